@@ -1,0 +1,292 @@
+"""The ``chalkboard`` command: list, evaluate and solve equations, show presets, build the book.
+
+Bad input (unknown names, wrong dimensions, non-positive values, malformed preset files) prints
+one line starting with ``error:`` on stderr and exits with status 2. Heavy imports (sympy, pint,
+mkdocs) happen inside the commands that need them, so start-up stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+KIND_ALIASES = {
+    "hardware": ("hardware",),
+    "models": ("model",),
+    "prices": ("rental", "api"),
+    "precisions": ("precision",),
+    "parameters": ("parameter",),
+}
+
+
+class UsageError(Exception):
+    """A command line argparse rejected."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        raise UsageError(message)
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hardware", metavar="H", help="hardware preset id, e.g. h100_sxm")
+    p.add_argument("--model", metavar="M", help="model preset id, e.g. deepseek_v3")
+    p.add_argument("--precision", metavar="P", default="bf16", help="bf16 (default), fp8 or fp4")
+    p.add_argument("--price", metavar="R", help="rental price preset (default lecture_gpu)")
+    p.add_argument(
+        "--set",
+        metavar="SYMBOL=VALUE",
+        action="append",
+        default=[],
+        help="give an input, e.g. --set mem_bandwidth='3.35 TB/s' (repeatable)",
+    )
+    p.add_argument("--unit", metavar="U", help="show the result in this unit")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def make_parser() -> Parser:
+    parser = Parser(prog="chalkboard", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--presets",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="extra preset file (TOML), validated like the built-in ones",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    p = sub.add_parser("list", help="every equation with its symbols")
+    p.add_argument("--chapter", help="only this chapter")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("eval", help="evaluate an equation on presets and overrides")
+    p.add_argument("id")
+    _add_inputs(p)
+
+    p = sub.add_parser("solve", help="solve an equation for one of its inputs and evaluate it")
+    p.add_argument("id")
+    p.add_argument("--for", dest="unknown", required=True, metavar="SYMBOL")
+    _add_inputs(p)
+
+    p = sub.add_parser("presets", help="list presets with their figures and sources")
+    p.add_argument("kind", nargs="?", choices=list(KIND_ALIASES), help="default: all")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("build", help="build the static site")
+    p.add_argument("--out", default="site", help="output folder (default: site)")
+
+    p = sub.add_parser("serve", help="preview the site, rebuilding when sources change")
+    p.add_argument("--port", type=int, default=8000)
+    return parser
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def _symbol_json(s) -> dict:
+    return {"name": s.name, "unit": s.unit, "meaning": s.meaning, "latex": s.latex}
+
+
+def cmd_list(args, out) -> None:
+    import derivations
+
+    if args.chapter and args.chapter not in {c.id for c in derivations.CHAPTERS}:
+        from units import ChalkboardError, closest
+
+        ids = [c.id for c in derivations.CHAPTERS]
+        raise ChalkboardError(f"unknown chapter {args.chapter!r}{closest(args.chapter, ids)}")
+    eqs = derivations.equations(args.chapter)
+    if args.json:
+        data = [
+            {
+                "id": e.id,
+                "chapter": e.chapter,
+                "title": e.title,
+                "equation": f"{e.lhs.name} = {e.rhs}",
+                "latex": e.latex(),
+                "output": _symbol_json(e.lhs),
+                "symbols": [_symbol_json(s) for s in e.inputs],
+                "assumptions": list(e.assumptions),
+                "source": str(e.source),
+            }
+            for e in eqs
+        ]
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+    for e in eqs:
+        out.write(f"{e.id}  [{e.chapter}]  {e.title}\n    {e.lhs.name} = {e.rhs}\n")
+        for s in (e.lhs, *e.inputs):
+            out.write(f"    {s.name:<22} {s.unit:<16} {s.meaning}\n")
+
+
+def _overrides(pairs: list[str]) -> dict[str, str]:
+    from units import ChalkboardError
+
+    result = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise ChalkboardError(f"--set takes SYMBOL=VALUE, got {pair!r}")
+        result[name.strip()] = value.strip()
+    return result
+
+
+def _evaluate(eq, args, out) -> None:
+    from book.format import number, quantity
+    from units import parse_unit
+    from units.presets import load
+
+    presets = load(tuple(args.presets))
+    result = eq.evaluate_detailed(
+        args.hardware, args.model, args.precision, args.price, presets, **_overrides(args.set)
+    )
+    value = result.value
+    if args.unit:
+        from units import ChalkboardError, dimension_of
+
+        target = parse_unit(args.unit)
+        if value.dimensionality != (1 * target).dimensionality:
+            raise ChalkboardError(
+                f"--unit {args.unit!r} is {dimension_of(target)}, but {eq.lhs.name} is "
+                f"{eq.lhs.dimension}"
+            )
+        value = value.to(target)
+    if args.json:
+        data = {
+            "id": eq.id,
+            "symbol": eq.lhs.name,
+            "value": float(value.magnitude),
+            "unit": f"{value.units:~}",
+            "equation": f"{eq.lhs.name} = {eq.rhs}",
+            "inputs": {
+                name: {
+                    "value": float(i.value.magnitude),
+                    "unit": f"{i.value.units:~}",
+                    "from": i.origin,
+                    "source": i.source,
+                }
+                for name, i in result.inputs.items()
+            },
+        }
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+    out.write(f"{eq.lhs.name} = {quantity(value)}\n")
+    out.write(f"    {eq.lhs.name} = {eq.rhs}\n")
+    for name, i in result.inputs.items():
+        out.write(
+            f"    {name:<22} {number(i.value.magnitude):>12} {i.value.units:~P:<14} {i.origin}\n"
+        )
+
+
+def cmd_eval(args, out) -> None:
+    import derivations
+
+    _evaluate(derivations.get(args.id), args, out)
+
+
+def cmd_solve(args, out) -> None:
+    import derivations
+
+    _evaluate(derivations.get(args.id).solve_for(args.unknown), args, out)
+
+
+def _preset_json(preset) -> dict:
+    import pint
+
+    fields = {}
+    for name, value in preset.fields.items():
+        if isinstance(value, pint.Quantity):
+            fields[name] = {
+                "value": float(value.magnitude),
+                "unit": f"{value.units:~}",
+                "source": preset.source_of(name),
+            }
+        else:
+            fields[name] = value
+    return {"id": preset.id, "kind": preset.kind, **fields}
+
+
+def cmd_presets(args, out) -> None:
+    import pint
+
+    from book.format import quantity
+    from units.presets import load
+
+    presets = load(tuple(args.presets))
+    kinds = (
+        KIND_ALIASES[args.kind]
+        if args.kind
+        else tuple(k for ks in KIND_ALIASES.values() for k in ks)
+    )
+    if args.json:
+        data = {kind: [_preset_json(p) for p in presets.by_kind[kind].values()] for kind in kinds}
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+    for kind in kinds:
+        out.write(f"[{kind}]\n")
+        for p in presets.by_kind[kind].values():
+            figures = ", ".join(
+                f"{n}={quantity(v)}" for n, v in p.fields.items() if isinstance(v, pint.Quantity)
+            )
+            out.write(f"  {p.id:<22} {p.name}: {figures}\n")
+
+
+def cmd_build(args, out) -> None:
+    from pathlib import Path
+
+    from book.site import build
+
+    site = build(Path(args.out), extra_presets=tuple(args.presets))
+    out.write(f"site built: {site.resolve() / 'index.html'}\n")
+
+
+def cmd_serve(args, out) -> None:
+    from book.site import serve
+
+    serve(args.port, extra_presets=tuple(args.presets), out=out)
+
+
+COMMANDS = {
+    "list": cmd_list,
+    "eval": cmd_eval,
+    "solve": cmd_solve,
+    "presets": cmd_presets,
+    "build": cmd_build,
+    "serve": cmd_serve,
+}
+
+
+def main(argv: list[str] | None = None, out=None, err=None) -> int:
+    """Run the CLI; returns the exit status (0, or 2 for bad input)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        args = make_parser().parse_args(argv)
+        if getattr(args, "presets", None):
+            from units.presets import load
+
+            load(tuple(args.presets))  # validate extra preset files before anything else
+        COMMANDS[args.command](args, out)
+    except UsageError as e:
+        err.write(f"error: {e}\n")
+        return 2
+    except Exception as e:
+        from units import ChalkboardError
+
+        if isinstance(e, ChalkboardError):
+            err.write(f"error: {e}\n")
+            return 2
+        raise
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

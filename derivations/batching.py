@@ -1,0 +1,279 @@
+"""Chapter A: batch size, cost and latency (the roofline of one decode step).
+
+A decode step gives each of ``B`` sequences one new token. It cannot finish before the chips
+have done its multiplies (compute time) nor before they have read every weight and the batch's
+KV cache from HBM (memory time). Everything in this chapter follows from that lower bound.
+
+>>> from derivations import get
+>>> round(get("crossover_batch").evaluate(hardware="h100_sxm", model="deepseek_v3").m)
+5356
+"""
+
+import sympy as sp
+
+from derivations.core import Equation, Source, register
+from derivations.derivation import Derivation, given, rename, rewrite, solve, substitute
+from derivations.notation import (
+    batch_size,
+    bytes_per_value,
+    chips_to_fit,
+    compute_time,
+    context_length,
+    cost_per_token,
+    crossover_batch,
+    flops,
+    flops_per_param_token,
+    hbm_capacity,
+    hbm_drain_time,
+    kv_bytes_per_token,
+    kv_fetch_time,
+    mem_bandwidth,
+    memory_time,
+    n_active,
+    n_chips,
+    n_total,
+    price_per_chip_hour,
+    ride_time,
+    ridge_intensity,
+    step_time,
+    throughput,
+    train_period,
+    wait_time,
+    weight_fetch_time,
+    worst_case_latency,
+)
+
+CHAPTER = "batching"
+LECTURE = "Lecture section A, batch size, cost and latency"
+
+B, F, W, C = batch_size.sym, flops.sym, mem_bandwidth.sym, hbm_capacity.sym
+N_t, N_a, b, k = n_total.sym, n_active.sym, bytes_per_value.sym, kv_bytes_per_token.sym
+L, n, c_f, p = context_length.sym, n_chips.sym, flops_per_param_token.sym, price_per_chip_hour.sym
+tau = train_period.sym
+
+COMPUTE = c_f * B * N_a / (n * F)
+WEIGHTS = N_t * b / (n * W)
+KV = B * L * k / (n * W)
+
+compute_time_eq = register(
+    Equation(
+        id="compute_time",
+        title="Compute time of one decode step",
+        lhs=compute_time,
+        rhs=COMPUTE,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:05:00", "t_compute = B N_active / FLOPs"),
+        assumptions=(
+            "each of the B sequences gets one token per step",
+            "attention FLOPs are ignored (they matter only at millions of tokens of context)",
+            "the chips run at their dense peak FLOP/s: a lower bound on the time",
+        ),
+        summary="Every active parameter does one multiply-add per token, spread over n chips.",
+    )
+)
+
+weight_fetch_time_eq = register(
+    Equation(
+        id="weight_fetch_time",
+        title="Weight-fetch time of one decode step",
+        lhs=weight_fetch_time,
+        rhs=WEIGHTS,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:08:00", "the N_total term of t_mem"),
+        assumptions=(
+            "every expert is used by some sequence in the batch, so all weights are read",
+            "HBM bandwidth is reached in full: a lower bound on the time",
+        ),
+        summary="Each step reads every weight once, whatever the batch size.",
+    )
+)
+
+kv_fetch_time_eq = register(
+    Equation(
+        id="kv_fetch_time",
+        title="KV-fetch time of one decode step",
+        lhs=kv_fetch_time,
+        rhs=KV,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:10:00", "the B len_ctx kv_bytes term of t_mem"),
+        assumptions=("each sequence reads its whole context's KV cache every step",),
+        summary="Each sequence reads its own KV cache: this cost grows with batch and context.",
+    )
+)
+
+memory_time_eq = register(
+    Equation(
+        id="memory_time",
+        title="Memory time of one decode step",
+        lhs=memory_time,
+        rhs=weight_fetch_time.sym + kv_fetch_time.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:08:00", "t_mem = (N_total bytes + B len_ctx kv_bytes) / mem_bw"),
+        assumptions=("weights and KV cache share the same HBM bandwidth",),
+        derivation=Derivation(
+            given(
+                memory_time.sym,
+                (N_t * b + B * L * k) / (n * W),
+                "the lecture's t_mem: all bytes read in a step over the bandwidth of n chips",
+            ),
+            rewrite(memory_time.sym, WEIGHTS + KV, "split the bytes into weights and KV cache"),
+            substitute(
+                {WEIGHTS: weight_fetch_time.sym, KV: kv_fetch_time.sym},
+                memory_time.sym,
+                weight_fetch_time.sym + kv_fetch_time.sym,
+                "name the two terms: weight-fetch time and KV-fetch time",
+            ),
+        ),
+        summary="Weight fetch (flat in B) plus KV fetch (linear in B).",
+    )
+)
+
+step_time_eq = register(
+    Equation(
+        id="step_time",
+        title="Step time: the roofline bound",
+        lhs=step_time,
+        rhs=sp.Max(compute_time.sym, memory_time.sym),
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:04:00", "T >= max(t_compute, t_mem)"),
+        assumptions=(
+            "compute and memory traffic overlap perfectly, so the slower one sets the time",
+            "communication between chips is ignored",
+        ),
+        summary="A step takes at least as long as its compute and at least as long as its reads.",
+    )
+)
+
+cost_per_token_eq = register(
+    Equation(
+        id="cost_per_token",
+        title="Cost per generated token",
+        lhs=cost_per_token,
+        rhs=n * p * step_time.sym / B,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:14:00", "cost/token = T / B x $/GPU-s"),
+        assumptions=(
+            "the chips are rented for the whole step and shared by the B sequences",
+            "each sequence receives one token per step",
+        ),
+        summary="Rent for the step over the tokens it makes: a hyperbola in B down to a floor.",
+    )
+)
+
+crossover_batch_eq = register(
+    Equation(
+        id="crossover_batch",
+        title="Crossover batch size B*",
+        lhs=crossover_batch,
+        rhs=F * N_t * b / (W * c_f * N_a),
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:15:16", "B* = (FLOPs / mem_bw) x (N_total / N_active)"),
+        assumptions=(
+            "the KV-fetch term is ignored (short contexts)",
+            "weights are stored at b bytes per value and multiplied at the same precision",
+        ),
+        derivation=Derivation(
+            given(
+                COMPUTE, WEIGHTS, "at the crossover the compute time equals the weight-fetch time"
+            ),
+            rewrite(
+                c_f * B * N_a / F, N_t * b / W, "multiply both sides by n: the chip count cancels"
+            ),
+            solve(B, F * N_t * b / (W * c_f * N_a), "solve for the batch size"),
+            rename(
+                crossover_batch.sym,
+                sp.Mul(F / W, b / c_f, N_t / N_a, evaluate=False),
+                "group: the chip's FLOPs per byte, bytes per FLOP of a weight, and sparsity",
+            ),
+        ),
+        summary="Below B* a step is limited by reading weights; above it, by compute. "
+        "It depends on the chip and the model's sparsity, not on the model's size.",
+    )
+)
+
+ridge_intensity_eq = register(
+    Equation(
+        id="ridge_intensity",
+        title="Ridge point: FLOPs per byte",
+        lhs=ridge_intensity,
+        rhs=F / W,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:15:16", "FLOPs/mem_bw, about 300, stable A100 to B100"),
+        assumptions=("dense FLOP/s at the chosen precision",),
+        summary="How many FLOPs a kernel must do per byte it reads to be compute-bound.",
+    )
+)
+
+hbm_drain_time_eq = register(
+    Equation(
+        id="hbm_drain_time",
+        title="HBM drain time",
+        lhs=hbm_drain_time,
+        rhs=C / W,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:26:00", "Rubin: 288 GB / 20 TB/s, about 15 ms"),
+        assumptions=("the whole HBM is read at full bandwidth",),
+        summary="A step that reads all of HBM takes this long: the natural period of the train.",
+    )
+)
+
+chips_to_fit_eq = register(
+    Equation(
+        id="chips_to_fit",
+        title="Chips to hold weights and KV cache",
+        lhs=chips_to_fit,
+        rhs=(N_t * b + B * L * k) / C,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:34:00", "capacity: total parameters plus KV must fit in HBM"),
+        assumptions=("activations and fragmentation take no HBM",),
+        summary="The serving footprint; the default chip count rounds it up to whole chips.",
+    )
+)
+
+worst_case_latency_eq = register(
+    Equation(
+        id="worst_case_latency",
+        title="Worst-case latency of the batch train",
+        lhs=worst_case_latency,
+        rhs=2 * tau,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:22:00", "a batch departs every 20 ms; worst case 40 ms"),
+        assumptions=(
+            "a batch departs every period, whether full or not",
+            "a step fits within one period",
+        ),
+        derivation=Derivation(
+            given(
+                worst_case_latency.sym,
+                wait_time.sym + ride_time.sym,
+                "latency is the wait for a departure plus the ride",
+            ),
+            substitute(
+                {wait_time.sym: tau},
+                worst_case_latency.sym,
+                tau + ride_time.sym,
+                "a request that just missed a train waits one full period",
+            ),
+            substitute(
+                {ride_time.sym: tau},
+                worst_case_latency.sym,
+                2 * tau,
+                "the step it rides takes up to one period",
+            ),
+        ),
+        summary="Waiting for the next train plus riding it: twice the period.",
+    )
+)
+
+throughput_eq = register(
+    Equation(
+        id="throughput",
+        title="Throughput of one replica",
+        lhs=throughput,
+        rhs=B / step_time.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, "00:28:00", "throughput = B / step"),
+        assumptions=("each sequence receives one token per step",),
+        summary="Tokens per step over seconds per step.",
+    )
+)

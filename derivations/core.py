@@ -1,0 +1,467 @@
+"""Symbols with units, equations checked for dimensional consistency, and their evaluation.
+
+A :class:`Symbol` is declared once (name, unit, meaning, LaTeX). An :class:`Equation` relates one
+output symbol to a sympy expression of input symbols; the expression itself carries no units.
+Its dimensions are checked when it is defined (every term of every sum, every argument of a max,
+both sides), so a wrong formula fails at import with a message naming the equation and the term.
+Numbers meet units only at the boundary: inputs are converted to base units, the expression is
+evaluated by compiled numpy code, and the result gets the output symbol's unit back.
+
+>>> from derivations import get
+>>> eq = get("hbm_drain_time")
+>>> eq.evaluate(hardware="h100_sxm")
+<Quantity(23.880597, 'millisecond')>
+>>> eq.evaluate(hbm_capacity="288 GB", mem_bandwidth="20 TB/s")
+<Quantity(14.4, 'millisecond')>
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pint
+import sympy as sp
+
+from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
+
+__all__ = [
+    "CATALOGUE",
+    "Constant",
+    "DimensionError",
+    "Equation",
+    "Input",
+    "Result",
+    "Source",
+    "Symbol",
+    "constant",
+    "declare",
+    "equations",
+    "get",
+    "register",
+    "symbol",
+]
+
+
+class DimensionError(ChalkboardError):
+    """An equation whose terms, arguments or sides disagree in dimension."""
+
+
+# --------------------------------------------------------------------------------------------
+# Symbols
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A quantity in the notation: stable ``name``, declared ``unit``, ``meaning`` and ``latex``.
+
+    ``display`` is the unit values are shown in (defaults to ``unit``).
+
+    >>> s = Symbol("mem_bandwidth", "byte/s", "HBM bandwidth of one chip", r"W", display="TB/s")
+    >>> s.dimension
+    '[information] / [time]'
+    """
+
+    name: str
+    unit: str
+    meaning: str
+    latex: str
+    display: str | None = None
+
+    @property
+    def sym(self) -> sp.Symbol:
+        return sp.Symbol(self.name, positive=True)
+
+    @functools.cached_property
+    def dimensionality(self):
+        return Q_(1, parse_unit(self.unit)).dimensionality
+
+    @property
+    def dimension(self) -> str:
+        return str(self.dimensionality) if self.dimensionality else "dimensionless"
+
+    @property
+    def display_unit(self) -> pint.Unit:
+        return parse_unit(self.display or self.unit)
+
+
+@dataclass(frozen=True)
+class Constant(Symbol):
+    """A symbol with a fixed value, such as 2 FLOP per parameter per token."""
+
+    value: pint.Quantity | None = None
+    source: str = ""
+
+
+SYMBOLS: dict[str, Symbol] = {}
+
+
+def declare(sym: Symbol) -> Symbol:
+    """Add a symbol to the notation; a name may be declared once (again only identically)."""
+    if not sym.name.isidentifier() or sym.name != sym.name.lower():
+        raise ChalkboardError(f"symbol name {sym.name!r} must be a lower_snake_case identifier")
+    parse_unit(sym.unit)
+    sym.display_unit  # noqa: B018 - validates the display unit
+    if sym.display and Q_(1, sym.display_unit).dimensionality != sym.dimensionality:
+        raise DimensionError(
+            f"symbol {sym.name!r}: display unit {sym.display!r} does not match unit {sym.unit!r}"
+        )
+    known = SYMBOLS.get(sym.name)
+    if known is not None and known != sym:
+        raise ChalkboardError(f"symbol {sym.name!r} is already declared differently: {known}")
+    SYMBOLS[sym.name] = sym
+    return sym
+
+
+def symbol(name, unit, meaning, latex, display=None) -> Symbol:
+    """Declare a symbol: ``symbol("batch_size", "sequence", "sequences per step", "B")``."""
+    return declare(Symbol(name, unit, meaning, latex, display))
+
+
+def constant(name, value, meaning, latex, source, display=None) -> Constant:
+    """Declare a named constant with a unit: ``constant("c", "2 FLOP/parameter/token", ...)``."""
+    q = parse_quantity(value, what=f"constant {name}")
+    return declare(Constant(name, f"{q.units:~}", meaning, latex, display, q, source))
+
+
+def lookup_symbol(name: str) -> Symbol:
+    try:
+        return SYMBOLS[name]
+    except KeyError:
+        raise ChalkboardError(f"unknown symbol {name!r}{closest(name, SYMBOLS)}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Dimensions
+
+_DIMLESS = Q_(1, "dimensionless").dimensionality
+
+
+def _show_dim(dims) -> str:
+    return str(dims) if dims else "dimensionless"
+
+
+def dimension_of(expr: sp.Expr, where: str = "expression"):
+    """The pint dimensionality of a sympy expression over declared symbols.
+
+    Raises DimensionError naming ``where`` and the offending term when a sum, max/min or
+    function argument mixes dimensions.
+    """
+    if isinstance(expr, sp.Symbol):
+        return lookup_symbol(expr.name).dimensionality
+    if expr.is_Number or isinstance(expr, sp.NumberSymbol):
+        return _DIMLESS
+    if isinstance(expr, sp.Mul):
+        dims = _DIMLESS
+        for arg in expr.args:
+            dims = dims * dimension_of(arg, where)
+        return dims
+    if isinstance(expr, sp.Pow):
+        base, exponent = expr.args
+        if dimension_of(exponent, where) != _DIMLESS:
+            raise DimensionError(f"{where}: exponent '{exponent}' must be dimensionless")
+        base_dims = dimension_of(base, where)
+        if base_dims == _DIMLESS:
+            return _DIMLESS
+        if not exponent.is_Rational:
+            raise DimensionError(
+                f"{where}: '{base}' has dimension {_show_dim(base_dims)} and cannot be raised "
+                f"to the non-numeric power '{exponent}'"
+            )
+        return base_dims ** float(exponent)
+    if isinstance(expr, sp.Add | sp.Max | sp.Min):
+        first, *rest = expr.args
+        want = dimension_of(first, where)
+        for term in rest:
+            got = dimension_of(term, where)
+            if got != want:
+                kind = "term" if isinstance(expr, sp.Add) else "argument"
+                raise DimensionError(
+                    f"{where}: {kind} '{term}' has dimension {_show_dim(got)}, "
+                    f"but '{first}' has dimension {_show_dim(want)}"
+                )
+        return want
+    if isinstance(expr, sp.ceiling | sp.floor | sp.Abs):
+        return dimension_of(expr.args[0], where)
+    if isinstance(expr, sp.Function):
+        for arg in expr.args:
+            got = dimension_of(arg, where)
+            if got != _DIMLESS:
+                raise DimensionError(
+                    f"{where}: argument '{arg}' of {expr.func.__name__} has dimension "
+                    f"{_show_dim(got)}; it must be dimensionless"
+                )
+        return _DIMLESS
+    raise DimensionError(f"{where}: cannot check the dimension of '{expr}' ({type(expr).__name__})")
+
+
+# --------------------------------------------------------------------------------------------
+# Equations
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an equation comes from: a lecture section and timestamp, or a citation."""
+
+    section: str
+    timestamp: str = ""
+    note: str = ""
+
+    def __str__(self) -> str:
+        at = f" ({self.timestamp})" if self.timestamp else ""
+        return f"{self.section}{at}"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of an evaluation: its value and where the value came from."""
+
+    value: pint.Quantity
+    origin: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Result:
+    """An evaluation: the value and every input that went into it (nested ones included)."""
+
+    equation: Equation
+    value: pint.Quantity
+    inputs: Mapping[str, Input]
+
+
+def _np_max(*args):
+    return functools.reduce(np.maximum, args)
+
+
+def _np_min(*args):
+    return functools.reduce(np.minimum, args)
+
+
+_NUMPY = [{"Max": _np_max, "Min": _np_min, "ceiling": np.ceil, "floor": np.floor}, "numpy"]
+
+
+def latex_names() -> dict[sp.Symbol, str]:
+    return {s.sym: s.latex for s in SYMBOLS.values()}
+
+
+def to_latex(expr) -> str:
+    """LaTeX of a sympy expression or relation, with every symbol's declared LaTeX."""
+    return sp.latex(expr, symbol_names=latex_names(), mul_symbol=None)
+
+
+@dataclass(frozen=True, eq=False)
+class Equation:
+    """``lhs = rhs``: an output symbol defined by an expression of input symbols.
+
+    Dimensions are checked on construction. ``derivation`` (a Derivation) is checked by
+    :meth:`check`, which the tests and the book build run for every equation.
+    """
+
+    id: str
+    title: str
+    lhs: Symbol
+    rhs: sp.Expr
+    chapter: str
+    source: Source
+    assumptions: tuple[str, ...] = ()
+    derivation: object = None
+    summary: str = ""
+    _compiled: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        if not self.id.isidentifier() or self.id != self.id.lower():
+            raise ChalkboardError(f"equation id {self.id!r} must be snake_case")
+        where = f"equation {self.id!r}"
+        if self.lhs.sym in self.rhs.free_symbols:
+            raise ChalkboardError(f"{where}: {self.lhs.name} appears on both sides")
+        rhs_dims = dimension_of(self.rhs, where)
+        if rhs_dims != self.lhs.dimensionality:
+            raise DimensionError(
+                f"{where}: right side '{self.rhs}' has dimension {_show_dim(rhs_dims)}, but "
+                f"{self.lhs.name} is declared in {self.lhs.unit} ({self.lhs.dimension})"
+            )
+
+    # -- inspection ---------------------------------------------------------------------------
+
+    @property
+    def inputs(self) -> tuple[Symbol, ...]:
+        """The symbols on the right side, in declaration order."""
+        names = {s.name for s in self.rhs.free_symbols}
+        return tuple(s for s in SYMBOLS.values() if s.name in names)
+
+    @property
+    def uses(self) -> tuple[Equation, ...]:
+        """The registered equations whose outputs appear on this right side."""
+        return tuple(
+            e for s in self.inputs if (e := defining(s.name)) is not None and e is not self
+        )
+
+    def expanded(self) -> sp.Expr:
+        """The right side with every registered intermediate replaced by its own right side."""
+        expr = self.rhs
+        seen = {self.lhs.name}
+        while True:
+            subs = {
+                s: eq.rhs
+                for s in expr.free_symbols
+                if s.name not in seen and (eq := defining(s.name)) is not None
+            }
+            if not subs:
+                return expr
+            seen |= {s.name for s in subs}
+            expr = expr.subs(subs)
+
+    @property
+    def relation(self) -> sp.Eq:
+        return sp.Eq(self.lhs.sym, self.rhs, evaluate=False)
+
+    def latex(self) -> str:
+        """``lhs = rhs`` in LaTeX, generated from the sympy objects."""
+        return to_latex(self.relation)
+
+    def _repr_latex_(self) -> str:
+        return f"$${self.latex()}$$"
+
+    def __repr__(self) -> str:
+        return f"<Equation {self.id}: {self.lhs.name} = {self.rhs}>"
+
+    def check(self) -> None:
+        """Verify every derivation step with sympy; raises DerivationError on a wrong step."""
+        if self.derivation is not None:
+            self.derivation.check(self)
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    def compiled(self) -> Callable:
+        """A numpy function of the inputs' base-unit magnitudes, positional in ``inputs`` order."""
+        if "fn" not in self._compiled:
+            args = [s.sym for s in self.inputs]
+            self._compiled["fn"] = sp.lambdify(args, self.rhs, modules=_NUMPY, cse=True)
+        return self._compiled["fn"]
+
+    def evaluate_detailed(
+        self, hardware=None, model=None, precision="bf16", price=None, presets=None, **overrides
+    ) -> Result:
+        """Evaluate on presets and overrides, returning the value and every input's origin."""
+        from derivations.inputs import Resolver
+
+        resolver = Resolver.make(self, hardware, model, precision, price, presets, overrides)
+        value = resolver.value_of(self)
+        return Result(self, value, dict(resolver.used))
+
+    def evaluate(
+        self, hardware=None, model=None, precision="bf16", price=None, presets=None, **overrides
+    ) -> pint.Quantity:
+        """The output as a pint Quantity in its display unit.
+
+        ``hardware``, ``model``, ``precision`` and ``price`` name presets; ``overrides`` give any
+        input by symbol name as a Quantity or a string such as ``"3.35 TB/s"`` (numbers only for
+        dimensionless inputs). Arrays sweep: ``batch_size=np.arange(1, 1025)``.
+        """
+        return self.evaluate_detailed(hardware, model, precision, price, presets, **overrides).value
+
+    def sweep(self, over: str, values, **kwargs) -> pint.Quantity:
+        """Evaluate over an array of values of one input (compiled, vectorised)."""
+        sym = lookup_symbol(over)
+        arr = np.asarray(values, dtype=float)
+        if arr.ndim != 1 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+            raise ChalkboardError(
+                f"sweep over {over}: values must be a 1-D array of positive numbers"
+            )
+        return self.evaluate(**kwargs, **{over: Q_(arr, sym.display_unit)})
+
+    # -- algebra ------------------------------------------------------------------------------
+
+    def solve_for(self, name: str) -> Equation:
+        """A new equation with ``name`` as the unknown and this output as an input.
+
+        >>> from derivations import get
+        >>> get("hbm_drain_time").solve_for("mem_bandwidth").rhs
+        hbm_capacity/hbm_drain_time
+        """
+        from derivations.derivation import Derivation, given, solve
+
+        target = lookup_symbol(name)
+        if target.name == self.lhs.name:
+            return self
+        rhs = self.rhs if target.sym in self.rhs.free_symbols else self.expanded()
+        if target.sym not in rhs.free_symbols:
+            raise ChalkboardError(
+                f"{name!r} is not an input of {self.id!r}; its inputs are: "
+                + ", ".join(s.name for s in self.inputs)
+            )
+        if rhs.has(sp.Max, sp.Min):
+            raise ChalkboardError(
+                f"cannot solve {self.id!r} for {name!r}: it takes a max or min, which has no "
+                "single inverse; solve one of its branches instead ("
+                + ", ".join(e.id for e in self.uses)
+                + ")"
+            )
+        relation = sp.Eq(self.lhs.sym, rhs)
+        try:
+            solutions = sp.solve(relation, target.sym, dict=False)
+        except NotImplementedError:
+            solutions = []
+        solutions = [s for s in solutions if s.is_positive is not False and s.is_real is not False]
+        if len(solutions) != 1:
+            raise ChalkboardError(
+                f"cannot solve {self.id!r} for {name!r}: no unique positive solution"
+            )
+        derivation = Derivation(
+            given(self.lhs.sym, rhs, f"the equation {self.id}"),
+            solve(target.sym, solutions[0], f"solve for {name}"),
+        )
+        return Equation(
+            id=f"{self.id}_for_{name}",
+            title=f"{self.title}, solved for {target.meaning}",
+            lhs=target,
+            rhs=solutions[0],
+            chapter=self.chapter,
+            source=self.source,
+            assumptions=self.assumptions,
+            derivation=derivation,
+            summary=f"{self.id} rearranged to give {name}.",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Catalogue
+
+CATALOGUE: dict[str, Equation] = {}
+_BY_OUTPUT: dict[str, Equation] = {}
+
+
+def register(eq: Equation) -> Equation:
+    """Add an equation to the catalogue; ids and output symbols are unique."""
+    if eq.id in CATALOGUE and CATALOGUE[eq.id] is not eq:
+        raise ChalkboardError(f"equation id {eq.id!r} is already registered")
+    if eq.lhs.name in _BY_OUTPUT and _BY_OUTPUT[eq.lhs.name] is not eq:
+        raise ChalkboardError(
+            f"{eq.lhs.name!r} is already defined by equation {_BY_OUTPUT[eq.lhs.name].id!r}"
+        )
+    CATALOGUE[eq.id] = eq
+    _BY_OUTPUT[eq.lhs.name] = eq
+    return eq
+
+
+def defining(name: str) -> Equation | None:
+    """The registered equation whose output is the symbol ``name``, if any."""
+    return _BY_OUTPUT.get(name)
+
+
+def get(equation_id: str) -> Equation:
+    """A registered equation by id; unknown ids suggest the closest."""
+    try:
+        return CATALOGUE[equation_id]
+    except KeyError:
+        raise ChalkboardError(
+            f"unknown equation {equation_id!r}{closest(equation_id, CATALOGUE)}"
+        ) from None
+
+
+def equations(chapter: str | None = None) -> list[Equation]:
+    """Registered equations in definition order, optionally of one chapter."""
+    return [e for e in CATALOGUE.values() if chapter is None or e.chapter == chapter]

@@ -1,0 +1,153 @@
+"""Derivations as ordered steps, each verified by sympy against the step before it.
+
+Every step states a relation (``lhs = rhs``) and why it follows. The kinds:
+
+- ``given``: a premise (the first step, or a fact brought in from another equation);
+- ``rewrite``: the same relation rearranged: both sides equal the previous ones, or the
+  difference of the sides equals the previous difference times a nonzero factor;
+- ``substitute``: the previous relation with ``subs`` applied, then possibly rearranged;
+- ``solve``: ``x = expr`` where the previous relation holds identically at ``x = expr``;
+- ``rename``: the same right side, now named by a new symbol (``B* = ...``).
+
+The last step must be the equation itself. A wrong step raises DerivationError naming the
+equation, the step and what failed.
+
+>>> import sympy as sp
+>>> x, y = sp.symbols("x y", positive=True)
+>>> Derivation(given(y, 2 * x + 2, "premise"), rewrite(y - 2, 2 * x, "subtract 2")).verify()
+>>> Derivation(given(y, 2 * x + 2, "premise"), rewrite(y, 2 * x + 1, "slip")).verify()
+Traceback (most recent call last):
+...
+derivations.derivation.DerivationError: step 2 ('slip'): y = 2*x + 1 does not follow ... by rewrite
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from units import ChalkboardError
+
+
+class DerivationError(ChalkboardError):
+    """A derivation step that sympy cannot confirm."""
+
+
+def same(a: sp.Expr, b: sp.Expr) -> bool:
+    """True when sympy proves ``a == b`` (over positive symbols)."""
+    diff = sp.expand(a.doit() - b.doit())
+    if diff == 0:
+        return True
+    diff = sp.simplify(diff)
+    return diff == 0 or diff.equals(0) is True
+
+
+def _nonzero(expr: sp.Expr) -> bool:
+    expr = sp.simplify(expr)
+    return bool(expr.is_positive or expr.is_negative)
+
+
+def equivalent(new: sp.Eq, old: sp.Eq) -> bool:
+    """True when ``new`` is ``old`` rearranged: same sides, or sides' difference times a nonzero."""
+    if same(new.lhs, old.lhs) and same(new.rhs, old.rhs):
+        return True
+    d_new = (new.lhs - new.rhs).doit()
+    d_old = (old.lhs - old.rhs).doit()
+    if same(d_new, d_old) or same(d_new, -d_old):
+        return True
+    if same(d_old, sp.Integer(0)):
+        return False
+    return _nonzero(sp.simplify(d_new / d_old))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: the relation reached, the reason, and how it follows from the previous one."""
+
+    relation: sp.Eq
+    why: str
+    kind: str
+    subs: tuple = ()
+    unknown: sp.Symbol | None = None
+
+    def follows_from(self, prev: sp.Eq) -> bool:
+        if self.kind == "given":
+            return True
+        if self.kind == "rewrite":
+            return equivalent(self.relation, prev)
+        if self.kind == "substitute":
+            return equivalent(self.relation, prev.subs(dict(self.subs)))
+        if self.kind == "rename":
+            return same(self.relation.rhs, prev.rhs)
+        if self.kind == "solve":
+            lhs, rhs = self.relation.lhs, self.relation.rhs
+            if lhs != self.unknown or self.unknown in rhs.free_symbols:
+                return False
+            return same((prev.lhs - prev.rhs).subs(self.unknown, rhs), sp.Integer(0))
+        raise DerivationError(f"unknown step kind {self.kind!r}")
+
+
+def _eq(lhs, rhs) -> sp.Eq:
+    return sp.Eq(lhs, rhs, evaluate=False)
+
+
+def given(lhs, rhs, why: str) -> Step:
+    """A premise: ``lhs = rhs`` because ``why``."""
+    return Step(_eq(lhs, rhs), why, "given")
+
+
+def rewrite(lhs, rhs, why: str) -> Step:
+    """The previous relation rearranged or simplified."""
+    return Step(_eq(lhs, rhs), why, "rewrite")
+
+
+def substitute(subs: dict, lhs, rhs, why: str) -> Step:
+    """The previous relation with ``subs`` applied (and possibly rearranged)."""
+    return Step(_eq(lhs, rhs), why, "substitute", tuple(subs.items()))
+
+
+def solve(unknown: sp.Symbol, rhs, why: str) -> Step:
+    """Solve the previous relation: ``unknown = rhs``."""
+    return Step(_eq(unknown, rhs), why, "solve", unknown=unknown)
+
+
+def rename(lhs, rhs, why: str) -> Step:
+    """Name the previous right side (``rhs`` must equal it) by a new symbol ``lhs``."""
+    return Step(_eq(lhs, rhs), why, "rename")
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Ordered steps from premises to an equation."""
+
+    steps: tuple[Step, ...] = field(default=())
+
+    def __init__(self, *steps: Step):
+        object.__setattr__(self, "steps", tuple(steps))
+        if not self.steps or self.steps[0].kind != "given":
+            raise DerivationError("a derivation starts with a 'given' step")
+
+    def verify(self) -> None:
+        """Check each step against the one before it."""
+        prev = None
+        for number, step in enumerate(self.steps, 1):
+            if prev is not None and not step.follows_from(prev):
+                raise DerivationError(
+                    f"step {number} ({step.why!r}): {step.relation.lhs} = {step.relation.rhs} "
+                    f"does not follow from {prev.lhs} = {prev.rhs} by {step.kind}"
+                )
+            prev = step.relation
+
+    def check(self, equation) -> None:
+        """Verify the steps and that the last one is ``equation`` itself."""
+        try:
+            self.verify()
+        except DerivationError as err:
+            raise DerivationError(f"equation {equation.id!r}: {err}") from None
+        last = self.steps[-1].relation
+        if last.lhs != equation.lhs.sym or not same(last.rhs, equation.rhs):
+            raise DerivationError(
+                f"equation {equation.id!r}: the derivation ends at {last.lhs} = {last.rhs}, "
+                f"not at the equation {equation.lhs.name} = {equation.rhs}"
+            )

@@ -1,0 +1,276 @@
+"""Where an equation's inputs come from: overrides, constants, other equations, presets, defaults.
+
+For each input symbol, in order: a value the caller gave (``--set`` or a keyword); a declared
+constant; the registered equation that outputs it (evaluated recursively); a preset binding
+(hardware, model, precision, rental price); a named parameter's default; else a clear error that
+names the missing input and how to give it.
+
+>>> from derivations import get
+>>> r = get("crossover_batch").evaluate_detailed(hardware="h100_sxm", model="deepseek_v3")
+>>> r.inputs["mem_bandwidth"].origin
+'hardware h100_sxm: hbm_bandwidth'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pint
+
+from derivations.core import Constant, Equation, Input, defining, lookup_symbol
+from units import Q_, ChalkboardError, closest, parse_quantity
+from units.presets import Preset, Presets, load
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How a symbol's value is read from presets; ``needs`` lists the other symbols it uses."""
+
+    describe: str
+    read: Callable[[Resolver], tuple[pint.Quantity, str, str] | None]
+    needs: tuple[str, ...] = ()
+
+
+def _figure(kind: str, name: str):
+    def read(r: Resolver):
+        preset = r.preset(kind)
+        if preset is None:
+            return None
+        value = preset.get(name)
+        if value is None:
+            raise ChalkboardError(f"{kind} preset {preset.id!r} has no {name} figure")
+        return value, f"{kind} {preset.id}: {name}", preset.source_of(name)
+
+    return read
+
+
+def _flops(r: Resolver):
+    hardware = r.preset("hardware")
+    if hardware is None:
+        return None
+    name = f"dense_flops_{r.precision.id}"
+    value = hardware.get(name)
+    if value is None:
+        have = [f[len("dense_flops_") :] for f in hardware.fields if f.startswith("dense_flops_")]
+        raise ChalkboardError(
+            f"hardware {hardware.id!r} has no dense {r.precision.id} FLOP/s figure "
+            f"(it has: {', '.join(have) or 'none'}); choose another --precision or --set flops=..."
+        )
+    return value, f"hardware {hardware.id}: {name}", hardware.source_of(name)
+
+
+def _bytes_per_value(r: Resolver):
+    p = r.precision
+    return p.bytes_per_value, f"precision {p.id}: bytes_per_value", p.source_of("bytes_per_value")
+
+
+def kv_values_per_token(model: Preset) -> tuple[int, str]:
+    """Cached values per token of context, all layers, from a model's architecture fields.
+
+    GQA (MHA and MQA included): a key and a value of ``head_dim`` per KV head per layer; layers
+    with a sliding window are left out (they hold a fixed window, not the whole context).
+    MLA: one latent of ``kv_lora_rank`` plus one shared rope key of ``qk_rope_head_dim`` per layer.
+    """
+    if model.attention == "mla":
+        per_layer = model.kv_lora_rank + model.qk_rope_head_dim
+        return model.layers * per_layer, "layers x (kv_lora_rank + qk_rope_head_dim)"
+    layers = model.layers - model.get("sliding_window_layers", 0)
+    how = "2 x layers x n_kv_heads x head_dim"
+    if layers != model.layers:
+        how += " (global-attention layers only)"
+    return 2 * layers * model.n_kv_heads * model.head_dim, how
+
+
+def _kv_bytes_per_token(r: Resolver):
+    model = r.preset("model")
+    if model is None:
+        return None
+    values, how = kv_values_per_token(model)
+    per_value = r.quantity("bytes_per_value")
+    q = (Q_(values, "value/token") * per_value).to("byte/token")
+    return q, f"model {model.id}: {how}, at {per_value:~P}", model.source_of("layers")
+
+
+def _n_chips(r: Resolver):
+    fit = r.quantity("chips_to_fit")
+    whole = np.ceil(np.asarray(fit.to("chip").magnitude, dtype=float))
+    q = Q_(whole if whole.ndim else float(whole), "chip")
+    return (
+        q,
+        "fewest whole chips that hold the weights and the KV cache (chips_to_fit, rounded up)",
+        "",
+    )
+
+
+def _price(r: Resolver):
+    p = r.price
+    return p.price, f"rental {p.id}: price (as of {p.as_of})", p.source_of("price")
+
+
+BINDINGS: dict[str, Binding] = {
+    "flops": Binding("hardware's dense FLOP/s at the chosen precision", _flops),
+    "mem_bandwidth": Binding("hardware's HBM bandwidth", _figure("hardware", "hbm_bandwidth")),
+    "hbm_capacity": Binding("hardware's HBM capacity", _figure("hardware", "hbm_capacity")),
+    "n_total": Binding("model's total parameters", _figure("model", "params_total")),
+    "n_active": Binding("model's active parameters", _figure("model", "params_active")),
+    "bytes_per_value": Binding("precision's bytes per value", _bytes_per_value),
+    "kv_bytes_per_token": Binding(
+        "model's KV-cache bytes per token", _kv_bytes_per_token, ("bytes_per_value",)
+    ),
+    "n_chips": Binding("fewest chips that hold weights and KV", _n_chips, ("chips_to_fit",)),
+    "price_per_chip_hour": Binding("rental price per chip-hour", _price),
+}
+
+
+def reachable(eq: Equation) -> dict[str, None]:
+    """Every symbol an evaluation of ``eq`` may read, in a stable order."""
+    seen: dict[str, None] = {}
+    todo = [s.name for s in eq.inputs]
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen[name] = None
+        inner = defining(name)
+        if inner is not None and inner is not eq:
+            todo += [s.name for s in inner.inputs]
+        if name in BINDINGS:
+            todo += list(BINDINGS[name].needs)
+    return seen
+
+
+def parse_override(name: str, value) -> pint.Quantity:
+    """An override for symbol ``name``: a Quantity (scalar or array), a string, or a number.
+
+    Bare numbers are accepted only for dimensionless inputs such as batch_size.
+    """
+    sym = lookup_symbol(name)
+    unit = sym.display_unit
+    if isinstance(value, np.ndarray):
+        value = Q_(value, unit) if not sym.dimensionality else value
+    if isinstance(value, pint.Quantity) and np.ndim(value.magnitude) > 0:
+        q = Q_(np.asarray(value.magnitude, dtype=float), str(value.units))
+        if q.dimensionality != sym.dimensionality:
+            raise ChalkboardError(
+                f"{name}: values are {q.dimensionality}, expected {sym.dimension}"
+            )
+        if not np.all(np.isfinite(q.magnitude)) or not np.all(q.magnitude > 0):
+            raise ChalkboardError(f"{name}: every value must be positive and finite")
+        return q
+    if isinstance(value, np.ndarray):
+        raise ChalkboardError(f"{name}: give an array with its unit, e.g. Q_(values, '{unit:~P}')")
+    if isinstance(value, int | float) and not isinstance(value, bool) and sym.dimensionality:
+        raise ChalkboardError(
+            f"{name}: {value!r} has no unit; give it with one, e.g. '{value} {unit:~P}'"
+        )
+    return parse_quantity(value, expect=sym.unit, what=name)
+
+
+class Resolver:
+    """Resolves the inputs of one evaluation and records where each came from."""
+
+    def __init__(
+        self,
+        root: Equation,
+        presets: Presets,
+        chosen: dict[str, Preset | None],
+        overrides: dict[str, pint.Quantity],
+    ):
+        self.root = root
+        self.presets = presets
+        self.chosen = chosen
+        self.overrides = overrides
+        self.used: dict[str, Input] = {}
+        self._values: dict[str, pint.Quantity] = {}
+        self._stack: list[str] = []
+
+    @classmethod
+    def make(cls, root, hardware, model, precision, price, presets, overrides) -> Resolver:
+        presets = presets or load()
+
+        def pick(kind, value):
+            if value is None or isinstance(value, Preset):
+                return value
+            return presets.get(kind, str(value))
+
+        chosen = {
+            "hardware": pick("hardware", hardware),
+            "model": pick("model", model),
+            "precision": pick("precision", precision or "bf16"),
+            "rental": pick("rental", price or "lecture_gpu"),
+        }
+        allowed = reachable(root)
+        parsed = {}
+        for name, value in overrides.items():
+            if name not in allowed:
+                raise ChalkboardError(
+                    f"{name!r} is not an input of {root.id!r}{closest(name, allowed)}; "
+                    f"its inputs are: {', '.join(allowed)}"
+                )
+            parsed[name] = parse_override(name, value)
+        return cls(root, presets, chosen, parsed)
+
+    @property
+    def precision(self) -> Preset:
+        return self.chosen["precision"]
+
+    @property
+    def price(self) -> Preset:
+        return self.chosen["rental"]
+
+    def preset(self, kind: str) -> Preset | None:
+        return self.chosen[kind]
+
+    def value_of(self, eq: Equation) -> pint.Quantity:
+        """Evaluate ``eq`` with resolved inputs; the result is in its display unit."""
+        self._stack.append(eq.lhs.name)
+        try:
+            args = [self.quantity(s.name).to_base_units().magnitude for s in eq.inputs]
+        finally:
+            self._stack.pop()
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = eq.compiled()(*args)
+        base = Q_(1, eq.lhs.unit).to_base_units().units
+        return Q_(out, base).to(eq.lhs.display_unit)
+
+    def quantity(self, name: str) -> pint.Quantity:
+        """The value of input ``name`` (cached), recording its origin."""
+        if name in self._values:
+            return self._values[name]
+        sym = lookup_symbol(name)
+        inner = defining(name)
+        parameter = self.presets.by_kind["parameter"].get(name)
+        if name in self.overrides:
+            q, origin, source = self.overrides[name], "given", ""
+        elif isinstance(sym, Constant):
+            q, origin, source = sym.value, "constant", sym.source
+        elif inner is not None and name not in self._stack and inner is not self.root:
+            q, origin, source = self.value_of(inner), f"equation {inner.id}", str(inner.source)
+        elif name in BINDINGS and (found := BINDINGS[name].read(self)) is not None:
+            q, origin, source = found
+        elif parameter is not None:
+            q = parameter.value
+            if q.dimensionality != sym.dimensionality:
+                raise ChalkboardError(
+                    f"parameter {name!r} ({parameter.path}) is {q.dimensionality}, "
+                    f"expected {sym.dimension}"
+                )
+            origin, source = f"parameter {name} (default)", parameter.source_of("value")
+        else:
+            raise ChalkboardError(self._missing(name))
+        q = q.to(sym.display_unit)
+        self._values[name] = q
+        self.used[name] = Input(q, origin, source)
+        return q
+
+    def _missing(self, name: str) -> str:
+        sym = lookup_symbol(name)
+        hint = f"give it with --set {name}=VALUE (in {sym.display or sym.unit})"
+        binding = BINDINGS.get(name)
+        if binding is not None:
+            kind = next((k for k in ("hardware", "model") if k in binding.describe), None)
+            if kind is not None:
+                hint = f"choose --{kind} or " + hint[len("give it with ") :]
+        return f"{self.root.id}: missing input {name!r} ({sym.meaning}); {hint}"

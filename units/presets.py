@@ -1,0 +1,292 @@
+"""Sourced presets: hardware, models, precisions, prices and named parameters, read from TOML.
+
+Every figure is a string with its unit ("3.35 TB/s"), checked against the dimension its field
+expects, positive and finite, and carries a source. The built-in files live in ``units/data``;
+users add their own files (same format) through ``load(extra=[path])`` or the environment
+variable ``CHALKBOARD_PRESETS`` (paths separated by ``os.pathsep``), validated the same way.
+
+>>> p = load()
+>>> p.get("hardware", "h100_sxm").hbm_bandwidth
+<Quantity(3.35, 'terabyte / second')>
+>>> p.get("hardware", "h100").name
+Traceback (most recent call last):
+...
+units.errors.ChalkboardError: unknown hardware preset 'h100' (did you mean 'h100_sxm' or 'h200'?)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+
+from units.errors import ChalkboardError, closest
+from units.registry import parse_quantity
+
+DATA = Path(__file__).with_name("data")
+BUILTIN_FILES = tuple(sorted(DATA.glob("*.toml")))
+
+# Field schemas per kind: a unit string (a quantity of that dimension), int (a positive whole
+# number), str (free text) or a tuple of allowed words. Required fields are listed separately.
+_COMMON = {"name": str, "source": str, "note": str, "as_of": str}
+SCHEMAS: dict[str, dict[str, object]] = {
+    "hardware": {
+        "hbm_capacity": "byte",
+        "hbm_bandwidth": "byte/s",
+        "dense_flops_*": "FLOP/s",
+        "scale_up_domain": "chip",
+        "scale_up_bandwidth": "byte/s",
+        "scale_up_bandwidth_per_direction": "byte/s",
+        "scale_out_bandwidth": "byte/s",
+    },
+    "model": {
+        "attention": ("gqa", "mla"),
+        **dict.fromkeys(
+            [
+                "layers",
+                "d_model",
+                "n_heads",
+                "n_kv_heads",
+                "head_dim",
+                "kv_lora_rank",
+                "qk_rope_head_dim",
+                "qk_nope_head_dim",
+                "v_head_dim",
+                "q_lora_rank",
+                "d_ff",
+                "d_ff_expert",
+                "experts_routed",
+                "experts_active",
+                "experts_shared",
+                "dense_layers",
+                "vocab",
+                "sliding_window_layers",
+            ],
+            int,
+        ),
+        "params_total": "parameter",
+        "params_active": "parameter",
+        "sliding_window": "token",
+        "training_tokens": "token",
+    },
+    "precision": {"bytes_per_value": "byte/value"},
+    "rental": {"price": "USD/chip/hour"},
+    "api": dict.fromkeys(
+        ["input", "output", "cache_write_5min", "cache_write_1h", "cache_read"], "USD/token"
+    ),
+    "parameter": {"value": None},
+}
+REQUIRED = {
+    "hardware": ("name", "source", "hbm_capacity", "hbm_bandwidth"),
+    "model": (
+        "name",
+        "source",
+        "layers",
+        "d_model",
+        "n_heads",
+        "attention",
+        "vocab",
+        "params_total",
+        "params_active",
+    ),
+    "precision": ("name", "source", "bytes_per_value"),
+    "rental": ("name", "source", "as_of", "price"),
+    "api": ("name", "source", "as_of", "input", "output"),
+    "parameter": ("name", "source", "value"),
+}
+KINDS = tuple(SCHEMAS)
+_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One preset: its fields (Quantities, whole numbers or text) and the source of each.
+
+    Fields read as attributes: ``preset.hbm_bandwidth``; ``preset.get(name)`` returns None when a
+    field is absent, and ``preset.source_of(name)`` the citation behind a figure.
+    """
+
+    kind: str
+    id: str
+    fields: Mapping[str, object]
+    sources: Mapping[str, str]
+    path: str = ""
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["fields"][name]
+        except KeyError:
+            raise AttributeError(f"{self.kind} preset {self.id!r} has no field {name!r}") from None
+
+    def get(self, name, default=None):
+        return self.fields.get(name, default)
+
+    def source_of(self, name: str) -> str:
+        return self.sources.get(name, self.sources["source"])
+
+
+@dataclass(frozen=True)
+class Presets:
+    """Every preset by kind and id, with the files they came from."""
+
+    by_kind: Mapping[str, Mapping[str, Preset]]
+    files: tuple[str, ...] = field(default=())
+
+    def get(self, kind: str, preset_id: str) -> Preset:
+        table = self.by_kind[kind]
+        if preset_id not in table:
+            raise ChalkboardError(f"unknown {kind} preset {preset_id!r}{closest(preset_id, table)}")
+        return table[preset_id]
+
+    def ids(self, kind: str) -> list[str]:
+        return list(self.by_kind[kind])
+
+    def __getattr__(self, kind):
+        try:
+            return self.__dict__["by_kind"][kind]
+        except KeyError:
+            raise AttributeError(kind) from None
+
+
+def _schema_unit(kind: str, name: str):
+    schema = SCHEMAS[kind]
+    if name in schema:
+        return schema[name]
+    for pattern, unit in schema.items():
+        if pattern.endswith("*") and name.startswith(pattern[:-1]) and len(name) > len(pattern) - 1:
+            return unit
+    if name in _COMMON:
+        return _COMMON[name]
+    raise ChalkboardError(f"unknown field {name!r}{closest(name, [*schema, *_COMMON, 'sources'])}")
+
+
+def _read_value(kind: str, name: str, raw, where: str):
+    expected = _schema_unit(kind, name)
+    if expected is str:
+        if not isinstance(raw, str) or not raw.strip():
+            raise ChalkboardError(f"{where}: expected non-empty text")
+        return raw
+    if expected is int:
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+            raise ChalkboardError(f"{where}: expected a positive whole number, got {raw!r}")
+        return raw
+    if isinstance(expected, tuple):
+        if raw not in expected:
+            raise ChalkboardError(f"{where}: expected one of {', '.join(expected)}, got {raw!r}")
+        return raw
+    if not isinstance(raw, str | int | float) or isinstance(raw, bool):
+        raise ChalkboardError(f"{where}: expected a value with its unit, like '3.35 TB/s'")
+    return parse_quantity(raw, expect=expected, what=where)
+
+
+def _cite(keys: str, citations: Mapping[str, str], where: str) -> str:
+    words = keys.split()
+    if citations and all(w in citations for w in words):
+        return "; ".join(f"{w}: {citations[w]}" for w in words)
+    if words and all(re.fullmatch(r"[A-Za-z]+\d*|[a-z_]+", w) for w in words) and len(words) <= 4:
+        unknown = [w for w in words if w not in citations]
+        raise ChalkboardError(
+            f"{where}: source key {unknown[0]!r} is not in this file's [sources]"
+            f"{closest(unknown[0], citations)}"
+        )
+    return keys  # a free-text citation
+
+
+def _check_model(p: dict, where: str) -> None:
+    if p["params_active"] > p["params_total"]:
+        raise ChalkboardError(f"{where}: params_active exceeds params_total")
+    if p["attention"] == "gqa":
+        for need in ("n_kv_heads", "head_dim"):
+            if need not in p:
+                raise ChalkboardError(f"{where}: gqa attention needs {need}")
+        if p["n_heads"] % p["n_kv_heads"]:
+            raise ChalkboardError(f"{where}: n_heads must be a multiple of n_kv_heads")
+    else:
+        for need in ("kv_lora_rank", "qk_rope_head_dim"):
+            if need not in p:
+                raise ChalkboardError(f"{where}: mla attention needs {need}")
+    if p.get("experts_active", 0) > p.get("experts_routed", 0):
+        raise ChalkboardError(f"{where}: experts_active exceeds experts_routed")
+    if p.get("sliding_window_layers", 0) > p["layers"]:
+        raise ChalkboardError(f"{where}: sliding_window_layers exceeds layers")
+
+
+def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
+    """Read and validate one preset file; any problem raises ChalkboardError naming the file."""
+    label = str(path)
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ChalkboardError(f"{label}: cannot read preset file: {err.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ChalkboardError(f"{label}: not valid TOML: {err}") from None
+    citations = data.pop("sources", {})
+    if not isinstance(citations, dict) or not all(isinstance(v, str) for v in citations.values()):
+        raise ChalkboardError(f"{label}: [sources] must map keys to citation text")
+    out: dict[str, dict[str, Preset]] = {}
+    for kind, table in data.items():
+        if kind not in SCHEMAS:
+            raise ChalkboardError(f"{label}: unknown preset kind [{kind}]{closest(kind, KINDS)}")
+        if not isinstance(table, dict):
+            raise ChalkboardError(f"{label}: [{kind}] must hold tables like [{kind}.my_id]")
+        for preset_id, raw in table.items():
+            where = f"{label}: {kind}.{preset_id}"
+            if not _ID.match(preset_id):
+                raise ChalkboardError(f"{where}: ids are lower_snake_case")
+            if not isinstance(raw, dict):
+                raise ChalkboardError(f"{where}: must be a table of fields")
+            missing = [r for r in REQUIRED[kind] if r not in raw]
+            if missing:
+                raise ChalkboardError(f"{where}: missing required field {missing[0]!r}")
+            overrides = raw.get("sources", {})
+            if not isinstance(overrides, dict):
+                raise ChalkboardError(f"{where}.sources: must map field names to source keys")
+            values = {
+                name: _read_value(kind, name, value, f"{where}.{name}")
+                for name, value in raw.items()
+                if name != "sources"
+            }
+            sources = {"source": _cite(values["source"], citations, f"{where}.source")}
+            for name, keys in overrides.items():
+                _schema_unit(kind, name)
+                sources[name] = _cite(str(keys), citations, f"{where}.sources.{name}")
+            if kind == "model":
+                _check_model(values, where)
+            out.setdefault(kind, {})[preset_id] = Preset(
+                kind, preset_id, MappingProxyType(values), MappingProxyType(sources), label
+            )
+    return out
+
+
+def user_files() -> list[Path]:
+    """Preset files named by the CHALKBOARD_PRESETS environment variable."""
+    env = os.environ.get("CHALKBOARD_PRESETS", "")
+    return [Path(p) for p in env.split(os.pathsep) if p.strip()]
+
+
+@lru_cache(maxsize=8)
+def _load(files: tuple[str, ...]) -> Presets:
+    merged: dict[str, dict[str, Preset]] = {kind: {} for kind in KINDS}
+    for path in files:
+        for kind, table in parse_file(Path(path)).items():
+            for preset_id, preset in table.items():
+                if preset_id in merged[kind]:
+                    first = merged[kind][preset_id].path
+                    raise ChalkboardError(
+                        f"{path}: {kind} preset {preset_id!r} is already defined in {first}; "
+                        "choose a new id"
+                    )
+                merged[kind][preset_id] = preset
+    frozen = {kind: MappingProxyType(table) for kind, table in merged.items()}
+    return Presets(MappingProxyType(frozen), files)
+
+
+def load(extra=()) -> Presets:
+    """The built-in presets plus CHALKBOARD_PRESETS files plus ``extra`` paths (cached)."""
+    files = [*BUILTIN_FILES, *user_files(), *map(Path, extra)]
+    return _load(tuple(str(p) for p in files))
