@@ -82,9 +82,13 @@ class Symbol:
     def dimension(self) -> str:
         return str(self.dimensionality) if self.dimensionality else "dimensionless"
 
-    @property
+    @functools.cached_property
     def display_unit(self) -> pint.Unit:
         return parse_unit(self.display or self.unit)
+
+    @functools.cached_property
+    def base_unit(self) -> pint.Unit:
+        return Q_(1, parse_unit(self.unit)).to_base_units().units
 
 
 @dataclass(frozen=True)
@@ -216,11 +220,17 @@ class Source:
 
 @dataclass(frozen=True)
 class Input:
-    """One input of an evaluation: its value and where the value came from."""
+    """One input of an evaluation: its value (in base units), where it came from, and its source."""
 
-    value: pint.Quantity
+    base: pint.Quantity
     origin: str
     source: str = ""
+    symbol: Symbol | None = None
+
+    @property
+    def value(self) -> pint.Quantity:
+        """The value in the symbol's display unit."""
+        return self.base.to(self.symbol.display_unit) if self.symbol else self.base
 
 
 @dataclass(frozen=True)
@@ -241,6 +251,27 @@ def _np_min(*args):
 
 
 _NUMPY = [{"Max": _np_max, "Min": _np_min, "ceiling": np.ceil, "floor": np.floor}, "numpy"]
+
+
+def pull_factors_out_of_max(expr: sp.Expr) -> sp.Expr:
+    """Rewrite max(c a, c b) as c max(a, b) for a positive common factor c.
+
+    Over positive symbols this is an identity; it lets factors such as the chip count cancel
+    before evaluation, so the compiled code neither needs nor computes them.
+
+    >>> a, b, n = sp.symbols("a b n", positive=True)
+    >>> pull_factors_out_of_max(n * sp.Max(a / n, b / n))
+    Max(a, b)
+    """
+
+    def pull(m: sp.Max) -> sp.Expr:
+        args = [sp.factor_terms(sp.together(a)) for a in m.args]
+        common = functools.reduce(sp.gcd, args)
+        if common == 1 or not common.is_positive:
+            return m
+        return common * m.func(*[sp.cancel(a / common) for a in args])
+
+    return expr.replace(lambda e: isinstance(e, sp.Max | sp.Min), pull)
 
 
 def latex_names() -> dict[sp.Symbol, str]:
@@ -269,6 +300,7 @@ class Equation:
     assumptions: tuple[str, ...] = ()
     derivation: object = None
     summary: str = ""
+    solved_from: str = ""
     _compiled: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -299,15 +331,21 @@ class Equation:
             e for s in self.inputs if (e := defining(s.name)) is not None and e is not self
         )
 
-    def expanded(self) -> sp.Expr:
-        """The right side with every registered intermediate replaced by its own right side."""
+    def expanded(self, keep: frozenset[str] = frozenset()) -> sp.Expr:
+        """The right side with registered intermediates replaced by their own right sides.
+
+        Symbols named in ``keep`` stay as they are, and so does any intermediate whose right side
+        would bring this equation's own output back in.
+        """
         expr = self.rhs
-        seen = {self.lhs.name}
+        seen = {self.lhs.name, *keep}
         while True:
             subs = {
                 s: eq.rhs
                 for s in expr.free_symbols
-                if s.name not in seen and (eq := defining(s.name)) is not None
+                if s.name not in seen
+                and (eq := defining(s.name)) is not None
+                and self.lhs.sym not in eq.rhs.free_symbols
             }
             if not subs:
                 return expr
@@ -335,21 +373,47 @@ class Equation:
 
     # -- evaluation ---------------------------------------------------------------------------
 
-    def compiled(self) -> Callable:
-        """A numpy function of the inputs' base-unit magnitudes, positional in ``inputs`` order."""
-        if "fn" not in self._compiled:
-            args = [s.sym for s in self.inputs]
-            self._compiled["fn"] = sp.lambdify(args, self.rhs, modules=_NUMPY, cse=True)
-        return self._compiled["fn"]
+    def arguments(self, keep: frozenset[str] = frozenset()) -> tuple[Symbol, ...]:
+        """The symbols the compiled function takes, in order (see :meth:`compiled`)."""
+        return self._fused(keep)[1]
+
+    def _fused(self, keep: frozenset[str]) -> tuple[sp.Expr, tuple[Symbol, ...]]:
+        key = ("expr", keep)
+        if key not in self._compiled:
+            expr = pull_factors_out_of_max(self.expanded(keep))
+            names = {s.name for s in expr.free_symbols}
+            self._compiled[key] = (expr, tuple(s for s in SYMBOLS.values() if s.name in names))
+        return self._compiled[key]
+
+    def compiled(
+        self, keep: frozenset[str] = frozenset(), arrays: frozenset[str] = frozenset()
+    ) -> Callable:
+        """A numpy function of base-unit magnitudes, positional in :meth:`arguments` order.
+
+        Intermediates are inlined into one fused function (no round trips through units)
+        except those named in ``keep``. Inputs named in ``arrays`` are multiplied in last, so
+        the scalar factors fold together before any array operation.
+        """
+        key = ("fn", keep, arrays)
+        if key not in self._compiled:
+            expr, args = self._fused(keep)
+            last = {s.sym: sp.Symbol(f"zz_{s.name}", positive=True) for s in args
+                    if s.name in arrays}
+            params = [last.get(s.sym, s.sym) for s in args]
+            self._compiled[key] = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY,
+                                              cse=True)
+        return self._compiled[key]
 
     def evaluate_detailed(
         self, hardware=None, model=None, precision="bf16", price=None, presets=None, **overrides
     ) -> Result:
-        """Evaluate on presets and overrides, returning the value and every input's origin."""
+        """Evaluate on presets and overrides, returning the value and every input's origin
+        (intermediate equations included)."""
         from derivations.inputs import Resolver
 
         resolver = Resolver.make(self, hardware, model, precision, price, presets, overrides)
-        value = resolver.value_of(self)
+        value = resolver.value_of(self).to(self.lhs.display_unit)
+        resolver.record_intermediates()
         return Result(self, value, dict(resolver.used))
 
     def evaluate(
@@ -361,7 +425,10 @@ class Equation:
         input by symbol name as a Quantity or a string such as ``"3.35 TB/s"`` (numbers only for
         dimensionless inputs). Arrays sweep: ``batch_size=np.arange(1, 1025)``.
         """
-        return self.evaluate_detailed(hardware, model, precision, price, presets, **overrides).value
+        from derivations.inputs import Resolver
+
+        resolver = Resolver.make(self, hardware, model, precision, price, presets, overrides)
+        return resolver.value_of(self).to(self.lhs.display_unit)
 
     def sweep(self, over: str, values, **kwargs) -> pint.Quantity:
         """Evaluate over an array of values of one input (compiled, vectorised)."""
@@ -424,6 +491,7 @@ class Equation:
             assumptions=self.assumptions,
             derivation=derivation,
             summary=f"{self.id} rearranged to give {name}.",
+            solved_from=self.lhs.name,
         )
 
 

@@ -169,7 +169,7 @@ def parse_override(name: str, value) -> pint.Quantity:
 
 
 class Resolver:
-    """Resolves the inputs of one evaluation and records where each came from."""
+    """Resolves the inputs of one evaluation, in base units, and records where each came from."""
 
     def __init__(
         self,
@@ -182,6 +182,7 @@ class Resolver:
         self.presets = presets
         self.chosen = chosen
         self.overrides = overrides
+        self.keep = frozenset(overrides)
         self.used: dict[str, Input] = {}
         self._values: dict[str, pint.Quantity] = {}
         self._stack: list[str] = []
@@ -209,7 +210,12 @@ class Resolver:
                     f"{name!r} is not an input of {root.id!r}{closest(name, allowed)}; "
                     f"its inputs are: {', '.join(allowed)}"
                 )
-            parsed[name] = parse_override(name, value)
+            parsed[name] = parse_override(name, value).to_base_units()
+        if root.solved_from and root.solved_from not in parsed:
+            raise ChalkboardError(
+                f"{root.id}: solving for {root.lhs.name} needs the value of "
+                f"{root.solved_from}; give it with --set {root.solved_from}=VALUE"
+            )
         return cls(root, presets, chosen, parsed)
 
     @property
@@ -224,19 +230,33 @@ class Resolver:
         return self.chosen[kind]
 
     def value_of(self, eq: Equation) -> pint.Quantity:
-        """Evaluate ``eq`` with resolved inputs; the result is in its display unit."""
+        """Evaluate ``eq`` (intermediates inlined unless overridden); the result is in base units."""
+        args = eq.arguments(self.keep)
         self._stack.append(eq.lhs.name)
         try:
-            args = [self.quantity(s.name).to_base_units().magnitude for s in eq.inputs]
+            magnitudes = [self.quantity(s.name).magnitude for s in args]
         finally:
             self._stack.pop()
+        arrays = frozenset(s.name for s, m in zip(args, magnitudes, strict=True) if np.ndim(m))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            out = eq.compiled()(*args)
-        base = Q_(1, eq.lhs.unit).to_base_units().units
-        return Q_(out, base).to(eq.lhs.display_unit)
+            out = eq.compiled(self.keep, arrays)(*magnitudes)
+        return Q_(out, eq.lhs.base_unit)
+
+    def record_intermediates(self) -> None:
+        """Evaluate and record the intermediate equations the root inlined (for display)."""
+        self._stack.append(self.root.lhs.name)
+        todo = [s.name for s in self.root.inputs]
+        while todo:
+            name = todo.pop(0)
+            inner = defining(name)
+            if inner is None or name in self.keep or name in self._stack:
+                continue
+            self.quantity(name)
+            todo += [s.name for s in inner.inputs]
+        self._stack.pop()
 
     def quantity(self, name: str) -> pint.Quantity:
-        """The value of input ``name`` (cached), recording its origin."""
+        """The value of input ``name`` in base units (cached), recording its origin."""
         if name in self._values:
             return self._values[name]
         sym = lookup_symbol(name)
@@ -260,9 +280,9 @@ class Resolver:
             origin, source = f"parameter {name} (default)", parameter.source_of("value")
         else:
             raise ChalkboardError(self._missing(name))
-        q = q.to(sym.display_unit)
+        q = q.to(sym.base_unit)
         self._values[name] = q
-        self.used[name] = Input(q, origin, source)
+        self.used[name] = Input(q, origin, source, sym)
         return q
 
     def _missing(self, name: str) -> str:

@@ -4,6 +4,8 @@ Every figure is a string with its unit ("3.35 TB/s"), checked against the dimens
 expects, positive and finite, and carries a source. The built-in files live in ``units/data``;
 users add their own files (same format) through ``load(extra=[path])`` or the environment
 variable ``CHALKBOARD_PRESETS`` (paths separated by ``os.pathsep``), validated the same way.
+In a file with a ``[sources]`` table, ``source`` lists its keys (a typo is an error); in a file
+without one, ``source`` is the citation itself.
 
 >>> p = load()
 >>> p.get("hardware", "h100_sxm").hbm_bandwidth
@@ -153,7 +155,7 @@ class Presets:
             raise AttributeError(kind) from None
 
 
-def _schema_unit(kind: str, name: str):
+def _schema_unit(kind: str, name: str, where: str):
     schema = SCHEMAS[kind]
     if name in schema:
         return schema[name]
@@ -162,11 +164,12 @@ def _schema_unit(kind: str, name: str):
             return unit
     if name in _COMMON:
         return _COMMON[name]
-    raise ChalkboardError(f"unknown field {name!r}{closest(name, [*schema, *_COMMON, 'sources'])}")
+    known = [*schema, *_COMMON, "sources"]
+    raise ChalkboardError(f"{where}: unknown field{closest(name, known)}")
 
 
 def _read_value(kind: str, name: str, raw, where: str):
-    expected = _schema_unit(kind, name)
+    expected = _schema_unit(kind, name, where)
     if expected is str:
         if not isinstance(raw, str) or not raw.strip():
             raise ChalkboardError(f"{where}: expected non-empty text")
@@ -185,16 +188,18 @@ def _read_value(kind: str, name: str, raw, where: str):
 
 
 def _cite(keys: str, citations: Mapping[str, str], where: str) -> str:
+    """Resolve source keys against the file's [sources]; without [sources] the text is the citation."""
+    if not citations:
+        return keys
     words = keys.split()
-    if citations and all(w in citations for w in words):
-        return "; ".join(f"{w}: {citations[w]}" for w in words)
-    if words and all(re.fullmatch(r"[A-Za-z]+\d*|[a-z_]+", w) for w in words) and len(words) <= 4:
-        unknown = [w for w in words if w not in citations]
+    unknown = [w for w in words if w not in citations]
+    if unknown or not words:
+        name = unknown[0] if unknown else keys
         raise ChalkboardError(
-            f"{where}: source key {unknown[0]!r} is not in this file's [sources]"
-            f"{closest(unknown[0], citations)}"
+            f"{where}: source key {name!r} is not in this file's [sources]"
+            f"{closest(name, citations)}"
         )
-    return keys  # a free-text citation
+    return "; ".join(f"{w}: {citations[w]}" for w in words)
 
 
 def _check_model(p: dict, where: str) -> None:
@@ -240,9 +245,6 @@ def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
                 raise ChalkboardError(f"{where}: ids are lower_snake_case")
             if not isinstance(raw, dict):
                 raise ChalkboardError(f"{where}: must be a table of fields")
-            missing = [r for r in REQUIRED[kind] if r not in raw]
-            if missing:
-                raise ChalkboardError(f"{where}: missing required field {missing[0]!r}")
             overrides = raw.get("sources", {})
             if not isinstance(overrides, dict):
                 raise ChalkboardError(f"{where}.sources: must map field names to source keys")
@@ -251,9 +253,12 @@ def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
                 for name, value in raw.items()
                 if name != "sources"
             }
+            missing = [r for r in REQUIRED[kind] if r not in raw]
+            if missing:
+                raise ChalkboardError(f"{where}: missing required field {missing[0]!r}")
             sources = {"source": _cite(values["source"], citations, f"{where}.source")}
             for name, keys in overrides.items():
-                _schema_unit(kind, name)
+                _schema_unit(kind, name, f"{where}.sources")
                 sources[name] = _cite(str(keys), citations, f"{where}.sources.{name}")
             if kind == "model":
                 _check_model(values, where)

@@ -1,0 +1,34 @@
+# One command installs and builds the book, one runs every test. Only Python 3.11+ is needed:
+# the first target creates .venv and installs the project with its test tools into it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: book test lint bench serve clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+book: $(STAMP)  ## install everything and build the site into site/
+	$(BIN)/chalkboard build --out site
+
+test: $(STAMP)  ## lint, doctests, unit and property tests, CLI tests, strict site build
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(STAMP)  ## print speed ratios measured in one run
+	$(BIN)/python bench/run.py
+
+serve: $(STAMP)  ## preview the site on http://127.0.0.1:8000, rebuilt when sources change
+	$(BIN)/chalkboard serve
+
+clean:
+	rm -rf site build $(VENV)

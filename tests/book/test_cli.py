@@ -1,0 +1,137 @@
+"""The chalkboard command: outputs that parse, and one clean error line for every bad input."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from book.cli import main
+from derivations import get
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_list_names_every_equation_with_its_symbols():
+    code, out, _ = run("list", "--json")
+    data = json.loads(out)
+    assert code == 0
+    ids = {e["id"] for e in data}
+    assert {"step_time", "compute_time", "memory_time", "cost_per_token", "crossover_batch",
+            "hbm_drain_time", "worst_case_latency", "throughput"} <= ids
+    crossover = next(e for e in data if e["id"] == "crossover_batch")
+    assert crossover["chapter"] == "batching"
+    assert {"name": "mem_bandwidth", "unit": "byte/s"}.items() <= next(
+        s for s in crossover["symbols"] if s["name"] == "mem_bandwidth").items()
+    code, text, _ = run("list")
+    assert code == 0 and "crossover_batch" in text
+
+
+def test_eval_json_matches_the_python_api():
+    code, out, _ = run("eval", "crossover_batch", "--hardware", "h100_sxm", "--model",
+                       "deepseek_v3", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert {"id", "value", "unit", "inputs"} <= set(data)
+    expected = get("crossover_batch").evaluate(hardware="h100_sxm", model="deepseek_v3")
+    assert data["value"] == pytest.approx(expected.magnitude, rel=1e-12)
+    assert data["inputs"]["mem_bandwidth"]["from"] == "hardware h100_sxm: hbm_bandwidth"
+
+
+def test_eval_with_set_and_unit():
+    code, out, _ = run("eval", "hbm_drain_time", "--set", "hbm_capacity=288 GB",
+                       "--set", "mem_bandwidth=20 TB/s", "--unit", "s", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["unit"] == "s" and data["value"] == pytest.approx(0.0144)  # 288e9 / 20e12
+
+
+def test_solve_returns_the_input_that_was_used():
+    code, out, _ = run("eval", "crossover_batch", "--hardware", "h100_sxm", "--model",
+                       "deepseek_v3", "--json")
+    b_star = json.loads(out)["value"]
+    code, out, _ = run("solve", "crossover_batch", "--for", "mem_bandwidth", "--hardware",
+                       "h100_sxm", "--model", "deepseek_v3", "--set",
+                       f"crossover_batch={b_star!r}", "--unit", "TB/s", "--json")
+    assert code == 0
+    assert json.loads(out)["value"] == pytest.approx(3.35, rel=1e-9)
+
+
+def test_presets_json():
+    code, out, _ = run("presets", "hardware", "--json")
+    data = json.loads(out)
+    h100 = next(h for h in data["hardware"] if h["id"] == "h100_sxm")
+    assert h100["hbm_bandwidth"]["unit"] == "TB / s" and h100["hbm_bandwidth"]["value"] == 3.35
+    code, out, _ = run("presets")
+    assert code == 0 and "[rental]" in out and "lecture_gpu" in out
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["eval", "crossover"], "did you mean 'crossover_batch'"),
+        (["eval", "crossover_batch", "--hardware", "h100"], "did you mean 'h100_sxm'"),
+        (["eval", "crossover_batch", "--hardware", "h100_sxm", "--model", "deepseek_v3",
+          "--set", "mem_bandwith=3 TB/s"], "did you mean 'mem_bandwidth'"),
+        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=80 GB"],
+         "expected a quantity of [information] / [time]"),
+        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=0 TB/s"],
+         "must be positive"),
+        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=nan TB/s"],
+         "expected a number"),
+        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth"],
+         "SYMBOL=VALUE"),
+        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--unit", "GB"], "--unit 'GB'"),
+        (["eval", "hbm_drain_time"], "missing input"),
+        (["solve", "step_time", "--for", "flops"], "no single inverse"),
+        (["frobnicate"], "invalid choice"),
+        (["eval"], "required"),
+        (["list", "--chapter", "batch"], "did you mean 'batching'"),
+    ],
+)
+def test_bad_input_gives_one_error_line_and_status_2(argv, fragment):
+    code, out, err = run(*argv)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert fragment in err
+
+
+def test_malformed_preset_file_is_one_error_line(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[hardware.x]\nname = 'x'\nsource = 'me'\nhbm_capacity = '80 GB/s'\n")
+    code, _, err = run("--presets", str(bad), "presets")
+    assert code == 2 and err.startswith(f"error: {bad}") and err.count("\n") == 1
+
+
+def test_user_preset_file_is_usable(tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text("[hardware.my_chip]\nname = 'Mine'\nsource = 'my bench'\n"
+                    "hbm_capacity = '100 GB'\nhbm_bandwidth = '5 TB/s'\n")
+    code, out, _ = run("--presets", str(mine), "eval", "hbm_drain_time", "--hardware", "my_chip",
+                       "--json")
+    assert code == 0 and json.loads(out)["value"] == pytest.approx(20.0)  # 100 GB / 5 TB/s in ms
+
+
+def test_console_script_exits_2_without_traceback():
+    exe = Path(sys.executable).with_name("chalkboard")
+    done = subprocess.run([str(exe), "eval", "nope"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: unknown equation 'nope'")
+    assert "Traceback" not in done.stderr
+
+
+def test_failed_build_writes_nothing(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("not toml [")
+    out = tmp_path / "site"
+    code, _, err = run("--presets", str(bad), "build", "--out", str(out))
+    assert code == 2 and not out.exists()

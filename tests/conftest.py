@@ -1,0 +1,11 @@
+"""Hypothesis profiles: a quick one for development, a thorough one for CI (HYPOTHESIS_PROFILE=ci)."""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=25, deadline=None)
+settings.register_profile(
+    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -1,0 +1,123 @@
+"""The equation core: dimension checks at definition, LaTeX, compiled evaluation, solve_for."""
+
+import importlib.util
+import textwrap
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given
+
+from derivations import CATALOGUE, DimensionError, Equation, Source, get, lookup_symbol
+from derivations.core import register
+from tests import strategies as st_
+from units import ChalkboardError, Q_
+
+B, W, N_t, b = (lookup_symbol(n).sym for n in ("batch_size", "mem_bandwidth", "n_total",
+                                               "bytes_per_value"))
+
+
+def make(rhs, lhs="memory_time", eq_id="wrong"):
+    return Equation(eq_id, "test", lookup_symbol(lhs), rhs, "test", Source("test"))
+
+
+def test_wrong_sum_names_equation_term_and_both_dimensions():
+    with pytest.raises(DimensionError) as err:
+        make(N_t * b / W + B)
+    message = str(err.value)
+    assert "equation 'wrong'" in message
+    assert "'batch_size'" in message
+    assert "dimensionless" in message and "[time]" in message
+
+
+def test_wrong_side_is_rejected():
+    with pytest.raises(DimensionError, match=r"right side .* \[information\]"):
+        make(N_t * b)
+
+
+def test_max_of_mixed_dimensions_is_rejected():
+    with pytest.raises(DimensionError, match="argument"):
+        make(sp.Max(N_t * b / W, N_t * b))
+
+
+def test_symbolic_power_of_a_dimensioned_symbol_is_rejected():
+    with pytest.raises(DimensionError, match="non-numeric power"):
+        make(W ** B)
+
+
+def test_wrong_equation_fails_at_import(tmp_path):
+    module = tmp_path / "my_wrong_chapter.py"
+    module.write_text(textwrap.dedent("""
+        from derivations import Equation, Source, lookup_symbol
+        s = lookup_symbol
+        # bug: compute time divided by bandwidth instead of FLOP/s
+        Equation("compute_time_wrong", "wrong", s("compute_time"),
+                 s("batch_size").sym * s("n_active").sym / s("mem_bandwidth").sym,
+                 "test", Source("test"))
+    """))
+    spec = importlib.util.spec_from_file_location("my_wrong_chapter", module)
+    with pytest.raises(DimensionError, match="equation 'compute_time_wrong'"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+def test_every_registered_equation_passes_its_derivation():
+    for eq in CATALOGUE.values():
+        eq.check()
+
+
+def test_latex_comes_from_declared_symbols():
+    eq = get("crossover_batch")
+    assert eq.latex().startswith("B^{*} =")
+    assert r"N_{\mathrm{total}}" in eq.latex()
+    assert eq._repr_latex_() == f"$${eq.latex()}$$"
+
+
+def test_register_rejects_duplicate_ids_and_outputs():
+    with pytest.raises(ChalkboardError, match="already registered"):
+        register(make(N_t * b / W, lhs="weight_fetch_time", eq_id="compute_time"))
+    with pytest.raises(ChalkboardError, match="already defined by"):
+        register(make(N_t * b / W, lhs="weight_fetch_time", eq_id="another_weight_fetch"))
+
+
+def test_unknown_equation_suggests_closest():
+    with pytest.raises(ChalkboardError, match="did you mean 'crossover_batch'"):
+        get("crossover")
+
+
+@given(st_.machine_and_model(), st_.batch_size)
+def test_compiled_evaluation_equals_sympy_substitution(inputs, batch):
+    eq = get("step_time")
+    expr = eq.expanded()
+    inputs.pop("price_per_chip_hour")
+    subs = {**inputs, "batch_size": batch,
+            "flops_per_param_token": Q_(2, "FLOP/parameter/token")}
+    by_sympy = float(expr.subs({lookup_symbol(k).sym: v.to_base_units().magnitude
+                                for k, v in subs.items()}))
+    compiled = eq.evaluate(**inputs, batch_size=batch).to("s").magnitude
+    assert compiled == pytest.approx(by_sympy, rel=1e-9)
+
+
+def test_sweep_matches_pointwise_evaluation():
+    eq = get("cost_per_token")
+    batches = np.array([1.0, 7.0, 300.0, 5000.0])
+    swept = eq.sweep("batch_size", batches, hardware="h100_sxm", model="deepseek_v3")
+    for b_, value in zip(batches, swept.magnitude, strict=True):
+        single = eq.evaluate(hardware="h100_sxm", model="deepseek_v3", batch_size=b_)
+        assert value == pytest.approx(single.magnitude, rel=1e-12)
+
+
+def test_solve_for_a_max_is_refused_with_the_branches():
+    with pytest.raises(ChalkboardError, match="compute_time, memory_time"):
+        get("step_time").solve_for("flops")
+
+
+def test_solve_for_a_non_input_is_refused():
+    with pytest.raises(ChalkboardError, match="not an input"):
+        get("hbm_drain_time").solve_for("batch_size")
+
+
+def test_solved_equation_carries_a_checked_derivation():
+    solved = get("crossover_batch").solve_for("n_active")
+    solved.check()
+    assert solved.lhs.name == "n_active"
+    assert lookup_symbol("crossover_batch").sym in solved.rhs.free_symbols

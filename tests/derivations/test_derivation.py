@@ -1,0 +1,63 @@
+"""The derivation checker accepts valid steps and rejects every kind of wrong one."""
+
+import dataclasses
+
+import pytest
+import sympy as sp
+
+from derivations import Derivation, DerivationError, get, given, rename, rewrite, solve, substitute
+
+x, y, z, a = sp.symbols("x y z a", positive=True)
+
+
+def test_valid_steps_of_each_kind_pass():
+    Derivation(
+        given(y, a * x + a, "premise"),
+        rewrite(y / a, x + 1, "divide both sides by a"),
+        substitute({x: z**2}, y / a, z**2 + 1, "x is z squared"),
+        solve(y, a * (z**2 + 1), "solve for y"),
+        rename(sp.Symbol("w", positive=True), a * z**2 + a, "call it w"),
+    ).verify()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        rewrite(y, a * x + 2 * a, "dropped a factor"),
+        rewrite(y / a, x, "lost the constant"),
+        substitute({x: z}, y, a * z + 2, "substituted wrongly"),
+        solve(x, y / a, "forgot the minus one"),
+        rename(sp.Symbol("w"), a * x, "renamed a different expression"),
+    ],
+)
+def test_wrong_steps_are_rejected(bad):
+    with pytest.raises(DerivationError, match="does not follow"):
+        Derivation(given(y, a * x + a, "premise"), bad).verify()
+
+
+def test_multiplying_by_zero_is_not_a_rewrite():
+    with pytest.raises(DerivationError):
+        Derivation(given(y, x, "premise"), rewrite(0 * y, 0 * x, "times zero")).verify()
+
+
+def test_a_derivation_must_start_with_a_premise():
+    with pytest.raises(DerivationError, match="given"):
+        Derivation(rewrite(y, x, "no premise"))
+
+
+def test_wrong_step_in_a_registered_equation_fails_its_check():
+    eq = get("crossover_batch")
+    steps = list(eq.derivation.steps)
+    wrong = steps[2].relation.rhs / 2  # a slipped factor of two
+    steps[2] = solve(steps[2].unknown, wrong, steps[2].why)
+    broken = dataclasses.replace(eq, derivation=Derivation(*steps))
+    with pytest.raises(DerivationError, match="equation 'crossover_batch': step 3"):
+        broken.check()
+
+
+def test_a_derivation_that_ends_elsewhere_fails():
+    eq = get("worst_case_latency")
+    steps = list(eq.derivation.steps)[:-1]
+    broken = dataclasses.replace(eq, derivation=Derivation(*steps))
+    with pytest.raises(DerivationError, match="ends at"):
+        broken.check()

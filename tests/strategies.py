@@ -1,0 +1,60 @@
+"""Named Hypothesis strategies over realistic ranges, drawn log-uniformly.
+
+Ranges span today's hardware and models with margin: a chip of 10 TFLOP/s to 20 PFLOP/s,
+100 GB/s to 50 TB/s of HBM bandwidth, models of 100M to 5T parameters.
+"""
+
+import math
+
+from hypothesis import strategies as st
+
+from units import Q_
+from units.presets import load
+
+
+def log_uniform(*, low: float, high: float) -> st.SearchStrategy[float]:
+    """Floats whose logarithm is uniform on [log low, log high]."""
+    return st.floats(math.log(low), math.log(high)).map(math.exp)
+
+
+def quantity(*, low: float, high: float, unit: str) -> st.SearchStrategy:
+    return log_uniform(low=low, high=high).map(lambda x: Q_(x, unit))
+
+
+flops = quantity(low=1e13, high=2e16, unit="FLOP/s")
+mem_bandwidth = quantity(low=1e11, high=5e13, unit="byte/s")
+hbm_capacity = quantity(low=8e9, high=1e12, unit="byte")
+n_total = quantity(low=1e8, high=5e12, unit="parameter")
+sparsity = log_uniform(low=1, high=64)
+batch_size = quantity(low=1, high=1e5, unit="sequence")
+context_length = quantity(low=128, high=2e6, unit="token")
+kv_bytes_per_token = quantity(low=1e3, high=4e6, unit="byte/token")
+price = quantity(low=0.5, high=20, unit="USD/chip/hour")
+n_chips = quantity(low=1, high=1e4, unit="chip")
+period = quantity(low=1e-4, high=1.0, unit="s")
+bytes_per_value = st.sampled_from([Q_(b, "byte/value") for b in (0.5, 1.0, 2.0, 4.0)])
+
+PRESETS = load()
+hardware_ids = st.sampled_from(PRESETS.ids("hardware"))
+hardware_with_flops = st.sampled_from(
+    [h.id for h in PRESETS.hardware.values() if h.get("dense_flops_bf16") is not None]
+)
+model_ids = st.sampled_from(PRESETS.ids("model"))
+
+
+@st.composite
+def machine_and_model(draw) -> dict:
+    """A full set of chapter-A inputs as keyword overrides."""
+    total = draw(n_total)
+    return {
+        "flops": draw(flops),
+        "mem_bandwidth": draw(mem_bandwidth),
+        "hbm_capacity": draw(hbm_capacity),
+        "n_total": total,
+        "n_active": total / draw(sparsity),
+        "bytes_per_value": draw(bytes_per_value),
+        "kv_bytes_per_token": draw(kv_bytes_per_token),
+        "context_length": draw(context_length),
+        "price_per_chip_hour": draw(price),
+        "n_chips": draw(n_chips),
+    }

@@ -1,0 +1,77 @@
+"""The unit registry: independent dimensions, safe parsing, clear errors."""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import log_uniform
+from units import ChalkboardError, Q_, parse_quantity, parse_unit, ureg
+
+
+def test_flop_byte_second_usd_are_independent_dimensions():
+    dims = [Q_(1, u).dimensionality for u in ("FLOP", "byte", "s", "USD")]
+    assert len({str(d) for d in dims}) == 4
+    assert all(d for d in dims)
+
+
+def test_byte_per_second_is_not_hertz_or_flops():
+    bandwidth = Q_(1, "byte/s")
+    assert bandwidth.dimensionality != Q_(1, "1/s").dimensionality
+    assert bandwidth.dimensionality != Q_(1, "FLOP/s").dimensionality
+    assert (Q_(1, "FLOP/s") / bandwidth).dimensionality  # FLOP per byte is not dimensionless
+
+
+def test_counts_are_dimensionless():
+    for unit in ("token", "parameter", "sequence", "chip", "value"):
+        assert Q_(3, unit).to("").magnitude == 3
+
+
+def test_decimal_and_binary_prefixes():
+    assert Q_(1, "TB").to("byte").magnitude == 1e12
+    assert Q_(1, "GiB").to("byte").magnitude == 2**30
+    assert Q_(400, "Gb/s").to("GB/s").magnitude == pytest.approx(50)  # 8 bits per byte
+    assert Q_(2, "USD/hour").to("USD/s").magnitude == pytest.approx(2 / 3600)
+
+
+@given(log_uniform(low=1e-3, high=1e18), st.sampled_from(["TB/s", "GB/s", "B/s", "MB/s"]))
+def test_parse_round_trips_any_bandwidth_unit(x, unit):
+    q = parse_quantity(f"{x!r} {unit}", expect="byte/s")
+    assert q.to(unit).magnitude == pytest.approx(x, rel=1e-12)
+
+
+def test_parse_accepts_thousands_separators_and_bare_numbers_with_expected_unit():
+    assert parse_quantity("1,979 TFLOP/s").to("TFLOP/s").magnitude == 1979
+    assert parse_quantity(5, expect="ms").to("s").magnitude == pytest.approx(0.005)
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("80 GB", "expected a quantity of [information] / [time]"),
+        ("-3 TB/s", "must be positive"),
+        ("0 TB/s", "must be positive"),
+        ("1e400 TB/s", "finite"),
+        ("nan TB/s", "expected a number"),
+        ("fast", "expected a number"),
+        ("3 furlongs/s", "unknown unit"),
+        ("3 __import__('os')", "cannot contain"),
+    ],
+)
+def test_parse_rejects_bad_text_with_clear_message(text, fragment):
+    with pytest.raises(ChalkboardError, match=None) as err:
+        parse_quantity(text, expect="byte/s")
+    assert fragment in str(err.value)
+
+
+def test_parse_unit_never_evaluates_code(tmp_path, monkeypatch):
+    marker = tmp_path / "pwned"
+    with pytest.raises(ChalkboardError):
+        parse_unit(f"open('{marker}', 'w')")
+    assert not marker.exists()
+
+
+def test_one_registry():
+    assert Q_(1, "s")._REGISTRY is ureg
+    assert math.isclose(parse_quantity(Q_(1, "ms")).to("s").magnitude, 1e-3)
