@@ -61,9 +61,11 @@ def main():
     t_numpy = best(lambda: hand_written(batches, hw, model, 2.0, kv, context, price))
     t_sweep = best(lambda: eq.sweep("batch_size", batches, **kw))
     expr = eq.expanded()
-    values = {s.sym: detail.inputs[s.name].value.to_base_units().magnitude
-              for s in map(lookup_symbol, (x.name for x in expr.free_symbols))
-              if s.name in detail.inputs}
+    values = {
+        s.sym: detail.inputs[s.name].value.to_base_units().magnitude
+        for s in map(lookup_symbol, (x.name for x in expr.free_symbols))
+        if s.name in detail.inputs
+    }
     batch_sym = lookup_symbol("batch_size").sym
     sample = batches[:: N // 200]
     t_subs = best(lambda: [float(expr.subs({**values, batch_sym: b})) for b in sample], 1)
@@ -71,25 +73,34 @@ def main():
     per_point_sweep = t_sweep / N
 
     exe = Path(sys.executable).with_name("chalkboard")
-    cmd = [str(exe), "eval", "crossover_batch", "--hardware", "h100_sxm", "--model",
-           "deepseek_v3"]
+    cmd = [str(exe), "eval", "crossover_batch", "--hardware", "h100_sxm", "--model", "deepseek_v3"]
     t_cli = best(lambda: subprocess.run(cmd, check=True, capture_output=True), 5)
     t_python = best(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), 5)
 
     out = Path(tempfile.mkdtemp(prefix="chalkboard-bench-")) / "site"
-    t_build = best(lambda: subprocess.run([str(exe), "build", "--out", str(out)], check=True,
-                                          capture_output=True), 2)
+    t_build = best(
+        lambda: subprocess.run(
+            [str(exe), "build", "--out", str(out)], check=True, capture_output=True
+        ),
+        2,
+    )
     shutil.rmtree(out.parent, ignore_errors=True)
 
     print(f"cost_per_token over {N:,} batch sizes")
     print(f"  hand-written numpy        {t_numpy * 1e3:8.1f} ms")
-    print(f"  chalkboard sweep          {t_sweep * 1e3:8.1f} ms   "
-          f"ratio {t_sweep / t_numpy:.2f}x numpy (goal <= 2x)")
-    print(f"  sympy subs, per point     {per_point_subs * 1e6:8.1f} us   "
-          f"ratio {per_point_subs / per_point_sweep:,.0f}x the compiled sweep per point")
+    print(
+        f"  chalkboard sweep          {t_sweep * 1e3:8.1f} ms   "
+        f"ratio {t_sweep / t_numpy:.2f}x numpy (goal <= 2x)"
+    )
+    print(
+        f"  sympy subs, per point     {per_point_subs * 1e6:8.1f} us   "
+        f"ratio {per_point_subs / per_point_sweep:,.0f}x the compiled sweep per point"
+    )
     print("chalkboard eval crossover_batch --hardware h100_sxm --model deepseek_v3")
-    print(f"  wall time                 {t_cli * 1e3:8.0f} ms   "
-          f"ratio {t_cli / t_python:.1f}x a bare python start (goal < 1 s)")
+    print(
+        f"  wall time                 {t_cli * 1e3:8.0f} ms   "
+        f"ratio {t_cli / t_python:.1f}x a bare python start (goal < 1 s)"
+    )
     print(f"site build (chalkboard build) {t_build:6.2f} s")
 
 

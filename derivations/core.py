@@ -397,11 +397,11 @@ class Equation:
         key = ("fn", keep, arrays)
         if key not in self._compiled:
             expr, args = self._fused(keep)
-            last = {s.sym: sp.Symbol(f"zz_{s.name}", positive=True) for s in args
-                    if s.name in arrays}
+            last = {
+                s.sym: sp.Symbol(f"zz_{s.name}", positive=True) for s in args if s.name in arrays
+            }
             params = [last.get(s.sym, s.sym) for s in args]
-            self._compiled[key] = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY,
-                                              cse=True)
+            self._compiled[key] = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY, cse=True)
         return self._compiled[key]
 
     def evaluate_detailed(

@@ -230,7 +230,7 @@ class Resolver:
         return self.chosen[kind]
 
     def value_of(self, eq: Equation) -> pint.Quantity:
-        """Evaluate ``eq`` (intermediates inlined unless overridden); the result is in base units."""
+        """Evaluate ``eq`` (intermediates inlined unless overridden), in base units."""
         args = eq.arguments(self.keep)
         self._stack.append(eq.lhs.name)
         try:

@@ -1,4 +1,4 @@
-"""Hypothesis profiles: a quick one for development, a thorough one for CI (HYPOTHESIS_PROFILE=ci)."""
+"""Hypothesis profiles: quick for development, thorough for CI (HYPOTHESIS_PROFILE=ci)."""
 
 import os
 

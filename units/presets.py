@@ -188,7 +188,7 @@ def _read_value(kind: str, name: str, raw, where: str):
 
 
 def _cite(keys: str, citations: Mapping[str, str], where: str) -> str:
-    """Resolve source keys against the file's [sources]; without [sources] the text is the citation."""
+    """Resolve source keys against the file's [sources]; without one the text is the citation."""
     if not citations:
         return keys
     words = keys.split()

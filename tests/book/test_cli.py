@@ -24,19 +24,29 @@ def test_list_names_every_equation_with_its_symbols():
     data = json.loads(out)
     assert code == 0
     ids = {e["id"] for e in data}
-    assert {"step_time", "compute_time", "memory_time", "cost_per_token", "crossover_batch",
-            "hbm_drain_time", "worst_case_latency", "throughput"} <= ids
+    assert {
+        "step_time",
+        "compute_time",
+        "memory_time",
+        "cost_per_token",
+        "crossover_batch",
+        "hbm_drain_time",
+        "worst_case_latency",
+        "throughput",
+    } <= ids
     crossover = next(e for e in data if e["id"] == "crossover_batch")
     assert crossover["chapter"] == "batching"
     assert {"name": "mem_bandwidth", "unit": "byte/s"}.items() <= next(
-        s for s in crossover["symbols"] if s["name"] == "mem_bandwidth").items()
+        s for s in crossover["symbols"] if s["name"] == "mem_bandwidth"
+    ).items()
     code, text, _ = run("list")
     assert code == 0 and "crossover_batch" in text
 
 
 def test_eval_json_matches_the_python_api():
-    code, out, _ = run("eval", "crossover_batch", "--hardware", "h100_sxm", "--model",
-                       "deepseek_v3", "--json")
+    code, out, _ = run(
+        "eval", "crossover_batch", "--hardware", "h100_sxm", "--model", "deepseek_v3", "--json"
+    )
     data = json.loads(out)
     assert code == 0
     assert {"id", "value", "unit", "inputs"} <= set(data)
@@ -46,20 +56,42 @@ def test_eval_json_matches_the_python_api():
 
 
 def test_eval_with_set_and_unit():
-    code, out, _ = run("eval", "hbm_drain_time", "--set", "hbm_capacity=288 GB",
-                       "--set", "mem_bandwidth=20 TB/s", "--unit", "s", "--json")
+    code, out, _ = run(
+        "eval",
+        "hbm_drain_time",
+        "--set",
+        "hbm_capacity=288 GB",
+        "--set",
+        "mem_bandwidth=20 TB/s",
+        "--unit",
+        "s",
+        "--json",
+    )
     assert code == 0
     data = json.loads(out)
     assert data["unit"] == "s" and data["value"] == pytest.approx(0.0144)  # 288e9 / 20e12
 
 
 def test_solve_returns_the_input_that_was_used():
-    code, out, _ = run("eval", "crossover_batch", "--hardware", "h100_sxm", "--model",
-                       "deepseek_v3", "--json")
+    code, out, _ = run(
+        "eval", "crossover_batch", "--hardware", "h100_sxm", "--model", "deepseek_v3", "--json"
+    )
     b_star = json.loads(out)["value"]
-    code, out, _ = run("solve", "crossover_batch", "--for", "mem_bandwidth", "--hardware",
-                       "h100_sxm", "--model", "deepseek_v3", "--set",
-                       f"crossover_batch={b_star!r}", "--unit", "TB/s", "--json")
+    code, out, _ = run(
+        "solve",
+        "crossover_batch",
+        "--for",
+        "mem_bandwidth",
+        "--hardware",
+        "h100_sxm",
+        "--model",
+        "deepseek_v3",
+        "--set",
+        f"crossover_batch={b_star!r}",
+        "--unit",
+        "TB/s",
+        "--json",
+    )
     assert code == 0
     assert json.loads(out)["value"] == pytest.approx(3.35, rel=1e-9)
 
@@ -78,16 +110,35 @@ def test_presets_json():
     [
         (["eval", "crossover"], "did you mean 'crossover_batch'"),
         (["eval", "crossover_batch", "--hardware", "h100"], "did you mean 'h100_sxm'"),
-        (["eval", "crossover_batch", "--hardware", "h100_sxm", "--model", "deepseek_v3",
-          "--set", "mem_bandwith=3 TB/s"], "did you mean 'mem_bandwidth'"),
-        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=80 GB"],
-         "expected a quantity of [information] / [time]"),
-        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=0 TB/s"],
-         "must be positive"),
-        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=nan TB/s"],
-         "expected a number"),
-        (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth"],
-         "SYMBOL=VALUE"),
+        (
+            [
+                "eval",
+                "crossover_batch",
+                "--hardware",
+                "h100_sxm",
+                "--model",
+                "deepseek_v3",
+                "--set",
+                "mem_bandwith=3 TB/s",
+            ],
+            "did you mean 'mem_bandwidth'",
+        ),
+        (
+            ["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=80 GB"],
+            "expected a quantity of [information] / [time]",
+        ),
+        (
+            ["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=0 TB/s"],
+            "must be positive",
+        ),
+        (
+            ["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth=nan TB/s"],
+            "expected a number",
+        ),
+        (
+            ["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--set", "mem_bandwidth"],
+            "SYMBOL=VALUE",
+        ),
         (["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--unit", "GB"], "--unit 'GB'"),
         (["eval", "hbm_drain_time"], "missing input"),
         (["solve", "step_time", "--for", "flops"], "no single inverse"),
@@ -113,17 +164,24 @@ def test_malformed_preset_file_is_one_error_line(tmp_path):
 
 def test_user_preset_file_is_usable(tmp_path):
     mine = tmp_path / "mine.toml"
-    mine.write_text("[hardware.my_chip]\nname = 'Mine'\nsource = 'my bench'\n"
-                    "hbm_capacity = '100 GB'\nhbm_bandwidth = '5 TB/s'\n")
-    code, out, _ = run("--presets", str(mine), "eval", "hbm_drain_time", "--hardware", "my_chip",
-                       "--json")
+    mine.write_text(
+        "[hardware.my_chip]\nname = 'Mine'\nsource = 'my bench'\n"
+        "hbm_capacity = '100 GB'\nhbm_bandwidth = '5 TB/s'\n"
+    )
+    code, out, _ = run(
+        "--presets", str(mine), "eval", "hbm_drain_time", "--hardware", "my_chip", "--json"
+    )
     assert code == 0 and json.loads(out)["value"] == pytest.approx(20.0)  # 100 GB / 5 TB/s in ms
 
 
 def test_console_script_exits_2_without_traceback():
     exe = Path(sys.executable).with_name("chalkboard")
-    done = subprocess.run([str(exe), "eval", "nope"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    done = subprocess.run(
+        [str(exe), "eval", "nope"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     assert done.returncode == 2
     assert done.stderr.startswith("error: unknown equation 'nope'")
     assert "Traceback" not in done.stderr

@@ -33,9 +33,16 @@ def test_every_nav_page_is_generated_and_every_page_is_in_nav(tmp_path):
 
 
 def test_strict_build_produces_every_page(built):
-    for page in ("index.html", "notation/index.html", "chapters/batching/index.html",
-                 "presets/hardware/index.html", "presets/models/index.html",
-                 "presets/prices/index.html", "katex/katex.min.js", "search/search_index.json"):
+    for page in (
+        "index.html",
+        "notation/index.html",
+        "chapters/batching/index.html",
+        "presets/hardware/index.html",
+        "presets/models/index.html",
+        "presets/prices/index.html",
+        "katex/katex.min.js",
+        "search/search_index.json",
+    ):
         assert (built / page).exists(), page
 
 
@@ -77,4 +84,7 @@ def test_templates_have_no_hand_typed_numbers(template):
 
 
 def test_the_number_lint_catches_a_typed_number():
-    assert NUMBER.findall(JINJA.sub("", "B* is about 5,400 on {{ chip }} and 2.5x")) == ["5,400", "2.5"]
+    assert NUMBER.findall(JINJA.sub("", "B* is about 5,400 on {{ chip }} and 2.5x")) == [
+        "5,400",
+        "2.5",
+    ]

@@ -32,8 +32,10 @@ def test_times_grow_with_batch(inputs, batch, factor):
 @given(s.machine_and_model(), s.batch_size)
 def test_step_time_is_the_brute_force_max(inputs, batch):
     kw = dict(inputs, batch_size=batch)
-    brute = max(ev("compute_time", **kw).to("s").magnitude,
-                (ev("weight_fetch_time", **kw) + ev("kv_fetch_time", **kw)).to("s").magnitude)
+    brute = max(
+        ev("compute_time", **kw).to("s").magnitude,
+        (ev("weight_fetch_time", **kw) + ev("kv_fetch_time", **kw)).to("s").magnitude,
+    )
     assert ev("step_time", **kw).to("s").magnitude == pytest.approx(brute, rel=1e-12)
 
 
@@ -58,7 +60,8 @@ def test_crossover_scales_with_flops_and_inversely_with_bandwidth(inputs, k):
 def test_crossover_depends_on_sparsity_not_size(inputs, scale):
     bigger = dict(inputs, n_total=inputs["n_total"] * scale, n_active=inputs["n_active"] * scale)
     assert ev("crossover_batch", **bigger).magnitude == pytest.approx(
-        ev("crossover_batch", **inputs).magnitude, rel=1e-9)
+        ev("crossover_batch", **inputs).magnitude, rel=1e-9
+    )
 
 
 @given(s.machine_and_model(), s.batch_size, s.log_uniform(low=1.01, high=100))
@@ -69,8 +72,11 @@ def test_cost_per_token_falls_with_batch_toward_its_floor(inputs, batch, factor)
     # Hand-derived floor as B grows: p x max(2 N_active / F, L k / W), per chip-second.
     p = inputs["price_per_chip_hour"].to("USD/chip/s").magnitude
     compute = 2 * inputs["n_active"].magnitude / inputs["flops"].to("FLOP/s").magnitude
-    kv = (inputs["context_length"].magnitude * inputs["kv_bytes_per_token"].to("B/token").magnitude
-          / inputs["mem_bandwidth"].to("B/s").magnitude)
+    kv = (
+        inputs["context_length"].magnitude
+        * inputs["kv_bytes_per_token"].to("B/token").magnitude
+        / inputs["mem_bandwidth"].to("B/s").magnitude
+    )
     floor = p * max(compute, kv)
     assert small.to("USD/token").magnitude >= floor * (1 - 1e-12)
     huge = ev("cost_per_token", **inputs, batch_size=Q_(1e15, "sequence"))
@@ -86,23 +92,26 @@ def test_cost_per_token_does_not_depend_on_chip_count(inputs, batch, chips):
 
 @given(s.machine_and_model(), s.batch_size)
 def test_throughput_times_step_time_is_the_batch(inputs, batch):
-    tokens = ev("throughput", **inputs, batch_size=batch) * ev("step_time", **inputs,
-                                                                batch_size=batch)
+    tokens = ev("throughput", **inputs, batch_size=batch) * ev(
+        "step_time", **inputs, batch_size=batch
+    )
     assert tokens.to("token").magnitude == pytest.approx(batch.magnitude, rel=1e-12)
 
 
 @given(s.period)
 def test_worst_case_latency_is_twice_the_period(period):
     assert ev("worst_case_latency", train_period=period).to("s").magnitude == pytest.approx(
-        2 * period.to("s").magnitude, rel=1e-12)
+        2 * period.to("s").magnitude, rel=1e-12
+    )
 
 
 @given(s.hbm_capacity, s.mem_bandwidth)
 @example(Q_(288, "GB"), Q_(20, "TB/s"))
 def test_drain_time_is_capacity_over_bandwidth(capacity, bandwidth):
     t = ev("hbm_drain_time", hbm_capacity=capacity, mem_bandwidth=bandwidth)
-    assert t.to("s").magnitude == pytest.approx(capacity.to("B").magnitude
-                                                / bandwidth.to("B/s").magnitude, rel=1e-12)
+    assert t.to("s").magnitude == pytest.approx(
+        capacity.to("B").magnitude / bandwidth.to("B/s").magnitude, rel=1e-12
+    )
 
 
 SOLVABLE = {
@@ -119,25 +128,32 @@ SOLVED = {(e, x): get(e).solve_for(x) for e, xs in SOLVABLE.items() for x in xs}
 def test_solve_for_round_trips(pair, inputs, batch):
     eq_id, unknown = pair
     eq, solved = get(eq_id), SOLVED[pair]
-    given_ = {k: v for k, v in dict(inputs, batch_size=batch, step_time=Q_(20, "ms")).items()
-              if k in {x.name for x in eq.inputs}}
+    given_ = {
+        k: v
+        for k, v in dict(inputs, batch_size=batch, step_time=Q_(20, "ms")).items()
+        if k in {x.name for x in eq.inputs}
+    }
     out = eq.evaluate(**given_)
-    back = solved.evaluate(**{k: v for k, v in given_.items() if k != unknown},
-                           **{eq.lhs.name: out})
+    back = solved.evaluate(
+        **{k: v for k, v in given_.items() if k != unknown}, **{eq.lhs.name: out}
+    )
     assert back.to_base_units().magnitude == pytest.approx(
-        given_[unknown].to_base_units().magnitude, rel=1e-9)
+        given_[unknown].to_base_units().magnitude, rel=1e-9
+    )
 
 
 # Independent hand computations from facts.md figures (not from the presets or the code).
 def test_crossover_on_presets_matches_hand_computation():
     # H100 SXM: 989.4 TFLOP/s BF16 dense, 3.35 TB/s; DeepSeek-V3: 671B total, 37B active.
     hand = 989.4e12 / 3.35e12 * 671 / 37  # about 5,356 (lecture.md: "B* ~ 5,400")
-    assert ev("crossover_batch", hardware="h100_sxm", model="deepseek_v3").magnitude == \
-        pytest.approx(hand, rel=1e-9)
+    assert ev(
+        "crossover_batch", hardware="h100_sxm", model="deepseek_v3"
+    ).magnitude == pytest.approx(hand, rel=1e-9)
     # At FP8 the FLOP/s double and the bytes per weight halve: the crossover stays put.
     hand_fp8 = 1978.9e12 / 3.35e12 * 671 / 37 * (1 / 2)
-    assert ev("crossover_batch", hardware="h100_sxm", model="deepseek_v3",
-              precision="fp8").magnitude == pytest.approx(hand_fp8, rel=1e-9)
+    assert ev(
+        "crossover_batch", hardware="h100_sxm", model="deepseek_v3", precision="fp8"
+    ).magnitude == pytest.approx(hand_fp8, rel=1e-9)
 
 
 def test_lecture_drain_times():
@@ -161,7 +177,8 @@ def test_cost_per_token_on_presets_by_hand():
 
 def test_sweep_over_a_million_batches_is_monotone():
     batches = np.geomspace(1, 1e6, 1_000_000)
-    cost = get("cost_per_token").sweep("batch_size", batches, hardware="h100_sxm",
-                                       model="deepseek_v3")
+    cost = get("cost_per_token").sweep(
+        "batch_size", batches, hardware="h100_sxm", model="deepseek_v3"
+    )
     assert cost.shape == (1_000_000,)
     assert np.all(np.diff(cost.magnitude) <= 1e-12 * cost.magnitude[:-1])

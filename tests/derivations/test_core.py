@@ -11,10 +11,11 @@ from hypothesis import given
 from derivations import CATALOGUE, DimensionError, Equation, Source, get, lookup_symbol
 from derivations.core import register
 from tests import strategies as st_
-from units import ChalkboardError, Q_
+from units import Q_, ChalkboardError
 
-B, W, N_t, b = (lookup_symbol(n).sym for n in ("batch_size", "mem_bandwidth", "n_total",
-                                               "bytes_per_value"))
+B, W, N_t, b = (
+    lookup_symbol(n).sym for n in ("batch_size", "mem_bandwidth", "n_total", "bytes_per_value")
+)
 
 
 def make(rhs, lhs="memory_time", eq_id="wrong"):
@@ -42,19 +43,21 @@ def test_max_of_mixed_dimensions_is_rejected():
 
 def test_symbolic_power_of_a_dimensioned_symbol_is_rejected():
     with pytest.raises(DimensionError, match="non-numeric power"):
-        make(W ** B)
+        make(W**B)
 
 
 def test_wrong_equation_fails_at_import(tmp_path):
     module = tmp_path / "my_wrong_chapter.py"
-    module.write_text(textwrap.dedent("""
+    module.write_text(
+        textwrap.dedent("""
         from derivations import Equation, Source, lookup_symbol
         s = lookup_symbol
         # bug: compute time divided by bandwidth instead of FLOP/s
         Equation("compute_time_wrong", "wrong", s("compute_time"),
                  s("batch_size").sym * s("n_active").sym / s("mem_bandwidth").sym,
                  "test", Source("test"))
-    """))
+    """)
+    )
     spec = importlib.util.spec_from_file_location("my_wrong_chapter", module)
     with pytest.raises(DimensionError, match="equation 'compute_time_wrong'"):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
@@ -89,10 +92,10 @@ def test_compiled_evaluation_equals_sympy_substitution(inputs, batch):
     eq = get("step_time")
     expr = eq.expanded()
     inputs.pop("price_per_chip_hour")
-    subs = {**inputs, "batch_size": batch,
-            "flops_per_param_token": Q_(2, "FLOP/parameter/token")}
-    by_sympy = float(expr.subs({lookup_symbol(k).sym: v.to_base_units().magnitude
-                                for k, v in subs.items()}))
+    subs = {**inputs, "batch_size": batch, "flops_per_param_token": Q_(2, "FLOP/parameter/token")}
+    by_sympy = float(
+        expr.subs({lookup_symbol(k).sym: v.to_base_units().magnitude for k, v in subs.items()})
+    )
     compiled = eq.evaluate(**inputs, batch_size=batch).to("s").magnitude
     assert compiled == pytest.approx(by_sympy, rel=1e-9)
 

@@ -8,12 +8,13 @@ from hypothesis import strategies as st
 from derivations import get
 from derivations.inputs import kv_values_per_token
 from tests.strategies import PRESETS, log_uniform
-from units import ChalkboardError, Q_
+from units import Q_, ChalkboardError
 
 
 def test_origins_are_recorded():
-    r = get("cost_per_token").evaluate_detailed(hardware="h100_sxm", model="deepseek_v3",
-                                                batch_size=64)
+    r = get("cost_per_token").evaluate_detailed(
+        hardware="h100_sxm", model="deepseek_v3", batch_size=64
+    )
     assert r.inputs["flops"].origin == "hardware h100_sxm: dense_flops_bf16"
     assert r.inputs["batch_size"].origin == "given"
     assert r.inputs["context_length"].origin.startswith("parameter context_length")
@@ -52,24 +53,24 @@ def test_bad_override_values(value, fragment):
 
 def test_precision_without_a_figure_is_explained():
     with pytest.raises(ChalkboardError, match="no dense fp8 FLOP/s figure .*it has: bf16"):
-        get("crossover_batch").evaluate(hardware="a100_sxm", model="deepseek_v3",
-                                        precision="fp8")
+        get("crossover_batch").evaluate(hardware="a100_sxm", model="deepseek_v3", precision="fp8")
 
 
 def test_unknown_presets_suggest_the_closest():
     with pytest.raises(ChalkboardError, match="did you mean 'deepseek_v3'"):
         get("crossover_batch").evaluate(hardware="h100_sxm", model="deepseek")
     with pytest.raises(ChalkboardError, match="unknown precision preset 'fp16'"):
-        get("crossover_batch").evaluate(hardware="h100_sxm", model="deepseek_v3",
-                                        precision="fp16")
+        get("crossover_batch").evaluate(hardware="h100_sxm", model="deepseek_v3", precision="fp16")
 
 
 @given(log_uniform(low=1e10, high=1e14), st.sampled_from(["TB/s", "GB/s", "B/s", "PB/s"]))
 def test_unit_invariance_of_inputs(bandwidth, unit):
-    reference = get("hbm_drain_time").evaluate(hbm_capacity="80 GB",
-                                               mem_bandwidth=Q_(bandwidth, "B/s"))
-    other = get("hbm_drain_time").evaluate(hbm_capacity="80 GB",
-                                           mem_bandwidth=Q_(bandwidth, "B/s").to(unit))
+    reference = get("hbm_drain_time").evaluate(
+        hbm_capacity="80 GB", mem_bandwidth=Q_(bandwidth, "B/s")
+    )
+    other = get("hbm_drain_time").evaluate(
+        hbm_capacity="80 GB", mem_bandwidth=Q_(bandwidth, "B/s").to(unit)
+    )
     assert other.to("s").magnitude == pytest.approx(reference.to("s").magnitude, rel=1e-12)
 
 
@@ -96,13 +97,19 @@ def test_kv_values_are_half_the_bytes_at_fp8_and_every_model_has_them():
     for model in PRESETS.model.values():
         values, _ = kv_values_per_token(model)
         assert values > 0
-    r = get("kv_fetch_time").evaluate_detailed(hardware="h100_sxm", model="llama_3_1_8b",
-                                               precision="fp8", batch_size=1)
+    r = get("kv_fetch_time").evaluate_detailed(
+        hardware="h100_sxm", model="llama_3_1_8b", precision="fp8", batch_size=1
+    )
     assert r.inputs["kv_bytes_per_token"].value.to("byte/token").magnitude == 131072 / 2
 
 
 def test_default_chip_count_is_the_fewest_that_hold_weights_and_kv():
-    r = get("step_time").evaluate_detailed(hardware="h100_sxm", model="deepseek_v3",
-                                           precision="fp8", batch_size=1, context_length="1 token")
+    r = get("step_time").evaluate_detailed(
+        hardware="h100_sxm",
+        model="deepseek_v3",
+        precision="fp8",
+        batch_size=1,
+        context_length="1 token",
+    )
     # 671e9 one-byte weights (plus one token of KV) over 80e9-byte chips: 8.39 -> 9 chips
     assert r.inputs["n_chips"].value.magnitude == 9

@@ -2,15 +2,38 @@
 
 import pytest
 
-from units import ChalkboardError, Q_
+from units import Q_, ChalkboardError
 from units.presets import load, parse_file
 
 PRESETS = load()
 
-HARDWARE = ("a100_sxm h100_sxm h200 b200 gb200_nvl72 b300 gb300_nvl72 mi300x mi325x mi355x "
-            "tpu_v5e tpu_v5p tpu_v6e tpu7x rubin").split()
-MODELS = ("deepseek_v3 llama_3_1_8b llama_3_1_70b llama_3_1_405b qwen3_235b_a22b mixtral_8x7b "
-          "kimi_k2 gpt_oss_120b").split()
+HARDWARE = [
+    "a100_sxm",
+    "h100_sxm",
+    "h200",
+    "b200",
+    "gb200_nvl72",
+    "b300",
+    "gb300_nvl72",
+    "mi300x",
+    "mi325x",
+    "mi355x",
+    "tpu_v5e",
+    "tpu_v5p",
+    "tpu_v6e",
+    "tpu7x",
+    "rubin",
+]
+MODELS = [
+    "deepseek_v3",
+    "llama_3_1_8b",
+    "llama_3_1_70b",
+    "llama_3_1_405b",
+    "qwen3_235b_a22b",
+    "mixtral_8x7b",
+    "kimi_k2",
+    "gpt_oss_120b",
+]
 
 
 def test_required_presets_exist():

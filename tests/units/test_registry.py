@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import log_uniform
-from units import ChalkboardError, Q_, parse_quantity, parse_unit, ureg
+from units import Q_, ChalkboardError, parse_quantity, parse_unit, ureg
 
 
 def test_flop_byte_second_usd_are_independent_dimensions():
