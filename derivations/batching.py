@@ -45,6 +45,10 @@ from derivations.notation import (
 
 CHAPTER = "batching"
 LECTURE = "Lecture section A, batch size, cost and latency"
+# Timestamps: the chapter marks of the episode (lecture.md) and the summary mark for the
+# FLOPs-to-bandwidth ratio (seed 000); no finer timestamps are known, so none are claimed.
+SECTION_A = "00:00-32:09"
+RATIO_AT = "15:16"
 
 B, F, W, C = batch_size.sym, flops.sym, mem_bandwidth.sym, hbm_capacity.sym
 N_t, N_a, b, k = n_total.sym, n_active.sym, bytes_per_value.sym, kv_bytes_per_token.sym
@@ -62,7 +66,7 @@ compute_time_eq = register(
         lhs=compute_time,
         rhs=COMPUTE,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:05:00", "t_compute = B N_active / FLOPs"),
+        source=Source(LECTURE, SECTION_A, "t_compute = B N_active / FLOPs"),
         assumptions=(
             "each of the B sequences gets one token per step",
             "attention FLOPs are ignored (they matter only at millions of tokens of context)",
@@ -79,7 +83,7 @@ weight_fetch_time_eq = register(
         lhs=weight_fetch_time,
         rhs=WEIGHTS,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:08:00", "the N_total term of t_mem"),
+        source=Source(LECTURE, SECTION_A, "the N_total term of t_mem"),
         assumptions=(
             "every expert is used by some sequence in the batch, so all weights are read",
             "HBM bandwidth is reached in full: a lower bound on the time",
@@ -95,7 +99,7 @@ kv_fetch_time_eq = register(
         lhs=kv_fetch_time,
         rhs=KV,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:10:00", "the B len_ctx kv_bytes term of t_mem"),
+        source=Source(LECTURE, SECTION_A, "the B len_ctx kv_bytes term of t_mem"),
         assumptions=("each sequence reads its whole context's KV cache every step",),
         summary="Each sequence reads its own KV cache: this cost grows with batch and context.",
     )
@@ -108,7 +112,7 @@ memory_time_eq = register(
         lhs=memory_time,
         rhs=weight_fetch_time.sym + kv_fetch_time.sym,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:08:00", "t_mem = (N_total bytes + B len_ctx kv_bytes) / mem_bw"),
+        source=Source(LECTURE, SECTION_A, "t_mem = (N_total bytes + B len_ctx kv_bytes) / mem_bw"),
         assumptions=("weights and KV cache share the same HBM bandwidth",),
         derivation=Derivation(
             given(
@@ -135,7 +139,7 @@ step_time_eq = register(
         lhs=step_time,
         rhs=sp.Max(compute_time.sym, memory_time.sym),
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:04:00", "T >= max(t_compute, t_mem)"),
+        source=Source(LECTURE, SECTION_A, "T >= max(t_compute, t_mem)"),
         assumptions=(
             "compute and memory traffic overlap perfectly, so the slower one sets the time",
             "communication between chips is ignored",
@@ -151,7 +155,7 @@ cost_per_token_eq = register(
         lhs=cost_per_token,
         rhs=n * p * step_time.sym / B,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:14:00", "cost/token = T / B x $/GPU-s"),
+        source=Source(LECTURE, SECTION_A, "cost/token = T / B x $/GPU-s"),
         assumptions=(
             "the chips are rented for the whole step and shared by the B sequences",
             "each sequence receives one token per step",
@@ -167,7 +171,7 @@ crossover_batch_eq = register(
         lhs=crossover_batch,
         rhs=F * N_t * b / (W * c_f * N_a),
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:15:16", "B* = (FLOPs / mem_bw) x (N_total / N_active)"),
+        source=Source(LECTURE, RATIO_AT, "B* = (FLOPs / mem_bw) x (N_total / N_active)"),
         assumptions=(
             "the KV-fetch term is ignored (short contexts)",
             "weights are stored at b bytes per value and multiplied at the same precision",
@@ -198,7 +202,7 @@ ridge_intensity_eq = register(
         lhs=ridge_intensity,
         rhs=F / W,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:15:16", "FLOPs/mem_bw, about 300, stable A100 to B100"),
+        source=Source(LECTURE, RATIO_AT, "FLOPs/mem_bw, about 300, stable A100 to B100"),
         assumptions=("dense FLOP/s at the chosen precision",),
         summary="How many FLOPs a kernel must do per byte it reads to be compute-bound.",
     )
@@ -211,7 +215,7 @@ hbm_drain_time_eq = register(
         lhs=hbm_drain_time,
         rhs=C / W,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:26:00", "Rubin: 288 GB / 20 TB/s, about 15 ms"),
+        source=Source(LECTURE, SECTION_A, "Rubin: 288 GB / 20 TB/s, about 15 ms"),
         assumptions=("the whole HBM is read at full bandwidth",),
         summary="A step that reads all of HBM takes this long: the natural period of the train.",
     )
@@ -224,7 +228,11 @@ chips_to_fit_eq = register(
         lhs=chips_to_fit,
         rhs=(N_t * b + B * L * k) / C,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:34:00", "capacity: total parameters plus KV must fit in HBM"),
+        source=Source(
+            "Lecture section B, MoE layout",
+            "32:09-47:12",
+            "Hopper 8 GPUs = 640 GB; Blackwell rack 10-20 TB => 5T model + KV",
+        ),
         assumptions=("activations and fragmentation take no HBM",),
         summary="The serving footprint; the default chip count rounds it up to whole chips.",
     )
@@ -237,7 +245,7 @@ worst_case_latency_eq = register(
         lhs=worst_case_latency,
         rhs=2 * tau,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:22:00", "a batch departs every 20 ms; worst case 40 ms"),
+        source=Source(LECTURE, SECTION_A, "a batch departs every 20 ms; worst case 40 ms"),
         assumptions=(
             "a batch departs every period, whether full or not",
             "a step fits within one period",
@@ -272,7 +280,7 @@ throughput_eq = register(
         lhs=throughput,
         rhs=B / step_time.sym,
         chapter=CHAPTER,
-        source=Source(LECTURE, "00:28:00", "throughput = B / step"),
+        source=Source(LECTURE, SECTION_A, "throughput = B / step"),
         assumptions=("each sequence receives one token per step",),
         summary="Tokens per step over seconds per step.",
     )

@@ -301,7 +301,7 @@ class Equation:
     derivation: object = None
     summary: str = ""
     solved_from: str = ""
-    _compiled: dict = field(default_factory=dict, repr=False, compare=False)
+    _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if not self.id.isidentifier() or self.id != self.id.lower():

@@ -193,3 +193,17 @@ def test_failed_build_writes_nothing(tmp_path):
     out = tmp_path / "site"
     code, _, err = run("--presets", str(bad), "build", "--out", str(out))
     assert code == 2 and not out.exists()
+
+
+def test_solve_needs_the_original_output():
+    code, _, err = run(
+        "solve",
+        "crossover_batch",
+        "--for",
+        "mem_bandwidth",
+        "--hardware",
+        "h100_sxm",
+        "--model",
+        "deepseek_v3",
+    )
+    assert code == 2 and "give it with --set crossover_batch=VALUE" in err

@@ -182,3 +182,29 @@ def test_sweep_over_a_million_batches_is_monotone():
     )
     assert cost.shape == (1_000_000,)
     assert np.all(np.diff(cost.magnitude) <= 1e-12 * cost.magnitude[:-1])
+
+
+@given(s.machine_and_model())
+def test_ridge_times_bytes_per_flop_is_the_dense_crossover(inputs):
+    dense = dict(inputs, n_active=inputs["n_total"])
+    ridge = ev("ridge_intensity", **dense).to("FLOP/byte").magnitude
+    bytes_per_flop = inputs["bytes_per_value"].to("byte/value").magnitude / 2  # 2 FLOP per weight
+    assert ev("crossover_batch", **dense).magnitude == pytest.approx(
+        ridge * bytes_per_flop, rel=1e-9
+    )
+
+
+@given(s.machine_and_model(), s.batch_size)
+def test_default_chips_hold_the_weights_and_kv_with_less_than_one_spare(inputs, batch):
+    inputs.pop("n_chips"), inputs.pop("price_per_chip_hour")
+    kw = dict(inputs, batch_size=batch)
+    fit = ev("chips_to_fit", **kw).to("chip").magnitude
+    stored = (
+        inputs["n_total"].magnitude * inputs["bytes_per_value"].to("B/value").magnitude
+        + batch.magnitude
+        * inputs["context_length"].magnitude
+        * inputs["kv_bytes_per_token"].to("B/token").magnitude
+    )
+    assert fit * inputs["hbm_capacity"].to("B").magnitude == pytest.approx(stored, rel=1e-9)
+    used = get("step_time").evaluate_detailed(**kw).inputs["n_chips"].value.magnitude
+    assert fit <= used < fit + 1
