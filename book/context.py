@@ -11,13 +11,14 @@ formatted by :mod:`book.format`; templates only place these strings.
 from __future__ import annotations
 
 import math
+import posixpath
 
 import pint
 
 import derivations
-from book.format import number, quantity
+from book.format import number, quantity, unit
 from derivations.inputs import BINDINGS
-from units import ChalkboardError
+from units import ChalkboardError, parse_unit
 from units.presets import Presets, load
 
 # The worked examples of each chapter: (hardware, model, precision) preset ids.
@@ -27,17 +28,25 @@ WORKED_EXAMPLES = {
         ("gb200_nvl72", "llama_3_1_405b", "fp8"),
     ),
 }
-# The models the chapter-A table compares on every chip: one dense, one sparse.
+# The models chapter A compares: one dense, one sparse (the table runs the sparse one).
 TABLE_MODELS = {"batching": ("llama_3_1_70b", "deepseek_v3")}
 
 
-def _value_from(s, presets: Presets) -> str:
+def equation_link(eq, page: str) -> str:
+    """A Markdown link to ``eq`` on its chapter page, relative to ``page``."""
+    target = f"chapters/{eq.chapter}.md"
+    if target == page:
+        return f"[`{eq.id}`](#{eq.id})"
+    return f"[`{eq.id}`]({posixpath.relpath(target, posixpath.dirname(page) or '.')}#{eq.id})"
+
+
+def _value_from(s, presets: Presets, page: str) -> str:
     """Where an evaluation takes this symbol's value from when the caller does not give it."""
     defined = derivations.defining(s.name)
     if isinstance(s, derivations.Constant):
         return f"constant, {quantity(s.value)}"
     if defined is not None:
-        return f"equation `{defined.id}`"
+        return f"equation {equation_link(defined, page)}"
     if s.name in BINDINGS:
         return BINDINGS[s.name].describe
     parameter = presets.by_kind["parameter"].get(s.name)
@@ -46,18 +55,19 @@ def _value_from(s, presets: Presets) -> str:
     return "given"
 
 
-def symbol_context(s, presets: Presets | None = None) -> dict:
+def symbol_context(s, presets: Presets | None = None, page: str = "notation.md") -> dict:
     return {
         "name": s.name,
         "latex": s.latex,
         "unit": s.display or s.unit,
         "meaning": s.meaning,
-        "from": _value_from(s, presets or load()),
+        "from": _value_from(s, presets or load(), page),
     }
 
 
 def equation_context(eq, presets: Presets | None = None) -> dict:
-    used_by = [e.id for e in derivations.equations() if eq in e.uses]
+    page = f"chapters/{eq.chapter}.md"
+    used_by = [equation_link(e, page) for e in derivations.equations() if eq in e.uses]
     steps = []
     if eq.derivation is not None:
         steps = [
@@ -69,14 +79,14 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "title": eq.title,
         "latex": eq.latex(),
         "expanded": derivations.to_latex(eq.expanded()) if eq.uses else "",
-        "lhs": symbol_context(eq.lhs, presets),
+        "lhs": symbol_context(eq.lhs, presets, page),
         "summary": eq.summary,
         "source": str(eq.source),
         "source_note": eq.source.note,
         "assumptions": list(eq.assumptions),
-        "inputs": [symbol_context(s, presets) for s in eq.inputs],
+        "inputs": [symbol_context(s, presets, page) for s in eq.inputs],
         "steps": steps,
-        "uses": [e.id for e in eq.uses],
+        "uses": [equation_link(e, page) for e in eq.uses],
         "used_by": used_by,
     }
 
@@ -99,19 +109,11 @@ class Evaluator:
     def text(self, eq_id: str, **overrides) -> str:
         return quantity(self.q(eq_id, **overrides))
 
-    def cell(self, eq_id: str, **overrides) -> str:
-        """A table cell: the value, or an em dash where a preset lacks a figure."""
-        try:
-            return self.text(eq_id, **overrides)
-        except ChalkboardError:
-            return "—"
-
 
 def _example(presets: Presets, hardware: str, model: str, precision: str) -> dict:
     ev = Evaluator(presets, hardware, model, precision)
     hw, mdl = presets.get("hardware", hardware), presets.get("model", model)
-    b_star = ev.q("crossover_batch")
-    batch = math.ceil(b_star.to("sequence").magnitude)
+    batch = _whole(ev.q("crossover_batch"))
     at = ev.detailed("cost_per_token", batch_size=batch)
     shown = (
         "flops",
@@ -155,35 +157,52 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
     }
 
 
-def _hardware_rows(presets: Presets, models: tuple[str, str]) -> list[dict]:
-    dense, sparse = models
-    rows = []
-    for hw in presets.hardware.values():
-        ev = Evaluator(presets, hw.id)
-        rows.append(
-            {
-                "id": hw.id,
-                "name": hw.name,
-                "flops": quantity(hw.dense_flops_bf16) if hw.get("dense_flops_bf16") else "—",
-                "bandwidth": quantity(hw.hbm_bandwidth),
-                "capacity": quantity(hw.hbm_capacity),
-                "ridge": ev.cell("ridge_intensity"),
-                "drain": ev.cell("hbm_drain_time"),
-                "dense": ev.cell("crossover_batch", model=dense),
-                "sparse": ev.cell("crossover_batch", model=sparse),
-                "cost_floor": _cost_at_crossover(presets, hw.id, sparse),
-            }
-        )
-    return rows
-
-
-def _cost_at_crossover(presets: Presets, hardware: str, model: str) -> str:
-    ev = Evaluator(presets, hardware, model)
+def _in(unit: str, compute) -> str:
+    """A table cell: ``compute()`` as a bare number in ``unit``, or a dash where a preset
+    lacks a figure the equation needs."""
     try:
-        batch = math.ceil(ev.q("crossover_batch").to("sequence").magnitude)
-        return ev.text("cost_per_token", batch_size=batch)
+        q = compute()
     except ChalkboardError:
         return "—"
+    return "—" if q is None else number(q.to(unit).magnitude)
+
+
+def _hardware_table(presets: Presets, model: str) -> dict:
+    """Chapter A's table: every chip, its figures and the chapter's results for ``model``."""
+    columns = (
+        ("BF16 FLOP/s", "TFLOP/s"),
+        ("HBM bandwidth", "TB/s"),
+        ("HBM", "GB"),
+        ("FLOP per byte", "FLOP/byte"),
+        ("drain time", "ms"),
+        ("crossover batch", "sequence"),
+        ("cost at that batch", "USD/Mtoken"),
+    )
+    rows = []
+    for hw in presets.hardware.values():
+        values = _chip_results(hw, Evaluator(presets, hw.id, model))
+        cells = [_in(unit, f) for (_, unit), f in zip(columns, values, strict=True)]
+        rows.append({"id": hw.id, "name": hw.name, "cells": cells})
+    headers = [f"{name} ({unit(parse_unit(u))})" for name, u in columns]
+    return {"headers": headers, "rows": rows}
+
+
+def _chip_results(hw, ev: Evaluator) -> tuple:
+    """The table's figures for one chip, as functions (a missing figure raises when called)."""
+    return (
+        lambda: hw.get("dense_flops_bf16"),
+        lambda: hw.hbm_bandwidth,
+        lambda: hw.hbm_capacity,
+        lambda: ev.q("ridge_intensity"),
+        lambda: ev.q("hbm_drain_time"),
+        lambda: ev.q("crossover_batch"),
+        lambda: ev.q("cost_per_token", batch_size=_whole(ev.q("crossover_batch"))),
+    )
+
+
+def _whole(batch: pint.Quantity) -> int:
+    """A batch size rounded up to a whole sequence."""
+    return math.ceil(batch.to("sequence").magnitude)
 
 
 def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
@@ -222,9 +241,10 @@ def _batching_extras(presets: Presets) -> dict:
     }
     period = Evaluator(presets).detailed("worst_case_latency")
     return {
-        "hardware_rows": _hardware_rows(presets, (dense, sparse)),
+        "hardware_table": _hardware_table(presets, sparse),
         "dense_model": presets.get("model", dense).name,
         "sparse_model": presets.get("model", sparse).name,
+        "dense_crossover": Evaluator(presets, "h100_sxm", dense).text("crossover_batch"),
         "price": quantity(presets.get("rental", "lecture_gpu").price),
         "context_length": quantity(presets.get("parameter", "context_length").value),
         "drain": drain,
@@ -241,8 +261,14 @@ def notation_context(presets: Presets | None = None) -> dict:
 
 
 def _figures(preset) -> list[dict]:
+    """Each figure; ``source`` is set only where it differs from the preset's own source."""
+    default = preset.source_of("source")
     return [
-        {"name": name, "value": quantity(v), "source": preset.source_of(name)}
+        {
+            "name": name,
+            "value": quantity(v),
+            "source": "" if preset.source_of(name) == default else preset.source_of(name),
+        }
         for name, v in preset.fields.items()
         if isinstance(v, pint.Quantity)
     ]
@@ -266,7 +292,29 @@ def presets_context(presets: Presets | None = None) -> dict:
             for p in presets.by_kind[kind].values()
         ]
 
-    return {kind: rows(kind) for kind in presets.by_kind}
+    return {
+        **{kind: rows(kind) for kind in presets.by_kind},
+        "hardware_summary": _hardware_summary(presets),
+    }
+
+
+def _hardware_summary(presets: Presets) -> dict:
+    columns = (
+        ("dense_flops_bf16", "BF16", "TFLOP/s"),
+        ("dense_flops_fp8", "FP8", "TFLOP/s"),
+        ("hbm_capacity", "HBM", "GB"),
+        ("hbm_bandwidth", "HBM bandwidth", "TB/s"),
+        ("scale_up_domain", "scale-up domain", "chip"),
+    )
+    rows = [
+        {
+            "id": hw.id,
+            "name": hw.name,
+            "cells": [_in(u, lambda hw=hw, f=f: hw.get(f)) for f, _, u in columns],
+        }
+        for hw in presets.hardware.values()
+    ]
+    return {"headers": [f"{name} ({unit(parse_unit(u))})" for _, name, u in columns], "rows": rows}
 
 
 def site_context(presets: Presets | None = None) -> dict:
