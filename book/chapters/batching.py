@@ -1,0 +1,147 @@
+"""Chapter A's context: worked examples, the table across every chip, and cited figures.
+
+>>> from units.presets import load
+>>> ctx = context(load())
+>>> ctx["examples"][0]["title"]
+'DeepSeek-V3 / R1 on NVIDIA H100 SXM at fp8'
+"""
+
+import math
+
+import pint
+
+import derivations
+from book.context import Evaluator, cell_in, symbol_context
+from book.format import number, quantity, unit
+from units import parse_unit
+from units.presets import Presets
+
+# Worked examples: (hardware, model, precision) preset ids.
+WORKED_EXAMPLES = (
+    ("h100_sxm", "deepseek_v3", "fp8"),
+    ("gb200_nvl72", "llama_3_1_405b", "fp8"),
+)
+# The models the chapter compares: one dense, one sparse (the table runs the sparse one).
+TABLE_MODELS = ("llama_3_1_70b", "deepseek_v3")
+
+
+def context(presets: Presets) -> dict:
+    """Chapter A's worked examples, its table across every chip, and the figures its prose cites."""
+    dense, sparse = TABLE_MODELS
+    drain = {
+        hw: {
+            "name": presets.get("hardware", hw).name,
+            "capacity": quantity(presets.get("hardware", hw).hbm_capacity),
+            "bandwidth": quantity(presets.get("hardware", hw).hbm_bandwidth),
+            "time": Evaluator(presets, hw).text("hbm_drain_time"),
+        }
+        for hw in ("rubin", "b200", "b300", "h100_sxm")
+    }
+    ridge = {
+        presets.get("hardware", hw).name: Evaluator(presets, hw).text("ridge_intensity")
+        for hw in ("a100_sxm", "h100_sxm", "b200", "gb200_nvl72")
+    }
+    same_b = {
+        m: Evaluator(presets, "h100_sxm", m).text("crossover_batch")
+        for m in ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
+    }
+    period = Evaluator(presets).detailed("worst_case_latency")
+    return {
+        "examples": [_example(presets, *ex) for ex in WORKED_EXAMPLES],
+        "hardware_table": _hardware_table(presets, sparse),
+        "dense_model": presets.get("model", dense).name,
+        "sparse_model": presets.get("model", sparse).name,
+        "dense_crossover": Evaluator(presets, "h100_sxm", dense).text("crossover_batch"),
+        "price": quantity(presets.get("rental", "lecture_gpu").price),
+        "context_length": quantity(presets.get("parameter", "context_length").value),
+        "drain": drain,
+        "ridge": ridge,
+        "same_b": {presets.get("model", m).name: v for m, v in same_b.items()},
+        "period": quantity(period.inputs["train_period"].value),
+        "worst": quantity(period.value),
+    }
+
+
+def _example(presets: Presets, hardware: str, model: str, precision: str) -> dict:
+    ev = Evaluator(presets, hardware, model, precision)
+    hw, mdl = presets.get("hardware", hardware), presets.get("model", model)
+    batch = _whole(ev.q("crossover_batch"))
+    at = ev.detailed("cost_per_token", batch_size=batch)
+    shown = (
+        "flops",
+        "mem_bandwidth",
+        "hbm_capacity",
+        "n_total",
+        "n_active",
+        "bytes_per_value",
+        "kv_bytes_per_token",
+        "context_length",
+        "n_chips",
+        "price_per_chip_hour",
+    )
+    inputs = [
+        {
+            **symbol_context(derivations.lookup_symbol(name), presets),
+            "value": quantity(i.value),
+            "origin": i.origin,
+        }
+        for name, i in at.inputs.items()
+        if name in shown
+    ]
+    cost_1 = ev.q("cost_per_token", batch_size=1)
+    return {
+        "title": f"{mdl.name} on {hw.name} at {precision}",
+        "hardware": hardware,
+        "model": model,
+        "precision": precision,
+        "inputs": inputs,
+        "ridge": ev.text("ridge_intensity"),
+        "sparsity": number(mdl.params_total / mdl.params_active),
+        "crossover": ev.text("crossover_batch"),
+        "batch": number(batch),
+        "drain": ev.text("hbm_drain_time"),
+        "at": {name: quantity(i.value) for name, i in at.inputs.items()},
+        "cost": quantity(at.value),
+        "throughput": ev.text("throughput", batch_size=batch),
+        "latency": ev.text("worst_case_latency"),
+        "cost_batch_1": quantity(cost_1),
+        "batching_gain": number((cost_1 / at.value).to("").magnitude, 3),
+    }
+
+
+def _hardware_table(presets: Presets, model: str) -> dict:
+    """Chapter A's table: every chip, its figures and the chapter's results for ``model``."""
+    columns = (
+        ("BF16 FLOP/s", "TFLOP/s"),
+        ("HBM bandwidth", "TB/s"),
+        ("HBM", "GB"),
+        ("FLOP per byte", "FLOP/byte"),
+        ("drain time", "ms"),
+        ("crossover batch", "sequence"),
+        ("cost at that batch", "USD/Mtoken"),
+    )
+    rows = []
+    for hw in presets.hardware.values():
+        values = _chip_results(hw, Evaluator(presets, hw.id, model))
+        cells = [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)]
+        rows.append({"id": hw.id, "name": hw.name, "cells": cells})
+    headers = [f"{name} ({unit(parse_unit(u))})" for name, u in columns]
+    return {"headers": headers, "rows": rows}
+
+
+def _chip_results(hw, ev: Evaluator) -> tuple:
+    """The table's figures for one chip, as functions (a missing figure raises when called)."""
+    return (
+        lambda: hw.get("dense_flops_bf16"),
+        lambda: hw.hbm_bandwidth,
+        lambda: hw.hbm_capacity,
+        lambda: ev.q("ridge_intensity"),
+        lambda: ev.q("hbm_drain_time"),
+        lambda: ev.q("crossover_batch"),
+        lambda: ev.q("cost_per_token", batch_size=_whole(ev.q("crossover_batch"))),
+    )
+
+
+def _whole(batch: pint.Quantity) -> int:
+    """A batch size rounded up to a whole sequence."""
+    return math.ceil(batch.to("sequence").magnitude)
