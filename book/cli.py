@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 KIND_ALIASES = {
@@ -117,7 +118,7 @@ def cmd_list(args, out) -> None:
     for e in eqs:
         out.write(f"{e.id}  [{e.chapter}]  {e.title}\n    {e.lhs.name} = {e.rhs}\n")
         for s in (e.lhs, *e.inputs):
-            out.write(f"    {s.name:<22} {s.unit:<16} {s.meaning}\n")
+            out.write(f"    {s.name:<22} {s.unit:<20} {s.meaning}\n")
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -133,7 +134,7 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 
 
 def _evaluate(eq, args, out) -> None:
-    from book.format import number, quantity
+    from book.format import number, quantity, unit
     from units import parse_unit
     from units.presets import load
 
@@ -174,9 +175,8 @@ def _evaluate(eq, args, out) -> None:
     out.write(f"{eq.lhs.name} = {quantity(value)}\n")
     out.write(f"    {eq.lhs.name} = {eq.rhs}\n")
     for name, i in result.inputs.items():
-        out.write(
-            f"    {name:<22} {number(i.value.magnitude):>12} {i.value.units:~P:<14} {i.origin}\n"
-        )
+        shown = unit(i.value.units)
+        out.write(f"    {name:<22} {number(i.value.magnitude):>12} {shown:<18} {i.origin}\n")
 
 
 def cmd_eval(args, out) -> None:
@@ -268,6 +268,9 @@ def main(argv: list[str] | None = None, out=None, err=None) -> int:
 
             load(tuple(args.presets))  # validate extra preset files before anything else
         COMMANDS[args.command](args, out)
+    except BrokenPipeError:  # e.g. `chalkboard list | head`: stop quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
+        return 0
     except UsageError as e:
         err.write(f"error: {e}\n")
         return 2

@@ -100,7 +100,13 @@ def _mkdocs_build(docs: Path, site: Path) -> None:
 def build(out: Path, extra_presets=()) -> Path:
     """Render and build the whole site into ``out`` (replaced only on success)."""
     presets = load(tuple(extra_presets))
-    out = Path(out)
+    try:
+        return _build(Path(out), presets)
+    except OSError as err:
+        raise ChalkboardError(f"cannot write the site to {out}: {err.strerror or err}") from None
+
+
+def _build(out: Path, presets) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="chalkboard-", dir=out.parent) as tmp:
         docs, site = Path(tmp) / "docs", Path(tmp) / "site"
@@ -152,9 +158,12 @@ def serve(port: int = 8000, extra_presets=(), out=None, poll: float = 1.0) -> No
         message = done.stdout.strip() or done.stderr.strip()
         (out.write(message + "\n") if out else None)
 
-    rebuild()
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as err:
+        raise ChalkboardError(f"cannot serve on 127.0.0.1:{port}: {err.strerror}") from None
+    rebuild()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     if out:
         out.write(f"serving http://127.0.0.1:{port}/ (Ctrl-C stops)\n")

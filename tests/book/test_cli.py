@@ -207,3 +207,16 @@ def test_solve_needs_the_original_output():
         "deepseek_v3",
     )
     assert code == 2 and "give it with --set crossover_batch=VALUE" in err
+
+
+def test_unwritable_output_is_one_error_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    code, _, err = run("build", "--out", str(blocker / "site"))
+    assert code == 2 and err.startswith("error: cannot write the site") and err.count("\n") == 1
+
+
+def test_list_into_a_closed_pipe_exits_quietly():
+    exe = Path(sys.executable).with_name("chalkboard")
+    done = subprocess.run(f"'{exe}' list | head -1", shell=True, capture_output=True, text=True)
+    assert done.stdout.count("\n") == 1 and "Traceback" not in done.stderr
