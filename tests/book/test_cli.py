@@ -12,6 +12,10 @@ import pytest
 from book.cli import main
 from derivations import get
 
+SOLVE_BANDWIDTH = (
+    "solve crossover_batch --for mem_bandwidth --hardware h100_sxm --model deepseek_v3".split()
+)
+
 
 def run(*argv):
     out, err = io.StringIO(), io.StringIO()
@@ -78,14 +82,7 @@ def test_solve_returns_the_input_that_was_used():
     )
     b_star = json.loads(out)["value"]
     code, out, _ = run(
-        "solve",
-        "crossover_batch",
-        "--for",
-        "mem_bandwidth",
-        "--hardware",
-        "h100_sxm",
-        "--model",
-        "deepseek_v3",
+        *SOLVE_BANDWIDTH,
         "--set",
         f"crossover_batch={b_star!r}",
         "--unit",
@@ -196,16 +193,7 @@ def test_failed_build_writes_nothing(tmp_path):
 
 
 def test_solve_needs_the_original_output():
-    code, _, err = run(
-        "solve",
-        "crossover_batch",
-        "--for",
-        "mem_bandwidth",
-        "--hardware",
-        "h100_sxm",
-        "--model",
-        "deepseek_v3",
-    )
+    code, _, err = run(*SOLVE_BANDWIDTH)
     assert code == 2 and "give it with --set crossover_batch=VALUE" in err
 
 
