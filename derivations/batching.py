@@ -25,6 +25,7 @@ from derivations.notation import (
     flops_per_param_token,
     hbm_capacity,
     hbm_drain_time,
+    kv_bytes,
     kv_bytes_per_token,
     kv_fetch_time,
     mem_bandwidth,
@@ -35,10 +36,14 @@ from derivations.notation import (
     price_per_chip_hour,
     ride_time,
     ridge_intensity,
+    step_flops,
+    step_rent,
     step_time,
     throughput,
+    tokens_per_step,
     train_period,
     wait_time,
+    weight_bytes,
     weight_fetch_time,
     worst_case_latency,
 )
@@ -54,6 +59,9 @@ B, F, W, C = batch_size.sym, flops.sym, mem_bandwidth.sym, hbm_capacity.sym
 N_t, N_a, b, k = n_total.sym, n_active.sym, bytes_per_value.sym, kv_bytes_per_token.sym
 L, n, c_f, p = context_length.sym, n_chips.sym, flops_per_param_token.sym, price_per_chip_hour.sym
 tau = train_period.sym
+
+FLOP_, M_W, M_KV = step_flops.sym, weight_bytes.sym, kv_bytes.sym
+RENT, TOKENS = step_rent.sym, tokens_per_step.sym
 
 COMPUTE = c_f * B * N_a / (n * F)
 WEIGHTS = N_t * b / (n * W)
@@ -72,6 +80,15 @@ compute_time_eq = register(
             "attention FLOPs are ignored (they matter only at millions of tokens of context)",
             "the chips run at their dense peak FLOP/s: a lower bound on the time",
         ),
+        derivation=Derivation(
+            given(compute_time.sym, FLOP_ / (n * F), "a step's FLOPs shared by n chips of F each"),
+            substitute(
+                {FLOP_: c_f * B * N_a},
+                compute_time.sym,
+                COMPUTE,
+                "each of the B new tokens costs c_fwd FLOPs per active parameter",
+            ),
+        ),
         summary="Every active parameter does one multiply-add per token, spread over n chips.",
     )
 )
@@ -88,6 +105,17 @@ weight_fetch_time_eq = register(
             "every expert is used by some sequence in the batch, so all weights are read",
             "HBM bandwidth is reached in full: a lower bound on the time",
         ),
+        derivation=Derivation(
+            given(
+                weight_fetch_time.sym, M_W / (n * W), "the weights' bytes read by n chips of W each"
+            ),
+            substitute(
+                {M_W: N_t * b},
+                weight_fetch_time.sym,
+                WEIGHTS,
+                "every parameter is stored as one value of b bytes",
+            ),
+        ),
         summary="Each step reads every weight once, whatever the batch size.",
     )
 )
@@ -101,6 +129,17 @@ kv_fetch_time_eq = register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "the B len_ctx kv_bytes term of t_mem"),
         assumptions=("each sequence reads its whole context's KV cache every step",),
+        derivation=Derivation(
+            given(
+                kv_fetch_time.sym, M_KV / (n * W), "the KV cache's bytes read by n chips of W each"
+            ),
+            substitute(
+                {M_KV: B * L * k},
+                kv_fetch_time.sym,
+                KV,
+                "each of the B sequences caches k bytes for each of its L tokens",
+            ),
+        ),
         summary="Each sequence reads its own KV cache: this cost grows with batch and context.",
     )
 )
@@ -159,6 +198,21 @@ cost_per_token_eq = register(
         assumptions=(
             "the chips are rented for the whole step and shared by the B sequences",
             "each sequence receives one token per step",
+        ),
+        derivation=Derivation(
+            given(cost_per_token.sym, RENT / TOKENS, "a step's rent shared by the tokens it makes"),
+            substitute(
+                {RENT: n * p * step_time.sym},
+                cost_per_token.sym,
+                n * p * step_time.sym / TOKENS,
+                "n chips rented at p for the step time T",
+            ),
+            substitute(
+                {TOKENS: B},
+                cost_per_token.sym,
+                n * p * step_time.sym / B,
+                "one token for each of the B sequences",
+            ),
         ),
         summary="Rent for the step over the tokens it makes: a hyperbola in B down to a floor.",
     )
@@ -234,6 +288,15 @@ chips_to_fit_eq = register(
             "Hopper 8 GPUs = 640 GB; Blackwell rack 10-20 TB => 5T model + KV",
         ),
         assumptions=("activations and fragmentation take no HBM",),
+        derivation=Derivation(
+            given(chips_to_fit.sym, (M_W + M_KV) / C, "the bytes to store over one chip's HBM"),
+            substitute(
+                {M_W: N_t * b, M_KV: B * L * k},
+                chips_to_fit.sym,
+                (N_t * b + B * L * k) / C,
+                "the weights' bytes and the batch's KV bytes, as in the fetch times",
+            ),
+        ),
         summary="The serving footprint; the default chip count rounds it up to whole chips.",
     )
 )
@@ -282,6 +345,15 @@ throughput_eq = register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "throughput = B / step"),
         assumptions=("each sequence receives one token per step",),
+        derivation=Derivation(
+            given(throughput.sym, TOKENS / step_time.sym, "tokens per step over seconds per step"),
+            substitute(
+                {TOKENS: B},
+                throughput.sym,
+                B / step_time.sym,
+                "one token for each of the B sequences",
+            ),
+        ),
         summary="Tokens per step over seconds per step.",
     )
 )

@@ -9,8 +9,9 @@ Every step states a relation (``lhs = rhs``) and why it follows. The kinds:
 - ``solve``: ``x = expr`` where the previous relation holds identically at ``x = expr``;
 - ``rename``: the same right side, now named by a new symbol (``B* = ...``).
 
-The last step must be the equation itself. A wrong step raises DerivationError naming the
-equation, the step and what failed.
+The last step must be the equation itself, and (for an equation's derivation) every step must
+balance dimensionally. A wrong step raises DerivationError naming the equation, the step and
+what failed.
 
 >>> import sympy as sp
 >>> x, y = sp.symbols("x y", positive=True)
@@ -139,8 +140,22 @@ class Derivation:
                 )
             prev = step.relation
 
+    def check_dimensions(self, where: str) -> None:
+        """Every step balances dimensionally, and every substitution swaps like for like."""
+        from derivations.core import dimension_of
+
+        for number, step in enumerate(self.steps, 1):
+            at = f"{where}, step {number} ({step.why!r})"
+            pairs = [(step.relation.lhs, step.relation.rhs), *step.subs]
+            for a, b in pairs:
+                if dimension_of(a, at) != dimension_of(b, at):
+                    raise DerivationError(
+                        f"{at}: '{a}' is {dimension_of(a, at)} but '{b}' is {dimension_of(b, at)}"
+                    )
+
     def check(self, equation) -> None:
-        """Verify the steps and that the last one is ``equation`` itself."""
+        """Verify the steps, their dimensions, and that the last one is ``equation`` itself."""
+        self.check_dimensions(f"equation {equation.id!r}")
         try:
             self.verify()
         except DerivationError as err:

@@ -149,3 +149,12 @@ chips_to_fit = symbol(
     "chips whose HBM together holds the weights and the batch's KV cache",
     r"n_{\mathrm{fit}}",
 )
+
+# -- intermediates named only inside derivations -----------------------------------------------
+step_flops = symbol("step_flops", "FLOP", "FLOPs of one decode step", r"W_{\mathrm{FLOP}}")
+weight_bytes = symbol("weight_bytes", "byte", "bytes of all the weights", r"M_{\mathrm{weights}}")
+kv_bytes = symbol("kv_bytes", "byte", "bytes of the batch's KV cache", r"M_{\mathrm{KV}}")
+step_rent = symbol("step_rent", "USD", "rent for the chips during one step", r"R_{\mathrm{step}}")
+tokens_per_step = symbol(
+    "tokens_per_step", "token", "tokens generated in one step", r"N_{\mathrm{tok}}"
+)

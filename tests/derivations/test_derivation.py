@@ -5,7 +5,17 @@ import dataclasses
 import pytest
 import sympy as sp
 
-from derivations import Derivation, DerivationError, get, given, rename, rewrite, solve, substitute
+from derivations import (
+    Derivation,
+    DerivationError,
+    get,
+    given,
+    lookup_symbol,
+    rename,
+    rewrite,
+    solve,
+    substitute,
+)
 
 x, y, z, a = sp.symbols("x y z a", positive=True)
 
@@ -60,4 +70,24 @@ def test_a_derivation_that_ends_elsewhere_fails():
     steps = list(eq.derivation.steps)[:-1]
     broken = dataclasses.replace(eq, derivation=Derivation(*steps))
     with pytest.raises(DerivationError, match="ends at"):
+        broken.check()
+
+
+def test_a_step_that_does_not_balance_dimensionally_fails_the_check():
+    eq = get("compute_time")
+    first, second = eq.derivation.steps
+    flops, batch, active = (
+        lookup_symbol(n).sym for n in ("flops_per_param_token", "batch_size", "n_active")
+    )
+    # The "hidden factor" forgotten: B N_active is a count, not FLOPs.
+    wrong = substitute(
+        {second.subs[0][0]: batch * active},
+        second.relation.lhs,
+        second.relation.rhs / flops,
+        second.why,
+    )
+    broken = dataclasses.replace(eq, derivation=Derivation(first, wrong))
+    with pytest.raises(
+        DerivationError, match=r"step 2 .* is \[time\] but .* is \[time\] / \[compute\]"
+    ):
         broken.check()
