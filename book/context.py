@@ -38,6 +38,8 @@ def _value_from(s, presets: Presets, page: str) -> str:
         return f"equation {equation_link(defined, page)}"
     if s.name in BINDINGS:
         return BINDINGS[s.name].describe
+    if not any(s in e.inputs for e in derivations.equations()):
+        return "named inside derivations only"
     parameter = presets.by_kind["parameter"].get(s.name)
     if parameter is not None:
         return f"parameter, default {quantity(parameter.value)}"
