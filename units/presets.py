@@ -4,6 +4,8 @@ Every figure is a string with its unit ("3.35 TB/s"), checked against the dimens
 expects, positive and finite, and carries a source. The built-in files live in ``units/data``;
 users add their own files (same format) through ``load(extra=[path])`` or the environment
 variable ``CHALKBOARD_PRESETS`` (paths separated by ``os.pathsep``), validated the same way.
+A figure published for a group of chips is written as ``{ total = "1.1 EFLOP/s", chips = 72 }``
+and stored per chip, its source saying so.
 In a file with a ``[sources]`` table, ``source`` lists its keys (a typo is an error); in a file
 without one, ``source`` is the citation itself.
 
@@ -187,6 +189,16 @@ def _read_value(kind: str, name: str, raw, where: str):
     return parse_quantity(raw, expect=expected, what=where)
 
 
+def _shared_total(table: dict, where: str) -> tuple[str, int]:
+    """Read ``{ total = "1.1 EFLOP/s", chips = 72 }``: a figure given for a group of chips."""
+    if set(table) != {"total", "chips"}:
+        raise ChalkboardError(f"{where}: a table value needs exactly 'total' and 'chips'")
+    chips = table["chips"]
+    if isinstance(chips, bool) or not isinstance(chips, int) or chips <= 0:
+        raise ChalkboardError(f"{where}.chips: expected a positive whole number, got {chips!r}")
+    return table["total"], chips
+
+
 def _cite(keys: str, citations: Mapping[str, str], where: str) -> str:
     """Resolve source keys against the file's [sources]; without one the text is the citation."""
     if not citations:
@@ -248,11 +260,15 @@ def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
             overrides = raw.get("sources", {})
             if not isinstance(overrides, dict):
                 raise ChalkboardError(f"{where}.sources: must map field names to source keys")
-            values = {
-                name: _read_value(kind, name, value, f"{where}.{name}")
-                for name, value in raw.items()
-                if name != "sources"
-            }
+            values, shared = {}, {}
+            for name, value in raw.items():
+                if name == "sources":
+                    continue
+                if isinstance(value, dict):  # a total shared by N chips, e.g. a rack's FLOP/s
+                    value, shared[name] = _shared_total(value, f"{where}.{name}")
+                values[name] = _read_value(kind, name, value, f"{where}.{name}")
+                if name in shared:
+                    values[name] = (values[name] / shared[name]).to_compact()
             missing = [r for r in REQUIRED[kind] if r not in raw]
             if missing:
                 raise ChalkboardError(f"{where}: missing required field {missing[0]!r}")
@@ -260,6 +276,11 @@ def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
             for name, keys in overrides.items():
                 _schema_unit(kind, name, f"{where}.sources")
                 sources[name] = _cite(str(keys), citations, f"{where}.sources.{name}")
+            for name, chips in shared.items():
+                total = raw[name]["total"]
+                sources[name] = (
+                    f"{sources.get(name, sources['source'])} (total {total} over {chips} chips)"
+                )
             if kind == "model":
                 _check_model(values, where)
             out.setdefault(kind, {})[preset_id] = Preset(

@@ -113,3 +113,13 @@ def test_default_chip_count_is_the_fewest_that_hold_weights_and_kv():
     )
     # 671e9 one-byte weights (plus one token of KV) over 80e9-byte chips: 8.39 -> 9 chips
     assert r.inputs["n_chips"].value.magnitude == 9
+
+
+def test_fp4_selects_the_fp4_figure_and_half_a_byte():
+    r = get("crossover_batch").evaluate_detailed(
+        hardware="gb300_nvl72", model="deepseek_v3", precision="fp4"
+    )
+    assert r.inputs["flops"].origin == "hardware gb300_nvl72: dense_flops_fp4"
+    assert r.inputs["bytes_per_value"].value.to("byte/value").magnitude == 0.5
+    hand = 1.1e18 / 72 / 8e12 * 0.5 / 2 * 671 / 37  # facts.md rack FP4, 8 TB/s, DeepSeek-V3
+    assert r.value.magnitude == pytest.approx(hand, rel=1e-9)

@@ -163,3 +163,26 @@ def test_duplicate_ids_across_files_are_rejected(tmp_path):
     path.write_text(GOOD.replace("my_chip", "h100_sxm"))
     with pytest.raises(ChalkboardError, match="already defined"):
         load((str(path),))
+
+
+def test_a_rack_total_is_stored_per_chip_and_says_so():
+    gb300 = PRESETS.get("hardware", "gb300_nvl72")
+    # facts.md: GB300 NVL72 is 1.1 EF dense FP4 for its 72 GPUs.
+    assert gb300.dense_flops_fp4.to("FLOP/s").magnitude == pytest.approx(1.1e18 / 72)
+    assert "over 72 chips" in gb300.source_of("dense_flops_fp4")
+
+
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        ('{ total = "1 PFLOP/s" }', "exactly 'total' and 'chips'"),
+        ('{ total = "1 PFLOP/s", chips = 0 }', "positive whole number"),
+        ('{ total = "1 PB", chips = 8 }', "dense_flops_fp4: '1 PB' is [information]"),
+    ],
+)
+def test_malformed_rack_totals(tmp_path, value, fragment):
+    path = tmp_path / "rack.toml"
+    path.write_text(GOOD + f"dense_flops_fp4 = {value}\n")
+    with pytest.raises(ChalkboardError, match=None) as err:
+        parse_file(path)
+    assert fragment in str(err.value)
