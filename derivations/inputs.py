@@ -34,6 +34,8 @@ class Binding:
 
 
 def _figure(kind: str, name: str):
+    """A binding that reads field ``name`` of the chosen ``kind`` preset."""
+
     def read(r: Resolver):
         preset = r.preset(kind)
         if preset is None:
@@ -41,6 +43,8 @@ def _figure(kind: str, name: str):
         value = preset.get(name)
         if value is None:
             raise ChalkboardError(f"{kind} preset {preset.id!r} has no {name} figure")
+        if not isinstance(value, pint.Quantity):  # a whole-number field such as layers
+            value = Q_(value, "dimensionless")
         return value, f"{kind} {preset.id}: {name}", preset.source_of(name)
 
     return read
