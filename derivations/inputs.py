@@ -31,6 +31,7 @@ class Binding:
     describe: str
     read: Callable[[Resolver], tuple[pint.Quantity, str, str] | None]
     needs: tuple[str, ...] = ()
+    preset: str | None = None  # the kind of preset that supplies it: "hardware" or "model"
 
 
 def _figure(kind: str, name: str):
@@ -114,14 +115,22 @@ def _price(r: Resolver):
 
 
 BINDINGS: dict[str, Binding] = {
-    "flops": Binding("hardware's dense FLOP/s at the chosen precision", _flops),
-    "mem_bandwidth": Binding("hardware's HBM bandwidth", _figure("hardware", "hbm_bandwidth")),
-    "hbm_capacity": Binding("hardware's HBM capacity", _figure("hardware", "hbm_capacity")),
-    "n_total": Binding("model's total parameters", _figure("model", "params_total")),
-    "n_active": Binding("model's active parameters", _figure("model", "params_active")),
+    "flops": Binding("hardware's dense FLOP/s at the chosen precision", _flops, preset="hardware"),
+    "mem_bandwidth": Binding(
+        "hardware's HBM bandwidth", _figure("hardware", "hbm_bandwidth"), preset="hardware"
+    ),
+    "hbm_capacity": Binding(
+        "hardware's HBM capacity", _figure("hardware", "hbm_capacity"), preset="hardware"
+    ),
+    "n_total": Binding(
+        "model's total parameters", _figure("model", "params_total"), preset="model"
+    ),
+    "n_active": Binding(
+        "model's active parameters", _figure("model", "params_active"), preset="model"
+    ),
     "bytes_per_value": Binding("precision's bytes per value", _bytes_per_value),
     "kv_bytes_per_token": Binding(
-        "model's KV-cache bytes per token", _kv_bytes_per_token, ("bytes_per_value",)
+        "model's KV-cache bytes per token", _kv_bytes_per_token, ("bytes_per_value",), "model"
     ),
     "n_chips": Binding("fewest chips that hold weights and KV", _n_chips, ("chips_to_fit",)),
     "price_per_chip_hour": Binding("rental price per chip-hour", _price),
@@ -293,8 +302,6 @@ class Resolver:
         sym = lookup_symbol(name)
         hint = f"give it with --set {name}=VALUE (in {sym.display or sym.unit})"
         binding = BINDINGS.get(name)
-        if binding is not None:
-            kind = next((k for k in ("hardware", "model") if k in binding.describe), None)
-            if kind is not None:
-                hint = f"choose --{kind} or " + hint[len("give it with ") :]
+        if binding is not None and binding.preset is not None:
+            hint = f"choose --{binding.preset} or " + hint[len("give it with ") :]
         return f"{self.root.id}: missing input {name!r} ({sym.meaning}); {hint}"

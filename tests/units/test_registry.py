@@ -65,7 +65,7 @@ def test_parse_rejects_bad_text_with_clear_message(text, fragment):
     assert fragment in str(err.value)
 
 
-def test_parse_unit_never_evaluates_code(tmp_path, monkeypatch):
+def test_parse_unit_never_evaluates_code(tmp_path):
     marker = tmp_path / "pwned"
     with pytest.raises(ChalkboardError):
         parse_unit(f"open('{marker}', 'w')")
