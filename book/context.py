@@ -101,14 +101,19 @@ class Evaluator:
         return quantity(self.q(eq_id, **overrides))
 
 
-def cell_in(unit: str, compute) -> str:
-    """A table cell: ``compute()`` as a bare number in ``unit``, or a dash where a preset
+def header(name: str, in_unit: str) -> str:
+    """A table column heading with its unit: ``'HBM (GB)'``."""
+    return f"{name} ({unit(parse_unit(in_unit))})"
+
+
+def cell_in(in_unit: str, compute) -> str:
+    """A table cell: ``compute()`` as a bare number in ``in_unit``, or a dash where a preset
     lacks a figure the equation needs."""
     try:
         q = compute()
     except ChalkboardError:
         return "—"
-    return "—" if q is None else number(q.to(unit).magnitude)
+    return "—" if q is None else number(q.to(in_unit).magnitude)
 
 
 def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
@@ -188,7 +193,7 @@ def _hardware_summary(presets: Presets) -> dict:
         }
         for hw in presets.hardware.values()
     ]
-    return {"headers": [f"{name} ({unit(parse_unit(u))})" for _, name, u in columns], "rows": rows}
+    return {"headers": [header(name, u) for _, name, u in columns], "rows": rows}
 
 
 def site_context(presets: Presets | None = None) -> dict:

@@ -29,6 +29,8 @@ from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 
+import pint
+
 from units.errors import ChalkboardError, closest
 from units.registry import parse_quantity
 
@@ -268,6 +270,10 @@ def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
                     value, shared[name] = _shared_total(value, f"{where}.{name}")
                 values[name] = _read_value(kind, name, value, f"{where}.{name}")
                 if name in shared:
+                    if not isinstance(values[name], pint.Quantity):
+                        raise ChalkboardError(
+                            f"{where}.{name}: only a figure with a unit can be shared by chips"
+                        )
                     values[name] = (values[name] / shared[name]).to_compact()
             missing = [r for r in REQUIRED[kind] if r not in raw]
             if missing:

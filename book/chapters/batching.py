@@ -11,9 +11,8 @@ import math
 import pint
 
 import derivations
-from book.context import Evaluator, cell_in, symbol_context
-from book.format import number, quantity, unit
-from units import parse_unit
+from book.context import Evaluator, cell_in, header, symbol_context
+from book.format import number, quantity
 from units.presets import Presets
 
 # Worked examples: (hardware, model, precision) preset ids.
@@ -125,8 +124,7 @@ def _hardware_table(presets: Presets, model: str) -> dict:
         values = _chip_results(hw, Evaluator(presets, hw.id, model))
         cells = [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)]
         rows.append({"id": hw.id, "name": hw.name, "cells": cells})
-    headers = [f"{name} ({unit(parse_unit(u))})" for name, u in columns]
-    return {"headers": headers, "rows": rows}
+    return {"headers": [header(name, u) for name, u in columns], "rows": rows}
 
 
 def _chip_results(hw, ev: Evaluator) -> tuple:

@@ -178,11 +178,13 @@ def test_a_rack_total_is_stored_per_chip_and_says_so():
         ('{ total = "1 PFLOP/s" }', "exactly 'total' and 'chips'"),
         ('{ total = "1 PFLOP/s", chips = 0 }', "positive whole number"),
         ('{ total = "1 PB", chips = 8 }', "dense_flops_fp4: '1 PB' is [information]"),
+        ('{ total = "x", chips = 8 }', "only a figure with a unit"),
     ],
 )
 def test_malformed_rack_totals(tmp_path, value, fragment):
     path = tmp_path / "rack.toml"
-    path.write_text(GOOD + f"dense_flops_fp4 = {value}\n")
+    field = "note" if '"x"' in value else "dense_flops_fp4"
+    path.write_text(GOOD + f"{field} = {value}\n")
     with pytest.raises(ChalkboardError, match=None) as err:
         parse_file(path)
     assert fragment in str(err.value)
