@@ -18,6 +18,8 @@ KIND_ALIASES = {
     "prices": ("rental", "api"),
     "precisions": ("precision",),
     "parameters": ("parameter",),
+    "tiers": ("tier",),
+    "fits": ("fit",),
 }
 
 
@@ -35,6 +37,9 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="M", help="model preset id, e.g. deepseek_v3")
     p.add_argument("--precision", metavar="P", default="bf16", help="bf16 (default), fp8 or fp4")
     p.add_argument("--price", metavar="R", help="rental price preset (default lecture_gpu)")
+    p.add_argument("--api", metavar="A", help="API price preset, e.g. claude_opus_4_6")
+    p.add_argument("--tier", metavar="T", help="memory tier preset, e.g. flash_nvme")
+    p.add_argument("--fit", metavar="F", help="scaling-law fit (default hoffmann_2022)")
     p.add_argument(
         "--set",
         metavar="SYMBOL=VALUE",
@@ -140,7 +145,15 @@ def _evaluate(eq, args, out) -> None:
 
     presets = load(tuple(args.presets))
     result = eq.evaluate_detailed(
-        args.hardware, args.model, args.precision, args.price, presets, **_overrides(args.set)
+        args.hardware,
+        args.model,
+        args.precision,
+        args.price,
+        presets,
+        api=args.api,
+        tier=args.tier,
+        fit=args.fit,
+        **_overrides(args.set),
     )
     value = result.value
     if args.unit:

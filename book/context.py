@@ -78,6 +78,7 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "inputs": [symbol_context(s, presets, page) for s in eq.inputs],
         "steps": steps,
         "uses": [equation_link(e, page) for e in eq.uses],
+        "evaluable": eq.evaluable,
         "used_by": used_by,
     }
 
@@ -102,8 +103,9 @@ class Evaluator:
 
 
 def header(name: str, in_unit: str) -> str:
-    """A table column heading with its unit: ``'HBM (GB)'``."""
-    return f"{name} ({unit(parse_unit(in_unit))})"
+    """A table column heading with its unit: ``'HBM (GB)'``; a pure number has none."""
+    shown = unit(parse_unit(in_unit))
+    return f"{name} ({shown})" if shown else name
 
 
 def cell_in(in_unit: str, compute) -> str:
@@ -166,6 +168,7 @@ def presets_context(presets: Presets | None = None) -> dict:
                 "figures": _figures(p),
                 "counts": {k: number(v) for k, v in p.fields.items() if isinstance(v, int)},
                 "attention": p.get("attention", ""),
+                "medium": p.get("medium", ""),
             }
             for p in presets.by_kind[kind].values()
         ]

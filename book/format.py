@@ -45,6 +45,10 @@ SPELLED_OUT = {
     "chip": "chips",
     "val": "values",
     "Gparam": "billion parameters",
+    "rack": "racks",
+    "stage": "stages",
+    "layer": "layers",
+    "month": "months",
 }
 
 

@@ -15,6 +15,7 @@ import jinja2
 
 import derivations
 from book import context
+from book.claims import claims_context
 from units import ChalkboardError
 from units.presets import load
 
@@ -55,7 +56,8 @@ def pages(presets) -> dict[str, tuple[str, dict]]:
             context.chapter_context(chapter.id, presets),
         )
     preset_ctx = context.presets_context(presets)
-    for name in ("hardware", "models", "prices"):
+    result["claims.md"] = ("claims.md.j2", claims_context(presets))
+    for name in ("hardware", "models", "prices", "tiers"):
         result[f"presets/{name}.md"] = (f"presets/{name}.md.j2", preset_ctx)
     return result
 

@@ -33,10 +33,12 @@ from derivations.core import (
 from derivations.derivation import (
     Derivation,
     DerivationError,
+    differentiate,
     given,
     rename,
     rewrite,
     solve,
+    stationary,
     substitute,
 )
 
@@ -51,9 +53,24 @@ class Chapter:
     timestamps: str
 
 
-CHAPTERS = (Chapter("batching", "Batch size, cost and latency", "A", "00:00-32:09"),)
+CHAPTERS = (
+    Chapter("batching", "Batch size, cost and latency", "A", "00:00-32:09"),
+    Chapter("moe", "Mixture of experts on racks", "B", "32:09-47:12"),
+    Chapter("pipeline", "Pipelining and memory", "C and D", "47:12-1:18:59"),
+    Chapter("overtraining", "Over-training, RL and Chinchilla", "E", "1:18:59-1:33:02"),
+    Chapter("long_context", "Long context and API prices", "F", "1:33:02-2:04:02"),
+    Chapter("reversible", "Reversible networks", "G", "2:04:02-2:13:00"),
+)
 
-from derivations import batching  # noqa: E402,F401  (registers chapter A)
+# Each chapter module registers its equations (in chapter order).
+from derivations import (  # noqa: E402,F401
+    batching,
+    long_context,
+    moe,
+    overtraining,
+    pipeline,
+    reversible,
+)
 
 __all__ = [
     "CATALOGUE",
@@ -72,12 +89,14 @@ __all__ = [
     "defining",
     "equations",
     "get",
+    "differentiate",
     "given",
     "lookup_symbol",
     "register",
     "rename",
     "rewrite",
     "solve",
+    "stationary",
     "substitute",
     "symbol",
     "to_latex",

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pint
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 
@@ -159,8 +160,23 @@ def dimension_of(expr: sp.Expr, where: str = "expression"):
         return _DIMLESS
     if isinstance(expr, sp.Mul):
         dims = _DIMLESS
+        symbolic: dict[sp.Expr, object] = {}  # exponent -> product of its bases' dimensions
         for arg in expr.args:
+            if isinstance(arg, sp.Pow) and not arg.exp.is_Rational:
+                base, exponent, sign = arg.base, arg.exp, 1
+                if exponent.could_extract_minus_sign():
+                    exponent, sign = -exponent, -1
+                base_dims = dimension_of(base, where) ** sign
+                symbolic[exponent] = symbolic.get(exponent, _DIMLESS) * base_dims
+                continue
             dims = dims * dimension_of(arg, where)
+        for exponent, base_dims in symbolic.items():
+            # sympy splits (a/b)**x into a**x * b**(-x); together they must be dimensionless
+            if base_dims != _DIMLESS:
+                raise DimensionError(
+                    f"{where}: the factors raised to the non-numeric power '{exponent}' in "
+                    f"'{expr}' have dimension {_show_dim(base_dims)}; it must be dimensionless"
+                )
         return dims
     if isinstance(expr, sp.Pow):
         base, exponent = expr.args
@@ -189,6 +205,11 @@ def dimension_of(expr: sp.Expr, where: str = "expression"):
         return want
     if isinstance(expr, sp.ceiling | sp.floor | sp.Abs):
         return dimension_of(expr.args[0], where)
+    if isinstance(expr, sp.Derivative):
+        dims = dimension_of(expr.expr, where)
+        for var, count in expr.variable_count:
+            dims = dims / dimension_of(var, where) ** int(count)
+        return dims
     if isinstance(expr, sp.Function):
         for arg in expr.args:
             got = dimension_of(arg, where)
@@ -404,30 +425,61 @@ class Equation:
             self._compiled[key] = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY, cse=True)
         return self._compiled[key]
 
+    @property
+    def evaluable(self) -> bool:
+        """False when the right side holds an arbitrary function (such as a Feistel round's f):
+        such an equation is verified symbolically but has no numeric value."""
+        return not self.expanded().atoms(AppliedUndef)
+
     def evaluate_detailed(
-        self, hardware=None, model=None, precision="bf16", price=None, presets=None, **overrides
+        self,
+        hardware=None,
+        model=None,
+        precision="bf16",
+        price=None,
+        presets=None,
+        *,
+        api=None,
+        tier=None,
+        fit=None,
+        **overrides,
     ) -> Result:
         """Evaluate on presets and overrides, returning the value and every input's origin
         (intermediate equations included)."""
         from derivations.inputs import Resolver
 
-        resolver = Resolver.make(self, hardware, model, precision, price, presets, overrides)
+        choices = dict(hardware=hardware, model=model, precision=precision, rental=price)
+        choices.update(api=api, tier=tier, fit=fit)
+        resolver = Resolver.make(self, choices, presets, overrides)
         value = resolver.value_of(self).to(self.lhs.display_unit)
         resolver.record_intermediates()
         return Result(self, value, dict(resolver.used))
 
     def evaluate(
-        self, hardware=None, model=None, precision="bf16", price=None, presets=None, **overrides
+        self,
+        hardware=None,
+        model=None,
+        precision="bf16",
+        price=None,
+        presets=None,
+        *,
+        api=None,
+        tier=None,
+        fit=None,
+        **overrides,
     ) -> pint.Quantity:
         """The output as a pint Quantity in its display unit.
 
         ``hardware``, ``model``, ``precision`` and ``price`` name presets; ``overrides`` give any
         input by symbol name as a Quantity or a string such as ``"3.35 TB/s"`` (numbers only for
-        dimensionless inputs). Arrays sweep: ``batch_size=np.arange(1, 1025)``.
+        dimensionless inputs). Arrays sweep: ``batch_size=np.arange(1, 1025)``. ``api``,
+        ``tier`` and ``fit`` name API-price, memory-tier and scaling-law presets.
         """
         from derivations.inputs import Resolver
 
-        resolver = Resolver.make(self, hardware, model, precision, price, presets, overrides)
+        choices = dict(hardware=hardware, model=model, precision=precision, rental=price)
+        choices.update(api=api, tier=tier, fit=fit)
+        resolver = Resolver.make(self, choices, presets, overrides)
         return resolver.value_of(self).to(self.lhs.display_unit)
 
     def sweep(self, over: str, values, **kwargs) -> pint.Quantity:

@@ -7,7 +7,9 @@ Every step states a relation (``lhs = rhs``) and why it follows. The kinds:
   difference of the sides equals the previous difference times a nonzero factor;
 - ``substitute``: the previous relation with ``subs`` applied, then possibly rearranged;
 - ``solve``: ``x = expr`` where the previous relation holds identically at ``x = expr``;
-- ``rename``: the same right side, now named by a new symbol (``B* = ...``).
+- ``rename``: the same right side, now named by a new symbol (``B* = ...``);
+- ``differentiate``: the derivative of the previous right side with respect to a variable;
+- ``stationary``: the previous right side (a derivative) set to zero, at an extremum.
 
 The last step must be the equation itself, and (for an equation's derivation) every step must
 balance dimensionally. A wrong step raises DerivationError naming the equation, the step and
@@ -81,6 +83,10 @@ class Step:
             return equivalent(self.relation, prev.subs(dict(self.subs)))
         if self.kind == "rename":
             return same(self.relation.rhs, prev.rhs)
+        if self.kind == "differentiate":
+            return same(self.relation.rhs, sp.diff(prev.rhs, self.unknown))
+        if self.kind == "stationary":
+            return self.relation.rhs == 0 and same(self.relation.lhs, prev.rhs)
         if self.kind == "solve":
             lhs, rhs = self.relation.lhs, self.relation.rhs
             if lhs != self.unknown or self.unknown in rhs.free_symbols:
@@ -118,6 +124,16 @@ def rename(lhs, rhs, why: str) -> Step:
     return Step(_eq(lhs, rhs), why, "rename")
 
 
+def differentiate(var: sp.Symbol, lhs, rhs, why: str) -> Step:
+    """``lhs = rhs`` where ``rhs`` is the previous right side differentiated by ``var``."""
+    return Step(_eq(lhs, rhs), why, "differentiate", unknown=var)
+
+
+def stationary(expr, why: str) -> Step:
+    """``expr = 0``: the previous right side (a derivative) vanishes at an extremum."""
+    return Step(_eq(expr, sp.Integer(0)), why, "stationary")
+
+
 @dataclass(frozen=True)
 class Derivation:
     """Ordered steps from premises to an equation."""
@@ -148,6 +164,8 @@ class Derivation:
             at = f"{where}, step {number} ({step.why!r})"
             pairs = [(step.relation.lhs, step.relation.rhs), *step.subs]
             for a, b in pairs:
+                if b == 0:  # zero balances any dimension
+                    continue
                 if dimension_of(a, at) != dimension_of(b, at):
                     raise DerivationError(
                         f"{at}: '{a}' is {dimension_of(a, at)} but '{b}' is {dimension_of(b, at)}"

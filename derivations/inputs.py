@@ -34,21 +34,37 @@ class Binding:
     preset: str | None = None  # the kind of preset that supplies it: "hardware" or "model"
 
 
-def _figure(kind: str, name: str):
-    """A binding that reads field ``name`` of the chosen ``kind`` preset."""
+def _figure(kind: str, name: str, default: Callable[[Preset], object] | None = None):
+    """A binding that reads field ``name`` of the chosen ``kind`` preset; ``default(preset)``
+    supplies a value (with its reason) when the field is absent, e.g. no experts in a dense model.
+    """
 
     def read(r: Resolver):
         preset = r.preset(kind)
         if preset is None:
             return None
-        value = preset.get(name)
+        value, origin = preset.get(name), f"{kind} {preset.id}: {name}"
+        if value is None and default is not None:
+            value, why = default(preset)
+            origin = f"{kind} {preset.id}: {why}"
         if value is None:
             raise ChalkboardError(f"{kind} preset {preset.id!r} has no {name} figure")
         if not isinstance(value, pint.Quantity):  # a whole-number field such as layers
             value = Q_(value, "dimensionless")
-        return value, f"{kind} {preset.id}: {name}", preset.source_of(name)
+        return value, origin, preset.source_of(name if name in preset.fields else "source")
 
     return read
+
+
+def _none_for(what: str):
+    """Default for a count a model lacks: zero, because it has no ``what``."""
+    return lambda preset: (0, f"no {what} (0)")
+
+
+def _dense_layers(model: Preset):
+    if model.get("experts_routed") is None:
+        return model.layers, "a dense model: every layer is dense"
+    return 0, "every layer is a MoE layer (0 dense)"
 
 
 def _flops(r: Resolver):
@@ -71,31 +87,19 @@ def _bytes_per_value(r: Resolver):
     return p.bytes_per_value, f"precision {p.id}: bytes_per_value", p.source_of("bytes_per_value")
 
 
-def kv_values_per_token(model: Preset) -> tuple[int, str]:
-    """Cached values per token of context, all layers, from a model's architecture fields.
+def _by_attention(gqa: str, mla: str):
+    """A binding that evaluates the GQA or the MLA equation, by the model's attention type."""
 
-    GQA (MHA and MQA included): a key and a value of ``head_dim`` per KV head per layer; layers
-    with a sliding window are left out (they hold a fixed window, not the whole context).
-    MLA: one latent of ``kv_lora_rank`` plus one shared rope key of ``qk_rope_head_dim`` per layer.
-    """
-    if model.attention == "mla":
-        per_layer = model.kv_lora_rank + model.qk_rope_head_dim
-        return model.layers * per_layer, "layers x (kv_lora_rank + qk_rope_head_dim)"
-    layers = model.layers - model.get("sliding_window_layers", 0)
-    how = "2 x layers x n_kv_heads x head_dim"
-    if layers != model.layers:
-        how += " (global-attention layers only)"
-    return 2 * layers * model.n_kv_heads * model.head_dim, how
+    def read(r: Resolver):
+        model = r.preset("model")
+        if model is None:
+            return None
+        from derivations.core import get
 
+        eq = get(gqa if model.attention == "gqa" else mla)
+        return r.value_of(eq), f"equation {eq.id} (model {model.id} uses {model.attention})", ""
 
-def _kv_bytes_per_token(r: Resolver):
-    model = r.preset("model")
-    if model is None:
-        return None
-    values, how = kv_values_per_token(model)
-    per_value = r.quantity("bytes_per_value")
-    q = (Q_(values, "value/token") * per_value).to("byte/token")
-    return q, f"model {model.id}: {how}, at {per_value:~P}", model.source_of("layers")
+    return read
 
 
 def _n_chips(r: Resolver):
@@ -114,6 +118,33 @@ def _price(r: Resolver):
     return p.price, f"rental {p.id}: price (as of {p.as_of})", p.source_of("price")
 
 
+def _tier_price(r: Resolver):
+    tier = r.preset("tier")
+    if tier is None:
+        return None
+    if tier.get("price") is not None:
+        return (
+            tier.price,
+            f"tier {tier.id}: price ({tier.get('as_of', 'undated')})",
+            (tier.source_of("price")),
+        )
+    if tier.medium != "HBM":
+        raise ChalkboardError(f"tier preset {tier.id!r} has no price figure")
+    per_chip = tier.capacity / Q_(1, "chip")
+    q = (r.price.price / per_chip).to("USD/byte/hour")
+    origin = (
+        f"rental {r.price.id} price over tier {tier.id}'s capacity (HBM is rented with its chip)"
+    )
+    return q, origin, r.price.source_of("price")
+
+
+def _model_fields(*names: str) -> dict[str, Binding]:
+    return {
+        n: Binding(f"model's {n.replace('_', ' ')}", _figure("model", n), preset="model")
+        for n in names
+    }
+
+
 BINDINGS: dict[str, Binding] = {
     "flops": Binding("hardware's dense FLOP/s at the chosen precision", _flops, preset="hardware"),
     "mem_bandwidth": Binding(
@@ -122,18 +153,118 @@ BINDINGS: dict[str, Binding] = {
     "hbm_capacity": Binding(
         "hardware's HBM capacity", _figure("hardware", "hbm_capacity"), preset="hardware"
     ),
+    "scale_up_domain": Binding(
+        "hardware's scale-up domain", _figure("hardware", "scale_up_domain"), preset="hardware"
+    ),
+    "scale_up_bandwidth": Binding(
+        "hardware's scale-up bandwidth",
+        _figure("hardware", "scale_up_bandwidth"),
+        preset="hardware",
+    ),
+    "scale_out_bandwidth": Binding(
+        "hardware's scale-out bandwidth",
+        _figure("hardware", "scale_out_bandwidth"),
+        preset="hardware",
+    ),
     "n_total": Binding(
         "model's total parameters", _figure("model", "params_total"), preset="model"
     ),
     "n_active": Binding(
         "model's active parameters", _figure("model", "params_active"), preset="model"
     ),
-    "bytes_per_value": Binding("precision's bytes per value", _bytes_per_value),
-    "kv_bytes_per_token": Binding(
-        "model's KV-cache bytes per token", _kv_bytes_per_token, ("bytes_per_value",), "model"
+    "n_layers": Binding("model's layers", _figure("model", "layers"), preset="model"),
+    **_model_fields(
+        "d_model",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "qk_nope_head_dim",
+        "v_head_dim",
+        "q_lora_rank",
+        "vocab",
     ),
+    "experts_active": Binding(
+        "model's experts per token",
+        _figure("model", "experts_active", _none_for("experts")),
+        preset="model",
+    ),
+    "d_ff": Binding(
+        "model's dense MLP width", _figure("model", "d_ff", _none_for("dense MLP")), preset="model"
+    ),
+    "d_ff_expert": Binding(
+        "model's expert MLP width",
+        _figure("model", "d_ff_expert", _none_for("experts")),
+        preset="model",
+    ),
+    "experts_routed": Binding(
+        "model's routed experts",
+        _figure("model", "experts_routed", _none_for("experts")),
+        preset="model",
+    ),
+    "experts_shared": Binding(
+        "model's shared experts",
+        _figure("model", "experts_shared", _none_for("shared experts")),
+        preset="model",
+    ),
+    "dense_layers": Binding(
+        "model's dense layers", _figure("model", "dense_layers", _dense_layers), preset="model"
+    ),
+    "sliding_window_layers": Binding(
+        "model's sliding-window layers",
+        _figure("model", "sliding_window_layers", _none_for("sliding-window layers")),
+        preset="model",
+    ),
+    "embeddings_active": Binding(
+        "model's active embedding matrices",
+        _figure("model", "embeddings_active", lambda p: (2, "input and output embeddings (2)")),
+        preset="model",
+    ),
+    "training_tokens": Binding(
+        "model's training tokens", _figure("model", "training_tokens"), preset="model"
+    ),
+    "kv_values_per_token": Binding(
+        "GQA or MLA equation, by the model's attention type",
+        _by_attention("gqa_kv_values_per_token", "mla_kv_values_per_token"),
+        ("gqa_kv_values", "mla_kv_values"),
+        "model",
+    ),
+    "attention_params": Binding(
+        "GQA or MLA equation, by the model's attention type",
+        _by_attention("gqa_attention_params", "mla_attention_params"),
+        ("gqa_attention_params", "mla_attention_params"),
+        "model",
+    ),
+    "bytes_per_value": Binding("precision's bytes per value", _bytes_per_value),
     "n_chips": Binding("fewest chips that hold weights and KV", _n_chips, ("chips_to_fit",)),
     "price_per_chip_hour": Binding("rental price per chip-hour", _price),
+    "input_price": Binding("API preset's input price", _figure("api", "input"), preset="api"),
+    "output_price": Binding("API preset's output price", _figure("api", "output"), preset="api"),
+    "cache_read_price": Binding(
+        "API preset's cache-read price", _figure("api", "cache_read"), preset="api"
+    ),
+    "tier_capacity": Binding("memory tier's capacity", _figure("tier", "capacity"), preset="tier"),
+    "tier_bandwidth": Binding(
+        "memory tier's bandwidth", _figure("tier", "bandwidth"), preset="tier"
+    ),
+    "tier_price": Binding(
+        "memory tier's holding price (HBM: the chip's rent over its capacity)",
+        _tier_price,
+        preset="tier",
+    ),
+    **{
+        name: Binding(
+            f"scaling-law fit's {name.replace('_', ' ')}", _figure("fit", name), (), "fit"
+        )
+        for name in (
+            "loss_irreducible",
+            "loss_param_coeff",
+            "loss_data_coeff",
+            "loss_param_exponent",
+            "loss_data_exponent",
+        )
+    },
 }
 
 
@@ -181,6 +312,10 @@ def parse_override(name: str, value) -> pint.Quantity:
     return parse_quantity(value, expect=sym.unit, what=name)
 
 
+CHOICE_KINDS = ("hardware", "model", "precision", "rental", "api", "tier", "fit")
+DEFAULT_CHOICES = {"precision": "bf16", "rental": "lecture_gpu", "fit": "hoffmann_2022"}
+
+
 class Resolver:
     """Resolves the inputs of one evaluation, in base units, and records where each came from."""
 
@@ -201,20 +336,25 @@ class Resolver:
         self._stack: list[str] = []
 
     @classmethod
-    def make(cls, root, hardware, model, precision, price, presets, overrides) -> Resolver:
+    def make(cls, root, choices: dict, presets, overrides) -> Resolver:
+        """``choices`` maps preset kinds (hardware, model, precision, rental, api, tier, fit) to
+        ids or Presets; precision, rental and fit fall back to their defaults."""
         presets = presets or load()
+        if not root.evaluable:
+            raise ChalkboardError(
+                f"{root.id} holds an arbitrary function, so it is verified symbolically but "
+                "has no numeric value"
+            )
 
         def pick(kind, value):
             if value is None or isinstance(value, Preset):
                 return value
             return presets.get(kind, str(value))
 
-        chosen = {
-            "hardware": pick("hardware", hardware),
-            "model": pick("model", model),
-            "precision": pick("precision", precision or "bf16"),
-            "rental": pick("rental", price or "lecture_gpu"),
-        }
+        chosen = {kind: pick(kind, choices.get(kind)) for kind in CHOICE_KINDS}
+        for kind, default in DEFAULT_CHOICES.items():
+            if chosen[kind] is None and default in presets.by_kind[kind]:
+                chosen[kind] = presets.get(kind, default)
         allowed = reachable(root)
         parsed = {}
         for name, value in overrides.items():
@@ -290,7 +430,7 @@ class Resolver:
                     f"parameter {name!r} ({parameter.path}) is {q.dimensionality}, "
                     f"expected {sym.dimension}"
                 )
-            origin, source = f"parameter {name} (default)", parameter.source_of("value")
+            origin, source = f"parameter {name} (default)", parameter.source_of("source")
         else:
             raise ChalkboardError(self._missing(name))
         q = q.to(sym.base_unit)

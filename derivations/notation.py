@@ -158,3 +158,560 @@ step_rent = symbol("step_rent", "USD", "rent for the chips during one step", r"R
 tokens_per_step = symbol(
     "tokens_per_step", "token", "tokens generated in one step", r"N_{\mathrm{tok}}"
 )
+
+# -- model architecture (read from a model preset's fields) ------------------------------------
+n_layers = symbol("n_layers", "layer", "transformer layers", r"n_{\mathrm{layers}}")
+d_model = symbol("d_model", "value/token", "width of the residual stream", r"d")
+n_heads = symbol("n_heads", "head", "query heads per layer", r"h")
+n_kv_heads = symbol("n_kv_heads", "head", "key/value heads per layer (GQA)", r"h_{\mathrm{KV}}")
+head_dim = symbol("head_dim", "value/head", "values per attention head", r"d_{h}")
+kv_lora_rank = symbol(
+    "kv_lora_rank", "value", "MLA's compressed KV latent per layer", r"r_{\mathrm{KV}}"
+)
+qk_rope_head_dim = symbol(
+    "qk_rope_head_dim", "value", "MLA's shared rotary key per layer", r"d_{\mathrm{rope}}"
+)
+qk_nope_head_dim = symbol(
+    "qk_nope_head_dim",
+    "value",
+    "MLA's per-head key width without rotary part",
+    r"d_{\mathrm{nope}}",
+)
+v_head_dim = symbol("v_head_dim", "value", "MLA's per-head value width", r"d_{v}")
+q_lora_rank = symbol("q_lora_rank", "value", "MLA's compressed query width", r"r_{Q}")
+d_ff = symbol("d_ff", "value", "hidden width of a dense layer's gated MLP", r"d_{\mathrm{ff}}")
+d_ff_expert = symbol(
+    "d_ff_expert", "value", "hidden width of one expert's gated MLP", r"d_{\mathrm{e}}"
+)
+experts_routed = symbol("experts_routed", "expert", "routed experts per MoE layer", r"E_{r}")
+experts_active = symbol("experts_active", "expert", "routed experts each token is sent to", r"k")
+experts_shared = symbol("experts_shared", "expert", "shared experts every token uses", r"E_{s}")
+dense_layers = symbol(
+    "dense_layers", "layer", "layers with a dense MLP instead of experts", r"n_{\mathrm{dense}}"
+)
+sliding_window_layers = symbol(
+    "sliding_window_layers",
+    "layer",
+    "layers that attend only to a short sliding window",
+    r"n_{\mathrm{SWA}}",
+)
+vocab = symbol("vocab", "token", "vocabulary size", r"V")
+embeddings_active = symbol(
+    "embeddings_active",
+    "dimensionless",
+    "embedding matrices counted as active (2: input and output; 1: output only)",
+    r"e_{\mathrm{act}}",
+)
+ffn_matrices = constant(
+    "ffn_matrices",
+    "3",
+    "weight matrices of a gated (SwiGLU) MLP: gate, up and down",
+    r"m_{\mathrm{ff}}",
+    "the gated MLP of every model preset (Llama, Qwen, Mixtral, DeepSeek, Kimi, gpt-oss)",
+)
+
+# -- long context and KV cache (chapter F) -----------------------------------------------------
+global_layers = symbol(
+    "global_layers", "layer", "layers that attend to the whole context", r"n_{\mathrm{global}}"
+)
+kv_values_per_token = symbol(
+    "kv_values_per_token",
+    "value/token",
+    "KV-cache values per token of context, all layers (by the model's attention type)",
+    r"v_{\mathrm{KV}}",
+)
+gqa_kv_values = symbol(
+    "gqa_kv_values",
+    "value/token",
+    "KV values per token under grouped-query attention (MHA and MQA included)",
+    r"v_{\mathrm{GQA}}",
+)
+mla_kv_values = symbol(
+    "mla_kv_values",
+    "value/token",
+    "KV values per token under multi-head latent attention",
+    r"v_{\mathrm{MLA}}",
+)
+attention_params = symbol(
+    "attention_params",
+    "parameter",
+    "attention weights per layer (by the model's attention type)",
+    r"P_{\mathrm{attn}}",
+)
+gqa_attention_params = symbol(
+    "gqa_attention_params",
+    "parameter",
+    "attention weights per layer under GQA: Q, K, V and output projections",
+    r"P_{\mathrm{GQA}}",
+)
+mla_attention_params = symbol(
+    "mla_attention_params",
+    "parameter",
+    "attention weights per layer under MLA: low-rank Q and KV, up-projections, output",
+    r"P_{\mathrm{MLA}}",
+)
+arch_params_total = symbol(
+    "arch_params_total",
+    "parameter",
+    "total parameters counted from the architecture",
+    r"N_{\mathrm{total}}^{\mathrm{arch}}",
+    display="Gparameter",
+)
+arch_params_active = symbol(
+    "arch_params_active",
+    "parameter",
+    "active parameters per token counted from the architecture",
+    r"N_{\mathrm{active}}^{\mathrm{arch}}",
+    display="Gparameter",
+)
+kv_compute_context = symbol(
+    "kv_compute_context",
+    "token",
+    "context length at which KV-fetch time equals compute time",
+    r"L_{\mathrm{KV}=\mathrm{compute}}",
+    display="ktoken",
+)
+kv_weight_context = symbol(
+    "kv_weight_context",
+    "token",
+    "context length at which KV-fetch time equals weight-fetch time",
+    r"L_{\mathrm{KV}=\mathrm{weights}}",
+    display="ktoken",
+)
+price_kink_context = symbol(
+    "price_kink_context",
+    "token",
+    "context length at which a price list steps up",
+    r"L_{\mathrm{kink}}",
+    display="ktoken",
+)
+implied_kv_bytes_per_token = symbol(
+    "implied_kv_bytes_per_token",
+    "byte/token",
+    "KV bytes per token implied by a price kink",
+    r"\hat{k}_{\mathrm{KV}}",
+    display="kB/token",
+)
+input_price = symbol(
+    "input_price", "USD/token", "API price of an input token", r"p_{\mathrm{in}}", "USD/Mtoken"
+)
+output_price = symbol(
+    "output_price", "USD/token", "API price of an output token", r"p_{\mathrm{out}}", "USD/Mtoken"
+)
+cache_read_price = symbol(
+    "cache_read_price",
+    "USD/token",
+    "API price of an input token read from the cache",
+    r"p_{\mathrm{hit}}",
+    "USD/Mtoken",
+)
+decode_prefill_ratio = symbol(
+    "decode_prefill_ratio",
+    "dimensionless",
+    "chip time per output token over chip time per input token, as priced",
+    r"\rho_{\mathrm{dec}}",
+)
+cache_discount = symbol(
+    "cache_discount",
+    "dimensionless",
+    "how many times cheaper a cached input token is than an uncached one",
+    r"\rho_{\mathrm{hit}}",
+)
+prefill_time_per_token = symbol(
+    "prefill_time_per_token",
+    "s/token",
+    "chip time of one input token (prefill, compute-bound)",
+    r"t_{\mathrm{in}}",
+)
+decode_time_per_token = symbol(
+    "decode_time_per_token",
+    "s/token",
+    "chip time of one output token (decode)",
+    r"t_{\mathrm{out}}",
+)
+fast_price_multiplier = symbol(
+    "fast_price_multiplier", "dimensionless", "fast mode's price over the standard price", r"m"
+)
+fast_speed_multiplier = symbol(
+    "fast_speed_multiplier",
+    "dimensionless",
+    "fast mode's tokens per second per sequence over the standard",
+    r"s",
+)
+fast_batch_ratio = symbol(
+    "fast_batch_ratio",
+    "dimensionless",
+    "fast mode's batch size over the standard batch size",
+    r"B_{\mathrm{fast}} / B",
+)
+fast_batch_size = symbol(
+    "fast_batch_size", "sequence", "batch size in fast mode", r"B_{\mathrm{fast}}"
+)
+fast_step_time = symbol(
+    "fast_step_time", "s", "step time in fast mode", r"T_{\mathrm{fast}}", display="ms"
+)
+tier_capacity = symbol(
+    "tier_capacity", "byte", "capacity of one memory device", r"C_{\mathrm{tier}}", "GB"
+)
+tier_bandwidth = symbol(
+    "tier_bandwidth", "byte/s", "read bandwidth of one memory device", r"W_{\mathrm{tier}}", "GB/s"
+)
+tier_fill_fraction = symbol(
+    "tier_fill_fraction",
+    "dimensionless",
+    "fraction of the device a cache occupies",
+    r"\phi",
+)
+tier_drain_time = symbol(
+    "tier_drain_time",
+    "s",
+    "time to read a cache filling that fraction of the device",
+    r"t_{\mathrm{tier}}",
+    display="s",
+)
+tier_price = symbol(
+    "tier_price",
+    "USD/byte/hour",
+    "price of holding one byte in the tier for an hour",
+    r"p_{\mathrm{tier}}",
+    display="USD/GB/hour",
+)
+cache_hold_cost = symbol(
+    "cache_hold_cost",
+    "USD/hour",
+    "cost of holding one sequence's KV cache in a tier",
+    r"c_{\mathrm{hold}}",
+)
+cache_recompute_cost = symbol(
+    "cache_recompute_cost",
+    "USD",
+    "cost of recomputing one sequence's KV cache (a prefill)",
+    r"c_{\mathrm{remat}}",
+)
+cache_breakeven_time = symbol(
+    "cache_breakeven_time",
+    "s",
+    "holding time at which holding a cache costs as much as recomputing it",
+    r"t_{\mathrm{even}}",
+    display="minute",
+)
+
+# -- MoE on racks (chapter B) ------------------------------------------------------------------
+expert_parallel_chips = symbol(
+    "expert_parallel_chips", "chip", "chips one expert layer is spread over", r"E"
+)
+experts_per_chip = symbol(
+    "experts_per_chip", "expert/chip", "routed experts held by each chip", r"e_{\mathrm{chip}}"
+)
+alltoall_bytes = symbol(
+    "alltoall_bytes",
+    "byte/token",
+    "bytes one token sends and receives in one MoE layer (dispatch and combine)",
+    r"a_{\mathrm{A2A}}",
+)
+dispatch_bytes = symbol(
+    "dispatch_bytes", "byte/token", "bytes one token sends to its experts", r"a_{\mathrm{disp}}"
+)
+combine_bytes = symbol(
+    "combine_bytes",
+    "byte/token",
+    "bytes one token gets back from its experts",
+    r"a_{\mathrm{comb}}",
+)
+racks_spanned = symbol("racks_spanned", "rack", "racks one expert layer spans", r"r")
+offrack_fraction = symbol(
+    "offrack_fraction",
+    "dimensionless",
+    "fraction of a token's expert traffic that leaves its rack",
+    r"f_{\mathrm{out}}",
+)
+scale_up_domain = symbol(
+    "scale_up_domain", "chip", "chips in one scale-up (NVLink-class) domain", r"D"
+)
+scale_up_bandwidth = symbol(
+    "scale_up_bandwidth",
+    "byte/s",
+    "scale-up bandwidth of one chip, both directions",
+    r"S_{\mathrm{up}}",
+    display="GB/s",
+)
+scale_out_bandwidth = symbol(
+    "scale_out_bandwidth",
+    "byte/s",
+    "scale-out (network) bandwidth of one chip",
+    r"S_{\mathrm{out}}",
+    display="GB/s",
+)
+scale_out_penalty = symbol(
+    "scale_out_penalty",
+    "dimensionless",
+    "how many times slower scale-out is than scale-up",
+    r"\pi",
+)
+hardware_scale_out_penalty = symbol(
+    "hardware_scale_out_penalty",
+    "dimensionless",
+    "a chip's scale-up bandwidth over its scale-out bandwidth",
+    r"\pi_{\mathrm{hw}}",
+)
+alltoall_time = symbol(
+    "alltoall_time",
+    "s",
+    "time of one MoE layer's all-to-all for the batch",
+    r"t_{\mathrm{A2A}}",
+    display="ms",
+)
+multi_rack_slowdown = symbol(
+    "multi_rack_slowdown",
+    "dimensionless",
+    "all-to-all time over r racks relative to one rack",
+    r"\sigma_{r}",
+)
+scaleup_hbm = symbol(
+    "scaleup_hbm", "byte", "HBM of a whole scale-up domain", r"C_{\mathrm{domain}}", display="TB"
+)
+scaleup_param_capacity = symbol(
+    "scaleup_param_capacity",
+    "parameter",
+    "parameters a scale-up domain's HBM can hold",
+    r"N_{\max}",
+    display="Tparameter",
+)
+compute_cost_floor = symbol(
+    "compute_cost_floor",
+    "USD/token",
+    "cost per token once compute-bound",
+    r"c_{\mathrm{floor}}",
+    display="USD/Mtoken",
+)
+
+# -- pipelining and memory (chapters C and D) --------------------------------------------------
+pipeline_stages = symbol("pipeline_stages", "stage", "pipeline stages", r"P")
+micro_batch = symbol(
+    "micro_batch", "sequence", "sequences in one micro-batch (one stage's batch)", r"b_{\mu}"
+)
+memory_per_chip = symbol(
+    "memory_per_chip",
+    "byte",
+    "HBM each chip needs for its weights and KV cache",
+    r"c_{\mathrm{mem}}",
+    display="GB",
+)
+layers_per_stage = symbol("layers_per_stage", "layer", "layers in one pipeline stage", r"\ell")
+scaleup_time_per_token = symbol(
+    "scaleup_time_per_token",
+    "s/token",
+    "scale-up time one token spends in a stage's all-to-alls",
+    r"t_{\mathrm{up}}",
+)
+scaleout_time_per_token = symbol(
+    "scaleout_time_per_token",
+    "s/token",
+    "scale-out time one token spends moving to the next stage",
+    r"t_{\mathrm{out}}",
+)
+traffic_time_ratio = symbol(
+    "traffic_time_ratio",
+    "dimensionless",
+    "scale-up time over scale-out time per token and stage",
+    r"t_{\mathrm{up}} / t_{\mathrm{out}}",
+)
+hop_latency = symbol(
+    "hop_latency", "s", "latency of one hop between pipeline stages", r"t_{\mathrm{hop}}", "ms"
+)
+pipelined_latency = symbol(
+    "pipelined_latency",
+    "s",
+    "time per generated token with the pipeline's hops added",
+    r"t_{\mathrm{pipe}}",
+    display="ms",
+)
+domain_weight_fetch_time = symbol(
+    "domain_weight_fetch_time",
+    "s",
+    "time for a whole scale-up domain to read every weight once",
+    r"t_{\mathrm{weights}}^{\mathrm{domain}}",
+    display="ms",
+)
+microbatches = symbol("microbatches", "dimensionless", "micro-batches per training step", r"m")
+bubble_fraction = symbol(
+    "bubble_fraction",
+    "dimensionless",
+    "fraction of a training step the pipeline stands idle (fill and drain)",
+    r"\beta_{\mathrm{bubble}}",
+)
+microbatch_time = symbol(
+    "microbatch_time", "s", "time of one stage on one micro-batch", r"t_{\mu}", display="ms"
+)
+pipeline_step_time = symbol(
+    "pipeline_step_time",
+    "s",
+    "time of one training step through the pipeline",
+    r"T_{\mathrm{pipe}}",
+)
+
+# -- over-training and RL (chapter E) ----------------------------------------------------------
+training_tokens = symbol(
+    "training_tokens", "token", "pre-training tokens", r"D_{\mathrm{pre}}", display="Ttoken"
+)
+training_flops = symbol(
+    "training_flops", "FLOP", "pre-training compute", r"C_{\mathrm{pre}}", display="YFLOP"
+)
+forward_flops = symbol(
+    "forward_flops", "FLOP", "compute of the forward passes", r"C_{\mathrm{fwd}}"
+)
+backward_flops = symbol(
+    "backward_flops", "FLOP", "compute of the backward passes", r"C_{\mathrm{bwd}}"
+)
+rl_tokens = symbol("rl_tokens", "token", "RL tokens (rollouts)", r"D_{\mathrm{RL}}", "Ttoken")
+rl_flops_per_param_token = symbol(
+    "rl_flops_per_param_token",
+    "FLOP/parameter/token",
+    "FLOPs per active parameter per RL token",
+    r"c_{\mathrm{RL}}",
+)
+rl_inefficiency = symbol(
+    "rl_inefficiency", "dimensionless", "RL's inefficiency factor (1 / MFU)", r"\eta_{\mathrm{RL}}"
+)
+rl_flops = symbol("rl_flops", "FLOP", "RL compute", r"C_{\mathrm{RL}}", display="YFLOP")
+inference_tokens = symbol(
+    "inference_tokens", "token", "tokens served over the deployment", r"D_{\mathrm{inf}}", "Ttoken"
+)
+inference_inefficiency = symbol(
+    "inference_inefficiency",
+    "dimensionless",
+    "inference's inefficiency factor (1 / MFU)",
+    r"\eta_{\mathrm{inf}}",
+)
+inference_flops = symbol(
+    "inference_flops", "FLOP", "inference compute", r"C_{\mathrm{inf}}", display="YFLOP"
+)
+inference_rate = symbol(
+    "inference_rate", "token/s", "tokens per second served by one model", r"R", "Mtoken/s"
+)
+deployment_time = symbol(
+    "deployment_time", "s", "how long a model is served", r"T_{\mathrm{dep}}", display="day"
+)
+cost_a = symbol("cost_a", "FLOP", "the first of two costs whose product is fixed", r"a")
+cost_product = symbol("cost_product", "FLOP**2", "the fixed product of the two costs", r"K")
+total_cost = symbol("total_cost", "FLOP", "the sum of the two costs", r"S")
+balanced_cost = symbol(
+    "balanced_cost", "FLOP", "the first cost at the minimum of the sum", r"a^{*}"
+)
+pretrain_rl_token_ratio = symbol(
+    "pretrain_rl_token_ratio",
+    "dimensionless",
+    "pre-training tokens per RL token when the two cost the same",
+    r"D_{\mathrm{pre}} / D_{\mathrm{RL}}",
+)
+pretrain_inference_token_ratio = symbol(
+    "pretrain_inference_token_ratio",
+    "dimensionless",
+    "pre-training tokens per inference token when the two cost the same",
+    r"D_{\mathrm{pre}} / D_{\mathrm{inf}}",
+)
+balanced_training_tokens = symbol(
+    "balanced_training_tokens",
+    "token",
+    "pre-training tokens that cost as much as the deployment's inference",
+    r"D_{\mathrm{pre}}^{=}",
+    display="Ttoken",
+)
+chinchilla_tokens_per_param = symbol(
+    "chinchilla_tokens_per_param",
+    "token/parameter",
+    "compute-optimal training tokens per parameter",
+    r"\rho_{\mathrm{C}}",
+)
+chinchilla_tokens = symbol(
+    "chinchilla_tokens",
+    "token",
+    "compute-optimal training tokens for the active parameters",
+    r"D_{\mathrm{C}}",
+    display="Ttoken",
+)
+overtraining_factor = symbol(
+    "overtraining_factor",
+    "dimensionless",
+    "training tokens over the compute-optimal count",
+    r"\omega",
+)
+balanced_overtraining_factor = symbol(
+    "balanced_overtraining_factor",
+    "dimensionless",
+    "over-training factor when pre-training costs as much as inference",
+    r"\omega^{=}",
+)
+loss = symbol("loss", "dimensionless", "pre-training loss (nats per token)", r"\mathcal{L}")
+loss_irreducible = symbol("loss_irreducible", "dimensionless", "irreducible loss", r"\mathcal{E}")
+loss_param_coeff = symbol("loss_param_coeff", "dimensionless", "parameter term's scale", r"A")
+loss_data_coeff = symbol("loss_data_coeff", "dimensionless", "data term's scale", r"\mathcal{B}")
+loss_param_exponent = symbol(
+    "loss_param_exponent", "dimensionless", "parameter term's exponent", r"\alpha"
+)
+loss_data_exponent = symbol("loss_data_exponent", "dimensionless", "data term's exponent", r"\beta")
+loss_slope = symbol(
+    "loss_slope",
+    "1/parameter",
+    "derivative of the loss along the compute budget's curve",
+    r"\partial \mathcal{L} / \partial N",
+)
+optimal_params = symbol(
+    "optimal_params",
+    "parameter",
+    "compute-optimal parameters for a compute budget",
+    r"N^{*}",
+    display="Gparameter",
+)
+optimal_tokens = symbol(
+    "optimal_tokens",
+    "token",
+    "compute-optimal training tokens for a compute budget",
+    r"D^{*}",
+    display="Ttoken",
+)
+
+# -- reversible networks (chapter G) -----------------------------------------------------------
+feistel_x = symbol("feistel_x", "value", "left half of a Feistel block's input", r"x")
+feistel_y = symbol("feistel_y", "value", "right half of a Feistel block's input", r"y")
+feistel_z = symbol("feistel_z", "value", "right half of the block's output, y + f(x)", r"z")
+revnet_x = symbol(
+    "revnet_x", "value", "first stream entering a reversible block", r"x_{\mathrm{in}}"
+)
+revnet_y = symbol(
+    "revnet_y", "value", "second stream entering a reversible block", r"y_{\mathrm{in}}"
+)
+revnet_x_next = symbol("revnet_x_next", "value", "first stream after a reversible block", r"x'")
+revnet_y_next = symbol(
+    "revnet_y_next", "value", "second stream after a reversible block (a copy of x)", r"y'"
+)
+layer_activation_bytes = symbol(
+    "layer_activation_bytes",
+    "byte/token/layer",
+    "activation bytes stored per token per layer for the backward pass",
+    r"a_{\mathrm{layer}}",
+)
+activation_memory = symbol(
+    "activation_memory",
+    "byte",
+    "activations stored for the backward pass, all layers",
+    r"M_{\mathrm{act}}",
+    display="GB",
+)
+revnet_activation_memory = symbol(
+    "revnet_activation_memory",
+    "byte",
+    "activations a reversible network stores (the last layer's only)",
+    r"M_{\mathrm{act}}^{\mathrm{rev}}",
+    display="GB",
+)
+revnet_training_flops = symbol(
+    "revnet_training_flops",
+    "FLOP",
+    "training compute with every activation recomputed on the way back",
+    r"C_{\mathrm{rev}}",
+    display="YFLOP",
+)
+recompute_flops = symbol(
+    "recompute_flops", "FLOP", "compute of recomputing the activations", r"C_{\mathrm{recompute}}"
+)

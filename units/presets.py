@@ -72,6 +72,7 @@ SCHEMAS: dict[str, dict[str, object]] = {
                 "dense_layers",
                 "vocab",
                 "sliding_window_layers",
+                "embeddings_active",
             ],
             int,
         ),
@@ -84,6 +85,22 @@ SCHEMAS: dict[str, dict[str, object]] = {
     "rental": {"price": "USD/chip/hour"},
     "api": dict.fromkeys(
         ["input", "output", "cache_write_5min", "cache_write_1h", "cache_read"], "USD/token"
+    ),
+    "tier": {
+        "medium": str,
+        "capacity": "byte",
+        "bandwidth": "byte/s",
+        "price": "USD/byte/hour",
+    },
+    "fit": dict.fromkeys(
+        [
+            "loss_irreducible",
+            "loss_param_coeff",
+            "loss_data_coeff",
+            "loss_param_exponent",
+            "loss_data_exponent",
+        ],
+        "dimensionless",
     ),
     "parameter": {"value": None},
 }
@@ -103,6 +120,16 @@ REQUIRED = {
     "precision": ("name", "source", "bytes_per_value"),
     "rental": ("name", "source", "as_of", "price"),
     "api": ("name", "source", "as_of", "input", "output"),
+    "tier": ("name", "source", "medium", "capacity", "bandwidth"),
+    "fit": (
+        "name",
+        "source",
+        "loss_irreducible",
+        "loss_param_coeff",
+        "loss_data_coeff",
+        "loss_param_exponent",
+        "loss_data_exponent",
+    ),
     "parameter": ("name", "source", "value"),
 }
 KINDS = tuple(SCHEMAS)

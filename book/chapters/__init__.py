@@ -4,6 +4,13 @@ Each module's ``context(presets)`` returns the worked examples, tables and cited
 chapter, every value computed from equations and presets.
 """
 
-from book.chapters import batching
+from book.chapters import batching, long_context, moe, overtraining, pipeline, reversible
 
-CONTEXTS = {"batching": batching.context}
+CONTEXTS = {
+    "batching": batching.context,
+    "moe": moe.context,
+    "pipeline": pipeline.context,
+    "overtraining": overtraining.context,
+    "long_context": long_context.context,
+    "reversible": reversible.context,
+}

@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -208,3 +209,51 @@ def test_list_into_a_closed_pipe_exits_quietly():
     exe = Path(sys.executable).with_name("chalkboard")
     done = subprocess.run(f"'{exe}' list | head -1", shell=True, capture_output=True, text=True)
     assert done.stdout.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_eval_kv_bytes_per_token_json_with_a_model_preset():
+    out = io.StringIO()
+    assert main(["eval", "kv_bytes_per_token", "--model", "llama_3_1_70b", "--json"], out=out) == 0
+    data = json.loads(out.getvalue())
+    # 2 x 80 layers x 8 KV heads x 128 x 2 bytes (facts.md, derived checks)
+    assert data["value"] == pytest.approx(327.68) and data["unit"] == "kB / tok"
+    assert data["inputs"]["kv_values_per_token"]["from"].startswith("equation gqa_kv_values")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["eval", "decode_prefill_ratio_from_prices", "--api", "claude_opus_4_6"], 5.0),
+        (["eval", "storage_tier_drain_time", "--tier", "dram_ddr5"], 0.1 * 64 / 38.4),
+        (["eval", "experts_per_chip", "--model", "deepseek_v3"], 4.0),
+    ],
+)
+def test_eval_with_api_tier_and_model_presets(argv, expected):
+    out = io.StringIO()
+    assert main([*argv, "--json"], out=out) == 0
+    assert json.loads(out.getvalue())["value"] == pytest.approx(expected)
+
+
+def test_eval_with_a_fit_preset():
+    out = io.StringIO()
+    argv = ["eval", "chinchilla_loss", "--fit", "epoch_2024", "--json"]
+    argv += ["--set", "n_active=70e9 parameter", "--set", "training_tokens=1.4e12 token"]
+    assert main(argv, out=out) == 0
+    expected = 1.8172 + 482.01 / 70e9**0.3478 + 2085.43 / 1.4e12**0.3658
+    assert json.loads(out.getvalue())["value"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["eval", "feistel_inverse"], "verified symbolically"),
+        (["eval", "cache_hold_cost", "--tier", "flash"], "did you mean 'flash_nvme'"),
+        (["eval", "chinchilla_loss", "--fit", "hofman_2022"], "did you mean 'hoffmann_2022'"),
+        (["eval", "decode_prefill_ratio_from_prices"], "missing input 'input_price'.*--api"),
+    ],
+)
+def test_new_preset_kinds_fail_clearly(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and len(err.splitlines()) == 1
+    assert re.search(message, err)

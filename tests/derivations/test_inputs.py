@@ -6,7 +6,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from derivations import get
-from derivations.inputs import kv_values_per_token
 from tests.strategies import PRESETS, log_uniform
 from units import Q_, ChalkboardError
 
@@ -95,12 +94,13 @@ def test_kv_bytes_per_token_from_architecture(model, expected):
 
 def test_kv_values_are_half_the_bytes_at_fp8_and_every_model_has_them():
     for model in PRESETS.model.values():
-        values, _ = kv_values_per_token(model)
-        assert values > 0
+        values = get("kv_bytes_per_token").evaluate(model=model.id, precision="fp8")
+        assert values.to("byte/token").magnitude > 0
     r = get("kv_fetch_time").evaluate_detailed(
         hardware="h100_sxm", model="llama_3_1_8b", precision="fp8", batch_size=1
     )
     assert r.inputs["kv_bytes_per_token"].value.to("byte/token").magnitude == 131072 / 2
+    assert r.inputs["kv_bytes_per_token"].origin == "equation kv_bytes_per_token"
 
 
 def test_default_chip_count_is_the_fewest_that_hold_weights_and_kv():

@@ -1,0 +1,144 @@
+"""Chapter F's context: KV bytes and parameters per model, crossovers, prices read backwards,
+and the memory-tier ladder.
+
+>>> from units.presets import load
+>>> rows = context(load())["models"]["rows"]
+>>> rows[0]["name"]
+'DeepSeek-V3 / R1'
+"""
+
+from book.context import Evaluator, cell_in, header
+from book.format import number, quantity
+from units.presets import Presets
+
+HARDWARE = "h100_sxm"
+KINK_HARDWARE = ("h100_sxm", "gb200_nvl72")
+
+
+def context(presets: Presets) -> dict:
+    frontier = presets.parameter["frontier_active_params"].value
+    kink = [
+        {
+            "name": presets.get("hardware", hw).name,
+            "bytes": Evaluator(presets, hw, precision="fp8", n_active=frontier).text(
+                "kv_bytes_from_price_kink"
+            ),
+        }
+        for hw in KINK_HARDWARE
+    ]
+    return {
+        "models": _model_table(presets),
+        "crossovers": _crossover_table(presets),
+        "hardware": presets.get("hardware", HARDWARE).name,
+        "frontier": quantity(frontier.to("Gparameter")),
+        "kink_context": quantity(presets.parameter["price_kink_context"].value.to("ktoken")),
+        "kink": kink,
+        "apis": _api_table(presets),
+        "fast": {
+            "price": quantity(presets.parameter["fast_price_multiplier"].value),
+            "speed": quantity(presets.parameter["fast_speed_multiplier"].value),
+            "ratio": Evaluator(presets).text("fast_mode_batch_ratio"),
+        },
+        "tiers": _tier_table(presets),
+        "fill": quantity(presets.parameter["tier_fill_fraction"].value),
+        "context_length": quantity(presets.parameter["context_length"].value),
+        "tier_model": presets.get("model", "llama_3_1_70b").name,
+    }
+
+
+def _model_table(presets: Presets) -> dict:
+    columns = (
+        ("KV at BF16", "kB/token"),
+        ("total (architecture)", "Gparameter"),
+        ("total (published)", "Gparameter"),
+        ("active (architecture)", "Gparameter"),
+        ("active (published)", "Gparameter"),
+    )
+    rows = []
+    for m in presets.model.values():
+        ev = Evaluator(presets, model=m.id)
+        values = (
+            lambda ev=ev: ev.q("kv_bytes_per_token"),
+            lambda ev=ev: ev.q("params_total"),
+            lambda m=m: m.params_total,
+            lambda ev=ev: ev.q("params_active"),
+            lambda m=m: m.params_active,
+        )
+        total_gap = (ev.q("params_total") / m.params_total).to("").magnitude - 1
+        active_gap = (ev.q("params_active") / m.params_active).to("").magnitude - 1
+        rows.append(
+            {
+                "name": m.name,
+                "attention": m.attention.upper(),
+                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "gaps": f"{number(100 * total_gap, 2)}% / {number(100 * active_gap, 2)}%",
+            }
+        )
+    return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _crossover_table(presets: Presets) -> dict:
+    columns = (("KV = compute", "ktoken"), ("KV = weights at B*", "ktoken"))
+    rows = []
+    for m in presets.model.values():
+        ev = Evaluator(presets, HARDWARE, m.id)
+        values = (
+            lambda ev=ev: ev.q("kv_compute_crossover_context"),
+            lambda ev=ev: ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch")),
+        )
+        rows.append(
+            {
+                "name": m.name,
+                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+            }
+        )
+    return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _api_table(presets: Presets) -> list[dict]:
+    rows = []
+    for api in presets.api.values():
+        ev = Evaluator(presets, api=api.id)
+        rows.append(
+            {
+                "name": api.name,
+                "as_of": api.as_of,
+                "input": quantity(api.input.to("USD/Mtoken")),
+                "output": quantity(api.output.to("USD/Mtoken")),
+                "ratio": ev.text("decode_prefill_ratio_from_prices"),
+                "discount": ev.text("cache_discount_from_prices")
+                if api.get("cache_read") is not None
+                else "—",
+            }
+        )
+    return rows
+
+
+def _tier_table(presets: Presets) -> dict:
+    columns = (
+        ("capacity", "GB"),
+        ("bandwidth", "GB/s"),
+        ("full drain", "s"),
+        ("drain of the cache's share", "s"),
+        ("hold one sequence's cache", "USD/hour"),
+        ("holding beats recomputing for", "minute"),
+    )
+    rows = []
+    for tier in presets.tier.values():
+        ev = Evaluator(presets, HARDWARE, "llama_3_1_70b", tier=tier.id)
+        values = (
+            lambda t=tier: t.capacity,
+            lambda t=tier: t.bandwidth,
+            lambda ev=ev: ev.q("storage_tier_drain_time", tier_fill_fraction=1),
+            lambda ev=ev: ev.q("storage_tier_drain_time"),
+            lambda ev=ev: ev.q("cache_hold_cost"),
+            lambda ev=ev: ev.q("cache_breakeven_time"),
+        )
+        rows.append(
+            {
+                "name": tier.name,
+                "medium": tier.medium,
+                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+            }
+        )
+    return {"headers": [header(n, u) for n, u in columns], "rows": rows}

@@ -1,0 +1,88 @@
+"""Chapters C and D's context: memory per chip against stages, traffic, hops and the bubble.
+
+>>> from units.presets import load
+>>> ctx = context(load())
+>>> len(ctx["stages"]["rows"]) == len(STAGES)
+True
+"""
+
+from book.context import Evaluator, cell_in, header
+from book.format import quantity
+from units import Q_
+from units.presets import Presets
+
+MODEL = "deepseek_v3"
+RACK = "gb200_nvl72"
+STAGES = (1, 2, 4, 8, 16)
+MICROBATCHES = (4, 16, 64)
+
+
+def context(presets: Presets) -> dict:
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    memory = _stages_table(ev)
+    lecture = Evaluator(presets)
+    return {
+        "model": presets.get("model", MODEL).name,
+        "rack": presets.get("hardware", RACK).name,
+        "stages": memory,
+        "micro_batch": ev.text("micro_batch_size"),
+        "context_length": quantity(presets.parameter["context_length"].value),
+        "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
+        "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
+        "ratio_one_layer": ev.text("scaleup_scaleout_ratio", layers_per_stage=Q_(1, "layer")),
+        "ratio_default": ev.text("scaleup_scaleout_ratio"),
+        "layers_per_stage": ev.text("layers_per_stage"),
+        "latency": lecture.text("pipelined_decode_latency"),
+        "period": quantity(presets.parameter["train_period"].value),
+        "hop": quantity(presets.parameter["hop_latency"].value),
+        "stages_default": quantity(presets.parameter["pipeline_stages"].value),
+        "domain_fetch": [
+            {
+                "name": presets.get("hardware", hw).name,
+                "time": Evaluator(presets, hw, MODEL, "fp8").text("domain_weight_fetch_time"),
+            }
+            for hw in ("h100_sxm", "b200", "gb200_nvl72")
+        ],
+        "one_tb": Evaluator(presets, precision="fp8").text(
+            "weight_memory", n_total=Q_(1, "Tparameter")
+        ),
+        "bubble": _bubble_table(lecture),
+    }
+
+
+def _stages_table(ev: Evaluator) -> dict:
+    rows = []
+    for p in STAGES:
+        stages = Q_(p, "stage")
+        total = ev.q("memory_per_gpu", pipeline_stages=stages)
+        kv = ev.q("memory_per_gpu", pipeline_stages=stages, n_total=Q_(1e-30, "parameter"))
+        rows.append(
+            {
+                "stages": str(p),
+                "cells": [
+                    cell_in("GB", lambda t=total, k=kv: t - k),
+                    cell_in("GB", lambda k=kv: k),
+                    cell_in("GB", lambda t=total: t),
+                ],
+            }
+        )
+    return {"headers": [header(n, "GB") for n in ("weights", "KV cache", "total")], "rows": rows}
+
+
+def _bubble_table(ev: Evaluator) -> dict:
+    rows = [
+        {
+            "stages": str(p),
+            "cells": [
+                cell_in(
+                    "dimensionless",
+                    lambda p=p, m=m: ev.q(
+                        "pipeline_bubble_fraction", pipeline_stages=Q_(p, "stage"), microbatches=m
+                    ),
+                )
+                for m in MICROBATCHES
+            ],
+        }
+        for p in STAGES
+    ]
+    return {"headers": [f"m = {m}" for m in MICROBATCHES], "rows": rows}

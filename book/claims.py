@@ -1,0 +1,171 @@
+"""The claims audit: every quantitative claim of the lecture and its summaries, recomputed.
+
+Claims live in ``book/claims.toml``: what was said, by whom, the figure with its unit, a
+tolerance, and the cases (presets and the claim's own assumptions) to compute it on. The verdict
+is computed, so a preset change updates it.
+
+>>> audit = audit_claims()
+>>> audit["rubin_drain"].verdict
+'holds'
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pint
+
+import derivations
+from book.format import quantity
+from units import ChalkboardError, parse_quantity
+from units.presets import Presets, load
+
+CLAIMS = Path(__file__).with_name("claims.toml")
+VERDICTS = ("holds", "holds, with a caveat", "wrong")
+CHOICES = ("hardware", "model", "precision", "price", "api", "tier", "fit")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One computation of a claim: a label and the value it gives."""
+
+    label: str
+    value: pint.Quantity
+    in_range: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    id: str
+    chapter: str
+    said_by: str
+    claim: str
+    expected: str
+    cases: tuple[Case, ...]
+    verdict: str
+    caveat: str
+    note: str
+    equation: str
+
+
+def _range(raw: dict, where: str) -> tuple[pint.Quantity, pint.Quantity | None]:
+    if "expected" in raw:
+        q = parse_quantity(raw["expected"], what=f"{where}.expected")
+        return q, q
+    if "expected_low" not in raw:
+        raise ChalkboardError(f"{where}: needs expected or expected_low")
+    low = parse_quantity(raw["expected_low"], what=f"{where}.expected_low")
+    high = raw.get("expected_high")
+    return low, parse_quantity(high, what=f"{where}.expected_high") if high else None
+
+
+def _bounds(raw: dict, low, high):
+    """The accepted interval, widened by the claim's tolerance or factor."""
+    factor = raw.get("within_factor")
+    tol = raw.get("tolerance", 0.0)
+    lo = low / factor if factor else low * (1 - tol)
+    hi = None if high is None else (high * factor if factor else high * (1 + tol))
+    return lo, hi
+
+
+def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tuple[str, object]:
+    choices = {k: raw_case[k] for k in CHOICES if k in raw_case}
+    overrides = dict(raw_case.get("set", {}))
+    unknown = set(raw_case) - {*CHOICES, "set", "over"}
+    if unknown:
+        raise ChalkboardError(f"{where}: unknown case field {sorted(unknown)[0]!r}")
+    value = derivations.get(equation).evaluate(presets=presets, **choices, **overrides)
+    label = ", ".join(str(v) for v in choices.values()) or "the lecture's figures"
+    if overrides:
+        label += " with " + ", ".join(f"{k} = {v}" for k, v in overrides.items())
+    if "over" in raw_case:
+        reference = {k: v for k, v in overrides.items() if k != "batch_size"}
+        other = derivations.get(raw_case["over"])
+        value = value / other.evaluate(presets=presets, **choices, **reference)
+        label += f", over {raw_case['over']}"
+    return label, value
+
+
+def judge(raw: dict, claim_id: str, presets: Presets) -> Verdict:
+    where = f"{CLAIMS.name}: claim.{claim_id}"
+    low, high = _range(raw, where)
+    lo, hi = _bounds(raw, low, high)
+    cases = []
+    for i, raw_case in enumerate(raw["cases"]):
+        label, value = _evaluate(raw_case, raw["equation"], presets, f"{where}.cases[{i}]")
+        v = value.to(low.units) if value.dimensionality == low.dimensionality else None
+        if v is None:
+            raise ChalkboardError(
+                f"{where}: {raw['equation']} gives {value.dimensionality}, "
+                f"but the claim is in {low.units}"
+            )
+        ok = bool(v >= lo) and (hi is None or bool(v <= hi))
+        cases.append(Case(label, v, ok))
+    hits = sum(c.in_range for c in cases)
+    if hits == len(cases):
+        verdict = VERDICTS[1] if raw.get("caveat") else VERDICTS[0]
+    elif hits:
+        verdict = VERDICTS[1]
+    else:
+        verdict = VERDICTS[2]
+    caveat = raw.get("caveat", "")
+    if 0 < hits < len(cases):
+        misses = "; ".join(c.label for c in cases if not c.in_range)
+        caveat = (caveat + "; " if caveat else "") + f"not for {misses}"
+    if high is None:
+        expected = f"at least {quantity(low)}"
+    elif high is low:
+        expected = quantity(low)
+    else:
+        expected = f"{quantity(low)} to {quantity(high)}"
+    return Verdict(
+        claim_id,
+        raw["chapter"],
+        raw["said_by"],
+        raw["claim"],
+        expected,
+        tuple(cases),
+        verdict,
+        caveat,
+        raw.get("note", ""),
+        raw["equation"],
+    )
+
+
+def audit_claims(presets: Presets | None = None, path: Path = CLAIMS) -> dict[str, Verdict]:
+    """Every claim's verdict, by id."""
+    presets = presets or load()
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise ChalkboardError(f"{path}: cannot read claims: {err}") from None
+    return {cid: judge(raw, cid, presets) for cid, raw in data["claim"].items()}
+
+
+def claims_context(presets: Presets | None = None) -> dict:
+    """The audit page: claims grouped by chapter, with their computed figures."""
+    from book.context import equation_link
+
+    audit = audit_claims(presets)
+    chapters = []
+    for chapter in derivations.CHAPTERS:
+        rows = [
+            {
+                "claim": v.claim,
+                "said_by": v.said_by,
+                "expected": v.expected,
+                "computed": "; ".join(f"{quantity(c.value)} ({c.label})" for c in v.cases),
+                "verdict": v.verdict,
+                "caveat": v.caveat,
+                "note": v.note,
+                "equation": equation_link(derivations.get(v.equation), "claims.md"),
+            }
+            for v in audit.values()
+            if v.chapter == chapter.id
+        ]
+        if rows:
+            chapters.append({"title": chapter.title, "id": chapter.id, "rows": rows})
+    counts = {name: sum(v.verdict == name for v in audit.values()) for name in VERDICTS}
+    return {"chapters": chapters, "counts": counts, "total": len(audit)}

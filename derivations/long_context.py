@@ -1,0 +1,477 @@
+"""Chapter F: long context and API prices.
+
+The KV cache is the one memory cost that neither batching nor pipelining amortises. This chapter
+counts it from each model's architecture (and the parameters alongside it), finds the context
+lengths at which it overtakes compute and weight reads, and reads the public price lists
+backwards: a price kink implies KV bytes per token, the output/input price ratio implies how
+memory-bound decode is, and a cache's lifetime implies the memory tier that holds it.
+
+>>> from derivations import get
+>>> get("kv_bytes_per_token").evaluate(model="llama_3_1_70b")
+<Quantity(327.68, 'kilobyte / token')>
+"""
+
+from derivations.core import Equation, Source, register
+from derivations.derivation import Derivation, given, rename, rewrite, solve, substitute
+from derivations.notation import (
+    arch_params_active,
+    arch_params_total,
+    attention_params,
+    batch_size,
+    bytes_per_value,
+    cache_breakeven_time,
+    cache_discount,
+    cache_hold_cost,
+    cache_read_price,
+    cache_recompute_cost,
+    context_length,
+    d_ff,
+    d_ff_expert,
+    d_model,
+    decode_prefill_ratio,
+    decode_time_per_token,
+    dense_layers,
+    embeddings_active,
+    experts_active,
+    experts_routed,
+    experts_shared,
+    fast_batch_ratio,
+    fast_batch_size,
+    fast_price_multiplier,
+    fast_speed_multiplier,
+    fast_step_time,
+    ffn_matrices,
+    flops,
+    flops_per_param_token,
+    global_layers,
+    gqa_attention_params,
+    gqa_kv_values,
+    head_dim,
+    implied_kv_bytes_per_token,
+    input_price,
+    kv_bytes_per_token,
+    kv_compute_context,
+    kv_lora_rank,
+    kv_values_per_token,
+    kv_weight_context,
+    mem_bandwidth,
+    mla_attention_params,
+    mla_kv_values,
+    n_active,
+    n_chips,
+    n_heads,
+    n_kv_heads,
+    n_layers,
+    n_total,
+    output_price,
+    prefill_time_per_token,
+    price_kink_context,
+    price_per_chip_hour,
+    q_lora_rank,
+    qk_nope_head_dim,
+    qk_rope_head_dim,
+    sliding_window_layers,
+    step_time,
+    tier_bandwidth,
+    tier_capacity,
+    tier_drain_time,
+    tier_fill_fraction,
+    tier_price,
+    v_head_dim,
+    vocab,
+)
+
+CHAPTER = "long_context"
+LECTURE = "Lecture section F, long context and API pricing"
+SECTION_F = "1:33:02-2:04:02"
+SECTION_A = "00:00-32:09"
+
+B, L, k, b = batch_size.sym, context_length.sym, kv_bytes_per_token.sym, bytes_per_value.sym
+F, W, n, c_f = flops.sym, mem_bandwidth.sym, n_chips.sym, flops_per_param_token.sym
+N_t, N_a, p = n_total.sym, n_active.sym, price_per_chip_hour.sym
+layers, d, h, h_kv, d_h = n_layers.sym, d_model.sym, n_heads.sym, n_kv_heads.sym, head_dim.sym
+m_ff, V = ffn_matrices.sym, vocab.sym
+
+# -- KV bytes per token ------------------------------------------------------------------------
+
+register(
+    Equation(
+        id="global_attention_layers",
+        title="Layers that cache the whole context",
+        lhs=global_layers,
+        rhs=layers - sliding_window_layers.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "unique KV layers"),
+        assumptions=(
+            "a sliding-window layer caches a fixed window, so per token of a long context it "
+            "adds nothing",
+        ),
+        summary="Only global-attention layers grow with the context; sliding-window layers do "
+        "not (gpt-oss alternates the two).",
+    )
+)
+
+GQA_VALUES = 2 * global_layers.sym * h_kv * d_h
+register(
+    Equation(
+        id="gqa_kv_values_per_token",
+        title="KV values per token: grouped-query attention",
+        lhs=gqa_kv_values,
+        rhs=GQA_VALUES,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "unique KV layers x 2 x d_head x n_kv_heads"),
+        assumptions=(
+            "every KV head caches one key and one value of head_dim values",
+            "MHA is the case h_KV = h; MQA is the case h_KV = 1",
+        ),
+        summary="A key and a value per KV head per global layer.",
+    )
+)
+
+MLA_VALUES = layers * (kv_lora_rank.sym + qk_rope_head_dim.sym)
+register(
+    Equation(
+        id="mla_kv_values_per_token",
+        title="KV values per token: multi-head latent attention",
+        lhs=mla_kv_values,
+        rhs=MLA_VALUES,
+        chapter=CHAPTER,
+        source=Source("DeepSeek-V2/V3 technical reports (MLA)", "", "c_KV and k_rope cached"),
+        assumptions=(
+            "each layer caches one compressed latent shared by all heads, plus one rotary key",
+        ),
+        summary="One latent and one shared rotary key per layer, whatever the head count.",
+    )
+)
+
+register(
+    Equation(
+        id="kv_bytes_per_token",
+        title="KV-cache bytes per token of context",
+        lhs=kv_bytes_per_token,
+        rhs=kv_values_per_token.sym * b,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "bytes_per_token"),
+        assumptions=("the cache is stored at the same precision as the weights",),
+        summary="The values a token leaves in the cache, at b bytes each; the values come from "
+        "the GQA or the MLA count, by the model's attention type.",
+    )
+)
+
+# -- parameters from the architecture ----------------------------------------------------------
+
+GQA_ATTN = d * d_h * (2 * h + 2 * h_kv)
+register(
+    Equation(
+        id="gqa_attention_params",
+        title="Attention weights per layer: GQA",
+        lhs=gqa_attention_params,
+        rhs=GQA_ATTN,
+        chapter=CHAPTER,
+        source=Source("model configs (facts.md, Models)"),
+        assumptions=("no biases or norm weights (under 0.1% of any preset)",),
+        derivation=Derivation(
+            given(
+                gqa_attention_params.sym,
+                d * h * d_h + 2 * d * h_kv * d_h + h * d_h * d,
+                "query, key and value projections from d, and the output projection back to d",
+            ),
+            rewrite(gqa_attention_params.sym, GQA_ATTN, "collect d d_h"),
+        ),
+        summary="Q and output projections scale with the query heads, K and V with the KV heads.",
+    )
+)
+
+r_q, r_kv, d_rope, d_nope, d_v = (
+    q_lora_rank.sym,
+    kv_lora_rank.sym,
+    qk_rope_head_dim.sym,
+    qk_nope_head_dim.sym,
+    v_head_dim.sym,
+)
+register(
+    Equation(
+        id="mla_attention_params",
+        title="Attention weights per layer: MLA",
+        lhs=mla_attention_params,
+        rhs=d * r_q
+        + r_q * h * (d_nope + d_rope)
+        + d * (r_kv + d_rope)
+        + r_kv * h * (d_nope + d_v)
+        + h * d_v * d,
+        chapter=CHAPTER,
+        source=Source("deepseek-ai/DeepSeek-V3 inference/model.py (MLA)"),
+        assumptions=("no norm weights (under 0.1%)",),
+        summary="Queries through a rank-r_Q bottleneck, keys and values from a rank-r_KV latent "
+        "plus a shared rotary key, and the output projection.",
+    )
+)
+
+MOE_LAYERS = layers - dense_layers.sym
+MLP_DENSE = dense_layers.sym * m_ff * d * d_ff.sym
+ROUTER = MOE_LAYERS * d * experts_routed.sym
+ARCH_TOTAL = (
+    layers * attention_params.sym
+    + MLP_DENSE
+    + MOE_LAYERS * (experts_routed.sym + experts_shared.sym) * m_ff * d * d_ff_expert.sym
+    + ROUTER
+    + 2 * V * d
+)
+ARCH_ACTIVE = (
+    layers * attention_params.sym
+    + MLP_DENSE
+    + MOE_LAYERS * (experts_active.sym + experts_shared.sym) * m_ff * d * d_ff_expert.sym
+    + ROUTER
+    + embeddings_active.sym * V * d
+)
+PARAM_ASSUMPTIONS = (
+    "every MLP is gated (three matrices of d by its hidden width)",
+    "input and output embeddings are separate matrices of V by d",
+    "norms and biases are left out (under 0.1% of every preset)",
+)
+register(
+    Equation(
+        id="params_total",
+        title="Total parameters from the architecture",
+        lhs=arch_params_total,
+        rhs=ARCH_TOTAL,
+        chapter=CHAPTER,
+        source=Source("model configs (facts.md, Models)"),
+        assumptions=PARAM_ASSUMPTIONS,
+        summary="Attention in every layer, a dense MLP in the dense layers, every routed and "
+        "shared expert plus a router in the MoE layers, and two embedding matrices.",
+    )
+)
+register(
+    Equation(
+        id="params_active",
+        title="Active parameters per token from the architecture",
+        lhs=arch_params_active,
+        rhs=ARCH_ACTIVE,
+        chapter=CHAPTER,
+        source=Source("model configs (facts.md, Models)"),
+        assumptions=(*PARAM_ASSUMPTIONS, "a token uses k routed experts and every shared expert"),
+        summary="As the total, but each MoE layer counts only the k experts a token is routed to; "
+        "some publishers leave the input embedding (a lookup, no multiplies) out.",
+    )
+)
+
+# -- where the KV cache takes over -------------------------------------------------------------
+
+COMPUTE = c_f * B * N_a / (n * F)
+KV = B * L * k / (n * W)
+WEIGHTS = N_t * b / (n * W)
+register(
+    Equation(
+        id="kv_compute_crossover_context",
+        title="Context at which KV fetch equals compute",
+        lhs=kv_compute_context,
+        rhs=c_f * N_a * W / (F * k),
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "+50% above 200k tokens => KV fetch = compute"),
+        assumptions=("attention FLOPs are ignored", "compute and KV reads overlap"),
+        derivation=Derivation(
+            given(KV, COMPUTE, "at the crossover the KV-fetch time equals the compute time"),
+            rewrite(L * k / W, c_f * N_a / F, "divide both sides by B / n: batch and chips cancel"),
+            solve(L, c_f * N_a * W / (F * k), "solve for the context length"),
+            rename(kv_compute_context.sym, c_f * N_a * W / (F * k), "name it"),
+        ),
+        summary="Beyond this context a token's KV reads take longer than its multiplies, "
+        "whatever the batch: the chip's bytes per FLOP times active parameters over KV bytes.",
+    )
+)
+
+register(
+    Equation(
+        id="kv_weight_crossover_context",
+        title="Context at which KV fetch equals weight fetch",
+        lhs=kv_weight_context,
+        rhs=N_t * b / (B * k),
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "the balance of the two memory terms"),
+        assumptions=("both are read from the same HBM",),
+        derivation=Derivation(
+            given(KV, WEIGHTS, "at the crossover the batch's KV bytes equal the weights' bytes"),
+            rewrite(B * L * k, N_t * b, "multiply both sides by n W"),
+            solve(L, N_t * b / (B * k), "solve for the context length"),
+            rename(kv_weight_context.sym, N_t * b / (B * k), "name it"),
+        ),
+        summary="The larger the batch, the shorter the context at which KV reads outweigh "
+        "weight reads.",
+    )
+)
+
+L_kink = price_kink_context.sym
+register(
+    Equation(
+        id="kv_bytes_from_price_kink",
+        title="KV bytes per token implied by a price kink",
+        lhs=implied_kv_bytes_per_token,
+        rhs=c_f * N_a * W / (F * L_kink),
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "bytes_per_token = (mem_bw/FLOPs) N_active / len_ctx"),
+        assumptions=(
+            "the provider raises prices where KV fetch overtakes compute",
+            "the provider's chip ratio and active parameters are as given",
+        ),
+        derivation=Derivation(
+            given(
+                kv_compute_context.sym,
+                c_f * N_a * W / (F * k),
+                "the context at which KV fetch equals compute",
+            ),
+            substitute(
+                {kv_compute_context.sym: L_kink},
+                L_kink,
+                c_f * N_a * W / (F * k),
+                "suppose the price kink sits at that context",
+            ),
+            solve(k, c_f * N_a * W / (F * L_kink), "solve for the KV bytes per token"),
+            rename(implied_kv_bytes_per_token.sym, c_f * N_a * W / (F * L_kink), "name it"),
+        ),
+        summary="Read backwards, the kink's position tells how many KV bytes a token costs.",
+    )
+)
+
+# -- prices read backwards ---------------------------------------------------------------------
+
+t_in, t_out = prefill_time_per_token.sym, decode_time_per_token.sym
+p_in, p_out = input_price.sym, output_price.sym
+register(
+    Equation(
+        id="decode_prefill_ratio_from_prices",
+        title="Decode over prefill time implied by prices",
+        lhs=decode_prefill_ratio,
+        rhs=p_out / p_in,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "output 3-5x input price => decode memory time ~5x"),
+        assumptions=(
+            "prices are proportional to the chip time a token takes (the same margin on both)",
+            "prefill is compute-bound, so an input token costs its compute time",
+        ),
+        derivation=Derivation(
+            given(
+                decode_prefill_ratio.sym, t_out / t_in, "chip time per output over per input token"
+            ),
+            substitute(
+                {t_out: p_out * t_in / p_in},
+                decode_prefill_ratio.sym,
+                p_out / p_in,
+                "prices in proportion to chip time: t_out / t_in = p_out / p_in",
+            ),
+        ),
+        summary="If prices track cost, the output/input price ratio is how many times longer a "
+        "decoded token holds the chip than a prefilled one: decode's memory-boundness.",
+    )
+)
+
+register(
+    Equation(
+        id="cache_discount_from_prices",
+        title="Cache-hit discount",
+        lhs=cache_discount,
+        rhs=p_in / cache_read_price.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "cache hits ~10x cheaper"),
+        assumptions=("the uncached input price covers recomputing the prefix",),
+        summary="How many times cheaper a cached input token is than recomputing it.",
+    )
+)
+
+T, T_f, B_f = step_time.sym, fast_step_time.sym, fast_batch_size.sym
+m_price, s_speed = fast_price_multiplier.sym, fast_speed_multiplier.sym
+register(
+    Equation(
+        id="fast_mode_batch_ratio",
+        title="What fast mode implies about batch size",
+        lhs=fast_batch_ratio,
+        rhs=1 / (m_price * s_speed),
+        chapter=CHAPTER,
+        source=Source("Lecture opening (section A)", SECTION_A, "Fast Mode 6x price, 2.5x speed"),
+        assumptions=(
+            "price is proportional to cost per token, T / B",
+            "speed per sequence is one token per step, 1 / T",
+        ),
+        derivation=Derivation(
+            given(m_price, (T_f / B_f) / (T / B), "the price ratio is the cost-per-token ratio"),
+            substitute(
+                {T_f: T / s_speed},
+                m_price,
+                B / (s_speed * B_f),
+                "fast mode's steps are s times shorter",
+            ),
+            solve(B_f, B / (m_price * s_speed), "solve for the fast batch"),
+            rewrite(B_f / B, 1 / (m_price * s_speed), "divide by the standard batch"),
+            rename(fast_batch_ratio.sym, 1 / (m_price * s_speed), "name the ratio"),
+        ),
+        summary="Paying m times more for s times the speed buys a batch m s times smaller.",
+    )
+)
+
+# -- memory tiers and caching ------------------------------------------------------------------
+
+phi, C_t, W_t = tier_fill_fraction.sym, tier_capacity.sym, tier_bandwidth.sym
+register(
+    Equation(
+        id="storage_tier_drain_time",
+        title="Drain time of a memory tier",
+        lhs=tier_drain_time,
+        rhs=phi * C_t / W_t,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "tier with capacity/bandwidth ~ hold time"),
+        assumptions=("the cache fills a fraction phi of the device and is read at full bandwidth",),
+        summary="How long a tier takes to read back the caches it holds: the lifetime a cache "
+        "on that tier can usefully have.",
+    )
+)
+
+register(
+    Equation(
+        id="cache_hold_cost",
+        title="Cost of holding a KV cache",
+        lhs=cache_hold_cost,
+        rhs=L * k * tier_price.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "hold = bytes / capacity x $/s of that tier"),
+        assumptions=("the tier's price is shared by the bytes it holds",),
+        summary="The cache's bytes times the tier's price per byte-hour.",
+    )
+)
+
+register(
+    Equation(
+        id="cache_recompute_cost",
+        title="Cost of recomputing a KV cache",
+        lhs=cache_recompute_cost,
+        rhs=L * c_f * N_a * p / F,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "remat: retrieve = forward compute cost"),
+        assumptions=(
+            "prefill is compute-bound at the chip's dense peak",
+            "attention FLOPs are ignored",
+        ),
+        derivation=Derivation(
+            given(
+                cache_recompute_cost.sym,
+                n * p * (L * c_f * N_a / (n * F)),
+                "n chips rented for the compute time of L prefill tokens",
+            ),
+            rewrite(cache_recompute_cost.sym, L * c_f * N_a * p / F, "the chip count cancels"),
+        ),
+        summary="A prefill of the whole prefix at the compute-bound cost per token.",
+    )
+)
+
+register(
+    Equation(
+        id="cache_breakeven_time",
+        title="How long holding a cache beats recomputing it",
+        lhs=cache_breakeven_time,
+        rhs=cache_recompute_cost.sym / cache_hold_cost.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "hold vs retrieve per tier"),
+        assumptions=("reading the cache back costs nothing next to holding it",),
+        summary="Hold a cache for less than this and holding is cheaper; longer, and "
+        "recomputing it is.",
+    )
+)

@@ -1,0 +1,236 @@
+"""Chapter B: mixture-of-experts layers laid out on racks.
+
+Expert parallelism spreads a layer's experts over the chips of a scale-up domain; every token
+is sent to its experts and back (an all-to-all). Inside one rack that traffic rides the fast
+scale-up network; once a layer spans racks, part of it crosses the slower scale-out network,
+which is why one rack bounds the size of an expert layer.
+
+>>> from derivations import get
+>>> get("multi_rack_slowdown").evaluate()
+<Quantity(4.5, 'dimensionless')>
+"""
+
+from derivations.core import Equation, Source, register
+from derivations.derivation import Derivation, given, rewrite, substitute
+from derivations.notation import (
+    alltoall_bytes,
+    alltoall_time,
+    batch_size,
+    bytes_per_value,
+    combine_bytes,
+    compute_cost_floor,
+    cost_per_token,
+    d_model,
+    dispatch_bytes,
+    expert_parallel_chips,
+    experts_active,
+    experts_per_chip,
+    experts_routed,
+    flops,
+    flops_per_param_token,
+    hardware_scale_out_penalty,
+    hbm_capacity,
+    multi_rack_slowdown,
+    n_active,
+    n_chips,
+    offrack_fraction,
+    price_per_chip_hour,
+    racks_spanned,
+    scale_out_bandwidth,
+    scale_out_penalty,
+    scale_up_bandwidth,
+    scale_up_domain,
+    scaleup_hbm,
+    scaleup_param_capacity,
+    step_time,
+)
+
+CHAPTER = "moe"
+LECTURE = "Lecture section B, MoE layout"
+SECTION_B = "32:09-47:12"
+
+E, k, d, b = expert_parallel_chips.sym, experts_active.sym, d_model.sym, bytes_per_value.sym
+r, f, pi = racks_spanned.sym, offrack_fraction.sym, scale_out_penalty.sym
+S_up, S_out, B = scale_up_bandwidth.sym, scale_out_bandwidth.sym, batch_size.sym
+
+register(
+    Equation(
+        id="experts_per_chip",
+        title="Experts per chip under expert parallelism",
+        lhs=experts_per_chip,
+        rhs=experts_routed.sym / E,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "256 experts on 64 GPUs => 4 experts/GPU"),
+        assumptions=("experts are spread evenly, none replicated",),
+        summary="Each chip holds an equal share of a layer's routed experts.",
+    )
+)
+
+register(
+    Equation(
+        id="alltoall_bytes_per_token",
+        title="All-to-all bytes per token per MoE layer",
+        lhs=alltoall_bytes,
+        rhs=2 * k * d * b,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "all-to-all dispatch + combine"),
+        assumptions=(
+            "a token's activation (d values) goes to each of its k experts and comes back",
+            "shared experts sit with the token and send nothing",
+        ),
+        derivation=Derivation(
+            given(
+                alltoall_bytes.sym,
+                dispatch_bytes.sym + combine_bytes.sym,
+                "a token is dispatched to its experts and their outputs combined",
+            ),
+            substitute(
+                {dispatch_bytes.sym: k * d * b, combine_bytes.sym: k * d * b},
+                alltoall_bytes.sym,
+                2 * k * d * b,
+                "each way moves one activation of d values per expert",
+            ),
+        ),
+        summary="Dispatch and combine each move one activation per routed expert.",
+    )
+)
+
+register(
+    Equation(
+        id="offrack_fraction",
+        title="Share of expert traffic that leaves the rack",
+        lhs=offrack_fraction,
+        rhs=1 - 1 / r,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "two racks => half the tokens leave the rack"),
+        assumptions=(
+            "experts are spread evenly over r racks and tokens route uniformly at random",
+        ),
+        summary="A token's expert sits in its own rack with probability 1/r.",
+    )
+)
+
+register(
+    Equation(
+        id="alltoall_time",
+        title="All-to-all time of one MoE layer",
+        lhs=alltoall_time,
+        rhs=B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up),
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "scale-out ~8x slower than scale-up"),
+        assumptions=(
+            "the batch's traffic is spread evenly over the E chips",
+            "off-rack bytes move pi times slower than on-rack bytes",
+        ),
+        derivation=Derivation(
+            given(
+                alltoall_time.sym,
+                B * alltoall_bytes.sym * (1 - f) / (E * S_up)
+                + B * alltoall_bytes.sym * f / (E * S_up / pi),
+                "on-rack bytes at the scale-up bandwidth, off-rack bytes at pi times less",
+            ),
+            rewrite(
+                alltoall_time.sym,
+                B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up),
+                "factor out the one-rack time",
+            ),
+        ),
+        summary="The one-rack time, inflated by the off-rack share times the scale-out penalty.",
+    )
+)
+
+register(
+    Equation(
+        id="multi_rack_slowdown",
+        title="Slowdown of an expert layer spread over racks",
+        lhs=multi_rack_slowdown,
+        rhs=(1 - f) + f * pi,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "one rack bounds the size of an expert layer"),
+        assumptions=("as for the all-to-all time",),
+        derivation=Derivation(
+            given(
+                multi_rack_slowdown.sym,
+                (B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up))
+                / (B * alltoall_bytes.sym / (E * S_up)),
+                "all-to-all time over r racks divided by the time within one rack (f = 0)",
+            ),
+            rewrite(multi_rack_slowdown.sym, (1 - f) + f * pi, "everything but the mix cancels"),
+        ),
+        summary="With two racks and the lecture's 8x penalty, half the traffic is 8x slower: "
+        "the layer's all-to-all takes several times as long, so one rack bounds a layer.",
+    )
+)
+
+register(
+    Equation(
+        id="hardware_scale_out_penalty",
+        title="Scale-up over scale-out bandwidth of a chip",
+        lhs=hardware_scale_out_penalty,
+        rhs=S_up / S_out,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "scale-out ~8x slower than scale-up NVLink"),
+        assumptions=("both per chip; scale-up counts both directions, as the datasheets do",),
+        summary="The presets' own figure for the lecture's round 8x.",
+    )
+)
+
+register(
+    Equation(
+        id="scaleup_memory",
+        title="HBM of one scale-up domain",
+        lhs=scaleup_hbm,
+        rhs=scale_up_domain.sym * hbm_capacity.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "Hopper 8 GPUs = 640 GB; Blackwell rack 10-20 TB"),
+        assumptions=("every chip's HBM is usable",),
+        summary="What one expert-parallel domain can hold without pipelining.",
+    )
+)
+
+register(
+    Equation(
+        id="max_total_params",
+        title="Total parameters one scale-up domain can hold",
+        lhs=scaleup_param_capacity,
+        rhs=scaleup_hbm.sym / b,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "total params limited by scale-up size"),
+        assumptions=("the whole domain's HBM holds weights (an upper bound: KV needs room too)",),
+        summary="Total parameters are bounded by the memory of the domain an expert layer fits in.",
+    )
+)
+
+c_f, N_a, p, F, n = (
+    flops_per_param_token.sym,
+    n_active.sym,
+    price_per_chip_hour.sym,
+    flops.sym,
+    n_chips.sym,
+)
+register(
+    Equation(
+        id="compute_cost_floor",
+        title="Cost per token once compute-bound",
+        lhs=compute_cost_floor,
+        rhs=c_f * N_a * p / F,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "active params limited by compute cost"),
+        assumptions=("the batch is past the crossover and KV reads are not the bottleneck",),
+        derivation=Derivation(
+            given(cost_per_token.sym, n * p * step_time.sym / B, "chapter A's cost per token"),
+            substitute(
+                {
+                    step_time.sym: c_f * B * N_a / (n * F),
+                    cost_per_token.sym: compute_cost_floor.sym,
+                },
+                compute_cost_floor.sym,
+                n * p * (c_f * B * N_a / (n * F)) / B,
+                "past the crossover the step takes its compute time",
+            ),
+            rewrite(compute_cost_floor.sym, c_f * N_a * p / F, "batch and chips cancel"),
+        ),
+        summary="Active parameters set the floor of the cost per token; total parameters only "
+        "need room.",
+    )
+)

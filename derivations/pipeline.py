@@ -1,0 +1,244 @@
+"""Chapters C and D: pipeline parallelism, and why it saves memory capacity but not KV.
+
+Pipelining cuts the layers into P stages on different racks. Weights shrink by P per chip; the
+KV cache does not, because P micro-batches must be in flight to keep every stage busy. Cross-rack
+traffic is small next to the experts' all-to-all, so pipelining is cheap in bandwidth, but it adds
+a hop of latency per stage and, in training, a fill-and-drain bubble.
+
+>>> from derivations import get
+>>> get("pipeline_bubble_fraction").evaluate(pipeline_stages=4, microbatches=4)
+<Quantity(0.428571..., 'dimensionless')>
+"""
+
+from derivations.core import Equation, Source, register
+from derivations.derivation import Derivation, given, rewrite, substitute
+from derivations.notation import (
+    batch_size,
+    bubble_fraction,
+    bytes_per_value,
+    context_length,
+    crossover_batch,
+    d_model,
+    domain_weight_fetch_time,
+    expert_parallel_chips,
+    experts_active,
+    hop_latency,
+    kv_bytes_per_token,
+    layers_per_stage,
+    mem_bandwidth,
+    memory_per_chip,
+    micro_batch,
+    microbatch_time,
+    microbatches,
+    n_layers,
+    n_total,
+    pipeline_stages,
+    pipeline_step_time,
+    pipelined_latency,
+    scale_out_bandwidth,
+    scale_out_penalty,
+    scale_up_bandwidth,
+    scale_up_domain,
+    scaleout_time_per_token,
+    scaleup_time_per_token,
+    traffic_time_ratio,
+    train_period,
+    weight_bytes,
+)
+
+CHAPTER = "pipeline"
+LECTURE_C = "Lecture section C, pipeline parallelism"
+LECTURE_D = "Lecture section D, why pipelining is not wise"
+SECTION_C = "47:12-1:03:37"
+SECTION_D = "1:03:37-1:18:59"
+
+E, P, b_mu = expert_parallel_chips.sym, pipeline_stages.sym, micro_batch.sym
+N_t, b, L, k = n_total.sym, bytes_per_value.sym, context_length.sym, kv_bytes_per_token.sym
+B = batch_size.sym
+
+register(
+    Equation(
+        id="micro_batch_size",
+        title="Micro-batch of one stage",
+        lhs=micro_batch,
+        rhs=crossover_batch.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE_D, SECTION_D, "b ~ 300 x sparsity (the 20 ms train)"),
+        assumptions=("each stage runs at the crossover batch, the cheapest batch that is fast",),
+        summary="Each stage still needs a compute-bound batch of its own.",
+    )
+)
+
+MEMORY = N_t * b / (E * P) + b_mu * L * k / E
+register(
+    Equation(
+        id="memory_per_gpu",
+        title="HBM per chip with expert and pipeline parallelism",
+        lhs=memory_per_chip,
+        rhs=MEMORY,
+        chapter=CHAPTER,
+        source=Source(LECTURE_D, SECTION_D, "c_mem = N_total/(E P) + b len_ctx bytes/E"),
+        assumptions=(
+            "weights and KV are spread evenly over E chips per stage and P stages",
+            "P micro-batches are in flight, one per stage",
+        ),
+        derivation=Derivation(
+            given(
+                memory_per_chip.sym,
+                (N_t * b + B * L * k) / (E * P),
+                "the weights and the whole batch's KV cache spread over E P chips",
+            ),
+            substitute(
+                {B: P * b_mu},
+                memory_per_chip.sym,
+                (N_t * b + P * b_mu * L * k) / (E * P),
+                "keeping P stages busy takes P micro-batches in flight",
+            ),
+            rewrite(
+                memory_per_chip.sym,
+                MEMORY,
+                "P cancels from the KV term: pipelining shrinks weights, not KV",
+            ),
+        ),
+        summary="Weights per chip fall as 1/P; the KV cache per chip does not move.",
+    )
+)
+
+register(
+    Equation(
+        id="layers_per_stage",
+        title="Layers per pipeline stage",
+        lhs=layers_per_stage,
+        rhs=n_layers.sym / P,
+        chapter=CHAPTER,
+        source=Source(LECTURE_C, SECTION_C, "cut along layers"),
+        assumptions=("stages get equal numbers of layers",),
+        summary="The layers divided evenly among the stages.",
+    )
+)
+
+t_up, t_out = scaleup_time_per_token.sym, scaleout_time_per_token.sym
+S_up, S_out, pi = scale_up_bandwidth.sym, scale_out_bandwidth.sym, scale_out_penalty.sym
+ell, kk, d = layers_per_stage.sym, experts_active.sym, d_model.sym
+register(
+    Equation(
+        id="scaleup_scaleout_ratio",
+        title="Scale-up over scale-out time per stage",
+        lhs=traffic_time_ratio,
+        rhs=2 * kk * ell / pi,
+        chapter=CHAPTER,
+        source=Source(LECTURE_C, SECTION_C, "t_up/t_out = (1/8) 2 k layers_per_stage >= 1"),
+        assumptions=(
+            "inside a stage each MoE layer's all-to-all moves 2 k activations per token",
+            "between stages one activation per token crosses the scale-out network",
+        ),
+        derivation=Derivation(
+            given(traffic_time_ratio.sym, t_up / t_out, "the two times per token"),
+            substitute(
+                {t_up: ell * 2 * kk * d * b / S_up, t_out: d * b / S_out},
+                traffic_time_ratio.sym,
+                (ell * 2 * kk * d * b / S_up) / (d * b / S_out),
+                "all-to-all bytes of the stage's layers over scale-up; one activation over "
+                "scale-out",
+            ),
+            substitute(
+                {S_out: S_up / pi},
+                traffic_time_ratio.sym,
+                (ell * 2 * kk * d * b / S_up) / (d * b * pi / S_up),
+                "scale-out is pi times slower",
+            ),
+            rewrite(
+                traffic_time_ratio.sym, 2 * kk * ell / pi, "activation size and bandwidth cancel"
+            ),
+        ),
+        summary="At or above one, the hop between stages costs less than the experts' own "
+        "traffic: cutting between layers is cheap, even one layer per rack.",
+    )
+)
+
+register(
+    Equation(
+        id="pipelined_decode_latency",
+        title="Per-token latency with pipeline hops",
+        lhs=pipelined_latency,
+        rhs=train_period.sym + P * hop_latency.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE_D, SECTION_D, "per-hop latency few ms; 4 stages: 20 -> 30 ms"),
+        assumptions=(
+            "a token passes through every stage once per step, one hop each",
+            "the step itself is unchanged: the stages split it",
+        ),
+        summary="Pipelining adds a hop's latency per stage to every generated token.",
+    )
+)
+
+register(
+    Equation(
+        id="domain_weight_fetch_time",
+        title="Weight-fetch time of a whole scale-up domain",
+        lhs=domain_weight_fetch_time,
+        rhs=N_t * b / (scale_up_domain.sym * mem_bandwidth.sym),
+        chapter=CHAPTER,
+        source=Source(LECTURE_D, SECTION_D, "weight fetch = N_total / (scale-up size x HBM BW)"),
+        assumptions=("the weights are spread over the domain and read in parallel",),
+        derivation=Derivation(
+            given(
+                domain_weight_fetch_time.sym,
+                weight_bytes.sym / (scale_up_domain.sym * mem_bandwidth.sym),
+                "the weights' bytes read by all the domain's chips at once",
+            ),
+            substitute(
+                {weight_bytes.sym: N_t * b},
+                domain_weight_fetch_time.sym,
+                N_t * b / (scale_up_domain.sym * mem_bandwidth.sym),
+                "every parameter stored as one value of b bytes",
+            ),
+        ),
+        summary="A bigger scale-up domain reads the weights faster: it buys bandwidth; "
+        "pipelining only buys capacity.",
+    )
+)
+
+register(
+    Equation(
+        id="weight_memory",
+        title="Bytes of the weights",
+        lhs=weight_bytes,
+        rhs=N_t * b,
+        chapter=CHAPTER,
+        source=Source(LECTURE_C, SECTION_C, "1T-param model needs 1 TB (at 1 byte/param)"),
+        assumptions=("every parameter is stored at b bytes",),
+        summary="Parameters times bytes per value.",
+    )
+)
+
+m, t_mu = microbatches.sym, microbatch_time.sym
+register(
+    Equation(
+        id="pipeline_bubble_fraction",
+        title="Training bubble of a fill-and-drain pipeline",
+        lhs=bubble_fraction,
+        rhs=(P - 1) / (m + P - 1),
+        chapter=CHAPTER,
+        source=Source(LECTURE_C, SECTION_C, "training bubble: fill/drain"),
+        assumptions=(
+            "a GPipe-style schedule: m micro-batches, each taking t_mu per stage",
+            "forward and backward are lumped together (1F1B has the same bubble)",
+        ),
+        derivation=Derivation(
+            given(
+                bubble_fraction.sym,
+                (pipeline_step_time.sym - m * t_mu) / pipeline_step_time.sym,
+                "the idle share of a stage's time",
+            ),
+            substitute(
+                {pipeline_step_time.sym: (m + P - 1) * t_mu},
+                bubble_fraction.sym,
+                ((m + P - 1) * t_mu - m * t_mu) / ((m + P - 1) * t_mu),
+                "the last micro-batch leaves the last stage P - 1 slots after the first",
+            ),
+            rewrite(bubble_fraction.sym, (P - 1) / (m + P - 1), "t_mu cancels"),
+        ),
+        summary="P - 1 idle slots out of m + P - 1: more micro-batches shrink the bubble.",
+    )
+)

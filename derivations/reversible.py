@@ -1,0 +1,162 @@
+"""Chapter G: reversible networks, borrowed from cryptography.
+
+A Feistel round keeps one half and adds a function of it to the other, so it can be undone
+whatever the function: f need not be invertible. A reversible (RevNet) transformer block has the
+same shape, so the backward pass can recompute each layer's input from its output instead of
+storing it: activation memory stops growing with depth, paid for by one more forward pass.
+
+>>> from derivations import get
+>>> get("feistel_inverse").rhs
+feistel_z - f(feistel_x)
+"""
+
+import sympy as sp
+
+from derivations.core import Equation, Source, register
+from derivations.derivation import Derivation, given, solve, substitute
+from derivations.notation import (
+    activation_memory,
+    backward_flops,
+    batch_size,
+    bytes_per_value,
+    context_length,
+    d_model,
+    feistel_x,
+    feistel_y,
+    feistel_z,
+    flops_per_param_token,
+    forward_flops,
+    layer_activation_bytes,
+    n_active,
+    n_layers,
+    recompute_flops,
+    revnet_activation_memory,
+    revnet_training_flops,
+    revnet_x,
+    revnet_x_next,
+    revnet_y,
+    revnet_y_next,
+    training_tokens,
+)
+
+CHAPTER = "reversible"
+LECTURE = "Lecture section G, cryptography and RevNets"
+SECTION_G = "2:04:02-2:13:00"
+REVNET = "Gomez et al. 2017, 'The Reversible Residual Network' (arXiv 1707.04585)"
+
+f = sp.Function("f")
+x, y, z = feistel_x.sym, feistel_y.sym, feistel_z.sym
+
+register(
+    Equation(
+        id="feistel_inverse",
+        title="Undoing a Feistel round",
+        lhs=feistel_y,
+        rhs=z - f(x),
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_G, "(x, y) -> (x, y + f(x)); inverse y = z - f(x)"),
+        assumptions=("f is any function: it is only ever evaluated, never inverted",),
+        derivation=Derivation(
+            given(z, y + f(x), "the round keeps x and adds f(x) to y"),
+            solve(y, z - f(x), "x is still known, so f(x) can be recomputed and subtracted"),
+        ),
+        summary="The round is undone by recomputing f on the half it kept.",
+    )
+)
+
+x1, y1 = revnet_x_next.sym, revnet_y_next.sym
+xr, yr = revnet_x.sym, revnet_y.sym
+register(
+    Equation(
+        id="revnet_inverse",
+        title="Undoing a reversible transformer block",
+        lhs=revnet_y,
+        rhs=x1 - f(y1),
+        chapter=CHAPTER,
+        source=Source(REVNET, "", "x' = y + f(x), y' = x"),
+        assumptions=("f is the block's attention or MLP: any function",),
+        derivation=Derivation(
+            given(x1, yr + f(xr), "the block adds f of one stream to the other"),
+            substitute({xr: y1}, x1, yr + f(y1), "and hands x on unchanged as y'"),
+            solve(yr, x1 - f(y1), "recompute f(y') and subtract it"),
+        ),
+        summary="x is read off as y'; y is x' minus f(y'). No activation needs storing.",
+    )
+)
+
+a = layer_activation_bytes.sym
+B, L, layers = batch_size.sym, context_length.sym, n_layers.sym
+register(
+    Equation(
+        id="layer_activation_bytes",
+        title="Activation bytes stored per token per layer",
+        lhs=layer_activation_bytes,
+        rhs=d_model.sym * bytes_per_value.sym,
+        chapter=CHAPTER,
+        source=Source(REVNET),
+        assumptions=(
+            "only each layer's input (the residual stream) is kept; real frameworks keep more, "
+            "which makes the saving larger",
+        ),
+        summary="One residual-stream vector per token per layer.",
+    )
+)
+
+register(
+    Equation(
+        id="activation_memory",
+        title="Activation memory of ordinary backpropagation",
+        lhs=activation_memory,
+        rhs=layers * B * L * a,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_G, "activation memory O(L) in layers"),
+        assumptions=("every layer's input is kept until the backward pass reaches it",),
+        summary="Grows linearly with depth.",
+    )
+)
+
+register(
+    Equation(
+        id="revnet_activation_memory",
+        title="Activation memory of a reversible network",
+        lhs=revnet_activation_memory,
+        rhs=B * L * a,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_G, "activation memory O(1) in layers"),
+        assumptions=("only the last layer's output is kept; earlier inputs are recomputed",),
+        summary="One layer's worth, whatever the depth: the ratio to ordinary backpropagation "
+        "is the number of layers.",
+    )
+)
+
+c_f, N, D = flops_per_param_token.sym, n_active.sym, training_tokens.sym
+register(
+    Equation(
+        id="revnet_training_flops",
+        title="Training compute with recomputed activations",
+        lhs=revnet_training_flops,
+        rhs=4 * c_f * N * D,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_G, "paid by recompute"),
+        assumptions=("each layer's forward pass is run once more during the backward pass",),
+        derivation=Derivation(
+            given(
+                revnet_training_flops.sym,
+                forward_flops.sym + recompute_flops.sym + backward_flops.sym,
+                "forward, recompute on the way back, backward",
+            ),
+            substitute(
+                {
+                    forward_flops.sym: c_f * N * D,
+                    recompute_flops.sym: c_f * N * D,
+                    backward_flops.sym: 2 * c_f * N * D,
+                },
+                revnet_training_flops.sym,
+                4 * c_f * N * D,
+                "a recompute costs one more forward pass",
+            ),
+        ),
+        summary="8 N D instead of 6 N D: a third more compute buys memory flat in depth. "
+        "KV caching makes the opposite trade.",
+    )
+)

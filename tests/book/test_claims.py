@@ -1,0 +1,101 @@
+"""The claims audit: every verdict, checked against an independent hand computation."""
+
+import pytest
+
+from book.claims import CLAIMS, VERDICTS, audit_claims, claims_context
+from units import ChalkboardError
+from units.presets import load
+
+HOLDS, CAVEAT, WRONG = VERDICTS
+
+# claim id -> (expected verdict, the figure(s) computed by hand, in the claim's unit)
+EXPECTED = {
+    "ridge_a100": (WRONG, [312e12 / 2.039e12]),  # 153 FLOP/byte
+    "ridge_h100": (CAVEAT, [989.4 / 3.35, 1978.9 / 3.35]),  # 295 at BF16; 591 at FP8
+    "ridge_b200": (CAVEAT, [2250 / 8, 2500 / 8]),  # both near 300; caveat: B100 not a preset
+    # FLOP/byte x (1 byte / 2 FLOP) x 671/37: H100 FP8 and GB200 FP8
+    "deepseek_crossover": (WRONG, [1978.9 / 3.35 / 2 * 671 / 37, 5000 / 8 / 2 * 671 / 37]),
+    "rubin_drain": (HOLDS, [288 / 20]),  # ms
+    "blackwell_drain_seed": (WRONG, [180 / 8, 186 / 8, 288 / 8, 288 / 8]),
+    "b200_drain": (CAVEAT, [180 / 8]),
+    "worst_latency": (HOLDS, [40]),
+    "batching_gain": (WRONG, None),
+    "experts_per_gpu": (HOLDS, [256 / 64]),
+    "two_racks_half": (HOLDS, [0.5]),
+    "scale_out_8x": (WRONG, [900 / 50, 1800 / 50, 1800 / 100]),
+    "hopper_640": (HOLDS, [8 * 80]),
+    "blackwell_rack": (HOLDS, [72 * 0.186, 72 * 0.288]),
+    "traffic_ratio": (HOLDS, [2 * 8 / 8, 2 * 8 / 8]),
+    "one_tb": (HOLDS, [1]),
+    "pre_rl": (HOLDS, [1.5]),
+    "pre_inf": (HOLDS, [1]),
+    "inference_tokens": (HOLDS, [50e6 * 2 * 365.25 / 12 * 86400]),
+    "global_inference_tokens": (HOLDS, [500e6 * 2 * 365.25 / 12 * 86400]),
+    "chinchilla_2t": (HOLDS, [2e12]),
+    "overtrained_100x": (CAVEAT, [50e6 * 2 * 365.25 / 12 * 86400 / 2e12]),
+    "seed_150t": (WRONG, [50e6 * 2 * 365.25 / 12 * 86400]),
+    # kB per token: 2 FLOP x 100e9 x bandwidth / (FLOP/s x 200e3 tokens)
+    "kv_from_kink": (HOLDS, [2 * 100e6 * 3.35 / (1978.9 * 200e3), 2 * 100e6 * 8 / (5000 * 200e3)]),
+    "kv_check": (HOLDS, [2 * 128 * 8]),
+    "output_input": (CAVEAT, [25 / 5, 15 / 3, 10 / 1.25, 10 / 1.25, 1.10 / 0.27, 0.42 / 0.28]),
+    "cache_hit_10x": (CAVEAT, [10, 10, 0.27 / 0.07, 10]),
+    "hbm_20ms": (HOLDS, [80 / 3.35, 180 / 8, 186 / 8]),
+    "dram_seconds": (CAVEAT, [0.1 * 64 / 38.4, 64 / 38.4]),
+    "flash_minute": (HOLDS, [0.1 * 15.36e3 / 13 / 60]),  # minutes
+    "disk_hour": (HOLDS, [0.1 * 24e12 / 285e6 / 3600]),  # hours
+}
+
+
+@pytest.fixture(scope="module")
+def audit():
+    return audit_claims()
+
+
+def test_every_claim_has_an_expectation(audit):
+    assert set(audit) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("claim_id", sorted(EXPECTED))
+def test_verdict_and_figures(audit, claim_id):
+    verdict, figures = EXPECTED[claim_id]
+    got = audit[claim_id]
+    assert got.verdict == verdict
+    if figures is not None:
+        values = [c.value.m for c in got.cases]
+        assert values == pytest.approx(figures, rel=1e-6)
+
+
+def test_batching_gain_is_between_the_dense_and_sparse_crossovers(audit):
+    dense, sparse = (c.value.m for c in reversed(audit["batching_gain"].cases))
+    # roughly the crossover batch: about 300 dense (H100 BF16), about 5,700 sparse (GB200 FP8)
+    assert 250 < dense < 316 and 3162 < sparse < 7000
+
+
+def test_a_preset_change_flips_a_verdict(tmp_path):
+    # An A100 with half the bandwidth would reach the lecture's 300 FLOP/byte.
+    extra = tmp_path / "a100.toml"
+    extra.write_text(
+        '[hardware.a100_half_bw]\nname = "A100, half bandwidth"\nsource = "test"\n'
+        'dense_flops_bf16 = "312 TFLOP/s"\nhbm_capacity = "80 GB"\nhbm_bandwidth = "1.02 TB/s"\n'
+    )
+    claims = tmp_path / "claims.toml"
+    claims.write_text(
+        CLAIMS.read_text().replace(
+            'cases = [{ hardware = "a100_sxm" }]', 'cases = [{ hardware = "a100_half_bw" }]'
+        )
+    )
+    audit = audit_claims(load((str(extra),)), claims)
+    assert audit["ridge_a100"].verdict == HOLDS
+
+
+def test_malformed_claims_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "claims.toml"
+    bad.write_text("[claim.x\n")
+    with pytest.raises(ChalkboardError, match="cannot read claims"):
+        audit_claims(path=bad)
+
+
+def test_page_context_counts_every_claim():
+    ctx = claims_context()
+    assert sum(ctx["counts"].values()) == ctx["total"] == len(EXPECTED)
+    assert sum(len(ch["rows"]) for ch in ctx["chapters"]) == len(EXPECTED)

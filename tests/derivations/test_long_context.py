@@ -1,0 +1,220 @@
+"""Chapter F: KV bytes and parameters from architecture, crossovers, prices read backwards."""
+
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from derivations import get
+from tests import strategies as s
+from units import Q_
+
+# Hand computations from the model configs (facts.md, "Derived checks"), in bytes per token at
+# BF16: 2 x layers x kv_heads x head_dim x 2 bytes; MLA: layers x (512 + 64) x 2 bytes.
+KV_BF16 = {
+    "llama_3_1_8b": 2 * 32 * 8 * 128 * 2,  # 131,072
+    "llama_3_1_70b": 2 * 80 * 8 * 128 * 2,  # 327,680
+    "llama_3_1_405b": 2 * 126 * 8 * 128 * 2,  # 516,096
+    "qwen3_235b_a22b": 2 * 94 * 4 * 128 * 2,  # 192,512
+    "deepseek_v3": 61 * (512 + 64) * 2,  # 70,272
+    "kimi_k2": 61 * (512 + 64) * 2,
+    "mixtral_8x7b": 2 * 32 * 8 * 128 * 2,
+    "gpt_oss_120b": 2 * 18 * 8 * 64 * 2,  # only the 18 global layers of 36 grow with context
+}
+
+
+@pytest.mark.parametrize("model", sorted(KV_BF16))
+def test_kv_bytes_per_token_matches_hand_computation(model):
+    got = get("kv_bytes_per_token").evaluate(model=model).to("byte/token").magnitude
+    assert got == pytest.approx(KV_BF16[model], rel=1e-12)
+
+
+def test_every_model_preset_has_a_hand_checked_kv_figure():
+    assert set(KV_BF16) == set(s.PRESETS.ids("model"))
+
+
+@given(st.integers(1, 128), st.sampled_from([1, 2, 4, 8, 16, 32, 64]), st.sampled_from([64, 128]))
+def test_gqa_special_cases_mha_and_mqa(layers, heads, head_dim):
+    eq = get("gqa_kv_values_per_token")
+    kw = dict(global_layers=Q_(layers, "layer"), head_dim=Q_(head_dim, "value/head"))
+    mha = eq.evaluate(n_kv_heads=Q_(heads, "head"), **kw).to("value/token").magnitude
+    mqa = eq.evaluate(n_kv_heads=Q_(1, "head"), **kw).to("value/token").magnitude
+    # MHA: a key and a value for every one of the query heads; MQA: for a single shared head.
+    assert mha == 2 * layers * heads * head_dim
+    assert mqa == 2 * layers * head_dim
+    assert mha == heads * mqa
+
+
+# Parameter counts. Published figures (facts.md) and the config-derived checks facts.md gives
+# (Llama 3.1 70B 70.55B; DeepSeek-V3 671.0B total, 37.6B active).
+PRECISE = {  # published with three or more significant figures: within 1%
+    ("llama_3_1_8b", "params_total"): 8.03e9,
+    ("llama_3_1_70b", "params_total"): 70.55e9,
+    ("llama_3_1_405b", "params_total"): 405.9e9,
+    ("qwen3_235b_a22b", "params_total"): 235e9,
+    ("mixtral_8x7b", "params_total"): 46.7e9,
+    ("mixtral_8x7b", "params_active"): 12.9e9,
+    ("deepseek_v3", "params_total"): 671.0e9,
+    ("deepseek_v3", "params_active"): 37.6e9,
+    ("gpt_oss_120b", "params_total"): 117e9,
+    ("gpt_oss_120b", "params_active"): 5.13e9,  # OpenAI's model card, unembedding only
+    ("qwen3_235b_a22b", "params_active"): 22e9,
+}
+# Published as "1T" and "32B": the count lands within 3%, and the page shows by how much.
+ROUNDED = {
+    ("kimi_k2", "params_total"): 1e12,
+    ("kimi_k2", "params_active"): 32e9,
+}
+
+
+@pytest.mark.parametrize(("model", "eq"), sorted(PRECISE))
+def test_parameter_counts_within_one_percent(model, eq):
+    got = get(eq).evaluate(model=model).to("parameter").magnitude
+    assert got == pytest.approx(PRECISE[model, eq], rel=0.01)
+
+
+@pytest.mark.parametrize(("model", "eq"), sorted(ROUNDED))
+def test_rounded_parameter_counts_within_three_percent(model, eq):
+    got = get(eq).evaluate(model=model).to("parameter").magnitude
+    assert got == pytest.approx(ROUNDED[model, eq], rel=0.03)
+
+
+def test_llama_70b_count_by_hand():
+    # attention 8192*128*(2*64 + 2*8) = 151M, MLP 3*8192*28672 = 705M, per layer x 80,
+    # plus two embeddings of 128256 x 8192.
+    by_hand = 80 * (8192 * 128 * (2 * 64 + 2 * 8) + 3 * 8192 * 28672) + 2 * 128256 * 8192
+    got = get("params_total").evaluate(model="llama_3_1_70b").to("parameter").magnitude
+    assert got == by_hand
+
+
+@pytest.mark.parametrize("model", ["llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b"])
+def test_dense_models_are_all_active(model):
+    assert get("params_active").evaluate(model=model) == get("params_total").evaluate(model=model)
+
+
+@pytest.mark.parametrize("model", ["deepseek_v3", "qwen3_235b_a22b", "mixtral_8x7b", "kimi_k2"])
+def test_moe_models_have_fewer_active_than_total(model):
+    assert get("params_active").evaluate(model=model) < get("params_total").evaluate(model=model)
+
+
+@given(s.machine_and_model(), s.batch_size)
+def test_at_the_kv_compute_context_the_two_times_are_equal(inputs, batch):
+    kw = {k: inputs[k] for k in ("flops", "mem_bandwidth", "n_active", "kv_bytes_per_token")}
+    length = get("kv_compute_crossover_context").evaluate(**kw)
+    common = dict(kw, batch_size=batch, context_length=length, n_chips=inputs["n_chips"])
+    compute = get("compute_time").evaluate(
+        **{
+            k: v
+            for k, v in common.items()
+            if k not in ("mem_bandwidth", "kv_bytes_per_token", "context_length")
+        }
+    )
+    kv = get("kv_fetch_time").evaluate(
+        **{k: v for k, v in common.items() if k not in ("flops", "n_active")}
+    )
+    assert kv.to("s").magnitude == pytest.approx(compute.to("s").magnitude, rel=1e-9)
+
+
+@given(s.flops, s.mem_bandwidth, s.n_total, s.context_length)
+def test_price_kink_inverts_the_crossover(flops, bandwidth, active, kink):
+    implied = get("kv_bytes_from_price_kink").evaluate(
+        flops=flops, mem_bandwidth=bandwidth, n_active=active, price_kink_context=kink
+    )
+    back = get("kv_compute_crossover_context").evaluate(
+        flops=flops, mem_bandwidth=bandwidth, n_active=active, kv_bytes_per_token=implied
+    )
+    assert back.to("token").magnitude == pytest.approx(kink.to("token").magnitude, rel=1e-9)
+
+
+def test_kv_weight_context_halves_when_the_batch_doubles():
+    eq = get("kv_weight_crossover_context")
+    one = eq.evaluate(model="deepseek_v3", batch_size=100)
+    two = eq.evaluate(model="deepseek_v3", batch_size=200)
+    assert (one / two).to("").magnitude == pytest.approx(2)
+
+
+def test_prices_read_backwards_by_hand():
+    # Opus: 25 / 5 output over input; 5 / 0.5 uncached over cached (facts.md, API prices)
+    assert get("decode_prefill_ratio_from_prices").evaluate(api="claude_opus_4_6").m == 5
+    assert get("cache_discount_from_prices").evaluate(api="claude_opus_4_6").m == pytest.approx(10)
+
+
+@given(s.log_uniform(low=1.01, high=20), s.log_uniform(low=1.01, high=10))
+def test_fast_mode_batch_shrinks_by_price_times_speed(price, speed):
+    ratio = get("fast_mode_batch_ratio").evaluate(
+        fast_price_multiplier=price, fast_speed_multiplier=speed
+    )
+    assert ratio.m == pytest.approx(1 / (price * speed))
+    assert ratio.m < 1
+
+
+def test_lecture_fast_mode_by_hand():
+    # 6x price for 2.5x speed: the batch is 1 / 15 of the standard one.
+    assert get("fast_mode_batch_ratio").evaluate().m == pytest.approx(1 / 15)
+
+
+TIER_DRAIN_S = {  # capacity / bandwidth from the datasheets, at a 10% share
+    "hbm_h100": 0.1 * 80e9 / 3.35e12,
+    "dram_ddr5": 0.1 * 64e9 / 38.4e9,
+    "flash_nvme": 0.1 * 15.36e12 / 13e9,
+    "disk_hdd": 0.1 * 24e12 / 285e6,
+}
+
+
+@pytest.mark.parametrize("tier", sorted(TIER_DRAIN_S))
+def test_tier_drain_times_by_hand(tier):
+    got = get("storage_tier_drain_time").evaluate(tier=tier).to("s").magnitude
+    assert got == pytest.approx(TIER_DRAIN_S[tier], rel=1e-9)
+
+
+def test_tier_ladder_is_ordered_by_drain_time():
+    order = ["hbm_h100", "dram_ddr5", "flash_nvme", "disk_hdd"]
+    times = [get("storage_tier_drain_time").evaluate(tier=t).to("s").m for t in order]
+    assert times == sorted(times)
+
+
+def test_hbm_holding_price_is_the_chip_rent_over_its_capacity():
+    # lecture_gpu: 2 USD per chip-hour over 80 GB; one Llama 70B sequence of 8192 tokens holds
+    # 8192 x 327,680 bytes.
+    hold = get("cache_hold_cost").evaluate(tier="hbm_h100", model="llama_3_1_70b")
+    assert hold.to("USD/hour").m == pytest.approx(8192 * 327680 * 2 / 80e9)
+
+
+def test_cheaper_tiers_hold_longer_before_recomputing_wins():
+    kw = dict(hardware="h100_sxm", model="llama_3_1_70b")
+    even = [
+        get("cache_breakeven_time").evaluate(tier=t, **kw).to("s").m
+        for t in ("hbm_h100", "dram_ddr5", "flash_nvme", "disk_hdd")
+    ]
+    assert even == sorted(even)
+
+
+def test_breakeven_is_recompute_over_hold_by_hand():
+    # recompute: 8192 tokens x 2 FLOP x 70.6e9 / 989.4e12 FLOP/s x 2 USD/h; hold as above
+    recompute_h = 8192 * 2 * 70.6e9 / 989.4e12 / 3600 * 2
+    hold_per_h = 8192 * 327680 * 2 / 80e9
+    got = get("cache_breakeven_time").evaluate(
+        tier="hbm_h100", hardware="h100_sxm", model="llama_3_1_70b"
+    )
+    assert got.to("hour").m == pytest.approx(recompute_h / hold_per_h, rel=1e-9)
+
+
+def test_solve_for_round_trip_on_the_crossover_context():
+    eq = get("kv_compute_crossover_context")
+    solved = eq.solve_for("kv_bytes_per_token")
+    length = eq.evaluate(hardware="h100_sxm", model="llama_3_1_70b")
+    k = solved.evaluate(hardware="h100_sxm", model="llama_3_1_70b", kv_compute_context=length)
+    assert k.to("byte/token").m == pytest.approx(327680, rel=1e-9)
+    assert (
+        sp.simplify(
+            solved.rhs
+            - get("kv_bytes_from_price_kink").rhs.subs(
+                {
+                    sp.Symbol("price_kink_context", positive=True): sp.Symbol(
+                        "kv_compute_context", positive=True
+                    )
+                }
+            )
+        )
+        == 0
+    )

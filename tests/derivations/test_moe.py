@@ -1,0 +1,84 @@
+"""Chapter B: experts per chip, the all-to-all, racks and what a domain holds."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from derivations import get
+from tests import strategies as s
+from units import Q_
+
+penalty = s.log_uniform(low=1.01, high=100)
+racks = st.integers(1, 64)
+
+
+def test_lecture_experts_per_gpu():
+    # 256 experts over the lecture's 64 GPUs
+    assert get("experts_per_chip").evaluate(model="deepseek_v3").m == 256 / 64
+
+
+@given(racks)
+def test_offrack_fraction_limits(r):
+    f = get("offrack_fraction").evaluate(racks_spanned=Q_(r, "rack")).m
+    assert f == pytest.approx(1 - 1 / r)
+    assert 0 <= f < 1
+
+
+@given(racks, penalty)
+def test_slowdown_is_one_in_one_rack_and_grows_with_racks(r, pi):
+    eq = get("multi_rack_slowdown")
+    one = eq.evaluate(racks_spanned=Q_(1, "rack"), scale_out_penalty=pi).m
+    here = eq.evaluate(racks_spanned=Q_(r, "rack"), scale_out_penalty=pi).m
+    more = eq.evaluate(racks_spanned=Q_(r + 1, "rack"), scale_out_penalty=pi).m
+    assert one == pytest.approx(1)
+    assert one <= here < more <= pi
+
+
+def test_two_racks_at_eight_times_is_four_and_a_half():
+    # half the traffic at 1x and half at 8x
+    assert get("multi_rack_slowdown").evaluate().m == pytest.approx(0.5 + 0.5 * 8)
+
+
+@given(s.batch_size, racks, penalty)
+def test_alltoall_time_is_one_rack_time_times_slowdown(batch, r, pi):
+    kw = dict(model="deepseek_v3", hardware="gb200_nvl72", batch_size=batch, scale_out_penalty=pi)
+    many = get("alltoall_time").evaluate(racks_spanned=Q_(r, "rack"), **kw)
+    one = get("alltoall_time").evaluate(racks_spanned=Q_(1, "rack"), **kw)
+    slow = get("multi_rack_slowdown").evaluate(racks_spanned=Q_(r, "rack"), scale_out_penalty=pi)
+    assert (many / one).to("").m == pytest.approx(slow.m, rel=1e-9)
+
+
+def test_alltoall_bytes_by_hand():
+    # DeepSeek-V3: 8 routed experts, d_model 7168, at FP8 (1 byte): 2 x 8 x 7168 bytes
+    got = get("alltoall_bytes_per_token").evaluate(model="deepseek_v3", precision="fp8")
+    assert got.to("byte/token").m == 2 * 8 * 7168
+
+
+def test_domain_memory_by_hand():
+    assert get("scaleup_memory").evaluate(hardware="h100_sxm").to("GB").m == pytest.approx(640)
+    # GB200 NVL72: 72 chips x 186 GB
+    assert get("scaleup_memory").evaluate(hardware="gb200_nvl72").to("TB").m == pytest.approx(
+        72 * 0.186
+    )
+
+
+def test_max_params_doubles_from_bf16_to_fp8():
+    bf16 = get("max_total_params").evaluate(hardware="gb200_nvl72")
+    fp8 = get("max_total_params").evaluate(hardware="gb200_nvl72", precision="fp8")
+    assert (fp8 / bf16).to("").m == pytest.approx(2)
+
+
+def test_hardware_penalty_by_hand():
+    # H100: 900 GB/s NVLink over 400 Gb/s = 50 GB/s
+    assert get("hardware_scale_out_penalty").evaluate(hardware="h100_sxm").m == pytest.approx(18)
+
+
+@given(s.machine_and_model(), s.batch_size)
+def test_compute_floor_is_the_cost_in_the_compute_bound_limit(inputs, batch):
+    kw = {k: inputs[k] for k in ("flops", "n_active", "price_per_chip_hour")}
+    floor = get("compute_cost_floor").evaluate(**kw)
+    huge = dict(inputs, batch_size=Q_(1e12, "sequence"), kv_bytes_per_token=Q_(1e-9, "byte/token"))
+    cost = get("cost_per_token").evaluate(**huge)
+    assert cost.to("USD/token").m == pytest.approx(floor.to("USD/token").m, rel=1e-6)
+    small = get("cost_per_token").evaluate(**dict(inputs, batch_size=batch))
+    assert small >= floor * (1 - 1e-12)

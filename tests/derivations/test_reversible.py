@@ -1,0 +1,66 @@
+"""Chapter G: Feistel and RevNet inverses, activation memory and the recompute cost."""
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from derivations import get
+from units import ChalkboardError
+
+f = sp.Function("f")
+x, y, z = sp.symbols("feistel_x feistel_y feistel_z", positive=True)
+
+
+def test_feistel_round_trip_for_any_f():
+    forward_z = y + f(x)
+    inverse = get("feistel_inverse").rhs
+    assert sp.simplify(inverse.subs(z, forward_z) - y) == 0
+
+
+NON_INVERTIBLE = [lambda v: v * v, np.sin, lambda v: math.floor(v), lambda v: 3.0]
+
+
+@given(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3), st.sampled_from(NON_INVERTIBLE))
+def test_feistel_inverse_numerically_with_non_invertible_f(xv, yv, fn):
+    zv = yv + fn(xv)
+    inverse = sp.lambdify([x, z], get("feistel_inverse").rhs, modules=[{"f": fn}, "math"])
+    assert inverse(xv, zv) == pytest.approx(yv, abs=1e-9 * (1 + abs(zv)))
+
+
+def test_revnet_block_round_trip():
+    xr, yr = sp.symbols("revnet_x revnet_y", positive=True)
+    x1, y1 = sp.symbols("revnet_x_next revnet_y_next", positive=True)
+    forward = {x1: yr + f(xr), y1: xr}
+    recovered_y = get("revnet_inverse").rhs.subs(forward)
+    assert sp.simplify(recovered_y - yr) == 0
+
+
+def test_arbitrary_function_equations_refuse_evaluation():
+    with pytest.raises(ChalkboardError, match="verified symbolically"):
+        get("feistel_inverse").evaluate()
+
+
+@pytest.mark.parametrize("model", ["llama_3_1_8b", "llama_3_1_70b", "deepseek_v3"])
+def test_reversible_saving_is_the_layer_count(model):
+    kw = dict(model=model, batch_size=4)
+    plain = get("activation_memory").evaluate(**kw)
+    rev = get("revnet_activation_memory").evaluate(**kw)
+    from units.presets import load
+
+    assert (plain / rev).to("").m == pytest.approx(load().get("model", model).layers)
+
+
+def test_activation_memory_by_hand():
+    # Llama 3.1 70B: 80 layers x 8192 values x 2 bytes x 8192 tokens, one sequence
+    got = get("activation_memory").evaluate(model="llama_3_1_70b", batch_size=1)
+    assert got.to("byte").m == 80 * 8192 * 2 * 8192
+
+
+def test_recompute_costs_a_third_more():
+    kw = dict(model="kimi_k2")
+    ratio = get("revnet_training_flops").evaluate(**kw) / get("training_flops").evaluate(**kw)
+    assert ratio.to("").m == pytest.approx(8 / 6)
