@@ -60,6 +60,13 @@ def make_parser() -> Parser:
         default=[],
         help="extra preset file (TOML), validated like the built-in ones",
     )
+    parser.add_argument(
+        "--extra",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="a Python file of your own symbols, equations and chapters (repeatable)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     p = sub.add_parser("list", help="every equation with its symbols")
@@ -74,6 +81,27 @@ def make_parser() -> Parser:
     p.add_argument("id")
     p.add_argument("--for", dest="unknown", required=True, metavar="SYMBOL")
     _add_inputs(p)
+
+    p = sub.add_parser("sweep", help="evaluate over a range of one or two inputs (CSV or JSON)")
+    p.add_argument("id")
+    p.add_argument(
+        "--over",
+        metavar="SYMBOL=START:STOP:N",
+        action="append",
+        required=True,
+        help="an input and its range, in the symbol's unit unless given (once or twice)",
+    )
+    p.add_argument("--log", action="store_true", help="space the values geometrically")
+    _add_inputs(p)
+    p.add_argument("--csv", action="store_true", help="print CSV (the default)")
+
+    p = sub.add_parser("sensitivity", help="elasticities d ln y / d ln x, largest first")
+    p.add_argument("id")
+    _add_inputs(p)
+
+    p = sub.add_parser("show", help="an equation's symbols, assumptions, source and dependencies")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("presets", help="list presets with their figures and sources")
     p.add_argument("kind", nargs="?", choices=list(KIND_ALIASES), help="default: all")
@@ -140,7 +168,6 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 
 def _evaluate(eq, args, out) -> None:
     from book.format import number, quantity, unit
-    from units import parse_unit
     from units.presets import load
 
     presets = load(tuple(args.presets))
@@ -157,15 +184,7 @@ def _evaluate(eq, args, out) -> None:
     )
     value = result.value
     if args.unit:
-        from units import ChalkboardError, dimension_of
-
-        target = parse_unit(args.unit)
-        if value.dimensionality != (1 * target).dimensionality:
-            raise ChalkboardError(
-                f"--unit {args.unit!r} is {dimension_of(target)}, but {eq.lhs.name} is "
-                f"{eq.lhs.dimension}"
-            )
-        value = value.to(target)
+        value = value.to(_target_unit(args.unit, eq))
     if args.json:
         data = {
             "id": eq.id,
@@ -220,6 +239,147 @@ def _preset_json(preset) -> dict:
     return {"id": preset.id, "kind": preset.kind, **fields}
 
 
+def _range(spec: str):
+    """``SYMBOL=START:STOP:N`` -> (symbol, start, stop, n); START and STOP may carry units."""
+    from derivations import lookup_symbol
+    from units import ChalkboardError, parse_quantity
+
+    name, sep, rest = spec.partition("=")
+    parts = rest.split(":")
+    if not sep or len(parts) != 3:
+        raise ChalkboardError(f"--over takes SYMBOL=START:STOP:N, got {spec!r}")
+    sym = lookup_symbol(name.strip())
+    unit = sym.display or sym.unit
+    start, stop = (parse_quantity(p, expect=unit, what=f"--over {sym.name}") for p in parts[:2])
+    count = parts[2].strip()
+    if not count.isdigit() or not 2 <= int(count) <= 1_000_000:
+        raise ChalkboardError(f"--over {sym.name}: N must be a whole number from 2 to 1000000")
+    return sym, start.to(unit).magnitude, stop.to(unit).magnitude, int(count)
+
+
+def cmd_sweep(args, out) -> None:
+    import csv
+
+    import numpy as np
+
+    import derivations
+    from units import Q_, ChalkboardError
+    from units.presets import load
+
+    eq = derivations.get(args.id)
+    if len(args.over) > 2:
+        raise ChalkboardError("--over can be given once or twice")
+    ranges = [_range(spec) for spec in args.over]
+    space = np.geomspace if args.log else np.linspace
+    axes = [(sym, space(a, b, n)) for sym, a, b, n in ranges]
+    grids = np.meshgrid(*(values for _, values in axes), indexing="ij")
+    overrides = _overrides(args.set)
+    for sym, _ in axes:
+        if sym.name in overrides:
+            raise ChalkboardError(f"{sym.name} is both swept (--over) and set (--set)")
+    kwargs = dict(presets=load(tuple(args.presets)), api=args.api, tier=args.tier, fit=args.fit)
+    swept = {
+        sym.name: Q_(g.ravel(), sym.display_unit) for (sym, _), g in zip(axes, grids, strict=True)
+    }
+    value = eq.evaluate(
+        args.hardware, args.model, args.precision, args.price, **kwargs, **overrides, **swept
+    )
+    if args.unit:
+        value = value.to(_target_unit(args.unit, eq))
+    mags = np.broadcast_to(value.magnitude, grids[0].ravel().shape)
+    columns = [
+        (sym.name, f"{sym.display_unit:~}", g.ravel())
+        for (sym, _), g in zip(axes, grids, strict=True)
+    ]
+    columns.append((eq.lhs.name, f"{value.units:~}", mags))
+    if args.json:
+        data = {
+            "id": eq.id,
+            "columns": [{"name": n, "unit": u} for n, u, _ in columns],
+            "rows": [[float(c[2][i]) for c in columns] for i in range(len(mags))],
+        }
+        out.write(json.dumps(data) + "\n")
+        return
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([f"{n} [{u}]" for n, u, _ in columns])
+    for i in range(len(mags)):
+        writer.writerow([repr(float(c[2][i])) for c in columns])
+
+
+def _target_unit(text: str, eq):
+    from units import ChalkboardError, dimension_of, parse_unit
+
+    target = parse_unit(text)
+    if eq.lhs.dimensionality != (1 * target).dimensionality:
+        raise ChalkboardError(
+            f"--unit {text!r} is {dimension_of(target)}, but {eq.lhs.name} is {eq.lhs.dimension}"
+        )
+    return target
+
+
+def cmd_sensitivity(args, out) -> None:
+    import derivations
+    from book.format import number
+    from units.presets import load
+
+    eq = derivations.get(args.id)
+    result = eq.elasticities(
+        hardware=args.hardware,
+        model=args.model,
+        precision=args.precision,
+        price=args.price,
+        presets=load(tuple(args.presets)),
+        api=args.api,
+        tier=args.tier,
+        fit=args.fit,
+        **_overrides(args.set),
+    )
+    if args.json:
+        out.write(json.dumps({"id": eq.id, "elasticities": result}, indent=2) + "\n")
+        return
+    out.write(f"d ln {eq.lhs.name} / d ln x: a 1% rise in x moves {eq.lhs.name} by this many %\n")
+    widest = max(abs(v) for v in result.values()) or 1.0
+    for name, v in result.items():
+        bar = "#" * round(20 * abs(v) / widest)
+        side = f"{bar:>20}|" if v < 0 else f"{'':>20}|{bar}"
+        out.write(f"    {name:<26} {number(v, 3):>8}  {side}\n")
+
+
+def cmd_show(args, out) -> None:
+    import derivations
+
+    eq = derivations.get(args.id)
+    data = {
+        "id": eq.id,
+        "title": eq.title,
+        "chapter": eq.chapter,
+        "equation": f"{eq.lhs.name} = {eq.rhs}",
+        "output": _symbol_json(eq.lhs),
+        "symbols": [_symbol_json(s) for s in eq.inputs],
+        "assumptions": list(eq.assumptions),
+        "source": str(eq.source),
+        "uses": [e.id for e in eq.uses],
+        "used_by": [e.id for e in eq.used_by],
+        "derivation": [
+            {"kind": st.kind, "why": st.why, "relation": f"{st.relation.lhs} = {st.relation.rhs}"}
+            for st in (eq.derivation.steps if eq.derivation else ())
+        ],
+    }
+    if args.json:
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+    out.write(f"{eq.id}: {eq.title}  [{eq.chapter}]\n    {data['equation']}\n")
+    for s in (eq.lhs, *eq.inputs):
+        out.write(f"    {s.name:<26} {s.unit:<20} {s.meaning}\n")
+    for a in eq.assumptions:
+        out.write(f"  assumes: {a}\n")
+    out.write(f"  source: {data['source']}\n")
+    out.write(f"  uses: {', '.join(data['uses']) or 'nothing'}\n")
+    out.write(f"  used by: {', '.join(data['used_by']) or 'nothing'}\n")
+    for i, st in enumerate(data["derivation"], 1):
+        out.write(f"  step {i} ({st['kind']}): {st['relation']}  -- {st['why']}\n")
+
+
 def cmd_presets(args, out) -> None:
     import pint
 
@@ -257,13 +417,16 @@ def cmd_build(args, out) -> None:
 def cmd_serve(args, out) -> None:
     from book.site import serve
 
-    serve(args.port, extra_presets=tuple(args.presets), out=out)
+    serve(args.port, extra_presets=tuple(args.presets), out=out, extra=tuple(args.extra))
 
 
 COMMANDS = {
     "list": cmd_list,
     "eval": cmd_eval,
     "solve": cmd_solve,
+    "sweep": cmd_sweep,
+    "sensitivity": cmd_sensitivity,
+    "show": cmd_show,
     "presets": cmd_presets,
     "build": cmd_build,
     "serve": cmd_serve,
@@ -280,6 +443,11 @@ def main(argv: list[str] | None = None, out=None, err=None) -> int:
             from units.presets import load
 
             load(tuple(args.presets))  # validate extra preset files before anything else
+        if getattr(args, "extra", None):
+            import derivations
+
+            for path in args.extra:
+                derivations.load_extra(path)
         COMMANDS[args.command](args, out)
     except BrokenPipeError:  # e.g. `chalkboard list | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet

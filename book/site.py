@@ -16,6 +16,7 @@ import jinja2
 import derivations
 from book import context
 from book.claims import claims_context
+from book.tutorial import TUTORIAL, tutorial_page
 from units import ChalkboardError
 from units.presets import load
 
@@ -51,8 +52,11 @@ def pages(presets) -> dict[str, tuple[str, dict]]:
         "notation.md": ("notation.md.j2", context.notation_context(presets)),
     }
     for chapter in derivations.CHAPTERS:
+        template = f"chapters/{chapter.id}.md.j2"
+        if not (TEMPLATES / template).exists():  # a user's chapter (--extra): the generic page
+            template = "chapters/_generic.md.j2"
         result[f"chapters/{chapter.id}.md"] = (
-            f"chapters/{chapter.id}.md.j2",
+            template,
             context.chapter_context(chapter.id, presets),
         )
     preset_ctx = context.presets_context(presets)
@@ -74,12 +78,31 @@ def render(docs: Path, presets=None) -> list[Path]:
             text = env.get_template(template).render(**ctx)
         except jinja2.UndefinedError as err:
             raise ChalkboardError(f"template {template}: {err}") from None
-        path = docs / out_name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(GENERATED.format(name=template) + text, encoding="utf-8")
-        written.append(path)
+        written.append(_write(docs / out_name, GENERATED.format(name=template) + text))
+    tutorial = TUTORIAL.relative_to(HERE).as_posix()
+    written.append(_write(docs / "tutorial.md", GENERATED.format(name=tutorial) + tutorial_page()))
+    for page, module in API_PAGES.items():
+        body = f"# `{module}`\n\n::: {module}\n"
+        written.append(_write(docs / page, GENERATED.format(name="book/site.py") + body))
     shutil.copytree(ASSETS, docs, dirs_exist_ok=True)
     return written
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# The API reference: one page per module, generated from docstrings by mkdocstrings.
+API_PAGES = {
+    "api/units.md": "units",
+    "api/presets.md": "units.presets",
+    "api/core.md": "derivations.core",
+    "api/derivation.md": "derivations.derivation",
+    "api/algebra.md": "derivations.algebra",
+    "api/inputs.md": "derivations.inputs",
+}
 
 
 def _mkdocs_build(docs: Path, site: Path) -> None:
@@ -94,9 +117,22 @@ def _mkdocs_build(docs: Path, site: Path) -> None:
     logging.getLogger("mkdocs").setLevel(logging.WARNING)
     try:
         config = load_config(str(MKDOCS_YML), docs_dir=str(docs), site_dir=str(site), strict=True)
+        _add_user_chapters(config["nav"])
         mkdocs_build(config)
     except (Abort, ConfigurationError) as err:
         raise ChalkboardError(f"site build failed: {err}") from None
+
+
+def _add_user_chapters(nav: list) -> None:
+    """Put chapters that mkdocs.yml does not list (a user's, from --extra) into the nav."""
+    chapters = next(
+        item["Chapters"] for item in nav if isinstance(item, dict) and "Chapters" in item
+    )
+    listed = {next(iter(c.values())) for c in chapters}
+    for chapter in derivations.CHAPTERS:
+        page = f"chapters/{chapter.id}.md"
+        if page not in listed:
+            chapters.append({chapter.title: page})
 
 
 def build(out: Path, extra_presets=()) -> Path:
@@ -139,7 +175,7 @@ def _snapshot() -> dict[Path, float]:
     return {p: p.stat().st_mtime for p in files if "__pycache__" not in p.parts}
 
 
-def serve(port: int = 8000, extra_presets=(), out=None, poll: float = 1.0) -> None:
+def serve(port: int = 8000, extra_presets=(), out=None, poll: float = 1.0, extra=()) -> None:
     """Serve the built site on 127.0.0.1 and rebuild it (in a fresh process) when sources change."""
     import functools
     import http.server
@@ -153,6 +189,8 @@ def serve(port: int = 8000, extra_presets=(), out=None, poll: float = 1.0) -> No
     command = [sys.executable, "-m", "book.cli"]
     for path in extra_presets:
         command += ["--presets", str(path)]
+    for path in extra:
+        command += ["--extra", str(Path(path).resolve())]
     command += ["build", "--out", str(site)]
 
     def rebuild() -> None:

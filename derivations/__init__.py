@@ -41,6 +41,7 @@ from derivations.derivation import (
     stationary,
     substitute,
 )
+from units import ChalkboardError
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,52 @@ CHAPTERS = (
     Chapter("reversible", "Reversible networks", "G", "2:04:02-2:13:00"),
 )
 
+
+def add_chapter(chapter: Chapter) -> Chapter:
+    """Add a user's chapter (its equations register under ``chapter.id``); the book builds a page
+    for it from the generic chapter template."""
+    global CHAPTERS
+    if any(c.id == chapter.id for c in CHAPTERS):
+        raise ChalkboardError(f"chapter {chapter.id!r} already exists")
+    if not chapter.id.isidentifier():
+        raise ChalkboardError(f"chapter id {chapter.id!r} must be a snake_case identifier")
+    CHAPTERS = (*CHAPTERS, chapter)
+    return chapter
+
+
+def load_extra(path) -> None:
+    """Import a user's module of symbols, equations and chapters from a file (``--extra``).
+
+    Its equations are registered and checked like the built-in ones; any error in it is
+    reported as one ChalkboardError naming the file.
+    """
+    import importlib.util
+    import sys
+    import traceback
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        raise ChalkboardError(f"--extra {path}: no such file")
+    name = f"chalkboard_extra_{path.stem}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    before = set(CATALOGUE)
+    try:
+        spec.loader.exec_module(module)
+        for eq_id in set(CATALOGUE) - before:
+            CATALOGUE[eq_id].check()
+    except ChalkboardError as err:
+        raise ChalkboardError(f"{path}: {err}") from None
+    except Exception as err:
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == str(path)]
+        line = f", line {frames[-1].lineno}" if frames else ""
+        raise ChalkboardError(f"{path}{line}: {type(err).__name__}: {err}") from None
+    sys.modules[name] = module
+
+
 # Each chapter module registers its equations (in chapter order).
 from derivations import (  # noqa: E402,F401
     batching,
@@ -77,6 +124,8 @@ __all__ = [
     "CHAPTERS",
     "SYMBOLS",
     "Chapter",
+    "add_chapter",
+    "load_extra",
     "Constant",
     "Derivation",
     "DerivationError",

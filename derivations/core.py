@@ -494,6 +494,36 @@ class Equation:
 
     # -- algebra ------------------------------------------------------------------------------
 
+    def compose(self, *equations) -> Equation:
+        """This equation with other equations' right sides put in for their outputs (ids or
+        Equations); see :func:`derivations.algebra.compose`."""
+        from derivations.algebra import compose
+
+        return compose(self, *equations)
+
+    def replace_input(self, **replacements: str) -> Equation:
+        """Rename inputs to symbols of the same dimension: ``batch_size="crossover_batch"``."""
+        from derivations.algebra import replace_input
+
+        return replace_input(self, **replacements)
+
+    def elasticities(self, **evaluate_kwargs) -> dict[str, float]:
+        """d ln(output) / d ln(input) for each input at the evaluated point, largest first."""
+        from derivations.algebra import elasticities
+
+        return elasticities(self, **evaluate_kwargs)
+
+    def grid(self, x: tuple[str, object], y: tuple[str, object], **kwargs) -> pint.Quantity:
+        """Evaluate over every pair of values of two inputs (compiled): ``(name, values)`` each."""
+        from derivations.algebra import grid
+
+        return grid(self, x, y, **kwargs)
+
+    @property
+    def used_by(self) -> tuple[Equation, ...]:
+        """The registered equations whose right sides use this output."""
+        return tuple(e for e in CATALOGUE.values() if self in e.uses)
+
     def solve_for(self, name: str) -> Equation:
         """A new equation with ``name`` as the unknown and this output as an input.
 

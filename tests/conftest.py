@@ -9,3 +9,4 @@ settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+collect_ignore = ["fixtures/my_derivations.py"]  # a user module for --extra, not a test

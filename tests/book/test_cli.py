@@ -257,3 +257,119 @@ def test_new_preset_kinds_fail_clearly(argv, message, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error:") and len(err.splitlines()) == 1
     assert re.search(message, err)
+
+
+def test_sweep_csv_has_units_in_the_header_and_matches_eval():
+    import csv
+
+    out = io.StringIO()
+    argv = ["sweep", "cost_per_token", "--over", "batch_size=1:10000:5", "--log"]
+    argv += ["--hardware", "h100_sxm", "--model", "deepseek_v3", "--unit", "USD/Mtoken", "--csv"]
+    assert main(argv, out=out) == 0
+    rows = list(csv.reader(io.StringIO(out.getvalue())))
+    assert rows[0] == ["batch_size [seq]", "cost_per_token [USD / Mtok]"]
+    batches = [float(r[0]) for r in rows[1:]]
+    assert batches == pytest.approx([1, 10, 100, 1000, 10000])
+    for r in rows[1:]:
+        one = get("cost_per_token").evaluate(
+            hardware="h100_sxm", model="deepseek_v3", batch_size=float(r[0])
+        )
+        assert float(r[1]) == pytest.approx(one.to("USD/Mtoken").m, rel=1e-12)
+
+
+def test_sweep_json_over_two_inputs():
+    out = io.StringIO()
+    argv = ["sweep", "crossover_batch", "--over", "mem_bandwidth=1 TB/s:8000 GB/s:3"]
+    argv += ["--over", "flops=500:2000:2", "--model", "deepseek_v3", "--json"]
+    assert main(argv, out=out) == 0
+    data = json.loads(out.getvalue())
+    assert [c["unit"] for c in data["columns"]] == ["TB / s", "TFLOP / s", "seq"]
+    assert len(data["rows"]) == 6
+    for bw, fl, b in data["rows"]:
+        # B* = F / W x (1 byte / 2 FLOP) x 671 / 37 at BF16's 2 bytes: F/W x 671/37
+        assert b == pytest.approx(fl / bw * 671 / 37)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["sweep", "cost_per_token", "--over", "batch_size=1:10"], "SYMBOL=START:STOP:N"),
+        (["sweep", "cost_per_token", "--over", "batch_size=1:10:1"], "N must be"),
+        (["sweep", "hbm_drain_time", "--over", "mem_bandwidth=80 GB:1 TB/s:3"], "expected"),
+        (["sweep", "hbm_drain_time", "--over", "bandwith=1:2:3"], "did you mean"),
+        (["sweep", "hbm_drain_time", "--over", "mem_bandwidth=-1:2:3"], "positive"),
+    ],
+)
+def test_sweep_errors_are_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and len(err.splitlines()) == 1 and message in err
+
+
+def test_sensitivity_prints_a_tornado_sorted_by_size():
+    out = io.StringIO()
+    argv = ["sensitivity", "crossover_batch", "--hardware", "h100_sxm", "--model", "deepseek_v3"]
+    assert main([*argv, "--json"], out=out) == 0
+    el = json.loads(out.getvalue())["elasticities"]
+    assert el["flops"] == pytest.approx(1) and el["mem_bandwidth"] == pytest.approx(-1)
+    out = io.StringIO()
+    assert main(argv, out=out) == 0
+    assert "|####################" in out.getvalue()
+
+
+def test_show_lists_dependencies_and_steps():
+    out = io.StringIO()
+    assert main(["show", "step_time", "--json"], out=out) == 0
+    data = json.loads(out.getvalue())
+    assert set(data["uses"]) == {"compute_time", "memory_time"}
+    assert "cost_per_token" in data["used_by"]
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "my_derivations.py"
+
+
+def run_cli(*argv, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "book.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd or Path(__file__).resolve().parents[2],
+    )
+
+
+def test_extra_module_adds_equations_to_eval_and_build(tmp_path):
+    done = run_cli(
+        "--extra",
+        str(FIXTURE),
+        "eval",
+        "tokens_per_dollar",
+        "--hardware",
+        "h100_sxm",
+        "--model",
+        "deepseek_v3",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    value = json.loads(done.stdout)["value"]
+    floor = get("compute_cost_floor").evaluate(hardware="h100_sxm", model="deepseek_v3")
+    assert value == pytest.approx(1 / floor.to("USD/Mtoken").m)
+    site_dir = tmp_path / "site"
+    done = run_cli("--extra", str(FIXTURE), "build", "--out", str(site_dir))
+    assert done.returncode == 0, done.stderr
+    assert (site_dir / "chapters/my_derivations/index.html").exists()
+
+
+def test_extra_module_with_a_unit_error_is_one_clear_line(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from derivations import Equation, Source, register\n"
+        "from derivations.notation import flops, mem_bandwidth, ridge_intensity\n"
+        "register(Equation(id='bad', title='bad', lhs=ridge_intensity,\n"
+        "                  rhs=flops.sym + mem_bandwidth.sym, chapter='x', source=Source('x')))\n"
+    )
+    done = run_cli("--extra", str(bad), "list")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error:") and len(done.stderr.splitlines()) == 1
+    assert "term 'mem_bandwidth'" in done.stderr and "Traceback" not in done.stderr
+    done = run_cli("--extra", str(tmp_path / "missing.py"), "list")
+    assert done.returncode == 2 and "no such file" in done.stderr

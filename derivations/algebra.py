@@ -1,0 +1,159 @@
+"""Working with equations: compose them, swap an input for another symbol, elasticities, grids.
+
+Every operation returns a new :class:`~derivations.core.Equation` whose units are checked on
+construction and whose derivation records the step, so ``check()`` verifies it like a built-in.
+
+>>> from derivations import get
+>>> floor = get("cost_per_token").compose("step_time", "compute_time")
+>>> floor.id
+'cost_per_token_with_step_time_compute_time'
+>>> round(get("crossover_batch").elasticities(hardware="h100_sxm", model="deepseek_v3")["flops"], 6)
+1.0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pint
+import sympy as sp
+
+from derivations.core import _NUMPY, CATALOGUE, Constant, Equation, defining, get, lookup_symbol
+from derivations.derivation import Derivation, given, substitute
+from units import Q_, ChalkboardError
+
+
+def _start(outer: Equation) -> list:
+    """The steps a derived equation builds on: a composed equation's own derivation, else the
+    equation taken as given."""
+    if outer.derivation is not None and CATALOGUE.get(outer.id) is not outer:
+        return list(outer.derivation.steps)
+    return [given(outer.lhs.sym, outer.rhs, f"the equation {outer.id}")]
+
+
+def _equation(item) -> Equation:
+    return item if isinstance(item, Equation) else get(str(item))
+
+
+def compose(outer: Equation, *inner) -> Equation:
+    """``outer`` with each inner equation's right side put in place of its output symbol.
+
+    >>> from derivations import get
+    >>> sorted(map(str, get("memory_time").compose("weight_fetch_time").rhs.free_symbols))
+    ['bytes_per_value', 'kv_fetch_time', 'mem_bandwidth', 'n_chips', 'n_total']
+    """
+    if not inner:
+        raise ChalkboardError("compose needs at least one equation to substitute")
+    rhs, steps = outer.rhs, _start(outer)
+    for item in inner:
+        eq = _equation(item)
+        if eq.lhs.sym not in rhs.free_symbols:
+            raise ChalkboardError(
+                f"cannot compose {outer.id!r} with {eq.id!r}: {eq.lhs.name} is not on its "
+                "right side; its symbols are: "
+                + ", ".join(sorted(s.name for s in rhs.free_symbols))
+            )
+        rhs = rhs.subs(eq.lhs.sym, eq.rhs)
+        steps.append(substitute({eq.lhs.sym: eq.rhs}, outer.lhs.sym, rhs, f"by {eq.id}"))
+    return _derived(outer, rhs, steps, "with_" + "_".join(_equation(i).id for i in inner))
+
+
+def replace_input(outer: Equation, **replacements: str) -> Equation:
+    """``outer`` with input symbols renamed to other declared symbols of the same dimension,
+    e.g. ``batch_size="crossover_batch"``: evaluate the cost at the crossover batch.
+    """
+    rhs, steps = outer.rhs, _start(outer)
+    for old, new in replacements.items():
+        a, b = lookup_symbol(old), lookup_symbol(str(new))
+        if a.sym not in rhs.free_symbols:
+            raise ChalkboardError(f"{old!r} is not on the right side of {outer.id!r}")
+        if a.dimensionality != b.dimensionality:
+            raise ChalkboardError(
+                f"cannot put {b.name} ({b.dimension}) in place of {a.name} ({a.dimension})"
+            )
+        rhs = rhs.subs(a.sym, b.sym)
+        steps.append(substitute({a.sym: b.sym}, outer.lhs.sym, rhs, f"take {old} = {b.name}"))
+    suffix = "at_" + "_".join(str(v) for v in replacements.values())
+    return _derived(outer, rhs, steps, suffix)
+
+
+def _derived(outer: Equation, rhs: sp.Expr, steps: list, suffix: str) -> Equation:
+    eq = Equation(
+        id=f"{outer.id}_{suffix}",
+        title=f"{outer.title}, {suffix.replace('_', ' ')}",
+        lhs=outer.lhs,
+        rhs=rhs,
+        chapter=outer.chapter,
+        source=outer.source,
+        assumptions=outer.assumptions,
+        derivation=Derivation(*steps),
+        summary=f"{outer.id} rewritten {suffix.replace('_', ' ')}.",
+    )
+    eq.check()
+    return eq
+
+
+def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
+    """d ln y / d ln x for every input x the evaluation reads, at the evaluated point, largest
+    in size first. Computed symbolically on the fused expression, then evaluated.
+    """
+    from derivations.inputs import Resolver
+
+    choices = {k: evaluate_kwargs.pop(k, None) for k in ("hardware", "model", "api", "tier", "fit")}
+    choices["precision"] = evaluate_kwargs.pop("precision", "bf16")
+    choices["rental"] = evaluate_kwargs.pop("price", None)
+    presets = evaluate_kwargs.pop("presets", None)
+    resolver = Resolver.make(eq, choices, presets, evaluate_kwargs)
+    expr, args = eq._fused(resolver.keep)
+    values = [resolver.quantity(s.name).magnitude for s in args]
+    if any(np.ndim(v) for v in values):
+        raise ChalkboardError("elasticities are computed at one point: give scalar inputs")
+    out = {}
+    for s in args:
+        if isinstance(lookup_symbol(s.name), Constant):
+            continue
+        el = sp.diff(expr, s.sym) * s.sym / expr
+        fn = sp.lambdify([a.sym for a in args], el, modules=_NUMPY)
+        with np.errstate(all="ignore"):
+            out[s.name] = float(fn(*values)) + 0.0  # no negative zero
+    return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))
+
+
+def grid(eq: Equation, x: tuple[str, object], y: tuple[str, object], **kwargs) -> pint.Quantity:
+    """Evaluate over every pair of two inputs' values: rows follow ``y``, columns ``x``."""
+    (xn, xv), (yn, yv) = x, y
+    xs, ys = (np.asarray(v, dtype=float) for v in (xv, yv))
+    if xs.ndim != 1 or ys.ndim != 1:
+        raise ChalkboardError("grid takes two 1-D arrays of values")
+    xx, yy = np.meshgrid(xs, ys)
+    sx, sy = lookup_symbol(xn), lookup_symbol(yn)
+    value = eq.evaluate(
+        **kwargs,
+        **{xn: Q_(xx.ravel(), sx.display_unit), yn: Q_(yy.ravel(), sy.display_unit)},
+    )
+    mag = np.broadcast_to(value.magnitude, xx.ravel().shape).reshape(xx.shape)
+    return Q_(mag, value.units)
+
+
+def used_by(eq: Equation) -> list[Equation]:
+    """The registered equations whose right sides use ``eq``'s output."""
+    from derivations.core import equations
+
+    return [e for e in equations() if eq in e.uses]
+
+
+def dependency_graph() -> dict[str, list[str]]:
+    """Every registered equation id mapped to the ids of the equations it uses."""
+    from derivations.core import equations
+
+    return {e.id: [u.id for u in e.uses] for e in equations()}
+
+
+__all__ = [
+    "compose",
+    "defining",
+    "dependency_graph",
+    "elasticities",
+    "grid",
+    "replace_input",
+    "used_by",
+]

@@ -1,0 +1,128 @@
+"""Composition, input replacement, elasticities, grids and the dependency graph."""
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given
+
+from derivations import DimensionError, Equation, Source, get, lookup_symbol
+from derivations.algebra import dependency_graph
+from tests import strategies as s
+from units import Q_, ChalkboardError
+
+H100_DS = dict(hardware="h100_sxm", model="deepseek_v3")
+
+
+@given(s.machine_and_model(), s.batch_size)
+def test_composition_matches_substituting_numbers(inputs, batch):
+    composed = get("cost_per_token").compose(
+        "step_time", "compute_time", "memory_time", "weight_fetch_time", "kv_fetch_time"
+    )
+    assert composed.lhs.name == "cost_per_token"
+    assert {"step_time", "compute_time"}.isdisjoint(str(f) for f in composed.rhs.free_symbols)
+    kw = dict(inputs, batch_size=batch)
+    # by hand: rent of n chips for the slower of compute and memory, over B tokens
+    f, w = inputs["flops"].to("FLOP/s").m, inputs["mem_bandwidth"].to("byte/s").m
+    n, b = inputs["n_chips"].m, inputs["bytes_per_value"].to("byte/value").m
+    compute = 2 * batch.m * inputs["n_active"].m / (n * f)
+    memory = (
+        inputs["n_total"].m * b
+        + batch.m * inputs["context_length"].m * inputs["kv_bytes_per_token"].to("byte/token").m
+    ) / (n * w)
+    by_hand = n * inputs["price_per_chip_hour"].to("USD/chip/s").m * max(compute, memory) / batch.m
+    assert composed.evaluate(**kw).to("USD/token").m == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_composition_records_checked_steps():
+    floor = (
+        get("cost_per_token")
+        .compose("step_time", "compute_time", "memory_time", "weight_fetch_time", "kv_fetch_time")
+        .replace_input(batch_size="crossover_batch")
+        .compose("crossover_batch")
+    )
+    floor.check()
+    assert len(floor.derivation.steps) == 8
+    # at the crossover, cost = compute floor + KV share (hand algebra: memory = compute + KV)
+    c_f, n_a, p, f = sp.symbols(
+        "flops_per_param_token n_active price_per_chip_hour flops", positive=True
+    )
+    length, k, w = sp.symbols("context_length kv_bytes_per_token mem_bandwidth", positive=True)
+    assert sp.simplify(floor.rhs - (c_f * n_a * p / f + length * k * p / w)) == 0
+    direct = get("cost_per_token").evaluate(
+        **H100_DS, n_chips=9, batch_size=get("crossover_batch").evaluate(**H100_DS)
+    )
+    assert floor.evaluate(**H100_DS, n_chips=9).m == pytest.approx(direct.m, rel=1e-12)
+
+
+def test_composing_with_an_unused_equation_or_a_wrong_dimension_is_refused():
+    with pytest.raises(ChalkboardError, match="not on its right side"):
+        get("hbm_drain_time").compose("compute_time")
+    with pytest.raises(ChalkboardError, match="cannot put"):
+        get("cost_per_token").replace_input(batch_size="mem_bandwidth")
+
+
+def test_a_user_equation_with_a_unit_error_is_rejected_naming_the_term():
+    flops, bw = lookup_symbol("flops"), lookup_symbol("mem_bandwidth")
+    with pytest.raises(DimensionError, match="term 'mem_bandwidth' has dimension"):
+        Equation(
+            id="user_slip",
+            title="a slip",
+            lhs=lookup_symbol("ridge_intensity"),
+            rhs=flops.sym + bw.sym,
+            chapter="mine",
+            source=Source("test"),
+        )
+
+
+def test_a_user_equation_works_like_a_built_in_one():
+    eq = Equation(
+        id="user_ratio",
+        title="Ridge, again",
+        lhs=lookup_symbol("ridge_intensity"),
+        rhs=lookup_symbol("flops").sym / lookup_symbol("mem_bandwidth").sym,
+        chapter="mine",
+        source=Source("test"),
+    )
+    assert eq.evaluate(hardware="h100_sxm") == get("ridge_intensity").evaluate(hardware="h100_sxm")
+    assert str(eq.solve_for("flops").rhs) == "mem_bandwidth*ridge_intensity"
+    assert "I^{*}" in eq.latex()
+
+
+@given(s.batch_size, s.context_length)
+def test_elasticities_match_finite_differences(batch, length):
+    eq = get("cost_per_token")
+    kw = dict(H100_DS, batch_size=batch, context_length=length)
+    el = eq.elasticities(**kw)
+    base = eq.evaluate(**kw).m
+    for name, value in kw.items():
+        if name in ("hardware", "model"):
+            continue
+        h = 1e-6
+        bumped = eq.evaluate(**dict(kw, **{name: value * (1 + h)})).m
+        numeric = (np.log(bumped) - np.log(base)) / np.log1p(h)
+        assert el[name] == pytest.approx(numeric, abs=1e-4)
+
+
+def test_elasticities_of_the_crossover_batch_are_plus_and_minus_one():
+    el = get("crossover_batch").elasticities(**H100_DS)
+    assert el["flops"] == pytest.approx(1) and el["mem_bandwidth"] == pytest.approx(-1)
+    assert el["n_total"] == pytest.approx(1) and el["n_active"] == pytest.approx(-1)
+    assert list(el) == sorted(el, key=lambda k: -abs(el[k]))
+
+
+def test_grid_matches_pointwise_evaluation():
+    eq = get("cost_per_token")
+    xs, ys = [1.0, 64.0, 4096.0], [1024.0, 131072.0]
+    table = eq.grid(("batch_size", xs), ("context_length", ys), **H100_DS)
+    assert table.shape == (2, 3)
+    for i, y in enumerate(ys):
+        for j, x in enumerate(xs):
+            one = eq.evaluate(**H100_DS, batch_size=x, context_length=Q_(y, "token"))
+            assert table[i, j].to("USD/token").m == pytest.approx(one.to("USD/token").m)
+
+
+def test_dependency_graph_and_used_by():
+    graph = dependency_graph()
+    assert "compute_time" in graph["step_time"] and "memory_time" in graph["step_time"]
+    assert get("step_time") in get("compute_time").used_by
+    assert get("crossover_batch") in get("micro_batch_size").uses
