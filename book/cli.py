@@ -103,6 +103,13 @@ def make_parser() -> Parser:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("problems", help="practice problems drawn from a seed")
+    p.add_argument("--chapter", help="only this chapter")
+    p.add_argument("--seed", type=int, default=0, help="the same seed gives the same set")
+    p.add_argument("--count", type=int, default=3, help="problems per chapter (default 3)")
+    p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("presets", help="list presets with their figures and sources")
     p.add_argument("kind", nargs="?", choices=list(KIND_ALIASES), help="default: all")
     p.add_argument("--json", action="store_true")
@@ -380,6 +387,33 @@ def cmd_show(args, out) -> None:
         out.write(f"  step {i} ({st['kind']}): {st['relation']}  -- {st['why']}\n")
 
 
+def cmd_problems(args, out) -> None:
+    import re
+
+    from book.problems import problem_set, tolerance_text
+    from units.presets import load
+
+    problems = problem_set(args.chapter, args.seed, args.count, load(tuple(args.presets)))
+    if args.json:
+        out.write(json.dumps([p.to_dict() for p in problems], indent=2) + "\n")
+        return
+
+    def plain(text: str) -> str:  # terminal: drop Markdown emphasis, keep the LaTeX names
+        return re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+
+    for p in problems:
+        out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")
+        for g in p.givens:
+            out.write(f"    given {g.name} = {g.text}\n")
+        if args.answers:
+            for line in p.solution:
+                out.write(f"    => {plain(line)}\n")
+            out.write(
+                f"    answer: {plain(p.solution[-1]).split('= ')[-1]} ({tolerance_text(p)})\n"
+            )
+        out.write("\n")
+
+
 def cmd_presets(args, out) -> None:
     import pint
 
@@ -427,6 +461,7 @@ COMMANDS = {
     "sweep": cmd_sweep,
     "sensitivity": cmd_sensitivity,
     "show": cmd_show,
+    "problems": cmd_problems,
     "presets": cmd_presets,
     "build": cmd_build,
     "serve": cmd_serve,

@@ -7,6 +7,7 @@ leaves nothing half-written.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -15,7 +16,16 @@ import jinja2
 
 import derivations
 from book import context
+from book.cards import flashcards, write_exports
 from book.claims import claims_context
+from book.problems import (
+    ESTIMATE_FACTOR,
+    RELATIVE_TOLERANCE,
+    answer_spec,
+    problem_set,
+    tolerance_text,
+    unit_table,
+)
 from book.tutorial import TUTORIAL, tutorial_page
 from units import ChalkboardError
 from units.presets import load
@@ -59,6 +69,21 @@ def pages(presets) -> dict[str, tuple[str, dict]]:
             template,
             context.chapter_context(chapter.id, presets),
         )
+    deck = flashcards(presets)
+    per_chapter = []
+    for chapter in derivations.CHAPTERS:
+        cards = [
+            dict(c.to_dict(), anchor=c.id.replace(":", "-"))
+            for c in deck
+            if c.chapter == chapter.id
+        ]
+        result[f"cards/{chapter.id}.md"] = (
+            "cards/chapter.md.j2",
+            {"chapter": chapter, "cards": cards},
+        )
+        per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(cards)})
+    result.update(problem_pages(presets))
+    result["cards/index.md"] = ("cards/index.md.j2", {"chapters": per_chapter, "total": len(deck)})
     preset_ctx = context.presets_context(presets)
     result["claims.md"] = ("claims.md.j2", claims_context(presets))
     for name in ("hardware", "models", "prices", "tiers"):
@@ -85,7 +110,50 @@ def render(docs: Path, presets=None) -> list[Path]:
         body = f"# `{module}`\n\n::: {module}\n"
         written.append(_write(docs / page, GENERATED.format(name="book/site.py") + body))
     shutil.copytree(ASSETS, docs, dirs_exist_ok=True)
+    write_exports(docs / "exports", presets)
+    units_js = "window.CHALKBOARD_UNITS = " + json.dumps(unit_table()) + ";\n"
+    _write(docs / "javascripts" / "units.js", units_js)
     return written
+
+
+PROBLEM_SEED = 0  # the site's problem sets; the CLI draws others
+PROBLEMS_PER_CHAPTER = 6
+
+
+def problem_pages(presets) -> dict:
+    from book.format import number
+
+    pages, per_chapter = {}, []
+    for chapter in derivations.CHAPTERS:
+        problems = [
+            {
+                "id": p.id,
+                "kind": p.kind,
+                "text": p.text,
+                "givens": [
+                    {"latex": g.latex, "meaning": g.meaning, "value": g.text} for g in p.givens
+                ],
+                "answer_json": json.dumps(answer_spec(p)),
+                "example": f"2.5 {p.answer.units:~P}".strip(),
+                "tolerance": tolerance_text(p),
+                "solution": list(p.solution),
+            }
+            for p in problem_set(chapter.id, PROBLEM_SEED, PROBLEMS_PER_CHAPTER, presets)
+        ]
+        pages[f"problems/{chapter.id}.md"] = (
+            "problems/chapter.md.j2",
+            {"chapter": chapter, "problems": problems, "seed": PROBLEM_SEED},
+        )
+        per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(problems)})
+    pages["problems/index.md"] = (
+        "problems/index.md.j2",
+        {
+            "chapters": per_chapter,
+            "factor": number(ESTIMATE_FACTOR, 3),
+            "tolerance": f"{number(100 * RELATIVE_TOLERANCE)}%",
+        },
+    )
+    return pages
 
 
 def _write(path: Path, text: str) -> Path:

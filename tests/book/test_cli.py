@@ -373,3 +373,27 @@ def test_extra_module_with_a_unit_error_is_one_clear_line(tmp_path):
     assert "term 'mem_bandwidth'" in done.stderr and "Traceback" not in done.stderr
     done = run_cli("--extra", str(tmp_path / "missing.py"), "list")
     assert done.returncode == 2 and "no such file" in done.stderr
+
+
+def test_problems_json_is_reproducible_and_complete():
+    argv = ["problems", "--chapter", "batching", "--seed", "9", "--count", "4", "--json"]
+    first, second = io.StringIO(), io.StringIO()
+    assert main(argv, out=first) == 0 and main(argv, out=second) == 0
+    assert first.getvalue() == second.getvalue()
+    data = json.loads(first.getvalue())
+    assert len(data) == 4
+    for p in data:
+        assert p["id"].startswith("batching-9-") and p["text"]
+        assert p["answer"]["value"] > 0 and "unit" in p["answer"]
+
+
+def test_problems_text_with_answers():
+    out = io.StringIO()
+    assert main(["problems", "--chapter", "moe", "--seed", "3", "--answers"], out=out) == 0
+    text = out.getvalue()
+    assert text.count("answer:") == 3 and "given" in text
+
+
+def test_problems_bad_chapter_is_one_line(capsys):
+    assert main(["problems", "--chapter", "mo"]) == 2
+    assert capsys.readouterr().err == "error: unknown chapter 'mo' (did you mean 'moe'?)\n"
