@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: book test lint bench serve clean
+.PHONY: book test lint bench serve clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,12 @@ $(STAMP): pyproject.toml
 book: $(STAMP)  ## install everything and build the site into site/
 	$(BIN)/chalkboard build --out site
 
-test: $(STAMP)  ## lint, doctests, unit and property tests, CLI tests, strict site build
+test: $(STAMP) browser  ## lint, doctests, unit/property/CLI tests, strict build, headless browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+browser:  ## the system Chromium the browser tests drive (installed when missing and allowed)
+	@bash .ci/install-browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -86,6 +86,20 @@ def main():
     )
     shutil.rmtree(out.parent, ignore_errors=True)
 
+    from book.calculators import calculators_js
+    from book.cards import flashcards
+    from book.claims import audit_claims
+    from book.figures import FIGURES
+    from book.problems import problem_set
+
+    parts = {
+        "figures (all)": best(lambda: [f(presets) for f in FIGURES.values()], 1),
+        "flashcards": best(lambda: flashcards(presets), 1),
+        "practice problems": best(lambda: problem_set(seed=0, count=6, presets=presets), 1),
+        "calculators": best(lambda: calculators_js(presets), 1),
+        "claims audit": best(lambda: audit_claims(presets), 1),
+    }
+
     print(f"cost_per_token over {N:,} batch sizes")
     print(f"  hand-written numpy        {t_numpy * 1e3:8.1f} ms")
     print(
@@ -101,7 +115,9 @@ def main():
         f"  wall time                 {t_cli * 1e3:8.0f} ms   "
         f"ratio {t_cli / t_python:.1f}x a bare python start (goal < 1 s)"
     )
-    print(f"site build (chalkboard build) {t_build:6.2f} s")
+    print(f"site build (chalkboard build) {t_build:6.2f} s, of which (in-process, warm):")
+    for name, t in parts.items():
+        print(f"  {name:<24} {t:6.2f} s   {t / t_build:5.0%} of the build")
 
 
 if __name__ == "__main__":

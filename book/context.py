@@ -79,8 +79,16 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "steps": steps,
         "uses": [equation_link(e, page) for e in eq.uses],
         "evaluable": eq.evaluable,
+        "calculator": _calculator_html(eq, presets),
         "used_by": used_by,
     }
+
+
+def _calculator_html(eq, presets) -> str:
+    from book.calculators import calculator, calculator_html
+
+    spec = calculator(eq.id, presets)
+    return calculator_html(spec) if spec else ""
 
 
 class Evaluator:
@@ -132,7 +140,13 @@ def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
     }
     if chapter_id in CONTEXTS:
         ctx.update(CONTEXTS[chapter_id](presets))
+    from book.figures import figures_for
+
+    ctx["figures"] = figures_for(chapter_id, presets, _FIGURE_CACHE.setdefault(id(presets), {}))
     return ctx
+
+
+_FIGURE_CACHE: dict[int, dict] = {}  # figures shared by two chapters are drawn once per build
 
 
 def notation_context(presets: Presets | None = None) -> dict:

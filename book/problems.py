@@ -222,10 +222,12 @@ def problem_set(
     for ch in [chapter] if chapter else chapters:
         rng = random.Random(f"{seed}:{ch}")
         candidates = _candidates(ch)
-        made, attempts = 0, 0
+        made, attempts, unused = 0, 0, list(candidates)
         while made < count and attempts < 20 * count:
             attempts += 1
-            eq = rng.choice(candidates)
+            eq = rng.choice(unused or candidates)  # every equation once before any twice
+            if eq in unused:
+                unused.remove(eq)
             kind = rng.choice(("forward", "forward", "inverse", "estimate"))
             kw = _draw(eq, rng, presets)
             if kw is None:

@@ -16,8 +16,10 @@ import jinja2
 
 import derivations
 from book import context
+from book.calculators import calculators_js
 from book.cards import flashcards, write_exports
 from book.claims import claims_context
+from book.figures import FIGURES
 from book.problems import (
     ESTIMATE_FACTOR,
     RELATIVE_TOLERANCE,
@@ -71,9 +73,17 @@ def pages(presets) -> dict[str, tuple[str, dict]]:
         )
     deck = flashcards(presets)
     per_chapter = []
+    drawn = context._FIGURE_CACHE.setdefault(id(presets), {})
+    for fig_id in CARD_FIGURES.values():
+        if fig_id not in drawn:
+            drawn[fig_id] = FIGURES[fig_id](presets)
     for chapter in derivations.CHAPTERS:
         cards = [
-            dict(c.to_dict(), anchor=c.id.replace(":", "-"))
+            dict(
+                c.to_dict(),
+                anchor=c.id.replace(":", "-"),
+                figure=drawn[CARD_FIGURES[c.id]].html if c.id in CARD_FIGURES else "",
+            )
             for c in deck
             if c.chapter == chapter.id
         ]
@@ -113,9 +123,20 @@ def render(docs: Path, presets=None) -> list[Path]:
     write_exports(docs / "exports", presets)
     units_js = "window.CHALKBOARD_UNITS = " + json.dumps(unit_table()) + ";\n"
     _write(docs / "javascripts" / "units.js", units_js)
+    _write(docs / "javascripts" / "calculators-data.js", calculators_js(presets))
     return written
 
 
+# Cards a figure helps with: the figure is shown with the question.
+CARD_FIGURES = {
+    "eq:step_time:dominant": "latency_vs_batch",
+    "eq:cost_per_token:statement": "cost_vs_batch",
+    "eq:ridge_intensity:statement": "roofline",
+    "eq:memory_per_gpu:statement": "memory_vs_stages",
+    "eq:pipeline_bubble_fraction:statement": "pipeline_bubble",
+    "eq:chinchilla_loss:statement": "chinchilla_contours",
+    "eq:storage_tier_drain_time:statement": "drain_ladder",
+}
 PROBLEM_SEED = 0  # the site's problem sets; the CLI draws others
 PROBLEMS_PER_CHAPTER = 6
 

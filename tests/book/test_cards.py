@@ -42,6 +42,15 @@ def test_every_equation_has_a_statement_card(deck):
         assert f"eq:{eq.id}:statement" in ids
 
 
+def test_cards_that_a_figure_helps_have_one(tmp_path):
+    from book import site
+
+    site.render(tmp_path)
+    text = (tmp_path / "cards" / "batching.md").read_text()
+    assert 'id="figure-latency_vs_batch"' in text and "<svg" in text
+    assert set(site.CARD_FIGURES) <= {c.id for c in flashcards()}
+
+
 def test_a_worked_number_card_by_hand(deck):
     card = next(c for c in deck if c.id == "eq:crossover_batch:number")
     # H100 at FP8: 1978.9 TFLOP/s over 3.35 TB/s x (1 byte / 2 FLOP) x 671 / 37 = 5,356

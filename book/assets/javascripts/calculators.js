@@ -1,0 +1,64 @@
+/* Chalkboard's calculators: every input editable with its unit, presets to prefill them, and
+ * the result recomputed as you type by the function sympy generated for the equation. */
+(function () {
+  "use strict";
+
+  function format(x) {
+    if (!isFinite(x)) return "\u2014";
+    var text = Number(x).toPrecision(6);
+    return text.indexOf("e") >= 0 ? text : String(parseFloat(text));
+  }
+
+  function selected(box, kind) {
+    var s = box.querySelector('select[data-kind="' + kind + '"]');
+    return s ? s.value : null;
+  }
+
+  function prefill(box) {
+    var data = window.CHALKBOARD_PRESET_VALUES || {};
+    box.querySelectorAll("input[data-arg]").forEach(function (input) {
+      var from = input.getAttribute("data-from");
+      var name = input.getAttribute("data-arg");
+      var kind = from.split("+")[0];
+      var id = selected(box, kind);
+      if (!id || !data[kind] || !data[kind][id]) return;
+      var key = from === "hardware+precision" ? name + ":" + selected(box, "precision") : name;
+      var value = data[kind][id][key];
+      input.value = value === undefined ? "" : String(value);
+      input.title = value === undefined ? "this preset has no such figure" : "";
+    });
+  }
+
+  function compute(box) {
+    var fn = (window.CHALKBOARD_FUNCTIONS || {})[box.getAttribute("data-eq")];
+    var out = box.querySelector("output");
+    if (!fn) return;
+    var args = [], ok = true;
+    box.querySelectorAll("input[data-arg]").forEach(function (input) {
+      var v = parseFloat(input.value);
+      if (!(v >= 0) || input.value.trim() === "") ok = false;
+      args.push(v * parseFloat(input.getAttribute("data-factor")));
+    });
+    var result = ok ? fn.apply(null, args) / parseFloat(box.getAttribute("data-output-factor")) : NaN;
+    out.setAttribute("data-value", ok ? String(result) : "");
+    out.textContent = ok ? format(result) : "\u2014 (fill every input)";
+  }
+
+  function init(root) {
+    root.querySelectorAll(".chalkboard-calc").forEach(function (box) {
+      if (box.getAttribute("data-ready")) return;
+      box.setAttribute("data-ready", "1");
+      box.addEventListener("change", function (event) {
+        if (event.target.matches("select")) { prefill(box); compute(box); }
+      });
+      box.addEventListener("input", function () { compute(box); });
+      compute(box);
+    });
+  }
+
+  if (typeof document$ !== "undefined") {
+    document$.subscribe(function (doc) { init(doc.body || document); });
+  } else {
+    document.addEventListener("DOMContentLoaded", function () { init(document); });
+  }
+})();

@@ -1,0 +1,242 @@
+"""The built site in a real headless Chromium: pages, math, links, search, calculators, the
+answer checker and flashcards. Screenshots of three pages are saved under build/test-artifacts.
+
+Chromium comes from the system (Debian's `chromium`; `make test` installs it when it can). When it
+cannot be found this test fails, saying so: it never passes silently without a browser.
+"""
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from book.cli import main
+from derivations import get
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str:
+    found = os.environ.get("CHALKBOARD_CHROMIUM") or next(
+        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
+        None,
+    )
+    if not found:
+        pytest.fail(
+            "NO BROWSER: Chromium was not found (install Debian's 'chromium', which `make test` "
+            "does when it runs as root, or set CHALKBOARD_CHROMIUM); the browser tests cannot run"
+        )
+    return found
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep the test output readable
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    site = tmp_path_factory.mktemp("browser") / "site"
+    assert main(["build", "--out", str(site)]) == 0
+    handler = functools.partial(QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", site
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    path = chromium_path()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.errors = []
+    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    yield pg
+    context.close()
+
+
+RAW_TEX = """() => {
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const found = [];
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (node.parentElement.closest('.katex, script, style, code, pre, svg')) continue;
+    const text = node.textContent;
+    if (/\\\\\\(|\\\\\\[|\\$\\$|\\\\frac|\\\\mathrm/.test(text)) found.push(text.slice(0, 80));
+  }
+  return found;
+}"""
+
+
+def all_pages(site: Path) -> list[str]:
+    return sorted(
+        "/" + p.relative_to(site).parent.as_posix().strip(".") + ("/" if p.parent != site else "")
+        for p in site.rglob("index.html")
+        if "search" not in p.parts
+    )
+
+
+def test_every_page_loads_cleanly_with_math_rendered_and_no_broken_links(server, page):
+    base, site = server
+    pages = all_pages(site)
+    assert len(pages) >= 30
+    links = set()
+    for path in pages:
+        url = base + path.replace("//", "/")
+        page.errors.clear()
+        response = page.goto(url)
+        assert response.status == 200, url
+        page.wait_for_load_state("load")
+        page.wait_for_function(
+            "document.querySelectorAll('.arithmatex').length === 0 || "
+            "document.querySelectorAll('.katex').length > 0"
+        )
+        assert page.errors == [], (url, page.errors)
+        assert page.evaluate(RAW_TEX) == [], url
+        if page.locator(".arithmatex").count():
+            assert page.locator(".katex").count() > 0, url
+        for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"):
+            if href.startswith(base):
+                links.add(href.split("#")[0])
+    broken = []
+    for link in sorted(links):
+        try:
+            urllib.request.urlopen(link).close()
+        except urllib.error.HTTPError as err:
+            broken.append((link, err.code))
+    assert broken == []
+
+
+def test_search_finds_crossover(server, page):
+    base, _ = server
+    page.goto(base + "/")
+    page.locator("input.md-search__input").fill("crossover")
+    item = page.locator(".md-search-result__item").first
+    item.wait_for(timeout=15000)
+    assert "crossover" in page.locator(".md-search-result").inner_text().lower()
+
+
+def form_values(calc) -> dict:
+    return calc.evaluate(
+        """box => Object.fromEntries([...box.querySelectorAll('input[data-arg]')]
+              .map(i => [i.dataset.arg, i.value]))"""
+    )
+
+
+def python_value(eq_id: str, calc, units: dict) -> float:
+    values = form_values(calc)
+    overrides = {name: f"{values[name]} {units[name]}" for name in values}
+    eq = get(eq_id)
+    return eq.evaluate(**overrides).to(eq.lhs.display_unit).m
+
+
+CALCULATORS = [
+    ("batching", "crossover_batch", "mem_bandwidth", "4.8"),
+    ("batching", "cost_per_token", "batch_size", "512"),
+    ("long_context", "kv_bytes_per_token", "bytes_per_value", "1"),
+]
+
+
+@pytest.mark.parametrize(("chapter", "eq_id", "arg", "new"), CALCULATORS)
+def test_calculators_match_python_and_update(server, page, chapter, eq_id, arg, new):
+    from book.calculators import calculator
+
+    base, _ = server
+    page.goto(f"{base}/chapters/{chapter}/")
+    calc = page.locator(f'details.chalkboard-calc[data-eq="{eq_id}"]')
+    calc.locator("summary").click()
+    units = {a["name"]: a["unit"] for a in calculator(eq_id)["args"]}
+    shown = float(calc.locator("output").get_attribute("data-value"))
+    assert shown == pytest.approx(python_value(eq_id, calc, units), rel=1e-9)
+    calc.locator(f'input[data-arg="{arg}"]').fill(new)
+    changed = float(calc.locator("output").get_attribute("data-value"))
+    assert changed != pytest.approx(shown, rel=1e-12)
+    assert changed == pytest.approx(python_value(eq_id, calc, units), rel=1e-9)
+    assert page.errors == []
+
+
+def test_a_preset_picker_refills_the_calculator(server, page):
+    base, _ = server
+    page.goto(f"{base}/chapters/batching/")
+    calc = page.locator('details.chalkboard-calc[data-eq="ridge_intensity"]')
+    calc.locator("summary").click()
+    calc.locator('select[data-kind="hardware"]').select_option("b200")
+    # B200: 2,250 TFLOP/s over 8 TB/s at BF16 (facts.md)
+    calc.locator('select[data-kind="precision"]').select_option("bf16")
+    assert float(calc.locator("output").get_attribute("data-value")) == pytest.approx(2250 / 8)
+
+
+def test_answer_checker_grades_right_and_wrong_answers(server, page):
+    from units import Q_, parse_unit
+
+    base, _ = server
+    page.goto(f"{base}/problems/batching/")
+    box = page.locator(".chalkboard-problem").first
+    spec = box.evaluate("b => JSON.parse(b.getAttribute('data-answer'))")
+    shown = spec["value"] / Q_(1, parse_unit(spec["unit"])).to_base_units().m
+
+    def grade(text):
+        box.locator("input").fill(text)
+        box.locator(".chalkboard-check").click()
+        return box.locator(".chalkboard-result").inner_text()
+
+    assert grade(f"{shown!r} {spec['unit']}") == "Correct."
+    assert grade(f"{shown * 1.5!r} {spec['unit']}").startswith("Not quite")
+    assert grade("3 USD").startswith("Wrong dimension")
+    assert page.errors == []
+
+
+def test_a_flashcard_reveals_its_answer(server, page):
+    base, _ = server
+    page.goto(f"{base}/cards/batching/")
+    card = page.locator(".chalkboard-card details").first
+    answer = card.locator("p").first
+    assert not answer.is_visible()
+    card.locator("summary").click()
+    answer.wait_for(state="visible")
+    assert answer.is_visible()
+
+
+@pytest.mark.parametrize("path", ["chapters/batching/", "claims/", "problems/moe/"])
+def test_screenshots_are_saved(server, page, path):
+    base, _ = server
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.goto(f"{base}/{path}")
+    page.wait_for_load_state("networkidle")
+    out = ARTIFACTS / (re.sub(r"\W+", "_", path).strip("_") + ".png")
+    page.screenshot(path=str(out), full_page=False)
+    assert out.stat().st_size > 10_000
+
+
+def test_the_raw_tex_probe_can_fail(page):
+    page.set_content(r"<p>left as \(x^2\) by a broken build</p><p class='katex'>\(fine\)</p>")
+    assert page.evaluate(RAW_TEX) == [r"left as \(x^2\) by a broken build"]
