@@ -96,13 +96,7 @@ def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
     """d ln y / d ln x for every input x the evaluation reads, at the evaluated point, largest
     in size first. Computed symbolically on the fused expression, then evaluated.
     """
-    from derivations.inputs import Resolver
-
-    choices = {k: evaluate_kwargs.pop(k, None) for k in ("hardware", "model", "api", "tier", "fit")}
-    choices["precision"] = evaluate_kwargs.pop("precision", "bf16")
-    choices["rental"] = evaluate_kwargs.pop("price", None)
-    presets = evaluate_kwargs.pop("presets", None)
-    resolver = Resolver.make(eq, choices, presets, evaluate_kwargs)
+    resolver = eq.resolver(**evaluate_kwargs)
     expr, args = eq._fused(resolver.keep)
     values = [resolver.quantity(s.name).magnitude for s in args]
     if any(np.ndim(v) for v in values):

@@ -425,6 +425,15 @@ class Equation:
             self._compiled[key] = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY, cse=True)
         return self._compiled[key]
 
+    def resolver(self, presets=None, precision="bf16", price=None, **kwargs):
+        """The :class:`~derivations.inputs.Resolver` for one evaluation: preset choices
+        (hardware, model, precision, price, api, tier, fit) and overrides by symbol name."""
+        from derivations.inputs import CHOICE_KINDS, Resolver
+
+        choices = {k: kwargs.pop(k, None) for k in CHOICE_KINDS if k not in ("rental",)}
+        choices.update(precision=precision, rental=price)
+        return Resolver.make(self, choices, presets, kwargs)
+
     @property
     def evaluable(self) -> bool:
         """False when the right side holds an arbitrary function (such as a Feistel round's f):
@@ -446,11 +455,10 @@ class Equation:
     ) -> Result:
         """Evaluate on presets and overrides, returning the value and every input's origin
         (intermediate equations included)."""
-        from derivations.inputs import Resolver
-
-        choices = dict(hardware=hardware, model=model, precision=precision, rental=price)
-        choices.update(api=api, tier=tier, fit=fit)
-        resolver = Resolver.make(self, choices, presets, overrides)
+        choices = dict(hardware=hardware, model=model, precision=precision, price=price)
+        resolver = self.resolver(
+            presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
+        )
         value = resolver.value_of(self).to(self.lhs.display_unit)
         resolver.record_intermediates()
         return Result(self, value, dict(resolver.used))
@@ -475,11 +483,10 @@ class Equation:
         dimensionless inputs). Arrays sweep: ``batch_size=np.arange(1, 1025)``. ``api``,
         ``tier`` and ``fit`` name API-price, memory-tier and scaling-law presets.
         """
-        from derivations.inputs import Resolver
-
-        choices = dict(hardware=hardware, model=model, precision=precision, rental=price)
-        choices.update(api=api, tier=tier, fit=fit)
-        resolver = Resolver.make(self, choices, presets, overrides)
+        choices = dict(hardware=hardware, model=model, precision=precision, price=price)
+        resolver = self.resolver(
+            presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
+        )
         return resolver.value_of(self).to(self.lhs.display_unit)
 
     def sweep(self, over: str, values, **kwargs) -> pint.Quantity:

@@ -21,7 +21,7 @@ import pint
 
 from derivations.core import Constant, Equation, Input, defining, lookup_symbol
 from units import Q_, ChalkboardError, closest, parse_quantity
-from units.presets import Preset, Presets, load
+from units.presets import SCHEMAS, Preset, Presets, load
 
 
 @dataclass(frozen=True)
@@ -257,13 +257,7 @@ BINDINGS: dict[str, Binding] = {
         name: Binding(
             f"scaling-law fit's {name.replace('_', ' ')}", _figure("fit", name), (), "fit"
         )
-        for name in (
-            "loss_irreducible",
-            "loss_param_coeff",
-            "loss_data_coeff",
-            "loss_param_exponent",
-            "loss_data_exponent",
-        )
+        for name in SCHEMAS["fit"]  # every figure of a fit preset is an input of the loss law
     },
 }
 

@@ -218,3 +218,35 @@ def test_solve_for_round_trip_on_the_crossover_context():
         )
         == 0
     )
+
+
+def test_global_layers_leave_out_sliding_window_layers():
+    # gpt-oss-120b: 36 layers, every other one a 128-token sliding window
+    assert get("global_attention_layers").evaluate(model="gpt_oss_120b").m == 36 - 18
+    assert get("global_attention_layers").evaluate(model="llama_3_1_70b").m == 80
+
+
+def test_mla_values_by_hand():
+    # DeepSeek-V3: 61 layers x (kv_lora_rank 512 + rope 64)
+    assert get("mla_kv_values_per_token").evaluate(model="deepseek_v3").m == 61 * 576
+
+
+def test_attention_parameter_counts_by_hand():
+    # Llama 3.1 8B: Q and O 4096 x 4096 each, K and V 4096 x 1024 each
+    got = get("gqa_attention_params").evaluate(model="llama_3_1_8b").m
+    assert got == 2 * 4096 * 4096 + 2 * 4096 * 1024
+    # DeepSeek-V3 MLA: q_a 7168x1536, q_b 1536x(128x192), kv_a 7168x576, kv_b 512x(128x256),
+    # o (128x128)x7168
+    mla = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
+    assert get("mla_attention_params").evaluate(model="deepseek_v3").m == mla
+
+
+@given(s.context_length, s.log_uniform(low=1.01, high=100))
+def test_recompute_cost_is_linear_in_context(length, factor):
+    eq = get("cache_recompute_cost")
+    kw = dict(hardware="h100_sxm", model="llama_3_1_70b")
+    one = eq.evaluate(context_length=length, **kw).to("USD").m
+    more = eq.evaluate(context_length=length * factor, **kw).to("USD").m
+    assert more == pytest.approx(one * factor)
+    # by hand: L x 2 FLOP x 70.6e9 / 989.4e12 FLOP/s x 2 USD per 3600 s
+    assert one == pytest.approx(length.to("token").m * 2 * 70.6e9 / 989.4e12 * 2 / 3600)

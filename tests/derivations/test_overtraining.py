@@ -111,3 +111,16 @@ def test_epoch_fit_recovers_about_twenty_tokens_per_parameter():
     n = get("compute_optimal_params").evaluate(training_flops=c, fit="epoch_2024")
     d = get("compute_optimal_tokens").evaluate(training_flops=c, fit="epoch_2024")
     assert 10 < (d / n).to("token/parameter").m < 40
+
+
+@given(s.log_uniform(low=1, high=20), tokens)
+def test_balanced_tokens_scale_with_inference_inefficiency(eta, served):
+    got = get("balanced_training_tokens").evaluate(
+        inference_inefficiency=eta, inference_tokens=served
+    )
+    assert got.to("token").m == pytest.approx(eta / 3 * served.to("token").m)
+
+
+@given(s.n_total)
+def test_chinchilla_tokens_are_twenty_per_parameter(n):
+    assert get("chinchilla_tokens").evaluate(n_active=n).to("token").m == pytest.approx(20 * n.m)

@@ -64,3 +64,9 @@ def test_recompute_costs_a_third_more():
     kw = dict(model="kimi_k2")
     ratio = get("revnet_training_flops").evaluate(**kw) / get("training_flops").evaluate(**kw)
     assert ratio.to("").m == pytest.approx(8 / 6)
+
+
+def test_layer_activation_bytes_by_hand():
+    # one residual-stream vector of d_model values at 2 bytes (BF16)
+    got = get("layer_activation_bytes").evaluate(model="llama_3_1_70b")
+    assert got.to("byte/token/layer").m == 8192 * 2
