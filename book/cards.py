@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import sympy as sp
-
 import derivations
 from book.format import quantity
 from derivations.core import Equation
@@ -113,25 +111,19 @@ def _key_step(eq: Equation) -> Card | None:
     return Card(f"eq:{eq.id}:key_step", eq.chapter, "derivation", front, back, f"equation {eq.id}")
 
 
-def _terms(eq: Equation) -> list[sp.Expr]:
-    if isinstance(eq.rhs, sp.Max | sp.Add) and len(eq.rhs.args) >= 2:
-        return list(eq.rhs.args)
-    return []
-
-
 def _dominance(eq: Equation, kw: dict, presets: Presets) -> Card | None:
-    terms = _terms(eq)
-    if not terms or kw is None:
+    from derivations.algebra import split_terms
+
+    parts = split_terms(eq)
+    if not parts or kw is None:
         return None
-    values = []
-    for i, term in enumerate(terms):
-        part = Equation(f"{eq.id}_term_{i}", eq.title, eq.lhs, term, eq.chapter, eq.source)
-        try:
-            values.append(part.evaluate(presets=presets, **kw))
-        except ChalkboardError:
-            return None
+    try:
+        values = [part.evaluate(presets=presets, **kw) for part in parts]
+    except ChalkboardError:
+        return None
     if any(v.magnitude <= 0 for v in values):
         return None
+    terms = [part.rhs for part in parts]
     shown = [
         f"${derivations.to_latex(t)}$ = {quantity(v)}" for t, v in zip(terms, values, strict=True)
     ]

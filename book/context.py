@@ -106,8 +106,34 @@ class Evaluator:
     def q(self, eq_id: str, **overrides) -> pint.Quantity:
         return self.detailed(eq_id, **overrides).value
 
+    def terms(self, eq_id: str, **overrides) -> dict:
+        """Each term of a sum (or argument of a max) on ``eq_id``'s right side, evaluated alone:
+        ``{term expression: Quantity}``."""
+        from derivations.algebra import split_terms
+        from derivations.inputs import reachable
+
+        given = {**self.fixed, **overrides}
+        out = {}
+        for part in split_terms(derivations.get(eq_id)):
+            reads = reachable(part)  # a term reads only some of the equation's inputs
+            kwargs = {k: v for k, v in given.items() if k in reads}
+            out[part.rhs] = part.evaluate(presets=self.presets, **self.choice, **kwargs)
+        return out
+
     def text(self, eq_id: str, **overrides) -> str:
         return quantity(self.q(eq_id, **overrides))
+
+
+def memory_split(ev: Evaluator, **overrides) -> tuple:
+    """Chapter D's memory per chip split into (weights, KV cache) on one evaluator."""
+    kv_symbol = derivations.lookup_symbol("kv_bytes_per_token").sym
+    weights = kv = None
+    for term, value in ev.terms("memory_per_gpu", **overrides).items():
+        if kv_symbol in term.free_symbols:
+            kv = value
+        else:
+            weights = value
+    return weights, kv
 
 
 def header(name: str, in_unit: str) -> str:

@@ -304,17 +304,12 @@ STAGES = (1, 2, 4, 8, 16)
 
 
 def memory_vs_stages(presets: Presets) -> Figure:
+    from book.context import memory_split
+
     ev = Evaluator(presets, **RACK)
-    totals, kvs = [], []
-    for p in STAGES:
-        stages = Q_(p, "stage")
-        totals.append(ev.q("memory_per_gpu", pipeline_stages=stages).to("GB").m)
-        kvs.append(
-            ev.q("memory_per_gpu", pipeline_stages=stages, n_total=Q_(1e-30, "parameter"))
-            .to("GB")
-            .m
-        )
-    weights = [t - k for t, k in zip(totals, kvs, strict=True)]
+    split = [memory_split(ev, pipeline_stages=Q_(p, "stage")) for p in STAGES]
+    weights = [w.to("GB").m for w, _ in split]
+    kvs = [k.to("GB").m for _, k in split]
     hbm = presets.get("hardware", RACK["hardware"]).hbm_capacity.to("GB")
 
     def draw(fig, ax):

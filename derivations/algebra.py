@@ -128,6 +128,17 @@ def grid(eq: Equation, x: tuple[str, object], y: tuple[str, object], **kwargs) -
     return Q_(mag, value.units)
 
 
+def split_terms(eq: Equation) -> list[Equation]:
+    """One equation per term of a sum or argument of a max on the right side, each with the
+    same output, so each term can be evaluated on its own (which term dominates?)."""
+    if not isinstance(eq.rhs, sp.Add | sp.Max) or len(eq.rhs.args) < 2:
+        return []
+    return [
+        Equation(f"{eq.id}_term_{i}", f"{eq.title}, term {i}", eq.lhs, term, eq.chapter, eq.source)
+        for i, term in enumerate(eq.rhs.args)
+    ]
+
+
 def used_by(eq: Equation) -> list[Equation]:
     """The registered equations whose right sides use ``eq``'s output."""
     from derivations.core import equations

@@ -6,7 +6,7 @@
 True
 """
 
-from book.context import Evaluator, cell_in, header
+from book.context import Evaluator, cell_in, header, memory_split
 from book.format import quantity
 from units import Q_
 from units.presets import Presets
@@ -20,11 +20,17 @@ MICROBATCHES = (4, 16, 64)
 def context(presets: Presets) -> dict:
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     memory = _stages_table(ev)
+    first, _ = memory_split(ev, pipeline_stages=Q_(STAGES[0], "stage"))
+    last, kv = memory_split(ev, pipeline_stages=Q_(STAGES[-1], "stage"))
     lecture = Evaluator(presets)
     return {
         "model": presets.get("model", MODEL).name,
         "rack": presets.get("hardware", RACK).name,
         "stages": memory,
+        "weights_first": quantity(first.to("GB")),
+        "weights_last": quantity(last.to("GB")),
+        "kv_per_chip": quantity(kv.to("GB")),
+        "stage_range": f"{STAGES[0]} to {STAGES[-1]}",
         "micro_batch": ev.text("micro_batch_size"),
         "context_length": quantity(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
@@ -53,16 +59,14 @@ def context(presets: Presets) -> dict:
 def _stages_table(ev: Evaluator) -> dict:
     rows = []
     for p in STAGES:
-        stages = Q_(p, "stage")
-        total = ev.q("memory_per_gpu", pipeline_stages=stages)
-        kv = ev.q("memory_per_gpu", pipeline_stages=stages, n_total=Q_(1e-30, "parameter"))
+        weights, kv = memory_split(ev, pipeline_stages=Q_(p, "stage"))
         rows.append(
             {
                 "stages": str(p),
                 "cells": [
-                    cell_in("GB", lambda t=total, k=kv: t - k),
+                    cell_in("GB", lambda w=weights: w),
                     cell_in("GB", lambda k=kv: k),
-                    cell_in("GB", lambda t=total: t),
+                    cell_in("GB", lambda w=weights, k=kv: w + k),
                 ],
             }
         )

@@ -1,0 +1,37 @@
+"""Figures: drawn from the equations, accessible, and themed by the page's own colour."""
+
+import re
+
+import pytest
+
+from book.figures import CHAPTER_FIGURES, FIGURES, FOREGROUND
+from units.presets import load
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    presets = load()
+    return {fig_id: make(presets) for fig_id, make in FIGURES.items()}
+
+
+def test_the_issue_s_figures_exist_and_are_used_in_chapters(drawn):
+    used = {f for figs in CHAPTER_FIGURES.values() for f in figs}
+    assert used == set(FIGURES)
+    assert len(FIGURES) >= 8
+
+
+@pytest.mark.parametrize("fig_id", sorted(FIGURES))
+def test_figure_is_accessible_svg_in_the_page_colour(drawn, fig_id):
+    fig = drawn[fig_id]
+    assert fig.svg.startswith("<svg") and 'role="img"' in fig.svg
+    assert "currentColor" in fig.svg and FOREGROUND not in fig.svg
+    assert "\n\n" not in fig.svg  # one raw-HTML block in the Markdown
+    assert len(fig.alt) > 60 and fig.caption
+    assert re.search(r"\d", fig.alt + fig.caption), "captions carry the computed numbers"
+
+
+def test_latency_figure_marks_the_computed_crossover(drawn):
+    from derivations import get
+
+    b = get("crossover_batch").evaluate(hardware="h100_sxm", model="deepseek_v3", precision="fp8")
+    assert f"{round(b.m):,}" in drawn["latency_vs_batch"].caption
