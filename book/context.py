@@ -239,6 +239,13 @@ def _hardware_summary(presets: Presets) -> dict:
     return {"headers": [header(name, u) for _, name, u in columns], "rows": rows}
 
 
+def _claim_counts(presets) -> dict:
+    from book.claims import VERDICTS, audit_claims
+
+    verdicts = [v.verdict for v in audit_claims(presets).values()]
+    return dict(zip(("holds", "caveat", "wrong"), map(verdicts.count, VERDICTS), strict=True))
+
+
 def site_context(presets: Presets | None = None) -> dict:
     presets = presets or load()
     ev = Evaluator(presets, "h100_sxm", "deepseek_v3")
@@ -254,6 +261,7 @@ def site_context(presets: Presets | None = None) -> dict:
             digits=3,
         ),
         "chapters": derivations.CHAPTERS,
+        "claims": _claim_counts(presets),
         "n_equations": len(derivations.CATALOGUE),
         "n_symbols": len(derivations.SYMBOLS),
         "n_presets": {kind: len(table) for kind, table in presets.by_kind.items()},

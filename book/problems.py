@@ -222,6 +222,8 @@ def problem_set(
     for ch in [chapter] if chapter else chapters:
         rng = random.Random(f"{seed}:{ch}")
         candidates = _candidates(ch)
+        if not candidates:  # e.g. a user's chapter of symbolic equations only
+            continue
         made, attempts, unused = 0, 0, list(candidates)
         while made < count and attempts < 20 * count:
             attempts += 1
