@@ -138,11 +138,21 @@ def _tier_price(r: Resolver):
     return q, origin, r.price.source_of("price")
 
 
-def _model_fields(*names: str) -> dict[str, Binding]:
-    return {
-        n: Binding(f"model's {n.replace('_', ' ')}", _figure("model", n), preset="model")
-        for n in names
-    }
+# Architecture symbols read from a model preset: (field, value when a model lacks the field).
+MODEL_FIELDS = {
+    "n_layers": ("layers", None),
+    **{f: (f, None) for f in ("d_model", "n_heads", "n_kv_heads", "head_dim", "vocab")},
+    **{f: (f, None) for f in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim")},
+    **{f: (f, None) for f in ("v_head_dim", "q_lora_rank")},
+    "experts_active": ("experts_active", _none_for("experts")),
+    "experts_routed": ("experts_routed", _none_for("experts")),
+    "experts_shared": ("experts_shared", _none_for("shared experts")),
+    "d_ff": ("d_ff", _none_for("dense MLP")),
+    "d_ff_expert": ("d_ff_expert", _none_for("experts")),
+    "dense_layers": ("dense_layers", _dense_layers),
+    "sliding_window_layers": ("sliding_window_layers", _none_for("sliding-window layers")),
+    "embeddings_active": ("embeddings_active", lambda p: (2, "input and output embeddings (2)")),
+}
 
 
 BINDINGS: dict[str, Binding] = {
@@ -172,55 +182,12 @@ BINDINGS: dict[str, Binding] = {
     "n_active": Binding(
         "model's active parameters", _figure("model", "params_active"), preset="model"
     ),
-    "n_layers": Binding("model's layers", _figure("model", "layers"), preset="model"),
-    **_model_fields(
-        "d_model",
-        "n_heads",
-        "n_kv_heads",
-        "head_dim",
-        "kv_lora_rank",
-        "qk_rope_head_dim",
-        "qk_nope_head_dim",
-        "v_head_dim",
-        "q_lora_rank",
-        "vocab",
-    ),
-    "experts_active": Binding(
-        "model's experts per token",
-        _figure("model", "experts_active", _none_for("experts")),
-        preset="model",
-    ),
-    "d_ff": Binding(
-        "model's dense MLP width", _figure("model", "d_ff", _none_for("dense MLP")), preset="model"
-    ),
-    "d_ff_expert": Binding(
-        "model's expert MLP width",
-        _figure("model", "d_ff_expert", _none_for("experts")),
-        preset="model",
-    ),
-    "experts_routed": Binding(
-        "model's routed experts",
-        _figure("model", "experts_routed", _none_for("experts")),
-        preset="model",
-    ),
-    "experts_shared": Binding(
-        "model's shared experts",
-        _figure("model", "experts_shared", _none_for("shared experts")),
-        preset="model",
-    ),
-    "dense_layers": Binding(
-        "model's dense layers", _figure("model", "dense_layers", _dense_layers), preset="model"
-    ),
-    "sliding_window_layers": Binding(
-        "model's sliding-window layers",
-        _figure("model", "sliding_window_layers", _none_for("sliding-window layers")),
-        preset="model",
-    ),
-    "embeddings_active": Binding(
-        "model's active embedding matrices",
-        _figure("model", "embeddings_active", lambda p: (2, "input and output embeddings (2)")),
-        preset="model",
-    ),
+    **{
+        name: Binding(
+            f"model's {field.replace('_', ' ')}", _figure("model", field, default), (), "model"
+        )
+        for name, (field, default) in MODEL_FIELDS.items()
+    },
     "training_tokens": Binding(
         "model's training tokens", _figure("model", "training_tokens"), preset="model"
     ),
