@@ -246,6 +246,9 @@ def _preset_json(preset) -> dict:
     return {"id": preset.id, "kind": preset.kind, **fields}
 
 
+MAX_SWEEP_POINTS = 1_000_000
+
+
 def _range(spec: str):
     """``SYMBOL=START:STOP:N`` -> (symbol, start, stop, n); START and STOP may carry units."""
     from derivations import lookup_symbol
@@ -277,6 +280,13 @@ def cmd_sweep(args, out) -> None:
     if len(args.over) > 2:
         raise ChalkboardError("--over can be given once or twice")
     ranges = [_range(spec) for spec in args.over]
+    points = 1
+    for *_, count in ranges:
+        points *= count
+    if points > MAX_SWEEP_POINTS:
+        raise ChalkboardError(
+            f"--over asks for {points:,} points; at most {MAX_SWEEP_POINTS:,} in one sweep"
+        )
     space = np.geomspace if args.log else np.linspace
     axes = [(sym, space(a, b, n)) for sym, a, b, n in ranges]
     grids = np.meshgrid(*(values for _, values in axes), indexing="ij")

@@ -37,6 +37,7 @@ DRAWS = {
 PRESET_KINDS = ("hardware", "model", "api", "tier", "fit")
 PRECISIONS = ("bf16", "fp8")
 RELATIVE_TOLERANCE = 0.01
+MAX_COUNT = 200  # problems per chapter in one set
 ESTIMATE_FACTOR = math.sqrt(10)
 
 
@@ -216,8 +217,8 @@ def problem_set(
         from units import closest
 
         raise ChalkboardError(f"unknown chapter {chapter!r}{closest(chapter, chapters)}")
-    if count < 1:
-        raise ChalkboardError("--count must be at least 1")
+    if not 1 <= count <= MAX_COUNT:
+        raise ChalkboardError(f"--count must be from 1 to {MAX_COUNT}")
     out = []
     for ch in [chapter] if chapter else chapters:
         rng = random.Random(f"{seed}:{ch}")

@@ -298,6 +298,11 @@ def test_sweep_json_over_two_inputs():
         (["sweep", "hbm_drain_time", "--over", "mem_bandwidth=80 GB:1 TB/s:3"], "expected"),
         (["sweep", "hbm_drain_time", "--over", "bandwith=1:2:3"], "did you mean"),
         (["sweep", "hbm_drain_time", "--over", "mem_bandwidth=-1:2:3"], "positive"),
+        (
+            ["sweep", "hbm_drain_time", "--over", "mem_bandwidth=1:2:100000"]
+            + ["--over", "hbm_capacity=1:2:100000"],
+            "at most 1,000,000",
+        ),
     ],
 )
 def test_sweep_errors_are_one_line(argv, message, capsys):

@@ -92,8 +92,10 @@ def test_problems_state_givens_with_units_and_a_worked_solution(problems):
 def test_unknown_chapter_and_bad_count():
     with pytest.raises(ChalkboardError, match="did you mean 'moe'"):
         problem_set("mo")
-    with pytest.raises(ChalkboardError, match="at least 1"):
+    with pytest.raises(ChalkboardError, match="from 1 to"):
         problem_set("moe", count=0)
+    with pytest.raises(ChalkboardError, match="from 1 to"):
+        problem_set("moe", count=10**6)
 
 
 # -- the client-side answer checker, run under Node ----------------------------------------

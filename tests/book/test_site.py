@@ -115,3 +115,11 @@ def test_the_number_lint_catches_a_typed_number():
         "5,400",
         "2.5",
     ]
+
+
+def test_the_tutorial_prose_has_no_hand_typed_numbers():
+    from book.tutorial import TUTORIAL
+
+    prose = re.sub(r"```.*?```", "", TUTORIAL.read_text(), flags=re.S)
+    prose = re.sub(r"`[^`]*`", "", prose)  # inline code: commands and inputs, not figures
+    assert NUMBER.findall(prose) == []
