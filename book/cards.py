@@ -273,3 +273,42 @@ def write_exports(folder, presets: Presets | None = None) -> list:
     for writer, path in zip((write_apkg, write_tsv, write_json), paths, strict=True):
         writer(cards, path)
     return paths
+
+
+# -- the site's pages ------------------------------------------------------------------------
+
+# Cards a figure helps with: the figure is shown with the question.
+CARD_FIGURES = {
+    "eq:step_time:dominant": "latency_vs_batch",
+    "eq:cost_per_token:statement": "cost_vs_batch",
+    "eq:ridge_intensity:statement": "roofline",
+    "eq:memory_per_gpu:statement": "memory_vs_stages",
+    "eq:pipeline_bubble_fraction:statement": "pipeline_bubble",
+    "eq:chinchilla_loss:statement": "chinchilla_contours",
+    "eq:storage_tier_drain_time:statement": "drain_ladder",
+}
+
+
+def card_pages(presets: Presets) -> dict:
+    """One page per chapter plus an index: output path -> (template, context)."""
+    from book.figures import drawn
+
+    deck = flashcards(presets)
+    pages, per_chapter = {}, []
+    for chapter in derivations.CHAPTERS:
+        cards = [
+            dict(
+                c.to_dict(),
+                anchor=c.id.replace(":", "-"),
+                figure=drawn(CARD_FIGURES[c.id], presets).html if c.id in CARD_FIGURES else "",
+            )
+            for c in deck
+            if c.chapter == chapter.id
+        ]
+        pages[f"cards/{chapter.id}.md"] = (
+            "cards/chapter.md.j2",
+            {"chapter": chapter, "cards": cards},
+        )
+        per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(cards)})
+    pages["cards/index.md"] = ("cards/index.md.j2", {"chapters": per_chapter, "total": len(deck)})
+    return pages

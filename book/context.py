@@ -168,11 +168,8 @@ def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
         ctx.update(CONTEXTS[chapter_id](presets))
     from book.figures import figures_for
 
-    ctx["figures"] = figures_for(chapter_id, presets, _FIGURE_CACHE.setdefault(id(presets), {}))
+    ctx["figures"] = figures_for(chapter_id, presets)
     return ctx
-
-
-_FIGURE_CACHE: dict[int, dict] = {}  # figures shared by two chapters are drawn once per build
 
 
 def notation_context(presets: Presets | None = None) -> dict:

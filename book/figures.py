@@ -496,15 +496,20 @@ CHAPTER_FIGURES = {
 }
 
 
-def figures_for(chapter: str, presets: Presets, cache: dict | None = None) -> dict:
-    """The chapter's figures by id (``cache`` shares figures used by two chapters)."""
-    cache = {} if cache is None else cache
-    out = {}
-    for fig_id in CHAPTER_FIGURES.get(chapter, ()):
-        if fig_id not in cache:
-            cache[fig_id] = FIGURES[fig_id](presets)
-        out[fig_id] = cache[fig_id]
-    return out
+_DRAWN: dict[tuple[int, str], Figure] = {}
 
 
-__all__ = ["FIGURES", "Figure", "figures_for", "load"]
+def drawn(fig_id: str, presets: Presets) -> Figure:
+    """The figure, drawn once per preset set (a figure used on two pages is drawn once)."""
+    key = (id(presets), fig_id)
+    if key not in _DRAWN:
+        _DRAWN[key] = FIGURES[fig_id](presets)
+    return _DRAWN[key]
+
+
+def figures_for(chapter: str, presets: Presets) -> dict:
+    """The chapter's figures by id."""
+    return {fig_id: drawn(fig_id, presets) for fig_id in CHAPTER_FIGURES.get(chapter, ())}
+
+
+__all__ = ["FIGURES", "Figure", "drawn", "figures_for", "load"]

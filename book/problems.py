@@ -340,3 +340,46 @@ def answer_spec(p: Problem) -> dict:
         "mode": p.mode,
         "unit": f"{p.answer.units:~P}",
     }
+
+
+# -- the site's pages ------------------------------------------------------------------------
+
+PROBLEM_SEED = 0  # the site's problem sets; the CLI draws others
+PROBLEMS_PER_CHAPTER = 6
+
+
+def problem_pages(presets: Presets) -> dict:
+    """One problem set per chapter plus an index: output path -> (template, context)."""
+    import json
+
+    pages, per_chapter = {}, []
+    for chapter in derivations.CHAPTERS:
+        problems = [
+            {
+                "id": p.id,
+                "kind": p.kind,
+                "text": p.text,
+                "givens": [
+                    {"latex": g.latex, "meaning": g.meaning, "value": g.text} for g in p.givens
+                ],
+                "answer_json": json.dumps(answer_spec(p)),
+                "example": f"2.5 {p.answer.units:~P}".strip(),
+                "tolerance": tolerance_text(p),
+                "solution": list(p.solution),
+            }
+            for p in problem_set(chapter.id, PROBLEM_SEED, PROBLEMS_PER_CHAPTER, presets)
+        ]
+        pages[f"problems/{chapter.id}.md"] = (
+            "problems/chapter.md.j2",
+            {"chapter": chapter, "problems": problems, "seed": PROBLEM_SEED},
+        )
+        per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(problems)})
+    pages["problems/index.md"] = (
+        "problems/index.md.j2",
+        {
+            "chapters": per_chapter,
+            "factor": number(ESTIMATE_FACTOR, 3),
+            "tolerance": f"{number(100 * RELATIVE_TOLERANCE)}%",
+        },
+    )
+    return pages

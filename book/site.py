@@ -17,17 +17,9 @@ import jinja2
 import derivations
 from book import context
 from book.calculators import calculators_js
-from book.cards import flashcards, write_exports
+from book.cards import card_pages, write_exports
 from book.claims import claims_context
-from book.figures import FIGURES
-from book.problems import (
-    ESTIMATE_FACTOR,
-    RELATIVE_TOLERANCE,
-    answer_spec,
-    problem_set,
-    tolerance_text,
-    unit_table,
-)
+from book.problems import problem_pages, unit_table
 from book.tutorial import TUTORIAL, tutorial_page
 from units import ChalkboardError
 from units.presets import load
@@ -71,29 +63,8 @@ def pages(presets) -> dict[str, tuple[str, dict]]:
             template,
             context.chapter_context(chapter.id, presets),
         )
-    deck = flashcards(presets)
-    per_chapter = []
-    drawn = context._FIGURE_CACHE.setdefault(id(presets), {})
-    for fig_id in CARD_FIGURES.values():
-        if fig_id not in drawn:
-            drawn[fig_id] = FIGURES[fig_id](presets)
-    for chapter in derivations.CHAPTERS:
-        cards = [
-            dict(
-                c.to_dict(),
-                anchor=c.id.replace(":", "-"),
-                figure=drawn[CARD_FIGURES[c.id]].html if c.id in CARD_FIGURES else "",
-            )
-            for c in deck
-            if c.chapter == chapter.id
-        ]
-        result[f"cards/{chapter.id}.md"] = (
-            "cards/chapter.md.j2",
-            {"chapter": chapter, "cards": cards},
-        )
-        per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(cards)})
+    result.update(card_pages(presets))
     result.update(problem_pages(presets))
-    result["cards/index.md"] = ("cards/index.md.j2", {"chapters": per_chapter, "total": len(deck)})
     preset_ctx = context.presets_context(presets)
     result["claims.md"] = ("claims.md.j2", claims_context(presets))
     for name in ("hardware", "models", "prices", "tiers"):
@@ -125,56 +96,6 @@ def render(docs: Path, presets=None) -> list[Path]:
     _write(docs / "javascripts" / "units.js", units_js)
     _write(docs / "javascripts" / "calculators-data.js", calculators_js(presets))
     return written
-
-
-# Cards a figure helps with: the figure is shown with the question.
-CARD_FIGURES = {
-    "eq:step_time:dominant": "latency_vs_batch",
-    "eq:cost_per_token:statement": "cost_vs_batch",
-    "eq:ridge_intensity:statement": "roofline",
-    "eq:memory_per_gpu:statement": "memory_vs_stages",
-    "eq:pipeline_bubble_fraction:statement": "pipeline_bubble",
-    "eq:chinchilla_loss:statement": "chinchilla_contours",
-    "eq:storage_tier_drain_time:statement": "drain_ladder",
-}
-PROBLEM_SEED = 0  # the site's problem sets; the CLI draws others
-PROBLEMS_PER_CHAPTER = 6
-
-
-def problem_pages(presets) -> dict:
-    from book.format import number
-
-    pages, per_chapter = {}, []
-    for chapter in derivations.CHAPTERS:
-        problems = [
-            {
-                "id": p.id,
-                "kind": p.kind,
-                "text": p.text,
-                "givens": [
-                    {"latex": g.latex, "meaning": g.meaning, "value": g.text} for g in p.givens
-                ],
-                "answer_json": json.dumps(answer_spec(p)),
-                "example": f"2.5 {p.answer.units:~P}".strip(),
-                "tolerance": tolerance_text(p),
-                "solution": list(p.solution),
-            }
-            for p in problem_set(chapter.id, PROBLEM_SEED, PROBLEMS_PER_CHAPTER, presets)
-        ]
-        pages[f"problems/{chapter.id}.md"] = (
-            "problems/chapter.md.j2",
-            {"chapter": chapter, "problems": problems, "seed": PROBLEM_SEED},
-        )
-        per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(problems)})
-    pages["problems/index.md"] = (
-        "problems/index.md.j2",
-        {
-            "chapters": per_chapter,
-            "factor": number(ESTIMATE_FACTOR, 3),
-            "tolerance": f"{number(100 * RELATIVE_TOLERANCE)}%",
-        },
-    )
-    return pages
 
 
 def _write(path: Path, text: str) -> Path:

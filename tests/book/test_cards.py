@@ -44,11 +44,12 @@ def test_every_equation_has_a_statement_card(deck):
 
 def test_cards_that_a_figure_helps_have_one(tmp_path):
     from book import site
+    from book.cards import CARD_FIGURES
 
     site.render(tmp_path)
     text = (tmp_path / "cards" / "batching.md").read_text()
     assert 'id="figure-latency_vs_batch"' in text and "<svg" in text
-    assert set(site.CARD_FIGURES) <= {c.id for c in flashcards()}
+    assert set(CARD_FIGURES) <= {c.id for c in flashcards()}
 
 
 def test_a_worked_number_card_by_hand(deck):
