@@ -17,9 +17,9 @@ import json
 import sympy as sp
 
 import derivations
-from book.cards import REFERENCE
+from book.cards import reference_case
 from derivations.core import Constant, Equation
-from derivations.inputs import BINDINGS, Resolver
+from derivations.inputs import BINDINGS, DEFAULT_CHOICES, Resolver
 from units import Q_, ChalkboardError
 from units.presets import Presets, load
 
@@ -58,18 +58,16 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
     eq: Equation = derivations.get(eq_id)
     if not eq.evaluable:
         return None
-    case = dict(REFERENCE.get(eq.chapter, {}))
-    choices = {k: case.pop(k, None) for k in ("hardware", "model", "api", "tier", "fit")}
-    choices["precision"] = case.pop("precision", "bf16")
-    choices["rental"] = None
-    from derivations.inputs import reachable
-
-    overrides = {k: v for k, v in case.items() if k in reachable(eq)}
+    kw = reference_case(eq, presets)
+    if kw is None:
+        return None
+    # the form's inputs are the leaves: an intermediate given in the case is computed instead
+    kw = {k: v for k, v in kw.items() if derivations.defining(k) is None}
+    choices = {k: kw.get(k) for k in ("hardware", "model", "api", "tier", "fit")}
+    choices["precision"] = kw.get("precision", "bf16")
     try:
-        resolver = Resolver.make(eq, choices, presets, overrides)
+        resolver = eq.resolver(presets=presets, **kw)
         expr, args = eq._fused(resolver.keep)
-        if resolver.keep:  # the form has no separate place for an overridden intermediate
-            expr, args = eq._fused(frozenset())
         values = {s.name: resolver.quantity(s.name) for s in args}
         value = resolver.value_of(eq).to(eq.lhs.display_unit)
     except ChalkboardError:
@@ -104,9 +102,7 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
             {
                 "kind": kind,
                 "options": [(p.id, p.name) for p in presets.by_kind[kind].values()],
-                "selected": (choices.get(kind) or {"precision": "bf16"}.get(kind, ""))
-                if not hasattr(choices.get(kind), "id")
-                else choices[kind].id,
+                "selected": str(choices.get(kind) or DEFAULT_CHOICES.get(kind, "")),
             }
             for kind in kinds
         ],
@@ -115,31 +111,36 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
 
 
 def preset_values(presets: Presets | None = None) -> dict:
-    """For each pickable preset, the values (display units) of the inputs it supplies."""
+    """For each pickable preset, the values (display units) of the inputs it supplies; a
+    hardware preset's FLOP/s are given per precision (``flops:fp8``)."""
     presets = presets or load()
     root = derivations.get("kv_bytes_per_token")
     out: dict = {kind: {} for kind in PICKABLE}
-    names = [n for n in BINDINGS if source_of(n) in PICKABLE]
+
+    def read(choices: dict, names: list[str], key=lambda n: n) -> dict:
+        resolver = Resolver.make(root, {"rental": None, **choices}, presets, {})
+        values = {}
+        for name in names:
+            try:
+                q = resolver.quantity(name)
+            except ChalkboardError:  # the preset lacks that figure: the form leaves it empty
+                continue
+            values[key(name)] = _tidy(q.to(derivations.lookup_symbol(name).display_unit).m)
+        return values
+
     for kind in PICKABLE:
+        names = [n for n in BINDINGS if source_of(n) == kind]
         for preset in presets.by_kind[kind].values():
-            values = {}
-            for precision in presets.precision.values():
-                choices = {kind: preset.id, "precision": precision.id, "rental": None}
-                resolver = Resolver.make(root, choices, presets, {})
-                wanted = (
-                    [n for n in names if source_of(n) == kind]
-                    if kind != "precision"
-                    else ["bytes_per_value"]
-                )
-                for name in wanted + (["flops"] if kind == "hardware" else []):
-                    key = f"flops:{precision.id}" if name == "flops" else name
-                    try:
-                        q = resolver.quantity(name)
-                    except ChalkboardError:
-                        continue
-                    sym = derivations.lookup_symbol(name)
-                    values[key] = _tidy(q.to(sym.display_unit).magnitude)
-            out[kind][preset.id] = values
+            out[kind][preset.id] = read({kind: preset.id}, names)
+            if kind == "hardware":
+                for precision in presets.precision:
+                    out[kind][preset.id].update(
+                        read(
+                            {kind: preset.id, "precision": precision},
+                            ["flops"],
+                            key=lambda n, p=precision: f"{n}:{p}",
+                        )
+                    )
     return out
 
 

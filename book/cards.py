@@ -28,7 +28,12 @@ REFERENCE = {
     "batching": dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=2048),
     "moe": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=2048),
     "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8"),
-    "overtraining": dict(model="kimi_k2", training_flops="1e25 FLOP", cost_product="1e50 FLOP**2"),
+    "overtraining": dict(
+        model="kimi_k2",
+        training_flops="1e25 FLOP",
+        cost_product="1e50 FLOP**2",
+        rl_tokens="1e13 token",
+    ),
     "long_context": dict(
         hardware="h100_sxm",
         model="llama_3_1_70b",
@@ -53,19 +58,28 @@ class Card:
         return {k: getattr(self, k) for k in ("id", "chapter", "kind", "front", "back", "source")}
 
 
-def _case(eq: Equation, presets: Presets) -> dict | None:
-    """The chapter's reference case, narrowed to what ``eq`` reads; None if it cannot run."""
+PRESET_KINDS = ("hardware", "model", "precision", "api", "tier", "fit", "price")
+
+
+def reference_case(eq: Equation, presets: Presets) -> dict | None:
+    """Evaluation keywords for ``eq``: its chapter's reference case narrowed to what it reads,
+    with another model preset when the reference model lacks a figure it needs (an MLA count
+    on a GQA model, say); None when nothing works."""
     from derivations.inputs import reachable
 
-    case = dict(REFERENCE.get(eq.chapter, {}))
     allowed = set(reachable(eq))
-    kinds = ("hardware", "model", "precision", "api", "tier", "fit", "price")
-    kw = {k: v for k, v in case.items() if k in kinds or k in allowed}
-    try:
-        eq.evaluate(presets=presets, **kw)
-    except ChalkboardError:
-        return None
-    return kw
+    case = {
+        k: v for k, v in REFERENCE.get(eq.chapter, {}).items() if k in PRESET_KINDS or k in allowed
+    }
+    models = [case.get("model")] + [m for m in presets.ids("model") if m != case.get("model")]
+    for model in models if "model" in case else [None]:
+        kw = dict(case, model=model) if model else case
+        try:
+            eq.evaluate(presets=presets, **kw)
+        except ChalkboardError:
+            continue
+        return kw
+    return None
 
 
 def _describe(kw: dict, presets: Presets) -> str:
@@ -169,7 +183,7 @@ def flashcards(presets: Presets | None = None) -> list[Card]:
                 cards.append(step)
             if not eq.evaluable:
                 continue
-            kw = _case(eq, presets)
+            kw = reference_case(eq, presets)
             for make in (_dominance, _number):
                 if (card := make(eq, kw, presets)) is not None:
                     cards.append(card)
