@@ -172,11 +172,49 @@ def _claim_cards(presets: Presets) -> list[Card]:
     return cards
 
 
+TAKEAWAYS = re.compile(r'^!!! abstract "Takeaways"\n((?:    .*\n|\n)+)', re.M)
+
+
+def takeaway_cards(chapter, presets: Presets) -> list[Card]:
+    """Concept cards from the chapter page's takeaways: the bold claim on the front, its
+    computed support on the back. The page is rendered from the equations, so are the cards."""
+    from book.context import chapter_context
+    from book.site import TEMPLATES, environment
+
+    template = f"chapters/{chapter.id}.md.j2"
+    if not (TEMPLATES / template).exists():
+        return []
+    page = environment().get_template(template).render(**chapter_context(chapter.id, presets))
+    match = TAKEAWAYS.search(page)
+    if not match:
+        return []
+    bullets = re.split(r"\n    - ", "\n" + match.group(1).rstrip())
+    cards = []
+    for i, bullet in enumerate(b for b in bullets if b.strip()):
+        text = " ".join(line.strip() for line in bullet.splitlines())
+        lead = re.match(r"\*\*(.+?)\*\*\s*(.*)", text)
+        if not lead or not lead.group(2):
+            continue
+        front = f"*{chapter.title}*: why, and by how much? **{lead.group(1)}**"
+        cards.append(
+            Card(
+                f"takeaway:{chapter.id}:{i + 1}",
+                chapter.id,
+                "concept",
+                front,
+                lead.group(2),
+                f"chapter {chapter.id}",
+            )
+        )
+    return cards
+
+
 def flashcards(presets: Presets | None = None) -> list[Card]:
     """Every card, in chapter order."""
     presets = presets or load()
     cards: list[Card] = []
     for chapter in derivations.CHAPTERS:
+        cards += takeaway_cards(chapter, presets)
         for eq in derivations.equations(chapter.id):
             cards.append(_statement(eq))
             if (step := _key_step(eq)) is not None:

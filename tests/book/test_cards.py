@@ -30,10 +30,19 @@ def test_every_chapter_has_cards_and_every_card_is_traced(deck):
     claims = audit_claims()
     for c in deck:
         kind, _, name = c.source.partition(" ")
-        assert (kind == "equation" and name in derivations.CATALOGUE) or (
-            kind == "claim" and name in claims
+        assert (
+            (kind == "equation" and name in derivations.CATALOGUE)
+            or (kind == "claim" and name in claims)
+            or (kind == "chapter" and name in {ch.id for ch in derivations.CHAPTERS})
         ), c.id
     assert len({c.id for c in deck}) == len(deck)
+
+
+def test_every_chapter_s_takeaways_become_concept_cards(deck):
+    for chapter in derivations.CHAPTERS:
+        concepts = [c for c in deck if c.chapter == chapter.id and c.kind == "concept"]
+        assert len(concepts) >= 3, chapter.id
+        assert all(c.front.count("**") == 2 and c.back for c in concepts)
 
 
 def test_every_equation_has_a_statement_card(deck):
