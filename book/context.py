@@ -152,11 +152,22 @@ def cell_in(in_unit: str, compute) -> str:
     return "—" if q is None else number(q.to(in_unit).magnitude)
 
 
+_CHAPTER_CONTEXTS: dict[tuple, dict] = {}  # by chapter and the preset files behind it
+
+
 def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
-    """The equations of a chapter plus what its own context module computes."""
+    """The equations of a chapter plus what its own context module computes (computed once per
+    preset set: the chapter page and its concept flashcards share it)."""
+    presets = presets or load()
+    key = (chapter_id, presets.files)
+    if key not in _CHAPTER_CONTEXTS:
+        _CHAPTER_CONTEXTS[key] = _chapter_context(chapter_id, presets)
+    return _CHAPTER_CONTEXTS[key]
+
+
+def _chapter_context(chapter_id: str, presets: Presets) -> dict:
     from book.chapters import CONTEXTS
 
-    presets = presets or load()
     chapter = next(c for c in derivations.CHAPTERS if c.id == chapter_id)
     ctx = {
         "chapter": chapter,

@@ -496,12 +496,12 @@ CHAPTER_FIGURES = {
 }
 
 
-_DRAWN: dict[tuple[int, str], Figure] = {}
+_DRAWN: dict[tuple, Figure] = {}  # by the preset files behind it and figure id
 
 
 def drawn(fig_id: str, presets: Presets) -> Figure:
     """The figure, drawn once per preset set (a figure used on two pages is drawn once)."""
-    key = (id(presets), fig_id)
+    key = (presets.files, fig_id)
     if key not in _DRAWN:
         _DRAWN[key] = FIGURES[fig_id](presets)
     return _DRAWN[key]
