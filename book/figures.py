@@ -324,14 +324,18 @@ def memory_vs_stages(presets: Presets) -> Figure:
 
     alt = (
         f"Stacked bars of HBM per chip against pipeline stages for {RACK['model']} on "
-        f"{RACK['hardware']}: the weights shrink from {weights[0]:.0f} GB to {weights[-1]:.1f} GB "
-        f"while the KV cache stays at {kvs[0]:.1f} GB."
+        f"{RACK['hardware']}: the weights shrink from {quantity(Q_(weights[0], 'GB'))} to "
+        f"{quantity(Q_(weights[-1], 'GB'))} while the KV cache stays at "
+        f"{quantity(Q_(kvs[0], 'GB'))}."
     )
     caption = (
         f"Pipelining divides the weights by the stage count; the KV cache per chip stays "
         f"{quantity(Q_(kvs[0], 'GB'))} because as many micro-batches are in flight as stages."
     )
     return _render("memory_vs_stages", draw, alt, caption)
+
+
+BUBBLE_STAGES = (2, 4, 8, 16)
 
 
 def pipeline_bubble(presets: Presets) -> Figure:
@@ -342,7 +346,7 @@ def pipeline_bubble(presets: Presets) -> Figure:
     default = ev.q("pipeline_bubble_fraction")
 
     def draw(fig, ax):
-        for p in (2, 4, 8, 16):
+        for p in BUBBLE_STAGES:
             y = (
                 get("pipeline_bubble_fraction")
                 .sweep("microbatches", micro, presets=presets, pipeline_stages=Q_(p, "stage"))
@@ -355,7 +359,8 @@ def pipeline_bubble(presets: Presets) -> Figure:
         ax.legend(loc="upper right")
 
     alt = (
-        "Bubble fraction of a fill-and-drain pipeline against micro-batches for 2 to 16 stages: "
+        "Bubble fraction of a fill-and-drain pipeline against micro-batches for "
+        f"{BUBBLE_STAGES[0]} to {BUBBLE_STAGES[-1]} stages: "
         "each curve falls from near one toward zero as micro-batches grow."
     )
     caption = (
@@ -433,7 +438,8 @@ def chinchilla_contours(presets: Presets) -> Figure:
     caption = (
         f"Chinchilla iso-loss contours ({fit.name}). The bold line is the compute-optimal path; "
         f"the equal-cost frontier model sits far above it, over-trained "
-        f"{quantity(factor)} times against twenty tokens per parameter."
+        f"{quantity(factor)} times against "
+        f"{quantity(presets.parameter['chinchilla_tokens_per_param'].value)}."
     )
     return _render("chinchilla_contours", draw, alt, caption)
 

@@ -152,7 +152,9 @@ chips_to_fit = symbol(
 
 # -- intermediates named only inside derivations -----------------------------------------------
 step_flops = symbol("step_flops", "FLOP", "FLOPs of one decode step", r"\Phi_{\mathrm{step}}")
-weight_bytes = symbol("weight_bytes", "byte", "bytes of all the weights", r"M_{\mathrm{weights}}")
+weight_bytes = symbol(
+    "weight_bytes", "byte", "bytes of all the weights", r"M_{\mathrm{weights}}", display="GB"
+)
 kv_bytes = symbol("kv_bytes", "byte", "bytes of the batch's KV cache", r"M_{\mathrm{KV}}")
 step_rent = symbol("step_rent", "USD", "rent for the chips during one step", r"R_{\mathrm{step}}")
 tokens_per_step = symbol(

@@ -33,6 +33,7 @@ def context(presets: Presets) -> dict:
         "frontier": quantity(frontier.to("Gparameter")),
         "kink_context": quantity(presets.parameter["price_kink_context"].value.to("ktoken")),
         "kink": kink,
+        "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "apis": _api_table(presets),
         "fast": {
             "price": quantity(presets.parameter["fast_price_multiplier"].value),

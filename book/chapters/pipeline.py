@@ -52,6 +52,8 @@ def context(presets: Presets) -> dict:
         "one_tb": Evaluator(presets, precision="fp8").text(
             "weight_memory", n_total=Q_(1, "Tparameter")
         ),
+        "one_tb_params": quantity(Q_(1, "Tparameter")),
+        "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "bubble": _bubble_table(lecture),
     }
 

@@ -139,9 +139,22 @@ def test_every_page_loads_cleanly_with_math_rendered_and_no_broken_links(server,
 def test_search_finds_crossover(server, page):
     base, _ = server
     page.goto(base + "/")
-    page.locator("input.md-search__input").fill("crossover")
-    item = page.locator(".md-search-result__item").first
-    item.wait_for(timeout=15000)
+    box, item = page.locator("input.md-search__input"), page.locator(".md-search-result__item")
+    # Material reads the query on keyup, so type it key by key (fill() sends no keyup). The
+    # search worker builds its index in the background; a query typed before it is ready can
+    # go unanswered, so type it again until results appear (a minute at most).
+    for _ in range(6):
+        box.fill("")
+        box.press_sequentially("crossover", delay=20)
+        try:
+            item.first.wait_for(timeout=10_000)
+            break
+        except Exception:  # playwright's TimeoutError: not ready yet
+            continue
+    meta = page.locator(".md-search-result__meta").inner_text()
+    assert item.count() > 0, (
+        f"no search results for 'crossover' in a minute ({meta!r}, {page.errors})"
+    )
     assert "crossover" in page.locator(".md-search-result").inner_text().lower()
 
 
