@@ -99,6 +99,9 @@ def make_parser() -> Parser:
     p.add_argument("id")
     _add_inputs(p)
 
+    p = sub.add_parser("symbols", help="every symbol: unit, meaning, and the equation defining it")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("show", help="an equation's symbols, assumptions, source and dependencies")
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
@@ -362,6 +365,21 @@ def cmd_sensitivity(args, out) -> None:
         out.write(f"    {name:<26} {number(v, 3):>8}  {side}\n")
 
 
+def cmd_symbols(args, out) -> None:
+    import derivations
+
+    rows = []
+    for s in derivations.SYMBOLS.values():
+        defined = derivations.defining(s.name)
+        rows.append({**_symbol_json(s), "defined_by": defined.id if defined else None})
+    if args.json:
+        out.write(json.dumps(rows, indent=2) + "\n")
+        return
+    for r in rows:
+        by = f"  = {r['defined_by']}" if r["defined_by"] else ""
+        out.write(f"{r['name']:<30} {r['unit']:<20} {r['meaning']}{by}\n")
+
+
 def cmd_show(args, out) -> None:
     import derivations
 
@@ -470,6 +488,7 @@ COMMANDS = {
     "solve": cmd_solve,
     "sweep": cmd_sweep,
     "sensitivity": cmd_sensitivity,
+    "symbols": cmd_symbols,
     "show": cmd_show,
     "problems": cmd_problems,
     "presets": cmd_presets,

@@ -402,3 +402,12 @@ def test_problems_text_with_answers():
 def test_problems_bad_chapter_is_one_line(capsys):
     assert main(["problems", "--chapter", "mo"]) == 2
     assert capsys.readouterr().err == "error: unknown chapter 'mo' (did you mean 'moe'?)\n"
+
+
+def test_symbols_lists_units_and_defining_equations():
+    out = io.StringIO()
+    assert main(["symbols", "--json"], out=out) == 0
+    rows = {r["name"]: r for r in json.loads(out.getvalue())}
+    assert rows["mem_bandwidth"]["unit"] == "byte/s" and rows["mem_bandwidth"]["defined_by"] is None
+    assert rows["kv_bytes_per_token"]["defined_by"] == "kv_bytes_per_token"
+    assert rows["crossover_batch"]["defined_by"] == "crossover_batch"
