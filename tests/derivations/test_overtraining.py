@@ -124,3 +124,20 @@ def test_balanced_tokens_scale_with_inference_inefficiency(eta, served):
 @given(s.n_total)
 def test_chinchilla_tokens_are_twenty_per_parameter(n):
     assert get("chinchilla_tokens").evaluate(n_active=n).to("token").m == pytest.approx(20 * n.m)
+
+
+def test_a_wrong_optimum_fails_its_derivation():
+    import dataclasses
+
+    from derivations import Derivation, DerivationError
+    from derivations.derivation import rename, solve
+
+    eq = get("compute_optimal_params")
+    a, b = sp.symbols("loss_param_exponent loss_data_exponent", positive=True)
+    wrong = eq.rhs.subs({a: b, b: a}, simultaneous=True)  # exponents swapped
+    steps = list(eq.derivation.steps)
+    steps[-2] = solve(sp.Symbol("n_active", positive=True), wrong, "a slip")
+    steps[-1] = rename(steps[-1].relation.lhs, wrong, "name it")
+    bad = dataclasses.replace(eq, rhs=wrong, derivation=Derivation(*steps))
+    with pytest.raises(DerivationError, match="a slip"):
+        bad.check()
