@@ -20,6 +20,7 @@ from derivations.notation import (
     batch_size,
     bytes_per_value,
     cache_breakeven_time,
+    cache_bytes,
     cache_discount,
     cache_hold_cost,
     cache_read_price,
@@ -420,6 +421,15 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "tier with capacity/bandwidth ~ hold time"),
         assumptions=("the cache fills a fraction phi of the device and is read at full bandwidth",),
+        derivation=Derivation(
+            given(tier_drain_time.sym, cache_bytes.sym / W_t, "the caches' bytes read back"),
+            substitute(
+                {cache_bytes.sym: phi * C_t},
+                tier_drain_time.sym,
+                phi * C_t / W_t,
+                "they fill a fraction phi of the device",
+            ),
+        ),
         summary="How long a tier takes to read back the caches it holds: the lifetime a cache "
         "on that tier can usefully have.",
     )
@@ -434,6 +444,19 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "hold = bytes / capacity x $/s of that tier"),
         assumptions=("the tier's price is shared by the bytes it holds",),
+        derivation=Derivation(
+            given(
+                cache_hold_cost.sym,
+                cache_bytes.sym * tier_price.sym,
+                "the bytes held times the price of a byte-hour",
+            ),
+            substitute(
+                {cache_bytes.sym: L * k},
+                cache_hold_cost.sym,
+                L * k * tier_price.sym,
+                "k bytes for each of the L tokens of the prefix",
+            ),
+        ),
         summary="The cache's bytes times the tier's price per byte-hour.",
     )
 )
@@ -471,6 +494,18 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "hold vs retrieve per tier"),
         assumptions=("reading the cache back costs nothing next to holding it",),
+        derivation=Derivation(
+            given(
+                cache_hold_cost.sym * cache_breakeven_time.sym,
+                cache_recompute_cost.sym,
+                "at the break-even time, holding has cost as much as one recompute",
+            ),
+            solve(
+                cache_breakeven_time.sym,
+                cache_recompute_cost.sym / cache_hold_cost.sym,
+                "solve for the time",
+            ),
+        ),
         summary="Hold a cache for less than this and holding is cheaper; longer, and "
         "recomputing it is.",
     )

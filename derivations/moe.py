@@ -30,6 +30,7 @@ from derivations.notation import (
     flops_per_param_token,
     hardware_scale_out_penalty,
     hbm_capacity,
+    home_rack_share,
     multi_rack_slowdown,
     n_active,
     n_chips,
@@ -105,6 +106,15 @@ register(
         source=Source(LECTURE, SECTION_B, "two racks => half the tokens leave the rack"),
         assumptions=(
             "experts are spread evenly over r racks and tokens route uniformly at random",
+        ),
+        derivation=Derivation(
+            given(f, 1 - home_rack_share.sym, "traffic leaves unless the expert is at home"),
+            substitute(
+                {home_rack_share.sym: 1 / r},
+                f,
+                1 - 1 / r,
+                "one rack in r holds the expert a token is routed to",
+            ),
         ),
         summary="A token's expert sits in its own rack with probability 1/r.",
     )

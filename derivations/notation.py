@@ -717,3 +717,17 @@ revnet_training_flops = symbol(
 recompute_flops = symbol(
     "recompute_flops", "FLOP", "compute of recomputing the activations", r"C_{\mathrm{recompute}}"
 )
+
+# -- more intermediates named only inside derivations ------------------------------------------
+home_rack_share = symbol(
+    "home_rack_share",
+    "dimensionless",
+    "probability that a token's expert sits in the token's own rack",
+    r"p_{\mathrm{home}}",
+)
+cache_bytes = symbol(
+    "cache_bytes", "byte", "bytes of one sequence's KV cache", r"M_{\mathrm{cache}}"
+)
+hop_count = symbol(
+    "hop_count", "dimensionless", "hops a token makes per step", r"h_{\mathrm{hops}}"
+)

@@ -210,6 +210,18 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_E, "D_pre = D_inf ~ 200T"),
         assumptions=("pre-training and inference cost the same",),
+        derivation=Derivation(
+            given(
+                pretrain_inference_token_ratio.sym,
+                balanced_training_tokens.sym / D_inf,
+                "the equal-cost ratio of pre-training to inference tokens",
+            ),
+            solve(
+                balanced_training_tokens.sym,
+                pretrain_inference_token_ratio.sym * D_inf,
+                "times the tokens the deployment serves",
+            ),
+        ),
         summary="The equal-cost ratio applied to the tokens a deployment serves.",
     )
 )
@@ -309,6 +321,17 @@ register(
         chapter=CHAPTER,
         source=Source(CHINCHILLA),
         assumptions=("training compute is 6 N D",),
+        derivation=Derivation(
+            given(C, 3 * c_f * N * D, "the budget is spent: C = 6 N D"),
+            solve(D, C / (3 * c_f * N), "solve for the tokens"),
+            substitute(
+                {N: optimal_params.sym},
+                D,
+                C / (3 * c_f * optimal_params.sym),
+                "at the compute-optimal size",
+            ),
+            rename(optimal_tokens.sym, C / (3 * c_f * optimal_params.sym), "name it D*"),
+        ),
         summary="What the budget buys in tokens at the optimal size: D* grows as C to the "
         "alpha / (alpha + beta).",
     )

@@ -22,6 +22,7 @@ from derivations.notation import (
     domain_weight_fetch_time,
     expert_parallel_chips,
     experts_active,
+    hop_count,
     hop_latency,
     kv_bytes_per_token,
     layers_per_stage,
@@ -167,6 +168,19 @@ register(
         assumptions=(
             "a token passes through every stage once per step, one hop each",
             "the step itself is unchanged: the stages split it",
+        ),
+        derivation=Derivation(
+            given(
+                pipelined_latency.sym,
+                train_period.sym + hop_count.sym * hop_latency.sym,
+                "the step's period plus the time spent hopping",
+            ),
+            substitute(
+                {hop_count.sym: P},
+                pipelined_latency.sym,
+                train_period.sym + P * hop_latency.sym,
+                "one hop out of each of the P stages, the last back to the first",
+            ),
         ),
         summary="Pipelining adds a hop's latency per stage to every generated token.",
     )
