@@ -82,26 +82,20 @@ def reference_case(eq: Equation, presets: Presets) -> dict | None:
     return None
 
 
+NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by their names
+
+
 def _describe(kw: dict, presets: Presets) -> str:
-    names = {"hardware": "hardware", "model": "model", "api": "api", "tier": "tier", "fit": "fit"}
-    parts = [presets.get(k, v).name for k, v in kw.items() if k in names]
+    parts = [presets.get(k, v).name for k, v in kw.items() if k in NAMED_KINDS]
     if "precision" in kw:
         parts.append(str(kw["precision"]).upper())
-    given = [f"{k.replace('_', ' ')} {v}" for k, v in kw.items() if k not in (*names, "precision")]
+    given = [f"{k.replace('_', ' ')} {v}" for k, v in kw.items() if k not in PRESET_KINDS]
     return ", ".join(parts + given) or "the lecture's figures"
 
 
 def _command(eq: Equation, kw: dict) -> str:
-    flags = [
-        f"--{k} {v}"
-        for k, v in kw.items()
-        if k in ("hardware", "model", "precision", "api", "tier", "fit")
-    ]
-    sets = [
-        f"--set {k}='{v}'"
-        for k, v in kw.items()
-        if k not in ("hardware", "model", "precision", "api", "tier", "fit")
-    ]
+    flags = [f"--{k} {v}" for k, v in kw.items() if k in PRESET_KINDS]
+    sets = [f"--set {k}='{v}'" for k, v in kw.items() if k not in PRESET_KINDS]
     return " ".join(["chalkboard eval", eq.id, *flags, *sets])
 
 

@@ -124,18 +124,6 @@ class Evaluator:
         return quantity(self.q(eq_id, **overrides))
 
 
-def memory_split(ev: Evaluator, **overrides) -> tuple:
-    """Chapter D's memory per chip split into (weights, KV cache) on one evaluator."""
-    kv_symbol = derivations.lookup_symbol("kv_bytes_per_token").sym
-    weights = kv = None
-    for term, value in ev.terms("memory_per_gpu", **overrides).items():
-        if kv_symbol in term.free_symbols:
-            kv = value
-        else:
-            weights = value
-    return weights, kv
-
-
 def header(name: str, in_unit: str) -> str:
     """A table column heading with its unit: ``'HBM (GB)'``; a pure number has none."""
     shown = unit(parse_unit(in_unit))

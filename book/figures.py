@@ -299,32 +299,33 @@ def drain_ladder(presets: Presets) -> Figure:
 
 # -- chapters C-D ----------------------------------------------------------------------------
 
-RACK = dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8")
-STAGES = (1, 2, 4, 8, 16)
-
 
 def memory_vs_stages(presets: Presets) -> Figure:
-    from book.context import memory_split
+    from book.chapters import pipeline
 
-    ev = Evaluator(presets, **RACK)
-    split = [memory_split(ev, pipeline_stages=Q_(p, "stage")) for p in STAGES]
+    ev = Evaluator(presets, pipeline.RACK, pipeline.MODEL, "fp8")
+    split = [pipeline.memory_split(ev, pipeline_stages=Q_(p, "stage")) for p in pipeline.STAGES]
     weights = [w.to("GB").m for w, _ in split]
     kvs = [k.to("GB").m for _, k in split]
-    hbm = presets.get("hardware", RACK["hardware"]).hbm_capacity.to("GB")
+    hbm = presets.get("hardware", pipeline.RACK).hbm_capacity.to("GB")
+    model, rack = (
+        presets.get("model", pipeline.MODEL).name,
+        presets.get("hardware", pipeline.RACK).name,
+    )
 
     def draw(fig, ax):
-        x = np.arange(len(STAGES))
+        x = np.arange(len(pipeline.STAGES))
         ax.bar(x, weights, label="weights", color=PALETTE[0])
         ax.bar(x, kvs, bottom=weights, label="KV cache", color=PALETTE[1])
-        ax.set_xticks(x, [str(p) for p in STAGES])
+        ax.set_xticks(x, [str(p) for p in pipeline.STAGES])
         _mark(ax, hbm.m, f"HBM per chip {quantity(hbm)}", vertical=False)
         ax.set_xlabel("pipeline stages P")
         ax.set_ylabel("HBM needed per chip (GB)")
         ax.legend(loc="upper right")
 
     alt = (
-        f"Stacked bars of HBM per chip against pipeline stages for {RACK['model']} on "
-        f"{RACK['hardware']}: the weights shrink from {quantity(Q_(weights[0], 'GB'))} to "
+        f"Stacked bars of HBM per chip against pipeline stages for {model} on "
+        f"{rack} at FP8: the weights shrink from {quantity(Q_(weights[0], 'GB'))} to "
         f"{quantity(Q_(weights[-1], 'GB'))} while the KV cache stays at "
         f"{quantity(Q_(kvs[0], 'GB'))}."
     )

@@ -438,7 +438,9 @@ class Equation:
     def evaluable(self) -> bool:
         """False when the right side holds an arbitrary function (such as a Feistel round's f):
         such an equation is verified symbolically but has no numeric value."""
-        return not self.expanded().atoms(AppliedUndef)
+        if "evaluable" not in self._compiled:  # checked on every evaluation: expand once
+            self._compiled["evaluable"] = not self.expanded().atoms(AppliedUndef)
+        return self._compiled["evaluable"]
 
     def evaluate_detailed(
         self,

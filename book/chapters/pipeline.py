@@ -6,7 +6,8 @@
 True
 """
 
-from book.context import Evaluator, cell_in, header, memory_split
+import derivations
+from book.context import Evaluator, cell_in, header
 from book.format import quantity
 from units import Q_
 from units.presets import Presets
@@ -56,6 +57,18 @@ def context(presets: Presets) -> dict:
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "bubble": _bubble_table(lecture),
     }
+
+
+def memory_split(ev: Evaluator, **overrides) -> tuple:
+    """Memory per chip split into (weights, KV cache) on one evaluator."""
+    kv_symbol = derivations.lookup_symbol("kv_bytes_per_token").sym
+    weights = kv = None
+    for term, value in ev.terms("memory_per_gpu", **overrides).items():
+        if kv_symbol in term.free_symbols:
+            kv = value
+        else:
+            weights = value
+    return weights, kv
 
 
 def _stages_table(ev: Evaluator) -> dict:

@@ -3,7 +3,8 @@
 import pytest
 
 from book.chapters import CONTEXTS, pipeline
-from book.context import Evaluator, memory_split
+from book.chapters.pipeline import memory_split
+from book.context import Evaluator
 from derivations import CHAPTERS, get
 from units import Q_
 from units.presets import load

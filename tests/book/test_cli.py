@@ -223,6 +223,8 @@ def test_eval_kv_bytes_per_token_json_with_a_model_preset():
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
+        # by hand: Opus output 25 over input 5 USD/Mtoken; DDR5: 10% of 64 GB at 38.4 GB/s;
+        # DeepSeek-V3: 256 experts over the lecture's 64 chips
         (["eval", "decode_prefill_ratio_from_prices", "--api", "claude_opus_4_6"], 5.0),
         (["eval", "storage_tier_drain_time", "--tier", "dram_ddr5"], 0.1 * 64 / 38.4),
         (["eval", "experts_per_chip", "--model", "deepseek_v3"], 4.0),
