@@ -511,12 +511,12 @@ class Equation:
         if self.solved_from:
             raise ChalkboardError(
                 f"{self.id}: no positive solution for {self.lhs.name}{at}: it would be "
-                f"{first.magnitude:.4g} {first.units:~P}, so the given {self.solved_from} "
+                f"{first.magnitude:.4g} {first.units:P}, so the given {self.solved_from} "
                 "cannot be reached with these inputs"
             )
         what = "underflows to 0" if first.magnitude == 0 else "would be negative"
         raise ChalkboardError(
-            f"{self.id}: {self.lhs.name} {what} ({first.magnitude:.4g} {first.units:~P}){at}; "
+            f"{self.id}: {self.lhs.name} {what} ({first.magnitude:.4g} {first.units:P}){at}; "
             "these inputs are outside the range where the equation holds"
         )
 

@@ -282,6 +282,41 @@ def _bare_unit(sym, what: str, values) -> pint.Unit:
     return bare_unit(f"{first:g}", sym.unit, sym.display or sym.unit, what)
 
 
+_CHECKED_PARAMETERS: set = set()
+
+
+def check_parameters(presets: Presets) -> None:
+    """Every ``[parameter.NAME]`` in a user's preset file must name a declared symbol and have
+    its dimension (a typo such as ``[parameter.not_a_symbol]`` would otherwise be ignored
+    silently). The built-in files also hold figures the book reads by name."""
+    from derivations.core import SYMBOLS
+    from units.presets import BUILTIN_FILES
+
+    builtin = {str(p) for p in BUILTIN_FILES}
+
+    key = (presets.files, len(SYMBOLS))
+    if key in _CHECKED_PARAMETERS:
+        return
+    for name, parameter in presets.by_kind["parameter"].items():
+        if parameter.path in builtin:
+            continue
+        where = f"{parameter.path}: parameter.{name}"
+        if name not in SYMBOLS:
+            raise ChalkboardError(f"{where}: no symbol is named {name!r}{closest(name, SYMBOLS)}")
+        sym, q = SYMBOLS[name], parameter.value
+        if q.dimensionality != sym.dimensionality:
+            if not q.dimensionality and q.units == Q_(1).units:
+                raise ChalkboardError(
+                    f"{where}.value={q.magnitude:g} needs a unit, like "
+                    f"{q.magnitude:g} {sym.display or sym.unit}"
+                )
+            raise ChalkboardError(
+                f"{where}.value is {q.dimensionality or 'dimensionless'}, expected "
+                f"{sym.dimension} (like {sym.display or sym.unit})"
+            )
+    _CHECKED_PARAMETERS.add(key)
+
+
 CHOICE_KINDS = ("hardware", "model", "precision", "rental", "api", "tier", "fit")
 DEFAULT_CHOICES = {"precision": "bf16", "rental": "lecture_gpu", "fit": "hoffmann_2022"}
 
@@ -310,6 +345,7 @@ class Resolver:
         """``choices`` maps preset kinds (hardware, model, precision, rental, api, tier, fit) to
         ids or Presets; precision, rental and fit fall back to their defaults."""
         presets = presets or load()
+        check_parameters(presets)
         if not root.evaluable:
             raise ChalkboardError(
                 f"{root.id} holds an arbitrary function, so it is verified symbolically but "
