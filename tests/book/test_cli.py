@@ -282,7 +282,7 @@ def test_sweep_csv_has_units_in_the_header_and_matches_eval():
 def test_sweep_json_over_two_inputs():
     out = io.StringIO()
     argv = ["sweep", "crossover_batch", "--over", "mem_bandwidth=1 TB/s:8000 GB/s:3"]
-    argv += ["--over", "flops=500:2000:2", "--model", "deepseek_v3", "--json"]
+    argv += ["--over", "flops=500 TFLOP/s:2000 TFLOP/s:2", "--model", "deepseek_v3", "--json"]
     assert main(argv, out=out) == 0
     data = json.loads(out.getvalue())
     assert [c["unit"] for c in data["columns"]] == ["TB / s", "TFLOP / s", "seq"]

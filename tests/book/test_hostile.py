@@ -368,3 +368,42 @@ def test_any_arguments_exit_0_with_finite_output_or_2_with_one_error_line(argv):
     else:
         assert code == 2, (argv, code, err)
         assert err.count("\n") == 1 and err.startswith("error: "), (argv, err)
+
+
+def test_an_unexpected_exception_is_one_line_that_asks_for_a_bug_report(monkeypatch):
+    import book.cli
+
+    def broken(args, out):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setitem(book.cli.COMMANDS, "list", broken)
+    one_error("list", match="internal error (RuntimeError: boom second line); this is a bug")
+
+
+def test_sys_exit_during_a_command_is_not_a_silent_success(monkeypatch):
+    import book.cli
+
+    monkeypatch.setitem(book.cli.COMMANDS, "list", lambda args, out: sys.exit(0))
+    one_error("list", match="sys.exit(0) was called")
+
+
+def test_serve_passes_relative_presets_as_absolute_paths(tmp_path, monkeypatch):
+    # the rebuild runs in the project folder, so a relative --presets served 404s forever
+    from book import site
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.toml").write_text("")
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(command, **kwargs):
+        seen["command"] = command
+        raise Stop
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    with pytest.raises(Stop):
+        site.serve(0, extra_presets=("mine.toml",))
+    i = seen["command"].index("--presets")
+    assert seen["command"][i + 1] == str(tmp_path / "mine.toml")
