@@ -299,10 +299,10 @@ def test_sweep_json_over_two_inputs():
         (["sweep", "cost_per_token", "--over", "batch_size=1:10:1"], "N must be"),
         (["sweep", "hbm_drain_time", "--over", "mem_bandwidth=80 GB:1 TB/s:3"], "expected"),
         (["sweep", "hbm_drain_time", "--over", "bandwith=1:2:3"], "did you mean"),
-        (["sweep", "hbm_drain_time", "--over", "mem_bandwidth=-1:2:3"], "positive"),
+        (["sweep", "hbm_drain_time", "--over", "mem_bandwidth=-1 TB/s:2 TB/s:3"], "positive"),
         (
-            ["sweep", "hbm_drain_time", "--over", "mem_bandwidth=1:2:100000"]
-            + ["--over", "hbm_capacity=1:2:100000"],
+            ["sweep", "hbm_drain_time", "--over", "mem_bandwidth=1 TB/s:2 TB/s:100000"]
+            + ["--over", "hbm_capacity=1 GB:2 GB:100000"],
             "at most 1,000,000",
         ),
     ],
