@@ -175,7 +175,7 @@ def python_value(eq_id: str, calc, units: dict) -> float:
 CALCULATORS = [
     ("batching", "crossover_batch", "mem_bandwidth", "4.8"),
     ("batching", "cost_per_token", "batch_size", "512"),
-    ("long_context", "kv_bytes_per_token", "bytes_per_value", "1"),
+    ("long_context", "kv_bytes_per_token", "kv_bytes_per_value", "1"),
 ]
 
 
@@ -204,7 +204,7 @@ def test_a_preset_picker_refills_the_calculator(server, page):
     calc.locator("summary").click()
     calc.locator('select[data-kind="hardware"]').select_option("b200")
     # B200: 2,250 TFLOP/s over 8 TB/s at BF16 (facts.md)
-    calc.locator('select[data-kind="precision"]').select_option("bf16")
+    calc.locator('select[data-kind="compute_precision"]').select_option("bf16")
     assert float(calc.locator("output").get_attribute("data-value")) == pytest.approx(2250 / 8)
 
 
