@@ -10,6 +10,7 @@ from derivations import get
 from derivations.inputs import reachable
 from tests.strategies import PRESETS, log_uniform
 from units import Q_, ChalkboardError
+from units.presets import load
 
 
 def test_origins_are_recorded():
@@ -340,3 +341,17 @@ def test_bytes_per_value_was_split_in_two():
         get("weight_fetch_time").evaluate(
             hardware="h100_sxm", model="deepseek_v3", bytes_per_value="1 byte/value"
         )
+
+
+def test_a_user_precision_may_run_at_another_formats_rate(tmp_path):
+    path = tmp_path / "nvfp4.toml"
+    path.write_text(
+        "[precision.nvfp4]\nname = 'NVFP4'\nsource = 'NVIDIA NVFP4: one FP8 scale per 16 values'\n"
+        "bytes_per_value = '0.5625 byte/value'\nflops_precision = 'fp4'\n"
+    )
+    presets = load(extra=[path])
+    r = get("crossover_batch").evaluate_detailed(
+        hardware="b200", model="deepseek_v3", precision="nvfp4", presets=presets
+    )
+    assert r.inputs["flops"].origin == "hardware b200: dense_flops_fp4 (compute precision nvfp4)"
+    assert r.inputs["weight_bytes_per_value"].value.magnitude == 0.5625
