@@ -236,6 +236,7 @@ def _hardware_summary(presets: Presets) -> dict:
         ("dense_flops_bf16", "BF16", "TFLOP/s"),
         ("dense_flops_fp8", "FP8", "TFLOP/s"),
         ("dense_flops_fp4", "FP4", "TFLOP/s"),
+        ("dense_flops_int8", "INT8", "TFLOP/s"),
         ("hbm_capacity", "HBM", "GB"),
         ("hbm_bandwidth", "HBM bandwidth", "TB/s"),
         ("scale_up_domain", "scale-up domain", "chip"),
