@@ -355,3 +355,14 @@ def test_a_user_precision_may_run_at_another_formats_rate(tmp_path):
     )
     assert r.inputs["flops"].origin == "hardware b200: dense_flops_fp4 (compute precision nvfp4)"
     assert r.inputs["weight_bytes_per_value"].value.magnitude == 0.5625
+
+
+def test_kv_bytes_per_value_can_be_given():
+    # The override the precision file once documented now exists: 1 byte per cached value on
+    # Llama 3.1 8B is 2 x 32 layers x 8 KV heads x 128 values (facts.md) = 65,536 B per token.
+    r = get("kv_fetch_time").evaluate_detailed(
+        hardware="h100_sxm", model="llama_3_1_8b", batch_size=1, kv_bytes_per_value="1 byte/value"
+    )
+    assert r.inputs["kv_bytes_per_value"].origin == "given"
+    assert r.inputs["kv_bytes_per_token"].value.to("byte/token").magnitude == 65536
+    assert r.inputs["weight_bytes_per_value"].value.magnitude == 2  # the weights stay BF16
