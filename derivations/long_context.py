@@ -32,6 +32,7 @@ from derivations.notation import (
     decode_prefill_ratio,
     decode_time_per_token,
     dense_layers,
+    embedding_matrices,
     embeddings_active,
     experts_active,
     experts_routed,
@@ -216,7 +217,7 @@ ARCH_TOTAL = (
     + MLP_DENSE
     + MOE_LAYERS * (experts_routed.sym + experts_shared.sym) * m_ff * d * d_ff_expert.sym
     + ROUTER
-    + 2 * V * d
+    + embedding_matrices.sym * V * d
 )
 ARCH_ACTIVE = (
     layers * attention_params.sym
@@ -227,7 +228,8 @@ ARCH_ACTIVE = (
 )
 PARAM_ASSUMPTIONS = (
     "every MLP is gated (three matrices of d by its hidden width)",
-    "input and output embeddings are separate matrices of V by d",
+    "input and output embeddings are separate matrices of V by d, or one shared matrix when "
+    "the model ties them (tied_embeddings = true)",
     "norms and biases are left out (under 0.1% of every preset)",
 )
 register(
@@ -240,7 +242,7 @@ register(
         source=Source("model configs (facts.md, Models)"),
         assumptions=PARAM_ASSUMPTIONS,
         summary="Attention in every layer, a dense MLP in the dense layers, every routed and "
-        "shared expert plus a router in the MoE layers, and two embedding matrices.",
+        "shared expert plus a router in the MoE layers, and two embedding matrices (one if tied).",
     )
 )
 register(

@@ -211,6 +211,12 @@ ffn_matrices = constant(
     r"m_{\mathrm{ff}}",
     "the gated MLP of every model preset (Llama, Qwen, Mixtral, DeepSeek, Kimi, gpt-oss)",
 )
+embedding_matrices = symbol(
+    "embedding_matrices",
+    "dimensionless",
+    "embedding matrices stored (2: input and output; 1: tied, one matrix shared by both)",
+    r"e_{\mathrm{mat}}",
+)
 
 # -- long context and KV cache (chapter F) -----------------------------------------------------
 global_layers = symbol(
