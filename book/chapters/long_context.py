@@ -61,18 +61,22 @@ def _model_table(presets: Presets) -> dict:
         values = (
             lambda ev=ev: ev.q("kv_bytes_per_token"),
             lambda ev=ev: ev.q("params_total"),
-            lambda m=m: m.params_total,
+            lambda m=m: m.get("params_total"),
             lambda ev=ev: ev.q("params_active"),
-            lambda m=m: m.params_active,
+            lambda m=m: m.get("params_active"),
         )
-        total_gap = (ev.q("params_total") / m.params_total).to("").magnitude - 1
-        active_gap = (ev.q("params_active") / m.params_active).to("").magnitude - 1
+        gaps = [
+            number(100 * ((ev.q(f) / m.get(f)).to("").magnitude - 1), 2) + "%"
+            if m.get(f) is not None
+            else "—"
+            for f in ("params_total", "params_active")
+        ]
         rows.append(
             {
                 "name": m.name,
                 "attention": m.attention.upper(),
                 "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
-                "gaps": f"{number(100 * total_gap, 2)}% / {number(100 * active_gap, 2)}%",
+                "gaps": " / ".join(gaps),
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
