@@ -292,6 +292,11 @@ BINDINGS: dict[str, Binding] = {
     "price_per_chip_hour": Binding("rental price per chip-hour", _price),
     "input_price": Binding("API preset's input price", _figure("api", "input"), preset="api"),
     "output_price": Binding("API preset's output price", _figure("api", "output"), preset="api"),
+    "cache_write_price": Binding(
+        "API preset's 5-minute cache-write price",
+        _figure("api", "cache_write_5min"),
+        preset="api",
+    ),
     "cache_read_price": Binding(
         "API preset's cache-read price", _figure("api", "cache_read"), preset="api"
     ),
