@@ -138,3 +138,10 @@ def test_a_builtin_architecture_with_a_wrong_count_fails(tmp_path):
     presets = load((str(path),))
     with pytest.raises(ChalkboardError, match="stated params_total 700 B parameters"):
         get("kv_bytes_per_token").evaluate(model="deepseek_wrong", presets=presets)
+
+
+def test_presets_listing_says_the_counts_come_from_the_architecture():
+    code, out, _ = run("--presets", str(EXAMPLE), "presets", "models")
+    assert code == 0
+    line = next(x for x in out.splitlines() if MODEL in x)
+    assert "parameters counted from the architecture" in line
