@@ -228,10 +228,17 @@ def test_the_shorthand_equals_setting_all_three(eq_id, precision):
     eq = get(eq_id)
     case = {
         k: v
-        for k, v in dict(batch_size="64 sequence", micro_batch="64 sequence").items()
+        for k, v in dict(
+            batch_size="64 sequence",
+            micro_batch="64 sequence",
+            training_chips="10000 chip",  # inputs no preset gives
+            training_chip_hours="3e6 chip*hour",
+        ).items()
         if k in reachable(eq)
     }
-    case.update(hardware="gb200_nvl72", model="deepseek_v3", tier="flash_nvme")
+    case.update(
+        hardware="gb200_nvl72", model="deepseek_v3", tier="flash_nvme", api="claude_opus_4_6"
+    )
     shorthand = eq.evaluate(**case, precision=precision)
     spelled = eq.evaluate(
         **case,
