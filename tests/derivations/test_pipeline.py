@@ -65,19 +65,28 @@ def test_one_stage_has_no_bubble():
 
 
 def test_lecture_traffic_ratio_by_hand():
-    # (1/8) x 2 x 8 activated experts x 1 layer per stage = 2
-    got = get("scaleup_scaleout_ratio").evaluate(model="deepseek_v3", layers_per_stage="1 layer")
+    # (1/8) x 2 x 8 activated experts x 1 MoE layer per stage = 2
+    got = get("scaleup_scaleout_ratio").evaluate(
+        model="deepseek_v3", moe_layers_per_stage="1 layer"
+    )
     assert got.m == pytest.approx(2)
+
+
+def test_dense_layers_are_not_counted_as_moe_layers():
+    # Issue 11, item 6: DeepSeek-V3 has 61 layers of which the first 3 are dense (facts.md), so
+    # 4 stages hold (61 - 3) / 4 = 14.5 MoE layers: (1/8) x 2 x 8 x 14.5 = 29 (not 30.5).
+    got = get("scaleup_scaleout_ratio").evaluate(model="deepseek_v3", pipeline_stages="4 stage")
+    assert got.m == pytest.approx(2 * 8 * (61 - 3) / 4 / 8)
 
 
 @given(s.log_uniform(low=1, high=64), s.log_uniform(low=1.01, high=100))
 def test_traffic_ratio_scales_with_layers_and_penalty(layers, pi):
     eq = get("scaleup_scaleout_ratio")
     base = eq.evaluate(
-        model="deepseek_v3", layers_per_stage=Q_(layers, "layer"), scale_out_penalty=pi
+        model="deepseek_v3", moe_layers_per_stage=Q_(layers, "layer"), scale_out_penalty=pi
     ).m
     double = eq.evaluate(
-        model="deepseek_v3", layers_per_stage=Q_(2 * layers, "layer"), scale_out_penalty=pi
+        model="deepseek_v3", moe_layers_per_stage=Q_(2 * layers, "layer"), scale_out_penalty=pi
     ).m
     assert double == pytest.approx(2 * base)
     assert base == pytest.approx(2 * 8 * layers / pi)
