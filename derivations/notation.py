@@ -738,6 +738,13 @@ revnet_training_flops = symbol(
 recompute_flops = symbol(
     "recompute_flops", "FLOP", "compute of recomputing the activations", r"C_{\mathrm{recompute}}"
 )
+checkpoint_activation_memory = symbol(
+    "checkpoint_activation_memory",
+    "byte",
+    "activations stored with the best activation checkpointing at one extra forward pass",
+    r"M_{\mathrm{act}}^{\mathrm{ckpt}}",
+    display="GB",
+)
 
 # -- more intermediates named only inside derivations ------------------------------------------
 home_rack_share = symbol(
@@ -763,4 +770,10 @@ offrack_slowdown = symbol(
     "dimensionless",
     "time of the off-rack share of an all-to-all, relative to the one-rack time",
     r"\sigma_{\mathrm{off}}",
+)
+checkpoint_segments = symbol(
+    "checkpoint_segments",
+    "dimensionless",
+    "segments (checkpoints) the layers are cut into for activation checkpointing",
+    r"K_{\mathrm{ckpt}}",
 )

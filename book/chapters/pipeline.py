@@ -33,13 +33,21 @@ def context(presets: Presets) -> dict:
         "kv_per_chip": quantity(kv.to("GB")),
         "stage_range": f"{STAGES[0]} to {STAGES[-1]}",
         "micro_batch": ev.text("micro_batch_size"),
+        "per_weight_byte": ev.text("dense_crossover_batch"),
         "context_length": quantity(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
-        "ratio_one_layer": ev.text("scaleup_scaleout_ratio", layers_per_stage=Q_(1, "layer")),
+        "ratio_one_layer": ev.text(
+            "scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")
+        ),
         "ratio_default": ev.text("scaleup_scaleout_ratio"),
         "layers_per_stage": ev.text("layers_per_stage"),
+        "moe_layers_per_stage": ev.text("moe_layers_per_stage"),
         "latency": lecture.text("pipelined_decode_latency"),
+        "hop_network": quantity(presets.parameter["hop_latency_network"].value),
+        "latency_network": lecture.text(
+            "pipelined_decode_latency", hop_latency=presets.parameter["hop_latency_network"].value
+        ),
         "period": quantity(presets.parameter["train_period"].value),
         "hop": quantity(presets.parameter["hop_latency"].value),
         "stages_default": quantity(presets.parameter["pipeline_stages"].value),
