@@ -195,7 +195,8 @@ register(
             "same compute as a reversible network)",
             "while a segment is recomputed its layers' inputs are held: ordinary "
             "backpropagation's memory over K",
-            "K is free to take its best value, the square root of the layer count",
+            "K is free to take its best value, the square root of the layer count (at four "
+            "layers or more, so that it stores less than ordinary backpropagation)",
         ),
         derivation=Derivation(
             given(

@@ -37,9 +37,7 @@ def context(presets: Presets) -> dict:
         "context_length": quantity(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
-        "ratio_one_layer": ev.text(
-            "scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")
-        ),
+        "ratio_one_layer": ev.text("scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")),
         "ratio_default": ev.text("scaleup_scaleout_ratio"),
         "layers_per_stage": ev.text("layers_per_stage"),
         "moe_layers_per_stage": ev.text("moe_layers_per_stage"),

@@ -112,3 +112,13 @@ def test_domain_weight_fetch_falls_with_domain_size():
 def test_one_trillion_parameters_at_one_byte_is_one_terabyte():
     got = get("weight_memory").evaluate(precision="fp8", n_total="1e12 parameter")
     assert got.to("TB").m == pytest.approx(1)
+
+
+def test_real_hop_latency_barely_moves_the_step():
+    # Issue 11, item 6: 2.5 ms per hop is the lecture's guess; at the parameter file's 100 us,
+    # 4 stages add 0.4 ms to the 20 ms period: 20.4 ms, not 30 ms.
+    from units.presets import load
+
+    hop = load().parameter["hop_latency_network"].value
+    got = get("pipelined_decode_latency").evaluate(hop_latency=hop)
+    assert got.to("ms").m == pytest.approx(20 + 4 * 0.1)
