@@ -204,6 +204,8 @@ register(
         assumptions=(
             "both per chip and per direction (NVLink's 900 GB/s on an H100 counts both "
             "directions: 450 GB/s each way; a 400 Gb/s port is 50 GB/s each way)",
+            "the scale-up domain is switched; on a torus (TPU pods) a chip's link bandwidth is "
+            "not its all-to-all bandwidth, so the ratio overstates the gap",
         ),
         summary="The presets' own figure for the lecture's round 8x, like for like.",
     )
