@@ -421,10 +421,11 @@ register(
         lhs=tier_drain_time,
         rhs=C_t / W_t,
         chapter=CHAPTER,
-        source=Source(LECTURE, SECTION_F, "retrieval time = hold time x fraction of capacity used"),
+        source=Source(LECTURE, SECTION_F, "tier with capacity/bandwidth ~ hold time"),
         assumptions=(
-            "the lecture's rule: a tier is worth using while the time to read its caches back "
-            "is the hold time times the fraction of the device they fill",
+            "the rule behind the lecture's drain-time reading: a tier suits a cache when the "
+            "time to read its caches back is the hold time times the fraction of the device "
+            "they fill (the lecture then multiplies by a ~10% fill, which double-counts it)",
             "the caches are read back at the device's full bandwidth",
             "the fill fraction cancels, so the hold time is the whole device's drain time "
             "however full the device is",
