@@ -44,6 +44,9 @@ def context(presets: Presets) -> dict:
         },
         "tiers": _tier_table(presets),
         "hold_reading": _hold_reading(presets),
+        "hold": {
+            t.medium: _readable_time(Evaluator(presets, tier=t.id)) for t in presets.tier.values()
+        },
         "context_length": quantity(presets.parameter["context_length"].value),
         "tier_model": presets.get("model", "llama_3_1_70b").name,
     }
@@ -167,3 +170,9 @@ def _hold_reading(presets: Presets) -> dict:
             "hold": quantity(hold.to("minute")),
         }
     return out
+
+
+def _readable_time(ev: Evaluator) -> str:
+    """A tier's hold time in minutes up to two hours, in hours beyond."""
+    t = ev.q("storage_tier_drain_time").to("minute")
+    return quantity(t if t.magnitude < 120 else t.to("hour"))
