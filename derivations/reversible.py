@@ -22,10 +22,10 @@ from derivations.derivation import (
     substitute,
 )
 from derivations.notation import (
+    activation_bytes_per_value,
     activation_memory,
     backward_flops,
     batch_size,
-    bytes_per_value,
     checkpoint_activation_memory,
     checkpoint_segments,
     context_length,
@@ -101,12 +101,13 @@ register(
         id="layer_activation_bytes",
         title="Activation bytes stored per token per layer",
         lhs=layer_activation_bytes,
-        rhs=d_model.sym * bytes_per_value.sym,
+        rhs=d_model.sym * activation_bytes_per_value.sym,
         chapter=CHAPTER,
         source=Source(REVNET),
         assumptions=(
             "only each layer's input (the residual stream) is kept; real frameworks keep more, "
             "which makes the saving larger",
+            "activations are stored at the compute precision, b_act bytes per value",
         ),
         summary="One residual-stream vector per token per layer.",
     )
