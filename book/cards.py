@@ -282,6 +282,8 @@ def _why(e: float, meaning: str) -> str:
 
 
 def _elasticity_cards(presets: Presets) -> list[Card]:
+    from units import Q_
+
     cards = []
     for name, case, outputs in ELASTICITIES:
         meaning = derivations.SYMBOLS[name].meaning
@@ -297,8 +299,12 @@ def _elasticity_cards(presets: Presets) -> list[Card]:
             chapter = chapter or eq.chapter
         asked = ", ".join(f"{derivations.get(o).lhs.meaning}" for o in outputs)
         where = _describe({k: v for k, v in case.items() if k != name}, presets)
+        start = ""
+        if name in case:
+            start = f" from {quantity(Q_(case[name], derivations.SYMBOLS[name].display_unit))}"
         front = (
-            f"What if {meaning} doubles, everything else fixed ({where})? "
+            f"What if {meaning} doubles{start}, everything else fixed "
+            f"({where})? "
             f"What happens to {asked}?"
         )
         back = "; ".join(sentence(a) if i == 0 else a for i, a in enumerate(answers)) + "."
