@@ -125,9 +125,7 @@ def used_presets(eq: Equation, kw: dict, presets: Presets) -> dict:
     read = {o.split(" ", 1)[0] for o in origins}
     if any("dense_flops_" in o for o in origins):
         read.add("precision")
-    return {
-        k: v for k, v in kw.items() if (k in read if k in PRESET_KINDS else k in result.inputs)
-    }
+    return {k: v for k, v in kw.items() if (k in read if k in PRESET_KINDS else k in result.inputs)}
 
 
 def _dominance(eq: Equation, kw: dict, presets: Presets) -> Card | None:
@@ -363,9 +361,7 @@ def _regime_cards(presets: Presets) -> list[Card]:
             f"{quantity(crossover)}."
         )
         cid = f"regime:{model}:{hardware}:{precision}:{batch}:{context}"
-        cards.append(
-            Card(cid, "batching", "regime", front, back, "equation step_time", givens=())
-        )
+        cards.append(Card(cid, "batching", "regime", front, back, "equation step_time", givens=()))
     return cards
 
 
