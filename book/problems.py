@@ -543,6 +543,8 @@ def tolerance_text(p: Problem) -> str:
 # -- the answer checker's unit table ---------------------------------------------------------
 
 DIMENSIONS = ("[time]", "[information]", "[compute]", "[currency]")
+# Unit names the checker reads, short and long; plurals ("seconds", "tokens", "FLOPs") are
+# added from these wherever the registry itself accepts them, so Python and the browser agree.
 UNIT_NAMES = (
     "s",
     "second",
@@ -582,25 +584,36 @@ UNIT_NAMES = (
     "stage",
     "rack",
 )
-PREFIXES = {
-    "n": 1e-9,
-    "µ": 1e-6,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Z": 1e21,
-    "Y": 1e24,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-    "Pi": 2.0**50,
-}
+PREFIX_NAMES = (
+    "n",
+    "nano",
+    "µ",
+    "u",
+    "micro",
+    "m",
+    "milli",
+    "k",
+    "kilo",
+    "M",
+    "mega",
+    "G",
+    "giga",
+    "T",
+    "tera",
+    "P",
+    "peta",
+    "E",
+    "exa",
+    "Z",
+    "zetta",
+    "Y",
+    "yotta",
+    "Ki",
+    "Mi",
+    "Gi",
+    "Ti",
+    "Pi",
+)
 
 
 def dims_vector(q: pint.Quantity) -> list[float]:
@@ -608,14 +621,57 @@ def dims_vector(q: pint.Quantity) -> list[float]:
     return [float(d.get(name, 0)) for name in DIMENSIONS]
 
 
+def count_unit(name: str) -> str | None:
+    """The count a unit name stands for ("tokens" -> "token", "Mtok" -> "token"), or None.
+    Counts are dimensionless in the registry, so the checker compares their names instead.
+
+    >>> count_unit("Mtokens"), count_unit("chips"), count_unit("ms")
+    ('token', 'chip', None)
+    """
+    q = Q_(1, name)
+    if not q.dimensionless:
+        return None
+    registry = q._REGISTRY
+    root = registry.get_name(name)
+    for prefix in registry._prefixes:
+        if prefix and root.startswith(prefix) and root[len(prefix) :] in registry._units:
+            candidate = root[len(prefix) :]
+            if Q_(1, candidate).dimensionless:
+                root = candidate
+                break
+    return root
+
+
+def _units_of(q: pint.Quantity) -> dict[str, float]:
+    """The count units in ``q``'s unit with their exponents: B/tok -> {"token": -1}."""
+    out: dict[str, float] = {}
+    for name, power in q.units._units.items():
+        if (count := count_unit(name)) is not None:
+            out[count] = out.get(count, 0) + float(power)
+    return {k: v for k, v in out.items() if v}
+
+
 def unit_table() -> dict:
-    """Every unit name the answer checker accepts: its factor to base units and its dimensions,
-    read from the project's own pint registry (so the browser and Python agree)."""
-    units = {}
+    """Every unit name the answer checker accepts: its factor to base units, its dimensions and
+    the count it names (or None), read from the project's own pint registry (so the browser and
+    Python agree); with the registry's prefixes, short and long."""
+    names = list(UNIT_NAMES)
     for name in UNIT_NAMES:
+        plural = name + "s"
+        if len(name) > 2 and plural not in names:
+            try:
+                same = Q_(1, plural).to_base_units() == Q_(1, name).to_base_units()
+            except (pint.errors.UndefinedUnitError, pint.errors.DimensionalityError):
+                continue
+            if same:
+                names.append(plural)
+    units = {}
+    for name in names:
         q = Q_(1, name).to_base_units()
-        units[name] = [float(q.magnitude), dims_vector(q)]
-    return {"units": units, "prefixes": PREFIXES}
+        units[name] = [float(q.magnitude), dims_vector(q), count_unit(name)]
+    registry = Q_(1, "s")._REGISTRY
+    prefixes = {p: float(registry._prefixes[p].converter.scale) for p in PREFIX_NAMES}
+    return {"units": units, "prefixes": prefixes}
 
 
 def answer_spec(p: Problem) -> dict:
@@ -624,6 +680,7 @@ def answer_spec(p: Problem) -> dict:
     return {
         "value": float(base.magnitude),
         "dims": dims_vector(base),
+        "counts": _units_of(p.answer),
         "tolerance": p.tolerance,
         "mode": p.mode,
         "unit": f"{p.answer.units:~P}",

@@ -17,6 +17,7 @@ from book.problems import (
     PRICE_DEDUCTIONS,
     PROBLEMS_PER_CHAPTER,
     answer_spec,
+    dims_vector,
     problem_set,
     supported_kinds,
     unit_table,
@@ -295,3 +296,50 @@ def test_answer_spec_matches_the_problem(problems):
             continue
         s = answer_spec(p)
         assert s["value"] == pytest.approx(p.answer.to_base_units().m)
+
+
+def spec_counts(q, **kw):
+    from book.problems import _units_of
+
+    return spec(q, **kw) | {"counts": _units_of(q)}
+
+
+def test_checker_reads_words_plurals_separators_percentages_and_ratios():
+    cases = [  # (text, answer, accepted)
+        ("36 milliseconds", Q_(36, "ms"), True),
+        ("0.036 seconds", Q_(36, "ms"), True),
+        ("5,356 sequences", Q_(5356, "sequence"), True),
+        ("5356 seq", Q_(5356, "sequence"), True),
+        ("2.6e14 tokens", Q_(2.6e14, "token"), True),
+        ("260 Ttokens", Q_(2.6e14, "token"), True),
+        ("1,000 FLOPs", Q_(1000, "FLOP"), True),
+        ("3 TFLOPs per second", Q_(3, "TFLOP/s"), True),
+        ("25%", Q_(0.25, ""), True),
+        ("8x", Q_(8, ""), True),
+        ("8×", Q_(8, ""), True),
+        ("1.7 kilobytes per token", Q_(1.7, "kB/token"), True),
+        ("560 chip", Q_(560, "sequence"), False),
+        ("560 chips", Q_(560, "sequence"), False),
+        ("1.7 kB/sequence", Q_(1.7, "kB/token"), False),
+        ("36 GB", Q_(36, "ms"), False),
+        ("8x", Q_(8, "ms"), False),
+        ("25%", Q_(0.3, ""), False),
+    ]
+    results = run_checker([{"text": t, "answer": spec_counts(q)} for t, q, _ in cases])
+    for (text, q, accepted), got in zip(cases, results, strict=True):
+        assert got["ok"] is accepted, (text, q, got)
+    by_text = {c[0]: r for c, r in zip(cases, results, strict=True)}
+    assert "the answer counts sequences" in by_text["560 chip"]["message"]
+    assert "that counts chips" in by_text["560 chip"]["message"]
+    assert "the answer is time" in by_text["36 GB"]["message"]
+
+
+def test_the_checker_table_agrees_with_the_registry():
+    table = unit_table()
+    assert {"seconds", "tokens", "sequences", "FLOPs", "milli", "giga"} <= set(
+        table["units"]
+    ) | set(table["prefixes"])
+    for name, (factor, dims, _count) in table["units"].items():
+        q = Q_(1, name).to_base_units()
+        assert factor == pytest.approx(q.m) and dims == dims_vector(q), name
+    assert table["units"]["chips"][2] == "chip" and table["units"]["seq"][2] == "sequence"
