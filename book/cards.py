@@ -580,6 +580,13 @@ MODEL_ID = 1_741_955_121
 DECK_NAME = "Chalkboard: the math of training and serving LLMs"
 
 
+def guid(card: Card) -> str:
+    """The card's Anki note GUID, from its stable id (the Study page keys progress by it too)."""
+    import genanki
+
+    return genanki.guid_for("chalkboard", card.id)
+
+
 def write_apkg(cards: list[Card], path) -> None:
     """An Anki package: one note per card, its GUID derived from the card's stable id, so a
     rebuilt deck updates notes (keeping review history) instead of duplicating them."""
@@ -604,7 +611,7 @@ def write_apkg(cards: list[Card], path) -> None:
             genanki.Note(
                 model=model,
                 fields=[_html(c.front), _html(c.back), c.source, c.id],
-                guid=genanki.guid_for("chalkboard", c.id),
+                guid=guid(c),
                 tags=[c.chapter, c.kind],
             )
         )
@@ -680,4 +687,14 @@ def card_pages(presets: Presets) -> dict:
         )
         per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(cards)})
     pages["cards/index.md"] = ("cards/index.md.j2", {"chapters": per_chapter, "total": len(deck)})
+    pages["study.md"] = ("cards/study.md.j2", study_context(deck))
     return pages
+
+
+def study_context(deck: list[Card]) -> dict:
+    """The Study page's deck: every card with the GUID its Anki note has (progress is kept by
+    GUID, so it survives rebuilds), and the chapters to filter by."""
+    return {
+        "chapters": derivations.CHAPTERS,
+        "cards": [dict(c.to_dict(), guid=guid(c)) for c in deck],
+    }

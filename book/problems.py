@@ -707,8 +707,9 @@ def problem_pages(presets: Presets) -> dict:
                 "givens": [
                     {"latex": g.latex, "meaning": g.meaning, "value": g.text} for g in p.givens
                 ],
-                "answer_json": json.dumps(answer_spec(p)),
-                "example": f"2.5 {p.answer.units:~P}".strip(),
+                "answer_json": json.dumps(answer_spec(p)) if p.answer is not None else "",
+                "example": f"2.5 {p.answer.units:~P}".strip() if p.answer is not None else "",
+                "hint": p.hint,
                 "tolerance": tolerance_text(p),
                 "solution": list(p.solution),
             }
