@@ -150,6 +150,11 @@ def make_parser() -> Parser:
     p.add_argument("--chapter", help="only this chapter")
     p.add_argument("--seed", type=int, default=0, help="the same seed gives the same set")
     p.add_argument("--count", type=int, default=3, help="problems per chapter (default 3)")
+    p.add_argument(
+        "--kind",
+        choices=["forward", "inverse", "multi", "design", "concept", "estimate"],
+        help="only problems of this kind",
+    )
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
     p.add_argument("--json", action="store_true")
 
@@ -523,10 +528,12 @@ def cmd_show(args, out) -> None:
 def cmd_problems(args, out) -> None:
     import re
 
+    from book.format import quantity
     from book.problems import problem_set, tolerance_text
     from units.presets import load
 
-    problems = problem_set(args.chapter, args.seed, args.count, load(tuple(args.presets)))
+    presets = load(tuple(args.presets))
+    problems = problem_set(args.chapter, args.seed, args.count, presets, kind=args.kind)
     if args.json:
         out.write(_json([p.to_dict() for p in problems]))
         return
@@ -538,12 +545,13 @@ def cmd_problems(args, out) -> None:
         out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")
         for g in p.givens:
             out.write(f"    given {g.name} = {g.text}\n")
+        if p.hint:
+            out.write(f"    hint: {plain(p.hint)}\n")
         if args.answers:
             for line in p.solution:
                 out.write(f"    => {plain(line)}\n")
-            out.write(
-                f"    answer: {plain(p.solution[-1]).split('= ')[-1]} ({tolerance_text(p)})\n"
-            )
+            if p.answer is not None:
+                out.write(f"    answer: {quantity(p.answer)} ({tolerance_text(p)})\n")
         out.write("\n")
 
 
