@@ -169,7 +169,7 @@ def _html_escape(text: str) -> str:
 
 def calculator_html(spec: dict) -> str:
     """The form, as one raw-HTML block for the Markdown page (no blank lines inside)."""
-    from book.format import number
+    from book.format import number, unit_text
 
     e = _html_escape
     pickers = []
@@ -186,10 +186,10 @@ def calculator_html(spec: dict) -> str:
     for a in spec["args"]:
         readonly = " readonly" if a["from"] == "constant" else ""
         rows.append(
-            f'<tr><td>\\({e(a["latex"])}\\)</td><td><input type="number" step="any" min="0" '
+            f'<tr><td>{_math(a["latex"])}</td><td><input type="number" step="any" min="0" '
             f'data-arg="{a["name"]}" data-from="{a["from"]}" data-factor="{a["factor"]!r}" '
             f'value="{a["value"]!r}" aria-label="{e(a["name"])} in {e(a["unit"])}"{readonly}>'
-            f"</td><td>{e(a['unit'])}</td><td>{e(a['meaning'])}</td></tr>"
+            f"</td><td>{e(unit_text(a['unit']))}</td><td>{e(a['meaning'])}</td></tr>"
         )
     out = spec["output"]
     return (
@@ -198,7 +198,14 @@ def calculator_html(spec: dict) -> str:
         f'<div class="chalkboard-calc-pickers">{" ".join(pickers)}</div>'
         "<table><thead><tr><th>symbol</th><th>value</th><th>unit</th><th>meaning</th></tr>"
         f"</thead><tbody>{''.join(rows)}</tbody></table>"
-        f'<p class="chalkboard-calc-result">\\({e(out["latex"])}\\) = '
+        f'<p class="chalkboard-calc-result">{_math(out["latex"])} = '
         f'<output data-value="{spec["value"]!r}">{number(spec["value"], 6)}</output> '
-        f"{e(out['unit'])}</p></details>"
+        f"{e(unit_text(out['unit']))}</p></details>"
     )
+
+
+def _math(tex: str) -> str:
+    """Inline math the build typesets (book/mathrender.py reads arithmatex's markup)."""
+    from html import escape
+
+    return f'<span class="arithmatex">\\({escape(tex)}\\)</span>'

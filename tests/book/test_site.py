@@ -58,7 +58,7 @@ def test_strict_build_produces_every_page(built):
         "presets/hardware/index.html",
         "presets/models/index.html",
         "presets/prices/index.html",
-        "katex/katex.min.js",
+        "katex/katex.min.css",
         "search/search_index.json",
     ):
         assert (built / page).exists(), page
