@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 import derivations
-from book.format import quantity
+from book.format import given_text, prose, quantity, sentence
 from derivations.core import Equation
 from units import ChalkboardError
 from units.presets import Presets, load
@@ -89,7 +89,7 @@ def _describe(kw: dict, presets: Presets) -> str:
     parts = [presets.get(k, v).name for k, v in kw.items() if k in NAMED_KINDS]
     if "precision" in kw:
         parts.append(str(kw["precision"]).upper())
-    given = [f"{k.replace('_', ' ')} {v}" for k, v in kw.items() if k not in PRESET_KINDS]
+    given = [given_text(k, v) for k, v in kw.items() if k not in PRESET_KINDS]
     return ", ".join(parts + given) or "the lecture's figures"
 
 
@@ -101,7 +101,7 @@ def _command(eq: Equation, kw: dict) -> str:
 
 def _statement(eq: Equation) -> Card:
     front = f"**{eq.title}.** Write ${eq.lhs.latex}$ ({eq.lhs.meaning}) in terms of its inputs."
-    back = f"$${eq.latex()}$$\n\n{eq.summary}"
+    back = f"$${eq.latex()}$$\n\n{prose(eq.summary)}"
     return Card(f"eq:{eq.id}:statement", eq.chapter, "statement", front, back, f"equation {eq.id}")
 
 
@@ -113,9 +113,10 @@ def _key_step(eq: Equation) -> Card | None:
     first = eq.derivation.steps[0]
     front = (
         f"**{eq.title}: the key step.** Starting from "
-        f"${derivations.to_latex(first.relation)}$ ({first.why}), what step leads to the result?"
+        f"${derivations.to_latex(first.relation)}$ ({prose(first.why)}), "
+        "what step leads to the result?"
     )
-    back = f"{step.why[:1].upper()}{step.why[1:]}:\n\n$${derivations.to_latex(step.relation)}$$"
+    back = f"{sentence(step.why)}:\n\n$${derivations.to_latex(step.relation)}$$"
     return Card(f"eq:{eq.id}:key_step", eq.chapter, "derivation", front, back, f"equation {eq.id}")
 
 

@@ -15,7 +15,7 @@ import posixpath
 import pint
 
 import derivations
-from book.format import number, quantity, unit
+from book.format import number, prose, quantity, unit
 from derivations.inputs import BINDINGS
 from units import ChalkboardError, parse_unit
 from units.presets import Presets, load
@@ -50,7 +50,7 @@ def symbol_context(s, presets: Presets | None = None, page: str = "notation.md")
     return {
         "name": s.name,
         "latex": s.latex,
-        "unit": s.display or s.unit,
+        "unit": unit(s.display_unit),
         "meaning": s.meaning,
         "from": _value_from(s, presets or load(), page),
     }
@@ -71,7 +71,7 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "latex": eq.latex(),
         "expanded": derivations.to_latex(eq.expanded()) if eq.uses else "",
         "lhs": symbol_context(eq.lhs, presets, page),
-        "summary": eq.summary,
+        "summary": prose(eq.summary),
         "source": str(eq.source),
         "source_note": eq.source.note,
         "assumptions": list(eq.assumptions),

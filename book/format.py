@@ -166,8 +166,32 @@ def _is_count(u: pint.Unit) -> bool:
     )
 
 
+def _plain(q: pint.Quantity) -> pint.Quantity:
+    """Drop a prefix a reader does not say: 'YFLOP' and 'EB' become powers of ten of FLOP and
+    bytes, 'Ttok' a count of tokens; 'B parameters' keeps its prefix (model sizes are said so)."""
+    parts = _parts(q.units)
+    unspoken = any(
+        prefix in ("exa", "zetta", "yotta") or (base == "token" and prefix and exp > 0)
+        for prefix, base, exp, _ in parts
+    )
+    if not unspoken:
+        return q
+    registry = q.units._REGISTRY
+    target = registry.Unit("")
+    for prefix, base, exp, name in parts:
+        keep = prefix not in ("exa", "zetta", "yotta") and not (base == "token" and exp > 0)
+        target *= registry.Unit(name if keep else base) ** exp
+    return q.to(target)
+
+
 def quantity(q: pint.Quantity, digits: int = 4) -> str:
-    """A scalar quantity as ``'14.4 ms'``; counts of ten or more are whole numbers."""
+    """A scalar quantity as ``'14.4 ms'``; counts of ten or more are whole numbers.
+
+    >>> from units import Q_
+    >>> quantity(Q_(2.976, "YFLOP")), quantity(Q_(263, "Ttok")), quantity(Q_(295.3, "seq"))
+    ('2.976 × 10²⁴ FLOP', '2.63 × 10¹⁴ tokens', '295 sequences')
+    """
+    q = _plain(q)
     magnitude = float(q.magnitude)
     if _is_count(q.units) and math.isfinite(magnitude) and WHOLE_FROM <= abs(magnitude) < 1e6:
         magnitude = float(round(magnitude))
@@ -187,9 +211,64 @@ _SYMBOL_WORD = re.compile(r"^(?:[B-HJ-Zb-z]|[A-Za-z]+[_^\d*(\\].*|[a-z]+[A-Z].*|
 
 
 def sentence(text: str) -> str:
-    """Upper-case the first letter only (jinja's capitalize lowers the rest: 'HBM' -> 'Hbm'), and
+    """Raw math as inline math (:func:`prose`); upper-case the first letter only (jinja's
+    capitalize lowers the rest: 'HBM' -> 'Hbm'), and
     never when the text opens with a symbol ('n chips', 'f is any function', 'd_model grows')."""
+    text = prose(text)
     first = text.split(" ", 1)[0].rstrip(",.;:")
     if _SYMBOL_WORD.match(first):
         return text
     return text[:1].upper() + text[1:]
+
+
+GREEK = {
+    "alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "kappa", "lambda", "mu", "nu",
+    "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega",
+}
+_SQRT = re.compile(r"\bsqrt\(([^()]+)\)")
+_RECIPROCAL = re.compile(r"\b1/([a-z]{2,})\b")
+_SUBSCRIPTED = re.compile(r"\b([A-Za-z])_([A-Za-z]+)\b")
+_PROTECTED = re.compile(r"(\$[^$]*\$|`[^`]*`)")
+
+
+def _tex_name(name: str) -> str:
+    return f"\\{name}" if name in GREEK else name
+
+
+def prose(text: str) -> str:
+    """Raw math written as code in prose (``sqrt(K)``, ``t_mu``, ``1/eta``, ``c_fwd``) as inline
+    math; text already in ``$…$`` or backticks is left alone.
+
+    >>> print(prose("a = b = sqrt(K); RL runs at 1/eta of peak; divide by 3 c_fwd N"))
+    a = b = $\\sqrt{K}$; RL runs at $1/\\eta$ of peak; divide by 3 $c_{\\mathrm{fwd}}$ N
+    """
+    parts = _PROTECTED.split(text)
+    for i in range(0, len(parts), 2):
+        part = _SQRT.sub(lambda m: f"$\\sqrt{{{m[1]}}}$", parts[i])
+        part = _RECIPROCAL.sub(lambda m: f"$1/{_tex_name(m[1])}$", part)
+
+        def sub(m):
+            low = m[2]
+            inner = _tex_name(low) if low in GREEK else f"\\mathrm{{{low}}}"
+            return f"${_tex_name(m[1])}_{{{inner}}}$"
+
+        parts[i] = _SUBSCRIPTED.sub(sub, part)
+    return "".join(parts)
+
+
+def given_text(name: str, value) -> str:
+    """An input a case sets, as a reader says it: 'active parameters per token 100 B parameters'
+    for n_active='100e9 parameter' (the symbol's meaning, the value formatted)."""
+    import derivations
+    from units import ChalkboardError, parse_quantity
+
+    sym = derivations.SYMBOLS.get(name)
+    label = sym.meaning if sym is not None else name.replace("_", " ")
+    try:
+        q = parse_quantity(str(value), what=name)
+        if sym is not None:
+            q = q.to(sym.display_unit)
+        shown = quantity(q)
+    except ChalkboardError:
+        shown = str(value)
+    return f"{label} {shown}"
