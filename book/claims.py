@@ -78,15 +78,26 @@ def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tu
     if unknown:
         raise ChalkboardError(f"{where}: unknown case field {sorted(unknown)[0]!r}")
     value = derivations.get(equation).evaluate(presets=presets, **choices, **overrides)
-    label = ", ".join(str(v) for v in choices.values()) or "the lecture's figures"
+    label = ", ".join(_preset_name(k, v, presets) for k, v in choices.items())
+    label = label or "the lecture's figures"
     if overrides:
         label += " with " + ", ".join(given_text(k, v) for k, v in overrides.items())
     if "over" in raw_case:
         reference = {k: v for k, v in overrides.items() if k != "batch_size"}
         other = derivations.get(raw_case["over"])
         value = value / other.evaluate(presets=presets, **choices, **reference)
-        label += f", over {raw_case['over']}"
+        label += f", over the {other.title[:1].lower() + other.title[1:]}"
     return label, value
+
+
+def _preset_name(kind: str, preset_id: str, presets: Presets) -> str:
+    """A preset as a reader knows it: 'NVIDIA H100 SXM', 'FP8'."""
+    if kind == "precision":
+        return str(preset_id).upper()
+    try:
+        return presets.get(kind, preset_id).name
+    except (ChalkboardError, KeyError):
+        return str(preset_id)
 
 
 def judge(raw: dict, claim_id: str, presets: Presets) -> Verdict:

@@ -87,6 +87,7 @@ COUNT_WORDS = {
     "month": ("month", "months"),
     "year": ("year", "years"),
 }
+WORDS = {w for pair in COUNT_WORDS.values() for w in pair}
 # A prefix on a count: "671 B parameters" before the number's unit, "per million tokens" after.
 COUNT_PREFIX = {"": "", "kilo": "k ", "mega": "M ", "giga": "B ", "tera": "T ", "peta": "P "}
 COUNT_PREFIX_PER = {
@@ -148,7 +149,7 @@ def unit(u: pint.Unit, singular: bool = False) -> str:
     numerator = "·".join(top)
     if not bottom:
         return numerator
-    if spelled:
+    if any(b.split(" ")[-1].rstrip("⁰¹²³⁴⁵⁶⁷⁸⁹") in WORDS for b in bottom):
         denominator = " per ".join(bottom)
         return f"{numerator or '1'} per {denominator}"
     below = "·".join(bottom)
@@ -263,7 +264,9 @@ def given_text(name: str, value) -> str:
     from units import ChalkboardError, parse_quantity
 
     sym = derivations.SYMBOLS.get(name)
-    label = sym.meaning if sym is not None else name.replace("_", " ")
+    label = name.replace("_", " ")
+    if sym is not None and len(sym.meaning) <= 40:
+        label = sym.meaning
     try:
         q = parse_quantity(str(value), what=name)
         if sym is not None:
