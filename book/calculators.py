@@ -17,7 +17,7 @@ import json
 import sympy as sp
 
 import derivations
-from book.cards import reference_case
+from book.cases import reference_case
 from book.format import unit as unit_words
 from derivations.core import Constant, Equation
 from derivations.inputs import BINDINGS, DEFAULT_CHOICES, Resolver

@@ -18,31 +18,11 @@ import re
 from dataclasses import dataclass
 
 import derivations
+from book.cases import PRESET_KINDS, REFERENCE, reference_case  # noqa: F401 (public names)
 from book.format import given_text, prose, quantity, sentence
 from derivations.core import Equation
 from units import ChalkboardError
 from units.presets import Presets, load
-
-# The case each chapter's numbers are worked on: preset choices and inputs without a default.
-REFERENCE = {
-    "batching": dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=2048),
-    "moe": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=2048),
-    "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8"),
-    "overtraining": dict(
-        model="kimi_k2",
-        training_flops="1e25 FLOP",
-        cost_product="1e50 FLOP**2",
-        rl_tokens="1e13 token",
-    ),
-    "long_context": dict(
-        hardware="h100_sxm",
-        model="llama_3_1_70b",
-        api="claude_opus_4_6",
-        tier="flash_nvme",
-        batch_size=64,
-    ),
-    "reversible": dict(model="llama_3_1_70b", batch_size=1),
-}
 
 
 @dataclass(frozen=True)
@@ -58,28 +38,7 @@ class Card:
         return {k: getattr(self, k) for k in ("id", "chapter", "kind", "front", "back", "source")}
 
 
-PRESET_KINDS = ("hardware", "model", "precision", "api", "tier", "fit", "price")
 
-
-def reference_case(eq: Equation, presets: Presets) -> dict | None:
-    """Evaluation keywords for ``eq``: its chapter's reference case narrowed to what it reads,
-    with another model preset when the reference model lacks a figure it needs (an MLA count
-    on a GQA model, say); None when nothing works."""
-    from derivations.inputs import reachable
-
-    allowed = set(reachable(eq))
-    case = {
-        k: v for k, v in REFERENCE.get(eq.chapter, {}).items() if k in PRESET_KINDS or k in allowed
-    }
-    models = [case.get("model")] + [m for m in presets.ids("model") if m != case.get("model")]
-    for model in models if "model" in case else [None]:
-        kw = dict(case, model=model) if model else case
-        try:
-            eq.evaluate(presets=presets, **kw)
-        except ChalkboardError:
-            continue
-        return kw
-    return None
 
 
 NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by their names
@@ -173,8 +132,8 @@ TAKEAWAYS = re.compile(r'^!!! abstract "Takeaways"\n((?:    .*\n|\n)+)', re.M)
 def takeaway_cards(chapter, presets: Presets) -> list[Card]:
     """Concept cards from the chapter page's takeaways: the bold claim on the front, its
     computed support on the back. The page is rendered from the equations, so are the cards."""
-    from book.context import chapter_context
-    from book.site import TEMPLATES, environment
+    from book.chapter_pages import chapter_page_context as chapter_context
+    from book.templating import TEMPLATES, environment
 
     template = f"chapters/{chapter.id}.md.j2"
     if not (TEMPLATES / template).exists():

@@ -11,7 +11,6 @@ import pytest
 from book.cli import main
 from tests.book.reader_text import problems
 
-
 BATCH = ("--set", "batch_size=1024", "--precision", "fp8")
 
 

@@ -1,0 +1,56 @@
+"""The case each chapter's numbers are worked on (cards, problems and calculators share it).
+
+>>> import derivations
+>>> reference_case(derivations.get("crossover_batch"), __import__("units.presets").presets.load())
+{'hardware': 'h100_sxm', 'model': 'deepseek_v3', 'precision': 'fp8'}
+"""
+
+from __future__ import annotations
+
+from derivations.core import Equation
+from units import ChalkboardError
+from units.presets import Presets
+
+# The case each chapter's numbers are worked on: preset choices and inputs without a default.
+REFERENCE = {
+    "batching": dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=2048),
+    "moe": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=2048),
+    "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8"),
+    "overtraining": dict(
+        model="kimi_k2",
+        training_flops="1e25 FLOP",
+        cost_product="1e50 FLOP**2",
+        rl_tokens="1e13 token",
+    ),
+    "long_context": dict(
+        hardware="h100_sxm",
+        model="llama_3_1_70b",
+        api="claude_opus_4_6",
+        tier="flash_nvme",
+        batch_size=64,
+    ),
+    "reversible": dict(model="llama_3_1_70b", batch_size=1),
+}
+
+PRESET_KINDS = ("hardware", "model", "precision", "api", "tier", "fit", "price")
+
+
+def reference_case(eq: Equation, presets: Presets) -> dict | None:
+    """Evaluation keywords for ``eq``: its chapter's reference case narrowed to what it reads,
+    with another model preset when the reference model lacks a figure it needs (an MLA count
+    on a GQA model, say); None when nothing works."""
+    from derivations.inputs import reachable
+
+    allowed = set(reachable(eq))
+    case = {
+        k: v for k, v in REFERENCE.get(eq.chapter, {}).items() if k in PRESET_KINDS or k in allowed
+    }
+    models = [case.get("model")] + [m for m in presets.ids("model") if m != case.get("model")]
+    for model in models if "model" in case else [None]:
+        kw = dict(case, model=model) if model else case
+        try:
+            eq.evaluate(presets=presets, **kw)
+        except ChalkboardError:
+            continue
+        return kw
+    return None
