@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import derivations
 from book.cases import PRESET_KINDS, REFERENCE, reference_case  # noqa: F401 (public names)
-from book.format import given_text, prose, quantity, sentence
+from book.format import given_text, markdown_text, prose, quantity, sentence
 from derivations.core import Equation
 from units import ChalkboardError
 from units.presets import Presets, load
@@ -36,9 +36,6 @@ class Card:
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("id", "chapter", "kind", "front", "back", "source")}
-
-
-
 
 
 NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by their names
@@ -59,7 +56,8 @@ def _command(eq: Equation, kw: dict) -> str:
 
 
 def _statement(eq: Equation) -> Card:
-    front = f"**{eq.title}.** Write ${eq.lhs.latex}$ ({eq.lhs.meaning}) in terms of its inputs."
+    title = markdown_text(eq.title)
+    front = f"**{title}.** Write ${eq.lhs.latex}$ ({eq.lhs.meaning}) in terms of its inputs."
     back = f"$${eq.latex()}$$\n\n{prose(eq.summary)}"
     return Card(f"eq:{eq.id}:statement", eq.chapter, "statement", front, back, f"equation {eq.id}")
 
@@ -71,7 +69,7 @@ def _key_step(eq: Equation) -> Card | None:
     step = steps[-1] if steps else eq.derivation.steps[-1]
     first = eq.derivation.steps[0]
     front = (
-        f"**{eq.title}: the key step.** Starting from "
+        f"**{markdown_text(eq.title)}: the key step.** Starting from "
         f"${derivations.to_latex(first.relation)}$ ({prose(first.why)}), "
         "what step leads to the result?"
     )
@@ -96,7 +94,8 @@ def _dominance(eq: Equation, kw: dict, presets: Presets) -> Card | None:
         f"${derivations.to_latex(t)}$ = {quantity(v)}" for t, v in zip(terms, values, strict=True)
     ]
     top = max(range(len(values)), key=lambda i: values[i])
-    front = f"**{eq.title}.** Which term of ${eq.latex()}$ dominates for {_describe(kw, presets)}?"
+    title = markdown_text(eq.title)
+    front = f"**{title}.** Which term of ${eq.latex()}$ dominates for {_describe(kw, presets)}?"
     back = (
         f"${derivations.to_latex(terms[top])}$.\n\n" + "; ".join(shown) + ".\n\n"
         f"Reproduce: `{_command(eq, kw)}`"

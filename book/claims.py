@@ -159,10 +159,10 @@ def audit_claims(presets: Presets | None = None, path: Path = CLAIMS) -> dict[st
 # The published summaries of the episode (../shared/seeds/), named as a reader finds them.
 SUMMARIES = {
     "000": "the episode page's timestamped summary (Dwarkesh Podcast)",
-    "001": "the AI-generated \"Key Takeaways\" summary",
-    "002": "the \"AI Summary\" with notable quotes",
+    "001": 'the AI-generated "Key Takeaways" summary',
+    "002": 'the "AI Summary" with notable quotes',
     "003": "the episode's transcript page",
-    "004": "the \"Predictions\" and \"Mental models\" summary",
+    "004": 'the "Predictions" and "Mental models" summary',
 }
 _SEEDS = re.compile(r"seed summar(?:y|ies) ((?:\d{3})(?:(?:, | and )\d{3})*)")
 

@@ -223,8 +223,26 @@ def sentence(text: str) -> str:
 
 
 GREEK = {
-    "alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "kappa", "lambda", "mu", "nu",
-    "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega",
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "eta",
+    "theta",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "pi",
+    "rho",
+    "sigma",
+    "tau",
+    "phi",
+    "chi",
+    "psi",
+    "omega",
 }
 _SQRT = re.compile(r"\bsqrt\(([^()]+)\)")
 _RECIPROCAL = re.compile(r"\b1/([a-z]{2,})\b")
@@ -275,3 +293,13 @@ def given_text(name: str, value) -> str:
     except ChalkboardError:
         shown = str(value)
     return f"{label} {shown}"
+
+
+def markdown_text(text: str) -> str:
+    """Plain text made safe inside Markdown emphasis: a title "Crossover batch size B*" would
+    otherwise end a bold span early and break the card.
+
+    >>> markdown_text("Crossover batch size B*")
+    'Crossover batch size B\\\\*'
+    """
+    return re.sub(r"([*_`\\])", r"\\\1", text)

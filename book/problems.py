@@ -21,7 +21,7 @@ import pint
 import sympy as sp
 
 import derivations
-from book.format import number, quantity
+from book.format import markdown_text, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
 from units import Q_, ChalkboardError
@@ -168,7 +168,8 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         rest = tuple(g for g in givens if g.name != target.name) + (output,)
         answer = target.value
         text = (
-            f"{eq.title}{where}: what {target.meaning} (${target.latex}$) would make "
+            f"{markdown_text(eq.title)}{where}: what {target.meaning} (${target.latex}$) "
+            "would make "
             f"{eq.lhs.meaning} (${eq.lhs.latex}$) equal {quantity(result.value)}?"
         )
         solution = (
@@ -201,7 +202,7 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
             mode="factor",
             choices=kw,
         )
-    text = f"{eq.title}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$)."
+    text = f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$)."
     return Problem(
         pid, eq.chapter, kind, eq.id, text, tuple(givens), result.value, solution, choices=kw
     )

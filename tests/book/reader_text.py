@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from html.parser import HTMLParser
 
 CODE_FENCE = re.compile(r"^([ \t]*)(```|~~~).*?^\1\2", re.DOTALL | re.MULTILINE)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
@@ -36,6 +37,50 @@ def _digits(number: str) -> int:
     return len(number.replace(",", "").replace(".", "").lstrip("0"))
 
 
+class _KatexDropper(HTMLParser):
+    """Re-emits an HTML page without the contents of KaTeX's typeset math."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=False)
+        self.out: list[str] = []
+        self.depth = 0  # open elements inside a .katex span
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if self.depth or "katex" in classes or "katex-display" in classes:
+            self.depth += tag not in VOID
+            return
+        self.out.append(self.get_starttag_text() or "")
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+            return
+        self.out.append(f"</{tag}>")
+
+    def handle_data(self, data):
+        if not self.depth:
+            self.out.append(data)
+
+    def handle_entityref(self, name):
+        self.handle_data(f"&{name};")
+
+    def handle_charref(self, name):
+        self.handle_data(f"&#{name};")
+
+
+VOID = {"br", "img", "input", "hr", "meta", "link", "source", "wbr", "area", "col", "embed"}
+
+
+def _drop_katex(text: str) -> str:
+    if 'class="katex' not in text:
+        return text
+    parser = _KatexDropper()
+    parser.feed(text)
+    parser.close()
+    return "".join(parser.out)
+
+
 def reader_text(page: str) -> str:
     """The prose of a Markdown or HTML page: no code, math, tags or link targets."""
     text = CODE_FENCE.sub(" ", page)
@@ -43,7 +88,7 @@ def reader_text(page: str) -> str:
     text = CODE_SPAN.sub(" ", text)
     text = MATH.sub(" ", text)
     text = re.sub(r"<!--.*?-->", " ", text, flags=re.DOTALL)
-    text = re.sub(r'<span class="katex.*?(?=</span>\s*</span>)', " ", text, flags=re.DOTALL)
+    text = _drop_katex(text)
     text = re.sub(r"\b(aria-label|alt|title)=\"([^\"]*)\"", r"> \2 <", text)
     text = TAG.sub(" ", text)
     text = ANCHOR.sub(" ", text)

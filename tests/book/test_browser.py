@@ -253,3 +253,28 @@ def test_screenshots_are_saved(server, page, path):
 def test_the_raw_tex_probe_can_fail(page):
     page.set_content(r"<p>left as \(x^2\) by a broken build</p><p class='katex'>\(fine\)</p>")
     assert page.evaluate(RAW_TEX) == [r"left as \(x^2\) by a broken build"]
+
+
+CHAPTER_IDS = ["batching", "moe", "pipeline", "overtraining", "long_context", "reversible"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTER_IDS)
+def test_a_chapter_opened_from_a_file_shows_typeset_math_and_every_figure(server, page, chapter):
+    """Opened from file:// no script typesets anything: the math must arrive rendered (issue 12)."""
+    from book.figures import CHAPTER_FIGURES
+
+    _, site = server
+    page.goto((site / "chapters" / chapter / "index.html").as_uri())
+    page.wait_for_load_state("load")
+    assert page.evaluate(RAW_TEX) == [], chapter
+    assert page.locator(".katex").count() > 0, chapter
+    assert page.locator(".katex-error").count() == 0, chapter
+    # KaTeX's fonts load from the page's folder: a formula has a real width, not raw text
+    assert page.locator(".katex").first.bounding_box()["width"] > 0
+    for fig_id in CHAPTER_FIGURES.get(chapter, ()):
+        figure = page.locator(f"figure#figure-{fig_id} svg")
+        assert figure.count() == 1, (chapter, fig_id)
+        assert figure.bounding_box()["height"] > 50, (chapter, fig_id)
+    if chapter == "batching":
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "batching_from_file.png"), full_page=False)
