@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jinja2
 
-from book.format import markdown_text, sentence
+from book.format import markdown_text, prose, sentence
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -31,4 +31,5 @@ def environment() -> jinja2.Environment:
     env.filters["sentence"] = sentence
     env.filters["lower_first"] = lower_first
     env.filters["markdown_text"] = markdown_text
+    env.filters["prose"] = prose
     return env

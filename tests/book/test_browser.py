@@ -172,6 +172,15 @@ def python_value(eq_id: str, calc, units: dict) -> float:
     return eq.evaluate(**overrides).to(eq.lhs.display_unit).m
 
 
+def open_calculator(page, eq_id: str):
+    """Open the equation's collapsed reference block (the calculator lives there since issue
+    12), then its calculator."""
+    page.locator(f"details#{eq_id} > summary").click()
+    calc = page.locator(f'details.chalkboard-calc[data-eq="{eq_id}"]')
+    calc.locator("summary").click()
+    return calc
+
+
 CALCULATORS = [
     ("batching", "crossover_batch", "mem_bandwidth", "4.8"),
     ("batching", "cost_per_token", "batch_size", "512"),
@@ -185,8 +194,7 @@ def test_calculators_match_python_and_update(server, page, chapter, eq_id, arg, 
 
     base, _ = server
     page.goto(f"{base}/chapters/{chapter}/")
-    calc = page.locator(f'details.chalkboard-calc[data-eq="{eq_id}"]')
-    calc.locator("summary").click()
+    calc = open_calculator(page, eq_id)
     units = {a["name"]: a["unit"] for a in calculator(eq_id)["args"]}
     shown = float(calc.locator("output").get_attribute("data-value"))
     assert shown == pytest.approx(python_value(eq_id, calc, units), rel=1e-9)
@@ -200,8 +208,7 @@ def test_calculators_match_python_and_update(server, page, chapter, eq_id, arg, 
 def test_a_preset_picker_refills_the_calculator(server, page):
     base, _ = server
     page.goto(f"{base}/chapters/batching/")
-    calc = page.locator('details.chalkboard-calc[data-eq="ridge_intensity"]')
-    calc.locator("summary").click()
+    calc = open_calculator(page, "ridge_intensity")
     calc.locator('select[data-kind="hardware"]').select_option("b200")
     # B200: 2,250 TFLOP/s over 8 TB/s at BF16 (facts.md)
     calc.locator('select[data-kind="precision"]').select_option("bf16")
