@@ -39,7 +39,8 @@ REFERENCE = {
     "reversible": dict(model="llama_3_1_70b", batch_size=1),
 }
 
-PRESET_KINDS = ("hardware", "model", "precision", "api", "tier", "fit", "price")
+PRECISIONS = ("precision", "weight_precision", "kv_precision", "compute_precision")
+PRESET_KINDS = ("hardware", "model", *PRECISIONS, "api", "tier", "fit", "price")
 
 
 def reference_case(eq: Equation, presets: Presets) -> dict | None:

@@ -25,7 +25,8 @@ from units.presets import Presets, load
 
 CLAIMS = Path(__file__).with_name("claims.toml")
 VERDICTS = ("holds", "holds, with a caveat", "wrong")
-CHOICES = ("hardware", "model", "precision", "price", "api", "tier", "fit")
+PRECISIONS = ("weight_precision", "kv_precision", "compute_precision")  # each defaults to precision
+CHOICES = ("hardware", "model", "precision", *PRECISIONS, "price", "api", "tier", "fit")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,12 @@ def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tu
     if unknown:
         raise ChalkboardError(f"{where}: unknown case field {sorted(unknown)[0]!r}")
     value = derivations.get(equation).evaluate(presets=presets, **choices, **overrides)
-    label = ", ".join(_preset_name(k, v, presets) for k, v in choices.items())
+    label = ", ".join(
+        f"{k.replace('_precision', '')} {str(v).upper()}"
+        if k in PRECISIONS
+        else _preset_name(k, v, presets)
+        for k, v in choices.items()
+    )
     label = label or "the lecture's figures"
     if overrides:
         label += " with " + ", ".join(given_text(k, v) for k, v in overrides.items())
