@@ -18,7 +18,13 @@ import re
 from dataclasses import dataclass
 
 import derivations
-from book.cases import PRECISIONS, PRESET_KINDS, REFERENCE, reference_case  # noqa: F401 (public names)
+from book.cases import (  # noqa: F401 (public names)
+    PRECISIONS,
+    PRESET_KINDS,
+    REFERENCE,
+    precision_words,
+    reference_case,
+)
 from book.format import given_text, markdown_text, prose, quantity, sentence
 from derivations.core import Equation
 from units import ChalkboardError
@@ -39,25 +45,6 @@ class Card:
 
 
 NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by their names
-
-
-def precision_words(kw: dict) -> str:
-    """How a case's precisions read: ``'FP8'``, or ``'FP4 weights, FP8 KV cache, FP8 math'``
-    when they differ (each role not given takes ``precision``).
-
-    >>> precision_words(dict(precision="fp8", weight_precision="fp4"))
-    'FP4 weights, FP8 KV cache, FP8 math'
-    """
-    if not any(k in kw for k in PRECISIONS):
-        return ""
-    base = str(kw.get("precision") or "bf16").upper()
-    roles = {
-        role: str(kw.get(f"{key}_precision") or base).upper()
-        for key, role in (("weight", "weights"), ("kv", "KV cache"), ("compute", "math"))
-    }
-    if len(set(roles.values())) == 1:
-        return next(iter(roles.values()))
-    return ", ".join(f"{p} {role}" for role, p in roles.items())
 
 
 def _describe(kw: dict, presets: Presets) -> str:

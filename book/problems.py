@@ -21,7 +21,7 @@ import pint
 import sympy as sp
 
 import derivations
-from book.cards import precision_words
+from book.cases import precision_words
 from book.format import markdown_text, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
