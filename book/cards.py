@@ -26,38 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import derivations
-from book.format import number, quantity
+from book.cases import (  # noqa: F401 (public names)
+    PRECISIONS,
+    PRESET_KINDS,
+    REFERENCE,
+    precision_words,
+    reference_case,
+)
+from book.format import given_text, markdown_text, number, prose, quantity, sentence
 from derivations.core import Equation
 from units import ChalkboardError
 from units.presets import Presets, load
-
-# The case each chapter's numbers are worked on: preset choices and inputs without a default.
-REFERENCE = {
-    "batching": dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=2048),
-    "moe": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=2048),
-    "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=1),
-    "overtraining": dict(
-        model="kimi_k2",
-        training_flops="1e25 FLOP",
-        cost_product="1e50 FLOP**2",
-        rl_tokens="1e13 token",
-        # training time and MFU: DeepSeek-V3's 2,048 chips and 2.664M chip-hours (README), an
-        # MFU of 0.4, and the H100's dense BF16 peak (facts.md) without choosing a hardware
-        # preset for the whole chapter
-        training_chips="2048 chip",
-        training_chip_hours="2.664e6 chip*hour",
-        mfu="0.4",
-        flops="989.4 TFLOP/s",
-    ),
-    "long_context": dict(
-        hardware="h100_sxm",
-        model="llama_3_1_70b",
-        api="claude_opus_4_6",
-        tier="flash_nvme",
-        batch_size=64,
-    ),
-    "reversible": dict(model="llama_3_1_70b", batch_size=1),
-}
 
 
 @dataclass(frozen=True)
@@ -76,58 +55,14 @@ class Card:
         return out | ({"covers": list(self.covers)} if self.covers else {})
 
 
-PRECISIONS = ("precision", "weight_precision", "kv_precision", "compute_precision")
-PRESET_KINDS = ("hardware", "model", *PRECISIONS, "api", "tier", "fit", "price")
-
-
-def reference_case(eq: Equation, presets: Presets) -> dict | None:
-    """Evaluation keywords for ``eq``: its chapter's reference case narrowed to what it reads,
-    with another model preset when the reference model lacks a figure it needs (an MLA count
-    on a GQA model, say); None when nothing works."""
-    from derivations.inputs import reachable
-
-    allowed = set(reachable(eq))
-    case = {
-        k: v for k, v in REFERENCE.get(eq.chapter, {}).items() if k in PRESET_KINDS or k in allowed
-    }
-    models = [case.get("model")] + [m for m in presets.ids("model") if m != case.get("model")]
-    for model in models if "model" in case else [None]:
-        kw = dict(case, model=model) if model else case
-        try:
-            eq.evaluate(presets=presets, **kw)
-        except ChalkboardError:
-            continue
-        return kw
-    return None
-
-
 NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by their names
-
-
-def precision_words(kw: dict) -> str:
-    """How a case's precisions read: ``'FP8'``, or ``'FP4 weights, FP8 KV cache, FP8 math'``
-    when they differ (each role not given takes ``precision``).
-
-    >>> precision_words(dict(precision="fp8", weight_precision="fp4"))
-    'FP4 weights, FP8 KV cache, FP8 math'
-    """
-    if not any(k in kw for k in PRECISIONS):
-        return ""
-    base = str(kw.get("precision") or "bf16").upper()
-    roles = {
-        role: str(kw.get(f"{key}_precision") or base).upper()
-        for key, role in (("weight", "weights"), ("kv", "KV cache"), ("compute", "math"))
-    }
-    if len(set(roles.values())) == 1:
-        return next(iter(roles.values()))
-    return ", ".join(f"{p} {role}" for role, p in roles.items())
 
 
 def _describe(kw: dict, presets: Presets) -> str:
     parts = [presets.get(k, v).name for k, v in kw.items() if k in NAMED_KINDS]
     if precision_words(kw):
         parts.append(precision_words(kw))
-    given = [f"{k.replace('_', ' ')} {v}" for k, v in kw.items() if k not in PRESET_KINDS]
+    given = [given_text(k, v) for k, v in kw.items() if k not in PRESET_KINDS]
     return ", ".join(parts + given) or "the lecture's figures"
 
 
@@ -138,8 +73,9 @@ def _command(eq: Equation, kw: dict) -> str:
 
 
 def _statement(eq: Equation) -> Card:
-    front = f"**{eq.title}.** Write ${eq.lhs.latex}$ ({eq.lhs.meaning}) in terms of its inputs."
-    back = f"$${eq.latex()}$$\n\n{eq.summary}"
+    title = markdown_text(eq.title)
+    front = f"**{title}.** Write ${eq.lhs.latex}$ ({eq.lhs.meaning}) in terms of its inputs."
+    back = f"$${eq.latex()}$$\n\n{prose(eq.summary)}"
     return Card(f"eq:{eq.id}:statement", eq.chapter, "statement", front, back, f"equation {eq.id}")
 
 
@@ -173,7 +109,8 @@ def _dominance(eq: Equation, kw: dict, presets: Presets) -> Card | None:
         f"${derivations.to_latex(t)}$ = {quantity(v)}" for t, v in zip(terms, values, strict=True)
     ]
     top = max(range(len(values)), key=lambda i: values[i])
-    front = f"**{eq.title}.** Which term of ${eq.latex()}$ dominates for {_describe(kw, presets)}?"
+    title = markdown_text(eq.title)
+    front = f"**{title}.** Which term of ${eq.latex()}$ dominates for {_describe(kw, presets)}?"
     back = (
         f"${derivations.to_latex(terms[top])}$.\n\n" + "; ".join(shown) + ".\n\n"
         f"Reproduce: `{_command(eq, kw)}`"
@@ -241,10 +178,6 @@ def _claim_cards(presets: Presets) -> list[Card]:
         back += f"\n\n{reason}" if reason else ""
         cards.append(Card(f"claim:{v.id}", v.chapter, "claim", front, back, f"claim {v.id}"))
     return cards
-
-
-def sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 # -- understanding cards from the engine -------------------------------------------------------
@@ -496,7 +429,7 @@ def lecture_topics() -> dict[str, str]:
 
 def _placeholders(chapter: str, presets: Presets) -> dict:
     """What a concept card's template may use: q(), tex(), param(), preset() and ctx."""
-    from book.context import chapter_context
+    from book.compute import chapter_context
 
     def q(eq_id: str, **kw) -> str:
         return quantity(derivations.get(eq_id).evaluate(presets=presets, **kw))

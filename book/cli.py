@@ -216,7 +216,7 @@ def cmd_list(args, out) -> None:
     for e in eqs:
         out.write(f"{e.id}  [{e.chapter}]  {e.title}\n    {e.lhs.name} = {e.rhs}\n")
         for s in (e.lhs, *e.inputs):
-            out.write(f"    {s.name:<22} {s.unit:<20} {s.meaning}\n")
+            out.write(f"    {s.name:<22} {_unit_words(s):<20} {s.meaning}\n")
 
 
 def _overrides(pairs: list[str]) -> dict[str, object]:
@@ -485,9 +485,9 @@ def cmd_symbols(args, out) -> None:
     if args.json:
         out.write(_json(rows))
         return
-    for r in rows:
+    for s, r in zip(derivations.SYMBOLS.values(), rows, strict=True):
         by = f"  = {r['defined_by']}" if r["defined_by"] else ""
-        out.write(f"{r['name']:<30} {r['unit']:<20} {r['meaning']}{by}\n")
+        out.write(f"{r['name']:<30} {_unit_words(s):<20} {r['meaning']}{by}\n")
 
 
 def cmd_show(args, out) -> None:
@@ -515,7 +515,7 @@ def cmd_show(args, out) -> None:
         return
     out.write(f"{eq.id}: {eq.title}  [{eq.chapter}]\n    {data['equation']}\n")
     for s in (eq.lhs, *eq.inputs):
-        out.write(f"    {s.name:<26} {s.unit:<20} {s.meaning}\n")
+        out.write(f"    {s.name:<26} {_unit_words(s):<20} {s.meaning}\n")
     for a in eq.assumptions:
         out.write(f"  assumes: {a}\n")
     out.write(f"  source: {data['source']}\n")
@@ -694,3 +694,10 @@ def run() -> None:
 
 if __name__ == "__main__":
     run()
+
+
+def _unit_words(s) -> str:
+    """A symbol's unit in text output as a reader says it (JSON keeps pint's string)."""
+    from book.format import unit
+
+    return unit(s.display_unit) or "(pure number)"

@@ -23,8 +23,8 @@ import pint
 import sympy as sp
 
 import derivations
-from book.cards import precision_words
-from book.format import number, quantity
+from book.cases import precision_words
+from book.format import markdown_text, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
 from units import Q_, ChalkboardError
@@ -220,7 +220,8 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         rest = tuple(g for g in givens if g.name != target.name) + (output,)
         answer = target.value
         text = (
-            f"{eq.title}{where}: what {target.meaning} (${target.latex}$) would make "
+            f"{markdown_text(eq.title)}{where}: what {target.meaning} (${target.latex}$) "
+            "would make "
             f"{eq.lhs.meaning} (${eq.lhs.latex}$) equal {quantity(result.value)}?"
         )
         solution = (
@@ -259,11 +260,11 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         titles = [derivations.get(i).lhs for i in steps]
         via = ", then ".join(f"{s.meaning} (${s.latex}$)" for s in titles)
         text = (
-            f"{eq.title}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$). "
+            f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$). "
             f"It takes {len(steps) + 1} equations: first {via}."
         )
     else:
-        text = f"{eq.title}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$)."
+        text = f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$)."
     return Problem(
         pid, eq.chapter, kind, eq.id, text, tuple(givens), result.value, solution, choices=kw
     )

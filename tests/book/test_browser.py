@@ -172,6 +172,15 @@ def python_value(eq_id: str, calc, units: dict) -> float:
     return eq.evaluate(**overrides).to(eq.lhs.display_unit).m
 
 
+def open_calculator(page, eq_id: str):
+    """Open the equation's collapsed reference block (the calculator lives there since issue
+    12), then its calculator."""
+    page.locator(f"details#{eq_id} > summary").click()
+    calc = page.locator(f'details.chalkboard-calc[data-eq="{eq_id}"]')
+    calc.locator("summary").click()
+    return calc
+
+
 CALCULATORS = [
     ("batching", "crossover_batch", "mem_bandwidth", "4.8"),
     ("batching", "cost_per_token", "batch_size", "512"),
@@ -185,8 +194,7 @@ def test_calculators_match_python_and_update(server, page, chapter, eq_id, arg, 
 
     base, _ = server
     page.goto(f"{base}/chapters/{chapter}/")
-    calc = page.locator(f'details.chalkboard-calc[data-eq="{eq_id}"]')
-    calc.locator("summary").click()
+    calc = open_calculator(page, eq_id)
     units = {a["name"]: a["unit"] for a in calculator(eq_id)["args"]}
     shown = float(calc.locator("output").get_attribute("data-value"))
     assert shown == pytest.approx(python_value(eq_id, calc, units), rel=1e-9)
@@ -200,8 +208,7 @@ def test_calculators_match_python_and_update(server, page, chapter, eq_id, arg, 
 def test_a_preset_picker_refills_the_calculator(server, page):
     base, _ = server
     page.goto(f"{base}/chapters/batching/")
-    calc = page.locator('details.chalkboard-calc[data-eq="ridge_intensity"]')
-    calc.locator("summary").click()
+    calc = open_calculator(page, "ridge_intensity")
     calc.locator('select[data-kind="hardware"]').select_option("b200")
     # B200: 2,250 TFLOP/s over 8 TB/s at BF16 (facts.md)
     calc.locator('select[data-kind="compute_precision"]').select_option("bf16")
@@ -405,3 +412,28 @@ def test_study_page_schedules_cards_with_fsrs_and_keeps_progress(server, page):
     )
     assert chapter == "reversible"
     assert page.errors == []
+
+
+CHAPTER_IDS = ["batching", "moe", "pipeline", "overtraining", "long_context", "reversible"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTER_IDS)
+def test_a_chapter_opened_from_a_file_shows_typeset_math_and_every_figure(server, page, chapter):
+    """Opened from file:// no script typesets anything: the math must arrive rendered (issue 12)."""
+    from book.figures import CHAPTER_FIGURES
+
+    _, site = server
+    page.goto((site / "chapters" / chapter / "index.html").as_uri())
+    page.wait_for_load_state("load")
+    assert page.evaluate(RAW_TEX) == [], chapter
+    assert page.locator(".katex").count() > 0, chapter
+    assert page.locator(".katex-error").count() == 0, chapter
+    # KaTeX's fonts load from the page's folder: a formula has a real width, not raw text
+    assert page.locator(".katex").first.bounding_box()["width"] > 0
+    for fig_id in CHAPTER_FIGURES.get(chapter, ()):
+        figure = page.locator(f"figure#figure-{fig_id} svg")
+        assert figure.count() == 1, (chapter, fig_id)
+        assert figure.bounding_box()["height"] > 50, (chapter, fig_id)
+    if chapter == "batching":
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "batching_from_file.png"), full_page=False)
