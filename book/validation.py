@@ -104,8 +104,11 @@ def _flops(row: Preset, hardware: Preset, assumed: list[str]) -> pint.Quantity:
     return hardware.dense_flops_bf16
 
 
-def _common(row: Preset, presets: Presets, changes: dict, assumed: list[str]) -> dict:
-    """Inputs shared by every serving bound: chips, precisions, context and prompt share."""
+def bound_inputs(row: Preset, presets: Presets, changes=None, assumed=None) -> dict:
+    """Inputs shared by every serving bound: chips, precisions, context and prompt share
+    (``evaluate`` keyword arguments); what had to be assumed is appended to ``assumed``."""
+    changes = {} if changes is None else changes
+    assumed = [] if assumed is None else assumed
     hardware = presets.get("hardware", row.hardware)
     kw = {
         "hardware": row.hardware,
@@ -160,7 +163,7 @@ def _largest_batch(step_id: str, kw: dict, cap: float, target: pint.Quantity) ->
 
 def _serving(row: Preset, presets: Presets, changes: dict):
     assumed: list[str] = []
-    kw = _common(row, presets, changes, assumed)
+    kw = bound_inputs(row, presets, changes, assumed)
     decode_only = row.scenario == "decode_only"
     step_id = "step_time" if decode_only else "serving_step_time"
     rate_id = "decode_rate_per_chip" if decode_only else "serving_rate_per_chip"
@@ -198,7 +201,6 @@ def _training(row: Preset, presets: Presets):
         model=row.model,
         presets=presets,
         flops=_flops(row, hardware, assumed),
-        training_tokens=Q_(1, "token"),
     ).to(RATE)
     measured = row.get("throughput_per_chip")
     if measured is not None:
@@ -261,10 +263,17 @@ def evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
     )
 
 
+_VALIDATED: dict[tuple, list[Row]] = {}  # by the preset files behind them
+
+
 def validate(presets: Presets | None = None) -> list[Row]:
-    """Every measurement preset against its bound, in file order."""
+    """Every measurement preset against its bound, in file order (computed once per preset set:
+    the CLI, the chapter and its figure share it)."""
     presets = presets or load()
-    return [evaluate(row, presets) for row in presets.by_kind["measurement"].values()]
+    if presets.files not in _VALIDATED:
+        rows = [evaluate(row, presets) for row in presets.by_kind["measurement"].values()]
+        _VALIDATED[presets.files] = rows
+    return list(_VALIDATED[presets.files])
 
 
 SWEPT = ("input_tokens", "output_tokens", "context", "concurrency")

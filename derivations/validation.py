@@ -19,6 +19,7 @@ FLOPs, MoE expert reads, separate weight and KV precisions) flow into every boun
 import sympy as sp
 
 from derivations.core import Equation, Source, register, symbol
+from derivations.core import get as derivations_get
 from derivations.derivation import Derivation, given, rewrite, substitute
 from derivations.notation import (
     batch_size,
@@ -259,12 +260,13 @@ register(
     )
 )
 
+TRAIN_FLOPS = derivations_get("training_flops").rhs  # C_pre = 3 c_fwd N_active D
 register(
     Equation(
         id="training_rate_bound",
         title="Training tokens per second per chip at peak FLOP/s",
         lhs=training_rate_bound,
-        rhs=F * D / C_pre,
+        rhs=sp.cancel(F * D / TRAIN_FLOPS),
         chapter=CHAPTER,
         source=Source("Lecture section E, RL and over-training", SECTION_E, "C_pre = 6 N D"),
         assumptions=(
@@ -277,10 +279,21 @@ register(
                 D / (C_pre / F),
                 "D tokens over the time one chip needs for their C_pre FLOPs",
             ),
-            rewrite(training_rate_bound.sym, F * D / C_pre, "one fraction"),
+            substitute(
+                {C_pre: TRAIN_FLOPS},
+                training_rate_bound.sym,
+                F * D / TRAIN_FLOPS,
+                "the pre-training compute of training_flops",
+            ),
+            rewrite(
+                training_rate_bound.sym,
+                sp.cancel(F * D / TRAIN_FLOPS),
+                "the token count cancels: the rate does not depend on how long training runs",
+            ),
         ),
         summary="A chip that did nothing but the model's FLOPs would train this many tokens per "
-        "second; the measured rate over it is the MFU.",
+        "second; the measured rate over it is the MFU. Its FLOPs per token are read from "
+        "training_flops when this module loads.",
     )
 )
 
@@ -300,10 +313,10 @@ register(
                 "FLOPs done per second (tokens/s times FLOPs per token) over peak FLOP/s",
             ),
             substitute(
-                {C_pre / D: F / training_rate_bound.sym},
+                {C_pre: D * F / training_rate_bound.sym},
                 model_flops_utilization.sym,
                 measured_rate.sym / training_rate_bound.sym,
-                "the FLOPs per token are the peak FLOP/s over the bound's rate",
+                "the FLOPs of D tokens are D times the peak FLOP/s over the bound's rate",
             ),
         ),
         summary="The fraction of peak FLOP/s that went into the model's 6ND FLOPs.",
