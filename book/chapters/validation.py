@@ -109,7 +109,7 @@ def _example(presets: Presets, rows) -> dict:
         "context": quantity(kw["context_length"]),
         "rho": number(rho, 3),
         "one_plus_rho": number(1 + rho, 3),
-        "kv_per_token": quantity(kw["kv_bytes_per_token"].to("kB/token")),
+        "kv_per_token": f"{number(kw['kv_bytes_per_token'].to('kB/token').m)} kB per token",
         "hbm": quantity(presets.get("hardware", row.hardware).hbm_capacity),
         "fit": quantity(fit.to("sequence")),
         "concurrency": quantity(row.concurrency),
