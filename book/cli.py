@@ -491,7 +491,9 @@ def cmd_validate(args, out) -> None:
             f"{r.id}  [{r.scenario}]  measured {number(r.measured.m)} {r.unit}, "
             f"bound {number(r.bound.m)} {r.unit}, efficiency {pct(r.efficiency)}\n"
         )
-        out.write(f"    stated: {', '.join(r.stated) or '-'}; assumed: {'; '.join(r.assumed) or '-'}\n")
+        out.write(
+            f"    stated: {', '.join(r.stated) or '-'}; assumed: {'; '.join(r.assumed) or '-'}\n"
+        )
         for flag in r.flags:
             out.write(f"    flag: {flag}\n")
     out.write("\nefficiency by scenario (median; band holding the middle 80% of rows):\n")

@@ -60,6 +60,7 @@ class Row:
     stated: tuple[str, ...]
     assumed: tuple[str, ...]
     batch: float | None = None
+    ttft: tuple[pint.Quantity, pint.Quantity] | None = None  # measured mean, lower bound
     equation: str = ""
     source: str = ""
     preset: Preset | None = field(default=None, repr=False, compare=False)
@@ -80,6 +81,9 @@ class Row:
             "stated": list(self.stated),
             "assumed": list(self.assumed),
             "batch": self.batch,
+            "ttft": None
+            if self.ttft is None
+            else {"measured": self.ttft[0].to("s").m, "bound": self.ttft[1].to("s").m, "unit": "s"},
             "source": self.source,
         }
 
@@ -175,9 +179,12 @@ def _serving(row: Preset, presets: Presets, changes: dict):
             **_only(user_id, kw), batch_size=Q_(batch, "sequence")
         )
         return row.per_user_rate.to(USER), bound.to(USER), batch, "user", assumed
-    fit = _batch_that_fits().evaluate(
-        **_only("chips_to_fit", kw), chips_to_fit=kw["n_chips"]
-    ).to("sequence").m
+    fit = (
+        _batch_that_fits()
+        .evaluate(**_only("chips_to_fit", kw), chips_to_fit=kw["n_chips"])
+        .to("sequence")
+        .m
+    )
     if fit <= 0:
         raise ChalkboardError(
             f"measurement {row.id!r}: the weights alone overflow the replica's HBM"
@@ -189,19 +196,25 @@ def _serving(row: Preset, presets: Presets, changes: dict):
     batch = cap if target is None else _largest_batch(step_id, kw, cap, target)
     if batch <= 0:
         return row.throughput_per_chip.to(RATE), Q_(0.0, RATE), 0.0, rate_id, assumed
-    bound = derivations.get(rate_id).evaluate(**_only(rate_id, kw), batch_size=Q_(batch, "sequence"))
+    bound = derivations.get(rate_id).evaluate(
+        **_only(rate_id, kw), batch_size=Q_(batch, "sequence")
+    )
     return row.throughput_per_chip.to(RATE), bound.to(RATE), batch, rate_id, assumed
 
 
 def _training(row: Preset, presets: Presets):
     assumed: list[str] = []
     hardware = presets.get("hardware", row.hardware)
-    bound = derivations.get("training_rate_bound").evaluate(
-        hardware=row.hardware,
-        model=row.model,
-        presets=presets,
-        flops=_flops(row, hardware, assumed),
-    ).to(RATE)
+    bound = (
+        derivations.get("training_rate_bound")
+        .evaluate(
+            hardware=row.hardware,
+            model=row.model,
+            presets=presets,
+            flops=_flops(row, hardware, assumed),
+        )
+        .to(RATE)
+    )
     measured = row.get("throughput_per_chip")
     if measured is not None:
         measured = measured.to(RATE)
@@ -211,7 +224,15 @@ def _training(row: Preset, presets: Presets):
     return measured, bound, None, "training_rate_bound", assumed
 
 
-def _flags(row: Preset, presets: Presets, efficiency, bound) -> list[str]:
+def _ttft(row: Preset, presets: Presets, changes: dict):
+    """The measured mean TTFT with its lower bound (the prompt's prefill alone on the replica)."""
+    if row.get("ttft") is None or row.scenario == "decode_only":
+        return None
+    kw = bound_inputs(row, presets, changes)
+    return row.ttft.to("ms"), derivations.get("ttft_bound").evaluate(**_only("ttft_bound", kw))
+
+
+def _flags(row: Preset, presets: Presets, efficiency, bound, ttft=None) -> list[str]:
     features = row.get("features", "").split()
     flags = [f for f in features if f in CAUSES and f != "mtp"]
     if "mtp" in features:
@@ -229,6 +250,11 @@ def _flags(row: Preset, presets: Presets, efficiency, bound) -> list[str]:
             causes.append("an input of the bound is wrong for this system (check the row)")
         what = "no batch meets the measured latency" if efficiency is None else "beats the bound"
         flags.insert(0, f"{what}: likely {'; or '.join(causes)}")
+    if ttft is not None and ttft[0] < ttft[1]:
+        flags.insert(
+            0,
+            "TTFT below its bound: likely prefix caching or prompts shorter than assumed",
+        )
     if row.get("mfu") is not None and row.get("throughput_per_chip") is not None:
         flags.append(f"stated MFU {row.mfu.to('').m:.3g} (its own FLOP count and peak)")
     return flags
@@ -242,10 +268,14 @@ def evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
     else:
         measured, bound, batch, eq_id, assumed = _serving(row, presets, changes)
     efficiency = None if bound.m <= 0 else float((measured / bound).to("").m)
+    ttft = _ttft(row, presets, changes)
     named = row.get("assumed", "").split()
     listed = ("input_tokens", "output_tokens", "context", "concurrency", "tpot", "per_user_rate")
-    stated = [n for n in ("chips_per_replica", *listed, "weights", "activations", "kv")
-              if row.get(n) is not None and n not in named]
+    stated = [
+        n
+        for n in ("chips_per_replica", *listed, "weights", "activations", "kv")
+        if row.get(n) is not None and n not in named
+    ]
     return Row(
         id=row.id,
         name=row.name,
@@ -253,10 +283,11 @@ def evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
         measured=measured,
         bound=bound,
         efficiency=efficiency,
-        flags=tuple(_flags(row, presets, efficiency, bound)),
+        flags=tuple(_flags(row, presets, efficiency, bound, ttft)),
         stated=tuple(stated),
         assumed=tuple(named + assumed),
         batch=batch,
+        ttft=ttft,
         equation=eq_id,
         source=row.source_of("source"),
         preset=row,

@@ -47,9 +47,7 @@ input_output_ratio = symbol(
     "prompt tokens per generated token of a request (mean input over mean output length)",
     r"\rho",
 )
-input_tokens = symbol(
-    "input_tokens", "token", "prompt tokens of one request", r"L_{\mathrm{in}}"
-)
+input_tokens = symbol("input_tokens", "token", "prompt tokens of one request", r"L_{\mathrm{in}}")
 decode_rate_per_chip = symbol(
     "decode_rate_per_chip",
     "token/s/chip",
@@ -131,7 +129,11 @@ register(
             "the replica's n chips share the step; no chip serves two replicas",
         ),
         derivation=Derivation(
-            given(decode_rate_per_chip.sym, B / T / n, "a replica's B / T tokens per second over n chips"),
+            given(
+                decode_rate_per_chip.sym,
+                B / T / n,
+                "a replica's B / T tokens per second over n chips",
+            ),
             rewrite(decode_rate_per_chip.sym, B / (n * T), "one fraction"),
         ),
         summary="The replica's tokens per step over its step time, per chip: what a benchmark's "
@@ -195,7 +197,9 @@ register(
         source=Source(LECTURE, SECTION_A, "throughput = B / step, shared by the replica's chips"),
         assumptions=("each of the B sequences gets one output token per serving step",),
         derivation=Derivation(
-            given(serving_rate_per_chip.sym, B / T_s / n, "B tokens per serving step, over n chips"),
+            given(
+                serving_rate_per_chip.sym, B / T_s / n, "B tokens per serving step, over n chips"
+            ),
             rewrite(serving_rate_per_chip.sym, B / (n * T_s), "one fraction"),
         ),
         summary="The bound a measured 'output tokens/s per GPU' is held against.",
@@ -223,7 +227,9 @@ register(
         lhs=ttft_bound,
         rhs=sp.Max(PREFILL_COMPUTE, weight_fetch_time.sym),
         chapter=CHAPTER,
-        source=Source(LECTURE, SECTION_A, "prefill: t_compute with the prompt's tokens as the batch"),
+        source=Source(
+            LECTURE, SECTION_A, "prefill: t_compute with the prompt's tokens as the batch"
+        ),
         assumptions=(
             "the prompt is processed alone on the replica's n chips, at peak FLOP/s",
             "attention FLOPs are ignored, as in compute_time",

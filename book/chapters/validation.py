@@ -62,6 +62,9 @@ def _table_row(r, presets) -> dict:
         "efficiency": pct(r.efficiency),
         "flags": "; ".join(r.flags) or "—",
         "assumed": ", ".join(a for a in r.preset.get("assumed", "").split()) or "—",
+        "ttft": "—"
+        if r.ttft is None
+        else f"{quantity(r.ttft[0].to('ms'))} / {quantity(r.ttft[1].to('ms'))}",
     }
 
 
@@ -77,8 +80,11 @@ def _example(presets: Presets, rows) -> dict:
         from derivations.inputs import reachable
 
         allowed = reachable(eq)
-        args = {k: v for k, v in kw.items() if k in allowed or k in ("hardware", "model",
-                                                                      "precision", "presets")}
+        args = {
+            k: v
+            for k, v in kw.items()
+            if k in allowed or k in ("hardware", "model", "precision", "presets")
+        }
         return eq.evaluate(**args, **extra)
 
     fit = (
@@ -127,7 +133,9 @@ def _example(presets: Presets, rows) -> dict:
         "bandwidth": quantity(presets.get("hardware", row.hardware).hbm_bandwidth),
         "compute_bound": bool(compute * (1 + rho) > weights + kv),
         "ttft": quantity(ev("ttft_bound").to("ms")),
-        "ttft_measured": quantity(presets.get("measurement", EXAMPLE.replace("offline", "server")).ttft),
+        "ttft_measured": quantity(
+            presets.get("measurement", EXAMPLE.replace("offline", "server")).ttft
+        ),
     }
 
 
@@ -159,8 +167,13 @@ def context(presets: Presets) -> dict:
             "id": sid,
             "title": title,
             "rows": [_table_row(r, presets) for r in rows if r.scenario == sid],
-            "band": {k: pct(v) if k != "count" and k != "above_one" else str(v)
-                     for k, v in bands[sid].items()} if sid in bands else None,
+            "ttft": any(r.ttft is not None for r in rows if r.scenario == sid),
+            "band": {
+                k: pct(v) if k != "count" and k != "above_one" else str(v)
+                for k, v in bands[sid].items()
+            }
+            if sid in bands
+            else None,
         }
         for sid, title in SCENARIOS
     ]
@@ -168,16 +181,26 @@ def context(presets: Presets) -> dict:
     above = [r for r in rows if r.efficiency is None or r.efficiency > 1]
     sens = _sensitivity(presets, rows)
     spreads = [float(s["spread"].replace(",", "")) for s in sens]
-    training = [r for r in rows if r.scenario == "training" and r.preset.get("mfu") is not None
-                and r.preset.get("throughput_per_chip") is not None]
+    training = [
+        r
+        for r in rows
+        if r.scenario == "training"
+        and r.preset.get("mfu") is not None
+        and r.preset.get("throughput_per_chip") is not None
+    ]
     mfu_gaps = [r.preset.mfu.to("").m / r.efficiency for r in training]
+    ttft_ratios = [(r.ttft[0] / r.ttft[1]).to("").m for r in rows if r.ttft is not None]
     mtp = [r for r in rows if "mtp" in r.flags and r.scenario == "single_stream"]
     no_mtp = next(r for r in rows if r.id == "trtllm_b200_r1_batch1")
 
     def band(name):
         b = bands[name]
-        return {"median": pct(b["median"]), "low": pct(b["low"]), "high": pct(b["high"]),
-                "count": str(b["count"])}
+        return {
+            "median": pct(b["median"]),
+            "low": pct(b["low"]),
+            "high": pct(b["high"]),
+            "count": str(b["count"]),
+        }
 
     return {
         "count": str(len(rows)),
@@ -199,6 +222,8 @@ def context(presets: Presets) -> dict:
         "sensitivity_max": number(max(spreads), 3) if spreads else "—",
         "sensitivity_median": number(float(np.median(spreads)), 3) if spreads else "—",
         "omitted": [{"what": w, "why": y} for w, y in OMITTED],
+        "ttft_ratio_low": number(min(ttft_ratios), 3),
+        "ttft_ratio_high": number(max(ttft_ratios), 3),
         "mtp_gain": number(max(r.measured.m for r in mtp) / no_mtp.measured.m, 3),
         "no_mtp_eff": pct(no_mtp.efficiency),
         "mfu_gap_low": number(min(mfu_gaps), 3) if mfu_gaps else "—",

@@ -61,7 +61,7 @@ def test_a_user_row_appears_in_validate(tmp_path):
     code, out, _ = run("--presets", str(path), "validate", "--json")
     assert code == 0
     mine = next(r for r in json.loads(out)["rows"] if r["id"] == "my_h100_run")
-    assert mine["measured"] == 5000 and 0 < mine["efficiency"]
+    assert mine["measured"] == 5000 and mine["efficiency"] > 0
     code, out, _ = run("--presets", str(path), "validate")
     assert "my_h100_run" in out
 
@@ -72,7 +72,10 @@ def test_a_user_row_appears_in_validate(tmp_path):
         (('hardware = "h100_sxm"', 'hardware = "h1000"'), "unknown hardware preset 'h1000'"),
         (('model = "llama_3_1_8b"', 'model = "llama_9"'), "unknown model preset 'llama_9'"),
         (('throughput_per_chip = "5000 token/s"', ""), "missing throughput"),
-        (('throughput_per_chip = "5000 token/s"', 'throughput_per_chip = "5000 GB/s"'), "throughput_per_chip"),
+        (
+            ('throughput_per_chip = "5000 token/s"', 'throughput_per_chip = "5000 GB/s"'),
+            "throughput_per_chip",
+        ),
         (('input_tokens = "1000 token"', 'input_tokens = "1000 s"'), "input_tokens"),
         (('scenario = "offline"', 'scenario = "offlien"'), "scenario"),
     ],

@@ -1,4 +1,4 @@
-"""The validation chapter's bounds: properties over realistic ranges and three hand-computed rows."""
+"""The validation bounds: properties over realistic ranges and three hand-computed rows."""
 
 import pytest
 from hypothesis import given
@@ -24,8 +24,12 @@ def test_every_derivation_checks():
         eq.check()
 
 
-@given(s.machine_and_model(), s.batch_size, s.log_uniform(low=0.01, high=30),
-       s.log_uniform(low=1.01, high=100))
+@given(
+    s.machine_and_model(),
+    s.batch_size,
+    s.log_uniform(low=0.01, high=30),
+    s.log_uniform(low=1.01, high=100),
+)
 def test_the_bound_never_falls_as_bandwidth_or_flops_rise(inputs, batch, rho, factor):
     kw = dict(inputs, batch_size=batch, input_output_ratio=rho)
     for eq_id in ("serving_rate_per_chip", "decode_rate_per_chip", "serving_rate_per_user"):
@@ -35,7 +39,9 @@ def test_the_bound_never_falls_as_bandwidth_or_flops_rise(inputs, batch, rho, fa
         assert faster_memory.m >= base.m * (1 - 1e-12)
         assert faster_compute.m >= base.m * (1 - 1e-12)
     ttft = ev("ttft_bound", **dict(kw, input_tokens=Q_(1000, "token")))
-    quicker = ev("ttft_bound", **dict(kw, input_tokens=Q_(1000, "token"), flops=kw["flops"] * factor))
+    quicker = ev(
+        "ttft_bound", **dict(kw, input_tokens=Q_(1000, "token"), flops=kw["flops"] * factor)
+    )
     assert quicker.m <= ttft.m * (1 + 1e-12)
 
 
@@ -54,8 +60,14 @@ def test_efficiency_scales_inversely_with_the_bound(inputs, batch, factor):
 
 
 def test_without_prompts_the_serving_step_is_the_decode_step():
-    kw = dict(hardware="h200", model="llama_2_70b", precision="fp8", batch_size=Q_(300, "sequence"),
-              context_length=Q_(1000, "token"), n_chips=Q_(1, "chip"))
+    kw = dict(
+        hardware="h200",
+        model="llama_2_70b",
+        precision="fp8",
+        batch_size=Q_(300, "sequence"),
+        context_length=Q_(1000, "token"),
+        n_chips=Q_(1, "chip"),
+    )
     tiny = ev("serving_step_time", **kw, input_output_ratio=1e-12)
     assert tiny.to("s").m == pytest.approx(ev("step_time", **kw).to("s").m, rel=1e-9)
 
