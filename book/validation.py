@@ -27,6 +27,7 @@ import numpy as np
 import pint
 
 import derivations
+from book.format import number
 from derivations.inputs import reachable
 from units import Q_, ChalkboardError
 from units.presets import Preset, Presets, load
@@ -61,6 +62,7 @@ class Row:
     assumed: tuple[str, ...]
     batch: float | None = None
     ttft: tuple[pint.Quantity, pint.Quantity] | None = None  # measured mean, lower bound
+    mfu_attention: float | None = None  # training: measured over the attention-aware bound
     equation: str = ""
     source: str = ""
     preset: Preset | None = field(default=None, repr=False, compare=False)
@@ -84,6 +86,7 @@ class Row:
             "ttft": None
             if self.ttft is None
             else {"measured": self.ttft[0].to("s").m, "bound": self.ttft[1].to("s").m, "unit": "s"},
+            "mfu_attention": self.mfu_attention,
             "source": self.source,
         }
 
@@ -224,6 +227,23 @@ def _training(row: Preset, presets: Presets):
     return measured, bound, None, "training_rate_bound", assumed
 
 
+def _attention_mfu(row: Preset, presets: Presets, measured) -> float | None:
+    """The measured rate over the bound that also counts attention FLOPs (GQA models with a
+    stated sequence length)."""
+    model = presets.get("model", row.model)
+    if row.get("context") is None or model.get("head_dim") is None:
+        return None
+    hardware = presets.get("hardware", row.hardware)
+    bound = derivations.get("attention_training_rate_bound").evaluate(
+        hardware=row.hardware,
+        model=row.model,
+        presets=presets,
+        flops=_flops(row, hardware, []),
+        training_sequence=row.context,
+    )
+    return float((measured / bound).to("").m)
+
+
 def _ttft(row: Preset, presets: Presets, changes: dict):
     """The measured mean TTFT with its lower bound (the prompt's prefill alone on the replica)."""
     if row.get("ttft") is None or row.scenario == "decode_only":
@@ -256,7 +276,11 @@ def _flags(row: Preset, presets: Presets, efficiency, bound, ttft=None) -> list[
             "TTFT below its bound: likely prefix caching or prompts shorter than assumed",
         )
     if row.get("mfu") is not None and row.get("throughput_per_chip") is not None:
-        flags.append(f"stated MFU {row.mfu.to('').m:.3g} (its own FLOP count and peak)")
+        flags.append(f"stated MFU {number(row.mfu.to('').m, 3)} (its own FLOP count and peak)")
+    if row.scenario == "training" and row.get("context") is not None:
+        flags.append(
+            f"attention-aware MFU counts {number(row.context.to('token').m)} tokens per sequence"
+        )
     return flags
 
 
@@ -269,6 +293,7 @@ def evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
         measured, bound, batch, eq_id, assumed = _serving(row, presets, changes)
     efficiency = None if bound.m <= 0 else float((measured / bound).to("").m)
     ttft = _ttft(row, presets, changes)
+    mfu_attention = _attention_mfu(row, presets, measured) if row.scenario == "training" else None
     named = row.get("assumed", "").split()
     listed = ("input_tokens", "output_tokens", "context", "concurrency", "tpot", "per_user_rate")
     stated = [
@@ -288,6 +313,7 @@ def evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
         assumed=tuple(named + assumed),
         batch=batch,
         ttft=ttft,
+        mfu_attention=mfu_attention,
         equation=eq_id,
         source=row.source_of("source"),
         preset=row,

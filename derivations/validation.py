@@ -26,9 +26,12 @@ from derivations.notation import (
     compute_time,
     flops,
     flops_per_param_token,
+    head_dim,
     memory_time,
     n_active,
     n_chips,
+    n_heads,
+    n_layers,
     step_time,
     training_flops,
     training_tokens,
@@ -109,6 +112,19 @@ model_flops_utilization = symbol(
     "dimensionless",
     "model FLOPs utilisation: measured training rate over the 6ND bound",
     r"\mathrm{MFU}",
+)
+
+training_sequence = symbol(
+    "training_sequence",
+    "token",
+    "tokens per training sequence (the attention span of every token)",
+    r"S",
+)
+attention_training_rate_bound = symbol(
+    "attention_training_rate_bound",
+    "token/s/chip",
+    "training tokens per second per chip at peak FLOP/s, attention FLOPs counted",
+    r"R^{\mathrm{attn}}_{\mathrm{train}}",
 )
 
 B, n, T, rho = batch_size.sym, n_chips.sym, step_time.sym, input_output_ratio.sym
@@ -300,6 +316,44 @@ register(
         summary="A chip that did nothing but the model's FLOPs would train this many tokens per "
         "second; the measured rate over it is the MFU. Its FLOPs per token are read from "
         "training_flops when this module loads.",
+    )
+)
+
+ATTN = 2 * n_layers.sym * n_heads.sym * head_dim.sym * training_sequence.sym
+register(
+    Equation(
+        id="attention_training_rate_bound",
+        title="Training tokens per second per chip, attention FLOPs counted",
+        lhs=attention_training_rate_bound,
+        rhs=F / (3 * c_f * (N_a + ATTN)),
+        chapter=CHAPTER,
+        source=Source(
+            "Chowdhery et al. 2022 (PaLM), appendix B",
+            "",
+            "6N + 12 L H Q T FLOPs per token",
+        ),
+        assumptions=(
+            "each token's query meets all S keys and values of its sequence in every layer "
+            "(no causal halving, as PaLM counts it)",
+            "the attention matrix products cost, like weights, a forward multiply-add and a "
+            "backward pass of twice that",
+            "the chip runs at its dense peak FLOP/s at the training precision",
+        ),
+        derivation=Derivation(
+            given(
+                attention_training_rate_bound.sym,
+                F / (3 * c_f * N_a + 3 * c_f * ATTN),
+                "peak FLOP/s over FLOPs per token: 6N for the weights, and for attention "
+                "Q K^T and A V, each h d_h S multiply-adds per layer, forward and backward",
+            ),
+            rewrite(
+                attention_training_rate_bound.sym,
+                F / (3 * c_f * (N_a + ATTN)),
+                "the attention term counts like 2 L h d_h S extra parameters",
+            ),
+        ),
+        summary="Attention adds 2 L h d_h S 'parameters' per token: at long sequences a "
+        "publisher that counts it reports a higher MFU for the same tokens per second.",
     )
 )
 

@@ -189,6 +189,20 @@ def context(presets: Presets) -> dict:
         and r.preset.get("throughput_per_chip") is not None
     ]
     mfu_gaps = [r.preset.mfu.to("").m / r.efficiency for r in training]
+    mfu_rows = [
+        {
+            "id": r.id,
+            "name": r.name,
+            "six_nd": pct(r.efficiency),
+            "attention": pct(r.mfu_attention),
+            "stated": pct(r.preset.mfu.to("").m) if r.preset.get("mfu") is not None else "—",
+        }
+        for r in rows
+        if r.scenario == "training"
+    ]
+    attn_gaps = [
+        abs(r.mfu_attention / r.preset.mfu.to("").m - 1) for r in training if r.mfu_attention
+    ]
     ttft_ratios = [(r.ttft[0] / r.ttft[1]).to("").m for r in rows if r.ttft is not None]
     mtp = [r for r in rows if "mtp" in r.flags and r.scenario == "single_stream"]
     no_mtp = next(r for r in rows if r.id == "trtllm_b200_r1_batch1")
@@ -226,6 +240,8 @@ def context(presets: Presets) -> dict:
         "ttft_ratio_high": number(max(ttft_ratios), 3),
         "mtp_gain": number(max(r.measured.m for r in mtp) / no_mtp.measured.m, 3),
         "no_mtp_eff": pct(no_mtp.efficiency),
+        "mfu_rows": mfu_rows,
+        "attention_gap_max": pct(max(attn_gaps)) if attn_gaps else "—",
         "mfu_gap_low": number(min(mfu_gaps), 3) if mfu_gaps else "—",
         "mfu_gap_high": number(max(mfu_gaps), 3) if mfu_gaps else "—",
     }

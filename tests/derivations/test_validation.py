@@ -126,3 +126,21 @@ def test_a_longer_prompt_lowers_a_compute_bound_bound():
     short = evaluate(p, presets, input_tokens=Q_(128, "token"))
     long = evaluate(p, presets, input_tokens=Q_(1024, "token"))
     assert long.bound < short.bound
+
+
+def test_hand_computed_attention_aware_mfu_for_maxtext_llama31_70b():
+    # measurements.md T7: 960 tokens/s per v6e (facts.md 918 BF16 TFLOP/s), sequence 8,192;
+    # PaLM's count 6 N + 12 L h d_h S with models.toml's 70.6e9 parameters, 80 layers, 64 x 128
+    per_token = 6 * 70.6e9 + 12 * 80 * 64 * 128 * 8192
+    r = row("maxtext_v6e_llama31_70b")
+    assert r.mfu_attention == pytest.approx(960 * per_token / 918e12, rel=1e-9)
+    # and it lands nearer the published 50.33% than the lecture's count does
+    assert abs(r.mfu_attention - 0.5033) < abs(r.efficiency - 0.5033)
+
+
+@given(s.machine_and_model(), s.log_uniform(low=128, high=1e6))
+def test_counting_attention_lowers_the_training_bound(inputs, sequence):
+    kw = dict(inputs, n_layers=Q_(80, "layer"), n_heads=Q_(64, "head"))
+    kw.update(head_dim=Q_(128, "value/head"), training_sequence=Q_(sequence, "token"))
+    with_attention = ev("attention_training_rate_bound", **kw)
+    assert with_attention < ev("training_rate_bound", **kw)
