@@ -314,6 +314,11 @@ def _check_measurement(p: dict, where: str) -> None:
             raise ChalkboardError(f"{where}: {name}_low and {name}_high go together with {name}")
         if low is not None and not low <= p[name] <= high:
             raise ChalkboardError(f"{where}: {name} must lie within {name}_low..{name}_high")
+    lengths = "input_tokens" in p and "output_tokens" in p
+    if p["scenario"] not in ("training", "decode_only") and not lengths:
+        raise ChalkboardError(f"{where}: a serving row needs input_tokens and output_tokens")
+    if p["scenario"] == "decode_only" and not (lengths or "context" in p):
+        raise ChalkboardError(f"{where}: a decode-only row needs context or input/output lengths")
     chips, per_replica = p["chips"], p.get("chips_per_replica", p["chips"])
     if per_replica > chips:
         raise ChalkboardError(f"{where}: chips_per_replica exceeds chips")

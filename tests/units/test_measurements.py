@@ -52,6 +52,13 @@ def test_bad_rows_are_rejected(tmp_path, extra, message):
         parse_file(path)
 
 
+def test_a_serving_row_needs_its_lengths(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(ROW.replace('output_tokens = "200 token"\n', ""))
+    with pytest.raises(ChalkboardError, match="needs input_tokens and output_tokens"):
+        parse_file(path)
+
+
 def test_a_value_outside_its_range_is_rejected(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(ROW + 'input_tokens_low = "10 token"\ninput_tokens_high = "100 token"\n')
