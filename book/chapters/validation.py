@@ -37,8 +37,12 @@ OMITTED = (
         "here; the prefill side is bounded by the time to first token instead",
     ),
     (
-        "the 512-chip GB200 'Tyche' training runs and older TensorRT-LLM tables",
-        "not in the compiled table's main rows, or per-system figures that cannot be split",
+        "the GB200 'Tyche' training runs",
+        "listed only as extra runs in the compilation, without a derived rate per chip",
+    ),
+    (
+        "the later JetStream rerun of the int8 configuration",
+        "a regression rerun of a configuration already in the table",
     ),
 )
 
@@ -193,7 +197,7 @@ def context(presets: Presets) -> dict:
         {
             "id": r.id,
             "name": r.name,
-            "six_nd": pct(r.efficiency),
+            "six_nd": pct(r.efficiency) if r.preset.get("throughput_per_chip") else "—",
             "attention": pct(r.mfu_attention),
             "stated": pct(r.preset.mfu.to("").m) if r.preset.get("mfu") is not None else "—",
         }
