@@ -15,7 +15,7 @@ without one, ``source`` is the citation itself.
 >>> p.get("hardware", "h100").name
 Traceback (most recent call last):
 ...
-units.errors.ChalkboardError: unknown hardware preset 'h100' (did you mean 'h100_sxm' or 'h800' or 'h200'?)
+units.errors.ChalkboardError: unknown hardware preset 'h100' (did you mean 'h100_sxm' or ...?)
 """
 
 from __future__ import annotations
