@@ -33,6 +33,7 @@ from units import Q_, ChalkboardError
 from units.presets import Preset, Presets, load
 
 RATE = "token/s/chip"
+CHOICES = ("precision", "weight_precision", "kv_precision", "compute_precision")
 USER = "token/s"
 BAND = (10, 90)  # percentiles: the band holding the middle 80% of rows
 LATENCY_BOUND = ("server", "interactive", "latency_sweep")
@@ -117,18 +118,18 @@ def bound_inputs(row: Preset, presets: Presets, changes=None, assumed=None) -> d
     changes = {} if changes is None else changes
     assumed = [] if assumed is None else assumed
     hardware = presets.get("hardware", row.hardware)
+    weights = row.get("weights", "bf16")
     kw = {
         "hardware": row.hardware,
         "model": row.model,
-        "precision": row.get("weights", "bf16"),
+        "precision": weights,
+        "weight_precision": weights,
+        "kv_precision": row.get("kv", weights),
+        "compute_precision": row.get("activations", weights),
         "presets": presets,
         "flops": _flops(row, hardware, assumed),
         "n_chips": Q_(row.get("chips_per_replica", row.chips), "chip"),
     }
-    kv = row.get("kv", row.get("weights", "bf16"))
-    kw["kv_bytes_per_token"] = derivations.get("kv_bytes_per_token").evaluate(
-        model=row.model, precision=kv, presets=presets
-    )
     get = {**row.fields, **changes}.get
     if get("context") is not None:
         kw["context_length"] = get("context")
@@ -144,7 +145,7 @@ def bound_inputs(row: Preset, presets: Presets, changes=None, assumed=None) -> d
 def _only(eq_id: str, kw: dict) -> dict:
     """The keyword arguments an equation takes (preset choices and its reachable inputs)."""
     allowed = reachable(derivations.get(eq_id))
-    keep = {"hardware", "model", "precision", "presets"}
+    keep = {"hardware", "model", "presets", *CHOICES}
     return {k: v for k, v in kw.items() if k in keep or k in allowed}
 
 

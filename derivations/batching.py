@@ -15,7 +15,6 @@ from derivations.core import Equation, Source, register
 from derivations.derivation import Derivation, given, rename, rewrite, solve, substitute
 from derivations.notation import (
     batch_size,
-    bytes_per_value,
     chips_to_fit,
     compute_time,
     context_length,
@@ -44,6 +43,7 @@ from derivations.notation import (
     train_period,
     wait_time,
     weight_bytes,
+    weight_bytes_per_value,
     weight_fetch_time,
     worst_case_latency,
 )
@@ -56,7 +56,7 @@ SECTION_A = "00:00-32:09"
 RATIO_AT = "15:16"
 
 B, F, W, C = batch_size.sym, flops.sym, mem_bandwidth.sym, hbm_capacity.sym
-N_t, N_a, b, k = n_total.sym, n_active.sym, bytes_per_value.sym, kv_bytes_per_token.sym
+N_t, N_a, b, k = n_total.sym, n_active.sym, weight_bytes_per_value.sym, kv_bytes_per_token.sym
 L, n, c_f, p = context_length.sym, n_chips.sym, flops_per_param_token.sym, price_per_chip_hour.sym
 tau = train_period.sym
 
@@ -228,7 +228,8 @@ crossover_batch_eq = register(
         source=Source(LECTURE, RATIO_AT, "B* = (FLOPs / mem_bw) x (N_total / N_active)"),
         assumptions=(
             "the KV-fetch term is ignored (short contexts)",
-            "weights are stored at b bytes per value and multiplied at the same precision",
+            "weights are stored at b_w bytes per value; F is the dense rate at the compute "
+            "precision",
         ),
         derivation=Derivation(
             given(
@@ -257,7 +258,7 @@ ridge_intensity_eq = register(
         rhs=F / W,
         chapter=CHAPTER,
         source=Source(LECTURE, RATIO_AT, "FLOPs/mem_bw, about 300, stable A100 to B100"),
-        assumptions=("dense FLOP/s at the chosen precision",),
+        assumptions=("dense FLOP/s at the compute precision",),
         summary="How many FLOPs a kernel must do per byte it reads to be compute-bound.",
     )
 )
@@ -355,5 +356,41 @@ throughput_eq = register(
             ),
         ),
         summary="Tokens per step over seconds per step.",
+    )
+)
+
+# -- throughput per sequence (the lecture's "64 B tokens/s") -----------------------------------
+from derivations.notation import sequence_token_rate  # noqa: E402
+
+register(
+    Equation(
+        id="throughput_per_sequence",
+        title="Tokens per second per sequence when a step reads all of HBM",
+        lhs=sequence_token_rate,
+        rhs=1 / hbm_drain_time.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "throughput = B / step ~ 64 B (1/15.6 ms)"),
+        assumptions=(
+            "each sequence receives one token per step",
+            "a step lasts one HBM drain time (the lecture's period: reading HBM twice per step "
+            "is pointless)",
+        ),
+        derivation=Derivation(
+            given(sequence_token_rate.sym, throughput.sym / B, "the replica's rate per sequence"),
+            substitute(
+                {throughput.sym: B / step_time.sym},
+                sequence_token_rate.sym,
+                1 / step_time.sym,
+                "throughput is B tokens per step: B cancels",
+            ),
+            substitute(
+                {step_time.sym: hbm_drain_time.sym},
+                sequence_token_rate.sym,
+                1 / hbm_drain_time.sym,
+                "a step that reads all of HBM once lasts one drain time",
+            ),
+        ),
+        summary="A replica makes B tokens per step, so its throughput is B over the step time: "
+        "with the step at one HBM drain time, each sequence gets one token per drain time.",
     )
 )

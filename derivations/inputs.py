@@ -2,13 +2,21 @@
 
 For each input symbol, in order: a value the caller gave (``--set`` or a keyword); a declared
 constant; the registered equation that outputs it (evaluated recursively); a preset binding
-(hardware, model, precision, rental price); a named parameter's default; else a clear error that
-names the missing input and how to give it.
+(hardware, model, the weight, KV-cache and compute precisions, rental price); a named
+parameter's default; else a clear error that names the missing input and how to give it.
 
 >>> from derivations import get
 >>> r = get("crossover_batch").evaluate_detailed(hardware="h100_sxm", model="deepseek_v3")
 >>> r.inputs["mem_bandwidth"].origin
 'hardware h100_sxm: hbm_bandwidth'
+
+Weights, KV cache and math may each run at their own precision; ``precision`` sets all three:
+
+>>> r = get("crossover_batch").evaluate_detailed(
+...     hardware="b200", model="deepseek_v3", precision="fp8", weight_precision="fp4"
+... )
+>>> r.inputs["weight_bytes_per_value"].origin, r.inputs["flops"].origin
+('weight precision fp4: bytes_per_value', 'hardware b200: dense_flops_fp8')
 """
 
 from __future__ import annotations
@@ -71,20 +79,32 @@ def _flops(r: Resolver):
     hardware = r.preset("hardware")
     if hardware is None:
         return None
-    name = f"dense_flops_{r.precision.id}"
+    precision = r.precision_of("compute")
+    rate = precision.get("flops_precision", precision.id)
+    name = f"dense_flops_{rate}"
     value = hardware.get(name)
     if value is None:
         have = [f[len("dense_flops_") :] for f in hardware.fields if f.startswith("dense_flops_")]
         raise ChalkboardError(
-            f"hardware {hardware.id!r} has no dense {r.precision.id} FLOP/s figure "
-            f"(it has: {', '.join(have) or 'none'}); choose another --precision or --set flops=..."
+            f"hardware {hardware.id!r} has no dense {rate} FLOP/s figure (no published rate "
+            f"at compute precision {precision.id!r}; it has: {', '.join(have) or 'none'}); "
+            "choose another --compute-precision (or --precision), or give --set flops=..."
         )
-    return value, f"hardware {hardware.id}: {name}", hardware.source_of(name)
+    origin = f"hardware {hardware.id}: {name}"
+    if rate != precision.id:
+        origin += f" (compute precision {precision.id})"
+    return value, origin, hardware.source_of(name)
 
 
-def _bytes_per_value(r: Resolver):
-    p = r.precision
-    return p.bytes_per_value, f"precision {p.id}: bytes_per_value", p.source_of("bytes_per_value")
+def _bytes_per_value(role: str):
+    """A binding that reads bytes per value from the precision chosen for ``role``."""
+
+    def read(r: Resolver):
+        p = r.precision_of(role)
+        origin = f"{PRECISION_ROLES[role][1]} {p.id}: bytes_per_value"
+        return p.bytes_per_value, origin, p.source_of("bytes_per_value")
+
+    return read
 
 
 def _by_attention(gqa: str, mla: str):
@@ -151,12 +171,92 @@ MODEL_FIELDS = {
     "d_ff_expert": ("d_ff_expert", _none_for("experts")),
     "dense_layers": ("dense_layers", _dense_layers),
     "sliding_window_layers": ("sliding_window_layers", _none_for("sliding-window layers")),
-    "embeddings_active": ("embeddings_active", lambda p: (2, "input and output embeddings (2)")),
+    "embeddings_active": ("embeddings_active", lambda p: _embedding_count(p, "active")),
+    # no field of that name: always read from tied_embeddings by the default
+    "embedding_matrices": ("embedding_matrices", lambda p: _embedding_count(p, "stored")),
 }
 
 
+def _embedding_count(model: Preset, what: str):
+    """Embedding matrices stored, or counted as active: one when tied, else two."""
+    if model.get("tied_embeddings"):
+        return 1, f"tied input and output embeddings: one matrix {what} (1)"
+    return 2, f"input and output embeddings {what} (2)"
+
+
+# The published-count fields and the equations that count them from the architecture.
+PARAM_COUNTS = {
+    "n_total": ("params_total", "params_total"),
+    "n_active": ("params_active", "params_active"),
+}
+PARAMS_TOLERANCE = 0.02  # stated counts may differ from the architecture's by this much
+_checked: dict[tuple[str, str], None] = {}
+
+
+def check_model(model: Preset, presets: Presets) -> None:
+    """Cross-check a model's stated parameter counts against its architecture (once per preset).
+
+    Skipped when the architecture is incomplete (then the stated counts are used as they are).
+    A gap beyond ``params_tolerance`` (default 2%) is an error naming both figures.
+    """
+    from units.presets import architecture_gaps
+
+    key = (model.path, model.id)
+    if key in _checked or architecture_gaps(model.fields):
+        return
+    _checked[key] = None  # before evaluating: the evaluation below resolves this model again
+    from derivations.core import get
+
+    tolerance = model.get("params_tolerance")
+    limit = PARAMS_TOLERANCE if tolerance is None else float(tolerance.to("").magnitude)
+    try:
+        for field, eq_id in PARAM_COUNTS.values():
+            stated = model.get(field)
+            if stated is None:
+                continue
+            counted = get(eq_id).evaluate(model=model, presets=presets).to("parameter")
+            gap = abs((counted / stated).to("").magnitude - 1)
+            if gap > limit:
+                raise ChalkboardError(
+                    f"model preset {model.id!r} ({model.path}): stated {field} "
+                    f"{_count(stated.to('parameter').magnitude)} differs from the "
+                    f"{_count(counted.magnitude)} counted from its architecture by "
+                    f"{100 * gap:.1f}% (more than {100 * limit:g}%); fix the figure or the "
+                    "architecture, or set params_tolerance"
+                )
+    except ChalkboardError:
+        del _checked[key]
+        raise
+
+
+def _count(x: float) -> str:
+    """A parameter count as a reader says it: '671 B', '37.6 M', '250,880' parameters."""
+    for scale, word in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if x >= scale:
+            return f"{x / scale:.4g} {word} parameters"
+    return f"{x:,.0f} parameters"
+
+
+def _params(field: str, eq_id: str):
+    """A model's stated parameter count, or, when it states none, the architecture's count."""
+
+    def read(r: Resolver):
+        model = r.preset("model")
+        if model is None:
+            return None
+        if model.get(field) is not None:
+            return model.get(field), f"model {model.id}: {field}", model.source_of(field)
+        from derivations.core import get
+
+        eq = get(eq_id)
+        origin = f"equation {eq.id} (model {model.id} states no {field})"
+        return r.value_of(eq), origin, model.source_of("source")
+
+    return read
+
+
 BINDINGS: dict[str, Binding] = {
-    "flops": Binding("hardware's dense FLOP/s at the chosen precision", _flops, preset="hardware"),
+    "flops": Binding("hardware's dense FLOP/s at the compute precision", _flops, preset="hardware"),
     "mem_bandwidth": Binding(
         "hardware's HBM bandwidth", _figure("hardware", "hbm_bandwidth"), preset="hardware"
     ),
@@ -176,12 +276,16 @@ BINDINGS: dict[str, Binding] = {
         _figure("hardware", "scale_out_bandwidth"),
         preset="hardware",
     ),
-    "n_total": Binding(
-        "model's total parameters", _figure("model", "params_total"), preset="model"
-    ),
-    "n_active": Binding(
-        "model's active parameters", _figure("model", "params_active"), preset="model"
-    ),
+    **{
+        name: Binding(
+            f"model's {field.split('_')[1]} parameters (stated, else counted from the "
+            "architecture)",
+            _params(field, eq_id),
+            (f"arch_{field}",),
+            "model",
+        )
+        for name, (field, eq_id) in PARAM_COUNTS.items()
+    },
     **{
         name: Binding(
             f"model's {field.replace('_', ' ')}", _figure("model", field, default), (), "model"
@@ -203,11 +307,23 @@ BINDINGS: dict[str, Binding] = {
         ("gqa_attention_params", "mla_attention_params"),
         "model",
     ),
-    "bytes_per_value": Binding("precision's bytes per value", _bytes_per_value),
+    "weight_bytes_per_value": Binding(
+        "weight precision's bytes per value", _bytes_per_value("weight")
+    ),
+    "kv_bytes_per_value": Binding("KV-cache precision's bytes per value", _bytes_per_value("kv")),
+    "activation_bytes_per_value": Binding(
+        "compute precision's bytes per value (activations travel at the precision of the math)",
+        _bytes_per_value("compute"),
+    ),
     "n_chips": Binding("fewest chips that hold weights and KV", _n_chips, ("chips_to_fit",)),
     "price_per_chip_hour": Binding("rental price per chip-hour", _price),
     "input_price": Binding("API preset's input price", _figure("api", "input"), preset="api"),
     "output_price": Binding("API preset's output price", _figure("api", "output"), preset="api"),
+    "cache_write_price": Binding(
+        "API preset's 5-minute cache-write price",
+        _figure("api", "cache_write_5min"),
+        preset="api",
+    ),
     "cache_read_price": Binding(
         "API preset's cache-read price", _figure("api", "cache_read"), preset="api"
     ),
@@ -275,6 +391,14 @@ def parse_override(name: str, value) -> pint.Quantity:
 
 CHOICE_KINDS = ("hardware", "model", "precision", "rental", "api", "tier", "fit")
 DEFAULT_CHOICES = {"precision": "bf16", "rental": "lecture_gpu", "fit": "hoffmann_2022"}
+# The three precisions one evaluation may mix: role -> (keyword, how messages name it). Each
+# defaults to ``precision``, the shorthand that sets all three.
+PRECISION_ROLES = {
+    "weight": ("weight_precision", "weight precision"),
+    "kv": ("kv_precision", "KV-cache precision"),
+    "compute": ("compute_precision", "compute precision"),
+}
+PRECISION_KEYWORDS = tuple(keyword for keyword, _ in PRECISION_ROLES.values())
 
 
 class Resolver:
@@ -299,7 +423,9 @@ class Resolver:
     @classmethod
     def make(cls, root, choices: dict, presets, overrides) -> Resolver:
         """``choices`` maps preset kinds (hardware, model, precision, rental, api, tier, fit) to
-        ids or Presets; precision, rental and fit fall back to their defaults."""
+        ids or Presets; precision, rental and fit fall back to their defaults. The
+        ``weight_precision``, ``kv_precision`` and ``compute_precision`` choices each fall back
+        to ``precision``."""
         presets = presets or load()
         if not root.evaluable:
             raise ChalkboardError(
@@ -313,9 +439,23 @@ class Resolver:
             return presets.get(kind, str(value))
 
         chosen = {kind: pick(kind, choices.get(kind)) for kind in CHOICE_KINDS}
+        if chosen["model"] is not None:
+            check_model(chosen["model"], presets)
         for kind, default in DEFAULT_CHOICES.items():
             if chosen[kind] is None and default in presets.by_kind[kind]:
                 chosen[kind] = presets.get(kind, default)
+        for keyword, label in PRECISION_ROLES.values():
+            value = choices.get(keyword)
+            if value is None or isinstance(value, Preset):
+                chosen[keyword] = value or chosen["precision"]
+            elif str(value) in presets.by_kind["precision"]:
+                chosen[keyword] = presets.get("precision", str(value))
+            else:
+                known = presets.by_kind["precision"]
+                raise ChalkboardError(
+                    f"unknown {label} {str(value)!r}{closest(str(value), known)}; "
+                    f"the precisions are: {', '.join(known)}"
+                )
         allowed = reachable(root)
         parsed = {}
         for name, value in overrides.items():
@@ -334,7 +474,12 @@ class Resolver:
 
     @property
     def precision(self) -> Preset:
+        """The shorthand precision (the default of the weight, KV-cache and compute ones)."""
         return self.chosen["precision"]
+
+    def precision_of(self, role: str) -> Preset:
+        """The precision chosen for ``role``: "weight", "kv" or "compute"."""
+        return self.chosen[PRECISION_ROLES[role][0]]
 
     @property
     def price(self) -> Preset:

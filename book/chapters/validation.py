@@ -12,10 +12,11 @@ import numpy as np
 
 import derivations
 from book.format import number, quantity
-from book.validation import BAND, bound_inputs, sensitivity, summary, validate
+from book.validation import BAND, CHOICES, bound_inputs, sensitivity, summary, validate
 from units import Q_
 from units.presets import Presets
 
+KEEP = ("hardware", "model", "presets", *CHOICES)
 EXAMPLE = "mlperf_h200_x8_llama2_70b_offline"  # one chip per replica: the cleanest row
 SCENARIOS = (
     ("offline", "Offline: all queries at once, maximum throughput"),
@@ -84,26 +85,19 @@ def _example(presets: Presets, rows) -> dict:
         from derivations.inputs import reachable
 
         allowed = reachable(eq)
-        args = {
-            k: v
-            for k, v in kw.items()
-            if k in allowed or k in ("hardware", "model", "precision", "presets")
-        }
+        args = {k: v for k, v in kw.items() if k in allowed or k in KEEP}
         return eq.evaluate(**args, **extra)
 
     fit = (
         derivations.get("chips_to_fit")
         .solve_for("batch_size")
         .evaluate(
-            hardware=row.hardware,
-            model=row.model,
-            precision=kw["precision"],
-            presets=presets,
-            kv_bytes_per_token=kw["kv_bytes_per_token"],
+            **{k: kw[k] for k in KEEP},
             context_length=kw["context_length"],
             chips_to_fit=kw["n_chips"],
         )
     )
+    kv_per_token = ev("kv_bytes_per_token")
     compute = ev("compute_time", batch_size=batch)
     weights = ev("weight_fetch_time", batch_size=batch)
     kv = ev("kv_fetch_time", batch_size=batch)
@@ -119,7 +113,7 @@ def _example(presets: Presets, rows) -> dict:
         "context": quantity(kw["context_length"]),
         "rho": number(rho, 3),
         "one_plus_rho": number(1 + rho, 3),
-        "kv_per_token": f"{number(kw['kv_bytes_per_token'].to('kB/token').m)} kB per token",
+        "kv_per_token": f"{number(kv_per_token.to('kB/token').m)} kB per token",
         "hbm": quantity(presets.get("hardware", row.hardware).hbm_capacity),
         "fit": quantity(fit.to("sequence")),
         "concurrency": quantity(row.concurrency),

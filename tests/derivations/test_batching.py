@@ -115,10 +115,10 @@ def test_drain_time_is_capacity_over_bandwidth(capacity, bandwidth):
 
 
 SOLVABLE = {
-    "crossover_batch": ("flops", "mem_bandwidth", "n_total", "n_active", "bytes_per_value"),
+    "crossover_batch": ("flops", "mem_bandwidth", "n_total", "n_active", "weight_bytes_per_value"),
     "hbm_drain_time": ("hbm_capacity", "mem_bandwidth"),
     "compute_time": ("flops", "n_active", "batch_size", "n_chips"),
-    "weight_fetch_time": ("n_total", "mem_bandwidth", "bytes_per_value"),
+    "weight_fetch_time": ("n_total", "mem_bandwidth", "weight_bytes_per_value"),
     "cost_per_token": ("price_per_chip_hour", "step_time"),
 }
 SOLVED = {(e, x): get(e).solve_for(x) for e, xs in SOLVABLE.items() for x in xs}
@@ -188,7 +188,8 @@ def test_sweep_over_a_million_batches_is_monotone():
 def test_ridge_times_bytes_per_flop_is_the_dense_crossover(inputs):
     dense = dict(inputs, n_active=inputs["n_total"])
     ridge = ev("ridge_intensity", **dense).to("FLOP/byte").magnitude
-    bytes_per_flop = inputs["bytes_per_value"].to("byte/value").magnitude / 2  # 2 FLOP per weight
+    # 2 FLOP per weight
+    bytes_per_flop = inputs["weight_bytes_per_value"].to("byte/value").magnitude / 2
     assert ev("crossover_batch", **dense).magnitude == pytest.approx(
         ridge * bytes_per_flop, rel=1e-9
     )
@@ -200,7 +201,7 @@ def test_default_chips_hold_the_weights_and_kv_with_less_than_one_spare(inputs, 
     kw = dict(inputs, batch_size=batch)
     fit = ev("chips_to_fit", **kw).to("chip").magnitude
     stored = (
-        inputs["n_total"].magnitude * inputs["bytes_per_value"].to("B/value").magnitude
+        inputs["n_total"].magnitude * inputs["weight_bytes_per_value"].to("B/value").magnitude
         + batch.magnitude
         * inputs["context_length"].magnitude
         * inputs["kv_bytes_per_token"].to("B/token").magnitude
@@ -208,3 +209,20 @@ def test_default_chips_hold_the_weights_and_kv_with_less_than_one_spare(inputs, 
     assert fit * inputs["hbm_capacity"].to("B").magnitude == pytest.approx(stored, rel=1e-9)
     used = get("step_time").evaluate_detailed(**kw).inputs["n_chips"].value.magnitude
     assert fit <= used < fit + 1
+
+
+def test_throughput_per_sequence_is_one_token_per_drain_time():
+    # Lecture: Rubin 288 GB / 20 TB/s = 14.4 ms -> 69.4 tokens/s per sequence (the "64 B"
+    # rounds the step to 15.6 ms); H100 80 GB / 3.35 TB/s -> 41.9 (facts.md).
+    rubin = get("throughput_per_sequence").evaluate(hardware="rubin")
+    h100 = get("throughput_per_sequence").evaluate(hardware="h100_sxm")
+    assert rubin.to("token/s/sequence").m == pytest.approx(20e3 / 288)
+    assert h100.to("token/s/sequence").m == pytest.approx(3.35e3 / 80)
+
+
+@given(s.hbm_capacity, s.mem_bandwidth, s.batch_size)
+def test_throughput_per_sequence_times_batch_is_the_replica_throughput(cap, bw, batch):
+    rate = get("throughput_per_sequence").evaluate(hbm_capacity=cap, mem_bandwidth=bw)
+    drain = get("hbm_drain_time").evaluate(hbm_capacity=cap, mem_bandwidth=bw)
+    total = get("throughput").evaluate(batch_size=batch, step_time=drain)
+    assert (rate * batch).to("token/s").m == pytest.approx(total.to("token/s").m, rel=1e-9)
