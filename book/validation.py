@@ -99,17 +99,16 @@ def _batch_that_fits():
 
 
 def _flops(row: Preset, hardware: Preset, assumed: list[str]) -> pint.Quantity:
-    """The chip's dense FLOP/s at the row's activation precision; where the preset lacks it,
-    FP4 runs at twice the FP8 rate and INT8 or FP8 at the BF16 rate (each recorded as assumed)."""
-    act = row.get("activations", "bf16")
+    """The chip's dense FLOP/s at the row's compute (activation) precision: a preset figure,
+    never a guess (a chip without one is an error naming what to add)."""
+    act = row.get("activations", row.get("weights", "bf16"))
     value = hardware.get(f"dense_flops_{act}")
-    if value is not None:
-        return value
-    if act == "fp4" and hardware.get("dense_flops_fp8") is not None:
-        assumed.append("FP4 FLOP/s = 2 x the chip's FP8 figure (no FP4 figure in its preset)")
-        return 2 * hardware.dense_flops_fp8
-    assumed.append(f"{act} multiplies run at the chip's BF16 rate (no {act} FLOP/s in its preset)")
-    return hardware.dense_flops_bf16
+    if value is None:
+        raise ChalkboardError(
+            f"measurement {row.id!r}: hardware {hardware.id!r} has no dense {act} FLOP/s "
+            f"figure (dense_flops_{act}); add it in a --presets file"
+        )
+    return value
 
 
 def bound_inputs(row: Preset, presets: Presets, changes=None, assumed=None) -> dict:

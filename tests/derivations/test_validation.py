@@ -91,7 +91,7 @@ def test_hand_computed_llama2_offline_on_h200():
 
 
 def test_hand_computed_deepseek_r1_batch_one_on_b200():
-    # measurements.md row 34: 8 B200 (facts.md 8 TB/s; FP4 rate assumed 2 x 4,500 TFLOP/s),
+    # measurements.md row 34: 8 B200 (facts.md 8 TB/s; hardware.toml dense FP4 9,000 TFLOP/s),
     # batch 1, 1k in / 2k out. All 671e9 weights at half a byte are read each step; MLA caches
     # 61 x (512 + 64) values per token at FP8; context 1,024 + 2,048 / 2.
     weights = 671e9 * 0.5 / (8 * 8e12)
