@@ -533,7 +533,7 @@ def cmd_show(args, out) -> None:
 def cmd_problems(args, out) -> None:
     import re
 
-    from book.format import quantity
+    from book.format import plain_math, quantity
     from book.problems import problem_set, tolerance_text
     from units.presets import load
 
@@ -543,8 +543,8 @@ def cmd_problems(args, out) -> None:
         out.write(_json([p.to_dict() for p in problems]))
         return
 
-    def plain(text: str) -> str:  # terminal: drop Markdown emphasis, keep the LaTeX names
-        return re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    def plain(text: str) -> str:  # terminal: no Markdown emphasis, math in plain characters
+        return plain_math(re.sub(r"\*\*(.+?)\*\*", r"\1", text))
 
     for p in problems:
         out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")

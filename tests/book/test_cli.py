@@ -554,3 +554,9 @@ def test_presets_print_their_sources_when_asked():
     assert "source: N1: NVIDIA H100 Tensor Core GPU datasheet" in h100
     _, plain, _ = run("presets", "hardware")
     assert "source:" not in plain
+
+
+def test_problems_print_plain_text_in_the_terminal():
+    code, out, _ = run("problems", "--seed", "1", "--count", "6", "--answers")
+    assert code == 0
+    assert "$" not in out and "\\frac" not in out and "\\mathrm" not in out, out
