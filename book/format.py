@@ -316,9 +316,15 @@ _GREEK = {
     "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Pi": "Π", "Sigma": "Σ", "Phi": "Φ",
     "Psi": "Ψ", "Omega": "Ω", "ell": "ℓ",
 }  # fmt: skip
-_TEX_WORDS = {"cdot": "·", "times": "×", "approx": "≈", "le": "≤", "ge": "≥", "infty": "∞",
-              "log": "log", "exp": "exp", "max": "max", "min": "min", "quad": " ", ",": " "}  # fmt: skip
+_TEX_WORDS = {
+    "cdot": "·", "times": "×", "approx": "≈", "le": "≤", "ge": "≥", "infty": "∞", "log": "log",
+    "exp": "exp", "max": "max", "min": "min", "quad": " ", ",": " ",
+}  # fmt: skip
 _BRACED = r"\{((?:[^{}]|\{[^{}]*\})*)\}"
+
+
+def _tex_word(m: re.Match) -> str:
+    return _GREEK.get(m[1], _TEX_WORDS.get(m[1], m[1]))
 
 
 def plain_math(text: str) -> str:
@@ -345,7 +351,7 @@ def plain_math(text: str) -> str:
             )
             tex = re.sub(r"\\sqrt" + _BRACED, lambda m: f"√{group(convert(m[1]))}", tex)
         tex = re.sub(r"([_^])" + _BRACED, lambda m: m[1] + group(m[2]).strip("()"), tex)
-        tex = re.sub(r"\\([A-Za-z]+|,)", lambda m: _GREEK.get(m[1], _TEX_WORDS.get(m[1], m[1])), tex)
+        tex = re.sub(r"\\([A-Za-z]+|,)", _tex_word, tex)
         return re.sub(r"\s+", " ", tex.replace("{", "").replace("}", "")).strip()
 
     text = re.sub(r"\$\$(.+?)\$\$", lambda m: convert(m[1]), text, flags=re.S)
