@@ -38,8 +38,10 @@ def compose(outer: Equation, *inner) -> Equation:
     """``outer`` with each inner equation's right side put in place of its output symbol.
 
     >>> from derivations import get
-    >>> sorted(map(str, get("memory_time").compose("weight_fetch_time").rhs.free_symbols))
-    ['bytes_per_value', 'expert_read_fraction', 'kv_fetch_time', 'mem_bandwidth', 'n_chips', 'n_total', 'routed_weight_share']
+    >>> names = get("memory_time").compose("weight_fetch_time").rhs.free_symbols
+    >>> sorted(map(str, names))  # doctest: +NORMALIZE_WHITESPACE
+    ['bytes_per_value', 'expert_read_fraction', 'kv_fetch_time', 'mem_bandwidth', 'n_chips',
+     'n_total', 'routed_weight_share']
     """
     if not inner:
         raise ChalkboardError("compose needs at least one equation to substitute")

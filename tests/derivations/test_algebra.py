@@ -27,7 +27,11 @@ def test_composition_matches_substituting_numbers(inputs, batch):
     length, a = inputs["context_length"].m, inputs["attention_flops_per_token"].to("FLOP/token").m
     compute = batch.m * (2 * inputs["n_active"].m + a * length) / (n * f)
     # an MoE reads its always-read share and the routed experts its batch touches
-    e, k, share = inputs["experts_routed"].m, inputs["experts_active"].m, inputs["routed_weight_share"].m
+    e, k, share = (
+        inputs["experts_routed"].m,
+        inputs["experts_active"].m,
+        inputs["routed_weight_share"].m,
+    )
     touched = 1 - (1 - k / e) ** batch.m
     memory = (
         inputs["n_total"].m * (1 - share + share * touched) * b
@@ -60,7 +64,8 @@ def test_composition_records_checked_steps():
     length, k, w = sp.symbols("context_length kv_bytes_per_token mem_bandwidth", positive=True)
     # in B*'s own limit: no attention FLOPs, and the batch touches every expert
     limit = floor.rhs.subs(sp.Symbol("attention_flops_per_token", positive=True), 0).replace(
-        lambda e: isinstance(e, sp.exp), lambda e: 0  # the share of experts skipped: (1-k/E)^B*
+        lambda e: isinstance(e, sp.exp),
+        lambda e: 0,  # the share of experts skipped: (1-k/E)^B*
     )
     assert sp.simplify(limit - (c_f * n_a * p / f + length * k * p / w)) == 0
     direct = get("cost_per_token").evaluate(

@@ -45,7 +45,7 @@ def test_at_the_crossover_compute_equals_weight_fetch(inputs):
     inputs["attention_flops_per_token"] = Q_(1e-30, "FLOP/token")
     b_star = ev("crossover_batch", **inputs)
     skip = 1 - inputs["experts_active"].m / inputs["experts_routed"].m
-    assume(skip ** b_star.m < 1e-12)
+    assume(skip**b_star.m < 1e-12)
     compute = ev("compute_time", **inputs, batch_size=b_star)
     weights = ev("weight_fetch_time", **inputs, batch_size=b_star)
     assert compute.to("s").magnitude == pytest.approx(weights.to("s").magnitude, rel=1e-9)
@@ -300,7 +300,9 @@ def test_the_closed_form_crossover_is_the_exact_root_on_every_preset(hardware, m
     assert b_star > 20 * m.experts_routed / m.experts_active
 
     def gap(b):
-        return (ev("compute_time", **kw, batch_size=b) - ev("weight_fetch_time", **kw, batch_size=b)).m
+        return (
+            ev("compute_time", **kw, batch_size=b) - ev("weight_fetch_time", **kw, batch_size=b)
+        ).m
 
     low, high = 1.0, 10 * b_star
     assert gap(low) < 0 < gap(high)
@@ -353,6 +355,26 @@ def test_gqa_attention_flops_by_hand():
 def test_compute_time_is_affine_in_context(inputs, batch, factor):
     kw = dict(inputs, batch_size=batch)
     length = inputs["context_length"]
-    t = [ev("compute_time", **dict(kw, context_length=length * f)).m for f in (1, factor, 2 * factor - 1)]
+    t = [
+        ev("compute_time", **dict(kw, context_length=length * f)).m
+        for f in (1, factor, 2 * factor - 1)
+    ]
     assert t[1] - t[0] == pytest.approx(t[2] - t[1], rel=1e-9)
     assert t[1] > t[0]
+
+
+def test_throughput_per_sequence_is_one_token_per_drain_time():
+    # Lecture: Rubin 288 GB / 20 TB/s = 14.4 ms -> 69.4 tokens/s per sequence (the "64 B"
+    # rounds the step to 15.6 ms); H100 80 GB / 3.35 TB/s -> 41.9 (facts.md).
+    rubin = get("throughput_per_sequence").evaluate(hardware="rubin")
+    h100 = get("throughput_per_sequence").evaluate(hardware="h100_sxm")
+    assert rubin.to("token/s/sequence").m == pytest.approx(20e3 / 288)
+    assert h100.to("token/s/sequence").m == pytest.approx(3.35e3 / 80)
+
+
+@given(s.hbm_capacity, s.mem_bandwidth, s.batch_size)
+def test_throughput_per_sequence_times_batch_is_the_replica_throughput(cap, bw, batch):
+    rate = get("throughput_per_sequence").evaluate(hbm_capacity=cap, mem_bandwidth=bw)
+    drain = get("hbm_drain_time").evaluate(hbm_capacity=cap, mem_bandwidth=bw)
+    total = get("throughput").evaluate(batch_size=batch, step_time=drain)
+    assert (rate * batch).to("token/s").m == pytest.approx(total.to("token/s").m, rel=1e-9)
