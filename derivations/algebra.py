@@ -103,14 +103,19 @@ def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
     values = [resolver.quantity(s.name).magnitude for s in args]
     if any(np.ndim(v) for v in values):
         raise ChalkboardError("elasticities are computed at one point: give scalar inputs")
+    key = ("elasticities", resolver.keep)  # differentiate and compile once per expression
+    if key not in eq._compiled:
+        eq._compiled[key] = {
+            s.name: sp.lambdify(
+                [a.sym for a in args], sp.diff(expr, s.sym) * s.sym / expr, modules=_NUMPY
+            )
+            for s in args
+            if not isinstance(lookup_symbol(s.name), Constant)
+        }
     out = {}
-    for s in args:
-        if isinstance(lookup_symbol(s.name), Constant):
-            continue
-        el = sp.diff(expr, s.sym) * s.sym / expr
-        fn = sp.lambdify([a.sym for a in args], el, modules=_NUMPY)
+    for name, fn in eq._compiled[key].items():
         with np.errstate(all="ignore"):
-            out[s.name] = float(fn(*values)) + 0.0  # no negative zero
+            out[name] = float(fn(*values)) + 0.0  # no negative zero
     return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))
 
 

@@ -44,34 +44,32 @@ def test_composition_matches_substituting_numbers(inputs, batch):
 def test_composition_records_checked_steps():
     floor = (
         get("cost_per_token")
-        .compose(
-            "step_time",
-            "compute_time",
-            "memory_time",
-            "weight_fetch_time",
-            "expert_read_fraction",
-            "kv_fetch_time",
-        )
+        .compose("step_time", "compute_time", "memory_time", "weight_fetch_time", "kv_fetch_time")
         .replace_input(batch_size="crossover_batch")
         .compose("crossover_batch")
     )
     floor.check()
-    assert len(floor.derivation.steps) == 9
+    assert len(floor.derivation.steps) == 8
     # at the crossover, cost = compute floor + KV share (hand algebra: memory = compute + KV)
     c_f, n_a, p, f = sp.symbols(
         "flops_per_param_token n_active price_per_chip_hour flops", positive=True
     )
     length, k, w = sp.symbols("context_length kv_bytes_per_token mem_bandwidth", positive=True)
     # in B*'s own limit: no attention FLOPs, and the batch touches every expert
-    limit = floor.rhs.subs(sp.Symbol("attention_flops_per_token", positive=True), 0).replace(
-        lambda e: isinstance(e, sp.exp),
-        lambda e: 0,  # the share of experts skipped: (1-k/E)^B*
+    limit = floor.rhs.subs(
+        {
+            sp.Symbol("attention_flops_per_token", positive=True): 0,
+            sp.Symbol("expert_read_fraction", positive=True): 1,
+        }
     )
     assert sp.simplify(limit - (c_f * n_a * p / f + length * k * p / w)) == 0
     direct = get("cost_per_token").evaluate(
         **H100_DS, n_chips=9, batch_size=get("crossover_batch").evaluate(**H100_DS)
     )
-    assert floor.evaluate(**H100_DS, n_chips=9).m == pytest.approx(direct.m, rel=1e-12)
+    # the composed form keeps the share of experts read as an input: at B* it is 1 to within
+    # (1 - 8/256)^5356, about 1e-74
+    at_b_star = floor.evaluate(**H100_DS, n_chips=9, expert_read_fraction=1)
+    assert at_b_star.m == pytest.approx(direct.m, rel=1e-12)
 
 
 def test_composing_with_an_unused_equation_or_a_wrong_dimension_is_refused():
