@@ -65,7 +65,8 @@ class Card:
         return {k: getattr(self, k) for k in ("id", "chapter", "kind", "front", "back", "source")}
 
 
-PRESET_KINDS = ("hardware", "model", "precision", "api", "tier", "fit", "price")
+PRECISIONS = ("precision", "weight_precision", "kv_precision", "compute_precision")
+PRESET_KINDS = ("hardware", "model", *PRECISIONS, "api", "tier", "fit", "price")
 
 
 def reference_case(eq: Equation, presets: Presets) -> dict | None:
@@ -92,16 +93,35 @@ def reference_case(eq: Equation, presets: Presets) -> dict | None:
 NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by their names
 
 
+def precision_words(kw: dict) -> str:
+    """How a case's precisions read: ``'FP8'``, or ``'FP4 weights, FP8 KV cache, FP8 math'``
+    when they differ (each role not given takes ``precision``).
+
+    >>> precision_words(dict(precision="fp8", weight_precision="fp4"))
+    'FP4 weights, FP8 KV cache, FP8 math'
+    """
+    if not any(k in kw for k in PRECISIONS):
+        return ""
+    base = str(kw.get("precision") or "bf16").upper()
+    roles = {
+        role: str(kw.get(f"{key}_precision") or base).upper()
+        for key, role in (("weight", "weights"), ("kv", "KV cache"), ("compute", "math"))
+    }
+    if len(set(roles.values())) == 1:
+        return next(iter(roles.values()))
+    return ", ".join(f"{p} {role}" for role, p in roles.items())
+
+
 def _describe(kw: dict, presets: Presets) -> str:
     parts = [presets.get(k, v).name for k, v in kw.items() if k in NAMED_KINDS]
-    if "precision" in kw:
-        parts.append(str(kw["precision"]).upper())
+    if precision_words(kw):
+        parts.append(precision_words(kw))
     given = [f"{k.replace('_', ' ')} {v}" for k, v in kw.items() if k not in PRESET_KINDS]
     return ", ".join(parts + given) or "the lecture's figures"
 
 
 def _command(eq: Equation, kw: dict) -> str:
-    flags = [f"--{k} {v}" for k, v in kw.items() if k in PRESET_KINDS]
+    flags = [f"--{k.replace('_', '-')} {v}" for k, v in kw.items() if k in PRESET_KINDS]
     sets = [f"--set {k}='{v}'" for k, v in kw.items() if k not in PRESET_KINDS]
     return " ".join(["chalkboard eval", eq.id, *flags, *sets])
 

@@ -24,7 +24,8 @@ from units.presets import Presets, load
 
 CLAIMS = Path(__file__).with_name("claims.toml")
 VERDICTS = ("holds", "holds, with a caveat", "wrong")
-CHOICES = ("hardware", "model", "precision", "price", "api", "tier", "fit")
+PRECISIONS = ("weight_precision", "kv_precision", "compute_precision")  # each defaults to precision
+CHOICES = ("hardware", "model", "precision", *PRECISIONS, "price", "api", "tier", "fit")
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,13 @@ def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tu
     if unknown:
         raise ChalkboardError(f"{where}: unknown case field {sorted(unknown)[0]!r}")
     value = derivations.get(equation).evaluate(presets=presets, **choices, **overrides)
-    label = ", ".join(str(v) for v in choices.values()) or "the lecture's figures"
+    label = (
+        ", ".join(
+            f"{k.replace('_precision', '')} {v}" if k in PRECISIONS else str(v)
+            for k, v in choices.items()
+        )
+        or "the lecture's figures"
+    )
     if overrides:
         label += " with " + ", ".join(f"{k} = {v}" for k, v in overrides.items())
     if "over" in raw_case:

@@ -40,8 +40,8 @@ def compose(outer: Equation, *inner) -> Equation:
     >>> from derivations import get
     >>> names = get("memory_time").compose("weight_fetch_time").rhs.free_symbols
     >>> sorted(map(str, names))  # doctest: +NORMALIZE_WHITESPACE
-    ['bytes_per_value', 'expert_read_fraction', 'kv_fetch_time', 'mem_bandwidth', 'n_chips',
-     'n_total', 'routed_weight_share']
+    ['expert_read_fraction', 'kv_fetch_time', 'mem_bandwidth', 'n_chips', 'n_total',
+     'routed_weight_share', 'weight_bytes_per_value']
     """
     if not inner:
         raise ChalkboardError("compose needs at least one equation to substitute")
@@ -103,19 +103,25 @@ def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
     values = [resolver.quantity(s.name).magnitude for s in args]
     if any(np.ndim(v) for v in values):
         raise ChalkboardError("elasticities are computed at one point: give scalar inputs")
-    key = ("elasticities", resolver.keep)  # differentiate and compile once per expression
-    if key not in eq._compiled:
-        eq._compiled[key] = {
-            s.name: sp.lambdify(
-                [a.sym for a in args], sp.diff(expr, s.sym) * s.sym / expr, modules=_NUMPY
-            )
-            for s in args
-            if not isinstance(lookup_symbol(s.name), Constant)
-        }
+    eq.checked(resolver.value_of(eq))  # the point itself must have a finite, positive value
+    values = [np.float64(v) for v in values]  # overflow gives inf, checked below, not an error
+    # Differentiate after putting the point's numbers in for every other input: the fused
+    # expression carries every architecture field, and its symbolic derivatives (Max, exp, log of
+    # many symbols) are slow to form and to print; each one-symbol expression is small.
+    point = {a.sym: sp.Float(float(v)) for a, v in zip(args, values, strict=True)}
     out = {}
-    for name, fn in eq._compiled[key].items():
+    for s, v in zip(args, values, strict=True):
+        if isinstance(lookup_symbol(s.name), Constant):
+            continue
+        one = expr.xreplace({x: n for x, n in point.items() if x != s.sym})
+        fn = sp.lambdify([s.sym], sp.diff(one, s.sym) * s.sym / one, modules=_NUMPY)
         with np.errstate(all="ignore"):
-            out[name] = float(fn(*values)) + 0.0  # no negative zero
+            out[s.name] = float(fn(v)) + 0.0  # no negative zero
+        if not np.isfinite(out[s.name]):
+            raise ChalkboardError(
+                f"{eq.id}: the elasticity to {s.name} is not a finite number at these inputs "
+                "(a value is too large or too small for double precision)"
+            )
     return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))
 
 

@@ -17,7 +17,6 @@ from derivations.notation import (
     arch_params_total,
     attention_flops_per_token,
     batch_size,
-    bytes_per_value,
     chips_to_fit,
     compute_time,
     context_length,
@@ -25,6 +24,7 @@ from derivations.notation import (
     crossover_batch,
     d_ff_expert,
     d_model,
+    dense_crossover_batch,
     dense_layers,
     expert_read_fraction,
     expert_saturation_batch,
@@ -59,6 +59,7 @@ from derivations.notation import (
     train_period,
     wait_time,
     weight_bytes,
+    weight_bytes_per_value,
     weight_fetch_time,
     worst_case_latency,
 )
@@ -71,7 +72,7 @@ SECTION_A = "00:00-32:09"
 RATIO_AT = "15:16"
 
 B, F, W, C = batch_size.sym, flops.sym, mem_bandwidth.sym, hbm_capacity.sym
-N_t, N_a, b, k = n_total.sym, n_active.sym, bytes_per_value.sym, kv_bytes_per_token.sym
+N_t, N_a, b, k = n_total.sym, n_active.sym, weight_bytes_per_value.sym, kv_bytes_per_token.sym
 L, n, c_f, p = context_length.sym, n_chips.sym, flops_per_param_token.sym, price_per_chip_hour.sym
 tau = train_period.sym
 
@@ -374,7 +375,8 @@ crossover_batch_eq = register(
             "a_dec (the short-context limit, like the KV term)",
             "the batch touches every expert (phi = 1): true at B*, which is many times E_r / k "
             "on every preset (a test checks it), so compute = weight fetch has this one root",
-            "weights are stored at b bytes per value and multiplied at the same precision",
+            "weights are stored at b_w bytes per value; F is the dense rate at the compute "
+            "precision",
         ),
         derivation=Derivation(
             given(
@@ -389,12 +391,50 @@ crossover_batch_eq = register(
             solve(B, F * N_t * b / (W * c_f * N_a), "solve for the batch size"),
             rename(
                 crossover_batch.sym,
-                sp.Mul(F / W, b / c_f, N_t / N_a, evaluate=False),
-                "group: the chip's FLOPs per byte, bytes per FLOP of a weight, and sparsity",
+                sp.Mul(F * b / (c_f * W), N_t / N_a, evaluate=False),
+                "group: the chip's multiplies per byte of weight, F b / (c W), times sparsity; "
+                "F / W alone is right only when c / b = 1 FLOP per byte (BF16)",
             ),
         ),
         summary="Below B* a step is limited by reading weights; above it, by compute. "
-        "It depends on the chip and the model's sparsity, not on the model's size.",
+        "It is the chip's multiplies per byte of weight times the model's sparsity, whatever "
+        "the model's size or precision.",
+    )
+)
+
+B_DENSE = F * b / (c_f * W)
+dense_crossover_batch_eq = register(
+    Equation(
+        id="dense_crossover_batch",
+        title="Multiplies per byte of weight: B* of a dense model",
+        lhs=dense_crossover_batch,
+        rhs=B_DENSE,
+        chapter=CHAPTER,
+        source=Source(LECTURE, RATIO_AT, "B* = (FLOPs / mem_bw) x sparsity, at any precision"),
+        assumptions=(
+            "the model is dense (N_total = N_active), or this is the factor B* multiplies by "
+            "sparsity",
+            "weights are stored at b bytes per value and multiplied at the matching FLOP/s "
+            "(BF16 weights at BF16 FLOP/s, FP8 at FP8)",
+            "at BF16, c / b = 2 FLOP / 2 bytes = 1 FLOP per byte, so this equals the ridge "
+            "point F / W; at FP8 the FLOP/s double and the bytes halve, so it is unchanged",
+        ),
+        derivation=Derivation(
+            given(
+                crossover_batch.sym,
+                F * N_t * b / (W * c_f * N_a),
+                "the crossover batch",
+            ),
+            substitute(
+                {N_t: N_a},
+                crossover_batch.sym,
+                F * b / (W * c_f),
+                "a dense model: every parameter is active",
+            ),
+            rename(dense_crossover_batch.sym, B_DENSE, "name it"),
+        ),
+        summary="The precision-free crossover factor: the same at BF16 and at FP8 on a chip whose "
+        "FP8 rate is twice its BF16 rate. B* is this times the sparsity.",
     )
 )
 
@@ -406,7 +446,7 @@ ridge_intensity_eq = register(
         rhs=F / W,
         chapter=CHAPTER,
         source=Source(LECTURE, RATIO_AT, "FLOPs/mem_bw, about 300, stable A100 to B100"),
-        assumptions=("dense FLOP/s at the chosen precision",),
+        assumptions=("dense FLOP/s at the compute precision",),
         summary="How many FLOPs a kernel must do per byte it reads to be compute-bound.",
     )
 )

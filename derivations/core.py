@@ -427,10 +427,12 @@ class Equation:
 
     def resolver(self, presets=None, precision="bf16", price=None, **kwargs):
         """The :class:`~derivations.inputs.Resolver` for one evaluation: preset choices
-        (hardware, model, precision, price, api, tier, fit) and overrides by symbol name."""
-        from derivations.inputs import CHOICE_KINDS, Resolver
+        (hardware, model, precision, its weight/KV/compute parts, price, api, tier, fit) and
+        overrides by symbol name."""
+        from derivations.inputs import CHOICE_KINDS, PRECISION_KEYWORDS, Resolver
 
         choices = {k: kwargs.pop(k, None) for k in CHOICE_KINDS if k not in ("rental",)}
+        choices.update({k: kwargs.pop(k, None) for k in PRECISION_KEYWORDS})
         choices.update(precision=precision, rental=price)
         return Resolver.make(self, choices, presets, kwargs)
 
@@ -453,15 +455,23 @@ class Equation:
         api=None,
         tier=None,
         fit=None,
+        weight_precision=None,
+        kv_precision=None,
+        compute_precision=None,
         **overrides,
     ) -> Result:
         """Evaluate on presets and overrides, returning the value and every input's origin
         (intermediate equations included)."""
         choices = dict(hardware=hardware, model=model, precision=precision, price=price)
+        choices.update(
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            compute_precision=compute_precision,
+        )
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
-        value = resolver.value_of(self).to(self.lhs.display_unit)
+        value = self.checked(resolver.value_of(self)).to(self.lhs.display_unit)
         resolver.record_intermediates()
         return Result(self, value, dict(resolver.used))
 
@@ -476,6 +486,9 @@ class Equation:
         api=None,
         tier=None,
         fit=None,
+        weight_precision=None,
+        kv_precision=None,
+        compute_precision=None,
         **overrides,
     ) -> pint.Quantity:
         """The output as a pint Quantity in its display unit.
@@ -484,12 +497,58 @@ class Equation:
         input by symbol name as a Quantity or a string such as ``"3.35 TB/s"`` (numbers only for
         dimensionless inputs). Arrays sweep: ``batch_size=np.arange(1, 1025)``. ``api``,
         ``tier`` and ``fit`` name API-price, memory-tier and scaling-law presets.
+
+        ``precision`` is shorthand for three precisions that may differ: ``weight_precision``
+        (bytes per stored weight), ``kv_precision`` (bytes per KV-cache value) and
+        ``compute_precision`` (the chip's dense FLOP/s, and the bytes of activations); each
+        one not given is ``precision``.
+
+        >>> from derivations import get
+        >>> case = dict(hardware="b200", model="deepseek_v3", precision="fp8", n_chips="8 chip")
+        >>> t = get("weight_fetch_time")
+        >>> fp8, fp4 = t.evaluate(**case), t.evaluate(**case, weight_precision="fp4")
+        >>> round(float(fp8 / fp4), 6)  # half the bytes per weight: half the weight-fetch time
+        2.0
         """
         choices = dict(hardware=hardware, model=model, precision=precision, price=price)
+        choices.update(
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            compute_precision=compute_precision,
+        )
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
-        return resolver.value_of(self).to(self.lhs.display_unit)
+        return self.checked(resolver.value_of(self)).to(self.lhs.display_unit)
+
+    def checked(self, value: pint.Quantity) -> pint.Quantity:
+        """``value`` (this equation's result in base units) if every element is finite and
+        positive; otherwise a ChalkboardError saying so (a solve: that no positive solution
+        exists for these inputs)."""
+        mags = np.asarray(value.magnitude, dtype=float)
+        if "positive" not in self._compiled:  # a fraction such as 1 - a/b may be exactly 0
+            self._compiled["positive"] = bool(self.expanded().is_positive)
+        bad = ~np.isfinite(mags) | (mags < 0) | ((mags == 0) & self._compiled["positive"])
+        if not bad.any():
+            return value
+        first = Q_(float(mags[bad].flat[0]), value.units).to(self.lhs.display_unit)
+        at = f" at {int(bad.sum())} of {mags.size} points" if mags.size > 1 else ""
+        if not np.isfinite(first.magnitude):
+            raise ChalkboardError(
+                f"{self.id}: {self.lhs.name} is not a finite number{at} (an input is too large "
+                "or too small for double precision)"
+            )
+        if self.solved_from:
+            raise ChalkboardError(
+                f"{self.id}: no positive solution for {self.lhs.name}{at}: it would be "
+                f"{first.magnitude:.4g} {first.units:P}, so the given {self.solved_from} "
+                "cannot be reached with these inputs"
+            )
+        what = "underflows to 0" if first.magnitude == 0 else "would be negative"
+        raise ChalkboardError(
+            f"{self.id}: {self.lhs.name} {what} ({first.magnitude:.4g} {first.units:P}){at}; "
+            "these inputs are outside the range where the equation holds"
+        )
 
     def sweep(self, over: str, values, **kwargs) -> pint.Quantity:
         """Evaluate over an array of values of one input (compiled, vectorised)."""

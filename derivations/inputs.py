@@ -2,13 +2,21 @@
 
 For each input symbol, in order: a value the caller gave (``--set`` or a keyword); a declared
 constant; the registered equation that outputs it (evaluated recursively); a preset binding
-(hardware, model, precision, rental price); a named parameter's default; else a clear error that
-names the missing input and how to give it.
+(hardware, model, the weight, KV-cache and compute precisions, rental price); a named
+parameter's default; else a clear error that names the missing input and how to give it.
 
 >>> from derivations import get
 >>> r = get("crossover_batch").evaluate_detailed(hardware="h100_sxm", model="deepseek_v3")
 >>> r.inputs["mem_bandwidth"].origin
 'hardware h100_sxm: hbm_bandwidth'
+
+Weights, KV cache and math may each run at their own precision; ``precision`` sets all three:
+
+>>> r = get("crossover_batch").evaluate_detailed(
+...     hardware="b200", model="deepseek_v3", precision="fp8", weight_precision="fp4"
+... )
+>>> r.inputs["weight_bytes_per_value"].origin, r.inputs["flops"].origin
+('weight precision fp4: bytes_per_value', 'hardware b200: dense_flops_fp8')
 """
 
 from __future__ import annotations
@@ -71,20 +79,32 @@ def _flops(r: Resolver):
     hardware = r.preset("hardware")
     if hardware is None:
         return None
-    name = f"dense_flops_{r.precision.id}"
+    precision = r.precision_of("compute")
+    rate = precision.get("flops_precision", precision.id)
+    name = f"dense_flops_{rate}"
     value = hardware.get(name)
     if value is None:
         have = [f[len("dense_flops_") :] for f in hardware.fields if f.startswith("dense_flops_")]
         raise ChalkboardError(
-            f"hardware {hardware.id!r} has no dense {r.precision.id} FLOP/s figure "
-            f"(it has: {', '.join(have) or 'none'}); choose another --precision or --set flops=..."
+            f"hardware {hardware.id!r} has no dense {rate} FLOP/s figure (no published rate "
+            f"at compute precision {precision.id!r}; it has: {', '.join(have) or 'none'}); "
+            "choose another --compute-precision (or --precision), or give --set flops=..."
         )
-    return value, f"hardware {hardware.id}: {name}", hardware.source_of(name)
+    origin = f"hardware {hardware.id}: {name}"
+    if rate != precision.id:
+        origin += f" (compute precision {precision.id})"
+    return value, origin, hardware.source_of(name)
 
 
-def _bytes_per_value(r: Resolver):
-    p = r.precision
-    return p.bytes_per_value, f"precision {p.id}: bytes_per_value", p.source_of("bytes_per_value")
+def _bytes_per_value(role: str):
+    """A binding that reads bytes per value from the precision chosen for ``role``."""
+
+    def read(r: Resolver):
+        p = r.precision_of(role)
+        origin = f"{PRECISION_ROLES[role][1]} {p.id}: bytes_per_value"
+        return p.bytes_per_value, origin, p.source_of("bytes_per_value")
+
+    return read
 
 
 def _by_attention(gqa: str, mla: str):
@@ -236,7 +256,7 @@ def _params(field: str, eq_id: str):
 
 
 BINDINGS: dict[str, Binding] = {
-    "flops": Binding("hardware's dense FLOP/s at the chosen precision", _flops, preset="hardware"),
+    "flops": Binding("hardware's dense FLOP/s at the compute precision", _flops, preset="hardware"),
     "mem_bandwidth": Binding(
         "hardware's HBM bandwidth", _figure("hardware", "hbm_bandwidth"), preset="hardware"
     ),
@@ -247,13 +267,13 @@ BINDINGS: dict[str, Binding] = {
         "hardware's scale-up domain", _figure("hardware", "scale_up_domain"), preset="hardware"
     ),
     "scale_up_bandwidth": Binding(
-        "hardware's scale-up bandwidth",
-        _figure("hardware", "scale_up_bandwidth"),
+        "hardware's scale-up bandwidth per direction",
+        _figure("hardware", "scale_up_bandwidth_per_direction"),
         preset="hardware",
     ),
     "scale_out_bandwidth": Binding(
-        "hardware's scale-out bandwidth",
-        _figure("hardware", "scale_out_bandwidth"),
+        "hardware's scale-out bandwidth per direction",
+        _figure("hardware", "scale_out_bandwidth_per_direction"),
         preset="hardware",
     ),
     **{
@@ -299,7 +319,14 @@ BINDINGS: dict[str, Binding] = {
         ("gqa_attention_flops", "mla_prefill_attention_flops"),
         "model",
     ),
-    "bytes_per_value": Binding("precision's bytes per value", _bytes_per_value),
+    "weight_bytes_per_value": Binding(
+        "weight precision's bytes per value", _bytes_per_value("weight")
+    ),
+    "kv_bytes_per_value": Binding("KV-cache precision's bytes per value", _bytes_per_value("kv")),
+    "activation_bytes_per_value": Binding(
+        "compute precision's bytes per value (activations travel at the precision of the math)",
+        _bytes_per_value("compute"),
+    ),
     "n_chips": Binding("fewest chips that hold weights and KV", _n_chips, ("chips_to_fit",)),
     "price_per_chip_hour": Binding("rental price per chip-hour", _price),
     "input_price": Binding("API preset's input price", _figure("api", "input"), preset="api"),
@@ -347,35 +374,87 @@ def reachable(eq: Equation) -> dict[str, None]:
     return seen
 
 
-def parse_override(name: str, value) -> pint.Quantity:
+def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
     """An override for symbol ``name``: a Quantity (scalar or array), a string, or a number.
 
-    Bare numbers are accepted only for dimensionless inputs such as batch_size.
+    One rule for every number a person gives (``--set``, ``--over``, keywords, preset figures):
+    a bare number is read in the symbol's unit only for counts and dimensionless symbols
+    shown in that unit (``batch_size=64``); anything else needs its unit (``'3.35 TB/s'``).
     """
     sym = lookup_symbol(name)
-    unit = sym.display_unit
-    if isinstance(value, np.ndarray):
-        value = Q_(value, unit) if not sym.dimensionality else value
+    what = what or name
+    if isinstance(value, np.ndarray | list | tuple):
+        arr = np.asarray(value, dtype=float)
+        value = Q_(arr, _bare_unit(sym, what, arr))
     if isinstance(value, pint.Quantity) and np.ndim(value.magnitude) > 0:
         q = Q_(np.asarray(value.magnitude, dtype=float), str(value.units))
         if q.dimensionality != sym.dimensionality:
             raise ChalkboardError(
-                f"{name}: values are {q.dimensionality}, expected {sym.dimension}"
+                f"{what}: values are {q.dimensionality}, expected {sym.dimension}"
             )
+        with np.errstate(all="ignore"):
+            base = q.to_base_units().magnitude
         if not np.all(np.isfinite(q.magnitude)) or not np.all(q.magnitude > 0):
-            raise ChalkboardError(f"{name}: every value must be positive and finite")
+            raise ChalkboardError(f"{what}: every value must be positive and finite")
+        if not np.all(np.isfinite(base)) or not np.all(base > 0):
+            raise ChalkboardError(f"{what}: a value is out of range (too large or too small)")
         return q
-    if isinstance(value, np.ndarray):
-        raise ChalkboardError(f"{name}: give an array with its unit, e.g. Q_(values, '{unit:~P}')")
-    if isinstance(value, int | float) and not isinstance(value, bool) and sym.dimensionality:
-        raise ChalkboardError(
-            f"{name}: {value!r} has no unit; give it with one, e.g. '{value} {unit:~P}'"
-        )
-    return parse_quantity(value, expect=sym.unit, what=name)
+    return parse_quantity(value, expect=sym.unit, what=what, example=sym.display or sym.unit)
+
+
+def _bare_unit(sym, what: str, values) -> pint.Unit:
+    """The unit of a bare array (the same rule as for one bare number)."""
+    from units.registry import bare_unit
+
+    first = values.flat[0] if values.size else 1
+    return bare_unit(f"{first:g}", sym.unit, sym.display or sym.unit, what)
+
+
+_CHECKED_PARAMETERS: set = set()
+
+
+def check_parameters(presets: Presets) -> None:
+    """Every ``[parameter.NAME]`` in a user's preset file must name a declared symbol and have
+    its dimension (a typo such as ``[parameter.not_a_symbol]`` would otherwise be ignored
+    silently). The built-in files also hold figures the book reads by name."""
+    from derivations.core import SYMBOLS
+    from units.presets import BUILTIN_FILES
+
+    builtin = {str(p) for p in BUILTIN_FILES}
+
+    key = (presets.files, len(SYMBOLS))
+    if key in _CHECKED_PARAMETERS:
+        return
+    for name, parameter in presets.by_kind["parameter"].items():
+        if parameter.path in builtin:
+            continue
+        where = f"{parameter.path}: parameter.{name}"
+        if name not in SYMBOLS:
+            raise ChalkboardError(f"{where}: no symbol is named {name!r}{closest(name, SYMBOLS)}")
+        sym, q = SYMBOLS[name], parameter.value
+        if q.dimensionality != sym.dimensionality:
+            if not q.dimensionality and q.units == Q_(1).units:
+                raise ChalkboardError(
+                    f"{where}.value={q.magnitude:g} needs a unit, like "
+                    f"{q.magnitude:g} {sym.display or sym.unit}"
+                )
+            raise ChalkboardError(
+                f"{where}.value is {q.dimensionality or 'dimensionless'}, expected "
+                f"{sym.dimension} (like {sym.display or sym.unit})"
+            )
+    _CHECKED_PARAMETERS.add(key)
 
 
 CHOICE_KINDS = ("hardware", "model", "precision", "rental", "api", "tier", "fit")
 DEFAULT_CHOICES = {"precision": "bf16", "rental": "lecture_gpu", "fit": "hoffmann_2022"}
+# The three precisions one evaluation may mix: role -> (keyword, how messages name it). Each
+# defaults to ``precision``, the shorthand that sets all three.
+PRECISION_ROLES = {
+    "weight": ("weight_precision", "weight precision"),
+    "kv": ("kv_precision", "KV-cache precision"),
+    "compute": ("compute_precision", "compute precision"),
+}
+PRECISION_KEYWORDS = tuple(keyword for keyword, _ in PRECISION_ROLES.values())
 
 
 class Resolver:
@@ -400,8 +479,11 @@ class Resolver:
     @classmethod
     def make(cls, root, choices: dict, presets, overrides) -> Resolver:
         """``choices`` maps preset kinds (hardware, model, precision, rental, api, tier, fit) to
-        ids or Presets; precision, rental and fit fall back to their defaults."""
+        ids or Presets; precision, rental and fit fall back to their defaults. The
+        ``weight_precision``, ``kv_precision`` and ``compute_precision`` choices each fall back
+        to ``precision``."""
         presets = presets or load()
+        check_parameters(presets)
         if not root.evaluable:
             raise ChalkboardError(
                 f"{root.id} holds an arbitrary function, so it is verified symbolically but "
@@ -419,6 +501,18 @@ class Resolver:
         for kind, default in DEFAULT_CHOICES.items():
             if chosen[kind] is None and default in presets.by_kind[kind]:
                 chosen[kind] = presets.get(kind, default)
+        for keyword, label in PRECISION_ROLES.values():
+            value = choices.get(keyword)
+            if value is None or isinstance(value, Preset):
+                chosen[keyword] = value or chosen["precision"]
+            elif str(value) in presets.by_kind["precision"]:
+                chosen[keyword] = presets.get("precision", str(value))
+            else:
+                known = presets.by_kind["precision"]
+                raise ChalkboardError(
+                    f"unknown {label} {str(value)!r}{closest(str(value), known)}; "
+                    f"the precisions are: {', '.join(known)}"
+                )
         allowed = reachable(root)
         parsed = {}
         for name, value in overrides.items():
@@ -437,7 +531,12 @@ class Resolver:
 
     @property
     def precision(self) -> Preset:
+        """The shorthand precision (the default of the weight, KV-cache and compute ones)."""
         return self.chosen["precision"]
+
+    def precision_of(self, role: str) -> Preset:
+        """The precision chosen for ``role``: "weight", "kv" or "compute"."""
+        return self.chosen[PRECISION_ROLES[role][0]]
 
     @property
     def price(self) -> Preset:
@@ -451,7 +550,9 @@ class Resolver:
         args = eq.arguments(self.keep)
         self._stack.append(eq.lhs.name)
         try:
-            magnitudes = [self.quantity(s.name).magnitude for s in args]
+            # numpy floats, so an overflow gives inf (checked by the caller) instead of raising
+            magnitudes = [np.asarray(self.quantity(s.name).magnitude, dtype=float) for s in args]
+            magnitudes = [m if m.ndim else m[()] for m in magnitudes]
         finally:
             self._stack.pop()
         arrays = frozenset(s.name for s, m in zip(args, magnitudes, strict=True) if np.ndim(m))

@@ -19,7 +19,6 @@ from derivations.notation import (
     attention_flops_per_token,
     attention_params,
     batch_size,
-    bytes_per_value,
     cache_breakeven_time,
     cache_bytes,
     cache_discount,
@@ -57,6 +56,7 @@ from derivations.notation import (
     implied_kv_bytes_per_token,
     input_price,
     kv_bytes_per_token,
+    kv_bytes_per_value,
     kv_compute_context,
     kv_lora_rank,
     kv_values_per_token,
@@ -91,8 +91,10 @@ from derivations.notation import (
     tier_drain_time,
     tier_fill_fraction,
     tier_price,
+    tier_retrieval_time,
     v_head_dim,
     vocab,
+    weight_bytes_per_value,
 )
 
 CHAPTER = "long_context"
@@ -100,7 +102,8 @@ LECTURE = "Lecture section F, long context and API pricing"
 SECTION_F = "1:33:02-2:04:02"
 SECTION_A = "00:00-32:09"
 
-B, L, k, b = batch_size.sym, context_length.sym, kv_bytes_per_token.sym, bytes_per_value.sym
+B, L, k, b = batch_size.sym, context_length.sym, kv_bytes_per_token.sym, weight_bytes_per_value.sym
+b_kv = kv_bytes_per_value.sym
 F, W, n, c_f = flops.sym, mem_bandwidth.sym, n_chips.sym, flops_per_param_token.sym
 N_t, N_a, p = n_total.sym, n_active.sym, price_per_chip_hour.sym
 layers, d, h, h_kv, d_h = n_layers.sym, d_model.sym, n_heads.sym, n_kv_heads.sym, head_dim.sym
@@ -163,11 +166,14 @@ register(
         id="kv_bytes_per_token",
         title="KV-cache bytes per token of context",
         lhs=kv_bytes_per_token,
-        rhs=kv_values_per_token.sym * b,
+        rhs=kv_values_per_token.sym * b_kv,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "bytes_per_token"),
-        assumptions=("the cache is stored at the same precision as the weights",),
-        summary="The values a token leaves in the cache, at b bytes each; the values come from "
+        assumptions=(
+            "every cached value is stored at the KV-cache precision (which may differ from "
+            "the weights')",
+        ),
+        summary="The values a token leaves in the cache, at b_KV bytes each; the values come from "
         "the GQA or the MLA count, by the model's attention type.",
     )
 )
@@ -614,26 +620,36 @@ register(
 # -- memory tiers and caching ------------------------------------------------------------------
 
 phi, C_t, W_t = tier_fill_fraction.sym, tier_capacity.sym, tier_bandwidth.sym
+t_ret, M_c = tier_retrieval_time.sym, cache_bytes.sym
 register(
     Equation(
         id="storage_tier_drain_time",
-        title="Drain time of a memory tier",
+        title="Hold time of a memory tier (its drain time)",
         lhs=tier_drain_time,
-        rhs=phi * C_t / W_t,
+        rhs=C_t / W_t,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "tier with capacity/bandwidth ~ hold time"),
-        assumptions=("the cache fills a fraction phi of the device and is read at full bandwidth",),
-        derivation=Derivation(
-            given(tier_drain_time.sym, cache_bytes.sym / W_t, "the caches' bytes read back"),
-            substitute(
-                {cache_bytes.sym: phi * C_t},
-                tier_drain_time.sym,
-                phi * C_t / W_t,
-                "they fill a fraction phi of the device",
-            ),
+        assumptions=(
+            "the rule behind the lecture's drain-time reading: a tier suits a cache when the "
+            "time to read its caches back is the hold time times the fraction of the device "
+            "they fill (the lecture then multiplies by a ~10% fill, which double-counts it)",
+            "the caches are read back at the device's full bandwidth",
+            "the fill fraction cancels, so the hold time is the whole device's drain time "
+            "however full the device is",
         ),
-        summary="How long a tier takes to read back the caches it holds: the lifetime a cache "
-        "on that tier can usefully have.",
+        derivation=Derivation(
+            given(t_ret, tier_drain_time.sym * phi, "the lecture's rule"),
+            substitute(
+                {t_ret: M_c / W_t, phi: M_c / C_t},
+                M_c / W_t,
+                tier_drain_time.sym * M_c / C_t,
+                "retrieval reads the caches' bytes at the tier's bandwidth; they fill a "
+                "fraction bytes / capacity of the device",
+            ),
+            solve(tier_drain_time.sym, C_t / W_t, "the caches' bytes cancel"),
+        ),
+        summary="Capacity over bandwidth: how long a cache on this tier can usefully be held. "
+        "The share of the device the caches use cancels out.",
     )
 )
 

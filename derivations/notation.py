@@ -21,7 +21,7 @@ flops_per_param_token = constant(
 
 # -- hardware ----------------------------------------------------------------------------------
 flops = symbol(
-    "flops", "FLOP/s", "dense FLOP/s of one chip at the chosen precision", r"F", display="TFLOP/s"
+    "flops", "FLOP/s", "dense FLOP/s of one chip at the compute precision", r"F", display="TFLOP/s"
 )
 mem_bandwidth = symbol("mem_bandwidth", "byte/s", "HBM bandwidth of one chip", r"W", display="TB/s")
 hbm_capacity = symbol(
@@ -47,15 +47,30 @@ n_active = symbol(
     r"N_{\mathrm{active}}",
     display="Gparameter",
 )
-bytes_per_value = symbol(
-    "bytes_per_value", "byte/value", "bytes per stored value (weights and KV cache)", r"b"
-)
 kv_bytes_per_token = symbol(
     "kv_bytes_per_token",
     "byte/token",
     "KV-cache bytes per token of context, one sequence, all layers",
     r"k_{\mathrm{KV}}",
     display="kB/token",
+)
+weight_bytes_per_value = symbol(
+    "weight_bytes_per_value",
+    "byte/value",
+    "bytes per stored weight, at the weight precision",
+    r"b_{\mathrm{w}}",
+)
+kv_bytes_per_value = symbol(
+    "kv_bytes_per_value",
+    "byte/value",
+    "bytes per value stored in the KV cache, at the KV-cache precision",
+    r"b_{\mathrm{KV}}",
+)
+activation_bytes_per_value = symbol(
+    "activation_bytes_per_value",
+    "byte/value",
+    "bytes per activation value sent or stored, at the compute precision",
+    r"b_{\mathrm{act}}",
 )
 
 # -- workload ----------------------------------------------------------------------------------
@@ -192,6 +207,14 @@ sequence_token_rate = symbol(
     "token/s/sequence",
     "tokens per second each sequence of the batch receives (a replica's throughput per sequence)",
     r"\Theta / B",
+)
+
+dense_crossover_batch = symbol(
+    "dense_crossover_batch",
+    "sequence",
+    "multiplies per byte of weight, F b / (c W): the crossover batch of a dense model, "
+    "at any precision",
+    r"B^{*}_{\mathrm{dense}}",
 )
 
 # -- intermediates named only inside derivations -----------------------------------------------
@@ -411,13 +434,13 @@ tier_bandwidth = symbol(
 tier_fill_fraction = symbol(
     "tier_fill_fraction",
     "dimensionless",
-    "fraction of the device a cache occupies",
+    "fraction of the device's capacity the caches occupy",
     r"\phi",
 )
 tier_drain_time = symbol(
     "tier_drain_time",
     "s",
-    "time to read a cache filling that fraction of the device",
+    "time to read the whole device once: how long a cache on it is worth holding",
     r"t_{\mathrm{tier}}",
     display="s",
 )
@@ -503,6 +526,13 @@ prefill_flops_per_token = symbol(
     r"\Phi_{\mathrm{pre}}",
     display="GFLOP/token",
 )
+tier_retrieval_time = symbol(
+    "tier_retrieval_time",
+    "s",
+    "time to read back the caches a device holds",
+    r"t_{\mathrm{retrieve}}",
+    display="s",
+)
 cache_write_price = symbol(
     "cache_write_price",
     "USD/token",
@@ -562,14 +592,14 @@ scale_up_domain = symbol(
 scale_up_bandwidth = symbol(
     "scale_up_bandwidth",
     "byte/s",
-    "scale-up bandwidth of one chip, both directions",
+    "scale-up bandwidth of one chip, each direction",
     r"S_{\mathrm{up}}",
     display="GB/s",
 )
 scale_out_bandwidth = symbol(
     "scale_out_bandwidth",
     "byte/s",
-    "scale-out (network) bandwidth of one chip",
+    "scale-out (network) bandwidth of one chip, each direction",
     r"S_{\mathrm{out}}",
     display="GB/s",
 )
@@ -679,6 +709,12 @@ pipeline_step_time = symbol(
     "s",
     "time of one training step through the pipeline",
     r"T_{\mathrm{pipe}}",
+)
+moe_layers_per_stage = symbol(
+    "moe_layers_per_stage",
+    "layer",
+    "MoE layers in one pipeline stage (dense layers left out)",
+    r"\ell_{\mathrm{MoE}}",
 )
 train_weight_bytes = symbol(
     "train_weight_bytes",
@@ -912,6 +948,13 @@ revnet_training_flops = symbol(
 recompute_flops = symbol(
     "recompute_flops", "FLOP", "compute of recomputing the activations", r"C_{\mathrm{recompute}}"
 )
+checkpoint_activation_memory = symbol(
+    "checkpoint_activation_memory",
+    "byte",
+    "activations stored with the best activation checkpointing at one extra forward pass",
+    r"M_{\mathrm{act}}^{\mathrm{ckpt}}",
+    display="GB",
+)
 
 # -- more intermediates named only inside derivations ------------------------------------------
 home_rack_share = symbol(
@@ -934,4 +977,22 @@ expert_skip_probability = symbol(
 )
 prefill_flops = symbol(
     "prefill_flops", "FLOP", "FLOPs of a causal prefill of L tokens", r"\Phi_{\mathrm{prefill}}"
+)
+onrack_slowdown = symbol(
+    "onrack_slowdown",
+    "dimensionless",
+    "time of the on-rack share of an all-to-all, relative to the one-rack time",
+    r"\sigma_{\mathrm{on}}",
+)
+offrack_slowdown = symbol(
+    "offrack_slowdown",
+    "dimensionless",
+    "time of the off-rack share of an all-to-all, relative to the one-rack time",
+    r"\sigma_{\mathrm{off}}",
+)
+checkpoint_segments = symbol(
+    "checkpoint_segments",
+    "dimensionless",
+    "segments (checkpoints) the layers are cut into for activation checkpointing",
+    r"K_{\mathrm{ckpt}}",
 )

@@ -13,12 +13,13 @@ a hop of latency per stage and, in training, a fill-and-drain bubble.
 from derivations.core import Equation, Source, register
 from derivations.derivation import Derivation, given, rewrite, substitute
 from derivations.notation import (
+    activation_bytes_per_value,
     batch_size,
     bubble_fraction,
-    bytes_per_value,
     context_length,
     crossover_batch,
     d_model,
+    dense_layers,
     domain_weight_fetch_time,
     expert_parallel_chips,
     experts_active,
@@ -31,6 +32,7 @@ from derivations.notation import (
     micro_batch,
     microbatch_time,
     microbatches,
+    moe_layers_per_stage,
     n_layers,
     n_total,
     pipeline_stages,
@@ -45,6 +47,7 @@ from derivations.notation import (
     traffic_time_ratio,
     train_period,
     weight_bytes,
+    weight_bytes_per_value,
 )
 
 CHAPTER = "pipeline"
@@ -54,7 +57,8 @@ SECTION_C = "47:12-1:03:37"
 SECTION_D = "1:03:37-1:18:59"
 
 E, P, b_mu = expert_parallel_chips.sym, pipeline_stages.sym, micro_batch.sym
-N_t, b, L, k = n_total.sym, bytes_per_value.sym, context_length.sym, kv_bytes_per_token.sym
+N_t, b, L, k = n_total.sym, weight_bytes_per_value.sym, context_length.sym, kv_bytes_per_token.sym
+b_act = activation_bytes_per_value.sym
 B = batch_size.sym
 
 register(
@@ -118,9 +122,25 @@ register(
     )
 )
 
+register(
+    Equation(
+        id="moe_layers_per_stage",
+        title="MoE layers per pipeline stage",
+        lhs=moe_layers_per_stage,
+        rhs=(n_layers.sym - dense_layers.sym) / P,
+        chapter=CHAPTER,
+        source=Source(LECTURE_C, SECTION_C, "cut along layers"),
+        assumptions=(
+            "stages get equal numbers of MoE layers",
+            "dense layers (DeepSeek-V3's first 3) have no experts and so no all-to-all",
+        ),
+        summary="Only the layers with experts do an all-to-all; the dense layers are left out.",
+    )
+)
+
 t_up, t_out = scaleup_time_per_token.sym, scaleout_time_per_token.sym
 S_up, S_out, pi = scale_up_bandwidth.sym, scale_out_bandwidth.sym, scale_out_penalty.sym
-ell, kk, d = layers_per_stage.sym, experts_active.sym, d_model.sym
+ell, kk, d = moe_layers_per_stage.sym, experts_active.sym, d_model.sym
 register(
     Equation(
         id="scaleup_scaleout_ratio",
@@ -130,22 +150,23 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE_C, SECTION_C, "t_up/t_out = (1/8) 2 k layers_per_stage >= 1"),
         assumptions=(
-            "inside a stage each MoE layer's all-to-all moves 2 k activations per token",
+            "inside a stage each MoE layer's all-to-all moves 2 k activations per token; dense "
+            "layers move none",
             "between stages one activation per token crosses the scale-out network",
         ),
         derivation=Derivation(
             given(traffic_time_ratio.sym, t_up / t_out, "the two times per token"),
             substitute(
-                {t_up: ell * 2 * kk * d * b / S_up, t_out: d * b / S_out},
+                {t_up: ell * 2 * kk * d * b_act / S_up, t_out: d * b_act / S_out},
                 traffic_time_ratio.sym,
-                (ell * 2 * kk * d * b / S_up) / (d * b / S_out),
-                "all-to-all bytes of the stage's layers over scale-up; one activation over "
+                (ell * 2 * kk * d * b_act / S_up) / (d * b_act / S_out),
+                "all-to-all bytes of the stage's MoE layers over scale-up; one activation over "
                 "scale-out",
             ),
             substitute(
                 {S_out: S_up / pi},
                 traffic_time_ratio.sym,
-                (ell * 2 * kk * d * b / S_up) / (d * b * pi / S_up),
+                (ell * 2 * kk * d * b_act / S_up) / (d * b_act * pi / S_up),
                 "scale-out is pi times slower",
             ),
             rewrite(
@@ -153,7 +174,7 @@ register(
             ),
         ),
         summary="At or above one, the hop between stages costs less than the experts' own "
-        "traffic: cutting between layers is cheap, even one layer per rack.",
+        "traffic: cutting between layers is cheap, even one MoE layer per rack.",
     )
 )
 
@@ -168,6 +189,9 @@ register(
         assumptions=(
             "a token passes through every stage once per step, one hop each",
             "the step itself is unchanged: the stages split it",
+            "the hop latency is the lecture's guess ('a few ms, give or take 10x'); a real "
+            "GPU -> NIC -> switch -> NIC -> GPU hop of one activation takes 10-100 microseconds, "
+            "which makes the added latency negligible next to the step",
         ),
         derivation=Derivation(
             given(
@@ -205,7 +229,7 @@ register(
                 {weight_bytes.sym: N_t * b},
                 domain_weight_fetch_time.sym,
                 N_t * b / (scale_up_domain.sym * mem_bandwidth.sym),
-                "every parameter stored as one value of b bytes",
+                "every parameter stored as one value of b_w bytes (the weight precision)",
             ),
         ),
         summary="A bigger scale-up domain reads the weights faster: it buys bandwidth; "
@@ -221,8 +245,8 @@ register(
         rhs=N_t * b,
         chapter=CHAPTER,
         source=Source(LECTURE_C, SECTION_C, "1T-param model needs 1 TB (at 1 byte/param)"),
-        assumptions=("every parameter is stored at b bytes",),
-        summary="Parameters times bytes per value.",
+        assumptions=("every parameter is stored at b_w bytes, the weight precision",),
+        summary="Parameters times bytes per stored weight.",
     )
 )
 

@@ -21,6 +21,14 @@ WORKED_EXAMPLES = (
     ("h100_sxm", "deepseek_v3", "fp8"),
     ("gb200_nvl72", "llama_3_1_405b", "fp8"),
 )
+# Precision mixes for the mixed-precision example (issue 11): keywords of the evaluation. The last
+# is how deployments often run: FP4 weights with FP8 math and an FP8 KV cache (W4A8).
+PRECISION_MIXES = (
+    dict(precision="bf16"),
+    dict(precision="fp8"),
+    dict(precision="fp8", weight_precision="fp4"),
+)
+MIXED_CASE = ("h100_sxm", "deepseek_v3")
 # The models the chapter compares: one dense, one sparse (the table runs the sparse one).
 TABLE_MODELS = ("llama_3_1_70b", "deepseek_v3")
 
@@ -48,6 +56,7 @@ def context(presets: Presets) -> dict:
     period = Evaluator(presets).detailed("worst_case_latency")
     return {
         "examples": [_example(presets, *ex) for ex in WORKED_EXAMPLES],
+        "mixed_precision": _mixed_precision(presets, *MIXED_CASE),
         "hardware_table": _hardware_table(presets, sparse),
         "dense_model": presets.get("model", dense).name,
         "sparse_model": presets.get("model", sparse).name,
@@ -74,7 +83,8 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "hbm_capacity",
         "n_total",
         "n_active",
-        "bytes_per_value",
+        "weight_bytes_per_value",
+        "kv_bytes_per_value",
         "kv_bytes_per_token",
         "context_length",
         "n_chips",
@@ -97,7 +107,8 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
     read_1 = ev.q("weight_fetch_time", batch_size=1, n_chips=n_one) * n_one * hw.hbm_bandwidth
     # the N_active-based figure: rent for reading N_active weights and one context's KV
     seconds = (
-        mdl.params_active * i["bytes_per_value"] + i["context_length"] * i["kv_bytes_per_token"]
+        mdl.params_active * i["weight_bytes_per_value"]
+        + i["context_length"] * i["kv_bytes_per_token"]
     ) / hw.hbm_bandwidth
     active_cost = (i["price_per_chip_hour"] * Q_(1, "chip") * seconds / Q_(1, "token")).to(
         "USD/Mtoken"
@@ -110,6 +121,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "precision": precision,
         "inputs": inputs,
         "ridge": ev.text("ridge_intensity"),
+        "per_weight_byte": ev.text("dense_crossover_batch"),
         "sparsity": number(mdl.params_total / mdl.params_active),
         "crossover": ev.text("crossover_batch"),
         "batch": number(batch),
@@ -131,6 +143,32 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "attention_share": number(
             (at.inputs["context_length"].base / ev.q("decode_attention_context")).to("").m, 3
         ),
+    }
+
+
+def _mixed_precision(presets: Presets, hardware: str, model: str) -> dict:
+    """The crossover, replica size and cost at the crossover for each precision mix: the
+    crossover moves only when the weights' bytes and the math's rate move apart."""
+    from book.cards import precision_words
+
+    rows = []
+    for mix in PRECISION_MIXES:
+        ev = Evaluator(presets, hardware, model, **mix)
+        batch = _whole(ev.q("crossover_batch"))
+        at = ev.detailed("cost_per_token", batch_size=batch)
+        rows.append(
+            {
+                "mix": precision_words(mix),
+                "crossover": ev.text("crossover_batch"),
+                "chips": number(at.inputs["n_chips"].value.magnitude),
+                "cost": quantity(at.value),
+                "command": " ".join(f"--{k.replace('_', '-')} {v}" for k, v in mix.items()),
+            }
+        )
+    return {
+        "hardware": presets.get("hardware", hardware).name,
+        "model": presets.get("model", model).name,
+        "rows": rows,
     }
 
 

@@ -120,10 +120,10 @@ def test_drain_time_is_capacity_over_bandwidth(capacity, bandwidth):
 
 
 SOLVABLE = {
-    "crossover_batch": ("flops", "mem_bandwidth", "n_total", "n_active", "bytes_per_value"),
+    "crossover_batch": ("flops", "mem_bandwidth", "n_total", "n_active", "weight_bytes_per_value"),
     "hbm_drain_time": ("hbm_capacity", "mem_bandwidth"),
     "compute_time": ("flops", "n_active", "batch_size", "n_chips"),
-    "weight_fetch_time": ("n_total", "mem_bandwidth", "bytes_per_value"),
+    "weight_fetch_time": ("n_total", "mem_bandwidth", "weight_bytes_per_value"),
     "cost_per_token": ("price_per_chip_hour", "step_time"),
 }
 SOLVED = {(e, x): get(e).solve_for(x) for e, xs in SOLVABLE.items() for x in xs}
@@ -193,7 +193,8 @@ def test_sweep_over_a_million_batches_is_monotone():
 def test_ridge_times_bytes_per_flop_is_the_dense_crossover(inputs):
     dense = dict(inputs, n_active=inputs["n_total"])
     ridge = ev("ridge_intensity", **dense).to("FLOP/byte").magnitude
-    bytes_per_flop = inputs["bytes_per_value"].to("byte/value").magnitude / 2  # 2 FLOP per weight
+    # 2 FLOP per weight
+    bytes_per_flop = inputs["weight_bytes_per_value"].to("byte/value").magnitude / 2
     assert ev("crossover_batch", **dense).magnitude == pytest.approx(
         ridge * bytes_per_flop, rel=1e-9
     )
@@ -205,7 +206,7 @@ def test_default_chips_hold_the_weights_and_kv_with_less_than_one_spare(inputs, 
     kw = dict(inputs, batch_size=batch)
     fit = ev("chips_to_fit", **kw).to("chip").magnitude
     stored = (
-        inputs["n_total"].magnitude * inputs["bytes_per_value"].to("B/value").magnitude
+        inputs["n_total"].magnitude * inputs["weight_bytes_per_value"].to("B/value").magnitude
         + batch.magnitude
         * inputs["context_length"].magnitude
         * inputs["kv_bytes_per_token"].to("B/token").magnitude
@@ -361,6 +362,25 @@ def test_compute_time_is_affine_in_context(inputs, batch, factor):
     ]
     assert t[1] - t[0] == pytest.approx(t[2] - t[1], rel=1e-9)
     assert t[1] > t[0]
+
+
+def test_multiplies_per_weight_byte_is_the_same_at_bf16_and_fp8():
+    # Issue 11, item 5, facts.md H100: 989.4 TFLOP/s x 2 bytes and 1978.9 TFLOP/s x 1 byte, each
+    # over 2 FLOP x 3.35 TB/s: 295.3 at both precisions, where F / W alone doubles at FP8.
+    bf16 = ev("dense_crossover_batch", hardware="h100_sxm").to("sequence").m
+    fp8 = ev("dense_crossover_batch", hardware="h100_sxm", precision="fp8").to("sequence").m
+    assert bf16 == pytest.approx(989.4e12 * 2 / (2 * 3.35e12))
+    assert fp8 == pytest.approx(1978.9e12 * 1 / (2 * 3.35e12))
+    assert fp8 / bf16 == pytest.approx(1, rel=1e-3)
+
+
+@given(s.machine_and_model())
+def test_crossover_is_multiplies_per_weight_byte_times_sparsity(inputs):
+    factor = ev("dense_crossover_batch", **inputs).to("sequence").m
+    sparsity = (inputs["n_total"] / inputs["n_active"]).to("").m
+    assert ev("crossover_batch", **inputs).to("sequence").m == pytest.approx(
+        factor * sparsity, rel=1e-9
+    )
 
 
 def test_throughput_per_sequence_is_one_token_per_drain_time():
