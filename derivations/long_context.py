@@ -476,6 +476,8 @@ register(
             solve(L, KV_COMPUTE, "solve for the context length"),
             rename(kv_compute_context.sym, KV_COMPUTE, "name it"),
         ),
+        when_negative="no crossover: compute stays ahead of the KV reads at every context "
+        "(the attention FLOPs per KV byte, a_dec / k, reach the chip's FLOPs per byte F / W)",
         summary="Beyond this context a token's KV reads take longer than its multiplies and its "
         "attention, whatever the batch. Without attention FLOPs it would be c_fwd N_active W / "
         "(F k); attention pushes it out, far out for MLA, whose FLOPs per KV byte near the "

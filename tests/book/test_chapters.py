@@ -66,3 +66,13 @@ def test_batching_mixed_precision_example_by_hand():
     assert [float(r["crossover"].split()[0].replace(",", "")) for r in rows] == pytest.approx(
         [hand, hand, hand / 2], rel=1e-3
     )
+
+
+def test_no_kv_compute_crossover_shows_a_dash():
+    # A100 with DeepSeek-V3: compute stays ahead of the KV reads at every context (see
+    # tests/book/test_cli.py for the hand check); the table's helper gives None (a dash), and a
+    # real crossover (H100, Llama 3.1 70B) stays a positive number.
+    from book.chapters.long_context import _kv_compute_context
+
+    assert _kv_compute_context(Evaluator(load(), "a100_sxm", "deepseek_v3")) is None
+    assert _kv_compute_context(Evaluator(load(), "h100_sxm", "llama_3_1_70b")).m > 0
