@@ -350,7 +350,11 @@ BINDINGS: dict[str, Binding] = {
     ),
     **{
         name: Binding(
-            f"scaling-law fit's {name.replace('_', ' ')}", _figure("fit", name), (), "fit"
+            # "loss_param_coeff" -> "loss parameter coeff": a reader's words, not a unit symbol
+            f"scaling-law fit's {name.replace('_', ' ').replace('param ', 'parameter ')}",
+            _figure("fit", name),
+            (),
+            "fit",
         )
         for name in SCHEMAS["fit"]  # every figure of a fit preset is an input of the loss law
     },

@@ -149,7 +149,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
 def _mixed_precision(presets: Presets, hardware: str, model: str) -> dict:
     """The crossover, replica size and cost at the crossover for each precision mix: the
     crossover moves only when the weights' bytes and the math's rate move apart."""
-    from book.cards import precision_words
+    from book.cases import precision_words
 
     rows = []
     for mix in PRECISION_MIXES:

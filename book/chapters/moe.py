@@ -2,7 +2,7 @@
 
 >>> from units.presets import load
 >>> context(load())["experts_per_chip"]
-'4 expert/chip'
+'4 experts per chip'
 """
 
 from book.context import Evaluator, cell_in, header
