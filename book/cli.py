@@ -89,7 +89,7 @@ def _port(text: str) -> int:
 def make_parser() -> Parser:
     parser = Parser(
         prog="chalkboard",
-        description=__doc__.splitlines()[0],
+        description=__doc__.splitlines()[0].replace("``", ""),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -159,9 +159,10 @@ def make_parser() -> Parser:
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("presets", help="list presets with their figures and sources")
+    p = sub.add_parser("presets", help="list presets with their figures (and, asked, sources)")
     p.add_argument("kind", nargs="?", choices=list(KIND_ALIASES), help="default: all")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--sources", action="store_true", help="print each preset's sources")
+    p.add_argument("--json", action="store_true", help="figures and sources as JSON")
 
     p = sub.add_parser("validate", help="every published measurement against its roofline bound")
     p.add_argument("--json", action="store_true")
@@ -586,6 +587,11 @@ def cmd_presets(args, out) -> None:
                     filter(None, ("parameters counted from the architecture", figures))
                 )
             out.write(f"  {p.id:<22} {p.name}: {figures}\n")
+            if args.sources:
+                out.write(f"  {'':<22} source: {p.sources.get('source', '—')}\n")
+                for name, cited in p.sources.items():
+                    if name != "source" and cited != p.sources.get("source"):
+                        out.write(f"  {'':<22}   {name}: {cited}\n")
 
 
 def cmd_validate(args, out) -> None:

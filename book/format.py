@@ -191,8 +191,12 @@ def quantity(q: pint.Quantity, digits: int = 4) -> str:
     >>> from units import Q_
     >>> quantity(Q_(2.976, "YFLOP")), quantity(Q_(263, "Ttok")), quantity(Q_(295.3, "seq"))
     ('2.976 × 10²⁴ FLOP', '2.63 × 10¹⁴ tokens', '295 sequences')
+    >>> quantity(Q_(6.71e11, "parameter")), quantity(Q_(1.871e8, "parameter"))
+    ('671 B parameters', '1.871 × 10⁸ parameters')
     """
     q = _plain(q)
+    if _parts(q.units) == _parts(q.units._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:
+        q = q.to("Gparameter")  # model sizes are said in billions: "671 B parameters"
     magnitude = float(q.magnitude)
     if _is_count(q.units) and math.isfinite(magnitude) and WHOLE_FROM <= abs(magnitude) < 1e6:
         magnitude = float(round(magnitude))

@@ -534,3 +534,36 @@ def test_no_kv_compute_crossover_is_one_clear_error_line():
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ")
     assert "no crossover" in err and "every context" in err and "negative" not in err
+
+
+# -- small things a newcomer hit (issue 15) ------------------------------------------------------
+
+
+def test_help_reads_as_plain_text_without_rest_backquotes():
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as stop:
+        from book.cli import make_parser
+
+        make_parser().print_help(out)
+        raise SystemExit(0)
+    assert stop.value.code == 0
+    assert "``" not in out.getvalue()
+    assert "The chalkboard command" in out.getvalue()
+
+
+def test_presets_say_model_sizes_as_eval_does():
+    # DeepSeek-V3's 671B total parameters (facts.md), said the way `eval` says it
+    code, out, _ = run("presets", "models")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.strip().startswith("deepseek_v3 "))
+    assert "params_total=671 B parameters" in line
+    assert "671,000,000,000" not in out
+
+
+def test_presets_print_their_sources_when_asked():
+    code, out, _ = run("presets", "hardware", "--sources")
+    assert code == 0
+    h100 = out.split("h100_sxm", 1)[1].split("\n  h200", 1)[0]
+    assert "source: N1: NVIDIA H100 Tensor Core GPU datasheet" in h100
+    _, plain, _ = run("presets", "hardware")
+    assert "source:" not in plain
