@@ -523,6 +523,19 @@ def test_bad_precision_input_is_one_error_line(argv, fragment):
     assert fragment in err
 
 
+def test_no_kv_compute_crossover_is_one_clear_error_line():
+    # A100 (facts.md: 312 TFLOP/s BF16 / 2.04 TB/s, about 153 FLOP per byte) with DeepSeek-V3's
+    # absorbed MLA (2 x 128 x 1,088 x 61 FLOP per 61 x 576 x 2 bytes of KV, about 242 FLOP per
+    # byte): attention alone outruns the KV reads, so the closed form is negative.
+    assert 2 * 128 * 1088 * 61 / (61 * 576 * 2) > 312e12 / 2.04e12
+    code, out, err = run(
+        "eval", "kv_compute_crossover_context", "--hardware", "a100_sxm", "--model", "deepseek_v3"
+    )
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert "no crossover" in err and "every context" in err and "negative" not in err
+
+
 # -- small things a newcomer hit (issue 15) ------------------------------------------------------
 
 
