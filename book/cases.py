@@ -15,12 +15,19 @@ from units.presets import Presets
 REFERENCE = {
     "batching": dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=2048),
     "moe": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=2048),
-    "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8"),
+    "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=1),
     "overtraining": dict(
         model="kimi_k2",
         training_flops="1e25 FLOP",
         cost_product="1e50 FLOP**2",
         rl_tokens="1e13 token",
+        # training time and MFU: DeepSeek-V3's 2,048 chips and 2.664M chip-hours (README), an
+        # MFU of 0.4, and the H100's dense BF16 peak (facts.md) without choosing a hardware
+        # preset for the whole chapter
+        training_chips="2048 chip",
+        training_chip_hours="2.664e6 chip*hour",
+        mfu="0.4",
+        flops="989.4 TFLOP/s",
     ),
     "long_context": dict(
         hardware="h100_sxm",

@@ -464,6 +464,10 @@ def cmd_presets(args, out) -> None:
             figures = ", ".join(
                 f"{n}={quantity(v)}" for n, v in p.fields.items() if isinstance(v, pint.Quantity)
             )
+            if kind == "model" and p.get("params_total") is None:
+                figures = ", ".join(
+                    filter(None, ("parameters counted from the architecture", figures))
+                )
             out.write(f"  {p.id:<22} {p.name}: {figures}\n")
 
 

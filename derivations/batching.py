@@ -357,3 +357,39 @@ throughput_eq = register(
         summary="Tokens per step over seconds per step.",
     )
 )
+
+# -- throughput per sequence (the lecture's "64 B tokens/s") -----------------------------------
+from derivations.notation import sequence_token_rate  # noqa: E402
+
+register(
+    Equation(
+        id="throughput_per_sequence",
+        title="Tokens per second per sequence when a step reads all of HBM",
+        lhs=sequence_token_rate,
+        rhs=1 / hbm_drain_time.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "throughput = B / step ~ 64 B (1/15.6 ms)"),
+        assumptions=(
+            "each sequence receives one token per step",
+            "a step lasts one HBM drain time (the lecture's period: reading HBM twice per step "
+            "is pointless)",
+        ),
+        derivation=Derivation(
+            given(sequence_token_rate.sym, throughput.sym / B, "the replica's rate per sequence"),
+            substitute(
+                {throughput.sym: B / step_time.sym},
+                sequence_token_rate.sym,
+                1 / step_time.sym,
+                "throughput is B tokens per step: B cancels",
+            ),
+            substitute(
+                {step_time.sym: hbm_drain_time.sym},
+                sequence_token_rate.sym,
+                1 / hbm_drain_time.sym,
+                "a step that reads all of HBM once lasts one drain time",
+            ),
+        ),
+        summary="A replica makes B tokens per step, so its throughput is B over the step time: "
+        "with the step at one HBM drain time, each sequence gets one token per drain time.",
+    )
+)

@@ -151,8 +151,88 @@ MODEL_FIELDS = {
     "d_ff_expert": ("d_ff_expert", _none_for("experts")),
     "dense_layers": ("dense_layers", _dense_layers),
     "sliding_window_layers": ("sliding_window_layers", _none_for("sliding-window layers")),
-    "embeddings_active": ("embeddings_active", lambda p: (2, "input and output embeddings (2)")),
+    "embeddings_active": ("embeddings_active", lambda p: _embedding_count(p, "active")),
+    # no field of that name: always read from tied_embeddings by the default
+    "embedding_matrices": ("embedding_matrices", lambda p: _embedding_count(p, "stored")),
 }
+
+
+def _embedding_count(model: Preset, what: str):
+    """Embedding matrices stored, or counted as active: one when tied, else two."""
+    if model.get("tied_embeddings"):
+        return 1, f"tied input and output embeddings: one matrix {what} (1)"
+    return 2, f"input and output embeddings {what} (2)"
+
+
+# The published-count fields and the equations that count them from the architecture.
+PARAM_COUNTS = {
+    "n_total": ("params_total", "params_total"),
+    "n_active": ("params_active", "params_active"),
+}
+PARAMS_TOLERANCE = 0.02  # stated counts may differ from the architecture's by this much
+_checked: dict[tuple[str, str], None] = {}
+
+
+def check_model(model: Preset, presets: Presets) -> None:
+    """Cross-check a model's stated parameter counts against its architecture (once per preset).
+
+    Skipped when the architecture is incomplete (then the stated counts are used as they are).
+    A gap beyond ``params_tolerance`` (default 2%) is an error naming both figures.
+    """
+    from units.presets import architecture_gaps
+
+    key = (model.path, model.id)
+    if key in _checked or architecture_gaps(model.fields):
+        return
+    _checked[key] = None  # before evaluating: the evaluation below resolves this model again
+    from derivations.core import get
+
+    tolerance = model.get("params_tolerance")
+    limit = PARAMS_TOLERANCE if tolerance is None else float(tolerance.to("").magnitude)
+    try:
+        for field, eq_id in PARAM_COUNTS.values():
+            stated = model.get(field)
+            if stated is None:
+                continue
+            counted = get(eq_id).evaluate(model=model, presets=presets).to("parameter")
+            gap = abs((counted / stated).to("").magnitude - 1)
+            if gap > limit:
+                raise ChalkboardError(
+                    f"model preset {model.id!r} ({model.path}): stated {field} "
+                    f"{_count(stated.to('parameter').magnitude)} differs from the "
+                    f"{_count(counted.magnitude)} counted from its architecture by "
+                    f"{100 * gap:.1f}% (more than {100 * limit:g}%); fix the figure or the "
+                    "architecture, or set params_tolerance"
+                )
+    except ChalkboardError:
+        del _checked[key]
+        raise
+
+
+def _count(x: float) -> str:
+    """A parameter count as a reader says it: '671 B', '37.6 M', '250,880' parameters."""
+    for scale, word in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if x >= scale:
+            return f"{x / scale:.4g} {word} parameters"
+    return f"{x:,.0f} parameters"
+
+
+def _params(field: str, eq_id: str):
+    """A model's stated parameter count, or, when it states none, the architecture's count."""
+
+    def read(r: Resolver):
+        model = r.preset("model")
+        if model is None:
+            return None
+        if model.get(field) is not None:
+            return model.get(field), f"model {model.id}: {field}", model.source_of(field)
+        from derivations.core import get
+
+        eq = get(eq_id)
+        origin = f"equation {eq.id} (model {model.id} states no {field})"
+        return r.value_of(eq), origin, model.source_of("source")
+
+    return read
 
 
 BINDINGS: dict[str, Binding] = {
@@ -176,12 +256,16 @@ BINDINGS: dict[str, Binding] = {
         _figure("hardware", "scale_out_bandwidth"),
         preset="hardware",
     ),
-    "n_total": Binding(
-        "model's total parameters", _figure("model", "params_total"), preset="model"
-    ),
-    "n_active": Binding(
-        "model's active parameters", _figure("model", "params_active"), preset="model"
-    ),
+    **{
+        name: Binding(
+            f"model's {field.split('_')[1]} parameters (stated, else counted from the "
+            "architecture)",
+            _params(field, eq_id),
+            (f"arch_{field}",),
+            "model",
+        )
+        for name, (field, eq_id) in PARAM_COUNTS.items()
+    },
     **{
         name: Binding(
             f"model's {field.replace('_', ' ')}", _figure("model", field, default), (), "model"
@@ -208,6 +292,11 @@ BINDINGS: dict[str, Binding] = {
     "price_per_chip_hour": Binding("rental price per chip-hour", _price),
     "input_price": Binding("API preset's input price", _figure("api", "input"), preset="api"),
     "output_price": Binding("API preset's output price", _figure("api", "output"), preset="api"),
+    "cache_write_price": Binding(
+        "API preset's 5-minute cache-write price",
+        _figure("api", "cache_write_5min"),
+        preset="api",
+    ),
     "cache_read_price": Binding(
         "API preset's cache-read price", _figure("api", "cache_read"), preset="api"
     ),
@@ -317,6 +406,8 @@ class Resolver:
             return presets.get(kind, str(value))
 
         chosen = {kind: pick(kind, choices.get(kind)) for kind in CHOICE_KINDS}
+        if chosen["model"] is not None:
+            check_model(chosen["model"], presets)
         for kind, default in DEFAULT_CHOICES.items():
             if chosen[kind] is None and default in presets.by_kind[kind]:
                 chosen[kind] = presets.get(kind, default)

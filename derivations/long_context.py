@@ -32,6 +32,7 @@ from derivations.notation import (
     decode_prefill_ratio,
     decode_time_per_token,
     dense_layers,
+    embedding_matrices,
     embeddings_active,
     experts_active,
     experts_routed,
@@ -216,7 +217,7 @@ ARCH_TOTAL = (
     + MLP_DENSE
     + MOE_LAYERS * (experts_routed.sym + experts_shared.sym) * m_ff * d * d_ff_expert.sym
     + ROUTER
-    + 2 * V * d
+    + embedding_matrices.sym * V * d
 )
 ARCH_ACTIVE = (
     layers * attention_params.sym
@@ -227,7 +228,8 @@ ARCH_ACTIVE = (
 )
 PARAM_ASSUMPTIONS = (
     "every MLP is gated (three matrices of d by its hidden width)",
-    "input and output embeddings are separate matrices of V by d",
+    "input and output embeddings are separate matrices of V by d, or one shared matrix when "
+    "the model ties them (tied_embeddings = true)",
     "norms and biases are left out (under 0.1% of every preset)",
 )
 register(
@@ -240,7 +242,7 @@ register(
         source=Source("model configs (facts.md, Models)"),
         assumptions=PARAM_ASSUMPTIONS,
         summary="Attention in every layer, a dense MLP in the dense layers, every routed and "
-        "shared expert plus a router in the MoE layers, and two embedding matrices.",
+        "shared expert plus a router in the MoE layers, and two embedding matrices (one if tied).",
     )
 )
 register(
@@ -508,5 +510,102 @@ register(
         ),
         summary="Hold a cache for less than this and holding is cheaper; longer, and "
         "recomputing it is.",
+    )
+)
+
+# -- KV-cache bytes per sequence and per batch; the cache-write premium ------------------------
+from derivations.notation import (  # noqa: E402
+    cache_lifetime,
+    cache_premium_over_hold,
+    cache_write_premium,
+    cache_write_price,
+    kv_bytes,
+)
+
+register(
+    Equation(
+        id="kv_cache_per_sequence",
+        title="KV-cache bytes of one sequence",
+        lhs=cache_bytes,
+        rhs=L * k,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "bytes_per_token x len_ctx"),
+        assumptions=("every token of the context is cached at k bytes (no eviction)",),
+        summary="Context length times KV bytes per token: what one conversation holds in memory.",
+    )
+)
+
+register(
+    Equation(
+        id="kv_cache_per_batch",
+        title="KV-cache bytes of a batch",
+        lhs=kv_bytes,
+        rhs=B * L * k,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "the B len_ctx kv_bytes term of t_mem"),
+        assumptions=(
+            "every sequence of the batch has the same context length",
+            "sequences share no cached prefix",
+        ),
+        derivation=Derivation(
+            given(kv_bytes.sym, B * cache_bytes.sym, "B sequences, each with its own cache"),
+            substitute(
+                {cache_bytes.sym: L * k}, kv_bytes.sym, B * L * k, "each cache is L tokens of k"
+            ),
+        ),
+        summary="Batching shares the weights, not the caches: the batch holds B of them.",
+    )
+)
+
+p_write, t_life = cache_write_price.sym, cache_lifetime.sym
+register(
+    Equation(
+        id="cache_write_premium",
+        title="Cache-write premium",
+        lhs=cache_write_premium,
+        rhs=p_write - p_in,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "5-min cache write $6.25/M vs input $5/M (1.25x)"),
+        assumptions=(
+            "writing the cache costs the prefill an uncached input pays anyway, plus holding it",
+        ),
+        summary="What a provider charges on top of the input price to keep the prompt's cache.",
+    )
+)
+
+HOLD_PER_TOKEN = k * t_life * tier_price.sym
+register(
+    Equation(
+        id="cache_premium_over_hold",
+        title="Cache-write premium over the cost of holding the cache",
+        lhs=cache_premium_over_hold,
+        rhs=(p_write - p_in) / HOLD_PER_TOKEN,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "hold = bytes / capacity x $/s of that tier"),
+        assumptions=(
+            "the premium pays for holding the cache for its whole lifetime",
+            "the provider's KV bytes per token are the model's, and its tier price is the tier's",
+        ),
+        derivation=Derivation(
+            given(
+                cache_premium_over_hold.sym,
+                cache_write_premium.sym / (cache_hold_cost.sym * t_life / L),
+                "premium per token over the holding cost of one token's share of the cache",
+            ),
+            substitute(
+                {cache_hold_cost.sym: L * k * tier_price.sym},
+                cache_premium_over_hold.sym,
+                cache_write_premium.sym / HOLD_PER_TOKEN,
+                "holding costs k bytes per token at the tier's price per byte-hour",
+            ),
+            substitute(
+                {cache_write_premium.sym: p_write - p_in},
+                cache_premium_over_hold.sym,
+                (p_write - p_in) / HOLD_PER_TOKEN,
+                "the premium is the write price over the input price",
+            ),
+        ),
+        summary="Above one, the premium more than pays for holding the cache on that tier for "
+        "its lifetime; below one, the tier is too dear for the price.",
     )
 )

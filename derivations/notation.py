@@ -149,13 +149,19 @@ chips_to_fit = symbol(
     "chips whose HBM together holds the weights and the batch's KV cache",
     r"n_{\mathrm{fit}}",
 )
+sequence_token_rate = symbol(
+    "sequence_token_rate",
+    "token/s/sequence",
+    "tokens per second each sequence of the batch receives (a replica's throughput per sequence)",
+    r"\Theta / B",
+)
 
 # -- intermediates named only inside derivations -----------------------------------------------
 step_flops = symbol("step_flops", "FLOP", "FLOPs of one decode step", r"\Phi_{\mathrm{step}}")
 weight_bytes = symbol(
     "weight_bytes", "byte", "bytes of all the weights", r"M_{\mathrm{weights}}", display="GB"
 )
-kv_bytes = symbol("kv_bytes", "byte", "bytes of the batch's KV cache", r"M_{\mathrm{KV}}")
+kv_bytes = symbol("kv_bytes", "byte", "bytes of the batch's KV cache", r"M_{\mathrm{KV}}", "GB")
 step_rent = symbol("step_rent", "USD", "rent for the chips during one step", r"R_{\mathrm{step}}")
 tokens_per_step = symbol(
     "tokens_per_step", "token", "tokens generated in one step", r"N_{\mathrm{tok}}"
@@ -210,6 +216,12 @@ ffn_matrices = constant(
     "weight matrices of a gated (SwiGLU) MLP: gate, up and down",
     r"m_{\mathrm{ff}}",
     "the gated MLP of every model preset (Llama, Qwen, Mixtral, DeepSeek, Kimi, gpt-oss)",
+)
+embedding_matrices = symbol(
+    "embedding_matrices",
+    "dimensionless",
+    "embedding matrices stored (2: input and output; 1: tied, one matrix shared by both)",
+    r"e_{\mathrm{mat}}",
 )
 
 # -- long context and KV cache (chapter F) -----------------------------------------------------
@@ -397,6 +409,29 @@ cache_breakeven_time = symbol(
     r"t_{\mathrm{even}}",
     display="minute",
 )
+cache_write_price = symbol(
+    "cache_write_price",
+    "USD/token",
+    "API price of an input token written to the prompt cache",
+    r"p_{\mathrm{write}}",
+    "USD/Mtoken",
+)
+cache_lifetime = symbol(
+    "cache_lifetime", "s", "how long a written prompt cache is kept", r"t_{\mathrm{life}}", "minute"
+)
+cache_write_premium = symbol(
+    "cache_write_premium",
+    "USD/token",
+    "extra price of writing an input token to the cache, over the plain input price",
+    r"\Delta p_{\mathrm{write}}",
+    "USD/Mtoken",
+)
+cache_premium_over_hold = symbol(
+    "cache_premium_over_hold",
+    "dimensionless",
+    "cache-write premium over the cost of holding that token's KV cache for the cache lifetime",
+    r"\rho_{\mathrm{write}}",
+)
 
 # -- MoE on racks (chapter B) ------------------------------------------------------------------
 expert_parallel_chips = symbol(
@@ -551,6 +586,55 @@ pipeline_step_time = symbol(
     "time of one training step through the pipeline",
     r"T_{\mathrm{pipe}}",
 )
+train_weight_bytes = symbol(
+    "train_weight_bytes",
+    "byte/parameter",
+    "bytes per parameter of the working weights in training (BF16)",
+    r"b_{w}",
+)
+train_grad_bytes = symbol(
+    "train_grad_bytes", "byte/parameter", "bytes per parameter of the gradients (BF16)", r"b_{g}"
+)
+optimizer_bytes = symbol(
+    "optimizer_bytes",
+    "byte/parameter",
+    "bytes per parameter of the optimizer state (Adam: FP32 master weights and two moments)",
+    r"b_{\mathrm{opt}}",
+)
+training_state_memory = symbol(
+    "training_state_memory",
+    "byte",
+    "weights, gradients and optimizer state of one training replica",
+    r"M_{\mathrm{state}}",
+    display="GB",
+)
+activation_bytes_factor = symbol(
+    "activation_bytes_factor",
+    "byte/value",
+    "activation bytes a layer stores per residual-stream value without recomputation",
+    r"c_{\mathrm{act}}",
+)
+full_activation_memory = symbol(
+    "full_activation_memory",
+    "byte",
+    "activations stored for the backward pass without recomputation, all layers",
+    r"M_{\mathrm{act}}^{\mathrm{full}}",
+    display="GB",
+)
+training_memory = symbol(
+    "training_memory",
+    "byte",
+    "memory of one training replica without recomputation: state plus every activation",
+    r"M_{\mathrm{train}}",
+    display="GB",
+)
+training_memory_recompute = symbol(
+    "training_memory_recompute",
+    "byte",
+    "memory of one training replica with full recomputation: state plus each layer's input",
+    r"M_{\mathrm{train}}^{\mathrm{remat}}",
+    display="GB",
+)
 
 # -- over-training and RL (chapter E) ----------------------------------------------------------
 training_tokens = symbol(
@@ -672,6 +756,23 @@ optimal_tokens = symbol(
     r"D^{*}",
     display="Ttoken",
 )
+training_chips = symbol("training_chips", "chip", "chips training the model", r"n_{\mathrm{train}}")
+mfu = symbol(
+    "mfu",
+    "dimensionless",
+    "model FLOPs utilisation: useful training FLOP/s over the chips' dense peak",
+    r"\mathrm{MFU}",
+)
+training_time = symbol(
+    "training_time", "s", "wall-clock time of pre-training", r"T_{\mathrm{train}}", display="day"
+)
+training_chip_hours = symbol(
+    "training_chip_hours",
+    "chip*hour",
+    "chip-hours spent on pre-training",
+    r"H_{\mathrm{train}}",
+    display="chip*hour",
+)
 
 # -- reversible networks (chapter G) -----------------------------------------------------------
 feistel_x = symbol("feistel_x", "value", "left half of a Feistel block's input", r"x")
@@ -726,7 +827,7 @@ home_rack_share = symbol(
     r"p_{\mathrm{home}}",
 )
 cache_bytes = symbol(
-    "cache_bytes", "byte", "bytes of one sequence's KV cache", r"M_{\mathrm{cache}}"
+    "cache_bytes", "byte", "bytes of one sequence's KV cache", r"M_{\mathrm{cache}}", "GB"
 )
 hop_count = symbol(
     "hop_count", "dimensionless", "hops a token makes per step", r"h_{\mathrm{hops}}"

@@ -336,3 +336,54 @@ register(
         "alpha / (alpha + beta).",
     )
 )
+
+# -- training wall-clock time and MFU ----------------------------------------------------------
+from derivations.notation import flops, mfu, training_chip_hours, training_chips, training_time  # noqa: E402
+
+F, n_train, u, H = flops.sym, training_chips.sym, mfu.sym, training_chip_hours.sym
+C_pre = training_flops.sym
+register(
+    Equation(
+        id="training_time",
+        title="Wall-clock time of pre-training",
+        lhs=training_time,
+        rhs=C_pre / (n_train * F * u),
+        chapter=CHAPTER,
+        source=Source("Kaplan et al. 2020 (C = 6 N D); MFU as in Chowdhery et al. 2022 (PaLM)"),
+        assumptions=(
+            "the chips deliver a fraction MFU of their dense peak at the chosen precision to "
+            "the model's 6 N D FLOPs, for the whole run",
+            "restarts and evaluation are inside that fraction",
+        ),
+        derivation=Derivation(
+            given(u, C_pre / (training_time.sym * n_train * F), "MFU: useful FLOPs over peak"),
+            solve(training_time.sym, C_pre / (n_train * F * u), "solve for the time"),
+        ),
+        summary="The compute over what the chips actually deliver: peak times MFU times chips.",
+    )
+)
+
+register(
+    Equation(
+        id="training_mfu",
+        title="MFU from reported chip-hours",
+        lhs=mfu,
+        rhs=C_pre / (H * F),
+        chapter=CHAPTER,
+        source=Source("DeepSeek-V3 README (2.664M H800 GPU-hours of pre-training)"),
+        assumptions=(
+            "the reported chip-hours cover exactly the 6 N D FLOPs of pre-training",
+            "attention FLOPs are not counted as useful (they add a few per cent at 4K context)",
+        ),
+        derivation=Derivation(
+            given(u, C_pre / (training_time.sym * n_train * F), "MFU: useful FLOPs over peak"),
+            substitute(
+                {training_time.sym: H / n_train},
+                u,
+                C_pre / (H * F),
+                "chip-hours are chips times wall-clock hours",
+            ),
+        ),
+        summary="Read backwards, a lab's reported chip-hours and token count give its MFU.",
+    )
+)

@@ -256,3 +256,109 @@ register(
         summary="P - 1 idle slots out of m + P - 1: more micro-batches shrink the bubble.",
     )
 )
+
+# -- training memory: weights, gradients, optimizer state, activations -------------------------
+from derivations.notation import (  # noqa: E402
+    activation_bytes_factor,
+    activation_memory,
+    full_activation_memory,
+    n_layers,
+    optimizer_bytes,
+    train_grad_bytes,
+    train_weight_bytes,
+    training_memory,
+    training_memory_recompute,
+    training_state_memory,
+)
+
+ZERO = (
+    "Rajbhandari et al. 2020, 'ZeRO: Memory Optimizations Toward Training Trillion Parameter "
+    "Models' (arXiv 1910.02054), section 3.1"
+)
+KORTHIKANTI = (
+    "Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models' "
+    "(arXiv 2205.05198), section 4"
+)
+
+b_w, b_g, b_o = train_weight_bytes.sym, train_grad_bytes.sym, optimizer_bytes.sym
+STATE = N_t * (b_w + b_g + b_o)
+register(
+    Equation(
+        id="training_state_memory",
+        title="Training state: weights, gradients and optimizer",
+        lhs=training_state_memory,
+        rhs=STATE,
+        chapter=CHAPTER,
+        source=Source(ZERO, "", "mixed-precision Adam: 2 + 2 + 12 = 16 bytes per parameter"),
+        assumptions=(
+            "mixed precision: BF16 working weights (2 bytes) and gradients (2 bytes)",
+            "Adam keeps an FP32 master copy and two FP32 moments: 12 bytes per parameter",
+            "one replica, unsharded: ZeRO or FSDP divides this by the data-parallel chips",
+            "every parameter is trained, all experts included (N_total, not N_active)",
+        ),
+        derivation=Derivation(
+            given(
+                training_state_memory.sym,
+                N_t * b_w + N_t * b_g + N_t * b_o,
+                "weights, gradients and optimizer state, each per parameter",
+            ),
+            rewrite(training_state_memory.sym, STATE, "collect the bytes per parameter"),
+        ),
+        summary="16 bytes per parameter at the usual mixed precision: eight times the BF16 "
+        "weights a server holds.",
+    )
+)
+
+c_act, layers = activation_bytes_factor.sym, n_layers.sym
+FULL_ACT = layers * B * L * c_act * d
+register(
+    Equation(
+        id="full_activation_memory",
+        title="Activation memory without recomputation",
+        lhs=full_activation_memory,
+        rhs=FULL_ACT,
+        chapter=CHAPTER,
+        source=Source(KORTHIKANTI, "", "activations per layer s b h (34 + 5 a s / h) bytes"),
+        assumptions=(
+            "a GPT-style layer with 16-bit activations stores about 34 bytes per residual value "
+            "per token (its inputs, the MLP's 4d hidden activations, dropout masks)",
+            "attention scores are not stored (FlashAttention recomputes them): the 5 a s / h "
+            "term is dropped",
+            "no tensor or sequence parallelism: one replica's whole batch",
+        ),
+        summary="Every layer keeps about 34 bytes per residual-stream value of every token until "
+        "the backward pass: linear in layers, batch and context.",
+    )
+)
+
+STATE_SYM = training_state_memory.sym
+register(
+    Equation(
+        id="training_memory",
+        title="Training memory without recomputation",
+        lhs=training_memory,
+        rhs=STATE_SYM + full_activation_memory.sym,
+        chapter=CHAPTER,
+        source=Source(ZERO, "", "model states plus residual states (activations)"),
+        assumptions=("temporary buffers and fragmentation are left out",),
+        summary="The training state plus every stored activation.",
+    )
+)
+
+register(
+    Equation(
+        id="training_memory_recompute",
+        title="Training memory with full recomputation",
+        lhs=training_memory_recompute,
+        rhs=STATE_SYM + activation_memory.sym,
+        chapter=CHAPTER,
+        source=Source(KORTHIKANTI, "", "full recomputation stores 2 s b h bytes per layer"),
+        assumptions=(
+            "only each layer's input is stored (d values of b bytes per token) and the rest is "
+            "recomputed in the backward pass: one more forward pass of compute",
+            "temporary buffers and fragmentation are left out",
+        ),
+        summary="Recomputing each layer from its input shrinks activations about 17-fold at "
+        "BF16, for a third more compute (8 N D instead of 6 N D).",
+    )
+)

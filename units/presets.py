@@ -38,7 +38,10 @@ DATA = Path(__file__).with_name("data")
 BUILTIN_FILES = tuple(sorted(DATA.glob("*.toml")))
 
 # Field schemas per kind: a unit string (a quantity of that dimension), int (a positive whole
-# number), str (free text) or a tuple of allowed words. Required fields are listed separately.
+# number), bool (true or false), str (free text) or a tuple of allowed words. Required fields are
+# listed separately. A model may omit params_total and params_active: they are then counted from
+# its architecture (derivations' params_total and params_active equations), which must be
+# complete (``architecture_gaps``); stated counts are cross-checked against that count.
 _COMMON = {"name": str, "source": str, "note": str, "as_of": str}
 SCHEMAS: dict[str, dict[str, object]] = {
     "hardware": {
@@ -78,6 +81,8 @@ SCHEMAS: dict[str, dict[str, object]] = {
         ),
         "params_total": "parameter",
         "params_active": "parameter",
+        "params_tolerance": "dimensionless",
+        "tied_embeddings": bool,
         "sliding_window": "token",
         "training_tokens": "token",
     },
@@ -114,8 +119,6 @@ REQUIRED = {
         "n_heads",
         "attention",
         "vocab",
-        "params_total",
-        "params_active",
     ),
     "precision": ("name", "source", "bytes_per_value"),
     "rental": ("name", "source", "as_of", "price"),
@@ -205,6 +208,10 @@ def _read_value(kind: str, name: str, raw, where: str):
         if not isinstance(raw, str) or not raw.strip():
             raise ChalkboardError(f"{where}: expected non-empty text")
         return raw
+    if expected is bool:
+        if not isinstance(raw, bool):
+            raise ChalkboardError(f"{where}: expected true or false, got {raw!r}")
+        return raw
     if expected is int:
         if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
             raise ChalkboardError(f"{where}: expected a positive whole number, got {raw!r}")
@@ -243,8 +250,28 @@ def _cite(keys: str, citations: Mapping[str, str], where: str) -> str:
     return "; ".join(f"{w}: {citations[w]}" for w in words)
 
 
+def architecture_gaps(p: Mapping[str, object]) -> list[str]:
+    """Architecture fields a model lacks for its parameters to be counted from them.
+
+    >>> architecture_gaps({"attention": "gqa", "n_kv_heads": 8, "head_dim": 128})
+    ['d_ff']
+    """
+    need = ["n_kv_heads", "head_dim"] if p.get("attention") == "gqa" else []
+    if p.get("attention") == "mla":
+        need += ["kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"]
+        need += ["q_lora_rank"]
+    if p.get("experts_routed") is None:
+        need.append("d_ff")  # a dense model: every layer has a dense MLP
+    else:
+        need += ["d_ff_expert", "experts_active"]
+        if p.get("dense_layers", 0):
+            need.append("d_ff")
+    return [n for n in need if n not in p]
+
+
 def _check_model(p: dict, where: str) -> None:
-    if p["params_active"] > p["params_total"]:
+    stated = [n for n in ("params_total", "params_active") if n in p]
+    if len(stated) == 2 and p["params_active"] > p["params_total"]:
         raise ChalkboardError(f"{where}: params_active exceeds params_total")
     if p["attention"] == "gqa":
         for need in ("n_kv_heads", "head_dim"):
@@ -260,6 +287,13 @@ def _check_model(p: dict, where: str) -> None:
         raise ChalkboardError(f"{where}: experts_active exceeds experts_routed")
     if p.get("sliding_window_layers", 0) > p["layers"]:
         raise ChalkboardError(f"{where}: sliding_window_layers exceeds layers")
+    gaps = architecture_gaps(p)
+    if len(stated) < 2 and gaps:
+        missing = next(n for n in ("params_total", "params_active") if n not in stated)
+        raise ChalkboardError(
+            f"{where}: without {missing}, the parameters are counted from the architecture, "
+            f"which needs {', '.join(gaps)}"
+        )
 
 
 def parse_file(path: Path) -> dict[str, dict[str, Preset]]:

@@ -58,6 +58,7 @@ def context(presets: Presets) -> dict:
         "same_b": {presets.get("model", m).name: v for m, v in same_b.items()},
         "period": quantity(period.inputs["train_period"].value),
         "worst": quantity(period.value),
+        **_sequence_rates(presets),
     }
 
 
@@ -143,3 +144,27 @@ def _chip_results(hw, ev: Evaluator) -> tuple:
 def _whole(batch: pint.Quantity) -> int:
     """A batch size rounded up to a whole sequence."""
     return math.ceil(batch.to("sequence").magnitude)
+
+
+RATE_CHIPS = ("rubin", "gb200_nvl72", "h100_sxm")  # the lecture's chip first
+
+
+def _sequence_rates(presets: Presets) -> dict:
+    """Tokens per second per sequence when a step lasts one HBM drain time (the lecture's
+    '64 B tokens/s'), on the lecture's Rubin and on two chips in service."""
+    rows = [
+        {
+            "name": presets.get("hardware", hw).name,
+            "drain": Evaluator(presets, hw).text("hbm_drain_time"),
+            "rate": Evaluator(presets, hw).text("throughput_per_sequence"),
+        }
+        for hw in RATE_CHIPS
+    ]
+    import tomllib
+
+    from book.claims import CLAIMS
+    from units import parse_quantity
+
+    said = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]["throughput_64b"]
+    lecture = parse_quantity(said["expected"], what="claims.toml: throughput_64b")
+    return {"sequence_rates": rows, "lecture_rate": quantity(lecture)}

@@ -9,6 +9,7 @@ and the memory-tier ladder.
 
 from book.context import Evaluator, cell_in, header
 from book.format import number, quantity
+from units import Q_
 from units.presets import Presets
 
 HARDWARE = "h100_sxm"
@@ -44,6 +45,7 @@ def context(presets: Presets) -> dict:
         "fill": quantity(presets.parameter["tier_fill_fraction"].value),
         "context_length": quantity(presets.parameter["context_length"].value),
         "tier_model": presets.get("model", "llama_3_1_70b").name,
+        **_kv_cache_and_cache_writes(presets),
     }
 
 
@@ -61,18 +63,22 @@ def _model_table(presets: Presets) -> dict:
         values = (
             lambda ev=ev: ev.q("kv_bytes_per_token"),
             lambda ev=ev: ev.q("params_total"),
-            lambda m=m: m.params_total,
+            lambda m=m: m.get("params_total"),
             lambda ev=ev: ev.q("params_active"),
-            lambda m=m: m.params_active,
+            lambda m=m: m.get("params_active"),
         )
-        total_gap = (ev.q("params_total") / m.params_total).to("").magnitude - 1
-        active_gap = (ev.q("params_active") / m.params_active).to("").magnitude - 1
+        gaps = [
+            number(100 * ((ev.q(f) / m.get(f)).to("").magnitude - 1), 2) + "%"
+            if m.get(f) is not None
+            else "—"
+            for f in ("params_total", "params_active")
+        ]
         rows.append(
             {
                 "name": m.name,
                 "attention": m.attention.upper(),
                 "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
-                "gaps": f"{number(100 * total_gap, 2)}% / {number(100 * active_gap, 2)}%",
+                "gaps": " / ".join(gaps),
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
@@ -143,3 +149,55 @@ def _tier_table(presets: Presets) -> dict:
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+KV_MODEL = "llama_3_1_70b"
+KV_BATCH = 64  # sequences: an illustrative batch for the KV-cache-per-batch example
+CACHE_API = "claude_opus_4_6"
+
+
+def _kv_cache_and_cache_writes(presets: Presets) -> dict:
+    """KV bytes per sequence and per batch, and the cache-write premium against the cost of
+    holding the cache on each tier for the cache's lifetime (5 minutes and 1 hour)."""
+    ev = Evaluator(presets, HARDWARE, KV_MODEL)
+    batch = Q_(KV_BATCH, "sequence")
+    api = presets.get("api", CACHE_API)
+    lifetimes = (
+        ("cache_write_5min", presets.parameter["cache_duration_short"].value),
+        ("cache_write_1h", presets.parameter["cache_duration_long"].value),
+    )
+    rows = []
+    for field, life in lifetimes:
+        price = api.get(field)
+        cache = Evaluator(presets, HARDWARE, KV_MODEL, api=CACHE_API, cache_write_price=price)
+        rows.append(
+            {
+                "lifetime": quantity(life),
+                "write": quantity(price.to("USD/Mtoken")),
+                "premium": cache.text("cache_write_premium"),
+                "cells": [
+                    cell_in(
+                        "",
+                        lambda t=t, c=cache, life=life: c.q(
+                            "cache_premium_over_hold", tier=t.id, cache_lifetime=life
+                        ),
+                    )
+                    for t in presets.tier.values()
+                ],
+            }
+        )
+    return {
+        "kv_cache": {
+            "model": presets.get("model", KV_MODEL).name,
+            "per_sequence": ev.text("kv_cache_per_sequence"),
+            "batch": quantity(batch),
+            "per_batch": ev.text("kv_cache_per_batch", batch_size=batch),
+            "hbm": quantity(presets.get("hardware", HARDWARE).hbm_capacity),
+        },
+        "cache_write": {
+            "api": api.name,
+            "input": quantity(api.input.to("USD/Mtoken")),
+            "tiers": [t.name for t in presets.tier.values()],
+            "rows": rows,
+        },
+    }

@@ -41,6 +41,7 @@ def context(presets: Presets) -> dict:
         "trained": [_trained(presets, m) for m in TRAINED],
         "fits": [_fit(presets, f.id) for f in presets.fit.values()],
         "budgets": _budget_table(presets),
+        **_training_time(presets),
     }
 
 
@@ -91,3 +92,30 @@ def _budget_table(presets: Presets) -> dict:
                 cells.append(cell_in(u, lambda ev=ev, eq=eq: ev.q(eq)))
         rows.append({"budget": quantity(c), "cells": cells})
     return {"headers": [header(n, u) for n, u, _, _ in columns], "rows": rows}
+
+
+TIMED_MODEL = "deepseek_v3"
+TIMED_CHIP = "h100_sxm"  # DeepSeek trained on H800s: the H100's compute, less NVLink bandwidth
+
+
+def _training_time(presets: Presets) -> dict:
+    """DeepSeek-V3's MFU from its reported chip-hours (at FP8 and at BF16 peak), and the
+    wall-clock time on its cluster at that MFU, which returns the chip-hours over the chips."""
+    hours = presets.parameter["deepseek_v3_chip_hours"].value
+    chips = presets.parameter["deepseek_v3_training_chips"].value
+    fp8 = Evaluator(presets, TIMED_CHIP, TIMED_MODEL, "fp8")
+    bf16 = Evaluator(presets, TIMED_CHIP, TIMED_MODEL)
+    mfu = fp8.q("training_mfu", training_chip_hours=hours)
+    return {
+        "timed": {
+            "name": presets.get("model", TIMED_MODEL).name,
+            "chip": presets.get("hardware", TIMED_CHIP).name,
+            "tokens": quantity(presets.get("model", TIMED_MODEL).training_tokens.to("Ttoken")),
+            "flops": fp8.text("training_flops"),
+            "chip_hours": quantity(hours),
+            "mfu_fp8": quantity(mfu),
+            "mfu_bf16": bf16.text("training_mfu", training_chip_hours=hours),
+            "chips": quantity(chips),
+            "time": quantity(fp8.q("training_time", training_chips=chips, mfu=mfu).to("day")),
+        }
+    }

@@ -56,6 +56,7 @@ def context(presets: Presets) -> dict:
         "one_tb_params": quantity(Q_(1, "Tparameter")),
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "bubble": _bubble_table(lecture),
+        **_training_memory(presets),
     }
 
 
@@ -105,3 +106,33 @@ def _bubble_table(ev: Evaluator) -> dict:
         for p in STAGES
     ]
     return {"headers": [f"m = {m}" for m in MICROBATCHES], "rows": rows}
+
+
+TRAIN_MODEL = "llama_3_1_70b"
+TRAIN_CHIP = "h100_sxm"
+
+
+def _training_memory(presets: Presets) -> dict:
+    """Training memory of one replica of a dense model, one sequence at the default context:
+    state (16 bytes per parameter), activations with and without recompute."""
+    ev = Evaluator(presets, TRAIN_CHIP, TRAIN_MODEL)
+    one = {"batch_size": Q_(1, "sequence")}
+    per_param = sum(
+        presets.parameter[p].value
+        for p in ("train_weight_bytes", "train_grad_bytes", "optimizer_bytes")
+    )
+    state = ev.q("training_state_memory")
+    hbm = presets.get("hardware", TRAIN_CHIP).hbm_capacity
+    return {
+        "training": {
+            "model": presets.get("model", TRAIN_MODEL).name,
+            "chip": presets.get("hardware", TRAIN_CHIP).name,
+            "bytes_per_param": quantity(per_param),
+            "state": quantity(state.to("GB")),
+            "state_chips": quantity((state / hbm).to("") * Q_(1, "chip")),
+            "activations": ev.text("full_activation_memory", **one),
+            "activations_recompute": ev.text("activation_memory", **one),
+            "total": ev.text("training_memory", **one),
+            "total_recompute": ev.text("training_memory_recompute", **one),
+        }
+    }

@@ -43,6 +43,11 @@ EXPECTED = {
     "dram_seconds": (CAVEAT, [0.1 * 64 / 38.4, 64 / 38.4]),
     "flash_minute": (HOLDS, [0.1 * 15.36e3 / 13 / 60]),  # minutes
     "disk_hour": (HOLDS, [0.1 * 24e12 / 285e6 / 3600]),  # hours
+    # tokens/s per sequence = 1 / drain time: Rubin 288 GB / 20 TB/s (lecture), GB200 186/8,
+    # B200 180/8, H100 80/3.35 (facts.md); only Rubin is within 25% of 64.
+    "throughput_64b": (CAVEAT, [20e3 / 288, 8e3 / 186, 8e3 / 180, 3.35e3 / 80]),
+    # 1 / (6 x 2.5): Anthropic's fast-mode multipliers (facts.md).
+    "fast_mode_batch": (HOLDS, [1 / 15]),
 }
 
 

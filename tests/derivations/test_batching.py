@@ -208,3 +208,20 @@ def test_default_chips_hold_the_weights_and_kv_with_less_than_one_spare(inputs, 
     assert fit * inputs["hbm_capacity"].to("B").magnitude == pytest.approx(stored, rel=1e-9)
     used = get("step_time").evaluate_detailed(**kw).inputs["n_chips"].value.magnitude
     assert fit <= used < fit + 1
+
+
+def test_throughput_per_sequence_is_one_token_per_drain_time():
+    # Lecture: Rubin 288 GB / 20 TB/s = 14.4 ms -> 69.4 tokens/s per sequence (the "64 B"
+    # rounds the step to 15.6 ms); H100 80 GB / 3.35 TB/s -> 41.9 (facts.md).
+    rubin = get("throughput_per_sequence").evaluate(hardware="rubin")
+    h100 = get("throughput_per_sequence").evaluate(hardware="h100_sxm")
+    assert rubin.to("token/s/sequence").m == pytest.approx(20e3 / 288)
+    assert h100.to("token/s/sequence").m == pytest.approx(3.35e3 / 80)
+
+
+@given(s.hbm_capacity, s.mem_bandwidth, s.batch_size)
+def test_throughput_per_sequence_times_batch_is_the_replica_throughput(cap, bw, batch):
+    rate = get("throughput_per_sequence").evaluate(hbm_capacity=cap, mem_bandwidth=bw)
+    drain = get("hbm_drain_time").evaluate(hbm_capacity=cap, mem_bandwidth=bw)
+    total = get("throughput").evaluate(batch_size=batch, step_time=drain)
+    assert (rate * batch).to("token/s").m == pytest.approx(total.to("token/s").m, rel=1e-9)

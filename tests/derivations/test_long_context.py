@@ -250,3 +250,41 @@ def test_recompute_cost_is_linear_in_context(length, factor):
     assert more == pytest.approx(one * factor)
     # by hand: L x 2 FLOP x 70.6e9 / 989.4e12 FLOP/s x 2 USD per 3600 s
     assert one == pytest.approx(length.to("token").m * 2 * 70.6e9 / 989.4e12 * 2 / 3600)
+
+
+# -- KV cache per sequence and batch; the cache-write premium ----------------------------------
+
+
+def test_kv_cache_per_sequence_and_batch_by_hand():
+    # facts.md: Llama 3.1 70B caches 327,680 bytes per token at BF16; 8,192 tokens of context.
+    seq = get("kv_cache_per_sequence").evaluate(model="llama_3_1_70b")
+    batch = get("kv_cache_per_batch").evaluate(model="llama_3_1_70b", batch_size=64)
+    assert seq.to("byte").m == pytest.approx(327_680 * 8192)
+    assert batch.to("byte").m == pytest.approx(64 * 327_680 * 8192)
+
+
+@given(s.model_ids, s.batch_size, s.context_length)
+def test_a_batch_caches_b_sequences(model, batch, length):
+    one = get("kv_cache_per_sequence").evaluate(model=model, context_length=length)
+    many = get("kv_cache_per_batch").evaluate(model=model, context_length=length, batch_size=batch)
+    assert many.to("byte").m == pytest.approx(batch.m * one.to("byte").m, rel=1e-9)
+
+
+def test_cache_write_premium_against_holding_on_hbm_by_hand():
+    # facts.md: Opus 4.6 input $5/M, 5-minute write $6.25/M -> premium $1.25/M. Holding Llama
+    # 3.1 70B's 327,680 bytes per token on an H100's HBM ($2/h over 80 GB) for 5 minutes costs
+    # 327,680 x (5/60) x 2 / 80e9 USD per token; the premium is 1.831 times that.
+    premium = get("cache_write_premium").evaluate(api="claude_opus_4_6")
+    assert premium.to("USD/Mtoken").m == pytest.approx(1.25)
+    ratio = get("cache_premium_over_hold").evaluate(
+        api="claude_opus_4_6", model="llama_3_1_70b", tier="hbm_h100"
+    )
+    assert ratio.m == pytest.approx(1.25e-6 / (327_680 * 5 / 60 * 2 / 80e9))
+
+
+@given(st.sampled_from(["hbm_h100", "dram_ddr5", "flash_nvme", "disk_hdd"]), s.model_ids)
+def test_a_longer_lifetime_lowers_the_premium_ratio(tier, model):
+    kw = dict(api="claude_opus_4_6", model=model, tier=tier)
+    short = get("cache_premium_over_hold").evaluate(cache_lifetime="5 minute", **kw)
+    long = get("cache_premium_over_hold").evaluate(cache_lifetime="1 hour", **kw)
+    assert long.m == pytest.approx(short.m / 12, rel=1e-9)

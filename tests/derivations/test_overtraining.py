@@ -3,6 +3,7 @@
 import pytest
 import sympy as sp
 from hypothesis import given
+from hypothesis import strategies as st
 
 from derivations import get
 from tests import strategies as s
@@ -141,3 +142,41 @@ def test_a_wrong_optimum_fails_its_derivation():
     bad = dataclasses.replace(eq, rhs=wrong, derivation=Derivation(*steps))
     with pytest.raises(DerivationError, match="a slip"):
         bad.check()
+
+
+# -- training time and MFU ---------------------------------------------------------------------
+
+DEEPSEEK_HOURS = Q_(2.664e6, "chip*hour")  # DeepSeek-V3 README: 2.664M H800 GPU-hours
+
+
+def test_mfu_from_deepseek_chip_hours_by_hand():
+    # 6 x 37e9 x 14.8e12 FLOP over 2.664e6 h x 3600 s x 1978.9e12 FLOP/s (H100 FP8 dense,
+    # facts.md; the H800 has the H100's compute) = 0.1731.
+    q = get("training_mfu").evaluate(
+        model="deepseek_v3",
+        hardware="h100_sxm",
+        precision="fp8",
+        training_chip_hours=DEEPSEEK_HOURS,
+    )
+    assert q.m == pytest.approx(6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 1978.9e12))
+
+
+@given(
+    st.sampled_from(["deepseek_v3", "kimi_k2"]),
+    s.n_chips,
+    st.floats(0.05, 0.8),
+    s.hardware_with_flops,
+)
+def test_training_time_round_trips_through_chip_hours(model, chips, mfu, hardware):
+    kw = dict(model=model, hardware=hardware)
+    t = get("training_time").evaluate(training_chips=chips, mfu=mfu, **kw)
+    hours = (t * chips).to("chip*hour")
+    back = get("training_mfu").evaluate(training_chip_hours=hours, **kw)
+    assert back.m == pytest.approx(mfu, rel=1e-9)
+
+
+def test_training_time_halves_with_twice_the_chips():
+    kw = dict(model="deepseek_v3", hardware="h100_sxm", mfu=0.4)
+    one = get("training_time").evaluate(training_chips=Q_(1024, "chip"), **kw)
+    two = get("training_time").evaluate(training_chips=Q_(2048, "chip"), **kw)
+    assert (one / two).to("").m == pytest.approx(2)

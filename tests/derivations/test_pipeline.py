@@ -103,3 +103,38 @@ def test_domain_weight_fetch_falls_with_domain_size():
 def test_one_trillion_parameters_at_one_byte_is_one_terabyte():
     got = get("weight_memory").evaluate(precision="fp8", n_total="1e12 parameter")
     assert got.to("TB").m == pytest.approx(1)
+
+
+# -- training memory ---------------------------------------------------------------------------
+
+
+def test_training_state_is_sixteen_bytes_per_parameter():
+    # ZeRO section 3.1: mixed-precision Adam keeps 2 + 2 + 12 = 16 bytes per parameter.
+    # Llama 3.1 70B: 70.6e9 x 16 = 1.1296e12 bytes.
+    q = get("training_state_memory").evaluate(model="llama_3_1_70b")
+    assert q.to("byte").m == pytest.approx(70.6e9 * 16)
+
+
+def test_activation_memory_with_and_without_recompute_by_hand():
+    # Llama 3.1 70B, one sequence of 8,192 tokens: 80 layers x 8,192 x 8,192 values x 34 bytes
+    # (Korthikanti et al.) without recompute; x 2 bytes (the layer's BF16 input) with it.
+    one = Q_(1, "sequence")
+    full = get("full_activation_memory").evaluate(model="llama_3_1_70b", batch_size=one)
+    kept = get("activation_memory").evaluate(model="llama_3_1_70b", batch_size=one)
+    assert full.to("byte").m == pytest.approx(80 * 8192 * 8192 * 34)
+    assert kept.to("byte").m == pytest.approx(80 * 8192 * 8192 * 2)
+    total = get("training_memory").evaluate(model="llama_3_1_70b", batch_size=one)
+    remat = get("training_memory_recompute").evaluate(model="llama_3_1_70b", batch_size=one)
+    assert total.to("byte").m == pytest.approx(70.6e9 * 16 + 80 * 8192 * 8192 * 34)
+    assert remat.to("byte").m == pytest.approx(70.6e9 * 16 + 80 * 8192 * 8192 * 2)
+
+
+@given(s.model_ids, s.batch_size, s.context_length)
+def test_recompute_never_needs_more_memory(model, batch, length):
+    kw = dict(model=model, batch_size=batch, context_length=length)
+    full = get("training_memory").evaluate(**kw).to("byte").m
+    remat = get("training_memory_recompute").evaluate(**kw).to("byte").m
+    state = get("training_state_memory").evaluate(model=model).to("byte").m
+    assert state < remat <= full
+    # the saving is the activations' 34 / 2 = 17-fold shrink at BF16
+    assert full - state == pytest.approx(17 * (remat - state), rel=1e-9)
