@@ -193,7 +193,7 @@ def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes):
     >>> from units.presets import load
     >>> p = load(); n = Q_(1e11, "parameter"); d = Q_(2e12, "token")
     >>> tokens, train, serve = iso_loss_costs(p, "epoch_2024", n, d, d, np.array([1e11]))
-    >>> round(tokens[0] / 2e12, 6)
+    >>> round(float(tokens[0]) / 2e12, 6)
     1.0
     """
     ev = Evaluator(presets, fit=fit)
