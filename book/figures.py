@@ -481,14 +481,15 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
 
     def draw(fig, ax):
         for k, (fit, share, rel, i) in enumerate(curves):
-            ax.semilogx(share, rel, color=PALETTE[k], linewidth=2, label=fit.name)
+            label = f"{fit.id.split('_')[0].capitalize()} fit"  # as the chapter names it
+            ax.semilogx(share, rel, color=PALETTE[k], linewidth=2, label=label)
             ax.plot([share[i]], [rel[i]], "o", color=PALETTE[k])
         _mark(ax, 1.0, "equal cost")
         ax.set_xlabel("pre-training compute / serving compute")
         ax.set_ylabel("total compute / the cheapest")
         ax.set_xlim(0.05, 20)
         ax.set_ylim(0.95, 2.0)
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="center right", fontsize=8)
 
     shares = " and ".join(
         f"{quantity(Q_(share[i], ''), 2)} under the {fit.name}" for fit, share, _, i in curves
