@@ -121,6 +121,7 @@ def _chain(presets: Presets) -> dict:
         "six": number((3 * c_f).m),
         "two": number(c_f.m),
         "rl_per_token": quantity(par["rl_flops_per_param_token"]),
+        "rl_bare": number(par["rl_flops_per_param_token"].m),
         "chain": {
             "d_inf": quantity(d_inf),
             "d_inf_rough": rough(d_inf.to("Ttoken")),
