@@ -24,7 +24,19 @@ from derivations.inputs import BINDINGS, DEFAULT_CHOICES, Resolver
 from units import Q_, ChalkboardError
 from units.presets import Presets, load
 
-PICKABLE = ("hardware", "model", "precision", "api", "tier", "fit")
+PRECISION_PICKERS = ("weight_precision", "kv_precision", "compute_precision")
+PICKABLE = ("hardware", "model", *PRECISION_PICKERS, "api", "tier", "fit")
+# The inputs a precision preset supplies, each by the picker whose precision gives it.
+PRECISION_BYTES = {
+    "weight_bytes_per_value": "weight_precision",
+    "kv_bytes_per_value": "kv_precision",
+    "activation_bytes_per_value": "compute_precision",
+}
+
+
+def preset_kind(picker: str) -> str:
+    """The preset kind a picker lists: ``'precision'`` for the three precision pickers."""
+    return "precision" if picker in PRECISION_PICKERS else picker
 
 
 def _tidy(x) -> float:
@@ -43,9 +55,9 @@ def source_of(name: str) -> str:
     if isinstance(sym, Constant):
         return "constant"
     if name == "flops":
-        return "hardware+precision"
-    if name == "bytes_per_value":
-        return "precision"
+        return "hardware+compute_precision"
+    if name in PRECISION_BYTES:
+        return PRECISION_BYTES[name]
     binding = BINDINGS.get(name)
     if binding is not None and binding.preset in PICKABLE:
         return binding.preset
@@ -65,7 +77,8 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
     # the form's inputs are the leaves: an intermediate given in the case is computed instead
     kw = {k: v for k, v in kw.items() if derivations.defining(k) is None}
     choices = {k: kw.get(k) for k in ("hardware", "model", "api", "tier", "fit")}
-    choices["precision"] = kw.get("precision", "bf16")
+    for picker in PRECISION_PICKERS:  # each precision not given is the shorthand's
+        choices[picker] = kw.get(picker) or kw.get("precision") or DEFAULT_CHOICES["precision"]
     try:
         resolver = eq.resolver(presets=presets, **kw)
         expr, args = eq._fused(resolver.keep)
@@ -77,7 +90,7 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
         {source_of(s.name).split("+")[0] for s in args} & set(PICKABLE), key=PICKABLE.index
     )
     if "flops" in {s.name for s in args}:
-        kinds = sorted(set(kinds) | {"hardware", "precision"}, key=PICKABLE.index)
+        kinds = sorted(set(kinds) | {"hardware", "compute_precision"}, key=PICKABLE.index)
     return {
         "id": eq.id,
         "js": sp.jscode(expr),
@@ -104,7 +117,8 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
         "pickers": [
             {
                 "kind": kind,
-                "options": [(p.id, p.name) for p in presets.by_kind[kind].values()],
+                "label": kind.replace("_", " "),
+                "options": [(p.id, p.name) for p in presets.by_kind[preset_kind(kind)].values()],
                 "selected": str(choices.get(kind) or DEFAULT_CHOICES.get(kind, "")),
             }
             for kind in kinds
@@ -114,11 +128,13 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
 
 
 def preset_values(presets: Presets | None = None) -> dict:
-    """For each pickable preset, the values (display units) of the inputs it supplies; a
-    hardware preset's FLOP/s are given per precision (``flops:fp8``)."""
+    """For each preset kind a picker lists, the values (display units) of the inputs it
+    supplies; a hardware preset's FLOP/s are given per compute precision (``flops:fp8``), and a
+    precision preset gives the bytes of weights, KV cache and activations alike."""
     presets = presets or load()
     root = derivations.get("kv_bytes_per_token")
-    out: dict = {kind: {} for kind in PICKABLE}
+    kinds = list(dict.fromkeys(preset_kind(k) for k in PICKABLE))
+    out: dict = {kind: {} for kind in kinds}
 
     def read(choices: dict, names: list[str], key=lambda n: n) -> dict:
         resolver = Resolver.make(root, {"rental": None, **choices}, presets, {})
@@ -131,8 +147,8 @@ def preset_values(presets: Presets | None = None) -> dict:
             values[key(name)] = _tidy(q.to(derivations.lookup_symbol(name).display_unit).m)
         return values
 
-    for kind in PICKABLE:
-        names = [n for n in BINDINGS if source_of(n) == kind]
+    for kind in kinds:
+        names = [n for n in BINDINGS if preset_kind(source_of(n)) == kind]
         for preset in presets.by_kind[kind].values():
             out[kind][preset.id] = read({kind: preset.id}, names)
             if kind == "hardware":
@@ -183,7 +199,8 @@ def calculator_html(spec: dict) -> str:
             for pid, name in p["options"]
         )
         pickers.append(
-            f'<label>{p["kind"]} <select data-kind="{p["kind"]}">{options}</select></label>'
+            f'<label>{p["label"]} <select data-kind="{p["kind"]}" '
+            f'data-preset="{preset_kind(p["kind"])}">{options}</select></label>'
         )
     rows = []
     for a in spec["args"]:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 import derivations
-from book.cases import PRESET_KINDS, REFERENCE, reference_case  # noqa: F401 (public names)
+from book.cases import PRESET_KINDS, REFERENCE, precision_words, reference_case  # noqa: F401 (public names)
 from book.format import given_text, markdown_text, prose, quantity, sentence
 from derivations.core import Equation
 from units import ChalkboardError
@@ -43,14 +43,14 @@ NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by th
 
 def _describe(kw: dict, presets: Presets) -> str:
     parts = [presets.get(k, v).name for k, v in kw.items() if k in NAMED_KINDS]
-    if "precision" in kw:
-        parts.append(str(kw["precision"]).upper())
+    if precision_words(kw):
+        parts.append(precision_words(kw))
     given = [given_text(k, v) for k, v in kw.items() if k not in PRESET_KINDS]
     return ", ".join(parts + given) or "the lecture's figures"
 
 
 def _command(eq: Equation, kw: dict) -> str:
-    flags = [f"--{k} {v}" for k, v in kw.items() if k in PRESET_KINDS]
+    flags = [f"--{k.replace('_', '-')} {v}" for k, v in kw.items() if k in PRESET_KINDS]
     sets = [f"--set {k}='{v}'" for k, v in kw.items() if k not in PRESET_KINDS]
     return " ".join(["chalkboard eval", eq.id, *flags, *sets])
 

@@ -39,7 +39,8 @@ REFERENCE = {
     "reversible": dict(model="llama_3_1_70b", batch_size=1),
 }
 
-PRESET_KINDS = ("hardware", "model", "precision", "api", "tier", "fit", "price")
+PRECISIONS = ("precision", "weight_precision", "kv_precision", "compute_precision")
+PRESET_KINDS = ("hardware", "model", *PRECISIONS, "api", "tier", "fit", "price")
 
 
 def reference_case(eq: Equation, presets: Presets) -> dict | None:
@@ -61,3 +62,22 @@ def reference_case(eq: Equation, presets: Presets) -> dict | None:
             continue
         return kw
     return None
+
+
+def precision_words(kw: dict) -> str:
+    """How a case's precisions read: ``'FP8'``, or ``'FP4 weights, FP8 KV cache, FP8 math'``
+    when they differ (each role not given takes ``precision``).
+
+    >>> precision_words(dict(precision="fp8", weight_precision="fp4"))
+    'FP4 weights, FP8 KV cache, FP8 math'
+    """
+    if not any(k in kw for k in PRECISIONS):
+        return ""
+    base = str(kw.get("precision") or "bf16").upper()
+    roles = {
+        role: str(kw.get(f"{key}_precision") or base).upper()
+        for key, role in (("weight", "weights"), ("kv", "KV cache"), ("compute", "math"))
+    }
+    if len(set(roles.values())) == 1:
+        return next(iter(roles.values()))
+    return ", ".join(f"{p} {role}" for role, p in roles.items())

@@ -25,7 +25,8 @@ from units.presets import Presets, load
 
 CLAIMS = Path(__file__).with_name("claims.toml")
 VERDICTS = ("holds", "holds, with a caveat", "wrong")
-CHOICES = ("hardware", "model", "precision", "price", "api", "tier", "fit")
+PRECISIONS = ("weight_precision", "kv_precision", "compute_precision")  # each defaults to precision
+CHOICES = ("hardware", "model", "precision", *PRECISIONS, "price", "api", "tier", "fit")
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ def _preset_name(kind: str, preset_id: str, presets: Presets) -> str:
     """A preset as a reader knows it: 'NVIDIA H100 SXM', 'FP8'."""
     if kind == "precision":
         return str(preset_id).upper()
+    if kind in PRECISIONS:
+        return f"{kind.replace('_precision', '')} {str(preset_id).upper()}"
     try:
         return presets.get(kind, preset_id).name
     except (ChalkboardError, KeyError):

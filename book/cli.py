@@ -35,7 +35,23 @@ class Parser(argparse.ArgumentParser):
 def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hardware", metavar="H", help="hardware preset id, e.g. h100_sxm")
     p.add_argument("--model", metavar="M", help="model preset id, e.g. deepseek_v3")
-    p.add_argument("--precision", metavar="P", default="bf16", help="bf16 (default), fp8 or fp4")
+    p.add_argument(
+        "--precision",
+        metavar="P",
+        default="bf16",
+        help="shorthand for the three below (default bf16; see `chalkboard presets precisions`)",
+    )
+    p.add_argument(
+        "--weight-precision", metavar="P", help="precision of the stored weights (bytes per weight)"
+    )
+    p.add_argument(
+        "--kv-precision", metavar="P", help="precision of the KV cache (bytes per cached value)"
+    )
+    p.add_argument(
+        "--compute-precision",
+        metavar="P",
+        help="precision of the math: the chip's dense FLOP/s and the activations' bytes",
+    )
     p.add_argument("--price", metavar="R", help="rental price preset (default lecture_gpu)")
     p.add_argument("--api", metavar="A", help="API price preset, e.g. claude_opus_4_6")
     p.add_argument("--tier", metavar="T", help="memory tier preset, e.g. flash_nvme")
@@ -176,20 +192,39 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
     return result
 
 
+PRECISION_FLAGS = ("precision", "weight_precision", "kv_precision", "compute_precision")
+
+
+def _precisions(args, presets) -> dict[str, str | None]:
+    """The four precision flags, each checked against the precision presets."""
+    from units import ChalkboardError, closest
+
+    known = presets.ids("precision")
+    chosen = {name: getattr(args, name) for name in PRECISION_FLAGS}
+    for name, value in chosen.items():
+        if value is not None and value not in known:
+            flag = "--" + name.replace("_", "-")
+            raise ChalkboardError(
+                f"{flag}: unknown precision {value!r}{closest(value, known)}; "
+                f"the precisions are: {', '.join(known)}"
+            )
+    return chosen
+
+
 def _evaluate(eq, args, out) -> None:
     from book.format import number, quantity, unit
     from units.presets import load
 
     presets = load(tuple(args.presets))
     result = eq.evaluate_detailed(
-        args.hardware,
-        args.model,
-        args.precision,
-        args.price,
-        presets,
+        hardware=args.hardware,
+        model=args.model,
+        price=args.price,
+        presets=presets,
         api=args.api,
         tier=args.tier,
         fit=args.fit,
+        **_precisions(args, presets),
         **_overrides(args.set),
     )
     value = result.value
@@ -297,12 +332,14 @@ def cmd_sweep(args, out) -> None:
     for sym, _ in axes:
         if sym.name in overrides:
             raise ChalkboardError(f"{sym.name} is both swept (--over) and set (--set)")
-    kwargs = dict(presets=load(tuple(args.presets)), api=args.api, tier=args.tier, fit=args.fit)
+    presets = load(tuple(args.presets))
+    kwargs = dict(presets=presets, api=args.api, tier=args.tier, fit=args.fit)
+    kwargs.update(_precisions(args, presets))
     swept = {
         sym.name: Q_(g.ravel(), sym.display_unit) for (sym, _), g in zip(axes, grids, strict=True)
     }
     value = eq.evaluate(
-        args.hardware, args.model, args.precision, args.price, **kwargs, **overrides, **swept
+        hardware=args.hardware, model=args.model, price=args.price, **kwargs, **overrides, **swept
     )
     if args.unit:
         value = value.to(_target_unit(args.unit, eq))
@@ -343,15 +380,16 @@ def cmd_sensitivity(args, out) -> None:
     from units.presets import load
 
     eq = derivations.get(args.id)
+    presets = load(tuple(args.presets))
     result = eq.elasticities(
         hardware=args.hardware,
         model=args.model,
-        precision=args.precision,
         price=args.price,
-        presets=load(tuple(args.presets)),
+        presets=presets,
         api=args.api,
         tier=args.tier,
         fit=args.fit,
+        **_precisions(args, presets),
         **_overrides(args.set),
     )
     if args.json:

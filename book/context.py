@@ -86,9 +86,25 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
 class Evaluator:
     """Evaluates equations on one choice of presets, formatting results for the page."""
 
-    def __init__(self, presets: Presets, hardware=None, model=None, precision="bf16", **fixed):
+    def __init__(
+        self,
+        presets: Presets,
+        hardware=None,
+        model=None,
+        precision="bf16",
+        *,
+        weight_precision=None,
+        kv_precision=None,
+        compute_precision=None,
+        **fixed,
+    ):
         self.presets = presets
         self.choice = {"hardware": hardware, "model": model, "precision": precision}
+        self.choice.update(
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            compute_precision=compute_precision,
+        )
         self.fixed = fixed
 
     def detailed(self, eq_id: str, **overrides):
@@ -181,6 +197,7 @@ def _hardware_summary(presets: Presets) -> dict:
         ("dense_flops_bf16", "BF16", "TFLOP/s"),
         ("dense_flops_fp8", "FP8", "TFLOP/s"),
         ("dense_flops_fp4", "FP4", "TFLOP/s"),
+        ("dense_flops_int8", "INT8", "TFLOP/s"),
         ("hbm_capacity", "HBM", "GB"),
         ("hbm_bandwidth", "HBM bandwidth", "TB/s"),
         ("scale_up_domain", "scale-up domain", "chip"),

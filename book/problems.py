@@ -21,6 +21,7 @@ import pint
 import sympy as sp
 
 import derivations
+from book.cases import precision_words
 from book.format import markdown_text, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
@@ -144,7 +145,7 @@ def _solution(eq: Equation, result) -> list[str]:
 def _describe(kw: dict, presets: Presets) -> str:
     parts = [presets.get(k, v).name for k, v in kw.items() if k in PRESET_KINDS]
     if "precision" in kw:
-        parts.append(f"{kw['precision'].upper()} precision")
+        parts.append(f"{precision_words(kw)} precision")
     return ", ".join(parts)
 
 

@@ -39,7 +39,7 @@ def compose(outer: Equation, *inner) -> Equation:
 
     >>> from derivations import get
     >>> sorted(map(str, get("memory_time").compose("weight_fetch_time").rhs.free_symbols))
-    ['bytes_per_value', 'kv_fetch_time', 'mem_bandwidth', 'n_chips', 'n_total']
+    ['kv_fetch_time', 'mem_bandwidth', 'n_chips', 'n_total', 'weight_bytes_per_value']
     """
     if not inner:
         raise ChalkboardError("compose needs at least one equation to substitute")

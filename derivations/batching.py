@@ -15,7 +15,6 @@ from derivations.core import Equation, Source, register
 from derivations.derivation import Derivation, given, rename, rewrite, solve, substitute
 from derivations.notation import (
     batch_size,
-    bytes_per_value,
     chips_to_fit,
     compute_time,
     context_length,
@@ -44,6 +43,7 @@ from derivations.notation import (
     train_period,
     wait_time,
     weight_bytes,
+    weight_bytes_per_value,
     weight_fetch_time,
     worst_case_latency,
 )
@@ -56,7 +56,7 @@ SECTION_A = "00:00-32:09"
 RATIO_AT = "15:16"
 
 B, F, W, C = batch_size.sym, flops.sym, mem_bandwidth.sym, hbm_capacity.sym
-N_t, N_a, b, k = n_total.sym, n_active.sym, bytes_per_value.sym, kv_bytes_per_token.sym
+N_t, N_a, b, k = n_total.sym, n_active.sym, weight_bytes_per_value.sym, kv_bytes_per_token.sym
 L, n, c_f, p = context_length.sym, n_chips.sym, flops_per_param_token.sym, price_per_chip_hour.sym
 tau = train_period.sym
 
@@ -228,7 +228,8 @@ crossover_batch_eq = register(
         source=Source(LECTURE, RATIO_AT, "B* = (FLOPs / mem_bw) x (N_total / N_active)"),
         assumptions=(
             "the KV-fetch term is ignored (short contexts)",
-            "weights are stored at b bytes per value and multiplied at the same precision",
+            "weights are stored at b_w bytes per value; F is the dense rate at the compute "
+            "precision",
         ),
         derivation=Derivation(
             given(
@@ -257,7 +258,7 @@ ridge_intensity_eq = register(
         rhs=F / W,
         chapter=CHAPTER,
         source=Source(LECTURE, RATIO_AT, "FLOPs/mem_bw, about 300, stable A100 to B100"),
-        assumptions=("dense FLOP/s at the chosen precision",),
+        assumptions=("dense FLOP/s at the compute precision",),
         summary="How many FLOPs a kernel must do per byte it reads to be compute-bound.",
     )
 )
@@ -380,7 +381,7 @@ register(
                 {throughput.sym: B / step_time.sym},
                 sequence_token_rate.sym,
                 1 / step_time.sym,
-                "throughput is B tokens per step: B cancels",
+                "a replica's throughput is B tokens per step: B cancels",
             ),
             substitute(
                 {step_time.sym: hbm_drain_time.sym},

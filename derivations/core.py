@@ -427,10 +427,12 @@ class Equation:
 
     def resolver(self, presets=None, precision="bf16", price=None, **kwargs):
         """The :class:`~derivations.inputs.Resolver` for one evaluation: preset choices
-        (hardware, model, precision, price, api, tier, fit) and overrides by symbol name."""
-        from derivations.inputs import CHOICE_KINDS, Resolver
+        (hardware, model, precision, its weight/KV/compute parts, price, api, tier, fit) and
+        overrides by symbol name."""
+        from derivations.inputs import CHOICE_KINDS, PRECISION_KEYWORDS, Resolver
 
         choices = {k: kwargs.pop(k, None) for k in CHOICE_KINDS if k not in ("rental",)}
+        choices.update({k: kwargs.pop(k, None) for k in PRECISION_KEYWORDS})
         choices.update(precision=precision, rental=price)
         return Resolver.make(self, choices, presets, kwargs)
 
@@ -453,11 +455,19 @@ class Equation:
         api=None,
         tier=None,
         fit=None,
+        weight_precision=None,
+        kv_precision=None,
+        compute_precision=None,
         **overrides,
     ) -> Result:
         """Evaluate on presets and overrides, returning the value and every input's origin
         (intermediate equations included)."""
         choices = dict(hardware=hardware, model=model, precision=precision, price=price)
+        choices.update(
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            compute_precision=compute_precision,
+        )
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
@@ -476,6 +486,9 @@ class Equation:
         api=None,
         tier=None,
         fit=None,
+        weight_precision=None,
+        kv_precision=None,
+        compute_precision=None,
         **overrides,
     ) -> pint.Quantity:
         """The output as a pint Quantity in its display unit.
@@ -484,8 +497,25 @@ class Equation:
         input by symbol name as a Quantity or a string such as ``"3.35 TB/s"`` (numbers only for
         dimensionless inputs). Arrays sweep: ``batch_size=np.arange(1, 1025)``. ``api``,
         ``tier`` and ``fit`` name API-price, memory-tier and scaling-law presets.
+
+        ``precision`` is shorthand for three precisions that may differ: ``weight_precision``
+        (bytes per stored weight), ``kv_precision`` (bytes per KV-cache value) and
+        ``compute_precision`` (the chip's dense FLOP/s, and the bytes of activations); each
+        one not given is ``precision``.
+
+        >>> from derivations import get
+        >>> case = dict(hardware="b200", model="deepseek_v3", precision="fp8", n_chips="8 chip")
+        >>> t = get("weight_fetch_time")
+        >>> fp8, fp4 = t.evaluate(**case), t.evaluate(**case, weight_precision="fp4")
+        >>> round(float(fp8 / fp4), 6)  # half the bytes per weight: half the weight-fetch time
+        2.0
         """
         choices = dict(hardware=hardware, model=model, precision=precision, price=price)
+        choices.update(
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            compute_precision=compute_precision,
+        )
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )

@@ -2,13 +2,21 @@
 
 For each input symbol, in order: a value the caller gave (``--set`` or a keyword); a declared
 constant; the registered equation that outputs it (evaluated recursively); a preset binding
-(hardware, model, precision, rental price); a named parameter's default; else a clear error that
-names the missing input and how to give it.
+(hardware, model, the weight, KV-cache and compute precisions, rental price); a named
+parameter's default; else a clear error that names the missing input and how to give it.
 
 >>> from derivations import get
 >>> r = get("crossover_batch").evaluate_detailed(hardware="h100_sxm", model="deepseek_v3")
 >>> r.inputs["mem_bandwidth"].origin
 'hardware h100_sxm: hbm_bandwidth'
+
+Weights, KV cache and math may each run at their own precision; ``precision`` sets all three:
+
+>>> r = get("crossover_batch").evaluate_detailed(
+...     hardware="b200", model="deepseek_v3", precision="fp8", weight_precision="fp4"
+... )
+>>> r.inputs["weight_bytes_per_value"].origin, r.inputs["flops"].origin
+('weight precision fp4: bytes_per_value', 'hardware b200: dense_flops_fp8')
 """
 
 from __future__ import annotations
@@ -71,20 +79,32 @@ def _flops(r: Resolver):
     hardware = r.preset("hardware")
     if hardware is None:
         return None
-    name = f"dense_flops_{r.precision.id}"
+    precision = r.precision_of("compute")
+    rate = precision.get("flops_precision", precision.id)
+    name = f"dense_flops_{rate}"
     value = hardware.get(name)
     if value is None:
         have = [f[len("dense_flops_") :] for f in hardware.fields if f.startswith("dense_flops_")]
         raise ChalkboardError(
-            f"hardware {hardware.id!r} has no dense {r.precision.id} FLOP/s figure "
-            f"(it has: {', '.join(have) or 'none'}); choose another --precision or --set flops=..."
+            f"hardware {hardware.id!r} has no dense {rate} FLOP/s figure (no published rate "
+            f"at compute precision {precision.id!r}; it has: {', '.join(have) or 'none'}); "
+            "choose another --compute-precision (or --precision), or give --set flops=..."
         )
-    return value, f"hardware {hardware.id}: {name}", hardware.source_of(name)
+    origin = f"hardware {hardware.id}: {name}"
+    if rate != precision.id:
+        origin += f" (compute precision {precision.id})"
+    return value, origin, hardware.source_of(name)
 
 
-def _bytes_per_value(r: Resolver):
-    p = r.precision
-    return p.bytes_per_value, f"precision {p.id}: bytes_per_value", p.source_of("bytes_per_value")
+def _bytes_per_value(role: str):
+    """A binding that reads bytes per value from the precision chosen for ``role``."""
+
+    def read(r: Resolver):
+        p = r.precision_of(role)
+        origin = f"{PRECISION_ROLES[role][1]} {p.id}: bytes_per_value"
+        return p.bytes_per_value, origin, p.source_of("bytes_per_value")
+
+    return read
 
 
 def _by_attention(gqa: str, mla: str):
@@ -236,7 +256,7 @@ def _params(field: str, eq_id: str):
 
 
 BINDINGS: dict[str, Binding] = {
-    "flops": Binding("hardware's dense FLOP/s at the chosen precision", _flops, preset="hardware"),
+    "flops": Binding("hardware's dense FLOP/s at the compute precision", _flops, preset="hardware"),
     "mem_bandwidth": Binding(
         "hardware's HBM bandwidth", _figure("hardware", "hbm_bandwidth"), preset="hardware"
     ),
@@ -287,7 +307,14 @@ BINDINGS: dict[str, Binding] = {
         ("gqa_attention_params", "mla_attention_params"),
         "model",
     ),
-    "bytes_per_value": Binding("precision's bytes per value", _bytes_per_value),
+    "weight_bytes_per_value": Binding(
+        "weight precision's bytes per value", _bytes_per_value("weight")
+    ),
+    "kv_bytes_per_value": Binding("KV-cache precision's bytes per value", _bytes_per_value("kv")),
+    "activation_bytes_per_value": Binding(
+        "compute precision's bytes per value (activations travel at the precision of the math)",
+        _bytes_per_value("compute"),
+    ),
     "n_chips": Binding("fewest chips that hold weights and KV", _n_chips, ("chips_to_fit",)),
     "price_per_chip_hour": Binding("rental price per chip-hour", _price),
     "input_price": Binding("API preset's input price", _figure("api", "input"), preset="api"),
@@ -368,6 +395,14 @@ def parse_override(name: str, value) -> pint.Quantity:
 
 CHOICE_KINDS = ("hardware", "model", "precision", "rental", "api", "tier", "fit")
 DEFAULT_CHOICES = {"precision": "bf16", "rental": "lecture_gpu", "fit": "hoffmann_2022"}
+# The three precisions one evaluation may mix: role -> (keyword, how messages name it). Each
+# defaults to ``precision``, the shorthand that sets all three.
+PRECISION_ROLES = {
+    "weight": ("weight_precision", "weight precision"),
+    "kv": ("kv_precision", "KV-cache precision"),
+    "compute": ("compute_precision", "compute precision"),
+}
+PRECISION_KEYWORDS = tuple(keyword for keyword, _ in PRECISION_ROLES.values())
 
 
 class Resolver:
@@ -392,7 +427,9 @@ class Resolver:
     @classmethod
     def make(cls, root, choices: dict, presets, overrides) -> Resolver:
         """``choices`` maps preset kinds (hardware, model, precision, rental, api, tier, fit) to
-        ids or Presets; precision, rental and fit fall back to their defaults."""
+        ids or Presets; precision, rental and fit fall back to their defaults. The
+        ``weight_precision``, ``kv_precision`` and ``compute_precision`` choices each fall back
+        to ``precision``."""
         presets = presets or load()
         if not root.evaluable:
             raise ChalkboardError(
@@ -411,6 +448,18 @@ class Resolver:
         for kind, default in DEFAULT_CHOICES.items():
             if chosen[kind] is None and default in presets.by_kind[kind]:
                 chosen[kind] = presets.get(kind, default)
+        for keyword, label in PRECISION_ROLES.values():
+            value = choices.get(keyword)
+            if value is None or isinstance(value, Preset):
+                chosen[keyword] = value or chosen["precision"]
+            elif str(value) in presets.by_kind["precision"]:
+                chosen[keyword] = presets.get("precision", str(value))
+            else:
+                known = presets.by_kind["precision"]
+                raise ChalkboardError(
+                    f"unknown {label} {str(value)!r}{closest(str(value), known)}; "
+                    f"the precisions are: {', '.join(known)}"
+                )
         allowed = reachable(root)
         parsed = {}
         for name, value in overrides.items():
@@ -429,7 +478,12 @@ class Resolver:
 
     @property
     def precision(self) -> Preset:
+        """The shorthand precision (the default of the weight, KV-cache and compute ones)."""
         return self.chosen["precision"]
+
+    def precision_of(self, role: str) -> Preset:
+        """The precision chosen for ``role``: "weight", "kv" or "compute"."""
+        return self.chosen[PRECISION_ROLES[role][0]]
 
     @property
     def price(self) -> Preset:

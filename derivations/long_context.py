@@ -18,7 +18,6 @@ from derivations.notation import (
     arch_params_total,
     attention_params,
     batch_size,
-    bytes_per_value,
     cache_breakeven_time,
     cache_bytes,
     cache_discount,
@@ -52,6 +51,7 @@ from derivations.notation import (
     implied_kv_bytes_per_token,
     input_price,
     kv_bytes_per_token,
+    kv_bytes_per_value,
     kv_compute_context,
     kv_lora_rank,
     kv_values_per_token,
@@ -81,6 +81,7 @@ from derivations.notation import (
     tier_price,
     v_head_dim,
     vocab,
+    weight_bytes_per_value,
 )
 
 CHAPTER = "long_context"
@@ -88,7 +89,8 @@ LECTURE = "Lecture section F, long context and API pricing"
 SECTION_F = "1:33:02-2:04:02"
 SECTION_A = "00:00-32:09"
 
-B, L, k, b = batch_size.sym, context_length.sym, kv_bytes_per_token.sym, bytes_per_value.sym
+B, L, k, b = batch_size.sym, context_length.sym, kv_bytes_per_token.sym, weight_bytes_per_value.sym
+b_kv = kv_bytes_per_value.sym
 F, W, n, c_f = flops.sym, mem_bandwidth.sym, n_chips.sym, flops_per_param_token.sym
 N_t, N_a, p = n_total.sym, n_active.sym, price_per_chip_hour.sym
 layers, d, h, h_kv, d_h = n_layers.sym, d_model.sym, n_heads.sym, n_kv_heads.sym, head_dim.sym
@@ -151,11 +153,14 @@ register(
         id="kv_bytes_per_token",
         title="KV-cache bytes per token of context",
         lhs=kv_bytes_per_token,
-        rhs=kv_values_per_token.sym * b,
+        rhs=kv_values_per_token.sym * b_kv,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "bytes_per_token"),
-        assumptions=("the cache is stored at the same precision as the weights",),
-        summary="The values a token leaves in the cache, at b bytes each; the values come from "
+        assumptions=(
+            "every cached value is stored at the KV-cache precision (which may differ from "
+            "the weights')",
+        ),
+        summary="The values a token leaves in the cache, at b_KV bytes each; the values come from "
         "the GQA or the MLA count, by the model's attention type.",
     )
 )

@@ -13,10 +13,10 @@ which is why one rack bounds the size of an expert layer.
 from derivations.core import Equation, Source, register
 from derivations.derivation import Derivation, given, rewrite, substitute
 from derivations.notation import (
+    activation_bytes_per_value,
     alltoall_bytes,
     alltoall_time,
     batch_size,
-    bytes_per_value,
     combine_bytes,
     compute_cost_floor,
     cost_per_token,
@@ -44,13 +44,15 @@ from derivations.notation import (
     scaleup_hbm,
     scaleup_param_capacity,
     step_time,
+    weight_bytes_per_value,
 )
 
 CHAPTER = "moe"
 LECTURE = "Lecture section B, MoE layout"
 SECTION_B = "32:09-47:12"
 
-E, k, d, b = expert_parallel_chips.sym, experts_active.sym, d_model.sym, bytes_per_value.sym
+E, k, d = expert_parallel_chips.sym, experts_active.sym, d_model.sym
+b, b_w = activation_bytes_per_value.sym, weight_bytes_per_value.sym
 r, f, pi = racks_spanned.sym, offrack_fraction.sym, scale_out_penalty.sym
 S_up, S_out, B = scale_up_bandwidth.sym, scale_out_bandwidth.sym, batch_size.sym
 
@@ -77,6 +79,7 @@ register(
         source=Source(LECTURE, SECTION_B, "all-to-all dispatch + combine"),
         assumptions=(
             "a token's activation (d values) goes to each of its k experts and comes back",
+            "activations travel at the compute precision, b_act bytes per value",
             "shared experts sit with the token and send nothing",
         ),
         derivation=Derivation(
@@ -203,10 +206,13 @@ register(
         id="max_total_params",
         title="Total parameters one scale-up domain can hold",
         lhs=scaleup_param_capacity,
-        rhs=scaleup_hbm.sym / b,
+        rhs=scaleup_hbm.sym / b_w,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "total params limited by scale-up size"),
-        assumptions=("the whole domain's HBM holds weights (an upper bound: KV needs room too)",),
+        assumptions=(
+            "the whole domain's HBM holds weights (an upper bound: KV needs room too)",
+            "weights are stored at the weight precision, b_w bytes per value",
+        ),
         summary="Total parameters are bounded by the memory of the domain an expert layer fits in.",
     )
 )

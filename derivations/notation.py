@@ -21,7 +21,7 @@ flops_per_param_token = constant(
 
 # -- hardware ----------------------------------------------------------------------------------
 flops = symbol(
-    "flops", "FLOP/s", "dense FLOP/s of one chip at the chosen precision", r"F", display="TFLOP/s"
+    "flops", "FLOP/s", "dense FLOP/s of one chip at the compute precision", r"F", display="TFLOP/s"
 )
 mem_bandwidth = symbol("mem_bandwidth", "byte/s", "HBM bandwidth of one chip", r"W", display="TB/s")
 hbm_capacity = symbol(
@@ -47,15 +47,30 @@ n_active = symbol(
     r"N_{\mathrm{active}}",
     display="Gparameter",
 )
-bytes_per_value = symbol(
-    "bytes_per_value", "byte/value", "bytes per stored value (weights and KV cache)", r"b"
-)
 kv_bytes_per_token = symbol(
     "kv_bytes_per_token",
     "byte/token",
     "KV-cache bytes per token of context, one sequence, all layers",
     r"k_{\mathrm{KV}}",
     display="kB/token",
+)
+weight_bytes_per_value = symbol(
+    "weight_bytes_per_value",
+    "byte/value",
+    "bytes per stored weight, at the weight precision",
+    r"b_{\mathrm{w}}",
+)
+kv_bytes_per_value = symbol(
+    "kv_bytes_per_value",
+    "byte/value",
+    "bytes per value stored in the KV cache, at the KV-cache precision",
+    r"b_{\mathrm{KV}}",
+)
+activation_bytes_per_value = symbol(
+    "activation_bytes_per_value",
+    "byte/value",
+    "bytes per activation value sent or stored, at the compute precision",
+    r"b_{\mathrm{act}}",
 )
 
 # -- workload ----------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ a hop of latency per stage and, in training, a fill-and-drain bubble.
 from derivations.core import Equation, Source, register
 from derivations.derivation import Derivation, given, rewrite, substitute
 from derivations.notation import (
+    activation_bytes_per_value,
     batch_size,
     bubble_fraction,
-    bytes_per_value,
     context_length,
     crossover_batch,
     d_model,
@@ -45,6 +45,7 @@ from derivations.notation import (
     traffic_time_ratio,
     train_period,
     weight_bytes,
+    weight_bytes_per_value,
 )
 
 CHAPTER = "pipeline"
@@ -54,7 +55,8 @@ SECTION_C = "47:12-1:03:37"
 SECTION_D = "1:03:37-1:18:59"
 
 E, P, b_mu = expert_parallel_chips.sym, pipeline_stages.sym, micro_batch.sym
-N_t, b, L, k = n_total.sym, bytes_per_value.sym, context_length.sym, kv_bytes_per_token.sym
+N_t, b, L, k = n_total.sym, weight_bytes_per_value.sym, context_length.sym, kv_bytes_per_token.sym
+b_act = activation_bytes_per_value.sym
 B = batch_size.sym
 
 register(
@@ -136,16 +138,16 @@ register(
         derivation=Derivation(
             given(traffic_time_ratio.sym, t_up / t_out, "the two times per token"),
             substitute(
-                {t_up: ell * 2 * kk * d * b / S_up, t_out: d * b / S_out},
+                {t_up: ell * 2 * kk * d * b_act / S_up, t_out: d * b_act / S_out},
                 traffic_time_ratio.sym,
-                (ell * 2 * kk * d * b / S_up) / (d * b / S_out),
+                (ell * 2 * kk * d * b_act / S_up) / (d * b_act / S_out),
                 "all-to-all bytes of the stage's layers over scale-up; one activation over "
                 "scale-out",
             ),
             substitute(
                 {S_out: S_up / pi},
                 traffic_time_ratio.sym,
-                (ell * 2 * kk * d * b / S_up) / (d * b * pi / S_up),
+                (ell * 2 * kk * d * b_act / S_up) / (d * b_act * pi / S_up),
                 "scale-out is pi times slower",
             ),
             rewrite(
@@ -205,7 +207,7 @@ register(
                 {weight_bytes.sym: N_t * b},
                 domain_weight_fetch_time.sym,
                 N_t * b / (scale_up_domain.sym * mem_bandwidth.sym),
-                "every parameter stored as one value of b bytes",
+                "every parameter stored as one value of b_w bytes (the weight precision)",
             ),
         ),
         summary="A bigger scale-up domain reads the weights faster: it buys bandwidth; "
@@ -221,8 +223,8 @@ register(
         rhs=N_t * b,
         chapter=CHAPTER,
         source=Source(LECTURE_C, SECTION_C, "1T-param model needs 1 TB (at 1 byte/param)"),
-        assumptions=("every parameter is stored at b bytes",),
-        summary="Parameters times bytes per value.",
+        assumptions=("every parameter is stored at b_w bytes, the weight precision",),
+        summary="Parameters times bytes per stored weight.",
     )
 )
 

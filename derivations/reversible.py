@@ -15,10 +15,10 @@ import sympy as sp
 from derivations.core import Equation, Source, register
 from derivations.derivation import Derivation, given, solve, substitute
 from derivations.notation import (
+    activation_bytes_per_value,
     activation_memory,
     backward_flops,
     batch_size,
-    bytes_per_value,
     context_length,
     d_model,
     feistel_x,
@@ -91,12 +91,13 @@ register(
         id="layer_activation_bytes",
         title="Activation bytes stored per token per layer",
         lhs=layer_activation_bytes,
-        rhs=d_model.sym * bytes_per_value.sym,
+        rhs=d_model.sym * activation_bytes_per_value.sym,
         chapter=CHAPTER,
         source=Source(REVNET),
         assumptions=(
             "only each layer's input (the residual stream) is kept; real frameworks keep more, "
             "which makes the saving larger",
+            "activations are stored at the compute precision, b_act bytes per value",
         ),
         summary="One residual-stream vector per token per layer.",
     )

@@ -52,7 +52,7 @@ def machine_and_model(draw) -> dict:
         "hbm_capacity": draw(hbm_capacity),
         "n_total": total,
         "n_active": total / draw(sparsity),
-        "bytes_per_value": draw(bytes_per_value),
+        "weight_bytes_per_value": draw(bytes_per_value),
         "kv_bytes_per_token": draw(kv_bytes_per_token),
         "context_length": draw(context_length),
         "price_per_chip_hour": draw(price),

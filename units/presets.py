@@ -86,7 +86,7 @@ SCHEMAS: dict[str, dict[str, object]] = {
         "sliding_window": "token",
         "training_tokens": "token",
     },
-    "precision": {"bytes_per_value": "byte/value"},
+    "precision": {"bytes_per_value": "byte/value", "flops_precision": str},
     "rental": {"price": "USD/chip/hour"},
     "api": dict.fromkeys(
         ["input", "output", "cache_write_5min", "cache_write_1h", "cache_read"], "USD/token"

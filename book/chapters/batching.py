@@ -20,6 +20,14 @@ WORKED_EXAMPLES = (
     ("h100_sxm", "deepseek_v3", "fp8"),
     ("gb200_nvl72", "llama_3_1_405b", "fp8"),
 )
+# Precision mixes for the mixed-precision example (issue 11): keywords of the evaluation. The last
+# is how deployments often run: FP4 weights with FP8 math and an FP8 KV cache (W4A8).
+PRECISION_MIXES = (
+    dict(precision="bf16"),
+    dict(precision="fp8"),
+    dict(precision="fp8", weight_precision="fp4"),
+)
+MIXED_CASE = ("h100_sxm", "deepseek_v3")
 # The models the chapter compares: one dense, one sparse (the table runs the sparse one).
 TABLE_MODELS = ("llama_3_1_70b", "deepseek_v3")
 
@@ -47,6 +55,7 @@ def context(presets: Presets) -> dict:
     period = Evaluator(presets).detailed("worst_case_latency")
     return {
         "examples": [_example(presets, *ex) for ex in WORKED_EXAMPLES],
+        "mixed_precision": _mixed_precision(presets, *MIXED_CASE),
         "hardware_table": _hardware_table(presets, sparse),
         "dense_model": presets.get("model", dense).name,
         "sparse_model": presets.get("model", sparse).name,
@@ -73,7 +82,8 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "hbm_capacity",
         "n_total",
         "n_active",
-        "bytes_per_value",
+        "weight_bytes_per_value",
+        "kv_bytes_per_value",
         "kv_bytes_per_token",
         "context_length",
         "n_chips",
@@ -106,6 +116,32 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "latency": ev.text("worst_case_latency"),
         "cost_batch_1": quantity(cost_1),
         "batching_gain": number((cost_1 / at.value).to("").magnitude, 3),
+    }
+
+
+def _mixed_precision(presets: Presets, hardware: str, model: str) -> dict:
+    """The crossover, replica size and cost at the crossover for each precision mix: the
+    crossover moves only when the weights' bytes and the math's rate move apart."""
+    from book.cases import precision_words
+
+    rows = []
+    for mix in PRECISION_MIXES:
+        ev = Evaluator(presets, hardware, model, **mix)
+        batch = _whole(ev.q("crossover_batch"))
+        at = ev.detailed("cost_per_token", batch_size=batch)
+        rows.append(
+            {
+                "mix": precision_words(mix),
+                "crossover": ev.text("crossover_batch"),
+                "chips": number(at.inputs["n_chips"].value.magnitude),
+                "cost": quantity(at.value),
+                "command": " ".join(f"--{k.replace('_', '-')} {v}" for k, v in mix.items()),
+            }
+        )
+    return {
+        "hardware": presets.get("hardware", hardware).name,
+        "model": presets.get("model", model).name,
+        "rows": rows,
     }
 
 

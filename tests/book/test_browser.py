@@ -184,7 +184,7 @@ def open_calculator(page, eq_id: str):
 CALCULATORS = [
     ("batching", "crossover_batch", "mem_bandwidth", "4.8"),
     ("batching", "cost_per_token", "batch_size", "512"),
-    ("long_context", "kv_bytes_per_token", "bytes_per_value", "1"),
+    ("long_context", "kv_bytes_per_token", "kv_bytes_per_value", "1"),
 ]
 
 
@@ -211,8 +211,26 @@ def test_a_preset_picker_refills_the_calculator(server, page):
     calc = open_calculator(page, "ridge_intensity")
     calc.locator('select[data-kind="hardware"]').select_option("b200")
     # B200: 2,250 TFLOP/s over 8 TB/s at BF16 (facts.md)
-    calc.locator('select[data-kind="precision"]').select_option("bf16")
+    calc.locator('select[data-kind="compute_precision"]').select_option("bf16")
     assert float(calc.locator("output").get_attribute("data-value")) == pytest.approx(2250 / 8)
+
+
+def test_weight_and_compute_precision_pickers_refill_their_own_inputs(server, page):
+    base, _ = server
+    page.goto(f"{base}/chapters/batching/")
+    calc = page.locator('details.chalkboard-calc[data-eq="crossover_batch"]')
+    calc.locator("summary").click()
+    calc.locator('select[data-kind="hardware"]').select_option("b200")
+    calc.locator('select[data-kind="model"]').select_option("deepseek_v3")
+    calc.locator('select[data-kind="compute_precision"]').select_option("fp8")
+    calc.locator('select[data-kind="weight_precision"]').select_option("fp4")
+    assert calc.locator('input[data-arg="weight_bytes_per_value"]').input_value() == "0.5"
+    assert calc.locator('input[data-arg="flops"]').input_value() == "4500"
+    # FP4 weights, FP8 math on a B200: 4,500 TFLOP/s / 8 TB/s x 0.5 B / 2 FLOP x 671 / 37
+    # (facts.md; DeepSeek-V3 671B total, 37B active)
+    hand = 4500 / 8 * 0.5 / 2 * 671 / 37
+    assert float(calc.locator("output").get_attribute("data-value")) == pytest.approx(hand)
+    assert page.errors == []
 
 
 def test_answer_checker_grades_right_and_wrong_answers(server, page):

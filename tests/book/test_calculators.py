@@ -68,4 +68,7 @@ def test_preset_values_by_hand():
     assert values["hardware"]["h100_sxm"]["flops:fp8"] == pytest.approx(1978.9)
     assert values["hardware"]["h100_sxm"]["mem_bandwidth"] == pytest.approx(3.35)
     assert values["model"]["llama_3_1_70b"]["n_layers"] == 80
-    assert values["precision"]["fp8"]["bytes_per_value"] == 1
+    assert values["precision"]["fp8"]["weight_bytes_per_value"] == 1
+    assert values["precision"]["fp4"]["kv_bytes_per_value"] == 0.5
+    # B200 (N6): 9,000 TFLOP/s dense FP4, which MXFP4 runs at too
+    assert values["hardware"]["b200"]["flops:mxfp4"] == pytest.approx(9000)

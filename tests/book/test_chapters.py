@@ -33,3 +33,16 @@ def test_every_context_builds():
     presets = load()
     for chapter, make in CONTEXTS.items():
         assert make(presets), chapter
+
+
+def test_batching_mixed_precision_example_by_hand():
+    from book.chapters.batching import _mixed_precision
+
+    rows = _mixed_precision(load(), "h100_sxm", "deepseek_v3")["rows"]
+    assert [r["mix"] for r in rows] == ["BF16", "FP8", "FP4 weights, FP8 KV cache, FP8 math"]
+    # facts.md: H100 989.4 / 1,978.9 TFLOP/s dense BF16 / FP8, 3.35 TB/s; DeepSeek-V3 671B/37B.
+    # B* = F b_w / (2 W) x 671/37: BF16 and FP8 agree; FP4 weights on FP8 math halve it.
+    hand = 1978.9 / 3.35 * 1 / 2 * 671 / 37
+    assert [float(r["crossover"].split()[0].replace(",", "")) for r in rows] == pytest.approx(
+        [hand, hand, hand / 2], rel=1e-3
+    )

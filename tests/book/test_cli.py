@@ -413,3 +413,88 @@ def test_symbols_lists_units_and_defining_equations():
     assert rows["mem_bandwidth"]["unit"] == "byte/s" and rows["mem_bandwidth"]["defined_by"] is None
     assert rows["kv_bytes_per_token"]["defined_by"] == "kv_bytes_per_token"
     assert rows["crossover_batch"]["defined_by"] == "crossover_batch"
+
+
+# -- mixed precision ------------------------------------------------------------------------------
+
+
+def test_precision_flags_match_the_python_keywords():
+    argv = ["eval", "step_time", "--hardware", "b200", "--model", "deepseek_v3", "--json"]
+    argv += ["--precision", "fp8", "--weight-precision", "fp4", "--set", "batch_size=256"]
+    code, out, _ = run(*argv)
+    data = json.loads(out)
+    assert code == 0
+    expected = get("step_time").evaluate(
+        hardware="b200",
+        model="deepseek_v3",
+        precision="fp8",
+        weight_precision="fp4",
+        batch_size=256,
+    )
+    assert data["value"] == pytest.approx(expected.magnitude, rel=1e-12)
+    inputs = data["inputs"]
+    assert inputs["weight_bytes_per_value"]["value"] == 0.5  # FP4: half a byte per weight
+    assert inputs["kv_bytes_per_value"]["value"] == 1  # FP8
+    assert inputs["flops"]["from"] == "hardware b200: dense_flops_fp8"
+
+
+@pytest.mark.parametrize(
+    "flag, value, bytes_per_token",
+    [  # Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 values per token (facts.md)
+        ("--kv-precision", "fp8", 2 * 80 * 8 * 128 * 1),
+        ("--kv-precision", "fp4", 2 * 80 * 8 * 128 * 0.5),
+        ("--weight-precision", "fp4", 2 * 80 * 8 * 128 * 2),  # weights do not move the cache
+        ("--compute-precision", "fp8", 2 * 80 * 8 * 128 * 2),
+    ],
+)
+def test_each_precision_flag_sets_its_own_bytes(flag, value, bytes_per_token):
+    code, out, _ = run(
+        "eval", "kv_bytes_per_token", "--model", "llama_3_1_70b", flag, value, "--json"
+    )
+    assert code == 0
+    assert json.loads(out)["value"] * 1000 == pytest.approx(bytes_per_token)  # kB/token -> B
+
+
+def test_compute_precision_flag_picks_the_chips_rate():
+    # facts.md: GB200 5,000 TFLOP/s dense FP8; N6: 10,000 dense FP4 per GPU
+    argv = ["eval", "ridge_intensity", "--hardware", "gb200_nvl72", "--json"]
+    for precision, flops in (("fp8", 5000e12), ("fp4", 10000e12), ("mxfp4", 10000e12)):
+        code, out, _ = run(*argv, "--compute-precision", precision)
+        assert code == 0
+        assert json.loads(out)["value"] == pytest.approx(flops / 8e12)
+
+
+def test_sweep_and_sensitivity_take_the_precision_flags():
+    common = ["--hardware", "h100_sxm", "--model", "deepseek_v3", "--precision", "fp8"]
+    code, out, _ = run(
+        "sweep", "weight_fetch_time", "--over", "batch_size=1:2:2", *common,
+        "--weight-precision", "fp4", "--set", "n_chips=8 chip", "--json",
+    )  # fmt: skip
+    assert code == 0
+    # 671e9 weights x 0.5 byte over 8 chips x 3.35 TB/s (facts.md), in ms
+    assert json.loads(out)["rows"][0][1] == pytest.approx(671e9 * 0.5 / (8 * 3.35e12) * 1e3, 1e-3)
+    code, out, _ = run("sensitivity", "crossover_batch", *common, "--compute-precision", "int8")
+    assert code == 0 and "flops" in out
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--kv-precision", "fp5"], "--kv-precision: unknown precision 'fp5' (did you mean"),
+        (
+            ["--weight-precision", "FP4"],
+            "--weight-precision: unknown precision 'FP4' (did you mean 'fp4'",
+        ),
+        (["--compute-precision", "fp16"], "--compute-precision: unknown precision 'fp16'"),
+        (["--precision", "bf61"], "--precision: unknown precision 'bf61' (did you mean 'bf16'"),
+        (["--compute-precision", "fp4"], "hardware 'h100_sxm' has no dense fp4 FLOP/s figure"),
+        (["--compute-precision", "fp4"], "compute precision 'fp4'"),
+        (["--set", "bytes_per_value=1 byte/value"], "'bytes_per_value' is not an input"),
+    ],
+)
+def test_bad_precision_input_is_one_error_line(argv, fragment):
+    base = ["eval", "step_time", "--hardware", "h100_sxm", "--model", "deepseek_v3"]
+    code, out, err = run(*base, "--set", "batch_size=1", *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert fragment in err

@@ -23,7 +23,7 @@ def test_composition_matches_substituting_numbers(inputs, batch):
     kw = dict(inputs, batch_size=batch)
     # by hand: rent of n chips for the slower of compute and memory, over B tokens
     f, w = inputs["flops"].to("FLOP/s").m, inputs["mem_bandwidth"].to("byte/s").m
-    n, b = inputs["n_chips"].m, inputs["bytes_per_value"].to("byte/value").m
+    n, b = inputs["n_chips"].m, inputs["weight_bytes_per_value"].to("byte/value").m
     compute = 2 * batch.m * inputs["n_active"].m / (n * f)
     memory = (
         inputs["n_total"].m * b

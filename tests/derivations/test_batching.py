@@ -115,10 +115,10 @@ def test_drain_time_is_capacity_over_bandwidth(capacity, bandwidth):
 
 
 SOLVABLE = {
-    "crossover_batch": ("flops", "mem_bandwidth", "n_total", "n_active", "bytes_per_value"),
+    "crossover_batch": ("flops", "mem_bandwidth", "n_total", "n_active", "weight_bytes_per_value"),
     "hbm_drain_time": ("hbm_capacity", "mem_bandwidth"),
     "compute_time": ("flops", "n_active", "batch_size", "n_chips"),
-    "weight_fetch_time": ("n_total", "mem_bandwidth", "bytes_per_value"),
+    "weight_fetch_time": ("n_total", "mem_bandwidth", "weight_bytes_per_value"),
     "cost_per_token": ("price_per_chip_hour", "step_time"),
 }
 SOLVED = {(e, x): get(e).solve_for(x) for e, xs in SOLVABLE.items() for x in xs}
@@ -188,7 +188,8 @@ def test_sweep_over_a_million_batches_is_monotone():
 def test_ridge_times_bytes_per_flop_is_the_dense_crossover(inputs):
     dense = dict(inputs, n_active=inputs["n_total"])
     ridge = ev("ridge_intensity", **dense).to("FLOP/byte").magnitude
-    bytes_per_flop = inputs["bytes_per_value"].to("byte/value").magnitude / 2  # 2 FLOP per weight
+    # 2 FLOP per weight
+    bytes_per_flop = inputs["weight_bytes_per_value"].to("byte/value").magnitude / 2
     assert ev("crossover_batch", **dense).magnitude == pytest.approx(
         ridge * bytes_per_flop, rel=1e-9
     )
@@ -200,7 +201,7 @@ def test_default_chips_hold_the_weights_and_kv_with_less_than_one_spare(inputs, 
     kw = dict(inputs, batch_size=batch)
     fit = ev("chips_to_fit", **kw).to("chip").magnitude
     stored = (
-        inputs["n_total"].magnitude * inputs["bytes_per_value"].to("B/value").magnitude
+        inputs["n_total"].magnitude * inputs["weight_bytes_per_value"].to("B/value").magnitude
         + batch.magnitude
         * inputs["context_length"].magnitude
         * inputs["kv_bytes_per_token"].to("B/token").magnitude

@@ -14,7 +14,8 @@ from tests import strategies as st_
 from units import Q_, ChalkboardError
 
 B, W, N_t, b = (
-    lookup_symbol(n).sym for n in ("batch_size", "mem_bandwidth", "n_total", "bytes_per_value")
+    lookup_symbol(n).sym
+    for n in ("batch_size", "mem_bandwidth", "n_total", "weight_bytes_per_value")
 )
 
 

@@ -5,9 +5,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import derivations
 from derivations import get
+from derivations.inputs import reachable
 from tests.strategies import PRESETS, log_uniform
 from units import Q_, ChalkboardError
+from units.presets import load
 
 
 def test_origins_are_recorded():
@@ -120,6 +123,253 @@ def test_fp4_selects_the_fp4_figure_and_half_a_byte():
         hardware="gb300_nvl72", model="deepseek_v3", precision="fp4"
     )
     assert r.inputs["flops"].origin == "hardware gb300_nvl72: dense_flops_fp4"
-    assert r.inputs["bytes_per_value"].value.to("byte/value").magnitude == 0.5
+    assert r.inputs["weight_bytes_per_value"].value.to("byte/value").magnitude == 0.5
     hand = 1.1e18 / 72 / 8e12 * 0.5 / 2 * 671 / 37  # facts.md rack FP4, 8 TB/s, DeepSeek-V3
     assert r.value.magnitude == pytest.approx(hand, rel=1e-9)
+
+
+# -- mixed precision: weights, KV cache and math each at their own precision ---------------------
+
+PRECISION_IDS = PRESETS.ids("precision")
+CHIPS = Q_(8, "chip")  # a fixed replica: the default chip count itself depends on the bytes stored
+
+
+def _rates(hardware) -> list[str]:
+    """The precisions whose dense rate the chip publishes (mxfp4 runs at the fp4 rate)."""
+    return [
+        p.id
+        for p in PRESETS.precision.values()
+        if hardware.get(f"dense_flops_{p.get('flops_precision', p.id)}") is not None
+    ]
+
+
+@st.composite
+def serving_case(draw) -> dict:
+    """A chip with a published rate at the drawn precision, a model, a batch and a context."""
+    hardware = draw(st.sampled_from([h for h in PRESETS.hardware.values() if _rates(h)]))
+    return dict(
+        hardware=hardware.id,
+        model=draw(st.sampled_from(PRESETS.ids("model"))),
+        precision=draw(st.sampled_from(_rates(hardware))),
+        batch_size=Q_(draw(log_uniform(low=1, high=1e4)), "sequence"),
+        context_length=Q_(draw(log_uniform(low=128, high=1e6)), "token"),
+        n_chips=CHIPS,
+    )
+
+
+def _seconds(eq_id, **kw) -> float:
+    return get(eq_id).evaluate(**kw).to("s").magnitude
+
+
+@given(serving_case(), st.sampled_from(PRECISION_IDS))
+def test_a_kv_only_precision_change_leaves_the_weight_fetch_time(case, kv):
+    before = _seconds("weight_fetch_time", **case)
+    assert _seconds("weight_fetch_time", **case, kv_precision=kv) == before
+    # ...while the KV-fetch time follows the KV-cache precision's bytes per value
+    ratio = (
+        (
+            PRESETS.get("precision", kv).bytes_per_value
+            / PRESETS.get("precision", case["precision"]).bytes_per_value
+        )
+        .to("")
+        .magnitude
+    )
+    kv_time = _seconds("kv_fetch_time", **case, kv_precision=kv)
+    assert kv_time == pytest.approx(_seconds("kv_fetch_time", **case) * ratio, rel=1e-12)
+
+
+@given(serving_case(), st.sampled_from(PRECISION_IDS))
+def test_a_weight_only_precision_change_leaves_the_kv_fetch_time(case, weights):
+    before = _seconds("kv_fetch_time", **case)
+    assert _seconds("kv_fetch_time", **case, weight_precision=weights) == before
+    assert _seconds("compute_time", **case, weight_precision=weights) == _seconds(
+        "compute_time", **case
+    )
+    ratio = (
+        (
+            PRESETS.get("precision", weights).bytes_per_value
+            / PRESETS.get("precision", case["precision"]).bytes_per_value
+        )
+        .to("")
+        .magnitude
+    )
+    weight_time = _seconds("weight_fetch_time", **case, weight_precision=weights)
+    assert weight_time == pytest.approx(_seconds("weight_fetch_time", **case) * ratio, rel=1e-12)
+
+
+@given(serving_case(), st.data())
+def test_a_compute_precision_change_changes_only_the_compute_time(case, data):
+    hardware = PRESETS.get("hardware", case["hardware"])
+    compute = data.draw(st.sampled_from(_rates(hardware)))
+    for eq_id in ("weight_fetch_time", "kv_fetch_time"):
+        assert _seconds(eq_id, **case, compute_precision=compute) == _seconds(eq_id, **case)
+
+    def rate(p):
+        return hardware.get(f"dense_flops_{PRESETS.get('precision', p).get('flops_precision', p)}")
+
+    ratio = (rate(case["precision"]) / rate(compute)).to("").magnitude
+    got = _seconds("compute_time", **case, compute_precision=compute)
+    assert got == pytest.approx(_seconds("compute_time", **case) * ratio, rel=1e-12)
+
+
+# Every equation that reads a precision, on a case where the three differ from the default.
+PRECISION_READERS = [
+    eq.id
+    for eq in derivations.equations()
+    if eq.evaluable
+    and {"flops", "weight_bytes_per_value", "kv_bytes_per_value", "activation_bytes_per_value"}
+    & set(reachable(eq))
+]
+
+
+@pytest.mark.parametrize("eq_id", PRECISION_READERS)
+@pytest.mark.parametrize("precision", ["fp8", "fp4"])
+def test_the_shorthand_equals_setting_all_three(eq_id, precision):
+    eq = get(eq_id)
+    case = {
+        k: v
+        for k, v in dict(
+            batch_size="64 sequence",
+            micro_batch="64 sequence",
+            training_chips="10000 chip",  # inputs no preset gives
+            training_chip_hours="3e6 chip*hour",
+        ).items()
+        if k in reachable(eq)
+    }
+    case.update(
+        hardware="gb200_nvl72", model="deepseek_v3", tier="flash_nvme", api="claude_opus_4_6"
+    )
+    shorthand = eq.evaluate(**case, precision=precision)
+    spelled = eq.evaluate(
+        **case,
+        precision="bf16",
+        weight_precision=precision,
+        kv_precision=precision,
+        compute_precision=precision,
+    )
+    assert spelled.to(shorthand.units).magnitude == pytest.approx(shorthand.magnitude, rel=1e-12)
+
+
+def test_fp4_weights_fp8_kv_and_math_on_an_h100_by_hand():
+    # The H100 has no FP4 tensor cores, but FP4 weights with FP8 math (W4A8) run on it: the
+    # weights are read at half a byte and multiplied at the FP8 rate. facts.md: 1,978.9 TFLOP/s
+    # FP8 dense, 3.35 TB/s; DeepSeek-V3 671B total, 37B active; MLA caches 61 x (512 + 64) values
+    # per token (stored at 1 byte in FP8).
+    case = dict(hardware="h100_sxm", model="deepseek_v3", n_chips=CHIPS, batch_size=256)
+    r = get("step_time").evaluate_detailed(**case, precision="fp8", weight_precision="fp4")
+    assert r.inputs["weight_fetch_time"].value.to("s").magnitude == pytest.approx(
+        671e9 * 0.5 / (8 * 3.35e12), rel=1e-3
+    )
+    assert r.inputs["kv_fetch_time"].value.to("s").magnitude == pytest.approx(
+        256 * 8192 * 61 * 576 * 1 / (8 * 3.35e12), rel=1e-3
+    )
+    assert r.inputs["compute_time"].value.to("s").magnitude == pytest.approx(
+        2 * 256 * 37e9 / (8 * 1978.9e12), rel=1e-3
+    )
+    assert r.inputs["weight_bytes_per_value"].origin == "weight precision fp4: bytes_per_value"
+    assert r.inputs["kv_bytes_per_value"].origin == "KV-cache precision fp8: bytes_per_value"
+    assert r.inputs["flops"].origin == "hardware h100_sxm: dense_flops_fp8"
+
+
+def test_fp4_weights_halve_the_crossover_at_the_same_math():
+    # B* = F b_w / (c W) x sparsity: FP4 weights at FP8 math halve b_w and so B*.
+    # facts.md: B200 4,500 TFLOP/s FP8 dense, 8 TB/s; DeepSeek-V3 671B / 37B.
+    got = get("crossover_batch").evaluate(
+        hardware="b200", model="deepseek_v3", precision="fp8", weight_precision="fp4"
+    )
+    assert got.magnitude == pytest.approx(4500e12 / 8e12 * 0.5 / 2 * 671 / 37, rel=1e-9)
+
+
+def test_kv_precision_sets_the_kv_bytes_per_token():
+    # Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 values, at 1 byte (FP8) or 0.5 (FP4)
+    for precision, size in (("fp8", 1), ("fp4", 0.5), ("int8", 1), ("bf16", 2)):
+        got = get("kv_bytes_per_token").evaluate(model="llama_3_1_70b", kv_precision=precision)
+        assert got.to("byte/token").magnitude == 2 * 80 * 8 * 128 * size
+    # the weight precision does not touch it
+    got = get("kv_bytes_per_token").evaluate(model="llama_3_1_70b", weight_precision="fp4")
+    assert got.to("byte/token").magnitude == 2 * 80 * 8 * 128 * 2
+
+
+def test_mxfp4_counts_its_block_scale_and_runs_at_the_fp4_rate():
+    r = get("crossover_batch").evaluate_detailed(
+        hardware="b200", model="deepseek_v3", precision="mxfp4"
+    )
+    # OCP MX: 32 FP4 values share one 8-bit scale, (32 x 4 + 8) / 32 / 8 bytes per value
+    assert r.inputs["weight_bytes_per_value"].value.magnitude == (32 * 4 + 8) / 32 / 8
+    assert r.inputs["flops"].origin == "hardware b200: dense_flops_fp4 (compute precision mxfp4)"
+    # facts.md / N6: B200 9,000 TFLOP/s dense FP4 (18,000 sparse), 8 TB/s
+    hand = 9000e12 / 8e12 * (4.25 / 8) / 2 * 671 / 37
+    assert r.value.magnitude == pytest.approx(hand, rel=1e-9)
+
+
+def test_int8_uses_the_chips_int8_rate():
+    # facts.md: A100 INT8 624 TOP/s dense, 2.039 TB/s; one byte per weight
+    got = get("crossover_batch").evaluate(
+        hardware="a100_sxm", model="deepseek_v3", precision="int8"
+    )
+    assert got.magnitude == pytest.approx(624e12 / 2.039e12 * 1 / 2 * 671 / 37, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "hardware, precision",
+    [("h100_sxm", "fp4"), ("h100_sxm", "mxfp4"), ("tpu7x", "int8"), ("b300", "int8")],
+)
+def test_a_chip_without_a_published_rate_names_the_chip_and_the_precision(hardware, precision):
+    with pytest.raises(ChalkboardError) as err:
+        get("compute_time").evaluate(
+            hardware=hardware,
+            model="deepseek_v3",
+            precision="fp8",
+            compute_precision=precision,
+            batch_size=1,
+        )
+    message = str(err.value)
+    assert f"hardware {hardware!r}" in message and f"compute precision {precision!r}" in message
+    # the weight and KV-cache precisions never need a rate: FP4 weights on an H100 evaluate
+    get("weight_fetch_time").evaluate(
+        hardware=hardware, model="deepseek_v3", weight_precision=precision, batch_size=1
+    )
+
+
+@pytest.mark.parametrize(
+    "keyword, label", [("weight_precision", "weight"), ("kv_precision", "KV-cache")]
+)
+def test_unknown_role_precision_suggests_the_closest(keyword, label):
+    with pytest.raises(
+        ChalkboardError, match=f"unknown {label} precision 'fp5' \\(did you mean .*'fp4'"
+    ):
+        get("step_time").evaluate(
+            hardware="h100_sxm", model="deepseek_v3", batch_size=1, **{keyword: "fp5"}
+        )
+
+
+def test_bytes_per_value_was_split_in_two():
+    with pytest.raises(ChalkboardError, match="'bytes_per_value' is not an input"):
+        get("weight_fetch_time").evaluate(
+            hardware="h100_sxm", model="deepseek_v3", bytes_per_value="1 byte/value"
+        )
+
+
+def test_a_user_precision_may_run_at_another_formats_rate(tmp_path):
+    path = tmp_path / "nvfp4.toml"
+    path.write_text(
+        "[precision.nvfp4]\nname = 'NVFP4'\nsource = 'NVIDIA NVFP4: one FP8 scale per 16 values'\n"
+        "bytes_per_value = '0.5625 byte/value'\nflops_precision = 'fp4'\n"
+    )
+    presets = load(extra=[path])
+    r = get("crossover_batch").evaluate_detailed(
+        hardware="b200", model="deepseek_v3", precision="nvfp4", presets=presets
+    )
+    assert r.inputs["flops"].origin == "hardware b200: dense_flops_fp4 (compute precision nvfp4)"
+    assert r.inputs["weight_bytes_per_value"].value.magnitude == 0.5625
+
+
+def test_kv_bytes_per_value_can_be_given():
+    # The override the precision file once documented now exists: 1 byte per cached value on
+    # Llama 3.1 8B is 2 x 32 layers x 8 KV heads x 128 values (facts.md) = 65,536 B per token.
+    r = get("kv_fetch_time").evaluate_detailed(
+        hardware="h100_sxm", model="llama_3_1_8b", batch_size=1, kv_bytes_per_value="1 byte/value"
+    )
+    assert r.inputs["kv_bytes_per_value"].origin == "given"
+    assert r.inputs["kv_bytes_per_token"].value.to("byte/token").magnitude == 65536
+    assert r.inputs["weight_bytes_per_value"].value.magnitude == 2  # the weights stay BF16

@@ -24,7 +24,7 @@ def test_kv_per_chip_does_not_depend_on_stages(n_total, k, length, micro_batch, 
         kv_bytes_per_token=k,
         context_length=length,
         micro_batch=micro_batch,
-        bytes_per_value=Q_(1, "byte/value"),
+        weight_bytes_per_value=Q_(1, "byte/value"),
     )
     one, many = mem(pipeline_stages=Q_(1, "stage"), **kw), mem(pipeline_stages=Q_(p, "stage"), **kw)
     weights_one = n_total.to("parameter").m / 64  # default E = 64 chips, 1 byte each

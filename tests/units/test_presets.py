@@ -39,7 +39,7 @@ MODELS = [
 def test_required_presets_exist():
     assert set(HARDWARE) <= set(PRESETS.ids("hardware"))
     assert set(MODELS) <= set(PRESETS.ids("model"))
-    assert {"bf16", "fp8", "fp4"} <= set(PRESETS.ids("precision"))
+    assert {"bf16", "fp8", "fp4", "int8", "mxfp4"} <= set(PRESETS.ids("precision"))
     assert "lecture_gpu" in PRESETS.ids("rental")
 
 
@@ -66,6 +66,63 @@ def test_flops_are_dense_not_the_sparse_headline():
         hw = PRESETS.get("hardware", chip)
         assert hw.dense_flops_bf16.to("TFLOP/s").magnitude == pytest.approx(1979 / 2, rel=1e-3)
         assert hw.dense_flops_fp8.to("TFLOP/s").magnitude == pytest.approx(3958 / 2, rel=1e-3)
+
+
+# Dense FP4 and INT8 per chip, each the half of a vendor's "with sparsity" figure where the
+# vendor states one: (chip, precision, dense TFLOP/s, sparse headline or None, where from).
+LOW_PRECISION_RATES = [
+    ("a100_sxm", "int8", 624, 1248, "facts.md; NVIDIA A100 spec via N7"),
+    ("h100_sxm", "int8", 1978.9, 3957.8, "N1 footnote halves 3,958; N2 matrix column"),
+    ("h200", "int8", 1979, 3958, "N7: same compute as H100"),
+    ("b200", "fp4", 9000, 18000, "N6 HGX B200 (1,000 W) table"),
+    ("b200", "int8", 4500, 9000, "N6"),
+    ("gb200_nvl72", "fp4", 10000, 20000, "GB200 NVL72 datasheet 1,440 PFLOPS / 72 GPUs sparse"),
+    ("gb200_nvl72", "int8", 5000, 10000, "GB200 datasheet 10 POPS per GPU sparse"),
+    ("b300", "fp4", 14000, None, "N11 per-GPU table, without sparsity"),
+    ("gb300_nvl72", "fp4", 1.1e6 / 72, None, "facts.md: rack 1.1 EFLOP/s dense over 72 GPUs"),
+    ("mi300x", "int8", 2614.9, None, "A1: INT8 equals the FP8 rate"),
+    ("mi355x", "fp4", 10050, 20100, "A4/A6: 20.1 PFLOPS FP4/FP6 launch figure, with sparsity"),
+    ("mi355x", "int8", 5000, None, "A6: 5 POPS dense (10.1 with sparsity, rounded up)"),
+    ("tpu_v5e", "int8", 394, None, "facts.md (G1)"),
+    ("tpu_v5p", "int8", 918, None, "N7"),
+    ("tpu_v6e", "int8", 1836, None, "facts.md (G3)"),
+]
+
+
+@pytest.mark.parametrize("chip, precision, dense, sparse, where", LOW_PRECISION_RATES)
+def test_low_precision_rates_are_dense(chip, precision, dense, sparse, where):
+    got = PRESETS.get("hardware", chip).get(f"dense_flops_{precision}").to("TFLOP/s").magnitude
+    assert got == pytest.approx(dense, rel=1e-3), where
+    if sparse is not None:
+        assert got == pytest.approx(sparse / 2, rel=1e-3), where
+    assert PRESETS.get("hardware", chip).source_of(f"dense_flops_{precision}").strip()
+
+
+def test_no_chip_claims_a_rate_it_lacks():
+    # Hopper and Ampere have no FP4 tensor cores; the sources disagree on Blackwell Ultra's INT8
+    # (N10 4,500 vs N11 150 TOP/s), so none is given and asking for it is an error.
+    for chip in ("a100_sxm", "h100_sxm", "h200", "mi300x", "tpu_v5e"):
+        assert PRESETS.get("hardware", chip).get("dense_flops_fp4") is None
+    for chip in ("b300", "gb300_nvl72", "tpu7x", "rubin"):
+        assert PRESETS.get("hardware", chip).get("dense_flops_int8") is None
+
+
+def test_low_precision_rates_never_fall_below_bf16_where_both_are_given():
+    for hw in PRESETS.hardware.values():
+        bf16 = hw.get("dense_flops_bf16")
+        for name in ("dense_flops_fp8", "dense_flops_fp4", "dense_flops_int8"):
+            if bf16 is not None and hw.get(name) is not None:
+                assert hw.get(name) >= bf16, (hw.id, name)
+
+
+def test_precision_presets_by_hand():
+    def size(p):
+        return PRESETS.get("precision", p).bytes_per_value.to("byte/value").magnitude
+
+    assert (size("bf16"), size("fp8"), size("int8"), size("fp4")) == (2, 1, 1, 0.5)
+    # OCP MX v1.0: 32 four-bit values share one 8-bit scale: (32 x 4 + 8) / 32 bits = 4.25 bits
+    assert size("mxfp4") == (32 * 4 + 8) / 32 / 8
+    assert PRESETS.get("precision", "mxfp4").flops_precision == "fp4"
 
 
 def test_lecture_rubin_figures():

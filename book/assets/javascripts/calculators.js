@@ -14,16 +14,26 @@
     return s ? s.value : null;
   }
 
+  /* The preset kind a picker lists: the weight, KV-cache and compute precision pickers all
+   * list precisions. */
+  function presetKind(box, picker) {
+    var s = box.querySelector('select[data-kind="' + picker + '"]');
+    return (s && s.getAttribute("data-preset")) || picker;
+  }
+
   function prefill(box) {
     var data = window.CHALKBOARD_PRESET_VALUES || {};
     box.querySelectorAll("input[data-arg]").forEach(function (input) {
       var from = input.getAttribute("data-from");
       var name = input.getAttribute("data-arg");
-      var kind = from.split("+")[0];
-      var id = selected(box, kind);
-      if (!id || !data[kind] || !data[kind][id]) return;
-      var key = from === "hardware+precision" ? name + ":" + selected(box, "precision") : name;
-      var value = data[kind][id][key];
+      /* "hardware+compute_precision": the hardware's figure at the chosen compute precision */
+      var parts = from.split("+");
+      var picker = parts[0];
+      var id = selected(box, picker);
+      var table = data[presetKind(box, picker)];
+      if (!id || !table || !table[id]) return;
+      var key = parts.length > 1 ? name + ":" + selected(box, parts[1]) : name;
+      var value = table[id][key];
       input.value = value === undefined ? "" : String(value);
       input.title = value === undefined ? "this preset has no such figure" : "";
     });
