@@ -80,7 +80,8 @@ register(
             substitute({xr: y1}, x1, yr + f(y1), "and hands x on unchanged as y'"),
             solve(yr, x1 - f(y1), "recompute f(y') and subtract it"),
         ),
-        summary="x is read off as y'; y is x' minus f(y'). No activation needs storing.",
+        summary="x is read off as y'; y is x' minus f(y'). Earlier layers' inputs need not be "
+        "stored: only the last layer's output, from which the rest are rebuilt.",
     )
 )
 
@@ -106,13 +107,14 @@ register(
 register(
     Equation(
         id="activation_memory",
-        title="Activation memory of ordinary backpropagation",
+        title="Activation memory with each layer's input checkpointed",
         lhs=activation_memory,
         rhs=layers * B * L * a,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_G, "activation memory O(L) in layers"),
         assumptions=("every layer's input is kept until the backward pass reaches it",),
-        summary="Grows linearly with depth.",
+        summary="Each layer's input is kept and its internals recomputed on the way back: "
+        "linear in depth.",
     )
 )
 
@@ -125,8 +127,9 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_G, "activation memory O(1) in layers"),
         assumptions=("only the last layer's output is kept; earlier inputs are recomputed",),
-        summary="One layer's worth, whatever the depth: the ratio to ordinary backpropagation "
-        "is the number of layers.",
+        summary="One layer's worth, whatever the depth: the ratio to checkpointing every layer's "
+        "input is the number of layers. Both also hold one layer's internals while it runs "
+        "backwards, which neither equation counts.",
     )
 )
 

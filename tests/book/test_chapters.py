@@ -46,3 +46,34 @@ def test_batching_mixed_precision_example_by_hand():
     assert [float(r["crossover"].split()[0].replace(",", "")) for r in rows] == pytest.approx(
         [hand, hand, hand / 2], rel=1e-3
     )
+
+
+def test_reversible_memory_cases_by_hand():
+    from book.chapters.reversible import memory_cases
+
+    m = {k: v.to("byte").m for k, v in memory_cases(load()).items()}
+    # Llama 3.1 70B config: 80 layers, d_model 8,192; one sequence of the default 8,192 tokens;
+    # BF16 activations (2 bytes); Korthikanti et al. 2022: about 34 bytes stored per value.
+    tokens, d, layers = 8192, 8192, 80
+    assert m["inputs"] == pytest.approx(layers * tokens * d * 2)  # 10.74 GB
+    assert m["last"] == pytest.approx(tokens * d * 2)  # 134.2 MB: one layer's input
+    assert m["stored"] == pytest.approx(layers * tokens * d * 34)  # 182.5 GB
+    assert m["buffer"] == pytest.approx(tokens * d * 34)  # one layer's internals, 2.282 GB
+    # equal compute: the reversible network saves the layer count only on the layer inputs
+    assert m["inputs"] / m["last"] == pytest.approx(layers)
+    ratio = (layers * 2 + 34) / (2 + 34)  # 5.39, not 80
+    assert m["checkpointed"] / m["reversible"] == pytest.approx(ratio)
+
+
+def test_reversible_context_numbers_by_hand():
+    from book.chapters.reversible import context
+
+    ctx = context(load())
+    assert ctx["layer_ratio"] == "80" and ctx["total_ratio"] == "5.39"
+    assert ctx["extra_compute"] == "1.333"  # 8 N D over 6 N D
+    assert (ctx["fwd_per_param"], ctx["plain_per_param"], ctx["rev_per_param"]) == ("2", "6", "8")
+    # KV cache by hand: 8,192 tokens x 80 layers x (K, V) x 8 KV heads x 128 x 2 bytes = 2.684 GB
+    assert ctx["kv"] == f"{8192 * 80 * 2 * 8 * 128 * 2 / 1e9:.4g} GB"
+    assert ctx["kv_over_inputs"] == "0.25"  # 2 x 8 x 128 of 8,192 values per token per layer
+    assert ctx["rebuild_ratio"] == "8,192"  # no cache: the whole context's forward pass per token
+    assert ctx["stored_over_hbm"] == f"{182.536 / 80:.3g}"  # facts.md: H100 SXM 80 GB HBM
