@@ -79,7 +79,12 @@ def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tu
     if unknown:
         raise ChalkboardError(f"{where}: unknown case field {sorted(unknown)[0]!r}")
     value = derivations.get(equation).evaluate(presets=presets, **choices, **overrides)
-    label = ", ".join(_preset_name(k, v, presets) for k, v in choices.items())
+    label = ", ".join(
+        f"{k.replace('_precision', '')} {str(v).upper()}"
+        if k in PRECISIONS
+        else _preset_name(k, v, presets)
+        for k, v in choices.items()
+    )
     label = label or "the lecture's figures"
     if overrides:
         label += " with " + ", ".join(given_text(k, v) for k, v in overrides.items())
@@ -95,8 +100,6 @@ def _preset_name(kind: str, preset_id: str, presets: Presets) -> str:
     """A preset as a reader knows it: 'NVIDIA H100 SXM', 'FP8'."""
     if kind == "precision":
         return str(preset_id).upper()
-    if kind in PRECISIONS:
-        return f"{kind.replace('_precision', '')} {str(preset_id).upper()}"
     try:
         return presets.get(kind, preset_id).name
     except (ChalkboardError, KeyError):

@@ -8,9 +8,21 @@ mkdocs) happen inside the commands that need them, so start-up stays quick.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
+
+EPILOG = """\
+Numbers: a value with a dimension needs its unit (--set mem_bandwidth='3.35 TB/s'); a bare
+number is accepted only for counts and dimensionless inputs (--set batch_size=64 means 64
+sequences), and is an error naming the unit otherwise. The same rule holds for --over, Python
+keywords and preset files. Every result is checked: one that is not a finite positive number
+is an error, not output.
+
+--extra FILE runs FILE as Python with your permissions, like `python FILE`: use only files
+you trust.
+"""
 
 KIND_ALIASES = {
     "hardware": ("hardware",),
@@ -67,8 +79,19 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 65535):
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 1 to 65535, not {text!r}")
+    return int(text)
+
+
 def make_parser() -> Parser:
-    parser = Parser(prog="chalkboard", description=__doc__.splitlines()[0])
+    parser = Parser(
+        prog="chalkboard",
+        description=__doc__.splitlines()[0],
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--presets",
         metavar="FILE",
@@ -81,7 +104,8 @@ def make_parser() -> Parser:
         metavar="FILE",
         action="append",
         default=[],
-        help="a Python file of your own symbols, equations and chapters (repeatable)",
+        help="a Python file of your own symbols, equations and chapters (repeatable); it runs "
+        "as Python with your permissions, like `python FILE`",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
@@ -126,6 +150,11 @@ def make_parser() -> Parser:
     p.add_argument("--chapter", help="only this chapter")
     p.add_argument("--seed", type=int, default=0, help="the same seed gives the same set")
     p.add_argument("--count", type=int, default=3, help="problems per chapter (default 3)")
+    p.add_argument(
+        "--kind",
+        choices=["forward", "inverse", "multi", "design", "concept", "estimate"],
+        help="only problems of this kind",
+    )
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
     p.add_argument("--json", action="store_true")
 
@@ -137,11 +166,21 @@ def make_parser() -> Parser:
     p.add_argument("--out", default="site", help="output folder (default: site)")
 
     p = sub.add_parser("serve", help="preview the site, rebuilding when sources change")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=_port, default=8000, help="1 to 65535 (default 8000)")
     return parser
 
 
 # -- commands ---------------------------------------------------------------------------------
+
+
+def _json(data, indent: int | None = 2) -> str:
+    """JSON text; a non-finite number is an error, never ``Infinity`` or ``NaN`` in the output."""
+    from units import ChalkboardError
+
+    try:
+        return json.dumps(data, indent=indent, allow_nan=False) + "\n"
+    except ValueError:
+        raise ChalkboardError("a result is not a finite number, so it has no JSON form") from None
 
 
 def _symbol_json(s) -> dict:
@@ -151,7 +190,7 @@ def _symbol_json(s) -> dict:
 def cmd_list(args, out) -> None:
     import derivations
 
-    if args.chapter and args.chapter not in {c.id for c in derivations.CHAPTERS}:
+    if args.chapter is not None and args.chapter not in {c.id for c in derivations.CHAPTERS}:
         from units import ChalkboardError, closest
 
         ids = [c.id for c in derivations.CHAPTERS]
@@ -172,7 +211,7 @@ def cmd_list(args, out) -> None:
             }
             for e in eqs
         ]
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(_json(data))
         return
     for e in eqs:
         out.write(f"{e.id}  [{e.chapter}]  {e.title}\n    {e.lhs.name} = {e.rhs}\n")
@@ -180,15 +219,22 @@ def cmd_list(args, out) -> None:
             out.write(f"    {s.name:<22} {_unit_words(s):<20} {s.meaning}\n")
 
 
-def _overrides(pairs: list[str]) -> dict[str, str]:
+def _overrides(pairs: list[str]) -> dict[str, object]:
+    """``--set`` pairs, each value read by the one rule for user numbers (see parse_override);
+    a name that is not a symbol is left for the evaluation to report with its inputs."""
+    from derivations import SYMBOLS
+    from derivations.inputs import parse_override
     from units import ChalkboardError
 
     result = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
-        if not sep or not name.strip() or not value.strip():
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
             raise ChalkboardError(f"--set takes SYMBOL=VALUE, got {pair!r}")
-        result[name.strip()] = value.strip()
+        if name in result:
+            raise ChalkboardError(f"--set {name} is given twice")
+        result[name] = parse_override(name, value, f"--set {name}") if name in SYMBOLS else value
     return result
 
 
@@ -229,7 +275,7 @@ def _evaluate(eq, args, out) -> None:
     )
     value = result.value
     if args.unit:
-        value = value.to(_target_unit(args.unit, eq))
+        value = _convert(value, _target_unit(args.unit, eq))
     if args.json:
         data = {
             "id": eq.id,
@@ -247,7 +293,7 @@ def _evaluate(eq, args, out) -> None:
                 for name, i in result.inputs.items()
             },
         }
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(_json(data))
         return
     out.write(f"{eq.lhs.name} = {quantity(value)}\n")
     out.write(f"    {eq.lhs.name} = {eq.rhs}\n")
@@ -290,18 +336,21 @@ MAX_SWEEP_POINTS = 1_000_000
 def _range(spec: str):
     """``SYMBOL=START:STOP:N`` -> (symbol, start, stop, n); START and STOP may carry units."""
     from derivations import lookup_symbol
-    from units import ChalkboardError, parse_quantity
+    from derivations.inputs import parse_override
+    from units import ChalkboardError
 
     name, sep, rest = spec.partition("=")
     parts = rest.split(":")
     if not sep or len(parts) != 3:
         raise ChalkboardError(f"--over takes SYMBOL=START:STOP:N, got {spec!r}")
     sym = lookup_symbol(name.strip())
-    unit = sym.display or sym.unit
-    start, stop = (parse_quantity(p, expect=unit, what=f"--over {sym.name}") for p in parts[:2])
+    start, stop = (parse_override(sym.name, p, f"--over {sym.name}") for p in parts[:2])
     count = parts[2].strip()
-    if not count.isdigit() or not 2 <= int(count) <= 1_000_000:
+    if not (count.isascii() and count.isdigit() and len(count) <= 7) or not (
+        2 <= int(count) <= 1_000_000
+    ):
         raise ChalkboardError(f"--over {sym.name}: N must be a whole number from 2 to 1000000")
+    unit = sym.display_unit
     return sym, start.to(unit).magnitude, stop.to(unit).magnitude, int(count)
 
 
@@ -318,6 +367,8 @@ def cmd_sweep(args, out) -> None:
     if len(args.over) > 2:
         raise ChalkboardError("--over can be given once or twice")
     ranges = [_range(spec) for spec in args.over]
+    if len(ranges) == 2 and ranges[0][0].name == ranges[1][0].name:
+        raise ChalkboardError(f"--over {ranges[0][0].name} is given twice; sweep two inputs")
     points = 1
     for *_, count in ranges:
         points *= count
@@ -342,7 +393,7 @@ def cmd_sweep(args, out) -> None:
         hardware=args.hardware, model=args.model, price=args.price, **kwargs, **overrides, **swept
     )
     if args.unit:
-        value = value.to(_target_unit(args.unit, eq))
+        value = _convert(value, _target_unit(args.unit, eq))
     mags = np.broadcast_to(value.magnitude, grids[0].ravel().shape)
     columns = [
         (sym.name, f"{sym.display_unit:~}", g.ravel())
@@ -355,12 +406,33 @@ def cmd_sweep(args, out) -> None:
             "columns": [{"name": n, "unit": u} for n, u, _ in columns],
             "rows": [[float(c[2][i]) for c in columns] for i in range(len(mags))],
         }
-        out.write(json.dumps(data) + "\n")
+        out.write(_json(data, None))
         return
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([f"{n} [{u}]" for n, u, _ in columns])
     for i in range(len(mags)):
         writer.writerow([repr(float(c[2][i])) for c in columns])
+
+
+def _convert(value, target):
+    """``value`` in the ``--unit`` target; a conversion that overflows or underflows is an error."""
+    import numpy as np
+
+    from units import ChalkboardError
+
+    with np.errstate(all="ignore"):
+        try:
+            converted = value.to(target)
+        except OverflowError:
+            converted = None
+    mags = None if converted is None else np.asarray(converted.magnitude, dtype=float)
+    if (
+        mags is None
+        or not np.all(np.isfinite(mags))
+        or np.any((mags == 0) & (value.magnitude != 0))
+    ):
+        raise ChalkboardError(f"--unit {target:~P}: the result is out of range in that unit")
+    return converted
 
 
 def _target_unit(text: str, eq):
@@ -393,7 +465,7 @@ def cmd_sensitivity(args, out) -> None:
         **_overrides(args.set),
     )
     if args.json:
-        out.write(json.dumps({"id": eq.id, "elasticities": result}, indent=2) + "\n")
+        out.write(_json({"id": eq.id, "elasticities": result}))
         return
     out.write(f"d ln {eq.lhs.name} / d ln x: a 1% rise in x moves {eq.lhs.name} by this many %\n")
     widest = max(abs(v) for v in result.values()) or 1.0
@@ -411,7 +483,7 @@ def cmd_symbols(args, out) -> None:
         defined = derivations.defining(s.name)
         rows.append({**_symbol_json(s), "defined_by": defined.id if defined else None})
     if args.json:
-        out.write(json.dumps(rows, indent=2) + "\n")
+        out.write(_json(rows))
         return
     for s, r in zip(derivations.SYMBOLS.values(), rows, strict=True):
         by = f"  = {r['defined_by']}" if r["defined_by"] else ""
@@ -439,7 +511,7 @@ def cmd_show(args, out) -> None:
         ],
     }
     if args.json:
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(_json(data))
         return
     out.write(f"{eq.id}: {eq.title}  [{eq.chapter}]\n    {data['equation']}\n")
     for s in (eq.lhs, *eq.inputs):
@@ -456,12 +528,14 @@ def cmd_show(args, out) -> None:
 def cmd_problems(args, out) -> None:
     import re
 
+    from book.format import quantity
     from book.problems import problem_set, tolerance_text
     from units.presets import load
 
-    problems = problem_set(args.chapter, args.seed, args.count, load(tuple(args.presets)))
+    presets = load(tuple(args.presets))
+    problems = problem_set(args.chapter, args.seed, args.count, presets, kind=args.kind)
     if args.json:
-        out.write(json.dumps([p.to_dict() for p in problems], indent=2) + "\n")
+        out.write(_json([p.to_dict() for p in problems]))
         return
 
     def plain(text: str) -> str:  # terminal: drop Markdown emphasis, keep the LaTeX names
@@ -471,12 +545,13 @@ def cmd_problems(args, out) -> None:
         out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")
         for g in p.givens:
             out.write(f"    given {g.name} = {g.text}\n")
+        if p.hint:
+            out.write(f"    hint: {plain(p.hint)}\n")
         if args.answers:
             for line in p.solution:
                 out.write(f"    => {plain(line)}\n")
-            out.write(
-                f"    answer: {plain(p.solution[-1]).split('= ')[-1]} ({tolerance_text(p)})\n"
-            )
+            if p.answer is not None:
+                out.write(f"    answer: {quantity(p.answer)} ({tolerance_text(p)})\n")
         out.write("\n")
 
 
@@ -494,7 +569,7 @@ def cmd_presets(args, out) -> None:
     )
     if args.json:
         data = {kind: [_preset_json(p) for p in presets.by_kind[kind].values()] for kind in kinds}
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(_json(data))
         return
     for kind in kinds:
         out.write(f"[{kind}]\n")
@@ -514,8 +589,8 @@ def cmd_build(args, out) -> None:
 
     from book.site import build
 
-    site = build(Path(args.out), extra_presets=tuple(args.presets))
-    out.write(f"site built: {site.resolve() / 'index.html'}\n")
+    site = build(Path(args.out).expanduser().absolute(), extra_presets=tuple(args.presets))
+    out.write(f"site built: {site / 'index.html'}\n")
 
 
 def cmd_serve(args, out) -> None:
@@ -540,11 +615,33 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None, out=None, err=None) -> int:
-    """Run the CLI; returns the exit status (0, or 2 for bad input)."""
+    """Run the CLI; returns the exit status (0, or 2 for bad input).
+
+    Every failure is one ``error:`` line on ``err``; an exception that is not bad input is a
+    bug, and says so in that line (a safety net, not the way errors are meant to be reported).
+    """
+    err = err or sys.stderr or open(os.devnull, "w")  # noqa: SIM115 - stderr may be closed
     out = out or sys.stdout
-    err = err or sys.stderr
+
+    def fail(message) -> int:
+        from units.registry import one_line
+
+        try:
+            err.write(f"error: {one_line(message)}\n")
+            err.flush()
+        except (OSError, ValueError):
+            pass
+        return 2
+
     try:
         args = make_parser().parse_args(argv)
+    except UsageError as e:
+        return fail(e)
+    except SystemExit as e:  # --help prints and exits 0; anything else is argparse's own exit
+        return e.code if isinstance(e.code, int) else 0
+    if out is None:
+        return fail("standard output is closed; nothing can be printed")
+    try:
         if getattr(args, "presets", None):
             from units.presets import load
 
@@ -555,27 +652,44 @@ def main(argv: list[str] | None = None, out=None, err=None) -> int:
             for path in args.extra:
                 derivations.load_extra(path)
         COMMANDS[args.command](args, out)
+        out.flush()
     except BrokenPipeError:  # e.g. `chalkboard list | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
         return 0
+    except KeyboardInterrupt:
+        return 130
     except UsageError as e:
-        err.write(f"error: {e}\n")
-        return 2
-    except Exception as e:
+        return fail(e)
+    except OSError as e:
+        if e.errno == errno.EBADF:  # `chalkboard list >&-`
+            return fail("standard output is closed; nothing can be printed")
+        return fail(f"{e.strerror or e} ({e.filename})" if e.filename else (e.strerror or e))
+    except SystemExit as e:
+        return fail(
+            f"sys.exit({e.code!r}) was called during the command; this is a bug, please "
+            "report it (or in an --extra file)"
+        )
+    except BaseException as e:  # noqa: BLE001 - the safety net: one line, never a traceback
         from units import ChalkboardError
 
         if isinstance(e, ChalkboardError):
-            err.write(f"error: {e}\n")
-            return 2
-        raise
-    except KeyboardInterrupt:
-        return 130
+            return fail(e)
+        return fail(
+            f"internal error ({type(e).__name__}: {e}); this is a bug in chalkboard, please "
+            "report it with the command you ran"
+        )
     return 0
 
 
 def run() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    code = main()
+    if sys.stdout is not None:
+        try:
+            sys.stdout.flush()
+        except OSError:  # closed or broken stdout: the error line is already written
+            sys.stdout = None
+    sys.exit(code)
 
 
 if __name__ == "__main__":

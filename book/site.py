@@ -1,15 +1,22 @@
 """Render the templates to Markdown and build the site with mkdocs-material (strict).
 
-The Markdown is generated into a fresh folder on every build and never edited by hand; the site
-is built beside the output and moved into place only when the build succeeded, so a failed build
-leaves nothing half-written.
+The Markdown is generated into a fresh folder on every build and never edited by hand. The site
+is built in a hidden staging folder beside the output and swapped in by one rename only when the
+build succeeded, so a reader sees the old site or the new one, never neither, and a failed or
+killed build leaves nothing half-written. A build only ever replaces a folder that a previous
+build wrote (it holds the marker file ``.chalkboard-site``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
 
 import jinja2
@@ -113,12 +120,53 @@ def _mkdocs_build(docs: Path, site: Path) -> None:
     if not MKDOCS_YML.exists():
         raise ChalkboardError(f"{MKDOCS_YML} not found: build from a checkout of the project")
     logging.getLogger("mkdocs").setLevel(logging.WARNING)
+    with _captured_logs() as warnings:
+        try:
+            config = load_config(
+                str(MKDOCS_YML), docs_dir=str(docs), site_dir=str(site), strict=True
+            )
+            _add_user_chapters(config["nav"])
+            mkdocs_build(config)
+        except (Abort, ConfigurationError) as err:
+            if warnings:
+                raise ChalkboardError(
+                    f"site build failed: strict mode stopped on {len(warnings)} warning(s): "
+                    + " | ".join(warnings[:5])
+                    + (f" | and {len(warnings) - 5} more" if len(warnings) > 5 else "")
+                ) from None
+            raise ChalkboardError(f"site build failed: {err}") from None
+
+
+class _Collect:
+    """A logging handler that keeps messages instead of printing them."""
+
+    def __init__(self, messages: list[str]):
+        import logging
+
+        self.handler = logging.Handler(logging.WARNING)
+        self.handler.emit = lambda record: messages.append(record.getMessage().strip())
+
+
+@contextlib.contextmanager
+def _captured_logs(names=("mkdocs", "mkdocs_autorefs", "mkdocstrings", "griffe")):
+    """mkdocs' (and its plugins') log lines, collected for the one ``error:`` line instead of
+    printed on stderr beside it."""
+    import logging
+
+    messages: list[str] = []
+    collect = _Collect(messages).handler
+    saved = []
+    for name in names:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.propagate))
+        logger.addHandler(collect)
+        logger.propagate = False
     try:
-        config = load_config(str(MKDOCS_YML), docs_dir=str(docs), site_dir=str(site), strict=True)
-        _add_user_chapters(config["nav"])
-        mkdocs_build(config)
-    except (Abort, ConfigurationError) as err:
-        raise ChalkboardError(f"site build failed: {err}") from None
+        yield messages
+    finally:
+        for logger, propagate in saved:
+            logger.removeHandler(collect)
+            logger.propagate = propagate
 
 
 def _add_user_chapters(nav: list) -> None:
@@ -133,30 +181,144 @@ def _add_user_chapters(nav: list) -> None:
             chapters.append({chapter.title: page})
 
 
+MARKER = ".chalkboard-site"
+MARKER_TEXT = "Written by `chalkboard build`; the next build replaces this whole folder.\n"
+
+
 def build(out: Path, extra_presets=()) -> Path:
-    """Render and build the whole site into ``out`` (replaced only on success)."""
+    """Render and build the whole site into ``out`` (an absolute path is returned); ``out`` is
+    replaced only on success, and only if it is empty or a previous build wrote it.
+
+    A relative ``out`` is resolved against the current folder, not the project's.
+    """
+    out = Path(out).expanduser().absolute()
     presets = load(tuple(extra_presets))
+    _check_replaceable(out)
+    created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     try:
-        return _build(Path(out), presets)
+        with _terminate_cleanly():
+            return _build(out, presets)
     except OSError as err:
         raise ChalkboardError(f"cannot write the site to {out}: {err.strerror or err}") from None
+    finally:
+        if not out.exists():
+            for folder in created:  # parents made for a build that did not finish
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+
+
+def _check_replaceable(out: Path) -> None:
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise ChalkboardError(f"{out} exists and is not a folder; choose another --out")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise ChalkboardError(
+            f"{out} holds files that chalkboard build did not write (no {MARKER} marker); "
+            "choose another --out, or empty the folder"
+        )
+
+
+@contextlib.contextmanager
+def _terminate_cleanly():
+    """SIGTERM interrupts the build like Ctrl-C, so its staging folder is removed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _staging(out: Path) -> Path:
+    """The hidden folder beside ``out`` where builds for it are staged, one folder per process;
+    what killed builds (SIGKILL) left there is removed, and a site caught mid-swap restored."""
+    root = out.parent / f".{out.name}.chalkboard-staging"
+    if root.is_dir():
+        for stale in root.iterdir():
+            if stale.name.isdigit() and _alive(int(stale.name)):
+                continue
+            previous = stale / "previous"
+            if not out.exists() and (previous / MARKER).is_file():
+                os.rename(previous, out)
+            shutil.rmtree(stale, ignore_errors=True)
+    mine = root / str(os.getpid())
+    mine.mkdir(parents=True, exist_ok=True)
+    return mine
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # a folder of ours from an earlier build in this process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _build(out: Path, presets) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="chalkboard-", dir=out.parent) as tmp:
-        docs, site = Path(tmp) / "docs", Path(tmp) / "site"
+    work = _staging(out)
+    try:
+        docs, site = work / "docs", work / "site"
         render(docs, presets)
         _mkdocs_build(docs, site)
-        if out.exists() and not (out / "index.html").exists() and any(out.iterdir()):
-            raise ChalkboardError(f"{out} exists and is not a built site; choose another --out")
-        _replace(site, out)
+        (site / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+        _check_replaceable(out)  # again: the folder may have changed during the build
+        _swap_in(site, out, work / "previous")
         _replace(docs, DOCS)
+    finally:
+        previous = work / "previous"
+        if not out.exists() and (previous / MARKER).is_file():  # interrupted mid-swap
+            os.rename(previous, out)
+        shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            work.parent.rmdir()  # the staging folder, unless another build is using it
     return out
 
 
+def _swap_in(new: Path, dst: Path, previous: Path) -> None:
+    """Put the folder ``new`` at ``dst``: one atomic exchange when ``dst`` exists (Linux
+    renameat2), else renames; ``dst`` holds the old or the new folder at every moment."""
+    if not dst.exists():
+        os.rename(new, dst)
+        return
+    if _exchange(new, dst):
+        shutil.rmtree(new, ignore_errors=True)  # ``new`` now holds the old site
+        return
+    os.rename(dst, previous)  # no exchange here: a brief gap, which _staging repairs
+    os.rename(new, dst)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically with renameat2(RENAME_EXCHANGE); False where unsupported."""
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
 def _replace(src: Path, dst: Path) -> None:
-    """Move ``src`` to ``dst``, replacing what was there."""
+    """Move ``src`` to ``dst``, replacing what was there (the build's own Markdown folder)."""
     if dst.exists():
         shutil.rmtree(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -185,14 +347,20 @@ def serve(port: int = 8000, extra_presets=(), out=None, poll: float = 1.0, extra
     work = Path(tempfile.mkdtemp(prefix="chalkboard-serve-"))
     site = work / "site"
     command = [sys.executable, "-m", "book.cli"]
-    for path in extra_presets:
-        command += ["--presets", str(path)]
+    for path in extra_presets:  # the rebuild runs in the project folder: paths must be absolute
+        command += ["--presets", str(Path(path).expanduser().absolute())]
     for path in extra:
         command += ["--extra", str(Path(path).resolve())]
     command += ["build", "--out", str(site)]
 
     def rebuild() -> None:
-        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        env = dict(os.environ)
+        if env.get("CHALKBOARD_PRESETS"):
+            env["CHALKBOARD_PRESETS"] = os.pathsep.join(
+                str(Path(p).expanduser().absolute()) if p.strip() else p
+                for p in env["CHALKBOARD_PRESETS"].split(os.pathsep)
+            )
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
         message = done.stdout.strip() or done.stderr.strip()
         (out.write(message + "\n") if out else None)
 

@@ -79,9 +79,13 @@ def add_chapter(chapter: Chapter) -> Chapter:
 def load_extra(path) -> None:
     """Import a user's module of symbols, equations and chapters from a file (``--extra``).
 
-    Its equations are registered and checked like the built-in ones; any error in it is
-    reported as one ChalkboardError naming the file.
+    The file runs as Python with your permissions, like ``python file.py``, whatever its
+    extension. Its equations are registered and checked like the built-in ones; any error in it
+    (an exception, ``sys.exit``, even ``BaseException``) is reported as one ChalkboardError
+    naming the file. Ctrl-C still interrupts.
     """
+    import hashlib
+    import importlib.machinery
     import importlib.util
     import sys
     import traceback
@@ -90,20 +94,28 @@ def load_extra(path) -> None:
     path = Path(path)
     if not path.is_file():
         raise ChalkboardError(f"--extra {path}: no such file")
-    name = f"chalkboard_extra_{path.stem}"
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    stem = "".join(c if c.isalnum() else "_" for c in path.stem)
+    name = f"chalkboard_extra_{stem}_{digest}"  # one module per file, not per file name
     if name in sys.modules:
         return
-    spec = importlib.util.spec_from_file_location(name, path)
+    loader = importlib.machinery.SourceFileLoader(name, str(resolved))
+    spec = importlib.util.spec_from_loader(name, loader)
     module = importlib.util.module_from_spec(spec)
     before = set(CATALOGUE)
     try:
-        spec.loader.exec_module(module)
+        loader.exec_module(module)
         for eq_id in set(CATALOGUE) - before:
             CATALOGUE[eq_id].check()
     except ChalkboardError as err:
         raise ChalkboardError(f"{path}: {err}") from None
-    except Exception as err:
-        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == str(path)]
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as err:
+        raise ChalkboardError(f"{path}: called sys.exit({err.code!r}) while loading") from None
+    except BaseException as err:  # noqa: BLE001 - a user's file may raise anything
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == str(resolved)]
         line = f", line {frames[-1].lineno}" if frames else ""
         raise ChalkboardError(f"{path}{line}: {type(err).__name__}: {err}") from None
     sys.modules[name] = module

@@ -101,6 +101,8 @@ def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
     values = [resolver.quantity(s.name).magnitude for s in args]
     if any(np.ndim(v) for v in values):
         raise ChalkboardError("elasticities are computed at one point: give scalar inputs")
+    eq.checked(resolver.value_of(eq))  # the point itself must have a finite, positive value
+    values = [np.float64(v) for v in values]  # overflow gives inf, checked below, not an error
     out = {}
     for s in args:
         if isinstance(lookup_symbol(s.name), Constant):
@@ -109,6 +111,11 @@ def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
         fn = sp.lambdify([a.sym for a in args], el, modules=_NUMPY)
         with np.errstate(all="ignore"):
             out[s.name] = float(fn(*values)) + 0.0  # no negative zero
+        if not np.isfinite(out[s.name]):
+            raise ChalkboardError(
+                f"{eq.id}: the elasticity to {s.name} is not a finite number at these inputs "
+                "(a value is too large or too small for double precision)"
+            )
     return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))
 
 

@@ -471,7 +471,7 @@ class Equation:
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
-        value = resolver.value_of(self).to(self.lhs.display_unit)
+        value = self.checked(resolver.value_of(self)).to(self.lhs.display_unit)
         resolver.record_intermediates()
         return Result(self, value, dict(resolver.used))
 
@@ -519,7 +519,36 @@ class Equation:
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
-        return resolver.value_of(self).to(self.lhs.display_unit)
+        return self.checked(resolver.value_of(self)).to(self.lhs.display_unit)
+
+    def checked(self, value: pint.Quantity) -> pint.Quantity:
+        """``value`` (this equation's result in base units) if every element is finite and
+        positive; otherwise a ChalkboardError saying so (a solve: that no positive solution
+        exists for these inputs)."""
+        mags = np.asarray(value.magnitude, dtype=float)
+        if "positive" not in self._compiled:  # a fraction such as 1 - a/b may be exactly 0
+            self._compiled["positive"] = bool(self.expanded().is_positive)
+        bad = ~np.isfinite(mags) | (mags < 0) | ((mags == 0) & self._compiled["positive"])
+        if not bad.any():
+            return value
+        first = Q_(float(mags[bad].flat[0]), value.units).to(self.lhs.display_unit)
+        at = f" at {int(bad.sum())} of {mags.size} points" if mags.size > 1 else ""
+        if not np.isfinite(first.magnitude):
+            raise ChalkboardError(
+                f"{self.id}: {self.lhs.name} is not a finite number{at} (an input is too large "
+                "or too small for double precision)"
+            )
+        if self.solved_from:
+            raise ChalkboardError(
+                f"{self.id}: no positive solution for {self.lhs.name}{at}: it would be "
+                f"{first.magnitude:.4g} {first.units:P}, so the given {self.solved_from} "
+                "cannot be reached with these inputs"
+            )
+        what = "underflows to 0" if first.magnitude == 0 else "would be negative"
+        raise ChalkboardError(
+            f"{self.id}: {self.lhs.name} {what} ({first.magnitude:.4g} {first.units:P}){at}; "
+            "these inputs are outside the range where the equation holds"
+        )
 
     def sweep(self, over: str, values, **kwargs) -> pint.Quantity:
         """Evaluate over an array of values of one input (compiled, vectorised)."""

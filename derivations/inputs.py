@@ -267,13 +267,13 @@ BINDINGS: dict[str, Binding] = {
         "hardware's scale-up domain", _figure("hardware", "scale_up_domain"), preset="hardware"
     ),
     "scale_up_bandwidth": Binding(
-        "hardware's scale-up bandwidth",
-        _figure("hardware", "scale_up_bandwidth"),
+        "hardware's scale-up bandwidth per direction",
+        _figure("hardware", "scale_up_bandwidth_per_direction"),
         preset="hardware",
     ),
     "scale_out_bandwidth": Binding(
-        "hardware's scale-out bandwidth",
-        _figure("hardware", "scale_out_bandwidth"),
+        "hardware's scale-out bandwidth per direction",
+        _figure("hardware", "scale_out_bandwidth_per_direction"),
         preset="hardware",
     ),
     **{
@@ -366,31 +366,75 @@ def reachable(eq: Equation) -> dict[str, None]:
     return seen
 
 
-def parse_override(name: str, value) -> pint.Quantity:
+def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
     """An override for symbol ``name``: a Quantity (scalar or array), a string, or a number.
 
-    Bare numbers are accepted only for dimensionless inputs such as batch_size.
+    One rule for every number a person gives (``--set``, ``--over``, keywords, preset figures):
+    a bare number is read in the symbol's unit only for counts and dimensionless symbols
+    shown in that unit (``batch_size=64``); anything else needs its unit (``'3.35 TB/s'``).
     """
     sym = lookup_symbol(name)
-    unit = sym.display_unit
-    if isinstance(value, np.ndarray):
-        value = Q_(value, unit) if not sym.dimensionality else value
+    what = what or name
+    if isinstance(value, np.ndarray | list | tuple):
+        arr = np.asarray(value, dtype=float)
+        value = Q_(arr, _bare_unit(sym, what, arr))
     if isinstance(value, pint.Quantity) and np.ndim(value.magnitude) > 0:
         q = Q_(np.asarray(value.magnitude, dtype=float), str(value.units))
         if q.dimensionality != sym.dimensionality:
             raise ChalkboardError(
-                f"{name}: values are {q.dimensionality}, expected {sym.dimension}"
+                f"{what}: values are {q.dimensionality}, expected {sym.dimension}"
             )
+        with np.errstate(all="ignore"):
+            base = q.to_base_units().magnitude
         if not np.all(np.isfinite(q.magnitude)) or not np.all(q.magnitude > 0):
-            raise ChalkboardError(f"{name}: every value must be positive and finite")
+            raise ChalkboardError(f"{what}: every value must be positive and finite")
+        if not np.all(np.isfinite(base)) or not np.all(base > 0):
+            raise ChalkboardError(f"{what}: a value is out of range (too large or too small)")
         return q
-    if isinstance(value, np.ndarray):
-        raise ChalkboardError(f"{name}: give an array with its unit, e.g. Q_(values, '{unit:~P}')")
-    if isinstance(value, int | float) and not isinstance(value, bool) and sym.dimensionality:
-        raise ChalkboardError(
-            f"{name}: {value!r} has no unit; give it with one, e.g. '{value} {unit:~P}'"
-        )
-    return parse_quantity(value, expect=sym.unit, what=name)
+    return parse_quantity(value, expect=sym.unit, what=what, example=sym.display or sym.unit)
+
+
+def _bare_unit(sym, what: str, values) -> pint.Unit:
+    """The unit of a bare array (the same rule as for one bare number)."""
+    from units.registry import bare_unit
+
+    first = values.flat[0] if values.size else 1
+    return bare_unit(f"{first:g}", sym.unit, sym.display or sym.unit, what)
+
+
+_CHECKED_PARAMETERS: set = set()
+
+
+def check_parameters(presets: Presets) -> None:
+    """Every ``[parameter.NAME]`` in a user's preset file must name a declared symbol and have
+    its dimension (a typo such as ``[parameter.not_a_symbol]`` would otherwise be ignored
+    silently). The built-in files also hold figures the book reads by name."""
+    from derivations.core import SYMBOLS
+    from units.presets import BUILTIN_FILES
+
+    builtin = {str(p) for p in BUILTIN_FILES}
+
+    key = (presets.files, len(SYMBOLS))
+    if key in _CHECKED_PARAMETERS:
+        return
+    for name, parameter in presets.by_kind["parameter"].items():
+        if parameter.path in builtin:
+            continue
+        where = f"{parameter.path}: parameter.{name}"
+        if name not in SYMBOLS:
+            raise ChalkboardError(f"{where}: no symbol is named {name!r}{closest(name, SYMBOLS)}")
+        sym, q = SYMBOLS[name], parameter.value
+        if q.dimensionality != sym.dimensionality:
+            if not q.dimensionality and q.units == Q_(1).units:
+                raise ChalkboardError(
+                    f"{where}.value={q.magnitude:g} needs a unit, like "
+                    f"{q.magnitude:g} {sym.display or sym.unit}"
+                )
+            raise ChalkboardError(
+                f"{where}.value is {q.dimensionality or 'dimensionless'}, expected "
+                f"{sym.dimension} (like {sym.display or sym.unit})"
+            )
+    _CHECKED_PARAMETERS.add(key)
 
 
 CHOICE_KINDS = ("hardware", "model", "precision", "rental", "api", "tier", "fit")
@@ -431,6 +475,7 @@ class Resolver:
         ``weight_precision``, ``kv_precision`` and ``compute_precision`` choices each fall back
         to ``precision``."""
         presets = presets or load()
+        check_parameters(presets)
         if not root.evaluable:
             raise ChalkboardError(
                 f"{root.id} holds an arbitrary function, so it is verified symbolically but "
@@ -497,7 +542,9 @@ class Resolver:
         args = eq.arguments(self.keep)
         self._stack.append(eq.lhs.name)
         try:
-            magnitudes = [self.quantity(s.name).magnitude for s in args]
+            # numpy floats, so an overflow gives inf (checked by the caller) instead of raising
+            magnitudes = [np.asarray(self.quantity(s.name).magnitude, dtype=float) for s in args]
+            magnitudes = [m if m.ndim else m[()] for m in magnitudes]
         finally:
             self._stack.pop()
         arrays = frozenset(s.name for s, m in zip(args, magnitudes, strict=True) if np.ndim(m))

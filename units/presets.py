@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,9 +50,9 @@ SCHEMAS: dict[str, dict[str, object]] = {
         "hbm_bandwidth": "byte/s",
         "dense_flops_*": "FLOP/s",
         "scale_up_domain": "chip",
-        "scale_up_bandwidth": "byte/s",
+        "scale_up_topology": ("switch", "torus"),
         "scale_up_bandwidth_per_direction": "byte/s",
-        "scale_out_bandwidth": "byte/s",
+        "scale_out_bandwidth_per_direction": "byte/s",
     },
     "model": {
         "attention": ("gqa", "mla"),
@@ -296,15 +297,41 @@ def _check_model(p: dict, where: str) -> None:
         )
 
 
+MAX_FILE_BYTES = 1_000_000  # the built-in files are a few kB each
+
+
+def read_text(path: Path, what: str = "preset file", limit: int = MAX_FILE_BYTES) -> str:
+    """The text of a regular file of at most ``limit`` bytes (a FIFO, device or folder is
+    refused before it is opened, so reading never blocks)."""
+    label = str(path)
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ChalkboardError(f"{label}: cannot read {what}: not a regular file")
+        if info.st_size > limit:
+            raise ChalkboardError(f"{label}: {what} is larger than {limit:,} bytes")
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as err:
+        raise ChalkboardError(f"{label}: cannot read {what}: {err.strerror or err}") from None
+    if len(data) > limit:
+        raise ChalkboardError(f"{label}: {what} is larger than {limit:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ChalkboardError(f"{label}: {what} is not UTF-8 text: {err.reason}") from None
+
+
 def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
     """Read and validate one preset file; any problem raises ChalkboardError naming the file."""
     label = str(path)
+    text = read_text(Path(path))
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ChalkboardError(f"{label}: cannot read preset file: {err.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
         raise ChalkboardError(f"{label}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise ChalkboardError(f"{label}: not valid TOML: nested too deeply") from None
     citations = data.pop("sources", {})
     if not isinstance(citations, dict) or not all(isinstance(v, str) for v in citations.values()):
         raise ChalkboardError(f"{label}: [sources] must map keys to citation text")

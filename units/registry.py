@@ -28,6 +28,37 @@ Unit = ureg.Unit
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 _UNIT_TEXT = re.compile(r"^[A-Za-zµ_ /*^·0-9().\-]*$")
+_POWER = re.compile(r"(\*\*|\^)\s*\(?\s*([-+]?[\d.]*)")
+
+# Limits on text typed by people, checked before pint sees it (pint hangs on '10**10**10').
+MAX_UNIT_CHARS = 100
+MAX_EXPONENT = 12
+MAX_NUMBER_CHARS = 400
+
+# The dimensions of counts (tokens, sequences, chips, ...): a bare number is read in such a unit.
+# Counts are dimensionless today, so only the empty dimensionality qualifies.
+COUNT_DIMENSIONS: frozenset[str] = frozenset()
+
+
+def is_count(unit) -> bool:
+    """True for a dimensionless unit or a count (a bare number may be given in it).
+
+    >>> is_count("sequence"), is_count("byte/s")
+    (True, False)
+    """
+    if isinstance(unit, str):
+        unit = parse_unit(unit)
+    dims = Q_(1, unit).dimensionality
+    return all(d in COUNT_DIMENSIONS for d in dims)
+
+
+def one_line(text) -> str:
+    """Collapse line breaks (from file names, user text, exception messages) into spaces.
+
+    >>> one_line("bad\\nfile.toml: oops")
+    'bad file.toml: oops'
+    """
+    return re.sub(r"\s*[\r\n\v\f\x85\u2028\u2029]+\s*", " ", str(text)).strip()
 
 
 def parse_unit(text: str) -> pint.Unit:
@@ -39,8 +70,21 @@ def parse_unit(text: str) -> pint.Unit:
     text = text.strip().replace("·", "*")
     if not text:
         return ureg.dimensionless
+    if len(text) > MAX_UNIT_CHARS:
+        raise ChalkboardError(f"unit {text[:20]!r}... is longer than {MAX_UNIT_CHARS} characters")
     if not _UNIT_TEXT.match(text):
         raise ChalkboardError(f"unit {text!r} has characters a unit cannot contain")
+    for match in _POWER.finditer(text):
+        rest = text[match.end() :].lstrip(" )")
+        try:
+            exponent = float(match.group(2))
+        except ValueError:
+            raise ChalkboardError(f"unit {text!r}: an exponent must be a number") from None
+        if abs(exponent) > MAX_EXPONENT or rest.startswith(("**", "^")):
+            raise ChalkboardError(
+                f"unit {text!r}: exponents are single numbers from -{MAX_EXPONENT} to "
+                f"{MAX_EXPONENT}"
+            )
     try:
         return ureg.parse_units(text)
     except (pint.errors.UndefinedUnitError, pint.errors.DefinitionSyntaxError) as err:
@@ -58,23 +102,57 @@ def dimension_of(unit: str | pint.Unit) -> str:
 
 
 def check_positive(q: pint.Quantity, what: str) -> pint.Quantity:
-    """Reject non-finite and non-positive magnitudes, naming ``what``."""
+    """Reject non-finite and non-positive magnitudes, naming ``what``; the value in base units
+    must be finite and non-zero too (``1e308 TB`` overflows, ``5e-324 USD/byte/hour`` underflows).
+    """
     m = q.magnitude
     if not isinstance(m, int | float) or not math.isfinite(m):
         raise ChalkboardError(f"{what}: value must be a finite number, got {m!r}")
     if m <= 0:
         raise ChalkboardError(f"{what}: value must be positive, got {q:~P}")
+    try:
+        base = float(q.to_base_units().magnitude)
+    except (OverflowError, ZeroDivisionError):
+        base = math.inf
+    if not math.isfinite(base) or base == 0:
+        raise ChalkboardError(f"{what}: {q:~P} is out of range (too large or too small)")
     return q
 
 
+def bare_unit(number, expect, example, label: str) -> pint.Unit:
+    """The unit a bare number is read in: the expected unit, when it is a count whose
+    display unit is the same (``batch_size=64`` is 64 sequences); anything else needs a unit."""
+    if expect is None:
+        return ureg.dimensionless
+    want = expect if isinstance(expect, pint.Unit) else parse_unit(str(expect))
+    shown = example if example is not None else want
+    text = shown.strip() if isinstance(shown, str) else f"{shown:~P}"
+    shown = shown if isinstance(shown, pint.Unit) else parse_unit(str(shown))
+    if is_count(want) and Q_(1, shown).to(want).magnitude == 1:
+        return want
+    raise ChalkboardError(f"{label}={number} needs a unit, like {number} {text}")
+
+
 def parse_quantity(
-    text, expect: str | pint.Unit | None = None, what: str | None = None
+    text,
+    expect: str | pint.Unit | None = None,
+    what: str | None = None,
+    example: str | pint.Unit | None = None,
 ) -> pint.Quantity:
     """Turn ``"3.35 TB/s"`` (or a number, or a Quantity) into a positive, finite Quantity.
 
-    With ``expect``, the value must have that unit's dimension; a bare number then takes the
-    ``expect`` unit. User text is matched by a regular expression and pint's unit parser, never
-    passed to ``eval`` or ``sympify``.
+    With ``expect``, the value must have that unit's dimension. A bare number is read in
+    ``expect`` only when that is a count or dimensionless and ``example`` (the unit shown to
+    people, default ``expect``) has the same scale; otherwise a bare number is an error naming
+    the unit it needs. User text is matched by a regular expression and pint's unit parser,
+    never passed to ``eval`` or ``sympify``.
+
+    >>> parse_quantity("64", expect="sequence")
+    <Quantity(64.0, 'sequence')>
+    >>> parse_quantity("3.35", expect="byte/s", what="mem_bandwidth", example="TB/s")
+    Traceback (most recent call last):
+    ...
+    units.errors.ChalkboardError: mem_bandwidth=3.35 needs a unit, like 3.35 TB/s
     """
     label = what or repr(text)
     if isinstance(text, pint.Quantity):
@@ -84,7 +162,12 @@ def parse_quantity(
     elif isinstance(text, bool):
         raise ChalkboardError(f"{label}: expected a number with a unit, got {text!r}")
     elif isinstance(text, int | float):
-        q = Q_(float(text), parse_unit(str(expect)) if expect is not None else ureg.dimensionless)
+        try:
+            magnitude = float(text)
+        except OverflowError:
+            raise ChalkboardError(f"{label}: {str(text)[:20]}... is too large") from None
+        shown = repr(text) if len(repr(text)) <= 40 else f"{magnitude:g}"
+        q = Q_(magnitude, bare_unit(shown, expect, example, what or "value"))
     elif isinstance(text, str):
         match = _NUMBER.match(text)
         if not match:
@@ -92,16 +175,19 @@ def parse_quantity(
                 f"{label}: expected a number followed by a unit, like '3.35 TB/s'"
             )
         number, unit_text = match.groups()
+        if len(number) > MAX_NUMBER_CHARS:
+            raise ChalkboardError(f"{label}: a number of {len(number)} characters is too long")
         try:
             magnitude = float(number.replace("_", "").replace(",", ""))
         except ValueError:
             raise ChalkboardError(f"{label}: {number!r} is not a number") from None
         if unit_text:
-            unit = parse_unit(unit_text)
-        elif expect is not None:
-            unit = parse_unit(str(expect))
+            try:
+                unit = parse_unit(unit_text)
+            except ChalkboardError as err:
+                raise ChalkboardError(f"{label}: {err}") from None
         else:
-            unit = ureg.dimensionless
+            unit = bare_unit(number, expect, example, what or "value")
         q = Q_(magnitude, unit)
     else:
         raise ChalkboardError(f"{label}: expected a number with a unit, got {type(text).__name__}")

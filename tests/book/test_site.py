@@ -1,6 +1,8 @@
 """The book: a strict mkdocs build of every page, generated, with no hand-typed numbers."""
 
+import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -221,7 +223,9 @@ def test_no_assumption_or_step_opens_with_a_capitalised_symbol():
     import derivations
     from book.format import sentence
 
-    names = {s.name for s in derivations.SYMBOLS.values()} | {"n", "f", "F", "N", "B", "d", "b"}
+    # names that read as symbols, not words ("throughput" is a symbol's name and an English word)
+    symbolic = {s.name for s in derivations.SYMBOLS.values() if "_" in s.name or len(s.name) == 1}
+    names = symbolic | {"n", "f", "F", "N", "B", "d", "b"}
     for eq in derivations.equations():
         texts = list(eq.assumptions) + (
             [s.why for s in eq.derivation.steps] if eq.derivation else []
@@ -230,3 +234,138 @@ def test_no_assumption_or_step_opens_with_a_capitalised_symbol():
             first = text.split(" ", 1)[0]
             if first in names and first[:1].islower():
                 assert sentence(text).startswith(first), (eq.id, text)
+# -- issue 10: a build replaces only its own folder, atomically, and cleans up after kills -------
+
+
+@pytest.fixture
+def fake_build(monkeypatch):
+    """The build's orchestration with rendering and mkdocs replaced by a fast fake site."""
+
+    def mkdocs(docs, out):
+        out.mkdir(parents=True)
+        (out / "index.html").write_text("new")
+
+    monkeypatch.setattr(site, "render", lambda docs, presets=None: docs.mkdir(parents=True))
+    monkeypatch.setattr(site, "_mkdocs_build", mkdocs)
+    monkeypatch.setattr(site, "DOCS", Path(site.tempfile.mkdtemp()) / "docs")
+
+
+def test_build_refuses_a_folder_it_did_not_write(tmp_path, fake_build):
+    w = tmp_path / "w"
+    w.mkdir()
+    (w / "index.html").write_text("hi")
+    (w / "notes.txt").write_text("keep")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["build", "--out", str(w)], out, err) == 2
+    assert err.getvalue().startswith("error: ") and "marker" in err.getvalue()
+    assert (w / "notes.txt").read_text() == "keep" and (w / "index.html").read_text() == "hi"
+
+
+def test_build_replaces_its_own_site_and_leaves_no_staging_folder(tmp_path, fake_build):
+    out = tmp_path / "site"
+    assert main(["build", "--out", str(out)]) == 0
+    assert (out / site.MARKER).is_file()
+    (out / "index.html").write_text("old")
+    assert main(["build", "--out", str(out)]) == 0
+    assert (out / "index.html").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_a_relative_out_is_resolved_against_the_current_folder(tmp_path, fake_build, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    assert main(["build", "--out", "nested/site"], out) == 0
+    assert (tmp_path / "nested" / "site" / "index.html").is_file()
+    assert str(tmp_path / "nested" / "site") in out.getvalue()
+
+
+def test_a_failed_swap_keeps_the_old_site(tmp_path, fake_build, monkeypatch):
+    out = tmp_path / "site"
+    assert main(["build", "--out", str(out)]) == 0
+    (out / "index.html").write_text("old")
+
+    def disk_full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(site, "_swap_in", disk_full)
+    err = io.StringIO()
+    assert main(["build", "--out", str(out)], io.StringIO(), err) == 2
+    assert "No space left" in err.getvalue()
+    assert (out / "index.html").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_the_fallback_swap_is_repaired_after_a_kill_between_its_renames(tmp_path):
+    out, new, previous = tmp_path / "site", tmp_path / "new", tmp_path / ".site.chalkboard-staging"
+    out.mkdir()
+    (out / site.MARKER).write_text("")
+    (out / "index.html").write_text("old")
+    dead = previous / "999999999"  # a pid that cannot be running
+    dead.mkdir(parents=True)
+    out.rename(dead / "previous")  # killed after the first rename: no site at all
+    new.mkdir()
+    mine = site._staging(out)  # the next build repairs it before doing anything
+    assert (out / "index.html").read_text() == "old"
+    assert not dead.exists() and mine.parent == previous
+
+
+def test_exchange_swaps_two_folders(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "x").write_text("a")
+    (b / "x").write_text("b")
+    if site._exchange(a, b):
+        assert (a / "x").read_text() == "b" and (b / "x").read_text() == "a"
+
+
+KILLED_BUILD = """
+import sys, time
+from pathlib import Path
+from book import site
+def slow(docs, out):
+    print("building", flush=True)
+    time.sleep(60)
+site.render = lambda docs, presets=None: docs.mkdir(parents=True)
+site._mkdocs_build = slow
+site.build(Path(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("signal_number", [15, 9])
+def test_a_killed_build_leaves_the_old_site_and_no_temporary_folder(tmp_path, signal_number):
+    import subprocess
+    import sys
+
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / site.MARKER).write_text("")
+    (out / "index.html").write_text("old")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_BUILD, str(out)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=site.ROOT,
+    )
+    assert proc.stdout.readline() == "building\n"
+    proc.send_signal(signal_number)
+    proc.wait(timeout=60)
+    assert (out / "index.html").read_text() == "old"
+    left = sorted(p.name for p in tmp_path.iterdir())
+    if signal_number == 15:  # SIGTERM: cleaned up at once
+        assert left == ["site"]
+    else:  # SIGKILL: nothing can run; only the hidden staging folder, removed by the next build
+        assert left == [".site.chalkboard-staging", "site"]
+        site._staging(out)
+        assert not any(p.name != str(os.getpid()) for p in (tmp_path / left[0]).iterdir())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("chalkboard-")]
+
+
+def test_strict_warnings_are_named_in_the_one_error_line(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("[broken](nowhere.md)\n")
+    with pytest.raises(site.ChalkboardError) as err:
+        site._mkdocs_build(docs, tmp_path / "out")
+    assert "strict mode stopped on" in str(err.value) and "Aborted with" not in str(err.value)
+    assert capsys.readouterr().err == ""  # mkdocs' own log lines are not printed beside it

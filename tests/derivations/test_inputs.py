@@ -43,7 +43,7 @@ def test_unknown_override_suggests_the_closest_input():
         ("80 GB", "expected a quantity of [information] / [time]"),
         ("-1 TB/s", "must be positive"),
         ("inf TB/s", "expected a number"),
-        (3.35, "has no unit"),
+        (3.35, "mem_bandwidth=3.35 needs a unit, like 3.35 TB/s"),
         (Q_(np.array([1.0, -2.0]), "TB/s"), "positive and finite"),
     ],
 )

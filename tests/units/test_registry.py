@@ -41,9 +41,22 @@ def test_parse_round_trips_any_bandwidth_unit(x, unit):
     assert q.to(unit).magnitude == pytest.approx(x, rel=1e-12)
 
 
-def test_parse_accepts_thousands_separators_and_bare_numbers_with_expected_unit():
+def test_parse_accepts_thousands_separators():
     assert parse_quantity("1,979 TFLOP/s").to("TFLOP/s").magnitude == 1979
-    assert parse_quantity(5, expect="ms").to("s").magnitude == pytest.approx(0.005)
+
+
+def test_a_bare_number_is_read_only_as_a_count_and_otherwise_names_the_unit_it_needs():
+    # issue 10, item 4: one rule everywhere; a bare number never silently means base units
+    assert parse_quantity(64, expect="sequence") == Q_(64, "sequence")
+    assert parse_quantity("64", expect="sequence") == Q_(64, "sequence")
+    for bare in (5, "5"):
+        with pytest.raises(ChalkboardError, match=r"^value=5 needs a unit, like 5 ms$"):
+            parse_quantity(bare, expect="ms")
+    with pytest.raises(ChalkboardError, match="mem_bandwidth=3.35 needs a unit, like 3.35 TB/s"):
+        parse_quantity("3.35", expect="byte/s", what="mem_bandwidth", example="TB/s")
+    # a count shown in a scaled unit (671 B parameters) is ambiguous bare, so it needs a unit
+    with pytest.raises(ChalkboardError, match="needs a unit, like 671 Gparameter"):
+        parse_quantity("671", expect="parameter", what="n_total", example="Gparameter")
 
 
 @pytest.mark.parametrize(
