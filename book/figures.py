@@ -557,49 +557,62 @@ def feistel_round(presets: Presets) -> Figure:
 
 
 def activation_vs_layers(presets: Presets) -> Figure:
-    """Activation memory of one training sequence against depth: stored, checkpointed,
-    reversible (the last two at the same compute, one more forward pass)."""
+    """Activation memory of one training sequence against depth: every activation stored, each
+    layer's input stored, square-root checkpointing and a reversible network (the last two at
+    the same compute, one more forward pass)."""
     from book.chapters import reversible as chapter
     from derivations import get
 
     depth = np.arange(chapter.LAYER_SWEEP[0], chapter.LAYER_SWEEP[1] + 1)
     kw = dict(presets=presets, model=chapter.MODEL, batch_size=chapter.TRAIN_BATCH)
-    stored = get("full_activation_memory").sweep("n_layers", depth, **kw).to("GB").m
-    inputs = get("activation_memory").sweep("n_layers", depth, **kw).to("GB").m
+    lines = {
+        "every activation stored": "full_activation_memory",
+        "each layer's input stored": "activation_memory",
+        "checkpointed, one extra forward pass": "checkpoint_activation_memory",
+        "reversible, same extra pass": "revnet_activation_memory",
+    }
     cases = chapter.memory_cases(presets)
-    buffer = cases["buffer"].to("GB").m
-    last = cases["last"].to("GB").m
-    reversible = np.full_like(inputs, last + buffer)
+    curves = {  # the reversible network's memory does not read the depth at all
+        label: get(eq).sweep("n_layers", depth, **kw).to("GB").m
+        if eq != "revnet_activation_memory"
+        else np.full(depth.shape, cases["rev"].to("GB").m)
+        for label, eq in lines.items()
+    }
     model = presets.get("model", chapter.MODEL)
     context = presets.parameter["context_length"].value
     hbm = presets.get("hardware", chapter.HARDWARE).hbm_capacity.to("GB")
     chip = presets.get("hardware", chapter.HARDWARE).name
 
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
     def draw(fig, ax):
-        ax.plot(depth, stored, label="stored: every activation", linewidth=2)
-        ax.plot(depth, inputs + buffer, label="checkpointed: each layer's input", linewidth=2)
-        ax.plot(depth, reversible, label="reversible: last layer's output", linewidth=2)
+        for label, y in curves.items():
+            ax.loglog(depth, y, label=label, linewidth=2)
         _mark(ax, model.layers, f"{model.name}: {model.layers} layers")
         _mark(ax, hbm.m, f"{chip} HBM {quantity(hbm)}", vertical=False)
-        ax.set_ylim(0, None)
         ax.set_xlabel("layers")
         ax.set_ylabel("activation memory (GB)")
         ax.set_xlim(depth[0], depth[-1])
-        ax.legend(loc="upper left")
+        ax.set_xticks([t for t in (5, 10, 20, 40, 80, 160) if depth[0] <= t <= depth[-1]])
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
 
     alt = (
         f"Activation memory of one training sequence of {quantity(context)} with {model.name}'s "
-        f"width, against depth: storing every activation and checkpointing "
-        f"each layer's input both grow in proportion to the layers; the reversible network's "
-        f"line is flat at {quantity(Q_(last + buffer, 'GB'))}. At {model.layers} layers: "
-        f"{quantity(cases['stored'].to('GB'))}, {quantity(cases['checkpointed'].to('GB'))} and "
-        f"{quantity(cases['reversible'].to('GB'))}, against one {chip}'s {quantity(hbm)} of HBM."
+        f"width against depth, both axes logarithmic: storing every activation and storing each "
+        f"layer's input grow in proportion to the layers, checkpointing as their square root, "
+        f"and the reversible network stays flat. At {model.layers} layers: "
+        f"{quantity(cases['stored'].to('GB'))}, {quantity(cases['plain'].to('GB'))}, "
+        f"{quantity(cases['ckpt'].to('GB'))} and {quantity(cases['rev'].to('MB'))}, against one "
+        f"{chip}'s {quantity(hbm)} of HBM."
     )
     caption = (
         f"Activation memory against depth for one sequence of {quantity(context)} at "
-        f"{model.name}'s width. Checkpointing and the reversible network pay the same extra "
-        f"forward pass; only the reversible line stays flat. Both include the one layer's "
-        f"internals ({quantity(cases['buffer'].to('GB'))}) held while that layer runs backwards."
+        f"{model.name}'s width. The slopes are the lecture's argument: linear, square root, "
+        f"flat. Checkpointing and the reversible network pay the same one extra forward pass; "
+        f"at {model.layers} layers they store {quantity(cases['ckpt'].to('GB'))} and "
+        f"{quantity(cases['rev'].to('MB'))} of layer inputs."
     )
     return _render("activation_vs_layers", draw, alt, caption)
 

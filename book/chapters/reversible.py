@@ -1,9 +1,9 @@
 """Chapter G's context: reversible networks against stored and checkpointed activations.
 
 One training sequence of Llama 3.1 70B at the default context, BF16 activations: what ordinary
-backpropagation stores, what per-layer activation checkpointing stores, and what a reversible
-network stores, the last two at the same compute (one more forward pass). Then the reverse trade,
-the KV cache, on the same model.
+backpropagation stores, what activation checkpointing stores for one more forward pass, and what
+a reversible network stores for the same compute. Then the reverse trade, the KV cache, on the
+same model.
 
 >>> from units.presets import load
 >>> ctx = context(load())
@@ -23,32 +23,29 @@ HARDWARE = "h100_sxm"
 TRAIN_BATCH = Q_(1, "sequence")
 EXERCISE_BATCH = Q_(4, "sequence")  # exercise 1: a larger per-replica batch
 ONE_LAYER = Q_(1, "layer")
-LAYER_SWEEP = (1, 160)  # the figure's range of depths, in layers
+LAYER_SWEEP = (4, 160)  # the figure's depths (square-root checkpointing needs four or more)
 
 
 def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
     """The activation memory of one training replica, as quantities (bytes), for ``batch``.
 
-    ``buffer`` is one layer's full internals, which checkpointing and a reversible network
-    both hold while that layer's backward pass runs.
+    ``plain``, ``ckpt`` and ``rev`` count layer inputs (the lecture's O(L), the square-root
+    checkpointing at one extra forward pass, and the reversible network's last output);
+    ``stored`` is every activation without recomputation; ``buffer`` is one layer's internals,
+    which any scheme that recomputes holds while that layer runs backwards.
 
     >>> from units.presets import load
     >>> m = memory_cases(load())
-    >>> round(m["inputs"].to("GB").m, 2), round(m["last"].to("GB").m, 3)
-    (10.74, 0.134)
+    >>> [float(round(m[k].to("GB").m, 3)) for k in ("plain", "ckpt", "rev")]
+    [10.737, 2.401, 0.134]
     """
     ev = Evaluator(presets, model=MODEL, batch_size=batch)
-    stored = ev.q("full_activation_memory")
-    inputs = ev.q("activation_memory")
-    last = ev.q("revnet_activation_memory")
-    buffer = ev.q("full_activation_memory", n_layers=ONE_LAYER)
     return {
-        "stored": stored,
-        "inputs": inputs,
-        "last": last,
-        "buffer": buffer,
-        "checkpointed": inputs + buffer,
-        "reversible": last + buffer,
+        "stored": ev.q("full_activation_memory"),
+        "plain": ev.q("activation_memory"),
+        "ckpt": ev.q("checkpoint_activation_memory"),
+        "rev": ev.q("revnet_activation_memory"),
+        "buffer": ev.q("full_activation_memory", n_layers=ONE_LAYER),
     }
 
 
@@ -92,17 +89,20 @@ def context(presets: Presets) -> dict:
         "layer_bytes": ev.text("layer_activation_bytes"),
         "act_factor": quantity(presets.parameter["activation_bytes_factor"].value),
         "stored": quantity(m["stored"].to("GB")),
-        "inputs": quantity(m["inputs"].to("GB")),
-        "last": quantity(m["last"].to("MB")),
+        "plain": quantity(m["plain"].to("GB")),
+        "ckpt": quantity(m["ckpt"].to("GB")),
+        "rev": quantity(m["rev"].to("MB")),
         "buffer": quantity(m["buffer"].to("GB")),
-        "checkpointed": quantity(m["checkpointed"].to("GB")),
-        "reversible": quantity(m["reversible"].to("GB")),
-        "stored_over_inputs": number(_ratio(m["stored"], m["inputs"]), 3),
-        "stored_over_inputs_round": number(round(_ratio(m["stored"], m["inputs"]))),
-        "layer_ratio": number(_ratio(m["inputs"], m["last"])),
-        "total_ratio": number(_ratio(m["checkpointed"], m["reversible"]), 3),
-        "total_ratio_round": number(round(_ratio(m["checkpointed"], m["reversible"]))),
-        "saved": quantity((m["checkpointed"] - m["reversible"]).to("GB")),
+        "segments": number(_ratio(m["plain"], m["rev"]) ** 0.5, 3),
+        "stored_over_plain": number(_ratio(m["stored"], m["plain"]), 3),
+        "stored_over_plain_round": number(round(_ratio(m["stored"], m["plain"]))),
+        "layer_ratio": number(_ratio(m["plain"], m["rev"])),
+        "plain_over_ckpt": number(_ratio(m["plain"], m["ckpt"]), 3),
+        "ckpt_over_rev": number(_ratio(m["ckpt"], m["rev"]), 3),
+        "ckpt_over_rev_round": number(round(_ratio(m["ckpt"], m["rev"]))),
+        "ckpt_minus_rev": quantity((m["ckpt"] - m["rev"]).to("GB")),
+        "buffer_over_rev": number(_ratio(m["buffer"], m["rev"]), 3),
+        "ratio_with_buffer": number(_ratio(m["ckpt"] + m["buffer"], m["rev"] + m["buffer"]), 3),
         "hbm": quantity(hbm.to("GB")),
         "hardware": presets.get("hardware", HARDWARE).name,
         "stored_over_hbm": number(_ratio(m["stored"], hbm), 3),
@@ -115,17 +115,17 @@ def context(presets: Presets) -> dict:
             (rev_flops / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
         "kv": quantity(kv.to("GB")),
-        "kv_over_inputs": number(_ratio(kv, m["inputs"]), 3),
+        "kv_over_plain": number(_ratio(kv, m["plain"]), 3),
         "per_token_flops": quantity(per_token),
         "rebuild_flops": quantity(rebuild),
         "rebuild_ratio": number(_ratio(rebuild, per_token)),
         "ex_batch": quantity(EXERCISE_BATCH),
         "ex_stored": quantity(x["stored"].to("GB")),
-        "ex_inputs": quantity(x["inputs"].to("GB")),
-        "ex_last": quantity(x["last"].to("MB")),
+        "ex_plain": quantity(x["plain"].to("GB")),
+        "ex_ckpt": quantity(x["ckpt"].to("GB")),
+        "ex_rev": quantity(x["rev"].to("MB")),
         "ex_buffer": quantity(x["buffer"].to("GB")),
-        "ex_checkpointed": quantity(x["checkpointed"].to("GB")),
-        "ex_reversible": quantity(x["reversible"].to("GB")),
         "ex_stored_over_hbm": number(_ratio(x["stored"], hbm), 3),
-        "ex_checkpointed_over_hbm": number(_ratio(x["checkpointed"], hbm), 3),
+        "ex_plain_over_hbm": number(_ratio(x["plain"], hbm), 3),
+        "ex_ckpt_over_rev": number(_ratio(x["ckpt"], x["rev"]), 3),
     }
