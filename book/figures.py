@@ -615,6 +615,122 @@ def cost_vs_context(presets: Presets) -> Figure:
     return _render("cost_vs_context", draw, alt, caption)
 
 
+# -- chapter G -------------------------------------------------------------------------------
+
+
+def _feistel_panel(ax, x0, title, top, bottom, sign):
+    """One Feistel round drawn at horizontal offset ``x0``: the kept half on the left, the
+    changed half on the right, f between them."""
+    from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
+
+    left, right = x0, x0 + 2.0
+    arrow = dict(arrowstyle="-|>", mutation_scale=12, color=FOREGROUND, linewidth=1.4)
+    ax.text(x0 + 1.0, 5.6, title, ha="center", va="bottom", fontsize=11, fontweight="bold")
+    for xpos, label in zip((left, right), top, strict=True):
+        ax.text(xpos, 5.0, label, ha="center", va="bottom", fontsize=11)
+    for xpos, label in zip((left, right), bottom, strict=True):
+        ax.text(xpos, 0.7, label, ha="center", va="top", fontsize=11)
+    ax.add_patch(FancyArrowPatch((left, 4.9), (left, 0.8), **arrow))  # the kept half
+    ax.add_patch(FancyArrowPatch((right, 4.9), (right, 3.0), **arrow))
+    ax.add_patch(FancyArrowPatch((right, 2.6), (right, 0.8), **arrow))
+    box = Rectangle((x0 + 0.65, 2.5), 0.7, 0.6, fill=False, edgecolor=FOREGROUND, linewidth=1.4)
+    ax.add_patch(box)
+    ax.text(x0 + 1.0, 2.8, "f", ha="center", va="center", fontsize=12, style="italic")
+    ax.add_patch(FancyArrowPatch((left, 2.8), (x0 + 0.65, 2.8), **arrow))
+    ax.add_patch(FancyArrowPatch((x0 + 1.35, 2.8), (right - 0.2, 2.8), **arrow))
+    ax.add_patch(Circle((right, 2.8), 0.2, fill=False, edgecolor=FOREGROUND, linewidth=1.4))
+    ax.text(right, 2.8, sign, ha="center", va="center", fontsize=12)
+
+
+def feistel_round(presets: Presets) -> Figure:
+    """The Feistel round forward and its inverse: the inverse evaluates f again, never f⁻¹."""
+    from book.chapters import reversible as chapter
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 3.6)
+        _feistel_panel(ax, 0.0, "forward", ("x", "y"), ("x", "z = y + f(x)"), "+")
+        _feistel_panel(ax, 4.0, "inverse", ("x", "z"), ("x", "y = z \u2212 f(x)"), "\u2212")
+        ax.set_xlim(-0.8, 6.9)
+        ax.set_ylim(0, 6.3)
+        ax.set_aspect("equal")
+        ax.axis("off")
+
+    alt = (
+        "Two diagrams side by side. Forward: x passes straight down unchanged; f of x is added "
+        "to y, giving z = y + f(x). Inverse: x again passes down unchanged; the same f of x is "
+        "subtracted from z, giving back y = z minus f(x)."
+    )
+    model = presets.get("model", chapter.MODEL)
+    caption = (
+        "A Feistel round and its inverse. Both run f forwards on the half that was kept; "
+        "neither ever needs f's inverse, so f can be any function at all. A reversible "
+        f"{model.name} would stack {model.layers} such rounds, one per layer, and the backward "
+        "pass would walk them in inverse order."
+    )
+    return _render("feistel_round", draw, alt, caption)
+
+
+def activation_vs_layers(presets: Presets) -> Figure:
+    """Activation memory of one training sequence against depth: every activation stored, each
+    layer's input stored, square-root checkpointing and a reversible network (the last two at
+    the same compute, one more forward pass)."""
+    from book.chapters import reversible as chapter
+    from derivations import get
+
+    depth = np.arange(chapter.LAYER_SWEEP[0], chapter.LAYER_SWEEP[1] + 1)
+    kw = dict(presets=presets, model=chapter.MODEL, batch_size=chapter.TRAIN_BATCH)
+    lines = {
+        "every activation stored": "full_activation_memory",
+        "each layer's input stored": "activation_memory",
+        "checkpointed, one extra forward pass": "checkpoint_activation_memory",
+        "reversible, same extra pass": "revnet_activation_memory",
+    }
+    cases = chapter.memory_cases(presets)
+    curves = {  # the reversible network's memory does not read the depth at all
+        label: get(eq).sweep("n_layers", depth, **kw).to("GB").m
+        if eq != "revnet_activation_memory"
+        else np.full(depth.shape, cases["rev"].to("GB").m)
+        for label, eq in lines.items()
+    }
+    model = presets.get("model", chapter.MODEL)
+    context = presets.parameter["context_length"].value
+    hbm = presets.get("hardware", chapter.HARDWARE).hbm_capacity.to("GB")
+    chip = presets.get("hardware", chapter.HARDWARE).name
+
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    def draw(fig, ax):
+        for label, y in curves.items():
+            ax.loglog(depth, y, label=label, linewidth=2)
+        _mark(ax, model.layers, f"{model.name}: {model.layers} layers")
+        _mark(ax, hbm.m, f"{chip} HBM {quantity(hbm)}", vertical=False)
+        ax.set_xlabel("layers")
+        ax.set_ylabel("activation memory (GB)")
+        ax.set_xlim(depth[0], depth[-1])
+        ax.set_xticks([t for t in (5, 10, 20, 40, 80, 160) if depth[0] <= t <= depth[-1]])
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
+
+    alt = (
+        f"Activation memory of one training sequence of {quantity(context)} with {model.name}'s "
+        f"width against depth, both axes logarithmic: storing every activation and storing each "
+        f"layer's input grow in proportion to the layers, checkpointing as their square root, "
+        f"and the reversible network stays flat. At {model.layers} layers: "
+        f"{quantity(cases['stored'].to('GB'))}, {quantity(cases['plain'].to('GB'))}, "
+        f"{quantity(cases['ckpt'].to('GB'))} and {quantity(cases['rev'].to('MB'))}, against one "
+        f"{chip}'s {quantity(hbm)} of HBM."
+    )
+    caption = (
+        f"Activation memory against depth for one sequence of {quantity(context)} at "
+        f"{model.name}'s width. The slopes are the lecture's argument: linear, square root, "
+        f"flat. Checkpointing and the reversible network pay the same one extra forward pass; "
+        f"at {model.layers} layers they store {quantity(cases['ckpt'].to('GB'))} and "
+        f"{quantity(cases['rev'].to('MB'))} of layer inputs."
+    )
+    return _render("activation_vs_layers", draw, alt, caption)
+
+
 # -- validation ------------------------------------------------------------------------------
 
 SCENARIO_LABELS = {
@@ -692,6 +808,8 @@ FIGURES = {
     "chinchilla_contours": chinchilla_contours,
     "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
+    "feistel_round": feistel_round,
+    "activation_vs_layers": activation_vs_layers,
     "measured_vs_bound": measured_vs_bound,
 }
 CHAPTER_FIGURES = {
@@ -699,6 +817,7 @@ CHAPTER_FIGURES = {
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder"),
+    "reversible": ("feistel_round", "activation_vs_layers"),
     "validation": ("measured_vs_bound",),
 }
 
