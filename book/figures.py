@@ -281,18 +281,34 @@ def drain_ladder(presets: Presets) -> Figure:
             )
         handles = [Patch(color=PALETTE[i % len(PALETTE)], label=m) for i, m in enumerate(media)]
         ax.legend(handles=handles, loc="center right", fontsize=8)
-        ax.set_xlabel("drain time (s): HBM whole; other tiers the cache's share")
+        ax.set_xlabel("hold time = capacity / bandwidth (s)")
         ax.grid(axis="y", visible=False)
 
+    flash = next(t for t in presets.tier.values() if t.medium == "flash")
+    disk = next(t for t in presets.tier.values() if t.medium == "disk")
+    flash_hold = Evaluator(presets, tier=flash.id).q("storage_tier_drain_time").to("minute")
+    disk_hold = Evaluator(presets, tier=disk.id).q("storage_tier_drain_time").to("hour")
     alt = (
-        f"Drain times on a log scale: every chip's HBM in milliseconds, then DRAM, flash and disk "
-        f"for a cache filling {quantity(presets.parameter['tier_fill_fraction'].value)} of the "
-        f"device, against the {quantity(short)} and {quantity(long)} cache lifetimes."
+        f"Hold times (capacity over bandwidth) on a log scale: every chip's HBM in milliseconds, "
+        f"then DRAM, flash and disk, against the {quantity(short)} and {quantity(long)} cache "
+        f"lifetimes."
     )
+    tiers = sorted(
+        (Evaluator(presets, tier=t.id).q("storage_tier_drain_time"), t.medium)
+        for t in presets.tier.values()
+    )
+
+    def between(life) -> str:
+        below = [m for h, m in tiers if h < life]
+        above = [m for h, m in tiers if h >= life]
+        return f"between {below[-1]} and {above[0]}" if below and above else "beyond every tier"
+
     caption = (
-        f"The memory-tier ladder: HBM drains in milliseconds, DRAM in under a second, flash in "
-        f"minutes and disk in hours, so the {quantity(short)} cache fits flash and the "
-        f"{quantity(long)} cache fits disk."
+        f"The memory-tier ladder by the drain-time rule (hold time = capacity / bandwidth; the "
+        f"share of the device a cache fills cancels): HBM holds for milliseconds, DRAM for "
+        f"seconds, flash for {quantity(flash_hold)} and disk for {quantity(disk_hold)}. By this "
+        f"rule alone the {quantity(short)} cache falls {between(short)} and the {quantity(long)} "
+        f"cache {between(long)}; the chapter's break-even column reads them as DRAM and flash."
     )
     return _render("drain_ladder", draw, alt, caption)
 

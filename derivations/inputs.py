@@ -267,13 +267,13 @@ BINDINGS: dict[str, Binding] = {
         "hardware's scale-up domain", _figure("hardware", "scale_up_domain"), preset="hardware"
     ),
     "scale_up_bandwidth": Binding(
-        "hardware's scale-up bandwidth",
-        _figure("hardware", "scale_up_bandwidth"),
+        "hardware's scale-up bandwidth per direction",
+        _figure("hardware", "scale_up_bandwidth_per_direction"),
         preset="hardware",
     ),
     "scale_out_bandwidth": Binding(
-        "hardware's scale-out bandwidth",
-        _figure("hardware", "scale_out_bandwidth"),
+        "hardware's scale-out bandwidth per direction",
+        _figure("hardware", "scale_out_bandwidth_per_direction"),
         preset="hardware",
     ),
     **{

@@ -50,9 +50,9 @@ SCHEMAS: dict[str, dict[str, object]] = {
         "hbm_bandwidth": "byte/s",
         "dense_flops_*": "FLOP/s",
         "scale_up_domain": "chip",
-        "scale_up_bandwidth": "byte/s",
+        "scale_up_topology": ("switch", "torus"),
         "scale_up_bandwidth_per_direction": "byte/s",
-        "scale_out_bandwidth": "byte/s",
+        "scale_out_bandwidth_per_direction": "byte/s",
     },
     "model": {
         "attention": ("gqa", "mla"),

@@ -106,6 +106,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "precision": precision,
         "inputs": inputs,
         "ridge": ev.text("ridge_intensity"),
+        "per_weight_byte": ev.text("dense_crossover_batch"),
         "sparsity": number(mdl.params_total / mdl.params_active),
         "crossover": ev.text("crossover_batch"),
         "batch": number(batch),
