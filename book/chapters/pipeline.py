@@ -34,6 +34,7 @@ def context(presets: Presets) -> dict:
         "weights_last": quantity(last.to("GB")),
         "kv_per_chip": quantity(kv.to("GB")),
         "stage_range": f"{STAGES[0]} to {STAGES[-1]}",
+        "last_stages": quantity(Q_(STAGES[-1], "stage")),
         "micro_batch": ev.text("micro_batch_size"),
         "per_weight_byte": ev.text("dense_crossover_batch"),
         "context_length": quantity(presets.parameter["context_length"].value),
@@ -127,7 +128,7 @@ def percent(fraction, digits: int = 3) -> str:
 
 
 def _traffic(presets: Presets, ev: Evaluator) -> dict:
-    """The lecture's traffic ratio with its own 8x, and with the rack's real per-direction penalty."""
+    """The traffic ratio with the lecture's 8x penalty and with the rack's own (per direction)."""
     model = presets.get("model", MODEL)
     penalty = ev.q("hardware_scale_out_penalty")
     k = model.get("experts_active")
@@ -152,7 +153,7 @@ def _traffic(presets: Presets, ev: Evaluator) -> dict:
         "tp_slice": number(
             model.get("d_ff_expert") / presets.get("hardware", "h100_sxm").scale_up_domain.m
         ),
-        "vocab": number(model.get("vocab")),
+        "vocab": f"{model.get('vocab'):,}",  # an exact count, shown whole
     }
 
 
@@ -171,9 +172,7 @@ def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
         "hbm_free_first": quantity((hbm - first - kv).to("GB")),
         "weights_total": ev.text("weight_memory"),
         "fetch_per_chip": quantity((first / presets.get("hardware", RACK).hbm_bandwidth).to("ms")),
-        "rack_hbm": quantity(
-            (hbm * presets.get("hardware", RACK).scale_up_domain.m).to("TB")
-        ),
+        "rack_hbm": quantity((hbm * presets.get("hardware", RACK).scale_up_domain.m).to("TB")),
         "node_hbm": quantity(
             (
                 presets.get("hardware", "h100_sxm").hbm_capacity
@@ -232,9 +231,7 @@ def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
         "ex": {
             "kv_fast": quantity(kv_fast.to("GB")),
             "micro_fast": ev.text("micro_batch_size", mem_bandwidth=2 * bw),
-            "fetch_fast": quantity(
-                ev.q("domain_weight_fetch_time", mem_bandwidth=2 * bw).to("ms")
-            ),
+            "fetch_fast": quantity(ev.q("domain_weight_fetch_time", mem_bandwidth=2 * bw).to("ms")),
             "fetch": ev.text("domain_weight_fetch_time"),
             "bubble_target": percent(target, 2),
             "bubble_stages": quantity(stages),
@@ -255,9 +252,10 @@ def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
 
 
 TOO_BIG_MODEL = "kimi_k2"
+TOO_BIG_CHIP = "h100_sxm"
 
 
-def _too_big(presets: Presets, chip: str = "h100_sxm") -> dict:
+def _too_big(presets: Presets, chip: str = TOO_BIG_CHIP) -> dict:
     """A model too big for its scale-up domain: Kimi K2 at FP8 on one 8-GPU node (H100 by
     default). The weights need two stages; the KV cache of a crossover micro-batch needs far more
     HBM than the chip has, whatever the stage count."""
@@ -393,10 +391,9 @@ def _training_memory(presets: Presets) -> dict:
             "total": ev.text("training_memory", **one),
             "total_recompute": ev.text("training_memory_recompute", **one),
             "recompute_saving": quantity(
-                (
-                    ev.q("full_activation_memory", **one) / ev.q("activation_memory", **one)
-                ).to("")
+                (ev.q("full_activation_memory", **one) / ev.q("activation_memory", **one)).to("")
             ),
             "weights_bf16": quantity((ev.q("weight_memory")).to("GB")),
+            "state_over_weights": quantity((state / ev.q("weight_memory")).to("")),
         }
     }
