@@ -419,6 +419,25 @@ def test_symbols_lists_units_and_defining_equations():
     assert rows["crossover_batch"]["defined_by"] == "crossover_batch"
 
 
+def test_problems_filtered_by_kind():
+    out = io.StringIO()
+    argv = ["problems", "--kind", "design", "--seed", "1", "--count", "1", "--json"]
+    assert main(argv, out=out) == 0
+    data = json.loads(out.getvalue())
+    assert {p["kind"] for p in data} == {"design"}
+    assert {p["chapter"] for p in data} == {"batching", "moe"}  # the chapters that support it
+    out = io.StringIO()
+    argv = ["problems", "--chapter", "pipeline", "--kind", "concept", "--count", "1"]
+    assert main(argv, out=out) == 0
+    assert "(concept)" in out.getvalue() and "hint:" in out.getvalue()
+
+
+def test_problems_bad_kind_is_one_line(capsys):
+    assert main(["problems", "--kind", "mult"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "multi" in err
+
+
 # -- mixed precision ------------------------------------------------------------------------------
 
 
