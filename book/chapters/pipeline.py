@@ -36,6 +36,9 @@ def context(presets: Presets) -> dict:
         "stage_range": f"{STAGES[0]} to {STAGES[-1]}",
         "last_stages": quantity(Q_(STAGES[-1], "stage")),
         "micro_batch": ev.text("micro_batch_size"),
+        "total_batch": quantity(
+            ev.q("micro_batch_size") * presets.parameter["pipeline_stages"].value.m
+        ),
         "per_weight_byte": ev.text("dense_crossover_batch"),
         "context_length": quantity(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
