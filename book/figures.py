@@ -365,37 +365,77 @@ def drain_ladder(presets: Presets) -> Figure:
 
 
 def memory_vs_stages(presets: Presets) -> Figure:
+    """Two panels of HBM per chip against stages: a model that fits its rack (DeepSeek-V3 on
+    GB200 NVL72, 64 chips of experts) and one that does not fit its node (Kimi K2 on 8 H100s)."""
     from book.chapters import pipeline
 
-    ev = Evaluator(presets, pipeline.RACK, pipeline.MODEL, "fp8")
-    split = [pipeline.memory_split(ev, pipeline_stages=Q_(p, "stage")) for p in pipeline.STAGES]
-    weights = [w.to("GB").m for w, _ in split]
-    kvs = [k.to("GB").m for _, k in split]
-    hbm = presets.get("hardware", pipeline.RACK).hbm_capacity.to("GB")
-    model, rack = (
-        presets.get("model", pipeline.MODEL).name,
-        presets.get("hardware", pipeline.RACK).name,
-    )
+    def panel(hw_id, model_id, experts):
+        ev = Evaluator(presets, hw_id, model_id, "fp8")
+        split = [
+            pipeline.memory_split(
+                ev,
+                pipeline_stages=Q_(p, "stage"),
+                **({"expert_parallel_chips": experts} if experts else {}),
+            )
+            for p in pipeline.STAGES
+        ]
+        hw = presets.get("hardware", hw_id)
+        return {
+            "weights": [w.to("GB").m for w, _ in split],
+            "kv": [k.to("GB").m for _, k in split],
+            "hbm": hw.hbm_capacity.to("GB"),
+            "title": f"{presets.get('model', model_id).name} on {hw.name}",
+            "experts": quantity(experts or presets.parameter["expert_parallel_chips"].value),
+        }
+
+    fits = panel(pipeline.RACK, pipeline.MODEL, None)
+    big_hw = presets.get("hardware", pipeline.TOO_BIG_CHIP)
+    big = panel(pipeline.TOO_BIG_CHIP, pipeline.TOO_BIG_MODEL, big_hw.scale_up_domain)
 
     def draw(fig, ax):
+        fig.set_size_inches(9, 4.4)
+        fig.delaxes(ax)
+        axes = fig.subplots(1, 2)
         x = np.arange(len(pipeline.STAGES))
-        ax.bar(x, weights, label="weights", color=PALETTE[0])
-        ax.bar(x, kvs, bottom=weights, label="KV cache", color=PALETTE[1])
-        ax.set_xticks(x, [str(p) for p in pipeline.STAGES])
-        _mark(ax, hbm.m, f"HBM per chip {quantity(hbm)}", vertical=False)
-        ax.set_xlabel("pipeline stages P")
-        ax.set_ylabel("HBM needed per chip (GB)")
-        ax.legend(loc="upper right")
+        for a, d in zip(axes, (fits, big), strict=True):
+            a.bar(x, d["weights"], label="weights", color=PALETTE[0])
+            a.bar(x, d["kv"], bottom=d["weights"], label="KV cache", color=PALETTE[1])
+            a.axhline(d["hbm"].m, color=FOREGROUND, linestyle="--", linewidth=1.2)
+            a.annotate(
+                f"HBM\n{quantity(d['hbm'])}",
+                (1, d["hbm"].m),
+                xycoords=("axes fraction", "data"),
+                xytext=(3, 0),
+                textcoords="offset points",
+                ha="left",
+                va="center",
+                fontsize=9,
+            )
+            a.set_xticks(x, [str(p) for p in pipeline.STAGES])
+            a.set_xlabel("pipeline stages P")
+            a.set_title(f"{d['title']}\n{d['experts']} of experts per stage", fontsize=9)
+            top = max(w + k for w, k in zip(d["weights"], d["kv"], strict=True))
+            a.set_ylim(0, max(top, d["hbm"].m) * 1.15)
+        axes[0].set_ylabel("HBM needed per chip (GB)")
+        axes[0].legend(loc="upper center", ncols=2)
+
+    def gb(v):
+        return quantity(Q_(v, "GB"))
 
     alt = (
-        f"Stacked bars of HBM per chip against pipeline stages for {model} on "
-        f"{rack} at FP8: the weights shrink from {quantity(Q_(weights[0], 'GB'))} to "
-        f"{quantity(Q_(weights[-1], 'GB'))} while the KV cache stays at "
-        f"{quantity(Q_(kvs[0], 'GB'))}."
+        f"Two panels of stacked bars, HBM per chip against pipeline stages at FP8. Left, "
+        f"{fits['title']}: weights shrink from {gb(fits['weights'][0])} to "
+        f"{gb(fits['weights'][-1])}, the KV cache stays {gb(fits['kv'][0])}, all well under "
+        f"{quantity(fits['hbm'])}. Right, {big['title']}: weights shrink from "
+        f"{gb(big['weights'][0])} to {gb(big['weights'][-1])} but the KV cache stays "
+        f"{gb(big['kv'][0])}, far above {quantity(big['hbm'])}."
     )
     caption = (
-        f"Pipelining divides the weights by the stage count; the KV cache per chip stays "
-        f"{quantity(Q_(kvs[0], 'GB'))} because as many micro-batches are in flight as stages."
+        f"Pipelining divides the weights (blue) by the stage count; the KV cache (orange) per chip "
+        f"does not move, because as many micro-batches are in flight as stages. Left: "
+        f"{fits['title']} fits in one stage. Right: {big['title']} needs stages for its weights, "
+        f"but the KV cache of a crossover micro-batch, {gb(big['kv'][0])} per chip, overflows "
+        f"{quantity(big['hbm'])} at every stage count."
     )
     return _render("memory_vs_stages", draw, alt, caption)
 
@@ -418,6 +458,16 @@ def pipeline_bubble(presets: Presets) -> Figure:
                 .m
             )
             ax.semilogx(micro, y, label=f"P = {p}", linewidth=1.6)
+        p0 = presets.parameter["pipeline_stages"].value.m
+        m0 = presets.parameter["microbatches"].value.to("").m
+        ax.plot([m0], [default.m], "o", color=FOREGROUND, markersize=5)
+        ax.annotate(
+            f"P = {p0:g}, m = {m0:g}: {quantity(default.to('') * 100)}% idle",
+            (m0, default.m),
+            xytext=(8, 8),
+            textcoords="offset points",
+            fontsize=9,
+        )
         ax.set_xlabel("micro-batches per step m")
         ax.set_ylabel("bubble fraction")
         ax.set_ylim(0, 1)
@@ -429,8 +479,9 @@ def pipeline_bubble(presets: Presets) -> Figure:
         "each curve falls from near one toward zero as micro-batches grow."
     )
     caption = (
-        f"The training bubble (P - 1)/(m + P - 1). With the defaults it is "
-        f"{quantity(default)} of a step."
+        "The share of each stage's time lost to filling and draining the pipeline in a training "
+        "step: more stages raise it, more micro-batches per step lower it. At the marked default "
+        f"it is {quantity(default.to('') * 100)}% of a step."
     )
     return _render("pipeline_bubble", draw, alt, caption)
 
