@@ -36,6 +36,11 @@ DRAWS = {
     "training_flops": [Q_(c, "FLOP") for c in (1e22, 3e23, 1e24, 5e24, 2e25)],
     "training_tokens": [Q_(d, "token") for d in (1.4e12, 15e12, 36e12)],
     "cost_product": [Q_(k, "FLOP**2") for k in (1e48, 4e50)],
+    # the validation chapter's serving and training workloads (measurements.toml's range)
+    "input_tokens": [Q_(n, "token") for n in (128, 512, 2048, 8192)],
+    "input_output_ratio": [Q_(r, "") for r in (0.5, 1.78, 4, 10)],
+    "training_sequence": [Q_(n, "token") for n in (2048, 4096, 8192)],
+    "measured_rate": [Q_(r, "token/s/chip") for r in (50, 500, 2000)],
 }
 PRESET_KINDS = ("hardware", "model", "api", "tier", "fit")
 PRECISIONS = ("bf16", "fp8")
