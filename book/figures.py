@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from book.context import Evaluator
-from book.format import quantity
+from book.format import number, quantity
 from units import Q_
 from units.presets import Presets, load
 
@@ -217,16 +217,19 @@ def roofline(presets: Presets) -> Figure:
                 color=color,
                 linestyle=style,
                 alpha=0.85,
-                label=f"{hw.id} ({ridge:.0f})",
+                label=f"{hw.name.replace('NVIDIA ', '')} ({number(ridge, 3)})",
             )
-            ax.plot([ridge], [f], "o", color=color, markersize=4)
-        fig.set_size_inches(8, 4.6)
+            ax.plot([ridge], [f], "o", color=color, markersize=5)
+        # issue 12: a legend a reader can read: chip names, full-size text, below the plot
+        fig.set_size_inches(8, 7.4)
         ax.legend(
-            loc="center left",
-            bbox_to_anchor=(1.01, 0.5),
-            fontsize=7,
-            title="chip (ridge, FLOP/byte)",
-            title_fontsize=7,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.14),
+            ncol=3,
+            fontsize=9,
+            title="chip (ridge point, FLOP per byte)",
+            title_fontsize=9,
+            frameon=False,
         )
         ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM read)")
         ax.set_ylabel("attainable BF16 TFLOP/s")

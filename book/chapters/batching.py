@@ -327,6 +327,7 @@ def _argument(presets: Presets) -> dict:
         "over_floor": number(_ratio(cost[practice], floor), 3),
         "per_byte": {p: number(v) for p, v in per_byte.items()},
         "per_byte_round": _round(per_byte["bf16"]),
+        "h100_ridge": Evaluator(presets, "h100_sxm").text("ridge_intensity"),
         "dense": {
             "title": f"{presets.get('model', dmodel).name} on {presets.get('hardware', dhw).name}",
             "batch": number(d_batch),
