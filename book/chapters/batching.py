@@ -353,8 +353,8 @@ def _argument(presets: Presets) -> dict:
         },
         "quality": {
             "experts": quantity(par["routed_quality_experts"]),
-            "active": quantity(par["routed_quality_active"]),
-            "dense": quantity(par["routed_quality_dense"]),
+            "active": quantity(par["routed_quality_active"].to("Mparameter")),
+            "dense": quantity(par["routed_quality_dense"].to("Gparameter")),
             "ratio": number(dense_equiv, 2),
             "ratio_round": _round(dense_equiv),
             "sparsity": number(par["routed_quality_experts"].to("expert").m),
