@@ -247,7 +247,7 @@ def cost_vs_batch(presets: Presets) -> Figure:
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="lower left")
+        ax.legend(loc="upper right")
 
     drop = quantity((one / at_sat).to(""), 2)
     alt = (
