@@ -73,3 +73,18 @@ def test_a_providers_rate_needs_many_replicas(arg):
     replica = _n(g["per_sequence"]) * _n(g["batch"])
     assert _n(g["replica"]) == pytest.approx(replica, rel=1e-3)
     assert _n(g["replicas"]) == pytest.approx(5e7 / replica, rel=1e-2)
+
+
+def test_deepseek_at_8k_context_turns_compute_bound_past_b_star(arg):
+    # By hand, facts.md: DeepSeek-V3 on 28 H100s at FP8 (1,978.9 TFLOP/s, 3.35 TB/s each), 8,192
+    # tokens of context. Compute per sequence: 2 x 37e9 for the weights plus MLA attention
+    # 2 h (2 r_KV + d_rope) layers = 2 x 128 x (1,024 + 64) x 61 FLOP per context token. KV per
+    # sequence: (512 + 64) x 61 bytes per token. Weights: all 671e9 bytes (every expert is read).
+    compute = (2 * 37e9 + 2 * 128 * (1024 + 64) * 61 * 8192) / (28 * 1978.9e12)
+    kv = (512 + 64) * 61 * 8192 / (28 * 3.35e12)
+    weights = 671e9 / (28 * 3.35e12)
+    assert _n(arg["turn"]) == pytest.approx(weights / (compute - kv), rel=1e-2)
+    assert arg["regime"]["bound"] == "memory"  # at B* the step is still memory-bound
+    b_star = 1978.9 / 3.35 / 2 * 671 / 37
+    memory = weights + kv * b_star
+    assert _n(arg["regime"]["by"]) == pytest.approx(memory / (compute * b_star), rel=2e-2)
