@@ -406,7 +406,7 @@ def memory_vs_stages(presets: Presets) -> Figure:
         _mark(ax, hbm.m, f"HBM per chip {quantity(hbm)}", vertical=False)
         ax.set_xlabel("pipeline stages P")
         ax.set_ylabel("HBM needed per chip (GB)")
-        ax.legend(loc="center right")
+        ax.legend(loc="upper right")
 
     alt = (
         f"Stacked bars of HBM per chip against pipeline stages for {model} on "
@@ -442,7 +442,7 @@ def pipeline_bubble(presets: Presets) -> Figure:
         ax.set_xlabel("micro-batches per step m")
         ax.set_ylabel("bubble fraction")
         ax.set_ylim(0, 1)
-        ax.legend(loc="center right")
+        ax.legend(loc="upper right")
 
     alt = (
         "Bubble fraction of a fill-and-drain pipeline against micro-batches for "
