@@ -127,7 +127,16 @@ def _compute_bound_from(presets: Presets, **kw) -> float | None:
     compute = get("compute_time").sweep("batch_size", batches, presets=presets, **kw).m
     memory = get("memory_time").sweep("batch_size", batches, presets=presets, **kw).m
     hit = np.nonzero(compute >= memory)[0]
-    return float(batches[hit[0]]) if hit.size else None
+    if not hit.size:
+        return None
+    i = hit[0]
+    if i == 0:
+        return float(batches[0])
+    # both times are straight lines between grid points: the crossing, not the next grid point
+    # (so the figure and the chapter's prose name the same batch)
+    gap = compute - memory
+    step = (batches[i] - batches[i - 1]) / (gap[i] - gap[i - 1])
+    return float(batches[i - 1] - gap[i - 1] * step)
 
 
 def latency_context(presets: Presets) -> tuple[pint.Quantity, float]:
@@ -164,7 +173,7 @@ def latency_vs_batch(presets: Presets) -> Figure:
     }
     total = get("step_time").sweep("batch_size", batches, **kw).to("ms").m
     names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
-    turn_q = Q_(float(f"{turn:.3g}"), "sequence")  # read off a grid: three figures
+    turn_q = Q_(turn, "sequence")  # where the two straight lines cross
     at = ev.q("step_time", batch_size=turn, n_chips=n, context_length=length)
 
     def draw(fig, ax):
@@ -178,13 +187,22 @@ def latency_vs_batch(presets: Presets) -> Figure:
             label="step time (max of compute, memory)",
         )
         ax.axvspan(0, turn, alpha=0.06, color=PALETTE[1])
-        _mark(ax, b_star, f"B* = {quantity(Q_(b_star, 'sequence'))}")
-        _mark(ax, turn, "compute-bound from here")
+        _mark(ax, b_star, "B*")
+        _mark(ax, turn, "compute-bound from here →")
+        ax.text(
+            b_star / 2,
+            0.97,
+            "memory-bound",
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="top",
+            fontsize=9,
+        )
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("time per decode step (ms)")
         ax.set_xlim(0, batches[-1])
         ax.set_ylim(0, None)
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="lower right", fontsize=9)
 
     alt = (
         f"Decode step time against batch size for {names['model']} on {quantity(n)} of "
@@ -229,7 +247,7 @@ def cost_vs_batch(presets: Presets) -> Figure:
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="lower left")
+        ax.legend(loc="center right")
 
     drop = quantity((one / at_sat).to(""), 2)
     alt = (
@@ -265,16 +283,19 @@ def roofline(presets: Presets) -> Figure:
                 color=color,
                 linestyle=style,
                 alpha=0.85,
-                label=f"{hw.id} ({ridge:.0f})",
+                label=f"{hw.name.replace('NVIDIA ', '')} ({number(ridge, 3)})",
             )
-            ax.plot([ridge], [f], "o", color=color, markersize=4)
-        fig.set_size_inches(8, 4.6)
+            ax.plot([ridge], [f], "o", color=color, markersize=5)
+        # issue 12: a legend a reader can read: chip names, full-size text, below the plot
+        fig.set_size_inches(8, 7.4)
         ax.legend(
-            loc="center left",
-            bbox_to_anchor=(1.01, 0.5),
-            fontsize=7,
-            title="chip (ridge, FLOP/byte)",
-            title_fontsize=7,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.14),
+            ncol=3,
+            fontsize=9,
+            title="chip (ridge point, FLOP per byte)",
+            title_fontsize=9,
+            frameon=False,
         )
         ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM read)")
         ax.set_ylabel("attainable BF16 TFLOP/s")
