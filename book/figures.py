@@ -501,6 +501,68 @@ def cost_vs_context(presets: Presets) -> Figure:
     return _render("cost_vs_context", draw, alt, caption)
 
 
+# -- chapter B -------------------------------------------------------------------------------
+
+
+def alltoall_vs_racks(presets: Presets) -> Figure:
+    from book.chapters import moe
+
+    data = moe.alltoall_series(presets)
+    racks, layer = data["racks"], data["layer_compute"].to("ms").m
+    penalty_hw = quantity(data["penalty_hw"])
+    lecture_penalty = quantity(presets.parameter["scale_out_penalty"].value)
+    model = presets.get("model", moe.MODEL).name
+    rack = presets.get("hardware", moe.RACK).name
+    us = 1000  # ms -> microseconds on the axis
+
+    def draw(fig, ax):
+        ax.plot(
+            racks,
+            [t * us for t in data["lecture"]],
+            "o-",
+            linewidth=1.6,
+            label=f"all-to-all, scale-out {lecture_penalty}x slower (lecture)",
+        )
+        ax.plot(
+            racks,
+            [t * us for t in data["hardware"]],
+            "s-",
+            linewidth=1.6,
+            label=f"all-to-all, scale-out {penalty_hw}x slower ({rack})",
+        )
+        ax.axhline(layer * us, color=PALETTE[2], linewidth=2, label="compute of the same layer")
+        ax.axvspan(0.6, 1.4, color=FOREGROUND, alpha=0.06)
+        ax.annotate(
+            "one rack",
+            (1, 0.97),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="top",
+            fontsize=9,
+        )
+        ax.set_xticks(racks)
+        ax.set_xlim(0.6, racks[-1] + 0.4)
+        ax.set_ylim(0, None)
+        ax.set_xlabel("racks one expert layer spans")
+        ax.set_ylabel("time per MoE layer (microseconds)")
+        ax.legend(loc="center right", fontsize=9)
+
+    one, two = data["lecture"][0] * us, data["lecture"][1] * us
+    alt = (
+        f"All-to-all time of one MoE layer of {model} at a batch of {quantity(data['batch'])} "
+        f"against racks spanned: {quantity(Q_(one, 'microsecond'))} in one rack, below the "
+        f"layer's compute time of {quantity(Q_(layer * us, 'microsecond'))}; "
+        f"{quantity(Q_(two, 'microsecond'))} over two racks at the lecture's penalty, above it."
+    )
+    caption = (
+        f"One MoE layer of {model} on {rack} chips at the crossover batch: inside one rack the "
+        f"all-to-all takes less time than the layer's compute and can hide behind it; from two "
+        f"racks on it takes longer than the compute, more so at the rack's own "
+        f"{penalty_hw}x penalty than at the lecture's {lecture_penalty}x."
+    )
+    return _render("alltoall_vs_racks", draw, alt, caption)
+
+
 FIGURES = {
     "latency_vs_batch": latency_vs_batch,
     "cost_vs_batch": cost_vs_batch,
@@ -510,9 +572,11 @@ FIGURES = {
     "pipeline_bubble": pipeline_bubble,
     "chinchilla_contours": chinchilla_contours,
     "cost_vs_context": cost_vs_context,
+    "alltoall_vs_racks": alltoall_vs_racks,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
+    "moe": ("alltoall_vs_racks",),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours",),
     "long_context": ("cost_vs_context", "drain_ladder"),
