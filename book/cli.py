@@ -32,6 +32,7 @@ KIND_ALIASES = {
     "parameters": ("parameter",),
     "tiers": ("tier",),
     "fits": ("fit",),
+    "measurements": ("measurement",),
 }
 
 
@@ -160,6 +161,9 @@ def make_parser() -> Parser:
 
     p = sub.add_parser("presets", help="list presets with their figures and sources")
     p.add_argument("kind", nargs="?", choices=list(KIND_ALIASES), help="default: all")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("validate", help="every published measurement against its roofline bound")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("build", help="build the static site")
@@ -584,6 +588,39 @@ def cmd_presets(args, out) -> None:
             out.write(f"  {p.id:<22} {p.name}: {figures}\n")
 
 
+def cmd_validate(args, out) -> None:
+    from book.format import number
+    from book.validation import summary, validate
+    from units.presets import load
+
+    rows = validate(load(tuple(args.presets)))
+    bands = summary(rows)
+    if args.json:
+        data = {"rows": [r.to_json() for r in rows], "summary": bands}
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+
+    def pct(x):
+        return "-" if x is None else f"{number(100 * x)}%"
+
+    for r in rows:
+        out.write(
+            f"{r.id}  [{r.scenario}]  measured {number(r.measured.m)} {r.unit}, "
+            f"bound {number(r.bound.m)} {r.unit}, efficiency {pct(r.efficiency)}\n"
+        )
+        out.write(
+            f"    stated: {', '.join(r.stated) or '-'}; assumed: {'; '.join(r.assumed) or '-'}\n"
+        )
+        for flag in r.flags:
+            out.write(f"    flag: {flag}\n")
+    out.write("\nefficiency by scenario (median; band holding the middle 80% of rows):\n")
+    for name, s in bands.items():
+        out.write(
+            f"  {name:<14} {s['count']:>3} rows  median {pct(s['median'])}  "
+            f"band {pct(s['low'])} to {pct(s['high'])}\n"
+        )
+
+
 def cmd_build(args, out) -> None:
     from pathlib import Path
 
@@ -609,6 +646,7 @@ COMMANDS = {
     "show": cmd_show,
     "problems": cmd_problems,
     "presets": cmd_presets,
+    "validate": cmd_validate,
     "build": cmd_build,
     "serve": cmd_serve,
 }

@@ -20,6 +20,9 @@ KV_BF16 = {
     "kimi_k2": 61 * (512 + 64) * 2,
     "mixtral_8x7b": 2 * 32 * 8 * 128 * 2,
     "gpt_oss_120b": 2 * 18 * 8 * 64 * 2,  # only the 18 global layers of 36 grow with context
+    "deepseek_r1": 61 * (512 + 64) * 2,  # V3's architecture
+    "llama_2_70b": 2 * 80 * 8 * 128 * 2,  # MaxText llama2-70b.yml: 80 layers, 8 KV heads of 128
+    "llama_3_3_70b": 2 * 80 * 8 * 128 * 2,  # Llama 3.1 70B's config
 }
 
 
@@ -59,6 +62,12 @@ PRECISE = {  # published with three or more significant figures: within 1%
     ("gpt_oss_120b", "params_total"): 117e9,
     ("gpt_oss_120b", "params_active"): 5.13e9,  # OpenAI's model card, unembedding only
     ("qwen3_235b_a22b", "params_active"): 22e9,
+    ("deepseek_r1", "params_total"): 671.0e9,  # V3's architecture and counts
+    ("deepseek_r1", "params_active"): 37.6e9,
+    ("llama_3_3_70b", "params_total"): 70.55e9,  # Llama 3.1 70B's config
+    # by hand from MaxText's llama2-70b.yml: 80 x (8192 x 128 x (2 x 64 + 2 x 8)
+    # + 3 x 8192 x 28672) + 2 x 32000 x 8192 = 68,975,329,280
+    ("llama_2_70b", "params_total"): 68.975e9,
 }
 # Published as "1T" and "32B": the count lands within 3%, and the page shows by how much.
 ROUNDED = {
