@@ -513,6 +513,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     lecture_penalty = quantity(presets.parameter["scale_out_penalty"].value)
     model = presets.get("model", moe.MODEL).name
     rack = presets.get("hardware", moe.RACK).name
+    context = quantity(presets.parameter["context_length"].value)
     us = 1000  # ms -> microseconds on the axis
 
     def draw(fig, ax):
@@ -530,7 +531,21 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             linewidth=1.6,
             label=f"all-to-all, scale-out {penalty_hw}x slower (the rack's own ratio)",
         )
-        ax.axhline(layer * us, color=PALETTE[2], linewidth=2, label="compute of the same layer")
+        ax.axhline(
+            layer * us,
+            color=PALETTE[2],
+            linewidth=2,
+            label="compute of the same layer (weights' FLOPs)",
+        )
+        ctx_layer = data["layer_compute_ctx"].to("ms").m
+        if ctx_layer > 1.01 * layer:
+            ax.axhline(
+                ctx_layer * us,
+                color=PALETTE[2],
+                linewidth=1.6,
+                linestyle="--",
+                label=f"compute with attention at {context} of context",
+            )
         ax.axvspan(0.6, 1.4, color=FOREGROUND, alpha=0.06)
         ax.annotate(
             "one rack",

@@ -33,7 +33,13 @@ def alltoall_series(presets: Presets) -> dict:
     chips = presets.parameter["expert_parallel_chips"].value
     penalty_hw = ev.q("hardware_scale_out_penalty")
     layers = Q_(presets.get("model", MODEL).layers, "layer")
-    layer = (ev.q("compute_time", batch_size=batch, n_chips=chips) / layers).to("ms/layer")
+    # The layer's compute: the weights' FLOPs alone (a context of one token, the short-context
+    # limit), and at the default context, where attention over the KV cache adds FLOPs.
+    short = Q_(1, "token")
+    layer = (
+        ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=short) / layers
+    ).to("ms/layer")
+    layer_ctx = (ev.q("compute_time", batch_size=batch, n_chips=chips) / layers).to("ms/layer")
 
     def times(penalty):
         return [
@@ -54,6 +60,7 @@ def alltoall_series(presets: Presets) -> dict:
         "hardware": times(penalty_hw),
         "penalty_hw": penalty_hw,
         "layer_compute": Q_(layer.m, "ms"),
+        "layer_compute_ctx": Q_(layer_ctx.m, "ms"),
         "batch": batch,
     }
 
@@ -84,6 +91,10 @@ def context(presets: Presets) -> dict:
     ratio_one = (one / layer).to("").m
     ratio_two = (two / layer).to("").m
     ratio_two_hw = (two_hw / layer).to("").m
+    layer_ctx = series["layer_compute_ctx"]
+    ratio_one_ctx = (one / layer_ctx).to("").m
+    ratio_two_ctx = (two / layer_ctx).to("").m
+    ratio_two_hw_ctx = (two_hw / layer_ctx).to("").m
 
     # What a Blackwell rack holds: its HBM minus the KV cache of a batch of B* at the default
     # context, divided by the bytes per weight (the lecture's "5T model plus KV" is the BF16 case).
@@ -131,7 +142,16 @@ def context(presets: Presets) -> dict:
         "per_weight_byte": ev.text("dense_crossover_batch"),
         "sparsity": number((model.params_total / model.params_active).to("").m),
         "layer_compute": _us(layer),
-        "model_compute": ev.text("compute_time", batch_size=batch, n_chips=chips),
+        "layer_compute_ctx": _us(layer_ctx),
+        "attention_matters": bool((layer_ctx / layer).to("").m > 1.01),
+        "attention_factor": number((layer_ctx / layer).to("").m, 3),
+        "ratio_one_rack_ctx": number(ratio_one_ctx, 3),
+        "ratio_two_racks_ctx": number(ratio_two_ctx, 3),
+        "ratio_two_racks_hw_ctx": number(ratio_two_hw_ctx, 3),
+        "two_racks_hide_ctx": bool(ratio_two_ctx < 1),
+        "model_compute": ev.text(
+            "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token")
+        ),
         "alltoall_one_rack": _us(one),
         "alltoall_two_racks": _us(two),
         "alltoall_two_racks_hw": _us(two_hw),
@@ -181,7 +201,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float) -> dict:
     chips = presets.parameter["expert_parallel_chips"].value
     batch = ev.q("crossover_batch")
     layers = Q_(kimi.layers, "layer")
-    compute = ev.q("compute_time", batch_size=batch, n_chips=chips).to("ms")
+    compute = ev.q(
+        "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token")
+    ).to("ms")
     layer = (compute / layers).to("ms/layer") * Q_(1, "layer")
     one = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack")).to("ms")
     two = ev.q("alltoall_time", batch_size=batch).to("ms")
