@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pint
 
 from book.context import Evaluator
 from book.format import number, quantity
@@ -118,25 +119,53 @@ def _mark(ax, x, text, *, vertical=True):
 EXAMPLE = dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8")
 
 
+def _compute_bound_from(presets: Presets, **kw) -> float | None:
+    """The smallest batch at which the step turns compute-bound (compute >= memory), or None."""
+    from derivations import get
+
+    batches = np.geomspace(1, 1e6, 2000)
+    compute = get("compute_time").sweep("batch_size", batches, presets=presets, **kw).m
+    memory = get("memory_time").sweep("batch_size", batches, presets=presets, **kw).m
+    hit = np.nonzero(compute >= memory)[0]
+    return float(batches[hit[0]]) if hit.size else None
+
+
+def latency_context(presets: Presets) -> tuple[pint.Quantity, float]:
+    """A context at which the example's step turns compute-bound within the plotted batches (the
+    default context, halved until it does), and the batch where it turns."""
+    ev = Evaluator(presets, **EXAMPLE)
+    b_star = ev.q("crossover_batch").to("sequence").m
+    length = presets.parameter["context_length"].value.to("token")
+    n = Q_(np.ceil(ev.q("chips_to_fit", batch_size=b_star).to("chip").m), "chip")
+    while True:
+        turn = _compute_bound_from(presets, **EXAMPLE, n_chips=n, context_length=length)
+        if (turn is not None and turn < 4 * b_star) or length.m < 2:
+            return length, turn
+        length = length / 2
+
+
 def latency_vs_batch(presets: Presets) -> Figure:
+    from derivations import get
+
     ev = Evaluator(presets, **EXAMPLE)
     b_star = ev.q("crossover_batch").to("sequence").m
     chips = ev.q("chips_to_fit", batch_size=b_star).to("chip").m
     n = Q_(np.ceil(chips), "chip")
-    batches = np.linspace(1, 2.5 * b_star, 400)
-    kw = dict(EXAMPLE, presets=presets, n_chips=n)
-    from derivations import get
-
+    length, turn = latency_context(presets)
+    batches = np.linspace(1, 2 * max(b_star, turn or 0), 400)
+    kw = dict(EXAMPLE, presets=presets, n_chips=n, context_length=length)
     lines = {
-        "compute": get("compute_time").sweep("batch_size", batches, **kw).to("ms").m,
-        "weight fetch": np.broadcast_to(
-            get("weight_fetch_time").evaluate(**kw).to("ms").m, batches.shape
-        ),
-        "KV fetch": get("kv_fetch_time").sweep("batch_size", batches, **kw).to("ms").m,
+        name: get(eq).sweep("batch_size", batches, **kw).to("ms").m
+        for name, eq in (
+            ("compute (weights and attention)", "compute_time"),
+            ("weight fetch", "weight_fetch_time"),
+            ("KV fetch", "kv_fetch_time"),
+        )
     }
     total = get("step_time").sweep("batch_size", batches, **kw).to("ms").m
-    at = ev.q("step_time", batch_size=b_star, n_chips=n)
     names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
+    turn_q = Q_(float(f"{turn:.3g}"), "sequence")  # read off a grid: three figures
+    at = ev.q("step_time", batch_size=turn, n_chips=n, context_length=length)
 
     def draw(fig, ax):
         for label, y in lines.items():
@@ -148,23 +177,28 @@ def latency_vs_batch(presets: Presets) -> Figure:
             linewidth=2.8,
             label="step time (max of compute, memory)",
         )
+        ax.axvspan(0, turn, alpha=0.06, color=PALETTE[1])
         _mark(ax, b_star, f"B* = {quantity(Q_(b_star, 'sequence'))}")
+        _mark(ax, turn, "compute-bound from here")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("time per decode step (ms)")
         ax.set_xlim(0, batches[-1])
         ax.set_ylim(0, None)
-        ax.legend(loc="upper left")
+        ax.legend(loc="upper left", fontsize=8)
 
     alt = (
         f"Decode step time against batch size for {names['model']} on {quantity(n)} of "
-        f"{names['hardware']} at FP8: compute rises from the origin, weight fetch is flat, KV "
-        f"fetch rises with the batch; the step time is their roofline and compute meets weight "
-        f"fetch at B* = {quantity(Q_(b_star, 'sequence'))}, where a step takes {quantity(at)}."
+        f"{names['hardware']} at FP8 with {quantity(length)} of context: weight fetch rises "
+        f"while each new sequence brings new experts and is flat once all are read; compute "
+        f"(weights and attention) and KV fetch rise with the batch. The step is memory-bound "
+        f"up to {quantity(turn_q)} and compute-bound beyond, where a step takes {quantity(at)}."
     )
     caption = (
         f"The lecture's central picture, computed: {names['model']} on {quantity(n)} of "
-        f"{names['hardware']} (FP8, default context). Compute meets weight fetch at "
-        f"B* = {quantity(Q_(b_star, 'sequence'))}; the KV cache then keeps memory ahead."
+        f"{names['hardware']} (FP8, {quantity(length)} of context). Memory-bound (shaded) up to "
+        f"{quantity(turn_q)}, compute-bound beyond. The lecture's B* = "
+        f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
+        f"move the turn."
     )
     return _render("latency_vs_batch", draw, alt, caption)
 
@@ -176,26 +210,40 @@ def cost_vs_batch(presets: Presets) -> Figure:
     batches = np.geomspace(1, 1e5, 300)
     kw = dict(EXAMPLE, presets=presets)
     cost = get("cost_per_token").sweep("batch_size", batches, **kw).to("USD/Mtoken").m
+    short = dict(kw, context_length=Q_(1, "token"))
+    bare = get("cost_per_token").sweep("batch_size", batches, **short).to("USD/Mtoken").m
     floor = ev.q("compute_cost_floor").to("USD/Mtoken")
     b_star = ev.q("crossover_batch").to("sequence").m
+    saturation = ev.q("expert_saturation_batch").to("sequence")
     one = ev.q("cost_per_token", batch_size=1).to("USD/Mtoken")
+    at_sat = ev.q("cost_per_token", batch_size=saturation).to("USD/Mtoken")
+    length = presets.parameter["context_length"].value.to("token")
 
     def draw(fig, ax):
-        ax.loglog(batches, cost, linewidth=2.4, color=FOREGROUND, label="cost per token")
+        ax.loglog(
+            batches, cost, linewidth=2.4, color=FOREGROUND, label=f"{quantity(length)} of context"
+        )
+        ax.loglog(batches, bare, linewidth=1.4, linestyle="--", label="a short context")
         _mark(ax, floor.m, f"compute floor {quantity(floor)}", vertical=False)
+        _mark(ax, saturation.m, "E/k")
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="upper right")
+        ax.legend(loc="lower left")
 
+    drop = quantity((one / at_sat).to(""), 2)
     alt = (
-        f"Cost per token against batch size, log-log, for the same example: a hyperbola from "
-        f"{quantity(one)} at one sequence down toward a floor of {quantity(floor)}."
+        f"Cost per token against batch size, log-log, for the same example: from "
+        f"{quantity(one)} at one sequence it falls only {drop} times by E/k = "
+        f"{quantity(saturation)} (each sequence brings its own experts), then as 1/B toward "
+        f"the compute floor of {quantity(floor)} near B*."
     )
     caption = (
-        f"Cost per token falls as 1/B while weight reads dominate, then flattens near the "
-        f"compute floor ({quantity(floor)}) plus the KV cache's share. At one sequence a token "
-        f"costs {quantity(one)}."
+        f"An MoE's cost per token falls slowly until its batch keeps every expert busy: "
+        f"{quantity(one)} at one sequence, only {drop} times less at E/k = "
+        f"{quantity(saturation)}, where a dense model's would be {number(saturation.m)} times "
+        f"less. Past E/k it falls as 1/B, to the compute floor ({quantity(floor)}, short "
+        f"context) or above it, where attention and the KV cache add their share."
     )
     return _render("cost_vs_batch", draw, alt, caption)
 
@@ -430,12 +478,25 @@ def chinchilla_contours(presets: Presets) -> Figure:
     factor = Evaluator(presets, n_active=Q_(frontier, "parameter")).q(
         "balanced_overtraining_factor"
     )
+    # the drawn line's tokens at the frontier model's size: N* is a power of the budget, so two
+    # budgets fix it exactly
+    power = np.log(n_star[-1] / n_star[0]) / np.log(budgets[keep][-1] / budgets[keep][0])
+    budget = budgets[keep][0] * (frontier / n_star[0]) ** (1 / power)
+    d_line = (
+        get("compute_optimal_tokens")
+        .evaluate(presets=presets, fit=fit.id, training_flops=Q_(budget, "FLOP"))
+        .to("token")
+        .m
+    )
+    above = Q_(balanced / d_line, "")
 
     def draw(fig, ax):
         cs = ax.contour(nn, dd, loss, levels=12, linewidths=0.8, cmap="viridis")
         ax.clabel(cs, fontsize=7, fmt="%.2f")
         ax.loglog(n_star, d_star, color=FOREGROUND, linewidth=2, label="compute-optimal (N*, D*)")
         ax.plot([chin_n], [chin_d], "s", color=PALETTE[2], label="Chinchilla")
+        ax.plot([frontier], [d_line], "D", color=FOREGROUND, label="optimal tokens at the same N")
+        ax.plot([frontier, frontier], [d_line, balanced], color=PALETTE[3], linewidth=1)
         ax.plot(
             [frontier],
             [balanced],
@@ -447,18 +508,71 @@ def chinchilla_contours(presets: Presets) -> Figure:
         ax.set_ylabel("training tokens D")
         ax.legend(loc="lower right", fontsize=8)
 
+    per_param = quantity(presets.parameter["chinchilla_tokens_per_param"].value)
+    line_ratio = quantity(Q_(d_line / frontier, "token/parameter"))
     alt = (
         f"Iso-loss contours of the {fit.name} fit over parameters and tokens, with the "
         f"compute-optimal path, Chinchilla's own point, and the lecture's frontier model "
-        f"{factor.m:.0f} times past the Chinchilla token count."
+        f"{quantity(factor)} times past the Chinchilla token count and {quantity(above)} times "
+        f"above the drawn compute-optimal line at its size."
     )
     caption = (
-        f"Chinchilla iso-loss contours ({fit.name}). The bold line is the compute-optimal path; "
-        f"the equal-cost frontier model sits far above it, over-trained "
-        f"{quantity(factor)} times against "
-        f"{quantity(presets.parameter['chinchilla_tokens_per_param'].value)}."
+        f"Chinchilla iso-loss contours ({fit.name}). The bold line is this fit's compute-optimal "
+        f"path. The equal-cost frontier model (red) is over-trained {quantity(factor)} times "
+        f"against the rule of {per_param}, but only {quantity(above)} times above the "
+        f"line's own optimum at its size (the diamond, {line_ratio}): "
+        f"this fit's optimal tokens per parameter grow with scale."
     )
     return _render("chinchilla_contours", draw, alt, caption)
+
+
+def equal_cost_heuristic(presets: Presets) -> Figure:
+    """Total compute (pre-training plus serving) of the models that reach the equal-cost frontier
+    model's loss, against their ratio of training to serving compute, under each fit."""
+    from book.chapters.overtraining import iso_loss_costs
+
+    plain = Evaluator(presets)
+    n0 = presets.parameter["frontier_active_params"].value
+    d_pre, d_inf = plain.q("balanced_training_tokens"), plain.q("inference_tokens")
+    curves = []
+    for fit in presets.fit.values():
+        sizes = np.geomspace(n0.to("parameter").m / 2, n0.to("parameter").m * 4, 3000)
+        tokens, train, serve = iso_loss_costs(presets, fit.id, n0, d_pre, d_inf, sizes)
+        total = train + serve
+        share, rel = train / serve, total / total.min()
+        keep = (tokens < 1e18) & (share > 0.05) & (share < 20)  # the loss is reachable
+        curves.append((fit, share[keep], rel[keep], int(np.argmin(total[keep]))))
+
+    def draw(fig, ax):
+        for k, (fit, share, rel, i) in enumerate(curves):
+            label = f"{fit.id.split('_')[0].capitalize()} fit"  # as the chapter names it
+            ax.semilogx(share, rel, color=PALETTE[k], linewidth=2, label=label)
+            ax.plot([share[i]], [rel[i]], "o", color=PALETTE[k])
+        _mark(ax, 1.0, "equal cost")
+        ax.set_xlabel("pre-training compute / serving compute")
+        ax.set_ylabel("total compute / the cheapest")
+        ax.set_xlim(0.05, 20)
+        ax.set_ylim(0.95, 2.0)
+        ax.legend(loc="center right", fontsize=8)
+
+    shares = " and ".join(
+        f"{quantity(Q_(share[i], ''), 2)} under the {fit.name}" for fit, share, _, i in curves
+    )
+    extra = " and ".join(  # the equal-cost model's excess, read off each curve at a ratio of one
+        f"{number(100 * (np.interp(0.0, np.log(share[::-1]), rel[::-1]) - 1), 2)} per cent"
+        for _, share, rel, _ in curves  # share falls as the model grows: reversed, it rises
+    )
+    alt = (
+        f"Total compute of the models that reach the equal-cost frontier model's loss, against "
+        f"their ratio of training to serving compute: the cheapest spends {shares}."
+    )
+    caption = (
+        f"Equal cost is a heuristic. Of the models that reach the equal-cost frontier model's "
+        f"loss, the cheapest (dots) spends on pre-training a fraction of its serving compute of "
+        f"{shares}. The curves are flat near their minima: at equal cost the total is only "
+        f"{extra} above the cheapest."
+    )
+    return _render("equal_cost_heuristic", draw, alt, caption)
 
 
 # -- chapter F -------------------------------------------------------------------------------
@@ -761,6 +875,7 @@ FIGURES = {
     "memory_vs_stages": memory_vs_stages,
     "pipeline_bubble": pipeline_bubble,
     "chinchilla_contours": chinchilla_contours,
+    "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
     "alltoall_diagram": alltoall_diagram,
     "alltoall_vs_racks": alltoall_vs_racks,
@@ -770,7 +885,7 @@ CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
     "moe": ("alltoall_diagram", "alltoall_vs_racks"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
-    "overtraining": ("chinchilla_contours",),
+    "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder"),
     "validation": ("measured_vs_bound",),
 }

@@ -249,7 +249,11 @@ def _ttft(row: Preset, presets: Presets, changes: dict):
     if row.get("ttft") is None or row.scenario == "decode_only":
         return None
     kw = bound_inputs(row, presets, changes)
-    return row.ttft.to("ms"), derivations.get("ttft_bound").evaluate(**_only("ttft_bound", kw))
+    # the weight read counts the experts the prompt's tokens touch: the prompt is the batch
+    prompt = {"batch_size": Q_(row.input_tokens.to("token").m, "sequence")}
+    return row.ttft.to("ms"), derivations.get("ttft_bound").evaluate(
+        **{**_only("ttft_bound", kw), **prompt}
+    )
 
 
 def _flags(row: Preset, presets: Presets, efficiency, bound, ttft=None) -> list[str]:

@@ -249,7 +249,8 @@ register(
         assumptions=(
             "the prompt is processed alone on the replica's n chips, at peak FLOP/s",
             "attention FLOPs are ignored, as in compute_time",
-            "the weights are read at least once",
+            "the weights are read at least once; an MoE's weight read counts the experts the "
+            "prompt's L_in tokens touch (the weight fetch at a batch of L_in)",
         ),
         derivation=Derivation(
             given(

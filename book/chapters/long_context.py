@@ -12,6 +12,7 @@ import math
 from book.context import Evaluator, cell_in, header
 from book.format import number, quantity
 from units import Q_
+from units.errors import ChalkboardError
 from units.presets import Presets
 
 HARDWARE = "h100_sxm"
@@ -32,6 +33,7 @@ def context(presets: Presets) -> dict:
     return {
         "models": _model_table(presets),
         "crossovers": _crossover_table(presets),
+        "attention": _attention_table(presets),
         "hardware": presets.get("hardware", HARDWARE).name,
         "frontier": quantity(frontier.to("Gparameter")),
         "kink_context": quantity(presets.parameter["price_kink_context"].value.to("ktoken")),
@@ -89,13 +91,47 @@ def _model_table(presets: Presets) -> dict:
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
 
 
+def _attention_table(presets: Presets) -> dict:
+    columns = (
+        ("decode attention per context token", "MFLOP/token"),
+        ("decode: attention = weights", "ktoken"),
+        ("prefill: attention = weights", "ktoken"),
+    )
+    rows = []
+    for m in presets.model.values():
+        ev = Evaluator(presets, model=m.id)
+        values = (
+            lambda ev=ev: ev.q("attention_flops_per_token"),
+            lambda ev=ev: ev.q("decode_attention_context"),
+            lambda ev=ev: ev.q("prefill_attention_context"),
+        )
+        rows.append(
+            {
+                "name": m.name,
+                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+            }
+        )
+    return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _kv_compute_context(ev: Evaluator):
+    """The KV-vs-compute crossover, or None (shown as a dash) when attention's FLOPs per KV byte
+    reach the chip's ridge and compute stays ahead at every context."""
+    try:
+        return ev.q("kv_compute_crossover_context")
+    except ChalkboardError as e:  # the equation's own "no crossover" answer, nothing else
+        if "no crossover" not in str(e):
+            raise
+        return None
+
+
 def _crossover_table(presets: Presets) -> dict:
     columns = (("KV = compute", "ktoken"), ("KV = weights at B*", "ktoken"))
     rows = []
     for m in presets.model.values():
         ev = Evaluator(presets, HARDWARE, m.id)
         values = (
-            lambda ev=ev: ev.q("kv_compute_crossover_context"),
+            lambda ev=ev: _kv_compute_context(ev),
             lambda ev=ev: ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch")),
         )
         rows.append(
