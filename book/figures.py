@@ -689,6 +689,19 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
         f"racks on it takes longer than the compute, more so at the rack's own "
         f"{penalty_hw}x penalty than at the lecture's {lecture_penalty}x."
     )
+    ctx_layer = data["layer_compute_ctx"].to("ms").m
+    if ctx_layer > 1.01 * layer:
+        hides = data["lecture"][1] < ctx_layer
+        caption += (
+            f" Dashed: the layer's compute with attention at {context} of context, "
+            f"{quantity(Q_(ctx_layer * us, 'microsecond'))}; "
+            + (
+                f"against it two racks at the lecture's {lecture_penalty}x would still hide, "
+                f"the rack's own {penalty_hw}x would not."
+                if hides and data["hardware"][1] > ctx_layer
+                else "the comparison is the same."
+            )
+        )
     return _render("alltoall_vs_racks", draw, alt, caption)
 
 
