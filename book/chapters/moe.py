@@ -163,6 +163,8 @@ def context(presets: Presets) -> dict:
         "penalty_hw": number(penalty_hw.to("").m),
         "penalty_hopper": number(Evaluator(presets, HOPPER).q("hardware_scale_out_penalty").m),
         "penalty_ultra": number(penalty_ultra.to("").m),
+        "h800": presets.get("hardware", "h800").name,
+        "penalty_h800": number(Evaluator(presets, "h800").q("hardware_scale_out_penalty").m),
         "ultra": ultra.name,
         "scale_up_bw": quantity(rack.scale_up_bandwidth_per_direction),
         "scale_out_bw": quantity(rack.scale_out_bandwidth_per_direction.to("GB/s")),
