@@ -188,13 +188,13 @@ def context(presets: Presets) -> dict:
         "rubin_over_blackwell": number((rubin / rack.scale_up_domain).to("").m),
         "blackwell_over_hopper": number((rack.scale_up_domain / hopper.scale_up_domain).to("").m),
         "context": quantity(presets.parameter["context_length"].value),
-        "exercises": _exercises(presets, series, ratio_one),
+        "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
     }
 
 
-def _exercises(presets: Presets, series: dict, ratio_one: float) -> dict:
+def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: float) -> dict:
     """Numbers for the end-of-chapter exercises."""
     # 1. Kimi K2 on the same rack: bytes, times and their ratio at its own crossover batch.
     kimi_id = "kimi_k2"
@@ -253,6 +253,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float) -> dict:
         "ultra_slowdown": number(slow_ultra),
         "ultra_ratio": number(slow_ultra * ratio_one, 3),
         "break_even": number(break_even, 3),
+        "ultra_ratio_ctx": number(slow_ultra * ratio_one_ctx, 3),
+        "ultra_hides_ctx": bool(slow_ultra * ratio_one_ctx < 1),
+        "break_even_ctx": number(1 / (offrack * ratio_one_ctx), 3),
         "offrack": number(offrack),
         "serial": number(serial),
         "fp4_kv": quantity(kv),
