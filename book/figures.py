@@ -365,37 +365,77 @@ def drain_ladder(presets: Presets) -> Figure:
 
 
 def memory_vs_stages(presets: Presets) -> Figure:
+    """Two panels of HBM per chip against stages: a model that fits its rack (DeepSeek-V3 on
+    GB200 NVL72, 64 chips of experts) and one that does not fit its node (Kimi K2 on 8 H100s)."""
     from book.chapters import pipeline
 
-    ev = Evaluator(presets, pipeline.RACK, pipeline.MODEL, "fp8")
-    split = [pipeline.memory_split(ev, pipeline_stages=Q_(p, "stage")) for p in pipeline.STAGES]
-    weights = [w.to("GB").m for w, _ in split]
-    kvs = [k.to("GB").m for _, k in split]
-    hbm = presets.get("hardware", pipeline.RACK).hbm_capacity.to("GB")
-    model, rack = (
-        presets.get("model", pipeline.MODEL).name,
-        presets.get("hardware", pipeline.RACK).name,
-    )
+    def panel(hw_id, model_id, experts):
+        ev = Evaluator(presets, hw_id, model_id, "fp8")
+        split = [
+            pipeline.memory_split(
+                ev,
+                pipeline_stages=Q_(p, "stage"),
+                **({"expert_parallel_chips": experts} if experts else {}),
+            )
+            for p in pipeline.STAGES
+        ]
+        hw = presets.get("hardware", hw_id)
+        return {
+            "weights": [w.to("GB").m for w, _ in split],
+            "kv": [k.to("GB").m for _, k in split],
+            "hbm": hw.hbm_capacity.to("GB"),
+            "title": f"{presets.get('model', model_id).name} on {hw.name}",
+            "experts": quantity(experts or presets.parameter["expert_parallel_chips"].value),
+        }
+
+    fits = panel(pipeline.RACK, pipeline.MODEL, None)
+    big_hw = presets.get("hardware", pipeline.TOO_BIG_CHIP)
+    big = panel(pipeline.TOO_BIG_CHIP, pipeline.TOO_BIG_MODEL, big_hw.scale_up_domain)
 
     def draw(fig, ax):
+        fig.set_size_inches(9, 4.4)
+        fig.delaxes(ax)
+        axes = fig.subplots(1, 2)
         x = np.arange(len(pipeline.STAGES))
-        ax.bar(x, weights, label="weights", color=PALETTE[0])
-        ax.bar(x, kvs, bottom=weights, label="KV cache", color=PALETTE[1])
-        ax.set_xticks(x, [str(p) for p in pipeline.STAGES])
-        _mark(ax, hbm.m, f"HBM per chip {quantity(hbm)}", vertical=False)
-        ax.set_xlabel("pipeline stages P")
-        ax.set_ylabel("HBM needed per chip (GB)")
-        ax.legend(loc="upper right")
+        for a, d in zip(axes, (fits, big), strict=True):
+            a.bar(x, d["weights"], label="weights", color=PALETTE[0])
+            a.bar(x, d["kv"], bottom=d["weights"], label="KV cache", color=PALETTE[1])
+            a.axhline(d["hbm"].m, color=FOREGROUND, linestyle="--", linewidth=1.2)
+            a.annotate(
+                f"HBM\n{quantity(d['hbm'])}",
+                (1, d["hbm"].m),
+                xycoords=("axes fraction", "data"),
+                xytext=(3, 0),
+                textcoords="offset points",
+                ha="left",
+                va="center",
+                fontsize=9,
+            )
+            a.set_xticks(x, [str(p) for p in pipeline.STAGES])
+            a.set_xlabel("pipeline stages P")
+            a.set_title(f"{d['title']}\n{d['experts']} of experts per stage", fontsize=9)
+            top = max(w + k for w, k in zip(d["weights"], d["kv"], strict=True))
+            a.set_ylim(0, max(top, d["hbm"].m) * 1.15)
+        axes[0].set_ylabel("HBM needed per chip (GB)")
+        axes[0].legend(loc="upper center", ncols=2)
+
+    def gb(v):
+        return quantity(Q_(v, "GB"))
 
     alt = (
-        f"Stacked bars of HBM per chip against pipeline stages for {model} on "
-        f"{rack} at FP8: the weights shrink from {quantity(Q_(weights[0], 'GB'))} to "
-        f"{quantity(Q_(weights[-1], 'GB'))} while the KV cache stays at "
-        f"{quantity(Q_(kvs[0], 'GB'))}."
+        f"Two panels of stacked bars, HBM per chip against pipeline stages at FP8. Left, "
+        f"{fits['title']}: weights shrink from {gb(fits['weights'][0])} to "
+        f"{gb(fits['weights'][-1])}, the KV cache stays {gb(fits['kv'][0])}, all well under "
+        f"{quantity(fits['hbm'])}. Right, {big['title']}: weights shrink from "
+        f"{gb(big['weights'][0])} to {gb(big['weights'][-1])} but the KV cache stays "
+        f"{gb(big['kv'][0])}, far above {quantity(big['hbm'])}."
     )
     caption = (
-        f"Pipelining divides the weights by the stage count; the KV cache per chip stays "
-        f"{quantity(Q_(kvs[0], 'GB'))} because as many micro-batches are in flight as stages."
+        f"Pipelining divides the weights (blue) by the stage count; the KV cache (orange) per chip "
+        f"does not move, because as many micro-batches are in flight as stages. Left: "
+        f"{fits['title']} fits in one stage. Right: {big['title']} needs stages for its weights, "
+        f"but the KV cache of a crossover micro-batch, {gb(big['kv'][0])} per chip, overflows "
+        f"{quantity(big['hbm'])} at every stage count."
     )
     return _render("memory_vs_stages", draw, alt, caption)
 
@@ -418,6 +458,16 @@ def pipeline_bubble(presets: Presets) -> Figure:
                 .m
             )
             ax.semilogx(micro, y, label=f"P = {p}", linewidth=1.6)
+        p0 = presets.parameter["pipeline_stages"].value.m
+        m0 = presets.parameter["microbatches"].value.to("").m
+        ax.plot([m0], [default.m], "o", color=FOREGROUND, markersize=5)
+        ax.annotate(
+            f"P = {p0:g}, m = {m0:g}: {quantity(default.to('') * 100)}% idle",
+            (m0, default.m),
+            xytext=(8, 8),
+            textcoords="offset points",
+            fontsize=9,
+        )
         ax.set_xlabel("micro-batches per step m")
         ax.set_ylabel("bubble fraction")
         ax.set_ylim(0, 1)
@@ -429,8 +479,9 @@ def pipeline_bubble(presets: Presets) -> Figure:
         "each curve falls from near one toward zero as micro-batches grow."
     )
     caption = (
-        f"The training bubble (P - 1)/(m + P - 1). With the defaults it is "
-        f"{quantity(default)} of a step."
+        "The share of each stage's time lost to filling and draining the pipeline in a training "
+        "step: more stages raise it, more micro-batches per step lower it. At the marked default "
+        f"it is {quantity(default.to('') * 100)}% of a step."
     )
     return _render("pipeline_bubble", draw, alt, caption)
 
@@ -813,6 +864,122 @@ def alltoall_diagram(presets: Presets) -> Figure:
     return _render("alltoall_diagram", draw, alt, caption)
 
 
+# -- chapter G -------------------------------------------------------------------------------
+
+
+def _feistel_panel(ax, x0, title, top, bottom, sign):
+    """One Feistel round drawn at horizontal offset ``x0``: the kept half on the left, the
+    changed half on the right, f between them."""
+    from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
+
+    left, right = x0, x0 + 2.0
+    arrow = dict(arrowstyle="-|>", mutation_scale=12, color=FOREGROUND, linewidth=1.4)
+    ax.text(x0 + 1.0, 5.6, title, ha="center", va="bottom", fontsize=11, fontweight="bold")
+    for xpos, label in zip((left, right), top, strict=True):
+        ax.text(xpos, 5.0, label, ha="center", va="bottom", fontsize=11)
+    for xpos, label in zip((left, right), bottom, strict=True):
+        ax.text(xpos, 0.7, label, ha="center", va="top", fontsize=11)
+    ax.add_patch(FancyArrowPatch((left, 4.9), (left, 0.8), **arrow))  # the kept half
+    ax.add_patch(FancyArrowPatch((right, 4.9), (right, 3.0), **arrow))
+    ax.add_patch(FancyArrowPatch((right, 2.6), (right, 0.8), **arrow))
+    box = Rectangle((x0 + 0.65, 2.5), 0.7, 0.6, fill=False, edgecolor=FOREGROUND, linewidth=1.4)
+    ax.add_patch(box)
+    ax.text(x0 + 1.0, 2.8, "f", ha="center", va="center", fontsize=12, style="italic")
+    ax.add_patch(FancyArrowPatch((left, 2.8), (x0 + 0.65, 2.8), **arrow))
+    ax.add_patch(FancyArrowPatch((x0 + 1.35, 2.8), (right - 0.2, 2.8), **arrow))
+    ax.add_patch(Circle((right, 2.8), 0.2, fill=False, edgecolor=FOREGROUND, linewidth=1.4))
+    ax.text(right, 2.8, sign, ha="center", va="center", fontsize=12)
+
+
+def feistel_round(presets: Presets) -> Figure:
+    """The Feistel round forward and its inverse: the inverse evaluates f again, never f⁻¹."""
+    from book.chapters import reversible as chapter
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 3.6)
+        _feistel_panel(ax, 0.0, "forward", ("x", "y"), ("x", "z = y + f(x)"), "+")
+        _feistel_panel(ax, 4.0, "inverse", ("x", "z"), ("x", "y = z \u2212 f(x)"), "\u2212")
+        ax.set_xlim(-0.8, 6.9)
+        ax.set_ylim(0, 6.3)
+        ax.set_aspect("equal")
+        ax.axis("off")
+
+    alt = (
+        "Two diagrams side by side. Forward: x passes straight down unchanged; f of x is added "
+        "to y, giving z = y + f(x). Inverse: x again passes down unchanged; the same f of x is "
+        "subtracted from z, giving back y = z minus f(x)."
+    )
+    model = presets.get("model", chapter.MODEL)
+    caption = (
+        "A Feistel round and its inverse. Both run f forwards on the half that was kept; "
+        "neither ever needs f's inverse, so f can be any function at all. A reversible "
+        f"{model.name} would stack {model.layers} such rounds, one per layer, and the backward "
+        "pass would walk them in inverse order."
+    )
+    return _render("feistel_round", draw, alt, caption)
+
+
+def activation_vs_layers(presets: Presets) -> Figure:
+    """Activation memory of one training sequence against depth: every activation stored, each
+    layer's input stored, square-root checkpointing and a reversible network (the last two at
+    the same compute, one more forward pass)."""
+    from book.chapters import reversible as chapter
+    from derivations import get
+
+    depth = np.arange(chapter.LAYER_SWEEP[0], chapter.LAYER_SWEEP[1] + 1)
+    kw = dict(presets=presets, model=chapter.MODEL, batch_size=chapter.TRAIN_BATCH)
+    lines = {
+        "every activation stored": "full_activation_memory",
+        "each layer's input stored": "activation_memory",
+        "checkpointed, one extra forward pass": "checkpoint_activation_memory",
+        "reversible, same extra pass": "revnet_activation_memory",
+    }
+    cases = chapter.memory_cases(presets)
+    curves = {  # the reversible network's memory does not read the depth at all
+        label: get(eq).sweep("n_layers", depth, **kw).to("GB").m
+        if eq != "revnet_activation_memory"
+        else np.full(depth.shape, cases["rev"].to("GB").m)
+        for label, eq in lines.items()
+    }
+    model = presets.get("model", chapter.MODEL)
+    context = presets.parameter["context_length"].value
+    hbm = presets.get("hardware", chapter.HARDWARE).hbm_capacity.to("GB")
+    chip = presets.get("hardware", chapter.HARDWARE).name
+
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    def draw(fig, ax):
+        for label, y in curves.items():
+            ax.loglog(depth, y, label=label, linewidth=2)
+        _mark(ax, model.layers, f"{model.name}: {model.layers} layers")
+        _mark(ax, hbm.m, f"{chip} HBM {quantity(hbm)}", vertical=False)
+        ax.set_xlabel("layers")
+        ax.set_ylabel("activation memory (GB)")
+        ax.set_xlim(depth[0], depth[-1])
+        ax.set_xticks([t for t in (5, 10, 20, 40, 80, 160) if depth[0] <= t <= depth[-1]])
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
+
+    alt = (
+        f"Activation memory of one training sequence of {quantity(context)} with {model.name}'s "
+        f"width against depth, both axes logarithmic: storing every activation and storing each "
+        f"layer's input grow in proportion to the layers, checkpointing as their square root, "
+        f"and the reversible network stays flat. At {model.layers} layers: "
+        f"{quantity(cases['stored'].to('GB'))}, {quantity(cases['plain'].to('GB'))}, "
+        f"{quantity(cases['ckpt'].to('GB'))} and {quantity(cases['rev'].to('MB'))}, against one "
+        f"{chip}'s {quantity(hbm)} of HBM."
+    )
+    caption = (
+        f"Activation memory against depth for one sequence of {quantity(context)} at "
+        f"{model.name}'s width. The slopes are the lecture's argument: linear, square root, "
+        f"flat. Checkpointing and the reversible network pay the same one extra forward pass; "
+        f"at {model.layers} layers they store {quantity(cases['ckpt'].to('GB'))} and "
+        f"{quantity(cases['rev'].to('MB'))} of layer inputs."
+    )
+    return _render("activation_vs_layers", draw, alt, caption)
+
+
 # -- validation ------------------------------------------------------------------------------
 
 SCENARIO_LABELS = {
@@ -892,6 +1059,8 @@ FIGURES = {
     "cost_vs_context": cost_vs_context,
     "alltoall_diagram": alltoall_diagram,
     "alltoall_vs_racks": alltoall_vs_racks,
+    "feistel_round": feistel_round,
+    "activation_vs_layers": activation_vs_layers,
     "measured_vs_bound": measured_vs_bound,
 }
 CHAPTER_FIGURES = {
@@ -900,6 +1069,7 @@ CHAPTER_FIGURES = {
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder"),
+    "reversible": ("feistel_round", "activation_vs_layers"),
     "validation": ("measured_vs_bound",),
 }
 

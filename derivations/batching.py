@@ -160,7 +160,8 @@ expert_read_fraction_eq = register(
                 "a token picks k of the E_r experts: it skips a given one with q = 1 - k/E_r",
             ),
         ),
-        summary="k/E_r at one sequence, close to 1 once B passes a few times E_r/k.",
+        summary="The active share of the routed experts at one sequence, close to 1 once the "
+        "batch is a few times the expert-saturation batch.",
     )
 )
 
@@ -257,7 +258,7 @@ weight_fetch_time_eq = register(
         ),
         summary="A dense model reads every weight each step. An MoE reads its always-read "
         "weights plus the experts its batch touches: about N_active at one sequence, every "
-        "weight once B passes a few times E_r / k.",
+        "weight once the batch is a few times the expert-saturation batch.",
     )
 )
 
@@ -373,8 +374,9 @@ crossover_batch_eq = register(
             "the KV-fetch term is ignored (short contexts)",
             "attention FLOPs are ignored: the context is well below L_attn = c_fwd N_active / "
             "a_dec (the short-context limit, like the KV term)",
-            "the batch touches every expert (phi = 1): true at B*, which is many times E_r / k "
-            "on every preset (a test checks it), so compute = weight fetch has this one root",
+            "the batch touches every expert (phi = 1): true at B*, which is many times the "
+            "expert-saturation batch on every preset (a test checks it), so compute = weight "
+            "fetch has this one root",
             "weights are stored at b_w bytes per value; F is the dense rate at the compute "
             "precision",
         ),

@@ -496,7 +496,8 @@ register(
         source=Source(LECTURE, SECTION_A, "the balance of the two memory terms"),
         assumptions=(
             "both are read from the same HBM",
-            "the weights read are those the batch touches (all of them once B >> E_r / k)",
+            "the weights read are those the batch touches (all of them once the batch far "
+            "exceeds the expert-saturation batch)",
         ),
         derivation=Derivation(
             given(KV, WEIGHTS, "at the crossover the batch's KV bytes equal the weights' bytes"),

@@ -192,7 +192,7 @@ experts_touched = symbol(
 expert_saturation_batch = symbol(
     "expert_saturation_batch",
     "sequence",
-    "batch at which each routed expert expects one token (E_r / k)",
+    "batch at which each routed expert expects one token: routed experts over experts per token",
     r"B_{\mathrm{sat}}",
 )
 attention_flops_per_token = symbol(

@@ -111,6 +111,39 @@ def test_moe_blackwell_rack_holds_five_trillion_parameters_plus_kv_by_hand():
     assert _num(holds["fp8"]["left"]) == pytest.approx((hbm - kv_bf16 / 2) / 1e12, rel=1e-3)
 
 
+def test_reversible_memory_cases_by_hand():
+    from book.chapters.reversible import memory_cases
+
+    m = {k: v.to("byte").m for k, v in memory_cases(load()).items()}
+    # Llama 3.1 70B config: 80 layers, d_model 8,192; one sequence of the default 8,192 tokens;
+    # BF16 activations (2 bytes); Korthikanti et al. 2022: about 34 bytes stored per value.
+    tokens, d, layers = 8192, 8192, 80
+    assert m["plain"] == pytest.approx(layers * tokens * d * 2)  # 10.74 GB
+    assert m["rev"] == pytest.approx(tokens * d * 2)  # 134.2 MB: one layer's input
+    # Chen et al. 2016: sqrt(80) segments, twice sqrt(80) layer inputs = 2.401 GB
+    assert m["ckpt"] == pytest.approx(2 * 80**0.5 * tokens * d * 2)
+    assert m["stored"] == pytest.approx(layers * tokens * d * 34)  # 182.5 GB
+    assert m["buffer"] == pytest.approx(tokens * d * 34)  # one layer's internals, 2.282 GB
+    assert m["plain"] / m["rev"] == pytest.approx(layers)
+
+
+def test_reversible_context_numbers_by_hand():
+    from book.chapters.reversible import context
+
+    ctx = context(load())
+    assert ctx["layer_ratio"] == "80" and ctx["segments"] == "8.94"  # sqrt(80)
+    assert ctx["ckpt_over_rev"] == "17.9"  # 2 sqrt(80)
+    # one layer's internals (34 per value) added to both: (2 sqrt(80) x 2 + 34) / (2 + 34)
+    assert ctx["ratio_with_buffer"] == f"{(2 * 80**0.5 * 2 + 34) / (2 + 34):.3g}"
+    assert ctx["extra_compute"] == "1.333"  # 8 N D over 6 N D
+    assert (ctx["fwd_per_param"], ctx["plain_per_param"], ctx["rev_per_param"]) == ("2", "6", "8")
+    # KV cache by hand: 8,192 tokens x 80 layers x (K, V) x 8 KV heads x 128 x 2 bytes = 2.684 GB
+    assert ctx["kv"] == f"{8192 * 80 * 2 * 8 * 128 * 2 / 1e9:.4g} GB"
+    assert ctx["kv_over_plain"] == "0.25"  # 2 x 8 x 128 of 8,192 values per token per layer
+    assert ctx["rebuild_ratio"] == "8,192"  # no cache: the whole context's forward pass per token
+    assert ctx["stored_over_hbm"] == f"{182.536 / 80:.3g}"  # facts.md: H100 SXM 80 GB HBM
+
+
 def test_no_kv_compute_crossover_shows_a_dash():
     # A100 with DeepSeek-V3: compute stays ahead of the KV reads at every context (see
     # tests/book/test_cli.py for the hand check); the table's helper gives None (a dash), and a
