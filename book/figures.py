@@ -687,6 +687,204 @@ def cost_vs_context(presets: Presets) -> Figure:
     return _render("cost_vs_context", draw, alt, caption)
 
 
+# -- chapter B -------------------------------------------------------------------------------
+
+
+def alltoall_vs_racks(presets: Presets) -> Figure:
+    from book.chapters import moe
+
+    data = moe.alltoall_series(presets)
+    racks, layer = data["racks"], data["layer_compute"].to("ms").m
+    penalty_hw = quantity(data["penalty_hw"])
+    lecture_penalty = quantity(presets.parameter["scale_out_penalty"].value)
+    model = presets.get("model", moe.MODEL).name
+    rack = presets.get("hardware", moe.RACK).name
+    context = quantity(presets.parameter["context_length"].value)
+    us = 1000  # ms -> microseconds on the axis
+
+    def draw(fig, ax):
+        ax.plot(
+            racks,
+            [t * us for t in data["lecture"]],
+            "o-",
+            linewidth=1.6,
+            label=f"all-to-all, scale-out {lecture_penalty}x slower (lecture)",
+        )
+        ax.plot(
+            racks,
+            [t * us for t in data["hardware"]],
+            "s-",
+            linewidth=1.6,
+            label=f"all-to-all, scale-out {penalty_hw}x slower (the rack's own ratio)",
+        )
+        ax.axhline(
+            layer * us,
+            color=PALETTE[2],
+            linewidth=2,
+            label="compute of the same layer (weights' FLOPs)",
+        )
+        ctx_layer = data["layer_compute_ctx"].to("ms").m
+        if ctx_layer > 1.01 * layer:
+            ax.axhline(
+                ctx_layer * us,
+                color=PALETTE[2],
+                linewidth=1.6,
+                linestyle="--",
+                label=f"compute with attention at {context} of context",
+            )
+        ax.axvspan(0.6, 1.4, color=FOREGROUND, alpha=0.06)
+        ax.annotate(
+            "one rack",
+            (1, 0.97),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="top",
+            fontsize=9,
+        )
+        ax.set_xticks(racks)
+        ax.set_xlim(0.6, racks[-1] + 0.4)
+        ax.set_ylim(0, None)
+        ax.set_xlabel("racks one expert layer spans")
+        ax.set_ylabel("time per MoE layer (microseconds)")
+        ax.legend(loc="center right", bbox_to_anchor=(1, 0.62), fontsize=9)
+
+    one, two = data["lecture"][0] * us, data["lecture"][1] * us
+    alt = (
+        f"All-to-all time of one MoE layer of {model} at a batch of {quantity(data['batch'])} "
+        f"against racks spanned: {quantity(Q_(one, 'microsecond'))} in one rack, below the "
+        f"layer's compute time of {quantity(Q_(layer * us, 'microsecond'))}; "
+        f"{quantity(Q_(two, 'microsecond'))} over two racks at the lecture's penalty, above it."
+    )
+    caption = (
+        f"One MoE layer of {model} on {rack} chips at the crossover batch: inside one rack the "
+        f"all-to-all takes less time than the layer's compute and can hide behind it; from two "
+        f"racks on it takes longer than the compute, more so at the rack's own "
+        f"{penalty_hw}x penalty than at the lecture's {lecture_penalty}x."
+    )
+    ctx_layer = data["layer_compute_ctx"].to("ms").m
+    if ctx_layer > 1.01 * layer:
+        hides = data["lecture"][1] < ctx_layer
+        caption += (
+            f" Dashed: the layer's compute with attention at {context} of context, "
+            f"{quantity(Q_(ctx_layer * us, 'microsecond'))}; "
+            + (
+                f"against it two racks at the lecture's {lecture_penalty}x would still hide, "
+                f"the rack's own {penalty_hw}x would not."
+                if hides and data["hardware"][1] > ctx_layer
+                else "the comparison is the same."
+            )
+        )
+    return _render("alltoall_vs_racks", draw, alt, caption)
+
+
+def alltoall_diagram(presets: Presets) -> Figure:
+    """Schematic: one token dispatched to its experts inside one rack, and over two racks."""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    from book.chapters import moe
+
+    hw = presets.get("hardware", moe.RACK)
+    up = quantity(hw.scale_up_bandwidth_per_direction)
+    out = quantity(hw.scale_out_bandwidth_per_direction.to("GB/s"))
+    share = Evaluator(presets).text("offrack_fraction")
+    penalty = quantity(Evaluator(presets, moe.RACK).q("hardware_scale_out_penalty"))
+    up_colour, out_colour = PALETTE[0], PALETTE[1]
+
+    def chip(ax, x, y, home=False):
+        ax.add_patch(
+            Rectangle(
+                (x - 0.35, y - 0.3),
+                0.7,
+                0.6,
+                facecolor=PALETTE[2] if home else "none",
+                edgecolor=FOREGROUND,
+                alpha=0.9 if home else 1,
+                linewidth=1,
+            )
+        )
+        return (x, y)
+
+    def arrow(ax, a, b, colour, dashed=False):
+        ax.add_patch(
+            FancyArrowPatch(
+                a,
+                b,
+                arrowstyle="-|>",
+                mutation_scale=10,
+                color=colour,
+                linewidth=1.5,
+                linestyle="--" if dashed else "-",
+                connectionstyle="arc3,rad=0.2",
+                shrinkA=9,
+                shrinkB=9,
+            )
+        )
+
+    def rack(ax, x0, x1, label):
+        ax.add_patch(
+            Rectangle(
+                (x0, 0.7), x1 - x0, 4.1, facecolor="none", edgecolor=FOREGROUND, linewidth=1.6
+            )
+        )
+        ax.text((x0 + x1) / 2, 4.55, label, ha="center", va="center", fontsize=9)
+
+    def draw(fig, ax):
+        ax.set_xlim(0, 14.2)
+        ax.set_ylim(0, 6)
+        ax.axis("off")
+        # left: one rack, every byte on the scale-up network
+        rack(ax, 0.3, 6.3, "one rack")
+        grid = [
+            chip(ax, 1.1 + 1.4 * i, 3.3 - 1.5 * j, home=(i, j) == (0, 0))
+            for j in range(2)
+            for i in range(4)
+        ]
+        for target in (grid[2], grid[5], grid[7], grid[3]):
+            arrow(ax, grid[0], target, up_colour)
+        ax.text(3.3, 0.25, f"all traffic on NVLink, {up} per direction", ha="center", fontsize=9)
+        # right: two racks, half of the experts in the other rack
+        rack(ax, 7.0, 10.0, "rack 1")
+        rack(ax, 11.0, 14.0, "rack 2")
+        left = [
+            chip(ax, 7.8 + 1.4 * i, 3.3 - 1.5 * j, home=(i, j) == (0, 0))
+            for j in range(2)
+            for i in range(2)
+        ]
+        right = [chip(ax, 11.8 + 1.4 * i, 3.3 - 1.5 * j) for j in range(2) for i in range(2)]
+        for target in (left[1], left[3]):
+            arrow(ax, left[0], target, up_colour)
+        for target in (right[0], right[3]):
+            arrow(ax, left[0], target, out_colour, dashed=True)
+        ax.text(
+            10.5,
+            0.25,
+            f"a share {share} leaves the rack at {out} per direction",
+            ha="center",
+            fontsize=9,
+            color=FOREGROUND,
+        )
+        ax.plot([], [], color=up_colour, label="scale-up (NVLink)")
+        ax.plot([], [], color=out_colour, linestyle="--", label="scale-out (network)")
+        ax.plot(
+            [], [], marker="s", linestyle="none", color=PALETTE[2], label="the token's home chip"
+        )
+        ax.legend(loc="upper center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, 1.02))
+
+    alt = (
+        "Diagram: on the left one rack of chips, where a token's home chip sends its activation "
+        f"to four expert chips over NVLink at {up} per direction; on the right the same layer "
+        f"over two racks, where two of the four arrows cross to the other rack over the network "
+        f"at {out} per direction."
+    )
+    caption = (
+        "Dispatch of one token to its experts (combine sends the results back the same way). "
+        f"Inside one rack every arrow is an NVLink path; over two racks a share {share} of them "
+        f"crosses the scale-out network, {penalty} "
+        "times slower per chip and per direction on these chips."
+    )
+    return _render("alltoall_diagram", draw, alt, caption)
+
+
 # -- chapter G -------------------------------------------------------------------------------
 
 
@@ -880,12 +1078,15 @@ FIGURES = {
     "chinchilla_contours": chinchilla_contours,
     "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
+    "alltoall_diagram": alltoall_diagram,
+    "alltoall_vs_racks": alltoall_vs_racks,
     "feistel_round": feistel_round,
     "activation_vs_layers": activation_vs_layers,
     "measured_vs_bound": measured_vs_bound,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
+    "moe": ("alltoall_diagram", "alltoall_vs_racks"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder"),

@@ -68,6 +68,49 @@ def test_batching_mixed_precision_example_by_hand():
     )
 
 
+def _num(text: str) -> float:
+    return float(text.split()[0].replace(",", ""))
+
+
+def test_moe_alltoall_beside_the_layer_compute_by_hand():
+    from book.chapters import moe
+
+    ctx = moe.context(load())
+    # facts.md: GB200 5,000 TFLOP/s FP8 dense, 8 TB/s HBM, NVLink 1.8 TB/s both ways = 900 GB/s
+    # per direction, 400 Gb/s = 50 GB/s network port per direction. DeepSeek-V3: 671B / 37B,
+    # 61 layers, d = 7,168, 8 routed experts per token. The lecture's 64 chips and 8x penalty.
+    batch = 5000 / 8 * 1 / 2 * 671 / 37  # B* = F b_w / (2 W) x N_total / N_active
+    layer_s = 2 * 37e9 * batch / (64 * 5000e12) / 61  # weights' FLOPs per layer, 64 chips
+    a2a_s = batch * 2 * 8 * 7168 * 1 / (64 * 900e9)  # dispatch + combine at one byte per value
+    assert _num(ctx["batch"]) == pytest.approx(batch, rel=1e-3)
+    assert _num(ctx["layer_compute"]) == pytest.approx(layer_s * 1e6, rel=1e-3)  # microseconds
+    assert _num(ctx["alltoall_one_rack"]) == pytest.approx(a2a_s * 1e6, rel=1e-3)
+    assert float(ctx["ratio_one_rack"]) == pytest.approx(a2a_s / layer_s, rel=1e-2)
+    # two racks: max(1/2, 8/2) = 4 at the lecture's penalty, max(1/2, 18/2) = 9 at GB200's own
+    assert float(ctx["ratio_two_racks"]) == pytest.approx(4 * a2a_s / layer_s, rel=1e-2)
+    assert float(ctx["ratio_two_racks_hw"]) == pytest.approx(9 * a2a_s / layer_s, rel=1e-2)
+    assert ctx["penalty_hw"] == "18" and ctx["slowdown_hw"] == "9"
+    # the chapter's claim: one rack hides the all-to-all behind compute, two racks do not
+    assert float(ctx["ratio_one_rack"]) < 1 < float(ctx["ratio_two_racks"])
+    # the flashcard "rack-boundary" reads this path
+    assert ctx["slowdowns"][1]["offrack"] == "0.5"
+
+
+def test_moe_blackwell_rack_holds_five_trillion_parameters_plus_kv_by_hand():
+    from book.chapters import moe
+
+    holds = moe.context(load())["holds"]
+    # facts.md: GB200 NVL72 72 x 186 GB of HBM. DeepSeek-V3's MLA caches 512 + 64 values per
+    # token per layer over 61 layers; 8,192 tokens of context (parameters.toml) at the B* above.
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    hbm = 72 * 186e9
+    kv_bf16 = (512 + 64) * 61 * 2 * 8192 * batch
+    assert _num(holds["bf16"]["kv"]) == pytest.approx(kv_bf16 / 1e12, rel=1e-3)
+    assert _num(holds["bf16"]["left"]) == pytest.approx((hbm - kv_bf16) / 2 / 1e12, rel=1e-3)
+    assert holds["bf16"]["left_round"] == "5"  # the lecture's "5T model plus KV"
+    assert _num(holds["fp8"]["left"]) == pytest.approx((hbm - kv_bf16 / 2) / 1e12, rel=1e-3)
+
+
 def test_reversible_memory_cases_by_hand():
     from book.chapters.reversible import memory_cases
 

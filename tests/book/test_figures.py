@@ -37,6 +37,17 @@ def test_latency_figure_marks_the_computed_crossover(drawn):
     assert f"{round(b.m):,}" in drawn["latency_vs_batch"].caption
 
 
+def test_alltoall_figure_puts_one_rack_below_the_compute_and_two_above():
+    from book.chapters import moe
+
+    data = moe.alltoall_series(load())
+    layer = data["layer_compute"].to("ms").m
+    assert data["lecture"][0] < layer < data["lecture"][1] < data["hardware"][1]
+    # one rack: the penalty does not enter; more racks: slower, toward the full penalty
+    assert data["lecture"][0] == pytest.approx(data["hardware"][0])
+    assert data["lecture"] == sorted(data["lecture"])
+
+
 def test_latency_figure_shows_both_regimes():
     # issue 11/12: the plotted batches must reach past the batch where compute overtakes memory
     # (at 8K context DeepSeek on H100 FP8 used to stay memory-bound at every plotted batch)
