@@ -109,6 +109,8 @@ def _crossover_table(presets: Presets) -> dict:
 
 
 def _api_table(presets: Presets) -> list[dict]:
+    """Each price list's input and output prices (bare numbers in USD per million tokens), the
+    output/input ratio and the cache-hit discount."""
     rows = []
     for api in presets.api.values():
         ev = Evaluator(presets, api=api.id)
@@ -116,8 +118,8 @@ def _api_table(presets: Presets) -> list[dict]:
             {
                 "name": api.name,
                 "as_of": api.as_of,
-                "input": quantity(api.input.to("USD/Mtoken")),
-                "output": quantity(api.output.to("USD/Mtoken")),
+                "input": number(api.input.to("USD/Mtoken").m),
+                "output": number(api.output.to("USD/Mtoken").m),
                 "ratio": ev.text("decode_prefill_ratio_from_prices"),
                 "discount": ev.text("cache_discount_from_prices")
                 if api.get("cache_read") is not None
@@ -241,6 +243,7 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
 
 
 SHARED_LAYERS = 1  # unique KV layers in the lecture's check: "1 * 2 * 128 * 8"
+KV_PAIR = 2  # a key and a value per KV head (gqa_kv_values_per_token's factor)
 WINDOW_MODEL = "gpt_oss_120b"
 PRICE_API = "claude_opus_4_6"
 CHEAP_API = "deepseek_v3_2"
@@ -277,7 +280,14 @@ def _lecture_readings(presets: Presets) -> dict:
     disk_hold = Evaluator(presets, tier=tiers["disk"].id).q("storage_tier_drain_time")
     said_flash = presets.parameter["lecture_flash_hold"].value
     said_disk = presets.parameter["lecture_disk_hold"].value
+    breakeven = {
+        t.medium: quantity(
+            Evaluator(presets, HARDWARE, KV_MODEL, tier=t.id).q("cache_breakeven_time").to("minute")
+        )
+        for t in presets.tier.values()
+    }
     return {
+        "breakeven": breakeven,
         "gemini": {
             "short_in": quantity(short.input.to("USD/Mtoken")),
             "long_in": quantity(long_.input.to("USD/Mtoken")),
@@ -302,6 +312,7 @@ def _lecture_readings(presets: Presets) -> dict:
         "shared": {
             "model": kv_model.name,
             "layers": quantity(Q_(SHARED_LAYERS, "")),
+            "pair": quantity(Q_(KV_PAIR, "")),
             "all_layers": quantity(Q_(kv_model.get("layers"), "")),
             "head_dim": quantity(Q_(kv_model.get("head_dim"), "")),
             "kv_heads": quantity(Q_(kv_model.get("n_kv_heads"), "")),
