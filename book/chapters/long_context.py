@@ -38,6 +38,7 @@ def context(presets: Presets) -> dict:
         "kink": kink,
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "apis": _api_table(presets),
+        "api_dates": _api_dates(presets),
         "fast": {
             "price": quantity(presets.parameter["fast_price_multiplier"].value),
             "speed": quantity(presets.parameter["fast_speed_multiplier"].value),
@@ -127,6 +128,14 @@ def _api_table(presets: Presets) -> list[dict]:
             }
         )
     return rows
+
+
+def _api_dates(presets: Presets) -> list[dict]:
+    """The price lists grouped by the date they were read: ``[{as_of, names}]``."""
+    groups: dict[str, list[str]] = {}
+    for api in presets.api.values():
+        groups.setdefault(api.as_of, []).append(api.name)
+    return [{"as_of": d, "names": "; ".join(n)} for d, n in groups.items()]
 
 
 def _tier_table(presets: Presets) -> dict:
