@@ -37,6 +37,19 @@ REFERENCE = {
         batch_size=64,
     ),
     "reversible": dict(model="llama_3_1_70b", batch_size=1),
+    # the validation chapter's worked row (measurements.toml: MLPerf Llama-2-70B on one H200)
+    "validation": dict(
+        hardware="h200",
+        model="llama_2_70b",
+        precision="fp8",
+        batch_size=512,
+        n_chips="1 chip",
+        context_length="656 token",
+        input_tokens="512 token",
+        input_output_ratio=1.78,
+        measured_rate="4352 token/s/chip",
+        training_sequence="4096 token",
+    ),
 }
 
 PRECISIONS = ("precision", "weight_precision", "kv_precision", "compute_precision")

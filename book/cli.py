@@ -32,6 +32,7 @@ KIND_ALIASES = {
     "parameters": ("parameter",),
     "tiers": ("tier",),
     "fits": ("fit",),
+    "measurements": ("measurement",),
 }
 
 
@@ -88,7 +89,7 @@ def _port(text: str) -> int:
 def make_parser() -> Parser:
     parser = Parser(
         prog="chalkboard",
-        description=__doc__.splitlines()[0],
+        description=__doc__.splitlines()[0].replace("``", ""),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -158,8 +159,12 @@ def make_parser() -> Parser:
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("presets", help="list presets with their figures and sources")
+    p = sub.add_parser("presets", help="list presets with their figures (and, asked, sources)")
     p.add_argument("kind", nargs="?", choices=list(KIND_ALIASES), help="default: all")
+    p.add_argument("--sources", action="store_true", help="print each preset's sources")
+    p.add_argument("--json", action="store_true", help="figures and sources as JSON")
+
+    p = sub.add_parser("validate", help="every published measurement against its roofline bound")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("build", help="build the static site")
@@ -528,7 +533,7 @@ def cmd_show(args, out) -> None:
 def cmd_problems(args, out) -> None:
     import re
 
-    from book.format import quantity
+    from book.format import plain_math, quantity
     from book.problems import problem_set, tolerance_text
     from units.presets import load
 
@@ -538,8 +543,8 @@ def cmd_problems(args, out) -> None:
         out.write(_json([p.to_dict() for p in problems]))
         return
 
-    def plain(text: str) -> str:  # terminal: drop Markdown emphasis, keep the LaTeX names
-        return re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    def plain(text: str) -> str:  # terminal: no Markdown emphasis, math in plain characters
+        return plain_math(re.sub(r"\*\*(.+?)\*\*", r"\1", text))
 
     for p in problems:
         out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")
@@ -582,6 +587,44 @@ def cmd_presets(args, out) -> None:
                     filter(None, ("parameters counted from the architecture", figures))
                 )
             out.write(f"  {p.id:<22} {p.name}: {figures}\n")
+            if args.sources:
+                out.write(f"  {'':<22} source: {p.sources.get('source', '—')}\n")
+                for name, cited in p.sources.items():
+                    if name != "source" and cited != p.sources.get("source"):
+                        out.write(f"  {'':<22}   {name}: {cited}\n")
+
+
+def cmd_validate(args, out) -> None:
+    from book.format import number
+    from book.validation import summary, validate
+    from units.presets import load
+
+    rows = validate(load(tuple(args.presets)))
+    bands = summary(rows)
+    if args.json:
+        data = {"rows": [r.to_json() for r in rows], "summary": bands}
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+
+    def pct(x):
+        return "-" if x is None else f"{number(100 * x)}%"
+
+    for r in rows:
+        out.write(
+            f"{r.id}  [{r.scenario}]  measured {number(r.measured.m)} {r.unit}, "
+            f"bound {number(r.bound.m)} {r.unit}, efficiency {pct(r.efficiency)}\n"
+        )
+        out.write(
+            f"    stated: {', '.join(r.stated) or '-'}; assumed: {'; '.join(r.assumed) or '-'}\n"
+        )
+        for flag in r.flags:
+            out.write(f"    flag: {flag}\n")
+    out.write("\nefficiency by scenario (median; band holding the middle 80% of rows):\n")
+    for name, s in bands.items():
+        out.write(
+            f"  {name:<14} {s['count']:>3} rows  median {pct(s['median'])}  "
+            f"band {pct(s['low'])} to {pct(s['high'])}\n"
+        )
 
 
 def cmd_build(args, out) -> None:
@@ -609,6 +652,7 @@ COMMANDS = {
     "show": cmd_show,
     "problems": cmd_problems,
     "presets": cmd_presets,
+    "validate": cmd_validate,
     "build": cmd_build,
     "serve": cmd_serve,
 }

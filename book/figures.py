@@ -16,9 +16,10 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pint
 
 from book.context import Evaluator
-from book.format import quantity
+from book.format import number, quantity
 from units import Q_
 from units.presets import Presets, load
 
@@ -118,25 +119,53 @@ def _mark(ax, x, text, *, vertical=True):
 EXAMPLE = dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8")
 
 
+def _compute_bound_from(presets: Presets, **kw) -> float | None:
+    """The smallest batch at which the step turns compute-bound (compute >= memory), or None."""
+    from derivations import get
+
+    batches = np.geomspace(1, 1e6, 2000)
+    compute = get("compute_time").sweep("batch_size", batches, presets=presets, **kw).m
+    memory = get("memory_time").sweep("batch_size", batches, presets=presets, **kw).m
+    hit = np.nonzero(compute >= memory)[0]
+    return float(batches[hit[0]]) if hit.size else None
+
+
+def latency_context(presets: Presets) -> tuple[pint.Quantity, float]:
+    """A context at which the example's step turns compute-bound within the plotted batches (the
+    default context, halved until it does), and the batch where it turns."""
+    ev = Evaluator(presets, **EXAMPLE)
+    b_star = ev.q("crossover_batch").to("sequence").m
+    length = presets.parameter["context_length"].value.to("token")
+    n = Q_(np.ceil(ev.q("chips_to_fit", batch_size=b_star).to("chip").m), "chip")
+    while True:
+        turn = _compute_bound_from(presets, **EXAMPLE, n_chips=n, context_length=length)
+        if (turn is not None and turn < 4 * b_star) or length.m < 2:
+            return length, turn
+        length = length / 2
+
+
 def latency_vs_batch(presets: Presets) -> Figure:
+    from derivations import get
+
     ev = Evaluator(presets, **EXAMPLE)
     b_star = ev.q("crossover_batch").to("sequence").m
     chips = ev.q("chips_to_fit", batch_size=b_star).to("chip").m
     n = Q_(np.ceil(chips), "chip")
-    batches = np.linspace(1, 2.5 * b_star, 400)
-    kw = dict(EXAMPLE, presets=presets, n_chips=n)
-    from derivations import get
-
+    length, turn = latency_context(presets)
+    batches = np.linspace(1, 2 * max(b_star, turn or 0), 400)
+    kw = dict(EXAMPLE, presets=presets, n_chips=n, context_length=length)
     lines = {
-        "compute": get("compute_time").sweep("batch_size", batches, **kw).to("ms").m,
-        "weight fetch": np.broadcast_to(
-            get("weight_fetch_time").evaluate(**kw).to("ms").m, batches.shape
-        ),
-        "KV fetch": get("kv_fetch_time").sweep("batch_size", batches, **kw).to("ms").m,
+        name: get(eq).sweep("batch_size", batches, **kw).to("ms").m
+        for name, eq in (
+            ("compute (weights and attention)", "compute_time"),
+            ("weight fetch", "weight_fetch_time"),
+            ("KV fetch", "kv_fetch_time"),
+        )
     }
     total = get("step_time").sweep("batch_size", batches, **kw).to("ms").m
-    at = ev.q("step_time", batch_size=b_star, n_chips=n)
     names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
+    turn_q = Q_(float(f"{turn:.3g}"), "sequence")  # read off a grid: three figures
+    at = ev.q("step_time", batch_size=turn, n_chips=n, context_length=length)
 
     def draw(fig, ax):
         for label, y in lines.items():
@@ -148,23 +177,28 @@ def latency_vs_batch(presets: Presets) -> Figure:
             linewidth=2.8,
             label="step time (max of compute, memory)",
         )
+        ax.axvspan(0, turn, alpha=0.06, color=PALETTE[1])
         _mark(ax, b_star, f"B* = {quantity(Q_(b_star, 'sequence'))}")
+        _mark(ax, turn, "compute-bound from here")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("time per decode step (ms)")
         ax.set_xlim(0, batches[-1])
         ax.set_ylim(0, None)
-        ax.legend(loc="upper left")
+        ax.legend(loc="upper left", fontsize=8)
 
     alt = (
         f"Decode step time against batch size for {names['model']} on {quantity(n)} of "
-        f"{names['hardware']} at FP8: compute rises from the origin, weight fetch is flat, KV "
-        f"fetch rises with the batch; the step time is their roofline and compute meets weight "
-        f"fetch at B* = {quantity(Q_(b_star, 'sequence'))}, where a step takes {quantity(at)}."
+        f"{names['hardware']} at FP8 with {quantity(length)} of context: weight fetch rises "
+        f"while each new sequence brings new experts and is flat once all are read; compute "
+        f"(weights and attention) and KV fetch rise with the batch. The step is memory-bound "
+        f"up to {quantity(turn_q)} and compute-bound beyond, where a step takes {quantity(at)}."
     )
     caption = (
         f"The lecture's central picture, computed: {names['model']} on {quantity(n)} of "
-        f"{names['hardware']} (FP8, default context). Compute meets weight fetch at "
-        f"B* = {quantity(Q_(b_star, 'sequence'))}; the KV cache then keeps memory ahead."
+        f"{names['hardware']} (FP8, {quantity(length)} of context). Memory-bound (shaded) up to "
+        f"{quantity(turn_q)}, compute-bound beyond. The lecture's B* = "
+        f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
+        f"move the turn."
     )
     return _render("latency_vs_batch", draw, alt, caption)
 
@@ -176,26 +210,40 @@ def cost_vs_batch(presets: Presets) -> Figure:
     batches = np.geomspace(1, 1e5, 300)
     kw = dict(EXAMPLE, presets=presets)
     cost = get("cost_per_token").sweep("batch_size", batches, **kw).to("USD/Mtoken").m
+    short = dict(kw, context_length=Q_(1, "token"))
+    bare = get("cost_per_token").sweep("batch_size", batches, **short).to("USD/Mtoken").m
     floor = ev.q("compute_cost_floor").to("USD/Mtoken")
     b_star = ev.q("crossover_batch").to("sequence").m
+    saturation = ev.q("expert_saturation_batch").to("sequence")
     one = ev.q("cost_per_token", batch_size=1).to("USD/Mtoken")
+    at_sat = ev.q("cost_per_token", batch_size=saturation).to("USD/Mtoken")
+    length = presets.parameter["context_length"].value.to("token")
 
     def draw(fig, ax):
-        ax.loglog(batches, cost, linewidth=2.4, color=FOREGROUND, label="cost per token")
+        ax.loglog(
+            batches, cost, linewidth=2.4, color=FOREGROUND, label=f"{quantity(length)} of context"
+        )
+        ax.loglog(batches, bare, linewidth=1.4, linestyle="--", label="a short context")
         _mark(ax, floor.m, f"compute floor {quantity(floor)}", vertical=False)
+        _mark(ax, saturation.m, "E/k")
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="upper right")
+        ax.legend(loc="lower left")
 
+    drop = quantity((one / at_sat).to(""), 2)
     alt = (
-        f"Cost per token against batch size, log-log, for the same example: a hyperbola from "
-        f"{quantity(one)} at one sequence down toward a floor of {quantity(floor)}."
+        f"Cost per token against batch size, log-log, for the same example: from "
+        f"{quantity(one)} at one sequence it falls only {drop} times by E/k = "
+        f"{quantity(saturation)} (each sequence brings its own experts), then as 1/B toward "
+        f"the compute floor of {quantity(floor)} near B*."
     )
     caption = (
-        f"Cost per token falls as 1/B while weight reads dominate, then flattens near the "
-        f"compute floor ({quantity(floor)}) plus the KV cache's share. At one sequence a token "
-        f"costs {quantity(one)}."
+        f"An MoE's cost per token falls slowly until its batch keeps every expert busy: "
+        f"{quantity(one)} at one sequence, only {drop} times less at E/k = "
+        f"{quantity(saturation)}, where a dense model's would be {number(saturation.m)} times "
+        f"less. Past E/k it falls as 1/B, to the compute floor ({quantity(floor)}, short "
+        f"context) or above it, where attention and the KV cache add their share."
     )
     return _render("cost_vs_batch", draw, alt, caption)
 
@@ -505,6 +553,73 @@ def cost_vs_context(presets: Presets) -> Figure:
     return _render("cost_vs_context", draw, alt, caption)
 
 
+# -- validation ------------------------------------------------------------------------------
+
+SCENARIO_LABELS = {
+    "offline": "offline",
+    "server": "server",
+    "interactive": "interactive",
+    "latency_sweep": "latency sweep",
+    "decode_only": "decode only",
+    "single_stream": "batch 1 (per user)",
+    "training": "training",
+}
+
+
+def measured_vs_bound(presets: Presets) -> Figure:
+    from book.validation import summary, validate
+
+    rows = [r for r in validate(presets) if r.efficiency is not None]
+    bands = summary(rows)
+    lo = min(min(r.bound.m, r.measured.m) for r in rows) / 2
+    hi = max(max(r.bound.m, r.measured.m) for r in rows) * 2
+    above = [r for r in rows if r.efficiency > 1]
+
+    def draw(fig, ax):
+        markers = "osD^v<>"
+        for i, (scenario, label) in enumerate(SCENARIO_LABELS.items()):
+            pts = [r for r in rows if r.scenario == scenario]
+            if pts:
+                ax.scatter(
+                    [r.bound.m for r in pts],
+                    [r.measured.m for r in pts],
+                    label=label,
+                    marker=markers[i % len(markers)],
+                    s=22,
+                )
+        line = np.array([lo, hi])
+        ax.plot(line, line, color=FOREGROUND, linewidth=1.6, label="measured = bound")
+        ax.plot(line, 0.1 * line, color=FOREGROUND, linewidth=0.8, linestyle=":")
+        ax.annotate("10% of the bound", (hi / 3, 0.1 * hi / 3), fontsize=9, rotation=0)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel("roofline bound (tokens/s per chip; per user for batch 1)")
+        ax.set_ylabel("measured (same unit)")
+        ax.legend(loc="upper left", fontsize=8)
+
+    offline = bands.get("offline")
+    alt = (
+        f"Log-log scatter of {len(rows)} published measurements against their roofline bounds, "
+        f"with the line measured = bound. {len(above)} points lie above it"
+        + (f" ({', '.join(r.id for r in above)})" if above else "")
+        + ". "
+        + (
+            f"Offline serving rows sit at a median of {number(100 * offline['median'], 3)}% "
+            f"of the bound."
+            if offline
+            else ""
+        )
+    )
+    caption = (
+        f"Every measurement with a bound ({len(rows)} rows): measured against bound, both from "
+        f"the same presets. Points below the line are the gap the roofline leaves; "
+        f"{len(above)} above it are flagged with their cause."
+    )
+    return _render("measured_vs_bound", draw, alt, caption)
+
+
 FIGURES = {
     "latency_vs_batch": latency_vs_batch,
     "cost_vs_batch": cost_vs_batch,
@@ -514,12 +629,14 @@ FIGURES = {
     "pipeline_bubble": pipeline_bubble,
     "chinchilla_contours": chinchilla_contours,
     "cost_vs_context": cost_vs_context,
+    "measured_vs_bound": measured_vs_bound,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours",),
     "long_context": ("cost_vs_context", "drain_ladder"),
+    "validation": ("measured_vs_bound",),
 }
 
 

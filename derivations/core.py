@@ -322,6 +322,8 @@ class Equation:
     derivation: object = None
     summary: str = ""
     solved_from: str = ""
+    # what a negative result means, when it has a meaning (e.g. "no crossover"): the error says it
+    when_negative: str = ""
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -544,6 +546,8 @@ class Equation:
                 f"{first.magnitude:.4g} {first.units:P}, so the given {self.solved_from} "
                 "cannot be reached with these inputs"
             )
+        if self.when_negative and first.magnitude < 0 and not self.solved_from:
+            raise ChalkboardError(f"{self.id}: {self.when_negative}{at}")
         what = "underflows to 0" if first.magnitude == 0 else "would be negative"
         raise ChalkboardError(
             f"{self.id}: {self.lhs.name} {what} ({first.magnitude:.4g} {first.units:P}){at}; "

@@ -164,6 +164,44 @@ chips_to_fit = symbol(
     "chips whose HBM together holds the weights and the batch's KV cache",
     r"n_{\mathrm{fit}}",
 )
+routed_expert_params = symbol(
+    "routed_expert_params",
+    "parameter",
+    "parameters of all routed experts, every MoE layer (counted from the architecture)",
+    r"N_{\mathrm{routed}}",
+    display="Gparameter",
+)
+routed_weight_share = symbol(
+    "routed_weight_share",
+    "dimensionless",
+    "share of the weights that sit in routed experts (0 for a dense model)",
+    r"s_{\mathrm{routed}}",
+)
+expert_read_fraction = symbol(
+    "expert_read_fraction",
+    "dimensionless",
+    "expected share of a layer's routed experts that a batch of B tokens touches",
+    r"\phi_{B}",
+)
+experts_touched = symbol(
+    "experts_touched",
+    "expert",
+    "expected distinct routed experts a batch touches per MoE layer",
+    r"E_{B}",
+)
+expert_saturation_batch = symbol(
+    "expert_saturation_batch",
+    "sequence",
+    "batch at which each routed expert expects one token (E_r / k)",
+    r"B_{\mathrm{sat}}",
+)
+attention_flops_per_token = symbol(
+    "attention_flops_per_token",
+    "FLOP/token",
+    "decode attention FLOPs a new token spends per token of context (by attention type)",
+    r"a_{\mathrm{dec}}",
+    display="MFLOP/token",
+)
 sequence_token_rate = symbol(
     "sequence_token_rate",
     "token/s/sequence",
@@ -431,6 +469,62 @@ cache_breakeven_time = symbol(
     "holding time at which holding a cache costs as much as recomputing it",
     r"t_{\mathrm{even}}",
     display="minute",
+)
+flops_per_multiply_add = constant(
+    "flops_per_multiply_add",
+    "2 FLOP",
+    "FLOPs of one multiply-add",
+    r"c_{\mathrm{MAC}}",
+    "a multiply and an add, as in c_fwd",
+)
+gqa_attention_flops = symbol(
+    "gqa_attention_flops",
+    "FLOP/token",
+    "GQA attention FLOPs per token of context for one query token: QK and AV per query head",
+    r"a_{\mathrm{GQA}}",
+    display="MFLOP/token",
+)
+mla_decode_attention_flops = symbol(
+    "mla_decode_attention_flops",
+    "FLOP/token",
+    "MLA decode attention FLOPs per token of context, weights absorbed into the latent",
+    r"a_{\mathrm{MLA}}",
+    display="MFLOP/token",
+)
+mla_prefill_attention_flops = symbol(
+    "mla_prefill_attention_flops",
+    "FLOP/token",
+    "MLA prefill attention FLOPs per token of context, keys and values expanded per head",
+    r"a_{\mathrm{MLA}}^{\mathrm{pre}}",
+    display="MFLOP/token",
+)
+prefill_attention_flops = symbol(
+    "prefill_attention_flops",
+    "FLOP/token",
+    "prefill attention FLOPs per (query, key) pair of tokens (by attention type)",
+    r"a_{\mathrm{pre}}",
+    display="MFLOP/token",
+)
+decode_attention_context = symbol(
+    "decode_attention_context",
+    "token",
+    "context at which a decode token's attention FLOPs equal its weight FLOPs",
+    r"L_{\mathrm{attn}}",
+    display="ktoken",
+)
+prefill_attention_context = symbol(
+    "prefill_attention_context",
+    "token",
+    "prompt length at which causal prefill's attention FLOPs per token equal its weight FLOPs",
+    r"L_{\mathrm{attn}}^{\mathrm{pre}}",
+    display="ktoken",
+)
+prefill_flops_per_token = symbol(
+    "prefill_flops_per_token",
+    "FLOP/token",
+    "average FLOPs per token of a causal prefill of L tokens (weights and attention)",
+    r"\Phi_{\mathrm{pre}}",
+    display="GFLOP/token",
 )
 tier_retrieval_time = symbol(
     "tier_retrieval_time",
@@ -874,6 +968,15 @@ cache_bytes = symbol(
 )
 hop_count = symbol(
     "hop_count", "dimensionless", "hops a token makes per step", r"h_{\mathrm{hops}}"
+)
+expert_skip_probability = symbol(
+    "expert_skip_probability",
+    "dimensionless",
+    "probability that one token's routing skips a given expert (1 - k / E_r)",
+    r"q_{\mathrm{skip}}",
+)
+prefill_flops = symbol(
+    "prefill_flops", "FLOP", "FLOPs of a causal prefill of L tokens", r"\Phi_{\mathrm{prefill}}"
 )
 onrack_slowdown = symbol(
     "onrack_slowdown",

@@ -13,6 +13,7 @@ import pint
 import derivations
 from book.context import Evaluator, cell_in, header, symbol_context
 from book.format import number, quantity
+from units import Q_
 from units.presets import Presets
 
 # Worked examples: (hardware, model, precision) preset ids.
@@ -99,6 +100,20 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         if name in shown
     ]
     cost_1 = ev.q("cost_per_token", batch_size=1)
+    one = ev.detailed("cost_per_token", batch_size=1)
+    n_one = one.inputs["n_chips"].base
+    # what batch 1 reads: the always-read weights plus k experts, against N_active
+    i = {name: x.base for name, x in one.inputs.items()}
+    read_1 = ev.q("weight_fetch_time", batch_size=1, n_chips=n_one) * n_one * hw.hbm_bandwidth
+    # the N_active-based figure: rent for reading N_active weights and one context's KV
+    seconds = (
+        mdl.params_active * i["weight_bytes_per_value"]
+        + i["context_length"] * i["kv_bytes_per_token"]
+    ) / hw.hbm_bandwidth
+    active_cost = (i["price_per_chip_hour"] * Q_(1, "chip") * seconds / Q_(1, "token")).to(
+        "USD/Mtoken"
+    )
+    moe = mdl.get("experts_routed") is not None
     return {
         "title": f"{mdl.name} on {hw.name} at {precision}",
         "hardware": hardware,
@@ -117,6 +132,17 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "latency": ev.text("worst_case_latency"),
         "cost_batch_1": quantity(cost_1),
         "batching_gain": number((cost_1 / at.value).to("").magnitude, 3),
+        # issue 11: one sequence of an MoE reads only the experts it is routed to
+        "moe": moe,
+        "experts_batch_1": number(ev.q("experts_touched", batch_size=1).m) if moe else "",
+        "experts_routed": number(mdl.experts_routed) if moe else "",
+        "saturation": ev.text("expert_saturation_batch") if moe else "",
+        "bytes_batch_1": quantity(read_1.to("GB")),
+        "cost_active_1": quantity(active_cost),
+        "attention_context": ev.text("decode_attention_context"),
+        "attention_share": number(
+            (at.inputs["context_length"].base / ev.q("decode_attention_context")).to("").m, 3
+        ),
     }
 
 

@@ -12,6 +12,7 @@ import math
 from book.context import Evaluator, cell_in, header
 from book.format import number, quantity
 from units import Q_
+from units.errors import ChalkboardError
 from units.presets import Presets
 
 HARDWARE = "h100_sxm"
@@ -32,6 +33,7 @@ def context(presets: Presets) -> dict:
     return {
         "models": _model_table(presets),
         "crossovers": _crossover_table(presets),
+        "attention": _attention_table(presets),
         "hardware": presets.get("hardware", HARDWARE).name,
         "frontier": quantity(frontier.to("Gparameter")),
         "kink_context": quantity(presets.parameter["price_kink_context"].value.to("ktoken")),
@@ -53,6 +55,7 @@ def context(presets: Presets) -> dict:
         "tier_model": presets.get("model", "llama_3_1_70b").name,
         **_kv_cache_and_cache_writes(presets),
         **_lecture_readings(presets),
+        "attn": _attention_readings(presets),
     }
 
 
@@ -91,13 +94,51 @@ def _model_table(presets: Presets) -> dict:
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
 
 
+# the equation giving a model's decode attention FLOPs per context token, by attention type
+_DECODE_ATTENTION = {"gqa": "gqa_attention_flops", "mla": "mla_decode_attention_flops"}
+
+
+def _attention_table(presets: Presets) -> dict:
+    columns = (
+        ("decode attention per context token", "MFLOP/token"),
+        ("decode: attention = weights", "ktoken"),
+        ("prefill: attention = weights", "ktoken"),
+    )
+    rows = []
+    for m in presets.model.values():
+        ev = Evaluator(presets, model=m.id)
+        values = (
+            lambda ev=ev, m=m: ev.q(_DECODE_ATTENTION[m.attention]),
+            lambda ev=ev: ev.q("decode_attention_context"),
+            lambda ev=ev: ev.q("prefill_attention_context"),
+        )
+        rows.append(
+            {
+                "name": m.name,
+                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+            }
+        )
+    return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _kv_compute_context(ev: Evaluator):
+    """The KV-vs-compute crossover, or None (shown as a dash) when attention's FLOPs per KV byte
+    reach the chip's ridge and compute stays ahead at every context."""
+    try:
+        return ev.q("kv_compute_crossover_context")
+    except ChalkboardError as e:  # the equation's own "no crossover" answer, nothing else
+        if "no crossover" not in str(e):
+            raise
+        return None
+
+
 def _crossover_table(presets: Presets) -> dict:
     columns = (("KV = compute", "ktoken"), ("KV = weights at B*", "ktoken"))
     rows = []
     for m in presets.model.values():
         ev = Evaluator(presets, HARDWARE, m.id)
         values = (
-            lambda ev=ev: ev.q("kv_compute_crossover_context"),
+            lambda ev=ev: _kv_compute_context(ev),
             lambda ev=ev: ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch")),
         )
         rows.append(
@@ -365,4 +406,47 @@ def _lecture_readings(presets: Presets) -> dict:
             "flash_off": number((flash_hold / said_flash).to("").m, 2),
             "disk_off": number((disk_hold / said_disk).to("").m, 2),
         },
+    }
+
+
+MLA_MODEL = "deepseek_v3"
+LOW_RIDGE_CHIP = "a100_sxm"
+DENSE_MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
+
+
+def _attention_readings(presets: Presets) -> dict:
+    """Attention FLOPs per context token against the weights' FLOPs and against the KV bytes:
+    where attention doubles decode's and prefill's compute, and how far MLA moves the KV-vs-compute
+    crossover (or removes it, on a chip whose FLOPs per byte are below MLA's)."""
+    mla = Evaluator(presets, HARDWARE, MLA_MODEL)
+    gqa = Evaluator(presets, HARDWARE, KV_MODEL)
+    low = Evaluator(presets, LOW_RIDGE_CHIP, MLA_MODEL)
+
+    mla_flops = mla.q("mla_decode_attention_flops")
+    gqa_flops = gqa.q("gqa_attention_flops")
+
+    def per_byte(ev: Evaluator, flops) -> float:
+        return (flops / ev.q("kv_bytes_per_token")).to("FLOP/byte").m
+
+    mla_decode = mla.q("decode_attention_context").to("token")
+    prefill = [
+        (presets.get("model", m).name, Evaluator(presets, model=m).q("prefill_attention_context"))
+        for m in DENSE_MODELS
+    ]
+    middle = sorted(q.to("token").m for _, q in prefill)[len(prefill) // 2]
+    return {
+        "mla_model": presets.get("model", MLA_MODEL).name,
+        "gqa_model": presets.get("model", KV_MODEL).name,
+        "mla_flops": quantity(mla_flops.to("MFLOP/token"), 3),
+        "mla_decode": quantity(mla_decode),
+        "mla_decode_round": number(mla_decode.m, 2),
+        "gqa_decode": quantity(gqa.q("decode_attention_context").to("token")),
+        "gqa_per_byte": number(per_byte(gqa, gqa_flops), 2),
+        "mla_per_byte": number(per_byte(mla, mla_flops), 3),
+        "ridge": number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
+        "mla_crossover": quantity(mla.q("kv_compute_crossover_context").to("token"), 3),
+        "low_chip": presets.get("hardware", LOW_RIDGE_CHIP).name,
+        "low_ridge": number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
+        "prefill": [{"name": n, "value": quantity(q.to("token"), 3)} for n, q in prefill],
+        "prefill_round": number(middle, 1),
     }

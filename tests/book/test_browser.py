@@ -264,7 +264,36 @@ def test_a_flashcard_reveals_its_answer(server, page):
     assert answer.is_visible()
 
 
-@pytest.mark.parametrize("path", ["chapters/batching/", "claims/", "problems/moe/"])
+def test_the_validation_chapter_shows_its_figure_tables_and_exercises(server, page):
+    from book.chapters.validation import pct
+    from book.validation import summary, validate
+
+    base, _ = server
+    page.goto(f"{base}/chapters/validation/")
+    page.wait_for_load_state("load")
+    assert page.errors == []
+    figure = page.locator("#figure-measured_vs_bound svg")
+    assert figure.count() == 1 and figure.is_visible()
+    # one table row per measurement, in the scenario tables (plus the sensitivity table)
+    ids = {r.id for r in validate()}
+    shown = set(page.eval_on_selector_all("table td code", "els => els.map(e => e.textContent)"))
+    assert ids <= shown
+    # the takeaways state the computed offline band
+    offline = summary(validate())["offline"]
+    takeaways = page.locator(".admonition.abstract").inner_text()
+    assert pct(offline["median"]) in takeaways
+    # an exercise opens, then its answer
+    exercise = page.locator("details.question").first
+    answer = exercise.locator("details.success").first
+    assert not answer.is_visible()
+    exercise.locator("summary").first.click()
+    answer.locator("summary").click()
+    answer.locator("p").first.wait_for(state="visible")
+
+
+@pytest.mark.parametrize(
+    "path", ["chapters/batching/", "chapters/validation/", "claims/", "problems/moe/"]
+)
 def test_screenshots_are_saved(server, page, path):
     base, _ = server
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

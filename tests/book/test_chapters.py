@@ -35,6 +35,26 @@ def test_every_context_builds():
         assert make(presets), chapter
 
 
+def test_deepseek_at_batch_one_costs_about_its_active_parameters():
+    # Issue 11 acceptance: the batching chapter's worked example (DeepSeek-V3, H100 SXM, FP8)
+    # at one sequence is within 2x of the N_active-based figure: the lecture's 2 USD per
+    # chip-hour for reading 37e9 one-byte weights and 8,192 x 61 x 576 bytes of KV at 3.35 TB/s
+    # (facts.md), about 6.2 USD per million tokens. Reading all 671e9 weights gave 18x that.
+    from book.chapters.batching import context as batching_context
+    from derivations import get
+    from units.presets import load
+
+    hand = 2 / 3600 * (37e9 + 8192 * 61 * 576) / 3.35e12 * 1e6  # USD per million tokens
+    got = get("cost_per_token").evaluate(
+        hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=1
+    )
+    assert hand / 2 < got.to("USD/Mtoken").m < hand * 2
+    example = batching_context(load())["examples"][0]
+    assert example["model"] == "deepseek_v3" and example["precision"] == "fp8"
+    assert example["cost_batch_1"].startswith(f"{got.to('USD/Mtoken').m:.3f}"[:4])
+    assert example["experts_batch_1"] == "8" and example["saturation"] == "32 sequences"
+
+
 def test_batching_mixed_precision_example_by_hand():
     from book.chapters.batching import _mixed_precision
 
@@ -46,3 +66,13 @@ def test_batching_mixed_precision_example_by_hand():
     assert [float(r["crossover"].split()[0].replace(",", "")) for r in rows] == pytest.approx(
         [hand, hand, hand / 2], rel=1e-3
     )
+
+
+def test_no_kv_compute_crossover_shows_a_dash():
+    # A100 with DeepSeek-V3: compute stays ahead of the KV reads at every context (see
+    # tests/book/test_cli.py for the hand check); the table's helper gives None (a dash), and a
+    # real crossover (H100, Llama 3.1 70B) stays a positive number.
+    from book.chapters.long_context import _kv_compute_context
+
+    assert _kv_compute_context(Evaluator(load(), "a100_sxm", "deepseek_v3")) is None
+    assert _kv_compute_context(Evaluator(load(), "h100_sxm", "llama_3_1_70b")).m > 0

@@ -73,3 +73,29 @@ def test_doubling_bandwidth_doubles_the_implied_bytes(ctx):
 def test_flashcard_reads_the_kink(ctx):
     # book/concepts.toml's kv-from-kink card reads ctx.kink[0]
     assert ctx["kink"][0]["bytes"] == "1.693 kB per token"
+
+
+def test_attention_readings(ctx):
+    # DeepSeek-V3 absorbed MLA: 2 x 128 heads x (2 x 512 + 64) x 61 layers = 16.99 MFLOP per
+    # context token, against 61 x 576 x 2 bytes of KV: 242 FLOP per KV byte
+    a = ctx["attn"]
+    assert a["mla_flops"] == "17 MFLOP per token"
+    assert a["mla_per_byte"] == "242"
+    # Llama 3.1 70B GQA: 2 x 2 x 64 heads x 128 x 80 FLOP over 80 x 2 x 8 x 128 x 2 bytes = 8
+    assert a["gqa_per_byte"] == "8"
+    # 2 x 37.55e9 active / 16.99e6 = 4,420: DeepSeek's weights equal attention at ~4.4K tokens
+    assert _num(a["mla_decode"]) == pytest.approx(4355, rel=2e-3)
+    assert a["ridge"] == "295" and a["low_ridge"] == "153"  # 989/3.35 and 312/2.039 (facts.md)
+
+
+def test_a100_has_no_kv_compute_crossover_for_mla():
+    from book.context import Evaluator
+    from units.errors import ChalkboardError
+
+    with pytest.raises(ChalkboardError, match="no crossover"):
+        Evaluator(load(), "a100_sxm", "deepseek_v3").q("kv_compute_crossover_context")
+
+
+def test_attention_table_has_no_dashes(ctx):
+    # every model preset has either GQA or MLA fields: its decode attention FLOPs are computed
+    assert all("—" not in r["cells"] for r in ctx["attention"]["rows"])

@@ -68,7 +68,8 @@ def test_strict_build_produces_every_page(built):
 
 
 @pytest.mark.parametrize(
-    "page", ["batching", "moe", "pipeline", "overtraining", "long_context", "reversible"]
+    "page",
+    ["batching", "moe", "pipeline", "overtraining", "long_context", "reversible", "validation"],
 )
 def test_pages_have_rendered_values_and_math(built, page):
     html = (built / f"chapters/{page}/index.html").read_text()
