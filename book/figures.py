@@ -671,18 +671,22 @@ def cost_vs_context(presets: Presets) -> Figure:
         _mark(ax, crossover.m, "KV = compute")
         ax.set_xlabel("context length (tokens)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="upper left")
+        ax.legend(loc="lower right")
 
+    names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
     alt = (
-        f"Cost per token against context length at the crossover batch for the same example: "
-        f"flat while compute dominates, then rising linearly once KV fetch overtakes compute at "
+        f"Cost per token against context length for {names['model']} on {names['hardware']} at "
+        f"FP8 and its crossover batch, log-log: it grows slowly while compute dominates and in "
+        f"proportion to the context once KV reads overtake compute at "
         f"{quantity(crossover.to('ktoken'))}; the long-context price kink is marked at "
         f"{quantity(kink.to('ktoken'))}."
     )
     caption = (
-        f"Cost per token grows with context once the KV cache outweighs compute "
-        f"({quantity(crossover.to('ktoken'))} here). A provider whose kink sits at "
-        f"{quantity(kink.to('ktoken'))} has a far smaller KV cache per token."
+        f"{names['model']} on {names['hardware']} (FP8, crossover batch): past the context where "
+        f"KV reads overtake compute ({quantity(crossover.to('ktoken'))} here) the cost per token "
+        f"rises in proportion to the context. A provider whose prices step up only at "
+        f"{quantity(kink.to('ktoken'))} reaches that crossover much later: its KV bytes per token "
+        f"are far fewer for its active parameters."
     )
     return _render("cost_vs_context", draw, alt, caption)
 
