@@ -46,7 +46,9 @@ def test_every_chapter_gets_problems_of_every_kind_it_supports(problems):
     for chapter in derivations.CHAPTERS:
         offered = {p.kind for p in many if p.chapter == chapter.id}
         assert offered == set(supported_kinds(chapter.id)), chapter.id
-        assert {"forward", "multi", "inverse", "estimate", "concept"} <= offered, chapter.id
+        if chapter.id != "validation":  # its bounds chain five or more of chapter A's equations
+            assert {"forward", "multi", "inverse", "estimate", "concept"} <= offered, chapter.id
+        assert {"inverse", "estimate", "concept"} <= offered, chapter.id
     assert "design" in supported_kinds("batching")
 
 
