@@ -218,8 +218,7 @@ def test_a_preset_picker_refills_the_calculator(server, page):
 def test_weight_and_compute_precision_pickers_refill_their_own_inputs(server, page):
     base, _ = server
     page.goto(f"{base}/chapters/batching/")
-    calc = page.locator('details.chalkboard-calc[data-eq="crossover_batch"]')
-    calc.locator("summary").click()
+    calc = open_calculator(page, "crossover_batch")
     calc.locator('select[data-kind="hardware"]').select_option("b200")
     calc.locator('select[data-kind="model"]').select_option("deepseek_v3")
     calc.locator('select[data-kind="compute_precision"]').select_option("fp8")
