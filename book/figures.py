@@ -478,12 +478,25 @@ def chinchilla_contours(presets: Presets) -> Figure:
     factor = Evaluator(presets, n_active=Q_(frontier, "parameter")).q(
         "balanced_overtraining_factor"
     )
+    # the drawn line's tokens at the frontier model's size: N* is a power of the budget, so two
+    # budgets fix it exactly
+    power = np.log(n_star[-1] / n_star[0]) / np.log(budgets[keep][-1] / budgets[keep][0])
+    budget = budgets[keep][0] * (frontier / n_star[0]) ** (1 / power)
+    d_line = (
+        get("compute_optimal_tokens")
+        .evaluate(presets=presets, fit=fit.id, training_flops=Q_(budget, "FLOP"))
+        .to("token")
+        .m
+    )
+    above = Q_(balanced / d_line, "")
 
     def draw(fig, ax):
         cs = ax.contour(nn, dd, loss, levels=12, linewidths=0.8, cmap="viridis")
         ax.clabel(cs, fontsize=7, fmt="%.2f")
         ax.loglog(n_star, d_star, color=FOREGROUND, linewidth=2, label="compute-optimal (N*, D*)")
         ax.plot([chin_n], [chin_d], "s", color=PALETTE[2], label="Chinchilla")
+        ax.plot([frontier], [d_line], "D", color=FOREGROUND, label="optimal tokens at the same N")
+        ax.plot([frontier, frontier], [d_line, balanced], color=PALETTE[3], linewidth=1)
         ax.plot(
             [frontier],
             [balanced],
@@ -495,18 +508,71 @@ def chinchilla_contours(presets: Presets) -> Figure:
         ax.set_ylabel("training tokens D")
         ax.legend(loc="lower right", fontsize=8)
 
+    per_param = quantity(presets.parameter["chinchilla_tokens_per_param"].value)
+    line_ratio = quantity(Q_(d_line / frontier, "token/parameter"))
     alt = (
         f"Iso-loss contours of the {fit.name} fit over parameters and tokens, with the "
         f"compute-optimal path, Chinchilla's own point, and the lecture's frontier model "
-        f"{factor.m:.0f} times past the Chinchilla token count."
+        f"{quantity(factor)} times past the Chinchilla token count and {quantity(above)} times "
+        f"above the drawn compute-optimal line at its size."
     )
     caption = (
-        f"Chinchilla iso-loss contours ({fit.name}). The bold line is the compute-optimal path; "
-        f"the equal-cost frontier model sits far above it, over-trained "
-        f"{quantity(factor)} times against "
-        f"{quantity(presets.parameter['chinchilla_tokens_per_param'].value)}."
+        f"Chinchilla iso-loss contours ({fit.name}). The bold line is this fit's compute-optimal "
+        f"path. The equal-cost frontier model (red) is over-trained {quantity(factor)} times "
+        f"against the rule of {per_param}, but only {quantity(above)} times above the "
+        f"line's own optimum at its size (the diamond, {line_ratio}): "
+        f"this fit's optimal tokens per parameter grow with scale."
     )
     return _render("chinchilla_contours", draw, alt, caption)
+
+
+def equal_cost_heuristic(presets: Presets) -> Figure:
+    """Total compute (pre-training plus serving) of the models that reach the equal-cost frontier
+    model's loss, against their ratio of training to serving compute, under each fit."""
+    from book.chapters.overtraining import iso_loss_costs
+
+    plain = Evaluator(presets)
+    n0 = presets.parameter["frontier_active_params"].value
+    d_pre, d_inf = plain.q("balanced_training_tokens"), plain.q("inference_tokens")
+    curves = []
+    for fit in presets.fit.values():
+        sizes = np.geomspace(n0.to("parameter").m / 2, n0.to("parameter").m * 4, 3000)
+        tokens, train, serve = iso_loss_costs(presets, fit.id, n0, d_pre, d_inf, sizes)
+        total = train + serve
+        share, rel = train / serve, total / total.min()
+        keep = (tokens < 1e18) & (share > 0.05) & (share < 20)  # the loss is reachable
+        curves.append((fit, share[keep], rel[keep], int(np.argmin(total[keep]))))
+
+    def draw(fig, ax):
+        for k, (fit, share, rel, i) in enumerate(curves):
+            label = f"{fit.id.split('_')[0].capitalize()} fit"  # as the chapter names it
+            ax.semilogx(share, rel, color=PALETTE[k], linewidth=2, label=label)
+            ax.plot([share[i]], [rel[i]], "o", color=PALETTE[k])
+        _mark(ax, 1.0, "equal cost")
+        ax.set_xlabel("pre-training compute / serving compute")
+        ax.set_ylabel("total compute / the cheapest")
+        ax.set_xlim(0.05, 20)
+        ax.set_ylim(0.95, 2.0)
+        ax.legend(loc="center right", fontsize=8)
+
+    shares = " and ".join(
+        f"{quantity(Q_(share[i], ''), 2)} under the {fit.name}" for fit, share, _, i in curves
+    )
+    extra = " and ".join(  # the equal-cost model's excess, read off each curve at a ratio of one
+        f"{number(100 * (np.interp(0.0, np.log(share[::-1]), rel[::-1]) - 1), 2)} per cent"
+        for _, share, rel, _ in curves  # share falls as the model grows: reversed, it rises
+    )
+    alt = (
+        f"Total compute of the models that reach the equal-cost frontier model's loss, against "
+        f"their ratio of training to serving compute: the cheapest spends {shares}."
+    )
+    caption = (
+        f"Equal cost is a heuristic. Of the models that reach the equal-cost frontier model's "
+        f"loss, the cheapest (dots) spends on pre-training a fraction of its serving compute of "
+        f"{shares}. The curves are flat near their minima: at equal cost the total is only "
+        f"{extra} above the cheapest."
+    )
+    return _render("equal_cost_heuristic", draw, alt, caption)
 
 
 # -- chapter F -------------------------------------------------------------------------------
@@ -624,13 +690,14 @@ FIGURES = {
     "memory_vs_stages": memory_vs_stages,
     "pipeline_bubble": pipeline_bubble,
     "chinchilla_contours": chinchilla_contours,
+    "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
     "measured_vs_bound": measured_vs_bound,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
-    "overtraining": ("chinchilla_contours",),
+    "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder"),
     "validation": ("measured_vs_bound",),
 }

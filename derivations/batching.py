@@ -569,7 +569,7 @@ register(
                 {throughput.sym: B / step_time.sym},
                 sequence_token_rate.sym,
                 1 / step_time.sym,
-                "throughput is B tokens per step: B cancels",
+                "the throughput is B tokens per step: B cancels",
             ),
             substitute(
                 {step_time.sym: hbm_drain_time.sym},

@@ -506,7 +506,8 @@ class Equation:
         one not given is ``precision``.
 
         >>> from derivations import get
-        >>> case = dict(hardware="b200", model="deepseek_v3", precision="fp8", n_chips="8 chip")
+        >>> case = dict(hardware="b200", model="deepseek_v3", precision="fp8", n_chips="8 chip",
+        ...             batch_size=2048)
         >>> t = get("weight_fetch_time")
         >>> fp8, fp4 = t.evaluate(**case), t.evaluate(**case, weight_precision="fp4")
         >>> round(float(fp8 / fp4), 6)  # half the bytes per weight: half the weight-fetch time
