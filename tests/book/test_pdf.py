@@ -7,7 +7,7 @@ import pytest
 from pypdf import PdfReader
 
 import derivations
-from book.pdf import PDF_NAME, book_pages, write_pdf
+from book.pdf import PDF_NAME, PRINT_PAGE, book_pages, write_pdf
 from units import ChalkboardError
 
 
@@ -18,6 +18,12 @@ def pdf(printed_site):
 
 def _flat(text: str) -> str:
     return re.sub(r"\s+", " ", text)
+
+
+@pytest.fixture(scope="module")
+def text(pdf):
+    """The whole PDF's text, whitespace collapsed (read once: pypdf takes seconds per book)."""
+    return _flat(" ".join(p.extract_text() for p in pdf.pages))
 
 
 def test_pdf_is_written_without_leftovers(printed_site):
@@ -32,8 +38,7 @@ def test_page_count_is_sane(pdf):
     assert len(pdf.pages) <= 40 * len(sections)
 
 
-def test_text_holds_every_chapter_title_contents_and_page_numbers(pdf):
-    text = _flat(" ".join(p.extract_text() for p in pdf.pages))
+def test_text_holds_every_chapter_title_contents_and_page_numbers(pdf, text):
     for chapter in derivations.CHAPTERS:
         assert _flat(chapter.title) in text, chapter.title
     assert "Contents" in _flat(pdf.pages[0].extract_text() + pdf.pages[1].extract_text())
@@ -42,8 +47,10 @@ def test_text_holds_every_chapter_title_contents_and_page_numbers(pdf):
     assert "Chalkboard" in _flat(pdf.pages[-1].extract_text())  # the running header
 
 
-def test_answers_are_printed_open(pdf):
-    text = _flat(" ".join(p.extract_text() for p in pdf.pages))
+def test_answers_are_printed_open(printed_site, text):
+    page = (printed_site / PRINT_PAGE).read_text(encoding="utf-8")
+    details = re.findall(r"<details[^>]*>", page)
+    assert details and all(" open" in d for d in details)  # no collapsed answer on paper
     assert "Answer" in text and "Solution" in text
 
 
