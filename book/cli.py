@@ -169,6 +169,11 @@ def make_parser() -> Parser:
 
     p = sub.add_parser("build", help="build the static site")
     p.add_argument("--out", default="site", help="output folder (default: site)")
+    p.add_argument(
+        "--pdf",
+        action="store_true",
+        help="also print the whole book to OUT/chalkboard.pdf (needs Chromium and playwright)",
+    )
 
     p = sub.add_parser("serve", help="preview the site, rebuilding when sources change")
     p.add_argument("--port", type=_port, default=8000, help="1 to 65535 (default 8000)")
@@ -632,8 +637,12 @@ def cmd_build(args, out) -> None:
 
     from book.site import build
 
-    site = build(Path(args.out).expanduser().absolute(), extra_presets=tuple(args.presets))
+    site = build(
+        Path(args.out).expanduser().absolute(), extra_presets=tuple(args.presets), pdf=args.pdf
+    )
     out.write(f"site built: {site / 'index.html'}\n")
+    if args.pdf:
+        out.write(f"pdf written: {site / 'chalkboard.pdf'}\n")
 
 
 def cmd_serve(args, out) -> None:

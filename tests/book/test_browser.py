@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from book.cli import main
 from derivations import get
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
@@ -52,9 +51,8 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    site = tmp_path_factory.mktemp("browser") / "site"
-    assert main(["build", "--out", str(site)]) == 0
+def server(printed_site):
+    site = printed_site  # built once per session, with the PDF the home page links to
     handler = functools.partial(QuietHandler, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
