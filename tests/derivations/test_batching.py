@@ -341,7 +341,7 @@ def test_compute_time_counts_mla_attention_by_hand():
     kw = dict(hardware="h100_sxm", model="deepseek_v3", batch_size=1, n_chips="1 chip")
     assert ev("compute_time", **kw).to("s").m == pytest.approx(hand, rel=1e-9)
     # equal to the weights' 2 N_active at about 4.4K tokens
-    assert ev("decode_attention_context", model="deepseek_v3").m == pytest.approx(
+    assert ev("decode_attention_context", model="deepseek_v3").to("token").m == pytest.approx(
         2 * 37e9 / per_context_token, rel=1e-9
     )
     assert 4300 < 2 * 37e9 / per_context_token < 4400
@@ -349,9 +349,12 @@ def test_compute_time_counts_mla_attention_by_hand():
 
 def test_gqa_attention_flops_by_hand():
     # Llama 3.1 70B: 64 query heads of 128, 80 layers: QK and AV, 2 FLOP each per value
-    assert ev("gqa_attention_flops", model="llama_3_1_70b").m == 2 * 2 * 64 * 128 * 80
+    per_token = ev("gqa_attention_flops", model="llama_3_1_70b").to("FLOP/token").m
+    assert per_token == pytest.approx(2 * 2 * 64 * 128 * 80, rel=1e-12)
     # gpt-oss-120b: only its 18 global layers grow with the context
-    assert ev("attention_flops_per_token", model="gpt_oss_120b").m == 2 * 2 * 64 * 64 * 18
+    assert ev("gqa_attention_flops", model="gpt_oss_120b").to("FLOP/token").m == (
+        pytest.approx(2 * 2 * 64 * 64 * 18, rel=1e-12)
+    )
 
 
 @given(s.machine_and_model(), s.batch_size, s.log_uniform(low=1.01, high=100))
