@@ -339,6 +339,7 @@ def _lecture_readings(presets: Presets) -> dict:
     return {
         "breakeven": breakeven,
         "gemini": {
+            "name": short.name.split(",")[0],
             "short_in": quantity(short.input.to("USD/Mtoken")),
             "long_in": quantity(long_.input.to("USD/Mtoken")),
             "short_out": quantity(short.output.to("USD/Mtoken")),
