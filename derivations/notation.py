@@ -972,7 +972,7 @@ hop_count = symbol(
 expert_skip_probability = symbol(
     "expert_skip_probability",
     "dimensionless",
-    "probability that one token's routing skips a given expert (1 - k / E_r)",
+    "probability that one token's routing skips a given routed expert",
     r"q_{\mathrm{skip}}",
 )
 prefill_flops = symbol(
