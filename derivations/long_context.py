@@ -569,7 +569,8 @@ register(
                 {t_out: p_out * t_in / p_in},
                 decode_prefill_ratio.sym,
                 p_out / p_in,
-                "prices in proportion to chip time: t_out / t_in = p_out / p_in",
+                "prices in proportion to chip time: an output token's chip time is an "
+                "input token's times the output price over the input price",
             ),
         ),
         summary="If prices track cost, the output/input price ratio is how many times longer a "

@@ -405,13 +405,16 @@ decode_time_per_token = symbol(
     r"t_{\mathrm{out}}",
 )
 fast_price_multiplier = symbol(
-    "fast_price_multiplier", "dimensionless", "fast mode's price over the standard price", r"m"
+    "fast_price_multiplier",
+    "dimensionless",
+    "fast mode's price over the standard price",
+    r"m_{\mathrm{price}}",
 )
 fast_speed_multiplier = symbol(
     "fast_speed_multiplier",
     "dimensionless",
     "fast mode's tokens per second per sequence over the standard",
-    r"s",
+    r"m_{\mathrm{speed}}",
 )
 fast_batch_ratio = symbol(
     "fast_batch_ratio",
@@ -663,19 +666,19 @@ scaleup_time_per_token = symbol(
     "scaleup_time_per_token",
     "s/token",
     "scale-up time one token spends in a stage's all-to-alls",
-    r"t_{\mathrm{up}}",
+    r"t_{\mathrm{scaleup}}",
 )
 scaleout_time_per_token = symbol(
     "scaleout_time_per_token",
     "s/token",
     "scale-out time one token spends moving to the next stage",
-    r"t_{\mathrm{out}}",
+    r"t_{\mathrm{scaleout}}",
 )
 traffic_time_ratio = symbol(
     "traffic_time_ratio",
     "dimensionless",
     "scale-up time over scale-out time per token and stage",
-    r"t_{\mathrm{up}} / t_{\mathrm{out}}",
+    r"t_{\mathrm{scaleup}} / t_{\mathrm{scaleout}}",
 )
 hop_latency = symbol(
     "hop_latency", "s", "latency of one hop between pipeline stages", r"t_{\mathrm{hop}}", "ms"
@@ -720,7 +723,7 @@ train_weight_bytes = symbol(
     "train_weight_bytes",
     "byte/parameter",
     "bytes per parameter of the working weights in training (BF16)",
-    r"b_{w}",
+    r"b_{\mathrm{w}}^{\mathrm{train}}",
 )
 train_grad_bytes = symbol(
     "train_grad_bytes", "byte/parameter", "bytes per parameter of the gradients (BF16)", r"b_{g}"

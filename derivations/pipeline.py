@@ -148,7 +148,9 @@ register(
         lhs=traffic_time_ratio,
         rhs=2 * kk * ell / pi,
         chapter=CHAPTER,
-        source=Source(LECTURE_C, SECTION_C, "t_up/t_out = (1/8) 2 k layers_per_stage >= 1"),
+        source=Source(
+            LECTURE_C, SECTION_C, "t_scaleup/t_scaleout = (1/8) 2 k layers_per_stage >= 1"
+        ),
         assumptions=(
             "inside a stage each MoE layer's all-to-all moves 2 k activations per token; dense "
             "layers move none",

@@ -111,14 +111,14 @@ model_flops_utilization = symbol(
     "model_flops_utilization",
     "dimensionless",
     "model FLOPs utilisation: measured training rate over the 6ND bound",
-    r"\mathrm{MFU}",
+    r"\mathrm{MFU}_{\mathrm{meas}}",
 )
 
 training_sequence = symbol(
     "training_sequence",
     "token",
     "tokens per training sequence (the attention span of every token)",
-    r"S",
+    r"L_{\mathrm{train}}",
 )
 attention_training_rate_bound = symbol(
     "attention_training_rate_bound",
@@ -334,7 +334,7 @@ register(
             "6N + 12 L H Q T FLOPs per token",
         ),
         assumptions=(
-            "each token's query meets all S keys and values of its sequence in every layer "
+            "each token's query meets all L_train keys and values of its sequence in every layer "
             "(no causal halving, as PaLM counts it)",
             "the attention matrix products cost, like weights, a forward multiply-add and a "
             "backward pass of twice that",
@@ -345,16 +345,16 @@ register(
                 attention_training_rate_bound.sym,
                 F / (3 * c_f * N_a + 3 * c_f * ATTN),
                 "peak FLOP/s over FLOPs per token: 6N for the weights, and for attention "
-                "Q K^T and A V, each h d_h S multiply-adds per layer, forward and backward",
+                "Q K^T and A V, each h d_h L_train multiply-adds per layer, forward and backward",
             ),
             rewrite(
                 attention_training_rate_bound.sym,
                 F / (3 * c_f * (N_a + ATTN)),
-                "the attention term counts like 2 L h d_h S extra parameters",
+                "the attention term counts like 2 n_layers h d_h L_train extra parameters",
             ),
         ),
-        summary="Attention adds 2 L h d_h S 'parameters' per token: at long sequences a "
-        "publisher that counts it reports a higher MFU for the same tokens per second.",
+        summary="Attention adds 2 n_layers h d_h L_train 'parameters' per token: at long "
+        "sequences a publisher that counts it reports a higher MFU for the same tokens per second.",
     )
 )
 

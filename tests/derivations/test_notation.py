@@ -1,0 +1,60 @@
+"""One name per quantity (issue 12): every symbol of the notation shows a name no other has, and
+the derivation steps show the notation's names, never a Python alias."""
+
+import re
+
+import derivations
+from derivations.core import SYMBOLS
+
+# What a reader sees of a LaTeX name: \mathrm{w} and w look alike, as do b_{w} and b_w.
+_INVISIBLE = re.compile(r"\\(?:mathrm|text|operatorname|mathit)\b|[{}\s]")
+
+
+def _as_read(latex: str) -> str:
+    """``b_{\\mathrm{w}}`` -> ``b_w``: the name with the typesetting a reader does not see removed.
+
+    >>> _as_read(r"t_{\\mathrm{out}}")
+    't_out'
+    """
+    return _INVISIBLE.sub("", latex)
+
+
+def _notation():
+    """Every symbol the library declares (fixtures of other tests may add their own; not here)."""
+    names = {s.name for e in derivations.equations() for s in (e.lhs, *e.inputs)}
+    names |= {s.name for s in vars(derivations.notation).values() if hasattr(s, "latex")}
+    return [SYMBOLS[n] for n in sorted(names)]
+
+
+def test_every_symbol_shows_a_name_no_other_symbol_shows():
+    seen: dict[str, str] = {}
+    clashes = []
+    for s in _notation():
+        shown = _as_read(s.latex)
+        if shown in seen:
+            clashes.append(f"${s.latex}$ names both {seen[shown]} and {s.name}")
+        seen.setdefault(shown, s.name)
+    assert not clashes, "; ".join(clashes)
+
+
+def test_derivation_steps_show_the_notations_names():
+    r"""Every symbol in a checked step is declared, so it prints with its LaTeX name; and a
+    shorthand in the step's reason (``c_fwd``, ``t_mu``, which the book typesets as
+    $c_{\mathrm{fwd}}$, $t_{\mu}$) reads as the name of a symbol of the notation, never as a
+    Python alias (``t_up`` where the notation says $t_{\mathrm{scaleup}}$)."""
+    from book.format import prose
+
+    inline = re.compile(r"\$([^$]*)\$")
+    names = {_as_read(s.latex) for s in _notation()}
+    bad = []
+    for eq in derivations.equations():
+        if eq.derivation is None:
+            continue
+        for number, step in enumerate(eq.derivation.steps, 1):
+            undeclared = [str(s) for s in step.relation.free_symbols if str(s) not in SYMBOLS]
+            if undeclared:
+                bad.append(f"{eq.id} step {number}: undeclared {undeclared}")
+            for m in inline.finditer(prose(step.why)):
+                if "_" in m[1] and _as_read(m[1]) not in names:
+                    bad.append(f"{eq.id} step {number}: ${m[1]}$ in {step.why!r}")
+    assert not bad, "\n".join(bad)
