@@ -215,8 +215,8 @@ def latency_vs_batch(presets: Presets) -> Figure:
         f"The lecture's central picture, computed: {names['model']} on {quantity(n)} of "
         f"{names['hardware']} (FP8, {quantity(length)} of context). Memory-bound (shaded) up to "
         f"{quantity(turn_q)}, compute-bound beyond. The lecture's B* = "
-        f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
-        f"move the turn."
+        f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: "
+        f"here they move the turn."
     )
     return _render("latency_vs_batch", draw, alt, caption)
 
@@ -243,24 +243,26 @@ def cost_vs_batch(presets: Presets) -> Figure:
         )
         ax.loglog(batches, bare, linewidth=1.4, linestyle="--", label="a short context")
         _mark(ax, floor.m, f"compute floor {quantity(floor)}", vertical=False)
-        _mark(ax, saturation.m, "E/k")
+        _mark(ax, saturation.m, "every expert busy")
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="center right")
+        ax.legend(loc="upper right")
 
     drop = quantity((one / at_sat).to(""), 2)
     alt = (
         f"Cost per token against batch size, log-log, for the same example: from "
-        f"{quantity(one)} at one sequence it falls only {drop} times by E/k = "
-        f"{quantity(saturation)} (each sequence brings its own experts), then as 1/B toward "
+        f"{quantity(one)} at one sequence it falls only {drop} times by "
+        f"{quantity(saturation)}, where every expert has work (until then each sequence brings "
+        f"its own experts), then as one over the batch toward "
         f"the compute floor of {quantity(floor)} near B*."
     )
     caption = (
         f"An MoE's cost per token falls slowly until its batch keeps every expert busy: "
-        f"{quantity(one)} at one sequence, only {drop} times less at E/k = "
-        f"{quantity(saturation)}, where a dense model's would be {number(saturation.m)} times "
-        f"less. Past E/k it falls as 1/B, to the compute floor ({quantity(floor)}, short "
+        f"{quantity(one)} at one sequence, only {drop} times less at "
+        f"{quantity(saturation)} (routed experts over experts per token), where a dense model's "
+        f"would be {number(saturation.m)} times less. Past that it falls as one over the batch, "
+        f"to the compute floor ({quantity(floor)}, short "
         f"context) or above it, where attention and the KV cache add their share."
     )
     return _render("cost_vs_batch", draw, alt, caption)

@@ -132,7 +132,8 @@ def unit(u: pint.Unit, singular: bool = False) -> str:
         if base in COUNT_WORDS and (prefix in COUNT_PREFIX):
             spelled = True
             if exp > 0:
-                word = COUNT_WORDS[base][0 if singular else 1]
+                # "1 sequence", but "1 T parameters": a prefixed count is many
+                word = COUNT_WORDS[base][0 if singular and not prefix else 1]
                 top.append(COUNT_PREFIX[prefix] + word + _power(exp))
             else:
                 if prefix not in COUNT_PREFIX_PER:
@@ -193,6 +194,8 @@ def quantity(q: pint.Quantity, digits: int = 4) -> str:
     ('2.976 × 10²⁴ FLOP', '2.63 × 10¹⁴ tokens', '295 sequences')
     >>> quantity(Q_(6.71e11, "parameter")), quantity(Q_(1.871e8, "parameter"))
     ('671 B parameters', '1.871 × 10⁸ parameters')
+    >>> quantity(Q_(1, "sequence")), quantity(Q_(1, "Tparameter"))
+    ('1 sequence', '1 T parameters')
     """
     q = _plain(q)
     if _parts(q.units) == _parts(q.units._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:

@@ -206,7 +206,7 @@ sequence_token_rate = symbol(
     "sequence_token_rate",
     "token/s/sequence",
     "tokens per second each sequence of the batch receives (a replica's throughput per sequence)",
-    r"\Theta / B",
+    r"\left(\Theta / B\right)",
 )
 
 dense_crossover_batch = symbol(
@@ -420,7 +420,7 @@ fast_batch_ratio = symbol(
     "fast_batch_ratio",
     "dimensionless",
     "fast mode's batch size over the standard batch size",
-    r"B_{\mathrm{fast}} / B",
+    r"\left(B_{\mathrm{fast}} / B\right)",
 )
 fast_batch_size = symbol(
     "fast_batch_size", "sequence", "batch size in fast mode", r"B_{\mathrm{fast}}"
@@ -678,7 +678,7 @@ traffic_time_ratio = symbol(
     "traffic_time_ratio",
     "dimensionless",
     "scale-up time over scale-out time per token and stage",
-    r"t_{\mathrm{scaleup}} / t_{\mathrm{scaleout}}",
+    r"\left(t_{\mathrm{scaleup}} / t_{\mathrm{scaleout}}\right)",
 )
 hop_latency = symbol(
     "hop_latency", "s", "latency of one hop between pipeline stages", r"t_{\mathrm{hop}}", "ms"
@@ -821,13 +821,13 @@ pretrain_rl_token_ratio = symbol(
     "pretrain_rl_token_ratio",
     "dimensionless",
     "pre-training tokens per RL token when the two cost the same",
-    r"D_{\mathrm{pre}} / D_{\mathrm{RL}}",
+    r"\left(D_{\mathrm{pre}} / D_{\mathrm{RL}}\right)",
 )
 pretrain_inference_token_ratio = symbol(
     "pretrain_inference_token_ratio",
     "dimensionless",
     "pre-training tokens per inference token when the two cost the same",
-    r"D_{\mathrm{pre}} / D_{\mathrm{inf}}",
+    r"\left(D_{\mathrm{pre}} / D_{\mathrm{inf}}\right)",
 )
 balanced_training_tokens = symbol(
     "balanced_training_tokens",
@@ -873,7 +873,7 @@ loss_slope = symbol(
     "loss_slope",
     "1/parameter",
     "derivative of the loss along the compute budget's curve",
-    r"\partial \mathcal{L} / \partial N",
+    r"\left(\partial \mathcal{L} / \partial N\right)",
 )
 optimal_params = symbol(
     "optimal_params",

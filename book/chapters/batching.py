@@ -262,7 +262,7 @@ def _regime(ev: Evaluator, batch: int, n_chips) -> dict:
         "compute": quantity(compute),
         "memory": quantity(memory),
         "by": number(max(_ratio(memory, compute), _ratio(compute, memory)), 3),
-        "mfu": number(_ratio(compute, max(compute, memory)), 3),
+        "mfu": number(100 * _ratio(compute, max(compute, memory)), 3),  # per cent
     }
 
 
@@ -307,8 +307,8 @@ def _argument(presets: Presets) -> dict:
     balance = _context_balance(dev, d_batch, d_n)
     mfu = []
     if balance is not None:
-        for times in (1, 2, 4):
-            length = Q_(math.ceil(balance * times), "token")
+        for times in (1, 2, 4):  # whole doublings of the whole-token balance context
+            length = Q_(math.ceil(balance) * times, "token")
             r = _regime(Evaluator(presets, dhw, dmodel, dprec, context_length=length), d_batch, d_n)
             mfu.append({"times": number(times), "length": quantity(length), **r})
     # sparse attention: a KV term that grows as the square root of the context
@@ -374,7 +374,8 @@ def _argument(presets: Presets) -> dict:
             "replica": quantity(replica),
             "rate": quantity(par["inference_rate"].to("token/s")),
             "replicas": number(replicas, 3),
-            "chips_total": quantity((g_n * replicas).to("chip")),
+            "replicas_whole": number(math.ceil(replicas)),  # a count: whole replicas
+            "chips_total": quantity((g_n * math.ceil(replicas)).to("chip")),
         },
         "quality": {
             "experts": quantity(par["routed_quality_experts"]),
@@ -419,4 +420,15 @@ def _pay_more(presets: Presets) -> dict:
         "speedup": number(_ratio(step[batch], step[1]), 3),
         "price": number(_ratio(cost[1], cost[batch]), 3),
         "weight_fetch": ev.text("weight_fetch_time", batch_size=1, n_chips=n),
+        # speculative decoding: a step that checks g guessed tokens of one sequence does the
+        # multiplies of a batch of g, for the same weight read; free while memory stays ahead
+        "compute_1": ev.text("compute_time", batch_size=1, n_chips=n),
+        "free_guesses": number(
+            math.floor(
+                _ratio(
+                    ev.q("memory_time", batch_size=1, n_chips=n),
+                    ev.q("compute_time", batch_size=1, n_chips=n),
+                )
+            )
+        ),
     }

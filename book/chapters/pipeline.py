@@ -39,7 +39,8 @@ def context(presets: Presets) -> dict:
         "total_batch": quantity(
             ev.q("micro_batch_size") * presets.parameter["pipeline_stages"].value.m
         ),
-        "per_weight_byte": ev.text("dense_crossover_batch"),
+        # a pure number here: "312 multiplies per byte of weight", not "312 sequences ..."
+        "per_weight_byte": number(ev.q("dense_crossover_batch").to("sequence").m),
         "context_length": quantity(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),

@@ -37,6 +37,15 @@ def test_every_symbol_shows_a_name_no_other_symbol_shows():
     assert not clashes, "; ".join(clashes)
 
 
+def test_a_name_with_a_slash_is_bracketed():
+    """``D_pre / D_inf`` times ``D_inf`` would read as ``D_pre``: a ratio's name stands in
+    brackets wherever it appears, as one factor."""
+    slashed = [s.latex for s in _notation() if "/" in s.latex]
+    assert slashed, "the notation names some ratios with a slash"
+    bare = [x for x in slashed if not (x.startswith(r"\left(") and x.endswith(r"\right)"))]
+    assert not bare, bare
+
+
 def test_derivation_steps_show_the_notations_names():
     r"""Every symbol in a checked step is declared, so it prints with its LaTeX name; and a
     shorthand in the step's reason (``c_fwd``, ``t_mu``, which the book typesets as
