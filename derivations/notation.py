@@ -894,7 +894,7 @@ mfu = symbol(
     "mfu",
     "dimensionless",
     "model FLOPs utilisation: useful training FLOP/s over the chips' dense peak",
-    r"\mathrm{MFU}",
+    r"\operatorname{MFU}",
 )
 training_time = symbol(
     "training_time", "s", "wall-clock time of pre-training", r"T_{\mathrm{train}}", display="day"

@@ -111,7 +111,7 @@ model_flops_utilization = symbol(
     "model_flops_utilization",
     "dimensionless",
     "model FLOPs utilisation: measured training rate over the 6ND bound",
-    r"\mathrm{MFU}_{\mathrm{meas}}",
+    r"\operatorname{MFU}_{\mathrm{meas}}",
 )
 
 training_sequence = symbol(

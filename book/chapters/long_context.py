@@ -8,6 +8,7 @@ and the memory-tier ladder.
 """
 
 import math
+import re
 
 from book.context import Evaluator, cell_in, header
 from book.format import number, quantity
@@ -45,6 +46,7 @@ def context(presets: Presets) -> dict:
             "price": quantity(presets.parameter["fast_price_multiplier"].value),
             "speed": quantity(presets.parameter["fast_speed_multiplier"].value),
             "ratio": Evaluator(presets).text("fast_mode_batch_ratio"),
+            "smaller": number(1 / Evaluator(presets).q("fast_mode_batch_ratio").to("").m, 3),
         },
         "tiers": _tier_table(presets),
         "hold_reading": _hold_reading(presets),
@@ -175,7 +177,9 @@ def _api_dates(presets: Presets) -> list[dict]:
     """The price lists grouped by the date they were read: ``[{as_of, names}]``."""
     groups: dict[str, list[str]] = {}
     for api in presets.api.values():
-        groups.setdefault(api.as_of, []).append(api.name)
+        # the reader gets the date, not the internal file it was copied from ("(facts.md)")
+        as_of = re.sub(r"\s*\([^()]*\.(?:md|toml|py)\)", "", api.as_of)
+        groups.setdefault(as_of, []).append(api.name)
     return [{"as_of": d, "names": "; ".join(n)} for d, n in groups.items()]
 
 

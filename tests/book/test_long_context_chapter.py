@@ -99,3 +99,14 @@ def test_a100_has_no_kv_compute_crossover_for_mla():
 def test_attention_table_has_no_dashes(ctx):
     # every model preset has either GQA or MLA fields: its decode attention FLOPs are computed
     assert all("—" not in r["cells"] for r in ctx["attention"]["rows"])
+
+
+def test_price_dates_name_no_internal_file(ctx):
+    """Issue 12: a reader sees when a price was read, never the file it was copied from."""
+    dates = [d["as_of"] for d in ctx["api_dates"]]
+    assert dates and not [d for d in dates if ".md" in d or ".toml" in d], dates
+
+
+def test_fast_mode_batch_is_fifteen_times_smaller(ctx):
+    # lecture: 6x the price for 2.5x the speed -> a batch 6 x 2.5 = 15 times smaller
+    assert _num(ctx["fast"]["smaller"]) == pytest.approx(15)
