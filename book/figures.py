@@ -341,16 +341,17 @@ def drain_ladder(presets: Presets) -> Figure:
             ax.axvline(q.to("s").m, color=FOREGROUND, linestyle=":", linewidth=1)
             ax.annotate(
                 f"{quantity(q)} cache",
-                (q.to("s").m, 0),
+                (q.to("s").m, 1),  # at the top, beside the short HBM bars, clear of the long ones
                 xycoords=("data", "axes fraction"),
-                xytext=(-3, 4),
+                xytext=(-3, -4),
                 textcoords="offset points",
                 rotation=90,
                 fontsize=8,
                 ha="right",
-                va="bottom",
+                va="top",
             )
-        handles = [Patch(color=PALETTE[i % len(PALETTE)], label=m) for i, m in enumerate(media)]
+        ladder = dict.fromkeys(m for _, _, m in rows)  # the legend in the ladder's own order
+        handles = [Patch(color=PALETTE[media.index(m) % len(PALETTE)], label=m) for m in ladder]
         ax.legend(handles=handles, loc="center right", fontsize=8)
         ax.set_xlabel("hold time = capacity / bandwidth (s)")
         ax.grid(axis="y", visible=False)

@@ -138,7 +138,7 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "unique KV layers x 2 x d_head x n_kv_heads"),
         assumptions=(
-            "every KV head caches one key and one value of head_dim values",
+            "every KV head caches one key and one value of d_h values",
             "MHA is the case h_KV = h; MQA is the case h_KV = 1",
         ),
         summary="A key and a value per KV head per global layer.",

@@ -185,9 +185,9 @@ register(
         ),
         assumptions=(
             "every prompt token costs the FLOPs of a generated token (2 N_active, attention "
-            "ignored as in compute_time), spread over that request's output tokens",
+            "ignored as in the compute time), spread over that request's output tokens",
             "prefill reads no extra weights: its chunks ride the decode steps' weight reads",
-            "compute and memory traffic overlap perfectly, as in step_time",
+            "compute and memory traffic overlap perfectly, as in the decode step time",
         ),
         derivation=Derivation(
             given(
@@ -197,9 +197,10 @@ register(
             ),
             rewrite(T_s, SERVE, "factor the compute term"),
         ),
-        summary="A mix of prompts and generation adds (1 + input/output) to the compute side of "
-        "the roofline and nothing to the memory side. With no prompts it is step_time: the "
-        "lower bound on a decode step, hence on the time per output token (TPOT).",
+        summary="A mix of prompts and generation multiplies the compute side of the roofline by "
+        "one plus the input tokens per output token, and adds nothing to the memory side. With "
+        "no prompts it is the decode step time: the lower bound on a decode step, hence on the "
+        "time per output token (TPOT).",
     )
 )
 
@@ -248,7 +249,7 @@ register(
         ),
         assumptions=(
             "the prompt is processed alone on the replica's n chips, at peak FLOP/s",
-            "attention FLOPs are ignored, as in compute_time",
+            "attention FLOPs are ignored, as in the decode compute time",
             "the weights are read at least once; an MoE's weight read counts the experts the "
             "prompt's L_in tokens touch (the weight fetch at a batch of L_in)",
         ),
@@ -293,7 +294,7 @@ register(
         chapter=CHAPTER,
         source=Source("Lecture section E, RL and over-training", SECTION_E, "C_pre = 6 N D"),
         assumptions=(
-            "the pre-training compute of training_flops (6 N_active per token, attention ignored)",
+            "the pre-training compute 6ND (6 N_active per token, attention ignored)",
             "the chip runs at its dense peak FLOP/s at the training precision",
         ),
         derivation=Derivation(
@@ -306,7 +307,7 @@ register(
                 {C_pre: TRAIN_FLOPS},
                 training_rate_bound.sym,
                 F * D / TRAIN_FLOPS,
-                "the pre-training compute of training_flops",
+                "the pre-training compute 6ND",
             ),
             rewrite(
                 training_rate_bound.sym,
@@ -315,8 +316,8 @@ register(
             ),
         ),
         summary="A chip that did nothing but the model's FLOPs would train this many tokens per "
-        "second; the measured rate over it is the MFU. Its FLOPs per token are read from "
-        "training_flops when this module loads.",
+        "second; the measured rate over it is the MFU. Its FLOPs per token are the pre-training "
+        "equation's 6N, read from it when this module loads.",
     )
 )
 

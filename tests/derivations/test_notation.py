@@ -67,3 +67,19 @@ def test_derivation_steps_show_the_notations_names():
                 if "_" in m[1] and _as_read(m[1]) not in names:
                     bad.append(f"{eq.id} step {number}: ${m[1]}$ in {step.why!r}")
     assert not bad, "\n".join(bad)
+
+
+def test_equation_prose_never_spells_an_identifier():
+    """Summaries, assumptions and step reasons are read on the page: they say "the step time",
+    never the id ``step_time`` (shorthand such as ``d_h`` is typeset as $d_{h}$ and may stay)."""
+    ids = {s for s in SYMBOLS if "_" in s} | {e.id for e in derivations.equations()}
+    ids = {i for i in ids if "_" in i and not re.fullmatch(r"[A-Za-z]_[A-Za-z]+", i)}
+    word = re.compile(r"(?<![\w/.#-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/-])")
+    bad = []
+    for eq in derivations.equations():
+        texts = [eq.summary, *eq.assumptions]
+        texts += [step.why for step in (eq.derivation.steps if eq.derivation else ())]
+        for text in texts:
+            prose = re.sub(r"`[^`]*`|\$[^$]*\$", " ", text)
+            bad += [f"{eq.id}: {m[0]!r} in {text!r}" for m in word.finditer(prose) if m[0] in ids]
+    assert not bad, "\n".join(bad)
