@@ -1070,7 +1070,11 @@ def measured_vs_bound(presets: Presets) -> Figure:
     caption = (
         f"Every measurement with a bound ({len(rows)} rows): measured against bound, both from "
         f"the same presets. Points below the line are the gap the roofline leaves; "
-        f"{len(above)} above it are flagged with their cause."
+        + (
+            f"{len(above)} above it are flagged with their cause."
+            if above
+            else "none lies above it."
+        )
     )
     return _render("measured_vs_bound", draw, alt, caption)
 

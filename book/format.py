@@ -120,6 +120,9 @@ def _power(exp: float) -> str:
     return "" if exp == 1 else superscript(int(exp)) if float(exp).is_integer() else f"^{exp}"
 
 
+SPOKEN_TIME = {"s": "second", "min": "minute", "h": "hour"}
+
+
 def unit(u: pint.Unit, singular: bool = False) -> str:
     """A unit as a reader says it: ``TB/s``, ``USD per million tokens``, ``bytes per token``,
     ``B parameters``; '' for a pure number."""
@@ -151,7 +154,8 @@ def unit(u: pint.Unit, singular: bool = False) -> str:
     if not bottom:
         return numerator
     if any(b.split(" ")[-1].rstrip("⁰¹²³⁴⁵⁶⁷⁸⁹") in WORDS for b in bottom):
-        denominator = " per ".join(bottom)
+        # among words a time is a word too: "tokens per second per sequence", not "per s"
+        denominator = " per ".join(SPOKEN_TIME.get(b, b) for b in bottom)
         return f"{numerator or '1'} per {denominator}"
     below = "·".join(bottom)
     return f"{numerator or '1'}/" + (below if len(bottom) == 1 else f"({below})")
@@ -196,6 +200,8 @@ def quantity(q: pint.Quantity, digits: int = 4) -> str:
     ('671 B parameters', '1.871 × 10⁸ parameters')
     >>> quantity(Q_(1, "sequence")), quantity(Q_(1, "Tparameter"))
     ('1 sequence', '1 T parameters')
+    >>> quantity(Q_(64, "token/s/sequence"))
+    '64 tokens per second per sequence'
     """
     q = _plain(q)
     if _parts(q.units) == _parts(q.units._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:

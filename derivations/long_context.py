@@ -617,7 +617,8 @@ register(
             rewrite(B_f / B, 1 / (m_price * s_speed), "divide by the standard batch"),
             rename(fast_batch_ratio.sym, 1 / (m_price * s_speed), "name the ratio"),
         ),
-        summary="Paying m times more for s times the speed buys a batch m s times smaller.",
+        summary="Paying a multiple of the price for a multiple of the speed buys a batch smaller "
+        "by their product.",
     )
 )
 

@@ -49,6 +49,7 @@ def context(presets: Presets) -> dict:
             "smaller": number(1 / Evaluator(presets).q("fast_mode_batch_ratio").to("").m, 3),
         },
         "tiers": _tier_table(presets),
+        "retrieval": _retrieval(presets),
         "hold_reading": _hold_reading(presets),
         "hold": {
             t.medium: _readable_time(Evaluator(presets, tier=t.id)) for t in presets.tier.values()
@@ -209,6 +210,24 @@ def _tier_table(presets: Presets) -> dict:
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _retrieval(presets: Presets) -> dict:
+    """Reading one sequence's cache back from each tier, against recomputing it on one chip: the
+    cache's bytes over the tier's bandwidth, and the prefill FLOPs over the chip's FLOP rate
+    (the recompute cost over the chip's rent)."""
+    rows, recompute = [], None
+    for tier in presets.tier.values():
+        ev = Evaluator(presets, HARDWARE, "llama_3_1_70b", tier=tier.id)
+        cost = ev.detailed("cache_recompute_cost")
+        recompute = (cost.value / cost.inputs["price_per_chip_hour"].base / Q_(1, "chip")).to("s")
+        read = (ev.q("kv_cache_per_sequence") / tier.bandwidth).to("s")
+        shown = read.to("ms") if read < Q_(1, "s") else read
+        rows.append({"medium": tier.medium, "time": quantity(shown), "share": read / recompute})
+    return {
+        "recompute": quantity(recompute),
+        "rows": [{**r, "share": number(100 * r["share"].to("").m, 3)} for r in rows],
+    }
 
 
 def _hold_reading(presets: Presets) -> dict:

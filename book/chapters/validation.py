@@ -66,7 +66,9 @@ def _table_row(r, presets) -> dict:
         "unit": "tokens/s per user" if r.unit == "token/s" else "tokens/s per chip",
         "efficiency": pct(r.efficiency),
         "flags": "; ".join(r.flags) or "—",
-        "assumed": ", ".join(a for a in r.preset.get("assumed", "").split()) or "—",
+        # the assumed inputs as a reader says them: "input tokens", not "input_tokens"
+        "assumed": ", ".join(a.replace("_", " ") for a in r.preset.get("assumed", "").split())
+        or "—",
         "ttft": "—"
         if r.ttft is None
         else f"{quantity(r.ttft[0].to('ms'))} / {quantity(r.ttft[1].to('ms'))}",

@@ -110,3 +110,11 @@ def test_price_dates_name_no_internal_file(ctx):
 def test_fast_mode_batch_is_fifteen_times_smaller(ctx):
     # lecture: 6x the price for 2.5x the speed -> a batch 6 x 2.5 = 15 times smaller
     assert _num(ctx["fast"]["smaller"]) == pytest.approx(15)
+
+
+def test_reading_a_cache_back_is_a_fraction_of_recomputing_it(ctx):
+    # Llama 3.1 70B at BF16: 80 layers x 2 x 8 KV heads x 128 x 2 bytes = 327,680 bytes per token;
+    # 8,192 tokens -> 2.684 GB; facts.md: DDR5-4800 RDIMM 38.4 GB/s -> 69.91 ms
+    r = {row["medium"]: row for row in ctx["retrieval"]["rows"]}
+    assert _num(r["DRAM"]["time"]) == pytest.approx(327_680 * 8192 / 38.4e9 * 1e3, rel=1e-3)
+    assert _num(r["HBM"]["share"]) < _num(r["DRAM"]["share"]) < 100 < _num(r["disk"]["share"])
