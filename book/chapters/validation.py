@@ -213,6 +213,8 @@ def context(presets: Presets) -> dict:
         b = bands[name]
         return {
             "median": pct(b["median"]),
+            # the bold round figure of a rule of thumb: one significant figure, "≈30%"
+            "round": f"{number(float(format(100 * b['median'], '.0e')), 1)}%",
             "low": pct(b["low"]),
             "high": pct(b["high"]),
             "count": str(b["count"]),

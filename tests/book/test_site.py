@@ -159,6 +159,48 @@ def test_every_built_html_page_reads_as_a_reader_says_it(built):
     assert {k: v for k, v in found.items() if v} == {}
 
 
+def _reading_flow(page: str) -> tuple[str, list[str]]:
+    """A chapter's Markdown without its collapsed blocks (``<details>`` and ``???`` with their
+    indented bodies), and the bodies of its top-level ``??? question`` blocks."""
+    page = re.sub(r"<details.*?</details>", " ", page, flags=re.DOTALL)
+    flow, questions, inside = [], [], None
+    for line in page.split("\n"):
+        if line.startswith("??? "):
+            inside = line
+            if line.startswith("??? question"):
+                questions.append("")
+            continue
+        if inside is not None and (line.startswith("    ") or not line.strip()):
+            if inside.startswith("??? question"):
+                questions[-1] += line + "\n"
+            continue
+        inside = None
+        flow.append(line)
+    return "\n".join(flow), questions
+
+
+def test_every_chapter_page_reads_as_a_textbook_chapter(built):
+    """Issue 12's "done when", outside any collapsed block: the opening question, a figure,
+    bold rules of thumb beside their exact figures, a takeaways box, 3-6 exercises each with a
+    worked answer, and no symbol table in the reading flow."""
+    missing = {}
+    for path in sorted((site.DOCS / "chapters").glob("*.md")):
+        flow, questions = _reading_flow(path.read_text(encoding="utf-8"))
+        opening = "\n".join(re.split(r"^## ", flow, flags=re.MULTILINE)[:3])
+        checks = {
+            "an opening question": "?" in opening,
+            "a figure": "<figure" in flow,
+            "a bold rule of thumb": re.search(r"\*\*[^*\n]*≈[^*]*\*\*", flow) is not None,
+            "a takeaways box": '!!! abstract "Takeaways"' in flow,
+            "3-6 exercises": 3 <= len(questions) <= 6,
+            "an answer to every exercise": all("??? success" in q for q in questions),
+            "no symbol table": "| symbol |" not in flow,
+        }
+        if failed := [name for name, ok in checks.items() if not ok]:
+            missing[path.stem] = failed
+    assert missing == {}
+
+
 def test_math_is_typeset_at_build_time_and_the_search_index_holds_no_latex(built):
     html = (built / "chapters/batching/index.html").read_text()
     assert 'class="katex"' in html and "\\(" not in html and "katex.min.js" not in html
