@@ -247,7 +247,7 @@ def cost_vs_batch(presets: Presets) -> Figure:
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="upper right")
+        ax.legend(loc="center left")  # below the curves' start, clear of the B* mark
 
     drop = quantity((one / at_sat).to(""), 2)
     alt = (

@@ -212,6 +212,11 @@ def _tier_table(presets: Presets) -> dict:
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
 
 
+def _share(x: float) -> str:
+    """A fraction as a reader says it: '5.56% of' below one, '7.49 times' above."""
+    return f"{number(100 * x, 3)}% of" if x < 1 else f"{number(x, 3)} times"
+
+
 def _retrieval(presets: Presets) -> dict:
     """Reading one sequence's cache back from each tier, against recomputing it on one chip: the
     cache's bytes over the tier's bandwidth, and the prefill FLOPs over the chip's FLOP rate
@@ -226,7 +231,7 @@ def _retrieval(presets: Presets) -> dict:
         rows.append({"medium": tier.medium, "time": quantity(shown), "share": read / recompute})
     return {
         "recompute": quantity(recompute),
-        "rows": [{**r, "share": number(100 * r["share"].to("").m, 3)} for r in rows],
+        "rows": [{**r, "share": _share(r["share"].to("").m)} for r in rows],
     }
 
 
