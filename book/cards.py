@@ -33,7 +33,7 @@ from book.cases import (  # noqa: F401 (public names)
     precision_words,
     reference_case,
 )
-from book.format import given_text, markdown_text, number, prose, quantity, sentence
+from book.format import given_text, markdown_text, named, number, prose, quantity, sentence
 from derivations.core import Equation
 from units import ChalkboardError
 from units.presets import Presets, load
@@ -152,7 +152,7 @@ def _number(eq: Equation, kw: dict, presets: Presets) -> Card | None:
         return None
     kw = used_presets(eq, kw, presets)
     value = eq.evaluate(presets=presets, **kw)
-    front = f"Estimate {eq.lhs.meaning} (${eq.lhs.latex}$) for {_describe(kw, presets)}."
+    front = f"Estimate {eq.lhs.meaning} {named(eq.lhs.latex)} for {_describe(kw, presets)}."
     back = f"{quantity(value)}, from ${eq.latex()}$.\n\nReproduce: `{_command(eq, kw)}`"
     return Card(
         f"eq:{eq.id}:number",
@@ -251,7 +251,7 @@ def _elasticity_cards(presets: Presets) -> list[Card]:
             kw = used_presets(eq, case, presets)
             givens.update(kw)
             e = eq.elasticities(presets=presets, **kw).get(name, 0.0)
-            label = f"{eq.lhs.meaning} (${eq.lhs.latex}$)"
+            label = f"{eq.lhs.meaning} {named(eq.lhs.latex)}"
             answers.append(f"{label} {_change(e)}")
             whys.append(f"${eq.lhs.latex}$: {_why(e, meaning)}.")
             chapter = chapter or eq.chapter

@@ -288,6 +288,16 @@ def prose(text: str) -> str:
     return "".join(parts)
 
 
+def named(latex: str) -> str:
+    """A symbol's name in brackets after its meaning: ``(B)``; a name already bracketed (a
+    ratio's, ``\\left(\\Theta / B\\right)``) is not bracketed twice.
+
+    >>> named("B"), named(r"\\left(\\Theta / B\\right)")
+    ('($B$)', '$\\\\left(\\\\Theta / B\\\\right)$')
+    """
+    return f"${latex}$" if latex.startswith(r"\left(") else f"(${latex}$)"
+
+
 def given_text(name: str, value) -> str:
     """An input a case sets, as a reader says it: 'active parameters per token 100 B parameters'
     for n_active='100e9 parameter' (the symbol's meaning, the value formatted)."""

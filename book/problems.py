@@ -25,7 +25,7 @@ import sympy as sp
 
 import derivations
 from book.cases import precision_words
-from book.format import markdown_text, number, quantity
+from book.format import markdown_text, named, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
 from units import Q_, ChalkboardError
@@ -208,7 +208,7 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         api = presets.get("api", kw["api"]).name if "api" in kw else "the lecture's API"
         text = (
             f"From {api}'s published prices{where.replace(f' for {api}', '', 1)}, deduce "
-            f"{eq.lhs.meaning} (${eq.lhs.latex}$)."
+            f"{eq.lhs.meaning} {named(eq.lhs.latex)}."
         )
         solution = tuple(_solution(eq, result))
         return Problem(
@@ -227,9 +227,9 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         rest = tuple(g for g in givens if g.name != target.name) + (output,)
         answer = target.value
         text = (
-            f"{markdown_text(eq.title)}{where}: what {target.meaning} (${target.latex}$) "
+            f"{markdown_text(eq.title)}{where}: what {target.meaning} {named(target.latex)} "
             "would make "
-            f"{eq.lhs.meaning} (${eq.lhs.latex}$) equal {quantity(result.value)}?"
+            f"{eq.lhs.meaning} {named(eq.lhs.latex)} equal {quantity(result.value)}?"
         )
         solution = (
             f"Solve ${eq.latex()}$ for ${target.latex}$: ${solved.latex()}$.",
@@ -242,7 +242,7 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         unit_name = _unit_words(result.value)
         in_unit = f", in {unit_name}" if unit_name else ""
         text = (
-            f"Estimate {eq.lhs.meaning} (${eq.lhs.latex}$){where}{in_unit}. Any answer within a "
+            f"Estimate {eq.lhs.meaning} {named(eq.lhs.latex)}{where}{in_unit}. Any answer within a "
             f"factor of {number(ESTIMATE_FACTOR, 3)} of the true value is accepted."
         )
         solution = (
@@ -265,13 +265,13 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         )
     if kind == "multi":
         titles = [derivations.get(i).lhs for i in steps]
-        via = ", then ".join(f"{s.meaning} (${s.latex}$)" for s in titles)
+        via = ", then ".join(f"{s.meaning} {named(s.latex)}" for s in titles)
         text = (
-            f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$). "
+            f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} {named(eq.lhs.latex)}. "
             f"It takes {len(steps) + 1} equations: first {via}."
         )
     else:
-        text = f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$)."
+        text = f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} {named(eq.lhs.latex)}."
     return Problem(
         pid, eq.chapter, kind, eq.id, text, tuple(givens), result.value, solution, choices=kw
     )

@@ -394,8 +394,9 @@ crossover_batch_eq = register(
             rename(
                 crossover_batch.sym,
                 sp.Mul(F * b / (c_f * W), N_t / N_a, evaluate=False),
-                "group: the chip's multiplies per byte of weight, F b / (c W), times sparsity; "
-                "F / W alone is right only when c / b = 1 FLOP per byte (BF16)",
+                "group: the chip's multiplies per byte of weight, times sparsity; FLOP rate over "
+                "bandwidth alone is right only when a multiply-add's FLOPs equal a weight's "
+                "bytes (BF16)",
             ),
         ),
         summary="Below B* a step is limited by reading weights; above it, by compute. "

@@ -212,8 +212,8 @@ sequence_token_rate = symbol(
 dense_crossover_batch = symbol(
     "dense_crossover_batch",
     "sequence",
-    "multiplies per byte of weight, F b / (c W): the crossover batch of a dense model, "
-    "at any precision",
+    "multiplies per byte of weight (FLOP rate times bytes per weight, over FLOPs per "
+    "multiply-add times bandwidth): the crossover batch of a dense model, at any precision",
     r"B^{*}_{\mathrm{dense}}",
 )
 
