@@ -114,6 +114,26 @@ def test_templates_have_no_hand_typed_numbers(template):
     assert NUMBER.findall(text) == []
 
 
+# A symbol a chapter's prose names in $...$ is the one its equations show: "$L$ tokens" beside an
+# equation in $L_{\mathrm{ctx}}$, or "$S$" for the scale-up bandwidth $S_{\mathrm{up}}$, misleads.
+# Allowed besides the notation: names a chapter defines on the spot (g guesses, token i) and the
+# lecture's d_model, glossed where the notation's d is introduced.
+LOCAL_NAMES = {"g", "i", "d_model"}
+LONE_SYMBOL = re.compile(
+    r"(?<!\$)\$([A-Za-z](?:_\{?[\\\w{}]+\}?)?|\\[a-z]+(?:_\{?[\\\w{}]+\}?)?)\$"
+)
+
+
+@pytest.mark.parametrize("template", sorted((site.TEMPLATES / "chapters").glob("*.j2")), ids=str)
+def test_chapter_prose_names_symbols_as_the_notation_does(template):
+    from tests.derivations.test_notation import _as_read, _notation
+
+    names = {_as_read(s.latex) for s in _notation()} | LOCAL_NAMES
+    text = JINJA.sub(" ", template.read_text(encoding="utf-8"))
+    foreign = {m[1] for m in LONE_SYMBOL.finditer(text) if _as_read(m[1]) not in names}
+    assert not foreign, f"{template.name}: {sorted(foreign)} are not the notation's names"
+
+
 def test_the_number_lint_catches_a_typed_number():
     assert NUMBER.findall(JINJA.sub("", "B* is about 5,400 on {{ chip }} and 2.5x")) == [
         "5,400",
