@@ -324,6 +324,13 @@ class Equation:
     solved_from: str = ""
     # what a negative result means, when it has a meaning (e.g. "no crossover"): the error says it
     when_negative: str = ""
+    # a derived equation (derivations.algebra): inputs put in terms of other symbols, as
+    # (input name, expression) pairs (``batch_size`` -> the crossover batch), applied wherever an
+    # evaluation reads that input; inputs its simplification cancelled (accepted, unused); and
+    # the readable start of its id
+    replaced: tuple[tuple[str, sp.Expr], ...] = ()
+    cancelled: tuple[str, ...] = ()
+    stem: str = ""
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -358,17 +365,24 @@ class Equation:
         """The right side with registered intermediates replaced by their own right sides.
 
         Symbols named in ``keep`` stay as they are, and so does any intermediate whose right side
-        would bring this equation's own output back in.
+        would bring this equation's own output back in. An input a derived equation replaced
+        (``replaced``) is put in terms of its replacement wherever an intermediate brings it in.
         """
         expr = self.rhs
         seen = {self.lhs.name, *keep}
+        replaced = dict(self.replaced)
+
+        def inner(name: str) -> sp.Expr | None:
+            if name in replaced:
+                return replaced[name]
+            eq = defining(name)
+            return eq.rhs if eq is not None and self.lhs.sym not in eq.rhs.free_symbols else None
+
         while True:
             subs = {
-                s: eq.rhs
+                s: rhs
                 for s in expr.free_symbols
-                if s.name not in seen
-                and (eq := defining(s.name)) is not None
-                and self.lhs.sym not in eq.rhs.free_symbols
+                if s.name not in seen and (rhs := inner(s.name)) is not None
             }
             if not subs:
                 return expr

@@ -66,10 +66,11 @@ def test_composition_records_checked_steps():
     direct = get("cost_per_token").evaluate(
         **H100_DS, n_chips=9, batch_size=get("crossover_batch").evaluate(**H100_DS)
     )
-    # the composed form keeps the share of experts read as an input: at B* it is 1 to within
-    # (1 - 8/256)^5356, about 1e-74
-    at_b_star = floor.evaluate(**H100_DS, n_chips=9, expert_read_fraction=1)
+    # the composed form keeps the share of experts read as a symbol, read at B* (where it is 1
+    # to within (1 - 8/256)^5356, about 1e-74) or given; the chip count has cancelled
+    at_b_star = floor.evaluate(**H100_DS)
     assert at_b_star.m == pytest.approx(direct.m, rel=1e-12)
+    assert floor.evaluate(**H100_DS, expert_read_fraction=1).m == pytest.approx(direct.m, rel=1e-12)
 
 
 def test_composing_with_an_unused_equation_or_a_wrong_dimension_is_refused():
