@@ -38,10 +38,12 @@ __all__ = [
     "Source",
     "Symbol",
     "constant",
+    "counts",
     "declare",
     "equations",
     "get",
     "register",
+    "spaced",
     "symbol",
 ]
 
@@ -91,6 +93,12 @@ class Symbol:
     def base_unit(self) -> pint.Unit:
         return Q_(1, parse_unit(self.unit)).to_base_units().units
 
+    @property
+    def count(self) -> bool:
+        """A count symbol: its values are whole numbers of its unit (sequences in a batch, chips,
+        layers, tokens); see :func:`counts`. Sweeps round its values."""
+        return self.name in COUNTS
+
 
 @dataclass(frozen=True)
 class Constant(Symbol):
@@ -120,9 +128,57 @@ def declare(sym: Symbol) -> Symbol:
     return sym
 
 
-def symbol(name, unit, meaning, latex, display=None) -> Symbol:
-    """Declare a symbol: ``symbol("batch_size", "sequence", "sequences per step", "B")``."""
-    return declare(Symbol(name, unit, meaning, latex, display))
+def symbol(name, unit, meaning, latex, display=None, count=False) -> Symbol:
+    """Declare a symbol: ``symbol("batch_size", "sequence", "sequences per step", "B")``;
+    ``count=True`` marks it as a count (whole numbers of its unit, see :func:`counts`)."""
+    sym = declare(Symbol(name, unit, meaning, latex, display))
+    if count:
+        counts(sym)
+    return sym
+
+
+# The count symbols: quantities whose values are whole numbers of their unit (a batch of 3
+# sequences, 8 chips, 61 layers), as opposed to measures and ratios (seconds, FLOP/s, a share).
+COUNTS: set[str] = set()
+
+
+def counts(*symbols: Symbol | str) -> None:
+    """Mark declared symbols as counts (whole numbers of their unit, at least one).
+
+    >>> lookup_symbol("batch_size").count, lookup_symbol("step_time").count
+    (True, False)
+    """
+    for item in symbols:
+        COUNTS.add(lookup_symbol(item if isinstance(item, str) else item.name).name)
+
+
+def spaced(name: str, start, stop, n: int, log: bool = False) -> pint.Quantity:
+    """``n`` values of input ``name`` from ``start`` to ``stop`` (each a Quantity, or text or a
+    number read as any input is), evenly spaced or, with ``log``, geometrically; in the symbol's
+    display unit. A count symbol's values are rounded to whole numbers of its unit (at least one)
+    and repeats dropped, so there may be fewer than ``n``.
+
+    >>> spaced("batch_size", 1, 1000, 10, log=True).magnitude
+    array([   1.,    2.,    5.,   10.,   22.,   46.,  100.,  215.,  464., 1000.])
+    >>> spaced("batch_size", 1, 10, 20, log=True).magnitude
+    array([ 1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10.])
+    """
+    from derivations.inputs import parse_override
+
+    sym = lookup_symbol(name)
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ChalkboardError(f"spacing {name}: the number of values must be a whole number >= 1")
+    a, b = (
+        parse_override(name, v, f"spacing {name}").to(sym.display_unit).magnitude
+        for v in (start, stop)
+    )
+    values = (np.geomspace if log else np.linspace)(a, b, int(n))
+    if sym.count:
+        scale = Q_(1, sym.display_unit).to(sym.unit).magnitude  # 1e9 parameters in a B
+        whole = np.maximum(np.rint(values * scale), 1)
+        _, first = np.unique(whole, return_index=True)
+        values = whole[np.sort(first)] / scale
+    return Q_(values, sym.display_unit)
 
 
 def constant(name, value, meaning, latex, source, display=None) -> Constant:
@@ -570,8 +626,16 @@ class Equation:
         )
 
     def sweep(self, over: str, values, **kwargs) -> pint.Quantity:
-        """Evaluate over an array of values of one input (compiled, vectorised)."""
+        """Evaluate over an array of values of one input (compiled, vectorised): numbers in its
+        display unit, or a Quantity such as :func:`spaced` gives."""
         sym = lookup_symbol(over)
+        if isinstance(values, pint.Quantity):
+            if values.dimensionality != sym.dimensionality:
+                raise ChalkboardError(
+                    f"sweep over {over}: values are {values.dimensionality or 'dimensionless'}, "
+                    f"expected {sym.dimension}"
+                )
+            values = values.to(sym.display_unit).magnitude
         arr = np.asarray(values, dtype=float)
         if arr.ndim != 1 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
             raise ChalkboardError(
