@@ -25,6 +25,7 @@ import numpy as np
 import pint
 import sympy as sp
 from sympy.core.function import AppliedUndef
+from sympy.printing.latex import LatexPrinter
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 
@@ -43,6 +44,7 @@ __all__ = [
     "equations",
     "get",
     "register",
+    "shown",
     "spaced",
     "symbol",
 ]
@@ -355,9 +357,35 @@ def latex_names() -> dict[sp.Symbol, str]:
     return {s.sym: s.latex for s in SYMBOLS.values()}
 
 
+def shown(expr):
+    """``expr`` with every registered equation's ``display`` pairs applied: subexpressions
+    computed in a robust form shown in the notation's simpler one (the chance that a batch skips
+    an expert as (1 - k/E_r)^B, not e^{B log(1 - k/max(1, E_r))})."""
+    pairs = {c: d for eq in CATALOGUE.values() for c, d, _ in eq.display}
+    return expr.xreplace(pairs) if pairs else expr
+
+
+class _Printer(LatexPrinter):
+    """sympy's LaTeX, except that the sums of a shown form keep their written order
+    (``1 - k/E_r``, where sympy would print ``-k/E_r + 1``)."""
+
+    def __init__(self, settings, written):
+        super().__init__(settings)
+        self.written = written
+
+    def _print_Add(self, expr, order=None):
+        return super()._print_Add(expr, "none" if expr in self.written else order)
+
+
 def to_latex(expr) -> str:
-    """LaTeX of a sympy expression or relation, with every symbol's declared LaTeX."""
-    return sp.latex(expr, symbol_names=latex_names(), mul_symbol=None)
+    """LaTeX of a sympy expression or relation, with every symbol's declared LaTeX, in the
+    form the notation shows (:func:`shown`)."""
+    written = {
+        a for eq in CATALOGUE.values() for _, d, _ in eq.display for a in sp.preorder_traversal(d)
+    }
+    written = {a for a in written if isinstance(a, sp.Add)}
+    settings = {"symbol_names": latex_names(), "mul_symbol": None}
+    return _Printer(settings, written).doprint(shown(expr))
 
 
 @dataclass(frozen=True, eq=False)
@@ -387,6 +415,10 @@ class Equation:
     replaced: tuple[tuple[str, sp.Expr], ...] = ()
     cancelled: tuple[str, ...] = ()
     stem: str = ""
+    # (computed, shown, where) triples: a subexpression the equation computes in a robust form,
+    # the simpler form LaTeX shows instead, and the substitutions under which they are equal
+    # (what an assumption says, such as max(1, E_r) = E_r for an MoE); check() verifies each
+    display: tuple[tuple[sp.Expr, sp.Expr, tuple], ...] = ()
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -463,6 +495,16 @@ class Equation:
         """Verify every derivation step with sympy; raises DerivationError on a wrong step."""
         if self.derivation is not None:
             self.derivation.check(self)
+        from derivations.derivation import DerivationError, same
+
+        for computed, display, where in self.display:
+            # powers compared as exponentials: (1 - x)^B is e^{B log(1 - x)}
+            want = computed.subs(dict(where)).rewrite(sp.exp)
+            if not self.rhs.has(computed) or not same(display.rewrite(sp.exp), want):
+                raise DerivationError(
+                    f"equation {self.id!r}: the form shown, {display}, is not {computed} of its "
+                    "right side"
+                )
 
     # -- evaluation ---------------------------------------------------------------------------
 

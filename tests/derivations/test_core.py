@@ -167,3 +167,33 @@ def test_spaced_rounds_a_scaled_count_in_its_own_unit():
     assert list(values.magnitude) == [1.5, 3.0]
     with pytest.raises(ChalkboardError, match="whole number"):
         spaced("batch_size", 1, 10, 0)
+
+
+def test_a_shown_form_that_differs_from_the_computed_one_is_refused():
+    from derivations import DerivationError
+
+    k, e = lookup_symbol("experts_active").sym, lookup_symbol("experts_routed").sym
+    miss = sp.exp(B * sp.log(1 - k / sp.Max(e, 1)))
+    where = ((sp.Max(e, 1), e),)
+    share = lookup_symbol("expert_read_fraction")
+    good = Equation(
+        "shown_ok",
+        "t",
+        share,
+        1 - miss,
+        "t",
+        Source("t"),
+        display=((miss, (1 - k / e) ** B, where),),
+    )
+    good.check()
+    slip = Equation(
+        "shown_slip",
+        "t",
+        share,
+        1 - miss,
+        "t",
+        Source("t"),
+        display=((miss, (1 - k / e) ** (2 * B), where),),
+    )
+    with pytest.raises(DerivationError, match="the form shown"):
+        slip.check()
