@@ -4,9 +4,10 @@ The pages of the book (chapters, claims audit, practice problems with answers, f
 joined in nav order into one print page (``print.html`` in the site) that keeps the site's CSS,
 adds a print stylesheet (navigation hidden, every collapsed answer opened) and starts with a
 linked table of contents that gives the page each part starts on (printed once, those pages read
-back from the PDF's anchors, printed again with the numbers filled in). Math is already typeset and figures are inline SVG, so Chromium prints
-them as the site shows them. The PDF gets page numbers, running headers and a bookmark outline,
-and is written atomically (a temporary file renamed into place).
+back from the PDF's anchors, printed again with the numbers filled in). Math is already typeset
+and figures are inline SVG, so Chromium prints them as the site shows them. The PDF gets page
+numbers, running headers and a bookmark outline, and is written atomically (a temporary file
+renamed into place).
 
 >>> [p for p in book_pages(NAV_SAMPLE)]
 [('Batch size', 'chapters/batching.md'), ('Claims audit', 'claims.md')]
