@@ -69,6 +69,14 @@ pre, table, figure, svg, .admonition, details { break-inside: avoid; }
 h1, h2, h3 { break-after: avoid; }
 a { color: inherit; }
 """
+HEAD_STYLE = "font-size: 8px; color: #555; font-family: sans-serif; vertical-align: middle;"
+
+
+def _css_string(text: str) -> str:
+    """``text`` inside a double-quoted CSS string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("<", "\\3c ")
+
+
 HEADER = (
     '<div style="font-size:8px;width:100%;padding:0 14mm;color:#555;'
     'font-family:sans-serif"><span class="title"></span></div>'
@@ -112,6 +120,16 @@ def _html_path(md: str) -> str:
     return stem + "/index.html"
 
 
+def running_header(md: str, title: str) -> str:
+    """The header on a printed page's pages: its title, after its group's when titles repeat.
+
+    >>> running_header("problems/moe.md", "Mixture of experts on racks")
+    'Practice problems · Mixture of experts on racks'
+    """
+    group = _group(md)
+    return title if group in ("Chapters", "Claims audit") else f"{group} · {title}"
+
+
 def _group(md: str) -> str:
     return {"chapters": "Chapters", "problems": "Practice problems", "cards": "Flashcards"}.get(
         md.split("/")[0], "Claims audit"
@@ -131,7 +149,7 @@ def print_page(site: Path, numbers: dict[int, int] | None = None) -> str:
     css = "".join(
         f'<link rel="stylesheet" href="{html.escape(href)}">\n' for href in STYLESHEET.findall(head)
     )
-    toc, sections, group = [], [], None
+    toc, sections, heads, group = [], [], [], None
     for i, (title, md) in enumerate(book_pages()):
         page = site / _html_path(md)
         if not page.is_file():
@@ -153,10 +171,17 @@ def print_page(site: Path, numbers: dict[int, int] | None = None) -> str:
             f'<li><a href="#{prefix}page">{html.escape(title)}</a><span class="toc-dots"></span>'
             f'<span class="toc-page">{numbers.get(i, "")}</span></li>'
         )
+        # the running header: each part prints on its own named pages, whose top right margin
+        # box names it (Chromium's header template, the same on every page, gives the book's)
+        running = running_header(md, title)
+        heads.append(
+            f'@page s{i} {{ @top-right {{ content: "{_css_string(running)}"; {HEAD_STYLE} }} }}\n'
+            f"#{prefix}page {{ page: s{i}; }}\n"
+        )
         sections.append(f'<section class="print-section" id="{prefix}page">{body}</section>')
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>Chalkboard</title>\n{css}<style>{PRINT_CSS}</style></head>"
+        f"<title>Chalkboard</title>\n{css}<style>{PRINT_CSS}{''.join(heads)}</style></head>"
         '<body><div class="md-container"><main class="md-main"><div class="md-content">'
         '<article class="md-content__inner md-typeset">'
         '<h1 class="print-title">Chalkboard</h1><p style="text-align:center">The math of how '
@@ -227,10 +252,13 @@ def write_pdf(site: Path, out: Path | None = None) -> Path:
 
 
 MAX_PASSES = 4
+# the print page holds the whole book: on a busy 2-core machine loading it takes minutes
+PAGE_TIMEOUT_MS = 600_000
 
 
 def _print(browser, page_file: Path, path: Path) -> None:
     page = browser.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     try:
         page.goto(page_file.as_uri(), wait_until="load")
         page.evaluate("document.fonts.ready.then(() => true)")

@@ -7,7 +7,14 @@ import pytest
 from pypdf import PdfReader
 
 import derivations
-from book.pdf import PDF_NAME, PRINT_PAGE, book_pages, start_pages, write_pdf
+from book.pdf import (
+    PDF_NAME,
+    PRINT_PAGE,
+    book_pages,
+    running_header,
+    start_pages,
+    write_pdf,
+)
 from units import ChalkboardError
 
 
@@ -64,6 +71,25 @@ def test_contents_give_the_page_each_chapter_starts_on(printed_site, pdf):
             ("Chalkboard " + _flat(chapter.title), _flat(chapter.title))
         ), chapter.title
         assert f"{n} / {len(pdf.pages)}" in _flat(pdf.pages[n - 1].extract_text())
+
+
+def test_running_headers_name_the_part_a_page_belongs_to(pdf):
+    starts = start_pages_of(pdf)
+    ends = [*starts[1:], len(pdf.pages) + 1]
+    checked = 0
+    for (title, md), first, after in zip(book_pages(), starts, ends, strict=True):
+        for n in range(first + 1, min(after, first + 3)):  # a part's later pages
+            assert _flat(running_header(md, title)) in _flat(pdf.pages[n - 1].extract_text())
+            checked += 1
+    assert checked >= len(derivations.CHAPTERS)
+
+
+def start_pages_of(pdf) -> list[int]:
+    found = {}
+    for name, dest in pdf.named_destinations.items():
+        if match := re.fullmatch(r"/?p(\d+)-page", name):
+            found[int(match.group(1))] = pdf.get_destination_page_number(dest) + 1
+    return [found[i] for i in range(len(book_pages()))]
 
 
 def test_answers_are_printed_open(printed_site, text):
