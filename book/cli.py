@@ -132,7 +132,11 @@ def make_parser() -> Parser:
         required=True,
         help="an input and its range, in the symbol's unit unless given (once or twice)",
     )
-    p.add_argument("--log", action="store_true", help="space the values geometrically")
+    p.add_argument(
+        "--log",
+        action="store_true",
+        help="space the values geometrically (a count is rounded to whole numbers)",
+    )
     _add_inputs(p)
     p.add_argument("--csv", action="store_true", help="print CSV (the default)")
 
@@ -386,8 +390,16 @@ def cmd_sweep(args, out) -> None:
         raise ChalkboardError(
             f"--over asks for {points:,} points; at most {MAX_SWEEP_POINTS:,} in one sweep"
         )
-    space = np.geomspace if args.log else np.linspace
-    axes = [(sym, space(a, b, n)) for sym, a, b, n in ranges]
+    # a count's values are whole numbers (rounded, repeats dropped), so there may be fewer than N
+    axes = [
+        (
+            sym,
+            derivations.spaced(
+                sym.name, Q_(a, sym.display_unit), Q_(b, sym.display_unit), n, args.log
+            ).magnitude,
+        )
+        for sym, a, b, n in ranges
+    ]
     grids = np.meshgrid(*(values for _, values in axes), indexing="ij")
     overrides = _overrides(args.set)
     for sym, _ in axes:

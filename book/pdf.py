@@ -3,9 +3,11 @@
 The pages of the book (chapters, claims audit, practice problems with answers, flashcards) are
 joined in nav order into one print page (``print.html`` in the site) that keeps the site's CSS,
 adds a print stylesheet (navigation hidden, every collapsed answer opened) and starts with a
-linked table of contents. Math is already typeset and figures are inline SVG, so Chromium prints
-them as the site shows them. The PDF gets page numbers, running headers and a bookmark outline,
-and is written atomically (a temporary file renamed into place).
+linked table of contents that gives the page each part starts on (printed once, those pages read
+back from the PDF's anchors, printed again with the numbers filled in). Math is already typeset
+and figures are inline SVG, so Chromium prints them as the site shows them. The PDF gets page
+numbers, running headers and a bookmark outline, and is written atomically (a temporary file
+renamed into place).
 
 >>> [p for p in book_pages(NAV_SAMPLE)]
 [('Batch size', 'chapters/batching.md'), ('Claims audit', 'claims.md')]
@@ -54,7 +56,10 @@ body { font-size: 11pt; }
 .md-typeset { font-size: 10.5pt; }
 .print-section { break-before: page; }
 .print-toc ol { list-style: none; padding-left: 0; }
-.print-toc li { margin: 0.2em 0; }
+.print-toc li { margin: 0.2em 0; display: flex; align-items: baseline; }
+.print-toc li a { flex: 0 1 auto; }
+.print-toc li .toc-dots { flex: 1 1 auto; border-bottom: 1px dotted #999; margin: 0 0.4em; }
+.print-toc li .toc-page { flex: 0 0 3em; text-align: right; font-variant-numeric: tabular-nums; }
 .print-toc li.group { margin-top: 0.8em; font-weight: bold; }
 .print-title { text-align: center; margin-top: 30vh; }
 .headerlink, .md-header, .md-tabs, .md-sidebar, .md-footer, .md-source-file,
@@ -64,6 +69,14 @@ pre, table, figure, svg, .admonition, details { break-inside: avoid; }
 h1, h2, h3 { break-after: avoid; }
 a { color: inherit; }
 """
+HEAD_STYLE = "font-size: 8px; color: #555; font-family: sans-serif; vertical-align: middle;"
+
+
+def _css_string(text: str) -> str:
+    """``text`` inside a double-quoted CSS string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("<", "\\3c ")
+
+
 HEADER = (
     '<div style="font-size:8px;width:100%;padding:0 14mm;color:#555;'
     'font-family:sans-serif"><span class="title"></span></div>'
@@ -107,6 +120,16 @@ def _html_path(md: str) -> str:
     return stem + "/index.html"
 
 
+def running_header(md: str, title: str) -> str:
+    """The header on a printed page's pages: its title, after its group's when titles repeat.
+
+    >>> running_header("problems/moe.md", "Mixture of experts on racks")
+    'Practice problems · Mixture of experts on racks'
+    """
+    group = _group(md)
+    return title if group in ("Chapters", "Claims audit") else f"{group} · {title}"
+
+
 def _group(md: str) -> str:
     return {"chapters": "Chapters", "problems": "Practice problems", "cards": "Flashcards"}.get(
         md.split("/")[0], "Claims audit"
@@ -117,13 +140,16 @@ ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</arti
 STYLESHEET = re.compile(r'<link rel="stylesheet" href="([^"]+)"')
 
 
-def print_page(site: Path) -> str:
-    """The combined print page's HTML, built from the pages of the built ``site``."""
+def print_page(site: Path, numbers: dict[int, int] | None = None) -> str:
+    """The combined print page's HTML, built from the pages of the built ``site``; ``numbers``
+    maps each printed page's index to the PDF page it starts on, for the table of contents
+    (blank, in boxes of the same width, when not yet known)."""
+    numbers = numbers or {}
     head = (site / "index.html").read_text(encoding="utf-8")
     css = "".join(
         f'<link rel="stylesheet" href="{html.escape(href)}">\n' for href in STYLESHEET.findall(head)
     )
-    toc, sections, group = [], [], None
+    toc, sections, heads, group = [], [], [], None
     for i, (title, md) in enumerate(book_pages()):
         page = site / _html_path(md)
         if not page.is_file():
@@ -141,11 +167,21 @@ def print_page(site: Path) -> str:
         if _group(md) != group:
             group = _group(md)
             toc.append(f'<li class="group">{html.escape(group)}</li>')
-        toc.append(f'<li><a href="#{prefix}page">{html.escape(title)}</a></li>')
+        toc.append(
+            f'<li><a href="#{prefix}page">{html.escape(title)}</a><span class="toc-dots"></span>'
+            f'<span class="toc-page">{numbers.get(i, "")}</span></li>'
+        )
+        # the running header: each part prints on its own named pages, whose top right margin
+        # box names it (Chromium's header template, the same on every page, gives the book's)
+        running = running_header(md, title)
+        heads.append(
+            f'@page s{i} {{ @top-right {{ content: "{_css_string(running)}"; {HEAD_STYLE} }} }}\n'
+            f"#{prefix}page {{ page: s{i}; }}\n"
+        )
         sections.append(f'<section class="print-section" id="{prefix}page">{body}</section>')
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>Chalkboard</title>\n{css}<style>{PRINT_CSS}</style></head>"
+        f"<title>Chalkboard</title>\n{css}<style>{PRINT_CSS}{''.join(heads)}</style></head>"
         '<body><div class="md-container"><main class="md-main"><div class="md-content">'
         '<article class="md-content__inner md-typeset">'
         '<h1 class="print-title">Chalkboard</h1><p style="text-align:center">The math of how '
@@ -178,34 +214,33 @@ def write_pdf(site: Path, out: Path | None = None) -> Path:
         raise ChalkboardError(f"{site} holds no built site: build the site before printing it")
     out = Path(out).absolute() if out else site / PDF_NAME
     try:
+        import pypdf  # noqa: F401 - reads the page numbers back for the contents
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ImportError:
         raise ChalkboardError(
-            "printing the PDF needs playwright: pip install -e '.[dev]'"
+            "printing the PDF needs playwright and pypdf: pip install -e '.[dev]'"
         ) from None
     browser_path = chromium()
     page_file = site / PRINT_PAGE
-    page_file.write_text(print_page(site), encoding="utf-8")
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=browser_path, args=FLAGS)
             try:
-                page = browser.new_page()
-                page.goto(page_file.as_uri(), wait_until="load")
-                page.evaluate("document.fonts.ready.then(() => true)")
-                page.pdf(
-                    path=str(tmp),
-                    format="A4",
-                    print_background=True,
-                    display_header_footer=True,
-                    header_template=HEADER,
-                    footer_template=FOOTER,
-                    margin={"top": "18mm", "bottom": "18mm", "left": "14mm", "right": "14mm"},
-                    outline=True,
-                    tagged=True,
-                )
+                # Chromium cannot number a contents page itself: print, read where each page
+                # starts, print again with the numbers (in boxes of fixed width, so nothing
+                # moves), until the numbers hold
+                numbers = None
+                for _ in range(MAX_PASSES):
+                    page_file.write_text(print_page(site, numbers), encoding="utf-8")
+                    _print(browser, page_file, tmp)
+                    found = start_pages(tmp)
+                    if found == numbers:
+                        break
+                    numbers = found
+                else:
+                    raise ChalkboardError("the contents' page numbers did not settle")
             finally:
                 browser.close()
         os.replace(tmp, out)
@@ -214,3 +249,48 @@ def write_pdf(site: Path, out: Path | None = None) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return out
+
+
+MAX_PASSES = 4
+# the print page holds the whole book: on a busy 2-core machine loading it takes minutes
+PAGE_TIMEOUT_MS = 600_000
+
+
+def _print(browser, page_file: Path, path: Path) -> None:
+    page = browser.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        page.goto(page_file.as_uri(), wait_until="load")
+        page.evaluate("document.fonts.ready.then(() => true)")
+        page.pdf(
+            path=str(path),
+            format="A4",
+            print_background=True,
+            display_header_footer=True,
+            header_template=HEADER,
+            footer_template=FOOTER,
+            margin={"top": "18mm", "bottom": "18mm", "left": "14mm", "right": "14mm"},
+            outline=True,
+            tagged=True,
+        )
+    finally:
+        page.close()
+
+
+def start_pages(pdf: Path) -> dict[int, int]:
+    """The page (counting from 1, as the footer does) on which each printed page starts, read
+    from the PDF's named destinations (``p3-page`` is the anchor of the fourth page)."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(pdf)
+    found = {}
+    for name, dest in reader.named_destinations.items():
+        match = re.fullmatch(r"/?p(\d+)-page", name)
+        if match:
+            found[int(match.group(1))] = reader.get_destination_page_number(dest) + 1
+    expected = set(range(len(book_pages())))
+    if set(found) != expected:
+        raise ChalkboardError(
+            f"the PDF lacks the start of printed pages {sorted(expected - set(found))}"
+        )
+    return found

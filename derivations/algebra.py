@@ -5,19 +5,30 @@ construction and whose derivation records the step, so ``check()`` verifies it l
 
 >>> from derivations import get
 >>> floor = get("cost_per_token").compose("step_time", "compute_time")
->>> floor.id
-'cost_per_token_with_step_time_compute_time'
+>>> floor.id  # its output's name and a digest of its content
+'cost_per_token_7b48b1'
 >>> round(get("crossover_batch").elasticities(hardware="h100_sxm", model="deepseek_v3")["flops"], 6)
 1.0
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+
 import numpy as np
 import pint
 import sympy as sp
 
-from derivations.core import CATALOGUE, Constant, Equation, defining, get, lookup_symbol
+from derivations.core import (
+    CATALOGUE,
+    Constant,
+    Equation,
+    defining,
+    get,
+    lookup_symbol,
+    pull_factors_out_of_max,
+)
 from derivations.derivation import Derivation, given, substitute
 from units import Q_, ChalkboardError
 
@@ -35,7 +46,8 @@ def _equation(item) -> Equation:
 
 
 def compose(outer: Equation, *inner) -> Equation:
-    """``outer`` with each inner equation's right side put in place of its output symbol.
+    """``outer`` with each inner equation's right side put in place of its output symbol, then
+    simplified (:func:`closed_form`).
 
     >>> from derivations import get
     >>> names = get("memory_time").compose("weight_fetch_time").rhs.free_symbols
@@ -45,8 +57,8 @@ def compose(outer: Equation, *inner) -> Equation:
     """
     if not inner:
         raise ChalkboardError("compose needs at least one equation to substitute")
-    rhs, steps = outer.rhs, _start(outer)
-    for item in inner:
+    rhs, steps, replaced = outer.rhs, _start(outer), outer.replaced
+    for number, item in enumerate(inner, 1):
         eq = _equation(item)
         if eq.lhs.sym not in rhs.free_symbols:
             raise ChalkboardError(
@@ -55,40 +67,115 @@ def compose(outer: Equation, *inner) -> Equation:
                 + ", ".join(sorted(s.name for s in rhs.free_symbols))
             )
         rhs = rhs.subs(eq.lhs.sym, eq.rhs)
-        steps.append(substitute({eq.lhs.sym: eq.rhs}, outer.lhs.sym, rhs, f"by {eq.id}"))
-    return _derived(outer, rhs, steps, "with_" + "_".join(_equation(i).id for i in inner))
+        # an input replaced by this output is now in terms of its right side too
+        replaced = tuple((name, e.subs(eq.lhs.sym, eq.rhs)) for name, e in replaced)
+        why, raw = f"by {eq.id}", rhs
+        if number == len(inner):  # the last step states the simplified form
+            rhs, why = closed_form(rhs), why + ", simplified"
+        steps.append(substitute({eq.lhs.sym: eq.rhs}, outer.lhs.sym, rhs, why))
+    # inputs that cancelled (the chip count in a cost per token) are still accepted
+    gone = {s.name for s in raw.free_symbols - rhs.free_symbols}
+    cancelled = tuple(sorted(set(outer.cancelled) | gone))
+    return _derived(outer, rhs, steps, _stem(outer), replaced, "in closed form", cancelled)
 
 
 def replace_input(outer: Equation, **replacements: str) -> Equation:
     """``outer`` with input symbols renamed to other declared symbols of the same dimension,
     e.g. ``batch_size="crossover_batch"``: evaluate the cost at the crossover batch.
+
+    The replacement holds wherever an evaluation reads the input, also inside intermediates the
+    right side keeps as symbols (the share of experts a batch reads, the default chip count).
     """
-    rhs, steps = outer.rhs, _start(outer)
+    rhs, steps, replaced = outer.rhs, _start(outer), outer.replaced
     for old, new in replacements.items():
         a, b = lookup_symbol(old), lookup_symbol(str(new))
-        if a.sym not in rhs.free_symbols:
+        if a.sym not in outer.expanded().free_symbols:
             raise ChalkboardError(f"{old!r} is not on the right side of {outer.id!r}")
         if a.dimensionality != b.dimensionality:
             raise ChalkboardError(
                 f"cannot put {b.name} ({b.dimension}) in place of {a.name} ({a.dimension})"
             )
         rhs = rhs.subs(a.sym, b.sym)
+        replaced = (
+            *((name, e.subs(a.sym, b.sym)) for name, e in replaced),
+            (a.name, b.sym),
+        )
         steps.append(substitute({a.sym: b.sym}, outer.lhs.sym, rhs, f"take {old} = {b.name}"))
-    suffix = "at_" + "_".join(str(v) for v in replacements.values())
-    return _derived(outer, rhs, steps, suffix)
+    stem = _stem(outer) + "_at_" + "_".join(str(v) for v in replacements.values())
+    return _derived(
+        outer,
+        rhs,
+        steps,
+        stem,
+        replaced,
+        "at " + ", ".join(map(str, replacements.values())).replace("_", " "),
+        outer.cancelled,
+    )
 
 
-def _derived(outer: Equation, rhs: sp.Expr, steps: list, suffix: str) -> Equation:
+# Derived ids: a readable stem and a digest of the content, at most this long.
+MAX_ID = 40
+DIGEST = 6
+
+
+@functools.lru_cache(maxsize=256)
+def closed_form(expr: sp.Expr) -> sp.Expr:
+    """A composed right side simplified: common factors pulled out of max and min (an identity
+    over positive symbols, see :func:`~derivations.core.pull_factors_out_of_max`) and cancelled.
+
+    >>> n, a, b = sp.symbols("n_chips flops mem_bandwidth", positive=True)
+    >>> closed_form(n * sp.Max(a / n, b / n) / a)
+    Max(flops, mem_bandwidth)/flops
+    """
+    return sp.simplify(pull_factors_out_of_max(expr))
+
+
+def _stem(outer: Equation) -> str:
+    return outer.stem or outer.id
+
+
+def derived_id(stem: str, rhs: sp.Expr, replaced=()) -> str:
+    """``stem`` (cut at a word to fit) and a digest of the right side and replacements: short,
+    the same in every run, and different for different equations.
+
+    >>> x = sp.Symbol("flops", positive=True)
+    >>> derived_id("cost_per_token_at_crossover_batch", x)
+    'cost_per_token_at_crossover_batch_eb18d3'
+    """
+    text = sp.srepr(rhs) + "|" + "|".join(f"{n}={sp.srepr(e)}" for n, e in replaced)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:DIGEST]
+    room = MAX_ID - DIGEST - 1
+    if len(stem) > room:
+        stem = stem[:room]
+        stem = stem[: stem.rfind("_")] if "_" in stem else stem
+    return f"{stem}_{digest}"
+
+
+def _derived(
+    outer: Equation,
+    rhs: sp.Expr,
+    steps: list,
+    stem: str,
+    replaced: tuple,
+    how: str,
+    cancelled: tuple = (),
+) -> Equation:
+    closed = ", in closed form"
+    base = outer.title.removesuffix(closed)
+    title = base + (closed if how == closed[2:] else f", {how}" + closed * (base != outer.title))
     eq = Equation(
-        id=f"{outer.id}_{suffix}",
-        title=f"{outer.title}, {suffix.replace('_', ' ')}",
+        id=derived_id(stem, rhs, replaced),
+        title=title,
         lhs=outer.lhs,
         rhs=rhs,
         chapter=outer.chapter,
         source=outer.source,
         assumptions=outer.assumptions,
         derivation=Derivation(*steps),
-        summary=f"{outer.id} rewritten {suffix.replace('_', ' ')}.",
+        summary=f"{outer.id} rewritten {how}.",
+        replaced=replaced,
+        cancelled=cancelled,
+        stem=stem,
     )
     eq.check()
     return eq

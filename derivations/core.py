@@ -25,6 +25,7 @@ import numpy as np
 import pint
 import sympy as sp
 from sympy.core.function import AppliedUndef
+from sympy.printing.latex import LatexPrinter
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 
@@ -38,10 +39,13 @@ __all__ = [
     "Source",
     "Symbol",
     "constant",
+    "counts",
     "declare",
     "equations",
     "get",
     "register",
+    "shown",
+    "spaced",
     "symbol",
 ]
 
@@ -91,6 +95,12 @@ class Symbol:
     def base_unit(self) -> pint.Unit:
         return Q_(1, parse_unit(self.unit)).to_base_units().units
 
+    @property
+    def count(self) -> bool:
+        """A count symbol: its values are whole numbers of its unit (sequences in a batch, chips,
+        layers, tokens); see :func:`counts`. Sweeps round its values."""
+        return self.name in COUNTS
+
 
 @dataclass(frozen=True)
 class Constant(Symbol):
@@ -120,9 +130,57 @@ def declare(sym: Symbol) -> Symbol:
     return sym
 
 
-def symbol(name, unit, meaning, latex, display=None) -> Symbol:
-    """Declare a symbol: ``symbol("batch_size", "sequence", "sequences per step", "B")``."""
-    return declare(Symbol(name, unit, meaning, latex, display))
+def symbol(name, unit, meaning, latex, display=None, count=False) -> Symbol:
+    """Declare a symbol: ``symbol("batch_size", "sequence", "sequences per step", "B")``;
+    ``count=True`` marks it as a count (whole numbers of its unit, see :func:`counts`)."""
+    sym = declare(Symbol(name, unit, meaning, latex, display))
+    if count:
+        counts(sym)
+    return sym
+
+
+# The count symbols: quantities whose values are whole numbers of their unit (a batch of 3
+# sequences, 8 chips, 61 layers), as opposed to measures and ratios (seconds, FLOP/s, a share).
+COUNTS: set[str] = set()
+
+
+def counts(*symbols: Symbol | str) -> None:
+    """Mark declared symbols as counts (whole numbers of their unit, at least one).
+
+    >>> lookup_symbol("batch_size").count, lookup_symbol("step_time").count
+    (True, False)
+    """
+    for item in symbols:
+        COUNTS.add(lookup_symbol(item if isinstance(item, str) else item.name).name)
+
+
+def spaced(name: str, start, stop, n: int, log: bool = False) -> pint.Quantity:
+    """``n`` values of input ``name`` from ``start`` to ``stop`` (each a Quantity, or text or a
+    number read as any input is), evenly spaced or, with ``log``, geometrically; in the symbol's
+    display unit. A count symbol's values are rounded to whole numbers of its unit (at least one)
+    and repeats dropped, so there may be fewer than ``n``.
+
+    >>> spaced("batch_size", 1, 1000, 10, log=True).magnitude
+    array([   1.,    2.,    5.,   10.,   22.,   46.,  100.,  215.,  464., 1000.])
+    >>> spaced("batch_size", 1, 10, 20, log=True).magnitude
+    array([ 1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10.])
+    """
+    from derivations.inputs import parse_override
+
+    sym = lookup_symbol(name)
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ChalkboardError(f"spacing {name}: the number of values must be a whole number >= 1")
+    a, b = (
+        parse_override(name, v, f"spacing {name}").to(sym.display_unit).magnitude
+        for v in (start, stop)
+    )
+    values = (np.geomspace if log else np.linspace)(a, b, int(n))
+    if sym.count:
+        scale = Q_(1, sym.display_unit).to(sym.unit).magnitude  # 1e9 parameters in a B
+        whole = np.maximum(np.rint(values * scale), 1)
+        _, first = np.unique(whole, return_index=True)
+        values = whole[np.sort(first)] / scale
+    return Q_(values, sym.display_unit)
 
 
 def constant(name, value, meaning, latex, source, display=None) -> Constant:
@@ -299,9 +357,35 @@ def latex_names() -> dict[sp.Symbol, str]:
     return {s.sym: s.latex for s in SYMBOLS.values()}
 
 
+def shown(expr):
+    """``expr`` with every registered equation's ``display`` pairs applied: subexpressions
+    computed in a robust form shown in the notation's simpler one (the chance that a batch skips
+    an expert as (1 - k/E_r)^B, not e^{B log(1 - k/max(1, E_r))})."""
+    pairs = {c: d for eq in CATALOGUE.values() for c, d, _ in eq.display}
+    return expr.xreplace(pairs) if pairs else expr
+
+
+class _Printer(LatexPrinter):
+    """sympy's LaTeX, except that the sums of a shown form keep their written order
+    (``1 - k/E_r``, where sympy would print ``-k/E_r + 1``)."""
+
+    def __init__(self, settings, written):
+        super().__init__(settings)
+        self.written = written
+
+    def _print_Add(self, expr, order=None):
+        return super()._print_Add(expr, "none" if expr in self.written else order)
+
+
 def to_latex(expr) -> str:
-    """LaTeX of a sympy expression or relation, with every symbol's declared LaTeX."""
-    return sp.latex(expr, symbol_names=latex_names(), mul_symbol=None)
+    """LaTeX of a sympy expression or relation, with every symbol's declared LaTeX, in the
+    form the notation shows (:func:`shown`)."""
+    written = {
+        a for eq in CATALOGUE.values() for _, d, _ in eq.display for a in sp.preorder_traversal(d)
+    }
+    written = {a for a in written if isinstance(a, sp.Add)}
+    settings = {"symbol_names": latex_names(), "mul_symbol": None}
+    return _Printer(settings, written).doprint(shown(expr))
 
 
 @dataclass(frozen=True, eq=False)
@@ -324,6 +408,17 @@ class Equation:
     solved_from: str = ""
     # what a negative result means, when it has a meaning (e.g. "no crossover"): the error says it
     when_negative: str = ""
+    # a derived equation (derivations.algebra): inputs put in terms of other symbols, as
+    # (input name, expression) pairs (``batch_size`` -> the crossover batch), applied wherever an
+    # evaluation reads that input; inputs its simplification cancelled (accepted, unused); and
+    # the readable start of its id
+    replaced: tuple[tuple[str, sp.Expr], ...] = ()
+    cancelled: tuple[str, ...] = ()
+    stem: str = ""
+    # (computed, shown, where) triples: a subexpression the equation computes in a robust form,
+    # the simpler form LaTeX shows instead, and the substitutions under which they are equal
+    # (what an assumption says, such as max(1, E_r) = E_r for an MoE); check() verifies each
+    display: tuple[tuple[sp.Expr, sp.Expr, tuple], ...] = ()
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -358,17 +453,24 @@ class Equation:
         """The right side with registered intermediates replaced by their own right sides.
 
         Symbols named in ``keep`` stay as they are, and so does any intermediate whose right side
-        would bring this equation's own output back in.
+        would bring this equation's own output back in. An input a derived equation replaced
+        (``replaced``) is put in terms of its replacement wherever an intermediate brings it in.
         """
         expr = self.rhs
         seen = {self.lhs.name, *keep}
+        replaced = dict(self.replaced)
+
+        def inner(name: str) -> sp.Expr | None:
+            if name in replaced:
+                return replaced[name]
+            eq = defining(name)
+            return eq.rhs if eq is not None and self.lhs.sym not in eq.rhs.free_symbols else None
+
         while True:
             subs = {
-                s: eq.rhs
+                s: rhs
                 for s in expr.free_symbols
-                if s.name not in seen
-                and (eq := defining(s.name)) is not None
-                and self.lhs.sym not in eq.rhs.free_symbols
+                if s.name not in seen and (rhs := inner(s.name)) is not None
             }
             if not subs:
                 return expr
@@ -393,6 +495,16 @@ class Equation:
         """Verify every derivation step with sympy; raises DerivationError on a wrong step."""
         if self.derivation is not None:
             self.derivation.check(self)
+        from derivations.derivation import DerivationError, same
+
+        for computed, display, where in self.display:
+            # powers compared as exponentials: (1 - x)^B is e^{B log(1 - x)}
+            want = computed.subs(dict(where)).rewrite(sp.exp)
+            if not self.rhs.has(computed) or not same(display.rewrite(sp.exp), want):
+                raise DerivationError(
+                    f"equation {self.id!r}: the form shown, {display}, is not {computed} of its "
+                    "right side"
+                )
 
     # -- evaluation ---------------------------------------------------------------------------
 
@@ -556,8 +668,16 @@ class Equation:
         )
 
     def sweep(self, over: str, values, **kwargs) -> pint.Quantity:
-        """Evaluate over an array of values of one input (compiled, vectorised)."""
+        """Evaluate over an array of values of one input (compiled, vectorised): numbers in its
+        display unit, or a Quantity such as :func:`spaced` gives."""
         sym = lookup_symbol(over)
+        if isinstance(values, pint.Quantity):
+            if values.dimensionality != sym.dimensionality:
+                raise ChalkboardError(
+                    f"sweep over {over}: values are {values.dimensionality or 'dimensionless'}, "
+                    f"expected {sym.dimension}"
+                )
+            values = values.to(sym.display_unit).magnitude
         arr = np.asarray(values, dtype=float)
         if arr.ndim != 1 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
             raise ChalkboardError(

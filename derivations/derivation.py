@@ -26,6 +26,7 @@ derivations.derivation.DerivationError: step 2 ('slip'): y = 2*x + 1 does not fo
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -39,11 +40,29 @@ class DerivationError(ChalkboardError):
 
 def same(a: sp.Expr, b: sp.Expr) -> bool:
     """True when sympy proves ``a == b`` (over positive symbols)."""
+    return _same(sp.sympify(a), sp.sympify(b))
+
+
+@functools.lru_cache(maxsize=4096)  # derived equations re-check the steps they build on
+def _same(a: sp.Expr, b: sp.Expr) -> bool:
     diff = sp.expand(a.doit() - b.doit())
     if diff == 0:
         return True
+    if diff.has(sp.Max, sp.Min):
+        # common factors pulled out of a max or min (an identity over positive symbols) and
+        # cancelled bring both sides to one form
+        from derivations.core import pull_factors_out_of_max
+
+        a, b = (sp.simplify(pull_factors_out_of_max(x.doit())) for x in (a, b))
+        if a == b or sp.expand(a - b) == 0:
+            return True
     diff = sp.simplify(diff)
-    return diff == 0 or diff.equals(0) is True
+    if diff == 0:
+        return True
+    try:
+        return diff.equals(0) is True
+    except (TypeError, ValueError):  # sympy's numeric test may meet a max of nan
+        return False
 
 
 def _nonzero(expr: sp.Expr) -> bool:

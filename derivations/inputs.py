@@ -364,10 +364,14 @@ BINDINGS: dict[str, Binding] = {
 def reachable(eq: Equation) -> dict[str, None]:
     """Every symbol an evaluation of ``eq`` may read, in a stable order."""
     seen: dict[str, None] = {}
-    todo = [s.name for s in eq.inputs]
+    todo = [s.name for s in eq.inputs] + list(eq.cancelled)  # cancelled: accepted, unused
+    replaced = dict(eq.replaced)
     while todo:
         name = todo.pop(0)
         if name in seen:
+            continue
+        if name in replaced:  # read through its replacement, never given on its own
+            todo += sorted(s.name for s in replaced[name].free_symbols)
             continue
         seen[name] = None
         inner = defining(name)
@@ -520,6 +524,11 @@ class Resolver:
         allowed = reachable(root)
         parsed = {}
         for name, value in overrides.items():
+            if name in dict(root.replaced):
+                raise ChalkboardError(
+                    f"{name!r} is not an input of {root.id!r}: it was replaced by "
+                    f"{dict(root.replaced)[name]}"
+                )
             if name not in allowed:
                 raise ChalkboardError(
                     f"{name!r} is not an input of {root.id!r}{closest(name, allowed)}; "
@@ -586,6 +595,8 @@ class Resolver:
         parameter = self.presets.by_kind["parameter"].get(name)
         if name in self.overrides:
             q, origin, source = self.overrides[name], "given", ""
+        elif name in (replaced := dict(self.root.replaced)):
+            q, origin, source = self._replacement(name, replaced[name]), f"{replaced[name]}", ""
         elif isinstance(sym, Constant):
             q, origin, source = sym.value, "constant", sym.source
         elif inner is not None and name not in self._stack and inner is not self.root:
@@ -606,6 +617,21 @@ class Resolver:
         self._values[name] = q
         self.used[name] = Input(q, origin, source, sym)
         return q
+
+    def _replacement(self, name: str, expr) -> pint.Quantity:
+        """The value of an input the root equation replaced by ``expr`` (read, for example, by
+        the default chip count, which depends on the batch)."""
+        key = ("replacement", name)
+        if key not in self.root._compiled:
+            self.root._compiled[key] = Equation(
+                id=f"{self.root.id}_{name}",
+                title=f"{name} in {self.root.id}",
+                lhs=lookup_symbol(name),
+                rhs=expr,
+                chapter=self.root.chapter,
+                source=self.root.source,
+            )
+        return self.value_of(self.root._compiled[key])
 
     def _missing(self, name: str) -> str:
         sym = lookup_symbol(name)

@@ -8,7 +8,7 @@ named constants with units.
 <Quantity(2.0, 'FLOP / parameter / token')>
 """
 
-from derivations.core import constant, symbol
+from derivations.core import constant, counts, symbol
 
 # -- constants ---------------------------------------------------------------------------------
 flops_per_param_token = constant(
@@ -998,4 +998,47 @@ checkpoint_segments = symbol(
     "dimensionless",
     "segments (checkpoints) the layers are cut into for activation checkpointing",
     r"K_{\mathrm{ckpt}}",
+)
+
+# -- counts: whole numbers of their unit, at least one (a sweep rounds them) -------------------
+counts(
+    # hardware and workload
+    n_chips,
+    batch_size,
+    context_length,
+    scale_up_domain,
+    training_chips,
+    expert_parallel_chips,
+    pipeline_stages,
+    micro_batch,
+    microbatches,
+    hop_count,
+    checkpoint_segments,
+    # model architecture
+    n_total,
+    n_active,
+    n_layers,
+    d_model,
+    n_heads,
+    n_kv_heads,
+    head_dim,
+    kv_lora_rank,
+    qk_rope_head_dim,
+    qk_nope_head_dim,
+    v_head_dim,
+    q_lora_rank,
+    d_ff,
+    d_ff_expert,
+    experts_routed,
+    experts_active,
+    experts_shared,
+    dense_layers,
+    sliding_window_layers,
+    global_layers,
+    vocab,
+    embedding_matrices,
+    # tokens of data
+    training_tokens,
+    rl_tokens,
+    inference_tokens,
 )

@@ -283,6 +283,20 @@ def test_sweep_csv_has_units_in_the_header_and_matches_eval():
         assert float(r[1]) == pytest.approx(one.to("USD/Mtoken").m, rel=1e-12)
 
 
+def test_a_log_sweep_over_a_count_gives_whole_numbers_without_repeats():
+    argv = ["sweep", "cost_per_token", "--over", "batch_size=1:1000:40", "--log", "--json"]
+    code, out, err = run(*argv, "--hardware", "h100_sxm", "--model", "deepseek_v3")
+    assert code == 0, err
+    batches = [row[0] for row in json.loads(out)["rows"]]
+    assert all(b == int(b) for b in batches), batches  # no 1.19 sequences
+    assert batches == sorted(set(batches)) and batches[0] == 1 and batches[-1] == 1000
+    assert len(batches) < 40  # 1.19 and 1.42 both round to 1: one row each
+    # a measure (not a count) keeps its geometric spacing
+    argv = ["sweep", "hbm_drain_time", "--over", "mem_bandwidth=1 TB/s:2 TB/s:3", "--log"]
+    code, out, _ = run(*argv, "--hardware", "h100_sxm", "--json")
+    assert [r[0] for r in json.loads(out)["rows"]] == pytest.approx([1, 2**0.5, 2])
+
+
 def test_sweep_json_over_two_inputs():
     out = io.StringIO()
     argv = ["sweep", "crossover_batch", "--over", "mem_bandwidth=1 TB/s:8000 GB/s:3"]

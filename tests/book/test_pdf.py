@@ -7,7 +7,14 @@ import pytest
 from pypdf import PdfReader
 
 import derivations
-from book.pdf import PDF_NAME, PRINT_PAGE, book_pages, write_pdf
+from book.pdf import (
+    PDF_NAME,
+    PRINT_PAGE,
+    book_pages,
+    running_header,
+    start_pages,
+    write_pdf,
+)
 from units import ChalkboardError
 
 
@@ -45,6 +52,44 @@ def test_text_holds_every_chapter_title_contents_and_page_numbers(pdf, text):
     n = len(pdf.pages)
     assert f"{n} / {n}" in _flat(pdf.pages[-1].extract_text())  # the footer's page numbers
     assert "Chalkboard" in _flat(pdf.pages[-1].extract_text())  # the running header
+
+
+def test_contents_give_the_page_each_chapter_starts_on(printed_site, pdf):
+    page = (printed_site / PRINT_PAGE).read_text(encoding="utf-8")
+    numbers = [int(n) for n in re.findall(r'<span class="toc-page">(\d+)</span>', page)]
+    pages = book_pages()
+    assert len(numbers) == len(pages) and numbers == sorted(numbers) and numbers[0] > 1
+    # the numbers are where the PDF's anchors of each page are (its links and outline agree)
+    assert numbers == [start_pages(printed_site / PDF_NAME)[i] for i in range(len(pages))]
+    contents = _flat(" ".join(p.extract_text() for p in pdf.pages[1 : numbers[0] - 1]))
+    index = {md: i for i, (_, md) in enumerate(pages)}
+    for chapter in derivations.CHAPTERS:
+        n = numbers[index[f"chapters/{chapter.id}.md"]]
+        assert f"{_flat(chapter.title)} {n}" in contents, chapter.title  # "Title .... 42"
+        # the chapter's title opens that page (page n is pdf.pages[n - 1], as the footer counts)
+        assert _flat(pdf.pages[n - 1].extract_text()).startswith(
+            ("Chalkboard " + _flat(chapter.title), _flat(chapter.title))
+        ), chapter.title
+        assert f"{n} / {len(pdf.pages)}" in _flat(pdf.pages[n - 1].extract_text())
+
+
+def test_running_headers_name_the_part_a_page_belongs_to(pdf):
+    starts = start_pages_of(pdf)
+    ends = [*starts[1:], len(pdf.pages) + 1]
+    checked = 0
+    for (title, md), first, after in zip(book_pages(), starts, ends, strict=True):
+        for n in range(first + 1, min(after, first + 3)):  # a part's later pages
+            assert _flat(running_header(md, title)) in _flat(pdf.pages[n - 1].extract_text())
+            checked += 1
+    assert checked >= len(derivations.CHAPTERS)
+
+
+def start_pages_of(pdf) -> list[int]:
+    found = {}
+    for name, dest in pdf.named_destinations.items():
+        if match := re.fullmatch(r"/?p(\d+)-page", name):
+            found[int(match.group(1))] = pdf.get_destination_page_number(dest) + 1
+    return [found[i] for i in range(len(book_pages()))]
 
 
 def test_answers_are_printed_open(printed_site, text):

@@ -1,5 +1,10 @@
 """Composition, input replacement, elasticities, grids and the dependency graph."""
 
+import functools
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -66,10 +71,11 @@ def test_composition_records_checked_steps():
     direct = get("cost_per_token").evaluate(
         **H100_DS, n_chips=9, batch_size=get("crossover_batch").evaluate(**H100_DS)
     )
-    # the composed form keeps the share of experts read as an input: at B* it is 1 to within
-    # (1 - 8/256)^5356, about 1e-74
-    at_b_star = floor.evaluate(**H100_DS, n_chips=9, expert_read_fraction=1)
+    # the composed form keeps the share of experts read as a symbol, read at B* (where it is 1
+    # to within (1 - 8/256)^5356, about 1e-74) or given; the chip count has cancelled
+    at_b_star = floor.evaluate(**H100_DS)
     assert at_b_star.m == pytest.approx(direct.m, rel=1e-12)
+    assert floor.evaluate(**H100_DS, expert_read_fraction=1).m == pytest.approx(direct.m, rel=1e-12)
 
 
 def test_composing_with_an_unused_equation_or_a_wrong_dimension_is_refused():
@@ -144,3 +150,65 @@ def test_dependency_graph_and_used_by():
     assert "compute_time" in graph["step_time"] and "memory_time" in graph["step_time"]
     assert get("step_time") in get("compute_time").used_by
     assert get("crossover_batch") in get("micro_batch_size").uses
+
+
+INLINED = ("step_time", "compute_time", "memory_time", "weight_fetch_time", "kv_fetch_time")
+
+
+@functools.cache
+def _unsimplified(replace_batch: bool) -> Equation:
+    """The composed cost by plain substitution, never simplified (as compose built it before)."""
+    rhs = get("cost_per_token").rhs
+    for name in INLINED:
+        rhs = rhs.subs(get(name).lhs.sym, get(name).rhs)
+    if replace_batch:
+        rhs = rhs.subs(lookup_symbol("batch_size").sym, get("crossover_batch").rhs)
+    cost = get("cost_per_token")
+    return Equation(f"raw_cost_{int(replace_batch)}", "raw", cost.lhs, rhs, "mine", Source("test"))
+
+
+@given(s.machine_and_model(), s.batch_size, s.log_uniform(low=1e-3, high=1.0))
+def test_simplified_closed_forms_equal_the_unsimplified_ones(inputs, batch, read):
+    composed = get("cost_per_token").compose(*INLINED)
+    floor = composed.replace_input(batch_size="crossover_batch").compose("crossover_batch")
+    assert len(floor.rhs.args) < len(_unsimplified(True).rhs.args) or floor.rhs.count_ops() < (
+        _unsimplified(True).rhs.count_ops()
+    )
+    # the share of experts read is given, so both forms read the same number
+    kw = dict(inputs, expert_read_fraction=Q_(read, "dimensionless"))
+    for simple, raw, extra in (
+        (composed, _unsimplified(False), {"batch_size": batch}),
+        (floor, _unsimplified(True), {}),
+    ):
+        want = raw.evaluate(**kw, **extra).to("USD/token").m
+        assert simple.evaluate(**kw, **extra).to("USD/token").m == pytest.approx(want, rel=1e-9)
+
+
+def test_composed_ids_are_short_stable_and_unique():
+    a = get("cost_per_token").compose("step_time")
+    b = get("cost_per_token").compose("step_time", "compute_time")
+    c = b.replace_input(batch_size="crossover_batch")
+    d = get("cost_per_token").replace_input(batch_size="fast_batch_size")
+    ids = [e.id for e in (a, b, c, d)]
+    assert all(len(i) <= 40 and i.isidentifier() for i in ids), ids
+    assert len(set(ids)) == len(ids)
+    assert c.id.startswith("cost_per_token_at_crossover_batch_")
+    assert get("cost_per_token").compose("step_time").id == a.id  # the same equation, the same id
+    # the same id in a fresh interpreter with another hash seed
+    code = (
+        "from derivations import get; "
+        "print(get('cost_per_token').compose('step_time', 'compute_time')"
+        ".replace_input(batch_size='crossover_batch').id)"
+    )
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == c.id, out.stderr
+
+
+def test_a_replaced_input_cannot_be_given_and_a_cancelled_one_is_unused():
+    floor = get("cost_per_token").compose(*INLINED).replace_input(batch_size="crossover_batch")
+    at = dict(hardware="h100_sxm", model="deepseek_v3")
+    with pytest.raises(ChalkboardError, match="replaced by crossover_batch"):
+        floor.evaluate(**at, batch_size=64)
+    assert "n_chips" in floor.cancelled
+    assert floor.evaluate(**at, n_chips=9) == floor.evaluate(**at, n_chips=90)

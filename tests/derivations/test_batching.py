@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
+import sympy as sp
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from derivations import get
+from derivations import get, to_latex
 from derivations.inputs import reachable
 from tests import strategies as s
 from units import Q_
@@ -240,6 +241,20 @@ def test_distinct_experts_of_deepseek_by_hand():
     assert ev("experts_touched", model="deepseek_v3", batch_size=100).m == pytest.approx(hand)
     assert hand == pytest.approx(245.3, abs=0.05)
     assert ev("expert_saturation_batch", model="deepseek_v3").m == pytest.approx(256 / 8)
+
+
+def test_the_share_of_experts_read_is_shown_in_the_lecture_notation_and_computed_robustly():
+    eq = get("expert_read_fraction")
+    # shown: one minus the chance that all B tokens skip an expert, (1 - k/E_r)^B
+    assert eq.latex() == r"\phi_{B} = 1 - \left(1 - \frac{k}{E_{r}}\right)^{B}"
+    expanded = to_latex(get("weight_fetch_time").expanded())
+    assert r"\left(1 - \frac{k}{E_{r}}\right)^{B}" in expanded
+    assert all(r"\log" not in t and r"\max" not in t for t in (eq.latex(), expanded))
+    # computed: still the exponential over max(1, E_r), finite at any batch and for a dense model
+    assert eq.rhs.has(sp.exp) and eq.rhs.has(sp.Max)
+    assert ev("expert_read_fraction", model="deepseek_v3", batch_size=1e12).m == 1
+    assert ev("expert_read_fraction", model="llama_3_1_70b", batch_size=64).m == 0
+    eq.check()  # the form shown equals the one computed where E_r >= 1
 
 
 DENSE = [m.id for m in s.PRESETS.model.values() if m.get("experts_routed") is None]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given
+from hypothesis import strategies as st
 
 from derivations import CATALOGUE, DimensionError, Equation, Source, get, lookup_symbol
 from derivations.core import register
@@ -125,3 +126,74 @@ def test_solved_equation_carries_a_checked_derivation():
     solved.check()
     assert solved.lhs.name == "n_active"
     assert lookup_symbol("crossover_batch").sym in solved.rhs.free_symbols
+
+
+def test_count_symbols_are_the_things_one_counts():
+    from derivations import SYMBOLS
+    from units.registry import is_count
+
+    marked = {name for name, s in SYMBOLS.items() if s.count}
+    assert {"batch_size", "n_chips", "microbatches", "n_layers", "context_length"} <= marked
+    assert not marked & {"step_time", "mem_bandwidth", "bubble_fraction", "crossover_batch"}
+    assert all(is_count(SYMBOLS[n].unit) for n in marked)  # never a time, a rate or bytes
+
+
+@given(
+    st_.log_uniform(low=0.6, high=1e4),
+    st_.log_uniform(low=1.0, high=1e6),
+    st.integers(1, 500),
+    st.booleans(),
+)
+def test_spaced_counts_are_whole_distinct_and_in_range(start, ratio, n, log):
+    from derivations import spaced
+
+    stop = start * ratio
+    values = spaced("batch_size", start, stop, n, log=log)
+    assert values.units == Q_(1, "sequence").units
+    m = values.magnitude
+    assert np.all(m == np.rint(m)) and len(set(m)) == len(m) <= n
+    assert np.all(np.diff(m) > 0)
+    assert m[0] == max(1, np.rint(start)) and m[-1] == max(1, np.rint(stop))
+    # a measure is spaced as asked
+    widths = spaced("mem_bandwidth", "1 TB/s", "2 TB/s", n, log=log)
+    assert len(widths) == n and widths.units == Q_(1, "TB/s").units
+
+
+def test_spaced_rounds_a_scaled_count_in_its_own_unit():
+    from derivations import spaced
+
+    # n_total is shown in billions of parameters, whole in parameters: nothing to round here
+    values = spaced("n_total", "1.5 Gparameter", "3 Gparameter", 2)
+    assert list(values.magnitude) == [1.5, 3.0]
+    with pytest.raises(ChalkboardError, match="whole number"):
+        spaced("batch_size", 1, 10, 0)
+
+
+def test_a_shown_form_that_differs_from_the_computed_one_is_refused():
+    from derivations import DerivationError
+
+    k, e = lookup_symbol("experts_active").sym, lookup_symbol("experts_routed").sym
+    miss = sp.exp(B * sp.log(1 - k / sp.Max(e, 1)))
+    where = ((sp.Max(e, 1), e),)
+    share = lookup_symbol("expert_read_fraction")
+    good = Equation(
+        "shown_ok",
+        "t",
+        share,
+        1 - miss,
+        "t",
+        Source("t"),
+        display=((miss, (1 - k / e) ** B, where),),
+    )
+    good.check()
+    slip = Equation(
+        "shown_slip",
+        "t",
+        share,
+        1 - miss,
+        "t",
+        Source("t"),
+        display=((miss, (1 - k / e) ** (2 * B), where),),
+    )
+    with pytest.raises(DerivationError, match="the form shown"):
+        slip.check()
