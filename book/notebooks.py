@@ -97,8 +97,16 @@ def _string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _call(eq_id: str, keywords: dict, presets_given: bool) -> str | None:
-    """``get("eq").evaluate_detailed(...)`` for one recorded evaluation (None: not writable)."""
+def _equation(eq) -> str | None:
+    """Python that gives ``eq``: ``get("id")`` for a registered equation, its recipe for one made
+    from the catalogue (a solve, a term), None for one the notebook cannot rebuild."""
+    if derivations.CATALOGUE.get(eq.id) is eq:
+        return f'get("{eq.id}")'
+    return eq.recipe or None
+
+
+def _call(made: str, keywords: dict, presets_given: bool) -> str | None:
+    """``r = <made>.evaluate_detailed(...)`` for one recorded evaluation (None: not writable)."""
     args = []
     for name, value in keywords.items():
         if name == "presets" or value is None or DEFAULTS.get(name) == value:
@@ -109,7 +117,7 @@ def _call(eq_id: str, keywords: dict, presets_given: bool) -> str | None:
         args.append(f"{name}={source}")
     if presets_given:
         args.append("presets=presets")
-    head = f'r = get("{eq_id}").evaluate_detailed('
+    head = f"r = {made}.evaluate_detailed("
     one_line = head + ", ".join(args) + ")"
     if len(one_line) <= 99:
         return one_line
@@ -200,8 +208,9 @@ def chapter_notebook(
     sections = _sections(page)
     shown_heading, shown_equations = None, set()
     for pos, ev, text in _placed(chapter_id, page, presets):
-        call = _call(ev.equation.id, ev.keywords, extra_files)
-        if call is None:
+        made = _equation(ev.equation)
+        call = made and _call(made, ev.keywords, extra_files)
+        if not call:
             continue
         start, heading, paragraph = max(
             (s for s in sections if s[0] <= pos), default=(0, "", ""), key=lambda s: s[0]
@@ -209,11 +218,16 @@ def chapter_notebook(
         if heading != shown_heading and not heading.startswith("# "):
             cells.append(new_md(heading + (f"\n\n{paragraph}" if paragraph else "")))
         shown_heading = heading
-        if ev.equation.id not in shown_equations:
-            shown_equations.add(ev.equation.id)
-            cells.append(new_code(f'get("{ev.equation.id}")'))
+        if made not in shown_equations:
+            shown_equations.add(made)
+            cells.append(new_code(made))
         cells.append(
             new_code(f"{call}\nassert r.text == {_string(text)}  # as the chapter prints it\nr")
+        )
+    if any("split_terms(" in c.source for c in cells):
+        cells[1].source = cells[1].source.replace(
+            "from derivations import get",
+            "from derivations import get\nfrom derivations.algebra import split_terms",
         )
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = KERNEL

@@ -454,6 +454,9 @@ class Equation:
     solved_from: str = ""
     # what a negative result means, when it has a meaning (e.g. "no crossover"): the error says it
     when_negative: str = ""
+    # Python that rebuilds an equation made from the catalogue ('get("x").solve_for("y")'); a
+    # notebook replays it. Empty for a registered equation: get(id) finds it.
+    recipe: str = ""
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -806,6 +809,7 @@ class Equation:
             derivation=derivation,
             summary=f"{self.id} rearranged to give {name}.",
             solved_from=self.lhs.name,
+            recipe=(self.recipe or f'get("{self.id}")') + f'.solve_for("{target.name}")',
         )
 
 
