@@ -196,13 +196,13 @@ def chapter_notebook(
             "of the project)."
         ),
         new_code(
-            "from derivations import get\n"
+            "from derivations import get"
             + (
-                "from units.presets import load\n\n"
+                "\nfrom units.presets import load\n\n"
                 f"presets = load({[f for f in presets.files if f not in load().files]!r})"
                 if extra_files
                 else ""
-            ).rstrip()
+            )
         ),
     ]
     sections = _sections(page)
