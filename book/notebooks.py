@@ -121,6 +121,8 @@ def _call(made: str, keywords: dict, presets_given: bool) -> str | None:
     one_line = head + ", ".join(args) + ")"
     if len(one_line) <= 99:
         return one_line
+    if len(packed := "    " + ", ".join(args)) <= 99:
+        return f"{head}\n{packed}\n)"
     return head + "\n" + "".join(f"    {a},\n" for a in args) + ")"
 
 
@@ -133,7 +135,7 @@ def _first_paragraph(body: str) -> str:
     """The first paragraph of prose in a section (links reduced to their text), or ''."""
     for block in re.split(r"\n\s*\n", body.strip()):
         block = block.strip()
-        if not block or block[0] in "<|!?{$-*0123456789#" or block.startswith("??? "):
+        if not block or block[0] in "<|!?{$#" or re.match(r"([-*+]|\d+\.) ", block):
             continue
         if "<" in block and ">" in block:
             return ""  # HTML (a figure, a calculator) does not belong in a notebook cell
@@ -181,19 +183,21 @@ def chapter_notebook(
     page = page[: reference.start()] if reference else page
     extra_files = presets.files != load().files
     new_md, new_code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    sections = _sections(page)
+    intro = sections[0][2] if sections and sections[0][1].startswith("# ") else ""
     where = f"Lecture section {chapter.section}" + (
         f", {chapter.timestamps}" if chapter.timestamps else ""
     )
     cells = [
         new_md(
-            f"# {chapter.title}\n\n*{where}.* This notebook is generated from the chapter's own "
-            "computations: each code cell evaluates one of the chapter's equations on the presets "
-            "the chapter uses, shows the value and where every input came from, and asserts "
-            "that it reads as the chapter prints it. Change a keyword (another `hardware=` or "
-            '`model=`, or an input such as `batch_size=64` or `mem_bandwidth="4.8 TB/s"`) to '
-            "work your own case; `get(...)` alone shows an equation, its symbols and "
-            "assumptions. It needs the `chalkboard` package (`pip install -e .` in a checkout "
-            "of the project)."
+            f"# {chapter.title}\n\n{intro or f'*{where}.*'}\n\n"
+            "> This notebook is generated from the chapter's own computations: each code cell "
+            "evaluates one of the chapter's equations on the presets the chapter uses, shows the "
+            "value and where every input came from, and asserts that it reads as the chapter "
+            "prints it. Change a keyword (another `hardware=` or `model=`, or an input such as "
+            '`batch_size=64` or `mem_bandwidth="4.8 TB/s"`) to work your own case; `get(...)` '
+            "alone shows an equation with its symbols, units and assumptions. It needs the "
+            "`chalkboard` package (`pip install -e .` in a checkout of the project)."
         ),
         new_code(
             "from derivations import get"
@@ -205,25 +209,32 @@ def chapter_notebook(
             )
         ),
     ]
-    sections = _sections(page)
+    # the chapter's question is always there, with or without numbers of its own
+    questions = [s for s in sections if "question" in s[1].lower() and s[1].startswith("## ")]
     shown_heading, shown_equations = None, set()
+
+    def heading_cell(section) -> None:
+        nonlocal shown_heading
+        _, heading, paragraph = section
+        if heading != shown_heading and not heading.startswith("# "):
+            cells.append(new_md(heading + (f"\n\n{paragraph}" if paragraph else "")))
+        shown_heading = heading
+
     for pos, ev, text in _placed(chapter_id, page, presets):
         made = _equation(ev.equation)
         call = made and _call(made, ev.keywords, extra_files)
         if not call:
             continue
-        start, heading, paragraph = max(
-            (s for s in sections if s[0] <= pos), default=(0, "", ""), key=lambda s: s[0]
-        )
-        if heading != shown_heading and not heading.startswith("# "):
-            cells.append(new_md(heading + (f"\n\n{paragraph}" if paragraph else "")))
-        shown_heading = heading
+        while questions and questions[0][0] <= pos:
+            heading_cell(questions.pop(0))
+        heading_cell(max((s for s in sections if s[0] <= pos), default=(0, "", "")))
         if made not in shown_equations:
             shown_equations.add(made)
             cells.append(new_code(made))
-        cells.append(
-            new_code(f"{call}\nassert r.text == {_string(text)}  # as the chapter prints it\nr")
-        )
+        check = f"assert r.text == {_string(text)}  # as the chapter prints it"
+        cells.append(new_code(f"{call}\n{check}\nr"))
+    for section in questions:
+        heading_cell(section)
     if any("split_terms(" in c.source for c in cells):
         cells[1].source = cells[1].source.replace(
             "from derivations import get",
