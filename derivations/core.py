@@ -528,7 +528,7 @@ class Equation:
         >>> md = get("hbm_drain_time")._repr_markdown_()
         >>> print(md.split(chr(10))[0])
         **HBM drain time** (`hbm_drain_time`)
-        >>> "| $W$ | `mem_bandwidth` | TB/s |" in md and "**Source.**" in md
+        >>> "| $W$ | `mem_bandwidth` | TB/s |" in md and "**Source:**" in md
         True
         """
         lines = [f"**{self.title}** (`{self.id}`)", "", f"$${self.latex()}$$", ""]
@@ -543,7 +543,7 @@ class Equation:
         lines.append("")
         if self.assumptions:
             lines += ["**Assumptions:** " + "; ".join(self.assumptions) + ".", ""]
-        lines.append(f"**Source.** {self.source}.")
+        lines.append(f"**Source:** {self.source}.")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
