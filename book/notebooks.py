@@ -37,10 +37,10 @@ from units.presets import Presets, load
 
 FOLDER = "notebooks"  # in the site: notebooks/<chapter>.ipynb
 DEFAULTS = {"precision": "bf16"}  # keywords equal to evaluate()'s defaults are left out
-PRESET_KEYWORDS = ("hardware", "model", "precision", "price", "api", "tier", "fit")
 REFERENCE_HEADING = re.compile(r"^## Reference\b", re.M)
 HEADING = re.compile(r"^(#{1,3}) (.+)$", re.M)
 LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+FENCE = re.compile(r"^( *)(```|~~~).*?^\1\2[ \t]*$", re.M | re.S)
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
@@ -181,6 +181,8 @@ def chapter_notebook(
     chapter = next(c for c in derivations.CHAPTERS if c.id == chapter_id)
     reference = REFERENCE_HEADING.search(page)
     page = page[: reference.start()] if reference else page
+    # a fenced block's "# comment" is no heading: blank it, keeping every other position
+    page = FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), page)
     extra_files = presets.files != load().files
     new_md, new_code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     sections = _sections(page)

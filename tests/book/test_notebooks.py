@@ -189,3 +189,13 @@ def test_recording_names_every_keyword_and_skips_nested_evaluations():
     with recording() as made:  # a preset cross-checked against its architecture evaluates inside
         get("weight_memory").evaluate(model="llama_3_1_8b")
     assert [e.equation.id for e in made] == ["weight_memory"]
+
+
+def test_a_comment_in_a_code_block_is_no_heading():
+    page = (
+        "# Batching\n\n## Memory\n\nThe HBM drains in 23.88 ms.\n\n```bash\n# a comment\n"
+        "chalkboard eval hbm_drain_time --hardware h100_sxm   # 23.88 ms\n```\n"
+    )
+    sources = [c.source for c in chapter_notebook("batching", page).cells]
+    assert not any(s.startswith("# a comment") for s in sources)
+    assert any(s.startswith("## Memory") for s in sources)
