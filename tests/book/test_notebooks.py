@@ -71,14 +71,16 @@ def test_every_chapter_notebook_runs_and_reproduces_its_numbers(printed_site, tm
 
 
 def test_a_number_the_chapter_no_longer_prints_fails_the_notebook(tmp_path):
-    """The assertions can fail: a notebook checking a value the book does not compute raises."""
+    """The assertions can fail: in one kernel, the check of the number the book prints passes,
+    and the same check against a number the book does not compute raises."""
     page = "# Batching\n\n## Drain\n\nAn H100 drains its HBM in 23.88 ms.\n"
     nb = chapter_notebook("batching", page)
-    execute(nb, tmp_path)  # the right number passes
-    check = next(c for c in nb.cells if "assert r.text ==" in c.source)
-    check.source = check.source.replace('"23.88 ms"', '"23.9 ms"')
+    right = next(c for c in nb.cells if "assert r.text ==" in c.source)
+    wrong = nbformat.v4.new_code_cell(right.source.replace('"23.88 ms"', '"23.9 ms"'))
+    nb.cells.append(wrong)
     with pytest.raises(CellExecutionError, match="AssertionError"):
         execute(nb, tmp_path)
+    assert right.outputs and "23.88 ms" in right.outputs[0]["data"]["text/markdown"]
 
 
 def test_each_chapter_page_links_its_notebook(printed_site):
