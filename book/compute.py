@@ -19,6 +19,7 @@ from book.format import number, quantity
 from units.presets import Presets, load
 
 _CHAPTER_CONTEXTS: dict[tuple, dict] = {}  # by chapter and the preset files behind it
+_EVALUATIONS: dict[tuple, tuple] = {}  # the evaluations each context made, by the same key
 
 
 def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
@@ -27,8 +28,26 @@ def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
     presets = presets or load()
     key = (chapter_id, presets.files)
     if key not in _CHAPTER_CONTEXTS:
-        _CHAPTER_CONTEXTS[key] = _chapter_context(chapter_id, presets)
+        with derivations.recording() as made:
+            _CHAPTER_CONTEXTS[key] = _chapter_context(chapter_id, presets)
+        _EVALUATIONS[key] = tuple(made)
     return _CHAPTER_CONTEXTS[key]
+
+
+def chapter_evaluations(
+    chapter_id: str, presets: Presets | None = None
+) -> tuple[derivations.Evaluation, ...]:
+    """Every evaluation made while the chapter's context was computed: which equation, on which
+    presets and inputs, with which value (the chapter's notebook replays those it prints).
+
+    >>> made = chapter_evaluations("batching")
+    >>> any(e.equation.id == "crossover_batch" and e.keywords.get("model") == "deepseek_v3"
+    ...     for e in made)
+    True
+    """
+    presets = presets or load()
+    chapter_context(chapter_id, presets)
+    return _EVALUATIONS[(chapter_id, presets.files)]
 
 
 def _chapter_context(chapter_id: str, presets: Presets) -> dict:

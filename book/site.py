@@ -27,6 +27,7 @@ from book.calculators import calculators_js
 from book.cards import card_pages, write_exports
 from book.chapter_pages import chapter_page_context
 from book.claims import claims_context
+from book.notebooks import with_notebook_link, write_notebooks
 from book.problems import problem_pages, unit_table
 from book.templating import TEMPLATES, environment, lower_first  # noqa: F401 (public names)
 from book.tutorial import TUTORIAL, tutorial_page
@@ -72,12 +73,18 @@ def render(docs: Path, presets=None) -> list[Path]:
         eq.check()  # a wrong derivation step fails the build
     env = environment()
     written = []
+    chapter_pages = {}
     for out_name, (template, ctx) in pages(presets).items():
         try:
             text = env.get_template(template).render(**ctx)
         except jinja2.UndefinedError as err:
             raise ChalkboardError(f"template {template}: {err}") from None
+        if out_name.startswith("chapters/"):  # a chapter is also a notebook, linked under its title
+            chapter_id = out_name.removeprefix("chapters/").removesuffix(".md")
+            chapter_pages[chapter_id] = text
+            text = with_notebook_link(text, chapter_id, out_name)
         written.append(_write(docs / out_name, GENERATED.format(name=template) + text))
+    write_notebooks(docs / "notebooks", chapter_pages, presets)
     tutorial = TUTORIAL.relative_to(HERE).as_posix()
     written.append(_write(docs / "tutorial.md", GENERATED.format(name=tutorial) + tutorial_page()))
     for page, module in API_PAGES.items():

@@ -236,8 +236,17 @@ def split_terms(eq: Equation) -> list[Equation]:
     same output, so each term can be evaluated on its own (which term dominates?)."""
     if not isinstance(eq.rhs, sp.Add | sp.Max) or len(eq.rhs.args) < 2:
         return []
+    made = eq.recipe or f'get("{eq.id}")'
     return [
-        Equation(f"{eq.id}_term_{i}", f"{eq.title}, term {i}", eq.lhs, term, eq.chapter, eq.source)
+        Equation(
+            f"{eq.id}_term_{i}",
+            f"{eq.title}, term {i}",
+            eq.lhs,
+            term,
+            eq.chapter,
+            eq.source,
+            recipe=f"split_terms({made})[{i}]",
+        )
         for i, term in enumerate(eq.rhs.args)
     ]
 

@@ -17,8 +17,12 @@ evaluated by compiled numpy code, and the result gets the output symbol's unit b
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Callable, Mapping
+import inspect
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,12 +32,14 @@ from sympy.core.function import AppliedUndef
 from sympy.printing.latex import LatexPrinter
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
+from units.display import quantity, unit
 
 __all__ = [
     "CATALOGUE",
     "Constant",
     "DimensionError",
     "Equation",
+    "Evaluation",
     "Input",
     "Result",
     "Source",
@@ -43,6 +49,7 @@ __all__ = [
     "declare",
     "equations",
     "get",
+    "recording",
     "register",
     "shown",
     "spaced",
@@ -312,13 +319,136 @@ class Input:
         return self.base.to(self.symbol.display_unit) if self.symbol else self.base
 
 
+def _cell(text: str) -> str:
+    """Text that may sit in a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _latex_text(text: str) -> str:
+    """A number with its unit as a person writes it (``'2.63 × 10¹⁴ tokens'``) as LaTeX."""
+    digits = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+    match = re.fullmatch(r"(-?[\d.,]*?)(?: × )?10([⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)(?: (.*))?", text)
+    if match:
+        mantissa, power, words = match.groups()
+        number = (f"{mantissa} \\times " if mantissa else "") + f"10^{{{power.translate(digits)}}}"
+    else:
+        number, _, words = text.partition(" ")
+    number = number.replace(",", "{,}")
+    return f"{number}\\ \\text{{{words}}}" if words else number
+
+
 @dataclass(frozen=True)
 class Result:
-    """An evaluation: the value and every input that went into it (nested ones included)."""
+    r"""An evaluation: the value and every input that went into it (nested ones included).
+
+    In Jupyter it shows as the value said as a person writes it, and a table of where each input
+    came from (a preset's field, a named parameter's default, an equation, or ``given``: a
+    keyword here, ``--set`` on the command line).
+
+    >>> from derivations import get
+    >>> r = get("hbm_drain_time").evaluate_detailed(hardware="h100_sxm")
+    >>> r.text
+    '23.88 ms'
+    >>> print(r._repr_latex_())
+    $t_{\mathrm{drain}} = 23.88\ \text{ms}$
+    >>> print(r._repr_markdown_())
+    $t_{\mathrm{drain}}$ (`hbm_drain_time`, HBM drain time) = **23.88 ms**
+    <BLANKLINE>
+    | input | value | from |
+    |---|---|---|
+    | $W$ `mem_bandwidth` | 3.35 TB/s | hardware h100_sxm: hbm_bandwidth |
+    | $C_{\mathrm{HBM}}$ `hbm_capacity` | 80 GB | hardware h100_sxm: hbm_capacity |
+    """
 
     equation: Equation
     value: pint.Quantity
     inputs: Mapping[str, Input]
+
+    @property
+    def text(self) -> str:
+        """The value as a person writes it: ``'5,356 sequences'``, ``'2.63 × 10¹⁴ tokens'``."""
+        return _said(self.value)
+
+    def _repr_latex_(self) -> str:
+        return f"${self.equation.lhs.latex} = {_latex_text(self.text)}$"
+
+    def _repr_markdown_(self) -> str:
+        eq = self.equation
+        lines = [f"${eq.lhs.latex}$ (`{eq.id}`, {eq.title}) = **{self.text}**", ""]
+        if self.inputs:
+            lines += ["| input | value | from |", "|---|---|---|"]
+            for name, i in self.inputs.items():
+                symbol = f"${i.symbol.latex}$ " if i.symbol is not None else ""
+                lines.append(f"| {symbol}`{name}` | {_cell(_said(i.value))} | {_cell(i.origin)} |")
+        return "\n".join(lines)
+
+
+def _said(value) -> str:
+    """A quantity as a person writes it; an array of them as pint prints it."""
+    if isinstance(value, pint.Quantity) and np.ndim(value.magnitude) == 0:
+        return quantity(value)
+    return f"{value:~P}" if isinstance(value, pint.Quantity) else str(value)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation made inside :func:`recording`: the equation, the keywords it was given (by
+    name, positional ones included) and its value."""
+
+    equation: Equation
+    keywords: Mapping[str, object]
+    value: object
+
+
+_RECORDING: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "evaluations", default=None
+)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Evaluation]]:
+    """Record every evaluation made in the block (an evaluation made inside another, such as a
+    cross-check of a preset's parameter count, is part of that one and not recorded).
+
+    The book records the evaluations behind each chapter's numbers, and writes them out as the
+    chapter's notebook.
+
+    >>> from derivations import get
+    >>> with recording() as made:
+    ...     _ = get("hbm_drain_time").evaluate(hardware="h100_sxm")
+    >>> [(e.equation.id, dict(e.keywords), e.value) for e in made]
+    [('hbm_drain_time', {'hardware': 'h100_sxm'}, <Quantity(23.880597, 'millisecond')>)]
+    """
+    made: list[Evaluation] = []
+    token = _RECORDING.set(made)
+    try:
+        yield made
+    finally:
+        _RECORDING.reset(token)
+
+
+def _recorded(method):
+    """Record calls of an evaluation ``method`` while :func:`recording` is active."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        made = _RECORDING.get()
+        if made is None:
+            return method(self, *args, **kwargs)
+        token = _RECORDING.set(None)  # what this evaluation evaluates inside is part of it
+        try:
+            out = method(self, *args, **kwargs)
+        finally:
+            _RECORDING.reset(token)
+        bound = signature.bind(self, *args, **kwargs).arguments
+        keywords = {k: v for k, v in bound.items() if k not in ("self", "overrides")}
+        keywords.update(bound.get("overrides", {}))
+        value = out.value if isinstance(out, Result) else out
+        made.append(Evaluation(self, keywords, value))
+        return out
+
+    return wrapper
 
 
 def _np_max(*args):
@@ -419,6 +549,9 @@ class Equation:
     # the simpler form LaTeX shows instead, and the substitutions under which they are equal
     # (what an assumption says, such as max(1, E_r) = E_r for an MoE); check() verifies each
     display: tuple[tuple[sp.Expr, sp.Expr, tuple], ...] = ()
+    # Python that rebuilds an equation made from the catalogue ('get("x").solve_for("y")'); a
+    # notebook replays it. Empty for a registered equation: get(id) finds it.
+    recipe: str = ""
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -486,7 +619,34 @@ class Equation:
         return to_latex(self.relation)
 
     def _repr_latex_(self) -> str:
+        """The equation as display math (Jupyter shows it when it does not take Markdown)."""
         return f"$${self.latex()}$$"
+
+    def _repr_markdown_(self) -> str:
+        """The equation as Jupyter shows it: its title, display math, summary, a table of its
+        symbols with their units, its assumptions and its source.
+
+        >>> from derivations import get
+        >>> md = get("hbm_drain_time")._repr_markdown_()
+        >>> print(md.split(chr(10))[0])
+        **HBM drain time** (`hbm_drain_time`)
+        >>> "| $W$ | `mem_bandwidth` | TB/s |" in md and "**Source:**" in md
+        True
+        """
+        lines = [f"**{self.title}** (`{self.id}`)", "", f"$${self.latex()}$$", ""]
+        if self.summary:
+            lines += [self.summary, ""]
+        lines += ["| symbol | name | unit | meaning |", "|---|---|---|---|"]
+        for s in (self.lhs, *self.inputs):
+            lines.append(
+                f"| ${s.latex}$ | `{s.name}` | {_cell(unit(s.display_unit)) or '1'} "
+                f"| {_cell(s.meaning)} |"
+            )
+        lines.append("")
+        if self.assumptions:
+            lines += ["**Assumptions:** " + "; ".join(self.assumptions) + ".", ""]
+        lines.append(f"**Source:** {self.source}.")
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"<Equation {self.id}: {self.lhs.name} = {self.rhs}>"
@@ -558,6 +718,7 @@ class Equation:
             self._compiled["evaluable"] = not self.expanded().atoms(AppliedUndef)
         return self._compiled["evaluable"]
 
+    @_recorded
     def evaluate_detailed(
         self,
         hardware=None,
@@ -589,6 +750,7 @@ class Equation:
         resolver.record_intermediates()
         return Result(self, value, dict(resolver.used))
 
+    @_recorded
     def evaluate(
         self,
         hardware=None,
@@ -767,6 +929,7 @@ class Equation:
             derivation=derivation,
             summary=f"{self.id} rearranged to give {name}.",
             solved_from=self.lhs.name,
+            recipe=(self.recipe or f'get("{self.id}")') + f'.solve_for("{target.name}")',
         )
 
 

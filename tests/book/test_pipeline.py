@@ -62,7 +62,14 @@ def test_the_cycle_finder_can_fail():
 
 def test_computing_contexts_imports_no_product():
     graph = import_graph()
-    products = {"book.site", "book.cards", "book.problems", "book.calculators", "book.figures"}
+    products = {
+        "book.site",
+        "book.cards",
+        "book.problems",
+        "book.calculators",
+        "book.figures",
+        "book.notebooks",
+    }
     for stage in ("book.compute", "book.context", "book.chapters", "book.claims"):
         reached, todo = set(), [stage]
         while todo:
