@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -189,7 +190,9 @@ class Builder:
             return {}
         if got is None:
             self.proc.wait()
-            self.dead = {"ok": False, "error": f"the builder stopped (exit {self.proc.returncode})"}
+            last = self._last_logged()
+            said = f"the builder stopped (exit {self.proc.returncode}){': ' + last if last else ''}"
+            self.dead = {"ok": False, "error": said}
             return self.dead
         return got
 
@@ -200,6 +203,12 @@ class Builder:
         except (BrokenPipeError, ValueError):
             pass  # it died: reply() says so
         return self.reply(timeout) or {"ok": False, "error": "the builder did not answer"}
+
+    def _last_logged(self) -> str:
+        with contextlib.suppress(OSError):
+            lines = (self.folder / "builder.log").read_text(encoding="utf-8").splitlines()
+            return next((line.strip() for line in reversed(lines) if line.strip()), "")
+        return ""
 
     @property
     def site(self) -> Path:
@@ -214,7 +223,7 @@ class Builder:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.log):
+        for stream in (self.proc.stdin, self.log):  # its stdout ends with it (the reader's)
             with contextlib.suppress(OSError):
                 stream.close()
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -513,6 +522,11 @@ class Pages:
         site.render(self.docs, self.presets, table=self.table)
         self.mk: dict = {}
         site._mkdocs_build(self.docs, self.site, keep=self.mk)
+        # Indexing a page for search costs more than building it, and a page rebuild does not
+        # write the index (the full build's stays): page rebuilds skip the search plugin.
+        events = self.mk["config"].plugins.events["page_context"]
+        events[:] = [e for e in events if not _search_plugin(getattr(e, "__self__", None))]
+        self.env = site.environment()  # kept: jinja2 recompiles only templates that changed
         self.uses: dict[str, tuple[float, set[str]]] = {}  # template -> (mtime, names it uses)
 
     def _used(self, env, name: str) -> set[str]:
@@ -544,7 +558,7 @@ class Pages:
         from book import site
         from units import ChalkboardError
 
-        env = site.environment()
+        env = self.env
         touched = []
         for out_name, (template, ctx) in self.table.items():
             try:
@@ -575,7 +589,10 @@ class Pages:
         target = Path(file.abs_dest_path)
         old_markdown = source.read_text(encoding="utf-8")
         old_html = target.read_bytes() if target.is_file() else None
-        source.write_text(markdown, encoding="utf-8")
+        # A figure's SVG is raw HTML that Markdown passes through untouched, yet parsing it is
+        # a third of the page's time: it is held back and put into the page afterwards.
+        held: list[str] = []
+        source.write_text(SVG.sub(lambda m: _hold(held, m[0]), markdown), encoding="utf-8")
         with site._captured_logs() as warnings:
             try:
                 _populate_page(file.page, config, files)
@@ -595,7 +612,23 @@ class Pages:
             if old_html is not None:
                 target.write_bytes(old_html)
             raise ChalkboardError(f"{out_name}: {failure}")
+        source.write_text(markdown, encoding="utf-8")
+        page = HELD.sub(lambda m: held[int(m[1])], target.read_text(encoding="utf-8"))
+        target.write_text(page, encoding="utf-8")
         return "/" + file.url
+
+
+SVG = re.compile(r"^<svg\b.*?^</svg>$", re.DOTALL | re.MULTILINE)  # a figure, as figures.py writes
+HELD = re.compile(r'<svg data-chalkboard-held="(\d+)"></svg>')
+
+
+def _hold(held: list[str], svg: str) -> str:
+    held.append(svg)
+    return f'<svg data-chalkboard-held="{len(held) - 1}"></svg>'
+
+
+def _search_plugin(plugin) -> bool:
+    return type(plugin).__module__.startswith(("material.plugins.search", "mkdocs.contrib.search"))
 
 
 def _builder(argv: list[str]) -> int:

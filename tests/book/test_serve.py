@@ -211,7 +211,7 @@ def test_a_template_edit_reloads_the_open_page_by_itself(server, browser):
         start = time.monotonic()
         server.edit(CHAPTER, lambda text: text.replace("\n# ", "\nLivepreviewmarker.\n\n# ", 1))
         page.wait_for_function(
-            "() => document.body.innerText.includes('Livepreviewmarker')",
+            "() => document.body && document.body.innerText.includes('Livepreviewmarker')",
             timeout=STEP * 1000,
             polling=25,
         )
