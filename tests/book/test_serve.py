@@ -202,7 +202,12 @@ def test_an_unknown_url_gets_the_sites_own_404_page(server):
     assert status == 200 and serve.LIVE in body
 
 
+def _without_build_id(page: str) -> str:
+    return re.sub(r'var build = "[0-9a-f]+"', "", page)
+
+
 def test_a_template_edit_reloads_the_open_page_by_itself(server, browser):
+    _, built = server.get("/chapters/batching/")  # by the full build
     page = browser.new_page()
     try:
         page.goto(server.url + "/chapters/batching/", wait_until="load")
@@ -222,6 +227,11 @@ def test_a_template_edit_reloads_the_open_page_by_itself(server, browser):
     assert CHAPTER in line
     print(f"template edit to reloaded page: {seconds:.2f} s ({line})")
     assert seconds < 10  # well under 1 s on an idle machine; generous for a loaded CI runner
+    before = len(server.lines())
+    server.edit(CHAPTER, lambda text: text.replace("\nLivepreviewmarker.\n", "", 1))
+    server.wait_for(r"rebuilt /chapters/batching/", after=before)
+    _, rebuilt = server.get("/chapters/batching/")
+    assert _without_build_id(rebuilt) == _without_build_id(built)  # as the full build made it
 
 
 def test_a_broken_template_is_one_error_line_and_the_last_good_page_stays(server):
