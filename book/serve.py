@@ -543,7 +543,7 @@ class Pages:
             mtime = path.stat().st_mtime if path.is_file() else -1.0
             if self.uses.get(current, (None,))[0] != mtime:
                 source = env.loader.get_source(env, current)[0]
-                refs = set(jinja2.meta.find_referenced_templates(env.parse(source)))
+                refs = set(jinja2.meta.find_referenced_templates(env.parse(source, current)))
                 self.uses[current] = (mtime, refs)
             refs = self.uses[current][1]
             if None in refs:  # a computed name: it may use any template
