@@ -164,31 +164,23 @@ def _mkdocs_build(docs: Path, site: Path, keep: dict | None = None) -> None:
             raise ChalkboardError(f"site build failed: {err}") from None
 
 
-def _keep_plugin():
+def _Keep(kept: dict):  # noqa: N802 - a plugin class made on first use (mkdocs stays lazy)
+    """A mkdocs plugin that puts the build's configuration, files, navigation and theme
+    environment into ``kept`` (with the lowest priority: what every other plugin made of them)."""
     from mkdocs.plugins import BasePlugin, event_priority
 
     class Keep(BasePlugin):
-        """Keeps what a build computed (its last word on each: lowest priority)."""
-
-        def __init__(self, kept: dict):
-            super().__init__()
-            self.kept = kept
-
         @event_priority(-1000)
         def on_nav(self, nav, config, files):
-            self.kept.update(nav=nav, config=config, files=files)
+            kept.update(nav=nav, config=config, files=files)
             return nav
 
         @event_priority(-1000)
         def on_env(self, env, config, files):
-            self.kept.update(env=env, config=config, files=files)
+            kept.update(env=env, config=config, files=files)
             return env
 
-    return Keep
-
-
-def _Keep(kept: dict):  # noqa: N802 - a class made on first use (mkdocs imports stay lazy)
-    return _keep_plugin()(kept)
+    return Keep()
 
 
 class _Collect:
