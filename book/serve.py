@@ -388,10 +388,12 @@ def serve(port: int = 8000, extra_presets=(), out=None, err=None, poll: float = 
     _absolute_env_presets()
     watched = [*WATCHED, *(Path(p).expanduser().absolute() for p in (*extra_presets, *extra))]
     watched += [Path(p) for p in os.environ.get("CHALKBOARD_PRESETS", "").split(os.pathsep) if p]
-    preview = Preview(state, builder_options(extra_presets, extra), out or sys.stdout, err)
+    options = builder_options(extra_presets, extra)
+    preview: Preview | None = None
     serving = False
     try:
         with _signals_stop():
+            preview = Preview(state, options, out or sys.stdout, err)  # its folder: in here
             threading.Thread(target=server.serve_forever, daemon=True).start()
             serving = True
             preview.say(f"serving http://127.0.0.1:{port}/ (building the site; Ctrl-C stops)")
@@ -407,14 +409,16 @@ def serve(port: int = 8000, extra_presets=(), out=None, err=None, poll: float = 
                     seen = now
                 preview.check()
     except KeyboardInterrupt:
-        preview.say(f"{_now()} stopped")
+        if preview is not None:
+            preview.say(f"{_now()} stopped")
     finally:
         with _signals_ignored():  # a second Ctrl-C or SIGTERM must not cut the cleanup short
             state.close()
             if serving:
                 server.shutdown()
             server.server_close()
-            preview.close()
+            if preview is not None:
+                preview.close()
 
 
 class Preview:

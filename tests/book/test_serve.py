@@ -124,6 +124,7 @@ class Server:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,  # its own process group: the builder is killed with it
+                preexec_fn=_stop_with_parent,
             )
 
     def lines(self, which: str = "out") -> list[str]:
@@ -159,6 +160,14 @@ class Server:
         with _suppress_lookup():
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=STEP)
+
+
+def _stop_with_parent() -> None:
+    """SIGTERM the server if this test process dies (Linux), so it never outlives a killed run."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 class _suppress_lookup:  # noqa: N801 - a tiny context manager
