@@ -575,7 +575,17 @@ def write_apkg(cards: list[Card], path) -> None:
                 tags=[c.chapter, c.kind],
             )
         )
-    genanki.Package(deck).write_to_file(str(path))
+    import tempfile
+
+    # genanki writes the collection to a temporary file it never removes: give it a folder of
+    # its own and remove that
+    saved = tempfile.tempdir
+    with tempfile.TemporaryDirectory(prefix="chalkboard-anki-") as private:
+        tempfile.tempdir = private
+        try:
+            genanki.Package(deck).write_to_file(str(path))
+        finally:
+            tempfile.tempdir = saved
 
 
 def write_tsv(cards: list[Card], path) -> None:

@@ -658,7 +658,7 @@ def cmd_build(args, out) -> None:
 
 
 def cmd_serve(args, out) -> None:
-    from book.site import serve
+    from book.serve import serve
 
     serve(args.port, extra_presets=tuple(args.presets), out=out, extra=tuple(args.extra))
 

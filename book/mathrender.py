@@ -36,14 +36,19 @@ MATH = re.compile(
 )
 
 
+_TYPESET: dict[tuple[str, bool], str] = {}  # KaTeX's HTML by formula, kept for the process
+
+
 class MathRenderer:
-    """One node process running KaTeX; ``render([(tex, display), ...])`` returns HTML strings."""
+    """One node process running KaTeX; ``render([(tex, display), ...])`` returns HTML strings.
+    What it typeset is kept for the whole process, so a later build (``chalkboard serve``
+    rebuilding one page) sends node only the formulas it has not seen."""
 
     def __init__(self) -> None:
         node = shutil.which("node")
         if node is None:
             raise ChalkboardError(NO_NODE.removeprefix("error: "))
-        self.cache: dict[tuple[str, bool], str] = {}
+        self.cache = _TYPESET
         self.proc = subprocess.Popen(
             [node, str(SCRIPT)],
             stdin=subprocess.PIPE,

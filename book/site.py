@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import tempfile
 import threading
 from pathlib import Path
 
@@ -66,24 +65,20 @@ def pages(presets) -> dict[str, tuple[str, dict]]:
     return result
 
 
-def render(docs: Path, presets=None) -> list[Path]:
-    """Write the site's Markdown and assets into ``docs``; returns the pages written."""
+def render(docs: Path, presets=None, table=None) -> list[Path]:
+    """Write the site's Markdown and assets into ``docs``; returns the pages written. ``table``
+    is :func:`pages`' result when the caller keeps it (``chalkboard serve`` re-renders from it)."""
     presets = presets or load()
     for eq in derivations.equations():
         eq.check()  # a wrong derivation step fails the build
     env = environment()
     written = []
     chapter_pages = {}
-    for out_name, (template, ctx) in pages(presets).items():
-        try:
-            text = env.get_template(template).render(**ctx)
-        except jinja2.UndefinedError as err:
-            raise ChalkboardError(f"template {template}: {err}") from None
+    for out_name, (template, ctx) in (table or pages(presets)).items():
+        text = rendered(env, template, ctx)
         if out_name.startswith("chapters/"):  # a chapter is also a notebook, linked under its title
-            chapter_id = out_name.removeprefix("chapters/").removesuffix(".md")
-            chapter_pages[chapter_id] = text
-            text = with_notebook_link(text, chapter_id, out_name)
-        written.append(_write(docs / out_name, GENERATED.format(name=template) + text))
+            chapter_pages[out_name.removeprefix("chapters/").removesuffix(".md")] = text
+        written.append(_write(docs / out_name, page_markdown(env, template, ctx, out_name, text)))
     write_notebooks(docs / "notebooks", chapter_pages, presets)
     tutorial = TUTORIAL.relative_to(HERE).as_posix()
     written.append(_write(docs / "tutorial.md", GENERATED.format(name=tutorial) + tutorial_page()))
@@ -98,6 +93,44 @@ def render(docs: Path, presets=None) -> list[Path]:
     _write(docs / "javascripts" / "units.js", units_js)
     _write(docs / "javascripts" / "calculators-data.js", calculators_js(presets))
     return written
+
+
+def page_markdown(
+    env: jinja2.Environment, template: str, ctx: dict, out_name: str = "", text: str | None = None
+) -> str:
+    """The Markdown written to ``out_name``: the rendered template (``text``, when already
+    rendered) under the generated-file comment, a chapter with its notebook link under its title.
+    """
+    text = rendered(env, template, ctx) if text is None else text
+    if out_name.startswith("chapters/"):
+        chapter_id = out_name.removeprefix("chapters/").removesuffix(".md")
+        text = with_notebook_link(text, chapter_id, out_name)
+    return GENERATED.format(name=template) + text
+
+
+def rendered(env: jinja2.Environment, template: str, ctx: dict) -> str:
+    """One template rendered; a template that does not parse or render is one error naming the
+    template and its line."""
+    try:
+        text = env.get_template(template).render(**ctx)
+    except jinja2.TemplateSyntaxError as err:
+        raise ChalkboardError(f"template {err.name or template} line {err.lineno}: {err}") from None
+    except jinja2.TemplateError as err:
+        raise ChalkboardError(f"template {_template_line(err, template)}: {err}") from None
+    return text
+
+
+def _template_line(err: Exception, template: str) -> str:
+    """'chapters/x.md.j2 line 12': the innermost template frame of a rendering error (jinja2
+    puts the template's file and line into the traceback)."""
+    where = template
+    tb = err.__traceback__
+    while tb is not None:
+        path = Path(tb.tb_frame.f_code.co_filename)
+        if path.suffix == ".j2" and TEMPLATES in path.parents:
+            where = f"{path.relative_to(TEMPLATES).as_posix()} line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
 
 
 def _write(path: Path, text: str) -> Path:
@@ -117,7 +150,10 @@ API_PAGES = {
 }
 
 
-def _mkdocs_build(docs: Path, site: Path) -> None:
+def _mkdocs_build(docs: Path, site: Path, keep: dict | None = None) -> None:
+    """Build ``site`` from ``docs`` with mkdocs (strict). ``keep``, when given, receives the
+    build's ``config``, ``files``, ``nav`` and ``env``, so single pages can be rebuilt later
+    (``chalkboard serve``)."""
     import logging
 
     from mkdocs.commands.build import build as mkdocs_build
@@ -133,6 +169,8 @@ def _mkdocs_build(docs: Path, site: Path) -> None:
                 str(MKDOCS_YML), docs_dir=str(docs), site_dir=str(site), strict=True
             )
             _add_user_chapters(config["nav"])
+            if keep is not None:
+                config.plugins["chalkboard-keep"] = _Keep(keep)
             mkdocs_build(config)
         except (Abort, ConfigurationError) as err:
             if warnings:
@@ -142,6 +180,25 @@ def _mkdocs_build(docs: Path, site: Path) -> None:
                     + (f" | and {len(warnings) - 5} more" if len(warnings) > 5 else "")
                 ) from None
             raise ChalkboardError(f"site build failed: {err}") from None
+
+
+def _Keep(kept: dict):  # noqa: N802 - a plugin class made on first use (mkdocs stays lazy)
+    """A mkdocs plugin that puts the build's configuration, files, navigation and theme
+    environment into ``kept`` (with the lowest priority: what every other plugin made of them)."""
+    from mkdocs.plugins import BasePlugin, event_priority
+
+    class Keep(BasePlugin):
+        @event_priority(-1000)
+        def on_nav(self, nav, config, files):
+            kept.update(nav=nav, config=config, files=files)
+            return nav
+
+        @event_priority(-1000)
+        def on_env(self, env, config, files):
+            kept.update(env=env, config=config, files=files)
+            return env
+
+    return Keep()
 
 
 class _Collect:
@@ -335,65 +392,3 @@ def _replace(src: Path, dst: Path) -> None:
         shutil.rmtree(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(src), str(dst))
-
-
-WATCHED = (ROOT / "units", ROOT / "derivations", ROOT / "book", MKDOCS_YML)
-
-
-def _snapshot() -> dict[Path, float]:
-    files = []
-    for root in WATCHED:
-        files += [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
-    return {p: p.stat().st_mtime for p in files if "__pycache__" not in p.parts}
-
-
-def serve(port: int = 8000, extra_presets=(), out=None, poll: float = 1.0, extra=()) -> None:
-    """Serve the built site on 127.0.0.1 and rebuild it (in a fresh process) when sources change."""
-    import functools
-    import http.server
-    import subprocess
-    import sys
-    import threading
-    import time
-
-    work = Path(tempfile.mkdtemp(prefix="chalkboard-serve-"))
-    site = work / "site"
-    command = [sys.executable, "-m", "book.cli"]
-    for path in extra_presets:  # the rebuild runs in the project folder: paths must be absolute
-        command += ["--presets", str(Path(path).expanduser().absolute())]
-    for path in extra:
-        command += ["--extra", str(Path(path).resolve())]
-    command += ["build", "--out", str(site)]
-
-    def rebuild() -> None:
-        env = dict(os.environ)
-        if env.get("CHALKBOARD_PRESETS"):
-            env["CHALKBOARD_PRESETS"] = os.pathsep.join(
-                str(Path(p).expanduser().absolute()) if p.strip() else p
-                for p in env["CHALKBOARD_PRESETS"].split(os.pathsep)
-            )
-        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
-        message = done.stdout.strip() or done.stderr.strip()
-        (out.write(message + "\n") if out else None)
-
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    except OSError as err:
-        raise ChalkboardError(f"cannot serve on 127.0.0.1:{port}: {err.strerror}") from None
-    rebuild()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    if out:
-        out.write(f"serving http://127.0.0.1:{port}/ (Ctrl-C stops)\n")
-        out.flush()
-    seen = _snapshot()
-    try:
-        while True:
-            time.sleep(poll)
-            now = _snapshot()
-            if now != seen:
-                seen = now
-                rebuild()
-    finally:
-        server.shutdown()
-        shutil.rmtree(work, ignore_errors=True)

@@ -232,6 +232,18 @@ def test_apkg_is_a_real_anki_collection(tmp_path, deck):
     assert r"\(" in everything and r"\[" in everything
 
 
+def test_writing_the_apkg_leaves_no_temporary_file(tmp_path, deck, monkeypatch):
+    # genanki's own temporary database was left in /tmp by every build
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    write_apkg(deck[:3], tmp_path / "deck.apkg")
+    assert list(scratch.iterdir()) == [] and tempfile.tempdir == str(scratch)
+    assert len(notes(tmp_path / "deck.apkg")) == 3
+
+
 def test_guids_are_stable_across_builds_and_edits(tmp_path, deck, monkeypatch):
     first, second, edited = (tmp_path / f"{n}.apkg" for n in ("a", "b", "c"))
     write_apkg(deck, first)

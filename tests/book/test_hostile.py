@@ -397,8 +397,8 @@ def test_sys_exit_during_a_command_is_not_a_silent_success(monkeypatch):
 
 
 def test_serve_passes_relative_presets_as_absolute_paths(tmp_path, monkeypatch):
-    # the rebuild runs in the project folder, so a relative --presets served 404s forever
-    from book import site
+    # the builder runs in the project folder, so a relative --presets served 404s forever
+    from book import serve
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.toml").write_text("")
@@ -407,12 +407,12 @@ def test_serve_passes_relative_presets_as_absolute_paths(tmp_path, monkeypatch):
     class Stop(Exception):
         pass
 
-    def fake_run(command, **kwargs):
-        seen["command"] = command
+    def fake_builder(folder, options):
+        seen["command"] = options
         raise Stop
 
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(serve, "Builder", fake_builder)
     with pytest.raises(Stop):
-        site.serve(0, extra_presets=("mine.toml",))
+        serve.serve(0, extra_presets=("mine.toml",), out=io.StringIO())
     i = seen["command"].index("--presets")
     assert seen["command"][i + 1] == str(tmp_path / "mine.toml")

@@ -4,6 +4,7 @@ import io
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -312,7 +313,7 @@ def fake_build(monkeypatch):
 
     monkeypatch.setattr(site, "render", lambda docs, presets=None: docs.mkdir(parents=True))
     monkeypatch.setattr(site, "_mkdocs_build", mkdocs)
-    monkeypatch.setattr(site, "DOCS", Path(site.tempfile.mkdtemp()) / "docs")
+    monkeypatch.setattr(site, "DOCS", Path(tempfile.mkdtemp()) / "docs")
 
 
 def test_build_refuses_a_folder_it_did_not_write(tmp_path, fake_build):

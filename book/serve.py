@@ -1,0 +1,685 @@
+"""``chalkboard serve``: preview the site on 127.0.0.1, rebuilt when a source changes and reloaded
+in the browser.
+
+Two processes. This one stays light (no sympy, no mkdocs): it serves the last good site, watches
+the sources and prints one line per rebuild, or one ``error:`` line when a rebuild fails (the
+last good site stays served). A *builder* process (``python -m book.serve``) builds the whole
+site once and keeps what it computed in memory: every page's context, mkdocs' configuration,
+navigation and theme, and KaTeX's typeset formulas. A template edit then rebuilds only the pages
+whose template uses the edited one: their Markdown from the kept contexts, their HTML alone. A
+change to anything else (Python, presets, assets, ``mkdocs.yml``) starts a fresh builder for a
+full build, since modules cannot be reloaded safely; the old site is served until it succeeds.
+
+Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the
+same server and reloads the page when the build changes (no external network). Unknown URLs get
+the site's own 404 page. SIGTERM and SIGINT stop the builder and remove the temporary folder.
+
+>>> inject(b"<html><body><p>hi</p></body></html>", "7").count(b"__chalkboard__/build")
+1
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TEMPLATES = HERE / "templates"
+MKDOCS_YML = ROOT / "mkdocs.yml"
+WATCHED = (ROOT / "units", ROOT / "derivations", HERE, MKDOCS_YML)
+LIVE = "/__chalkboard__/build"
+LIVE_WAIT = 25.0  # seconds a long poll is held before it answers "no change"
+SCRIPT = """<script>
+(function () {
+  if (window.__chalkboardLive) return;
+  window.__chalkboardLive = true;
+  var build = "%s";
+  function poll() {
+    fetch("%s?since=" + encodeURIComponent(build), {cache: "no-store"})
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (id) { if (id !== build) location.reload(); else poll(); })
+      .catch(function () { setTimeout(poll, 1000); });
+  }
+  poll();
+})();
+</script>
+"""
+PLACEHOLDER = """<!doctype html><html><head><meta charset="utf-8"><title>Chalkboard</title></head>
+<body><p>%s</p></body></html>
+"""
+
+
+def inject(html: bytes, build: str) -> bytes:
+    """``html`` with the live-reload script before ``</body>`` (or at the end)."""
+    script = (SCRIPT % (build, LIVE)).encode()
+    at = html.rfind(b"</body>")
+    return html + script if at < 0 else html[:at] + script + html[at:]
+
+
+# -- the watcher --------------------------------------------------------------------------------
+
+
+def _ignored(name: str) -> bool:
+    """Editor and Python by-products: swap and backup files, vim's write test, bytecode."""
+    return (
+        name.startswith((".", "#"))
+        or name.endswith(("~", ".swp", ".swx", ".pyc", ".tmp"))
+        or name == "4913"
+    )
+
+
+def snapshot(paths) -> dict[Path, tuple[float, int]]:
+    """Every watched file's modification time and size."""
+    found: dict[Path, tuple[float, int]] = {}
+
+    def walk(folder: str) -> None:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                if _ignored(entry.name) or entry.name == "__pycache__":
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    walk(entry.path)
+                elif entry.is_file():
+                    with contextlib.suppress(OSError):
+                        st = entry.stat()
+                        found[Path(entry.path)] = (st.st_mtime, st.st_size)
+
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            walk(str(path))
+        elif path.is_file():
+            st = path.stat()
+            found[path] = (st.st_mtime, st.st_size)
+    return found
+
+
+def changed(before: dict, after: dict) -> list[Path]:
+    """Files added, removed or modified between two snapshots."""
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+def template_names(paths) -> list[str] | None:
+    """The templates among ``paths`` (names relative to book/templates), or None when any path
+    is not a template: then only a full build is right.
+
+    >>> template_names([TEMPLATES / "chapters" / "moe.md.j2"])
+    ['chapters/moe.md.j2']
+    >>> template_names([TEMPLATES / "chapters" / "moe.md.j2", ROOT / "units" / "x.py"]) is None
+    True
+    """
+    names = []
+    for path in paths:
+        path = Path(path)
+        if path.suffix != ".j2" or TEMPLATES not in path.parents:
+            return None
+        names.append(path.relative_to(TEMPLATES).as_posix())
+    return names
+
+
+def _said(paths) -> str:
+    names = [_relative(p) for p in paths]
+    return names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
+
+
+def _relative(path: Path) -> str:
+    try:
+        return Path(path).relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _now() -> str:
+    return datetime.datetime.now().strftime("%H:%M:%S")
+
+
+# -- the builder, seen from here ----------------------------------------------------------------
+
+
+class Builder:
+    """A builder process: a full build into ``folder`` on start, then page rebuilds on request.
+    Each request and the first build answer one JSON line."""
+
+    def __init__(self, folder: Path, options: list[str]):
+        self.folder = folder
+        folder.mkdir(parents=True)
+        self.started = time.monotonic()
+        self.replies: queue.Queue = queue.Queue()
+        self.dead: dict = {}
+        self.log = open(folder / "builder.log", "w", encoding="utf-8")  # noqa: SIM115
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, PYTHONPATH=path)  # this checkout's modules, wherever it runs
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "book.serve", "--into", str(folder), *options],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            cwd=ROOT,
+            env=env,
+            text=True,
+            encoding="utf-8",
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            with contextlib.suppress(ValueError):
+                self.replies.put(json.loads(line))
+        self.replies.put(None)  # the builder ended
+
+    def reply(self, timeout: float | None) -> dict:
+        """The next answer; {} while there is none yet; an error when the builder died."""
+        if self.dead:
+            return self.dead
+        try:
+            got = self.replies.get(timeout=timeout) if timeout else self.replies.get_nowait()
+        except queue.Empty:
+            return {}
+        if got is None:
+            self.proc.wait()
+            last = self._last_logged()
+            said = f"the builder stopped (exit {self.proc.returncode}){': ' + last if last else ''}"
+            self.dead = {"ok": False, "error": said}
+            return self.dead
+        return got
+
+    def ask(self, request: dict, timeout: float = 600.0) -> dict:
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # it died: reply() says so
+        return self.reply(timeout) or {"ok": False, "error": "the builder did not answer"}
+
+    def _last_logged(self) -> str:
+        with contextlib.suppress(OSError):
+            lines = (self.folder / "builder.log").read_text(encoding="utf-8").splitlines()
+            return next((line.strip() for line in reversed(lines) if line.strip()), "")
+        return ""
+
+    @property
+    def site(self) -> Path:
+        return self.folder / "site"
+
+    def stop(self) -> None:
+        """End the process (SIGTERM, then SIGKILL) and remove its folder."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.log):  # its stdout ends with it (the reader's)
+            with contextlib.suppress(OSError):
+                stream.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+class State:
+    """What the request handlers read: the site being served and its build id."""
+
+    def __init__(self):
+        self.site: Path | None = None
+        self.build = f"{time.time_ns():x}"
+        self.message = "Building the site… this page reloads when it is ready."
+        self.changed = threading.Condition()
+        self.closing = False
+
+    def publish(self, site: Path | None = None, message: str | None = None) -> None:
+        with self.changed:
+            if site is not None:
+                self.site = site
+            if message is not None:
+                self.message = message
+            self.build = f"{time.time_ns():x}"
+            self.changed.notify_all()
+
+    def wait(self, since: str, timeout: float) -> str:
+        with self.changed:
+            self.changed.wait_for(lambda: self.build != since or self.closing, timeout)
+            return self.build
+
+    def close(self) -> None:
+        with self.changed:
+            self.closing = True
+            self.changed.notify_all()
+
+
+def make_handler(state: State):
+    import html
+    import http.server
+    import urllib.parse
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(state.site or ROOT / "-"), **kwargs)
+
+        def log_message(self, *args):  # one line per rebuild, not one per request
+            pass
+
+        def end_headers(self):
+            self.send_header("Cache-Control", "no-store")
+            super().end_headers()
+
+        def do_GET(self):
+            self._answer(body=True)
+
+        def do_HEAD(self):
+            self._answer(body=False)
+
+        def _answer(self, body: bool) -> None:
+            url = urllib.parse.urlsplit(self.path)
+            if url.path == LIVE:
+                since = urllib.parse.parse_qs(url.query).get("since", [""])[0]
+                build = state.wait(since, LIVE_WAIT).encode()
+                return self._send(200, build, "text/plain; charset=utf-8", body)
+            if state.site is None:
+                page = (PLACEHOLDER % html.escape(state.message, quote=False)).encode()
+                return self._send(503, inject(page, state.build), "text/html", body)
+            path = Path(self.translate_path(self.path))
+            if path.is_dir() and url.path.endswith("/"):
+                path = path / "index.html"
+            if path.suffix == ".html" and path.is_file():
+                page = inject(path.read_bytes(), state.build)
+                return self._send(200, page, "text/html; charset=utf-8", body)
+            if body:
+                return super().do_GET()
+            return super().do_HEAD()
+
+        def send_error(self, code, message=None, explain=None):
+            page = state.site / "404.html" if state.site else None
+            if code != 404 or page is None or not page.is_file():
+                return super().send_error(code, message, explain)
+            self._send(404, inject(page.read_bytes(), state.build), "text/html; charset=utf-8")
+
+        def _send(self, code: int, data: bytes, kind: str, body: bool = True) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if body and self.command != "HEAD":
+                self.wfile.write(data)
+
+    return Handler
+
+
+# -- serve ----------------------------------------------------------------------------------------
+
+
+def builder_options(extra_presets=(), extra=()) -> list[str]:
+    """The builder's options: it runs in the project folder, so every path is absolute."""
+    options = []
+    for path in extra_presets:
+        options += ["--presets", str(Path(path).expanduser().absolute())]
+    for path in extra:
+        options += ["--extra", str(Path(path).expanduser().absolute())]
+    return options
+
+
+def _absolute_env_presets() -> None:
+    """CHALKBOARD_PRESETS with absolute paths, for the builder that runs elsewhere."""
+    value = os.environ.get("CHALKBOARD_PRESETS")
+    if value:
+        os.environ["CHALKBOARD_PRESETS"] = os.pathsep.join(
+            str(Path(p).expanduser().absolute()) if p.strip() else p
+            for p in value.split(os.pathsep)
+        )
+
+
+@contextlib.contextmanager
+def _signals_stop():
+    """SIGTERM stops like Ctrl-C (KeyboardInterrupt), so the cleanup below always runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _signals_ignored():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def serve(port: int = 8000, extra_presets=(), out=None, err=None, poll: float = 0.1, extra=()):
+    """Serve the site on 127.0.0.1:``port`` until SIGINT or SIGTERM; see the module's text."""
+    import http.server
+
+    from units import ChalkboardError
+
+    state = State()
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), make_handler(state))
+    except OSError as e:
+        raise ChalkboardError(f"cannot serve on 127.0.0.1:{port}: {e.strerror}") from None
+    server.daemon_threads = True
+    _absolute_env_presets()
+    watched = [*WATCHED, *(Path(p).expanduser().absolute() for p in (*extra_presets, *extra))]
+    watched += [Path(p) for p in os.environ.get("CHALKBOARD_PRESETS", "").split(os.pathsep) if p]
+    options = builder_options(extra_presets, extra)
+    preview: Preview | None = None
+    serving = False
+    try:
+        with _signals_stop():
+            preview = Preview(state, options, out or sys.stdout, err)  # its folder: in here
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            serving = True
+            preview.say(f"serving http://127.0.0.1:{port}/ (building the site; Ctrl-C stops)")
+            preview.full("first build")
+            seen = snapshot(watched)
+            while True:
+                time.sleep(poll)
+                now = snapshot(watched)
+                if now != seen:
+                    time.sleep(0.05)  # let an editor finish writing, then take what it wrote
+                    now = snapshot(watched)
+                    preview.edited(changed(seen, now))
+                    seen = now
+                preview.check()
+    except KeyboardInterrupt:
+        if preview is not None:
+            preview.say(f"{_now()} stopped")
+    finally:
+        with _signals_ignored():  # a second Ctrl-C or SIGTERM must not cut the cleanup short
+            state.close()
+            if serving:
+                server.shutdown()
+            server.server_close()
+            if preview is not None:
+                preview.close()
+
+
+class Preview:
+    """The builders behind the served site: ``current`` built it, ``pending`` is a full build
+    under way; edits go to one or the other."""
+
+    def __init__(self, state: State, options: list[str], out, err):
+        self.state, self.options, self.out, self.err = state, options, out, err or sys.stderr
+        self.work = Path(tempfile.mkdtemp(prefix="chalkboard-serve-"))
+        self.builds = 0
+        self.current: Builder | None = None
+        self.pending: Builder | None = None
+        self.reason = ""
+        self.edited_meanwhile: set[Path] = set()  # templates edited while ``pending`` builds
+
+    def say(self, line: str, error: bool = False) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            stream = self.err if error else self.out
+            stream.write(line + "\n")
+            stream.flush()
+
+    def full(self, reason: str) -> None:
+        """Start a full build in a fresh builder (replacing one under way)."""
+        if self.pending is not None:
+            self.pending.stop()
+        self.edited_meanwhile.clear()
+        self.builds += 1
+        self.reason = reason
+        self.pending = Builder(self.work / f"build-{self.builds}", self.options)
+
+    def edited(self, edits: list[Path]) -> None:
+        names = template_names(edits)
+        if names is None or self.current is None or self.current.dead:
+            return self.full(f"{_said(edits)} changed")
+        if self.pending is not None:
+            self.edited_meanwhile.update(edits)
+        self.pages(names, edits)
+
+    def pages(self, names: list[str], edits) -> None:
+        """Rebuild the pages whose template uses one of ``names``; one line says how it went."""
+        start = time.monotonic()
+        got = self.current.ask({"templates": names})
+        seconds = time.monotonic() - start
+        if not got.get("ok"):
+            self.say(
+                f"error: {_now()} {_said(edits)} changed: {got.get('error')}; "
+                "still serving the last good site",
+                error=True,
+            )
+            return
+        rebuilt = got["pages"]
+        if rebuilt:
+            self.state.publish()
+        what = ", ".join(rebuilt[:3]) + (f" and {len(rebuilt) - 3} more" if rebuilt[3:] else "")
+        self.say(
+            f"{_now()} rebuilt {what or 'no page'} in {seconds:.2f} s ({_said(edits)} changed)"
+        )
+
+    def check(self) -> None:
+        """Take the pending full build's answer, if it came: serve its site, or say why not."""
+        if self.pending is None:
+            return
+        got = self.pending.reply(None)
+        if not got:
+            return
+        seconds = time.monotonic() - self.pending.started
+        if not got.get("ok"):
+            self.pending.stop()
+            self.pending = None
+            last = "; still serving the last good site" if self.current else ""
+            self.say(f"error: {_now()} build failed ({self.reason}): {got['error']}{last}", True)
+            if self.current is None:
+                self.state.publish(message=f"The build failed: {got['error']}")
+            return
+        old, self.current, self.pending = self.current, self.pending, None
+        self.state.publish(site=self.current.site)
+        if old is not None:
+            old.stop()
+        self.say(f"{_now()} built the site in {seconds:.1f} s ({self.reason})")
+        if self.edited_meanwhile:  # it may have read these templates before they changed
+            edits = sorted(self.edited_meanwhile)
+            self.edited_meanwhile.clear()
+            self.pages(template_names(edits), edits)
+
+    def close(self) -> None:
+        for builder in (self.pending, self.current):
+            if builder is not None:
+                builder.stop()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+# -- the builder process --------------------------------------------------------------------------
+
+
+class Pages:
+    """A built site and what built it, kept to rebuild single pages."""
+
+    def __init__(self, into: Path, extra_presets=()):
+        from book import site
+        from units.presets import load
+
+        self.docs, self.site = into / "docs", into / "site"
+        self.presets = load(tuple(extra_presets))
+        self.table = site.pages(self.presets)  # every page's template and context, kept
+        site.render(self.docs, self.presets, table=self.table)
+        self.mk: dict = {}
+        site._mkdocs_build(self.docs, self.site, keep=self.mk)
+        # Indexing a page for search costs more than building it, and a page rebuild does not
+        # write the index (the full build's stays): page rebuilds skip the search plugin.
+        events = self.mk["config"].plugins.events["page_context"]
+        events[:] = [e for e in events if not _search_plugin(getattr(e, "__self__", None))]
+        self.env = site.environment()  # kept: jinja2 recompiles only templates that changed
+        self.uses: dict[str, tuple[float, set[str]]] = {}  # template -> (mtime, names it uses)
+
+    def _used(self, env, name: str) -> set[str]:
+        """The templates ``name`` imports, includes or extends, transitively (itself too)."""
+        import jinja2.meta
+
+        seen, todo = set(), [name]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            path = TEMPLATES / current
+            mtime = path.stat().st_mtime if path.is_file() else -1.0
+            if self.uses.get(current, (None,))[0] != mtime:
+                source = env.loader.get_source(env, current)[0]
+                refs = set(jinja2.meta.find_referenced_templates(env.parse(source, current)))
+                self.uses[current] = (mtime, refs)
+            refs = self.uses[current][1]
+            if None in refs:  # a computed name: it may use any template
+                return {None}
+            todo += refs
+        return seen
+
+    def rebuild(self, names: list[str]) -> list[str]:
+        """Rebuild the pages whose template uses one of ``names``; returns their URLs."""
+        import jinja2
+
+        from book import site
+        from units import ChalkboardError
+
+        env = self.env
+        touched = []
+        for out_name, (template, ctx) in self.table.items():
+            try:
+                uses = self._used(env, template)
+            except jinja2.TemplateSyntaxError as e:
+                raise ChalkboardError(f"template {e.name} line {e.lineno}: {e}") from None
+            except jinja2.TemplateNotFound as e:
+                raise ChalkboardError(f"template {template}: {e.name} not found") from None
+            if None in uses or uses & set(names):
+                text = site.page_markdown(env, template, ctx, out_name)
+                path = self.docs / out_name
+                if path.read_text(encoding="utf-8") != text:
+                    touched.append((out_name, text))
+        return [self._build_page(out_name, text) for out_name, text in touched]
+
+    def _build_page(self, out_name: str, markdown: str) -> str:
+        """Markdown -> one HTML page with mkdocs' kept configuration, navigation and theme; on a
+        warning or error the page's Markdown and HTML are put back."""
+        from mkdocs.commands.build import _build_page, _populate_page
+        from mkdocs.structure.files import Files, InclusionLevel
+
+        from book import site
+        from units import ChalkboardError
+
+        config, files, nav, env = (self.mk[k] for k in ("config", "files", "nav", "env"))
+        file = files.get_file_from_path(out_name)
+        source = self.docs / out_name
+        target = Path(file.abs_dest_path)
+        old_markdown = source.read_text(encoding="utf-8")
+        old_html = target.read_bytes() if target.is_file() else None
+        # A figure's SVG is raw HTML that Markdown passes through untouched, yet parsing it is
+        # a third of the page's time: it is held back and put into the page afterwards.
+        held: list[str] = []
+        source.write_text(SVG.sub(lambda m: _hold(held, m[0]), markdown), encoding="utf-8")
+        with site._captured_logs() as warnings:
+            try:
+                _populate_page(file.page, config, files)
+                autorefs = config.plugins.get("autorefs")
+                if autorefs is not None:  # it resolves cross-references when the env is ready
+                    autorefs.on_env(env, config=config, files=Files([file]))
+                doc_files = files.documentation_pages(inclusion=InclusionLevel.is_included)
+                _build_page(file.page, config, doc_files, nav, env)
+                file.page.validate_anchor_links(
+                    files=files, log_level=config.validation.links.anchors
+                )
+                failure = " | ".join(warnings[:3])
+            except Exception as e:  # noqa: BLE001 - reported as one line, the page put back
+                failure = " | ".join([*warnings[:3], f"{type(e).__name__}: {e}"])
+        if failure:
+            source.write_text(old_markdown, encoding="utf-8")
+            if old_html is not None:
+                target.write_bytes(old_html)
+            raise ChalkboardError(f"{out_name}: {failure}")
+        source.write_text(markdown, encoding="utf-8")
+        page = HELD.sub(lambda m: held[int(m[1])], target.read_text(encoding="utf-8"))
+        target.write_text(page, encoding="utf-8")
+        return "/" + file.url
+
+
+SVG = re.compile(r"^<svg\b.*?^</svg>$", re.DOTALL | re.MULTILINE)  # a figure, as figures.py writes
+HELD = re.compile(r'<svg data-chalkboard-held="(\d+)"></svg>')
+
+
+def _hold(held: list[str], svg: str) -> str:
+    held.append(svg)
+    return f'<svg data-chalkboard-held="{len(held) - 1}"></svg>'
+
+
+def _search_plugin(plugin) -> bool:
+    return type(plugin).__module__.startswith(("material.plugins.search", "mkdocs.contrib.search"))
+
+
+def _builder(argv: list[str]) -> int:
+    """The builder process: build, answer one line, then rebuild pages on request."""
+    import argparse
+    import traceback
+
+    parser = argparse.ArgumentParser(prog="python -m book.serve")
+    parser.add_argument("--into", required=True)
+    parser.add_argument("--presets", action="append", default=[])
+    parser.add_argument("--extra", action="append", default=[])
+    args = parser.parse_args(argv)
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # stray prints go to the log, never into the replies
+
+    def answer(**reply) -> None:
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+    def failure(e: BaseException) -> str:
+        from units import ChalkboardError
+        from units.registry import one_line
+
+        traceback.print_exc()  # the builder's log
+        if isinstance(e, ChalkboardError):
+            return one_line(str(e))
+        return one_line(f"internal error ({type(e).__name__}: {e})")
+
+    try:
+        import derivations
+
+        for path in args.extra:
+            derivations.load_extra(path)
+        pages = Pages(Path(args.into), args.presets)
+    except Exception as e:  # noqa: BLE001 - one line to the server
+        answer(ok=False, error=failure(e))
+        return 1
+    answer(ok=True)
+    for line in sys.stdin:
+        try:
+            rebuilt = pages.rebuild(json.loads(line)["templates"])
+        except Exception as e:  # noqa: BLE001
+            answer(ok=False, error=failure(e))
+        else:
+            answer(ok=True, pages=rebuilt)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_builder(sys.argv[1:]))
