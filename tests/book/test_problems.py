@@ -229,10 +229,15 @@ def _checker() -> subprocess.Popen:
     return proc
 
 
+@functools.cache
+def _unit_table() -> dict:
+    return unit_table()  # the same for every check, and slow to make (most of a check's time)
+
+
 def run_checker(cases):
     assert NODE, "Node.js is needed to test the browser's answer checker and was not found"
     proc = _checker()
-    proc.stdin.write(json.dumps({"table": unit_table(), "cases": cases}) + "\n")
+    proc.stdin.write(json.dumps({"table": _unit_table(), "cases": cases}) + "\n")
     proc.stdin.flush()
     line = proc.stdout.readline()
     assert line, f"the answer checker (node) stopped with exit status {proc.wait()}"
