@@ -9,7 +9,6 @@ STAMP := $(VENV)/.installed-stamp
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
@@ -21,7 +20,7 @@ pdf: $(STAMP) browser  ## build the site and print the whole book to site/chalkb
 
 test: $(STAMP) browser  ## lint, doctests, unit/property/CLI tests, strict build, headless browser
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup
 
 browser:  ## the system Chromium the browser tests drive (installed when missing and allowed)
 	@bash .ci/install-browser

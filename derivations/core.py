@@ -473,14 +473,19 @@ def pull_factors_out_of_max(expr: sp.Expr) -> sp.Expr:
     Max(a, b)
     """
 
-    def pull(m: sp.Max) -> sp.Expr:
-        args = [sp.factor_terms(sp.together(a)) for a in m.args]
-        common = functools.reduce(sp.gcd, args)
-        if common == 1 or not common.is_positive:
-            return m
-        return common * m.func(*[sp.cancel(a / common) for a in args])
+    return expr.replace(lambda e: isinstance(e, sp.Max | sp.Min), _pull)
 
-    return expr.replace(lambda e: isinstance(e, sp.Max | sp.Min), pull)
+
+@functools.cache
+def _pull(m: sp.Max) -> sp.Expr:
+    """One max (or min) with its common factor pulled out; cached, since the same max recurs in
+    every equation built on it (step_time in cost_per_token, throughput, ...) and the
+    multivariate gcd is the slowest part of compiling the catalogue."""
+    args = [sp.factor_terms(sp.together(a)) for a in m.args]
+    common = functools.reduce(sp.gcd, args)
+    if common == 1 or not common.is_positive:
+        return m
+    return common * m.func(*[sp.cancel(a / common) for a in args])
 
 
 def latex_names() -> dict[sp.Symbol, str]:

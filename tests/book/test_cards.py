@@ -192,12 +192,11 @@ def test_every_equation_has_a_statement_card(deck):
         assert f"eq:{eq.id}:statement" in ids
 
 
-def test_cards_that_a_figure_helps_have_one(tmp_path):
-    from book import site
+def test_cards_that_a_figure_helps_have_one(rendered_docs):
     from book.cards import CARD_FIGURES
 
-    site.render(tmp_path)
-    text = (tmp_path / "cards" / "batching.md").read_text()
+    docs, _ = rendered_docs  # the session's one rendering of the site (tests/book/conftest.py)
+    text = (docs / "cards" / "batching.md").read_text()
     assert 'id="figure-latency_vs_batch"' in text and "<svg" in text
     assert set(CARD_FIGURES) <= {c.id for c in flashcards()}
 

@@ -1,6 +1,8 @@
 """Practice problems: seeded, with answers recomputed by an independent path, and the browser's
 answer checker property-tested under Node."""
 
+import atexit
+import functools
 import json
 import re
 import shutil
@@ -202,28 +204,44 @@ def test_unknown_chapter_and_bad_count():
 # -- the client-side answer checker, run under Node ----------------------------------------
 
 NODE = shutil.which("node") or shutil.which("nodejs")
+# One job per line in, one line of results out: a job sets the unit table, then checks its cases.
 RUNNER = """
 const api = require(process.argv[1]);
-let input = '';
-process.stdin.on('data', d => input += d);
-process.stdin.on('end', () => {
-  const job = JSON.parse(input);
+require('readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const job = JSON.parse(line);
   api.setUnits(job.table);
   console.log(JSON.stringify(job.cases.map(c => api.check(c.text, c.answer))));
 });
 """
 
 
+@functools.cache
+def _checker() -> subprocess.Popen:
+    """One Node process serves every check of this module (starting one per Hypothesis example
+    was most of this file's time); it ends when its input closes at exit."""
+    proc = subprocess.Popen(
+        [NODE, "-e", RUNNER, str(ASSETS / "javascripts" / "answer-check.js")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    atexit.register(proc.stdin.close)
+    return proc
+
+
+@functools.cache
+def _unit_table() -> dict:
+    return unit_table()  # the same for every check, and slow to make (most of a check's time)
+
+
 def run_checker(cases):
     assert NODE, "Node.js is needed to test the browser's answer checker and was not found"
-    done = subprocess.run(
-        [NODE, "-e", RUNNER, str(ASSETS / "javascripts" / "answer-check.js")],
-        input=json.dumps({"table": unit_table(), "cases": cases}),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(done.stdout)
+    proc = _checker()
+    proc.stdin.write(json.dumps({"table": _unit_table(), "cases": cases}) + "\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    assert line, f"the answer checker (node) stopped with exit status {proc.wait()}"
+    return json.loads(line)
 
 
 def spec(q, tolerance=0.01, mode="relative"):
