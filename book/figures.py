@@ -22,6 +22,8 @@ from book.format import quantity
 from units import Q_
 from units.presets import Presets, load
 
+KCTX = "ktoken/sequence"  # context lengths are tokens per sequence
+
 FOREGROUND = "#010101"  # replaced by currentColor in the SVG
 PALETTE = ("#1f77b4", "#e8710a", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 STYLE = {
@@ -460,12 +462,12 @@ def cost_vs_context(presets: Presets) -> Figure:
         .to("USD/Mtoken")
         .m
     )
-    kink = presets.parameter["price_kink_context"].value.to("token")
-    crossover = ev.q("kv_compute_crossover_context").to("token")
+    kink = presets.parameter["price_kink_context"].value.to("token/sequence")
+    crossover = ev.q("kv_compute_crossover_context").to("token/sequence")
 
     def draw(fig, ax):
         ax.loglog(contexts, cost, color=FOREGROUND, linewidth=2.4, label="cost per token")
-        _mark(ax, kink.m, f"price kink {quantity(kink.to('ktoken'))}")
+        _mark(ax, kink.m, f"price kink {quantity(kink.to(KCTX))}")
         _mark(ax, crossover.m, "KV = compute")
         ax.set_xlabel("context length (tokens)")
         ax.set_ylabel("cost (USD per million tokens)")
@@ -474,13 +476,13 @@ def cost_vs_context(presets: Presets) -> Figure:
     alt = (
         f"Cost per token against context length at the crossover batch for the same example: "
         f"flat while compute dominates, then rising linearly once KV fetch overtakes compute at "
-        f"{quantity(crossover.to('ktoken'))}; the long-context price kink is marked at "
-        f"{quantity(kink.to('ktoken'))}."
+        f"{quantity(crossover.to(KCTX))}; the long-context price kink is marked at "
+        f"{quantity(kink.to(KCTX))}."
     )
     caption = (
         f"Cost per token grows with context once the KV cache outweighs compute "
-        f"({quantity(crossover.to('ktoken'))} here). A provider whose kink sits at "
-        f"{quantity(kink.to('ktoken'))} has a far smaller KV cache per token."
+        f"({quantity(crossover.to(KCTX))} here). A provider whose kink sits at "
+        f"{quantity(kink.to(KCTX))} has a far smaller KV cache per token."
     )
     return _render("cost_vs_context", draw, alt, caption)
 

@@ -49,6 +49,9 @@ SPELLED_OUT = {
     "stage": "stages",
     "layer": "layers",
     "month": "months",
+    # context lengths are tokens per sequence
+    "tok/seq": "tokens per sequence",
+    "ktok/seq": "thousand tokens per sequence",
 }
 
 

@@ -20,6 +20,7 @@ from derivations.notation import (
     context_length,
     cost_per_token,
     crossover_batch,
+    decode_tokens_per_sequence,
     flops,
     flops_per_param_token,
     hbm_capacity,
@@ -59,11 +60,12 @@ B, F, W, C = batch_size.sym, flops.sym, mem_bandwidth.sym, hbm_capacity.sym
 N_t, N_a, b, k = n_total.sym, n_active.sym, weight_bytes_per_value.sym, kv_bytes_per_token.sym
 L, n, c_f, p = context_length.sym, n_chips.sym, flops_per_param_token.sym, price_per_chip_hour.sym
 tau = train_period.sym
+u = decode_tokens_per_sequence.sym
 
 FLOP_, M_W, M_KV = step_flops.sym, weight_bytes.sym, kv_bytes.sym
 RENT, TOKENS = step_rent.sym, tokens_per_step.sym
 
-COMPUTE = c_f * B * N_a / (n * F)
+COMPUTE = c_f * u * B * N_a / (n * F)
 WEIGHTS = N_t * b / (n * W)
 KV = B * L * k / (n * W)
 
@@ -83,10 +85,11 @@ compute_time_eq = register(
         derivation=Derivation(
             given(compute_time.sym, FLOP_ / (n * F), "a step's FLOPs shared by n chips of F each"),
             substitute(
-                {FLOP_: c_f * B * N_a},
+                {FLOP_: c_f * u * B * N_a},
                 compute_time.sym,
                 COMPUTE,
-                "each of the B new tokens costs c_fwd FLOPs per active parameter",
+                "the B sequences get u = 1 token each, and each token costs c_fwd FLOPs per "
+                "active parameter",
             ),
         ),
         summary="Every active parameter does one multiply-add per token, spread over n chips.",
@@ -192,7 +195,7 @@ cost_per_token_eq = register(
         id="cost_per_token",
         title="Cost per generated token",
         lhs=cost_per_token,
-        rhs=n * p * step_time.sym / B,
+        rhs=n * p * step_time.sym / (u * B),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "cost/token = T / B x $/GPU-s"),
         assumptions=(
@@ -208,10 +211,10 @@ cost_per_token_eq = register(
                 "n chips rented at p for the step time T",
             ),
             substitute(
-                {TOKENS: B},
+                {TOKENS: u * B},
                 cost_per_token.sym,
-                n * p * step_time.sym / B,
-                "one token for each of the B sequences",
+                n * p * step_time.sym / (u * B),
+                "u = 1 token for each of the B sequences",
             ),
         ),
         summary="Rent for the step over the tokens it makes: a hyperbola in B down to a floor.",
@@ -223,7 +226,7 @@ crossover_batch_eq = register(
         id="crossover_batch",
         title="Crossover batch size B*",
         lhs=crossover_batch,
-        rhs=F * N_t * b / (W * c_f * N_a),
+        rhs=F * N_t * b / (W * c_f * u * N_a),
         chapter=CHAPTER,
         source=Source(LECTURE, RATIO_AT, "B* = (FLOPs / mem_bw) x (N_total / N_active)"),
         assumptions=(
@@ -236,13 +239,16 @@ crossover_batch_eq = register(
                 COMPUTE, WEIGHTS, "at the crossover the compute time equals the weight-fetch time"
             ),
             rewrite(
-                c_f * B * N_a / F, N_t * b / W, "multiply both sides by n: the chip count cancels"
+                c_f * u * B * N_a / F,
+                N_t * b / W,
+                "multiply both sides by n: the chip count cancels",
             ),
-            solve(B, F * N_t * b / (W * c_f * N_a), "solve for the batch size"),
+            solve(B, F * N_t * b / (W * c_f * u * N_a), "solve for the batch size"),
             rename(
                 crossover_batch.sym,
-                sp.Mul(F / W, b / c_f, N_t / N_a, evaluate=False),
-                "group: the chip's FLOPs per byte, bytes per FLOP of a weight, and sparsity",
+                sp.Mul(F / W, b / (c_f * u), N_t / N_a, evaluate=False),
+                "group: the chip's FLOPs per byte, bytes per FLOP of a weight (u = 1 token per "
+                "sequence turns it into a batch), and sparsity",
             ),
         ),
         summary="Below B* a step is limited by reading weights; above it, by compute. "
@@ -342,17 +348,17 @@ throughput_eq = register(
         id="throughput",
         title="Throughput of one replica",
         lhs=throughput,
-        rhs=B / step_time.sym,
+        rhs=u * B / step_time.sym,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "throughput = B / step"),
         assumptions=("each sequence receives one token per step",),
         derivation=Derivation(
             given(throughput.sym, TOKENS / step_time.sym, "tokens per step over seconds per step"),
             substitute(
-                {TOKENS: B},
+                {TOKENS: u * B},
                 throughput.sym,
-                B / step_time.sym,
-                "one token for each of the B sequences",
+                u * B / step_time.sym,
+                "u = 1 token for each of the B sequences",
             ),
         ),
         summary="Tokens per step over seconds per step.",
@@ -367,7 +373,7 @@ register(
         id="throughput_per_sequence",
         title="Tokens per second per sequence when a step reads all of HBM",
         lhs=sequence_token_rate,
-        rhs=1 / hbm_drain_time.sym,
+        rhs=u / hbm_drain_time.sym,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "throughput = B / step ~ 64 B (1/15.6 ms)"),
         assumptions=(
@@ -378,15 +384,15 @@ register(
         derivation=Derivation(
             given(sequence_token_rate.sym, throughput.sym / B, "the replica's rate per sequence"),
             substitute(
-                {throughput.sym: B / step_time.sym},
+                {throughput.sym: u * B / step_time.sym},
                 sequence_token_rate.sym,
-                1 / step_time.sym,
-                "throughput is B tokens per step: B cancels",
+                u / step_time.sym,
+                "throughput is u B tokens per step: B cancels",
             ),
             substitute(
                 {step_time.sym: hbm_drain_time.sym},
                 sequence_token_rate.sym,
-                1 / hbm_drain_time.sym,
+                u / hbm_drain_time.sym,
                 "a step that reads all of HBM once lasts one drain time",
             ),
         ),

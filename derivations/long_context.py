@@ -30,6 +30,7 @@ from derivations.notation import (
     d_model,
     decode_prefill_ratio,
     decode_time_per_token,
+    decode_tokens_per_sequence,
     dense_layers,
     embedding_matrices,
     embeddings_active,
@@ -55,6 +56,7 @@ from derivations.notation import (
     kv_compute_context,
     kv_lora_rank,
     kv_values_per_token,
+    kv_vectors_per_token,
     kv_weight_context,
     mem_bandwidth,
     mla_attention_params,
@@ -75,11 +77,13 @@ from derivations.notation import (
     sliding_window_layers,
     step_time,
     tier_bandwidth,
+    tier_cache_bytes,
     tier_capacity,
     tier_drain_time,
     tier_fill_fraction,
     tier_price,
     v_head_dim,
+    vectors_per_token,
     vocab,
     weight_bytes_per_value,
 )
@@ -93,6 +97,8 @@ B, L, k, b = batch_size.sym, context_length.sym, kv_bytes_per_token.sym, weight_
 b_kv = kv_bytes_per_value.sym
 F, W, n, c_f = flops.sym, mem_bandwidth.sym, n_chips.sym, flops_per_param_token.sym
 N_t, N_a, p = n_total.sym, n_active.sym, price_per_chip_hour.sym
+nu, nu_kv = vectors_per_token.sym, kv_vectors_per_token.sym
+u = decode_tokens_per_sequence.sym
 layers, d, h, h_kv, d_h = n_layers.sym, d_model.sym, n_heads.sym, n_kv_heads.sym, head_dim.sym
 m_ff, V = ffn_matrices.sym, vocab.sym
 
@@ -115,7 +121,7 @@ register(
     )
 )
 
-GQA_VALUES = 2 * global_layers.sym * h_kv * d_h
+GQA_VALUES = nu_kv * global_layers.sym * h_kv * d_h
 register(
     Equation(
         id="gqa_kv_values_per_token",
@@ -125,14 +131,15 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "unique KV layers x 2 x d_head x n_kv_heads"),
         assumptions=(
-            "every KV head caches one key and one value of head_dim values",
+            "every KV head caches nu_KV = 2 vectors (one key and one value) of head_dim values "
+            "per token",
             "MHA is the case h_KV = h; MQA is the case h_KV = 1",
         ),
         summary="A key and a value per KV head per global layer.",
     )
 )
 
-MLA_VALUES = layers * (kv_lora_rank.sym + qk_rope_head_dim.sym)
+MLA_VALUES = nu * layers * (kv_lora_rank.sym + qk_rope_head_dim.sym)
 register(
     Equation(
         id="mla_kv_values_per_token",
@@ -142,7 +149,8 @@ register(
         chapter=CHAPTER,
         source=Source("DeepSeek-V2/V3 technical reports (MLA)", "", "c_KV and k_rope cached"),
         assumptions=(
-            "each layer caches one compressed latent shared by all heads, plus one rotary key",
+            "each layer caches nu = 1 vector per token: one compressed latent shared by all "
+            "heads, with one rotary key",
         ),
         summary="One latent and one shared rotary key per layer, whatever the head count.",
     )
@@ -222,19 +230,19 @@ ARCH_TOTAL = (
     + MLP_DENSE
     + MOE_LAYERS * (experts_routed.sym + experts_shared.sym) * m_ff * d * d_ff_expert.sym
     + ROUTER
-    + embedding_matrices.sym * V * d
+    + embedding_matrices.sym * nu * V * d
 )
 ARCH_ACTIVE = (
     layers * attention_params.sym
     + MLP_DENSE
     + MOE_LAYERS * (experts_active.sym + experts_shared.sym) * m_ff * d * d_ff_expert.sym
     + ROUTER
-    + embeddings_active.sym * V * d
+    + embeddings_active.sym * nu * V * d
 )
 PARAM_ASSUMPTIONS = (
     "every MLP is gated (three matrices of d by its hidden width)",
-    "input and output embeddings are separate matrices of V by d, or one shared matrix when "
-    "the model ties them (tied_embeddings = true)",
+    "input and output embeddings are separate matrices of V by d (nu = 1 row of d values per "
+    "vocabulary token), or one shared matrix when the model ties them (tied_embeddings = true)",
     "norms and biases are left out (under 0.1% of every preset)",
 )
 register(
@@ -266,7 +274,7 @@ register(
 
 # -- where the KV cache takes over -------------------------------------------------------------
 
-COMPUTE = c_f * B * N_a / (n * F)
+COMPUTE = c_f * u * B * N_a / (n * F)
 KV = B * L * k / (n * W)
 WEIGHTS = N_t * b / (n * W)
 register(
@@ -274,15 +282,17 @@ register(
         id="kv_compute_crossover_context",
         title="Context at which KV fetch equals compute",
         lhs=kv_compute_context,
-        rhs=c_f * N_a * W / (F * k),
+        rhs=c_f * u * N_a * W / (F * k),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "+50% above 200k tokens => KV fetch = compute"),
         assumptions=("attention FLOPs are ignored", "compute and KV reads overlap"),
         derivation=Derivation(
             given(KV, COMPUTE, "at the crossover the KV-fetch time equals the compute time"),
-            rewrite(L * k / W, c_f * N_a / F, "divide both sides by B / n: batch and chips cancel"),
-            solve(L, c_f * N_a * W / (F * k), "solve for the context length"),
-            rename(kv_compute_context.sym, c_f * N_a * W / (F * k), "name it"),
+            rewrite(
+                L * k / W, c_f * u * N_a / F, "divide both sides by B / n: batch and chips cancel"
+            ),
+            solve(L, c_f * u * N_a * W / (F * k), "solve for the context length"),
+            rename(kv_compute_context.sym, c_f * u * N_a * W / (F * k), "name it"),
         ),
         summary="Beyond this context a token's KV reads take longer than its multiplies, "
         "whatever the batch: the chip's bytes per FLOP times active parameters over KV bytes.",
@@ -315,7 +325,7 @@ register(
         id="kv_bytes_from_price_kink",
         title="KV bytes per token implied by a price kink",
         lhs=implied_kv_bytes_per_token,
-        rhs=c_f * N_a * W / (F * L_kink),
+        rhs=c_f * u * N_a * W / (F * L_kink),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "bytes_per_token = (mem_bw/FLOPs) N_active / len_ctx"),
         assumptions=(
@@ -325,17 +335,17 @@ register(
         derivation=Derivation(
             given(
                 kv_compute_context.sym,
-                c_f * N_a * W / (F * k),
+                c_f * u * N_a * W / (F * k),
                 "the context at which KV fetch equals compute",
             ),
             substitute(
                 {kv_compute_context.sym: L_kink},
                 L_kink,
-                c_f * N_a * W / (F * k),
+                c_f * u * N_a * W / (F * k),
                 "suppose the price kink sits at that context",
             ),
-            solve(k, c_f * N_a * W / (F * L_kink), "solve for the KV bytes per token"),
-            rename(implied_kv_bytes_per_token.sym, c_f * N_a * W / (F * L_kink), "name it"),
+            solve(k, c_f * u * N_a * W / (F * L_kink), "solve for the KV bytes per token"),
+            rename(implied_kv_bytes_per_token.sym, c_f * u * N_a * W / (F * L_kink), "name it"),
         ),
         summary="Read backwards, the kink's position tells how many KV bytes a token costs.",
     )
@@ -429,9 +439,9 @@ register(
         source=Source(LECTURE, SECTION_F, "tier with capacity/bandwidth ~ hold time"),
         assumptions=("the cache fills a fraction phi of the device and is read at full bandwidth",),
         derivation=Derivation(
-            given(tier_drain_time.sym, cache_bytes.sym / W_t, "the caches' bytes read back"),
+            given(tier_drain_time.sym, tier_cache_bytes.sym / W_t, "the caches' bytes read back"),
             substitute(
-                {cache_bytes.sym: phi * C_t},
+                {tier_cache_bytes.sym: phi * C_t},
                 tier_drain_time.sym,
                 phi * C_t / W_t,
                 "they fill a fraction phi of the device",

@@ -21,6 +21,7 @@ from derivations.notation import (
     compute_cost_floor,
     cost_per_token,
     d_model,
+    decode_tokens_per_sequence,
     dispatch_bytes,
     expert_parallel_chips,
     experts_active,
@@ -44,6 +45,7 @@ from derivations.notation import (
     scaleup_hbm,
     scaleup_param_capacity,
     step_time,
+    vectors_per_token,
     weight_bytes_per_value,
 )
 
@@ -55,6 +57,7 @@ E, k, d = expert_parallel_chips.sym, experts_active.sym, d_model.sym
 b, b_w = activation_bytes_per_value.sym, weight_bytes_per_value.sym
 r, f, pi = racks_spanned.sym, offrack_fraction.sym, scale_out_penalty.sym
 S_up, S_out, B = scale_up_bandwidth.sym, scale_out_bandwidth.sym, batch_size.sym
+u, nu = decode_tokens_per_sequence.sym, vectors_per_token.sym
 
 register(
     Equation(
@@ -74,11 +77,12 @@ register(
         id="alltoall_bytes_per_token",
         title="All-to-all bytes per token per MoE layer",
         lhs=alltoall_bytes,
-        rhs=2 * k * d * b,
+        rhs=2 * nu * k * d * b,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "all-to-all dispatch + combine"),
         assumptions=(
-            "a token's activation (d values) goes to each of its k experts and comes back",
+            "a token's activation (nu = 1 vector of d values) goes to each of its k experts and "
+            "comes back",
             "activations travel at the compute precision, b_act bytes per value",
             "shared experts sit with the token and send nothing",
         ),
@@ -89,9 +93,9 @@ register(
                 "a token is dispatched to its experts and their outputs combined",
             ),
             substitute(
-                {dispatch_bytes.sym: k * d * b, combine_bytes.sym: k * d * b},
+                {dispatch_bytes.sym: nu * k * d * b, combine_bytes.sym: nu * k * d * b},
                 alltoall_bytes.sym,
-                2 * k * d * b,
+                2 * nu * k * d * b,
                 "each way moves one activation of d values per expert",
             ),
         ),
@@ -128,23 +132,24 @@ register(
         id="alltoall_time",
         title="All-to-all time of one MoE layer",
         lhs=alltoall_time,
-        rhs=B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up),
+        rhs=u * B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "scale-out ~8x slower than scale-up"),
         assumptions=(
+            "each of the B sequences sends u = 1 token through the layer per step",
             "the batch's traffic is spread evenly over the E chips",
             "off-rack bytes move pi times slower than on-rack bytes",
         ),
         derivation=Derivation(
             given(
                 alltoall_time.sym,
-                B * alltoall_bytes.sym * (1 - f) / (E * S_up)
-                + B * alltoall_bytes.sym * f / (E * S_up / pi),
+                u * B * alltoall_bytes.sym * (1 - f) / (E * S_up)
+                + u * B * alltoall_bytes.sym * f / (E * S_up / pi),
                 "on-rack bytes at the scale-up bandwidth, off-rack bytes at pi times less",
             ),
             rewrite(
                 alltoall_time.sym,
-                B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up),
+                u * B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up),
                 "factor out the one-rack time",
             ),
         ),
@@ -164,8 +169,8 @@ register(
         derivation=Derivation(
             given(
                 multi_rack_slowdown.sym,
-                (B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up))
-                / (B * alltoall_bytes.sym / (E * S_up)),
+                (u * B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up))
+                / (u * B * alltoall_bytes.sym / (E * S_up)),
                 "all-to-all time over r racks divided by the time within one rack (f = 0)",
             ),
             rewrite(multi_rack_slowdown.sym, (1 - f) + f * pi, "everything but the mix cancels"),
@@ -234,14 +239,16 @@ register(
         source=Source(LECTURE, SECTION_B, "active params limited by compute cost"),
         assumptions=("the batch is past the crossover and KV reads are not the bottleneck",),
         derivation=Derivation(
-            given(cost_per_token.sym, n * p * step_time.sym / B, "chapter A's cost per token"),
+            given(
+                cost_per_token.sym, n * p * step_time.sym / (u * B), "chapter A's cost per token"
+            ),
             substitute(
                 {
-                    step_time.sym: c_f * B * N_a / (n * F),
+                    step_time.sym: c_f * u * B * N_a / (n * F),
                     cost_per_token.sym: compute_cost_floor.sym,
                 },
                 compute_cost_floor.sym,
-                n * p * (c_f * B * N_a / (n * F)) / B,
+                n * p * (c_f * u * B * N_a / (n * F)) / (u * B),
                 "past the crossover the step takes its compute time",
             ),
             rewrite(compute_cost_floor.sym, c_f * N_a * p / F, "batch and chips cancel"),

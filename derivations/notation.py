@@ -19,6 +19,32 @@ flops_per_param_token = constant(
     "a matrix-vector product does one multiply-add (2 FLOP) per weight per token",
 )
 
+decode_tokens_per_sequence = constant(
+    "decode_tokens_per_sequence",
+    "1 token/sequence",
+    "tokens one decode step gives each sequence of the batch: one (the lecture's hidden factor "
+    "that turns B sequences into B tokens per step)",
+    r"u",
+    "a decode step appends one token to every sequence in the batch (no speculative decoding)",
+)
+
+vectors_per_token = constant(
+    "vectors_per_token",
+    "1 1/token",
+    "vectors of d values one token carries: one (its residual-stream vector, or its row of an "
+    "embedding matrix); the hidden factor that turns a width in values into values per token",
+    r"\nu",
+    "a transformer represents each token by one residual-stream vector per layer",
+)
+kv_vectors_per_token = constant(
+    "kv_vectors_per_token",
+    "2 1/token",
+    "vectors the KV cache keeps per token of context, per layer and KV head: two (a key and a "
+    "value), the lecture's factor of 2",
+    r"\nu_{\mathrm{KV}}",
+    "attention caches one key and one value vector per token, layer and KV head",
+)
+
 # -- hardware ----------------------------------------------------------------------------------
 flops = symbol(
     "flops", "FLOP/s", "dense FLOP/s of one chip at the compute precision", r"F", display="TFLOP/s"
@@ -78,7 +104,11 @@ batch_size = symbol(
     "batch_size", "sequence", "sequences in the batch, each getting one new token per step", r"B"
 )
 context_length = symbol(
-    "context_length", "token", "tokens of context per sequence", r"L_{\mathrm{ctx}}"
+    "context_length",
+    "token/sequence",
+    "tokens of context per sequence",
+    r"L_{\mathrm{ctx}}",
+    display="token/sequence",
 )
 train_period = symbol("train_period", "s", "time between batch departures", r"\tau", display="ms")
 
@@ -184,7 +214,7 @@ tokens_per_step = symbol(
 
 # -- model architecture (read from a model preset's fields) ------------------------------------
 n_layers = symbol("n_layers", "layer", "transformer layers", r"n_{\mathrm{layers}}")
-d_model = symbol("d_model", "value/token", "width of the residual stream", r"d")
+d_model = symbol("d_model", "value", "width of the residual stream", r"d")
 n_heads = symbol("n_heads", "head", "query heads per layer", r"h")
 n_kv_heads = symbol("n_kv_heads", "head", "key/value heads per layer (GQA)", r"h_{\mathrm{KV}}")
 head_dim = symbol("head_dim", "value/head", "values per attention head", r"d_{h}")
@@ -295,24 +325,24 @@ arch_params_active = symbol(
 )
 kv_compute_context = symbol(
     "kv_compute_context",
-    "token",
+    "token/sequence",
     "context length at which KV-fetch time equals compute time",
     r"L_{\mathrm{KV}=\mathrm{compute}}",
-    display="ktoken",
+    display="ktoken/sequence",
 )
 kv_weight_context = symbol(
     "kv_weight_context",
-    "token",
+    "token/sequence",
     "context length at which KV-fetch time equals weight-fetch time",
     r"L_{\mathrm{KV}=\mathrm{weights}}",
-    display="ktoken",
+    display="ktoken/sequence",
 )
 price_kink_context = symbol(
     "price_kink_context",
-    "token",
+    "token/sequence",
     "context length at which a price list steps up",
     r"L_{\mathrm{kink}}",
-    display="ktoken",
+    display="ktoken/sequence",
 )
 implied_kv_bytes_per_token = symbol(
     "implied_kv_bytes_per_token",
@@ -407,13 +437,13 @@ tier_price = symbol(
 )
 cache_hold_cost = symbol(
     "cache_hold_cost",
-    "USD/hour",
+    "USD/hour/sequence",
     "cost of holding one sequence's KV cache in a tier",
     r"c_{\mathrm{hold}}",
 )
 cache_recompute_cost = symbol(
     "cache_recompute_cost",
-    "USD",
+    "USD/sequence",
     "cost of recomputing one sequence's KV cache (a prefill)",
     r"c_{\mathrm{remat}}",
 )
@@ -747,6 +777,14 @@ loss = symbol("loss", "dimensionless", "pre-training loss (nats per token)", r"\
 loss_irreducible = symbol("loss_irreducible", "dimensionless", "irreducible loss", r"\mathcal{E}")
 loss_param_coeff = symbol("loss_param_coeff", "dimensionless", "parameter term's scale", r"A")
 loss_data_coeff = symbol("loss_data_coeff", "dimensionless", "data term's scale", r"\mathcal{B}")
+fit_token_unit = constant(
+    "fit_token_unit",
+    "1 token",
+    "the unit the loss fits count training tokens in: D / D_0 is the pure number a power law "
+    "can raise (a count of tokens cannot be raised to the power beta)",
+    r"D_{0}",
+    "Hoffmann et al. 2022 and Besiroglu et al. 2024 fit the loss with D counted in tokens",
+)
 loss_param_exponent = symbol(
     "loss_param_exponent", "dimensionless", "parameter term's exponent", r"\alpha"
 )
@@ -842,7 +880,18 @@ home_rack_share = symbol(
     r"p_{\mathrm{home}}",
 )
 cache_bytes = symbol(
-    "cache_bytes", "byte", "bytes of one sequence's KV cache", r"M_{\mathrm{cache}}", "GB"
+    "cache_bytes",
+    "byte/sequence",
+    "bytes of one sequence's KV cache",
+    r"M_{\mathrm{cache}}",
+    "GB/sequence",
+)
+tier_cache_bytes = symbol(
+    "tier_cache_bytes",
+    "byte",
+    "bytes of the caches a memory device holds",
+    r"M_{\mathrm{tier}}",
+    "GB",
 )
 hop_count = symbol(
     "hop_count", "dimensionless", "hops a token makes per step", r"h_{\mathrm{hops}}"

@@ -44,6 +44,7 @@ from derivations.notation import (
     scaleup_time_per_token,
     traffic_time_ratio,
     train_period,
+    vectors_per_token,
     weight_bytes,
     weight_bytes_per_value,
 )
@@ -123,6 +124,7 @@ register(
 t_up, t_out = scaleup_time_per_token.sym, scaleout_time_per_token.sym
 S_up, S_out, pi = scale_up_bandwidth.sym, scale_out_bandwidth.sym, scale_out_penalty.sym
 ell, kk, d = layers_per_stage.sym, experts_active.sym, d_model.sym
+nu = vectors_per_token.sym
 register(
     Equation(
         id="scaleup_scaleout_ratio",
@@ -132,22 +134,23 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE_C, SECTION_C, "t_up/t_out = (1/8) 2 k layers_per_stage >= 1"),
         assumptions=(
-            "inside a stage each MoE layer's all-to-all moves 2 k activations per token",
+            "inside a stage each MoE layer's all-to-all moves 2 k activations per token (nu = 1 "
+            "vector of d values each)",
             "between stages one activation per token crosses the scale-out network",
         ),
         derivation=Derivation(
             given(traffic_time_ratio.sym, t_up / t_out, "the two times per token"),
             substitute(
-                {t_up: ell * 2 * kk * d * b_act / S_up, t_out: d * b_act / S_out},
+                {t_up: ell * 2 * kk * nu * d * b_act / S_up, t_out: nu * d * b_act / S_out},
                 traffic_time_ratio.sym,
-                (ell * 2 * kk * d * b_act / S_up) / (d * b_act / S_out),
+                (ell * 2 * kk * nu * d * b_act / S_up) / (nu * d * b_act / S_out),
                 "all-to-all bytes of the stage's layers over scale-up; one activation over "
                 "scale-out",
             ),
             substitute(
                 {S_out: S_up / pi},
                 traffic_time_ratio.sym,
-                (ell * 2 * kk * d * b_act / S_up) / (d * b_act * pi / S_up),
+                (ell * 2 * kk * nu * d * b_act / S_up) / (nu * d * b_act * pi / S_up),
                 "scale-out is pi times slower",
             ),
             rewrite(
@@ -312,7 +315,7 @@ register(
 )
 
 c_act, layers = activation_bytes_factor.sym, n_layers.sym
-FULL_ACT = layers * B * L * c_act * d
+FULL_ACT = nu * layers * B * L * c_act * d
 register(
     Equation(
         id="full_activation_memory",

@@ -35,9 +35,22 @@ MAX_UNIT_CHARS = 100
 MAX_EXPONENT = 12
 MAX_NUMBER_CHARS = 400
 
-# The dimensions of counts (tokens, sequences, chips, ...): a bare number is read in such a unit.
-# Counts are dimensionless today, so only the empty dimensionality qualifies.
-COUNT_DIMENSIONS: frozenset[str] = frozenset()
+# The dimensions of counts (tokens, sequences, values, ...; units/definitions.txt): a bare number
+# is read in a unit made only of these (and of dimensionless ones, such as the chip).
+COUNT_DIMENSIONS: frozenset[str] = frozenset(
+    f"[{name}]"
+    for name in (
+        "token",
+        "parameter",
+        "sequence",
+        "value",
+        "expert",
+        "layer",
+        "head",
+        "stage",
+        "rack",
+    )
+)
 
 
 def is_count(unit) -> bool:

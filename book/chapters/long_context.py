@@ -32,7 +32,9 @@ def context(presets: Presets) -> dict:
         "crossovers": _crossover_table(presets),
         "hardware": presets.get("hardware", HARDWARE).name,
         "frontier": quantity(frontier.to("Gparameter")),
-        "kink_context": quantity(presets.parameter["price_kink_context"].value.to("ktoken")),
+        "kink_context": quantity(
+            presets.parameter["price_kink_context"].value.to("ktoken/sequence")
+        ),
         "kink": kink,
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "apis": _api_table(presets),
@@ -85,7 +87,10 @@ def _model_table(presets: Presets) -> dict:
 
 
 def _crossover_table(presets: Presets) -> dict:
-    columns = (("KV = compute", "ktoken"), ("KV = weights at B*", "ktoken"))
+    columns = (
+        ("KV = compute", "ktoken/sequence"),
+        ("KV = weights at B*", "ktoken/sequence"),
+    )
     rows = []
     for m in presets.model.values():
         ev = Evaluator(presets, HARDWARE, m.id)

@@ -123,7 +123,9 @@ def test_price_kink_inverts_the_crossover(flops, bandwidth, active, kink):
     back = get("kv_compute_crossover_context").evaluate(
         flops=flops, mem_bandwidth=bandwidth, n_active=active, kv_bytes_per_token=implied
     )
-    assert back.to("token").magnitude == pytest.approx(kink.to("token").magnitude, rel=1e-9)
+    assert back.to("token/sequence").magnitude == pytest.approx(
+        kink.to("token/sequence").magnitude, rel=1e-9
+    )
 
 
 def test_kv_weight_context_halves_when_the_batch_doubles():
@@ -177,7 +179,7 @@ def test_hbm_holding_price_is_the_chip_rent_over_its_capacity():
     # lecture_gpu: 2 USD per chip-hour over 80 GB; one Llama 70B sequence of 8192 tokens holds
     # 8192 x 327,680 bytes.
     hold = get("cache_hold_cost").evaluate(tier="hbm_h100", model="llama_3_1_70b")
-    assert hold.to("USD/hour").m == pytest.approx(8192 * 327680 * 2 / 80e9)
+    assert hold.to("USD/hour/sequence").m == pytest.approx(8192 * 327680 * 2 / 80e9)
 
 
 def test_cheaper_tiers_hold_longer_before_recomputing_wins():
@@ -245,11 +247,11 @@ def test_attention_parameter_counts_by_hand():
 def test_recompute_cost_is_linear_in_context(length, factor):
     eq = get("cache_recompute_cost")
     kw = dict(hardware="h100_sxm", model="llama_3_1_70b")
-    one = eq.evaluate(context_length=length, **kw).to("USD").m
-    more = eq.evaluate(context_length=length * factor, **kw).to("USD").m
+    one = eq.evaluate(context_length=length, **kw).to("USD/sequence").m
+    more = eq.evaluate(context_length=length * factor, **kw).to("USD/sequence").m
     assert more == pytest.approx(one * factor)
     # by hand: L x 2 FLOP x 70.6e9 / 989.4e12 FLOP/s x 2 USD per 3600 s
-    assert one == pytest.approx(length.to("token").m * 2 * 70.6e9 / 989.4e12 * 2 / 3600)
+    assert one == pytest.approx(length.to("token/sequence").m * 2 * 70.6e9 / 989.4e12 * 2 / 3600)
 
 
 # -- KV cache per sequence and batch; the cache-write premium ----------------------------------
@@ -259,7 +261,7 @@ def test_kv_cache_per_sequence_and_batch_by_hand():
     # facts.md: Llama 3.1 70B caches 327,680 bytes per token at BF16; 8,192 tokens of context.
     seq = get("kv_cache_per_sequence").evaluate(model="llama_3_1_70b")
     batch = get("kv_cache_per_batch").evaluate(model="llama_3_1_70b", batch_size=64)
-    assert seq.to("byte").m == pytest.approx(327_680 * 8192)
+    assert seq.to("byte/sequence").m == pytest.approx(327_680 * 8192)
     assert batch.to("byte").m == pytest.approx(64 * 327_680 * 8192)
 
 
@@ -267,7 +269,7 @@ def test_kv_cache_per_sequence_and_batch_by_hand():
 def test_a_batch_caches_b_sequences(model, batch, length):
     one = get("kv_cache_per_sequence").evaluate(model=model, context_length=length)
     many = get("kv_cache_per_batch").evaluate(model=model, context_length=length, batch_size=batch)
-    assert many.to("byte").m == pytest.approx(batch.m * one.to("byte").m, rel=1e-9)
+    assert many.to("byte").m == pytest.approx(batch.m * one.to("byte/sequence").m, rel=1e-9)
 
 
 def test_cache_write_premium_against_holding_on_hbm_by_hand():
