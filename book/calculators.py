@@ -17,7 +17,8 @@ import json
 import sympy as sp
 
 import derivations
-from book.cards import reference_case
+from book.cases import reference_case
+from book.format import unit as unit_words
 from derivations.core import Constant, Equation
 from derivations.inputs import BINDINGS, DEFAULT_CHOICES, Resolver
 from units import Q_, ChalkboardError
@@ -97,6 +98,7 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
             "name": eq.lhs.name,
             "latex": eq.lhs.latex,
             "unit": f"{eq.lhs.display_unit:~P}",
+            "shown_unit": unit_words(eq.lhs.display_unit),
             "factor": _factor(eq.lhs.display_unit),
         },
         "args": [
@@ -105,6 +107,7 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
                 "latex": s.latex,
                 "meaning": s.meaning,
                 "unit": f"{s.display_unit:~P}",
+                "shown_unit": unit_words(s.display_unit),
                 "factor": _factor(s.display_unit),
                 "from": source_of(s.name),
                 "value": _tidy(values[s.name].to(s.display_unit).magnitude),
@@ -203,10 +206,11 @@ def calculator_html(spec: dict) -> str:
     for a in spec["args"]:
         readonly = " readonly" if a["from"] == "constant" else ""
         rows.append(
-            f'<tr><td>\\({e(a["latex"])}\\)</td><td><input type="number" step="any" min="0" '
+            f'<tr><td>{_math(a["latex"])}</td><td><input type="number" step="any" min="0" '
             f'data-arg="{a["name"]}" data-from="{a["from"]}" data-factor="{a["factor"]!r}" '
-            f'value="{a["value"]!r}" aria-label="{e(a["name"])} in {e(a["unit"])}"{readonly}>'
-            f"</td><td>{e(a['unit'])}</td><td>{e(a['meaning'])}</td></tr>"
+            f'value="{a["value"]!r}" '
+            f'aria-label="{e(a["meaning"])} in {e(a["shown_unit"])}"{readonly}>'
+            f"</td><td>{e(a['shown_unit'])}</td><td>{e(a['meaning'])}</td></tr>"
         )
     out = spec["output"]
     return (
@@ -215,7 +219,14 @@ def calculator_html(spec: dict) -> str:
         f'<div class="chalkboard-calc-pickers">{" ".join(pickers)}</div>'
         "<table><thead><tr><th>symbol</th><th>value</th><th>unit</th><th>meaning</th></tr>"
         f"</thead><tbody>{''.join(rows)}</tbody></table>"
-        f'<p class="chalkboard-calc-result">\\({e(out["latex"])}\\) = '
-        f'<output data-value="{spec["value"]!r}">{number(spec["value"], 6)}</output> '
-        f"{e(out['unit'])}</p></details>"
+        f'<p class="chalkboard-calc-result">{_math(out["latex"])} = '
+        f'<output data-value="{spec["value"]!r}">{number(spec["value"])}</output> '
+        f"{e(out['shown_unit'])}</p></details>"
     )
+
+
+def _math(tex: str) -> str:
+    """Inline math the build typesets (book/mathrender.py reads arithmatex's markup)."""
+    from html import escape
+
+    return f'<span class="arithmatex">\\({escape(tex)}\\)</span>'

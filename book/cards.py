@@ -1,9 +1,15 @@
-"""Flashcards generated from the equation catalogue, the presets and the claims audit.
+"""Flashcards that test understanding, from the equation catalogue, the presets and the claims.
 
-Each card has a stable id (``eq:crossover_batch:statement``), a chapter, a front and a back in
-Markdown with ``$...$`` math, and the equation, preset or claim it comes from. Kinds: an
-equation's statement; its derivation's key step; which of its terms dominates on a reference
-case; a worked number on presets; and each claim of the lecture with its verdict.
+Each card has a stable id (``eq:crossover_batch:statement``), a chapter, a kind, a front and a
+back in Markdown with ``$...$`` math, and the equation, chapter or claim it comes from. Kinds:
+
+- *concept*: why / what-if / which-regime questions written in ``book/concepts.toml``, their
+  numbers filled from equations and presets, together covering the lecture's own deck;
+- *elasticity*: "X doubles: what happens to B*, the cost floor, the drain time?" from
+  ``eq.elasticities``; *regime*: compute- or memory-bound, and by how much; *comparison*:
+  which of two presets wins, by what factor, and which figures differ;
+- *statement* (an equation to recall), *dominance* (which term dominates on a case), *number*
+  (only the numbers worth memorising) and *claim* (a verdict with its reason).
 
 >>> cards = flashcards()
 >>> len(cards) >= 3 * 27
@@ -15,41 +21,22 @@ True
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 import derivations
-from book.format import quantity
+from book.cases import (  # noqa: F401 (public names)
+    PRECISIONS,
+    PRESET_KINDS,
+    REFERENCE,
+    precision_words,
+    reference_case,
+)
+from book.format import given_text, markdown_text, number, prose, quantity, sentence
 from derivations.core import Equation
 from units import ChalkboardError
 from units.presets import Presets, load
-
-# The case each chapter's numbers are worked on: preset choices and inputs without a default.
-REFERENCE = {
-    "batching": dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=2048),
-    "moe": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=2048),
-    "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=1),
-    "overtraining": dict(
-        model="kimi_k2",
-        training_flops="1e25 FLOP",
-        cost_product="1e50 FLOP**2",
-        rl_tokens="1e13 token",
-        # training time and MFU: DeepSeek-V3's 2,048 chips and 2.664M chip-hours (README), an
-        # MFU of 0.4, and the H100's dense BF16 peak (facts.md) without choosing a hardware
-        # preset for the whole chapter
-        training_chips="2048 chip",
-        training_chip_hours="2.664e6 chip*hour",
-        mfu="0.4",
-        flops="989.4 TFLOP/s",
-    ),
-    "long_context": dict(
-        hardware="h100_sxm",
-        model="llama_3_1_70b",
-        api="claude_opus_4_6",
-        tier="flash_nvme",
-        batch_size=64,
-    ),
-    "reversible": dict(model="llama_3_1_70b", batch_size=1),
-}
 
 
 @dataclass(frozen=True)
@@ -60,63 +47,22 @@ class Card:
     front: str
     back: str
     source: str
+    givens: tuple[str, ...] = ()  # the preset kinds and inputs the front names
+    covers: tuple[str, ...] = ()  # lecture-deck topics (concept cards)
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("id", "chapter", "kind", "front", "back", "source")}
-
-
-PRECISIONS = ("precision", "weight_precision", "kv_precision", "compute_precision")
-PRESET_KINDS = ("hardware", "model", *PRECISIONS, "api", "tier", "fit", "price")
-
-
-def reference_case(eq: Equation, presets: Presets) -> dict | None:
-    """Evaluation keywords for ``eq``: its chapter's reference case narrowed to what it reads,
-    with another model preset when the reference model lacks a figure it needs (an MLA count
-    on a GQA model, say); None when nothing works."""
-    from derivations.inputs import reachable
-
-    allowed = set(reachable(eq))
-    case = {
-        k: v for k, v in REFERENCE.get(eq.chapter, {}).items() if k in PRESET_KINDS or k in allowed
-    }
-    models = [case.get("model")] + [m for m in presets.ids("model") if m != case.get("model")]
-    for model in models if "model" in case else [None]:
-        kw = dict(case, model=model) if model else case
-        try:
-            eq.evaluate(presets=presets, **kw)
-        except ChalkboardError:
-            continue
-        return kw
-    return None
+        out = {k: getattr(self, k) for k in ("id", "chapter", "kind", "front", "back", "source")}
+        return out | ({"covers": list(self.covers)} if self.covers else {})
 
 
 NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by their names
-
-
-def precision_words(kw: dict) -> str:
-    """How a case's precisions read: ``'FP8'``, or ``'FP4 weights, FP8 KV cache, FP8 math'``
-    when they differ (each role not given takes ``precision``).
-
-    >>> precision_words(dict(precision="fp8", weight_precision="fp4"))
-    'FP4 weights, FP8 KV cache, FP8 math'
-    """
-    if not any(k in kw for k in PRECISIONS):
-        return ""
-    base = str(kw.get("precision") or "bf16").upper()
-    roles = {
-        role: str(kw.get(f"{key}_precision") or base).upper()
-        for key, role in (("weight", "weights"), ("kv", "KV cache"), ("compute", "math"))
-    }
-    if len(set(roles.values())) == 1:
-        return next(iter(roles.values()))
-    return ", ".join(f"{p} {role}" for role, p in roles.items())
 
 
 def _describe(kw: dict, presets: Presets) -> str:
     parts = [presets.get(k, v).name for k, v in kw.items() if k in NAMED_KINDS]
     if precision_words(kw):
         parts.append(precision_words(kw))
-    given = [f"{k.replace('_', ' ')} {v}" for k, v in kw.items() if k not in PRESET_KINDS]
+    given = [given_text(k, v) for k, v in kw.items() if k not in PRESET_KINDS]
     return ", ".join(parts + given) or "the lecture's figures"
 
 
@@ -127,23 +73,22 @@ def _command(eq: Equation, kw: dict) -> str:
 
 
 def _statement(eq: Equation) -> Card:
-    front = f"**{eq.title}.** Write ${eq.lhs.latex}$ ({eq.lhs.meaning}) in terms of its inputs."
-    back = f"$${eq.latex()}$$\n\n{eq.summary}"
+    title = markdown_text(eq.title)
+    front = f"**{title}.** Write ${eq.lhs.latex}$ ({eq.lhs.meaning}) in terms of its inputs."
+    back = f"$${eq.latex()}$$\n\n{prose(eq.summary)}"
     return Card(f"eq:{eq.id}:statement", eq.chapter, "statement", front, back, f"equation {eq.id}")
 
 
-def _key_step(eq: Equation) -> Card | None:
-    if eq.derivation is None or len(eq.derivation.steps) < 2:
-        return None
-    steps = [s for s in eq.derivation.steps[1:] if s.kind != "rename"]
-    step = steps[-1] if steps else eq.derivation.steps[-1]
-    first = eq.derivation.steps[0]
-    front = (
-        f"**{eq.title}: the key step.** Starting from "
-        f"${derivations.to_latex(first.relation)}$ ({first.why}), what step leads to the result?"
-    )
-    back = f"{step.why[:1].upper()}{step.why[1:]}:\n\n$${derivations.to_latex(step.relation)}$$"
-    return Card(f"eq:{eq.id}:key_step", eq.chapter, "derivation", front, back, f"equation {eq.id}")
+def used_presets(eq: Equation, kw: dict, presets: Presets) -> dict:
+    """``kw`` narrowed to what an evaluation of ``eq`` actually reads: a preset kind only when
+    some input's value came from it (precision: a FLOP/s or bytes-per-value figure), a workload
+    input only when the equation reads it."""
+    result = eq.evaluate_detailed(presets=presets, **kw)
+    origins = [i.origin for i in result.inputs.values()]
+    read = {o.split(" ", 1)[0] for o in origins}
+    if any("dense_flops_" in o for o in origins):
+        read.add("precision")
+    return {k: v for k, v in kw.items() if (k in read if k in PRESET_KINDS else k in result.inputs)}
 
 
 def _dominance(eq: Equation, kw: dict, presets: Presets) -> Card | None:
@@ -158,26 +103,66 @@ def _dominance(eq: Equation, kw: dict, presets: Presets) -> Card | None:
         return None
     if any(v.magnitude <= 0 for v in values):
         return None
+    kw = used_presets(eq, kw, presets)
     terms = [part.rhs for part in parts]
     shown = [
         f"${derivations.to_latex(t)}$ = {quantity(v)}" for t, v in zip(terms, values, strict=True)
     ]
     top = max(range(len(values)), key=lambda i: values[i])
-    front = f"**{eq.title}.** Which term of ${eq.latex()}$ dominates for {_describe(kw, presets)}?"
+    title = markdown_text(eq.title)
+    front = f"**{title}.** Which term of ${eq.latex()}$ dominates for {_describe(kw, presets)}?"
     back = (
         f"${derivations.to_latex(terms[top])}$.\n\n" + "; ".join(shown) + ".\n\n"
         f"Reproduce: `{_command(eq, kw)}`"
     )
-    return Card(f"eq:{eq.id}:dominant", eq.chapter, "dominance", front, back, f"equation {eq.id}")
+    return Card(
+        f"eq:{eq.id}:dominant",
+        eq.chapter,
+        "dominance",
+        front,
+        back,
+        f"equation {eq.id}",
+        givens=tuple(kw),
+    )
+
+
+# Numbers worth memorising: the rules of thumb and the lecture's headline figures. Other
+# equations get no number card (their numbers live on the chapter pages and in problems).
+MEMORABLE = (
+    "crossover_batch",
+    "ridge_intensity",
+    "hbm_drain_time",
+    "worst_case_latency",
+    "experts_per_chip",
+    "multi_rack_slowdown",
+    "max_total_params",
+    "kv_bytes_per_token",
+    "kv_bytes_from_price_kink",
+    "decode_prefill_ratio_from_prices",
+    "cache_discount_from_prices",
+    "storage_tier_drain_time",
+    "inference_tokens",
+    "chinchilla_tokens",
+    "balanced_overtraining_factor",
+)
 
 
 def _number(eq: Equation, kw: dict, presets: Presets) -> Card | None:
-    if kw is None:
+    if kw is None or eq.id not in MEMORABLE:
         return None
+    kw = used_presets(eq, kw, presets)
     value = eq.evaluate(presets=presets, **kw)
     front = f"Estimate {eq.lhs.meaning} (${eq.lhs.latex}$) for {_describe(kw, presets)}."
     back = f"{quantity(value)}, from ${eq.latex()}$.\n\nReproduce: `{_command(eq, kw)}`"
-    return Card(f"eq:{eq.id}:number", eq.chapter, "number", front, back, f"equation {eq.id}")
+    return Card(
+        f"eq:{eq.id}:number",
+        eq.chapter,
+        "number",
+        front,
+        back,
+        f"equation {eq.id}",
+        givens=tuple(kw),
+    )
 
 
 def _claim_cards(presets: Presets) -> list[Card]:
@@ -186,45 +171,313 @@ def _claim_cards(presets: Presets) -> list[Card]:
     cards = []
     for v in audit_claims(presets).values():
         computed = "; ".join(f"{quantity(c.value)} ({c.label})" for c in v.cases)
-        extra = f" {v.caveat[:1].upper()}{v.caveat[1:]}." if v.caveat else ""
-        front = f"The claim: *{v.claim}* ({v.said_by}). Does it hold?"
-        back = f"**{v.verdict[:1].upper()}{v.verdict[1:]}.** Computed: {computed}.{extra}"
+        why = [s.strip().rstrip(".") for s in (v.caveat, v.note) if s and s.strip()]
+        reason = " ".join(f"{s[:1].upper()}{s[1:]}." for s in why)
+        front = f"The claim: *{v.claim}* ({v.said_by}). Does it hold, and why?"
+        back = f"**{sentence(v.verdict)}.** Computed: {computed}."
+        back += f"\n\n{reason}" if reason else ""
         cards.append(Card(f"claim:{v.id}", v.chapter, "claim", front, back, f"claim {v.id}"))
     return cards
 
 
-TAKEAWAYS = re.compile(r'^!!! abstract "Takeaways"\n((?:    .*\n|\n)+)', re.M)
+# -- understanding cards from the engine -------------------------------------------------------
+
+# "What if X doubles?": an input, the case it is varied around, and the outputs asked about.
+ELASTICITIES = (
+    (
+        "mem_bandwidth",
+        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
+        ("crossover_batch", "compute_cost_floor", "hbm_drain_time", "kv_compute_crossover_context"),
+    ),
+    (
+        "flops",
+        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
+        ("crossover_batch", "compute_cost_floor", "hbm_drain_time", "kv_compute_crossover_context"),
+    ),
+    (
+        "n_total",
+        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
+        ("crossover_batch", "compute_cost_floor", "domain_weight_fetch_time"),
+    ),
+    (
+        "batch_size",
+        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=64),
+        ("cost_per_token", "step_time", "throughput"),
+    ),
+    (
+        "batch_size",
+        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=16384),
+        ("cost_per_token", "step_time", "throughput"),
+    ),
+    (
+        "context_length",
+        dict(hardware="h100_sxm", model="llama_3_1_70b", precision="fp8", batch_size=64),
+        ("cost_per_token", "kv_fetch_time", "compute_time"),
+    ),
+)
 
 
-def takeaway_cards(chapter, presets: Presets) -> list[Card]:
-    """Concept cards from the chapter page's takeaways: the bold claim on the front, its
-    computed support on the back. The page is rendered from the equations, so are the cards."""
-    from book.context import chapter_context
-    from book.site import TEMPLATES, environment
+def _change(e: float) -> str:
+    factor = 2.0**e
+    if abs(e) < 1e-9:
+        return "is unchanged"
+    named = {1: "doubles", -1: "halves", 2: "quadruples", -2: "falls to a quarter"}
+    for k, word in named.items():
+        if abs(e - k) < 1e-9:
+            return word
+    return f"changes by a factor of {number(factor, 3)}"
 
-    template = f"chapters/{chapter.id}.md.j2"
-    if not (TEMPLATES / template).exists():
-        return []
-    page = environment().get_template(template).render(**chapter_context(chapter.id, presets))
-    match = TAKEAWAYS.search(page)
-    if not match:
-        return []
-    bullets = re.split(r"\n    - ", "\n" + match.group(1).rstrip())
+
+def _why(e: float, meaning: str) -> str:
+    if abs(e) < 1e-9:
+        return f"it does not depend on {meaning}"
+    if abs(e - round(e)) < 1e-9:
+        power = round(e)
+        how = "proportional" if power > 0 else "inversely proportional"
+        extra = "" if abs(power) == 1 else f" to the power {abs(power)}"
+        return f"it is {how} to {meaning}{extra}"
+    return f"elasticity {number(e, 2)} here: only some of its terms depend on {meaning}"
+
+
+def _elasticity_cards(presets: Presets) -> list[Card]:
+    from units import Q_
+
     cards = []
-    for i, bullet in enumerate(b for b in bullets if b.strip()):
-        text = " ".join(line.strip() for line in bullet.splitlines())
-        lead = re.match(r"\*\*(.+?)\*\*\s*(.*)", text)
-        if not lead or not lead.group(2):
-            continue
-        front = f"*{chapter.title}*: why, and by how much? **{lead.group(1)}**"
+    for name, case, outputs in ELASTICITIES:
+        meaning = derivations.SYMBOLS[name].meaning
+        answers, whys, givens, chapter = [], [], {}, None
+        for eq_id in outputs:
+            eq = derivations.get(eq_id)
+            kw = used_presets(eq, case, presets)
+            givens.update(kw)
+            e = eq.elasticities(presets=presets, **kw).get(name, 0.0)
+            label = f"{eq.lhs.meaning} (${eq.lhs.latex}$)"
+            answers.append(f"{label} {_change(e)}")
+            whys.append(f"${eq.lhs.latex}$: {_why(e, meaning)}.")
+            chapter = chapter or eq.chapter
+        asked = ", ".join(f"{derivations.get(o).lhs.meaning}" for o in outputs)
+        where = _describe({k: v for k, v in case.items() if k != name}, presets)
+        start = ""
+        if name in case:
+            start = f" from {quantity(Q_(case[name], derivations.SYMBOLS[name].display_unit))}"
+        front = (
+            f"What if {meaning} doubles{start}, everything else fixed "
+            f"({where})? "
+            f"What happens to {asked}?"
+        )
+        back = "; ".join(sentence(a) if i == 0 else a for i, a in enumerate(answers)) + "."
+        back += "\n\n" + " ".join(whys)
+        cid = f"elasticity:{name}" + (f":{case[name]}" if name in case else "")
+        cards.append(
+            Card(cid, chapter, "elasticity", front, back, f"equation {outputs[0]}", givens=())
+        )
+    return cards
+
+
+# "Which regime?": a model, chips, precision, batch and context.
+REGIMES = (
+    ("deepseek_v3", "h100_sxm", "fp8", 256, 8192),
+    ("deepseek_v3", "gb200_nvl72", "fp8", 8192, 8192),
+    ("llama_3_1_70b", "h100_sxm", "fp8", 64, 131072),
+    ("llama_3_1_405b", "b200", "fp8", 1024, 8192),
+    ("kimi_k2", "gb300_nvl72", "fp8", 2048, 32768),
+)
+
+
+def _regime_cards(presets: Presets) -> list[Card]:
+    from units import Q_
+
+    cards = []
+    for model, hardware, precision, batch, context in REGIMES:
+        kw = dict(
+            hardware=hardware,
+            model=model,
+            precision=precision,
+            batch_size=Q_(batch, "sequence"),
+            context_length=Q_(context, "token"),
+        )
+        r = derivations.get("step_time").evaluate_detailed(presets=presets, **kw)
+        t_c, t_m = r.inputs["compute_time"].value, r.inputs["memory_time"].value
+        weights, kv = r.inputs["weight_fetch_time"].value, r.inputs["kv_fetch_time"].value
+        chips = r.inputs["n_chips"].value
+        ratio = (t_m / t_c).to("").magnitude
+        bound = "memory-bound" if ratio > 1 else "compute-bound"
+        by = ratio if ratio > 1 else 1 / ratio
+        slower = "memory time" if ratio > 1 else "compute time"
+        crossover = derivations.get("crossover_batch").evaluate(
+            presets=presets, hardware=hardware, model=model, precision=precision
+        )
+        front = (
+            f"{presets.get('model', model).name} on {number(chips.magnitude)} "
+            f"{presets.get('hardware', hardware).name} chips (the fewest that hold it) at "
+            f"{precision.upper()}, batch {number(batch)} and {quantity(Q_(context, 'token'))} "
+            "of context: "
+            "compute- or memory-bound, and by how much?"
+        )
+        back = (
+            f"{sentence(bound)}: the {slower} is {number(by, 3)} times the other.\n\n"
+            f"Memory {quantity(t_m)} (weights {quantity(weights)}, KV cache {quantity(kv)}) "
+            f"against compute {quantity(t_c)}; ignoring the KV cache the crossover batch is "
+            f"{quantity(crossover)}."
+        )
+        cid = f"regime:{model}:{hardware}:{precision}:{batch}:{context}"
+        cards.append(Card(cid, "batching", "regime", front, back, "equation step_time", givens=()))
+    return cards
+
+
+# "Which is bigger, and by what factor?": equation, preset kind, the pair, the question, and
+# whether the question asks for the smaller value ("faster" = less time).
+COMPARISONS = (
+    ("hbm_drain_time", "hardware", "b200", "rubin", "drains its HBM faster", "min", {}),
+    ("hbm_drain_time", "hardware", "h100_sxm", "b300", "drains its HBM faster", "min", {}),
+    (
+        "ridge_intensity",
+        "hardware",
+        "a100_sxm",
+        "b200",
+        "needs the higher arithmetic intensity to be compute-bound",
+        "max",
+        {"precision": "bf16"},
+    ),
+    (
+        "crossover_batch",
+        "model",
+        "deepseek_v3",
+        "kimi_k2",
+        "needs the bigger batch to be compute-bound on an H100 at FP8",
+        "max",
+        {"hardware": "h100_sxm", "precision": "fp8"},
+    ),
+    (
+        "kv_bytes_per_token",
+        "model",
+        "llama_3_1_70b",
+        "deepseek_v3",
+        "stores more KV cache per token at BF16",
+        "max",
+        {},
+    ),
+    (
+        "max_total_params",
+        "hardware",
+        "h100_sxm",
+        "gb200_nvl72",
+        "can hold the bigger model in one scale-up domain at FP8",
+        "max",
+        {"precision": "fp8"},
+    ),
+    ("storage_tier_drain_time", "tier", "dram_ddr5", "flash_nvme", "drains faster", "min", {}),
+)
+
+
+def _comparison_cards(presets: Presets) -> list[Card]:
+    cards = []
+    for eq_id, kind, a, b, question, pick, fixed in COMPARISONS:
+        eq = derivations.get(eq_id)
+        ra = eq.evaluate_detailed(presets=presets, **fixed, **{kind: a})
+        rb = eq.evaluate_detailed(presets=presets, **fixed, **{kind: b})
+        va, vb = ra.value, rb.value.to(ra.value.units)
+        name_a, name_b = presets.get(kind, a).name, presets.get(kind, b).name
+        first_wins = (va < vb) if pick == "min" else (va > vb)
+        winner = name_a if first_wins else name_b
+        factor = (va / vb).to("").magnitude
+        factor = factor if factor >= 1 else 1 / factor
+        differing = [
+            f"{derivations.SYMBOLS[n].meaning} {quantity(i.value)} against "
+            f"{quantity(rb.inputs[n].value)}"
+            for n, i in ra.inputs.items()
+            if not i.origin.startswith(("equation", "constant"))
+            and n in rb.inputs
+            and n in derivations.SYMBOLS
+            and abs((i.value / rb.inputs[n].value).to("").magnitude - 1) > 1e-9
+        ]
+        front = f"Which {question}: {name_a} or {name_b}, and by what factor?"
+        back = (
+            f"{winner}, by a factor of {number(factor, 3)}: {quantity(va)} against "
+            f"{quantity(rb.value)}.\n\n${eq.latex()}$"
+            + (f"; {'; '.join(differing)}." if differing else ".")
+        )
         cards.append(
             Card(
-                f"takeaway:{chapter.id}:{i + 1}",
-                chapter.id,
+                f"compare:{eq_id}:{a}:{b}",
+                eq.chapter,
+                "comparison",
+                front,
+                back,
+                f"equation {eq_id}",
+            )
+        )
+    return cards
+
+
+# -- concept cards from book/concepts.toml -----------------------------------------------------
+
+CONCEPTS = Path(__file__).with_name("concepts.toml")
+LECTURE_DECK = Path(__file__).with_name("lecture_deck.toml")
+
+
+def lecture_topics() -> dict[str, str]:
+    """The lecture deck's topics: ``section.topic`` -> the question, paraphrased.
+
+    >>> len(lecture_topics())
+    27
+    """
+    with LECTURE_DECK.open("rb") as f:
+        raw = tomllib.load(f)
+    return {f"{s}.{k}": q for s, topics in raw.items() for k, q in topics.items()}
+
+
+def _placeholders(chapter: str, presets: Presets) -> dict:
+    """What a concept card's template may use: q(), tex(), param(), preset() and ctx."""
+    from book.compute import chapter_context
+
+    def q(eq_id: str, **kw) -> str:
+        return quantity(derivations.get(eq_id).evaluate(presets=presets, **kw))
+
+    return {
+        "q": q,
+        "tex": lambda eq_id: derivations.get(eq_id).latex(),
+        "param": lambda name: quantity(presets.parameter[name].value),
+        "preset": lambda kind, pid: presets.get(kind, pid).name,
+        "ctx": chapter_context(chapter, presets),
+    }
+
+
+def concept_cards(presets: Presets) -> list[Card]:
+    """The hand-written understanding cards, their numbers filled from equations and presets."""
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    with CONCEPTS.open("rb") as f:
+        raw = tomllib.load(f)["card"]
+    topics = lecture_topics()
+    chapters = {c.id for c in derivations.CHAPTERS}
+    cards, names = [], {}
+    for entry in raw:
+        where = f"concepts.toml card {entry.get('id')!r}"
+        if entry["chapter"] not in chapters:
+            continue  # a chapter not loaded (a user's catalogue)
+        unknown = [t for t in entry.get("covers", []) if t not in topics]
+        if unknown:
+            raise ChalkboardError(f"{where}: unknown lecture-deck topic {unknown[0]!r}")
+        if entry["chapter"] not in names:
+            names[entry["chapter"]] = _placeholders(entry["chapter"], presets)
+        try:
+            front, back = (
+                env.from_string(entry[side]).render(**names[entry["chapter"]]).strip()
+                for side in ("front", "back")
+            )
+        except (jinja2.TemplateError, ChalkboardError) as err:
+            raise ChalkboardError(f"{where}: {err}") from None
+        cards.append(
+            Card(
+                f"concept:{entry['chapter']}:{entry['id']}",
+                entry["chapter"],
                 "concept",
                 front,
-                lead.group(2),
-                f"chapter {chapter.id}",
+                back,
+                f"chapter {entry['chapter']}",
+                covers=tuple(entry.get("covers", ())),
             )
         )
     return cards
@@ -233,19 +486,19 @@ def takeaway_cards(chapter, presets: Presets) -> list[Card]:
 def flashcards(presets: Presets | None = None) -> list[Card]:
     """Every card, in chapter order."""
     presets = presets or load()
-    cards: list[Card] = []
+    cards: list[Card] = concept_cards(presets)
     for chapter in derivations.CHAPTERS:
-        cards += takeaway_cards(chapter, presets)
         for eq in derivations.equations(chapter.id):
             cards.append(_statement(eq))
-            if (step := _key_step(eq)) is not None:
-                cards.append(step)
             if not eq.evaluable:
                 continue
             kw = reference_case(eq, presets)
             for make in (_dominance, _number):
                 if (card := make(eq, kw, presets)) is not None:
                     cards.append(card)
+    if "batching" in {c.id for c in derivations.CHAPTERS}:
+        cards += _elasticity_cards(presets) + _regime_cards(presets)
+        cards += _comparison_cards(presets)
     cards += _claim_cards(presets)
     order = {c.id: i for i, c in enumerate(derivations.CHAPTERS)}
     cards.sort(key=lambda c: order.get(c.chapter, len(order)))
@@ -287,6 +540,13 @@ MODEL_ID = 1_741_955_121
 DECK_NAME = "Chalkboard: the math of training and serving LLMs"
 
 
+def guid(card: Card) -> str:
+    """The card's Anki note GUID, from its stable id (the Study page keys progress by it too)."""
+    import genanki
+
+    return genanki.guid_for("chalkboard", card.id)
+
+
 def write_apkg(cards: list[Card], path) -> None:
     """An Anki package: one note per card, its GUID derived from the card's stable id, so a
     rebuilt deck updates notes (keeping review history) instead of duplicating them."""
@@ -311,7 +571,7 @@ def write_apkg(cards: list[Card], path) -> None:
             genanki.Note(
                 model=model,
                 fields=[_html(c.front), _html(c.back), c.source, c.id],
-                guid=genanki.guid_for("chalkboard", c.id),
+                guid=guid(c),
                 tags=[c.chapter, c.kind],
             )
         )
@@ -353,6 +613,9 @@ def write_exports(folder, presets: Presets | None = None) -> list:
 # Cards a figure helps with: the figure is shown with the question.
 CARD_FIGURES = {
     "eq:step_time:dominant": "latency_vs_batch",
+    "concept:batching:latency-floor": "latency_vs_batch",
+    "concept:pipeline:bubbles": "pipeline_bubble",
+    "concept:pipeline:kv-not-divided": "memory_vs_stages",
     "eq:cost_per_token:statement": "cost_vs_batch",
     "eq:ridge_intensity:statement": "roofline",
     "eq:memory_per_gpu:statement": "memory_vs_stages",
@@ -384,4 +647,14 @@ def card_pages(presets: Presets) -> dict:
         )
         per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(cards)})
     pages["cards/index.md"] = ("cards/index.md.j2", {"chapters": per_chapter, "total": len(deck)})
+    pages["study.md"] = ("cards/study.md.j2", study_context(deck))
     return pages
+
+
+def study_context(deck: list[Card]) -> dict:
+    """The Study page's deck: every card with the GUID its Anki note has (progress is kept by
+    GUID, so it survives rebuilds), and the chapters to filter by."""
+    return {
+        "chapters": derivations.CHAPTERS,
+        "cards": [dict(c.to_dict(), guid=guid(c)) for c in deck],
+    }

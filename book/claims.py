@@ -11,6 +11,7 @@ is computed, so a preset change updates it.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pint
 
 import derivations
-from book.format import quantity
+from book.format import given_text, quantity
 from units import ChalkboardError, parse_quantity
 from units.presets import Presets, load
 
@@ -78,21 +79,31 @@ def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tu
     if unknown:
         raise ChalkboardError(f"{where}: unknown case field {sorted(unknown)[0]!r}")
     value = derivations.get(equation).evaluate(presets=presets, **choices, **overrides)
-    label = (
-        ", ".join(
-            f"{k.replace('_precision', '')} {v}" if k in PRECISIONS else str(v)
-            for k, v in choices.items()
-        )
-        or "the lecture's figures"
+    label = ", ".join(
+        f"{k.replace('_precision', '')} {str(v).upper()}"
+        if k in PRECISIONS
+        else _preset_name(k, v, presets)
+        for k, v in choices.items()
     )
+    label = label or "the lecture's figures"
     if overrides:
-        label += " with " + ", ".join(f"{k} = {v}" for k, v in overrides.items())
+        label += " with " + ", ".join(given_text(k, v) for k, v in overrides.items())
     if "over" in raw_case:
         reference = {k: v for k, v in overrides.items() if k != "batch_size"}
         other = derivations.get(raw_case["over"])
         value = value / other.evaluate(presets=presets, **choices, **reference)
-        label += f", over {raw_case['over']}"
+        label += f", over the {other.title[:1].lower() + other.title[1:]}"
     return label, value
+
+
+def _preset_name(kind: str, preset_id: str, presets: Presets) -> str:
+    """A preset as a reader knows it: 'NVIDIA H100 SXM', 'FP8'."""
+    if kind == "precision":
+        return str(preset_id).upper()
+    try:
+        return presets.get(kind, preset_id).name
+    except (ChalkboardError, KeyError):
+        return str(preset_id)
 
 
 def judge(raw: dict, claim_id: str, presets: Presets) -> Verdict:
@@ -151,6 +162,33 @@ def audit_claims(presets: Presets | None = None, path: Path = CLAIMS) -> dict[st
     return {cid: judge(raw, cid, presets) for cid, raw in data["claim"].items()}
 
 
+# The published summaries of the episode (../shared/seeds/), named as a reader finds them.
+SUMMARIES = {
+    "000": "the episode page's timestamped summary (Dwarkesh Podcast)",
+    "001": 'the AI-generated "Key Takeaways" summary',
+    "002": 'the "AI Summary" with notable quotes',
+    "003": "the episode's transcript page",
+    "004": 'the "Predictions" and "Mental models" summary',
+}
+_SEEDS = re.compile(r"seed summar(?:y|ies) ((?:\d{3})(?:(?:, | and )\d{3})*)")
+
+
+def reader_source(said_by: str) -> str:
+    """``said_by`` with the summaries named by title, never by internal file number; "lecture"
+    is the episode.
+
+    >>> print(reader_source("lecture, section A; seed summary 001"))
+    the lecture (the episode), section A; the AI-generated "Key Takeaways" summary
+    """
+
+    def titles(m: re.Match) -> str:
+        numbers = re.findall(r"\d{3}", m[1])
+        return " and ".join(SUMMARIES.get(n, "a published summary") for n in numbers)
+
+    text = _SEEDS.sub(titles, said_by)
+    return re.sub(r"^lecture\b", "the lecture (the episode)", text)
+
+
 def claims_context(presets: Presets | None = None) -> dict:
     """The audit page: claims grouped by chapter, with their computed figures."""
     from book.context import equation_link
@@ -160,8 +198,9 @@ def claims_context(presets: Presets | None = None) -> dict:
     for chapter in derivations.CHAPTERS:
         rows = [
             {
+                "id": v.id,
                 "claim": v.claim,
-                "said_by": v.said_by,
+                "said_by": reader_source(v.said_by),
                 "expected": v.expected,
                 "computed": "; ".join(f"{quantity(c.value)} ({c.label})" for c in v.cases),
                 "verdict": v.verdict,

@@ -32,6 +32,7 @@ KIND_ALIASES = {
     "parameters": ("parameter",),
     "tiers": ("tier",),
     "fits": ("fit",),
+    "measurements": ("measurement",),
 }
 
 
@@ -150,11 +151,19 @@ def make_parser() -> Parser:
     p.add_argument("--chapter", help="only this chapter")
     p.add_argument("--seed", type=int, default=0, help="the same seed gives the same set")
     p.add_argument("--count", type=int, default=3, help="problems per chapter (default 3)")
+    p.add_argument(
+        "--kind",
+        choices=["forward", "inverse", "multi", "design", "concept", "estimate"],
+        help="only problems of this kind",
+    )
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("presets", help="list presets with their figures and sources")
     p.add_argument("kind", nargs="?", choices=list(KIND_ALIASES), help="default: all")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("validate", help="every published measurement against its roofline bound")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("build", help="build the static site")
@@ -211,7 +220,7 @@ def cmd_list(args, out) -> None:
     for e in eqs:
         out.write(f"{e.id}  [{e.chapter}]  {e.title}\n    {e.lhs.name} = {e.rhs}\n")
         for s in (e.lhs, *e.inputs):
-            out.write(f"    {s.name:<22} {s.unit:<20} {s.meaning}\n")
+            out.write(f"    {s.name:<22} {_unit_words(s):<20} {s.meaning}\n")
 
 
 def _overrides(pairs: list[str]) -> dict[str, object]:
@@ -480,9 +489,9 @@ def cmd_symbols(args, out) -> None:
     if args.json:
         out.write(_json(rows))
         return
-    for r in rows:
+    for s, r in zip(derivations.SYMBOLS.values(), rows, strict=True):
         by = f"  = {r['defined_by']}" if r["defined_by"] else ""
-        out.write(f"{r['name']:<30} {r['unit']:<20} {r['meaning']}{by}\n")
+        out.write(f"{r['name']:<30} {_unit_words(s):<20} {r['meaning']}{by}\n")
 
 
 def cmd_show(args, out) -> None:
@@ -510,7 +519,7 @@ def cmd_show(args, out) -> None:
         return
     out.write(f"{eq.id}: {eq.title}  [{eq.chapter}]\n    {data['equation']}\n")
     for s in (eq.lhs, *eq.inputs):
-        out.write(f"    {s.name:<26} {s.unit:<20} {s.meaning}\n")
+        out.write(f"    {s.name:<26} {_unit_words(s):<20} {s.meaning}\n")
     for a in eq.assumptions:
         out.write(f"  assumes: {a}\n")
     out.write(f"  source: {data['source']}\n")
@@ -523,10 +532,12 @@ def cmd_show(args, out) -> None:
 def cmd_problems(args, out) -> None:
     import re
 
+    from book.format import quantity
     from book.problems import problem_set, tolerance_text
     from units.presets import load
 
-    problems = problem_set(args.chapter, args.seed, args.count, load(tuple(args.presets)))
+    presets = load(tuple(args.presets))
+    problems = problem_set(args.chapter, args.seed, args.count, presets, kind=args.kind)
     if args.json:
         out.write(_json([p.to_dict() for p in problems]))
         return
@@ -538,12 +549,13 @@ def cmd_problems(args, out) -> None:
         out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")
         for g in p.givens:
             out.write(f"    given {g.name} = {g.text}\n")
+        if p.hint:
+            out.write(f"    hint: {plain(p.hint)}\n")
         if args.answers:
             for line in p.solution:
                 out.write(f"    => {plain(line)}\n")
-            out.write(
-                f"    answer: {plain(p.solution[-1]).split('= ')[-1]} ({tolerance_text(p)})\n"
-            )
+            if p.answer is not None:
+                out.write(f"    answer: {quantity(p.answer)} ({tolerance_text(p)})\n")
         out.write("\n")
 
 
@@ -576,6 +588,39 @@ def cmd_presets(args, out) -> None:
             out.write(f"  {p.id:<22} {p.name}: {figures}\n")
 
 
+def cmd_validate(args, out) -> None:
+    from book.format import number
+    from book.validation import summary, validate
+    from units.presets import load
+
+    rows = validate(load(tuple(args.presets)))
+    bands = summary(rows)
+    if args.json:
+        data = {"rows": [r.to_json() for r in rows], "summary": bands}
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+
+    def pct(x):
+        return "-" if x is None else f"{number(100 * x)}%"
+
+    for r in rows:
+        out.write(
+            f"{r.id}  [{r.scenario}]  measured {number(r.measured.m)} {r.unit}, "
+            f"bound {number(r.bound.m)} {r.unit}, efficiency {pct(r.efficiency)}\n"
+        )
+        out.write(
+            f"    stated: {', '.join(r.stated) or '-'}; assumed: {'; '.join(r.assumed) or '-'}\n"
+        )
+        for flag in r.flags:
+            out.write(f"    flag: {flag}\n")
+    out.write("\nefficiency by scenario (median; band holding the middle 80% of rows):\n")
+    for name, s in bands.items():
+        out.write(
+            f"  {name:<14} {s['count']:>3} rows  median {pct(s['median'])}  "
+            f"band {pct(s['low'])} to {pct(s['high'])}\n"
+        )
+
+
 def cmd_build(args, out) -> None:
     from pathlib import Path
 
@@ -601,6 +646,7 @@ COMMANDS = {
     "show": cmd_show,
     "problems": cmd_problems,
     "presets": cmd_presets,
+    "validate": cmd_validate,
     "build": cmd_build,
     "serve": cmd_serve,
 }
@@ -686,3 +732,10 @@ def run() -> None:
 
 if __name__ == "__main__":
     run()
+
+
+def _unit_words(s) -> str:
+    """A symbol's unit in text output as a reader says it (JSON keeps pint's string)."""
+    from book.format import unit
+
+    return unit(s.display_unit) or "(pure number)"

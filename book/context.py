@@ -3,8 +3,8 @@
 Every number a page shows is computed here, from an equation evaluated on presets, and
 formatted by :mod:`book.format`; templates only place these strings.
 
->>> ctx = chapter_context("batching")
->>> ctx["equations"]["crossover_batch"]["latex"].startswith("B^{*} =")
+>>> import derivations
+>>> equation_context(derivations.get("crossover_batch"))["latex"].startswith("B^{*} =")
 True
 """
 
@@ -15,7 +15,7 @@ import posixpath
 import pint
 
 import derivations
-from book.format import number, quantity, unit
+from book.format import number, prose, quantity, unit
 from derivations.inputs import BINDINGS
 from units import ChalkboardError, parse_unit
 from units.presets import Presets, load
@@ -50,7 +50,7 @@ def symbol_context(s, presets: Presets | None = None, page: str = "notation.md")
     return {
         "name": s.name,
         "latex": s.latex,
-        "unit": s.display or s.unit,
+        "unit": unit(s.display_unit),
         "meaning": s.meaning,
         "from": _value_from(s, presets or load(), page),
     }
@@ -71,7 +71,7 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "latex": eq.latex(),
         "expanded": derivations.to_latex(eq.expanded()) if eq.uses else "",
         "lhs": symbol_context(eq.lhs, presets, page),
-        "summary": eq.summary,
+        "summary": prose(eq.summary),
         "source": str(eq.source),
         "source_note": eq.source.note,
         "assumptions": list(eq.assumptions),
@@ -79,16 +79,8 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "steps": steps,
         "uses": [equation_link(e, page) for e in eq.uses],
         "evaluable": eq.evaluable,
-        "calculator": _calculator_html(eq, presets),
         "used_by": used_by,
     }
-
-
-def _calculator_html(eq, presets) -> str:
-    from book.calculators import calculator, calculator_html
-
-    spec = calculator(eq.id, presets)
-    return calculator_html(spec) if spec else ""
 
 
 class Evaluator:
@@ -156,37 +148,6 @@ def cell_in(in_unit: str, compute) -> str:
     return "—" if q is None else number(q.to(in_unit).magnitude)
 
 
-_CHAPTER_CONTEXTS: dict[tuple, dict] = {}  # by chapter and the preset files behind it
-
-
-def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
-    """The equations of a chapter plus what its own context module computes (computed once per
-    preset set: the chapter page and its concept flashcards share it)."""
-    presets = presets or load()
-    key = (chapter_id, presets.files)
-    if key not in _CHAPTER_CONTEXTS:
-        _CHAPTER_CONTEXTS[key] = _chapter_context(chapter_id, presets)
-    return _CHAPTER_CONTEXTS[key]
-
-
-def _chapter_context(chapter_id: str, presets: Presets) -> dict:
-    from book.chapters import CONTEXTS
-
-    chapter = next(c for c in derivations.CHAPTERS if c.id == chapter_id)
-    ctx = {
-        "chapter": chapter,
-        "equations": {
-            e.id: equation_context(e, presets) for e in derivations.equations(chapter_id)
-        },
-    }
-    if chapter_id in CONTEXTS:
-        ctx.update(CONTEXTS[chapter_id](presets))
-    from book.figures import figures_for
-
-    ctx["figures"] = figures_for(chapter_id, presets)
-    return ctx
-
-
 def notation_context(presets: Presets | None = None) -> dict:
     presets = presets or load()
     return {"symbols": [symbol_context(s, presets) for s in derivations.SYMBOLS.values()]}
@@ -250,32 +211,3 @@ def _hardware_summary(presets: Presets) -> dict:
         for hw in presets.hardware.values()
     ]
     return {"headers": [header(name, u) for _, name, u in columns], "rows": rows}
-
-
-def _claim_counts(presets) -> dict:
-    from book.claims import VERDICTS, audit_claims
-
-    verdicts = [v.verdict for v in audit_claims(presets).values()]
-    return dict(zip(("holds", "caveat", "wrong"), map(verdicts.count, VERDICTS), strict=True))
-
-
-def site_context(presets: Presets | None = None) -> dict:
-    presets = presets or load()
-    ev = Evaluator(presets, "h100_sxm", "deepseek_v3")
-    batch = round(ev.q("crossover_batch").to("sequence").magnitude)
-    return {
-        "example_batch": number(batch).replace(",", ""),
-        "example_bandwidth": quantity(
-            derivations.get("crossover_batch")
-            .solve_for("mem_bandwidth")
-            .evaluate(
-                model="deepseek_v3", hardware="h100_sxm", presets=presets, crossover_batch=batch
-            ),
-            digits=3,
-        ),
-        "chapters": derivations.CHAPTERS,
-        "claims": _claim_counts(presets),
-        "n_equations": len(derivations.CATALOGUE),
-        "n_symbols": len(derivations.SYMBOLS),
-        "n_presets": {kind: len(table) for kind, table in presets.by_kind.items()},
-    }

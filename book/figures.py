@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from book.context import Evaluator
-from book.format import quantity
+from book.format import number, quantity
 from units import Q_
 from units.presets import Presets, load
 
@@ -283,18 +283,34 @@ def drain_ladder(presets: Presets) -> Figure:
             )
         handles = [Patch(color=PALETTE[i % len(PALETTE)], label=m) for i, m in enumerate(media)]
         ax.legend(handles=handles, loc="center right", fontsize=8)
-        ax.set_xlabel("drain time (s): HBM whole; other tiers the cache's share")
+        ax.set_xlabel("hold time = capacity / bandwidth (s)")
         ax.grid(axis="y", visible=False)
 
+    flash = next(t for t in presets.tier.values() if t.medium == "flash")
+    disk = next(t for t in presets.tier.values() if t.medium == "disk")
+    flash_hold = Evaluator(presets, tier=flash.id).q("storage_tier_drain_time").to("minute")
+    disk_hold = Evaluator(presets, tier=disk.id).q("storage_tier_drain_time").to("hour")
     alt = (
-        f"Drain times on a log scale: every chip's HBM in milliseconds, then DRAM, flash and disk "
-        f"for a cache filling {quantity(presets.parameter['tier_fill_fraction'].value)} of the "
-        f"device, against the {quantity(short)} and {quantity(long)} cache lifetimes."
+        f"Hold times (capacity over bandwidth) on a log scale: every chip's HBM in milliseconds, "
+        f"then DRAM, flash and disk, against the {quantity(short)} and {quantity(long)} cache "
+        f"lifetimes."
     )
+    tiers = sorted(
+        (Evaluator(presets, tier=t.id).q("storage_tier_drain_time"), t.medium)
+        for t in presets.tier.values()
+    )
+
+    def between(life) -> str:
+        below = [m for h, m in tiers if h < life]
+        above = [m for h, m in tiers if h >= life]
+        return f"between {below[-1]} and {above[0]}" if below and above else "beyond every tier"
+
     caption = (
-        f"The memory-tier ladder: HBM drains in milliseconds, DRAM in under a second, flash in "
-        f"minutes and disk in hours, so the {quantity(short)} cache fits flash and the "
-        f"{quantity(long)} cache fits disk."
+        f"The memory-tier ladder by the drain-time rule (hold time = capacity / bandwidth; the "
+        f"share of the device a cache fills cancels): HBM holds for milliseconds, DRAM for "
+        f"seconds, flash for {quantity(flash_hold)} and disk for {quantity(disk_hold)}. By this "
+        f"rule alone the {quantity(short)} cache falls {between(short)} and the {quantity(long)} "
+        f"cache {between(long)}; the chapter's break-even column reads them as DRAM and flash."
     )
     return _render("drain_ladder", draw, alt, caption)
 
@@ -487,6 +503,73 @@ def cost_vs_context(presets: Presets) -> Figure:
     return _render("cost_vs_context", draw, alt, caption)
 
 
+# -- validation ------------------------------------------------------------------------------
+
+SCENARIO_LABELS = {
+    "offline": "offline",
+    "server": "server",
+    "interactive": "interactive",
+    "latency_sweep": "latency sweep",
+    "decode_only": "decode only",
+    "single_stream": "batch 1 (per user)",
+    "training": "training",
+}
+
+
+def measured_vs_bound(presets: Presets) -> Figure:
+    from book.validation import summary, validate
+
+    rows = [r for r in validate(presets) if r.efficiency is not None]
+    bands = summary(rows)
+    lo = min(min(r.bound.m, r.measured.m) for r in rows) / 2
+    hi = max(max(r.bound.m, r.measured.m) for r in rows) * 2
+    above = [r for r in rows if r.efficiency > 1]
+
+    def draw(fig, ax):
+        markers = "osD^v<>"
+        for i, (scenario, label) in enumerate(SCENARIO_LABELS.items()):
+            pts = [r for r in rows if r.scenario == scenario]
+            if pts:
+                ax.scatter(
+                    [r.bound.m for r in pts],
+                    [r.measured.m for r in pts],
+                    label=label,
+                    marker=markers[i % len(markers)],
+                    s=22,
+                )
+        line = np.array([lo, hi])
+        ax.plot(line, line, color=FOREGROUND, linewidth=1.6, label="measured = bound")
+        ax.plot(line, 0.1 * line, color=FOREGROUND, linewidth=0.8, linestyle=":")
+        ax.annotate("10% of the bound", (hi / 3, 0.1 * hi / 3), fontsize=9, rotation=0)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel("roofline bound (tokens/s per chip; per user for batch 1)")
+        ax.set_ylabel("measured (same unit)")
+        ax.legend(loc="upper left", fontsize=8)
+
+    offline = bands.get("offline")
+    alt = (
+        f"Log-log scatter of {len(rows)} published measurements against their roofline bounds, "
+        f"with the line measured = bound. {len(above)} points lie above it"
+        + (f" ({', '.join(r.id for r in above)})" if above else "")
+        + ". "
+        + (
+            f"Offline serving rows sit at a median of {number(100 * offline['median'], 3)}% "
+            f"of the bound."
+            if offline
+            else ""
+        )
+    )
+    caption = (
+        f"Every measurement with a bound ({len(rows)} rows): measured against bound, both from "
+        f"the same presets. Points below the line are the gap the roofline leaves; "
+        f"{len(above)} above it are flagged with their cause."
+    )
+    return _render("measured_vs_bound", draw, alt, caption)
+
+
 FIGURES = {
     "latency_vs_batch": latency_vs_batch,
     "cost_vs_batch": cost_vs_batch,
@@ -496,12 +579,14 @@ FIGURES = {
     "pipeline_bubble": pipeline_bubble,
     "chinchilla_contours": chinchilla_contours,
     "cost_vs_context": cost_vs_context,
+    "measured_vs_bound": measured_vs_bound,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours",),
     "long_context": ("cost_vs_context", "drain_ladder"),
+    "validation": ("measured_vs_bound",),
 }
 
 

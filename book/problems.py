@@ -13,16 +13,18 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
+import tomllib
 from dataclasses import dataclass, field
 
 import pint
 import sympy as sp
 
 import derivations
-from book.cards import precision_words
-from book.format import number, quantity
+from book.cases import precision_words
+from book.format import markdown_text, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
 from units import Q_, ChalkboardError
@@ -40,6 +42,14 @@ PRECISIONS = ("bf16", "fp8")
 RELATIVE_TOLERANCE = 0.01
 MAX_COUNT = 200  # problems per chapter in one set
 ESTIMATE_FACTOR = math.sqrt(10)
+KINDS = ("forward", "multi", "inverse", "estimate", "design", "concept")
+MAX_CHAIN = 4  # equations in a multi-step problem, at most
+# Deductions from API prices: the lecture's price-kink and output/input-ratio arguments.
+PRICE_DEDUCTIONS = (
+    "kv_bytes_from_price_kink",
+    "decode_prefill_ratio_from_prices",
+    "cache_discount_from_prices",
+)
 
 
 @dataclass(frozen=True)
@@ -63,11 +73,12 @@ class Problem:
     equation: str
     text: str
     givens: tuple[Given, ...]
-    answer: pint.Quantity
+    answer: pint.Quantity | None  # None for a concept problem (its answer is prose)
     solution: tuple[str, ...]
     tolerance: float = RELATIVE_TOLERANCE
-    mode: str = "relative"  # or "factor" for an order-of-magnitude estimate
+    mode: str = "relative"  # "factor" for an estimate, "prose" for a concept problem
     choices: dict = field(default_factory=dict)
+    hint: str = ""
 
     def to_dict(self) -> dict:
         return {
@@ -80,10 +91,12 @@ class Problem:
                 {"name": g.name, "value": float(g.value.magnitude), "unit": f"{g.value.units:~}"}
                 for g in self.givens
             ],
-            "answer": {"value": float(self.answer.magnitude), "unit": f"{self.answer.units:~}"},
+            "answer": None
+            if self.answer is None
+            else {"value": float(self.answer.magnitude), "unit": f"{self.answer.units:~}"},
             "tolerance": {"mode": self.mode, "value": self.tolerance},
             "solution": list(self.solution),
-        }
+        } | ({"hint": self.hint} if self.hint else {})
 
 
 def _candidates(chapter: str) -> list[Equation]:
@@ -121,23 +134,42 @@ def _draw(eq: Equation, rng: random.Random, presets: Presets) -> dict | None:
     return None
 
 
+# Inputs computed by a rule rather than given: shown as a step of the solution, never a given.
+DERIVED = {"n_chips": "chips_to_fit"}
+
+
 def _leaves(result) -> list[Given]:
     out = []
     for name, i in result.inputs.items():
-        if i.origin.startswith("equation") or i.symbol is None:
+        derived = name in DERIVED and i.origin != "given"
+        if i.origin.startswith("equation") or i.symbol is None or derived:
             continue
         s = i.symbol
         out.append(Given(name, s.latex, s.meaning, i.value, i.origin))
     return out
 
 
+def chain(result) -> list[str]:
+    """The other equations an evaluation went through, bottom-up (each once)."""
+    ids = []
+    for i in reversed(list(result.inputs.values())):
+        if i.origin.startswith("equation"):
+            eq_id = i.origin.split()[1]
+            if eq_id not in ids:
+                ids.append(eq_id)
+    return ids
+
+
 def _solution(eq: Equation, result) -> list[str]:
-    """Intermediates bottom-up, then the equation, each with its number."""
+    """Every intermediate bottom-up with its unit, then the equation, each with its number."""
     lines = []
     for name, i in reversed(list(result.inputs.items())):
         inner = derivations.defining(name)
-        if inner is not None and i.origin.startswith("equation"):
+        if i.origin.startswith("equation"):
+            inner = derivations.get(i.origin.split()[1])
             lines.append(f"${inner.latex()}$ = {quantity(i.value)}")
+        elif name in DERIVED and i.origin != "given":
+            lines.append(f"${i.symbol.latex}$ ({i.origin}) = {quantity(i.value)}")
     lines.append(f"${eq.latex()}$ = **{quantity(result.value)}**")
     return lines
 
@@ -149,13 +181,32 @@ def _describe(kw: dict, presets: Presets) -> str:
     return ", ".join(parts)
 
 
+def _unit_words(q: pint.Quantity) -> str:
+    return quantity(Q_(1, q.units)).removeprefix("1").strip()
+
+
 def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Problem | None:
     result = eq.evaluate_detailed(presets=presets, **kw)
     givens = _leaves(result)
     if any(not g.value.magnitude > 0 for g in givens):  # e.g. a dense model's zero experts
         return None
+    steps = chain(result)
+    if kind == "forward" and steps:
+        return None
+    if kind == "multi" and not 1 <= len(steps) <= MAX_CHAIN - 1:
+        return None
     setting = _describe(kw, presets)
     where = f" for {setting}" if setting else ""
+    if kind == "inverse" and eq.id in PRICE_DEDUCTIONS:
+        api = presets.get("api", kw["api"]).name if "api" in kw else "the lecture's API"
+        text = (
+            f"From {api}'s published prices{where.replace(f' for {api}', '', 1)}, deduce "
+            f"{eq.lhs.meaning} (${eq.lhs.latex}$)."
+        )
+        solution = tuple(_solution(eq, result))
+        return Problem(
+            pid, eq.chapter, kind, eq.id, text, tuple(givens), result.value, solution, choices=kw
+        )
     if kind == "inverse":
         options = [g for g in givens if g.value.dimensionality and g.origin != "constant"]
         try:
@@ -169,7 +220,8 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         rest = tuple(g for g in givens if g.name != target.name) + (output,)
         answer = target.value
         text = (
-            f"{eq.title}{where}: what {target.meaning} (${target.latex}$) would make "
+            f"{markdown_text(eq.title)}{where}: what {target.meaning} (${target.latex}$) "
+            "would make "
             f"{eq.lhs.meaning} (${eq.lhs.latex}$) equal {quantity(result.value)}?"
         )
         solution = (
@@ -179,16 +231,18 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
         return Problem(pid, eq.chapter, kind, solved.id, text, rest, answer, solution, choices=kw)
     solution = tuple(_solution(eq, result))
     if kind == "estimate":
-        magnitude = result.value.magnitude
-        power = round(math.log10(magnitude))
-        answer = Q_(10.0**power, result.value.units)
-        unit_name = quantity(Q_(1, result.value.units)).removeprefix("1").strip()
+        low, high = result.value / ESTIMATE_FACTOR, result.value * ESTIMATE_FACTOR
+        unit_name = _unit_words(result.value)
         in_unit = f", in {unit_name}" if unit_name else ""
         text = (
-            f"Estimate, to the nearest power of ten, {eq.lhs.meaning} (${eq.lhs.latex}$){where}"
-            f"{in_unit}."
+            f"Estimate {eq.lhs.meaning} (${eq.lhs.latex}$){where}{in_unit}. Any answer within a "
+            f"factor of {number(ESTIMATE_FACTOR, 3)} of the true value is accepted."
         )
-        solution = (*solution, f"To the nearest power of ten: **{quantity(answer)}**.")
+        solution = (
+            *solution,
+            f"Accepted: from {quantity(low)} to {quantity(high)} (the true value over and times "
+            f"{number(ESTIMATE_FACTOR, 3)}).",
+        )
         return Problem(
             pid,
             eq.chapter,
@@ -196,50 +250,285 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
             eq.id,
             text,
             tuple(givens),
-            answer,
+            result.value,  # graded on the true value, within the factor
             solution,
             tolerance=ESTIMATE_FACTOR,
             mode="factor",
             choices=kw,
         )
-    text = f"{eq.title}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$)."
+    if kind == "multi":
+        titles = [derivations.get(i).lhs for i in steps]
+        via = ", then ".join(f"{s.meaning} (${s.latex}$)" for s in titles)
+        text = (
+            f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$). "
+            f"It takes {len(steps) + 1} equations: first {via}."
+        )
+    else:
+        text = f"{markdown_text(eq.title)}{where}: find {eq.lhs.meaning} (${eq.lhs.latex}$)."
     return Problem(
         pid, eq.chapter, kind, eq.id, text, tuple(givens), result.value, solution, choices=kw
     )
 
 
+# -- design problems: the engine searches the presets ----------------------------------------
+
+DESIGN = {
+    # chapter: models drawn from, hardware searched, the step-time bound's named parameter
+    "batching": (
+        ("deepseek_v3", "llama_3_1_70b", "qwen3_235b_a22b", "kimi_k2"),
+        ("h100_sxm", "h200", "b200", "mi300x"),
+    ),
+    "moe": (("deepseek_v3", "kimi_k2", "qwen3_235b_a22b"), ("gb200_nvl72", "gb300_nvl72")),
+}
+DESIGN_BATCHES = (64, 256, 1024, 4096)
+
+
+def design_search(model: str, hardware: tuple, bound: pint.Quantity, presets: Presets) -> list:
+    """Every (hardware, precision, batch) for ``model`` with its step time and cost per token,
+    cheapest first; those over the step-time ``bound`` marked infeasible."""
+    rows = []
+    for hw in hardware:
+        for precision in PRECISIONS:
+            for b in DESIGN_BATCHES:
+                kw = dict(hardware=hw, model=model, precision=precision)
+                kw["batch_size"] = Q_(b, "sequence")
+                try:
+                    r = derivations.get("cost_per_token").evaluate_detailed(presets=presets, **kw)
+                except ChalkboardError:
+                    continue
+                step = r.inputs["step_time"].value
+                rows.append(
+                    dict(
+                        kw,
+                        step=step,
+                        cost=r.value,
+                        chips=r.inputs["n_chips"].value,
+                        ok=bool(step <= bound),
+                    )
+                )
+    return sorted(rows, key=lambda row: row["cost"].to("USD/Mtoken").magnitude)
+
+
+def _design(chapter: str, rng: random.Random, presets: Presets, pid: str) -> Problem | None:
+    models, hardware = DESIGN[chapter]
+    model = rng.choice(models)
+    bound = presets.parameter["train_period"].value
+    rows = design_search(model, hardware, bound, presets)
+    feasible = [r for r in rows if r["ok"]]
+    if not feasible:
+        return None
+    best = feasible[0]
+    names = ", ".join(presets.get("hardware", h).name for h in hardware)
+    batches = ", ".join(number(b) for b in DESIGN_BATCHES)
+    text = (
+        f"Serve {presets.get('model', model).name} so that every decode step takes at most "
+        f"{quantity(bound)} (the train period). Choose the chips (among {names}), the precision "
+        f"(BF16 or FP8) and the batch (one of {batches} sequences) with the lowest cost per "
+        "token, each replica on the fewest chips that hold the weights and the KV cache. "
+        "What is that lowest cost per token?"
+    )
+
+    def row(r) -> str:
+        mark = "" if r["ok"] else " (too slow)"
+        return (
+            f"{presets.get('hardware', r['hardware']).name}, {r['precision'].upper()}, batch "
+            f"{quantity(r['batch_size'])} on {quantity(r['chips'])}: step "
+            f"{quantity(r['step'])}, {quantity(r['cost'].to('USD/Mtoken'))}{mark}"
+        )
+
+    cheaper = [r for r in rows if r["cost"] < best["cost"]][:3]
+    solution = (
+        "For each choice, the cost per token is "
+        f"${derivations.get('cost_per_token').latex()}$ with the step time "
+        f"${derivations.get('step_time').latex()}$; search them all and keep those within "
+        "the bound.",
+        *(f"Cheaper but over the bound: {row(r)}." for r in cheaper),
+        f"Cheapest within the bound: {row(best)}.",
+        f"Lowest cost per token: **{quantity(best['cost'].to('USD/Mtoken'))}**.",
+    )
+    choice = {k: best[k] for k in ("hardware", "model", "precision", "batch_size")}
+    givens = (
+        Given(
+            "train_period",
+            derivations.SYMBOLS["train_period"].latex,
+            "the step-time bound",
+            bound,
+            "parameter train_period",
+        ),
+    )
+    return Problem(
+        pid,
+        chapter,
+        "design",
+        "cost_per_token",
+        text,
+        givens,
+        best["cost"].to("USD/Mtoken"),
+        solution,
+        choices=choice,
+    )
+
+
+# -- concept problems: a question, a hint and a full prose answer ------------------------------
+
+
+def _concepts(chapter: str, presets: Presets) -> list[Problem]:
+    from book.cards import CONCEPTS, concept_cards
+
+    with CONCEPTS.open("rb") as f:
+        hints = {e["id"]: e["hint"] for e in tomllib.load(f)["card"] if "hint" in e}
+    out = []
+    for card in concept_cards(presets):
+        key = card.id.rsplit(":", 1)[1]
+        if card.chapter == chapter and key in hints:
+            out.append(
+                Problem(
+                    f"{chapter}-concept-{key}",
+                    chapter,
+                    "concept",
+                    "",
+                    card.front,
+                    (),
+                    None,
+                    (card.back,),
+                    mode="prose",
+                    hint=hints[key],
+                )
+            )
+    return out
+
+
+def supported_kinds(chapter: str) -> tuple[str, ...]:
+    """The kinds of problem ``chapter`` can offer."""
+    candidates = _candidates(chapter)
+    kinds = []
+    if any(not _static_chain(e) for e in candidates):
+        kinds.append("forward")
+    if any(_multi_candidate(e) for e in candidates):
+        kinds.append("multi")
+    if candidates:
+        kinds += ["inverse", "estimate"]
+    if chapter in DESIGN:
+        kinds.append("design")
+    if _has_concepts(chapter):
+        kinds.append("concept")
+    return tuple(k for k in KINDS if k in kinds)
+
+
+# Figures a multi-step problem may give instead of deriving (the chip count and a model's KV
+# bytes per token), so that its chain stays at two to four equations.
+SHORTCUTS = ("n_chips", "kv_bytes_per_token")
+SHORTCUT_CHAINS = (
+    "chips_to_fit",
+    "kv_bytes_per_token",
+    "gqa_kv_values_per_token",
+    "mla_kv_values_per_token",
+    "global_attention_layers",
+)
+
+
+def _static_chain(eq: Equation, shortcuts: bool = False) -> list[str]:
+    skip = SHORTCUT_CHAINS if shortcuts else ()
+    return [
+        n
+        for n in reachable(eq)
+        if (d := derivations.defining(n)) is not None and d != eq and d.id not in skip
+    ]
+
+
+def _multi_candidate(eq: Equation) -> bool:
+    return 1 <= len(_static_chain(eq, shortcuts=True)) < MAX_CHAIN
+
+
+def _shorten(eq: Equation, kw: dict, presets: Presets) -> dict:
+    """``kw`` with the chip count and KV bytes per token given (their evaluated values)."""
+    result = eq.evaluate_detailed(presets=presets, **kw)
+    extra = {
+        n: result.inputs[n].value for n in SHORTCUTS if n in result.inputs and n != eq.lhs.name
+    }
+    return {**kw, **extra}
+
+
+def _has_concepts(chapter: str) -> bool:
+    from book.cards import CONCEPTS
+
+    with CONCEPTS.open("rb") as f:
+        return any(e["chapter"] == chapter and "hint" in e for e in tomllib.load(f)["card"])
+
+
+# The order kinds are dealt in: multi-step problems first and often (at least 30% of a set).
+PLAN = ("multi", "forward", "multi", "inverse", "estimate", "concept", "multi", "design")
+
+
 def problem_set(
-    chapter: str | None = None, seed: int = 0, count: int = 5, presets: Presets | None = None
+    chapter: str | None = None,
+    seed: int = 0,
+    count: int = 5,
+    presets: Presets | None = None,
+    kind: str | None = None,
 ) -> list[Problem]:
-    """``count`` problems per chapter (or of one chapter), the same for the same seed."""
+    """``count`` problems per chapter (or of one chapter, or of one kind), the same for the
+    same seed."""
     presets = presets or load()
     chapters = [c.id for c in derivations.CHAPTERS]
-    if chapter is not None and chapter not in chapters:
-        from units import closest
+    from units import closest
 
+    if chapter is not None and chapter not in chapters:
         raise ChalkboardError(f"unknown chapter {chapter!r}{closest(chapter, chapters)}")
+    if kind is not None and kind not in KINDS:
+        raise ChalkboardError(f"unknown kind {kind!r}{closest(kind, list(KINDS))}")
     if not 1 <= count <= MAX_COUNT:
         raise ChalkboardError(f"--count must be from 1 to {MAX_COUNT}")
     out = []
     for ch in [chapter] if chapter else chapters:
-        rng = random.Random(f"{seed}:{ch}")
-        candidates = _candidates(ch)
-        if not candidates:  # e.g. a user's chapter of symbolic equations only
-            continue
-        made, attempts, unused = 0, 0, list(candidates)
-        while made < count and attempts < 20 * count:
-            attempts += 1
-            eq = rng.choice(unused or candidates)  # every equation once before any twice
-            if eq in unused:
-                unused.remove(eq)
-            kind = rng.choice(("forward", "forward", "inverse", "estimate"))
-            kw = _draw(eq, rng, presets)
-            if kw is None:
+        out += _chapter_set(ch, seed, count, presets, kind)
+    return out
+
+
+def _chapter_set(ch: str, seed: int, count: int, presets: Presets, only: str | None) -> list:
+    rng = random.Random(f"{seed}:{ch}")
+    supported = supported_kinds(ch)
+    if only is not None and only not in supported:
+        return []
+    concepts = _concepts(ch, presets) if "concept" in supported else []
+    rng.shuffle(concepts)
+    candidates = _candidates(ch)
+    out, attempts, unused = [], 0, {k: list(candidates) for k in KINDS}
+    while len(out) < count and attempts < 30 * count:
+        attempts += 1
+        if only is not None:
+            kind = only
+        else:
+            kind = PLAN[len(out) % len(PLAN)]
+            if kind not in supported:
+                kind = "multi" if "multi" in supported else supported[0]
+        pid = f"{ch}-{seed}-{len(out) + 1}"
+        if kind == "concept":
+            if not concepts:
+                if only is not None:
+                    break
                 continue
-            problem = _make(eq, kind, kw, presets, f"{ch}-{seed}-{made + 1}")
-            if problem is not None:
-                out.append(problem)
-                made += 1
+            problem = dataclasses.replace(concepts.pop(), id=pid)
+        elif kind == "design":
+            problem = _design(ch, rng, presets, pid)
+        else:
+            pool = candidates
+            if kind == "inverse" and ch == "long_context":
+                pool = [e for e in candidates if e.id in PRICE_DEDUCTIONS] or candidates
+            elif kind == "multi":
+                pool = [e for e in candidates if _multi_candidate(e)] or pool
+            elif kind == "forward":
+                pool = [e for e in candidates if not _static_chain(e)] or pool
+            fresh = [e for e in unused[kind] if e in pool]
+            eq = rng.choice(fresh or pool)  # every equation once before any twice
+            if eq in unused[kind]:
+                unused[kind].remove(eq)
+            kw = _draw(eq, rng, presets)
+            if kw is not None and kind == "multi":
+                kw = _shorten(eq, kw, presets)
+            problem = None if kw is None else _make(eq, kind, kw, presets, pid)
+        if problem is not None:
+            out.append(problem)
     return out
 
 
@@ -256,6 +545,8 @@ def tolerance_text(p: Problem) -> str:
 # -- the answer checker's unit table ---------------------------------------------------------
 
 DIMENSIONS = ("[time]", "[information]", "[compute]", "[currency]")
+# Unit names the checker reads, short and long; plurals ("seconds", "tokens", "FLOPs") are
+# added from these wherever the registry itself accepts them, so Python and the browser agree.
 UNIT_NAMES = (
     "s",
     "second",
@@ -295,25 +586,36 @@ UNIT_NAMES = (
     "stage",
     "rack",
 )
-PREFIXES = {
-    "n": 1e-9,
-    "µ": 1e-6,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Z": 1e21,
-    "Y": 1e24,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-    "Pi": 2.0**50,
-}
+PREFIX_NAMES = (
+    "n",
+    "nano",
+    "µ",
+    "u",
+    "micro",
+    "m",
+    "milli",
+    "k",
+    "kilo",
+    "M",
+    "mega",
+    "G",
+    "giga",
+    "T",
+    "tera",
+    "P",
+    "peta",
+    "E",
+    "exa",
+    "Z",
+    "zetta",
+    "Y",
+    "yotta",
+    "Ki",
+    "Mi",
+    "Gi",
+    "Ti",
+    "Pi",
+)
 
 
 def dims_vector(q: pint.Quantity) -> list[float]:
@@ -321,14 +623,57 @@ def dims_vector(q: pint.Quantity) -> list[float]:
     return [float(d.get(name, 0)) for name in DIMENSIONS]
 
 
+def count_unit(name: str) -> str | None:
+    """The count a unit name stands for ("tokens" -> "token", "Mtok" -> "token"), or None.
+    Counts are dimensionless in the registry, so the checker compares their names instead.
+
+    >>> count_unit("Mtokens"), count_unit("chips"), count_unit("ms")
+    ('token', 'chip', None)
+    """
+    q = Q_(1, name)
+    if not q.dimensionless:
+        return None
+    registry = q._REGISTRY
+    root = registry.get_name(name)
+    for prefix in registry._prefixes:
+        if prefix and root.startswith(prefix) and root[len(prefix) :] in registry._units:
+            candidate = root[len(prefix) :]
+            if Q_(1, candidate).dimensionless:
+                root = candidate
+                break
+    return root
+
+
+def _units_of(q: pint.Quantity) -> dict[str, float]:
+    """The count units in ``q``'s unit with their exponents: B/tok -> {"token": -1}."""
+    out: dict[str, float] = {}
+    for name, power in q.units._units.items():
+        if (count := count_unit(name)) is not None:
+            out[count] = out.get(count, 0) + float(power)
+    return {k: v for k, v in out.items() if v}
+
+
 def unit_table() -> dict:
-    """Every unit name the answer checker accepts: its factor to base units and its dimensions,
-    read from the project's own pint registry (so the browser and Python agree)."""
-    units = {}
+    """Every unit name the answer checker accepts: its factor to base units, its dimensions and
+    the count it names (or None), read from the project's own pint registry (so the browser and
+    Python agree); with the registry's prefixes, short and long."""
+    names = list(UNIT_NAMES)
     for name in UNIT_NAMES:
+        plural = name + "s"
+        if len(name) > 2 and plural not in names:
+            try:
+                same = Q_(1, plural).to_base_units() == Q_(1, name).to_base_units()
+            except (pint.errors.UndefinedUnitError, pint.errors.DimensionalityError):
+                continue
+            if same:
+                names.append(plural)
+    units = {}
+    for name in names:
         q = Q_(1, name).to_base_units()
-        units[name] = [float(q.magnitude), dims_vector(q)]
-    return {"units": units, "prefixes": PREFIXES}
+        units[name] = [float(q.magnitude), dims_vector(q), count_unit(name)]
+    registry = Q_(1, "s")._REGISTRY
+    prefixes = {p: float(registry._prefixes[p].converter.scale) for p in PREFIX_NAMES}
+    return {"units": units, "prefixes": prefixes}
 
 
 def answer_spec(p: Problem) -> dict:
@@ -337,6 +682,7 @@ def answer_spec(p: Problem) -> dict:
     return {
         "value": float(base.magnitude),
         "dims": dims_vector(base),
+        "counts": _units_of(p.answer),
         "tolerance": p.tolerance,
         "mode": p.mode,
         "unit": f"{p.answer.units:~P}",
@@ -346,7 +692,7 @@ def answer_spec(p: Problem) -> dict:
 # -- the site's pages ------------------------------------------------------------------------
 
 PROBLEM_SEED = 0  # the site's problem sets; the CLI draws others
-PROBLEMS_PER_CHAPTER = 6
+PROBLEMS_PER_CHAPTER = 8  # one of each kind a chapter supports, multi-step ones thrice
 
 
 def problem_pages(presets: Presets) -> dict:
@@ -363,8 +709,9 @@ def problem_pages(presets: Presets) -> dict:
                 "givens": [
                     {"latex": g.latex, "meaning": g.meaning, "value": g.text} for g in p.givens
                 ],
-                "answer_json": json.dumps(answer_spec(p)),
-                "example": f"2.5 {p.answer.units:~P}".strip(),
+                "answer_json": json.dumps(answer_spec(p)) if p.answer is not None else "",
+                "example": f"2.5 {p.answer.units:~P}".strip() if p.answer is not None else "",
+                "hint": p.hint,
                 "tolerance": tolerance_text(p),
                 "solution": list(p.solution),
             }

@@ -61,6 +61,7 @@ CHAPTERS = (
     Chapter("overtraining", "Over-training, RL and Chinchilla", "E", "1:18:59-1:33:02"),
     Chapter("long_context", "Long context and API prices", "F", "1:33:02-2:04:02"),
     Chapter("reversible", "Reversible networks", "G", "2:04:02-2:13:00"),
+    Chapter("validation", "How close do real systems get?", "A and E, against measurements", ""),
 )
 
 
@@ -129,6 +130,7 @@ from derivations import (  # noqa: E402,F401
     overtraining,
     pipeline,
     reversible,
+    validation,
 )
 
 __all__ = [

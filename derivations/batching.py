@@ -21,6 +21,7 @@ from derivations.notation import (
     cost_per_token,
     crossover_batch,
     decode_tokens_per_sequence,
+    dense_crossover_batch,
     flops,
     flops_per_param_token,
     hbm_capacity,
@@ -246,13 +247,51 @@ crossover_batch_eq = register(
             solve(B, F * N_t * b / (W * c_f * u * N_a), "solve for the batch size"),
             rename(
                 crossover_batch.sym,
-                sp.Mul(F / W, b / (c_f * u), N_t / N_a, evaluate=False),
-                "group: the chip's FLOPs per byte, bytes per FLOP of a weight (u = 1 token per "
-                "sequence turns it into a batch), and sparsity",
+                sp.Mul(F * b / (c_f * u * W), N_t / N_a, evaluate=False),
+                "group: the chip's multiplies per byte of weight, F b / (c u W) with u = 1 token "
+                "per sequence, times sparsity; F / W alone is right only when c / b = 1 FLOP per "
+                "byte (BF16)",
             ),
         ),
         summary="Below B* a step is limited by reading weights; above it, by compute. "
-        "It depends on the chip and the model's sparsity, not on the model's size.",
+        "It is the chip's multiplies per byte of weight times the model's sparsity, whatever "
+        "the model's size or precision.",
+    )
+)
+
+B_DENSE = F * b / (c_f * u * W)
+dense_crossover_batch_eq = register(
+    Equation(
+        id="dense_crossover_batch",
+        title="Multiplies per byte of weight: B* of a dense model",
+        lhs=dense_crossover_batch,
+        rhs=B_DENSE,
+        chapter=CHAPTER,
+        source=Source(LECTURE, RATIO_AT, "B* = (FLOPs / mem_bw) x sparsity, at any precision"),
+        assumptions=(
+            "the model is dense (N_total = N_active), or this is the factor B* multiplies by "
+            "sparsity",
+            "weights are stored at b bytes per value and multiplied at the matching FLOP/s "
+            "(BF16 weights at BF16 FLOP/s, FP8 at FP8)",
+            "at BF16, c / b = 2 FLOP / 2 bytes = 1 FLOP per byte, so this equals the ridge "
+            "point F / W; at FP8 the FLOP/s double and the bytes halve, so it is unchanged",
+        ),
+        derivation=Derivation(
+            given(
+                crossover_batch.sym,
+                F * N_t * b / (W * c_f * u * N_a),
+                "the crossover batch",
+            ),
+            substitute(
+                {N_t: N_a},
+                crossover_batch.sym,
+                F * b / (W * c_f * u),
+                "a dense model: every parameter is active",
+            ),
+            rename(dense_crossover_batch.sym, B_DENSE, "name it"),
+        ),
+        summary="The precision-free crossover factor: the same at BF16 and at FP8 on a chip whose "
+        "FP8 rate is twice its BF16 rate. B* is this times the sparsity.",
     )
 )
 

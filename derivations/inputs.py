@@ -274,13 +274,13 @@ BINDINGS: dict[str, Binding] = {
         "hardware's scale-up domain", _figure("hardware", "scale_up_domain"), preset="hardware"
     ),
     "scale_up_bandwidth": Binding(
-        "hardware's scale-up bandwidth",
-        _figure("hardware", "scale_up_bandwidth"),
+        "hardware's scale-up bandwidth per direction",
+        _figure("hardware", "scale_up_bandwidth_per_direction"),
         preset="hardware",
     ),
     "scale_out_bandwidth": Binding(
-        "hardware's scale-out bandwidth",
-        _figure("hardware", "scale_out_bandwidth"),
+        "hardware's scale-out bandwidth per direction",
+        _figure("hardware", "scale_out_bandwidth_per_direction"),
         preset="hardware",
     ),
     **{
@@ -348,7 +348,11 @@ BINDINGS: dict[str, Binding] = {
     ),
     **{
         name: Binding(
-            f"scaling-law fit's {name.replace('_', ' ')}", _figure("fit", name), (), "fit"
+            # "loss_param_coeff" -> "loss parameter coeff": a reader's words, not a unit symbol
+            f"scaling-law fit's {name.replace('_', ' ').replace('param ', 'parameter ')}",
+            _figure("fit", name),
+            (),
+            "fit",
         )
         for name in SCHEMAS["fit"]  # every figure of a fit preset is an input of the loss law
     },

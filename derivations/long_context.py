@@ -77,11 +77,11 @@ from derivations.notation import (
     sliding_window_layers,
     step_time,
     tier_bandwidth,
-    tier_cache_bytes,
     tier_capacity,
     tier_drain_time,
     tier_fill_fraction,
     tier_price,
+    tier_retrieval_time,
     v_head_dim,
     vectors_per_token,
     vocab,
@@ -429,26 +429,36 @@ register(
 # -- memory tiers and caching ------------------------------------------------------------------
 
 phi, C_t, W_t = tier_fill_fraction.sym, tier_capacity.sym, tier_bandwidth.sym
+t_ret, M_c = tier_retrieval_time.sym, cache_bytes.sym
 register(
     Equation(
         id="storage_tier_drain_time",
-        title="Drain time of a memory tier",
+        title="Hold time of a memory tier (its drain time)",
         lhs=tier_drain_time,
-        rhs=phi * C_t / W_t,
+        rhs=C_t / W_t,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "tier with capacity/bandwidth ~ hold time"),
-        assumptions=("the cache fills a fraction phi of the device and is read at full bandwidth",),
-        derivation=Derivation(
-            given(tier_drain_time.sym, tier_cache_bytes.sym / W_t, "the caches' bytes read back"),
-            substitute(
-                {tier_cache_bytes.sym: phi * C_t},
-                tier_drain_time.sym,
-                phi * C_t / W_t,
-                "they fill a fraction phi of the device",
-            ),
+        assumptions=(
+            "the rule behind the lecture's drain-time reading: a tier suits a cache when the "
+            "time to read its caches back is the hold time times the fraction of the device "
+            "they fill (the lecture then multiplies by a ~10% fill, which double-counts it)",
+            "the caches are read back at the device's full bandwidth",
+            "the fill fraction cancels, so the hold time is the whole device's drain time "
+            "however full the device is",
         ),
-        summary="How long a tier takes to read back the caches it holds: the lifetime a cache "
-        "on that tier can usefully have.",
+        derivation=Derivation(
+            given(t_ret, tier_drain_time.sym * phi, "the lecture's rule"),
+            substitute(
+                {t_ret: M_c / W_t, phi: M_c / C_t},
+                M_c / W_t,
+                tier_drain_time.sym * M_c / C_t,
+                "retrieval reads the caches' bytes at the tier's bandwidth; they fill a "
+                "fraction bytes / capacity of the device",
+            ),
+            solve(tier_drain_time.sym, C_t / W_t, "the caches' bytes cancel"),
+        ),
+        summary="Capacity over bandwidth: how long a cache on this tier can usefully be held. "
+        "The share of the device the caches use cancels out.",
     )
 )
 

@@ -7,8 +7,10 @@ which is why one rack bounds the size of an expert layer.
 
 >>> from derivations import get
 >>> get("multi_rack_slowdown").evaluate()
-<Quantity(4.5, 'dimensionless')>
+<Quantity(4.0, 'dimensionless')>
 """
+
+import sympy as sp
 
 from derivations.core import Equation, Source, register
 from derivations.derivation import Derivation, given, rewrite, substitute
@@ -36,6 +38,8 @@ from derivations.notation import (
     n_active,
     n_chips,
     offrack_fraction,
+    offrack_slowdown,
+    onrack_slowdown,
     price_per_chip_hour,
     racks_spanned,
     scale_out_bandwidth,
@@ -127,56 +131,73 @@ register(
     )
 )
 
-register(
-    Equation(
-        id="alltoall_time",
-        title="All-to-all time of one MoE layer",
-        lhs=alltoall_time,
-        rhs=u * B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up),
-        chapter=CHAPTER,
-        source=Source(LECTURE, SECTION_B, "scale-out ~8x slower than scale-up"),
-        assumptions=(
-            "each of the B sequences sends u = 1 token through the layer per step",
-            "the batch's traffic is spread evenly over the E chips",
-            "off-rack bytes move pi times slower than on-rack bytes",
-        ),
-        derivation=Derivation(
-            given(
-                alltoall_time.sym,
-                u * B * alltoall_bytes.sym * (1 - f) / (E * S_up)
-                + u * B * alltoall_bytes.sym * f / (E * S_up / pi),
-                "on-rack bytes at the scale-up bandwidth, off-rack bytes at pi times less",
-            ),
-            rewrite(
-                alltoall_time.sym,
-                u * B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up),
-                "factor out the one-rack time",
-            ),
-        ),
-        summary="The one-rack time, inflated by the off-rack share times the scale-out penalty.",
-    )
-)
-
+T_ONE = u * B * alltoall_bytes.sym / (E * S_up)  # u = 1 token per sequence per step
+SLOWDOWN = sp.Max(1 - f, f * pi)
+s_on, s_off = onrack_slowdown.sym, offrack_slowdown.sym
 register(
     Equation(
         id="multi_rack_slowdown",
         title="Slowdown of an expert layer spread over racks",
         lhs=multi_rack_slowdown,
-        rhs=(1 - f) + f * pi,
+        rhs=SLOWDOWN,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "one rack bounds the size of an expert layer"),
-        assumptions=("as for the all-to-all time",),
+        assumptions=(
+            "the batch's traffic is spread evenly over the E chips",
+            "off-rack bytes move pi times slower than on-rack bytes, per chip and per direction",
+            "on-rack bytes ride the scale-up links and off-rack bytes the network ports at the "
+            "same time (separate links), so the layer waits for the slower of the two",
+        ),
         derivation=Derivation(
             given(
                 multi_rack_slowdown.sym,
-                (u * B * alltoall_bytes.sym * ((1 - f) + f * pi) / (E * S_up))
-                / (u * B * alltoall_bytes.sym / (E * S_up)),
-                "all-to-all time over r racks divided by the time within one rack (f = 0)",
+                sp.Max(s_on, s_off),
+                "on-rack and off-rack bytes move at once on separate links: the slower sets "
+                "the pace",
             ),
-            rewrite(multi_rack_slowdown.sym, (1 - f) + f * pi, "everything but the mix cancels"),
+            substitute(
+                {s_on: 1 - f, s_off: f * pi},
+                multi_rack_slowdown.sym,
+                SLOWDOWN,
+                "against the one-rack time, the on-rack share takes 1 - f and the off-rack "
+                "share f at pi times less bandwidth",
+            ),
         ),
         summary="With two racks and the lecture's 8x penalty, half the traffic is 8x slower: "
         "the layer's all-to-all takes several times as long, so one rack bounds a layer.",
+    )
+)
+
+register(
+    Equation(
+        id="alltoall_time",
+        title="All-to-all time of one MoE layer",
+        lhs=alltoall_time,
+        rhs=T_ONE * SLOWDOWN,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_B, "scale-out ~8x slower than scale-up"),
+        assumptions=(
+            "as for the multi-rack slowdown",
+            "each of the B sequences sends u = 1 token through the layer per step",
+            "the scale-up domain is switched: any chip reaches any other at full bandwidth "
+            "(a TPU torus is not)",
+        ),
+        derivation=Derivation(
+            given(
+                alltoall_time.sym,
+                T_ONE * multi_rack_slowdown.sym,
+                "the batch's bytes spread over E chips at the per-direction scale-up "
+                "bandwidth, times the slowdown of leaving the rack",
+            ),
+            substitute(
+                {multi_rack_slowdown.sym: SLOWDOWN},
+                alltoall_time.sym,
+                T_ONE * SLOWDOWN,
+                "the slower of the on-rack and off-rack shares",
+            ),
+        ),
+        summary="The one-rack time, times the larger of the on-rack share and the off-rack "
+        "share inflated by the scale-out penalty.",
     )
 )
 
@@ -188,8 +209,13 @@ register(
         rhs=S_up / S_out,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "scale-out ~8x slower than scale-up NVLink"),
-        assumptions=("both per chip; scale-up counts both directions, as the datasheets do",),
-        summary="The presets' own figure for the lecture's round 8x.",
+        assumptions=(
+            "both per chip and per direction (NVLink's 900 GB/s on an H100 counts both "
+            "directions: 450 GB/s each way; a 400 Gb/s port is 50 GB/s each way)",
+            "the scale-up domain is switched; on a torus (TPU pods) a chip's link bandwidth is "
+            "not its all-to-all bandwidth, so the ratio overstates the gap",
+        ),
+        summary="The presets' own figure for the lecture's round 8x, like for like.",
     )
 )
 

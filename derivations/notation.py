@@ -201,6 +201,14 @@ sequence_token_rate = symbol(
     r"\Theta / B",
 )
 
+dense_crossover_batch = symbol(
+    "dense_crossover_batch",
+    "sequence",
+    "multiplies per byte of weight, F b / (c W): the crossover batch of a dense model, "
+    "at any precision",
+    r"B^{*}_{\mathrm{dense}}",
+)
+
 # -- intermediates named only inside derivations -----------------------------------------------
 step_flops = symbol("step_flops", "FLOP", "FLOPs of one decode step", r"\Phi_{\mathrm{step}}")
 weight_bytes = symbol(
@@ -418,13 +426,13 @@ tier_bandwidth = symbol(
 tier_fill_fraction = symbol(
     "tier_fill_fraction",
     "dimensionless",
-    "fraction of the device a cache occupies",
+    "fraction of the device's capacity the caches occupy",
     r"\phi",
 )
 tier_drain_time = symbol(
     "tier_drain_time",
     "s",
-    "time to read a cache filling that fraction of the device",
+    "time to read the whole device once: how long a cache on it is worth holding",
     r"t_{\mathrm{tier}}",
     display="s",
 )
@@ -453,6 +461,13 @@ cache_breakeven_time = symbol(
     "holding time at which holding a cache costs as much as recomputing it",
     r"t_{\mathrm{even}}",
     display="minute",
+)
+tier_retrieval_time = symbol(
+    "tier_retrieval_time",
+    "s",
+    "time to read back the caches a device holds",
+    r"t_{\mathrm{retrieve}}",
+    display="s",
 )
 cache_write_price = symbol(
     "cache_write_price",
@@ -513,14 +528,14 @@ scale_up_domain = symbol(
 scale_up_bandwidth = symbol(
     "scale_up_bandwidth",
     "byte/s",
-    "scale-up bandwidth of one chip, both directions",
+    "scale-up bandwidth of one chip, each direction",
     r"S_{\mathrm{up}}",
     display="GB/s",
 )
 scale_out_bandwidth = symbol(
     "scale_out_bandwidth",
     "byte/s",
-    "scale-out (network) bandwidth of one chip",
+    "scale-out (network) bandwidth of one chip, each direction",
     r"S_{\mathrm{out}}",
     display="GB/s",
 )
@@ -630,6 +645,12 @@ pipeline_step_time = symbol(
     "s",
     "time of one training step through the pipeline",
     r"T_{\mathrm{pipe}}",
+)
+moe_layers_per_stage = symbol(
+    "moe_layers_per_stage",
+    "layer",
+    "MoE layers in one pipeline stage (dense layers left out)",
+    r"\ell_{\mathrm{MoE}}",
 )
 train_weight_bytes = symbol(
     "train_weight_bytes",
@@ -871,6 +892,13 @@ revnet_training_flops = symbol(
 recompute_flops = symbol(
     "recompute_flops", "FLOP", "compute of recomputing the activations", r"C_{\mathrm{recompute}}"
 )
+checkpoint_activation_memory = symbol(
+    "checkpoint_activation_memory",
+    "byte",
+    "activations stored with the best activation checkpointing at one extra forward pass",
+    r"M_{\mathrm{act}}^{\mathrm{ckpt}}",
+    display="GB",
+)
 
 # -- more intermediates named only inside derivations ------------------------------------------
 home_rack_share = symbol(
@@ -886,13 +914,24 @@ cache_bytes = symbol(
     r"M_{\mathrm{cache}}",
     "GB/sequence",
 )
-tier_cache_bytes = symbol(
-    "tier_cache_bytes",
-    "byte",
-    "bytes of the caches a memory device holds",
-    r"M_{\mathrm{tier}}",
-    "GB",
-)
 hop_count = symbol(
     "hop_count", "dimensionless", "hops a token makes per step", r"h_{\mathrm{hops}}"
+)
+onrack_slowdown = symbol(
+    "onrack_slowdown",
+    "dimensionless",
+    "time of the on-rack share of an all-to-all, relative to the one-rack time",
+    r"\sigma_{\mathrm{on}}",
+)
+offrack_slowdown = symbol(
+    "offrack_slowdown",
+    "dimensionless",
+    "time of the off-rack share of an all-to-all, relative to the one-rack time",
+    r"\sigma_{\mathrm{off}}",
+)
+checkpoint_segments = symbol(
+    "checkpoint_segments",
+    "dimensionless",
+    "segments (checkpoints) the layers are cut into for activation checkpointing",
+    r"K_{\mathrm{ckpt}}",
 )

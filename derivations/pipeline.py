@@ -19,6 +19,7 @@ from derivations.notation import (
     context_length,
     crossover_batch,
     d_model,
+    dense_layers,
     domain_weight_fetch_time,
     expert_parallel_chips,
     experts_active,
@@ -31,6 +32,7 @@ from derivations.notation import (
     micro_batch,
     microbatch_time,
     microbatches,
+    moe_layers_per_stage,
     n_layers,
     n_total,
     pipeline_stages,
@@ -121,9 +123,25 @@ register(
     )
 )
 
+register(
+    Equation(
+        id="moe_layers_per_stage",
+        title="MoE layers per pipeline stage",
+        lhs=moe_layers_per_stage,
+        rhs=(n_layers.sym - dense_layers.sym) / P,
+        chapter=CHAPTER,
+        source=Source(LECTURE_C, SECTION_C, "cut along layers"),
+        assumptions=(
+            "stages get equal numbers of MoE layers",
+            "dense layers (DeepSeek-V3's first 3) have no experts and so no all-to-all",
+        ),
+        summary="Only the layers with experts do an all-to-all; the dense layers are left out.",
+    )
+)
+
 t_up, t_out = scaleup_time_per_token.sym, scaleout_time_per_token.sym
 S_up, S_out, pi = scale_up_bandwidth.sym, scale_out_bandwidth.sym, scale_out_penalty.sym
-ell, kk, d = layers_per_stage.sym, experts_active.sym, d_model.sym
+ell, kk, d = moe_layers_per_stage.sym, experts_active.sym, d_model.sym
 nu = vectors_per_token.sym
 register(
     Equation(
@@ -135,7 +153,7 @@ register(
         source=Source(LECTURE_C, SECTION_C, "t_up/t_out = (1/8) 2 k layers_per_stage >= 1"),
         assumptions=(
             "inside a stage each MoE layer's all-to-all moves 2 k activations per token (nu = 1 "
-            "vector of d values each)",
+            "vector of d values each); dense layers move none",
             "between stages one activation per token crosses the scale-out network",
         ),
         derivation=Derivation(
@@ -144,7 +162,7 @@ register(
                 {t_up: ell * 2 * kk * nu * d * b_act / S_up, t_out: nu * d * b_act / S_out},
                 traffic_time_ratio.sym,
                 (ell * 2 * kk * nu * d * b_act / S_up) / (nu * d * b_act / S_out),
-                "all-to-all bytes of the stage's layers over scale-up; one activation over "
+                "all-to-all bytes of the stage's MoE layers over scale-up; one activation over "
                 "scale-out",
             ),
             substitute(
@@ -158,7 +176,7 @@ register(
             ),
         ),
         summary="At or above one, the hop between stages costs less than the experts' own "
-        "traffic: cutting between layers is cheap, even one layer per rack.",
+        "traffic: cutting between layers is cheap, even one MoE layer per rack.",
     )
 )
 
@@ -173,6 +191,9 @@ register(
         assumptions=(
             "a token passes through every stage once per step, one hop each",
             "the step itself is unchanged: the stages split it",
+            "the hop latency is the lecture's guess ('a few ms, give or take 10x'); a real "
+            "GPU -> NIC -> switch -> NIC -> GPU hop of one activation takes 10-100 microseconds, "
+            "which makes the added latency negligible next to the step",
         ),
         derivation=Derivation(
             given(

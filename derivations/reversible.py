@@ -13,12 +13,21 @@ feistel_z - f(feistel_x)
 import sympy as sp
 
 from derivations.core import Equation, Source, register
-from derivations.derivation import Derivation, given, solve, substitute
+from derivations.derivation import (
+    Derivation,
+    differentiate,
+    given,
+    solve,
+    stationary,
+    substitute,
+)
 from derivations.notation import (
     activation_bytes_per_value,
     activation_memory,
     backward_flops,
     batch_size,
+    checkpoint_activation_memory,
+    checkpoint_segments,
     context_length,
     d_model,
     feistel_x,
@@ -81,7 +90,8 @@ register(
             substitute({xr: y1}, x1, yr + f(y1), "and hands x on unchanged as y'"),
             solve(yr, x1 - f(y1), "recompute f(y') and subtract it"),
         ),
-        summary="x is read off as y'; y is x' minus f(y'). No activation needs storing.",
+        summary="x is read off as y'; y is x' minus f(y'). No layer's input needs storing: "
+        "the last layer's output rebuilds every earlier one, at the price of recomputing f.",
     )
 )
 
@@ -126,9 +136,15 @@ register(
         rhs=B * L * a,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_G, "activation memory O(1) in layers"),
-        assumptions=("only the last layer's output is kept; earlier inputs are recomputed",),
+        assumptions=(
+            "the last layer's output is kept (a reversible network does not store nothing: "
+            "one layer's activations remain); earlier inputs are recomputed from it",
+            "the recompute's own temporaries (one block's internals at a time) are left out, "
+            "as they are for the other two strategies",
+        ),
         summary="One layer's worth, whatever the depth: the ratio to ordinary backpropagation "
-        "is the number of layers.",
+        "is the number of layers. Activation checkpointing at the same extra compute keeps "
+        "twice the square root of the layers' worth.",
     )
 )
 
@@ -161,5 +177,54 @@ register(
         ),
         summary="8 N D instead of 6 N D: a third more compute buys memory flat in depth. "
         "KV caching makes the opposite trade.",
+    )
+)
+
+M_A, M_R, K = activation_memory.sym, revnet_activation_memory.sym, checkpoint_segments.sym
+M_CKPT = K * M_R + M_A / K
+register(
+    Equation(
+        id="checkpoint_activation_memory",
+        title="Activation memory of checkpointing at the same extra compute",
+        lhs=checkpoint_activation_memory,
+        rhs=2 * sp.sqrt(M_A * M_R),
+        chapter=CHAPTER,
+        source=Source(
+            "Chen et al. 2016, 'Training Deep Nets with Sublinear Memory Cost' (arXiv 1604.06174)"
+        ),
+        assumptions=(
+            "the layers are cut into K equal segments; only each segment's input is stored, and "
+            "on the way back each segment is recomputed once (one extra forward pass in all, the "
+            "same compute as a reversible network)",
+            "while a segment is recomputed its layers' inputs are held: ordinary "
+            "backpropagation's memory over K",
+            "K is free to take its best value, the square root of the layer count (at four "
+            "layers or more, so that it stores less than ordinary backpropagation)",
+        ),
+        derivation=Derivation(
+            given(
+                checkpoint_activation_memory.sym,
+                M_CKPT,
+                "K checkpoints of one layer's input each, plus one segment's layers' inputs",
+            ),
+            differentiate(
+                K,
+                sp.Derivative(checkpoint_activation_memory.sym, K),
+                M_R - M_A / K**2,
+                "differentiate by the segment count",
+            ),
+            stationary(M_R - M_A / K**2, "at the minimum the slope is zero"),
+            solve(K, sp.sqrt(M_A / M_R), "K is the square root of the layer count"),
+            given(checkpoint_activation_memory.sym, M_CKPT, "the memory again"),
+            substitute(
+                {K: sp.sqrt(M_A / M_R)},
+                checkpoint_activation_memory.sym,
+                2 * sp.sqrt(M_A * M_R),
+                "at the best K the two halves are equal",
+            ),
+        ),
+        summary="Twice the geometric mean of ordinary backpropagation's memory and a reversible "
+        "network's: grows as the square root of depth, where a reversible network stays flat "
+        "and ordinary backpropagation grows linearly, all three at the same compute or less.",
     )
 )

@@ -15,7 +15,7 @@ without one, ``source`` is the citation itself.
 >>> p.get("hardware", "h100").name
 Traceback (most recent call last):
 ...
-units.errors.ChalkboardError: unknown hardware preset 'h100' (did you mean 'h100_sxm' or 'h200'?)
+units.errors.ChalkboardError: unknown hardware preset 'h100' (did you mean 'h100_sxm' or ...?)
 """
 
 from __future__ import annotations
@@ -38,6 +38,22 @@ from units.registry import parse_quantity
 DATA = Path(__file__).with_name("data")
 BUILTIN_FILES = tuple(sorted(DATA.glob("*.toml")))
 
+# Measurement rows (kind "measurement"): a published figure of a real system, with the chip,
+# model and precision presets it ran on. Scenario words, the features that can make a
+# measurement beat a roofline bound, and the suffixes of a plausible range for an assumed input.
+SCENARIOS = (
+    "offline",
+    "server",
+    "interactive",
+    "decode_only",
+    "single_stream",
+    "latency_sweep",
+    "training",
+)
+FEATURES = ("mtp", "prefix_cache", "disaggregated", "interpolated", "open_division", "saturated")
+RANGE = ("", "_low", "_high")
+MEASURED = ("throughput_per_chip", "per_user_rate", "mfu")
+
 # Field schemas per kind: a unit string (a quantity of that dimension), int (a positive whole
 # number), bool (true or false), str (free text) or a tuple of allowed words. Required fields are
 # listed separately. A model may omit params_total and params_active: they are then counted from
@@ -50,9 +66,9 @@ SCHEMAS: dict[str, dict[str, object]] = {
         "hbm_bandwidth": "byte/s",
         "dense_flops_*": "FLOP/s",
         "scale_up_domain": "chip",
-        "scale_up_bandwidth": "byte/s",
+        "scale_up_topology": ("switch", "torus"),
         "scale_up_bandwidth_per_direction": "byte/s",
-        "scale_out_bandwidth": "byte/s",
+        "scale_out_bandwidth_per_direction": "byte/s",
     },
     "model": {
         "attention": ("gqa", "mla"),
@@ -109,6 +125,23 @@ SCHEMAS: dict[str, dict[str, object]] = {
         "dimensionless",
     ),
     "parameter": {"value": None},
+    "measurement": {
+        **dict.fromkeys(["system", "hardware", "model", "weights", "activations", "kv"], str),
+        **dict.fromkeys(["features", "assumed", "date"], str),
+        "scenario": SCENARIOS,
+        "chips": int,
+        "chips_per_replica": int,
+        **dict.fromkeys(
+            [f"{f}{s}" for f in ("input_tokens", "output_tokens", "context") for s in RANGE],
+            "token",
+        ),
+        **dict.fromkeys([f"concurrency{s}" for s in RANGE], "sequence"),
+        "throughput_per_chip": "token/s",
+        "per_user_rate": "token/s",
+        "tpot": "s",
+        "ttft": "s",
+        "mfu": "dimensionless",
+    },
 }
 REQUIRED = {
     "hardware": ("name", "source", "hbm_capacity", "hbm_bandwidth"),
@@ -135,6 +168,7 @@ REQUIRED = {
         "loss_data_exponent",
     ),
     "parameter": ("name", "source", "value"),
+    "measurement": ("name", "source", "system", "hardware", "chips", "model", "scenario"),
 }
 KINDS = tuple(SCHEMAS)
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -322,6 +356,50 @@ def read_text(path: Path, what: str = "preset file", limit: int = MAX_FILE_BYTES
         raise ChalkboardError(f"{label}: {what} is not UTF-8 text: {err.reason}") from None
 
 
+def _check_measurement(p: dict, where: str) -> None:
+    """A row must state what was measured, and any range must hold its value."""
+    if not any(m in p for m in MEASURED):
+        raise ChalkboardError(f"{where}: missing throughput (give one of {', '.join(MEASURED)})")
+    unknown = [w for w in p.get("features", "").split() if w not in FEATURES]
+    if unknown:
+        raise ChalkboardError(
+            f"{where}.features: unknown feature {unknown[0]!r}{closest(unknown[0], FEATURES)}"
+        )
+    for name in p.get("assumed", "").split():
+        if name not in p:
+            raise ChalkboardError(f"{where}.assumed: {name!r} is not a field of this row")
+    for name in ("input_tokens", "output_tokens", "context", "concurrency"):
+        low, high = p.get(f"{name}_low"), p.get(f"{name}_high")
+        if (low is None) != (high is None) or (low is not None and name not in p):
+            raise ChalkboardError(f"{where}: {name}_low and {name}_high go together with {name}")
+        if low is not None and not low <= p[name] <= high:
+            raise ChalkboardError(f"{where}: {name} must lie within {name}_low..{name}_high")
+    lengths = "input_tokens" in p and "output_tokens" in p
+    if p["scenario"] not in ("training", "decode_only") and not lengths:
+        raise ChalkboardError(f"{where}: a serving row needs input_tokens and output_tokens")
+    if p["scenario"] == "decode_only" and not (lengths or "context" in p):
+        raise ChalkboardError(f"{where}: a decode-only row needs context or input/output lengths")
+    chips, per_replica = p["chips"], p.get("chips_per_replica", p["chips"])
+    if per_replica > chips:
+        raise ChalkboardError(f"{where}: chips_per_replica exceeds chips")
+    if "mfu" in p and not 0 < p["mfu"].to("").magnitude <= 1:
+        raise ChalkboardError(f"{where}.mfu: expected a fraction between 0 and 1")
+
+
+def _check_references(merged: dict[str, dict[str, Preset]]) -> None:
+    """A measurement names presets of other kinds; each must exist (in any loaded file)."""
+    refs = {"hardware": "hardware", "model": "model"}
+    refs.update(dict.fromkeys(("weights", "activations", "kv"), "precision"))
+    for row in merged["measurement"].values():
+        for name, kind in refs.items():
+            value = row.get(name)
+            if value is not None and value not in merged[kind]:
+                raise ChalkboardError(
+                    f"{row.path}: measurement.{row.id}.{name}: unknown {kind} preset "
+                    f"{value!r}{closest(value, merged[kind])}"
+                )
+
+
 def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
     """Read and validate one preset file; any problem raises ChalkboardError naming the file."""
     label = str(path)
@@ -377,6 +455,8 @@ def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
                 )
             if kind == "model":
                 _check_model(values, where)
+            if kind == "measurement":
+                _check_measurement(values, where)
             out.setdefault(kind, {})[preset_id] = Preset(
                 kind, preset_id, MappingProxyType(values), MappingProxyType(sources), label
             )
@@ -402,6 +482,7 @@ def _load(files: tuple[str, ...]) -> Presets:
                         "choose a new id"
                     )
                 merged[kind][preset_id] = preset
+    _check_references(merged)
     frozen = {kind: MappingProxyType(table) for kind, table in merged.items()}
     return Presets(MappingProxyType(frozen), files)
 

@@ -4,7 +4,15 @@ Each module's ``context(presets)`` returns the worked examples, tables and cited
 chapter, every value computed from equations and presets.
 """
 
-from book.chapters import batching, long_context, moe, overtraining, pipeline, reversible
+from book.chapters import (
+    batching,
+    long_context,
+    moe,
+    overtraining,
+    pipeline,
+    reversible,
+    validation,
+)
 
 CONTEXTS = {
     "batching": batching.context,
@@ -13,4 +21,5 @@ CONTEXTS = {
     "overtraining": overtraining.context,
     "long_context": long_context.context,
     "reversible": reversible.context,
+    "validation": validation.context,
 }

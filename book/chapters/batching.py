@@ -106,6 +106,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "precision": precision,
         "inputs": inputs,
         "ridge": ev.text("ridge_intensity"),
+        "per_weight_byte": ev.text("dense_crossover_batch"),
         "sparsity": number(mdl.params_total / mdl.params_active),
         "crossover": ev.text("crossover_batch"),
         "batch": number(batch),
@@ -122,7 +123,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
 def _mixed_precision(presets: Presets, hardware: str, model: str) -> dict:
     """The crossover, replica size and cost at the crossover for each precision mix: the
     crossover moves only when the weights' bytes and the math's rate move apart."""
-    from book.cards import precision_words
+    from book.cases import precision_words
 
     rows = []
     for mix in PRECISION_MIXES:

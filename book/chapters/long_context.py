@@ -7,6 +7,8 @@ and the memory-tier ladder.
 'DeepSeek-V3 / R1'
 """
 
+import math
+
 from book.context import Evaluator, cell_in, header
 from book.format import number, quantity
 from units import Q_
@@ -44,7 +46,10 @@ def context(presets: Presets) -> dict:
             "ratio": Evaluator(presets).text("fast_mode_batch_ratio"),
         },
         "tiers": _tier_table(presets),
-        "fill": quantity(presets.parameter["tier_fill_fraction"].value),
+        "hold_reading": _hold_reading(presets),
+        "hold": {
+            t.medium: _readable_time(Evaluator(presets, tier=t.id)) for t in presets.tier.values()
+        },
         "context_length": quantity(presets.parameter["context_length"].value),
         "tier_model": presets.get("model", "llama_3_1_70b").name,
         **_kv_cache_and_cache_writes(presets),
@@ -130,8 +135,7 @@ def _tier_table(presets: Presets) -> dict:
     columns = (
         ("capacity", "GB"),
         ("bandwidth", "GB/s"),
-        ("full drain", "s"),
-        ("drain of the cache's share", "s"),
+        ("hold time (full drain)", "s"),
         ("hold one sequence's cache", "USD/hour"),
         ("holding beats recomputing for", "minute"),
     )
@@ -141,7 +145,6 @@ def _tier_table(presets: Presets) -> dict:
         values = (
             lambda t=tier: t.capacity,
             lambda t=tier: t.bandwidth,
-            lambda ev=ev: ev.q("storage_tier_drain_time", tier_fill_fraction=1),
             lambda ev=ev: ev.q("storage_tier_drain_time"),
             lambda ev=ev: ev.q("cache_hold_cost"),
             lambda ev=ev: ev.q("cache_breakeven_time"),
@@ -154,6 +157,36 @@ def _tier_table(presets: Presets) -> dict:
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _hold_reading(presets: Presets) -> dict:
+    """The tier each cache lifetime points to: the one whose break-even time is nearest to it.
+
+    Holding a cache on a tier beats recomputing it for the tier's break-even time, so a lifetime
+    belongs to the tier whose break-even time is closest to it (by ratio). The tier's hold time
+    (capacity over bandwidth) is given alongside.
+    """
+    rows = []
+    for tier in presets.tier.values():
+        ev = Evaluator(presets, HARDWARE, "llama_3_1_70b", tier=tier.id)
+        rows.append((tier, ev.q("storage_tier_drain_time"), ev.q("cache_breakeven_time")))
+    out = {}
+    for key in ("cache_duration_short", "cache_duration_long"):
+        life = presets.parameter[key].value
+        tier, hold, even = min(rows, key=lambda r: abs(math.log((r[2] / life).to("").m)))
+        out[key.removeprefix("cache_duration_")] = {
+            "life": quantity(life),
+            "medium": tier.medium,
+            "breakeven": quantity(even.to("minute")),
+            "hold": quantity(hold.to("minute")),
+        }
+    return out
+
+
+def _readable_time(ev: Evaluator) -> str:
+    """A tier's hold time in minutes up to two hours, in hours beyond."""
+    t = ev.q("storage_tier_drain_time").to("minute")
+    return quantity(t if t.magnitude < 120 else t.to("hour"))
 
 
 KV_MODEL = "llama_3_1_70b"

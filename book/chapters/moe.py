@@ -2,11 +2,11 @@
 
 >>> from units.presets import load
 >>> context(load())["experts_per_chip"]
-'4 expert/chip'
+'4 experts per chip'
 """
 
 from book.context import Evaluator, cell_in, header
-from book.format import quantity
+from book.format import number, quantity
 from units import Q_
 from units.presets import Presets
 
@@ -37,6 +37,12 @@ def context(presets: Presets) -> dict:
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
         "alltoall_bytes": ev.text("alltoall_bytes_per_token"),
         "batch": quantity(batch),
+        "per_weight_byte": ev.text("dense_crossover_batch"),
+        "sparsity": number(
+            (presets.get("model", MODEL).params_total / presets.get("model", MODEL).params_active)
+            .to("")
+            .magnitude
+        ),
         "alltoall_one_rack": ev.text("alltoall_time", batch_size=batch, racks_spanned=1),
         "alltoall_two_racks": ev.text("alltoall_time", batch_size=batch),
         "penalty": quantity(presets.parameter["scale_out_penalty"].value),
@@ -44,12 +50,20 @@ def context(presets: Presets) -> dict:
         "slowdowns": slowdowns,
         "slowdown": lecture.text("multi_rack_slowdown"),
         "hardware_table": _hardware_table(presets),
+        "torus_chips": [
+            hw.name for hw in presets.hardware.values() if hw.get("scale_up_topology") == "torus"
+        ],
         "cost_floor": ev.text("compute_cost_floor"),
     }
 
 
 def _hardware_table(presets: Presets) -> dict:
-    """Every chip with a scale-up figure: domain memory, what it can hold, its own penalty."""
+    """Every chip with a switched scale-up domain: its memory, what it holds, its own penalty.
+
+    Torus domains (TPU pods) are left out: an all-to-all over a torus crosses many hops and does
+    not run at each chip's full link bandwidth, so neither the penalty nor the domain as one
+    expert-parallel group compares like for like.
+    """
     columns = (
         ("scale-up domain", "chip"),
         ("domain HBM", "TB"),
@@ -58,7 +72,7 @@ def _hardware_table(presets: Presets) -> dict:
     )
     rows = []
     for hw in presets.hardware.values():
-        if hw.get("scale_up_domain") is None:
+        if hw.get("scale_up_domain") is None or hw.get("scale_up_topology") == "torus":
             continue
         ev = Evaluator(presets, hw.id, precision="fp8")
         values = (

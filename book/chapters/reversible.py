@@ -18,6 +18,7 @@ def context(presets: Presets) -> dict:
     ev = Evaluator(presets, model=MODEL, batch_size=TRAIN_BATCH)
     plain = ev.q("activation_memory")
     rev = ev.q("revnet_activation_memory")
+    ckpt = ev.q("checkpoint_activation_memory")
     flops = Evaluator(presets, model=MODEL, training_tokens=Q_(1, "token"))
     return {
         "model": presets.get("model", MODEL).name,
@@ -26,6 +27,9 @@ def context(presets: Presets) -> dict:
         "rev": ev.text("revnet_activation_memory"),
         "layers": str(presets.get("model", MODEL).layers),
         "saving": number((plain / rev).to("").magnitude),
+        "ckpt": ev.text("checkpoint_activation_memory"),
+        "ckpt_saving": number((plain / ckpt).to("").magnitude),
+        "rev_over_ckpt": number((ckpt / rev).to("").magnitude),
         "extra_compute": number(
             (flops.q("revnet_training_flops") / flops.q("training_flops")).to("").magnitude
         ),

@@ -172,6 +172,15 @@ def python_value(eq_id: str, calc, units: dict) -> float:
     return eq.evaluate(**overrides).to(eq.lhs.display_unit).m
 
 
+def open_calculator(page, eq_id: str):
+    """Open the equation's collapsed reference block (the calculator lives there since issue
+    12), then its calculator."""
+    page.locator(f"details#{eq_id} > summary").click()
+    calc = page.locator(f'details.chalkboard-calc[data-eq="{eq_id}"]')
+    calc.locator("summary").click()
+    return calc
+
+
 CALCULATORS = [
     ("batching", "crossover_batch", "mem_bandwidth", "4.8"),
     ("batching", "cost_per_token", "batch_size", "512"),
@@ -185,8 +194,7 @@ def test_calculators_match_python_and_update(server, page, chapter, eq_id, arg, 
 
     base, _ = server
     page.goto(f"{base}/chapters/{chapter}/")
-    calc = page.locator(f'details.chalkboard-calc[data-eq="{eq_id}"]')
-    calc.locator("summary").click()
+    calc = open_calculator(page, eq_id)
     units = {a["name"]: a["unit"] for a in calculator(eq_id)["args"]}
     shown = float(calc.locator("output").get_attribute("data-value"))
     assert shown == pytest.approx(python_value(eq_id, calc, units), rel=1e-9)
@@ -200,8 +208,7 @@ def test_calculators_match_python_and_update(server, page, chapter, eq_id, arg, 
 def test_a_preset_picker_refills_the_calculator(server, page):
     base, _ = server
     page.goto(f"{base}/chapters/batching/")
-    calc = page.locator('details.chalkboard-calc[data-eq="ridge_intensity"]')
-    calc.locator("summary").click()
+    calc = open_calculator(page, "ridge_intensity")
     calc.locator('select[data-kind="hardware"]').select_option("b200")
     # B200: 2,250 TFLOP/s over 8 TB/s at BF16 (facts.md)
     calc.locator('select[data-kind="compute_precision"]').select_option("bf16")
@@ -257,7 +264,36 @@ def test_a_flashcard_reveals_its_answer(server, page):
     assert answer.is_visible()
 
 
-@pytest.mark.parametrize("path", ["chapters/batching/", "claims/", "problems/moe/"])
+def test_the_validation_chapter_shows_its_figure_tables_and_exercises(server, page):
+    from book.chapters.validation import pct
+    from book.validation import summary, validate
+
+    base, _ = server
+    page.goto(f"{base}/chapters/validation/")
+    page.wait_for_load_state("load")
+    assert page.errors == []
+    figure = page.locator("#figure-measured_vs_bound svg")
+    assert figure.count() == 1 and figure.is_visible()
+    # one table row per measurement, in the scenario tables (plus the sensitivity table)
+    ids = {r.id for r in validate()}
+    shown = set(page.eval_on_selector_all("table td code", "els => els.map(e => e.textContent)"))
+    assert ids <= shown
+    # the takeaways state the computed offline band
+    offline = summary(validate())["offline"]
+    takeaways = page.locator(".admonition.abstract").inner_text()
+    assert pct(offline["median"]) in takeaways
+    # an exercise opens, then its answer
+    exercise = page.locator("details.question").first
+    answer = exercise.locator("details.success").first
+    assert not answer.is_visible()
+    exercise.locator("summary").first.click()
+    answer.locator("summary").click()
+    answer.locator("p").first.wait_for(state="visible")
+
+
+@pytest.mark.parametrize(
+    "path", ["chapters/batching/", "chapters/validation/", "claims/", "problems/moe/"]
+)
 def test_screenshots_are_saved(server, page, path):
     base, _ = server
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -271,3 +307,162 @@ def test_screenshots_are_saved(server, page, path):
 def test_the_raw_tex_probe_can_fail(page):
     page.set_content(r"<p>left as \(x^2\) by a broken build</p><p class='katex'>\(fine\)</p>")
     assert page.evaluate(RAW_TEX) == [r"left as \(x^2\) by a broken build"]
+
+
+# -- the answer checker on every kind of problem, and the Study page ---------------------------
+
+
+def shown_value(spec) -> float:
+    from units import Q_, parse_unit
+
+    return spec["value"] / Q_(1, parse_unit(spec["unit"])).to_base_units().m
+
+
+@pytest.mark.parametrize("kind", ["forward", "multi", "inverse", "estimate", "design"])
+def test_answer_checker_on_each_kind_of_problem(server, page, kind):
+    base, site = server
+    chapters = ["batching", "moe", "pipeline", "overtraining", "long_context", "reversible"]
+    box = None
+    for chapter in chapters:
+        page.goto(f"{base}/problems/{chapter}/")
+        found = page.locator(f'.chalkboard-problem[data-kind="{kind}"]')
+        if found.count():
+            box = found.first
+            break
+    assert box is not None, f"no {kind} problem on the site"
+    spec = box.evaluate("b => JSON.parse(b.getAttribute('data-answer'))")
+    shown = shown_value(spec)
+
+    def grade(text):
+        box.locator("input").fill(text)
+        box.locator(".chalkboard-check").click()
+        return box.locator(".chalkboard-result").inner_text()
+
+    assert grade(f"{shown!r} {spec['unit']}") == "Correct.", spec
+    wrong = 10 if kind == "estimate" else 1.5  # outside a factor of sqrt(10) / outside 1%
+    assert grade(f"{shown * wrong!r} {spec['unit']}").startswith("Not quite"), spec
+    other = "3 USD/s" if spec["dims"] != [0, 0, 0, 1] else "3 s"
+    message = grade(other)
+    assert message.startswith("Wrong dimension") and "the answer is" in message
+    if kind == "estimate":  # graded on the true value: twice it is accepted
+        assert grade(f"{2 * shown!r} {spec['unit']}") == "Correct."
+    assert page.errors == []
+
+
+CHECKS = [  # text, answer (value in base units, dims, counts, unit), accepted
+    ("36 milliseconds", [0.036, [1, 0, 0, 0], {}, "ms"], True),
+    ("5,356 sequences", [5356, [0, 0, 0, 0], {"sequence": 1}, "seq"], True),
+    ("560 chip", [560, [0, 0, 0, 0], {"sequence": 1}, "seq"], False),
+    ("2.6e14 tokens", [2.6e14, [0, 0, 0, 0], {"token": 1}, "tok"], True),
+    ("1,000 FLOPs", [1000, [0, 0, 1, 0], {}, "FLOP"], True),
+    ("25%", [0.25, [0, 0, 0, 0], {}, ""], True),
+    ("8x", [8, [0, 0, 0, 0], {}, ""], True),
+    ("8x", [8, [1, 0, 0, 0], {}, "s"], False),
+]
+
+
+def test_checker_in_the_browser_reads_words_separators_percentages_and_counts(server, page):
+    base, _ = server
+    page.goto(f"{base}/problems/batching/")
+    results = page.evaluate(
+        """cases => { chalkboardAnswers.setUnits(window.CHALKBOARD_UNITS);
+            return cases.map(([text, [value, dims, counts, unit]]) => chalkboardAnswers.check(
+              text, {value, dims, counts, unit, tolerance: 0.01, mode: "relative"})); }""",
+        [[t, a] for t, a, _ in CHECKS],
+    )
+    for (text, _, accepted), got in zip(CHECKS, results, strict=True):
+        assert got["ok"] is accepted, (text, got)
+    assert "the answer counts sequences" in results[2]["message"]
+
+
+STATE = "() => JSON.parse(localStorage.getItem('chalkboard-study') || '{}')"
+CURRENT = "() => document.querySelector('.chalkboard-study-card:not([hidden])')?.dataset.guid"
+
+
+def test_study_page_schedules_cards_with_fsrs_and_keeps_progress(server, page):
+    import time
+
+    import genanki
+
+    from book.cards import flashcards
+
+    base, _ = server
+    page.goto(f"{base}/study/")
+    page.evaluate("() => localStorage.clear()")
+    page.reload()
+    page.wait_for_selector(".chalkboard-study-card:not([hidden])")
+    guids = page.eval_on_selector_all(
+        ".chalkboard-study-card", "els => els.map(e => e.dataset.guid)"
+    )
+    deck = flashcards()
+    assert guids == [genanki.guid_for("chalkboard", c.id) for c in deck]  # the Anki GUIDs
+    status = page.locator("#study-status").inner_text()
+    assert status.startswith(f"0 due, {len(deck)} new")
+    rated = []
+    for rating in ("Good", "Easy", "Again"):
+        guid = page.evaluate(CURRENT)
+        back = page.locator(".chalkboard-study-card:not([hidden]) .study-back")
+        assert not back.is_visible()
+        page.click("#study-reveal")
+        assert back.is_visible()
+        page.click(f'#study-rate button[data-rating="{rating}"]')
+        rated.append(guid)
+        assert page.evaluate(CURRENT) != guid
+    page.reload()
+    page.wait_for_selector(".chalkboard-study-card:not([hidden])")
+    state = page.evaluate(STATE)
+    assert set(state) == set(rated)
+    now = time.time()
+    for guid in rated:  # rescheduled into the future, none due now
+        assert page.evaluate("d => Date.parse(d)", state[guid]["due"]) / 1000 > now
+    assert page.evaluate(CURRENT) not in rated
+    assert page.locator("#study-status").inner_text().startswith(f"0 due, {len(deck) - 3} new")
+
+    # a card that fell due comes first, and rating it moves its due date forward
+    page.evaluate(
+        """g => { const s = JSON.parse(localStorage.getItem('chalkboard-study'));
+                  s[g].due = new Date(Date.now() - 86400000).toISOString();
+                  localStorage.setItem('chalkboard-study', JSON.stringify(s)); }""",
+        rated[0],
+    )
+    page.reload()
+    page.wait_for_selector(".chalkboard-study-card:not([hidden])")
+    assert page.evaluate(CURRENT) == rated[0]
+    assert page.locator("#study-status").inner_text().startswith("1 due")
+    page.click("#study-reveal")
+    page.click('#study-rate button[data-rating="Good"]')
+    due = page.evaluate(STATE)[rated[0]]["due"]
+    assert page.evaluate("d => Date.parse(d)", due) / 1000 > now
+
+    # filter by chapter
+    page.select_option("#study-chapter", "reversible")
+    chapter = page.evaluate(
+        "() => document.querySelector('.chalkboard-study-card:not([hidden])').dataset.chapter"
+    )
+    assert chapter == "reversible"
+    assert page.errors == []
+
+
+CHAPTER_IDS = ["batching", "moe", "pipeline", "overtraining", "long_context", "reversible"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTER_IDS)
+def test_a_chapter_opened_from_a_file_shows_typeset_math_and_every_figure(server, page, chapter):
+    """Opened from file:// no script typesets anything: the math must arrive rendered (issue 12)."""
+    from book.figures import CHAPTER_FIGURES
+
+    _, site = server
+    page.goto((site / "chapters" / chapter / "index.html").as_uri())
+    page.wait_for_load_state("load")
+    assert page.evaluate(RAW_TEX) == [], chapter
+    assert page.locator(".katex").count() > 0, chapter
+    assert page.locator(".katex-error").count() == 0, chapter
+    # KaTeX's fonts load from the page's folder: a formula has a real width, not raw text
+    assert page.locator(".katex").first.bounding_box()["width"] > 0
+    for fig_id in CHAPTER_FIGURES.get(chapter, ()):
+        figure = page.locator(f"figure#figure-{fig_id} svg")
+        assert figure.count() == 1, (chapter, fig_id)
+        assert figure.bounding_box()["height"] > 50, (chapter, fig_id)
+    if chapter == "batching":
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "batching_from_file.png"), full_page=False)

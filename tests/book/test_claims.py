@@ -11,7 +11,9 @@ HOLDS, CAVEAT, WRONG = VERDICTS
 # claim id -> (expected verdict, the figure(s) computed by hand, in the claim's unit)
 EXPECTED = {
     "ridge_a100": (WRONG, [312e12 / 2.039e12]),  # 153 FLOP/byte
-    "ridge_h100": (CAVEAT, [989.4 / 3.35, 1978.9 / 3.35]),  # 295 at BF16; 591 at FP8
+    # multiplies per weight byte F b / (c W), facts.md H100: BF16 989.4 TFLOP/s x 2 bytes, FP8
+    # 1978.9 x 1 byte, over 2 FLOP x 3.35 TB/s: 295 at both precisions (issue 11, item 5)
+    "ridge_h100": (HOLDS, [989.4 * 2 / (2 * 3.35), 1978.9 * 1 / (2 * 3.35)]),
     "ridge_b200": (CAVEAT, [2250 / 8, 2500 / 8]),  # both near 300; caveat: B100 not a preset
     # FLOP/byte x (1 byte / 2 FLOP) x 671/37: H100 FP8 and GB200 FP8
     "deepseek_crossover": (WRONG, [1978.9 / 3.35 / 2 * 671 / 37, 5000 / 8 / 2 * 671 / 37]),
@@ -22,7 +24,9 @@ EXPECTED = {
     "batching_gain": (WRONG, None),
     "experts_per_gpu": (HOLDS, [256 / 64]),
     "two_racks_half": (HOLDS, [0.5]),
-    "scale_out_8x": (WRONG, [900 / 50, 1800 / 50, 1800 / 100]),
+    # per direction (facts.md): NVLink 900 GB/s bidi -> 450 each way, 1.8 TB/s -> 900; a 400 Gb/s
+    # port is 50 GB/s each way, 800 Gb/s 100 GB/s: H100 9, GB200 18, GB300 9 (issue 11, item 2)
+    "scale_out_8x": (CAVEAT, [450 / 50, 900 / 50, 900 / 100]),
     "hopper_640": (HOLDS, [8 * 80]),
     "blackwell_rack": (HOLDS, [72 * 0.186, 72 * 0.288]),
     "traffic_ratio": (HOLDS, [2 * 8 / 8, 2 * 8 / 8]),
@@ -40,9 +44,11 @@ EXPECTED = {
     "output_input": (CAVEAT, [25 / 5, 15 / 3, 10 / 1.25, 10 / 1.25, 1.10 / 0.27, 0.42 / 0.28]),
     "cache_hit_10x": (CAVEAT, [10, 10, 0.27 / 0.07, 10]),
     "hbm_20ms": (HOLDS, [80 / 3.35, 180 / 8, 186 / 8]),
-    "dram_seconds": (CAVEAT, [0.1 * 64 / 38.4, 64 / 38.4]),
-    "flash_minute": (HOLDS, [0.1 * 15.36e3 / 13 / 60]),  # minutes
-    "disk_hour": (HOLDS, [0.1 * 24e12 / 285e6 / 3600]),  # hours
+    # hold time = capacity / bandwidth, tiers.toml (issue 11, item 1): 64 GB / 38.4 GB/s;
+    # 15.36 TB / 13 GB/s in minutes; 24 TB / 285 MB/s in hours
+    "dram_seconds": (HOLDS, [64 / 38.4]),
+    "flash_minute": (WRONG, [15.36e3 / 13 / 60]),
+    "disk_hour": (WRONG, [24e12 / 285e6 / 3600]),
     # tokens/s per sequence = 1 / drain time: Rubin 288 GB / 20 TB/s (lecture), GB200 186/8,
     # B200 180/8, H100 80/3.35 (facts.md); only Rubin is within 25% of 64.
     "throughput_64b": (CAVEAT, [20e3 / 288, 8e3 / 186, 8e3 / 180, 3.35e3 / 80]),

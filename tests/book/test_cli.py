@@ -223,10 +223,14 @@ def test_eval_kv_bytes_per_token_json_with_a_model_preset():
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        # by hand: Opus output 25 over input 5 USD/Mtoken; DDR5: 10% of 64 GB at 38.4 GB/s;
+        # by hand: Opus output 25 over input 5 USD/Mtoken; DDR5: 64 GB at 38.4 GB/s (tiers.toml);
         # DeepSeek-V3: 256 experts over the lecture's 64 chips
         (["eval", "decode_prefill_ratio_from_prices", "--api", "claude_opus_4_6"], 5.0),
-        (["eval", "storage_tier_drain_time", "--tier", "dram_ddr5"], 0.1 * 64 / 38.4),
+        (["eval", "storage_tier_drain_time", "--tier", "dram_ddr5"], 64 / 38.4),
+        # PM1743 flash: 15.36 TB / 13 GB/s = 1,181.5 s, about 20 min (issue 11 acceptance)
+        (["eval", "storage_tier_drain_time", "--tier", "flash_nvme"], 15.36e12 / 13e9),
+        # H100: NVLink 900 GB/s bidi = 450 GB/s each way over a 400 Gb/s = 50 GB/s port
+        (["eval", "hardware_scale_out_penalty", "--hardware", "h100_sxm"], 9.0),
         (["eval", "experts_per_chip", "--model", "deepseek_v3"], 4.0),
     ],
 )
@@ -413,6 +417,25 @@ def test_symbols_lists_units_and_defining_equations():
     assert rows["mem_bandwidth"]["unit"] == "byte/s" and rows["mem_bandwidth"]["defined_by"] is None
     assert rows["kv_bytes_per_token"]["defined_by"] == "kv_bytes_per_token"
     assert rows["crossover_batch"]["defined_by"] == "crossover_batch"
+
+
+def test_problems_filtered_by_kind():
+    out = io.StringIO()
+    argv = ["problems", "--kind", "design", "--seed", "1", "--count", "1", "--json"]
+    assert main(argv, out=out) == 0
+    data = json.loads(out.getvalue())
+    assert {p["kind"] for p in data} == {"design"}
+    assert {p["chapter"] for p in data} == {"batching", "moe"}  # the chapters that support it
+    out = io.StringIO()
+    argv = ["problems", "--chapter", "pipeline", "--kind", "concept", "--count", "1"]
+    assert main(argv, out=out) == 0
+    assert "(concept)" in out.getvalue() and "hint:" in out.getvalue()
+
+
+def test_problems_bad_kind_is_one_line(capsys):
+    assert main(["problems", "--kind", "mult"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "multi" in err
 
 
 # -- mixed precision ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 answer checker property-tested under Node."""
 
 import json
-import math
+import re
 import shutil
 import subprocess
 
@@ -12,9 +12,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import derivations
-from book.problems import answer_spec, problem_set, unit_table
+from book.problems import (
+    KINDS,
+    PRICE_DEDUCTIONS,
+    PROBLEMS_PER_CHAPTER,
+    answer_spec,
+    dims_vector,
+    problem_set,
+    supported_kinds,
+    unit_table,
+)
 from book.site import ASSETS
 from units import Q_, ChalkboardError
+from units.presets import load
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +39,97 @@ def test_same_seed_same_set_and_other_seeds_differ():
     assert a == b and a != c
 
 
-def test_every_chapter_gets_problems_of_every_kind(problems):
+def test_every_chapter_gets_problems_of_every_kind_it_supports(problems):
     assert {p.chapter for p in problems} == {c.id for c in derivations.CHAPTERS}
     many = problem_set(seed=5, count=8)
-    assert {p.kind for p in many} == {"forward", "inverse", "estimate"}
+    assert {p.kind for p in many} == set(KINDS)
+    for chapter in derivations.CHAPTERS:
+        offered = {p.kind for p in many if p.chapter == chapter.id}
+        assert offered == set(supported_kinds(chapter.id)), chapter.id
+        assert {"forward", "multi", "inverse", "estimate", "concept"} <= offered, chapter.id
+    assert "design" in supported_kinds("batching")
+
+
+@pytest.mark.parametrize("count", [3, PROBLEMS_PER_CHAPTER])  # the CLI's default, the site's
+def test_multi_step_problems_are_at_least_thirty_percent_of_a_default_set(count):
+    problems = problem_set(seed=0, count=count)
+    multi = [p for p in problems if p.kind == "multi"]
+    assert len(multi) >= 0.3 * len(problems)
+
+
+def test_multi_step_problems_chain_two_to_four_equations_with_only_needed_givens():
+    from derivations.inputs import reachable
+
+    for p in problem_set(seed=2, count=6, kind="multi"):
+        eq = derivations.get(p.equation)
+        result = eq.evaluate_detailed(**p.choices)
+        steps = {
+            i.origin.split()[1] for i in result.inputs.values() if i.origin.startswith("equation")
+        }
+        assert 2 <= len(steps) + 1 <= 4, p.id
+        assert len(p.solution) >= len(steps) + 1  # every intermediate is a line
+        for line in p.solution:
+            assert re.search(r"= \**[\d.,e-]+( [A-Za-z/%]+)?", line), line
+        for g in p.givens:  # a given is read by the answer, never decoration
+            assert g.name in reachable(eq) or g.name in result.inputs, (p.id, g.name)
+
+
+def test_design_problems_are_answered_by_searching_the_presets():
+    from book.problems import DESIGN, DESIGN_BATCHES, PRECISIONS
+
+    presets = load()
+    problems = problem_set(seed=4, count=2, kind="design")
+    assert {p.chapter for p in problems} == set(DESIGN)
+    for p in problems:
+        model = p.choices["model"]
+        bound = presets.parameter["train_period"].value
+        best = None
+        for hw in DESIGN[p.chapter][1]:  # an independent brute force over every choice
+            for precision in PRECISIONS:
+                for b in DESIGN_BATCHES:
+                    kw = dict(
+                        hardware=hw, model=model, precision=precision, batch_size=Q_(b, "sequence")
+                    )
+                    try:
+                        step = derivations.get("step_time").evaluate(**kw)
+                        cost = derivations.get("cost_per_token").evaluate(**kw)
+                    except ChalkboardError:
+                        continue
+                    if step <= bound and (best is None or cost < best):
+                        best = cost
+        assert p.answer.to("USD/Mtoken").m == pytest.approx(best.to("USD/Mtoken").m, rel=1e-9)
+
+
+def test_inverse_problems_deduce_from_api_prices():
+    problems = problem_set("long_context", seed=1, count=3, kind="inverse")
+    assert problems and all(p.equation in PRICE_DEDUCTIONS for p in problems)
+    assert all("published prices" in p.text for p in problems)
+
+
+def test_concept_problems_have_a_hint_and_a_prose_answer():
+    problems = problem_set(seed=0, count=2, kind="concept")
+    assert {p.chapter for p in problems} == {c.id for c in derivations.CHAPTERS}
+    for p in problems:
+        assert p.hint and p.answer is None and len(p.solution[0]) > 80
+        assert "?" in p.text
+
+
+def test_kind_filter_and_unknown_kind():
+    assert {p.kind for p in problem_set(seed=0, count=2, kind="estimate")} == {"estimate"}
+    with pytest.raises(ChalkboardError, match="did you mean 'multi'"):
+        problem_set(kind="mult")
+
+
+def test_estimates_are_graded_on_the_true_value_and_state_the_factor():
+    # The bug: the answer was the rounded power of ten, so a true 47 ms accepted 32-316 ms
+    # (around 100 ms) and rejected the true value's neighbourhood below 32 ms.
+    estimates = [p for p in problem_set(seed=0, count=8) if p.kind == "estimate"]
+    assert estimates
+    for p in estimates:
+        true = derivations.get(p.equation).evaluate(**p.choices)
+        assert p.answer.to(true.units).m == pytest.approx(true.m, rel=1e-12), p.id
+        assert answer_spec(p)["value"] == pytest.approx(true.to_base_units().m, rel=1e-12)
+        assert "factor of 3.16 " in p.text  # sqrt(10) to 3 figures, stated on the problem
 
 
 def fully_expanded(eq, result):
@@ -57,7 +154,7 @@ def fully_expanded(eq, result):
 
 def independent_value(p):
     """Evaluate the problem's equation by sympy substitution of its givens (base units)."""
-    if p.kind == "inverse":
+    if p.kind == "inverse" and "_for_" in p.equation:
         original_id, _, target = p.equation.partition("_for_")
         eq = derivations.get(original_id)
         overrides = {g.name: g.value for g in p.givens if g.name != eq.lhs.name}
@@ -71,22 +168,24 @@ def independent_value(p):
     values = {sp.Symbol(n, positive=True): i.base.m for n, i in result.inputs.items()}
     exact = float(expr.subs(values))
     shown = Q_(exact, eq.lhs.base_unit).to(p.answer.units).m
-    if p.kind == "estimate":
-        return 10.0 ** round(math.log10(shown)), p.answer.m
     return shown, p.answer.m
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_every_answer_recomputed_independently(seed):
     for p in problem_set(seed=seed, count=6):
+        if p.kind in ("concept", "design"):  # prose; a search (tested below)
+            continue
         got, stated = independent_value(p)
         assert got == pytest.approx(stated, rel=1e-9), p.id
 
 
 def test_problems_state_givens_with_units_and_a_worked_solution(problems):
     for p in problems:
+        if p.kind == "concept":
+            continue
         assert p.givens and all(g.text for g in p.givens)
-        assert p.solution[-1].count("**") == 2  # the final answer, in bold
+        assert any(line.count("**") == 2 for line in p.solution)  # the answer, in bold
 
 
 def test_unknown_chapter_and_bad_count():
@@ -193,5 +292,54 @@ def test_estimates_are_graded_within_a_factor():
 
 def test_answer_spec_matches_the_problem(problems):
     for p in problems:
+        if p.answer is None:
+            continue
         s = answer_spec(p)
         assert s["value"] == pytest.approx(p.answer.to_base_units().m)
+
+
+def spec_counts(q, **kw):
+    from book.problems import _units_of
+
+    return spec(q, **kw) | {"counts": _units_of(q)}
+
+
+def test_checker_reads_words_plurals_separators_percentages_and_ratios():
+    cases = [  # (text, answer, accepted)
+        ("36 milliseconds", Q_(36, "ms"), True),
+        ("0.036 seconds", Q_(36, "ms"), True),
+        ("5,356 sequences", Q_(5356, "sequence"), True),
+        ("5356 seq", Q_(5356, "sequence"), True),
+        ("2.6e14 tokens", Q_(2.6e14, "token"), True),
+        ("260 Ttokens", Q_(2.6e14, "token"), True),
+        ("1,000 FLOPs", Q_(1000, "FLOP"), True),
+        ("3 TFLOPs per second", Q_(3, "TFLOP/s"), True),
+        ("25%", Q_(0.25, ""), True),
+        ("8x", Q_(8, ""), True),
+        ("8×", Q_(8, ""), True),
+        ("1.7 kilobytes per token", Q_(1.7, "kB/token"), True),
+        ("560 chip", Q_(560, "sequence"), False),
+        ("560 chips", Q_(560, "sequence"), False),
+        ("1.7 kB/sequence", Q_(1.7, "kB/token"), False),
+        ("36 GB", Q_(36, "ms"), False),
+        ("8x", Q_(8, "ms"), False),
+        ("25%", Q_(0.3, ""), False),
+    ]
+    results = run_checker([{"text": t, "answer": spec_counts(q)} for t, q, _ in cases])
+    for (text, q, accepted), got in zip(cases, results, strict=True):
+        assert got["ok"] is accepted, (text, q, got)
+    by_text = {c[0]: r for c, r in zip(cases, results, strict=True)}
+    assert "the answer counts sequences" in by_text["560 chip"]["message"]
+    assert "that counts chips" in by_text["560 chip"]["message"]
+    assert "the answer is time" in by_text["36 GB"]["message"]
+
+
+def test_the_checker_table_agrees_with_the_registry():
+    table = unit_table()
+    assert {"seconds", "tokens", "sequences", "FLOPs", "milli", "giga"} <= set(
+        table["units"]
+    ) | set(table["prefixes"])
+    for name, (factor, dims, _count) in table["units"].items():
+        q = Q_(1, name).to_base_units()
+        assert factor == pytest.approx(q.m) and dims == dims_vector(q), name
+    assert table["units"]["chips"][2] == "chip" and table["units"]["seq"][2] == "sequence"

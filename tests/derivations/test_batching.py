@@ -211,6 +211,25 @@ def test_default_chips_hold_the_weights_and_kv_with_less_than_one_spare(inputs, 
     assert fit <= used < fit + 1
 
 
+def test_multiplies_per_weight_byte_is_the_same_at_bf16_and_fp8():
+    # Issue 11, item 5, facts.md H100: 989.4 TFLOP/s x 2 bytes and 1978.9 TFLOP/s x 1 byte, each
+    # over 2 FLOP x 3.35 TB/s: 295.3 at both precisions, where F / W alone doubles at FP8.
+    bf16 = ev("dense_crossover_batch", hardware="h100_sxm").to("sequence").m
+    fp8 = ev("dense_crossover_batch", hardware="h100_sxm", precision="fp8").to("sequence").m
+    assert bf16 == pytest.approx(989.4e12 * 2 / (2 * 3.35e12))
+    assert fp8 == pytest.approx(1978.9e12 * 1 / (2 * 3.35e12))
+    assert fp8 / bf16 == pytest.approx(1, rel=1e-3)
+
+
+@given(s.machine_and_model())
+def test_crossover_is_multiplies_per_weight_byte_times_sparsity(inputs):
+    factor = ev("dense_crossover_batch", **inputs).to("sequence").m
+    sparsity = (inputs["n_total"] / inputs["n_active"]).to("").m
+    assert ev("crossover_batch", **inputs).to("sequence").m == pytest.approx(
+        factor * sparsity, rel=1e-9
+    )
+
+
 def test_throughput_per_sequence_is_one_token_per_drain_time():
     # Lecture: Rubin 288 GB / 20 TB/s = 14.4 ms -> 69.4 tokens/s per sequence (the "64 B"
     # rounds the step to 15.6 ms); H100 80 GB / 3.35 TB/s -> 41.9 (facts.md).

@@ -233,6 +233,11 @@ def test_the_shorthand_equals_setting_all_three(eq_id, precision):
             micro_batch="64 sequence",
             training_chips="10000 chip",  # inputs no preset gives
             training_chip_hours="3e6 chip*hour",
+            input_output_ratio=1.0,  # the validation chapter's workload inputs
+            input_tokens="1000 token",
+            measured_rate="1000 token/s/chip",
+            training_sequence="4096 token",
+            head_dim="128 value/head",  # the attention-aware training bound on an MLA model
         ).items()
         if k in reachable(eq)
     }

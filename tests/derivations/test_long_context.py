@@ -20,6 +20,9 @@ KV_BF16 = {
     "kimi_k2": 61 * (512 + 64) * 2,
     "mixtral_8x7b": 2 * 32 * 8 * 128 * 2,
     "gpt_oss_120b": 2 * 18 * 8 * 64 * 2,  # only the 18 global layers of 36 grow with context
+    "deepseek_r1": 61 * (512 + 64) * 2,  # V3's architecture
+    "llama_2_70b": 2 * 80 * 8 * 128 * 2,  # MaxText llama2-70b.yml: 80 layers, 8 KV heads of 128
+    "llama_3_3_70b": 2 * 80 * 8 * 128 * 2,  # Llama 3.1 70B's config
 }
 
 
@@ -59,6 +62,12 @@ PRECISE = {  # published with three or more significant figures: within 1%
     ("gpt_oss_120b", "params_total"): 117e9,
     ("gpt_oss_120b", "params_active"): 5.13e9,  # OpenAI's model card, unembedding only
     ("qwen3_235b_a22b", "params_active"): 22e9,
+    ("deepseek_r1", "params_total"): 671.0e9,  # V3's architecture and counts
+    ("deepseek_r1", "params_active"): 37.6e9,
+    ("llama_3_3_70b", "params_total"): 70.55e9,  # Llama 3.1 70B's config
+    # by hand from MaxText's llama2-70b.yml: 80 x (8192 x 128 x (2 x 64 + 2 x 8)
+    # + 3 x 8192 x 28672) + 2 x 32000 x 8192 = 68,975,329,280
+    ("llama_2_70b", "params_total"): 68.975e9,
 }
 # Published as "1T" and "32B": the count lands within 3%, and the page shows by how much.
 ROUNDED = {
@@ -155,11 +164,11 @@ def test_lecture_fast_mode_by_hand():
     assert get("fast_mode_batch_ratio").evaluate().m == pytest.approx(1 / 15)
 
 
-TIER_DRAIN_S = {  # capacity / bandwidth from the datasheets, at a 10% share
-    "hbm_h100": 0.1 * 80e9 / 3.35e12,
-    "dram_ddr5": 0.1 * 64e9 / 38.4e9,
-    "flash_nvme": 0.1 * 15.36e12 / 13e9,
-    "disk_hdd": 0.1 * 24e12 / 285e6,
+TIER_DRAIN_S = {  # capacity / bandwidth from the datasheets (tiers.toml): the whole device
+    "hbm_h100": 80e9 / 3.35e12,
+    "dram_ddr5": 64e9 / 38.4e9,
+    "flash_nvme": 15.36e12 / 13e9,
+    "disk_hdd": 24e12 / 285e6,
 }
 
 
@@ -167,6 +176,25 @@ TIER_DRAIN_S = {  # capacity / bandwidth from the datasheets, at a 10% share
 def test_tier_drain_times_by_hand(tier):
     got = get("storage_tier_drain_time").evaluate(tier=tier).to("s").magnitude
     assert got == pytest.approx(TIER_DRAIN_S[tier], rel=1e-9)
+
+
+def test_flash_holds_about_twenty_minutes_and_disk_about_a_day():
+    # Issue 11, item 1: retrieval time = hold time x fill fraction, with retrieval = bytes / W and
+    # fill = bytes / C, so hold = C / W. PM1743: 15.36 TB / 13 GB/s = 1,181.5 s = 19.7 min;
+    # Exos X24: 24 TB / 285 MB/s = 84,211 s = 23.4 h. (The old 10% fill gave 2 min and 2.3 h.)
+    eq = get("storage_tier_drain_time")
+    assert eq.evaluate(tier="flash_nvme").to("minute").m == pytest.approx(15.36e12 / 13e9 / 60)
+    assert 19 < eq.evaluate(tier="flash_nvme").to("minute").m < 21
+    assert eq.evaluate(tier="disk_hdd").to("hour").m == pytest.approx(24e12 / 285e6 / 3600)
+
+
+@given(s.log_uniform(low=1e9, high=1e14), s.log_uniform(low=1e8, high=1e13))
+def test_tier_hold_time_is_capacity_over_bandwidth(capacity, bandwidth):
+    # The fill fraction is no input: the rule's bytes cancel, whatever the device's size.
+    eq = get("storage_tier_drain_time")
+    assert "tier_fill_fraction" not in {str(x) for x in eq.rhs.free_symbols}
+    got = eq.evaluate(tier_capacity=Q_(capacity, "byte"), tier_bandwidth=Q_(bandwidth, "byte/s"))
+    assert got.to("s").m == pytest.approx(capacity / bandwidth, rel=1e-9)
 
 
 def test_tier_ladder_is_ordered_by_drain_time():

@@ -24,7 +24,19 @@ def test_offrack_fraction_limits(r):
     assert 0 <= f < 1
 
 
-@given(racks, penalty)
+# With the two links running at once, leaving the rack only slows the layer when the off-rack
+# share's time exceeds the one-rack time: from two racks on, that takes a penalty above 2
+# (every real chip's is 8 or more).
+real_penalty = s.log_uniform(low=2.01, high=100)
+
+
+def test_a_fast_network_would_make_two_racks_faster():
+    # f = 1/2 at two racks: with a penalty of 1.5, max(0.5, 0.75) = 0.75 < 1 (both links help)
+    got = get("multi_rack_slowdown").evaluate(racks_spanned=Q_(2, "rack"), scale_out_penalty=1.5)
+    assert got.m == pytest.approx(0.75)
+
+
+@given(racks, real_penalty)
 def test_slowdown_is_one_in_one_rack_and_grows_with_racks(r, pi):
     eq = get("multi_rack_slowdown")
     one = eq.evaluate(racks_spanned=Q_(1, "rack"), scale_out_penalty=pi).m
@@ -34,9 +46,17 @@ def test_slowdown_is_one_in_one_rack_and_grows_with_racks(r, pi):
     assert one <= here < more <= pi
 
 
-def test_two_racks_at_eight_times_is_four_and_a_half():
-    # half the traffic at 1x and half at 8x
-    assert get("multi_rack_slowdown").evaluate().m == pytest.approx(0.5 + 0.5 * 8)
+def test_two_racks_at_eight_times_is_four():
+    # Issue 11, item 6: half the traffic at 1x on NVLink and half at 8x on the network ports,
+    # at the same time on separate links: max(0.5, 0.5 x 8) = 4 (adding them gave 4.5).
+    assert get("multi_rack_slowdown").evaluate().m == pytest.approx(max(0.5, 0.5 * 8))
+
+
+@given(racks, penalty)
+def test_slowdown_is_the_slower_of_the_two_shares(r, pi):
+    f = 1 - 1 / r
+    got = get("multi_rack_slowdown").evaluate(racks_spanned=Q_(r, "rack"), scale_out_penalty=pi)
+    assert got.m == pytest.approx(max(1 - f, f * pi))
 
 
 @given(s.batch_size, racks, penalty)
@@ -68,9 +88,36 @@ def test_max_params_doubles_from_bf16_to_fp8():
     assert (fp8 / bf16).to("").m == pytest.approx(2)
 
 
-def test_hardware_penalty_by_hand():
-    # H100: 900 GB/s NVLink over 400 Gb/s = 50 GB/s
-    assert get("hardware_scale_out_penalty").evaluate(hardware="h100_sxm").m == pytest.approx(18)
+# Issue 11, item 2: per chip and per direction (facts.md): NVLink 900 GB/s bidi = 450 GB/s each
+# way, 1.8 TB/s bidi = 900; a 400 Gb/s port is 50 GB/s each way, 800 Gb/s 100 GB/s; MI300X
+# Infinity Fabric 448 GB/s per direction as published.
+PENALTY_BY_HAND = {
+    "h100_sxm": 450 / 50,
+    "h200": 450 / 50,
+    "b200": 900 / 50,
+    "gb200_nvl72": 900 / 50,
+    "b300": 900 / 100,
+    "gb300_nvl72": 900 / 100,
+    "mi300x": 448 / 50,
+}
+
+
+@pytest.mark.parametrize("hw", sorted(PENALTY_BY_HAND))
+def test_hardware_penalty_by_hand(hw):
+    got = get("hardware_scale_out_penalty").evaluate(hardware=hw).m
+    assert got == pytest.approx(PENALTY_BY_HAND[hw])
+
+
+def test_every_chip_with_a_scale_up_domain_has_a_per_direction_bandwidth():
+    # AMD presets used another field, so their scale-up bandwidth was missing.
+    from units.presets import load
+
+    for hw in load().hardware.values():
+        if hw.get("scale_up_domain") is not None:
+            assert hw.get("scale_up_bandwidth_per_direction") is not None, hw.id
+            assert "direction" in hw.source_of("scale_up_bandwidth_per_direction").lower()
+    mi = get("hardware_scale_out_penalty").evaluate(hardware="mi300x")
+    assert mi.m == pytest.approx(448 / 50)
 
 
 @given(s.machine_and_model(), s.batch_size)

@@ -65,19 +65,28 @@ def test_one_stage_has_no_bubble():
 
 
 def test_lecture_traffic_ratio_by_hand():
-    # (1/8) x 2 x 8 activated experts x 1 layer per stage = 2
-    got = get("scaleup_scaleout_ratio").evaluate(model="deepseek_v3", layers_per_stage="1 layer")
+    # (1/8) x 2 x 8 activated experts x 1 MoE layer per stage = 2
+    got = get("scaleup_scaleout_ratio").evaluate(
+        model="deepseek_v3", moe_layers_per_stage="1 layer"
+    )
     assert got.m == pytest.approx(2)
+
+
+def test_dense_layers_are_not_counted_as_moe_layers():
+    # Issue 11, item 6: DeepSeek-V3 has 61 layers of which the first 3 are dense (facts.md), so
+    # 4 stages hold (61 - 3) / 4 = 14.5 MoE layers: (1/8) x 2 x 8 x 14.5 = 29 (not 30.5).
+    got = get("scaleup_scaleout_ratio").evaluate(model="deepseek_v3", pipeline_stages="4 stage")
+    assert got.m == pytest.approx(2 * 8 * (61 - 3) / 4 / 8)
 
 
 @given(s.log_uniform(low=1, high=64), s.log_uniform(low=1.01, high=100))
 def test_traffic_ratio_scales_with_layers_and_penalty(layers, pi):
     eq = get("scaleup_scaleout_ratio")
     base = eq.evaluate(
-        model="deepseek_v3", layers_per_stage=Q_(layers, "layer"), scale_out_penalty=pi
+        model="deepseek_v3", moe_layers_per_stage=Q_(layers, "layer"), scale_out_penalty=pi
     ).m
     double = eq.evaluate(
-        model="deepseek_v3", layers_per_stage=Q_(2 * layers, "layer"), scale_out_penalty=pi
+        model="deepseek_v3", moe_layers_per_stage=Q_(2 * layers, "layer"), scale_out_penalty=pi
     ).m
     assert double == pytest.approx(2 * base)
     assert base == pytest.approx(2 * 8 * layers / pi)
@@ -103,6 +112,16 @@ def test_domain_weight_fetch_falls_with_domain_size():
 def test_one_trillion_parameters_at_one_byte_is_one_terabyte():
     got = get("weight_memory").evaluate(precision="fp8", n_total="1e12 parameter")
     assert got.to("TB").m == pytest.approx(1)
+
+
+def test_real_hop_latency_barely_moves_the_step():
+    # Issue 11, item 6: 2.5 ms per hop is the lecture's guess; at the parameter file's 100 us,
+    # 4 stages add 0.4 ms to the 20 ms period: 20.4 ms, not 30 ms.
+    from units.presets import load
+
+    hop = load().parameter["hop_latency_network"].value
+    got = get("pipelined_decode_latency").evaluate(hop_latency=hop)
+    assert got.to("ms").m == pytest.approx(20 + 4 * 0.1)
 
 
 # -- training memory ---------------------------------------------------------------------------

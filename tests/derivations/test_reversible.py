@@ -70,3 +70,26 @@ def test_layer_activation_bytes_by_hand():
     # one residual-stream vector of d_model values at 2 bytes (BF16)
     got = get("layer_activation_bytes").evaluate(model="llama_3_1_70b")
     assert got.to("byte/token/layer").m == 8192 * 2
+
+
+def test_checkpointing_at_equal_compute_by_hand():
+    # Issue 11, item 6: a reversible network keeps the last layer's activations (not nothing).
+    # Llama 3.1 70B (80 layers, d_model 8192, BF16), one sequence of 8192 tokens: one layer is
+    # 8192 x 8192 x 2 bytes = 0.134 GB; sqrt(80) checkpoints plus a segment of sqrt(80) layers
+    # keep 2 sqrt(80) layers' worth = 2.40 GB, against 80 layers' worth = 10.7 GB.
+    kw = dict(model="llama_3_1_70b", batch_size=1)
+    one_layer = 8192 * 8192 * 2
+    assert get("revnet_activation_memory").evaluate(**kw).to("byte").m == pytest.approx(one_layer)
+    got = get("checkpoint_activation_memory").evaluate(**kw).to("byte").m
+    assert got == pytest.approx(2 * math.sqrt(80) * one_layer)
+
+
+@given(st.integers(4, 512))
+def test_checkpointing_sits_between_revnet_and_plain_backprop(layers):
+    # 2 sqrt(L) <= L from four layers on (below that, checkpointing does not pay)
+    kw = dict(model="llama_3_1_70b", batch_size=1)
+    deep = dict(kw, n_layers=f"{layers} layer")
+    rev = get("revnet_activation_memory").evaluate(**kw).m
+    ckpt = get("checkpoint_activation_memory").evaluate(**deep).m
+    plain = get("activation_memory").evaluate(**deep).m
+    assert rev < ckpt <= plain * (1 + 1e-9)

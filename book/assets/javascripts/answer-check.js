@@ -1,5 +1,7 @@
-/* Chalkboard's answer checker: a number with a unit ("24 ms", "0.024 s", "2.4e-2 s"), compared
- * with the answer after conversion, within a stated tolerance. Runs in the browser (no server)
+/* Chalkboard's answer checker: a number with a unit ("24 ms", "0.024 s", "36 milliseconds",
+ * "5,356 sequences", "2.6e14 tokens", "50%", "8x"), compared with the answer after conversion,
+ * within a stated tolerance. A wrong dimension is named; counts (tokens, sequences, chips), which
+ * are dimensionless, are compared by name. Runs in the browser (no server)
  * and under Node for the tests. The unit table is generated from the project's pint registry. */
 (function (root) {
   "use strict";
@@ -8,25 +10,29 @@
 
   function setUnits(table) { TABLE = table; }
 
+  function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
+
+  /* a unit name -> [factor, dims, count name or null]: exact, else a prefix (short or long) */
   function lookup(name) {
-    if (Object.prototype.hasOwnProperty.call(TABLE.units, name)) return TABLE.units[name];
+    if (own(TABLE.units, name)) return TABLE.units[name];
     var prefixes = Object.keys(TABLE.prefixes).sort(function (a, b) { return b.length - a.length; });
     for (var i = 0; i < prefixes.length; i++) {
       var p = prefixes[i];
       var rest = name.slice(p.length);
-      if (name.indexOf(p) === 0 && rest && Object.prototype.hasOwnProperty.call(TABLE.units, rest)) {
+      if (name.indexOf(p) === 0 && rest && own(TABLE.units, rest)) {
         var u = TABLE.units[rest];
-        return [TABLE.prefixes[p] * u[0], u[1]];
+        return [TABLE.prefixes[p] * u[0], u[1], u[2]];
       }
     }
     return null;
   }
 
-  /* "TB/s", "USD/Mtok", "FLOP/byte", "B/val/tok", "ms", "" -> [factor, dims] or an error */
+  /* "TB/s", "USD/Mtok", "FLOP/byte", "B/val/tok", "ms", "milliseconds", "" ->
+   * {factor, dims, counts: {token: -1}} or {error} */
   function parseUnit(text) {
-    var factor = 1, dims = [0, 0, 0, 0];
-    text = text.replace(/\u00b7/g, "*").replace(/\*\*/g, "^").trim();
-    if (!text) return { factor: 1, dims: dims };
+    var factor = 1, dims = [0, 0, 0, 0], counts = {};
+    text = text.replace(/\u00b7/g, "*").replace(/\*\*/g, "^").replace(/\bper\b/g, "/").trim();
+    if (!text) return { factor: 1, dims: dims, counts: counts };
     var parts = text.split("/");
     for (var i = 0; i < parts.length; i++) {
       var sign = i === 0 ? 1 : -1;
@@ -40,9 +46,11 @@
         var power = sign * (m[2] ? parseInt(m[2], 10) : 1);
         factor *= Math.pow(u[0], power);
         for (var k = 0; k < 4; k++) dims[k] += power * u[1][k];
+        if (u[2]) counts[u[2]] = (counts[u[2]] || 0) + power;
       }
     }
-    return { factor: factor, dims: dims };
+    for (var c in counts) if (own(counts, c) && !counts[c]) delete counts[c];
+    return { factor: factor, dims: dims, counts: counts };
   }
 
   function describe(dims) {
@@ -53,11 +61,39 @@
     return out.length ? out.join(" \u00b7 ") : "a pure number";
   }
 
-  /* answer: {value (base units), dims, tolerance, mode: "relative" | "factor", unit} */
+  function describeCounts(counts) {
+    var names = Object.keys(counts).sort();
+    if (!names.length) return "no count";
+    return names.map(function (n) {
+      return (counts[n] < 0 ? "per " : "") + n + "s" + (Math.abs(counts[n]) === 1 ? "" : "^" + Math.abs(counts[n]));
+    }).join(" ");
+  }
+
+  function sameCounts(a, b) {
+    var keys = Object.keys(a).concat(Object.keys(b));
+    for (var i = 0; i < keys.length; i++) {
+      if ((a[keys[i]] || 0) !== (b[keys[i]] || 0)) return false;
+    }
+    return true;
+  }
+
+  /* "5,356" -> "5356" (thousands separators); "36 milliseconds", "2.6e14 tokens", "50%", "8x" */
+  var NUMBER = /^\s*([-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(.*)$/;
+
+  /* answer: {value (base units), dims, counts, tolerance, mode: "relative" | "factor", unit} */
   function check(text, answer) {
-    var m = /^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*)$/.exec(text || "");
-    if (!m) return { ok: false, message: "Give a number followed by a unit, like 24 ms." };
-    var unit = parseUnit(m[2]);
+    var m = NUMBER.exec(text || "");
+    if (!m || !/\d/.test(m[1])) return { ok: false, message: "Give a number followed by a unit, like 24 ms." };
+    var number = parseFloat(m[1].replace(/,/g, ""));
+    var rest = m[2].trim();
+    var unit;
+    if (/^(%|percent)$/.test(rest)) {
+      unit = { factor: 0.01, dims: [0, 0, 0, 0], counts: {} };
+    } else if (/^[x\u00d7]$/i.test(rest) || /^times$/.test(rest)) {
+      unit = { factor: 1, dims: [0, 0, 0, 0], counts: {} };
+    } else {
+      unit = parseUnit(rest);
+    }
     if (unit.error) return { ok: false, message: unit.error + "." };
     for (var k = 0; k < 4; k++) {
       if (Math.abs(unit.dims[k] - answer.dims[k]) > 1e-9) {
@@ -68,11 +104,20 @@
         };
       }
     }
-    var value = parseFloat(m[1]) * unit.factor;
+    /* counts are dimensionless: compare their names when the answer names any */
+    var expected = answer.counts;
+    if (expected && Object.keys(unit.counts).length && !sameCounts(unit.counts, expected)) {
+      return {
+        ok: false,
+        message: "Wrong unit: that counts " + describeCounts(unit.counts) + ", the answer counts " +
+          describeCounts(expected) + " (e.g. " + answer.unit + ")."
+      };
+    }
+    var value = number * unit.factor;
     if (!(value > 0) || !isFinite(value)) return { ok: false, message: "Give a positive number." };
     var ratio = value / answer.value;
     var ok = answer.mode === "factor"
-      ? ratio <= answer.tolerance && ratio >= 1 / answer.tolerance
+      ? ratio <= answer.tolerance * (1 + 1e-12) && ratio >= 1 / answer.tolerance / (1 + 1e-12)
       : Math.abs(ratio - 1) <= answer.tolerance;
     return { ok: ok, message: ok ? "Correct." : "Not quite: check your working." };
   }

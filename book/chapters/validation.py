@@ -1,0 +1,245 @@
+"""The validation chapter's context: every measurement against its bound, the bands, one worked row.
+
+>>> from units.presets import load
+>>> ctx = context(load())
+>>> ctx["example"]["id"]
+'mlperf_h200_x8_llama2_70b_offline'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import derivations
+from book.format import number, quantity
+from book.validation import BAND, CHOICES, bound_inputs, sensitivity, summary, validate
+from units import Q_
+from units.presets import Presets
+
+KEEP = ("hardware", "model", "presets", *CHOICES)
+EXAMPLE = "mlperf_h200_x8_llama2_70b_offline"  # one chip per replica: the cleanest row
+SCENARIOS = (
+    ("offline", "Offline: all queries at once, maximum throughput"),
+    ("server", "Server: Poisson arrivals under TTFT and TPOT limits"),
+    ("interactive", "Interactive: the server scenario with tighter limits"),
+    ("latency_sweep", "Latency sweeps: throughput at a stated speed per user"),
+    ("decode_only", "Decode-only runs: prefill on other machines"),
+    ("single_stream", "Batch 1: speed per user"),
+    ("training", "Training: tokens per second per chip against 6ND at peak"),
+)
+OMITTED = (
+    (
+        "MLPerf v5.1 open division, MI355X running Llama-3.1-405B",
+        "the model was pruned and fine-tuned, so no preset describes what ran",
+    ),
+    (
+        "prefill throughputs of the DeepSeek production system and of SGLang",
+        "they count input tokens processed, a different quantity from the output rate bounded "
+        "here; the prefill side is bounded by the time to first token instead",
+    ),
+    (
+        "the GB200 'Tyche' training runs",
+        "listed only as extra runs in the compilation, without a derived rate per chip",
+    ),
+    (
+        "the later JetStream rerun of the int8 configuration",
+        "a regression rerun of a configuration already in the table",
+    ),
+)
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{number(100 * x, 3)}%"
+
+
+def _table_row(r, presets) -> dict:
+    hw = presets.get("hardware", r.preset.hardware)
+    model = presets.get("model", r.preset.model)
+    return {
+        "id": r.id,
+        "name": r.name,
+        "chip": hw.name,
+        "chips": str(r.preset.chips),
+        "model": model.name,
+        "measured": number(r.measured.m, 4),
+        "bound": number(r.bound.m, 4),
+        "unit": "tokens/s per user" if r.unit == "token/s" else "tokens/s per chip",
+        "efficiency": pct(r.efficiency),
+        "flags": "; ".join(r.flags) or "—",
+        "assumed": ", ".join(a for a in r.preset.get("assumed", "").split()) or "—",
+        "ttft": "—"
+        if r.ttft is None
+        else f"{quantity(r.ttft[0].to('ms'))} / {quantity(r.ttft[1].to('ms'))}",
+    }
+
+
+def _example(presets: Presets, rows) -> dict:
+    """One row computed step by step, with the same equations the bound uses."""
+    row = presets.get("measurement", EXAMPLE)
+    result = next(r for r in rows if r.id == EXAMPLE)
+    kw = bound_inputs(row, presets)
+    batch = Q_(result.batch, "sequence")
+
+    def ev(eq_id, **extra):
+        eq = derivations.get(eq_id)
+        from derivations.inputs import reachable
+
+        allowed = reachable(eq)
+        args = {k: v for k, v in kw.items() if k in allowed or k in KEEP}
+        return eq.evaluate(**args, **extra)
+
+    fit = (
+        derivations.get("chips_to_fit")
+        .solve_for("batch_size")
+        .evaluate(
+            **{k: kw[k] for k in KEEP},
+            context_length=kw["context_length"],
+            chips_to_fit=kw["n_chips"],
+        )
+    )
+    kv_per_token = ev("kv_bytes_per_token")
+    compute = ev("compute_time", batch_size=batch)
+    weights = ev("weight_fetch_time", batch_size=batch)
+    kv = ev("kv_fetch_time", batch_size=batch)
+    step = ev("serving_step_time", batch_size=batch)
+    rho = kw["input_output_ratio"].to("").m
+    return {
+        "id": EXAMPLE,
+        "name": row.name,
+        "chip": presets.get("hardware", row.hardware).name,
+        "model": presets.get("model", row.model).name,
+        "input": quantity(row.input_tokens),
+        "output": quantity(row.output_tokens),
+        "context": quantity(kw["context_length"]),
+        "rho": number(rho, 3),
+        "one_plus_rho": number(1 + rho, 3),
+        "kv_per_token": f"{number(kv_per_token.to('kB/token').m)} kB per token",
+        "hbm": quantity(presets.get("hardware", row.hardware).hbm_capacity),
+        "fit": quantity(fit.to("sequence")),
+        "concurrency": quantity(row.concurrency),
+        "batch": quantity(batch),
+        "compute": quantity(compute.to("ms")),
+        "compute_prefill": quantity((compute * (1 + rho)).to("ms")),
+        "weights": quantity(weights.to("ms")),
+        "kv": quantity(kv.to("ms")),
+        "memory": quantity((weights + kv).to("ms")),
+        "step": quantity(step.to("ms")),
+        "bound": number(result.bound.m, 4),
+        "measured": number(result.measured.m, 4),
+        "efficiency": pct(result.efficiency),
+        "flops": quantity(kw["flops"]),
+        "bandwidth": quantity(presets.get("hardware", row.hardware).hbm_bandwidth),
+        "compute_bound": bool(compute * (1 + rho) > weights + kv),
+        "ttft": quantity(ev("ttft_bound").to("ms")),
+        "ttft_measured": quantity(
+            presets.get("measurement", EXAMPLE.replace("offline", "server")).ttft
+        ),
+    }
+
+
+def _sensitivity(presets: Presets, rows) -> list[dict]:
+    out = []
+    for r in rows:
+        ranges = sensitivity(r.preset, presets)
+        for name, (low, high) in ranges.items():
+            out.append(
+                {
+                    "id": r.id,
+                    "input": name.replace("_", " "),
+                    "range": f"{quantity(r.preset.get(name + '_low'))} to "
+                    f"{quantity(r.preset.get(name + '_high'))}",
+                    "at": pct(r.efficiency),
+                    "low": pct(low),
+                    "high": pct(high),
+                    "spread": number(max(low, high) / min(low, high), 3),
+                }
+            )
+    return out
+
+
+def context(presets: Presets) -> dict:
+    rows = validate(presets)
+    bands = summary(rows)
+    tables = [
+        {
+            "id": sid,
+            "title": title,
+            "rows": [_table_row(r, presets) for r in rows if r.scenario == sid],
+            "ttft": any(r.ttft is not None for r in rows if r.scenario == sid),
+            "band": {
+                k: pct(v) if k != "count" and k != "above_one" else str(v)
+                for k, v in bands[sid].items()
+            }
+            if sid in bands
+            else None,
+        }
+        for sid, title in SCENARIOS
+    ]
+    tables = [t for t in tables if t["rows"]]
+    above = [r for r in rows if r.efficiency is None or r.efficiency > 1]
+    sens = _sensitivity(presets, rows)
+    spreads = [float(s["spread"].replace(",", "")) for s in sens]
+    training = [
+        r
+        for r in rows
+        if r.scenario == "training"
+        and r.preset.get("mfu") is not None
+        and r.preset.get("throughput_per_chip") is not None
+    ]
+    mfu_gaps = [r.preset.mfu.to("").m / r.efficiency for r in training]
+    mfu_rows = [
+        {
+            "id": r.id,
+            "name": r.name,
+            "six_nd": pct(r.efficiency) if r.preset.get("throughput_per_chip") else "—",
+            "attention": pct(r.mfu_attention),
+            "stated": pct(r.preset.mfu.to("").m) if r.preset.get("mfu") is not None else "—",
+        }
+        for r in rows
+        if r.scenario == "training"
+    ]
+    attn_gaps = [
+        abs(r.mfu_attention / r.preset.mfu.to("").m - 1) for r in training if r.mfu_attention
+    ]
+    ttft_ratios = [(r.ttft[0] / r.ttft[1]).to("").m for r in rows if r.ttft is not None]
+    mtp = [r for r in rows if "mtp" in r.flags and r.scenario == "single_stream"]
+    no_mtp = next(r for r in rows if r.id == "trtllm_b200_r1_batch1")
+
+    def band(name):
+        b = bands[name]
+        return {
+            "median": pct(b["median"]),
+            "low": pct(b["low"]),
+            "high": pct(b["high"]),
+            "count": str(b["count"]),
+        }
+
+    return {
+        "count": str(len(rows)),
+        "serving_count": str(sum(r.scenario != "training" for r in rows)),
+        "training_count": str(sum(r.scenario == "training" for r in rows)),
+        "middle": f"{number(BAND[1] - BAND[0])}%",
+        "tables": tables,
+        "offline": band("offline"),
+        "latency": band("latency_bound"),
+        "training": band("training"),
+        "decode_only": band("decode_only"),
+        "above": [
+            {"id": r.id, "efficiency": pct(r.efficiency), "flags": "; ".join(r.flags)}
+            for r in above
+        ],
+        "above_count": str(len(above)),
+        "example": _example(presets, rows),
+        "sensitivity": sens,
+        "sensitivity_max": number(max(spreads), 3) if spreads else "—",
+        "sensitivity_median": number(float(np.median(spreads)), 3) if spreads else "—",
+        "omitted": [{"what": w, "why": y} for w, y in OMITTED],
+        "ttft_ratio_low": number(min(ttft_ratios), 3),
+        "ttft_ratio_high": number(max(ttft_ratios), 3),
+        "mtp_gain": number(max(r.measured.m for r in mtp) / no_mtp.measured.m, 3),
+        "no_mtp_eff": pct(no_mtp.efficiency),
+        "mfu_rows": mfu_rows,
+        "attention_gap_max": pct(max(attn_gaps)) if attn_gaps else "—",
+        "mfu_gap_low": number(min(mfu_gaps), 3) if mfu_gaps else "—",
+        "mfu_gap_high": number(max(mfu_gaps), 3) if mfu_gaps else "—",
+    }

@@ -1,0 +1,94 @@
+"""Typeset the site's math at build time with KaTeX's own renderer, run under Node.js.
+
+pymdownx.arithmatex (generic mode) leaves each formula as
+``<span class="arithmatex">\\(…\\)</span>`` (``\\[…\\]`` in a div for display math).
+:func:`typeset` replaces the formula inside with KaTeX's HTML, so a page needs no script to show
+its math: it reads the same from ``file://``, in the search index's snippets and in a PDF. One
+``node`` process serves a whole build (a JSON array of formulas in, a JSON array of HTML out, one
+line per page); formulas repeat across pages, so each is rendered once.
+
+>>> with MathRenderer() as katex:
+...     html = typeset('<p><span class="arithmatex">\\\\(B^{*}\\\\)</span></p>', katex)
+>>> 'class="katex"' in html and "B^{*}" not in html
+True
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from units import ChalkboardError
+
+SCRIPT = Path(__file__).resolve().parent / "render_math.js"
+NO_NODE = (
+    "error: node (Node.js) not found: the build typesets math with KaTeX under node; "
+    "install it (e.g. apt-get install nodejs)"
+)
+MATH = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex">\s*(?P<open>\\\(|\\\[)'
+    r"(?P<tex>.*?)(?:\\\)|\\\])\s*</(?P=tag)>",
+    re.DOTALL,
+)
+
+
+class MathRenderer:
+    """One node process running KaTeX; ``render([(tex, display), ...])`` returns HTML strings."""
+
+    def __init__(self) -> None:
+        node = shutil.which("node")
+        if node is None:
+            raise ChalkboardError(NO_NODE.removeprefix("error: "))
+        self.cache: dict[tuple[str, bool], str] = {}
+        self.proc = subprocess.Popen(
+            [node, str(SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+
+    def render(self, items: list[tuple[str, bool]]) -> list[str]:
+        todo = list(dict.fromkeys(i for i in items if i not in self.cache))
+        if todo:
+            self.proc.stdin.write(json.dumps(todo) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+            if not line:
+                raise ChalkboardError("KaTeX (node) stopped while typesetting the math")
+            reply = json.loads(line)
+            if "error" in reply:
+                raise ChalkboardError(f"KaTeX cannot typeset a formula: {reply['error']}")
+            self.cache.update(zip(todo, reply["html"], strict=True))
+        return [self.cache[i] for i in items]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+    def __enter__(self) -> MathRenderer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def typeset(page_html: str, renderer: MathRenderer) -> str:
+    """``page_html`` with every arithmatex formula replaced by KaTeX's HTML."""
+    found = list(MATH.finditer(page_html))
+    if not found:
+        return page_html
+    items = [(html_lib.unescape(m["tex"]).strip(), m["open"] == "\\[") for m in found]
+    rendered = renderer.render(items)
+    out, last = [], 0
+    for m, (_, display), math_html in zip(found, items, rendered, strict=True):
+        tag = "div" if display else "span"
+        out += [page_html[last : m.start()], f'<{tag} class="arithmatex">{math_html}</{tag}>']
+        last = m.end()
+    out.append(page_html[last:])
+    return "".join(out)

@@ -1,0 +1,35 @@
+"""The jinja2 environment every page and card is rendered with (the bottom of the write stage:
+products render templates through it, the site writes what they render).
+
+>>> environment().from_string("{{ 'n chips share it' | sentence }}").render()
+'n chips share it'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from book.format import markdown_text, prose, sentence
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def lower_first(text: str) -> str:
+    """'The step time' -> 'the step time' (a title used inside a sentence); 'HBM ...' is kept."""
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["sentence"] = sentence
+    env.filters["lower_first"] = lower_first
+    env.filters["markdown_text"] = markdown_text
+    env.filters["prose"] = prose
+    return env

@@ -1,0 +1,382 @@
+"""Every published measurement held against its roofline bound: measured, bound, efficiency.
+
+A measurement preset names its chip, model, precisions, workload and measured figure. Its bound
+is the validation chapter's equation evaluated on the same inputs:
+
+- a throughput with no latency limit (offline, saturated decode): ``serving_rate_per_chip`` (or
+  ``decode_rate_per_chip`` where prefill ran elsewhere) at the largest batch the replica can
+  hold (the configured maximum batch, or what fits in HBM beside the weights, whichever is less);
+- a throughput at a stated TPOT or per-user speed (server, interactive, latency sweeps): the same
+  rate at the largest batch whose step time stays within that TPOT, so the bound is the most any
+  system could serve at the measured speed;
+- a per-user speed at batch 1: ``serving_rate_per_user``;
+- a training rate: ``training_rate_bound`` (6ND at peak FLOP/s), whose ratio is the MFU.
+
+>>> rows = {r.id: r for r in validate()}
+>>> r = rows["mlperf_h200_x8_llama2_70b_offline"]
+>>> r.unit, 0 < r.efficiency < 1
+('token/s/chip', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import pint
+
+import derivations
+from book.format import number
+from derivations.inputs import reachable
+from units import Q_, ChalkboardError
+from units.presets import Preset, Presets, load
+
+RATE = "token/s/chip"
+CHOICES = ("precision", "weight_precision", "kv_precision", "compute_precision")
+USER = "token/s"
+# A measurement's lengths and per-user speed are those of one request: one sequence each
+# (the equations count context in tokens per sequence and a user's speed per sequence).
+PER_REQUEST = Q_(1, "sequence")
+BAND = (10, 90)  # percentiles: the band holding the middle 80% of rows
+LATENCY_BOUND = ("server", "interactive", "latency_sweep")
+GRID = 4001  # batch sizes tried when solving for the largest batch within a TPOT
+
+CAUSES = {
+    "mtp": "speculative decoding (MTP): several tokens per step, one weight read",
+    "prefix_cache": "prefix caching: cached prompt tokens skip prefill",
+    "open_division": "open division: the model or method may differ from the preset",
+    "interpolated": "interpolated between measured points",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measurement with its bound. ``efficiency`` is None when the bound is zero (the
+    measured latency is below anything the bound allows)."""
+
+    id: str
+    name: str
+    scenario: str
+    measured: pint.Quantity
+    bound: pint.Quantity
+    efficiency: float | None
+    flags: tuple[str, ...]
+    stated: tuple[str, ...]
+    assumed: tuple[str, ...]
+    batch: float | None = None
+    ttft: tuple[pint.Quantity, pint.Quantity] | None = None  # measured mean, lower bound
+    mfu_attention: float | None = None  # training: measured over the attention-aware bound
+    equation: str = ""
+    source: str = ""
+    preset: Preset | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def unit(self) -> str:
+        return USER if self.equation == "user" else RATE
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "measured": float(self.measured.m),
+            "bound": float(self.bound.m),
+            "unit": self.unit,
+            "efficiency": self.efficiency,
+            "flags": list(self.flags),
+            "scenario": self.scenario,
+            "stated": list(self.stated),
+            "assumed": list(self.assumed),
+            "batch": self.batch,
+            "ttft": None
+            if self.ttft is None
+            else {"measured": self.ttft[0].to("s").m, "bound": self.ttft[1].to("s").m, "unit": "s"},
+            "mfu_attention": self.mfu_attention,
+            "source": self.source,
+        }
+
+
+@lru_cache(maxsize=1)
+def _batch_that_fits():
+    """chips_to_fit solved for the batch: the sequences whose KV fits beside the weights."""
+    return derivations.get("chips_to_fit").solve_for("batch_size")
+
+
+def _flops(row: Preset, hardware: Preset, assumed: list[str]) -> pint.Quantity:
+    """The chip's dense FLOP/s at the row's compute (activation) precision: a preset figure,
+    never a guess (a chip without one is an error naming what to add)."""
+    act = row.get("activations", row.get("weights", "bf16"))
+    value = hardware.get(f"dense_flops_{act}")
+    if value is None:
+        raise ChalkboardError(
+            f"measurement {row.id!r}: hardware {hardware.id!r} has no dense {act} FLOP/s "
+            f"figure (dense_flops_{act}); add it in a --presets file"
+        )
+    return value
+
+
+def bound_inputs(row: Preset, presets: Presets, changes=None, assumed=None) -> dict:
+    """Inputs shared by every serving bound: chips, precisions, context and prompt share
+    (``evaluate`` keyword arguments); what had to be assumed is appended to ``assumed``."""
+    changes = {} if changes is None else changes
+    assumed = [] if assumed is None else assumed
+    hardware = presets.get("hardware", row.hardware)
+    weights = row.get("weights", "bf16")
+    kw = {
+        "hardware": row.hardware,
+        "model": row.model,
+        "precision": weights,
+        "weight_precision": weights,
+        "kv_precision": row.get("kv", weights),
+        "compute_precision": row.get("activations", weights),
+        "presets": presets,
+        "flops": _flops(row, hardware, assumed),
+        "n_chips": Q_(row.get("chips_per_replica", row.chips), "chip"),
+    }
+    get = {**row.fields, **changes}.get
+    if get("context") is not None:
+        kw["context_length"] = get("context") / PER_REQUEST
+    else:
+        kw["context_length"] = (get("input_tokens") + get("output_tokens") / 2) / PER_REQUEST
+        assumed.append("context = input + output / 2 (the mean over a generation)")
+    if row.scenario != "decode_only":
+        kw["input_output_ratio"] = (get("input_tokens") / get("output_tokens")).to("")
+        kw["input_tokens"] = get("input_tokens")
+    return kw
+
+
+def _only(eq_id: str, kw: dict) -> dict:
+    """The keyword arguments an equation takes (preset choices and its reachable inputs)."""
+    allowed = reachable(derivations.get(eq_id))
+    keep = {"hardware", "model", "presets", *CHOICES}
+    return {k: v for k, v in kw.items() if k in keep or k in allowed}
+
+
+def _step(eq_id: str, kw: dict, batch) -> pint.Quantity:
+    return derivations.get(eq_id).evaluate(**_only(eq_id, kw), batch_size=Q_(batch, "sequence"))
+
+
+def _largest_batch(step_id: str, kw: dict, cap: float, target: pint.Quantity) -> float:
+    """The largest batch (up to ``cap``) whose step time is within ``target``; 0 if none is.
+    Step time rises with the batch, so the batches within the target form one interval."""
+    batches = np.geomspace(1e-3, max(cap, 1e-3), GRID)
+    times = _step(step_id, kw, batches).to("s").m
+    ok = times <= target.to("s").m
+    if not ok.any() or batches[ok][0] > 1:
+        return 0.0
+    i = int(np.flatnonzero(ok)[-1])
+    if i == len(batches) - 1:
+        return float(cap)
+    # between grid points the step time is linear in the batch (each branch is): interpolate
+    b0, b1, t0, t1 = batches[i], batches[i + 1], times[i], times[i + 1]
+    return float(b0 + (target.to("s").m - t0) * (b1 - b0) / (t1 - t0))
+
+
+def _serving(row: Preset, presets: Presets, changes: dict):
+    assumed: list[str] = []
+    kw = bound_inputs(row, presets, changes, assumed)
+    decode_only = row.scenario == "decode_only"
+    step_id = "step_time" if decode_only else "serving_step_time"
+    rate_id = "decode_rate_per_chip" if decode_only else "serving_rate_per_chip"
+    user_id = "decode_rate_per_user" if decode_only else "serving_rate_per_user"
+    concurrency = changes.get("concurrency", row.get("concurrency"))
+    if row.get("throughput_per_chip") is None:  # a per-user speed at a stated batch
+        batch = concurrency.to("sequence").m if concurrency is not None else 1.0
+        bound = derivations.get(user_id).evaluate(
+            **_only(user_id, kw), batch_size=Q_(batch, "sequence")
+        )
+        return row.per_user_rate.to(USER), (bound * PER_REQUEST).to(USER), batch, "user", assumed
+    fit = (
+        _batch_that_fits()
+        .evaluate(**_only("chips_to_fit", kw), chips_to_fit=kw["n_chips"])
+        .to("sequence")
+        .m
+    )
+    if fit <= 0:
+        raise ChalkboardError(
+            f"measurement {row.id!r}: the weights alone overflow the replica's HBM"
+        )
+    cap = min(fit, concurrency.to("sequence").m) if concurrency is not None else fit
+    target = row.get("tpot")
+    if target is None and row.get("per_user_rate") is not None:
+        target = (1 / row.per_user_rate).to("s")
+    batch = cap if target is None else _largest_batch(step_id, kw, cap, target)
+    if batch <= 0:
+        return row.throughput_per_chip.to(RATE), Q_(0.0, RATE), 0.0, rate_id, assumed
+    bound = derivations.get(rate_id).evaluate(
+        **_only(rate_id, kw), batch_size=Q_(batch, "sequence")
+    )
+    return row.throughput_per_chip.to(RATE), bound.to(RATE), batch, rate_id, assumed
+
+
+def _training(row: Preset, presets: Presets):
+    assumed: list[str] = []
+    hardware = presets.get("hardware", row.hardware)
+    bound = (
+        derivations.get("training_rate_bound")
+        .evaluate(
+            hardware=row.hardware,
+            model=row.model,
+            presets=presets,
+            flops=_flops(row, hardware, assumed),
+        )
+        .to(RATE)
+    )
+    measured = row.get("throughput_per_chip")
+    if measured is not None:
+        measured = measured.to(RATE)
+    else:  # only an MFU was published
+        measured = (row.mfu * bound).to(RATE)
+        assumed.append("rate = stated MFU x bound (no throughput published)")
+    return measured, bound, None, "training_rate_bound", assumed
+
+
+def _attention_mfu(row: Preset, presets: Presets, measured) -> float | None:
+    """The measured rate over the bound that also counts attention FLOPs (GQA models with a
+    stated sequence length)."""
+    model = presets.get("model", row.model)
+    if row.get("context") is None or model.get("head_dim") is None:
+        return None
+    hardware = presets.get("hardware", row.hardware)
+    bound = derivations.get("attention_training_rate_bound").evaluate(
+        hardware=row.hardware,
+        model=row.model,
+        presets=presets,
+        flops=_flops(row, hardware, []),
+        training_sequence=row.context,
+    )
+    return float((measured / bound).to("").m)
+
+
+def _ttft(row: Preset, presets: Presets, changes: dict):
+    """The measured mean TTFT with its lower bound (the prompt's prefill alone on the replica)."""
+    if row.get("ttft") is None or row.scenario == "decode_only":
+        return None
+    kw = bound_inputs(row, presets, changes)
+    return row.ttft.to("ms"), derivations.get("ttft_bound").evaluate(**_only("ttft_bound", kw))
+
+
+def _flags(row: Preset, presets: Presets, efficiency, bound, ttft=None) -> list[str]:
+    features = row.get("features", "").split()
+    flags = [f for f in features if f in CAUSES and f != "mtp"]
+    if "mtp" in features:
+        flags.append("mtp")
+    if efficiency is None or efficiency > 1:
+        causes = [CAUSES[f] for f in features if f in ("mtp", "prefix_cache")]
+        model = presets.get("model", row.model)
+        if model.get("experts_routed") and row.scenario != "training":
+            causes.append(
+                "MoE: at this batch not every expert is read, but weight_fetch_time reads all"
+            )
+        if row.scenario == "training":
+            causes.append("a FLOP count other than 6ND (attention) or a higher peak than preset")
+        if not causes:
+            causes.append("an input of the bound is wrong for this system (check the row)")
+        what = "no batch meets the measured latency" if efficiency is None else "beats the bound"
+        flags.insert(0, f"{what}: likely {'; or '.join(causes)}")
+    if ttft is not None and ttft[0] < ttft[1]:
+        flags.insert(
+            0,
+            "TTFT below its bound: likely prefix caching or prompts shorter than assumed",
+        )
+    if row.get("mfu") is not None and row.get("throughput_per_chip") is not None:
+        flags.append(f"stated MFU {number(row.mfu.to('').m, 3)} (its own FLOP count and peak)")
+    if row.scenario == "training" and row.get("context") is not None:
+        flags.append(
+            f"attention-aware MFU counts {number(row.context.to('token').m)} tokens per sequence"
+        )
+    return flags
+
+
+def evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
+    """One measurement against its bound; ``changes`` replace assumed inputs (sensitivity)."""
+    presets = presets or load()
+    if row.scenario == "training":
+        measured, bound, batch, eq_id, assumed = _training(row, presets)
+    else:
+        measured, bound, batch, eq_id, assumed = _serving(row, presets, changes)
+    efficiency = None if bound.m <= 0 else float((measured / bound).to("").m)
+    ttft = _ttft(row, presets, changes)
+    mfu_attention = _attention_mfu(row, presets, measured) if row.scenario == "training" else None
+    named = row.get("assumed", "").split()
+    listed = ("input_tokens", "output_tokens", "context", "concurrency", "tpot", "per_user_rate")
+    stated = [
+        n
+        for n in ("chips_per_replica", *listed, "weights", "activations", "kv")
+        if row.get(n) is not None and n not in named
+    ]
+    return Row(
+        id=row.id,
+        name=row.name,
+        scenario=row.scenario,
+        measured=measured,
+        bound=bound,
+        efficiency=efficiency,
+        flags=tuple(_flags(row, presets, efficiency, bound, ttft)),
+        stated=tuple(stated),
+        assumed=tuple(named + assumed),
+        batch=batch,
+        ttft=ttft,
+        mfu_attention=mfu_attention,
+        equation=eq_id,
+        source=row.source_of("source"),
+        preset=row,
+    )
+
+
+_VALIDATED: dict[tuple, list[Row]] = {}  # by the preset files behind them
+
+
+def validate(presets: Presets | None = None) -> list[Row]:
+    """Every measurement preset against its bound, in file order (computed once per preset set:
+    the CLI, the chapter and its figure share it)."""
+    presets = presets or load()
+    if presets.files not in _VALIDATED:
+        rows = [evaluate(row, presets) for row in presets.by_kind["measurement"].values()]
+        _VALIDATED[presets.files] = rows
+    return list(_VALIDATED[presets.files])
+
+
+SWEPT = ("input_tokens", "output_tokens", "context", "concurrency")
+
+
+def sensitivity(row: Preset, presets: Presets | None = None) -> dict[str, tuple[float, float]]:
+    """For each assumed input with a plausible range: the efficiency at its low and high end."""
+    presets = presets or load()
+    named = row.get("assumed", "").split()
+    out = {}
+    for name in SWEPT:
+        if name not in named and row.get(f"{name}_low") is None:
+            continue
+        if row.get(f"{name}_low") is None:
+            continue
+        ends = []
+        for end in ("_low", "_high"):
+            r = evaluate(row, presets, **{name: row.get(f"{name}{end}")})
+            ends.append(r.efficiency)
+        if None not in ends:
+            out[name] = (ends[0], ends[1])
+    return out
+
+
+def summary(rows: list[Row]) -> dict[str, dict]:
+    """Per scenario (and all latency-bound scenarios together): the count, the median efficiency
+    and the band holding the middle 80% of rows (10th to 90th percentile)."""
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        if r.efficiency is None:
+            continue
+        groups.setdefault(r.scenario, []).append(r.efficiency)
+        if r.scenario in LATENCY_BOUND:
+            groups.setdefault("latency_bound", []).append(r.efficiency)
+    out = {}
+    for name, values in groups.items():
+        arr = np.asarray(values)
+        low, high = np.percentile(arr, BAND)
+        out[name] = {
+            "count": len(values),
+            "median": float(np.median(arr)),
+            "low": float(low),
+            "high": float(high),
+            "above_one": int((arr > 1).sum()),
+        }
+    return out

@@ -1,0 +1,88 @@
+"""chalkboard validate: every measurement reported, bands computed, user rows and bad rows."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from book.cli import main
+from book.validation import BAND, summary, validate
+from units.presets import load
+
+USER_ROW = """
+[measurement.my_h100_run]
+name = "My H100 run"
+source = "my own benchmark, 2026-11-22"
+system = "1x H100"
+hardware = "h100_sxm"
+chips = 1
+model = "llama_3_1_8b"
+weights = "fp8"
+activations = "fp8"
+kv = "fp8"
+scenario = "offline"
+input_tokens = "1000 token"
+output_tokens = "200 token"
+throughput_per_chip = "5000 token/s"
+"""
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_validate_json_reports_every_measurement():
+    code, out, _ = run("validate", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert {r["id"] for r in data["rows"]} == set(load().ids("measurement"))
+    for r in data["rows"]:
+        assert {"id", "measured", "bound", "unit", "efficiency", "flags"} <= set(r)
+        if r["efficiency"] is None or r["efficiency"] > 1:
+            assert r["flags"], r["id"]
+
+
+def test_the_band_is_the_middle_of_the_rows():
+    rows = validate()
+    bands = summary(rows)
+    offline = [r.efficiency for r in rows if r.scenario == "offline"]
+    low, high = np.percentile(offline, BAND)
+    assert bands["offline"]["low"] == pytest.approx(low)
+    assert bands["offline"]["high"] == pytest.approx(high)
+    assert bands["offline"]["median"] == pytest.approx(float(np.median(offline)))
+
+
+def test_a_user_row_appears_in_validate(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(USER_ROW)
+    code, out, _ = run("--presets", str(path), "validate", "--json")
+    assert code == 0
+    mine = next(r for r in json.loads(out)["rows"] if r["id"] == "my_h100_run")
+    assert mine["measured"] == 5000 and mine["efficiency"] > 0
+    code, out, _ = run("--presets", str(path), "validate")
+    assert "my_h100_run" in out
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (('hardware = "h100_sxm"', 'hardware = "h1000"'), "unknown hardware preset 'h1000'"),
+        (('model = "llama_3_1_8b"', 'model = "llama_9"'), "unknown model preset 'llama_9'"),
+        (('throughput_per_chip = "5000 token/s"', ""), "missing throughput"),
+        (
+            ('throughput_per_chip = "5000 token/s"', 'throughput_per_chip = "5000 GB/s"'),
+            "throughput_per_chip",
+        ),
+        (('input_tokens = "1000 token"', 'input_tokens = "1000 s"'), "input_tokens"),
+        (('scenario = "offline"', 'scenario = "offlien"'), "scenario"),
+    ],
+)
+def test_a_bad_row_gets_one_error_line(tmp_path, change, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(USER_ROW.replace(*change))
+    code, out, err = run("--presets", str(path), "validate")
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err

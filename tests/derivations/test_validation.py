@@ -1,0 +1,146 @@
+"""The validation bounds: properties over realistic ranges and three hand-computed rows."""
+
+import pytest
+from hypothesis import given
+
+from book.validation import evaluate, validate
+from derivations import equations, get
+from derivations.inputs import reachable
+from tests import strategies as s
+from units import Q_
+from units.presets import load
+
+PRESET_ARGS = ("hardware", "model", "precision")
+
+
+def ev(eq_id, **kw):
+    eq = get(eq_id)
+    wanted = reachable(eq)
+    return eq.evaluate(**{k: v for k, v in kw.items() if k in wanted or k in PRESET_ARGS})
+
+
+def test_every_derivation_checks():
+    for eq in equations("validation"):
+        eq.check()
+
+
+@given(
+    s.machine_and_model(),
+    s.batch_size,
+    s.log_uniform(low=0.01, high=30),
+    s.log_uniform(low=1.01, high=100),
+)
+def test_the_bound_never_falls_as_bandwidth_or_flops_rise(inputs, batch, rho, factor):
+    kw = dict(inputs, batch_size=batch, input_output_ratio=rho)
+    for eq_id in ("serving_rate_per_chip", "decode_rate_per_chip", "serving_rate_per_user"):
+        base = ev(eq_id, **kw)
+        faster_memory = ev(eq_id, **dict(kw, mem_bandwidth=kw["mem_bandwidth"] * factor))
+        faster_compute = ev(eq_id, **dict(kw, flops=kw["flops"] * factor))
+        assert faster_memory.m >= base.m * (1 - 1e-12)
+        assert faster_compute.m >= base.m * (1 - 1e-12)
+    ttft = ev("ttft_bound", **dict(kw, input_tokens=Q_(1000, "token")))
+    quicker = ev(
+        "ttft_bound", **dict(kw, input_tokens=Q_(1000, "token"), flops=kw["flops"] * factor)
+    )
+    assert quicker.m <= ttft.m * (1 + 1e-12)
+
+
+@given(s.machine_and_model(), s.batch_size, s.log_uniform(low=1.01, high=100))
+def test_efficiency_scales_inversely_with_the_bound(inputs, batch, factor):
+    kw = dict(inputs, batch_size=batch, input_output_ratio=1.0)
+    measured = Q_(1000, "token/s/chip")
+    eta = ev("serving_efficiency", **kw, measured_rate=measured).to("").m
+    bound = ev("serving_rate_per_chip", **kw).to("token/s/chip").m
+    assert eta == pytest.approx(1000 / bound, rel=1e-9)
+    # doubling the bandwidth and the FLOP/s doubles a roofline bound and halves the efficiency
+    twice = dict(kw, mem_bandwidth=kw["mem_bandwidth"] * 2, flops=kw["flops"] * 2)
+    assert ev("serving_efficiency", **twice, measured_rate=measured).to("").m == pytest.approx(
+        eta / 2, rel=1e-9
+    )
+
+
+def test_without_prompts_the_serving_step_is_the_decode_step():
+    kw = dict(
+        hardware="h200",
+        model="llama_2_70b",
+        precision="fp8",
+        batch_size=Q_(300, "sequence"),
+        context_length=Q_(1000, "token"),
+        n_chips=Q_(1, "chip"),
+    )
+    tiny = ev("serving_step_time", **kw, input_output_ratio=1e-12)
+    assert tiny.to("s").m == pytest.approx(ev("step_time", **kw).to("s").m, rel=1e-9)
+
+
+def row(rid):
+    return next(r for r in validate() if r.id == rid)
+
+
+def test_hand_computed_llama2_offline_on_h200():
+    # measurements.md row 1; facts.md H200 1,979 FP8 TFLOP/s, 4.8 TB/s, 141 GB; Llama 2 70B
+    # 68.98e9 parameters at one byte; KV 2 x 80 layers x 8 heads x 128 values x 1 byte per token;
+    # assumed input 512, output 288 (measurements.md), context 512 + 288 / 2 = 656.
+    kv = 2 * 80 * 8 * 128
+    batch = (141e9 - 68.98e9) / (656 * kv)  # what fits beside the weights (< the 2,048 allowed)
+    compute = 2 * 68.98e9 * batch / 1979e12 * (1 + 512 / 288)
+    memory = 68.98e9 / 4.8e12 + batch * 656 * kv / 4.8e12
+    bound = batch / max(compute, memory)
+    r = row("mlperf_h200_x8_llama2_70b_offline")
+    assert r.bound.to("token/s/chip").m == pytest.approx(bound, rel=1e-6)
+    assert r.efficiency == pytest.approx(34812.1 / 8 / bound, rel=1e-6)
+
+
+def test_hand_computed_deepseek_r1_batch_one_on_b200():
+    # measurements.md row 34: 8 B200 (facts.md 8 TB/s; hardware.toml dense FP4 9,000 TFLOP/s),
+    # batch 1, 1k in / 2k out. All 671e9 weights at half a byte are read each step; MLA caches
+    # 61 x (512 + 64) values per token at FP8; context 1,024 + 2,048 / 2.
+    weights = 671e9 * 0.5 / (8 * 8e12)
+    kv = 2048 * 61 * 576 / (8 * 8e12)
+    compute = 2 * 37e9 * (1 + 1024 / 2048) / (8 * 9000e12)
+    bound = 1 / max(compute, weights + kv)
+    r = row("trtllm_b200_r1_batch1")
+    assert r.bound.to("token/s").m == pytest.approx(bound, rel=1e-6)
+    assert r.efficiency == pytest.approx(111 / bound, rel=1e-6)
+    mtp = row("trtllm_b200_r1_batch1_mtp")
+    assert mtp.efficiency > 1 and "speculative decoding" in mtp.flags[0]
+
+
+def test_hand_computed_maxtext_llama2_training_on_v5p():
+    # measurements.md T8: 692 tokens/s per v5p (facts.md 459 BF16 TFLOP/s); 6 x 68.98e9 FLOP/token
+    bound = 459e12 / (6 * 68.98e9)
+    r = row("maxtext_v5p_llama2_70b")
+    assert r.bound.to("token/s/chip").m == pytest.approx(bound, rel=1e-9)
+    assert r.efficiency == pytest.approx(692 / bound, rel=1e-9)
+    assert any("stated MFU" in f for f in r.flags)
+
+
+def test_no_bound_is_exceeded_without_a_named_cause():
+    for r in validate():
+        if r.efficiency is None or r.efficiency > 1:
+            assert r.flags and "likely" in r.flags[0], r.id
+
+
+def test_a_longer_prompt_lowers_a_compute_bound_bound():
+    presets = load()
+    p = presets.get("measurement", "mlperf_h200_x8_llama2_70b_offline")
+    short = evaluate(p, presets, input_tokens=Q_(128, "token"))
+    long = evaluate(p, presets, input_tokens=Q_(1024, "token"))
+    assert long.bound < short.bound
+
+
+def test_hand_computed_attention_aware_mfu_for_maxtext_llama31_70b():
+    # measurements.md T7: 960 tokens/s per v6e (facts.md 918 BF16 TFLOP/s), sequence 8,192;
+    # PaLM's count 6 N + 12 L h d_h S with models.toml's 70.6e9 parameters, 80 layers, 64 x 128
+    per_token = 6 * 70.6e9 + 12 * 80 * 64 * 128 * 8192
+    r = row("maxtext_v6e_llama31_70b")
+    assert r.mfu_attention == pytest.approx(960 * per_token / 918e12, rel=1e-9)
+    # and it lands nearer the published 50.33% than the lecture's count does
+    assert abs(r.mfu_attention - 0.5033) < abs(r.efficiency - 0.5033)
+
+
+@given(s.machine_and_model(), s.log_uniform(low=128, high=1e6))
+def test_counting_attention_lowers_the_training_bound(inputs, sequence):
+    kw = dict(inputs, n_layers=Q_(80, "layer"), n_heads=Q_(64, "head"))
+    kw.update(head_dim=Q_(128, "value/head"), training_sequence=Q_(sequence, "token"))
+    with_attention = ev("attention_training_rate_bound", **kw)
+    assert with_attention < ev("training_rate_bound", **kw)
