@@ -77,6 +77,7 @@ from derivations.notation import (
     sliding_window_layers,
     step_time,
     tier_bandwidth,
+    tier_cache_bytes,
     tier_capacity,
     tier_drain_time,
     tier_fill_fraction,
@@ -429,7 +430,7 @@ register(
 # -- memory tiers and caching ------------------------------------------------------------------
 
 phi, C_t, W_t = tier_fill_fraction.sym, tier_capacity.sym, tier_bandwidth.sym
-t_ret, M_c = tier_retrieval_time.sym, cache_bytes.sym
+t_ret, M_c = tier_retrieval_time.sym, tier_cache_bytes.sym
 register(
     Equation(
         id="storage_tier_drain_time",

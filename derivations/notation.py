@@ -914,6 +914,13 @@ cache_bytes = symbol(
     r"M_{\mathrm{cache}}",
     "GB/sequence",
 )
+tier_cache_bytes = symbol(
+    "tier_cache_bytes",
+    "byte",
+    "bytes of all the caches a memory device holds",
+    r"M_{\mathrm{tier}}",
+    "GB",
+)
 hop_count = symbol(
     "hop_count", "dimensionless", "hops a token makes per step", r"h_{\mathrm{hops}}"
 )

@@ -235,6 +235,8 @@ def test_no_assumption_or_step_opens_with_a_capitalised_symbol():
             first = text.split(" ", 1)[0]
             if first in names and first[:1].islower():
                 assert sentence(text).startswith(first), (eq.id, text)
+
+
 # -- issue 10: a build replaces only its own folder, atomically, and cleans up after kills -------
 
 

@@ -29,7 +29,7 @@ def test_wrong_sum_names_equation_term_and_both_dimensions():
     message = str(err.value)
     assert "equation 'wrong'" in message
     assert "'batch_size'" in message
-    assert "dimensionless" in message and "[time]" in message
+    assert "[sequence]" in message and "[time]" in message  # batch_size counts sequences
 
 
 def test_wrong_side_is_rejected():
@@ -43,7 +43,14 @@ def test_max_of_mixed_dimensions_is_rejected():
 
 
 def test_symbolic_power_of_a_dimensioned_symbol_is_rejected():
+    alpha = lookup_symbol("loss_param_exponent").sym  # a dimensionless exponent
     with pytest.raises(DimensionError, match="non-numeric power"):
+        make(W**alpha)
+
+
+def test_a_count_as_an_exponent_is_rejected():
+    # batch_size counts sequences: it cannot be an exponent
+    with pytest.raises(DimensionError, match="exponent 'batch_size' must be dimensionless"):
         make(W**B)
 
 
@@ -92,7 +99,12 @@ def test_unknown_equation_suggests_closest():
 def test_compiled_evaluation_equals_sympy_substitution(inputs, batch):
     eq = get("step_time")
     inputs.pop("price_per_chip_hour")
-    subs = {**inputs, "batch_size": batch, "flops_per_param_token": Q_(2, "FLOP/parameter/token")}
+    subs = {
+        **inputs,
+        "batch_size": batch,
+        "flops_per_param_token": Q_(2, "FLOP/parameter/token"),
+        "decode_tokens_per_sequence": Q_(1, "token/sequence"),  # the named hidden factor
+    }
     expr = eq.expanded(frozenset(subs))  # given inputs stay symbols, as the evaluation keeps them
     by_sympy = float(
         expr.subs({lookup_symbol(k).sym: v.to_base_units().magnitude for k, v in subs.items()})
