@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: book test lint bench serve clean browser
+.PHONY: book pdf test lint bench serve clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 
 book: $(STAMP)  ## install everything and build the site into site/
 	$(BIN)/chalkboard build --out site
+
+pdf: $(STAMP) browser  ## build the site and print the whole book to site/chalkboard.pdf
+	$(BIN)/chalkboard build --out site --pdf
 
 test: $(STAMP) browser  ## lint, doctests, unit/property/CLI tests, strict build, headless browser
 	$(BIN)/ruff check .

@@ -89,7 +89,7 @@ def _port(text: str) -> int:
 def make_parser() -> Parser:
     parser = Parser(
         prog="chalkboard",
-        description=__doc__.splitlines()[0],
+        description=__doc__.splitlines()[0].replace("``", ""),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -159,15 +159,21 @@ def make_parser() -> Parser:
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("presets", help="list presets with their figures and sources")
+    p = sub.add_parser("presets", help="list presets with their figures (and, asked, sources)")
     p.add_argument("kind", nargs="?", choices=list(KIND_ALIASES), help="default: all")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--sources", action="store_true", help="print each preset's sources")
+    p.add_argument("--json", action="store_true", help="figures and sources as JSON")
 
     p = sub.add_parser("validate", help="every published measurement against its roofline bound")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("build", help="build the static site")
     p.add_argument("--out", default="site", help="output folder (default: site)")
+    p.add_argument(
+        "--pdf",
+        action="store_true",
+        help="also print the whole book to OUT/chalkboard.pdf (needs Chromium and playwright)",
+    )
 
     p = sub.add_parser("serve", help="preview the site, rebuilding when sources change")
     p.add_argument("--port", type=_port, default=8000, help="1 to 65535 (default 8000)")
@@ -532,7 +538,7 @@ def cmd_show(args, out) -> None:
 def cmd_problems(args, out) -> None:
     import re
 
-    from book.format import quantity
+    from book.format import plain_math, quantity
     from book.problems import problem_set, tolerance_text
     from units.presets import load
 
@@ -542,8 +548,8 @@ def cmd_problems(args, out) -> None:
         out.write(_json([p.to_dict() for p in problems]))
         return
 
-    def plain(text: str) -> str:  # terminal: drop Markdown emphasis, keep the LaTeX names
-        return re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    def plain(text: str) -> str:  # terminal: no Markdown emphasis, math in plain characters
+        return plain_math(re.sub(r"\*\*(.+?)\*\*", r"\1", text))
 
     for p in problems:
         out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")
@@ -586,6 +592,11 @@ def cmd_presets(args, out) -> None:
                     filter(None, ("parameters counted from the architecture", figures))
                 )
             out.write(f"  {p.id:<22} {p.name}: {figures}\n")
+            if args.sources:
+                out.write(f"  {'':<22} source: {p.sources.get('source', '—')}\n")
+                for name, cited in p.sources.items():
+                    if name != "source" and cited != p.sources.get("source"):
+                        out.write(f"  {'':<22}   {name}: {cited}\n")
 
 
 def cmd_validate(args, out) -> None:
@@ -626,8 +637,12 @@ def cmd_build(args, out) -> None:
 
     from book.site import build
 
-    site = build(Path(args.out).expanduser().absolute(), extra_presets=tuple(args.presets))
+    site = build(
+        Path(args.out).expanduser().absolute(), extra_presets=tuple(args.presets), pdf=args.pdf
+    )
     out.write(f"site built: {site / 'index.html'}\n")
+    if args.pdf:
+        out.write(f"pdf written: {site / 'chalkboard.pdf'}\n")
 
 
 def cmd_serve(args, out) -> None:

@@ -16,13 +16,12 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pint
 
 from book.context import Evaluator
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets, load
-
-KCTX = "ktoken/sequence"  # context lengths are tokens per sequence
 
 FOREGROUND = "#010101"  # replaced by currentColor in the SVG
 PALETTE = ("#1f77b4", "#e8710a", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
@@ -120,25 +119,62 @@ def _mark(ax, x, text, *, vertical=True):
 EXAMPLE = dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8")
 
 
+def _compute_bound_from(presets: Presets, **kw) -> float | None:
+    """The smallest batch at which the step turns compute-bound (compute >= memory), or None."""
+    from derivations import get
+
+    batches = np.geomspace(1, 1e6, 2000)
+    compute = get("compute_time").sweep("batch_size", batches, presets=presets, **kw).m
+    memory = get("memory_time").sweep("batch_size", batches, presets=presets, **kw).m
+    hit = np.nonzero(compute >= memory)[0]
+    if not hit.size:
+        return None
+    i = hit[0]
+    if i == 0:
+        return float(batches[0])
+    # both times are straight lines between grid points: the crossing, not the next grid point
+    # (so the figure and the chapter's prose name the same batch)
+    gap = compute - memory
+    step = (batches[i] - batches[i - 1]) / (gap[i] - gap[i - 1])
+    return float(batches[i - 1] - gap[i - 1] * step)
+
+
+def latency_context(presets: Presets) -> tuple[pint.Quantity, float]:
+    """A context at which the example's step turns compute-bound within the plotted batches (the
+    default context, halved until it does), and the batch where it turns."""
+    ev = Evaluator(presets, **EXAMPLE)
+    b_star = ev.q("crossover_batch").to("sequence").m
+    length = presets.parameter["context_length"].value.to("token/sequence")
+    n = Q_(np.ceil(ev.q("chips_to_fit", batch_size=b_star).to("chip").m), "chip")
+    while True:
+        turn = _compute_bound_from(presets, **EXAMPLE, n_chips=n, context_length=length)
+        if (turn is not None and turn < 4 * b_star) or length.m < 2:
+            return length, turn
+        length = length / 2
+
+
 def latency_vs_batch(presets: Presets) -> Figure:
+    from derivations import get
+
     ev = Evaluator(presets, **EXAMPLE)
     b_star = ev.q("crossover_batch").to("sequence").m
     chips = ev.q("chips_to_fit", batch_size=b_star).to("chip").m
     n = Q_(np.ceil(chips), "chip")
-    batches = np.linspace(1, 2.5 * b_star, 400)
-    kw = dict(EXAMPLE, presets=presets, n_chips=n)
-    from derivations import get
-
+    length, turn = latency_context(presets)
+    batches = np.linspace(1, 2 * max(b_star, turn or 0), 400)
+    kw = dict(EXAMPLE, presets=presets, n_chips=n, context_length=length)
     lines = {
-        "compute": get("compute_time").sweep("batch_size", batches, **kw).to("ms").m,
-        "weight fetch": np.broadcast_to(
-            get("weight_fetch_time").evaluate(**kw).to("ms").m, batches.shape
-        ),
-        "KV fetch": get("kv_fetch_time").sweep("batch_size", batches, **kw).to("ms").m,
+        name: get(eq).sweep("batch_size", batches, **kw).to("ms").m
+        for name, eq in (
+            ("compute (weights and attention)", "compute_time"),
+            ("weight fetch", "weight_fetch_time"),
+            ("KV fetch", "kv_fetch_time"),
+        )
     }
     total = get("step_time").sweep("batch_size", batches, **kw).to("ms").m
-    at = ev.q("step_time", batch_size=b_star, n_chips=n)
     names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
+    turn_q = Q_(turn, "sequence")  # where the two straight lines cross
+    at = ev.q("step_time", batch_size=turn, n_chips=n, context_length=length)
 
     def draw(fig, ax):
         for label, y in lines.items():
@@ -150,23 +186,37 @@ def latency_vs_batch(presets: Presets) -> Figure:
             linewidth=2.8,
             label="step time (max of compute, memory)",
         )
-        _mark(ax, b_star, f"B* = {quantity(Q_(b_star, 'sequence'))}")
+        ax.axvspan(0, turn, alpha=0.06, color=PALETTE[1])
+        _mark(ax, b_star, "B*")
+        _mark(ax, turn, "compute-bound from here →")
+        ax.text(
+            b_star / 2,
+            0.97,
+            "memory-bound",
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="top",
+            fontsize=9,
+        )
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("time per decode step (ms)")
         ax.set_xlim(0, batches[-1])
         ax.set_ylim(0, None)
-        ax.legend(loc="upper left")
+        ax.legend(loc="lower right", fontsize=9)
 
     alt = (
         f"Decode step time against batch size for {names['model']} on {quantity(n)} of "
-        f"{names['hardware']} at FP8: compute rises from the origin, weight fetch is flat, KV "
-        f"fetch rises with the batch; the step time is their roofline and compute meets weight "
-        f"fetch at B* = {quantity(Q_(b_star, 'sequence'))}, where a step takes {quantity(at)}."
+        f"{names['hardware']} at FP8 with {context_tokens(length)} of context: weight fetch rises "
+        f"while each new sequence brings new experts and is flat once all are read; compute "
+        f"(weights and attention) and KV fetch rise with the batch. The step is memory-bound "
+        f"up to {quantity(turn_q)} and compute-bound beyond, where a step takes {quantity(at)}."
     )
     caption = (
         f"The lecture's central picture, computed: {names['model']} on {quantity(n)} of "
-        f"{names['hardware']} (FP8, default context). Compute meets weight fetch at "
-        f"B* = {quantity(Q_(b_star, 'sequence'))}; the KV cache then keeps memory ahead."
+        f"{names['hardware']} (FP8, {context_tokens(length)} of context). Memory-bound (shaded) "
+        f"up to {quantity(turn_q)}, compute-bound beyond. The lecture's B* = "
+        f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
+        f"move the turn."
     )
     return _render("latency_vs_batch", draw, alt, caption)
 
@@ -178,26 +228,44 @@ def cost_vs_batch(presets: Presets) -> Figure:
     batches = np.geomspace(1, 1e5, 300)
     kw = dict(EXAMPLE, presets=presets)
     cost = get("cost_per_token").sweep("batch_size", batches, **kw).to("USD/Mtoken").m
+    short = dict(kw, context_length=Q_(1, "token/sequence"))
+    bare = get("cost_per_token").sweep("batch_size", batches, **short).to("USD/Mtoken").m
     floor = ev.q("compute_cost_floor").to("USD/Mtoken")
     b_star = ev.q("crossover_batch").to("sequence").m
+    saturation = ev.q("expert_saturation_batch").to("sequence")
     one = ev.q("cost_per_token", batch_size=1).to("USD/Mtoken")
+    at_sat = ev.q("cost_per_token", batch_size=saturation).to("USD/Mtoken")
+    length = presets.parameter["context_length"].value.to("token/sequence")
 
     def draw(fig, ax):
-        ax.loglog(batches, cost, linewidth=2.4, color=FOREGROUND, label="cost per token")
+        ax.loglog(
+            batches,
+            cost,
+            linewidth=2.4,
+            color=FOREGROUND,
+            label=f"{context_tokens(length)} of context",
+        )
+        ax.loglog(batches, bare, linewidth=1.4, linestyle="--", label="a short context")
         _mark(ax, floor.m, f"compute floor {quantity(floor)}", vertical=False)
+        _mark(ax, saturation.m, "E/k")
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="upper right")
+        ax.legend(loc="center right")
 
+    drop = quantity((one / at_sat).to(""), 2)
     alt = (
-        f"Cost per token against batch size, log-log, for the same example: a hyperbola from "
-        f"{quantity(one)} at one sequence down toward a floor of {quantity(floor)}."
+        f"Cost per token against batch size, log-log, for the same example: from "
+        f"{quantity(one)} at one sequence it falls only {drop} times by E/k = "
+        f"{quantity(saturation)} (each sequence brings its own experts), then as 1/B toward "
+        f"the compute floor of {quantity(floor)} near B*."
     )
     caption = (
-        f"Cost per token falls as 1/B while weight reads dominate, then flattens near the "
-        f"compute floor ({quantity(floor)}) plus the KV cache's share. At one sequence a token "
-        f"costs {quantity(one)}."
+        f"An MoE's cost per token falls slowly until its batch keeps every expert busy: "
+        f"{quantity(one)} at one sequence, only {drop} times less at E/k = "
+        f"{quantity(saturation)}, where a dense model's would be {number(saturation.m)} times "
+        f"less. Past E/k it falls as 1/B, to the compute floor ({quantity(floor)}, short "
+        f"context) or above it, where attention and the KV cache add their share."
     )
     return _render("cost_vs_batch", draw, alt, caption)
 
@@ -219,16 +287,19 @@ def roofline(presets: Presets) -> Figure:
                 color=color,
                 linestyle=style,
                 alpha=0.85,
-                label=f"{hw.id} ({ridge:.0f})",
+                label=f"{hw.name.replace('NVIDIA ', '')} ({number(ridge, 3)})",
             )
-            ax.plot([ridge], [f], "o", color=color, markersize=4)
-        fig.set_size_inches(8, 4.6)
+            ax.plot([ridge], [f], "o", color=color, markersize=5)
+        # issue 12: a legend a reader can read: chip names, full-size text, below the plot
+        fig.set_size_inches(8, 7.4)
         ax.legend(
-            loc="center left",
-            bbox_to_anchor=(1.01, 0.5),
-            fontsize=7,
-            title="chip (ridge, FLOP/byte)",
-            title_fontsize=7,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.14),
+            ncol=3,
+            fontsize=9,
+            title="chip (ridge point, FLOP per byte)",
+            title_fontsize=9,
+            frameon=False,
         )
         ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM read)")
         ax.set_ylabel("attainable BF16 TFLOP/s")
@@ -319,37 +390,77 @@ def drain_ladder(presets: Presets) -> Figure:
 
 
 def memory_vs_stages(presets: Presets) -> Figure:
+    """Two panels of HBM per chip against stages: a model that fits its rack (DeepSeek-V3 on
+    GB200 NVL72, 64 chips of experts) and one that does not fit its node (Kimi K2 on 8 H100s)."""
     from book.chapters import pipeline
 
-    ev = Evaluator(presets, pipeline.RACK, pipeline.MODEL, "fp8")
-    split = [pipeline.memory_split(ev, pipeline_stages=Q_(p, "stage")) for p in pipeline.STAGES]
-    weights = [w.to("GB").m for w, _ in split]
-    kvs = [k.to("GB").m for _, k in split]
-    hbm = presets.get("hardware", pipeline.RACK).hbm_capacity.to("GB")
-    model, rack = (
-        presets.get("model", pipeline.MODEL).name,
-        presets.get("hardware", pipeline.RACK).name,
-    )
+    def panel(hw_id, model_id, experts):
+        ev = Evaluator(presets, hw_id, model_id, "fp8")
+        split = [
+            pipeline.memory_split(
+                ev,
+                pipeline_stages=Q_(p, "stage"),
+                **({"expert_parallel_chips": experts} if experts else {}),
+            )
+            for p in pipeline.STAGES
+        ]
+        hw = presets.get("hardware", hw_id)
+        return {
+            "weights": [w.to("GB").m for w, _ in split],
+            "kv": [k.to("GB").m for _, k in split],
+            "hbm": hw.hbm_capacity.to("GB"),
+            "title": f"{presets.get('model', model_id).name} on {hw.name}",
+            "experts": quantity(experts or presets.parameter["expert_parallel_chips"].value),
+        }
+
+    fits = panel(pipeline.RACK, pipeline.MODEL, None)
+    big_hw = presets.get("hardware", pipeline.TOO_BIG_CHIP)
+    big = panel(pipeline.TOO_BIG_CHIP, pipeline.TOO_BIG_MODEL, big_hw.scale_up_domain)
 
     def draw(fig, ax):
+        fig.set_size_inches(9, 4.4)
+        fig.delaxes(ax)
+        axes = fig.subplots(1, 2)
         x = np.arange(len(pipeline.STAGES))
-        ax.bar(x, weights, label="weights", color=PALETTE[0])
-        ax.bar(x, kvs, bottom=weights, label="KV cache", color=PALETTE[1])
-        ax.set_xticks(x, [str(p) for p in pipeline.STAGES])
-        _mark(ax, hbm.m, f"HBM per chip {quantity(hbm)}", vertical=False)
-        ax.set_xlabel("pipeline stages P")
-        ax.set_ylabel("HBM needed per chip (GB)")
-        ax.legend(loc="upper right")
+        for a, d in zip(axes, (fits, big), strict=True):
+            a.bar(x, d["weights"], label="weights", color=PALETTE[0])
+            a.bar(x, d["kv"], bottom=d["weights"], label="KV cache", color=PALETTE[1])
+            a.axhline(d["hbm"].m, color=FOREGROUND, linestyle="--", linewidth=1.2)
+            a.annotate(
+                f"HBM\n{quantity(d['hbm'])}",
+                (1, d["hbm"].m),
+                xycoords=("axes fraction", "data"),
+                xytext=(3, 0),
+                textcoords="offset points",
+                ha="left",
+                va="center",
+                fontsize=9,
+            )
+            a.set_xticks(x, [str(p) for p in pipeline.STAGES])
+            a.set_xlabel("pipeline stages P")
+            a.set_title(f"{d['title']}\n{d['experts']} of experts per stage", fontsize=9)
+            top = max(w + k for w, k in zip(d["weights"], d["kv"], strict=True))
+            a.set_ylim(0, max(top, d["hbm"].m) * 1.15)
+        axes[0].set_ylabel("HBM needed per chip (GB)")
+        axes[0].legend(loc="upper center", ncols=2)
+
+    def gb(v):
+        return quantity(Q_(v, "GB"))
 
     alt = (
-        f"Stacked bars of HBM per chip against pipeline stages for {model} on "
-        f"{rack} at FP8: the weights shrink from {quantity(Q_(weights[0], 'GB'))} to "
-        f"{quantity(Q_(weights[-1], 'GB'))} while the KV cache stays at "
-        f"{quantity(Q_(kvs[0], 'GB'))}."
+        f"Two panels of stacked bars, HBM per chip against pipeline stages at FP8. Left, "
+        f"{fits['title']}: weights shrink from {gb(fits['weights'][0])} to "
+        f"{gb(fits['weights'][-1])}, the KV cache stays {gb(fits['kv'][0])}, all well under "
+        f"{quantity(fits['hbm'])}. Right, {big['title']}: weights shrink from "
+        f"{gb(big['weights'][0])} to {gb(big['weights'][-1])} but the KV cache stays "
+        f"{gb(big['kv'][0])}, far above {quantity(big['hbm'])}."
     )
     caption = (
-        f"Pipelining divides the weights by the stage count; the KV cache per chip stays "
-        f"{quantity(Q_(kvs[0], 'GB'))} because as many micro-batches are in flight as stages."
+        f"Pipelining divides the weights (blue) by the stage count; the KV cache (orange) per chip "
+        f"does not move, because as many micro-batches are in flight as stages. Left: "
+        f"{fits['title']} fits in one stage. Right: {big['title']} needs stages for its weights, "
+        f"but the KV cache of a crossover micro-batch, {gb(big['kv'][0])} per chip, overflows "
+        f"{quantity(big['hbm'])} at every stage count."
     )
     return _render("memory_vs_stages", draw, alt, caption)
 
@@ -372,6 +483,16 @@ def pipeline_bubble(presets: Presets) -> Figure:
                 .m
             )
             ax.semilogx(micro, y, label=f"P = {p}", linewidth=1.6)
+        p0 = presets.parameter["pipeline_stages"].value.m
+        m0 = presets.parameter["microbatches"].value.to("").m
+        ax.plot([m0], [default.m], "o", color=FOREGROUND, markersize=5)
+        ax.annotate(
+            f"P = {p0:g}, m = {m0:g}: {quantity(default.to('') * 100)}% idle",
+            (m0, default.m),
+            xytext=(8, 8),
+            textcoords="offset points",
+            fontsize=9,
+        )
         ax.set_xlabel("micro-batches per step m")
         ax.set_ylabel("bubble fraction")
         ax.set_ylim(0, 1)
@@ -383,8 +504,9 @@ def pipeline_bubble(presets: Presets) -> Figure:
         "each curve falls from near one toward zero as micro-batches grow."
     )
     caption = (
-        f"The training bubble (P - 1)/(m + P - 1). With the defaults it is "
-        f"{quantity(default)} of a step."
+        "The share of each stage's time lost to filling and draining the pipeline in a training "
+        "step: more stages raise it, more micro-batches per step lower it. At the marked default "
+        f"it is {quantity(default.to('') * 100)}% of a step."
     )
     return _render("pipeline_bubble", draw, alt, caption)
 
@@ -432,12 +554,25 @@ def chinchilla_contours(presets: Presets) -> Figure:
     factor = Evaluator(presets, n_active=Q_(frontier, "parameter")).q(
         "balanced_overtraining_factor"
     )
+    # the drawn line's tokens at the frontier model's size: N* is a power of the budget, so two
+    # budgets fix it exactly
+    power = np.log(n_star[-1] / n_star[0]) / np.log(budgets[keep][-1] / budgets[keep][0])
+    budget = budgets[keep][0] * (frontier / n_star[0]) ** (1 / power)
+    d_line = (
+        get("compute_optimal_tokens")
+        .evaluate(presets=presets, fit=fit.id, training_flops=Q_(budget, "FLOP"))
+        .to("token")
+        .m
+    )
+    above = Q_(balanced / d_line, "")
 
     def draw(fig, ax):
         cs = ax.contour(nn, dd, loss, levels=12, linewidths=0.8, cmap="viridis")
         ax.clabel(cs, fontsize=7, fmt="%.2f")
         ax.loglog(n_star, d_star, color=FOREGROUND, linewidth=2, label="compute-optimal (N*, D*)")
         ax.plot([chin_n], [chin_d], "s", color=PALETTE[2], label="Chinchilla")
+        ax.plot([frontier], [d_line], "D", color=FOREGROUND, label="optimal tokens at the same N")
+        ax.plot([frontier, frontier], [d_line, balanced], color=PALETTE[3], linewidth=1)
         ax.plot(
             [frontier],
             [balanced],
@@ -449,18 +584,71 @@ def chinchilla_contours(presets: Presets) -> Figure:
         ax.set_ylabel("training tokens D")
         ax.legend(loc="lower right", fontsize=8)
 
+    per_param = quantity(presets.parameter["chinchilla_tokens_per_param"].value)
+    line_ratio = quantity(Q_(d_line / frontier, "token/parameter"))
     alt = (
         f"Iso-loss contours of the {fit.name} fit over parameters and tokens, with the "
         f"compute-optimal path, Chinchilla's own point, and the lecture's frontier model "
-        f"{factor.m:.0f} times past the Chinchilla token count."
+        f"{quantity(factor)} times past the Chinchilla token count and {quantity(above)} times "
+        f"above the drawn compute-optimal line at its size."
     )
     caption = (
-        f"Chinchilla iso-loss contours ({fit.name}). The bold line is the compute-optimal path; "
-        f"the equal-cost frontier model sits far above it, over-trained "
-        f"{quantity(factor)} times against "
-        f"{quantity(presets.parameter['chinchilla_tokens_per_param'].value)}."
+        f"Chinchilla iso-loss contours ({fit.name}). The bold line is this fit's compute-optimal "
+        f"path. The equal-cost frontier model (red) is over-trained {quantity(factor)} times "
+        f"against the rule of {per_param}, but only {quantity(above)} times above the "
+        f"line's own optimum at its size (the diamond, {line_ratio}): "
+        f"this fit's optimal tokens per parameter grow with scale."
     )
     return _render("chinchilla_contours", draw, alt, caption)
+
+
+def equal_cost_heuristic(presets: Presets) -> Figure:
+    """Total compute (pre-training plus serving) of the models that reach the equal-cost frontier
+    model's loss, against their ratio of training to serving compute, under each fit."""
+    from book.chapters.overtraining import iso_loss_costs
+
+    plain = Evaluator(presets)
+    n0 = presets.parameter["frontier_active_params"].value
+    d_pre, d_inf = plain.q("balanced_training_tokens"), plain.q("inference_tokens")
+    curves = []
+    for fit in presets.fit.values():
+        sizes = np.geomspace(n0.to("parameter").m / 2, n0.to("parameter").m * 4, 3000)
+        tokens, train, serve = iso_loss_costs(presets, fit.id, n0, d_pre, d_inf, sizes)
+        total = train + serve
+        share, rel = train / serve, total / total.min()
+        keep = (tokens < 1e18) & (share > 0.05) & (share < 20)  # the loss is reachable
+        curves.append((fit, share[keep], rel[keep], int(np.argmin(total[keep]))))
+
+    def draw(fig, ax):
+        for k, (fit, share, rel, i) in enumerate(curves):
+            label = f"{fit.id.split('_')[0].capitalize()} fit"  # as the chapter names it
+            ax.semilogx(share, rel, color=PALETTE[k], linewidth=2, label=label)
+            ax.plot([share[i]], [rel[i]], "o", color=PALETTE[k])
+        _mark(ax, 1.0, "equal cost")
+        ax.set_xlabel("pre-training compute / serving compute")
+        ax.set_ylabel("total compute / the cheapest")
+        ax.set_xlim(0.05, 20)
+        ax.set_ylim(0.95, 2.0)
+        ax.legend(loc="center right", fontsize=8)
+
+    shares = " and ".join(
+        f"{quantity(Q_(share[i], ''), 2)} under the {fit.name}" for fit, share, _, i in curves
+    )
+    extra = " and ".join(  # the equal-cost model's excess, read off each curve at a ratio of one
+        f"{number(100 * (np.interp(0.0, np.log(share[::-1]), rel[::-1]) - 1), 2)} per cent"
+        for _, share, rel, _ in curves  # share falls as the model grows: reversed, it rises
+    )
+    alt = (
+        f"Total compute of the models that reach the equal-cost frontier model's loss, against "
+        f"their ratio of training to serving compute: the cheapest spends {shares}."
+    )
+    caption = (
+        f"Equal cost is a heuristic. Of the models that reach the equal-cost frontier model's "
+        f"loss, the cheapest (dots) spends on pre-training a fraction of its serving compute of "
+        f"{shares}. The curves are flat near their minima: at equal cost the total is only "
+        f"{extra} above the cheapest."
+    )
+    return _render("equal_cost_heuristic", draw, alt, caption)
 
 
 # -- chapter F -------------------------------------------------------------------------------
@@ -483,24 +671,342 @@ def cost_vs_context(presets: Presets) -> Figure:
 
     def draw(fig, ax):
         ax.loglog(contexts, cost, color=FOREGROUND, linewidth=2.4, label="cost per token")
-        _mark(ax, kink.m, f"price kink {quantity(kink.to(KCTX))}")
+        _mark(ax, kink.m, f"price kink {context_tokens(kink)}")
         _mark(ax, crossover.m, "KV = compute")
         ax.set_xlabel("context length (tokens)")
         ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="upper left")
+        ax.legend(loc="lower right")
 
+    names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
     alt = (
-        f"Cost per token against context length at the crossover batch for the same example: "
-        f"flat while compute dominates, then rising linearly once KV fetch overtakes compute at "
-        f"{quantity(crossover.to(KCTX))}; the long-context price kink is marked at "
-        f"{quantity(kink.to(KCTX))}."
+        f"Cost per token against context length for {names['model']} on {names['hardware']} at "
+        f"FP8 and its crossover batch, log-log: it grows slowly while compute dominates and in "
+        f"proportion to the context once KV reads overtake compute at "
+        f"{context_tokens(crossover)}; the long-context price kink is marked at "
+        f"{context_tokens(kink)}."
     )
     caption = (
-        f"Cost per token grows with context once the KV cache outweighs compute "
-        f"({quantity(crossover.to(KCTX))} here). A provider whose kink sits at "
-        f"{quantity(kink.to(KCTX))} has a far smaller KV cache per token."
+        f"{names['model']} on {names['hardware']} (FP8, crossover batch): past the context where "
+        f"KV reads overtake compute ({context_tokens(crossover)} here) the cost per token "
+        f"rises in proportion to the context. A provider whose prices step up only at "
+        f"{context_tokens(kink)} reaches that crossover much later: its KV bytes per token "
+        f"are far fewer for its active parameters."
     )
     return _render("cost_vs_context", draw, alt, caption)
+
+
+# -- chapter B -------------------------------------------------------------------------------
+
+
+def alltoall_vs_racks(presets: Presets) -> Figure:
+    from book.chapters import moe
+
+    data = moe.alltoall_series(presets)
+    racks, layer = data["racks"], data["layer_compute"].to("ms").m
+    penalty_hw = quantity(data["penalty_hw"])
+    lecture_penalty = quantity(presets.parameter["scale_out_penalty"].value)
+    model = presets.get("model", moe.MODEL).name
+    rack = presets.get("hardware", moe.RACK).name
+    context = quantity(presets.parameter["context_length"].value)
+    us = 1000  # ms -> microseconds on the axis
+
+    def draw(fig, ax):
+        ax.plot(
+            racks,
+            [t * us for t in data["lecture"]],
+            "o-",
+            linewidth=1.6,
+            label=f"all-to-all, scale-out {lecture_penalty}x slower (lecture)",
+        )
+        ax.plot(
+            racks,
+            [t * us for t in data["hardware"]],
+            "s-",
+            linewidth=1.6,
+            label=f"all-to-all, scale-out {penalty_hw}x slower (the rack's own ratio)",
+        )
+        ax.axhline(
+            layer * us,
+            color=PALETTE[2],
+            linewidth=2,
+            label="compute of the same layer (weights' FLOPs)",
+        )
+        ctx_layer = data["layer_compute_ctx"].to("ms").m
+        if ctx_layer > 1.01 * layer:
+            ax.axhline(
+                ctx_layer * us,
+                color=PALETTE[2],
+                linewidth=1.6,
+                linestyle="--",
+                label=f"compute with attention at {context} of context",
+            )
+        ax.axvspan(0.6, 1.4, color=FOREGROUND, alpha=0.06)
+        ax.annotate(
+            "one rack",
+            (1, 0.97),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="top",
+            fontsize=9,
+        )
+        ax.set_xticks(racks)
+        ax.set_xlim(0.6, racks[-1] + 0.4)
+        ax.set_ylim(0, None)
+        ax.set_xlabel("racks one expert layer spans")
+        ax.set_ylabel("time per MoE layer (microseconds)")
+        ax.legend(loc="center right", bbox_to_anchor=(1, 0.62), fontsize=9)
+
+    one, two = data["lecture"][0] * us, data["lecture"][1] * us
+    alt = (
+        f"All-to-all time of one MoE layer of {model} at a batch of {quantity(data['batch'])} "
+        f"against racks spanned: {quantity(Q_(one, 'microsecond'))} in one rack, below the "
+        f"layer's compute time of {quantity(Q_(layer * us, 'microsecond'))}; "
+        f"{quantity(Q_(two, 'microsecond'))} over two racks at the lecture's penalty, above it."
+    )
+    caption = (
+        f"One MoE layer of {model} on {rack} chips at the crossover batch: inside one rack the "
+        f"all-to-all takes less time than the layer's compute and can hide behind it; from two "
+        f"racks on it takes longer than the compute, more so at the rack's own "
+        f"{penalty_hw}x penalty than at the lecture's {lecture_penalty}x."
+    )
+    ctx_layer = data["layer_compute_ctx"].to("ms").m
+    if ctx_layer > 1.01 * layer:
+        hides = data["lecture"][1] < ctx_layer
+        caption += (
+            f" Dashed: the layer's compute with attention at {context} of context, "
+            f"{quantity(Q_(ctx_layer * us, 'microsecond'))}; "
+            + (
+                f"against it two racks at the lecture's {lecture_penalty}x would still hide, "
+                f"the rack's own {penalty_hw}x would not."
+                if hides and data["hardware"][1] > ctx_layer
+                else "the comparison is the same."
+            )
+        )
+    return _render("alltoall_vs_racks", draw, alt, caption)
+
+
+def alltoall_diagram(presets: Presets) -> Figure:
+    """Schematic: one token dispatched to its experts inside one rack, and over two racks."""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    from book.chapters import moe
+
+    hw = presets.get("hardware", moe.RACK)
+    up = quantity(hw.scale_up_bandwidth_per_direction)
+    out = quantity(hw.scale_out_bandwidth_per_direction.to("GB/s"))
+    share = Evaluator(presets).text("offrack_fraction")
+    penalty = quantity(Evaluator(presets, moe.RACK).q("hardware_scale_out_penalty"))
+    up_colour, out_colour = PALETTE[0], PALETTE[1]
+
+    def chip(ax, x, y, home=False):
+        ax.add_patch(
+            Rectangle(
+                (x - 0.35, y - 0.3),
+                0.7,
+                0.6,
+                facecolor=PALETTE[2] if home else "none",
+                edgecolor=FOREGROUND,
+                alpha=0.9 if home else 1,
+                linewidth=1,
+            )
+        )
+        return (x, y)
+
+    def arrow(ax, a, b, colour, dashed=False):
+        ax.add_patch(
+            FancyArrowPatch(
+                a,
+                b,
+                arrowstyle="-|>",
+                mutation_scale=10,
+                color=colour,
+                linewidth=1.5,
+                linestyle="--" if dashed else "-",
+                connectionstyle="arc3,rad=0.2",
+                shrinkA=9,
+                shrinkB=9,
+            )
+        )
+
+    def rack(ax, x0, x1, label):
+        ax.add_patch(
+            Rectangle(
+                (x0, 0.7), x1 - x0, 4.1, facecolor="none", edgecolor=FOREGROUND, linewidth=1.6
+            )
+        )
+        ax.text((x0 + x1) / 2, 4.55, label, ha="center", va="center", fontsize=9)
+
+    def draw(fig, ax):
+        ax.set_xlim(0, 14.2)
+        ax.set_ylim(0, 6)
+        ax.axis("off")
+        # left: one rack, every byte on the scale-up network
+        rack(ax, 0.3, 6.3, "one rack")
+        grid = [
+            chip(ax, 1.1 + 1.4 * i, 3.3 - 1.5 * j, home=(i, j) == (0, 0))
+            for j in range(2)
+            for i in range(4)
+        ]
+        for target in (grid[2], grid[5], grid[7], grid[3]):
+            arrow(ax, grid[0], target, up_colour)
+        ax.text(3.3, 0.25, f"all traffic on NVLink, {up} per direction", ha="center", fontsize=9)
+        # right: two racks, half of the experts in the other rack
+        rack(ax, 7.0, 10.0, "rack 1")
+        rack(ax, 11.0, 14.0, "rack 2")
+        left = [
+            chip(ax, 7.8 + 1.4 * i, 3.3 - 1.5 * j, home=(i, j) == (0, 0))
+            for j in range(2)
+            for i in range(2)
+        ]
+        right = [chip(ax, 11.8 + 1.4 * i, 3.3 - 1.5 * j) for j in range(2) for i in range(2)]
+        for target in (left[1], left[3]):
+            arrow(ax, left[0], target, up_colour)
+        for target in (right[0], right[3]):
+            arrow(ax, left[0], target, out_colour, dashed=True)
+        ax.text(
+            10.5,
+            0.25,
+            f"a share {share} leaves the rack at {out} per direction",
+            ha="center",
+            fontsize=9,
+            color=FOREGROUND,
+        )
+        ax.plot([], [], color=up_colour, label="scale-up (NVLink)")
+        ax.plot([], [], color=out_colour, linestyle="--", label="scale-out (network)")
+        ax.plot(
+            [], [], marker="s", linestyle="none", color=PALETTE[2], label="the token's home chip"
+        )
+        ax.legend(loc="upper center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, 1.02))
+
+    alt = (
+        "Diagram: on the left one rack of chips, where a token's home chip sends its activation "
+        f"to four expert chips over NVLink at {up} per direction; on the right the same layer "
+        f"over two racks, where two of the four arrows cross to the other rack over the network "
+        f"at {out} per direction."
+    )
+    caption = (
+        "Dispatch of one token to its experts (combine sends the results back the same way). "
+        f"Inside one rack every arrow is an NVLink path; over two racks a share {share} of them "
+        f"crosses the scale-out network, {penalty} "
+        "times slower per chip and per direction on these chips."
+    )
+    return _render("alltoall_diagram", draw, alt, caption)
+
+
+# -- chapter G -------------------------------------------------------------------------------
+
+
+def _feistel_panel(ax, x0, title, top, bottom, sign):
+    """One Feistel round drawn at horizontal offset ``x0``: the kept half on the left, the
+    changed half on the right, f between them."""
+    from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
+
+    left, right = x0, x0 + 2.0
+    arrow = dict(arrowstyle="-|>", mutation_scale=12, color=FOREGROUND, linewidth=1.4)
+    ax.text(x0 + 1.0, 5.6, title, ha="center", va="bottom", fontsize=11, fontweight="bold")
+    for xpos, label in zip((left, right), top, strict=True):
+        ax.text(xpos, 5.0, label, ha="center", va="bottom", fontsize=11)
+    for xpos, label in zip((left, right), bottom, strict=True):
+        ax.text(xpos, 0.7, label, ha="center", va="top", fontsize=11)
+    ax.add_patch(FancyArrowPatch((left, 4.9), (left, 0.8), **arrow))  # the kept half
+    ax.add_patch(FancyArrowPatch((right, 4.9), (right, 3.0), **arrow))
+    ax.add_patch(FancyArrowPatch((right, 2.6), (right, 0.8), **arrow))
+    box = Rectangle((x0 + 0.65, 2.5), 0.7, 0.6, fill=False, edgecolor=FOREGROUND, linewidth=1.4)
+    ax.add_patch(box)
+    ax.text(x0 + 1.0, 2.8, "f", ha="center", va="center", fontsize=12, style="italic")
+    ax.add_patch(FancyArrowPatch((left, 2.8), (x0 + 0.65, 2.8), **arrow))
+    ax.add_patch(FancyArrowPatch((x0 + 1.35, 2.8), (right - 0.2, 2.8), **arrow))
+    ax.add_patch(Circle((right, 2.8), 0.2, fill=False, edgecolor=FOREGROUND, linewidth=1.4))
+    ax.text(right, 2.8, sign, ha="center", va="center", fontsize=12)
+
+
+def feistel_round(presets: Presets) -> Figure:
+    """The Feistel round forward and its inverse: the inverse evaluates f again, never f⁻¹."""
+    from book.chapters import reversible as chapter
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 3.6)
+        _feistel_panel(ax, 0.0, "forward", ("x", "y"), ("x", "z = y + f(x)"), "+")
+        _feistel_panel(ax, 4.0, "inverse", ("x", "z"), ("x", "y = z \u2212 f(x)"), "\u2212")
+        ax.set_xlim(-0.8, 6.9)
+        ax.set_ylim(0, 6.3)
+        ax.set_aspect("equal")
+        ax.axis("off")
+
+    alt = (
+        "Two diagrams side by side. Forward: x passes straight down unchanged; f of x is added "
+        "to y, giving z = y + f(x). Inverse: x again passes down unchanged; the same f of x is "
+        "subtracted from z, giving back y = z minus f(x)."
+    )
+    model = presets.get("model", chapter.MODEL)
+    caption = (
+        "A Feistel round and its inverse. Both run f forwards on the half that was kept; "
+        "neither ever needs f's inverse, so f can be any function at all. A reversible "
+        f"{model.name} would stack {model.layers} such rounds, one per layer, and the backward "
+        "pass would walk them in inverse order."
+    )
+    return _render("feistel_round", draw, alt, caption)
+
+
+def activation_vs_layers(presets: Presets) -> Figure:
+    """Activation memory of one training sequence against depth: every activation stored, each
+    layer's input stored, square-root checkpointing and a reversible network (the last two at
+    the same compute, one more forward pass)."""
+    from book.chapters import reversible as chapter
+    from derivations import get
+
+    depth = np.arange(chapter.LAYER_SWEEP[0], chapter.LAYER_SWEEP[1] + 1)
+    kw = dict(presets=presets, model=chapter.MODEL, batch_size=chapter.TRAIN_BATCH)
+    lines = {
+        "every activation stored": "full_activation_memory",
+        "each layer's input stored": "activation_memory",
+        "checkpointed, one extra forward pass": "checkpoint_activation_memory",
+        "reversible, same extra pass": "revnet_activation_memory",
+    }
+    cases = chapter.memory_cases(presets)
+    curves = {  # the reversible network's memory does not read the depth at all
+        label: get(eq).sweep("n_layers", depth, **kw).to("GB").m
+        if eq != "revnet_activation_memory"
+        else np.full(depth.shape, cases["rev"].to("GB").m)
+        for label, eq in lines.items()
+    }
+    model = presets.get("model", chapter.MODEL)
+    context = presets.parameter["context_length"].value
+    hbm = presets.get("hardware", chapter.HARDWARE).hbm_capacity.to("GB")
+    chip = presets.get("hardware", chapter.HARDWARE).name
+
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    def draw(fig, ax):
+        for label, y in curves.items():
+            ax.loglog(depth, y, label=label, linewidth=2)
+        _mark(ax, model.layers, f"{model.name}: {model.layers} layers")
+        _mark(ax, hbm.m, f"{chip} HBM {quantity(hbm)}", vertical=False)
+        ax.set_xlabel("layers")
+        ax.set_ylabel("activation memory (GB)")
+        ax.set_xlim(depth[0], depth[-1])
+        ax.set_xticks([t for t in (5, 10, 20, 40, 80, 160) if depth[0] <= t <= depth[-1]])
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
+
+    alt = (
+        f"Activation memory of one training sequence of {quantity(context)} with {model.name}'s "
+        f"width against depth, both axes logarithmic: storing every activation and storing each "
+        f"layer's input grow in proportion to the layers, checkpointing as their square root, "
+        f"and the reversible network stays flat. At {model.layers} layers: "
+        f"{quantity(cases['stored'].to('GB'))}, {quantity(cases['plain'].to('GB'))}, "
+        f"{quantity(cases['ckpt'].to('GB'))} and {quantity(cases['rev'].to('MB'))}, against one "
+        f"{chip}'s {quantity(hbm)} of HBM."
+    )
+    caption = (
+        f"Activation memory against depth for one sequence of {quantity(context)} at "
+        f"{model.name}'s width. The slopes are the lecture's argument: linear, square root, "
+        f"flat. Checkpointing and the reversible network pay the same one extra forward pass; "
+        f"at {model.layers} layers they store {quantity(cases['ckpt'].to('GB'))} and "
+        f"{quantity(cases['rev'].to('MB'))} of layer inputs."
+    )
+    return _render("activation_vs_layers", draw, alt, caption)
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -578,14 +1084,21 @@ FIGURES = {
     "memory_vs_stages": memory_vs_stages,
     "pipeline_bubble": pipeline_bubble,
     "chinchilla_contours": chinchilla_contours,
+    "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
+    "alltoall_diagram": alltoall_diagram,
+    "alltoall_vs_racks": alltoall_vs_racks,
+    "feistel_round": feistel_round,
+    "activation_vs_layers": activation_vs_layers,
     "measured_vs_bound": measured_vs_bound,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
+    "moe": ("alltoall_diagram", "alltoall_vs_racks"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
-    "overtraining": ("chinchilla_contours",),
+    "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder"),
+    "reversible": ("feistel_round", "activation_vs_layers"),
     "validation": ("measured_vs_bound",),
 }
 

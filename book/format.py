@@ -76,6 +76,7 @@ COUNT_WORDS = {
     "parameter": ("parameter", "parameters"),
     "sequence": ("sequence", "sequences"),
     "value": ("value", "values"),
+    "vector": ("vector", "vectors"),
     "chip": ("chip", "chips"),
     "expert": ("expert", "experts"),
     "layer": ("layer", "layers"),
@@ -191,14 +192,30 @@ def quantity(q: pint.Quantity, digits: int = 4) -> str:
     >>> from units import Q_
     >>> quantity(Q_(2.976, "YFLOP")), quantity(Q_(263, "Ttok")), quantity(Q_(295.3, "seq"))
     ('2.976 × 10²⁴ FLOP', '2.63 × 10¹⁴ tokens', '295 sequences')
+    >>> quantity(Q_(6.71e11, "parameter")), quantity(Q_(1.871e8, "parameter"))
+    ('671 B parameters', '1.871 × 10⁸ parameters')
     """
     q = _plain(q)
+    if _parts(q.units) == _parts(q.units._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:
+        q = q.to("Gparameter")  # model sizes are said in billions: "671 B parameters"
     magnitude = float(q.magnitude)
     if _is_count(q.units) and math.isfinite(magnitude) and WHOLE_FROM <= abs(magnitude) < 1e6:
         magnitude = float(round(magnitude))
     value = number(magnitude, digits)
     text = unit(q.units, singular=value in ("1", "-1"))
     return f"{value} {text}" if text else value
+
+
+def context_tokens(q: pint.Quantity, digits: int = 4) -> str:
+    """A context length (tokens per sequence) as prose says it: the tokens of one sequence's
+    context, ``'8,192 tokens'``; a table's column says "tokens per sequence" in its heading.
+
+    >>> from units import Q_
+    >>> context_tokens(Q_(200, "ktoken/sequence")), quantity(Q_(200, "ktoken/sequence"))
+    ('200,000 tokens', '200,000 tokens per sequence')
+    """
+    one_sequence = q._REGISTRY.Quantity(1, "sequence")
+    return quantity((q * one_sequence).to("token"), digits)
 
 
 def unit_text(text: str) -> str:
@@ -279,6 +296,7 @@ def given_text(name: str, value) -> str:
     """An input a case sets, as a reader says it: 'active parameters per token 100 B parameters'
     for n_active='100e9 parameter' (the symbol's meaning, the value formatted)."""
     import derivations
+    from derivations.inputs import parse_override
     from units import ChalkboardError, parse_quantity
 
     sym = derivations.SYMBOLS.get(name)
@@ -286,9 +304,10 @@ def given_text(name: str, value) -> str:
     if sym is not None and len(sym.meaning) <= 40:
         label = sym.meaning
     try:
-        q = parse_quantity(str(value), what=name)
-        if sym is not None:
-            q = q.to(sym.display_unit)
+        if sym is not None:  # a bare number is read in the symbol's unit, as an override is
+            q = parse_override(name, value).to(sym.display_unit)
+        else:
+            q = parse_quantity(str(value), what=name)
         shown = quantity(q)
     except ChalkboardError:
         shown = str(value)
@@ -303,3 +322,52 @@ def markdown_text(text: str) -> str:
     'Crossover batch size B\\\\*'
     """
     return re.sub(r"([*_`\\])", r"\\\1", text)
+
+
+_GREEK = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "eta": "η",
+    "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "pi": "π", "rho": "ρ",
+    "sigma": "σ", "tau": "τ", "phi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω", "Gamma": "Γ",
+    "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Pi": "Π", "Sigma": "Σ", "Phi": "Φ",
+    "Psi": "Ψ", "Omega": "Ω", "ell": "ℓ",
+}  # fmt: skip
+_TEX_WORDS = {
+    "cdot": "·", "times": "×", "approx": "≈", "le": "≤", "ge": "≥", "infty": "∞", "log": "log",
+    "exp": "exp", "max": "max", "min": "min", "quad": " ", ",": " ",
+}  # fmt: skip
+_BRACED = r"\{((?:[^{}]|\{[^{}]*\})*)\}"
+
+
+def _tex_word(m: re.Match) -> str:
+    return _GREEK.get(m[1], _TEX_WORDS.get(m[1], m[1]))
+
+
+def plain_math(text: str) -> str:
+    r"""Text with ``$...$`` LaTeX as a terminal shows it: fractions, sub- and superscripts and
+    Greek letters in plain characters (the CLI's text output; pages keep their typeset math).
+
+    >>> plain_math(r"so $I^{*} = \frac{F}{W}$ and $t_{\mathrm{drain}}$, $\Theta / B$")
+    'so I^* = F/W and t_drain, Θ / B'
+    >>> plain_math(r"$$\frac{c_{\mathrm{fwd}} B N}{n \left(F + 1\right)}$$")
+    '(c_fwd B N)/(n (F + 1))'
+    """
+
+    def group(s: str) -> str:
+        return s if re.fullmatch(r"[\w.*]+", s) else f"({s})"
+
+    def convert(tex: str) -> str:
+        tex = re.sub(r"\\(?:mathrm|mathit|text|operatorname|mathbf)" + _BRACED, r"\1", tex)
+        tex = tex.replace(r"\left", "").replace(r"\right", "")
+        for _ in range(4):  # nested fractions and roots, innermost first
+            tex = re.sub(
+                r"\\frac" + _BRACED + _BRACED,
+                lambda m: f"{group(convert(m[1]))}/{group(convert(m[2]))}",
+                tex,
+            )
+            tex = re.sub(r"\\sqrt" + _BRACED, lambda m: f"√{group(convert(m[1]))}", tex)
+        tex = re.sub(r"([_^])" + _BRACED, lambda m: m[1] + group(m[2]).strip("()"), tex)
+        tex = re.sub(r"\\([A-Za-z]+|,)", _tex_word, tex)
+        return re.sub(r"\s+", " ", tex.replace("{", "").replace("}", "")).strip()
+
+    text = re.sub(r"\$\$(.+?)\$\$", lambda m: convert(m[1]), text, flags=re.S)
+    return re.sub(r"(?<!\\)\$(.+?)(?<!\\)\$", lambda m: convert(m[1]), text, flags=re.S)

@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 import tomllib
@@ -36,6 +37,11 @@ DRAWS = {
     "training_flops": [Q_(c, "FLOP") for c in (1e22, 3e23, 1e24, 5e24, 2e25)],
     "training_tokens": [Q_(d, "token") for d in (1.4e12, 15e12, 36e12)],
     "cost_product": [Q_(k, "FLOP**2") for k in (1e48, 4e50)],
+    # the validation chapter's serving and training workloads (measurements.toml's range)
+    "input_tokens": [Q_(n, "token") for n in (128, 512, 2048, 8192)],
+    "input_output_ratio": [Q_(r, "") for r in (0.5, 1.78, 4, 10)],
+    "training_sequence": [Q_(n, "token") for n in (2048, 4096, 8192)],
+    "measured_rate": [Q_(r, "token/s/chip") for r in (50, 500, 2000)],
 }
 PRESET_KINDS = ("hardware", "model", "api", "tier", "fit")
 PRECISIONS = ("bf16", "fp8")
@@ -44,6 +50,7 @@ MAX_COUNT = 200  # problems per chapter in one set
 ESTIMATE_FACTOR = math.sqrt(10)
 KINDS = ("forward", "multi", "inverse", "estimate", "design", "concept")
 MAX_CHAIN = 4  # equations in a multi-step problem, at most
+RETRIES = 10  # failed draws of one planned kind before the plan moves on
 # Deductions from API prices: the lecture's price-kink and output/input-ratio arguments.
 PRICE_DEDUCTIONS = (
     "kv_bytes_from_price_kink",
@@ -398,13 +405,25 @@ def _concepts(chapter: str, presets: Presets) -> list[Problem]:
     return out
 
 
+@functools.cache
+def _makes_multi(chapter: str) -> bool:
+    """Whether a drawn case gives a chain of two to four equations: the static count of a
+    chain can be shorter than the evaluated one (architecture fields inlined at run time)."""
+    presets, rng = load(), random.Random(f"multi:{chapter}")
+    for eq in (e for e in _candidates(chapter) if _multi_candidate(e)):
+        kw = _draw(eq, rng, presets)
+        if kw is not None and _make(eq, "multi", _shorten(eq, kw, presets), presets, "probe"):
+            return True
+    return False
+
+
 def supported_kinds(chapter: str) -> tuple[str, ...]:
     """The kinds of problem ``chapter`` can offer."""
     candidates = _candidates(chapter)
     kinds = []
     if any(not _static_chain(e) for e in candidates):
         kinds.append("forward")
-    if any(_multi_candidate(e) for e in candidates):
+    if any(_multi_candidate(e) for e in candidates) and _makes_multi(chapter):
         kinds.append("multi")
     if candidates:
         kinds += ["inverse", "estimate"]
@@ -493,13 +512,14 @@ def _chapter_set(ch: str, seed: int, count: int, presets: Presets, only: str | N
     concepts = _concepts(ch, presets) if "concept" in supported else []
     rng.shuffle(concepts)
     candidates = _candidates(ch)
-    out, attempts, unused = [], 0, {k: list(candidates) for k in KINDS}
+    out, attempts, skipped, unused = [], 0, 0, {k: list(candidates) for k in KINDS}
     while len(out) < count and attempts < 30 * count:
         attempts += 1
         if only is not None:
             kind = only
         else:
-            kind = PLAN[len(out) % len(PLAN)]
+            # a planned kind that keeps failing (a chapter whose draws cannot make it) gives way
+            kind = PLAN[(len(out) + skipped // RETRIES) % len(PLAN)]
             if kind not in supported:
                 kind = "multi" if "multi" in supported else supported[0]
         pid = f"{ch}-{seed}-{len(out) + 1}"
@@ -507,6 +527,7 @@ def _chapter_set(ch: str, seed: int, count: int, presets: Presets, only: str | N
             if not concepts:
                 if only is not None:
                     break
+                skipped += RETRIES
                 continue
             problem = dataclasses.replace(concepts.pop(), id=pid)
         elif kind == "design":
@@ -529,6 +550,9 @@ def _chapter_set(ch: str, seed: int, count: int, presets: Presets, only: str | N
             problem = None if kw is None else _make(eq, kind, kw, presets, pid)
         if problem is not None:
             out.append(problem)
+            skipped = 0
+        else:
+            skipped += 1
     return out
 
 
@@ -544,7 +568,10 @@ def tolerance_text(p: Problem) -> str:
 
 # -- the answer checker's unit table ---------------------------------------------------------
 
-DIMENSIONS = ("[time]", "[information]", "[compute]", "[currency]")
+# The dimensions the checker compares, in the order of its vectors (answer-check.js NAMES):
+# tokens and sequences are dimensions of their own (units/definitions.txt), so "560 chips" or
+# "560 tokens" is not a number of sequences.
+DIMENSIONS = ("[time]", "[information]", "[compute]", "[currency]", "[token]", "[sequence]")
 # Unit names the checker reads, short and long; plurals ("seconds", "tokens", "FLOPs") are
 # added from these wherever the registry itself accepts them, so Python and the browser agree.
 UNIT_NAMES = (
@@ -624,11 +651,13 @@ def dims_vector(q: pint.Quantity) -> list[float]:
 
 
 def count_unit(name: str) -> str | None:
-    """The count a unit name stands for ("tokens" -> "token", "Mtok" -> "token"), or None.
-    Counts are dimensionless in the registry, so the checker compares their names instead.
+    """The dimensionless count a unit name stands for ("chips" -> "chip", "Gparam" ->
+    "parameter"), or None. These counts (chips, parameters, layers, ...) are dimensionless in the
+    registry, so the checker compares their names instead; tokens and sequences are dimensions
+    and compared as such (None here).
 
-    >>> count_unit("Mtokens"), count_unit("chips"), count_unit("ms")
-    ('token', 'chip', None)
+    >>> count_unit("chips"), count_unit("Gparam"), count_unit("Mtokens"), count_unit("ms")
+    ('chip', 'parameter', None, None)
     """
     q = Q_(1, name)
     if not q.dimensionless:

@@ -185,9 +185,10 @@ MARKER = ".chalkboard-site"
 MARKER_TEXT = "Written by `chalkboard build`; the next build replaces this whole folder.\n"
 
 
-def build(out: Path, extra_presets=()) -> Path:
+def build(out: Path, extra_presets=(), pdf: bool = False) -> Path:
     """Render and build the whole site into ``out`` (an absolute path is returned); ``out`` is
-    replaced only on success, and only if it is empty or a previous build wrote it.
+    replaced only on success, and only if it is empty or a previous build wrote it. With ``pdf``
+    the book is also printed to ``out/chalkboard.pdf`` (book.pdf) before the site is swapped in.
 
     A relative ``out`` is resolved against the current folder, not the project's.
     """
@@ -197,7 +198,7 @@ def build(out: Path, extra_presets=()) -> Path:
     created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     try:
         with _terminate_cleanly():
-            return _build(out, presets)
+            return _build(out, presets, pdf)
     except OSError as err:
         raise ChalkboardError(f"cannot write the site to {out}: {err.strerror or err}") from None
     finally:
@@ -263,7 +264,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _build(out: Path, presets) -> Path:
+def _build(out: Path, presets, pdf: bool = False) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     work = _staging(out)
     try:
@@ -271,6 +272,10 @@ def _build(out: Path, presets) -> Path:
         render(docs, presets)
         _mkdocs_build(docs, site)
         (site / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+        if pdf:
+            from book.pdf import write_pdf
+
+            write_pdf(site)
         _check_replaceable(out)  # again: the folder may have changed during the build
         _swap_in(site, out, work / "previous")
         _replace(docs, DOCS)

@@ -38,6 +38,8 @@ USER = "token/s"
 # A measurement's lengths and per-user speed are those of one request: one sequence each
 # (the equations count context in tokens per sequence and a user's speed per sequence).
 PER_REQUEST = Q_(1, "sequence")
+# u: the tokens one decode step gives each sequence (one), from the notation
+ONE_TOKEN_PER_STEP = derivations.notation.decode_tokens_per_sequence.value
 BAND = (10, 90)  # percentiles: the band holding the middle 80% of rows
 LATENCY_BOUND = ("server", "interactive", "latency_sweep")
 GRID = 4001  # batch sizes tried when solving for the largest batch within a TPOT
@@ -198,7 +200,8 @@ def _serving(row: Preset, presets: Presets, changes: dict):
     cap = min(fit, concurrency.to("sequence").m) if concurrency is not None else fit
     target = row.get("tpot")
     if target is None and row.get("per_user_rate") is not None:
-        target = (1 / row.per_user_rate).to("s")
+        # one step gives the user's one sequence u = 1 token
+        target = (ONE_TOKEN_PER_STEP * PER_REQUEST / row.per_user_rate).to("s")
     batch = cap if target is None else _largest_batch(step_id, kw, cap, target)
     if batch <= 0:
         return row.throughput_per_chip.to(RATE), Q_(0.0, RATE), 0.0, rate_id, assumed
@@ -252,7 +255,12 @@ def _ttft(row: Preset, presets: Presets, changes: dict):
     if row.get("ttft") is None or row.scenario == "decode_only":
         return None
     kw = bound_inputs(row, presets, changes)
-    return row.ttft.to("ms"), derivations.get("ttft_bound").evaluate(**_only("ttft_bound", kw))
+    # the weight read counts the experts the prompt's tokens touch: the prompt is the batch, its
+    # tokens read like a batch of sequences of u = 1 token each
+    prompt = {"batch_size": (row.input_tokens / ONE_TOKEN_PER_STEP).to("sequence")}
+    return row.ttft.to("ms"), derivations.get("ttft_bound").evaluate(
+        **{**_only("ttft_bound", kw), **prompt}
+    )
 
 
 def _flags(row: Preset, presets: Presets, efficiency, bound, ttft=None) -> list[str]:

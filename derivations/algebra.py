@@ -17,7 +17,7 @@ import numpy as np
 import pint
 import sympy as sp
 
-from derivations.core import _NUMPY, CATALOGUE, Constant, Equation, defining, get, lookup_symbol
+from derivations.core import CATALOGUE, Constant, Equation, defining, get, lookup_symbol
 from derivations.derivation import Derivation, given, substitute
 from units import Q_, ChalkboardError
 
@@ -38,8 +38,10 @@ def compose(outer: Equation, *inner) -> Equation:
     """``outer`` with each inner equation's right side put in place of its output symbol.
 
     >>> from derivations import get
-    >>> sorted(map(str, get("memory_time").compose("weight_fetch_time").rhs.free_symbols))
-    ['kv_fetch_time', 'mem_bandwidth', 'n_chips', 'n_total', 'weight_bytes_per_value']
+    >>> names = get("memory_time").compose("weight_fetch_time").rhs.free_symbols
+    >>> sorted(map(str, names))  # doctest: +NORMALIZE_WHITESPACE
+    ['expert_read_fraction', 'kv_fetch_time', 'mem_bandwidth', 'n_chips', 'n_total',
+     'routed_weight_share', 'weight_bytes_per_value']
     """
     if not inner:
         raise ChalkboardError("compose needs at least one equation to substitute")
@@ -103,17 +105,24 @@ def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
         raise ChalkboardError("elasticities are computed at one point: give scalar inputs")
     eq.checked(resolver.value_of(eq))  # the point itself must have a finite, positive value
     values = [np.float64(v) for v in values]  # overflow gives inf, checked below, not an error
+    # Differentiate once per expression and keep the symbolic derivatives; evaluate them by
+    # putting the point's numbers in. The fused expression carries every architecture field, and
+    # printing and compiling its derivatives (lambdify) took minutes; sympy's diff takes seconds.
+    key = ("elasticities", resolver.keep)
+    if key not in eq._compiled:
+        eq._compiled[key] = {
+            s.name: sp.diff(expr, s.sym) * s.sym / expr
+            for s in args
+            if not isinstance(lookup_symbol(s.name), Constant)
+        }
+    point = {a.sym: sp.Float(float(v)) for a, v in zip(args, values, strict=True)}
     out = {}
-    for s in args:
-        if isinstance(lookup_symbol(s.name), Constant):
-            continue
-        el = sp.diff(expr, s.sym) * s.sym / expr
-        fn = sp.lambdify([a.sym for a in args], el, modules=_NUMPY)
+    for name, el in eq._compiled[key].items():
         with np.errstate(all="ignore"):
-            out[s.name] = float(fn(*values)) + 0.0  # no negative zero
-        if not np.isfinite(out[s.name]):
+            out[name] = float(el.xreplace(point)) + 0.0  # no negative zero
+        if not np.isfinite(out[name]):
             raise ChalkboardError(
-                f"{eq.id}: the elasticity to {s.name} is not a finite number at these inputs "
+                f"{eq.id}: the elasticity to {name} is not a finite number at these inputs "
                 "(a value is too large or too small for double precision)"
             )
     return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))

@@ -14,14 +14,26 @@ import sympy as sp
 from derivations.core import Equation, Source, register
 from derivations.derivation import Derivation, given, rename, rewrite, solve, substitute
 from derivations.notation import (
+    arch_params_total,
+    attention_flops_per_token,
     batch_size,
     chips_to_fit,
     compute_time,
     context_length,
     cost_per_token,
     crossover_batch,
+    d_ff_expert,
+    d_model,
     decode_tokens_per_sequence,
     dense_crossover_batch,
+    dense_layers,
+    expert_read_fraction,
+    expert_saturation_batch,
+    expert_skip_probability,
+    experts_active,
+    experts_routed,
+    experts_touched,
+    ffn_matrices,
     flops,
     flops_per_param_token,
     hbm_capacity,
@@ -33,16 +45,20 @@ from derivations.notation import (
     memory_time,
     n_active,
     n_chips,
+    n_layers,
     n_total,
     price_per_chip_hour,
     ride_time,
     ridge_intensity,
+    routed_expert_params,
+    routed_weight_share,
     step_flops,
     step_rent,
     step_time,
     throughput,
     tokens_per_step,
     train_period,
+    vectors_per_token,
     wait_time,
     weight_bytes,
     weight_bytes_per_value,
@@ -62,13 +78,135 @@ N_t, N_a, b, k = n_total.sym, n_active.sym, weight_bytes_per_value.sym, kv_bytes
 L, n, c_f, p = context_length.sym, n_chips.sym, flops_per_param_token.sym, price_per_chip_hour.sym
 tau = train_period.sym
 u = decode_tokens_per_sequence.sym
+nu = vectors_per_token.sym
 
 FLOP_, M_W, M_KV = step_flops.sym, weight_bytes.sym, kv_bytes.sym
 RENT, TOKENS = step_rent.sym, tokens_per_step.sym
 
-COMPUTE = c_f * u * B * N_a / (n * F)
-WEIGHTS = N_t * b / (n * W)
+a_dec = attention_flops_per_token.sym
+E_r, k_e = experts_routed.sym, experts_active.sym
+s_r, phi = routed_weight_share.sym, expert_read_fraction.sym
+q_skip = expert_skip_probability.sym
+
+COMPUTE = B * (c_f * u * N_a + a_dec * L) / (n * F)
+WEIGHTS = N_t * (1 - s_r * (1 - phi)) * b / (n * W)
 KV = B * L * k / (n * W)
+# max(E_r, 1) only keeps 0/0 out of a dense model (E_r = k = 0: no routed experts, phi = 0);
+# every MoE preset has E_r >= 1, where it is E_r itself.
+# The power is kept as exp(u B nu log(...)): sympy would otherwise split ((E - k) / E)^B into
+# two powers that overflow at large B before they cancel. The exponent counts routing draws:
+# u B tokens a step, nu = 1 vector each (a count of sequences cannot be an exponent).
+SKIP = 1 - k_e / sp.Max(E_r, 1)
+MISS = sp.exp(u * B * nu * sp.log(SKIP))
+ROUTED = (n_layers.sym - dense_layers.sym) * E_r * ffn_matrices.sym * d_model.sym * d_ff_expert.sym
+
+routed_expert_params_eq = register(
+    Equation(
+        id="routed_expert_params",
+        title="Parameters in routed experts",
+        lhs=routed_expert_params,
+        rhs=ROUTED,
+        chapter=CHAPTER,
+        source=Source("model configs (facts.md, Models)", "", "the routed-expert term of N_total"),
+        assumptions=(
+            "every expert is a gated MLP (three matrices of d by d_e)",
+            "the first n_dense layers have a dense MLP and no experts",
+        ),
+        summary="The weights a token may skip: every routed expert of every MoE layer. "
+        "Attention, shared experts, dense layers and embeddings are read whatever the batch.",
+    )
+)
+
+routed_weight_share_eq = register(
+    Equation(
+        id="routed_weight_share",
+        title="Share of the weights in routed experts",
+        lhs=routed_weight_share,
+        rhs=routed_expert_params.sym / arch_params_total.sym,
+        chapter=CHAPTER,
+        source=Source("model configs (facts.md, Models)"),
+        assumptions=(
+            "the share counted from the architecture applies to the stated total (published "
+            "totals are rounded: Kimi K2's 1T is 1.03T by its config)",
+        ),
+        summary="0 for a dense model; about 0.97 for DeepSeek-V3, whose always-read weights "
+        "(attention, the shared expert, three dense layers, embeddings) are a few percent.",
+    )
+)
+
+expert_read_fraction_eq = register(
+    Equation(
+        id="expert_read_fraction",
+        title="Share of routed experts a batch touches",
+        lhs=expert_read_fraction,
+        rhs=1 - MISS,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "all experts are read once the batch is large"),
+        assumptions=(
+            "each token picks its k experts uniformly at random, independently of the others",
+            "a dense model has no routed experts (E_r = 0): the share is 0",
+        ),
+        derivation=Derivation(
+            given(
+                expert_read_fraction.sym,
+                1 - q_skip ** (u * B * nu),
+                "one token's vector skips a given expert with probability q, all u B nu of a "
+                "step (u = 1 token per sequence, nu = 1 vector per token) with q^(u B nu); the "
+                "experts not skipped are touched",
+            ),
+            rewrite(
+                expert_read_fraction.sym,
+                1 - sp.exp(u * B * nu * sp.log(q_skip)),
+                "the same power as an exponential, which stays finite at any batch",
+            ),
+            substitute(
+                {q_skip: SKIP},
+                expert_read_fraction.sym,
+                1 - MISS,
+                "a token picks k of the E_r experts: it skips a given one with q = 1 - k/E_r",
+            ),
+        ),
+        summary="The active share of the routed experts at one sequence, close to 1 once the "
+        "batch is a few times the expert-saturation batch.",
+    )
+)
+
+experts_touched_eq = register(
+    Equation(
+        id="experts_touched",
+        title="Distinct routed experts a batch touches",
+        lhs=experts_touched,
+        rhs=E_r * expert_read_fraction.sym,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "every expert is used by some sequence in the batch"),
+        assumptions=("as for the share of routed experts touched",),
+        summary="k experts at one sequence (8 of 256 for DeepSeek-V3); all E_r at large batch.",
+    )
+)
+
+expert_saturation_batch_eq = register(
+    Equation(
+        id="expert_saturation_batch",
+        title="Batch at which every expert is busy",
+        lhs=expert_saturation_batch,
+        rhs=E_r / (k_e * u * nu),
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "all weights are read at large batch"),
+        assumptions=("tokens route uniformly over the routed experts",),
+        derivation=Derivation(
+            given(
+                u * B * nu * k_e / E_r,
+                1,
+                "the B sequences route u B nu vectors a step (u = 1 token each, nu = 1 vector "
+                "per token), making u B nu k picks over E_r experts: one each",
+            ),
+            solve(B, E_r / (k_e * u * nu), "solve for the batch"),
+            rename(expert_saturation_batch.sym, E_r / (k_e * u * nu), "name it"),
+        ),
+        summary="Below it, each new sequence brings new experts to read, so an MoE's cost per "
+        "token stays flat; above it, the weights are all read and batching pays.",
+    )
+)
 
 compute_time_eq = register(
     Equation(
@@ -80,20 +218,24 @@ compute_time_eq = register(
         source=Source(LECTURE, SECTION_A, "t_compute = B N_active / FLOPs"),
         assumptions=(
             "each of the B sequences gets one token per step",
-            "attention FLOPs are ignored (they matter only at millions of tokens of context)",
+            "each new token's attention costs a_dec FLOPs per token of context (QK and AV; "
+            "MLA with its weights absorbed): not negligible past L_attn = c_fwd N_active / a_dec, "
+            "about 4.4K tokens for DeepSeek-V3 and 54K for Llama 3.1 70B",
+            "attention runs at the same dense peak as the matrix multiplies",
             "the chips run at their dense peak FLOP/s: a lower bound on the time",
         ),
         derivation=Derivation(
             given(compute_time.sym, FLOP_ / (n * F), "a step's FLOPs shared by n chips of F each"),
             substitute(
-                {FLOP_: c_f * u * B * N_a},
+                {FLOP_: B * (c_f * u * N_a + a_dec * L)},
                 compute_time.sym,
                 COMPUTE,
-                "the B sequences get u = 1 token each, and each token costs c_fwd FLOPs per "
-                "active parameter",
+                "the B sequences get u = 1 new token each, which costs c_fwd FLOPs per active "
+                "parameter, plus a_dec FLOPs of attention per token of its context",
             ),
         ),
-        summary="Every active parameter does one multiply-add per token, spread over n chips.",
+        summary="Every active parameter does one multiply-add per token, and every new token "
+        "attends to its whole context; spread over n chips.",
     )
 )
 
@@ -106,7 +248,10 @@ weight_fetch_time_eq = register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "the N_total term of t_mem"),
         assumptions=(
-            "every expert is used by some sequence in the batch, so all weights are read",
+            "attention, shared experts, dense layers and embeddings are read every step",
+            "a routed expert is read once if any token of the batch is routed to it, not at all "
+            "otherwise; the lecture's 'all weights are read' is the large-batch limit",
+            "the touched experts' bytes are spread evenly over the chips (the average chip)",
             "HBM bandwidth is reached in full: a lower bound on the time",
         ),
         derivation=Derivation(
@@ -114,13 +259,17 @@ weight_fetch_time_eq = register(
                 weight_fetch_time.sym, M_W / (n * W), "the weights' bytes read by n chips of W each"
             ),
             substitute(
-                {M_W: N_t * b},
+                {M_W: (N_t * (1 - s_r) + N_t * s_r * phi) * b},
                 weight_fetch_time.sym,
-                WEIGHTS,
-                "every parameter is stored as one value of b bytes",
+                (N_t * (1 - s_r) + N_t * s_r * phi) * b / (n * W),
+                "the always-read share 1 - s of the weights, plus the routed share s of which "
+                "the batch touches the fraction phi; b bytes per parameter",
             ),
+            rewrite(weight_fetch_time.sym, WEIGHTS, "collect N_total b"),
         ),
-        summary="Each step reads every weight once, whatever the batch size.",
+        summary="A dense model reads every weight each step. An MoE reads its always-read "
+        "weights plus the experts its batch touches: about N_active at one sequence, every "
+        "weight once the batch is a few times the expert-saturation batch.",
     )
 )
 
@@ -160,8 +309,9 @@ memory_time_eq = register(
         derivation=Derivation(
             given(
                 memory_time.sym,
-                (N_t * b + B * L * k) / (n * W),
-                "the lecture's t_mem: all bytes read in a step over the bandwidth of n chips",
+                (N_t * (1 - s_r * (1 - phi)) * b + B * L * k) / (n * W),
+                "the lecture's t_mem: all bytes read in a step over the bandwidth of n chips "
+                "(the weights' bytes those the batch touches)",
             ),
             rewrite(memory_time.sym, WEIGHTS + KV, "split the bytes into weights and KV cache"),
             substitute(
@@ -171,7 +321,8 @@ memory_time_eq = register(
                 "name the two terms: weight-fetch time and KV-fetch time",
             ),
         ),
-        summary="Weight fetch (flat in B) plus KV fetch (linear in B).",
+        summary="Weight fetch (flat in B once every expert is touched) plus KV fetch "
+        "(linear in B).",
     )
 )
 
@@ -232,12 +383,20 @@ crossover_batch_eq = register(
         source=Source(LECTURE, RATIO_AT, "B* = (FLOPs / mem_bw) x (N_total / N_active)"),
         assumptions=(
             "the KV-fetch term is ignored (short contexts)",
+            "attention FLOPs are ignored: the context is well below L_attn = c_fwd N_active / "
+            "a_dec (the short-context limit, like the KV term)",
+            "the batch touches every expert (phi = 1): true at B*, which is many times the "
+            "expert-saturation batch on every preset (a test checks it), so compute = weight "
+            "fetch has this one root",
             "weights are stored at b_w bytes per value; F is the dense rate at the compute "
             "precision",
         ),
         derivation=Derivation(
             given(
-                COMPUTE, WEIGHTS, "at the crossover the compute time equals the weight-fetch time"
+                c_f * u * B * N_a / (n * F),
+                N_t * b / (n * W),
+                "at the crossover the compute time equals the weight-fetch time, with "
+                "every expert read and no attention FLOPs",
             ),
             rewrite(
                 c_f * u * B * N_a / F,
@@ -426,7 +585,7 @@ register(
                 {throughput.sym: u * B / step_time.sym},
                 sequence_token_rate.sym,
                 u / step_time.sym,
-                "throughput is u B tokens per step: B cancels",
+                "the throughput is u B tokens per step: B cancels",
             ),
             substitute(
                 {step_time.sym: hbm_drain_time.sym},

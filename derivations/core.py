@@ -322,6 +322,8 @@ class Equation:
     derivation: object = None
     summary: str = ""
     solved_from: str = ""
+    # what a negative result means, when it has a meaning (e.g. "no crossover"): the error says it
+    when_negative: str = ""
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -504,7 +506,8 @@ class Equation:
         one not given is ``precision``.
 
         >>> from derivations import get
-        >>> case = dict(hardware="b200", model="deepseek_v3", precision="fp8", n_chips="8 chip")
+        >>> case = dict(hardware="b200", model="deepseek_v3", precision="fp8", n_chips="8 chip",
+        ...             batch_size=2048)
         >>> t = get("weight_fetch_time")
         >>> fp8, fp4 = t.evaluate(**case), t.evaluate(**case, weight_precision="fp4")
         >>> round(float(fp8 / fp4), 6)  # half the bytes per weight: half the weight-fetch time
@@ -544,6 +547,8 @@ class Equation:
                 f"{first.magnitude:.4g} {first.units:P}, so the given {self.solved_from} "
                 "cannot be reached with these inputs"
             )
+        if self.when_negative and first.magnitude < 0 and not self.solved_from:
+            raise ChalkboardError(f"{self.id}: {self.when_negative}{at}")
         what = "underflows to 0" if first.magnitude == 0 else "would be negative"
         raise ChalkboardError(
             f"{self.id}: {self.lhs.name} {what} ({first.magnitude:.4g} {first.units:P}){at}; "

@@ -317,6 +317,18 @@ BINDINGS: dict[str, Binding] = {
         ("gqa_attention_params", "mla_attention_params"),
         "model",
     ),
+    "attention_flops_per_token": Binding(
+        "GQA or MLA (absorbed) decode attention FLOPs, by the model's attention type",
+        _by_attention("gqa_attention_flops", "mla_decode_attention_flops"),
+        ("gqa_attention_flops", "mla_decode_attention_flops"),
+        "model",
+    ),
+    "prefill_attention_flops": Binding(
+        "GQA or MLA (expanded) prefill attention FLOPs, by the model's attention type",
+        _by_attention("gqa_attention_flops", "mla_prefill_attention_flops"),
+        ("gqa_attention_flops", "mla_prefill_attention_flops"),
+        "model",
+    ),
     "weight_bytes_per_value": Binding(
         "weight precision's bytes per value", _bytes_per_value("weight")
     ),

@@ -16,6 +16,7 @@ from derivations.derivation import Derivation, given, rename, rewrite, solve, su
 from derivations.notation import (
     arch_params_active,
     arch_params_total,
+    attention_flops_per_token,
     attention_params,
     batch_size,
     cache_breakeven_time,
@@ -28,12 +29,14 @@ from derivations.notation import (
     d_ff,
     d_ff_expert,
     d_model,
+    decode_attention_context,
     decode_prefill_ratio,
     decode_time_per_token,
     decode_tokens_per_sequence,
     dense_layers,
     embedding_matrices,
     embeddings_active,
+    expert_read_fraction,
     experts_active,
     experts_routed,
     experts_shared,
@@ -44,8 +47,10 @@ from derivations.notation import (
     fast_step_time,
     ffn_matrices,
     flops,
+    flops_per_multiply_add,
     flops_per_param_token,
     global_layers,
+    gqa_attention_flops,
     gqa_attention_params,
     gqa_kv_values,
     head_dim,
@@ -60,7 +65,9 @@ from derivations.notation import (
     kv_weight_context,
     mem_bandwidth,
     mla_attention_params,
+    mla_decode_attention_flops,
     mla_kv_values,
+    mla_prefill_attention_flops,
     n_active,
     n_chips,
     n_heads,
@@ -68,12 +75,18 @@ from derivations.notation import (
     n_layers,
     n_total,
     output_price,
+    prefill_attention_context,
+    prefill_attention_flops,
+    prefill_flops,
+    prefill_flops_per_token,
     prefill_time_per_token,
     price_kink_context,
     price_per_chip_hour,
     q_lora_rank,
     qk_nope_head_dim,
     qk_rope_head_dim,
+    routed_weight_share,
+    sequences_per_token,
     sliding_window_layers,
     step_time,
     tier_bandwidth,
@@ -99,7 +112,7 @@ b_kv = kv_bytes_per_value.sym
 F, W, n, c_f = flops.sym, mem_bandwidth.sym, n_chips.sym, flops_per_param_token.sym
 N_t, N_a, p = n_total.sym, n_active.sym, price_per_chip_hour.sym
 nu, nu_kv = vectors_per_token.sym, kv_vectors_per_token.sym
-u = decode_tokens_per_sequence.sym
+u, sigma = decode_tokens_per_sequence.sym, sequences_per_token.sym
 layers, d, h, h_kv, d_h = n_layers.sym, d_model.sym, n_heads.sym, n_kv_heads.sym, head_dim.sym
 m_ff, V = ffn_matrices.sym, vocab.sym
 
@@ -273,47 +286,249 @@ register(
     )
 )
 
-# -- where the KV cache takes over -------------------------------------------------------------
+# -- attention FLOPs ---------------------------------------------------------------------------
 
-COMPUTE = c_f * u * B * N_a / (n * F)
-KV = B * L * k / (n * W)
-WEIGHTS = N_t * b / (n * W)
+c_mac, a_dec, a_pre = (
+    flops_per_multiply_add.sym,
+    attention_flops_per_token.sym,
+    (prefill_attention_flops.sym),
+)
+GQA_FLOPS = nu_kv * c_mac * h * d_h * global_layers.sym
 register(
     Equation(
-        id="kv_compute_crossover_context",
-        title="Context at which KV fetch equals compute",
-        lhs=kv_compute_context,
-        rhs=c_f * u * N_a * W / (F * k),
+        id="gqa_attention_flops",
+        title="Attention FLOPs per context token: GQA",
+        lhs=gqa_attention_flops,
+        rhs=GQA_FLOPS,
         chapter=CHAPTER,
-        source=Source(LECTURE, SECTION_F, "+50% above 200k tokens => KV fetch = compute"),
-        assumptions=("attention FLOPs are ignored", "compute and KV reads overlap"),
-        derivation=Derivation(
-            given(KV, COMPUTE, "at the crossover the KV-fetch time equals the compute time"),
-            rewrite(
-                L * k / W, c_f * u * N_a / F, "divide both sides by B / n: batch and chips cancel"
-            ),
-            solve(L, c_f * u * N_a * W / (F * k), "solve for the context length"),
-            rename(kv_compute_context.sym, c_f * u * N_a * W / (F * k), "name it"),
+        source=Source("model configs (facts.md, Models)", "", "QK^T and AV of every query head"),
+        assumptions=(
+            "every query head scores each cached key (d_h multiply-adds) and weights each "
+            "cached value (d_h more): nu_KV = 2 vectors per context token; grouping KV heads "
+            "saves bytes, not FLOPs",
+            "sliding-window layers attend to a fixed window, so per token of a long context "
+            "only the global layers count",
         ),
-        summary="Beyond this context a token's KV reads take longer than its multiplies, "
-        "whatever the batch: the chip's bytes per FLOP times active parameters over KV bytes.",
+        derivation=Derivation(
+            given(
+                gqa_attention_flops.sym,
+                nu * c_mac * h * d_h * global_layers.sym + nu * c_mac * h * d_h * global_layers.sym,
+                "scores (q . k) against a context token's key and the weighted sum of its "
+                "value, one vector each (nu = 1 per token), per query head and global layer",
+            ),
+            substitute(
+                {nu: nu_kv / 2},
+                gqa_attention_flops.sym,
+                GQA_FLOPS,
+                "add the two: the key and the value are the nu_KV = 2 vectors a token caches",
+            ),
+        ),
+        summary="Decode and prefill alike: two multiply-adds of d_h per query head, per cached "
+        "token, per global layer.",
+    )
+)
+
+MLA_DECODE = nu * c_mac * h * (2 * r_kv + d_rope) * layers
+register(
+    Equation(
+        id="mla_decode_attention_flops",
+        title="Attention FLOPs per context token: MLA decode",
+        lhs=mla_decode_attention_flops,
+        rhs=MLA_DECODE,
+        chapter=CHAPTER,
+        source=Source(
+            "deepseek-ai/DeepSeek-V3 inference/model.py (MLA, attn_impl 'absorb')",
+            "",
+            "scores over the latent and rope key, values from the latent",
+        ),
+        assumptions=(
+            "the key and value up-projections are absorbed into the query and output, so each "
+            "head works on the cached latent (r_KV values) and rotary key (d_rope) directly",
+        ),
+        derivation=Derivation(
+            given(
+                mla_decode_attention_flops.sym,
+                nu * c_mac * h * (r_kv + d_rope) * layers + nu * c_mac * h * r_kv * layers,
+                "each head scores a context token's latent and rotary key (nu = 1 vector per "
+                "token), then sums the latents",
+            ),
+            rewrite(mla_decode_attention_flops.sym, MLA_DECODE, "collect"),
+        ),
+        summary="Every one of the h heads reads the whole latent: about 17 MFLOP per cached "
+        "token for DeepSeek-V3, as much as its weights' 2 N_active at a few thousand tokens.",
+    )
+)
+
+MLA_PREFILL = nu * c_mac * h * (d_nope + d_rope + d_v) * layers
+register(
+    Equation(
+        id="mla_prefill_attention_flops",
+        title="Attention FLOPs per context token: MLA prefill",
+        lhs=mla_prefill_attention_flops,
+        rhs=MLA_PREFILL,
+        chapter=CHAPTER,
+        source=Source(
+            "deepseek-ai/DeepSeek-V3 inference/model.py (MLA, attn_impl 'naive')",
+            "",
+            "keys and values expanded per head",
+        ),
+        assumptions=(
+            "prefill expands keys and values per head (as prefill kernels do): fewer FLOPs "
+            "per pair than the absorbed form, whose 2 r_KV + d_rope is wider than "
+            "d_nope + d_rope + d_v",
+        ),
+        derivation=Derivation(
+            given(
+                mla_prefill_attention_flops.sym,
+                nu * c_mac * h * (d_nope + d_rope) * layers + nu * c_mac * h * d_v * layers,
+                "each head scores a key of d_nope + d_rope values and sums values of d_v, one "
+                "of each per context token (nu = 1 vector per token)",
+            ),
+            rewrite(mla_prefill_attention_flops.sym, MLA_PREFILL, "collect"),
+        ),
+        summary="Multi-head attention with DeepSeek's head widths, per (query, key) pair.",
     )
 )
 
 register(
     Equation(
+        id="decode_attention_context",
+        title="Context at which attention FLOPs equal weight FLOPs (decode)",
+        lhs=decode_attention_context,
+        rhs=c_f * u * N_a / a_dec,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "t_compute = B N_active / FLOPs, attention added"),
+        assumptions=(
+            "below it, attention FLOPs can be dropped from the compute time (at a tenth of it "
+            "they add 10%)",
+        ),
+        derivation=Derivation(
+            given(
+                a_dec * L,
+                c_f * u * N_a,
+                "a sequence's new token (u = 1 per step) spends as many attention FLOPs as "
+                "weight FLOPs",
+            ),
+            solve(L, c_f * u * N_a / a_dec, "solve for the context"),
+            rename(decode_attention_context.sym, c_f * u * N_a / a_dec, "name it"),
+        ),
+        summary="About 4.4K tokens for DeepSeek-V3 (MLA reads a wide latent with every head), "
+        "tens of thousands for the GQA models: the lecture's 'millions' holds for neither.",
+    )
+)
+
+PREFILL_PER_TOKEN = c_f * N_a + a_pre * sigma * L / 2
+register(
+    Equation(
+        id="prefill_flops_per_token",
+        title="FLOPs per token of a causal prefill",
+        lhs=prefill_flops_per_token,
+        rhs=PREFILL_PER_TOKEN,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "prefill is compute-bound: 2 N_active per token"),
+        assumptions=(
+            "causal attention: token i attends to the i tokens before it, so the L tokens make "
+            "L (L + 1) / 2 pairs, about L^2 / 2 for L >> 1",
+            "a token attends only within its own sequence (sigma = 1 sequence per token)",
+        ),
+        derivation=Derivation(
+            given(
+                prefill_flops_per_token.sym,
+                prefill_flops.sym / L,
+                "a prefill's FLOPs shared by its L tokens",
+            ),
+            substitute(
+                {prefill_flops.sym: L * c_f * N_a + a_pre * sigma * L**2 / 2},
+                prefill_flops_per_token.sym,
+                (L * c_f * N_a + a_pre * sigma * L**2 / 2) / L,
+                "weights: c_fwd N_active per token; attention: a_pre per pair, L^2 / 2 pairs, "
+                "each pair inside one sequence (sigma)",
+            ),
+            rewrite(prefill_flops_per_token.sym, PREFILL_PER_TOKEN, "divide by L"),
+        ),
+        summary="The lecture's 2 N_active, plus half a context's attention per token: on average "
+        "a prompt token attends to half the prompt.",
+    )
+)
+
+register(
+    Equation(
+        id="prefill_attention_context",
+        title="Prompt length at which attention FLOPs equal weight FLOPs (prefill)",
+        lhs=prefill_attention_context,
+        rhs=2 * c_f * N_a / (a_pre * sigma),
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "prefill is compute-bound: 2 N_active per token"),
+        assumptions=("below it, a prefill's attention FLOPs can be dropped (as for decode)",),
+        derivation=Derivation(
+            given(a_pre * sigma * L / 2, c_f * N_a, "the attention term equals the weights' term"),
+            solve(L, 2 * c_f * N_a / (a_pre * sigma), "solve for the prompt length"),
+            rename(prefill_attention_context.sym, 2 * c_f * N_a / (a_pre * sigma), "name it"),
+        ),
+        summary="About 100K tokens for the dense Llama models: long prompts cost up to twice "
+        "the lecture's 2 N per token, more beyond.",
+    )
+)
+
+# -- where the KV cache takes over -------------------------------------------------------------
+
+COMPUTE = B * (c_f * u * N_a + a_dec * L) / (n * F)
+KV = B * L * k / (n * W)
+s_r, phi = routed_weight_share.sym, expert_read_fraction.sym
+WEIGHTS = N_t * (1 - s_r * (1 - phi)) * b / (n * W)
+KV_COMPUTE = c_f * u * N_a * W / (F * k - W * a_dec)
+register(
+    Equation(
+        id="kv_compute_crossover_context",
+        title="Context at which KV fetch equals compute",
+        lhs=kv_compute_context,
+        rhs=KV_COMPUTE,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "+50% above 200k tokens => KV fetch = compute"),
+        assumptions=(
+            "compute and KV reads overlap",
+            "attention FLOPs counted: each context token costs a_dec FLOPs and k bytes; when "
+            "a_dec / k reaches the chip's FLOPs per byte F / W, KV reads never overtake compute "
+            "and the formula turns negative (no crossover)",
+        ),
+        derivation=Derivation(
+            given(KV, COMPUTE, "at the crossover the KV-fetch time equals the compute time"),
+            rewrite(
+                L * k / W,
+                (c_f * u * N_a + a_dec * L) / F,
+                "divide both sides by B / n: batch and chips cancel (u = 1 new token per sequence)",
+            ),
+            solve(L, KV_COMPUTE, "solve for the context length"),
+            rename(kv_compute_context.sym, KV_COMPUTE, "name it"),
+        ),
+        when_negative="no crossover: compute stays ahead of the KV reads at every context "
+        "(the attention FLOPs per KV byte, a_dec / k, reach the chip's FLOPs per byte F / W)",
+        summary="Beyond this context a token's KV reads take longer than its multiplies and its "
+        "attention, whatever the batch. Without attention FLOPs it would be c_fwd N_active W / "
+        "(F k); attention pushes it out, far out for MLA, whose FLOPs per KV byte near the "
+        "chip's ridge.",
+    )
+)
+
+KV_WEIGHTS = N_t * (1 - s_r * (1 - phi)) * b / (B * k)
+register(
+    Equation(
         id="kv_weight_crossover_context",
         title="Context at which KV fetch equals weight fetch",
         lhs=kv_weight_context,
-        rhs=N_t * b / (B * k),
+        rhs=KV_WEIGHTS,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "the balance of the two memory terms"),
-        assumptions=("both are read from the same HBM",),
+        assumptions=(
+            "both are read from the same HBM",
+            "the weights read are those the batch touches (all of them once the batch far "
+            "exceeds the expert-saturation batch)",
+        ),
         derivation=Derivation(
             given(KV, WEIGHTS, "at the crossover the batch's KV bytes equal the weights' bytes"),
-            rewrite(B * L * k, N_t * b, "multiply both sides by n W"),
-            solve(L, N_t * b / (B * k), "solve for the context length"),
-            rename(kv_weight_context.sym, N_t * b / (B * k), "name it"),
+            rewrite(B * L * k, N_t * (1 - s_r * (1 - phi)) * b, "multiply both sides by n W"),
+            solve(L, KV_WEIGHTS, "solve for the context length"),
+            rename(kv_weight_context.sym, KV_WEIGHTS, "name it"),
         ),
         summary="The larger the batch, the shorter the context at which KV reads outweigh "
         "weight reads.",
@@ -332,12 +547,15 @@ register(
         assumptions=(
             "the provider raises prices where KV fetch overtakes compute",
             "the provider's chip ratio and active parameters are as given",
+            "attention FLOPs are ignored: right when their FLOPs per KV byte are far below the "
+            "chip's ridge (GQA: 2 h / (h_KV b), about 16 FLOP/byte); an MLA model would need a "
+            "larger KV per token to kink at the same context",
         ),
         derivation=Derivation(
             given(
                 kv_compute_context.sym,
                 c_f * u * N_a * W / (F * k),
-                "the context at which KV fetch equals compute",
+                "the context at which KV fetch equals compute, attention FLOPs ignored",
             ),
             substitute(
                 {kv_compute_context.sym: L_kink},
@@ -494,22 +712,28 @@ register(
         id="cache_recompute_cost",
         title="Cost of recomputing a KV cache",
         lhs=cache_recompute_cost,
-        rhs=L * c_f * N_a * p / F,
+        rhs=L * prefill_flops_per_token.sym * p / F,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "remat: retrieve = forward compute cost"),
         assumptions=(
             "prefill is compute-bound at the chip's dense peak",
-            "attention FLOPs are ignored",
+            "causal attention FLOPs counted (they double the cost at the prefill attention "
+            "context, about 100K tokens for a dense GQA model)",
         ),
         derivation=Derivation(
             given(
                 cache_recompute_cost.sym,
-                n * p * (L * c_f * N_a / (n * F)),
+                n * p * (L * prefill_flops_per_token.sym / (n * F)),
                 "n chips rented for the compute time of L prefill tokens",
             ),
-            rewrite(cache_recompute_cost.sym, L * c_f * N_a * p / F, "the chip count cancels"),
+            rewrite(
+                cache_recompute_cost.sym,
+                L * prefill_flops_per_token.sym * p / F,
+                "the chip count cancels",
+            ),
         ),
-        summary="A prefill of the whole prefix at the compute-bound cost per token.",
+        summary="A prefill of the whole prefix at the compute-bound cost per token, "
+        "attention included.",
     )
 )
 

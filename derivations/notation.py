@@ -30,7 +30,7 @@ decode_tokens_per_sequence = constant(
 
 vectors_per_token = constant(
     "vectors_per_token",
-    "1 1/token",
+    "1 vector/token",
     "vectors of d values one token carries: one (its residual-stream vector, or its row of an "
     "embedding matrix); the hidden factor that turns a width in values into values per token",
     r"\nu",
@@ -38,11 +38,19 @@ vectors_per_token = constant(
 )
 kv_vectors_per_token = constant(
     "kv_vectors_per_token",
-    "2 1/token",
+    "2 vector/token",
     "vectors the KV cache keeps per token of context, per layer and KV head: two (a key and a "
     "value), the lecture's factor of 2",
     r"\nu_{\mathrm{KV}}",
     "attention caches one key and one value vector per token, layer and KV head",
+)
+sequences_per_token = constant(
+    "sequences_per_token",
+    "1 sequence/token",
+    "sequences a token belongs to and attends within: one (its own); the hidden factor that "
+    "turns a context in tokens per sequence into the tokens one query sees",
+    r"\sigma",
+    "attention never crosses sequences: a token attends only to tokens of its own sequence",
 )
 
 # -- hardware ----------------------------------------------------------------------------------
@@ -193,6 +201,44 @@ chips_to_fit = symbol(
     "chip",
     "chips whose HBM together holds the weights and the batch's KV cache",
     r"n_{\mathrm{fit}}",
+)
+routed_expert_params = symbol(
+    "routed_expert_params",
+    "parameter",
+    "parameters of all routed experts, every MoE layer (counted from the architecture)",
+    r"N_{\mathrm{routed}}",
+    display="Gparameter",
+)
+routed_weight_share = symbol(
+    "routed_weight_share",
+    "dimensionless",
+    "share of the weights that sit in routed experts (0 for a dense model)",
+    r"s_{\mathrm{routed}}",
+)
+expert_read_fraction = symbol(
+    "expert_read_fraction",
+    "dimensionless",
+    "expected share of a layer's routed experts that a batch of B tokens touches",
+    r"\phi_{B}",
+)
+experts_touched = symbol(
+    "experts_touched",
+    "expert",
+    "expected distinct routed experts a batch touches per MoE layer",
+    r"E_{B}",
+)
+expert_saturation_batch = symbol(
+    "expert_saturation_batch",
+    "sequence",
+    "batch at which each routed expert expects one token: routed experts over experts per token",
+    r"B_{\mathrm{sat}}",
+)
+attention_flops_per_token = symbol(
+    "attention_flops_per_token",
+    "FLOP/token",
+    "decode attention FLOPs a new token spends per token of context (by attention type)",
+    r"a_{\mathrm{dec}}",
+    display="MFLOP/token",
 )
 sequence_token_rate = symbol(
     "sequence_token_rate",
@@ -461,6 +507,62 @@ cache_breakeven_time = symbol(
     "holding time at which holding a cache costs as much as recomputing it",
     r"t_{\mathrm{even}}",
     display="minute",
+)
+flops_per_multiply_add = constant(
+    "flops_per_multiply_add",
+    "2 FLOP",
+    "FLOPs of one multiply-add",
+    r"c_{\mathrm{MAC}}",
+    "a multiply and an add, as in c_fwd",
+)
+gqa_attention_flops = symbol(
+    "gqa_attention_flops",
+    "FLOP/token",
+    "GQA attention FLOPs per token of context for one query token: QK and AV per query head",
+    r"a_{\mathrm{GQA}}",
+    display="MFLOP/token",
+)
+mla_decode_attention_flops = symbol(
+    "mla_decode_attention_flops",
+    "FLOP/token",
+    "MLA decode attention FLOPs per token of context, weights absorbed into the latent",
+    r"a_{\mathrm{MLA}}",
+    display="MFLOP/token",
+)
+mla_prefill_attention_flops = symbol(
+    "mla_prefill_attention_flops",
+    "FLOP/token",
+    "MLA prefill attention FLOPs per token of context, keys and values expanded per head",
+    r"a_{\mathrm{MLA}}^{\mathrm{pre}}",
+    display="MFLOP/token",
+)
+prefill_attention_flops = symbol(
+    "prefill_attention_flops",
+    "FLOP/token",
+    "prefill attention FLOPs per (query, key) pair of tokens (by attention type)",
+    r"a_{\mathrm{pre}}",
+    display="MFLOP/token",
+)
+decode_attention_context = symbol(
+    "decode_attention_context",
+    "token/sequence",
+    "context at which a decode token's attention FLOPs equal its weight FLOPs",
+    r"L_{\mathrm{attn}}",
+    display="ktoken/sequence",
+)
+prefill_attention_context = symbol(
+    "prefill_attention_context",
+    "token/sequence",
+    "prompt length at which causal prefill's attention FLOPs per token equal its weight FLOPs",
+    r"L_{\mathrm{attn}}^{\mathrm{pre}}",
+    display="ktoken/sequence",
+)
+prefill_flops_per_token = symbol(
+    "prefill_flops_per_token",
+    "FLOP/token",
+    "average FLOPs per token of a causal prefill of L tokens (weights and attention)",
+    r"\Phi_{\mathrm{pre}}",
+    display="GFLOP/token",
 )
 tier_retrieval_time = symbol(
     "tier_retrieval_time",
@@ -923,6 +1025,18 @@ tier_cache_bytes = symbol(
 )
 hop_count = symbol(
     "hop_count", "dimensionless", "hops a token makes per step", r"h_{\mathrm{hops}}"
+)
+expert_skip_probability = symbol(
+    "expert_skip_probability",
+    "dimensionless",
+    "probability that one token's routing skips a given routed expert",
+    r"q_{\mathrm{skip}}",
+)
+prefill_flops = symbol(
+    "prefill_flops",
+    "FLOP/sequence",
+    "FLOPs of a causal prefill of one sequence of L tokens",
+    r"\Phi_{\mathrm{prefill}}",
 )
 onrack_slowdown = symbol(
     "onrack_slowdown",

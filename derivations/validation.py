@@ -11,7 +11,7 @@ FLOPs, MoE expert reads, separate weight and KV precisions) flow into every boun
 >>> from derivations import get
 >>> rate = get("decode_rate_per_chip").evaluate(
 ...     hardware="h200", model="llama_2_70b", precision="fp8",
-...     batch_size=64, context_length="1000 token", n_chips=1)
+...     batch_size=64, context_length="1000 token/sequence", n_chips=1)
 >>> round(rate.m)
 3866
 """
@@ -254,7 +254,8 @@ register(
         assumptions=(
             "the prompt is processed alone on the replica's n chips, at peak FLOP/s",
             "attention FLOPs are ignored, as in compute_time",
-            "the weights are read at least once",
+            "the weights are read at least once; an MoE's weight read counts the experts the "
+            "prompt's L_in tokens touch (the weight fetch at a batch of L_in)",
         ),
         derivation=Derivation(
             given(

@@ -32,6 +32,9 @@ kv_bytes_per_token = quantity(low=1e3, high=4e6, unit="byte/token")
 price = quantity(low=0.5, high=20, unit="USD/chip/hour")
 n_chips = quantity(low=1, high=1e4, unit="chip")
 period = quantity(low=1e-4, high=1.0, unit="s")
+attention_flops = quantity(low=1e4, high=1e8, unit="FLOP/token")  # Llama 8B 0.5M .. MLA 17M
+routed_share = log_uniform(low=1e-3, high=0.995)
+experts_routed = st.integers(2, 512)
 bytes_per_value = st.sampled_from([Q_(b, "byte/value") for b in (0.5, 1.0, 2.0, 4.0)])
 
 PRESETS = load()
@@ -43,10 +46,22 @@ model_ids = st.sampled_from(PRESETS.ids("model"))
 
 
 @st.composite
+def experts(draw) -> dict:
+    """An MoE's routing: E_r routed experts per layer of which each token picks k."""
+    routed = draw(experts_routed)
+    active = draw(st.integers(1, max(1, routed // 2)))
+    return {"experts_routed": Q_(routed, "expert"), "experts_active": Q_(active, "expert")}
+
+
+@st.composite
 def machine_and_model(draw) -> dict:
-    """A full set of chapter-A inputs as keyword overrides."""
+    """A full set of chapter-A inputs as keyword overrides (an MoE: a routed share of the
+    weights and its routing; attention FLOPs per context token)."""
     total = draw(n_total)
     return {
+        "attention_flops_per_token": draw(attention_flops),
+        "routed_weight_share": Q_(draw(routed_share), "dimensionless"),
+        **draw(experts()),
         "flops": draw(flops),
         "mem_bandwidth": draw(mem_bandwidth),
         "hbm_capacity": draw(hbm_capacity),

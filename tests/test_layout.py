@@ -38,3 +38,14 @@ def test_derivations_import_without_the_book_stack():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_licence_is_an_spdx_string():
+    """A `license = {text = ...}` table makes setuptools print a deprecation warning on every
+    install (issue 15); the SPDX expression does not."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "MIT"
+    requires = project["build-system"]["requires"]
+    assert any(r.startswith("setuptools>=77") for r in requires), requires  # SPDX needs 77+

@@ -12,7 +12,8 @@ import pint
 
 import derivations
 from book.context import Evaluator, cell_in, header, symbol_context
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
+from units import Q_
 from units.presets import Presets
 
 # Worked examples: (hardware, model, precision) preset ids.
@@ -68,6 +69,7 @@ def context(presets: Presets) -> dict:
         "period": quantity(period.inputs["train_period"].value),
         "worst": quantity(period.value),
         **_sequence_rates(presets),
+        "argument": _argument(presets),
     }
 
 
@@ -99,6 +101,21 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         if name in shown
     ]
     cost_1 = ev.q("cost_per_token", batch_size=1)
+    one = ev.detailed("cost_per_token", batch_size=1)
+    n_one = one.inputs["n_chips"].base
+    # what batch 1 reads: the always-read weights plus k experts, against N_active
+    i = {name: x.base for name, x in one.inputs.items()}
+    read_1 = ev.q("weight_fetch_time", batch_size=1, n_chips=n_one) * n_one * hw.hbm_bandwidth
+    # the N_active-based figure: rent for reading N_active weights and one context's KV (the
+    # context of the one sequence, which gets one token)
+    seconds = (
+        mdl.params_active * i["weight_bytes_per_value"]
+        + i["context_length"] * Q_(1, "sequence") * i["kv_bytes_per_token"]
+    ) / hw.hbm_bandwidth
+    active_cost = (i["price_per_chip_hour"] * Q_(1, "chip") * seconds / Q_(1, "token")).to(
+        "USD/Mtoken"
+    )
+    moe = mdl.get("experts_routed") is not None
     return {
         "title": f"{mdl.name} on {hw.name} at {precision}",
         "hardware": hardware,
@@ -117,6 +134,17 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "latency": ev.text("worst_case_latency"),
         "cost_batch_1": quantity(cost_1),
         "batching_gain": number((cost_1 / at.value).to("").magnitude, 3),
+        # issue 11: one sequence of an MoE reads only the experts it is routed to
+        "moe": moe,
+        "experts_batch_1": number(ev.q("experts_touched", batch_size=1).m) if moe else "",
+        "experts_routed": number(mdl.experts_routed) if moe else "",
+        "saturation": ev.text("expert_saturation_batch") if moe else "",
+        "bytes_batch_1": quantity(read_1.to("GB")),
+        "cost_active_1": quantity(active_cost),
+        "attention_context": ev.text("decode_attention_context"),
+        "attention_share": number(
+            (at.inputs["context_length"].base / ev.q("decode_attention_context")).to("").m, 3
+        ),
     }
 
 
@@ -205,3 +233,197 @@ def _sequence_rates(presets: Presets) -> dict:
     said = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]["throughput_64b"]
     lecture = parse_quantity(said["expected"], what="claims.toml: throughput_64b")
     return {"sequence_rates": rows, "lecture_rate": quantity(lecture)}
+
+
+# -- the chapter's line of argument (issue 12): each number a paragraph interprets --------------
+DENSE_CASE = ("h100_sxm", "llama_3_1_70b", "bf16")  # a dense GQA model: KV slope vs compute slope
+GLOBAL_CHIP = "gb200_nvl72"  # the lecture's hardware for the provider's global rate
+
+
+def _round(x: float) -> str:
+    """``x`` to one significant figure, for a bold rule of thumb ('≈300' beside the exact 295).
+
+    >>> _round(295.3), _round(14.4), _round(0.0667)
+    ('300', '10', '0.07')
+    """
+    return number(float(f"{x:.0e}"), 1)
+
+
+def _ratio(a: pint.Quantity, b: pint.Quantity) -> float:
+    return (a / b).to("").magnitude
+
+
+def _regime(ev: Evaluator, batch: int, n_chips) -> dict:
+    """Which bound sets the step at ``batch``, and by how much."""
+    kw = dict(batch_size=batch, n_chips=n_chips)
+    compute, memory = ev.q("compute_time", **kw), ev.q("memory_time", **kw)
+    bound = "memory" if memory >= compute else "compute"
+    return {
+        "bound": bound,
+        "compute": quantity(compute),
+        "memory": quantity(memory),
+        "by": number(max(_ratio(memory, compute), _ratio(compute, memory)), 3),
+        "mfu": number(_ratio(compute, max(compute, memory)), 3),
+    }
+
+
+def _context_balance(ev: Evaluator, batch: int, n_chips) -> float | None:
+    """The context (tokens) at which the KV fetch time equals the compute time at ``batch``:
+    both are straight lines in the context length, so two evaluations fix them."""
+    kw = dict(batch_size=batch, n_chips=n_chips)
+    lengths = (1024, 2048)
+    c = [
+        ev.q("compute_time", context_length=Q_(x, "token/sequence"), **kw).to("s").m
+        for x in lengths
+    ]
+    k = [
+        ev.q("kv_fetch_time", context_length=Q_(x, "token/sequence"), **kw).to("s").m
+        for x in lengths
+    ]
+    dc, dk = (c[1] - c[0]) / 1024, (k[1] - k[0]) / 1024
+    if dk <= dc:
+        return None  # compute stays ahead of KV at every context
+    return (c[0] - dc * 1024 - (k[0] - dk * 1024)) / (dk - dc)
+
+
+def _argument(presets: Presets) -> dict:
+    """The numbers the chapter's prose interprets, in the lecture's order."""
+    par = {k: p.value for k, p in presets.parameter.items()}
+    hw, model, precision = WORKED_EXAMPLES[0]
+    ev = Evaluator(presets, hw, model, precision)
+    b_star = ev.q("crossover_batch").to("sequence").m
+    batch = _whole(ev.q("crossover_batch"))
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    low, high = (par[k].to("").m for k in ("practice_batch_low", "practice_batch_high"))
+    practice = _whole(ev.q("crossover_batch") * high)
+    cost = {b: ev.q("cost_per_token", batch_size=b) for b in (1, batch, practice)}
+    floor = ev.q("compute_cost_floor")
+    turn = _turn(ev, batch, n)
+    # the question: fast mode's smaller batch, and what 100x the price could buy
+    fast = Evaluator(presets).q("fast_mode_batch_ratio").to("").m
+    # the crossover factor at BF16 and FP8, and the dense model's on the same chip
+    per_byte = {
+        p: Evaluator(presets, hw, model, p).q("dense_crossover_batch").to("sequence").m
+        for p in ("bf16", "fp8")
+    }
+    # doubling the context past the balance point (a dense GQA model at triple its B*)
+    dhw, dmodel, dprec = DENSE_CASE
+    dev = Evaluator(presets, dhw, dmodel, dprec)
+    d_batch = _whole(dev.q("crossover_batch") * high)
+    d_n = dev.detailed("cost_per_token", batch_size=d_batch).inputs["n_chips"].value
+    balance = _context_balance(dev, d_batch, d_n)
+    mfu = []
+    if balance is not None:
+        for times in (1, 2, 4):
+            length = Q_(math.ceil(balance * times), "token/sequence")
+            r = _regime(Evaluator(presets, dhw, dmodel, dprec, context_length=length), d_batch, d_n)
+            mfu.append({"times": number(times), "length": context_tokens(length), **r})
+    # sparse attention: a KV term that grows as the square root of the context
+    short, long = par["context_length"], par["price_kink_context"]
+    grow = _ratio(long, short)
+    # throughput per replica and the provider's global rate
+    g = Evaluator(presets, GLOBAL_CHIP, model, precision)
+    g_batch = _whole(g.q("crossover_batch") * high)
+    g_n = g.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
+    per_seq = g.q("throughput_per_sequence")
+    replica = (per_seq * Q_(g_batch, "sequence")).to("token/s")
+    replicas = _ratio(par["inference_rate"], replica)
+    # sparsity against quality (Clark et al. 2022)
+    dense_equiv = _ratio(par["routed_quality_dense"], par["routed_quality_active"])
+    period = presets.parameter["train_period"].value
+    return {
+        "fast": {
+            "price": number(par["fast_price_multiplier"].to("").m),
+            "speed": number(par["fast_speed_multiplier"].to("").m),
+            "batch_ratio": number(fast, 3),
+            "smaller": number(1 / fast, 3),
+        },
+        "regime": _regime(ev, batch, n),
+        "regime_one": _regime(ev, 1, n),
+        "n_chips": quantity(n),
+        "b_star_round": _round(b_star),
+        "turn": number(turn) if turn is not None else "",
+        "turn_over_star": number(turn / b_star, 2) if turn is not None else "",
+        "pay": _pay_more(presets),
+        "cost_1": quantity(cost[1]),
+        "cost_star": quantity(cost[batch]),
+        "cost_practice": quantity(cost[practice]),
+        "gain_star": number(_ratio(cost[1], cost[batch]), 3),
+        "gain_floor": number(_ratio(cost[1], floor), 3),
+        "gain_round": _round(_ratio(cost[1], floor)),
+        "practice_low": number(low),
+        "practice_high": number(high),
+        "practice_batch": number(practice),
+        "practice_saving": number(100 * (1 - _ratio(cost[practice], cost[batch])), 2),
+        "floor": quantity(floor),
+        "over_floor": number(_ratio(cost[practice], floor), 3),
+        "per_byte": {p: number(v) for p, v in per_byte.items()},
+        "per_byte_round": _round(per_byte["bf16"]),
+        "h100_ridge": Evaluator(presets, "h100_sxm").text("ridge_intensity"),
+        "dense": {
+            "title": f"{presets.get('model', dmodel).name} on {presets.get('hardware', dhw).name}",
+            "batch": number(d_batch),
+            "balance": context_tokens(Q_(balance, "token/sequence")) if balance is not None else "",
+            "mfu": mfu,
+        },
+        "sparse_attention": {
+            "short": quantity(short),
+            "long": quantity(long),
+            "dense_growth": number(grow, 3),
+            "sqrt_growth": number(math.sqrt(grow), 3),
+        },
+        "period_round": _round(period.to("ms").m),
+        "global": {
+            "hardware": presets.get("hardware", GLOBAL_CHIP).name,
+            "per_sequence": quantity(per_seq),
+            "batch": number(g_batch),
+            "chips": quantity(g_n),
+            "replica": quantity(replica),
+            "rate": quantity(par["inference_rate"].to("token/s")),
+            "replicas": number(replicas, 3),
+            "chips_total": quantity((g_n * replicas).to("chip")),
+        },
+        "quality": {
+            "experts": quantity(par["routed_quality_experts"]),
+            "active": quantity(par["routed_quality_active"].to("Mparameter")),
+            "dense": quantity(par["routed_quality_dense"].to("Gparameter")),
+            "ratio": number(dense_equiv, 2),
+            "ratio_round": _round(dense_equiv),
+            "sparsity": number(par["routed_quality_experts"].to("expert").m),
+        },
+    }
+
+
+def _turn(ev: Evaluator, batch: int, n_chips) -> float | None:
+    """The batch past which the step is compute-bound (compute time reaches memory time), from
+    the two straight lines past ``batch``; None when memory stays ahead at every batch."""
+    b = (batch, 2 * batch)
+    c = [ev.q("compute_time", batch_size=x, n_chips=n_chips).to("s").m for x in b]
+    m = [ev.q("memory_time", batch_size=x, n_chips=n_chips).to("s").m for x in b]
+    if c[1] >= m[1] and c[0] >= m[0]:
+        return float(batch) if c[0] >= m[0] else None
+    dc, dm = (c[1] - c[0]) / batch, (m[1] - m[0]) / batch
+    if dc <= dm:
+        return None
+    return batch + (m[0] - c[0]) / (dc - dm)
+
+
+def _pay_more(presets: Presets) -> dict:
+    """What paying more buys on a dense model (on the chips that hold its crossover batch):
+    one sequence's step is the weight read, the floor no price can lower."""
+    hw, model, precision = DENSE_CASE
+    ev = Evaluator(presets, hw, model, precision)
+    batch = _whole(ev.q("crossover_batch"))
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    step = {b: ev.q("step_time", batch_size=b, n_chips=n) for b in (1, batch)}
+    cost = {b: ev.q("cost_per_token", batch_size=b, n_chips=n) for b in (1, batch)}
+    return {
+        "title": f"{presets.get('model', model).name} on {quantity(n)} of "
+        f"{presets.get('hardware', hw).name} at {precision.upper()}",
+        "batch": number(batch),
+        "step_star": quantity(step[batch]),
+        "step_1": quantity(step[1]),
+        "speedup": number(_ratio(step[batch], step[1]), 3),
+        "price": number(_ratio(cost[1], cost[batch]), 3),
+        "weight_fetch": ev.text("weight_fetch_time", batch_size=1, n_chips=n),
+    }

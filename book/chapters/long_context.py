@@ -10,8 +10,9 @@ and the memory-tier ladder.
 import math
 
 from book.context import Evaluator, cell_in, header
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
+from units.errors import ChalkboardError
 from units.presets import Presets
 
 HARDWARE = "h100_sxm"
@@ -32,14 +33,14 @@ def context(presets: Presets) -> dict:
     return {
         "models": _model_table(presets),
         "crossovers": _crossover_table(presets),
+        "attention": _attention_table(presets),
         "hardware": presets.get("hardware", HARDWARE).name,
         "frontier": quantity(frontier.to("Gparameter")),
-        "kink_context": quantity(
-            presets.parameter["price_kink_context"].value.to("ktoken/sequence")
-        ),
+        "kink_context": context_tokens(presets.parameter["price_kink_context"].value),
         "kink": kink,
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "apis": _api_table(presets),
+        "api_dates": _api_dates(presets),
         "fast": {
             "price": quantity(presets.parameter["fast_price_multiplier"].value),
             "speed": quantity(presets.parameter["fast_speed_multiplier"].value),
@@ -53,6 +54,8 @@ def context(presets: Presets) -> dict:
         "context_length": quantity(presets.parameter["context_length"].value),
         "tier_model": presets.get("model", "llama_3_1_70b").name,
         **_kv_cache_and_cache_writes(presets),
+        **_lecture_readings(presets),
+        "attn": _attention_readings(presets),
     }
 
 
@@ -91,6 +94,44 @@ def _model_table(presets: Presets) -> dict:
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
 
 
+# the equation giving a model's decode attention FLOPs per context token, by attention type
+_DECODE_ATTENTION = {"gqa": "gqa_attention_flops", "mla": "mla_decode_attention_flops"}
+
+
+def _attention_table(presets: Presets) -> dict:
+    columns = (
+        ("decode attention per context token", "MFLOP/token"),
+        ("decode: attention = weights", "ktoken/sequence"),
+        ("prefill: attention = weights", "ktoken/sequence"),
+    )
+    rows = []
+    for m in presets.model.values():
+        ev = Evaluator(presets, model=m.id)
+        values = (
+            lambda ev=ev, m=m: ev.q(_DECODE_ATTENTION[m.attention]),
+            lambda ev=ev: ev.q("decode_attention_context"),
+            lambda ev=ev: ev.q("prefill_attention_context"),
+        )
+        rows.append(
+            {
+                "name": m.name,
+                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+            }
+        )
+    return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _kv_compute_context(ev: Evaluator):
+    """The KV-vs-compute crossover, or None (shown as a dash) when attention's FLOPs per KV byte
+    reach the chip's ridge and compute stays ahead at every context."""
+    try:
+        return ev.q("kv_compute_crossover_context")
+    except ChalkboardError as e:  # the equation's own "no crossover" answer, nothing else
+        if "no crossover" not in str(e):
+            raise
+        return None
+
+
 def _crossover_table(presets: Presets) -> dict:
     columns = (
         ("KV = compute", "ktoken/sequence"),
@@ -100,7 +141,7 @@ def _crossover_table(presets: Presets) -> dict:
     for m in presets.model.values():
         ev = Evaluator(presets, HARDWARE, m.id)
         values = (
-            lambda ev=ev: ev.q("kv_compute_crossover_context"),
+            lambda ev=ev: _kv_compute_context(ev),
             lambda ev=ev: ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch")),
         )
         rows.append(
@@ -113,6 +154,8 @@ def _crossover_table(presets: Presets) -> dict:
 
 
 def _api_table(presets: Presets) -> list[dict]:
+    """Each price list's input and output prices (bare numbers in USD per million tokens), the
+    output/input ratio and the cache-hit discount."""
     rows = []
     for api in presets.api.values():
         ev = Evaluator(presets, api=api.id)
@@ -120,8 +163,8 @@ def _api_table(presets: Presets) -> list[dict]:
             {
                 "name": api.name,
                 "as_of": api.as_of,
-                "input": quantity(api.input.to("USD/Mtoken")),
-                "output": quantity(api.output.to("USD/Mtoken")),
+                "input": number(api.input.to("USD/Mtoken").m),
+                "output": number(api.output.to("USD/Mtoken").m),
                 "ratio": ev.text("decode_prefill_ratio_from_prices"),
                 "discount": ev.text("cache_discount_from_prices")
                 if api.get("cache_read") is not None
@@ -129,6 +172,17 @@ def _api_table(presets: Presets) -> list[dict]:
             }
         )
     return rows
+
+
+def _api_dates(presets: Presets) -> list[dict]:
+    """The price lists grouped by the date they were read: ``[{as_of, names}]``."""
+    groups: dict[str, list[str]] = {}
+    for api in presets.api.values():
+        groups.setdefault(api.as_of, []).append(api.name)
+    return [{"as_of": d, "names": "; ".join(n)} for d, n in groups.items()]
+
+
+ONE_SEQUENCE = Q_(1, "sequence")  # what one sequence holds or costs, from a figure per sequence
 
 
 def _tier_table(presets: Presets) -> dict:
@@ -146,7 +200,7 @@ def _tier_table(presets: Presets) -> dict:
             lambda t=tier: t.capacity,
             lambda t=tier: t.bandwidth,
             lambda ev=ev: ev.q("storage_tier_drain_time"),
-            lambda ev=ev: ev.q("cache_hold_cost"),
+            lambda ev=ev: ev.q("cache_hold_cost") * ONE_SEQUENCE,
             lambda ev=ev: ev.q("cache_breakeven_time"),
         )
         rows.append(
@@ -184,8 +238,11 @@ def _hold_reading(presets: Presets) -> dict:
 
 
 def _readable_time(ev: Evaluator) -> str:
-    """A tier's hold time in minutes up to two hours, in hours beyond."""
+    """A tier's hold time in seconds under two minutes, in minutes up to two hours, in hours
+    beyond."""
     t = ev.q("storage_tier_drain_time").to("minute")
+    if t.magnitude < 2:
+        return quantity(t.to("s") if t.to("s").magnitude >= 1 else t.to("ms"))
     return quantity(t if t.magnitude < 120 else t.to("hour"))
 
 
@@ -238,4 +295,166 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
             "tiers": [t.name for t in presets.tier.values()],
             "rows": rows,
         },
+    }
+
+
+SHARED_LAYERS = 1  # unique KV layers in the lecture's check: "1 * 2 * 128 * 8"
+KV_PAIR = 2  # a key and a value per KV head (gqa_kv_values_per_token's factor)
+WINDOW_MODEL = "gpt_oss_120b"
+PRICE_API = "claude_opus_4_6"
+CHEAP_API = "deepseek_v3_2"
+
+
+def _ratio(q) -> str:
+    return quantity(q.to(""), 3)
+
+
+def _lecture_readings(presets: Presets) -> dict:
+    """The numbers the chapter's argument walks through: Gemini's step, the kink's bytes beside a
+    real model's, the lecture's 2 KB check, decode's memory-boundness from prices, the context
+    plateau against HBM, and the drain-time rule beside the lecture's reading."""
+    short, long_ = presets.get("api", "gemini_2_5_pro"), presets.get("api", "gemini_2_5_pro_long")
+    kink_ctx = presets.parameter["price_kink_context"].value.to("token/sequence")
+    frontier = presets.parameter["frontier_active_params"].value
+    kink_ev = Evaluator(presets, HARDWARE, precision="fp8", n_active=frontier)
+    implied = kink_ev.q("kv_bytes_from_price_kink").to("byte/token")
+    hw = presets.get("hardware", HARDWARE)
+    kv_model = presets.get("model", KV_MODEL)
+    kv8 = Evaluator(presets, HARDWARE, KV_MODEL, precision="fp8")
+    llama_fp8 = kv8.q("kv_bytes_per_token").to("byte/token")
+    shared = kv8.q("kv_bytes_per_token", global_layers=SHARED_LAYERS).to("byte/token")
+    window = presets.get("model", WINDOW_MODEL)
+    win = Evaluator(presets, HARDWARE, WINDOW_MODEL)
+    win_full = win.q("kv_bytes_per_token", global_layers=window.get("layers"))
+    api = presets.get("api", PRICE_API)
+    bf16 = Evaluator(presets, HARDWARE, KV_MODEL)
+    # one sequence's cache (the equation gives bytes per sequence)
+    seq_short = bf16.q("kv_cache_per_sequence") * ONE_SEQUENCE
+    seq_long = bf16.q("kv_cache_per_sequence", context_length=kink_ctx) * ONE_SEQUENCE
+    hbm = hw.hbm_capacity
+    tiers = {t.medium: t for t in presets.tier.values()}
+    flash_hold = Evaluator(presets, tier=tiers["flash"].id).q("storage_tier_drain_time")
+    disk_hold = Evaluator(presets, tier=tiers["disk"].id).q("storage_tier_drain_time")
+    said_flash = presets.parameter["lecture_flash_hold"].value
+    said_disk = presets.parameter["lecture_disk_hold"].value
+    breakeven = {
+        t.medium: quantity(
+            Evaluator(presets, HARDWARE, KV_MODEL, tier=t.id).q("cache_breakeven_time").to("minute")
+        )
+        for t in presets.tier.values()
+    }
+    return {
+        "breakeven": breakeven,
+        "gemini": {
+            "name": short.name.split(",")[0],
+            "short_in": quantity(short.input.to("USD/Mtoken")),
+            "long_in": quantity(long_.input.to("USD/Mtoken")),
+            "short_out": quantity(short.output.to("USD/Mtoken")),
+            "long_out": quantity(long_.output.to("USD/Mtoken")),
+            "in_ratio": _ratio(long_.input / short.input),
+            "out_ratio": _ratio(long_.output / short.output),
+        },
+        "ridge": number(
+            Evaluator(presets, HARDWARE, precision="fp8").q("ridge_intensity").to("FLOP/byte").m, 3
+        ),
+        "doubled": {
+            "bytes": quantity(
+                kink_ev.q("kv_bytes_from_price_kink", mem_bandwidth=2 * hw.hbm_bandwidth), 3
+            ),
+            "bandwidth": quantity(2 * hw.hbm_bandwidth),
+        },
+        "kink_round": quantity(implied.to("kB/token"), 2),
+        "kink_bytes": quantity(implied),
+        "llama_fp8": quantity(llama_fp8.to("kB/token")),
+        "llama_over_kink": number((llama_fp8 / implied).to("").m, 2),
+        "shared": {
+            "model": kv_model.name,
+            "layers": quantity(Q_(SHARED_LAYERS, "")),
+            "pair": quantity(Q_(KV_PAIR, "")),
+            "all_layers": quantity(Q_(kv_model.get("layers"), "")),
+            "head_dim": quantity(Q_(kv_model.get("head_dim"), "")),
+            "kv_heads": quantity(Q_(kv_model.get("n_kv_heads"), "")),
+            "bytes": quantity(shared),
+            "over_kink": _ratio(shared / implied),
+            "full": quantity(llama_fp8.to("kB/token")),
+        },
+        "window": {
+            "model": window.name,
+            "layers": quantity(Q_(window.get("layers"), "")),
+            "global": quantity(win.q("global_attention_layers")),
+            "bytes": win.text("kv_bytes_per_token"),
+            "full": quantity(win_full),
+        },
+        "price_ratio": {
+            "api": api.name,
+            "input": quantity(api.input.to("USD/Mtoken")),
+            "output": quantity(api.output.to("USD/Mtoken")),
+            "ratio": Evaluator(presets, api=PRICE_API).text("decode_prefill_ratio_from_prices"),
+            "discount": Evaluator(presets, api=PRICE_API).text("cache_discount_from_prices"),
+            "read": quantity(api.cache_read.to("USD/Mtoken")),
+            "cheap": presets.get("api", CHEAP_API).name,
+            "cheap_ratio": Evaluator(presets, api=CHEAP_API).text(
+                "decode_prefill_ratio_from_prices"
+            ),
+        },
+        "wall": {
+            "short": context_tokens(presets.parameter["context_length"].value),
+            "long": context_tokens(kink_ctx),
+            "seq_short": quantity(seq_short.to("GB")),
+            "seq_long": quantity(seq_long.to("GB")),
+            "share": _ratio(seq_long / hbm),
+            "hbm": quantity(hbm),
+            "seqs_short": number((hbm / seq_short).to("").m, 2),
+        },
+        "drain": {
+            "flash": quantity(flash_hold.to("minute"), 3),
+            "disk": quantity(disk_hold.to("hour"), 3),
+            "said_flash": quantity(said_flash),
+            "said_disk": quantity(said_disk),
+            "flash_off": number((flash_hold / said_flash).to("").m, 2),
+            "disk_off": number((disk_hold / said_disk).to("").m, 2),
+        },
+    }
+
+
+MLA_MODEL = "deepseek_v3"
+LOW_RIDGE_CHIP = "a100_sxm"
+DENSE_MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
+
+
+def _attention_readings(presets: Presets) -> dict:
+    """Attention FLOPs per context token against the weights' FLOPs and against the KV bytes:
+    where attention doubles decode's and prefill's compute, and how far MLA moves the KV-vs-compute
+    crossover (or removes it, on a chip whose FLOPs per byte are below MLA's)."""
+    mla = Evaluator(presets, HARDWARE, MLA_MODEL)
+    gqa = Evaluator(presets, HARDWARE, KV_MODEL)
+    low = Evaluator(presets, LOW_RIDGE_CHIP, MLA_MODEL)
+
+    mla_flops = mla.q("mla_decode_attention_flops")
+    gqa_flops = gqa.q("gqa_attention_flops")
+
+    def per_byte(ev: Evaluator, flops) -> float:
+        return (flops / ev.q("kv_bytes_per_token")).to("FLOP/byte").m
+
+    mla_decode = mla.q("decode_attention_context").to("token/sequence")
+    prefill = [
+        (presets.get("model", m).name, Evaluator(presets, model=m).q("prefill_attention_context"))
+        for m in DENSE_MODELS
+    ]
+    middle = sorted(q.to("token/sequence").m for _, q in prefill)[len(prefill) // 2]
+    return {
+        "mla_model": presets.get("model", MLA_MODEL).name,
+        "gqa_model": presets.get("model", KV_MODEL).name,
+        "mla_flops": quantity(mla_flops.to("MFLOP/token"), 3),
+        "mla_decode": context_tokens(mla_decode),
+        "mla_decode_round": number(mla_decode.m, 2),
+        "gqa_decode": context_tokens(gqa.q("decode_attention_context")),
+        "gqa_per_byte": number(per_byte(gqa, gqa_flops), 2),
+        "mla_per_byte": number(per_byte(mla, mla_flops), 3),
+        "ridge": number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
+        "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), 3),
+        "low_chip": presets.get("hardware", LOW_RIDGE_CHIP).name,
+        "low_ridge": number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
+        "prefill": [{"name": n, "value": context_tokens(q, 3)} for n, q in prefill],
+        "prefill_round": number(middle, 1),
     }

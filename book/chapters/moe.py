@@ -1,8 +1,10 @@
-"""Chapter B's context: experts per chip, the all-to-all, racks, and what a domain can hold.
+"""Chapter B's context: experts per chip, the all-to-all against the layer's compute, racks, and
+what a scale-up domain can hold.
 
 >>> from units.presets import load
->>> context(load())["experts_per_chip"]
-'4 experts per chip'
+>>> ctx = context(load())
+>>> ctx["experts_per_chip"], ctx["slowdown"]
+('4 experts per chip', '4')
 """
 
 from book.context import Evaluator, cell_in, header
@@ -12,14 +14,65 @@ from units.presets import Presets
 
 MODEL = "deepseek_v3"
 RACK = "gb200_nvl72"
+HOPPER = "h100_sxm"
+ULTRA = "gb300_nvl72"
 RACK_COUNTS = (1, 2, 3, 4, 8)
+FIGURE_RACKS = tuple(range(1, 9))
+
+
+def _us(q) -> str:
+    """A time in microseconds, as a reader says it."""
+    return quantity(q.to("microsecond"))
+
+
+def alltoall_series(presets: Presets) -> dict:
+    """The figure's data: one MoE layer's all-to-all time against racks spanned, at the lecture's
+    penalty and at the rack's own, beside the layer's compute time (DeepSeek-V3, GB200, B*)."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    batch = ev.q("crossover_batch")
+    chips = presets.parameter["expert_parallel_chips"].value
+    penalty_hw = ev.q("hardware_scale_out_penalty")
+    layers = Q_(presets.get("model", MODEL).layers, "layer")
+    # The layer's compute: the weights' FLOPs alone (a context of one token, the short-context
+    # limit), and at the default context, where attention over the KV cache adds FLOPs.
+    short = Q_(1, "token/sequence")
+    layer = (
+        ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=short) / layers
+    ).to("ms/layer")
+    layer_ctx = (ev.q("compute_time", batch_size=batch, n_chips=chips) / layers).to("ms/layer")
+
+    def times(penalty):
+        return [
+            ev.q(
+                "alltoall_time",
+                batch_size=batch,
+                racks_spanned=Q_(r, "rack"),
+                scale_out_penalty=penalty,
+            )
+            .to("ms")
+            .m
+            for r in FIGURE_RACKS
+        ]
+
+    return {
+        "racks": list(FIGURE_RACKS),
+        "lecture": times(presets.parameter["scale_out_penalty"].value),
+        "hardware": times(penalty_hw),
+        "penalty_hw": penalty_hw,
+        "layer_compute": Q_(layer.m, "ms"),
+        "layer_compute_ctx": Q_(layer_ctx.m, "ms"),
+        "batch": batch,
+    }
 
 
 def context(presets: Presets) -> dict:
-    """Chapter B's worked example (DeepSeek-V3 on an NVL72 rack) and its tables."""
+    """Chapter B's worked examples (DeepSeek-V3 on an NVL72 rack) and its tables."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     lecture = Evaluator(presets)
+    model = presets.get("model", MODEL)
+    rack = presets.get("hardware", RACK)
     batch = ev.q("crossover_batch")
+    chips = presets.parameter["expert_parallel_chips"].value
     slowdowns = [
         {
             "racks": quantity(Q_(r, "rack")),
@@ -28,32 +81,189 @@ def context(presets: Presets) -> dict:
         }
         for r in RACK_COUNTS
     ]
+    series = alltoall_series(presets)
+    layer = series["layer_compute"]
+    one = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack")).to("ms")
+    two = ev.q("alltoall_time", batch_size=batch).to("ms")
+    penalty_hw = series["penalty_hw"]
+    two_hw = ev.q("alltoall_time", batch_size=batch, scale_out_penalty=penalty_hw).to("ms")
+    slowdown_hw = ev.q("multi_rack_slowdown", scale_out_penalty=penalty_hw)
+    ratio_one = (one / layer).to("").m
+    ratio_two = (two / layer).to("").m
+    ratio_two_hw = (two_hw / layer).to("").m
+    layer_ctx = series["layer_compute_ctx"]
+    ratio_one_ctx = (one / layer_ctx).to("").m
+    ratio_two_ctx = (two / layer_ctx).to("").m
+    ratio_two_hw_ctx = (two_hw / layer_ctx).to("").m
+
+    # What a Blackwell rack holds: its HBM minus the KV cache of a batch of B* at the default
+    # context, divided by the bytes per weight (the lecture's "5T model plus KV" is the BF16 case).
+    holds = {}
+    for precision in ("bf16", "fp8"):
+        p_ev = Evaluator(presets, RACK, MODEL, precision)
+        hbm = p_ev.q("scaleup_memory").to("TB")
+        kv = p_ev.q("kv_cache_per_batch", batch_size=batch).to("TB")
+        weights_all = p_ev.q("max_total_params")
+        left = (weights_all * ((hbm - kv) / hbm).to("")).to("Tparam")
+        holds[precision] = {
+            "hbm": quantity(hbm),
+            "kv": quantity(kv),
+            "all": quantity(weights_all.to("Tparam")),
+            "left": quantity(left),
+            "left_round": number(left.m, 1),
+            "kv_share": number((kv / hbm).to("").m, 2),
+        }
+    fp4 = Evaluator(presets, RACK, precision="fp8", weight_precision="fp4")
+    hopper = presets.get("hardware", HOPPER)
+    ultra = presets.get("hardware", ULTRA)
+    rubin = presets.parameter["rubin_scale_up_domain"].value
+    penalty_ultra = Evaluator(presets, ULTRA).q("hardware_scale_out_penalty")
     return {
-        "model": presets.get("model", MODEL).name,
+        "model": model.name,
         "model_id": MODEL,
         "rack_id": RACK,
-        "rack": presets.get("hardware", RACK).name,
+        "rack": rack.name,
+        "experts_routed": quantity(Q_(model.experts_routed, "expert")),
+        "experts_active": quantity(Q_(model.experts_active, "expert")),
+        "experts_shared": quantity(Q_(model.experts_shared, "expert")),
+        "d_model": number(model.d_model),
+        "layers": quantity(Q_(model.layers, "layer")),
         "experts_per_chip": ev.text("experts_per_chip"),
-        "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
+        "experts_per_chip_rack": quantity(
+            ev.q("experts_per_chip", expert_parallel_chips=rack.scale_up_domain)
+        ),
+        "ep_chips": quantity(chips),
+        "domain": quantity(rack.scale_up_domain),
         "alltoall_bytes": ev.text("alltoall_bytes_per_token"),
+        "alltoall_bytes_bf16": Evaluator(presets, RACK, MODEL, "bf16").text(
+            "alltoall_bytes_per_token"
+        ),
         "batch": quantity(batch),
         "per_weight_byte": ev.text("dense_crossover_batch"),
-        "sparsity": number(
-            (presets.get("model", MODEL).params_total / presets.get("model", MODEL).params_active)
-            .to("")
-            .magnitude
+        "sparsity": number((model.params_total / model.params_active).to("").m),
+        "layer_compute": _us(layer),
+        "layer_compute_ctx": _us(layer_ctx),
+        "attention_matters": bool((layer_ctx / layer).to("").m > 1.01),
+        "attention_factor": number((layer_ctx / layer).to("").m, 3),
+        "ratio_one_rack_ctx": number(ratio_one_ctx, 3),
+        "ratio_two_racks_ctx": number(ratio_two_ctx, 3),
+        "ratio_two_racks_hw_ctx": number(ratio_two_hw_ctx, 3),
+        "two_racks_hide_ctx": bool(ratio_two_ctx < 1),
+        "model_compute": ev.text(
+            "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token/sequence")
         ),
-        "alltoall_one_rack": ev.text("alltoall_time", batch_size=batch, racks_spanned=1),
-        "alltoall_two_racks": ev.text("alltoall_time", batch_size=batch),
+        "alltoall_one_rack": _us(one),
+        "alltoall_two_racks": _us(two),
+        "alltoall_two_racks_hw": _us(two_hw),
+        "ratio_one_rack": number(ratio_one, 3),
+        "ratio_one_rack_round": number(ratio_one, 1),
+        "ratio_two_racks": number(ratio_two, 3),
+        "ratio_two_racks_hw": number(ratio_two_hw, 3),
         "penalty": quantity(presets.parameter["scale_out_penalty"].value),
+        "penalty_hw": number(penalty_hw.to("").m),
+        "penalty_hopper": number(Evaluator(presets, HOPPER).q("hardware_scale_out_penalty").m),
+        "penalty_ultra": number(penalty_ultra.to("").m),
+        "h800": presets.get("hardware", "h800").name,
+        "penalty_h800": number(Evaluator(presets, "h800").q("hardware_scale_out_penalty").m),
+        "ultra": ultra.name,
+        "scale_up_bw": quantity(rack.scale_up_bandwidth_per_direction),
+        "scale_out_bw": quantity(rack.scale_out_bandwidth_per_direction.to("GB/s")),
         "racks": quantity(presets.parameter["racks_spanned"].value),
         "slowdowns": slowdowns,
         "slowdown": lecture.text("multi_rack_slowdown"),
+        "slowdown_hw": number(slowdown_hw.to("").m),
         "hardware_table": _hardware_table(presets),
         "torus_chips": [
             hw.name for hw in presets.hardware.values() if hw.get("scale_up_topology") == "torus"
         ],
         "cost_floor": ev.text("compute_cost_floor"),
+        "holds": holds,
+        "hopper": hopper.name,
+        "hopper_domain": quantity(hopper.scale_up_domain),
+        "hopper_hbm": Evaluator(presets, HOPPER).text("scaleup_memory"),
+        "hopper_params_fp8": Evaluator(presets, HOPPER, precision="fp8").text("max_total_params"),
+        "rack_params_fp8": ev.text("max_total_params"),
+        "rack_params_fp4": fp4.text("max_total_params"),
+        "rubin_domain": quantity(rubin),
+        "rubin_over_blackwell": number((rubin / rack.scale_up_domain).to("").m),
+        "blackwell_over_hopper": number((rack.scale_up_domain / hopper.scale_up_domain).to("").m),
+        "context": quantity(presets.parameter["context_length"].value),
+        "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
+        "total_params": quantity(model.params_total.to("Gparam")),
+        "active_params": quantity(model.params_active.to("Gparam")),
+    }
+
+
+def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: float) -> dict:
+    """Numbers for the end-of-chapter exercises."""
+    # 1. Kimi K2 on the same rack: bytes, times and their ratio at its own crossover batch.
+    kimi_id = "kimi_k2"
+    kimi = presets.get("model", kimi_id)
+    ev = Evaluator(presets, RACK, kimi_id, "fp8")
+    chips = presets.parameter["expert_parallel_chips"].value
+    batch = ev.q("crossover_batch")
+    layers = Q_(kimi.layers, "layer")
+    compute = ev.q(
+        "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token/sequence")
+    ).to("ms")
+    layer = (compute / layers).to("ms/layer") * Q_(1, "layer")
+    one = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack")).to("ms")
+    two = ev.q("alltoall_time", batch_size=batch).to("ms")
+    # 2. A faster network port: GB300's, against GB200's.
+    ultra = Evaluator(presets, ULTRA)
+    penalty_ultra = ultra.q("hardware_scale_out_penalty").to("").m
+    slow_ultra = ultra.q("multi_rack_slowdown", scale_out_penalty=penalty_ultra).to("").m
+    offrack = Evaluator(presets).q("offrack_fraction").to("").m
+    # the penalty at which two racks' all-to-all just equals the layer's compute:
+    # f * pi * ratio_one = 1
+    break_even = 1 / (offrack * ratio_one)
+    # 3. If the on- and off-rack bytes shared one link, the times would add instead.
+    lecture = Evaluator(presets)
+    penalty = presets.parameter["scale_out_penalty"].value.to("").m
+    serial = (1 - offrack) + offrack * penalty
+    # 4. FP4 weights, FP8 KV on a GB200 rack beside the FP8 batch's KV.
+    fp4 = Evaluator(presets, RACK, MODEL, "fp8", weight_precision="fp4")
+    b_fp8 = Evaluator(presets, RACK, MODEL, "fp8").q("crossover_batch")
+    hbm = fp4.q("scaleup_memory").to("TB")
+    kv = fp4.q("kv_cache_per_batch", batch_size=b_fp8).to("TB")
+    left = (fp4.q("max_total_params") * ((hbm - kv) / hbm).to("")).to("Tparam")
+    tpu = presets.get("hardware", "tpu7x")
+    return {
+        "kimi": kimi.name,
+        "kimi_routed": quantity(Q_(kimi.experts_routed, "expert")),
+        "kimi_active": quantity(Q_(kimi.experts_active, "expert")),
+        "kimi_d": number(kimi.d_model),
+        "kimi_layers": quantity(layers),
+        "kimi_total": quantity(kimi.params_total.to("Tparam")),
+        "kimi_active_params": quantity(kimi.params_active.to("Gparam")),
+        "kimi_bytes": ev.text("alltoall_bytes_per_token"),
+        "kimi_batch": quantity(batch),
+        "kimi_per_chip": ev.text("experts_per_chip"),
+        "kimi_compute": quantity(compute),
+        "kimi_layer": _us(layer),
+        "kimi_one": _us(one),
+        "kimi_two": _us(two),
+        "kimi_ratio_one": number((one / layer).to("").m, 3),
+        "kimi_ratio_two": number((two / layer).to("").m, 3),
+        "ultra": presets.get("hardware", ULTRA).name,
+        "ultra_out": quantity(
+            presets.get("hardware", ULTRA).scale_out_bandwidth_per_direction.to("GB/s")
+        ),
+        "ultra_penalty": number(penalty_ultra),
+        "ultra_slowdown": number(slow_ultra),
+        "ultra_ratio": number(slow_ultra * ratio_one, 3),
+        "break_even": number(break_even, 3),
+        "ultra_ratio_ctx": number(slow_ultra * ratio_one_ctx, 3),
+        "ultra_hides_ctx": bool(slow_ultra * ratio_one_ctx < 1),
+        "break_even_ctx": number(1 / (offrack * ratio_one_ctx), 3),
+        "offrack": number(offrack),
+        "serial": number(serial),
+        "fp4_kv": quantity(kv),
+        "fp4_left": quantity(left),
+        "fp4_batch": quantity(b_fp8),
+        "tpu": tpu.name,
+        "tpu_domain": quantity(tpu.scale_up_domain),
+        "lecture_slowdown": lecture.text("multi_rack_slowdown"),
     }
 
 

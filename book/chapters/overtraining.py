@@ -5,8 +5,11 @@
 '1.5'
 """
 
+import numpy as np
+
 from book.context import Evaluator, cell_in, header
-from book.format import quantity
+from book.format import number, quantity
+from derivations.notation import flops_per_param_token
 from units import Q_
 from units.presets import Presets
 
@@ -42,6 +45,203 @@ def context(presets: Presets) -> dict:
         "fits": [_fit(presets, f.id) for f in presets.fit.values()],
         "budgets": _budget_table(presets),
         **_training_time(presets),
+        **_chain(presets),
+    }
+
+
+def rough(q, digits: int = 1) -> str:
+    """A rule of thumb's bold round figure: ``q`` to one significant figure (``'100'``)."""
+    return quantity(q, digits)
+
+
+def _chain(presets: Presets) -> dict:
+    """The lecture's chain worked on its frontier model, and where the presets differ from it:
+    costs at equal spend, the rumoured token count, the distance to each fit's compute-optimal
+    line, and the true cost optimum at the equal-cost model's loss under each fit."""
+    par = {k: v.value for k, v in presets.parameter.items()}
+    frontier = par["frontier_active_params"]
+    plain = Evaluator(presets)
+    ev = Evaluator(presets, n_active=frontier)
+    d_inf = plain.q("inference_tokens")
+    d_pre = plain.q("balanced_training_tokens")
+    d_rl = d_pre / plain.q("pretrain_rl_token_ratio")
+    c_pre = ev.q("training_flops", training_tokens=d_pre)
+    c_rl = ev.q("rl_flops", rl_tokens=d_rl)
+    c_inf = ev.q("inference_flops", inference_tokens=d_inf)
+    rumour = par["rumoured_pretrain_tokens"]
+    c_rumour = ev.q("training_flops", training_tokens=rumour)
+    per_param = par["chinchilla_tokens_per_param"]
+    c_f = flops_per_param_token.value  # the forward pass's multiply-add per parameter-token
+    global_tokens = plain.q("inference_tokens", inference_rate=par["global_inference_rate"])
+    overtraining = ev.q("balanced_overtraining_factor")
+    fits = [_fit_against_chain(presets, f.id, frontier, d_pre, d_inf) for f in presets.fit.values()]
+    # the equal-cost rule on the chapter's reference product of costs, and a lopsided split
+    product = Q_(1e50, "FLOP**2")  # the chapter's reference case (book/cases.py)
+    even = plain.q("equal_cost_optimum", cost_product=product).to("FLOP")
+    lopsided = 2 * even  # spend twice the balanced amount on one side
+    # DeepSeek-V3's cluster at its own BF16 MFU, on the frontier model's equal-cost tokens
+    hours = par["deepseek_v3_chip_hours"]
+    chips = par["deepseek_v3_training_chips"]
+    bf16 = Evaluator(presets, TIMED_CHIP, TIMED_MODEL)
+    mfu = bf16.q("training_mfu", training_chip_hours=hours)
+    frontier_time = bf16.q("training_time", training_flops=c_pre, training_chips=chips, mfu=mfu)
+    kimi = Evaluator(presets, TIMED_CHIP, "kimi_k2")
+    return {
+        "even": {
+            "product": quantity(product),
+            "each": quantity(even),
+            "sum": quantity(2 * even),
+            "big": quantity(lopsided),
+            "small": quantity((product / lopsided).to("FLOP")),
+            "lopsided_sum": quantity((lopsided + product / lopsided).to("FLOP")),
+            "excess": number(100 * ((lopsided + product / lopsided) / (2 * even) - 1).m),
+        },
+        "frontier_run": {
+            "deepseek_multiple": quantity((c_pre / bf16.q("training_flops")).to("")),
+            "mfu": quantity(mfu),
+            "mfu_rough": rough(mfu),
+            "inefficiency_mfu": quantity(1 / par["inference_inefficiency"], 2),
+            "years": quantity(frontier_time.to("year")),
+            "chips_needed": quantity((chips * frontier_time / par["deployment_time"]).to("chip")),
+            "kimi_days": quantity(kimi.q("training_time", training_chips=chips, mfu=mfu).to("day")),
+            "kimi_flops": kimi.text("training_flops"),
+        },
+        "full_mfu": {
+            "ratio": quantity(plain.q("pretrain_inference_token_ratio", inference_inefficiency=1)),
+            "factor": quantity(
+                ev.q(
+                    "overtraining_factor",
+                    training_tokens=d_inf
+                    * plain.q("pretrain_inference_token_ratio", inference_inefficiency=1),
+                )
+            ),
+        },
+        "forward_per_token": quantity(c_f),
+        "train_per_token": quantity(3 * c_f),
+        "six": number((3 * c_f).m),
+        "two": number(c_f.m),
+        "rl_per_token": quantity(par["rl_flops_per_param_token"]),
+        "rl_bare": number(par["rl_flops_per_param_token"].m),
+        "chain": {
+            "d_inf": quantity(d_inf),
+            "d_inf_rough": rough(d_inf.to("Ttoken")),
+            "d_pre": quantity(d_pre),
+            "d_rl": quantity(d_rl.to("token")),
+            "c_pre": quantity(c_pre),
+            "c_rl": quantity(c_rl),
+            "c_inf": quantity(c_inf),
+            "per_param": quantity(per_param),
+            "per_param_bare": number(per_param.m),
+            "balanced_per_param": quantity((d_pre / frontier).to("token/parameter")),
+            "overtraining_rough": rough(overtraining),
+            "overtraining": quantity(overtraining),
+            "rumour": quantity(rumour),
+            "rumour_factor": ev.text("overtraining_factor", training_tokens=rumour),
+            "rumour_share": quantity((c_rumour / c_inf).to("")),
+            "global_rate": quantity(par["global_inference_rate"]),
+            "global_tokens": quantity(global_tokens),
+            "global_factor": quantity(
+                ev.q(
+                    "overtraining_factor",
+                    training_tokens=global_tokens * plain.q("pretrain_inference_token_ratio"),
+                )
+            ),
+            "half_factor": quantity(
+                ev.q(
+                    "overtraining_factor",
+                    training_tokens=plain.q(
+                        "balanced_training_tokens", deployment_time=par["deployment_time"] / 2
+                    ),
+                )
+            ),
+            "half_deployment": quantity(par["deployment_time"] / 2),
+        },
+        "against_fits": fits,
+        "hoffmann": fits[0],
+        "epoch": fits[-1],
+    }
+
+
+def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf) -> dict:
+    """Where the equal-cost model (``n`` active on ``d_pre``) sits against ``fit``: the
+    compute-optimal tokens for a model of its size (N* is a power of the budget, so two budgets
+    fix the line exactly), and the spend that truly minimises training plus serving at its loss.
+    """
+    ev = Evaluator(presets, fit=fit)
+    c1, c2 = Q_(1e22, "FLOP"), Q_(1e26, "FLOP")
+    n1, n2 = (ev.q("compute_optimal_params", training_flops=c).to("parameter") for c in (c1, c2))
+    power = np.log((n2 / n1).m) / np.log((c2 / c1).m)
+    budget = c1 * ((n / n1).to("").m) ** (1 / power)
+    d_star = ev.q("compute_optimal_tokens", training_flops=budget).to("token")
+    best = _cost_optimum(presets, fit, n, d_pre, d_inf)
+    return {
+        "name": presets.get("fit", fit).name,
+        "short": f"{fit.split('_')[0].capitalize()} fit",
+        "budget": quantity(budget),
+        "d_star": quantity(d_star),
+        "per_param": quantity((d_star / n).to("token/parameter")),
+        "factor": quantity((d_pre / d_star).to("")),
+        "factor_rough": rough((d_pre / d_star).to(""), 2),
+        **best,
+    }
+
+
+def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes):
+    """Models of ``sizes`` active parameters that reach the loss of ``n0`` trained on ``d0``
+    tokens under ``fit``: their training tokens (bisection on the loss law, which falls with
+    tokens) and their pre-training and serving compute (FLOP) for ``d_inf`` tokens served.
+
+    >>> from units.presets import load
+    >>> p = load(); n = Q_(1e11, "parameter"); d = Q_(2e12, "token")
+    >>> tokens, train, serve = iso_loss_costs(p, "epoch_2024", n, d, d, np.array([1e11]))
+    >>> round(float(tokens[0]) / 2e12, 6)
+    1.0
+    """
+    ev = Evaluator(presets, fit=fit)
+    target = ev.q("chinchilla_loss", n_active=n0, training_tokens=d0).m
+    lo, hi = np.full(sizes.shape, 1e9), np.full(sizes.shape, 1e19)
+    for _ in range(80):  # geometric bisection: 2^-80 of ten decades
+        mid = np.sqrt(lo * hi)
+        loss = ev.q(
+            "chinchilla_loss", n_active=Q_(sizes, "parameter"), training_tokens=Q_(mid, "token")
+        ).m
+        lo, hi = np.where(loss > target, mid, lo), np.where(loss > target, hi, mid)
+    tokens = np.sqrt(lo * hi)
+    n = Q_(sizes, "parameter")
+    train = ev.q("training_flops", n_active=n, training_tokens=Q_(tokens, "token"))
+    serve = ev.q("inference_flops", n_active=n, inference_tokens=d_inf)
+    return tokens, train.to("FLOP").m, serve.to("FLOP").m * np.ones(sizes.shape)
+
+
+def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf) -> dict:
+    """Minimise pre-training plus serving compute over models that reach the loss of ``n0``
+    active parameters trained on ``d0`` tokens, serving ``d_inf`` tokens: the cheapest size on
+    a grid refined twice around its best point."""
+    ev = Evaluator(presets, fit=fit)
+    target = ev.q("chinchilla_loss", n_active=n0, training_tokens=d0).m
+
+    sizes = np.geomspace(n0.to("parameter").m / 10, n0.to("parameter").m * 10, 401)
+    for _ in range(3):  # each pass narrows the grid to the best point's neighbours
+        tokens, train, serve = iso_loss_costs(presets, fit, n0, d0, d_inf, sizes)
+        i = int(np.argmin(train + serve))
+        best = sizes[i], tokens[i], train[i], serve[i]
+        sizes = np.geomspace(sizes[max(i - 1, 0)], sizes[min(i + 1, len(sizes) - 1)], 401)
+    size, tokens, train, serve = best
+    heuristic = (
+        (
+            ev.q("training_flops", n_active=n0, training_tokens=d0)
+            + ev.q("inference_flops", n_active=n0, inference_tokens=d_inf)
+        )
+        .to("FLOP")
+        .m
+    )
+    return {
+        "loss": quantity(Q_(target, "")),
+        "opt_params": quantity(Q_(size, "parameter").to("Gparameter")),
+        "opt_tokens": quantity(Q_(tokens, "token")),
+        "train_share": quantity(Q_(train / serve, ""), 2),
+        "train_share_value": float(train / serve),
+        "excess": number(100 * (heuristic / (train + serve) - 1), 2),  # per cent
     }
 
 

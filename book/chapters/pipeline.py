@@ -6,9 +6,11 @@
 True
 """
 
+import math
+
 import derivations
 from book.context import Evaluator, cell_in, header
-from book.format import quantity
+from book.format import number, quantity
 from units import Q_
 from units.presets import Presets
 
@@ -32,21 +34,33 @@ def context(presets: Presets) -> dict:
         "weights_last": quantity(last.to("GB")),
         "kv_per_chip": quantity(kv.to("GB")),
         "stage_range": f"{STAGES[0]} to {STAGES[-1]}",
+        "last_stages": quantity(Q_(STAGES[-1], "stage")),
         "micro_batch": ev.text("micro_batch_size"),
+        "total_batch": quantity(
+            ev.q("micro_batch_size") * presets.parameter["pipeline_stages"].value.m
+        ),
         "per_weight_byte": ev.text("dense_crossover_batch"),
         "context_length": quantity(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
         "ratio_one_layer": ev.text("scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")),
         "ratio_default": ev.text("scaleup_scaleout_ratio"),
-        "layers_per_stage": ev.text("layers_per_stage"),
-        "moe_layers_per_stage": ev.text("moe_layers_per_stage"),
+        # fractional on average (61 layers over 4 stages): shown as a plain number, not a count
+        "layers_per_stage": number(ev.q("layers_per_stage").m),
+        "moe_layers_per_stage": number(ev.q("moe_layers_per_stage").m),
         "latency": lecture.text("pipelined_decode_latency"),
         "hop_network": quantity(presets.parameter["hop_latency_network"].value),
         "latency_network": lecture.text(
             "pipelined_decode_latency", hop_latency=presets.parameter["hop_latency_network"].value
         ),
         "period": quantity(presets.parameter["train_period"].value),
+        "latency_network_rough": rough(
+            lecture.q(
+                "pipelined_decode_latency",
+                hop_latency=presets.parameter["hop_latency_network"].value,
+            ),
+            2,
+        ),
         "hop": quantity(presets.parameter["hop_latency"].value),
         "stages_default": quantity(presets.parameter["pipeline_stages"].value),
         "domain_fetch": [
@@ -56,13 +70,252 @@ def context(presets: Presets) -> dict:
             }
             for hw in ("h100_sxm", "b200", "gb200_nvl72")
         ],
+        "fetch_ratio": quantity(
+            (
+                Evaluator(presets, "h100_sxm", MODEL, "fp8").q("domain_weight_fetch_time")
+                / ev.q("domain_weight_fetch_time")
+            ).to(""),
+            2,
+        ),
         "one_tb": Evaluator(presets, precision="fp8").text(
             "weight_memory", n_total=Q_(1, "Tparameter")
         ),
         "one_tb_params": quantity(Q_(1, "Tparameter")),
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "bubble": _bubble_table(lecture),
+        **_traffic(presets, ev),
+        **_capacity(presets, ev, first, last, kv),
+        **_hops(presets, lecture),
+        **_bubble_examples(presets, lecture),
+        **_too_big(presets),
+        **_exercises(presets, ev, kv),
         **_training_memory(presets),
+        "tex": _tex(),
+    }
+
+
+def _tex() -> dict:
+    """Inline math the prose uses, printed by sympy from the chapter's own symbols."""
+    from derivations.notation import experts_active, microbatches, pipeline_stages
+
+    p, m, k = pipeline_stages.sym, microbatches.sym, experts_active.sym
+    e = derivations.lookup_symbol("expert_parallel_chips").sym
+    solved = derivations.get("pipeline_bubble_fraction").solve_for("microbatches")
+    return {
+        "inv_p": derivations.to_latex(1 / p),
+        "inv_ep": derivations.to_latex(1 / (e * p)),
+        "two_k": derivations.to_latex(2 * k),
+        "p_minus_one": derivations.to_latex(p - 1),
+        "bubble_approx": derivations.to_latex((p - 1) / m),
+        "m_solved": solved.latex(),
+    }
+
+
+def rough(q, digits: int = 1) -> str:
+    """A rule of thumb's round figure: ``rough(Q_(29, "")) == '30'``; the exact one goes beside it.
+
+    >>> rough(Q_(29.0, "")), rough(Q_(20.4, "ms"), 2)
+    ('30', '20 ms')
+    """
+    return quantity(q, digits)
+
+
+def percent(fraction, digits: int = 3) -> str:
+    """A dimensionless fraction as a percentage: ``percent(Q_(0.1579, "")) == '15.8%'``.
+
+    >>> percent(Q_(0.157894, "")), percent(0.5)
+    ('15.8%', '50%')
+    """
+    value = fraction.to("").m if hasattr(fraction, "to") else fraction
+    return f"{number(value * 100, digits)}%"
+
+
+def _traffic(presets: Presets, ev: Evaluator) -> dict:
+    """The traffic ratio with the lecture's 8x penalty and with the rack's own (per direction)."""
+    model = presets.get("model", MODEL)
+    penalty = ev.q("hardware_scale_out_penalty")
+    k = model.get("experts_active")
+    one = Q_(1, "layer")
+    real_one = ev.q("scaleup_scaleout_ratio", scale_out_penalty=penalty, moe_layers_per_stage=one)
+    return {
+        "experts_active": quantity(Q_(k, "expert")),
+        "lecture_penalty": quantity(presets.parameter["scale_out_penalty"].value),
+        "rack_penalty": quantity(penalty),
+        "ratio_default_rough": rough(ev.q("scaleup_scaleout_ratio")),
+        "ratio_rack_one_layer": quantity(real_one),
+        "ratio_rack_default": ev.text("scaleup_scaleout_ratio", scale_out_penalty=penalty),
+        # the fewest MoE layers per stage at which the rack's own penalty still gives ratio >= 1
+        "rack_min_layers": quantity(Q_(math.ceil(1 / real_one.to("").m), "layer")),
+        "layers_total": quantity(Q_(model.get("layers"), "layer")),
+        "dense_layers": quantity(Q_(model.get("dense_layers"), "layer")),
+        "d_model": number(model.get("d_model")),
+        "d_ff_expert": number(model.get("d_ff_expert")),
+        "scaleup_domain": quantity(presets.get("hardware", RACK).scale_up_domain),
+        "tp_chips": quantity(presets.get("hardware", "h100_sxm").scale_up_domain),
+        # one expert's hidden width cut over an 8-GPU node's chips (tensor parallelism)
+        "tp_slice": number(
+            model.get("d_ff_expert") / presets.get("hardware", "h100_sxm").scale_up_domain.m
+        ),
+        "vocab": f"{model.get('vocab'):,}",  # an exact count, shown whole
+    }
+
+
+def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
+    """How much of pipelining's possible saving two stages already give, and the KV share."""
+    two, _ = memory_split(ev, pipeline_stages=Q_(2, "stage"))
+    hbm = presets.get("hardware", RACK).hbm_capacity
+    return {
+        "weights_two": quantity(two.to("GB")),
+        "total_first": quantity((first + kv).to("GB")),
+        "total_two": quantity((two + kv).to("GB")),
+        "total_last": quantity((last + kv).to("GB")),
+        "two_share": percent((first - two) / first, 3),
+        "kv_share_last": percent(kv / (last + kv), 3),
+        "kv_per_chip_rough": rough(kv.to("GB"), 2),
+        "hbm_free_first": quantity((hbm - first - kv).to("GB")),
+        "weights_total": ev.text("weight_memory"),
+        "fetch_per_chip": quantity((first / presets.get("hardware", RACK).hbm_bandwidth).to("ms")),
+        "rack_hbm": quantity((hbm * presets.get("hardware", RACK).scale_up_domain.m).to("TB")),
+        "node_hbm": quantity(
+            (
+                presets.get("hardware", "h100_sxm").hbm_capacity
+                * presets.get("hardware", "h100_sxm").scale_up_domain.m
+            ).to("GB")
+        ),
+    }
+
+
+def _hops(presets: Presets, lecture: Evaluator) -> dict:
+    hop = presets.parameter["hop_latency"].value
+    real = presets.parameter["hop_latency_network"].value
+    stages = presets.parameter["pipeline_stages"].value
+    period = presets.parameter["train_period"].value
+    added_real = lecture.q("pipelined_decode_latency", hop_latency=real) - period
+    return {
+        "hops_added": quantity((stages.m * hop).to("ms")),
+        "hops_added_network": quantity((stages.m * real).to("ms")),
+        "hop_share_network": percent(added_real / period, 2),
+        "hop_ratio": quantity((hop / real).to("")),
+        "latency_rough": rough(lecture.q("pipelined_decode_latency"), 1),
+    }
+
+
+def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
+    """The bubble at the defaults, at as many micro-batches as stages, and the (P - 1)/m rule."""
+    p = presets.parameter["pipeline_stages"].value
+    m = presets.parameter["microbatches"].value.to("").m
+    fraction = lecture.q("pipeline_bubble_fraction")
+    at_p = lecture.q("pipeline_bubble_fraction", microbatches=p.m)
+    return {
+        "bubble_default": percent(fraction),
+        "bubble_rough": percent(fraction, 2),
+        "bubble_rule": percent((p.m - 1) / m),
+        "bubble_m_equal_p": percent(at_p),
+        "bubble_stages": quantity(p),
+        "bubble_microbatches": number(m),
+        "bubble_p_minus_one": number(p.m - 1),
+    }
+
+
+def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
+    """Numbers for the end-of-chapter exercises."""
+    bw = presets.get("hardware", RACK).hbm_bandwidth
+    kv_fast = memory_split(ev, mem_bandwidth=2 * bw)[1]
+    lecture = Evaluator(presets)
+    solve_m = derivations.get("pipeline_bubble_fraction").solve_for("microbatches")
+    target = Q_(0.1, "")
+    stages = Q_(8, "stage")
+    needed = solve_m.evaluate(presets=presets, bubble_fraction=target, pipeline_stages=stages)
+    hop = presets.parameter["hop_latency"].value
+    real = presets.parameter["hop_latency_network"].value
+    period = presets.parameter["train_period"].value
+    big = _too_big(presets, "b200")["big"]
+    return {
+        "ex": {
+            "kv_fast": quantity(kv_fast.to("GB")),
+            "micro_fast": ev.text("micro_batch_size", mem_bandwidth=2 * bw),
+            "fetch_fast": quantity(ev.q("domain_weight_fetch_time", mem_bandwidth=2 * bw).to("ms")),
+            "fetch": ev.text("domain_weight_fetch_time"),
+            "bubble_target": percent(target, 2),
+            "bubble_stages": quantity(stages),
+            "bubble_needed": number(needed.to("").m),
+            "bubble_needed_whole": number(math.ceil(needed.to("").m)),
+            "bubble_check": percent(
+                lecture.q(
+                    "pipeline_bubble_fraction",
+                    pipeline_stages=stages,
+                    microbatches=math.ceil(needed.to("").m),
+                )
+            ),
+            "double_lecture": quantity((period / hop).to("") * Q_(1, "stage")),
+            "double_network": quantity((period / real).to("") * Q_(1, "stage")),
+            "b200": big,
+        }
+    }
+
+
+TOO_BIG_MODEL = "kimi_k2"
+TOO_BIG_CHIP = "h100_sxm"
+
+
+def _too_big(presets: Presets, chip: str = TOO_BIG_CHIP) -> dict:
+    """A model too big for its scale-up domain: Kimi K2 at FP8 on one 8-GPU node (H100 by
+    default). The weights need two stages; the KV cache of a crossover micro-batch needs far more
+    HBM than the chip has, whatever the stage count."""
+    hw = presets.get("hardware", chip)
+    domain = hw.scale_up_domain
+    ev = Evaluator(presets, chip, TOO_BIG_MODEL, "fp8")
+    fits = derivations.get("memory_per_gpu").solve_for("micro_batch")
+
+    def split(p):
+        return memory_split(ev, pipeline_stages=Q_(p, "stage"), expert_parallel_chips=domain)
+
+    def fitting(p):
+        """The largest micro-batch whose KV fits beside the weights; '' if the weights alone
+        overflow the chip."""
+        if split(p)[0] >= hw.hbm_capacity:
+            return ""
+        return quantity(
+            fits.evaluate(
+                presets=presets,
+                hardware=chip,
+                model=TOO_BIG_MODEL,
+                precision="fp8",
+                expert_parallel_chips=domain,
+                pipeline_stages=Q_(p, "stage"),
+                memory_per_chip=hw.hbm_capacity,
+            )
+        )
+
+    (one, kv), (two, _) = split(1), split(2)
+    crossover = ev.q("micro_batch_size")
+    fits_two = fits.evaluate(
+        presets=presets,
+        hardware=chip,
+        model=TOO_BIG_MODEL,
+        precision="fp8",
+        expert_parallel_chips=domain,
+        pipeline_stages=Q_(2, "stage"),
+        memory_per_chip=hw.hbm_capacity,
+    )
+    return {
+        "big": {
+            "model": presets.get("model", TOO_BIG_MODEL).name,
+            "chip": hw.name,
+            "domain": quantity(domain),
+            "hbm": quantity(hw.hbm_capacity),
+            "weights": ev.text("weight_memory"),
+            "weights_one": quantity(one.to("GB")),
+            "weights_two": quantity(two.to("GB")),
+            "left_one": quantity((hw.hbm_capacity - one).to("GB")),
+            "left_two": quantity((hw.hbm_capacity - two).to("GB")),
+            "crossover": quantity(crossover),
+            "kv": quantity(kv.to("GB")),
+            "kv_over_hbm": quantity((kv / hw.hbm_capacity).to("")),
+            "fits_one": fitting(1),
+            "fits": quantity(fits_two),
+            "below": quantity((crossover / fits_two).to("")),
+        }
     }
 
 
@@ -140,5 +393,10 @@ def _training_memory(presets: Presets) -> dict:
             "activations_recompute": ev.text("activation_memory", **one),
             "total": ev.text("training_memory", **one),
             "total_recompute": ev.text("training_memory_recompute", **one),
+            "recompute_saving": quantity(
+                (ev.q("full_activation_memory", **one) / ev.q("activation_memory", **one)).to("")
+            ),
+            "weights_bf16": quantity((ev.q("weight_memory")).to("GB")),
+            "state_over_weights": quantity((state / ev.q("weight_memory")).to("")),
         }
     }

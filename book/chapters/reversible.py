@@ -1,36 +1,132 @@
-"""Chapter G's context: activation memory with and without reversible blocks.
+"""Chapter G's context: reversible networks against stored and checkpointed activations.
+
+One training sequence of Llama 3.1 70B at the default context, BF16 activations: what ordinary
+backpropagation stores, what activation checkpointing stores for one more forward pass, and what
+a reversible network stores for the same compute. Then the reverse trade, the KV cache, on the
+same model.
 
 >>> from units.presets import load
->>> context(load())["model"]
-'Llama 3.1 70B'
+>>> ctx = context(load())
+>>> ctx["model"], ctx["layers"]
+('Llama 3.1 70B', '80 layers')
+>>> ctx["layer_ratio"] == ctx["layers_count"]
+True
 """
 
 from book.context import Evaluator
-from book.format import number
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets
 
 MODEL = "llama_3_1_70b"
+HARDWARE = "h100_sxm"
 TRAIN_BATCH = Q_(1, "sequence")
+EXERCISE_BATCH = Q_(4, "sequence")  # exercise 1: a larger per-replica batch
+ONE_LAYER = Q_(1, "layer")
+LAYER_SWEEP = (4, 160)  # the figure's depths (square-root checkpointing needs four or more)
+
+
+def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
+    """The activation memory of one training replica, as quantities (bytes), for ``batch``.
+
+    ``plain``, ``ckpt`` and ``rev`` count layer inputs (the lecture's O(L), the square-root
+    checkpointing at one extra forward pass, and the reversible network's last output);
+    ``stored`` is every activation without recomputation; ``buffer`` is one layer's internals,
+    which any scheme that recomputes holds while that layer runs backwards.
+
+    >>> from units.presets import load
+    >>> m = memory_cases(load())
+    >>> [float(round(m[k].to("GB").m, 3)) for k in ("plain", "ckpt", "rev")]
+    [10.737, 2.401, 0.134]
+    """
+    ev = Evaluator(presets, model=MODEL, batch_size=batch)
+    return {
+        "stored": ev.q("full_activation_memory"),
+        "plain": ev.q("activation_memory"),
+        "ckpt": ev.q("checkpoint_activation_memory"),
+        "rev": ev.q("revnet_activation_memory"),
+        "buffer": ev.q("full_activation_memory", n_layers=ONE_LAYER),
+    }
+
+
+def _ratio(a, b) -> float:
+    return (a / b).to("").magnitude
 
 
 def context(presets: Presets) -> dict:
-    ev = Evaluator(presets, model=MODEL, batch_size=TRAIN_BATCH)
-    plain = ev.q("activation_memory")
-    rev = ev.q("revnet_activation_memory")
-    ckpt = ev.q("checkpoint_activation_memory")
-    flops = Evaluator(presets, model=MODEL, training_tokens=Q_(1, "token"))
+    model = presets.get("model", MODEL)
+    hbm = presets.get("hardware", HARDWARE).hbm_capacity
+    ev = Evaluator(presets, model=MODEL)
+    m = memory_cases(presets)
+    x = memory_cases(presets, EXERCISE_BATCH)
+    one = Q_(1, "token")
+    flops = Evaluator(presets, model=MODEL, training_tokens=one)
+    plain_flops = flops.q("training_flops")
+    rev_flops = flops.q("revnet_training_flops")
+    context_length = presets.parameter["context_length"].value
+    # the reverse trade: decode with a KV cache runs one forward pass per token; without it,
+    # each token re-runs the forward pass over the whole context (inefficiency 1: no waste)
+    infer = Evaluator(presets, model=MODEL, inference_inefficiency=Q_(1, ""))
+    per_token = infer.q("inference_flops", inference_tokens=one)
+    # the tokens of one sequence's context, and that sequence's cache
+    rebuild = infer.q("inference_flops", inference_tokens=context_length * Q_(1, "sequence"))
+    kv = ev.q("kv_cache_per_sequence") * Q_(1, "sequence")
+    state = ev.q("training_state_memory")
     return {
-        "model": presets.get("model", MODEL).name,
-        "layer_bytes": Evaluator(presets, model=MODEL).text("layer_activation_bytes"),
-        "plain": ev.text("activation_memory"),
-        "rev": ev.text("revnet_activation_memory"),
-        "layers": str(presets.get("model", MODEL).layers),
-        "saving": number((plain / rev).to("").magnitude),
-        "ckpt": ev.text("checkpoint_activation_memory"),
-        "ckpt_saving": number((plain / ckpt).to("").magnitude),
-        "rev_over_ckpt": number((ckpt / rev).to("").magnitude),
-        "extra_compute": number(
-            (flops.q("revnet_training_flops") / flops.q("training_flops")).to("").magnitude
+        "o_one": "*O*(1)",  # big-O notation, not a figure
+        "chen": "Chen et al., 'Training Deep Nets with Sublinear Memory Cost', arXiv 1604.06174",
+        "fwd_per_param": number(
+            (per_token / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
+        "model": model.name,
+        "layers": f"{model.layers} layers",
+        "layers_count": number(model.layers),
+        "d_model": number(model.d_model),
+        "context": context_tokens(context_length),
+        "batch": quantity(TRAIN_BATCH),
+        "bytes_per_value": quantity(
+            ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
+        ),
+        "layer_bytes": ev.text("layer_activation_bytes"),
+        "act_factor": quantity(presets.parameter["activation_bytes_factor"].value),
+        "stored": quantity(m["stored"].to("GB")),
+        "plain": quantity(m["plain"].to("GB")),
+        "ckpt": quantity(m["ckpt"].to("GB")),
+        "rev": quantity(m["rev"].to("MB")),
+        "buffer": quantity(m["buffer"].to("GB")),
+        "segments": number(_ratio(m["plain"], m["rev"]) ** 0.5, 3),
+        "stored_over_plain": number(_ratio(m["stored"], m["plain"]), 3),
+        "stored_over_plain_round": number(round(_ratio(m["stored"], m["plain"]))),
+        "layer_ratio": number(_ratio(m["plain"], m["rev"])),
+        "plain_over_ckpt": number(_ratio(m["plain"], m["ckpt"]), 3),
+        "ckpt_over_rev": number(_ratio(m["ckpt"], m["rev"]), 3),
+        "ckpt_over_rev_round": number(round(_ratio(m["ckpt"], m["rev"]))),
+        "ckpt_minus_rev": quantity((m["ckpt"] - m["rev"]).to("GB")),
+        "buffer_over_rev": number(_ratio(m["buffer"], m["rev"]), 3),
+        "ratio_with_buffer": number(_ratio(m["ckpt"] + m["buffer"], m["rev"] + m["buffer"]), 3),
+        "hbm": quantity(hbm.to("GB")),
+        "hardware": presets.get("hardware", HARDWARE).name,
+        "stored_over_hbm": number(_ratio(m["stored"], hbm), 3),
+        "state": quantity(state.to("GB")),
+        "extra_compute": number(_ratio(rev_flops, plain_flops), 4),
+        "plain_per_param": number(
+            (plain_flops / (model.params_active * one)).to("FLOP/parameter/token").m
+        ),
+        "rev_per_param": number(
+            (rev_flops / (model.params_active * one)).to("FLOP/parameter/token").m
+        ),
+        "kv": quantity(kv.to("GB")),
+        "kv_over_plain": number(_ratio(kv, m["plain"]), 3),
+        "per_token_flops": quantity(per_token),
+        "rebuild_flops": quantity(rebuild),
+        "rebuild_ratio": number(_ratio(rebuild, per_token)),
+        "ex_batch": quantity(EXERCISE_BATCH),
+        "ex_stored": quantity(x["stored"].to("GB")),
+        "ex_plain": quantity(x["plain"].to("GB")),
+        "ex_ckpt": quantity(x["ckpt"].to("GB")),
+        "ex_rev": quantity(x["rev"].to("MB")),
+        "ex_buffer": quantity(x["buffer"].to("GB")),
+        "ex_stored_over_hbm": number(_ratio(x["stored"], hbm), 3),
+        "ex_plain_over_hbm": number(_ratio(x["plain"], hbm), 3),
+        "ex_ckpt_over_rev": number(_ratio(x["ckpt"], x["rev"]), 3),
     }

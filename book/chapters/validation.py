@@ -130,7 +130,9 @@ def _example(presets: Presets, rows) -> dict:
         "flops": quantity(kw["flops"]),
         "bandwidth": quantity(presets.get("hardware", row.hardware).hbm_bandwidth),
         "compute_bound": bool(compute * (1 + rho) > weights + kv),
-        "ttft": quantity(ev("ttft_bound").to("ms")),
+        "ttft": quantity(  # the weight read counts the experts the prompt's tokens touch
+            ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
+        ),
         "ttft_measured": quantity(
             presets.get("measurement", EXAMPLE.replace("offline", "server")).ttft
         ),

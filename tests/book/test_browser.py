@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from book.cli import main
 from derivations import get
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
@@ -52,9 +51,8 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    site = tmp_path_factory.mktemp("browser") / "site"
-    assert main(["build", "--out", str(site)]) == 0
+def server(printed_site):
+    site = printed_site  # built once per session, with the PDF the home page links to
     handler = functools.partial(QuietHandler, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -218,8 +216,7 @@ def test_a_preset_picker_refills_the_calculator(server, page):
 def test_weight_and_compute_precision_pickers_refill_their_own_inputs(server, page):
     base, _ = server
     page.goto(f"{base}/chapters/batching/")
-    calc = page.locator('details.chalkboard-calc[data-eq="crossover_batch"]')
-    calc.locator("summary").click()
+    calc = open_calculator(page, "crossover_batch")
     calc.locator('select[data-kind="hardware"]').select_option("b200")
     calc.locator('select[data-kind="model"]').select_option("deepseek_v3")
     calc.locator('select[data-kind="compute_precision"]').select_option("fp8")

@@ -50,7 +50,9 @@ def test_every_chapter_has_concept_questions(deck):
 # -- quality gates over the whole deck ----------------------------------------------------------
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?]\*\*)\s+|\n")
-FIGURE = re.compile(r"(?<![\w.\-])\d[\d,]*(?:\.\d+)?")
+# a figure as the book writes it, scientific notation included ("5 × 10⁷", "10²⁵"): its
+# mantissa and its power of ten are one figure, so a shared "10" is no leak
+FIGURE = re.compile(r"(?<![\w.\-])\d[\d,]*(?:\.\d+)?(?: × 10)?[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]*")
 
 
 def lead(back: str) -> str:

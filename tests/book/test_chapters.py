@@ -35,6 +35,26 @@ def test_every_context_builds():
         assert make(presets), chapter
 
 
+def test_deepseek_at_batch_one_costs_about_its_active_parameters():
+    # Issue 11 acceptance: the batching chapter's worked example (DeepSeek-V3, H100 SXM, FP8)
+    # at one sequence is within 2x of the N_active-based figure: the lecture's 2 USD per
+    # chip-hour for reading 37e9 one-byte weights and 8,192 x 61 x 576 bytes of KV at 3.35 TB/s
+    # (facts.md), about 6.2 USD per million tokens. Reading all 671e9 weights gave 18x that.
+    from book.chapters.batching import context as batching_context
+    from derivations import get
+    from units.presets import load
+
+    hand = 2 / 3600 * (37e9 + 8192 * 61 * 576) / 3.35e12 * 1e6  # USD per million tokens
+    got = get("cost_per_token").evaluate(
+        hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=1
+    )
+    assert hand / 2 < got.to("USD/Mtoken").m < hand * 2
+    example = batching_context(load())["examples"][0]
+    assert example["model"] == "deepseek_v3" and example["precision"] == "fp8"
+    assert example["cost_batch_1"].startswith(f"{got.to('USD/Mtoken').m:.3f}"[:4])
+    assert example["experts_batch_1"] == "8" and example["saturation"] == "32 sequences"
+
+
 def test_batching_mixed_precision_example_by_hand():
     from book.chapters.batching import _mixed_precision
 
@@ -46,3 +66,89 @@ def test_batching_mixed_precision_example_by_hand():
     assert [float(r["crossover"].split()[0].replace(",", "")) for r in rows] == pytest.approx(
         [hand, hand, hand / 2], rel=1e-3
     )
+
+
+def _num(text: str) -> float:
+    return float(text.split()[0].replace(",", ""))
+
+
+def test_moe_alltoall_beside_the_layer_compute_by_hand():
+    from book.chapters import moe
+
+    ctx = moe.context(load())
+    # facts.md: GB200 5,000 TFLOP/s FP8 dense, 8 TB/s HBM, NVLink 1.8 TB/s both ways = 900 GB/s
+    # per direction, 400 Gb/s = 50 GB/s network port per direction. DeepSeek-V3: 671B / 37B,
+    # 61 layers, d = 7,168, 8 routed experts per token. The lecture's 64 chips and 8x penalty.
+    batch = 5000 / 8 * 1 / 2 * 671 / 37  # B* = F b_w / (2 W) x N_total / N_active
+    layer_s = 2 * 37e9 * batch / (64 * 5000e12) / 61  # weights' FLOPs per layer, 64 chips
+    a2a_s = batch * 2 * 8 * 7168 * 1 / (64 * 900e9)  # dispatch + combine at one byte per value
+    assert _num(ctx["batch"]) == pytest.approx(batch, rel=1e-3)
+    assert _num(ctx["layer_compute"]) == pytest.approx(layer_s * 1e6, rel=1e-3)  # microseconds
+    assert _num(ctx["alltoall_one_rack"]) == pytest.approx(a2a_s * 1e6, rel=1e-3)
+    assert float(ctx["ratio_one_rack"]) == pytest.approx(a2a_s / layer_s, rel=1e-2)
+    # two racks: max(1/2, 8/2) = 4 at the lecture's penalty, max(1/2, 18/2) = 9 at GB200's own
+    assert float(ctx["ratio_two_racks"]) == pytest.approx(4 * a2a_s / layer_s, rel=1e-2)
+    assert float(ctx["ratio_two_racks_hw"]) == pytest.approx(9 * a2a_s / layer_s, rel=1e-2)
+    assert ctx["penalty_hw"] == "18" and ctx["slowdown_hw"] == "9"
+    # the chapter's claim: one rack hides the all-to-all behind compute, two racks do not
+    assert float(ctx["ratio_one_rack"]) < 1 < float(ctx["ratio_two_racks"])
+    # the flashcard "rack-boundary" reads this path
+    assert ctx["slowdowns"][1]["offrack"] == "0.5"
+
+
+def test_moe_blackwell_rack_holds_five_trillion_parameters_plus_kv_by_hand():
+    from book.chapters import moe
+
+    holds = moe.context(load())["holds"]
+    # facts.md: GB200 NVL72 72 x 186 GB of HBM. DeepSeek-V3's MLA caches 512 + 64 values per
+    # token per layer over 61 layers; 8,192 tokens of context (parameters.toml) at the B* above.
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    hbm = 72 * 186e9
+    kv_bf16 = (512 + 64) * 61 * 2 * 8192 * batch
+    assert _num(holds["bf16"]["kv"]) == pytest.approx(kv_bf16 / 1e12, rel=1e-3)
+    assert _num(holds["bf16"]["left"]) == pytest.approx((hbm - kv_bf16) / 2 / 1e12, rel=1e-3)
+    assert holds["bf16"]["left_round"] == "5"  # the lecture's "5T model plus KV"
+    assert _num(holds["fp8"]["left"]) == pytest.approx((hbm - kv_bf16 / 2) / 1e12, rel=1e-3)
+
+
+def test_reversible_memory_cases_by_hand():
+    from book.chapters.reversible import memory_cases
+
+    m = {k: v.to("byte").m for k, v in memory_cases(load()).items()}
+    # Llama 3.1 70B config: 80 layers, d_model 8,192; one sequence of the default 8,192 tokens;
+    # BF16 activations (2 bytes); Korthikanti et al. 2022: about 34 bytes stored per value.
+    tokens, d, layers = 8192, 8192, 80
+    assert m["plain"] == pytest.approx(layers * tokens * d * 2)  # 10.74 GB
+    assert m["rev"] == pytest.approx(tokens * d * 2)  # 134.2 MB: one layer's input
+    # Chen et al. 2016: sqrt(80) segments, twice sqrt(80) layer inputs = 2.401 GB
+    assert m["ckpt"] == pytest.approx(2 * 80**0.5 * tokens * d * 2)
+    assert m["stored"] == pytest.approx(layers * tokens * d * 34)  # 182.5 GB
+    assert m["buffer"] == pytest.approx(tokens * d * 34)  # one layer's internals, 2.282 GB
+    assert m["plain"] / m["rev"] == pytest.approx(layers)
+
+
+def test_reversible_context_numbers_by_hand():
+    from book.chapters.reversible import context
+
+    ctx = context(load())
+    assert ctx["layer_ratio"] == "80" and ctx["segments"] == "8.94"  # sqrt(80)
+    assert ctx["ckpt_over_rev"] == "17.9"  # 2 sqrt(80)
+    # one layer's internals (34 per value) added to both: (2 sqrt(80) x 2 + 34) / (2 + 34)
+    assert ctx["ratio_with_buffer"] == f"{(2 * 80**0.5 * 2 + 34) / (2 + 34):.3g}"
+    assert ctx["extra_compute"] == "1.333"  # 8 N D over 6 N D
+    assert (ctx["fwd_per_param"], ctx["plain_per_param"], ctx["rev_per_param"]) == ("2", "6", "8")
+    # KV cache by hand: 8,192 tokens x 80 layers x (K, V) x 8 KV heads x 128 x 2 bytes = 2.684 GB
+    assert ctx["kv"] == f"{8192 * 80 * 2 * 8 * 128 * 2 / 1e9:.4g} GB"
+    assert ctx["kv_over_plain"] == "0.25"  # 2 x 8 x 128 of 8,192 values per token per layer
+    assert ctx["rebuild_ratio"] == "8,192"  # no cache: the whole context's forward pass per token
+    assert ctx["stored_over_hbm"] == f"{182.536 / 80:.3g}"  # facts.md: H100 SXM 80 GB HBM
+
+
+def test_no_kv_compute_crossover_shows_a_dash():
+    # A100 with DeepSeek-V3: compute stays ahead of the KV reads at every context (see
+    # tests/book/test_cli.py for the hand check); the table's helper gives None (a dash), and a
+    # real crossover (H100, Llama 3.1 70B) stays a positive number.
+    from book.chapters.long_context import _kv_compute_context
+
+    assert _kv_compute_context(Evaluator(load(), "a100_sxm", "deepseek_v3")) is None
+    assert _kv_compute_context(Evaluator(load(), "h100_sxm", "llama_3_1_70b")).m > 0

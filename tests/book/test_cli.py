@@ -490,11 +490,12 @@ def test_compute_precision_flag_picks_the_chips_rate():
 def test_sweep_and_sensitivity_take_the_precision_flags():
     common = ["--hardware", "h100_sxm", "--model", "deepseek_v3", "--precision", "fp8"]
     code, out, _ = run(
-        "sweep", "weight_fetch_time", "--over", "batch_size=1:2:2", *common,
+        "sweep", "weight_fetch_time", "--over", "batch_size=4096:8192:2", *common,
         "--weight-precision", "fp4", "--set", "n_chips=8 chip", "--json",
     )  # fmt: skip
     assert code == 0
-    # 671e9 weights x 0.5 byte over 8 chips x 3.35 TB/s (facts.md), in ms
+    # a batch of 4,096 touches every expert ((1 - 8/256)^4096 ~ 1e-57 of them unread), so all
+    # 671e9 weights x 0.5 byte over 8 chips x 3.35 TB/s (facts.md) are read, in ms
     assert json.loads(out)["rows"][0][1] == pytest.approx(671e9 * 0.5 / (8 * 3.35e12) * 1e3, 1e-3)
     code, out, _ = run("sensitivity", "crossover_batch", *common, "--compute-precision", "int8")
     assert code == 0 and "flops" in out
@@ -521,3 +522,55 @@ def test_bad_precision_input_is_one_error_line(argv, fragment):
     assert code == 2 and out == ""
     assert err.startswith("error: ") and err.count("\n") == 1
     assert fragment in err
+
+
+def test_no_kv_compute_crossover_is_one_clear_error_line():
+    # A100 (facts.md: 312 TFLOP/s BF16 / 2.04 TB/s, about 153 FLOP per byte) with DeepSeek-V3's
+    # absorbed MLA (2 x 128 x 1,088 x 61 FLOP per 61 x 576 x 2 bytes of KV, about 242 FLOP per
+    # byte): attention alone outruns the KV reads, so the closed form is negative.
+    assert 2 * 128 * 1088 * 61 / (61 * 576 * 2) > 312e12 / 2.04e12
+    code, out, err = run(
+        "eval", "kv_compute_crossover_context", "--hardware", "a100_sxm", "--model", "deepseek_v3"
+    )
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert "no crossover" in err and "every context" in err and "negative" not in err
+
+
+# -- small things a newcomer hit (issue 15) ------------------------------------------------------
+
+
+def test_help_reads_as_plain_text_without_rest_backquotes():
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as stop:
+        from book.cli import make_parser
+
+        make_parser().print_help(out)
+        raise SystemExit(0)
+    assert stop.value.code == 0
+    assert "``" not in out.getvalue()
+    assert "The chalkboard command" in out.getvalue()
+
+
+def test_presets_say_model_sizes_as_eval_does():
+    # DeepSeek-V3's 671B total parameters (facts.md), said the way `eval` says it
+    code, out, _ = run("presets", "models")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.strip().startswith("deepseek_v3 "))
+    assert "params_total=671 B parameters" in line
+    assert "671,000,000,000" not in out
+
+
+def test_presets_print_their_sources_when_asked():
+    code, out, _ = run("presets", "hardware", "--sources")
+    assert code == 0
+    h100 = out.split("h100_sxm", 1)[1].split("\n  h200", 1)[0]
+    assert "source: N1: NVIDIA H100 Tensor Core GPU datasheet" in h100
+    _, plain, _ = run("presets", "hardware")
+    assert "source:" not in plain
+
+
+def test_problems_print_plain_text_in_the_terminal():
+    code, out, _ = run("problems", "--seed", "1", "--count", "6", "--answers")
+    assert code == 0
+    assert "$" not in out and "\\frac" not in out and "\\mathrm" not in out, out

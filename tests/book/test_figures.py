@@ -35,3 +35,36 @@ def test_latency_figure_marks_the_computed_crossover(drawn):
 
     b = get("crossover_batch").evaluate(hardware="h100_sxm", model="deepseek_v3", precision="fp8")
     assert f"{round(b.m):,}" in drawn["latency_vs_batch"].caption
+
+
+def test_alltoall_figure_puts_one_rack_below_the_compute_and_two_above():
+    from book.chapters import moe
+
+    data = moe.alltoall_series(load())
+    layer = data["layer_compute"].to("ms").m
+    assert data["lecture"][0] < layer < data["lecture"][1] < data["hardware"][1]
+    # one rack: the penalty does not enter; more racks: slower, toward the full penalty
+    assert data["lecture"][0] == pytest.approx(data["hardware"][0])
+    assert data["lecture"] == sorted(data["lecture"])
+
+
+def test_latency_figure_shows_both_regimes():
+    # issue 11/12: the plotted batches must reach past the batch where compute overtakes memory
+    # (at 8K context DeepSeek on H100 FP8 used to stay memory-bound at every plotted batch)
+    from book.figures import EXAMPLE, latency_context
+    from derivations import get
+    from units.presets import load
+
+    presets = load()
+    length, turn = latency_context(presets)
+    assert turn is not None
+    kw = dict(EXAMPLE, presets=presets, context_length=length, n_chips="28 chip")
+    below = dict(kw, batch_size=turn / 2)
+    above = dict(kw, batch_size=turn * 1.5)
+    assert get("compute_time").evaluate(**below) < get("memory_time").evaluate(**below)
+    assert get("compute_time").evaluate(**above) > get("memory_time").evaluate(**above)
+
+
+def test_cost_figure_marks_the_expert_saturation_batch(drawn):
+    # DeepSeek-V3: E/k = 256 / 8 = 32 sequences
+    assert "32 sequences" in drawn["cost_vs_batch"].caption

@@ -24,10 +24,18 @@ def test_composition_matches_substituting_numbers(inputs, batch):
     # by hand: rent of n chips for the slower of compute and memory, over B tokens
     f, w = inputs["flops"].to("FLOP/s").m, inputs["mem_bandwidth"].to("byte/s").m
     n, b = inputs["n_chips"].m, inputs["weight_bytes_per_value"].to("byte/value").m
-    compute = 2 * batch.m * inputs["n_active"].m / (n * f)
+    length, a = inputs["context_length"].m, inputs["attention_flops_per_token"].to("FLOP/token").m
+    compute = batch.m * (2 * inputs["n_active"].m + a * length) / (n * f)
+    # an MoE reads its always-read share and the routed experts its batch touches
+    e, k, share = (
+        inputs["experts_routed"].m,
+        inputs["experts_active"].m,
+        inputs["routed_weight_share"].m,
+    )
+    touched = 1 - (1 - k / e) ** batch.m
     memory = (
-        inputs["n_total"].m * b
-        + batch.m * inputs["context_length"].m * inputs["kv_bytes_per_token"].to("byte/token").m
+        inputs["n_total"].m * (1 - share + share * touched) * b
+        + batch.m * length * inputs["kv_bytes_per_token"].to("byte/token").m
     ) / (n * w)
     by_hand = n * inputs["price_per_chip_hour"].to("USD/chip/s").m * max(compute, memory) / batch.m
     assert composed.evaluate(**kw).to("USD/token").m == pytest.approx(by_hand, rel=1e-9)
@@ -47,13 +55,23 @@ def test_composition_records_checked_steps():
         "flops_per_param_token n_active price_per_chip_hour flops", positive=True
     )
     length, k, w = sp.symbols("context_length kv_bytes_per_token mem_bandwidth", positive=True)
+    # in B*'s own limit: no attention FLOPs, and the batch touches every expert;
     # u = decode_tokens_per_sequence (1 token per sequence): the KV share is per token
     u = sp.Symbol("decode_tokens_per_sequence", positive=True)
-    assert sp.simplify(floor.rhs - (c_f * n_a * p / f + length * k * p / (u * w))) == 0
+    limit = floor.rhs.subs(
+        {
+            sp.Symbol("attention_flops_per_token", positive=True): 0,
+            sp.Symbol("expert_read_fraction", positive=True): 1,
+        }
+    )
+    assert sp.simplify(limit - (c_f * n_a * p / f + length * k * p / (u * w))) == 0
     direct = get("cost_per_token").evaluate(
         **H100_DS, n_chips=9, batch_size=get("crossover_batch").evaluate(**H100_DS)
     )
-    assert floor.evaluate(**H100_DS, n_chips=9).m == pytest.approx(direct.m, rel=1e-12)
+    # the composed form keeps the share of experts read as an input: at B* it is 1 to within
+    # (1 - 8/256)^5356, about 1e-74
+    at_b_star = floor.evaluate(**H100_DS, n_chips=9, expert_read_fraction=1)
+    assert at_b_star.m == pytest.approx(direct.m, rel=1e-12)
 
 
 def test_composing_with_an_unused_equation_or_a_wrong_dimension_is_refused():

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from derivations import get
@@ -41,9 +41,13 @@ def test_step_time_is_the_brute_force_max(inputs, batch):
 
 @given(s.machine_and_model())
 def test_at_the_crossover_compute_equals_weight_fetch(inputs):
+    # B* is the short-context limit (no attention FLOPs) with every expert read
+    inputs["attention_flops_per_token"] = Q_(1e-30, "FLOP/token")
     b_star = ev("crossover_batch", **inputs)
+    skip = 1 - inputs["experts_active"].m / inputs["experts_routed"].m
+    assume(skip**b_star.m < 1e-12)
     compute = ev("compute_time", **inputs, batch_size=b_star)
-    weights = ev("weight_fetch_time", **inputs)
+    weights = ev("weight_fetch_time", **inputs, batch_size=b_star)
     assert compute.to("s").magnitude == pytest.approx(weights.to("s").magnitude, rel=1e-9)
 
 
@@ -69,9 +73,10 @@ def test_cost_per_token_falls_with_batch_toward_its_floor(inputs, batch, factor)
     small = ev("cost_per_token", **inputs, batch_size=batch)
     large = ev("cost_per_token", **inputs, batch_size=batch * factor)
     assert large <= small * (1 + 1e-12)
-    # Hand-derived floor as B grows: p x max(2 N_active / F, L k / W), per chip-second.
+    # Hand-derived floor as B grows: p x max((2 N_active + a L) / F, L k / W), per chip-second.
     p = inputs["price_per_chip_hour"].to("USD/chip/s").magnitude
-    compute = 2 * inputs["n_active"].magnitude / inputs["flops"].to("FLOP/s").magnitude
+    attention = inputs["attention_flops_per_token"].to("FLOP/token").m * inputs["context_length"].m
+    compute = (2 * inputs["n_active"].magnitude + attention) / inputs["flops"].to("FLOP/s").m
     kv = (
         inputs["context_length"].magnitude
         * inputs["kv_bytes_per_token"].to("B/token").magnitude
@@ -131,7 +136,9 @@ def test_solve_for_round_trips(pair, inputs, batch):
     given_ = {
         k: v
         for k, v in dict(inputs, batch_size=batch, step_time=Q_(20, "ms")).items()
-        if k in {x.name for x in eq.inputs}
+        # what the equation reads, directly or through an intermediate it inlines (the weight
+        # fetch reads batch_size through the share of experts the batch touches)
+        if k in {x.name for x in eq.inputs} | {a.name for a in eq._fused(frozenset())[1]}
     }
     out = eq.evaluate(**given_)
     back = solved.evaluate(
@@ -209,6 +216,157 @@ def test_default_chips_hold_the_weights_and_kv_with_less_than_one_spare(inputs, 
     assert fit * inputs["hbm_capacity"].to("B").magnitude == pytest.approx(stored, rel=1e-9)
     used = get("step_time").evaluate_detailed(**kw).inputs["n_chips"].value.magnitude
     assert fit <= used < fit + 1
+
+
+# -- an MoE's batch touches only some experts (issue 11, item 3) -------------------------------
+
+
+@given(s.experts(), s.batch_size, s.log_uniform(low=1.01, high=100))
+def test_distinct_experts_grow_with_batch_up_to_all_of_them(routing, batch, factor):
+    small = ev("experts_touched", **routing, batch_size=batch).m
+    large = ev("experts_touched", **routing, batch_size=batch * factor).m
+    e, k = routing["experts_routed"].m, routing["experts_active"].m
+    assert small <= large * (1 + 1e-12)
+    assert large <= e * (1 + 1e-12)
+    assert ev("experts_touched", **routing, batch_size=1).m == pytest.approx(k, rel=1e-9)
+    assert ev("experts_touched", **routing, batch_size=1e6).m == pytest.approx(e, rel=1e-9)
+
+
+def test_distinct_experts_of_deepseek_by_hand():
+    # DeepSeek-V3 (models.toml): 8 of 256 routed experts per token. One token touches 8; a
+    # hundred touch 256 (1 - (1 - 8/256)^100), about 245.
+    assert ev("experts_touched", model="deepseek_v3", batch_size=1).m == pytest.approx(8)
+    hand = 256 * (1 - (1 - 8 / 256) ** 100)
+    assert ev("experts_touched", model="deepseek_v3", batch_size=100).m == pytest.approx(hand)
+    assert hand == pytest.approx(245.3, abs=0.05)
+    assert ev("expert_saturation_batch", model="deepseek_v3").m == pytest.approx(256 / 8)
+
+
+DENSE = [m.id for m in s.PRESETS.model.values() if m.get("experts_routed") is None]
+MOE = [m.id for m in s.PRESETS.model.values() if m.get("experts_routed") is not None]
+
+
+@pytest.mark.parametrize("model", DENSE)
+@pytest.mark.parametrize("batch", [1, 7, 300, 10_000])
+def test_a_dense_model_reads_every_weight_at_any_batch(model, batch):
+    # exactly the lecture's N_total b / (n W), whatever the batch
+    kw = dict(hardware="h100_sxm", model=model, batch_size=batch, n_chips="1 chip")
+    m = s.PRESETS.get("model", model)
+    hand = m.params_total.to("parameter").m * 2 / 3.35e12  # BF16, H100 3.35 TB/s
+    assert ev("weight_fetch_time", **kw).to("s").m == pytest.approx(hand, rel=1e-15)
+    assert ev("routed_weight_share", model=model).m == 0
+
+
+@pytest.mark.parametrize("model", MOE)
+def test_an_moe_reads_every_weight_only_at_large_batch(model):
+    kw = dict(hardware="h100_sxm", model=model, n_chips="1 chip")
+    everything = s.PRESETS.get("model", model).params_total.to("parameter").m * 2 / 3.35e12
+    huge = ev("weight_fetch_time", **kw, batch_size=1e6).to("s").m
+    assert huge == pytest.approx(everything, rel=1e-12)  # the lecture's limit
+    one = ev("weight_fetch_time", **kw, batch_size=1).to("s").m
+    assert one < everything / 3
+
+
+def test_deepseek_reads_about_its_active_parameters_at_batch_one():
+    # DeepSeek-V3 (models.toml): routed experts 58 MoE layers x 256 x 3 x 7168 x 2048; each
+    # token reads 8 of them plus everything else (attention, the shared expert, 3 dense layers,
+    # embeddings) -- about N_active = 37B, not N_total = 671B.
+    routed = 58 * 256 * 3 * 7168 * 2048
+    assert ev("routed_expert_params", model="deepseek_v3").to("parameter").m == routed
+    kw = dict(hardware="h100_sxm", model="deepseek_v3", n_chips="1 chip", batch_size=1)
+    read = ev("weight_fetch_time", **kw).to("s").m * 3.35e12 / 2  # parameters read, BF16
+    assert 37e9 <= read <= 37e9 * 1.1
+
+
+@pytest.mark.parametrize("model", [*DENSE, *MOE])
+def test_batching_gain_is_about_the_ridge_for_every_model(model):
+    # cost at one sequence over the cost once compute-bound, at a short context (no KV, no
+    # attention): (F / W) (b / c_fwd) (parameters read at B = 1 / N_active), about 295 on an
+    # H100 at BF16 (989.4 TFLOP/s / 3.35 TB/s, 2 bytes per 2 FLOP), for any model
+    short = dict(context_length="1 token/sequence", hardware="h100_sxm", model=model)
+    gain = ev("cost_per_token", **short, batch_size=1) / ev("compute_cost_floor", **short)
+    assert 0.97 * 989.4 / 3.35 < gain.to("").m < 1.15 * 989.4 / 3.35
+
+
+HARDWARE_BF16 = [h.id for h in s.PRESETS.hardware.values() if h.get("dense_flops_bf16")]
+
+
+@pytest.mark.parametrize("hardware", HARDWARE_BF16)
+@pytest.mark.parametrize("model", MOE)
+def test_the_closed_form_crossover_is_the_exact_root_on_every_preset(hardware, model):
+    # B* assumes every expert is read: check (1 - k/E)^B* is negligible, and that bisection on
+    # compute = weight fetch (short context) lands on the closed form.
+    kw = dict(hardware=hardware, model=model, attention_flops_per_token="1e-30 FLOP/token")
+    b_star = ev("crossover_batch", **kw).m
+    m = s.PRESETS.get("model", model)
+    assert (1 - m.experts_active / m.experts_routed) ** b_star < 1e-6
+    assert b_star > 20 * m.experts_routed / m.experts_active
+
+    def gap(b):
+        return (
+            ev("compute_time", **kw, batch_size=b) - ev("weight_fetch_time", **kw, batch_size=b)
+        ).m
+
+    low, high = 1.0, 10 * b_star
+    assert gap(low) < 0 < gap(high)
+    for _ in range(45):
+        mid = (low + high) / 2
+        low, high = (mid, high) if gap(mid) < 0 else (low, mid)
+    assert low == pytest.approx(b_star, rel=1e-6)
+
+
+def test_cost_curve_is_nearly_flat_up_to_the_saturation_batch():
+    # Up to B = E/k = 32 each DeepSeek sequence brings its own experts: only the always-read
+    # 2.5% of the weights (about 17B of the 37.5B read at B = 1) is shared, so the cost per token
+    # falls about 2.8x (37.5 / (17.1/32 + 654 x (1 - (31/32)^32) / 32)); a dense model's falls
+    # the full 32x. Past E/k the MoE's falls as 1/B too.
+    kw = dict(hardware="h100_sxm", context_length="1 token/sequence")
+    one, sat = (ev("cost_per_token", **kw, model="deepseek_v3", batch_size=b).m for b in (1, 32))
+    assert 2.5 < one / sat < 3.1
+    dense = [ev("cost_per_token", **kw, model="llama_3_1_70b", batch_size=b).m for b in (1, 32)]
+    assert dense[0] / dense[1] == pytest.approx(32, rel=1e-3)  # one token of KV aside
+    later = [ev("cost_per_token", **kw, model="deepseek_v3", batch_size=b).m for b in (256, 512)]
+    assert later[0] / later[1] == pytest.approx(2, rel=0.01)
+
+
+# -- attention FLOPs (issue 11, item 4) -------------------------------------------------------
+
+
+def test_compute_time_counts_mla_attention_by_hand():
+    # DeepSeek-V3 (models.toml): 128 heads, kv_lora_rank 512, rope 64, 61 layers. Absorbed MLA
+    # decode: 2 FLOP x 128 x (512 + 64 + 512) x 61 per context token, besides 2 x 37e9 for the
+    # weights. One sequence at 8,192 tokens on one H100 at BF16 (989.4 TFLOP/s):
+    per_context_token = 2 * 128 * (512 + 64 + 512) * 61
+    hand = (2 * 37e9 + per_context_token * 8192) / 989.4e12
+    kw = dict(hardware="h100_sxm", model="deepseek_v3", batch_size=1, n_chips="1 chip")
+    assert ev("compute_time", **kw).to("s").m == pytest.approx(hand, rel=1e-9)
+    # equal to the weights' 2 N_active at about 4.4K tokens
+    assert ev("decode_attention_context", model="deepseek_v3").to(
+        "token/sequence"
+    ).m == pytest.approx(2 * 37e9 / per_context_token, rel=1e-9)
+    assert 4300 < 2 * 37e9 / per_context_token < 4400
+
+
+def test_gqa_attention_flops_by_hand():
+    # Llama 3.1 70B: 64 query heads of 128, 80 layers: QK and AV, 2 FLOP each per value
+    per_token = ev("gqa_attention_flops", model="llama_3_1_70b").to("FLOP/token").m
+    assert per_token == pytest.approx(2 * 2 * 64 * 128 * 80, rel=1e-12)
+    # gpt-oss-120b: only its 18 global layers grow with the context
+    assert ev("gqa_attention_flops", model="gpt_oss_120b").to("FLOP/token").m == (
+        pytest.approx(2 * 2 * 64 * 64 * 18, rel=1e-12)
+    )
+
+
+@given(s.machine_and_model(), s.batch_size, s.log_uniform(low=1.01, high=100))
+def test_compute_time_is_affine_in_context(inputs, batch, factor):
+    kw = dict(inputs, batch_size=batch)
+    length = inputs["context_length"]
+    t = [
+        ev("compute_time", **dict(kw, context_length=length * f)).m
+        for f in (1, factor, 2 * factor - 1)
+    ]
+    assert t[1] - t[0] == pytest.approx(t[2] - t[1], rel=1e-9)
+    assert t[1] > t[0]
 
 
 def test_multiplies_per_weight_byte_is_the_same_at_bf16_and_fp8():

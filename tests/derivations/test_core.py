@@ -104,6 +104,7 @@ def test_compiled_evaluation_equals_sympy_substitution(inputs, batch):
         "batch_size": batch,
         "flops_per_param_token": Q_(2, "FLOP/parameter/token"),
         "decode_tokens_per_sequence": Q_(1, "token/sequence"),  # the named hidden factor
+        "vectors_per_token": Q_(1, "vector/token"),  # a token routes one vector
     }
     expr = eq.expanded(frozenset(subs))  # given inputs stay symbols, as the evaluation keeps them
     by_sympy = float(

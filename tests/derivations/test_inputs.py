@@ -268,8 +268,11 @@ def test_fp4_weights_fp8_kv_and_math_on_an_h100_by_hand():
     assert r.inputs["kv_fetch_time"].value.to("s").magnitude == pytest.approx(
         256 * 8192 * 61 * 576 * 1 / (8 * 3.35e12), rel=1e-3
     )
+    # compute: 2 FLOP per active parameter plus MLA's absorbed attention, 2 x 128 heads x
+    # (2 x 512 + 64) x 61 layers FLOP per token of the default 8,192-token context
+    attention = 2 * 128 * (2 * 512 + 64) * 61 * 8192
     assert r.inputs["compute_time"].value.to("s").magnitude == pytest.approx(
-        2 * 256 * 37e9 / (8 * 1978.9e12), rel=1e-3
+        256 * (2 * 37e9 + attention) / (8 * 1978.9e12), rel=1e-3
     )
     assert r.inputs["weight_bytes_per_value"].origin == "weight precision fp4: bytes_per_value"
     assert r.inputs["kv_bytes_per_value"].origin == "KV-cache precision fp8: bytes_per_value"

@@ -2,12 +2,12 @@
 
 import pytest
 import sympy as sp
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from derivations import get
 from tests import strategies as s
-from units import Q_
+from units import Q_, ChalkboardError
 
 # Hand computations from the model configs (facts.md, "Derived checks"), in bytes per token at
 # BF16: 2 x layers x kv_heads x head_dim x 2 bytes; MLA: layers x (512 + 64) x 2 bytes.
@@ -108,18 +108,29 @@ def test_moe_models_have_fewer_active_than_total(model):
 
 @given(s.machine_and_model(), s.batch_size)
 def test_at_the_kv_compute_context_the_two_times_are_equal(inputs, batch):
-    kw = {k: inputs[k] for k in ("flops", "mem_bandwidth", "n_active", "kv_bytes_per_token")}
+    names = (
+        "flops",
+        "mem_bandwidth",
+        "n_active",
+        "kv_bytes_per_token",
+        "attention_flops_per_token",
+    )
+    kw = {k: inputs[k] for k in names}
+    # a crossover exists only while attention's FLOPs per KV byte stay below the chip's ridge
+    ridge = (inputs["flops"] / inputs["mem_bandwidth"]).to("FLOP/byte").m
+    per_byte = (inputs["attention_flops_per_token"] / inputs["kv_bytes_per_token"]).to("FLOP/byte")
+    assume(per_byte.m < 0.99 * ridge)
     length = get("kv_compute_crossover_context").evaluate(**kw)
     common = dict(kw, batch_size=batch, context_length=length, n_chips=inputs["n_chips"])
     compute = get("compute_time").evaluate(
+        **{k: v for k, v in common.items() if k not in ("mem_bandwidth", "kv_bytes_per_token")}
+    )
+    kv = get("kv_fetch_time").evaluate(
         **{
             k: v
             for k, v in common.items()
-            if k not in ("mem_bandwidth", "kv_bytes_per_token", "context_length")
+            if k not in ("flops", "n_active", "attention_flops_per_token")
         }
-    )
-    kv = get("kv_fetch_time").evaluate(
-        **{k: v for k, v in common.items() if k not in ("flops", "n_active")}
     )
     assert kv.to("s").magnitude == pytest.approx(compute.to("s").magnitude, rel=1e-9)
 
@@ -129,8 +140,13 @@ def test_price_kink_inverts_the_crossover(flops, bandwidth, active, kink):
     implied = get("kv_bytes_from_price_kink").evaluate(
         flops=flops, mem_bandwidth=bandwidth, n_active=active, price_kink_context=kink
     )
+    # the kink's reading ignores attention FLOPs: it inverts the crossover as they vanish
     back = get("kv_compute_crossover_context").evaluate(
-        flops=flops, mem_bandwidth=bandwidth, n_active=active, kv_bytes_per_token=implied
+        flops=flops,
+        mem_bandwidth=bandwidth,
+        n_active=active,
+        kv_bytes_per_token=implied,
+        attention_flops_per_token=Q_(1e-30, "FLOP/token"),
     )
     assert back.to("token/sequence").magnitude == pytest.approx(
         kink.to("token/sequence").magnitude, rel=1e-9
@@ -139,9 +155,17 @@ def test_price_kink_inverts_the_crossover(flops, bandwidth, active, kink):
 
 def test_kv_weight_context_halves_when_the_batch_doubles():
     eq = get("kv_weight_crossover_context")
-    one = eq.evaluate(model="deepseek_v3", batch_size=100)
-    two = eq.evaluate(model="deepseek_v3", batch_size=200)
+    one = eq.evaluate(model="llama_3_1_70b", batch_size=100)
+    two = eq.evaluate(model="llama_3_1_70b", batch_size=200)
     assert (one / two).to("").magnitude == pytest.approx(2)
+    # an MoE once its batch touches every expert: (1 - 8/256)^2000 is below 1e-27
+    one = eq.evaluate(model="deepseek_v3", batch_size=2000)
+    two = eq.evaluate(model="deepseek_v3", batch_size=4000)
+    assert (one / two).to("").magnitude == pytest.approx(2)
+    # below that, a larger batch also reads more experts: less than halved
+    one = eq.evaluate(model="deepseek_v3", batch_size=10)
+    two = eq.evaluate(model="deepseek_v3", batch_size=20)
+    assert 1 < (one / two).to("").magnitude < 2
 
 
 def test_prices_read_backwards_by_hand():
@@ -220,8 +244,10 @@ def test_cheaper_tiers_hold_longer_before_recomputing_wins():
 
 
 def test_breakeven_is_recompute_over_hold_by_hand():
-    # recompute: 8192 tokens x 2 FLOP x 70.6e9 / 989.4e12 FLOP/s x 2 USD/h; hold as above
-    recompute_h = 8192 * 2 * 70.6e9 / 989.4e12 / 3600 * 2
+    # recompute: 8192 tokens x (2 FLOP x 70.6e9 + causal attention, on average half the prompt
+    # at 4 FLOP x 64 heads x 128 x 80 layers per pair) / 989.4e12 FLOP/s x 2 USD/h
+    per_token = 2 * 70.6e9 + 4 * 64 * 128 * 80 * 8192 / 2
+    recompute_h = 8192 * per_token / 989.4e12 / 3600 * 2
     hold_per_h = 8192 * 327680 * 2 / 80e9
     got = get("cache_breakeven_time").evaluate(
         tier="hbm_h100", hardware="h100_sxm", model="llama_3_1_70b"
@@ -235,9 +261,11 @@ def test_solve_for_round_trip_on_the_crossover_context():
     length = eq.evaluate(hardware="h100_sxm", model="llama_3_1_70b")
     k = solved.evaluate(hardware="h100_sxm", model="llama_3_1_70b", kv_compute_context=length)
     assert k.to("byte/token").m == pytest.approx(327680, rel=1e-9)
+    # the price-kink reading is the solved crossover with attention FLOPs dropped
+    no_attention = solved.rhs.subs(sp.Symbol("attention_flops_per_token", positive=True), 0)
     assert (
         sp.simplify(
-            solved.rhs
+            no_attention
             - get("kv_bytes_from_price_kink").rhs.subs(
                 {
                     sp.Symbol("price_kink_context", positive=True): sp.Symbol(
@@ -272,14 +300,65 @@ def test_attention_parameter_counts_by_hand():
 
 
 @given(s.context_length, s.log_uniform(low=1.01, high=100))
-def test_recompute_cost_is_linear_in_context(length, factor):
+def test_recompute_cost_grows_faster_than_the_context(length, factor):
     eq = get("cache_recompute_cost")
     kw = dict(hardware="h100_sxm", model="llama_3_1_70b")
     one = eq.evaluate(context_length=length, **kw).to("USD/sequence").m
     more = eq.evaluate(context_length=length * factor, **kw).to("USD/sequence").m
-    assert more == pytest.approx(one * factor)
-    # by hand: L x 2 FLOP x 70.6e9 / 989.4e12 FLOP/s x 2 USD per 3600 s
-    assert one == pytest.approx(length.to("token/sequence").m * 2 * 70.6e9 / 989.4e12 * 2 / 3600)
+    assert one * factor < more < one * factor**2
+    # by hand: L x (2 FLOP x 70.6e9 + 4 FLOP x 64 heads x 128 x 80 layers x L / 2)
+    # / 989.4e12 FLOP/s x 2 USD per 3600 s
+    n = length.to("token/sequence").m
+    hand = n * (2 * 70.6e9 + 4 * 64 * 128 * 80 * n / 2) / 989.4e12 * 2 / 3600
+    assert one == pytest.approx(hand)
+
+
+# -- attention FLOPs in prefill and in the KV crossover (issue 11, item 4) ---------------------
+
+
+def test_kv_compute_crossover_counts_mla_attention_by_hand():
+    # DeepSeek-V3 on an H100 at BF16 (facts.md: 989.4 TFLOP/s, 3.35 TB/s): KV 61 x 576 values
+    # x 2 bytes per token; attention 2 FLOP x 128 x (512 + 64 + 512) x 61 per context token.
+    # KV time L k / W equals compute (2 N_active + a L) / F at L = 2 N_a W / (F k - W a):
+    # about 19.7K tokens, not the 3.6K the attention-free formula gives.
+    k, a = 61 * 576 * 2, 2 * 128 * (512 + 64 + 512) * 61
+    hand = 2 * 37e9 * 3.35e12 / (989.4e12 * k - 3.35e12 * a)
+    got = get("kv_compute_crossover_context").evaluate(hardware="h100_sxm", model="deepseek_v3")
+    assert got.to("token/sequence").m == pytest.approx(hand, rel=1e-9)
+    assert 19_000 < hand < 20_500
+
+
+def test_mla_on_a_low_ridge_chip_never_crosses_over():
+    # A100 (facts.md): 312 TFLOP/s over 2.039 TB/s is 153 FLOP/byte; DeepSeek's attention does
+    # 2 x 128 x 1088 / (576 x 2) = 242 FLOP per KV byte: compute stays ahead at any context,
+    # so there is no crossover, and the evaluation says so rather than give a negative length.
+    with pytest.raises(ChalkboardError, match="no crossover"):
+        get("kv_compute_crossover_context").evaluate(hardware="a100_sxm", model="deepseek_v3")
+
+
+def test_causal_prefill_attention_equals_the_weights_near_100k_tokens_for_dense_models():
+    # Llama 3.1 70B: a_pre = 4 x 64 x 128 x 80 FLOP per pair; a_pre L / 2 = 2 N at L = 4 N / a
+    assert get("prefill_attention_context").evaluate(model="llama_3_1_70b").to(
+        "token/sequence"
+    ).m == pytest.approx(4 * 70.6e9 / (4 * 64 * 128 * 80), rel=1e-9)
+    for model in ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b"):
+        length = get("prefill_attention_context").evaluate(model=model).to("ktoken/sequence").m
+        assert 60 < length < 200  # 61K (8B), 108K (70B), 197K (405B)
+    # DeepSeek's prefill expands MLA per head: 2 x 128 x (128 + 64 + 128) x 61 per pair
+    assert get("mla_prefill_attention_flops").evaluate(model="deepseek_v3").to(
+        "FLOP/token"
+    ).m == pytest.approx(2 * 128 * 320 * 61, rel=1e-12)
+
+
+@given(s.context_length, s.log_uniform(low=1.01, high=100))
+def test_prefill_flops_per_token_are_affine_in_the_prompt(length, factor):
+    eq = get("prefill_flops_per_token")
+    t = [
+        eq.evaluate(model="llama_3_1_70b", context_length=length * f).to("FLOP/token").m
+        for f in (1, factor, 2 * factor - 1)
+    ]
+    assert t[1] - t[0] == pytest.approx(t[2] - t[1], rel=1e-9)
+    assert t[0] > 2 * 70.6e9
 
 
 # -- KV cache per sequence and batch; the cache-write premium ----------------------------------

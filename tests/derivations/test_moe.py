@@ -124,7 +124,13 @@ def test_every_chip_with_a_scale_up_domain_has_a_per_direction_bandwidth():
 def test_compute_floor_is_the_cost_in_the_compute_bound_limit(inputs, batch):
     kw = {k: inputs[k] for k in ("flops", "n_active", "price_per_chip_hour")}
     floor = get("compute_cost_floor").evaluate(**kw)
-    huge = dict(inputs, batch_size=Q_(1e12, "sequence"), kv_bytes_per_token=Q_(1e-9, "byte/token"))
+    # the floor is the short-context limit: no KV reads and no attention FLOPs
+    huge = dict(
+        inputs,
+        batch_size=Q_(1e12, "sequence"),
+        kv_bytes_per_token=Q_(1e-9, "byte/token"),
+        attention_flops_per_token=Q_(1e-9, "FLOP/token"),
+    )
     cost = get("cost_per_token").evaluate(**huge)
     assert cost.to("USD/token").m == pytest.approx(floor.to("USD/token").m, rel=1e-6)
     small = get("cost_per_token").evaluate(**dict(inputs, batch_size=batch))

@@ -1,0 +1,216 @@
+"""The whole book as one PDF, printed by headless Chromium from the built site.
+
+The pages of the book (chapters, claims audit, practice problems with answers, flashcards) are
+joined in nav order into one print page (``print.html`` in the site) that keeps the site's CSS,
+adds a print stylesheet (navigation hidden, every collapsed answer opened) and starts with a
+linked table of contents. Math is already typeset and figures are inline SVG, so Chromium prints
+them as the site shows them. The PDF gets page numbers, running headers and a bookmark outline,
+and is written atomically (a temporary file renamed into place).
+
+>>> [p for p in book_pages(NAV_SAMPLE)]
+[('Batch size', 'chapters/batching.md'), ('Claims audit', 'claims.md')]
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+from pathlib import Path
+
+import yaml
+
+from units import ChalkboardError
+
+ROOT = Path(__file__).resolve().parents[1]
+MKDOCS_YML = ROOT / "mkdocs.yml"
+PDF_NAME = "chalkboard.pdf"
+PRINT_PAGE = "print.html"
+# The nav sections that make the printed book; the rest (home, study, presets, API) are tools
+# or reference that read better on the site.
+INCLUDE = ("chapters/", "claims.md", "problems/", "cards/")
+FLAGS = [  # as tests/book/test_browser.py launches Chromium
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+NAV_SAMPLE = [
+    {"Home": "index.md"},
+    {"Chapters": [{"Batch size": "chapters/batching.md"}]},
+    {"Claims audit": "claims.md"},
+    {"Flashcards": [{"Study": "study.md"}]},
+]
+
+PRINT_CSS = """
+@page { size: A4; margin: 18mm 14mm 18mm 14mm; }
+html, body { background: #fff !important; }
+body { font-size: 11pt; }
+.md-typeset { font-size: 10.5pt; }
+.print-section { break-before: page; }
+.print-toc ol { list-style: none; padding-left: 0; }
+.print-toc li { margin: 0.2em 0; }
+.print-toc li.group { margin-top: 0.8em; font-weight: bold; }
+.print-title { text-align: center; margin-top: 30vh; }
+.headerlink, .md-header, .md-tabs, .md-sidebar, .md-footer, .md-source-file,
+.md-content__button, .md-top, .md-search, button, input, .md-clipboard { display: none !important; }
+details > summary::after { display: none !important; }
+pre, table, figure, svg, .admonition, details { break-inside: avoid; }
+h1, h2, h3 { break-after: avoid; }
+a { color: inherit; }
+"""
+HEADER = (
+    '<div style="font-size:8px;width:100%;padding:0 14mm;color:#555;'
+    'font-family:sans-serif"><span class="title"></span></div>'
+)
+FOOTER = (
+    '<div style="font-size:8px;width:100%;text-align:center;color:#555;font-family:sans-serif">'
+    '<span class="pageNumber"></span> / <span class="totalPages"></span></div>'
+)
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_Loader.add_multi_constructor("!", lambda loader, suffix, node: None)  # !ENV and theme tags
+
+
+def book_pages(nav=None) -> list[tuple[str, str]]:
+    """(title, Markdown path) of every printed page, in nav order."""
+    if nav is None:
+        nav = yaml.load(MKDOCS_YML.read_text(encoding="utf-8"), Loader=_Loader)["nav"]
+    found = []
+
+    def walk(items, group):
+        for item in items:
+            for title, value in item.items():
+                if isinstance(value, list):
+                    walk(value, title)
+                elif value.startswith(INCLUDE) and value != "study.md":
+                    found.append((title, value))
+
+    walk(nav, None)
+    return found
+
+
+def _html_path(md: str) -> str:
+    """``chapters/x.md`` -> ``chapters/x/index.html`` (use_directory_urls)."""
+    stem = md[: -len(".md")]
+    if stem == "index" or stem.endswith("/index"):
+        return stem + ".html"
+    return stem + "/index.html"
+
+
+def _group(md: str) -> str:
+    return {"chapters": "Chapters", "problems": "Practice problems", "cards": "Flashcards"}.get(
+        md.split("/")[0], "Claims audit"
+    )
+
+
+ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
+STYLESHEET = re.compile(r'<link rel="stylesheet" href="([^"]+)"')
+
+
+def print_page(site: Path) -> str:
+    """The combined print page's HTML, built from the pages of the built ``site``."""
+    head = (site / "index.html").read_text(encoding="utf-8")
+    css = "".join(
+        f'<link rel="stylesheet" href="{html.escape(href)}">\n' for href in STYLESHEET.findall(head)
+    )
+    toc, sections, group = [], [], None
+    for i, (title, md) in enumerate(book_pages()):
+        page = site / _html_path(md)
+        if not page.is_file():
+            raise ChalkboardError(f"{page} is missing: build the site before printing it")
+        match = ARTICLE.search(page.read_text(encoding="utf-8"))
+        if not match:
+            raise ChalkboardError(f"{page} has no article to print")
+        body, prefix = match.group(1), f"p{i}-"
+        # ids are per page on the site: prefix them so anchors stay unique in one document
+        # (and in the inline SVG figures, whose href="#…" and url(#…) point at their own defs)
+        body = re.sub(r'(?<![\w-])id="([^"]+)"', rf'id="{prefix}\1"', body)
+        body = re.sub(r'href="#([^"]+)"', rf'href="#{prefix}\1"', body)
+        body = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}\1)", body)
+        body = re.sub(r"<details(?![^>]*\bopen\b)", "<details open", body)
+        if _group(md) != group:
+            group = _group(md)
+            toc.append(f'<li class="group">{html.escape(group)}</li>')
+        toc.append(f'<li><a href="#{prefix}page">{html.escape(title)}</a></li>')
+        sections.append(f'<section class="print-section" id="{prefix}page">{body}</section>')
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>Chalkboard</title>\n{css}<style>{PRINT_CSS}</style></head>"
+        '<body><div class="md-container"><main class="md-main"><div class="md-content">'
+        '<article class="md-content__inner md-typeset">'
+        '<h1 class="print-title">Chalkboard</h1><p style="text-align:center">The math of how '
+        "large language models are trained and served, checked by a computer.</p>"
+        '<nav class="print-toc print-section"><h2>Contents</h2><ol>'
+        + "".join(toc)
+        + "</ol></nav>"
+        + "".join(sections)
+        + "</article></div></main></div></body></html>"
+    )
+
+
+def chromium() -> str:
+    """The system Chromium: ``CHALKBOARD_CHROMIUM``, else the first of the usual names."""
+    found = os.environ.get("CHALKBOARD_CHROMIUM") or next(
+        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
+        None,
+    )
+    if not found:
+        raise ChalkboardError(
+            "Chromium was not found: install Debian's 'chromium' or set CHALKBOARD_CHROMIUM"
+        )
+    return found
+
+
+def write_pdf(site: Path, out: Path | None = None) -> Path:
+    """Print the built ``site`` to ``out`` (default ``site/chalkboard.pdf``) atomically."""
+    site = Path(site).absolute()
+    if not (site / "index.html").is_file():
+        raise ChalkboardError(f"{site} holds no built site: build the site before printing it")
+    out = Path(out).absolute() if out else site / PDF_NAME
+    try:
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        raise ChalkboardError(
+            "printing the PDF needs playwright: pip install -e '.[dev]'"
+        ) from None
+    browser_path = chromium()
+    page_file = site / PRINT_PAGE
+    page_file.write_text(print_page(site), encoding="utf-8")
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=browser_path, args=FLAGS)
+            try:
+                page = browser.new_page()
+                page.goto(page_file.as_uri(), wait_until="load")
+                page.evaluate("document.fonts.ready.then(() => true)")
+                page.pdf(
+                    path=str(tmp),
+                    format="A4",
+                    print_background=True,
+                    display_header_footer=True,
+                    header_template=HEADER,
+                    footer_template=FOOTER,
+                    margin={"top": "18mm", "bottom": "18mm", "left": "14mm", "right": "14mm"},
+                    outline=True,
+                    tagged=True,
+                )
+            finally:
+                browser.close()
+        os.replace(tmp, out)
+    except PlaywrightError as err:
+        raise ChalkboardError(f"printing the PDF failed: {str(err).splitlines()[0]}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out

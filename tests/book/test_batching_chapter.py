@@ -1,0 +1,90 @@
+"""The batching chapter's argument: the numbers its prose interprets, against hand computations."""
+
+import pytest
+
+from book.chapters.batching import _argument
+from units.presets import load
+
+
+def _n(text: str) -> float:
+    """The leading number of a display string ('5,357 sequences' -> 5357.0)."""
+    return float(text.split()[0].replace(",", "").rstrip("×"))
+
+
+@pytest.fixture(scope="module")
+def arg():
+    return _argument(load())
+
+
+def test_fast_mode_runs_a_batch_fifteen_times_smaller(arg):
+    # parameters.toml (Anthropic's fast-mode page): 6x the price, 2.5x the speed -> 1/(6 x 2.5)
+    assert _n(arg["fast"]["smaller"]) == pytest.approx(6 * 2.5)
+
+
+def test_multiplies_per_byte_of_weight_is_about_300_at_bf16_and_fp8(arg):
+    # facts.md: H100 989.4 TFLOP/s BF16, 1,978.9 FP8, 3.35 TB/s; one multiply-add = 2 FLOP
+    assert _n(arg["per_byte"]["bf16"]) == pytest.approx(989.4 / 3.35 * 2 / 2, rel=1e-3)
+    assert _n(arg["per_byte"]["fp8"]) == pytest.approx(1978.9 / 3.35 * 1 / 2, rel=1e-3)
+    assert arg["per_byte_round"] == "300"
+
+
+def test_paying_more_buys_speed_only_down_to_the_weight_read(arg):
+    pay = arg["pay"]
+    # facts.md: Llama 3.1 70B, 70.6e9 BF16 weights; 12 H100s at 3.35 TB/s each
+    assert _n(pay["weight_fetch"]) == pytest.approx(70.6e9 * 2 / (12 * 3.35e12) * 1e3, rel=1e-2)
+    # one sequence's step is (almost) the weight read, so it cannot be faster than that
+    assert _n(pay["step_1"]) >= _n(pay["weight_fetch"])
+    assert _n(pay["speedup"]) > 1
+    # the price grows faster than the speed: that is why Fast mode is dear
+    assert _n(pay["price"]) > _n(pay["speedup"])
+
+
+def test_doubling_the_context_past_the_balance_nearly_halves_mfu(arg):
+    rows = arg["dense"]["mfu"]
+    assert [r["times"] for r in rows] == ["1", "2", "4"]
+    mfu = [_n(r["mfu"]) for r in rows]
+    # past the balance the KV reads double with the context while compute stays: MFU about halves
+    # (a little less than halves while the weights' fetch is still part of the memory time)
+    assert 1.6 < mfu[1] / mfu[2] <= 2
+    assert all(r["bound"] == "memory" for r in rows[1:])
+
+
+def test_sparse_attention_grows_as_the_square_root(arg):
+    s = arg["sparse_attention"]
+    # parameters.toml: 8,192-token default context; 200,000-token price kink
+    assert _n(s["dense_growth"]) == pytest.approx(200_000 / 8192, rel=1e-3)
+    assert _n(s["sqrt_growth"]) == pytest.approx((200_000 / 8192) ** 0.5, rel=1e-3)
+
+
+def test_running_at_triple_the_crossover_is_cheaper_but_above_the_floor(arg):
+    star, practice, floor = (_n(arg[k]) for k in ("cost_star", "cost_practice", "floor"))
+    assert floor < practice < star
+
+
+def test_sparsity_quality_is_about_four_times(arg):
+    # Clark et al. 2022 (arXiv 2202.01169), as the lecture reads it: 1.3B dense / 370M active
+    assert _n(arg["quality"]["ratio"]) == pytest.approx(1.3e9 / 370e6, rel=1e-2)
+    assert arg["quality"]["ratio_round"] == "4"
+
+
+def test_a_providers_rate_needs_many_replicas(arg):
+    g = arg["global"]
+    # replica = tokens/s per sequence x batch; replicas = provider's rate / replica
+    replica = _n(g["per_sequence"]) * _n(g["batch"])
+    assert _n(g["replica"]) == pytest.approx(replica, rel=1e-3)
+    assert _n(g["replicas"]) == pytest.approx(5e7 / replica, rel=1e-2)
+
+
+def test_deepseek_at_8k_context_turns_compute_bound_past_b_star(arg):
+    # By hand, facts.md: DeepSeek-V3 on 28 H100s at FP8 (1,978.9 TFLOP/s, 3.35 TB/s each), 8,192
+    # tokens of context. Compute per sequence: 2 x 37e9 for the weights plus MLA attention
+    # 2 h (2 r_KV + d_rope) layers = 2 x 128 x (1,024 + 64) x 61 FLOP per context token. KV per
+    # sequence: (512 + 64) x 61 bytes per token. Weights: all 671e9 bytes (every expert is read).
+    compute = (2 * 37e9 + 2 * 128 * (1024 + 64) * 61 * 8192) / (28 * 1978.9e12)
+    kv = (512 + 64) * 61 * 8192 / (28 * 3.35e12)
+    weights = 671e9 / (28 * 3.35e12)
+    assert _n(arg["turn"]) == pytest.approx(weights / (compute - kv), rel=1e-2)
+    assert arg["regime"]["bound"] == "memory"  # at B* the step is still memory-bound
+    b_star = 1978.9 / 3.35 / 2 * 671 / 37
+    memory = weights + kv * b_star
+    assert _n(arg["regime"]["by"]) == pytest.approx(memory / (compute * b_star), rel=2e-2)

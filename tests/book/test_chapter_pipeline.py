@@ -1,0 +1,71 @@
+"""The pipeline chapter's worked examples, each against a hand computation."""
+
+import pytest
+
+from book.chapters import pipeline
+from book.figures import FIGURES
+from units.presets import load
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return pipeline.context(load())
+
+
+def test_kimi_k2_needs_two_stages_on_an_h100_node_and_its_kv_still_overflows(ctx):
+    big = ctx["big"]
+    # models.toml: Kimi K2 1e12 parameters, FP8 = 1 byte each, over one node's 8 H100s (80 GB)
+    assert big["weights_one"] == "125 GB"  # 1e12 B / 8
+    assert big["weights_two"] == "62.5 GB"  # 1e12 B / (8 x 2)
+    assert big["left_two"] == "17.5 GB"  # 80 - 62.5
+    # MLA KV per token at FP8: (kv_lora_rank 512 + rope 64) x 61 layers x 1 byte = 35,136 bytes;
+    # the micro-batch that fits in 17.5 GB per chip over 8 chips at 8,192 tokens of context:
+    # 17.5e9 x 8 / (8192 x 35136) = 486.4 sequences
+    assert big["fits"] == "486 sequences"
+
+
+def test_the_b200_exercise_gains_micro_batch_from_a_second_stage(ctx):
+    b200 = ctx["ex"]["b200"]
+    # 180 GB B200s: one stage leaves 55 GB, two leave 117.5 GB; x 8 / (8192 x 35136) each
+    assert b200["left_one"] == "55 GB"
+    assert b200["fits_one"] == "1,529 sequences"  # 55e9 x 8 / 287.8e6 = 1,528.6
+    assert b200["fits"] == "3,266 sequences"  # 117.5e9 x 8 / 287.8e6 = 3,265.7
+
+
+def test_traffic_ratio_with_the_lecture_s_and_the_rack_s_penalty(ctx):
+    # lecture: 2 k / 8 with k = 8 routed experts is 2 per MoE layer; DeepSeek-V3 has 61 - 3 = 58
+    # MoE layers, 14.5 per stage at 4 stages: 2 x 8 x 14.5 / 8 = 29
+    assert ctx["ratio_one_layer"] == "2"
+    assert ctx["ratio_default"] == "29"
+    # GB200 NVL72: 900 GB/s NVLink per direction against 400 Gb/s = 50 GB/s: 18x
+    assert ctx["rack_penalty"] == "18"
+    assert ctx["ratio_rack_one_layer"] == "0.8889"  # 16 / 18
+    assert ctx["rack_min_layers"] == "2 layers"  # ceil(18 / 16)
+
+
+def test_hops_and_bubble_by_hand(ctx):
+    assert ctx["latency"] == "30 ms"  # 20 ms + 4 x 2.5 ms (the lecture)
+    assert ctx["latency_network"] == "20.4 ms"  # 20 ms + 4 x 100 us
+    assert ctx["bubble_default"] == "15.8%"  # (4 - 1) / (16 + 4 - 1) = 3/19
+    assert ctx["bubble_m_equal_p"] == "42.9%"  # 3/7
+    assert ctx["ex"]["bubble_needed"] == "63"  # (8 - 1)(1 - 0.1)/0.1
+    assert ctx["ex"]["double_lecture"] == "8 stages"  # 20 ms / 2.5 ms
+
+
+def test_kv_per_chip_is_the_same_at_every_stage_count(ctx):
+    kv = {row["cells"][1] for row in ctx["stages"]["rows"]}
+    assert len(kv) == 1
+    assert ctx["two_share"] == "50%"  # two stages remove half of the weights
+
+
+def test_training_recompute_saving(ctx):
+    # 34 bytes per value stored without recompute against 2 (the layer's BF16 input): 17x
+    assert ctx["training"]["recompute_saving"] == "17"
+    assert ctx["training"]["state_over_weights"] == "8"  # 16 bytes against 2
+
+
+def test_memory_figure_shows_a_model_that_fits_and_one_that_overflows():
+    fig = FIGURES["memory_vs_stages"](load())
+    assert "Kimi K2" in fig.alt and "DeepSeek-V3" in fig.alt
+    assert "overflows 80 GB" in fig.caption
+    assert fig.svg.count('id="axes_') == 2 or fig.svg.count("axes_2") >= 1

@@ -1,0 +1,101 @@
+"""The long-context chapter's worked examples, checked by hand against sourced figures."""
+
+import pytest
+
+from book.chapters.long_context import context
+from units.presets import load
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return context(load())
+
+
+def _num(text: str) -> float:
+    """The leading number of a formatted quantity: '1,693 bytes per token' -> 1693."""
+    return float(text.split()[0].replace(",", ""))
+
+
+def test_kink_implies_about_1_7_kb(ctx):
+    # facts.md: H100 SXM 1,979 TFLOP/s dense FP8, 3.35 TB/s; lecture: 100e9 active, kink 200K.
+    # 2 FLOP/parameter x 100e9 x 3.35e12 / (1979e15 x 200e3) = 1,693 bytes per token
+    by_hand = 2 * 100e9 * 3.35e12 / (1979e12 * 200e3)
+    assert _num(ctx["kink_bytes"]) == pytest.approx(by_hand, rel=2e-3)
+    assert ctx["kink_round"] == "1.7 kB per token"
+    assert ctx["ridge"] == "591"  # 1979 / 3.35
+
+
+def test_lecture_two_kilobyte_check(ctx):
+    # lecture section F: 1 unique KV layer x 2 x d_head 128 x 8 KV heads x 1 byte = 2,048 bytes
+    assert ctx["shared"]["bytes"] == "2,048 bytes per token"
+    assert _num(ctx["shared"]["over_kink"]) == pytest.approx(2048 / 1693, rel=3e-3)
+    # Llama 3.1 70B at FP8: 80 layers x 2 x 8 x 128 = 163,840 bytes, ~97 x the implied 1,693
+    assert ctx["llama_fp8"] == "163.8 kB per token"
+    assert ctx["llama_over_kink"] == "97"
+
+
+def test_sliding_windows_halve_gpt_oss(ctx):
+    # gpt-oss-120b: 36 layers, half of them sliding-window; 8 KV heads x 64 x 2 x 2 bytes
+    assert ctx["window"]["global"] == "18 layers"
+    assert _num(ctx["window"]["bytes"]) == pytest.approx(18 * 2 * 8 * 64 * 2 / 1e3, rel=1e-3)
+
+
+def test_memory_wall(ctx):
+    # Llama 3.1 70B at BF16: 327,680 bytes per token; H100 80 GB
+    assert _num(ctx["wall"]["seq_short"]) == pytest.approx(8192 * 327_680 / 1e9, rel=1e-3)
+    assert _num(ctx["wall"]["seq_long"]) == pytest.approx(200_000 * 327_680 / 1e9, rel=1e-3)
+    assert _num(ctx["wall"]["share"]) == pytest.approx(200_000 * 327_680 / 80e9, rel=2e-3)
+
+
+def test_prices_read_backwards(ctx):
+    # facts.md: Opus input 5, output 25, cache read 0.50; Gemini 2.5 Pro 1.25 -> 2.50 above 200K
+    assert ctx["price_ratio"]["ratio"] == "5"
+    assert ctx["price_ratio"]["discount"] == "10"
+    assert ctx["gemini"]["in_ratio"] == "2"
+    assert ctx["gemini"]["out_ratio"] == "1.5"
+
+
+def test_drain_rule_against_the_lecture(ctx):
+    # tiers.toml datasheets: PM1743 15.36 TB at 13 GB/s = 1,181.5 s = 19.7 min;
+    # Exos X24 24 TB at 285 MB/s = 84,211 s = 23.4 h; the lecture said ~1 min and ~1 h
+    assert ctx["drain"]["flash"] == "19.7 min"
+    assert ctx["drain"]["disk"] == "23.4 h"
+    assert ctx["drain"]["flash_off"] == "20"
+    assert ctx["drain"]["disk_off"] == "23"
+    # HBM: 80 GB / 3.35 TB/s = 23.88 ms, shown in ms rather than as a fraction of a minute
+    assert ctx["hold"]["HBM"] == "23.88 ms"
+
+
+def test_doubling_bandwidth_doubles_the_implied_bytes(ctx):
+    assert _num(ctx["doubled"]["bytes"]) == pytest.approx(2 * _num(ctx["kink_bytes"]) / 1e3, 3e-3)
+
+
+def test_flashcard_reads_the_kink(ctx):
+    # book/concepts.toml's kv-from-kink card reads ctx.kink[0]
+    assert ctx["kink"][0]["bytes"] == "1.693 kB per token"
+
+
+def test_attention_readings(ctx):
+    # DeepSeek-V3 absorbed MLA: 2 x 128 heads x (2 x 512 + 64) x 61 layers = 16.99 MFLOP per
+    # context token, against 61 x 576 x 2 bytes of KV: 242 FLOP per KV byte
+    a = ctx["attn"]
+    assert a["mla_flops"] == "17 MFLOP per token"
+    assert a["mla_per_byte"] == "242"
+    # Llama 3.1 70B GQA: 2 x 2 x 64 heads x 128 x 80 FLOP over 80 x 2 x 8 x 128 x 2 bytes = 8
+    assert a["gqa_per_byte"] == "8"
+    # 2 x 37.55e9 active / 16.99e6 = 4,420: DeepSeek's weights equal attention at ~4.4K tokens
+    assert _num(a["mla_decode"]) == pytest.approx(4355, rel=2e-3)
+    assert a["ridge"] == "295" and a["low_ridge"] == "153"  # 989/3.35 and 312/2.039 (facts.md)
+
+
+def test_a100_has_no_kv_compute_crossover_for_mla():
+    from book.context import Evaluator
+    from units.errors import ChalkboardError
+
+    with pytest.raises(ChalkboardError, match="no crossover"):
+        Evaluator(load(), "a100_sxm", "deepseek_v3").q("kv_compute_crossover_context")
+
+
+def test_attention_table_has_no_dashes(ctx):
+    # every model preset has either GQA or MLA fields: its decode attention FLOPs are computed
+    assert all("—" not in r["cells"] for r in ctx["attention"]["rows"])
