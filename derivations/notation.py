@@ -1,8 +1,8 @@
 """Every symbol of the notation, declared once with its unit, meaning and LaTeX.
 
-Counts (sequences, tokens, parameters, chips, values) are dimensionless named units; FLOP, byte,
-second and USD are independent dimensions, so the hidden factors of the lecture show up as
-named constants with units.
+FLOP, byte, second, USD, token and sequence are independent dimensions, so the hidden factors of
+the lecture show up as named constants with units (u, nu, nu_KV, sigma, D_0); the other counts
+(parameters, chips, layers, values, vectors) are dimensionless named units.
 
 >>> flops_per_param_token.value
 <Quantity(2.0, 'FLOP / parameter / token')>

@@ -62,7 +62,7 @@ def context(presets: Presets) -> dict:
         "sparse_model": presets.get("model", sparse).name,
         "dense_crossover": Evaluator(presets, "h100_sxm", dense).text("crossover_batch"),
         "price": quantity(presets.get("rental", "lecture_gpu").price),
-        "context_length": quantity(presets.get("parameter", "context_length").value),
+        "context_length": context_tokens(presets.get("parameter", "context_length").value),
         "drain": drain,
         "ridge": ridge,
         "same_b": {presets.get("model", m).name: v for m, v in same_b.items()},
@@ -141,7 +141,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "saturation": ev.text("expert_saturation_batch") if moe else "",
         "bytes_batch_1": quantity(read_1.to("GB")),
         "cost_active_1": quantity(active_cost),
-        "attention_context": ev.text("decode_attention_context"),
+        "attention_context": context_tokens(ev.q("decode_attention_context")),
         "attention_share": number(
             (at.inputs["context_length"].base / ev.q("decode_attention_context")).to("").m, 3
         ),
@@ -367,8 +367,8 @@ def _argument(presets: Presets) -> dict:
             "mfu": mfu,
         },
         "sparse_attention": {
-            "short": quantity(short),
-            "long": quantity(long),
+            "short": context_tokens(short),
+            "long": context_tokens(long),
             "dense_growth": number(grow, 3),
             "sqrt_growth": number(math.sqrt(grow), 3),
         },

@@ -51,7 +51,7 @@ def context(presets: Presets) -> dict:
         "hold": {
             t.medium: _readable_time(Evaluator(presets, tier=t.id)) for t in presets.tier.values()
         },
-        "context_length": quantity(presets.parameter["context_length"].value),
+        "context_length": context_tokens(presets.parameter["context_length"].value),
         "tier_model": presets.get("model", "llama_3_1_70b").name,
         **_kv_cache_and_cache_writes(presets),
         **_lecture_readings(presets),
@@ -284,7 +284,7 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
     return {
         "kv_cache": {
             "model": presets.get("model", KV_MODEL).name,
-            "per_sequence": ev.text("kv_cache_per_sequence"),
+            "per_sequence": quantity((ev.q("kv_cache_per_sequence") * ONE_SEQUENCE).to("GB")),
             "batch": quantity(batch),
             "per_batch": ev.text("kv_cache_per_batch", batch_size=batch),
             "hbm": quantity(presets.get("hardware", HARDWARE).hbm_capacity),

@@ -8,7 +8,7 @@ what a scale-up domain can hold.
 """
 
 from book.context import Evaluator, cell_in, header
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets
 
@@ -187,7 +187,7 @@ def context(presets: Presets) -> dict:
         "rubin_domain": quantity(rubin),
         "rubin_over_blackwell": number((rubin / rack.scale_up_domain).to("").m),
         "blackwell_over_hopper": number((rack.scale_up_domain / hopper.scale_up_domain).to("").m),
-        "context": quantity(presets.parameter["context_length"].value),
+        "context": context_tokens(presets.parameter["context_length"].value),
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),

@@ -10,7 +10,7 @@ import math
 
 import derivations
 from book.context import Evaluator, cell_in, header
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets
 
@@ -40,7 +40,7 @@ def context(presets: Presets) -> dict:
             ev.q("micro_batch_size") * presets.parameter["pipeline_stages"].value.m
         ),
         "per_weight_byte": ev.text("dense_crossover_batch"),
-        "context_length": quantity(presets.parameter["context_length"].value),
+        "context_length": context_tokens(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
         "ratio_one_layer": ev.text("scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")),

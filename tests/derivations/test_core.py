@@ -71,6 +71,51 @@ def test_wrong_equation_fails_at_import(tmp_path):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
+# -- issue 10: tokens and sequences are dimensions, so mixing them fails at definition ----------
+
+
+def test_a_sum_that_mixes_tokens_and_sequences_names_the_term():
+    # The KV term without the context length: B k is bytes per token times sequences, not bytes
+    # (B L k is: L counts tokens per sequence). Before counts were dimensions this was accepted.
+    k = lookup_symbol("kv_bytes_per_token").sym
+    with pytest.raises(DimensionError) as err:
+        make(N_t * b / W + B * k / W)
+    message = str(err.value)
+    assert "equation 'wrong'" in message
+    # the offending term and its dimension are named
+    assert (
+        "'batch_size*kv_bytes_per_token/mem_bandwidth' has dimension [sequence] * [time] / [token]"
+        in message
+    )
+    make(N_t * b / W + B * lookup_symbol("context_length").sym * k / W)  # with L it balances
+
+
+def test_sequences_are_not_tokens_without_the_named_factor():
+    # B sequences make u B tokens a step (u = 1 token per sequence): B alone is the wrong side
+    u = lookup_symbol("decode_tokens_per_sequence").sym
+    with pytest.raises(DimensionError, match=r"right side .*\[sequence\].*\[token\]"):
+        make(B, lhs="tokens_per_step")
+    make(u * B, lhs="tokens_per_step")
+
+
+def test_an_equation_that_forgets_tokens_per_sequence_fails_at_import(tmp_path):
+    module = tmp_path / "my_counts_chapter.py"
+    module.write_text(
+        textwrap.dedent("""
+        from derivations import Equation, Source, lookup_symbol
+        s = lookup_symbol
+        # bug: rent per step over B sequences is a cost per sequence, not per token
+        Equation("cost_per_sequence_wrong", "wrong", s("cost_per_token"),
+                 s("n_chips").sym * s("price_per_chip_hour").sym * s("step_time").sym
+                 / s("batch_size").sym,
+                 "test", Source("test"))
+    """)
+    )
+    spec = importlib.util.spec_from_file_location("my_counts_chapter", module)
+    with pytest.raises(DimensionError, match=r"equation 'cost_per_sequence_wrong'.*\[sequence\]"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
 def test_every_registered_equation_passes_its_derivation():
     for eq in CATALOGUE.values():
         eq.check()
