@@ -360,7 +360,7 @@ def test_checker_tells_tokens_sequences_and_chips_apart():
         ("8192 tokens per sequence", Q_(8192, "token/sequence"), True),
         ("8.192 ktok/seq", Q_(8192, "token/sequence"), True),
         ("8192 tokens", Q_(8192, "token/sequence"), False),
-        ("2 USD per million tokens", Q_(2, "USD/Mtoken"), True),
+        ("2 USD/Mtok", Q_(2, "USD/Mtoken"), True),
         ("2 USD per sequence", Q_(2, "USD/token"), False),
         ("2 USD", Q_(2, "USD/token"), False),
     ]
