@@ -294,7 +294,7 @@ def _regime_cards(presets: Presets) -> list[Card]:
             model=model,
             precision=precision,
             batch_size=Q_(batch, "sequence"),
-            context_length=Q_(context, "token"),
+            context_length=Q_(context, "token/sequence"),
         )
         r = derivations.get("step_time").evaluate_detailed(presets=presets, **kw)
         t_c, t_m = r.inputs["compute_time"].value, r.inputs["memory_time"].value

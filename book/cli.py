@@ -312,8 +312,9 @@ def _evaluate(eq, args, out) -> None:
     out.write(f"{eq.lhs.name} = {quantity(value)}\n")
     out.write(f"    {eq.lhs.name} = {eq.rhs}\n")
     for name, i in result.inputs.items():
-        shown = unit(i.value.units)
-        out.write(f"    {name:<22} {number(i.value.magnitude):>12} {shown:<18} {i.origin}\n")
+        magnitude = number(i.value.magnitude)
+        shown = unit(i.value.units, singular=magnitude in ("1", "-1"))  # "1 token per sequence"
+        out.write(f"    {name:<22} {magnitude:>12} {shown:<18} {i.origin}\n")
 
 
 def cmd_eval(args, out) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 import pint
 
 from book.context import Evaluator
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets, load
 
@@ -144,7 +144,7 @@ def latency_context(presets: Presets) -> tuple[pint.Quantity, float]:
     default context, halved until it does), and the batch where it turns."""
     ev = Evaluator(presets, **EXAMPLE)
     b_star = ev.q("crossover_batch").to("sequence").m
-    length = presets.parameter["context_length"].value.to("token")
+    length = presets.parameter["context_length"].value.to("token/sequence")
     n = Q_(np.ceil(ev.q("chips_to_fit", batch_size=b_star).to("chip").m), "chip")
     while True:
         turn = _compute_bound_from(presets, **EXAMPLE, n_chips=n, context_length=length)
@@ -206,17 +206,17 @@ def latency_vs_batch(presets: Presets) -> Figure:
 
     alt = (
         f"Decode step time against batch size for {names['model']} on {quantity(n)} of "
-        f"{names['hardware']} at FP8 with {quantity(length)} of context: weight fetch rises "
+        f"{names['hardware']} at FP8 with {context_tokens(length)} of context: weight fetch rises "
         f"while each new sequence brings new experts and is flat once all are read; compute "
         f"(weights and attention) and KV fetch rise with the batch. The step is memory-bound "
         f"up to {quantity(turn_q)} and compute-bound beyond, where a step takes {quantity(at)}."
     )
     caption = (
         f"The lecture's central picture, computed: {names['model']} on {quantity(n)} of "
-        f"{names['hardware']} (FP8, {quantity(length)} of context). Memory-bound (shaded) up to "
-        f"{quantity(turn_q)}, compute-bound beyond. The lecture's B* = "
-        f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: "
-        f"here they move the turn."
+        f"{names['hardware']} (FP8, {context_tokens(length)} of context). Memory-bound (shaded) "
+        f"up to {quantity(turn_q)}, compute-bound beyond. The lecture's B* = "
+        f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
+        f"move the turn."
     )
     return _render("latency_vs_batch", draw, alt, caption)
 
@@ -228,18 +228,22 @@ def cost_vs_batch(presets: Presets) -> Figure:
     batches = np.geomspace(1, 1e5, 300)
     kw = dict(EXAMPLE, presets=presets)
     cost = get("cost_per_token").sweep("batch_size", batches, **kw).to("USD/Mtoken").m
-    short = dict(kw, context_length=Q_(1, "token"))
+    short = dict(kw, context_length=Q_(1, "token/sequence"))
     bare = get("cost_per_token").sweep("batch_size", batches, **short).to("USD/Mtoken").m
     floor = ev.q("compute_cost_floor").to("USD/Mtoken")
     b_star = ev.q("crossover_batch").to("sequence").m
     saturation = ev.q("expert_saturation_batch").to("sequence")
     one = ev.q("cost_per_token", batch_size=1).to("USD/Mtoken")
     at_sat = ev.q("cost_per_token", batch_size=saturation).to("USD/Mtoken")
-    length = presets.parameter["context_length"].value.to("token")
+    length = presets.parameter["context_length"].value.to("token/sequence")
 
     def draw(fig, ax):
         ax.loglog(
-            batches, cost, linewidth=2.4, color=FOREGROUND, label=f"{quantity(length)} of context"
+            batches,
+            cost,
+            linewidth=2.4,
+            color=FOREGROUND,
+            label=f"{context_tokens(length)} of context",
         )
         ax.loglog(batches, bare, linewidth=1.4, linestyle="--", label="a short context")
         _mark(ax, floor.m, f"compute floor {quantity(floor)}", vertical=False)
@@ -665,12 +669,12 @@ def cost_vs_context(presets: Presets) -> Figure:
         .to("USD/Mtoken")
         .m
     )
-    kink = presets.parameter["price_kink_context"].value.to("token")
-    crossover = ev.q("kv_compute_crossover_context").to("token")
+    kink = presets.parameter["price_kink_context"].value.to("token/sequence")
+    crossover = ev.q("kv_compute_crossover_context").to("token/sequence")
 
     def draw(fig, ax):
         ax.loglog(contexts, cost, color=FOREGROUND, linewidth=2.4, label="cost per token")
-        _mark(ax, kink.m, f"price kink {quantity(kink.to('ktoken'))}")
+        _mark(ax, kink.m, f"price kink {context_tokens(kink)}")
         _mark(ax, crossover.m, "KV = compute")
         ax.set_xlabel("context length (tokens)")
         ax.set_ylabel("cost (USD per million tokens)")
@@ -681,14 +685,14 @@ def cost_vs_context(presets: Presets) -> Figure:
         f"Cost per token against context length for {names['model']} on {names['hardware']} at "
         f"FP8 and its crossover batch, log-log: it grows slowly while compute dominates and in "
         f"proportion to the context once KV reads overtake compute at "
-        f"{quantity(crossover.to('ktoken'))}; the long-context price kink is marked at "
-        f"{quantity(kink.to('ktoken'))}."
+        f"{context_tokens(crossover)}; the long-context price kink is marked at "
+        f"{context_tokens(kink)}."
     )
     caption = (
         f"{names['model']} on {names['hardware']} (FP8, crossover batch): past the context where "
-        f"KV reads overtake compute ({quantity(crossover.to('ktoken'))} here) the cost per token "
+        f"KV reads overtake compute ({context_tokens(crossover)} here) the cost per token "
         f"rises in proportion to the context. A provider whose prices step up only at "
-        f"{quantity(kink.to('ktoken'))} reaches that crossover much later: its KV bytes per token "
+        f"{context_tokens(kink)} reaches that crossover much later: its KV bytes per token "
         f"are far fewer for its active parameters."
     )
     return _render("cost_vs_context", draw, alt, caption)

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import re
 
+import pint
+
 # The rules themselves live in units/display.py: the Jupyter displays of equations and
 # results (derivations/) share them.
 from units.display import (  # noqa: F401 (public names of this module)
@@ -49,6 +51,18 @@ from units.display import (  # noqa: F401 (public names of this module)
     superscript,
     unit,
 )
+
+
+def context_tokens(q: pint.Quantity, digits: int = 4) -> str:
+    """A context length (tokens per sequence) as prose says it: the tokens of one sequence's
+    context, ``'8,192 tokens'``; a table's column says "tokens per sequence" in its heading.
+
+    >>> from units import Q_
+    >>> context_tokens(Q_(200, "ktoken/sequence")), quantity(Q_(200, "ktoken/sequence"))
+    ('200,000 tokens', '200,000 tokens per sequence')
+    """
+    one_sequence = q._REGISTRY.Quantity(1, "sequence")
+    return quantity((q * one_sequence).to("token"), digits)
 
 
 def unit_text(text: str) -> str:
@@ -139,6 +153,7 @@ def given_text(name: str, value) -> str:
     """An input a case sets, as a reader says it: 'active parameters per token 100 B parameters'
     for n_active='100e9 parameter' (the symbol's meaning, the value formatted)."""
     import derivations
+    from derivations.inputs import parse_override
     from units import ChalkboardError, parse_quantity
 
     sym = derivations.SYMBOLS.get(name)
@@ -146,9 +161,10 @@ def given_text(name: str, value) -> str:
     if sym is not None and len(sym.meaning) <= 40:
         label = sym.meaning
     try:
-        q = parse_quantity(str(value), what=name)
-        if sym is not None:
-            q = q.to(sym.display_unit)
+        if sym is not None:  # a bare number is read in the symbol's unit, as an override is
+            q = parse_override(name, value).to(sym.display_unit)
+        else:
+            q = parse_quantity(str(value), what=name)
         shown = quantity(q)
     except ChalkboardError:
         shown = str(value)

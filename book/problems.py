@@ -30,6 +30,7 @@ from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
 from units import Q_, ChalkboardError
 from units.presets import Presets, load
+from units.registry import is_count, spelled
 
 # Workload inputs with no preset or default, drawn from these values when a problem needs them.
 DRAWS = {
@@ -215,7 +216,9 @@ def _make(eq: Equation, kind: str, kw: dict, presets: Presets, pid: str) -> Prob
             pid, eq.chapter, kind, eq.id, text, tuple(givens), result.value, solution, choices=kw
         )
     if kind == "inverse":
-        options = [g for g in givens if g.value.dimensionality and g.origin != "constant"]
+        # solve for a physical input (bytes, FLOP/s, USD, ...), never a count: counts were
+        # dimensionless before tokens and sequences became dimensions, and stay out
+        options = [g for g in givens if not is_count(g.value.units) and g.origin != "constant"]
         try:
             if not options:
                 return None
@@ -568,7 +571,10 @@ def tolerance_text(p: Problem) -> str:
 
 # -- the answer checker's unit table ---------------------------------------------------------
 
-DIMENSIONS = ("[time]", "[information]", "[compute]", "[currency]")
+# The dimensions the checker compares, in the order of its vectors (answer-check.js NAMES):
+# tokens and sequences are dimensions of their own (units/definitions.txt), so "560 chips" or
+# "560 tokens" is not a number of sequences.
+DIMENSIONS = ("[time]", "[information]", "[compute]", "[currency]", "[token]", "[sequence]")
 # Unit names the checker reads, short and long; plurals ("seconds", "tokens", "FLOPs") are
 # added from these wherever the registry itself accepts them, so Python and the browser agree.
 UNIT_NAMES = (
@@ -648,11 +654,13 @@ def dims_vector(q: pint.Quantity) -> list[float]:
 
 
 def count_unit(name: str) -> str | None:
-    """The count a unit name stands for ("tokens" -> "token", "Mtok" -> "token"), or None.
-    Counts are dimensionless in the registry, so the checker compares their names instead.
+    """The dimensionless count a unit name stands for ("chips" -> "chip", "Gparam" ->
+    "parameter"), or None. These counts (chips, parameters, layers, ...) are dimensionless in the
+    registry, so the checker compares their names instead; tokens and sequences are dimensions
+    and compared as such (None here).
 
-    >>> count_unit("Mtokens"), count_unit("chips"), count_unit("ms")
-    ('token', 'chip', None)
+    >>> count_unit("chips"), count_unit("Gparam"), count_unit("Mtokens"), count_unit("ms")
+    ('chip', 'parameter', None, None)
     """
     q = Q_(1, name)
     if not q.dimensionless:
@@ -709,7 +717,7 @@ def answer_spec(p: Problem) -> dict:
         "counts": _units_of(p.answer),
         "tolerance": p.tolerance,
         "mode": p.mode,
-        "unit": f"{p.answer.units:~P}",
+        "unit": spelled(p.answer.units),  # "token/sequence", never pint's "tok/seq"
     }
 
 
@@ -734,7 +742,7 @@ def problem_pages(presets: Presets) -> dict:
                     {"latex": g.latex, "meaning": g.meaning, "value": g.text} for g in p.givens
                 ],
                 "answer_json": json.dumps(answer_spec(p)) if p.answer is not None else "",
-                "example": f"2.5 {p.answer.units:~P}".strip() if p.answer is not None else "",
+                "example": f"2.5 {spelled(p.answer.units)}".strip() if p.answer is not None else "",
                 "hint": p.hint,
                 "tolerance": tolerance_text(p),
                 "solution": list(p.solution),

@@ -35,6 +35,11 @@ from units.presets import Preset, Presets, load
 RATE = "token/s/chip"
 CHOICES = ("precision", "weight_precision", "kv_precision", "compute_precision")
 USER = "token/s"
+# A measurement's lengths and per-user speed are those of one request: one sequence each
+# (the equations count context in tokens per sequence and a user's speed per sequence).
+PER_REQUEST = Q_(1, "sequence")
+# u: the tokens one decode step gives each sequence (one), from the notation
+ONE_TOKEN_PER_STEP = derivations.notation.decode_tokens_per_sequence.value
 BAND = (10, 90)  # percentiles: the band holding the middle 80% of rows
 LATENCY_BOUND = ("server", "interactive", "latency_sweep")
 GRID = 4001  # batch sizes tried when solving for the largest batch within a TPOT
@@ -131,9 +136,9 @@ def bound_inputs(row: Preset, presets: Presets, changes=None, assumed=None) -> d
     }
     get = {**row.fields, **changes}.get
     if get("context") is not None:
-        kw["context_length"] = get("context")
+        kw["context_length"] = get("context") / PER_REQUEST
     else:
-        kw["context_length"] = get("input_tokens") + get("output_tokens") / 2
+        kw["context_length"] = (get("input_tokens") + get("output_tokens") / 2) / PER_REQUEST
         assumed.append("context = input + output / 2 (the mean over a generation)")
     if row.scenario != "decode_only":
         kw["input_output_ratio"] = (get("input_tokens") / get("output_tokens")).to("")
@@ -181,7 +186,7 @@ def _serving(row: Preset, presets: Presets, changes: dict):
         bound = derivations.get(user_id).evaluate(
             **_only(user_id, kw), batch_size=Q_(batch, "sequence")
         )
-        return row.per_user_rate.to(USER), bound.to(USER), batch, "user", assumed
+        return row.per_user_rate.to(USER), (bound * PER_REQUEST).to(USER), batch, "user", assumed
     fit = (
         _batch_that_fits()
         .evaluate(**_only("chips_to_fit", kw), chips_to_fit=kw["n_chips"])
@@ -195,7 +200,8 @@ def _serving(row: Preset, presets: Presets, changes: dict):
     cap = min(fit, concurrency.to("sequence").m) if concurrency is not None else fit
     target = row.get("tpot")
     if target is None and row.get("per_user_rate") is not None:
-        target = (1 / row.per_user_rate).to("s")
+        # one step gives the user's one sequence u = 1 token
+        target = (ONE_TOKEN_PER_STEP * PER_REQUEST / row.per_user_rate).to("s")
     batch = cap if target is None else _largest_batch(step_id, kw, cap, target)
     if batch <= 0:
         return row.throughput_per_chip.to(RATE), Q_(0.0, RATE), 0.0, rate_id, assumed
@@ -249,8 +255,9 @@ def _ttft(row: Preset, presets: Presets, changes: dict):
     if row.get("ttft") is None or row.scenario == "decode_only":
         return None
     kw = bound_inputs(row, presets, changes)
-    # the weight read counts the experts the prompt's tokens touch: the prompt is the batch
-    prompt = {"batch_size": Q_(row.input_tokens.to("token").m, "sequence")}
+    # the weight read counts the experts the prompt's tokens touch: the prompt is the batch, its
+    # tokens read like a batch of sequences of u = 1 token each
+    prompt = {"batch_size": (row.input_tokens / ONE_TOKEN_PER_STEP).to("sequence")}
     return row.ttft.to("ms"), derivations.get("ttft_bound").evaluate(
         **{**_only("ttft_bound", kw), **prompt}
     )

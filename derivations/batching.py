@@ -24,6 +24,7 @@ from derivations.notation import (
     crossover_batch,
     d_ff_expert,
     d_model,
+    decode_tokens_per_sequence,
     dense_crossover_batch,
     dense_layers,
     expert_read_fraction,
@@ -57,6 +58,7 @@ from derivations.notation import (
     throughput,
     tokens_per_step,
     train_period,
+    vectors_per_token,
     wait_time,
     weight_bytes,
     weight_bytes_per_value,
@@ -75,6 +77,8 @@ B, F, W, C = batch_size.sym, flops.sym, mem_bandwidth.sym, hbm_capacity.sym
 N_t, N_a, b, k = n_total.sym, n_active.sym, weight_bytes_per_value.sym, kv_bytes_per_token.sym
 L, n, c_f, p = context_length.sym, n_chips.sym, flops_per_param_token.sym, price_per_chip_hour.sym
 tau = train_period.sym
+u = decode_tokens_per_sequence.sym
+nu = vectors_per_token.sym
 
 FLOP_, M_W, M_KV = step_flops.sym, weight_bytes.sym, kv_bytes.sym
 RENT, TOKENS = step_rent.sym, tokens_per_step.sym
@@ -84,15 +88,16 @@ E_r, k_e = experts_routed.sym, experts_active.sym
 s_r, phi = routed_weight_share.sym, expert_read_fraction.sym
 q_skip = expert_skip_probability.sym
 
-COMPUTE = B * (c_f * N_a + a_dec * L) / (n * F)
+COMPUTE = B * (c_f * u * N_a + a_dec * L) / (n * F)
 WEIGHTS = N_t * (1 - s_r * (1 - phi)) * b / (n * W)
 KV = B * L * k / (n * W)
 # max(E_r, 1) only keeps 0/0 out of a dense model (E_r = k = 0: no routed experts, phi = 0);
 # every MoE preset has E_r >= 1, where it is E_r itself.
-# The power is kept as exp(B log(...)): sympy would otherwise split ((E - k) / E)^B into two
-# powers that overflow at large B before they cancel.
+# The power is kept as exp(u B nu log(...)): sympy would otherwise split ((E - k) / E)^B into
+# two powers that overflow at large B before they cancel. The exponent counts routing draws:
+# u B tokens a step, nu = 1 vector each (a count of sequences cannot be an exponent).
 SKIP = 1 - k_e / sp.Max(E_r, 1)
-MISS = sp.exp(B * sp.log(SKIP))
+MISS = sp.exp(u * B * nu * sp.log(SKIP))
 ROUTED = (n_layers.sym - dense_layers.sym) * E_r * ffn_matrices.sym * d_model.sym * d_ff_expert.sym
 
 routed_expert_params_eq = register(
@@ -144,13 +149,14 @@ expert_read_fraction_eq = register(
         derivation=Derivation(
             given(
                 expert_read_fraction.sym,
-                1 - q_skip**B,
-                "one token skips a given expert with probability q, all B tokens with q^B; "
-                "the experts not skipped are touched",
+                1 - q_skip ** (u * B * nu),
+                "one token's vector skips a given expert with probability q, all u B nu of a "
+                "step (u = 1 token per sequence, nu = 1 vector per token) with q^(u B nu); the "
+                "experts not skipped are touched",
             ),
             rewrite(
                 expert_read_fraction.sym,
-                1 - sp.exp(B * sp.log(q_skip)),
+                1 - sp.exp(u * B * nu * sp.log(q_skip)),
                 "the same power as an exponential, which stays finite at any batch",
             ),
             substitute(
@@ -185,14 +191,19 @@ expert_saturation_batch_eq = register(
         id="expert_saturation_batch",
         title="Batch at which every expert is busy",
         lhs=expert_saturation_batch,
-        rhs=E_r / k_e,
+        rhs=E_r / (k_e * u * nu),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "all weights are read at large batch"),
         assumptions=("tokens route uniformly over the routed experts",),
         derivation=Derivation(
-            given(B * k_e / E_r, 1, "the B tokens make B k picks over E_r experts: one each"),
-            solve(B, E_r / k_e, "solve for the batch"),
-            rename(expert_saturation_batch.sym, E_r / k_e, "name it"),
+            given(
+                u * B * nu * k_e / E_r,
+                1,
+                "the B sequences route u B nu vectors a step (u = 1 token each, nu = 1 vector "
+                "per token), making u B nu k picks over E_r experts: one each",
+            ),
+            solve(B, E_r / (k_e * u * nu), "solve for the batch"),
+            rename(expert_saturation_batch.sym, E_r / (k_e * u * nu), "name it"),
         ),
         summary="Below it, each new sequence brings new experts to read, so an MoE's cost per "
         "token stays flat; above it, the weights are all read and batching pays.",
@@ -218,11 +229,11 @@ compute_time_eq = register(
         derivation=Derivation(
             given(compute_time.sym, FLOP_ / (n * F), "a step's FLOPs shared by n chips of F each"),
             substitute(
-                {FLOP_: B * (c_f * N_a + a_dec * L)},
+                {FLOP_: B * (c_f * u * N_a + a_dec * L)},
                 compute_time.sym,
                 COMPUTE,
-                "each of the B new tokens costs c_fwd FLOPs per active parameter, plus a_dec "
-                "FLOPs of attention per token of its context",
+                "the B sequences get u = 1 new token each, which costs c_fwd FLOPs per active "
+                "parameter, plus a_dec FLOPs of attention per token of its context",
             ),
         ),
         summary="Every active parameter does one multiply-add per token, and every new token "
@@ -338,7 +349,7 @@ cost_per_token_eq = register(
         id="cost_per_token",
         title="Cost per generated token",
         lhs=cost_per_token,
-        rhs=n * p * step_time.sym / B,
+        rhs=n * p * step_time.sym / (u * B),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "cost/token = T / B x $/GPU-s"),
         assumptions=(
@@ -354,10 +365,10 @@ cost_per_token_eq = register(
                 "n chips rented at p for the step time T",
             ),
             substitute(
-                {TOKENS: B},
+                {TOKENS: u * B},
                 cost_per_token.sym,
-                n * p * step_time.sym / B,
-                "one token for each of the B sequences",
+                n * p * step_time.sym / (u * B),
+                "u = 1 token for each of the B sequences",
             ),
         ),
         summary="Rent for the step over the tokens it makes: a hyperbola in B down to a floor.",
@@ -369,7 +380,7 @@ crossover_batch_eq = register(
         id="crossover_batch",
         title="Crossover batch size B*",
         lhs=crossover_batch,
-        rhs=F * N_t * b / (W * c_f * N_a),
+        rhs=F * N_t * b / (W * c_f * u * N_a),
         chapter=CHAPTER,
         source=Source(LECTURE, RATIO_AT, "B* = (FLOPs / mem_bw) x (N_total / N_active)"),
         assumptions=(
@@ -384,21 +395,23 @@ crossover_batch_eq = register(
         ),
         derivation=Derivation(
             given(
-                c_f * B * N_a / (n * F),
+                c_f * u * B * N_a / (n * F),
                 N_t * b / (n * W),
                 "at the crossover the compute time equals the weight-fetch time, with "
                 "every expert read and no attention FLOPs",
             ),
             rewrite(
-                c_f * B * N_a / F, N_t * b / W, "multiply both sides by n: the chip count cancels"
+                c_f * u * B * N_a / F,
+                N_t * b / W,
+                "multiply both sides by n: the chip count cancels",
             ),
-            solve(B, F * N_t * b / (W * c_f * N_a), "solve for the batch size"),
+            solve(B, F * N_t * b / (W * c_f * u * N_a), "solve for the batch size"),
             rename(
                 crossover_batch.sym,
-                sp.Mul(F * b / (c_f * W), N_t / N_a, evaluate=False),
-                "group: the chip's multiplies per byte of weight, times sparsity; FLOP rate over "
-                "bandwidth alone is right only when a multiply-add's FLOPs equal a weight's "
-                "bytes (BF16)",
+                sp.Mul(F * b / (c_f * u * W), N_t / N_a, evaluate=False),
+                "group: the chip's multiplies per byte of weight for one token per sequence, "
+                "times sparsity; FLOP rate over bandwidth alone is right only when a "
+                "multiply-add's FLOPs equal a weight's bytes (BF16)",
             ),
         ),
         summary="Below B* a step is limited by reading weights; above it, by compute. "
@@ -407,7 +420,7 @@ crossover_batch_eq = register(
     )
 )
 
-B_DENSE = F * b / (c_f * W)
+B_DENSE = F * b / (c_f * u * W)
 dense_crossover_batch_eq = register(
     Equation(
         id="dense_crossover_batch",
@@ -427,13 +440,13 @@ dense_crossover_batch_eq = register(
         derivation=Derivation(
             given(
                 crossover_batch.sym,
-                F * N_t * b / (W * c_f * N_a),
+                F * N_t * b / (W * c_f * u * N_a),
                 "the crossover batch",
             ),
             substitute(
                 {N_t: N_a},
                 crossover_batch.sym,
-                F * b / (W * c_f),
+                F * b / (W * c_f * u),
                 "a dense model: every parameter is active",
             ),
             rename(dense_crossover_batch.sym, B_DENSE, "name it"),
@@ -535,17 +548,17 @@ throughput_eq = register(
         id="throughput",
         title="Throughput of one replica",
         lhs=throughput,
-        rhs=B / step_time.sym,
+        rhs=u * B / step_time.sym,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "throughput = B / step"),
         assumptions=("each sequence receives one token per step",),
         derivation=Derivation(
             given(throughput.sym, TOKENS / step_time.sym, "tokens per step over seconds per step"),
             substitute(
-                {TOKENS: B},
+                {TOKENS: u * B},
                 throughput.sym,
-                B / step_time.sym,
-                "one token for each of the B sequences",
+                u * B / step_time.sym,
+                "u = 1 token for each of the B sequences",
             ),
         ),
         summary="Tokens per step over seconds per step.",
@@ -560,7 +573,7 @@ register(
         id="throughput_per_sequence",
         title="Tokens per second per sequence when a step reads all of HBM",
         lhs=sequence_token_rate,
-        rhs=1 / hbm_drain_time.sym,
+        rhs=u / hbm_drain_time.sym,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "throughput = B / step ~ 64 B (1/15.6 ms)"),
         assumptions=(
@@ -571,15 +584,15 @@ register(
         derivation=Derivation(
             given(sequence_token_rate.sym, throughput.sym / B, "the replica's rate per sequence"),
             substitute(
-                {throughput.sym: B / step_time.sym},
+                {throughput.sym: u * B / step_time.sym},
                 sequence_token_rate.sym,
-                1 / step_time.sym,
-                "the throughput is B tokens per step: B cancels",
+                u / step_time.sym,
+                "the throughput is u B tokens per step: B cancels",
             ),
             substitute(
                 {step_time.sym: hbm_drain_time.sym},
                 sequence_token_rate.sym,
-                1 / hbm_drain_time.sym,
+                u / hbm_drain_time.sym,
                 "a step that reads all of HBM once lasts one drain time",
             ),
         ),

@@ -42,9 +42,16 @@ class Binding:
     preset: str | None = None  # the kind of preset that supplies it: "hardware" or "model"
 
 
-def _figure(kind: str, name: str, default: Callable[[Preset], object] | None = None):
+def _figure(
+    kind: str,
+    name: str,
+    default: Callable[[Preset], object] | None = None,
+    symbol: str | None = None,
+):
     """A binding that reads field ``name`` of the chosen ``kind`` preset; ``default(preset)``
     supplies a value (with its reason) when the field is absent, e.g. no experts in a dense model.
+    A whole-number field (``layers``, ``vocab``) gets the unit of ``symbol``, the count it is
+    (``vocab`` is in tokens, ``n_layers`` in layers).
     """
 
     def read(r: Resolver):
@@ -58,7 +65,7 @@ def _figure(kind: str, name: str, default: Callable[[Preset], object] | None = N
         if value is None:
             raise ChalkboardError(f"{kind} preset {preset.id!r} has no {name} figure")
         if not isinstance(value, pint.Quantity):  # a whole-number field such as layers
-            value = Q_(value, "dimensionless")
+            value = Q_(value, lookup_symbol(symbol).unit if symbol else "dimensionless")
         return value, origin, preset.source_of(name if name in preset.fields else "source")
 
     return read
@@ -288,7 +295,10 @@ BINDINGS: dict[str, Binding] = {
     },
     **{
         name: Binding(
-            f"model's {field.replace('_', ' ')}", _figure("model", field, default), (), "model"
+            f"model's {field.replace('_', ' ')}",
+            _figure("model", field, default, symbol=name),
+            (),
+            "model",
         )
         for name, (field, default) in MODEL_FIELDS.items()
     },

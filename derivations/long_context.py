@@ -32,6 +32,7 @@ from derivations.notation import (
     decode_attention_context,
     decode_prefill_ratio,
     decode_time_per_token,
+    decode_tokens_per_sequence,
     dense_layers,
     embedding_matrices,
     embeddings_active,
@@ -60,6 +61,7 @@ from derivations.notation import (
     kv_compute_context,
     kv_lora_rank,
     kv_values_per_token,
+    kv_vectors_per_token,
     kv_weight_context,
     mem_bandwidth,
     mla_attention_params,
@@ -84,15 +86,18 @@ from derivations.notation import (
     qk_nope_head_dim,
     qk_rope_head_dim,
     routed_weight_share,
+    sequences_per_token,
     sliding_window_layers,
     step_time,
     tier_bandwidth,
+    tier_cache_bytes,
     tier_capacity,
     tier_drain_time,
     tier_fill_fraction,
     tier_price,
     tier_retrieval_time,
     v_head_dim,
+    vectors_per_token,
     vocab,
     weight_bytes_per_value,
 )
@@ -106,6 +111,8 @@ B, L, k, b = batch_size.sym, context_length.sym, kv_bytes_per_token.sym, weight_
 b_kv = kv_bytes_per_value.sym
 F, W, n, c_f = flops.sym, mem_bandwidth.sym, n_chips.sym, flops_per_param_token.sym
 N_t, N_a, p = n_total.sym, n_active.sym, price_per_chip_hour.sym
+nu, nu_kv = vectors_per_token.sym, kv_vectors_per_token.sym
+u, sigma = decode_tokens_per_sequence.sym, sequences_per_token.sym
 layers, d, h, h_kv, d_h = n_layers.sym, d_model.sym, n_heads.sym, n_kv_heads.sym, head_dim.sym
 m_ff, V = ffn_matrices.sym, vocab.sym
 
@@ -128,7 +135,7 @@ register(
     )
 )
 
-GQA_VALUES = 2 * global_layers.sym * h_kv * d_h
+GQA_VALUES = nu_kv * global_layers.sym * h_kv * d_h
 register(
     Equation(
         id="gqa_kv_values_per_token",
@@ -138,14 +145,14 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "unique KV layers x 2 x d_head x n_kv_heads"),
         assumptions=(
-            "every KV head caches one key and one value of d_h values",
+            "every KV head caches two vectors per token (one key and one value) of d_h values",
             "MHA is the case h_KV = h; MQA is the case h_KV = 1",
         ),
         summary="A key and a value per KV head per global layer.",
     )
 )
 
-MLA_VALUES = layers * (kv_lora_rank.sym + qk_rope_head_dim.sym)
+MLA_VALUES = nu * layers * (kv_lora_rank.sym + qk_rope_head_dim.sym)
 register(
     Equation(
         id="mla_kv_values_per_token",
@@ -155,7 +162,8 @@ register(
         chapter=CHAPTER,
         source=Source("DeepSeek-V2/V3 technical reports (MLA)", "", "c_KV and k_rope cached"),
         assumptions=(
-            "each layer caches one compressed latent shared by all heads, plus one rotary key",
+            "each layer caches nu = 1 vector per token: one compressed latent shared by all "
+            "heads, with one rotary key",
         ),
         summary="One latent and one shared rotary key per layer, whatever the head count.",
     )
@@ -235,19 +243,19 @@ ARCH_TOTAL = (
     + MLP_DENSE
     + MOE_LAYERS * (experts_routed.sym + experts_shared.sym) * m_ff * d * d_ff_expert.sym
     + ROUTER
-    + embedding_matrices.sym * V * d
+    + embedding_matrices.sym * nu * V * d
 )
 ARCH_ACTIVE = (
     layers * attention_params.sym
     + MLP_DENSE
     + MOE_LAYERS * (experts_active.sym + experts_shared.sym) * m_ff * d * d_ff_expert.sym
     + ROUTER
-    + embeddings_active.sym * V * d
+    + embeddings_active.sym * nu * V * d
 )
 PARAM_ASSUMPTIONS = (
     "every MLP is gated (three matrices of d by its hidden width)",
-    "input and output embeddings are separate matrices of V by d, or one shared matrix when "
-    "the model ties them (tied_embeddings = true)",
+    "input and output embeddings are separate matrices of V by d (nu = 1 row of d values per "
+    "vocabulary token), or one shared matrix when the model ties them (tied_embeddings = true)",
     "norms and biases are left out (under 0.1% of every preset)",
 )
 register(
@@ -284,7 +292,7 @@ c_mac, a_dec, a_pre = (
     attention_flops_per_token.sym,
     (prefill_attention_flops.sym),
 )
-GQA_FLOPS = 2 * c_mac * h * d_h * global_layers.sym
+GQA_FLOPS = nu_kv * c_mac * h * d_h * global_layers.sym
 register(
     Equation(
         id="gqa_attention_flops",
@@ -295,24 +303,31 @@ register(
         source=Source("model configs (facts.md, Models)", "", "QK^T and AV of every query head"),
         assumptions=(
             "every query head scores each cached key (d_h multiply-adds) and weights each "
-            "cached value (d_h more): grouping KV heads saves bytes, not FLOPs",
+            "cached value (d_h more): nu_KV = 2 vectors per context token; grouping KV heads "
+            "saves bytes, not FLOPs",
             "sliding-window layers attend to a fixed window, so per token of a long context "
             "only the global layers count",
         ),
         derivation=Derivation(
             given(
                 gqa_attention_flops.sym,
-                c_mac * h * d_h * global_layers.sym + c_mac * h * d_h * global_layers.sym,
-                "scores (q . k) and the weighted sum of values, per query head and global layer",
+                nu * c_mac * h * d_h * global_layers.sym + nu * c_mac * h * d_h * global_layers.sym,
+                "scores (q . k) against a context token's key and the weighted sum of its "
+                "value, one vector each (nu = 1 per token), per query head and global layer",
             ),
-            rewrite(gqa_attention_flops.sym, GQA_FLOPS, "add the two"),
+            substitute(
+                {nu: nu_kv / 2},
+                gqa_attention_flops.sym,
+                GQA_FLOPS,
+                "add the two: the key and the value are the nu_KV = 2 vectors a token caches",
+            ),
         ),
         summary="Decode and prefill alike: two multiply-adds of d_h per query head, per cached "
         "token, per global layer.",
     )
 )
 
-MLA_DECODE = c_mac * h * (2 * r_kv + d_rope) * layers
+MLA_DECODE = nu * c_mac * h * (2 * r_kv + d_rope) * layers
 register(
     Equation(
         id="mla_decode_attention_flops",
@@ -332,8 +347,9 @@ register(
         derivation=Derivation(
             given(
                 mla_decode_attention_flops.sym,
-                c_mac * h * (r_kv + d_rope) * layers + c_mac * h * r_kv * layers,
-                "each head scores the latent and the rotary key, then sums the latents",
+                nu * c_mac * h * (r_kv + d_rope) * layers + nu * c_mac * h * r_kv * layers,
+                "each head scores a context token's latent and rotary key (nu = 1 vector per "
+                "token), then sums the latents",
             ),
             rewrite(mla_decode_attention_flops.sym, MLA_DECODE, "collect"),
         ),
@@ -342,7 +358,7 @@ register(
     )
 )
 
-MLA_PREFILL = c_mac * h * (d_nope + d_rope + d_v) * layers
+MLA_PREFILL = nu * c_mac * h * (d_nope + d_rope + d_v) * layers
 register(
     Equation(
         id="mla_prefill_attention_flops",
@@ -363,8 +379,9 @@ register(
         derivation=Derivation(
             given(
                 mla_prefill_attention_flops.sym,
-                c_mac * h * (d_nope + d_rope) * layers + c_mac * h * d_v * layers,
-                "each head scores a key of d_nope + d_rope values and sums values of d_v",
+                nu * c_mac * h * (d_nope + d_rope) * layers + nu * c_mac * h * d_v * layers,
+                "each head scores a key of d_nope + d_rope values and sums values of d_v, one "
+                "of each per context token (nu = 1 vector per token)",
             ),
             rewrite(mla_prefill_attention_flops.sym, MLA_PREFILL, "collect"),
         ),
@@ -377,7 +394,7 @@ register(
         id="decode_attention_context",
         title="Context at which attention FLOPs equal weight FLOPs (decode)",
         lhs=decode_attention_context,
-        rhs=c_f * N_a / a_dec,
+        rhs=c_f * u * N_a / a_dec,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "t_compute = B N_active / FLOPs, attention added"),
         assumptions=(
@@ -385,16 +402,21 @@ register(
             "they add 10%)",
         ),
         derivation=Derivation(
-            given(a_dec * L, c_f * N_a, "a new token's attention FLOPs equal its weight FLOPs"),
-            solve(L, c_f * N_a / a_dec, "solve for the context"),
-            rename(decode_attention_context.sym, c_f * N_a / a_dec, "name it"),
+            given(
+                a_dec * L,
+                c_f * u * N_a,
+                "a sequence's new token (u = 1 per step) spends as many attention FLOPs as "
+                "weight FLOPs",
+            ),
+            solve(L, c_f * u * N_a / a_dec, "solve for the context"),
+            rename(decode_attention_context.sym, c_f * u * N_a / a_dec, "name it"),
         ),
         summary="About 4.4K tokens for DeepSeek-V3 (MLA reads a wide latent with every head), "
         "tens of thousands for the GQA models: the lecture's 'millions' holds for neither.",
     )
 )
 
-PREFILL_PER_TOKEN = c_f * N_a + a_pre * L / 2
+PREFILL_PER_TOKEN = c_f * N_a + a_pre * sigma * L / 2
 register(
     Equation(
         id="prefill_flops_per_token",
@@ -406,6 +428,7 @@ register(
         assumptions=(
             "causal attention: token i attends to the i tokens before it, so the L tokens make "
             "L (L + 1) / 2 pairs, about L^2 / 2 for L >> 1",
+            "a token attends only within its own sequence (sigma = 1 sequence per token)",
         ),
         derivation=Derivation(
             given(
@@ -414,10 +437,11 @@ register(
                 "a prefill's FLOPs shared by its L tokens",
             ),
             substitute(
-                {prefill_flops.sym: L * c_f * N_a + a_pre * L**2 / 2},
+                {prefill_flops.sym: L * c_f * N_a + a_pre * sigma * L**2 / 2},
                 prefill_flops_per_token.sym,
-                (L * c_f * N_a + a_pre * L**2 / 2) / L,
-                "weights: c_fwd N_active per token; attention: a_pre per pair, L^2 / 2 pairs",
+                (L * c_f * N_a + a_pre * sigma * L**2 / 2) / L,
+                "weights: c_fwd N_active per token; attention: a_pre per pair, L^2 / 2 pairs, "
+                "each pair inside one sequence (sigma)",
             ),
             rewrite(prefill_flops_per_token.sym, PREFILL_PER_TOKEN, "divide by L"),
         ),
@@ -431,14 +455,14 @@ register(
         id="prefill_attention_context",
         title="Prompt length at which attention FLOPs equal weight FLOPs (prefill)",
         lhs=prefill_attention_context,
-        rhs=2 * c_f * N_a / a_pre,
+        rhs=2 * c_f * N_a / (a_pre * sigma),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "prefill is compute-bound: 2 N_active per token"),
         assumptions=("below it, a prefill's attention FLOPs can be dropped (as for decode)",),
         derivation=Derivation(
-            given(a_pre * L / 2, c_f * N_a, "the attention term equals the weights' term"),
-            solve(L, 2 * c_f * N_a / a_pre, "solve for the prompt length"),
-            rename(prefill_attention_context.sym, 2 * c_f * N_a / a_pre, "name it"),
+            given(a_pre * sigma * L / 2, c_f * N_a, "the attention term equals the weights' term"),
+            solve(L, 2 * c_f * N_a / (a_pre * sigma), "solve for the prompt length"),
+            rename(prefill_attention_context.sym, 2 * c_f * N_a / (a_pre * sigma), "name it"),
         ),
         summary="About 100K tokens for the dense Llama models: long prompts cost up to twice "
         "the lecture's 2 N per token, more beyond.",
@@ -447,11 +471,11 @@ register(
 
 # -- where the KV cache takes over -------------------------------------------------------------
 
-COMPUTE = B * (c_f * N_a + a_dec * L) / (n * F)
+COMPUTE = B * (c_f * u * N_a + a_dec * L) / (n * F)
 KV = B * L * k / (n * W)
 s_r, phi = routed_weight_share.sym, expert_read_fraction.sym
 WEIGHTS = N_t * (1 - s_r * (1 - phi)) * b / (n * W)
-KV_COMPUTE = c_f * N_a * W / (F * k - W * a_dec)
+KV_COMPUTE = c_f * u * N_a * W / (F * k - W * a_dec)
 register(
     Equation(
         id="kv_compute_crossover_context",
@@ -470,8 +494,8 @@ register(
             given(KV, COMPUTE, "at the crossover the KV-fetch time equals the compute time"),
             rewrite(
                 L * k / W,
-                (c_f * N_a + a_dec * L) / F,
-                "divide both sides by B / n: batch and chips cancel",
+                (c_f * u * N_a + a_dec * L) / F,
+                "divide both sides by B / n: batch and chips cancel (u = 1 new token per sequence)",
             ),
             solve(L, KV_COMPUTE, "solve for the context length"),
             rename(kv_compute_context.sym, KV_COMPUTE, "name it"),
@@ -516,7 +540,7 @@ register(
         id="kv_bytes_from_price_kink",
         title="KV bytes per token implied by a price kink",
         lhs=implied_kv_bytes_per_token,
-        rhs=c_f * N_a * W / (F * L_kink),
+        rhs=c_f * u * N_a * W / (F * L_kink),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "bytes_per_token = (mem_bw/FLOPs) N_active / len_ctx"),
         assumptions=(
@@ -529,17 +553,17 @@ register(
         derivation=Derivation(
             given(
                 kv_compute_context.sym,
-                c_f * N_a * W / (F * k),
+                c_f * u * N_a * W / (F * k),
                 "the context at which KV fetch equals compute, attention FLOPs ignored",
             ),
             substitute(
                 {kv_compute_context.sym: L_kink},
                 L_kink,
-                c_f * N_a * W / (F * k),
+                c_f * u * N_a * W / (F * k),
                 "suppose the price kink sits at that context",
             ),
-            solve(k, c_f * N_a * W / (F * L_kink), "solve for the KV bytes per token"),
-            rename(implied_kv_bytes_per_token.sym, c_f * N_a * W / (F * L_kink), "name it"),
+            solve(k, c_f * u * N_a * W / (F * L_kink), "solve for the KV bytes per token"),
+            rename(implied_kv_bytes_per_token.sym, c_f * u * N_a * W / (F * L_kink), "name it"),
         ),
         summary="Read backwards, the kink's position tells how many KV bytes a token costs.",
     )
@@ -625,7 +649,7 @@ register(
 # -- memory tiers and caching ------------------------------------------------------------------
 
 phi, C_t, W_t = tier_fill_fraction.sym, tier_capacity.sym, tier_bandwidth.sym
-t_ret, M_c = tier_retrieval_time.sym, cache_bytes.sym
+t_ret, M_c = tier_retrieval_time.sym, tier_cache_bytes.sym
 register(
     Equation(
         id="storage_tier_drain_time",

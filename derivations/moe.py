@@ -23,6 +23,7 @@ from derivations.notation import (
     compute_cost_floor,
     cost_per_token,
     d_model,
+    decode_tokens_per_sequence,
     dispatch_bytes,
     expert_parallel_chips,
     experts_active,
@@ -48,6 +49,7 @@ from derivations.notation import (
     scaleup_hbm,
     scaleup_param_capacity,
     step_time,
+    vectors_per_token,
     weight_bytes_per_value,
 )
 
@@ -59,6 +61,7 @@ E, k, d = expert_parallel_chips.sym, experts_active.sym, d_model.sym
 b, b_w = activation_bytes_per_value.sym, weight_bytes_per_value.sym
 r, f, pi = racks_spanned.sym, offrack_fraction.sym, scale_out_penalty.sym
 S_up, S_out, B = scale_up_bandwidth.sym, scale_out_bandwidth.sym, batch_size.sym
+u, nu = decode_tokens_per_sequence.sym, vectors_per_token.sym
 
 register(
     Equation(
@@ -78,11 +81,12 @@ register(
         id="alltoall_bytes_per_token",
         title="All-to-all bytes per token per MoE layer",
         lhs=alltoall_bytes,
-        rhs=2 * k * d * b,
+        rhs=2 * nu * k * d * b,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "all-to-all dispatch + combine"),
         assumptions=(
-            "a token's activation (d values) goes to each of its k experts and comes back",
+            "a token's activation (nu = 1 vector of d values) goes to each of its k experts and "
+            "comes back",
             "activations travel at the compute precision, b_act bytes per value",
             "shared experts sit with the token and send nothing",
         ),
@@ -93,9 +97,9 @@ register(
                 "a token is dispatched to its experts and their outputs combined",
             ),
             substitute(
-                {dispatch_bytes.sym: k * d * b, combine_bytes.sym: k * d * b},
+                {dispatch_bytes.sym: nu * k * d * b, combine_bytes.sym: nu * k * d * b},
                 alltoall_bytes.sym,
-                2 * k * d * b,
+                2 * nu * k * d * b,
                 "each way moves one activation of d values per expert",
             ),
         ),
@@ -127,7 +131,7 @@ register(
     )
 )
 
-T_ONE = B * alltoall_bytes.sym / (E * S_up)
+T_ONE = u * B * alltoall_bytes.sym / (E * S_up)  # u = 1 token per sequence per step
 SLOWDOWN = sp.Max(1 - f, f * pi)
 s_on, s_off = onrack_slowdown.sym, offrack_slowdown.sym
 register(
@@ -174,6 +178,7 @@ register(
         source=Source(LECTURE, SECTION_B, "scale-out ~8x slower than scale-up"),
         assumptions=(
             "as for the multi-rack slowdown",
+            "each of the B sequences sends u = 1 token through the layer per step",
             "the scale-up domain is switched: any chip reaches any other at full bandwidth "
             "(a TPU torus is not)",
         ),
@@ -260,14 +265,16 @@ register(
         source=Source(LECTURE, SECTION_B, "active params limited by compute cost"),
         assumptions=("the batch is past the crossover and KV reads are not the bottleneck",),
         derivation=Derivation(
-            given(cost_per_token.sym, n * p * step_time.sym / B, "chapter A's cost per token"),
+            given(
+                cost_per_token.sym, n * p * step_time.sym / (u * B), "chapter A's cost per token"
+            ),
             substitute(
                 {
-                    step_time.sym: c_f * B * N_a / (n * F),
+                    step_time.sym: c_f * u * B * N_a / (n * F),
                     cost_per_token.sym: compute_cost_floor.sym,
                 },
                 compute_cost_floor.sym,
-                n * p * (c_f * B * N_a / (n * F)) / B,
+                n * p * (c_f * u * B * N_a / (n * F)) / (u * B),
                 "past the crossover the step takes its compute time",
             ),
             rewrite(compute_cost_floor.sym, c_f * N_a * p / F, "batch and chips cancel"),

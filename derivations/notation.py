@@ -1,8 +1,8 @@
 """Every symbol of the notation, declared once with its unit, meaning and LaTeX.
 
-Counts (sequences, tokens, parameters, chips, values) are dimensionless named units; FLOP, byte,
-second and USD are independent dimensions, so the hidden factors of the lecture show up as
-named constants with units.
+FLOP, byte, second, USD, token and sequence are independent dimensions, so the hidden factors of
+the lecture show up as named constants with units (u, nu, nu_KV, sigma, D_0); the other counts
+(parameters, chips, layers, values, vectors) are dimensionless named units.
 
 >>> flops_per_param_token.value
 <Quantity(2.0, 'FLOP / parameter / token')>
@@ -17,6 +17,40 @@ flops_per_param_token = constant(
     "FLOPs per parameter per token in a forward pass: one multiply and one add",
     r"c_{\mathrm{fwd}}",
     "a matrix-vector product does one multiply-add (2 FLOP) per weight per token",
+)
+
+decode_tokens_per_sequence = constant(
+    "decode_tokens_per_sequence",
+    "1 token/sequence",
+    "tokens one decode step gives each sequence of the batch: one (the lecture's hidden factor "
+    "that turns B sequences into B tokens per step)",
+    r"u",
+    "a decode step appends one token to every sequence in the batch (no speculative decoding)",
+)
+
+vectors_per_token = constant(
+    "vectors_per_token",
+    "1 vector/token",
+    "vectors of d values one token carries: one (its residual-stream vector, or its row of an "
+    "embedding matrix); the hidden factor that turns a width in values into values per token",
+    r"\nu",
+    "a transformer represents each token by one residual-stream vector per layer",
+)
+kv_vectors_per_token = constant(
+    "kv_vectors_per_token",
+    "2 vector/token",
+    "vectors the KV cache keeps per token of context, per layer and KV head: two (a key and a "
+    "value), the lecture's factor of 2",
+    r"\nu_{\mathrm{KV}}",
+    "attention caches one key and one value vector per token, layer and KV head",
+)
+sequences_per_token = constant(
+    "sequences_per_token",
+    "1 sequence/token",
+    "sequences a token belongs to and attends within: one (its own); the hidden factor that "
+    "turns a context in tokens per sequence into the tokens one query sees",
+    r"\sigma",
+    "attention never crosses sequences: a token attends only to tokens of its own sequence",
 )
 
 # -- hardware ----------------------------------------------------------------------------------
@@ -78,7 +112,11 @@ batch_size = symbol(
     "batch_size", "sequence", "sequences in the batch, each getting one new token per step", r"B"
 )
 context_length = symbol(
-    "context_length", "token", "tokens of context per sequence", r"L_{\mathrm{ctx}}"
+    "context_length",
+    "token/sequence",
+    "tokens of context per sequence",
+    r"L_{\mathrm{ctx}}",
+    display="token/sequence",
 )
 train_period = symbol("train_period", "s", "time between batch departures", r"\tau", display="ms")
 
@@ -230,7 +268,7 @@ tokens_per_step = symbol(
 
 # -- model architecture (read from a model preset's fields) ------------------------------------
 n_layers = symbol("n_layers", "layer", "transformer layers", r"n_{\mathrm{layers}}")
-d_model = symbol("d_model", "value/token", "width of the residual stream", r"d")
+d_model = symbol("d_model", "value", "width of the residual stream", r"d")
 n_heads = symbol("n_heads", "head", "query heads per layer", r"h")
 n_kv_heads = symbol("n_kv_heads", "head", "key/value heads per layer (GQA)", r"h_{\mathrm{KV}}")
 head_dim = symbol("head_dim", "value/head", "values per attention head", r"d_{h}")
@@ -341,24 +379,24 @@ arch_params_active = symbol(
 )
 kv_compute_context = symbol(
     "kv_compute_context",
-    "token",
+    "token/sequence",
     "context length at which KV-fetch time equals compute time",
     r"L_{\mathrm{KV}=\mathrm{compute}}",
-    display="ktoken",
+    display="ktoken/sequence",
 )
 kv_weight_context = symbol(
     "kv_weight_context",
-    "token",
+    "token/sequence",
     "context length at which KV-fetch time equals weight-fetch time",
     r"L_{\mathrm{KV}=\mathrm{weights}}",
-    display="ktoken",
+    display="ktoken/sequence",
 )
 price_kink_context = symbol(
     "price_kink_context",
-    "token",
+    "token/sequence",
     "context length at which a price list steps up",
     r"L_{\mathrm{kink}}",
-    display="ktoken",
+    display="ktoken/sequence",
 )
 implied_kv_bytes_per_token = symbol(
     "implied_kv_bytes_per_token",
@@ -456,13 +494,13 @@ tier_price = symbol(
 )
 cache_hold_cost = symbol(
     "cache_hold_cost",
-    "USD/hour",
+    "USD/hour/sequence",
     "cost of holding one sequence's KV cache in a tier",
     r"c_{\mathrm{hold}}",
 )
 cache_recompute_cost = symbol(
     "cache_recompute_cost",
-    "USD",
+    "USD/sequence",
     "cost of recomputing one sequence's KV cache (a prefill)",
     r"c_{\mathrm{remat}}",
 )
@@ -510,17 +548,17 @@ prefill_attention_flops = symbol(
 )
 decode_attention_context = symbol(
     "decode_attention_context",
-    "token",
+    "token/sequence",
     "context at which a decode token's attention FLOPs equal its weight FLOPs",
     r"L_{\mathrm{attn}}",
-    display="ktoken",
+    display="ktoken/sequence",
 )
 prefill_attention_context = symbol(
     "prefill_attention_context",
-    "token",
+    "token/sequence",
     "prompt length at which causal prefill's attention FLOPs per token equal its weight FLOPs",
     r"L_{\mathrm{attn}}^{\mathrm{pre}}",
-    display="ktoken",
+    display="ktoken/sequence",
 )
 prefill_flops_per_token = symbol(
     "prefill_flops_per_token",
@@ -865,6 +903,14 @@ loss = symbol("loss", "dimensionless", "pre-training loss (nats per token)", r"\
 loss_irreducible = symbol("loss_irreducible", "dimensionless", "irreducible loss", r"\mathcal{E}")
 loss_param_coeff = symbol("loss_param_coeff", "dimensionless", "parameter term's scale", r"A")
 loss_data_coeff = symbol("loss_data_coeff", "dimensionless", "data term's scale", r"\mathcal{B}")
+fit_token_unit = constant(
+    "fit_token_unit",
+    "1 token",
+    "the unit the loss fits count training tokens in: D / D_0 is the pure number a power law "
+    "can raise (a count of tokens cannot be raised to the power beta)",
+    r"D_{0}",
+    "Hoffmann et al. 2022 and Besiroglu et al. 2024 fit the loss with D counted in tokens",
+)
 loss_param_exponent = symbol(
     "loss_param_exponent", "dimensionless", "parameter term's exponent", r"\alpha"
 )
@@ -967,7 +1013,18 @@ home_rack_share = symbol(
     r"p_{\mathrm{home}}",
 )
 cache_bytes = symbol(
-    "cache_bytes", "byte", "bytes of one sequence's KV cache", r"M_{\mathrm{cache}}", "GB"
+    "cache_bytes",
+    "byte/sequence",
+    "bytes of one sequence's KV cache",
+    r"M_{\mathrm{cache}}",
+    "GB/sequence",
+)
+tier_cache_bytes = symbol(
+    "tier_cache_bytes",
+    "byte",
+    "bytes of all the caches a memory device holds",
+    r"M_{\mathrm{tier}}",
+    "GB",
 )
 hop_count = symbol(
     "hop_count", "dimensionless", "hops a token makes per step", r"h_{\mathrm{hops}}"
@@ -979,7 +1036,10 @@ expert_skip_probability = symbol(
     r"q_{\mathrm{skip}}",
 )
 prefill_flops = symbol(
-    "prefill_flops", "FLOP", "FLOPs of a causal prefill of L tokens", r"\Phi_{\mathrm{prefill}}"
+    "prefill_flops",
+    "FLOP/sequence",
+    "FLOPs of a causal prefill of one sequence of L tokens",
+    r"\Phi_{\mathrm{prefill}}",
 )
 onrack_slowdown = symbol(
     "onrack_slowdown",

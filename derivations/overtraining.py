@@ -32,6 +32,7 @@ from derivations.notation import (
     cost_a,
     cost_product,
     deployment_time,
+    fit_token_unit,
     flops_per_param_token,
     forward_flops,
     inference_flops,
@@ -267,12 +268,13 @@ register(
 
 E_, A, Bc = loss_irreducible.sym, loss_param_coeff.sym, loss_data_coeff.sym
 alpha, beta = loss_param_exponent.sym, loss_data_exponent.sym
+D0 = fit_token_unit.sym
 register(
     Equation(
         id="chinchilla_loss",
         title="The Chinchilla loss law",
         lhs=loss,
-        rhs=E_ + A / N**alpha + Bc / D**beta,
+        rhs=E_ + A / N**alpha + Bc / (D / D0) ** beta,
         chapter=CHAPTER,
         source=Source(CHINCHILLA),
         assumptions=("a dense model: N counts every parameter, all active",),
@@ -282,10 +284,12 @@ register(
 
 C = training_flops.sym
 G = (alpha * A / (beta * Bc)) ** (1 / (alpha + beta))
-N_STAR = G * (C / (3 * c_f)) ** (beta / (alpha + beta))
+N_STAR = G * (C / (3 * c_f * D0)) ** (beta / (alpha + beta))
 D_OF_N = C / (3 * c_f * N)
-LOSS_ON_BUDGET = E_ + A / N**alpha + Bc / D_OF_N**beta
-SLOPE = -alpha * A / N ** (alpha + 1) + beta * Bc * (3 * c_f) ** beta * N ** (beta - 1) / C**beta
+LOSS_ON_BUDGET = E_ + A / N**alpha + Bc / (D_OF_N / D0) ** beta
+SLOPE = (
+    -alpha * A / N ** (alpha + 1) + beta * Bc * (3 * c_f * D0) ** beta * N ** (beta - 1) / C**beta
+)
 register(
     Equation(
         id="compute_optimal_params",
@@ -296,7 +300,7 @@ register(
         source=Source(CHINCHILLA),
         assumptions=("training compute is 6 N D", "the loss law holds at this scale"),
         derivation=Derivation(
-            given(loss.sym, E_ + A / N**alpha + Bc / D**beta, "the loss law"),
+            given(loss.sym, E_ + A / N**alpha + Bc / (D / D0) ** beta, "the loss law"),
             substitute(
                 {D: D_OF_N},
                 loss.sym,

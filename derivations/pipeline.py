@@ -46,6 +46,7 @@ from derivations.notation import (
     scaleup_time_per_token,
     traffic_time_ratio,
     train_period,
+    vectors_per_token,
     weight_bytes,
     weight_bytes_per_value,
 )
@@ -141,6 +142,7 @@ register(
 t_up, t_out = scaleup_time_per_token.sym, scaleout_time_per_token.sym
 S_up, S_out, pi = scale_up_bandwidth.sym, scale_out_bandwidth.sym, scale_out_penalty.sym
 ell, kk, d = moe_layers_per_stage.sym, experts_active.sym, d_model.sym
+nu = vectors_per_token.sym
 register(
     Equation(
         id="scaleup_scaleout_ratio",
@@ -152,23 +154,23 @@ register(
             LECTURE_C, SECTION_C, "t_scaleup/t_scaleout = (1/8) 2 k layers_per_stage >= 1"
         ),
         assumptions=(
-            "inside a stage each MoE layer's all-to-all moves 2 k activations per token; dense "
-            "layers move none",
+            "inside a stage each MoE layer's all-to-all moves 2 k activations per token (nu = 1 "
+            "vector of d values each); dense layers move none",
             "between stages one activation per token crosses the scale-out network",
         ),
         derivation=Derivation(
             given(traffic_time_ratio.sym, t_up / t_out, "the two times per token"),
             substitute(
-                {t_up: ell * 2 * kk * d * b_act / S_up, t_out: d * b_act / S_out},
+                {t_up: ell * 2 * kk * nu * d * b_act / S_up, t_out: nu * d * b_act / S_out},
                 traffic_time_ratio.sym,
-                (ell * 2 * kk * d * b_act / S_up) / (d * b_act / S_out),
+                (ell * 2 * kk * nu * d * b_act / S_up) / (nu * d * b_act / S_out),
                 "all-to-all bytes of the stage's MoE layers over scale-up; one activation over "
                 "scale-out",
             ),
             substitute(
                 {S_out: S_up / pi},
                 traffic_time_ratio.sym,
-                (ell * 2 * kk * d * b_act / S_up) / (d * b_act * pi / S_up),
+                (ell * 2 * kk * nu * d * b_act / S_up) / (nu * d * b_act * pi / S_up),
                 "scale-out is pi times slower",
             ),
             rewrite(
@@ -336,7 +338,7 @@ register(
 )
 
 c_act, layers = activation_bytes_factor.sym, n_layers.sym
-FULL_ACT = layers * B * L * c_act * d
+FULL_ACT = nu * layers * B * L * c_act * d
 register(
     Equation(
         id="full_activation_memory",

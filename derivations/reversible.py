@@ -46,6 +46,7 @@ from derivations.notation import (
     revnet_y,
     revnet_y_next,
     training_tokens,
+    vectors_per_token,
 )
 
 CHAPTER = "reversible"
@@ -101,11 +102,12 @@ register(
         id="layer_activation_bytes",
         title="Activation bytes stored per token per layer",
         lhs=layer_activation_bytes,
-        rhs=d_model.sym * activation_bytes_per_value.sym,
+        rhs=vectors_per_token.sym * d_model.sym * activation_bytes_per_value.sym,
         chapter=CHAPTER,
         source=Source(REVNET),
         assumptions=(
-            "only each layer's input (the residual stream) is kept; real frameworks keep more, "
+            "only each layer's input (the residual stream, nu = 1 vector of d values per token) "
+            "is kept; real frameworks keep more, "
             "which makes the saving larger",
             "activations are stored at the compute precision, b_act bytes per value",
         ),

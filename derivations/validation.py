@@ -11,7 +11,7 @@ FLOPs, MoE expert reads, separate weight and KV precisions) flow into every boun
 >>> from derivations import get
 >>> rate = get("decode_rate_per_chip").evaluate(
 ...     hardware="h200", model="llama_2_70b", precision="fp8",
-...     batch_size=64, context_length="1000 token", n_chips=1)
+...     batch_size=64, context_length="1000 token/sequence", n_chips=1)
 >>> round(rate.m)
 3866
 """
@@ -24,6 +24,7 @@ from derivations.derivation import Derivation, given, rewrite, substitute
 from derivations.notation import (
     batch_size,
     compute_time,
+    decode_tokens_per_sequence,
     flops,
     flops_per_param_token,
     head_dim,
@@ -35,6 +36,7 @@ from derivations.notation import (
     step_time,
     training_flops,
     training_tokens,
+    vectors_per_token,
     weight_fetch_time,
 )
 
@@ -59,7 +61,7 @@ decode_rate_per_chip = symbol(
 )
 decode_rate_per_user = symbol(
     "decode_rate_per_user",
-    "token/s",
+    "token/s/sequence",
     "decode tokens per second seen by one sequence (upper bound)",
     r"R_{\mathrm{user}}",
 )
@@ -78,7 +80,7 @@ serving_rate_per_chip = symbol(
 )
 serving_rate_per_user = symbol(
     "serving_rate_per_user",
-    "token/s",
+    "token/s/sequence",
     "output tokens per second seen by one sequence, prefill included (upper bound)",
     r"R^{\mathrm{serve}}_{\mathrm{user}}",
 )
@@ -127,6 +129,7 @@ attention_training_rate_bound = symbol(
     r"R^{\mathrm{attn}}_{\mathrm{train}}",
 )
 
+u, nu = decode_tokens_per_sequence.sym, vectors_per_token.sym
 B, n, T, rho = batch_size.sym, n_chips.sym, step_time.sym, input_output_ratio.sym
 c_f, N_a, F = flops_per_param_token.sym, n_active.sym, flops.sym
 T_s, L_in = serving_step_time.sym, input_tokens.sym
@@ -137,7 +140,7 @@ register(
         id="decode_rate_per_chip",
         title="Decode tokens per second per chip",
         lhs=decode_rate_per_chip,
-        rhs=B / (n * T),
+        rhs=u * B / (n * T),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "throughput = B / step, shared by the replica's chips"),
         assumptions=(
@@ -147,10 +150,10 @@ register(
         derivation=Derivation(
             given(
                 decode_rate_per_chip.sym,
-                B / T / n,
-                "a replica's B / T tokens per second over n chips",
+                u * B / T / n,
+                "a replica's u B / T tokens per second over n chips (u = 1 token per sequence)",
             ),
-            rewrite(decode_rate_per_chip.sym, B / (n * T), "one fraction"),
+            rewrite(decode_rate_per_chip.sym, u * B / (n * T), "one fraction"),
         ),
         summary="The replica's tokens per step over its step time, per chip: what a benchmark's "
         "'tokens/s per GPU' is held against.",
@@ -162,7 +165,7 @@ register(
         id="decode_rate_per_user",
         title="Decode tokens per second per user",
         lhs=decode_rate_per_user,
-        rhs=1 / T,
+        rhs=u / T,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "each sequence gets one token per step"),
         assumptions=("one token per sequence per step (no speculative decoding)",),
@@ -209,15 +212,17 @@ register(
         id="serving_rate_per_chip",
         title="Output tokens per second per chip, prefill included",
         lhs=serving_rate_per_chip,
-        rhs=B / (n * T_s),
+        rhs=u * B / (n * T_s),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "throughput = B / step, shared by the replica's chips"),
         assumptions=("each of the B sequences gets one output token per serving step",),
         derivation=Derivation(
             given(
-                serving_rate_per_chip.sym, B / T_s / n, "B tokens per serving step, over n chips"
+                serving_rate_per_chip.sym,
+                u * B / T_s / n,
+                "u B tokens per serving step (u = 1 per sequence), over n chips",
             ),
-            rewrite(serving_rate_per_chip.sym, B / (n * T_s), "one fraction"),
+            rewrite(serving_rate_per_chip.sym, u * B / (n * T_s), "one fraction"),
         ),
         summary="The bound a measured 'output tokens/s per GPU' is held against.",
     )
@@ -228,7 +233,7 @@ register(
         id="serving_rate_per_user",
         title="Output tokens per second per user, prefill included",
         lhs=serving_rate_per_user,
-        rhs=1 / T_s,
+        rhs=u / T_s,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_A, "each sequence gets one token per step"),
         assumptions=("one token per sequence per step (no speculative decoding)",),
@@ -321,7 +326,7 @@ register(
     )
 )
 
-ATTN = 2 * n_layers.sym * n_heads.sym * head_dim.sym * training_sequence.sym
+ATTN = 2 * nu * n_layers.sym * n_heads.sym * head_dim.sym * training_sequence.sym
 register(
     Equation(
         id="attention_training_rate_bound",
@@ -335,7 +340,8 @@ register(
             "6N + 12 L H Q T FLOPs per token",
         ),
         assumptions=(
-            "each token's query meets all L_train keys and values of its sequence in every layer "
+            "each token's query meets all L_train keys and values of its sequence in every layer, "
+            "one vector each per token "
             "(no causal halving, as PaLM counts it)",
             "the attention matrix products cost, like weights, a forward multiply-add and a "
             "backward pass of twice that",

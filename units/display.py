@@ -55,6 +55,7 @@ COUNT_WORDS = {
     "parameter": ("parameter", "parameters"),
     "sequence": ("sequence", "sequences"),
     "value": ("value", "values"),
+    "vector": ("vector", "vectors"),
     "chip": ("chip", "chips"),
     "expert": ("expert", "experts"),
     "layer": ("layer", "layers"),

@@ -5,7 +5,7 @@
 >>> parse_quantity("80 GB", expect="byte/s")
 Traceback (most recent call last):
 ...
-units.errors.ChalkboardError: '80 GB' is [information], expected ... (like B/s)
+units.errors.ChalkboardError: '80 GB' is [information], expected ... (like 80 B/s)
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ MAX_UNIT_CHARS = 100
 MAX_EXPONENT = 12
 MAX_NUMBER_CHARS = 400
 
-# The dimensions of counts (tokens, sequences, chips, ...): a bare number is read in such a unit.
-# Counts are dimensionless today, so only the empty dimensionality qualifies.
-COUNT_DIMENSIONS: frozenset[str] = frozenset()
+# The dimensions of counts (tokens and sequences; units/definitions.txt): a bare number is read
+# in a unit made only of these and of dimensionless counts (chips, parameters, layers, ...).
+COUNT_DIMENSIONS: frozenset[str] = frozenset({"[token]", "[sequence]"})
 
 
 def is_count(unit) -> bool:
@@ -91,6 +91,19 @@ def parse_unit(text: str) -> pint.Unit:
         raise ChalkboardError(f"unknown unit in {text!r}: {err}") from None
     except Exception as err:  # pint raises assorted errors on malformed text
         raise ChalkboardError(f"cannot read unit {text!r}: {err}") from None
+
+
+_SHORT_COUNTS = {"tok": "token", "seq": "sequence", "param": "parameter", "val": "value"}
+_SHORT_COUNT = re.compile(r"(?<![A-Za-z])([kMGTP]?)(tok|seq|param|val)(?![A-Za-z])")
+
+
+def spelled(unit: pint.Unit) -> str:
+    """A unit in pint's short notation with its counts spelled out, as people type them.
+
+    >>> spelled(parse_unit("token/sequence")), spelled(parse_unit("USD/Mtoken/s"))
+    ('token/sequence', 'USD/Mtoken/s')
+    """
+    return _SHORT_COUNT.sub(lambda m: m.group(1) + _SHORT_COUNTS[m.group(2)], f"{unit:~P}")
 
 
 def dimension_of(unit: str | pint.Unit) -> str:
@@ -196,8 +209,11 @@ def parse_quantity(
         if q.dimensionality != Q_(1, want).dimensionality:
             shown = text if isinstance(text, str) else f"{q:~P}"
             prefix = f"{what}: " if what else ""
+            # the example in the unit shown to people, counts spelled out ("token/sequence",
+            # never pint's short "tok/seq")
+            like = example.strip() if isinstance(example, str) else spelled(want)
             raise ChalkboardError(
                 f"{prefix}{shown!r} is {dimension_of(q.units)}, expected a quantity of "
-                f"{dimension_of(want)} (like {want:~P})"
+                f"{dimension_of(want)} (like {q.magnitude:g} {like})"
             )
     return check_positive(q, label)

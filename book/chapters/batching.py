@@ -12,7 +12,7 @@ import pint
 
 import derivations
 from book.context import Evaluator, cell_in, header, symbol_context
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets
 
@@ -62,7 +62,7 @@ def context(presets: Presets) -> dict:
         "sparse_model": presets.get("model", sparse).name,
         "dense_crossover": Evaluator(presets, "h100_sxm", dense).text("crossover_batch"),
         "price": quantity(presets.get("rental", "lecture_gpu").price),
-        "context_length": quantity(presets.get("parameter", "context_length").value),
+        "context_length": context_tokens(presets.get("parameter", "context_length").value),
         "drain": drain,
         "ridge": ridge,
         "same_b": {presets.get("model", m).name: v for m, v in same_b.items()},
@@ -106,10 +106,11 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
     # what batch 1 reads: the always-read weights plus k experts, against N_active
     i = {name: x.base for name, x in one.inputs.items()}
     read_1 = ev.q("weight_fetch_time", batch_size=1, n_chips=n_one) * n_one * hw.hbm_bandwidth
-    # the N_active-based figure: rent for reading N_active weights and one context's KV
+    # the N_active-based figure: rent for reading N_active weights and one context's KV (the
+    # context of the one sequence, which gets one token)
     seconds = (
         mdl.params_active * i["weight_bytes_per_value"]
-        + i["context_length"] * i["kv_bytes_per_token"]
+        + i["context_length"] * Q_(1, "sequence") * i["kv_bytes_per_token"]
     ) / hw.hbm_bandwidth
     active_cost = (i["price_per_chip_hour"] * Q_(1, "chip") * seconds / Q_(1, "token")).to(
         "USD/Mtoken"
@@ -140,7 +141,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "saturation": ev.text("expert_saturation_batch") if moe else "",
         "bytes_batch_1": quantity(read_1.to("GB")),
         "cost_active_1": quantity(active_cost),
-        "attention_context": ev.text("decode_attention_context"),
+        "attention_context": context_tokens(ev.q("decode_attention_context")),
         "attention_share": number(
             (at.inputs["context_length"].base / ev.q("decode_attention_context")).to("").m, 3
         ),
@@ -271,8 +272,14 @@ def _context_balance(ev: Evaluator, batch: int, n_chips) -> float | None:
     both are straight lines in the context length, so two evaluations fix them."""
     kw = dict(batch_size=batch, n_chips=n_chips)
     lengths = (1024, 2048)
-    c = [ev.q("compute_time", context_length=Q_(x, "token"), **kw).to("s").m for x in lengths]
-    k = [ev.q("kv_fetch_time", context_length=Q_(x, "token"), **kw).to("s").m for x in lengths]
+    c = [
+        ev.q("compute_time", context_length=Q_(x, "token/sequence"), **kw).to("s").m
+        for x in lengths
+    ]
+    k = [
+        ev.q("kv_fetch_time", context_length=Q_(x, "token/sequence"), **kw).to("s").m
+        for x in lengths
+    ]
     dc, dk = (c[1] - c[0]) / 1024, (k[1] - k[0]) / 1024
     if dk <= dc:
         return None  # compute stays ahead of KV at every context
@@ -308,9 +315,9 @@ def _argument(presets: Presets) -> dict:
     mfu = []
     if balance is not None:
         for times in (1, 2, 4):  # whole doublings of the whole-token balance context
-            length = Q_(math.ceil(balance) * times, "token")
+            length = Q_(math.ceil(balance) * times, "token/sequence")
             r = _regime(Evaluator(presets, dhw, dmodel, dprec, context_length=length), d_batch, d_n)
-            mfu.append({"times": number(times), "length": quantity(length), **r})
+            mfu.append({"times": number(times), "length": context_tokens(length), **r})
     # sparse attention: a KV term that grows as the square root of the context
     short, long = par["context_length"], par["price_kink_context"]
     grow = _ratio(long, short)
@@ -356,12 +363,12 @@ def _argument(presets: Presets) -> dict:
         "dense": {
             "title": f"{presets.get('model', dmodel).name} on {presets.get('hardware', dhw).name}",
             "batch": number(d_batch),
-            "balance": quantity(Q_(balance, "token")) if balance is not None else "",
+            "balance": context_tokens(Q_(balance, "token/sequence")) if balance is not None else "",
             "mfu": mfu,
         },
         "sparse_attention": {
-            "short": quantity(short),
-            "long": quantity(long),
+            "short": context_tokens(short),
+            "long": context_tokens(long),
             "dense_growth": number(grow, 3),
             "sqrt_growth": number(math.sqrt(grow), 3),
         },

@@ -11,7 +11,7 @@ import math
 import re
 
 from book.context import Evaluator, cell_in, header
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.errors import ChalkboardError
 from units.presets import Presets
@@ -37,7 +37,7 @@ def context(presets: Presets) -> dict:
         "attention": _attention_table(presets),
         "hardware": presets.get("hardware", HARDWARE).name,
         "frontier": quantity(frontier.to("Gparameter")),
-        "kink_context": quantity(presets.parameter["price_kink_context"].value.to("ktoken")),
+        "kink_context": context_tokens(presets.parameter["price_kink_context"].value),
         "kink": kink,
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "apis": _api_table(presets),
@@ -54,7 +54,7 @@ def context(presets: Presets) -> dict:
         "hold": {
             t.medium: _readable_time(Evaluator(presets, tier=t.id)) for t in presets.tier.values()
         },
-        "context_length": quantity(presets.parameter["context_length"].value),
+        "context_length": context_tokens(presets.parameter["context_length"].value),
         "tier_model": presets.get("model", "llama_3_1_70b").name,
         **_kv_cache_and_cache_writes(presets),
         **_lecture_readings(presets),
@@ -104,8 +104,8 @@ _DECODE_ATTENTION = {"gqa": "gqa_attention_flops", "mla": "mla_decode_attention_
 def _attention_table(presets: Presets) -> dict:
     columns = (
         ("decode attention per context token", "MFLOP/token"),
-        ("decode: attention = weights", "ktoken"),
-        ("prefill: attention = weights", "ktoken"),
+        ("decode: attention = weights", "ktoken/sequence"),
+        ("prefill: attention = weights", "ktoken/sequence"),
     )
     rows = []
     for m in presets.model.values():
@@ -136,7 +136,10 @@ def _kv_compute_context(ev: Evaluator):
 
 
 def _crossover_table(presets: Presets) -> dict:
-    columns = (("KV = compute", "ktoken"), ("KV = weights at B*", "ktoken"))
+    columns = (
+        ("KV = compute", "ktoken/sequence"),
+        ("KV = weights at B*", "ktoken/sequence"),
+    )
     rows = []
     for m in presets.model.values():
         ev = Evaluator(presets, HARDWARE, m.id)
@@ -184,6 +187,9 @@ def _api_dates(presets: Presets) -> list[dict]:
     return [{"as_of": d, "names": "; ".join(n)} for d, n in groups.items()]
 
 
+ONE_SEQUENCE = Q_(1, "sequence")  # what one sequence holds or costs, from a figure per sequence
+
+
 def _tier_table(presets: Presets) -> dict:
     columns = (
         ("capacity", "GB"),
@@ -199,7 +205,7 @@ def _tier_table(presets: Presets) -> dict:
             lambda t=tier: t.capacity,
             lambda t=tier: t.bandwidth,
             lambda ev=ev: ev.q("storage_tier_drain_time"),
-            lambda ev=ev: ev.q("cache_hold_cost"),
+            lambda ev=ev: ev.q("cache_hold_cost") * ONE_SEQUENCE,
             lambda ev=ev: ev.q("cache_breakeven_time"),
         )
         rows.append(
@@ -306,7 +312,7 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
     return {
         "kv_cache": {
             "model": presets.get("model", KV_MODEL).name,
-            "per_sequence": ev.text("kv_cache_per_sequence"),
+            "per_sequence": quantity((ev.q("kv_cache_per_sequence") * ONE_SEQUENCE).to("GB")),
             "batch": quantity(batch),
             "per_batch": ev.text("kv_cache_per_batch", batch_size=batch),
             "hbm": quantity(presets.get("hardware", HARDWARE).hbm_capacity),
@@ -336,7 +342,7 @@ def _lecture_readings(presets: Presets) -> dict:
     real model's, the lecture's 2 KB check, decode's memory-boundness from prices, the context
     plateau against HBM, and the drain-time rule beside the lecture's reading."""
     short, long_ = presets.get("api", "gemini_2_5_pro"), presets.get("api", "gemini_2_5_pro_long")
-    kink_ctx = presets.parameter["price_kink_context"].value.to("token")
+    kink_ctx = presets.parameter["price_kink_context"].value.to("token/sequence")
     frontier = presets.parameter["frontier_active_params"].value
     kink_ev = Evaluator(presets, HARDWARE, precision="fp8", n_active=frontier)
     implied = kink_ev.q("kv_bytes_from_price_kink").to("byte/token")
@@ -350,8 +356,9 @@ def _lecture_readings(presets: Presets) -> dict:
     win_full = win.q("kv_bytes_per_token", global_layers=window.get("layers"))
     api = presets.get("api", PRICE_API)
     bf16 = Evaluator(presets, HARDWARE, KV_MODEL)
-    seq_short = bf16.q("kv_cache_per_sequence")
-    seq_long = bf16.q("kv_cache_per_sequence", context_length=kink_ctx)
+    # one sequence's cache (the equation gives bytes per sequence)
+    seq_short = bf16.q("kv_cache_per_sequence") * ONE_SEQUENCE
+    seq_long = bf16.q("kv_cache_per_sequence", context_length=kink_ctx) * ONE_SEQUENCE
     hbm = hw.hbm_capacity
     tiers = {t.medium: t for t in presets.tier.values()}
     flash_hold = Evaluator(presets, tier=tiers["flash"].id).q("storage_tier_drain_time")
@@ -419,8 +426,8 @@ def _lecture_readings(presets: Presets) -> dict:
             ),
         },
         "wall": {
-            "short": quantity(presets.parameter["context_length"].value),
-            "long": quantity(kink_ctx),
+            "short": context_tokens(presets.parameter["context_length"].value),
+            "long": context_tokens(kink_ctx),
             "seq_short": quantity(seq_short.to("GB")),
             "seq_long": quantity(seq_long.to("GB")),
             "share": _ratio(seq_long / hbm),
@@ -457,25 +464,25 @@ def _attention_readings(presets: Presets) -> dict:
     def per_byte(ev: Evaluator, flops) -> float:
         return (flops / ev.q("kv_bytes_per_token")).to("FLOP/byte").m
 
-    mla_decode = mla.q("decode_attention_context").to("token")
+    mla_decode = mla.q("decode_attention_context").to("token/sequence")
     prefill = [
         (presets.get("model", m).name, Evaluator(presets, model=m).q("prefill_attention_context"))
         for m in DENSE_MODELS
     ]
-    middle = sorted(q.to("token").m for _, q in prefill)[len(prefill) // 2]
+    middle = sorted(q.to("token/sequence").m for _, q in prefill)[len(prefill) // 2]
     return {
         "mla_model": presets.get("model", MLA_MODEL).name,
         "gqa_model": presets.get("model", KV_MODEL).name,
         "mla_flops": quantity(mla_flops.to("MFLOP/token"), 3),
-        "mla_decode": quantity(mla_decode),
+        "mla_decode": context_tokens(mla_decode),
         "mla_decode_round": number(mla_decode.m, 2),
-        "gqa_decode": quantity(gqa.q("decode_attention_context").to("token")),
+        "gqa_decode": context_tokens(gqa.q("decode_attention_context")),
         "gqa_per_byte": number(per_byte(gqa, gqa_flops), 2),
         "mla_per_byte": number(per_byte(mla, mla_flops), 3),
         "ridge": number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
-        "mla_crossover": quantity(mla.q("kv_compute_crossover_context").to("token"), 3),
+        "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), 3),
         "low_chip": presets.get("hardware", LOW_RIDGE_CHIP).name,
         "low_ridge": number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
-        "prefill": [{"name": n, "value": quantity(q.to("token"), 3)} for n, q in prefill],
+        "prefill": [{"name": n, "value": context_tokens(q, 3)} for n, q in prefill],
         "prefill_round": number(middle, 1),
     }

@@ -8,7 +8,7 @@ what a scale-up domain can hold.
 """
 
 from book.context import Evaluator, cell_in, header
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets
 
@@ -35,7 +35,7 @@ def alltoall_series(presets: Presets) -> dict:
     layers = Q_(presets.get("model", MODEL).layers, "layer")
     # The layer's compute: the weights' FLOPs alone (a context of one token, the short-context
     # limit), and at the default context, where attention over the KV cache adds FLOPs.
-    short = Q_(1, "token")
+    short = Q_(1, "token/sequence")
     layer = (
         ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=short) / layers
     ).to("ms/layer")
@@ -150,7 +150,7 @@ def context(presets: Presets) -> dict:
         "ratio_two_racks_hw_ctx": number(ratio_two_hw_ctx, 3),
         "two_racks_hide_ctx": bool(ratio_two_ctx < 1),
         "model_compute": ev.text(
-            "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token")
+            "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token/sequence")
         ),
         "alltoall_one_rack": _us(one),
         "alltoall_two_racks": _us(two),
@@ -187,7 +187,7 @@ def context(presets: Presets) -> dict:
         "rubin_domain": quantity(rubin),
         "rubin_over_blackwell": number((rubin / rack.scale_up_domain).to("").m),
         "blackwell_over_hopper": number((rack.scale_up_domain / hopper.scale_up_domain).to("").m),
-        "context": quantity(presets.parameter["context_length"].value),
+        "context": context_tokens(presets.parameter["context_length"].value),
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
@@ -204,7 +204,7 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     batch = ev.q("crossover_batch")
     layers = Q_(kimi.layers, "layer")
     compute = ev.q(
-        "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token")
+        "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token/sequence")
     ).to("ms")
     layer = (compute / layers).to("ms/layer") * Q_(1, "layer")
     one = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack")).to("ms")

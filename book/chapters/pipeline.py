@@ -10,7 +10,7 @@ import math
 
 import derivations
 from book.context import Evaluator, cell_in, header
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets
 
@@ -41,7 +41,7 @@ def context(presets: Presets) -> dict:
         ),
         # a pure number here: "312 multiplies per byte of weight", not "312 sequences ..."
         "per_weight_byte": number(ev.q("dense_crossover_batch").to("sequence").m),
-        "context_length": quantity(presets.parameter["context_length"].value),
+        "context_length": context_tokens(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
         "ratio_one_layer": ev.text("scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")),

@@ -14,7 +14,7 @@ True
 """
 
 from book.context import Evaluator
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from units import Q_
 from units.presets import Presets
 
@@ -68,8 +68,9 @@ def context(presets: Presets) -> dict:
     # each token re-runs the forward pass over the whole context (inefficiency 1: no waste)
     infer = Evaluator(presets, model=MODEL, inference_inefficiency=Q_(1, ""))
     per_token = infer.q("inference_flops", inference_tokens=one)
-    rebuild = infer.q("inference_flops", inference_tokens=context_length)
-    kv = ev.q("kv_cache_per_sequence")
+    # the tokens of one sequence's context, and that sequence's cache
+    rebuild = infer.q("inference_flops", inference_tokens=context_length * Q_(1, "sequence"))
+    kv = ev.q("kv_cache_per_sequence") * Q_(1, "sequence")
     state = ev.q("training_state_memory")
     return {
         "o_one": "*O*(1)",  # big-O notation, not a figure
@@ -81,7 +82,7 @@ def context(presets: Presets) -> dict:
         "layers": f"{model.layers} layers",
         "layers_count": number(model.layers),
         "d_model": number(model.d_model),
-        "context": quantity(context_length),
+        "context": context_tokens(context_length),
         "batch": quantity(TRAIN_BATCH),
         "bytes_per_value": quantity(
             ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import derivations
-from book.format import number, quantity
+from book.format import context_tokens, number, quantity
 from book.validation import BAND, CHOICES, bound_inputs, sensitivity, summary, validate
 from units import Q_
 from units.presets import Presets
@@ -112,7 +112,7 @@ def _example(presets: Presets, rows) -> dict:
         "model": presets.get("model", row.model).name,
         "input": quantity(row.input_tokens),
         "output": quantity(row.output_tokens),
-        "context": quantity(kw["context_length"]),
+        "context": context_tokens(kw["context_length"]),
         "rho": number(rho, 3),
         "one_plus_rho": number(1 + rho, 3),
         "kv_per_token": f"{number(kv_per_token.to('kB/token').m)} kB per token",

@@ -67,6 +67,45 @@ def test_a_bare_count_is_read_in_its_unit():
     assert code == 0 and json.loads(out)["inputs"]["batch_size"]["value"] == 64
 
 
+# -- counts that can be told apart: tokens and sequences are dimensions ------------------------
+
+
+@pytest.mark.parametrize(
+    "value, found",
+    [("5 chip", "is dimensionless"), ("5 token", "is [token]"), ("5 token/sequence", "is [token]")],
+)
+def test_a_batch_in_chips_or_tokens_is_not_a_number_of_sequences(value, found):
+    # before: counts were dimensionless, so '5 chip' was silently read as 5 sequences
+    err = one_error(
+        "eval", "cost_per_token", *H100_DSV3, "--set", f"batch_size={value}", match=found
+    )
+    assert "expected a quantity of [sequence] (like 5 sequence)" in err
+    assert "seq)" not in err and " seq " not in err  # the unit spelled out, not pint's 'seq'
+
+
+def test_a_context_in_tokens_needs_tokens_per_sequence():
+    one_error(
+        "eval",
+        "cost_per_token",
+        *H100_DSV3,
+        "--set",
+        "context_length=8192 token",
+        match="expected a quantity of [token] / [sequence] (like 8192 token/sequence)",
+    )
+    # a bare number is read in tokens per sequence, as a bare batch is in sequences
+    code, out, _ = run(
+        "eval",
+        "cost_per_token",
+        *H100_DSV3,
+        "--set",
+        "batch_size=64",
+        "--set",
+        "context_length=8192",
+        "--json",
+    )
+    assert code == 0 and json.loads(out)["inputs"]["context_length"]["value"] == 8192
+
+
 def test_over_follows_the_same_rule_as_set():
     # before: a bare --over number was read in the display unit, a bare --set one in base units
     one_error(

@@ -362,4 +362,31 @@ def test_the_checker_table_agrees_with_the_registry():
     for name, (factor, dims, _count) in table["units"].items():
         q = Q_(1, name).to_base_units()
         assert factor == pytest.approx(q.m) and dims == dims_vector(q), name
-    assert table["units"]["chips"][2] == "chip" and table["units"]["seq"][2] == "sequence"
+    assert table["units"]["chips"][2] == "chip" and table["units"]["chips"][1] == [0] * 6
+    # tokens and sequences are dimensions of their own, not names of dimensionless counts
+    assert table["units"]["seq"][1] == [0, 0, 0, 0, 0, 1] and table["units"]["seq"][2] is None
+    assert table["units"]["tokens"][1] == [0, 0, 0, 0, 1, 0]
+
+
+def test_checker_tells_tokens_sequences_and_chips_apart():
+    # issue 10: "560 chip" was accepted as a number of sequences when counts were dimensionless
+    cases = [  # (text, answer, accepted)
+        ("560 sequences", Q_(560, "sequence"), True),
+        ("560 chip", Q_(560, "sequence"), False),
+        ("560 tokens", Q_(560, "sequence"), False),
+        ("560 sequences", Q_(560, "token"), False),
+        ("8192 tokens per sequence", Q_(8192, "token/sequence"), True),
+        ("8.192 ktok/seq", Q_(8192, "token/sequence"), True),
+        ("8192 tokens", Q_(8192, "token/sequence"), False),
+        ("2 USD/Mtok", Q_(2, "USD/Mtoken"), True),
+        ("2 USD per sequence", Q_(2, "USD/token"), False),
+        ("2 USD", Q_(2, "USD/token"), False),
+    ]
+    results = run_checker([{"text": t, "answer": spec_counts(q)} for t, q, _ in cases])
+    for (text, q, accepted), got in zip(cases, results, strict=True):
+        assert got["ok"] is accepted, (text, q, got)
+    messages = [r["message"] for r in results]
+    assert "that counts chips, the answer counts sequences" in messages[1]
+    assert "that counts tokens, the answer counts sequences" in messages[2]
+    assert "the answer counts tokens per sequence" in messages[6]
+    assert "that is currency per sequence, the answer is currency per token" in messages[8]

@@ -66,14 +66,16 @@ def test_composition_records_checked_steps():
         "flops_per_param_token n_active price_per_chip_hour flops", positive=True
     )
     length, k, w = sp.symbols("context_length kv_bytes_per_token mem_bandwidth", positive=True)
-    # in B*'s own limit: no attention FLOPs, and the batch touches every expert
+    # in B*'s own limit: no attention FLOPs, and the batch touches every expert;
+    # u = decode_tokens_per_sequence (1 token per sequence): the KV share is per token
+    u = sp.Symbol("decode_tokens_per_sequence", positive=True)
     limit = floor.rhs.subs(
         {
             sp.Symbol("attention_flops_per_token", positive=True): 0,
             sp.Symbol("expert_read_fraction", positive=True): 1,
         }
     )
-    assert sp.simplify(limit - (c_f * n_a * p / f + length * k * p / w)) == 0
+    assert sp.simplify(limit - (c_f * n_a * p / f + length * k * p / (u * w))) == 0
     direct = get("cost_per_token").evaluate(
         **H100_DS, n_chips=9, batch_size=get("crossover_batch").evaluate(**H100_DS)
     )
@@ -147,7 +149,7 @@ def test_grid_matches_pointwise_evaluation():
     assert table.shape == (2, 3)
     for i, y in enumerate(ys):
         for j, x in enumerate(xs):
-            one = eq.evaluate(**H100_DS, batch_size=x, context_length=Q_(y, "token"))
+            one = eq.evaluate(**H100_DS, batch_size=x, context_length=Q_(y, "token/sequence"))
             assert table[i, j].to("USD/token").m == pytest.approx(one.to("USD/token").m)
 
 

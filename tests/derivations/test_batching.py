@@ -298,7 +298,7 @@ def test_batching_gain_is_about_the_ridge_for_every_model(model):
     # cost at one sequence over the cost once compute-bound, at a short context (no KV, no
     # attention): (F / W) (b / c_fwd) (parameters read at B = 1 / N_active), about 295 on an
     # H100 at BF16 (989.4 TFLOP/s / 3.35 TB/s, 2 bytes per 2 FLOP), for any model
-    short = dict(context_length="1 token", hardware="h100_sxm", model=model)
+    short = dict(context_length="1 token/sequence", hardware="h100_sxm", model=model)
     gain = ev("cost_per_token", **short, batch_size=1) / ev("compute_cost_floor", **short)
     assert 0.97 * 989.4 / 3.35 < gain.to("").m < 1.15 * 989.4 / 3.35
 
@@ -335,7 +335,7 @@ def test_cost_curve_is_nearly_flat_up_to_the_saturation_batch():
     # 2.5% of the weights (about 17B of the 37.5B read at B = 1) is shared, so the cost per token
     # falls about 2.8x (37.5 / (17.1/32 + 654 x (1 - (31/32)^32) / 32)); a dense model's falls
     # the full 32x. Past E/k the MoE's falls as 1/B too.
-    kw = dict(hardware="h100_sxm", context_length="1 token")
+    kw = dict(hardware="h100_sxm", context_length="1 token/sequence")
     one, sat = (ev("cost_per_token", **kw, model="deepseek_v3", batch_size=b).m for b in (1, 32))
     assert 2.5 < one / sat < 3.1
     dense = [ev("cost_per_token", **kw, model="llama_3_1_70b", batch_size=b).m for b in (1, 32)]
@@ -356,9 +356,9 @@ def test_compute_time_counts_mla_attention_by_hand():
     kw = dict(hardware="h100_sxm", model="deepseek_v3", batch_size=1, n_chips="1 chip")
     assert ev("compute_time", **kw).to("s").m == pytest.approx(hand, rel=1e-9)
     # equal to the weights' 2 N_active at about 4.4K tokens
-    assert ev("decode_attention_context", model="deepseek_v3").to("token").m == pytest.approx(
-        2 * 37e9 / per_context_token, rel=1e-9
-    )
+    assert ev("decode_attention_context", model="deepseek_v3").to(
+        "token/sequence"
+    ).m == pytest.approx(2 * 37e9 / per_context_token, rel=1e-9)
     assert 4300 < 2 * 37e9 / per_context_token < 4400
 
 

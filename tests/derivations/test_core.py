@@ -30,7 +30,7 @@ def test_wrong_sum_names_equation_term_and_both_dimensions():
     message = str(err.value)
     assert "equation 'wrong'" in message
     assert "'batch_size'" in message
-    assert "dimensionless" in message and "[time]" in message
+    assert "[sequence]" in message and "[time]" in message  # batch_size counts sequences
 
 
 def test_wrong_side_is_rejected():
@@ -44,7 +44,14 @@ def test_max_of_mixed_dimensions_is_rejected():
 
 
 def test_symbolic_power_of_a_dimensioned_symbol_is_rejected():
+    alpha = lookup_symbol("loss_param_exponent").sym  # a dimensionless exponent
     with pytest.raises(DimensionError, match="non-numeric power"):
+        make(W**alpha)
+
+
+def test_a_count_as_an_exponent_is_rejected():
+    # batch_size counts sequences: it cannot be an exponent
+    with pytest.raises(DimensionError, match="exponent 'batch_size' must be dimensionless"):
         make(W**B)
 
 
@@ -62,6 +69,51 @@ def test_wrong_equation_fails_at_import(tmp_path):
     )
     spec = importlib.util.spec_from_file_location("my_wrong_chapter", module)
     with pytest.raises(DimensionError, match="equation 'compute_time_wrong'"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+# -- issue 10: tokens and sequences are dimensions, so mixing them fails at definition ----------
+
+
+def test_a_sum_that_mixes_tokens_and_sequences_names_the_term():
+    # The KV term without the context length: B k is bytes per token times sequences, not bytes
+    # (B L k is: L counts tokens per sequence). Before counts were dimensions this was accepted.
+    k = lookup_symbol("kv_bytes_per_token").sym
+    with pytest.raises(DimensionError) as err:
+        make(N_t * b / W + B * k / W)
+    message = str(err.value)
+    assert "equation 'wrong'" in message
+    # the offending term and its dimension are named
+    assert (
+        "'batch_size*kv_bytes_per_token/mem_bandwidth' has dimension [sequence] * [time] / [token]"
+        in message
+    )
+    make(N_t * b / W + B * lookup_symbol("context_length").sym * k / W)  # with L it balances
+
+
+def test_sequences_are_not_tokens_without_the_named_factor():
+    # B sequences make u B tokens a step (u = 1 token per sequence): B alone is the wrong side
+    u = lookup_symbol("decode_tokens_per_sequence").sym
+    with pytest.raises(DimensionError, match=r"right side .*\[sequence\].*\[token\]"):
+        make(B, lhs="tokens_per_step")
+    make(u * B, lhs="tokens_per_step")
+
+
+def test_an_equation_that_forgets_tokens_per_sequence_fails_at_import(tmp_path):
+    module = tmp_path / "my_counts_chapter.py"
+    module.write_text(
+        textwrap.dedent("""
+        from derivations import Equation, Source, lookup_symbol
+        s = lookup_symbol
+        # bug: rent per step over B sequences is a cost per sequence, not per token
+        Equation("cost_per_sequence_wrong", "wrong", s("cost_per_token"),
+                 s("n_chips").sym * s("price_per_chip_hour").sym * s("step_time").sym
+                 / s("batch_size").sym,
+                 "test", Source("test"))
+    """)
+    )
+    spec = importlib.util.spec_from_file_location("my_counts_chapter", module)
+    with pytest.raises(DimensionError, match=r"equation 'cost_per_sequence_wrong'.*\[sequence\]"):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
@@ -93,7 +145,13 @@ def test_unknown_equation_suggests_closest():
 def test_compiled_evaluation_equals_sympy_substitution(inputs, batch):
     eq = get("step_time")
     inputs.pop("price_per_chip_hour")
-    subs = {**inputs, "batch_size": batch, "flops_per_param_token": Q_(2, "FLOP/parameter/token")}
+    subs = {
+        **inputs,
+        "batch_size": batch,
+        "flops_per_param_token": Q_(2, "FLOP/parameter/token"),
+        "decode_tokens_per_sequence": Q_(1, "token/sequence"),  # the named hidden factor
+        "vectors_per_token": Q_(1, "vector/token"),  # a token routes one vector
+    }
     expr = eq.expanded(frozenset(subs))  # given inputs stay symbols, as the evaluation keeps them
     by_sympy = float(
         expr.subs({lookup_symbol(k).sym: v.to_base_units().magnitude for k, v in subs.items()})

@@ -88,6 +88,7 @@ def test_a_step_that_does_not_balance_dimensionally_fails_the_check():
     )
     broken = dataclasses.replace(eq, derivation=Derivation(first, wrong))
     with pytest.raises(
-        DerivationError, match=r"step 2 .* is \[time\] but .* is \[time\] / \[compute\]"
+        DerivationError,
+        match=r"step 2 .* is \[time\] but .* is \[time\] \* \[token\] / \[compute\]",
     ):
         broken.check()

@@ -112,7 +112,7 @@ def test_default_chip_count_is_the_fewest_that_hold_weights_and_kv():
         model="deepseek_v3",
         precision="fp8",
         batch_size=1,
-        context_length="1 token",
+        context_length="1 token/sequence",
     )
     # 671e9 one-byte weights (plus one token of KV) over 80e9-byte chips: 8.39 -> 9 chips
     assert r.inputs["n_chips"].value.magnitude == 9
@@ -152,7 +152,7 @@ def serving_case(draw) -> dict:
         model=draw(st.sampled_from(PRESETS.ids("model"))),
         precision=draw(st.sampled_from(_rates(hardware))),
         batch_size=Q_(draw(log_uniform(low=1, high=1e4)), "sequence"),
-        context_length=Q_(draw(log_uniform(low=128, high=1e6)), "token"),
+        context_length=Q_(draw(log_uniform(low=128, high=1e6)), "token/sequence"),
         n_chips=CHIPS,
     )
 

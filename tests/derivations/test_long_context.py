@@ -148,7 +148,9 @@ def test_price_kink_inverts_the_crossover(flops, bandwidth, active, kink):
         kv_bytes_per_token=implied,
         attention_flops_per_token=Q_(1e-30, "FLOP/token"),
     )
-    assert back.to("token").magnitude == pytest.approx(kink.to("token").magnitude, rel=1e-9)
+    assert back.to("token/sequence").magnitude == pytest.approx(
+        kink.to("token/sequence").magnitude, rel=1e-9
+    )
 
 
 def test_kv_weight_context_halves_when_the_batch_doubles():
@@ -229,7 +231,7 @@ def test_hbm_holding_price_is_the_chip_rent_over_its_capacity():
     # lecture_gpu: 2 USD per chip-hour over 80 GB; one Llama 70B sequence of 8192 tokens holds
     # 8192 x 327,680 bytes.
     hold = get("cache_hold_cost").evaluate(tier="hbm_h100", model="llama_3_1_70b")
-    assert hold.to("USD/hour").m == pytest.approx(8192 * 327680 * 2 / 80e9)
+    assert hold.to("USD/hour/sequence").m == pytest.approx(8192 * 327680 * 2 / 80e9)
 
 
 def test_cheaper_tiers_hold_longer_before_recomputing_wins():
@@ -301,12 +303,12 @@ def test_attention_parameter_counts_by_hand():
 def test_recompute_cost_grows_faster_than_the_context(length, factor):
     eq = get("cache_recompute_cost")
     kw = dict(hardware="h100_sxm", model="llama_3_1_70b")
-    one = eq.evaluate(context_length=length, **kw).to("USD").m
-    more = eq.evaluate(context_length=length * factor, **kw).to("USD").m
+    one = eq.evaluate(context_length=length, **kw).to("USD/sequence").m
+    more = eq.evaluate(context_length=length * factor, **kw).to("USD/sequence").m
     assert one * factor < more < one * factor**2
     # by hand: L x (2 FLOP x 70.6e9 + 4 FLOP x 64 heads x 128 x 80 layers x L / 2)
     # / 989.4e12 FLOP/s x 2 USD per 3600 s
-    n = length.to("token").m
+    n = length.to("token/sequence").m
     hand = n * (2 * 70.6e9 + 4 * 64 * 128 * 80 * n / 2) / 989.4e12 * 2 / 3600
     assert one == pytest.approx(hand)
 
@@ -322,7 +324,7 @@ def test_kv_compute_crossover_counts_mla_attention_by_hand():
     k, a = 61 * 576 * 2, 2 * 128 * (512 + 64 + 512) * 61
     hand = 2 * 37e9 * 3.35e12 / (989.4e12 * k - 3.35e12 * a)
     got = get("kv_compute_crossover_context").evaluate(hardware="h100_sxm", model="deepseek_v3")
-    assert got.to("token").m == pytest.approx(hand, rel=1e-9)
+    assert got.to("token/sequence").m == pytest.approx(hand, rel=1e-9)
     assert 19_000 < hand < 20_500
 
 
@@ -337,10 +339,10 @@ def test_mla_on_a_low_ridge_chip_never_crosses_over():
 def test_causal_prefill_attention_equals_the_weights_near_100k_tokens_for_dense_models():
     # Llama 3.1 70B: a_pre = 4 x 64 x 128 x 80 FLOP per pair; a_pre L / 2 = 2 N at L = 4 N / a
     assert get("prefill_attention_context").evaluate(model="llama_3_1_70b").to(
-        "token"
+        "token/sequence"
     ).m == pytest.approx(4 * 70.6e9 / (4 * 64 * 128 * 80), rel=1e-9)
     for model in ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b"):
-        length = get("prefill_attention_context").evaluate(model=model).to("ktoken").m
+        length = get("prefill_attention_context").evaluate(model=model).to("ktoken/sequence").m
         assert 60 < length < 200  # 61K (8B), 108K (70B), 197K (405B)
     # DeepSeek's prefill expands MLA per head: 2 x 128 x (128 + 64 + 128) x 61 per pair
     assert get("mla_prefill_attention_flops").evaluate(model="deepseek_v3").to(
@@ -366,7 +368,7 @@ def test_kv_cache_per_sequence_and_batch_by_hand():
     # facts.md: Llama 3.1 70B caches 327,680 bytes per token at BF16; 8,192 tokens of context.
     seq = get("kv_cache_per_sequence").evaluate(model="llama_3_1_70b")
     batch = get("kv_cache_per_batch").evaluate(model="llama_3_1_70b", batch_size=64)
-    assert seq.to("byte").m == pytest.approx(327_680 * 8192)
+    assert seq.to("byte/sequence").m == pytest.approx(327_680 * 8192)
     assert batch.to("byte").m == pytest.approx(64 * 327_680 * 8192)
 
 
@@ -374,7 +376,7 @@ def test_kv_cache_per_sequence_and_batch_by_hand():
 def test_a_batch_caches_b_sequences(model, batch, length):
     one = get("kv_cache_per_sequence").evaluate(model=model, context_length=length)
     many = get("kv_cache_per_batch").evaluate(model=model, context_length=length, batch_size=batch)
-    assert many.to("byte").m == pytest.approx(batch.m * one.to("byte").m, rel=1e-9)
+    assert many.to("byte").m == pytest.approx(batch.m * one.to("byte/sequence").m, rel=1e-9)
 
 
 def test_cache_write_premium_against_holding_on_hbm_by_hand():

@@ -65,7 +65,7 @@ def test_without_prompts_the_serving_step_is_the_decode_step():
         model="llama_2_70b",
         precision="fp8",
         batch_size=Q_(300, "sequence"),
-        context_length=Q_(1000, "token"),
+        context_length=Q_(1000, "token/sequence"),
         n_chips=Q_(1, "chip"),
     )
     tiny = ev("serving_step_time", **kw, input_output_ratio=1e-12)

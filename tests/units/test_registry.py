@@ -2,6 +2,7 @@
 
 import math
 
+import pint
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,9 +24,27 @@ def test_byte_per_second_is_not_hertz_or_flops():
     assert (Q_(1, "FLOP/s") / bandwidth).dimensionality  # FLOP per byte is not dimensionless
 
 
-def test_counts_are_dimensionless():
-    for unit in ("token", "parameter", "sequence", "chip", "value"):
+def test_tokens_and_sequences_are_distinct_dimensions():
+    # issue 10: USD and USD/token, or chips and sequences, cannot be confused
+    for a, b in [("token", "sequence"), ("sequence", "chip"), ("USD", "USD/token")]:
+        assert Q_(1, a).dimensionality != Q_(1, b).dimensionality
+        with pytest.raises(pint.DimensionalityError):
+            Q_(3, a).to(b)
+    assert Q_(3, "ktoken/sequence").to("token/sequence").magnitude == 3000
+
+
+def test_the_counts_kept_dimensionless_still_convert():
+    # chip (and, until their conversions are named constants, parameter, value, layer, head,
+    # expert, stage, rack) stay dimensionless: see units/definitions.txt
+    for unit in ("parameter", "chip", "value"):
         assert Q_(3, unit).to("").magnitude == 3
+
+
+def test_a_bare_number_is_read_in_a_count_unit_only():
+    assert parse_quantity("64", expect="sequence") == Q_(64, "sequence")
+    assert parse_quantity("8192", expect="token/sequence") == Q_(8192, "token/sequence")
+    with pytest.raises(ChalkboardError, match=r"expected a quantity of \[sequence\]"):
+        parse_quantity("5 chip", expect="sequence")
 
 
 def test_decimal_and_binary_prefixes():

@@ -1,12 +1,19 @@
 /* Chalkboard's answer checker: a number with a unit ("24 ms", "0.024 s", "36 milliseconds",
  * "5,356 sequences", "2.6e14 tokens", "50%", "8x"), compared with the answer after conversion,
- * within a stated tolerance. A wrong dimension is named; counts (tokens, sequences, chips), which
- * are dimensionless, are compared by name. Runs in the browser (no server)
+ * within a stated tolerance. A wrong dimension is named: tokens and sequences are dimensions of
+ * their own, like time and bytes; the other counts (chips, parameters, layers), which are
+ * dimensionless, are compared by name. Runs in the browser (no server)
  * and under Node for the tests. The unit table is generated from the project's pint registry. */
 (function (root) {
   "use strict";
   var TABLE = null;
-  var NAMES = ["time", "information", "compute", "currency"];
+  /* the dimensions, in the order of the table's vectors (book/problems.py DIMENSIONS); the last
+   * two are counts, said as "tokens" and "per sequence" */
+  var NAMES = ["time", "information", "compute", "currency", "token", "sequence"];
+  var FIRST_COUNT = 4;
+  var N = NAMES.length;
+
+  function zeros() { var out = []; for (var k = 0; k < N; k++) out.push(0); return out; }
 
   function setUnits(table) { TABLE = table; }
 
@@ -30,7 +37,7 @@
   /* "TB/s", "USD/Mtok", "FLOP/byte", "B/val/tok", "ms", "milliseconds", "" ->
    * {factor, dims, counts: {token: -1}} or {error} */
   function parseUnit(text) {
-    var factor = 1, dims = [0, 0, 0, 0], counts = {};
+    var factor = 1, dims = zeros(), counts = {};
     text = text.replace(/\u00b7/g, "*").replace(/\*\*/g, "^").replace(/\bper\b/g, "/").trim();
     if (!text) return { factor: 1, dims: dims, counts: counts };
     var parts = text.split("/");
@@ -45,7 +52,7 @@
         if (!u) return { error: "unknown unit '" + m[1] + "'" };
         var power = sign * (m[2] ? parseInt(m[2], 10) : 1);
         factor *= Math.pow(u[0], power);
-        for (var k = 0; k < 4; k++) dims[k] += power * u[1][k];
+        for (var k = 0; k < N; k++) dims[k] += power * u[1][k];
         if (u[2]) counts[u[2]] = (counts[u[2]] || 0) + power;
       }
     }
@@ -53,19 +60,29 @@
     return { factor: factor, dims: dims, counts: counts };
   }
 
-  function describe(dims) {
-    var out = [];
-    for (var k = 0; k < 4; k++) {
+  /* "that is time", "that counts chips", "that counts tokens per sequence" */
+  function describe(dims, counts) {
+    var out = [], all = {}, c;
+    for (var k = 0; k < FIRST_COUNT; k++) {
       if (dims[k]) out.push(NAMES[k] + (dims[k] === 1 ? "" : "^" + dims[k]));
     }
-    return out.length ? out.join(" \u00b7 ") : "a pure number";
+    for (k = FIRST_COUNT; k < N; k++) if (dims[k]) all[NAMES[k]] = dims[k];
+    for (c in counts || {}) if (own(counts, c)) all[c] = (all[c] || 0) + counts[c];
+    if (Object.keys(all).length) {
+      return (out.length ? "is " + out.join(" \u00b7 ") + " " : "counts ") + describeCounts(all);
+    }
+    return "is " + (out.length ? out.join(" \u00b7 ") : "a pure number");
   }
 
   function describeCounts(counts) {
-    var names = Object.keys(counts).sort();
+    var names = Object.keys(counts).sort(function (a, b) { return counts[b] - counts[a] || (a < b ? -1 : 1); });
     if (!names.length) return "no count";
     return names.map(function (n) {
-      return (counts[n] < 0 ? "per " : "") + n + "s" + (Math.abs(counts[n]) === 1 ? "" : "^" + Math.abs(counts[n]));
+      var power = Math.abs(counts[n]);
+      /* "tokens per sequence": a count below the line is said in the singular */
+      return counts[n] < 0
+        ? "per " + n + (power === 1 ? "" : "^" + power)
+        : n + "s" + (power === 1 ? "" : "^" + power);
     }).join(" ");
   }
 
@@ -88,23 +105,23 @@
     var rest = m[2].trim();
     var unit;
     if (/^(%|percent)$/.test(rest)) {
-      unit = { factor: 0.01, dims: [0, 0, 0, 0], counts: {} };
+      unit = { factor: 0.01, dims: zeros(), counts: {} };
     } else if (/^[x\u00d7]$/i.test(rest) || /^times$/.test(rest)) {
-      unit = { factor: 1, dims: [0, 0, 0, 0], counts: {} };
+      unit = { factor: 1, dims: zeros(), counts: {} };
     } else {
       unit = parseUnit(rest);
     }
     if (unit.error) return { ok: false, message: unit.error + "." };
-    for (var k = 0; k < 4; k++) {
-      if (Math.abs(unit.dims[k] - answer.dims[k]) > 1e-9) {
+    for (var k = 0; k < N; k++) {
+      if (Math.abs((unit.dims[k] || 0) - (answer.dims[k] || 0)) > 1e-9) {
         return {
           ok: false,
-          message: "Wrong dimension: that is " + describe(unit.dims) + ", the answer is " +
-            describe(answer.dims) + " (e.g. " + answer.unit + ")."
+          message: "Wrong dimension: that " + describe(unit.dims, unit.counts) + ", the answer " +
+            describe(answer.dims, answer.counts) + " (e.g. " + answer.unit + ")."
         };
       }
     }
-    /* counts are dimensionless: compare their names when the answer names any */
+    /* the other counts are dimensionless: compare their names when the answer names any */
     var expected = answer.counts;
     if (expected && Object.keys(unit.counts).length && !sameCounts(unit.counts, expected)) {
       return {
