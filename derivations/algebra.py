@@ -6,7 +6,7 @@ construction and whose derivation records the step, so ``check()`` verifies it l
 >>> from derivations import get
 >>> floor = get("cost_per_token").compose("step_time", "compute_time")
 >>> floor.id  # its output's name and a digest of its content
-'cost_per_token_7b48b1'
+'cost_per_token_5dc043'
 >>> round(get("crossover_batch").elasticities(hardware="h100_sxm", model="deepseek_v3")["flops"], 6)
 1.0
 """

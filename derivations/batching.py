@@ -168,8 +168,9 @@ expert_read_fraction_eq = register(
         ),
         summary="The active share of the routed experts at one sequence, close to 1 once the "
         "batch is a few times the expert-saturation batch.",
-        # shown as the lecture's notation writes it: the chance that all B tokens skip an expert
-        display=((MISS, (1 - k_e / E_r) ** B, ((sp.Max(E_r, 1), E_r),)),),
+        # shown as the lecture writes it, with the routing draws counted: the chance that all u B
+        # tokens (nu = 1 vector each) skip an expert
+        display=((MISS, (1 - k_e / E_r) ** (u * B * nu), ((sp.Max(E_r, 1), E_r),)),),
     )
 )
 

@@ -245,10 +245,10 @@ def test_distinct_experts_of_deepseek_by_hand():
 
 def test_the_share_of_experts_read_is_shown_in_the_lecture_notation_and_computed_robustly():
     eq = get("expert_read_fraction")
-    # shown: one minus the chance that all B tokens skip an expert, (1 - k/E_r)^B
-    assert eq.latex() == r"\phi_{B} = 1 - \left(1 - \frac{k}{E_{r}}\right)^{B}"
+    # shown: one minus the chance that all u B tokens (nu = 1 vector each) skip an expert
+    assert eq.latex() == r"\phi_{B} = 1 - \left(1 - \frac{k}{E_{r}}\right)^{B u \nu}"
     expanded = to_latex(get("weight_fetch_time").expanded())
-    assert r"\left(1 - \frac{k}{E_{r}}\right)^{B}" in expanded
+    assert r"\left(1 - \frac{k}{E_{r}}\right)^{B u \nu}" in expanded
     assert all(r"\log" not in t and r"\max" not in t for t in (eq.latex(), expanded))
     # computed: still the exponential over max(1, E_r), finite at any batch and for a dense model
     assert eq.rhs.has(sp.exp) and eq.rhs.has(sp.Max)
