@@ -667,11 +667,15 @@ COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None, out=None, err=None) -> int:
+def main(argv: list[str] | None = None, out=None, err=None, fast: bool = False) -> int:
     """Run the CLI; returns the exit status (0, or 2 for bad input).
 
     Every failure is one ``error:`` line on ``err``; an exception that is not bad input is a
     bug, and says so in that line (a safety net, not the way errors are meant to be reported).
+    With ``fast`` (the ``chalkboard`` command's default), eval, list, presets and sweep are
+    answered from the compiled cache when it holds what they need (book/fast.py); otherwise they
+    run on the full library, which then fills the cache, and a run that found the cache missing
+    or stale says so in one line on ``err``.
     """
     err = err or sys.stderr or open(os.devnull, "w")  # noqa: SIM115 - stderr may be closed
     out = out or sys.stdout
@@ -694,7 +698,17 @@ def main(argv: list[str] | None = None, out=None, err=None) -> int:
         return e.code if isinstance(e.code, int) else 0
     if out is None:
         return fail("standard output is closed; nothing can be printed")
+    text, why = None, ""
+    fast = fast and args.command in FAST_COMMANDS and not args.extra
+    if fast:
+        from book import fast as fastpath
+
+        text, why = fastpath.run(args)
     try:
+        if text is not None:
+            out.write(text)
+            out.flush()
+            return 0
         if getattr(args, "presets", None):
             from units.presets import load
 
@@ -731,12 +745,32 @@ def main(argv: list[str] | None = None, out=None, err=None) -> int:
             f"internal error ({type(e).__name__}: {e}); this is a bug in chalkboard, please "
             "report it with the command you ran"
         )
+    if fast:
+        _fill_cache(args, why, err)
     return 0
 
 
+FAST_COMMANDS = ("eval", "list", "presets", "sweep")
+
+
+def _fill_cache(args, why: str, err) -> None:
+    """After a full run of a fast command: compile what the fast path lacked (never fails)."""
+    try:
+        from book.fastcache import update
+
+        written = update(args)
+        if why and written:
+            err.write(
+                f"note: the fast-start cache was {why}; this run used the full library and "
+                "compiled it\n"
+            )
+    except Exception:  # noqa: BLE001 - a cache that cannot be written only costs speed
+        pass
+
+
 def run() -> None:
-    """Console-script entry point."""
-    code = main()
+    """Console-script entry point: the fast path unless CHALKBOARD_FAST=0."""
+    code = main(fast=os.environ.get("CHALKBOARD_FAST", "1") != "0")
     if sys.stdout is not None:
         try:
             sys.stdout.flush()

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TYPE_CHECKING
 
-import pint
+if TYPE_CHECKING:  # the fast CLI imports this module without pint
+    import pint
 
 SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 SCIENTIFIC_FROM = 1e6  # at and above this magnitude a number is written as a power of ten

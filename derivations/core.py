@@ -18,6 +18,7 @@ evaluated by compiled numpy code, and the result gets the output symbol's unit b
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
+from units.light import PURE, global_names, scalar_function
 
 __all__ = [
     "CATALOGUE",
@@ -424,7 +426,33 @@ class Equation:
                 s.sym: sp.Symbol(f"zz_{s.name}", positive=True) for s in args if s.name in arrays
             }
             params = [last.get(s.sym, s.sym) for s in args]
-            self._compiled[key] = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY, cse=True)
+            fn = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY, cse=True)
+            self._compiled[key] = fn
+            self._compiled[("source", keep, arrays)] = (inspect.getsource(fn), global_names(fn))
+        return self._compiled[key]
+
+    def compiled_source(
+        self, keep: frozenset[str] = frozenset(), arrays: frozenset[str] = frozenset()
+    ) -> tuple[str, dict[str, list[str]] | None]:
+        """The Python source of :meth:`compiled` and where each global it uses comes from (None
+        when one is not numpy's, functools' or a builtin): what the fast CLI caches."""
+        self.compiled(keep, arrays)
+        return self._compiled[("source", keep, arrays)]
+
+    def scalar(self, keep: frozenset[str] = frozenset()) -> Callable | None:
+        """:meth:`compiled` (no arrays) on Python floats (``units.light.scalar_function``), or
+        None when its source uses a name that has no float equivalent. It raises on overflow,
+        division by zero and domain errors, where numpy would give ``inf`` or ``NaN``.
+
+        >>> from derivations import get
+        >>> get("hbm_drain_time").scalar()(80e9, 3.35e12)
+        0.023880597014925373
+        """
+        key = ("scalar", keep)
+        if key not in self._compiled:
+            source, names = self.compiled_source(keep)
+            pure = names is not None and all(n in PURE for n in names)
+            self._compiled[key] = scalar_function(source) if pure else None
         return self._compiled[key]
 
     def resolver(self, presets=None, precision="bf16", price=None, **kwargs):
