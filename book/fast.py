@@ -36,6 +36,10 @@ class Fallback(Exception):
     """The fast path cannot answer this command; the full library will."""
 
 
+class Damaged(Fallback):
+    """A cache file that does not read back whole (the full run rewrites it)."""
+
+
 def cache_dir() -> Path:
     """Where compiled caches live: $CHALKBOARD_CACHE_DIR, else the XDG user cache."""
     chosen = os.environ.get("CHALKBOARD_CACHE_DIR")
@@ -111,21 +115,47 @@ class Cache:
         self._functions: dict = {}
 
     def output(self, name: str) -> str:
+        """A cached command output, checked against its hash in core.json."""
         path = self.folder / "out" / f"{name}.txt"
         try:
             with open(path, encoding="utf-8") as f:
-                return f.read()
+                text = f.read()
+        except (OSError, ValueError):
+            raise Damaged(f"no cached output {name}") from None
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != self.core["outputs"].get(name):
+            raise Damaged(f"the cached output {name} is damaged")
+        return text
+
+    def _entry(self, key: str, eq_id: str) -> dict:
+        path = self.folder / "fn" / f"{key}.json"
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
         except OSError:
-            raise Fallback(f"no cached output {name}") from None
+            raise Fallback(f"{eq_id} is not compiled yet") from None
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            raise Damaged(f"the compiled {eq_id} is damaged") from None
+        if not isinstance(entry, dict):
+            raise Damaged(f"the compiled {eq_id} is damaged")
+        return entry
+
+    def arguments(self, eq_id: str, keep: frozenset) -> list[str]:
+        """The argument names of the equation's compiled functions, for these overrides."""
+        key = function_key(eq_id, keep, None)
+        if key not in self._functions:
+            entry = self._entry(key, eq_id)
+            if entry.get("id") != eq_id:
+                raise Fallback("a cache entry does not match its name")
+            self._functions[key] = entry["args"]
+        return self._functions[key]
 
     def function(self, eq_id: str, keep: frozenset, arrays: frozenset):
         """``(argument names, function)`` compiled for these overrides and swept inputs."""
         key = function_key(eq_id, keep, arrays)
         if key not in self._functions:
-            try:
-                entry = _read_json(self.folder / "fn" / f"{key}.json")
-            except (OSError, ValueError):
-                raise Fallback(f"{eq_id} is not compiled yet") from None
+            entry = self._entry(key, eq_id)
             if entry.get("id") != eq_id:
                 raise Fallback("a cache entry does not match its name")
             from units.light import array_function, scalar_function
@@ -143,7 +173,9 @@ class Cache:
 
 
 def function_key(eq_id: str, keep, arrays) -> str:
-    text = f"{eq_id}|{','.join(sorted(keep))}|{','.join(sorted(arrays))}"
+    """The file name of a compiled function; ``arrays`` None names its argument list."""
+    swept = "(arguments)" if arrays is None else ",".join(sorted(arrays))
+    text = f"{eq_id}|{','.join(sorted(keep))}|{swept}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -210,7 +242,7 @@ class Evaluation:
     def value_of(self, eq_id: str):
         """The equation's value in base units (a float, or an array in a sweep)."""
         lhs = self.core["equations"][eq_id]["lhs"]
-        args, _ = self.cache.function(eq_id, self.keep, frozenset())
+        args = self.cache.arguments(eq_id, self.keep)
         self.stack.append(lhs)
         try:
             mags = [self.quantity(name) for name in args]
@@ -605,7 +637,9 @@ def run(args) -> tuple[str | None, str]:
             stale = why == "missing" and any(cache_dir().glob("*/core.json"))
             return None, "stale" if stale else why
         return COMMANDS[args.command](cache, args), ""
+    except Damaged:
+        return None, "corrupt"
     except Fallback:
         return None, ""
-    except Exception:  # noqa: BLE001 - whatever it is, the full path answers (and reports)
-        return None, ""
+    except Exception:  # noqa: BLE001 - damaged data: the full path answers (and reports)
+        return None, "corrupt"

@@ -142,6 +142,11 @@ def binding_tree(name, presets, assign=None) -> dict:
 # -- units ----------------------------------------------------------------------------------
 
 
+def unit_key(unit) -> str:
+    """A unit's name in the cache: its units in their order (book.format reads them in order)."""
+    return " ".join(f"{name}^{exp}" for name, exp in unit._units.items())
+
+
 def unit_plan(unit) -> dict:
     """What book.fast.quantity_text needs to print a value in ``unit`` as book.format does."""
     from book import format as F
@@ -180,17 +185,17 @@ def _units(symbols, presets) -> dict:
     plans, convert, to_display = {}, {}, {}
     units = {text: parse_unit(text) for text in table}
     for text, unit in units.items():
-        plans.setdefault(f"{unit:~}", unit_plan(unit))
+        plans.setdefault(unit_key(unit), unit_plan(unit))
     for s in symbols.values():
         shown = s.display_unit
-        key = f"{shown:~}"
+        key = unit_key(shown)
         plans.setdefault(key, unit_plan(shown))
         dim = dimension_key(shown)
         for text, unit in units.items():
             if table[text][1] != dim:
                 continue
             to = convert.setdefault(key, {})
-            to[text] = [float(Q_(1.0, shown).to(unit).magnitude), f"{unit:~}"]
+            to[text] = [float(Q_(1.0, shown).to(unit).magnitude), unit_key(unit)]
             to_display.setdefault(key, {})[text] = float(Q_(1.0, unit).to(shown).magnitude)
     return {
         "number": _NUMBER.pattern,
@@ -217,7 +222,7 @@ def _symbols() -> dict:
             "dim": dimension_key(s.unit),
             "unit": s.unit,
             "example": s.display or s.unit,
-            "disp": f"{s.display_unit:~}",
+            "disp": unit_key(s.display_unit),
             "disp_f": float(Q_(1.0, s.base_unit).to(s.display_unit).magnitude),
             "disp_to_base": float(Q_(1.0, s.display_unit).to_base_units().magnitude),
             "bare": None if bare is None else float(Q_(1.0, bare).to_base_units().magnitude),
@@ -322,7 +327,15 @@ def compile_core(extra=()) -> tuple[dict, dict[str, str]]:
         "bindings": {name: binding_tree(name, presets) for name in BINDINGS},
         "units": _units(SYMBOLS, presets),
     }
-    return core, _outputs(extra)
+    outputs = _outputs(extra)
+    core["outputs"] = {name: _digest(text) for name, text in outputs.items()}
+    return core, outputs
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def build(key: str, extra=()) -> Path | None:
@@ -387,8 +400,14 @@ def record(folder: Path) -> int:
     for (eq_id, keep, arrays), eq in list(inputs.EVALUATED.items()):
         if CATALOGUE.get(eq_id) is not eq:
             continue
+        path = folder / "fn" / f"{function_key(eq_id, keep, None)}.json"
+        if not _readable(path):
+            try:
+                _write(path, json.dumps({"id": eq_id, "args": [s.name for s in eq.arguments(keep)]}))
+            except OSError:
+                return new
         path = folder / "fn" / f"{function_key(eq_id, keep, arrays)}.json"
-        if path.exists():
+        if _readable(path):
             continue
         source, names = eq.compiled_source(keep, arrays)
         entry = {
@@ -431,10 +450,33 @@ def update(args) -> bool:
     return record(folder) > 0 or built
 
 
-def _valid(folder: Path) -> bool:
+CORE_KEYS = ("chapters", "symbols", "equations", "defining", "choices", "presets", "bindings")
+
+
+def _readable(path: Path) -> bool:
     try:
-        with open(folder / "core.json", encoding="utf-8") as f:
-            core = json.load(f)
-        return isinstance(core, dict) and core.get("format") == FORMAT
+        with open(path, encoding="utf-8") as f:
+            return isinstance(json.load(f), dict)
     except (OSError, ValueError):
         return False
+
+
+def _valid(folder: Path) -> bool:
+    """A whole core.json of this format (a broken-presets marker counts), and whole outputs."""
+    from book.fast import Cache, Fallback
+
+    try:
+        cache = Cache(folder)
+    except Fallback:
+        return _readable(folder / "core.json")
+    except (OSError, ValueError):
+        return False
+    core = cache.core
+    if not all(k in core for k in (*CORE_KEYS, "units", "outputs")):
+        return False
+    try:
+        for name in core["outputs"]:
+            cache.output(name)
+    except (Fallback, OSError, ValueError):
+        return False
+    return True

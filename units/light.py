@@ -63,12 +63,11 @@ PURE = {
 
 
 def _function(source: str, namespace: dict):
+    name = re.match(r"\s*def (\w+)\(", source)[1]
     code = compile(source, "<chalkboard compiled>", "exec")
     names = dict(namespace)
-    before = set(names)
     exec(code, names)  # noqa: S102 - source printed by sympy from the catalogue, never user text
-    (fn,) = (v for k, v in names.items() if k not in before)
-    return fn
+    return names[name]
 
 
 def scalar_function(source: str):
