@@ -65,7 +65,11 @@ def _versions() -> list[str]:
             listing = os.listdir(entry or ".")
         except OSError:
             continue
-        names += [n for n in listing if n.endswith(".dist-info") and n.startswith(("pint-", "sympy-", "numpy-"))]
+        names += [
+            n
+            for n in listing
+            if n.endswith(".dist-info") and n.startswith(("pint-", "sympy-", "numpy-"))
+        ]
     return sorted(names)
 
 

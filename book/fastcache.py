@@ -184,7 +184,7 @@ def _units(symbols, presets) -> dict:
     table = unit_table(sorted(texts))
     plans, convert, to_display = {}, {}, {}
     units = {text: parse_unit(text) for text in table}
-    for text, unit in units.items():
+    for unit in units.values():
         plans.setdefault(unit_key(unit), unit_plan(unit))
     for s in symbols.values():
         shown = s.display_unit
@@ -208,7 +208,7 @@ def _units(symbols, presets) -> dict:
 
 def _symbols() -> dict:
     from derivations.core import SYMBOLS, Constant
-    from units import ChalkboardError, Q_
+    from units import Q_, ChalkboardError
     from units.light import dimension_key
     from units.registry import bare_unit
 
@@ -403,7 +403,8 @@ def record(folder: Path) -> int:
         path = folder / "fn" / f"{function_key(eq_id, keep, None)}.json"
         if not _readable(path):
             try:
-                _write(path, json.dumps({"id": eq_id, "args": [s.name for s in eq.arguments(keep)]}))
+                names = [s.name for s in eq.arguments(keep)]
+                _write(path, json.dumps({"id": eq_id, "args": names}))
             except OSError:
                 return new
         path = folder / "fn" / f"{function_key(eq_id, keep, arrays)}.json"

@@ -114,8 +114,9 @@ def global_names(fn) -> dict[str, list[str]] | None:
 
 
 def read_number(text: str, table: dict, pattern: str):
-    """``(magnitude, factor to base units, dimension, unit text)`` of ``"3.35 TB/s"`` by ``table``, or None
-    when the text is not a plain number with a unit the table holds (ask pint then). A bare
+    """``(magnitude, factor to base units, dimension, unit text)`` of ``"3.35 TB/s"`` by
+    ``table``, or None when the text is not a plain number with a unit the table holds (ask
+    pint then). A bare
     number has unit ``""`` (the caller decides what it means). ``pattern`` is the registry's
     number pattern, so the two read the same text."""
     match = re.match(pattern, text)
