@@ -112,8 +112,8 @@ class Cache:
         self.folder = folder
         core = _read_json(folder / "core.json")
         if not isinstance(core, dict) or core.get("format") != FORMAT:
-            raise Fallback("the cache has another format")
-        if core.get("broken"):
+            raise Damaged("the cache has another format")
+        if core.get("broken") is True:
             raise Fallback("the presets do not load; the full path reports why")
         self.core = core
         self._functions: dict = {}
@@ -191,6 +191,8 @@ def open_cache(extra) -> tuple[Cache | None, str, str]:
         return None, key, "missing"
     try:
         return Cache(folder), key, ""
+    except Damaged:
+        return None, key, "corrupt"
     except Fallback:
         raise
     except (OSError, ValueError, TypeError, KeyError):
@@ -208,7 +210,7 @@ class Evaluation:
         core = cache.core
         self.cache, self.core, self.np = cache, core, numpy
         eq = core["equations"].get(root)
-        if eq is None or not eq["evaluable"] or eq["solved_from"]:
+        if eq is None or eq["solved_from"]:
             raise Fallback(f"{root} is not a catalogued equation the fast path evaluates")
         self.root, self.eq = root, eq
         ids = core["presets"]["ids"]

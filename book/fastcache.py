@@ -186,9 +186,8 @@ def _units(symbols, presets) -> dict:
     units = {text: parse_unit(text) for text in table}
     for unit in units.values():
         plans.setdefault(unit_key(unit), unit_plan(unit))
-    for s in symbols.values():
-        shown = s.display_unit
-        key = unit_key(shown)
+    shown_units = {unit_key(s.display_unit): s.display_unit for s in symbols.values()}
+    for key, shown in shown_units.items():
         plans.setdefault(key, unit_plan(shown))
         dim = dimension_key(shown)
         for text, unit in units.items():
@@ -241,23 +240,49 @@ def _symbols() -> dict:
 # -- the whole cache ------------------------------------------------------------------------
 
 
+def _printed(command, **args) -> str:
+    buffer = io.StringIO()
+    command(Namespace(**args), buffer)
+    return buffer.getvalue()
+
+
 def _outputs(extra) -> dict[str, str]:
-    """The text of ``list`` and ``presets``, printed by the full commands."""
+    """The text of ``list`` and ``presets``, printed by the full commands: each equation and
+    each kind of preset printed once, the longer outputs joined from those pieces (as the
+    commands join them)."""
+    from unittest import mock
+
     import derivations
     from book import cli
 
     outs = {}
+    texts, datas = {}, {}
+    for eq in derivations.equations():  # cmd_list on one equation at a time
+        with mock.patch.object(derivations, "equations", lambda chapter, eq=eq: [eq]):
+            texts[eq.id] = _printed(cli.cmd_list, chapter=None, json=False)
+            datas[eq.id] = json.loads(_printed(cli.cmd_list, chapter=None, json=True))[0]
     for chapter in [None, *(c.id for c in derivations.CHAPTERS)]:
-        for as_json in (False, True):
-            buffer = io.StringIO()
-            cli.cmd_list(Namespace(chapter=chapter, json=as_json), buffer)
-            outs[f"list-{chapter or ''}-{'json' if as_json else 'text'}"] = buffer.getvalue()
-    for kind in [None, *cli.KIND_ALIASES]:
+        eqs = derivations.equations(chapter)
+        outs[f"list-{chapter or ''}-text"] = "".join(texts[e.id] for e in eqs)
+        outs[f"list-{chapter or ''}-json"] = cli._json([datas[e.id] for e in eqs])
+    everything = {"text": "", "sources": "", "json": {}}
+    for kind in cli.KIND_ALIASES:
         for what in ("text", "sources", "json"):
-            buffer = io.StringIO()
-            ns = Namespace(kind=kind, sources=what == "sources", json=what == "json")
-            cli.cmd_presets(Namespace(**vars(ns), presets=list(extra)), buffer)
-            outs[f"presets-{kind or ''}-{what}"] = buffer.getvalue()
+            printed = _printed(
+                cli.cmd_presets,
+                kind=kind,
+                sources=what == "sources",
+                json=what == "json",
+                presets=list(extra),
+            )
+            outs[f"presets-{kind}-{what}"] = printed
+            if what == "json":
+                everything["json"].update(json.loads(printed))
+            else:
+                everything[what] += printed
+    outs["presets--text"] = everything["text"]
+    outs["presets--sources"] = everything["sources"]
+    outs["presets--json"] = cli._json(everything["json"])
     return outs
 
 
@@ -304,7 +329,8 @@ def compile_core(extra=()) -> tuple[dict, dict[str, str]]:
             "inputs": [s.name for s in eq.inputs],
             "source": str(eq.source),
             "reachable": list(reachable(eq)),
-            "evaluable": eq.evaluable,
+            # an equation with an arbitrary function never gets a compiled function, so the
+            # fast path never evaluates it (see Cache.function)
             "solved_from": eq.solved_from,
         }
     symbols = _symbols()
@@ -464,12 +490,14 @@ def _readable(path: Path) -> bool:
 
 def _valid(folder: Path) -> bool:
     """A whole core.json of this format (a broken-presets marker counts), and whole outputs."""
-    from book.fast import Cache, Fallback
+    from book.fast import Cache, Damaged, Fallback
 
     try:
         cache = Cache(folder)
-    except Fallback:
-        return _readable(folder / "core.json")
+    except Damaged:
+        return False
+    except Fallback:  # the marker of presets that do not load
+        return True
     except (OSError, ValueError):
         return False
     core = cache.core
