@@ -758,7 +758,7 @@ def _fill_cache(args, why: str, err) -> None:
     try:
         from book.fastcache import update
 
-        written = update(args)
+        written = update(args, sys.modules[__name__])
         if why and written:
             err.write(
                 f"note: the fast-start cache was {why}; this run used the full library and "

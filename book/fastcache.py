@@ -246,14 +246,13 @@ def _printed(command, **args) -> str:
     return buffer.getvalue()
 
 
-def _outputs(extra) -> dict[str, str]:
-    """The text of ``list`` and ``presets``, printed by the full commands: each equation and
-    each kind of preset printed once, the longer outputs joined from those pieces (as the
-    commands join them)."""
+def _outputs(extra, cli) -> dict[str, str]:
+    """The text of ``list`` and ``presets``, printed by the full commands of ``cli`` (the
+    book.cli module, passed in: it imports this one): each equation and each kind of preset
+    printed once, the longer outputs joined from those pieces (as the commands join them)."""
     from unittest import mock
 
     import derivations
-    from book import cli
 
     outs = {}
     texts, datas = {}, {}
@@ -286,7 +285,7 @@ def _outputs(extra) -> dict[str, str]:
     return outs
 
 
-def compile_core(extra=()) -> tuple[dict, dict[str, str]]:
+def compile_core(extra, cli) -> tuple[dict, dict[str, str]]:
     """``core.json``'s content and the cached outputs, for the preset files ``extra`` adds."""
     import derivations
     from derivations.core import CATALOGUE, SYMBOLS, defining
@@ -353,7 +352,7 @@ def compile_core(extra=()) -> tuple[dict, dict[str, str]]:
         "bindings": {name: binding_tree(name, presets) for name in BINDINGS},
         "units": _units(SYMBOLS, presets),
     }
-    outputs = _outputs(extra)
+    outputs = _outputs(extra, cli)
     core["outputs"] = {name: _digest(text) for name, text in outputs.items()}
     return core, outputs
 
@@ -364,7 +363,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def build(key: str, extra=()) -> Path | None:
+def build(key: str, extra, cli) -> Path | None:
     """Write the cache folder for ``key`` (None when it cannot be written). Presets that do not
     load make a folder marked broken, so later runs go straight to the full path."""
     from units import ChalkboardError
@@ -372,7 +371,7 @@ def build(key: str, extra=()) -> Path | None:
     root = cache_dir()
     folder = root / key
     try:
-        core, outputs = compile_core(extra)
+        core, outputs = compile_core(extra, cli)
     except ChalkboardError:
         core, outputs = {"format": FORMAT, "broken": True}, {}
     try:
@@ -454,7 +453,7 @@ def record(folder: Path) -> int:
     return new
 
 
-def update(args) -> bool:
+def update(args, cli) -> bool:
     """After a full run of a fast command: build the cache when it is missing and record the
     compiled functions. True when anything was written."""
     from book.fast import Fallback, cache_key
@@ -466,12 +465,12 @@ def update(args) -> bool:
     folder = cache_dir() / key
     built = False
     if not (folder / "core.json").is_file():
-        if build(key, args.presets) is None:
+        if build(key, args.presets, cli) is None:
             return False
         built = True
     elif not _valid(folder):
         shutil.rmtree(folder, ignore_errors=True)
-        if build(key, args.presets) is None:
+        if build(key, args.presets, cli) is None:
             return False
         built = True
     return record(folder) > 0 or built

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -96,14 +95,49 @@ H100 = ["--hardware", "h100_sxm", "--model", "deepseek_v3"]
         ["eval", "crossover_batch", *H100, "--set", "mem_bandwidth=4800 GB / s"],  # pint reads it
         ["eval", "cost_per_token", *H100, "--set", "batch_size=64", "--unit", "USD/Mtoken"],
         ["eval", "cost_per_token", *H100, "--set", "batch_size=64", "--set", "step_time=20 ms"],
-        ["eval", "step_time", "--hardware", "b200", "--model", "deepseek_v3", "--precision", "fp8",
-         "--weight-precision", "fp4", "--set", "batch_size=256"],  # fmt: skip
-        ["eval", "compute_optimal_params", "--fit", "epoch_2024", "--set", "training_flops=1e25FLOP"],
+        [
+            "eval",
+            "step_time",
+            "--hardware",
+            "b200",
+            "--model",
+            "deepseek_v3",
+            "--precision",
+            "fp8",
+            "--weight-precision",
+            "fp4",
+            "--set",
+            "batch_size=256",
+        ],  # fmt: skip
+        [
+            "eval",
+            "compute_optimal_params",
+            "--fit",
+            "epoch_2024",
+            "--set",
+            "training_flops=1e25FLOP",
+        ],
         ["sweep", "cost_per_token", "--over", "batch_size=1:10000:50", "--log", *H100],
         ["sweep", "cost_per_token", "--over", "batch_size=1:10000:50", *H100, "--json"],
-        ["sweep", "cost_per_token", "--over", "batch_size=1:10000:7", *H100, "--unit", "USD/Mtoken"],
-        ["sweep", "crossover_batch", "--over", "mem_bandwidth=1 TB/s:8 TB/s:8",
-         "--over", "flops=500 TFLOP/s:2000 TFLOP/s:4", "--model", "deepseek_v3"],  # fmt: skip
+        [
+            "sweep",
+            "cost_per_token",
+            "--over",
+            "batch_size=1:10000:7",
+            *H100,
+            "--unit",
+            "USD/Mtoken",
+        ],
+        [
+            "sweep",
+            "crossover_batch",
+            "--over",
+            "mem_bandwidth=1 TB/s:8 TB/s:8",
+            "--over",
+            "flops=500 TFLOP/s:2000 TFLOP/s:4",
+            "--model",
+            "deepseek_v3",
+        ],  # fmt: skip
     ],
 )
 def test_overrides_units_and_sweeps_print_the_same_bytes(argv):
@@ -183,7 +217,7 @@ def test_an_unwritable_cache_only_costs_speed(monkeypatch):
 def test_preset_files_that_do_not_load_are_the_full_paths_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path / "cache"))
     bad = tmp_path / "bad.toml"
-    bad.write_text(textwrap.dedent('[hardware.x]\nname = "X"\nsource = "me"\nhbm_capacity = "80"\n'))
+    bad.write_text('[hardware.x]\nname = "X"\nsource = "me"\nhbm_capacity = "80"\n')
     argv = ["--presets", str(bad), *ARGV]
     full = run(argv, False)
     assert full[0] == 2
