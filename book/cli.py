@@ -86,7 +86,24 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def make_parser() -> Parser:
+class _Skipped:
+    """A subcommand left out of a parser built for one command (see make_parser)."""
+
+    def add_argument(self, *args, **kwargs):
+        pass
+
+
+class _Only:
+    def __init__(self, sub, command):
+        self.sub, self.command = sub, command
+
+    def add_parser(self, name, **kwargs):
+        return self.sub.add_parser(name, **kwargs) if name == self.command else _Skipped()
+
+
+def make_parser(only: str | None = None) -> Parser:
+    """The argument parser; ``only`` builds just that subcommand (the fast path's start-up:
+    a command line it parses is parsed the same by the whole parser)."""
     parser = Parser(
         prog="chalkboard",
         description=__doc__.splitlines()[0].replace("``", ""),
@@ -109,6 +126,8 @@ def make_parser() -> Parser:
         "as Python with your permissions, like `python FILE`",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    if only is not None:
+        sub = _Only(sub, only)
 
     p = sub.add_parser("list", help="every equation with its symbols")
     p.add_argument("--chapter", help="only this chapter")
@@ -691,7 +710,8 @@ def main(argv: list[str] | None = None, out=None, err=None, fast: bool = False) 
         return 2
 
     try:
-        args = make_parser().parse_args(argv)
+        args = _fast_args(argv) if fast else None
+        args = args or make_parser().parse_args(argv)
     except UsageError as e:
         return fail(e)
     except SystemExit as e:  # --help prints and exits 0; anything else is argparse's own exit
@@ -751,6 +771,24 @@ def main(argv: list[str] | None = None, out=None, err=None, fast: bool = False) 
 
 
 FAST_COMMANDS = ("eval", "list", "presets", "sweep")
+
+
+def _fast_args(argv):
+    """The arguments of a fast command parsed by a parser of that command alone, or None (then
+    the whole parser parses them, and reports any problem or prints any help)."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if any(w == "-h" or (len(w) > 2 and "--help".startswith(w)) for w in words):
+        return None
+    for i, word in enumerate(words):
+        if word.startswith("-") or (i and words[i - 1] in ("--presets", "--extra")):
+            continue
+        if word not in FAST_COMMANDS:
+            return None
+        try:
+            return make_parser(only=word).parse_args(words)
+        except (UsageError, SystemExit):
+            return None
+    return None
 
 
 def _fill_cache(args, why: str, err) -> None:
