@@ -520,7 +520,10 @@ class Equation:
         division by zero and domain errors, where numpy would give ``inf`` or ``NaN``.
 
         >>> from derivations import get
-        >>> get("hbm_drain_time").scalar()(80e9, 3.35e12)
+        >>> eq = get("hbm_drain_time")
+        >>> [s.name for s in eq.arguments()]
+        ['mem_bandwidth', 'hbm_capacity']
+        >>> eq.scalar()(3.35e12, 80e9)  # seconds
         0.023880597014925373
         """
         key = ("scalar", keep)
