@@ -86,7 +86,24 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def make_parser() -> Parser:
+class _Skipped:
+    """A subcommand left out of a parser built for one command (see make_parser)."""
+
+    def add_argument(self, *args, **kwargs):
+        pass
+
+
+class _Only:
+    def __init__(self, sub, command):
+        self.sub, self.command = sub, command
+
+    def add_parser(self, name, **kwargs):
+        return self.sub.add_parser(name, **kwargs) if name == self.command else _Skipped()
+
+
+def make_parser(only: str | None = None) -> Parser:
+    """The argument parser; ``only`` builds just that subcommand (the fast path's start-up:
+    a command line it parses is parsed the same by the whole parser)."""
     parser = Parser(
         prog="chalkboard",
         description=__doc__.splitlines()[0].replace("``", ""),
@@ -109,6 +126,8 @@ def make_parser() -> Parser:
         "as Python with your permissions, like `python FILE`",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    if only is not None:
+        sub = _Only(sub, only)
 
     p = sub.add_parser("list", help="every equation with its symbols")
     p.add_argument("--chapter", help="only this chapter")
@@ -680,11 +699,15 @@ COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None, out=None, err=None) -> int:
+def main(argv: list[str] | None = None, out=None, err=None, fast: bool = False) -> int:
     """Run the CLI; returns the exit status (0, or 2 for bad input).
 
     Every failure is one ``error:`` line on ``err``; an exception that is not bad input is a
     bug, and says so in that line (a safety net, not the way errors are meant to be reported).
+    With ``fast`` (the ``chalkboard`` command's default), eval, list, presets and sweep are
+    answered from the compiled cache when it holds what they need (book/fast.py); otherwise they
+    run on the full library, which then fills the cache, and a run that found the cache missing
+    or stale says so in one line on ``err``.
     """
     err = err or sys.stderr or open(os.devnull, "w")  # noqa: SIM115 - stderr may be closed
     out = out or sys.stdout
@@ -700,14 +723,25 @@ def main(argv: list[str] | None = None, out=None, err=None) -> int:
         return 2
 
     try:
-        args = make_parser().parse_args(argv)
+        args = _fast_args(argv) if fast else None
+        args = args or make_parser().parse_args(argv)
     except UsageError as e:
         return fail(e)
     except SystemExit as e:  # --help prints and exits 0; anything else is argparse's own exit
         return e.code if isinstance(e.code, int) else 0
     if out is None:
         return fail("standard output is closed; nothing can be printed")
+    text, why = None, ""
+    fast = fast and args.command in FAST_COMMANDS and not args.extra
+    if fast:
+        from book import fast as fastpath
+
+        text, why = fastpath.run(args)
     try:
+        if text is not None:
+            out.write(text)
+            out.flush()
+            return 0
         if getattr(args, "presets", None):
             from units.presets import load
 
@@ -744,12 +778,50 @@ def main(argv: list[str] | None = None, out=None, err=None) -> int:
             f"internal error ({type(e).__name__}: {e}); this is a bug in chalkboard, please "
             "report it with the command you ran"
         )
+    if fast:
+        _fill_cache(args, why, err)
     return 0
 
 
+FAST_COMMANDS = ("eval", "list", "presets", "sweep")
+
+
+def _fast_args(argv):
+    """The arguments of a fast command parsed by a parser of that command alone, or None (then
+    the whole parser parses them, and reports any problem or prints any help)."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if any(w == "-h" or (len(w) > 2 and "--help".startswith(w)) for w in words):
+        return None
+    for i, word in enumerate(words):
+        if word.startswith("-") or (i and words[i - 1] in ("--presets", "--extra")):
+            continue
+        if word not in FAST_COMMANDS:
+            return None
+        try:
+            return make_parser(only=word).parse_args(words)
+        except (UsageError, SystemExit):
+            return None
+    return None
+
+
+def _fill_cache(args, why: str, err) -> None:
+    """After a full run of a fast command: compile what the fast path lacked (never fails)."""
+    try:
+        from book.fastcache import update
+
+        written = update(args, sys.modules[__name__])
+        if why and written:
+            err.write(
+                f"note: the fast-start cache was {why}; this run used the full library and "
+                "compiled it\n"
+            )
+    except Exception:  # noqa: BLE001 - a cache that cannot be written only costs speed
+        pass
+
+
 def run() -> None:
-    """Console-script entry point."""
-    code = main()
+    """Console-script entry point: the fast path unless CHALKBOARD_FAST=0."""
+    code = main(fast=os.environ.get("CHALKBOARD_FAST", "1") != "0")
     if sys.stdout is not None:
         try:
             sys.stdout.flush()

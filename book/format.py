@@ -32,8 +32,10 @@ programs, and ``parse_unit`` reads those strings back.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import pint
+if TYPE_CHECKING:  # the fast CLI imports this module without pint
+    import pint
 
 # The rules themselves live in units/display.py: the Jupyter displays of equations and
 # results (derivations/) share them.

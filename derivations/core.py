@@ -33,6 +33,7 @@ from sympy.printing.latex import LatexPrinter
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 from units.display import quantity, unit
+from units.light import PURE, global_names, scalar_function
 
 __all__ = [
     "CATALOGUE",
@@ -484,8 +485,80 @@ def _pull(m: sp.Max) -> sp.Expr:
     args = [sp.factor_terms(sp.together(a)) for a in m.args]
     common = functools.reduce(sp.gcd, args)
     if common == 1 or not common.is_positive:
-        return m
+        # gcd gives up on arguments holding exp or max; a symbol's power that multiplies
+        # every argument (such as 1/n_chips) still comes out
+        common = _common_symbol_powers(args)
+        if common == 1:
+            return m
+        return common * m.func(*[a / common for a in args])
     return common * m.func(*[sp.cancel(a / common) for a in args])
+
+
+def _common_symbol_powers(args) -> sp.Expr:
+    """The product of positive symbols' integer powers that every argument has as a factor.
+
+    >>> a, b, n, x = sp.symbols("a b n x", positive=True)
+    >>> _common_symbol_powers([a * sp.exp(x) / n, (b + sp.exp(a)) / (n * a)])
+    1/n
+    """
+    powers = []
+    for a in args:
+        found: dict[sp.Symbol, int] = {}
+        for factor in sp.Mul.make_args(a):
+            base, exp = factor.as_base_exp()
+            if isinstance(base, sp.Symbol) and base.is_positive and exp.is_Integer:
+                found[base] = found.get(base, 0) + int(exp)
+        powers.append(found)
+    common = sp.Integer(1)
+    for base in powers[0]:
+        exps = [p.get(base, 0) for p in powers]
+        if all(e > 0 for e in exps):
+            common *= base ** min(exps)
+        elif all(e < 0 for e in exps):
+            common *= base ** max(exps)
+    return common
+
+
+def _hoisting_cse(arrays: frozenset[sp.Symbol]):
+    """A cse for lambdify that first computes every part of the expression free of the swept
+    ``arrays`` as one scalar, so an array is touched once per operation that needs it (a product
+    of five scalars and an array is one array multiply, not five).
+
+    >>> a, b, c, x = sp.symbols("a b c x", positive=True)
+    >>> _hoisting_cse(frozenset({x}))([a * b * c * x + a / b])
+    ([(_h0, a*b*c), (_h1, a/b)], [_h0*x + _h1])
+    """
+
+    def cse(exprs):
+        defs: list[tuple[sp.Symbol, sp.Expr]] = []
+
+        def scalar(e):
+            if e.is_Atom:
+                return e
+            name = sp.Symbol(f"_h{len(defs)}")
+            defs.append((name, e))
+            return name
+
+        def hoist(e):
+            if e.is_Atom:
+                return e
+            if not e.free_symbols & arrays:
+                return scalar(e)
+            if isinstance(e, sp.Mul | sp.Add):
+                fixed = [a for a in e.args if not a.free_symbols & arrays]
+                varying = [hoist(a) for a in e.args if a.free_symbols & arrays]
+                head = [scalar(e.func(*fixed))] if fixed else []
+                return e.func(*head, *varying)
+            return e.func(*[hoist(a) for a in e.args])
+
+        single = isinstance(exprs, sp.Basic)  # lambdify passes one expression as itself
+        bodies = [hoist(e) for e in ([exprs] if single else exprs)]
+        replacements, reduced = sp.cse([d for _, d in defs] + bodies)
+        named = [(name, r) for (name, _), r in zip(defs, reduced, strict=False)]
+        rest = reduced[len(defs) :]
+        return replacements + named, rest[0] if single else rest
+
+    return cse
 
 
 def latex_names() -> dict[sp.Symbol, str]:
@@ -577,8 +650,10 @@ class Equation:
     @property
     def inputs(self) -> tuple[Symbol, ...]:
         """The symbols on the right side, in declaration order."""
-        names = {s.name for s in self.rhs.free_symbols}
-        return tuple(s for s in SYMBOLS.values() if s.name in names)
+        if "inputs" not in self._compiled:  # every one was declared before this equation
+            names = {s.name for s in self.rhs.free_symbols}
+            self._compiled["inputs"] = tuple(s for s in SYMBOLS.values() if s.name in names)
+        return self._compiled["inputs"]
 
     @property
     def uses(self) -> tuple[Equation, ...]:
@@ -701,7 +776,37 @@ class Equation:
                 s.sym: sp.Symbol(f"zz_{s.name}", positive=True) for s in args if s.name in arrays
             }
             params = [last.get(s.sym, s.sym) for s in args]
-            self._compiled[key] = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY, cse=True)
+            cse = _hoisting_cse(frozenset(last.values())) if last else True
+            fn = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY, cse=cse)
+            self._compiled[key] = fn
+            self._compiled[("source", keep, arrays)] = (inspect.getsource(fn), global_names(fn))
+        return self._compiled[key]
+
+    def compiled_source(
+        self, keep: frozenset[str] = frozenset(), arrays: frozenset[str] = frozenset()
+    ) -> tuple[str, dict[str, list[str]] | None]:
+        """The Python source of :meth:`compiled` and where each global it uses comes from (None
+        when one is not numpy's, functools' or a builtin): what the fast CLI caches."""
+        self.compiled(keep, arrays)
+        return self._compiled[("source", keep, arrays)]
+
+    def scalar(self, keep: frozenset[str] = frozenset()) -> Callable | None:
+        """:meth:`compiled` (no arrays) on Python floats (``units.light.scalar_function``), or
+        None when its source uses a name that has no float equivalent. It raises on overflow,
+        division by zero and domain errors, where numpy would give ``inf`` or ``NaN``.
+
+        >>> from derivations import get
+        >>> eq = get("hbm_drain_time")
+        >>> [s.name for s in eq.arguments()]
+        ['mem_bandwidth', 'hbm_capacity']
+        >>> eq.scalar()(3.35e12, 80e9)  # seconds
+        0.023880597014925373
+        """
+        key = ("scalar", keep)
+        if key not in self._compiled:
+            source, names = self.compiled_source(keep)
+            pure = names is not None and all(n in PURE for n in names)
+            self._compiled[key] = scalar_function(source) if pure else None
         return self._compiled[key]
 
     def resolver(self, presets=None, precision="bf16", price=None, **kwargs):
@@ -810,6 +915,9 @@ class Equation:
         mags = np.asarray(value.magnitude, dtype=float)
         if "positive" not in self._compiled:  # a fraction such as 1 - a/b may be exactly 0
             self._compiled["positive"] = bool(self.expanded().is_positive)
+        low, high = (mags.min(), mags.max()) if mags.size else (1.0, 1.0)  # NaN gives NaN
+        if high < np.inf and (low > 0 or (low == 0 and not self._compiled["positive"])):
+            return value  # two passes over a sweep instead of seven
         bad = ~np.isfinite(mags) | (mags < 0) | ((mags == 0) & self._compiled["positive"])
         if not bad.any():
             return value

@@ -475,6 +475,11 @@ PRECISION_ROLES = {
 PRECISION_KEYWORDS = tuple(keyword for keyword, _ in PRECISION_ROLES.values())
 
 
+# (equation id, overridden names, swept names) -> the equation, for every compiled function an
+# evaluation in this process ran: the fast CLI caches their sources (book/fastcache.py).
+EVALUATED: dict[tuple[str, frozenset[str], frozenset[str]], Equation] = {}
+
+
 class Resolver:
     """Resolves the inputs of one evaluation, in base units, and records where each came from."""
 
@@ -489,7 +494,9 @@ class Resolver:
         self.presets = presets
         self.chosen = chosen
         self.overrides = overrides
-        self.keep = frozenset(overrides)
+        # overridden intermediates stay symbols in the compiled function (an overridden leaf
+        # input changes nothing there, so it does not make a function of its own)
+        self.keep = frozenset(n for n in overrides if defining(n) is not None)
         self.used: dict[str, Input] = {}
         self._values: dict[str, pint.Quantity] = {}
         self._stack: list[str] = []
@@ -579,8 +586,19 @@ class Resolver:
         finally:
             self._stack.pop()
         arrays = frozenset(s.name for s, m in zip(args, magnitudes, strict=True) if np.ndim(m))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            out = eq.compiled(self.keep, arrays)(*magnitudes)
+        EVALUATED[(eq.id, self.keep, arrays)] = eq
+        out = None
+        scalar = None if arrays else eq.scalar(self.keep)
+        if scalar is not None:  # floats: the fast CLI runs the same function (units.light)
+            try:
+                out = scalar(*(float(m) for m in magnitudes))
+            except (ArithmeticError, ValueError):
+                out = None
+            if type(out) is not float:
+                out = None
+        if out is None:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                out = eq.compiled(self.keep, arrays)(*magnitudes)
         return Q_(out, eq.lhs.base_unit)
 
     def record_intermediates(self) -> None:

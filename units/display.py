@@ -12,8 +12,10 @@ does.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import pint
+if TYPE_CHECKING:  # the fast CLI imports this module without pint
+    import pint
 
 SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 SCIENTIFIC_FROM = 1e6  # at and above this magnitude a number is written as a power of ten

@@ -1,5 +1,8 @@
 """Hostile input (issue 10): every reproducer is one ``error:`` line and exit 2, or a correct
-exit 0; never a traceback, a hang, a non-finite number or a silently wrong answer."""
+exit 0; never a traceback, a hang, a non-finite number or a silently wrong answer.
+
+Every test here runs twice: on the full library, and on the fast path (book/fast.py) with a
+cache that holds what each command needs (a first run compiles it)."""
 
 import io
 import json
@@ -13,14 +16,36 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from book.cli import main
+from book.cli import FAST_COMMANDS, main
 
 H100_DSV3 = ["--hardware", "h100_sxm", "--model", "deepseek_v3"]
+FAST = {"on": False}
+
+
+@pytest.fixture(scope="module", autouse=True, params=["full", "fast"])
+def cli_path(request, tmp_path_factory):
+    """The path every test of this module runs on (the fast one with its own cache folder)."""
+    saved = os.environ.get("CHALKBOARD_CACHE_DIR")
+    os.environ["CHALKBOARD_CACHE_DIR"] = str(tmp_path_factory.mktemp("fast-cache"))
+    FAST["on"] = request.param == "fast"
+    yield request.param
+    FAST["on"] = False
+    if saved is None:
+        del os.environ["CHALKBOARD_CACHE_DIR"]
+    else:
+        os.environ["CHALKBOARD_CACHE_DIR"] = saved
+
+
+def _command(argv) -> str | None:
+    words = [a for i, a in enumerate(argv) if i == 0 or argv[i - 1] not in ("--presets", "--extra")]
+    return next((a for a in words if not a.startswith("-")), None)
 
 
 def run(*argv):
+    if FAST["on"] and _command(argv) in FAST_COMMANDS:  # compile what the fast path needs
+        main(list(argv), io.StringIO(), io.StringIO(), fast=True)
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out, err)
+    code = main(list(argv), out, err, fast=FAST["on"])
     return code, out.getvalue(), err.getvalue()
 
 
@@ -424,15 +449,16 @@ def test_an_unexpected_exception_is_one_line_that_asks_for_a_bug_report(monkeypa
     def broken(args, out):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setitem(book.cli.COMMANDS, "list", broken)
-    one_error("list", match="internal error (RuntimeError: boom second line); this is a bug")
+    # `symbols` always runs on the full library (the fast path answers `list` from its cache)
+    monkeypatch.setitem(book.cli.COMMANDS, "symbols", broken)
+    one_error("symbols", match="internal error (RuntimeError: boom second line); this is a bug")
 
 
 def test_sys_exit_during_a_command_is_not_a_silent_success(monkeypatch):
     import book.cli
 
-    monkeypatch.setitem(book.cli.COMMANDS, "list", lambda args, out: sys.exit(0))
-    one_error("list", match="sys.exit(0) was called")
+    monkeypatch.setitem(book.cli.COMMANDS, "symbols", lambda args, out: sys.exit(0))
+    one_error("symbols", match="sys.exit(0) was called")
 
 
 def test_serve_passes_relative_presets_as_absolute_paths(tmp_path, monkeypatch):

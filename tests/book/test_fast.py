@@ -1,0 +1,260 @@
+"""The fast CLI (book/fast.py, book/fastcache.py): the same bytes as the full library, a cache
+that can go stale, be damaged or be unwritable without harm, and no sympy, pint or numpy."""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from book import fast
+from book.cli import main, make_parser
+from derivations import CATALOGUE
+
+PAIRS = [("h100_sxm", "deepseek_v3"), ("b200", "llama_3_1_70b"), ("gb200_nvl72", "kimi_k2")]
+CHOICES = ["--api", "claude_opus_4_6", "--tier", "flash_nvme", "--fit", "epoch_2024"]
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    """One cache folder for this module (compiling it once is the slow part)."""
+    if not hasattr(cache, "folder"):
+        cache.folder = tmp_path_factory.mktemp("fast-cache")
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(cache.folder))
+    monkeypatch.delenv("CHALKBOARD_PRESETS", raising=False)
+    return cache.folder
+
+
+def run(argv, use_fast):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err, fast=use_fast)
+    return code, out.getvalue(), err.getvalue()
+
+
+def answered_fast(argv) -> str | None:
+    """The fast path's own answer (None when it hands the command to the full library)."""
+    return fast.run(make_parser().parse_args(list(argv)))[0]
+
+
+def same(argv) -> bool:
+    """Full and fast runs print the same bytes and exit alike; True when the fast path itself
+    answered (after one run that compiles what it lacked)."""
+    full = run(argv, False)
+    run(argv, True)
+    again = run(argv, True)
+    assert again[:2] == full[:2], (argv, full, again)
+    answer = answered_fast(argv)
+    assert answer is None or answer == full[1], argv
+    return answer is not None
+
+
+def test_every_catalogued_equation_prints_the_same_bytes_on_both_paths():
+    answered = total = 0
+    for eq_id in CATALOGUE:
+        for hardware, model in PAIRS[:2]:
+            base = ["eval", eq_id, "--hardware", hardware, "--model", model, *CHOICES]
+            if run([*base, "--set", "batch_size=256"], False)[0] == 0:
+                base += ["--set", "batch_size=256"]
+            for extra in ([], ["--json"]):
+                argv = [*base, *extra]
+                total += 1
+                answered += same(argv) and run(argv, False)[0] == 0
+    # everything that evaluates is answered fast (a few give 0, which the full path judges)
+    assert answered > 0.7 * total, (answered, total)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list"],
+        ["list", "--json"],
+        ["list", "--chapter", "moe"],
+        ["list", "--chapter", "long_context", "--json"],
+        ["presets"],
+        ["presets", "--json"],
+        ["presets", "models"],
+        ["presets", "hardware", "--sources"],
+        ["presets", "prices", "--json"],
+    ],
+)
+def test_list_and_presets_print_the_same_bytes(argv):
+    assert same(argv)
+
+
+H100 = ["--hardware", "h100_sxm", "--model", "deepseek_v3"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "crossover_batch", *H100, "--set", "mem_bandwidth=4.8 TB/s"],
+        ["eval", "crossover_batch", *H100, "--set", "mem_bandwidth=4.8e12 B/s", "--json"],
+        ["eval", "crossover_batch", *H100, "--set", "mem_bandwidth=4800 GB / s"],  # pint reads it
+        ["eval", "cost_per_token", *H100, "--set", "batch_size=64", "--unit", "USD/Mtoken"],
+        ["eval", "cost_per_token", *H100, "--set", "batch_size=64", "--set", "step_time=20 ms"],
+        [
+            "eval",
+            "step_time",
+            "--hardware",
+            "b200",
+            "--model",
+            "deepseek_v3",
+            "--precision",
+            "fp8",
+            "--weight-precision",
+            "fp4",
+            "--set",
+            "batch_size=256",
+        ],  # fmt: skip
+        [
+            "eval",
+            "compute_optimal_params",
+            "--fit",
+            "epoch_2024",
+            "--set",
+            "training_flops=1e25FLOP",
+        ],
+        ["sweep", "cost_per_token", "--over", "batch_size=1:10000:50", "--log", *H100],
+        ["sweep", "cost_per_token", "--over", "batch_size=1:10000:50", *H100, "--json"],
+        [
+            "sweep",
+            "cost_per_token",
+            "--over",
+            "batch_size=1:10000:7",
+            *H100,
+            "--unit",
+            "USD/Mtoken",
+        ],
+        [
+            "sweep",
+            "crossover_batch",
+            "--over",
+            "mem_bandwidth=1 TB/s:8 TB/s:8",
+            "--over",
+            "flops=500 TFLOP/s:2000 TFLOP/s:4",
+            "--model",
+            "deepseek_v3",
+        ],  # fmt: skip
+    ],
+)
+def test_overrides_units_and_sweeps_print_the_same_bytes(argv):
+    assert same(argv)
+
+
+def test_errors_are_the_full_paths_own():
+    for argv in (
+        ["eval", "crossover_batch", *H100, "--set", "mem_bandwidth=3.35"],
+        ["eval", "crossover_batch", "--hardware", "h100", "--model", "deepseek_v3"],
+        ["eval", "cost_per_token", *H100, "--set", "batch_size=1e308"],
+        ["sweep", "hbm_drain_time", "--hardware", "h100_sxm", "--over", "mem_bandwidth=1:3:3"],
+    ):
+        full, again = run(argv, False), run(argv, True)
+        assert again == full and full[0] == 2, (argv, full, again)
+        assert answered_fast(argv) is None
+
+
+ARGV = ["eval", "crossover_batch", *H100, "--json"]
+
+
+def test_a_missing_or_stale_cache_falls_back_and_says_so_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path / "cache"))
+    full = run(ARGV, False)
+    first = run(ARGV, True)
+    assert first[:2] == full[:2]
+    assert first[2].count("\n") == 1 and "fast-start cache was missing" in first[2]
+    assert run(ARGV, True) == full and answered_fast(ARGV) == full[1]
+    # new presets (like edited sources) make a new key: the old cache is stale
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[hardware.my_chip]\nname = "Mine"\nsource = "me"\n'
+                    'hbm_capacity = "80 GB"\nhbm_bandwidth = "1 TB/s"\n')  # fmt: skip
+    monkeypatch.setenv("CHALKBOARD_PRESETS", str(mine))
+    stale = run(ARGV, True)
+    assert stale[:2] == full[:2] and "fast-start cache was stale" in stale[2]
+    assert run(ARGV, True) == full
+
+
+def _folder(root):
+    (folder,) = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return folder
+
+
+@pytest.mark.parametrize("damage", ["core", "output", "function", "empty"])
+def test_a_damaged_cache_falls_back_and_is_rewritten(cache, tmp_path, monkeypatch, damage):
+    argv = ["list"] if damage == "output" else ARGV
+    full = run(argv, False)
+    run(argv, True)
+    assert answered_fast(argv) == full[1]
+    key = fast.cache_key(())
+    shutil.copytree(cache / key, tmp_path / key)  # a copy to damage (compiling one is slow)
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
+    assert answered_fast(argv) == full[1]
+    folder = _folder(tmp_path)
+    if damage == "core":
+        (folder / "core.json").write_text('{"format": 1, "symbols": {')
+    elif damage == "empty":
+        (folder / "core.json").write_text("{}")
+    elif damage == "output":
+        with open(folder / "out" / "list--text.txt", "a") as f:
+            f.write("one more line\n")
+    else:
+        for entry in (folder / "fn").iterdir():
+            entry.write_text("not json")
+    damaged = run(argv, True)
+    assert damaged[:2] == full[:2]
+    assert damaged[2] == "" or "fast-start cache was corrupt" in damaged[2]
+    assert run(argv, True) == full and answered_fast(argv) == full[1]
+
+
+def test_an_unwritable_cache_only_costs_speed(monkeypatch):
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", "/dev/null/chalkboard")
+    full = run(ARGV, False)
+    assert run(ARGV, True) == full and answered_fast(ARGV) is None
+
+
+def test_preset_files_that_do_not_load_are_the_full_paths_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path / "cache"))
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[hardware.x]\nname = "X"\nsource = "me"\nhbm_capacity = "80"\n')
+    argv = ["--presets", str(bad), *ARGV]
+    full = run(argv, False)
+    assert full[0] == 2
+    for _ in range(2):
+        assert run(argv, True) == full
+
+
+def test_the_cache_file_names_a_hash_of_the_sources_and_presets(tmp_path, monkeypatch):
+    key = fast.cache_key(())
+    mine = tmp_path / "mine.toml"
+    mine.write_text("")
+    assert fast.cache_key((str(mine),)) != key
+    monkeypatch.setattr(fast, "FORMAT", fast.FORMAT + 1)
+    assert fast.cache_key(()) != key
+
+
+@pytest.mark.parametrize(
+    "argv, allowed",
+    [
+        (["eval", "cost_per_token", *H100, "--set", "batch_size=64"], set()),
+        (["eval", "crossover_batch", *H100, "--json"], set()),
+        (["list", "--json"], set()),
+        (["presets", "models"], set()),
+        (["sweep", "cost_per_token", "--over", "batch_size=1:100:5", *H100], {"numpy"}),
+    ],
+)
+def test_the_fast_path_imports_neither_sympy_nor_pint_nor_numpy(cache, argv, allowed):
+    run(argv, True)  # compile what it needs, in this process
+    assert answered_fast(argv) is not None
+    code = (
+        "import sys\n"
+        "from book.cli import main\n"
+        f"assert main({argv!r}, fast=True) == 0\n"
+        "print(sorted(m for m in ('sympy', 'pint', 'numpy') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "CHALKBOARD_CACHE_DIR": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert json.loads(done.stdout.splitlines()[-1].replace("'", '"')) == sorted(allowed)
