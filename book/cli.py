@@ -830,12 +830,12 @@ def run() -> None:
     sys.exit(code)
 
 
-if __name__ == "__main__":
-    run()
-
-
 def _unit_words(s) -> str:
     """A symbol's unit in text output as a reader says it (JSON keeps pint's string)."""
     from book.format import unit
 
     return unit(s.display_unit) or "(pure number)"
+
+
+if __name__ == "__main__":
+    run()

@@ -362,6 +362,14 @@ def run_cli(*argv, cwd=None):
     )
 
 
+def test_python_dash_m_runs_every_helper_the_commands_use():
+    # `python -m book.cli symbols` once failed with a NameError: a helper was defined below the
+    # `if __name__ == "__main__"` block, so it did not exist yet when the command ran
+    done = run_cli("symbols")
+    assert done.returncode == 0, done.stderr
+    assert "batch_size" in done.stdout and "sequences" in done.stdout
+
+
 def test_extra_module_adds_equations_to_eval_and_build(tmp_path):
     done = run_cli(
         "--extra",
