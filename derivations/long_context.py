@@ -105,6 +105,7 @@ from derivations.notation import (
 CHAPTER = "long_context"
 LECTURE = "Lecture section F, long context and API pricing"
 SECTION_F = "1:33:02-2:04:02"
+LECTURE_A = "Lecture section A, batch size, cost and latency"
 SECTION_A = "00:00-32:09"
 
 B, L, k, b = batch_size.sym, context_length.sym, kv_bytes_per_token.sym, weight_bytes_per_value.sym
@@ -396,7 +397,7 @@ register(
         lhs=decode_attention_context,
         rhs=c_f * u * N_a / a_dec,
         chapter=CHAPTER,
-        source=Source(LECTURE, SECTION_A, "t_compute = B N_active / FLOPs, attention added"),
+        source=Source(LECTURE_A, SECTION_A, "t_compute = B N_active / FLOPs, attention added"),
         assumptions=(
             "below it, attention FLOPs can be dropped from the compute time (at a tenth of it "
             "they add 10%)",
@@ -517,7 +518,7 @@ register(
         lhs=kv_weight_context,
         rhs=KV_WEIGHTS,
         chapter=CHAPTER,
-        source=Source(LECTURE, SECTION_A, "the balance of the two memory terms"),
+        source=Source(LECTURE_A, SECTION_A, "the balance of the two memory terms"),
         assumptions=(
             "both are read from the same HBM",
             "the weights read are those the batch touches (all of them once the batch far "
@@ -793,7 +794,7 @@ register(
         lhs=kv_bytes,
         rhs=B * L * k,
         chapter=CHAPTER,
-        source=Source(LECTURE, SECTION_A, "the B len_ctx kv_bytes term of t_mem"),
+        source=Source(LECTURE_A, SECTION_A, "the B len_ctx kv_bytes term of t_mem"),
         assumptions=(
             "every sequence of the batch has the same context length",
             "sequences share no cached prefix",

@@ -83,3 +83,38 @@ def test_equation_prose_never_spells_an_identifier():
             prose = re.sub(r"`[^`]*`|\$[^$]*\$", " ", text)
             bad += [f"{eq.id}: {m[0]!r} in {text!r}" for m in word.finditer(prose) if m[0] in ids]
     assert not bad, "\n".join(bad)
+
+
+# The episode's chapter marks (shared/reference/lecture.md, "Chapters:"): each section's start,
+# and the next one's start as its end; G runs to the episode's end.
+SECTION_TIMES = {
+    "A": "00:00-32:09",
+    "B": "32:09-47:12",
+    "C": "47:12-1:03:37",
+    "D": "1:03:37-1:18:59",
+    "E": "1:18:59-1:33:02",
+    "F": "1:33:02-2:04:02",
+    "G": "2:04:02-2:13:00",
+}
+
+
+def _seconds(stamp: str) -> int:
+    """'1:03:37' -> 3817, '15:16' -> 916."""
+    total = 0
+    for part in stamp.split(":"):
+        total = 60 * total + int(part)
+    return total
+
+
+def test_a_source_names_the_section_its_time_range_is_from():
+    # decode_attention_context once said "section F" with section A's time range
+    checked = 0
+    for eq in derivations.equations():
+        named = re.search(r"section ([A-G])\b", eq.source.section)
+        stamps = re.findall(r"\d+(?::\d\d)+", eq.source.timestamp)
+        if named and stamps:
+            start, end = map(_seconds, SECTION_TIMES[named.group(1)].split("-"))
+            for stamp in stamps:
+                assert start <= _seconds(stamp) <= end, (eq.id, str(eq.source))
+            checked += 1
+    assert checked > 30  # most equations cite a section and a time
