@@ -53,8 +53,13 @@ def _same(a: sp.Expr, b: sp.Expr) -> bool:
         # cancelled bring both sides to one form
         from derivations.core import pull_factors_out_of_max
 
-        a, b = (sp.simplify(pull_factors_out_of_max(x.doit())) for x in (a, b))
-        if a == b or sp.expand(a - b) == 0:
+        pulled = [sp.simplify(pull_factors_out_of_max(x.doit())) for x in (a, b)]
+        if pulled[0] == pulled[1] or sp.expand(pulled[0] - pulled[1]) == 0:
+            return True
+        # pulling out is not canonical (a gcd can miss a factor hidden in a sum over a
+        # denominator), pushing in is: c max(x, y) = max(c x, c y) for c > 0, then the
+        # arguments match pairwise
+        if _same_arguments(_into_max(a.doit()), _into_max(b.doit())):
             return True
     diff = sp.simplify(diff)
     if diff == 0:
@@ -63,6 +68,36 @@ def _same(a: sp.Expr, b: sp.Expr) -> bool:
         return diff.equals(0) is True
     except (TypeError, ValueError):  # sympy's numeric test may meet a max of nan
         return False
+
+
+def _into_max(expr: sp.Expr) -> sp.Expr:
+    """``c * Max(x, y)`` as ``Max(c x, c y)`` when ``c`` is positive; anything else unchanged.
+
+    >>> a, x, y = sp.symbols("a x y", positive=True)
+    >>> _into_max(a * sp.Max(x, y)).args == (a * x, a * y)
+    True
+    """
+    if isinstance(expr, sp.Mul):
+        outer = [f for f in expr.args if isinstance(f, sp.Max | sp.Min)]
+        if len(outer) == 1:
+            coefficient = expr / outer[0]
+            if coefficient.is_positive:
+                args = [sp.expand(coefficient * arg) for arg in outer[0].args]
+                return outer[0].func(*args, evaluate=False)
+    return expr
+
+
+def _same_arguments(a: sp.Expr, b: sp.Expr) -> bool:
+    """True when ``a`` and ``b`` are maxes (or mins) whose arguments are equal in pairs."""
+    if not (isinstance(a, sp.Max | sp.Min) and type(a) is type(b) and len(a.args) == len(b.args)):
+        return False
+    rest = list(b.args)
+    for x in a.args:
+        match = next((y for y in rest if sp.simplify(x - y) == 0), None)
+        if match is None:
+            return False
+        rest.remove(match)
+    return True
 
 
 def _nonzero(expr: sp.Expr) -> bool:

@@ -231,8 +231,9 @@ def _retrieval(presets: Presets) -> dict:
     for tier in presets.tier.values():
         ev = Evaluator(presets, HARDWARE, "llama_3_1_70b", tier=tier.id)
         cost = ev.detailed("cache_recompute_cost")
-        recompute = (cost.value / cost.inputs["price_per_chip_hour"].base / Q_(1, "chip")).to("s")
-        read = (ev.q("kv_cache_per_sequence") / tier.bandwidth).to("s")
+        per_chip = cost.value / cost.inputs["price_per_chip_hour"].base / Q_(1, "chip")
+        recompute = (per_chip * ONE_SEQUENCE).to("s")  # one sequence's cache
+        read = (ev.q("kv_cache_per_sequence") * ONE_SEQUENCE / tier.bandwidth).to("s")
         shown = read.to("ms") if read < Q_(1, "s") else read
         rows.append({"medium": tier.medium, "time": quantity(shown), "share": read / recompute})
     return {

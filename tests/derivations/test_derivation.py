@@ -92,3 +92,17 @@ def test_a_step_that_does_not_balance_dimensionally_fails_the_check():
         match=r"step 2 .* is \[time\] but .* is \[time\] \* \[token\] / \[compute\]",
     ):
         broken.check()
+
+
+def test_a_max_with_a_common_factor_hidden_in_a_sum_is_still_proven_equal():
+    # the composed floor's shape: the gcd misses c in ((F k + c W r) / W, a + c), so pulling
+    # factors out leaves two forms; pushing the factor in matches the arguments pairwise
+    from derivations.derivation import same
+
+    p, c, a, k, F, W, r, e, u = sp.symbols("p c a k F W r e u", positive=True)
+    share = e * r - r + 1  # the weights read: all but the routed share, plus the experts touched
+    pulled = p * c * sp.Max(a / (u * c) + 1, F * k / (u * c * W) + share) / F
+    plain = p * sp.Max((F * k + u * c * W * share) / W, a + u * c) / (u * F)
+    assert same(pulled, plain)
+    assert not same(pulled, p * sp.Max((F * k + u * c * W * share) / W, a + 2 * u * c) / (u * F))
+    assert not same(pulled, 2 * plain)
