@@ -149,8 +149,8 @@ def unit_key(unit) -> str:
 
 def unit_plan(unit) -> dict:
     """What book.fast.quantity_text needs to print a value in ``unit`` as book.format does."""
-    from book import format as F
     from units import Q_, ureg
+    from units import display as F
 
     one = Q_(1.0, unit)
     plain = F._plain(one)
