@@ -7,7 +7,7 @@ the form are in each symbol's display unit; the function works in base units.
 
 >>> spec = calculator("crossover_batch")
 >>> [a["name"] for a in spec["args"]][:3]
-['flops_per_param_token', 'flops', 'mem_bandwidth']
+['flops_per_param_token', 'decode_tokens_per_sequence', 'flops']
 """
 
 from __future__ import annotations

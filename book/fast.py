@@ -502,8 +502,9 @@ def fast_eval(cache: Cache, args) -> str:
 
     lines = [f"{lhs} = {quantity_text(value, plan)}\n", f"    {equation}\n"]
     for name, v, s, origin, _ in shown:
-        words = core["units"]["plans"][s["disp"]]["words"]
-        lines.append(f"    {name:<22} {number(v):>12} {words:<18} {origin}\n")
+        magnitude, plan = number(v), core["units"]["plans"][s["disp"]]
+        words = plan["word"] if magnitude in ("1", "-1") else plan["words"]
+        lines.append(f"    {name:<22} {magnitude:>12} {words:<18} {origin}\n")
     return "".join(lines)
 
 
@@ -559,7 +560,18 @@ def fast_sweep(cache: Cache, args) -> str:
     if points > MAX_SWEEP_POINTS:
         raise Fallback("too many points")
     space = np.geomspace if args.log else np.linspace
-    axes = [(name, sym, space(a, b, n)) for name, sym, a, b, n in ranges]
+
+    def spaced(sym, a, b, n):
+        """As derivations.spaced: a count in whole numbers of its unit, repeats dropped."""
+        values = space(a, b, n)
+        scale = sym["count_scale"]
+        if scale is not None:
+            whole = np.maximum(np.rint(values * scale), 1)
+            _, first = np.unique(whole, return_index=True)
+            values = whole[np.sort(first)] / scale
+        return values
+
+    axes = [(name, sym, spaced(sym, a, b, n)) for name, sym, a, b, n in ranges]
     grids = np.meshgrid(*(values for *_, values in axes), indexing="ij")
     _precisions_known(core, args)
     given = overrides(core, args.set)

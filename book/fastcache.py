@@ -159,6 +159,7 @@ def unit_plan(unit) -> dict:
     return {
         "short": f"{unit:~}",
         "words": F.unit(unit),
+        "word": F.unit(unit, singular=True),  # beside a 1: "1 token per sequence"
         "plain": None if plain is one else float(plain.magnitude),
         "count": F._is_count(plain.units),
         "texts": [F.unit(plain.units), F.unit(plain.units, singular=True)],
@@ -227,6 +228,10 @@ def _symbols() -> dict:
             "bare": None if bare is None else float(Q_(1.0, bare).to_base_units().magnitude),
             "bare_to_display": (
                 None if bare is None else float(Q_(1.0, bare).to(s.display_unit).magnitude)
+            ),
+            # a count is swept in whole numbers of its own unit (derivations.spaced)
+            "count_scale": (
+                float(Q_(1, s.display_unit).to(s.unit).magnitude) if s.count else None
             ),
             "constant": (
                 [float(s.value.to(s.base_unit).magnitude), s.source]
