@@ -35,6 +35,8 @@ import threading
 import time
 from pathlib import Path
 
+from book.signals import terminate_cleanly
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TEMPLATES = HERE / "templates"
@@ -344,23 +346,6 @@ def _absolute_env_presets() -> None:
 
 
 @contextlib.contextmanager
-def _signals_stop():
-    """SIGTERM stops like Ctrl-C (KeyboardInterrupt), so the cleanup below always runs."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
 def _signals_ignored():
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -392,7 +377,7 @@ def serve(port: int = 8000, extra_presets=(), out=None, err=None, poll: float = 
     preview: Preview | None = None
     serving = False
     try:
-        with _signals_stop():
+        with terminate_cleanly():
             preview = Preview(state, options, out or sys.stdout, err)  # its folder: in here
             threading.Thread(target=server.serve_forever, daemon=True).start()
             serving = True

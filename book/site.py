@@ -14,8 +14,6 @@ import errno
 import json
 import os
 import shutil
-import signal
-import threading
 from pathlib import Path
 
 import jinja2
@@ -28,6 +26,7 @@ from book.chapter_pages import chapter_page_context
 from book.claims import claims_context
 from book.notebooks import with_notebook_link, write_notebooks
 from book.problems import problem_pages, unit_table
+from book.signals import terminate_cleanly
 from book.templating import TEMPLATES, environment, lower_first  # noqa: F401 (public names)
 from book.tutorial import TUTORIAL, tutorial_page
 from units import ChalkboardError
@@ -261,7 +260,7 @@ def build(out: Path, extra_presets=(), pdf: bool = False) -> Path:
     _check_replaceable(out)
     created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     try:
-        with _terminate_cleanly():
+        with terminate_cleanly():
             return _build(out, presets, pdf)
     except OSError as err:
         raise ChalkboardError(f"cannot write the site to {out}: {err.strerror or err}") from None
@@ -280,23 +279,6 @@ def _check_replaceable(out: Path) -> None:
             f"{out} holds files that chalkboard build did not write (no {MARKER} marker); "
             "choose another --out, or empty the folder"
         )
-
-
-@contextlib.contextmanager
-def _terminate_cleanly():
-    """SIGTERM interrupts the build like Ctrl-C, so its staging folder is removed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _staging(out: Path) -> Path:
