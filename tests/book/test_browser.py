@@ -17,19 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from book.pdf import FLAGS as PDF_FLAGS
 from derivations import get
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+FLAGS = PDF_FLAGS  # the build prints the PDF with the same Chromium flags (book/pdf.py)
 
 
 def chromium_path() -> str:
