@@ -153,8 +153,13 @@ def test_compiled_evaluation_equals_sympy_substitution(inputs, batch):
         "vectors_per_token": Q_(1, "vector/token"),  # a token routes one vector
     }
     expr = eq.expanded(frozenset(subs))  # given inputs stay symbols, as the evaluation keeps them
+    # Every symbol replaced at once, then sympy's own arithmetic: independent of the compiled
+    # path (no lambdify, no factors pulled out of the max). `subs` would re-simplify each Max at
+    # every partial substitution, 0.25 s an example for the same number.
     by_sympy = float(
-        expr.subs({lookup_symbol(k).sym: v.to_base_units().magnitude for k, v in subs.items()})
+        expr.xreplace(
+            {lookup_symbol(k).sym: sp.Float(v.to_base_units().magnitude) for k, v in subs.items()}
+        )
     )
     compiled = eq.evaluate(**inputs, batch_size=batch).to("s").magnitude
     assert compiled == pytest.approx(by_sympy, rel=1e-9)
