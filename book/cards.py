@@ -11,11 +11,18 @@ back in Markdown with ``$...$`` math, and the equation, chapter or claim it come
 - *statement* (an equation to recall), *dominance* (which term dominates on a case), *number*
   (only the numbers worth memorising) and *claim* (a verdict with its reason).
 
->>> cards = flashcards()
->>> len(cards) >= 3 * 27
+``flashcards()`` builds the whole deck (it computes every chapter's context: seconds, so
+tests/book/test_cards.py builds it once and checks it). A card, and what the exports keep of it:
+
+>>> card = Card("eq:hbm_drain_time:statement", "batching", "statement",
+...             "Write the HBM drain time.", "$$t = C / W$$", "equation hbm_drain_time")
+>>> card.to_dict()["source"]
+'equation hbm_drain_time'
+>>> anki_math(card.back)  # the math delimiters Anki renders
+'\\\\[t = C / W\\\\]'
+>>> reworded = Card(card.id, "batching", "statement", "Reworded.", card.back, card.source)
+>>> guid(reworded) == guid(card)  # the Anki note follows the id: an edit updates it
 True
->>> next(c for c in cards if c.id == "eq:crossover_batch:statement").chapter
-'batching'
 """
 
 from __future__ import annotations

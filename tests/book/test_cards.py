@@ -187,18 +187,23 @@ def test_generated_understanding_cards(deck):
 
 
 def test_every_equation_has_a_statement_card(deck):
-    ids = {c.id for c in deck}
+    by_id = {c.id: c for c in deck}
     for eq in derivations.equations():
-        assert f"eq:{eq.id}:statement" in ids
+        assert by_id[f"eq:{eq.id}:statement"].chapter == eq.chapter  # in its equation's chapter
+    # what book/cards.py's module doctest showed when it built the deck
+    assert by_id["eq:crossover_batch:statement"].chapter == "batching"
 
 
-def test_cards_that_a_figure_helps_have_one(rendered_docs):
-    from book.cards import CARD_FIGURES
+def test_cards_that_a_figure_helps_have_one(deck):
+    from book.cards import CARD_FIGURES, card_pages
+    from book.site import environment, page_markdown
 
-    docs, _ = rendered_docs  # the session's one rendering of the site (tests/book/conftest.py)
-    text = (docs / "cards" / "batching.md").read_text()
+    # the batching cards page as book.site.render writes it (its template and context from
+    # card_pages, through page_markdown), without rendering the rest of the site
+    template, ctx = card_pages(load())["cards/batching.md"]
+    text = page_markdown(environment(), template, ctx, "cards/batching.md")
     assert 'id="figure-latency_vs_batch"' in text and "<svg" in text
-    assert set(CARD_FIGURES) <= {c.id for c in flashcards()}
+    assert set(CARD_FIGURES) <= {c.id for c in deck}
 
 
 def test_a_worked_number_card_by_hand(deck):
@@ -220,8 +225,14 @@ def notes(apkg) -> list[tuple]:
         return con.execute("select guid, flds from notes order by guid").fetchall()
 
 
-def test_apkg_is_a_real_anki_collection(tmp_path, deck):
-    apkg, _, _ = write_exports(tmp_path)
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """flashcards.apkg, .tsv and .json written once by write_exports (it builds its own deck)."""
+    return write_exports(tmp_path_factory.mktemp("exports"))
+
+
+def test_apkg_is_a_real_anki_collection(exports, deck):
+    apkg, _, _ = exports
     rows = notes(apkg)
     assert len(rows) == len(deck)
     fields = rows[0][1].split("\x1f")
@@ -265,8 +276,8 @@ def test_guids_are_stable_across_builds_and_edits(tmp_path, deck, monkeypatch):
     assert len(differing) == 1 and "(reworded)" in after[differing[0]]
 
 
-def test_tsv_and_json_exports(tmp_path, deck):
-    _, tsv, js = write_exports(tmp_path)
+def test_tsv_and_json_exports(exports, deck):
+    _, tsv, js = exports
     lines = [line for line in tsv.read_text().splitlines() if not line.startswith("#")]
     rows = list(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE))
     assert len(rows) == len(deck) and all(len(r) == 5 for r in rows)
