@@ -18,7 +18,8 @@ def log_uniform(*, low: float, high: float) -> st.SearchStrategy[float]:
 
 
 def quantity(*, low: float, high: float, unit: str) -> st.SearchStrategy:
-    return log_uniform(low=low, high=high).map(lambda x: Q_(x, unit))
+    units = Q_(1, unit).units  # parsed once: pint parses a unit string on every Quantity
+    return log_uniform(low=low, high=high).map(lambda x: Q_(x, units))
 
 
 flops = quantity(low=1e13, high=2e16, unit="FLOP/s")
@@ -45,12 +46,15 @@ hardware_with_flops = st.sampled_from(
 model_ids = st.sampled_from(PRESETS.ids("model"))
 
 
+EXPERT, DIMENSIONLESS = Q_(1, "expert").units, Q_(1, "dimensionless").units
+
+
 @st.composite
 def experts(draw) -> dict:
     """An MoE's routing: E_r routed experts per layer of which each token picks k."""
     routed = draw(experts_routed)
     active = draw(st.integers(1, max(1, routed // 2)))
-    return {"experts_routed": Q_(routed, "expert"), "experts_active": Q_(active, "expert")}
+    return {"experts_routed": Q_(routed, EXPERT), "experts_active": Q_(active, EXPERT)}
 
 
 @st.composite
@@ -60,13 +64,13 @@ def machine_and_model(draw) -> dict:
     total = draw(n_total)
     return {
         "attention_flops_per_token": draw(attention_flops),
-        "routed_weight_share": Q_(draw(routed_share), "dimensionless"),
+        "routed_weight_share": Q_(draw(routed_share), DIMENSIONLESS),
         **draw(experts()),
         "flops": draw(flops),
         "mem_bandwidth": draw(mem_bandwidth),
         "hbm_capacity": draw(hbm_capacity),
         "n_total": total,
-        "n_active": total / draw(sparsity),
+        "n_active": Q_(total.m / draw(sparsity), total.units),  # total / sparsity
         "weight_bytes_per_value": draw(bytes_per_value),
         "kv_bytes_per_token": draw(kv_bytes_per_token),
         "context_length": draw(context_length),
