@@ -69,6 +69,7 @@ pre, table, figure, svg, .admonition, details { break-inside: avoid; }
 h1, h2, h3 { break-after: avoid; }
 a { color: inherit; }
 """
+MARGIN = {"top": "18mm", "bottom": "18mm", "left": "14mm", "right": "14mm"}  # as in @page
 HEAD_STYLE = "font-size: 8px; color: #555; font-family: sans-serif; vertical-align: middle;"
 
 
@@ -269,7 +270,7 @@ def _print(browser, page_file: Path, path: Path) -> None:
             display_header_footer=True,
             header_template=HEADER,
             footer_template=FOOTER,
-            margin={"top": "18mm", "bottom": "18mm", "left": "14mm", "right": "14mm"},
+            margin=MARGIN,
             outline=True,
             tagged=True,
         )
