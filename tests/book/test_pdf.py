@@ -14,6 +14,7 @@ from book.pdf import (
     MARGIN,
     PDF_NAME,
     PRINT_PAGE,
+    _html_path,
     book_pages,
     running_header,
     start_pages,
@@ -173,6 +174,43 @@ def test_answers_are_printed_open(printed_site, text):
     details = re.findall(r"<details[^>]*>", page)
     assert details and all(" open" in d for d in details)  # no collapsed answer on paper
     assert "Answer" in text and "Solution" in text
+
+
+def small_site(root):
+    """A site of the book's printed pages, each a few paragraphs of a different length (a
+    figure-sized block in some), that prints in seconds."""
+    root.mkdir()
+    (root / "index.html").write_text("<html><head></head><body></body></html>")
+    for i, (title, md) in enumerate(book_pages()):
+        page = root / _html_path(md)
+        page.parent.mkdir(parents=True, exist_ok=True)
+        body = f"<h1>{title}</h1>" + "<p>Words and more words to fill a line. </p>" * (9 * i % 70)
+        if i % 3 == 1:
+            body += '<figure style="height: 160mm">a tall figure that cannot break</figure>'
+        page.write_text(f'<article class="md-content__inner md-typeset">{body}</article>')
+    return root
+
+
+def test_the_measuring_pass_and_the_final_pass_break_pages_alike(tmp_path, monkeypatch):
+    """The first pass prints without ink, headers, outline or tags: where each part starts must
+    be where the final print (everything on) starts it, so two passes suffice."""
+    from book import pdf as book_pdf
+
+    passes = []
+    real = book_pdf._print
+
+    def spy(page, path, final):
+        real(page, path, final)
+        passes.append((final, start_pages(path)))
+
+    monkeypatch.setattr(book_pdf, "_print", spy)
+    out = write_pdf(small_site(tmp_path / "site"))
+    assert [final for final, _ in passes] == [False, True], passes  # measure, then print
+    (_, found), (_, printed) = passes
+    assert found == printed == start_pages(out)
+    assert len(set(found.values())) == len(found) and max(found.values()) > len(found)
+    read = read_pages(out)
+    assert read[-1].foot == f"{len(read)} / {len(read)}" and "Chalkboard" in read[-1].head
 
 
 def test_a_failed_print_leaves_the_previous_pdf(printed_site, tmp_path, monkeypatch):
