@@ -260,9 +260,11 @@ PAGE_TIMEOUT_MS = 600_000
 # the contents' page numbers written into the loaded print page, as print_page writes them
 FILL_NUMBERS = """numbers => document.querySelectorAll('.print-toc .toc-page')
     .forEach((box, i) => { box.textContent = String(numbers[i]); })"""
-# a pass that only measures where pages start paints nothing: layout (and so every page break
-# and named destination) is kept, and a quarter of the print's time is saved
-INVISIBLE = "* { visibility: hidden !important; }"
+# a pass that only measures where pages start paints nothing (layout, and so every page break
+# and named destination, is kept) and skips KaTeX's MathML copy of each formula (for screen
+# readers: absolutely placed in a clipped 1px box, it moves nothing): 29% less CPU than a
+# print without headers, outline and tags that paints (measured on the book, 36 s -> 25.5 s)
+INVISIBLE = "* { visibility: hidden !important; } .katex-mathml { display: none !important; }"
 
 
 def settle(print_pass, max_passes: int = MAX_PASSES) -> dict[int, int]:
