@@ -230,6 +230,9 @@ def write_pdf(site: Path, out: Path | None = None) -> Path:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=browser_path, args=FLAGS)
             try:
+                # Chromium cannot number a contents page itself: load the page once, print it
+                # only to measure where each part starts, fill those numbers in (boxes of fixed
+                # width: nothing moves) and print everything, until the numbers hold
                 page = browser.new_page()
                 page.set_default_timeout(PAGE_TIMEOUT_MS)
                 page_file.write_text(print_page(site), encoding="utf-8")
