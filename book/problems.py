@@ -383,18 +383,30 @@ def _design(chapter: str, rng: random.Random, presets: Presets, pid: str) -> Pro
 
 
 def _concepts(chapter: str, presets: Presets) -> list[Problem]:
+    """The concept problems of ``chapter``: every chapter's are made from one rendering of the
+    concept cards, kept for the last ``presets`` asked about (a problem set asks per chapter)."""
+    global _concepts_made
+    if _concepts_made is None or _concepts_made[0] is not presets:
+        _concepts_made = (presets, _all_concepts(presets))
+    return list(_concepts_made[1].get(chapter, ()))
+
+
+_concepts_made: tuple[Presets, dict[str, list[Problem]]] | None = None
+
+
+def _all_concepts(presets: Presets) -> dict[str, list[Problem]]:
     from book.cards import CONCEPTS, concept_cards
 
     with CONCEPTS.open("rb") as f:
         hints = {e["id"]: e["hint"] for e in tomllib.load(f)["card"] if "hint" in e}
-    out = []
+    out: dict[str, list[Problem]] = {}
     for card in concept_cards(presets):
         key = card.id.rsplit(":", 1)[1]
-        if card.chapter == chapter and key in hints:
-            out.append(
+        if key in hints:
+            out.setdefault(card.chapter, []).append(
                 Problem(
-                    f"{chapter}-concept-{key}",
-                    chapter,
+                    f"{card.chapter}-concept-{key}",
+                    card.chapter,
                     "concept",
                     "",
                     card.front,
