@@ -110,7 +110,12 @@ def test_the_same_figure_is_read_from_the_cache(svgs):
 
 @pytest.mark.parametrize(
     "change",
-    [{"ys": (3.0, 4.000001)}, {"label": "a curve"}, {"alt": "A line rising fast."}, {"xlabel": "y"}],
+    [
+        {"ys": (3.0, 4.000001)},
+        {"label": "a curve"},
+        {"alt": "A line rising fast."},
+        {"xlabel": "y"},
+    ],
 )
 def test_a_changed_value_or_text_is_drawn_again(svgs, change):
     first = _line()

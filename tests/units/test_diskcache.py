@@ -87,7 +87,8 @@ def test_old_versions_are_removed(root):
         os.utime(version, (n, n))  # older first
     Store("ns", "new").put("a", b"one")
     left = sorted(p.name for p in (root / "build" / "ns").iterdir())
-    kept = [f"old{n}" for n in range(4, diskcache.KEEP_VERSIONS + 3)]  # with "new", the newest KEEP_VERSIONS
+    # with "new", the newest KEEP_VERSIONS
+    kept = [f"old{n}" for n in range(4, diskcache.KEEP_VERSIONS + 3)]
     assert left == sorted(["new", *kept])
 
 
