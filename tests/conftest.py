@@ -3,8 +3,10 @@
 ``make test`` runs pytest on every core with pytest-xdist (``-n auto --dist loadgroup``). Each
 test file goes whole to one worker, so a module-scoped fixture is made once; every test that
 uses the session's built site (``printed_site``, tests/book/conftest.py) goes to one worker, so
-the site is built once. A test that writes outside its ``tmp_path`` must not collide with
-itself running beside another file's tests in a second process.
+the site is built once. That group is the longest chain of the session (a build, two prints of
+the PDF, the browser tests), so it is handed out first: started last, it would finish last on
+one worker while the other core idles. A test that writes outside its ``tmp_path`` must not
+collide with itself running beside another file's tests in a second process.
 
 The session has one cache folder of its own (``CHALKBOARD_CACHE_DIR``, made empty when the session
 starts and removed when it ends): every build of the book in the session (``printed_site``, the
@@ -27,18 +29,19 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 collect_ignore = ["fixtures/my_derivations.py"]  # a user module for --extra, not a test
 
-SITE_FIXTURES = {"printed_site", "site_docs"}
-SESSION_CACHE = "CHALKBOARD_TEST_SESSION_CACHE"  # set by the controller, inherited by workers
+SITE_FIXTURES = {"printed_site", "site_docs"}  # tests/book/conftest.py: one build per session
+SITE_GROUP = "built-site"
 
 
 def pytest_configure(config):
-    """The controller (or a run without xdist) makes the session's cache folder; xdist workers
-    and subprocesses inherit it through the environment."""
-    if hasattr(config, "workerinput"):  # an xdist worker: the controller made it
+    """Register the xdist_group marker. The controller (or a run without xdist) makes the
+    session's cache folder; xdist workers and subprocesses inherit it through the environment."""
+    config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker")
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller made the folder
         return
     folder = tempfile.mkdtemp(prefix="chalkboard-test-cache-")
     config._chalkboard_cache = (folder, os.environ.get("CHALKBOARD_CACHE_DIR"))
-    os.environ["CHALKBOARD_CACHE_DIR"] = os.environ[SESSION_CACHE] = folder
+    os.environ["CHALKBOARD_CACHE_DIR"] = folder
 
 
 def pytest_unconfigure(config):
@@ -47,18 +50,19 @@ def pytest_unconfigure(config):
         return
     folder, saved = made
     shutil.rmtree(folder, ignore_errors=True)
-    os.environ.pop(SESSION_CACHE, None)
     if saved is None:
         os.environ.pop("CHALKBOARD_CACHE_DIR", None)
     else:
-        os.environ["CHALKBOARD_CACHE_DIR"] = saved  # tests/book/conftest.py: one build per session
+        os.environ["CHALKBOARD_CACHE_DIR"] = saved
 
 
 def pytest_collection_modifyitems(items):
-    """Group tests for ``--dist loadgroup``: the site's users together, the rest by file."""
+    """Group tests for ``--dist loadgroup``: the site's users together and first, the rest by
+    file (xdist hands out groups in the order their first test is collected)."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
         uses_site = SITE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        group = "built-site" if uses_site else item.nodeid.split("::", 1)[0]
+        group = SITE_GROUP if uses_site else item.nodeid.split("::", 1)[0]
         item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group").args[0] != SITE_GROUP)
