@@ -401,7 +401,11 @@ def build(key: str, extra, cli) -> Path | None:
 
 
 def _prune(root: Path, keep: Path) -> None:
-    folders = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    from units.diskcache import FOLDER  # the build's caches (units/diskcache.py) are not ours
+
+    folders = [
+        p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != FOLDER
+    ]
     folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     for old in folders[KEEP_CACHES:]:
         if old != keep:

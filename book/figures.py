@@ -11,7 +11,10 @@ True
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
+import os
 import re
 from dataclasses import dataclass
 
@@ -73,23 +76,96 @@ def _style():
 
 
 def _render(fig_id: str, draw, alt: str, caption: str) -> Figure:
+    """Draw the figure and write its SVG, or read the SVG from the cache (units.diskcache)
+    when a figure in exactly this state was written before (see :func:`figure_key`)."""
     import matplotlib.pyplot as plt
 
     with plt.rc_context({**_style(), "svg.hashsalt": fig_id}):
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        draw(fig, ax)
-        fig.tight_layout()
-        buffer = io.StringIO()
-        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-        plt.close(fig)
+        try:
+            draw(fig, ax)
+            key = figure_key(fig_id, fig, alt)
+            cached = _svgs().get(key) if key is not None else None
+            if cached is not None:
+                return Figure(fig_id, cached.decode("utf-8"), alt, caption)
+            svg = _svg(fig, alt)
+        finally:
+            plt.close(fig)
+    if key is not None:
+        _svgs().put(key, svg.encode("utf-8"))
+    return Figure(fig_id, svg, alt, caption)
+
+
+def _svg(fig, alt: str) -> str:
+    """The drawn figure laid out and written as inline SVG in ``currentColor``."""
+    fig.tight_layout()
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     svg = buffer.getvalue()
     svg = svg[svg.index("<svg") :]
     svg = svg.replace(FOREGROUND, "currentColor")
     svg = "\n".join(line for line in svg.splitlines() if line.strip())  # one Markdown HTML block
     svg = re.sub(r'(<svg[^>]*?) width="[^"]+" height="[^"]+"', r"\1", svg, count=1)
     label = alt.replace('"', "&quot;")
-    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{label}" class="chalkboard-svg" ', 1)
-    return Figure(fig_id, svg, alt, caption)
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{label}" class="chalkboard-svg" ', 1)
+
+
+@functools.cache
+def _svgs():
+    """The store of written SVGs. Its version names what the SVG of a figure state depends on:
+    matplotlib's version, this module's source (the style and the SVG's post-processing) and
+    the font that lays out the text."""
+    import matplotlib
+    from matplotlib.font_manager import FontProperties, findfont
+
+    from units import diskcache
+
+    font = findfont(FontProperties(family=[STYLE["font.family"]]))
+    version = diskcache.digest(
+        matplotlib.__version__, diskcache.source_digest(__file__), font, str(os.stat(font).st_size)
+    )
+    return diskcache.Store("figures", version[:32])
+
+
+class _StateHash:
+    """A file for pickle to write to that only hashes what it is given."""
+
+    def __init__(self):
+        self.hash = hashlib.sha256()
+
+    def write(self, data) -> None:
+        self.hash.update(data)
+
+
+def figure_key(fig_id: str, fig, alt: str) -> str | None:
+    """A digest of everything a drawn figure's SVG is made from: the whole state of the
+    figure as pickle sees it (every artist: its data, text, colours, styles, sizes, limits,
+    scales), the rc settings in force, the id (the SVG's hash salt) and the alt text (its
+    label). None when the figure cannot be pickled (then it is not cached).
+
+    Pickle's one record of where objects sit in memory, the keys of a transform's ``_parents``
+    (``id()`` of each child), is written as the list of children instead, so the same figure
+    drawn in another process has the same key.
+    """
+    import pickle
+
+    import matplotlib
+    from matplotlib.transforms import TransformNode
+
+    class Canonical(pickle.Pickler):
+        def reducer_override(self, obj):
+            if isinstance(obj, TransformNode):
+                children = [ref() for ref in obj._parents.values()]
+                return type(obj), (), {**obj.__dict__, "_parents": children}
+            return NotImplemented
+
+    out = _StateHash()
+    try:
+        Canonical(out, protocol=5).dump(fig)
+    except Exception:  # noqa: BLE001 - an artist pickle cannot write: draw it every time
+        return None
+    rc = repr(sorted((k, repr(v)) for k, v in matplotlib.rcParams.items()))
+    return "\n".join((fig_id, alt, rc, out.hash.hexdigest()))
 
 
 def _mark(ax, x, text, *, vertical=True):

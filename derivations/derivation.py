@@ -15,6 +15,12 @@ The last step must be the equation itself, and (for an equation's derivation) ev
 balance dimensionally. A wrong step raises DerivationError naming the equation, the step and
 what failed.
 
+A proof is a pure function of the expressions, so a step (or a ``same``) that sympy proved is
+remembered on disk (``units.diskcache``) under a hash of the exact expressions (``srepr``: names,
+assumptions, structure), with sympy's version and the source of this module and of
+``derivations/core.py`` as the store's version: the next build, in any process, skips the
+simplification. Only proofs are kept; a step that fails is checked again every time.
+
 >>> import sympy as sp
 >>> x, y = sp.symbols("x y", positive=True)
 >>> Derivation(given(y, 2 * x + 2, "premise"), rewrite(y - 2, 2 * x, "subtract 2")).verify()
@@ -28,10 +34,37 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import sympy as sp
 
-from units import ChalkboardError
+from units import ChalkboardError, diskcache
+
+PROVED = b"proved"
+
+
+@functools.cache
+def _proofs() -> diskcache.Store:
+    """The store of proved steps: its version names what a verdict depends on besides the
+    expressions (sympy, and the code that asks it: this module and core's max rewriting)."""
+    here = Path(__file__).resolve().parent
+    code = diskcache.source_digest(here / "derivation.py", here / "core.py")
+    return diskcache.Store("proofs", diskcache.digest(sp.__version__, code)[:32])
+
+
+def _proved(kind: str, parts: tuple, prove) -> bool:
+    """``prove()``, or True at once when the same ``kind`` of check on the same ``parts`` was
+    proved before (by any process, see ``units.diskcache``); only True is stored."""
+    if not diskcache.enabled():
+        return prove()
+    key = "\n".join([kind, *(sp.srepr(p) for p in parts)])
+    store = _proofs()
+    if store.get(key) == PROVED:
+        return True
+    verdict = prove()
+    if verdict:
+        store.put(key, PROVED)
+    return verdict
 
 
 class DerivationError(ChalkboardError):
@@ -40,7 +73,8 @@ class DerivationError(ChalkboardError):
 
 def same(a: sp.Expr, b: sp.Expr) -> bool:
     """True when sympy proves ``a == b`` (over positive symbols)."""
-    return _same(sp.sympify(a), sp.sympify(b))
+    a, b = sp.sympify(a), sp.sympify(b)
+    return _proved("same", (a, b), lambda: _same(a, b))
 
 
 @functools.lru_cache(maxsize=4096)  # derived equations re-check the steps they build on
@@ -129,8 +163,13 @@ class Step:
     unknown: sp.Symbol | None = None
 
     def follows_from(self, prev: sp.Eq) -> bool:
+        """True when sympy proves this step from ``prev`` (a proof is remembered on disk)."""
         if self.kind == "given":
             return True
+        parts = (self.relation, prev, self.subs, self.unknown)
+        return _proved(f"step {self.kind}", parts, lambda: self._follows_from(prev))
+
+    def _follows_from(self, prev: sp.Eq) -> bool:
         if self.kind == "rewrite":
             return equivalent(self.relation, prev)
         if self.kind == "substitute":

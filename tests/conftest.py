@@ -7,9 +7,17 @@ the site is built once. That group is the longest chain of the session (a build,
 the PDF, the browser tests), so it is handed out first: started last, it would finish last on
 one worker while the other core idles. A test that writes outside its ``tmp_path`` must not
 collide with itself running beside another file's tests in a second process.
+
+The session has one cache folder of its own (``CHALKBOARD_CACHE_DIR``, made empty when the session
+starts and removed when it ends): every build of the book in the session (``printed_site``, the
+server's, ``--extra``'s in a subprocess) and every xdist worker share the proofs and figures one
+of them wrote (units/diskcache.py), and no test reads a cache left by an earlier run or the
+user's own.
 """
 
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -22,13 +30,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 collect_ignore = ["fixtures/my_derivations.py"]  # a user module for --extra, not a test
 
 SITE_FIXTURES = {"printed_site", "site_docs"}  # tests/book/conftest.py: one build per session
-
-
 SITE_GROUP = "built-site"
 
 
 def pytest_configure(config):
+    """Register the xdist_group marker. The controller (or a run without xdist) makes the
+    session's cache folder; xdist workers and subprocesses inherit it through the environment."""
     config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker")
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller made the folder
+        return
+    folder = tempfile.mkdtemp(prefix="chalkboard-test-cache-")
+    config._chalkboard_cache = (folder, os.environ.get("CHALKBOARD_CACHE_DIR"))
+    os.environ["CHALKBOARD_CACHE_DIR"] = folder
+
+
+def pytest_unconfigure(config):
+    made = getattr(config, "_chalkboard_cache", None)
+    if made is None:
+        return
+    folder, saved = made
+    shutil.rmtree(folder, ignore_errors=True)
+    if saved is None:
+        os.environ.pop("CHALKBOARD_CACHE_DIR", None)
+    else:
+        os.environ["CHALKBOARD_CACHE_DIR"] = saved
 
 
 def pytest_collection_modifyitems(items):

@@ -49,3 +49,32 @@ def test_the_site_group_is_handed_out_first_and_the_rest_keep_their_order():
     ]
     pytest_collection_modifyitems(items)
     assert [i.nodeid.rsplit("_", 1)[1] for i in items] == ["2", "4", "1", "3", "5"]
+
+
+def test_the_session_has_a_fresh_cache_folder_of_its_own(monkeypatch, tmp_path):
+    """Every build in the session shares one cache folder, made empty for this session: no
+    test reads what an earlier run (or the user) cached."""
+    import os
+    from pathlib import Path
+
+    from tests import conftest
+
+    here = Path(os.environ["CHALKBOARD_CACHE_DIR"])
+    assert here.name.startswith("chalkboard-test-cache-") and here.is_dir()
+
+    class Config:
+        def addinivalue_line(self, name, line):
+            pass
+
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path / "the user's"))
+    config = Config()
+    conftest.pytest_configure(config)
+    made = Path(os.environ["CHALKBOARD_CACHE_DIR"])
+    assert made != here and made.is_dir() and list(made.iterdir()) == []
+    (made / "entry").write_text("cached")
+    conftest.pytest_unconfigure(config)
+    assert not made.exists() and os.environ["CHALKBOARD_CACHE_DIR"] == str(tmp_path / "the user's")
+    worker = Config()
+    worker.workerinput = {}
+    conftest.pytest_configure(worker)  # an xdist worker keeps the controller's folder
+    assert os.environ["CHALKBOARD_CACHE_DIR"] == str(tmp_path / "the user's")

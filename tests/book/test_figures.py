@@ -68,3 +68,105 @@ def test_latency_figure_shows_both_regimes():
 def test_cost_figure_marks_the_expert_saturation_batch(drawn):
     # DeepSeek-V3: E/k = 256 / 8 = 32 sequences
     assert "32 sequences" in drawn["cost_vs_batch"].caption
+
+
+# -- written SVGs remembered on disk (units/diskcache.py) ------------------------------------
+
+
+@pytest.fixture
+def svgs(tmp_path, monkeypatch):
+    """A fresh, empty figure store; ``written`` counts the figures matplotlib really writes."""
+    from book import figures
+
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CHALKBOARD_FAST", raising=False)
+    monkeypatch.delenv("CHALKBOARD_CACHE", raising=False)
+    written = []
+    svg = figures._svg
+
+    def counted(fig, alt):
+        written.append(alt)
+        return svg(fig, alt)
+
+    monkeypatch.setattr(figures, "_svg", counted)
+    return written
+
+
+def _line(ys=(3.0, 4.0), label="a line", alt="A line rising.", xlabel="x"):
+    from book.figures import _render
+
+    def draw(fig, ax):
+        ax.plot([1.0, 2.0], list(ys), label=label)
+        ax.set_xlabel(xlabel)
+        ax.legend()
+
+    return _render("test_line", draw, alt, "caption")
+
+
+def test_the_same_figure_is_read_from_the_cache(svgs):
+    first = _line()
+    assert _line() == first and len(svgs) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"ys": (3.0, 4.000001)},
+        {"label": "a curve"},
+        {"alt": "A line rising fast."},
+        {"xlabel": "y"},
+    ],
+)
+def test_a_changed_value_or_text_is_drawn_again(svgs, change):
+    first = _line()
+    changed = _line(**change)
+    assert len(svgs) == 2 and changed.svg != first.svg
+    assert _line() == first and len(svgs) == 2
+
+
+def test_a_damaged_entry_is_drawn_again_the_same(svgs, tmp_path):
+    first = _line()
+    for entry in (p for p in tmp_path.rglob("*") if p.is_file()):
+        entry.write_bytes(entry.read_bytes().replace(b"<svg", b"<sgv"))
+    assert _line() == first and len(svgs) == 2
+
+
+def test_with_the_cache_off_every_figure_is_drawn(svgs, tmp_path, monkeypatch):
+    first = _line()
+    monkeypatch.setenv("CHALKBOARD_CACHE", "0")
+    assert _line() == first and _line() == first and len(svgs) == 3
+
+
+def test_figures_cached_by_another_process_are_the_ones_drawn_here(svgs, tmp_path, monkeypatch):
+    """The key is the figure's state, not where it sits in memory: a cache written by another
+    process (another string hash seed) is read here, and holds the very SVG drawn here."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    names = ["feistel_round", "pipeline_bubble"]
+    code = (
+        "import hashlib\n"
+        "from book.figures import FIGURES\n"
+        "from units.presets import load\n"
+        f"for name in {names!r}:\n"
+        "    print(hashlib.sha256(FIGURES[name](load()).svg.encode()).hexdigest())\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    there = done.stdout.split()
+    presets = load()
+    here = [hashlib.sha256(FIGURES[n](presets).svg.encode()).hexdigest() for n in names]
+    assert here == there and svgs == []  # read, not drawn
+    monkeypatch.setenv("CHALKBOARD_CACHE", "0")
+    drawn_here = [hashlib.sha256(FIGURES[n](presets).svg.encode()).hexdigest() for n in names]
+    assert drawn_here == there and len(svgs) == 2

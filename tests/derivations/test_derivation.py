@@ -106,3 +106,116 @@ def test_a_max_with_a_common_factor_hidden_in_a_sum_is_still_proven_equal():
     assert same(pulled, plain)
     assert not same(pulled, p * sp.Max((F * k + u * c * W * share) / W, a + 2 * u * c) / (u * F))
     assert not same(pulled, 2 * plain)
+
+
+# -- proved steps remembered on disk (units/diskcache.py) ------------------------------------
+
+
+@pytest.fixture
+def proofs(tmp_path, monkeypatch):
+    """A fresh, empty proof store for one test; ``calls`` counts the steps sympy really checks."""
+    from derivations import derivation
+
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CHALKBOARD_FAST", raising=False)
+    monkeypatch.delenv("CHALKBOARD_CACHE", raising=False)
+    calls = []
+    checked = derivation.Step._follows_from
+
+    def counted(step, prev):
+        calls.append(step.why)
+        return checked(step, prev)
+
+    monkeypatch.setattr(derivation.Step, "_follows_from", counted)
+    return calls
+
+
+def _steps(last_rhs=a * (z**2 + 1)):
+    return (
+        given(y, a * x + a, "premise"),
+        rewrite(y / a, x + 1, "divide both sides by a"),
+        substitute({x: z**2}, y / a, z**2 + 1, "x is z squared"),
+        solve(y, last_rhs, "solve for y"),
+    )
+
+
+def test_a_proved_step_is_not_checked_again_in_the_next_build(proofs):
+    Derivation(*_steps()).verify()
+    assert len(proofs) == 3
+    Derivation(*_steps()).verify()  # as another process would: the in-memory cache is no help
+    assert len(proofs) == 3
+
+
+def test_a_changed_step_is_checked_again(proofs):
+    Derivation(*_steps()).verify()
+    Derivation(*_steps(last_rhs=a * z**2 + a)).verify()  # the same value, written otherwise
+    assert proofs[3:] == ["solve for y"]
+
+
+def test_a_wrong_step_fails_with_a_warm_cache_and_is_never_stored(proofs):
+    Derivation(*_steps()).verify()
+    for _ in range(2):
+        with pytest.raises(DerivationError, match="step 4 .* does not follow"):
+            Derivation(*_steps(last_rhs=a * (z**2 + 2))).verify()
+    assert proofs[3:] == ["solve for y", "solve for y"]
+
+
+def test_a_wrong_step_in_an_equation_fails_after_its_right_form_was_proved(proofs):
+    eq = get("crossover_batch")
+    eq.derivation.verify()
+    steps = list(eq.derivation.steps)
+    steps[2] = solve(steps[2].unknown, steps[2].relation.rhs / 2, steps[2].why)
+    with pytest.raises(DerivationError, match="step 3"):
+        dataclasses.replace(eq, derivation=Derivation(*steps)).check()
+
+
+def test_damaged_or_foreign_entries_are_checked_again(proofs, tmp_path):
+    Derivation(*_steps()).verify()
+    entries = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert entries
+    for entry in entries:
+        entry.write_bytes(entry.read_bytes()[:-1])
+    Derivation(*_steps()).verify()
+    assert len(proofs) == 6  # all three again
+    # a proved step's entry put in the place of a wrong step's key proves nothing
+    from derivations.derivation import _proofs
+
+    wrong = _steps(last_rhs=a * (z**2 + 2))
+    key = "\n".join(
+        ["step solve", *(sp.srepr(p) for p in (wrong[3].relation, wrong[2].relation, (), y))]
+    )
+    path, _ = _proofs()._path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(entries[0].read_bytes())
+    with pytest.raises(DerivationError, match="step 4"):
+        Derivation(*wrong).verify()
+
+
+def test_symbols_assumptions_are_part_of_the_key(proofs):
+    """``x`` positive and ``x`` of no sign print alike but are different symbols to sympy."""
+    from derivations.derivation import same
+
+    t = sp.Symbol("t")
+    assert same(sp.sqrt(x**2), x)
+    assert not same(sp.sqrt(t**2), t)
+
+
+@pytest.mark.parametrize("variable", ["CHALKBOARD_FAST", "CHALKBOARD_CACHE"])
+def test_with_the_cache_off_every_step_is_checked(proofs, tmp_path, monkeypatch, variable):
+    monkeypatch.setenv(variable, "0")
+    for _ in range(2):
+        Derivation(*_steps()).verify()
+    assert len(proofs) == 6
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_the_store_version_names_sympy_and_the_checkers_source(monkeypatch):
+    from derivations.derivation import _proofs
+
+    version = _proofs().version
+    _proofs.cache_clear()
+    monkeypatch.setattr(sp, "__version__", sp.__version__ + ".post1")
+    try:
+        assert _proofs().version != version
+    finally:
+        _proofs.cache_clear()
