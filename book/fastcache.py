@@ -230,9 +230,7 @@ def _symbols() -> dict:
                 None if bare is None else float(Q_(1.0, bare).to(s.display_unit).magnitude)
             ),
             # a count is swept in whole numbers of its own unit (derivations.spaced)
-            "count_scale": (
-                float(Q_(1, s.display_unit).to(s.unit).magnitude) if s.count else None
-            ),
+            "count_scale": (float(Q_(1, s.display_unit).to(s.unit).magnitude) if s.count else None),
             "constant": (
                 [float(s.value.to(s.base_unit).magnitude), s.source]
                 if isinstance(s, Constant)
