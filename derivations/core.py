@@ -34,6 +34,7 @@ from sympy.printing.latex import LatexPrinter
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 from units.display import quantity, unit
 from units.light import PURE, global_names, scalar_function
+from units.registry import convert
 
 __all__ = [
     "CATALOGUE",
@@ -317,7 +318,7 @@ class Input:
     @property
     def value(self) -> pint.Quantity:
         """The value in the symbol's display unit."""
-        return self.base.to(self.symbol.display_unit) if self.symbol else self.base
+        return convert(self.base, self.symbol.display_unit) if self.symbol else self.base
 
 
 def _cell(text: str) -> str:
@@ -856,7 +857,7 @@ class Equation:
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
-        value = self.checked(resolver.value_of(self)).to(self.lhs.display_unit)
+        value = convert(self.checked(resolver.value_of(self)), self.lhs.display_unit)
         resolver.record_intermediates()
         return Result(self, value, dict(resolver.used))
 
@@ -906,7 +907,7 @@ class Equation:
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
-        return self.checked(resolver.value_of(self)).to(self.lhs.display_unit)
+        return convert(self.checked(resolver.value_of(self)), self.lhs.display_unit)
 
     def checked(self, value: pint.Quantity) -> pint.Quantity:
         """``value`` (this equation's result in base units) if every element is finite and

@@ -30,6 +30,7 @@ import pint
 from derivations.core import Constant, Equation, Input, defining, lookup_symbol
 from units import Q_, ChalkboardError, closest, parse_quantity
 from units.presets import SCHEMAS, Preset, Presets, load
+from units.registry import convert, new_quantity, to_base
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,16 @@ class Binding:
     read: Callable[[Resolver], tuple[pint.Quantity, str, str] | None]
     needs: tuple[str, ...] = ()
     preset: str | None = None  # the kind of preset that supplies it: "hardware" or "model"
+
+
+# The bindings whose value depends on nothing but the chosen presets (no equation, no other
+# input): what a resolver reads through them is memoised per choice of presets (Resolver.quantity).
+_PRESETS_ONLY: set[Callable] = set()
+
+
+def _presets_only(read):
+    _PRESETS_ONLY.add(read)
+    return read
 
 
 def _figure(
@@ -68,7 +79,7 @@ def _figure(
             value = Q_(value, lookup_symbol(symbol).unit if symbol else "dimensionless")
         return value, origin, preset.source_of(name if name in preset.fields else "source")
 
-    return read
+    return _presets_only(read)
 
 
 def _none_for(what: str):
@@ -82,6 +93,7 @@ def _dense_layers(model: Preset):
     return 0, "every layer is a MoE layer (0 dense)"
 
 
+@_presets_only
 def _flops(r: Resolver):
     hardware = r.preset("hardware")
     if hardware is None:
@@ -111,7 +123,7 @@ def _bytes_per_value(role: str):
         origin = f"{PRECISION_ROLES[role][1]} {p.id}: bytes_per_value"
         return p.bytes_per_value, origin, p.source_of("bytes_per_value")
 
-    return read
+    return _presets_only(read)
 
 
 def _by_attention(gqa: str, mla: str):
@@ -140,11 +152,13 @@ def _n_chips(r: Resolver):
     )
 
 
+@_presets_only
 def _price(r: Resolver):
     p = r.price
     return p.price, f"rental {p.id}: price (as of {p.as_of})", p.source_of("price")
 
 
+@_presets_only
 def _tier_price(r: Resolver):
     tier = r.preset("tier")
     if tier is None:
@@ -411,7 +425,7 @@ def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
                 f"{what}: values are {q.dimensionality}, expected {sym.dimension}"
             )
         with np.errstate(all="ignore"):
-            base = q.to_base_units().magnitude
+            base = to_base(q).magnitude
         if not np.all(np.isfinite(q.magnitude)) or not np.all(q.magnitude > 0):
             raise ChalkboardError(f"{what}: every value must be positive and finite")
         if not np.all(np.isfinite(base)) or not np.all(base > 0):
@@ -480,6 +494,27 @@ PRECISION_KEYWORDS = tuple(keyword for keyword, _ in PRECISION_ROLES.values())
 EVALUATED: dict[tuple[str, frozenset[str], frozenset[str]], Equation] = {}
 
 
+# Values read from presets alone (a constant, a preset's figure, a named parameter's default),
+# in base units with their origin and source: by choice of presets, then by input. The chosen
+# Preset objects (and the Presets) are kept with their memo, so that an id is never reused.
+_READS: dict[tuple[int, ...], tuple[tuple, dict]] = {}
+
+
+def _reads_for(presets: Presets, chosen: dict) -> dict:
+    """The memo of values read from presets alone for this choice of presets."""
+    objects = (presets, *chosen.values())
+    key = tuple(map(id, objects))
+    entry = _READS.get(key)
+    if entry is None or any(a is not b for a, b in zip(entry[0], objects, strict=True)):
+        if len(_READS) >= 512:
+            _READS.clear()
+        entry = _READS[key] = (objects, {})
+    return entry[1]
+
+
+_ARRAY_OR_FLOAT = (float, np.float64, np.ndarray)
+
+
 class Resolver:
     """Resolves the inputs of one evaluation, in base units, and records where each came from."""
 
@@ -500,6 +535,8 @@ class Resolver:
         self.used: dict[str, Input] = {}
         self._values: dict[str, pint.Quantity] = {}
         self._stack: list[str] = []
+        self._replaced = dict(root.replaced)
+        self._reads = _reads_for(presets, chosen)
 
     @classmethod
     def make(cls, root, choices: dict, presets, overrides) -> Resolver:
@@ -551,7 +588,7 @@ class Resolver:
                     f"{name!r} is not an input of {root.id!r}{closest(name, allowed)}; "
                     f"its inputs are: {', '.join(allowed)}"
                 )
-            parsed[name] = parse_override(name, value).to_base_units()
+            parsed[name] = to_base(parse_override(name, value))
         if root.solved_from and root.solved_from not in parsed:
             raise ChalkboardError(
                 f"{root.id}: solving for {root.lhs.name} needs the value of "
@@ -599,6 +636,8 @@ class Resolver:
         if out is None:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 out = eq.compiled(self.keep, arrays)(*magnitudes)
+        if type(out) in _ARRAY_OR_FLOAT:  # what Q_(out, eq.lhs.base_unit) makes, sooner
+            return new_quantity(out, eq.lhs.base_unit._units)
         return Q_(out, eq.lhs.base_unit)
 
     def record_intermediates(self) -> None:
@@ -620,18 +659,29 @@ class Resolver:
             return self._values[name]
         sym = lookup_symbol(name)
         inner = defining(name)
-        parameter = self.presets.by_kind["parameter"].get(name)
+        replaced = self._replaced
+        binding = BINDINGS.get(name)
+        key = None  # set for a value read from the chosen presets alone: memoised under it
         if name in self.overrides:
             q, origin, source = self.overrides[name], "given", ""
-        elif name in (replaced := dict(self.root.replaced)):
+        elif name in replaced:
             q, origin, source = self._replacement(name, replaced[name]), f"{replaced[name]}", ""
         elif isinstance(sym, Constant):
+            key = (name, "constant")
+            if (q := self._recall(key, sym)) is not None:
+                return q
             q, origin, source = sym.value, "constant", sym.source
         elif inner is not None and name not in self._stack and inner is not self.root:
             q, origin, source = self.value_of(inner), f"equation {inner.id}", str(inner.source)
-        elif name in BINDINGS and (found := BINDINGS[name].read(self)) is not None:
+        elif binding is not None and (found := self._bound(name, binding, sym)) is not None:
+            if not isinstance(found, tuple):
+                return found  # recalled
             q, origin, source = found
-        elif parameter is not None:
+            key = (name, binding.read) if binding.read in _PRESETS_ONLY else None
+        elif (parameter := self.presets.by_kind["parameter"].get(name)) is not None:
+            key = (name, "parameter")
+            if (q := self._recall(key, sym)) is not None:
+                return q
             q = parameter.value
             if q.dimensionality != sym.dimensionality:
                 raise ChalkboardError(
@@ -641,9 +691,32 @@ class Resolver:
             origin, source = f"parameter {name} (default)", parameter.source_of("source")
         else:
             raise ChalkboardError(self._missing(name))
-        q = q.to(sym.base_unit)
+        q = convert(q, sym.base_unit)
+        if key is not None and type(q.magnitude) in (float, int):
+            self._reads[key] = (sym, q.magnitude, q._units, origin, source)
         self._values[name] = q
         self.used[name] = Input(q, origin, source, sym)
+        return q
+
+    def _bound(self, name: str, binding: Binding, sym):
+        """What ``binding`` reads: (q, origin, source), None, or the recalled value in base
+        units when it reads the chosen presets alone and was read before."""
+        if binding.read in _PRESETS_ONLY:
+            q = self._recall((name, binding.read), sym)
+            if q is not None:
+                return q
+        return binding.read(self)
+
+    def _recall(self, key, sym) -> pint.Quantity | None:
+        """The value memoised under ``key`` for this choice of presets, recorded as read now
+        (a new Quantity each time), or None."""
+        hit = self._reads.get(key)
+        if hit is None or hit[0] is not sym:
+            return None
+        _, magnitude, units, origin, source = hit
+        q = new_quantity(magnitude, units)
+        self._values[sym.name] = q
+        self.used[sym.name] = Input(q, origin, source, sym)
         return q
 
     def _replacement(self, name: str, expr) -> pint.Quantity:
