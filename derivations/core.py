@@ -84,8 +84,8 @@ class Symbol:
     latex: str
     display: str | None = None
 
-    @property
-    def sym(self) -> sp.Symbol:
+    @functools.cached_property
+    def sym(self) -> sp.Symbol:  # sympy symbols are immutable: one object serves every use
         return sp.Symbol(self.name, positive=True)
 
     @functools.cached_property
@@ -119,7 +119,55 @@ class Constant(Symbol):
     source: str = ""
 
 
-SYMBOLS: dict[str, Symbol] = {}
+class _Table(dict):
+    """A dict that counts its changes: caches worked out from the notation and the catalogue
+    (which symbols an evaluation may read, the LaTeX names) are kept per :func:`version`."""
+
+    changes = 0
+
+    def _changed(self):
+        _Table.changes += 1
+
+    def __setitem__(self, key, value):
+        self._changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        self._changed()
+        super().__delitem__(key)
+
+    def __ior__(self, other):
+        self._changed()
+        return super().__ior__(other)
+
+    def clear(self):
+        self._changed()
+        super().clear()
+
+    def pop(self, *args):
+        self._changed()
+        return super().pop(*args)
+
+    def popitem(self):
+        self._changed()
+        return super().popitem()
+
+    def setdefault(self, key, default=None):
+        self._changed()
+        return super().setdefault(key, default)
+
+    def update(self, *args, **kwargs):
+        self._changed()
+        super().update(*args, **kwargs)
+
+
+def version() -> int:
+    """A number that changes whenever a symbol is declared or an equation registered (or either
+    table is changed any other way)."""
+    return _Table.changes
+
+
+SYMBOLS: dict[str, Symbol] = _Table()
 
 
 def declare(sym: Symbol) -> Symbol:
@@ -562,16 +610,43 @@ def _hoisting_cse(arrays: frozenset[sp.Symbol]):
     return cse
 
 
+_LATEX: dict[str, object] = {}  # what to_latex reads of the notation and the catalogue, by version
+
+
 def latex_names() -> dict[sp.Symbol, str]:
+    """Each declared symbol's LaTeX, by sympy symbol (a new dict each time)."""
+    return dict(_latex_cached("names", _names))
+
+
+def _names() -> dict[sp.Symbol, str]:
     return {s.sym: s.latex for s in SYMBOLS.values()}
+
+
+def _latex_cached(what: str, make):
+    if _LATEX.get("version") != version():
+        _LATEX.clear()
+        _LATEX["version"] = version()
+    if what not in _LATEX:
+        _LATEX[what] = make()
+    return _LATEX[what]
 
 
 def shown(expr):
     """``expr`` with every registered equation's ``display`` pairs applied: subexpressions
     computed in a robust form shown in the notation's simpler one (the chance that a batch skips
     an expert as (1 - k/E_r)^B, not e^{B log(1 - k/max(1, E_r))})."""
-    pairs = {c: d for eq in CATALOGUE.values() for c, d, _ in eq.display}
+    pairs = _latex_cached(
+        "pairs", lambda: {c: d for eq in CATALOGUE.values() for c, d, _ in eq.display}
+    )
     return expr.xreplace(pairs) if pairs else expr
+
+
+def _written_sums() -> frozenset:
+    """The sums of every shown form, printed in their written order."""
+    written = {
+        a for eq in CATALOGUE.values() for _, d, _ in eq.display for a in sp.preorder_traversal(d)
+    }
+    return frozenset(a for a in written if isinstance(a, sp.Add))
 
 
 class _Printer(LatexPrinter):
@@ -589,11 +664,8 @@ class _Printer(LatexPrinter):
 def to_latex(expr) -> str:
     """LaTeX of a sympy expression or relation, with every symbol's declared LaTeX, in the
     form the notation shows (:func:`shown`)."""
-    written = {
-        a for eq in CATALOGUE.values() for _, d, _ in eq.display for a in sp.preorder_traversal(d)
-    }
-    written = {a for a in written if isinstance(a, sp.Add)}
-    settings = {"symbol_names": latex_names(), "mul_symbol": None}
+    written = _latex_cached("written", _written_sums)
+    settings = {"symbol_names": _latex_cached("names", _names), "mul_symbol": None}
     return _Printer(settings, written).doprint(shown(expr))
 
 
@@ -913,9 +985,12 @@ class Equation:
         """``value`` (this equation's result in base units) if every element is finite and
         positive; otherwise a ChalkboardError saying so (a solve: that no positive solution
         exists for these inputs)."""
-        mags = np.asarray(value.magnitude, dtype=float)
         if "positive" not in self._compiled:  # a fraction such as 1 - a/b may be exactly 0
             self._compiled["positive"] = bool(self.expanded().is_positive)
+        m = value.magnitude
+        if type(m) is float and (0 < m < np.inf or (m == 0 and not self._compiled["positive"])):
+            return value  # one finite number, in range (NaN fails both tests)
+        mags = np.asarray(m, dtype=float)
         low, high = (mags.min(), mags.max()) if mags.size else (1.0, 1.0)  # NaN gives NaN
         if high < np.inf and (low > 0 or (low == 0 and not self._compiled["positive"])):
             return value  # two passes over a sweep instead of seven
@@ -1050,8 +1125,8 @@ class Equation:
 # --------------------------------------------------------------------------------------------
 # Catalogue
 
-CATALOGUE: dict[str, Equation] = {}
-_BY_OUTPUT: dict[str, Equation] = {}
+CATALOGUE: dict[str, Equation] = _Table()
+_BY_OUTPUT: dict[str, Equation] = _Table()
 
 
 def register(eq: Equation) -> Equation:

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 import pint
 
-from derivations.core import Constant, Equation, Input, defining, lookup_symbol
+from derivations.core import Constant, Equation, Input, defining, lookup_symbol, version
 from units import Q_, ChalkboardError, closest, parse_quantity
 from units.presets import SCHEMAS, Preset, Presets, load
-from units.registry import convert, new_quantity, to_base
+from units.registry import convert, new_quantity, to_base, ureg
 
 
 @dataclass(frozen=True)
@@ -386,7 +386,15 @@ BINDINGS: dict[str, Binding] = {
 
 
 def reachable(eq: Equation) -> dict[str, None]:
-    """Every symbol an evaluation of ``eq`` may read, in a stable order."""
+    """Every symbol an evaluation of ``eq`` may read, in a stable order (a new dict each time;
+    worked out once per equation and state of the catalogue and notation)."""
+    key = ("reachable", version())
+    if key not in eq._compiled:
+        eq._compiled[key] = _reachable(eq)
+    return dict(eq._compiled[key])
+
+
+def _reachable(eq: Equation) -> dict[str, None]:
     seen: dict[str, None] = {}
     todo = [s.name for s in eq.inputs] + list(eq.cancelled)  # cancelled: accepted, unused
     replaced = dict(eq.replaced)
@@ -419,7 +427,7 @@ def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
         arr = np.asarray(value, dtype=float)
         value = Q_(arr, _bare_unit(sym, what, arr))
     if isinstance(value, pint.Quantity) and np.ndim(value.magnitude) > 0:
-        q = Q_(np.asarray(value.magnitude, dtype=float), str(value.units))
+        q = Q_(np.asarray(value.magnitude, dtype=float), _units_read_back(value))
         if q.dimensionality != sym.dimensionality:
             raise ChalkboardError(
                 f"{what}: values are {q.dimensionality}, expected {sym.dimension}"
@@ -432,6 +440,23 @@ def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
             raise ChalkboardError(f"{what}: a value is out of range (too large or too small)")
         return q
     return parse_quantity(value, expect=sym.unit, what=what, example=sym.display or sym.unit)
+
+
+_READ_BACK: dict = {}
+
+
+def _units_read_back(value: pint.Quantity):
+    """``str(value.units)``, or for a Quantity of this registry the units that text reads back
+    as (worked out once per units and format: the same units, without formatting and parsing
+    them on every call)."""
+    if value._REGISTRY is not ureg:
+        return str(value.units)
+    key = (value._units, ureg.formatter.default_format)
+    if key not in _READ_BACK:
+        if len(_READ_BACK) >= 1024:
+            _READ_BACK.clear()
+        _READ_BACK[key] = Q_(1, str(value.units))._units  # raises as Q_ would: nothing kept
+    return _READ_BACK[key]
 
 
 def _bare_unit(sym, what: str, values) -> pint.Unit:
@@ -617,12 +642,21 @@ class Resolver:
         args = eq.arguments(self.keep)
         self._stack.append(eq.lhs.name)
         try:
-            # numpy floats, so an overflow gives inf (checked by the caller) instead of raising
-            magnitudes = [np.asarray(self.quantity(s.name).magnitude, dtype=float) for s in args]
-            magnitudes = [m if m.ndim else m[()] for m in magnitudes]
+            # floats (an int is read as numpy reads it, and raises as numpy would), else numpy
+            magnitudes = []
+            for s in args:
+                m = self.quantity(s.name).magnitude
+                if type(m) is not float:
+                    m = float(m) if type(m) is int else np.asarray(m, dtype=float)
+                    m = m if type(m) is float or m.ndim else m[()]
+                magnitudes.append(m)
         finally:
             self._stack.pop()
-        arrays = frozenset(s.name for s, m in zip(args, magnitudes, strict=True) if np.ndim(m))
+        arrays = frozenset(
+            s.name
+            for s, m in zip(args, magnitudes, strict=True)
+            if type(m) is not float and np.ndim(m)
+        )
         EVALUATED[(eq.id, self.keep, arrays)] = eq
         out = None
         scalar = None if arrays else eq.scalar(self.keep)
@@ -634,6 +668,8 @@ class Resolver:
             if type(out) is not float:
                 out = None
         if out is None:
+            # numpy floats, so an overflow gives inf (checked by the caller) instead of raising
+            magnitudes = [np.float64(m) if type(m) is float else m for m in magnitudes]
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 out = eq.compiled(self.keep, arrays)(*magnitudes)
         if type(out) in _ARRAY_OR_FLOAT:  # what Q_(out, eq.lhs.base_unit) makes, sooner

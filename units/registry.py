@@ -304,7 +304,8 @@ def parse_quantity(
         raise ChalkboardError(f"{label}: expected a number with a unit, got {type(text).__name__}")
     if expect is not None:
         want = parse_unit(str(expect)) if not isinstance(expect, pint.Unit) else expect
-        if q.dimensionality != Q_(1, want).dimensionality:
+        dims = want.dimensionality if want._REGISTRY is ureg else Q_(1, want).dimensionality
+        if q.dimensionality != dims:
             shown = text if isinstance(text, str) else f"{q:~P}"
             prefix = f"{what}: " if what else ""
             # the example in the unit shown to people, counts spelled out ("token/sequence",
