@@ -174,3 +174,30 @@ def test_errors_stay_the_same_when_repeated():
             eq.evaluate(hardware="a100_sxm", model="deepseek_v3", precision="fp8")
         with pytest.raises(ChalkboardError, match="expected a quantity of"):
             eq.evaluate(hardware="h100_sxm", model="deepseek_v3", mem_bandwidth="80 GB")
+
+
+def test_the_sparse_gcd_shortcut_gives_sympys_gcd():
+    import sympy as sp
+
+    from derivations.core import _gcd
+
+    a, b, c, d = sp.symbols("a b c d", positive=True)
+    cases = [
+        (a * b + c, a * c),  # coprime: the shortcut
+        (a * b + a * c, 2 * a**2),  # a common factor: sympy's own answer
+        (2 * a, 4 * b),  # a common integer content
+        (a / b + c, c / b),  # rational functions
+        (sp.Rational(1, 2) * a, sp.Rational(3, 4) * a * b),  # rational coefficients
+        (sp.exp(a) * b + c, b * d),  # a non-polynomial generator
+        (sp.sqrt(2), 2 * sp.sqrt(2)),  # sympy's algebraic-number special case
+        (a + sp.sqrt(2), a),  # a domain other than ZZ or QQ
+    ]
+    for f, g in cases:
+        assert _gcd(f, g) == sp.gcd(f, g), (f, g)
+    # the arguments of every max and min in the catalogue that has few symbols (the large ones
+    # are the reason for the shortcut, and take sympy a second each)
+    for eq in core.CATALOGUE.values():
+        for m in eq.expanded().atoms(sp.Max, sp.Min):
+            args = [sp.factor_terms(sp.together(x)) for x in m.args]
+            if len(m.free_symbols) <= 8:
+                assert _gcd(*args[:2]) == sp.gcd(*args[:2]), m
