@@ -3,8 +3,10 @@
 ``make test`` runs pytest on every core with pytest-xdist (``-n auto --dist loadgroup``). Each
 test file goes whole to one worker, so a module-scoped fixture is made once; every test that
 uses the session's built site (``printed_site``, tests/book/conftest.py) goes to one worker, so
-the site is built once. A test that writes outside its ``tmp_path`` must not collide with
-itself running beside another file's tests in a second process.
+the site is built once. That group is the longest chain of the session (a build, two prints of
+the PDF, the browser tests), so it is handed out first: started last, it would finish last on
+one worker while the other core idles. A test that writes outside its ``tmp_path`` must not
+collide with itself running beside another file's tests in a second process.
 """
 
 import os
@@ -22,11 +24,20 @@ collect_ignore = ["fixtures/my_derivations.py"]  # a user module for --extra, no
 SITE_FIXTURES = {"printed_site", "site_docs"}  # tests/book/conftest.py: one build per session
 
 
+SITE_GROUP = "built-site"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker")
+
+
 def pytest_collection_modifyitems(items):
-    """Group tests for ``--dist loadgroup``: the site's users together, the rest by file."""
+    """Group tests for ``--dist loadgroup``: the site's users together and first, the rest by
+    file (xdist hands out groups in the order their first test is collected)."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
         uses_site = SITE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        group = "built-site" if uses_site else item.nodeid.split("::", 1)[0]
+        group = SITE_GROUP if uses_site else item.nodeid.split("::", 1)[0]
         item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group").args[0] != SITE_GROUP)

@@ -37,3 +37,15 @@ def test_site_users_share_one_group_and_other_tests_go_by_file():
         "book/cards.py",
         "mine",
     ]
+
+
+def test_the_site_group_is_handed_out_first_and_the_rest_keep_their_order():
+    items = [
+        Item("tests/a.py::test_1"),
+        Item("tests/book/test_pdf.py::test_2", ["printed_site"]),
+        Item("tests/b.py::test_3"),
+        Item("tests/book/test_site.py::test_4", ["site_docs"]),
+        Item("tests/a.py::test_5"),
+    ]
+    pytest_collection_modifyitems(items)
+    assert [i.nodeid.rsplit("_", 1)[1] for i in items] == ["2", "4", "1", "3", "5"]

@@ -1,15 +1,20 @@
-"""The whole book as one PDF (book/pdf.py), printed by the system Chromium and read back with
-pypdf. Like test_browser.py, it fails (never skips) when Chromium cannot be found."""
+"""The whole book as one PDF (book/pdf.py), printed by the system Chromium and read back:
+its text with pypdfium2 (every page once per module, split into the top margin, the body and the
+bottom margin), its structure (named destinations, outline, tags) with pypdf. Like
+test_browser.py, it fails (never skips) when Chromium cannot be found."""
 
 import re
+from dataclasses import dataclass
 
 import pytest
 from pypdf import PdfReader
 
 import derivations
 from book.pdf import (
+    MARGIN,
     PDF_NAME,
     PRINT_PAGE,
+    _html_path,
     book_pages,
     running_header,
     start_pages,
@@ -24,13 +29,59 @@ def pdf(printed_site):
 
 
 def _flat(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@dataclass(frozen=True)
+class Page:
+    """One printed page's text, whitespace collapsed: the top margin (running header and the
+    header template), the body, the bottom margin (the footer's "n / N")."""
+
+    head: str
+    body: str
+    foot: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.head} {self.body} {self.foot}"
+
+
+def read_pages(path) -> list[Page]:
+    """Every page's text, read once with pypdfium2 (a second for the book; pypdf took a minute)."""
+    import pypdfium2
+
+    margin = float(MARGIN["top"].removesuffix("mm")) / 25.4 * 72  # mm -> PDF points
+    assert MARGIN["bottom"] == MARGIN["top"]
+    doc = pypdfium2.PdfDocument(path)
+    try:
+        found = []
+        for i in range(len(doc)):
+            page = doc[i]
+            height = page.get_height()
+            text = page.get_textpage()
+            found.append(
+                Page(
+                    head=_flat(text.get_text_bounded(bottom=height - margin)),
+                    body=_flat(text.get_text_bounded(bottom=margin, top=height - margin)),
+                    foot=_flat(text.get_text_bounded(top=margin)),
+                )
+            )
+            text.close()
+            page.close()
+        return found
+    finally:
+        doc.close()
 
 
 @pytest.fixture(scope="module")
-def text(pdf):
-    """The whole PDF's text, whitespace collapsed (read once: pypdf takes seconds per book)."""
-    return _flat(" ".join(p.extract_text() for p in pdf.pages))
+def pages(printed_site) -> list[Page]:
+    return read_pages(printed_site / PDF_NAME)
+
+
+@pytest.fixture(scope="module")
+def text(pages):
+    """The whole PDF's text, whitespace collapsed."""
+    return " ".join(p.text for p in pages)
 
 
 def test_pdf_is_written_without_leftovers(printed_site):
@@ -38,48 +89,74 @@ def test_pdf_is_written_without_leftovers(printed_site):
     assert not list(printed_site.glob(f".{PDF_NAME}*"))  # no temporary file left behind
 
 
-def test_page_count_is_sane(pdf):
+def test_page_count_is_sane(pdf, pages):
     sections = book_pages()
+    assert len(pages) == len(pdf.pages)  # pypdfium2 and pypdf read the same book
     # each printed page starts on a new sheet after the title and the contents
-    assert len(pdf.pages) >= len(sections) + 1
-    assert len(pdf.pages) <= 40 * len(sections)
+    assert len(pages) >= len(sections) + 1
+    assert len(pages) <= 40 * len(sections)
 
 
-def test_text_holds_every_chapter_title_contents_and_page_numbers(pdf, text):
+def test_text_holds_every_chapter_title_contents_and_page_numbers(pages, text):
     for chapter in derivations.CHAPTERS:
         assert _flat(chapter.title) in text, chapter.title
-    assert "Contents" in _flat(pdf.pages[0].extract_text() + pdf.pages[1].extract_text())
-    n = len(pdf.pages)
-    assert f"{n} / {n}" in _flat(pdf.pages[-1].extract_text())  # the footer's page numbers
-    assert "Chalkboard" in _flat(pdf.pages[-1].extract_text())  # the running header
+    assert "Contents" in pages[0].body + " " + pages[1].body
+    n = len(pages)
+    assert pages[-1].foot == f"{n} / {n}"  # the footer's page numbers
+    assert "Chalkboard" in pages[-1].head  # the running header
 
 
-def test_contents_give_the_page_each_chapter_starts_on(printed_site, pdf):
+def test_every_page_has_the_header_and_its_number_in_the_footer(pages):
+    """The final print has Chromium's header and footer templates on every page (the passes
+    that only measure where parts start print without them)."""
+    for n, page in enumerate(pages, start=1):
+        assert page.foot == f"{n} / {len(pages)}", n
+        assert "Chalkboard" in page.head, n  # the header template's title
+
+
+def test_pdf_has_an_outline_and_tags(pdf):
+    """Bookmarks name every chapter, and the PDF is tagged (the final pass prints with both)."""
+    titles = set()
+
+    def walk(items):
+        for item in items:
+            if isinstance(item, list):
+                walk(item)
+            else:
+                titles.add(_flat(item.title))
+
+    walk(pdf.outline)
+    assert {_flat(c.title) for c in derivations.CHAPTERS} <= titles
+    root = pdf.trailer["/Root"]
+    assert "/StructTreeRoot" in root and root["/MarkInfo"]["/Marked"]
+
+
+def test_contents_give_the_page_each_chapter_starts_on(printed_site, pages):
     page = (printed_site / PRINT_PAGE).read_text(encoding="utf-8")
     numbers = [int(n) for n in re.findall(r'<span class="toc-page">(\d+)</span>', page)]
-    pages = book_pages()
-    assert len(numbers) == len(pages) and numbers == sorted(numbers) and numbers[0] > 1
+    book = book_pages()
+    assert len(numbers) == len(book) and numbers == sorted(numbers) and numbers[0] > 1
     # the numbers are where the PDF's anchors of each page are (its links and outline agree)
-    assert numbers == [start_pages(printed_site / PDF_NAME)[i] for i in range(len(pages))]
-    contents = _flat(" ".join(p.extract_text() for p in pdf.pages[1 : numbers[0] - 1]))
-    index = {md: i for i, (_, md) in enumerate(pages)}
+    anchors = start_pages(printed_site / PDF_NAME)  # read once: half a second per reading
+    assert numbers == [anchors[i] for i in range(len(book))]
+    contents = " ".join(p.body for p in pages[1 : numbers[0] - 1])
+    index = {md: i for i, (_, md) in enumerate(book)}
     for chapter in derivations.CHAPTERS:
         n = numbers[index[f"chapters/{chapter.id}.md"]]
         assert f"{_flat(chapter.title)} {n}" in contents, chapter.title  # "Title .... 42"
-        # the chapter's title opens that page (page n is pdf.pages[n - 1], as the footer counts)
-        assert _flat(pdf.pages[n - 1].extract_text()).startswith(
-            ("Chalkboard " + _flat(chapter.title), _flat(chapter.title))
-        ), chapter.title
-        assert f"{n} / {len(pdf.pages)}" in _flat(pdf.pages[n - 1].extract_text())
+        # the chapter's title opens that page's body (page n is pages[n - 1], as the footer
+        # counts; its running header, in the top margin, names the chapter on every page)
+        assert pages[n - 1].body.startswith(_flat(chapter.title)), chapter.title
+        assert pages[n - 1].foot == f"{n} / {len(pages)}"
 
 
-def test_running_headers_name_the_part_a_page_belongs_to(pdf):
+def test_running_headers_name_the_part_a_page_belongs_to(pdf, pages):
     starts = start_pages_of(pdf)
-    ends = [*starts[1:], len(pdf.pages) + 1]
+    ends = [*starts[1:], len(pages) + 1]
     checked = 0
     for (title, md), first, after in zip(book_pages(), starts, ends, strict=True):
         for n in range(first + 1, min(after, first + 3)):  # a part's later pages
-            assert _flat(running_header(md, title)) in _flat(pdf.pages[n - 1].extract_text())
+            assert _flat(running_header(md, title)) in pages[n - 1].head
             checked += 1
     assert checked >= len(derivations.CHAPTERS)
 
@@ -97,6 +174,43 @@ def test_answers_are_printed_open(printed_site, text):
     details = re.findall(r"<details[^>]*>", page)
     assert details and all(" open" in d for d in details)  # no collapsed answer on paper
     assert "Answer" in text and "Solution" in text
+
+
+def small_site(root):
+    """A site of the book's printed pages, each a few paragraphs of a different length (a
+    figure-sized block in some), that prints in seconds."""
+    root.mkdir()
+    (root / "index.html").write_text("<html><head></head><body></body></html>")
+    for i, (title, md) in enumerate(book_pages()):
+        page = root / _html_path(md)
+        page.parent.mkdir(parents=True, exist_ok=True)
+        body = f"<h1>{title}</h1>" + "<p>Words and more words to fill a line. </p>" * (9 * i % 70)
+        if i % 3 == 1:
+            body += '<figure style="height: 160mm">a tall figure that cannot break</figure>'
+        page.write_text(f'<article class="md-content__inner md-typeset">{body}</article>')
+    return root
+
+
+def test_the_measuring_pass_and_the_final_pass_break_pages_alike(tmp_path, monkeypatch):
+    """The first pass prints without ink, headers, outline or tags: where each part starts must
+    be where the final print (everything on) starts it, so two passes suffice."""
+    from book import pdf as book_pdf
+
+    passes = []
+    real = book_pdf._print
+
+    def spy(page, path, final):
+        real(page, path, final)
+        passes.append((final, start_pages(path)))
+
+    monkeypatch.setattr(book_pdf, "_print", spy)
+    out = write_pdf(small_site(tmp_path / "site"))
+    assert [final for final, _ in passes] == [False, True], passes  # measure, then print
+    (_, found), (_, printed) = passes
+    assert found == printed == start_pages(out)
+    assert len(set(found.values())) == len(found) and max(found.values()) > len(found)
+    read = read_pages(out)
+    assert read[-1].foot == f"{len(read)} / {len(read)}" and "Chalkboard" in read[-1].head
 
 
 def test_a_failed_print_leaves_the_previous_pdf(printed_site, tmp_path, monkeypatch):
