@@ -29,11 +29,15 @@ import numpy as np
 import pint
 import sympy as sp
 from sympy.core.function import AppliedUndef
+from sympy.polys.domains import QQ, ZZ
+from sympy.polys.polytools import parallel_poly_from_expr
+from sympy.polys.rings import ring
 from sympy.printing.latex import LatexPrinter
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 from units.display import quantity, unit
 from units.light import PURE, global_names, scalar_function
+from units.registry import convert
 
 __all__ = [
     "CATALOGUE",
@@ -83,8 +87,8 @@ class Symbol:
     latex: str
     display: str | None = None
 
-    @property
-    def sym(self) -> sp.Symbol:
+    @functools.cached_property
+    def sym(self) -> sp.Symbol:  # sympy symbols are immutable: one object serves every use
         return sp.Symbol(self.name, positive=True)
 
     @functools.cached_property
@@ -118,7 +122,55 @@ class Constant(Symbol):
     source: str = ""
 
 
-SYMBOLS: dict[str, Symbol] = {}
+class _Table(dict):
+    """A dict that counts its changes: caches worked out from the notation and the catalogue
+    (which symbols an evaluation may read, the LaTeX names) are kept per :func:`version`."""
+
+    changes = 0
+
+    def _changed(self):
+        _Table.changes += 1
+
+    def __setitem__(self, key, value):
+        self._changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        self._changed()
+        super().__delitem__(key)
+
+    def __ior__(self, other):
+        self._changed()
+        return super().__ior__(other)
+
+    def clear(self):
+        self._changed()
+        super().clear()
+
+    def pop(self, *args):
+        self._changed()
+        return super().pop(*args)
+
+    def popitem(self):
+        self._changed()
+        return super().popitem()
+
+    def setdefault(self, key, default=None):
+        self._changed()
+        return super().setdefault(key, default)
+
+    def update(self, *args, **kwargs):
+        self._changed()
+        super().update(*args, **kwargs)
+
+
+def version() -> int:
+    """A number that changes whenever a symbol is declared or an equation registered (or either
+    table is changed any other way)."""
+    return _Table.changes
+
+
+SYMBOLS: dict[str, Symbol] = _Table()
 
 
 def declare(sym: Symbol) -> Symbol:
@@ -317,7 +369,7 @@ class Input:
     @property
     def value(self) -> pint.Quantity:
         """The value in the symbol's display unit."""
-        return self.base.to(self.symbol.display_unit) if self.symbol else self.base
+        return convert(self.base, self.symbol.display_unit) if self.symbol else self.base
 
 
 def _cell(text: str) -> str:
@@ -483,7 +535,7 @@ def _pull(m: sp.Max) -> sp.Expr:
     every equation built on it (step_time in cost_per_token, throughput, ...) and the
     multivariate gcd is the slowest part of compiling the catalogue."""
     args = [sp.factor_terms(sp.together(a)) for a in m.args]
-    common = functools.reduce(sp.gcd, args)
+    common = functools.reduce(_gcd, args)
     if common == 1 or not common.is_positive:
         # gcd gives up on arguments holding exp or max; a symbol's power that multiplies
         # every argument (such as 1/n_chips) still comes out
@@ -492,6 +544,29 @@ def _pull(m: sp.Max) -> sp.Expr:
             return m
         return common * m.func(*[a / common for a in args])
     return common * m.func(*[sp.cancel(a / common) for a in args])
+
+
+def _gcd(f: sp.Expr, g: sp.Expr) -> sp.Expr:
+    """``sp.gcd(f, g)``, found sooner when it is 1: sympy's dense polynomials take about a second
+    to prove that two arguments of cost_per_token's max (polynomials in two dozen symbols) share
+    no factor, its sparse ones a few milliseconds. Over the integers or rationals the gcd is
+    unique, so when the sparse gcd of the very polynomials sp.gcd builds is 1, sp.gcd's is too;
+    any other case is sp.gcd's own answer.
+
+    >>> a, b, c = sp.symbols("a b c", positive=True)
+    >>> _gcd(a * b + c, a * c), _gcd(a * b + a * c, 2 * a**2)
+    (1, a)
+    """
+    try:
+        (F, G), opt = parallel_poly_from_expr((f, g))
+        algebraic = [x.is_algebraic and x.is_irrational for x in (f, g)]
+        if opt.domain in (ZZ, QQ) and not all(algebraic):  # sp.gcd's own special case
+            R = ring(opt.gens, opt.domain)[0]
+            if R.from_dict(F.rep.to_dict()).gcd(R.from_dict(G.rep.to_dict())) == R.one:
+                return sp.Integer(1)
+    except Exception:  # noqa: BLE001 - whatever fails here, sp.gcd decides (and raises)
+        pass
+    return sp.gcd(f, g)
 
 
 def _common_symbol_powers(args) -> sp.Expr:
@@ -561,16 +636,43 @@ def _hoisting_cse(arrays: frozenset[sp.Symbol]):
     return cse
 
 
+_LATEX: dict[str, object] = {}  # what to_latex reads of the notation and the catalogue, by version
+
+
 def latex_names() -> dict[sp.Symbol, str]:
+    """Each declared symbol's LaTeX, by sympy symbol (a new dict each time)."""
+    return dict(_latex_cached("names", _names))
+
+
+def _names() -> dict[sp.Symbol, str]:
     return {s.sym: s.latex for s in SYMBOLS.values()}
+
+
+def _latex_cached(what: str, make):
+    if _LATEX.get("version") != version():
+        _LATEX.clear()
+        _LATEX["version"] = version()
+    if what not in _LATEX:
+        _LATEX[what] = make()
+    return _LATEX[what]
 
 
 def shown(expr):
     """``expr`` with every registered equation's ``display`` pairs applied: subexpressions
     computed in a robust form shown in the notation's simpler one (the chance that a batch skips
     an expert as (1 - k/E_r)^B, not e^{B log(1 - k/max(1, E_r))})."""
-    pairs = {c: d for eq in CATALOGUE.values() for c, d, _ in eq.display}
+    pairs = _latex_cached(
+        "pairs", lambda: {c: d for eq in CATALOGUE.values() for c, d, _ in eq.display}
+    )
     return expr.xreplace(pairs) if pairs else expr
+
+
+def _written_sums() -> frozenset:
+    """The sums of every shown form, printed in their written order."""
+    written = {
+        a for eq in CATALOGUE.values() for _, d, _ in eq.display for a in sp.preorder_traversal(d)
+    }
+    return frozenset(a for a in written if isinstance(a, sp.Add))
 
 
 class _Printer(LatexPrinter):
@@ -588,11 +690,8 @@ class _Printer(LatexPrinter):
 def to_latex(expr) -> str:
     """LaTeX of a sympy expression or relation, with every symbol's declared LaTeX, in the
     form the notation shows (:func:`shown`)."""
-    written = {
-        a for eq in CATALOGUE.values() for _, d, _ in eq.display for a in sp.preorder_traversal(d)
-    }
-    written = {a for a in written if isinstance(a, sp.Add)}
-    settings = {"symbol_names": latex_names(), "mul_symbol": None}
+    written = _latex_cached("written", _written_sums)
+    settings = {"symbol_names": _latex_cached("names", _names), "mul_symbol": None}
     return _Printer(settings, written).doprint(shown(expr))
 
 
@@ -856,7 +955,7 @@ class Equation:
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
-        value = self.checked(resolver.value_of(self)).to(self.lhs.display_unit)
+        value = convert(self.checked(resolver.value_of(self)), self.lhs.display_unit)
         resolver.record_intermediates()
         return Result(self, value, dict(resolver.used))
 
@@ -906,15 +1005,18 @@ class Equation:
         resolver = self.resolver(
             presets=presets, api=api, tier=tier, fit=fit, **choices, **overrides
         )
-        return self.checked(resolver.value_of(self)).to(self.lhs.display_unit)
+        return convert(self.checked(resolver.value_of(self)), self.lhs.display_unit)
 
     def checked(self, value: pint.Quantity) -> pint.Quantity:
         """``value`` (this equation's result in base units) if every element is finite and
         positive; otherwise a ChalkboardError saying so (a solve: that no positive solution
         exists for these inputs)."""
-        mags = np.asarray(value.magnitude, dtype=float)
         if "positive" not in self._compiled:  # a fraction such as 1 - a/b may be exactly 0
             self._compiled["positive"] = bool(self.expanded().is_positive)
+        m = value.magnitude
+        if type(m) is float and (0 < m < np.inf or (m == 0 and not self._compiled["positive"])):
+            return value  # one finite number, in range (NaN fails both tests)
+        mags = np.asarray(m, dtype=float)
         low, high = (mags.min(), mags.max()) if mags.size else (1.0, 1.0)  # NaN gives NaN
         if high < np.inf and (low > 0 or (low == 0 and not self._compiled["positive"])):
             return value  # two passes over a sweep instead of seven
@@ -1049,8 +1151,8 @@ class Equation:
 # --------------------------------------------------------------------------------------------
 # Catalogue
 
-CATALOGUE: dict[str, Equation] = {}
-_BY_OUTPUT: dict[str, Equation] = {}
+CATALOGUE: dict[str, Equation] = _Table()
+_BY_OUTPUT: dict[str, Equation] = _Table()
 
 
 def register(eq: Equation) -> Equation:

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 import pint
 
-from derivations.core import Constant, Equation, Input, defining, lookup_symbol
+from derivations.core import Constant, Equation, Input, defining, lookup_symbol, version
 from units import Q_, ChalkboardError, closest, parse_quantity
 from units.presets import SCHEMAS, Preset, Presets, load
+from units.registry import convert, new_quantity, to_base, ureg
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,16 @@ class Binding:
     read: Callable[[Resolver], tuple[pint.Quantity, str, str] | None]
     needs: tuple[str, ...] = ()
     preset: str | None = None  # the kind of preset that supplies it: "hardware" or "model"
+
+
+# The bindings whose value depends on nothing but the chosen presets (no equation, no other
+# input): what a resolver reads through them is memoised per choice of presets (Resolver.quantity).
+_PRESETS_ONLY: set[Callable] = set()
+
+
+def _presets_only(read):
+    _PRESETS_ONLY.add(read)
+    return read
 
 
 def _figure(
@@ -68,7 +79,7 @@ def _figure(
             value = Q_(value, lookup_symbol(symbol).unit if symbol else "dimensionless")
         return value, origin, preset.source_of(name if name in preset.fields else "source")
 
-    return read
+    return _presets_only(read)
 
 
 def _none_for(what: str):
@@ -82,6 +93,7 @@ def _dense_layers(model: Preset):
     return 0, "every layer is a MoE layer (0 dense)"
 
 
+@_presets_only
 def _flops(r: Resolver):
     hardware = r.preset("hardware")
     if hardware is None:
@@ -111,7 +123,7 @@ def _bytes_per_value(role: str):
         origin = f"{PRECISION_ROLES[role][1]} {p.id}: bytes_per_value"
         return p.bytes_per_value, origin, p.source_of("bytes_per_value")
 
-    return read
+    return _presets_only(read)
 
 
 def _by_attention(gqa: str, mla: str):
@@ -140,11 +152,13 @@ def _n_chips(r: Resolver):
     )
 
 
+@_presets_only
 def _price(r: Resolver):
     p = r.price
     return p.price, f"rental {p.id}: price (as of {p.as_of})", p.source_of("price")
 
 
+@_presets_only
 def _tier_price(r: Resolver):
     tier = r.preset("tier")
     if tier is None:
@@ -372,7 +386,15 @@ BINDINGS: dict[str, Binding] = {
 
 
 def reachable(eq: Equation) -> dict[str, None]:
-    """Every symbol an evaluation of ``eq`` may read, in a stable order."""
+    """Every symbol an evaluation of ``eq`` may read, in a stable order (a new dict each time;
+    worked out once per equation and state of the catalogue and notation)."""
+    key = ("reachable", version())
+    if key not in eq._compiled:
+        eq._compiled[key] = _reachable(eq)
+    return dict(eq._compiled[key])
+
+
+def _reachable(eq: Equation) -> dict[str, None]:
     seen: dict[str, None] = {}
     todo = [s.name for s in eq.inputs] + list(eq.cancelled)  # cancelled: accepted, unused
     replaced = dict(eq.replaced)
@@ -405,19 +427,36 @@ def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
         arr = np.asarray(value, dtype=float)
         value = Q_(arr, _bare_unit(sym, what, arr))
     if isinstance(value, pint.Quantity) and np.ndim(value.magnitude) > 0:
-        q = Q_(np.asarray(value.magnitude, dtype=float), str(value.units))
+        q = Q_(np.asarray(value.magnitude, dtype=float), _units_read_back(value))
         if q.dimensionality != sym.dimensionality:
             raise ChalkboardError(
                 f"{what}: values are {q.dimensionality}, expected {sym.dimension}"
             )
         with np.errstate(all="ignore"):
-            base = q.to_base_units().magnitude
+            base = to_base(q).magnitude
         if not np.all(np.isfinite(q.magnitude)) or not np.all(q.magnitude > 0):
             raise ChalkboardError(f"{what}: every value must be positive and finite")
         if not np.all(np.isfinite(base)) or not np.all(base > 0):
             raise ChalkboardError(f"{what}: a value is out of range (too large or too small)")
         return q
     return parse_quantity(value, expect=sym.unit, what=what, example=sym.display or sym.unit)
+
+
+_READ_BACK: dict = {}
+
+
+def _units_read_back(value: pint.Quantity):
+    """``str(value.units)``, or for a Quantity of this registry the units that text reads back
+    as (worked out once per units and format: the same units, without formatting and parsing
+    them on every call)."""
+    if value._REGISTRY is not ureg:
+        return str(value.units)
+    key = (value._units, ureg.formatter.default_format)
+    if key not in _READ_BACK:
+        if len(_READ_BACK) >= 1024:
+            _READ_BACK.clear()
+        _READ_BACK[key] = Q_(1, str(value.units))._units  # raises as Q_ would: nothing kept
+    return _READ_BACK[key]
 
 
 def _bare_unit(sym, what: str, values) -> pint.Unit:
@@ -480,6 +519,27 @@ PRECISION_KEYWORDS = tuple(keyword for keyword, _ in PRECISION_ROLES.values())
 EVALUATED: dict[tuple[str, frozenset[str], frozenset[str]], Equation] = {}
 
 
+# Values read from presets alone (a constant, a preset's figure, a named parameter's default),
+# in base units with their origin and source: by choice of presets, then by input. The chosen
+# Preset objects (and the Presets) are kept with their memo, so that an id is never reused.
+_READS: dict[tuple[int, ...], tuple[tuple, dict]] = {}
+
+
+def _reads_for(presets: Presets, chosen: dict) -> dict:
+    """The memo of values read from presets alone for this choice of presets."""
+    objects = (presets, *chosen.values())
+    key = tuple(map(id, objects))
+    entry = _READS.get(key)
+    if entry is None or any(a is not b for a, b in zip(entry[0], objects, strict=True)):
+        if len(_READS) >= 512:
+            _READS.clear()
+        entry = _READS[key] = (objects, {})
+    return entry[1]
+
+
+_ARRAY_OR_FLOAT = (float, np.float64, np.ndarray)
+
+
 class Resolver:
     """Resolves the inputs of one evaluation, in base units, and records where each came from."""
 
@@ -500,6 +560,8 @@ class Resolver:
         self.used: dict[str, Input] = {}
         self._values: dict[str, pint.Quantity] = {}
         self._stack: list[str] = []
+        self._replaced = dict(root.replaced)
+        self._reads = _reads_for(presets, chosen)
 
     @classmethod
     def make(cls, root, choices: dict, presets, overrides) -> Resolver:
@@ -551,7 +613,7 @@ class Resolver:
                     f"{name!r} is not an input of {root.id!r}{closest(name, allowed)}; "
                     f"its inputs are: {', '.join(allowed)}"
                 )
-            parsed[name] = parse_override(name, value).to_base_units()
+            parsed[name] = to_base(parse_override(name, value))
         if root.solved_from and root.solved_from not in parsed:
             raise ChalkboardError(
                 f"{root.id}: solving for {root.lhs.name} needs the value of "
@@ -580,12 +642,21 @@ class Resolver:
         args = eq.arguments(self.keep)
         self._stack.append(eq.lhs.name)
         try:
-            # numpy floats, so an overflow gives inf (checked by the caller) instead of raising
-            magnitudes = [np.asarray(self.quantity(s.name).magnitude, dtype=float) for s in args]
-            magnitudes = [m if m.ndim else m[()] for m in magnitudes]
+            # floats (an int is read as numpy reads it, and raises as numpy would), else numpy
+            magnitudes = []
+            for s in args:
+                m = self.quantity(s.name).magnitude
+                if type(m) is not float:
+                    m = float(m) if type(m) is int else np.asarray(m, dtype=float)
+                    m = m if type(m) is float or m.ndim else m[()]
+                magnitudes.append(m)
         finally:
             self._stack.pop()
-        arrays = frozenset(s.name for s, m in zip(args, magnitudes, strict=True) if np.ndim(m))
+        arrays = frozenset(
+            s.name
+            for s, m in zip(args, magnitudes, strict=True)
+            if type(m) is not float and np.ndim(m)
+        )
         EVALUATED[(eq.id, self.keep, arrays)] = eq
         out = None
         scalar = None if arrays else eq.scalar(self.keep)
@@ -597,8 +668,12 @@ class Resolver:
             if type(out) is not float:
                 out = None
         if out is None:
+            # numpy floats, so an overflow gives inf (checked by the caller) instead of raising
+            magnitudes = [np.float64(m) if type(m) is float else m for m in magnitudes]
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 out = eq.compiled(self.keep, arrays)(*magnitudes)
+        if type(out) in _ARRAY_OR_FLOAT:  # what Q_(out, eq.lhs.base_unit) makes, sooner
+            return new_quantity(out, eq.lhs.base_unit._units)
         return Q_(out, eq.lhs.base_unit)
 
     def record_intermediates(self) -> None:
@@ -620,18 +695,29 @@ class Resolver:
             return self._values[name]
         sym = lookup_symbol(name)
         inner = defining(name)
-        parameter = self.presets.by_kind["parameter"].get(name)
+        replaced = self._replaced
+        binding = BINDINGS.get(name)
+        key = None  # set for a value read from the chosen presets alone: memoised under it
         if name in self.overrides:
             q, origin, source = self.overrides[name], "given", ""
-        elif name in (replaced := dict(self.root.replaced)):
+        elif name in replaced:
             q, origin, source = self._replacement(name, replaced[name]), f"{replaced[name]}", ""
         elif isinstance(sym, Constant):
+            key = (name, "constant")
+            if (q := self._recall(key, sym)) is not None:
+                return q
             q, origin, source = sym.value, "constant", sym.source
         elif inner is not None and name not in self._stack and inner is not self.root:
             q, origin, source = self.value_of(inner), f"equation {inner.id}", str(inner.source)
-        elif name in BINDINGS and (found := BINDINGS[name].read(self)) is not None:
+        elif binding is not None and (found := self._bound(name, binding, sym)) is not None:
+            if not isinstance(found, tuple):
+                return found  # recalled
             q, origin, source = found
-        elif parameter is not None:
+            key = (name, binding.read) if binding.read in _PRESETS_ONLY else None
+        elif (parameter := self.presets.by_kind["parameter"].get(name)) is not None:
+            key = (name, "parameter")
+            if (q := self._recall(key, sym)) is not None:
+                return q
             q = parameter.value
             if q.dimensionality != sym.dimensionality:
                 raise ChalkboardError(
@@ -641,9 +727,32 @@ class Resolver:
             origin, source = f"parameter {name} (default)", parameter.source_of("source")
         else:
             raise ChalkboardError(self._missing(name))
-        q = q.to(sym.base_unit)
+        q = convert(q, sym.base_unit)
+        if key is not None and type(q.magnitude) in (float, int):
+            self._reads[key] = (sym, q.magnitude, q._units, origin, source)
         self._values[name] = q
         self.used[name] = Input(q, origin, source, sym)
+        return q
+
+    def _bound(self, name: str, binding: Binding, sym):
+        """What ``binding`` reads: (q, origin, source), None, or the recalled value in base
+        units when it reads the chosen presets alone and was read before."""
+        if binding.read in _PRESETS_ONLY:
+            q = self._recall((name, binding.read), sym)
+            if q is not None:
+                return q
+        return binding.read(self)
+
+    def _recall(self, key, sym) -> pint.Quantity | None:
+        """The value memoised under ``key`` for this choice of presets, recorded as read now
+        (a new Quantity each time), or None."""
+        hit = self._reads.get(key)
+        if hit is None or hit[0] is not sym:
+            return None
+        _, magnitude, units, origin, source = hit
+        q = new_quantity(magnitude, units)
+        self._values[sym.name] = q
+        self.used[sym.name] = Input(q, origin, source, sym)
         return q
 
     def _replacement(self, name: str, expr) -> pint.Quantity:

@@ -1,0 +1,203 @@
+"""The evaluation path's caches give what the uncached path gives, and know when to recompute.
+
+Conversions with cached factors (units.registry.convert, to_base), cached unit parsing, values
+read from presets memoised per choice of presets (Resolver.quantity), the symbols an evaluation
+may read (inputs.reachable) and to_latex's tables kept per version of the notation and catalogue.
+"""
+
+import dataclasses
+from decimal import Decimal
+
+import numpy as np
+import pint
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from derivations import core, get, to_latex
+from derivations import inputs as inputs_module
+from derivations.inputs import reachable
+from tests.strategies import log_uniform
+from units import Q_, ChalkboardError, parse_unit
+from units.presets import load
+from units.registry import convert, new_quantity, to_base
+
+UNITS = ["TB/s", "GB", "byte", "ms", "s", "hour", "minute", "USD/chip/hour", "token/s", "chip"]
+UNITS += ["Mtoken", "FLOP/s", "PFLOP/s", "USD/Mtoken", "sequence", "dimensionless", "byte/value"]
+
+
+def same(a: pint.Quantity, b: pint.Quantity) -> bool:
+    """Equal units, and magnitudes equal in value and type (an int stays an int)."""
+    if a._units != b._units or type(a.magnitude) is not type(b.magnitude):
+        return False
+    return np.array_equal(a.magnitude, b.magnitude)
+
+
+def test_convert_gives_what_pint_gives():
+    for source in UNITS:
+        for magnitude in (3.35, 2, np.float64(0.5), np.array([1.0, 2.5])):
+            q = Q_(magnitude, source)
+            assert same(to_base(q), q.to_base_units())
+            for target in UNITS:
+                unit = parse_unit(target)
+                try:
+                    want = q.to(unit)
+                except pint.DimensionalityError as err:
+                    with pytest.raises(pint.DimensionalityError) as got:
+                        convert(q, unit)
+                    assert str(got.value) == str(err)
+                    continue
+                for _ in range(2):  # the first call works out the factor, the second reads it
+                    assert same(convert(q, unit), want), (q, target)
+
+
+def test_convert_leaves_other_magnitudes_to_pint():
+    q = Q_(Decimal("1.5"), "GB")
+    assert convert(q, parse_unit("byte")) == q.to("byte")
+    assert type(convert(q, parse_unit("byte")).magnitude) is Decimal
+
+
+@given(log_uniform(low=1e-30, high=1e30), st.sampled_from(UNITS), st.sampled_from(UNITS))
+def test_convert_is_pint_on_any_value(x, source, target):
+    q = Q_(x, source)
+    if q.dimensionality == Q_(1, target).dimensionality:
+        assert same(convert(q, parse_unit(target)), q.to(target))
+
+
+def test_new_quantity_is_the_quantity_pint_builds():
+    units = parse_unit("TB/s")._units
+    made, want = new_quantity(2.5, units), Q_(2.5, units)
+    assert type(made) is type(want) and vars(made) == vars(want) and made == want
+
+
+def test_parse_unit_errors_every_time_and_results_are_equal():
+    assert parse_unit("TB/s") == parse_unit("TB/s") == Q_(1, "TB/s").units
+    for _ in range(2):
+        with pytest.raises(ChalkboardError, match="unknown unit in 'furlongs'"):
+            parse_unit("furlongs")
+
+
+def test_a_memoised_evaluation_equals_a_fresh_one():
+    kw = dict(hardware="b200", model="deepseek_v3", precision="fp8", batch_size=64)
+    eq = get("cost_per_token")
+    inputs_module._READS.clear()
+    first = eq.evaluate_detailed(**kw)
+    again = eq.evaluate_detailed(**kw)
+    assert same(first.value, again.value)
+    assert list(first.inputs) == list(again.inputs)  # the same inputs in the same order
+    for name, i in first.inputs.items():
+        j = again.inputs[name]
+        assert same(i.base, j.base) and (i.origin, i.source, i.symbol) == (
+            j.origin,
+            j.source,
+            j.symbol,
+        )
+        assert i.base is not j.base  # a new Quantity each time
+
+
+def test_changing_a_returned_input_in_place_changes_no_later_evaluation():
+    eq = get("hbm_drain_time")
+    r = eq.evaluate_detailed(hardware="h100_sxm")
+    r.inputs["mem_bandwidth"].base.ito("TB/s")  # a caller's business, not the memo's
+    assert eq.evaluate(hardware="h100_sxm") == r.value
+    again = eq.evaluate_detailed(hardware="h100_sxm").inputs["mem_bandwidth"].base
+    assert again.units == parse_unit("byte/s")
+
+
+def _chip_file(path, bandwidth: str):
+    path.write_text(
+        "[hardware.test_chip]\n"
+        'name = "Test chip"\nsource = "a test"\n'
+        f'hbm_capacity = "80 GB"\nhbm_bandwidth = "{bandwidth}"\n'
+    )
+    return path
+
+
+def test_memoised_preset_reads_follow_the_presets_loaded(tmp_path):
+    # 80 GB / 2 TB/s = 40 ms; 80 GB / 4 TB/s = 20 ms: two files give one id two figures
+    slow = load(extra=[_chip_file(tmp_path / "slow.toml", "2 TB/s")])
+    fast = load(extra=[_chip_file(tmp_path / "fast.toml", "4 TB/s")])
+    eq = get("hbm_drain_time")
+    for _ in range(2):
+        assert eq.evaluate(hardware="test_chip", presets=slow).to("ms").magnitude == 40
+        assert eq.evaluate(hardware="test_chip", presets=fast).to("ms").magnitude == 20
+    chip = fast.get("hardware", "test_chip")  # a Preset passed as itself
+    assert eq.evaluate(hardware=chip, presets=slow).to("ms").magnitude == 20
+
+
+def test_memoised_preset_reads_follow_a_changed_constant(monkeypatch):
+    eq = get("training_flops")  # 2 FLOP per parameter per token (a constant) x N x D
+    case = dict(model="deepseek_v3")
+    before = eq.evaluate(**case)
+    constant = core.SYMBOLS["flops_per_param_token"]
+    doubled = dataclasses.replace(constant, value=2 * constant.value)
+    monkeypatch.setitem(core.SYMBOLS, "flops_per_param_token", doubled)
+    assert eq.evaluate(**case) == 2 * before
+    monkeypatch.undo()
+    assert eq.evaluate(**case) == before
+
+
+def test_reachable_follows_the_catalogue(monkeypatch):
+    eq = get("hbm_drain_time")
+    assert "flops" not in reachable(eq)
+    # mem_bandwidth defined by an equation of flops: its inputs become reachable
+    fake = core.Equation(
+        id="fake_bandwidth",
+        title="a test",
+        lhs=core.lookup_symbol("mem_bandwidth"),
+        rhs=core.lookup_symbol("flops").sym / core.lookup_symbol("ridge_intensity").sym,
+        chapter="batching",
+        source=core.Source("a test"),
+    )
+    monkeypatch.setitem(core._BY_OUTPUT, "mem_bandwidth", fake)
+    assert "flops" in reachable(eq)
+    monkeypatch.undo()
+    assert "flops" not in reachable(eq)
+    reads = reachable(eq)
+    reads["x"] = None  # the caller's own copy
+    assert "x" not in reachable(eq)
+
+
+def test_to_latex_follows_the_notation(monkeypatch):
+    sym = core.lookup_symbol("mem_bandwidth")
+    assert to_latex(sym.sym) == "W"
+    monkeypatch.setitem(core.SYMBOLS, sym.name, dataclasses.replace(sym, latex="W_{x}"))
+    assert to_latex(sym.sym) == "W_{x}"
+    monkeypatch.undo()
+    assert to_latex(sym.sym) == "W"
+
+
+def test_errors_stay_the_same_when_repeated():
+    eq = get("crossover_batch")
+    for _ in range(2):
+        with pytest.raises(ChalkboardError, match="no dense fp8 FLOP/s figure"):
+            eq.evaluate(hardware="a100_sxm", model="deepseek_v3", precision="fp8")
+        with pytest.raises(ChalkboardError, match="expected a quantity of"):
+            eq.evaluate(hardware="h100_sxm", model="deepseek_v3", mem_bandwidth="80 GB")
+
+
+def test_the_sparse_gcd_shortcut_gives_sympys_gcd():
+    import sympy as sp
+
+    from derivations.core import _gcd
+
+    a, b, c, d = sp.symbols("a b c d", positive=True)
+    cases = [
+        (a * b + c, a * c),  # coprime: the shortcut
+        (a * b + a * c, 2 * a**2),  # a common factor: sympy's own answer
+        (2 * a, 4 * b),  # a common integer content
+        (a / b + c, c / b),  # rational functions
+        (sp.Rational(1, 2) * a, sp.Rational(3, 4) * a * b),  # rational coefficients
+        (sp.exp(a) * b + c, b * d),  # a non-polynomial generator
+        (sp.sqrt(2), 2 * sp.sqrt(2)),  # sympy's algebraic-number special case
+        (a + sp.sqrt(2), a),  # a domain other than ZZ or QQ
+    ]
+    for f, g in cases:
+        assert _gcd(f, g) == sp.gcd(f, g), (f, g)
+    # the arguments of every max and min in the catalogue that has few symbols (the large ones
+    # are the reason for the shortcut, and take sympy a second each)
+    for eq in core.CATALOGUE.values():
+        for m in eq.expanded().atoms(sp.Max, sp.Min):
+            args = [sp.factor_terms(sp.together(x)) for x in m.args]
+            if len(m.free_symbols) <= 8:
+                assert _gcd(*args[:2]) == sp.gcd(*args[:2]), m
