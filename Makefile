@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	($(BIN)/python -m pip install --quiet --disable-pip-version-check uv \
-	  && $(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]') \
+	  && $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]') \
 	  || $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
