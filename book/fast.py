@@ -25,6 +25,8 @@ import stat
 import sys
 from pathlib import Path
 
+from units.diskcache import cache_dir  # the cache root the build's caches share
+
 ROOT = Path(__file__).resolve().parents[1]
 FORMAT = 1  # bump when the cache's layout changes
 SOURCES = ("book/cli.py", "book/format.py", "book/fast.py", "book/fastcache.py")
@@ -38,15 +40,6 @@ class Fallback(Exception):
 
 class Damaged(Fallback):
     """A cache file that does not read back whole (the full run rewrites it)."""
-
-
-def cache_dir() -> Path:
-    """Where compiled caches live: $CHALKBOARD_CACHE_DIR, else the XDG user cache."""
-    chosen = os.environ.get("CHALKBOARD_CACHE_DIR")
-    if chosen:
-        return Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "chalkboard"
 
 
 def preset_files(extra) -> list[str]:

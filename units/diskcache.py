@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 FORMAT = b"chalkboard-store-1"
@@ -37,7 +35,7 @@ FOLDER = "build"  # under the cache root, beside the fast CLI's folders (book/fa
 
 
 def cache_dir() -> Path:
-    """The cache root: $CHALKBOARD_CACHE_DIR, else the XDG user cache (as ``book.fast``)."""
+    """The cache root: $CHALKBOARD_CACHE_DIR, else the XDG user cache (``book.fast`` too)."""
     chosen = os.environ.get("CHALKBOARD_CACHE_DIR")
     if chosen:
         return Path(chosen)
@@ -109,6 +107,8 @@ class Store:
         path, name = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile  # here, not at the top: book.fast reads cache_dir on every start
+
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -135,4 +135,6 @@ def _prune(namespace: Path, keep: Path) -> None:
     folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     for old in folders[KEEP_VERSIONS:]:
         if old != keep:
+            import shutil
+
             shutil.rmtree(old, ignore_errors=True)
