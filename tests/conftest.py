@@ -44,6 +44,15 @@ def pytest_configure(config):
     os.environ["CHALKBOARD_CACHE_DIR"] = folder
 
 
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    """A cache folder of the test's own, empty and switched on (units/diskcache.py)."""
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CHALKBOARD_FAST", raising=False)
+    monkeypatch.delenv("CHALKBOARD_CACHE", raising=False)
+    return tmp_path
+
+
 def pytest_unconfigure(config):
     made = getattr(config, "_chalkboard_cache", None)
     if made is None:

@@ -74,13 +74,10 @@ def test_cost_figure_marks_the_expert_saturation_batch(drawn):
 
 
 @pytest.fixture
-def svgs(tmp_path, monkeypatch):
+def svgs(empty_cache, monkeypatch):
     """A fresh, empty figure store; ``written`` counts the figures matplotlib really writes."""
     from book import figures
 
-    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("CHALKBOARD_FAST", raising=False)
-    monkeypatch.delenv("CHALKBOARD_CACHE", raising=False)
     written = []
     svg = figures._svg
 

@@ -112,13 +112,10 @@ def test_a_max_with_a_common_factor_hidden_in_a_sum_is_still_proven_equal():
 
 
 @pytest.fixture
-def proofs(tmp_path, monkeypatch):
+def proofs(empty_cache, monkeypatch):
     """A fresh, empty proof store for one test; ``calls`` counts the steps sympy really checks."""
     from derivations import derivation
 
-    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("CHALKBOARD_FAST", raising=False)
-    monkeypatch.delenv("CHALKBOARD_CACHE", raising=False)
     calls = []
     checked = derivation.Step._follows_from
 
