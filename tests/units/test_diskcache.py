@@ -9,11 +9,8 @@ from units.diskcache import Store
 
 
 @pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("CHALKBOARD_FAST", raising=False)
-    monkeypatch.delenv("CHALKBOARD_CACHE", raising=False)
-    return tmp_path
+def root(empty_cache):
+    return empty_cache  # tests/conftest.py
 
 
 def _entries(root):
