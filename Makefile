@@ -26,7 +26,7 @@ pdf: $(STAMP) browser  ## build the site and print the whole book to site/chalkb
 
 test: $(STAMP) browser  ## lint, doctests, unit/property/CLI tests, strict build, headless browser
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n auto --dist loadgroup
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 browser:  ## the system Chromium the browser tests drive (installed when missing and allowed)
 	@bash .ci/install-browser

@@ -1,12 +1,14 @@
 """Hypothesis profiles: quick for development, thorough for CI (HYPOTHESIS_PROFILE=ci).
 
-``make test`` runs pytest on every core with pytest-xdist (``-n auto --dist loadgroup``). Each
-test file goes whole to one worker, so a module-scoped fixture is made once; every test that
-uses the session's built site (``printed_site``, tests/book/conftest.py) goes to one worker, so
-the site is built once. That group is the longest chain of the session (a build, two prints of
-the PDF, the browser tests), so it is handed out first: started last, it would finish last on
-one worker while the other core idles. A test that writes outside its ``tmp_path`` must not
-collide with itself running beside another file's tests in a second process.
+``make test`` runs pytest on every core with pytest-xdist (``-n auto --dist loadfile
+--no-loadscope-reorder``): each test file goes whole to one worker, so a module-scoped fixture is
+made once, and files are handed out in the order collected here (xdist would otherwise sort them
+by their number of tests). The session's built site (``printed_site``, tests/book/conftest.py)
+is its longest chain, a build and two prints of the PDF: as soon as a test that needs it is
+collected, it starts in a process of its own (tests/sitebuild.py), the files that read it are
+handed out last, and every worker reads the one build. A test that writes outside its
+``tmp_path`` must not collide with itself running beside another file's tests in a second
+process.
 
 The session has one cache folder of its own (``CHALKBOARD_CACHE_DIR``, made empty when the session
 starts and removed when it ends): every build of the book in the session (``printed_site``, the
@@ -30,13 +32,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 collect_ignore = ["fixtures/my_derivations.py"]  # a user module for --extra, not a test
 
 SITE_FIXTURES = {"printed_site", "site_docs"}  # tests/book/conftest.py: one build per session
-SITE_GROUP = "built-site"
 
 
 def pytest_configure(config):
-    """Register the xdist_group marker. The controller (or a run without xdist) makes the
-    session's cache folder; xdist workers and subprocesses inherit it through the environment."""
-    config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker")
+    """The controller (or a run without xdist) makes the session's cache folder; xdist workers
+    and subprocesses inherit it through the environment."""
     if hasattr(config, "workerinput"):  # an xdist worker: the controller made the folder
         return
     folder = tempfile.mkdtemp(prefix="chalkboard-test-cache-")
@@ -57,6 +57,9 @@ def pytest_unconfigure(config):
     made = getattr(config, "_chalkboard_cache", None)
     if made is None:
         return
+    from tests import sitebuild
+
+    sitebuild.stop()  # a session cut short leaves no build running into a removed folder
     folder, saved = made
     shutil.rmtree(folder, ignore_errors=True)
     if saved is None:
@@ -65,13 +68,25 @@ def pytest_unconfigure(config):
         os.environ["CHALKBOARD_CACHE_DIR"] = saved
 
 
+def uses_site(item) -> bool:
+    return bool(SITE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def file_of(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(items):
-    """Group tests for ``--dist loadgroup``: the site's users together and first, the rest by
-    file (xdist hands out groups in the order their first test is collected)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        uses_site = SITE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        group = SITE_GROUP if uses_site else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: item.get_closest_marker("xdist_group").args[0] != SITE_GROUP)
+    """The files that read the built site last, so that the workers run every other file while
+    the site is built (``--dist loadfile`` hands files out in this order)."""
+    site_files = {file_of(item) for item in items if uses_site(item)}
+    items.sort(key=lambda item: file_of(item) in site_files)
+
+
+def pytest_collection_finish(session):
+    """Start building the site in the background when a collected test will read it."""
+    if session.config.option.collectonly or not any(map(uses_site, session.items)):
+        return
+    from tests import sitebuild
+
+    sitebuild.start()
