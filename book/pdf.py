@@ -33,7 +33,7 @@ PRINT_PAGE = "print.html"
 # The nav sections that make the printed book; the rest (home, study, presets, API) are tools
 # or reference that read better on the site.
 INCLUDE = ("chapters/", "claims.md", "problems/", "cards/")
-FLAGS = [  # how Chromium is launched here and in the browser tests (tests/book/test_browser.py)
+FLAGS = [  # how Chromium is launched here and in the browser tests (tests/book/browser.py)
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
