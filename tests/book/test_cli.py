@@ -370,7 +370,7 @@ def test_python_dash_m_runs_every_helper_the_commands_use():
     assert "batch_size" in done.stdout and "sequences" in done.stdout
 
 
-def test_extra_module_adds_equations_to_eval_and_build(tmp_path):
+def test_extra_module_adds_equations_to_eval():
     done = run_cli(
         "--extra",
         str(FIXTURE),
@@ -386,17 +386,9 @@ def test_extra_module_adds_equations_to_eval_and_build(tmp_path):
     value = json.loads(done.stdout)["value"]
     floor = get("compute_cost_floor").evaluate(hardware="h100_sxm", model="deepseek_v3")
     assert value == pytest.approx(1 / floor.to("USD/Mtoken").m)
-    # A whole strict build, not only the Markdown: the user's chapter must also join mkdocs'
-    # navigation (book.site._add_user_chapters) and pass the strict build with it. It is the
-    # build in a fresh process (the chapter cannot leak into later tests); the session's cache
-    # (tests/conftest.py) spares it the proofs and figures another build already made.
-    site_dir = tmp_path / "site"
-    done = run_cli("--extra", str(FIXTURE), "build", "--out", str(site_dir))
-    assert done.returncode == 0, done.stderr
-    page = (site_dir / "chapters/my_derivations/index.html").read_text(encoding="utf-8")
-    assert "Tokens per dollar at the cost floor" in page  # the user's equation, shown
-    assert "The reciprocal of the compute-bound cost per token." in page
-    assert 'href="chapters/my_derivations/"' in (site_dir / "index.html").read_text()  # in the nav
+    # The whole strict build with the user's chapter in the navigation is tested on the live
+    # server, which is started with this module (tests/book/test_serve.py): one build of the
+    # book fewer per test session.
 
 
 def test_extra_module_with_a_unit_error_is_one_clear_line(tmp_path):

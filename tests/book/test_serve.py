@@ -2,9 +2,11 @@
 
 The live tests start one server on a free loopback port, on a copy of the sources in a temporary
 folder (so editing its templates touches nothing here), with TMPDIR pointing at a folder of its
-own, and drive the served chapter in headless Chromium. Every wait has a timeout and the server's
-whole process group is killed at the end whatever happened. The first build is a full build of
-the book (about a minute on an idle two-core machine); the rest takes seconds.
+own and a user's module (``--extra``, tests/fixtures/my_derivations.py) whose chapter the build
+must add to the book, and drive the served chapter in headless Chromium. Every wait has a
+timeout and the server's whole process group is killed at the end whatever happened. The first
+build is a full build of the book (about a minute on an idle two-core machine); the rest takes
+seconds.
 """
 
 import io
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIRST_BUILD = 900  # seconds: a whole build on a loaded machine, never an endless wait
 STEP = 60  # seconds for anything after it
 CHAPTER = "chapters/batching.md.j2"
+EXTRA = ROOT / "tests" / "fixtures" / "my_derivations.py"  # a user's module with its own chapter
 
 
 # -- without a server -------------------------------------------------------------------------
@@ -118,7 +121,8 @@ class Server:
         env.pop("CHALKBOARD_PRESETS", None)
         with self.out.open("w") as out, self.err.open("w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "book.cli", "serve", "--port", str(self.port)],
+                [sys.executable, "-m", "book.cli", "--extra", str(EXTRA), "serve"]
+                + ["--port", str(self.port)],
                 cwd=self.src,
                 env=env,
                 stdout=out,
@@ -180,7 +184,7 @@ class _suppress_lookup:  # noqa: N801 - a tiny context manager
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from tests.book.test_browser import chromium_path
+    from tests.book.browser import chromium_path
 
     chromium_path()  # fails loudly without a browser, before the long build
     srv = Server(tmp_path_factory.mktemp("serve"))
@@ -195,7 +199,7 @@ def server(tmp_path_factory):
 def browser():
     from playwright.sync_api import sync_playwright
 
-    from tests.book.test_browser import FLAGS, chromium_path
+    from tests.book.browser import FLAGS, chromium_path
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium_path(), args=FLAGS)
@@ -209,6 +213,18 @@ def test_an_unknown_url_gets_the_sites_own_404_page(server):
     assert "<title>Chalkboard</title>" in body and 'class="md-content"' in body  # the theme's
     status, body = server.get("/chapters/batching/")
     assert status == 200 and serve.LIVE in body
+
+
+def test_a_users_chapter_joins_the_strict_build_and_its_navigation(server):
+    """``--extra``: the user's chapter is rendered, joins mkdocs' navigation
+    (book.site._add_user_chapters) and passes the strict build with the book (the same
+    book.site.render and _mkdocs_build as ``chalkboard --extra FILE build``)."""
+    status, page = server.get("/chapters/my_derivations/")
+    assert status == 200
+    assert "Tokens per dollar at the cost floor" in page  # the user's equation, shown
+    assert "The reciprocal of the compute-bound cost per token." in page
+    _, home = server.get("/")
+    assert 'href="chapters/my_derivations/"' in home  # in the nav
 
 
 def _without_build_id(page: str) -> str:
