@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import json
 import os
 import sys
@@ -101,9 +102,11 @@ class _Only:
         return self.sub.add_parser(name, **kwargs) if name == self.command else _Skipped()
 
 
+@functools.cache
 def make_parser(only: str | None = None) -> Parser:
     """The argument parser; ``only`` builds just that subcommand (the fast path's start-up:
-    a command line it parses is parsed the same by the whole parser)."""
+    a command line it parses is parsed the same by the whole parser). Built once per process
+    (parsing leaves a parser as it was): tests and the server call ``main`` many times."""
     parser = Parser(
         prog="chalkboard",
         description=__doc__.splitlines()[0].replace("``", ""),
