@@ -5,7 +5,9 @@
 2. Wall time of `chalkboard eval crossover_batch --hardware h100_sxm --model deepseek_v3`
    against a bare `python -c pass`: the fast path from a warm compiled cache (goal: under 5x),
    and the full library (CHALKBOARD_FAST=0) for contrast.
-3. Full site build time.
+3. Elasticities of cost_per_token at one point (every input's d ln y / d ln x) against one
+   evaluation at that point.
+4. Full site build time.
 """
 
 import os
@@ -98,6 +100,11 @@ def main():
     per_point_subs = t_subs / len(sample)
     per_point_sweep = t_sweep / N
 
+    points = [dict(kw, batch_size=b) for b in (1, 8, 64, 512, 4096)]
+    n_inputs = len(eq.elasticities(**points[0]))  # differentiates and compiles once
+    t_el = best(lambda: [eq.elasticities(**q) for q in points]) / len(points)
+    t_ev = best(lambda: [eq.evaluate(**q) for q in points]) / len(points)
+
     exe = Path(sys.executable).with_name("chalkboard")
     cmd = [str(exe), "eval", "crossover_batch", "--hardware", "h100_sxm", "--model", "deepseek_v3"]
     cache = tempfile.mkdtemp(prefix="chalkboard-bench-cache-")
@@ -143,6 +150,12 @@ def main():
     print(
         f"  sympy subs, per point     {per_point_subs * 1e6:8.1f} us   "
         f"ratio {per_point_subs / per_point_sweep:,.0f}x the compiled sweep per point"
+    )
+    print(f"elasticities of cost_per_token to its {n_inputs} inputs, one point")
+    print(f"  evaluate                  {t_ev * 1e3:8.2f} ms")
+    print(
+        f"  elasticities              {t_el * 1e3:8.2f} ms   "
+        f"ratio {t_el / t_ev:.1f}x one evaluation"
     )
     print("chalkboard eval crossover_batch --hardware h100_sxm --model deepseek_v3")
     print(f"  bare python -c pass       {t_python * 1e3:8.0f} ms")
