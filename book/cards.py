@@ -531,6 +531,18 @@ def anki_math(text: str) -> str:
     return INLINE.sub(lambda m: f"\\({m.group(1)}\\)", text)
 
 
+def site_math(text: str) -> str:
+    """Each ``$$x$$`` as a paragraph of its own, where the site's Markdown (arithmatex) shows
+    display math; within a line of prose it would read ``$x$`` as inline math between two
+    stray dollar signs. Anki shows ``\\[x\\]`` as a block too (:func:`anki_math`).
+
+    >>> site_math("So $$y$$ grows; $x$ too.").split("\\n")
+    ['So', '', '$$y$$', '', 'grows; $x$ too.']
+    """
+    text = DISPLAY.sub(lambda m: f"\n\n$${m.group(1).strip()}$$\n\n", text)
+    return re.sub(r"[ \t]*\n(?:[ \t]*\n)+[ \t]*", "\n\n", text).strip()
+
+
 def _html(text: str) -> str:
     """Markdown-lite to HTML for Anki: bold, italics, code, paragraphs; math left for Anki."""
     import html
@@ -652,6 +664,8 @@ def card_pages(presets: Presets) -> dict:
         cards = [
             dict(
                 c.to_dict(),
+                front=site_math(c.front),
+                back=site_math(c.back),
                 anchor=c.id.replace(":", "-"),
                 figure=drawn(CARD_FIGURES[c.id], presets).html if c.id in CARD_FIGURES else "",
             )
@@ -673,5 +687,8 @@ def study_context(deck: list[Card]) -> dict:
     GUID, so it survives rebuilds), and the chapters to filter by."""
     return {
         "chapters": derivations.CHAPTERS,
-        "cards": [dict(c.to_dict(), guid=guid(c)) for c in deck],
+        "cards": [
+            dict(c.to_dict(), front=site_math(c.front), back=site_math(c.back), guid=guid(c))
+            for c in deck
+        ],
     }
