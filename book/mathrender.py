@@ -3,9 +3,9 @@
 pymdownx.arithmatex (generic mode) leaves each formula as
 ``<span class="arithmatex">\\(…\\)</span>`` (``\\[…\\]`` in a div for display math).
 :func:`typeset` replaces the formula inside with KaTeX's HTML, so a page needs no script to show
-its math: it reads the same from ``file://``, in the search index's snippets and in a PDF. One
-``node`` process serves a whole build (a JSON array of formulas in, a JSON array of HTML out, one
-line per page); formulas repeat across pages, so each is rendered once.
+its math: it reads the same from ``file://`` and in a PDF. One ``node`` process serves a whole
+build (a JSON array of formulas in, a JSON array of HTML out, one line per page); formulas repeat
+across pages, so each is rendered once.
 
 >>> with MathRenderer() as katex:
 ...     html = typeset('<p><span class="arithmatex">\\\\(B^{*}\\\\)</span></p>', katex)
@@ -30,10 +30,24 @@ NO_NODE = (
     "install it (e.g. apt-get install nodejs)"
 )
 MATH = re.compile(
-    r'<(?P<tag>span|div) class="arithmatex">\s*(?P<open>\\\(|\\\[)'
+    r'<(?P<tag>span|div) class="arithmatex"(?: data-search-exclude)?>\s*(?P<open>\\\(|\\\[)'
     r"(?P<tex>.*?)(?:\\\)|\\\])\s*</(?P=tag)>",
     re.DOTALL,
 )
+
+OPENING = re.compile(r'<(span|div) class="arithmatex">')
+
+
+def exclude_from_search(page_html: str) -> str:
+    """``page_html`` with every formula marked ``data-search-exclude``, which Material's search
+    plugin skips: the index holds the page's words, neither LaTeX nor KaTeX's markup, whose
+    text reads as a run of letters ("tcompute=FnB(…)") and whose tags cost more to index than
+    the rest of the page. :func:`typeset` drops the mark.
+
+    >>> exclude_from_search('<p>so <span class="arithmatex">x</span></p>')
+    '<p>so <span class="arithmatex" data-search-exclude>x</span></p>'
+    """
+    return OPENING.sub(r'<\1 class="arithmatex" data-search-exclude>', page_html)
 
 
 _TYPESET: dict[tuple[str, bool], str] = {}  # KaTeX's HTML by formula, kept for the process

@@ -1,12 +1,13 @@
 """mkdocs hooks (mkdocs.yml ``hooks:``): typeset every page's math at build time with KaTeX.
 
-``on_page_content`` runs before the search plugin reads a page (``on_page_context``), so the
-search index holds the rendered text, not LaTeX source. One node process serves the build.
+``on_page_content`` marks each formula for the search plugin to skip (it reads a page in
+``on_page_context``): the index holds words, not LaTeX or KaTeX's markup. ``on_post_page``
+typesets the finished page. One node process serves the build.
 """
 
 from __future__ import annotations
 
-from book.mathrender import MathRenderer, typeset
+from book.mathrender import MathRenderer, exclude_from_search, typeset
 
 _renderer: MathRenderer | None = None
 
@@ -18,7 +19,11 @@ def on_pre_build(config, **kwargs) -> None:
 
 
 def on_page_content(html, page, config, files, **kwargs):
-    return typeset(html, _renderer or _start())
+    return exclude_from_search(html)
+
+
+def on_post_page(output, page, config, **kwargs):
+    return typeset(output, _renderer or _start())
 
 
 def on_post_build(config, **kwargs) -> None:
