@@ -1,10 +1,10 @@
-"""One site for the whole test session, built (with its PDF) once, and one rendering of its
-Markdown: the book tests share them instead of building their own.
+"""One site for the whole test session, built (with its PDF) once: the book tests share it
+instead of building their own.
 
 A test that reads the built site asks for ``printed_site`` (the site folder, with
-``chalkboard.pdf``) or ``site_docs`` (the Markdown that build generated); a test of the Markdown
-alone asks for ``rendered_docs``. Building the site costs more than most test files, so a
-new test should reuse these rather than call ``chalkboard build`` again, unless the build itself
+``chalkboard.pdf``) or ``site_docs`` (the Markdown that build generated). Building the site
+costs more than most test files, so a new test should reuse these rather than call ``chalkboard
+build`` again, unless the build itself
 (its flags, its failures) is what it tests; a user's ``--extra`` chapter is built by the live
 server's build (test_serve.py). These fixtures never skip: without Chromium they fail, saying so.
 The site is built once per session, in a process of its own that every xdist worker waits for
@@ -18,8 +18,6 @@ import http.server
 import threading
 
 import pytest
-
-from book import site as book_site
 
 
 @pytest.fixture(scope="session")
@@ -39,14 +37,6 @@ def printed_site():
 def site_docs(printed_site):
     """The Markdown of ``printed_site``, as its build generated it."""
     return printed_site.parent / "docs"
-
-
-@pytest.fixture(scope="session")
-def rendered_docs(tmp_path_factory):
-    """``(folder, pages)``: the site's Markdown and assets rendered once (``book.site.render``),
-    with the list of pages it returned; no mkdocs build, no browser."""
-    docs = tmp_path_factory.mktemp("rendered") / "docs"
-    return docs, book_site.render(docs)
 
 
 @contextlib.contextmanager
