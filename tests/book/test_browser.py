@@ -1,7 +1,7 @@
 """The built site in a real headless Chromium: every page loads cleanly with typeset math and
-working links, from the server and from file://, and search finds a word. The calculators, answer
-checker and flashcards are in test_browser_widgets.py; fixtures in conftest.py, helpers in
-browser.py.
+working links, from the server and from file://, and search finds a word; screenshots of a few
+pages are saved under build/test-artifacts. The calculators, answer checker and flashcards are in
+test_browser_widgets.py; fixtures in conftest.py, helpers in browser.py.
 """
 
 import re
@@ -10,12 +10,15 @@ import urllib.parse
 from book.figures import CHAPTER_FIGURES
 from tests.book.browser import ARTIFACTS, LOOK, RAW_TEX, all_pages, served
 
+SCREENSHOTS = ["/chapters/batching/", "/chapters/validation/", "/claims/", "/problems/moe/"]
+
 
 def test_every_page_loads_cleanly_with_math_rendered_and_no_broken_links(server, page):
+    """Every page, with a screenshot of a few saved under build/test-artifacts on the way."""
     base, site = server
     pages = all_pages(site)
-    assert len(pages) >= 30
-    links = set()
+    assert len(pages) >= 30 and set(SCREENSHOTS) <= set(pages)
+    links, shots = set(), []
     for path in pages:
         url = base + path.replace("//", "/")
         page.errors.clear()
@@ -39,11 +42,17 @@ def test_every_page_loads_cleanly_with_math_rendered_and_no_broken_links(server,
         for href in look["hrefs"]:
             if href.startswith(base):
                 links.add(urllib.parse.urlsplit(href).path)
+        if path in SCREENSHOTS:
+            page.evaluate("document.fonts.ready.then(() => true)")
+            shots.append(ARTIFACTS / (re.sub(r"\W+", "_", path).strip("_") + ".png"))
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shots[-1]), full_page=False)
     # every link into the site names a file the server would send (the site folder is what
     # it serves), checked on disk rather than over HTTP
     broken = sorted(link for link in links if not served(site, link))
     assert broken == []
     assert len(links) >= len(pages)  # the links were read
+    assert [shot.stat().st_size > 10_000 for shot in shots] == [True] * len(SCREENSHOTS)
 
 
 def test_a_broken_link_is_seen(server):

@@ -1,7 +1,7 @@
 """The built site's widgets in a real headless Chromium: calculators and their preset pickers
 match the Python library, the answer checker grades every kind of problem, flashcards reveal
-their answers, the Study page schedules cards, and screenshots of a few pages are saved under
-build/test-artifacts. Fixtures are in conftest.py, helpers in browser.py.
+their answers, and the Study page schedules cards. Fixtures are in conftest.py, helpers in
+browser.py.
 """
 
 import re
@@ -9,7 +9,6 @@ import re
 import pytest
 
 from derivations import get
-from tests.book.browser import ARTIFACTS
 
 
 def form_values(calc) -> dict:
@@ -142,19 +141,6 @@ def test_the_validation_chapter_shows_its_figure_tables_and_exercises(server, pa
     exercise.locator("summary").first.click()
     answer.locator("summary").click()
     answer.locator("p").first.wait_for(state="visible")
-
-
-@pytest.mark.parametrize(
-    "path", ["chapters/batching/", "chapters/validation/", "claims/", "problems/moe/"]
-)
-def test_screenshots_are_saved(server, page, path):
-    base, _ = server
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.goto(f"{base}/{path}")
-    page.wait_for_load_state("networkidle")
-    out = ARTIFACTS / (re.sub(r"\W+", "_", path).strip("_") + ".png")
-    page.screenshot(path=str(out), full_page=False)
-    assert out.stat().st_size > 10_000
 
 
 # -- the answer checker on every kind of problem, and the Study page ---------------------------
