@@ -2,8 +2,9 @@
 
 ``make test`` runs pytest on every core with pytest-xdist (``-n auto --dist loadfile
 --no-loadscope-reorder``): each test file goes whole to one worker, so a module-scoped fixture is
-made once, and files are handed out in the order collected here (xdist would otherwise sort them
-by their number of tests). The session's built site (``printed_site``, tests/book/conftest.py)
+made once (the files that compute the chapters' contexts go together: ``scope_of``), and files
+are handed out in the order collected here (xdist would otherwise sort them by their number of
+tests). The session's built site (``printed_site``, tests/book/conftest.py)
 is its longest chain, a build and two prints of the PDF: as soon as a test that needs it is
 collected, it starts in a process of its own (tests/sitebuild.py), the files that read it are
 handed out last, and every worker reads the one build. A test that writes outside its
@@ -81,6 +82,45 @@ def pytest_collection_modifyitems(items):
     the site is built (``--dist loadfile`` hands files out in this order)."""
     site_files = {file_of(item) for item in items if uses_site(item)}
     items.sort(key=lambda item: file_of(item) in site_files)
+
+
+# Files that compute the chapters' contexts (book/compute.py keeps them for the life of a
+# process): they go to one worker as one unit, so each context is computed once, not once per
+# worker (45 s of CPU together, 60 s split over two processes).
+CHAPTER_CONTEXT_FILES = frozenset(
+    f"tests/book/test_{name}.py"
+    for name in (
+        "batching_chapter calculators cards chapter_pipeline chapters claims context figures "
+        "long_context_chapter overtraining pipeline problems reader_text tutorial validation"
+    ).split()
+)
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or one unit for the chapter-context files
+    and the book's doctests.
+
+    >>> scope_of("tests/book/test_fast.py::test_x")
+    'tests/book/test_fast.py'
+    >>> scope_of("book/cards.py::book.cards") == scope_of("tests/book/test_cards.py::test_y")
+    True
+    """
+    file = nodeid.split("::", 1)[0]
+    return "chapter contexts" if file.startswith("book/") or file in CHAPTER_CONTEXT_FILES else file
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the units of :func:`scope_of`."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return Scheduling(config, log)
 
 
 def pytest_collection_finish(session):

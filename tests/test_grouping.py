@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pytest_collection_modifyitems
+from tests.conftest import CHAPTER_CONTEXT_FILES, pytest_collection_modifyitems, scope_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,9 +39,17 @@ def test_the_files_that_read_the_site_come_last_and_the_rest_keep_their_order():
     ]
 
 
+def test_the_files_that_compute_chapter_contexts_are_one_unit_and_exist():
+    assert {scope_of(f"{f}::test_x") for f in CHAPTER_CONTEXT_FILES} == {"chapter contexts"}
+    assert scope_of("book/compute.py::book.compute") == "chapter contexts"  # a doctest
+    assert scope_of("tests/book/test_fast.py::test_x") == "tests/book/test_fast.py"
+    assert scope_of("units/presets.py::units.presets.load") == "units/presets.py"
+    assert all((ROOT / f).is_file() for f in CHAPTER_CONTEXT_FILES)  # a renamed file is seen
+
+
 TOY_CONFTEST = """
 import pytest
-from tests.conftest import pytest_collection_modifyitems
+from tests.conftest import pytest_collection_modifyitems, pytest_xdist_make_scheduler
 
 @pytest.fixture(scope="session")
 def printed_site():
