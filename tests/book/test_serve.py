@@ -195,18 +195,6 @@ def server(tmp_path_factory):
         srv.kill()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    from tests.book.browser import FLAGS, chromium_path
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=FLAGS)
-        yield b
-        b.close()
-
-
 def test_an_unknown_url_gets_the_sites_own_404_page(server):
     status, body = server.get("/no/such/page/")
     assert status == 404
