@@ -1,7 +1,7 @@
 """The test session's one build of the book with its PDF, made in the background.
 
 The build and its two prints of the PDF are the longest chain of a test session (about two
-minutes of one core), and a dozen files read its result. It runs in a process of its own,
+minutes of one core), and five test files read its result. It runs in a process of its own,
 started as soon as a session has collected a test that needs it (``start``, from
 tests/conftest.py), while the xdist workers run every test that does not; the files that read the
 site come last and wait for it (``wait``, from the ``printed_site`` fixture). Every worker uses
