@@ -4,12 +4,11 @@
 --no-loadscope-reorder``): each test file goes whole to one worker, so a module-scoped fixture is
 made once (the files that compute the chapters' contexts go together: ``scope_of``), and files
 are handed out in the order collected here (xdist would otherwise sort them by their number of
-tests). The session's built site (``printed_site``, tests/book/conftest.py)
-is its longest chain, a build and two prints of the PDF: as soon as a test that needs it is
-collected, it starts in a process of its own (tests/sitebuild.py), the files that read it are
-handed out last, and every worker reads the one build. A test that writes outside its
-``tmp_path`` must not collide with itself running beside another file's tests in a second
-process.
+tests). The session's built site (``printed_site``, tests/book/conftest.py) is its longest
+chain, a build and two prints of the PDF: as soon as a test that needs it is collected, it starts
+in a process of its own (tests/sitebuild.py), the files that read it are handed out last, and
+every worker reads the one build. A test that writes outside its ``tmp_path`` must not collide
+with itself running beside another file's tests in a second process.
 
 The session has one cache folder of its own (``CHALKBOARD_CACHE_DIR``, made empty when the session
 starts and removed when it ends): every build of the book in the session (``printed_site``, the
