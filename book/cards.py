@@ -662,10 +662,8 @@ def card_pages(presets: Presets) -> dict:
     pages, per_chapter = {}, []
     for chapter in derivations.CHAPTERS:
         cards = [
-            dict(
-                c.to_dict(),
-                front=site_math(c.front),
-                back=site_math(c.back),
+            _on_site(
+                c,
                 anchor=c.id.replace(":", "-"),
                 figure=drawn(CARD_FIGURES[c.id], presets).html if c.id in CARD_FIGURES else "",
             )
@@ -682,13 +680,15 @@ def card_pages(presets: Presets) -> dict:
     return pages
 
 
+def _on_site(card: Card, **extra) -> dict:
+    """A card's fields for a site page, its math delimited for the site's Markdown."""
+    return dict(card.to_dict(), front=site_math(card.front), back=site_math(card.back), **extra)
+
+
 def study_context(deck: list[Card]) -> dict:
     """The Study page's deck: every card with the GUID its Anki note has (progress is kept by
     GUID, so it survives rebuilds), and the chapters to filter by."""
     return {
         "chapters": derivations.CHAPTERS,
-        "cards": [
-            dict(c.to_dict(), front=site_math(c.front), back=site_math(c.back), guid=guid(c))
-            for c in deck
-        ],
+        "cards": [_on_site(c, guid=guid(c)) for c in deck],
     }
