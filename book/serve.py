@@ -325,6 +325,23 @@ def make_handler(state: State):
 # -- serve ----------------------------------------------------------------------------------------
 
 
+def make_server(port: int, handler):
+    """A threading HTTP server on 127.0.0.1:``port`` that says nothing when a browser goes away
+    mid-answer (a reload or a closed tab ends a held long poll): socketserver would print a
+    traceback on stderr, where the preview's errors are one line each."""
+    import http.server
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address):
+            if isinstance(sys.exc_info()[1], ConnectionError):  # broken pipe, reset
+                return
+            super().handle_error(request, client_address)
+
+    return Server(("127.0.0.1", port), handler)
+
+
 def builder_options(extra_presets=(), extra=()) -> list[str]:
     """The builder's options: it runs in the project folder, so every path is absolute."""
     options = []
@@ -360,16 +377,13 @@ def _signals_ignored():
 
 def serve(port: int = 8000, extra_presets=(), out=None, err=None, poll: float = 0.1, extra=()):
     """Serve the site on 127.0.0.1:``port`` until SIGINT or SIGTERM; see the module's text."""
-    import http.server
-
     from units import ChalkboardError
 
     state = State()
     try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), make_handler(state))
+        server = make_server(port, make_handler(state))
     except OSError as e:
         raise ChalkboardError(f"cannot serve on 127.0.0.1:{port}: {e.strerror}") from None
-    server.daemon_threads = True
     _absolute_env_presets()
     watched = [*WATCHED, *(Path(p).expanduser().absolute() for p in (*extra_presets, *extra))]
     watched += [Path(p) for p in os.environ.get("CHALKBOARD_PRESETS", "").split(os.pathsep) if p]

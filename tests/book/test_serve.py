@@ -84,6 +84,25 @@ def test_a_template_error_names_the_template_and_line():
         site.page_markdown(env, "q.md.j2", {})
 
 
+def test_a_browser_that_goes_away_mid_answer_prints_nothing(capsys):
+    """A reload or a closed tab ends a held long poll; the answer then meets a closed socket."""
+    server = serve.make_server(0, serve.make_handler(serve.State()))
+    try:
+        for gone in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset")):
+            try:
+                raise gone
+            except ConnectionError:
+                server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("a bug")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        assert "ValueError: a bug" in capsys.readouterr().err  # anything else is still reported
+    finally:
+        server.server_close()
+
+
 def test_a_busy_port_is_one_error_line_and_leaves_no_temporary_folder(tmp_path, monkeypatch):
     import tempfile
 
