@@ -1,0 +1,97 @@
+"""Authored practice problems: each is one small file written by a person.
+
+A problem file lives in ``book/problem_bank/<chapter>/<slug>.py`` (the folder names the chapter,
+the file name is the problem's stable id within it). A person writes the scenario, the question,
+the reasoning and the likely mistakes; the file draws its numbers from a seeded ``random.Random``
+and computes every number through the catalogue (``derivations.get(...).evaluate``) on sourced
+presets. Nothing numeric is typed into the text.
+
+The contract of a problem file (module attributes):
+
+``KIND``
+    ``"multi"`` (chains two or more results), ``"design"`` (choose among options under a
+    target), ``"estimate"`` (order of magnitude; graded within a factor), ``"numeric"`` (one
+    result, used sparingly) or ``"concept"`` (prose answer, no number).
+``USES``
+    The equation ids the reasoning uses, in order (two or more for ``"multi"``).
+``TITLE``
+    A short title, as a person would name the scenario.
+``LECTURE`` (optional)
+    The lecture's moment this problem comes from, ``"H:MM:SS"`` or ``"MM:SS"``.
+``draw(rng, presets) -> Draw``
+    Draws the parameters (from sensible ranges, with ``rng``) and returns the statement, the
+    answer (a pint Quantity in the unit the student is asked for), the worked solution and
+    the likely mistakes with their diagnosis.
+
+The statement gives what a student could not know (the chip, the model, the target) and
+withholds what the chapter taught (the ~20 ms drain, ~300 FLOP/B, 2N and 6N FLOPs, bytes per
+value): the student brings those.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pint
+
+KINDS = ("multi", "design", "estimate", "numeric", "concept")
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A wrong answer a student is likely to give, and why it is wrong (shown as feedback).
+
+    ``value`` is the wrong answer itself (same dimension as the answer, or not: a wrong
+    dimension is diagnosed by the checker on its own). ``why`` names the slip in a sentence a
+    student understands: "You counted 2N FLOPs per token; training costs 6N (forward and
+    backward)."
+    """
+
+    value: pint.Quantity
+    why: str
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One drawing of an authored problem.
+
+    ``text``: the statement in Markdown ($…$ for math), numbers written with
+    ``book.format.quantity``/``number``. It ends with the question.
+    ``answer``: a pint Quantity in the unit the question asks for; None for a concept problem.
+    ``solution``: the worked reasoning, one Markdown paragraph per step, in words with the
+    numbers; the last step states the answer as ``answer_text`` does.
+    ``tolerance``: relative tolerance (0.02 = 2%) matching how the solution rounds; for an
+    estimate, the factor (e.g. 2.0: within ×2 either way), chosen so the listed mistakes fall
+    outside it.
+    ``mistakes``: likely wrong answers with their diagnosis.
+    ``hint``: a nudge shown on request (optional).
+    ``choices``: for a design problem, the chosen option (e.g. {"hardware": "h200",
+    "batch_size": 64}); the solution must say when the margin to the next option is under 5%.
+    """
+
+    text: str
+    answer: pint.Quantity | None
+    solution: tuple[str, ...]
+    tolerance: float = 0.02
+    mistakes: tuple[Mistake, ...] = ()
+    hint: str = ""
+    choices: dict = field(default_factory=dict)
+
+
+def modules(chapter: str) -> list[ModuleType]:
+    """The authored problem files of ``chapter``, by file name.
+
+    >>> [m.__name__.rsplit(".", 1)[1] for m in modules("batching")][:1]
+    ['serve_70b_per_user_speed']
+    """
+    try:
+        package = importlib.import_module(f"{__name__}.{chapter}")
+    except ModuleNotFoundError:
+        return []
+    names = sorted(info.name for info in pkgutil.iter_modules(package.__path__))
+    return [importlib.import_module(f"{package.__name__}.{name}") for name in names]
