@@ -414,6 +414,18 @@ def _reachable(eq: Equation) -> dict[str, None]:
     return seen
 
 
+# Inputs for which 0 is a legal value: a dense model has no experts, no routed weights and no
+# dense-layer count to subtract (the zero defaults of MODEL_FIELDS), and reads no experts.
+ZERO_ALLOWED = frozenset(
+    {
+        *(name for name, (_, default) in MODEL_FIELDS.items() if callable(default)),
+        "routed_weight_share",
+        "expert_read_fraction",
+    }
+    - {"embeddings_active", "embedding_matrices"}
+)
+
+
 def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
     """An override for symbol ``name``: a Quantity (scalar or array), a string, or a number.
 
@@ -434,12 +446,18 @@ def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
             )
         with np.errstate(all="ignore"):
             base = to_base(q).magnitude
-        if not np.all(np.isfinite(q.magnitude)) or not np.all(q.magnitude > 0):
-            raise ChalkboardError(f"{what}: every value must be positive and finite")
-        if not np.all(np.isfinite(base)) or not np.all(base > 0):
+        zero = name in ZERO_ALLOWED
+        least = "zero or positive" if zero else "positive"
+        if not np.all(np.isfinite(q.magnitude)) or not np.all(
+            q.magnitude >= 0 if zero else q.magnitude > 0
+        ):
+            raise ChalkboardError(f"{what}: every value must be {least} and finite")
+        if not np.all(np.isfinite(base)) or not np.all(base >= 0 if zero else base > 0):
             raise ChalkboardError(f"{what}: a value is out of range (too large or too small)")
         return q
-    return parse_quantity(value, expect=sym.unit, what=what, example=sym.display or sym.unit)
+    example = sym.display or sym.unit
+    zero = name in ZERO_ALLOWED
+    return parse_quantity(value, expect=sym.unit, what=what, example=example, zero=zero)
 
 
 _READ_BACK: dict = {}

@@ -212,15 +212,18 @@ def dimension_of(unit: str | pint.Unit) -> str:
     return str(dims) if dims else "dimensionless"
 
 
-def check_positive(q: pint.Quantity, what: str) -> pint.Quantity:
-    """Reject non-finite and non-positive magnitudes, naming ``what``; the value in base units
-    must be finite and non-zero too (``1e308 TB`` overflows, ``5e-324 USD/byte/hour`` underflows).
-    """
+def check_positive(q: pint.Quantity, what: str, zero: bool = False) -> pint.Quantity:
+    """Reject non-finite and non-positive magnitudes (or negative ones, with ``zero``), naming
+    ``what``; the value in base units must be finite and non-zero too (``1e308 TB`` overflows,
+    ``5e-324 USD/byte/hour`` underflows)."""
     m = q.magnitude
     if not isinstance(m, int | float) or not math.isfinite(m):
         raise ChalkboardError(f"{what}: value must be a finite number, got {m!r}")
+    if zero and m == 0:
+        return q
     if m <= 0:
-        raise ChalkboardError(f"{what}: value must be positive, got {q:~P}")
+        least = "zero or positive" if zero else "positive"
+        raise ChalkboardError(f"{what}: value must be {least}, got {q:~P}")
     try:
         base = float(to_base(q).magnitude)
     except (OverflowError, ZeroDivisionError):
@@ -230,18 +233,96 @@ def check_positive(q: pint.Quantity, what: str) -> pint.Quantity:
     return q
 
 
+# The unit a hint shows a bare number of each dimension in, when no unit is named for it.
+HINT_UNITS = {
+    "[information]": "GB",
+    "[information] / [time]": "TB/s",
+    "[compute] / [time]": "TFLOP/s",
+    "[time]": "ms",
+}
+
+
+def _hint(number: str, want: pint.Unit, shown: pint.Unit) -> str:
+    """How a bare ``number`` could be written with a unit: ``'3.35 TB/s'`` for 3.35, but
+    ``'989 TFLOP/s (989e12 FLOP/s)'`` for 989e12 where FLOP/s are expected (a big number reads
+    as a size in the plain unit, so the hint converts it instead of adding a prefix)."""
+    from units.display import number as spoken
+    from units.display import unit as words
+
+    text = spelled(shown)
+    base = Q_(1, want).to_base_units().units
+    try:
+        value = float(number)
+        converted = Q_(value, base).to(shown).magnitude
+    except (ValueError, OverflowError):
+        return f"{number} {text}"
+    if value >= 1e4 and 0.01 <= converted < 1e5:
+        return f"{spoken(converted)} {words(shown)} ({number} {spelled(base)})"
+    return f"{number} {text}"
+
+
 def bare_unit(number, expect, example, label: str) -> pint.Unit:
     """The unit a bare number is read in: the expected unit, when it is a count whose
-    display unit is the same (``batch_size=64`` is 64 sequences); anything else needs a unit."""
+    display unit is the same (``batch_size=64`` is 64 sequences); anything else needs a unit,
+    and the error says how it could be written."""
     if expect is None:
         return ureg.dimensionless
     want = expect if isinstance(expect, pint.Unit) else parse_unit(str(expect))
-    shown = example if example is not None else want
-    text = shown.strip() if isinstance(shown, str) else f"{shown:~P}"
-    shown = shown if isinstance(shown, pint.Unit) else parse_unit(str(shown))
+    if example is None:
+        example = HINT_UNITS.get(dimension_of(want), want)
+    shown = example if isinstance(example, pint.Unit) else parse_unit(str(example))
     if is_count(want) and Q_(1, shown).to(want).magnitude == 1:
         return want
-    raise ChalkboardError(f"{label}={number} needs a unit, like {number} {text}")
+    raise ChalkboardError(f"{label}={number} needs a unit, like {_hint(number, want, shown)}")
+
+
+def _unit_named(name: str) -> pint.Unit:
+    """The registry's unit for one name as a person typed it: exact, else with its case
+    relaxed (``MTok``, ``Tokens``, ``GBPS``; a ``B`` keeps its case: bytes are not bits)."""
+    try:
+        return parse_unit(name)
+    except ChalkboardError:
+        pass
+    if len(name) >= 4:
+        keep_b = "".join(c if c == "B" else c.lower() for c in name)
+        for candidate in (name[0] + keep_b[1:], keep_b):
+            try:
+                return parse_unit(candidate)
+            except ChalkboardError:
+                continue
+    for candidate in (name.upper(), name.capitalize(), name.lower()):
+        try:
+            parse_unit(candidate)
+        except ChalkboardError:
+            continue
+        raise ChalkboardError(f"unknown unit '{name}' (did you mean '{candidate}'?)")
+    raise ChalkboardError(f"unknown unit '{name}'")
+
+
+def _is_noun(name: str) -> bool:
+    """Whether "B" before the unit ``name`` means billions: a count, FLOP or money (never a
+    time or an amount of data, where B is a byte)."""
+    try:
+        dims = Q_(1, _unit_named(name)).dimensionality
+    except ChalkboardError:
+        return False
+    return not dims.get("[time]") and not dims.get("[information]")
+
+
+def read_quantity(text: str) -> pint.Quantity:
+    """A quantity typed by a person, read by :func:`units.reading.read` with the registry's
+    units (scale words folded into the magnitude).
+
+    >>> read_quantity("671 B parameters"), read_quantity("3.35 TBps").to("GB/s")
+    (<Quantity(6.71e+11, 'parameter')>, <Quantity(3350.0, 'gigabyte / second')>)
+    """
+    from units.reading import read
+
+    reading = read(text, _is_noun)
+    unit = ureg.dimensionless
+    for name, power in reading.factors:
+        unit = unit * _unit_named(name) ** power
+    return Q_(reading.number, unit)
 
 
 def parse_quantity(
@@ -249,17 +330,23 @@ def parse_quantity(
     expect: str | pint.Unit | None = None,
     what: str | None = None,
     example: str | pint.Unit | None = None,
+    zero: bool = False,
 ) -> pint.Quantity:
-    """Turn ``"3.35 TB/s"`` (or a number, or a Quantity) into a positive, finite Quantity.
+    """Turn ``"3.35 TB/s"`` (or a number, or a Quantity) into a positive, finite Quantity
+    (or zero, with ``zero``).
 
-    With ``expect``, the value must have that unit's dimension. A bare number is read in
-    ``expect`` only when that is a count or dimensionless and ``example`` (the unit shown to
-    people, default ``expect``) has the same scale; otherwise a bare number is an error naming
-    the unit it needs. User text is matched by a regular expression and pint's unit parser,
-    never passed to ``eval`` or ``sympify``.
+    With ``expect``, the value must have that unit's dimension; a number of tokens is read as
+    the tokens of one sequence where tokens per sequence are expected (a context length). A
+    bare number is read in ``expect`` only when that is a count or dimensionless and
+    ``example`` (the unit shown to people, default ``expect``) has the same scale; otherwise a
+    bare number is an error naming the unit it needs. Text is read as people write it
+    (:mod:`units.reading`: "671 B parameters", "2.6 × 10¹⁴ tokens", "$0.18/Mtok"), matched by
+    regular expressions and pint's unit parser, never passed to ``eval`` or ``sympify``.
 
     >>> parse_quantity("64", expect="sequence")
     <Quantity(64.0, 'sequence')>
+    >>> parse_quantity("8192 tokens", expect="token/sequence")
+    <Quantity(8192.0, 'token / sequence')>
     >>> parse_quantity("3.35", expect="byte/s", what="mem_bandwidth", example="TB/s")
     Traceback (most recent call last):
     ...
@@ -280,39 +367,54 @@ def parse_quantity(
         shown = repr(text) if len(repr(text)) <= 40 else f"{magnitude:g}"
         q = Q_(magnitude, bare_unit(shown, expect, example, what or "value"))
     elif isinstance(text, str):
-        match = _NUMBER.match(text)
-        if not match:
-            raise ChalkboardError(
-                f"{label}: expected a number followed by a unit, like '3.35 TB/s'"
-            )
-        number, unit_text = match.groups()
-        if len(number) > MAX_NUMBER_CHARS:
-            raise ChalkboardError(f"{label}: a number of {len(number)} characters is too long")
-        try:
-            magnitude = float(number.replace("_", "").replace(",", ""))
-        except ValueError:
-            raise ChalkboardError(f"{label}: {number!r} is not a number") from None
-        if unit_text:
-            try:
-                unit = parse_unit(unit_text)
-            except ChalkboardError as err:
-                raise ChalkboardError(f"{label}: {err}") from None
-        else:
-            unit = bare_unit(number, expect, example, what or "value")
-        q = Q_(magnitude, unit)
+        q = _read_text(text, expect, what, example, label)
     else:
         raise ChalkboardError(f"{label}: expected a number with a unit, got {type(text).__name__}")
     if expect is not None:
         want = parse_unit(str(expect)) if not isinstance(expect, pint.Unit) else expect
         dims = want.dimensionality if want._REGISTRY is ureg else Q_(1, want).dimensionality
+        if q.dimensionality == _TOKENS and dims == _TOKENS_PER_SEQUENCE:
+            q = q / Q_(1, "sequence")  # "8192 tokens" of context: the tokens of one sequence
         if q.dimensionality != dims:
             shown = text if isinstance(text, str) else f"{q:~P}"
             prefix = f"{what}: " if what else ""
             # the example in the unit shown to people, counts spelled out ("token/sequence",
             # never pint's short "tok/seq")
             like = example.strip() if isinstance(example, str) else spelled(want)
+            bytes_hint = ""
+            if str(q.dimensionality) == "[information]" and "[information]" not in dims:
+                bytes_hint = "; B alone means bytes: for billions write B before a count noun"
             raise ChalkboardError(
                 f"{prefix}{shown!r} is {dimension_of(q.units)}, expected a quantity of "
-                f"{dimension_of(want)} (like {q.magnitude:g} {like})"
+                f"{dimension_of(want)} (like {q.magnitude:g} {like}){bytes_hint}"
             )
-    return check_positive(q, label)
+    return check_positive(q, label, zero)
+
+
+_TOKENS = Q_(1, "token").dimensionality
+_TOKENS_PER_SEQUENCE = Q_(1, "token/sequence").dimensionality
+# What typed text may hold: checked before anything else reads it.
+_TYPED = re.compile(r"^[\w µμ/*^·().,+\-$¢%×⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺{}\\\u00a0\u2009\u202f\u2212]*$")
+
+
+def _read_text(text: str, expect, what, example, label: str) -> pint.Quantity:
+    match = _NUMBER.match(text)
+    if match and not match.group(2):  # a bare number: its unit is the symbol's
+        number = match.group(1)
+        if len(number) > MAX_NUMBER_CHARS:
+            raise ChalkboardError(f"{label}: a number of {len(number)} characters is too long")
+        try:
+            magnitude = float(number.replace("_", "").replace(",", ""))
+        except ValueError:
+            raise ChalkboardError(f"{label}: {number!r} is not a number") from None
+        return Q_(magnitude, bare_unit(number, expect, example, what or "value"))
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ChalkboardError(f"{label}: a value of {len(text)} characters is too long")
+    if not _TYPED.match(text):
+        raise ChalkboardError(f"{label}: {text!r} has characters a quantity cannot contain")
+    try:
+        return read_quantity(text)
+    except ChalkboardError as err:
+        if str(err).startswith("give a number"):
+            err = "expected a number followed by a unit, like '3.35 TB/s'"
+        raise ChalkboardError(f"{label}: {err}") from None
