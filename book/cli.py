@@ -183,6 +183,12 @@ def make_parser(only: str | None = None) -> Parser:
         help="only problems of this kind",
     )
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
+    p.add_argument(
+        "--check",
+        nargs=2,
+        metavar=("ID", "ANSWER"),
+        help="grade ANSWER to problem ID (e.g. batching-0-3 '128 experts'): exit 0 right, 1 wrong",
+    )
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("presets", help="list presets with their figures (and, asked, sources)")
@@ -570,7 +576,7 @@ def cmd_show(args, out) -> None:
         out.write(f"  step {i} ({st['kind']}): {st['relation']}  -- {st['why']}\n")
 
 
-def cmd_problems(args, out) -> None:
+def cmd_problems(args, out) -> int | None:
     import re
 
     from book.format import plain_math, quantity
@@ -578,6 +584,8 @@ def cmd_problems(args, out) -> None:
     from units.presets import load
 
     presets = load(tuple(args.presets))
+    if args.check:
+        return _check_answer(args, out, presets)
     problems = problem_set(args.chapter, args.seed, args.count, presets, kind=args.kind)
     if args.json:
         out.write(_json([p.to_dict() for p in problems]))
@@ -598,6 +606,64 @@ def cmd_problems(args, out) -> None:
             if p.answer is not None:
                 out.write(f"    answer: {quantity(p.answer)} ({tolerance_text(p)})\n")
         out.write("\n")
+
+
+def _find_problem(pid: str, seed: int, presets):
+    """The problem ``pid`` (``chapter-seed-n``, as the site and the CLI number them) among the
+    sets of ``seed`` and of the site's seed."""
+    import derivations
+    from book.problems import MAX_COUNT, PROBLEM_SEED, PROBLEMS_PER_CHAPTER, problem_set
+    from units import ChalkboardError, closest
+
+    chapters = [c.id for c in derivations.CHAPTERS]
+    chapter = next((c for c in sorted(chapters, key=len, reverse=True) if pid.startswith(c)), None)
+    if chapter is None:
+        raise ChalkboardError(
+            f"unknown problem {pid!r}: an id starts with its chapter, like batching-0-3"
+            f"{closest(pid.split('-')[0], chapters)}"
+        )
+    tail = pid[len(chapter) :].split("-")
+    seeds, count = [seed, PROBLEM_SEED], PROBLEMS_PER_CHAPTER
+    if len(tail) == 3 and tail[0] == "" and tail[1].isdigit() and tail[2].isdigit():
+        seeds.insert(0, int(tail[1]))
+        count = max(count, min(int(tail[2]), MAX_COUNT))
+    seen = []
+    for s in dict.fromkeys(seeds):
+        problems = problem_set(chapter, s, count, presets)
+        for p in problems:
+            if p.id == pid:
+                return p
+        seen += [p.id for p in problems]
+    raise ChalkboardError(f"unknown problem {pid!r}{closest(pid, seen)}")
+
+
+def _check_answer(args, out, presets) -> int:
+    """``problems --check ID ANSWER``: 0 right, 1 wrong (with why), 2 unreadable (an error)."""
+    from book.checker import answer_spec, check
+    from book.format import quantity
+    from book.problems import tolerance_text
+    from units import ChalkboardError
+
+    pid, text = args.check
+    problem = _find_problem(pid, args.seed, presets)
+    if problem.answer is None:
+        raise ChalkboardError(
+            f"{pid} is answered in words, not a number: see its answer with --answers"
+        )
+    verdict = check(text, answer_spec(problem))
+    if verdict["kind"] == "unreadable":
+        why = verdict["message"].rstrip(".")
+        raise ChalkboardError(f"cannot read {text!r}: {why[:1].lower()}{why[1:]}")
+    if args.json:
+        out.write(_json({"id": pid, "answer": text} | verdict))
+    elif verdict["ok"]:
+        out.write(
+            f"right: {text} (the solution's answer: {quantity(problem.answer)}, "
+            f"{tolerance_text(problem)})\n"
+        )
+    else:
+        out.write(f"wrong: {verdict['message']}\n")
+    return 0 if verdict["ok"] else 1
 
 
 def cmd_presets(args, out) -> None:
@@ -703,7 +769,8 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None, out=None, err=None, fast: bool = False) -> int:
-    """Run the CLI; returns the exit status (0, or 2 for bad input).
+    """Run the CLI; returns the exit status (0; 2 for bad input; 1 for a wrong answer to
+    ``problems --check``).
 
     Every failure is one ``error:`` line on ``err``; an exception that is not bad input is a
     bug, and says so in that line (a safety net, not the way errors are meant to be reported).
@@ -754,7 +821,7 @@ def main(argv: list[str] | None = None, out=None, err=None, fast: bool = False) 
 
             for path in args.extra:
                 derivations.load_extra(path)
-        COMMANDS[args.command](args, out)
+        code = COMMANDS[args.command](args, out)
         out.flush()
     except BrokenPipeError:  # e.g. `chalkboard list | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
@@ -783,7 +850,7 @@ def main(argv: list[str] | None = None, out=None, err=None, fast: bool = False) 
         )
     if fast:
         _fill_cache(args, why, err)
-    return 0
+    return code or 0
 
 
 FAST_COMMANDS = ("eval", "list", "presets", "sweep")

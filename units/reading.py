@@ -58,16 +58,18 @@ SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 SUPERSCRIPT_DIGITS = str.maketrans(SUPERSCRIPTS + "⁻⁺", "0123456789-+")
 
 _DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+"
-_NUMBER = re.compile(r"^([-+]?)(" + _DIGITS + r")(?:[eE]([-+]?\d+))?")
+_NUMBER = re.compile(r"^([-+]?)(" + _DIGITS + r")(?:[eE]([-+]?\d+))?", re.ASCII)
 _POWER = r"(?:(?:\^|\*\*)\s*[({]?\s*([-+]?\d+)\s*[)}]?|([⁻⁺]?[" + SUPERSCRIPTS + r"]+))"
-_TIMES_TEN = re.compile(r"^\s*(?:[x×X*·]|\\times)\s*10\s*" + _POWER)
-_TEN_TO = re.compile(r"^" + _POWER)  # after a bare "10": 10^14, 10¹⁴
-_FACTOR = re.compile(r"^([A-Za-zµ_]+)(?:\^([-+]?\d+)|([⁻⁺]?[" + SUPERSCRIPTS + r"]+))?$")
-_PLAIN = re.compile(r"^\d+(?:\.\d+)?$")
-_LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([A-Za-z].*)$")
-_GROUP_SPACE = re.compile(r"(\d)[\u00a0\u2009\u202f](?=\d{3}(?!\d))")
+_TIMES_TEN = re.compile(r"^\s*(?:[x×X*·]|\\times)\s*10\s*" + _POWER, re.ASCII)
+_TEN_TO = re.compile(r"^" + _POWER, re.ASCII)  # after a bare "10": 10^14, 10¹⁴
+_FACTOR = re.compile(r"^([A-Za-zµ_]+)(?:\^([-+]?\d+)|([⁻⁺]?[" + SUPERSCRIPTS + r"]+))?$", re.ASCII)
+_PLAIN = re.compile(r"^\d+(?:\.\d+)?$", re.ASCII)
+_LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([A-Za-z][\s\S]*)$", re.ASCII)
+_GROUP_SPACE = re.compile(r"(\d)[\u00a0\u2009\u202f](?=\d{3}(?!\d))", re.ASCII)
 _SPACES = re.compile(r"[\u00a0\u2009\u202f]")
-_PER = re.compile(r"(^|\s)per(?=\s|$)")
+_PER = re.compile(r"(^|\s)per(?=\s|$)", re.ASCII)
+_SPLIT = re.compile(r"[*\s]+", re.ASCII)
+WHITESPACE = " \t\n\r\f\v"  # what strip() removes here and in JavaScript
 
 
 @dataclass
@@ -105,14 +107,14 @@ def read(text: str, is_noun: Callable[[str], bool] | None = None) -> Reading:
         raise ChalkboardError("give a number followed by a unit, like 24 ms")
     if len(text) > MAX_CHARS:
         raise ChalkboardError(f"that is longer than {MAX_CHARS} characters")
-    t = text.strip().replace("\u2212", "-").replace("\u03bc", "\u00b5")  # minus, Greek mu
+    t = text.strip(WHITESPACE).replace("\u2212", "-").replace("\u03bc", "\u00b5")  # minus, Greek mu
     t = _GROUP_SPACE.sub(r"\1", t)
     t = _SPACES.sub(" ", t)
     currency = False
     if t.startswith("US$"):
-        currency, t = True, t[3:].lstrip()
+        currency, t = True, t[3:].lstrip(WHITESPACE)
     elif t.startswith("$"):
-        currency, t = True, t[1:].lstrip()
+        currency, t = True, t[1:].lstrip(WHITESPACE)
     m = _NUMBER.match(t)
     if not m:
         raise ChalkboardError("give a number followed by a unit, like 24 ms")
@@ -130,7 +132,7 @@ def read(text: str, is_noun: Callable[[str], bool] | None = None) -> Reading:
     if abs(exponent) > 400:
         raise ChalkboardError("that power of ten is out of range")
     number = float(f"{sign}{digits}e{exponent}")  # one rounding, as JavaScript's parseFloat
-    rest = t.strip()
+    rest = t.strip(WHITESPACE)
     if currency:
         rest = "USD " + rest
     reading = Reading(number)
@@ -143,7 +145,7 @@ def read(text: str, is_noun: Callable[[str], bool] | None = None) -> Reading:
 
 def _words(part: str) -> list[str]:
     out = []
-    for word in re.split(r"[*\s]+", part):
+    for word in _SPLIT.split(part):
         lead = _LEADING_NUMBER.match(word)
         out += [lead.group(1), lead.group(2)] if lead else [word] if word else []
     return out
@@ -158,7 +160,7 @@ def _read_unit(rest: str, reading: Reading, is_noun: Callable[[str], bool]) -> N
     parts = rest.split("/")
     for i, part in enumerate(parts):
         sign = 1 if i == 0 else -1
-        part = part.strip()
+        part = part.strip(WHITESPACE)
         if part.startswith("(") and part.endswith(")"):
             part = part[1:-1]
         words = _words(part)
@@ -167,7 +169,7 @@ def _read_unit(rest: str, reading: Reading, is_noun: Callable[[str], bool]) -> N
                 continue
             raise ChalkboardError("a unit is missing around '/'")
         for j, word in enumerate(words):
-            if _PLAIN.match(word):  # "per 1M tokens"
+            if _PLAIN.match(word) and float(word) > 0:  # "per 1M tokens"
                 scale = float(word)
             elif word in SCALES:
                 after = _FACTOR.match(words[j + 1]) if j + 1 < len(words) else None

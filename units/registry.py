@@ -283,7 +283,7 @@ def _unit_named(name: str) -> pint.Unit:
         return parse_unit(name)
     except ChalkboardError:
         pass
-    if len(name) >= 4:
+    if len(name) >= 3:
         keep_b = "".join(c if c == "B" else c.lower() for c in name)
         for candidate in (name[0] + keep_b[1:], keep_b):
             try:

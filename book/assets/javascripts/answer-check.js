@@ -1,31 +1,155 @@
-/* Chalkboard's answer checker: a number with a unit ("24 ms", "0.024 s", "36 milliseconds",
- * "5,356 sequences", "2.6e14 tokens", "50%", "8x"), compared with the answer after conversion,
- * within a stated tolerance. A wrong dimension is named: tokens and sequences are dimensions of
- * their own, like time and bytes; the other counts (chips, parameters, layers), which are
- * dimensionless, are compared by name. Runs in the browser (no server)
- * and under Node for the tests. The unit table is generated from the project's pint registry. */
+/* Chalkboard's answer checker in the browser: the twin of book/checker.py (grading) and
+ * units/reading.py (reading "1.152 T parameters", "2.63 × 10¹⁴ tokens", "$0.18 per million
+ * tokens", "24 ms", "8x"), function for function, on the same data: the unit table
+ * (javascripts/units.js, written by book.checker.unit_table from the project's pint registry)
+ * and each problem's spec (its data-answer). The tests run both on many answers to every site
+ * problem and require the same verdict and message. Runs in the browser (no server) and under
+ * Node for the tests. */
 (function (root) {
   "use strict";
   var TABLE = null;
-  /* the dimensions, in the order of the table's vectors (book/problems.py DIMENSIONS); the last
-   * two are counts, said as "tokens" and "per sequence" */
-  var NAMES = ["time", "information", "compute", "currency", "token", "sequence"];
-  var FIRST_COUNT = 4;
-  var N = NAMES.length;
-
-  function zeros() { var out = []; for (var k = 0; k < N; k++) out.push(0); return out; }
+  var MAX_CHARS = 200, MAX_POWER = 12, SLACK = 1e-12;
+  var WS = "[ \\t\\n\\r\\f\\v]";
+  var SUP = "⁰¹²³⁴⁵⁶⁷⁸⁹";
+  var DIGITS = "\\d{1,3}(?:,\\d{3})+(?:\\.\\d*)?|\\d+(?:\\.\\d*)?|\\.\\d+";
+  var POWER = "(?:(?:\\^|\\*\\*)" + WS + "*[({]?" + WS + "*([-+]?\\d+)" + WS + "*[)}]?|([⁻⁺]?[" + SUP + "]+))";
+  var NUMBER = new RegExp("^([-+]?)(" + DIGITS + ")(?:[eE]([-+]?\\d+))?");
+  var TIMES_TEN = new RegExp("^" + WS + "*(?:[x×X*·]|\\\\times)" + WS + "*10" + WS + "*" + POWER);
+  var TEN_TO = new RegExp("^" + POWER);
+  var FACTOR = new RegExp("^([A-Za-zµ_]+)(?:\\^([-+]?\\d+)|([⁻⁺]?[" + SUP + "]+))?$");
+  var PLAIN = /^\d+(?:\.\d+)?$/;
+  var LEADING_NUMBER = /^(\d+(?:\.\d+)?)([A-Za-z][\s\S]*)$/;
+  var GROUP_SPACE = /(\d)[\u00a0\u2009\u202f](?=\d{3}(?!\d))/g;
+  var SPACES = /[\u00a0\u2009\u202f]/g;
+  var PER = new RegExp("(^|" + WS + ")per(?=" + WS + "|$)", "g");
+  var SPLIT = new RegExp("[*]+|" + WS + "+");
+  var EDGES = new RegExp("^" + WS + "+|" + WS + "+$", "g");
 
   function setUnits(table) { TABLE = table; }
-
   function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
+  function strip(s) { return s.replace(EDGES, ""); }
+  function replaceAll(s, a, b) { return s.split(a).join(b); }
+  function Fail(message) { this.message = message; }
 
-  /* a unit name -> [factor, dims, count name or null]: exact, else a prefix (short or long) */
+  /* -- reading (units/reading.py) -------------------------------------------------------- */
+
+  function power(plain, sup) {
+    if (plain !== undefined) return parseInt(plain, 10);
+    var s = "";
+    for (var i = 0; i < sup.length; i++) {
+      var c = sup.charAt(i);
+      s += c === "⁻" ? "-" : c === "⁺" ? "+" : String(SUP.indexOf(c));
+    }
+    return parseInt(s, 10);
+  }
+
+  function read(text, isNoun) {
+    if (typeof text !== "string") throw new Fail("give a number followed by a unit, like 24 ms");
+    if (Array.from(text).length > MAX_CHARS) throw new Fail("that is longer than " + MAX_CHARS + " characters");
+    var t = replaceAll(replaceAll(strip(text), "\u2212", "-"), "\u03bc", "\u00b5");
+    t = t.replace(GROUP_SPACE, "$1").replace(SPACES, " ");
+    var currency = false;
+    if (t.indexOf("US$") === 0) { currency = true; t = t.slice(3).replace(/^[ \t\n\r\f\v]+/, ""); }
+    else if (t.indexOf("$") === 0) { currency = true; t = t.slice(1).replace(/^[ \t\n\r\f\v]+/, ""); }
+    var m = NUMBER.exec(t);
+    if (!m) throw new Fail("give a number followed by a unit, like 24 ms");
+    var sign = m[1], digits = replaceAll(m[2], ",", ""), exponent = m[3] === undefined ? 0 : parseInt(m[3], 10);
+    t = t.slice(m[0].length);
+    var ten = digits === "10" && m[3] === undefined ? TEN_TO.exec(t) : null;
+    if (ten) {
+      digits = "1"; exponent = power(ten[1], ten[2]);
+      t = t.slice(ten[0].length);
+    } else {
+      var times = TIMES_TEN.exec(t);
+      if (times) { exponent += power(times[1], times[2]); t = t.slice(times[0].length); }
+    }
+    if (Math.abs(exponent) > 400) throw new Fail("that power of ten is out of range");
+    var number = parseFloat(sign + digits + "e" + exponent);
+    var rest = strip(t);
+    if (currency) rest = "USD " + rest;
+    var reading = { number: number, factors: [], bareBytes: false };
+    var lower = rest.toLowerCase();
+    if (own(TABLE.ratios, lower) || own(TABLE.ratios, rest)) {
+      reading.number = number * TABLE.ratios[own(TABLE.ratios, lower) ? lower : rest];
+      return reading;
+    }
+    readUnit(rest, reading, isNoun);
+    return reading;
+  }
+
+  function words(part) {
+    var out = [], pieces = part.split(SPLIT);
+    for (var i = 0; i < pieces.length; i++) {
+      var w = pieces[i];
+      if (!w) continue;
+      var lead = LEADING_NUMBER.exec(w);
+      if (lead) out.push(lead[1], lead[2]); else out.push(w);
+    }
+    return out;
+  }
+
+  function readUnit(rest, reading, isNoun) {
+    if (!rest) return;
+    for (var symbol in TABLE.symbols) {
+      if (own(TABLE.symbols, symbol)) rest = replaceAll(rest, symbol, " " + TABLE.symbols[symbol] + " ");
+    }
+    rest = replaceAll(replaceAll(rest, "·", "*"), "**", "^").replace(PER, "$1/");
+    var parts = rest.split("/");
+    for (var i = 0; i < parts.length; i++) {
+      var sign = i === 0 ? 1 : -1;
+      var part = strip(parts[i]);
+      if (part.charAt(0) === "(" && part.charAt(part.length - 1) === ")") part = part.slice(1, -1);
+      var ws = words(part);
+      if (!ws.length) {
+        if (i === 0 && parts.length > 1) continue;
+        throw new Fail("a unit is missing around '/'");
+      }
+      for (var j = 0; j < ws.length; j++) {
+        var word = ws[j], scale = null;
+        if (PLAIN.test(word) && parseFloat(word) > 0) {
+          scale = parseFloat(word);
+        } else if (own(TABLE.scales, word)) {
+          var after = j + 1 < ws.length ? FACTOR.exec(ws[j + 1]) : null;
+          if (word !== "B" || (after !== null && isNoun(after[1]))) scale = TABLE.scales[word];
+          else reading.bareBytes = true;
+        }
+        if (scale !== null) {
+          reading.number = sign > 0 ? reading.number * scale : reading.number / scale;
+          continue;
+        }
+        var m = FACTOR.exec(word);
+        if (!m) throw new Fail("cannot read the unit '" + word + "'");
+        var p = sign * (m[2] !== undefined || m[3] !== undefined ? power(m[2], m[3]) : 1);
+        if (Math.abs(p) > MAX_POWER) throw new Fail("the power of '" + m[1] + "' is too large");
+        reading.factors.push([m[1], p]);
+      }
+    }
+  }
+
+  /* -- grading (book/checker.py) --------------------------------------------------------- */
+
   function lookup(name) {
+    var candidates = [name];
+    if (name.length >= 3) {
+      var relaxed = "";
+      for (var i = 0; i < name.length; i++) {
+        var c = name.charAt(i);
+        relaxed += c === "B" ? c : c.toLowerCase();
+      }
+      candidates.push(name.charAt(0) + relaxed.slice(1), relaxed);
+    }
+    for (var k = 0; k < candidates.length; k++) {
+      var found = lookupExact(candidates[k]);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+
+  function lookupExact(name) {
     if (own(TABLE.units, name)) return TABLE.units[name];
     var prefixes = Object.keys(TABLE.prefixes).sort(function (a, b) { return b.length - a.length; });
     for (var i = 0; i < prefixes.length; i++) {
-      var p = prefixes[i];
-      var rest = name.slice(p.length);
+      var p = prefixes[i], rest = name.slice(p.length);
       if (name.indexOf(p) === 0 && rest && own(TABLE.units, rest)) {
         var u = TABLE.units[rest];
         return [TABLE.prefixes[p] * u[0], u[1], u[2]];
@@ -34,112 +158,129 @@
     return null;
   }
 
-  /* "TB/s", "USD/Mtok", "FLOP/byte", "B/val/tok", "ms", "milliseconds", "" ->
-   * {factor, dims, counts: {token: -1}} or {error} */
-  function parseUnit(text) {
-    var factor = 1, dims = zeros(), counts = {};
-    text = text.replace(/\u00b7/g, "*").replace(/\*\*/g, "^").replace(/\bper\b/g, "/").trim();
-    if (!text) return { factor: 1, dims: dims, counts: counts };
-    var parts = text.split("/");
-    for (var i = 0; i < parts.length; i++) {
-      var sign = i === 0 ? 1 : -1;
-      var factors = parts[i].split(/[*\s]+/).filter(Boolean);
-      if (!factors.length) return { error: "a unit is missing around '/'" };
-      for (var j = 0; j < factors.length; j++) {
-        var m = /^([A-Za-z\u00b5]+)(?:\^(-?\d+))?$/.exec(factors[j]);
-        if (!m) return { error: "cannot read the unit '" + factors[j] + "'" };
-        var u = lookup(m[1]);
-        if (!u) return { error: "unknown unit '" + m[1] + "'" };
-        var power = sign * (m[2] ? parseInt(m[2], 10) : 1);
-        factor *= Math.pow(u[0], power);
-        for (var k = 0; k < N; k++) dims[k] += power * u[1][k];
-        if (u[2]) counts[u[2]] = (counts[u[2]] || 0) + power;
-      }
-    }
-    for (var c in counts) if (own(counts, c) && !counts[c]) delete counts[c];
-    return { factor: factor, dims: dims, counts: counts };
+  function isNoun(name) {
+    var u = lookup(name);
+    return u !== null && !u[1][0] && !u[1][1];
   }
 
-  /* "that is time", "that counts chips", "that counts tokens per sequence" */
-  function describe(dims, counts) {
-    var out = [], all = {}, c;
-    for (var k = 0; k < FIRST_COUNT; k++) {
-      if (dims[k]) out.push(NAMES[k] + (dims[k] === 1 ? "" : "^" + dims[k]));
+  function measure(text) {
+    var reading = read(text, isNoun);
+    var n = TABLE.dims.length, factor = 1, dims = [], counts = {}, k, c;
+    for (k = 0; k < n; k++) dims.push(0);
+    for (var i = 0; i < reading.factors.length; i++) {
+      var name = reading.factors[i][0], p = reading.factors[i][1];
+      var u = lookup(name);
+      if (u === null) throw new Fail("unknown unit '" + name + "'");
+      for (var r = 0; r < Math.abs(p); r++) factor = p > 0 ? factor * u[0] : factor / u[0];
+      for (k = 0; k < n; k++) dims[k] += p * u[1][k];
+      if (u[2]) counts[u[2]] = (counts[u[2]] || 0) + p;
     }
-    for (k = FIRST_COUNT; k < N; k++) if (dims[k]) all[NAMES[k]] = dims[k];
-    for (c in counts || {}) if (own(counts, c)) all[c] = (all[c] || 0) + counts[c];
-    if (Object.keys(all).length) {
-      return (out.length ? "is " + out.join(" \u00b7 ") + " " : "counts ") + describeCounts(all);
-    }
-    return "is " + (out.length ? out.join(" \u00b7 ") : "a pure number");
+    var kept = {};
+    for (c in counts) if (own(counts, c) && counts[c]) kept[c] = counts[c];
+    return { value: reading.number * factor, dims: dims, counts: kept, bareBytes: reading.bareBytes };
   }
 
-  function describeCounts(counts) {
-    var names = Object.keys(counts).sort(function (a, b) { return counts[b] - counts[a] || (a < b ? -1 : 1); });
-    if (!names.length) return "no count";
-    return names.map(function (n) {
-      var power = Math.abs(counts[n]);
-      /* "tokens per sequence": a count below the line is said in the singular */
-      return counts[n] < 0
-        ? "per " + n + (power === 1 ? "" : "^" + power)
-        : n + "s" + (power === 1 ? "" : "^" + power);
+  function key(dims) { return dims.map(function (d) { return String(d); }).join(","); }
+
+  function phrase(dims, counts) {
+    if (Object.keys(counts).length && !dims.some(function (d) { return d; })) return "a number of " + countsText(counts);
+    var k = key(dims);
+    if (own(TABLE.phrases, k)) return TABLE.phrases[k];
+    var above = [], below = [];
+    for (var i = 0; i < dims.length; i++) {
+      var d = dims[i];
+      if (!d) continue;
+      var word = TABLE.words[i][d > 0 ? 0 : 1], p = Math.abs(d);
+      word += p === 1 ? "" : "^" + key([p]);
+      (d > 0 ? above : below).push(word);
+    }
+    return "a quantity in " + [above.join(" × ") || "1"].concat(below).join(" per ");
+  }
+
+  function countsText(counts) {
+    var names = Object.keys(counts).sort(function (a, b) {
+      return counts[b] - counts[a] || (a < b ? -1 : a > b ? 1 : 0);
+    });
+    return names.map(function (c) {
+      var p = Math.abs(counts[c]), mark = p === 1 ? "" : "^" + key([p]);
+      return (counts[c] < 0 ? "per " + c : c + "s") + mark;
     }).join(" ");
+  }
+
+  function within(x, centres, spec) {
+    var low = Math.min.apply(null, centres), high = Math.max.apply(null, centres);
+    var t = spec.tolerance;
+    if (spec.mode === "factor") { low = low / t; high = high * t; }
+    else { low = low * (1 - t); high = high * (1 + t); }
+    return low * (1 - SLACK) <= x && x <= high * (1 + SLACK);
+  }
+
+  function same(a, b) {
+    for (var i = 0; i < a.length; i++) if (!(Math.abs(a[i] - b[i]) <= 1e-9)) return false;
+    return true;
   }
 
   function sameCounts(a, b) {
     var keys = Object.keys(a).concat(Object.keys(b));
-    for (var i = 0; i < keys.length; i++) {
-      if ((a[keys[i]] || 0) !== (b[keys[i]] || 0)) return false;
-    }
+    for (var i = 0; i < keys.length; i++) if ((a[keys[i]] || 0) !== (b[keys[i]] || 0)) return false;
     return true;
   }
 
-  /* "5,356" -> "5356" (thousands separators); "36 milliseconds", "2.6e14 tokens", "50%", "8x" */
-  var NUMBER = /^\s*([-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(.*)$/;
+  function verdict(kind, message) { return { ok: kind === "right", kind: kind, message: message }; }
 
-  /* answer: {value (base units), dims, counts, tolerance, mode: "relative" | "factor", unit} */
-  function check(text, answer) {
-    var m = NUMBER.exec(text || "");
-    if (!m || !/\d/.test(m[1])) return { ok: false, message: "Give a number followed by a unit, like 24 ms." };
-    var number = parseFloat(m[1].replace(/,/g, ""));
-    var rest = m[2].trim();
-    var unit;
-    if (/^(%|percent)$/.test(rest)) {
-      unit = { factor: 0.01, dims: zeros(), counts: {} };
-    } else if (/^[x\u00d7]$/i.test(rest) || /^times$/.test(rest)) {
-      unit = { factor: 1, dims: zeros(), counts: {} };
-    } else {
-      unit = parseUnit(rest);
-    }
-    if (unit.error) return { ok: false, message: unit.error + "." };
-    for (var k = 0; k < N; k++) {
-      if (Math.abs((unit.dims[k] || 0) - (answer.dims[k] || 0)) > 1e-9) {
-        return {
-          ok: false,
-          message: "Wrong dimension: that " + describe(unit.dims, unit.counts) + ", the answer " +
-            describe(answer.dims, answer.counts) + " (e.g. " + answer.unit + ")."
-        };
-      }
-    }
-    /* the other counts are dimensionless: compare their names when the answer names any */
-    var expected = answer.counts;
-    if (expected && Object.keys(unit.counts).length && !sameCounts(unit.counts, expected)) {
-      return {
-        ok: false,
-        message: "Wrong unit: that counts " + describeCounts(unit.counts) + ", the answer counts " +
-          describeCounts(expected) + " (e.g. " + answer.unit + ")."
-      };
-    }
-    var value = number * unit.factor;
-    if (!(value > 0) || !isFinite(value)) return { ok: false, message: "Give a positive number." };
-    var ratio = value / answer.value;
-    var ok = answer.mode === "factor"
-      ? ratio <= answer.tolerance * (1 + 1e-12) && ratio >= 1 / answer.tolerance / (1 + 1e-12)
-      : Math.abs(ratio - 1) <= answer.tolerance;
-    return { ok: ok, message: ok ? "Correct." : "Not quite: check your working." };
+  function unitText(spec) {
+    return spec.unit ? " (in " + spec.unit + ")" : "";
   }
 
-  var api = { setUnits: setUnits, parseUnit: parseUnit, check: check };
+  function check(text, spec) {
+    var got;
+    try {
+      got = measure(text);
+    } catch (err) {
+      if (!(err instanceof Fail)) throw err;
+      return verdict("unreadable", err.message.charAt(0).toUpperCase() + err.message.slice(1) + ".");
+    }
+    var value = got.value, i, m;
+    if (!(value > 0 && isFinite(value))) return verdict("unreadable", "Give a positive number.");
+    var mistakes = spec.mistakes || [];
+    if (!same(got.dims, spec.dims)) {
+      for (i = 0; i < mistakes.length; i++) {
+        m = mistakes[i];
+        if (m.dims && same(got.dims, m.dims) && within(value, [m.value], spec)) return verdict("wrong", m.why);
+      }
+      if (got.bareBytes && !spec.dims[1]) {
+        return verdict("wrong", "B alone means bytes: for billions, put B before the count (671 B parameters).");
+      }
+      var want = phrase(spec.dims, spec.counts || {});
+      var shown = want.indexOf(spec.unit) >= 0 || !spec.dims.some(function (d) { return d; }) ? "" : unitText(spec);
+      return verdict("wrong", "That is " + phrase(got.dims, got.counts) + "; the question asks for " + want + shown + ".");
+    }
+    var wanted = spec.counts || {};
+    if (Object.keys(wanted).length && Object.keys(got.counts).length && !sameCounts(got.counts, wanted)) {
+      return verdict("wrong", "That counts " + countsText(got.counts) + "; the question asks for " +
+        countsText(wanted) + unitText(spec) + ".");
+    }
+    var centres = [spec.value].concat(spec.shown !== undefined ? [spec.shown] : []);
+    if (within(value, centres, spec)) return verdict("right", "Correct.");
+    for (i = 0; i < mistakes.length; i++) {
+      m = mistakes[i];
+      if (!m.dims && within(value, [m.value], spec)) return verdict("wrong", m.why);
+    }
+    for (i = 0; i < TABLE.tens.length; i++) {
+      var ten = TABLE.tens[i][0], said = TABLE.tens[i][1];
+      var why = (i + 1) % 3 === 0 ? "a unit prefix slipped (k, M, G step by 1,000)" : "check your powers of ten";
+      if (within(value / ten, centres, spec)) return verdict("wrong", "That is " + said + " times too large: " + why + ".");
+      if (within(value * ten, centres, spec)) return verdict("wrong", "That is " + said + " times too small: " + why + ".");
+    }
+    var factors = spec.mode !== "factor" ? TABLE.factors : [];
+    for (i = 0; i < factors.length; i++) {
+      if (within(value / factors[i][0], centres, spec)) return verdict("wrong", factors[i][1]);
+      if (within(value * factors[i][0], centres, spec)) return verdict("wrong", factors[i][2]);
+    }
+    return verdict("wrong", "Not right, and not off by a simple factor: check your working.");
+  }
+
+  var api = { setUnits: setUnits, check: check };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   root.chalkboardAnswers = api;
 

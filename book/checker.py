@@ -1,0 +1,423 @@
+"""The practice problems' answer checker: grades a typed answer and says why a wrong one is wrong.
+
+One algorithm, two faces: this module (the CLI's ``chalkboard problems --check``) and the
+browser's ``book/assets/javascripts/answer-check.js``, which mirrors :func:`check` step by step
+on the same data: the unit table :func:`unit_table` writes to ``javascripts/units.js`` (every
+unit name, prefix, scale word, phrase and diagnosis, read from the project's pint registry) and
+each problem's :func:`answer_spec`. Text is read as :mod:`units.reading` reads it ("1.152 T
+parameters", "2.63 × 10¹⁴ tokens", "$0.18 per million tokens"); the tests run both faces on
+many answers to every site problem and require the same verdict and message.
+
+A right answer is within the problem's tolerance of the true value, or of the value its
+solution prints ("24 layers" for 23.5). A wrong one is diagnosed, first match wins: a dimension
+said in plain words ("That is a time; the question asks for a cost per token."), one of the
+problem's own listed mistakes, a power of ten (a prefix slip when it is 10³ⁿ), a factor of 2,
+3 or 8.
+
+>>> from units import Q_
+>>> spec = spec_of(Q_(24, "ms"))
+>>> check("0.024 s", spec)["ok"], check("24 GB", spec)["message"]
+(True, 'That is an amount of data; the question asks for a time (like ms).')
+>>> check("24 s", spec)["message"]
+'That is 1,000 times too large: a unit prefix slipped (k, M, G step by 1,000).'
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import pint
+
+from units import Q_, ChalkboardError
+from units.display import number as spoken
+from units.display import unit as unit_words
+from units.reading import RATIOS, SCALES, SYMBOLS, read
+
+# The dimensions the checker compares, in the order of its vectors (answer-check.js reads the
+# table's "dims"): tokens and sequences are dimensions of their own (units/definitions.txt), so
+# "560 chips" or "560 tokens" is not a number of sequences.
+DIMENSIONS = ("[time]", "[information]", "[compute]", "[currency]", "[token]", "[sequence]")
+# Unit names the checker reads, short and long; plurals ("seconds", "tokens", "FLOPs") are
+# added from these wherever the registry itself accepts them, so Python and the browser agree.
+UNIT_NAMES = (
+    *("s", "second", "sec", "min", "minute", "h", "hr", "hour", "d", "day", "week"),
+    *("month", "yr", "year"),
+    *("B", "byte", "b", "bit", "Bps", "bps"),
+    *("FLOP", "flop", "FLOPS"),
+    *("USD", "dollar", "cent"),
+    *("token", "tok", "parameter", "param", "sequence", "seq", "chip", "gpu", "value", "val"),
+    *("vector", "expert", "layer", "head", "stage", "rack"),
+)
+PREFIX_NAMES = (
+    *("n", "nano", "µ", "u", "micro", "m", "milli", "k", "kilo", "M", "mega", "G", "giga"),
+    *("T", "tera", "P", "peta", "E", "exa", "Z", "zetta", "Y", "yotta"),
+    *("Ki", "Mi", "Gi", "Ti", "Pi"),
+)
+# How a wrong dimension is said: the common ones by name, any other in its base units' words.
+PHRASES = {
+    "s": "a time",
+    "B": "an amount of data",
+    "FLOP": "an amount of compute",
+    "USD": "a cost",
+    "token": "a number of tokens",
+    "sequence": "a number of sequences",
+    "": "a pure number",
+    "B/s": "a bandwidth",
+    "FLOP/s": "a compute rate",
+    "USD/token": "a cost per token",
+    "USD/s": "a price per unit of time",
+    "USD/FLOP": "a cost per FLOP",
+    "token/s": "a rate in tokens per second",
+    "token/s/sequence": "a speed in tokens per second per sequence",
+    "token/sequence": "a number of tokens per sequence",
+    "FLOP/B": "an arithmetic intensity (FLOP per byte)",
+    "B/token": "an amount of data per token",
+    "B/sequence": "an amount of data per sequence",
+    "FLOP/token": "an amount of compute per token",
+    "s/token": "a time per token",
+    "1/s": "a rate per second",
+}
+# Words for the base units, for a dimension with no phrase: (above the line, below the line).
+BASE_WORDS = (
+    ("seconds", "second"),
+    ("bytes", "byte"),
+    ("FLOP", "FLOP"),
+    ("USD", "USD"),
+    ("tokens", "token"),
+    ("sequences", "sequence"),
+)
+# Small factors a wrong answer is often off by, and why (checked after powers of ten).
+RATIOS_WHY = (
+    (
+        2,
+        "That is twice the answer: check a factor of 2 (bytes per value, or forward against "
+        "forward and backward).",
+        "That is half the answer: check a factor of 2 (bytes per value, or forward against "
+        "forward and backward).",
+    ),
+    (
+        3,
+        "That is 3 times the answer: check 2N against 6N FLOPs per token (forward only, or "
+        "forward and backward).",
+        "That is a third of the answer: check 2N against 6N FLOPs per token (forward only, or "
+        "forward and backward).",
+    ),
+    (
+        8,
+        "That is 8 times the answer: check bits against bytes.",
+        "That is an eighth of the answer: check bits against bytes.",
+    ),
+)
+MAX_TENS = 12  # powers of ten a diagnosis names, at most
+SLACK = 1e-12  # rounding room at the edges of a tolerance
+
+
+def dims_vector(q: pint.Quantity) -> list[float]:
+    d = q.dimensionality
+    return [float(d.get(name, 0)) for name in DIMENSIONS]
+
+
+def count_unit(name: str) -> str | None:
+    """The dimensionless count a unit name stands for ("chips" -> "chip", "Gparam" ->
+    "parameter"), or None. These counts (chips, parameters, layers, ...) are dimensionless in the
+    registry, so the checker compares their names instead; tokens and sequences are dimensions
+    and compared as such (None here).
+
+    >>> count_unit("chips"), count_unit("Gparam"), count_unit("Mtokens"), count_unit("ms")
+    ('chip', 'parameter', None, None)
+    """
+    q = Q_(1, name)
+    if not q.dimensionless:
+        return None
+    registry = q._REGISTRY
+    root = registry.get_name(name)
+    for prefix in registry._prefixes:
+        if prefix and root.startswith(prefix) and root[len(prefix) :] in registry._units:
+            candidate = root[len(prefix) :]
+            if Q_(1, candidate).dimensionless:
+                root = candidate
+                break
+    return root
+
+
+def _units_of(q: pint.Quantity) -> dict[str, float]:
+    """The count units in ``q``'s unit with their exponents: experts/chip -> {"expert": 1,
+    "chip": -1}."""
+    out: dict[str, float] = {}
+    for name, power in q.units._units.items():
+        if (count := count_unit(name)) is not None:
+            out[count] = out.get(count, 0) + float(power)
+    return {k: v for k, v in out.items() if v}
+
+
+def _key(dims) -> str:
+    """A dimension vector as the table's key: '0,0,0,1,-1,0' (the same text in JavaScript)."""
+    return ",".join(str(int(d)) if float(d).is_integer() else repr(float(d)) for d in dims)
+
+
+@functools.cache
+def unit_table() -> dict:
+    """Everything the checker reads besides the problem: each unit name with its factor to base
+    units, its dimensions and the count it names (or None), read from the project's own pint
+    registry; the registry's prefixes; the reader's scale words, ratios and symbols; the
+    phrases for dimensions; the diagnoses by factor.
+
+    >>> table = unit_table()
+    >>> table["units"]["FLOPS"][:2], table["scales"]["billion"]
+    ([1.0, [-1.0, 0.0, 1.0, 0.0, 0.0, 0.0]], 1000000000.0)
+    """
+    names = list(UNIT_NAMES)
+    for name in UNIT_NAMES:
+        plural = name + "s"
+        if len(name) > 2 and plural not in names:
+            try:
+                same = Q_(1, plural).to_base_units() == Q_(1, name).to_base_units()
+            except (pint.errors.UndefinedUnitError, pint.errors.DimensionalityError):
+                continue
+            if same:
+                names.append(plural)
+    units = {}
+    for name in names:
+        q = Q_(1, name).to_base_units()
+        units[name] = [float(q.magnitude), dims_vector(q), count_unit(name)]
+    registry = Q_(1, "s")._REGISTRY
+    prefixes = {p: float(registry._prefixes[p].converter.scale) for p in PREFIX_NAMES}
+    phrases = {_key(dims_vector(Q_(1, u).to_base_units())): text for u, text in PHRASES.items()}
+    tens = [[float(10**n), spoken(10**n)] for n in range(1, MAX_TENS + 1)]
+    return {
+        "dims": [d.strip("[]") for d in DIMENSIONS],
+        "units": units,
+        "prefixes": prefixes,
+        "scales": dict(SCALES),
+        "ratios": dict(RATIOS),
+        "symbols": dict(SYMBOLS),
+        "phrases": phrases,
+        "words": [list(w) for w in BASE_WORDS],
+        "tens": tens,
+        "factors": [[float(k), more, less] for k, more, less in RATIOS_WHY],
+    }
+
+
+def spec_of(
+    answer: pint.Quantity,
+    tolerance: float = 0.01,
+    mode: str = "relative",
+    shown: str | None = None,
+    mistakes=(),
+) -> dict:
+    """What the checker compares against: the answer in base units, its dimensions and counts,
+    the tolerance, the unit to show in a message, the value the solution prints (``shown``,
+    the text of that answer: a whole number may be rounded, "24 layers" for 23.5) and the
+    listed mistakes (``{"value", "why"}`` in base units; with ``"dims"`` when a mistake's
+    dimension differs from the answer's)."""
+    from units.display import quantity
+
+    base = answer.to_base_units()
+    spec = {
+        "value": float(base.magnitude),
+        "dims": dims_vector(base),
+        "counts": _units_of(answer),
+        "tolerance": tolerance,
+        "mode": mode,
+        "unit": unit_words(answer.units),  # as the book says it: "USD per million tokens"
+    }
+    printed = _value_in(shown if shown is not None else quantity(answer), spec)
+    if printed is not None:
+        spec["shown"] = printed
+    out = []
+    for m in mistakes:
+        value, why = (m["value"], m["why"]) if isinstance(m, dict) else (m.value, m.why)
+        entry = {"why": why}
+        if isinstance(value, pint.Quantity):
+            wrong = value.to_base_units()
+            entry["value"] = float(wrong.magnitude)
+            if dims_vector(wrong) != spec["dims"]:
+                entry["dims"] = dims_vector(wrong)
+        else:
+            entry["value"] = float(value)  # already in the answer's base units
+        out.append(entry)
+    if out:
+        spec["mistakes"] = out
+    return spec
+
+
+def _value_in(text: str, spec: dict) -> float | None:
+    """The base value of an answer's printed text, when it reads in the answer's dimension and
+    rounds the answer by at most 5% (a whole number of ten or more); else None."""
+    try:
+        got = _measure(text, unit_table())
+    except ChalkboardError:
+        return None
+    if got["dims"] != spec["dims"] or not got["value"] > 0:
+        return None
+    return got["value"] if abs(got["value"] / spec["value"] - 1) <= 0.05 else None
+
+
+def answer_spec(p) -> dict:
+    """The checker's spec of a practice problem (see :func:`spec_of`): its answer as the
+    solution prints it, its tolerance and its listed mistakes (``p.mistakes``, if any)."""
+    return spec_of(p.answer, p.tolerance, p.mode, mistakes=getattr(p, "mistakes", ()) or ())
+
+
+# -- the algorithm (answer-check.js mirrors each function) ------------------------------------
+
+
+def lookup(name: str, table: dict):
+    """A unit name -> ``[factor, dims, count name or None]``: exact, else a prefix (short or
+    long) on a unit, else the same with the case relaxed ("MTok", "Tokens"; a B keeps its case:
+    bytes are not bits); None when unknown."""
+    candidates = [name]
+    if len(name) >= 3:
+        relaxed = "".join(c if c == "B" else c.lower() for c in name)
+        candidates += [name[0] + relaxed[1:], relaxed]
+    for candidate in candidates:
+        found = _lookup_exact(candidate, table)
+        if found is not None:
+            return found
+    return None
+
+
+def _lookup_exact(name: str, table: dict):
+    units = table["units"]
+    if name in units:
+        return units[name]
+    for p in sorted(table["prefixes"], key=lambda p: -len(p)):
+        rest = name[len(p) :]
+        if name.startswith(p) and rest and rest in units:
+            u = units[rest]
+            return [table["prefixes"][p] * u[0], u[1], u[2]]
+    return None
+
+
+def _is_noun(table: dict):
+    def noun(name: str) -> bool:
+        u = lookup(name, table)
+        return u is not None and not u[1][0] and not u[1][1]
+
+    return noun
+
+
+def _measure(text: str, table: dict) -> dict:
+    """``{value (base units), dims, counts, bare_bytes}`` of typed text; ChalkboardError with
+    the message to show when it cannot be read."""
+    reading = read(text, _is_noun(table))
+    n = len(table["dims"])
+    factor, dims, counts = 1.0, [0.0] * n, {}
+    for name, power in reading.factors:
+        u = lookup(name, table)
+        if u is None:
+            raise ChalkboardError(f"unknown unit '{name}'")
+        for _ in range(abs(power)):
+            factor = factor * u[0] if power > 0 else factor / u[0]
+        for k in range(n):
+            dims[k] += power * u[1][k]
+        if u[2]:
+            counts[u[2]] = counts.get(u[2], 0) + power
+    counts = {c: p for c, p in counts.items() if p}
+    value = reading.number * factor
+    return {"value": value, "dims": dims, "counts": counts, "bare_bytes": reading.bare_bytes}
+
+
+def _phrase(dims, counts: dict, table: dict) -> str:
+    if counts and not any(dims):
+        return "a number of " + _counts_text(counts)
+    key = _key(dims)
+    if key in table["phrases"]:
+        return table["phrases"][key]
+    above, below = [], []
+    for k, d in enumerate(dims):
+        if d:
+            word = table["words"][k][0 if d > 0 else 1]
+            power = abs(d)
+            word += "" if power == 1 else "^" + _key([power])
+            (above if d > 0 else below).append(word)
+    return "a quantity in " + " per ".join([" × ".join(above) or "1", *below])
+
+
+def _counts_text(counts: dict) -> str:
+    names = sorted(counts, key=lambda c: (-counts[c], c))
+    words = []
+    for c in names:
+        power = abs(counts[c])
+        mark = "" if power == 1 else "^" + _key([power])
+        words.append(("per " + c if counts[c] < 0 else c + "s") + mark)
+    return " ".join(words)
+
+
+def _within(x: float, centres: list[float], spec: dict) -> bool:
+    """Whether ``x`` lies in the tolerance window spanning ``centres`` (relative or factor)."""
+    low, high = min(centres), max(centres)
+    t = spec["tolerance"]
+    if spec["mode"] == "factor":
+        low, high = low / t, high * t
+    else:
+        low, high = low * (1 - t), high * (1 + t)
+    return low * (1 - SLACK) <= x <= high * (1 + SLACK)
+
+
+def _same(a, b) -> bool:
+    return all(abs(x - y) <= 1e-9 for x, y in zip(a, b, strict=True))
+
+
+def check(text: str, spec: dict, table: dict | None = None) -> dict:
+    """Grade ``text`` against ``spec``: ``{"ok", "kind", "message"}`` where kind is "right",
+    "wrong" (with its diagnosis) or "unreadable" (the text is not a number with a known unit).
+    """
+    table = table or unit_table()
+    try:
+        got = _measure(text, table)
+    except ChalkboardError as err:
+        message = str(err)
+        return _verdict("unreadable", message[:1].upper() + message[1:] + ".")
+    value = got["value"]
+    if not (value > 0 and math.isfinite(value)):
+        return _verdict("unreadable", "Give a positive number.")
+    mistakes = spec.get("mistakes", [])
+    if not _same(got["dims"], spec["dims"]):
+        for m in mistakes:
+            if "dims" in m and _same(got["dims"], m["dims"]) and _within(value, [m["value"]], spec):
+                return _verdict("wrong", m["why"])
+        if got["bare_bytes"] and not spec["dims"][1]:
+            return _verdict(
+                "wrong",
+                "B alone means bytes: for billions, put B before the count (671 B parameters).",
+            )
+        want = _phrase(spec["dims"], spec.get("counts") or {}, table)
+        shown = "" if spec["unit"] in want or not any(spec["dims"]) else _in_unit(spec)
+        that = _phrase(got["dims"], got["counts"], table)
+        return _verdict("wrong", f"That is {that}; the question asks for {want}{shown}.")
+    want = spec.get("counts") or {}
+    if want and got["counts"] and got["counts"] != want:
+        return _verdict(
+            "wrong",
+            f"That counts {_counts_text(got['counts'])}; the question asks for "
+            f"{_counts_text(want)}{_in_unit(spec)}.",
+        )
+    centres = [spec["value"]] + ([spec["shown"]] if "shown" in spec else [])
+    if _within(value, centres, spec):
+        return _verdict("right", "Correct.")
+    for m in mistakes:
+        if "dims" not in m and _within(value, [m["value"]], spec):
+            return _verdict("wrong", m["why"])
+    for i, (ten, words) in enumerate(table["tens"]):
+        slip = "a unit prefix slipped (k, M, G step by 1,000)"
+        why = slip if (i + 1) % 3 == 0 else "check your powers of ten"
+        if _within(value / ten, centres, spec):
+            return _verdict("wrong", f"That is {words} times too large: {why}.")
+        if _within(value * ten, centres, spec):
+            return _verdict("wrong", f"That is {words} times too small: {why}.")
+    for k, more, less in table["factors"] if spec["mode"] != "factor" else []:
+        if _within(value / k, centres, spec):
+            return _verdict("wrong", more)
+        if _within(value * k, centres, spec):
+            return _verdict("wrong", less)
+    return _verdict("wrong", "Not right, and not off by a simple factor: check your working.")
+
+
+def _in_unit(spec: dict) -> str:
+    return f" (in {spec['unit']})" if spec["unit"] else ""
+
+
+def _verdict(kind: str, message: str) -> dict:
+    return {"ok": kind == "right", "kind": kind, "message": message}

@@ -1,0 +1,404 @@
+"""The answer checker's two faces, book/checker.py and the browser's answer-check.js (run under
+Node): answers written the way people and the book write them, diagnoses of wrong ones, the
+same verdict and message from both on many generated answers to every site problem, and every
+site problem accepting its own printed answer."""
+
+import atexit
+import functools
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import derivations
+from book.checker import check, spec_of, unit_table
+from book.format import number, quantity
+from book.problems import PROBLEM_SEED, PROBLEMS_PER_CHAPTER, answer_spec, problem_set
+from book.site import ASSETS
+from units import Q_
+
+NODE = shutil.which("node") or shutil.which("nodejs")
+# The table is sent once; then one line of cases in, one line of verdicts out.
+RUNNER = """
+const api = require(process.argv[1]);
+let first = true;
+require('readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const job = JSON.parse(line);
+  if (first) { api.setUnits(job); first = false; console.log('[]'); return; }
+  console.log(JSON.stringify(job.map(c => api.check(c.text, c.answer))));
+});
+"""
+
+
+@functools.cache
+def _node() -> subprocess.Popen:
+    assert NODE, "Node.js is needed to test the browser's answer checker and was not found"
+    proc = subprocess.Popen(
+        [NODE, "-e", RUNNER, str(ASSETS / "javascripts" / "answer-check.js")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    atexit.register(proc.stdin.close)
+    _ask(proc, unit_table())
+    return proc
+
+
+def _ask(proc, job):
+    proc.stdin.write(json.dumps(job, allow_nan=False) + "\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    assert line, f"the answer checker (node) stopped with exit status {proc.wait()}"
+    return json.loads(line)
+
+
+def run_js(cases: list[dict]) -> list[dict]:
+    return _ask(_node(), cases)
+
+
+def both(cases: list[dict]) -> list[dict]:
+    """Each case graded by Python and by the browser's script; they must agree exactly."""
+    js = run_js(cases)
+    py = [check(c["text"], c["answer"]) for c in cases]
+    for case, a, b in zip(cases, py, js, strict=True):
+        assert a == b, (case["text"], case["answer"], a, b)
+    return py
+
+
+def grade(text: str, answer, **kw) -> dict:
+    return both([{"text": text, "answer": spec_of(answer, **kw)}])[0]
+
+
+# -- how people write answers: hand-written expectations -------------------------------------
+
+# (typed text, the answer, accepted?) -- each expected verdict worked by hand from the text.
+WRITTEN = [
+    # count words and scale letters; B before a count noun is billions
+    ("1.152 T parameters", Q_(1.152e12, "parameter"), True),
+    ("1.152T parameters", Q_(1.152e12, "parameter"), True),
+    ("1152 B params", Q_(1.152e12, "parameter"), True),
+    ("1.152 trillion parameters", Q_(1.152e12, "parameter"), True),
+    ("67.58 B parameters", Q_(67.58e9, "parameter"), True),
+    ("67.58 billion parameters", Q_(67.58e9, "parameter"), True),
+    ("671 B parameters", Q_(671e9, "parameter"), True),
+    ("671B parameters", Q_(671e9, "parameter"), True),
+    ("67.58 B", Q_(67.58e9, "parameter"), False),  # bytes
+    ("128 B", Q_(128, "byte"), True),
+    ("128 B", Q_(128e9, "parameter"), False),
+    ("2 B/token", Q_(2, "byte/token"), True),
+    ("2 B per token", Q_(2, "byte/token"), True),
+    ("128k tokens", Q_(128_000, "token"), True),
+    ("128 k tokens", Q_(128_000, "token"), True),
+    ("128K tokens", Q_(128_000, "token"), True),
+    ("128 thousand tokens", Q_(128_000, "token"), True),
+    ("260,300 tokens per sequence", Q_(260_300, "token/sequence"), True),
+    ("260.3k tokens per sequence", Q_(260_300, "token/sequence"), True),
+    ("1.5M", Q_(1.5e6, ""), True),
+    ("1.5 million", Q_(1.5e6, ""), True),
+    # powers of ten
+    ("2.63 × 10¹⁴ tokens", Q_(2.63e14, "token"), True),
+    ("2.63 x 10^14 tokens", Q_(2.63e14, "token"), True),
+    ("2.63*10^14 tokens", Q_(2.63e14, "token"), True),
+    ("2.63·10^14 tokens", Q_(2.63e14, "token"), True),
+    ("2.63 × 10^(14) tokens", Q_(2.63e14, "token"), True),
+    ("2.63e14 tokens", Q_(2.63e14, "token"), True),
+    ("2.63E14 tokens", Q_(2.63e14, "token"), True),
+    ("10²⁴ FLOP", Q_(1e24, "FLOP"), True),
+    ("10^24 FLOPs", Q_(1e24, "FLOP"), True),
+    ("8.738 × 10⁻⁷ s", Q_(0.8738, "us"), True),
+    ("8.738 × 10−7 s", Q_(0.8738, "us"), False),  # not a power: "10−7" is no exponent
+    # money
+    ("$0.18", Q_(0.18, "USD"), True),
+    ("18¢", Q_(0.18, "USD"), True),
+    ("18 cents", Q_(0.18, "USD"), True),
+    ("0.1185 USD per million tokens", Q_(0.1185, "USD/Mtoken"), True),
+    ("$0.1185 per million tokens", Q_(0.1185, "USD/Mtoken"), True),
+    ("$0.1185/Mtok", Q_(0.1185, "USD/Mtoken"), True),
+    ("0.1185 $/Mtok", Q_(0.1185, "USD/Mtoken"), True),
+    ("0.1185 USD/MTok", Q_(0.1185, "USD/Mtoken"), True),
+    ("$0.1185 per M tokens", Q_(0.1185, "USD/Mtoken"), True),
+    ("$0.1185 per 1M tokens", Q_(0.1185, "USD/Mtoken"), True),
+    ("11.85¢ per million tokens", Q_(0.1185, "USD/Mtoken"), True),
+    ("1.185e-7 USD/token", Q_(0.1185, "USD/Mtoken"), True),
+    ("2 USD per chip per hour", Q_(2, "USD/chip/hour"), True),
+    ("$2/GPU/hour", Q_(2, "USD/chip/hour"), True),
+    # SI prefixes, words, rates, separators, percentages, ratios
+    ("24 ms", Q_(24, "ms"), True),
+    ("0.024 s", Q_(24, "ms"), True),
+    ("24 milliseconds", Q_(24, "ms"), True),
+    ("24000 µs", Q_(24, "ms"), True),
+    ("24000 μs", Q_(24, "ms"), True),  # Greek mu
+    ("24,000 us", Q_(24, "ms"), True),
+    ("3.35 TB/s", Q_(3.35, "TB/s"), True),
+    ("3.35 TBps", Q_(3.35, "TB/s"), True),
+    ("3350 GB/s", Q_(3.35, "TB/s"), True),
+    ("989 TFLOPS", Q_(989, "TFLOP/s"), True),
+    ("989 TFLOP/s", Q_(989, "TFLOP/s"), True),
+    ("989 TFLOPs", Q_(989, "TFLOP/s"), False),  # a number of FLOPs, not a rate
+    ("23.44 tokens per second per sequence", Q_(23.44, "token/s/sequence"), True),
+    ("23.44 token/(s*sequence)", Q_(23.44, "token/s/sequence"), True),
+    ("23.44 tok/s/seq", Q_(23.44, "token/s/sequence"), True),
+    ("23.44 Tokens/s/Sequence", Q_(23.44, "token/s/sequence"), True),
+    ("23.44 tokens/s", Q_(23.44, "token/s/sequence"), False),
+    ("5,356 sequences", Q_(5356, "sequence"), True),
+    ("5\u202f356 sequences", Q_(5356, "sequence"), True),  # a narrow no-break space
+    ("25%", Q_(0.25, ""), True),
+    ("25 percent", Q_(0.25, ""), True),
+    ("4x", Q_(4, ""), True),
+    ("4 ×", Q_(4, ""), True),
+    ("4 times", Q_(4, ""), True),
+    ("4", Q_(4, ""), True),
+    ("400%", Q_(4, ""), True),
+    ("4 ms", Q_(4, ""), False),
+    ("166 FLOP/B", Q_(166, "FLOP/byte"), True),
+    ("166 FLOP per byte", Q_(166, "FLOP/byte"), True),
+    ("560 chips", Q_(560, "sequence"), False),
+    ("4 experts per chip", Q_(4, "expert/chip"), True),
+    ("4 chips per expert", Q_(4, "expert/chip"), False),
+    # unreadable
+    ("fast", Q_(24, "ms"), False),
+    ("24 parsecs", Q_(24, "ms"), False),
+    ("ms", Q_(24, "ms"), False),
+    ("-24 ms", Q_(24, "ms"), False),
+    ("0 ms", Q_(24, "ms"), False),
+]
+
+
+@pytest.mark.parametrize("text, answer, accepted", WRITTEN, ids=[w[0] for w in WRITTEN])
+def test_answers_as_people_write_them(text, answer, accepted):
+    assert grade(text, answer)["ok"] is accepted
+
+
+def test_the_whole_table_in_one_node_run_agrees():
+    both([{"text": t, "answer": spec_of(q)} for t, q, _ in WRITTEN])
+
+
+def test_a_whole_number_printed_rounded_is_accepted_as_printed():
+    # pipeline: 94 layers over 4 stages is 23.5, printed "24 layers"; 1% of 23.5 excludes 24
+    answer = Q_(23.5, "layer")
+    assert quantity(answer) == "24 layers"
+    assert grade("24 layers", answer)["ok"] and grade("23.5 layers", answer)["ok"]
+    assert grade("23.8 layers", answer)["ok"]  # between the two
+    assert not grade("25 layers", answer)["ok"] and not grade("23 layers", answer)["ok"]
+    # a value printed to 4 figures is accepted at the tolerance of the true value
+    assert grade("2.63 × 10¹⁴ tokens", Q_(2.6349e14, "token"))["ok"]
+
+
+def test_the_tolerance_is_the_problems_own():
+    answer = Q_(100, "ms")
+    assert grade("102 ms", answer, tolerance=0.03)["ok"]
+    assert not grade("102 ms", answer, tolerance=0.01)["ok"]
+    assert grade("0.3 s", answer, tolerance=10**0.5, mode="factor")["ok"]
+    assert not grade("20 ms", answer, tolerance=10**0.5, mode="factor")["ok"]
+
+
+# -- diagnoses ------------------------------------------------------------------------------
+
+# (typed, the answer, the message expected) -- each worked by hand
+DIAGNOSED = [
+    ("24 s", Q_(24, "ms"), "That is 1,000 times too large: a unit prefix slipped"),
+    ("0.024 ms", Q_(24, "ms"), "That is 1,000 times too small: a unit prefix slipped"),
+    ("24 µs", Q_(24, "ms"), "That is 1,000 times too small"),
+    ("240 ms", Q_(24, "ms"), "That is 10 times too large: check your powers of ten."),
+    ("2.4 ms", Q_(24, "ms"), "That is 10 times too small: check your powers of ten."),
+    ("24 TB", Q_(24, "GB"), "1,000 times too large: a unit prefix slipped"),
+    ("2.4e17 tokens", Q_(2.4e14, "token"), "That is 1,000 times too large"),
+    ("24 s", Q_(24, "us"), "That is 10⁶ times too large: a unit prefix slipped"),
+    ("48 ms", Q_(24, "ms"), "That is twice the answer: check a factor of 2 (bytes per value"),
+    ("12 ms", Q_(24, "ms"), "That is half the answer"),
+    ("6.3 × 10²³ FLOP", Q_(2.1e23, "FLOP"), "3 times the answer: check 2N against 6N"),
+    ("7e22 FLOP", Q_(2.1e23, "FLOP"), "a third of the answer: check 2N against 6N"),
+    ("8 GB", Q_(1, "GB"), "That is 8 times the answer: check bits against bytes."),
+    ("1 Gb", Q_(1, "GB"), "That is an eighth of the answer: check bits against bytes."),
+    ("31 ms", Q_(24, "ms"), "Not right, and not off by a simple factor: check your working."),
+    # a wrong dimension in plain words
+    ("20 ms", Q_(0.12, "USD/Mtoken"), "That is a time; the question asks for a cost per token "),
+    ("3 TB/s", Q_(3, "TFLOP/s"), "That is a bandwidth; the question asks for a compute rate"),
+    ("24 GB", Q_(24, "ms"), "That is an amount of data; the question asks for a time (in ms)."),
+    ("5 chips", Q_(5, "expert"), "That counts chips; the question asks for experts"),
+    ("1.152 TB", Q_(1.152e12, "parameter"), "asks for a number of parameters."),
+    ("67.58B", Q_(67.58e9, "parameter"), "B alone means bytes: for billions"),
+    ("8192 tokens", Q_(8192, "token/sequence"), "a number of tokens; the question asks for a "),
+    ("23 tok/s", Q_(23, "token/s/sequence"), "rate in tokens per second; the question asks"),
+    ("2 USD per sequence", Q_(2, "USD/token"), "That is a quantity in USD per sequence;"),
+    # unreadable
+    ("fast", Q_(24, "ms"), "Give a number followed by a unit, like 24 ms."),
+    ("24 parsecs", Q_(24, "ms"), "Unknown unit 'parsecs'."),
+    ("24 ms/", Q_(24, "ms"), "A unit is missing around '/'."),
+    ("-1 ms", Q_(24, "ms"), "Give a positive number."),
+]
+
+
+@pytest.mark.parametrize("text, answer, message", DIAGNOSED, ids=[d[0] for d in DIAGNOSED])
+def test_a_wrong_answer_is_diagnosed(text, answer, message):
+    got = grade(text, answer)
+    assert not got["ok"] and message in got["message"], got
+    assert got["message"].count(". ") == 0 and got["message"].endswith(".")  # one sentence
+    assert "^" not in got["message"] and "time^" not in got["message"]  # no jargon
+
+
+def test_a_problems_own_mistakes_come_first_and_within_its_tolerance():
+    answer = Q_(0.12, "USD/Mtoken")
+    why = "That is one chip's rent per token: the replica is 8 chips."
+    mistakes = [{"value": Q_(0.015, "USD/Mtoken"), "why": why}]
+    assert grade("0.015 USD/Mtok", answer, tolerance=0.03, mistakes=mistakes)["message"] == why
+    assert grade("0.0154 USD/Mtok", answer, tolerance=0.03, mistakes=mistakes)["message"] == why
+    # outside the mistake's window: the general diagnosis (8 times too small)
+    got = grade("0.0165 USD/Mtok", answer, tolerance=0.03, mistakes=mistakes)["message"]
+    assert got != why
+    # a mistake of another dimension is named before the plain words for that dimension
+    per_seq = [{"value": Q_(0.12, "USD/kilosequence"), "why": "Per sequence, not per token."}]
+    got = grade("0.12 USD per thousand sequences", answer, tolerance=0.03, mistakes=per_seq)
+    assert got["message"] == "Per sequence, not per token."
+
+
+# -- both faces agree on every site problem -------------------------------------------------
+
+
+@functools.cache
+def site_problems() -> tuple:
+    return tuple(
+        p
+        for chapter in derivations.CHAPTERS
+        for p in problem_set(chapter.id, PROBLEM_SEED, PROBLEMS_PER_CHAPTER)
+        if p.answer is not None
+    )
+
+
+@functools.cache
+def site_specs() -> tuple:
+    return tuple(answer_spec(p) for p in site_problems())
+
+
+@functools.cache
+def site_units() -> tuple:
+    """Each site problem's unit as pint's short text, as the book says it, in base units."""
+    from units.display import unit as words
+    from units.registry import spelled
+
+    return tuple(
+        dict(
+            spelled=spelled(p.answer.units),
+            words=words(p.answer.units),
+            base=f"{p.answer.to_base_units().units:~P}",
+        )
+        for p in site_problems()
+    )
+
+
+def _bold(p) -> str:
+    """The final answer as the solution prints it (its last bold text), plain."""
+    found = re.findall(r"\*\*(.+?)\*\*", " ".join(p.solution))
+    return found[-1].replace("\\,", "") if found else quantity(p.answer)
+
+
+def test_every_site_problem_accepts_its_printed_answer_and_rejects_slips():
+    cases, expected = [], []
+    for p in site_problems():
+        spec = answer_spec(p)
+        wrong_dim = Q_(3, "GB") if "[information]" not in str(p.answer.dimensionality) else None
+        for text, ok in [
+            (quantity(p.answer), True),
+            (_bold(p), True),
+            (quantity(p.answer * 10), False),
+            (quantity(p.answer / 10), False),
+            (quantity(wrong_dim) if wrong_dim is not None else "3 ms", False),
+        ]:
+            cases.append({"text": text, "answer": spec})
+            expected.append((p.id, text, ok))
+    for (pid, text, ok), got in zip(expected, both(cases), strict=True):
+        assert got["ok"] is ok, (pid, text, got)
+        if not ok:
+            assert got["kind"] == "wrong", (pid, text, got)
+
+
+def test_listed_mistakes_are_diagnosed_by_both_faces():
+    for p in site_problems():
+        spec = answer_spec(p)
+        for m in spec.get("mistakes", []):
+            if "dims" in m:
+                continue
+            wrong = Q_(m["value"], p.answer.to_base_units().units).to(p.answer.units)
+            got = both([{"text": quantity(wrong), "answer": spec}])[0]
+            accepted = got["ok"]
+            assert accepted or got["message"] == m["why"], (p.id, m, got)
+
+
+NUMBER_FORMS = (
+    lambda x: repr(x),
+    lambda x: f"{x:.3e}",
+    lambda x: f"{x:,.2f}",
+    lambda x: number(x),
+    lambda x: f"{x:.4g}".replace("e+", " × 10^").replace("e-", " x 10^-"),
+    lambda x: f"{x / 1e3:.5g}k",
+    lambda x: f"{x / 1e9:.5g} B",
+    lambda x: f"${x:.4g}",
+)
+FACTORS = (1, 1.004, 0.996, 10, 0.1, 1000, 1e-3, 2, 0.5, 3, 1 / 3, 8, 0.125, 1.3, 1e6, 7.7)
+UNIT_FORMS = (
+    "{spelled}",
+    "{words}",
+    "{base}",
+    "",
+    "GB",
+    "ms",
+    "tokens",
+    "B parameters",
+    "T parameters",
+    "USD per million tokens",
+    "per sequence",
+    "% ",
+    "x",
+    "FLOP/B",
+    "B/s",
+    "TFLOPS",
+    "¢/Mtok",
+    "chips",
+    "kg",
+    "/",
+)
+
+
+@st.composite
+def answers_to_site_problems(draw):
+    i = draw(st.integers(0, len(site_problems()) - 1))
+    p = site_problems()[i]
+    value = float(p.answer.magnitude) * draw(st.sampled_from(FACTORS))
+    form = draw(st.sampled_from(NUMBER_FORMS))
+    unit = draw(st.sampled_from(UNIT_FORMS)).format(**site_units()[i])
+    text = f"{form(value)} {unit}".strip()
+    if draw(st.booleans()):
+        text = draw(st.sampled_from(["", " ", "  ", "\t"])) + text
+    if draw(st.integers(0, 9)) == 0:  # anything at all, now and then
+        text = draw(st.text(max_size=30))
+    return {"text": text, "answer": site_specs()[i]}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(answers_to_site_problems(), min_size=20, max_size=40))
+def test_python_and_the_browser_give_the_same_verdict_on_generated_answers(cases):
+    both(cases)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("0123456789.,eE+-x×*^⁰¹⁴⁻ $¢%/()kKMBTtoensµ"), max_size=24))
+def test_python_and_the_browser_read_odd_text_the_same(text):
+    both([{"text": text, "answer": spec_of(Q_(2.5, "USD/Mtoken"))}])
+
+
+def test_the_table_agrees_with_the_registry():
+    from book.checker import dims_vector
+
+    table = unit_table()
+    assert {"seconds", "tokens", "sequences", "FLOPs", "cents", "FLOPS", "Bps"} <= set(
+        table["units"]
+    )
+    for name, (factor, dims, _count) in table["units"].items():
+        q = Q_(1, name).to_base_units()
+        assert factor == pytest.approx(q.m) and dims == dims_vector(q), name
+    assert table["units"]["chips"][2] == "chip" and table["units"]["chips"][1] == [0] * 6
+    assert table["units"]["seq"][1] == [0, 0, 0, 0, 0, 1] and table["units"]["seq"][2] is None
