@@ -413,8 +413,11 @@ def _read_text(text: str, expect, what, example, label: str) -> pint.Quantity:
     if not _TYPED.match(text):
         raise ChalkboardError(f"{label}: {text!r} has characters a quantity cannot contain")
     try:
-        return read_quantity(text)
+        q = read_quantity(text)
     except ChalkboardError as err:
         if str(err).startswith("give a number"):
             err = "expected a number followed by a unit, like '3.35 TB/s'"
         raise ChalkboardError(f"{label}: {err}") from None
+    if q.unitless and expect is not None:  # "128k", "25%": a bare number, scaled
+        return Q_(q.magnitude, bare_unit(text.strip(), expect, example, what or "value"))
+    return q

@@ -402,3 +402,41 @@ def test_the_table_agrees_with_the_registry():
         assert factor == pytest.approx(q.m) and dims == dims_vector(q), name
     assert table["units"]["chips"][2] == "chip" and table["units"]["chips"][1] == [0] * 6
     assert table["units"]["seq"][1] == [0, 0, 0, 0, 0, 1] and table["units"]["seq"][2] is None
+
+
+# Units of one dimension, any of which may state an answer (moved from test_problems.py).
+EQUIVALENT = {
+    "s": ["s", "ms", "us", "min", "h", "ks"],
+    "byte/s": ["B/s", "GB/s", "TB/s", "kB/ms", "GiB/s", "bit/s", "GBps"],
+    "USD/token": ["USD/token", "USD/Mtok", "USD/ktoken", "dollar/tok", "USD per million tokens"],
+    "FLOP/byte": ["FLOP/B", "flop/byte", "TFLOP/TB", "kFLOP/kB"],
+    "byte/token": ["B/tok", "kB/token", "MB/Mtok"],
+}
+OTHER = {"s": "GB", "byte/s": "s", "USD/token": "USD/s", "FLOP/byte": "FLOP", "byte/token": "B/s"}
+
+
+@st.composite
+def equivalent_cases(draw):
+    dim = draw(st.sampled_from(sorted(EQUIVALENT)))
+    answer = Q_(draw(st.floats(1e-3, 1e6)), dim)
+    unit = draw(st.sampled_from(EQUIVALENT[dim]))
+    shown = answer.to(unit.replace(" per million tokens", "/Mtok")).m
+    inside = draw(st.floats(0.995, 1.005))
+    outside = draw(st.sampled_from([0.9, 0.98, 1.02, 1.5]))
+    spec = spec_of(answer, shown="1 " + OTHER[dim])  # no printed value: the answer alone
+    return [
+        ({"text": f"{shown * inside!r} {unit}", "answer": spec}, True),
+        ({"text": f"{shown * outside:.6e} {unit}", "answer": spec}, False),
+        ({"text": f"{shown} {OTHER[dim]}", "answer": spec}, "dimension"),
+    ]
+
+
+@settings(deadline=None)
+@given(st.lists(equivalent_cases(), min_size=1, max_size=10))
+def test_any_unit_of_the_dimension_and_the_tolerance(batches):
+    cases = [case for batch in batches for case in batch]
+    for (case, expected), got in zip(cases, both([c for c, _ in cases]), strict=True):
+        if expected == "dimension":
+            assert not got["ok"] and got["message"].startswith("That is"), (case, got)
+        else:
+            assert got["ok"] is expected, (case, got)

@@ -108,27 +108,29 @@ def test_a_batch_in_chips_or_tokens_is_not_a_number_of_sequences(value, found):
     assert "seq)" not in err and " seq " not in err  # the unit spelled out, not pint's 'seq'
 
 
-def test_a_context_in_tokens_needs_tokens_per_sequence():
+def test_a_context_in_tokens_is_the_tokens_of_one_sequence():
+    # issue 23: "8192 token" was refused; a context length is the tokens of one sequence, and a
+    # bare number is read in tokens per sequence, as a bare batch is in sequences
+    for context in ("8192 token", "8192"):
+        code, out, _ = run(
+            "eval",
+            "cost_per_token",
+            *H100_DSV3,
+            "--set",
+            "batch_size=64",
+            "--set",
+            f"context_length={context}",
+            "--json",
+        )
+        assert code == 0 and json.loads(out)["inputs"]["context_length"]["value"] == 8192
     one_error(
         "eval",
         "cost_per_token",
         *H100_DSV3,
         "--set",
-        "context_length=8192 token",
+        "context_length=8192 sequence",
         match="expected a quantity of [token] / [sequence] (like 8192 token/sequence)",
     )
-    # a bare number is read in tokens per sequence, as a bare batch is in sequences
-    code, out, _ = run(
-        "eval",
-        "cost_per_token",
-        *H100_DSV3,
-        "--set",
-        "batch_size=64",
-        "--set",
-        "context_length=8192",
-        "--json",
-    )
-    assert code == 0 and json.loads(out)["inputs"]["context_length"]["value"] == 8192
 
 
 def test_over_follows_the_same_rule_as_set():

@@ -1,0 +1,169 @@
+"""The CLI takes values as people type them (issue 23, item 3), on the full library and on the
+fast path alike, and grades practice answers from the terminal (issue 21: problems --check)."""
+
+import io
+import json
+import os
+
+import pytest
+
+from book.cli import FAST_COMMANDS, main
+
+H100_DSV3 = ["--hardware", "h100_sxm", "--model", "deepseek_v3"]
+FAST = {"on": False}
+
+
+@pytest.fixture(scope="module", autouse=True, params=["full", "fast"])
+def cli_path(request, tmp_path_factory):
+    """The path every test of this module runs on (the fast one with its own cache folder)."""
+    saved = os.environ.get("CHALKBOARD_CACHE_DIR")
+    os.environ["CHALKBOARD_CACHE_DIR"] = str(tmp_path_factory.mktemp("fast-cache"))
+    FAST["on"] = request.param == "fast"
+    yield request.param
+    FAST["on"] = False
+    if saved is None:
+        del os.environ["CHALKBOARD_CACHE_DIR"]
+    else:
+        os.environ["CHALKBOARD_CACHE_DIR"] = saved
+
+
+def run(*argv):
+    if FAST["on"] and argv[0] in FAST_COMMANDS:  # compile what the fast path needs first
+        main(list(argv), io.StringIO(), io.StringIO(), fast=True)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err, fast=FAST["on"])
+    return code, out.getvalue(), err.getvalue()
+
+
+def value(*argv) -> float:
+    code, out, err = run(*argv, "--json")
+    assert code == 0, err
+    return json.loads(out)["value"]
+
+
+def one_error(*argv, match=""):
+    code, out, err = run(*argv)
+    assert code == 2 and not out, (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("error: ") and match in err, err
+    return err
+
+
+EVAL = ["eval", "cost_per_token", *H100_DSV3]
+COST = [*EVAL, "--set", "batch_size=64"]
+
+
+@pytest.mark.parametrize(
+    "typed, plain",
+    [
+        # a context length is the tokens of one sequence
+        ("context_length=8192 token", "context_length=8192"),
+        ("context_length=8192 tokens", "context_length=8192 token/sequence"),
+        ("context_length=128k", "context_length=128000"),
+        ("context_length=128k tokens", "context_length=128000 token/sequence"),
+        ("context_length=8,192 tokens per sequence", "context_length=8192"),
+        # the CLI's own output read back: B before a count noun is billions
+        ("n_total=671 B parameters", "n_total=671 Gparameter"),
+        ("n_total=671B parameters", "n_total=6.71e11 parameter"),
+        ("n_total=0.671 trillion parameters", "n_total=671 Gparameter"),
+        ("n_total=6.71 × 10¹¹ parameters", "n_total=671 Gparameter"),
+        ("n_total=6.71 x 10^11 parameters", "n_total=671 Gparameter"),
+        # rates as the industry writes them
+        ("mem_bandwidth=3.35 TBps", "mem_bandwidth=3.35 TB/s"),
+        ("mem_bandwidth=3350 GBps", "mem_bandwidth=3.35 TB/s"),
+        ("flops=989 TFLOPS", "flops=989 TFLOP/s"),
+        ("flops=0.989 PFLOPS", "flops=989 TFLOP/s"),
+        ("price_per_chip_hour=$2/chip/hour", "price_per_chip_hour=2 USD/chip/hour"),
+        ("price_per_chip_hour=200¢ per chip per hour", "price_per_chip_hour=2 USD/chip/hour"),
+    ],
+)
+def test_values_as_people_type_them(typed, plain):
+    assert value(*COST, "--set", typed) == pytest.approx(value(*COST, "--set", plain), rel=1e-12)
+
+
+def test_prices_per_million_tokens():
+    ratio = ["eval", "decode_prefill_ratio_from_prices", "--set", "input_price=3 USD/Mtok"]
+    expected = value(*ratio, "--set", "output_price=15 USD/Mtoken")
+    assert expected == pytest.approx(5)  # 15 / 3, by hand
+    for typed in ("$15/Mtok", "15 USD per million tokens", "$15 per M tokens", "15 $/MTok"):
+        got = value(*ratio, "--set", f"output_price={typed}")
+        assert got == pytest.approx(expected, rel=1e-12), typed
+
+
+def test_zero_where_zero_is_legal_and_nowhere_else():
+    dense = [
+        "eval",
+        "weight_fetch_time",
+        "--hardware",
+        "h100_sxm",
+        "--set",
+        "n_total=200 B parameters",
+        "--set",
+        "n_chips=8",
+        "--set",
+        "batch_size=64",
+        "--set",
+        "expert_read_fraction=0",
+    ]
+    # 200e9 parameters x 2 bytes over 8 x 3.35 TB/s = 14.925 ms, by hand (JSON in ms)
+    assert value(*dense, "--set", "routed_weight_share=0") == pytest.approx(14.925, rel=1e-3)
+    one_error(*EVAL, "--set", "batch_size=0", match="must be positive")
+    one_error(*COST, "--set", "mem_bandwidth=0 TB/s", match="must be positive")
+    one_error(*dense, "--set", "routed_weight_share=-0.1", match="must be zero or positive")
+
+
+@pytest.mark.parametrize(
+    "typed, hint",
+    [
+        # a big bare number is a size in the plain unit: the hint converts it
+        ("flops=989e12", "flops=989e12 needs a unit, like 989 TFLOP/s (989e12 FLOP/s)"),
+        ("n_total=671e9", "n_total=671e9 needs a unit, like 671 B parameters (671e9 parameter)"),
+        ("mem_bandwidth=3.35", "mem_bandwidth=3.35 needs a unit, like 3.35 TB/s"),
+        ("mem_bandwidth=3.35 tb/s", "unknown unit 'tb' (did you mean 'TB'?)"),
+        ("n_total=671B", "B alone means bytes"),
+        ("mem_bandwidth=3.35 TB/s/", "a unit is missing around '/'"),
+        ("mem_bandwidth=fast", "expected a number followed by a unit, like '3.35 TB/s'"),
+        ("context_length=8192 chips", "expected a quantity of [token] / [sequence]"),
+    ],
+)
+def test_refusals_say_how_to_write_it(typed, hint):
+    one_error(*COST, "--set", typed, match=hint)
+
+
+def test_a_bare_preset_capacity_hints_gigabytes(tmp_path):
+    path = tmp_path / "chips.toml"
+    path.write_text(
+        '[hardware.my_chip]\nname = "My chip"\nsource = "a datasheet"\n'
+        'hbm_bandwidth = "4 TB/s"\nhbm_capacity = 128\n'
+    )
+    one_error("--presets", str(path), "presets", match="hbm_capacity=128 needs a unit, like 128 GB")
+
+
+# -- grading from the terminal ---------------------------------------------------------------
+
+
+def test_check_grades_an_answer_with_exit_status_and_diagnosis():
+    # batching-0-3 on the site: 128 experts (book/problems.py, seed 0)
+    code, out, err = run("problems", "--check", "batching-0-3", "128 experts")
+    assert (code, err) == (0, "") and out.startswith("right: 128 experts")
+    code, out, err = run("problems", "--check", "batching-0-3", "1280 experts")
+    assert code == 1 and out == "wrong: That is 10 times too large: check your powers of ten.\n"
+    code, out, _ = run("problems", "--check", "batching-0-3", "128 chips")
+    assert code == 1 and "That counts chips; the question asks for experts" in out
+    code, out, _ = run("problems", "--check", "batching-0-3", "128 ms", "--json")
+    got = json.loads(out)
+    assert code == 1 and got["kind"] == "wrong" and got["message"].startswith("That is a time")
+
+
+def test_check_reads_the_book_s_own_answer():
+    code, out, _ = run("problems", "--check", "pipeline-0-2", "24 layers")  # 23.5, printed 24
+    assert code == 0, out
+    # the same problem found by id, whatever --seed says
+    assert run("problems", "--seed", "5", "--check", "pipeline-0-2", "24 layers")[0] == 0
+
+
+def test_check_refuses_bad_input_with_one_error_line():
+    one_error("problems", "--check", "batching-0-3", "many", match="cannot read 'many'")
+    one_error("problems", "--check", "batching-0-3", "12 parsecs", match="unknown unit 'parsecs'")
+    one_error("problems", "--check", "batchng-0-3", "1", match="did you mean 'batching'")
+    one_error("problems", "--check", "batching-0-x", "1", match="unknown problem")
+    one_error("problems", "--check", "batching-0-3", match="expected 2 arguments")
