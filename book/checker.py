@@ -33,6 +33,7 @@ from units import Q_, ChalkboardError
 from units.display import number as spoken
 from units.display import unit as unit_words
 from units.reading import RATIOS, SCALES, SYMBOLS, read
+from units.registry import spelled
 
 # The dimensions the checker compares, in the order of its vectors (answer-check.js reads the
 # table's "dims"): tokens and sequences are dimensions of their own (units/definitions.txt), so
@@ -220,7 +221,8 @@ def spec_of(
         "counts": _units_of(answer),
         "tolerance": tolerance,
         "mode": mode,
-        "unit": unit_words(answer.units),  # as the book says it: "USD per million tokens"
+        "unit": spelled(answer.units),  # "token/sequence", never pint's "tok/seq"
+        "said": unit_words(answer.units),  # in messages: "USD per million tokens"
     }
     printed = _value_in(shown if shown is not None else quantity(answer), spec)
     if printed is not None:
@@ -384,7 +386,7 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
                 "B alone means bytes: for billions, put B before the count (671 B parameters).",
             )
         want = _phrase(spec["dims"], spec.get("counts") or {}, table)
-        shown = "" if spec["unit"] in want or not any(spec["dims"]) else _in_unit(spec)
+        shown = "" if spec.get("said", "") in want or not any(spec["dims"]) else _in_unit(spec)
         that = _phrase(got["dims"], got["counts"], table)
         return _verdict("wrong", f"That is {that}; the question asks for {want}{shown}.")
     want = spec.get("counts") or {}
@@ -416,7 +418,7 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
 
 
 def _in_unit(spec: dict) -> str:
-    return f" (in {spec['unit']})" if spec["unit"] else ""
+    return f" (in {spec['said']})" if spec.get("said") else ""
 
 
 def _verdict(kind: str, message: str) -> dict:

@@ -100,8 +100,8 @@ def test_answer_checker_grades_right_and_wrong_answers(server, page):
         return box.locator(".chalkboard-result").inner_text()
 
     assert grade(f"{shown!r} {spec['unit']}") == "Correct."
-    assert grade(f"{shown * 1.5!r} {spec['unit']}").startswith("Not quite")
-    assert grade("3 USD").startswith("Wrong dimension")
+    assert grade(f"{shown * 1.5!r} {spec['unit']}").startswith("Not right")
+    assert grade("3 USD").startswith("That is a cost; the question asks for")
     assert page.errors == []
 
 
@@ -179,12 +179,12 @@ def test_answer_checker_on_each_kind_of_problem(server, page, kind):
 
     assert grade(f"{shown!r} {spec['unit']}") == "Correct.", spec
     wrong = 10 if kind == "estimate" else 1.5  # outside a factor of sqrt(10) / outside 1%
-    assert grade(f"{shown * wrong!r} {spec['unit']}").startswith("Not quite"), spec
+    diagnosis = "That is 10 times too large" if kind == "estimate" else "Not right"
+    assert grade(f"{shown * wrong!r} {spec['unit']}").startswith(diagnosis), spec
     other = "3 USD/s" if spec["dims"] != [0, 0, 0, 1] else "3 s"
     message = grade(other)
-    # "the answer is time", or for a count dimension "the answer counts sequences"
-    assert message.startswith("Wrong dimension")
-    assert re.search(r"the answer (is|counts) \S", message), message
+    # "That is a cost per unit of time; the question asks for a time (in ms)."
+    assert re.match(r"That is .+; the question asks for \S", message), message
     if kind == "estimate":  # graded on the true value: twice it is accepted
         assert grade(f"{2 * shown!r} {spec['unit']}") == "Correct."
     assert page.errors == []
@@ -215,8 +215,11 @@ def test_checker_in_the_browser_reads_words_separators_percentages_and_counts(se
     )
     for (text, _, accepted), got in zip(CHECKS, results, strict=True):
         assert got["ok"] is accepted, (text, got)
-    assert "the answer counts sequences" in results[2]["message"]
-    assert "that counts tokens" in results[3]["message"]
+    assert (
+        "That is a number of chips; the question asks for a number of sequences"
+        in results[2]["message"]
+    )
+    assert "That is a number of tokens" in results[3]["message"]
 
 
 STATE = "() => JSON.parse(localStorage.getItem('chalkboard-study') || '{}')"

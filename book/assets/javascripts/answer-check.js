@@ -229,7 +229,7 @@
   function verdict(kind, message) { return { ok: kind === "right", kind: kind, message: message }; }
 
   function unitText(spec) {
-    return spec.unit ? " (in " + spec.unit + ")" : "";
+    return spec.said ? " (in " + spec.said + ")" : "";
   }
 
   function check(text, spec) {
@@ -252,7 +252,7 @@
         return verdict("wrong", "B alone means bytes: for billions, put B before the count (671 B parameters).");
       }
       var want = phrase(spec.dims, spec.counts || {});
-      var shown = want.indexOf(spec.unit) >= 0 || !spec.dims.some(function (d) { return d; }) ? "" : unitText(spec);
+      var shown = want.indexOf(spec.said || "") >= 0 || !spec.dims.some(function (d) { return d; }) ? "" : unitText(spec);
       return verdict("wrong", "That is " + phrase(got.dims, got.counts) + "; the question asks for " + want + shown + ".");
     }
     var wanted = spec.counts || {};
