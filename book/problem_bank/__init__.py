@@ -72,6 +72,9 @@ class Draw:
     ``hint``: a nudge shown on request (optional).
     ``choices``: for a design problem, the chosen option (e.g. {"hardware": "h200",
     "batch_size": 64}); the solution must say when the margin to the next option is under 5%.
+    ``margin``: for a design problem, how far the chosen option is ahead of the next one, as a
+    fraction (0.12: the next feasible option costs 12% more, or the next cheaper one misses the
+    target by 12%, whichever is smaller); under 0.05 the solution says the choice is close.
     """
 
     text: str
@@ -81,6 +84,7 @@ class Draw:
     mistakes: tuple[Mistake, ...] = ()
     hint: str = ""
     choices: dict = field(default_factory=dict)
+    margin: float | None = None
 
 
 def modules(chapter: str) -> list[ModuleType]:
