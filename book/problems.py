@@ -33,8 +33,8 @@ import pint
 import sympy as sp
 
 import derivations
-from book.cases import precision_words
 from book import problem_bank as bank
+from book.cases import precision_words
 from book.format import markdown_text, named, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
@@ -692,7 +692,7 @@ def problem_set(
     presets = presets or load()
     out = []
     for ch in [chapter] if chapter else chapters:
-        files = [m for m in bank.modules(ch) if kind is None or m.KIND == kind]
+        files = [m for m in bank.modules(ch) if kind is None or kind == m.KIND]
         out += [authored(m, seed, presets) for m in files[:count]]
     return out
 
@@ -897,7 +897,7 @@ def page_problem(p: Problem) -> dict:
 
     from book.format import unit
 
-    asked = {}
+    asked = {"answer_json": "", "unit": "", "example": "", "tolerance": ""}
     if p.answer is not None:
         asked = {
             "answer_json": html.escape(json.dumps(answer_spec(p)), quote=True),
@@ -905,7 +905,7 @@ def page_problem(p: Problem) -> dict:
             "example": f"2.5 {spelled(p.answer.units)}".strip(),
             "tolerance": tolerance_text(p),
         }
-    lecture = {}
+    lecture = {"lecture_url": "", "lecture_mark": ""}
     if p.lecture is not None:
         lecture = {"lecture_url": lecture_link(p.lecture), "lecture_mark": lecture_mark(p.lecture)}
     return {
