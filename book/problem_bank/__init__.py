@@ -87,6 +87,25 @@ class Draw:
     margin: float | None = None
 
 
+def evaluate(equation: str, detailed: bool = False, **case):
+    """``derivations.get(equation).evaluate(**case)`` on the inputs of ``case`` the equation reads:
+    a problem keeps one case (presets, chip count, context, rent, ...) for all its equations.
+    ``detailed`` gives ``evaluate_detailed``'s result (its ``inputs`` name every figure used).
+
+    >>> from units import Q_
+    >>> case = dict(hardware="h100_sxm", model="llama_3_1_70b", price_per_chip_hour=Q_(3, "USD/chip/h"))
+    >>> f"{evaluate('hbm_drain_time', **case):.3~}"
+    '23.9 ms'
+    """
+    from derivations import SYMBOLS, get
+    from derivations.inputs import reachable
+
+    eq = get(equation)
+    names = reachable(eq)
+    read = {k: v for k, v in case.items() if k in names or k not in SYMBOLS}
+    return eq.evaluate_detailed(**read) if detailed else eq.evaluate(**read)
+
+
 def modules(chapter: str) -> list[ModuleType]:
     """The authored problem files of ``chapter``, by file name.
 
@@ -98,4 +117,5 @@ def modules(chapter: str) -> list[ModuleType]:
     except ModuleNotFoundError:
         return []
     names = sorted(info.name for info in pkgutil.iter_modules(package.__path__))
+    names = [name for name in names if not name.startswith("_")]  # helpers, not problems
     return [importlib.import_module(f"{package.__name__}.{name}") for name in names]

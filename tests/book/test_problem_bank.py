@@ -115,7 +115,7 @@ def test_the_solution_ends_on_the_answer_the_checker_grades(module):
         shown = [d for d in (4, 3, 2) if f"**{quantity(p.answer, d)}**" in last]
         assert shown, f"{where}: the last step does not show the answer in bold: {last}"
         if p.mode == "relative":  # the rounding shown is inside the tolerance graded
-            assert 0.5 * 10 ** (1 - min(shown)) < p.tolerance, where
+            assert 0.5 * 10 ** (1 - max(shown)) < p.tolerance, where
 
 
 def _texts(p) -> list[str]:
