@@ -592,7 +592,7 @@ def cmd_problems(args, out) -> None:
         return plain_math(re.sub(r"\*\*(.+?)\*\*", r"\1", text))
 
     for p in problems:
-        title = f" {p.title}:" if p.title else ""
+        title = f" {p.title}\n   " if p.title else ""
         out.write(f"[{p.id}] ({p.kind}){title} {plain(p.text)}\n")
         for g in p.givens:
             out.write(f"    given {g.name} = {g.text}\n")

@@ -93,7 +93,8 @@ def evaluate(equation: str, detailed: bool = False, **case):
     ``detailed`` gives ``evaluate_detailed``'s result (its ``inputs`` name every figure used).
 
     >>> from units import Q_
-    >>> case = dict(hardware="h100_sxm", model="llama_3_1_70b", price_per_chip_hour=Q_(3, "USD/chip/h"))
+    >>> rent = Q_(3, "USD/chip/h")
+    >>> case = dict(hardware="h100_sxm", model="llama_3_1_70b", price_per_chip_hour=rent)
     >>> f"{evaluate('hbm_drain_time', **case):.3~}"
     '23.9 ms'
     """

@@ -442,7 +442,7 @@ def test_problems_are_the_authored_ones_by_default():
     out = io.StringIO()
     assert main(["problems", "--chapter", "batching", "--count", "1", "--answers"], out=out) == 0
     text = out.getvalue()
-    assert text.startswith(f"[{data[0]['id']}] ({data[0]['kind']}) {data[0]['title']}: ")
+    assert text.startswith(f"[{data[0]['id']}] ({data[0]['kind']}) {data[0]['title']}\n    ")
     assert text.count("answer:") == 1
 
 

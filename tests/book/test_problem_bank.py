@@ -131,7 +131,7 @@ def test_the_text_reads_cleanly(module):
     texts = set()
     for seed, p in draws(module):
         texts.add(p.text)
-        assert p.text.rstrip().endswith("?") or "Answer" in p.text, f"{p.id}: ends on a question"
+        assert "?" in p.text, f"{p.id}: the statement asks no question"
         for text in _texts(p):
             prose = reader_text(text)
             assert not LEFTOVER.search(prose), f"{p.id} seed {seed}: {prose}"
@@ -159,8 +159,8 @@ def typed_numbers(module) -> list[str]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if id(node) in docstrings:
-                continue
+            if id(node) in docstrings or re.fullmatch(r"(\d+:)?\d+:\d\d", node.value):
+                continue  # a docstring, or the LECTURE mark
             text = re.sub(r"\$[^$]*\$", " ", node.value)  # math: symbols, not figures
             for m in TYPED.finditer(text):
                 if m[1] not in ("0", "1"):
