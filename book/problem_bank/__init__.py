@@ -111,7 +111,7 @@ def modules(chapter: str) -> list[ModuleType]:
     """The authored problem files of ``chapter``, by file name.
 
     >>> [m.__name__.rsplit(".", 1)[1] for m in modules("batching")][:1]
-    ['serve_70b_per_user_speed']
+    ['choose_server_for_speed']
     """
     try:
         package = importlib.import_module(f"{__name__}.{chapter}")
