@@ -14,7 +14,7 @@ with units, and solves it from the equation's intermediates, every number shown.
 and *concept* (the concept cards as questions).
 
 >>> [p.id for p in problem_set("batching", seed=7)][:1]
-['batching.serve_70b_per_user_speed']
+['batching.choose_server_for_speed']
 >>> a = drill_set("batching", seed=7, count=3)
 >>> [p.id for p in a] == [p.id for p in drill_set("batching", seed=7, count=3)]
 True
