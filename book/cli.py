@@ -173,14 +173,17 @@ def make_parser(only: str | None = None) -> Parser:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("problems", help="practice problems drawn from a seed")
+    p = sub.add_parser("problems", help="practice problems, their numbers drawn from a seed")
     p.add_argument("--chapter", help="only this chapter")
-    p.add_argument("--seed", type=int, default=0, help="the same seed gives the same set")
-    p.add_argument("--count", type=int, default=3, help="problems per chapter (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="the same seed gives the same numbers")
+    p.add_argument("--count", type=int, help="problems per chapter (default: all; the drill's: 3)")
     p.add_argument(
         "--kind",
-        choices=["forward", "inverse", "multi", "design", "concept", "estimate"],
-        help="only problems of this kind",
+        choices=["multi", "design", "estimate", "numeric", "concept", "forward", "inverse"],
+        help="only problems of this kind (forward and inverse: the drill's)",
+    )
+    p.add_argument(
+        "--drill", action="store_true", help="the formula drill: one-equation generated problems"
     )
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
     p.add_argument("--json", action="store_true")
@@ -578,7 +581,9 @@ def cmd_problems(args, out) -> None:
     from units.presets import load
 
     presets = load(tuple(args.presets))
-    problems = problem_set(args.chapter, args.seed, args.count, presets, kind=args.kind)
+    problems = problem_set(
+        args.chapter, args.seed, args.count, presets, kind=args.kind, drill=args.drill
+    )
     if args.json:
         out.write(_json([p.to_dict() for p in problems]))
         return
@@ -587,7 +592,8 @@ def cmd_problems(args, out) -> None:
         return plain_math(re.sub(r"\*\*(.+?)\*\*", r"\1", text))
 
     for p in problems:
-        out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")
+        title = f" {p.title}\n   " if p.title else ""
+        out.write(f"[{p.id}] ({p.kind}){title} {plain(p.text)}\n")
         for g in p.givens:
             out.write(f"    given {g.name} = {g.text}\n")
         if p.hint:

@@ -152,7 +152,7 @@ def shown_value(spec) -> float:
     return spec["value"] / Q_(1, parse_unit(spec["unit"])).to_base_units().m
 
 
-@pytest.mark.parametrize("kind", ["forward", "multi", "inverse", "estimate", "design"])
+@pytest.mark.parametrize("kind", ["multi", "estimate", "design"])  # the authored kinds
 def test_answer_checker_on_each_kind_of_problem(server, page, kind):
     base, site = server
     chapters = ["batching", "moe", "pipeline", "overtraining", "long_context", "reversible"]
@@ -185,8 +185,8 @@ def test_answer_checker_on_each_kind_of_problem(server, page, kind):
     # "the answer is time", or for a count dimension "the answer counts sequences"
     assert message.startswith("Wrong dimension")
     assert re.search(r"the answer (is|counts) \S", message), message
-    if kind == "estimate":  # graded on the true value: twice it is accepted
-        assert grade(f"{2 * shown!r} {spec['unit']}") == "Correct."
+    if kind == "estimate":  # graded on the true value, within its factor either way
+        assert grade(f"{spec['tolerance'] ** 0.5 * shown!r} {spec['unit']}") == "Correct."
     assert page.errors == []
 
 
