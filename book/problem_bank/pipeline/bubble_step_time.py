@@ -55,8 +55,8 @@ def draw(rng, presets) -> Draw:
     chip_name = chip.name.replace(" (per GPU)", "")
 
     text = (
-        f"You pre-train {model.name} ({params}) on {number(gpus.m)} {chip_name} GPUs, "
-        f"{quantity(peak)} each at BF16. Each step trains on {number(sequences)} sequences of "
+        f"You pre-train {model.name} ({params}) on {int(gpus.m):,} {chip_name} GPUs, "
+        f"{quantity(peak)} each at BF16. Each step trains on {sequences:,} sequences of "
         f"{context_tokens(context)}. The layers are pipelined over {stages} stages, and each "
         f"data-parallel replica splits its share of the step into {micro} micro-batches, run "
         "one after another through the stages with a fill-and-drain schedule. While a GPU is "
@@ -64,11 +64,11 @@ def draw(rng, presets) -> Draw:
         "does one training step take? Answer in seconds."
     )
     solution = (
-        f"A step's tokens: {number(sequences)} × {context_tokens(context)} = {quantity(tokens)}. "
+        f"A step's tokens: {sequences:,} × {context_tokens(context)} = {quantity(tokens)}. "
         f"Training costs 6 FLOP per active parameter per token (2 forward, 4 backward), so the "
         f"step needs 6 × {quantity(n_active)} × {quantity(tokens)} = {quantity(flops_step)}"
         + (" (only the active parameters work on a token)." if moe else "."),
-        f"Busy, the cluster delivers {number(gpus.m)} × {quantity(peak)} × "
+        f"Busy, the cluster delivers {int(gpus.m):,} × {quantity(peak)} × "
         f"{number(100 * mfu.m)}%, so the work itself takes {quantity(busy)}.",
         f"The pipeline fills and drains: with {stages} stages and {micro} micro-batches each "
         f"stage idles for {stages - 1} of every {micro + stages - 1} slots, a bubble of "

@@ -85,7 +85,7 @@ def draw(rng, presets) -> Draw:
             else ""
         ),
         f"{quantity(room)} / {quantity(per_gpu_seq.to('MB'))} = {micro_exact:,.1f}, rounded "
-        f"down: **{number(micro)} sequences** per micro-batch.",
+        f"down: **{micro:,} sequences** per micro-batch.",
         f"That is {number(crossover.m / micro_exact)} times below the crossover batch of "
         f"{quantity(crossover)} that would make a step compute-bound: the node stays "
         "memory-bound, and more stages only shrink the weights, never the cache per sequence.",
