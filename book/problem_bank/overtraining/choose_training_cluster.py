@@ -76,9 +76,9 @@ def draw(rng, presets) -> Draw:
         ok = sorted((o for o in options if o["time"] <= deadline), key=lambda o: o["cost"])
         near = any(abs((o["time"] / deadline).to("").m - 1) < MARGIN for o in options)
         cheapest_overall = min(options, key=lambda o: o["cost"])
-        if len(ok) >= 2 and not near and cheapest_overall is not ok[0]:
-            if (ok[1]["cost"] / ok[0]["cost"]).to("").m >= 1 + MARGIN:
-                break
+        wide = len(ok) >= 2 and (ok[1]["cost"] / ok[0]["cost"]).to("").m >= 1 + MARGIN
+        if wide and not near and cheapest_overall is not ok[0]:
+            break
     best = ok[0]
     compute = (
         get("training_flops")

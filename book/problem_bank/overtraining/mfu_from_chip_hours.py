@@ -58,8 +58,10 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"Suppose a lab reports pre-training {model.name} ({params}) on {quantity(tokens)}, "
-        f"in {precision.upper()}, for {number(hours.m)} GPU-hours on {chip.name} GPUs (dense peak "
-        f"{quantity(chip.get('dense_flops_bf16'))} at BF16, {quantity(chip.get('dense_flops_fp8'))} "
+        f"in {precision.upper()}, for {number(hours.m)} GPU-hours on {chip.name} GPUs "
+        "(dense peak "
+        f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
+        f"{quantity(chip.get('dense_flops_fp8'))} "
         f"at FP8). Ignoring attention FLOPs, what model FLOPs utilisation (MFU) did the run "
         "reach against the peak of the precision it trained in? Answer as a percentage."
     )

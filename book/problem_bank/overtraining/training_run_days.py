@@ -57,7 +57,8 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You pre-train {model.name} ({params}) on {reported}{quantity(tokens)}, in "
         f"{precision.upper()} on {int(gpus.m):,} {name} GPUs (dense peak "
-        f"{quantity(chip.get('dense_flops_bf16'))} at BF16, {quantity(chip.get('dense_flops_fp8'))} "
+        f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
+        f"{quantity(chip.get('dense_flops_fp8'))} "
         f"at FP8). The run sustains {number(100 * mfu.m)}% MFU. Ignoring attention FLOPs, how "
         "many days does pre-training take?"
     )

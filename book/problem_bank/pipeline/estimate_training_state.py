@@ -37,7 +37,8 @@ def draw(rng, presets) -> Draw:
     solution = (
         "Mixed-precision Adam keeps, per parameter, a BF16 weight and gradient (2 + 2 bytes) "
         f"and an FP32 master weight and two FP32 moments (12 bytes): {quantity(per_param)}.",
-        f"Every parameter is trained{', experts included' if moe else ''}, so the state is {quantity(per_param)} × "
+        f"Every parameter is trained{', experts included' if moe else ''}, so the state is "
+        f"{quantity(per_param)} × "
         f"{quantity(model.params_total)} = {quantity(state)}.",
         f"Over {quantity(hbm)} per GPU that is {number(answer.m)} GPUs' worth of HBM: **about "
         f"{number(answer.m, 1 if answer.m < 10 else 2)} GPUs**, before activations, buffers or "

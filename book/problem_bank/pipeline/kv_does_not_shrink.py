@@ -69,8 +69,8 @@ def draw(rng, presets) -> Draw:
         f"KV cache: a full pipeline holds {p:g} micro-batches, one per stage, but each stage "
         f"holds only its own layers' share of their caches; the {p:g} in the batch cancels the "
         f"{p:g} in the layers. Each GPU keeps {quantity(micro)} × {context_tokens(context, 5)} × "
-        f"{quantity(kv_token)} over {experts.magnitude:g} GPUs: {quantity(kv)}, whatever the number "
-        "of stages.",
+        f"{quantity(kv_token)} over {experts.magnitude:g} GPUs: {quantity(kv)}, whatever the "
+        "number of stages.",
         f"In all {quantity(weights)} + {quantity(kv)} = **{quantity(total)} per GPU**, "
         f"against {quantity(hbm)} of HBM.",
     )

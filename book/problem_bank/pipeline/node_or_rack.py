@@ -93,8 +93,9 @@ def draw(rng, presets) -> Draw:
         f"nodes of one kind ({node_names}), pipelined over as many nodes as needed, or one "
         f"{_name(rack['chip'])} rack ({rack['domain']:g} GPUs on one NVLink domain). Each "
         "stage may fill at most half of every GPU's HBM with weights, to leave the rest for "
-        f"the KV cache. HBM per GPU and its bandwidth: {specs}. Which deployment meets the target with the fewest GPUs (the faster "
-        "one if two tie)? Answer with its number of GPUs."
+        f"the KV cache. HBM per GPU and its bandwidth: {specs}. Which deployment meets the "
+        "target with the fewest GPUs (the faster one if two tie)? Answer with its number of "
+        "GPUs."
     )
     lines = []
     for o in options:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from book.format import context_tokens, number, quantity
+from book.format import context_tokens, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
 from units import Q_
@@ -53,7 +53,7 @@ def draw(rng, presets) -> Draw:
     )
 
     text = (
-        f"You train {model.name} ({params}; {layers:g} layers, residual width {number(d)}) "
+        f"You train {model.name} ({params}; {layers:g} layers, residual width {int(d):,}) "
         f"with mixed-precision Adam: BF16 weights and gradients, FP32 master weights and "
         f"moments. The whole training state is sharded evenly (ZeRO-3) over {shards} "
         f"{chip.name} GPUs, and each GPU trains on its own {quantity(batch)} of "
@@ -66,7 +66,7 @@ def draw(rng, presets) -> Draw:
         f"weight and two Adam moments: {quantity(per_param)}. Every parameter is trained, "
         f"so {quantity(model.params_total)} take {quantity(state)}; a {shards}th of it per "
         f"GPU is {quantity(state_share)}.".replace(f"a {shards}th of it", f"1/{shards} of it"),
-        f"A layer's input is one vector of {number(d)} values per token at 2 bytes: "
+        f"A layer's input is one vector of {int(d):,} values per token at 2 bytes: "
         f"{quantity(per_layer)} per layer. Over {layers:g} layers, {quantity(batch)} and "
         f"{context_tokens(context, 5)} each, that is {quantity(acts)}; activations are not "
         "sharded, each GPU keeps those of its own sequences.",
