@@ -63,7 +63,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(micro)} with {context_tokens(context, 5)} of context; the KV cache takes "
         f"{quantity(kv_token)}. Passing the activations from one rack to the next costs "
         f"{quantity(hop)} per hop, and the last stage hands the new token back to the first. "
-        "Taking the roofline view of each stage (attention FLOPs included in the compute), "
+        "Taking the roofline view of each stage, "
         "how long does one sequence wait between two of its tokens? Answer in milliseconds."
     )
     solution = (

@@ -17,7 +17,7 @@ LECTURE = "1:03:37"
 MODELS = (("kimi_k2", "fp8"), ("deepseek_v3", "bf16"), ("llama_3_1_405b", "bf16"))
 NODES = ("h100_sxm", "h200", "b200", "mi300x", "b300", "mi355x")
 RACK = "gb200_nvl72"
-TARGETS_MS = (4, 6, 8, 12, 16, 20, 25, 30, 40)
+TARGETS_MS = (10, 14, 18, 22, 28, 35, 45)
 HOPS_US = (50, 100, 200)
 MARGIN = 0.05
 
