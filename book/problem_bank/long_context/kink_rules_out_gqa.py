@@ -70,9 +70,9 @@ def draw(rng, presets) -> Draw:
         f"at one byte each at FP8: {quantity(cached)}.",
         f"That is {number(ratio.magnitude, 3)} times the {quantity(implied)} the step allows: "
         "with such a cache the KV reads would overtake the compute at about "
-        f"{context_tokens(kink / ratio, 2)}, long before the step. The provider's model must keep a full-context cache in only a "
-        f"few layers (sharing it or using sliding windows elsewhere). **{number(ratio.m, 3)} "
-        "times**.",
+        f"{context_tokens(kink / ratio, 2)}, long before the step. The provider's model must "
+        "keep a full-context cache in only a few layers (sharing it or using sliding windows "
+        f"elsewhere). **{number(ratio.m, 3)} times**.",
     )
     mistakes = (
         Mistake(

@@ -70,8 +70,8 @@ def draw(rng, presets) -> Draw:
         f"The batch has {quantity(batch)}, each with its own cache, so each token of context "
         f"length adds {quantity(per_context_token)} to a step's reads.",
         f"The caches outweigh the weights once the context passes {quantity(weight_bytes)} / "
-        f"{quantity(per_context_token)} per token: **{context_tokens(context, 3)}**. Beyond it, a longer "
-        "context or a bigger batch costs more HBM time than the whole model does.",
+        f"{quantity(per_context_token)} per token: **{context_tokens(context, 3)}**. Beyond "
+        "it, a longer context or a bigger batch costs more HBM time than the whole model does.",
     )
     candidates = (
         (
