@@ -154,11 +154,11 @@ def claim_moment(said_by: str) -> int | None:
 
 def _constants() -> dict:
     """Each bookkeeping constant's symbol -> its value (u = 1 token per sequence, c_fwd = 2
-    FLOPs per parameter per token): the lecture writes ``2 N``, not ``u c_fwd N``. A fit's
-    token unit stays a symbol (it only makes a ratio dimensionless)."""
+    FLOPs per parameter per token, a fit's token unit D_0 = 1 token): the lecture writes
+    ``2 N``, not ``u c_fwd N``, and Chinchilla ``B / D^beta``."""
     out = {}
     for s in derivations.SYMBOLS.values():
-        if isinstance(s, Constant) and s.name != "fit_token_unit":
+        if isinstance(s, Constant):
             value = float(s.value.magnitude)
             out[s.sym] = sp.Integer(int(value)) if value.is_integer() else sp.Float(value)
     return out
@@ -374,7 +374,7 @@ def _cloze_cards(presets: Presets, chapters: set[str]) -> list[Card]:
                     f"{note}:{i + 1}",
                     eq.chapter,
                     "cloze",
-                    f"{prompt} Fill the box:\n\n$${front}$$",
+                    f"Fill the box. {prompt}\n\n$${front}$$",
                     f"${term}$: {says[i]}\n\n$${full}$$",
                     f"equation {eq.id}",
                     fact=entry["fact"],
