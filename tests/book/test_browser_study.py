@@ -3,7 +3,7 @@ reveal and grade, the buttons preview the intervals they give, progress survives
 undo, the daily new-card limit, the chapter filter, and export and import of progress (a bad file
 changes nothing). One page per way of opening the site, reloaded a few times: each load costs
 Chromium seconds. Fixtures are in conftest.py; the script's pure parts are tested under Node in
-test_study_js.py.
+test_study.py.
 """
 
 import json

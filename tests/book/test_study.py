@@ -1,7 +1,8 @@
-"""The Study page's pure parts (book/assets/javascripts/study.js) under Node: the interval text on
-the grade buttons, reading a progress file (a bad one is refused with one sentence, and nothing is
-changed: the browser test checks that part) and merging a file's progress with a browser's. The
-page itself is tested in Chromium (test_browser_study.py)."""
+"""The Study page without a browser: its template puts a card's figure on the card's back, and its
+script's pure parts (book/assets/javascripts/study.js) run under Node: the interval text on the
+grade buttons, reading a progress file (a bad one is refused with one sentence; that it changes
+nothing is the browser test's part) and merging a file's progress with a browser's. The page
+itself is tested in Chromium (test_browser_study.py)."""
 
 import functools
 import json
@@ -142,3 +143,40 @@ def test_merging_keeps_the_latest_review_of_each_card_and_every_review_once():
     assert merged["cards"] == {"guid-a": later_good, "guid-b": easy, "guid-c": good}
     assert (merged["taken"], merged["kept"]) == (1, 2)
     assert [e["review"][:10] for e in merged["log"]] == ["2025-03-01", "2025-03-05", "2025-03-09"]
+
+
+def test_a_cards_figure_is_on_its_back_and_only_there():
+    """A card may carry a figure (HTML, as the chapter pages' cards do): the page shows it with
+    the answer, where it cannot give the answer away."""
+    from html.parser import HTMLParser
+
+    import markdown
+
+    from book.templating import environment
+
+    card = {"guid": "g", "chapter": "batching", "id": "c", "front": "Sketch *it*.", "back": "So."}
+    figure = '<figure class="chalkboard-figure" id="figure-x">\n<svg></svg>\n</figure>'
+    cards = [dict(card, figure=figure), dict(card, guid="h"), dict(card, guid="i", figure="")]
+    text = environment().get_template("cards/study.md.j2").render(chapters=[], cards=cards)
+    where, divs = [], []  # (tag, card, side) of each <figure> and <em>; the open <div>s
+
+    class Walk(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if tag == "div":
+                divs.append(attrs.get("data-guid") or attrs.get("class"))
+            elif tag in ("figure", "em"):
+                where.append((tag, *divs[-2:]))  # the card, its side
+
+        def handle_endtag(self, tag):
+            if tag == "div":
+                divs.pop()
+
+    Walk().feed(markdown.markdown(text, extensions=["md_in_html", "attr_list"]))
+    # the figure on g's back only; the fronts' Markdown is read (*it*)
+    assert sorted(where) == [
+        ("em", "g", "study-front"),
+        ("em", "h", "study-front"),
+        ("em", "i", "study-front"),
+        ("figure", "g", "study-back"),
+    ]
