@@ -7,6 +7,7 @@ test_study.py.
 """
 
 import json
+import re
 import time
 
 import pytest
@@ -44,6 +45,8 @@ def test_study_page_reviews_by_keys_remembers_undoes_limits_filters(study_url, p
 
     url, site = study_url
     cards = deck(site)
+    if url.startswith("http"):
+        follow_instant_navigation(page, url.removesuffix("/study/"))
     load(page, url)
     guids = page.eval_on_selector_all(
         ".chalkboard-study-card", "els => els.map(e => e.dataset.guid)"
@@ -147,4 +150,29 @@ def test_study_page_reviews_by_keys_remembers_undoes_limits_filters(study_url, p
     message.filter(has_text="Imported").wait_for()
     assert page.evaluate(STATE) == data["cards"] and page.evaluate(LOG) == data["log"]
     assert status(page) == f"0 due, 1 new ({len(cards) - 1} not seen yet)"
+
+    if url.startswith("http"):  # Material's instant navigation away and back: one start each
+        page.evaluate("() => { window.stayed = true; }")
+        page.click("nav.md-nav--primary a[href$='/chapters/batching/']")
+        page.wait_for_function("() => document.querySelector('.chalkboard-calc[data-ready]')")
+        page.click("nav.md-nav--primary a[href$='/study/']")
+        page.wait_for_selector("#chalkboard-study[data-ready]")
+        assert page.evaluate("() => window.stayed")  # the same window: no page load
+        page.keyboard.press("Space")
+        page.keyboard.press("3")
+        assert len(page.evaluate(LOG)) == len(data["log"]) + 1  # graded once, not twice
     assert page.errors == []
+
+
+def follow_instant_navigation(page, base):
+    """Material navigates instantly only to the pages its sitemap lists, on the port of the
+    sitemap's addresses (mkdocs.yml's site_url; `make serve`'s by default): the test server's
+    sitemap names the test server instead."""
+
+    def sitemap(route):
+        sent = route.fetch()
+        text = sent.text()
+        home = re.search(r"<loc>([^<]*)</loc>", text).group(1)  # the first page: the home page
+        route.fulfill(response=sent, body=text.replace(home, base + "/"))
+
+    page.route("**/sitemap.xml", sitemap)
