@@ -300,7 +300,10 @@
       else delete state[last.guid];
       saved(write(KEY, state) && write(LOG, log.slice(0, last.log)));
       var el = cards.filter(function (c) { return c.getAttribute("data-guid") === last.guid; })[0];
-      if (el && select.value && el.getAttribute("data-chapter") !== select.value) select.value = "";
+      if (el && select.value && el.getAttribute("data-chapter") !== select.value) {
+        select.value = settings.chapter = ""; /* back to all chapters, where the card is */
+        write(SETTINGS, settings);
+      }
       say("Undone: the card is back as it was before you graded it.");
       show(el);
     }
