@@ -210,6 +210,8 @@ def calculator_html(spec: dict) -> str:
             f'data-arg="{a["name"]}" data-from="{a["from"]}" data-factor="{a["factor"]!r}" '
             f'value="{a["value"]!r}" '
             f'aria-label="{e(a["meaning"])} in {e(a["shown_unit"])}"{readonly}>'
+            # the printed book shows the reference value as text (a form prints as nothing)
+            f'<span class="chalkboard-calc-print">{number(a["value"])}</span>'
             f"</td><td>{e(a['shown_unit'])}</td><td>{e(a['meaning'])}</td></tr>"
         )
     out = spec["output"]

@@ -1,26 +1,31 @@
-"""Flashcards that test understanding, from the equation catalogue, the presets and the claims.
+"""Flashcards a student keeps: one idea per card, its numbers computed from equations and presets.
 
-Each card has a stable id (``eq:crossover_batch:statement``), a chapter, a kind, a front and a
-back in Markdown with ``$...$`` math, and the equation, chapter or claim it comes from. Kinds:
+Every card is authored, in ``book/concepts.toml`` (the prose: concept, formula and cloze cards)
+or in the tables below (cards whose case is data: numbers worth knowing, what-ifs, regimes,
+comparisons, and the lecture's claims the audit checks). A card has a stable id, a chapter, a
+kind, a front and a back in Markdown with ``$...$`` math, its source, and the one *fact* it tests:
+no fact is tested by more than two cards (tests/book/test_cards.py holds the deck to it). Kinds:
 
-- *concept*: why / what-if / which-regime questions written in ``book/concepts.toml``, their
-  numbers filled from equations and presets, together covering the lecture's own deck;
-- *elasticity*: "X doubles: what happens to B*, the cost floor, the drain time?" from
-  ``eq.elasticities``; *regime*: compute- or memory-bound, and by how much; *comparison*:
-  which of two presets wins, by what factor, and which figures differ;
-- *statement* (an equation to recall), *dominance* (which term dominates on a case), *number*
-  (only the numbers worth memorising) and *claim* (a verdict with its reason).
+- *concept*: a why / what-if / which-regime question, covering the lecture's own deck;
+- *formula*: write a relation the lecture uses, in the form a person writes it (hidden unit
+  factors shown as their values: ``6 N D``, not ``3 c_fwd N D``);
+- *cloze*: the same, one term left blank (an Anki cloze note gives one card per blank);
+- *number*: a figure worth knowing, its chip and precision named on the front;
+- *whatif*: one input changes; the answer is the output evaluated at the new point, and says when
+  the regime changes (a crossover that no longer exists);
+- *regime*, *comparison*: which resource binds, which of two presets wins, and why;
+- *claim*: a claim of the lecture or its summaries, its verdict and the reason.
 
-``flashcards()`` builds the whole deck (it computes every chapter's context: seconds, so
-tests/book/test_cards.py builds it once and checks it). A card, and what the exports keep of it:
+A card drawn from the lecture links to its moment in the lecture's video; a card a figure
+helps shows it on its back (the site, the Study page and the Anki package's media).
 
->>> card = Card("eq:hbm_drain_time:statement", "batching", "statement",
+>>> card = Card("eq:hbm_drain_time:statement", "batching", "formula",
 ...             "Write the HBM drain time.", "$$t = C / W$$", "equation hbm_drain_time")
 >>> card.to_dict()["source"]
 'equation hbm_drain_time'
 >>> anki_math(card.back)  # the math delimiters Anki renders
 '\\\\[t = C / W\\\\]'
->>> reworded = Card(card.id, "batching", "statement", "Reworded.", card.back, card.source)
+>>> reworded = Card(card.id, "batching", "formula", "Reworded.", card.back, card.source)
 >>> guid(reworded) == guid(card)  # the Anki note follows the id: an edit updates it
 True
 """
@@ -32,6 +37,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import sympy as sp
+
 import derivations
 from book.cases import (  # noqa: F401 (public names)
     PRECISIONS,
@@ -40,8 +47,8 @@ from book.cases import (  # noqa: F401 (public names)
     precision_words,
     reference_case,
 )
-from book.format import given_text, markdown_text, named, number, prose, quantity, sentence
-from derivations.core import Equation
+from book.format import number, quantity, sentence
+from derivations.core import Constant, Equation
 from units import ChalkboardError
 from units.presets import Presets, load
 
@@ -54,240 +61,551 @@ class Card:
     front: str
     back: str
     source: str
-    givens: tuple[str, ...] = ()  # the preset kinds and inputs the front names
-    covers: tuple[str, ...] = ()  # lecture-deck topics (concept cards)
+    fact: str = ""  # the one fact the card tests (at most two cards per fact)
+    covers: tuple[str, ...] = ()  # lecture-deck topics (book/lecture_deck.toml)
+    figure: str = ""  # a figure of book.figures shown with the answer
+    video: str = ""  # the card's moment in the lecture's video (a URL)
+    case: tuple[tuple[str, str], ...] = ()  # the presets and inputs the front names
+    note: str = ""  # cards of one Anki cloze note share it (its id)
+    cloze: str = ""  # that note's text, its blanks marked {{c1::...}}
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in ("id", "chapter", "kind", "front", "back", "source")}
-        return out | ({"covers": list(self.covers)} if self.covers else {})
+        extra = {k: getattr(self, k) for k in ("fact", "figure", "video") if getattr(self, k)}
+        return out | extra | ({"covers": list(self.covers)} if self.covers else {})
 
 
-NAMED_KINDS = ("hardware", "model", "api", "tier", "fit")  # presets shown by their names
+CONCEPTS = Path(__file__).with_name("concepts.toml")
+LECTURE_DECK = Path(__file__).with_name("lecture_deck.toml")
 
 
-def _describe(kw: dict, presets: Presets) -> str:
-    parts = [presets.get(k, v).name for k, v in kw.items() if k in NAMED_KINDS]
-    if precision_words(kw):
-        parts.append(precision_words(kw))
-    given = [given_text(k, v) for k, v in kw.items() if k not in PRESET_KINDS]
-    return ", ".join(parts + given) or "the lecture's figures"
+# -- the lecture's deck and video ----------------------------------------------------------
 
 
-def _command(eq: Equation, kw: dict) -> str:
-    flags = [f"--{k.replace('_', '-')} {v}" for k, v in kw.items() if k in PRESET_KINDS]
-    sets = [f"--set {k}='{v}'" for k, v in kw.items() if k not in PRESET_KINDS]
-    return " ".join(["chalkboard eval", eq.id, *flags, *sets])
+def _deck() -> dict:
+    with LECTURE_DECK.open("rb") as f:
+        return tomllib.load(f)
 
 
-def _statement(eq: Equation) -> Card:
-    title = markdown_text(eq.title)
-    front = f"**{title}.** Write ${eq.lhs.latex}$ ({eq.lhs.meaning}) in terms of its inputs."
-    back = f"$${eq.latex()}$$\n\n{prose(eq.summary)}"
-    return Card(f"eq:{eq.id}:statement", eq.chapter, "statement", front, back, f"equation {eq.id}")
+def lecture_topics() -> dict[str, str]:
+    """The lecture deck's topics: ``section.topic`` -> the question, paraphrased.
+
+    >>> len(lecture_topics())
+    27
+    """
+    raw = _deck()
+    return {f"{s}.{k}": q for s, topics in raw.items() if s != "video" for k, q in topics.items()}
 
 
-def used_presets(eq: Equation, kw: dict, presets: Presets) -> dict:
-    """``kw`` narrowed to what an evaluation of ``eq`` actually reads: a preset kind only when
-    some input's value came from it (precision: a FLOP/s or bytes-per-value figure), a workload
-    input only when the equation reads it."""
+def _seconds(stamp: str) -> int:
+    """``'01:10:08'`` -> 4208."""
+    total = 0
+    for part in stamp.split(":"):
+        total = 60 * total + int(part)
+    return total
+
+
+def video_link(seconds: int) -> str:
+    """The lecture's public video at ``seconds``.
+
+    >>> video_link(916)
+    'https://www.youtube.com/watch?v=xmkSf5IS-zw&t=916s'
+    """
+    return f"{_deck()['video']['url']}&t={seconds}s"
+
+
+def topic_moment(topic: str) -> int:
+    """Where a lecture-deck topic is in the video: its own moment, else its section's start.
+
+    >>> topic_moment("batch-size.flops_per_byte"), topic_moment("moe-layout.rack_boundary")
+    (916, 1929)
+    """
+    video = _deck()["video"]
+    if topic in video["moment"]:
+        return _seconds(video["moment"][topic])
+    return _seconds(video["section"][topic.split(".")[0]]["start"])
+
+
+_SAID_AT = re.compile(r"\((\d{1,2}:\d{2}(?::\d{2})?)\)")
+_SECTION = re.compile(r"^lecture\b[^;]*?\bsection ([A-G])\b")
+
+
+def claim_moment(said_by: str) -> int | None:
+    """Where the lecture makes a claim: a time it gives, else its section's start; None for a
+    claim only a summary makes.
+
+    >>> claim_moment("lecture, section A (15:16); seed summary 004")
+    916
+    >>> claim_moment("lecture, section F"), claim_moment("seed summary 001")
+    (5582, None)
+    """
+    section = _SECTION.match(said_by)
+    if section is None:
+        return None
+    at = _SAID_AT.search(said_by)
+    if at:
+        return _seconds(at[1] if at[1].count(":") == 2 else f"00:{at[1]}")
+    starts = {s["letter"]: s["start"] for s in _deck()["video"]["section"].values()}
+    return _seconds(starts[section[1]])
+
+
+# -- formulas as a person writes them --------------------------------------------------------
+
+
+def _constants() -> dict:
+    """Each bookkeeping constant's symbol -> its value (u = 1 token per sequence, c_fwd = 2
+    FLOPs per parameter per token, a fit's token unit D_0 = 1 token): the lecture writes
+    ``2 N``, not ``u c_fwd N``, and Chinchilla ``B / D^beta``."""
+    out = {}
+    for s in derivations.SYMBOLS.values():
+        if isinstance(s, Constant):
+            value = float(s.value.magnitude)
+            out[s.sym] = sp.Integer(int(value)) if value.is_integer() else sp.Float(value)
+    return out
+
+
+def written_form(
+    eq: Equation, keep: tuple[str, ...] | None = None, zero: tuple[str, ...] = ()
+) -> sp.Expr:
+    """``eq``'s right side as the lecture writes it: the intermediates not in ``keep`` inlined
+    (``keep`` None: none inlined), the symbols in ``zero`` set to zero (a dense model's
+    routed-weight share), the bookkeeping constants as their values.
+
+    >>> derivations.to_latex(written_form(derivations.get("training_flops")))
+    '6 N_{\\\\mathrm{active}} D_{\\\\mathrm{pre}}'
+    """
+    from derivations.core import shown
+
+    zeros = {derivations.SYMBOLS[z].sym: 0 for z in zero}
+    expr = eq.rhs if keep is None else eq.expanded(frozenset((*keep, *zero)))
+    expr = shown(expr).subs(zeros).subs(_constants())
+    return sp.together(expr) if keep is not None else expr
+
+
+def written_latex(eq_id: str, keep=None, zero=()) -> str:
+    """``lhs = rhs`` in the written form (:func:`written_form`)."""
+    eq = derivations.get(eq_id)
+    return derivations.to_latex(sp.Eq(eq.lhs.sym, written_form(eq, keep, zero), evaluate=False))
+
+
+def _inputs_text(eq: Equation, kw: dict, presets: Presets) -> str:
+    """The figures an evaluation of ``eq`` on ``kw`` reads from presets and givens:
+    '$F$ = 1,979 TFLOP/s, $W$ = 3.35 TB/s'."""
     result = eq.evaluate_detailed(presets=presets, **kw)
-    origins = [i.origin for i in result.inputs.values()]
-    read = {o.split(" ", 1)[0] for o in origins}
-    if any("dense_flops_" in o for o in origins):
-        read.add("precision")
-    return {k: v for k, v in kw.items() if (k in read if k in PRESET_KINDS else k in result.inputs)}
-
-
-def _dominance(eq: Equation, kw: dict, presets: Presets) -> Card | None:
-    from derivations.algebra import split_terms
-
-    parts = split_terms(eq)
-    if not parts or kw is None:
-        return None
-    try:
-        values = [part.evaluate(presets=presets, **kw) for part in parts]
-    except ChalkboardError:
-        return None
-    if any(v.magnitude <= 0 for v in values):
-        return None
-    kw = used_presets(eq, kw, presets)
-    terms = [part.rhs for part in parts]
     shown = [
-        f"${derivations.to_latex(t)}$ = {quantity(v)}" for t, v in zip(terms, values, strict=True)
+        f"${i.symbol.latex}$ = {quantity(i.value)}"
+        for name, i in result.inputs.items()
+        if i.symbol.sym in eq.rhs.free_symbols and not i.origin.startswith("constant")
     ]
-    top = max(range(len(values)), key=lambda i: values[i])
-    title = markdown_text(eq.title)
-    front = f"**{title}.** Which term of ${eq.latex()}$ dominates for {_describe(kw, presets)}?"
-    back = (
-        f"${derivations.to_latex(terms[top])}$.\n\n" + "; ".join(shown) + ".\n\n"
-        f"Reproduce: `{_command(eq, kw)}`"
-    )
-    return Card(
-        f"eq:{eq.id}:dominant",
-        eq.chapter,
-        "dominance",
-        front,
-        back,
-        f"equation {eq.id}",
-        givens=tuple(kw),
-    )
+    return ", ".join(shown)
 
 
-# Numbers worth memorising: the rules of thumb and the lecture's headline figures. Other
-# equations get no number card (their numbers live on the chapter pages and in problems).
-MEMORABLE = (
-    "crossover_batch",
-    "ridge_intensity",
-    "hbm_drain_time",
-    "worst_case_latency",
-    "experts_per_chip",
-    "multi_rack_slowdown",
-    "max_total_params",
-    "kv_bytes_per_token",
-    "kv_bytes_from_price_kink",
-    "decode_prefill_ratio_from_prices",
-    "cache_discount_from_prices",
-    "storage_tier_drain_time",
-    "inference_tokens",
-    "chinchilla_tokens",
-    "balanced_overtraining_factor",
-)
+# -- concept, formula and cloze cards from book/concepts.toml --------------------------------
 
 
-def _number(eq: Equation, kw: dict, presets: Presets) -> Card | None:
-    if kw is None or eq.id not in MEMORABLE:
-        return None
-    kw = used_presets(eq, kw, presets)
-    value = eq.evaluate(presets=presets, **kw)
-    front = f"Estimate {eq.lhs.meaning} {named(eq.lhs.latex)} for {_describe(kw, presets)}."
-    back = f"{quantity(value)}, from ${eq.latex()}$.\n\nReproduce: `{_command(eq, kw)}`"
-    return Card(
-        f"eq:{eq.id}:number",
-        eq.chapter,
-        "number",
-        front,
-        back,
-        f"equation {eq.id}",
-        givens=tuple(kw),
-    )
+def _placeholders(chapter: str, presets: Presets) -> dict:
+    """What a card's template may use: q(), tex(), param(), preset() and ctx."""
+    from book.compute import chapter_context
+
+    def q(eq_id: str, **kw) -> str:  # three figures, as a person says a number
+        return quantity(derivations.get(eq_id).evaluate(presets=presets, **kw), 3)
+
+    return {
+        "q": q,
+        "tex": lambda eq_id, **kw: written_latex(eq_id, **kw),
+        "param": lambda name: quantity(presets.parameter[name].value),
+        "preset": lambda kind, pid: presets.get(kind, pid).name,
+        "ctx": chapter_context(chapter, presets),
+    }
 
 
-def _claim_cards(presets: Presets) -> list[Card]:
-    from book.claims import audit_claims
+class _Templates:
+    """Renders a card's jinja fields with its chapter's placeholders (computed once each)."""
 
+    def __init__(self, presets: Presets):
+        import jinja2
+
+        self.env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+        self.presets = presets
+        self.names: dict[str, dict] = {}
+
+    def __call__(self, text: str, chapter: str, where: str, **extra) -> str:
+        import jinja2
+
+        if chapter not in self.names:
+            self.names[chapter] = _placeholders(chapter, self.presets)
+        try:
+            return self.env.from_string(text).render(**self.names[chapter], **extra).strip()
+        except (jinja2.TemplateError, ChalkboardError) as err:
+            raise ChalkboardError(f"{where}: {err}") from None
+
+
+def _authored() -> dict:
+    with CONCEPTS.open("rb") as f:
+        return tomllib.load(f)
+
+
+def _video(covers) -> str:
+    return video_link(topic_moment(covers[0])) if covers else ""
+
+
+def concept_cards(presets: Presets) -> list[Card]:
+    """The hand-written understanding cards, their numbers filled from equations and presets."""
+    raw = _authored()
+    render = _Templates(presets)
+    topics = lecture_topics()
+    moments = _deck()["video"].get("card", {})
+    chapters = {c.id for c in derivations.CHAPTERS}
     cards = []
-    for v in audit_claims(presets).values():
-        computed = "; ".join(f"{quantity(c.value)} ({c.label})" for c in v.cases)
-        why = [s.strip().rstrip(".") for s in (v.caveat, v.note) if s and s.strip()]
-        reason = " ".join(f"{s[:1].upper()}{s[1:]}." for s in why)
-        front = f"The claim: *{v.claim}* ({v.said_by}). Does it hold, and why?"
-        back = f"**{sentence(v.verdict)}.** Computed: {computed}."
-        back += f"\n\n{reason}" if reason else ""
-        cards.append(Card(f"claim:{v.id}", v.chapter, "claim", front, back, f"claim {v.id}"))
-    return cards
-
-
-# -- understanding cards from the engine -------------------------------------------------------
-
-# "What if X doubles?": an input, the case it is varied around, and the outputs asked about.
-ELASTICITIES = (
-    (
-        "mem_bandwidth",
-        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
-        ("crossover_batch", "compute_cost_floor", "hbm_drain_time", "kv_compute_crossover_context"),
-    ),
-    (
-        "flops",
-        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
-        ("crossover_batch", "compute_cost_floor", "hbm_drain_time", "kv_compute_crossover_context"),
-    ),
-    (
-        "n_total",
-        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
-        ("crossover_batch", "compute_cost_floor", "domain_weight_fetch_time"),
-    ),
-    (
-        "batch_size",
-        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=64),
-        ("cost_per_token", "step_time", "throughput"),
-    ),
-    (
-        "batch_size",
-        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=16384),
-        ("cost_per_token", "step_time", "throughput"),
-    ),
-    (
-        "context_length",
-        dict(hardware="h100_sxm", model="llama_3_1_70b", precision="fp8", batch_size=64),
-        ("cost_per_token", "kv_fetch_time", "compute_time"),
-    ),
-)
-
-
-def _change(e: float) -> str:
-    factor = 2.0**e
-    if abs(e) < 1e-9:
-        return "is unchanged"
-    named = {1: "doubles", -1: "halves", 2: "quadruples", -2: "falls to a quarter"}
-    for k, word in named.items():
-        if abs(e - k) < 1e-9:
-            return word
-    return f"changes by a factor of {number(factor, 3)}"
-
-
-def _why(e: float, meaning: str) -> str:
-    if abs(e) < 1e-9:
-        return f"it does not depend on {meaning}"
-    if abs(e - round(e)) < 1e-9:
-        power = round(e)
-        how = "proportional" if power > 0 else "inversely proportional"
-        extra = "" if abs(power) == 1 else f" to the power {abs(power)}"
-        return f"it is {how} to {meaning}{extra}"
-    return f"elasticity {number(e, 2)} here: only some of its terms depend on {meaning}"
-
-
-def _elasticity_cards(presets: Presets) -> list[Card]:
-    from units import Q_
-
-    cards = []
-    for name, case, outputs in ELASTICITIES:
-        meaning = derivations.SYMBOLS[name].meaning
-        answers, whys, givens, chapter = [], [], {}, None
-        for eq_id in outputs:
-            eq = derivations.get(eq_id)
-            kw = used_presets(eq, case, presets)
-            givens.update(kw)
-            e = eq.elasticities(presets=presets, **kw).get(name, 0.0)
-            label = f"{eq.lhs.meaning} {named(eq.lhs.latex)}"
-            answers.append(f"{label} {_change(e)}")
-            whys.append(f"${eq.lhs.latex}$: {_why(e, meaning)}.")
-            chapter = chapter or eq.chapter
-        asked = ", ".join(f"{derivations.get(o).lhs.meaning}" for o in outputs)
-        where = _describe({k: v for k, v in case.items() if k != name}, presets)
-        start = ""
-        if name in case:
-            start = f" from {quantity(Q_(case[name], derivations.SYMBOLS[name].display_unit))}"
-        front = (
-            f"What if {meaning} doubles{start}, everything else fixed "
-            f"({where})? "
-            f"What happens to {asked}?"
-        )
-        back = "; ".join(sentence(a) if i == 0 else a for i, a in enumerate(answers)) + "."
-        back += "\n\n" + " ".join(whys)
-        cid = f"elasticity:{name}" + (f":{case[name]}" if name in case else "")
+    for entry in raw["card"]:
+        where = f"concepts.toml card {entry.get('id')!r}"
+        if entry["chapter"] not in chapters:
+            continue  # a chapter not loaded (a user's catalogue)
+        covers = tuple(entry.get("covers", ()))
+        unknown = [t for t in covers if t not in topics]
+        if unknown:
+            raise ChalkboardError(f"{where}: unknown lecture-deck topic {unknown[0]!r}")
+        front, back = (render(entry[side], entry["chapter"], where) for side in ("front", "back"))
+        cid = f"concept:{entry['chapter']}:{entry['id']}"
+        video = video_link(_seconds(moments[cid])) if cid in moments else _video(covers)
         cards.append(
-            Card(cid, chapter, "elasticity", front, back, f"equation {outputs[0]}", givens=())
+            Card(
+                cid,
+                entry["chapter"],
+                "concept",
+                front,
+                back,
+                f"chapter {entry['chapter']}",
+                fact=entry["fact"],
+                covers=covers,
+                figure=entry.get("figure", ""),
+                video=video,
+            )
         )
     return cards
 
 
-# "Which regime?": a model, chips, precision, batch and context.
+def _formula_cards(presets: Presets, chapters: set[str]) -> list[Card]:
+    render = _Templates(presets)
+    cards = []
+    for entry in _authored().get("formula", ()):
+        eq = derivations.get(entry["equation"])
+        if eq.chapter not in chapters:
+            continue
+        where = f"concepts.toml formula {eq.id!r}"
+        keep, zero = entry.get("keep"), tuple(entry.get("zero", ()))
+        latex = written_latex(eq.id, tuple(keep) if keep is not None else None, zero)
+        front = render(entry["front"], eq.chapter, where)
+        why = render(entry["why"], eq.chapter, where)
+        covers = tuple(entry.get("covers", ()))
+        cards.append(
+            Card(
+                f"eq:{eq.id}:statement",
+                eq.chapter,
+                "formula",
+                front,
+                f"$${latex}$$\n\n{why}",
+                f"equation {eq.id}",
+                fact=entry["fact"],
+                covers=covers,
+                figure=entry.get("figure", ""),
+                video=_video(covers),
+            )
+        )
+    return cards
+
+
+CLOZE_MARK = "CLOZEMARK"  # a placeholder symbol's name, replaced in the LaTeX
+
+
+def _blank(expr: sp.Expr, names: list[str]) -> sp.Expr:
+    """The smallest term of a sum in ``expr`` that holds every symbol in ``names``."""
+    wanted = {derivations.SYMBOLS[n].sym for n in names}
+    terms = [
+        a
+        for node in sp.preorder_traversal(expr)
+        if isinstance(node, sp.Add)
+        for a in node.args
+        if wanted <= a.free_symbols
+    ]
+    if not terms:
+        raise ChalkboardError(f"no term of {expr} holds {names}")
+    return min(terms, key=sp.count_ops)
+
+
+def _anki_cloze(latex: str) -> str:
+    """LaTeX inside an Anki cloze: ``}}`` would end the deletion early, so it is spaced."""
+    while "}}" in latex:
+        latex = latex.replace("}}", "} }")
+    return latex
+
+
+def _cloze_cards(presets: Presets, chapters: set[str]) -> list[Card]:
+    render = _Templates(presets)
+    cards = []
+    for entry in _authored().get("cloze", ()):
+        eq = derivations.get(entry["equation"])
+        if eq.chapter not in chapters:
+            continue
+        where = f"concepts.toml cloze {entry['id']!r}"
+        keep, zero = entry.get("keep"), tuple(entry.get("zero", ()))
+        expr = written_form(eq, tuple(keep) if keep is not None else None, zero)
+        terms = [_blank(expr, names) for names in entry["blanks"]]
+        marks = [sp.Symbol(f"{CLOZE_MARK}{chr(65 + i)}") for i in range(len(terms))]
+        marked = derivations.to_latex(
+            sp.Eq(eq.lhs.sym, expr.xreplace(dict(zip(terms, marks, strict=True))), evaluate=False)
+        )
+        full = derivations.to_latex(sp.Eq(eq.lhs.sym, expr, evaluate=False))
+        shown = [derivations.to_latex(t) for t in terms]
+        prompt = render(entry["front"], eq.chapter, where)
+        says = [render(s, eq.chapter, where) for s in entry["says"]]
+        note = f"cloze:{eq.chapter}:{entry['id']}"
+        anki = marked
+        for i, (mark, term) in enumerate(zip(marks, shown, strict=True)):
+            anki = anki.replace(str(mark), f" {{{{c{i + 1}::{_anki_cloze(term)} }}}} ")
+        text = f"{prompt}\n\n$${anki}$$"
+        covers = tuple(entry.get("covers", ()))
+        for i, (mark, term) in enumerate(zip(marks, shown, strict=True)):
+            front = marked.replace(str(mark), r"\boxed{\;?\;}")
+            for other, other_term in zip(marks, shown, strict=True):
+                front = front.replace(str(other), f"{{{other_term}}}")
+            cards.append(
+                Card(
+                    f"{note}:{i + 1}",
+                    eq.chapter,
+                    "cloze",
+                    f"Fill the box. {prompt}\n\n$${front}$$",
+                    f"${term}$: {says[i]}\n\n$${full}$$",
+                    f"equation {eq.id}",
+                    fact=entry["fact"],
+                    covers=covers,
+                    figure=entry.get("figure", ""),
+                    video=_video(covers),
+                    note=note,
+                    cloze=text,
+                )
+            )
+    return cards
+
+
+# -- cards whose case is data ----------------------------------------------------------------
+
+
+def _names(case: dict, presets: Presets) -> dict:
+    """How a front names a case's presets: chip, model, precision (as written: FP8)."""
+    out = {}
+    for kind, key in (("hardware", "chip"), ("model", "model"), ("api", "api"), ("tier", "tier")):
+        if kind in case:
+            out[key] = presets.get(kind, case[kind]).name
+    if "precision" in case:
+        out["precision"] = str(case["precision"]).upper()
+    return out
+
+
+# Figures worth knowing: equation, the case (presets and inputs), the fact, and the question,
+# its {chip}, {model} and {precision} named from the case.
+NUMBERS = (
+    (
+        "crossover_batch",
+        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
+        "deepseek-crossover",
+        "Ignoring the KV cache, about what batch must {model} reach on {chip} chips at "
+        "{precision} before serving turns compute-bound?",
+    ),
+    (
+        "hbm_drain_time",
+        dict(hardware="h100_sxm"),
+        "hbm-drain",
+        "How long does an {chip} take to read its whole HBM once?",
+    ),
+    (
+        "kv_bytes_per_token",
+        dict(model="llama_3_1_70b", precision="bf16"),
+        "llama-kv",
+        "How many bytes of KV cache does {model} keep per token of context at {precision}?",
+    ),
+)
+
+
+def _number_cards(presets: Presets) -> list[Card]:
+    cards = []
+    for eq_id, case, fact, question in NUMBERS:
+        eq = derivations.get(eq_id)
+        value = eq.evaluate(presets=presets, **case)
+        back = (
+            f"About {quantity(value, 3)}.\n\nFrom ${written_latex(eq_id)}$ with "
+            f"{_inputs_text(eq, case, presets)}."
+        )
+        cards.append(
+            Card(
+                f"eq:{eq_id}:number",
+                eq.chapter,
+                "number",
+                question.format(**_names(case, presets)),
+                back,
+                f"equation {eq_id}",
+                fact=fact,
+                case=tuple((k, str(v)) for k, v in case.items()),
+            )
+        )
+    return cards
+
+
+# "What if X changes?": one input scaled (a factor) or one preset swapped (a preset id); the
+# answer is the output evaluated at both points, with the authored reason.
+WHATIFS = (
+    dict(
+        id="bandwidth-crossover",
+        equation="crossover_batch",
+        case=dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
+        vary="mem_bandwidth",
+        by=2,
+        fact="crossover-bandwidth",
+        front="HBM bandwidth doubles on an {chip} serving {model} at {precision}, all else "
+        "fixed. What happens to the crossover batch $B^*$?",
+        why="The weight fetch now takes half as long, so half as many sequences' compute "
+        "covers it: $B^*$ is proportional to $F/W$.",
+    ),
+    dict(
+        id="fp8-crossover",
+        equation="crossover_batch",
+        case=dict(hardware="h100_sxm", model="llama_3_1_70b", precision="bf16"),
+        vary="precision",
+        to="fp8",
+        fact="crossover-precision",
+        front="{model} on an {chip} moves from {precision} to FP8, weights and arithmetic "
+        "alike. What happens to the crossover batch $B^*$?",
+        why="FP8 doubles the FLOP/s but halves the bytes of every weight: the weight fetch "
+        "and the compute per sequence both halve, so their balance point stays put.",
+    ),
+    dict(
+        id="batch-below-crossover",
+        equation="cost_per_token",
+        case=dict(
+            hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size="64 sequence"
+        ),
+        vary="batch_size",
+        by=2,
+        fact="batch-below-crossover",
+        front="{model} on {chip} chips at {precision} runs at a batch of 64 sequences. The "
+        "batch doubles: what happens to the cost per token?",
+        why="Far below the crossover batch the weight fetch sets the step time, and it grows "
+        "only a little (a few more experts read), so twice the tokens share nearly the same "
+        "step.",
+    ),
+    dict(
+        id="batch-above-crossover",
+        equation="cost_per_token",
+        case=dict(
+            hardware="h100_sxm",
+            model="deepseek_v3",
+            precision="fp8",
+            batch_size="16384 sequence",
+        ),
+        vary="batch_size",
+        by=2,
+        fact="batch-above-crossover",
+        front="{model} on {chip} chips at {precision} runs at a batch of 16,384 sequences, "
+        "past the crossover. The batch doubles: what happens to the cost per token?",
+        why="Past the crossover the step is compute-bound: every token pays for its own "
+        "multiply-adds and its own KV reads, so the step time grows with the batch instead.",
+    ),
+    dict(
+        id="memory-wall",
+        equation="kv_compute_crossover_context",
+        case=dict(hardware="h100_sxm", model="llama_3_1_70b", precision="fp8"),
+        vary="flops",
+        by=2,
+        fact="memory-wall",
+        front="The FLOP/s of an {chip} double while its HBM bandwidth stays flat. Serving "
+        "{model} at {precision}, what happens to the context length at which the KV fetch "
+        "overtakes the compute?",
+        why="The compute per token halves while the KV bytes per token stay: the KV fetch "
+        "catches up at about half the context. That is the memory wall: faster chips make long "
+        "contexts memory-bound sooner.",
+    ),
+    dict(
+        id="mla-crossover",
+        equation="kv_compute_crossover_context",
+        case=dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
+        vary="mem_bandwidth",
+        by=2,
+        fact="mla-crossover",
+        front="HBM bandwidth doubles on an {chip} serving {model} at {precision}. What "
+        "happens to the context length at which the KV fetch overtakes the compute?",
+        why="MLA's attention does many FLOPs per byte of its small KV cache; with twice the "
+        "bandwidth the chip reads a KV byte faster than it can do that attention.",
+    ),
+)
+
+
+def _changed_case(spec: dict, presets: Presets) -> dict:
+    case = dict(spec["case"])
+    if "to" in spec:
+        case[spec["vary"]] = spec["to"]
+        return case
+    eq = derivations.get(spec["equation"])
+    base = eq.evaluate_detailed(presets=presets, **spec["case"])
+    name = spec["vary"]
+    if name in base.inputs:
+        value = base.inputs[name].value
+    else:  # an input an intermediate reads (the batch of a cost per token)
+        from derivations.inputs import parse_override
+
+        value = parse_override(name, spec["case"][name])
+    case[name] = value * spec["by"]
+    return case
+
+
+def _change_words(before, after) -> str:
+    """How an output moved, as a person says it: 'It halves: from 5,360 to 2,680 sequences.'"""
+    ratio = (after / before).to("").magnitude
+    span = f"from {quantity(before, 3)} to {quantity(after, 3)}"
+    if abs(ratio - 1) < 0.005:
+        return f"It does not change: {quantity(before, 3)} either way."
+    for k, word in {2: "doubles", 0.5: "halves"}.items():
+        if abs(ratio / k - 1) < 0.005:
+            return f"It {word}: {span}."
+    if ratio > 1:
+        return f"It grows {number(ratio, 2)} times: {span}."
+    return f"It falls to {number(ratio, 2)} of what it was: {span}."
+
+
+def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
+    cards = []
+    for spec in WHATIFS:
+        eq = derivations.get(spec["equation"])
+        if eq.chapter not in chapters:
+            continue
+        before = eq.evaluate(presets=presets, **spec["case"])
+        try:
+            after = eq.evaluate(presets=presets, **_changed_case(spec, presets)).to(before.units)
+        except ChalkboardError as err:
+            reason = str(err).split(": ", 2)[-1].split(" (", 1)[0]
+            lead = f"It no longer exists: {reason}. Before the change it was {quantity(before, 3)}."
+        else:
+            lead = _change_words(before, after)
+        names = _names(spec["case"], presets)
+        cards.append(
+            Card(
+                f"whatif:{eq.chapter}:{spec['id']}",
+                eq.chapter,
+                "whatif",
+                spec["front"].format(**names),
+                f"{lead}\n\n{spec['why']}",
+                f"equation {eq.id}",
+                fact=spec["fact"],
+                case=tuple((k, str(v)) for k, v in spec["case"].items()),
+            )
+        )
+    return cards
+
+
+# "Which regime?": a model, chips, precision, batch and context far from the boundary (the
+# slower resource at least 1.5 times the other), and the fact it illustrates.
 REGIMES = (
-    ("deepseek_v3", "h100_sxm", "fp8", 256, 8192),
-    ("deepseek_v3", "gb200_nvl72", "fp8", 8192, 8192),
-    ("llama_3_1_70b", "h100_sxm", "fp8", 64, 131072),
-    ("llama_3_1_405b", "b200", "fp8", 1024, 8192),
-    ("kimi_k2", "gb300_nvl72", "fp8", 2048, 32768),
+    ("deepseek_v3", "h100_sxm", "fp8", 256, 8192, "regime-weights"),
+    ("llama_3_1_70b", "h100_sxm", "fp8", 64, 131072, "regime-kv"),
 )
 
 
@@ -295,7 +613,7 @@ def _regime_cards(presets: Presets) -> list[Card]:
     from units import Q_
 
     cards = []
-    for model, hardware, precision, batch, context in REGIMES:
+    for model, hardware, precision, batch, context, fact in REGIMES:
         kw = dict(
             hardware=hardware,
             model=model,
@@ -307,102 +625,85 @@ def _regime_cards(presets: Presets) -> list[Card]:
         t_c, t_m = r.inputs["compute_time"].value, r.inputs["memory_time"].value
         weights, kv = r.inputs["weight_fetch_time"].value, r.inputs["kv_fetch_time"].value
         chips = r.inputs["n_chips"].value
-        ratio = (t_m / t_c).to("").magnitude
-        bound = "memory-bound" if ratio > 1 else "compute-bound"
-        by = ratio if ratio > 1 else 1 / ratio
-        slower = "memory time" if ratio > 1 else "compute time"
-        crossover = derivations.get("crossover_batch").evaluate(
-            presets=presets, hardware=hardware, model=model, precision=precision
-        )
+        names = _names(kw, presets)
+        bound = "memory-bound" if t_m > t_c else "compute-bound"
+        top = "the weight fetch" if weights > kv else "the KV fetch"
         front = (
-            f"{presets.get('model', model).name} on {number(chips.magnitude)} "
-            f"{presets.get('hardware', hardware).name} chips (the fewest that hold it) at "
-            f"{precision.upper()}, batch {number(batch)} and {quantity(Q_(context, 'token'))} "
-            "of context: "
-            "compute- or memory-bound, and by how much?"
+            f"{names['model']} on {names['chip']} chips at {names['precision']}, a batch of "
+            f"{number(batch)} sequences with {number(context)} tokens of context each: "
+            "which part of the step sets its time?"
+        )
+        why = (
+            "The batch is far below the crossover batch, so the weights, read once per step, "
+            "outweigh both the compute and the KV cache."
+            if weights > kv
+            else "At this context every sequence reads a long KV cache of its own; the batch "
+            "amortises the weights but not the cache."
         )
         back = (
-            f"{sentence(bound)}: the {slower} is {number(by, 3)} times the other.\n\n"
-            f"Memory {quantity(t_m)} (weights {quantity(weights)}, KV cache {quantity(kv)}) "
-            f"against compute {quantity(t_c)}; ignoring the KV cache the crossover batch is "
-            f"{quantity(crossover)}."
+            f"{sentence(top)}: the step is {bound}. Memory {quantity(t_m)} (weights "
+            f"{quantity(weights)}, KV cache {quantity(kv)}) against compute {quantity(t_c)}, "
+            f"on the {number(chips.magnitude)} chips that hold it.\n\n{why}"
         )
         cid = f"regime:{model}:{hardware}:{precision}:{batch}:{context}"
-        cards.append(Card(cid, "batching", "regime", front, back, "equation step_time", givens=()))
+        cards.append(
+            Card(
+                cid,
+                "batching",
+                "regime",
+                front,
+                back,
+                "equation step_time",
+                fact=fact,
+                case=tuple((k, str(v)) for k, v in kw.items()),
+            )
+        )
     return cards
 
 
-# "Which is bigger, and by what factor?": equation, preset kind, the pair, the question, and
-# whether the question asks for the smaller value ("faster" = less time).
+# "Which is bigger, and why?": equation, preset kind, the pair, the question, the other
+# presets, the fact, and the reason.
 COMPARISONS = (
-    ("hbm_drain_time", "hardware", "b200", "rubin", "drains its HBM faster", "min", {}),
-    ("hbm_drain_time", "hardware", "h100_sxm", "b300", "drains its HBM faster", "min", {}),
-    (
-        "ridge_intensity",
-        "hardware",
-        "a100_sxm",
-        "b200",
-        "needs the higher arithmetic intensity to be compute-bound",
-        "max",
-        {"precision": "bf16"},
-    ),
     (
         "crossover_batch",
         "model",
         "deepseek_v3",
         "kimi_k2",
         "needs the bigger batch to be compute-bound on an H100 at FP8",
-        "max",
         {"hardware": "h100_sxm", "precision": "fp8"},
+        "sparsity-batch",
+        "The crossover batch is the chip's ratio times the sparsity, total over active "
+        "parameters: Kimi K2 has more experts per active parameter.",
     ),
     (
         "kv_bytes_per_token",
         "model",
         "llama_3_1_70b",
         "deepseek_v3",
-        "stores more KV cache per token at BF16",
-        "max",
-        {},
+        "keeps more KV cache per token at BF16",
+        {"precision": "bf16"},
+        "mla-compression",
+        "DeepSeek-V3's multi-head latent attention caches one compressed latent per layer, "
+        "whatever its head count; Llama's grouped-query attention caches a key and a value "
+        "for each of its KV heads.",
     ),
-    (
-        "max_total_params",
-        "hardware",
-        "h100_sxm",
-        "gb200_nvl72",
-        "can hold the bigger model in one scale-up domain at FP8",
-        "max",
-        {"precision": "fp8"},
-    ),
-    ("storage_tier_drain_time", "tier", "dram_ddr5", "flash_nvme", "drains faster", "min", {}),
 )
 
 
 def _comparison_cards(presets: Presets) -> list[Card]:
     cards = []
-    for eq_id, kind, a, b, question, pick, fixed in COMPARISONS:
+    for eq_id, kind, a, b, question, fixed, fact, why in COMPARISONS:
         eq = derivations.get(eq_id)
-        ra = eq.evaluate_detailed(presets=presets, **fixed, **{kind: a})
-        rb = eq.evaluate_detailed(presets=presets, **fixed, **{kind: b})
-        va, vb = ra.value, rb.value.to(ra.value.units)
+        va = eq.evaluate(presets=presets, **fixed, **{kind: a})
+        vb = eq.evaluate(presets=presets, **fixed, **{kind: b}).to(va.units)
         name_a, name_b = presets.get(kind, a).name, presets.get(kind, b).name
-        first_wins = (va < vb) if pick == "min" else (va > vb)
-        winner = name_a if first_wins else name_b
+        winner = name_a if va > vb else name_b
         factor = (va / vb).to("").magnitude
         factor = factor if factor >= 1 else 1 / factor
-        differing = [
-            f"{derivations.SYMBOLS[n].meaning} {quantity(i.value)} against "
-            f"{quantity(rb.inputs[n].value)}"
-            for n, i in ra.inputs.items()
-            if not i.origin.startswith(("equation", "constant"))
-            and n in rb.inputs
-            and n in derivations.SYMBOLS
-            and abs((i.value / rb.inputs[n].value).to("").magnitude - 1) > 1e-9
-        ]
-        front = f"Which {question}: {name_a} or {name_b}, and by what factor?"
+        front = f"Which {question}: {name_a} or {name_b}, and why?"
         back = (
-            f"{winner}, by a factor of {number(factor, 3)}: {quantity(va)} against "
-            f"{quantity(rb.value)}.\n\n${eq.latex()}$"
-            + (f"; {'; '.join(differing)}." if differing else ".")
+            f"{winner}, about {number(factor, 2)} times as much: {quantity(va)} against "
+            f"{quantity(vb)}.\n\n{why}"
         )
         cards.append(
             Card(
@@ -412,79 +713,76 @@ def _comparison_cards(presets: Presets) -> list[Card]:
                 front,
                 back,
                 f"equation {eq_id}",
+                fact=fact,
             )
         )
     return cards
 
 
-# -- concept cards from book/concepts.toml -----------------------------------------------------
-
-CONCEPTS = Path(__file__).with_name("concepts.toml")
-LECTURE_DECK = Path(__file__).with_name("lecture_deck.toml")
-
-
-def lecture_topics() -> dict[str, str]:
-    """The lecture deck's topics: ``section.topic`` -> the question, paraphrased.
-
-    >>> len(lecture_topics())
-    27
-    """
-    with LECTURE_DECK.open("rb") as f:
-        raw = tomllib.load(f)
-    return {f"{s}.{k}": q for s, topics in raw.items() for k, q in topics.items()}
-
-
-def _placeholders(chapter: str, presets: Presets) -> dict:
-    """What a concept card's template may use: q(), tex(), param(), preset() and ctx."""
-    from book.compute import chapter_context
-
-    def q(eq_id: str, **kw) -> str:
-        return quantity(derivations.get(eq_id).evaluate(presets=presets, **kw))
-
-    return {
-        "q": q,
-        "tex": lambda eq_id: derivations.get(eq_id).latex(),
-        "param": lambda name: quantity(presets.parameter[name].value),
-        "preset": lambda kind, pid: presets.get(kind, pid).name,
-        "ctx": chapter_context(chapter, presets),
-    }
+# The claims worth a card (the others are trivia a student cannot check, or their front states
+# the answer), each with the fact it tests.
+CLAIM_FACTS = {
+    "ridge_a100": "ridge-value",
+    "deepseek_crossover": "deepseek-crossover",
+    "batching_gain": "batching-gain",
+    "hbm_20ms": "hbm-drain",
+    "scale_out_8x": "scale-out",
+    "blackwell_rack": "scaleup-capacity",
+    "traffic_ratio": "traffic-ratio",
+    "overtrained_100x": "overtraining",
+    "kv_from_kink": "kv-from-kink",
+    "cache_hit_10x": "cache-discount",
+    "flash_minute": "flash-drain",
+    "disk_hour": "disk-drain",
+}
 
 
-def concept_cards(presets: Presets) -> list[Card]:
-    """The hand-written understanding cards, their numbers filled from equations and presets."""
-    import jinja2
+def _claim_reason(v, raw: dict, presets: Presets) -> str:
+    """Why a claim holds or fails: the audit's one-sentence reason (its ``why``), else its
+    caveat and note; then how its first case is computed."""
+    why = [raw["why"]] if raw.get("why") else [s for s in (v.caveat, v.note) if s.strip()]
+    first = raw["cases"][0]
+    if "over" not in first:
+        from book.claims import CHOICES
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    with CONCEPTS.open("rb") as f:
-        raw = tomllib.load(f)["card"]
-    topics = lecture_topics()
-    chapters = {c.id for c in derivations.CHAPTERS}
-    cards, names = [], {}
-    for entry in raw:
-        where = f"concepts.toml card {entry.get('id')!r}"
-        if entry["chapter"] not in chapters:
-            continue  # a chapter not loaded (a user's catalogue)
-        unknown = [t for t in entry.get("covers", []) if t not in topics]
-        if unknown:
-            raise ChalkboardError(f"{where}: unknown lecture-deck topic {unknown[0]!r}")
-        if entry["chapter"] not in names:
-            names[entry["chapter"]] = _placeholders(entry["chapter"], presets)
-        try:
-            front, back = (
-                env.from_string(entry[side]).render(**names[entry["chapter"]]).strip()
-                for side in ("front", "back")
-            )
-        except (jinja2.TemplateError, ChalkboardError) as err:
-            raise ChalkboardError(f"{where}: {err}") from None
+        kw = {k: first[k] for k in CHOICES if k in first} | dict(first.get("set", {}))
+        eq = derivations.get(v.equation)
+        why.append(f"from ${written_latex(eq.id)}$ with {_inputs_text(eq, kw, presets)}")
+    return " ".join(f"{s[:1].upper()}{s[1:].rstrip('.')}." for s in why)
+
+
+def _case_label(label: str) -> str:
+    """A claim case's label without the inputs it sets: 'NVIDIA H100 SXM, FP8'."""
+    return label.split(" with ", 1)[0]
+
+
+def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
+    from book.claims import CLAIMS, audit_claims
+
+    audit = audit_claims(presets)
+    raw = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]
+    cards = []
+    for cid, fact in CLAIM_FACTS.items():
+        v = audit[cid]
+        if v.chapter not in chapters:
+            continue
+        who = (
+            "The lecture says"
+            if v.said_by.startswith("lecture")
+            else "A published summary of the lecture says"
+        )
+        computed = "; ".join(f"{quantity(c.value, 3)} ({_case_label(c.label)})" for c in v.cases)
+        moment = claim_moment(v.said_by)
         cards.append(
             Card(
-                f"concept:{entry['chapter']}:{entry['id']}",
-                entry["chapter"],
-                "concept",
-                front,
-                back,
-                f"chapter {entry['chapter']}",
-                covers=tuple(entry.get("covers", ())),
+                f"claim:{v.id}",
+                v.chapter,
+                "claim",
+                f"{who}: *{v.claim}*. Does it hold, and why?",
+                f"**{sentence(v.verdict)}.** {computed}.\n\n{_claim_reason(v, raw[cid], presets)}",
+                f"claim {v.id}",
+                fact=fact,
+                video=video_link(moment) if moment is not None else "",
             )
         )
     return cards
@@ -493,20 +791,13 @@ def concept_cards(presets: Presets) -> list[Card]:
 def flashcards(presets: Presets | None = None) -> list[Card]:
     """Every card, in chapter order."""
     presets = presets or load()
+    chapters = {c.id for c in derivations.CHAPTERS}
     cards: list[Card] = concept_cards(presets)
-    for chapter in derivations.CHAPTERS:
-        for eq in derivations.equations(chapter.id):
-            cards.append(_statement(eq))
-            if not eq.evaluable:
-                continue
-            kw = reference_case(eq, presets)
-            for make in (_dominance, _number):
-                if (card := make(eq, kw, presets)) is not None:
-                    cards.append(card)
-    if "batching" in {c.id for c in derivations.CHAPTERS}:
-        cards += _elasticity_cards(presets) + _regime_cards(presets)
-        cards += _comparison_cards(presets)
-    cards += _claim_cards(presets)
+    cards += _formula_cards(presets, chapters) + _cloze_cards(presets, chapters)
+    cards += _whatif_cards(presets, chapters)
+    if "batching" in chapters:
+        cards += _number_cards(presets) + _regime_cards(presets) + _comparison_cards(presets)
+    cards += _claim_cards(presets, chapters)
     order = {c.id: i for i, c in enumerate(derivations.CHAPTERS)}
     cards.sort(key=lambda c: order.get(c.chapter, len(order)))
     ids = [c.id for c in cards]
@@ -554,8 +845,30 @@ def _html(text: str) -> str:
     return "<br><br>".join(p.strip() for p in out.split("\n\n"))
 
 
+def _moment_text(url: str) -> str:
+    """'15:16' for a link at 916 s."""
+    seconds = int(url.rsplit("t=", 1)[1].rstrip("s"))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _anki_extra(card: Card) -> str:
+    """The figure and the lecture link under an Anki answer."""
+    parts = []
+    if card.figure:
+        parts.append(
+            f'<img src="{media_name(card.figure)}" '
+            'style="width:100%;max-width:36em;background:#fff;border-radius:4px">'
+        )
+    if card.video:
+        parts.append(f'<a href="{card.video}">The lecture at {_moment_text(card.video)}</a>')
+    return "<br><br>".join(parts)
+
+
 DECK_ID = 1_741_955_120  # fixed: a rebuilt package updates the same deck
 MODEL_ID = 1_741_955_121
+CLOZE_MODEL_ID = 1_741_955_122
 DECK_NAME = "Chalkboard: the math of training and serving LLMs"
 
 
@@ -566,12 +879,24 @@ def guid(card: Card) -> str:
     return genanki.guid_for("chalkboard", card.id)
 
 
-def write_apkg(cards: list[Card], path) -> None:
-    """An Anki package: one note per card, its GUID derived from the card's stable id, so a
-    rebuilt deck updates notes (keeping review history) instead of duplicating them."""
+def media_name(fig_id: str) -> str:
+    """A figure's file name in the Anki package's media."""
+    return f"chalkboard-{fig_id}.svg"
+
+
+def figure_file(fig_id: str, presets: Presets) -> str:
+    """A figure as a file of its own: the site's inline SVG, its text and lines in a dark grey
+    (an image takes no colour from the page), sized by its viewBox."""
+    from book.figures import drawn
+
+    svg = drawn(fig_id, presets).svg.replace("currentColor", "#222222")
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + svg + "\n"
+
+
+def _models():
     import genanki
 
-    model = genanki.Model(
+    basic = genanki.Model(
         MODEL_ID,
         "Chalkboard card",
         fields=[{"name": "Front"}, {"name": "Back"}, {"name": "Source"}, {"name": "Id"}],
@@ -584,25 +909,71 @@ def write_apkg(cards: list[Card], path) -> None:
         ],
         sort_field_index=3,
     )
+    cloze = genanki.Model(
+        CLOZE_MODEL_ID,
+        "Chalkboard cloze",
+        fields=[{"name": "Text"}, {"name": "Extra"}, {"name": "Source"}, {"name": "Id"}],
+        templates=[
+            {
+                "name": "Cloze",
+                "qfmt": "{{cloze:Text}}",
+                "afmt": "{{cloze:Text}}<br><br>{{Extra}}<br><small>{{Source}}</small>",
+            }
+        ],
+        model_type=genanki.Model.CLOZE,
+        sort_field_index=3,
+    )
+    return basic, cloze
+
+
+def write_apkg(cards: list[Card], path, presets: Presets | None = None) -> None:
+    """An Anki package: one note per card (one cloze note per group of cloze cards), its GUID
+    derived from the stable id, so a rebuilt deck updates notes (keeping review history)
+    instead of duplicating them. The figures on card backs go in as media files."""
+    import tempfile
+
+    import genanki
+
+    basic, cloze = _models()
     deck = genanki.Deck(DECK_ID, DECK_NAME)
+    done = set()
     for c in cards:
-        deck.add_note(
-            genanki.Note(
-                model=model,
-                fields=[_html(c.front), _html(c.back), c.source, c.id],
+        extra = _anki_extra(c)
+        if c.note:
+            if c.note in done:
+                continue
+            done.add(c.note)
+            group = [o for o in cards if o.note == c.note]
+            says = "<br>".join(_html(o.back.split("\n\n")[0]) for o in group)
+            fields = [_html(c.cloze), "<br><br>".join(filter(None, [says, extra])), c.source]
+            note = genanki.Note(
+                model=cloze,
+                fields=[*fields, c.note],
+                guid=genanki.guid_for("chalkboard", c.note),
+                tags=[c.chapter, c.kind],
+            )
+        else:
+            back = "<br><br>".join(filter(None, [_html(c.back), extra]))
+            note = genanki.Note(
+                model=basic,
+                fields=[_html(c.front), back, c.source, c.id],
                 guid=guid(c),
                 tags=[c.chapter, c.kind],
             )
-        )
-    import tempfile
-
+        deck.add_note(note)
+    figures = sorted({c.figure for c in cards if c.figure})
     # genanki writes the collection to a temporary file it never removes: give it a folder of
-    # its own and remove that
+    # its own and remove that (the media files are written there too)
     saved = tempfile.tempdir
     with tempfile.TemporaryDirectory(prefix="chalkboard-anki-") as private:
+        media = []
+        for fig_id in figures:
+            file = Path(private) / media_name(fig_id)
+            file.write_text(figure_file(fig_id, presets or load()), encoding="utf-8")
+            media.append(str(file))
         tempfile.tempdir = private
         try:
-            genanki.Package(deck).write_to_file(str(path))
+            genanki.Package(deck, media_files=media).write_to_file(str(path))
         finally:
             tempfile.tempdir = saved
 
@@ -613,8 +984,16 @@ def write_tsv(cards: list[Card], path) -> None:
     def clean(text: str) -> str:
         return anki_math(text).replace("\t", " ").replace("\n", "<br>")
 
+    def back(c: Card) -> str:
+        if not c.video:
+            return clean(c.back)
+        return (
+            clean(c.back)
+            + f'<br><br><a href="{c.video}">The lecture at {_moment_text(c.video)}</a>'
+        )
+
     lines = ["#separator:tab", "#html:true", "#columns:Front\tBack\tId\tChapter\tKind"]
-    lines += ["\t".join([clean(c.front), clean(c.back), c.id, c.chapter, c.kind]) for c in cards]
+    lines += ["\t".join([clean(c.front), back(c), c.id, c.chapter, c.kind]) for c in cards]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -626,47 +1005,27 @@ def write_json(cards: list[Card], path) -> None:
 
 def write_exports(folder, presets: Presets | None = None) -> list:
     """flashcards.apkg, .tsv and .json into ``folder``; returns the paths."""
-    from pathlib import Path
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    presets = presets or load()
     cards = flashcards(presets)
     paths = [folder / f"flashcards.{ext}" for ext in ("apkg", "tsv", "json")]
-    for writer, path in zip((write_apkg, write_tsv, write_json), paths, strict=True):
-        writer(cards, path)
+    write_apkg(cards, paths[0], presets)
+    write_tsv(cards, paths[1])
+    write_json(cards, paths[2])
     return paths
 
 
 # -- the site's pages ------------------------------------------------------------------------
 
-# Cards a figure helps with: the figure is shown with the question.
-CARD_FIGURES = {
-    "eq:step_time:dominant": "latency_vs_batch",
-    "concept:batching:latency-floor": "latency_vs_batch",
-    "concept:pipeline:bubbles": "pipeline_bubble",
-    "concept:pipeline:kv-not-divided": "memory_vs_stages",
-    "eq:cost_per_token:statement": "cost_vs_batch",
-    "eq:ridge_intensity:statement": "roofline",
-    "eq:memory_per_gpu:statement": "memory_vs_stages",
-    "eq:pipeline_bubble_fraction:statement": "pipeline_bubble",
-    "eq:chinchilla_loss:statement": "chinchilla_contours",
-    "eq:storage_tier_drain_time:statement": "drain_ladder",
-}
-
 
 def card_pages(presets: Presets) -> dict:
     """One page per chapter plus an index: output path -> (template, context)."""
-    from book.figures import drawn
-
     deck = flashcards(presets)
     pages, per_chapter = {}, []
     for chapter in derivations.CHAPTERS:
         cards = [
-            _on_site(
-                c,
-                anchor=c.id.replace(":", "-"),
-                figure=drawn(CARD_FIGURES[c.id], presets).html if c.id in CARD_FIGURES else "",
-            )
+            _on_site(c, presets, anchor=c.id.replace(":", "-"))
             for c in deck
             if c.chapter == chapter.id
         ]
@@ -676,19 +1035,33 @@ def card_pages(presets: Presets) -> dict:
         )
         per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(cards)})
     pages["cards/index.md"] = ("cards/index.md.j2", {"chapters": per_chapter, "total": len(deck)})
-    pages["study.md"] = ("cards/study.md.j2", study_context(deck))
+    pages["study.md"] = ("cards/study.md.j2", study_context(deck, presets))
     return pages
 
 
-def _on_site(card: Card, **extra) -> dict:
-    """A card's fields for a site page, its math delimited for the site's Markdown."""
-    return dict(card.to_dict(), front=site_math(card.front), back=site_math(card.back), **extra)
+def _on_site(card: Card, presets: Presets, **extra) -> dict:
+    """A card's fields for a site page, its math delimited for the site's Markdown: the
+    figure's HTML (``figure``, empty when none), its id (``figure_id``), the lecture link
+    (``video``) and the moment it names (``video_at``)."""
+    from book.figures import drawn
+
+    return dict(
+        card.to_dict(),
+        front=site_math(card.front),
+        back=site_math(card.back),
+        figure=drawn(card.figure, presets).html if card.figure else "",
+        figure_id=card.figure,
+        video=card.video,
+        video_at=_moment_text(card.video) if card.video else "",
+        **extra,
+    )
 
 
-def study_context(deck: list[Card]) -> dict:
+def study_context(deck: list[Card], presets: Presets | None = None) -> dict:
     """The Study page's deck: every card with the GUID its Anki note has (progress is kept by
     GUID, so it survives rebuilds), and the chapters to filter by."""
+    presets = presets or load()
     return {
         "chapters": derivations.CHAPTERS,
-        "cards": [_on_site(c, guid=guid(c)) for c in deck],
+        "cards": [_on_site(c, presets, guid=guid(c)) for c in deck],
     }

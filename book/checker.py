@@ -110,6 +110,8 @@ RATIOS_WHY = (
         "That is an eighth of the answer: check bits against bytes.",
     ),
 )
+TOKENS = (0, 0, 0, 0, 1, 0)  # a number of tokens (the order of DIMENSIONS)
+TOKENS_PER_SEQUENCE = (0, 0, 0, 0, 1, -1)
 MAX_TENS = 12  # powers of ten a diagnosis names, at most
 SLACK = 1e-12  # rounding room at the edges of a tolerance
 
@@ -239,8 +241,7 @@ def spec_of(
         else:
             entry["value"] = float(value)  # already in the answer's base units
         out.append(entry)
-    if out:
-        spec["mistakes"] = out
+    spec["mistakes"] = out
     return spec
 
 
@@ -376,10 +377,13 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
     if not (value > 0 and math.isfinite(value)):
         return _verdict("unreadable", "Give a positive number.")
     mistakes = spec.get("mistakes", [])
+    if _same(got["dims"], TOKENS) and _same(spec["dims"], TOKENS_PER_SEQUENCE):
+        got["dims"] = list(spec["dims"])  # "49,200 tokens" of context: one sequence's tokens
     if not _same(got["dims"], spec["dims"]):
-        for m in mistakes:
-            if "dims" in m and _same(got["dims"], m["dims"]) and _within(value, [m["value"]], spec):
-                return _verdict("wrong", m["why"])
+        if near := _nearest(
+            [m for m in mistakes if "dims" in m and _same(got["dims"], m["dims"])], value, spec
+        ):
+            return _verdict("wrong", near["why"])
         if got["bare_bytes"] and not spec["dims"][1]:
             return _verdict(
                 "wrong",
@@ -399,9 +403,8 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
     centres = [spec["value"]] + ([spec["shown"]] if "shown" in spec else [])
     if _within(value, centres, spec):
         return _verdict("right", "Correct.")
-    for m in mistakes:
-        if "dims" not in m and _within(value, [m["value"]], spec):
-            return _verdict("wrong", m["why"])
+    if near := _nearest([m for m in mistakes if "dims" not in m], value, spec):
+        return _verdict("wrong", near["why"])
     for i, (ten, words) in enumerate(table["tens"]):
         slip = "a unit prefix slipped (k, M, G step by 1,000)"
         why = slip if (i + 1) % 3 == 0 else "check your powers of ten"
@@ -415,6 +418,17 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         if _within(value * k, centres, spec):
             return _verdict("wrong", less)
     return _verdict("wrong", "Not right, and not off by a simple factor: check your working.")
+
+
+def _nearest(mistakes: list, value: float, spec: dict):
+    """The listed mistake closest to ``value`` (by ratio) among those whose window holds it."""
+    best, gap = None, math.inf
+    for m in mistakes:
+        if _within(value, [m["value"]], spec):
+            ratio = max(value / m["value"], m["value"] / value)
+            if ratio < gap:
+                best, gap = m, ratio
+    return best
 
 
 def _in_unit(spec: dict) -> str:

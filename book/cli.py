@@ -12,6 +12,7 @@ import errno
 import functools
 import json
 import os
+import re
 import sys
 
 EPILOG = """\
@@ -173,14 +174,17 @@ def make_parser(only: str | None = None) -> Parser:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("problems", help="practice problems drawn from a seed")
+    p = sub.add_parser("problems", help="practice problems, their numbers drawn from a seed")
     p.add_argument("--chapter", help="only this chapter")
-    p.add_argument("--seed", type=int, default=0, help="the same seed gives the same set")
-    p.add_argument("--count", type=int, default=3, help="problems per chapter (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="the same seed gives the same numbers")
+    p.add_argument("--count", type=int, help="problems per chapter (default: all; the drill's: 3)")
     p.add_argument(
         "--kind",
-        choices=["forward", "inverse", "multi", "design", "concept", "estimate"],
-        help="only problems of this kind",
+        choices=["multi", "design", "estimate", "numeric", "concept", "forward", "inverse"],
+        help="only problems of this kind (forward and inverse: the drill's)",
+    )
+    p.add_argument(
+        "--drill", action="store_true", help="the formula drill: one-equation generated problems"
     )
     p.add_argument("--answers", action="store_true", help="show worked solutions and answers")
     p.add_argument(
@@ -586,7 +590,9 @@ def cmd_problems(args, out) -> int | None:
     presets = load(tuple(args.presets))
     if args.check:
         return _check_answer(args, out, presets)
-    problems = problem_set(args.chapter, args.seed, args.count, presets, kind=args.kind)
+    problems = problem_set(
+        args.chapter, args.seed, args.count, presets, kind=args.kind, drill=args.drill
+    )
     if args.json:
         out.write(_json([p.to_dict() for p in problems]))
         return
@@ -595,7 +601,8 @@ def cmd_problems(args, out) -> int | None:
         return plain_math(re.sub(r"\*\*(.+?)\*\*", r"\1", text))
 
     for p in problems:
-        out.write(f"[{p.id}] ({p.kind}) {plain(p.text)}\n")
+        title = f" {p.title}\n   " if p.title else ""
+        out.write(f"[{p.id}] ({p.kind}){title} {plain(p.text)}\n")
         for g in p.givens:
             out.write(f"    given {g.name} = {g.text}\n")
         if p.hint:
@@ -609,32 +616,29 @@ def cmd_problems(args, out) -> int | None:
 
 
 def _find_problem(pid: str, seed: int, presets):
-    """The problem ``pid`` (``chapter-seed-n``, as the site and the CLI number them) among the
-    sets of ``seed`` and of the site's seed."""
+    """The problem ``pid``: an authored one (``chapter.slug``, drawn with ``seed``; the site
+    shows seed 0) or one of the formula drill (``chapter-seed-n``, its seed in its id)."""
     import derivations
-    from book.problems import MAX_COUNT, PROBLEM_SEED, PROBLEMS_PER_CHAPTER, problem_set
+    from book.problems import MAX_COUNT, drill_set, problem_set
     from units import ChalkboardError, closest
 
     chapters = [c.id for c in derivations.CHAPTERS]
     chapter = next((c for c in sorted(chapters, key=len, reverse=True) if pid.startswith(c)), None)
     if chapter is None:
         raise ChalkboardError(
-            f"unknown problem {pid!r}: an id starts with its chapter, like batching-0-3"
-            f"{closest(pid.split('-')[0], chapters)}"
+            f"unknown problem {pid!r}: an id starts with its chapter, like batching.moe_crossover_"
+            f"batch{closest(pid.split('-')[0].split('.')[0], chapters)}"
         )
-    tail = pid[len(chapter) :].split("-")
-    seeds, count = [seed, PROBLEM_SEED], PROBLEMS_PER_CHAPTER
-    if len(tail) == 3 and tail[0] == "" and tail[1].isdigit() and tail[2].isdigit():
-        seeds.insert(0, int(tail[1]))
-        count = max(count, min(int(tail[2]), MAX_COUNT))
-    seen = []
-    for s in dict.fromkeys(seeds):
-        problems = problem_set(chapter, s, count, presets)
-        for p in problems:
-            if p.id == pid:
-                return p
-        seen += [p.id for p in problems]
-    raise ChalkboardError(f"unknown problem {pid!r}{closest(pid, seen)}")
+    drill = re.fullmatch(r"-(\d+)-(\d+)", pid[len(chapter) :])
+    if drill:
+        count = min(int(drill[2]), MAX_COUNT)
+        problems = drill_set(chapter, int(drill[1]), count, presets)
+    else:
+        problems = problem_set(chapter, seed, presets=presets)
+    for p in problems:
+        if p.id == pid:
+            return p
+    raise ChalkboardError(f"unknown problem {pid!r}{closest(pid, [p.id for p in problems])}")
 
 
 def _check_answer(args, out, presets) -> int:
@@ -645,7 +649,7 @@ def _check_answer(args, out, presets) -> int:
     from units import ChalkboardError
 
     pid, text = args.check
-    problem = _find_problem(pid, args.seed, presets)
+    problem = _find_problem(pid.strip(), args.seed, presets)
     if problem.answer is None:
         raise ChalkboardError(
             f"{pid} is answered in words, not a number: see its answer with --answers"

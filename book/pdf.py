@@ -66,6 +66,9 @@ body { font-size: 11pt; }
 .headerlink, .md-header, .md-tabs, .md-sidebar, .md-footer, .md-source-file,
 .md-content__button, .md-top, .md-search, button, input, .md-clipboard { display: none !important; }
 details > summary::after { display: none !important; }
+/* a box's icon: the print drops the title's indent, so the icon would cover its first letters */
+.md-typeset .admonition-title::before,
+.md-typeset details > summary::before { display: none !important; }
 pre, table, figure, svg, .admonition, details { break-inside: avoid; }
 h1, h2, h3 { break-after: avoid; }
 a { color: inherit; }
@@ -250,11 +253,66 @@ def write_pdf(site: Path, out: Path | None = None) -> Path:
             finally:
                 browser.close()
         os.replace(tmp, out)
+        if out == site / PDF_NAME:
+            _write_atomic(site / DIGEST_NAME, printed_digest(site))
+            link_pdf(site)
     except PlaywrightError as err:
         raise ChalkboardError(f"printing the PDF failed: {str(err).splitlines()[0]}") from None
     finally:
         tmp.unlink(missing_ok=True)
     return out
+
+
+DIGEST_NAME = "chalkboard.pdf.sha256"  # what the PDF was printed from (printed_digest)
+PDF_MARK = re.compile(r'<span class="chalkboard-pdf">(.*?)</span>')
+
+
+def printed_digest(site: Path) -> str:
+    """A digest of everything the PDF is printed from: this module's source (the print page and
+    its style), each printed page's HTML and the site's stylesheets. Two sites with the same
+    digest print the same PDF."""
+    import hashlib
+
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    files = [site / _html_path(md) for _, md in book_pages()]
+    files += sorted((site / "stylesheets").glob("*.css")) + sorted(site.glob("assets/**/*.css"))
+    for f in files:
+        h.update(f.relative_to(site).as_posix().encode() + b"\0")
+        h.update(f.read_bytes() if f.is_file() else b"(missing)")
+    return h.hexdigest()
+
+
+def link_pdf(site: Path) -> None:
+    """Make the home page's mention of the PDF a link: only a site holding its PDF links it
+    (the template writes it as plain text, so a site built without ``--pdf`` has no dead link)."""
+    index = site / "index.html"
+    text = index.read_text(encoding="utf-8")
+    linked = PDF_MARK.sub(lambda m: f'<a class="chalkboard-pdf" href="{PDF_NAME}">{m[1]}</a>', text)
+    if linked != text:
+        _write_atomic(index, linked)
+
+
+def keep_pdf(previous: Path, site: Path) -> bool:
+    """Carry the PDF of the ``previous`` build into the new ``site`` when it was printed from
+    the same pages (same digest), and link it; a stale PDF is dropped, never shown as current.
+    Returns whether it was kept."""
+    old, digest = previous / PDF_NAME, previous / DIGEST_NAME
+    try:
+        same = digest.read_text(encoding="utf-8").strip() == printed_digest(site)
+    except OSError:
+        return False
+    if not (same and old.is_file()):
+        return False
+    shutil.copy2(old, site / PDF_NAME)
+    shutil.copy2(digest, site / DIGEST_NAME)
+    link_pdf(site)
+    return True
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 MAX_PASSES = 4

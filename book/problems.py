@@ -1,13 +1,22 @@
-"""Parametric practice problems drawn from a seed, with full worked solutions.
+"""Practice problems: the authored problems of :mod:`book.problem_bank`, and a formula drill.
 
-A problem picks an equation of a chapter and presets (and workload inputs) from a seeded random
-generator, states its givens with units, and solves it from the equation's intermediates, every
-number shown. Three kinds: *forward* (evaluate), *inverse* (solve for an input, via
-``solve_for``) and *estimate* (the answer's order of magnitude).
+The practice problems of the site, the CLI and the exports are *authored*: each is one small file
+in ``book/problem_bank/<chapter>/`` whose ``draw`` a person wrote (scenario, question, reasoning,
+likely mistakes); :func:`problem_set` turns each into a :class:`Problem` per seed, its numbers
+drawn from a ``random.Random`` seeded with the seed and the problem's id, so a problem is the
+same for the same seed whatever else is in the set.
 
->>> a = problem_set("batching", seed=7, count=3)
->>> b = problem_set("batching", seed=7, count=3)
->>> [p.id for p in a] == [p.id for p in b]
+The *formula drill* (:func:`drill_set`, ``chalkboard problems --drill``) is the older generator:
+it picks an equation of a chapter and presets from a seeded random generator, states its givens
+with units, and solves it from the equation's intermediates, every number shown. Its kinds:
+*forward* (evaluate), *multi* (a chain of equations), *inverse* (solve for an input, via
+``solve_for``), *estimate* (the answer's order of magnitude), *design* (a search of the presets)
+and *concept* (the concept cards as questions).
+
+>>> [p.id for p in problem_set("batching", seed=7)][:1]
+['batching.choose_server_for_speed']
+>>> a = drill_set("batching", seed=7, count=3)
+>>> [p.id for p in a] == [p.id for p in drill_set("batching", seed=7, count=3)]
 True
 """
 
@@ -24,6 +33,7 @@ import pint
 import sympy as sp
 
 import derivations
+from book import problem_bank as bank
 from book.cases import precision_words
 from book.checker import answer_spec, dims_vector, unit_table  # noqa: F401 - re-exported
 from book.format import markdown_text, named, number, quantity
@@ -88,13 +98,30 @@ class Problem:
     mode: str = "relative"  # "factor" for an estimate, "prose" for a concept problem
     choices: dict = field(default_factory=dict)
     hint: str = ""
+    # an authored problem's: its title, the equations its reasoning uses, the lecture's moment
+    # (seconds into the video), likely mistakes, and a design problem's margin to the next choice
+    title: str = ""
+    uses: tuple[str, ...] = ()
+    lecture: int | None = None
+    mistakes: tuple = ()
+    margin: float | None = None
 
     def to_dict(self) -> dict:
+        authored = {
+            "title": self.title,
+            "uses": list(self.uses),
+            "lecture": self.lecture,
+            "mistakes": [
+                {"value": float(m.value.magnitude), "unit": f"{m.value.units:~}", "why": m.why}
+                for m in self.mistakes
+            ],
+        }
         return {
             "id": self.id,
             "chapter": self.chapter,
             "kind": self.kind,
             "equation": self.equation,
+            **(authored if self.title else {}),
             "text": self.text,
             "givens": [
                 {"name": g.name, "value": float(g.value.magnitude), "unit": f"{g.value.units:~}"}
@@ -495,15 +522,16 @@ def _has_concepts(chapter: str) -> bool:
 PLAN = ("multi", "forward", "multi", "inverse", "estimate", "concept", "multi", "design")
 
 
-def problem_set(
+def drill_set(
     chapter: str | None = None,
     seed: int = 0,
     count: int = 5,
     presets: Presets | None = None,
     kind: str | None = None,
 ) -> list[Problem]:
-    """``count`` problems per chapter (or of one chapter, or of one kind), the same for the
-    same seed."""
+    """The formula drill: ``count`` problems per chapter (or of one chapter, or of one kind),
+    each one equation (or a short chain of them) on drawn presets, the same for the same
+    seed."""
     presets = presets or load()
     chapters = [c.id for c in derivations.CHAPTERS]
     from units import closest
@@ -572,6 +600,110 @@ def _chapter_set(ch: str, seed: int, count: int, presets: Presets, only: str | N
     return out
 
 
+# -- authored problems: one file each in book/problem_bank ------------------------------------
+
+# The lecture's public video (../shared/reference/lecture.md: "YouTube xmkSf5IS-zw").
+VIDEO = "https://www.youtube.com/watch?v=xmkSf5IS-zw"
+AUTHORED_MODE = {"estimate": "factor", "concept": "prose"}  # any other kind: "relative"
+
+
+def lecture_seconds(mark: str) -> int:
+    """Seconds into the lecture of a mark written ``"H:MM:SS"`` or ``"MM:SS"``.
+
+    >>> lecture_seconds("15:16"), lecture_seconds("1:03:37")
+    (916, 3817)
+    """
+    try:
+        parts = [int(x) for x in mark.split(":")]
+    except ValueError:
+        parts = []
+    if not 2 <= len(parts) <= 3 or min(parts) < 0 or max(parts[1:]) >= 60:
+        raise ChalkboardError(f"a lecture mark is written H:MM:SS or MM:SS, not {mark!r}")
+    seconds = 0
+    for part in parts:
+        seconds = 60 * seconds + part
+    return seconds
+
+
+def lecture_link(seconds: int) -> str:
+    """The lecture's video at ``seconds``.
+
+    >>> lecture_link(916)
+    'https://www.youtube.com/watch?v=xmkSf5IS-zw&t=916s'
+    """
+    return f"{VIDEO}&t={seconds}s"
+
+
+def problem_id(module) -> str:
+    """``<chapter>.<slug>``: the folder and the file name of an authored problem."""
+    return ".".join(module.__name__.rsplit(".", 2)[-2:])
+
+
+def authored(module, seed: int, presets: Presets) -> Problem:
+    """One drawing of an authored problem file: its ``draw`` gets a ``random.Random`` seeded
+    with ``seed`` and the problem's id, so the problem is the same for the same seed."""
+    pid = problem_id(module)
+    drawn = module.draw(random.Random(f"{seed}:{pid}"), presets)
+    mark = getattr(module, "LECTURE", None)
+    return Problem(
+        id=pid,
+        chapter=pid.split(".")[0],
+        kind=module.KIND,
+        equation=module.USES[-1],
+        text=drawn.text,
+        givens=(),
+        answer=drawn.answer,
+        solution=tuple(drawn.solution),
+        tolerance=drawn.tolerance,
+        mode=AUTHORED_MODE.get(module.KIND, "relative"),
+        choices=dict(drawn.choices),
+        hint=drawn.hint,
+        title=module.TITLE,
+        uses=tuple(module.USES),
+        lecture=None if mark is None else lecture_seconds(mark),
+        mistakes=tuple(drawn.mistakes),
+        margin=drawn.margin,
+    )
+
+
+def problem_set(
+    chapter: str | None = None,
+    seed: int = 0,
+    count: int | None = None,
+    presets: Presets | None = None,
+    kind: str | None = None,
+    drill: bool = False,
+) -> list[Problem]:
+    """The authored problems of every chapter (or of one, or of one kind; the first ``count``
+    of each chapter), drawn with ``seed``. With ``drill``, the formula drill instead:
+    ``count`` generated problems per chapter (default 3)."""
+    from units import closest
+
+    if drill:
+        return drill_set(chapter, seed, 3 if count is None else count, presets, kind)
+    chapters = [c.id for c in derivations.CHAPTERS]
+    if chapter is not None and chapter not in chapters:
+        raise ChalkboardError(f"unknown chapter {chapter!r}{closest(chapter, chapters)}")
+    if kind is not None and kind not in bank.KINDS:
+        drills = " (the formula drill has them: --drill)" if kind in KINDS else ""
+        known = closest(kind, list(bank.KINDS))
+        raise ChalkboardError(f"no authored problem is of kind {kind!r}{drills or known}")
+    if count is not None and not 1 <= count <= MAX_COUNT:
+        raise ChalkboardError(f"--count must be from 1 to {MAX_COUNT}")
+    presets = presets or load()
+    out = []
+    for ch in [chapter] if chapter else chapters:
+        files = [m for m in bank.modules(ch) if kind is None or kind == m.KIND]
+        out += [authored(m, seed, presets) for m in files[:count]]
+    return out
+
+
+def answer_text(p: Problem) -> str:
+    """The answer as the solution's last step shows it (in bold), e.g. '0.18 USD per million
+    tokens': what the checker must accept."""
+    return quantity(p.answer)
+
+
 def givens_text(p: Problem) -> str:
     return "; ".join(f"${g.latex}$ ({g.meaning}) = {g.text}" for g in p.givens)
 
@@ -587,43 +719,65 @@ def tolerance_text(p: Problem) -> str:
 
 # -- the site's pages ------------------------------------------------------------------------
 
-PROBLEM_SEED = 0  # the site's problem sets; the CLI draws others
-PROBLEMS_PER_CHAPTER = 8  # one of each kind a chapter supports, multi-step ones thrice
+PROBLEM_SEED = 0  # the site's drawing of each problem; the CLI draws others
+PROBLEMS_PER_CHAPTER = 8  # authored problems each chapter has (tests/book/test_problem_bank.py)
+KIND_WORDS = {
+    "multi": "Multi-step",
+    "design": "Design",
+    "estimate": "Estimate",
+    "numeric": "Numeric",
+    "concept": "Concept",
+}
+
+
+def lecture_mark(seconds: int) -> str:
+    """``'1:03:37'`` or ``'15:16'``: a moment of the lecture as its chapters are marked."""
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def page_problem(p: Problem) -> dict:
+    """What the chapter's problem page shows of ``p``."""
+    import html
+    import json
+
+    from book.format import unit
+
+    asked = {"answer_json": "", "unit": "", "example": "", "tolerance": ""}
+    if p.answer is not None:
+        asked = {
+            "answer_json": html.escape(json.dumps(answer_spec(p)), quote=True),
+            "unit": unit(p.answer.units) or "a pure number",
+            "example": f"2.5 {spelled(p.answer.units)}".strip(),
+            "tolerance": tolerance_text(p),
+        }
+    lecture = {"lecture_url": "", "lecture_mark": ""}
+    if p.lecture is not None:
+        lecture = {"lecture_url": lecture_link(p.lecture), "lecture_mark": lecture_mark(p.lecture)}
+    return {
+        "id": p.id,
+        "anchor": p.id.replace(".", "-").replace("_", "-"),
+        "kind": p.kind,
+        "kind_words": KIND_WORDS.get(p.kind, p.kind),
+        "title": p.title,
+        "text": p.text,
+        "hint": p.hint,
+        "solution": list(p.solution),
+        **asked,
+        **lecture,
+    }
 
 
 def problem_pages(presets: Presets) -> dict:
-    """One problem set per chapter plus an index: output path -> (template, context)."""
-    import json
-
+    """The authored problems of each chapter on a page, plus an index: output path ->
+    (template, context)."""
     pages, per_chapter = {}, []
     for chapter in derivations.CHAPTERS:
-        problems = [
-            {
-                "id": p.id,
-                "kind": p.kind,
-                "text": p.text,
-                "givens": [
-                    {"latex": g.latex, "meaning": g.meaning, "value": g.text} for g in p.givens
-                ],
-                "answer_json": json.dumps(answer_spec(p)) if p.answer is not None else "",
-                "example": f"2.5 {spelled(p.answer.units)}".strip() if p.answer is not None else "",
-                "hint": p.hint,
-                "tolerance": tolerance_text(p),
-                "solution": list(p.solution),
-            }
-            for p in problem_set(chapter.id, PROBLEM_SEED, PROBLEMS_PER_CHAPTER, presets)
-        ]
+        problems = [page_problem(p) for p in problem_set(chapter.id, PROBLEM_SEED, None, presets)]
         pages[f"problems/{chapter.id}.md"] = (
             "problems/chapter.md.j2",
             {"chapter": chapter, "problems": problems, "seed": PROBLEM_SEED},
         )
         per_chapter.append({"id": chapter.id, "title": chapter.title, "count": len(problems)})
-    pages["problems/index.md"] = (
-        "problems/index.md.j2",
-        {
-            "chapters": per_chapter,
-            "factor": number(ESTIMATE_FACTOR, 3),
-            "tolerance": f"{number(100 * RELATIVE_TOLERANCE)}%",
-        },
-    )
+    pages["problems/index.md"] = ("problems/index.md.j2", {"chapters": per_chapter})
     return pages

@@ -322,6 +322,10 @@ def _build(out: Path, presets, pdf: bool = False) -> Path:
             from book.pdf import write_pdf
 
             write_pdf(site)
+        else:  # a PDF printed from these same pages stays (book.pdf.keep_pdf)
+            from book.pdf import keep_pdf
+
+            keep_pdf(out, site)
         _check_replaceable(out)  # again: the folder may have changed during the build
         _swap_in(site, out, work / "previous")
         _replace(docs, DOCS)

@@ -18,6 +18,7 @@ from derivations.notation import (
     attention_flops_per_token,
     batch_size,
     chips_to_fit,
+    compute_bound_batch,
     compute_time,
     context_length,
     cost_per_token,
@@ -418,6 +419,45 @@ crossover_batch_eq = register(
         summary="Below B* a step is limited by reading weights; above it, by compute. "
         "It is the chip's multiplies per byte of weight times the model's sparsity, whatever "
         "the model's size or precision.",
+    )
+)
+
+B_KV = F * N_t * b / (W * (c_f * u * N_a + a_dec * L) - F * L * k)
+compute_bound_batch_eq = register(
+    Equation(
+        id="compute_bound_batch",
+        title="Batch from which decode is compute-bound, KV cache included",
+        lhs=compute_bound_batch,
+        rhs=B_KV,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_A, "t_compute = t_weights + t_KV, solved for B"),
+        assumptions=(
+            "the batch touches every expert (phi = 1): true when B is many times the "
+            "expert-saturation batch E_r / k, as at B* (a test checks it on the presets)",
+            "every sequence of the batch holds L tokens of context, each read once per step",
+            "compute and memory reads overlap: the step is the larger of the two",
+        ),
+        derivation=Derivation(
+            given(
+                B * (c_f * u * N_a + a_dec * L) / (n * F),
+                N_t * b / (n * W) + B * L * k / (n * W),
+                "the step turns compute-bound where compute time equals memory time: all "
+                "weights read once (every expert) plus each sequence's KV cache",
+            ),
+            rewrite(
+                B * ((c_f * u * N_a + a_dec * L) / F - L * k / W),
+                N_t * b / W,
+                "multiply by n (the chip count cancels) and gather the terms in B",
+            ),
+            solve(B, B_KV, "solve for the batch size"),
+            rename(compute_bound_batch.sym, B_KV, "name it"),
+        ),
+        when_negative="no batch makes the step compute-bound at this context: each "
+        "sequence's KV reads take longer than its compute (the context is past the KV = "
+        "compute crossover, kv_compute_crossover_context)",
+        summary="The lecture's B* with the KV cache counted: each sequence adds its KV reads "
+        "to the memory side, so the batch must be larger before compute catches up; at zero "
+        "context it is B*, and past the KV = compute context no batch is large enough.",
     )
 )
 

@@ -163,6 +163,12 @@ crossover_batch = symbol(
     "batch size at which compute time equals weight-fetch time",
     r"B^{*}",
 )
+compute_bound_batch = symbol(
+    "compute_bound_batch",
+    "sequence",
+    "batch size from which a decode step is compute-bound, the KV cache's reads included",
+    r"B^{*}_{\mathrm{KV}}",
+)
 ridge_intensity = symbol(
     "ridge_intensity",
     "FLOP/byte",

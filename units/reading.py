@@ -68,6 +68,9 @@ _LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([A-Za-z][\s\S]*)$", re.ASCII)
 _GROUP_SPACE = re.compile(r"(\d)[\u00a0\u2009\u202f](?=\d{3}(?!\d))", re.ASCII)
 _SPACES = re.compile(r"[\u00a0\u2009\u202f]")
 _PER = re.compile(r"(^|\s)per(?=\s|$)", re.ASCII)
+_ABOUT = re.compile(
+    r"^(?:(?:about|around|roughly|approximately|approx\.?)\s+|[~≈]\s*)", re.I | re.A
+)
 _SPLIT = re.compile(r"[*\s]+", re.ASCII)
 WHITESPACE = " \t\n\r\f\v"  # what strip() removes here and in JavaScript
 
@@ -110,6 +113,7 @@ def read(text: str, is_noun: Callable[[str], bool] | None = None) -> Reading:
     t = text.strip(WHITESPACE).replace("\u2212", "-").replace("\u03bc", "\u00b5")  # minus, Greek mu
     t = _GROUP_SPACE.sub(r"\1", t)
     t = _SPACES.sub(" ", t)
+    t = _ABOUT.sub("", t)  # "about 200 GB", "~0.2 s": every answer here is about right
     currency = False
     if t.startswith("US$"):
         currency, t = True, t[3:].lstrip(WHITESPACE)

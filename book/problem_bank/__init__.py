@@ -72,6 +72,9 @@ class Draw:
     ``hint``: a nudge shown on request (optional).
     ``choices``: for a design problem, the chosen option (e.g. {"hardware": "h200",
     "batch_size": 64}); the solution must say when the margin to the next option is under 5%.
+    ``margin``: for a design problem, how far the chosen option is ahead of the next one, as a
+    fraction (0.12: the next feasible option costs 12% more, or the next cheaper one misses the
+    target by 12%, whichever is smaller); under 0.05 the solution says the choice is close.
     """
 
     text: str
@@ -81,17 +84,39 @@ class Draw:
     mistakes: tuple[Mistake, ...] = ()
     hint: str = ""
     choices: dict = field(default_factory=dict)
+    margin: float | None = None
+
+
+def evaluate(equation: str, detailed: bool = False, **case):
+    """``derivations.get(equation).evaluate(**case)`` on the inputs of ``case`` the equation reads:
+    a problem keeps one case (presets, chip count, context, rent, ...) for all its equations.
+    ``detailed`` gives ``evaluate_detailed``'s result (its ``inputs`` name every figure used).
+
+    >>> from units import Q_
+    >>> rent = Q_(3, "USD/chip/h")
+    >>> case = dict(hardware="h100_sxm", model="llama_3_1_70b", price_per_chip_hour=rent)
+    >>> f"{evaluate('hbm_drain_time', **case):.3~}"
+    '23.9 ms'
+    """
+    from derivations import SYMBOLS, get
+    from derivations.inputs import reachable
+
+    eq = get(equation)
+    names = reachable(eq)
+    read = {k: v for k, v in case.items() if k in names or k not in SYMBOLS}
+    return eq.evaluate_detailed(**read) if detailed else eq.evaluate(**read)
 
 
 def modules(chapter: str) -> list[ModuleType]:
     """The authored problem files of ``chapter``, by file name.
 
     >>> [m.__name__.rsplit(".", 1)[1] for m in modules("batching")][:1]
-    ['serve_70b_per_user_speed']
+    ['choose_server_for_speed']
     """
     try:
         package = importlib.import_module(f"{__name__}.{chapter}")
     except ModuleNotFoundError:
         return []
     names = sorted(info.name for info in pkgutil.iter_modules(package.__path__))
+    names = [name for name in names if not name.startswith("_")]  # helpers, not problems
     return [importlib.import_module(f"{package.__name__}.{name}") for name in names]

@@ -1,7 +1,7 @@
 """The built site's widgets in a real headless Chromium: calculators and their preset pickers
 match the Python library, the answer checker grades every kind of problem, flashcards reveal
-their answers, and the Study page schedules cards. Fixtures are in conftest.py, helpers in
-browser.py.
+their answers, over http and opened from the file system (the Study page is in
+test_browser_study.py). Fixtures are in conftest.py, helpers in browser.py.
 """
 
 import re
@@ -152,7 +152,7 @@ def shown_value(spec) -> float:
     return spec["value"] / Q_(1, parse_unit(spec["unit"])).to_base_units().m
 
 
-@pytest.mark.parametrize("kind", ["forward", "multi", "inverse", "estimate", "design"])
+@pytest.mark.parametrize("kind", ["multi", "estimate", "design"])  # the authored kinds
 def test_answer_checker_on_each_kind_of_problem(server, page, kind):
     base, site = server
     chapters = ["batching", "moe", "pipeline", "overtraining", "long_context", "reversible"]
@@ -180,13 +180,15 @@ def test_answer_checker_on_each_kind_of_problem(server, page, kind):
     assert grade(f"{shown!r} {spec['unit']}") == "Correct.", spec
     wrong = 10 if kind == "estimate" else 1.5  # outside a factor of sqrt(10) / outside 1%
     diagnosis = "That is 10 times too large" if kind == "estimate" else "Not right"
-    assert grade(f"{shown * wrong!r} {spec['unit']}").startswith(diagnosis), spec
+    said = grade(f"{shown * wrong!r} {spec['unit']}")
+    whys = [m["why"] for m in spec.get("mistakes", [])]  # a listed mistake is named first
+    assert said.startswith(diagnosis) or said in whys, (said, spec)
     other = "3 USD/s" if spec["dims"] != [0, 0, 0, 1] else "3 s"
     message = grade(other)
     # "That is a cost per unit of time; the question asks for a time (in ms)."
     assert re.match(r"That is .+; the question asks for \S", message), message
-    if kind == "estimate":  # graded on the true value: twice it is accepted
-        assert grade(f"{2 * shown!r} {spec['unit']}") == "Correct."
+    if kind == "estimate":  # graded on the true value, within its factor either way
+        assert grade(f"{spec['tolerance'] ** 0.5 * shown!r} {spec['unit']}") == "Correct."
     assert page.errors == []
 
 
@@ -222,69 +224,47 @@ def test_checker_in_the_browser_reads_words_separators_percentages_and_counts(se
     assert "That is a number of tokens" in results[3]["message"]
 
 
-STATE = "() => JSON.parse(localStorage.getItem('chalkboard-study') || '{}')"
-CURRENT = "() => document.querySelector('.chalkboard-study-card:not([hidden])')?.dataset.guid"
+# -- the same widgets opened from the file system (issue 23) ------------------------------------
 
 
-def test_study_page_schedules_cards_with_fsrs_and_keeps_progress(server, page):
-    import time
+def test_widgets_work_opened_from_a_file(server, page):
+    """From file:// Material's page signal never fires and web workers are refused: the
+    calculators still recompute, search still finds a chapter (and its result opens the page,
+    not a folder listing), and a problem is still graded. The Study page from a file is in
+    test_browser_study.py."""
+    from book.calculators import calculator
 
-    import genanki
+    _, site = server
+    page.goto((site / "chapters" / "batching" / "index.html").as_uri())
+    calc = open_calculator(page, "crossover_batch")
+    units = {a["name"]: a["unit"] for a in calculator("crossover_batch")["args"]}
+    shown = float(calc.locator("output").get_attribute("data-value"))
+    assert shown == pytest.approx(python_value("crossover_batch", calc, units), rel=1e-9)
+    calc.locator('input[data-arg="mem_bandwidth"]').fill("4.8")
+    changed = float(calc.locator("output").get_attribute("data-value"))
+    assert changed != pytest.approx(shown, rel=1e-12)
+    assert changed == pytest.approx(python_value("crossover_batch", calc, units), rel=1e-9)
 
-    from book.cards import flashcards
-
-    base, _ = server
-    page.goto(f"{base}/study/")
-    page.evaluate("() => localStorage.clear()")
-    page.reload()
-    page.wait_for_selector(".chalkboard-study-card:not([hidden])")
-    guids = page.eval_on_selector_all(
-        ".chalkboard-study-card", "els => els.map(e => e.dataset.guid)"
+    # search: Material's own, its worker in an iframe (the vendored shim), on search_index.js;
+    # typed key by key, as Material reads keyup (see test_browser.py's search test)
+    box, item = page.locator("input.md-search__input"), page.locator(".md-search-result__item")
+    assert box.is_visible()
+    box.click()
+    box.press_sequentially("pipeline bubble", delay=20)
+    item.first.wait_for(timeout=30_000)
+    assert "bubble" in page.locator(".md-search-result").inner_text().lower()
+    hrefs = page.eval_on_selector_all(
+        ".md-search-result__link", "els => els.map(e => e.getAttribute('href'))"
     )
-    deck = flashcards()
-    assert guids == [genanki.guid_for("chalkboard", c.id) for c in deck]  # the Anki GUIDs
-    status = page.locator("#study-status").inner_text()
-    assert status.startswith(f"0 due, {len(deck)} new")
-    rated = []
-    for rating in ("Good", "Easy", "Again"):
-        guid = page.evaluate(CURRENT)
-        back = page.locator(".chalkboard-study-card:not([hidden]) .study-back")
-        assert not back.is_visible()
-        page.click("#study-reveal")
-        assert back.is_visible()
-        page.click(f'#study-rate button[data-rating="{rating}"]')
-        rated.append(guid)
-        assert page.evaluate(CURRENT) != guid
-    page.reload()
-    page.wait_for_selector(".chalkboard-study-card:not([hidden])")
-    state = page.evaluate(STATE)
-    assert set(state) == set(rated)
-    now = time.time()
-    for guid in rated:  # rescheduled into the future, none due now
-        assert page.evaluate("d => Date.parse(d)", state[guid]["due"]) / 1000 > now
-    assert page.evaluate(CURRENT) not in rated
-    assert page.locator("#study-status").inner_text().startswith(f"0 due, {len(deck) - 3} new")
+    assert any("chapters/pipeline/" in h for h in hrefs), hrefs
+    page.locator(".md-search-result__link[href*='chapters/pipeline/']").first.click()
+    page.wait_for_url("**/chapters/pipeline/index.html**")  # the page, not a folder listing
+    assert page.locator("h1").first.inner_text().strip() != ""
 
-    # a card that fell due comes first, and rating it moves its due date forward
-    page.evaluate(
-        """g => { const s = JSON.parse(localStorage.getItem('chalkboard-study'));
-                  s[g].due = new Date(Date.now() - 86400000).toISOString();
-                  localStorage.setItem('chalkboard-study', JSON.stringify(s)); }""",
-        rated[0],
-    )
-    page.reload()
-    page.wait_for_selector(".chalkboard-study-card:not([hidden])")
-    assert page.evaluate(CURRENT) == rated[0]
-    assert page.locator("#study-status").inner_text().startswith("1 due")
-    page.click("#study-reveal")
-    page.click('#study-rate button[data-rating="Good"]')
-    due = page.evaluate(STATE)[rated[0]]["due"]
-    assert page.evaluate("d => Date.parse(d)", due) / 1000 > now
-
-    # filter by chapter
-    page.select_option("#study-chapter", "reversible")
-    chapter = page.evaluate(
-        "() => document.querySelector('.chalkboard-study-card:not([hidden])').dataset.chapter"
-    )
-    assert chapter == "reversible"
+    page.goto((site / "problems" / "batching" / "index.html").as_uri())
+    problem = page.locator(".chalkboard-problem").first
+    spec = problem.evaluate("b => JSON.parse(b.getAttribute('data-answer'))")
+    problem.locator("input").fill(f"{shown_value(spec)!r} {spec['unit']}")
+    problem.locator("input").press("Enter")
+    assert problem.locator(".chalkboard-result").inner_text() == "Correct."
     assert page.errors == []

@@ -408,7 +408,8 @@ def test_extra_module_with_a_unit_error_is_one_clear_line(tmp_path):
 
 
 def test_problems_json_is_reproducible_and_complete():
-    argv = ["problems", "--chapter", "batching", "--seed", "9", "--count", "4", "--json"]
+    argv = ["problems", "--drill", "--chapter", "batching", "--seed", "9", "--count", "4"]
+    argv.append("--json")
     first, second = io.StringIO(), io.StringIO()
     assert main(argv, out=first) == 0 and main(argv, out=second) == 0
     assert first.getvalue() == second.getvalue()
@@ -421,9 +422,28 @@ def test_problems_json_is_reproducible_and_complete():
 
 def test_problems_text_with_answers():
     out = io.StringIO()
-    assert main(["problems", "--chapter", "moe", "--seed", "3", "--answers"], out=out) == 0
+    argv = ["problems", "--drill", "--chapter", "moe", "--seed", "3", "--answers"]
+    assert main(argv, out=out) == 0
     text = out.getvalue()
     assert text.count("answer:") == 3 and "given" in text
+
+
+def test_problems_are_the_authored_ones_by_default():
+    from book.problem_bank import modules
+
+    out = io.StringIO()
+    argv = ["problems", "--chapter", "batching", "--seed", "3", "--answers", "--json"]
+    assert main(argv, out=out) == 0
+    data = json.loads(out.getvalue())
+    assert [p["id"] for p in data] == [
+        f"batching.{m.__name__.rsplit('.', 1)[1]}" for m in modules("batching")
+    ]
+    assert all(p["title"] and p["solution"] and p["mistakes"] for p in data)
+    out = io.StringIO()
+    assert main(["problems", "--chapter", "batching", "--count", "1", "--answers"], out=out) == 0
+    text = out.getvalue()
+    assert text.startswith(f"[{data[0]['id']}] ({data[0]['kind']}) {data[0]['title']}\n    ")
+    assert text.count("answer:") == 1
 
 
 def test_problems_bad_chapter_is_one_line(capsys):
@@ -442,13 +462,13 @@ def test_symbols_lists_units_and_defining_equations():
 
 def test_problems_filtered_by_kind():
     out = io.StringIO()
-    argv = ["problems", "--kind", "design", "--seed", "1", "--count", "1", "--json"]
+    argv = ["problems", "--drill", "--kind", "design", "--seed", "1", "--count", "1", "--json"]
     assert main(argv, out=out) == 0
     data = json.loads(out.getvalue())
     assert {p["kind"] for p in data} == {"design"}
     assert {p["chapter"] for p in data} == {"batching", "moe"}  # the chapters that support it
     out = io.StringIO()
-    argv = ["problems", "--chapter", "pipeline", "--kind", "concept", "--count", "1"]
+    argv = ["problems", "--drill", "--chapter", "pipeline", "--kind", "concept", "--count", "1"]
     assert main(argv, out=out) == 0
     assert "(concept)" in out.getvalue() and "hint:" in out.getvalue()
 
@@ -457,6 +477,12 @@ def test_problems_bad_kind_is_one_line(capsys):
     assert main(["problems", "--kind", "mult"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "multi" in err
+    assert main(["problems", "--kind", "forward"]) == 2  # a kind only the drill has
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "error: no authored problem is of kind 'forward' (the formula drill has them: --drill)\n"
+    )
 
 
 # -- mixed precision ------------------------------------------------------------------------------
@@ -593,5 +619,8 @@ def test_presets_print_their_sources_when_asked():
 
 def test_problems_print_plain_text_in_the_terminal():
     code, out, _ = run("problems", "--seed", "1", "--count", "6", "--answers")
+    assert code == 0
+    assert "$" not in out and "\\frac" not in out and "\\mathrm" not in out, out
+    code, out, _ = run("problems", "--drill", "--seed", "1", "--count", "6", "--answers")
     assert code == 0
     assert "$" not in out and "\\frac" not in out and "\\mathrm" not in out, out

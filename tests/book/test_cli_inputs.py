@@ -167,3 +167,19 @@ def test_check_refuses_bad_input_with_one_error_line():
     one_error("problems", "--check", "batchng-0-3", "1", match="did you mean 'batching'")
     one_error("problems", "--check", "batching-0-x", "1", match="unknown problem")
     one_error("problems", "--check", "batching-0-3", match="expected 2 arguments")
+
+
+def test_check_grades_an_authored_problem_and_names_its_listed_mistakes():
+    from book.format import quantity
+    from book.problems import problem_set
+
+    p = next(q for q in problem_set("moe", 0) if q.id == "moe.two_racks_alltoall")
+    code, out, _ = run("problems", "--check", p.id, quantity(p.answer))
+    assert code == 0 and out.startswith("right: "), out
+    code, out, _ = run("problems", "--check", p.id, quantity(p.answer * 1000))
+    assert code == 1 and "1,000 times too large: a unit prefix slipped" in out
+    for m in p.mistakes:
+        if m.value.dimensionality == p.answer.dimensionality:
+            code, out, _ = run("problems", "--check", p.id, quantity(m.value))
+            assert (code, out) == (1, f"wrong: {m.why}\n")
+    one_error("problems", "--check", "moe.two_rack_alltoall", "3 us", match="did you mean")

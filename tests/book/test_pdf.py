@@ -225,3 +225,49 @@ def test_a_failed_print_leaves_the_previous_pdf(printed_site, tmp_path, monkeypa
 def test_printing_an_unbuilt_site_is_one_error(tmp_path):
     with pytest.raises(ChalkboardError, match="build the site"):
         write_pdf(tmp_path)
+
+
+def test_a_site_links_its_pdf_only_when_it_holds_it_and_keeps_a_current_one(tmp_path):
+    """The home page mentions the PDF as text; printing makes it a link. A build without
+    ``--pdf`` keeps the previous PDF only when it was printed from the same pages."""
+    from book.pdf import DIGEST_NAME, keep_pdf
+
+    mention = '<p>The book prints as <span class="chalkboard-pdf">one PDF</span>.</p>'
+    link = '<a class="chalkboard-pdf" href="chalkboard.pdf">one PDF</a>'
+
+    def site(name):
+        root = small_site(tmp_path / name)
+        (root / "index.html").write_text(f"<html><body>{mention}</body></html>")
+        return root
+
+    printed = site("printed")
+    write_pdf(printed)
+    assert link in (printed / "index.html").read_text() and (printed / DIGEST_NAME).is_file()
+
+    same = site("same")
+    assert keep_pdf(printed, same)
+    assert (same / PDF_NAME).read_bytes() == (printed / PDF_NAME).read_bytes()
+    assert link in (same / "index.html").read_text()
+
+    changed = site("changed")
+    first = changed / _html_path(book_pages()[0][1])
+    first.write_text(first.read_text() + "<p>A new paragraph.</p>")
+    assert not keep_pdf(printed, changed)  # a stale PDF is dropped, not shown as current
+    assert not (changed / PDF_NAME).exists() and mention in (changed / "index.html").read_text()
+    assert not keep_pdf(tmp_path / "no-site", site("fresh"))
+
+
+def test_the_built_home_page_links_the_pdf(printed_site):
+    index = (printed_site / "index.html").read_text(encoding="utf-8")
+    assert '<a class="chalkboard-pdf" href="chalkboard.pdf">' in index
+
+
+def test_calculators_print_their_reference_values(pages):
+    """A form prints as empty boxes: each input's reference value is printed as text."""
+    from book.calculators import calculator
+    from book.format import number
+
+    spec = calculator("routed_expert_params")
+    values = [number(a["value"]) for a in spec["args"]]
+    found = [p.text for p in pages if "Calculator" in p.text and "routed experts" in p.text]
+    assert found and any(all(v in _flat(t) for v in values) for t in found), values

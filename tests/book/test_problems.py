@@ -1,5 +1,6 @@
-"""Practice problems: seeded, with answers recomputed by an independent path, and the browser's
-answer checker property-tested under Node."""
+"""The formula drill (generated one-equation problems): seeded, with answers recomputed by an
+independent path; and the browser's answer checker property-tested under Node. The authored
+problems' gates are in test_problem_bank.py."""
 
 import functools
 import re
@@ -13,7 +14,7 @@ from book.problems import (
     PRICE_DEDUCTIONS,
     PROBLEMS_PER_CHAPTER,
     answer_spec,
-    problem_set,
+    drill_set,
     supported_kinds,
 )
 from units import Q_, ChalkboardError
@@ -22,26 +23,26 @@ from units.presets import load
 
 @pytest.fixture(scope="module")
 def problems():
-    return problem_set(seed=11, count=4)
+    return drill_set(seed=11, count=4)
 
 
 @functools.cache
 def shared_set(seed: int, count: int) -> tuple:
-    """``problem_set(seed=seed, count=count)`` made once for the tests that read the same one
+    """``drill_set(seed=seed, count=count)`` made once for the tests that read the same one
     (a set is the same for the same seed: see the first test)."""
-    return tuple(problem_set(seed=seed, count=count))
+    return tuple(drill_set(seed=seed, count=count))
 
 
 def test_same_seed_same_set_and_other_seeds_differ():
-    a = [p.to_dict() for p in problem_set(seed=3, count=3)]
-    b = [p.to_dict() for p in problem_set(seed=3, count=3)]
-    c = [p.to_dict() for p in problem_set(seed=4, count=3)]
+    a = [p.to_dict() for p in drill_set(seed=3, count=3)]
+    b = [p.to_dict() for p in drill_set(seed=3, count=3)]
+    c = [p.to_dict() for p in drill_set(seed=4, count=3)]
     assert a == b and a != c
 
 
 def test_every_chapter_gets_problems_of_every_kind_it_supports(problems):
     assert {p.chapter for p in problems} == {c.id for c in derivations.CHAPTERS}
-    many = problem_set(seed=5, count=8)
+    many = drill_set(seed=5, count=8)
     assert {p.kind for p in many} == set(KINDS)
     for chapter in derivations.CHAPTERS:
         offered = {p.kind for p in many if p.chapter == chapter.id}
@@ -62,7 +63,7 @@ def test_multi_step_problems_are_at_least_thirty_percent_of_a_default_set(count)
 def test_multi_step_problems_chain_two_to_four_equations_with_only_needed_givens():
     from derivations.inputs import reachable
 
-    for p in problem_set(seed=2, count=6, kind="multi"):
+    for p in drill_set(seed=2, count=6, kind="multi"):
         eq = derivations.get(p.equation)
         result = eq.evaluate_detailed(**p.choices)
         steps = {
@@ -80,7 +81,7 @@ def test_design_problems_are_answered_by_searching_the_presets():
     from book.problems import DESIGN, DESIGN_BATCHES, PRECISIONS
 
     presets = load()
-    problems = problem_set(seed=4, count=2, kind="design")
+    problems = drill_set(seed=4, count=2, kind="design")
     assert {p.chapter for p in problems} == set(DESIGN)
     for p in problems:
         model = p.choices["model"]
@@ -103,13 +104,13 @@ def test_design_problems_are_answered_by_searching_the_presets():
 
 
 def test_inverse_problems_deduce_from_api_prices():
-    problems = problem_set("long_context", seed=1, count=3, kind="inverse")
+    problems = drill_set("long_context", seed=1, count=3, kind="inverse")
     assert problems and all(p.equation in PRICE_DEDUCTIONS for p in problems)
     assert all("published prices" in p.text for p in problems)
 
 
 def test_concept_problems_have_a_hint_and_a_prose_answer():
-    problems = problem_set(seed=0, count=2, kind="concept")
+    problems = drill_set(seed=0, count=2, kind="concept")
     assert {p.chapter for p in problems} == {c.id for c in derivations.CHAPTERS}
     for p in problems:
         assert p.hint and p.answer is None and len(p.solution[0]) > 80
@@ -117,9 +118,9 @@ def test_concept_problems_have_a_hint_and_a_prose_answer():
 
 
 def test_kind_filter_and_unknown_kind():
-    assert {p.kind for p in problem_set(seed=0, count=2, kind="estimate")} == {"estimate"}
+    assert {p.kind for p in drill_set(seed=0, count=2, kind="estimate")} == {"estimate"}
     with pytest.raises(ChalkboardError, match="did you mean 'multi'"):
-        problem_set(kind="mult")
+        drill_set(kind="mult")
 
 
 def test_estimates_are_graded_on_the_true_value_and_state_the_factor():
@@ -177,7 +178,7 @@ def independent_value(p):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_every_answer_recomputed_independently(seed):
-    for p in problem_set(seed=seed, count=6):
+    for p in drill_set(seed=seed, count=6):
         if p.kind in ("concept", "design"):  # prose; a search (tested below)
             continue
         got, stated = independent_value(p)
@@ -194,11 +195,11 @@ def test_problems_state_givens_with_units_and_a_worked_solution(problems):
 
 def test_unknown_chapter_and_bad_count():
     with pytest.raises(ChalkboardError, match="did you mean 'moe'"):
-        problem_set("mo")
+        drill_set("mo")
     with pytest.raises(ChalkboardError, match="from 1 to"):
-        problem_set("moe", count=0)
+        drill_set("moe", count=0)
     with pytest.raises(ChalkboardError, match="from 1 to"):
-        problem_set("moe", count=10**6)
+        drill_set("moe", count=10**6)
 
 
 # The answer checker itself is tested in tests/book/test_checker.py.

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from derivations import get, to_latex
 from derivations.inputs import reachable
 from tests import strategies as s
-from units import Q_
+from units import Q_, ChalkboardError
 
 
 @functools.cache
@@ -57,6 +57,51 @@ def test_at_the_crossover_compute_equals_weight_fetch(inputs):
     compute = ev("compute_time", **inputs, batch_size=b_star)
     weights = ev("weight_fetch_time", **inputs, batch_size=b_star)
     assert compute.to("s").magnitude == pytest.approx(weights.to("s").magnitude, rel=1e-9)
+
+
+@given(s.machine_and_model())
+def test_at_the_compute_bound_batch_compute_equals_memory_and_crosses_it(inputs):
+    """Below the batch, memory binds; above it, compute; at it they are equal (every expert
+    read: the draws where routing leaves experts unread are skipped)."""
+    try:
+        b_kv = ev("compute_bound_batch", **inputs)
+    except ChalkboardError as err:  # past the KV = compute context: no such batch
+        assert "no batch makes the step compute-bound" in str(err)
+        one = dict(inputs, batch_size=Q_(1, "sequence"))  # a sequence's KV outlasts its compute
+        assert ev("compute_time", **one) <= ev("kv_fetch_time", **one)
+        return
+    skip = 1 - inputs["experts_active"].m / inputs["experts_routed"].m
+    assume(skip ** (0.5 * b_kv.m) < 1e-12)
+    for factor, compute_binds in ((0.5, False), (1.0, None), (2.0, True)):
+        kw = dict(inputs, batch_size=b_kv * factor)
+        compute = ev("compute_time", **kw).to("s").m
+        memory = ev("memory_time", **kw).to("s").m
+        if compute_binds is None:
+            assert compute == pytest.approx(memory, rel=1e-9)
+        else:
+            assert (compute > memory) == compute_binds
+
+
+@given(s.machine_and_model())
+def test_the_compute_bound_batch_is_b_star_at_no_context_and_grows_with_it(inputs):
+    inputs["attention_flops_per_token"] = Q_(1e-30, "FLOP/token")
+    b_star = ev("crossover_batch", **inputs)
+    one = dict(inputs, batch_size=Q_(1, "sequence"), context_length=Q_(1, "token/sequence"))
+    assume(ev("compute_time", **one) > ev("kv_fetch_time", **one))  # a crossover exists
+    tiny = ev("compute_bound_batch", **dict(inputs, context_length=Q_(1e-9, "token/sequence")))
+    assert tiny.to("sequence").m == pytest.approx(b_star.to("sequence").m, rel=1e-6)
+    short = ev("compute_bound_batch", **dict(inputs, context_length=Q_(1, "token/sequence")))
+    assert short > b_star  # each sequence's KV reads push the turn to a larger batch
+
+
+def test_compute_bound_batch_on_the_chapter_example():
+    """DeepSeek-V3 on H100 at FP8 with 8,192 tokens of context: 9,185 sequences, as the
+    newcomer's review found by sweeping compute and memory time (reviews/newcomer.md, b1)."""
+    case = dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8")
+    b_kv = get("compute_bound_batch").evaluate(**case, context_length="8192 token/sequence")
+    assert round(b_kv.to("sequence").m) == 9185
+    phi = get("expert_read_fraction").evaluate(model="deepseek_v3", batch_size=b_kv)
+    assert phi.m > 1 - 1e-12  # the assumption holds: every expert is read
 
 
 @given(s.machine_and_model(), s.log_uniform(low=0.1, high=10))

@@ -9,6 +9,7 @@
   "use strict";
   var TABLE = null;
   var MAX_CHARS = 200, MAX_POWER = 12, SLACK = 1e-12;
+  var TOKENS = [0, 0, 0, 0, 1, 0], TOKENS_PER_SEQUENCE = [0, 0, 0, 0, 1, -1];
   var WS = "[ \\t\\n\\r\\f\\v]";
   var SUP = "⁰¹²³⁴⁵⁶⁷⁸⁹";
   var DIGITS = "\\d{1,3}(?:,\\d{3})+(?:\\.\\d*)?|\\d+(?:\\.\\d*)?|\\.\\d+";
@@ -22,6 +23,7 @@
   var GROUP_SPACE = /(\d)[\u00a0\u2009\u202f](?=\d{3}(?!\d))/g;
   var SPACES = /[\u00a0\u2009\u202f]/g;
   var PER = new RegExp("(^|" + WS + ")per(?=" + WS + "|$)", "g");
+  var ABOUT = new RegExp("^(?:(?:about|around|roughly|approximately|approx\\.?)" + WS + "+|[~≈]" + WS + "*)", "i");
   var SPLIT = new RegExp("[*]+|" + WS + "+");
   var EDGES = new RegExp("^" + WS + "+|" + WS + "+$", "g");
 
@@ -48,6 +50,7 @@
     if (Array.from(text).length > MAX_CHARS) throw new Fail("that is longer than " + MAX_CHARS + " characters");
     var t = replaceAll(replaceAll(strip(text), "\u2212", "-"), "\u03bc", "\u00b5");
     t = t.replace(GROUP_SPACE, "$1").replace(SPACES, " ");
+    t = t.replace(ABOUT, "");
     var currency = false;
     if (t.indexOf("US$") === 0) { currency = true; t = t.slice(3).replace(/^[ \t\n\r\f\v]+/, ""); }
     else if (t.indexOf("$") === 0) { currency = true; t = t.slice(1).replace(/^[ \t\n\r\f\v]+/, ""); }
@@ -226,6 +229,18 @@
     return true;
   }
 
+  function nearest(mistakes, value, spec) {
+    var best = null, gap = Infinity;
+    for (var i = 0; i < mistakes.length; i++) {
+      var m = mistakes[i];
+      if (within(value, [m.value], spec)) {
+        var ratio = Math.max(value / m.value, m.value / value);
+        if (ratio < gap) { best = m; gap = ratio; }
+      }
+    }
+    return best;
+  }
+
   function verdict(kind, message) { return { ok: kind === "right", kind: kind, message: message }; }
 
   function unitText(spec) {
@@ -243,11 +258,11 @@
     var value = got.value, i, m;
     if (!(value > 0 && isFinite(value))) return verdict("unreadable", "Give a positive number.");
     var mistakes = spec.mistakes || [];
+    /* "49,200 tokens" of context: one sequence's tokens */
+    if (same(got.dims, TOKENS) && same(spec.dims, TOKENS_PER_SEQUENCE)) got.dims = spec.dims.slice();
     if (!same(got.dims, spec.dims)) {
-      for (i = 0; i < mistakes.length; i++) {
-        m = mistakes[i];
-        if (m.dims && same(got.dims, m.dims) && within(value, [m.value], spec)) return verdict("wrong", m.why);
-      }
+      m = nearest(mistakes.filter(function (x) { return x.dims && same(got.dims, x.dims); }), value, spec);
+      if (m) return verdict("wrong", m.why);
       if (got.bareBytes && !spec.dims[1]) {
         return verdict("wrong", "B alone means bytes: for billions, put B before the count (671 B parameters).");
       }
@@ -262,10 +277,8 @@
     }
     var centres = [spec.value].concat(spec.shown !== undefined ? [spec.shown] : []);
     if (within(value, centres, spec)) return verdict("right", "Correct.");
-    for (i = 0; i < mistakes.length; i++) {
-      m = mistakes[i];
-      if (!m.dims && within(value, [m.value], spec)) return verdict("wrong", m.why);
-    }
+    m = nearest(mistakes.filter(function (x) { return !x.dims; }), value, spec);
+    if (m) return verdict("wrong", m.why);
     for (i = 0; i < TABLE.tens.length; i++) {
       var ten = TABLE.tens[i][0], said = TABLE.tens[i][1];
       var why = (i + 1) % 3 === 0 ? "a unit prefix slipped (k, M, G step by 1,000)" : "check your powers of ten";

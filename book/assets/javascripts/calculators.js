@@ -66,9 +66,10 @@
     });
   }
 
-  if (typeof document$ !== "undefined") {
-    document$.subscribe(function (doc) { init(doc.body || document); });
-  } else {
+  /* Start once the page is there (from file:// too, where Material's document$ never fires),
+   * and again on each page instant navigation brings in; init() skips a calculator it has seen. */
+  if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", function () { init(document); });
-  }
+  } else init(document);
+  if (typeof document$ !== "undefined") document$.subscribe(function () { init(document); });
 })();

@@ -1,77 +1,119 @@
-"""A per-user speed target sets the batch, and the batch sets the price."""
+"""A per-user speed target caps the batch, so may the HBM; the batch sets the price."""
 
 from __future__ import annotations
 
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
-from derivations import get
+from book.problem_bank import Draw, Mistake, evaluate
 from units import Q_
 
 KIND = "multi"
 TITLE = "Serving a 70B model at a per-user speed"
-USES = ("weight_fetch_time", "kv_fetch_time", "cost_per_token")
+USES = ("weight_fetch_time", "kv_fetch_time", "memory_time", "cost_per_token")
 
-CHIPS = ("h100_sxm", "h200")
+CHIPS = ("h100_sxm", "h200", "b200")
 RATES = (20, 25, 30, 40)  # tokens/s each user must see
-CONTEXTS = (4096, 8192)
+CONTEXTS = (4096, 8192, 16384)
+RENTS = (2.0, 2.5, 3.0, 3.5)  # USD per chip-hour, as quoted to you
 
 
 def draw(rng, presets) -> Draw:
     hardware = rng.choice(CHIPS)
     rate = Q_(rng.choice(RATES), "token/s/sequence")
     context = Q_(rng.choice(CONTEXTS), "token/sequence")
+    rent = Q_(rng.choice(RENTS), "USD/chip/hour")
+    n = Q_(8, "chip")
     case = dict(
         hardware=hardware,
         model="llama_3_1_70b",
         precision="bf16",
-        n_chips=Q_(8, "chip"),
+        n_chips=n,
         context_length=context,
+        price_per_chip_hour=rent,
         presets=presets,
     )
     chip = presets.get("hardware", hardware).name
-    used = get("cost_per_token").evaluate_detailed(batch_size=1, **case).inputs
-    price = used["price_per_chip_hour"].value
-    params = used["n_total"].value
-    per_value = used["weight_bytes_per_value"].value
+    model = presets.get("model", "llama_3_1_70b").name
+    used = evaluate("weight_fetch_time", detailed=True, batch_size=1, **case).inputs
+    params, per_value = used["n_total"].value, used["weight_bytes_per_value"].value
+    hbm = evaluate("hbm_drain_time", detailed=True, **case).inputs["hbm_capacity"].value
+    kv_used = evaluate("kv_fetch_time", detailed=True, batch_size=1, **case).inputs
+    kv_token = kv_used["kv_bytes_per_token"].value
 
     step = (Q_(1, "token/sequence") / rate).to("ms")  # one token per sequence per step
-    weights = get("weight_fetch_time").evaluate(batch_size=1, **case).to("ms")
-    kv_one = get("kv_fetch_time").evaluate(batch_size=1, **case).to("ms")  # per sequence
-    batch = math.floor(((step - weights) / kv_one).to("").magnitude)
+    weights = evaluate("weight_fetch_time", batch_size=1, **case).to("ms")
+    kv_one = evaluate("kv_fetch_time", batch_size=1, **case).to("µs")  # per sequence
+    by_speed = math.floor(((step - weights) / kv_one).to("").magnitude)
+    weight_bytes = (params * per_value * Q_(1, "value/parameter")).to("GB")
+    kv_sequence = (kv_token * context).to("GB/sequence")
+    free = (n * hbm).to("GB") - weight_bytes
+    by_memory = math.floor((free / kv_sequence).to("sequence").magnitude)
+    batch = min(by_speed, by_memory)
     batch_q = Q_(batch, "sequence")
-    memory = get("memory_time").evaluate(batch_size=batch_q, **case).to("ms")
-    compute = get("compute_time").evaluate(batch_size=batch_q, **case).to("ms")
-    cost = get("cost_per_token").evaluate(batch_size=batch_q, **case).to("USD/Mtoken")
+    memory = evaluate("memory_time", batch_size=batch_q, **case).to("ms")
+    compute = evaluate("compute_time", batch_size=batch_q, **case).to("ms")
+    assert compute < memory, "the step must be memory-bound for this reasoning"
+    cost = evaluate("cost_per_token", batch_size=batch_q, **case).to("USD/Mtoken")
+    speed_binds = by_speed <= by_memory
 
     text = (
-        f"You serve Llama 3.1 70B in BF16 on 8 {chip} GPUs rented at "
-        f"{quantity(price)}, with a context of {number(context.magnitude)} tokens per "
-        f"sequence. Every user must see at least {number(rate.magnitude)} tokens per second. "
-        "Using the roofline model of a decode step, how many sequences can you batch at most, "
-        "and what does a "
-        "generated token then cost? Answer with the cost in USD per million tokens."
+        f"You serve {model} in BF16 on a server of {quantity(n)} ({chip}, "
+        f"{quantity(hbm, 3)} of HBM each) rented at {quantity(rent)}. Its KV cache takes "
+        f"{quantity(kv_token.to('kB/token'), 3)} at this precision, and every sequence carries a "
+        f"context of {number(context.magnitude)} tokens. Every user must see at least "
+        f"{number(rate.magnitude)} tokens per second. How many sequences can you batch at most, "
+        "which limit binds, and what does a generated token then cost, in USD per million tokens?"
+    )
+    binding = (
+        "set by the speed target (the memory would hold more)"
+        if speed_binds
+        else f"set by the memory (the speed target alone would allow {number(by_speed)})"
     )
     solution = (
         "Each sequence gets one token per step, so a step may take at most "
-        f"1/{number(rate.magnitude)} s = {quantity(step)}.",
-        f"Every step reads all the weights once: {quantity(params)} × {quantity(per_value)} "
-        "over eight chips' "
-        f"bandwidth takes {quantity(weights)}, whatever the batch.",
-        f"Each sequence adds its KV cache, read once per step: {quantity(kv_one)} per sequence at "
-        f"this context. The rest of the step, {quantity(step - weights)}, holds "
-        f"{number(batch)} sequences (rounded down).",
-        f"Check the regime: at that batch the matmuls take {quantity(compute)}, well under the "
-        f"{quantity(memory)} of memory reads, so the step is memory-bound and the bound holds.",
-        f"Cost: 8 chips × {quantity(price)} × {quantity(memory)} per step, shared by "
-        f"{number(batch)} tokens: **{quantity(cost)}**.",
+        f"1/{number(rate.magnitude)} s = {quantity(step, 3)}.",
+        f"Every step reads all the weights once: {quantity(params, 3)} at two bytes each is "
+        f"{quantity(weight_bytes, 3)}; over the eight chips' combined bandwidth that takes "
+        f"{quantity(weights, 3)}, whatever the batch.",
+        f"Each sequence adds its own KV cache, read once per step: "
+        f"{number(context.magnitude)} tokens × {quantity(kv_token.to('kB/token'), 3)} = "
+        f"{quantity(kv_sequence.to('GB/sequence'), 3)}, which takes {quantity(kv_one, 3)} per "
+        f"sequence. The rest of the step, {quantity(step - weights, 3)}, holds "
+        f"{number(by_speed)} sequences (rounded down).",
+        f"Memory: the eight chips hold {quantity((n * hbm).to('GB'), 3)}; after the weights "
+        f"{quantity(free, 3)} is left for KV caches, room for {number(by_memory)} sequences. "
+        f"So the batch is {number(batch)}, {binding}.",
+        f"Check the regime: at that batch the multiplies take {quantity(compute, 3)}, under the "
+        f"{quantity(memory, 3)} of memory reads, so the step is memory-bound as assumed.",
+        f"Cost: {quantity(n)} × {quantity(rent)} × {quantity(memory, 3)} per step, shared by "
+        f"{number(batch)} tokens: **{quantity(cost, 3)}**.",
     )
-    mistakes = (
+    cost_by_speed = None
+    if not speed_binds:
+        too_many = Q_(by_speed, "sequence")
+        cost_by_speed = evaluate("cost_per_token", batch_size=too_many, **case)
+    mistakes = [
         Mistake(
             cost / 8,
-            "That is one chip's rent per token: the replica is 8 chips, and all 8 are paid "
-            "for every step.",
+            "That is one chip's rent per token: the replica is all the server's chips, and "
+            "every one of them is paid for every step.",
         ),
+    ]
+    if cost_by_speed is not None and abs((cost_by_speed / cost).to("").m - 1) > 0.05:
+        mistakes.append(
+            Mistake(
+                cost_by_speed.to("USD/Mtoken"),
+                "That batch meets the speed target, but its KV caches do not fit in the "
+                "servers' HBM: the memory caps the batch first.",
+            )
+        )
+    return Draw(
+        text=text,
+        answer=cost,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
+        hint="Find the largest batch the step-time limit allows, then the largest the HBM "
+        "holds; the smaller one is the batch.",
     )
-    return Draw(text=text, answer=cost, solution=solution, tolerance=0.03, mistakes=mistakes)

@@ -1,0 +1,149 @@
+"""Choose the server, the precision and the batch that meet a per-user speed most cheaply."""
+
+from __future__ import annotations
+
+import math
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake, evaluate
+from units import Q_
+
+KIND = "design"
+TITLE = "Which server, which precision, which batch?"
+USES = ("memory_time", "compute_time", "step_time", "cost_per_token")
+
+CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
+RENTS = {
+    "h100_sxm": (2.0, 2.5),
+    "h200": (2.5, 3.0, 3.5),
+    "b200": (4.0, 5.0, 6.0),
+    "mi300x": (2.0, 2.5, 3.0),
+}  # USD per GPU-hour, as quoted to you
+RATES = (25, 40, 50)  # tokens/s each user must see
+CONTEXT = 8192
+CLOSE = 0.05
+
+
+def option(hardware, precision, rent, step_limit, presets):
+    """The largest batch meeting the step limit and the HBM, and its cost per token."""
+    n = Q_(8, "chip")
+    case = dict(
+        hardware=hardware,
+        model="llama_3_1_70b",
+        precision=precision,
+        n_chips=n,
+        context_length=Q_(CONTEXT, "token/sequence"),
+        price_per_chip_hour=rent,
+        presets=presets,
+    )
+    one = Q_(1, "sequence")
+    weights = evaluate("weight_fetch_time", **case, batch_size=one)
+    kv_one = evaluate("kv_fetch_time", **case, batch_size=one)
+    compute_one = evaluate("compute_time", **case, batch_size=one)
+    drained = evaluate("hbm_drain_time", detailed=True, **case).inputs
+    fetch = evaluate("weight_fetch_time", detailed=True, **case, batch_size=one).inputs
+    weight_bytes = (
+        fetch["n_total"].value * fetch["weight_bytes_per_value"].value * Q_(1, "value/parameter")
+    ).to("GB")
+    hbm = (n * drained["hbm_capacity"].value).to("GB")
+    kv_bytes = (
+        evaluate("kv_fetch_time", detailed=True, **case, batch_size=one)
+        .inputs["kv_bytes_per_token"]
+        .value
+        * case["context_length"]
+    ).to("GB/sequence")
+    limits = {
+        "speed": math.floor(((step_limit - weights) / kv_one).to("").magnitude),
+        "compute": math.floor((step_limit / compute_one).to("").magnitude),
+        "memory": math.floor(((hbm - weight_bytes) / kv_bytes).to("sequence").magnitude),
+    }
+    batch = min(limits.values())
+    if batch < 1:
+        return None
+    b = Q_(batch, "sequence")
+    return dict(
+        hardware=hardware,
+        precision=precision,
+        rent=rent,
+        batch=batch,
+        binds=min(limits, key=limits.get),
+        step=evaluate("step_time", **case, batch_size=b).to("ms"),
+        cost=evaluate("cost_per_token", **case, batch_size=b).to("USD/Mtoken"),
+    )
+
+
+def draw(rng, presets) -> Draw:
+    chips = rng.sample(CHIPS, 2)
+    rents = {h: Q_(rng.choice(RENTS[h]), "USD/chip/hour") for h in chips}
+    rate = Q_(rng.choice(RATES), "token/s/sequence")
+    step_limit = (Q_(1, "token/sequence") / rate).to("ms")
+    rows = [option(h, p, rents[h], step_limit, presets) for h in chips for p in ("bf16", "fp8")]
+    rows = sorted((r for r in rows if r), key=lambda r: r["cost"].m)
+    best, second = rows[0], rows[1]
+    margin = (second["cost"] / best["cost"]).to("").m - 1
+    name = {h: presets.get("hardware", h).name for h in chips}
+    model = presets.get("model", "llama_3_1_70b").name
+    why = {"speed": "the speed target", "compute": "the multiplies", "memory": "the HBM"}
+
+    def row(r) -> str:
+        return (
+            f"{name[r['hardware']]} in {r['precision'].upper()}: batch {number(r['batch'])} "
+            f"(set by {why[r['binds']]}), step {quantity(r['step'], 3)}, "
+            f"{quantity(r['cost'], 3)}"
+        )
+
+    offers = " and ".join(f"servers of eight {name[h]} at {quantity(rents[h])}" for h in chips)
+    text = (
+        f"You must serve {model} so that every user sees at least {number(rate.magnitude)} "
+        f"tokens per second, with contexts of {number(CONTEXT)} tokens. You are offered {offers}. "
+        "You may run weights, KV cache and math in BF16 or in FP8, and choose the batch. Which "
+        "server and precision give the lowest cost per token, and what is that cost, in USD "
+        "per million tokens?"
+    )
+    close = (
+        f" That is close: under {CLOSE:.0%} apart, so a rent quoted slightly differently "
+        "would flip the choice."
+        if margin < CLOSE
+        else ""
+    )
+    solution = (
+        "For each option, the step may last one over the per-user speed "
+        f"({quantity(step_limit, 3)}). The batch is the largest that keeps the step within it "
+        "(weights read once, plus each sequence's KV cache) and whose KV caches fit in the "
+        "HBM beside the weights; FP8 halves both the bytes read and the bytes held.",
+        *(f"{row(r)}." for r in rows[1:]),
+        f"Cheapest: {row(best)}. The next option costs {margin:.0%} more.{close}",
+        f"Lowest cost: **{quantity(best['cost'], 3)}**, on {name[best['hardware']]} in "
+        f"{best['precision'].upper()} at batch {number(best['batch'])}.",
+    )
+    mistakes = tuple(
+        Mistake(
+            r["cost"],
+            f"That is {name[r['hardware']]} in {r['precision'].upper()}, "
+            "not the cheapest option that meets the speed.",
+        )
+        for r in rows[1:]
+        if abs((r["cost"] / best["cost"]).to("").m - 1) > 0.03
+    )
+    return Draw(
+        text=text,
+        answer=best["cost"],
+        solution=solution,
+        tolerance=0.03,
+        mistakes=mistakes
+        or (
+            Mistake(
+                best["cost"] * 8,
+                "That is the whole server's rent "
+                "per token of one sequence's share; divide by the chips.",
+            ),
+        ),
+        hint="For each option, find the batch the speed target and the HBM allow; the cost per "
+        "token is the server's rent for one step over that batch.",
+        choices={
+            "hardware": best["hardware"],
+            "precision": best["precision"],
+            "batch_size": best["batch"],
+        },
+        margin=margin,
+    )

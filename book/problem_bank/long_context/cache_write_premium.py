@@ -1,0 +1,120 @@
+"""Does a prompt-cache write premium pay for holding the cache on a given memory tier?"""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "Does the cache-write premium pay for the memory?"
+USES = ("kv_bytes_per_token", "cache_write_premium", "cache_premium_over_hold")
+LECTURE = "1:33:02"
+
+APIS = ("claude_opus_4_6", "claude_sonnet_4")
+LIFETIMES = (
+    ("cache_write_5min", "cache_duration_short"),
+    ("cache_write_1h", "cache_duration_long"),
+)
+MODELS = ("llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b", "deepseek_v3")
+TIERS = ("hbm_h100", "dram_ddr5", "flash_nvme")
+RENT = "lecture_gpu"  # what HBM costs: the GPU's rent over its capacity
+
+
+def _attention(model) -> str:
+    if model.attention == "mla":
+        return (
+            f"caches one latent of {number(model.kv_lora_rank)} values and one rotary key of "
+            f"{number(model.qk_rope_head_dim)} values per token in each of its "
+            f"{number(model.layers)} layers"
+        )
+    return (
+        f"has {number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
+        f"{number(model.head_dim)} values"
+    )
+
+
+def draw(rng, presets) -> Draw:
+    api_id = rng.choice(APIS)
+    write_field, life_field = rng.choice(LIFETIMES)
+    name = rng.choice(MODELS)
+    tier_id = rng.choice(TIERS)
+    api = presets.get("api", api_id)
+    model = presets.get("model", name)
+    tier = presets.get("tier", tier_id)
+    write = api.get(write_field).to("USD/Mtoken")
+    life = presets.parameter[life_field].value
+    case = dict(model=name, api=api_id, price=RENT, presets=presets)
+
+    premium = get("cache_write_premium").evaluate(cache_write_price=write, **case)
+    premium = premium.to("USD/Mtoken")
+    result = get("cache_premium_over_hold").evaluate_detailed(
+        tier=tier_id, cache_lifetime=life, cache_write_price=write, **case
+    )
+    ratio = result.value.to("")
+    per_token = result.inputs["kv_bytes_per_token"].value.to("kB/token")
+    price = result.inputs["tier_price"].value.to("USD/GB/hour")
+    hold = (per_token * life * price).to("USD/Mtoken")
+    rent = presets.get("rental", RENT).price
+
+    if tier.get("price") is not None:
+        where = f"{tier.medium} ({tier.name}), rented at {quantity(tier.price)}"
+    else:
+        where = (
+            f"HBM, which costs the GPU's rent, {quantity(rent)}, over its {quantity(tier.capacity)}"
+        )
+    text = (
+        f"{api.name} charges {quantity(api.input.to('USD/Mtoken'))} for input tokens and "
+        f"{quantity(write)} for input written to a prompt cache that lives "
+        f"{quantity(life)}. Suppose the model behind it {_attention(model)}, caches in BF16, "
+        f"and that the provider keeps written caches in {where}. How many times over does "
+        "the extra charge for writing the cache pay for holding it for its lifetime? (Below "
+        "one, it does not.)"
+    )
+    what = (
+        "a latent and a rotary key per layer"
+        if model.attention == "mla"
+        else "a key and a value per KV head per layer"
+    )
+    verdict = (
+        "the premium pays for this tier with room to spare"
+        if ratio.m > 1
+        else "the premium does not cover this tier: a cache kept this long must live somewhere "
+        "cheaper"
+    )
+    solution = (
+        f"A cache write is an input token's prefill plus the holding, so the holding is paid "
+        f"by the premium: {quantity(write)} − {quantity(api.input.to('USD/Mtoken'))} = "
+        f"{quantity(premium)}.",
+        f"Each cached token holds {what}, two bytes each: {quantity(per_token)}.",
+        f"The tier costs {quantity(price, 3)}; a million tokens' cache held for "
+        f"{quantity(life)} costs {quantity(per_token)} × {quantity(life)} × that price = "
+        f"{quantity(hold, 3)}.",
+        f"{quantity(premium)} / {quantity(hold, 3)} = **{number(ratio.m, 3)}**: {verdict}.",
+    )
+    candidates = [
+        (
+            ratio * (write / premium).to(""),
+            "You set the whole write price against the holding; the input price already pays "
+            "for the prefill, so only the premium is left for it.",
+        )
+    ]
+    if model.attention == "gqa":
+        candidates.append(
+            (
+                ratio * 2,
+                "You counted one vector per KV head; each caches a key and a value (or you "
+                "stored one byte per value: BF16 is two).",
+            )
+        )
+    if tier.get("price") is not None and "month" in str(tier.price.units):
+        hours = (Q_(1, "month") / Q_(1, "hour")).to("").m  # hours in a month
+        candidates.append((ratio / hours, "You read the monthly price as a price per hour."))
+    mistakes: list[Mistake] = []
+    for value, why in candidates:  # each distinct wrong value once
+        if all(abs((value / o).to("").m - 1) > 0.05 for o in [ratio, *(m.value for m in mistakes)]):
+            mistakes.append(Mistake(value, why))
+    return Draw(
+        text=text, answer=ratio, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+    )

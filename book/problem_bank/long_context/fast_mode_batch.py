@@ -1,0 +1,142 @@
+"""Fast mode's price and speed imply a smaller batch; the roofline says how fast that batch runs."""
+
+from __future__ import annotations
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from derivations.inputs import reachable
+from units import Q_
+
+KIND = "multi"
+TITLE = "What fast mode's price says about its batch"
+USES = ("fast_mode_batch_ratio", "weight_fetch_time", "kv_fetch_time", "step_time")
+
+# dense models, so a small batch still reads every weight (model, chip, chips, precision)
+SETUPS = (
+    ("llama_3_1_70b", "h100_sxm", 8, "bf16"),
+    ("llama_3_1_70b", "h200", 8, "fp8"),
+    ("llama_3_1_405b", "b200", 8, "fp8"),
+    ("llama_3_1_405b", "h200", 8, "fp8"),
+)
+BATCHES = (128, 256, 512)
+CONTEXTS = (4096, 8192, 16_384)
+NAMES = {"bf16": "BF16", "fp8": "FP8"}
+CHOICES = ("model", "hardware", "precision", "presets")
+
+
+def _ev(eq_id: str, case: dict, **extra):
+    """``eq_id`` evaluated on the inputs of ``case`` it takes (the preset choices always)."""
+    eq = get(eq_id)
+    allowed = reachable(eq)
+    args = {k: v for k, v in case.items() if k in CHOICES or k in allowed}
+    return eq.evaluate(**args, **extra)
+
+
+def draw(rng, presets) -> Draw:
+    ratio = get("fast_mode_batch_ratio").evaluate_detailed(presets=presets)
+    price_x = ratio.inputs["fast_price_multiplier"].value.to("").m
+    speed_x = ratio.inputs["fast_speed_multiplier"].value.to("").m
+    ratio = ratio.value.to("").m
+    options = []
+    for name, hardware, chips, precision in SETUPS:
+        for batch in BATCHES:
+            for context in CONTEXTS:
+                case = dict(
+                    model=name,
+                    hardware=hardware,
+                    precision=precision,
+                    n_chips=Q_(chips, "chip"),
+                    context_length=Q_(context, "token/sequence"),
+                    presets=presets,
+                )
+                need = _ev("chips_to_fit", case, batch_size=Q_(batch, "sequence"))
+                if need <= case["n_chips"] and round(batch * ratio) >= 2:
+                    options.append((case, batch))
+    case, batch = rng.choice(options)
+    fast = round(batch * ratio)
+    model = presets.get("model", case["model"])
+    chip = presets.get("hardware", case["hardware"])
+    precision = NAMES[case["precision"]]
+
+    def step(b):
+        b = Q_(b, "sequence")
+        parts = {
+            eq: _ev(eq, case, batch_size=b).to("ms")
+            for eq in ("weight_fetch_time", "kv_fetch_time", "compute_time", "step_time")
+        }
+        return parts
+
+    def speed(b):
+        return (Q_(1, "token/sequence") / step(b)["step_time"]).to("token/s/sequence")
+
+    slow, quick = step(batch), step(fast)
+    answer = speed(fast)
+    gain = (answer / speed(batch)).to("").m
+    flops = get("compute_time").evaluate_detailed(batch_size=Q_(1, "sequence"), **case)
+    flops = flops.inputs["flops"].value
+    per_token = _ev("kv_bytes_per_token", case).to("kB/token")
+
+    text = (
+        f"A provider serves {model.name} ({quantity(model.params_total)}, dense) in "
+        f"{precision} on {number(case['n_chips'].m)} {chip.name.split(' (')[0]} GPUs "
+        f"({quantity(flops)} dense in {precision} and {quantity(chip.hbm_bandwidth)} of HBM "
+        f"each) at a batch of {quantity(Q_(batch, 'sequence'))}, every sequence at about "
+        f"{context_tokens(case['context_length'])} of context ({model.name} caches "
+        f"{quantity(per_token)} at {precision}). It launches a fast mode at "
+        f"{number(price_x)} times the price per token for {number(speed_x)} times the speed "
+        "per user, pricing both modes at the same margin over chip time. What batch does the "
+        "price imply for fast mode, and how many tokens per second would each sequence of that "
+        "batch get on the roofline?"
+    )
+    solution = (
+        "The price of a token is the chip time per token, the step time over the batch; a "
+        "user's speed is one token per step. So the price ratio is (fast step / fast batch) / "
+        "(step / batch), and the fast step is the step over the speed-up: the fast batch is "
+        f"the batch over {number(price_x)} × {number(speed_x)}, {quantity(Q_(batch, 'sequence'))} "
+        f"/ {number(price_x * speed_x)} ≈ {quantity(Q_(fast, 'sequence'))}.",
+        f"At the standard batch a step reads the weights in {quantity(slow['weight_fetch_time'])} "
+        f"and the caches in {quantity(slow['kv_fetch_time'])}, against "
+        f"{quantity(slow['compute_time'])} of multiplies: {quantity(slow['step_time'])}, so "
+        f"each user gets {quantity(speed(batch))}.",
+        f"At {quantity(Q_(fast, 'sequence'))} the weights still take "
+        f"{quantity(quick['weight_fetch_time'])}, the caches only "
+        f"{quantity(quick['kv_fetch_time'])} and the multiplies "
+        f"{quantity(quick['compute_time'])}: a step of {quantity(quick['step_time'])}.",
+        f"Each user then gets **{quantity(answer)}**, {number(gain, 3)} times the standard "
+        f"speed against the {number(speed_x)} times advertised"
+        + (
+            ": a batch this small would beat the advertised speed, so the price leaves the "
+            "provider room (a somewhat larger batch would still deliver it)."
+            if gain > speed_x
+            else ": the weight reads set a floor the smaller batch cannot get under, so the "
+            "price alone does not buy the speed."
+        ),
+    )
+    candidates = (
+        (
+            speed(round(batch / price_x)),
+            f"You divided the batch by the price multiple alone; "
+            f"faster steps also make each token cheaper, so divide by {number(price_x)} × "
+            f"{number(speed_x)}.",
+        ),
+        (
+            speed(batch) * speed_x,
+            "You took the advertised speed-up; the question asks what "
+            "the roofline gives at the implied batch.",
+        ),
+        (speed(batch), "That is the standard mode's speed, at the full batch."),
+    )
+    mistakes: list[Mistake] = []
+    for value, why in candidates:
+        if all(
+            abs((value / o).to("").m - 1) > 0.04 for o in [answer, *(m.value for m in mistakes)]
+        ):
+            mistakes.append(Mistake(value, why))
+    return Draw(
+        text=text,
+        answer=answer,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
+    )

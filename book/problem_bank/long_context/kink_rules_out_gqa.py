@@ -1,0 +1,95 @@
+"""A price kink bounds the KV cache per token; a Llama-shaped cache overshoots it by far."""
+
+from __future__ import annotations
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "What a price kink rules out"
+USES = ("kv_bytes_from_price_kink", "gqa_kv_values_per_token", "kv_bytes_per_token")
+LECTURE = "1:33:02"
+
+CHIPS = ("h100_sxm", "h200", "b200", "gb200_nvl72", "mi355x")
+ACTIVE = (50, 100, 150, 200)  # billions of active parameters the provider is believed to run
+KINKS = (128_000, 200_000, 256_000)  # tokens: where the price list steps up
+SHAPES = ("llama_3_1_70b", "llama_3_1_405b", "llama_3_1_8b", "qwen3_235b_a22b")
+
+
+def draw(rng, presets) -> Draw:
+    hardware = rng.choice(CHIPS)
+    active = Q_(rng.choice(ACTIVE), "Gparameter")
+    kink = Q_(rng.choice(KINKS), "token/sequence")
+    shape = rng.choice(SHAPES)
+    chip = presets.get("hardware", hardware).name.split(" (")[0]
+    model = presets.get("model", shape)
+
+    implied = get("kv_bytes_from_price_kink").evaluate_detailed(
+        hardware=hardware,
+        precision="fp8",
+        n_active=active,
+        price_kink_context=kink,
+        presets=presets,
+    )
+    flops, bandwidth = implied.inputs["flops"].value, implied.inputs["mem_bandwidth"].value
+    per_param = implied.inputs["flops_per_param_token"].value
+    implied = implied.value.to("byte/token")
+    counted = get("gqa_kv_values_per_token").evaluate_detailed(model=shape, presets=presets)
+    values, pair = counted.value, counted.inputs["kv_vectors_per_token"].value
+    cached = get("kv_bytes_per_token").evaluate(model=shape, precision="fp8", presets=presets)
+    cached = cached.to("kB/token")
+    ratio = (cached / implied).to("")
+
+    layers, kv_heads, head_dim = model.layers, model.n_kv_heads, model.head_dim
+    per_token_flops = (per_param * active).to("GFLOP/token")
+    per_token_time = (per_token_flops / flops).to("µs/token")
+    text = (
+        f"An API provider charges more per token for prompts longer than "
+        f"{context_tokens(kink)}. You believe it serves a model with {quantity(active)} active "
+        f"per token on {chip} GPUs ({quantity(flops)} dense at FP8, {quantity(bandwidth)} of HBM "
+        "bandwidth), with weights and KV cache at FP8, and that the step in price sits where a "
+        "token's KV-cache reads start to take longer than its matrix multiplies (attention's own "
+        f"FLOPs aside). Could the model have {model.name}'s attention: {number(layers)} layers, "
+        f"each with {number(kv_heads)} KV heads of {number(head_dim)} values? How many times "
+        "more KV-cache bytes per token would that attention store than the price step allows?"
+    )
+    solution = (
+        "At the step, one token's KV read takes as long as its compute. Its compute is "
+        f"{number(per_param.magnitude)} FLOPs per active parameter, "
+        f"{quantity(per_token_flops)}, which takes {quantity(per_token_time)} at "
+        f"{quantity(flops)}.",
+        f"In that time HBM delivers {quantity((bandwidth * per_token_time).to('MB/token'))}, "
+        f"and the read must cover all {context_tokens(kink)} of context: "
+        f"{quantity(implied)}. That is all the KV cache a token may cost if the step sits where "
+        "you think.",
+        "Grouped-query attention caches a key and a value per KV head per layer: "
+        f"{number(pair.magnitude)} × "
+        f"{number(kv_heads)} × {number(head_dim)} × {number(layers)} = {quantity(values, 6)}, "
+        f"at one byte each at FP8: {quantity(cached)}.",
+        f"That is {number(ratio.magnitude, 3)} times the {quantity(implied)} the step allows: "
+        "with such a cache the KV reads would overtake the compute at about "
+        f"{context_tokens(kink / ratio, 2)}, long before the step. The provider's model must "
+        "keep a full-context cache in only a few layers (sharing it or using sliding windows "
+        f"elsewhere). **{number(ratio.m, 3)} times**.",
+    )
+    mistakes = (
+        Mistake(
+            ratio / 2,
+            "You counted one vector per KV head; each caches a key and a value, two vectors.",
+        ),
+        Mistake(
+            ratio * 2,
+            "Either the cache went in at two bytes per value (FP8 is one) or the compute at one "
+            "FLOP per parameter (a multiply and an add are two).",
+        ),
+    )
+    return Draw(
+        text=text,
+        answer=ratio,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=mistakes,
+        hint="At the step, a token's KV read takes as long as its compute; solve for the bytes.",
+    )

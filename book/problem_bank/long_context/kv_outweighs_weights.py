@@ -1,0 +1,111 @@
+"""At a given batch, the context beyond which the KV cache, not the weights, fills the HBM reads."""
+
+from __future__ import annotations
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "When the caches outweigh the weights"
+USES = ("gqa_kv_values_per_token", "kv_bytes_per_token", "kv_weight_crossover_context")
+
+# (model, chip, chips that hold the weights at the weight precision)
+SETUPS = (
+    ("llama_3_1_8b", "h100_sxm", 2),
+    ("llama_3_1_70b", "h100_sxm", 4),
+    ("llama_3_3_70b", "b200", 2),
+    ("llama_3_1_405b", "h200", 8),
+)
+PRECISIONS = (("fp8", "bf16"), ("fp8", "fp8"), ("bf16", "bf16"), ("fp4", "fp8"))
+BATCHES = (16, 32, 64, 128, 256)
+NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
+
+
+def draw(rng, presets) -> Draw:
+    name, hardware, chips = rng.choice(SETUPS)
+    weight_precision, kv_precision = rng.choice(PRECISIONS)
+    batch = Q_(rng.choice(BATCHES), "sequence")
+    model = presets.get("model", name)
+    chip = presets.get("hardware", hardware).name.split(" (")[0]
+    case = dict(
+        model=name,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+        presets=presets,
+    )
+
+    counted = get("gqa_kv_values_per_token").evaluate_detailed(model=name, presets=presets)
+    values, pair = counted.value, counted.inputs["kv_vectors_per_token"].value
+    per_token = get("kv_bytes_per_token").evaluate_detailed(**case)
+    per_value = per_token.inputs["kv_bytes_per_value"].value
+    per_token = per_token.value.to("kB/token")
+    result = get("kv_weight_crossover_context").evaluate_detailed(batch_size=batch, **case)
+    context = result.value.to("token/sequence")
+    weight_bytes = (
+        result.inputs["n_total"].value * result.inputs["weight_bytes_per_value"].value
+    ).to("GB")
+    # what one more token of context length adds to a step's reads, over the whole batch
+    per_context_token = (batch * per_token * Q_(1, "token/sequence")).to("MB")
+
+    text = (
+        f"You serve {model.name} ({quantity(model.params_total)}, dense) on "
+        f"{number(chips)} {chip} GPUs, with the weights stored in "
+        f"{NAMES[weight_precision]} and the KV cache in {NAMES[kv_precision]}. Its attention: "
+        f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
+        f"{number(model.head_dim)} values. The engine runs a batch of {quantity(batch)}, all "
+        "with the same context length. Beyond what context length does each decode step read "
+        "more bytes of KV cache than of weights?"
+    )
+    solution = (
+        f"Each step reads every weight once: {quantity(model.params_total)} at "
+        f"{quantity(result.inputs['weight_bytes_per_value'].value)}, {quantity(weight_bytes)}. "
+        f"The number of GPUs does not matter: weights and caches are spread over the same "
+        f"{number(chips)} chips and read at the same bandwidth.",
+        f"Each token of context caches a key and a value per KV head per layer: "
+        f"{number(pair.magnitude)} × {number(model.n_kv_heads)} × {number(model.head_dim)} × "
+        f"{number(model.layers)} = {quantity(values, 6)}, at {quantity(per_value)}: "
+        f"{quantity(per_token)}.",
+        f"The batch has {quantity(batch)}, each with its own cache, so each token of context "
+        f"length adds {quantity(per_context_token)} to a step's reads.",
+        f"The caches outweigh the weights once the context passes {quantity(weight_bytes)} / "
+        f"{quantity(per_context_token)} per token: **{context_tokens(context, 3)}**. Beyond "
+        "it, a longer context or a bigger batch costs more HBM time than the whole model does.",
+    )
+    candidates = (
+        (
+            context * 2,
+            "You counted one vector per KV head; each caches a key and a value, two vectors.",
+        ),
+        (
+            get("kv_weight_crossover_context").evaluate(
+                batch_size=batch, **dict(case, kv_precision=weight_precision)
+            ),
+            "You stored the cache at the weights' precision; here the two differ.",
+        ),
+        (
+            context / chips,
+            "You divided the weights over the GPUs but not the caches; both are spread over "
+            "the same chips, so the count cancels.",
+        ),
+        (
+            context * batch.magnitude,
+            "You counted one sequence's cache; the batch reads one cache per sequence.",
+        ),
+    )
+    mistakes: list[Mistake] = []
+    for value, why in candidates:  # each distinct wrong value once, with its likeliest cause
+        value = value.to("token/sequence")
+        if all(
+            abs((value / other).to("").m - 1) > 0.05
+            for other in [context, *(m.value for m in mistakes)]
+        ):
+            mistakes.append(Mistake(value, why))
+    return Draw(
+        text=text,
+        answer=context,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
+    )

@@ -1,0 +1,137 @@
+"""The context at which a decode token's KV reads overtake its compute, attention FLOPs counted."""
+
+from __future__ import annotations
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_, ChalkboardError
+
+KIND = "multi"
+TITLE = "Where KV reads overtake compute"
+USES = (
+    "kv_bytes_per_token",
+    "gqa_attention_flops",
+    "mla_decode_attention_flops",
+    "kv_compute_crossover_context",
+)
+
+MODELS = ("llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b", "deepseek_v3", "mixtral_8x7b")
+CHIPS = ("h100_sxm", "h200", "b200", "gb200_nvl72", "mi300x", "a100_sxm")
+PRECISIONS = ("bf16", "fp8")
+NAMES = {"bf16": "BF16", "fp8": "FP8"}
+
+
+def _attention(model) -> str:
+    if model.attention == "mla":
+        return (
+            f"multi-head latent attention: {number(model.n_heads)} query heads per layer read a "
+            f"cached latent of {number(model.kv_lora_rank)} values and a rotary key of "
+            f"{number(model.qk_rope_head_dim)} values, in {number(model.layers)} layers (the "
+            "key and value projections absorbed, so each head works on the latent directly)"
+        )
+    return (
+        f"grouped-query attention: {number(model.n_heads)} query heads and "
+        f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values per layer, "
+        f"in {number(model.layers)} layers"
+    )
+
+
+def draw(rng, presets) -> Draw:
+    crossover = get("kv_compute_crossover_context")
+    while True:  # draw until the KV reads do overtake compute (MLA may never, on some chips)
+        name, hardware, precision = rng.choice(MODELS), rng.choice(CHIPS), rng.choice(PRECISIONS)
+        chip = presets.get("hardware", hardware)
+        if chip.get(f"dense_flops_{precision}") is None:
+            continue
+        case = dict(model=name, hardware=hardware, precision=precision, presets=presets)
+        try:
+            result = crossover.evaluate_detailed(**case)
+        except ChalkboardError:
+            continue
+        break
+    model = presets.get("model", name)
+    context = result.value.to("token/sequence")
+    used = result.inputs
+    flops, bandwidth = used["flops"].value, used["mem_bandwidth"].value
+    per_token = used["kv_bytes_per_token"].value.to("kB/token")
+    attention = used["attention_flops_per_token"].value.to("MFLOP/token")
+    weights = (used["flops_per_param_token"].value * used["n_active"].value).to("GFLOP/token")
+    ridge = (flops / bandwidth).to("FLOP/byte")
+    per_byte = (attention / per_token).to("FLOP/byte")
+    kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
+    plain = kink.evaluate(implied_kv_bytes_per_token=per_token, **case).to("token/sequence")
+    active = (
+        f"{quantity(model.params_active)} active per token"
+        if model.get("experts_routed")
+        else quantity(model.params_active)
+    )
+
+    text = (
+        f"{model.name} ({active}) runs decode on {chip.name.split(' (')[0]} GPUs "
+        f"({quantity(flops)} dense at {NAMES[precision]}, {quantity(bandwidth)} of HBM), with "
+        f"weights and KV cache in {NAMES[precision]}. It uses {_attention(model)}. At a large "
+        "batch the weight reads are shared by every sequence; per sequence, each step does the "
+        "weights' multiplies and the attention over the context, and reads the sequence's KV "
+        "cache. Beyond what context length do the KV reads take longer than the multiplies, "
+        "attention included?"
+    )
+    mac = used["flops_per_multiply_add"].value
+    token = Q_(1, "token")
+    if model.attention == "mla":
+        attn_words = (
+            f"each of {number(model.n_heads)} heads scores the latent and the rotary key "
+            f"({number(model.kv_lora_rank)} + {number(model.qk_rope_head_dim)} multiply-adds) "
+            f"and sums the latent ({number(model.kv_lora_rank)} more), at {quantity(mac)} a "
+            f"multiply-add, in {number(model.layers)} layers"
+        )
+    else:
+        attn_words = (
+            f"each of {number(model.n_heads)} query heads scores a key and sums a value, "
+            f"{number(model.head_dim)} multiply-adds each at {quantity(mac)}, in "
+            f"{number(model.layers)} layers"
+        )
+    solution = (
+        f"Each token of context adds {quantity(per_token * token)} to a sequence's cache, "
+        "read once per step.",
+        f"Each token of context also costs the new token {quantity(attention * token, 3)} of "
+        f"attention: {attn_words}. The weights cost {quantity(weights * token)} per new token, "
+        "whatever the context.",
+        f"Set the reads equal to the multiplies: L × {quantity(per_token * token)} / "
+        f"{quantity(bandwidth)} = ({quantity(weights * token)} + L × "
+        f"{quantity(attention * token, 3)}) / {quantity(flops)}. Attention spends "
+        f"{number(per_byte.m, 3)} FLOPs per KV byte against the chip's {number(ridge.m, 3)} "
+        "FLOPs per byte, so the reads do win, and solving for L gives the context.",
+        f"**{context_tokens(context, 3)}**. Leaving attention's FLOPs out, as the lecture "
+        f"does, gives {context_tokens(plain, 3)}"
+        + (
+            ": for MLA, whose FLOPs per KV byte come close to the chip's, that is far off."
+            if model.attention == "mla"
+            else ", a small correction for grouped-query attention."
+        ),
+    )
+    candidates = [
+        (plain, "You left attention's FLOPs out; they grow with the context too."),
+    ]
+    if model.attention == "gqa":
+        try:
+            half = crossover.evaluate(kv_bytes_per_token=per_token / 2, **case)
+            candidates.append(
+                (half, "You counted one vector per KV head; each caches a key and a value.")
+            )
+        except ChalkboardError:
+            pass
+    mistakes: list[Mistake] = []
+    for value, why in candidates:
+        value = value.to("token/sequence")
+        if all(
+            abs((value / o).to("").m - 1) > 0.04 for o in [context, *(m.value for m in mistakes)]
+        ):
+            mistakes.append(Mistake(value, why))
+    return Draw(
+        text=text,
+        answer=context,
+        solution=solution,
+        tolerance=0.02,
+        mistakes=tuple(mistakes),
+    )

@@ -1,0 +1,160 @@
+"""How many long conversations fit in a node's HBM once the weights are in."""
+
+from __future__ import annotations
+
+import math
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "How many long conversations fit on the node"
+USES = ("kv_bytes_per_token", "kv_cache_per_sequence", "chips_to_fit")
+
+# (model, chip, chips): every case holds its FP8 weights with room to spare
+CASES = (
+    ("deepseek_v3", "h200", 8),
+    ("deepseek_v3", "b200", 8),
+    ("kimi_k2", "b200", 8),
+    ("llama_3_1_405b", "h200", 8),
+    ("llama_3_1_405b", "b200", 8),
+    ("llama_3_1_70b", "h100_sxm", 4),
+    ("qwen3_235b_a22b", "h200", 4),
+)
+CONTEXTS = (8192, 32_768, 65_536, 131_072)
+FEWEST = 40  # sequences: fewer, and a whole-number answer would round by more than the tolerance
+
+
+def _attention(model) -> str:
+    if model.attention == "mla":
+        return (
+            f"multi-head latent attention in all {number(model.layers)} layers, with a latent "
+            f"of {number(model.kv_lora_rank)} values and a shared rotary key of "
+            f"{number(model.qk_rope_head_dim)} values"
+        )
+    return (
+        f"grouped-query attention in all {number(model.layers)} layers, with "
+        f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values"
+    )
+
+
+def draw(rng, presets) -> Draw:
+    fits = get("chips_to_fit").solve_for("batch_size")
+    options = []
+    for name, hardware, chips in CASES:
+        case = dict(
+            model=name,
+            hardware=hardware,
+            precision="fp8",
+            chips_to_fit=Q_(chips, "chip"),
+            presets=presets,
+        )
+        for context in CONTEXTS:
+            ctx = Q_(context, "token/sequence")
+            batch = fits.evaluate(context_length=ctx, **case).to("sequence")
+            if batch.magnitude >= FEWEST:
+                options.append((case, ctx, batch))
+    case, context, exact = rng.choice(options)
+    model = presets.get("model", case["model"])
+    chip = presets.get("hardware", case["hardware"])
+    chips = case["chips_to_fit"]
+    batch = Q_(math.floor(exact.magnitude), "sequence")
+
+    per_token = get("kv_bytes_per_token").evaluate_detailed(
+        model=model.id, precision="fp8", presets=presets
+    )
+    values = per_token.inputs["kv_values_per_token"].value
+    per_token = per_token.value.to("kB/token")
+    one = Q_(1, "sequence")
+    per_sequence = (
+        get("kv_cache_per_sequence").evaluate(
+            model=model.id, precision="fp8", context_length=context, presets=presets
+        )
+        * one
+    ).to("GB")
+    used = fits.evaluate_detailed(context_length=context, **case).inputs
+    weights = (used["n_total"].value * used["weight_bytes_per_value"].value).to("GB")
+    hbm = (chip.hbm_capacity * chips / Q_(1, "chip")).to("GB")
+    free = hbm - weights
+
+    size = (
+        f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
+        if model.get("experts_routed")
+        else f"{quantity(model.params_total)}, dense"
+    )
+    every = "expert" if model.get("experts_routed") else "parameter"
+    cache_size = per_sequence if per_sequence >= Q_(1, "GB") else per_sequence.to("MB")
+    text = (
+        f"You serve {model.name} ({size}) on {number(chips.magnitude)} "
+        f"{chip.name.split(' (')[0]} GPUs with {quantity(chip.hbm_capacity)} of HBM each, "
+        f"weights and KV cache both at FP8. It uses {_attention(model)}. Counting only the "
+        f"weights and the KV cache, how many conversations of {context_tokens(context, 6)} can the "
+        "node hold at once?"
+    )
+    cache_words = (
+        "one latent and one rotary key per layer"
+        if model.attention == "mla"
+        else "a key and a value per KV head per layer"
+    )
+    solution = (
+        f"Every {every} must sit in HBM, so the weights take all {quantity(model.params_total)} "
+        f"at one byte each: {quantity(weights)}. The node has {number(chips.magnitude)} × "
+        f"{quantity(chip.hbm_capacity)} = {quantity(hbm)}, which leaves {quantity(free)} for "
+        "caches.",
+        f"A token caches {cache_words}: {quantity(values, 6)}, at one byte each, "
+        f"{quantity(per_token)}.",
+        f"One conversation of {context_tokens(context, 6)} therefore holds {quantity(cache_size)}. "
+        "Batching shares the weights between conversations, never the caches.",
+        f"{quantity(free)} / {quantity(cache_size)} = {number(exact.magnitude)}: "
+        f"**{quantity(batch)}** at most (real engines keep some HBM for activations, so a "
+        "little fewer).",
+    )
+
+    def fit(**change):
+        args = dict(case, context_length=context, **change)
+        return fits.evaluate(**args).to("sequence") if _positive(fits, args) else None
+
+    candidates = [
+        (
+            fit(n_total=model.params_active),
+            "You stored only the active parameters; every expert must be in HBM, since any "
+            "token may be routed to it.",
+        ),
+        (
+            fit(weight_precision="bf16"),
+            "You stored the weights at two bytes per parameter; FP8 is one byte.",
+        ),
+        (
+            fit(kv_bytes_per_token=per_token / 2),
+            "You counted one vector per KV head per layer; a key and a value are two.",
+        )
+        if model.attention == "gqa"
+        else (None, ""),
+        (
+            fit(kv_precision="bf16"),
+            "You stored the KV cache at two bytes per value; it is FP8, one byte.",
+        ),
+        (
+            Q_(hbm.to("byte").m / (per_sequence.to("byte").m), "sequence"),
+            "You left out the weights: they take their share of HBM before any cache.",
+        ),
+    ]
+    mistakes = tuple(
+        Mistake(value, why)
+        for value, why in candidates
+        if value is not None and abs(value.m / batch.m - 1) > 0.06
+    )
+    return Draw(text=text, answer=batch, solution=solution, tolerance=0.03, mistakes=mistakes)
+
+
+def _positive(equation, args) -> bool:
+    """Whether ``equation`` gives a positive value on ``args`` (a slip may overflow the node)."""
+    from units import ChalkboardError
+
+    try:
+        equation.evaluate(**args)
+    except ChalkboardError:
+        return False
+    return True

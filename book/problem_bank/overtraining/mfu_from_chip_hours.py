@@ -1,0 +1,102 @@
+"""Read a lab's report backwards: chip-hours and tokens give the MFU it reached."""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "What MFU did the lab reach?"
+USES = ("training_flops", "training_mfu")
+LECTURE = "1:18:59"
+
+MODELS = (
+    ("deepseek_v3", None),
+    ("kimi_k2", None),
+    ("llama_3_1_70b", (10, 15)),
+    ("llama_3_1_405b", (10, 15)),
+    ("qwen3_235b_a22b", (20, 36)),
+)
+CHIPS = ("h100_sxm", "h800", "b200")
+TRUE_MFU = (0.22, 0.28, 0.33, 0.38, 0.45)
+
+
+def draw(rng, presets) -> Draw:
+    model_id, token_choices = rng.choice(MODELS)
+    model = presets.get("model", model_id)
+    tokens = (
+        model.training_tokens
+        if token_choices is None
+        else Q_(rng.choice(token_choices), "Ttoken").to("token")
+    )
+    hardware, precision = rng.choice(CHIPS), rng.choice(("bf16", "fp8"))
+    chip = presets.get("hardware", hardware)
+    case = dict(
+        hardware=hardware,
+        model=model_id,
+        precision=precision,
+        training_tokens=tokens,
+        presets=presets,
+    )
+    compute = get("training_flops").evaluate(**case).to("FLOP")
+    peak = get("training_mfu").evaluate_detailed(training_chip_hours=Q_(1, "chip*hour"), **case)
+    peak = peak.inputs["flops"].value
+    # the lab's report: chip-hours as a lab would print them, to three figures
+    exact = (compute / (peak * rng.choice(TRUE_MFU))).to("chip*hour").m
+    hours = Q_(float(f"{exact:.3g}"), "chip*hour")
+    mfu = get("training_mfu").evaluate(training_chip_hours=hours, **case).to("")
+    other = "fp8" if precision == "bf16" else "bf16"
+    other_peak = chip.get(f"dense_flops_{other}")
+    moe = (model.params_total / model.params_active).to("").m > 1.5
+    params = (
+        f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
+        if moe
+        else quantity(model.params_total)
+    )
+
+    text = (
+        f"Suppose a lab reports pre-training {model.name} ({params}) on {quantity(tokens)}, "
+        f"in {precision.upper()}, for {number(hours.m)} GPU-hours on {chip.name} GPUs "
+        "(dense peak "
+        f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
+        f"{quantity(chip.get('dense_flops_fp8'))} "
+        f"at FP8). Ignoring attention FLOPs, what model FLOPs utilisation (MFU) did the run "
+        "reach against the peak of the precision it trained in? Answer as a percentage."
+    )
+    solution = (
+        f"Useful work: 6 FLOP per active parameter per token, 6 × "
+        f"{quantity(model.params_active)} × {quantity(tokens)} = {quantity(compute)}.",
+        f"What the GPU-hours could have delivered at peak: {number(hours.m)} h × "
+        f"{quantity(peak)} at {precision.upper()} = "
+        f"{quantity((hours * peak).to('FLOP'))}.",
+        f"The ratio is the MFU: **{number(100 * mfu.m, 3)}%**.",
+    )
+    mistakes = [
+        Mistake(
+            mfu / 3,
+            "You counted 2 FLOP per parameter per token; training costs 6 (forward and backward).",
+        ),
+        Mistake(
+            mfu * peak / other_peak,
+            f"You divided by the {other.upper()} peak; the run trained in {precision.upper()}.",
+        ),
+    ]
+    if moe:
+        mistakes.append(
+            Mistake(
+                mfu * model.params_total / model.params_active,
+                "You counted every "
+                "parameter as useful work; a token only runs through the active ones.",
+            )
+        )
+    kept = tuple(m for m in mistakes if abs((m.value / mfu).to("").m - 1) > 0.02)
+    return Draw(
+        text=text,
+        answer=mfu,
+        solution=solution,
+        tolerance=0.02,
+        mistakes=kept,
+        hint="Useful FLOPs over the FLOPs the chip-hours could have delivered.",
+    )

@@ -1,0 +1,112 @@
+"""A training step pays for the pipeline's fill and drain: how long does one step take?"""
+
+from __future__ import annotations
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "The length of a pipelined training step"
+USES = ("training_flops", "training_time", "pipeline_bubble_fraction")
+LECTURE = "47:12"
+
+MODELS = ("llama_3_1_70b", "llama_3_1_405b", "deepseek_v3", "qwen3_235b_a22b")
+CHIPS = ("h100_sxm", "b200", "gb200_nvl72")
+GPUS = (1024, 2048, 4096, 8192)
+STAGES = (4, 8, 16)
+MICROBATCHES = (8, 16, 32, 64)
+SEQUENCES = (512, 1024, 2048)
+CONTEXTS = (4096, 8192)
+MFUS = (0.35, 0.4, 0.45, 0.5)
+
+
+def draw(rng, presets) -> Draw:
+    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+    gpus = Q_(rng.choice(GPUS), "chip")
+    stages = rng.choice(STAGES)
+    micro = rng.choice([m for m in MICROBATCHES if m >= 2 * stages])  # a sane schedule
+    sequences, context = rng.choice(SEQUENCES), Q_(rng.choice(CONTEXTS), "token/sequence")
+    mfu = Q_(rng.choice(MFUS), "")
+    tokens = (Q_(sequences, "sequence") * context).to("token")
+    model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
+    case = dict(hardware=hardware, model=model_id, precision="bf16", presets=presets)
+
+    flops_step = get("training_flops").evaluate(training_tokens=tokens, **case).to("FLOP")
+    detail = get("training_time").evaluate_detailed(
+        training_tokens=tokens, training_chips=gpus, mfu=mfu, **case
+    )
+    busy = detail.value.to("s")
+    peak = detail.inputs["flops"].value
+    bubble = (
+        get("pipeline_bubble_fraction")
+        .evaluate(pipeline_stages=Q_(stages, "stage"), microbatches=micro, presets=presets)
+        .to("")
+    )
+    step = (busy / (1 - bubble)).to("s")
+    n_active, n_total = model.params_active, model.params_total
+    moe = (n_total / n_active).to("").m > 1.5
+    params = (
+        f"{quantity(n_total)} in all, {quantity(n_active)} active per token"
+        if moe
+        else quantity(n_total)
+    )
+    chip_name = chip.name.replace(" (per GPU)", "")
+
+    text = (
+        f"You pre-train {model.name} ({params}) on {int(gpus.m):,} {chip_name} GPUs, "
+        f"{quantity(peak)} each at BF16. Each step trains on {sequences:,} sequences of "
+        f"{context_tokens(context)}. The layers are pipelined over {stages} stages, and each "
+        f"data-parallel replica splits its share of the step into {micro} micro-batches, run "
+        "one after another through the stages with a fill-and-drain schedule. While a GPU is "
+        f"busy it reaches {number(100 * mfu.m)}% of its peak (attention FLOPs ignored). How long "
+        "does one training step take? Answer in seconds."
+    )
+    solution = (
+        f"A step's tokens: {sequences:,} × {context_tokens(context)} = {quantity(tokens)}. "
+        f"Training costs 6 FLOP per active parameter per token (2 forward, 4 backward), so the "
+        f"step needs 6 × {quantity(n_active)} × {quantity(tokens)} = {quantity(flops_step)}"
+        + (" (only the active parameters work on a token)." if moe else "."),
+        f"Busy, the cluster delivers {int(gpus.m):,} × {quantity(peak)} × "
+        f"{number(100 * mfu.m)}%, so the work itself takes {quantity(busy)}.",
+        f"The pipeline fills and drains: with {stages} stages and {micro} micro-batches each "
+        f"stage idles for {stages - 1} of every {micro + stages - 1} slots, a bubble of "
+        f"{number(100 * bubble.m, 3)}%.",
+        f"The step is the busy time over the busy share: {quantity(busy)} / "
+        f"(1 − {number(bubble.m, 3)}) = **{quantity(step)}**.",
+    )
+    mistakes = [
+        Mistake(
+            step / 3,
+            "You counted 2 FLOP per parameter per token; training runs the "
+            "backward pass too, 6 in all.",
+        ),
+        Mistake(
+            busy,
+            "You left out the pipeline bubble: the stages wait while the pipeline "
+            "fills and drains every step.",
+        ),
+        Mistake(
+            (busy * (1 + (stages - 1) / (micro + stages - 1))).to("s"),
+            "You added the bubble's share of the step to the busy time; the bubble is a "
+            "share of the whole step, so divide by one minus it.",
+        ),
+    ]
+    if moe:
+        mistakes.append(
+            Mistake(
+                (step * n_total / n_active).to("s"),
+                "You counted every parameter; a token only passes through the active "
+                "ones, so the FLOPs scale with the active parameters.",
+            )
+        )
+    kept = tuple(m for m in mistakes if abs((m.value / step).to("").m - 1) > 0.02)
+    return Draw(
+        text=text,
+        answer=step,
+        solution=solution,
+        tolerance=0.02,
+        mistakes=kept,
+        hint="First the FLOPs of a step, then how long the cluster is busy, then the bubble.",
+    )

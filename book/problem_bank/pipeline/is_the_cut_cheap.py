@@ -1,0 +1,104 @@
+"""Cutting a MoE between layers: the hop to the next rack against the experts' own traffic."""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "Is a pipeline cut cheap next to the all-to-all?"
+USES = ("moe_layers_per_stage", "hardware_scale_out_penalty", "scaleup_scaleout_ratio")
+LECTURE = "47:12"
+
+MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "mixtral_8x7b", "gpt_oss_120b")
+CHIPS = ("h100_sxm", "b200", "gb200_nvl72", "b300", "gb300_nvl72")
+STAGES = (2, 4, 8)
+
+
+def draw(rng, presets) -> Draw:
+    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+    stages = Q_(rng.choice(STAGES), "stage")
+    model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
+    case = dict(hardware=hardware, model=model_id, pipeline_stages=stages, presets=presets)
+    penalty_detail = get("hardware_scale_out_penalty").evaluate_detailed(
+        hardware=hardware, presets=presets
+    )
+    penalty = penalty_detail.value.to("")
+    up = penalty_detail.inputs["scale_up_bandwidth"].value.to("GB/s")
+    out = penalty_detail.inputs["scale_out_bandwidth"].value
+    detail = get("scaleup_scaleout_ratio").evaluate_detailed(scale_out_penalty=penalty, **case)
+    ratio = detail.value.to("")
+    k = detail.inputs["experts_active"].value.m
+    layers = detail.inputs["n_layers"].value.m
+    dense = detail.inputs["dense_layers"].value.m
+    moe_per_stage = detail.inputs["moe_layers_per_stage"].value.m
+    p = int(stages.m)
+    name = chip.name.replace(" (per GPU)", "")
+    dense_text = (
+        f"Its first {dense:g} of {layers:g} layers are dense (no experts); the rest are MoE "
+        f"layers that route each token to {k:g} experts."
+        if dense
+        else f"All {layers:g} of its layers are MoE layers that route each token to {k:g} experts."
+    )
+
+    text = (
+        f"You serve {model.name} on {name} GPUs, each with {quantity(up)} of NVLink bandwidth "
+        f"per direction inside its scale-up domain and its own {quantity(out.to('Gb/s'))} network "
+        f"link to other domains. {dense_text} The layers are cut into {p} pipeline stages of "
+        "equal depth, one scale-up domain each, with the experts of each layer spread over "
+        "the domain. Counting each time as bytes over the GPU's own link, how many times "
+        "longer does a stage spend per token on its experts' all-to-all traffic than on "
+        "sending the activation on to the next stage?"
+    )
+    solution = (
+        f"Per GPU, scale-out is slower than scale-up by {quantity(up)} over "
+        f"{quantity(out.to('Gb/s'))}, which is {quantity(out.to('GB/s'))} (8 bits to a byte): "
+        f"a factor of {number(penalty.m)}.",
+        f"A stage holds {number(layers / p)} layers on average"
+        + (
+            f", but only the MoE ones do an all-to-all: ({layers:g} − {dense:g}) / {p} = "
+            f"{number(moe_per_stage)} per stage."
+            if dense
+            else f", all with experts: {number(moe_per_stage)} MoE layers per stage."
+        ),
+        f"Each MoE layer sends a token's activation to its {k:g} experts and back: "
+        f"{2 * k:g} activations per token per layer over the fast links. Between stages one "
+        "activation crosses the slow link. The activation's size and the bandwidth cancel, "
+        f"leaving {2 * k:g} × {number(moe_per_stage)} / {number(penalty.m)} = "
+        f"**{number(ratio.m)}**: the hop is that many times cheaper, so the cut costs little.",
+    )
+    mistakes = [
+        Mistake(
+            ratio * 8,
+            "You read the network's gigabits per second as gigabytes; 8 bits "
+            "make a byte, so scale-out is 8 times slower than that.",
+        ),
+        Mistake(
+            ratio / 2,
+            "Each MoE layer moves a token's activation twice per expert: out "
+            "to the expert and back (dispatch and combine).",
+        ),
+        Mistake(
+            ratio * penalty.m / 8,
+            "You used the lecture's round eightfold penalty; this "
+            "GPU's own links give a different one.",
+        ),
+    ]
+    if dense:
+        mistakes.append(
+            Mistake(
+                ratio * layers / (layers - dense),
+                "The dense layers have no experts and no all-to-all; count only the MoE layers.",
+            )
+        )
+    kept = tuple(m for m in mistakes if abs((m.value / ratio).to("").m - 1) > 0.02)
+    return Draw(
+        text=text,
+        answer=ratio,
+        solution=solution,
+        tolerance=0.02,
+        mistakes=kept,
+        hint="Count the activations each crosses per token, and how much slower the slow link is.",
+    )

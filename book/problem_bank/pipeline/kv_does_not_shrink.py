@@ -1,0 +1,110 @@
+"""More stages shrink the weights on each chip, never the KV cache of the micro-batches."""
+
+from __future__ import annotations
+
+from book.format import context_tokens, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "HBM per chip of a pipelined MoE rack"
+USES = ("crossover_batch", "micro_batch_size", "memory_per_gpu")
+LECTURE = "1:03:37"
+
+MODELS = ("deepseek_v3", "kimi_k2")
+RACKS = ("gb200_nvl72", "gb300_nvl72")
+EXPERT_CHIPS = (64, 72)
+STAGES = (2, 4, 8)
+CONTEXTS = (4096, 8192, 16384)
+
+
+def draw(rng, presets) -> Draw:
+    model_id, rack = rng.choice(MODELS), rng.choice(RACKS)
+    experts = Q_(rng.choice(EXPERT_CHIPS), "chip")
+    stages = Q_(rng.choice(STAGES), "stage")
+    context = Q_(rng.choice(CONTEXTS), "token/sequence")
+    case = dict(
+        hardware=rack,
+        model=model_id,
+        precision="fp8",
+        expert_parallel_chips=experts,
+        pipeline_stages=stages,
+        context_length=context,
+        presets=presets,
+    )
+    model, chip = presets.get("model", model_id), presets.get("hardware", rack)
+    rack_name = chip.name.replace(" (per GPU)", "")
+    detail = get("memory_per_gpu").evaluate_detailed(**case)
+    used = detail.inputs
+    flops, bandwidth = used["flops"].value, used["mem_bandwidth"].value
+    n_total, n_active = used["n_total"].value, used["n_active"].value
+    kv_token = used["kv_bytes_per_token"].value.to("kB/token")
+    micro = used["micro_batch"].value.to("sequence")  # the crossover batch (micro_batch_size)
+    ridge = (flops / bandwidth).to("FLOP/byte")
+    weights = (n_total * used["weight_bytes_per_value"].value / (experts * stages)).to("GB")
+    kv = (micro * context * kv_token / experts).to("GB")
+    total = detail.value.to("GB")
+    hbm = chip.hbm_capacity.to("GB")
+    p = stages.magnitude
+
+    text = (
+        f"You serve {model.name} ({quantity(n_total)} in all, {quantity(n_active)} active per "
+        f"token) in FP8 on {rack_name} racks. Each GPU has {quantity(hbm)} of HBM at "
+        f"{quantity(bandwidth)} and does {quantity(flops)} at FP8. The model is pipelined over "
+        f"{quantity(stages)}, one rack each, and inside every stage the experts are spread "
+        f"over {experts.magnitude:g} GPUs. Every sequence has a context of "
+        f"{context_tokens(context, 5)}, and its KV cache takes {quantity(kv_token)} of context "
+        "at FP8. Each stage runs micro-batches just large enough to be compute-bound, and "
+        "keeps the pipeline full. How much HBM does each GPU need for its weights and KV "
+        "cache? Answer in GB per GPU."
+    )
+    solution = (
+        f"A stage is compute-bound once its batch reaches the crossover: the chip's "
+        f"{quantity(ridge)} (FLOP/s over bandwidth) divided by 2 FLOP per active parameter, "
+        f"times the sparsity {quantity(n_total)} / {quantity(n_active)}, at one byte per FP8 "
+        f"weight. That is a micro-batch of {quantity(micro)}.",
+        f"Weights: {quantity(n_total)} at one byte each, spread over {experts.magnitude:g} GPUs in "
+        f"each of {quantity(stages)}, is {quantity(weights)} per GPU.",
+        f"KV cache: a full pipeline holds {p:g} micro-batches, one per stage, but each stage "
+        f"holds only its own layers' share of their caches; the {p:g} in the batch cancels the "
+        f"{p:g} in the layers. Each GPU keeps {quantity(micro)} × {context_tokens(context, 5)} × "
+        f"{quantity(kv_token)} over {experts.magnitude:g} GPUs: {quantity(kv)}, whatever the "
+        "number of stages.",
+        f"In all {quantity(weights)} + {quantity(kv)} = **{quantity(total)} per GPU**, "
+        f"against {quantity(hbm)} of HBM.",
+    )
+    in_flight = (
+        "You multiplied the KV cache by the number of micro-batches in flight, but each "
+        "stage keeps the cache of its own layers only: the stages cancel from the KV term."
+    )
+    doubled = (
+        "Your micro-batch is twice too large: each active parameter costs 2 FLOP "
+        "(a multiply and an add), so the crossover is half of FLOP/s over bandwidth times "
+        "the sparsity."
+    )
+    if p == 2:  # both slips give the same number: name both
+        in_flight = f"Either: {in_flight} Or: {doubled}"
+    mistakes = (
+        Mistake((weights + p * kv).to("GB"), in_flight),
+        Mistake(
+            (weights + kv / p).to("GB"),
+            "You divided the KV cache by the stages as well; more stages means more "
+            "micro-batches in flight, so the KV per GPU does not shrink.",
+        ),
+        *(() if p == 2 else (Mistake((weights + 2 * kv).to("GB"), doubled),)),
+        Mistake(
+            (2 * weights + kv).to("GB"),
+            "An FP8 weight takes one byte, not two.",
+        ),
+    )
+    # a slip that lands inside the grading window is no slip worth naming
+    mistakes = tuple(m for m in mistakes if abs((m.value / total).to("").m - 1) > 0.03)
+    return Draw(
+        text=text,
+        answer=total,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=mistakes,
+        hint="Work out the micro-batch first, then split the memory into weights and KV.",
+    )

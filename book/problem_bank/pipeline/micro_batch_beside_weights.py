@@ -1,0 +1,130 @@
+"""Stages free HBM for the KV cache, but the micro-batch that fits may still be far too small."""
+
+from __future__ import annotations
+
+import math
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "A trillion parameters on eight-GPU nodes"
+USES = ("weight_memory", "memory_per_gpu", "crossover_batch")
+LECTURE = "1:03:37"
+
+MODELS = ("kimi_k2", "deepseek_v3")
+NODES = ("h200", "b200", "mi300x", "b300", "mi355x")
+STAGES = (1, 2, 4)
+CONTEXTS = (8192, 16384, 32768)
+
+
+def draw(rng, presets) -> Draw:
+    while True:  # the weights must leave at least a fifth of each GPU's HBM
+        model_id, hardware = rng.choice(MODELS), rng.choice(NODES)
+        stages = Q_(rng.choice(STAGES), "stage")
+        context = Q_(rng.choice(CONTEXTS), "token/sequence")
+        chip = presets.get("hardware", hardware)
+        gpus = chip.scale_up_domain
+        case = dict(
+            hardware=hardware,
+            model=model_id,
+            precision="fp8",
+            expert_parallel_chips=gpus,
+            pipeline_stages=stages,
+            context_length=context,
+            presets=presets,
+        )
+        weights_all = get("weight_memory").evaluate(
+            model=model_id, precision="fp8", presets=presets
+        )
+        weights = (weights_all / (gpus.m * stages.m)).to("GB")
+        if weights < 0.8 * chip.hbm_capacity:
+            break
+    model = presets.get("model", model_id)
+    hbm = chip.hbm_capacity.to("GB")
+    fits = get("memory_per_gpu").solve_for("micro_batch")
+    detail = fits.evaluate_detailed(memory_per_chip=hbm, **case)
+    micro_exact = detail.value.to("sequence").m
+    micro = math.floor(micro_exact)
+    kv_token = detail.inputs["kv_bytes_per_token"].value.to("kB/token")
+    kv_seq = (kv_token * context * Q_(1, "sequence")).to("GB")
+    per_gpu_seq = (kv_seq / gpus.m).to("GB")
+    crossover = (
+        get("crossover_batch")
+        .evaluate(hardware=hardware, model=model_id, precision="fp8", presets=presets)
+        .to("sequence")
+    )
+    room = (hbm - weights).to("GB")
+    p = int(stages.m)
+    name = chip.name
+    where = "one eight-GPU node" if p == 1 else f"{p} eight-GPU nodes, one pipeline stage per node,"
+
+    text = (
+        f"You serve {model.name} ({quantity(model.params_total)}, {quantity(model.params_active)} "
+        f"active per token) in FP8 on {where} of {name} GPUs with "
+        f"{quantity(hbm)} of HBM each; inside each stage the experts are spread over the "
+        f"node's {number(gpus.m)} GPUs. Each sequence has {context_tokens(context, 5)} of "
+        f"context, and its KV cache takes {quantity(kv_token)} at FP8. Keeping every stage "
+        "busy, how many sequences can each micro-batch hold at most, with weights and KV "
+        "cache filling the HBM?"
+    )
+    solution = [
+        f"Weights: {quantity(model.params_total)} at one byte in FP8 is "
+        f"{quantity(weights_all.to('GB'))}; spread over {number(gpus.m)} GPUs"
+        + (f" in each of {p} stages" if p > 1 else "")
+        + f", {quantity(weights)} per GPU, leaving {quantity(room)} for the KV cache.",
+        f"One sequence's cache is {context_tokens(context, 5)} × {quantity(kv_token)} = "
+        f"{quantity(kv_seq.to('MB'))}, spread over the stage's {number(gpus.m)} GPUs: "
+        f"{quantity(per_gpu_seq.to('MB'))} per GPU."
+        + (
+            f" A full pipeline holds {p} micro-batches, but each stage keeps only its own "
+            f"layers' share of their caches, so the {p} cancels."
+            if p > 1
+            else ""
+        ),
+        f"{quantity(room)} / {quantity(per_gpu_seq.to('MB'))} = {micro_exact:,.1f}, rounded "
+        f"down: **{micro:,} sequences** per micro-batch.",
+        f"That is {number(crossover.m / micro_exact)} times below the crossover batch of "
+        f"{quantity(crossover)} that would make a step compute-bound: the node stays "
+        "memory-bound, and more stages only shrink the weights, never the cache per sequence.",
+    ]
+    mistakes = [
+        Mistake(
+            Q_(math.floor(micro_exact * p), "sequence"),
+            "You divided the KV cache by the stages too; the stages hold one micro-batch "
+            "each, so the cache per GPU does not shrink with them.",
+        ),
+        Mistake(
+            Q_(math.floor(micro_exact / gpus.m), "sequence"),
+            "Each sequence's cache is spread over the stage's GPUs, not held whole by one.",
+        ),
+        Mistake(
+            crossover,
+            "That is the batch a stage would need to be compute-bound; the "
+            "question is how many sequences fit in the HBM.",
+        ),
+    ]
+    if p > 1:
+        left = (hbm - weights * p).m
+        if left > 0:
+            mistakes.append(
+                Mistake(
+                    Q_(math.floor(left / per_gpu_seq.m), "sequence"),
+                    "You forgot that the weights are split among the stages: each GPU holds "
+                    "only its stage's share.",
+                )
+            )
+    answer = Q_(micro, "sequence")
+    kept = tuple(
+        m for m in mistakes if m.value.m > 0 and abs((m.value / answer).to("").m - 1) > 0.02
+    )
+    return Draw(
+        text=text,
+        answer=answer,
+        solution=tuple(solution),
+        tolerance=0.02,
+        mistakes=kept,
+        hint="What is left of each GPU's HBM once it holds its share of the weights?",
+    )

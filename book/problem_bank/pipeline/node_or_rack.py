@@ -1,0 +1,156 @@
+"""Pipelining buys capacity, a bigger scale-up domain buys bandwidth too: pick the deployment."""
+
+from __future__ import annotations
+
+import math
+
+from book.format import quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "design"
+TITLE = "Eight-GPU nodes in a pipeline, or one rack?"
+USES = ("weight_memory", "domain_weight_fetch_time", "pipelined_decode_latency")
+LECTURE = "1:03:37"
+
+MODELS = (("kimi_k2", "fp8"), ("deepseek_v3", "bf16"), ("llama_3_1_405b", "bf16"))
+NODES = ("h100_sxm", "h200", "b200", "mi300x", "b300", "mi355x")
+RACK = "gb200_nvl72"
+TARGETS_MS = (10, 14, 18, 22, 28, 35, 45)
+HOPS_US = (50, 100, 200)
+MARGIN = 0.05
+
+
+def _name(chip) -> str:
+    return chip.name.replace(" (per GPU)", "")
+
+
+def _option(presets, hardware, model, precision, hop):
+    """One deployment: the fewest stages whose weights fill at most half of each GPU's HBM,
+    its GPUs and its per-token time (every weight read once, plus the hops between stages)."""
+    case = dict(hardware=hardware, model=model, precision=precision, presets=presets)
+    chip = presets.get("hardware", hardware)
+    weights = get("weight_memory").evaluate(**case).to("GB")
+    domain = chip.scale_up_domain.to("chip").magnitude
+    room = (domain * chip.hbm_capacity / 2).to("GB")  # half of each GPU's HBM, over the domain
+    stages = math.ceil((weights / room).to("").magnitude)
+    read = get("domain_weight_fetch_time").evaluate(**case).to("ms")
+    latency = read  # one stage never leaves its domain: no hop
+    if stages > 1:
+        latency = get("pipelined_decode_latency").evaluate(
+            train_period=read, pipeline_stages=Q_(stages, "stage"), hop_latency=hop
+        )
+    return dict(
+        hardware=hardware,
+        chip=chip,
+        domain=domain,
+        stages=stages,
+        gpus=int(stages * domain),
+        read=read,
+        latency=latency.to("ms"),
+        weights=weights,
+        room=room,
+    )
+
+
+def _pick(options, target):
+    ok = sorted(
+        (o for o in options if o["latency"] <= target), key=lambda o: (o["gpus"], o["latency"])
+    )
+    return ok
+
+
+def draw(rng, presets) -> Draw:
+    while True:  # redraw until no option sits within 5% of the target, and some option meets it
+        model_id, precision = rng.choice(MODELS)
+        nodes = rng.sample(NODES, 3)
+        hop = Q_(rng.choice(HOPS_US), "µs").to("ms")
+        target = Q_(rng.choice(TARGETS_MS), "ms")
+        options = [_option(presets, h, model_id, precision, hop) for h in (*nodes, RACK)]
+        close = any(abs((o["latency"] / target).to("").m - 1) < MARGIN for o in options)
+        feasible = _pick(options, target)
+        if not close and feasible and any(o["latency"] > target for o in options):
+            break
+    best = feasible[0]
+    model = presets.get("model", model_id)
+    weights = best["weights"]
+    bytes_each = presets.get("precision", precision).bytes_per_value
+    specs = "; ".join(
+        f"{_name(o['chip'])}: {quantity(o['chip'].hbm_capacity)} at "
+        f"{quantity(o['chip'].hbm_bandwidth)}"
+        for o in options
+    )
+    node_names = ", ".join(_name(o["chip"]) for o in options[:-1])
+    rack = options[-1]
+
+    text = (
+        f"You must serve {model.name} ({quantity(model.params_total)}) in "
+        f"{precision.upper()} for an interactive product: each sequence must get a new token "
+        f"at least every {quantity(target)}. At such small batches a token's time is the time "
+        "to read every weight once, plus one network hop per pipeline stage when there is "
+        f"more than one stage; a hop costs {quantity(hop.to('µs'))}. You may use eight-GPU "
+        f"nodes of one kind ({node_names}), pipelined over as many nodes as needed, or one "
+        f"{_name(rack['chip'])} rack ({rack['domain']:g} GPUs on one NVLink domain). Each "
+        "stage may fill at most half of every GPU's HBM with weights, to leave the rest for "
+        f"the KV cache. HBM per GPU and its bandwidth: {specs}. Which deployment meets the "
+        "target with the fewest GPUs (the faster one if two tie)? Answer with its number of "
+        "GPUs."
+    )
+    lines = []
+    for o in options:
+        verdict = "meets" if o["latency"] <= target else "misses"
+        half = f"half its HBM holds {quantity(o['room'])}"
+        if o["stages"] == 1:
+            where = f"one {'rack' if o['domain'] > 8 else 'node'} holds the weights ({half})"
+            time = f"reading them takes {quantity(o['read'])}"
+        else:
+            where = f"{o['stages']} nodes, {o['gpus']} GPUs, hold the weights (each node: {half})"
+            time = (
+                f"reading them all still takes {quantity(o['read'])}, plus {o['stages']} hops: "
+                f"{quantity(o['latency'])}"
+            )
+        lines.append(f"{_name(o['chip'])}: {where}; {time}. It {verdict} the target.")
+    runner = feasible[1] if len(feasible) > 1 else None
+    if runner is None:
+        close_note = "No other option meets the target."
+    elif runner["gpus"] == best["gpus"]:
+        close_note = (
+            f"{_name(runner['chip'])} ties with it on GPUs ({runner['gpus']}), so the number of "
+            "GPUs is the same either way."
+        )
+    else:
+        close_note = (
+            f"The next option that meets it, {_name(runner['chip'])}, needs {runner['gpus']} GPUs."
+        )
+    solution = (
+        f"The weights take {quantity(weights)}: {quantity(model.params_total)} at "
+        f"{quantity(bytes_each.to('byte/value'))} in {precision.upper()}.",
+        "Pipelining divides the weights among the stages, so it decides how many nodes are "
+        "needed to hold them. It does not make a token faster: a token visits every stage "
+        "in turn, and each stage reads only its share of the weights with only its own GPUs' "
+        "bandwidth, so the reads add up to all the weights over one domain's bandwidth. Only "
+        "a bigger scale-up domain reads them faster.",
+        *lines,
+        f"The fewest GPUs that meet {quantity(target)}: {_name(best['chip'])}. {close_note} "
+        f"**{best['gpus']} GPUs**.",
+    )
+    wrong_gpu = [o for o in options if o["latency"] > target and o["gpus"] < best["gpus"]]
+    mistakes = tuple(
+        Mistake(
+            Q_(o["gpus"], "chip"),
+            f"{_name(o['chip'])} holds the weights on {o['gpus']} GPUs, but a token still "
+            "reads all of them over one node's bandwidth (pipelining splits the reads, it does "
+            f"not speed them up): {quantity(o['latency'])}, which misses the target.",
+        )
+        for o in wrong_gpu
+    )
+    return Draw(
+        text=text,
+        answer=Q_(best["gpus"], "chip"),
+        solution=solution,
+        tolerance=0.02,
+        mistakes=tuple({m.value.magnitude: m for m in reversed(mistakes)}.values())[::-1],
+        hint="How long does one token take to pass through all the stages?",
+        choices={"hardware": best["hardware"], "pipeline_stages": best["stages"]},
+    )

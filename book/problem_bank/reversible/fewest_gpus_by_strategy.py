@@ -1,0 +1,174 @@
+"""Store every activation, checkpoint, or go reversible: memory against a third more compute,
+decided by how many GPUs a deadline and the HBM demand."""
+
+from __future__ import annotations
+
+import math
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "design"
+TITLE = "Which activation strategy trains on the fewest GPUs?"
+USES = (
+    "training_state_memory",
+    "full_activation_memory",
+    "checkpoint_activation_memory",
+    "revnet_activation_memory",
+    "training_flops",
+    "revnet_training_flops",
+)
+LECTURE = "2:04:02"
+
+MODELS = ("llama_3_1_70b", "llama_3_1_405b")
+CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
+STEP_MTOKENS = (4, 8, 16)  # tokens per training step, millions
+CONTEXT = 8192
+TOKENS_T = (10, 15)
+DEADLINES = (60, 90, 120, 180, 270, 365)  # days
+MFU = 0.4
+MARGIN = 0.05
+NAMES = {
+    "store": "store every activation",
+    "checkpoint": "checkpoint √L segments",
+    "reversible": "make the layers reversible",
+}
+
+
+def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
+    chip = presets.get("hardware", hardware)
+    context = Q_(CONTEXT, "token/sequence")
+    one = Q_(1, "sequence")  # per sequence, then scaled to the step's tokens
+    case = dict(model=model_id, precision="bf16", context_length=context, presets=presets)
+    sequences = (step_tokens / context).to("sequence").m
+    state = get("training_state_memory").evaluate(model=model_id, presets=presets).to("TB")
+    full = get("full_activation_memory").evaluate(batch_size=one, **case)
+    buffer = get("full_activation_memory").evaluate(batch_size=one, n_layers=1, **case)
+    ckpt = get("checkpoint_activation_memory").evaluate(batch_size=one, **case)
+    rev = get("revnet_activation_memory").evaluate(batch_size=one, **case)
+    flops = dict(model=model_id, training_tokens=total_tokens, presets=presets)
+    six = get("training_flops").evaluate(**flops).to("FLOP")
+    eight = get("revnet_training_flops").evaluate(**flops).to("FLOP")
+    rate = (chip.get("dense_flops_bf16") * MFU).to("FLOP/s")
+    out = []
+    for key, per_seq, compute in (
+        ("store", full, six),
+        ("checkpoint", ckpt + buffer, eight),
+        ("reversible", rev + buffer, eight),
+    ):
+        acts = (per_seq * sequences).to("TB")
+        by_memory = ((state + acts) / chip.hbm_capacity).to("").m
+        by_time = (compute / (rate * deadline)).to("").m
+        out.append(
+            dict(
+                key=key,
+                acts=acts,
+                compute=compute,
+                by_memory=by_memory,
+                by_time=by_time,
+                gpus=math.ceil(max(by_memory, by_time)),
+            )
+        )
+    return chip, state, out
+
+
+def _upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def draw(rng, presets) -> Draw:
+    while True:
+        model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+        step = Q_(rng.choice(STEP_MTOKENS), "Mtoken").to("token")
+        total = Q_(rng.choice(TOKENS_T), "Ttoken").to("token")
+        deadline = Q_(rng.choice(DEADLINES), "day")
+        chip, state, options = _options(presets, model_id, hardware, step, total, deadline)
+        ranked = sorted(options, key=lambda o: o["gpus"])  # stable: store, checkpoint, reversible
+        best = ranked[0]
+        rivals = [o for o in ranked[1:] if o["gpus"] != best["gpus"]]
+        if rivals and rivals[0]["gpus"] >= (1 + MARGIN) * best["gpus"]:
+            break
+    model = presets.get("model", model_id)
+    ties = [o for o in ranked[1:] if o["gpus"] == best["gpus"]]
+    lines = []
+    for o in options:
+        binding = "memory" if o["by_memory"] >= o["by_time"] else "the deadline"
+        lines.append(
+            f"{_upper(NAMES[o['key']])}: activations {quantity(o['acts'])} per step; "
+            f"memory needs {number(o['by_memory'])} GPUs, the deadline "
+            f"{number(o['by_time'])} ({quantity(o['compute'])}); {binding} binds: "
+            f"{o['gpus']:,} GPUs."
+        )
+    tie_note = (
+        f" {_upper(' and '.join(NAMES[o['key']] for o in ties))} needs as many; "
+        "checkpointing changes nothing in the architecture, so it is the one to pick."
+        if ties
+        else ""
+    )
+    text = (
+        f"You must pre-train {model.name} ({quantity(model.params_total)}; {model.layers} "
+        f"layers, residual width {model.d_model:,}) on {quantity(total)} within "
+        f"{quantity(deadline)}, on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM, "
+        f"{quantity(chip.get('dense_flops_bf16'))} dense at BF16) running at "
+        f"{number(100 * MFU)}% MFU. Each step trains on {quantity(step)} in sequences of "
+        f"{context_tokens(Q_(CONTEXT, 'token/sequence'))}, spread evenly over the GPUs, and "
+        "the mixed-precision Adam state is sharded over all of them. Activations are BF16; a "
+        "layer working on its backward pass holds about 34 bytes per residual value per "
+        "token. You can store every activation, checkpoint the layer inputs at the best "
+        "segment count (recomputing each layer once), or make the layers reversible "
+        "(rebuilding each layer's input from its output). Which needs the fewest GPUs, and "
+        "how many?"
+    )
+    solution = (
+        f"State: 16 bytes per parameter, {quantity(state)}, whatever the strategy; it is "
+        "sharded, so it only adds to the total to be spread.",
+        "Storing everything keeps 34 bytes per value in every layer, but trains at 6 FLOP per "
+        "parameter per token. Checkpointing keeps 2√L layers' inputs (2 bytes per value) and "
+        "a reversible network the last output only, each plus one layer's 34-byte working "
+        "buffer; both recompute a forward pass, 8 FLOP per parameter per token.",
+        "Each option needs enough GPUs for its memory (state plus a step's activations over "
+        "the HBM) and for the deadline (FLOPs over a GPU's delivered rate and the days).",
+        *lines,
+        f"Fewest: {NAMES[best['key']]}, **{best['gpus']:,} GPUs**.{tie_note}",
+    )
+    mistakes = []
+    for o in options:
+        if o["gpus"] == best["gpus"] or o["by_memory"] < o["by_time"]:
+            continue
+        mistakes.append(
+            Mistake(
+                Q_(math.ceil(o["by_time"]), "chip"),
+                f"That is what the deadline alone asks of '{NAMES[o['key']]}'; its "
+                "activations need more GPUs' worth of HBM than that.",
+            )
+        )
+    mistakes.append(
+        Mistake(
+            Q_(rivals[0]["gpus"], "chip"),
+            f"That is what '{NAMES[rivals[0]['key']]}' needs; '{NAMES[best['key']]}' "
+            "needs fewer. Check both limits, memory and deadline, for every option.",
+        )
+    )
+    for o in options:
+        if o["key"] != "store" and o["gpus"] == best["gpus"] and o["by_time"] > o["by_memory"]:
+            six = o["by_time"] * 6 / 8
+            mistakes.append(
+                Mistake(
+                    Q_(math.ceil(max(six, o["by_memory"])), "chip"),
+                    "Recomputing costs a forward pass more: 8 FLOP per parameter per token, not 6.",
+                )
+            )
+            break
+    answer = Q_(best["gpus"], "chip")
+    kept = {m.value.m: m for m in reversed(mistakes) if abs(m.value.m / answer.m - 1) > 0.02}
+    return Draw(
+        text=text,
+        answer=answer,
+        solution=solution,
+        tolerance=0.02,
+        mistakes=tuple(kept.values())[::-1],
+        hint="For each strategy, GPUs for memory and GPUs for the deadline; the larger binds.",
+        choices={"strategy": best["key"]},
+    )

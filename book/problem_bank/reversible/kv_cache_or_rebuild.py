@@ -1,0 +1,90 @@
+"""The reverse trade: a KV cache keeps what a decode step would otherwise recompute. How much
+slower would recomputing it be than reading it?"""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "Read the KV cache, or rebuild it every token?"
+USES = ("kv_bytes_per_token", "kv_cache_per_sequence", "inference_flops")
+LECTURE = "2:04:02"
+
+MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b")
+CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
+CONTEXTS = (4096, 32768, 131072)
+
+
+def _size(q) -> str:
+    """Bytes in GB, or in MB below one GB."""
+    return quantity(q.to("GB") if q >= Q_(1, "GB") else q.to("MB"))
+
+
+def draw(rng, presets) -> Draw:
+    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+    context = Q_(rng.choice(CONTEXTS), "token/sequence")
+    model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
+    case = dict(model=model_id, precision="bf16", presets=presets)
+    cache = get("kv_cache_per_sequence").evaluate_detailed(context_length=context, **case)
+    per_token = cache.inputs["kv_bytes_per_token"].value.to("kB/token")
+    cache_bytes = (cache.value * Q_(1, "sequence")).to("GB")
+    tokens = (context * Q_(1, "sequence")).to("token")
+    rebuild = (
+        get("inference_flops")
+        .evaluate(inference_tokens=tokens, inference_inefficiency=1, **case)
+        .to("FLOP")
+    )
+    flops, bandwidth = chip.get("dense_flops_bf16"), chip.hbm_bandwidth
+    t_read = (cache_bytes / bandwidth).to("ms")
+    t_rebuild = (rebuild / flops).to("ms")
+    ratio = (t_rebuild / t_read).to("")
+    text = (
+        (
+            f"{model.name} ({quantity(model.params_active)} active per token; {model.layers} "
+            f"layers, {model.get('n_kv_heads')} key-value heads of dimension "
+            f"{model.get('head_dim')}) decodes a sequence with {int(context.m):,} tokens of "
+            "context "
+            f"on an {chip.name} ({quantity(flops)} at BF16, {quantity(bandwidth)} of HBM "
+            "bandwidth), caching keys and values in BF16. Instead of reading the cache each step, "
+            "it could rebuild it by running the whole context through the model again. Taking "
+            "each at the chip's peak, how many times longer would rebuilding take than reading?"
+        )
+        .replace(" an NVIDIA", " a NVIDIA")
+        .replace(" a NVIDIA", " an NVIDIA")
+    )
+    solution = (
+        f"The cache holds a key and a value per layer per key-value head: 2 × {model.layers} × "
+        f"{model.get('n_kv_heads')} × {model.get('head_dim')} values × 2 bytes = "
+        f"{quantity(per_token)}, {_size(cache_bytes)} for the context. Reading it "
+        f"at {quantity(bandwidth)} takes {quantity(t_read)}.",
+        f"Rebuilding runs a forward pass over every context token: 2 FLOP per active "
+        f"parameter per token, {quantity(rebuild)}, which takes {quantity(t_rebuild)} at "
+        f"{quantity(flops)}.",
+        f"The ratio is **{number(ratio.m)}**, the same at any context length: both grow with "
+        "it. That is why every server keeps the cache: the memory buys this much compute, the "
+        "opposite of a reversible network's trade.",
+    )
+    mistakes = (
+        Mistake(
+            ratio * 3,
+            "You priced the rebuild at 6 FLOP per parameter per token; it is a "
+            "forward pass only, 2.",
+        ),
+        Mistake(
+            ratio * 2,
+            "The cache holds a key and a value (two vectors) per head per "
+            "layer, at 2 bytes each in BF16: you counted half of that.",
+        ),
+        Mistake(ratio / 2, "A BF16 value takes 2 bytes; counting 4 doubles the cache."),
+    )
+    return Draw(
+        text=text,
+        answer=ratio,
+        solution=solution,
+        tolerance=0.02,
+        mistakes=mistakes,
+        hint="Bytes of the cache over bandwidth, against FLOPs of the rebuild over FLOP/s.",
+    )

@@ -1,0 +1,102 @@
+"""Reversible layers shrink stored activations to one layer; what is left is the backward
+pass's working buffer. How many sequences fit per GPU?"""
+
+from __future__ import annotations
+
+import math
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "Sequences per GPU with a reversible network"
+USES = ("training_state_memory", "revnet_activation_memory", "full_activation_memory")
+LECTURE = "2:04:02"
+
+MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
+CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
+SHARDS = (16, 32, 64, 128)
+CONTEXTS = (4096, 8192, 16384, 32768)
+
+
+def _size(q) -> str:
+    """Bytes in GB, or in MB below one GB."""
+    return quantity(q.to("GB") if q >= Q_(1, "GB") else q.to("MB"))
+
+
+def draw(rng, presets) -> Draw:
+    while True:  # the sharded state must leave room for at least two sequences
+        model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+        shards, context = rng.choice(SHARDS), Q_(rng.choice(CONTEXTS), "token/sequence")
+        model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
+        one = Q_(1, "sequence")
+        case = dict(model=model_id, precision="bf16", context_length=context, presets=presets)
+        state = get("training_state_memory").evaluate(model=model_id, presets=presets).to("GB")
+        rev = get("revnet_activation_memory").evaluate(batch_size=one, **case).to("GB")
+        buffer = get("full_activation_memory").evaluate_detailed(
+            batch_size=one, n_layers=Q_(1, "layer"), **case
+        )
+        factor = buffer.inputs["activation_bytes_factor"].value
+        buffer = buffer.value.to("GB")
+        room = (chip.hbm_capacity - state / shards).to("GB")
+        per_seq = (rev + buffer).to("GB")
+        fit = (room / per_seq).to("").m
+        if fit >= 2:
+            break
+    count = math.floor(fit)
+    d = model.d_model
+    text = (
+        f"You train a reversible version of {model.name} (residual width {int(d):,}, "
+        f"{model.layers} layers) with BF16 activations on {chip.name} GPUs "
+        f"({quantity(chip.hbm_capacity)} of HBM each). The mixed-precision Adam state is "
+        f"sharded evenly over {shards} GPUs. The backward pass rebuilds each layer's input "
+        "from its output, and while it works on a layer it holds that layer's internals, "
+        f"about {number(factor.m)} bytes for every residual value of every token. How many "
+        f"sequences of {context_tokens(context, 5)} can each GPU train on at once (buffers "
+        "beyond these left out)?"
+    )
+    solution = (
+        f"State: 16 bytes per parameter (BF16 weight and gradient, FP32 master weight and two "
+        f"moments) × {quantity(model.params_total)} = {quantity(state)}; 1/{shards} per GPU "
+        f"leaves {quantity(room)} of the {quantity(chip.hbm_capacity)}.",
+        f"A reversible network keeps only the last layer's output: {context_tokens(context, 5)} "
+        f"× {int(d):,} values × 2 bytes = {_size(rev)} per sequence, whatever the depth.",
+        f"The layer being differentiated holds {number(factor.m)} bytes per value: "
+        f"{_size(buffer)} per sequence, {number((buffer / rev).to('').m)} times the stored "
+        "output. This working buffer, not the stored activations, now sets the limit.",
+        f"{quantity(room)} / ({_size(rev)} + {_size(buffer)}) = {fit:,.2f}: **{count} "
+        f"sequences** per GPU.",
+    )
+    mistakes = [
+        Mistake(
+            Q_(math.floor((room / rev).to("").m), "sequence"),
+            "You left out the working buffer of the layer being differentiated; a "
+            "reversible network stores one layer's output but still works on one layer "
+            "at a time, with all its internals.",
+        ),
+        Mistake(
+            Q_(math.floor((chip.hbm_capacity / per_seq).to("").m), "sequence"),
+            "You forgot the GPU's share of the training state.",
+        ),
+    ]
+    left = chip.hbm_capacity - state * Q_(2, "byte/parameter") / Q_(16, "byte/parameter") / shards
+    mistakes.append(
+        Mistake(
+            Q_(math.floor((left / per_seq).to("").m), "sequence"),
+            "You counted only the BF16 weights of the state; gradients and Adam's FP32 "
+            "copies make it 16 bytes per parameter.",
+        )
+    )
+    answer = Q_(count, "sequence")
+    return Draw(
+        text=text,
+        answer=answer,
+        solution=solution,
+        tolerance=0.02,
+        mistakes=tuple(
+            m for m in mistakes if m.value.m > 0 and abs((m.value / answer).to("").m - 1) > 0.02
+        ),
+        hint="What is left of the HBM after the state, and what does one sequence need?",
+    )

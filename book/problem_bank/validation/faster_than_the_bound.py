@@ -1,0 +1,110 @@
+"""A measured speed above the roofline bound: what the bound left out (speculative decoding)."""
+
+from __future__ import annotations
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from derivations.notation import decode_tokens_per_sequence
+from units import Q_
+
+KIND = "multi"
+TITLE = "A user speed faster than the bound"
+USES = ("weight_fetch_time", "kv_fetch_time", "step_time", "decode_rate_per_user")
+
+# dense models at batch 1: (model, chip, chips, precision)
+SETUPS = (
+    ("llama_3_3_70b", "b200", 8, "fp8"),
+    ("llama_3_1_70b", "h100_sxm", 4, "fp8"),
+    ("llama_3_1_8b", "h100_sxm", 1, "bf16"),
+    ("llama_3_1_405b", "h200", 8, "fp8"),
+)
+CONTEXTS = (1024, 4096, 16_384)
+BEYOND = (1.5, 1.8, 2.2, 2.6, 3.1)  # how far the claimed speed sits above the bound
+NAMES = {"bf16": "BF16", "fp8": "FP8"}
+ONE_TOKEN = decode_tokens_per_sequence.value  # what a step gives each sequence, by the bound
+
+
+def _t(q) -> str:
+    """A short time in ms, or in µs below a tenth of a millisecond."""
+    return quantity(q.to("µs") if q < Q_(0.1, "ms") else q.to("ms"))
+
+
+def draw(rng, presets) -> Draw:
+    name, hardware, chips, precision = rng.choice(SETUPS)
+    context = Q_(rng.choice(CONTEXTS), "token/sequence")
+    beyond = rng.choice(BEYOND)
+    model = presets.get("model", name)
+    chip = presets.get("hardware", hardware)
+    one = Q_(1, "sequence")
+    case = dict(
+        model=name,
+        hardware=hardware,
+        precision=precision,
+        n_chips=Q_(chips, "chip"),
+        presets=presets,
+    )
+    weights = get("weight_fetch_time").evaluate(batch_size=one, **case).to("ms")
+    kv = get("kv_fetch_time").evaluate(batch_size=one, context_length=context, **case).to("ms")
+    step = get("step_time").evaluate(batch_size=one, context_length=context, **case).to("ms")
+    compute = get("compute_time").evaluate(batch_size=one, context_length=context, **case)
+    bound = get("decode_rate_per_user").evaluate(step_time=step, presets=presets)
+    bound = bound.to("token/s/sequence")
+    # the engine's claim: a round figure that far above the bound
+    claimed = Q_(float(f"{bound.m * beyond:.2g}"), "token/s/sequence")
+    per_step = (claimed * step).to("token/sequence")
+    above = (claimed / bound).to("").m
+    draft_compute = (compute * per_step.m).to("ms")
+    per_kv = get("kv_bytes_per_token").evaluate(model=name, precision=precision, presets=presets)
+
+    gpus = "one" if chips == 1 else number(chips)
+    text = (
+        f"An engine serves {model.name} ({quantity(model.params_total)}, dense) in "
+        f"{NAMES[precision]} on {gpus} {chip.name.split(' (')[0]} "
+        f"GPU{'' if chips == 1 else 's'} ({quantity(chip.hbm_bandwidth)} of HBM each) to a "
+        f"single user, whose context is about {context_tokens(context, 6)} (the KV cache costs "
+        f"{quantity(per_kv.to('kB/token'))}). Its log shows {quantity(claimed)} for that user. "
+        "The roofline says no decode step can beat its memory reads. If the measurement is "
+        "right, at least how many tokens must each step give the user on average?"
+    )
+    solution = (
+        f"At batch one a step reads every weight, {_t(weights)} at the bandwidth of "
+        f"{'the GPU' if chips == 1 else 'all ' + gpus + ' GPUs'}, and the user's cache, "
+        f"{_t(kv)}: {_t(step)}. The multiplies take only {_t(compute)}.",
+        f"One token per step allows at most {quantity(bound)}: the measurement is "
+        f"{number(above, 3)} times that, so the bound's one-token-per-step assumption fails.",
+        f"{quantity(claimed)} × {quantity(step)} = **{quantity(per_step, 3)}** per step at "
+        "least: the engine must be decoding speculatively, checking several drafted tokens "
+        f"in one pass over the weights. Even that many tokens' multiplies, "
+        f"{_t(draft_compute)}, stay under the reads, so the step time holds.",
+    )
+    at = dict(batch_size=one, context_length=context)
+    alone = dict(case, n_chips=Q_(1, "chip"))
+    wide = dict(case, weight_precision="bf16")
+    candidates = (
+        (
+            (claimed * get("step_time").evaluate(**at, **alone)).to("token/sequence")
+            if chips > 1
+            else None,
+            "You read the weights at one GPU's bandwidth; the replica's GPUs read their "
+            "shares in parallel.",
+        ),
+        (
+            (claimed * get("step_time").evaluate(**at, **wide)).to("token/sequence")
+            if precision == "fp8"
+            else None,
+            "You read the weights at two bytes each; FP8 is one.",
+        ),
+        (ONE_TOKEN, "One token per step is what the bound assumes; the measurement needs more."),
+    )
+    mistakes: list[Mistake] = []
+    for value, why in candidates:
+        if value is None:
+            continue
+        if all(
+            abs((value / o).to("").m - 1) > 0.05 for o in [per_step, *(m.value for m in mistakes)]
+        ):
+            mistakes.append(Mistake(value, why))
+    return Draw(
+        text=text, answer=per_step, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+    )

@@ -1,0 +1,104 @@
+"""Why a publisher's MFU is above the lecture's: it counts attention's FLOPs."""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "Counting attention in a published MFU"
+USES = ("training_rate_bound", "attention_training_rate_bound", "model_flops_utilization")
+
+RUNS = (
+    "maxtext_v6e_llama31_70b",
+    "maxtext_v6e_llama31_405b",
+    "maxtext_v5p_llama2_70b",
+    "mlperf_train_h200_x1024_llama31_405b",
+    "mlperf_train_gb200_x2560_llama31_405b",
+    "mlperf_train_gb200_x5120_llama31_405b",
+    "mlperf_train_gb300_x512_llama31_405b",
+)
+NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
+
+
+def pct(x: float) -> str:
+    return f"{number(100 * x, 3)}%"
+
+
+def draw(rng, presets) -> Draw:
+    run = presets.get("measurement", rng.choice(RUNS))
+    sequence = run.context
+    chip = presets.get("hardware", run.hardware)
+    model = presets.get("model", run.model)
+    precision = run.get("activations", run.weights)
+    flops = chip.get(f"dense_flops_{precision}")
+    measured = (run.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
+    case = dict(hardware=run.hardware, model=run.model, flops=flops, presets=presets)
+
+    plain = get("training_rate_bound").evaluate(**case).to("token/s/chip")
+    attn = get("attention_training_rate_bound").evaluate_detailed(
+        training_sequence=sequence, **case
+    )
+    forward = attn.inputs["flops_per_param_token"].value
+    attn = attn.value.to("token/s/chip")
+    mfu_plain = (
+        get("model_flops_utilization")
+        .evaluate(measured_rate=measured, training_rate_bound=plain, presets=presets)
+        .to("")
+    )
+    mfu = (measured / attn).to("")
+    token = Q_(1, "token")
+    weights = (flops / plain).to("GFLOP/token")
+    total = (flops / attn).to("GFLOP/token")
+    extra = total - weights
+    causal = get("attention_training_rate_bound").evaluate(training_sequence=sequence / 2, **case)
+    mfu_causal = (measured / causal).to("")
+
+    stated = run.get("mfu")
+    reported = (
+        f"It reports an MFU of {pct(stated.to('').m)}, more than the lecture's count of the "
+        "model's FLOPs gives. "
+        if stated is not None
+        else ""
+    )
+    text = (
+        f"{run.name.split(' Llama')[0]} publishes a run that trains {model.name} "
+        f"({quantity(model.params_total)}; "
+        f"{number(model.layers)} layers of {number(model.n_heads)} query heads of "
+        f"{number(model.head_dim)} values) in {NAMES[precision]} on {number(run.chips)} "
+        f"{chip.name.split(' (')[0]} chips ({quantity(flops)} dense in {NAMES[precision]} "
+        f"each) at sequences of {quantity(sequence)}, and measures {quantity(measured)}. "
+        f"{reported}Count attention's matrix products as "
+        "well, the way such publishers do: every token's query meets all the keys and values "
+        "of its sequence, in every layer, forward and backward (no saving for causal masking). "
+        "What MFU do you get?"
+    )
+    solution = (
+        f"Without attention a token costs {number(forward.m)} FLOPs per parameter forward and "
+        f"twice that backward: {quantity(weights * token)} per token, so the chip could train "
+        f"{quantity(plain)} and the run used {pct(mfu_plain.m)} of it.",
+        f"Attention adds, per token and layer, a score against each of the "
+        f"{quantity(sequence)} of its sequence and a weighted sum of as many values, "
+        f"{number(model.n_heads)} × {number(model.head_dim)} multiply-adds each, forward and "
+        f"backward: {quantity(extra * token)} more per token over {number(model.layers)} layers.",
+        f"{quantity(flops)} / {quantity(total)} = {quantity(attn)} at peak, and "
+        f"{quantity(measured)} / {quantity(attn)} = **{pct(mfu.m)}**"
+        + (
+            f", nearer the {pct(stated.to('').m)} published: much of the gap between "
+            "the two MFUs is the FLOP count, not the machine."
+            if stated is not None
+            else f", against {pct(mfu_plain.m)} by the lecture's count: the same run, "
+            "credited with more work."
+        ),
+    )
+    mistakes = (
+        Mistake(mfu_plain, "That is the lecture's count, without attention's FLOPs."),
+        Mistake(
+            mfu_causal,
+            "You halved attention for causal masking; the count asked for (the publishers') "
+            "does not.",
+        ),
+    )
+    return Draw(text=text, answer=mfu, solution=solution, tolerance=0.02, mistakes=mistakes)

@@ -1,0 +1,194 @@
+"""An MLPerf offline result held against its roofline bound: which side binds, what share."""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from derivations.inputs import reachable
+from units import Q_, ChalkboardError
+
+KIND = "multi"
+TITLE = "What share of its bound did an MLPerf offline run reach?"
+USES = (
+    "kv_bytes_per_token",
+    "chips_to_fit",
+    "serving_step_time",
+    "serving_rate_per_chip",
+    "serving_efficiency",
+)
+
+NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
+CHOICES = ("model", "hardware", "presets", "weight_precision", "kv_precision", "precision")
+ONE = Q_(1, "sequence")  # one request is one sequence
+
+
+def pct(x: float) -> str:
+    return f"{number(100 * x, 3)}%"
+
+
+def _ev(eq_id: str, case: dict, **extra):
+    eq = get(eq_id)
+    allowed = reachable(eq)
+    return eq.evaluate(**{k: v for k, v in case.items() if k in CHOICES or k in allowed}, **extra)
+
+
+def _rows(presets):
+    """Offline rows of a dense model, one chip per replica, with a configured batch."""
+    for row in presets.measurement.values():
+        model = presets.get("model", row.model)
+        if (
+            row.scenario == "offline"
+            and row.get("chips_per_replica") == 1
+            and row.get("concurrency") is not None
+            and not model.get("experts_routed")
+        ):
+            yield row
+
+
+def draw(rng, presets) -> Draw:
+    row = rng.choice(sorted(_rows(presets), key=lambda r: r.id))
+    prompt = row.get(rng.choice(("input_tokens_low", "input_tokens", "input_tokens_high")))
+    chip = presets.get("hardware", row.hardware)
+    model = presets.get("model", row.model)
+    compute_precision = row.get("activations", row.weights)
+    flops = chip.get(f"dense_flops_{compute_precision}")
+    output = row.output_tokens
+    context = ((prompt + output / 2) / ONE).to("token/sequence")
+    rho = (prompt / output).to("")
+    case = dict(
+        model=row.model,
+        hardware=row.hardware,
+        precision=row.weights,
+        weight_precision=row.weights,
+        kv_precision=row.kv,
+        flops=flops,
+        n_chips=Q_(1, "chip"),
+        context_length=context,
+        input_output_ratio=rho,
+        presets=presets,
+    )
+    measured = (row.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
+
+    per_token = _ev("kv_bytes_per_token", case).to("kB/token")
+    fit = (
+        get("chips_to_fit")
+        .solve_for("batch_size")
+        .evaluate(
+            **{k: v for k, v in case.items() if k in CHOICES or k == "context_length"},
+            chips_to_fit=Q_(1, "chip"),
+        )
+        .to("sequence")
+    )
+    configured = row.concurrency.to("sequence")
+    batch = min(fit, configured)
+    compute = _ev("compute_time", case, batch_size=batch).to("ms")
+    weights = _ev("weight_fetch_time", case, batch_size=batch).to("ms")
+    kv = _ev("kv_fetch_time", case, batch_size=batch).to("ms")
+    step = _ev("serving_step_time", case, batch_size=batch).to("ms")
+    bound = _ev("serving_rate_per_chip", case, batch_size=batch).to("token/s/chip")
+    share = (
+        get("serving_efficiency")
+        .evaluate(measured_rate=measured, serving_rate_per_chip=bound, presets=presets)
+        .to("")
+    )
+    with_prompts = compute * (1 + rho.m)
+    binds = "compute" if with_prompts >= weights + kv else "memory"
+
+    _, system, _ = row.name.split(": ")[1].split(", ")
+    text = (
+        f"In the MLPerf Inference v5.1 offline scenario, {system} ran {model.name} "
+        f"({quantity(model.params_total)}, dense; {number(model.layers)} layers with "
+        f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values) with weights "
+        f"in {NAMES[row.weights]} and KV cache in {NAMES[row.kv]}, one replica per GPU, at "
+        f"{quantity(measured)}. Each GPU has {quantity(chip.hbm_capacity)} of HBM at "
+        f"{quantity(chip.hbm_bandwidth)} and does {quantity(flops)} dense in "
+        f"{NAMES[compute_precision]}. The engine allowed up to {quantity(configured)} at once. "
+        f"Requests averaged {quantity(output)} of output; take {quantity(prompt)} of prompt "
+        "(not published). Prompts are prefilled on the same GPUs, between decode steps. What "
+        "share of its roofline bound did the run reach?"
+    )
+    solution = (
+        f"A sequence's context averages its prompt plus half its output: "
+        f"{quantity(context * ONE)}. Its KV cache costs {quantity(per_token)}.",
+        f"Beside the weights, {quantity(chip.hbm_capacity)} holds {quantity(fit)} of that "
+        f"context; the engine allows {quantity(configured)}, so the bound takes "
+        f"{quantity(batch)}.",
+        f"Memory per step: the weights in {quantity(weights)} and the caches in {quantity(kv)}. "
+        f"Compute per step: {quantity(compute)} for the decode tokens, and each output token "
+        f"brings {number(rho.m, 3)} prompt tokens of prefill, so {quantity(with_prompts)} in "
+        f"all. The step is {binds}-bound at {quantity(step)}.",
+        f"Each sequence gets one token per step: {number(batch.m)} tokens per {quantity(step)}, "
+        f"at most {quantity(bound)}. Measured "
+        f"{quantity(measured)}: **{pct(share.m)}** of the bound.",
+    )
+    decode_only = _ev("decode_rate_per_chip", case, batch_size=batch).to("token/s/chip")
+    candidates = [
+        (
+            measured / decode_only,
+            "You left out the prefill: every prompt token costs a "
+            "decode token's FLOPs on the same GPUs.",
+        ),
+    ]
+    inverted = _ev(
+        "serving_rate_per_chip", dict(case, input_output_ratio=1 / rho), batch_size=batch
+    )
+    candidates.append(
+        (
+            measured / inverted,
+            "You turned the ratio over: each output token carries "
+            "the request's prompt tokens over its output tokens of prefill.",
+        )
+    )
+    one_flop = _ev("serving_rate_per_chip", dict(case, flops=2 * flops), batch_size=batch)
+    candidates.append(
+        (
+            measured / one_flop,
+            "You counted one FLOP per parameter per token; a multiply and an add are two.",
+        )
+    )
+    half = dict(case, kv_bytes_per_token=per_token / 2)
+    try:
+        more = (
+            get("chips_to_fit")
+            .solve_for("batch_size")
+            .evaluate(
+                **{
+                    k: v
+                    for k, v in half.items()
+                    if k in CHOICES or k in ("context_length", "kv_bytes_per_token")
+                },
+                chips_to_fit=Q_(1, "chip"),
+            )
+        )
+        fewer_bytes = _ev("serving_rate_per_chip", half, batch_size=min(more, configured))
+        candidates.append(
+            (
+                measured / fewer_bytes,
+                "You counted one vector per KV head; each "
+                "caches a key and a value, so fewer sequences fit and their "
+                "caches take twice as long to read.",
+            )
+        )
+    except ChalkboardError:
+        pass
+    if fit < configured:
+        try:
+            full = _ev("serving_rate_per_chip", case, batch_size=configured)
+            candidates.append(
+                (
+                    measured / full,
+                    f"The engine's {quantity(configured)} do not "
+                    "fit beside the weights; the bound takes what fits.",
+                )
+            )
+        except ChalkboardError:
+            pass
+    mistakes: list[Mistake] = []
+    for value, why in candidates:
+        value = value.to("")
+        if all(abs((value / o).to("").m - 1) > 0.05 for o in [share, *(m.value for m in mistakes)]):
+            mistakes.append(Mistake(value, why))
+    return Draw(
+        text=text, answer=share, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+    )

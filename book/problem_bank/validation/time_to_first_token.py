@@ -1,0 +1,98 @@
+"""The least time to first token a replica allows, against a published mean TTFT."""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake
+from derivations import get
+from units import Q_
+
+KIND = "multi"
+TITLE = "How much of a time to first token is the prefill?"
+USES = ("weight_fetch_time", "ttft_bound")
+
+NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
+
+
+def _rows(presets):
+    """MLPerf rows with a measured mean TTFT and a dense model (every weight read once)."""
+    for row in presets.measurement.values():
+        model = presets.get("model", row.model)
+        if row.get("ttft") is not None and not model.get("experts_routed"):
+            yield row
+
+
+def draw(rng, presets) -> Draw:
+    row = rng.choice(sorted(_rows(presets), key=lambda r: r.id))
+    prompt = row.get(rng.choice(("input_tokens_low", "input_tokens", "input_tokens_high")))
+    chip = presets.get("hardware", row.hardware)
+    model = presets.get("model", row.model)
+    precision = row.get("activations", row.weights)
+    flops = chip.get(f"dense_flops_{precision}")
+    chips = Q_(row.chips_per_replica, "chip")
+    case = dict(
+        hardware=row.hardware,
+        model=row.model,
+        precision=row.weights,
+        flops=flops,
+        n_chips=chips,
+        presets=presets,
+    )
+    # the prompt's tokens go through the model together, like a batch of one-token sequences
+    batch = Q_(prompt.to("token").m, "sequence")
+    result = get("ttft_bound").evaluate_detailed(input_tokens=prompt, batch_size=batch, **case)
+    bound = result.value.to("ms")
+    forward = result.inputs["flops_per_param_token"].value
+    reads = {k: v for k, v in case.items() if k != "flops"}
+    weights = get("weight_fetch_time").evaluate(batch_size=batch, **reads).to("ms")
+    active = result.inputs["n_active"].value
+    compute = (prompt * forward * active / (chips * flops / Q_(1, "chip"))).to("ms")
+    binds = "compute" if compute >= weights else "weights"
+    measured = row.ttft.to("ms")
+    share = (bound / measured).to("").m
+    one = chips.m == 1
+    replica = "one chip" if one else f"{number(chips.m)} chips"
+    _, system, scenario = row.name.split(": ")[1].split(", ")
+
+    text = (
+        f"In an MLPerf Inference v5.1 run on {system} ({scenario} scenario), {model.name} "
+        f"({quantity(model.params_total)}, dense) runs in {NAMES[row.weights]} on "
+        f"{chip.name.split(' (')[0]} GPUs ({quantity(flops)} dense in {NAMES[precision]}, "
+        f"{quantity(chip.hbm_bandwidth)} of HBM each), each replica on {replica}. The "
+        f"measured mean time to first token was {quantity(measured)}. MLPerf "
+        f"does not publish the mean prompt length; take {quantity(prompt)}. What is the least "
+        "time a replica needs to produce a first token for such a prompt?"
+    )
+    solution = (
+        f"The prompt's {quantity(prompt)} go through the model in one pass, "
+        f"{number(forward.m)} FLOPs per parameter each: on {replica} at peak that takes "
+        f"{quantity(compute)}.",
+        f"The pass also reads every weight once, {quantity(model.params_total)} in "
+        f"{NAMES[row.weights]} at the replica's bandwidth: {quantity(weights)}.",
+        f"The slower of the two bounds it: the {binds} side, **{quantity(bound)}**. The "
+        f"measured mean, {quantity(measured)}, is {number(1 / share, 3)} times that: the "
+        f"prefill at peak would fill {number(100 * share, 2)}% of the wait; the rest is the "
+        "prefill running below peak and queueing behind other requests, which the bound does "
+        "not model.",
+    )
+    candidates = [
+        (
+            weights if binds == "compute" else compute,
+            "That is the side that does not bind; "
+            "the prefill takes the slower of its compute and its weight read.",
+        ),
+        (bound * chips.m, "You ran the prompt on one chip; the replica's chips share it.")
+        if not one
+        else (None, ""),
+        (max(compute / 2, weights), "You counted one FLOP per parameter; a multiply-add is two."),
+        (measured - bound, "That is the queueing time; the question asks for the prefill."),
+    ]
+    mistakes: list[Mistake] = []
+    for value, why in candidates:
+        if value is None:
+            continue
+        if all(abs((value / o).to("").m - 1) > 0.04 for o in [bound, *(m.value for m in mistakes)]):
+            mistakes.append(Mistake(value.to("ms"), why))
+    return Draw(
+        text=text, answer=bound, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+    )

@@ -1,0 +1,251 @@
+"""Gates on the authored problems (book/problem_bank): every problem file of every chapter, over
+many seeds, keeps the contract, gives a finite answer with a unit that its own solution shows,
+lists mistakes its tolerance tells apart, reads cleanly, and types no number of its own; a page
+never repeats a problem; a design problem's choice is clear or said to be close; every chapter
+with problems has at least eight."""
+
+import ast
+import html
+import inspect
+import json
+import math
+import random
+import re
+from functools import cache
+
+import pytest
+
+import derivations
+from book import problem_bank
+from book.format import quantity
+from book.problems import (
+    PROBLEMS_PER_CHAPTER,
+    answer_spec,
+    authored,
+    lecture_seconds,
+    problem_pages,
+    problem_set,
+)
+from tests.book.reader_text import problems as broken_rules
+from tests.book.reader_text import reader_text
+from units.presets import load
+
+SEEDS = range(40)  # each problem drawn this many times (a draw takes milliseconds)
+CHAPTERS = [c.id for c in derivations.CHAPTERS]
+MODULES = [m for c in CHAPTERS for m in problem_bank.modules(c)]
+IDS = [".".join(m.__name__.rsplit(".", 2)[-2:]) for m in MODULES]
+
+
+@cache
+def presets():
+    return load()
+
+
+@cache
+def draws(module) -> tuple:
+    """``(seed, Draw)`` for every seed, drawn as the engine draws them."""
+    return tuple((s, authored(module, s, presets())) for s in SEEDS)
+
+
+def test_every_chapter_with_problems_has_at_least_eight():
+    # authors-a and authors-b write the other chapters in parallel: every chapter that has a
+    # folder of problems counts, and batching and moe have theirs here
+    folders = {c for c in CHAPTERS if problem_bank.modules(c)}
+    assert {"batching", "moe"} <= folders
+    for chapter in folders:
+        assert len(problem_bank.modules(chapter)) >= PROBLEMS_PER_CHAPTER, chapter
+
+
+@pytest.mark.parametrize("module", MODULES, ids=IDS)
+def test_the_contract_holds(module):
+    assert module.KIND in problem_bank.KINDS
+    assert isinstance(module.TITLE, str) and 0 < len(module.TITLE) <= 80
+    assert module.USES and len(set(module.USES)) == len(module.USES)
+    for eq in module.USES:
+        derivations.get(eq)  # exists in the catalogue (raises otherwise)
+    if module.KIND == "multi":
+        assert len(module.USES) >= 2
+    if hasattr(module, "LECTURE"):
+        assert 0 <= lecture_seconds(module.LECTURE) <= 2 * 3600 + 13 * 60  # the lecture's length
+    assert list(inspect.signature(module.draw).parameters) == ["rng", "presets"]
+
+
+def _numeric(p) -> bool:
+    return p.kind != "concept"
+
+
+@pytest.mark.parametrize("module", MODULES, ids=IDS)
+def test_every_draw_has_a_finite_answer_with_a_unit_and_mistakes_it_tells_apart(module):
+    for seed, p in draws(module):
+        where = f"{p.id} seed {seed}"
+        if not _numeric(p):
+            assert p.answer is None, where
+            continue
+        a = p.answer
+        assert math.isfinite(a.magnitude) and a.magnitude > 0, where
+        assert str(a.units) != "dimensionless", f"{where}: the answer has no unit"
+        if p.mode == "factor":
+            assert 1 < p.tolerance <= 3, where
+        else:
+            assert 0.005 <= p.tolerance <= 0.1, where
+        assert p.mistakes, f"{where}: no likely mistake listed"
+        spec = answer_spec(p)
+        assert len(spec["mistakes"]) >= 1, f"{where}: no mistake in the answer's dimension"
+        for m in p.mistakes:
+            assert m.why.strip(), where
+            if m.value.dimensionality != a.dimensionality:
+                continue  # a wrong dimension: the checker diagnoses it on its own
+            ratio = (m.value / a).to("").magnitude
+            assert math.isfinite(ratio) and ratio > 0, where
+            if p.mode == "factor":
+                inside = 1 / p.tolerance <= ratio <= p.tolerance
+            else:
+                inside = abs(ratio - 1) <= p.tolerance
+            assert not inside, f"{where}: the mistake {m.value:~} is accepted ({m.why})"
+
+
+@pytest.mark.parametrize("module", MODULES, ids=IDS)
+def test_the_solution_ends_on_the_answer_the_checker_grades(module):
+    for seed, p in draws(module):
+        where = f"{p.id} seed {seed}"
+        assert len(p.solution) >= 2, f"{where}: a solution explains, step by step"
+        if not _numeric(p):
+            continue
+        last = p.solution[-1]
+        shown = [d for d in (4, 3, 2) if f"**{quantity(p.answer, d)}**" in last]
+        assert shown, f"{where}: the last step does not show the answer in bold: {last}"
+        if p.mode == "relative":  # the rounding shown is inside the tolerance graded
+            assert 0.5 * 10 ** (1 - max(shown)) < p.tolerance, where
+
+
+def _texts(p) -> list[str]:
+    return [p.text, *p.solution, p.hint, *(m.why for m in p.mistakes)]
+
+
+DOUBLED = re.compile(r"\b([A-Za-z]+) \1\b", re.IGNORECASE)
+LEFTOVER = re.compile(r"[{}]|\b(nan|inf|None|True|False)\b")
+
+
+@pytest.mark.parametrize("module", MODULES, ids=IDS)
+def test_the_text_reads_cleanly(module):
+    texts = set()
+    for seed, p in draws(module):
+        texts.add(p.text)
+        assert "?" in p.text, f"{p.id}: the statement asks no question"
+        for text in _texts(p):
+            prose = reader_text(text)
+            assert not LEFTOVER.search(prose), f"{p.id} seed {seed}: {prose}"
+            assert not DOUBLED.search(prose), f"{p.id} seed {seed}: {DOUBLED.search(prose)[0]}"
+            assert not broken_rules(text), f"{p.id} seed {seed}: {broken_rules(text)}"
+    assert len(texts) > 1, f"{module.__name__}: {len(SEEDS)} seeds draw one and the same problem"
+
+
+# A number typed into a problem's text is a standalone numeral inside a string literal of the
+# file (digits that are part of a name, like FP8 or H100, are not numbers). 0 and 1 are
+# structure ("1/x"), not figures.
+TYPED = re.compile(r"(?<![\w.$\\^_{])(\d+(?:[.,]\d+)*)(?![\w\\}^])")
+
+
+def typed_numbers(module) -> list[str]:
+    tree = ast.parse(inspect.getsource(module))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) in docstrings or re.fullmatch(r"(\d+:)?\d+:\d\d", node.value):
+                continue  # a docstring, or the LECTURE mark
+            text = re.sub(r"\$[^$]*\$", " ", node.value)  # math: symbols, not figures
+            for m in TYPED.finditer(text):
+                if m[1] not in ("0", "1"):
+                    found.append(f"line {node.lineno}: {node.value!r}")
+    return found
+
+
+@pytest.mark.parametrize("module", MODULES, ids=IDS)
+def test_no_number_is_typed_into_the_text(module):
+    assert typed_numbers(module) == []
+
+
+def test_the_typed_number_check_can_fail():
+    import types
+
+    sample = types.ModuleType("sample")
+    source = (
+        'def draw(rng, presets):\n    return f"on 8 chips, FP8, H100, {x} and 1/{y} ${{2N}}$"\n'
+    )
+    code = compile(source, "sample", "exec")
+    exec(code, sample.__dict__)
+    original = inspect.getsource
+    try:
+        inspect.getsource = lambda m: source
+        assert typed_numbers(sample) == [f"line 2: {'on 8 chips, FP8, H100, '!r}"]
+    finally:
+        inspect.getsource = original
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.KIND == "design"])
+def test_a_design_choice_is_clear_or_said_to_be_close(module):
+    for seed, p in draws(module):
+        assert p.choices, f"{p.id} seed {seed}: a design problem names its choice"
+        assert p.margin is not None and p.margin > 0, f"{p.id} seed {seed}: no margin"
+        if p.margin < 0.05:
+            assert "close" in " ".join(p.solution).lower(), f"{p.id} seed {seed}"
+
+
+def test_batching_and_moe_have_a_design_and_an_estimate_and_mostly_chains():
+    for chapter in ("batching", "moe"):
+        kinds = [m.KIND for m in problem_bank.modules(chapter)]
+        assert "design" in kinds and "estimate" in kinds, chapter
+        assert kinds.count("multi") + kinds.count("design") >= len(kinds) / 2, chapter
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_no_problem_repeats_on_a_page(seed):
+    for chapter in CHAPTERS:
+        problems = problem_set(chapter, seed)
+        texts = [p.text for p in problems]
+        assert len(set(texts)) == len(texts), chapter
+        answers = [p.answer.to_base_units().m for p in problems if p.answer is not None]
+        for i, a in enumerate(answers):
+            assert all(abs(a / b - 1) > 1e-6 for b in answers[:i]), (chapter, seed)
+
+
+def test_a_problem_is_the_same_for_the_same_seed_whatever_else_is_drawn():
+    everything = {p.id: p for p in problem_set(seed=5)}
+    assert list(everything) == IDS
+    alone = problem_set("batching", seed=5, kind="design")
+    assert alone and all(p.to_dict() == everything[p.id].to_dict() for p in alone)
+    drawn = MODULES[0].draw(random.Random(f"5:{IDS[0]}"), presets())  # the engine's rng
+    assert drawn.text == everything[IDS[0]].text
+
+
+def test_the_problem_pages_show_each_problem_with_its_checker_spec():
+    from book.site import rendered
+    from book.templating import environment
+
+    env = environment()
+    pages = problem_pages(presets())
+    for chapter in ("batching", "moe"):
+        template, ctx = pages[f"problems/{chapter}.md"]
+        text = rendered(env, template, ctx)
+        for p in problem_set(chapter, 0, presets=presets()):
+            assert f"{p.title} {{: #" in text
+            assert p.text in text
+            anchor = p.id.replace(".", "-").replace("_", "-")
+            found = re.search(f'id="check-{anchor}" [^>]*data-answer="([^"]*)"', text)
+            spec = json.loads(html.unescape(found[1]))
+            assert spec == json.loads(json.dumps(answer_spec(p)))
+            assert spec["mistakes"] and all(m["why"] for m in spec["mistakes"])
+            if p.lecture is not None:
+                assert f"https://www.youtube.com/watch?v=xmkSf5IS-zw&t={p.lecture}s" in text
+    index = rendered(env, *pages["problems/index.md"])
+    for chapter in derivations.CHAPTERS:
+        count = len(problem_bank.modules(chapter.id))
+        assert f"| [{chapter.title}]({chapter.id}.md) | {count} |" in index
