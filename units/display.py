@@ -253,7 +253,7 @@ def _rescaled(q: pint.Quantity) -> pint.Quantity:
     if len(byte_parts) != 1 or any(p[0] in ("exa", "zetta", "yotta") for p in parts):
         return q
     target = registry.Unit("")
-    for prefix, base, exp, name in parts:
+    for _prefix, base, exp, name in parts:
         target *= registry.Unit(name if base != "byte" else "byte") ** exp
     in_bytes = q.to(target)
     size = float(f"{abs(in_bytes.magnitude):.2e}")
