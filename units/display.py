@@ -40,17 +40,18 @@ def is_whole(x: float) -> bool:
 def number(x: float, digits: int = 4) -> str:
     """``x`` with ``digits`` significant figures, thousands separated, no trailing zeros; a huge
     or tiny magnitude as ``'2.63 × 10¹⁴'``. A whole number below a million is whole, however
-    many figures it has: ``d_model`` is 16,384, not 16,380.
+    many figures it has (``d_model`` is 16,384, not 16,380), unless one or two figures are
+    asked for: a rough figure ("≈30 times") is rounded.
 
-    >>> number(16384), number(129_280, 3), number(16384.5), number(2_097_152)
-    ('16,384', '129,280', '16,380', '2.097 × 10⁶')
+    >>> number(16384), number(129_280, 3), number(16384.5), number(2_097_152), number(29, 1)
+    ('16,384', '129,280', '16,380', '2.097 × 10⁶', '30')
     """
     x = float(x)
     if not math.isfinite(x):
         return str(x)
     if x == 0:
         return "0"
-    if is_whole(x) and abs(x) < SCIENTIFIC_FROM:
+    if digits >= 3 and is_whole(x) and abs(x) < SCIENTIFIC_FROM:
         return f"{round(x):,}"
     x = float(f"{x:.{digits - 1}e}")  # round first: -0.9999999999999999 is -1
     exponent = math.floor(math.log10(abs(x)))
@@ -230,22 +231,29 @@ TIME_UNITS = (  # (below this many seconds, say it in this unit)
 BYTE_PREFIXES = ("", "k", "M", "G", "T", "P")
 
 
-def spoken_number(x: float) -> str:
-    """``x`` as prose says it: 2 significant figures, 3 from 100 to 1,000 (so 295 stays 295),
-    a whole number whole.
+def spoken_number(x: float, most: int = 3) -> str:
+    """``x`` as prose says it: 2 significant figures, 3 from 100 to 1,000 (so 295 stays 295) or
+    where 3 say it exactly (14.5, 62.5), never more than ``most``; a whole number whole (unless
+    ``most`` asks for a rough figure).
 
     >>> spoken_number(0.6249), spoken_number(295.3), spoken_number(5356.4), spoken_number(16384)
     ('0.62', '295', '5,400', '16,384')
+    >>> spoken_number(107_700, most=1), spoken_number(14.5), spoken_number(15.25)
+    ('100,000', '14.5', '15')
     """
-    if is_whole(x) and abs(x) < SCIENTIFIC_FROM:
+    if most >= 3 and is_whole(x) and abs(x) < SCIENTIFIC_FROM:
         return number(x)
-    return number(x, 3 if 100 <= abs(float(x)) < 1000 else 2)
+    three = number(x, 3)
+    if most >= 3 and (100 <= abs(float(x)) < 1000 or three == number(x, 15)):
+        return three
+    return number(x, min(most, 2))
 
 
 def _rescaled(q: pint.Quantity) -> pint.Quantity:
     """``q`` in the unit prose picks for its size: a time in ns … years, bytes in B … PB."""
     registry = q._REGISTRY
-    if q.dimensionality == registry.Unit("s").dimensionality:
+    time = registry.Unit("s").dimensionality
+    if all(registry.Unit(name).dimensionality == time for *_, name in _parts(q.units)):
         seconds = float(f"{abs(q.to('s').magnitude):.2e}")  # 0.9999 s is said "1 s"
         return q.to(next(u for below, u in TIME_UNITS if seconds < below))
     parts = _parts(q.units)
@@ -261,32 +269,35 @@ def _rescaled(q: pint.Quantity) -> pint.Quantity:
     return in_bytes.to(target / registry.Unit("byte") * registry.Unit(f"{BYTE_PREFIXES[step]}B"))
 
 
-def spoken(q: pint.Quantity, about: bool = False) -> str:
+def spoken(q: pint.Quantity, about: bool = False, most: int = 3) -> str:
     """A quantity as a person says it in a sentence: 2-3 figures in a natural unit (cents below
-    a dollar; seconds, minutes, hours or days by size; kB, MB, GB by size). With ``about``, a
-    rounded value says so.
+    a dollar, 3 figures above it; seconds, minutes, hours or days by size; kB, MB, GB by size),
+    in no more than ``most`` figures. With ``about``, a rounded value says so.
 
     >>> from units import Q_
     >>> spoken(Q_(0.02077, "USD/Mtoken"), about=True), spoken(Q_(0.6249, "min"), about=True)
     ('about 2.1¢ per million tokens', 'about 37 s')
     >>> spoken(Q_(6.275, "USD/Mtoken")), spoken(Q_(1693.4, "byte/token"))
-    ('6.3 USD per million tokens', '1.7 kB per token')
+    ('6.28 USD per million tokens', '1.7 kB per token')
     >>> spoken(Q_(143.2, "min")), spoken(Q_(5356.4, "sequence")), spoken(Q_(16384, "byte"))
     ('2.4 hours', '5,400 sequences', '16,384 B')
-    >>> spoken(Q_(300, "s"), about=True), spoken(Q_(54.2, "day")), spoken(Q_(1.157e15, "FLOP"))
-    ('5 min', '54 days', '1.2 × 10¹⁵ FLOP')
+    >>> spoken(Q_(1, "month")), spoken(Q_(54.23, "day")), spoken(Q_(1.157e15, "FLOP"))
+    ('1 month', '54 days', '1.2 × 10¹⁵ FLOP')
+    >>> spoken(Q_(2.664e6, "chip*hour"))
+    '2.7 × 10⁶ chips·h'
+
     """
     q = _plain(q)
-    is_time = q.dimensionality == q._REGISTRY.Unit("s").dimensionality
-    if is_time or (q.units != q._REGISTRY.Unit("") and not is_whole(q.magnitude)):
-        q = _rescaled(q)  # a whole count of bytes (16,384) stays whole
+    if q.units != q._REGISTRY.Unit("") and not is_whole(q.magnitude):
+        q = _rescaled(q)  # a whole figure (16,384 bytes, 1 month) stays as it is given
     if _parts(q.units) == _parts(q._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:
         q = q.to("Gparameter")  # "671 B parameters"
     value = float(q.magnitude)
     text = unit(q.units)
     if text.startswith("USD") and 0 < abs(value) < 1:
         value, text = value * 100, "¢" + text[3:]  # "2.1¢ per million tokens"
-    figures = spoken_number(value)
+    dollars = text.startswith("USD") and abs(value) >= 1
+    figures = number(value, min(most, 3)) if dollars else spoken_number(value, most)
     if text and not text.startswith("¢"):
         text = " " + unit(q.units, singular=figures in ("1", "-1"))
         if q.units == q._REGISTRY.Unit("hour"):
