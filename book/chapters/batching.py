@@ -128,7 +128,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
         "crossover": quantity(ev.q("crossover_batch")),
         "batch": said_number(batch),
         "drain": ev.text("hbm_drain_time"),
-        "at": {name: quantity(i.value) for name, i in at.inputs.items()},
+        "at": {name: said(i.value) for name, i in at.inputs.items()},
         "cost": said(at.value),
         "throughput": ev.text("throughput", batch_size=batch),
         "latency": ev.text("worst_case_latency"),
