@@ -69,6 +69,7 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "id": eq.id,
         "title": eq.title,
         "latex": eq.latex(),
+        "display": eq.display_latex(),
         "expanded": derivations.to_latex(eq.expanded()) if eq.uses else "",
         "lhs": symbol_context(eq.lhs, presets, page),
         "summary": prose(eq.summary),

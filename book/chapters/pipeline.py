@@ -108,7 +108,7 @@ def _tex() -> dict:
         "two_k": derivations.to_latex(2 * k),
         "p_minus_one": derivations.to_latex(p - 1),
         "bubble_approx": derivations.to_latex((p - 1) / m),
-        "m_solved": solved.latex(),
+        "m_solved": solved.display_latex(),
     }
 
 
