@@ -22,7 +22,7 @@ import numpy as np
 import pint
 
 from book.context import Evaluator
-from book.format import context_tokens, number, quantity, spoken
+from book.format import chip_name, context_tokens, number, quantity, spoken
 from units import Q_
 from units.presets import Presets, load
 
@@ -488,7 +488,7 @@ def memory_vs_stages(presets: Presets) -> Figure:
             "weights": [w.to("GB").m for w, _ in split],
             "kv": [k.to("GB").m for _, k in split],
             "hbm": hw.hbm_capacity.to("GB"),
-            "title": f"{presets.get('model', model_id).name} on {hw.name}",
+            "title": f"{presets.get('model', model_id).name} on {chip_name(hw)}",
             "experts": spoken(experts or presets.parameter["expert_parallel_chips"].value),
         }
 
@@ -785,7 +785,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     penalty_hw = spoken(data["penalty_hw"])
     lecture_penalty = spoken(presets.parameter["scale_out_penalty"].value)
     model = presets.get("model", moe.MODEL).name
-    rack = presets.get("hardware", moe.RACK).name
+    rack = chip_name(presets.get("hardware", moe.RACK))
     context = spoken(presets.parameter["context_length"].value)
     us = 1000  # ms -> microseconds on the axis
 

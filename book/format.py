@@ -274,3 +274,16 @@ def plain_math(text: str) -> str:
 
     text = re.sub(r"\$\$(.+?)\$\$", lambda m: convert(m[1]), text, flags=re.S)
     return re.sub(r"(?<!\\)\$(.+?)(?<!\\)\$", lambda m: convert(m[1]), text, flags=re.S)
+
+
+def chip_name(hw) -> str:
+    """A chip as a sentence names it: the preset's label without the maker and without the
+    "(per GPU)" tag that tells a table its figures are per GPU ("a GB200 NVL72 rack", not
+    "A NVIDIA GB200 NVL72 (per GPU) rack").
+
+    >>> from units.presets import load
+    >>> hardware = load().by_kind["hardware"]
+    >>> chip_name(hardware["gb200_nvl72"]), chip_name(hardware["h100_sxm"])
+    ('GB200 NVL72', 'H100 SXM')
+    """
+    return hw.name.removeprefix("NVIDIA ").replace(" (per GPU)", "")

@@ -12,7 +12,7 @@ import pint
 
 import derivations
 from book.context import Evaluator, cell_in, header, symbol_context
-from book.format import context_tokens, quantity, said, said_number
+from book.format import chip_name, context_tokens, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -46,7 +46,7 @@ def context(presets: Presets) -> dict:
         for hw in ("rubin", "b200", "b300", "h100_sxm")
     }
     ridge = {
-        presets.get("hardware", hw).name: Evaluator(presets, hw).text("ridge_intensity")
+        chip_name(presets.get("hardware", hw)): Evaluator(presets, hw).text("ridge_intensity")
         for hw in ("a100_sxm", "h100_sxm", "b200", "gb200_nvl72")
     }
     same_b = {
@@ -117,7 +117,7 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
     )
     moe = mdl.get("experts_routed") is not None
     return {
-        "title": f"{mdl.name} on {hw.name} at {precision}",
+        "title": f"{mdl.name} on {chip_name(hw)} at {precision.upper()}",
         "hardware": hardware,
         "model": model,
         "precision": precision,
@@ -168,7 +168,7 @@ def _mixed_precision(presets: Presets, hardware: str, model: str) -> dict:
             }
         )
     return {
-        "hardware": presets.get("hardware", hardware).name,
+        "hardware": chip_name(presets.get("hardware", hardware)),
         "model": presets.get("model", model).name,
         "rows": rows,
     }
@@ -219,7 +219,7 @@ def _sequence_rates(presets: Presets) -> dict:
     '64 B tokens/s'), on the lecture's Rubin and on two chips in service."""
     rows = [
         {
-            "name": presets.get("hardware", hw).name,
+            "name": chip_name(presets.get("hardware", hw)),
             "drain": Evaluator(presets, hw).text("hbm_drain_time"),
             "rate": Evaluator(presets, hw).text("throughput_per_sequence"),
         }
@@ -374,7 +374,7 @@ def _argument(presets: Presets) -> dict:
         },
         "period_round": _round(period.to("ms").m),
         "global": {
-            "hardware": presets.get("hardware", GLOBAL_CHIP).name,
+            "hardware": chip_name(presets.get("hardware", GLOBAL_CHIP)),
             "per_sequence": said(per_seq),
             "batch": said_number(g_batch),
             "chips": said(g_n),

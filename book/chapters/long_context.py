@@ -11,7 +11,7 @@ import math
 import re
 
 from book.context import Evaluator, cell_in, header
-from book.format import context_tokens, number, quantity, said, said_number
+from book.format import chip_name, context_tokens, number, quantity, said, said_number
 from units import Q_
 from units.errors import ChalkboardError
 from units.presets import Presets
@@ -24,7 +24,7 @@ def context(presets: Presets) -> dict:
     frontier = presets.parameter["frontier_active_params"].value
     kink = [
         {
-            "name": presets.get("hardware", hw).name,
+            "name": chip_name(presets.get("hardware", hw)),
             "bytes": Evaluator(presets, hw, precision="fp8", n_active=frontier).text(
                 "kv_bytes_from_price_kink"
             ),
@@ -35,7 +35,7 @@ def context(presets: Presets) -> dict:
         "models": _model_table(presets),
         "crossovers": _crossover_table(presets),
         "attention": _attention_table(presets),
-        "hardware": presets.get("hardware", HARDWARE).name,
+        "hardware": chip_name(presets.get("hardware", HARDWARE)),
         "frontier": said(frontier.to("Gparameter")),
         "kink_context": context_tokens(presets.parameter["price_kink_context"].value),
         "kink": kink,
@@ -482,7 +482,7 @@ def _attention_readings(presets: Presets) -> dict:
         "mla_per_byte": said_number(per_byte(mla, mla_flops), 3),
         "ridge": said_number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
         "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), 3),
-        "low_chip": presets.get("hardware", LOW_RIDGE_CHIP).name,
+        "low_chip": chip_name(presets.get("hardware", LOW_RIDGE_CHIP)),
         "low_ridge": said_number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
         "prefill": [{"name": n, "value": context_tokens(q, 3)} for n, q in prefill],
         "prefill_round": said_number(middle, 1),

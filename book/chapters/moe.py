@@ -8,7 +8,7 @@ what a scale-up domain can hold.
 """
 
 from book.context import Evaluator, cell_in, header
-from book.format import context_tokens, quantity, said, said_number
+from book.format import chip_name, context_tokens, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -122,7 +122,7 @@ def context(presets: Presets) -> dict:
         "model": model.name,
         "model_id": MODEL,
         "rack_id": RACK,
-        "rack": rack.name,
+        "rack": chip_name(rack),
         "experts_routed": said(Q_(model.experts_routed, "expert")),
         "experts_active": said(Q_(model.experts_active, "expert")),
         "experts_shared": said(Q_(model.experts_shared, "expert")),
@@ -139,7 +139,7 @@ def context(presets: Presets) -> dict:
             "alltoall_bytes_per_token"
         ),
         "batch": quantity(batch),
-        "per_weight_byte": ev.text("dense_crossover_batch"),
+        "per_weight_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
         "sparsity": said_number((model.params_total / model.params_active).to("").m),
         "layer_compute": _us(layer),
         "layer_compute_ctx": _us(layer_ctx),
@@ -165,7 +165,7 @@ def context(presets: Presets) -> dict:
         "penalty_ultra": said_number(penalty_ultra.to("").m),
         "h800": presets.get("hardware", "h800").name,
         "penalty_h800": said_number(Evaluator(presets, "h800").q("hardware_scale_out_penalty").m),
-        "ultra": ultra.name,
+        "ultra": chip_name(ultra),
         "scale_up_bw": quantity(rack.scale_up_bandwidth_per_direction),
         "scale_out_bw": quantity(rack.scale_out_bandwidth_per_direction.to("GB/s")),
         "racks": quantity(presets.parameter["racks_spanned"].value),
@@ -178,7 +178,7 @@ def context(presets: Presets) -> dict:
         ],
         "cost_floor": ev.text("compute_cost_floor"),
         "holds": holds,
-        "hopper": hopper.name,
+        "hopper": chip_name(hopper),
         "hopper_domain": said(hopper.scale_up_domain),
         "hopper_hbm": Evaluator(presets, HOPPER).text("scaleup_memory"),
         "hopper_params_fp8": Evaluator(presets, HOPPER, precision="fp8").text("max_total_params"),
@@ -232,7 +232,7 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     tpu = presets.get("hardware", "tpu7x")
     return {
         "kimi": kimi.name,
-        "kimi_routed": said(Q_(kimi.experts_routed, "expert")),
+        "kimi_routed": said_number(kimi.experts_routed),
         "kimi_active": said(Q_(kimi.experts_active, "expert")),
         "kimi_d": said_number(kimi.d_model),
         "kimi_layers": said(layers),
@@ -247,7 +247,7 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
         "kimi_two": _us(two),
         "kimi_ratio_one": said_number((one / layer).to("").m, 3),
         "kimi_ratio_two": said_number((two / layer).to("").m, 3),
-        "ultra": presets.get("hardware", ULTRA).name,
+        "ultra": chip_name(presets.get("hardware", ULTRA)),
         "ultra_out": said(
             presets.get("hardware", ULTRA).scale_out_bandwidth_per_direction.to("GB/s")
         ),

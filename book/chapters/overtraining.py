@@ -8,7 +8,7 @@
 import numpy as np
 
 from book.context import Evaluator, cell_in, header
-from book.format import quantity, said, said_number
+from book.format import chip_name, quantity, said, said_number
 from derivations.notation import flops_per_param_token
 from units import Q_
 from units.presets import Presets
@@ -309,7 +309,7 @@ def _training_time(presets: Presets) -> dict:
     return {
         "timed": {
             "name": presets.get("model", TIMED_MODEL).name,
-            "chip": presets.get("hardware", TIMED_CHIP).name,
+            "chip": chip_name(presets.get("hardware", TIMED_CHIP)),
             "tokens": quantity(presets.get("model", TIMED_MODEL).training_tokens.to("Ttoken")),
             "flops": fp8.text("training_flops"),
             "chip_hours": said(hours),

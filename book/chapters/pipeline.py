@@ -10,7 +10,7 @@ import math
 
 import derivations
 from book.context import Evaluator, cell_in, header
-from book.format import context_tokens, quantity, said, said_number
+from book.format import chip_name, context_tokens, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -28,7 +28,7 @@ def context(presets: Presets) -> dict:
     lecture = Evaluator(presets)
     return {
         "model": presets.get("model", MODEL).name,
-        "rack": presets.get("hardware", RACK).name,
+        "rack": chip_name(presets.get("hardware", RACK)),
         "stages": memory,
         "weights_first": said(first.to("GB")),
         "weights_last": said(last.to("GB")),
@@ -66,7 +66,7 @@ def context(presets: Presets) -> dict:
         "stages_default": quantity(presets.parameter["pipeline_stages"].value),
         "domain_fetch": [
             {
-                "name": presets.get("hardware", hw).name,
+                "name": chip_name(presets.get("hardware", hw)),
                 "time": Evaluator(presets, hw, MODEL, "fp8").text("domain_weight_fetch_time"),
             }
             for hw in ("h100_sxm", "b200", "gb200_nvl72")
@@ -302,7 +302,7 @@ def _too_big(presets: Presets, chip: str = TOO_BIG_CHIP) -> dict:
     return {
         "big": {
             "model": presets.get("model", TOO_BIG_MODEL).name,
-            "chip": hw.name,
+            "chip": chip_name(hw),
             "domain": said(domain),
             "hbm": quantity(hw.hbm_capacity),
             "weights": ev.text("weight_memory"),
@@ -386,7 +386,7 @@ def _training_memory(presets: Presets) -> dict:
     return {
         "training": {
             "model": presets.get("model", TRAIN_MODEL).name,
-            "chip": presets.get("hardware", TRAIN_CHIP).name,
+            "chip": chip_name(presets.get("hardware", TRAIN_CHIP)),
             "bytes_per_param": said(per_param),
             "state": said(state.to("GB")),
             "state_chips": said((state / hbm).to("") * Q_(1, "chip")),

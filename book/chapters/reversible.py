@@ -14,7 +14,7 @@ True
 """
 
 from book.context import Evaluator
-from book.format import context_tokens, quantity, said, said_number
+from book.format import chip_name, context_tokens, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -107,7 +107,7 @@ def context(presets: Presets) -> dict:
             _ratio(m["ckpt"] + m["buffer"], m["rev"] + m["buffer"]), 3
         ),
         "hbm": said(hbm.to("GB")),
-        "hardware": presets.get("hardware", HARDWARE).name,
+        "hardware": chip_name(presets.get("hardware", HARDWARE)),
         "stored_over_hbm": said_number(_ratio(m["stored"], hbm), 3),
         "state": said(state.to("GB")),
         "extra_compute": said_number(_ratio(rev_flops, plain_flops), 4),
