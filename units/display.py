@@ -240,12 +240,15 @@ def spoken_number(x: float, most: int = 3) -> str:
     ('0.62', '295', '5,400', '16,384')
     >>> spoken_number(107_700, most=1), spoken_number(14.5), spoken_number(15.25)
     ('100,000', '14.5', '15')
+    >>> spoken_number(131.5), spoken_number(312.5), spoken_number(0.125)
+    ('132', '313', '0.125')
     """
     if most >= 3 and is_whole(x) and abs(x) < SCIENTIFIC_FROM:
         return number(x)
-    three = number(x, 3)
-    if most >= 3 and (100 <= abs(float(x)) < 1000 or three == number(x, 15)):
-        return three
+    exactly_three = number(x, 3) == number(x, 15)
+    x = float(x) * (1 + 1e-12)  # a half rounds up, as a person rounds it: 131.5 is said 132
+    if most >= 3 and (100 <= abs(x) < 1000 or exactly_three):
+        return number(x, 3)
     return number(x, min(most, 2))
 
 
