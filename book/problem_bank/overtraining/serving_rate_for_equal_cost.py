@@ -18,6 +18,24 @@ MONTHS = (2, 3, 6, 12)
 SLOWDOWN = ((2, "half"), (3, "a third"), (4, "a quarter"))
 
 
+def _distinct(mistakes, answer, tolerance):
+    """The slips the tolerance tells from the answer; two that land within it of each other are
+    named together, so the checker's feedback names both."""
+    out = []
+    for m in mistakes:
+        if abs((m.value / answer).to("").m - 1) <= tolerance:
+            continue
+        same = next(
+            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
+            None,
+        )
+        if same is None:
+            out.append(m)
+        else:
+            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
+    return tuple(out)
+
+
 def draw(rng, presets) -> Draw:
     model_id, token_choices = rng.choice(MODELS)
     model = presets.get("model", model_id)
@@ -90,6 +108,6 @@ def draw(rng, presets) -> Draw:
         answer=rate,
         solution=solution,
         tolerance=0.02,
-        mistakes=tuple(m for m in mistakes if abs((m.value / rate).to("").m - 1) > 0.02),
+        mistakes=_distinct(mistakes, rate, 0.02),
         hint="Make the two compute bills equal; the parameters cancel.",
     )

@@ -20,6 +20,24 @@ TOKENS_PER_PARAM = (40, 100, 200)
 SHRINK = (0.5, 0.6, 0.75)
 
 
+def _distinct(mistakes, answer, tolerance):
+    """The slips the tolerance tells from the answer; two that land within it of each other are
+    named together, so the checker's feedback names both."""
+    out = []
+    for m in mistakes:
+        if abs((m.value / answer).to("").m - 1) <= tolerance:
+            continue
+        same = next(
+            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
+            None,
+        )
+        if same is None:
+            out.append(m)
+        else:
+            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
+    return tuple(out)
+
+
 def draw(rng, presets) -> Draw:
     while True:  # the smaller model must reach the loss at all, and cost more to train
         fit_id = rng.choice(FITS)
@@ -107,7 +125,7 @@ def draw(rng, presets) -> Draw:
         ),
     )
     tolerance = 0.05
-    kept = tuple(m for m in mistakes if abs((m.value / breakeven).to("").m - 1) > tolerance)
+    kept = _distinct(mistakes, breakeven, tolerance)
     return Draw(
         text=text,
         answer=breakeven,
