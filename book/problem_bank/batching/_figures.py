@@ -39,9 +39,13 @@ def chip_name(presets, hardware: str) -> str:
 
 
 def size(q) -> str:
-    """Bytes as a reader says them: '569 GB', '1.44 TB'."""
+    """Bytes as a reader says them: '69.5 MB', '569 GB', '1.44 TB'."""
     q = q.to("GB")
-    return quantity(q.to("TB") if q >= Q_(1000, "GB") else q, 3)
+    if q >= Q_(1000, "GB"):
+        q = q.to("TB")
+    elif q < Q_(1, "GB"):
+        q = q.to("MB")
+    return quantity(q, 3)
 
 
 def tokens(context) -> str:
