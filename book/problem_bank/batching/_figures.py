@@ -51,3 +51,9 @@ def size(q) -> str:
 def tokens(context) -> str:
     """A context length exactly, as the model's card gives it: '16,384 tokens'."""
     return context_tokens(context, 6)
+
+
+def flop_rate(q) -> str:
+    """A FLOP rate as a reader says it: '989 TFLOP/s', '1.98 PFLOP/s'."""
+    q = q.to("TFLOP/s")
+    return quantity(q.to("PFLOP/s") if q >= Q_(1000, "TFLOP/s") else q, 3)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate
-from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
+from book.problem_bank.batching._figures import (
+    chip_name,
+    figures,
+    flop_rate,
+    size,
+    tokens,
+    weight_bytes,
+)
 from units import Q_
 
 KIND = "multi"
@@ -99,7 +106,7 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You serve {name} in {word} on a server of {quantity(n)} ({chip}, "
         f"{quantity(f['mem_bandwidth'], 3)} of HBM bandwidth and "
-        f"{quantity(f['flops'].to('TFLOP/s'), 4)} of {word} math each), rented at "
+        f"{flop_rate(f['flops'])} of {word} math each), rented at "
         f"{quantity(rent)}. Every conversation carries {tokens(context)} of context, whose KV "
         f"cache takes {quantity(f['kv_bytes_per_token'].to('kB/token'), 3)} of context in "
         f"{word}. Your standard mode runs a batch of {quantity(b0)}. You add a Fast mode like "
@@ -120,7 +127,7 @@ def draw(rng, presets) -> Draw:
         f"{number(b0.m / fast, 3)} times smaller, not {number(speed)}.",
         f"That step takes {quantity(step_fast, 3)}, shared by {number(fast)} tokens: "
         f"**{quantity(cost, 3)}**, {number(ratio, 3)} times the standard token's cost, where "
-        f"the price is {number(price_ratio)} times. (Reading the price as the cost would "
+        f"the price is {number(price_ratio)} times. (Reading the price ratio as a cost ratio would "
         f"imply a batch {number(1 / implied.m, 3)} times smaller; the weight read, not the "
         "price, sets the batch.)",
     )

@@ -10,7 +10,7 @@ from units import Q_
 KIND = "estimate"
 TITLE = "The fewest GPUs for a token rate"
 USES = ("crossover_batch", "compute_time", "decode_rate_per_chip")
-LECTURE = "15:16"
+LECTURE = "0:00"
 
 MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
 CHIPS = {"h200": 8, "b200": 8, "gb200_nvl72": 72, "mi300x": 8}  # chip: GPUs per replica
