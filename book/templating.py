@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from book.format import Said, markdown_text, prose, sentence
+from book.lecture import moment
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -39,4 +40,5 @@ def environment() -> jinja2.Environment:
     env.filters["lower_first"] = lower_first
     env.filters["markdown_text"] = markdown_text
     env.filters["prose"] = prose
+    env.globals["moment"] = moment  # {{ moment("15:16") }}: a link to the lecture's video there
     return env
