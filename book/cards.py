@@ -40,6 +40,7 @@ from pathlib import Path
 import sympy as sp
 
 import derivations
+from book import lecture
 from book.cases import (  # noqa: F401 (public names)
     PRECISIONS,
     PRESET_KINDS,
@@ -97,21 +98,8 @@ def lecture_topics() -> dict[str, str]:
     return {f"{s}.{k}": q for s, topics in raw.items() if s != "video" for k, q in topics.items()}
 
 
-def _seconds(stamp: str) -> int:
-    """``'01:10:08'`` -> 4208."""
-    total = 0
-    for part in stamp.split(":"):
-        total = 60 * total + int(part)
-    return total
-
-
-def video_link(seconds: int) -> str:
-    """The lecture's public video at ``seconds``.
-
-    >>> video_link(916)
-    'https://www.youtube.com/watch?v=xmkSf5IS-zw&t=916s'
-    """
-    return f"{_deck()['video']['url']}&t={seconds}s"
+_seconds = lecture.seconds
+video_link = lecture.link
 
 
 def topic_moment(topic: str) -> int:

@@ -250,6 +250,7 @@ def cmd_list(args, out) -> None:
                 "title": e.title,
                 "equation": f"{e.lhs.name} = {e.rhs}",
                 "latex": e.latex(),
+                "display": e.display_latex(),
                 "output": _symbol_json(e.lhs),
                 "symbols": [_symbol_json(s) for s in e.inputs],
                 "assumptions": list(e.assumptions),

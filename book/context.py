@@ -15,7 +15,7 @@ import posixpath
 import pint
 
 import derivations
-from book.format import number, prose, quantity, unit
+from book.format import Said, number, prose, quantity, said, unit
 from derivations.inputs import BINDINGS
 from units import ChalkboardError, parse_unit
 from units.presets import Presets, load
@@ -69,6 +69,7 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "id": eq.id,
         "title": eq.title,
         "latex": eq.latex(),
+        "display": eq.display_latex(),
         "expanded": derivations.to_latex(eq.expanded()) if eq.uses else "",
         "lhs": symbol_context(eq.lhs, presets, page),
         "summary": prose(eq.summary),
@@ -128,8 +129,9 @@ class Evaluator:
             out[part.rhs] = part.evaluate(presets=self.presets, **self.choice, **kwargs)
         return out
 
-    def text(self, eq_id: str, **overrides) -> str:
-        return quantity(self.q(eq_id, **overrides))
+    def text(self, eq_id: str, **overrides) -> Said:
+        """The result exact, and as prose says it (``.said``)."""
+        return said(self.q(eq_id, **overrides))
 
 
 def header(name: str, in_unit: str) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 import pint
 
 from book.context import Evaluator
-from book.format import context_tokens, number, quantity
+from book.format import chip_name, context_tokens, number, quantity, spoken
 from units import Q_
 from units.presets import Presets, load
 
@@ -281,16 +281,16 @@ def latency_vs_batch(presets: Presets) -> Figure:
         ax.legend(loc="lower right", fontsize=9)
 
     alt = (
-        f"Decode step time against batch size for {names['model']} on {quantity(n)} of "
+        f"Decode step time against batch size for {names['model']} on {spoken(n)} of "
         f"{names['hardware']} at FP8 with {context_tokens(length)} of context: weight fetch rises "
         f"while each new sequence brings new experts and is flat once all are read; compute "
         f"(weights and attention) and KV fetch rise with the batch. The step is memory-bound "
-        f"up to {quantity(turn_q)} and compute-bound beyond, where a step takes {quantity(at)}."
+        f"up to {spoken(turn_q)} and compute-bound beyond, where a step takes {spoken(at)}."
     )
     caption = (
-        f"The lecture's central picture, computed: {names['model']} on {quantity(n)} of "
+        f"The lecture's central picture, computed: {names['model']} on {spoken(n)} of "
         f"{names['hardware']} (FP8, {context_tokens(length)} of context). Memory-bound (shaded) "
-        f"up to {quantity(turn_q)}, compute-bound beyond. The lecture's B* = "
+        f"up to {spoken(turn_q)}, compute-bound beyond. The lecture's B* = "
         f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
         f"move the turn."
     )
@@ -322,27 +322,27 @@ def cost_vs_batch(presets: Presets) -> Figure:
             label=f"{context_tokens(length)} of context",
         )
         ax.loglog(batches, bare, linewidth=1.4, linestyle="--", label="a short context")
-        _mark(ax, floor.m, f"compute floor {quantity(floor)}", vertical=False)
+        _mark(ax, floor.m, f"compute floor {spoken(floor)}", vertical=False)
         _mark(ax, saturation.m, "every expert busy")
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
         ax.legend(loc="center left")  # below the curves' start, clear of the B* mark
 
-    drop = quantity((one / at_sat).to(""), 2)
+    drop = spoken((one / at_sat).to(""), 2)
     alt = (
         f"Cost per token against batch size, log-log, for the same example: from "
-        f"{quantity(one)} at one sequence it falls only {drop} times by "
-        f"{quantity(saturation)}, where every expert has work (until then each sequence brings "
+        f"{spoken(one)} at one sequence it falls only {drop} times by "
+        f"{spoken(saturation)}, where every expert has work (until then each sequence brings "
         f"its own experts), then as one over the batch toward "
-        f"the compute floor of {quantity(floor)} near B*."
+        f"the compute floor of {spoken(floor)} near B*."
     )
     caption = (
         f"An MoE's cost per token falls slowly until its batch keeps every expert busy: "
-        f"{quantity(one)} at one sequence, only {drop} times less at "
-        f"{quantity(saturation)} (routed experts over experts per token), where a dense model's "
+        f"{spoken(one)} at one sequence, only {drop} times less at "
+        f"{spoken(saturation)} (routed experts over experts per token), where a dense model's "
         f"would be {number(saturation.m)} times less. Past that it falls as one over the batch, "
-        f"to the compute floor ({quantity(floor)}, short "
+        f"to the compute floor ({spoken(floor)}, short "
         f"context) or above it, where attention and the KV cache add their share."
     )
     return _render("cost_vs_batch", draw, alt, caption)
@@ -386,11 +386,11 @@ def roofline(presets: Presets) -> Figure:
     low, high = min(ridges), max(ridges)
     alt = (
         f"Rooflines of {len(chips)} chips at dense BF16: attainable FLOP/s rises with arithmetic "
-        f"intensity until each chip's ridge point, between {quantity(low)} and {quantity(high)}."
+        f"intensity until each chip's ridge point, between {spoken(low)} and {spoken(high)}."
     )
     caption = (
-        f"Every hardware preset's roofline; the dots are the ridge points, from {quantity(low)} "
-        f"to {quantity(high)}. A decode step's intensity is about the batch size."
+        f"Every hardware preset's roofline; the dots are the ridge points, from {spoken(low)} "
+        f"to {spoken(high)}. A decode step's intensity is about the batch size."
     )
     return _render("roofline", draw, alt, caption)
 
@@ -420,7 +420,7 @@ def drain_ladder(presets: Presets) -> Figure:
         for q in (short, long):
             ax.axvline(q.to("s").m, color=FOREGROUND, linestyle=":", linewidth=1)
             ax.annotate(
-                f"{quantity(q)} cache",
+                f"{spoken(q)} cache",
                 (q.to("s").m, 1),  # at the top, beside the short HBM bars, clear of the long ones
                 xycoords=("data", "axes fraction"),
                 xytext=(-3, -4),
@@ -442,7 +442,7 @@ def drain_ladder(presets: Presets) -> Figure:
     disk_hold = Evaluator(presets, tier=disk.id).q("storage_tier_drain_time").to("hour")
     alt = (
         f"Hold times (capacity over bandwidth) on a log scale: every chip's HBM in milliseconds, "
-        f"then DRAM, flash and disk, against the {quantity(short)} and {quantity(long)} cache "
+        f"then DRAM, flash and disk, against the {spoken(short)} and {spoken(long)} cache "
         f"lifetimes."
     )
     tiers = sorted(
@@ -458,8 +458,8 @@ def drain_ladder(presets: Presets) -> Figure:
     caption = (
         f"The memory-tier ladder by the drain-time rule (hold time = capacity / bandwidth; the "
         f"share of the device a cache fills cancels): HBM holds for milliseconds, DRAM for "
-        f"seconds, flash for {quantity(flash_hold)} and disk for {quantity(disk_hold)}. By this "
-        f"rule alone the {quantity(short)} cache falls {between(short)} and the {quantity(long)} "
+        f"seconds, flash for {spoken(flash_hold)} and disk for {spoken(disk_hold)}. By this "
+        f"rule alone the {spoken(short)} cache falls {between(short)} and the {spoken(long)} "
         f"cache {between(long)}; the chapter's break-even column reads them as DRAM and flash."
     )
     return _render("drain_ladder", draw, alt, caption)
@@ -488,8 +488,8 @@ def memory_vs_stages(presets: Presets) -> Figure:
             "weights": [w.to("GB").m for w, _ in split],
             "kv": [k.to("GB").m for _, k in split],
             "hbm": hw.hbm_capacity.to("GB"),
-            "title": f"{presets.get('model', model_id).name} on {hw.name}",
-            "experts": quantity(experts or presets.parameter["expert_parallel_chips"].value),
+            "title": f"{presets.get('model', model_id).name} on {chip_name(hw)}",
+            "experts": spoken(experts or presets.parameter["expert_parallel_chips"].value),
         }
 
     fits = panel(pipeline.RACK, pipeline.MODEL, None)
@@ -506,7 +506,7 @@ def memory_vs_stages(presets: Presets) -> Figure:
             a.bar(x, d["kv"], bottom=d["weights"], label="KV cache", color=PALETTE[1])
             a.axhline(d["hbm"].m, color=FOREGROUND, linestyle="--", linewidth=1.2)
             a.annotate(
-                f"HBM\n{quantity(d['hbm'])}",
+                f"HBM\n{spoken(d['hbm'])}",
                 (1, d["hbm"].m),
                 xycoords=("axes fraction", "data"),
                 xytext=(3, 0),
@@ -524,22 +524,22 @@ def memory_vs_stages(presets: Presets) -> Figure:
         axes[0].legend(loc="upper center", ncols=2)
 
     def gb(v):
-        return quantity(Q_(v, "GB"))
+        return spoken(Q_(v, "GB"))
 
     alt = (
         f"Two panels of stacked bars, HBM per chip against pipeline stages at FP8. Left, "
         f"{fits['title']}: weights shrink from {gb(fits['weights'][0])} to "
         f"{gb(fits['weights'][-1])}, the KV cache stays {gb(fits['kv'][0])}, all well under "
-        f"{quantity(fits['hbm'])}. Right, {big['title']}: weights shrink from "
+        f"{spoken(fits['hbm'])}. Right, {big['title']}: weights shrink from "
         f"{gb(big['weights'][0])} to {gb(big['weights'][-1])} but the KV cache stays "
-        f"{gb(big['kv'][0])}, far above {quantity(big['hbm'])}."
+        f"{gb(big['kv'][0])}, far above {spoken(big['hbm'])}."
     )
     caption = (
         f"Pipelining divides the weights (blue) by the stage count; the KV cache (orange) per chip "
         f"does not move, because as many micro-batches are in flight as stages. Left: "
         f"{fits['title']} fits in one stage. Right: {big['title']} needs stages for its weights, "
         f"but the KV cache of a crossover micro-batch, {gb(big['kv'][0])} per chip, overflows "
-        f"{quantity(big['hbm'])} at every stage count."
+        f"{spoken(big['hbm'])} at every stage count."
     )
     return _render("memory_vs_stages", draw, alt, caption)
 
@@ -566,7 +566,7 @@ def pipeline_bubble(presets: Presets) -> Figure:
         m0 = presets.parameter["microbatches"].value.to("").m
         ax.plot([m0], [default.m], "o", color=FOREGROUND, markersize=5)
         ax.annotate(
-            f"P = {p0:g}, m = {m0:g}: {quantity(default.to('') * 100)}% idle",
+            f"P = {p0:g}, m = {m0:g}: {spoken(default.to('') * 100)}% idle",
             (m0, default.m),
             xytext=(8, 8),
             textcoords="offset points",
@@ -585,7 +585,7 @@ def pipeline_bubble(presets: Presets) -> Figure:
     caption = (
         "The share of each stage's time lost to filling and draining the pipeline in a training "
         "step: more stages raise it, more micro-batches per step lower it. At the marked default "
-        f"it is {quantity(default.to('') * 100)}% of a step."
+        f"it is {spoken(default.to('') * 100)}% of a step."
     )
     return _render("pipeline_bubble", draw, alt, caption)
 
@@ -663,18 +663,18 @@ def chinchilla_contours(presets: Presets) -> Figure:
         ax.set_ylabel("training tokens D")
         ax.legend(loc="lower right", fontsize=8)
 
-    per_param = quantity(presets.parameter["chinchilla_tokens_per_param"].value)
-    line_ratio = quantity(Q_(d_line / frontier, "token/parameter"))
+    per_param = spoken(presets.parameter["chinchilla_tokens_per_param"].value)
+    line_ratio = spoken(Q_(d_line / frontier, "token/parameter"))
     alt = (
         f"Iso-loss contours of the {fit.name} fit over parameters and tokens, with the "
         f"compute-optimal path, Chinchilla's own point, and the lecture's frontier model "
-        f"{quantity(factor)} times past the Chinchilla token count and {quantity(above)} times "
+        f"{spoken(factor)} times past the Chinchilla token count and {spoken(above)} times "
         f"above the drawn compute-optimal line at its size."
     )
     caption = (
         f"Chinchilla iso-loss contours ({fit.name}). The bold line is this fit's compute-optimal "
-        f"path. The equal-cost frontier model (red) is over-trained {quantity(factor)} times "
-        f"against the rule of {per_param}, but only {quantity(above)} times above the "
+        f"path. The equal-cost frontier model (red) is over-trained {spoken(factor)} times "
+        f"against the rule of {per_param}, but only {spoken(above)} times above the "
         f"line's own optimum at its size (the diamond, {line_ratio}): "
         f"this fit's optimal tokens per parameter grow with scale."
     )
@@ -711,7 +711,7 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
         ax.legend(loc="center right", fontsize=8)
 
     shares = " and ".join(
-        f"{quantity(Q_(share[i], ''), 2)} under the {fit.name}" for fit, share, _, i in curves
+        f"{spoken(Q_(share[i], ''), 2)} under the {fit.name}" for fit, share, _, i in curves
     )
     extra = " and ".join(  # the equal-cost model's excess, read off each curve at a ratio of one
         f"{number(100 * (np.interp(0.0, np.log(share[::-1]), rel[::-1]) - 1), 2)} per cent"
@@ -782,11 +782,11 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
 
     data = moe.alltoall_series(presets)
     racks, layer = data["racks"], data["layer_compute"].to("ms").m
-    penalty_hw = quantity(data["penalty_hw"])
-    lecture_penalty = quantity(presets.parameter["scale_out_penalty"].value)
+    penalty_hw = spoken(data["penalty_hw"])
+    lecture_penalty = spoken(presets.parameter["scale_out_penalty"].value)
     model = presets.get("model", moe.MODEL).name
-    rack = presets.get("hardware", moe.RACK).name
-    context = quantity(presets.parameter["context_length"].value)
+    rack = chip_name(presets.get("hardware", moe.RACK))
+    context = spoken(presets.parameter["context_length"].value)
     us = 1000  # ms -> microseconds on the axis
 
     def draw(fig, ax):
@@ -837,10 +837,10 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
 
     one, two = data["lecture"][0] * us, data["lecture"][1] * us
     alt = (
-        f"All-to-all time of one MoE layer of {model} at a batch of {quantity(data['batch'])} "
-        f"against racks spanned: {quantity(Q_(one, 'microsecond'))} in one rack, below the "
-        f"layer's compute time of {quantity(Q_(layer * us, 'microsecond'))}; "
-        f"{quantity(Q_(two, 'microsecond'))} over two racks at the lecture's penalty, above it."
+        f"All-to-all time of one MoE layer of {model} at a batch of {spoken(data['batch'])} "
+        f"against racks spanned: {spoken(Q_(one, 'microsecond'))} in one rack, below the "
+        f"layer's compute time of {spoken(Q_(layer * us, 'microsecond'))}; "
+        f"{spoken(Q_(two, 'microsecond'))} over two racks at the lecture's penalty, above it."
     )
     caption = (
         f"One MoE layer of {model} on {rack} chips at the crossover batch: inside one rack the "
@@ -853,7 +853,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
         hides = data["lecture"][1] < ctx_layer
         caption += (
             f" Dashed: the layer's compute with attention at {context} of context, "
-            f"{quantity(Q_(ctx_layer * us, 'microsecond'))}; "
+            f"{spoken(Q_(ctx_layer * us, 'microsecond'))}; "
             + (
                 f"against it two racks at the lecture's {lecture_penalty}x would still hide, "
                 f"the rack's own {penalty_hw}x would not."
@@ -871,10 +871,10 @@ def alltoall_diagram(presets: Presets) -> Figure:
     from book.chapters import moe
 
     hw = presets.get("hardware", moe.RACK)
-    up = quantity(hw.scale_up_bandwidth_per_direction)
-    out = quantity(hw.scale_out_bandwidth_per_direction.to("GB/s"))
+    up = spoken(hw.scale_up_bandwidth_per_direction)
+    out = spoken(hw.scale_out_bandwidth_per_direction.to("GB/s"))
     share = Evaluator(presets).text("offrack_fraction")
-    penalty = quantity(Evaluator(presets, moe.RACK).q("hardware_scale_out_penalty"))
+    penalty = spoken(Evaluator(presets, moe.RACK).q("hardware_scale_out_penalty"))
     up_colour, out_colour = PALETTE[0], PALETTE[1]
 
     def chip(ax, x, y, home=False):
@@ -1060,7 +1060,7 @@ def activation_vs_layers(presets: Presets) -> Figure:
         for label, y in curves.items():
             ax.loglog(depth, y, label=label, linewidth=2)
         _mark(ax, model.layers, f"{model.name}: {model.layers} layers")
-        _mark(ax, hbm.m, f"{chip} HBM {quantity(hbm)}", vertical=False)
+        _mark(ax, hbm.m, f"{chip} HBM {spoken(hbm)}", vertical=False)
         ax.set_xlabel("layers")
         ax.set_ylabel("activation memory (GB)")
         ax.set_xlim(depth[0], depth[-1])
@@ -1070,20 +1070,20 @@ def activation_vs_layers(presets: Presets) -> Figure:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
 
     alt = (
-        f"Activation memory of one training sequence of {quantity(context)} with {model.name}'s "
+        f"Activation memory of one training sequence of {spoken(context)} with {model.name}'s "
         f"width against depth, both axes logarithmic: storing every activation and storing each "
         f"layer's input grow in proportion to the layers, checkpointing as their square root, "
         f"and the reversible network stays flat. At {model.layers} layers: "
-        f"{quantity(cases['stored'].to('GB'))}, {quantity(cases['plain'].to('GB'))}, "
-        f"{quantity(cases['ckpt'].to('GB'))} and {quantity(cases['rev'].to('MB'))}, against one "
-        f"{chip}'s {quantity(hbm)} of HBM."
+        f"{spoken(cases['stored'].to('GB'))}, {spoken(cases['plain'].to('GB'))}, "
+        f"{spoken(cases['ckpt'].to('GB'))} and {spoken(cases['rev'].to('MB'))}, against one "
+        f"{chip}'s {spoken(hbm)} of HBM."
     )
     caption = (
-        f"Activation memory against depth for one sequence of {quantity(context)} at "
+        f"Activation memory against depth for one sequence of {spoken(context)} at "
         f"{model.name}'s width. The slopes are the lecture's argument: linear, square root, "
         f"flat. Checkpointing and the reversible network pay the same one extra forward pass; "
-        f"at {model.layers} layers they store {quantity(cases['ckpt'].to('GB'))} and "
-        f"{quantity(cases['rev'].to('MB'))} of layer inputs."
+        f"at {model.layers} layers they store {spoken(cases['ckpt'].to('GB'))} and "
+        f"{spoken(cases['rev'].to('MB'))} of layer inputs."
     )
     return _render("activation_vs_layers", draw, alt, caption)
 

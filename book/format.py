@@ -50,9 +50,53 @@ from units.display import (  # noqa: F401 (public names of this module)
     WORDS,
     number,
     quantity,
+    spoken,
+    spoken_number,
     superscript,
     unit,
 )
+
+
+class Said(str):
+    """A figure with two readings: the text itself is exact (3-4 figures, what tables, cards,
+    the CLI and tests read), and ``.said`` is how a sentence says it (2-3 figures in a natural
+    unit). A page's template prints ``.said`` wherever it places the figure (jinja's finalize,
+    :mod:`book.templating`); ``{{ x.exact }}`` keeps the exact text, ``{{ x.about }}`` says
+    "about" when the spoken value is rounded.
+
+    >>> from units import Q_
+    >>> t = said(Q_(0.6249, "min"))
+    >>> t, t.said, t.about, t.exact
+    ('0.6249 min', '37 s', 'about 37 s', '0.6249 min')
+    """
+
+    said: str
+    about: str
+
+    def __new__(cls, exact: str, said: str = "", about: str = ""):
+        self = super().__new__(cls, exact)  # (pickle calls it with the exact text alone)
+        self.said, self.about = said or exact, about or said or exact
+        return self
+
+    @property
+    def exact(self) -> str:
+        return str.__str__(self)
+
+
+def said(q: pint.Quantity, digits: int = 4) -> Said:
+    """``q`` exact (:func:`quantity`) and as a sentence says it (:func:`spoken`)."""
+    return Said(quantity(q, digits), spoken(q, most=digits), spoken(q, about=True, most=digits))
+
+
+def said_number(x: float, digits: int = 4) -> Said:
+    """``x`` exact (:func:`number`) and as a sentence says it (:func:`spoken_number`).
+
+    >>> said_number(131.53).said, said_number(0.34632).said, said_number(80).said
+    ('132', '0.35', '80')
+    """
+    shown = spoken_number(x, most=digits)
+    exact = number(x, digits)
+    return Said(exact, shown, shown if shown == number(x, 15) else f"about {shown}")
 
 
 def context_tokens(q: pint.Quantity, digits: int = 4) -> str:
@@ -230,3 +274,16 @@ def plain_math(text: str) -> str:
 
     text = re.sub(r"\$\$(.+?)\$\$", lambda m: convert(m[1]), text, flags=re.S)
     return re.sub(r"(?<!\\)\$(.+?)(?<!\\)\$", lambda m: convert(m[1]), text, flags=re.S)
+
+
+def chip_name(hw) -> str:
+    """A chip as a sentence names it: the preset's label without the maker and without the
+    "(per GPU)" tag that tells a table its figures are per GPU ("a GB200 NVL72 rack", not
+    "A NVIDIA GB200 NVL72 (per GPU) rack").
+
+    >>> from units.presets import load
+    >>> hardware = load().by_kind["hardware"]
+    >>> chip_name(hardware["gb200_nvl72"]), chip_name(hardware["h100_sxm"])
+    ('GB200 NVL72', 'H100 SXM')
+    """
+    return hw.name.removeprefix("NVIDIA ").replace(" (per GPU)", "")

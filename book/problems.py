@@ -33,6 +33,7 @@ import pint
 import sympy as sp
 
 import derivations
+from book import lecture
 from book import problem_bank as bank
 from book.cases import precision_words
 from book.checker import answer_spec, dims_vector, unit_table  # noqa: F401 - re-exported
@@ -602,36 +603,12 @@ def _chapter_set(ch: str, seed: int, count: int, presets: Presets, only: str | N
 
 # -- authored problems: one file each in book/problem_bank ------------------------------------
 
-# The lecture's public video (../shared/reference/lecture.md: "YouTube xmkSf5IS-zw").
-VIDEO = "https://www.youtube.com/watch?v=xmkSf5IS-zw"
 AUTHORED_MODE = {"estimate": "factor", "concept": "prose"}  # any other kind: "relative"
 
 
-def lecture_seconds(mark: str) -> int:
-    """Seconds into the lecture of a mark written ``"H:MM:SS"`` or ``"MM:SS"``.
-
-    >>> lecture_seconds("15:16"), lecture_seconds("1:03:37")
-    (916, 3817)
-    """
-    try:
-        parts = [int(x) for x in mark.split(":")]
-    except ValueError:
-        parts = []
-    if not 2 <= len(parts) <= 3 or min(parts) < 0 or max(parts[1:]) >= 60:
-        raise ChalkboardError(f"a lecture mark is written H:MM:SS or MM:SS, not {mark!r}")
-    seconds = 0
-    for part in parts:
-        seconds = 60 * seconds + part
-    return seconds
-
-
-def lecture_link(seconds: int) -> str:
-    """The lecture's video at ``seconds``.
-
-    >>> lecture_link(916)
-    'https://www.youtube.com/watch?v=xmkSf5IS-zw&t=916s'
-    """
-    return f"{VIDEO}&t={seconds}s"
+# A problem's moment in the lecture's video (book/lecture.py holds the video and its marks).
+lecture_seconds = lecture.seconds
+lecture_link = lecture.link
 
 
 def problem_id(module) -> str:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import jinja2
 
-from book.format import markdown_text, prose, sentence
+from book.format import Said, markdown_text, prose, sentence
+from book.lecture import moment
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -21,8 +22,15 @@ def lower_first(text: str) -> str:
     return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
+def spoken_in_prose(value):
+    """What a template prints for ``{{ value }}``: a :class:`~book.format.Said` figure as a
+    sentence says it; anything else as it is."""
+    return value.said if isinstance(value, Said) else value
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
+        finalize=spoken_in_prose,
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -32,4 +40,5 @@ def environment() -> jinja2.Environment:
     env.filters["lower_first"] = lower_first
     env.filters["markdown_text"] = markdown_text
     env.filters["prose"] = prose
+    env.globals["moment"] = moment  # {{ moment("15:16") }}: a link to the lecture's video there
     return env

@@ -695,6 +695,78 @@ def to_latex(expr) -> str:
     return _Printer(settings, written).doprint(shown(expr))
 
 
+# -- display forms: an equation as a person writes it -------------------------------------------
+
+
+def unit_constants() -> dict[sp.Symbol, sp.Integer]:
+    """The constants that carry only a unit, each set to 1: u (one token per sequence per step),
+    ν (one vector per token), σ (one sequence per token), D₀ (one token). They keep the algebra's
+    units honest; a displayed formula leaves them out."""
+    return _latex_cached(
+        "unit constants",
+        lambda: {
+            c.sym: sp.Integer(1)
+            for c in SYMBOLS.values()
+            if isinstance(c, Constant) and c.value is not None and c.value.magnitude == 1
+        },
+    )
+
+
+def _minus_sum(expr: sp.Expr) -> sp.Expr:
+    """``-(x - 1) y`` as ``(1 - x) y``: a product whose sign a sum can absorb."""
+    if not isinstance(expr, sp.Mul) or not expr.could_extract_minus_sign():
+        return expr
+    for f in expr.args:
+        if isinstance(f, sp.Add) and (-f).as_coeff_Add()[0] > 0:
+            rest = sp.Mul.make_args(-sp.Mul(*(a for a in expr.args if a is not f)))
+            return sp.Mul(*rest, sp.Add(*(-f).args, evaluate=False), evaluate=False)
+    return expr
+
+
+def readable(expr: sp.Expr) -> sp.Expr:
+    """``expr`` as a person writes it: the notation's shown forms (:func:`shown`), the unit
+    constants set to 1, and a factored form where it is shorter ((P - 1)(1 - β)/β).
+
+    >>> import sympy as sp
+    >>> a, b, c = sp.symbols("a b c", positive=True)
+    >>> readable(a * b + a * c), readable(a + b)
+    (a*(b + c), a + b)
+    """
+    expr = shown(expr).xreplace(unit_constants())
+    if not expr.has(sp.Max, sp.Min, sp.Piecewise):
+        factored = _minus_sum(sp.factor(expr))
+        if sp.count_ops(factored) < sp.count_ops(expr):
+            expr = factored
+    return expr
+
+
+class _ReadablePrinter(_Printer):
+    """The notation's LaTeX with each sum's positive terms first (``1 - s (1 - φ)``,
+    ``n_layers - n_dense``), as a person writes them."""
+
+    def _print_Add(self, expr, order=None):
+        if expr in self.written:
+            return super()._print_Add(expr, "none")
+        terms = list(expr.as_ordered_terms())
+        ordered = [t for t in terms if not t.could_extract_minus_sign()]
+        ordered += [t for t in terms if t.could_extract_minus_sign()]
+        return super()._print_Add(sp.Add(*ordered, evaluate=False), "none")
+
+
+def to_display_latex(expr) -> str:
+    """LaTeX of ``expr`` in its display form (:func:`readable`, :class:`_ReadablePrinter`)."""
+    written = _latex_cached("written", _written_sums)
+    settings = {"symbol_names": _latex_cached("names", _names), "mul_symbol": None}
+    return _ReadablePrinter(settings, written).doprint(expr)
+
+
+def _bare(latex: str) -> str:
+    """A left-hand side without the brackets its name wears in prose: ``D_pre / D_RL``."""
+    if latex.startswith(r"\left(") and latex.endswith(r"\right)"):
+        return latex[len(r"\left(") : -len(r"\right)")].strip()
+    return latex
+
+
 @dataclass(frozen=True, eq=False)
 class Equation:
     """``lhs = rhs``: an output symbol defined by an expression of input symbols.
@@ -729,6 +801,9 @@ class Equation:
     # Python that rebuilds an equation made from the catalogue ('get("x").solve_for("y")'); a
     # notebook replays it. Empty for a registered equation: get(id) finds it.
     recipe: str = ""
+    # the right side as a person writes it, when :func:`readable` does not find that form
+    # itself; check() proves it equal to the right side with the unit constants set to 1
+    written: sp.Expr | None = None
     _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -797,6 +872,25 @@ class Equation:
         """``lhs = rhs`` in LaTeX, generated from the sympy objects."""
         return to_latex(self.relation)
 
+    @property
+    def display_expr(self) -> sp.Expr:
+        """The right side as a person writes it: no unit constants, factored where shorter."""
+        if "display" not in self._compiled:
+            self._compiled["display"] = (
+                self.written if self.written is not None else readable(self.rhs)
+            )
+        return self._compiled["display"]
+
+    def display_latex(self) -> str:
+        """``lhs = rhs`` in LaTeX as a person writes it (the chapters' displayed math); the unit
+        constants u, ν, σ and D₀ are left out, sums put their positive terms first.
+
+        >>> from derivations import get
+        >>> print(get("expert_read_fraction").display_latex())
+        \\phi_{B} = 1 - \\left(1 - \\frac{k}{E_{r}}\\right)^{B}
+        """
+        return f"{_bare(self.lhs.latex)} = {to_display_latex(self.display_expr)}"
+
     def _repr_latex_(self) -> str:
         """The equation as display math (Jupyter shows it when it does not take Markdown)."""
         return f"$${self.latex()}$$"
@@ -844,6 +938,19 @@ class Equation:
                     f"equation {self.id!r}: the form shown, {display}, is not {computed} of its "
                     "right side"
                 )
+        self.check_display()
+
+    def check_display(self) -> None:
+        """Prove the display form equal to the right side with the unit constants set to 1 (and
+        each shown subexpression equal to what it shows, as :meth:`check` proves)."""
+        from derivations.derivation import DerivationError, same
+
+        want = shown(self.rhs).xreplace(unit_constants())
+        if not same(self.display_expr.rewrite(sp.exp), want.rewrite(sp.exp)):
+            raise DerivationError(
+                f"equation {self.id!r}: the display form {self.display_expr} is not its right "
+                f"side {want} with the unit constants set to 1"
+            )
 
     # -- evaluation ---------------------------------------------------------------------------
 

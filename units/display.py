@@ -27,14 +27,32 @@ def superscript(n: int) -> str:
     return str(n).translate(SUPERSCRIPT)
 
 
+def is_whole(x: float) -> bool:
+    """True for a whole number (to float rounding): a count such as d_model = 16,384.
+
+    >>> is_whole(16384), is_whole(16383.999999999998), is_whole(5356.4), is_whole(0.0)
+    (True, True, False, False)
+    """
+    x = float(x)
+    return math.isfinite(x) and abs(x) >= 1 and abs(x - round(x)) <= 1e-9 * abs(x)
+
+
 def number(x: float, digits: int = 4) -> str:
     """``x`` with ``digits`` significant figures, thousands separated, no trailing zeros; a huge
-    or tiny magnitude as ``'2.63 × 10¹⁴'``."""
+    or tiny magnitude as ``'2.63 × 10¹⁴'``. A whole number below a million is whole, however
+    many figures it has (``d_model`` is 16,384, not 16,380), unless one or two figures are
+    asked for: a rough figure ("≈30 times") is rounded.
+
+    >>> number(16384), number(129_280, 3), number(16384.5), number(2_097_152), number(29, 1)
+    ('16,384', '129,280', '16,380', '2.097 × 10⁶', '30')
+    """
     x = float(x)
     if not math.isfinite(x):
         return str(x)
     if x == 0:
         return "0"
+    if digits >= 3 and is_whole(x) and abs(x) < SCIENTIFIC_FROM:
+        return f"{round(x):,}"
     x = float(f"{x:.{digits - 1}e}")  # round first: -0.9999999999999999 is -1
     exponent = math.floor(math.log10(abs(x)))
     if abs(x) >= SCIENTIFIC_FROM or abs(x) < SCIENTIFIC_BELOW:
@@ -184,13 +202,108 @@ def quantity(q: pint.Quantity, digits: int = 4) -> str:
     ('1 sequence', '1 T parameters')
     >>> quantity(Q_(64, "token/s/sequence"))
     '64 tokens per second per sequence'
+    >>> quantity(Q_(16384, "byte/token")), quantity(Q_(16068.3, "sequence"))
+    ('16,384 bytes per token', '16,070 sequences')
     """
     q = _plain(q)
     if _parts(q.units) == _parts(q.units._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:
         q = q.to("Gparameter")  # model sizes are said in billions: "671 B parameters"
     magnitude = float(q.magnitude)
-    if _is_count(q.units) and math.isfinite(magnitude) and WHOLE_FROM <= abs(magnitude) < 1e6:
-        magnitude = float(round(magnitude))
+    if _is_count(q.units) and WHOLE_FROM <= abs(magnitude) < 10 ** (digits - 1):
+        magnitude = float(round(magnitude))  # "295 sequences"; above, the figures are whole
     value = number(magnitude, digits)
     text = unit(q.units, singular=value in ("1", "-1"))
     return f"{value} {text}" if text else value
+
+
+# Prose says a number in 2-3 figures, in the unit a person would pick for its size. The exact
+# value stays in the reference blocks (cards, tables), printed by :func:`quantity`.
+TIME_UNITS = (  # (below this many seconds, say it in this unit)
+    (1e-6, "ns"),
+    (1e-3, "µs"),
+    (1, "ms"),
+    (100, "s"),
+    (3600, "min"),
+    (48 * 3600, "hour"),
+    (2 * 365.25 * 86400, "day"),
+    (math.inf, "year"),
+)
+BYTE_PREFIXES = ("", "k", "M", "G", "T", "P")
+
+
+def spoken_number(x: float, most: int = 3) -> str:
+    """``x`` as prose says it: 2 significant figures, 3 from 100 to 1,000 (so 295 stays 295) or
+    where 3 say it exactly (14.5, 62.5), never more than ``most``; a whole number whole (unless
+    ``most`` asks for a rough figure).
+
+    >>> spoken_number(0.6249), spoken_number(295.3), spoken_number(5356.4), spoken_number(16384)
+    ('0.62', '295', '5,400', '16,384')
+    >>> spoken_number(107_700, most=1), spoken_number(14.5), spoken_number(15.25)
+    ('100,000', '14.5', '15')
+    >>> spoken_number(131.5), spoken_number(312.5), spoken_number(0.125)
+    ('132', '313', '0.125')
+    """
+    if most >= 3 and is_whole(x) and abs(x) < SCIENTIFIC_FROM:
+        return number(x)
+    exactly_three = number(x, 3) == number(x, 15)
+    x = float(x) * (1 + 1e-12)  # a half rounds up, as a person rounds it: 131.5 is said 132
+    if most >= 3 and (100 <= abs(x) < 1000 or exactly_three):
+        return number(x, 3)
+    return number(x, min(most, 2))
+
+
+def _rescaled(q: pint.Quantity) -> pint.Quantity:
+    """``q`` in the unit prose picks for its size: a time in ns … years, bytes in B … PB."""
+    registry = q._REGISTRY
+    time = registry.Unit("s").dimensionality
+    if all(registry.Unit(name).dimensionality == time for *_, name in _parts(q.units)):
+        seconds = float(f"{abs(q.to('s').magnitude):.2e}")  # 0.9999 s is said "1 s"
+        return q.to(next(u for below, u in TIME_UNITS if seconds < below))
+    parts = _parts(q.units)
+    byte_parts = [p for p in parts if p[1] == "byte" and p[2] == 1]
+    if len(byte_parts) != 1 or any(p[0] in ("exa", "zetta", "yotta") for p in parts):
+        return q
+    target = registry.Unit("")
+    for _prefix, base, exp, name in parts:
+        target *= registry.Unit(name if base != "byte" else "byte") ** exp
+    in_bytes = q.to(target)
+    size = float(f"{abs(in_bytes.magnitude):.2e}")
+    step = min(max(int(math.log10(size) // 3), 0), len(BYTE_PREFIXES) - 1) if size else 0
+    return in_bytes.to(target / registry.Unit("byte") * registry.Unit(f"{BYTE_PREFIXES[step]}B"))
+
+
+def spoken(q: pint.Quantity, about: bool = False, most: int = 3) -> str:
+    """A quantity as a person says it in a sentence: 2-3 figures in a natural unit (cents below
+    a dollar, 3 figures above it; seconds, minutes, hours or days by size; kB, MB, GB by size),
+    in no more than ``most`` figures. With ``about``, a rounded value says so.
+
+    >>> from units import Q_
+    >>> spoken(Q_(0.02077, "USD/Mtoken"), about=True), spoken(Q_(0.6249, "min"), about=True)
+    ('about 2.1¢ per million tokens', 'about 37 s')
+    >>> spoken(Q_(6.275, "USD/Mtoken")), spoken(Q_(1693.4, "byte/token"))
+    ('6.28 USD per million tokens', '1.7 kB per token')
+    >>> spoken(Q_(143.2, "min")), spoken(Q_(5356.4, "sequence")), spoken(Q_(16384, "byte"))
+    ('2.4 hours', '5,400 sequences', '16,384 B')
+    >>> spoken(Q_(1, "month")), spoken(Q_(54.23, "day")), spoken(Q_(1.157e15, "FLOP"))
+    ('1 month', '54 days', '1.2 × 10¹⁵ FLOP')
+    >>> spoken(Q_(2.664e6, "chip*hour"))
+    '2.7 × 10⁶ chips·h'
+
+    """
+    q = _plain(q)
+    if q.units != q._REGISTRY.Unit("") and not is_whole(q.magnitude):
+        q = _rescaled(q)  # a whole figure (16,384 bytes, 1 month) stays as it is given
+    if _parts(q.units) == _parts(q._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:
+        q = q.to("Gparameter")  # "671 B parameters"
+    value = float(q.magnitude)
+    text = unit(q.units)
+    if text.startswith("USD") and 0 < abs(value) < 1:
+        value, text = value * 100, "¢" + text[3:]  # "2.1¢ per million tokens"
+    dollars = text.startswith("USD") and abs(value) >= 1
+    figures = number(value, min(most, 3)) if dollars else spoken_number(value, most)
+    if text and not text.startswith("¢"):
+        text = " " + unit(q.units, singular=figures in ("1", "-1"))
+        if q.units == q._REGISTRY.Unit("hour"):
+            text = " hour" if figures == "1" else " hours"
+    rounded = figures != number(value, 15)
+    return f"{'about ' if about and rounded else ''}{figures}{text}"

@@ -12,7 +12,7 @@ import pint
 
 import derivations
 from book.context import Evaluator, cell_in, header, symbol_context
-from book.format import context_tokens, number, quantity
+from book.format import chip_name, context_tokens, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -46,7 +46,7 @@ def context(presets: Presets) -> dict:
         for hw in ("rubin", "b200", "b300", "h100_sxm")
     }
     ridge = {
-        presets.get("hardware", hw).name: Evaluator(presets, hw).text("ridge_intensity")
+        chip_name(presets.get("hardware", hw)): Evaluator(presets, hw).text("ridge_intensity")
         for hw in ("a100_sxm", "h100_sxm", "b200", "gb200_nvl72")
     }
     same_b = {
@@ -67,7 +67,7 @@ def context(presets: Presets) -> dict:
         "ridge": ridge,
         "same_b": {presets.get("model", m).name: v for m, v in same_b.items()},
         "period": quantity(period.inputs["train_period"].value),
-        "worst": quantity(period.value),
+        "worst": said(period.value),
         **_sequence_rates(presets),
         "argument": _argument(presets),
     }
@@ -117,32 +117,32 @@ def _example(presets: Presets, hardware: str, model: str, precision: str) -> dic
     )
     moe = mdl.get("experts_routed") is not None
     return {
-        "title": f"{mdl.name} on {hw.name} at {precision}",
+        "title": f"{mdl.name} on {chip_name(hw)} at {precision.upper()}",
         "hardware": hardware,
         "model": model,
         "precision": precision,
         "inputs": inputs,
         "ridge": ev.text("ridge_intensity"),
         "per_weight_byte": ev.text("dense_crossover_batch"),
-        "sparsity": number(mdl.params_total / mdl.params_active),
-        "crossover": ev.text("crossover_batch"),
-        "batch": number(batch),
+        "sparsity": said_number(mdl.params_total / mdl.params_active),
+        "crossover": quantity(ev.q("crossover_batch")),
+        "batch": said_number(batch),
         "drain": ev.text("hbm_drain_time"),
-        "at": {name: quantity(i.value) for name, i in at.inputs.items()},
-        "cost": quantity(at.value),
+        "at": {name: said(i.value) for name, i in at.inputs.items()},
+        "cost": said(at.value),
         "throughput": ev.text("throughput", batch_size=batch),
         "latency": ev.text("worst_case_latency"),
-        "cost_batch_1": quantity(cost_1),
-        "batching_gain": number((cost_1 / at.value).to("").magnitude, 3),
+        "cost_batch_1": said(cost_1),
+        "batching_gain": said_number((cost_1 / at.value).to("").magnitude, 3),
         # issue 11: one sequence of an MoE reads only the experts it is routed to
         "moe": moe,
-        "experts_batch_1": number(ev.q("experts_touched", batch_size=1).m) if moe else "",
-        "experts_routed": number(mdl.experts_routed) if moe else "",
+        "experts_batch_1": said_number(ev.q("experts_touched", batch_size=1).m) if moe else "",
+        "experts_routed": said_number(mdl.experts_routed) if moe else "",
         "saturation": ev.text("expert_saturation_batch") if moe else "",
-        "bytes_batch_1": quantity(read_1.to("GB")),
-        "cost_active_1": quantity(active_cost),
+        "bytes_batch_1": said(read_1.to("GB")),
+        "cost_active_1": said(active_cost),
         "attention_context": context_tokens(ev.q("decode_attention_context")),
-        "attention_share": number(
+        "attention_share": said_number(
             (at.inputs["context_length"].base / ev.q("decode_attention_context")).to("").m, 3
         ),
     }
@@ -161,14 +161,14 @@ def _mixed_precision(presets: Presets, hardware: str, model: str) -> dict:
         rows.append(
             {
                 "mix": precision_words(mix),
-                "crossover": ev.text("crossover_batch"),
-                "chips": number(at.inputs["n_chips"].value.magnitude),
-                "cost": quantity(at.value),
+                "crossover": quantity(ev.q("crossover_batch")),
+                "chips": said_number(at.inputs["n_chips"].value.magnitude),
+                "cost": said(at.value),
                 "command": " ".join(f"--{k.replace('_', '-')} {v}" for k, v in mix.items()),
             }
         )
     return {
-        "hardware": presets.get("hardware", hardware).name,
+        "hardware": chip_name(presets.get("hardware", hardware)),
         "model": presets.get("model", model).name,
         "rows": rows,
     }
@@ -219,7 +219,7 @@ def _sequence_rates(presets: Presets) -> dict:
     '64 B tokens/s'), on the lecture's Rubin and on two chips in service."""
     rows = [
         {
-            "name": presets.get("hardware", hw).name,
+            "name": chip_name(presets.get("hardware", hw)),
             "drain": Evaluator(presets, hw).text("hbm_drain_time"),
             "rate": Evaluator(presets, hw).text("throughput_per_sequence"),
         }
@@ -230,9 +230,9 @@ def _sequence_rates(presets: Presets) -> dict:
     from book.claims import CLAIMS
     from units import parse_quantity
 
-    said = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]["throughput_64b"]
-    lecture = parse_quantity(said["expected"], what="claims.toml: throughput_64b")
-    return {"sequence_rates": rows, "lecture_rate": quantity(lecture)}
+    claim = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]["throughput_64b"]
+    lecture = parse_quantity(claim["expected"], what="claims.toml: throughput_64b")
+    return {"sequence_rates": rows, "lecture_rate": said(lecture)}
 
 
 # -- the chapter's line of argument (issue 12): each number a paragraph interprets --------------
@@ -246,7 +246,7 @@ def _round(x: float) -> str:
     >>> _round(295.3), _round(14.4), _round(0.0667)
     ('300', '10', '0.07')
     """
-    return number(float(f"{x:.0e}"), 1)
+    return said_number(float(f"{x:.0e}"), 1)
 
 
 def _ratio(a: pint.Quantity, b: pint.Quantity) -> float:
@@ -260,10 +260,10 @@ def _regime(ev: Evaluator, batch: int, n_chips) -> dict:
     bound = "memory" if memory >= compute else "compute"
     return {
         "bound": bound,
-        "compute": quantity(compute),
-        "memory": quantity(memory),
-        "by": number(max(_ratio(memory, compute), _ratio(compute, memory)), 3),
-        "mfu": number(100 * _ratio(compute, max(compute, memory)), 3),  # per cent
+        "compute": said(compute),
+        "memory": said(memory),
+        "by": said_number(max(_ratio(memory, compute), _ratio(compute, memory)), 3),
+        "mfu": said_number(100 * _ratio(compute, max(compute, memory)), 3),  # per cent
     }
 
 
@@ -317,7 +317,7 @@ def _argument(presets: Presets) -> dict:
         for times in (1, 2, 4):  # whole doublings of the whole-token balance context
             length = Q_(math.ceil(balance) * times, "token/sequence")
             r = _regime(Evaluator(presets, dhw, dmodel, dprec, context_length=length), d_batch, d_n)
-            mfu.append({"times": number(times), "length": context_tokens(length), **r})
+            mfu.append({"times": said_number(times), "length": context_tokens(length), **r})
     # sparse attention: a KV term that grows as the square root of the context
     short, long = par["context_length"], par["price_kink_context"]
     grow = _ratio(long, short)
@@ -333,64 +333,64 @@ def _argument(presets: Presets) -> dict:
     period = presets.parameter["train_period"].value
     return {
         "fast": {
-            "price": number(par["fast_price_multiplier"].to("").m),
-            "speed": number(par["fast_speed_multiplier"].to("").m),
-            "batch_ratio": number(fast, 3),
-            "smaller": number(1 / fast, 3),
+            "price": said_number(par["fast_price_multiplier"].to("").m),
+            "speed": said_number(par["fast_speed_multiplier"].to("").m),
+            "batch_ratio": said_number(fast, 3),
+            "smaller": said_number(1 / fast, 3),
         },
         "regime": _regime(ev, batch, n),
         "regime_one": _regime(ev, 1, n),
-        "n_chips": quantity(n),
+        "n_chips": said(n),
         "b_star_round": _round(b_star),
-        "turn": number(turn) if turn is not None else "",
-        "turn_over_star": number(turn / b_star, 2) if turn is not None else "",
+        "turn": said_number(turn) if turn is not None else "",
+        "turn_over_star": said_number(turn / b_star, 2) if turn is not None else "",
         "pay": _pay_more(presets),
-        "cost_1": quantity(cost[1]),
-        "cost_star": quantity(cost[batch]),
-        "cost_practice": quantity(cost[practice]),
-        "gain_star": number(_ratio(cost[1], cost[batch]), 3),
-        "gain_floor": number(_ratio(cost[1], floor), 3),
+        "cost_1": said(cost[1]),
+        "cost_star": said(cost[batch]),
+        "cost_practice": said(cost[practice]),
+        "gain_star": said_number(_ratio(cost[1], cost[batch]), 3),
+        "gain_floor": said_number(_ratio(cost[1], floor), 3),
         "gain_round": _round(_ratio(cost[1], floor)),
-        "practice_low": number(low),
-        "practice_high": number(high),
-        "practice_batch": number(practice),
-        "practice_saving": number(100 * (1 - _ratio(cost[practice], cost[batch])), 2),
-        "floor": quantity(floor),
-        "over_floor": number(_ratio(cost[practice], floor), 3),
-        "per_byte": {p: number(v) for p, v in per_byte.items()},
+        "practice_low": said_number(low),
+        "practice_high": said_number(high),
+        "practice_batch": said_number(practice),
+        "practice_saving": said_number(100 * (1 - _ratio(cost[practice], cost[batch])), 2),
+        "floor": said(floor),
+        "over_floor": said_number(_ratio(cost[practice], floor), 3),
+        "per_byte": {p: said_number(v) for p, v in per_byte.items()},
         "per_byte_round": _round(per_byte["bf16"]),
         "h100_ridge": Evaluator(presets, "h100_sxm").text("ridge_intensity"),
         "dense": {
             "title": f"{presets.get('model', dmodel).name} on {presets.get('hardware', dhw).name}",
-            "batch": number(d_batch),
+            "batch": said_number(d_batch),
             "balance": context_tokens(Q_(balance, "token/sequence")) if balance is not None else "",
             "mfu": mfu,
         },
         "sparse_attention": {
             "short": context_tokens(short),
             "long": context_tokens(long),
-            "dense_growth": number(grow, 3),
-            "sqrt_growth": number(math.sqrt(grow), 3),
+            "dense_growth": said_number(grow, 3),
+            "sqrt_growth": said_number(math.sqrt(grow), 3),
         },
         "period_round": _round(period.to("ms").m),
         "global": {
-            "hardware": presets.get("hardware", GLOBAL_CHIP).name,
-            "per_sequence": quantity(per_seq),
-            "batch": number(g_batch),
-            "chips": quantity(g_n),
-            "replica": quantity(replica),
-            "rate": quantity(par["inference_rate"].to("token/s")),
-            "replicas": number(replicas, 3),
-            "replicas_whole": number(math.ceil(replicas)),  # a count: whole replicas
-            "chips_total": quantity((g_n * math.ceil(replicas)).to("chip")),
+            "hardware": chip_name(presets.get("hardware", GLOBAL_CHIP)),
+            "per_sequence": said(per_seq),
+            "batch": said_number(g_batch),
+            "chips": said(g_n),
+            "replica": said(replica),
+            "rate": said(par["inference_rate"].to("token/s")),
+            "replicas": said_number(replicas, 3),
+            "replicas_whole": said_number(math.ceil(replicas)),  # a count: whole replicas
+            "chips_total": said((g_n * math.ceil(replicas)).to("chip")),
         },
         "quality": {
-            "experts": quantity(par["routed_quality_experts"]),
-            "active": quantity(par["routed_quality_active"].to("Mparameter")),
-            "dense": quantity(par["routed_quality_dense"].to("Gparameter")),
-            "ratio": number(dense_equiv, 2),
+            "experts": said(par["routed_quality_experts"]),
+            "active": said(par["routed_quality_active"].to("Mparameter")),
+            "dense": said(par["routed_quality_dense"].to("Gparameter")),
+            "ratio": said_number(dense_equiv, 2),
             "ratio_round": _round(dense_equiv),
-            "sparsity": number(par["routed_quality_experts"].to("expert").m),
+            "sparsity": said_number(par["routed_quality_experts"].to("expert").m),
         },
     }
 
@@ -419,18 +419,18 @@ def _pay_more(presets: Presets) -> dict:
     step = {b: ev.q("step_time", batch_size=b, n_chips=n) for b in (1, batch)}
     cost = {b: ev.q("cost_per_token", batch_size=b, n_chips=n) for b in (1, batch)}
     return {
-        "title": f"{presets.get('model', model).name} on {quantity(n)} of "
+        "title": f"{presets.get('model', model).name} on {said(n)} of "
         f"{presets.get('hardware', hw).name} at {precision.upper()}",
-        "batch": number(batch),
-        "step_star": quantity(step[batch]),
-        "step_1": quantity(step[1]),
-        "speedup": number(_ratio(step[batch], step[1]), 3),
-        "price": number(_ratio(cost[1], cost[batch]), 3),
+        "batch": said_number(batch),
+        "step_star": said(step[batch]),
+        "step_1": said(step[1]),
+        "speedup": said_number(_ratio(step[batch], step[1]), 3),
+        "price": said_number(_ratio(cost[1], cost[batch]), 3),
         "weight_fetch": ev.text("weight_fetch_time", batch_size=1, n_chips=n),
         # speculative decoding: a step that checks g guessed tokens of one sequence does the
         # multiplies of a batch of g, for the same weight read; free while memory stays ahead
         "compute_1": ev.text("compute_time", batch_size=1, n_chips=n),
-        "free_guesses": number(
+        "free_guesses": said_number(
             math.floor(
                 _ratio(
                     ev.q("memory_time", batch_size=1, n_chips=n),

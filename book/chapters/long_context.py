@@ -11,7 +11,7 @@ import math
 import re
 
 from book.context import Evaluator, cell_in, header
-from book.format import context_tokens, number, quantity
+from book.format import chip_name, context_tokens, number, quantity, said, said_number
 from units import Q_
 from units.errors import ChalkboardError
 from units.presets import Presets
@@ -24,7 +24,7 @@ def context(presets: Presets) -> dict:
     frontier = presets.parameter["frontier_active_params"].value
     kink = [
         {
-            "name": presets.get("hardware", hw).name,
+            "name": chip_name(presets.get("hardware", hw)),
             "bytes": Evaluator(presets, hw, precision="fp8", n_active=frontier).text(
                 "kv_bytes_from_price_kink"
             ),
@@ -35,8 +35,8 @@ def context(presets: Presets) -> dict:
         "models": _model_table(presets),
         "crossovers": _crossover_table(presets),
         "attention": _attention_table(presets),
-        "hardware": presets.get("hardware", HARDWARE).name,
-        "frontier": quantity(frontier.to("Gparameter")),
+        "hardware": chip_name(presets.get("hardware", HARDWARE)),
+        "frontier": said(frontier.to("Gparameter")),
         "kink_context": context_tokens(presets.parameter["price_kink_context"].value),
         "kink": kink,
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
@@ -46,7 +46,7 @@ def context(presets: Presets) -> dict:
             "price": quantity(presets.parameter["fast_price_multiplier"].value),
             "speed": quantity(presets.parameter["fast_speed_multiplier"].value),
             "ratio": Evaluator(presets).text("fast_mode_batch_ratio"),
-            "smaller": number(1 / Evaluator(presets).q("fast_mode_batch_ratio").to("").m, 3),
+            "smaller": said_number(1 / Evaluator(presets).q("fast_mode_batch_ratio").to("").m, 3),
         },
         "tiers": _tier_table(presets),
         "retrieval": _retrieval(presets),
@@ -81,7 +81,7 @@ def _model_table(presets: Presets) -> dict:
             lambda m=m: m.get("params_active"),
         )
         gaps = [
-            number(100 * ((ev.q(f) / m.get(f)).to("").magnitude - 1), 2) + "%"
+            said_number(100 * ((ev.q(f) / m.get(f)).to("").magnitude - 1), 2) + "%"
             if m.get(f) is not None
             else "—"
             for f in ("params_total", "params_active")
@@ -220,7 +220,7 @@ def _tier_table(presets: Presets) -> dict:
 
 def _share(x: float) -> str:
     """A fraction as a reader says it: '5.56% of' below one, '7.49 times' above."""
-    return f"{number(100 * x, 3)}% of" if x < 1 else f"{number(x, 3)} times"
+    return f"{said_number(100 * x, 3)}% of" if x < 1 else f"{said_number(x, 3)} times"
 
 
 def _retrieval(presets: Presets) -> dict:
@@ -235,9 +235,9 @@ def _retrieval(presets: Presets) -> dict:
         recompute = (per_chip * ONE_SEQUENCE).to("s")  # one sequence's cache
         read = (ev.q("kv_cache_per_sequence") * ONE_SEQUENCE / tier.bandwidth).to("s")
         shown = read.to("ms") if read < Q_(1, "s") else read
-        rows.append({"medium": tier.medium, "time": quantity(shown), "share": read / recompute})
+        rows.append({"medium": tier.medium, "time": said(shown), "share": read / recompute})
     return {
-        "recompute": quantity(recompute),
+        "recompute": said(recompute),
         "rows": [{**r, "share": _share(r["share"].to("").m)} for r in rows],
     }
 
@@ -258,10 +258,10 @@ def _hold_reading(presets: Presets) -> dict:
         life = presets.parameter[key].value
         tier, hold, even = min(rows, key=lambda r: abs(math.log((r[2] / life).to("").m)))
         out[key.removeprefix("cache_duration_")] = {
-            "life": quantity(life),
+            "life": said(life),
             "medium": tier.medium,
-            "breakeven": quantity(even.to("minute")),
-            "hold": quantity(hold.to("minute")),
+            "breakeven": said(even.to("minute")),
+            "hold": said(hold.to("minute")),
         }
     return out
 
@@ -271,8 +271,8 @@ def _readable_time(ev: Evaluator) -> str:
     beyond."""
     t = ev.q("storage_tier_drain_time").to("minute")
     if t.magnitude < 2:
-        return quantity(t.to("s") if t.to("s").magnitude >= 1 else t.to("ms"))
-    return quantity(t if t.magnitude < 120 else t.to("hour"))
+        return said(t.to("s") if t.to("s").magnitude >= 1 else t.to("ms"))
+    return said(t if t.magnitude < 120 else t.to("hour"))
 
 
 KV_MODEL = "llama_3_1_70b"
@@ -296,7 +296,7 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
         cache = Evaluator(presets, HARDWARE, KV_MODEL, api=CACHE_API, cache_write_price=price)
         rows.append(
             {
-                "lifetime": quantity(life),
+                "lifetime": said(life),
                 "write": quantity(price.to("USD/Mtoken")),
                 "premium": cache.text("cache_write_premium"),
                 "cells": [
@@ -313,8 +313,8 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
     return {
         "kv_cache": {
             "model": presets.get("model", KV_MODEL).name,
-            "per_sequence": quantity((ev.q("kv_cache_per_sequence") * ONE_SEQUENCE).to("GB")),
-            "batch": quantity(batch),
+            "per_sequence": said((ev.q("kv_cache_per_sequence") * ONE_SEQUENCE).to("GB")),
+            "batch": said(batch),
             "per_batch": ev.text("kv_cache_per_batch", batch_size=batch),
             "hbm": quantity(presets.get("hardware", HARDWARE).hbm_capacity),
         },
@@ -335,7 +335,7 @@ CHEAP_API = "deepseek_v3_2"
 
 
 def _ratio(q) -> str:
-    return quantity(q.to(""), 3)
+    return said(q.to(""), 3)
 
 
 def _lecture_readings(presets: Presets) -> dict:
@@ -367,7 +367,7 @@ def _lecture_readings(presets: Presets) -> dict:
     said_flash = presets.parameter["lecture_flash_hold"].value
     said_disk = presets.parameter["lecture_disk_hold"].value
     breakeven = {
-        t.medium: quantity(
+        t.medium: said(
             Evaluator(presets, HARDWARE, KV_MODEL, tier=t.id).q("cache_breakeven_time").to("minute")
         )
         for t in presets.tier.values()
@@ -383,36 +383,36 @@ def _lecture_readings(presets: Presets) -> dict:
             "in_ratio": _ratio(long_.input / short.input),
             "out_ratio": _ratio(long_.output / short.output),
         },
-        "ridge": number(
+        "ridge": said_number(
             Evaluator(presets, HARDWARE, precision="fp8").q("ridge_intensity").to("FLOP/byte").m, 3
         ),
         "doubled": {
-            "bytes": quantity(
+            "bytes": said(
                 kink_ev.q("kv_bytes_from_price_kink", mem_bandwidth=2 * hw.hbm_bandwidth), 3
             ),
-            "bandwidth": quantity(2 * hw.hbm_bandwidth),
+            "bandwidth": said(2 * hw.hbm_bandwidth),
         },
-        "kink_round": quantity(implied.to("kB/token"), 2),
-        "kink_bytes": quantity(implied),
-        "llama_fp8": quantity(llama_fp8.to("kB/token")),
-        "llama_over_kink": number((llama_fp8 / implied).to("").m, 2),
+        "kink_round": said(implied.to("kB/token"), 2),
+        "kink_bytes": said(implied),
+        "llama_fp8": said(llama_fp8.to("kB/token")),
+        "llama_over_kink": said_number((llama_fp8 / implied).to("").m, 2),
         "shared": {
             "model": kv_model.name,
-            "layers": quantity(Q_(SHARED_LAYERS, "")),
-            "pair": quantity(Q_(KV_PAIR, "")),
-            "all_layers": quantity(Q_(kv_model.get("layers"), "")),
-            "head_dim": quantity(Q_(kv_model.get("head_dim"), "")),
-            "kv_heads": quantity(Q_(kv_model.get("n_kv_heads"), "")),
-            "bytes": quantity(shared),
+            "layers": said(Q_(SHARED_LAYERS, "")),
+            "pair": said(Q_(KV_PAIR, "")),
+            "all_layers": said(Q_(kv_model.get("layers"), "")),
+            "head_dim": said(Q_(kv_model.get("head_dim"), "")),
+            "kv_heads": said(Q_(kv_model.get("n_kv_heads"), "")),
+            "bytes": said(shared),
             "over_kink": _ratio(shared / implied),
-            "full": quantity(llama_fp8.to("kB/token")),
+            "full": said(llama_fp8.to("kB/token")),
         },
         "window": {
             "model": window.name,
-            "layers": quantity(Q_(window.get("layers"), "")),
-            "global": quantity(win.q("global_attention_layers")),
+            "layers": said(Q_(window.get("layers"), "")),
+            "global": said(win.q("global_attention_layers")),
             "bytes": win.text("kv_bytes_per_token"),
-            "full": quantity(win_full),
+            "full": said(win_full),
         },
         "price_ratio": {
             "api": api.name,
@@ -429,19 +429,19 @@ def _lecture_readings(presets: Presets) -> dict:
         "wall": {
             "short": context_tokens(presets.parameter["context_length"].value),
             "long": context_tokens(kink_ctx),
-            "seq_short": quantity(seq_short.to("GB")),
-            "seq_long": quantity(seq_long.to("GB")),
+            "seq_short": said(seq_short.to("GB")),
+            "seq_long": said(seq_long.to("GB")),
             "share": _ratio(seq_long / hbm),
-            "hbm": quantity(hbm),
-            "seqs_short": number((hbm / seq_short).to("").m, 2),
+            "hbm": said(hbm),
+            "seqs_short": said_number((hbm / seq_short).to("").m, 2),
         },
         "drain": {
-            "flash": quantity(flash_hold.to("minute"), 3),
-            "disk": quantity(disk_hold.to("hour"), 3),
-            "said_flash": quantity(said_flash),
-            "said_disk": quantity(said_disk),
-            "flash_off": number((flash_hold / said_flash).to("").m, 2),
-            "disk_off": number((disk_hold / said_disk).to("").m, 2),
+            "flash": said(flash_hold.to("minute"), 3),
+            "disk": said(disk_hold.to("hour"), 3),
+            "said_flash": said(said_flash),
+            "said_disk": said(said_disk),
+            "flash_off": said_number((flash_hold / said_flash).to("").m, 2),
+            "disk_off": said_number((disk_hold / said_disk).to("").m, 2),
         },
     }
 
@@ -474,16 +474,16 @@ def _attention_readings(presets: Presets) -> dict:
     return {
         "mla_model": presets.get("model", MLA_MODEL).name,
         "gqa_model": presets.get("model", KV_MODEL).name,
-        "mla_flops": quantity(mla_flops.to("MFLOP/token"), 3),
+        "mla_flops": said(mla_flops.to("MFLOP/token"), 3),
         "mla_decode": context_tokens(mla_decode),
-        "mla_decode_round": number(mla_decode.m, 2),
+        "mla_decode_round": said_number(mla_decode.m, 2),
         "gqa_decode": context_tokens(gqa.q("decode_attention_context")),
-        "gqa_per_byte": number(per_byte(gqa, gqa_flops), 2),
-        "mla_per_byte": number(per_byte(mla, mla_flops), 3),
-        "ridge": number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
+        "gqa_per_byte": said_number(per_byte(gqa, gqa_flops), 2),
+        "mla_per_byte": said_number(per_byte(mla, mla_flops), 3),
+        "ridge": said_number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
         "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), 3),
-        "low_chip": presets.get("hardware", LOW_RIDGE_CHIP).name,
-        "low_ridge": number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
+        "low_chip": chip_name(presets.get("hardware", LOW_RIDGE_CHIP)),
+        "low_ridge": said_number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
         "prefill": [{"name": n, "value": context_tokens(q, 3)} for n, q in prefill],
-        "prefill_round": number(middle, 1),
+        "prefill_round": said_number(middle, 1),
     }

@@ -8,7 +8,7 @@ what a scale-up domain can hold.
 """
 
 from book.context import Evaluator, cell_in, header
-from book.format import context_tokens, number, quantity
+from book.format import chip_name, context_tokens, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -22,7 +22,7 @@ FIGURE_RACKS = tuple(range(1, 9))
 
 def _us(q) -> str:
     """A time in microseconds, as a reader says it."""
-    return quantity(q.to("microsecond"))
+    return said(q.to("microsecond"))
 
 
 def alltoall_series(presets: Presets) -> dict:
@@ -75,7 +75,7 @@ def context(presets: Presets) -> dict:
     chips = presets.parameter["expert_parallel_chips"].value
     slowdowns = [
         {
-            "racks": quantity(Q_(r, "rack")),
+            "racks": said(Q_(r, "rack")),
             "offrack": lecture.text("offrack_fraction", racks_spanned=r),
             "slowdown": lecture.text("multi_rack_slowdown", racks_spanned=r),
         }
@@ -106,12 +106,12 @@ def context(presets: Presets) -> dict:
         weights_all = p_ev.q("max_total_params")
         left = (weights_all * ((hbm - kv) / hbm).to("")).to("Tparam")
         holds[precision] = {
-            "hbm": quantity(hbm),
-            "kv": quantity(kv),
-            "all": quantity(weights_all.to("Tparam")),
-            "left": quantity(left),
-            "left_round": number(left.m, 1),
-            "kv_share": number((kv / hbm).to("").m, 2),
+            "hbm": said(hbm),
+            "kv": said(kv),
+            "all": said(weights_all.to("Tparam")),
+            "left": said(left),
+            "left_round": said_number(left.m, 1),
+            "kv_share": said_number((kv / hbm).to("").m, 2),
         }
     fp4 = Evaluator(presets, RACK, precision="fp8", weight_precision="fp4")
     hopper = presets.get("hardware", HOPPER)
@@ -122,32 +122,32 @@ def context(presets: Presets) -> dict:
         "model": model.name,
         "model_id": MODEL,
         "rack_id": RACK,
-        "rack": rack.name,
-        "experts_routed": quantity(Q_(model.experts_routed, "expert")),
-        "experts_active": quantity(Q_(model.experts_active, "expert")),
-        "experts_shared": quantity(Q_(model.experts_shared, "expert")),
-        "d_model": number(model.d_model),
-        "layers": quantity(Q_(model.layers, "layer")),
+        "rack": chip_name(rack),
+        "experts_routed": said(Q_(model.experts_routed, "expert")),
+        "experts_active": said(Q_(model.experts_active, "expert")),
+        "experts_shared": said(Q_(model.experts_shared, "expert")),
+        "d_model": said_number(model.d_model),
+        "layers": said(Q_(model.layers, "layer")),
         "experts_per_chip": ev.text("experts_per_chip"),
-        "experts_per_chip_rack": quantity(
+        "experts_per_chip_rack": said(
             ev.q("experts_per_chip", expert_parallel_chips=rack.scale_up_domain)
         ),
-        "ep_chips": quantity(chips),
+        "ep_chips": said(chips),
         "domain": quantity(rack.scale_up_domain),
         "alltoall_bytes": ev.text("alltoall_bytes_per_token"),
         "alltoall_bytes_bf16": Evaluator(presets, RACK, MODEL, "bf16").text(
             "alltoall_bytes_per_token"
         ),
         "batch": quantity(batch),
-        "per_weight_byte": ev.text("dense_crossover_batch"),
-        "sparsity": number((model.params_total / model.params_active).to("").m),
+        "per_weight_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
+        "sparsity": said_number((model.params_total / model.params_active).to("").m),
         "layer_compute": _us(layer),
         "layer_compute_ctx": _us(layer_ctx),
         "attention_matters": bool((layer_ctx / layer).to("").m > 1.01),
-        "attention_factor": number((layer_ctx / layer).to("").m, 3),
-        "ratio_one_rack_ctx": number(ratio_one_ctx, 3),
-        "ratio_two_racks_ctx": number(ratio_two_ctx, 3),
-        "ratio_two_racks_hw_ctx": number(ratio_two_hw_ctx, 3),
+        "attention_factor": said_number((layer_ctx / layer).to("").m, 3),
+        "ratio_one_rack_ctx": said_number(ratio_one_ctx, 3),
+        "ratio_two_racks_ctx": said_number(ratio_two_ctx, 3),
+        "ratio_two_racks_hw_ctx": said_number(ratio_two_hw_ctx, 3),
         "two_racks_hide_ctx": bool(ratio_two_ctx < 1),
         "model_compute": ev.text(
             "compute_time", batch_size=batch, n_chips=chips, context_length=Q_(1, "token/sequence")
@@ -155,38 +155,40 @@ def context(presets: Presets) -> dict:
         "alltoall_one_rack": _us(one),
         "alltoall_two_racks": _us(two),
         "alltoall_two_racks_hw": _us(two_hw),
-        "ratio_one_rack": number(ratio_one, 3),
-        "ratio_one_rack_round": number(ratio_one, 1),
-        "ratio_two_racks": number(ratio_two, 3),
-        "ratio_two_racks_hw": number(ratio_two_hw, 3),
+        "ratio_one_rack": said_number(ratio_one, 3),
+        "ratio_one_rack_round": said_number(ratio_one, 1),
+        "ratio_two_racks": said_number(ratio_two, 3),
+        "ratio_two_racks_hw": said_number(ratio_two_hw, 3),
         "penalty": quantity(presets.parameter["scale_out_penalty"].value),
-        "penalty_hw": number(penalty_hw.to("").m),
-        "penalty_hopper": number(Evaluator(presets, HOPPER).q("hardware_scale_out_penalty").m),
-        "penalty_ultra": number(penalty_ultra.to("").m),
+        "penalty_hw": said_number(penalty_hw.to("").m),
+        "penalty_hopper": said_number(Evaluator(presets, HOPPER).q("hardware_scale_out_penalty").m),
+        "penalty_ultra": said_number(penalty_ultra.to("").m),
         "h800": presets.get("hardware", "h800").name,
-        "penalty_h800": number(Evaluator(presets, "h800").q("hardware_scale_out_penalty").m),
-        "ultra": ultra.name,
+        "penalty_h800": said_number(Evaluator(presets, "h800").q("hardware_scale_out_penalty").m),
+        "ultra": chip_name(ultra),
         "scale_up_bw": quantity(rack.scale_up_bandwidth_per_direction),
         "scale_out_bw": quantity(rack.scale_out_bandwidth_per_direction.to("GB/s")),
         "racks": quantity(presets.parameter["racks_spanned"].value),
         "slowdowns": slowdowns,
         "slowdown": lecture.text("multi_rack_slowdown"),
-        "slowdown_hw": number(slowdown_hw.to("").m),
+        "slowdown_hw": said_number(slowdown_hw.to("").m),
         "hardware_table": _hardware_table(presets),
         "torus_chips": [
             hw.name for hw in presets.hardware.values() if hw.get("scale_up_topology") == "torus"
         ],
         "cost_floor": ev.text("compute_cost_floor"),
         "holds": holds,
-        "hopper": hopper.name,
-        "hopper_domain": quantity(hopper.scale_up_domain),
+        "hopper": chip_name(hopper),
+        "hopper_domain": said(hopper.scale_up_domain),
         "hopper_hbm": Evaluator(presets, HOPPER).text("scaleup_memory"),
         "hopper_params_fp8": Evaluator(presets, HOPPER, precision="fp8").text("max_total_params"),
         "rack_params_fp8": ev.text("max_total_params"),
         "rack_params_fp4": fp4.text("max_total_params"),
-        "rubin_domain": quantity(rubin),
-        "rubin_over_blackwell": number((rubin / rack.scale_up_domain).to("").m),
-        "blackwell_over_hopper": number((rack.scale_up_domain / hopper.scale_up_domain).to("").m),
+        "rubin_domain": said(rubin),
+        "rubin_over_blackwell": said_number((rubin / rack.scale_up_domain).to("").m),
+        "blackwell_over_hopper": said_number(
+            (rack.scale_up_domain / hopper.scale_up_domain).to("").m
+        ),
         "context": context_tokens(presets.parameter["context_length"].value),
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "total_params": quantity(model.params_total.to("Gparam")),
@@ -230,39 +232,39 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     tpu = presets.get("hardware", "tpu7x")
     return {
         "kimi": kimi.name,
-        "kimi_routed": quantity(Q_(kimi.experts_routed, "expert")),
-        "kimi_active": quantity(Q_(kimi.experts_active, "expert")),
-        "kimi_d": number(kimi.d_model),
-        "kimi_layers": quantity(layers),
-        "kimi_total": quantity(kimi.params_total.to("Tparam")),
-        "kimi_active_params": quantity(kimi.params_active.to("Gparam")),
+        "kimi_routed": said_number(kimi.experts_routed),
+        "kimi_active": said(Q_(kimi.experts_active, "expert")),
+        "kimi_d": said_number(kimi.d_model),
+        "kimi_layers": said(layers),
+        "kimi_total": said(kimi.params_total.to("Tparam")),
+        "kimi_active_params": said(kimi.params_active.to("Gparam")),
         "kimi_bytes": ev.text("alltoall_bytes_per_token"),
-        "kimi_batch": quantity(batch),
+        "kimi_batch": said(batch),
         "kimi_per_chip": ev.text("experts_per_chip"),
-        "kimi_compute": quantity(compute),
+        "kimi_compute": said(compute),
         "kimi_layer": _us(layer),
         "kimi_one": _us(one),
         "kimi_two": _us(two),
-        "kimi_ratio_one": number((one / layer).to("").m, 3),
-        "kimi_ratio_two": number((two / layer).to("").m, 3),
-        "ultra": presets.get("hardware", ULTRA).name,
-        "ultra_out": quantity(
+        "kimi_ratio_one": said_number((one / layer).to("").m, 3),
+        "kimi_ratio_two": said_number((two / layer).to("").m, 3),
+        "ultra": chip_name(presets.get("hardware", ULTRA)),
+        "ultra_out": said(
             presets.get("hardware", ULTRA).scale_out_bandwidth_per_direction.to("GB/s")
         ),
-        "ultra_penalty": number(penalty_ultra),
-        "ultra_slowdown": number(slow_ultra),
-        "ultra_ratio": number(slow_ultra * ratio_one, 3),
-        "break_even": number(break_even, 3),
-        "ultra_ratio_ctx": number(slow_ultra * ratio_one_ctx, 3),
+        "ultra_penalty": said_number(penalty_ultra),
+        "ultra_slowdown": said_number(slow_ultra),
+        "ultra_ratio": said_number(slow_ultra * ratio_one, 3),
+        "break_even": said_number(break_even, 3),
+        "ultra_ratio_ctx": said_number(slow_ultra * ratio_one_ctx, 3),
         "ultra_hides_ctx": bool(slow_ultra * ratio_one_ctx < 1),
-        "break_even_ctx": number(1 / (offrack * ratio_one_ctx), 3),
-        "offrack": number(offrack),
-        "serial": number(serial),
-        "fp4_kv": quantity(kv),
-        "fp4_left": quantity(left),
-        "fp4_batch": quantity(b_fp8),
+        "break_even_ctx": said_number(1 / (offrack * ratio_one_ctx), 3),
+        "offrack": said_number(offrack),
+        "serial": said_number(serial),
+        "fp4_kv": said(kv),
+        "fp4_left": said(left),
+        "fp4_batch": said(b_fp8),
         "tpu": tpu.name,
-        "tpu_domain": quantity(tpu.scale_up_domain),
+        "tpu_domain": said(tpu.scale_up_domain),
         "lecture_slowdown": lecture.text("multi_rack_slowdown"),
     }
 

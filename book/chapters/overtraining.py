@@ -8,7 +8,7 @@
 import numpy as np
 
 from book.context import Evaluator, cell_in, header
-from book.format import number, quantity
+from book.format import chip_name, quantity, said, said_number
 from derivations.notation import flops_per_param_token
 from units import Q_
 from units.presets import Presets
@@ -23,11 +23,11 @@ def context(presets: Presets) -> dict:
     plain = Evaluator(presets)
     chinchilla = presets.parameter["chinchilla_model_params"].value
     return {
-        "chinchilla_params": quantity(chinchilla.to("Gparameter")),
+        "chinchilla_params": said(chinchilla.to("Gparameter")),
         "chinchilla_trained": quantity(
             presets.parameter["chinchilla_model_tokens"].value.to("Ttoken")
         ),
-        "frontier": quantity(frontier.to("Gparameter")),
+        "frontier": said(frontier.to("Gparameter")),
         "rate": quantity(presets.parameter["inference_rate"].value.to("Mtoken/s")),
         "deployment": quantity(presets.parameter["deployment_time"].value),
         "inference_tokens": plain.text("inference_tokens"),
@@ -51,7 +51,7 @@ def context(presets: Presets) -> dict:
 
 def rough(q, digits: int = 1) -> str:
     """A rule of thumb's bold round figure: ``q`` to one significant figure (``'100'``)."""
-    return quantity(q, digits)
+    return said(q, digits)
 
 
 def _chain(presets: Presets) -> dict:
@@ -88,27 +88,27 @@ def _chain(presets: Presets) -> dict:
     kimi = Evaluator(presets, TIMED_CHIP, "kimi_k2")
     return {
         "even": {
-            "product": quantity(product),
-            "each": quantity(even),
-            "sum": quantity(2 * even),
-            "big": quantity(lopsided),
-            "small": quantity((product / lopsided).to("FLOP")),
-            "lopsided_sum": quantity((lopsided + product / lopsided).to("FLOP")),
-            "excess": number(100 * ((lopsided + product / lopsided) / (2 * even) - 1).m),
+            "product": said(product),
+            "each": said(even),
+            "sum": said(2 * even),
+            "big": said(lopsided),
+            "small": said((product / lopsided).to("FLOP")),
+            "lopsided_sum": said((lopsided + product / lopsided).to("FLOP")),
+            "excess": said_number(100 * ((lopsided + product / lopsided) / (2 * even) - 1).m),
         },
         "frontier_run": {
-            "deepseek_multiple": quantity((c_pre / bf16.q("training_flops")).to("")),
-            "mfu": quantity(mfu),
+            "deepseek_multiple": said((c_pre / bf16.q("training_flops")).to("")),
+            "mfu": said(mfu),
             "mfu_rough": rough(mfu),
-            "inefficiency_mfu": quantity(1 / par["inference_inefficiency"], 2),
-            "years": quantity(frontier_time.to("year")),
-            "chips_needed": quantity((chips * frontier_time / par["deployment_time"]).to("chip")),
-            "kimi_days": quantity(kimi.q("training_time", training_chips=chips, mfu=mfu).to("day")),
+            "inefficiency_mfu": said(1 / par["inference_inefficiency"], 2),
+            "years": said(frontier_time.to("year")),
+            "chips_needed": said((chips * frontier_time / par["deployment_time"]).to("chip")),
+            "kimi_days": said(kimi.q("training_time", training_chips=chips, mfu=mfu).to("day")),
             "kimi_flops": kimi.text("training_flops"),
         },
         "full_mfu": {
-            "ratio": quantity(plain.q("pretrain_inference_token_ratio", inference_inefficiency=1)),
-            "factor": quantity(
+            "ratio": said(plain.q("pretrain_inference_token_ratio", inference_inefficiency=1)),
+            "factor": said(
                 ev.q(
                     "overtraining_factor",
                     training_tokens=d_inf
@@ -116,37 +116,37 @@ def _chain(presets: Presets) -> dict:
                 )
             ),
         },
-        "forward_per_token": quantity(c_f),
-        "train_per_token": quantity(3 * c_f),
-        "six": number((3 * c_f).m),
-        "two": number(c_f.m),
-        "rl_per_token": quantity(par["rl_flops_per_param_token"]),
-        "rl_bare": number(par["rl_flops_per_param_token"].m),
+        "forward_per_token": said(c_f),
+        "train_per_token": said(3 * c_f),
+        "six": said_number((3 * c_f).m),
+        "two": said_number(c_f.m),
+        "rl_per_token": said(par["rl_flops_per_param_token"]),
+        "rl_bare": said_number(par["rl_flops_per_param_token"].m),
         "chain": {
-            "d_inf": quantity(d_inf),
+            "d_inf": said(d_inf),
             "d_inf_rough": rough(d_inf.to("Ttoken")),
-            "d_pre": quantity(d_pre),
-            "d_rl": quantity(d_rl.to("token")),
-            "c_pre": quantity(c_pre),
-            "c_rl": quantity(c_rl),
-            "c_inf": quantity(c_inf),
-            "per_param": quantity(per_param),
-            "per_param_bare": number(per_param.m),
-            "balanced_per_param": quantity((d_pre / frontier).to("token/parameter")),
+            "d_pre": said(d_pre),
+            "d_rl": said(d_rl.to("token")),
+            "c_pre": said(c_pre),
+            "c_rl": said(c_rl),
+            "c_inf": said(c_inf),
+            "per_param": said(per_param),
+            "per_param_bare": said_number(per_param.m),
+            "balanced_per_param": said((d_pre / frontier).to("token/parameter")),
             "overtraining_rough": rough(overtraining),
-            "overtraining": quantity(overtraining),
-            "rumour": quantity(rumour),
+            "overtraining": said(overtraining),
+            "rumour": said(rumour),
             "rumour_factor": ev.text("overtraining_factor", training_tokens=rumour),
-            "rumour_share": quantity((c_rumour / c_inf).to("")),
-            "global_rate": quantity(par["global_inference_rate"]),
-            "global_tokens": quantity(global_tokens),
-            "global_factor": quantity(
+            "rumour_share": said((c_rumour / c_inf).to("")),
+            "global_rate": said(par["global_inference_rate"]),
+            "global_tokens": said(global_tokens),
+            "global_factor": said(
                 ev.q(
                     "overtraining_factor",
                     training_tokens=global_tokens * plain.q("pretrain_inference_token_ratio"),
                 )
             ),
-            "half_factor": quantity(
+            "half_factor": said(
                 ev.q(
                     "overtraining_factor",
                     training_tokens=plain.q(
@@ -154,7 +154,7 @@ def _chain(presets: Presets) -> dict:
                     ),
                 )
             ),
-            "half_deployment": quantity(par["deployment_time"] / 2),
+            "half_deployment": said(par["deployment_time"] / 2),
         },
         "against_fits": fits,
         "hoffmann": fits[0],
@@ -177,10 +177,10 @@ def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf) -> dict:
     return {
         "name": presets.get("fit", fit).name,
         "short": f"{fit.split('_')[0].capitalize()} fit",
-        "budget": quantity(budget),
-        "d_star": quantity(d_star),
-        "per_param": quantity((d_star / n).to("token/parameter")),
-        "factor": quantity((d_pre / d_star).to("")),
+        "budget": said(budget),
+        "d_star": said(d_star),
+        "per_param": said((d_star / n).to("token/parameter")),
+        "factor": said((d_pre / d_star).to("")),
         "factor_rough": rough((d_pre / d_star).to(""), 2),
         **best,
     }
@@ -236,12 +236,12 @@ def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf) -> dict:
         .m
     )
     return {
-        "loss": quantity(Q_(target, "")),
-        "opt_params": quantity(Q_(size, "parameter").to("Gparameter")),
-        "opt_tokens": quantity(Q_(tokens, "token")),
-        "train_share": quantity(Q_(train / serve, ""), 2),
+        "loss": said(Q_(target, "")),
+        "opt_params": said(Q_(size, "parameter").to("Gparameter")),
+        "opt_tokens": said(Q_(tokens, "token")),
+        "train_share": said(Q_(train / serve, ""), 2),
         "train_share_value": float(train / serve),
-        "excess": number(100 * (heuristic / (train + serve) - 1), 2),  # per cent
+        "excess": said_number(100 * (heuristic / (train + serve) - 1), 2),  # per cent
     }
 
 
@@ -290,7 +290,7 @@ def _budget_table(presets: Presets) -> dict:
                 cells.append(cell_in(u, lambda r=ratio: r))
             else:
                 cells.append(cell_in(u, lambda ev=ev, eq=eq: ev.q(eq)))
-        rows.append({"budget": quantity(c), "cells": cells})
+        rows.append({"budget": said(c), "cells": cells})
     return {"headers": [header(n, u) for n, u, _, _ in columns], "rows": rows}
 
 
@@ -309,13 +309,13 @@ def _training_time(presets: Presets) -> dict:
     return {
         "timed": {
             "name": presets.get("model", TIMED_MODEL).name,
-            "chip": presets.get("hardware", TIMED_CHIP).name,
+            "chip": chip_name(presets.get("hardware", TIMED_CHIP)),
             "tokens": quantity(presets.get("model", TIMED_MODEL).training_tokens.to("Ttoken")),
             "flops": fp8.text("training_flops"),
-            "chip_hours": quantity(hours),
-            "mfu_fp8": quantity(mfu),
+            "chip_hours": said(hours),
+            "mfu_fp8": said(mfu),
             "mfu_bf16": bf16.text("training_mfu", training_chip_hours=hours),
-            "chips": quantity(chips),
-            "time": quantity(fp8.q("training_time", training_chips=chips, mfu=mfu).to("day")),
+            "chips": said(chips),
+            "time": said(fp8.q("training_time", training_chips=chips, mfu=mfu).to("day")),
         }
     }

@@ -10,7 +10,7 @@ import math
 
 import derivations
 from book.context import Evaluator, cell_in, header
-from book.format import context_tokens, number, quantity
+from book.format import chip_name, context_tokens, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -28,27 +28,27 @@ def context(presets: Presets) -> dict:
     lecture = Evaluator(presets)
     return {
         "model": presets.get("model", MODEL).name,
-        "rack": presets.get("hardware", RACK).name,
+        "rack": chip_name(presets.get("hardware", RACK)),
         "stages": memory,
-        "weights_first": quantity(first.to("GB")),
-        "weights_last": quantity(last.to("GB")),
-        "kv_per_chip": quantity(kv.to("GB")),
+        "weights_first": said(first.to("GB")),
+        "weights_last": said(last.to("GB")),
+        "kv_per_chip": said(kv.to("GB")),
         "stage_range": f"{STAGES[0]} to {STAGES[-1]}",
-        "last_stages": quantity(Q_(STAGES[-1], "stage")),
+        "last_stages": said(Q_(STAGES[-1], "stage")),
         "micro_batch": ev.text("micro_batch_size"),
-        "total_batch": quantity(
+        "total_batch": said(
             ev.q("micro_batch_size") * presets.parameter["pipeline_stages"].value.m
         ),
         # a pure number here: "312 multiplies per byte of weight", not "312 sequences ..."
-        "per_weight_byte": number(ev.q("dense_crossover_batch").to("sequence").m),
+        "per_weight_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
         "context_length": context_tokens(presets.parameter["context_length"].value),
         "ep_chips": quantity(presets.parameter["expert_parallel_chips"].value),
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
         "ratio_one_layer": ev.text("scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")),
         "ratio_default": ev.text("scaleup_scaleout_ratio"),
         # fractional on average (61 layers over 4 stages): shown as a plain number, not a count
-        "layers_per_stage": number(ev.q("layers_per_stage").m),
-        "moe_layers_per_stage": number(ev.q("moe_layers_per_stage").m),
+        "layers_per_stage": said_number(ev.q("layers_per_stage").m),
+        "moe_layers_per_stage": said_number(ev.q("moe_layers_per_stage").m),
         "latency": lecture.text("pipelined_decode_latency"),
         "hop_network": quantity(presets.parameter["hop_latency_network"].value),
         "latency_network": lecture.text(
@@ -66,12 +66,12 @@ def context(presets: Presets) -> dict:
         "stages_default": quantity(presets.parameter["pipeline_stages"].value),
         "domain_fetch": [
             {
-                "name": presets.get("hardware", hw).name,
+                "name": chip_name(presets.get("hardware", hw)),
                 "time": Evaluator(presets, hw, MODEL, "fp8").text("domain_weight_fetch_time"),
             }
             for hw in ("h100_sxm", "b200", "gb200_nvl72")
         ],
-        "fetch_ratio": quantity(
+        "fetch_ratio": said(
             (
                 Evaluator(presets, "h100_sxm", MODEL, "fp8").q("domain_weight_fetch_time")
                 / ev.q("domain_weight_fetch_time")
@@ -81,7 +81,7 @@ def context(presets: Presets) -> dict:
         "one_tb": Evaluator(presets, precision="fp8").text(
             "weight_memory", n_total=Q_(1, "Tparameter")
         ),
-        "one_tb_params": quantity(Q_(1, "Tparameter")),
+        "one_tb_params": said(Q_(1, "Tparameter")),
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "bubble": _bubble_table(lecture),
         **_traffic(presets, ev),
@@ -108,7 +108,7 @@ def _tex() -> dict:
         "two_k": derivations.to_latex(2 * k),
         "p_minus_one": derivations.to_latex(p - 1),
         "bubble_approx": derivations.to_latex((p - 1) / m),
-        "m_solved": solved.latex(),
+        "m_solved": solved.display_latex(),
     }
 
 
@@ -118,7 +118,7 @@ def rough(q, digits: int = 1) -> str:
     >>> rough(Q_(29.0, "")), rough(Q_(20.4, "ms"), 2)
     ('30', '20 ms')
     """
-    return quantity(q, digits)
+    return said(q, digits)
 
 
 def percent(fraction, digits: int = 3) -> str:
@@ -128,7 +128,7 @@ def percent(fraction, digits: int = 3) -> str:
     ('15.8%', '50%')
     """
     value = fraction.to("").m if hasattr(fraction, "to") else fraction
-    return f"{number(value * 100, digits)}%"
+    return f"{said_number(value * 100, digits)}%"
 
 
 def _traffic(presets: Presets, ev: Evaluator) -> dict:
@@ -139,22 +139,22 @@ def _traffic(presets: Presets, ev: Evaluator) -> dict:
     one = Q_(1, "layer")
     real_one = ev.q("scaleup_scaleout_ratio", scale_out_penalty=penalty, moe_layers_per_stage=one)
     return {
-        "experts_active": quantity(Q_(k, "expert")),
+        "experts_active": said(Q_(k, "expert")),
         "lecture_penalty": quantity(presets.parameter["scale_out_penalty"].value),
-        "rack_penalty": quantity(penalty),
+        "rack_penalty": said(penalty),
         "ratio_default_rough": rough(ev.q("scaleup_scaleout_ratio")),
-        "ratio_rack_one_layer": quantity(real_one),
+        "ratio_rack_one_layer": said(real_one),
         "ratio_rack_default": ev.text("scaleup_scaleout_ratio", scale_out_penalty=penalty),
         # the fewest MoE layers per stage at which the rack's own penalty still gives ratio >= 1
-        "rack_min_layers": quantity(Q_(math.ceil(1 / real_one.to("").m), "layer")),
-        "layers_total": quantity(Q_(model.get("layers"), "layer")),
-        "dense_layers": quantity(Q_(model.get("dense_layers"), "layer")),
-        "d_model": number(model.get("d_model")),
-        "d_ff_expert": number(model.get("d_ff_expert")),
+        "rack_min_layers": said(Q_(math.ceil(1 / real_one.to("").m), "layer")),
+        "layers_total": said(Q_(model.get("layers"), "layer")),
+        "dense_layers": said(Q_(model.get("dense_layers"), "layer")),
+        "d_model": said_number(model.get("d_model")),
+        "d_ff_expert": said_number(model.get("d_ff_expert")),
         "scaleup_domain": quantity(presets.get("hardware", RACK).scale_up_domain),
         "tp_chips": quantity(presets.get("hardware", "h100_sxm").scale_up_domain),
         # one expert's hidden width cut over an 8-GPU node's chips (tensor parallelism)
-        "tp_slice": number(
+        "tp_slice": said_number(
             model.get("d_ff_expert") / presets.get("hardware", "h100_sxm").scale_up_domain.m
         ),
         "vocab": f"{model.get('vocab'):,}",  # an exact count, shown whole
@@ -166,18 +166,18 @@ def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
     two, _ = memory_split(ev, pipeline_stages=Q_(2, "stage"))
     hbm = presets.get("hardware", RACK).hbm_capacity
     return {
-        "weights_two": quantity(two.to("GB")),
-        "total_first": quantity((first + kv).to("GB")),
-        "total_two": quantity((two + kv).to("GB")),
-        "total_last": quantity((last + kv).to("GB")),
+        "weights_two": said(two.to("GB")),
+        "total_first": said((first + kv).to("GB")),
+        "total_two": said((two + kv).to("GB")),
+        "total_last": said((last + kv).to("GB")),
         "two_share": percent((first - two) / first, 3),
         "kv_share_last": percent(kv / (last + kv), 3),
         "kv_per_chip_rough": rough(kv.to("GB"), 2),
-        "hbm_free_first": quantity((hbm - first - kv).to("GB")),
+        "hbm_free_first": said((hbm - first - kv).to("GB")),
         "weights_total": ev.text("weight_memory"),
-        "fetch_per_chip": quantity((first / presets.get("hardware", RACK).hbm_bandwidth).to("ms")),
-        "rack_hbm": quantity((hbm * presets.get("hardware", RACK).scale_up_domain.m).to("TB")),
-        "node_hbm": quantity(
+        "fetch_per_chip": said((first / presets.get("hardware", RACK).hbm_bandwidth).to("ms")),
+        "rack_hbm": said((hbm * presets.get("hardware", RACK).scale_up_domain.m).to("TB")),
+        "node_hbm": said(
             (
                 presets.get("hardware", "h100_sxm").hbm_capacity
                 * presets.get("hardware", "h100_sxm").scale_up_domain.m
@@ -193,10 +193,10 @@ def _hops(presets: Presets, lecture: Evaluator) -> dict:
     period = presets.parameter["train_period"].value
     added_real = lecture.q("pipelined_decode_latency", hop_latency=real) - period
     return {
-        "hops_added": quantity((stages.m * hop).to("ms")),
-        "hops_added_network": quantity((stages.m * real).to("ms")),
+        "hops_added": said((stages.m * hop).to("ms")),
+        "hops_added_network": said((stages.m * real).to("ms")),
         "hop_share_network": percent(added_real / period, 2),
-        "hop_ratio": quantity((hop / real).to("")),
+        "hop_ratio": said((hop / real).to("")),
         "latency_rough": rough(lecture.q("pipelined_decode_latency"), 1),
     }
 
@@ -212,9 +212,9 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
         "bubble_rough": percent(fraction, 2),
         "bubble_rule": percent((p.m - 1) / m),
         "bubble_m_equal_p": percent(at_p),
-        "bubble_stages": quantity(p),
-        "bubble_microbatches": number(m),
-        "bubble_p_minus_one": number(p.m - 1),
+        "bubble_stages": said(p),
+        "bubble_microbatches": said_number(m),
+        "bubble_p_minus_one": said_number(p.m - 1),
     }
 
 
@@ -233,14 +233,14 @@ def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
     big = _too_big(presets, "b200")["big"]
     return {
         "ex": {
-            "kv_fast": quantity(kv_fast.to("GB")),
+            "kv_fast": said(kv_fast.to("GB")),
             "micro_fast": ev.text("micro_batch_size", mem_bandwidth=2 * bw),
-            "fetch_fast": quantity(ev.q("domain_weight_fetch_time", mem_bandwidth=2 * bw).to("ms")),
+            "fetch_fast": said(ev.q("domain_weight_fetch_time", mem_bandwidth=2 * bw).to("ms")),
             "fetch": ev.text("domain_weight_fetch_time"),
             "bubble_target": percent(target, 2),
-            "bubble_stages": quantity(stages),
-            "bubble_needed": number(needed.to("").m),
-            "bubble_needed_whole": number(math.ceil(needed.to("").m)),
+            "bubble_stages": said(stages),
+            "bubble_needed": said_number(needed.to("").m),
+            "bubble_needed_whole": said_number(math.ceil(needed.to("").m)),
             "bubble_check": percent(
                 lecture.q(
                     "pipeline_bubble_fraction",
@@ -248,8 +248,8 @@ def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
                     microbatches=math.ceil(needed.to("").m),
                 )
             ),
-            "double_lecture": quantity((period / hop).to("") * Q_(1, "stage")),
-            "double_network": quantity((period / real).to("") * Q_(1, "stage")),
+            "double_lecture": said((period / hop).to("") * Q_(1, "stage")),
+            "double_network": said((period / real).to("") * Q_(1, "stage")),
             "b200": big,
         }
     }
@@ -276,7 +276,7 @@ def _too_big(presets: Presets, chip: str = TOO_BIG_CHIP) -> dict:
         overflow the chip."""
         if split(p)[0] >= hw.hbm_capacity:
             return ""
-        return quantity(
+        return said(
             fits.evaluate(
                 presets=presets,
                 hardware=chip,
@@ -302,20 +302,20 @@ def _too_big(presets: Presets, chip: str = TOO_BIG_CHIP) -> dict:
     return {
         "big": {
             "model": presets.get("model", TOO_BIG_MODEL).name,
-            "chip": hw.name,
-            "domain": quantity(domain),
+            "chip": chip_name(hw),
+            "domain": said(domain),
             "hbm": quantity(hw.hbm_capacity),
             "weights": ev.text("weight_memory"),
-            "weights_one": quantity(one.to("GB")),
-            "weights_two": quantity(two.to("GB")),
-            "left_one": quantity((hw.hbm_capacity - one).to("GB")),
-            "left_two": quantity((hw.hbm_capacity - two).to("GB")),
+            "weights_one": said(one.to("GB")),
+            "weights_two": said(two.to("GB")),
+            "left_one": said((hw.hbm_capacity - one).to("GB")),
+            "left_two": said((hw.hbm_capacity - two).to("GB")),
             "crossover": quantity(crossover),
-            "kv": quantity(kv.to("GB")),
-            "kv_over_hbm": quantity((kv / hw.hbm_capacity).to("")),
+            "kv": said(kv.to("GB")),
+            "kv_over_hbm": said((kv / hw.hbm_capacity).to("")),
             "fits_one": fitting(1),
-            "fits": quantity(fits_two),
-            "below": quantity((crossover / fits_two).to("")),
+            "fits": said(fits_two),
+            "below": said((crossover / fits_two).to("")),
         }
     }
 
@@ -386,18 +386,18 @@ def _training_memory(presets: Presets) -> dict:
     return {
         "training": {
             "model": presets.get("model", TRAIN_MODEL).name,
-            "chip": presets.get("hardware", TRAIN_CHIP).name,
-            "bytes_per_param": quantity(per_param),
-            "state": quantity(state.to("GB")),
-            "state_chips": quantity((state / hbm).to("") * Q_(1, "chip")),
+            "chip": chip_name(presets.get("hardware", TRAIN_CHIP)),
+            "bytes_per_param": said(per_param),
+            "state": said(state.to("GB")),
+            "state_chips": said((state / hbm).to("") * Q_(1, "chip")),
             "activations": ev.text("full_activation_memory", **one),
             "activations_recompute": ev.text("activation_memory", **one),
             "total": ev.text("training_memory", **one),
             "total_recompute": ev.text("training_memory_recompute", **one),
-            "recompute_saving": quantity(
+            "recompute_saving": said(
                 (ev.q("full_activation_memory", **one) / ev.q("activation_memory", **one)).to("")
             ),
-            "weights_bf16": quantity((ev.q("weight_memory")).to("GB")),
-            "state_over_weights": quantity((state / ev.q("weight_memory")).to("")),
+            "weights_bf16": said((ev.q("weight_memory")).to("GB")),
+            "state_over_weights": said((state / ev.q("weight_memory")).to("")),
         }
     }

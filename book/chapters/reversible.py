@@ -14,7 +14,7 @@ True
 """
 
 from book.context import Evaluator
-from book.format import context_tokens, number, quantity
+from book.format import chip_name, context_tokens, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -75,58 +75,60 @@ def context(presets: Presets) -> dict:
     return {
         "o_one": "*O*(1)",  # big-O notation, not a figure
         "chen": "Chen et al., 'Training Deep Nets with Sublinear Memory Cost', arXiv 1604.06174",
-        "fwd_per_param": number(
+        "fwd_per_param": said_number(
             (per_token / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
         "model": model.name,
         "layers": f"{model.layers} layers",
-        "layers_count": number(model.layers),
-        "d_model": number(model.d_model),
+        "layers_count": said_number(model.layers),
+        "d_model": said_number(model.d_model),
         "context": context_tokens(context_length),
-        "batch": quantity(TRAIN_BATCH),
-        "bytes_per_value": quantity(
+        "batch": said(TRAIN_BATCH),
+        "bytes_per_value": said(
             ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
         ),
         "layer_bytes": ev.text("layer_activation_bytes"),
         "act_factor": quantity(presets.parameter["activation_bytes_factor"].value),
-        "stored": quantity(m["stored"].to("GB")),
-        "plain": quantity(m["plain"].to("GB")),
-        "ckpt": quantity(m["ckpt"].to("GB")),
-        "rev": quantity(m["rev"].to("MB")),
-        "buffer": quantity(m["buffer"].to("GB")),
-        "segments": number(_ratio(m["plain"], m["rev"]) ** 0.5, 3),
-        "stored_over_plain": number(_ratio(m["stored"], m["plain"]), 3),
-        "stored_over_plain_round": number(round(_ratio(m["stored"], m["plain"]))),
-        "layer_ratio": number(_ratio(m["plain"], m["rev"])),
-        "plain_over_ckpt": number(_ratio(m["plain"], m["ckpt"]), 3),
-        "ckpt_over_rev": number(_ratio(m["ckpt"], m["rev"]), 3),
-        "ckpt_over_rev_round": number(round(_ratio(m["ckpt"], m["rev"]))),
-        "ckpt_minus_rev": quantity((m["ckpt"] - m["rev"]).to("GB")),
-        "buffer_over_rev": number(_ratio(m["buffer"], m["rev"]), 3),
-        "ratio_with_buffer": number(_ratio(m["ckpt"] + m["buffer"], m["rev"] + m["buffer"]), 3),
-        "hbm": quantity(hbm.to("GB")),
-        "hardware": presets.get("hardware", HARDWARE).name,
-        "stored_over_hbm": number(_ratio(m["stored"], hbm), 3),
-        "state": quantity(state.to("GB")),
-        "extra_compute": number(_ratio(rev_flops, plain_flops), 4),
-        "plain_per_param": number(
+        "stored": said(m["stored"].to("GB")),
+        "plain": said(m["plain"].to("GB")),
+        "ckpt": said(m["ckpt"].to("GB")),
+        "rev": said(m["rev"].to("MB")),
+        "buffer": said(m["buffer"].to("GB")),
+        "segments": said_number(_ratio(m["plain"], m["rev"]) ** 0.5, 3),
+        "stored_over_plain": said_number(_ratio(m["stored"], m["plain"]), 3),
+        "stored_over_plain_round": said_number(round(_ratio(m["stored"], m["plain"]))),
+        "layer_ratio": said_number(_ratio(m["plain"], m["rev"])),
+        "plain_over_ckpt": said_number(_ratio(m["plain"], m["ckpt"]), 3),
+        "ckpt_over_rev": said_number(_ratio(m["ckpt"], m["rev"]), 3),
+        "ckpt_over_rev_round": said_number(round(_ratio(m["ckpt"], m["rev"]))),
+        "ckpt_minus_rev": said((m["ckpt"] - m["rev"]).to("GB")),
+        "buffer_over_rev": said_number(_ratio(m["buffer"], m["rev"]), 3),
+        "ratio_with_buffer": said_number(
+            _ratio(m["ckpt"] + m["buffer"], m["rev"] + m["buffer"]), 3
+        ),
+        "hbm": said(hbm.to("GB")),
+        "hardware": chip_name(presets.get("hardware", HARDWARE)),
+        "stored_over_hbm": said_number(_ratio(m["stored"], hbm), 3),
+        "state": said(state.to("GB")),
+        "extra_compute": said_number(_ratio(rev_flops, plain_flops), 4),
+        "plain_per_param": said_number(
             (plain_flops / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
-        "rev_per_param": number(
+        "rev_per_param": said_number(
             (rev_flops / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
-        "kv": quantity(kv.to("GB")),
-        "kv_over_plain": number(_ratio(kv, m["plain"]), 3),
-        "per_token_flops": quantity(per_token),
-        "rebuild_flops": quantity(rebuild),
-        "rebuild_ratio": number(_ratio(rebuild, per_token)),
-        "ex_batch": quantity(EXERCISE_BATCH),
-        "ex_stored": quantity(x["stored"].to("GB")),
-        "ex_plain": quantity(x["plain"].to("GB")),
-        "ex_ckpt": quantity(x["ckpt"].to("GB")),
-        "ex_rev": quantity(x["rev"].to("MB")),
-        "ex_buffer": quantity(x["buffer"].to("GB")),
-        "ex_stored_over_hbm": number(_ratio(x["stored"], hbm), 3),
-        "ex_plain_over_hbm": number(_ratio(x["plain"], hbm), 3),
-        "ex_ckpt_over_rev": number(_ratio(x["ckpt"], x["rev"]), 3),
+        "kv": said(kv.to("GB")),
+        "kv_over_plain": said_number(_ratio(kv, m["plain"]), 3),
+        "per_token_flops": said(per_token),
+        "rebuild_flops": said(rebuild),
+        "rebuild_ratio": said_number(_ratio(rebuild, per_token)),
+        "ex_batch": said(EXERCISE_BATCH),
+        "ex_stored": said(x["stored"].to("GB")),
+        "ex_plain": said(x["plain"].to("GB")),
+        "ex_ckpt": said(x["ckpt"].to("GB")),
+        "ex_rev": said(x["rev"].to("MB")),
+        "ex_buffer": said(x["buffer"].to("GB")),
+        "ex_stored_over_hbm": said_number(_ratio(x["stored"], hbm), 3),
+        "ex_plain_over_hbm": said_number(_ratio(x["plain"], hbm), 3),
+        "ex_ckpt_over_rev": said_number(_ratio(x["ckpt"], x["rev"]), 3),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "design"
@@ -85,6 +86,11 @@ def draw(rng, presets) -> Draw:
         .evaluate(model=model_id, training_tokens=tokens, presets=presets)
         .to("FLOP")
     )
+    training = (compute / (model.params_active * tokens)).to("FLOP/parameter/token")
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
+    # how far the choice is ahead: the next one in time costs more, every cheaper one is late
+    late = [(o["time"] / deadline).to("").m - 1 for o in options if o["cost"] < best["cost"]]
+    margin = min([(ok[1]["cost"] / best["cost"]).to("").m - 1, *late])
     chips = {h: presets.get("hardware", h) for h, _, _ in OFFERS}
 
     def name(h):
@@ -121,21 +127,24 @@ def draw(rng, presets) -> Draw:
     ]
     cheap = cheapest_overall
     solution = (
-        f"The run needs 6 FLOP per active parameter per token: 6 × "
-        f"{quantity(model.params_active)} × {quantity(tokens)} = {quantity(compute)}.",
+        f"The run needs {number(training.m)} FLOP per active parameter per token: "
+        f"{number(training.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
+        f"{quantity(compute)}.",
         "For each option, time = FLOPs / (GPUs × peak × MFU), and cost = time × GPUs × price, "
         "so the cost does not depend on how many GPUs there are, only on the price of a "
         "delivered FLOP; the number of GPUs decides whether the deadline is met.",
         *lines,
         f"The cheapest of all, {name(cheap['hardware'])} in {cheap['precision'].upper()}, misses "
         f"the deadline. The cheapest that meets it is {name(best['hardware'])} in "
-        f"{best['precision'].upper()}: **{_money(best['cost'])}**, "
-        f"{number(100 * ((ok[1]['cost'] / best['cost']).to('').m - 1), 2)}% below the next.",
+        f"{best['precision'].upper()}: **{quantity(best['cost'].to('USD'), 3)}** "
+        f"({_money(best['cost'])}); the next that meets it costs "
+        f"{number(100 * ((ok[1]['cost'] / best['cost']).to('').m - 1), 2)}% more.",
     )
     mistakes = (
         Mistake(
-            best["cost"] / 3,
-            "You counted 2 FLOP per parameter per token; training costs 6 (forward and backward).",
+            (best["cost"] * forward / training).to("USD"),
+            f"You counted {number(forward.m)} FLOP per parameter per token; training costs "
+            f"{number(training.m)} (forward and backward).",
         ),
         Mistake(cheap["cost"], "That option is cheapest but does not finish by the deadline."),
     )
@@ -154,4 +163,5 @@ def draw(rng, presets) -> Draw:
         mistakes=tuple(m for m in mistakes if abs((m.value / best["cost"]).to("").m - 1) > 0.02),
         hint="Work out each option's days first; only then compare prices.",
         choices={"hardware": best["hardware"], "precision": best["precision"]},
+        margin=margin,
     )

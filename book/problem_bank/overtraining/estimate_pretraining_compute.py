@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "estimate"
@@ -35,6 +36,8 @@ def draw(rng, presets) -> Draw:
         .to("FLOP")
     )
     sparsity = (model.params_total / model.params_active).to("").m
+    training = (compute / (model.params_active * tokens)).to("FLOP/parameter/token")
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     said = "is reported to have been" if token_choices is None else "is"
     text = (
         f"{model.name} has {quantity(model.params_total)} in all, of which "
@@ -43,18 +46,21 @@ def draw(rng, presets) -> Draw:
         "magnitude is enough; ignore attention."
     )
     solution = (
-        "Each token runs forward (2 FLOP per parameter it touches: a multiply and an add) and "
-        "backward (twice the forward): 6 FLOP per active parameter per token.",
-        f"Only the {quantity(model.params_active)} active parameters work on a token; the "
+        f"Each token runs forward ({number(forward.m)} FLOP per parameter it touches: a "
+        "multiply and an add) and backward (twice the forward): "
+        f"{number(training.m)} FLOP per active parameter per token.",
+        f"Only the {quantity(model.params_active)} that are active work on a token; the "
         f"other experts sit idle for it.",
-        f"6 × {quantity(model.params_active)} × {quantity(tokens)} ≈ **{quantity(compute, 2)}** "
+        f"{number(training.m)} × {quantity(model.params_active)} × {quantity(tokens)} ≈ "
+        f"**{quantity(compute, 2)}** "
         f"(exactly {quantity(compute)}).",
     )
     mistakes = (
         Mistake(
-            compute / 3,
-            "You counted 2 FLOP per parameter per token, the forward pass "
-            "only; training adds a backward pass twice as costly, 6 in all.",
+            compute * forward / training,
+            f"You counted {number(forward.m)} FLOP per parameter per token, the forward pass "
+            "only; training adds a backward pass twice as costly, "
+            f"{number(training.m)} in all.",
         ),
         Mistake(
             compute * sparsity,

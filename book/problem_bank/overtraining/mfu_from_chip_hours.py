@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -47,6 +48,8 @@ def draw(rng, presets) -> Draw:
     exact = (compute / (peak * rng.choice(TRUE_MFU))).to("chip*hour").m
     hours = Q_(float(f"{exact:.3g}"), "chip*hour")
     mfu = get("training_mfu").evaluate(training_chip_hours=hours, **case).to("")
+    training = (compute / (model.params_active * tokens)).to("FLOP/parameter/token")
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     other = "fp8" if precision == "bf16" else "bf16"
     other_peak = chip.get(f"dense_flops_{other}")
     moe = (model.params_total / model.params_active).to("").m > 1.5
@@ -63,20 +66,23 @@ def draw(rng, presets) -> Draw:
         f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
         f"{quantity(chip.get('dense_flops_fp8'))} "
         f"at FP8). Ignoring attention FLOPs, what model FLOPs utilisation (MFU) did the run "
-        "reach against the peak of the precision it trained in? Answer as a percentage."
+        "reach against the peak of the precision it trained in? Answer as a fraction of that "
+        "peak (or a percentage)."
     )
     solution = (
-        f"Useful work: 6 FLOP per active parameter per token, 6 × "
-        f"{quantity(model.params_active)} × {quantity(tokens)} = {quantity(compute)}.",
+        f"Useful work: {number(training.m)} FLOP per active parameter per token, "
+        f"{number(training.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
+        f"{quantity(compute)}.",
         f"What the GPU-hours could have delivered at peak: {number(hours.m)} h × "
         f"{quantity(peak)} at {precision.upper()} = "
         f"{quantity((hours * peak).to('FLOP'))}.",
-        f"The ratio is the MFU: **{number(100 * mfu.m, 3)}%**.",
+        f"The ratio is the MFU: **{quantity(mfu, 3)}**, that is {number(100 * mfu.m, 3)}%.",
     )
     mistakes = [
         Mistake(
-            mfu / 3,
-            "You counted 2 FLOP per parameter per token; training costs 6 (forward and backward).",
+            mfu * forward / training,
+            f"You counted {number(forward.m)} FLOP per parameter per token; training costs "
+            f"{number(training.m)} (forward and backward).",
         ),
         Mistake(
             mfu * peak / other_peak,

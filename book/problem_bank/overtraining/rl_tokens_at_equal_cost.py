@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -27,11 +28,17 @@ def draw(rng, presets) -> Draw:
     )
     trained, trained_text = rng.choice(TRAINED_SHARE)
     eta, share = rng.choice(SLOWDOWN)
-    # every rollout token is generated (2 FLOP per parameter); the share trained on runs
-    # forward and backward again (6 more)
-    per_token = Q_(2 + 6 * trained, "FLOP/parameter/token")
+    # every rollout token is generated (a forward pass); the share trained on runs forward and
+    # backward again, as a pre-training token does
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")
+    one = dict(n_active=Q_(1, "parameter"), training_tokens=Q_(1, "token"), presets=presets)
+    train = (get("training_flops").evaluate(**one) / Q_(1, "parameter*token")).to(forward.units)
+    per_token = forward + trained * train
     case = dict(rl_flops_per_param_token=per_token, rl_inefficiency=Q_(eta, ""), presets=presets)
     ratio = get("pretrain_rl_token_ratio").evaluate(**case).to("")
+    lecture = get("pretrain_rl_token_ratio").evaluate_detailed(presets=presets)  # its own factors
+    lecture_flops = lecture.inputs["rl_flops_per_param_token"].value.to(forward.units)
+    lecture_eta = lecture.inputs["rl_inefficiency"].value.to("")
     rl_tokens = (tokens / ratio).to("token")
     compute = (
         get("training_flops")
@@ -48,13 +55,14 @@ def draw(rng, presets) -> Draw:
         "can RL generate for the same compute as pre-training?"
     )
     solution = (
-        f"A rollout token costs 2 FLOP per active parameter to generate, and {trained_text} of "
-        f"them cost 6 more to train on: {number(per_token.m)} FLOP per parameter per token, "
-        f"at 1/{eta} of training's utilisation, so {number(eta * per_token.m)} in chip time.",
-        f"A pre-training token costs 6. Equal cost: pre-training tokens = "
-        f"{number(eta * per_token.m)}/6 = {number(ratio.m)} times the RL tokens (the active "
-        "parameters cancel).",
-        f"{quantity(tokens)} / {number(ratio.m)} = **{quantity(rl_tokens)}** of rollouts.",
+        f"A rollout token costs {number(forward.m)} FLOP per active parameter to generate, "
+        f"and {trained_text} of them cost {number(train.m)} more to train on: "
+        f"{number(per_token.m)} FLOP per parameter per token, at 1/{eta} of training's "
+        f"utilisation, so {number(eta * per_token.m)} in chip time.",
+        f"A pre-training token costs {number(train.m)}. Equal cost: pre-training tokens = "
+        f"{number(eta * per_token.m)}/{number(train.m)} = {number(ratio.m)} times the RL "
+        "tokens (the active parameters cancel).",
+        f"{quantity(tokens)} / {number(ratio.m)} = **{quantity(rl_tokens, 3)}** of rollouts.",
     )
     mistakes = (
         Mistake(
@@ -63,14 +71,15 @@ def draw(rng, presets) -> Draw:
             "more chip time than their FLOPs suggest.",
         ),
         Mistake(
-            rl_tokens * per_token.m / 2,
-            "You counted generation only (2 FLOP per "
-            "parameter); training on part of the rollouts costs 6 more per token trained.",
+            (rl_tokens * per_token / forward).to("token"),
+            f"You counted generation only ({number(forward.m)} FLOP per parameter); training on "
+            f"part of the rollouts costs {number(train.m)} more per token trained.",
         ),
         Mistake(
-            tokens / 1.5,
-            "That is the lecture's ratio for its own factors (3 FLOP per "
-            "parameter, a third of the MFU); this RL recipe gives another one.",
+            (tokens / lecture.value).to("token"),
+            f"That is the lecture's ratio for its own factors ({number(lecture_flops.m)} FLOP "
+            f"per parameter, 1/{number(lecture_eta.m)} of the MFU); this RL recipe gives "
+            "another one.",
         ),
     )
     return Draw(

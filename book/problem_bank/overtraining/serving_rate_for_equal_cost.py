@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -15,6 +16,24 @@ LECTURE = "1:18:59"
 MODELS = (("deepseek_v3", None), ("kimi_k2", None), ("llama_3_1_70b", (15,)))
 MONTHS = (2, 3, 6, 12)
 SLOWDOWN = ((2, "half"), (3, "a third"), (4, "a quarter"))
+
+
+def _distinct(mistakes, answer, tolerance):
+    """The slips the tolerance tells from the answer; two that land within it of each other are
+    named together, so the checker's feedback names both."""
+    out = []
+    for m in mistakes:
+        if abs((m.value / answer).to("").m - 1) <= tolerance:
+            continue
+        same = next(
+            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
+            None,
+        )
+        if same is None:
+            out.append(m)
+        else:
+            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
+    return tuple(out)
 
 
 def draw(rng, presets) -> Draw:
@@ -48,6 +67,9 @@ def draw(rng, presets) -> Draw:
     )
     assert abs((check / served).to("").m - 1) < 1e-9
     month_word = "month" if months.m == 1 else "months"
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
+    train = (compute / (model.params_active * tokens)).to(forward.units)  # forward and backward
+    fwd, trn, weight = number(forward.m), number(train.m), number(eta * forward.m)
     text = (
         f"{model.name} ({quantity(model.params_active)} active per token) was pre-trained on "
         f"{quantity(tokens)}. Serving it reaches {share} of the MFU pre-training did. At what "
@@ -56,27 +78,29 @@ def draw(rng, presets) -> Draw:
         "tokens per second."
     )
     solution = (
-        f"Pre-training: 6 FLOP per active parameter per token, {quantity(compute)}.",
-        f"A served token costs 2 FLOP per active parameter, but at 1/{eta} of the utilisation, "
-        f"so in chip time it weighs as much as {2 * eta}. The active parameters cancel: equal "
-        f"cost needs 6/{2 * eta} of the training tokens served, {quantity(served)}.",
+        f"Pre-training: {trn} FLOP per active parameter per token, {quantity(compute)}.",
+        f"A served token costs {fwd} FLOP per active parameter, but at 1/{eta} of the "
+        f"utilisation, so in chip time it weighs as much as {weight}. The active parameters "
+        f"cancel: equal cost needs {trn}/{weight} of the training tokens served, "
+        f"{quantity(served)}.",
         f"Over {number(months.m)} {month_word} ({quantity(months.to('s'))}) that is "
-        f"**{quantity(rate)}**.",
+        f"**{quantity(rate, 3)}**.",
     )
     mistakes = (
         Mistake(
             rate * eta,
             "You left out serving's lower utilisation: each served token "
-            "takes more chip time than its 2 FLOP per parameter suggest.",
+            f"takes more chip time than its {fwd} FLOP per parameter suggest.",
         ),
         Mistake(
-            rate / 3,
+            (rate * forward * eta / train).to(rate.units),
             "You served as many tokens as were trained; a trained token costs "
-            "6 FLOP per parameter, a served one 2 (before the utilisation penalty).",
+            f"{trn} FLOP per parameter, a served one {fwd} (before the utilisation penalty).",
         ),
         Mistake(
-            rate * 3,
-            "You counted a trained token at 2 FLOP per parameter; the backward pass makes it 6.",
+            (rate * train / forward).to(rate.units),
+            f"You counted a trained token at {fwd} FLOP per parameter; the backward pass makes "
+            f"it {trn}.",
         ),
     )
     return Draw(
@@ -84,6 +108,6 @@ def draw(rng, presets) -> Draw:
         answer=rate,
         solution=solution,
         tolerance=0.02,
-        mistakes=tuple(m for m in mistakes if abs((m.value / rate).to("").m - 1) > 0.02),
+        mistakes=_distinct(mistakes, rate, 0.02),
         hint="Make the two compute bills equal; the parameters cancel.",
     )

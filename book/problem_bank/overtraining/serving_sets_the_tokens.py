@@ -6,6 +6,7 @@ from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
 from derivations.inputs import reachable
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -50,6 +51,10 @@ def draw(rng, presets) -> Draw:
     factor = _value("overtraining_factor", training_tokens=trained, **case).to("")
     per_param = (chinchilla / active).to("token/parameter")
     month_word = "month" if months.m == 1 else "months"
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
+    one = dict(n_active=Q_(1, "parameter"), training_tokens=Q_(1, "token"), presets=presets)
+    train = (_value("training_flops", **one) / Q_(1, "parameter*token")).to(forward.units)
+    fwd, trn, weight = number(forward.m), number(train.m), number(eta * forward.m)
 
     text = (
         f"A lab will serve a model with {quantity(active)} active per token at a steady "
@@ -60,30 +65,31 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"Tokens served: {quantity(rate)} × {number(months.m)} {month_word} = {quantity(served)}.",
-        f"A trained token costs 6 FLOP per active parameter (forward and backward); a served "
-        f"one costs 2 (forward only), but at 1/{eta} of the utilisation, so in chip time it "
-        f"costs as much as {2 * eta} at training's MFU. Equal cost means pre-training tokens = "
-        f"{2 * eta}/6 of the served ones, a ratio of {number(ratio.m)}: {quantity(trained)}.",
+        f"A trained token costs {trn} FLOP per active parameter (forward and backward); a "
+        f"served one costs {fwd} (forward only), but at 1/{eta} of the utilisation, so in chip "
+        f"time it costs as much as {weight} at training's MFU. Equal cost means pre-training "
+        f"tokens = {weight}/{trn} of the served ones, a ratio of {number(ratio.m)}: "
+        f"{quantity(trained)}.",
         f"Chinchilla's rule is {quantity(per_param)}: {quantity(chinchilla)} for "
         f"{quantity(active)}.",
-        f"{quantity(trained)} / {quantity(chinchilla)}: **{number(factor.m)} times** the "
+        f"{quantity(trained)} / {quantity(chinchilla)}: **{quantity(factor, 3)}** times the "
         "compute-optimal count.",
     )
     mistakes = (
         Mistake(
             factor / eta,
             "You left out serving's lower utilisation: a served token costs "
-            f"2 FLOP per parameter at 1/{eta} of training's MFU, so it is dearer than 2.",
+            f"{fwd} FLOP per parameter at 1/{eta} of training's MFU, so it is dearer than {fwd}.",
         ),
         Mistake(
-            factor * 3 / eta,
+            factor * train / (eta * forward),
             "You trained on as many tokens as are served; a trained token "
-            "costs 6 FLOP per parameter, a served one 2 (times the utilisation penalty).",
+            f"costs {trn} FLOP per parameter, a served one {fwd} (times the utilisation penalty).",
         ),
         Mistake(
-            factor * 3,
-            "You counted a trained token as costing 2 FLOP per parameter "
-            "like a served one; the backward pass makes it 6.",
+            factor * train / forward,
+            f"You counted a trained token as costing {fwd} FLOP per parameter "
+            f"like a served one; the backward pass makes it {trn}.",
         ),
     )
     kept = tuple(m for m in mistakes if abs((m.value / factor).to("").m - 1) > 0.02)

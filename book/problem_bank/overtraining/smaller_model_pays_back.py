@@ -6,6 +6,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -17,6 +18,24 @@ FITS = ("hoffmann_2022", "epoch_2024")
 BIG_B = (70, 100, 200)  # active parameters of the larger model, billions
 TOKENS_PER_PARAM = (40, 100, 200)
 SHRINK = (0.5, 0.6, 0.75)
+
+
+def _distinct(mistakes, answer, tolerance):
+    """The slips the tolerance tells from the answer; two that land within it of each other are
+    named together, so the checker's feedback names both."""
+    out = []
+    for m in mistakes:
+        if abs((m.value / answer).to("").m - 1) <= tolerance:
+            continue
+        same = next(
+            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
+            None,
+        )
+        if same is None:
+            out.append(m)
+        else:
+            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
+    return tuple(out)
 
 
 def draw(rng, presets) -> Draw:
@@ -59,6 +78,10 @@ def draw(rng, presets) -> Draw:
         )
     ).to("FLOP")
     breakeven = (extra / per_token * one).to("token")
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
+    train = (train_big / (big * big_tokens)).to(forward.units)  # forward and backward
+    fwd, trn = number(forward.m), number(train.m)
+    small_serve = (forward * small * one).to("FLOP")  # the smaller model's own cost per token
     fit = presets.get("fit", fit_id)
     big_param_term = a / big.m**alpha
     text = (
@@ -71,35 +94,43 @@ def draw(rng, presets) -> Draw:
         "does the smaller model's extra training pay for itself?"
     )
     solution = (
-        f"The planned model's loss: {number(e)} + {number(big_param_term, 5)} (parameter term) + "
-        f"{number(loss - e - big_param_term, 5)} (data term) = {number(loss, 5)}.",
-        f"The smaller model's parameter term is larger, {number(param_term, 5)}, so its data term "
-        f"must shrink to {number(data_left, 5)}: D = (B / {number(data_left, 5)})^(1/β) = "
+        f"The planned model's loss: {number(e)} + {number(big_param_term)} (parameter term) + "
+        f"{number(loss - e - big_param_term)} (data term) = {number(loss)}.",
+        f"The smaller model's parameter term is larger, {number(param_term)}, so its data term "
+        f"must shrink to {number(data_left)}: D = (B / {number(data_left)})^(1/β) = "
         f"{quantity(small_tokens)}.",
-        f"Training at 6 FLOP per parameter per token: {quantity(train_big.to('FLOP'))} for the "
-        f"planned model, {quantity(train_small.to('FLOP'))} for the smaller one, "
+        f"Training at {trn} FLOP per parameter per token: {quantity(train_big.to('FLOP'))} for "
+        f"the planned model, {quantity(train_small.to('FLOP'))} for the smaller one, "
         f"{quantity(extra)} more.",
-        f"Each served token costs 2 FLOP per parameter, so the smaller model saves "
+        f"Each served token costs {fwd} FLOP per parameter, so the smaller model saves "
         f"{quantity(per_token)} per token. It pays back after {quantity(extra)} / "
-        f"{quantity(per_token)} = **{quantity(breakeven)}** served.",
+        f"{quantity(per_token)} = **{quantity(breakeven, 3)}** served.",
     )
     mistakes = (
         Mistake(
-            breakeven * 3,
-            "You priced a served token at 6 FLOP per parameter like a "
-            "trained one; serving is a forward pass, 2.",
+            (breakeven * forward / train).to("token"),
+            f"Either you priced a served token at {trn} FLOP per parameter like a trained one "
+            f"(serving is a forward pass, {fwd}), or a trained token at {fwd} (training runs "
+            f"forward and backward, {trn}).",
         ),
         Mistake(
-            breakeven / 3,
-            "You priced a trained token at 2 FLOP per parameter; training "
-            "runs forward and backward, 6.",
+            (train_small / per_token * one).to("token"),
+            "You set the smaller model's whole training bill against the saving; only its "
+            "extra training over the planned model has to be paid back.",
+        ),
+        Mistake(
+            (extra / small_serve * one).to("token"),
+            "You divided by what a served token costs the smaller model; what pays back is the "
+            "saving, the difference between the two models' costs per token.",
         ),
     )
+    tolerance = 0.05
+    kept = _distinct(mistakes, breakeven, tolerance)
     return Draw(
         text=text,
         answer=breakeven,
         solution=solution,
-        tolerance=0.05,
-        mistakes=mistakes,
+        tolerance=tolerance,
+        mistakes=kept,
         hint="Find the smaller model's tokens from the loss law; then compare the two bills.",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -52,6 +53,8 @@ def draw(rng, presets) -> Draw:
         else quantity(model.params_total)
     )
     name = chip.name.replace(" (per GPU)", "")
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
+    train = (compute / (model.params_active * tokens)).to(forward.units)  # forward and backward
     reported = "its reported " if token_choices is None else ""
 
     text = (
@@ -63,18 +66,19 @@ def draw(rng, presets) -> Draw:
         "many days does pre-training take?"
     )
     solution = (
-        f"Pre-training costs 6 FLOP per active parameter per token (2 forward, 4 backward): "
-        f"6 × {quantity(model.params_active)} × {quantity(tokens)} = {quantity(compute)}"
-        + (". Only the active parameters work on a token." if moe else "."),
+        f"Pre-training costs {number(train.m)} FLOP per active parameter per token "
+        f"({number(forward.m)} forward, {number((train - forward).m)} backward): "
+        f"{number(train.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
+        f"{quantity(compute)}" + (". Only the active parameters work on a token." if moe else "."),
         f"The cluster delivers {int(gpus.m):,} × {quantity(peak)} at {precision.upper()} × "
         f"{number(100 * mfu.m)}% = {quantity((gpus.m * peak * mfu).to('EFLOP/s'))}.",
-        f"{quantity(compute)} over that is {quantity(days.to('s'))}: **{quantity(days)}**.",
+        f"{quantity(compute)} over that is {quantity(days.to('s'))}: **{quantity(days, 3)}**.",
     )
     mistakes = [
         Mistake(
-            days / 3,
-            "You counted 2 FLOP per parameter per token, a forward pass only; "
-            "training adds the backward pass, 6 in all.",
+            (days * forward / train).to("day"),
+            f"You counted {number(forward.m)} FLOP per parameter per token, a forward pass "
+            f"only; training adds the backward pass, {number(train.m)} in all.",
         ),
         Mistake(
             days * peak / other_peak,

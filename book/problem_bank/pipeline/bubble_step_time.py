@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -46,6 +47,9 @@ def draw(rng, presets) -> Draw:
     )
     step = (busy / (1 - bubble)).to("s")
     n_active, n_total = model.params_active, model.params_total
+    per_token = (flops_step / (n_active * tokens)).to("FLOP/parameter/token")  # forward + backward
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
+    backward = per_token - forward
     moe = (n_total / n_active).to("").m > 1.5
     params = (
         f"{quantity(n_total)} in all, {quantity(n_active)} active per token"
@@ -65,8 +69,10 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"A step's tokens: {sequences:,} × {context_tokens(context)} = {quantity(tokens)}. "
-        f"Training costs 6 FLOP per active parameter per token (2 forward, 4 backward), so the "
-        f"step needs 6 × {quantity(n_active)} × {quantity(tokens)} = {quantity(flops_step)}"
+        f"Training costs {number(per_token.m)} FLOP per active parameter per token "
+        f"({number(forward.m)} forward, {number(backward.m)} backward), so the step needs "
+        f"{number(per_token.m)} × {quantity(n_active)} × {quantity(tokens)} = "
+        f"{quantity(flops_step)}"
         + (" (only the active parameters work on a token)." if moe else "."),
         f"Busy, the cluster delivers {int(gpus.m):,} × {quantity(peak)} × "
         f"{number(100 * mfu.m)}%, so the work itself takes {quantity(busy)}.",
@@ -78,9 +84,9 @@ def draw(rng, presets) -> Draw:
     )
     mistakes = [
         Mistake(
-            step / 3,
-            "You counted 2 FLOP per parameter per token; training runs the "
-            "backward pass too, 6 in all.",
+            (step * forward / per_token).to("s"),
+            f"You counted {number(forward.m)} FLOP per parameter per token; training runs the "
+            f"backward pass too, {number(per_token.m)} in all.",
         ),
         Mistake(
             busy,

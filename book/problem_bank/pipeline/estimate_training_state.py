@@ -19,7 +19,12 @@ FACTOR = 2.0
 def draw(rng, presets) -> Draw:
     model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
     model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
-    state = get("training_state_memory").evaluate(model=model_id, presets=presets).to("TB")
+    detail = get("training_state_memory").evaluate_detailed(model=model_id, presets=presets)
+    state = detail.value.to("TB")
+    weight, grad, adam = (
+        detail.inputs[name].value.to("byte/parameter")
+        for name in ("train_weight_bytes", "train_grad_bytes", "optimizer_bytes")
+    )
     hbm = chip.hbm_capacity
     answer = Q_((state / hbm).to("").m, "chip")
     per_param = (state / model.params_total).to("byte/parameter")
@@ -35,25 +40,25 @@ def draw(rng, presets) -> Draw:
         "before a single activation? An order-of-magnitude answer will do."
     )
     solution = (
-        "Mixed-precision Adam keeps, per parameter, a BF16 weight and gradient (2 + 2 bytes) "
-        f"and an FP32 master weight and two FP32 moments (12 bytes): {quantity(per_param)}.",
+        "Mixed-precision Adam keeps, per parameter, a BF16 weight and gradient "
+        f"({number(weight.m)} + {number(grad.m)} bytes) and an FP32 master weight and two FP32 "
+        f"moments ({number(adam.m)} bytes): {quantity(per_param)}.",
         f"Every parameter is trained{', experts included' if moe else ''}, so the state is "
         f"{quantity(per_param)} × "
         f"{quantity(model.params_total)} = {quantity(state)}.",
-        f"Over {quantity(hbm)} per GPU that is {number(answer.m)} GPUs' worth of HBM: **about "
-        f"{number(answer.m, 1 if answer.m < 10 else 2)} GPUs**, before activations, buffers or "
-        "any room to spare.",
+        f"Over {quantity(hbm)} per GPU that is the HBM of about **{quantity(answer, 2)}**, "
+        "before activations, buffers or any room to spare.",
     )
     mistakes = [
         Mistake(
-            answer / 8,
-            "You counted only the BF16 weights (2 bytes per parameter); "
-            "training also holds gradients and Adam's FP32 state, 16 bytes in all.",
+            answer * weight / per_param,
+            f"You counted only the BF16 weights ({quantity(weight)}); training also holds "
+            f"gradients and Adam's FP32 state, {quantity(per_param)} in all.",
         ),
         Mistake(
-            answer / 4,
-            "You counted weights and gradients but not Adam's FP32 master "
-            "weights and moments (12 more bytes per parameter).",
+            answer * (weight + grad) / per_param,
+            "You counted weights and gradients but not Adam's FP32 master weights and moments "
+            f"({number(adam.m)} more bytes per parameter).",
         ),
     ]
     if moe:

@@ -36,9 +36,15 @@ def draw(rng, presets) -> Draw:
     moe_per_stage = detail.inputs["moe_layers_per_stage"].value.m
     p = int(stages.m)
     name = chip.name.replace(" (per GPU)", "")
+    bits = Q_(1, "byte").to("bit").m  # bits to a byte
+    lecture_penalty = presets.get("parameter", "scale_out_penalty").value.to("").m
     dense_text = (
-        f"Its first {dense:g} of {layers:g} layers are dense (no experts); the rest are MoE "
-        f"layers that route each token to {k:g} experts."
+        (
+            f"Its first layer of {layers:g} is dense (no experts)"
+            if dense == 1
+            else f"Its first {dense:g} of {layers:g} layers are dense (no experts)"
+        )
+        + f"; the rest are MoE layers that route each token to {k:g} experts."
         if dense
         else f"All {layers:g} of its layers are MoE layers that route each token to {k:g} experts."
     )
@@ -54,8 +60,8 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"Per GPU, scale-out is slower than scale-up by {quantity(up)} over "
-        f"{quantity(out.to('Gb/s'))}, which is {quantity(out.to('GB/s'))} (8 bits to a byte): "
-        f"a factor of {number(penalty.m)}.",
+        f"{quantity(out.to('Gb/s'))}, which is {quantity(out.to('GB/s'))} "
+        f"({number(bits)} bits to a byte): a factor of {number(penalty.m)}.",
         f"A stage holds {number(layers / p)} layers on average"
         + (
             f", but only the MoE ones do an all-to-all: ({layers:g} − {dense:g}) / {p} = "
@@ -71,9 +77,9 @@ def draw(rng, presets) -> Draw:
     )
     mistakes = [
         Mistake(
-            ratio * 8,
-            "You read the network's gigabits per second as gigabytes; 8 bits "
-            "make a byte, so scale-out is 8 times slower than that.",
+            ratio * bits,
+            f"You read the network's gigabits per second as gigabytes; {number(bits)} bits "
+            f"make a byte, so scale-out is {number(bits)} times slower than that.",
         ),
         Mistake(
             ratio / 2,
@@ -81,7 +87,7 @@ def draw(rng, presets) -> Draw:
             "to the expert and back (dispatch and combine).",
         ),
         Mistake(
-            ratio * penalty.m / 8,
+            ratio * penalty.m / lecture_penalty,
             "You used the lecture's round eightfold penalty; this "
             "GPU's own links give a different one.",
         ),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from book.format import context_tokens, quantity
+from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -47,6 +48,7 @@ def draw(rng, presets) -> Draw:
     total = detail.value.to("GB")
     hbm = chip.hbm_capacity.to("GB")
     p = stages.magnitude
+    per_param = number(flops_per_param_token.value.m)  # a multiply and an add
 
     text = (
         f"You serve {model.name} ({quantity(n_total)} in all, {quantity(n_active)} active per "
@@ -61,9 +63,9 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"A stage is compute-bound once its batch reaches the crossover: the chip's "
-        f"{quantity(ridge)} (FLOP/s over bandwidth) divided by 2 FLOP per active parameter, "
-        f"times the sparsity {quantity(n_total)} / {quantity(n_active)}, at one byte per FP8 "
-        f"weight. That is a micro-batch of {quantity(micro)}.",
+        f"{quantity(ridge)} (FLOP/s over bandwidth) divided by {per_param} FLOP per active "
+        f"parameter, times the sparsity {quantity(n_total)} / {quantity(n_active)}, at one "
+        f"byte per FP8 weight. That is a micro-batch of {quantity(micro)}.",
         f"Weights: {quantity(n_total)} at one byte each, spread over {experts.magnitude:g} GPUs in "
         f"each of {quantity(stages)}, is {quantity(weights)} per GPU.",
         f"KV cache: a full pipeline holds {p:g} micro-batches, one per stage, but each stage "
@@ -71,7 +73,7 @@ def draw(rng, presets) -> Draw:
         f"{p:g} in the layers. Each GPU keeps {quantity(micro)} × {context_tokens(context, 5)} × "
         f"{quantity(kv_token)} over {experts.magnitude:g} GPUs: {quantity(kv)}, whatever the "
         "number of stages.",
-        f"In all {quantity(weights)} + {quantity(kv)} = **{quantity(total)} per GPU**, "
+        f"In all {quantity(weights)} + {quantity(kv)} = **{quantity(total, 3)}** per GPU, "
         f"against {quantity(hbm)} of HBM.",
     )
     in_flight = (
@@ -79,7 +81,7 @@ def draw(rng, presets) -> Draw:
         "stage keeps the cache of its own layers only: the stages cancel from the KV term."
     )
     doubled = (
-        "Your micro-batch is twice too large: each active parameter costs 2 FLOP "
+        f"Your micro-batch is twice too large: each active parameter costs {per_param} FLOP "
         "(a multiply and an add), so the crossover is half of FLOP/s over bandwidth times "
         "the sparsity."
     )

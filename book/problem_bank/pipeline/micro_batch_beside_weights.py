@@ -70,6 +70,17 @@ def draw(rng, presets) -> Draw:
         "busy, how many sequences can each micro-batch hold at most, with weights and KV "
         "cache filling the HBM?"
     )
+    if micro_exact < crossover.m:
+        verdict = (
+            f"That is {number(crossover.m / micro_exact, 3)} times below the crossover batch of "
+            f"{quantity(crossover)} that would make a step compute-bound: the node stays "
+            "memory-bound, and more stages only shrink the weights, never the cache per sequence."
+        )
+    else:
+        verdict = (
+            f"That reaches the crossover batch of {quantity(crossover)}: this node's HBM is "
+            "large enough for micro-batches that keep a step compute-bound."
+        )
     solution = [
         f"Weights: {quantity(model.params_total)} at one byte in FP8 is "
         f"{quantity(weights_all.to('GB'))}; spread over {number(gpus.m)} GPUs"
@@ -84,11 +95,9 @@ def draw(rng, presets) -> Draw:
             if p > 1
             else ""
         ),
-        f"{quantity(room)} / {quantity(per_gpu_seq.to('MB'))} = {micro_exact:,.1f}, rounded "
-        f"down: **{micro:,} sequences** per micro-batch.",
-        f"That is {number(crossover.m / micro_exact)} times below the crossover batch of "
-        f"{quantity(crossover)} that would make a step compute-bound: the node stays "
-        "memory-bound, and more stages only shrink the weights, never the cache per sequence.",
+        f"{quantity(room)} at {quantity(per_gpu_seq.to('MB'))} per sequence holds "
+        f"**{quantity(Q_(micro, 'sequence'), 4)}** per micro-batch (whole sequences, rounded "
+        f"down). {verdict}",
     ]
     mistakes = [
         Mistake(

@@ -19,21 +19,22 @@ NODES = ("h100_sxm", "h200", "b200", "mi300x", "b300", "mi355x")
 RACK = "gb200_nvl72"
 TARGETS_MS = (10, 14, 18, 22, 28, 35, 45)
 HOPS_US = (50, 100, 200)
-MARGIN = 0.05
+MARGIN = 0.05  # the best option is at least this far ahead of every other one
 
 
 def _name(chip) -> str:
     return chip.name.replace(" (per GPU)", "")
 
 
-def _option(presets, hardware, model, precision, hop):
-    """One deployment: the fewest stages whose weights fill at most half of each GPU's HBM,
-    its GPUs and its per-token time (every weight read once, plus the hops between stages)."""
+def _option(presets, hardware, model, precision, hop, share=0.5):
+    """One deployment: the fewest stages whose weights fill at most ``share`` of each GPU's
+    HBM, its GPUs and its per-token time (every weight read once, plus the hops between
+    stages)."""
     case = dict(hardware=hardware, model=model, precision=precision, presets=presets)
     chip = presets.get("hardware", hardware)
     weights = get("weight_memory").evaluate(**case).to("GB")
     domain = chip.scale_up_domain.to("chip").magnitude
-    room = (domain * chip.hbm_capacity / 2).to("GB")  # half of each GPU's HBM, over the domain
+    room = (domain * chip.hbm_capacity * share).to("GB")  # the weights' share, over the domain
     stages = math.ceil((weights / room).to("").magnitude)
     read = get("domain_weight_fetch_time").evaluate(**case).to("ms")
     latency = read  # one stage never leaves its domain: no hop
@@ -61,18 +62,31 @@ def _pick(options, target):
     return ok
 
 
+def _lead(best, other, target) -> float:
+    """How far ``best`` is ahead of ``other``: how far ``other`` misses the target, else the
+    GPUs it needs beyond ``best``'s, else (a tie on GPUs) how much slower it is."""
+    if other["latency"] > target:
+        return (other["latency"] / target).to("").m - 1
+    if other["gpus"] != best["gpus"]:
+        return other["gpus"] / best["gpus"] - 1
+    return (other["latency"] / best["latency"]).to("").m - 1
+
+
 def draw(rng, presets) -> Draw:
-    while True:  # redraw until no option sits within 5% of the target, and some option meets it
+    while True:  # redraw until the best option is clearly ahead of every other one
         model_id, precision = rng.choice(MODELS)
         nodes = rng.sample(NODES, 3)
         hop = Q_(rng.choice(HOPS_US), "µs").to("ms")
         target = Q_(rng.choice(TARGETS_MS), "ms")
         options = [_option(presets, h, model_id, precision, hop) for h in (*nodes, RACK)]
-        close = any(abs((o["latency"] / target).to("").m - 1) < MARGIN for o in options)
         feasible = _pick(options, target)
-        if not close and feasible and any(o["latency"] > target for o in options):
+        if not feasible or all(o["latency"] <= target for o in options):
+            continue
+        margin = min(_lead(feasible[0], o, target) for o in options if o is not feasible[0])
+        if margin >= MARGIN:
             break
     best = feasible[0]
+    answer = Q_(best["gpus"], "chip")
     model = presets.get("model", model_id)
     weights = best["weights"]
     bytes_each = presets.get("precision", precision).bytes_per_value
@@ -102,7 +116,7 @@ def draw(rng, presets) -> Draw:
         verdict = "meets" if o["latency"] <= target else "misses"
         half = f"half its HBM holds {quantity(o['room'])}"
         if o["stages"] == 1:
-            where = f"one {'rack' if o['domain'] > 8 else 'node'} holds the weights ({half})"
+            where = f"one {'rack' if o is rack else 'node'} holds the weights ({half})"
             time = f"reading them takes {quantity(o['read'])}"
         else:
             where = f"{o['stages']} nodes, {o['gpus']} GPUs, hold the weights (each node: {half})"
@@ -132,11 +146,11 @@ def draw(rng, presets) -> Draw:
         "bandwidth, so the reads add up to all the weights over one domain's bandwidth. Only "
         "a bigger scale-up domain reads them faster.",
         *lines,
-        f"The fewest GPUs that meet {quantity(target)}: {_name(best['chip'])}. {close_note} "
-        f"**{best['gpus']} GPUs**.",
+        f"{close_note} The fewest GPUs that meet {quantity(target)}: {_name(best['chip'])}, "
+        f"**{quantity(answer, 4)}**.",
     )
     wrong_gpu = [o for o in options if o["latency"] > target and o["gpus"] < best["gpus"]]
-    mistakes = tuple(
+    mistakes = [
         Mistake(
             Q_(o["gpus"], "chip"),
             f"{_name(o['chip'])} holds the weights on {o['gpus']} GPUs, but a token still "
@@ -144,13 +158,33 @@ def draw(rng, presets) -> Draw:
             f"not speed them up): {quantity(o['latency'])}, which misses the target.",
         )
         for o in wrong_gpu
+    ]
+    full = [_option(presets, o["hardware"], model_id, precision, hop, share=1) for o in options]
+    greedy = _pick(full, target)
+    if greedy and greedy[0]["gpus"] != best["gpus"]:
+        mistakes.append(
+            Mistake(
+                Q_(greedy[0]["gpus"], "chip"),
+                "You let the weights fill each GPU's whole HBM; the rule keeps half of it "
+                "for the KV cache, so every option needs more stages than that.",
+            )
+        )
+    unit = "rack" if best["hardware"] == RACK else "node"
+    mistakes.append(
+        Mistake(
+            Q_(best["stages"], "chip"),
+            f"You counted {unit}s (one per pipeline stage); the question asks for GPUs, "
+            f"{best['domain']:g} in each {unit}.",
+        )
     )
+    kept = {m.value.magnitude: m for m in reversed(mistakes) if m.value.magnitude != best["gpus"]}
     return Draw(
         text=text,
-        answer=Q_(best["gpus"], "chip"),
+        answer=answer,
         solution=solution,
         tolerance=0.02,
-        mistakes=tuple({m.value.magnitude: m for m in reversed(mistakes)}.values())[::-1],
+        mistakes=tuple(kept.values())[::-1],
         hint="How long does one token take to pass through all the stages?",
         choices={"hardware": best["hardware"], "pipeline_stages": best["stages"]},
+        margin=margin,
     )

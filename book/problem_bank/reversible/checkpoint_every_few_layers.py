@@ -26,6 +26,15 @@ def _size(q) -> str:
     return quantity(q.to("GB") if q >= Q_(1, "GB") else q.to("MB"))
 
 
+def _every(n: int) -> str:
+    """'every second layer', 'every 16th layer', 'every 42nd layer'."""
+    words = {2: "second", 3: "third"}
+    if n in words:
+        return f"every {words[n]}"
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"every {n}{suffix}"
+
+
 def draw(rng, presets) -> Draw:
     model_id, spacings = rng.choice(CASES)
     spacing = rng.choice(spacings)
@@ -44,28 +53,25 @@ def draw(rng, presets) -> Draw:
     one = detail.inputs["revnet_activation_memory"].value.to("GB")  # one layer's inputs
     layers = int(detail.inputs["n_layers"].value.m)
     d = int(detail.inputs["d_model"].value.m)
+    per_value = detail.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
     checkpoints = layers // spacing
     kept = ((checkpoints + spacing) * one).to("GB")  # K checkpoints, one segment's layers
     text = (
-        (
-            f"You train {model.name} ({layers} layers, residual width {d:,}) on "
-            f"{quantity(batch)} of {context_tokens(context, 5)} per GPU, with BF16 activations. "
-            f"Your framework checkpoints the input of every {spacing}th layer and, on the way "
-            "back, recomputes one segment at a time, holding the inputs of that segment's layers "
-            "while its gradients are taken. Counting layer inputs only, how much activation "
-            "memory does it keep at its peak? Answer in GB."
-        )
-        .replace("every 2th", "every second")
-        .replace("every 3th", "every third")
+        f"You train {model.name} ({layers} layers, residual width {d:,}) on "
+        f"{quantity(batch)} of {context_tokens(context, 5)} per GPU, with BF16 activations. "
+        f"Your framework checkpoints the input of {_every(spacing)} layer and, on the way "
+        "back, recomputes one segment at a time, holding the inputs of that segment's layers "
+        "while its gradients are taken. Counting layer inputs only, how much activation "
+        "memory does it keep at its peak? Answer in GB."
     )
     solution = (
         f"One layer's input for the batch: {quantity(batch)} × {context_tokens(context, 5)} × "
-        f"{d:,} values × 2 bytes = {_size(one)}.",
+        f"{d:,} values × {quantity(per_value)} = {_size(one)}.",
         f"Checkpoints: {layers} / {spacing} = {checkpoints} layer inputs kept all along. While "
         f"a segment is recomputed, its {spacing} layers' inputs are held too: "
         f"{checkpoints} + {spacing} = {checkpoints + spacing} layers' worth.",
-        f"{checkpoints + spacing} × {_size(one)} = **{quantity(kept)}**. The best spacing, "
-        f"√{layers} ≈ {number(layers**0.5, 3)} layers, would keep 2√{layers} ≈ "
+        f"{checkpoints + spacing} × {_size(one)} = **{quantity(kept, 3)}**. The best spacing, "
+        f"√{layers} ≈ {number(layers**0.5, 3)} layers, would keep twice √{layers} ≈ "
         f"{number(2 * layers**0.5, 3)} layers' worth, {quantity(best)}: this spacing keeps "
         f"{number((kept / best).to('').m, 3)} times that.",
     )

@@ -34,6 +34,10 @@ def draw(rng, presets) -> Draw:
     rev = get("revnet_training_flops").evaluate(**case).to("FLOP")
     extra = (rev - plain).to("FLOP")
     sparsity = (model.params_total / model.params_active).to("").m
+    per = model.params_active * tokens  # FLOPs per active parameter per token, from the bills:
+    train = number((plain / per).to("FLOP/parameter/token").m)  # forward and backward
+    revnet = number((rev / per).to("FLOP/parameter/token").m)  # and one more forward pass
+    forward = number((extra / per).to("FLOP/parameter/token").m)
     said = "was" if token_choices is None else "is"
     suppose = "" if token_choices is None else "Suppose "
     text = (
@@ -46,22 +50,23 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         "Rebuilding a layer's input evaluates the layer once more on the way back: one extra "
-        "forward pass, 2 FLOP per active parameter per token (on top of the usual 6).",
+        f"forward pass, {forward} FLOP per active parameter per token (on top of the usual "
+        f"{train}).",
         f"Only the {quantity(model.params_active)} active per token are evaluated; the other "
         "experts sit idle for it.",
-        f"2 × {quantity(model.params_active)} × {quantity(tokens)} ≈ **{quantity(extra, 2)}** "
-        f"extra (exactly {quantity(extra)}): a third more than the {quantity(plain)} of "
-        "ordinary training.",
+        f"{forward} × {quantity(model.params_active)} × {quantity(tokens)} ≈ "
+        f"**{quantity(extra, 2)}** extra (exactly {quantity(extra)}): a third more than the "
+        f"{quantity(plain)} of ordinary training.",
     )
     mistakes = (
         Mistake(
             plain,
-            "You counted a whole training pass (6 FLOP per parameter); the rebuild "
-            "is one forward pass, 2.",
+            f"You counted a whole training pass ({train} FLOP per parameter); the rebuild "
+            f"is one forward pass, {forward}.",
         ),
         Mistake(
             rev,
-            "That is the whole reversible run, 8 FLOP per parameter per token; the "
+            f"That is the whole reversible run, {revnet} FLOP per parameter per token; the "
             "question asks for the extra.",
         ),
         Mistake(

@@ -30,7 +30,11 @@ TOKENS_T = (10, 15)
 DEADLINES = (60, 90, 120, 180, 270, 365)  # days
 MFU = 0.4
 MARGIN = 0.05
-NAMES = {
+SIMPLER = {  # why the first of tied strategies is the one to pick
+    "store": "storing recomputes nothing and changes nothing in the architecture",
+    "checkpoint": "checkpointing changes nothing in the architecture",
+}
+NAMES = {  # in order of simplicity
     "store": "store every activation",
     "checkpoint": "checkpoint √L segments",
     "reversible": "make the layers reversible",
@@ -44,9 +48,11 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
     case = dict(model=model_id, precision="bf16", context_length=context, presets=presets)
     sequences = (step_tokens / context).to("sequence").m
     state = get("training_state_memory").evaluate(model=model_id, presets=presets).to("TB")
-    full = get("full_activation_memory").evaluate(batch_size=one, **case)
+    full_detail = get("full_activation_memory").evaluate_detailed(batch_size=one, **case)
+    full = full_detail.value
     buffer = get("full_activation_memory").evaluate(batch_size=one, n_layers=1, **case)
-    ckpt = get("checkpoint_activation_memory").evaluate(batch_size=one, **case)
+    ckpt_detail = get("checkpoint_activation_memory").evaluate_detailed(batch_size=one, **case)
+    ckpt = ckpt_detail.value
     rev = get("revnet_activation_memory").evaluate(batch_size=one, **case)
     flops = dict(model=model_id, training_tokens=total_tokens, presets=presets)
     six = get("training_flops").evaluate(**flops).to("FLOP")
@@ -71,7 +77,15 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
                 gpus=math.ceil(max(by_memory, by_time)),
             )
         )
-    return chip, state, out
+    work = presets.get("model", model_id).params_active * total_tokens
+    figures = dict(  # the per-value and per-token figures the solution names
+        stored=full_detail.inputs["activation_bytes_factor"].value.to("byte/value"),
+        kept=ckpt_detail.inputs["activation_bytes_per_value"].value.to("byte/value"),
+        state=(state / presets.get("model", model_id).params_total).to("byte/parameter"),
+        train=(six / work).to("FLOP/parameter/token"),
+        revnet=(eight / work).to("FLOP/parameter/token"),
+    )
+    return chip, state, out, figures
 
 
 def _upper(text: str) -> str:
@@ -79,18 +93,23 @@ def _upper(text: str) -> str:
 
 
 def draw(rng, presets) -> Draw:
-    while True:
+    while True:  # redraw until the fewest GPUs are clearly fewer than the next count
         model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
         step = Q_(rng.choice(STEP_MTOKENS), "Mtoken").to("token")
         total = Q_(rng.choice(TOKENS_T), "Ttoken").to("token")
         deadline = Q_(rng.choice(DEADLINES), "day")
-        chip, state, options = _options(presets, model_id, hardware, step, total, deadline)
-        ranked = sorted(options, key=lambda o: o["gpus"])  # stable: store, checkpoint, reversible
+        chip, state, options, figures = _options(presets, model_id, hardware, step, total, deadline)
+        # fewest GPUs; on a tie the simpler strategy (the order of OPTIONS) wins, as stated
+        ranked = sorted(options, key=lambda o: o["gpus"])
         best = ranked[0]
         rivals = [o for o in ranked[1:] if o["gpus"] != best["gpus"]]
         if rivals and rivals[0]["gpus"] >= (1 + MARGIN) * best["gpus"]:
             break
+    margin = rivals[0]["gpus"] / best["gpus"] - 1
+    stored, kept = quantity(figures["stored"]), quantity(figures["kept"])
+    train, revnet = number(figures["train"].m), number(figures["revnet"].m)
     model = presets.get("model", model_id)
+    answer = Q_(best["gpus"], "chip")
     ties = [o for o in ranked[1:] if o["gpus"] == best["gpus"]]
     lines = []
     for o in options:
@@ -103,7 +122,7 @@ def draw(rng, presets) -> Draw:
         )
     tie_note = (
         f" {_upper(' and '.join(NAMES[o['key']] for o in ties))} needs as many; "
-        "checkpointing changes nothing in the architecture, so it is the one to pick."
+        f"{SIMPLER[best['key']]}, so it is the one to pick."
         if ties
         else ""
     )
@@ -115,23 +134,24 @@ def draw(rng, presets) -> Draw:
         f"{number(100 * MFU)}% MFU. Each step trains on {quantity(step)} in sequences of "
         f"{context_tokens(Q_(CONTEXT, 'token/sequence'))}, spread evenly over the GPUs, and "
         "the mixed-precision Adam state is sharded over all of them. Activations are BF16; a "
-        "layer working on its backward pass holds about 34 bytes per residual value per "
+        f"layer working on its backward pass holds about {stored} of residual stream per "
         "token. You can store every activation, checkpoint the layer inputs at the best "
         "segment count (recomputing each layer once), or make the layers reversible "
-        "(rebuilding each layer's input from its output). Which needs the fewest GPUs, and "
-        "how many?"
+        "(rebuilding each layer's input from its output); if two need as many GPUs, take the "
+        "simpler, in that order. Which needs the fewest GPUs, and how many?"
     )
     solution = (
-        f"State: 16 bytes per parameter, {quantity(state)}, whatever the strategy; it is "
-        "sharded, so it only adds to the total to be spread.",
-        "Storing everything keeps 34 bytes per value in every layer, but trains at 6 FLOP per "
-        "parameter per token. Checkpointing keeps 2√L layers' inputs (2 bytes per value) and "
-        "a reversible network the last output only, each plus one layer's 34-byte working "
-        "buffer; both recompute a forward pass, 8 FLOP per parameter per token.",
+        f"State: {quantity(figures['state'])}, {quantity(state)}, whatever the strategy; it "
+        "is sharded, so it only adds to the total to be spread.",
+        f"Storing everything keeps {stored} in every layer, but trains at {train} FLOP per "
+        "parameter per token. Checkpointing keeps twice √L layers' inputs "
+        f"({kept}) and a reversible network the last output only, each plus one layer's "
+        f"working buffer ({stored}); both recompute a forward pass, {revnet} FLOP per "
+        "parameter per token.",
         "Each option needs enough GPUs for its memory (state plus a step's activations over "
         "the HBM) and for the deadline (FLOPs over a GPU's delivered rate and the days).",
         *lines,
-        f"Fewest: {NAMES[best['key']]}, **{best['gpus']:,} GPUs**.{tie_note}",
+        f"Fewest: {NAMES[best['key']]}, **{quantity(answer, 4)}**.{tie_note}",
     )
     mistakes = []
     for o in options:
@@ -153,22 +173,23 @@ def draw(rng, presets) -> Draw:
     )
     for o in options:
         if o["key"] != "store" and o["gpus"] == best["gpus"] and o["by_time"] > o["by_memory"]:
-            six = o["by_time"] * 6 / 8
+            six = o["by_time"] * (figures["train"] / figures["revnet"]).to("").m
             mistakes.append(
                 Mistake(
                     Q_(math.ceil(max(six, o["by_memory"])), "chip"),
-                    "Recomputing costs a forward pass more: 8 FLOP per parameter per token, not 6.",
+                    f"Recomputing costs a forward pass more: {revnet} FLOP per parameter per "
+                    f"token, not {train}.",
                 )
             )
             break
-    answer = Q_(best["gpus"], "chip")
-    kept = {m.value.m: m for m in reversed(mistakes) if abs(m.value.m / answer.m - 1) > 0.02}
+    slips = {m.value.m: m for m in reversed(mistakes) if abs(m.value.m / answer.m - 1) > 0.02}
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
         tolerance=0.02,
-        mistakes=tuple(kept.values())[::-1],
+        mistakes=tuple(slips.values())[::-1],
         hint="For each strategy, GPUs for memory and GPUs for the deadline; the larger binds.",
         choices={"strategy": best["key"]},
+        margin=margin,
     )

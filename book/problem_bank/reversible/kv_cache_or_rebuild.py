@@ -6,6 +6,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -41,6 +42,13 @@ def draw(rng, presets) -> Draw:
     t_read = (cache_bytes / bandwidth).to("ms")
     t_rebuild = (rebuild / flops).to("ms")
     ratio = (t_rebuild / t_read).to("")
+    used = {k: v.value for k, v in cache.inputs.items()}
+    vectors, per_value = used["kv_vectors_per_token"], used["kv_bytes_per_value"]
+    assert used["sliding_window_layers"].m == 0, "every layer caches the whole context"
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
+    one = dict(n_active=Q_(1, "parameter"), training_tokens=Q_(1, "token"), presets=presets)
+    train = (get("training_flops").evaluate(**one) / Q_(1, "parameter*token")).to(forward.units)
+    fwd, trn = number(forward.m), number(train.m)
     text = (
         (
             f"{model.name} ({quantity(model.params_active)} active per token; {model.layers} "
@@ -56,11 +64,12 @@ def draw(rng, presets) -> Draw:
         .replace(" a NVIDIA", " an NVIDIA")
     )
     solution = (
-        f"The cache holds a key and a value per layer per key-value head: 2 × {model.layers} × "
-        f"{model.get('n_kv_heads')} × {model.get('head_dim')} values × 2 bytes = "
+        f"The cache holds a key and a value per layer per key-value head: "
+        f"{number(vectors.m)} × {model.layers} × {model.get('n_kv_heads')} × "
+        f"{model.get('head_dim')} values × {quantity(per_value)} = "
         f"{quantity(per_token)}, {_size(cache_bytes)} for the context. Reading it "
         f"at {quantity(bandwidth)} takes {quantity(t_read)}.",
-        f"Rebuilding runs a forward pass over every context token: 2 FLOP per active "
+        f"Rebuilding runs a forward pass over every context token: {fwd} FLOP per active "
         f"parameter per token, {quantity(rebuild)}, which takes {quantity(t_rebuild)} at "
         f"{quantity(flops)}.",
         f"The ratio is **{number(ratio.m)}**, the same at any context length: both grow with "
@@ -69,16 +78,20 @@ def draw(rng, presets) -> Draw:
     )
     mistakes = (
         Mistake(
-            ratio * 3,
-            "You priced the rebuild at 6 FLOP per parameter per token; it is a "
-            "forward pass only, 2.",
+            ratio * train / forward,
+            f"You priced the rebuild at {trn} FLOP per parameter per token; it is a "
+            f"forward pass only, {fwd}.",
         ),
         Mistake(
-            ratio * 2,
-            "The cache holds a key and a value (two vectors) per head per "
-            "layer, at 2 bytes each in BF16: you counted half of that.",
+            ratio * vectors.m,
+            "The cache holds a key and a value (two vectors) per head per layer, at "
+            f"{quantity(per_value)} in BF16: you counted half of that.",
         ),
-        Mistake(ratio / 2, "A BF16 value takes 2 bytes; counting 4 doubles the cache."),
+        Mistake(
+            ratio / 2,
+            f"A BF16 value takes {quantity(per_value)}; you counted it at FP32's size, twice "
+            "that, which doubles the cache.",
+        ),
     )
     return Draw(
         text=text,

@@ -39,7 +39,11 @@ def draw(rng, presets) -> Draw:
     ckpt = get("checkpoint_activation_memory").evaluate_detailed(**case)
     per_layer = ckpt.inputs["layer_activation_bytes"].value.to("kB/token")
     layers = int(ckpt.inputs["n_layers"].value.m)
-    buffer = get("full_activation_memory").evaluate(n_layers=1, **case)
+    buffer_detail = get("full_activation_memory").evaluate_detailed(n_layers=1, **case)
+    buffer = buffer_detail.value
+    stored = buffer_detail.inputs["activation_bytes_factor"].value.to("byte/value")
+    per_value = ckpt.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
+    per_param = (state / model.params_total).to("byte/parameter")
     per_token = ((ckpt.value + buffer) / (unit * one)).to("MB/token")
     ckpt_token = (ckpt.value / (unit * one)).to("MB/token")
     buffer_token = (buffer / (unit * one)).to("MB/token")
@@ -50,28 +54,30 @@ def draw(rng, presets) -> Draw:
         f"GPU on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM), with its "
         f"mixed-precision Adam state sharded evenly over {shards} GPUs. Activations are BF16 "
         "and checkpointed at the best segment count (each layer recomputed once); the layer "
-        "being differentiated also holds about 34 bytes per residual value per token. How "
-        "long a sequence fits in what the state leaves free? Answer in tokens."
+        f"being differentiated also holds about {quantity(stored)} of residual stream per "
+        "token. How long a sequence fits in what the state leaves free? Answer in tokens."
     )
     solution = (
-        f"State: 16 bytes per parameter × {quantity(model.params_total)} = {quantity(state)}; "
-        f"1/{shards} per GPU leaves {quantity(room)}.",
-        f"A layer's input is {int(d):,} values × 2 bytes = {quantity(per_layer)}. Checkpointing "
-        f"at √{layers} segments keeps 2√{layers} ≈ {number(2 * layers**0.5, 3)} layers' "
-        f"worth: {quantity(ckpt_token.to('kB/token'))}.",
-        f"The working layer adds 34 bytes × {int(d):,} = {quantity(buffer_token.to('kB/token'))}: "
-        f"{quantity(per_token.to('kB/token'))} in all, every term linear in the length.",
-        f"{quantity(room)} / {quantity(per_token.to('kB/token'))} ≈ **{quantity(longest)}**.",
+        f"State: {quantity(per_param)} × {quantity(model.params_total)} = "
+        f"{quantity(state)}; 1/{shards} per GPU leaves {quantity(room)}.",
+        f"A layer's input is {int(d):,} values × {quantity(per_value)} = "
+        f"{quantity(per_layer)}. Checkpointing at √{layers} segments keeps twice √{layers} ≈ "
+        f"{number(2 * layers**0.5, 3)} layers' worth: {quantity(ckpt_token.to('kB/token'))}.",
+        f"The working layer adds {quantity(stored)} × {int(d):,} values = "
+        f"{quantity(buffer_token.to('kB/token'))}: {quantity(per_token.to('kB/token'))} in "
+        "all, every term linear in the length.",
+        f"{quantity(room)} / {quantity(per_token.to('kB/token'))} ≈ **{quantity(longest, 3)}**.",
     )
     mistakes = (
         Mistake(
             (room / ckpt_token).to("token"),
-            "You left out the working buffer of the layer "
-            "being differentiated; it is larger than the checkpoints here.",
+            "You left out the working buffer of the layer being differentiated: "
+            f"{quantity(buffer_token.to('kB/token'))} beside the checkpoints' "
+            f"{quantity(ckpt_token.to('kB/token'))}.",
         ),
         Mistake(
             (room / (ckpt_token / 2 + buffer_token)).to("token"),
-            "Checkpointing keeps 2√L layers' worth (the checkpoints and one segment), not √L.",
+            "Checkpointing keeps twice √L layers' worth (the checkpoints and one segment), not √L.",
         ),
         Mistake(
             (chip.hbm_capacity / per_token).to("token"),

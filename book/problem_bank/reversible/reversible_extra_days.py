@@ -42,6 +42,11 @@ def draw(rng, presets) -> Draw:
     longer = get("training_time").evaluate(training_flops=rev, **timing).to("day")
     extra = (longer - base).to("day")
     peak = chip.get("dense_flops_bf16")
+    work = model.params_active * tokens  # FLOPs per active parameter per token, from the bills:
+    train = (plain / work).to("FLOP/parameter/token")  # forward and backward
+    revnet = (rev / work).to("FLOP/parameter/token")  # and one more forward pass
+    forward = revnet - train
+    trn, rvn, fwd, bwd = (number(q.m) for q in (train, revnet, forward, train - forward))
     moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
         f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
@@ -58,25 +63,25 @@ def draw(rng, presets) -> Draw:
         "attention FLOPs."
     )
     solution = (
-        f"Ordinary training costs 6 FLOP per active parameter per token: "
+        f"Ordinary training costs {trn} FLOP per active parameter per token: "
         f"{quantity(plain)}, which the cluster ({int(gpus.m):,} × {quantity(peak)} × "
         f"{number(100 * mfu.m)}%) does in {quantity(base)}.",
         "Rebuilding a layer's input means evaluating the layer once more on the way back: one "
-        "extra forward pass, 2 FLOP per active parameter per token, 8 in all, a third more: "
-        f"{quantity(rev)}, {quantity(longer)}.",
-        f"The difference is **{quantity(extra)}**.",
+        f"extra forward pass, {fwd} FLOP per active parameter per token, {rvn} in all, a third "
+        f"more: {quantity(rev)}, {quantity(longer)}.",
+        f"The difference is **{quantity(extra, 3)}**.",
     )
     mistakes = [
         Mistake(
-            extra * 3,
-            "You counted a whole extra training pass (6 FLOP per parameter); "
-            "the rebuild is one forward pass, 2.",
+            (extra * train / forward).to("day"),
+            f"You counted a whole extra training pass ({trn} FLOP per parameter); "
+            f"the rebuild is one forward pass, {fwd}.",
         ),
         Mistake(longer, "That is the whole reversible run; the question asks for the extra days."),
         Mistake(
-            extra * 2,
-            "The rebuild runs each layer forward once more (2 FLOP per "
-            "parameter), not forward and backward.",
+            (extra * (train - forward) / forward).to("day"),
+            f"You added a backward pass ({bwd} FLOP per parameter); the rebuild runs each "
+            f"layer forward once more, {fwd}.",
         ),
     ]
     if moe:

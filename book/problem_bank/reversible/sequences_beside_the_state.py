@@ -26,6 +26,24 @@ def _size(q) -> str:
     return quantity(q.to("GB") if q >= Q_(1, "GB") else q.to("MB"))
 
 
+def _distinct(mistakes, answer, tolerance):
+    """The slips the tolerance tells from the answer; two that land within it of each other are
+    named together, so the checker's feedback names both."""
+    out = []
+    for m in mistakes:
+        if abs((m.value / answer).to("").m - 1) <= tolerance:
+            continue
+        same = next(
+            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
+            None,
+        )
+        if same is None:
+            out.append(m)
+        else:
+            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
+    return tuple(out)
+
+
 def draw(rng, presets) -> Draw:
     while True:  # the sharded state must leave room for at least two sequences
         model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
@@ -33,8 +51,12 @@ def draw(rng, presets) -> Draw:
         model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
         one = Q_(1, "sequence")
         case = dict(model=model_id, precision="bf16", context_length=context, presets=presets)
-        state = get("training_state_memory").evaluate(model=model_id, presets=presets).to("GB")
-        rev = get("revnet_activation_memory").evaluate(batch_size=one, **case).to("GB")
+        state_detail = get("training_state_memory").evaluate_detailed(
+            model=model_id, presets=presets
+        )
+        state = state_detail.value.to("GB")
+        rev_detail = get("revnet_activation_memory").evaluate_detailed(batch_size=one, **case)
+        rev = rev_detail.value.to("GB")
         buffer = get("full_activation_memory").evaluate_detailed(
             batch_size=one, n_layers=Q_(1, "layer"), **case
         )
@@ -46,6 +68,11 @@ def draw(rng, presets) -> Draw:
         if fit >= 2:
             break
     count = math.floor(fit)
+    answer = Q_(count, "sequence")
+    per_param = (state / model.params_total).to("byte/parameter")
+    weight = state_detail.inputs["train_weight_bytes"].value.to("byte/parameter")
+    per_value = rev_detail.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
+    quotient = f" = {number(fit)}" if fit < 1000 else ""  # whole at four figures beyond
     d = model.d_model
     text = (
         f"You train a reversible version of {model.name} (residual width {int(d):,}, "
@@ -58,16 +85,17 @@ def draw(rng, presets) -> Draw:
         "beyond these left out)?"
     )
     solution = (
-        f"State: 16 bytes per parameter (BF16 weight and gradient, FP32 master weight and two "
+        f"State: {quantity(per_param)} (BF16 weight and gradient, FP32 master weight and two "
         f"moments) × {quantity(model.params_total)} = {quantity(state)}; 1/{shards} per GPU "
         f"leaves {quantity(room)} of the {quantity(chip.hbm_capacity)}.",
         f"A reversible network keeps only the last layer's output: {context_tokens(context, 5)} "
-        f"× {int(d):,} values × 2 bytes = {_size(rev)} per sequence, whatever the depth.",
+        f"× {int(d):,} values × {quantity(per_value)} = {_size(rev)} per sequence, whatever "
+        "the depth.",
         f"The layer being differentiated holds {number(factor.m)} bytes per value: "
         f"{_size(buffer)} per sequence, {number((buffer / rev).to('').m)} times the stored "
         "output. This working buffer, not the stored activations, now sets the limit.",
-        f"{quantity(room)} / ({_size(rev)} + {_size(buffer)}) = {fit:,.2f}: **{count} "
-        f"sequences** per GPU.",
+        f"{quantity(room)} / ({_size(rev)} + {_size(buffer)}){quotient}, rounded down to whole "
+        f"sequences: **{quantity(answer, 4)}** per GPU.",
     )
     mistakes = [
         Mistake(
@@ -81,22 +109,19 @@ def draw(rng, presets) -> Draw:
             "You forgot the GPU's share of the training state.",
         ),
     ]
-    left = chip.hbm_capacity - state * Q_(2, "byte/parameter") / Q_(16, "byte/parameter") / shards
+    left = chip.hbm_capacity - state * (weight / per_param) / shards
     mistakes.append(
         Mistake(
             Q_(math.floor((left / per_seq).to("").m), "sequence"),
             "You counted only the BF16 weights of the state; gradients and Adam's FP32 "
-            "copies make it 16 bytes per parameter.",
+            f"copies make it {quantity(per_param)}.",
         )
     )
-    answer = Q_(count, "sequence")
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
         tolerance=0.02,
-        mistakes=tuple(
-            m for m in mistakes if m.value.m > 0 and abs((m.value / answer).to("").m - 1) > 0.02
-        ),
+        mistakes=_distinct([m for m in mistakes if m.value.m > 0], answer, 0.02),
         hint="What is left of the HBM after the state, and what does one sequence need?",
     )

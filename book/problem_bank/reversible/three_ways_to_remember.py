@@ -47,6 +47,8 @@ def draw(rng, presets) -> Draw:
     layers = detail.inputs["n_layers"].value.m
     d = detail.inputs["d_model"].value.m
     segments = layers**0.5
+    per_value = detail.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
+    fp8 = presets.get("precision", "fp8").bytes_per_value.to("byte/value")
     text = (
         f"You train {model.name} ({layers:g} layers, residual width {int(d):,}) with BF16 "
         f"activations, {quantity(batch)} of {context_tokens(context, 5)} per GPU. To save "
@@ -57,14 +59,16 @@ def draw(rng, presets) -> Draw:
         "layer inputs only? Answer in GB."
     )
     solution = (
-        f"One layer's input is a vector of {int(d):,} values per token at 2 bytes: "
+        f"One layer's input is a vector of {int(d):,} values per token at "
+        f"{quantity(per_value)}: "
         f"{quantity(per_layer)}. For the batch that is {_size(rev)} per layer.",
         f"Stored for every layer, as ordinary backpropagation does, it would be {layers:g} × "
         f"{_size(rev)} = {_size(plain)}.",
         f"With K segments you keep K checkpoints plus one segment's {layers:g}/K layers: "
         f"K + {layers:g}/K layers' worth, least when K = √{layers:g} ≈ {number(segments, 3)}, "
-        f"where both halves are equal: 2√{layers:g} ≈ {number(2 * segments, 3)} layers' worth.",
-        f"{number(2 * segments, 3)} × {_size(rev)} = **{quantity(ckpt)}**, "
+        f"where both halves are equal: twice √{layers:g} ≈ {number(2 * segments, 3)} layers' "
+        "worth.",
+        f"{number(2 * segments, 3)} × {_size(rev)} = **{quantity(ckpt, 3)}**, "
         f"{number((plain / ckpt).to('').m, 3)} times less than storing every layer, for one "
         "extra forward pass.",
     )
@@ -72,14 +76,15 @@ def draw(rng, presets) -> Draw:
         Mistake(
             ckpt / 2,
             "Half the answer: either you counted the checkpoints but not the segment being "
-            "recomputed, whose layers' inputs are held while its gradients are taken (2√L "
-            "layers' worth in all), or you stored BF16 at 1 byte per value instead of 2.",
+            "recomputed, whose layers' inputs are held while its gradients are taken (twice "
+            f"√L layers' worth in all), or you stored BF16 at FP8's {quantity(fp8)} instead "
+            f"of {quantity(per_value)}.",
         ),
         Mistake(plain, "That is ordinary backpropagation, every layer's input stored."),
         Mistake(
             rev,
             "That is what a reversible network keeps (the last layer's output); "
-            "checkpointing keeps about 2√L layers' worth.",
+            "checkpointing keeps about twice √L layers' worth.",
         ),
     )
     return Draw(

@@ -1,0 +1,59 @@
+"""Shared by the batching and moe problem files: every figure a decode step of a case reads."""
+
+from __future__ import annotations
+
+from book.format import context_tokens, quantity
+from book.problem_bank import evaluate
+from units import Q_
+
+STEP = ("compute_time", "weight_fetch_time", "kv_fetch_time", "hbm_drain_time")
+
+
+def figures(**case) -> dict:
+    """The inputs the step's equations read for ``case`` (at one sequence unless it sets the
+    batch), by their catalogue names: ``n_total``, ``n_active``, ``weight_bytes_per_value``,
+    ``kv_bytes_per_token``, ``flops``, ``mem_bandwidth``, ``hbm_capacity``, ...
+
+    >>> from book.format import quantity
+    >>> from units.presets import load
+    >>> f = figures(hardware="h200", model="llama_3_1_70b", precision="bf16", presets=load())
+    >>> quantity(f["hbm_capacity"]), quantity(f["kv_bytes_per_token"].to("kB/token"))
+    ('141 GB', '327.7 kB per token')
+    """
+    case.setdefault("batch_size", Q_(1, "sequence"))
+    out = {}
+    for equation in STEP:
+        result = evaluate(equation, detailed=True, **case)
+        out.update({name: used.value for name, used in result.inputs.items()})
+    return out
+
+
+def weight_bytes(f: dict):
+    """Bytes of all the weights: total parameters times bytes per weight."""
+    return (f["n_total"] * f["weight_bytes_per_value"] * Q_(1, "value/parameter")).to("GB")
+
+
+def chip_name(presets, hardware: str) -> str:
+    """The chip's name without the rack's per-GPU note: 'NVIDIA GB200 NVL72'."""
+    return presets.get("hardware", hardware).name.replace(" (per GPU)", "")
+
+
+def size(q) -> str:
+    """Bytes as a reader says them: '69.5 MB', '569 GB', '1.44 TB'."""
+    q = q.to("GB")
+    if q >= Q_(1000, "GB"):
+        q = q.to("TB")
+    elif q < Q_(1, "GB"):
+        q = q.to("MB")
+    return quantity(q, 3)
+
+
+def tokens(context) -> str:
+    """A context length exactly, as the model's card gives it: '16,384 tokens'."""
+    return context_tokens(context, 6)
+
+
+def flop_rate(q) -> str:
+    """A FLOP rate as a reader says it: '989 TFLOP/s', '1.98 PFLOP/s'."""
+    q = q.to("TFLOP/s")
+    return quantity(q.to("PFLOP/s") if q >= Q_(1000, "TFLOP/s") else q, 3)

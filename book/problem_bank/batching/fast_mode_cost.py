@@ -1,0 +1,156 @@
+"""Fast mode on your own server: the speed-up sets the step, the weight read sets the batch."""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank.batching._figures import (
+    chip_name,
+    figures,
+    flop_rate,
+    size,
+    tokens,
+    weight_bytes,
+)
+from units import Q_
+
+KIND = "multi"
+TITLE = "What does Fast mode cost you?"
+USES = (
+    "weight_fetch_time",
+    "kv_fetch_time",
+    "step_time",
+    "fast_mode_batch_ratio",
+    "cost_per_token",
+)
+LECTURE = "0:00"
+
+SETUPS = (  # (model, precision, chip): dense models on a server of eight
+    ("llama_3_1_70b", "bf16", "h100_sxm"),
+    ("llama_3_1_70b", "bf16", "h200"),
+    ("llama_3_1_70b", "fp8", "h100_sxm"),
+    ("llama_3_1_70b", "fp8", "h200"),
+    ("llama_3_1_70b", "fp8", "b200"),
+    ("llama_3_1_405b", "fp8", "h200"),
+    ("llama_3_1_405b", "fp8", "b200"),
+    ("llama_3_1_405b", "fp8", "mi300x"),
+)
+BATCHES = (128, 192, 256, 384, 512)
+FEWEST = 40  # Fast-mode sequences: rounding the batch down moves the cost less than 3%
+CONTEXTS = (4096, 8192, 16384)
+RENTS = (2.0, 2.5, 3.0, 4.0)  # USD per chip-hour, as quoted to you
+WORDS = {"bf16": "BF16", "fp8": "FP8"}
+
+
+def largest_batch(case, step_limit) -> int:
+    """The largest batch whose step fits in ``step_limit`` (0 if not even one sequence's)."""
+    low, high = 0, case["batch_size"].m
+    while low < high:
+        mid = (low + high + 1) // 2
+        if evaluate("step_time", **dict(case, batch_size=Q_(mid, "sequence"))) <= step_limit:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def scenario(rng, presets):
+    """A server, a standard batch that fits it and a Fast mode the server can reach."""
+    speed = presets.parameter["fast_speed_multiplier"].value.to("").m
+    while True:
+        model, precision, hardware = rng.choice(SETUPS)
+        case = dict(
+            hardware=hardware,
+            model=model,
+            precision=precision,
+            n_chips=Q_(8, "chip"),
+            batch_size=Q_(rng.choice(BATCHES), "sequence"),
+            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+            price_per_chip_hour=Q_(rng.choice(RENTS), "USD/chip/hour"),
+            presets=presets,
+        )
+        held = evaluate("chips_to_fit", **case).to("chip")
+        fast = largest_batch(case, evaluate("step_time", **case) / speed)
+        if held <= case["n_chips"] and fast >= FEWEST:
+            return case, speed, fast
+
+
+def draw(rng, presets) -> Draw:
+    case, speed, fast = scenario(rng, presets)
+    standard = dict(case)
+    quick = dict(case, batch_size=Q_(fast, "sequence"))
+    for at in (standard, quick):
+        assert evaluate("compute_time", **at) < evaluate("memory_time", **at), "memory-bound"
+    f = figures(**case)
+    b0 = case["batch_size"]
+    weights = evaluate("weight_fetch_time", **case).to("ms")
+    per_sequence = (evaluate("kv_fetch_time", **case) / b0.m).to("ms")
+    step0 = evaluate("step_time", **standard).to("ms")
+    limit = (step0 / speed).to("ms")
+    step_fast = evaluate("step_time", **quick).to("ms")
+    cost0 = evaluate("cost_per_token", **standard).to("USD/Mtoken")
+    cost = evaluate("cost_per_token", **quick).to("USD/Mtoken")
+    ratio = (cost / cost0).to("").m
+    api = presets.get("api", "claude_opus_4_6_fast")
+    price_fast, price = api.fields["output"], presets.get("api", "claude_opus_4_6").fields["output"]
+    price_ratio = (price_fast / price).to("").m
+    implied = evaluate(
+        "fast_mode_batch_ratio",
+        fast_price_multiplier=Q_(price_ratio, ""),
+        fast_speed_multiplier=Q_(speed, ""),
+    ).to("")
+    chip, name = chip_name(presets, case["hardware"]), presets.get("model", case["model"]).name
+    rent, n, context = case["price_per_chip_hour"], case["n_chips"], case["context_length"]
+    word = WORDS[case["precision"]]
+
+    text = (
+        f"You serve {name} in {word} on a server of {quantity(n)} ({chip}, "
+        f"{quantity(f['mem_bandwidth'], 3)} of HBM bandwidth and "
+        f"{flop_rate(f['flops'])} of {word} math each), rented at "
+        f"{quantity(rent)}. Every conversation carries {tokens(context)} of context, whose KV "
+        f"cache takes {quantity(f['kv_bytes_per_token'].to('kB/token'), 3)} of context in "
+        f"{word}. Your standard mode runs a batch of {quantity(b0)}. You add a Fast mode like "
+        f"{api.name.split(',')[0]}'s, which promises {number(speed)} times the output speed "
+        f"and charges {quantity(price_fast)} against {quantity(price)}. On the same server, "
+        "what does a Fast-mode token cost you, in USD per million tokens?"
+    )
+    solution = (
+        f"Standard step: the weights ({size(weight_bytes(f))}) take {quantity(weights, 3)} to "
+        f"read over the eight chips, and each conversation's cache adds "
+        f"{quantity(per_sequence.to('µs'), 3)}; the multiplies take less, so the step is "
+        f"memory-bound: {quantity(step0, 3)} at {quantity(b0)}, "
+        f"{quantity(cost0, 3)}.",
+        f"Fast mode gives each user {number(speed)} times the tokens per second, so its step "
+        f"may last {quantity(step0, 3)} / {number(speed)} = {quantity(limit, 3)}. The weights "
+        f"still take {quantity(weights, 3)} of it, whatever the batch; what is left holds "
+        f"{number(fast)} conversations' caches (rounded down), a batch "
+        f"{number(b0.m / fast, 3)} times smaller, not {number(speed)}.",
+        f"That step takes {quantity(step_fast, 3)}, shared by {number(fast)} tokens: "
+        f"**{quantity(cost, 3)}**, {number(ratio, 3)} times the standard token's cost, where "
+        f"the price is {number(price_ratio)} times. (Reading the price ratio as a cost ratio would "
+        f"imply a batch {number(1 / implied.m, 3)} times smaller; the weight read, not the "
+        "price, sets the batch.)",
+    )
+    mistakes = [
+        Mistake(
+            cost0 * price_ratio,
+            "That is the standard cost times the price ratio: the price need not track the "
+            "cost. Work out the batch the faster step leaves room for.",
+        ),
+        Mistake(
+            evaluate("cost_per_token", **dict(case, batch_size=b0 / speed)).to("USD/Mtoken"),
+            f"You shrank the batch {number(speed)} times, as if the step were proportional to "
+            "the batch: the weight read does not shrink with it.",
+        ),
+        Mistake(cost0, "That is the standard mode's cost: Fast mode runs a smaller batch."),
+        Mistake(cost / 8, "That is one chip's rent: all eight chips run every step."),
+    ]
+    mistakes = [m for m in mistakes if abs((m.value / cost).to("").m - 1) > 0.05]
+    return Draw(
+        text=text,
+        answer=cost,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
+        hint="The faster step must still read every weight; how many caches fit in what is left?",
+    )

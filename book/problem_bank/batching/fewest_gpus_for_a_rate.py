@@ -1,0 +1,98 @@
+"""At large batches only the multiplies are left: GPUs needed for a token rate, from 2N active."""
+
+from __future__ import annotations
+
+from book.format import quantity
+from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank.batching._figures import chip_name, figures, tokens
+from units import Q_
+
+KIND = "estimate"
+TITLE = "The fewest GPUs for a token rate"
+USES = ("crossover_batch", "compute_time", "decode_rate_per_chip")
+LECTURE = "0:00"
+
+MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
+CHIPS = {"h200": 8, "b200": 8, "gb200_nvl72": 72, "mi300x": 8}  # chip: GPUs per replica
+SHARES = (0.1, 0.2, 0.5, 1.0)  # of one frontier model's traffic
+CONTEXTS = (512, 1024, 2048)
+FACTOR = 1.5  # narrower than the factor two of BF16 against FP8, or of one FLOP for two
+
+
+def scenario(rng, presets):
+    """A model, chips and context whose large batches are compute-bound (short contexts)."""
+    while True:
+        model, hardware = rng.choice(MODELS), rng.choice(tuple(CHIPS))
+        case = dict(
+            hardware=hardware,
+            model=model,
+            precision="fp8",
+            n_chips=Q_(CHIPS[hardware], "chip"),
+            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+            presets=presets,
+        )
+        crossover = evaluate("crossover_batch", **case).to("sequence")
+        big = dict(case, batch_size=Q_(round(8 * crossover.m), "sequence"))
+        if evaluate("compute_time", **big) > 1.2 * evaluate("memory_time", **big):
+            return big
+
+
+def draw(rng, presets) -> Draw:
+    big = scenario(rng, presets)
+    model, hardware, case = big["model"], big["hardware"], big
+    rate = (presets.parameter["inference_rate"].value * rng.choice(SHARES)).to("token/s")
+    per_chip = evaluate("decode_rate_per_chip", **big).to("token/s/chip")
+    chips = (rate / per_chip).to("chip")
+    f = figures(**big)
+    flops, active, total = f["flops"].to("PFLOP/s"), f["n_active"], f["n_total"]
+    per_token = (2 * active * Q_(1, "FLOP/parameter")).to("GFLOP")
+    attention = (f["attention_flops_per_token"] * case["context_length"] * Q_(1, "sequence")).to(
+        "GFLOP"
+    )
+    floor_chips = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip")
+    chip, name = chip_name(presets, hardware), presets.get("model", model).name
+    sparsity = (total / active).to("").m
+
+    text = (
+        f"A lab must generate {quantity(rate, 2)} of {name} ({quantity(total, 3)} in all, "
+        f"{quantity(active, 3)} active per token), in FP8 on {chip} GPUs that each do "
+        f"{quantity(flops, 3)} of dense FP8 math. Prompts are short (about "
+        f"{tokens(case['context_length'])} of context), and the batches are so large that "
+        "batching more would not make a token any cheaper. Roughly how many GPUs does the lab "
+        f"need at the very least? Any answer within a factor of {FACTOR:g} is accepted."
+    )
+    solution = (
+        "Batches that large are past the crossover, where a step is bound by its multiplies: "
+        "the weight reads are shared by so many sequences that they vanish per token, so only "
+        "the arithmetic is left to count.",
+        f"A token costs two FLOPs (a multiply and an add) per active parameter, "
+        f"{quantity(per_token, 3)}, plus its attention over a short context (about "
+        f"{quantity(attention, 2)}). The total parameters do not enter: the experts a token "
+        "skips do no arithmetic for it.",
+        f"One GPU at {quantity(flops, 3)} then makes about {quantity(per_chip, 3)} "
+        f"(without attention, the whole rate would need {quantity(floor_chips, 3)}).",
+        f"{quantity(rate, 2)} over that: about **{quantity(chips, 3)}**, at full use of every "
+        "FLOP (a floor: real serving runs well below peak).",
+    )
+    mistakes = (
+        Mistake(
+            chips * 3,
+            "Six FLOPs per parameter is training (forward and backward): "
+            "generating a token is a forward pass, two.",
+        ),
+        Mistake(
+            chips * sparsity,
+            "You counted every parameter: only the active ones do "
+            "arithmetic for a token (total versus active parameters).",
+        ),
+        Mistake(chips * 2, "That is the BF16 rate: FP8 math runs twice as fast."),
+        Mistake(chips / 2, "A multiply-add is two FLOPs per parameter, not one."),
+    )
+    return Draw(
+        text=text,
+        answer=chips,
+        solution=solution,
+        tolerance=FACTOR,
+        mistakes=mistakes,
+        hint="Once batching no longer helps, what work is left for each token?",
+    )

@@ -1,0 +1,134 @@
+"""Fill the HBM with sequences: a memory-bound step then reads everything once, one drain time."""
+
+from __future__ import annotations
+
+import math
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
+from units import Q_
+
+KIND = "multi"
+TITLE = "A server packed to the brim"
+USES = ("kv_cache_per_sequence", "memory_time", "hbm_drain_time", "throughput")
+LECTURE = "0:00"
+
+SETUPS = (  # (model, precision, chips): servers that hold the weights with room to spare
+    ("llama_3_1_70b", "bf16", ("h100_sxm", "h200", "b200", "mi300x")),
+    ("llama_3_1_70b", "fp8", ("h100_sxm", "h200", "b200", "mi300x")),
+    ("llama_3_1_405b", "fp8", ("h200", "b200", "mi300x")),
+    ("qwen3_235b_a22b", "bf16", ("h200", "b200", "mi300x")),
+    ("qwen3_235b_a22b", "fp8", ("h100_sxm", "h200", "b200")),
+)
+CONTEXTS = (4096, 8192, 16384, 32768)
+WORDS = {"bf16": "BF16", "fp8": "FP8"}
+
+
+def packed(case) -> int:
+    """The most sequences whose KV caches fit in the server's HBM beside the weights."""
+    f = figures(**case)
+    room = (case["n_chips"] * f["hbm_capacity"]).to("GB") - weight_bytes(f)
+    per_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
+    return math.floor((room / per_sequence).to("sequence").m)
+
+
+def draw(rng, presets) -> Draw:
+    model, precision, chips = rng.choice(SETUPS)
+    hardware = rng.choice(chips)
+    n = Q_(8, "chip")
+    case = dict(
+        hardware=hardware,
+        model=model,
+        precision=precision,
+        n_chips=n,
+        context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+        presets=presets,
+    )
+    f = figures(**case)
+    hbm, bandwidth = f["hbm_capacity"], f["mem_bandwidth"]
+    weights = weight_bytes(f)
+    server_hbm = (n * hbm).to("GB")
+    per_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
+    batch = Q_(packed(case), "sequence")
+    assert batch >= Q_(16, "sequence"), "the server must hold a real batch"
+    at = dict(case, batch_size=batch)
+    memory = evaluate("memory_time", **at).to("ms")
+    compute = evaluate("compute_time", **at).to("ms")
+    assert compute < 0.8 * memory, "a packed step must be memory-bound"
+    read = evaluate("weight_fetch_time", detailed=True, **at).inputs
+    dense = read["routed_weight_share"].value.m == 0
+    assert dense or read["expert_read_fraction"].value.m > 0.999, "every expert is read"
+    drain = evaluate("hbm_drain_time", **case).to("ms")
+    read_bytes = weights + evaluate("kv_cache_per_batch", **at).to("GB")
+    per_user = (Q_(1, "token/sequence") / memory).to("token/s/sequence")
+    rate = evaluate("throughput", **at).to("token/s")
+    chip, name = chip_name(presets, hardware), presets.get("model", model).name
+    kv = f["kv_bytes_per_token"].to("kB/token")
+    context = case["context_length"]
+
+    text = (
+        f"You serve {name} ({quantity(f['n_total'], 3)}) in {WORDS[precision]} on one server of "
+        f"{quantity(n)} ({chip}: {quantity(hbm, 3)} of HBM and {quantity(bandwidth, 3)} each). "
+        f"Every conversation carries {tokens(context)} of context, and the KV cache "
+        f"takes {quantity(kv, 3)} of context at this precision. You admit conversations until the "
+        "HBM is full: the weights plus as many KV caches as fit. How many tokens per second "
+        "does the server generate, all conversations together?"
+    )
+    solution = (
+        f"Room: the weights take {size(weights)} ({quantity(f['n_total'], 3)} at "
+        f"{quantity(f['weight_bytes_per_value'])}); the server holds {size(server_hbm)}, "
+        f"so {size(server_hbm - weights)} is left. One conversation's cache is "
+        f"{tokens(context)} × {quantity(kv, 3)} = {size(per_sequence * Q_(1, 'sequence'))}, so "
+        f"the batch is {quantity(batch)} (rounded down).",
+        "Each step reads every weight once"
+        + ("" if dense else " (a batch this large routes tokens to every expert)")
+        + f" and every conversation's cache once: {size(read_bytes)} of the server's "
+        f"{size(server_hbm)}, almost all of it. Read by {quantity(n)} at "
+        f"{quantity(bandwidth, 3)} each, that takes "
+        f"{quantity(memory, 3)}, just under the chip's drain time (capacity over bandwidth, "
+        f"{quantity(drain, 3)}): the chip count cancels.",
+        f"Check the regime: the multiplies of that batch take {quantity(compute, 3)}, less than "
+        "the reads, so the step is memory-bound and lasts the read time.",
+        f"Every step gives each of the {number(batch.m)} conversations one token: "
+        f"{number(batch.m)} tokens every {quantity(memory, 3)} = **{quantity(rate, 3)}**. "
+        "(Each user sees one token per step, about one per drain time: "
+        f"{quantity(per_user, 3)}.)",
+    )
+    bytes_slip = "two" if precision == "fp8" else "one"
+    wrong_bytes = dict(
+        case,
+        weight_precision="bf16" if precision == "fp8" else "fp8",
+        kv_precision="bf16" if precision == "fp8" else "fp8",
+    )
+    mistakes = [
+        Mistake(rate / 8, "That is one chip's share: the server's eight chips work together."),
+    ]
+    no_weights = math.floor((server_hbm / per_sequence).to("sequence").m)
+    at_full = dict(case, batch_size=Q_(no_weights, "sequence"))
+    mistakes.append(
+        Mistake(
+            evaluate("throughput", **at_full).to("token/s"),
+            "You filled the whole HBM with KV caches: the weights take their room first.",
+        )
+    )
+    slipped = packed(wrong_bytes)
+    if slipped > 0:
+        at_slip = dict(wrong_bytes, batch_size=Q_(slipped, "sequence"))
+        mistakes.append(
+            Mistake(
+                evaluate("throughput", **at_slip).to("token/s"),
+                f"{WORDS[precision]} stores {'one byte' if precision == 'fp8' else 'two bytes'} "
+                f"per value, not {bytes_slip}: that changes both the weights' room and the caches.",
+            )
+        )
+    mistakes = [m for m in mistakes if abs((m.value / rate).to("").m - 1) > 0.05]
+    return Draw(
+        text=text,
+        answer=rate,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
+        hint="How many conversations fit, and how long does a step take to read everything the "
+        "chips hold?",
+    )

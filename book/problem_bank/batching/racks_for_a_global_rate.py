@@ -1,0 +1,146 @@
+"""A provider's token rate grows by replicas: each rack's rate is its batch over its step."""
+
+from __future__ import annotations
+
+import math
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
+from units import Q_
+
+KIND = "multi"
+TITLE = "How many racks for a frontier model's traffic?"
+USES = ("weight_fetch_time", "kv_fetch_time", "compute_time", "step_time", "throughput")
+
+MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "llama_3_1_405b")
+RACKS = ("gb200_nvl72", "gb300_nvl72")
+BATCHES = (1024, 2048, 4096)
+CONTEXTS = (4096, 8192, 16384)
+FEWEST = 40  # racks: rounding up to a whole rack stays inside the tolerance
+
+
+def rack_rate(case):
+    """Tokens per second of one rack, and its step time."""
+    return evaluate("throughput", **case).to("token/s"), evaluate("step_time", **case).to("ms")
+
+
+def draw(rng, presets) -> Draw:
+    model, hardware = rng.choice(MODELS), rng.choice(RACKS)
+    chips = presets.get("hardware", hardware).scale_up_domain
+    case = dict(
+        hardware=hardware,
+        model=model,
+        precision="fp8",
+        n_chips=chips,
+        batch_size=Q_(rng.choice(BATCHES), "sequence"),
+        context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+        presets=presets,
+    )
+    one_model = presets.parameter["inference_rate"].value.to("token/s")
+    every_model = presets.parameter["global_inference_rate"].value.to("token/s")
+    f = figures(**case)
+    batch, context = case["batch_size"], case["context_length"]
+    weights = evaluate("weight_fetch_time", detailed=True, **case)
+    assert weights.inputs["routed_weight_share"].value.m == 0 or (
+        weights.inputs["expert_read_fraction"].value.m > 0.99
+    ), "a batch this large reads every expert"
+    weights = weights.value.to("ms")
+    kv = evaluate("kv_fetch_time", **case).to("ms")
+    compute = evaluate("compute_time", **case).to("ms")
+    held = weight_bytes(f) + evaluate("kv_cache_per_batch", **case).to("GB")
+    hbm = evaluate("scaleup_memory", **case).to("TB")
+    assert held < hbm, "the rack holds the weights and the batch's caches"
+    rate, step = rack_rate(case)
+    target = one_model if (one_model / rate).to("").m >= FEWEST else every_model
+    raw = (target / rate).to("").m
+    assert raw >= FEWEST
+    racks = Q_(math.ceil(raw), "rack")
+    binds = "memory" if kv + weights >= compute else "compute"
+    rack = chip_name(presets, hardware)
+    name = presets.get("model", model).name
+    who = "one frontier model's traffic" if target == one_model else "all of a lab's traffic"
+
+    text = (
+        f"A lab must serve {quantity(target, 2)} of {name} ({quantity(f['n_total'], 3)} in all, "
+        f"{quantity(f['n_active'], 3)} active per token). Each replica is one {rack} rack of "
+        f"{quantity(chips)}, each GPU with {quantity(f['hbm_capacity'], 3)} of HBM at "
+        f"{quantity(f['mem_bandwidth'], 3)} and {quantity(f['flops'].to('PFLOP/s'), 3)} of dense "
+        f"FP8 math. Weights, KV cache and math are in FP8. A replica runs a batch of "
+        f"{quantity(batch)}, each with {tokens(context)} of context; the KV cache takes "
+        f"{quantity(f['kv_bytes_per_token'].to('kB/token'), 3)} of context, and attention "
+        f"costs {quantity(f['attention_flops_per_token'].to('MFLOP/token'), 3)} of context for "
+        "each new token. How many racks does the lab need?"
+    )
+    per_token = (
+        2 * f["n_active"] * Q_(1, "FLOP/parameter")
+        + f["attention_flops_per_token"] * context * Q_(1, "sequence")
+    ).to("GFLOP")
+    solution = (
+        f"Weight reads: at this batch every expert is hit, so a step reads all "
+        f"{size(weight_bytes(f))} (one byte per weight) over {quantity(chips)} × "
+        f"{quantity(f['mem_bandwidth'], 3)}: {quantity(weights, 3)}.",
+        f"KV reads: {number(batch.m)} caches of {tokens(context)} × "
+        f"{quantity(f['kv_bytes_per_token'].to('kB/token'), 3)}: {quantity(kv, 3)}.",
+        f"Multiplies: each token costs two FLOPs per active parameter plus its attention, "
+        f"{quantity(per_token, 3)}; for the batch on the rack's FP8 rate that is "
+        f"{quantity(compute, 3)}. The reads take {quantity(weights + kv, 3)}, so the step is "
+        f"{binds}-bound: {quantity(step, 3)}.",
+        f"A rack makes {number(batch.m)} tokens per step: {quantity(rate, 3)}. For "
+        f"{quantity(target, 2)} that is {number(raw, 4)} racks; rounded up, "
+        f"**{quantity(racks)}** ({quantity((racks * chips / Q_(1, 'rack')).to('chip'))}) for "
+        f"{who}.",
+    )
+    mistakes = []
+    no_kv = (Q_(1, "token/sequence") * batch / max(weights, compute)).to("token/s")
+    mistakes.append(
+        Mistake(
+            Q_(math.ceil((target / no_kv).to("").m), "rack"),
+            "You left out the KV reads: every conversation's cache is read every step "
+            f"({quantity(kv, 3)} here).",
+        )
+    )
+    drain = evaluate("hbm_drain_time", **case).to("ms")
+    by_drain = (Q_(1, "token/sequence") * batch / drain).to("token/s")
+    mistakes.append(
+        Mistake(
+            Q_(math.ceil((target / by_drain).to("").m), "rack"),
+            "You took the step to be one HBM drain time: that holds only when the batch fills "
+            "the HBM, and this one leaves most of the rack's memory empty.",
+        )
+    )
+    slip = dict(case, weight_precision="bf16", kv_precision="bf16")
+    slipped, _ = rack_rate(slip)
+    mistakes.append(
+        Mistake(
+            Q_(math.ceil((target / slipped).to("").m), "rack"),
+            "FP8 stores one byte per value, not two (weights and KV cache alike).",
+        )
+    )
+    short = dict(case, context_length=Q_(1, "token/sequence"))  # attention's FLOPs vanish
+    weights_only = evaluate("compute_time", **short).to("ms")
+    no_attention = (Q_(1, "token/sequence") * batch / max(weights + kv, weights_only)).to("token/s")
+    mistakes.append(
+        Mistake(
+            Q_(math.ceil((target / no_attention).to("").m), "rack"),
+            "You left out attention's FLOPs: at this context they are a large part of each "
+            "token's multiplies.",
+        )
+    )
+    every_weight = dict(case, n_active=f["n_total"])
+    mistakes.append(
+        Mistake(
+            Q_(math.ceil((target / rack_rate(every_weight)[0]).to("").m), "rack"),
+            "You multiplied by every parameter: a token's multiplies use only the active ones.",
+        )
+    )
+    mistakes = [m for m in mistakes if abs((m.value / racks).to("").m - 1) > 0.05]
+    return Draw(
+        text=text,
+        answer=racks,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
+        hint="Find one rack's step time (the larger of its reads and its multiplies); its rate "
+        "is the batch over that step.",
+    )

@@ -1,0 +1,130 @@
+"""How fast a network port must be for an expert layer to span racks without waiting on it."""
+
+from __future__ import annotations
+
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank.batching._figures import chip_name, figures
+from units import Q_
+
+KIND = "multi"
+TITLE = "The network port that would let an expert layer span racks"
+USES = (
+    "alltoall_bytes_per_token",
+    "alltoall_time",
+    "compute_time",
+    "offrack_fraction",
+    "multi_rack_slowdown",
+)
+LECTURE = "32:09"
+
+MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
+RACKS = ("gb200_nvl72", "gb300_nvl72")
+SPANS = (2, 3, 4)
+BATCHES = (1024, 2048, 4096)
+SPAN_WORDS = {2: "two", 3: "three", 4: "four"}
+
+
+def draw(rng, presets) -> Draw:
+    model, hardware, span = rng.choice(MODELS), rng.choice(RACKS), rng.choice(SPANS)
+    chips = presets.parameter["expert_parallel_chips"].value
+    case = dict(
+        model=model,
+        hardware=hardware,
+        precision="fp8",
+        batch_size=Q_(rng.choice(BATCHES), "sequence"),
+        expert_parallel_chips=chips,
+        n_chips=chips,
+        presets=presets,
+    )
+    spec = presets.get("model", model)
+    layers = Q_(spec.layers, "layer")
+    k, experts, d = spec.experts_active, spec.experts_routed, spec.d_model
+    bytes_per_token = evaluate("alltoall_bytes_per_token", **case).to("kB/token")
+    one = evaluate("alltoall_time", **case, racks_spanned=Q_(1, "rack")).to("µs")
+    short = dict(case, context_length=Q_(1, "token/sequence"))  # the weights' FLOPs alone
+    step_compute = evaluate("compute_time", **short).to("µs")
+    layer = (step_compute / layers.m).to("µs")
+    ratio = (one / layer).to("").m
+    assert ratio < 1, "inside one rack the all-to-all hides behind the compute"
+    offrack = evaluate("offrack_fraction", racks_spanned=Q_(span, "rack")).to("").m
+    penalty = 1 / (offrack * ratio)  # the off-rack share, slowed by it, takes the layer's time
+    at = dict(case, racks_spanned=Q_(span, "rack"), scale_out_penalty=Q_(penalty, ""))
+    slowdown = evaluate("multi_rack_slowdown", **at).to("").m
+    spanned = evaluate("alltoall_time", **at).to("µs")
+    assert abs((spanned / layer).to("").m - 1) < 1e-6, "the port just keeps up"
+    f = figures(**case)
+    hw = presets.get("hardware", hardware)
+    up, out = hw.scale_up_bandwidth_per_direction, hw.scale_out_bandwidth_per_direction
+    port = (up / penalty).to("Gbit/s")
+    rack = chip_name(presets, hardware)
+    name = presets.get("model", model).name
+    words = SPAN_WORDS[span]
+
+    text = (
+        f"{name} sends each token to {quantity(Q_(k, 'expert'))} of {number(experts)} in each of "
+        f"its MoE layers; its activations are {number(d)} values wide, it has "
+        f"{quantity(layers)} and {quantity(f['n_active'], 3)} active per token, and you run it "
+        f"in FP8. Its expert layers are spread over {quantity(chips)} of {rack} racks, whose GPUs "
+        f"each have {quantity(up, 3)} of NVLink per direction and do "
+        f"{quantity(f['flops'].to('PFLOP/s'), 3)} of dense FP8 math. A decode step runs a batch "
+        f"of {quantity(case['batch_size'])} with short contexts. If each expert layer instead "
+        f"spans {words} racks, its GPUs split evenly among them, how fast must each GPU's "
+        "network port be, per direction, for the layer's all-to-all to take no longer than its "
+        "compute? Answer in Gb/s."
+    )
+    solution = (
+        f"Bytes: each token's activation goes out to its {number(k)} experts and comes back, "
+        f"at one byte per FP8 value: twice {number(k)} × {number(d)} = "
+        f"{quantity(bytes_per_token, 3)} per MoE layer.",
+        f"In one rack the batch's bytes leave {quantity(chips)} at {quantity(up, 3)} each: "
+        f"{quantity(one, 3)}. The layer's compute on the same chips is the step's "
+        f"({quantity(step_compute, 3)}: two FLOPs per active parameter per token) shared over "
+        f"its {quantity(layers)}: {quantity(layer, 3)}. So in one rack the all-to-all takes "
+        f"{number(ratio, 3)} of the compute. Both grow with the batch and shrink with the chips "
+        "alike, so neither changes that share.",
+        f"Over {words} racks, a token's expert sits in another rack {number(offrack, 3)} of the "
+        f"time. Those bytes cross the network while the rest ride NVLink at once, so the layer "
+        f"waits for the slower share: {number(offrack, 3)} × penalty × {quantity(one, 3)}. "
+        f"Setting that equal to {quantity(layer, 3)} gives a penalty of at most "
+        f"{number(penalty, 3)} (the all-to-all is then {number(slowdown, 3)} times the one-rack "
+        "time).",
+        f"So the port must reach {quantity(up, 3)} / {number(penalty, 3)} = "
+        f"**{quantity(port, 3)}** per direction, {number((port / out).to('').m, 2)} times "
+        f"the {quantity(out, 3)} this rack's GPUs have.",
+    )
+    sparsity = (f["n_total"] / f["n_active"]).to("").m
+    summed = (layer - (1 - offrack) * one) / (offrack * one)  # if the two shares added
+    mistakes = (
+        Mistake(
+            port.to("GB/s").m * Q_(1, "Gbit/s"),
+            "That is the rate in gigabytes per second: a network port is quoted in bits, "
+            "eight to the byte.",
+        ),
+        Mistake(port / 2, "Count both ways: dispatch to the experts and combine back."),
+        Mistake(
+            port / offrack,
+            "Not every byte leaves the rack: a token's expert is in its own rack one time in "
+            f"{words}.",
+        ),
+        Mistake(
+            port / sparsity,
+            "You gave the layer every parameter's FLOPs: a token multiplies only its active "
+            "parameters.",
+        ),
+        Mistake(
+            (up / summed).to("Gbit/s"),
+            "You added the on-rack and off-rack times: the two kinds of link move bytes at "
+            "once, so the layer waits for the slower, not the sum.",
+        ),
+    )
+    mistakes = tuple(m for m in mistakes if abs((m.value / port).to("").m - 1) > 0.05)
+    return Draw(
+        text=text,
+        answer=port,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=mistakes,
+        hint="Compare one layer's all-to-all inside one rack with its compute; then ask how "
+        "much slower the off-rack share may move.",
+    )
