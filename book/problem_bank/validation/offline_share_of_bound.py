@@ -119,8 +119,8 @@ def draw(rng, presets) -> Draw:
         f"brings {number(rho.m, 3)} prompt tokens of prefill, so {quantity(with_prompts)} in "
         f"all. The step is {binds}-bound at {quantity(step)}.",
         f"Each sequence gets one token per step: {number(batch.m)} tokens per {quantity(step)}, "
-        f"at most {quantity(bound)}. Measured "
-        f"{quantity(measured)}: **{pct(share.m)}** of the bound.",
+        f"at most {quantity(bound)}. The run measured {quantity(measured)}, so its share is "
+        f"{quantity(measured)} / {quantity(bound)} = **{pct(share.m)}**.",
     )
     decode_only = _ev("decode_rate_per_chip", case, batch_size=batch).to("token/s/chip")
     candidates = [
