@@ -94,7 +94,7 @@ def draw(rng, presets) -> Draw:
         f"The tier costs {quantity(price, 3)}; a million tokens' cache held for "
         f"{quantity(life)} costs {quantity(per_token)} × {quantity(life)} × that price = "
         f"{quantity(hold, 3)}.",
-        f"{verdict}: {quantity(premium)} / {quantity(hold, 3)} = **{number(ratio.m, 3)}**.",
+        f"{verdict}: {quantity(premium)} / {quantity(hold, 3)} = **{number(ratio.m, 3)} times**.",
     )
     candidates = [
         (

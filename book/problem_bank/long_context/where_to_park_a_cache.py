@@ -205,7 +205,7 @@ def _draw(rng, presets) -> Draw:
             candidates.append(
                 (
                     recompute_cost / chips,
-                    f"You paid for one GPU's time; the prefill runs on all {number(chips)} of "
+                    f"You paid for one GPU's time; the prefill runs on all {number(chips)} GPUs of "
                     "the replica, each rented.",
                 )
             )
