@@ -77,12 +77,15 @@ def draw(rng, presets) -> Draw:
         if model.attention == "mla"
         else "a key and a value per KV head per layer"
     )
-    verdict = (
-        "the premium pays for this tier with room to spare"
-        if ratio.m > 1
-        else "the premium does not cover this tier: a cache kept this long must live somewhere "
-        "cheaper"
-    )
+    if ratio.m >= 2:
+        verdict = "The premium pays for this tier with room to spare"
+    elif ratio.m >= 1:
+        verdict = "The premium just pays for this tier"
+    else:
+        verdict = (
+            "The premium does not cover this tier (a cache kept this long must live somewhere "
+            "cheaper)"
+        )
     solution = (
         f"A cache write is an input token's prefill plus the holding, so the holding is paid "
         f"by the premium: {quantity(write)} − {quantity(api.input.to('USD/Mtoken'))} = "
@@ -91,7 +94,7 @@ def draw(rng, presets) -> Draw:
         f"The tier costs {quantity(price, 3)}; a million tokens' cache held for "
         f"{quantity(life)} costs {quantity(per_token)} × {quantity(life)} × that price = "
         f"{quantity(hold, 3)}.",
-        f"{quantity(premium)} / {quantity(hold, 3)} = **{number(ratio.m, 3)}**: {verdict}.",
+        f"{verdict}: {quantity(premium)} / {quantity(hold, 3)} = **{number(ratio.m, 3)} times**.",
     )
     candidates = [
         (

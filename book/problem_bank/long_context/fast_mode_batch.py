@@ -103,15 +103,17 @@ def draw(rng, presets) -> Draw:
         f"{quantity(quick['weight_fetch_time'])}, the caches only "
         f"{quantity(quick['kv_fetch_time'])} and the multiplies "
         f"{quantity(quick['compute_time'])}: a step of {quantity(quick['step_time'])}.",
-        f"Each user then gets **{quantity(answer)}**, {number(gain, 3)} times the standard "
-        f"speed against the {number(speed_x)} times advertised"
+        f"One token per {quantity(quick['step_time'])} step is {number(gain, 3)} times the "
+        "standard speed, against the "
+        f"{number(speed_x)} times advertised"
         + (
             ": a batch this small would beat the advertised speed, so the price leaves the "
-            "provider room (a somewhat larger batch would still deliver it)."
+            "provider room (a somewhat larger batch would still deliver it). "
             if gain > speed_x
             else ": the weight reads set a floor the smaller batch cannot get under, so the "
-            "price alone does not buy the speed."
-        ),
+            "price alone does not buy the speed. "
+        )
+        + f"Each user gets **{quantity(answer, 3)}**.",
     )
     candidates = (
         (

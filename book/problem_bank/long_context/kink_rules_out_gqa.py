@@ -68,11 +68,11 @@ def draw(rng, presets) -> Draw:
         f"{number(pair.magnitude)} × "
         f"{number(kv_heads)} × {number(head_dim)} × {number(layers)} = {quantity(values, 6)}, "
         f"at one byte each at FP8: {quantity(cached)}.",
-        f"That is {number(ratio.magnitude, 3)} times the {quantity(implied)} the step allows: "
-        "with such a cache the KV reads would overtake the compute at about "
-        f"{context_tokens(kink / ratio, 2)}, long before the step. The provider's model must "
+        f"With such a cache the KV reads would overtake the compute at about "
+        f"{context_tokens(kink / ratio, 2)}, long before the step: the provider's model must "
         "keep a full-context cache in only a few layers (sharing it or using sliding windows "
-        f"elsewhere). **{number(ratio.m, 3)} times**.",
+        f"elsewhere). This attention stores more than the step allows by {quantity(cached)} / "
+        f"{quantity(implied)} = **{number(ratio.m, 3)} times**.",
     )
     mistakes = (
         Mistake(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from book.format import context_tokens, number, quantity
+from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
 from units import Q_
@@ -55,8 +55,8 @@ def draw(rng, presets) -> Draw:
         f"{NAMES[weight_precision]} and the KV cache in {NAMES[kv_precision]}. Its attention: "
         f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
         f"{number(model.head_dim)} values. The engine runs a batch of {quantity(batch)}, all "
-        "with the same context length. Beyond what context length does each decode step read "
-        "more bytes of KV cache than of weights?"
+        "with the same context length. Beyond what context length (in tokens per sequence) "
+        "does each decode step read more bytes of KV cache than of weights?"
     )
     solution = (
         f"Each step reads every weight once: {quantity(model.params_total)} at "
@@ -69,9 +69,10 @@ def draw(rng, presets) -> Draw:
         f"{quantity(per_token)}.",
         f"The batch has {quantity(batch)}, each with its own cache, so each token of context "
         f"length adds {quantity(per_context_token)} to a step's reads.",
-        f"The caches outweigh the weights once the context passes {quantity(weight_bytes)} / "
-        f"{quantity(per_context_token)} per token: **{context_tokens(context, 3)}**. Beyond "
-        "it, a longer context or a bigger batch costs more HBM time than the whole model does.",
+        "The caches outweigh the weights (and a longer context or a bigger batch then costs "
+        "more HBM time than the whole model does) once the context passes "
+        f"{quantity(weight_bytes)} / {quantity(per_context_token)} per token: "
+        f"**{quantity(context, 3)}**.",
     )
     candidates = (
         (

@@ -73,8 +73,8 @@ def draw(rng, presets) -> Draw:
         f"weights and KV cache in {NAMES[precision]}. It uses {_attention(model)}. At a large "
         "batch the weight reads are shared by every sequence; per sequence, each step does the "
         "weights' multiplies and the attention over the context, and reads the sequence's KV "
-        "cache. Beyond what context length do the KV reads take longer than the multiplies, "
-        "attention included?"
+        "cache. Beyond what context length (in tokens per sequence) do the KV reads take longer "
+        "than the multiplies, attention included?"
     )
     mac = used["flops_per_multiply_add"].value
     token = Q_(1, "token")
@@ -102,13 +102,14 @@ def draw(rng, presets) -> Draw:
         f"{quantity(attention * token, 3)}) / {quantity(flops)}. Attention spends "
         f"{number(per_byte.m, 3)} FLOPs per KV byte against the chip's {number(ridge.m, 3)} "
         "FLOPs per byte, so the reads do win, and solving for L gives the context.",
-        f"**{context_tokens(context, 3)}**. Leaving attention's FLOPs out, as the lecture "
-        f"does, gives {context_tokens(plain, 3)}"
+        f"Leaving attention's FLOPs out, as the lecture does, gives {context_tokens(plain, 3)}"
         + (
-            ": for MLA, whose FLOPs per KV byte come close to the chip's, that is far off."
+            "; for MLA, whose FLOPs per KV byte come close to the chip's, counting them moves "
+            "the crossing far out."
             if model.attention == "mla"
-            else ", a small correction for grouped-query attention."
-        ),
+            else "; for grouped-query attention, counting them is a small correction."
+        )
+        + f" Counted in, L = **{quantity(context, 3)}**.",
     )
     candidates = [
         (plain, "You left attention's FLOPs out; they grow with the context too."),

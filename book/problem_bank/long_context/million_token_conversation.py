@@ -51,10 +51,10 @@ def draw(rng, presets) -> Draw:
         f"{number(pair.magnitude)} × {number(model.n_kv_heads)} × {number(model.head_dim)} × "
         f"{number(model.layers)} ≈ {quantity(values, 2)}, at {quantity(per_value)} in BF16: "
         f"about {quantity(per_token, 2)}.",
-        f"Times {millions}: about {quantity(cache, 2)} for this one conversation.",
-        f"Over {quantity(chip.hbm_capacity)} per GPU, that is about **{quantity(chips, 2)}**: "
-        "batching shares weights between users, never caches, so a context this long leaves "
-        "no room to batch. That is the memory wall behind the plateau of context windows.",
+        f"Times {millions}: about {quantity(cache, 2)} for this one conversation. Batching "
+        "shares weights between users, never caches, so a context this long leaves no room "
+        "to batch: the memory wall behind the plateau of context windows.",
+        f"Over {quantity(chip.hbm_capacity)} per GPU, that is about **{quantity(chips, 2)}**.",
     )
     mistakes = (
         Mistake(

@@ -107,9 +107,9 @@ def draw(rng, presets) -> Draw:
         f"{quantity(per_token)}.",
         f"One conversation of {context_tokens(context, 6)} therefore holds {quantity(cache_size)}. "
         "Batching shares the weights between conversations, never the caches.",
-        f"{quantity(free)} / {quantity(cache_size)} = {number(exact.magnitude)}: "
-        f"**{quantity(batch)}** at most (real engines keep some HBM for activations, so a "
-        "little fewer).",
+        f"{quantity(free)} / {quantity(cache_size)} = {number(exact.magnitude)}, and only whole "
+        "conversations fit (real engines keep some HBM for activations, so a little fewer): "
+        f"at most **{quantity(batch)}**.",
     )
 
     def fit(**change):

@@ -73,10 +73,11 @@ def draw(rng, presets) -> Draw:
         f"{_t(kv)}: {_t(step)}. The multiplies take only {_t(compute)}.",
         f"One token per step allows at most {quantity(bound)}: the measurement is "
         f"{number(above, 3)} times that, so the bound's one-token-per-step assumption fails.",
-        f"{quantity(claimed)} × {quantity(step)} = **{quantity(per_step, 3)}** per step at "
-        "least: the engine must be decoding speculatively, checking several drafted tokens "
-        f"in one pass over the weights. Even that many tokens' multiplies, "
-        f"{_t(draft_compute)}, stay under the reads, so the step time holds.",
+        "The engine must be decoding speculatively, checking several drafted tokens in one "
+        "pass over the weights; the multiplies of the tokens counted below take only "
+        f"{_t(draft_compute)}, under the reads, so the step time holds.",
+        f"Each step must give the user at least {quantity(claimed)} × {quantity(step)} = "
+        f"**{quantity(per_step, 3)}**.",
     )
     at = dict(batch_size=one, context_length=context)
     alone = dict(case, n_chips=Q_(1, "chip"))

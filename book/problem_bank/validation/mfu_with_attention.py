@@ -83,15 +83,15 @@ def draw(rng, presets) -> Draw:
         f"{quantity(sequence)} of its sequence and a weighted sum of as many values, "
         f"{number(model.n_heads)} × {number(model.head_dim)} multiply-adds each, forward and "
         f"backward: {quantity(extra * token)} more per token over {number(model.layers)} layers.",
-        f"{quantity(flops)} / {quantity(total)} = {quantity(attn)} at peak, and "
-        f"{quantity(measured)} / {quantity(attn)} = **{pct(mfu.m)}**"
+        f"{quantity(flops)} / {quantity(total)} = {quantity(attn)} at peak: the same run, "
+        "credited with more work per token, gets a higher MFU"
         + (
-            f", nearer the {pct(stated.to('').m)} published: much of the gap between "
-            "the two MFUs is the FLOP count, not the machine."
+            f", nearer the {pct(stated.to('').m)} published (much of the gap between the two "
+            "MFUs is the FLOP count, not the machine)."
             if stated is not None
-            else f", against {pct(mfu_plain.m)} by the lecture's count: the same run, "
-            "credited with more work."
+            else "."
         ),
+        f"{quantity(measured)} / {quantity(attn)} = **{pct(mfu.m)}**.",
     )
     mistakes = (
         Mistake(mfu_plain, "That is the lecture's count, without attention's FLOPs."),

@@ -77,6 +77,7 @@ def draw(rng, presets) -> Draw:
     chip = presets.get("hardware", target.hardware)
     sibling = presets.get("hardware", known.hardware).name.split(" (")[0]
     name = chip.name.split(" (")[0]
+    benchmark = target.name.split(": ")[0]  # "MLPerf Inference v5.1"
 
     known_bound, _, _, _ = _bound(known, presets)
     known_rate = (known.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
@@ -91,7 +92,7 @@ def draw(rng, presets) -> Draw:
     precision = target.get("activations", target.weights)
 
     text = (
-        f"In MLPerf Inference v5.1's offline Llama 2 70B test, {sibling} GPUs reached "
+        f"In {benchmark}'s offline {model.name} test, {sibling} GPUs reached "
         f"{number(100 * share.m, 2)}% of their roofline bound (prefill counted, one replica per "
         f"GPU). Estimate what one {name} GPU would serve, reaching the same share: "
         f"{model.name} ({quantity(model.params_total)}, dense; "
@@ -109,9 +110,10 @@ def draw(rng, presets) -> Draw:
         f"At that batch the step is compute-bound with the prompts' prefill or bound by the "
         f"reads, whichever is slower: about {quantity(step, 2)}, so the bound is about "
         f"{quantity(bound, 2)}.",
-        f"Times {number(100 * share.m, 2)}%: about **{quantity(predicted, 2)}**. (MLPerf "
-        f"measured {quantity(actual)}: a sibling's share predicts it to within "
-        f"{number(abs(actual / predicted - 1).to('').m * 100, 2)}%.)",
+        f"Times {number(100 * share.m, 2)}% (MLPerf measured {quantity(actual)}: a sibling's "
+        "share predicts it to within "
+        f"{number(abs(actual / predicted - 1).to('').m * 100, 2)}%): about "
+        f"**{quantity(predicted, 2)}**.",
     )
     slow_bytes = _bound(target, presets, flops=case["flops"] / 2)[0] * share
     candidates = (

@@ -69,11 +69,11 @@ def draw(rng, presets) -> Draw:
         f"{quantity(compute)}.",
         f"The pass also reads every weight once, {quantity(model.params_total)} in "
         f"{NAMES[row.weights]} at the replica's bandwidth: {quantity(weights)}.",
-        f"The slower of the two bounds it: the {binds} side, **{quantity(bound)}**. The "
-        f"measured mean, {quantity(measured)}, is {number(1 / share, 3)} times that: the "
-        f"prefill at peak would fill {number(100 * share, 2)}% of the wait; the rest is the "
-        "prefill running below peak and queueing behind other requests, which the bound does "
-        "not model.",
+        f"The slower side, the {binds}, bounds the prefill. The measured mean, "
+        f"{quantity(measured)}, is {number(1 / share, 3)} times that bound: the prefill at peak "
+        f"would fill {number(100 * share, 2)}% of the wait; the rest is the prefill running "
+        "below peak and queueing behind other requests, which the bound does not model.",
+        f"The least time to a first token is the slower side's: **{quantity(bound, 3)}**.",
     )
     candidates = [
         (

@@ -71,15 +71,15 @@ def draw(rng, presets) -> Draw:
     solution = (
         f"Each token costs a forward pass of {number(forward.m)} FLOPs per{active} parameter "
         f"and a backward pass of twice that: in all about {quantity(total, 2)} for "
-        f"{number(tokens.to('Ttoken').m)} trillion tokens.",
-        f"The cluster does {number(chips.m)} × {quantity(flops)} × {number(100 * mfu.m, 3)}% "
-        f"≈ {quantity((chips * flops * mfu / Q_(1, 'chip')).to('EFLOP/s'), 2)} of useful work.",
-        f"{quantity(total, 2)} over that is about **{quantity(days, 2)}**"
+        f"{number(tokens.to('Ttoken').m)} trillion tokens"
         + (
             ", counting only the active parameters: a token never touches the other experts."
             if sparse
             else "."
         ),
+        f"The cluster does {number(chips.m)} × {quantity(flops)} × {number(100 * mfu.m, 3)}% "
+        f"≈ {quantity((chips * flops * mfu / Q_(1, 'chip')).to('EFLOP/s'), 2)} of useful work.",
+        f"{quantity(total, 2)} over that is about **{quantity(days, 2)}**.",
     )
     candidates = [
         (days / 3, "You counted two FLOPs per parameter, a forward pass only; training is six."),

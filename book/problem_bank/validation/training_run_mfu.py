@@ -75,12 +75,13 @@ def draw(rng, presets) -> Draw:
         + (", counting only the parameters a token is routed through." if sparse else "."),
         f"At its {NAMES[precision]} peak of {quantity(flops)}, a chip could train at most "
         f"{quantity(flops)} / {quantity(per_token)} = {quantity(bound)}.",
-        f"{quantity(measured)} / {quantity(bound)} = **{pct(mfu.m)}** of peak"
-        + (
-            f" (the publisher states {pct(run.mfu.to('').m)}, counting attention's FLOPs too)."
+        (
+            f"The publisher states {pct(run.mfu.to('').m)}, counting attention's FLOPs too; "
+            "by the lecture's count the run's share of peak is "
             if run.get("mfu") is not None
-            else "."
-        ),
+            else "The run's share of peak is "
+        )
+        + f"{quantity(measured)} / {quantity(bound)} = **{pct(mfu.m)}**.",
     )
     candidates = [
         (
