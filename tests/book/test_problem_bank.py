@@ -82,7 +82,7 @@ def test_every_draw_has_a_finite_answer_with_a_unit_and_mistakes_it_tells_apart(
             continue
         a = p.answer
         assert math.isfinite(a.magnitude) and a.magnitude > 0, where
-        assert str(a.units) != "dimensionless", f"{where}: the answer has no unit"
+        # a pure number is allowed: a share (MFU, efficiency) or a ratio ("77.4 times")
         if p.mode == "factor":
             assert 1 < p.tolerance <= 3, where
         else:
