@@ -55,7 +55,7 @@ from units.presets import Preset, Presets, load
 
 FORMATS = {"fp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "int8": "fp8", "bf16": "bf16"}
 # the fitted parameters: shares of peak (0..1] and times per layer per step (s, >= 0)
-SHARES = ("fp4", "fp8", "bf16", "memory", "expert_parallel", "latency", "training")
+SHARES = ("fp4", "fp8", "bf16", "memory", "prefill", "expert_parallel", "latency", "training")
 TIMES = ("layer_overhead", "collective")
 PARAMS = SHARES + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
@@ -78,6 +78,7 @@ class Case:
     attn_fmt: str = "bf16"
     batch: np.ndarray = field(default_factory=lambda: np.ones(1))
     matmul: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    prefill: np.ndarray = field(default_factory=lambda: np.zeros(1))  # the prompts' matmuls
     attention: np.ndarray = field(default_factory=lambda: np.zeros(1))  # at the attention rate
     memory: np.ndarray = field(default_factory=lambda: np.zeros(1))
     comm: np.ndarray = field(default_factory=lambda: np.zeros(1))
@@ -128,8 +129,9 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         )
         seconds = (per_token * ONE_TOKEN_PER_STEP * b / (kw["n_chips"] * kw["flops"])).to("s").m
         prompt_matmul = rho * matmul
-        matmul = matmul + prompt_matmul
         attention = attention + rho * seconds - prompt_matmul
+    else:
+        prompt_matmul = np.zeros_like(matmul)
     # attention at the KV cache's precision, never faster than the compute precision
     compute = kw["compute_precision"]
     fast = _rate(hardware, compute).to("FLOP/s").m
@@ -156,6 +158,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         attn_fmt=attn_fmt,
         batch=batch,
         matmul=matmul,
+        prefill=prompt_matmul,
         attention=attention,
         memory=memory,
         comm=comm,
@@ -216,31 +219,87 @@ def case(r: Row, presets: Presets) -> Case:
     return _serving_case(r, presets)
 
 
+@dataclass(frozen=True)
+class Stack:
+    """Cases side by side (one row each, batches padded to a common grid), so that one set of
+    parameters predicts every row at once."""
+
+    cases: tuple[Case, ...]
+    arrays: dict
+
+    @classmethod
+    def of(cls, cases) -> Stack:
+        cases = tuple(cases)
+        width = max([len(c.batch) for c in cases] + [1])
+
+        def pad(a):
+            a = np.asarray(a, dtype=float)
+            return np.concatenate([a, np.full(width - len(a), a[-1])])
+
+        def matrix(name):
+            return np.array([pad(getattr(c, name)) for c in cases]).reshape(len(cases), width)
+
+        def vector(fn):
+            return np.array([fn(c) for c in cases], dtype=float)
+
+        arrays = {name: matrix(name) for name in ("batch", "matmul", "prefill", "attention")}
+        arrays.update({name: matrix(name) for name in ("memory", "comm")})
+        arrays.update(
+            layers=vector(lambda c: c.layers),
+            collectives=vector(lambda c: c.collectives),
+            chips=vector(lambda c: c.chips),
+            bound=vector(lambda c: c.bound),
+            target=vector(lambda c: np.nan if c.target is None else c.target),
+            ep=vector(lambda c: c.expert_parallel),
+            training=vector(lambda c: c.kind == "training"),
+            user=vector(lambda c: c.kind == "user"),
+            fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases]),
+            attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases]),
+        )
+        return cls(cases, arrays)
+
+    def predict(self, p: dict) -> np.ndarray:
+        """Every case's predicted figure (its own unit) under parameters ``p``."""
+        a = self.arrays
+        share = np.array([p[f] for f in FORMAT_NAMES])
+        fmt, attn = share[a["fmt"]][:, None], share[a["attn"]][:, None]
+        compute = (a["matmul"] + a["prefill"] / p["prefill"]) / fmt + a["attention"] / attn
+        roof = np.maximum(compute, a["memory"] / p["memory"])
+        roof = roof / np.where(a["ep"] > 0, p["expert_parallel"], 1.0)[:, None]
+        fixed = a["layers"] * p["layer_overhead"] + a["collectives"] * p["collective"]
+        step = roof + fixed[:, None] + a["comm"]
+        step = np.where(step > 0, step, np.inf)  # training rows have no step
+        rate = a["batch"] / (a["chips"][:, None] * step)
+        out = rate[:, -1].copy()  # no latency limit: the largest batch the replica holds
+        # a scheduler holding a TPOT limit keeps the decode steps within a share of it (prefill
+        # chunks and queueing take the rest): the largest batch whose step meets that share,
+        # the step linear in the batch between grid points (as in the bound)
+        limited = ~np.isnan(a["target"])
+        if limited.any():
+            target = a["target"][limited] * p["latency"]
+            st, bt = step[limited], a["batch"][limited]
+            ok = st <= target[:, None]
+            last = np.where(ok.any(axis=1), ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
+            nxt = np.minimum(last + 1, st.shape[1] - 1)
+            rows = np.arange(len(last))
+            t0, t1 = st[rows, last], st[rows, nxt]
+            b0, b1 = bt[rows, last], bt[rows, nxt]
+            inside = ok.any(axis=1) & (nxt > last) & (t1 > t0)
+            frac = np.where(inside, (target - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0.0)
+            batch = b0 + frac * (b1 - b0)
+            time = np.where(inside, target, t0)
+            out[limited] = batch / (a["chips"][limited] * time)
+        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m / step[:, 0], out)
+        return np.where(a["training"] > 0, a["bound"] * fmt[:, 0] * p["training"], out)
+
+
+FORMAT_NAMES = ("fp4", "fp8", "bf16")
+FORMAT_INDEX = {f: i for i, f in enumerate(FORMAT_NAMES)}
+
+
 def predict_case(c: Case, p: dict) -> float:
     """The predicted figure of one case under parameters ``p`` (the row's own unit)."""
-    if c.kind == "training":
-        return c.bound * p[c.fmt] * p["training"]
-    roof = np.maximum(c.matmul / p[c.fmt] + c.attention / p[c.attn_fmt], c.memory / p["memory"])
-    if c.expert_parallel:
-        roof = roof / p["expert_parallel"]
-    step = roof + c.layers * p["layer_overhead"] + c.collectives * p["collective"] + c.comm
-    if c.kind == "user":
-        return float(ONE_TOKEN_PER_STEP.m / step[0])
-    if c.target is None:
-        return float(c.batch[-1] / (c.chips * step[-1]))
-    # a scheduler holding a TPOT limit keeps the decode steps within a share of it (prefill
-    # chunks and queueing take the rest): the largest batch whose step meets that share, with
-    # the step linear in the batch between grid points (as in the bound)
-    target = c.target * p["latency"]
-    ok = np.flatnonzero(step <= target)
-    if not len(ok):
-        return float(c.batch[0] / (c.chips * step[0]))
-    i = int(ok[-1])
-    if i == len(step) - 1:
-        return float(c.batch[i] / (c.chips * step[i]))
-    b0, b1, t0, t1 = c.batch[i], c.batch[i + 1], step[i], step[i + 1]
-    batch = b0 + (target - t0) * (b1 - b0) / (t1 - t0)
-    return float(batch / (c.chips * target))
+    return float(Stack.of([c]).predict(p)[0])
 
 
 # -- fitting ------------------------------------------------------------------------------------
@@ -254,7 +313,7 @@ def _unpack(z: np.ndarray) -> dict:
     return dict(zip(PARAMS, [*shares, *times], strict=True))
 
 
-START = np.array([0.0, 0.5, 1.0, 1.5, 0.0, 1.0, 0.0, np.log(10e-6), np.log(10e-6)])
+START = np.array([0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(10e-6), np.log(10e-6)])
 
 
 # the soft-L1 loss's scale: a row missed by more than about this log ratio (x1.5) counts less
@@ -262,16 +321,18 @@ START = np.array([0.0, 0.5, 1.0, 1.5, 0.0, 1.0, 0.0, np.log(10e-6), np.log(10e-6
 ROBUST = float(np.log(1.5))
 
 
-def _residuals(z: np.ndarray, cases: list[Case]) -> np.ndarray:
+def _residuals(z: np.ndarray, cases) -> np.ndarray:
     """Each row's log(predicted / measured), through the soft-L1 loss (sign kept)."""
-    p = _unpack(z)
-    r = np.array([np.log(predict_case(c, p) / c.measured) for c in cases])
+    stack = cases if isinstance(cases, Stack) else Stack.of(cases)
+    measured = np.array([c.measured for c in stack.cases])
+    r = np.log(stack.predict(_unpack(z)) / measured)
     return np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
 
 
 def least_squares(cases: list[Case], z0: np.ndarray = START, iterations: int = 60) -> np.ndarray:
     """Levenberg-Marquardt on the log residuals (numpy only; a finite-difference Jacobian)."""
     z, lam = z0.astype(float).copy(), 1e-2
+    cases = Stack.of(cases)
     r = _residuals(z, cases)
     cost = r @ r
     for _ in range(iterations):
@@ -323,7 +384,8 @@ def study(presets: Presets | None = None) -> dict:
     cases = [case(r, presets) for r in rows]
     fitted = [c for c in cases if not c.excluded and not c.held_out]
     model = fit(fitted)
-    predicted = {c.id: predict_case(c, model.params) for c in cases if c.kind != "none"}
+    known = [c for c in cases if c.kind != "none"]
+    predicted = dict(zip([c.id for c in known], Stack.of(known).predict(model.params), strict=True))
     loo = {}
     for i, c in enumerate(fitted):
         others = fitted[:i] + fitted[i + 1 :]
@@ -350,4 +412,147 @@ def errors(pairs: list[tuple[float, float]]) -> dict:
         "within_1_25": float((ratios <= 1.25).mean()),
         "within_1_5": float((ratios <= 1.5).mean()),
         "p80": float(np.percentile(ratios, 80)),
+    }
+
+
+def out_of_sample(presets: Presets | None = None) -> dict[str, tuple[float, str]]:
+    """Each row's honest prediction and how it was made: leave-one-out for a row in the fit,
+    the whole fit for a row kept out of it (held out or not modelled)."""
+    s = study(presets)
+    out = {}
+    for c in s["cases"]:
+        if c.kind == "none":
+            continue
+        if c.id in s["loo"]:
+            out[c.id] = (s["loo"][c.id], "leave-one-out")
+        elif c.held_out and not c.excluded:
+            out[c.id] = (s["predicted"][c.id], "held out (newer than the fit)")
+        else:
+            out[c.id] = (s["predicted"][c.id], f"not in the fit: {c.excluded}")
+    return out
+
+
+def summary(presets: Presets | None = None) -> dict:
+    """The fitted parameters and the errors a reader should expect: leave-one-out on the fitted
+    rows, and the whole fit on the rows held out of it."""
+    s = study(presets)
+    cases = {c.id: c for c in s["cases"]}
+    held = [c for c in s["cases"] if c.held_out and not c.excluded and c.kind != "none"]
+    return {
+        "params": dict(s["model"].params),
+        "fitted": len(s["loo"]),
+        "leave_one_out": errors([(p, cases[i].measured) for i, p in s["loo"].items()]),
+        "held_out": errors([(s["predicted"][c.id], c.measured) for c in held]),
+        "in_sample": errors([(s["predicted"][i], cases[i].measured) for i in s["loo"]]),
+    }
+
+
+FLAGS = {
+    "hardware": "--hardware",
+    "model": "--model",
+    "weights": "--precision",
+    "activations": "--precision",
+    "kv": "--kv",
+    "input_tokens": "--input",
+    "output_tokens": "--output",
+    "tpot": "--tpot",
+}
+
+
+def _words(value: str, unit: str) -> str:
+    """A count as a person types it ("1000", "1k token", "1,000 tokens") as a quantity string."""
+    text = str(value).strip().replace(",", "")
+    try:
+        float(text)
+    except ValueError:
+        return text
+    return f"{text} {unit}"
+
+
+def predict_scenario(
+    hardware: str,
+    model: str,
+    precision: str,
+    chips: int,
+    input_tokens: str,
+    output_tokens: str,
+    scenario: str = "offline",
+    tpot: str | None = None,
+    kv: str | None = None,
+    presets: Presets | None = None,
+) -> dict:
+    """Bound and prediction for a scenario of one's own, with the error to expect.
+
+    The scenario is read as a measurement row (so it meets the same checks and the same
+    error messages), with a placeholder measured figure that nothing below uses.
+    """
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from book.validation import evaluate
+
+    presets = presets or load()
+    if scenario not in ("offline", "server", "interactive", "single_stream"):
+        raise ChalkboardError(
+            f"unknown scenario {scenario!r}: choose offline, server, interactive or single_stream"
+        )
+    if scenario in ("server", "interactive") and tpot is None:
+        raise ChalkboardError(f"a {scenario} scenario needs --tpot (the time per output token)")
+    q = json.dumps  # a TOML basic string, user text escaped
+    lines = [
+        "[measurement.your_scenario]",
+        f"name = {q('Your scenario')}",
+        'source = "chalkboard predict"',
+        f"system = {q(f'{chips}x {hardware}')}",
+        f"hardware = {q(hardware)}",
+        f"chips = {int(chips)}",
+        f"model = {q(model)}",
+        f"weights = {q(precision)}",
+        f"activations = {q(precision)}",
+        f"kv = {q(kv or precision)}",
+        f"scenario = {q(scenario)}",
+        f"input_tokens = {q(_words(input_tokens, 'token'))}",
+        f"output_tokens = {q(_words(output_tokens, 'token'))}",
+    ]
+    if scenario == "single_stream":
+        lines += ['per_user_rate = "1 token/s"', 'concurrency = "1 sequence"']
+    else:
+        lines.append('throughput_per_chip = "1 token/s"')
+    if tpot is not None:
+        lines.append(f"tpot = {q(_words(tpot, 'ms'))}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "scenario.toml"
+        path.write_text("\n".join(lines) + "\n")
+        extra = [f for f in presets.files if f not in load().files]  # the user's --presets
+        try:
+            mine = load((*extra, str(path)))
+            row = mine.get("measurement", "your_scenario")
+            r = evaluate(row, mine)
+            c = case(r, mine)
+        except ChalkboardError as e:  # name the option, not the file written for it
+            text = str(e).replace(f"{path}: measurement.your_scenario.", "")
+            text = text.replace(f"{path}: measurement.your_scenario: ", "")
+            text = text.replace("measurement 'your_scenario': ", "")
+            if "no positive solution for batch_size" in text:
+                text = (
+                    f"--chips: the weights of {model} at {precision} do not fit in the HBM of "
+                    f"{chips} {hardware} chip(s) with room for a batch; give more --chips"
+                )
+            for field_name, flag in FLAGS.items():
+                if text.startswith(field_name + ":"):
+                    text = flag + text[len(field_name) :]
+            raise ChalkboardError(text) from None
+    model_fit = fit_rows(presets)
+    predicted = predict_case(c, model_fit.params)
+    err = summary(presets)["leave_one_out"]
+    return {
+        "unit": r.unit,
+        "bound": float(r.bound.m),
+        "predicted": predicted,
+        "batch": r.batch,
+        "error_median": err["median"],
+        "error_p80": err["p80"],
+        "low": predicted / err["p80"],
+        "high": min(predicted * err["p80"], float(r.bound.m)),
     }
