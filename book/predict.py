@@ -135,8 +135,8 @@ def _serving_case(r: Row, presets: Presets) -> Case:
     # attention at the KV cache's precision, never faster than the compute precision
     compute = kw["compute_precision"]
     fast = _rate(hardware, compute).to("FLOP/s").m
-    attn_precision = kw["kv_precision"] if _rate(hardware, kw["kv_precision"]) else "bf16"
-    attn_rate = min(fast, (_rate(hardware, attn_precision) or _rate(hardware, compute)).to("FLOP/s").m)
+    attn_precision = kw["kv_precision"] if _rate(hardware, kw["kv_precision"]) else compute
+    attn_rate = min(fast, _rate(hardware, attn_precision).to("FLOP/s").m)
     attention = attention * fast / attn_rate
     if _format(attn_precision) == "fp4" or attn_rate == fast:
         attn_fmt = _format(compute)
@@ -183,14 +183,22 @@ def _communication(model: Preset, hardware: Preset, kw: dict, batch, n: float) -
     link = hardware.get("scale_up_bandwidth_per_direction")
     if link is None:
         return np.zeros_like(batch)
-    width = max(derivations.get("alltoall_bytes_per_token").evaluate(
-        **_only("alltoall_bytes_per_token", kw), experts_active=Q_(1, "expert")
-    ).to("byte/token").m / 2, 0.0)  # one activation of d_model values, bytes
+    width = max(
+        derivations.get("alltoall_bytes_per_token")
+        .evaluate(**_only("alltoall_bytes_per_token", kw), experts_active=Q_(1, "expert"))
+        .to("byte/token")
+        .m
+        / 2,
+        0.0,
+    )  # one activation of d_model values, bytes
     if model.get("experts_routed"):
         moe_layers = model.layers - model.get("dense_layers", 0)
-        per_token = derivations.get("alltoall_bytes_per_token").evaluate(
-            **_only("alltoall_bytes_per_token", kw)
-        ).to("byte/token").m
+        per_token = (
+            derivations.get("alltoall_bytes_per_token")
+            .evaluate(**_only("alltoall_bytes_per_token", kw))
+            .to("byte/token")
+            .m
+        )
         sent = moe_layers * per_token * (n - 1) / n * batch / n
     else:
         sent = model.layers * 2 * 2 * (n - 1) / n * width * batch

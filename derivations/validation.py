@@ -184,7 +184,8 @@ prompt_length = symbol(
     r"L_{\mathrm{p}}",
 )
 L_ctx, L_p = context_length.sym, prompt_length.sym
-a_pre, sigma, PHI = prefill_attention_flops.sym, sequences_per_token.sym, prefill_flops_per_token.sym
+a_pre, sigma = prefill_attention_flops.sym, sequences_per_token.sym
+PHI = prefill_flops_per_token.sym
 # the prompt in terms of the mean context over a generation, L = L_p + L_out / 2 = L_p (1 + 1/2rho)
 PROMPT = 2 * rho * L_ctx / (1 + 2 * rho)
 PREFILL_SHARE = rho * u * B * (c_f * N_a + a_pre * sigma * PROMPT / 2) / (n * F)

@@ -131,8 +131,6 @@ def test_bad_predict_input_gets_one_error_line(change, message):
 def test_more_tpot_never_predicts_less():
     rates = []
     for tpot in ("20 ms", "40 ms", "80 ms"):
-        p = predict.predict_scenario(
-            "b200", "llama_2_70b", "fp8", 1, "1000", "200", "server", tpot
-        )
+        p = predict.predict_scenario("b200", "llama_2_70b", "fp8", 1, "1000", "200", "server", tpot)
         rates.append(p["predicted"])
     assert np.all(np.diff(rates) >= 0)
