@@ -455,13 +455,26 @@ def summary(presets: Presets | None = None) -> dict:
     s = study(presets)
     cases = {c.id: c for c in s["cases"]}
     held = [c for c in s["cases"] if c.held_out and not c.excluded and c.kind != "none"]
+    apart = [c for c in s["cases"] if not_modelled(c)]
+    reasons: dict[str, list[str]] = {}
+    for c in apart:
+        reasons.setdefault(c.excluded.split("; ")[0], []).append(c.id)
     return {
         "params": dict(s["model"].params),
         "fitted": len(s["loo"]),
         "leave_one_out": errors([(p, cases[i].measured) for i, p in s["loo"].items()]),
         "held_out": errors([(s["predicted"][c.id], c.measured) for c in held]),
         "in_sample": errors([(s["predicted"][i], cases[i].measured) for i in s["loo"]]),
+        "not_modelled": errors([(s["predicted"][c.id], c.measured) for c in apart]),
+        "not_modelled_reasons": reasons,
     }
+
+
+def not_modelled(c: Case) -> bool:
+    """A row kept out of the fit because no step model describes how it was measured
+    (speculative decoding, a latency sweep, prefix caching): predicted by the whole fit and
+    reported apart, never hidden."""
+    return c.kind != "none" and any(reason in c.excluded for reason in NOT_MODELLED.values())
 
 
 FLAGS = {

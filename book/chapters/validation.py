@@ -142,6 +142,10 @@ def _prediction(presets: Presets, rows) -> dict:
         "overheads": overheads,
         "loo": err(s["leave_one_out"]),
         "held": err(s["held_out"]),
+        "apart": err(s["not_modelled"]),
+        "apart_reasons": [
+            {"why": why, "count": str(len(ids))} for why, ids in s["not_modelled_reasons"].items()
+        ],
         "inside": err(s["in_sample"]),
         "fitted": str(s["fitted"]),
         "table": table,

@@ -63,6 +63,38 @@ def test_rows_newer_than_the_fit_and_speculative_rows_stay_out_of_it(study):
     assert "trtllm_b200_r1_batch1_mtp" not in fitted
 
 
+def test_rows_no_step_model_describes_are_reported_apart_with_their_reason(study):
+    s = predict.summary(load())
+    apart = [c for c in study["cases"] if predict.not_modelled(c)]
+    # the InferenceX sweeps (read between measured points) and the MTP rows: out of the fit...
+    ids = {c.id for c in apart}
+    assert "inferencex_b200_llama33_fp8_76" in ids and "trtllm_b200_r1_batch1_mtp" in ids
+    assert not ids & set(study["model"].fitted)
+    # ...but not out of the report: every one is counted, under its reason
+    assert s["not_modelled"]["count"] == len(apart) >= 8
+    assert sum(len(v) for v in s["not_modelled_reasons"].values()) == len(apart)
+    assert all(w in predict.NOT_MODELLED.values() for w in s["not_modelled_reasons"])
+    how = predict.out_of_sample(load())
+    assert how["inferencex_b200_llama33_fp8_76"][1].startswith("not in the fit: a throughput read")
+
+
+def test_prompt_tokens_cross_the_tensor_parallel_all_reduces(study):
+    # H200 x8 Llama 3.1 405B offline: 4,000 prompt tokens per 652 output tokens (the preset's
+    # assumed and derived lengths), so each output token's step carries 1 + 4000/652 tokens'
+    # all-reduces; one chip (Llama 2 70B at TP1) sends nothing either way
+    cases = {c.id: c for c in study["cases"]}
+    tp = cases["mlperf_h200_x8_llama31_405b_offline"]
+    row = load().get("measurement", tp.id)
+    from book.validation import bound_inputs
+
+    kw = bound_inputs(row, load())
+    decode_only = predict._communication(
+        load().get("model", row.model), load().get("hardware", row.hardware), kw, tp.batch, 8.0
+    )
+    assert tp.comm == pytest.approx(decode_only * (1 + 4000 / 652), rel=1e-9)
+    assert not cases["mlperf_h200_x8_llama2_70b_offline"].comm.any()
+
+
 def test_shares_raise_and_overheads_lower_every_prediction(study):
     stack = predict.Stack.of([c for c in study["cases"] if c.kind != "none"])
     p = dict(study["model"].params)
@@ -92,6 +124,9 @@ def test_validate_json_rows_carry_an_honest_prediction():
     loo = data["prediction"]["leave_one_out"]
     assert loo["count"] >= 40 and 1 <= loo["median"] <= loo["worst"]
     assert data["prediction"]["held_out"]["count"] >= 5
+    assert data["prediction"]["not_modelled"]["count"] >= 8
+    how = {r["id"]: r["predicted_how"] for r in data["rows"]}
+    assert how["inferencex_mi355x_llama33_fp8_96"].startswith("not in the fit")
 
 
 def test_predict_gives_a_prediction_below_the_bound_with_its_error():
