@@ -417,6 +417,17 @@ def fit_rows(presets: Presets | None = None) -> Model:
     return study(presets)["model"]
 
 
+# How a prediction's error is judged (issue 25's goal): a median miss within GOAL, at least
+# GOAL_SHARE of rows within CLOSE. A miss is the larger of predicted/measured and its inverse.
+GOAL = 1.25
+CLOSE = 1.5
+GOAL_SHARE = 0.8
+# What published models of the field claim, for comparison (../shared/reviews/anchors.md):
+# operator-profiling simulators (LLMCompass 4.1%, GenZ 5.8%, Vidur under 9%) and an analytical
+# book model (MLSys·im, ±15-30% on five rows).
+ANCHORS = {"profiled": (0.04, 0.10), "book": (0.15, 0.30)}
+
+
 def errors(pairs: list[tuple[float, float]]) -> dict:
     """Ratio errors of (predicted, measured) pairs: each the larger over the smaller."""
     ratios = np.array([max(p / m, m / p) for p, m in pairs])
@@ -426,8 +437,8 @@ def errors(pairs: list[tuple[float, float]]) -> dict:
         "count": int(len(ratios)),
         "median": float(np.median(ratios)),
         "worst": float(ratios.max()),
-        "within_1_25": float((ratios <= 1.25).mean()),
-        "within_1_5": float((ratios <= 1.5).mean()),
+        "within_1_25": float((ratios <= GOAL).mean()),
+        "within_1_5": float((ratios <= CLOSE).mean()),
         "p80": float(np.percentile(ratios, 80)),
     }
 

@@ -147,6 +147,9 @@ def read(text: str, is_noun: Callable[[str], bool] | None = None) -> Reading:
     return reading
 
 
+_CARET = re.compile(r"[ \t\n\r\f\v]*\^[ \t\n\r\f\v]*")  # WHITESPACE, as JavaScript reads it
+
+
 def _words(part: str) -> list[str]:
     out = []
     for word in _SPLIT.split(part):
@@ -160,7 +163,8 @@ def _read_unit(rest: str, reading: Reading, is_noun: Callable[[str], bool]) -> N
         return
     for symbol, name in SYMBOLS.items():
         rest = rest.replace(symbol, f" {name} ")
-    rest = _PER.sub(r"\1/", rest.replace("·", "*").replace("**", "^"))
+    rest = rest.replace("·", "*").replace("**", "^")
+    rest = _PER.sub(r"\1/", _CARET.sub("^", rest))  # "FLOP ** 2", as pint writes it: "FLOP^2"
     parts = rest.split("/")
     for i, part in enumerate(parts):
         sign = 1 if i == 0 else -1

@@ -80,6 +80,13 @@ def _why(r, case, over: bool) -> str:
     return "kernels, scheduling or communication the model does not describe"
 
 
+# The chapter's example of `chalkboard predict`: a scenario of the reader's own, as typed.
+PREDICT_EXAMPLE = (
+    "chalkboard predict --hardware h200 --model llama_2_70b --precision fp8 --chips 1 "
+    "--input 1000 --output 200"
+)
+
+
 def _prediction(presets: Presets, rows) -> dict:
     """The fit, its honest errors, a summary table by scenario and the rows it misses."""
     s = predict.summary(presets)
@@ -124,7 +131,7 @@ def _prediction(presets: Presets, rows) -> dict:
     for rid, (value, _how) in honest.items():
         r = by_id[rid]
         ratio = max(value / r.measured.m, r.measured.m / value)
-        if ratio > 1.5:
+        if ratio > predict.CLOSE:
             misses.append(
                 {
                     "name": r.name,
@@ -154,8 +161,13 @@ def _prediction(presets: Presets, rows) -> dict:
         "causes": [
             {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"} for w, n in causes.items()
         ],
-        "goal_met": s["leave_one_out"]["median"] <= 1.25
-        and s["leave_one_out"]["within_1_5"] >= 0.8,
+        "goal_met": s["leave_one_out"]["median"] <= predict.GOAL
+        and s["leave_one_out"]["within_1_5"] >= predict.GOAL_SHARE,
+        "example": PREDICT_EXAMPLE,
+        "goal": number(predict.GOAL),
+        "goal_pct": pct(predict.GOAL - 1),
+        "close": number(predict.CLOSE),
+        "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
         "params_count": str(len(predict.PARAMS)),
     }
 

@@ -169,3 +169,15 @@ def test_more_tpot_never_predicts_less():
         p = predict.predict_scenario("b200", "llama_2_70b", "fp8", 1, "1000", "200", "server", tpot)
         rates.append(p["predicted"])
     assert np.all(np.diff(rates) >= 0)
+
+
+def test_the_chapters_predict_example_runs_as_printed():
+    import io
+    import shlex
+
+    from book.chapters.validation import PREDICT_EXAMPLE
+    from book.cli import main
+
+    out = io.StringIO()
+    assert main(shlex.split(PREDICT_EXAMPLE)[1:], out=out) == 0
+    assert "predicted" in out.getvalue() and "bound" in out.getvalue()

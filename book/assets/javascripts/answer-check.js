@@ -96,7 +96,7 @@
     for (var symbol in TABLE.symbols) {
       if (own(TABLE.symbols, symbol)) rest = replaceAll(rest, symbol, " " + TABLE.symbols[symbol] + " ");
     }
-    rest = replaceAll(replaceAll(rest, "·", "*"), "**", "^").replace(PER, "$1/");
+    rest = replaceAll(replaceAll(rest, "·", "*"), "**", "^").replace(/[ \t\n\r\f\v]*\^[ \t\n\r\f\v]*/g, "^").replace(PER, "$1/");
     var parts = rest.split("/");
     for (var i = 0; i < parts.length; i++) {
       var sign = i === 0 ? 1 : -1;
