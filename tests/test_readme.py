@@ -96,20 +96,21 @@ def test_each_command_line_runs_as_written(line, monkeypatch):
         out_io, err_io = io.StringIO(), io.StringIO()
         code = main(argv, out_io, err_io)
         out, err = out_io.getvalue(), err_io.getvalue()
-    assert code == 0, err
+    assert code == 0, err or out
     assert out.strip() and "error:" not in err
 
 
 # --- the files it names -------------------------------------------------------------------------
 
 EXTENSIONS = r"\.(py|toml|md|j2|yml|txt|js|html|apkg|tsv|json|ipynb|pdf)"
-BUILT = "site/"  # written by `make book` / `make pdf`: checked in the session's built site
+BUILT = "site/"  # written by `make book` and `make pdf`: looked for in the session's built site
 
 
 def _named_paths() -> list[str]:
     """Every path the README names: the words of its `code` spans, and its link targets. A word
     is a path when it holds a '/' or ends with a file extension, and is neither an option, an
-    assignment, a quoted value nor a unit (`TB/s`). `<chapter>` stands for every chapter."""
+    assignment, a quoted value nor a unit (`TB/s`). `<chapter>` stands for every chapter, any
+    other `<name>` for any name."""
     from units import ChalkboardError
     from units.registry import parse_unit
 
@@ -151,7 +152,19 @@ def test_the_readme_names_files():
 @pytest.mark.parametrize("path", [p for p in PATHS if not p.startswith(BUILT)], ids=str)
 def test_every_source_file_the_readme_names_exists(path):
     # .venv is made by `make`, before any test runs
-    assert list(ROOT.glob(path.rstrip("/"))), f"README.md names {path}, which does not exist"
+    pattern = re.sub(r"<\w+>", "*", path.rstrip("/"))
+    assert list(ROOT.glob(pattern)), f"README.md names {path}, which does not exist"
+
+
+@pytest.fixture(scope="session")
+def printed_site():
+    """The session's one built site, as tests/book/conftest.py's fixture of this name gives it
+    (the same background build, tests/sitebuild.py); the name puts this file last in a run."""
+    from tests import sitebuild
+    from tests.book.browser import chromium_path
+
+    chromium_path()
+    return sitebuild.wait()
 
 
 def test_every_built_file_the_readme_names_is_built(printed_site):
@@ -174,11 +187,14 @@ def _makefile_targets() -> dict[str, str]:
 def test_the_quick_start_commands_are_the_makefiles():
     quick = _section("Quick start")
     targets = _makefile_targets()
-    named = set(re.findall(r"\bmake (\w+)", quick))
+    named = set(re.findall(r"\bmake (?:\w+=\S+ )*(\w+)", quick))
     assert {"book", "test", "serve", "pdf"} <= named
     assert named <= set(targets), f"not in the Makefile: {named - set(targets)}"
     # what the quick start says make does: a venv at .venv; Chromium for `test` and `pdf`
-    assert re.search(r"^VENV := \.venv$", (ROOT / "Makefile").read_text(), re.M)
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^VENV := \.venv$", makefile, re.M)
+    for variable in re.findall(r"\bmake (\w+)=", quick):  # make PYTHON=python3.12 book
+        assert re.search(rf"^{variable} \??=", makefile, re.M), variable
     assert ".venv/bin/chalkboard" in quick and "source .venv/bin/activate" in quick
     assert "bash .ci/install-browser" in targets["browser"]
     for target in ("test", "pdf"):
