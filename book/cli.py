@@ -203,6 +203,27 @@ def make_parser(only: str | None = None) -> Parser:
     p = sub.add_parser("validate", help="every published measurement against its roofline bound")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser(
+        "predict",
+        help="predicted throughput of a scenario of yours, with the error to expect",
+        description="The roofline bound and a prediction (the bound's physics at fitted shares "
+        "of peak; see the validation chapter), with the leave-one-out error of the fit.",
+    )
+    p.add_argument("--hardware", required=True, help="hardware preset, e.g. h200")
+    p.add_argument("--model", required=True, help="model preset, e.g. llama_2_70b")
+    p.add_argument("--precision", required=True, help="weights and math, e.g. fp8")
+    p.add_argument("--kv", help="KV-cache precision (default: --precision)")
+    p.add_argument("--chips", type=int, default=1, help="chips per replica (default 1)")
+    p.add_argument("--input", required=True, help="mean prompt length, e.g. 1000 or '1k token'")
+    p.add_argument("--output", required=True, help="mean output length, e.g. 200")
+    p.add_argument(
+        "--scenario",
+        default="offline",
+        help="offline, server, interactive or single_stream (default offline)",
+    )
+    p.add_argument("--tpot", help="time per output token a server holds, e.g. '50 ms'")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("build", help="build the static site")
     p.add_argument("--out", default="site", help="output folder (default: site)")
     p.add_argument(
@@ -710,10 +731,25 @@ def cmd_validate(args, out) -> None:
     from book.validation import summary, validate
     from units.presets import load
 
-    rows = validate(load(tuple(args.presets)))
+    presets = load(tuple(args.presets))
+    rows = validate(presets)
     bands = summary(rows)
     if args.json:
-        data = {"rows": [r.to_json() for r in rows], "summary": bands}
+        from book import predict
+
+        honest = predict.out_of_sample(presets)
+        data = {
+            "rows": [
+                {
+                    **r.to_json(),
+                    "predicted": honest[r.id][0] if r.id in honest else None,
+                    "predicted_how": honest[r.id][1] if r.id in honest else None,
+                }
+                for r in rows
+            ],
+            "summary": bands,
+            "prediction": predict.summary(presets),
+        }
         out.write(json.dumps(data, indent=2) + "\n")
         return
 
@@ -736,6 +772,39 @@ def cmd_validate(args, out) -> None:
             f"  {name:<14} {s['count']:>3} rows  median {pct(s['median'])}  "
             f"band {pct(s['low'])} to {pct(s['high'])}\n"
         )
+
+
+def cmd_predict(args, out) -> None:
+    from book.format import number
+    from book.predict import predict_scenario
+    from units import ChalkboardError
+    from units.presets import load
+
+    if args.chips < 1:
+        raise ChalkboardError(f"--chips: expected a whole number of chips >= 1, got {args.chips}")
+    p = predict_scenario(
+        args.hardware,
+        args.model,
+        args.precision,
+        args.chips,
+        args.input,
+        args.output,
+        args.scenario,
+        args.tpot,
+        args.kv,
+        load(tuple(args.presets)),
+    )
+    if args.json:
+        out.write(json.dumps(p, indent=2) + "\n")
+        return
+    unit = "tokens/s per user" if p["unit"] == "token/s" else "tokens/s per chip"
+    out.write(f"bound      {number(p['bound'])} {unit} (the roofline: no system exceeds it)\n")
+    out.write(f"predicted  {number(p['predicted'])} {unit}\n")
+    out.write(
+        f"expected   {number(p['low'])} to {number(p['high'])} {unit}: the fit missed 4 in 5 "
+        f"rows it had not seen by less than x{number(p['error_p80'], 3)} (median "
+        f"x{number(p['error_median'], 3)})\n"
+    )
 
 
 def cmd_build(args, out) -> None:
@@ -768,6 +837,7 @@ COMMANDS = {
     "problems": cmd_problems,
     "presets": cmd_presets,
     "validate": cmd_validate,
+    "predict": cmd_predict,
     "build": cmd_build,
     "serve": cmd_serve,
 }

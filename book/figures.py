@@ -1159,6 +1159,64 @@ def measured_vs_bound(presets: Presets) -> Figure:
     return _render("measured_vs_bound", draw, alt, caption)
 
 
+def predicted_vs_measured(presets: Presets) -> Figure:
+    """Each row's honest prediction (leave-one-out, or the whole fit for a row kept out of it)
+    against its measurement, with the x1.25 and x1.5 bands."""
+    from book import predict
+
+    honest = predict.out_of_sample(presets)
+    cases = {c.id: c for c in predict.study(presets)["cases"]}
+    groups = {
+        "leave-one-out (rows in the fit)": [
+            i for i, (_, how) in honest.items() if how == "leave-one-out"
+        ],
+        "held out (newer than the fit)": [
+            i for i, (_, how) in honest.items() if how.startswith("held")
+        ],
+        "not modelled (speculative decoding)": [
+            i for i, (_, how) in honest.items() if how.startswith("not in the fit")
+        ],
+    }
+    values = [v for i in honest for v in (honest[i][0], cases[i].measured)]
+    lo, hi = min(values) / 2, max(values) * 2
+    loo = predict.summary(presets)["leave_one_out"]
+
+    def draw(fig, ax):
+        line = np.array([lo, hi])
+        ax.fill_between(line, line / 1.5, line * 1.5, color=FOREGROUND, alpha=0.08, linewidth=0)
+        ax.fill_between(line, line / 1.25, line * 1.25, color=FOREGROUND, alpha=0.12, linewidth=0)
+        ax.plot(line, line, color=FOREGROUND, linewidth=1.4, label="predicted = measured")
+        for (label, ids), marker in zip(groups.items(), "osx", strict=True):
+            if ids:
+                ax.scatter(
+                    [cases[i].measured for i in ids],
+                    [honest[i][0] for i in ids],
+                    label=label,
+                    marker=marker,
+                    s=22,
+                )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel("measured (tokens/s per chip; per user for batch 1)")
+        ax.set_ylabel("predicted before seeing the row (same unit)")
+        ax.legend(loc="upper left", fontsize=8)
+
+    alt = (
+        f"Log-log scatter of {len(honest)} predictions against measurements, with shaded bands "
+        f"for a factor of 1.25 and 1.5. The {loo['count']} rows in the fit are predicted with "
+        f"each left out in turn: median error a factor of {number(loo['median'], 3)}, "
+        f"{number(100 * loo['within_1_5'], 2)}% within a factor of 1.5."
+    )
+    caption = (
+        f"Predicted against measured, every prediction made without the row it predicts. The "
+        f"bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
+        f"left out one at a time, the newest rows never fitted."
+    )
+    return _render("predicted_vs_measured", draw, alt, caption)
+
+
 FIGURES = {
     "latency_vs_batch": latency_vs_batch,
     "cost_vs_batch": cost_vs_batch,
@@ -1174,6 +1232,7 @@ FIGURES = {
     "feistel_round": feistel_round,
     "activation_vs_layers": activation_vs_layers,
     "measured_vs_bound": measured_vs_bound,
+    "predicted_vs_measured": predicted_vs_measured,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
@@ -1182,7 +1241,7 @@ CHAPTER_FIGURES = {
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder"),
     "reversible": ("feistel_round", "activation_vs_layers"),
-    "validation": ("measured_vs_bound",),
+    "validation": ("predicted_vs_measured", "measured_vs_bound"),
 }
 
 

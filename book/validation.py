@@ -173,6 +173,32 @@ def _largest_batch(step_id: str, kw: dict, cap: float, target: pint.Quantity) ->
     return float(b0 + (target.to("s").m - t0) * (b1 - b0) / (t1 - t0))
 
 
+def batch_cap(row: Preset, kw: dict, concurrency=None) -> float:
+    """The largest batch a replica can hold, in sequences: what fits in HBM beside the weights
+    (chips to fit, solved for the batch), or the configured maximum if that is less."""
+    fit = (
+        _batch_that_fits()
+        .evaluate(**_only("chips_to_fit", kw), chips_to_fit=kw["n_chips"])
+        .to("sequence")
+        .m
+    )
+    if fit <= 0:
+        raise ChalkboardError(
+            f"measurement {row.id!r}: the weights alone overflow the replica's HBM"
+        )
+    return min(fit, concurrency.to("sequence").m) if concurrency is not None else fit
+
+
+def tpot_target(row: Preset) -> pint.Quantity | None:
+    """The time per output token a row was measured at: its TPOT, or one token over its speed
+    per user; None for a throughput with no latency limit."""
+    target = row.get("tpot")
+    if target is None and row.get("per_user_rate") is not None:
+        # one step gives the user's one sequence u = 1 token
+        target = (ONE_TOKEN_PER_STEP * PER_REQUEST / row.per_user_rate).to("s")
+    return target
+
+
 def _serving(row: Preset, presets: Presets, changes: dict):
     assumed: list[str] = []
     kw = bound_inputs(row, presets, changes, assumed)
@@ -187,21 +213,8 @@ def _serving(row: Preset, presets: Presets, changes: dict):
             **_only(user_id, kw), batch_size=Q_(batch, "sequence")
         )
         return row.per_user_rate.to(USER), (bound * PER_REQUEST).to(USER), batch, "user", assumed
-    fit = (
-        _batch_that_fits()
-        .evaluate(**_only("chips_to_fit", kw), chips_to_fit=kw["n_chips"])
-        .to("sequence")
-        .m
-    )
-    if fit <= 0:
-        raise ChalkboardError(
-            f"measurement {row.id!r}: the weights alone overflow the replica's HBM"
-        )
-    cap = min(fit, concurrency.to("sequence").m) if concurrency is not None else fit
-    target = row.get("tpot")
-    if target is None and row.get("per_user_rate") is not None:
-        # one step gives the user's one sequence u = 1 token
-        target = (ONE_TOKEN_PER_STEP * PER_REQUEST / row.per_user_rate).to("s")
+    cap = batch_cap(row, kw, concurrency)
+    target = tpot_target(row)
     batch = cap if target is None else _largest_batch(step_id, kw, cap, target)
     if batch <= 0:
         return row.throughput_per_chip.to(RATE), Q_(0.0, RATE), 0.0, rate_id, assumed

@@ -33,6 +33,14 @@ from units.presets import SCHEMAS, Preset, Presets, load
 from units.registry import convert, new_quantity, to_base, ureg
 
 
+class MissingInput(ChalkboardError):
+    """An input with no override, preset or default: ``name`` says which."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+
 @dataclass(frozen=True)
 class Binding:
     """How a symbol's value is read from presets; ``needs`` lists the other symbols it uses."""
@@ -659,17 +667,25 @@ class Resolver:
         """Evaluate ``eq`` (intermediates inlined unless overridden), in base units."""
         args = eq.arguments(self.keep)
         self._stack.append(eq.lhs.name)
+        missing: list[MissingInput] = []
         try:
             # floats (an int is read as numpy reads it, and raises as numpy would), else numpy
             magnitudes = []
             for s in args:
-                m = self.quantity(s.name).magnitude
+                try:
+                    m = self.quantity(s.name).magnitude
+                except MissingInput as err:
+                    missing.append(err)
+                    magnitudes.append(None)
+                    continue
                 if type(m) is not float:
                     m = float(m) if type(m) is int else np.asarray(m, dtype=float)
                     m = m if type(m) is float or m.ndim else m[()]
                 magnitudes.append(m)
         finally:
             self._stack.pop()
+        if missing:
+            return self._without(eq, args, magnitudes, missing)
         arrays = frozenset(
             s.name
             for s, m in zip(args, magnitudes, strict=True)
@@ -694,6 +710,22 @@ class Resolver:
             return new_quantity(out, eq.lhs.base_unit._units)
         return Q_(out, eq.lhs.base_unit)
 
+    def _without(self, eq: Equation, args, magnitudes, missing) -> pint.Quantity:
+        """``eq``'s value when the inputs it lacks drop out at the values it has (a dense
+        model's routed share of 0 makes the experts a batch touches irrelevant, so no batch is
+        asked for); else the first missing input's error. Only on this error path is sympy
+        asked to substitute."""
+        known = {s.sym: m for s, m in zip(args, magnitudes, strict=True) if m is not None}
+        if any(type(m) is not float for m in known.values()):
+            raise missing[0]  # an array: no symbolic shortcut, ask for the input
+        expr = eq._fused(self.keep)[0].subs(known)
+        if expr.free_symbols:
+            raise missing[0]
+        out = float(expr)
+        if not np.isfinite(out):
+            raise missing[0]
+        return Q_(out, eq.lhs.base_unit)
+
     def record_intermediates(self) -> None:
         """Evaluate and record the intermediate equations the root inlined (for display)."""
         self._stack.append(self.root.lhs.name)
@@ -703,7 +735,10 @@ class Resolver:
             inner = defining(name)
             if inner is None or name in self.keep or name in self._stack:
                 continue
-            self.quantity(name)
+            try:
+                self.quantity(name)
+            except MissingInput:  # an intermediate the value did not need (see _without)
+                continue
             todo += [s.name for s in inner.inputs]
         self._stack.pop()
 
@@ -744,7 +779,7 @@ class Resolver:
                 )
             origin, source = f"parameter {name} (default)", parameter.source_of("source")
         else:
-            raise ChalkboardError(self._missing(name))
+            raise MissingInput(self._missing(name), name)
         q = convert(q, sym.base_unit)
         if key is not None and type(q.magnitude) in (float, int):
             self._reads[key] = (sym, q.magnitude, q._units, origin, source)

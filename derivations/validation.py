@@ -24,6 +24,7 @@ from derivations.derivation import Derivation, given, rewrite, substitute
 from derivations.notation import (
     batch_size,
     compute_time,
+    context_length,
     decode_tokens_per_sequence,
     flops,
     flops_per_param_token,
@@ -33,6 +34,9 @@ from derivations.notation import (
     n_chips,
     n_heads,
     n_layers,
+    prefill_attention_flops,
+    prefill_flops_per_token,
+    sequences_per_token,
     step_time,
     training_flops,
     training_tokens,
@@ -173,7 +177,19 @@ register(
     )
 )
 
-SERVE = sp.Max(compute_time.sym * (1 + rho), memory_time.sym)
+prompt_length = symbol(
+    "prompt_length",
+    "token/sequence",
+    "prompt tokens per sequence (a request's input length, as context)",
+    r"L_{\mathrm{p}}",
+)
+L_ctx, L_p = context_length.sym, prompt_length.sym
+a_pre, sigma = prefill_attention_flops.sym, sequences_per_token.sym
+PHI = prefill_flops_per_token.sym
+# the prompt in terms of the mean context over a generation, L = L_p + L_out / 2 = L_p (1 + 1/2rho)
+PROMPT = 2 * rho * L_ctx / (1 + 2 * rho)
+PREFILL_SHARE = rho * u * B * (c_f * N_a + a_pre * sigma * PROMPT / 2) / (n * F)
+SERVE = sp.Max(compute_time.sym + PREFILL_SHARE, memory_time.sym)
 register(
     Equation(
         id="serving_step_time",
@@ -187,23 +203,45 @@ register(
             "T >= max(t_compute, t_mem), with each request's prompt FLOPs added to the compute",
         ),
         assumptions=(
-            "every prompt token costs the FLOPs of a generated token (2 N_active, attention "
-            "ignored as in the compute time), spread over that request's output tokens",
+            "every prompt token costs a causal prefill's FLOPs per token (prefill_flops_per_token "
+            "at the prompt's length: 2 N_active plus attention to half the prompt on average), "
+            "spread over that request's output tokens",
+            "the context is the mean over a generation, L_ctx = L_p + L_out / 2, so the prompt "
+            "is L_p = 2 rho L_ctx / (1 + 2 rho)",
             "prefill reads no extra weights: its chunks ride the decode steps' weight reads",
             "compute and memory traffic overlap perfectly, as in the decode step time",
         ),
         derivation=Derivation(
             given(
                 T_s,
-                sp.Max(compute_time.sym + compute_time.sym * rho, memory_time.sym),
-                "per generated token the step also does rho prompt tokens' worth of compute",
+                sp.Max(compute_time.sym + rho * u * B * PHI / (n * F), memory_time.sym),
+                "per generated token the step also does rho prompt tokens' prefill, Phi_pre "
+                "FLOPs each",
             ),
-            rewrite(T_s, SERVE, "factor the compute term"),
+            substitute(
+                {PHI: c_f * N_a + a_pre * sigma * L_p / 2},
+                T_s,
+                sp.Max(
+                    compute_time.sym
+                    + rho * u * B * (c_f * N_a + a_pre * sigma * L_p / 2) / (n * F),
+                    memory_time.sym,
+                ),
+                "the causal prefill's FLOPs per token (prefill_flops_per_token) at the prompt's "
+                "length L_p",
+            ),
+            substitute(
+                {L_p: PROMPT},
+                T_s,
+                SERVE,
+                "the mean context over a generation is L_ctx = L_p + L_out / 2 with "
+                "L_out = L_p / rho: solved for the prompt",
+            ),
         ),
-        summary="A mix of prompts and generation multiplies the compute side of the roofline by "
-        "one plus the input tokens per output token, and adds nothing to the memory side. With "
-        "no prompts it is the decode step time: the lower bound on a decode step, hence on the "
-        "time per output token (TPOT).",
+        summary="A mix of prompts and generation adds to the compute side of the roofline the "
+        "prefill of rho prompt tokens per generated token, each at the causal prefill's cost "
+        "(its weights' 2 N_active and attention to half the prompt), and adds nothing to the "
+        "memory side. With no prompts it is the decode step time: the lower bound on a decode "
+        "step, hence on the time per output token (TPOT).",
     )
 )
 
@@ -254,7 +292,8 @@ register(
         ),
         assumptions=(
             "the prompt is processed alone on the replica's n chips, at peak FLOP/s",
-            "attention FLOPs are ignored, as in the decode compute time",
+            "the prompt's attention FLOPs are left out: below the prefill attention context "
+            "(about 100K tokens for the dense Llama models) they add less than L_in over it",
             "the weights are read at least once; an MoE's weight read counts the experts the "
             "prompt's L_in tokens touch (the weight fetch at a batch of L_in)",
         ),
@@ -299,7 +338,8 @@ register(
         chapter=CHAPTER,
         source=Source("Lecture section E, RL and over-training", SECTION_E, "C_pre = 6 N D"),
         assumptions=(
-            "the pre-training compute 6ND (6 N_active per token, attention ignored)",
+            "the pre-training compute 6ND (6 N_active per token; attention_training_rate_bound "
+            "counts attention too)",
             "the chip runs at its dense peak FLOP/s at the training precision",
         ),
         derivation=Derivation(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import derivations
+from book import predict
 from book.format import context_tokens, number, quantity
 from book.validation import BAND, CHOICES, bound_inputs, sensitivity, summary, validate
 from units import Q_
@@ -50,6 +51,113 @@ OMITTED = (
 
 def pct(x: float | None) -> str:
     return "—" if x is None else f"{number(100 * x, 3)}%"
+
+
+def times(x: float) -> str:
+    """A ratio error as a person says it: "x1.6"."""
+    return f"×{number(x, 2)}"
+
+
+# why a row's prediction misses, in the order a reader should suspect them
+def _why(r, case, over: bool) -> str:
+    features = r.preset.get("features", "").split()
+    assumed = r.preset.get("assumed", "").split()
+    if "mtp" in features:
+        return "speculative decoding: several tokens per weight read, which no step model has"
+    if "disaggregated" in features:
+        return "disaggregated prefill: prefill runs on other chips, at a ratio not published"
+    latency = r.scenario in ("interactive", "latency_sweep", "server") and case.kind == "rate"
+    if latency and over:
+        return "a scheduler that caps the batch below what the TPOT allows"
+    if r.scenario == "latency_sweep" and not over:
+        return (
+            "a step faster than the model's at small batch (the source allows speculative decoding)"
+        )
+    if r.scenario == "training":
+        return "a training run's own mix of communication, recomputation and pipeline bubbles"
+    if "input_tokens" in assumed:
+        return "the mean prompt length is not published; the bound leans on an assumed one"
+    return "kernels, scheduling or communication the model does not describe"
+
+
+def _prediction(presets: Presets, rows) -> dict:
+    """The fit, its honest errors, a summary table by scenario and the rows it misses."""
+    s = predict.summary(presets)
+    honest = predict.out_of_sample(presets)
+    cases = {c.id: c for c in predict.study(presets)["cases"]}
+    by_id = {r.id: r for r in rows}
+    params = s["params"]
+    shares = {k: pct(params[k]) for k in predict.SHARES}
+    overheads = {k: f"{number(params[k] * 1e6, 2)} µs" for k in predict.TIMES}
+
+    def err(e):
+        if not e.get("count"):
+            return {"count": "0", "median": "—", "worst": "—", "within": "—", "p80": "—"}
+        return {
+            "count": str(e["count"]),
+            "median": times(e["median"]),
+            "worst": times(e["worst"]),
+            "within": pct(e["within_1_5"]),
+            "within_125": pct(e["within_1_25"]),
+            "p80": times(e["p80"]),
+        }
+
+    table = []
+    for sid, title in SCENARIOS:
+        mine = [r for r in rows if r.scenario == sid and r.efficiency is not None]
+        if not mine:
+            continue
+        effs = np.array([r.efficiency for r in mine])
+        pairs = [(honest[r.id][0], r.measured.m) for r in mine if r.id in honest]
+        e = predict.errors(pairs)
+        table.append(
+            {
+                "scenario": title.split(":")[0],
+                "rows": str(len(mine)),
+                "median": pct(float(np.median(effs))),
+                "band": f"{pct(float(np.percentile(effs, BAND[0])))} to "
+                f"{pct(float(np.percentile(effs, BAND[1])))}",
+                "error": times(e["median"]) if e.get("count") else "—",
+            }
+        )
+    misses = []
+    for rid, (value, _how) in honest.items():
+        r = by_id[rid]
+        ratio = max(value / r.measured.m, r.measured.m / value)
+        if ratio > 1.5:
+            misses.append(
+                {
+                    "name": r.name,
+                    "ratio": times(ratio),
+                    "side": "over" if value > r.measured.m else "under",
+                    "why": _why(r, cases[rid], value > r.measured.m),
+                }
+            )
+    misses.sort(key=lambda m: -float(m["ratio"].strip("×").replace(",", "")))
+    causes = {}
+    for m in misses:
+        causes[m["why"]] = causes.get(m["why"], 0) + 1
+    return {
+        "shares": shares,
+        "overheads": overheads,
+        "loo": err(s["leave_one_out"]),
+        "held": err(s["held_out"]),
+        "apart": err(s["not_modelled"]),
+        "apart_reasons": [
+            {"why": why, "count": str(len(ids))} for why, ids in s["not_modelled_reasons"].items()
+        ],
+        "inside": err(s["in_sample"]),
+        "fitted": str(s["fitted"]),
+        "table": table,
+        "misses": misses,
+        "miss_count": str(len(misses)),
+        "causes": [
+            {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"} for w, n in causes.items()
+        ],
+        "goal_met": s["leave_one_out"]["median"] <= 1.25
+        and s["leave_one_out"]["within_1_5"] >= 0.8,
+        "params_count": str(len(predict.PARAMS)),
+    }
 
 
 def _table_row(r, presets) -> dict:
@@ -149,6 +257,7 @@ def _sensitivity(presets: Presets, rows) -> list[dict]:
             out.append(
                 {
                     "id": r.id,
+                    "name": r.name,
                     "input": name.replace("_", " "),
                     "range": f"{quantity(r.preset.get(name + '_low'))} to "
                     f"{quantity(r.preset.get(name + '_high'))}",
@@ -213,14 +322,16 @@ def context(presets: Presets) -> dict:
         b = bands[name]
         return {
             "median": pct(b["median"]),
-            # the bold round figure of a rule of thumb: one significant figure, "≈30%"
-            "round": f"{number(float(format(100 * b['median'], '.0e')), 1)}%",
+            # the bold round figure of a rule of thumb: two significant figures, "≈15%" (one
+            # figure turned a median of 14.5% into "≈10%")
+            "round": f"{number(float(format(100 * b['median'], '.1e')), 2)}%",
             "low": pct(b["low"]),
             "high": pct(b["high"]),
             "count": str(b["count"]),
         }
 
     return {
+        "prediction": _prediction(presets, rows),
         "count": str(len(rows)),
         "serving_count": str(sum(r.scenario != "training" for r in rows)),
         "training_count": str(sum(r.scenario == "training" for r in rows)),

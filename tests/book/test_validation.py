@@ -86,3 +86,33 @@ def test_a_bad_row_gets_one_error_line(tmp_path, change, message):
     code, out, err = run("--presets", str(path), "validate")
     assert code == 2 and out == ""
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+def test_the_chapter_leads_with_the_prediction_and_keeps_ids_in_its_appendix():
+    import re
+
+    from book.chapter_pages import chapter_page_context
+    from book.predict import summary as prediction
+    from book.templating import environment
+
+    text = (
+        environment()
+        .get_template("chapters/validation.md.j2")
+        .render(**chapter_page_context("validation"))
+    )
+    main_flow, appendix = text.split("## Appendix: every measurement", 1)
+    ids = set(load().ids("measurement"))
+    assert not [i for i in ids if f"`{i}`" in main_flow]  # no raw ids before the appendix
+    assert sum(f"`{i}`" in appendix for i in ids) >= len(ids) - 5  # the full rows are there
+    # the summary table and the figure come before the bounds; the error is stated as computed
+    assert main_flow.index("## The answer in one table") < main_flow.index("## The bounds")
+    loo = prediction()["leave_one_out"]
+    assert f"×{loo['median']:.2g}".rstrip("0").rstrip(".") in main_flow.replace(",", "")
+    assert "predicted_vs_measured" in main_flow or "Predicted against measured" in main_flow
+    # no rule of thumb rounds a median to one figure away from itself ("≈10% (median 14.5%)")
+    pattern = r"≈([\d.]+)%[^(≈]{0,40}\(median ([\d.]+)%"
+    thumbs = re.findall(pattern, " ".join(text.split()))
+    assert len(thumbs) >= 3, thumbs  # offline, latency-bound and training
+    for rounded, median in thumbs:
+        assert abs(float(rounded) - float(median)) <= 0.05 * float(median) + 0.5
+    assert "counts the reads but not the FLOPs" not in text

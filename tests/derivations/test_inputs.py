@@ -381,3 +381,19 @@ def test_kv_bytes_per_value_can_be_given():
     assert r.inputs["kv_bytes_per_value"].origin == "given"
     assert r.inputs["kv_bytes_per_token"].value.to("byte/token").magnitude == 65536
     assert r.inputs["weight_bytes_per_value"].value.magnitude == 2  # the weights stay BF16
+
+
+def test_an_input_that_drops_out_is_not_asked_for():
+    """A dense model's routed share of 0 makes the experts a batch touches irrelevant: the
+    weight fetch needs no batch, no expert counts (issue 23: ask only for what the case needs).
+    By hand: 200e9 parameters x 2 bytes / (3.35e12 B/s x 8 chips) = 14.925 ms."""
+    case = dict(hardware="h100_sxm", n_total="200 B parameters", n_chips=8)
+    t = get("weight_fetch_time").evaluate(**case, routed_weight_share=0)
+    assert t.to("ms").m == pytest.approx(200e9 * 2 / (3.35e12 * 8) * 1e3, rel=1e-12)
+    detailed = get("weight_fetch_time").evaluate_detailed(**case, routed_weight_share=0)
+    assert "batch_size" not in detailed.inputs and "expert_read_fraction" not in detailed.inputs
+    # a share above 0 needs the experts a batch touches: the batch is asked for, by name
+    with pytest.raises(ChalkboardError, match="missing input 'batch_size'"):
+        get("weight_fetch_time").evaluate(**case, routed_weight_share=0.5)
+    with pytest.raises(ChalkboardError, match="missing input 'batch_size'"):
+        get("weight_fetch_time").evaluate(**case)  # no share given: it needs the model

@@ -38,7 +38,9 @@ def test_every_derivation_checks():
     s.log_uniform(low=1.01, high=100),
 )
 def test_the_bound_never_falls_as_bandwidth_or_flops_rise(inputs, batch, rho, factor):
-    kw = dict(inputs, batch_size=batch, input_output_ratio=rho)
+    # a prompt pair costs at most what a decode token pays per token of context (GQA: the same)
+    pre = inputs["attention_flops_per_token"]
+    kw = dict(inputs, batch_size=batch, input_output_ratio=rho, prefill_attention_flops=pre)
     for eq_id in ("serving_rate_per_chip", "decode_rate_per_chip", "serving_rate_per_user"):
         base = ev(eq_id, **kw)
         faster_memory = ev(eq_id, **dict(kw, mem_bandwidth=kw["mem_bandwidth"] * factor))
@@ -55,6 +57,7 @@ def test_the_bound_never_falls_as_bandwidth_or_flops_rise(inputs, batch, rho, fa
 @given(s.machine_and_model(), s.batch_size, s.log_uniform(low=1.01, high=100))
 def test_efficiency_scales_inversely_with_the_bound(inputs, batch, factor):
     kw = dict(inputs, batch_size=batch, input_output_ratio=1.0)
+    kw["prefill_attention_flops"] = inputs["attention_flops_per_token"]
     measured = Q_(1000, "token/s/chip")
     eta = ev("serving_efficiency", **kw, measured_rate=measured).to("").m
     bound = ev("serving_rate_per_chip", **kw).to("token/s/chip").m
@@ -90,7 +93,9 @@ def test_hand_computed_llama2_offline_on_h200():
     kv = 2 * 80 * 8 * 128
     batch = (141e9 - 68.98e9) / (656 * kv)  # what fits beside the weights (< the 2,048 allowed)
     attention = 4 * 64 * 128 * 80  # GQA decode: QK and AV, 64 heads of 128, 80 layers, per token
-    compute = (2 * 68.98e9 + attention * 656) * batch / 1979e12 * (1 + 512 / 288)
+    # each output token brings 512 / 288 prompt tokens, each 2N plus attention to half the prompt
+    prefill = 512 / 288 * (2 * 68.98e9 + attention * 512 / 2)
+    compute = (2 * 68.98e9 + attention * 656 + prefill) * batch / 1979e12
     memory = 68.98e9 / 4.8e12 + batch * 656 * kv / 4.8e12
     bound = batch / max(compute, memory)
     r = row("mlperf_h200_x8_llama2_70b_offline")

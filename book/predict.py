@@ -1,0 +1,588 @@
+"""A prediction with its error stated: the bound times an achievable fraction, fitted on the rows.
+
+The roofline bound (book.validation) is a ceiling. A prediction keeps its physics and replaces
+its idealisations by what a practitioner knows before running:
+
+- matrix multiplies reach a share ``eta[format]`` of the chip's dense peak at the compute
+  precision (FP4, FP8 or BF16: each format has its own share);
+- attention's FLOPs run at the rate of the KV cache's precision (never faster than the compute
+  precision): an FP4 deployment still does attention at FP8 or BF16;
+- memory traffic reaches a share ``eta_memory`` of the HBM bandwidth;
+- every layer of every step pays a fixed overhead (kernel launches, synchronisation), and a
+  replica spread over several chips also pays a collective's latency per layer;
+- tensor parallelism all-reduces each layer's output twice, expert parallelism sends each token
+  to its experts and back: bytes over the scale-up bandwidth, added to the step (the bound has
+  no network term);
+- a training run reaches a further share ``training`` of the serving format's matmul rate
+  (pipeline bubbles, communication, recomputation).
+
+Predicted step at batch B (each term the bound's own, from the same equations)::
+
+    T(B) = max(W(B)/eta[fmt] + A(B) F/(F_attn eta[attn]), M(B)/eta_memory)
+           + n_layers (tau + [n > 1] tau_coll) + C(B)
+
+A throughput with no latency limit runs at the largest batch the replica holds; a throughput
+at a measured TPOT at the largest batch whose predicted step meets it (the bound's rule); a
+speed per user at its batch. The seven shares and times are fitted by least squares on the
+logarithm of measured over predicted, on the rows in the fit only; leave-one-out refits without
+each row in turn and predicts it, which is the error a new row should expect.
+
+>>> from units.presets import load
+>>> model = fit_rows(load())
+>>> 0 < model.params["fp8"] <= 1 and model.params["layer_overhead"] >= 0
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import derivations
+from book.validation import (
+    ONE_TOKEN_PER_STEP,
+    PER_REQUEST,
+    Row,
+    _only,
+    batch_cap,
+    bound_inputs,
+    tpot_target,
+    validate,
+)
+from units import Q_, ChalkboardError
+from units.presets import Preset, Presets, load
+
+FORMATS = {"fp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "int8": "fp8", "bf16": "bf16"}
+# the fitted parameters: shares of peak (0..1] and times per layer per step (s, >= 0)
+SHARES = ("fp4", "fp8", "bf16", "memory", "prefill", "expert_parallel", "latency", "training")
+TIMES = ("layer_overhead", "collective")
+PARAMS = SHARES + TIMES
+GRID = 192  # batches tried between 1 and the replica's cap
+# rows whose measured mechanism no step model describes: they stay out of the fit and their
+# error is reported apart, with the reason (book.validation.CAUSES words each one)
+NOT_MODELLED = {
+    "mtp": "speculative decoding (MTP): several tokens per step from one weight read",
+    "interpolated": "a throughput read off a latency sweep between measured points",
+    "prefix_cache": "prefix caching: cached prompt tokens skip prefill",
+}
+# rows published on or after this date are kept out of the fit: the true out-of-sample test
+HELD_OUT_FROM = "2026"
+
+
+@dataclass(frozen=True)
+class Case:
+    """What the prediction needs of one row, on a grid of batches (arrays in seconds)."""
+
+    id: str
+    scenario: str
+    measured: float  # in the row's unit (token/s/chip, or token/s per user)
+    bound: float
+    kind: str  # "rate", "user" or "training"
+    fmt: str = "bf16"
+    attn_fmt: str = "bf16"
+    batch: np.ndarray = field(default_factory=lambda: np.ones(1))
+    matmul: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    prefill: np.ndarray = field(default_factory=lambda: np.zeros(1))  # the prompts' matmuls
+    attention: np.ndarray = field(default_factory=lambda: np.zeros(1))  # at the attention rate
+    memory: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    comm: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    layers: float = 0.0
+    expert_parallel: bool = False  # an MoE whose experts are spread over several chips
+    collectives: float = 0.0  # layers that pay a collective's latency (0 on one chip)
+    chips: float = 1.0
+    target: float | None = None  # the measured TPOT, s
+    held_out: bool = False
+    excluded: str = ""  # why the row is not in any fit
+
+
+def _format(precision: str) -> str:
+    return FORMATS.get(precision, "bf16")
+
+
+def _rate(hardware: Preset, precision: str):
+    return hardware.get(f"dense_flops_{precision}")
+
+
+def _serving_case(r: Row, presets: Presets) -> Case:
+    row = r.preset
+    kw = bound_inputs(row, presets)
+    hardware = presets.get("hardware", row.hardware)
+    model = presets.get("model", row.model)
+    n = kw["n_chips"].to("chip").m
+    concurrency = row.get("concurrency")
+    if r.unit == "token/s":  # a speed per user at a stated batch
+        batch = np.array([concurrency.to("sequence").m if concurrency is not None else 1.0])
+    else:
+        cap = batch_cap(row, kw, concurrency)
+        batch = np.geomspace(min(1.0, cap), cap, GRID) if cap > 1 else np.array([cap])
+    b = Q_(batch, "sequence")
+
+    def ev(eq_id, **extra):
+        return derivations.get(eq_id).evaluate(**{**_only(eq_id, kw), "batch_size": b, **extra})
+
+    # the decode compute time is linear in the context: doubling it doubles the attention part
+    decode = ev("compute_time").to("s").m
+    attention = ev("compute_time", context_length=2 * kw["context_length"]).to("s").m - decode
+    matmul = decode - attention
+    if row.scenario != "decode_only":
+        # each output token brings rho prompt tokens at the causal prefill's FLOPs per token
+        rho = kw["input_output_ratio"].to("").m
+        prompt = row.input_tokens / PER_REQUEST
+        per_token = derivations.get("prefill_flops_per_token").evaluate(
+            **{**_only("prefill_flops_per_token", kw), "context_length": prompt}
+        )
+        seconds = (per_token * ONE_TOKEN_PER_STEP * b / (kw["n_chips"] * kw["flops"])).to("s").m
+        prompt_matmul = rho * matmul
+        attention = attention + rho * seconds - prompt_matmul
+    else:
+        prompt_matmul = np.zeros_like(matmul)
+    # attention at the KV cache's precision, never faster than the compute precision
+    compute = kw["compute_precision"]
+    fast = _rate(hardware, compute).to("FLOP/s").m
+    attn_precision = kw["kv_precision"] if _rate(hardware, kw["kv_precision"]) else compute
+    attn_rate = min(fast, _rate(hardware, attn_precision).to("FLOP/s").m)
+    attention = attention * fast / attn_rate
+    if _format(attn_precision) == "fp4" or attn_rate == fast:
+        attn_fmt = _format(compute)
+    else:
+        attn_fmt = _format(attn_precision)
+    memory = (ev("weight_fetch_time") + ev("kv_fetch_time")).to("s").m
+    layers = float(model.layers)
+    comm = _communication(model, hardware, kw, batch, n)
+    if row.scenario != "decode_only":
+        # each output token brings rho prompt tokens, and each prompt token crosses the same
+        # all-reduces (tensor parallelism) or goes to its experts and back (expert parallelism)
+        comm = comm * (1 + kw["input_output_ratio"].to("").m)
+    target = tpot_target(row)
+    features = row.get("features", "").split()
+    excluded = "; ".join(NOT_MODELLED[f] for f in features if f in NOT_MODELLED)
+    return Case(
+        id=r.id,
+        scenario=row.scenario,
+        measured=float(r.measured.m),
+        bound=float(r.bound.m),
+        kind="user" if r.unit == "token/s" else "rate",
+        fmt=_format(compute),
+        attn_fmt=attn_fmt,
+        batch=batch,
+        matmul=matmul,
+        prefill=prompt_matmul,
+        attention=attention,
+        memory=memory,
+        comm=comm,
+        layers=layers,
+        expert_parallel=bool(model.get("experts_routed")) and n > 1,
+        collectives=layers if n > 1 else 0.0,
+        chips=n,
+        target=None if target is None else target.to("s").m,
+        held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
+        excluded=excluded,
+    )
+
+
+def _communication(model: Preset, hardware: Preset, kw: dict, batch, n: float) -> np.ndarray:
+    """Seconds per step the replica's chips spend moving activations, at the scale-up
+    bandwidth: a dense model's tensor parallelism all-reduces two outputs per layer (a ring
+    sends 2 (n - 1)/n of each per chip); an MoE's expert parallelism sends each of a chip's
+    B/n tokens to its k experts and back (the alltoall_bytes_per_token equation), the share
+    (n - 1)/n of them off the chip. One chip sends nothing."""
+    if n <= 1:
+        return np.zeros_like(batch)
+    link = hardware.get("scale_up_bandwidth_per_direction")
+    if link is None:
+        return np.zeros_like(batch)
+    width = max(
+        derivations.get("alltoall_bytes_per_token")
+        .evaluate(**_only("alltoall_bytes_per_token", kw), experts_active=Q_(1, "expert"))
+        .to("byte/token")
+        .m
+        / 2,
+        0.0,
+    )  # one activation of d_model values, bytes
+    if model.get("experts_routed"):
+        moe_layers = model.layers - model.get("dense_layers", 0)
+        per_token = (
+            derivations.get("alltoall_bytes_per_token")
+            .evaluate(**_only("alltoall_bytes_per_token", kw))
+            .to("byte/token")
+            .m
+        )
+        sent = moe_layers * per_token * (n - 1) / n * batch / n
+    else:
+        sent = model.layers * 2 * 2 * (n - 1) / n * width * batch
+    return sent / link.to("byte/s").m
+
+
+def _training_case(r: Row, presets: Presets) -> Case:
+    row = r.preset
+    return Case(
+        id=r.id,
+        scenario="training",
+        measured=float(r.measured.m),
+        bound=float(r.bound.m),
+        kind="training",
+        fmt=_format(row.get("activations", row.get("weights", "bf16"))),
+        held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
+        excluded="only an MFU was published" if row.get("throughput_per_chip") is None else "",
+    )
+
+
+def case(r: Row, presets: Presets) -> Case:
+    if r.efficiency is None:
+        return Case(r.id, r.scenario, float(r.measured.m), 0.0, "none", excluded="no bound")
+    if r.scenario == "training":
+        return _training_case(r, presets)
+    return _serving_case(r, presets)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Cases side by side (one row each, batches padded to a common grid), so that one set of
+    parameters predicts every row at once."""
+
+    cases: tuple[Case, ...]
+    arrays: dict
+
+    @classmethod
+    def of(cls, cases) -> Stack:
+        cases = tuple(cases)
+        width = max([len(c.batch) for c in cases] + [1])
+
+        def pad(a):
+            a = np.asarray(a, dtype=float)
+            return np.concatenate([a, np.full(width - len(a), a[-1])])
+
+        def matrix(name):
+            return np.array([pad(getattr(c, name)) for c in cases]).reshape(len(cases), width)
+
+        def vector(fn):
+            return np.array([fn(c) for c in cases], dtype=float)
+
+        arrays = {name: matrix(name) for name in ("batch", "matmul", "prefill", "attention")}
+        arrays.update({name: matrix(name) for name in ("memory", "comm")})
+        arrays.update(
+            layers=vector(lambda c: c.layers),
+            collectives=vector(lambda c: c.collectives),
+            chips=vector(lambda c: c.chips),
+            bound=vector(lambda c: c.bound),
+            target=vector(lambda c: np.nan if c.target is None else c.target),
+            ep=vector(lambda c: c.expert_parallel),
+            training=vector(lambda c: c.kind == "training"),
+            user=vector(lambda c: c.kind == "user"),
+            fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases]),
+            attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases]),
+        )
+        return cls(cases, arrays)
+
+    def predict(self, p: dict) -> np.ndarray:
+        """Every case's predicted figure (its own unit) under parameters ``p``."""
+        a = self.arrays
+        share = np.array([p[f] for f in FORMAT_NAMES])
+        fmt, attn = share[a["fmt"]][:, None], share[a["attn"]][:, None]
+        compute = (a["matmul"] + a["prefill"] / p["prefill"]) / fmt + a["attention"] / attn
+        roof = np.maximum(compute, a["memory"] / p["memory"])
+        roof = roof / np.where(a["ep"] > 0, p["expert_parallel"], 1.0)[:, None]
+        fixed = a["layers"] * p["layer_overhead"] + a["collectives"] * p["collective"]
+        step = roof + fixed[:, None] + a["comm"]
+        step = np.where(step > 0, step, np.inf)  # training rows have no step
+        rate = a["batch"] / (a["chips"][:, None] * step)
+        out = rate[:, -1].copy()  # no latency limit: the largest batch the replica holds
+        # a scheduler holding a TPOT limit keeps the decode steps within a share of it (prefill
+        # chunks and queueing take the rest): the largest batch whose step meets that share,
+        # the step linear in the batch between grid points (as in the bound)
+        limited = ~np.isnan(a["target"])
+        if limited.any():
+            target = a["target"][limited] * p["latency"]
+            st, bt = step[limited], a["batch"][limited]
+            ok = st <= target[:, None]
+            last = np.where(ok.any(axis=1), ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
+            nxt = np.minimum(last + 1, st.shape[1] - 1)
+            rows = np.arange(len(last))
+            t0, t1 = st[rows, last], st[rows, nxt]
+            b0, b1 = bt[rows, last], bt[rows, nxt]
+            inside = ok.any(axis=1) & (nxt > last) & (t1 > t0)
+            frac = np.where(inside, (target - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0.0)
+            batch = b0 + frac * (b1 - b0)
+            time = np.where(inside, target, t0)
+            out[limited] = batch / (a["chips"][limited] * time)
+        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m / step[:, 0], out)
+        return np.where(a["training"] > 0, a["bound"] * fmt[:, 0] * p["training"], out)
+
+
+FORMAT_NAMES = ("fp4", "fp8", "bf16")
+FORMAT_INDEX = {f: i for i, f in enumerate(FORMAT_NAMES)}
+
+
+def predict_case(c: Case, p: dict) -> float:
+    """The predicted figure of one case under parameters ``p`` (the row's own unit)."""
+    return float(Stack.of([c]).predict(p)[0])
+
+
+# -- fitting ------------------------------------------------------------------------------------
+
+
+def _unpack(z: np.ndarray) -> dict:
+    """Unconstrained numbers to parameters: shares through a logistic (0..1), times through an
+    exponential (seconds, > 0)."""
+    shares = 1 / (1 + np.exp(-z[: len(SHARES)]))
+    times = np.exp(z[len(SHARES) :])
+    return dict(zip(PARAMS, [*shares, *times], strict=True))
+
+
+START = np.array([0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(10e-6), np.log(10e-6)])
+
+
+# the soft-L1 loss's scale: a row missed by more than about this log ratio (x1.5) counts less
+# than its square, so a row the model cannot describe does not drag the others
+ROBUST = float(np.log(1.5))
+
+
+def _residuals(z: np.ndarray, cases) -> np.ndarray:
+    """Each row's log(predicted / measured), through the soft-L1 loss (sign kept)."""
+    stack = cases if isinstance(cases, Stack) else Stack.of(cases)
+    measured = np.array([c.measured for c in stack.cases])
+    r = np.log(stack.predict(_unpack(z)) / measured)
+    return np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+
+
+def least_squares(cases: list[Case], z0: np.ndarray = START, iterations: int = 60) -> np.ndarray:
+    """Levenberg-Marquardt on the log residuals (numpy only; a finite-difference Jacobian)."""
+    z, lam = z0.astype(float).copy(), 1e-2
+    cases = Stack.of(cases)
+    r = _residuals(z, cases)
+    cost = r @ r
+    for _ in range(iterations):
+        jac = np.empty((len(r), len(z)))
+        for j in range(len(z)):
+            dz = np.zeros_like(z)
+            dz[j] = 1e-5
+            jac[:, j] = (_residuals(z + dz, cases) - r) / 1e-5
+        g, h = jac.T @ r, jac.T @ jac
+        improved = False
+        while lam < 1e8:
+            step = np.linalg.solve(h + lam * np.diag(np.diag(h) + 1e-9), -g)
+            trial = _residuals(z + step, cases)
+            if trial @ trial < cost:
+                z, r, cost, lam, improved = z + step, trial, trial @ trial, lam / 3, True
+                break
+            lam *= 4
+        if not improved or np.abs(step).max() < 1e-6:
+            break
+    return z
+
+
+@dataclass(frozen=True)
+class Model:
+    """Fitted parameters and the cases behind them."""
+
+    params: dict
+    fitted: tuple[str, ...]  # ids of the rows the parameters were fitted on
+    z: np.ndarray = field(repr=False, compare=False, default=None)
+
+
+def fit(cases: list[Case]) -> Model:
+    if not cases:
+        raise ChalkboardError("no measurement rows to fit the prediction on")
+    z = least_squares(cases)
+    return Model(_unpack(z), tuple(c.id for c in cases), z)
+
+
+_CACHE: dict[tuple, dict] = {}
+
+
+def study(presets: Presets | None = None) -> dict:
+    """Cases, the fit on the fitted rows, and each fitted row's leave-one-out prediction
+    (computed once per preset set)."""
+    presets = presets or load()
+    if presets.files in _CACHE:
+        return _CACHE[presets.files]
+    rows = validate(presets)
+    cases = [case(r, presets) for r in rows]
+    fitted = [c for c in cases if not c.excluded and not c.held_out]
+    model = fit(fitted)
+    known = [c for c in cases if c.kind != "none"]
+    predicted = dict(zip([c.id for c in known], Stack.of(known).predict(model.params), strict=True))
+    loo = {}
+    for i, c in enumerate(fitted):
+        others = fitted[:i] + fitted[i + 1 :]
+        z = least_squares(others, model.z, iterations=20)
+        loo[c.id] = predict_case(c, _unpack(z))
+    out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo}
+    _CACHE[presets.files] = out
+    return out
+
+
+def fit_rows(presets: Presets | None = None) -> Model:
+    return study(presets)["model"]
+
+
+def errors(pairs: list[tuple[float, float]]) -> dict:
+    """Ratio errors of (predicted, measured) pairs: each the larger over the smaller."""
+    ratios = np.array([max(p / m, m / p) for p, m in pairs])
+    if not len(ratios):
+        return {"count": 0}
+    return {
+        "count": int(len(ratios)),
+        "median": float(np.median(ratios)),
+        "worst": float(ratios.max()),
+        "within_1_25": float((ratios <= 1.25).mean()),
+        "within_1_5": float((ratios <= 1.5).mean()),
+        "p80": float(np.percentile(ratios, 80)),
+    }
+
+
+def out_of_sample(presets: Presets | None = None) -> dict[str, tuple[float, str]]:
+    """Each row's honest prediction and how it was made: leave-one-out for a row in the fit,
+    the whole fit for a row kept out of it (held out or not modelled)."""
+    s = study(presets)
+    out = {}
+    for c in s["cases"]:
+        if c.kind == "none":
+            continue
+        if c.id in s["loo"]:
+            out[c.id] = (s["loo"][c.id], "leave-one-out")
+        elif c.held_out and not c.excluded:
+            out[c.id] = (s["predicted"][c.id], "held out (newer than the fit)")
+        else:
+            out[c.id] = (s["predicted"][c.id], f"not in the fit: {c.excluded}")
+    return out
+
+
+def summary(presets: Presets | None = None) -> dict:
+    """The fitted parameters and the errors a reader should expect: leave-one-out on the fitted
+    rows, and the whole fit on the rows held out of it."""
+    s = study(presets)
+    cases = {c.id: c for c in s["cases"]}
+    held = [c for c in s["cases"] if c.held_out and not c.excluded and c.kind != "none"]
+    apart = [c for c in s["cases"] if not_modelled(c)]
+    reasons: dict[str, list[str]] = {}
+    for c in apart:
+        reasons.setdefault(c.excluded.split("; ")[0], []).append(c.id)
+    return {
+        "params": dict(s["model"].params),
+        "fitted": len(s["loo"]),
+        "leave_one_out": errors([(p, cases[i].measured) for i, p in s["loo"].items()]),
+        "held_out": errors([(s["predicted"][c.id], c.measured) for c in held]),
+        "in_sample": errors([(s["predicted"][i], cases[i].measured) for i in s["loo"]]),
+        "not_modelled": errors([(s["predicted"][c.id], c.measured) for c in apart]),
+        "not_modelled_reasons": reasons,
+    }
+
+
+def not_modelled(c: Case) -> bool:
+    """A row kept out of the fit because no step model describes how it was measured
+    (speculative decoding, a latency sweep, prefix caching): predicted by the whole fit and
+    reported apart, never hidden."""
+    return c.kind != "none" and any(reason in c.excluded for reason in NOT_MODELLED.values())
+
+
+FLAGS = {
+    "hardware": "--hardware",
+    "model": "--model",
+    "weights": "--precision",
+    "activations": "--precision",
+    "kv": "--kv",
+    "input_tokens": "--input",
+    "output_tokens": "--output",
+    "tpot": "--tpot",
+}
+
+
+def _words(value: str, unit: str) -> str:
+    """A count as a person types it ("1000", "1k token", "1,000 tokens") as a quantity string."""
+    text = str(value).strip().replace(",", "")
+    try:
+        float(text)
+    except ValueError:
+        return text
+    return f"{text} {unit}"
+
+
+def predict_scenario(
+    hardware: str,
+    model: str,
+    precision: str,
+    chips: int,
+    input_tokens: str,
+    output_tokens: str,
+    scenario: str = "offline",
+    tpot: str | None = None,
+    kv: str | None = None,
+    presets: Presets | None = None,
+) -> dict:
+    """Bound and prediction for a scenario of one's own, with the error to expect.
+
+    The scenario is read as a measurement row (so it meets the same checks and the same
+    error messages), with a placeholder measured figure that nothing below uses.
+    """
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from book.validation import evaluate
+
+    presets = presets or load()
+    if scenario not in ("offline", "server", "interactive", "single_stream"):
+        raise ChalkboardError(
+            f"unknown scenario {scenario!r}: choose offline, server, interactive or single_stream"
+        )
+    if scenario in ("server", "interactive") and tpot is None:
+        raise ChalkboardError(f"a {scenario} scenario needs --tpot (the time per output token)")
+    q = json.dumps  # a TOML basic string, user text escaped
+    lines = [
+        "[measurement.your_scenario]",
+        f"name = {q('Your scenario')}",
+        'source = "chalkboard predict"',
+        f"system = {q(f'{chips}x {hardware}')}",
+        f"hardware = {q(hardware)}",
+        f"chips = {int(chips)}",
+        f"model = {q(model)}",
+        f"weights = {q(precision)}",
+        f"activations = {q(precision)}",
+        f"kv = {q(kv or precision)}",
+        f"scenario = {q(scenario)}",
+        f"input_tokens = {q(_words(input_tokens, 'token'))}",
+        f"output_tokens = {q(_words(output_tokens, 'token'))}",
+    ]
+    if scenario == "single_stream":
+        lines += ['per_user_rate = "1 token/s"', 'concurrency = "1 sequence"']
+    else:
+        lines.append('throughput_per_chip = "1 token/s"')
+    if tpot is not None:
+        lines.append(f"tpot = {q(_words(tpot, 'ms'))}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "scenario.toml"
+        path.write_text("\n".join(lines) + "\n")
+        extra = [f for f in presets.files if f not in load().files]  # the user's --presets
+        try:
+            mine = load((*extra, str(path)))
+            row = mine.get("measurement", "your_scenario")
+            r = evaluate(row, mine)
+            c = case(r, mine)
+        except ChalkboardError as e:  # name the option, not the file written for it
+            text = str(e).replace(f"{path}: measurement.your_scenario.", "")
+            text = text.replace(f"{path}: measurement.your_scenario: ", "")
+            text = text.replace("measurement 'your_scenario': ", "")
+            if "no positive solution for batch_size" in text:
+                text = (
+                    f"--chips: the weights of {model} at {precision} do not fit in the HBM of "
+                    f"{chips} {hardware} chip(s) with room for a batch; give more --chips"
+                )
+            for field_name, flag in FLAGS.items():
+                if text.startswith(field_name + ":"):
+                    text = flag + text[len(field_name) :]
+            raise ChalkboardError(text) from None
+    model_fit = fit_rows(presets)
+    predicted = predict_case(c, model_fit.params)
+    err = summary(presets)["leave_one_out"]
+    return {
+        "unit": r.unit,
+        "bound": float(r.bound.m),
+        "predicted": predicted,
+        "batch": r.batch,
+        "error_median": err["median"],
+        "error_p80": err["p80"],
+        "low": predicted / err["p80"],
+        "high": min(predicted * err["p80"], float(r.bound.m)),
+    }

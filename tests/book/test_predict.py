@@ -1,0 +1,171 @@
+"""The prediction: honest leave-one-out, never above the bound, the predict command's errors."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from book import predict
+from book.cli import main
+from units.presets import load
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def study():
+    return predict.study(load())
+
+
+def fitted_cases(study):
+    return [c for c in study["cases"] if c.id in study["loo"]]
+
+
+def test_the_left_out_row_is_predicted_by_a_fit_that_never_saw_it(study):
+    cases = fitted_cases(study)
+    left = next(c for c in cases if c.id == "mlperf_h200_x8_llama2_70b_offline")
+    others = [c for c in cases if c is not left]
+    z = predict.least_squares(others, study["model"].z, iterations=20)
+    assert study["loo"][left.id] == pytest.approx(
+        predict.predict_case(left, predict._unpack(z)), rel=1e-9
+    )
+    # the reported figure does not move when the left-out measurement does: it was not fitted on
+    liar = predict.Case(**{**left.__dict__, "measured": left.measured * 10})
+    z_liar = predict.least_squares(others, study["model"].z, iterations=20)
+    assert predict.predict_case(liar, predict._unpack(z_liar)) == pytest.approx(
+        study["loo"][left.id], rel=1e-9
+    )
+    # while a fit that includes the row does move with it (so leaving it out mattered)
+    z_in = predict.least_squares([*others, liar], study["model"].z, iterations=20)
+    assert predict.predict_case(liar, predict._unpack(z_in)) > study["loo"][left.id] * 1.01
+
+
+def test_no_prediction_is_above_its_bound(study):
+    for c in study["cases"]:
+        if c.kind == "none":
+            continue
+        assert study["predicted"][c.id] <= c.bound * (1 + 1e-9), c.id
+        if c.id in study["loo"]:
+            assert study["loo"][c.id] <= c.bound * (1 + 1e-9), c.id
+
+
+def test_rows_newer_than_the_fit_and_speculative_rows_stay_out_of_it(study):
+    fitted = set(study["model"].fitted)
+    for c in study["cases"]:
+        if c.held_out or c.excluded:
+            assert c.id not in fitted, c.id
+    assert any(c.held_out for c in study["cases"])  # the v6.1 rows are the out-of-sample test
+    assert "trtllm_b200_r1_batch1_mtp" not in fitted
+
+
+def test_rows_no_step_model_describes_are_reported_apart_with_their_reason(study):
+    s = predict.summary(load())
+    apart = [c for c in study["cases"] if predict.not_modelled(c)]
+    # the InferenceX sweeps (read between measured points) and the MTP rows: out of the fit...
+    ids = {c.id for c in apart}
+    assert "inferencex_b200_llama33_fp8_76" in ids and "trtllm_b200_r1_batch1_mtp" in ids
+    assert not ids & set(study["model"].fitted)
+    # ...but not out of the report: every one is counted, under its reason
+    assert s["not_modelled"]["count"] == len(apart) >= 8
+    assert sum(len(v) for v in s["not_modelled_reasons"].values()) == len(apart)
+    assert all(w in predict.NOT_MODELLED.values() for w in s["not_modelled_reasons"])
+    how = predict.out_of_sample(load())
+    assert how["inferencex_b200_llama33_fp8_76"][1].startswith("not in the fit: a throughput read")
+
+
+def test_prompt_tokens_cross_the_tensor_parallel_all_reduces(study):
+    # H200 x8 Llama 3.1 405B offline: 4,000 prompt tokens per 652 output tokens (the preset's
+    # assumed and derived lengths), so each output token's step carries 1 + 4000/652 tokens'
+    # all-reduces; one chip (Llama 2 70B at TP1) sends nothing either way
+    cases = {c.id: c for c in study["cases"]}
+    tp = cases["mlperf_h200_x8_llama31_405b_offline"]
+    row = load().get("measurement", tp.id)
+    from book.validation import bound_inputs
+
+    kw = bound_inputs(row, load())
+    decode_only = predict._communication(
+        load().get("model", row.model), load().get("hardware", row.hardware), kw, tp.batch, 8.0
+    )
+    assert tp.comm == pytest.approx(decode_only * (1 + 4000 / 652), rel=1e-9)
+    assert not cases["mlperf_h200_x8_llama2_70b_offline"].comm.any()
+
+
+def test_shares_raise_and_overheads_lower_every_prediction(study):
+    stack = predict.Stack.of([c for c in study["cases"] if c.kind != "none"])
+    p = dict(study["model"].params)
+    base = stack.predict(p)
+    for name in predict.SHARES:
+        higher = stack.predict({**p, name: min(1.0, p[name] * 1.2)})
+        assert (higher >= base * (1 - 1e-12)).all(), name
+    for name in predict.TIMES:
+        slower = stack.predict({**p, name: p[name] * 3 + 1e-6})
+        assert (slower <= base * (1 + 1e-12)).all(), name
+
+
+def test_errors_are_ratios_either_way():
+    e = predict.errors([(2.0, 1.0), (1.0, 2.0), (1.0, 1.0)])  # x2 over, x2 under, exact
+    assert e["median"] == 2.0 and e["worst"] == 2.0 and e["within_1_5"] == pytest.approx(1 / 3)
+
+
+def test_validate_json_rows_carry_an_honest_prediction():
+    code, out, _ = run("validate", "--json")
+    data = json.loads(out)
+    assert code == 0
+    for r in data["rows"]:
+        if r["efficiency"] is None:
+            continue
+        assert r["predicted"] > 0 and r["predicted"] <= r["bound"] * (1 + 1e-9), r["id"]
+        assert r["predicted_how"]
+    loo = data["prediction"]["leave_one_out"]
+    assert loo["count"] >= 40 and 1 <= loo["median"] <= loo["worst"]
+    assert data["prediction"]["held_out"]["count"] >= 5
+    assert data["prediction"]["not_modelled"]["count"] >= 8
+    how = {r["id"]: r["predicted_how"] for r in data["rows"]}
+    assert how["inferencex_mi355x_llama33_fp8_96"].startswith("not in the fit")
+
+
+def test_predict_gives_a_prediction_below_the_bound_with_its_error():
+    code, out, err = run(
+        "predict", "--hardware", "h200", "--model", "llama_2_70b", "--precision", "fp8",
+        "--input", "1000", "--output", "200", "--json",
+    )  # fmt: skip
+    assert code == 0 and err == ""
+    p = json.loads(out)
+    assert 0 < p["low"] < p["predicted"] <= p["high"] <= p["bound"]
+    # an H200 cannot serve Llama 2 70B faster than its 141 GB / 4.8 TB/s and 1,979 TFLOP/s allow
+    assert p["bound"] < 4.8e12 / 69e9 * 700
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("--hardware", "h2000"), "--hardware: unknown hardware preset 'h2000' (did you mean"),
+        (("--model", "llama9"), "--model: unknown model preset"),
+        (("--precision", "fp9"), "--precision: unknown precision preset"),
+        (("--input", "1000 s"), "--input:"),
+        (("--scenario", "servr"), "unknown scenario 'servr'"),
+        (("--scenario", "server"), "needs --tpot"),
+        (("--model", "llama_3_1_405b"), "--chips: the weights"),
+    ],
+)
+def test_bad_predict_input_gets_one_error_line(change, message):
+    args = {"--hardware": "h200", "--model": "llama_2_70b", "--precision": "fp8"}
+    args.update({"--input": "1000", "--output": "200"})
+    args[change[0]] = change[1]
+    code, out, err = run("predict", *[w for kv in args.items() for w in kv])
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert "/tmp" not in err and "Traceback" not in err
+
+
+def test_more_tpot_never_predicts_less():
+    rates = []
+    for tpot in ("20 ms", "40 ms", "80 ms"):
+        p = predict.predict_scenario("b200", "llama_2_70b", "fp8", 1, "1000", "200", "server", tpot)
+        rates.append(p["predicted"])
+    assert np.all(np.diff(rates) >= 0)
