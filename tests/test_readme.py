@@ -74,6 +74,16 @@ def test_the_readme_shows_each_product_on_the_command_line():
     assert any("--price" in line for line in COMMANDS)
 
 
+def test_the_command_table_has_every_command():
+    import argparse
+
+    parser = make_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    table = _section("Reference").split("### ", 2)[1]  # the first subsection: the commands
+    missing = [name for name in sub.choices if not re.search(rf"^\|[^|]*`{name}\b", table, re.M)]
+    assert missing == []
+
+
 def test_every_slow_line_is_in_the_readme_and_parses():
     assert set(COMMANDS) >= SLOW, "a line named in SLOW is no longer in the README"
     for line in SLOW:
