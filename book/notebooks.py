@@ -38,6 +38,7 @@ import derivations
 from book.compute import chapter_evaluations
 from book.format import quantity
 from units import ChalkboardError, parse_quantity
+from units.display import spoken
 from units.presets import Presets, load
 
 FOLDER = "notebooks"  # in the site: notebooks/<chapter>.ipynb
@@ -166,14 +167,18 @@ def _placed(chapter_id: str, page: str, presets: Presets) -> list[tuple[int, obj
         value = ev.value
         if not isinstance(value, pint.Quantity) or np.ndim(value.magnitude) != 0:
             continue
-        text = quantity(value)
-        if _weak(text) or (ev.equation.id, text) in seen:
+        exact = quantity(value)
+        if (ev.equation.id, exact) in seen:
             continue
-        found = re.search(r"(?<![\w.,])" + re.escape(text) + r"(?![\w²³⁰-⁹])", page)
-        if found is None:
-            continue
-        seen.add((ev.equation.id, text))
-        placed.append((found.start(), order, ev, text))
+        # prose says a figure in 2-3 figures (book.format.Said): look for either reading
+        for text in dict.fromkeys((exact, spoken(value))):
+            if _weak(text):
+                continue
+            found = re.search(r"(?<![\w.,])" + re.escape(text) + r"(?![\w²³⁰-⁹])", page)
+            if found is not None:
+                seen.add((ev.equation.id, exact))
+                placed.append((found.start(), order, ev, (text, exact)))
+                break
     placed.sort(key=lambda p: p[:2])
     return [(pos, ev, text) for pos, _, ev, text in placed]
 
@@ -227,7 +232,7 @@ def chapter_notebook(
             cells.append(new_md(heading + (f"\n\n{paragraph}" if paragraph else "")))
         shown_heading = heading
 
-    for pos, ev, text in _placed(chapter_id, page, presets):
+    for pos, ev, (text, exact) in _placed(chapter_id, page, presets):
         made = _equation(ev.equation)
         call = made and _call(made, ev.keywords, extra_files)
         if not call:
@@ -239,7 +244,7 @@ def chapter_notebook(
             shown_equations.add(made)
             cells.append(new_code(made))
         cell = new_code(f"{call}\nr  # the chapter prints {text}")
-        cell.metadata["chalkboard"] = {"prints": text}
+        cell.metadata["chalkboard"] = {"prints": text} | ({"shows": exact} if text != exact else {})
         cells.append(cell)
     for section in questions:
         heading_cell(section)
@@ -270,9 +275,10 @@ def mismatches(nb: nbformat.NotebookNode) -> list[str]:
     """
     out = []
     for i, cell in enumerate(nb.cells):
-        prints = cell.get("metadata", {}).get("chalkboard", {}).get("prints")
-        if prints is None:
+        marks = cell.get("metadata", {}).get("chalkboard", {})
+        if "prints" not in marks:
             continue
+        prints = marks.get("shows", marks["prints"])  # the exact value of a figure said roughly
         shown = [
             m.group(1)
             for o in cell.get("outputs", [])
