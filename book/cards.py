@@ -617,7 +617,8 @@ def _regime_cards(presets: Presets) -> list[Card]:
         bound = "memory-bound" if t_m > t_c else "compute-bound"
         top = "the weight fetch" if weights > kv else "the KV fetch"
         front = (
-            f"{names['model']} on {names['chip']} chips at {names['precision']}, a batch of "
+            f"{names['model']} on {number(chips.magnitude)} {names['chip']} chips (the fewest that "
+            f"hold it) at {names['precision']}, a batch of "
             f"{number(batch)} sequences with {number(context)} tokens of context each: "
             "which part of the step sets its time?"
         )
@@ -629,9 +630,9 @@ def _regime_cards(presets: Presets) -> list[Card]:
             "amortises the weights but not the cache."
         )
         back = (
-            f"{sentence(top)}: the step is {bound}. Memory {quantity(t_m)} (weights "
-            f"{quantity(weights)}, KV cache {quantity(kv)}) against compute {quantity(t_c)}, "
-            f"on the {number(chips.magnitude)} chips that hold it.\n\n{why}"
+            f"{sentence(top)}: the step is {bound}. Memory {quantity(t_m, 3)} (weights "
+            f"{quantity(weights, 3)}, KV cache {quantity(kv, 3)}) against compute "
+            f"{quantity(t_c, 3)}.\n\n{why}"
         )
         cid = f"regime:{model}:{hardware}:{precision}:{batch}:{context}"
         cards.append(
@@ -685,13 +686,14 @@ def _comparison_cards(presets: Presets) -> list[Card]:
         va = eq.evaluate(presets=presets, **fixed, **{kind: a})
         vb = eq.evaluate(presets=presets, **fixed, **{kind: b}).to(va.units)
         name_a, name_b = presets.get(kind, a).name, presets.get(kind, b).name
-        winner = name_a if va > vb else name_b
-        factor = (va / vb).to("").magnitude
-        factor = factor if factor >= 1 else 1 / factor
+        (winner, high), (_, low) = sorted(
+            ((name_a, va), (name_b, vb)), key=lambda p: p[1].magnitude, reverse=True
+        )
+        factor = (high / low).to("").magnitude
         front = f"Which {question}: {name_a} or {name_b}, and why?"
         back = (
-            f"{winner}, about {number(factor, 2)} times as much: {quantity(va)} against "
-            f"{quantity(vb)}.\n\n{why}"
+            f"{winner}, about {number(factor, 2)} times as much: {quantity(high, 3)} against "
+            f"{quantity(low, 3)}.\n\n{why}"
         )
         cards.append(
             Card(
@@ -720,8 +722,6 @@ CLAIM_FACTS = {
     "overtrained_100x": "overtraining",
     "kv_from_kink": "kv-from-kink",
     "cache_hit_10x": "cache-discount",
-    "flash_minute": "flash-drain",
-    "disk_hour": "disk-drain",
 }
 
 
@@ -735,13 +735,19 @@ def _claim_reason(v, raw: dict, presets: Presets) -> str:
 
         kw = {k: first[k] for k in CHOICES if k in first} | dict(first.get("set", {}))
         eq = derivations.get(v.equation)
+        if len(eq.rhs.free_symbols) <= 2:  # a plain ratio (S_up / S_out): the figures say it
+            return " ".join(f"{s[:1].upper()}{s[1:].rstrip('.')}." for s in why)
         why.append(f"from ${written_latex(eq.id)}$ with {_inputs_text(eq, kw, presets)}")
     return " ".join(f"{s[:1].upper()}{s[1:].rstrip('.')}." for s in why)
 
 
 def _case_label(label: str) -> str:
-    """A claim case's label without the inputs it sets: 'NVIDIA H100 SXM, FP8'."""
-    return label.split(" with ", 1)[0]
+    """A claim case's label without the inputs it sets, its chip named short.
+
+    >>> _case_label("NVIDIA GB200 NVL72 (per GPU), DeepSeek-V3 / R1, FP8 with batch 64")
+    'GB200 NVL72, DeepSeek-V3 / R1, FP8'
+    """
+    return label.split(" with ", 1)[0].replace("NVIDIA ", "").replace(" (per GPU)", "")
 
 
 def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
