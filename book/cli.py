@@ -810,14 +810,12 @@ def _fast_args(argv):
 def _fill_cache(args, why: str, err) -> None:
     """After a full run of a fast command: compile what the fast path lacked (never fails)."""
     try:
+        from book.fast import note
         from book.fastcache import update
 
-        written = update(args, sys.modules[__name__])
-        if why and written:
-            err.write(
-                f"note: the fast-start cache was {why}; this run used the full library and "
-                "compiled it\n"
-            )
+        line = note(why, update(args, sys.modules[__name__]))
+        if line:
+            err.write(f"note: {line}\n")
     except Exception:  # noqa: BLE001 - a cache that cannot be written only costs speed
         pass
 

@@ -36,7 +36,7 @@ from sympy.printing.latex import LatexPrinter
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 from units.display import quantity, unit
-from units.light import PURE, global_names, scalar_function
+from units.light import PURE, NotData, global_names, scalar_function
 from units.registry import convert
 
 __all__ = [
@@ -905,7 +905,10 @@ class Equation:
         if key not in self._compiled:
             source, names = self.compiled_source(keep)
             pure = names is not None and all(n in PURE for n in names)
-            self._compiled[key] = scalar_function(source) if pure else None
+            try:
+                self._compiled[key] = scalar_function(source) if pure else None
+            except NotData:  # more than arithmetic: numpy evaluates it
+                self._compiled[key] = None
         return self._compiled[key]
 
     def resolver(self, presets=None, precision="bf16", price=None, **kwargs):

@@ -14,6 +14,7 @@ import pytest
 from book import fast
 from book.cli import main, make_parser
 from derivations import CATALOGUE
+from units import diskcache
 
 PAIRS = [("h100_sxm", "deepseek_v3"), ("b200", "llama_3_1_70b"), ("gb200_nvl72", "kimi_k2")]
 CHOICES = ["--api", "claude_opus_4_6", "--tier", "flash_nvme", "--fit", "epoch_2024"]
@@ -200,6 +201,7 @@ def test_a_damaged_cache_falls_back_and_is_rewritten(cache, tmp_path, monkeypatc
     assert answered_fast(argv) == full[1]
     key = fast.cache_key(())
     shutil.copytree(cache / key, tmp_path / key)  # a copy to damage (compiling one is slow)
+    shutil.copy2(cache / diskcache.KEY_FILE, tmp_path)  # with the key that sealed it
     monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
     assert answered_fast(argv) == full[1]
     folder = _folder(tmp_path)
@@ -215,7 +217,7 @@ def test_a_damaged_cache_falls_back_and_is_rewritten(cache, tmp_path, monkeypatc
             entry.write_text("not json")
     damaged = run(argv, True)
     assert damaged[:2] == full[:2]
-    assert damaged[2] == "" or "fast-start cache was corrupt" in damaged[2]
+    assert damaged[2] == "" or "fast-start cache was damaged" in damaged[2]
     assert run(argv, True) == full and answered_fast(argv) == full[1]
 
 
