@@ -102,7 +102,9 @@ def read_sealed(folder: Path, relative: str, key: bytes):
         data = diskcache.unseal(key, f"{folder.name}/{relative}", blob)
         return json.loads(data)
     except (diskcache.Damaged, ValueError, RecursionError) as e:
-        raise Damaged(f"{relative}: {e}" if isinstance(e, diskcache.Damaged) else relative) from None
+        raise Damaged(
+            f"{relative}: {e}" if isinstance(e, diskcache.Damaged) else relative
+        ) from None
 
 
 class Cache:
@@ -186,7 +188,8 @@ def function_key(eq_id: str, keep, arrays) -> str:
 def open_cache(extra) -> tuple[Cache | None, str, str]:
     """``(cache, key, why)``: the cache for these preset files, or None and why not ("missing",
     or "damaged: what"). Untrusted when the cache root or its folder for this key is not the
-    user's own or others can write it (units.diskcache.check_folder): then nothing is read."""
+    user's own or others can write it (units.diskcache.check_folder): then nothing is read; a
+    folder in it that fails the same check is damage."""
     key = cache_key(extra)
     root = cache_dir()
     try:
@@ -200,10 +203,8 @@ def open_cache(extra) -> tuple[Cache | None, str, str]:
         return None, key, "missing"
     except OSError as e:
         return None, key, f"damaged: {folder.name} ({e.strerror})"
-    except Untrusted as e:
-        if not os.path.isdir(folder) or os.path.islink(folder):  # a file (damage) in our root
-            return None, key, f"damaged: {e}"
-        raise
+    except Untrusted as e:  # in the user's own root: damage, not read, and replaced
+        return None, key, f"damaged: {e}"
     try:
         secret = diskcache.user_key(root, create=False)
     except OSError:
@@ -687,7 +688,7 @@ def run(args) -> tuple[str | None, str]:
 def note(why: str, written: bool) -> str | None:
     """The one ``note:`` line (without ``note: ``) after a full run that :func:`run` handed on
     with ``why``, when the cache was ``written``: always for an untrusted cache (it is never
-    written), and for a missing, stale or damaged one when it was compiled again.
+    written) or a damaged one, and for a missing or stale one when it was compiled.
 
     >>> note("damaged: core.json", True)
     'the fast-start cache was damaged (core.json); this run used the full library and \
@@ -698,11 +699,10 @@ compiled it again'
     kind, _, detail = why.partition(": ")
     if kind == "untrusted":
         return diskcache.untrusted_note(detail)
+    if kind == "damaged":
+        done = "compiled it again" if written else "could not replace it"
+        used = "this run used the full library and"
+        return f"the fast-start cache was damaged ({detail}); {used} {done}"
     if not kind or not written:
         return None
-    if kind == "damaged":
-        return (
-            f"the fast-start cache was damaged ({detail}); this run used the full library and "
-            "compiled it again"
-        )
     return f"the fast-start cache was {kind}; this run used the full library and compiled it"

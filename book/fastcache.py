@@ -23,7 +23,7 @@ import tempfile
 from argparse import Namespace
 from pathlib import Path
 
-from book.fast import FORMAT, cache_dir, function_key
+from book.fast import FORMAT, function_key
 from units import diskcache
 
 KEEP_CACHES = 8  # older cache folders (of earlier sources or other preset files) are removed
@@ -492,9 +492,8 @@ def update(args, cli) -> bool:
         return False
     folder = root / key
     built = False
-    if os.path.lexists(folder) and not _valid(folder, secret):
-        if not _remove(folder):
-            return False
+    if os.path.lexists(folder) and not _valid(folder, secret) and not _remove(folder):
+        return False  # damaged, and it stays
     if not os.path.lexists(folder):
         if build(key, args.presets, cli, root, secret) is None:
             return False

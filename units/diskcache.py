@@ -208,7 +208,7 @@ def user_key(root: Path, create: bool = True) -> bytes:
     path = Path(root) / KEY_FILE
     try:
         info = os.stat(path, follow_symlinks=False)
-        known = (str(path), info.st_ino, info.st_mtime_ns)
+        known = (str(path), info.st_ino, info.st_mtime_ns, info.st_mode, info.st_uid)
         if known in _KEYS:
             return _KEYS[known]
         key = read_private(path, KEY_BYTES)
