@@ -518,7 +518,11 @@ def fast_eval(cache: Cache, args) -> str:
         return _dumps(data)
     from book.format import number
 
-    lines = [f"{lhs} = {quantity_text(value, plan)}\n", f"    {equation}\n"]
+    if args.unit and plan["plain"] is not None:  # a unit prose would not say: kept (cli._shown)
+        shown = f"{number(float(value), 4)} {plan['short']}"
+    else:
+        shown = quantity_text(value, plan)
+    lines = [f"{lhs} = {shown}\n", f"    {equation}\n"]
     for name, v, s, origin, _ in shown:
         magnitude, plan = number(v), core["units"]["plans"][s["disp"]]
         words = plan["word"] if magnitude in ("1", "-1") else plan["words"]

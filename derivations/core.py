@@ -1123,8 +1123,25 @@ class Equation:
                 + ")"
             )
         relation = sp.Eq(self.lhs.sym, rhs)
+        cannot = f"cannot solve {self.id!r} for {name!r}"
+        for power in rhs.atoms(sp.Pow):  # sympy would expand a polynomial of that degree
+            e = power.exp
+            if (
+                target.sym in power.base.free_symbols
+                and e.is_Rational
+                and max(abs(e.p), abs(e.q)) > MAX_SOLVE_EXPONENT
+            ):
+                raise ChalkboardError(
+                    f"{cannot}: the power {power} is too large to solve symbolically "
+                    f"(exponents up to {MAX_SOLVE_EXPONENT})"
+                )
         try:
-            solutions = sp.solve(relation, target.sym, dict=False)
+            with _time_limit(
+                MAX_SOLVE_SECONDS,
+                f"{cannot}: sympy took longer than "
+                f"{MAX_SOLVE_SECONDS} s on it (too large to solve symbolically)",
+            ):
+                solutions = sp.solve(relation, target.sym, dict=False)
         except NotImplementedError:
             solutions = []
         solutions = [s for s in solutions if s.is_positive is not False and s.is_real is not False]
@@ -1149,6 +1166,36 @@ class Equation:
             solved_from=self.lhs.name,
             recipe=(self.recipe or f'get("{self.id}")') + f'.solve_for("{target.name}")',
         )
+
+
+MAX_SOLVE_EXPONENT = 1000  # a power of the unknown beyond this is not solved symbolically
+MAX_SOLVE_SECONDS = 30  # sympy's solve is stopped after this long (the CLI's main thread)
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float, message: str):
+    """ChalkboardError(message) when the block runs longer than ``seconds`` (a real-time timer:
+    only in the main thread, and only when no other timer is set; elsewhere no limit)."""
+    import signal
+    import threading
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getitimer(signal.ITIMER_REAL)[0]
+    ):
+        yield
+        return
+
+    def stop(signum, frame):
+        raise ChalkboardError(message)
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # --------------------------------------------------------------------------------------------

@@ -463,3 +463,20 @@ def test_every_kind_of_damage_is_repaired_on_the_next_run_with_one_note(
     assert damaged[2].startswith("note: the fast-start cache was damaged ("), damaged[2]
     assert run(argv, True) == full  # repaired: the next run is answered fast, with no note
     assert answered_fast(argv) == full[1]
+
+
+@pytest.mark.parametrize("unit", ["Ys", "Es", "Zs", "ms"])
+def test_a_unit_asked_for_is_the_unit_shown_in_text_and_json(unit):
+    """--unit Ys once printed 0.02388 s in text while --json said Ys."""
+    argv = ["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--unit", unit]
+    code, text, _ = run(argv, False)
+    data = json.loads(run([*argv, "--json"], False)[1])
+    assert code == 0 and data["unit"] == unit
+    assert text.splitlines()[0].endswith(f" {unit}")
+    # 80 GB / 3.35 TB/s = 23.88 ms, by hand
+    assert data["value"] == pytest.approx(0.0238806 * fast_factor(unit), rel=1e-5)
+    assert run(argv, True)[:2] == (code, text)  # the fast path: the same bytes
+
+
+def fast_factor(unit: str) -> float:
+    return {"Ys": 1e-24, "Es": 1e-18, "Zs": 1e-21, "ms": 1e3}[unit]
