@@ -519,10 +519,10 @@ def fast_eval(cache: Cache, args) -> str:
     from book.format import number
 
     if args.unit and plan["plain"] is not None:  # a unit prose would not say: kept (cli._shown)
-        shown = f"{number(float(value), 4)} {plan['short']}"
+        result = f"{number(float(value), 4)} {plan['short']}"
     else:
-        shown = quantity_text(value, plan)
-    lines = [f"{lhs} = {shown}\n", f"    {equation}\n"]
+        result = quantity_text(value, plan)
+    lines = [f"{lhs} = {result}\n", f"    {equation}\n"]
     for name, v, s, origin, _ in shown:
         magnitude, plan = number(v), core["units"]["plans"][s["disp"]]
         words = plan["word"] if magnitude in ("1", "-1") else plan["words"]
@@ -692,7 +692,7 @@ def run(args) -> tuple[str | None, str]:
 def note(why: str, written: bool) -> str | None:
     """The one ``note:`` line (without ``note: ``) after a full run that :func:`run` handed on
     with ``why``, when the cache was ``written``: always for an untrusted cache (it is never
-    written) or a damaged one, and for a missing or stale one when it was compiled.
+    written), and for a missing, stale or damaged one when it was compiled again.
 
     >>> note("damaged: core.json", True)
     'the fast-start cache was damaged (core.json); this run used the full library and \
@@ -703,10 +703,11 @@ compiled it again'
     kind, _, detail = why.partition(": ")
     if kind == "untrusted":
         return diskcache.untrusted_note(detail)
-    if kind == "damaged":
-        done = "compiled it again" if written else "could not replace it"
-        used = "this run used the full library and"
-        return f"the fast-start cache was damaged ({detail}); {used} {done}"
     if not kind or not written:
         return None
+    if kind == "damaged":
+        return (
+            f"the fast-start cache was damaged ({detail}); this run used the full library and "
+            "compiled it again"
+        )
     return f"the fast-start cache was {kind}; this run used the full library and compiled it"
