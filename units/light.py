@@ -20,7 +20,7 @@ Two parts, both plain Python:
 >>> scalar_function("def f(a):\\n    return __import__('os').getcwd()\\n")
 Traceback (most recent call last):
 ...
-units.light.NotData: Attribute is not arithmetic
+units.light.NotData: Call is not arithmetic
 >>> read_number("3.35 TB/s", {"TB/s": [1e12, "[information] / [time]"]}, "([0-9.]+) *(.*)")
 (3.35, 1000000000000.0, '[information] / [time]', 'TB/s')
 """
