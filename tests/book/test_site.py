@@ -483,10 +483,17 @@ from pathlib import Path
 from book import site
 from book.cli import main
 def mkdocs(docs, out):
-    time.sleep(2)
+    go = Path(sys.argv[1] + ".go")  # the first waits (a minute at most) until the test says go
+    for _ in range(1200):
+        if go.exists():
+            break
+        time.sleep(0.05)
     out.mkdir(parents=True)
     (out / "index.html").write_text(sys.argv[2])
-site.render = lambda docs, presets=None: docs.mkdir(parents=True)
+def render(docs, presets=None):
+    docs.mkdir(parents=True)
+    Path(sys.argv[1] + "." + sys.argv[2]).write_text("")  # under way (beside, for the test)
+site.render = render
 site._mkdocs_build = mkdocs
 sys.exit(main(["build", "--out", sys.argv[1]]))
 """
@@ -506,13 +513,19 @@ def test_two_builds_into_one_folder_take_turns_and_say_so(tmp_path):
                 env=env,
             )
         )
-        time.sleep(0.5 if name == "first" else 0)
+        deadline = time.monotonic() + 120
+        while name == "first" and not Path(f"{out}.first").exists():  # it holds the lock
+            assert time.monotonic() < deadline and procs[0].poll() is None
+            time.sleep(0.05)
+    said = procs[1].stderr.readline()  # the second says it waits, while the first builds
+    assert said.startswith("note: another chalkboard build into") and "waits" in said
+    Path(f"{out}.go").write_text("")
     done = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], done
     assert "error" not in done[0][1] + done[1][1]
-    assert "another chalkboard build into" in done[1][1] and "waits" in done[1][1]
     assert (out / "index.html").read_text() == "second"  # the later one, whole
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+    names = ["site", "site.first", "site.go", "site.second"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
 
 
 @pytest.mark.parametrize("missing", ["chromium", "node"])
