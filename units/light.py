@@ -27,7 +27,6 @@ units.light.NotData: Call is not arithmetic
 
 from __future__ import annotations
 
-import ast
 import functools
 import keyword
 import math
@@ -79,8 +78,9 @@ PURE = {
 # imports, calls of names outside the namespace); :func:`function_of` builds the Python function
 # back from the data alone, node by node, so data from anywhere can only ever compute arithmetic.
 
-BINARY = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow}
-UNARY = {"neg": ast.USub, "pos": ast.UAdd}
+BINARY = {"+": "Add", "-": "Sub", "*": "Mult", "/": "Div", "**": "Pow"}  # ast's names
+UNARY = {"neg": "USub", "pos": "UAdd"}
+PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "neg": 3, "pos": 3, "**": 4}  # atoms: 5
 MAX_NODES = 200_000  # a bigger function is not kept (the full library evaluates it)
 
 
@@ -97,6 +97,8 @@ def _name(text) -> str:
 
 
 def _to_data(node, count: list[int]):
+    import ast
+
     count[0] += 1
     if count[0] > MAX_NODES:
         raise NotData("too large")
@@ -107,12 +109,12 @@ def _to_data(node, count: list[int]):
     if isinstance(node, ast.Name):
         return _name(node.id)
     if isinstance(node, ast.BinOp):
-        op = next((k for k, v in BINARY.items() if isinstance(node.op, v)), None)
+        op = next((k for k, v in BINARY.items() if type(node.op).__name__ == v), None)
         if op is None:
             raise NotData(f"operator {type(node.op).__name__}")
         return [op, _to_data(node.left, count), _to_data(node.right, count)]
     if isinstance(node, ast.UnaryOp):
-        op = next((k for k, v in UNARY.items() if isinstance(node.op, v)), None)
+        op = next((k for k, v in UNARY.items() if type(node.op).__name__ == v), None)
         if op is None:
             raise NotData(f"operator {type(node.op).__name__}")
         return [op, _to_data(node.operand, count)]
@@ -135,6 +137,8 @@ def expression_data(source: str) -> dict:
     >>> data["result"]
     ['/', 'x0', ['call', 'sqrt', ['b'], {}]]
     """
+    import ast
+
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -165,59 +169,73 @@ def expression_data(source: str) -> dict:
     return {"args": [_name(x.arg) for x in a.args], "steps": steps, "result": result}
 
 
-def _to_node(data, known: set[str]):
+def _to_source(data, known: set[str]) -> tuple[str, int]:
+    """Python text of one expression of the data and its precedence, parenthesized where the
+    tree needs it (and only there: so a long sum stays flat, as sympy printed it)."""
     if type(data) in (int, float):
-        return ast.Constant(data)
+        if not math.isfinite(data):
+            raise NotData("not a finite number")
+        return repr(data), 5
     if type(data) is str:
         if _name(data) not in known:
             raise NotData(f"unknown name {data!r}")
-        return ast.Name(data, ast.Load())
+        return data, 5
     if type(data) is not list or not data or type(data[0]) is not str:
         raise NotData("not an expression")
     head, rest = data[0], data[1:]
     if head in BINARY and len(rest) == 2:
-        return ast.BinOp(_to_node(rest[0], known), BINARY[head](), _to_node(rest[1], known))
+        (left, lp), (right, rp) = (_to_source(e, known) for e in rest)
+        mine = PRECEDENCE[head]
+        if head == "**":  # right-associative: parenthesize all but atoms on either side
+            left = left if lp == 5 else f"({left})"
+            right = right if rp == 5 else f"({right})"
+        else:
+            left = left if lp >= mine else f"({left})"
+            right = right if rp > mine else f"({right})"
+        return f"{left} {head} {right}", mine
     if head in UNARY and len(rest) == 1:
-        return ast.UnaryOp(UNARY[head](), _to_node(rest[0], known))
+        operand, op = _to_source(rest[0], known)
+        sign = "-" if head == "neg" else "+"
+        return f"{sign}{operand if op >= 4 else f'({operand})'}", 3
     if head in ("list", "tuple"):
-        kind = ast.List if head == "list" else ast.Tuple
-        return kind([_to_node(e, known) for e in rest], ast.Load())
+        items = ", ".join(_to_source(e, known)[0] for e in rest)
+        return (f"[{items}]" if head == "list" else f"({items},)"), 5
     if head == "call" and len(rest) == 3 and type(rest[1]) is list and type(rest[2]) is dict:
-        func = _to_node(rest[0], known)
-        args = [_to_node(e, known) for e in rest[1]]
-        kws = [ast.keyword(_name(k), _to_node(v, known)) for k, v in rest[2].items()]
-        return ast.Call(func, args, kws)
+        func, fp = _to_source(rest[0], known)
+        if fp != 5:
+            raise NotData("not a name called")
+        args = [_to_source(e, known)[0] for e in rest[1]]
+        args += [f"{_name(k)}={_to_source(v, known)[0]}" for k, v in rest[2].items()]
+        return f"{func}({', '.join(args)})", 5
     raise NotData(f"not an expression: {head!r}")
 
 
 def function_of(data, namespace: dict):
     """The function the data of :func:`expression_data` describes, its globals from
-    ``namespace`` only (NotData for anything else: this is the only way cached data runs)."""
+    ``namespace`` only (NotData for anything else: this is the only way cached data runs). Its
+    text is written here from the data alone, every name checked and every number a repr, so it
+    can only compute; it parses to the very tree of the source the data was read from."""
     try:
         if type(data) is not dict or set(data) != {"args", "steps", "result"}:
             raise NotData("not a function's data")
         args = [_name(a) for a in data["args"]]
+        if len(set(args)) != len(args):
+            raise NotData("an argument named twice")
         known = set(args) | {n for n in namespace if not n.startswith("__")}
-        body = []
+        lines = [f"def compiled({', '.join(args)}):"]
         for step in data["steps"]:
             if type(step) is not list or len(step) != 2:
                 raise NotData("not a step")
-            value = _to_node(step[1], known)
+            value = _to_source(step[1], known)[0]
             target = _name(step[0])
             known.add(target)
-            body.append(ast.Assign([ast.Name(target, ast.Store())], value))
-        body.append(ast.Return(_to_node(data["result"], known)))
-        arguments = ast.arguments(
-            posonlyargs=[], args=[ast.arg(a) for a in args], kwonlyargs=[], kw_defaults=[],
-            defaults=[],
-        )  # fmt: skip
-        fn = ast.FunctionDef(name="compiled", args=arguments, body=body, decorator_list=[])
-        module = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
-        code = compile(module, "<chalkboard compiled>", "exec")
-    except (RecursionError, MemoryError, TypeError, KeyError):
+            lines.append(f"    {target} = {value}")
+        lines.append(f"    return {_to_source(data['result'], known)[0]}")
+        code = compile("\n".join(lines) + "\n", "<chalkboard compiled>", "exec")
+    except (RecursionError, MemoryError, TypeError, KeyError, SyntaxError):
         raise NotData("not a function's data") from None
     names = dict(namespace)
-    exec(code, names)  # noqa: S102 - built node by node from data: arithmetic and named calls
+    exec(code, names)  # noqa: S102 - written from checked data: arithmetic and named calls
     return names["compiled"]
 
 

@@ -87,3 +87,27 @@ def test_deeply_nested_data_is_refused_not_a_crash():
 def test_a_scalar_function_computes_what_its_source_says():
     f = scalar_function("def f(a, b):\n    x0 = a*b\n    return reduce(maximum, [x0, b])/sqrt(a)\n")
     assert f(4.0, 3.0) == 6.0
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(a, b, c):\n    return (-a)**b\n",
+        "def f(a, b, c):\n    return -a**b\n",
+        "def f(a, b, c):\n    return a - (b - c)\n",
+        "def f(a, b, c):\n    return a - b - c\n",
+        "def f(a, b, c):\n    return a/(b*c)\n",
+        "def f(a, b, c):\n    return a**(b**c)\n",
+        "def f(a, b, c):\n    return (a**b)**c\n",
+        "def f(a, b, c):\n    return a**-b + -(-c)\n",
+        "def f(a, b, c):\n    return " + " + ".join(["a*b/c"] * 400) + "\n",  # flat, not nested
+    ],
+)
+def test_data_is_built_back_into_the_same_arithmetic(source):
+    import ast
+
+    f = scalar_function(source)
+    namespace = {}
+    exec(compile(ast.parse(source), "<test>", "exec"), namespace)  # noqa: S102 - test source
+    for args in ((1.5, 2.0, 3.0), (2.0, 0.5, 2.0)):
+        assert f(*args) == namespace["f"](*args)
