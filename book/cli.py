@@ -326,7 +326,7 @@ def _precisions(args, presets) -> dict[str, str | None]:
 
 
 def _evaluate(eq, args, out) -> None:
-    from book.format import number, quantity, unit
+    from book.format import number, unit
     from units.presets import load
 
     presets = load(tuple(args.presets))
@@ -363,12 +363,23 @@ def _evaluate(eq, args, out) -> None:
         }
         out.write(_json(data))
         return
-    out.write(f"{eq.lhs.name} = {quantity(value)}\n")
+    out.write(f"{eq.lhs.name} = {_shown(value, bool(args.unit))}\n")
     out.write(f"    {eq.lhs.name} = {eq.rhs}\n")
     for name, i in result.inputs.items():
         magnitude = number(i.value.magnitude)
         shown = unit(i.value.units, singular=magnitude in ("1", "-1"))  # "1 token per sequence"
         out.write(f"    {name:<22} {magnitude:>12} {shown:<18} {i.origin}\n")
+
+
+def _shown(value, asked: bool) -> str:
+    """The result as prose says it, except that a --unit prose would not say (Ys, EB: shown
+    in powers of ten of s and B) is kept, as --json keeps it (book.fast does the same)."""
+    from book.format import number, quantity
+    from units.display import _plain
+
+    if asked and _plain(value) is not value:
+        return f"{number(float(value.magnitude), 4)} {value.units:~}"
+    return quantity(value)
 
 
 def cmd_eval(args, out) -> None:
@@ -379,8 +390,9 @@ def cmd_eval(args, out) -> None:
 
 def cmd_solve(args, out) -> None:
     import derivations
+    from derivations.inverse import inverse  # numerically, when algebra alone cannot
 
-    _evaluate(derivations.get(args.id).solve_for(args.unknown), args, out)
+    _evaluate(inverse(derivations.get(args.id), args.unknown), args, out)
 
 
 def _preset_json(preset) -> dict:
@@ -919,6 +931,8 @@ def main(argv: list[str] | None = None, out=None, err=None, fast: bool = False) 
 
         if isinstance(e, ChalkboardError):
             return fail(e)
+        if isinstance(e, ValueError) and getattr(out, "closed", False):  # closed by --extra
+            return fail("standard output was closed during the command; nothing can be printed")
         return fail(
             f"internal error ({type(e).__name__}: {e}); this is a bug in chalkboard, please "
             "report it with the command you ran"
@@ -952,14 +966,12 @@ def _fast_args(argv):
 def _fill_cache(args, why: str, err) -> None:
     """After a full run of a fast command: compile what the fast path lacked (never fails)."""
     try:
+        from book.fast import note
         from book.fastcache import update
 
-        written = update(args, sys.modules[__name__])
-        if why and written:
-            err.write(
-                f"note: the fast-start cache was {why}; this run used the full library and "
-                "compiled it\n"
-            )
+        line = note(why, update(args, sys.modules[__name__]))
+        if line:
+            err.write(f"note: {line}\n")
     except Exception:  # noqa: BLE001 - a cache that cannot be written only costs speed
         pass
 
@@ -970,7 +982,7 @@ def run() -> None:
     if sys.stdout is not None:
         try:
             sys.stdout.flush()
-        except OSError:  # closed or broken stdout: the error line is already written
+        except (OSError, ValueError):  # closed or broken stdout: the error line is written
             sys.stdout = None
     sys.exit(code)
 

@@ -25,10 +25,11 @@ import stat
 import sys
 from pathlib import Path
 
-from units.diskcache import cache_dir  # the cache root the build's caches share
+from units import diskcache
+from units.diskcache import Untrusted, cache_dir  # the cache root the build's caches share
 
 ROOT = Path(__file__).resolve().parents[1]
-FORMAT = 1  # bump when the cache's layout changes
+FORMAT = 2  # bump when the cache's layout changes
 SOURCES = ("book/cli.py", "book/format.py", "book/fast.py", "book/fastcache.py")
 MAX_FILE_BYTES = 1_000_000  # as units.presets.MAX_FILE_BYTES: a bigger file is the full path's
 FAST_COMMANDS = ("eval", "list", "presets", "sweep")
@@ -39,7 +40,7 @@ class Fallback(Exception):
 
 
 class Damaged(Fallback):
-    """A cache file that does not read back whole (the full run rewrites it)."""
+    """A cache file that does not read back whole and sealed (the full run rewrites it)."""
 
 
 def preset_files(extra) -> list[str]:
@@ -92,20 +93,30 @@ def cache_key(extra=()) -> str:
 # -- the cache ------------------------------------------------------------------------------
 
 
-def _read_json(path: Path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def read_sealed(folder: Path, relative: str, key: bytes):
+    """The JSON of a sealed file of a cache folder (units.diskcache.seal, under the name
+    ``<folder name>/<relative>``); FileNotFoundError when absent, Damaged when it is anything
+    but a regular file of the user's carrying the user's seal."""
+    try:
+        blob = diskcache.read_private(folder / relative)
+        data = diskcache.unseal(key, f"{folder.name}/{relative}", blob)
+        return json.loads(data)
+    except (diskcache.Damaged, ValueError, RecursionError) as e:
+        raise Damaged(
+            f"{relative}: {e}" if isinstance(e, diskcache.Damaged) else relative
+        ) from None
 
 
 class Cache:
     """One compiled cache folder: ``core.json``, ``out/`` (list and presets text) and ``fn/``
-    (one compiled function per file, added as evaluations need them)."""
+    (one compiled function per file, added as evaluations need them); ``key`` is the user's
+    (units.diskcache.user_key) that seals each file."""
 
-    def __init__(self, folder: Path):
-        self.folder = folder
-        core = _read_json(folder / "core.json")
+    def __init__(self, folder: Path, key: bytes):
+        self.folder, self.key = folder, key
+        core = read_sealed(folder, "core.json", key)
         if not isinstance(core, dict) or core.get("format") != FORMAT:
-            raise Damaged("the cache has another format")
+            raise Damaged("core.json has another format")
         if core.get("broken") is True:
             raise Fallback("the presets do not load; the full path reports why")
         self.core = core
@@ -115,25 +126,18 @@ class Cache:
         """A cached command output, checked against its hash in core.json."""
         path = self.folder / "out" / f"{name}.txt"
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, ValueError):
+            text = diskcache.read_private(path).decode("utf-8")
+        except (OSError, ValueError, diskcache.Damaged):
             raise Damaged(f"no cached output {name}") from None
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != self.core["outputs"].get(name):
             raise Damaged(f"the cached output {name} is damaged")
         return text
 
     def _entry(self, key: str, eq_id: str) -> dict:
-        path = self.folder / "fn" / f"{key}.json"
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError:
+            entry = read_sealed(self.folder, f"fn/{key}.json", self.key)
+        except FileNotFoundError:
             raise Fallback(f"{eq_id} is not compiled yet") from None
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            raise Damaged(f"the compiled {eq_id} is damaged") from None
         if not isinstance(entry, dict):
             raise Damaged(f"the compiled {eq_id} is damaged")
         return entry
@@ -155,16 +159,21 @@ class Cache:
             entry = self._entry(key, eq_id)
             if entry.get("id") != eq_id:
                 raise Fallback("a cache entry does not match its name")
-            from units.light import array_function, scalar_function
+            from units.light import NotData, array_function, scalar_function
 
-            if arrays:
-                if entry.get("names") is None:
-                    raise Fallback(f"{eq_id} needs names the fast path cannot bind")
-                fn = array_function(entry["source"], entry["names"])
-            else:
-                if not entry.get("pure"):
-                    raise Fallback(f"{eq_id} has no float function")
-                fn = scalar_function(entry["source"])
+            if entry.get("expr") is None:
+                raise Fallback(f"{eq_id} is more than arithmetic")
+            try:
+                if arrays:
+                    if entry.get("names") is None:
+                        raise Fallback(f"{eq_id} needs names the fast path cannot bind")
+                    fn = array_function(entry["expr"], entry["names"])
+                else:
+                    if not entry.get("pure"):
+                        raise Fallback(f"{eq_id} has no float function")
+                    fn = scalar_function(entry["expr"])
+            except NotData as e:
+                raise Damaged(f"the compiled {eq_id}: {e}") from None
             self._functions[key] = (entry["args"], fn)
         return self._functions[key]
 
@@ -177,19 +186,35 @@ def function_key(eq_id: str, keep, arrays) -> str:
 
 
 def open_cache(extra) -> tuple[Cache | None, str, str]:
-    """``(cache, key, why)``: the cache for these preset files, or None and why not."""
+    """``(cache, key, why)``: the cache for these preset files, or None and why not ("missing",
+    or "damaged: what"). Untrusted when the cache root or its folder for this key is not the
+    user's own or others can write it (units.diskcache.check_folder): then nothing is read; a
+    folder in it that fails the same check is damage."""
     key = cache_key(extra)
-    folder = cache_dir() / key
-    if not (folder / "core.json").is_file():
-        return None, key, "missing"
+    root = cache_dir()
     try:
-        return Cache(folder), key, ""
-    except Damaged:
-        return None, key, "corrupt"
-    except Fallback:
-        raise
-    except (OSError, ValueError, TypeError, KeyError):
-        return None, key, "corrupt"
+        diskcache.check_folder(root)
+    except OSError:
+        return None, key, "missing"
+    folder = root / key
+    try:
+        diskcache.check_folder(folder)
+    except FileNotFoundError:
+        return None, key, "missing"
+    except OSError as e:
+        return None, key, f"damaged: {folder.name} ({e.strerror})"
+    except Untrusted as e:  # in the user's own root: damage, not read, and replaced
+        return None, key, f"damaged: {e}"
+    try:
+        secret = diskcache.user_key(root, create=False)
+    except OSError:
+        return None, key, f"damaged: no usable {diskcache.KEY_FILE}"
+    try:
+        return Cache(folder, secret), key, ""
+    except FileNotFoundError:
+        return None, key, "damaged: core.json is missing"
+    except Damaged as e:
+        return None, key, f"damaged: {e}"
 
 
 # -- evaluation -----------------------------------------------------------------------------
@@ -493,7 +518,11 @@ def fast_eval(cache: Cache, args) -> str:
         return _dumps(data)
     from book.format import number
 
-    lines = [f"{lhs} = {quantity_text(value, plan)}\n", f"    {equation}\n"]
+    if args.unit and plan["plain"] is not None:  # a unit prose would not say: kept (cli._shown)
+        result = f"{number(float(value), 4)} {plan['short']}"
+    else:
+        result = quantity_text(value, plan)
+    lines = [f"{lhs} = {result}\n", f"    {equation}\n"]
     for name, v, s, origin, _ in shown:
         magnitude, plan = number(v), core["units"]["plans"][s["disp"]]
         words = plan["word"] if magnitude in ("1", "-1") else plan["words"]
@@ -640,17 +669,45 @@ COMMANDS = {"eval": fast_eval, "list": fast_list, "presets": fast_presets, "swee
 
 def run(args) -> tuple[str | None, str]:
     """``(stdout text, "")`` when the fast path answers, else ``(None, why)``: why is
-    "missing", "stale" or "corrupt" when the cache is, "" when the command is simply not one the
-    fast path answers (an error, an unusual input, a function not compiled yet)."""
+    "missing", "stale", "damaged: what" or "untrusted: why" when the cache is, "" when the
+    command is simply not one the fast path answers (an error, an unusual input, a function not
+    compiled yet). :func:`note` turns it into the line the CLI prints."""
     try:
         cache, _, why = open_cache(args.presets)
         if cache is None:
             stale = why == "missing" and any(cache_dir().glob("*/core.json"))
             return None, "stale" if stale else why
         return COMMANDS[args.command](cache, args), ""
-    except Damaged:
-        return None, "corrupt"
+    except Untrusted as e:
+        diskcache.NOTED.add(diskcache.untrusted_note(str(e)))  # said once, by the CLI
+        return None, f"untrusted: {e}"
+    except Damaged as e:
+        return None, f"damaged: {e}"
     except Fallback:
         return None, ""
-    except Exception:  # noqa: BLE001 - damaged data: the full path answers (and reports)
-        return None, "corrupt"
+    except Exception as e:  # noqa: BLE001 - damaged data: the full path answers (and reports)
+        return None, f"damaged: {type(e).__name__}"
+
+
+def note(why: str, written: bool) -> str | None:
+    """The one ``note:`` line (without ``note: ``) after a full run that :func:`run` handed on
+    with ``why``, when the cache was ``written``: always for an untrusted cache (it is never
+    written), and for a missing, stale or damaged one when it was compiled again.
+
+    >>> note("damaged: core.json", True)
+    'the fast-start cache was damaged (core.json); this run used the full library and \
+compiled it again'
+    >>> note("missing", False) is None
+    True
+    """
+    kind, _, detail = why.partition(": ")
+    if kind == "untrusted":
+        return diskcache.untrusted_note(detail)
+    if not kind or not written:
+        return None
+    if kind == "damaged":
+        return (
+            f"the fast-start cache was damaged ({detail}); this run used the full library and "
+            "compiled it again"
+        )
+    return f"the fast-start cache was {kind}; this run used the full library and compiled it"

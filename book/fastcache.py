@@ -4,9 +4,13 @@
 catalogue's equations, every preset-bound input as a decision tree over the chosen presets,
 presets in base units, the unit table and the plans that print units), ``out/`` (the text of
 ``list`` and ``presets``, printed by the full commands themselves) and ``fn/`` (each compiled
-function an evaluation ran, as Python source; :func:`record` adds them after a full run). Every
-file is written to a temporary name and renamed, so a reader sees a whole file or none; a cache
-folder that cannot be written (a read-only home) is simply not written.
+function an evaluation ran, as data: ``units.light.expression_data``, never code; :func:`record`
+adds them after a full run). ``core.json`` and each function are sealed with the user's HMAC key
+(``units.diskcache.seal``; the outputs are checked against their hashes in ``core.json``), every
+folder is made 0700 and every file 0600, and a cache root that is not the user's own or that
+others can write is never written (``units.diskcache``). Every file is written to a temporary
+name and renamed, so a reader sees a whole file or none; a cache folder that cannot be written
+(a read-only home) is simply not written.
 """
 
 from __future__ import annotations
@@ -19,22 +23,21 @@ import tempfile
 from argparse import Namespace
 from pathlib import Path
 
-from book.fast import FORMAT, cache_dir, function_key
+from book.fast import FORMAT, function_key
+from units import diskcache
 
 KEEP_CACHES = 8  # older cache folders (of earlier sources or other preset files) are removed
 
 
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file in the same folder, renamed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _write(path: Path, text: str, root: Path, key: bytes | None = None) -> None:
+    """Write ``text`` to ``path`` atomically, mode 0600 (sealed with ``key`` when given, under
+    the name ``<cache folder>/<path in it>`` that book.fast.read_sealed checks)."""
+    data = text.encode("utf-8")
+    if key is not None:
+        folder = path.relative_to(root).parts[0]
+        name = f"{folder}/{path.relative_to(root / folder).as_posix()}"
+        data = diskcache.seal(key, name, data)
+    diskcache.write_private(path, data, root)
 
 
 # -- bindings as decision trees -------------------------------------------------------------
@@ -366,26 +369,28 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def build(key: str, extra, cli) -> Path | None:
-    """Write the cache folder for ``key`` (None when it cannot be written). Presets that do not
-    load make a folder marked broken, so later runs go straight to the full path."""
+def build(key: str, extra, cli, root: Path, secret: bytes) -> Path | None:
+    """Write the cache folder for ``key`` in the checked ``root``, sealed with ``secret`` (None
+    when it cannot be written). Presets that do not load make a folder marked broken, so later
+    runs go straight to the full path."""
     from units import ChalkboardError
 
-    root = cache_dir()
     folder = root / key
     try:
         core, outputs = compile_core(extra, cli)
     except ChalkboardError:
         core, outputs = {"format": FORMAT, "broken": True}, {}
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+        staging = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))  # mode 0700
         try:
             for name, text in outputs.items():
-                _write(staging / "out" / f"{name}.txt", text)
-            (staging / "fn").mkdir()
-            _write(staging / "core.json", json.dumps(core, separators=(",", ":")))
-            if folder.exists():  # another process wrote it meanwhile: keep theirs
+                _write(staging / "out" / f"{name}.txt", text, staging)
+            (staging / "fn").mkdir(mode=0o700)
+            text = json.dumps(core, separators=(",", ":"))
+            # sealed under its name in the final folder
+            data = diskcache.seal(secret, f"{key}/core.json", text.encode("utf-8"))
+            diskcache.write_private(staging / "core.json", data, staging)
+            if os.path.lexists(folder):  # another process wrote it meanwhile: keep theirs
                 shutil.rmtree(staging)
             else:
                 os.rename(staging, folder)
@@ -418,42 +423,51 @@ def _prune(root: Path, keep: Path) -> None:
             pass
 
 
-def record(folder: Path) -> int:
+def record(folder: Path, secret: bytes) -> int:
     """Add to the cache the compiled functions this process's evaluations ran (catalogued
-    equations only); returns how many were new."""
+    equations only), as data (units.light.expression_data), each sealed; a damaged entry is
+    replaced. Returns how many were written."""
     import sys
+
+    from units.light import NotData, expression_data
 
     inputs = sys.modules.get("derivations.inputs")
     if inputs is None:
         return 0
     from derivations.core import CATALOGUE
 
+    root = folder.parent
     new = 0
     for (eq_id, keep, arrays), eq in list(inputs.EVALUATED.items()):
         if CATALOGUE.get(eq_id) is not eq:
             continue
         path = folder / "fn" / f"{function_key(eq_id, keep, None)}.json"
-        if not _readable(path):
+        if not _readable(folder, path, secret):
             try:
                 names = [s.name for s in eq.arguments(keep)]
-                _write(path, json.dumps({"id": eq_id, "args": names}))
+                _write(path, json.dumps({"id": eq_id, "args": names}), root, secret)
             except OSError:
                 return new
+            new += 1
         path = folder / "fn" / f"{function_key(eq_id, keep, arrays)}.json"
-        if _readable(path):
+        if _readable(folder, path, secret):
             continue
         source, names = eq.compiled_source(keep, arrays)
+        try:
+            expr = expression_data(source)
+        except NotData:
+            expr = None  # the fast path hands this function to the full library
         entry = {
             "id": eq_id,
             "keep": sorted(keep),
             "arrays": sorted(arrays),
             "args": [s.name for s in eq.arguments(keep)],
-            "source": source,
+            "expr": expr,
             "names": names,
             "pure": not arrays and eq.scalar(keep) is not None,
         }
         try:
-            _write(path, json.dumps(entry))
+            _write(path, json.dumps(entry), root, secret)
         except OSError:
             return new
         new += 1
@@ -461,50 +475,70 @@ def record(folder: Path) -> int:
 
 
 def update(args, cli) -> bool:
-    """After a full run of a fast command: build the cache when it is missing and record the
-    compiled functions. True when anything was written."""
+    """After a full run of a fast command: build the cache when it is missing or damaged (the
+    damaged folder is removed first) and record the compiled functions. Nothing is written in a
+    cache root that is not the user's own (units.diskcache.trusted_root). True when anything
+    was written."""
     from book.fast import Fallback, cache_key
 
     try:
         key = cache_key(args.presets)
     except Fallback:
         return False
-    folder = cache_dir() / key
+    try:
+        root = diskcache.trusted_root(create=True)
+        secret = diskcache.user_key(root)
+    except (diskcache.Untrusted, OSError):
+        return False
+    folder = root / key
     built = False
-    if not (folder / "core.json").is_file():
-        if build(key, args.presets, cli) is None:
+    if os.path.lexists(folder) and not _valid(folder, secret) and not _remove(folder):
+        return False  # damaged, and it stays
+    if not os.path.lexists(folder):
+        if build(key, args.presets, cli, root, secret) is None:
             return False
         built = True
-    elif not _valid(folder):
-        shutil.rmtree(folder, ignore_errors=True)
-        if build(key, args.presets, cli) is None:
-            return False
-        built = True
-    return record(folder) > 0 or built
+    return record(folder, secret) > 0 or built
+
+
+def _remove(path: Path) -> bool:
+    """Remove a damaged cache folder (or whatever is in its place); False when it stays."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except OSError:
+        return False
+    return True
 
 
 CORE_KEYS = ("chapters", "symbols", "equations", "defining", "choices", "presets", "bindings")
 
 
-def _readable(path: Path) -> bool:
+def _readable(folder: Path, path: Path, secret: bytes) -> bool:
+    """A whole sealed entry of this user's at ``path``."""
+    from book.fast import Damaged, read_sealed
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return isinstance(json.load(f), dict)
-    except (OSError, ValueError):
+        return isinstance(read_sealed(folder, path.relative_to(folder).as_posix(), secret), dict)
+    except (OSError, Damaged):
         return False
 
 
-def _valid(folder: Path) -> bool:
-    """A whole core.json of this format (a broken-presets marker counts), and whole outputs."""
+def _valid(folder: Path, secret: bytes) -> bool:
+    """A folder of the user's holding a whole sealed core.json of this format (a broken-presets
+    marker counts) and whole outputs."""
     from book.fast import Cache, Damaged, Fallback
 
     try:
-        cache = Cache(folder)
+        diskcache.check_folder(folder)
+        cache = Cache(folder, secret)
     except Damaged:
         return False
     except Fallback:  # the marker of presets that do not load
         return True
-    except (OSError, ValueError):
+    except (OSError, diskcache.Untrusted):
         return False
     core = cache.core
     if not all(k in core for k in (*CORE_KEYS, "units", "outputs")):

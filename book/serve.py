@@ -11,8 +11,11 @@ change to anything else (Python, presets, assets, ``mkdocs.yml``) starts a fresh
 full build, since modules cannot be reloaded safely; the old site is served until it succeeds.
 
 Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the
-same server and reloads the page when the build changes (no external network). Unknown URLs get
-the site's own 404 page. SIGTERM and SIGINT stop the builder and remove the temporary folder.
+same server and reloads the page when the build changes (no external network). Unknown URLs and
+folders without an ``index.html`` get the site's own 404 page (never a listing); a request whose
+``Host`` is not 127.0.0.1 or localhost (a page of another site reaching it by DNS rebinding) gets
+421, a malformed path 400, and a connection that sends nothing is closed after IDLE_TIMEOUT
+seconds. SIGTERM and SIGINT stop the builder and remove the temporary folder.
 
 >>> inject(b"<html><body><p>hi</p></body></html>", "7").count(b"__chalkboard__/build")
 1
@@ -44,6 +47,9 @@ MKDOCS_YML = ROOT / "mkdocs.yml"
 WATCHED = (ROOT / "units", ROOT / "derivations", HERE, MKDOCS_YML)
 LIVE = "/__chalkboard__/build"
 LIVE_WAIT = 25.0  # seconds a long poll is held before it answers "no change"
+IDLE_TIMEOUT = 30.0  # seconds a connection may send nothing before it is closed
+BACKLOG = 128  # connections the kernel holds before they are accepted (a burst of reloads)
+HOSTS = ("127.0.0.1", "localhost")  # the Host headers answered (DNS rebinding gets 421)
 SCRIPT = """<script>
 (function () {
   if (window.__chalkboardLive) return;
@@ -270,7 +276,10 @@ def make_handler(state: State):
     import urllib.parse
 
     class Handler(http.server.SimpleHTTPRequestHandler):
+        timeout = IDLE_TIMEOUT  # read from the module on each connection (tests shorten it)
+
         def __init__(self, *args, **kwargs):
+            self.timeout = IDLE_TIMEOUT
             super().__init__(*args, directory=str(state.site or ROOT / "-"), **kwargs)
 
         def log_message(self, *args):  # one line per rebuild, not one per request
@@ -281,10 +290,30 @@ def make_handler(state: State):
             super().end_headers()
 
         def do_GET(self):
-            self._answer(body=True)
+            self._checked(body=True)
 
         def do_HEAD(self):
-            self._answer(body=False)
+            self._checked(body=False)
+
+        def _checked(self, body: bool) -> None:
+            host = self.headers.get("Host")
+            if host is None:
+                return self.send_error(400, "No Host header")
+            name, _, port = host.strip().lower().rpartition(":")
+            if not name or not port.isdigit():
+                name = host.strip().lower()
+            if name not in HOSTS:
+                return self.send_error(421, "This server answers only 127.0.0.1 and localhost")
+            path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+            if "\0" in path:
+                return self.send_error(400, "A null byte in the path")
+            try:
+                self._answer(body)
+            except ValueError:  # a path the file system cannot take
+                self.send_error(400, "Bad path")
+
+        def list_directory(self, path):  # a folder without index.html: the 404 page
+            self.send_error(404)
 
         def _answer(self, body: bool) -> None:
             url = urllib.parse.urlsplit(self.path)
@@ -296,8 +325,11 @@ def make_handler(state: State):
                 page = (PLACEHOLDER % html.escape(state.message, quote=False)).encode()
                 return self._send(503, inject(page, state.build), "text/html", body)
             path = Path(self.translate_path(self.path))
-            if path.is_dir() and url.path.endswith("/"):
-                path = path / "index.html"
+            if path.is_dir():
+                if not (path / "index.html").is_file():
+                    return self.send_error(404)
+                if url.path.endswith("/"):
+                    path = path / "index.html"
             if path.suffix == ".html" and path.is_file():
                 page = inject(path.read_bytes(), state.build)
                 return self._send(200, page, "text/html; charset=utf-8", body)
@@ -326,16 +358,18 @@ def make_handler(state: State):
 
 
 def make_server(port: int, handler):
-    """A threading HTTP server on 127.0.0.1:``port`` that says nothing when a browser goes away
-    mid-answer (a reload or a closed tab ends a held long poll): socketserver would print a
-    traceback on stderr, where the preview's errors are one line each."""
+    """A threading HTTP server on 127.0.0.1:``port`` that holds a burst of BACKLOG connections
+    and says nothing when a browser goes away mid-answer (a reload or a closed tab ends a held
+    long poll) or a connection times out: socketserver would print a traceback on stderr, where
+    the preview's errors are one line each."""
     import http.server
 
     class Server(http.server.ThreadingHTTPServer):
         daemon_threads = True
+        request_queue_size = BACKLOG
 
         def handle_error(self, request, client_address):
-            if isinstance(sys.exc_info()[1], ConnectionError):  # broken pipe, reset
+            if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):  # gone, or idle
                 return
             super().handle_error(request, client_address)
 

@@ -27,7 +27,7 @@ import numpy as np
 import pint
 
 import derivations
-from book.format import number
+from book.format import number, quantity, unit
 from derivations.inputs import reachable
 from units import Q_, ChalkboardError
 from units.presets import Preset, Presets, load
@@ -308,8 +308,37 @@ def _flags(row: Preset, presets: Presets, efficiency, bound, ttft=None) -> list[
     return flags
 
 
+# A measured figure outside this range of its base units (token/s, token, s) is a typo, not a
+# measurement: the bound of such a row would be computed outside any regime the equations hold.
+PLAUSIBLE = (1e-9, 1e12)
+
+
+def _check_row(row: Preset) -> None:
+    """Every figure of the row finite, positive and within PLAUSIBLE in base units."""
+    low, high = PLAUSIBLE
+    for name, value in row.fields.items():
+        if not isinstance(value, pint.Quantity):
+            continue
+        base = float(value.to_base_units().magnitude)
+        if not (low <= base <= high):
+            raise ChalkboardError(
+                f"{name} = {quantity(value)} is not a plausible measurement (one is between "
+                f"{low:g} and {high:g} {unit(value.to_base_units().units)})"
+            )
+
+
 def evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
-    """One measurement against its bound; ``changes`` replace assumed inputs (sensitivity)."""
+    """One measurement against its bound; ``changes`` replace assumed inputs (sensitivity). An
+    error names the row and its preset file."""
+    try:
+        _check_row(row)
+        return _evaluate(row, presets, **changes)
+    except ChalkboardError as e:
+        where = f"{row.path}: " if row.path else ""
+        raise ChalkboardError(f"{where}measurement.{row.id}: {e}") from None
+
+
+def _evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
     presets = presets or load()
     if row.scenario == "training":
         measured, bound, batch, eq_id, assumed = _training(row, presets)

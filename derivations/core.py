@@ -36,7 +36,7 @@ from sympy.printing.latex import LatexPrinter
 
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 from units.display import quantity, unit
-from units.light import PURE, global_names, scalar_function
+from units.light import PURE, NotData, global_names, scalar_function
 from units.registry import convert
 
 __all__ = [
@@ -1012,7 +1012,10 @@ class Equation:
         if key not in self._compiled:
             source, names = self.compiled_source(keep)
             pure = names is not None and all(n in PURE for n in names)
-            self._compiled[key] = scalar_function(source) if pure else None
+            try:
+                self._compiled[key] = scalar_function(source) if pure else None
+            except NotData:  # more than arithmetic: numpy evaluates it
+                self._compiled[key] = None
         return self._compiled[key]
 
     def resolver(self, presets=None, precision="bf16", price=None, **kwargs):
@@ -1227,8 +1230,25 @@ class Equation:
                 + ")"
             )
         relation = sp.Eq(self.lhs.sym, rhs)
+        cannot = f"cannot solve {self.id!r} for {name!r}"
+        for power in rhs.atoms(sp.Pow):  # sympy would expand a polynomial of that degree
+            e = power.exp
+            if (
+                target.sym in power.base.free_symbols
+                and e.is_Rational
+                and max(abs(e.p), abs(e.q)) > MAX_SOLVE_EXPONENT
+            ):
+                raise ChalkboardError(
+                    f"{cannot}: the power {power} is too large to solve symbolically "
+                    f"(exponents up to {MAX_SOLVE_EXPONENT})"
+                )
         try:
-            solutions = sp.solve(relation, target.sym, dict=False)
+            with _time_limit(
+                MAX_SOLVE_SECONDS,
+                f"{cannot}: sympy took longer than "
+                f"{MAX_SOLVE_SECONDS} s on it (too large to solve symbolically)",
+            ):
+                solutions = sp.solve(relation, target.sym, dict=False)
         except NotImplementedError:
             solutions = []
         solutions = [s for s in solutions if s.is_positive is not False and s.is_real is not False]
@@ -1253,6 +1273,36 @@ class Equation:
             solved_from=self.lhs.name,
             recipe=(self.recipe or f'get("{self.id}")') + f'.solve_for("{target.name}")',
         )
+
+
+MAX_SOLVE_EXPONENT = 1000  # a power of the unknown beyond this is not solved symbolically
+MAX_SOLVE_SECONDS = 30  # sympy's solve is stopped after this long (the CLI's main thread)
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float, message: str):
+    """ChalkboardError(message) when the block runs longer than ``seconds`` (a real-time timer:
+    only in the main thread, and only when no other timer is set; elsewhere no limit)."""
+    import signal
+    import threading
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getitimer(signal.ITIMER_REAL)[0]
+    ):
+        yield
+        return
+
+    def stop(signum, frame):
+        raise ChalkboardError(message)
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from book import fast
 from book.cli import main, make_parser
 from derivations import CATALOGUE
+from units import diskcache
 
 PAIRS = [("h100_sxm", "deepseek_v3"), ("b200", "llama_3_1_70b"), ("gb200_nvl72", "kimi_k2")]
 CHOICES = ["--api", "claude_opus_4_6", "--tier", "flash_nvme", "--fit", "epoch_2024"]
@@ -200,6 +201,7 @@ def test_a_damaged_cache_falls_back_and_is_rewritten(cache, tmp_path, monkeypatc
     assert answered_fast(argv) == full[1]
     key = fast.cache_key(())
     shutil.copytree(cache / key, tmp_path / key)  # a copy to damage (compiling one is slow)
+    shutil.copy2(cache / diskcache.KEY_FILE, tmp_path)  # with the key that sealed it
     monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
     assert answered_fast(argv) == full[1]
     folder = _folder(tmp_path)
@@ -215,7 +217,7 @@ def test_a_damaged_cache_falls_back_and_is_rewritten(cache, tmp_path, monkeypatc
             entry.write_text("not json")
     damaged = run(argv, True)
     assert damaged[:2] == full[:2]
-    assert damaged[2] == "" or "fast-start cache was corrupt" in damaged[2]
+    assert damaged[2] == "" or "fast-start cache was damaged" in damaged[2]
     assert run(argv, True) == full and answered_fast(argv) == full[1]
 
 
@@ -269,3 +271,212 @@ def test_the_fast_path_imports_neither_sympy_nor_pint_nor_numpy(cache, argv, all
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert json.loads(done.stdout.splitlines()[-1].replace("'", '"')) == sorted(allowed)
+
+
+# -- trust: a cache the user does not own, or that others can write, is never read ---------------
+
+TRUE_VALUE = "crossover_batch = 5,356 sequences"  # 989.4 TFLOP/s x 671 B x 2 B / (2 x 3.35 TB/s
+# x 37 B): H100 and DeepSeek-V3's own figures, by hand: 5,356
+
+
+def _planted(tmp_path, cache) -> tuple:
+    """A copy of the compiled cache in which an attacker made the H100's bandwidth ten times
+    smaller (so crossover_batch reads 53,560), re-sealed with the key found in that folder, as
+    whoever owns the folder could."""
+    full = run(["eval", "crossover_batch", *H100], False)
+    run(["eval", "crossover_batch", *H100], True)
+    root = tmp_path / "shared-cache"
+    key = fast.cache_key(())
+    shutil.copytree(cache / key, root / key)
+    for name in os.listdir(cache):
+        if name.startswith(".chalkboard"):
+            shutil.copy2(cache / name, root)
+    path = root / key / "core.json"
+    blob = path.read_bytes()
+    sealed = blob.startswith(b"chalkboard-store")
+    data = blob.partition(b"\n")[2] if sealed else blob
+    assert b"3350000000000.0" in data  # 3.35 TB/s in bytes per second
+    data = data.replace(b"3350000000000.0", b"335000000000.0")
+    if sealed:
+        secret = (root / diskcache.KEY_FILE).read_bytes()
+        data = diskcache.seal(secret, f"{key}/core.json", data)
+    path.write_bytes(data)
+    return root, full
+
+
+def _tree(root):
+    return {str(p): (p.stat().st_mtime_ns, p.stat().st_uid) for p in root.rglob("*")}
+
+
+def test_a_planted_cache_would_change_the_answer_if_it_were_the_users(tmp_path, cache, monkeypatch):
+    """The plant of the tests below matters: in a folder of the user's own, sealed with the key
+    there, the fast path believes it (which is why that folder must be the user's alone)."""
+    root, full = _planted(tmp_path, cache)
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(root))
+    assert full[1].startswith(TRUE_VALUE)
+    assert answered_fast(["eval", "crossover_batch", *H100]).startswith(
+        "crossover_batch = 53,560 sequences"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_cache_owned_by_another_user_is_ignored_with_one_note(tmp_path, cache, monkeypatch):
+    root, full = _planted(tmp_path, cache)
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, 65534, 65534, follow_symlinks=False)  # nobody's
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(root))
+    before = _tree(root)
+    for _ in range(2):  # every run: the true value, and one note saying why
+        code, out, err = run(["eval", "crossover_batch", *H100], True)
+        assert (code, out) == full[:2] and out.startswith(TRUE_VALUE)
+        assert err.count("\n") == 1 and err.startswith("note: ignored the chalkboard cache: ")
+        assert "belongs to another user (uid 65534)" in err
+    assert _tree(root) == before  # nothing read into the answer, nothing written there
+    # a folder of the user's own inside it does not make it trusted either
+    os.chown(root / fast.cache_key(()), 0, 0)
+    assert run(["eval", "crossover_batch", *H100], True)[:2] == full[:2]
+
+
+def test_a_cache_folder_others_can_write_is_ignored_with_one_note(tmp_path, cache, monkeypatch):
+    root, full = _planted(tmp_path, cache)
+    root.chmod(0o777)
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(root))
+    code, out, err = run(["eval", "crossover_batch", *H100], True)
+    assert (code, out) == full[:2]
+    assert err.count("\n") == 1 and f"others can write {root} (mode 777)" in err
+    root.chmod(0o700)  # made private again: still not believed, the plant lacks the user's seal
+    key = fast.cache_key(())
+    (root / key).chmod(0o770)  # in the user's private root: damage, not read, and replaced
+    code, out, err = run(["eval", "crossover_batch", *H100], True)
+    assert (code, out) == full[:2] and err.count("\n") == 1 and "cache was damaged" in err
+    assert f"others can write {root / key}" in err
+
+
+def test_an_entry_without_the_users_seal_is_damage_and_is_replaced(tmp_path, cache, monkeypatch):
+    """Planted in the user's own folder (written by a program of theirs, or copied from another
+    machine), a cache sealed with another key is never believed: it is damaged, and replaced."""
+    root, full = _planted(tmp_path, cache)
+    (root / diskcache.KEY_FILE).unlink()
+    diskcache.user_key(root)  # this user's key, not the planter's
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(root))
+    code, out, err = run(["eval", "crossover_batch", *H100], True)
+    assert (code, out) == full[:2]
+    assert err.count("\n") == 1 and "fast-start cache was damaged" in err
+    assert run(["eval", "crossover_batch", *H100], True) == full
+    assert answered_fast(["eval", "crossover_batch", *H100]) == full[1]
+
+
+def test_every_cache_folder_is_private(tmp_path, monkeypatch):
+    root = tmp_path / "fresh" / "cache"
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(root))
+    run(["eval", "crossover_batch", *H100], True)
+    for path in [root, *root.rglob("*")]:
+        mode = path.stat().st_mode & 0o777
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+    functions = list(root.glob("*/fn/*.json"))
+    assert functions
+    for path in functions:  # data, not code: no Python source in the cache
+        assert b"def " not in path.read_bytes() and b"lambdify" not in path.read_bytes()
+
+
+def _replace(path, how):
+    """Put damage of kind ``how`` where ``path`` is."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    if how == "folder":
+        path.mkdir()
+    elif how == "fifo":
+        os.mkfifo(path)
+    elif how == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif how != "removed":
+        path.write_bytes(how)
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+DAMAGE = {
+    "core truncated": ("core.json", lambda b: b[: len(b) // 2]),
+    "core empty": ("core.json", b""),
+    "core {}": ("core.json", b"{}"),
+    "core broken marker": ("core.json", b'{"format": 2, "broken": true}'),
+    "core nested 100000 deep": ("core.json", b'{"format": 2, "symbols": ' + DEEP + b"}"),
+    "core not utf-8": ("core.json", b"\xff\xfe\x00"),
+    "core a folder": ("core.json", "folder"),
+    "core a fifo": ("core.json", "fifo"),
+    "core a link to /dev/zero": ("core.json", "dev-zero"),
+    "core removed": ("core.json", "removed"),
+    "core others can write": ("core.json", 0o666),
+    "key folder a file": ("", b"not a folder"),
+    "key folder others can write": ("", 0o777),
+    "key removed": ("../" + diskcache.KEY_FILE, "removed"),
+    "key empty": ("../" + diskcache.KEY_FILE, b""),
+    "key others can read": ("../" + diskcache.KEY_FILE, 0o644),
+    "function garbage": ("fn/*", b"not json"),
+    "function a syntax error": ("fn/*", b'{"expr": "def f(:"}'),
+    "function a folder": ("fn/*", "folder"),
+    "function a fifo": ("fn/*", "fifo"),
+    "function a link to /dev/zero": ("fn/*", "dev-zero"),
+    "functions swapped": ("fn/*", "swap"),
+    "output appended": ("out/list--text.txt", lambda b: b + b"one more line\n"),
+    "output a folder": ("out/list--text.txt", "folder"),
+    "output a fifo": ("out/list--text.txt", "fifo"),
+    "output removed": ("out/list--text.txt", "removed"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_every_kind_of_damage_is_repaired_on_the_next_run_with_one_note(
+    cache, tmp_path, monkeypatch, damage
+):
+    where, how = DAMAGE[damage]
+    argv = ["list"] if where.startswith("out/") else ARGV
+    full = run(argv, False)
+    run(argv, True)
+    key = fast.cache_key(())
+    shutil.copytree(cache / key, tmp_path / key)  # a copy to damage (compiling one is slow)
+    shutil.copy2(cache / diskcache.KEY_FILE, tmp_path)
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
+    assert answered_fast(argv) == full[1]
+    folder = tmp_path / key
+    if where == "fn/*":
+        paths = sorted((folder / "fn").iterdir())
+        if how == "swap":  # each entry moved to the next one's name
+            blobs = [p.read_bytes() for p in paths]
+            for path, blob in zip(paths, blobs[1:] + blobs[:1], strict=True):
+                path.write_bytes(blob)
+        else:
+            for path in paths:
+                _replace(path, how)
+    else:
+        path = folder / where if where else folder
+        if isinstance(how, int):
+            path.chmod(how)
+        elif callable(how):
+            path.write_bytes(how(path.read_bytes()))
+        else:
+            _replace(path, how)
+    damaged = run(argv, True)  # never blocks: a FIFO is not opened for reading, nor /dev/zero
+    assert damaged[:2] == full[:2]
+    assert damaged[2].count("\n") == 1, damaged[2]
+    assert damaged[2].startswith("note: the fast-start cache was damaged ("), damaged[2]
+    assert run(argv, True) == full  # repaired: the next run is answered fast, with no note
+    assert answered_fast(argv) == full[1]
+
+
+@pytest.mark.parametrize("unit", ["Ys", "Es", "Zs", "ms"])
+def test_a_unit_asked_for_is_the_unit_shown_in_text_and_json(unit):
+    """--unit Ys once printed 0.02388 s in text while --json said Ys."""
+    argv = ["eval", "hbm_drain_time", "--hardware", "h100_sxm", "--unit", unit]
+    code, text, _ = run(argv, False)
+    data = json.loads(run([*argv, "--json"], False)[1])
+    assert code == 0 and data["unit"] == unit
+    assert text.splitlines()[0].endswith(f" {unit}")
+    # 80 GB / 3.35 TB/s = 23.88 ms, by hand
+    assert data["value"] == pytest.approx(0.0238806 * fast_factor(unit), rel=1e-5)
+    assert run(argv, True)[:2] == (code, text)  # the fast path: the same bytes
+
+
+def fast_factor(unit: str) -> float:
+    return {"Ys": 1e-24, "Es": 1e-18, "Zs": 1e-21, "ms": 1e3}[unit]

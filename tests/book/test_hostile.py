@@ -483,3 +483,18 @@ def test_serve_passes_relative_presets_as_absolute_paths(tmp_path, monkeypatch):
         serve.serve(0, extra_presets=("mine.toml",), out=io.StringIO())
     i = seen["command"].index("--presets")
     assert seen["command"][i + 1] == str(tmp_path / "mine.toml")
+
+
+def test_an_extra_file_that_closes_stdout_is_one_error_line(tmp_path):
+    path = tmp_path / "close.py"
+    path.write_text("import sys\nsys.stdout.close()\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "book.cli", "--extra", str(path), "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done
+    assert done.stderr == (
+        "error: standard output was closed during the command; nothing can be printed\n"
+    )

@@ -117,6 +117,168 @@ def test_a_busy_port_is_one_error_line_and_leaves_no_temporary_folder(tmp_path, 
     assert list(tmp_path.iterdir()) == []
 
 
+# -- the server alone, on a small site -------------------------------------------------------
+
+
+class _Counting(serve.State):
+    """A State that counts the long polls held right now."""
+
+    def __init__(self):
+        super().__init__()
+        self.waiting = 0
+
+    def wait(self, since, timeout):
+        with self.changed:
+            self.waiting += 1
+        try:
+            return super().wait(since, timeout)
+        finally:
+            with self.changed:
+                self.waiting -= 1
+
+
+@pytest.fixture
+def small_site(tmp_path):
+    """A server on a free loopback port serving a four-page site (no build: the handler alone)."""
+    site = tmp_path / "site"
+    for page, text in {
+        "index.html": "<html><body>home</body></html>",
+        "404.html": "<html><body>the site's own 404</body></html>",
+        "chapters/batching/index.html": "<html><body>batching</body></html>",
+        "assets/style.css": "body {}",
+    }.items():
+        (site / page).parent.mkdir(parents=True, exist_ok=True)
+        (site / page).write_text(text)
+    state = _Counting()
+    state.publish(site=site)
+    server = serve.make_server(0, serve.make_handler(state))
+    thread = __import__("threading").Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server, state
+    finally:
+        state.close()
+        server.shutdown()
+        server.server_close()
+
+
+def _raw(server, request: bytes, timeout: float = STEP) -> bytes:
+    """The server's whole answer to ``request`` sent as is."""
+    with socket.create_connection(server.server_address, timeout=timeout) as s:
+        s.sendall(request)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _get(server, path: str, host: str | None = "127.0.0.1") -> tuple[int, bytes]:
+    port = server.server_address[1]
+    head = f"GET {path} HTTP/1.1\r\nConnection: close\r\n"
+    if host is not None:
+        head += f"Host: {host.format(port=port)}\r\n"
+    answer = _raw(server, (head + "\r\n").encode("latin-1"))
+    status = int(answer.split(b" ", 2)[1])
+    return status, answer.partition(b"\r\n\r\n")[2]
+
+
+def test_a_null_byte_in_the_path_is_400_and_no_traceback(small_site, capfd):
+    server, _ = small_site
+    for path in ("/%00", "/chapters/%00/", "/a%00b.html"):
+        assert _get(server, path)[0] == 400
+    assert _get(server, "/")[0] == 200  # still serving
+    assert capfd.readouterr().err == ""
+
+
+def test_a_folder_without_an_index_is_the_404_page_not_a_listing(small_site):
+    server, _ = small_site
+    for path in ("/assets/", "/chapters/", "/assets"):
+        status, body = _get(server, path)
+        assert status == 404 and b"the site's own 404" in body, path
+        assert b"Directory listing" not in body
+    assert _get(server, "/chapters/batching/")[0] == 200
+    assert _get(server, "/assets/style.css") == (200, b"body {}")
+
+
+@pytest.mark.parametrize(
+    "host, status",
+    [
+        ("127.0.0.1:{port}", 200),
+        ("localhost:{port}", 200),
+        ("LOCALHOST", 200),
+        ("127.0.0.1", 200),
+        ("attacker.example:{port}", 421),  # DNS rebinding: a page of another site
+        ("attacker.example", 421),
+        ("127.0.0.1.attacker.example", 421),
+        ("localhost.attacker.example:{port}", 421),
+        ("0.0.0.0:{port}", 421),
+        ("", 421),
+        (None, 400),
+    ],
+)
+def test_only_loopback_host_names_are_answered(small_site, host, status):
+    server, _ = small_site
+    assert _get(server, "/", host)[0] == status
+    assert _get(server, serve.LIVE + "?since=x", host)[0] == status
+
+
+def test_a_connection_that_sends_nothing_is_closed(small_site, monkeypatch, capfd):
+    server, _ = small_site
+    monkeypatch.setattr(serve, "IDLE_TIMEOUT", 0.5)
+    start = time.monotonic()
+    with socket.create_connection(server.server_address, timeout=STEP) as s:
+        assert s.recv(1) == b""  # closed by the server, not by this timeout
+    assert time.monotonic() - start < 10
+    assert capfd.readouterr().err == ""
+
+
+def test_200_browsers_long_polling_at_once_are_all_answered(small_site):
+    """Each open page holds one long poll; 200 connections arrive in one burst (a reload of
+    many tabs). The listen backlog holds them until they are accepted."""
+    import selectors
+
+    server, state = small_site
+    assert server.request_queue_size >= 128
+    port = server.server_address[1]
+    request = (
+        f"GET {serve.LIVE}?since={state.build} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    sel = selectors.DefaultSelector()
+    answers: dict[socket.socket, bytes] = {}
+    try:
+        for _ in range(200):  # one burst, faster than the server accepts them
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(server.server_address)
+            sel.register(s, selectors.EVENT_WRITE)
+        start = time.monotonic()
+        published = False
+        while sel.get_map() and time.monotonic() < start + 40:
+            # publish once all 200 are held (or after 10 s): every held poll answers at once
+            if not published and (state.waiting == 200 or time.monotonic() > start + 10):
+                state.publish()
+                published = True
+            for key, events in sel.select(timeout=0.1):
+                s = key.fileobj
+                if events & selectors.EVENT_WRITE:  # connected
+                    s.sendall(request)
+                    sel.modify(s, selectors.EVENT_READ)
+                elif chunk := s.recv(65536):
+                    answers[s] = answers.get(s, b"") + chunk
+                else:  # the whole answer came
+                    sel.unregister(s)
+        held = [a for a in answers.values() if a.startswith(b"HTTP/1.0 200")]
+    finally:
+        for key in list(sel.get_map().values()):
+            key.fileobj.close()
+        for s in answers:
+            s.close()
+        sel.close()
+    assert len(held) == 200
+    assert all(a.endswith(state.build.encode()) for a in held)
+
+
 # -- one live server --------------------------------------------------------------------------
 
 

@@ -4,7 +4,10 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -436,3 +439,111 @@ def test_strict_warnings_are_named_in_the_one_error_line(tmp_path, capsys):
         site._mkdocs_build(docs, tmp_path / "out")
     assert "strict mode stopped on" in str(err.value) and "Aborted with" not in str(err.value)
     assert capsys.readouterr().err == ""  # mkdocs' own log lines are not printed beside it
+
+
+# -- build paths, locks and prerequisites (issue 24) -------------------------------------------
+
+
+def _stamp(path: Path):
+    return (path.stat().st_ino, path.stat().st_mtime_ns) if path.exists() else None
+
+
+def test_a_build_writes_nothing_in_the_projects_folder(tmp_path, monkeypatch):
+    """The Markdown lives in the staging folder beside --out (an installed package's folder may
+    not be writable, and a checkout's build/docs is not the build's to replace)."""
+    monkeypatch.setattr(site, "render", lambda docs, presets=None: docs.mkdir(parents=True))
+    monkeypatch.setattr(
+        site, "_mkdocs_build", lambda docs, out: (out.mkdir(parents=True), (out / "i").touch())
+    )
+    project = site.ROOT / "build"
+    before = {p: _stamp(p) for p in (project, project / "docs")}
+    assert main(["build", "--out", str(tmp_path / "site")], io.StringIO()) == 0
+    assert {p: _stamp(p) for p in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_an_unwritable_path_is_named_in_the_error(tmp_path, fake_build, monkeypatch):
+    out = tmp_path / "site"
+
+    def mkdocs(docs, site_dir):
+        raise PermissionError(13, "Permission denied", str(docs / "x.md"))
+
+    monkeypatch.setattr(site, "_mkdocs_build", mkdocs)
+    err = io.StringIO()
+    assert main(["build", "--out", str(out)], io.StringIO(), err) == 2
+    assert err.getvalue().startswith("error: cannot write ") and "x.md: Permission denied" in (
+        err.getvalue()
+    )
+    assert f"(building the site into {out})" in err.getvalue()
+
+
+SLOW_BUILD = """
+import sys, time
+from pathlib import Path
+from book import site
+from book.cli import main
+def mkdocs(docs, out):
+    go = Path(sys.argv[1] + ".go")  # the first waits (a minute at most) until the test says go
+    for _ in range(1200):
+        if go.exists():
+            break
+        time.sleep(0.05)
+    out.mkdir(parents=True)
+    (out / "index.html").write_text(sys.argv[2])
+def render(docs, presets=None):
+    docs.mkdir(parents=True)
+    Path(sys.argv[1] + "." + sys.argv[2]).write_text("")  # under way (beside, for the test)
+site.render = render
+site._mkdocs_build = mkdocs
+sys.exit(main(["build", "--out", sys.argv[1]]))
+"""
+
+
+def test_two_builds_into_one_folder_take_turns_and_say_so(tmp_path):
+    out = tmp_path / "site"
+    env = {**os.environ, "PYTHONPATH": str(site.ROOT)}
+    procs = []
+    for name in ("first", "second"):
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", SLOW_BUILD, str(out), name],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+        )
+        deadline = time.monotonic() + 120
+        while name == "first" and not Path(f"{out}.first").exists():  # it holds the lock
+            assert time.monotonic() < deadline and procs[0].poll() is None
+            time.sleep(0.05)
+    said = procs[1].stderr.readline()  # the second says it waits, while the first builds
+    assert said.startswith("note: another chalkboard build into") and "waits" in said
+    Path(f"{out}.go").write_text("")
+    done = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], done
+    assert "error" not in done[0][1] + done[1][1]
+    assert (out / "index.html").read_text() == "second"  # the later one, whole
+    names = ["site", "site.first", "site.go", "site.second"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+
+
+@pytest.mark.parametrize("missing", ["chromium", "node"])
+def test_missing_prerequisites_are_reported_before_building(tmp_path, monkeypatch, missing):
+    import tempfile
+
+    built = []
+    monkeypatch.setattr(site, "render", lambda *a, **k: built.append(1))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    if missing == "chromium":
+        monkeypatch.setenv("CHALKBOARD_CHROMIUM", "/nonexistent/chromium")
+    else:
+        monkeypatch.setenv("PATH", str(tmp_path / "tmp"))
+    err = io.StringIO()
+    assert main(["build", "--out", str(tmp_path / "site"), "--pdf"], io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1
+    said = "/nonexistent/chromium" if missing == "chromium" else "node"
+    assert said in err.getvalue() and built == []
+    assert list((tmp_path / "tmp").iterdir()) == []  # no temporary folder left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]

@@ -116,3 +116,51 @@ def test_the_chapter_leads_with_the_prediction_and_keeps_ids_in_its_appendix():
     for rounded, median in thumbs:
         assert abs(float(rounded) - float(median)) <= 0.05 * float(median) + 0.5
     assert "counts the reads but not the FLOPs" not in text
+
+
+# -- absurd rows are refused, naming the row and the file (issue 24) ------------------------------
+
+ROW = """\
+[measurement.mine]
+name = "mine"
+source = "me"
+system = "8x H100"
+scenario = "offline"
+hardware = "{hardware}"
+model = "{model}"
+chips = {chips}
+input_tokens = "{input_tokens}"
+output_tokens = "1000 token"
+throughput_per_chip = "{rate}"
+"""
+PLAIN = dict(
+    hardware="h100_sxm", model="llama_3_1_70b", chips=8, input_tokens="1000 token",
+    rate="3000 token/s/chip",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        ({"rate": "1e-320 token/s/chip"}, "throughput_per_chip = "),
+        ({"input_tokens": "1e300 token"}, "input_tokens = "),
+        ({"input_tokens": "1e-300 token"}, "input_tokens = "),
+        ({"model": "deepseek_v3", "chips": 1}, "no positive solution"),  # 671 B on one H100
+    ],
+)
+def test_an_absurd_row_is_one_error_naming_the_row_and_the_file(tmp_path, change, said):
+    path = tmp_path / "mine.toml"
+    path.write_text(ROW.format(**{**PLAIN, **change}))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--presets", str(path), "validate"], out, err) == 2
+    assert err.getvalue().count("\n") == 1 and out.getvalue() == ""
+    assert err.getvalue().startswith(f"error: {path}: measurement.mine: ")
+    assert said in err.getvalue()
+
+
+def test_a_plausible_row_of_ones_own_is_validated(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(ROW.format(**PLAIN))
+    out = io.StringIO()
+    assert main(["--presets", str(path), "validate"], out) == 0
+    assert "mine  [offline]  measured 3,000 token/s/chip" in out.getvalue()

@@ -108,3 +108,93 @@ def test_the_root_is_the_fast_clis(root, monkeypatch):
     monkeypatch.delenv("CHALKBOARD_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(root / "xdg"))
     assert diskcache.cache_dir() == fast.cache_dir() == root / "xdg" / "chalkboard"
+
+
+# -- trust: only the user's own, sealed entries are read ------------------------------------------
+
+
+def _forged(root, key: str, value: bytes) -> None:
+    """An entry for ``key`` written by someone without the user's key: sealed with their own."""
+    store = Store("ns", "v1")
+    path, name = store._path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if hasattr(diskcache, "seal"):
+        path.write_bytes(diskcache.seal(b"another user's key 32 bytes long", name, value))
+    else:  # the unkeyed digest of the store before the seal: anyone could compute it
+        path.write_bytes(diskcache._header(name, value) + b"\n" + value)
+
+
+def test_an_entry_planted_without_the_users_key_is_never_read(root, capsys):
+    diskcache.NOTED.clear()  # a note is said once per process
+    Store("ns", "v1").put("a", b"one")  # the user's key exists
+    _forged(root, "step", b"proved")
+    assert Store("ns", "v1").get("step") is None
+    assert "note: a damaged entry of the build cache (ns)" in capsys.readouterr().err
+    Store("ns", "v1").put("step", b"proved")
+    assert Store("ns", "v1").get("step") == b"proved"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_root_owned_by_another_user_is_ignored_with_one_note(root, capsys):
+    diskcache.NOTED.clear()
+    Store("ns", "v1").put("step", b"proved")  # theirs now, with their key and seal
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, 65534, 65534, follow_symlinks=False)
+    for _ in range(3):
+        assert Store("ns", "v1").get("step") is None
+    Store("ns", "v1").put("other", b"x")
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{root} belongs to another user (uid 65534)" in err
+    assert not [p for p in root.rglob("*") if p.stat().st_uid != 65534]  # nothing written
+
+
+def test_a_root_others_can_write_is_ignored(root, capsys):
+    diskcache.NOTED.clear()
+    Store("ns", "v1").put("step", b"proved")
+    root.chmod(0o777)
+    assert Store("ns", "v1").get("step") is None
+    assert f"others can write {root} (mode 777)" in capsys.readouterr().err
+    root.chmod(0o700)
+    assert Store("ns", "v1").get("step") == b"proved"
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "symlink to /dev/zero", "others can write"])
+def test_a_damaged_entry_never_blocks_and_is_replaced(root, kind, capsys):
+    diskcache.NOTED.clear()
+    store = Store("ns", "v1")
+    store.put("a", b"one")
+    path, _ = store._path("a")
+    path.unlink()
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink to /dev/zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_bytes(b"")
+        path.chmod(0o666)
+    assert store.get("a") is None  # at once: a FIFO is never read, /dev/zero never followed
+    assert "damaged" in capsys.readouterr().err
+    store.put("a", b"one")
+    assert store.get("a") == b"one" and path.is_file() and not path.is_symlink()
+
+
+def test_folders_are_made_0700_and_entries_0600(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path / "new" / "cache"))
+    Store("ns", "v1").put("a", b"one")
+    root = tmp_path / "new" / "cache"
+    for path in [root, *root.rglob("*")]:
+        want = 0o700 if path.is_dir() else 0o600
+        assert path.stat().st_mode & 0o777 == want, path
+
+
+def test_a_key_others_can_read_is_replaced(root):
+    Store("ns", "v1").put("a", b"one")
+    key = root / diskcache.KEY_FILE
+    old = key.read_bytes()
+    key.chmod(0o644)
+    assert Store("ns", "v1").get("a") is None  # sealed with a key others may have read
+    Store("ns", "v1").put("a", b"one")
+    assert key.read_bytes() != old and key.stat().st_mode & 0o777 == 0o600
+    assert Store("ns", "v1").get("a") == b"one"
