@@ -1085,26 +1085,31 @@ def feistel_round(presets: Presets) -> Figure:
 
 
 def activation_vs_layers(presets: Presets) -> Figure:
-    """Activation memory of one training sequence against depth: every activation stored, each
-    layer's input stored, square-root checkpointing and a reversible network (the last two at
-    the same compute, one more forward pass)."""
+    """Activation memory of one training sequence against depth, every activation a backward
+    pass needs counted: all of them stored (no recompute), and three strategies at the same one
+    extra forward pass: each layer's input kept and the layer re-run, square-root checkpointing
+    whose recomputed segment keeps its internals, and a reversible network (the last two flat
+    and square-root in depth; every recomputing scheme holds one layer's internals)."""
     from book.chapters import reversible as chapter
     from derivations import get
 
     depth = np.arange(chapter.LAYER_SWEEP[0], chapter.LAYER_SWEEP[1] + 1)
     kw = dict(presets=presets, model=chapter.MODEL, batch_size=chapter.TRAIN_BATCH)
-    lines = {
-        "every activation stored": "full_activation_memory",
-        "each layer's input stored": "activation_memory",
-        "checkpointed, one extra forward pass": "checkpoint_activation_memory",
-        "reversible, same extra pass": "revnet_activation_memory",
-    }
     cases = chapter.memory_cases(presets)
-    curves = {  # the reversible network's memory does not read the depth at all
-        label: get(eq).sweep("n_layers", depth, **kw).to("GB").m
-        if eq != "revnet_activation_memory"
-        else np.full(depth.shape, cases["rev"].to("GB").m)
-        for label, eq in lines.items()
+    buffer = cases["buffer"].to("GB").m  # one layer's internals, whatever the depth
+    stored = get("full_activation_memory").sweep("n_layers", depth, **kw).to("GB")
+    inputs = get("activation_memory").sweep("n_layers", depth, **kw).to("GB").m
+    ckpt = get("checkpoint_activation_memory")
+    curves = {
+        "every activation stored (no recompute)": stored.m,
+        "each layer's input kept, layer re-run": inputs + buffer,
+        "checkpointed, segment keeps internals": np.array(
+            [
+                ckpt.evaluate(n_layers=int(n), activation_memory=q, **kw).to("GB").m
+                for n, q in zip(depth, stored, strict=True)
+            ]
+        ),
+        "reversible": np.full(depth.shape, cases["rev"].to("GB").m + buffer),
     }
     model = presets.get("model", chapter.MODEL)
     context = presets.parameter["context_length"].value
@@ -1126,21 +1131,25 @@ def activation_vs_layers(presets: Presets) -> Figure:
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
 
+    at = {
+        label: spoken(Q_(y[list(depth).index(model.layers)], "GB")) for label, y in curves.items()
+    }
+    held = list(at.values())
     alt = (
-        f"Activation memory of one training sequence of {spoken(context)} with {model.name}'s "
-        f"width against depth, both axes logarithmic: storing every activation and storing each "
-        f"layer's input grow in proportion to the layers, checkpointing as their square root, "
-        f"and the reversible network stays flat. At {model.layers} layers: "
-        f"{spoken(cases['stored'].to('GB'))}, {spoken(cases['plain'].to('GB'))}, "
-        f"{spoken(cases['ckpt'].to('GB'))} and {spoken(cases['rev'].to('MB'))}, against one "
+        f"Activation memory of one training sequence of {context_tokens(context)} with "
+        f"{model.name}'s width against depth, both axes logarithmic, every activation the "
+        f"backward pass needs counted: storing everything and keeping each layer's input grow in "
+        f"proportion to the layers, checkpointing as their square root, and the reversible "
+        f"network stays flat. At {model.layers} layers: {', '.join(held)}, against one "
         f"{chip}'s {spoken(hbm)} of HBM."
     )
     caption = (
-        f"Activation memory against depth for one sequence of {spoken(context)} at "
-        f"{model.name}'s width. The slopes are the lecture's argument: linear, square root, "
-        f"flat. Checkpointing and the reversible network pay the same one extra forward pass; "
-        f"at {model.layers} layers they store {spoken(cases['ckpt'].to('GB'))} and "
-        f"{spoken(cases['rev'].to('MB'))} of layer inputs."
+        f"Activation memory against depth for one sequence of {context_tokens(context)} at "
+        f"{model.name}'s width, counting what each scheme holds at its peak. The three schemes "
+        f"that recompute pay the same one extra forward pass, and their slopes are the lecture's "
+        f"argument: linear, square root, flat. At {model.layers} layers they hold {held[1]}, "
+        f"{held[2]} and {held[3]}; the floor under the reversible network is one layer's "
+        f"internals, which every scheme that recomputes holds while that layer runs backwards."
     )
     return _render("activation_vs_layers", draw, alt, caption)
 
