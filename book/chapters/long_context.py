@@ -304,6 +304,8 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
                 "lifetime": said(life),
                 "write": quantity(price.to("USD/Mtoken")),
                 "premium": cache.text("cache_write_premium"),
+                "write_bare": number(price.to("USD/Mtoken").m),
+                "premium_bare": number(cache.q("cache_write_premium").to("USD/Mtoken").m),
                 "cells": [
                     cell_in(
                         "",
@@ -327,6 +329,7 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
             "api": api.name,
             "input": quantity(api.input.to("USD/Mtoken")),
             "tiers": [t.name for t in presets.tier.values()],
+            "media": [t.medium for t in presets.tier.values()],
             "rows": rows,
         },
     }
