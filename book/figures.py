@@ -22,7 +22,7 @@ import numpy as np
 import pint
 
 from book.context import Evaluator
-from book.format import chip_name, context_tokens, number, quantity, spoken
+from book.format import chip_name, context_tokens, number, quantity, spoken, spoken_number
 from units import Q_
 from units.presets import Presets, load
 
@@ -450,17 +450,19 @@ def drain_ladder(presets: Presets) -> Figure:
         for t in presets.tier.values()
     )
 
-    def between(life) -> str:
-        below = [m for h, m in tiers if h < life]
-        above = [m for h, m in tiers if h >= life]
-        return f"between {below[-1]} and {above[0]}" if below and above else "beyond every tier"
+    def nearest(life) -> str:
+        """The tier whose hold time is nearest ``life`` by ratio, and how many times off."""
+        hold, medium = min(tiers, key=lambda t: abs(np.log((t[0] / life).to("").m)))
+        off = max((hold / life).to("").m, (life / hold).to("").m)
+        return f"{medium} ({spoken_number(off, most=2)}× off)"
 
     caption = (
         f"The memory-tier ladder by the drain-time rule (hold time = capacity / bandwidth; the "
         f"share of the device a cache fills cancels): HBM holds for milliseconds, DRAM for "
         f"seconds, flash for {spoken(flash_hold)} and disk for {spoken(disk_hold)}. By this "
-        f"rule alone the {spoken(short)} cache falls {between(short)} and the {spoken(long)} "
-        f"cache {between(long)}; the chapter's break-even column reads them as DRAM and flash."
+        f"rule alone the nearest tier to the {spoken(short)} cache is {nearest(short)} and to "
+        f"the {spoken(long)} cache {nearest(long)}. The rule ignores what holding costs against "
+        f"a recompute, which depends on the KV bytes per token (see the break-even table)."
     )
     return _render("drain_ladder", draw, alt, caption)
 
@@ -733,43 +735,98 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
 # -- chapter F -------------------------------------------------------------------------------
 
 
-def cost_vs_context(presets: Presets) -> Figure:
-    from derivations import get
+KINK_FIGURE_MODELS = ("llama_3_1_70b", "deepseek_v3")  # real caches beside the kink-sized one
 
-    ev = Evaluator(presets, **EXAMPLE)
-    b_star = ev.q("crossover_batch")
-    contexts = np.geomspace(1e3, 1e6, 300)
-    cost = (
-        get("cost_per_token")
-        .sweep("context_length", contexts, **EXAMPLE, presets=presets, batch_size=b_star)
-        .to("USD/Mtoken")
-        .m
-    )
+
+def _relative_cost(presets: Presets, contexts, hardware: str, model: str | None = None, **fixed):
+    """A decode token's chip time at a large batch (weights amortised) against the context,
+    over its time at no context: (compute, KV read) each relative to the weights' compute.
+    Compute is the weights' FLOPs plus attention's per context token; the KV read is the
+    context's cache at the chip's bandwidth."""
+    from book.chapters.long_context import _DECODE_ATTENTION
+
+    ev = Evaluator(presets, hardware, model, precision="fp8")
+    hw = presets.get("hardware", hardware)
+    flops = Evaluator(presets, hardware, precision="fp8").detailed("ridge_intensity")
+    flops = flops.inputs["flops"].base
+    if model is None:  # the kink-sized cache: no attention FLOPs, as the kink reading assumes
+        n_active, k, attn = fixed["n_active"], fixed["kv_bytes_per_token"], None
+    else:
+        m = presets.get("model", model)
+        n_active = m.params_active
+        k = ev.q("kv_bytes_per_token")
+        attn = ev.q(_DECODE_ATTENTION[m.attention])
+    forward = 2 * n_active * Q_(1, "FLOP/parameter/token")  # c_fwd, two FLOPs per parameter
+    one = Q_(1, "token")  # one decoded token, reading one context token's cache entry
+    base = (forward * one / flops).to("s").m
+    compute = np.full_like(contexts, 1.0)
+    if attn is not None:  # attention FLOPs per context token, over the weights' FLOPs
+        compute = compute + (attn / forward).to("").m * contexts
+    kv = (k * one / hw.hbm_bandwidth).to("s").m * contexts / base
+    return compute, kv
+
+
+def cost_vs_context(presets: Presets) -> Figure:
+    from book.chapters.long_context import HARDWARE, _kink_evaluator
+
+    contexts = np.geomspace(1e3, 1e6, 400)
     kink = presets.parameter["price_kink_context"].value.to("token/sequence")
-    crossover = ev.q("kv_compute_crossover_context").to("token/sequence")
+    kink_ev = _kink_evaluator(presets, HARDWARE)
+    implied = kink_ev.fixed["kv_bytes_per_token"]
+    hw = presets.get("hardware", HARDWARE)
+    k_compute, k_kv = _relative_cost(presets, contexts, HARDWARE, **kink_ev.fixed)
+    real = {
+        presets.get("model", m).name: np.maximum(*_relative_cost(presets, contexts, HARDWARE, m))
+        for m in KINK_FIGURE_MODELS
+    }
+    said_k = spoken(implied.to("kB/token"), most=2)
 
     def draw(fig, ax):
-        ax.loglog(contexts, cost, color=FOREGROUND, linewidth=2.4, label="cost per token")
-        _mark(ax, kink.m, f"price kink {context_tokens(kink)}")
-        _mark(ax, crossover.m, "KV = compute")
+        ax.loglog(
+            contexts,
+            k_compute,
+            color=PALETTE[2],
+            linestyle="--",
+            linewidth=1.4,
+            label="kink-sized cache: compute (flat)",
+        )
+        ax.loglog(
+            contexts,
+            k_kv,
+            color=PALETTE[1],
+            linestyle="--",
+            linewidth=1.4,
+            label="kink-sized cache: KV read (grows with context)",
+        )
+        ax.loglog(
+            contexts,
+            np.maximum(k_compute, k_kv),
+            color=FOREGROUND,
+            linewidth=2.6,
+            label=f"kink-sized cache ({said_k}): cost, the larger of the two",
+        )
+        for (name, cost), color in zip(real.items(), (PALETTE[3], PALETTE[4]), strict=True):
+            ax.loglog(contexts, cost, color=color, linewidth=1.6, label=f"{name}: cost")
+        _mark(ax, kink.m, f"price kink, {context_tokens(kink)}")
+        ax.set_ylim(0.01, None)
         ax.set_xlabel("context length (tokens)")
-        ax.set_ylabel("cost (USD per million tokens)")
-        ax.legend(loc="lower right")
+        ax.set_ylabel("cost per token, relative to a short prompt")
+        ax.legend(loc="upper left", fontsize=7)
 
-    names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
     alt = (
-        f"Cost per token against context length for {names['model']} on {names['hardware']} at "
-        f"FP8 and its crossover batch, log-log: it grows slowly while compute dominates and in "
-        f"proportion to the context once KV reads overtake compute at "
-        f"{context_tokens(crossover)}; the long-context price kink is marked at "
-        f"{context_tokens(kink)}."
+        f"Cost per decoded token against context length at a large batch on {chip_name(hw)} at "
+        f"FP8, log-log, relative to a short prompt: for a cache of {said_k} it is flat until the "
+        f"KV read overtakes compute at the {context_tokens(kink)} price kink and rises in "
+        f"proportion to the context after it; Llama 3.1 70B and DeepSeek-V3 turn much earlier."
     )
     caption = (
-        f"{names['model']} on {names['hardware']} (FP8, crossover batch): past the context where "
-        f"KV reads overtake compute ({context_tokens(crossover)} here) the cost per token "
-        f"rises in proportion to the context. A provider whose prices step up only at "
-        f"{context_tokens(kink)} reaches that crossover much later: its KV bytes per token "
-        f"are far fewer for its active parameters."
+        f"Why a price kink is a crossover ({chip_name(hw)}, FP8, weights amortised over a large "
+        f"batch). A token's compute does not depend on its context; its KV read does. For a "
+        f"model of {spoken(presets.parameter['frontier_active_params'].value)} active caching "
+        f"{said_k}, the two meet at {context_tokens(kink)}: flat before, rising in proportion "
+        f"after, the corner a price list approximates with one step. Real caches turn far "
+        f"earlier: the Llama-style cache after a couple of thousand tokens; DeepSeek's MLA, "
+        f"whose attention FLOPs grow nearly as fast as its reads, bends gradually."
     )
     return _render("cost_vs_context", draw, alt, caption)
 
@@ -1028,26 +1085,31 @@ def feistel_round(presets: Presets) -> Figure:
 
 
 def activation_vs_layers(presets: Presets) -> Figure:
-    """Activation memory of one training sequence against depth: every activation stored, each
-    layer's input stored, square-root checkpointing and a reversible network (the last two at
-    the same compute, one more forward pass)."""
+    """Activation memory of one training sequence against depth, every activation a backward
+    pass needs counted: all of them stored (no recompute), and three strategies at the same one
+    extra forward pass: each layer's input kept and the layer re-run, square-root checkpointing
+    whose recomputed segment keeps its internals, and a reversible network (the last two flat
+    and square-root in depth; every recomputing scheme holds one layer's internals)."""
     from book.chapters import reversible as chapter
     from derivations import get
 
     depth = np.arange(chapter.LAYER_SWEEP[0], chapter.LAYER_SWEEP[1] + 1)
     kw = dict(presets=presets, model=chapter.MODEL, batch_size=chapter.TRAIN_BATCH)
-    lines = {
-        "every activation stored": "full_activation_memory",
-        "each layer's input stored": "activation_memory",
-        "checkpointed, one extra forward pass": "checkpoint_activation_memory",
-        "reversible, same extra pass": "revnet_activation_memory",
-    }
     cases = chapter.memory_cases(presets)
-    curves = {  # the reversible network's memory does not read the depth at all
-        label: get(eq).sweep("n_layers", depth, **kw).to("GB").m
-        if eq != "revnet_activation_memory"
-        else np.full(depth.shape, cases["rev"].to("GB").m)
-        for label, eq in lines.items()
+    buffer = cases["buffer"].to("GB").m  # one layer's internals, whatever the depth
+    stored = get("full_activation_memory").sweep("n_layers", depth, **kw).to("GB")
+    inputs = get("activation_memory").sweep("n_layers", depth, **kw).to("GB").m
+    ckpt = get("checkpoint_activation_memory")
+    curves = {
+        "every activation stored (no recompute)": stored.m,
+        "each layer's input kept, layer re-run": inputs + buffer,
+        "checkpointed, segment keeps internals": np.array(
+            [
+                ckpt.evaluate(n_layers=int(n), activation_memory=q, **kw).to("GB").m
+                for n, q in zip(depth, stored, strict=True)
+            ]
+        ),
+        "reversible": np.full(depth.shape, cases["rev"].to("GB").m + buffer),
     }
     model = presets.get("model", chapter.MODEL)
     context = presets.parameter["context_length"].value
@@ -1069,21 +1131,25 @@ def activation_vs_layers(presets: Presets) -> Figure:
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
 
+    at = {
+        label: spoken(Q_(y[list(depth).index(model.layers)], "GB")) for label, y in curves.items()
+    }
+    held = list(at.values())
     alt = (
-        f"Activation memory of one training sequence of {spoken(context)} with {model.name}'s "
-        f"width against depth, both axes logarithmic: storing every activation and storing each "
-        f"layer's input grow in proportion to the layers, checkpointing as their square root, "
-        f"and the reversible network stays flat. At {model.layers} layers: "
-        f"{spoken(cases['stored'].to('GB'))}, {spoken(cases['plain'].to('GB'))}, "
-        f"{spoken(cases['ckpt'].to('GB'))} and {spoken(cases['rev'].to('MB'))}, against one "
+        f"Activation memory of one training sequence of {context_tokens(context)} with "
+        f"{model.name}'s width against depth, both axes logarithmic, every activation the "
+        f"backward pass needs counted: storing everything and keeping each layer's input grow in "
+        f"proportion to the layers, checkpointing as their square root, and the reversible "
+        f"network stays flat. At {model.layers} layers: {', '.join(held)}, against one "
         f"{chip}'s {spoken(hbm)} of HBM."
     )
     caption = (
-        f"Activation memory against depth for one sequence of {spoken(context)} at "
-        f"{model.name}'s width. The slopes are the lecture's argument: linear, square root, "
-        f"flat. Checkpointing and the reversible network pay the same one extra forward pass; "
-        f"at {model.layers} layers they store {spoken(cases['ckpt'].to('GB'))} and "
-        f"{spoken(cases['rev'].to('MB'))} of layer inputs."
+        f"Activation memory against depth for one sequence of {context_tokens(context)} at "
+        f"{model.name}'s width, counting what each scheme holds at its peak. The three schemes "
+        f"that recompute pay the same one extra forward pass, and their slopes are the lecture's "
+        f"argument: linear, square root, flat. At {model.layers} layers they hold {held[1]}, "
+        f"{held[2]} and {held[3]}; the floor under the reversible network is one layer's "
+        f"internals, which every scheme that recomputes holds while that layer runs backwards."
     )
     return _render("activation_vs_layers", draw, alt, caption)
 

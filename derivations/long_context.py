@@ -662,7 +662,7 @@ register(
         assumptions=(
             "the rule behind the lecture's drain-time reading: a tier suits a cache when the "
             "time to read its caches back is the hold time times the fraction of the device "
-            "they fill (the lecture then multiplies by a ~10% fill, which double-counts it)",
+            "they fill",
             "the caches are read back at the device's full bandwidth",
             "the fill fraction cancels, so the hold time is the whole device's drain time "
             "however full the device is",
@@ -836,7 +836,10 @@ register(
         source=Source(LECTURE, SECTION_F, "hold = bytes / capacity x $/s of that tier"),
         assumptions=(
             "the premium pays for holding the cache for its whole lifetime",
-            "the provider's KV bytes per token are the model's, and its tier price is the tier's",
+            "the provider's KV bytes per token are the model's, and its tier price is the tier's; "
+            "the verdict scales as one over the KV bytes per token, so it turns on a figure the "
+            "price list does not give (a Llama-style cache and the cache a price kink implies "
+            "differ about two hundredfold)",
         ),
         derivation=Derivation(
             given(

@@ -1006,7 +1006,7 @@ recompute_flops = symbol(
 checkpoint_activation_memory = symbol(
     "checkpoint_activation_memory",
     "byte",
-    "activations stored with the best activation checkpointing at one extra forward pass",
+    "activations stored with the best (square-root) activation checkpointing",
     r"M_{\mathrm{act}}^{\mathrm{ckpt}}",
     display="GB",
 )

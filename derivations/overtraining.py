@@ -377,7 +377,8 @@ register(
         source=Source("DeepSeek-V3 README (2.664M H800 GPU-hours of pre-training)"),
         assumptions=(
             "the reported chip-hours cover exactly the 6 N D FLOPs of pre-training",
-            "attention FLOPs are not counted as useful (they add a few per cent at 4K context)",
+            "attention FLOPs are not counted as useful; they are not always small (for an MLA "
+            "model at a few thousand tokens of context they add over a tenth to 6 N D)",
         ),
         derivation=Derivation(
             given(u, C_pre / (training_time.sym * n_train * F), "MFU: useful FLOPs over peak"),

@@ -185,7 +185,7 @@ M_CKPT = K * M_R + M_A / K
 register(
     Equation(
         id="checkpoint_activation_memory",
-        title="Activation memory of checkpointing at the same extra compute",
+        title="Activation memory of square-root checkpointing",
         lhs=checkpoint_activation_memory,
         rhs=2 * sp.sqrt(M_A * M_R),
         chapter=CHAPTER,
@@ -194,10 +194,12 @@ register(
         ),
         assumptions=(
             "the layers are cut into K equal segments; only each segment's input is stored, and "
-            "on the way back each segment is recomputed once (one extra forward pass in all, the "
-            "same compute as a reversible network)",
-            "while a segment is recomputed its layers' inputs are held: ordinary "
-            "backpropagation's memory over K",
+            "on the way back each segment is recomputed, one at a time",
+            "while a segment is recomputed it holds its share of M_act, M_act over K. If M_act "
+            "is every activation (each layer's internals), one recompute suffices: one extra "
+            "forward pass, a reversible network's compute (Chen et al.). If M_act counts layer "
+            "inputs only, each layer must be re-run once more for its internals: two extra "
+            "forward passes, and one layer's internals held besides",
             "K is free to take its best value, the square root of the layer count (at four "
             "layers or more, so that it stores less than ordinary backpropagation)",
         ),
@@ -223,8 +225,9 @@ register(
                 "at the best K the two halves are equal",
             ),
         ),
-        summary="Twice the geometric mean of ordinary backpropagation's memory and a reversible "
-        "network's: grows as the square root of depth, where a reversible network stays flat "
-        "and ordinary backpropagation grows linearly, all three at the same compute or less.",
+        summary="Twice the geometric mean of what the whole network would hold and one layer's "
+        "input: grows as the square root of depth, where a reversible network stays flat. "
+        "Holding a recomputed segment's internals costs one extra forward pass; holding only "
+        "its layers' inputs, two.",
     )
 )

@@ -10,6 +10,7 @@ and the memory-tier ladder.
 import math
 import re
 
+import derivations
 from book.context import Evaluator, cell_in, header
 from book.format import chip_name, context_tokens, number, quantity, said, said_number
 from units import Q_
@@ -59,6 +60,10 @@ def context(presets: Presets) -> dict:
         **_kv_cache_and_cache_writes(presets),
         **_lecture_readings(presets),
         "attn": _attention_readings(presets),
+        "kink_cache": _kink_cache(presets),
+        "drain_nearest": _drain_nearest(presets),
+        "kink_precision": _kink_precision(presets),
+        "long_contexts": _long_contexts(presets),
     }
 
 
@@ -299,6 +304,8 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
                 "lifetime": said(life),
                 "write": quantity(price.to("USD/Mtoken")),
                 "premium": cache.text("cache_write_premium"),
+                "write_bare": number(price.to("USD/Mtoken").m),
+                "premium_bare": number(cache.q("cache_write_premium").to("USD/Mtoken").m),
                 "cells": [
                     cell_in(
                         "",
@@ -322,6 +329,7 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
             "api": api.name,
             "input": quantity(api.input.to("USD/Mtoken")),
             "tiers": [t.name for t in presets.tier.values()],
+            "media": [t.medium for t in presets.tier.values()],
             "rows": rows,
         },
     }
@@ -382,6 +390,7 @@ def _lecture_readings(presets: Presets) -> dict:
             "long_out": quantity(long_.output.to("USD/Mtoken")),
             "in_ratio": _ratio(long_.input / short.input),
             "out_ratio": _ratio(long_.output / short.output),
+            "lecture_step": _ratio(presets.parameter["lecture_long_price_step"].value),
         },
         "ridge": said_number(
             Evaluator(presets, HARDWARE, precision="fp8").q("ridge_intensity").to("FLOP/byte").m, 3
@@ -486,4 +495,178 @@ def _attention_readings(presets: Presets) -> dict:
         "low_ridge": said_number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
         "prefill": [{"name": n, "value": context_tokens(q, 3)} for n, q in prefill],
         "prefill_round": said_number(middle, 1),
+    }
+
+
+KINK_PRECISION_CHIPS = (("h100_sxm", "bf16"), ("b200", "fp4"))  # the kink read at other precisions
+
+
+def _kink_evaluator(presets: Presets, hardware: str = HARDWARE) -> Evaluator:
+    """The model a price kink implies: the lecture's frontier active parameters on ``hardware`` at
+    FP8, its KV bytes per token read from the kink, and (as the kink reading does) no attention
+    FLOPs, so that a prefill token costs the weights' FLOPs alone."""
+    frontier = presets.parameter["frontier_active_params"].value
+    kink = Evaluator(presets, hardware, precision="fp8", n_active=frontier)
+    forward = derivations.SYMBOLS["flops_per_param_token"].value * frontier
+    return Evaluator(
+        presets,
+        hardware,
+        precision="fp8",
+        n_active=frontier,
+        kv_bytes_per_token=kink.q("kv_bytes_from_price_kink"),
+        prefill_flops_per_token=forward,
+    )
+
+
+def _kink_precision(presets: Presets) -> dict:
+    """The KV bytes a kink implies scale with the chip's bytes per FLOP, so with the compute
+    precision assumed: FP8 (the chapter's), BF16 (twice) and FP4 on a Blackwell (about half)."""
+    frontier = presets.parameter["frontier_active_params"].value
+    rows = []
+    for hw, precision in KINK_PRECISION_CHIPS:
+        ev = Evaluator(presets, hw, precision=precision, n_active=frontier)
+        rows.append(
+            {
+                "chip": chip_name(presets.get("hardware", hw)),
+                "precision": precision.upper(),
+                "bytes": said(ev.q("kv_bytes_from_price_kink").to("kB/token"), 2),
+            }
+        )
+    return {"rows": rows}
+
+
+def _kink_cache(presets: Presets) -> dict:
+    """Hold or recompute for the cache a price kink implies (about 1.7 kB per token), beside the
+    Llama 3.1 70B cache of the tier table: break-even time per tier, the write premium's cover of
+    each tier's rent, and the identity behind HBM's break-even (the kink's context times HBM's
+    drain time, whatever the model's size or precision)."""
+    ev = _kink_evaluator(presets)
+    llama = Evaluator(presets, HARDWARE, KV_MODEL)
+    k = ev.fixed["kv_bytes_per_token"].to("byte/token")
+    api = presets.get("api", CACHE_API)
+    lifetimes = (
+        ("cache_write_5min", presets.parameter["cache_duration_short"].value),
+        ("cache_write_1h", presets.parameter["cache_duration_long"].value),
+    )
+    tiers = list(presets.tier.values())
+    hbm = next(t for t in tiers if t.medium == "HBM")
+    kink_ctx = presets.parameter["price_kink_context"].value
+    even_hbm = ev.q("cache_breakeven_time", tier=hbm.id)
+    drain_hbm = Evaluator(presets, tier=hbm.id).q("storage_tier_drain_time")
+    identity = (kink_ctx * Q_(1, "sequence/token") * drain_hbm).to("hour")
+    # the same cache recomputed at BF16 (the audit's reading: kink at FP8, prefill at BF16)
+    bf16 = Evaluator(presets, HARDWARE, precision="bf16", **{**ev.fixed})
+
+    def hours(q):
+        q = q.to("hour")
+        return said(q if q.m >= 1 else q.to("minute"), 3)
+
+    covers = []
+    for field, life in lifetimes:
+        price = api.get(field)
+        covers.append(
+            {
+                "life": said(life),
+                "cells": [
+                    said_number(
+                        Evaluator(presets, api=CACHE_API, cache_write_price=price)
+                        .q(
+                            "cache_premium_over_hold",
+                            tier=t.id,
+                            cache_lifetime=life,
+                            kv_bytes_per_token=k,
+                        )
+                        .to("")
+                        .m,
+                        3,
+                    )
+                    for t in tiers
+                ],
+            }
+        )
+    return {
+        "bytes": said(k.to("kB/token"), 2),
+        "llama_bytes": said(llama.q("kv_bytes_per_token").to("kB/token"), 3),
+        "llama_over_kink": said_number((llama.q("kv_bytes_per_token") / k).to("").m, 3),
+        "rows": [
+            {
+                "medium": t.medium,
+                "llama": hours(llama.q("cache_breakeven_time", tier=t.id)),
+                "kink": hours(ev.q("cache_breakeven_time", tier=t.id)),
+            }
+            for t in tiers
+        ],
+        "hbm_even": hours(even_hbm),
+        "hbm_even_bf16": hours(bf16.q("cache_breakeven_time", tier=hbm.id)),
+        "identity": hours(identity),
+        "hbm_drain": said(drain_hbm.to("ms"), 3),
+        "covers": covers,
+        "tiers": [t.medium for t in tiers],
+        "per_chip": said_number((hbm.capacity / (k * kink_ctx * Q_(1, "sequence"))).to("").m, 2),
+        "kink_count": said_number(kink_ctx.to("token/sequence").m),
+        "prompt_cache": said((k * kink_ctx * Q_(1, "sequence")).to("MB"), 2),
+    }
+
+
+def _drain_nearest(presets: Presets) -> dict:
+    """The tier whose drain time (capacity over bandwidth) is nearest each cache lifetime, by
+    ratio, and how far the neighbours are: the drain-time rule read honestly."""
+    tiers = [
+        (t.medium, Evaluator(presets, tier=t.id).q("storage_tier_drain_time"))
+        for t in presets.tier.values()
+    ]
+    out = {}
+    for key in ("cache_duration_short", "cache_duration_long"):
+        life = presets.parameter[key].value
+        ranked = sorted(tiers, key=lambda r: abs(math.log((r[1] / life).to("").m)))
+        out[key.removeprefix("cache_duration_")] = {
+            "life": said(life),
+            "tiers": [
+                {
+                    "medium": medium,
+                    "off": said_number(max((t / life).to("").m, (life / t).to("").m), 2),
+                }
+                for medium, t in ranked[:2]
+            ],
+        }
+    return out
+
+
+ICL_MODEL = KV_MODEL
+
+
+def _long_contexts(presets: Presets) -> dict:
+    """In-context learning at a hundred million tokens (the lecture's month-long employee): one
+    sequence's cache for a Llama-style and a kink-sized model, and the cost per token past the
+    kink, which grows in proportion to the context (or as its square root with sparse attention
+    that reads a square root of it)."""
+    icl = presets.parameter["icl_context_length"].value
+    kink_ctx = presets.parameter["price_kink_context"].value
+    one = Q_(1, "sequence")
+    llama = Evaluator(presets, HARDWARE, ICL_MODEL)
+    kink = _kink_evaluator(presets)
+    rack = presets.get("hardware", "gb200_nvl72")
+    llama_cache = (llama.q("kv_cache_per_sequence", context_length=icl) * one).to("TB")
+    kink_cache = (kink.fixed["kv_bytes_per_token"] * icl * one).to("GB")
+    rack_hbm = (
+        rack.hbm_capacity * rack.get("scale_up_domain") if rack.get("scale_up_domain") else None
+    )
+    growth = (icl / kink_ctx).to("").m
+    # the sparsity that would let a Llama-style cache read only the kink's bytes per token
+    sparsity = llama.q("kv_bytes_per_token", precision="fp8") / kink.fixed["kv_bytes_per_token"]
+    sparsity = sparsity.to("").m
+    return {
+        "context": context_tokens(icl),
+        "llama": said(llama_cache, 3),
+        "kink": said(kink_cache, 3),
+        "kink_chips": said_number(
+            (kink_cache / presets.get("hardware", HARDWARE).hbm_capacity).to("").m, 2
+        ),
+        "racks": said_number((llama_cache / rack_hbm).to("").m, 2) if rack_hbm else "—",
+        "rack": chip_name(rack),
+        "growth": said_number(growth, 3),
+        "growth_sqrt": said_number(growth**0.5, 2),
+        "sparsity": said_number(sparsity, 2),
+        "attended": context_tokens(kink_ctx / sparsity, 2),
+        "attended_icl": context_tokens(icl / sparsity, 2),
     }

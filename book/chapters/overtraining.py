@@ -46,6 +46,37 @@ def context(presets: Presets) -> dict:
         "budgets": _budget_table(presets),
         **_training_time(presets),
         **_chain(presets),
+        "derated": _derated(presets),
+        "splits": _splits(),
+    }
+
+
+def _derated(presets: Presets) -> dict:
+    """Served tokens derated for the chance a model is obsolete or thrown away before it serves:
+    the expected tokens served, and the equal-cost over-training factor they imply (both scale
+    with the derating)."""
+    frontier = presets.parameter["frontier_active_params"].value
+    q = presets.parameter["inference_derating"].value.to("")
+    rate = presets.parameter["inference_rate"].value
+    ev = Evaluator(presets, n_active=frontier, inference_rate=q * rate)
+    return {
+        "share": said_number(100 * q.m, 2) + "%",
+        "tokens": Evaluator(presets, inference_rate=q * rate).text("inference_tokens"),
+        "factor": ev.text("balanced_overtraining_factor"),
+    }
+
+
+BILLS = 3  # pre-training, RL and inference: the lecture's three equal shares
+
+
+def _splits() -> dict:
+    """The lecture's split in thirds against the naive half to inference, half to the rest:
+    pre-training's share of the total under each ("33 versus 25")."""
+    thirds, quarters = 1 / BILLS, (1 / 2) * (1 / 2)
+    return {
+        "thirds": said_number(100 * thirds, 2) + "%",
+        "quarters": said_number(100 * quarters, 2) + "%",
+        "ratio": said_number(thirds / quarters, 2),
     }
 
 

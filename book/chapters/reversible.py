@@ -36,14 +36,18 @@ def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
 
     >>> from units.presets import load
     >>> m = memory_cases(load())
-    >>> [float(round(m[k].to("GB").m, 3)) for k in ("plain", "ckpt", "rev")]
-    [10.737, 2.401, 0.134]
+    >>> [float(round(m[k].to("GB").m, 3)) for k in ("plain", "ckpt", "ckpt_full", "rev")]
+    [10.737, 2.401, 9.899, 0.134]
     """
     ev = Evaluator(presets, model=MODEL, batch_size=batch)
+    stored = ev.q("full_activation_memory")
     return {
-        "stored": ev.q("full_activation_memory"),
+        "stored": stored,
         "plain": ev.q("activation_memory"),
         "ckpt": ev.q("checkpoint_activation_memory"),
+        # square-root checkpointing whose recomputed segment keeps its layers' internals (Chen et
+        # al.): what a segment holds is every activation's share, so one recompute suffices
+        "ckpt_full": ev.q("checkpoint_activation_memory", activation_memory=stored),
         "rev": ev.q("revnet_activation_memory"),
         "buffer": ev.q("full_activation_memory", n_layers=ONE_LAYER),
     }
@@ -74,6 +78,10 @@ def context(presets: Presets) -> dict:
     state = ev.q("training_state_memory")
     return {
         "o_one": "*O*(1)",  # big-O notation, not a figure
+        "broken_share": said_number(
+            100 * presets.parameter["lecture_new_ciphers_broken"].value.to("").m
+        )
+        + "%",
         "chen": "Chen et al., 'Training Deep Nets with Sublinear Memory Cost', arXiv 1604.06174",
         "fwd_per_param": said_number(
             (per_token / (model.params_active * one)).to("FLOP/parameter/token").m
@@ -106,6 +114,11 @@ def context(presets: Presets) -> dict:
         "ratio_with_buffer": said_number(
             _ratio(m["ckpt"] + m["buffer"], m["rev"] + m["buffer"]), 3
         ),
+        # the strategies compared with every activation a backward pass needs counted: a layer's
+        # internals are held while it runs backwards (once, in every scheme that recomputes)
+        "strategies": _strategies(m, plain_flops, per_token, model.params_active * one),
+        "equal_lead": said_number(_ratio(m["ckpt_full"], m["rev"] + m["buffer"]), 2),
+        "per_layer_lead": said_number(_ratio(m["plain"] + m["buffer"], m["rev"] + m["buffer"]), 2),
         "hbm": said(hbm.to("GB")),
         "hardware": chip_name(presets.get("hardware", HARDWARE)),
         "stored_over_hbm": said_number(_ratio(m["stored"], hbm), 3),
@@ -131,4 +144,40 @@ def context(presets: Presets) -> dict:
         "ex_stored_over_hbm": said_number(_ratio(x["stored"], hbm), 3),
         "ex_plain_over_hbm": said_number(_ratio(x["plain"], hbm), 3),
         "ex_ckpt_over_rev": said_number(_ratio(x["ckpt"], x["rev"]), 3),
+        "ex_ckpt_full": said(x["ckpt_full"].to("GB")),
+        "ex_rev_total": said((x["rev"] + x["buffer"]).to("GB")),
+        "ex_equal_lead": said_number(_ratio(x["ckpt_full"], x["rev"] + x["buffer"]), 2),
+        "ckpt_full": said(m["ckpt_full"].to("GB")),
+        "rev_total": said((m["rev"] + m["buffer"]).to("GB")),
+        "ckpt_full_minus_rev": said((m["ckpt_full"] - m["rev"] - m["buffer"]).to("GB")),
     }
+
+
+def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
+    """Each way to train, its compute in FLOP per parameter per token and the activations it
+    holds at its peak, every activation the backward pass needs counted."""
+
+    def flops(extra_forwards: int):
+        return said_number(
+            ((plain_flops + extra_forwards * forward) / per).to("FLOP/parameter/token").m
+        )
+
+    rows = (
+        ("store every activation", 0, m["stored"]),
+        ("keep each layer's input; re-run each layer on the way back", 1, m["plain"] + m["buffer"]),
+        (
+            "checkpoint square-root segments; a recomputed segment keeps its internals",
+            1,
+            m["ckpt_full"],
+        ),
+        (
+            "checkpoint square-root segments of layer inputs; re-run each layer again",
+            2,
+            m["ckpt"] + m["buffer"],
+        ),
+        ("reversible: rebuild each layer's input from its output", 1, m["rev"] + m["buffer"]),
+    )
+    return [
+        {"name": name, "flops": flops(extra), "memory": said(q.to("GB"), 3)}
+        for name, extra, q in rows
+    ]

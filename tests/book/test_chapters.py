@@ -125,6 +125,22 @@ def test_reversible_memory_cases_by_hand():
     assert m["stored"] == pytest.approx(layers * tokens * d * 34)  # 182.5 GB
     assert m["buffer"] == pytest.approx(tokens * d * 34)  # one layer's internals, 2.282 GB
     assert m["plain"] / m["rev"] == pytest.approx(layers)
+    # Chen et al.'s one-recompute checkpointing holds a segment's internals (34 bytes per value):
+    # 2 sqrt(80 x 34 x 2) x tokens x d = 9.90 GB
+    assert m["ckpt_full"] == pytest.approx(2 * (layers * 34 * 2) ** 0.5 * tokens * d)
+
+
+def test_reversible_lead_at_equal_compute_by_hand():
+    from book.chapters.reversible import context
+
+    ctx = context(load())
+    # one extra forward pass each: checkpointing holding internals, 2 sqrt(80 x 34 x 2) values'
+    # bytes per token, against the reversible network's input (2) plus one layer's internals
+    # (34): 4.1x (the physics audit's M3); re-running each layer from its input, (80 x 2 + 34)
+    assert ctx["equal_lead"] == f"{2 * (80 * 34 * 2) ** 0.5 / 36:.2g}"
+    assert ctx["per_layer_lead"] == f"{(80 * 2 + 34) / 36:.2g}"
+    flops = [r["flops"] for r in ctx["strategies"]]
+    assert flops == ["6", "8", "8", "10", "8"]  # 6ND; one extra forward pass (2ND); two
 
 
 def test_reversible_context_numbers_by_hand():

@@ -47,6 +47,18 @@ EXPECTED = {
     "kv_check": (HOLDS, [2 * 128 * 8]),
     "output_input": (CAVEAT, [25 / 5, 15 / 3, 10 / 1.25, 10 / 1.25, 1.10 / 0.27, 0.42 / 0.28]),
     "cache_hit_10x": (CAVEAT, [10, 10, 0.27 / 0.07, 10]),
+    # attention FLOPs = weights' FLOPs per decoded token, 2 N / a_dec (models.toml configs):
+    # DeepSeek MLA a = 2 x 128 heads x (2 x 512 + 64) x 61 layers; Llama GQA a = 2 x 2 x 64 x 128
+    # x 80 (70B) and 2 x 2 x 128 x 128 x 126 (405B), against 2 x the published N_active (37B,
+    # 70.6B, 405.9B). All far below 1e6.
+    "attention_negligible": (
+        WRONG,
+        [
+            2 * 37e9 / (2 * 128 * (2 * 512 + 64) * 61),
+            2 * 70.6e9 / (2 * 2 * 64 * 128 * 80),
+            2 * 405.9e9 / (2 * 2 * 128 * 128 * 126),
+        ],
+    ),
     "hbm_20ms": (HOLDS, [80 / 3.35, 180 / 8, 186 / 8]),
     # hold time = capacity / bandwidth, tiers.toml (issue 11, item 1): 64 GB / 38.4 GB/s;
     # 15.36 TB / 13 GB/s in minutes; 24 TB / 285 MB/s in hours

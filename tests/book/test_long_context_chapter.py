@@ -120,3 +120,38 @@ def test_reading_a_cache_back_is_a_fraction_of_recomputing_it(ctx):
     assert r["DRAM"]["share"].endswith("% of") and r["disk"]["share"].endswith("times")
     percent = {m: float(r[m]["share"].split("%")[0]) for m in ("HBM", "DRAM", "flash")}
     assert percent["HBM"] < percent["DRAM"] < percent["flash"] < 100
+
+
+def test_a_kink_sized_cache_can_sit_in_hbm_by_hand(ctx):
+    # the physics audit's H1, recomputed: the kink's 1,693 bytes per token (above); HBM rented
+    # with its chip at 2 USD per chip-hour over 80 GB (prices.toml, tiers.toml); Claude Opus
+    # write premiums 1.25 and 5 USD per million tokens for 5 min and 1 h (prices.toml).
+    k = 2 * 100e9 * 3.35e12 / (1978.9e12 * 200e3)  # bytes per token
+    hbm_rent = 2 / 80e9  # USD per byte-hour
+    kink = ctx["kink_cache"]
+    assert _num(kink["covers"][0]["cells"][0]) == pytest.approx(
+        1.25e-6 / (k * (5 / 60) * hbm_rent), rel=5e-3
+    )  # about 354
+    assert _num(kink["covers"][1]["cells"][0]) == pytest.approx(5e-6 / (k * hbm_rent), rel=5e-3)
+    # holding in HBM beats recomputing (2 x 100e9 FLOP per token at the FP8 peak) for the
+    # kink's 200,000 tokens times HBM's drain time, 80 GB / 3.35 TB/s: 1.33 h, whatever N or F
+    recompute = 2 * 100e9 / 1978.9e12 * 2 / 3600  # USD per token
+    hours = recompute / (k * hbm_rent)
+    assert hours == pytest.approx(200e3 * 80 / 3350 / 3600, rel=1e-3)
+    assert _num(kink["hbm_even"]) == pytest.approx(hours, rel=5e-3)
+    assert kink["identity"] == kink["hbm_even"]
+    # and for Llama 3.1 70B's 327,680 bytes per token the long cache cannot sit in HBM
+    assert (
+        float(ctx["cache_write"]["rows"][1]["cells"][0]) < 1 < _num(kink["covers"][1]["cells"][0])
+    )
+
+
+def test_the_drain_rule_points_both_lifetimes_to_flash(ctx):
+    # tiers.toml: flash 15.36 TB / 13 GB/s = 19.7 min; DRAM 64 GB / 38.4 GB/s; disk 24 TB /
+    # 285 MB/s. 5 min is 3.9x from flash and 180x from DRAM; 1 h is 3x from flash, 23x from disk.
+    near = ctx["drain_nearest"]
+    assert [t["medium"] for t in near["short"]["tiers"]] == ["flash", "DRAM"]
+    assert [t["medium"] for t in near["long"]["tiers"]] == ["flash", "disk"]
+    flash = 15.36e12 / 13e9
+    assert _num(near["short"]["tiers"][0]["off"]) == pytest.approx(flash / 300, rel=1e-2)
+    assert _num(near["long"]["tiers"][0]["off"]) == pytest.approx(3600 / flash, rel=2e-2)

@@ -188,13 +188,13 @@ def _reading_flow(page: str) -> tuple[str, list[str]]:
     page = re.sub(r"<details.*?</details>", " ", page, flags=re.DOTALL)
     flow, questions, inside = [], [], None
     for line in page.split("\n"):
-        if line.startswith("??? "):
+        if line.startswith(("??? ", "!!! question")):  # an exercise shows its question
             inside = line
-            if line.startswith("??? question"):
+            if line.startswith(("??? question", "!!! question")):
                 questions.append("")
             continue
         if inside is not None and (line.startswith("    ") or not line.strip()):
-            if inside.startswith("??? question"):
+            if inside.startswith(("??? question", "!!! question")):
                 questions[-1] += line + "\n"
             continue
         inside = None
