@@ -35,6 +35,7 @@ def draw(rng, presets) -> Draw:
         presets=presets,
     )
     spec = presets.get("hardware", hardware)
+    combined = (n * bandwidth / Q_(1, "chip")).to("TB/s")
     per_param = number(flops_per_param_token.value.m)  # a multiply and an add
     chip, bandwidth, flop_rate = spec.name, spec.hbm_bandwidth, spec.dense_flops_bf16
     model = presets.get("model", "llama_3_1_70b").name
@@ -79,7 +80,7 @@ def draw(rng, presets) -> Draw:
         f"1/{number(rate.magnitude)} s = {quantity(step, 3)}.",
         f"Every step reads all the weights once: {quantity(params, 3)} at two bytes each is "
         f"{quantity(weight_bytes, 3)}; over the eight chips' combined bandwidth, "
-        f"{quantity(n)} × {quantity(bandwidth, 3)} = {quantity((n * bandwidth / Q_(1, 'chip')).to('TB/s'), 3)}, "
+        f"{quantity(n)} × {quantity(bandwidth, 3)} = {quantity(combined, 3)}, "
         f"that takes {quantity(weights, 3)}, whatever the batch.",
         f"Each sequence adds its own KV cache, read once per step: "
         f"{number(context.magnitude)} tokens × {quantity(kv_token.to('kB/token'), 3)} = "
