@@ -35,9 +35,9 @@ def draw(rng, presets) -> Draw:
         presets=presets,
     )
     spec = presets.get("hardware", hardware)
-    combined = (n * bandwidth / Q_(1, "chip")).to("TB/s")
     per_param = number(flops_per_param_token.value.m)  # a multiply and an add
     chip, bandwidth, flop_rate = spec.name, spec.hbm_bandwidth, spec.dense_flops_bf16
+    combined = (n * bandwidth / Q_(1, "chip")).to("TB/s")
     model = presets.get("model", "llama_3_1_70b").name
     used = evaluate("weight_fetch_time", detailed=True, batch_size=1, **case).inputs
     params, per_value = used["n_total"].value, used["weight_bytes_per_value"].value
