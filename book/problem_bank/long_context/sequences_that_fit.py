@@ -142,7 +142,7 @@ def draw(rng, presets) -> Draw:
         ),
     ]
     mistakes = tuple(
-        Mistake(value, why)
+        Mistake(Q_(math.floor(value.m), "sequence"), why)  # a slip rounds down too
         for value, why in candidates
         if value is not None and abs(value.m / batch.m - 1) > 0.06
     )
