@@ -11,13 +11,13 @@ many answers to every site problem and require the same verdict and message.
 A right answer is within the problem's tolerance of the true value, or of the value its
 solution prints ("24 layers" for 23.5). A wrong one is diagnosed, first match wins: a dimension
 said in plain words ("That is a time; the question asks for a cost per token."), one of the
-problem's own listed mistakes, a power of ten (a prefix slip when it is 10³ⁿ), a factor of 2,
-3 or 8.
+problem's own listed mistakes, a share typed without its % ("32.9" for 0.329), a power of ten
+(a prefix slip when it is 10³ⁿ), a time-unit slip (×24, ×60, ×365), a factor of 2, 3 or 8.
 
 >>> from units import Q_
 >>> spec = spec_of(Q_(24, "ms"))
 >>> check("0.024 s", spec)["ok"], check("24 GB", spec)["message"]
-(True, 'That is an amount of data; the question asks for a time (like ms).')
+(True, 'That is an amount of data; the question asks for a time (in ms).')
 >>> check("24 s", spec)["message"]
 'That is 1,000 times too large: a unit prefix slipped (k, M, G step by 1,000).'
 """
