@@ -11,13 +11,13 @@ many answers to every site problem and require the same verdict and message.
 A right answer is within the problem's tolerance of the true value, or of the value its
 solution prints ("24 layers" for 23.5). A wrong one is diagnosed, first match wins: a dimension
 said in plain words ("That is a time; the question asks for a cost per token."), one of the
-problem's own listed mistakes, a power of ten (a prefix slip when it is 10³ⁿ), a factor of 2,
-3 or 8.
+problem's own listed mistakes, a share typed without its % ("32.9" for 0.329), a power of ten
+(a prefix slip when it is 10³ⁿ), a time-unit slip (×24, ×60, ×365), a factor of 2, 3 or 8.
 
 >>> from units import Q_
 >>> spec = spec_of(Q_(24, "ms"))
 >>> check("0.024 s", spec)["ok"], check("24 GB", spec)["message"]
-(True, 'That is an amount of data; the question asks for a time (like ms).')
+(True, 'That is an amount of data; the question asks for a time (in ms).')
 >>> check("24 s", spec)["message"]
 'That is 1,000 times too large: a unit prefix slipped (k, M, G step by 1,000).'
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import pint
 
@@ -110,6 +111,15 @@ RATIOS_WHY = (
         "That is an eighth of the answer: check bits against bytes.",
     ),
 )
+# Time-unit slips (a value in one unit labelled as another), named when the answer has a time in
+# it: the factor, and the units it confuses (the larger unit first).
+TIME_SLIPS = (
+    (24, "hours and days (24 to a day)"),
+    (60, "minutes and seconds, or hours and minutes (60 to one)"),
+    (365, "days and years (365 to a year)"),
+)
+# A bare number typed for a share: "32.9" for 0.329 (the text, then the number it holds).
+BARE_NUMBER = r"[ \t\n\r\f\v]*([0-9]+(?:\.[0-9]+)?)[ \t\n\r\f\v]*"
 TOKENS = (0, 0, 0, 0, 1, 0)  # a number of tokens (the order of DIMENSIONS)
 TOKENS_PER_SEQUENCE = (0, 0, 0, 0, 1, -1)
 MAX_TENS = 12  # powers of ten a diagnosis names, at most
@@ -199,6 +209,7 @@ def unit_table() -> dict:
         "words": [list(w) for w in BASE_WORDS],
         "tens": tens,
         "factors": [[float(k), more, less] for k, more, less in RATIOS_WHY],
+        "timeslips": [[float(k), spoken(k), words] for k, words in TIME_SLIPS],
     }
 
 
@@ -405,6 +416,10 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         return _verdict("right", "Correct.")
     if near := _nearest([m for m in mistakes if "dims" not in m], value, spec):
         return _verdict("wrong", near["why"])
+    bare = re.fullmatch(BARE_NUMBER, text)
+    share = not any(spec["dims"]) and not spec.get("counts") and spec["value"] < 1
+    if bare and share and spec["mode"] != "factor" and _within(value / 100, centres, spec):
+        return _verdict("wrong", f"That is 100 times the answer, a share: did you mean {bare[1]}%?")
     for i, (ten, words) in enumerate(table["tens"]):
         slip = "a unit prefix slipped (k, M, G step by 1,000)"
         why = slip if (i + 1) % 3 == 0 else "check your powers of ten"
@@ -412,6 +427,13 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             return _verdict("wrong", f"That is {words} times too large: {why}.")
         if _within(value * ten, centres, spec):
             return _verdict("wrong", f"That is {words} times too small: {why}.")
+    timed = spec["dims"][0] and spec["mode"] != "factor"
+    for k, said, words in table["timeslips"] if timed else []:
+        slip = f"a time unit slipped, {words}."
+        if _within(value / k, centres, spec):
+            return _verdict("wrong", f"That is {said} times the answer: {slip}")
+        if _within(value * k, centres, spec):
+            return _verdict("wrong", f"That is {said} times too small: {slip}")
     for k, more, less in table["factors"] if spec["mode"] != "factor" else []:
         if _within(value / k, centres, spec):
             return _verdict("wrong", more)

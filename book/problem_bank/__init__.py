@@ -87,6 +87,17 @@ class Draw:
     margin: float | None = None
 
 
+def whole_count_tolerance(count: float, tolerance: float = 0.03) -> float:
+    """The tolerance of an answer that is a whole count rounded from a quotient (the sequences
+    that fit, the racks needed): ``tolerance`` at most, and tight enough that one more or one
+    fewer is graded wrong (61 sequences fit: 62 do not).
+
+    >>> round(whole_count_tolerance(61), 5), whole_count_tolerance(5)
+    (0.00656, 0.03)
+    """
+    return min(tolerance, 0.4 / count)
+
+
 def evaluate(equation: str, detailed: bool = False, **case):
     """``derivations.get(equation).evaluate(**case)`` on the inputs of ``case`` the equation reads:
     a problem keeps one case (presets, chip count, context, rent, ...) for all its equations.

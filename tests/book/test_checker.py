@@ -149,6 +149,8 @@ WRITTEN = [
     ("5,356 sequences", Q_(5356, "sequence"), True),
     ("5\u202f356 sequences", Q_(5356, "sequence"), True),  # a narrow no-break space
     ("25%", Q_(0.25, ""), True),
+    ("32.9%", Q_(0.329, ""), True),
+    ("0.329", Q_(0.329, ""), True),
     ("25 percent", Q_(0.25, ""), True),
     ("4x", Q_(4, ""), True),
     ("4 ×", Q_(4, ""), True),
@@ -220,6 +222,17 @@ DIAGNOSED = [
     ("8 GB", Q_(1, "GB"), "That is 8 times the answer: check bits against bytes."),
     ("1 Gb", Q_(1, "GB"), "That is an eighth of the answer: check bits against bytes."),
     ("31 ms", Q_(24, "ms"), "Not right, and not off by a simple factor: check your working."),
+    # a time unit slipped: 232 days worked out in hours, 24 minutes typed as seconds, ...
+    ("5568 days", Q_(232, "day"), "That is 24 times the answer: a time unit slipped, hours and"),
+    ("9.67 days", Q_(232, "day"), "That is 24 times too small: a time unit slipped, hours and da"),
+    ("24 s", Q_(24, "min"), "That is 60 times too small: a time unit slipped, minutes and sec"),
+    ("600 tokens/s", Q_(10, "token/s"), "That is 60 times the answer: a time unit slipped"),
+    ("2 years", Q_(2, "day"), "That is 365 times the answer: a time unit slipped, days and years"),
+    # a share typed without its %: 32.9 for 0.329 (329 is a plain power-of-ten slip)
+    ("32.9", Q_(0.329, ""), "That is 100 times the answer, a share: did you mean 32.9%?"),
+    (" 17.3 ", Q_(0.173, ""), "did you mean 17.3%?"),
+    ("329", Q_(0.329, ""), "That is 1,000 times too large"),
+    ("400", Q_(4, ""), "That is 100 times too large: check your powers of ten."),
     # a wrong dimension in plain words
     ("20 ms", Q_(0.12, "USD/Mtoken"), "That is a time; the question asks for a cost per token "),
     ("3 TB/s", Q_(3, "TFLOP/s"), "That is a bandwidth; the question asks for a compute rate"),
@@ -241,7 +254,7 @@ DIAGNOSED = [
 def test_a_wrong_answer_is_diagnosed(text, answer, message):
     got = grade(text, answer)
     assert not got["ok"] and message in got["message"], got
-    assert got["message"].count(". ") == 0 and got["message"].endswith(".")  # one sentence
+    assert got["message"].count(". ") == 0 and got["message"][-1] in ".?"  # one sentence
     assert "^" not in got["message"] and "time^" not in got["message"]  # no jargon
 
 

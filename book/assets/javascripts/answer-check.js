@@ -19,6 +19,7 @@
   var TEN_TO = new RegExp("^" + POWER);
   var FACTOR = new RegExp("^([A-Za-zµ_]+)(?:\\^([-+]?\\d+)|([⁻⁺]?[" + SUP + "]+))?$");
   var PLAIN = /^\d+(?:\.\d+)?$/;
+  var BARE_NUMBER = /^[ \t\n\r\f\v]*([0-9]+(?:\.[0-9]+)?)[ \t\n\r\f\v]*$/;
   var LEADING_NUMBER = /^(\d+(?:\.\d+)?)([A-Za-z][\s\S]*)$/;
   var GROUP_SPACE = /(\d)[\u00a0\u2009\u202f](?=\d{3}(?!\d))/g;
   var SPACES = /[\u00a0\u2009\u202f]/g;
@@ -279,11 +280,22 @@
     if (within(value, centres, spec)) return verdict("right", "Correct.");
     m = nearest(mistakes.filter(function (x) { return !x.dims; }), value, spec);
     if (m) return verdict("wrong", m.why);
+    var bare = typeof text === "string" ? BARE_NUMBER.exec(text) : null;
+    var share = !spec.dims.some(function (d) { return d; }) && !Object.keys(spec.counts || {}).length && spec.value < 1;
+    if (bare && share && spec.mode !== "factor" && within(value / 100, centres, spec)) {
+      return verdict("wrong", "That is 100 times the answer, a share: did you mean " + bare[1] + "%?");
+    }
     for (i = 0; i < TABLE.tens.length; i++) {
       var ten = TABLE.tens[i][0], said = TABLE.tens[i][1];
       var why = (i + 1) % 3 === 0 ? "a unit prefix slipped (k, M, G step by 1,000)" : "check your powers of ten";
       if (within(value / ten, centres, spec)) return verdict("wrong", "That is " + said + " times too large: " + why + ".");
       if (within(value * ten, centres, spec)) return verdict("wrong", "That is " + said + " times too small: " + why + ".");
+    }
+    var slips = spec.dims[0] && spec.mode !== "factor" ? TABLE.timeslips : [];
+    for (i = 0; i < slips.length; i++) {
+      var slip = "a time unit slipped, " + slips[i][2] + ".";
+      if (within(value / slips[i][0], centres, spec)) return verdict("wrong", "That is " + slips[i][1] + " times the answer: " + slip);
+      if (within(value * slips[i][0], centres, spec)) return verdict("wrong", "That is " + slips[i][1] + " times too small: " + slip);
     }
     var factors = spec.mode !== "factor" ? TABLE.factors : [];
     for (i = 0; i < factors.length; i++) {

@@ -66,6 +66,12 @@ def option(hardware, precision, rent, step_limit, presets):
         precision=precision,
         rent=rent,
         batch=batch,
+        limits=limits,
+        weight_bytes=weight_bytes,
+        weights=weights.to("ms"),
+        kv_bytes=kv_bytes,
+        kv_one=kv_one.to("us"),
+        hbm=hbm,
         binds=min(limits, key=limits.get),
         step=evaluate("step_time", **case, batch_size=b).to("ms"),
         cost=evaluate("cost_per_token", **case, batch_size=b).to("USD/Mtoken"),
@@ -92,9 +98,40 @@ def draw(rng, presets) -> Draw:
             f"{quantity(r['cost'], 3)}"
         )
 
-    offers = " and ".join(f"servers of eight {name[h]} at {quantity(rents[h])}" for h in chips)
+    def working(r) -> str:
+        """The batch and cost of one option, worked."""
+        lim = r["limits"]
+        return (
+            f"{name[r['hardware']]} in {r['precision'].upper()}: the weights, "
+            f"{quantity(r['weight_bytes'], 3)}, take {quantity(r['weights'], 3)} to read over "
+            f"the eight chips; each sequence's KV cache, {quantity(r['kv_bytes'], 3)}, takes "
+            f"{quantity(r['kv_one'], 3)}; the rest of the step holds "
+            f"{number(lim['speed'])} sequences. The HBM, {quantity(r['hbm'], 4)}, holds "
+            f"{number(lim['memory'])} caches beside the weights, and the multiplies would fill "
+            f"the step at {number(lim['compute'])}. So the batch is {number(r['batch'])} (set "
+            f"by {why[r['binds']]}), the step {quantity(r['step'], 3)}, and the cost eight "
+            f"chips × {quantity(r['rent'])} × {quantity(r['step'], 3)} over "
+            f"{number(r['batch'])} tokens: {quantity(r['cost'], 3)}"
+        )
+
+    def chip_words(h) -> str:
+        c = presets.get("hardware", h)
+        return (
+            f"servers of eight {name[h]} at {quantity(rents[h])} ({quantity(c.hbm_capacity, 3)} "
+            f"of HBM at {quantity(c.hbm_bandwidth, 3)} per chip, "
+            f"{quantity(c.dense_flops_bf16, 4)} dense in BF16 and "
+            f"{quantity(c.dense_flops_fp8, 4)} in FP8)"
+        )
+
+    offers = " and ".join(chip_words(h) for h in chips)
+    llama = presets.get("model", "llama_3_1_70b")
+    kv16 = evaluate(
+        "kv_bytes_per_token", model="llama_3_1_70b", precision="bf16", presets=presets
+    ).to("kB/token")
     text = (
-        f"You must serve {model} so that every user sees at least {number(rate.magnitude)} "
+        f"You must serve {model} ({quantity(llama.params_total)}, dense; its KV cache takes "
+        f"{quantity(kv16, 3)} in BF16) so that every user sees at least "
+        f"{number(rate.magnitude)} "
         f"tokens per second, with contexts of {number(CONTEXT)} tokens. You are offered {offers}. "
         "You may run weights, KV cache and math in BF16 or in FP8, and choose the batch. Which "
         "server and precision give the lowest cost per token, and what is that cost, in USD "
@@ -111,8 +148,9 @@ def draw(rng, presets) -> Draw:
         f"({quantity(step_limit, 3)}). The batch is the largest that keeps the step within it "
         "(weights read once, plus each sequence's KV cache) and whose KV caches fit in the "
         "HBM beside the weights; FP8 halves both the bytes read and the bytes held.",
-        *(f"{row(r)}." for r in rows[1:]),
-        f"Cheapest: {row(best)}. The next option costs {margin:.0%} more.{close}",
+        f"Cheapest: {working(best)}.",
+        f"Runner-up: {working(second)}. It costs {margin:.0%} more.{close}",
+        *(f"{row(r)}." for r in rows[2:]),
         f"Lowest cost: **{quantity(best['cost'], 3)}**, on {name[best['hardware']]} in "
         f"{best['precision'].upper()} at batch {number(best['batch'])}.",
     )

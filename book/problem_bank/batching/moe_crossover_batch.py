@@ -5,7 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate
 
-KIND = "multi"
+KIND = "numeric"  # one formula, worked in steps
 TITLE = "When does an MoE stop being bound by its weights?"
 USES = ("weight_fetch_time", "compute_time", "crossover_batch")
 LECTURE = "15:16"

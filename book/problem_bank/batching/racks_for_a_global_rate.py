@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, whole_count_tolerance
 from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
 from units import Q_
 
@@ -139,7 +139,7 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=racks,
         solution=solution,
-        tolerance=0.03,
+        tolerance=whole_count_tolerance(racks.m, 0.03),
         mistakes=tuple(mistakes),
         hint="Find one rack's step time (the larger of its reads and its multiplies); its rate "
         "is the batch over that step.",

@@ -6,6 +6,7 @@ import math
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
@@ -33,7 +34,10 @@ def draw(rng, presets) -> Draw:
         price_per_chip_hour=rent,
         presets=presets,
     )
-    chip = presets.get("hardware", hardware).name
+    spec = presets.get("hardware", hardware)
+    per_param = number(flops_per_param_token.value.m)  # a multiply and an add
+    chip, bandwidth, flop_rate = spec.name, spec.hbm_bandwidth, spec.dense_flops_bf16
+    combined = (n * bandwidth / Q_(1, "chip")).to("TB/s")
     model = presets.get("model", "llama_3_1_70b").name
     used = evaluate("weight_fetch_time", detailed=True, batch_size=1, **case).inputs
     params, per_value = used["n_total"].value, used["weight_bytes_per_value"].value
@@ -59,7 +63,8 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"You serve {model} in BF16 on a server of {quantity(n)} ({chip}, "
-        f"{quantity(hbm, 3)} of HBM each) rented at {quantity(rent)}. Its KV cache takes "
+        f"{quantity(hbm, 3)} of HBM at {quantity(bandwidth, 3)} and {quantity(flop_rate, 4)} "
+        f"dense in BF16, each) rented at {quantity(rent)}. Its KV cache takes "
         f"{quantity(kv_token.to('kB/token'), 3)} at this precision, and every sequence carries a "
         f"context of {number(context.magnitude)} tokens. Every user must see at least "
         f"{number(rate.magnitude)} tokens per second. How many sequences can you batch at most, "
@@ -74,8 +79,9 @@ def draw(rng, presets) -> Draw:
         "Each sequence gets one token per step, so a step may take at most "
         f"1/{number(rate.magnitude)} s = {quantity(step, 3)}.",
         f"Every step reads all the weights once: {quantity(params, 3)} at two bytes each is "
-        f"{quantity(weight_bytes, 3)}; over the eight chips' combined bandwidth that takes "
-        f"{quantity(weights, 3)}, whatever the batch.",
+        f"{quantity(weight_bytes, 3)}; over the eight chips' combined bandwidth, "
+        f"{quantity(n)} × {quantity(bandwidth, 3)} = {quantity(combined, 3)}, "
+        f"that takes {quantity(weights, 3)}, whatever the batch.",
         f"Each sequence adds its own KV cache, read once per step: "
         f"{number(context.magnitude)} tokens × {quantity(kv_token.to('kB/token'), 3)} = "
         f"{quantity(kv_sequence.to('GB/sequence'), 3)}, which takes {quantity(kv_one, 3)} per "
@@ -84,7 +90,10 @@ def draw(rng, presets) -> Draw:
         f"Memory: the eight chips hold {quantity((n * hbm).to('GB'), 3)}; after the weights "
         f"{quantity(free, 3)} is left for KV caches, room for {number(by_memory)} sequences. "
         f"So the batch is {number(batch)}, {binding}.",
-        f"Check the regime: at that batch the multiplies take {quantity(compute, 3)}, under the "
+        f"Check the regime: at that batch the multiplies, {per_param} FLOP per parameter per "
+        "sequence, "
+        f"{number(batch)} × {per_param} × {quantity(params, 3)} over {quantity(n)} × "
+        f"{quantity(flop_rate, 4)}, take {quantity(compute, 3)}, under the "
         f"{quantity(memory, 3)} of memory reads, so the step is memory-bound as assumed.",
         f"Cost: {quantity(n)} × {quantity(rent)} × {quantity(memory, 3)} per step, shared by "
         f"{number(batch)} tokens: **{quantity(cost, 3)}**.",

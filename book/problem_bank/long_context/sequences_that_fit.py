@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -24,7 +24,7 @@ CASES = (
     ("qwen3_235b_a22b", "h200", 4),
 )
 CONTEXTS = (8192, 32_768, 65_536, 131_072)
-FEWEST = 40  # sequences: fewer, and a whole-number answer would round by more than the tolerance
+FEWEST = 40  # sequences: a node that holds dozens of conversations, not a handful
 
 
 def _attention(model) -> str:
@@ -142,11 +142,17 @@ def draw(rng, presets) -> Draw:
         ),
     ]
     mistakes = tuple(
-        Mistake(value, why)
+        Mistake(Q_(math.floor(value.m), "sequence"), why)  # a slip rounds down too
         for value, why in candidates
         if value is not None and abs(value.m / batch.m - 1) > 0.06
     )
-    return Draw(text=text, answer=batch, solution=solution, tolerance=0.03, mistakes=mistakes)
+    return Draw(
+        text=text,
+        answer=batch,
+        solution=solution,
+        tolerance=whole_count_tolerance(batch.m),
+        mistakes=mistakes,
+    )
 
 
 def _positive(equation, args) -> bool:

@@ -1,4 +1,4 @@
-"""Read a lab's report backwards: chip-hours and tokens give the MFU it reached."""
+"""Read a lab's report backwards: its GPU bill gives the chip-hours, and those the MFU."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from units import Q_
 KIND = "multi"
 TITLE = "What MFU did the lab reach?"
 USES = ("training_flops", "training_mfu")
+# DeepSeek-V3 is left out: its published run is validation.training_run_mfu, on its own figures
+RENTS = (1.5, 2.25, 2.5)  # USD per GPU-hour; not 2 or 3, whose bill-as-hours slip is another slip
 LECTURE = "1:18:59"
 
 MODELS = (
-    ("deepseek_v3", None),
     ("kimi_k2", None),
     ("llama_3_1_70b", (10, 15)),
     ("llama_3_1_405b", (10, 15)),
@@ -46,7 +47,9 @@ def draw(rng, presets) -> Draw:
     peak = peak.inputs["flops"].value
     # the lab's report: chip-hours as a lab would print them, to three figures
     exact = (compute / (peak * rng.choice(TRUE_MFU))).to("chip*hour").m
-    hours = Q_(float(f"{exact:.3g}"), "chip*hour")
+    rent = Q_(rng.choice(RENTS), "USD/chip/hour")
+    bill = Q_(float(f"{(exact * rent.m):.3g}"), "USD")  # as a lab would print it
+    hours = (bill / rent).to("chip*hour")
     mfu = get("training_mfu").evaluate(training_chip_hours=hours, **case).to("")
     training = (compute / (model.params_active * tokens)).to("FLOP/parameter/token")
     forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
@@ -61,8 +64,8 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"Suppose a lab reports pre-training {model.name} ({params}) on {quantity(tokens)}, "
-        f"in {precision.upper()}, for {number(hours.m)} GPU-hours on {chip.name} GPUs "
-        "(dense peak "
+        f"in {precision.upper()}, on {chip.name} GPUs rented at {quantity(rent)}, for a GPU "
+        f"bill of {quantity(bill, 3)} (dense peak "
         f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
         f"{quantity(chip.get('dense_flops_fp8'))} "
         f"at FP8). Ignoring attention FLOPs, what model FLOPs utilisation (MFU) did the run "
@@ -70,6 +73,7 @@ def draw(rng, presets) -> Draw:
         "peak (or a percentage)."
     )
     solution = (
+        f"The bill buys {quantity(bill, 3)} / {quantity(rent)} = {number(hours.m, 4)} GPU-hours.",
         f"Useful work: {number(training.m)} FLOP per active parameter per token, "
         f"{number(training.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
         f"{quantity(compute)}.",
@@ -97,6 +101,12 @@ def draw(rng, presets) -> Draw:
                 "parameter as useful work; a token only runs through the active ones.",
             )
         )
+    mistakes.append(
+        Mistake(
+            (compute / (bill / Q_(1, "USD/chip/hour") * peak)).to(""),
+            "You took the bill in dollars for GPU-hours; divide it by the rent first.",
+        )
+    )
     kept = tuple(m for m in mistakes if abs((m.value / mfu).to("").m - 1) > 0.02)
     return Draw(
         text=text,
@@ -104,5 +114,6 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=0.02,
         mistakes=kept,
-        hint="Useful FLOPs over the FLOPs the chip-hours could have delivered.",
+        hint="The bill gives the GPU-hours; then useful FLOPs over what those hours could "
+        "have delivered at peak.",
     )

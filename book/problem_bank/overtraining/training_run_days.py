@@ -8,7 +8,7 @@ from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
 
-KIND = "multi"
+KIND = "numeric"  # one formula, worked in steps
 TITLE = "How many days will the run take?"
 USES = ("training_flops", "training_time")
 LECTURE = "1:18:59"

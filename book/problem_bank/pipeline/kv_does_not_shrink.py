@@ -20,6 +20,11 @@ STAGES = (2, 4, 8)
 CONTEXTS = (4096, 8192, 16384)
 
 
+def _time(t):
+    """A step's share in ms, or in µs below one ms."""
+    return t.to("ms") if t >= Q_(1, "ms") else t.to("us")
+
+
 def draw(rng, presets) -> Draw:
     model_id, rack = rng.choice(MODELS), rng.choice(RACKS)
     experts = Q_(rng.choice(EXPERT_CHIPS), "chip")
@@ -47,6 +52,18 @@ def draw(rng, presets) -> Draw:
     kv = (micro * context * kv_token / experts).to("GB")
     total = detail.value.to("GB")
     hbm = chip.hbm_capacity.to("GB")
+    # the real regime of one micro-batch's step on one GPU: the crossover leaves the KV out
+    weight_read = (weights / bandwidth).to("ms")
+    multiplies = (
+        micro
+        * Q_(1, "token/sequence")
+        * flops_per_param_token.value
+        * n_active
+        / (experts * stages)
+        / flops
+    ).to("ms")
+    kv_read = (kv / stages.magnitude / bandwidth).to("ms")
+    assert kv_read > multiplies  # the KV reads bind: the crossover batch is not compute-bound
     p = stages.magnitude
     per_param = number(flops_per_param_token.value.m)  # a multiply and an add
 
@@ -57,12 +74,13 @@ def draw(rng, presets) -> Draw:
         f"{quantity(stages)}, one rack each, and inside every stage the experts are spread "
         f"over {experts.magnitude:g} GPUs. Every sequence has a context of "
         f"{context_tokens(context, 5)}, and its KV cache takes {quantity(kv_token)} of context "
-        "at FP8. Each stage runs micro-batches just large enough to be compute-bound, and "
+        "at FP8. Each stage runs micro-batches of the lecture's crossover size (where its "
+        "weights' multiplies take as long as reading its weights, the KV cache left out), and "
         "keeps the pipeline full. How much HBM does each GPU need for its weights and KV "
         "cache? Answer in GB per GPU."
     )
     solution = (
-        f"A stage is compute-bound once its batch reaches the crossover: the chip's "
+        f"The crossover batch, where the multiplies catch up with the weight reads: the chip's "
         f"{quantity(ridge)} (FLOP/s over bandwidth) divided by {per_param} FLOP per active "
         f"parameter, times the sparsity {quantity(n_total)} / {quantity(n_active)}, at one "
         f"byte per FP8 weight. That is a micro-batch of {quantity(micro)}.",
@@ -73,6 +91,11 @@ def draw(rng, presets) -> Draw:
         f"{p:g} in the layers. Each GPU keeps {quantity(micro)} × {context_tokens(context, 5)} × "
         f"{quantity(kv_token)} over {experts.magnitude:g} GPUs: {quantity(kv)}, whatever the "
         "number of stages.",
+        f"The step is not compute-bound for all that: per micro-batch each GPU reads its "
+        f"weights in {quantity(_time(weight_read), 3)} and does the multiplies in "
+        f"{quantity(_time(multiplies), 3)}, but reads that micro-batch's KV cache in "
+        f"{quantity(_time(kv_read), 3)}. At this context the KV reads bind; the memory per GPU "
+        "does not depend on which side does.",
         f"In all {quantity(weights)} + {quantity(kv)} = **{quantity(total, 3)}** per GPU, "
         f"against {quantity(hbm)} of HBM.",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -133,7 +133,7 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=answer,
         solution=tuple(solution),
-        tolerance=0.02,
+        tolerance=whole_count_tolerance(answer.m, 0.02),
         mistakes=kept,
         hint="What is left of each GPU's HBM once it holds its share of the weights?",
     )

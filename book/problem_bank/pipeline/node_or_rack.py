@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -182,7 +182,7 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=0.02,
+        tolerance=whole_count_tolerance(answer.m, 0.02),
         mistakes=tuple(kept.values())[::-1],
         hint="How long does one token take to pass through all the stages?",
         choices={"hardware": best["hardware"], "pipeline_stages": best["stages"]},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -187,7 +187,7 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=0.02,
+        tolerance=whole_count_tolerance(answer.m, 0.02),
         mistakes=tuple(slips.values())[::-1],
         hint="For each strategy, GPUs for memory and GPUs for the deadline; the larger binds.",
         choices={"strategy": best["key"]},

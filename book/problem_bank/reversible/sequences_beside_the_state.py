@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -121,7 +121,7 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=0.02,
+        tolerance=whole_count_tolerance(answer.m, 0.02),
         mistakes=_distinct([m for m in mistakes if m.value.m > 0], answer, 0.02),
         hint="What is left of the HBM after the state, and what does one sequence need?",
     )

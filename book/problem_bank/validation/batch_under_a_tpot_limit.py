@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, whole_count_tolerance
 from derivations import get
 from derivations.inputs import reachable
 from units import Q_
@@ -261,7 +261,7 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=Q_(best[0], "sequence"),
         solution=tuple(solution),
-        tolerance=0.03,
+        tolerance=whole_count_tolerance(best[0]),
         mistakes=tuple(mistakes),
         choices={"batch_size": best[0]},
         margin=margin,

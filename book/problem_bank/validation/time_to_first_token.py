@@ -7,7 +7,7 @@ from book.problem_bank import Draw, Mistake
 from derivations import get
 from units import Q_
 
-KIND = "multi"
+KIND = "numeric"  # one formula, worked in steps
 TITLE = "How much of a time to first token is the prefill?"
 USES = ("weight_fetch_time", "ttft_bound")
 

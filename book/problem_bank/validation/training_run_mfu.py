@@ -7,7 +7,7 @@ from book.problem_bank import Draw, Mistake
 from derivations import get
 from units import Q_
 
-KIND = "multi"
+KIND = "numeric"  # one formula, worked in steps
 TITLE = "The MFU of a published training run"
 USES = ("training_flops", "training_rate_bound", "model_flops_utilization")
 
@@ -61,9 +61,9 @@ def draw(rng, presets) -> Draw:
         if chip.get(f"dense_flops_{p}") is not None
     )
     text = (
-        f"In {run.name.split(' (')[0]}, {model.name} ({size}) trained in {NAMES[precision]} on "
-        f"{number(chips.m)} {chip.name.split(' (')[0]} chips, whose dense peak is {peaks} per "
-        "chip. "
+        f"A published pre-training run: {model.name} ({size}), trained in {NAMES[precision]} "
+        f"on {number(chips.m)} {chip.name.split(' (')[0]} chips, whose dense peak is {peaks} "
+        "per chip. "
         f"The whole cluster processed {quantity(total)}. Counting the model's FLOPs as the "
         "lecture does (no attention), what fraction of peak did the run use?"
     )
@@ -81,7 +81,8 @@ def draw(rng, presets) -> Draw:
             if run.get("mfu") is not None
             else "The run's share of peak is "
         )
-        + f"{quantity(measured)} / {quantity(bound)} = **{pct(mfu.m)}**.",
+        + f"{quantity(measured)} / {quantity(bound)} = **{pct(mfu.m)}** "
+        f"(the figures are those published for {run.name}).",
     )
     candidates = [
         (
