@@ -29,7 +29,7 @@ each row in turn and predicts it, which is the error a new row should expect.
 
 >>> from units.presets import load
 >>> model = fit_rows(load())
->>> 0 < model.params["fp8"] <= 1 and model.params["layer_overhead"] >= 0
+>>> bool(0 < model.params["fp8"] <= 1 and model.params["layer_overhead"] >= 0)
 True
 """
 

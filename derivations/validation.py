@@ -203,8 +203,8 @@ register(
             "T >= max(t_compute, t_mem), with each request's prompt FLOPs added to the compute",
         ),
         assumptions=(
-            "every prompt token costs a causal prefill's FLOPs per token (prefill_flops_per_token "
-            "at the prompt's length: 2 N_active plus attention to half the prompt on average), "
+            "every prompt token costs a causal prefill's FLOPs per token (at the prompt's "
+            "length: 2 N_active plus attention to half the prompt on average), "
             "spread over that request's output tokens",
             "the context is the mean over a generation, L_ctx = L_p + L_out / 2, so the prompt "
             "is L_p = 2 rho L_ctx / (1 + 2 rho)",
@@ -226,15 +226,14 @@ register(
                     + rho * u * B * (c_f * N_a + a_pre * sigma * L_p / 2) / (n * F),
                     memory_time.sym,
                 ),
-                "the causal prefill's FLOPs per token (prefill_flops_per_token) at the prompt's "
-                "length L_p",
+                "the causal prefill's FLOPs per token at the prompt's length",
             ),
             substitute(
                 {L_p: PROMPT},
                 T_s,
                 SERVE,
-                "the mean context over a generation is L_ctx = L_p + L_out / 2 with "
-                "L_out = L_p / rho: solved for the prompt",
+                "the mean context over a generation is the prompt plus half the output, and "
+                "the output is the prompt over rho: solved for the prompt",
             ),
         ),
         summary="A mix of prompts and generation adds to the compute side of the roofline the "
@@ -338,7 +337,7 @@ register(
         chapter=CHAPTER,
         source=Source("Lecture section E, RL and over-training", SECTION_E, "C_pre = 6 N D"),
         assumptions=(
-            "the pre-training compute 6ND (6 N_active per token; attention_training_rate_bound "
+            "the pre-training compute 6ND (6 N_active per token; the attention-aware bound "
             "counts attention too)",
             "the chip runs at its dense peak FLOP/s at the training precision",
         ),

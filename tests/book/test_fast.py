@@ -5,6 +5,7 @@ import functools
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -314,9 +315,10 @@ def test_a_planted_cache_would_change_the_answer_if_it_were_the_users(tmp_path, 
     root, full = _planted(tmp_path, cache)
     monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(root))
     assert full[1].startswith(TRUE_VALUE)
-    assert answered_fast(["eval", "crossover_batch", *H100]).startswith(
-        "crossover_batch = 53,560 sequences"
-    )
+    planted = answered_fast(["eval", "crossover_batch", *H100])
+    shown = re.match(r"crossover_batch = ([\d,]+) sequences", planted)
+    # a tenth of the bandwidth: ten times the true 5,356 (whole numbers print whole: 53,561)
+    assert shown and abs(int(shown[1].replace(",", "")) / 53_561 - 1) < 1e-4, planted
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
