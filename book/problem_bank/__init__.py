@@ -98,6 +98,30 @@ def whole_count_tolerance(count: float, tolerance: float = 0.03) -> float:
     return min(tolerance, 0.4 / count)
 
 
+def distinct_mistakes(mistakes, answer, tolerance: float) -> tuple[Mistake, ...]:
+    """The slips the tolerance tells from the answer; two that land within it of each other are
+    named together ("Either: … Or: …"), so the checker's feedback names both.
+
+    >>> from units import Q_
+    >>> a, b, c = (Mistake(Q_(v, "s"), w) for v, w in ((1.0, "same"), (2.0, "x2"), (2.01, "y")))
+    >>> [m.why for m in distinct_mistakes((a, b, c), Q_(1, "s"), 0.02)]
+    ['Either: x2 Or: y']
+    """
+    out: list[Mistake] = []
+    for m in mistakes:
+        if abs((m.value / answer).to("").m - 1) <= tolerance:
+            continue
+        same = next(
+            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
+            None,
+        )
+        if same is None:
+            out.append(m)
+        else:
+            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
+    return tuple(out)
+
+
 def evaluate(equation: str, detailed: bool = False, **case):
     """``derivations.get(equation).evaluate(**case)`` on the inputs of ``case`` the equation reads:
     a problem keeps one case (presets, chip count, context, rent, ...) for all its equations.

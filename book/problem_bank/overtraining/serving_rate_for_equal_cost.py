@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -16,24 +16,6 @@ LECTURE = "1:18:59"
 MODELS = (("deepseek_v3", None), ("kimi_k2", None), ("llama_3_1_70b", (15,)))
 MONTHS = (2, 3, 6, 12)
 SLOWDOWN = ((2, "half"), (3, "a third"), (4, "a quarter"))
-
-
-def _distinct(mistakes, answer, tolerance):
-    """The slips the tolerance tells from the answer; two that land within it of each other are
-    named together, so the checker's feedback names both."""
-    out = []
-    for m in mistakes:
-        if abs((m.value / answer).to("").m - 1) <= tolerance:
-            continue
-        same = next(
-            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
-            None,
-        )
-        if same is None:
-            out.append(m)
-        else:
-            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
-    return tuple(out)
 
 
 def draw(rng, presets) -> Draw:
@@ -108,6 +90,6 @@ def draw(rng, presets) -> Draw:
         answer=rate,
         solution=solution,
         tolerance=0.02,
-        mistakes=_distinct(mistakes, rate, 0.02),
+        mistakes=distinct_mistakes(mistakes, rate, 0.02),
         hint="Make the two compute bills equal; the parameters cancel.",
     )

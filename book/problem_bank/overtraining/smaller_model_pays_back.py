@@ -4,7 +4,7 @@ serve. After how many served tokens does it pay back?"""
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -18,24 +18,6 @@ FITS = ("hoffmann_2022", "epoch_2024")
 BIG_B = (70, 100, 200)  # active parameters of the larger model, billions
 TOKENS_PER_PARAM = (40, 100, 200)
 SHRINK = (0.5, 0.6, 0.75)
-
-
-def _distinct(mistakes, answer, tolerance):
-    """The slips the tolerance tells from the answer; two that land within it of each other are
-    named together, so the checker's feedback names both."""
-    out = []
-    for m in mistakes:
-        if abs((m.value / answer).to("").m - 1) <= tolerance:
-            continue
-        same = next(
-            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
-            None,
-        )
-        if same is None:
-            out.append(m)
-        else:
-            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
-    return tuple(out)
 
 
 def draw(rng, presets) -> Draw:
@@ -125,7 +107,7 @@ def draw(rng, presets) -> Draw:
         ),
     )
     tolerance = 0.05
-    kept = _distinct(mistakes, breakeven, tolerance)
+    kept = distinct_mistakes(mistakes, breakeven, tolerance)
     return Draw(
         text=text,
         answer=breakeven,

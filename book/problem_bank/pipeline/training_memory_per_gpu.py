@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes
 from derivations import get
 from units import Q_
 
@@ -16,24 +16,6 @@ CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
 SHARDS = (8, 16, 32, 64, 128)
 BATCH = (1, 2, 4, 8)
 CONTEXTS = (4096, 8192, 16384)
-
-
-def _distinct(mistakes, answer, tolerance):
-    """The slips the tolerance tells from the answer; two that land within it of each other are
-    named together, so the checker's feedback names both."""
-    out = []
-    for m in mistakes:
-        if abs((m.value / answer).to("").m - 1) <= tolerance:
-            continue
-        same = next(
-            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
-            None,
-        )
-        if same is None:
-            out.append(m)
-        else:
-            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
-    return tuple(out)
 
 
 def draw(rng, presets) -> Draw:
@@ -129,7 +111,7 @@ def draw(rng, presets) -> Draw:
                 "the parameters, not the active ones.",
             )
         )
-    kept = _distinct(mistakes, total, 0.02)
+    kept = distinct_mistakes(mistakes, total, 0.02)
     return Draw(
         text=text,
         answer=total,

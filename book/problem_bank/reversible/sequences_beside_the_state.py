@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, whole_count_tolerance
+from book.problem_bank import Draw, Mistake, distinct_mistakes, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -24,24 +24,6 @@ CONTEXTS = (4096, 8192, 16384, 32768)
 def _size(q) -> str:
     """Bytes in GB, or in MB below one GB."""
     return quantity(q.to("GB") if q >= Q_(1, "GB") else q.to("MB"))
-
-
-def _distinct(mistakes, answer, tolerance):
-    """The slips the tolerance tells from the answer; two that land within it of each other are
-    named together, so the checker's feedback names both."""
-    out = []
-    for m in mistakes:
-        if abs((m.value / answer).to("").m - 1) <= tolerance:
-            continue
-        same = next(
-            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
-            None,
-        )
-        if same is None:
-            out.append(m)
-        else:
-            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
-    return tuple(out)
 
 
 def draw(rng, presets) -> Draw:
@@ -122,6 +104,6 @@ def draw(rng, presets) -> Draw:
         answer=answer,
         solution=solution,
         tolerance=whole_count_tolerance(answer.m, 0.02),
-        mistakes=_distinct([m for m in mistakes if m.value.m > 0], answer, 0.02),
+        mistakes=distinct_mistakes([m for m in mistakes if m.value.m > 0], answer, 0.02),
         hint="What is left of the HBM after the state, and what does one sequence need?",
     )
