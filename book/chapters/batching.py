@@ -3,7 +3,7 @@
 >>> from units.presets import load
 >>> ctx = context(load())
 >>> ctx["examples"][0]["title"]
-'DeepSeek-V3 / R1 on NVIDIA H100 SXM at fp8'
+'DeepSeek-V3 / R1 on H100 SXM at FP8'
 """
 
 import math
@@ -19,7 +19,7 @@ from units.presets import Presets
 # Worked examples: (hardware, model, precision) preset ids.
 WORKED_EXAMPLES = (
     ("h100_sxm", "deepseek_v3", "fp8"),
-    ("gb200_nvl72", "llama_3_1_405b", "fp8"),
+    ("h100_sxm", "llama_3_1_70b", "bf16"),
 )
 # Precision mixes for the mixed-precision example (issue 11): keywords of the evaluation. The last
 # is how deployments often run: FP4 weights with FP8 math and an FP8 KV cache (W4A8).
@@ -206,6 +206,12 @@ def _chip_results(hw, ev: Evaluator) -> tuple:
     )
 
 
+def _one_sequence(rate: pint.Quantity) -> pint.Quantity:
+    """A rate per sequence as the tokens per second one sequence gets (a sentence says "each
+    sequence gets 69 tokens/s", not "69 tokens per second per sequence")."""
+    return (rate * Q_(1, "sequence")).to("token/s")
+
+
 def _whole(batch: pint.Quantity) -> int:
     """A batch size rounded up to a whole sequence."""
     return math.ceil(batch.to("sequence").magnitude)
@@ -221,7 +227,7 @@ def _sequence_rates(presets: Presets) -> dict:
         {
             "name": chip_name(presets.get("hardware", hw)),
             "drain": Evaluator(presets, hw).text("hbm_drain_time"),
-            "rate": Evaluator(presets, hw).text("throughput_per_sequence"),
+            "rate": said(_one_sequence(Evaluator(presets, hw).q("throughput_per_sequence"))),
         }
         for hw in RATE_CHIPS
     ]
@@ -232,7 +238,13 @@ def _sequence_rates(presets: Presets) -> dict:
 
     claim = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]["throughput_64b"]
     lecture = parse_quantity(claim["expected"], what="claims.toml: throughput_64b")
-    return {"sequence_rates": rows, "lecture_rate": said(lecture)}
+    step = (Q_(1, "token/sequence") / lecture).to("ms")  # one token per step
+    return {
+        "sequence_rates": rows,
+        "lecture_rate": said(lecture),
+        "lecture_step": said(step, 3),
+        "drain_gb200": Evaluator(presets, GLOBAL_CHIP).text("hbm_drain_time"),
+    }
 
 
 # -- the chapter's line of argument (issue 12): each number a paragraph interprets --------------
@@ -321,12 +333,14 @@ def _argument(presets: Presets) -> dict:
     # sparse attention: a KV term that grows as the square root of the context
     short, long = par["context_length"], par["price_kink_context"]
     grow = _ratio(long, short)
-    # throughput per replica and the provider's global rate
+    # throughput per replica and the provider's global rate, from the replica's own roofline
+    # step (not one drain time: the step reaches a drain time only when the batch fills HBM)
     g = Evaluator(presets, GLOBAL_CHIP, model, precision)
     g_batch = _whole(g.q("crossover_batch") * high)
     g_n = g.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
     per_seq = g.q("throughput_per_sequence")
-    replica = (per_seq * Q_(g_batch, "sequence")).to("token/s")
+    g_step = g.q("step_time", batch_size=g_batch, n_chips=g_n)
+    replica = (Q_(g_batch, "sequence") * Q_(1, "token/sequence") / g_step).to("token/s")
     replicas = _ratio(par["inference_rate"], replica)
     # sparsity against quality (Clark et al. 2022)
     dense_equiv = _ratio(par["routed_quality_dense"], par["routed_quality_active"])
@@ -373,13 +387,19 @@ def _argument(presets: Presets) -> dict:
             "sqrt_growth": said_number(math.sqrt(grow), 3),
         },
         "period_round": _round(period.to("ms").m),
+        "expert_reads": _expert_reads(ev),
+        "alltoall": _alltoall(presets, ev, batch, n),
+        "short_step": _short_step(presets, model, precision),
+        "lecture_replica": _lecture_replica(presets),
         "global": {
             "hardware": chip_name(presets.get("hardware", GLOBAL_CHIP)),
             "per_sequence": said(per_seq),
+            "step": said(g_step),
+            "step_rate": said((Q_(1, "token") / g_step).to("token/s")),
             "batch": said_number(g_batch),
             "chips": said(g_n),
             "replica": said(replica),
-            "rate": said(par["inference_rate"].to("token/s")),
+            "rate": said(par["inference_rate"].to("Mtoken/s")),
             "replicas": said_number(replicas, 3),
             "replicas_whole": said_number(math.ceil(replicas)),  # a count: whole replicas
             "chips_total": said((g_n * math.ceil(replicas)).to("chip")),
@@ -438,4 +458,127 @@ def _pay_more(presets: Presets) -> dict:
                 )
             )
         ),
+    }
+
+
+def _expert_reads(ev: Evaluator) -> dict:
+    """How much of an MoE's routed experts a batch reads near B = E_r/k, and the batch that
+    reads nearly all of them: phi_B = 1 - (1 - k/E_r)^B reaches 1 only slowly."""
+    saturation = ev.q("expert_saturation_batch")
+    share = ev.q("expert_read_fraction", batch_size=saturation).to("").m
+    target = 0.99  # "nearly all": the batch that reads 99% of the routed experts
+    per_token = 1 - ev.q("expert_read_fraction", batch_size=1).to("").m  # (1 - k/E_r)
+    nearly_all = math.ceil(math.log(1 - target) / math.log(per_token))
+    return {
+        "share": said_number(100 * share, 3),  # per cent
+        "target": said_number(100 * target),  # per cent
+        "batch": said(Q_(nearly_all, "sequence")),
+        "times": said_number(nearly_all / saturation.to("sequence").m, 2),
+    }
+
+
+def _alltoall(presets: Presets, ev: Evaluator, batch: int, n_chips) -> dict:
+    """The expert all-to-all the regime example's step leaves out (physics audit M2): its
+    chips span several scale-up domains (HGX nodes), so most of each MoE layer's traffic crosses
+    the scale-out network, at the chip's own per-direction penalty. Per step it is one layer's
+    all-to-all times the MoE layers; a step that hides it behind the memory reads is max(T, a2a),
+    one that cannot is their sum."""
+    hw_id, model_id = ev.choice["hardware"], ev.choice["model"]
+    hw, mdl = presets.get("hardware", hw_id), presets.get("model", model_id)
+    nodes = (n_chips / hw.scale_up_domain).to("").m
+    penalty = ev.q("hardware_scale_out_penalty")
+    moe_layers = Q_(mdl.layers - mdl.get("dense_layers", 0), "layer")
+    one = ev.q(
+        "alltoall_time",
+        batch_size=batch,
+        expert_parallel_chips=n_chips,
+        racks_spanned=Q_(nodes, "rack"),
+        scale_out_penalty=penalty,
+    )
+    per_step = (one * moe_layers.m).to("ms")
+    step = ev.q("step_time", batch_size=batch, n_chips=n_chips).to("ms")
+    serial = step + per_step
+    # the lecture's hardware: the same batch on one NVL72 rack stays inside its NVLink domain
+    rack = Evaluator(presets, GLOBAL_CHIP, model_id, ev.choice.get("precision", "fp8"))
+    rack_hw = presets.get("hardware", GLOBAL_CHIP)
+    rack_one = rack.q(
+        "alltoall_time",
+        batch_size=batch,
+        expert_parallel_chips=rack_hw.scale_up_domain,
+        racks_spanned=Q_(1, "rack"),
+    )
+    rack_n = rack_hw.scale_up_domain  # the whole rack, as the all-to-all above
+    rack_step = rack.q("step_time", batch_size=batch, n_chips=rack_n).to("ms")
+    return {
+        "domain": said(hw.scale_up_domain),
+        "nodes": said_number(nodes, 2),
+        "offrack": said_number(
+            100 * Evaluator(presets).q("offrack_fraction", racks_spanned=nodes).to("").m, 2
+        ),
+        "penalty": said_number(penalty.to("").m),
+        "one": said(one.to("ms")),
+        "moe_layers": said(moe_layers),
+        "per_step": said(per_step),
+        "share": said_number(100 * _ratio(per_step, step), 2),  # per cent of the step
+        "serial": said(serial),
+        "serial_more": said_number(100 * (_ratio(serial, step) - 1), 2),  # per cent dearer
+        "rack": chip_name(rack_hw),
+        "rack_chips": said(rack_hw.scale_up_domain),
+        "rack_per_step": said((rack_one * moe_layers.m).to("ms")),
+        "rack_step": said(rack_step),
+        "rack_n": said(rack_n),
+    }
+
+
+def _short_step(presets: Presets, model: str, precision: str) -> dict:
+    """A step much shorter than a drain time is possible (physics audit L8): the crossover batch
+    on a whole NVL72 rack fills only part of its HBM, and its step is a few milliseconds. The
+    period reaches a drain time when the batch grows until the weights and KV fill HBM."""
+    ev = Evaluator(presets, GLOBAL_CHIP, model, precision)
+    hw = presets.get("hardware", GLOBAL_CHIP)
+    batch = _whole(ev.q("crossover_batch"))
+    n = hw.scale_up_domain
+    step = ev.q("step_time", batch_size=batch, n_chips=n).to("ms")
+    used = (
+        (
+            ev.q("weight_fetch_time", batch_size=batch, n_chips=n)
+            + ev.q("kv_fetch_time", batch_size=batch, n_chips=n)
+        )
+        * hw.hbm_bandwidth
+        * n
+        / Q_(1, "chip")
+    )  # the bytes one step reads: all it holds
+    total = (hw.hbm_capacity * n / Q_(1, "chip")).to("TB")
+    return {
+        "hardware": chip_name(hw),
+        "chips": said(n),
+        "batch": said(Q_(batch, "sequence")),
+        "step": said(step),
+        "used": said(used.to("TB")),
+        "total": said(total),
+        "drain": ev.text("hbm_drain_time"),
+    }
+
+
+def _lecture_replica(presets: Presets) -> dict:
+    """The lecture's replica (a batch of about two thousand at 64 tokens per second each)
+    against a lab's traffic: how small a share of a big provider one replica is."""
+    import tomllib
+
+    from book.claims import CLAIMS
+    from units import parse_quantity
+
+    claims = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]
+    rate = parse_quantity(claims["throughput_64b"]["expected"], what="claims.toml")
+    par = {k: p.value for k, p in presets.parameter.items()}
+    batch = par["lecture_replica_batch"]
+    replica = (rate * batch).to("token/s")
+    return {
+        "batch": said(batch),
+        "rate": said(_one_sequence(rate)),
+        "replica": said(replica),
+        "model_rate": said(par["inference_rate"].to("Mtoken/s")),
+        "global_rate": said(par["global_inference_rate"].to("Mtoken/s")),
+        "model_share": said_number(_ratio(par["inference_rate"], replica)),
+        "global_share": said_number(_ratio(par["global_inference_rate"], replica)),
     }
