@@ -70,6 +70,9 @@ def context(presets: Presets) -> dict:
         "worst": said(period.value),
         **_sequence_rates(presets),
         "argument": _argument(presets),
+        "matmul": _matmul(presets),
+        "speed": _speed(presets),
+        "exercise": _exercises(presets),
     }
 
 
@@ -204,6 +207,11 @@ def _chip_results(hw, ev: Evaluator) -> tuple:
         lambda: ev.q("crossover_batch"),
         lambda: ev.q("cost_per_token", batch_size=_whole(ev.q("crossover_batch"))),
     )
+
+
+def _millions(rate: pint.Quantity) -> str:
+    """A token rate in millions per second, as a sentence says it ("50" million tokens/s)."""
+    return said_number(rate.to("Mtoken/s").m)
 
 
 def _one_sequence(rate: pint.Quantity) -> pint.Quantity:
@@ -399,7 +407,7 @@ def _argument(presets: Presets) -> dict:
             "batch": said_number(g_batch),
             "chips": said(g_n),
             "replica": said(replica),
-            "rate": said(par["inference_rate"].to("Mtoken/s")),
+            "rate_m": _millions(par["inference_rate"]),
             "replicas": said_number(replicas, 3),
             "replicas_whole": said_number(math.ceil(replicas)),  # a count: whole replicas
             "chips_total": said((g_n * math.ceil(replicas)).to("chip")),
@@ -577,8 +585,223 @@ def _lecture_replica(presets: Presets) -> dict:
         "batch": said(batch),
         "rate": said(_one_sequence(rate)),
         "replica": said(replica),
-        "model_rate": said(par["inference_rate"].to("Mtoken/s")),
-        "global_rate": said(par["global_inference_rate"].to("Mtoken/s")),
+        "model_rate_m": _millions(par["inference_rate"]),
+        "global_rate_m": _millions(par["global_inference_rate"]),
         "model_share": said_number(_ratio(par["inference_rate"], replica)),
         "global_share": said_number(_ratio(par["global_inference_rate"], replica)),
+    }
+
+
+# -- one matmul on the roofline (editor's pass, issue 22) -------------------------------------
+MATMUL_CASE = ("h100_sxm", "llama_3_1_70b")  # a dense model's MLP up-projection on one H100
+FLOP_PER_MULTIPLY_ADD = 2  # the definition of a FLOP count: a multiply-add is two operations
+
+
+def matmul_intensity(tokens: float, d: float, d_ff: float, bytes_per_value: float) -> float:
+    """FLOP per byte of one matmul: ``tokens`` rows of width ``d`` times a ``d`` x ``d_ff``
+    weight, reading both inputs and writing the output once: 2 B d F / (b (B d + d F + B F)).
+    At BF16 (two bytes) it is about B while B is much smaller than d and d_ff.
+
+    >>> round(matmul_intensity(1, 8192, 28672, 2), 4), round(matmul_intensity(296, 8192, 28672, 2))
+    (0.9998, 283)
+    """
+    flops = FLOP_PER_MULTIPLY_ADD * tokens * d * d_ff
+    return flops / (bytes_per_value * (tokens * d + d * d_ff + tokens * d_ff))
+
+
+def matmul_points(presets: Presets) -> list[dict]:
+    """The matmul at one sequence, at the dense crossover batch and in a prefill pass."""
+    hw, model = MATMUL_CASE
+    mdl = presets.get("model", model)
+    b = presets.get("precision", "bf16").bytes_per_value.to("byte/value").m
+    star = _whole(Evaluator(presets, hw, model).q("crossover_batch"))
+    prefill = presets.parameter["context_length"].value.to("token/sequence").m
+    labels = ("decode, one sequence", "decode at B*", "prefill")
+    return [
+        {
+            "model": mdl.name,
+            "d": mdl.d_model,
+            "d_ff": mdl.d_ff,
+            "tokens": tokens,
+            "label": label,
+            "intensity": matmul_intensity(tokens, mdl.d_model, mdl.d_ff, b),
+        }
+        for tokens, label in zip((1, star, prefill), labels, strict=True)
+    ]
+
+
+def _matmul(presets: Presets) -> dict:
+    low, star, high = matmul_points(presets)
+    return {
+        "model": low["model"],
+        "d": said_number(low["d"]),
+        "d_ff": said_number(low["d_ff"]),
+        "one": said_number(low["intensity"], 3),
+        "star_tokens": said_number(star["tokens"]),
+        "star": said_number(star["intensity"], 3),
+        "prefill_tokens": said_number(high["tokens"]),
+        "prefill": said_number(high["intensity"], 3),
+        "chip": chip_name(presets.get("hardware", MATMUL_CASE[0])),
+    }
+
+
+# -- what speed costs: the frontier over batch and chip count (editor's pass, issue 22) -------
+FRONTIER_CASE = ("gb200_nvl72", "deepseek_v3", "fp8")  # the lecture's hardware
+
+
+def speed_frontier(presets: Presets) -> dict:
+    """Tokens per second per user (one over the step) against cost per million tokens, over the
+    batch, for chip counts from the fewest that hold the crossover batch up to one scale-up
+    domain (more chips than a domain are pipeline stages, which do not shorten a token's step).
+    Fast mode (its price and speed multipliers) is placed against a standard point at B*."""
+    import numpy as np
+
+    from derivations import get
+
+    hw_id, model, precision = FRONTIER_CASE
+    hw = presets.get("hardware", hw_id)
+    ev = Evaluator(presets, hw_id, model, precision)
+    kw = dict(hardware=hw_id, model=model, precision=precision, presets=presets)
+    domain = int(hw.scale_up_domain.to("chip").m)
+    b_star = _whole(ev.q("crossover_batch"))
+    fewest = math.ceil(ev.q("chips_to_fit", batch_size=b_star).to("chip").m)
+    counts = [c for c in sorted({fewest, 2 * fewest, 4 * fewest, domain}) if c <= domain]
+    batches = np.unique(np.round(np.geomspace(1, 4 * b_star, 160)))
+    curves = []
+    for n in counts:
+        chips = Q_(n, "chip")
+        fits = get("chips_to_fit").sweep("batch_size", batches, **kw).to("chip").m <= n
+        b = batches[fits]
+        step = get("step_time").sweep("batch_size", b, n_chips=chips, **kw).to("s").m
+        cost = get("cost_per_token").sweep("batch_size", b, n_chips=chips, **kw)
+        curves.append({"chips": n, "batch": b, "speed": 1 / step, "cost": cost.to("USD/Mtoken").m})
+    # the standard offer: B* on the whole domain; Fast mode: its multipliers on that point
+    par = presets.parameter
+    price, speed = (
+        par[k].value.to("").m for k in ("fast_price_multiplier", "fast_speed_multiplier")
+    )
+    full = curves[-1]
+    chips = Q_(domain, "chip")
+    t0 = ev.q("step_time", batch_size=b_star, n_chips=chips).to("s").m
+    c0 = ev.q("cost_per_token", batch_size=b_star, n_chips=chips).to("USD/Mtoken").m
+    fast_speed, fast_cost = speed / t0, price * c0
+    # the frontier's cost at Fast mode's speed: the cheapest point at least that fast
+    faster = full["speed"] >= fast_speed
+    frontier_cost = float(full["cost"][faster].min()) if faster.any() else float("nan")
+    at = int(full["batch"][faster][np.argmin(full["cost"][faster])]) if faster.any() else 0
+    return {
+        "curves": curves,
+        "hardware": chip_name(hw),
+        "model": presets.get("model", model).name,
+        "standard": (1 / t0, c0),
+        "fast": (fast_speed, fast_cost),
+        "frontier_cost": frontier_cost,
+        "frontier_batch": at,
+        "b_star": b_star,
+        "fastest": (float(full["speed"].max()), float(full["cost"][np.argmax(full["speed"])])),
+    }
+
+
+def _speed(presets: Presets) -> dict:
+    f = speed_frontier(presets)
+    (s0, c0), (s1, c1) = f["standard"], f["fast"]
+    fastest_speed, fastest_cost = f["fastest"]
+    per_user = "token/s"
+    return {
+        "hardware": f["hardware"],
+        "model": f["model"],
+        "chips": said_number(f["curves"][-1]["chips"]),
+        "fewest": said_number(f["curves"][0]["chips"]),
+        "b_star": said(Q_(f["b_star"], "sequence")),
+        "standard_speed": said(Q_(s0, per_user)),
+        "standard_cost": said(Q_(c0, "USD/Mtoken")),
+        "fast_speed": said(Q_(s1, per_user)),
+        "fast_cost": said(Q_(c1, "USD/Mtoken")),
+        "frontier_cost": said(Q_(f["frontier_cost"], "USD/Mtoken")),
+        "frontier_batch": said(Q_(f["frontier_batch"], "sequence")),
+        "frontier_over_standard": said_number(f["frontier_cost"] / c0, 2),
+        "markup": said_number(c1 / f["frontier_cost"], 2),
+        "fastest_speed": said(Q_(fastest_speed, per_user)),
+        "fastest_cost": said(Q_(fastest_cost, "USD/Mtoken")),
+    }
+
+
+# -- exercises that carry the chapter to another chip or model (editor's pass, issue 22) -----
+SLOW_CASE = ("gb200_nvl72", "kimi_k2", "fp8")
+FAST_CASE = ("b200", "llama_3_1_8b", "bf16")
+FLEET_CASE = ("gb300_nvl72", "deepseek_v3", "fp8")
+
+
+def _exercises(presets: Presets) -> dict:
+    par = {k: p.value for k, p in presets.parameter.items()}
+    high = par["practice_batch_high"].to("").m
+
+    # a Slow mode for another model on the lecture's rack: cost at B*, at 3 B*, and the floor
+    ev = Evaluator(presets, *SLOW_CASE)
+    star = _whole(ev.q("crossover_batch"))
+    slow = _whole(ev.q("crossover_batch") * high)
+    at_star, at_slow = (ev.q("cost_per_token", batch_size=b) for b in (star, slow))
+    floor = ev.q("compute_cost_floor")
+
+    # Fast mode on a small dense model on one chip: how fast can one sequence go?
+    fe = Evaluator(presets, *FAST_CASE)
+    f_star = _whole(fe.q("crossover_batch"))
+    f_n = fe.detailed("cost_per_token", batch_size=f_star).inputs["n_chips"].value
+    step = {b: fe.q("step_time", batch_size=b, n_chips=f_n) for b in (1, f_star)}
+    cost = {b: fe.q("cost_per_token", batch_size=b, n_chips=f_n) for b in (1, f_star)}
+    speedup = _ratio(step[f_star], step[1])
+    fast_speed = par["fast_speed_multiplier"].to("").m
+
+    # a lab's whole traffic on a chip with more HBM
+    ge = Evaluator(presets, *FLEET_CASE)
+    g_batch = _whole(ge.q("crossover_batch") * high)
+    g_n = ge.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
+    g_step = ge.q("step_time", batch_size=g_batch, n_chips=g_n)
+    replica = (Q_(g_batch, "token") / g_step).to("token/s")
+    replicas = math.ceil(_ratio(par["global_inference_rate"], replica))
+    gb200 = Evaluator(presets, GLOBAL_CHIP, *FLEET_CASE[1:])
+    gb200_n = gb200.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
+    return {
+        "slow": {
+            "model": presets.get("model", SLOW_CASE[1]).name,
+            "hardware": chip_name(presets.get("hardware", SLOW_CASE[0])),
+            "star": said(Q_(star, "sequence")),
+            "slow": said(Q_(slow, "sequence")),
+            "cost_star": said(at_star),
+            "cost_slow": said(at_slow),
+            "saving": said_number(100 * (1 - _ratio(at_slow, at_star)), 2),
+            "floor": said(floor),
+            "over_floor": said_number(_ratio(at_slow, floor), 2),
+            "sparsity": said_number(
+                _ratio(
+                    presets.get("model", SLOW_CASE[1]).params_total,
+                    presets.get("model", SLOW_CASE[1]).params_active,
+                ),
+                3,
+            ),
+            "per_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
+        },
+        "fast": {
+            "model": presets.get("model", FAST_CASE[1]).name,
+            "hardware": chip_name(presets.get("hardware", FAST_CASE[0])),
+            "chips": said(f_n),
+            "star": said(Q_(f_star, "sequence")),
+            "step_star": said(step[f_star]),
+            "step_1": said(step[1]),
+            "speedup": said_number(speedup, 2),
+            "price": said_number(_ratio(cost[1], cost[f_star]), 2),
+            "can": speedup >= fast_speed,
+        },
+        "fleet": {
+            "hardware": chip_name(presets.get("hardware", FLEET_CASE[0])),
+            "model": presets.get("model", FLEET_CASE[1]).name,
+            "batch": said(Q_(g_batch, "sequence")),
+            "chips": said(g_n),
+            "gb200_chips": said(gb200_n),
+            "step": said(g_step),
+            "replica": said(replica),
+            "rate_m": _millions(par["global_inference_rate"]),
+            "replicas": said_number(replicas),
+            "chips_total": said((g_n * replicas).to("chip")),
+        },
     }
