@@ -268,7 +268,7 @@ def latency_vs_batch(presets: Presets) -> Figure:
         )
         ax.set_xscale("log")
         ax.axvspan(1, turn, alpha=0.06, color=PALETTE[1])
-        _mark(ax, saturation, "E_r/k")
+        _mark(ax, saturation, "Eᵣ/k")
         _mark(ax, b_star, "B*")
         _mark(ax, turn, "compute-bound →")
         ax.text(
@@ -298,7 +298,7 @@ def latency_vs_batch(presets: Presets) -> Figure:
     caption = (
         f"The lecture's central picture, computed: {names['model']} on {spoken(n)} of "
         f"{names['hardware']} (FP8, {context_tokens(length)} of context), batch on a log axis. "
-        f"The weight fetch rises while the batch picks up experts (E_r/k = "
+        f"The weight fetch rises while the batch picks up experts (Eᵣ/k = "
         f"{quantity(Q_(saturation, 'sequence'))}) and is then flat at {spoken(floor)}: for "
         f"hundreds of sequences the step hardly grows, and adding sequences is nearly free. "
         f"Memory-bound (shaded) up to {spoken(turn_q)}, compute-bound beyond. "
@@ -475,7 +475,7 @@ def roofline(presets: Presets) -> Figure:
     )
     caption = (
         f"One chip's roofline with one matmul on it: {low['model']}'s MLP up-projection "
-        f"(d = {number(low['d'])}, d_ff = {number(low['d_ff'])}) on an {chip_name(hw)} at BF16. "
+        f"(width {number(low['d'])}, MLP width {number(low['d_ff'])}) on an {chip_name(hw)} at BF16. "
         f"Its intensity is about the batch: {number(low['intensity'], 3)} FLOP per byte for one "
         f"sequence, {number(star['intensity'], 3)} at B* = {number(star['tokens'])}, just under "
         f"the ridge, and {number(high['intensity'], 3)} for a prefill of "
