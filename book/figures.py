@@ -475,7 +475,8 @@ def roofline(presets: Presets) -> Figure:
     )
     caption = (
         f"One chip's roofline with one matmul on it: {low['model']}'s MLP up-projection "
-        f"(width {number(low['d'])}, MLP width {number(low['d_ff'])}) on an {chip_name(hw)} at BF16. "
+        f"(width {number(low['d'])}, MLP width {number(low['d_ff'])}) on an {chip_name(hw)} "
+        f"at BF16. "
         f"Its intensity is about the batch: {number(low['intensity'], 3)} FLOP per byte for one "
         f"sequence, {number(star['intensity'], 3)} at B* = {number(star['tokens'])}, just under "
         f"the ridge, and {number(high['intensity'], 3)} for a prefill of "

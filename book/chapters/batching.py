@@ -49,6 +49,19 @@ def context(presets: Presets) -> dict:
         chip_name(presets.get("hardware", hw)): Evaluator(presets, hw).text("ridge_intensity")
         for hw in ("a100_sxm", "h100_sxm", "b200", "gb200_nvl72")
     }
+    first, last = (presets.get("hardware", hw) for hw in ("a100_sxm", "gb200_nvl72"))
+    ridge_growth = {
+        "flops": said_number((last.dense_flops_bf16 / first.dense_flops_bf16).to("").m, 2),
+        "factor": said_number(
+            (
+                Evaluator(presets, last.id).q("ridge_intensity")
+                / Evaluator(presets, first.id).q("ridge_intensity")
+            )
+            .to("")
+            .m,
+            2,
+        ),
+    }
     same_b = {
         m: Evaluator(presets, "h100_sxm", m).text("crossover_batch")
         for m in ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
@@ -65,6 +78,7 @@ def context(presets: Presets) -> dict:
         "context_length": context_tokens(presets.get("parameter", "context_length").value),
         "drain": drain,
         "ridge": ridge,
+        "ridge_growth": ridge_growth,
         "same_b": {presets.get("model", m).name: v for m, v in same_b.items()},
         "period": quantity(period.inputs["train_period"].value),
         "worst": said(period.value),
