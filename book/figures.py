@@ -237,7 +237,11 @@ def latency_vs_batch(presets: Presets) -> Figure:
     chips = ev.q("chips_to_fit", batch_size=b_star).to("chip").m
     n = Q_(np.ceil(chips), "chip")
     length, turn = latency_context(presets)
-    batches = np.linspace(1, 2 * max(b_star, turn or 0), 400)
+    # a log batch axis (editor's pass, issue 22): the flat weight-fetch floor and the MoE's ramp
+    # up to E_r/k fill the left of the figure instead of its first few pixels
+    batches = np.geomspace(1, 2 * max(b_star, turn or 0), 400)
+    saturation = ev.q("expert_saturation_batch").to("sequence").m
+    floor = ev.q("weight_fetch_time", batch_size=b_star, n_chips=n).to("ms")  # every expert read
     kw = dict(EXAMPLE, presets=presets, n_chips=n, context_length=length)
     lines = {
         name: get(eq).sweep("batch_size", batches, **kw).to("ms").m
@@ -262,35 +266,43 @@ def latency_vs_batch(presets: Presets) -> Figure:
             linewidth=2.8,
             label="step time (max of compute, memory)",
         )
-        ax.axvspan(0, turn, alpha=0.06, color=PALETTE[1])
+        ax.set_xscale("log")
+        ax.axvspan(1, turn, alpha=0.06, color=PALETTE[1])
+        _mark(ax, saturation, "Eᵣ/k")
         _mark(ax, b_star, "B*")
-        _mark(ax, turn, "compute-bound from here →")
+        _mark(ax, turn, "compute-bound →")
         ax.text(
-            b_star / 2,
-            0.97,
-            "memory-bound",
+            np.sqrt(saturation * b_star),
+            0.42,
+            "memory-bound:\nthe step barely grows\nwith the batch",
             transform=ax.get_xaxis_transform(),
             ha="center",
             va="top",
             fontsize=9,
         )
-        ax.set_xlabel("batch size B (sequences)")
+        ax.set_xlabel("batch size B (sequences, log scale)")
         ax.set_ylabel("time per decode step (ms)")
-        ax.set_xlim(0, batches[-1])
+        ax.set_xlim(1, batches[-1])
         ax.set_ylim(0, None)
-        ax.legend(loc="lower right", fontsize=9)
+        ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.9), fontsize=9)
 
     alt = (
         f"Decode step time against batch size for {names['model']} on {spoken(n)} of "
         f"{names['hardware']} at FP8 with {context_tokens(length)} of context: weight fetch rises "
         f"while each new sequence brings new experts and is flat once all are read; compute "
-        f"(weights and attention) and KV fetch rise with the batch. The step is memory-bound "
+        f"(weights and attention) and KV fetch rise with the batch, on a log batch axis. The step "
+        f"stays near the weight floor of {spoken(floor)} for hundreds of sequences; it is "
+        f"memory-bound "
         f"up to {spoken(turn_q)} and compute-bound beyond, where a step takes {spoken(at)}."
     )
     caption = (
         f"The lecture's central picture, computed: {names['model']} on {spoken(n)} of "
-        f"{names['hardware']} (FP8, {context_tokens(length)} of context). Memory-bound (shaded) "
-        f"up to {spoken(turn_q)}, compute-bound beyond. The lecture's B* = "
+        f"{names['hardware']} (FP8, {context_tokens(length)} of context), batch on a log axis. "
+        f"The weight fetch rises while the batch picks up experts (Eᵣ/k = "
+        f"{quantity(Q_(saturation, 'sequence'))}) and is then flat at {spoken(floor)}: for "
+        f"hundreds of sequences the step hardly grows, and adding sequences is nearly free. "
+        f"Memory-bound (shaded) up to {spoken(turn_q)}, compute-bound beyond. "
+        f"The lecture's B* = "
         f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
         f"move the turn."
     )
@@ -348,49 +360,128 @@ def cost_vs_batch(presets: Presets) -> Figure:
     return _render("cost_vs_batch", draw, alt, caption)
 
 
-def roofline(presets: Presets) -> Figure:
-    chips = [h for h in presets.hardware.values() if h.get("dense_flops_bf16") is not None]
-    intensity = np.geomspace(1, 3e3, 200)
+def cost_vs_speed(presets: Presets) -> Figure:
+    """What speed costs (editor's pass, issue 22): tokens per second per user against cost per
+    million tokens, over batch and chip count, with Fast mode's offer placed on it."""
+    from book.chapters.batching import speed_frontier
+
+    f = speed_frontier(presets)
+    (s0, c0), (s1, c1) = f["standard"], f["fast"]
 
     def draw(fig, ax):
-        for i, hw in enumerate(chips):
-            f = hw.dense_flops_bf16.to("TFLOP/s").m
-            w = hw.hbm_bandwidth.to("TB/s").m
-            ridge = Evaluator(presets, hw.id).q("ridge_intensity").to("FLOP/byte").m
-            color, style = PALETTE[i % len(PALETTE)], ("-", "--", ":")[i // len(PALETTE)]
+        for i, curve in enumerate(f["curves"]):
+            last = i == len(f["curves"]) - 1
             ax.loglog(
-                intensity,
-                np.minimum(f, intensity * w),
-                linewidth=1,
-                color=color,
-                linestyle=style,
-                alpha=0.85,
-                label=f"{hw.name.replace('NVIDIA ', '')} ({number(ridge, 3)})",
+                curve["speed"],
+                curve["cost"],
+                color=FOREGROUND if last else PALETTE[i],
+                linewidth=2.4 if last else 1.2,
+                label=f"{curve['chips']} chips" + (" (one NVLink domain)" if last else ""),
             )
-            ax.plot([ridge], [f], "o", color=color, markersize=5)
-        # issue 12: a legend a reader can read: chip names, full-size text, below the plot
-        fig.set_size_inches(8, 7.4)
-        ax.legend(
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.14),
-            ncol=3,
+        ax.plot([s0], [c0], "o", color=PALETTE[2], markersize=7)
+        ax.annotate(
+            "standard: B* on the rack",
+            (s0, c0),
+            xytext=(-10, 10),
+            textcoords="offset points",
             fontsize=9,
-            title="chip (ridge point, FLOP per byte)",
-            title_fontsize=9,
-            frameon=False,
+            ha="right",
         )
-        ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM read)")
-        ax.set_ylabel("attainable BF16 TFLOP/s")
+        ax.plot([s1], [c1], "*", color=PALETTE[3], markersize=12)
+        ax.annotate(
+            "Fast mode's offer", (s1, c1), xytext=(8, 4), textcoords="offset points", fontsize=9
+        )
+        ax.plot([s1], [f["frontier_cost"]], "D", color=PALETTE[3], markersize=6)
+        ax.annotate(
+            "the frontier at that speed",
+            (s1, f["frontier_cost"]),
+            xytext=(8, -12),
+            textcoords="offset points",
+            fontsize=9,
+        )
+        ax.set_xlabel("speed (tokens per second per user)")
+        ax.set_ylabel("cost (USD per million tokens)")
+        ax.legend(
+            loc="upper left", fontsize=9, title="batch swept from one sequence", title_fontsize=9
+        )
 
-    ridges = [Evaluator(presets, h.id).q("ridge_intensity").to("FLOP/byte") for h in chips]
-    low, high = min(ridges), max(ridges)
+    frontier = Q_(f["frontier_cost"], "USD/Mtoken")
     alt = (
-        f"Rooflines of {len(chips)} chips at dense BF16: attainable FLOP/s rises with arithmetic "
-        f"intensity until each chip's ridge point, between {spoken(low)} and {spoken(high)}."
+        f"Cost per million tokens against tokens per second per user for {f['model']} on "
+        f"{f['hardware']} chips at FP8, one curve per chip count, each swept over the batch. "
+        f"The standard point, B* on the whole rack, gives {spoken(Q_(s0, 'token/s'))} at "
+        f"{spoken(Q_(c0, 'USD/Mtoken'))}; Fast mode's offer sits at "
+        f"{spoken(Q_(s1, 'token/s'))} and {spoken(Q_(c1, 'USD/Mtoken'))}, above the frontier's "
+        f"{spoken(frontier)} at that speed."
     )
     caption = (
-        f"Every hardware preset's roofline; the dots are the ridge points, from {spoken(low)} "
-        f"to {spoken(high)}. A decode step's intensity is about the batch size."
+        f"What speed costs, by the roofline: {f['model']} on {f['hardware']} (FP8, "
+        f"{context_tokens(presets.parameter['context_length'].value)} of context). Each curve "
+        f"sweeps the batch from one sequence (right) up to what the chips hold (left); more "
+        f"chips make every step faster at the same cost, up to one NVLink domain. Fast mode's "
+        f"offer, its multipliers applied to the standard point, sits above the frontier: at its "
+        f"speed the roofline cost is {spoken(frontier)}, not {spoken(Q_(c1, 'USD/Mtoken'))}."
+    )
+    return _render("cost_vs_speed", draw, alt, caption)
+
+
+def roofline(presets: Presets) -> Figure:
+    """One chip's roofline with one matmul placed on it at three batches (editor's pass, issue
+    22): decode of one sequence, decode at the crossover batch, and a prefill pass."""
+    from book.chapters.batching import MATMUL_CASE, matmul_points
+
+    hw = presets.get("hardware", MATMUL_CASE[0])
+    points = matmul_points(presets)
+    f = hw.dense_flops_bf16.to("TFLOP/s").m
+    w = hw.hbm_bandwidth.to("TB/s").m
+    ridge = Evaluator(presets, hw.id).q("ridge_intensity").to("FLOP/byte").m
+    intensity = np.geomspace(0.5, 2e4, 300)
+
+    def draw(fig, ax):
+        ax.loglog(intensity, np.minimum(f, intensity * w), color=FOREGROUND, linewidth=2.2)
+        ax.axvspan(intensity[0], ridge, alpha=0.06, color=PALETTE[1])
+        ax.plot([ridge], [f], "o", color=FOREGROUND, markersize=6)
+        ax.annotate(
+            f"ridge {spoken(Q_(ridge, 'FLOP/byte'))}",
+            (ridge, f),
+            xytext=(8, 8),
+            textcoords="offset points",
+            fontsize=9,
+        )
+        ax.text(2, f * 0.9, "memory-bound", fontsize=9, va="top")
+        ax.text(ridge * 3, f * 0.3, "compute-bound", fontsize=9, va="top")
+        for i, pt in enumerate(points):
+            x = pt["intensity"]
+            y = min(f, x * w)
+            ax.plot([x], [y], "s", color=PALETTE[i], markersize=7)
+            ax.annotate(
+                pt["label"],
+                (x, y),
+                xytext=(6, -16 if i == 1 else -14),
+                textcoords="offset points",
+                fontsize=9,
+                color=PALETTE[i],
+            )
+        ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM read)")
+        ax.set_ylabel(f"attainable BF16 TFLOP/s on one {chip_name(hw)}")
+
+    low, star, high = points
+    alt = (
+        f"The roofline of one {hw.name} at BF16: attainable FLOP/s rises with arithmetic "
+        f"intensity up to the ridge at {spoken(Q_(ridge, 'FLOP/byte'))}, then is flat at "
+        f"{spoken(hw.dense_flops_bf16)}. One matmul of {low['model']} sits at intensity "
+        f"{number(low['intensity'], 3)} for one sequence, {number(star['intensity'], 3)} at "
+        f"the crossover batch and {number(high['intensity'], 3)} in a prefill pass."
+    )
+    caption = (
+        f"One chip's roofline with one matmul on it: {low['model']}'s MLP up-projection "
+        f"(width {number(low['d'])}, MLP width {number(low['d_ff'])}) on an {chip_name(hw)} "
+        f"at BF16. "
+        f"Its intensity is about the batch: {number(low['intensity'], 3)} FLOP per byte for one "
+        f"sequence, {number(star['intensity'], 3)} at B* = {number(star['tokens'])}, just under "
+        f"the ridge, and {number(high['intensity'], 3)} for a prefill of "
+        f"{number(high['tokens'])} tokens, where the approximation fails but the step is "
+        f"compute-bound anyway."
     )
     return _render("roofline", draw, alt, caption)
 
@@ -1286,6 +1377,7 @@ def predicted_vs_measured(presets: Presets) -> Figure:
 FIGURES = {
     "latency_vs_batch": latency_vs_batch,
     "cost_vs_batch": cost_vs_batch,
+    "cost_vs_speed": cost_vs_speed,
     "roofline": roofline,
     "drain_ladder": drain_ladder,
     "memory_vs_stages": memory_vs_stages,
@@ -1301,7 +1393,7 @@ FIGURES = {
     "predicted_vs_measured": predicted_vs_measured,
 }
 CHAPTER_FIGURES = {
-    "batching": ("latency_vs_batch", "cost_vs_batch", "roofline", "drain_ladder"),
+    "batching": ("latency_vs_batch", "cost_vs_batch", "cost_vs_speed", "roofline"),
     "moe": ("alltoall_diagram", "alltoall_vs_racks"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),

@@ -3,7 +3,7 @@
 >>> from units.presets import load
 >>> ctx = context(load())
 >>> ctx["examples"][0]["title"]
-'DeepSeek-V3 / R1 on NVIDIA H100 SXM at fp8'
+'DeepSeek-V3 / R1 on H100 SXM at FP8'
 """
 
 import math
@@ -19,7 +19,7 @@ from units.presets import Presets
 # Worked examples: (hardware, model, precision) preset ids.
 WORKED_EXAMPLES = (
     ("h100_sxm", "deepseek_v3", "fp8"),
-    ("gb200_nvl72", "llama_3_1_405b", "fp8"),
+    ("h100_sxm", "llama_3_1_70b", "bf16"),
 )
 # Precision mixes for the mixed-precision example (issue 11): keywords of the evaluation. The last
 # is how deployments often run: FP4 weights with FP8 math and an FP8 KV cache (W4A8).
@@ -49,6 +49,19 @@ def context(presets: Presets) -> dict:
         chip_name(presets.get("hardware", hw)): Evaluator(presets, hw).text("ridge_intensity")
         for hw in ("a100_sxm", "h100_sxm", "b200", "gb200_nvl72")
     }
+    first, last = (presets.get("hardware", hw) for hw in ("a100_sxm", "gb200_nvl72"))
+    ridge_growth = {
+        "flops": said_number((last.dense_flops_bf16 / first.dense_flops_bf16).to("").m, 2),
+        "factor": said_number(
+            (
+                Evaluator(presets, last.id).q("ridge_intensity")
+                / Evaluator(presets, first.id).q("ridge_intensity")
+            )
+            .to("")
+            .m,
+            2,
+        ),
+    }
     same_b = {
         m: Evaluator(presets, "h100_sxm", m).text("crossover_batch")
         for m in ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
@@ -65,11 +78,15 @@ def context(presets: Presets) -> dict:
         "context_length": context_tokens(presets.get("parameter", "context_length").value),
         "drain": drain,
         "ridge": ridge,
+        "ridge_growth": ridge_growth,
         "same_b": {presets.get("model", m).name: v for m, v in same_b.items()},
         "period": quantity(period.inputs["train_period"].value),
         "worst": said(period.value),
         **_sequence_rates(presets),
         "argument": _argument(presets),
+        "matmul": _matmul(presets),
+        "speed": _speed(presets),
+        "exercise": _exercises(presets),
     }
 
 
@@ -176,10 +193,9 @@ def _mixed_precision(presets: Presets, hardware: str, model: str) -> dict:
 
 def _hardware_table(presets: Presets, model: str) -> dict:
     """Chapter A's table: every chip, its figures and the chapter's results for ``model``."""
+    # the chips' own figures are on the hardware presets page; this table keeps the results, so
+    # it fits the page's width (editor's pass, issue 22)
     columns = (
-        ("BF16 FLOP/s", "TFLOP/s"),
-        ("HBM bandwidth", "TB/s"),
-        ("HBM", "GB"),
         ("FLOP per byte", "FLOP/byte"),
         ("drain time", "ms"),
         ("crossover batch", "sequence"),
@@ -196,14 +212,22 @@ def _hardware_table(presets: Presets, model: str) -> dict:
 def _chip_results(hw, ev: Evaluator) -> tuple:
     """The table's figures for one chip, as functions (a missing figure raises when called)."""
     return (
-        lambda: hw.get("dense_flops_bf16"),
-        lambda: hw.hbm_bandwidth,
-        lambda: hw.hbm_capacity,
         lambda: ev.q("ridge_intensity"),
         lambda: ev.q("hbm_drain_time"),
         lambda: ev.q("crossover_batch"),
         lambda: ev.q("cost_per_token", batch_size=_whole(ev.q("crossover_batch"))),
     )
+
+
+def _millions(rate: pint.Quantity) -> str:
+    """A token rate in millions per second, as a sentence says it ("50" million tokens/s)."""
+    return said_number(rate.to("Mtoken/s").m)
+
+
+def _one_sequence(rate: pint.Quantity) -> pint.Quantity:
+    """A rate per sequence as the tokens per second one sequence gets (a sentence says "each
+    sequence gets 69 tokens/s", not "69 tokens per second per sequence")."""
+    return (rate * Q_(1, "sequence")).to("token/s")
 
 
 def _whole(batch: pint.Quantity) -> int:
@@ -221,7 +245,7 @@ def _sequence_rates(presets: Presets) -> dict:
         {
             "name": chip_name(presets.get("hardware", hw)),
             "drain": Evaluator(presets, hw).text("hbm_drain_time"),
-            "rate": Evaluator(presets, hw).text("throughput_per_sequence"),
+            "rate": said(_one_sequence(Evaluator(presets, hw).q("throughput_per_sequence"))),
         }
         for hw in RATE_CHIPS
     ]
@@ -232,7 +256,13 @@ def _sequence_rates(presets: Presets) -> dict:
 
     claim = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]["throughput_64b"]
     lecture = parse_quantity(claim["expected"], what="claims.toml: throughput_64b")
-    return {"sequence_rates": rows, "lecture_rate": said(lecture)}
+    step = (Q_(1, "token/sequence") / lecture).to("ms")  # one token per step
+    return {
+        "sequence_rates": rows,
+        "lecture_rate": said(lecture),
+        "lecture_step": said(step, 3),
+        "drain_gb200": Evaluator(presets, GLOBAL_CHIP).text("hbm_drain_time"),
+    }
 
 
 # -- the chapter's line of argument (issue 12): each number a paragraph interprets --------------
@@ -321,12 +351,14 @@ def _argument(presets: Presets) -> dict:
     # sparse attention: a KV term that grows as the square root of the context
     short, long = par["context_length"], par["price_kink_context"]
     grow = _ratio(long, short)
-    # throughput per replica and the provider's global rate
+    # throughput per replica and the provider's global rate, from the replica's own roofline
+    # step (not one drain time: the step reaches a drain time only when the batch fills HBM)
     g = Evaluator(presets, GLOBAL_CHIP, model, precision)
     g_batch = _whole(g.q("crossover_batch") * high)
     g_n = g.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
     per_seq = g.q("throughput_per_sequence")
-    replica = (per_seq * Q_(g_batch, "sequence")).to("token/s")
+    g_step = g.q("step_time", batch_size=g_batch, n_chips=g_n)
+    replica = (Q_(g_batch, "sequence") * Q_(1, "token/sequence") / g_step).to("token/s")
     replicas = _ratio(par["inference_rate"], replica)
     # sparsity against quality (Clark et al. 2022)
     dense_equiv = _ratio(par["routed_quality_dense"], par["routed_quality_active"])
@@ -373,13 +405,19 @@ def _argument(presets: Presets) -> dict:
             "sqrt_growth": said_number(math.sqrt(grow), 3),
         },
         "period_round": _round(period.to("ms").m),
+        "expert_reads": _expert_reads(ev),
+        "alltoall": _alltoall(presets, ev, batch, n),
+        "short_step": _short_step(presets, model, precision),
+        "lecture_replica": _lecture_replica(presets),
         "global": {
             "hardware": chip_name(presets.get("hardware", GLOBAL_CHIP)),
             "per_sequence": said(per_seq),
+            "step": said(g_step),
+            "step_rate": said((Q_(1, "token") / g_step).to("token/s")),
             "batch": said_number(g_batch),
             "chips": said(g_n),
             "replica": said(replica),
-            "rate": said(par["inference_rate"].to("token/s")),
+            "rate_m": _millions(par["inference_rate"]),
             "replicas": said_number(replicas, 3),
             "replicas_whole": said_number(math.ceil(replicas)),  # a count: whole replicas
             "chips_total": said((g_n * math.ceil(replicas)).to("chip")),
@@ -438,4 +476,342 @@ def _pay_more(presets: Presets) -> dict:
                 )
             )
         ),
+    }
+
+
+def _expert_reads(ev: Evaluator) -> dict:
+    """How much of an MoE's routed experts a batch reads near B = E_r/k, and the batch that
+    reads nearly all of them: phi_B = 1 - (1 - k/E_r)^B reaches 1 only slowly."""
+    saturation = ev.q("expert_saturation_batch")
+    share = ev.q("expert_read_fraction", batch_size=saturation).to("").m
+    target = 0.99  # "nearly all": the batch that reads 99% of the routed experts
+    per_token = 1 - ev.q("expert_read_fraction", batch_size=1).to("").m  # (1 - k/E_r)
+    nearly_all = math.ceil(math.log(1 - target) / math.log(per_token))
+    return {
+        "share": said_number(100 * share, 3),  # per cent
+        "target": said_number(100 * target),  # per cent
+        "batch": said(Q_(nearly_all, "sequence")),
+        "times": said_number(nearly_all / saturation.to("sequence").m, 2),
+    }
+
+
+def _alltoall(presets: Presets, ev: Evaluator, batch: int, n_chips) -> dict:
+    """The expert all-to-all the regime example's step leaves out (physics audit M2): its
+    chips span several scale-up domains (HGX nodes), so most of each MoE layer's traffic crosses
+    the scale-out network, at the chip's own per-direction penalty. Per step it is one layer's
+    all-to-all times the MoE layers; a step that hides it behind the memory reads is max(T, a2a),
+    one that cannot is their sum."""
+    hw_id, model_id = ev.choice["hardware"], ev.choice["model"]
+    hw, mdl = presets.get("hardware", hw_id), presets.get("model", model_id)
+    nodes = (n_chips / hw.scale_up_domain).to("").m
+    penalty = ev.q("hardware_scale_out_penalty")
+    moe_layers = Q_(mdl.layers - mdl.get("dense_layers", 0), "layer")
+    one = ev.q(
+        "alltoall_time",
+        batch_size=batch,
+        expert_parallel_chips=n_chips,
+        racks_spanned=Q_(nodes, "rack"),
+        scale_out_penalty=penalty,
+    )
+    per_step = (one * moe_layers.m).to("ms")
+    step = ev.q("step_time", batch_size=batch, n_chips=n_chips).to("ms")
+    serial = step + per_step
+    # the lecture's hardware: the same batch on one NVL72 rack stays inside its NVLink domain
+    rack = Evaluator(presets, GLOBAL_CHIP, model_id, ev.choice.get("precision", "fp8"))
+    rack_hw = presets.get("hardware", GLOBAL_CHIP)
+    rack_one = rack.q(
+        "alltoall_time",
+        batch_size=batch,
+        expert_parallel_chips=rack_hw.scale_up_domain,
+        racks_spanned=Q_(1, "rack"),
+    )
+    rack_n = rack_hw.scale_up_domain  # the whole rack, as the all-to-all above
+    rack_step = rack.q("step_time", batch_size=batch, n_chips=rack_n).to("ms")
+    return {
+        "domain": said(hw.scale_up_domain),
+        "nodes": said_number(nodes, 2),
+        "offrack": said_number(
+            100 * Evaluator(presets).q("offrack_fraction", racks_spanned=nodes).to("").m, 2
+        ),
+        "penalty": said_number(penalty.to("").m),
+        "one": said(one.to("ms")),
+        "moe_layers": said(moe_layers),
+        "per_step": said(per_step),
+        "share": said_number(100 * _ratio(per_step, step), 2),  # per cent of the step
+        "serial": said(serial),
+        "serial_more": said_number(100 * (_ratio(serial, step) - 1), 2),  # per cent dearer
+        "rack": chip_name(rack_hw),
+        "rack_chips": said(rack_hw.scale_up_domain),
+        "rack_per_step": said((rack_one * moe_layers.m).to("ms")),
+        "rack_step": said(rack_step),
+        "rack_n": said(rack_n),
+    }
+
+
+def _short_step(presets: Presets, model: str, precision: str) -> dict:
+    """A step much shorter than a drain time is possible (physics audit L8): the crossover batch
+    on a whole NVL72 rack fills only part of its HBM, and its step is a few milliseconds. The
+    period reaches a drain time when the batch grows until the weights and KV fill HBM."""
+    ev = Evaluator(presets, GLOBAL_CHIP, model, precision)
+    hw = presets.get("hardware", GLOBAL_CHIP)
+    batch = _whole(ev.q("crossover_batch"))
+    n = hw.scale_up_domain
+    step = ev.q("step_time", batch_size=batch, n_chips=n).to("ms")
+    used = (
+        (
+            ev.q("weight_fetch_time", batch_size=batch, n_chips=n)
+            + ev.q("kv_fetch_time", batch_size=batch, n_chips=n)
+        )
+        * hw.hbm_bandwidth
+        * n
+        / Q_(1, "chip")
+    )  # the bytes one step reads: all it holds
+    total = (hw.hbm_capacity * n / Q_(1, "chip")).to("TB")
+    return {
+        "hardware": chip_name(hw),
+        "chips": said(n),
+        "batch": said(Q_(batch, "sequence")),
+        "step": said(step),
+        "used": said(used.to("TB")),
+        "total": said(total),
+        "drain": ev.text("hbm_drain_time"),
+    }
+
+
+def _lecture_replica(presets: Presets) -> dict:
+    """The lecture's replica (a batch of about two thousand at 64 tokens per second each)
+    against a lab's traffic: how small a share of a big provider one replica is."""
+    import tomllib
+
+    from book.claims import CLAIMS
+    from units import parse_quantity
+
+    claims = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]
+    rate = parse_quantity(claims["throughput_64b"]["expected"], what="claims.toml")
+    par = {k: p.value for k, p in presets.parameter.items()}
+    batch = par["lecture_replica_batch"]
+    replica = (rate * batch).to("token/s")
+    return {
+        "batch": said(batch),
+        "rate": said(_one_sequence(rate)),
+        "replica": said(replica),
+        "model_rate_m": _millions(par["inference_rate"]),
+        "global_rate_m": _millions(par["global_inference_rate"]),
+        "model_share": said_number(_ratio(par["inference_rate"], replica)),
+        "global_share": said_number(_ratio(par["global_inference_rate"], replica)),
+    }
+
+
+# -- one matmul on the roofline (editor's pass, issue 22) -------------------------------------
+MATMUL_CASE = ("h100_sxm", "llama_3_1_70b")  # a dense model's MLP up-projection on one H100
+FLOP_PER_MULTIPLY_ADD = 2  # the definition of a FLOP count: a multiply-add is two operations
+
+
+def matmul_intensity(tokens: float, d: float, d_ff: float, bytes_per_value: float) -> float:
+    """FLOP per byte of one matmul: ``tokens`` rows of width ``d`` times a ``d`` x ``d_ff``
+    weight, reading both inputs and writing the output once: 2 B d F / (b (B d + d F + B F)).
+    At BF16 (two bytes) it is about B while B is much smaller than d and d_ff.
+
+    >>> round(matmul_intensity(1, 8192, 28672, 2), 4), round(matmul_intensity(296, 8192, 28672, 2))
+    (0.9998, 283)
+    """
+    flops = FLOP_PER_MULTIPLY_ADD * tokens * d * d_ff
+    return flops / (bytes_per_value * (tokens * d + d * d_ff + tokens * d_ff))
+
+
+def matmul_points(presets: Presets) -> list[dict]:
+    """The matmul at one sequence, at the dense crossover batch and in a prefill pass."""
+    hw, model = MATMUL_CASE
+    mdl = presets.get("model", model)
+    b = presets.get("precision", "bf16").bytes_per_value.to("byte/value").m
+    star = _whole(Evaluator(presets, hw, model).q("crossover_batch"))
+    prefill = presets.parameter["context_length"].value.to("token/sequence").m
+    labels = ("decode, one sequence", "decode at B*", "prefill")
+    return [
+        {
+            "model": mdl.name,
+            "d": mdl.d_model,
+            "d_ff": mdl.d_ff,
+            "tokens": tokens,
+            "label": label,
+            "intensity": matmul_intensity(tokens, mdl.d_model, mdl.d_ff, b),
+        }
+        for tokens, label in zip((1, star, prefill), labels, strict=True)
+    ]
+
+
+def _matmul(presets: Presets) -> dict:
+    low, star, high = matmul_points(presets)
+    return {
+        "model": low["model"],
+        "d": said_number(low["d"]),
+        "d_ff": said_number(low["d_ff"]),
+        "one": said_number(low["intensity"], 3),
+        "star_tokens": said_number(star["tokens"]),
+        "star": said_number(star["intensity"], 3),
+        "prefill_tokens": said_number(high["tokens"]),
+        "prefill": said_number(high["intensity"], 3),
+        "chip": chip_name(presets.get("hardware", MATMUL_CASE[0])),
+    }
+
+
+# -- what speed costs: the frontier over batch and chip count (editor's pass, issue 22) -------
+FRONTIER_CASE = ("gb200_nvl72", "deepseek_v3", "fp8")  # the lecture's hardware
+
+
+def speed_frontier(presets: Presets) -> dict:
+    """Tokens per second per user (one over the step) against cost per million tokens, over the
+    batch, for chip counts from the fewest that hold the crossover batch up to one scale-up
+    domain (more chips than a domain are pipeline stages, which do not shorten a token's step).
+    Fast mode (its price and speed multipliers) is placed against a standard point at B*."""
+    import numpy as np
+
+    from derivations import get
+
+    hw_id, model, precision = FRONTIER_CASE
+    hw = presets.get("hardware", hw_id)
+    ev = Evaluator(presets, hw_id, model, precision)
+    kw = dict(hardware=hw_id, model=model, precision=precision, presets=presets)
+    domain = int(hw.scale_up_domain.to("chip").m)
+    b_star = _whole(ev.q("crossover_batch"))
+    fewest = math.ceil(ev.q("chips_to_fit", batch_size=b_star).to("chip").m)
+    counts = [c for c in sorted({fewest, 2 * fewest, 4 * fewest, domain}) if c <= domain]
+    batches = np.unique(np.round(np.geomspace(1, 4 * b_star, 160)))
+    curves = []
+    for n in counts:
+        chips = Q_(n, "chip")
+        fits = get("chips_to_fit").sweep("batch_size", batches, **kw).to("chip").m <= n
+        b = batches[fits]
+        step = get("step_time").sweep("batch_size", b, n_chips=chips, **kw).to("s").m
+        cost = get("cost_per_token").sweep("batch_size", b, n_chips=chips, **kw)
+        curves.append({"chips": n, "batch": b, "speed": 1 / step, "cost": cost.to("USD/Mtoken").m})
+    # the standard offer: B* on the whole domain; Fast mode: its multipliers on that point
+    par = presets.parameter
+    price, speed = (
+        par[k].value.to("").m for k in ("fast_price_multiplier", "fast_speed_multiplier")
+    )
+    full = curves[-1]
+    chips = Q_(domain, "chip")
+    t0 = ev.q("step_time", batch_size=b_star, n_chips=chips).to("s").m
+    c0 = ev.q("cost_per_token", batch_size=b_star, n_chips=chips).to("USD/Mtoken").m
+    fast_speed, fast_cost = speed / t0, price * c0
+    # the frontier's cost at Fast mode's speed: the cheapest point at least that fast
+    faster = full["speed"] >= fast_speed
+    frontier_cost = float(full["cost"][faster].min()) if faster.any() else float("nan")
+    at = int(full["batch"][faster][np.argmin(full["cost"][faster])]) if faster.any() else 0
+    return {
+        "curves": curves,
+        "hardware": chip_name(hw),
+        "model": presets.get("model", model).name,
+        "standard": (1 / t0, c0),
+        "fast": (fast_speed, fast_cost),
+        "frontier_cost": frontier_cost,
+        "frontier_batch": at,
+        "b_star": b_star,
+        "fastest": (float(full["speed"].max()), float(full["cost"][np.argmax(full["speed"])])),
+    }
+
+
+def _speed(presets: Presets) -> dict:
+    f = speed_frontier(presets)
+    (s0, c0), (s1, c1) = f["standard"], f["fast"]
+    fastest_speed, fastest_cost = f["fastest"]
+    per_user = "token/s"
+    return {
+        "hardware": f["hardware"],
+        "model": f["model"],
+        "chips": said_number(f["curves"][-1]["chips"]),
+        "fewest": said_number(f["curves"][0]["chips"]),
+        "b_star": said(Q_(f["b_star"], "sequence")),
+        "standard_speed": said(Q_(s0, per_user)),
+        "standard_cost": said(Q_(c0, "USD/Mtoken")),
+        "fast_speed": said(Q_(s1, per_user)),
+        "fast_cost": said(Q_(c1, "USD/Mtoken")),
+        "frontier_cost": said(Q_(f["frontier_cost"], "USD/Mtoken")),
+        "frontier_batch": said(Q_(f["frontier_batch"], "sequence")),
+        "frontier_over_standard": said_number(f["frontier_cost"] / c0, 2),
+        "markup": said_number(c1 / f["frontier_cost"], 2),
+        "fastest_speed": said(Q_(fastest_speed, per_user)),
+        "fastest_cost": said(Q_(fastest_cost, "USD/Mtoken")),
+    }
+
+
+# -- exercises that carry the chapter to another chip or model (editor's pass, issue 22) -----
+SLOW_CASE = ("gb200_nvl72", "kimi_k2", "fp8")
+FAST_CASE = ("b200", "llama_3_1_8b", "bf16")
+FLEET_CASE = ("gb300_nvl72", "deepseek_v3", "fp8")
+
+
+def _exercises(presets: Presets) -> dict:
+    par = {k: p.value for k, p in presets.parameter.items()}
+    high = par["practice_batch_high"].to("").m
+
+    # a Slow mode for another model on the lecture's rack: cost at B*, at 3 B*, and the floor
+    ev = Evaluator(presets, *SLOW_CASE)
+    star = _whole(ev.q("crossover_batch"))
+    slow = _whole(ev.q("crossover_batch") * high)
+    at_star, at_slow = (ev.q("cost_per_token", batch_size=b) for b in (star, slow))
+    floor = ev.q("compute_cost_floor")
+
+    # Fast mode on a small dense model on one chip: how fast can one sequence go?
+    fe = Evaluator(presets, *FAST_CASE)
+    f_star = _whole(fe.q("crossover_batch"))
+    f_n = fe.detailed("cost_per_token", batch_size=f_star).inputs["n_chips"].value
+    step = {b: fe.q("step_time", batch_size=b, n_chips=f_n) for b in (1, f_star)}
+    cost = {b: fe.q("cost_per_token", batch_size=b, n_chips=f_n) for b in (1, f_star)}
+    speedup = _ratio(step[f_star], step[1])
+    fast_speed = par["fast_speed_multiplier"].to("").m
+
+    # a lab's whole traffic on a chip with more HBM
+    ge = Evaluator(presets, *FLEET_CASE)
+    g_batch = _whole(ge.q("crossover_batch") * high)
+    g_n = ge.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
+    g_step = ge.q("step_time", batch_size=g_batch, n_chips=g_n)
+    replica = (Q_(g_batch, "token") / g_step).to("token/s")
+    replicas = math.ceil(_ratio(par["global_inference_rate"], replica))
+    gb200 = Evaluator(presets, GLOBAL_CHIP, *FLEET_CASE[1:])
+    gb200_n = gb200.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
+    return {
+        "slow": {
+            "model": presets.get("model", SLOW_CASE[1]).name,
+            "hardware": chip_name(presets.get("hardware", SLOW_CASE[0])),
+            "star": said(Q_(star, "sequence")),
+            "slow": said(Q_(slow, "sequence")),
+            "cost_star": said(at_star),
+            "cost_slow": said(at_slow),
+            "saving": said_number(100 * (1 - _ratio(at_slow, at_star)), 2),
+            "floor": said(floor),
+            "over_floor": said_number(_ratio(at_slow, floor), 2),
+            "sparsity": said_number(
+                _ratio(
+                    presets.get("model", SLOW_CASE[1]).params_total,
+                    presets.get("model", SLOW_CASE[1]).params_active,
+                ),
+                3,
+            ),
+            "per_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
+        },
+        "fast": {
+            "model": presets.get("model", FAST_CASE[1]).name,
+            "hardware": chip_name(presets.get("hardware", FAST_CASE[0])),
+            "chips": said(f_n),
+            "star": said(Q_(f_star, "sequence")),
+            "step_star": said(step[f_star]),
+            "step_1": said(step[1]),
+            "speedup": said_number(speedup, 2),
+            "price": said_number(_ratio(cost[1], cost[f_star]), 2),
+            "can": speedup >= fast_speed,
+        },
+        "fleet": {
+            "hardware": chip_name(presets.get("hardware", FLEET_CASE[0])),
+            "model": presets.get("model", FLEET_CASE[1]).name,
+            "batch": said(Q_(g_batch, "sequence")),
+            "chips": said(g_n),
+            "gb200_chips": said(gb200_n),
+            "step": said(g_step),
+            "replica": said(replica),
+            "rate_m": _millions(par["global_inference_rate"]),
+            "replicas": said_number(replicas),
+            "chips_total": said((g_n * replicas).to("chip")),
+        },
     }

@@ -185,7 +185,9 @@ def context(presets: Presets) -> dict:
         "rack_params_fp8": ev.text("max_total_params"),
         "rack_params_fp4": fp4.text("max_total_params"),
         "rubin_domain": said(rubin),
-        "rubin_over_blackwell": said_number((rubin / rack.scale_up_domain).to("").m),
+        **_generations(presets, rack),
+        **_rack_limits(presets, rack),
+        **_grain(presets, model, ratio_one),
         "blackwell_over_hopper": said_number(
             (rack.scale_up_domain / hopper.scale_up_domain).to("").m
         ),
@@ -296,3 +298,71 @@ def _hardware_table(presets: Presets) -> dict:
         cells = [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)]
         rows.append({"name": hw.name, "cells": cells})
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _generations(presets: Presets, rack) -> dict:
+    """Scale-up domains like for like (physics audit M1): Rubin Ultra's 576 counts GPU dies,
+    Blackwell's 72 counts packages of two dies. In dies it is 4x (the lecture's 'genuine 4x'),
+    in packages 2x."""
+    par = presets.parameter
+    dies = par["rubin_scale_up_domain"].value
+    ultra_per = par["rubin_ultra_dies_per_package"].value.to("").m
+    blackwell_per = par["blackwell_dies_per_package"].value.to("").m
+    packages = dies / ultra_per
+    blackwell_dies = rack.scale_up_domain * blackwell_per
+    return {
+        "rubin_packages": said_number(packages.to("chip").m),
+        "rubin_dies_n": said_number(dies.to("chip").m),
+        "rubin_dies_per": said_number(ultra_per),
+        "blackwell_dies": said_number(blackwell_dies.to("chip").m),
+        "blackwell_dies_per": said_number(blackwell_per),
+        "rubin_over_blackwell_dies": said_number((dies / blackwell_dies).to("").m),
+        "rubin_over_blackwell_packages": said_number((packages / rack.scale_up_domain).to("").m),
+    }
+
+
+def _rack_limits(presets: Presets, rack) -> dict:
+    """What sets a rack's size: the power, weight and heat one cabinet takes, per GPU."""
+    par = {k: p.value for k, p in presets.parameter.items()}
+    hopper = presets.get("hardware", HOPPER)
+    per_gpu = (par["rack_power"] / rack.scale_up_domain).to("kW/chip")
+    hopper_per = (par["hopper_box_power"] / hopper.scale_up_domain).to("kW/chip")
+    packages = par["rubin_scale_up_domain"] / par["rubin_ultra_dies_per_package"]
+    boxes = (rack.scale_up_domain / hopper.scale_up_domain).to("").m
+    return {
+        "rack_power": said(par["rack_power"]),
+        "rack_weight": said(par["rack_weight"]),
+        "rack_power_per_gpu": said(per_gpu),
+        "domain_n": said_number(rack.scale_up_domain.to("chip").m),
+        "hopper_n": said_number(hopper.scale_up_domain.to("chip").m),
+        "ep_n": said_number(presets.parameter["expert_parallel_chips"].value.to("chip").m),
+        "rack_weight_per_gpu": said((par["rack_weight"] / rack.scale_up_domain).to("kg/chip")),
+        "hopper_box_power": said(par["hopper_box_power"]),
+        "hopper_power_per_gpu": said(hopper_per),
+        "hopper_boxes": said_number(boxes),
+        "hopper_boxes_power": said(par["hopper_box_power"] * boxes),
+        "kyber_power": said(par["kyber_rack_power"]),
+        "kyber_per_package": said((par["kyber_rack_power"] / packages).to("kW/chip")),
+        "rack_cables": said_number(par["rack_nvlink_cables"].to("").m),
+        "cables_per_gpu": said_number(
+            (par["rack_nvlink_cables"] / rack.scale_up_domain.m).to("").m, 2
+        ),
+    }
+
+
+COARSE = "mixtral_8x7b"  # a coarse-grained MoE: few large experts, two per token
+
+
+def _grain(presets: Presets, model, ratio_one: float) -> dict:
+    """Fine-grained experts: at the same active parameters and width, routing each token to k
+    small experts instead of a few large ones multiplies the all-to-all bytes (2 k d per token
+    per layer) by k, while the compute stays: the all-to-all-to-compute ratio scales with k."""
+    coarse = presets.get("model", COARSE)
+    k, k_coarse = model.experts_active, coarse.experts_active
+    return {
+        "coarse": coarse.name,
+        "coarse_k": said(Q_(k_coarse, "expert")),
+        "coarse_routed": said_number(coarse.experts_routed),
+        "grain_factor": said_number(k / k_coarse),
+        "ratio_coarse": said_number(ratio_one * k_coarse / k, 2),
+    }

@@ -91,6 +91,9 @@ def context(presets: Presets) -> dict:
         **_too_big(presets),
         **_exercises(presets, ev, kv),
         **_training_memory(presets),
+        **_hop_transfer(presets, ev),
+        **_memory_wall(presets),
+        **_training_batch(presets),
         "tex": _tex(),
     }
 
@@ -400,4 +403,60 @@ def _training_memory(presets: Presets) -> dict:
             "weights_bf16": said((ev.q("weight_memory")).to("GB")),
             "state_over_weights": said((state / ev.q("weight_memory")).to("")),
         }
+    }
+
+
+def _hop_transfer(presets: Presets, ev: Evaluator) -> dict:
+    """What a real hop moves and how long that takes (physics audit L16): one micro-batch's
+    residual-stream activations, d values per sequence at the compute precision, sent by the
+    stage's E chips over their own network ports at once."""
+    mdl = presets.get("model", MODEL)
+    hw = presets.get("hardware", RACK)
+    chips = presets.parameter["expert_parallel_chips"].value
+    b = ev.q("micro_batch_size").to("sequence").m
+    act = presets.get("precision", "fp8").bytes_per_value
+    size = (Q_(b * mdl.d_model, "value") * act).to("MB")
+    per_chip = hw.scale_out_bandwidth_per_direction.to("GB/s")
+    transfer = (size / (chips.to("chip").m * per_chip)).to("microsecond")
+    return {
+        "hop_bytes": said(size),
+        "hop_port": said(per_chip),
+        "hop_transfer": said(transfer),
+        "hop_allowance": said(presets.parameter["hop_latency_network"].value),
+    }
+
+
+WALL_CHIPS = ("a100_sxm", "gb200_nvl72")  # the memory wall: two generations apart
+
+
+def _memory_wall(presets: Presets) -> dict:
+    """The memory wall from the presets: FLOP/s grew far faster than HBM bandwidth and capacity."""
+    old, new = (presets.get("hardware", h) for h in WALL_CHIPS)
+
+    def grew(field):
+        return said_number((new.get(field) / old.get(field)).to("").m, 2)
+
+    return {
+        "wall_old": chip_name(old),
+        "wall_new": chip_name(new),
+        "wall_flops": grew("dense_flops_bf16"),
+        "wall_bandwidth": grew("hbm_bandwidth"),
+        "wall_capacity": grew("hbm_capacity"),
+        "capex_share": said_number(100 * presets.parameter["memory_capex_share"].value.to("").m),
+    }
+
+
+def _training_batch(presets: Presets) -> dict:
+    """Training micro-batches are sequences of thousands of tokens (physics audit L11): even one
+    sequence is far past the crossover, which counts one token per sequence. What bounds the
+    micro-batches is the global batch the optimiser wants."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    length = presets.parameter["context_length"].value
+    one = (Q_(1, "sequence") * length).to("token")
+    b_star = ev.q("micro_batch_size").to("sequence").m  # decode: one token per sequence
+    return {
+        "train_tokens_one": said(one),
+        "train_over_star": said_number(one.m / b_star, 2),
+        "train_over_dense": said_number(one.m / ev.q("dense_crossover_batch").to("sequence").m, 2),
+        "decode_star": ev.text("micro_batch_size"),
     }

@@ -69,10 +69,46 @@ def test_sparsity_quality_is_about_four_times(arg):
 
 def test_a_providers_rate_needs_many_replicas(arg):
     g = arg["global"]
-    # replica = tokens/s per sequence x batch; replicas = provider's rate / replica
-    replica = _n(g["per_sequence"]) * _n(g["batch"])
-    assert _n(g["replica"]) == pytest.approx(replica, rel=1e-3)
+    # By hand (facts.md; physics audit L9): DeepSeek-V3 at FP8 on 30 GB200s (5,000 TFLOP/s,
+    # 8 TB/s each), 3 x B* = 17,002 sequences at 8,192 tokens. The roofline step is the larger of
+    # compute, (2 x 37e9 + MLA attention 2 x 128 x (1,024 + 64) x 61 x 8,192) x B / (30 x 5e15),
+    # and memory, (671e9 + B x 576 x 61 x 8,192) / (30 x 8e12): 24.16 ms against 23.19 ms.
+    b = 17002
+    compute = b * (2 * 37e9 + 2 * 128 * (1024 + 64) * 61 * 8192) / (30 * 5000e12)
+    memory = (671e9 + b * (512 + 64) * 61 * 8192) / (30 * 8e12)
+    replica = b / max(compute, memory)
+    assert _n(g["batch"]) == b
+    assert _n(g["replica"]) == pytest.approx(replica, rel=2e-3)  # 703,600 tokens/s
     assert _n(g["replicas"]) == pytest.approx(5e7 / replica, rel=1e-2)
+    assert g["replicas_whole"] == "72"  # 50M / 703,600 = 71.1, rounded up
+    assert g["chips_total"] == "2,160 chips"
+
+
+def test_the_lecture_replica_is_about_a_thousandth_of_a_big_provider(arg):
+    r = arg["lecture_replica"]
+    # the lecture: 64 tokens/s x 2,000 sequences = 128,000 tokens/s; 50M and 500M tokens/s
+    assert _n(r["replica"]) == pytest.approx(128_000)
+    assert _n(r["model_share"]) == pytest.approx(5e7 / 128e3, rel=1e-3)
+    assert _n(r["global_share"]) == pytest.approx(5e8 / 128e3, rel=1e-3)
+
+
+def test_at_b_equal_to_experts_over_k_only_two_thirds_of_experts_are_read(arg):
+    # physics audit L6: 1 - (1 - 8/256)^32 = 0.638; 99% takes ln 0.01 / ln(31/32) = 145.05, so
+    # the first whole batch that reads 99% is 146 sequences
+    r = arg["expert_reads"]
+    assert _n(r["share"]) == pytest.approx(100 * (1 - (1 - 8 / 256) ** 32), rel=1e-3)
+    assert r["batch"] == "146 sequences"
+
+
+def test_the_headline_example_says_what_its_all_to_all_costs(arg):
+    a = arg["alltoall"]
+    # physics audit M2: 28 H100s = 3.5 nodes, off-node share 1 - 1/3.5, penalty 450 / 50 = 9.
+    # One layer: 114,688 B x 5,357 x max(0.714 x 9, 0.286) / (28 x 450 GB/s) = 0.3135 ms; x 58
+    # MoE layers = 18.2 ms against a 23.59 ms step (77%).
+    one = 114_688 * 5357 * (1 - 1 / 3.5) * 9 / (28 * 450e9)
+    assert _n(a["one"]) == pytest.approx(one * 1e3, rel=2e-3)  # in ms
+    assert _n(a["per_step"]) == pytest.approx(58 * one * 1e3, rel=2e-3)
+    assert _n(a["share"]) == pytest.approx(100 * 58 * one / 23.59e-3, rel=5e-3)
 
 
 def test_deepseek_at_8k_context_turns_compute_bound_past_b_star(arg):

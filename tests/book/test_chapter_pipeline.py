@@ -69,3 +69,23 @@ def test_memory_figure_shows_a_model_that_fits_and_one_that_overflows():
     assert "Kimi K2" in fig.alt and "DeepSeek-V3" in fig.alt
     assert "overflows 80 GB" in fig.caption
     assert fig.svg.count('id="axes_') == 2 or fig.svg.count("axes_2") >= 1
+
+
+def test_a_real_hop_moves_one_micro_batch_of_activations(ctx):
+    # DeepSeek-V3 d = 7,168 values at FP8 (1 byte) for each of B* = 5,667.2 sequences (GB200:
+    # 5,000 TFLOP/s / (2 x 8 TB/s) x 671/37 = 5,667): 40.62 MB, over 64 chips' 50 GB/s ports
+    size = 5000e12 / (2 * 8e12) * 671 / 37 * 7168
+    assert ctx["hop_bytes"] == f"{size / 1e6:.2f} MB"
+    assert ctx["hop_transfer"] == f"{size / (64 * 50e9) * 1e6:.2f} µs"
+
+
+def test_the_memory_wall_from_a100_to_gb200(ctx):
+    # facts.md: A100 312 TFLOP/s BF16, 2.039 TB/s, 80 GB; GB200 2,500 TFLOP/s, 8 TB/s, 186 GB
+    assert ctx["wall_flops"] == "8"  # 2500 / 312 = 8.01
+    assert ctx["wall_capacity"] == "2.3"  # 186 / 80 = 2.33
+
+
+def test_one_training_sequence_is_past_the_decode_crossover(ctx):
+    # 8,192 tokens against DeepSeek-V3's 5,667 on GB200 (1.4x) and a dense 312.5 (26x)
+    assert ctx["train_over_star"] == "1.4"
+    assert ctx["train_over_dense"] == "26"

@@ -184,17 +184,19 @@ def test_every_built_html_page_reads_as_a_reader_says_it(built):
 
 def _reading_flow(page: str) -> tuple[str, list[str]]:
     """A chapter's Markdown without its collapsed blocks (``<details>`` and ``???`` with their
-    indented bodies), and the bodies of its top-level ``??? question`` blocks."""
+    indented bodies), and the bodies of its top-level question blocks: ``??? question``, or
+    ``!!! question`` (the question shown, only its answer collapsed; issue 22)."""
     page = re.sub(r"<details.*?</details>", " ", page, flags=re.DOTALL)
+    question = ("??? question", "!!! question")
     flow, questions, inside = [], [], None
     for line in page.split("\n"):
-        if line.startswith(("??? ", "!!! question")):  # an exercise shows its question
+        if line.startswith(("??? ", *question)):
             inside = line
-            if line.startswith(("??? question", "!!! question")):
+            if line.startswith(question):
                 questions.append("")
             continue
         if inside is not None and (line.startswith("    ") or not line.strip()):
-            if inside.startswith(("??? question", "!!! question")):
+            if inside.startswith(question):
                 questions[-1] += line + "\n"
             continue
         inside = None
