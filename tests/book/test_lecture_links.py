@@ -19,7 +19,7 @@ NOT_FROM_LECTURE = "{# not from the lecture #}"
 HEADING = re.compile(r"^(#{2,3}) (.+)$", re.M)
 MOMENT = re.compile(r"""{{\s*moment\(\s*["']([\d:]+)["']""")
 # Chapters another helper is linking in the same pass (issue 22); empty them when they are done.
-NOT_YET = {"long_context", "overtraining", "reversible", "validation"}
+NOT_YET: set[str] = set()
 BOOK_OWN = {"Exercises"}
 
 
