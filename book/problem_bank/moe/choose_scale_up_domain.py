@@ -113,10 +113,12 @@ def draw(rng, presets) -> Draw:
         f"Cheapest: {name[best['hardware']]}; the next costs {margin:.0%} more.{close}",
         f"Lowest cost: **{quantity(best['cost'], 3)}**.",
     )
+    # graded tighter than the gap to the runner-up, so the runner-up's cost is never "right"
+    tolerance = min(0.03, margin / 2)
     mistakes = tuple(
         Mistake(r["cost"], f"{name[r['hardware']]} holds the model, but it is not the cheapest.")
         for r in fits[1:]
-        if (r["cost"] / best["cost"]).to("").m - 1 > 0.03
+        if (r["cost"] / best["cost"]).to("").m - 1 > tolerance
     ) or (
         Mistake(
             best["cost"] * best["chips"].m,
@@ -127,7 +129,7 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=best["cost"],
         solution=solution,
-        tolerance=0.03,
+        tolerance=tolerance,
         mistakes=mistakes,
         margin=margin,
         hint="Rule out the domains too small to hold the weights and the KV cache; then "
