@@ -814,8 +814,8 @@ def cmd_predict(args, out) -> None:
     out.write(f"predicted  {number(p['predicted'])} {unit}\n")
     out.write(
         f"expected   {number(p['low'])} to {number(p['high'])} {unit}: the fit missed 4 in 5 "
-        f"rows it had not seen by less than x{number(p['error_p80'], 3)} (median "
-        f"x{number(p['error_median'], 3)})\n"
+        f"rows it had not seen by less than ×{number(p['error_p80'], 3)} (median "
+        f"×{number(p['error_median'], 3)})\n"
     )
 
 
