@@ -42,7 +42,7 @@ from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
 from units import Q_, ChalkboardError
 from units.presets import Presets, load
-from units.registry import is_count, spelled
+from units.registry import is_count
 
 # Workload inputs with no preset or default, drawn from these values when a problem needs them.
 DRAWS = {
@@ -725,7 +725,8 @@ def page_problem(p: Problem) -> dict:
         asked = {
             "answer_json": html.escape(json.dumps(answer_spec(p)), quote=True),
             "unit": unit(p.answer.units) or "a pure number",
-            "example": f"2.5 {spelled(p.answer.units)}".strip(),
+            # the form of an answer, as the book writes one (the checker reads it)
+            "example": quantity(Q_(2.5, p.answer.units)),
             "tolerance": tolerance_text(p),
         }
     lecture = {"lecture_url": "", "lecture_mark": ""}
