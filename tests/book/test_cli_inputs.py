@@ -1,38 +1,12 @@
 """The CLI takes values as people type them (issue 23, item 3), on the full library and on the
 fast path alike, and grades practice answers from the terminal (issue 21: problems --check)."""
 
-import io
 import json
-import os
 
 import pytest
 
-from book.cli import FAST_COMMANDS, main
-
-H100_DSV3 = ["--hardware", "h100_sxm", "--model", "deepseek_v3"]
-FAST = {"on": False}
-
-
-@pytest.fixture(scope="module", autouse=True, params=["full", "fast"])
-def cli_path(request, tmp_path_factory):
-    """The path every test of this module runs on (the fast one with its own cache folder)."""
-    saved = os.environ.get("CHALKBOARD_CACHE_DIR")
-    os.environ["CHALKBOARD_CACHE_DIR"] = str(tmp_path_factory.mktemp("fast-cache"))
-    FAST["on"] = request.param == "fast"
-    yield request.param
-    FAST["on"] = False
-    if saved is None:
-        del os.environ["CHALKBOARD_CACHE_DIR"]
-    else:
-        os.environ["CHALKBOARD_CACHE_DIR"] = saved
-
-
-def run(*argv):
-    if FAST["on"] and argv[0] in FAST_COMMANDS:  # compile what the fast path needs first
-        main(list(argv), io.StringIO(), io.StringIO(), fast=True)
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out, err, fast=FAST["on"])
-    return code, out.getvalue(), err.getvalue()
+# the full-and-fast fixture and the runner are the hostile-input tests' own: one copy
+from tests.book.test_hostile import FAST, H100_DSV3, cli_path, run  # noqa: F401 (fixture)
 
 
 def value(*argv) -> float:
