@@ -266,6 +266,29 @@ def _show_dim(dims) -> str:
     return str(dims) if dims else "dimensionless"
 
 
+def _dimension_grouped(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with positive factors taken out of symbolic powers when that is what makes its
+    dimension readable: sympy solves L = A/(D/D0)^a + E for D as (D0^a A/(L-E))^(1/a), whose
+    D0^a has no dimension of its own; D0 (A/(L-E))^(1/a) is the same number for positive D0.
+
+    >>> import sympy as sp
+    >>> from derivations import lookup_symbol
+    >>> d0, a = lookup_symbol("fit_token_unit").sym, lookup_symbol("loss_data_exponent").sym
+    >>> _dimension_grouped((d0**a * 2) ** (1 / a))
+    2**(1/loss_data_exponent)*fit_token_unit
+    """
+    try:
+        dimension_of(expr)
+        return expr
+    except DimensionError:
+        grouped = sp.expand_power_base(expr)  # splits only factors known to be nonnegative
+        try:
+            dimension_of(grouped)
+        except DimensionError:
+            return expr
+        return grouped
+
+
 def dimension_of(expr: sp.Expr, where: str = "expression"):
     """The pint dimensionality of a sympy expression over declared symbols.
 
@@ -1252,6 +1275,7 @@ class Equation:
         except NotImplementedError:
             solutions = []
         solutions = [s for s in solutions if s.is_positive is not False and s.is_real is not False]
+        solutions = [_dimension_grouped(s) for s in solutions]
         if len(solutions) != 1:
             raise ChalkboardError(
                 f"cannot solve {self.id!r} for {name!r}: no unique positive solution"

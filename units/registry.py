@@ -261,17 +261,18 @@ def _hint(number: str, want: pint.Unit, shown: pint.Unit) -> str:
     return f"{number} {text}"
 
 
-def bare_unit(number, expect, example, label: str) -> pint.Unit:
+def bare_unit(number, expect, example, label: str, scaled: bool = False) -> pint.Unit:
     """The unit a bare number is read in: the expected unit, when it is a count whose
-    display unit is the same (``batch_size=64`` is 64 sequences); anything else needs a unit,
-    and the error says how it could be written."""
+    display unit is the same (``batch_size=64`` is 64 sequences) or when the number carries its
+    own scale word (``training_tokens=15T`` is 15 trillion tokens, though they are shown in
+    Ttoken); anything else needs a unit, and the error says how it could be written."""
     if expect is None:
         return ureg.dimensionless
     want = expect if isinstance(expect, pint.Unit) else parse_unit(str(expect))
     if example is None:
         example = HINT_UNITS.get(dimension_of(want), want)
     shown = example if isinstance(example, pint.Unit) else parse_unit(str(example))
-    if is_count(want) and Q_(1, shown).to(want).magnitude == 1:
+    if is_count(want) and (scaled or Q_(1, shown).to(want).magnitude == 1):
         return want
     raise ChalkboardError(f"{label}={number} needs a unit, like {_hint(number, want, shown)}")
 
@@ -391,6 +392,7 @@ def parse_quantity(
     return check_positive(q, label, zero)
 
 
+_SCALE_WORD = re.compile(r"(?<![A-Za-z])(?:k|K|M|B|T|bn|thousand|million|billion|trillion)\b")
 _TOKENS = Q_(1, "token").dimensionality
 _TOKENS_PER_SEQUENCE = Q_(1, "token/sequence").dimensionality
 # What typed text may hold: checked before anything else reads it.
@@ -419,5 +421,6 @@ def _read_text(text: str, expect, what, example, label: str) -> pint.Quantity:
             err = "expected a number followed by a unit, like '3.35 TB/s'"
         raise ChalkboardError(f"{label}: {err}") from None
     if q.unitless and expect is not None:  # "128k", "25%": a bare number, scaled
-        return Q_(q.magnitude, bare_unit(text.strip(), expect, example, what or "value"))
+        scaled = _SCALE_WORD.search(text) is not None
+        return Q_(q.magnitude, bare_unit(text.strip(), expect, example, what or "value", scaled))
     return q

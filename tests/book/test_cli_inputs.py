@@ -54,6 +54,14 @@ def test_values_as_people_type_them(typed, plain):
     assert value(*COST, "--set", typed) == pytest.approx(value(*COST, "--set", plain), rel=1e-12)
 
 
+@pytest.mark.parametrize("typed", ["15T", "15 trillion", "15,000 B tokens", "15 T tokens"])
+def test_scaled_counts_need_no_unit_where_the_display_unit_is_scaled(typed):
+    # training tokens are shown in Ttoken; "15T" says its own scale, so it is 15e12 tokens
+    loss = ["eval", "chinchilla_loss", "--model", "llama_3_1_70b"]
+    expected = value(*loss, "--set", "training_tokens=15e12 token")
+    assert value(*loss, "--set", f"training_tokens={typed}") == pytest.approx(expected, rel=1e-12)
+
+
 def test_prices_per_million_tokens():
     ratio = ["eval", "decode_prefill_ratio_from_prices", "--set", "input_price=3 USD/Mtok"]
     expected = value(*ratio, "--set", "output_price=15 USD/Mtoken")

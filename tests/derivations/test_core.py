@@ -266,3 +266,15 @@ def test_a_shown_form_that_differs_from_the_computed_one_is_refused():
     )
     with pytest.raises(DerivationError, match="the form shown"):
         slip.check()
+
+
+def test_solve_through_a_symbolic_power_of_a_dimensional_constant():
+    # L = E + A/N^a + B/(D/D0)^b solved for D: sympy's (D0^b ...)^(1/b) is regrouped as
+    # D0 (...)^(1/b), which has a dimension; round trip through the loss it came from
+    loss = get("chinchilla_loss")
+    solved = loss.solve_for("training_tokens")
+    kw = dict(model="llama_3_1_70b")
+    tokens = solved.evaluate(**kw, loss=Q_(2.0, "dimensionless"))
+    assert tokens.to("token").magnitude > 1e9
+    back = loss.evaluate(**kw, training_tokens=tokens)
+    assert back.to("dimensionless").magnitude == pytest.approx(2.0, rel=1e-9)
