@@ -9,7 +9,8 @@ its idealisations by what a practitioner knows before running:
   precision): an FP4 deployment still does attention at FP8 or BF16;
 - memory traffic reaches a share ``eta_memory`` of the HBM bandwidth;
 - every layer of every step pays a fixed overhead (kernel launches, synchronisation), and a
-  replica spread over several chips also pays a collective's latency per layer;
+  replica spread over several chips also pays its two collectives' latency per layer, never less
+  than two of the fastest small all-reduce measured over NVLink (collective_latency_floor);
 - tensor parallelism all-reduces each layer's output twice, expert parallelism sends each token
   to its experts and back: bytes over the scale-up bandwidth, added to the step (the bound has
   no network term);
@@ -36,6 +37,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -322,15 +324,34 @@ def predict_case(c: Case, p: dict) -> float:
 # -- fitting ------------------------------------------------------------------------------------
 
 
+# Tensor parallelism all-reduces twice per layer (after attention and after the MLP); expert
+# parallelism sends each token to its experts and back (dispatch and combine): two collectives
+# per layer either way, each at least the fastest small all-reduce measured on NVLink.
+COLLECTIVES_PER_LAYER = 2
+
+
+@lru_cache(maxsize=1)
+def collective_floor() -> float:
+    """The least time a layer's collectives take, s: two of the measured floor.
+
+    >>> round(collective_floor() * 1e6, 2)
+    11.12
+    """
+    floor = load().get("parameter", "collective_latency_floor").value
+    return COLLECTIVES_PER_LAYER * floor.to("s").m
+
+
 def _unpack(z: np.ndarray) -> dict:
     """Unconstrained numbers to parameters: shares through a logistic (0..1), times through an
-    exponential (seconds, > 0)."""
+    exponential (seconds, > 0); the collectives' time per layer sits above their floor."""
     shares = 1 / (1 + np.exp(-z[: len(SHARES)]))
     times = np.exp(z[len(SHARES) :])
-    return dict(zip(PARAMS, [*shares, *times], strict=True))
+    out = dict(zip(PARAMS, [*shares, *times], strict=True))
+    out["collective"] += collective_floor()
+    return out
 
 
-START = np.array([0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(10e-6), np.log(10e-6)])
+START = np.array([0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(50e-6), np.log(50e-6)])
 
 
 # the soft-L1 loss's scale: a row missed by more than about this log ratio (x1.5) counts less

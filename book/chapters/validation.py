@@ -169,6 +169,9 @@ def _prediction(presets: Presets, rows) -> dict:
         "close": number(predict.CLOSE),
         "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
         "params_count": str(len(predict.PARAMS)),
+        "collective_floor": quantity(
+            presets.get("parameter", "collective_latency_floor").value.to("microsecond")
+        ),
     }
 
 
