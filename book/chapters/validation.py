@@ -69,6 +69,11 @@ def _why(r, case, over: bool) -> str:
     latency = r.scenario in ("interactive", "latency_sweep", "server") and case.kind == "rate"
     if latency and over:
         return "a scheduler that caps the batch below what the TPOT allows"
+    if over and case.kind == "rate" and r.preset.get("concurrency") is None:
+        return (
+            "no maximum batch was published: the model fills the replica's HBM, and an engine "
+            "caps the batch lower"
+        )
     if r.scenario == "latency_sweep" and not over:
         return (
             "a step faster than the model's at small batch (the source allows speculative decoding)"
