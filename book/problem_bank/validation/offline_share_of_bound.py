@@ -116,8 +116,8 @@ def _draw(rng, presets) -> Draw:
         f"{quantity(chip.hbm_bandwidth)} and does {quantity(flops)} dense in "
         f"{NAMES[compute_precision]}. The engine allowed up to {quantity(configured)} at once. "
         f"Requests averaged {quantity(output)} of output and {quantity(prompt)} of prompt "
-        "(the benchmark dataset's mean). Prompts are prefilled on the same GPUs, between decode steps. What "
-        "share of its roofline bound did the run reach?"
+        "(the benchmark dataset's mean). Prompts are prefilled on the same GPUs, between decode "
+        "steps. What share of its roofline bound did the run reach?"
     )
     solution = (
         f"A sequence's context averages its prompt plus half its output: "
