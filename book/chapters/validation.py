@@ -69,6 +69,11 @@ def _why(r, case, over: bool) -> str:
     latency = r.scenario in ("interactive", "latency_sweep", "server") and case.kind == "rate"
     if latency and over:
         return "a scheduler that caps the batch below what the TPOT allows"
+    if over and case.kind == "rate" and r.preset.get("concurrency") is None:
+        return (
+            "no maximum batch was published: the model fills the replica's HBM, and an engine "
+            "caps the batch lower"
+        )
     if r.scenario == "latency_sweep" and not over:
         return (
             "a step faster than the model's at small batch (the source allows speculative decoding)"
@@ -169,6 +174,9 @@ def _prediction(presets: Presets, rows) -> dict:
         "close": number(predict.CLOSE),
         "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
         "params_count": str(len(predict.PARAMS)),
+        "collective_floor": quantity(
+            presets.get("parameter", "collective_latency_floor").value.to("microsecond")
+        ),
     }
 
 

@@ -79,8 +79,9 @@ def test_rows_no_step_model_describes_are_reported_apart_with_their_reason(study
 
 
 def test_prompt_tokens_cross_the_tensor_parallel_all_reduces(study):
-    # H200 x8 Llama 3.1 405B offline: 4,000 prompt tokens per 652 output tokens (the preset's
-    # assumed and derived lengths), so each output token's step carries 1 + 4000/652 tokens'
+    # H200 x8 Llama 3.1 405B offline: 9,429 prompt tokens per 652 output tokens (the dataset's
+    # mean prompt and the log's derived output), so each output token's step carries 1 + 9429/652
+    # tokens'
     # all-reduces; one chip (Llama 2 70B at TP1) sends nothing either way
     cases = {c.id: c for c in study["cases"]}
     tp = cases["mlperf_h200_x8_llama31_405b_offline"]
@@ -91,7 +92,7 @@ def test_prompt_tokens_cross_the_tensor_parallel_all_reduces(study):
     decode_only = predict._communication(
         load().get("model", row.model), load().get("hardware", row.hardware), kw, tp.batch, 8.0
     )
-    assert tp.comm == pytest.approx(decode_only * (1 + 4000 / 652), rel=1e-9)
+    assert tp.comm == pytest.approx(decode_only * (1 + 9429 / 652), rel=1e-9)
     assert not cases["mlperf_h200_x8_llama2_70b_offline"].comm.any()
 
 
