@@ -181,7 +181,7 @@ def _inputs_text(eq: Equation, kw: dict, presets: Presets) -> str:
     '$F$ = 1,979 TFLOP/s, $W$ = 3.35 TB/s'."""
     result = eq.evaluate_detailed(presets=presets, **kw)
     shown = [
-        f"${i.symbol.latex}$ = {quantity(i.value)}"
+        f"${i.symbol.latex}$ = {quantity(i.value, 3)}"
         for name, i in result.inputs.items()
         if i.symbol.sym in eq.rhs.free_symbols and not i.origin.startswith("constant")
     ]
@@ -192,17 +192,22 @@ def _inputs_text(eq: Equation, kw: dict, presets: Presets) -> str:
 
 
 def _placeholders(chapter: str, presets: Presets) -> dict:
-    """What a card's template may use: q(), tex(), param(), preset() and ctx."""
+    """What a card's template may use: q(), tex(), param() (said) and pv() (a parameter's value,
+    to pass to q), preset() (its short name) and ctx."""
     from book.compute import chapter_context
 
-    def q(eq_id: str, **kw) -> str:  # three figures, as a person says a number
-        return quantity(derivations.get(eq_id).evaluate(presets=presets, **kw), 3)
+    def q(eq_id: str, to: str | None = None, bare: bool = False, **kw) -> str:
+        """Three figures, as a person says a number; ``to`` a unit, ``bare`` the number only."""
+        value = derivations.get(eq_id).evaluate(presets=presets, **kw)
+        value = value.to(to) if to else value
+        return number(value.magnitude, 3) if bare else quantity(value, 3)
 
     return {
         "q": q,
         "tex": lambda eq_id, **kw: written_latex(eq_id, **kw),
         "param": lambda name: quantity(presets.parameter[name].value),
-        "preset": lambda kind, pid: presets.get(kind, pid).name,
+        "pv": lambda name: presets.parameter[name].value,
+        "preset": lambda kind, pid: short_name(kind, pid, presets),
         "ctx": chapter_context(chapter, presets),
     }
 
@@ -379,50 +384,90 @@ def _cloze_cards(presets: Presets, chapters: set[str]) -> list[Card]:
 # -- cards whose case is data ----------------------------------------------------------------
 
 
+_VENDOR = re.compile(r"^(?:NVIDIA|AMD Instinct|Google) ")
+_ASIDE = re.compile(r" \(.*?\)| SXM\b.*$| / .*$")
+
+
+def short_name(kind: str, preset_id: str, presets: Presets) -> str:
+    """A preset as a person says it: its vendor, form factor and asides dropped.
+
+    >>> from units.presets import load
+    >>> p = load()
+    >>> short_name("hardware", "h100_sxm", p), short_name("hardware", "gb200_nvl72", p)
+    ('H100', 'GB200 NVL72')
+    >>> short_name("model", "deepseek_v3", p), short_name("api", "deepseek_v3", p)
+    ('DeepSeek-V3', 'DeepSeek V3')
+    """
+    return _ASIDE.sub("", _VENDOR.sub("", presets.get(kind, preset_id).name)).strip()
+
+
+def _plural(chip: str) -> str:
+    """'H100s', 'GB200 NVL72 chips'."""
+    return f"{chip} chips" if " " in chip else f"{chip}s"
+
+
 def _names(case: dict, presets: Presets) -> dict:
-    """How a front names a case's presets: chip, model, precision (as written: FP8)."""
+    """How a front names a case's presets, as a person says them: chip ('H100'), chips
+    ('H100s'), model, precision (as written: FP8) and context ('8,192 tokens')."""
     out = {}
     for kind, key in (("hardware", "chip"), ("model", "model"), ("api", "api"), ("tier", "tier")):
         if kind in case:
-            out[key] = presets.get(kind, case[kind]).name
+            out[key] = short_name(kind, case[kind], presets)
+    if "chip" in out:
+        out["chips"] = _plural(out["chip"])
     if "precision" in case:
         out["precision"] = str(case["precision"]).upper()
+    if "context_length" in case:
+        from derivations.inputs import parse_override
+
+        tokens = parse_override("context_length", case["context_length"]).to("token/sequence")
+        out["context"] = f"{number(tokens.magnitude)} tokens"
     return out
 
 
 # Figures worth knowing: equation, the case (presets and inputs), the fact, and the question,
-# its {chip}, {model} and {precision} named from the case.
+# its {chip}, {chips}, {model}, {precision} and {context} named from the case.
 NUMBERS = (
     (
-        "crossover_batch",
-        dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
-        "deepseek-crossover",
-        "Ignoring the KV cache, about what batch must {model} reach on {chip} chips at "
-        "{precision} before serving turns compute-bound?",
+        "decode_rate_per_user",
+        dict(
+            hardware="h100_sxm",
+            model="llama_3_1_70b",
+            precision="fp8",
+            batch_size="1 sequence",
+            context_length="32768 token/sequence",
+        ),
+        "single-user-speed",
+        "{model} at {precision} fits on one {chip}. Serving a single sequence with {context} "
+        "of context, about how many tokens per second can it decode?",
+        "At a batch of one the step is almost all weight fetch: every weight is read once to "
+        "make one token.",
     ),
     (
         "hbm_drain_time",
         dict(hardware="h100_sxm"),
         "hbm-drain",
         "How long does an {chip} take to read its whole HBM once?",
+        "",
     ),
     (
-        "kv_bytes_per_token",
-        dict(model="llama_3_1_70b", precision="bf16"),
+        "kv_cache_per_sequence",
+        dict(model="llama_3_1_70b", precision="bf16", context_length="131072 token/sequence"),
         "llama-kv",
-        "How many bytes of KV cache does {model} keep per token of context at {precision}?",
+        "How much KV cache does one sequence of {context} take in {model} at {precision}?",
+        "",
     ),
 )
 
 
 def _number_cards(presets: Presets) -> list[Card]:
     cards = []
-    for eq_id, case, fact, question in NUMBERS:
+    for eq_id, case, fact, question, why in NUMBERS:
         eq = derivations.get(eq_id)
         value = eq.evaluate(presets=presets, **case)
         back = (
-            f"About {quantity(value, 3)}.\n\nFrom ${written_latex(eq_id)}$ with "
-            f"{_inputs_text(eq, case, presets)}."
+            f"About {quantity(value, 3)}.\n\n{why + ' ' if why else ''}From "
+            f"${written_latex(eq_id)}$ with {_inputs_text(eq, case, presets)}."
         )
         cards.append(
             Card(
@@ -445,12 +490,13 @@ WHATIFS = (
     dict(
         id="bandwidth-crossover",
         equation="crossover_batch",
-        case=dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
+        case=dict(hardware="h100_sxm", model="llama_3_1_70b", precision="fp8"),
         vary="mem_bandwidth",
         by=2,
         fact="crossover-bandwidth",
         front="HBM bandwidth doubles on an {chip} serving {model} at {precision}, all else "
-        "fixed. What happens to the crossover batch $B^*$?",
+        "fixed. What happens to the crossover batch $B^*$, where compute catches up with the "
+        "weight fetch?",
         why="The weight fetch now takes half as long, so half as many sequences' compute "
         "covers it: $B^*$ is proportional to $F/W$.",
     ),
@@ -462,7 +508,8 @@ WHATIFS = (
         to="fp8",
         fact="crossover-precision",
         front="{model} on an {chip} moves from {precision} to FP8, weights and arithmetic "
-        "alike. What happens to the crossover batch $B^*$?",
+        "alike. What happens to the crossover batch $B^*$, where compute catches up with the "
+        "weight fetch?",
         why="FP8 doubles the FLOP/s but halves the bytes of every weight: the weight fetch "
         "and the compute per sequence both halve, so their balance point stays put.",
     ),
@@ -470,13 +517,19 @@ WHATIFS = (
         id="batch-below-crossover",
         equation="cost_per_token",
         case=dict(
-            hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size="64 sequence"
+            hardware="h100_sxm",
+            model="deepseek_v3",
+            precision="fp8",
+            batch_size="64 sequence",
+            context_length="8192 token/sequence",
         ),
         vary="batch_size",
         by=2,
+        ratio_only=True,
         fact="batch-below-crossover",
-        front="{model} on {chip} chips at {precision} runs at a batch of 64 sequences. The "
-        "batch doubles: what happens to the cost per token?",
+        front="{model} on {chips} at {precision} runs at a batch of 64 sequences with "
+        "{context} of context each. The batch doubles: by what factor does the cost per "
+        "token change?",
         why="Far below the crossover batch the weight fetch sets the step time, and it grows "
         "only a little (a few more experts read), so twice the tokens share nearly the same "
         "step.",
@@ -489,14 +542,17 @@ WHATIFS = (
             model="deepseek_v3",
             precision="fp8",
             batch_size="16384 sequence",
+            context_length="8192 token/sequence",
         ),
         vary="batch_size",
         by=2,
+        ratio_only=True,
         fact="batch-above-crossover",
-        front="{model} on {chip} chips at {precision} runs at a batch of 16,384 sequences, "
-        "past the crossover. The batch doubles: what happens to the cost per token?",
+        front="{model} on {chips} at {precision} runs at a batch of 16,384 sequences with "
+        "{context} of context each, past the crossover. The batch doubles: by what factor "
+        "does the cost per token change?",
         why="Past the crossover the step is compute-bound: every token pays for its own "
-        "multiply-adds and its own KV reads, so the step time grows with the batch instead.",
+        "multiply-adds and its own KV reads, so the step time grows with the batch.",
     ),
     dict(
         id="memory-wall",
@@ -506,8 +562,8 @@ WHATIFS = (
         by=2,
         fact="memory-wall",
         front="The FLOP/s of an {chip} double while its HBM bandwidth stays flat. Serving "
-        "{model} at {precision}, what happens to the context length at which the KV fetch "
-        "overtakes the compute?",
+        "{model} at {precision} at a large batch, what happens to the context length at which "
+        "the KV fetch overtakes the compute?",
         why="The compute per token halves while the KV bytes per token stay: the KV fetch "
         "catches up at about half the context. That is the memory wall: faster chips make long "
         "contexts memory-bound sooner.",
@@ -519,8 +575,8 @@ WHATIFS = (
         vary="mem_bandwidth",
         by=2,
         fact="mla-crossover",
-        front="HBM bandwidth doubles on an {chip} serving {model} at {precision}. What "
-        "happens to the context length at which the KV fetch overtakes the compute?",
+        front="HBM bandwidth doubles on an {chip} serving {model} at {precision} at a large "
+        "batch. What happens to the context length at which the KV fetch overtakes the compute?",
         why="MLA's attention does many FLOPs per byte of its small KV cache; with twice the "
         "bandwidth the chip reads a KV byte faster than it can do that attention.",
     ),
@@ -545,18 +601,24 @@ def _changed_case(spec: dict, presets: Presets) -> dict:
     return case
 
 
-def _change_words(before, after) -> str:
-    """How an output moved, as a person says it: 'It halves: from 5,360 to 2,680 sequences.'"""
+def _change_words(before, after, ratio_only: bool = False) -> str:
+    """How an output moved, as a person says it: 'It halves: from 5,360 to 2,680 sequences.'
+    ``ratio_only``: the factor alone, for an output whose level rests on inputs the front does
+    not name (a cost per token on the chip-hour price)."""
     ratio = (after / before).to("").magnitude
-    span = f"from {quantity(before, 3)} to {quantity(after, 3)}"
+    span = "" if ratio_only else f": from {quantity(before, 3)} to {quantity(after, 3)}"
     if abs(ratio - 1) < 0.005:
-        return f"It does not change: {quantity(before, 3)} either way."
+        return (
+            "It does not change."
+            if ratio_only
+            else (f"It does not change: {quantity(before, 3)} either way.")
+        )
     for k, word in {2: "doubles", 0.5: "halves"}.items():
         if abs(ratio / k - 1) < 0.005:
-            return f"It {word}: {span}."
+            return f"It {word}{span}."
     if ratio > 1:
-        return f"It grows {number(ratio, 2)} times: {span}."
-    return f"It falls to {number(ratio, 2)} of what it was: {span}."
+        return f"It grows {number(ratio, 2)} times{span}."
+    return f"It falls to {number(ratio, 2)} of what it was{span}."
 
 
 def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
@@ -572,7 +634,7 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             reason = str(err).split(": ", 2)[-1].split(" (", 1)[0]
             lead = f"It no longer exists: {reason}. Before the change it was {quantity(before, 3)}."
         else:
-            lead = _change_words(before, after)
+            lead = _change_words(before, after, spec.get("ratio_only", False))
         names = _names(spec["case"], presets)
         cards.append(
             Card(
@@ -617,7 +679,7 @@ def _regime_cards(presets: Presets) -> list[Card]:
         bound = "memory-bound" if t_m > t_c else "compute-bound"
         top = "the weight fetch" if weights > kv else "the KV fetch"
         front = (
-            f"{names['model']} on {number(chips.magnitude)} {names['chip']} chips (the fewest that "
+            f"{names['model']} on {number(chips.magnitude)} {names['chips']} (the fewest that "
             f"hold it) at {names['precision']}, a batch of "
             f"{number(batch)} sequences with {number(context)} tokens of context each: "
             "which part of the step sets its time?"
@@ -685,12 +747,12 @@ def _comparison_cards(presets: Presets) -> list[Card]:
         eq = derivations.get(eq_id)
         va = eq.evaluate(presets=presets, **fixed, **{kind: a})
         vb = eq.evaluate(presets=presets, **fixed, **{kind: b}).to(va.units)
-        name_a, name_b = presets.get(kind, a).name, presets.get(kind, b).name
+        name_a, name_b = short_name(kind, a, presets), short_name(kind, b, presets)
         (winner, high), (_, low) = sorted(
             ((name_a, va), (name_b, vb)), key=lambda p: p[1].magnitude, reverse=True
         )
         factor = (high / low).to("").magnitude
-        front = f"Which {question}: {name_a} or {name_b}, and why?"
+        front = f"Which {question}: {name_a} or {name_b}?"
         back = (
             f"{winner}, about {number(factor, 2)} times as much: {quantity(high, 3)} against "
             f"{quantity(low, 3)}.\n\n{why}"
@@ -709,54 +771,50 @@ def _comparison_cards(presets: Presets) -> list[Card]:
     return cards
 
 
-# The claims worth a card (the others are trivia a student cannot check, or their front states
-# the answer), each with the fact it tests.
-CLAIM_FACTS = {
-    "ridge_a100": "ridge-value",
-    "deepseek_crossover": "deepseek-crossover",
-    "batching_gain": "batching-gain",
-    "hbm_20ms": "hbm-drain",
-    "scale_out_8x": "scale-out",
-    "blackwell_rack": "scaleup-capacity",
-    "traffic_ratio": "traffic-ratio",
-    "overtrained_100x": "overtraining",
-    "kv_from_kink": "kv-from-kink",
-    "cache_hit_10x": "cache-discount",
-}
+def _case_label(raw_case: dict, equation: str, presets: Presets) -> str:
+    """A claim case as a person names it: chip and model by their short names, and the
+    precision whenever the figure depends on it ('A100, BF16'), stated even when it is the
+    default; 'the lecture's figures' for a case that names no preset.
 
-
-def _claim_reason(v, raw: dict, presets: Presets) -> str:
-    """Why a claim holds or fails: the audit's one-sentence reason (its ``why``), else its
-    caveat and note; then how its first case is computed."""
-    why = [raw["why"]] if raw.get("why") else [s for s in (v.caveat, v.note) if s.strip()]
-    first = raw["cases"][0]
-    if "over" not in first:
-        from book.claims import CHOICES
-
-        kw = {k: first[k] for k in CHOICES if k in first} | dict(first.get("set", {}))
-        eq = derivations.get(v.equation)
-        if len(eq.rhs.free_symbols) <= 2:  # a plain ratio (S_up / S_out): the figures say it
-            return " ".join(f"{s[:1].upper()}{s[1:].rstrip('.')}." for s in why)
-        why.append(f"from ${written_latex(eq.id)}$ with {_inputs_text(eq, kw, presets)}")
-    return " ".join(f"{s[:1].upper()}{s[1:].rstrip('.')}." for s in why)
-
-
-def _case_label(label: str) -> str:
-    """A claim case's label without the inputs it sets, its chip named short.
-
-    >>> _case_label("NVIDIA GB200 NVL72 (per GPU), DeepSeek-V3 / R1, FP8 with batch 64")
-    'GB200 NVL72, DeepSeek-V3 / R1, FP8'
+    >>> from units.presets import load
+    >>> _case_label({"hardware": "a100_sxm"}, "ridge_intensity", load())
+    'A100, BF16'
+    >>> _case_label({"model": "kimi_k2"}, "scaleup_scaleout_ratio", load())
+    'Kimi K2'
     """
-    return label.split(" with ", 1)[0].replace("NVIDIA ", "").replace(" (per GPU)", "")
+    from book.claims import CHOICES
+
+    kinds = {"hardware": "hardware", "model": "model", "api": "api", "tier": "tier"}
+    parts = [short_name(kinds[k], raw_case[k], presets) for k in kinds if k in raw_case]
+    choices = {k: raw_case[k] for k in CHOICES if k in raw_case}
+    overrides = dict(raw_case.get("set", {}))
+    precision = choices.get("precision")
+    if precision is None and choices:
+        eq = derivations.get(equation)
+        try:
+            values = [
+                eq.evaluate(presets=presets, **choices, **overrides, precision=p).magnitude
+                for p in ("bf16", "fp8")
+            ]
+        except ChalkboardError:  # a chip without FP8: its figure is a BF16 one
+            values = [0, 1]
+        if values[0] != values[1]:
+            precision = "bf16"  # the default precision, named since the figure depends on it
+    if precision is not None:
+        parts.append(str(precision).upper())
+    return ", ".join(parts) or "the lecture's figures"
 
 
 def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
+    """The lecture's claims worth a card (``[[claim]]`` in concepts.toml: the fact each tests
+    and its reason in a sentence or two), with the audit's verdict and figures."""
     from book.claims import CLAIMS, audit_claims
 
     audit = audit_claims(presets)
     raw = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]
     cards = []
-    for cid, fact in CLAIM_FACTS.items():
+    for entry in _authored().get("claim", ()):
+        cid = entry["id"]
         v = audit[cid]
         if v.chapter not in chapters:
             continue
@@ -765,17 +823,21 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             if v.said_by.startswith("lecture")
             else "A published summary of the lecture says"
         )
-        computed = "; ".join(f"{quantity(c.value, 3)} ({_case_label(c.label)})" for c in v.cases)
+        computed = "; ".join(
+            f"{quantity(c.value, 3)} ({_case_label(r, v.equation, presets)})"
+            for c, r in zip(v.cases, raw[cid]["cases"], strict=True)
+        )
+        why = entry["why"].strip()
         moment = claim_moment(v.said_by)
         cards.append(
             Card(
                 f"claim:{v.id}",
                 v.chapter,
                 "claim",
-                f"{who}: *{v.claim}*. Does it hold, and why?",
-                f"**{sentence(v.verdict)}.** {computed}.\n\n{_claim_reason(v, raw[cid], presets)}",
+                f"{who}: *{v.claim}*. Does it hold?",
+                f"**{sentence(v.verdict)}.** {computed}.\n\n{why}",
                 f"claim {v.id}",
-                fact=fact,
+                fact=entry["fact"],
                 video=video_link(moment) if moment is not None else "",
             )
         )

@@ -129,6 +129,8 @@ def test_every_named_case_is_used_by_its_answer(deck):
 
 
 def test_number_cards_name_their_chip_model_and_precision(deck):
+    from book.cards import short_name
+
     presets = load()
     for c in deck:
         if c.kind not in ("number", "whatif", "regime"):
@@ -136,18 +138,53 @@ def test_number_cards_name_their_chip_model_and_precision(deck):
         case = dict(c.case)
         for kind in ("hardware", "model"):
             if kind in case:
-                assert presets.get(kind, case[kind]).name in c.front, (c.id, kind)
+                assert short_name(kind, case[kind], presets) in c.front, (c.id, kind)
         if "precision" in case:
             assert case["precision"].upper() in c.front, c.id
+        if "context_length" in case:  # a figure that depends on the context names it
+            assert re.search(r"\d[\d,]* tokens", c.front), c.id
     # the old card read "Estimate ... for NVIDIA H100 SXM, DeepSeek-V3 / R1, FP8" for a drain
     card = next(c for c in deck if c.id == "eq:hbm_drain_time:number")
     assert dict(card.case) == {"hardware": "h100_sxm"} and "DeepSeek" not in card.front
 
 
+# a preset as its catalogue names it, not as a person says it (a fresh reader's complaint:
+# "DeepSeek-V3 / R1 on NVIDIA H100 SXM chips at FP8")
+LONG_NAME = re.compile(r"NVIDIA|AMD Instinct|Google TPU| SXM\b| / R1|\(per GPU\)|\(HGX\)| / 4\.6")
+
+
+def test_cards_name_presets_as_a_person_says_them(deck):
+    for c in deck:
+        for side in (c.front, c.back):
+            assert not LONG_NAME.search(side), (c.id, LONG_NAME.search(side)[0])
+    assert LONG_NAME.search("DeepSeek-V3 / R1 on NVIDIA H100 SXM chips at FP8")
+
+
+def test_short_names():
+    from book.cards import short_name
+
+    presets = load()
+    said = {
+        ("hardware", "h100_sxm"): "H100",
+        ("hardware", "a100_sxm"): "A100",
+        ("hardware", "b200"): "B200",
+        ("hardware", "gb200_nvl72"): "GB200 NVL72",
+        ("hardware", "rubin"): "Rubin",
+        ("hardware", "tpu_v6e"): "TPU v6e",
+        ("hardware", "mi300x"): "MI300X",
+        ("model", "deepseek_v3"): "DeepSeek-V3",
+        ("model", "llama_3_1_70b"): "Llama 3.1 70B",
+        ("api", "deepseek_v3"): "DeepSeek V3",
+    }
+    assert {k: short_name(*k, presets) for k in said} == said
+
+
 def test_a_worked_number_card_by_hand(deck):
-    card = next(c for c in deck if c.id == "eq:crossover_batch:number")
-    # H100 at FP8: 1978.9 TFLOP/s over 3.35 TB/s x (1 byte / 2 FLOP) x 671 / 37 = 5,356
-    assert card.back.startswith("About 5,360 sequences")
+    card = next(c for c in deck if c.id == "eq:decode_rate_per_user:number")
+    # Llama 3.1 70B at FP8 on one H100 (facts.md: 70.6 B parameters, 3.35 TB/s, 80 layers x
+    # 8 KV heads x 128 x 2 = 163,840 KV values per token): weights 70.6 GB / 3.35 TB/s =
+    # 21.07 ms, KV 32,768 x 163,840 B / 3.35 TB/s = 1.60 ms; one token per 22.67 ms = 44.1/s
+    assert card.back.startswith("About 44.1 tokens per second")
 
 
 # -- the gates of issue 21: what a card may not carry -----------------------------------------
@@ -200,6 +237,164 @@ def test_the_reason_gate_fails_a_bare_verdict():
     assert len(re.findall(r"[A-Za-z]{3,}", claim_reason(bare))) < 12
 
 
+# -- what a fresh reader marked weak: long backs, two questions, undefined symbols ------------
+
+VERDICT = re.compile(r"\*\*(?:Holds|Holds, with a caveat|Wrong)\.\*\*")
+MAX_SENTENCES, MAX_WORDS = 3, 70
+
+
+def prose_sentences(back: str) -> list[str]:
+    """A back's sentences of prose: math removed, a claim's verdict not counted, and a
+    fragment of fewer than two words (what is left of a formula) no sentence."""
+    text = VERDICT.sub("", prose_only(back))
+    parts = re.split(r"(?<=[.!?])\s+", text.strip())
+    return [p for p in parts if len(re.findall(r"[A-Za-z]{2,}", p)) >= 2]
+
+
+def test_backs_are_short(deck):
+    """At most three sentences of prose and seventy words: an answer a student can check
+    (the fresh reader marked a five-sentence back and a four-provider list weak)."""
+    for c in deck:
+        sentences = prose_sentences(c.back)
+        words = re.findall(r"[\w'-]+", VERDICT.sub("", prose_only(c.back)))
+        assert len(sentences) <= MAX_SENTENCES, (c.id, len(sentences))
+        assert len(words) <= MAX_WORDS, (c.id, len(words))
+
+
+def test_the_length_gate_fails_the_old_backs():
+    old = (  # the old train-period card: five sentences
+        "The drain time is how long one full read takes: 14.4 ms on Rubin. More often is "
+        "impossible: HBM cannot be read faster. Less often leaves the FLOPs idle. A request "
+        "waits for the next train and then rides it. So it waits at most two periods."
+    )
+    assert len(prose_sentences(old)) > MAX_SENTENCES
+    assert prose_sentences("**Holds.** 23.9 ms (H100).\n\nHBM grew with bandwidth.") == [
+        "HBM grew with bandwidth."
+    ]
+
+
+def test_every_front_asks_one_question(deck):
+    """One question per card: one question mark (a cloze asks with its box), and no
+    '..., and why?' tacked on (a claim or comparison gives its reason on the back)."""
+    for c in deck:
+        asks = prose_only(c.front).count("?")
+        assert asks == (0 if c.kind == "cloze" else 1), (c.id, asks)
+        assert not re.search(r"\band why\?", c.front), c.id
+
+
+# Each symbol a front may use, and the words that must define it on that front.
+DEFINED_BY = {
+    "A": r"fitted constants",
+    r"\alpha": r"fitted constants",
+    r"\mathcal{B}": r"fitted constants",
+    r"\beta": r"fitted constants",
+    r"\mathcal{E}": r"irreducible loss",
+    r"\mathcal{L}": r"loss",
+    "B": r"batch|sequences",
+    r"C_{\mathrm{pre}}": r"costs",
+    "D": r"chips",
+    "E_{r}": r"routed experts",
+    "d_{h}": r"head dimension",
+    r"D_{\mathrm{pre}}": r"tokens",
+    "F": r"FLOP/s",
+    "K": r"product",
+    r"L_{\mathrm{ctx}}": r"tokens",
+    r"M_{\mathrm{act}}": r"backpropagation",
+    r"M_{\mathrm{act}}^{\mathrm{rev}}": r"one layer's worth",
+    r"N_{\mathrm{active}}": r"parameters",
+    r"N_{\mathrm{total}}": r"parameters",
+    "P": r"stages",
+    "W": r"bandwidth",
+    r"\Phi_{\mathrm{pre}}": r"prefill",
+    r"\ell_{\mathrm{MoE}}": r"MoE layers",
+    r"\pi": r"penalty",
+    r"a_{\mathrm{dec}}": r"FLOPs per token of context",
+    r"a_{\mathrm{layer}}": r"bytes per token per layer",
+    r"b_{\mathrm{act}}": r"bytes per activation",
+    r"b_{\mathrm{w}}": r"bytes (?:per weight|each)",
+    "d": r"width",
+    r"d_{\mathrm{rope}}": r"rotary",
+    r"h_{\mathrm{KV}}": r"KV heads",
+    "k": r"experts",
+    r"k_{\mathrm{KV}}": r"bytes per token",
+    "m": r"micro-batches",
+    "n": r"chips",
+    r"n_{\mathrm{global}}": r"global-attention layers",
+    r"n_{\mathrm{layers}}": r"layers",
+    "p": r"price|rents",
+    r"p_{\mathrm{tier}}": r"rents",
+    "r": r"racks",
+    r"r_{\mathrm{KV}}": r"latent rank",
+    r"t_{\mathrm{mem}}": r"memory time",
+    "x": r"maps",
+    "y": r"maps",
+    "x'": r"maps",
+    "y'": r"maps",
+}
+
+
+def math_symbols(latex: str) -> set[str]:
+    """The catalogue's symbols written in ``latex``: each symbol's LaTeX standing alone (not
+    part of a longer name, a subscript or a command), longest first."""
+    found = set()
+    latex = re.sub(r"([_^])([A-Za-z0-9])", r"\1{\2}", latex)  # E_r is E_{r}
+    for tex in sorted({s.latex for s in derivations.SYMBOLS.values()}, key=len, reverse=True):
+        alone = re.compile(
+            r"(?<![A-Za-z\\_^])(?<!_\{)(?<!\^\{)" + re.escape(tex) + r"(?![A-Za-z_^{'])"
+        )
+        if alone.search(latex):
+            found.add(tex)
+            latex = alone.sub(" ", latex)
+    return found
+
+
+def front_math(front: str) -> str:
+    return " ".join(a or b for a, b in re.findall(r"\$\$(.+?)\$\$|\$(.+?)\$", front, re.S))
+
+
+def test_no_front_uses_a_symbol_it_does_not_define(deck):
+    """A symbol on a front comes with the words that say what it is, on that front (the
+    remat-cost card used $\\Phi_{pre}$ and $p$ without them)."""
+    for c in deck:
+        prose = prose_only(c.front)
+        for tex in math_symbols(front_math(c.front)):
+            assert tex in DEFINED_BY, (c.id, tex, "a new symbol: define it on the front")
+            assert re.search(DEFINED_BY[tex], prose), (c.id, tex)
+
+
+def test_a_formula_answer_uses_only_symbols_its_front_names(deck):
+    """What a student must write uses nothing the front did not give: every symbol of a
+    formula card's right side is on its front (or its back says what it is: '$\\rho$ is
+    about 20'); a cloze's prompt names every symbol of its formula."""
+    for c in deck:
+        if c.kind not in ("formula", "cloze"):
+            continue
+        formula = DISPLAY_MATH.search(c.back)[1]
+        rhs = formula.split("=", 1)[1]
+        given = front_math(c.front.split("$$")[0] if c.kind == "cloze" else c.front)
+        missing = [
+            t
+            for t in math_symbols(rhs) - math_symbols(given)
+            if not re.search(re.escape(f"${t}$ is"), c.back)
+        ]
+        assert not missing, (c.id, missing)
+
+
+def test_the_symbol_gates_catch_the_old_cards():
+    assert math_symbols(r"\frac{L_{\mathrm{ctx}} \Phi_{\mathrm{pre}} p}{F}") == {
+        r"L_{\mathrm{ctx}}",
+        r"\Phi_{\mathrm{pre}}",
+        "p",
+        "F",
+    }
+    assert math_symbols(r"E_r / k") == {"E_{r}", "k"}  # r is E's subscript, not racks
+    # the old break-even front named only the tier's rent: four of the answer's symbols missing
+    old_front = r"How long is holding a KV cache worth it, at $p_{\mathrm{tier}}$ per byte?"
+    answer = r"\frac{\Phi_{\mathrm{pre}} p}{F k_{\mathrm{KV}} p_{\mathrm{tier}}}"
+    assert len(math_symbols(answer) - math_symbols(front_math(old_front))) == 4
+
+
+FACT_CAP = 2
 FACT_CAP = 2
 
 
@@ -267,9 +462,17 @@ def test_whatif_cards_evaluate_at_the_new_point(deck):
     by_id = {c.id: c for c in deck}
     # facts.md: H100 FP8 1978.9 TFLOP/s, 3.35 TB/s; DeepSeek 671B/37B at 1 byte: B* = 5,356;
     # doubling W gives 2,678 (B* is proportional to 1/W)
+    # Llama 3.1 70B on an H100 at FP8 (dense, 1 byte per weight): B* = 1978.9 / 3.35 / 2 =
+    # 295.4; doubling W gives 147.7 (B* is proportional to 1/W)
     assert by_id["whatif:batching:bandwidth-crossover"].back.startswith(
-        "It halves: from 5,360 sequences to 2,680 sequences"
+        "It halves: from 295 sequences to 148 sequences"
     )
+    # a cost per token rests on the chip-hour price, which the front does not give: the card
+    # says the factor only (the old card read "from 1.56 USD per million tokens to 0.903")
+    assert by_id["whatif:batching:batch-below-crossover"].back.startswith("It falls to 0.58")
+    for c in deck:
+        if "USD" in c.back:
+            assert "USD" in c.front or "price" in c.front, (c.id, "a price with hidden inputs")
     # the old card said 2^5.5 = 45.6 times; the crossover no longer exists (the CLI says so)
     mla = by_id["whatif:long_context:mla-crossover"].back
     assert mla.startswith("It no longer exists") and "45.6" not in mla
