@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.format import number
+from book.problem_bank import Draw, Mistake, evaluate, money
 from units import Q_
 
 KIND = "design"
@@ -67,8 +67,7 @@ def draw(rng, presets) -> Draw:
             presets=presets,
         )
         rows = [
-            option(h, Q_(rng.choice(r), "USD/chip/hour"), case, presets)
-            for h, r in DOMAINS.items()
+            option(h, Q_(rng.choice(r), "USD/chip/hour"), case, presets) for h, r in DOMAINS.items()
         ]
         fits = sorted((r for r in rows if r["ok"]), key=lambda r: r["cost"].m)
         best = fits[0]
@@ -86,18 +85,18 @@ def draw(rng, presets) -> Draw:
     def offer(r) -> str:
         chip = presets.get("hardware", r["hardware"])
         return (
-            f"{name[r['hardware']]}, {quantity(r['chips'])} in one NVLink domain at "
-            f"{quantity(r['rent'])}, each with {quantity(chip.hbm_capacity, 3)} of HBM at "
-            f"{quantity(chip.hbm_bandwidth, 3)} and {quantity(chip.dense_flops_fp8, 3)} of "
+            f"{name[r['hardware']]}, {money(r['chips'])} in one NVLink domain at "
+            f"{money(r['rent'])}, each with {money(chip.hbm_capacity, 3)} of HBM at "
+            f"{money(chip.hbm_bandwidth, 3)} and {money(chip.dense_flops_fp8, 3)} of "
             "dense FP8 math"
         )
 
     text = (
-        f"You serve {model_name} ({quantity(spec.params_total, 3)} in all, "
-        f"{quantity(spec.params_active, 3)} active per token; its KV cache takes "
-        f"{quantity(kv.to('kB/token'), 3)} in FP8) with weights, cache and math in FP8, every "
+        f"You serve {model_name} ({money(spec.params_total, 3)} in all, "
+        f"{money(spec.params_active, 3)} active per token; its KV cache takes "
+        f"{money(kv.to('kB/token'), 3)} in FP8) with weights, cache and math in FP8, every "
         "expert layer inside one scale-up domain (no pipelining), at a batch of "
-        f"{quantity(case['batch_size'])} with contexts of {number(case['context_length'].m)} "
+        f"{money(case['batch_size'])} with contexts of {number(case['context_length'].m)} "
         f"tokens. You are offered: {'; '.join(offer(r) for r in rows)}. Which domain makes "
         "the cheapest token, and what does that token cost, in USD per million tokens?"
     )
@@ -105,17 +104,17 @@ def draw(rng, presets) -> Draw:
     def line(r) -> str:
         if not r["ok"]:
             return (
-                f"{name[r['hardware']]}: needs {quantity(r['need'], 3)}, holds only "
-                f"{quantity(r['hbm'], 3)}: out."
+                f"{name[r['hardware']]}: needs {money(r['need'], 3)}, holds only "
+                f"{money(r['hbm'], 3)}: out."
             )
         return (
-            f"{name[r['hardware']]}: holds {quantity(r['hbm'], 3)} for "
-            f"{quantity(r['need'], 3)}. A step reads the weights in "
-            f"{quantity(r['weights'], 3)} and the caches in {quantity(r['kv'], 3)} over "
-            f"{quantity(r['chips'])} × {quantity(r['bandwidth'], 3)}; the multiplies take "
-            f"only {quantity(r['compute'], 3)}, so the step is {quantity(r['step'], 3)}. "
-            f"{quantity(r['chips'])} × {quantity(r['rent'])} × {quantity(r['step'], 3)} over "
-            f"{quantity(case['batch_size'])}: {quantity(r['cost'], 3)}."
+            f"{name[r['hardware']]}: holds {money(r['hbm'], 3)} for "
+            f"{money(r['need'], 3)}. A step reads the weights in "
+            f"{money(r['weights'], 3)} and the caches in {money(r['kv'], 3)} over "
+            f"{money(r['chips'])} × {money(r['bandwidth'], 3)}; the multiplies take "
+            f"only {money(r['compute'], 3)}, so the step is {money(r['step'], 3)}. "
+            f"{money(r['chips'])} × {money(r['rent'])} × {money(r['step'], 3)} over "
+            f"{money(case['batch_size'])}: {money(r['cost'], 3)}."
         )
 
     close = (
@@ -131,10 +130,9 @@ def draw(rng, presets) -> Draw:
         "chips; the multiplies (two FLOPs per active parameter per sequence, plus attention) "
         "take less. The cost per token is the domain's rent for one step over the batch.",
         *(line(r) for r in rows),
-        "More chips make the step shorter, so what matters is each chip's bandwidth for its "
-        "rent.",
+        "More chips make the step shorter, so what matters is each chip's bandwidth for its rent.",
         f"Cheapest: {name[best['hardware']]}; the next costs {margin:.0%} more.{close}",
-        f"Lowest cost: **{quantity(best['cost'], 3)}**.",
+        f"Lowest cost: **{money(best['cost'], 3)}**.",
     )
     # graded tighter than the gap to the runner-up, so the runner-up's cost is never "right"
     tolerance = min(0.03, margin / 2)

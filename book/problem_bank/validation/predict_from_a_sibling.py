@@ -80,9 +80,9 @@ def _bound(row, presets, **change):
         memory=_ev("memory_time", case, batch_size=batch).to("ms"),
         decode=_ev("compute_time", case, batch_size=batch).to("ms"),
         # the step with the reads free: the decode's multiplies plus the prompts' prefill
-        busy=_ev(
-            "serving_step_time", case, batch_size=batch, mem_bandwidth=Q_(1e9, "TB/s")
-        ).to("ms"),
+        busy=_ev("serving_step_time", case, batch_size=batch, mem_bandwidth=Q_(1e9, "TB/s")).to(
+            "ms"
+        ),
     )
     return rate, batch, step, case, work
 
