@@ -67,8 +67,8 @@ def draw(rng, presets) -> Draw:
         f"dense in BF16, each) rented at {money(rent)}. Its KV cache takes "
         f"{money(kv_token.to('kB/token'), 3)} at this precision, and every sequence carries a "
         f"context of {number(context.magnitude)} tokens. Every user must see at least "
-        f"{number(rate.magnitude)} tokens per second. How many sequences can you batch at most, "
-        "which limit binds, and what does a generated token then cost, in USD per million tokens?"
+        f"{number(rate.magnitude)} tokens per second. At the largest batch you can run, what "
+        "does a generated token cost, in USD per million tokens?"
     )
     binding = (
         "set by the speed target (the memory would hold more)"
