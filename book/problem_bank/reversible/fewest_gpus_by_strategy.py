@@ -120,8 +120,8 @@ def draw(rng, presets) -> Draw:
         binding = "memory" if o["by_memory"] >= o["by_time"] else "the deadline"
         lines.append(
             f"{_upper(NAMES[o['key']])}: activations {quantity(o['acts'])} per step; "
-            f"memory needs {number(o['by_memory'])} GPUs, the deadline "
-            f"{number(o['by_time'])} ({quantity(o['compute'])}); {binding} binds: "
+            f"memory needs {math.ceil(o['by_memory']):,} GPUs, the deadline "
+            f"{math.ceil(o['by_time']):,} GPUs ({quantity(o['compute'])}); {binding} binds: "
             f"{o['gpus']:,} GPUs."
         )
     tie_note = (
