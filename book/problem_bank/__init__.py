@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -96,6 +97,27 @@ def whole_count_tolerance(count: float, tolerance: float = 0.03) -> float:
     (0.00656, 0.03)
     """
     return min(tolerance, 0.4 / count)
+
+
+def money(q: pint.Quantity, digits: int = 4) -> str:
+    """A price as a person writes it: below a dollar in cents, to ``digits`` figures as
+    :func:`book.format.quantity` writes any figure; from a dollar up, and anything that is not
+    in USD, as ``quantity`` writes it. (``book.format.said`` gives the 2-3 figures a sentence
+    says; a graded answer keeps its figures.)
+
+    >>> from units import Q_
+    >>> money(Q_(0.1918, "USD/Mtoken"), 3), money(Q_(0.03, "USD/Mtoken"))
+    ('19.2¢ per million tokens', '3¢ per million tokens')
+    >>> money(Q_(2.5, "USD/chip/hour")), money(Q_(70, "ms")), money(Q_(0.0042, "USD/GB/hour"))
+    ('2.5 USD per chip per hour', '70 ms', '0.42¢ per GB per hour')
+    """
+    from book.format import number, quantity, unit
+
+    text = unit(q.units)
+    if not text.startswith("USD") or not 0 < abs(q.magnitude) < 1:
+        return quantity(q, digits)
+    per = re.sub(r"/\((\w+)·h\)$", r" per \1 per hour", text[3:])  # "/(GB·h)"
+    return f"{number(q.magnitude * 100, digits)}¢{per}"
 
 
 def distinct_mistakes(mistakes, answer, tolerance: float) -> tuple[Mistake, ...]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.format import number
+from book.problem_bank import Draw, Mistake, evaluate, money
 from units import Q_
 
 KIND = "design"
@@ -94,8 +94,8 @@ def draw(rng, presets) -> Draw:
     def row(r) -> str:
         return (
             f"{name[r['hardware']]} in {r['precision'].upper()}: batch {number(r['batch'])} "
-            f"(set by {why[r['binds']]}), step {quantity(r['step'], 3)}, "
-            f"{quantity(r['cost'], 3)}"
+            f"(set by {why[r['binds']]}), step {money(r['step'], 3)}, "
+            f"{money(r['cost'], 3)}"
         )
 
     def working(r) -> str:
@@ -103,24 +103,24 @@ def draw(rng, presets) -> Draw:
         lim = r["limits"]
         return (
             f"{name[r['hardware']]} in {r['precision'].upper()}: the weights, "
-            f"{quantity(r['weight_bytes'], 3)}, take {quantity(r['weights'], 3)} to read over "
-            f"the eight chips; each sequence's KV cache, {quantity(r['kv_bytes'], 3)}, takes "
-            f"{quantity(r['kv_one'], 3)}; the rest of the step holds "
-            f"{number(lim['speed'])} sequences. The HBM, {quantity(r['hbm'], 4)}, holds "
+            f"{money(r['weight_bytes'], 3)}, take {money(r['weights'], 3)} to read over "
+            f"the eight chips; each sequence's KV cache, {money(r['kv_bytes'], 3)}, takes "
+            f"{money(r['kv_one'], 3)}; the rest of the step holds "
+            f"{number(lim['speed'])} sequences. The HBM, {money(r['hbm'], 4)}, holds "
             f"{number(lim['memory'])} caches beside the weights, and the multiplies would fill "
             f"the step at {number(lim['compute'])}. So the batch is {number(r['batch'])} (set "
-            f"by {why[r['binds']]}), the step {quantity(r['step'], 3)}, and the cost eight "
-            f"chips × {quantity(r['rent'])} × {quantity(r['step'], 3)} over "
-            f"{number(r['batch'])} tokens: {quantity(r['cost'], 3)}"
+            f"by {why[r['binds']]}), the step {money(r['step'], 3)}, and the cost eight "
+            f"chips × {money(r['rent'])} × {money(r['step'], 3)} over "
+            f"{number(r['batch'])} tokens: {money(r['cost'], 3)}"
         )
 
     def chip_words(h) -> str:
         c = presets.get("hardware", h)
         return (
-            f"servers of eight {name[h]} at {quantity(rents[h])} ({quantity(c.hbm_capacity, 3)} "
-            f"of HBM at {quantity(c.hbm_bandwidth, 3)} per chip, "
-            f"{quantity(c.dense_flops_bf16, 4)} dense in BF16 and "
-            f"{quantity(c.dense_flops_fp8, 4)} in FP8)"
+            f"servers of eight {name[h]} at {money(rents[h])} ({money(c.hbm_capacity, 3)} "
+            f"of HBM at {money(c.hbm_bandwidth, 3)} per chip, "
+            f"{money(c.dense_flops_bf16, 4)} dense in BF16 and "
+            f"{money(c.dense_flops_fp8, 4)} in FP8)"
         )
 
     offers = " and ".join(chip_words(h) for h in chips)
@@ -129,8 +129,8 @@ def draw(rng, presets) -> Draw:
         "kv_bytes_per_token", model="llama_3_1_70b", precision="bf16", presets=presets
     ).to("kB/token")
     text = (
-        f"You must serve {model} ({quantity(llama.params_total)}, dense; its KV cache takes "
-        f"{quantity(kv16, 3)} in BF16) so that every user sees at least "
+        f"You must serve {model} ({money(llama.params_total)}, dense; its KV cache takes "
+        f"{money(kv16, 3)} in BF16) so that every user sees at least "
         f"{number(rate.magnitude)} "
         f"tokens per second, with contexts of {number(CONTEXT)} tokens. You are offered {offers}. "
         "You may run weights, KV cache and math in BF16 or in FP8, and choose the batch. Which "
@@ -145,13 +145,13 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         "For each option, the step may last one over the per-user speed "
-        f"({quantity(step_limit, 3)}). The batch is the largest that keeps the step within it "
+        f"({money(step_limit, 3)}). The batch is the largest that keeps the step within it "
         "(weights read once, plus each sequence's KV cache) and whose KV caches fit in the "
         "HBM beside the weights; FP8 halves both the bytes read and the bytes held.",
         f"Cheapest: {working(best)}.",
         f"Runner-up: {working(second)}. It costs {margin:.0%} more.{close}",
         *(f"{row(r)}." for r in rows[2:]),
-        f"Lowest cost: **{quantity(best['cost'], 3)}**, on {name[best['hardware']]} in "
+        f"Lowest cost: **{money(best['cost'], 3)}**, on {name[best['hardware']]} in "
         f"{best['precision'].upper()} at batch {number(best['batch'])}.",
     )
     mistakes = tuple(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.format import number
+from book.problem_bank import Draw, Mistake, evaluate, money
 from book.problem_bank.batching._figures import (
     chip_name,
     figures,
@@ -104,29 +104,29 @@ def draw(rng, presets) -> Draw:
     word = WORDS[case["precision"]]
 
     text = (
-        f"You serve {name} in {word} on a server of {quantity(n)} ({chip}, "
-        f"{quantity(f['mem_bandwidth'], 3)} of HBM bandwidth and "
+        f"You serve {name} in {word} on a server of {money(n)} ({chip}, "
+        f"{money(f['mem_bandwidth'], 3)} of HBM bandwidth and "
         f"{flop_rate(f['flops'])} of {word} math each), rented at "
-        f"{quantity(rent)}. Every conversation carries {tokens(context)} of context, whose KV "
-        f"cache takes {quantity(f['kv_bytes_per_token'].to('kB/token'), 3)} of context in "
-        f"{word}. Your standard mode runs a batch of {quantity(b0)}. You add a Fast mode like "
+        f"{money(rent)}. Every conversation carries {tokens(context)} of context, whose KV "
+        f"cache takes {money(f['kv_bytes_per_token'].to('kB/token'), 3)} of context in "
+        f"{word}. Your standard mode runs a batch of {money(b0)}. You add a Fast mode like "
         f"{api.name.split(',')[0]}'s, which promises {number(speed)} times the output speed "
-        f"and charges {quantity(price_fast)} against {quantity(price)}. On the same server, "
+        f"and charges {money(price_fast)} against {money(price)}. On the same server, "
         "what does a Fast-mode token cost you, in USD per million tokens?"
     )
     solution = (
-        f"Standard step: the weights ({size(weight_bytes(f))}) take {quantity(weights, 3)} to "
+        f"Standard step: the weights ({size(weight_bytes(f))}) take {money(weights, 3)} to "
         f"read over the eight chips, and each conversation's cache adds "
-        f"{quantity(per_sequence.to('µs'), 3)}; the multiplies take less, so the step is "
-        f"memory-bound: {quantity(step0, 3)} at {quantity(b0)}, "
-        f"{quantity(cost0, 3)}.",
+        f"{money(per_sequence.to('µs'), 3)}; the multiplies take less, so the step is "
+        f"memory-bound: {money(step0, 3)} at {money(b0)}, "
+        f"{money(cost0, 3)}.",
         f"Fast mode gives each user {number(speed)} times the tokens per second, so its step "
-        f"may last {quantity(step0, 3)} / {number(speed)} = {quantity(limit, 3)}. The weights "
-        f"still take {quantity(weights, 3)} of it, whatever the batch; what is left holds "
+        f"may last {money(step0, 3)} / {number(speed)} = {money(limit, 3)}. The weights "
+        f"still take {money(weights, 3)} of it, whatever the batch; what is left holds "
         f"{number(fast)} conversations' caches (rounded down), a batch "
         f"{number(b0.m / fast, 3)} times smaller, not {number(speed)}.",
-        f"That step takes {quantity(step_fast, 3)}, shared by {number(fast)} tokens: "
-        f"**{quantity(cost, 3)}**, {number(ratio, 3)} times the standard token's cost, where "
+        f"That step takes {money(step_fast, 3)}, shared by {number(fast)} tokens: "
+        f"**{money(cost, 3)}**, {number(ratio, 3)} times the standard token's cost, where "
         f"the price is {number(price_ratio)} times. (Reading the price ratio as a cost ratio would "
         f"imply a batch {number(1 / implied.m, 3)} times smaller; the weight read, not the "
         "price, sets the batch.)",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.format import number
+from book.problem_bank import Draw, Mistake, evaluate, money
 from derivations.notation import flops_per_param_token
 from units import Q_
 
@@ -62,13 +62,13 @@ def draw(rng, presets) -> Draw:
     speed_binds = by_speed <= by_memory
 
     text = (
-        f"You serve {model} in BF16 on a server of {quantity(n)} ({chip}, "
-        f"{quantity(hbm, 3)} of HBM at {quantity(bandwidth, 3)} and {quantity(flop_rate, 4)} "
-        f"dense in BF16, each) rented at {quantity(rent)}. Its KV cache takes "
-        f"{quantity(kv_token.to('kB/token'), 3)} at this precision, and every sequence carries a "
+        f"You serve {model} in BF16 on a server of {money(n)} ({chip}, "
+        f"{money(hbm, 3)} of HBM at {money(bandwidth, 3)} and {money(flop_rate, 4)} "
+        f"dense in BF16, each) rented at {money(rent)}. Its KV cache takes "
+        f"{money(kv_token.to('kB/token'), 3)} at this precision, and every sequence carries a "
         f"context of {number(context.magnitude)} tokens. Every user must see at least "
-        f"{number(rate.magnitude)} tokens per second. How many sequences can you batch at most, "
-        "which limit binds, and what does a generated token then cost, in USD per million tokens?"
+        f"{number(rate.magnitude)} tokens per second. At the largest batch you can run, what "
+        "does a generated token cost, in USD per million tokens?"
     )
     binding = (
         "set by the speed target (the memory would hold more)"
@@ -77,26 +77,26 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         "Each sequence gets one token per step, so a step may take at most "
-        f"1/{number(rate.magnitude)} s = {quantity(step, 3)}.",
-        f"Every step reads all the weights once: {quantity(params, 3)} at two bytes each is "
-        f"{quantity(weight_bytes, 3)}; over the eight chips' combined bandwidth, "
-        f"{quantity(n)} × {quantity(bandwidth, 3)} = {quantity(combined, 3)}, "
-        f"that takes {quantity(weights, 3)}, whatever the batch.",
+        f"1/{number(rate.magnitude)} s = {money(step, 3)}.",
+        f"Every step reads all the weights once: {money(params, 3)} at two bytes each is "
+        f"{money(weight_bytes, 3)}; over the eight chips' combined bandwidth, "
+        f"{money(n)} × {money(bandwidth, 3)} = {money(combined, 3)}, "
+        f"that takes {money(weights, 3)}, whatever the batch.",
         f"Each sequence adds its own KV cache, read once per step: "
-        f"{number(context.magnitude)} tokens × {quantity(kv_token.to('kB/token'), 3)} = "
-        f"{quantity(kv_sequence.to('GB/sequence'), 3)}, which takes {quantity(kv_one, 3)} per "
-        f"sequence. The rest of the step, {quantity(step - weights, 3)}, holds "
+        f"{number(context.magnitude)} tokens × {money(kv_token.to('kB/token'), 3)} = "
+        f"{money(kv_sequence.to('GB/sequence'), 3)}, which takes {money(kv_one, 3)} per "
+        f"sequence. The rest of the step, {money(step - weights, 3)}, holds "
         f"{number(by_speed)} sequences (rounded down).",
-        f"Memory: the eight chips hold {quantity((n * hbm).to('GB'), 3)}; after the weights "
-        f"{quantity(free, 3)} is left for KV caches, room for {number(by_memory)} sequences. "
+        f"Memory: the eight chips hold {money((n * hbm).to('GB'), 3)}; after the weights "
+        f"{money(free, 3)} is left for KV caches, room for {number(by_memory)} sequences. "
         f"So the batch is {number(batch)}, {binding}.",
         f"Check the regime: at that batch the multiplies, {per_param} FLOP per parameter per "
         "sequence, "
-        f"{number(batch)} × {per_param} × {quantity(params, 3)} over {quantity(n)} × "
-        f"{quantity(flop_rate, 4)}, take {quantity(compute, 3)}, under the "
-        f"{quantity(memory, 3)} of memory reads, so the step is memory-bound as assumed.",
-        f"Cost: {quantity(n)} × {quantity(rent)} × {quantity(memory, 3)} per step, shared by "
-        f"{number(batch)} tokens: **{quantity(cost, 3)}**.",
+        f"{number(batch)} × {per_param} × {money(params, 3)} over {money(n)} × "
+        f"{money(flop_rate, 4)}, take {money(compute, 3)}, under the "
+        f"{money(memory, 3)} of memory reads, so the step is memory-bound as assumed.",
+        f"Cost: {money(n)} × {money(rent)} × {money(memory, 3)} per step, shared by "
+        f"{number(batch)} tokens: **{money(cost, 3)}**.",
     )
     cost_by_speed = None
     if not speed_binds:

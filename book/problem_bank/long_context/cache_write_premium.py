@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.format import number
+from book.problem_bank import Draw, Mistake, money
 from derivations import get
 from units import Q_
 
@@ -59,15 +59,13 @@ def draw(rng, presets) -> Draw:
     rent = presets.get("rental", RENT).price
 
     if tier.get("price") is not None:
-        where = f"{tier.medium} ({tier.name}), rented at {quantity(tier.price)}"
+        where = f"{tier.medium} ({tier.name}), rented at {money(tier.price)}"
     else:
-        where = (
-            f"HBM, which costs the GPU's rent, {quantity(rent)}, over its {quantity(tier.capacity)}"
-        )
+        where = f"HBM, which costs the GPU's rent, {money(rent)}, over its {money(tier.capacity)}"
     text = (
-        f"{api.name} charges {quantity(api.input.to('USD/Mtoken'))} for input tokens and "
-        f"{quantity(write)} for input written to a prompt cache that lives "
-        f"{quantity(life)}. Suppose the model behind it {_attention(model)}, caches in BF16, "
+        f"{api.name} charges {money(api.input.to('USD/Mtoken'))} for input tokens and "
+        f"{money(write)} for input written to a prompt cache that lives "
+        f"{money(life)}. Suppose the model behind it {_attention(model)}, caches in BF16, "
         f"and that the provider keeps written caches in {where}. How many times over does "
         "the extra charge for writing the cache pay for holding it for its lifetime? (Below "
         "one, it does not.)"
@@ -88,13 +86,13 @@ def draw(rng, presets) -> Draw:
         )
     solution = (
         f"A cache write is an input token's prefill plus the holding, so the holding is paid "
-        f"by the premium: {quantity(write)} − {quantity(api.input.to('USD/Mtoken'))} = "
-        f"{quantity(premium)}.",
-        f"Each cached token holds {what}, two bytes each: {quantity(per_token)}.",
-        f"The tier costs {quantity(price, 3)}; a million tokens' cache held for "
-        f"{quantity(life)} costs {quantity(per_token)} × {quantity(life)} × that price = "
-        f"{quantity(hold, 3)}.",
-        f"{verdict}: {quantity(premium)} / {quantity(hold, 3)} = **{number(ratio.m, 3)} times**.",
+        f"by the premium: {money(write)} − {money(api.input.to('USD/Mtoken'))} = "
+        f"{money(premium)}.",
+        f"Each cached token holds {what}, two bytes each: {money(per_token)}.",
+        f"The tier costs {money(price, 3)}; a million tokens' cache held for "
+        f"{money(life)} costs {money(per_token)} × {money(life)} × that price = "
+        f"{money(hold, 3)}.",
+        f"{verdict}: {money(premium)} / {money(hold, 3)} = **{number(ratio.m, 3)} times**.",
     )
     candidates = [
         (

@@ -85,9 +85,9 @@ def draw(rng, presets) -> Draw:
         f"{context_tokens(case['context_length'])} of context ({model.name} caches "
         f"{quantity(per_token)} at {precision}). It launches a fast mode at "
         f"{number(price_x)} times the price per token for {number(speed_x)} times the speed "
-        "per user, pricing both modes at the same margin over chip time. What batch does the "
-        "price imply for fast mode, and how many tokens per second would each sequence of that "
-        "batch get on the roofline?"
+        "per user, pricing both modes at the same margin over chip time. Run at the batch that "
+        "price implies, how many tokens per second would each fast-mode sequence get on the "
+        "roofline?"
     )
     solution = (
         "The price of a token is the chip time per token, the step time over the batch; a "

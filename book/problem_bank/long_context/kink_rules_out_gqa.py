@@ -51,9 +51,10 @@ def draw(rng, presets) -> Draw:
         f"per token on {chip} GPUs ({quantity(flops)} dense at FP8, {quantity(bandwidth)} of HBM "
         "bandwidth), with weights and KV cache at FP8, and that the step in price sits where a "
         "token's KV-cache reads start to take longer than its matrix multiplies (attention's own "
-        f"FLOPs aside). Could the model have {model.name}'s attention: {number(layers)} layers, "
-        f"each with {number(kv_heads)} KV heads of {number(head_dim)} values? How many times "
-        "more KV-cache bytes per token would that attention store than the price step allows?"
+        f"FLOPs aside). A colleague suggests the model has {model.name}'s attention: "
+        f"{number(layers)} layers, each with {number(kv_heads)} KV heads of {number(head_dim)} "
+        "values. How many times more KV-cache bytes per token would that attention store than "
+        "the price step allows?"
     )
     solution = (
         "At the step, one token's KV read takes as long as its compute. Its compute is "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.format import context_tokens, number
+from book.problem_bank import Draw, Mistake, money
 from derivations import get
 from units import Q_
 
@@ -32,8 +32,8 @@ TRIES = 8  # scenarios drawn, at most, to find one whose choice is not close
 def _time(t):
     t = t.to("s")
     if t < Q_(1, "s"):
-        return quantity(t.to("ms"), 3)
-    return quantity(t, 3) if t < Q_(2, "minute") else quantity(t.to("minute"), 3)
+        return money(t.to("ms"), 3)
+    return money(t, 3) if t < Q_(2, "minute") else money(t.to("minute"), 3)
 
 
 def _capital(word: str) -> str:
@@ -99,11 +99,11 @@ def _draw(rng, presets) -> Draw:
         rows.append(
             f"- {tier.medium}: "
             + (
-                f"{quantity(shown)}"
+                f"{money(shown)}"
                 if shown is not None
-                else f"the GPU's rent for its {quantity(chip.hbm_capacity)}"
+                else f"the GPU's rent for its {money(chip.hbm_capacity)}"
             )
-            + f", read back at {quantity(tier.bandwidth)}"
+            + f", read back at {money(tier.bandwidth)}"
         )
     recompute_cost = (recompute.value * ONE / tokens).to("USD/Mtoken")
     options.append(("recompute", recompute_cost, rebuild, None))
@@ -115,11 +115,11 @@ def _draw(rng, presets) -> Draw:
 
     text = (
         f"You serve {model.name} in BF16 on {gpus} (rented at "
-        f"{quantity(rent)}, {quantity(flops)} dense in BF16 per GPU). Its attention has "
+        f"{money(rent)}, {money(flops)} dense in BF16 per GPU). Its attention has "
         f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
         f"{number(model.head_dim)} values, and {number(model.n_heads)} query heads. A user's "
         f"conversation has reached {context_tokens(context, 6)}, and the user goes quiet; you "
-        f"expect them back in {quantity(idle)}, and you promise that within {quantity(promise)} "
+        f"expect them back in {money(idle)}, and you promise that within {money(promise)} "
         "of their return the cache will be ready. You may keep the KV cache on one of these "
         "tiers (price per byte held, and the bandwidth of one device), or drop it and run the "
         "prefill again on the replica's GPUs when they return:\n\n"
@@ -127,27 +127,27 @@ def _draw(rng, presets) -> Draw:
         + "\n\nWhich choice meets the promise most cheaply, and what does it cost per million "
         "tokens of the conversation? (Count only holding, or only the recompute.)"
     )
-    lines = "; ".join(f"{o[0]} {quantity(o[1], 3)} and {_time(o[2])}" for o in options[:-1])
+    lines = "; ".join(f"{o[0]} {money(o[1], 3)} and {_time(o[2])}" for o in options[:-1])
     solution = [
-        f"The cache is {quantity(per_token)} (a key and a value for each of "
+        f"The cache is {money(per_token)} (a key and a value for each of "
         f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values in "
-        f"{number(model.layers)} layers, two bytes each), so {quantity(cache, 3)} for the "
+        f"{number(model.layers)} layers, two bytes each), so {money(cache, 3)} for the "
         f"{context_tokens(context, 6)}.",
-        f"Holding it for {quantity(idle)} costs the tier's price per byte-hour times "
-        f"{quantity(cache, 3)} times {quantity(idle)}; reading it back takes "
-        f"{quantity(cache, 3)} over the tier's bandwidth. Per million tokens of conversation, "
+        f"Holding it for {money(idle)} costs the tier's price per byte-hour times "
+        f"{money(cache, 3)} times {money(idle)}; reading it back takes "
+        f"{money(cache, 3)} over the tier's bandwidth. Per million tokens of conversation, "
         f"and time to read back: {lines}.",
         f"Recomputing it is a prefill of {context_tokens(context, 6)}: "
-        f"{quantity(weights_only)} for the weights plus causal attention over half the "
-        f"context on average, {quantity(per_prefill_token)} in all. On {gpus} that takes "
-        f"{_time(rebuild)} of rented GPU time: {quantity(recompute_cost, 3)}.",
+        f"{money(weights_only)} for the weights plus causal attention over half the "
+        f"context on average, {money(per_prefill_token)} in all. On {gpus} that takes "
+        f"{_time(rebuild)} of rented GPU time: {money(recompute_cost, 3)}.",
     ]
     late = [o for o in options if o[2] > promise]
     if late:
         solution.append(
             "Too slow for the promise: "
             + ", ".join(f"{o[0]} ({_time(o[2])})" for o in late)
-            + f", against {quantity(promise)}."
+            + f", against {money(promise)}."
         )
     verdict = (
         f"The cheapest choice that keeps the promise is {best[0]}"
@@ -156,7 +156,7 @@ def _draw(rng, presets) -> Draw:
     )
     if runner is not None:
         dearer = (runner[1] / best[1]).to("").m
-        verdict += f", ahead of {runner[0]} at {quantity(runner[1], 3)}" + (
+        verdict += f", ahead of {runner[0]} at {money(runner[1], 3)}" + (
             f": close, only {number(100 * (dearer - 1), 2)}% apart, so either is a fair choice"
             if dearer < CLOSE
             else f" ({number(dearer, 2)} times dearer)"
@@ -166,7 +166,7 @@ def _draw(rng, presets) -> Draw:
             f"; close, though: {cheapest[0]} is cheaper and misses the promise by only "
             f"{number(100 * margin, 2)}%"
         )
-    solution.append(f"{verdict}: **{quantity(best[1], 3)}**.")
+    solution.append(f"{verdict}: **{money(best[1], 3)}**.")
 
     candidates = []
     if cheapest is not best:
@@ -174,7 +174,7 @@ def _draw(rng, presets) -> Draw:
             (
                 cheapest[1],
                 f"{_capital(cheapest[0])} is cheapest but not back within "
-                f"{quantity(promise)}: reading {quantity(cache, 3)} takes {_time(cheapest[2])}.",
+                f"{money(promise)}: reading {money(cache, 3)} takes {_time(cheapest[2])}.",
             )
         )
     if runner is not None:

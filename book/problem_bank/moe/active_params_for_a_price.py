@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, money
 from book.problem_bank.batching._figures import chip_name, figures, size
 from units import Q_
 
@@ -50,10 +50,10 @@ def draw(rng, presets) -> Draw:
     per_token = (budget * Q_(1, "token")).to("USD")
 
     text = (
-        f"You are designing an MoE to serve in FP8 on {domain} {box}s of {quantity(n)} (each "
-        f"GPU: {quantity(f['hbm_capacity'], 3)} of HBM, {quantity(flops, 3)} of dense FP8 "
-        f"math), rented at {quantity(rent)}. Your price target is that a generated token cost "
-        f"you no more than {quantity(budget)}, at batches large enough that batching more "
+        f"You are designing an MoE to serve in FP8 on {domain} {box}s of {money(n)} (each "
+        f"GPU: {money(f['hbm_capacity'], 3)} of HBM, {money(flops, 3)} of dense FP8 "
+        f"math), rented at {money(rent)}. Your price target is that a generated token cost "
+        f"you no more than {money(budget)}, at batches large enough that batching more "
         "saves nothing, with short contexts and every FLOP used. At most how many parameters "
         "may be active per token? Answer in billions of parameters."
     )
@@ -61,13 +61,13 @@ def draw(rng, presets) -> Draw:
         "At batches that large the weight reads are shared by so many tokens that they cost "
         "nothing per token: a token's cost is its multiplies, two FLOPs (a multiply and an "
         "add) per active parameter. The total parameters do not enter.",
-        f"A GPU-hour does {quantity(flops, 3)} × {quantity(hour.to('s'))} = "
-        f"{quantity(per_hour, 3)} for {quantity(rent * Q_(1, 'chip') * hour)}: "
-        f"{quantity(flops_per_dollar, 3)}. The target allows {quantity(per_token, 3)} per token, "
+        f"A GPU-hour does {money(flops, 3)} × {money(hour.to('s'))} = "
+        f"{money(per_hour, 3)} for {money(rent * Q_(1, 'chip') * hour)}: "
+        f"{money(flops_per_dollar, 3)}. The target allows {quantity(per_token, 3)} per token, "
         f"so {quantity((per_token * flops_per_dollar).to('GFLOP'), 3)} per token.",
-        f"Half of that, one multiply-add per active parameter: **{quantity(active, 3)}**. "
+        f"Half of that, one multiply-add per active parameter: **{money(active, 3)}**. "
         f"The total is capped by room instead: the {box} holds {size(hbm)}, "
-        f"{quantity(total, 3)} at one byte each before any KV cache, so its total could be up "
+        f"{money(total, 3)} at one byte each before any KV cache, so its total could be up "
         f"to {number((total / active).to('').m, 2)} times its active parameters and still fit.",
     )
     mistakes = (

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from book.format import quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, money
 from units import Q_
 
 KIND = "estimate"
@@ -35,9 +34,9 @@ def draw(rng, presets) -> Draw:
     name = presets.get("model", model).name
     rack = presets.get("hardware", hardware).name.replace(" (per GPU)", "")
     text = (
-        f"{name} ({quantity(total, 3)} in all, {quantity(active, 3)} active per token) is "
-        f"served in FP8 on {rack} racks rented at {quantity(rent)}; each GPU does "
-        f"{quantity(flops, 3)} of dense FP8 math. However large the batch, what is the least a "
+        f"{name} ({money(total, 3)} in all, {money(active, 3)} active per token) is "
+        f"served in FP8 on {rack} racks rented at {money(rent)}; each GPU does "
+        f"{money(flops, 3)} of dense FP8 math. However large the batch, what is the least a "
         "generated token can cost, in USD per million tokens? Any answer within a factor of "
         f"{FACTOR:g} is accepted."
     )
@@ -47,10 +46,10 @@ def draw(rng, presets) -> Draw:
         "Past the crossover batch the step is compute-bound, and the weight reads are shared "
         "by so many sequences that they cost nothing per token: what is left is the "
         "multiplies (attention's own FLOPs are left out: short contexts).",
-        f"A token costs two FLOPs per active parameter: {quantity(per_token, 3)}. The total "
+        f"A token costs two FLOPs per active parameter: {money(per_token, 3)}. The total "
         "parameters do not appear; they only need room in HBM.",
-        f"At {quantity(flops, 3)} that is {quantity(gpu_seconds, 3)} of one GPU's time, at "
-        f"{quantity(rent)}: **{quantity(answer, 2)}** at full utilisation (real serving runs "
+        f"At {money(flops, 3)} that is {money(gpu_seconds, 3)} of one GPU's time, at "
+        f"{money(rent)}: **{money(answer, 2)}** at full utilisation (real serving runs "
         "below peak, so this is a floor).",
     )
     mistakes = (

@@ -64,13 +64,12 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"Suppose a lab reports pre-training {model.name} ({params}) on {quantity(tokens)}, "
-        f"in {precision.upper()}, on {chip.name} GPUs rented at {quantity(rent)}, for a GPU "
-        f"bill of {quantity(bill, 3)} (dense peak "
+        f"in {precision.upper()}, on {chip.name} GPUs (dense peak "
         f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
-        f"{quantity(chip.get('dense_flops_fp8'))} "
-        f"at FP8). Ignoring attention FLOPs, what model FLOPs utilisation (MFU) did the run "
-        "reach against the peak of the precision it trained in? Answer as a fraction of that "
-        "peak (or a percentage)."
+        f"{quantity(chip.get('dense_flops_fp8'))} at FP8) rented at {quantity(rent)}, for a "
+        f"GPU bill of {quantity(bill, 3)}. Ignoring attention FLOPs, what model FLOPs "
+        "utilisation (MFU) did the run reach against the peak of the precision it trained "
+        "in? Answer as a fraction of that peak (or a percentage)."
     )
     solution = (
         f"The bill buys {quantity(bill, 3)} / {quantity(rent)} = {number(hours.m, 4)} GPU-hours.",

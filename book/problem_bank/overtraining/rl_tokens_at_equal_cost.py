@@ -51,8 +51,9 @@ def draw(rng, presets) -> Draw:
         f"{model.name} ({quantity(model.params_active)} active per token) was pre-trained on "
         f"{quantity(tokens)}. Its RL phase generates rollouts and then trains on "
         f"{trained_text} of the generated tokens (a forward and backward pass over them); "
-        f"rollouts run at {share} of the MFU pre-training reached. How many rollout tokens "
-        "can RL generate for the same compute as pre-training?"
+        f"the whole RL phase, rollouts and training alike, runs at {share} of the MFU "
+        "pre-training reached. How many rollout tokens can RL generate for the same GPU time "
+        "as pre-training?"
     )
     solution = (
         f"A rollout token costs {number(forward.m)} FLOP per active parameter to generate, "

@@ -56,7 +56,7 @@ def draw(rng, presets) -> Draw:
         f"{model.name} ({quantity(model.params_active)} active per token) was pre-trained on "
         f"{quantity(tokens)}. Serving it reaches {share} of the MFU pre-training did. At what "
         f"steady rate would it have to be served for {number(months.m)} {month_word} for the "
-        "compute spent on serving to equal the compute spent on pre-training? Answer in "
+        "GPU time spent on serving to equal the GPU time spent on pre-training? Answer in "
         "tokens per second."
     )
     solution = (
@@ -91,5 +91,5 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=0.02,
         mistakes=distinct_mistakes(mistakes, rate, 0.02),
-        hint="Make the two compute bills equal; the parameters cancel.",
+        hint="Make the two bills of GPU time equal; the parameters cancel.",
     )

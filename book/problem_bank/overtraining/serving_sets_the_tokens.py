@@ -59,7 +59,7 @@ def draw(rng, presets) -> Draw:
     text = (
         f"A lab will serve a model with {quantity(active)} active per token at a steady "
         f"{quantity(rate)} for {number(months.m)} {month_word}, and serving reaches only "
-        f"{share} of the MFU pre-training does. It wants to spend as much compute on "
+        f"{share} of the MFU pre-training does. It wants to spend as much GPU time on "
         "pre-training as on serving. How many times more tokens than the compute-optimal "
         "(Chinchilla) count should it pre-train on?"
     )
@@ -99,5 +99,5 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=0.02,
         mistakes=kept,
-        hint="Count the tokens served, then make the two compute bills equal.",
+        hint="Count the tokens served, then make the two bills of GPU time equal.",
     )

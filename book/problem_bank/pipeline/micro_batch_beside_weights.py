@@ -10,7 +10,7 @@ from derivations import get
 from units import Q_
 
 KIND = "multi"
-TITLE = "A trillion parameters on eight-GPU nodes"
+TITLE = "A frontier MoE on eight-GPU nodes"
 USES = ("weight_memory", "memory_per_gpu", "crossover_batch")
 LECTURE = "1:03:37"
 
@@ -61,14 +61,24 @@ def draw(rng, presets) -> Draw:
     name = chip.name
     where = "one eight-GPU node" if p == 1 else f"{p} eight-GPU nodes, one pipeline stage per node,"
 
+    spread = (
+        f"the experts are spread over the node's {number(gpus.m)} GPUs"
+        if p == 1
+        else f"inside each stage the experts are spread over its node's {number(gpus.m)} GPUs"
+    )
+    question = (
+        "how many sequences can a batch hold at most, with weights and KV cache filling the HBM?"
+        if p == 1
+        else "Keeping every stage busy (one micro-batch in each), how many sequences can each "
+        "micro-batch hold at most, with weights and KV cache filling the HBM?"
+    )
+    part, part_batch = ("node", "batch") if p == 1 else ("stage", "micro-batch")
     text = (
         f"You serve {model.name} ({quantity(model.params_total)}, {quantity(model.params_active)} "
         f"active per token) in FP8 on {where} of {name} GPUs with "
-        f"{quantity(hbm)} of HBM each; inside each stage the experts are spread over the "
-        f"node's {number(gpus.m)} GPUs. Each sequence has {context_tokens(context, 5)} of "
-        f"context, and its KV cache takes {quantity(kv_token)} at FP8. Keeping every stage "
-        "busy, how many sequences can each micro-batch hold at most, with weights and KV "
-        "cache filling the HBM?"
+        f"{quantity(hbm)} of HBM each; {spread}. Each sequence has {context_tokens(context, 5)} "
+        f"of context, and its KV cache takes {quantity(kv_token)} at FP8. "
+        + (question[:1].upper() + question[1:])
     )
     if micro_exact < crossover.m:
         verdict = (
@@ -87,7 +97,7 @@ def draw(rng, presets) -> Draw:
         + (f" in each of {p} stages" if p > 1 else "")
         + f", {quantity(weights)} per GPU, leaving {quantity(room)} for the KV cache.",
         f"One sequence's cache is {context_tokens(context, 5)} × {quantity(kv_token)} = "
-        f"{quantity(kv_seq.to('MB'))}, spread over the stage's {number(gpus.m)} GPUs: "
+        f"{quantity(kv_seq.to('MB'))}, spread over the {part}'s {number(gpus.m)} GPUs: "
         f"{quantity(per_gpu_seq.to('MB'))} per GPU."
         + (
             f" A full pipeline holds {p} micro-batches, but each stage keeps only its own "
@@ -96,7 +106,7 @@ def draw(rng, presets) -> Draw:
             else ""
         ),
         f"{quantity(room)} at {quantity(per_gpu_seq.to('MB'))} per sequence holds "
-        f"**{quantity(Q_(micro, 'sequence'), 4)}** per micro-batch (whole sequences, rounded "
+        f"**{quantity(Q_(micro, 'sequence'), 4)}** per {part_batch} (whole sequences, rounded "
         f"down). {verdict}",
     ]
     mistakes = [

@@ -61,7 +61,9 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
     out = []
     for key, per_seq, compute in (
         ("store", full, six),
-        ("checkpoint", ckpt + buffer, eight),
+        # inputs-only segments: each layer re-run once to rebuild its segment, once more for
+        # the internals its gradient needs (two extra forward passes, as the chapter counts)
+        ("checkpoint", ckpt + buffer, six + 2 * (eight - six)),
         ("reversible", rev + buffer, eight),
     ):
         acts = (per_seq * sequences).to("TB")
@@ -84,6 +86,7 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
         state=(state / presets.get("model", model_id).params_total).to("byte/parameter"),
         train=(six / work).to("FLOP/parameter/token"),
         revnet=(eight / work).to("FLOP/parameter/token"),
+        checkpoint=((six + 2 * (eight - six)) / work).to("FLOP/parameter/token"),
     )
     return chip, state, out, figures
 
@@ -108,6 +111,7 @@ def draw(rng, presets) -> Draw:
     margin = rivals[0]["gpus"] / best["gpus"] - 1
     stored, kept = quantity(figures["stored"]), quantity(figures["kept"])
     train, revnet = number(figures["train"].m), number(figures["revnet"].m)
+    twice = number(figures["checkpoint"].m)
     model = presets.get("model", model_id)
     answer = Q_(best["gpus"], "chip")
     ties = [o for o in ranked[1:] if o["gpus"] == best["gpus"]]
@@ -116,8 +120,8 @@ def draw(rng, presets) -> Draw:
         binding = "memory" if o["by_memory"] >= o["by_time"] else "the deadline"
         lines.append(
             f"{_upper(NAMES[o['key']])}: activations {quantity(o['acts'])} per step; "
-            f"memory needs {number(o['by_memory'])} GPUs, the deadline "
-            f"{number(o['by_time'])} ({quantity(o['compute'])}); {binding} binds: "
+            f"memory needs {math.ceil(o['by_memory']):,} GPUs, the deadline "
+            f"{math.ceil(o['by_time']):,} GPUs ({quantity(o['compute'])}); {binding} binds: "
             f"{o['gpus']:,} GPUs."
         )
     tie_note = (
@@ -136,7 +140,8 @@ def draw(rng, presets) -> Draw:
         "the mixed-precision Adam state is sharded over all of them. Activations are BF16; a "
         f"layer working on its backward pass holds about {stored} of residual stream per "
         "token. You can store every activation, checkpoint the layer inputs at the best "
-        "segment count (recomputing each layer once), or make the layers reversible "
+        "segment count (a recomputed segment holds its layers' inputs only), or make the "
+        "layers reversible "
         "(rebuilding each layer's input from its output); if two need as many GPUs, take the "
         "simpler, in that order. Which needs the fewest GPUs, and how many?"
     )
@@ -146,7 +151,10 @@ def draw(rng, presets) -> Draw:
         f"Storing everything keeps {stored} in every layer, but trains at {train} FLOP per "
         "parameter per token. Checkpointing keeps twice √L layers' inputs "
         f"({kept}) and a reversible network the last output only, each plus one layer's "
-        f"working buffer ({stored}); both recompute a forward pass, {revnet} FLOP per "
+        f"working buffer ({stored}). The reversible network re-runs each layer once on the way "
+        f"back, rebuilding its input and its internals together: {revnet} FLOP per parameter "
+        "per token. Checkpointing re-runs each segment to rebuild its layers' inputs, then each "
+        f"layer once more for its internals: two extra forward passes, {twice} FLOP per "
         "parameter per token.",
         "Each option needs enough GPUs for its memory (state plus a step's activations over "
         "the HBM) and for the deadline (FLOPs over a GPU's delivered rate and the days).",
@@ -173,14 +181,25 @@ def draw(rng, presets) -> Draw:
     )
     for o in options:
         if o["key"] != "store" and o["gpus"] == best["gpus"] and o["by_time"] > o["by_memory"]:
-            six = o["by_time"] * (figures["train"] / figures["revnet"]).to("").m
+            per = figures[o["key"] if o["key"] == "checkpoint" else "revnet"]
+            six = o["by_time"] * (figures["train"] / per).to("").m
             mistakes.append(
                 Mistake(
                     Q_(math.ceil(max(six, o["by_memory"])), "chip"),
-                    f"Recomputing costs a forward pass more: {revnet} FLOP per parameter per "
-                    f"token, not {train}.",
+                    f"Recomputing costs more forward passes: {number(per.m)} FLOP per parameter "
+                    f"per token, not {train}.",
                 )
             )
+            if o["key"] == "checkpoint":
+                once = o["by_time"] * (figures["revnet"] / per).to("").m
+                mistakes.append(
+                    Mistake(
+                        Q_(math.ceil(max(once, o["by_memory"])), "chip"),
+                        "Checkpointing layer inputs re-runs each layer twice on the way back "
+                        f"(its segment, then its internals): {twice} FLOP per parameter per "
+                        f"token, not {revnet}.",
+                    )
+                )
             break
     slips = {m.value.m: m for m in reversed(mistakes) if abs(m.value.m / answer.m - 1) > 0.02}
     return Draw(

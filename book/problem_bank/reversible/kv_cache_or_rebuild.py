@@ -42,6 +42,7 @@ def draw(rng, presets) -> Draw:
     t_read = (cache_bytes / bandwidth).to("ms")
     t_rebuild = (rebuild / flops).to("ms")
     ratio = (t_rebuild / t_read).to("")
+    t_read_shown = t_read.to("us") if t_read < Q_(1, "ms") else t_read
     used = {k: v.value for k, v in cache.inputs.items()}
     vectors, per_value = used["kv_vectors_per_token"], used["kv_bytes_per_value"]
     assert used["sliding_window_layers"].m == 0, "every layer caches the whole context"
@@ -68,7 +69,7 @@ def draw(rng, presets) -> Draw:
         f"{number(vectors.m)} × {model.layers} × {model.get('n_kv_heads')} × "
         f"{model.get('head_dim')} values × {quantity(per_value)} = "
         f"{quantity(per_token)}, {_size(cache_bytes)} for the context. Reading it "
-        f"at {quantity(bandwidth)} takes {quantity(t_read)}.",
+        f"at {quantity(bandwidth)} takes {quantity(t_read_shown)}.",
         f"Rebuilding runs a forward pass over every context token: {fwd} FLOP per active "
         f"parameter per token, {quantity(rebuild)}, which takes {quantity(t_rebuild)} at "
         f"{quantity(flops)}.",

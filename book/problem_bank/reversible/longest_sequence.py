@@ -53,7 +53,7 @@ def draw(rng, presets) -> Draw:
         f"You train {model.name} ({layers} layers, residual width {d:,}) one sequence per "
         f"GPU on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM), with its "
         f"mixed-precision Adam state sharded evenly over {shards} GPUs. Activations are BF16 "
-        "and checkpointed at the best segment count (each layer recomputed once); the layer "
+        "and their layer inputs checkpointed at the best segment count; the layer "
         f"being differentiated also holds about {quantity(stored)} of residual stream per "
         "token. How long a sequence fits in what the state leaves free? Answer in tokens."
     )

@@ -54,7 +54,7 @@ def draw(rng, presets) -> Draw:
         f"activations, {quantity(batch)} of {context_tokens(context, 5)} per GPU. To save "
         "memory you keep only the inputs of a few evenly spaced layers (checkpoints) and, "
         "on the way back, recompute one segment at a time, holding its layers' inputs while "
-        "its gradients are taken; each layer is recomputed once. With the number of segments "
+        "its gradients are taken. With the number of segments "
         "chosen to store the least, how much activation memory does the GPU keep, counting "
         "layer inputs only? Answer in GB."
     )
@@ -69,8 +69,9 @@ def draw(rng, presets) -> Draw:
         f"where both halves are equal: twice √{layers:g} ≈ {number(2 * segments, 3)} layers' "
         "worth.",
         f"{number(2 * segments, 3)} × {_size(rev)} = **{quantity(ckpt, 3)}**, "
-        f"{number((plain / ckpt).to('').m, 3)} times less than storing every layer, for one "
-        "extra forward pass.",
+        f"{number((plain / ckpt).to('').m, 3)} times less than storing every layer. The price "
+        "is two extra forward passes: each segment is re-run once to rebuild its layers' "
+        "inputs, and each layer once more for the internals its gradient needs.",
     )
     mistakes = (
         Mistake(

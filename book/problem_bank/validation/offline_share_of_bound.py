@@ -103,7 +103,10 @@ def _draw(rng, presets) -> Draw:
         .evaluate(measured_rate=measured, serving_rate_per_chip=bound, presets=presets)
         .to("")
     )
-    with_prompts = compute * (1 + rho.m)
+    # the step's arithmetic with the reads free: the decode's multiplies plus the prompts' prefill
+    with_prompts = _ev(
+        "serving_step_time", case, batch_size=batch, mem_bandwidth=Q_(1e9, "TB/s")
+    ).to("ms")
     binds = "compute" if with_prompts >= weights + kv else "memory"
 
     _, system, _ = row.name.split(": ")[1].split(", ")
@@ -127,8 +130,9 @@ def _draw(rng, presets) -> Draw:
         f"{quantity(batch)}.",
         f"Memory per step: the weights in {quantity(weights)} and the caches in {quantity(kv)}. "
         f"Compute per step: {quantity(compute)} for the decode tokens, and each output token "
-        f"brings {number(rho.m, 3)} prompt tokens of prefill, so {quantity(with_prompts)} in "
-        f"all. The step is {binds}-bound at {quantity(step)}.",
+        f"brings {number(rho.m, 3)} prompt tokens of prefill, which adds "
+        f"{quantity(with_prompts - compute)}: {quantity(with_prompts)} in all. The step is "
+        f"{binds}-bound at {quantity(step)}.",
         f"Each sequence gets one token per step: {number(batch.m)} tokens per {quantity(step)}, "
         f"at most {quantity(bound)}. The run measured {quantity(measured)}, so its share is "
         f"{quantity(measured)} / {quantity(bound)} = **{pct(share.m)}**.",

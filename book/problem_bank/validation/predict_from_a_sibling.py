@@ -66,7 +66,25 @@ def _bound(row, presets, **change):
     batch = min(fit.to("sequence"), row.concurrency.to("sequence"))
     rate = _ev("serving_rate_per_chip", case, batch_size=batch).to("token/s/chip")
     step = _ev("serving_step_time", case, batch_size=batch).to("ms")
-    return rate, batch, step, case
+    weights = (
+        presets.get("model", row.model).params_total
+        * presets.get("precision", row.weights).bytes_per_value
+        * Q_(1, "value/parameter")
+    ).to("GB")
+    kv = (_ev("kv_bytes_per_token", case) * context).to("MB/sequence")
+    work = dict(  # the figures the solution names, each from the same case
+        context=context,
+        weights=weights,
+        kv=kv,
+        fit=fit.to("sequence"),
+        memory=_ev("memory_time", case, batch_size=batch).to("ms"),
+        decode=_ev("compute_time", case, batch_size=batch).to("ms"),
+        # the step with the reads free: the decode's multiplies plus the prompts' prefill
+        busy=_ev("serving_step_time", case, batch_size=batch, mem_bandwidth=Q_(1e9, "TB/s")).to(
+            "ms"
+        ),
+    )
+    return rate, batch, step, case, work
 
 
 def draw(rng, presets) -> Draw:
@@ -79,14 +97,14 @@ def draw(rng, presets) -> Draw:
     name = chip.name.split(" (")[0]
     benchmark = target.name.split(": ")[0]  # "MLPerf Inference v5.1"
 
-    known_bound, _, _, _ = _bound(known, presets)
+    known_bound, *_ = _bound(known, presets)
     known_rate = (known.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
     share = (
         get("serving_efficiency")
         .evaluate(measured_rate=known_rate, serving_rate_per_chip=known_bound, presets=presets)
         .to("")
     )
-    bound, batch, step, case = _bound(target, presets)
+    bound, batch, step, case, work = _bound(target, presets)
     predicted = (bound * share).to("token/s/chip")
     actual = (target.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
     precision = target.get("activations", target.weights)
@@ -104,18 +122,32 @@ def draw(rng, presets) -> Draw:
         f"{quantity(target.input_tokens)} in and {quantity(target.output_tokens)} out, up to "
         f"{quantity(target.concurrency)} at once. Roughly how many tokens per second per GPU?"
     )
+    prefill = work["busy"] - work["decode"]
+    binds = "the multiplies" if work["busy"] >= work["memory"] else "the reads"
+    ratio = number((target.input_tokens / target.output_tokens).to("").m, 3)
     solution = (
-        f"The batch is what fits beside the weights or what the engine allows, whichever is "
-        f"less: about {quantity(batch, 2)}.",
-        f"At that batch the step is compute-bound with the prompts' prefill or bound by the "
-        f"reads, whichever is slower: about {quantity(step, 2)}, so the bound is about "
-        f"{quantity(bound, 2)}.",
+        f"A request's context averages {quantity(target.input_tokens)} + half of "
+        f"{quantity(target.output_tokens)} = {number(work['context'].m)} tokens over its "
+        f"generation, so its cache takes about {quantity(work['kv'], 3)}.",
+        f"The weights take {quantity(work['weights'], 3)} ({NAMES[target.weights]}); the "
+        f"rest of the {quantity(chip.hbm_capacity)} holds {number(work['fit'].m)} caches, "
+        f"and the benchmark allows {quantity(target.concurrency)}: the batch is about "
+        f"{quantity(batch)}.",
+        f"A step reads the weights and every cache: {quantity(work['memory'], 3)} at "
+        f"{quantity(chip.hbm_bandwidth)}. Its multiplies, two FLOPs per parameter for each "
+        f"sequence's new token plus attention, take {quantity(work['decode'], 3)}; and every "
+        f"output token also carries {ratio} prompt tokens of prefill, which adds "
+        f"{quantity(prefill, 3)}, {quantity(work['busy'], 3)} of arithmetic in all. The "
+        f"slower, {binds}, sets the step: {quantity(step, 3)}.",
+        f"One token per sequence per step: {quantity(batch)} over {quantity(step, 3)} is "
+        f"a bound of about {quantity(bound, 3)}.",
         f"Times {number(100 * share.m, 2)}% (MLPerf measured {quantity(actual)}: a sibling's "
         "share predicts it to within "
         f"{number(abs(actual / predicted - 1).to('').m * 100, 2)}%): about "
         f"**{quantity(predicted, 2)}**.",
     )
     slow_bytes = _bound(target, presets, flops=case["flops"] / 2)[0] * share
+    assert abs((step - max(work["busy"], work["memory"])) / step).to("").m < 1e-6
     candidates = (
         (predicted / share.m, "That is the bound itself; real systems reach only a share of it."),
         (
