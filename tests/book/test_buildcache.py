@@ -162,3 +162,19 @@ def test_options_of_the_environment_are_part_of_the_key(tmp_path):
     )
     assert plain.get_template("page.j2").render(text="<b>") == "<b>"
     assert escaping.get_template("page.j2").render(text="<b>") == "&lt;b&gt;"
+
+
+def test_typeset_math_is_read_back_without_node_and_a_new_formula_starts_it(monkeypatch):
+    from book import mathrender
+
+    monkeypatch.setattr(mathrender, "_TYPESET", {})
+    formulas = [("B^{*} = F / M", False), ("t = 2 N B / F", True)]
+    with mathrender.MathRenderer() as first:
+        typeset = first.render(formulas)
+    assert first.proc is not None and all('class="katex' in h for h in typeset)
+    monkeypatch.setattr(mathrender, "_TYPESET", {})  # a new build: only the disk has them
+    with mathrender.MathRenderer() as second:
+        assert second.render(formulas) == typeset
+        assert second.proc is None  # no node started
+        new = second.render([("x^2", False)])
+        assert second.proc is not None and "katex" in new[0]
