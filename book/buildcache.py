@@ -100,6 +100,7 @@ class MarkdownCache:
         self.context = diskcache.digest(
             json.dumps(listing),
             str(config["use_directory_urls"]),
+            str(config["site_url"]),  # mkdocs.yml reads it from the environment
             Path(config.config_file_path).read_bytes(),  # the extensions and their options
         )
         self.files = files
