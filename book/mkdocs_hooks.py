@@ -7,27 +7,80 @@ typesets the finished page. One node process serves the build.
 ``on_post_build`` also writes the search index as a script, ``search/search_index.js``: opened
 from file://, where a page may not fetch a file, Material's search loads its index that way
 (what Material's offline plugin does, without that plugin's change to every page's address).
+
+What a build repeats unchanged is kept between builds (book/buildcache.py): a page's HTML from
+the same Markdown, its search entries from the same HTML, the theme's compiled templates. A
+figure's SVG is raw HTML that Markdown passes through untouched, yet parsing it costs a third of
+a page's conversion: ``on_page_markdown`` holds it back and ``on_page_content`` puts it back,
+before the search plugin reads the page.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from mkdocs.plugins import event_priority
 
+from book import buildcache
 from book.mathrender import MathRenderer, exclude_from_search, typeset
 
 _renderer: MathRenderer | None = None
+_markdown: buildcache.MarkdownCache | None = None
+_held: dict[str, list[str]] = {}  # a page's figures (src_uri -> SVGs) while it is converted
+
+SVG = re.compile(r"^<svg\b.*?^</svg>$", re.DOTALL | re.MULTILINE)  # a figure, as figures.py writes
+HELD = re.compile(r'<svg data-chalkboard-held="(\d+)"></svg>')
+
+
+@event_priority(-100)  # after the search plugin made its index
+def on_config(config, **kwargs):
+    search = config.plugins.get("material/search") or config.plugins.get("search")
+    index = getattr(search, "search_index", None)
+    if index is not None and buildcache.diskcache.enabled():
+        buildcache.cache_search_entries(index)
+    return config
 
 
 def on_pre_build(config, **kwargs) -> None:
-    global _renderer
+    global _renderer, _markdown
     _close()
     _renderer = MathRenderer()
+    _markdown = None
+    _held.clear()
 
 
+def on_env(env, config, files, **kwargs):
+    env.bytecode_cache = buildcache.template_cache()  # the theme's templates, compiled once
+    return env
+
+
+def on_pre_page(page, config, files, **kwargs):
+    global _markdown
+    if _markdown is None or _markdown.files is not files:
+        _markdown = buildcache.MarkdownCache(config, files)
+    cache, render = _markdown, page.render
+    page.render = lambda config, files: cache.render(page, config, files, render)
+    return page
+
+
+@event_priority(100)  # before the other plugins read the Markdown
+def on_page_markdown(markdown, page, config, files, **kwargs):
+    held = _held[page.file.src_uri] = []
+    return SVG.sub(lambda m: _hold(held, m[0]), markdown)
+
+
+@event_priority(100)  # before the other plugins (and the search plugin) read the HTML
 def on_page_content(html, page, config, files, **kwargs):
+    held = _held.pop(page.file.src_uri, [])
+    if held:
+        html = HELD.sub(lambda m: held[int(m[1])], html)
     return exclude_from_search(html)
+
+
+def _hold(held: list[str], svg: str) -> str:
+    held.append(svg)
+    return f'<svg data-chalkboard-held="{len(held) - 1}"></svg>'
 
 
 def on_post_page(output, page, config, **kwargs):

@@ -212,8 +212,10 @@ def chromium() -> str:
     return found
 
 
-def write_pdf(site: Path, out: Path | None = None) -> Path:
-    """Print the built ``site`` to ``out`` (default ``site/chalkboard.pdf``) atomically."""
+def write_pdf(site: Path, out: Path | None = None, previous: Path | None = None) -> Path:
+    """Print the built ``site`` to ``out`` (default ``site/chalkboard.pdf``) atomically.
+    ``previous``, an earlier PDF of the book, gives the contents' first guess of where each part
+    starts: when an edit moved no page break, one print suffices (see :func:`settle`)."""
     site = Path(site).absolute()
     if not (site / "index.html").is_file():
         raise ChalkboardError(f"{site} holds no built site: build the site before printing it")
@@ -249,7 +251,7 @@ def write_pdf(site: Path, out: Path | None = None) -> Path:
                     _print(page, tmp, final)
                     return start_pages(tmp)
 
-                settle(print_pass)
+                settle(print_pass, guess=_guess(previous))
             finally:
                 browser.close()
         os.replace(tmp, out)
@@ -328,12 +330,13 @@ FILL_NUMBERS = """numbers => document.querySelectorAll('.print-toc .toc-page')
 INVISIBLE = "* { visibility: hidden !important; } .katex-mathml { display: none !important; }"
 
 
-def settle(print_pass, max_passes: int = MAX_PASSES) -> dict[int, int]:
+def settle(print_pass, max_passes: int = MAX_PASSES, guess=None) -> dict[int, int]:
     """Call ``print_pass(numbers, final)``, which prints the book with the contents' ``numbers``
     (None while unknown) and returns where each part starts, until the numbers it printed are
     where the parts start. A pass before the numbers are known only measures (``final`` False):
     it can print without headers, outline, tags or ink, which moves no page break (the margins
     are fixed and the numbers sit in boxes of fixed width); every later pass is a final one.
+    With a ``guess`` (an earlier print's numbers) the first pass is a final one.
 
     >>> found = iter([{0: 3, 1: 9}, {0: 3, 1: 9}])
     >>> passes = []
@@ -341,14 +344,29 @@ def settle(print_pass, max_passes: int = MAX_PASSES) -> dict[int, int]:
     {0: 3, 1: 9}
     >>> passes
     [(None, False), ({0: 3, 1: 9}, True)]
+    >>> settle(lambda numbers, final: passes.append(final) or {0: 3, 1: 9}, guess={0: 3, 1: 9})
+    {0: 3, 1: 9}
+    >>> passes[2:]  # the guess held: one print
+    [True]
     """
-    numbers = None
+    numbers = guess
     for _ in range(max_passes):
         found = print_pass(numbers, numbers is not None)
         if found == numbers:
             return numbers
         numbers = found
     raise ChalkboardError("the contents' page numbers did not settle")
+
+
+def _guess(previous: Path | None) -> dict[int, int] | None:
+    """Where each part starts in the ``previous`` PDF, or None (none, unreadable, or of a book
+    with other parts)."""
+    if previous is None or not Path(previous).is_file():
+        return None
+    try:
+        return start_pages(Path(previous))
+    except Exception:  # noqa: BLE001 - a guess only: any damage means no guess
+        return None
 
 
 def _print(page, path: Path, final: bool) -> None:

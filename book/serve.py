@@ -7,8 +7,12 @@ last good site stays served). A *builder* process (``python -m book.serve``) bui
 site once and keeps what it computed in memory: every page's context, mkdocs' configuration,
 navigation and theme, and KaTeX's typeset formulas. A template edit then rebuilds only the pages
 whose template uses the edited one: their Markdown from the kept contexts, their HTML alone. A
-change to anything else (Python, presets, assets, ``mkdocs.yml``) starts a fresh builder for a
-full build, since modules cannot be reloaded safely; the old site is served until it succeeds.
+preset edit (a TOML file of presets) is read by the same builder: it computes the pages again
+from the new presets and rebuilds the HTML of the pages whose Markdown changed, and copies the
+other files that changed (calculators' data, notebooks, exports); the search index stays the full
+build's until the next one. A change to anything else (Python, assets, ``mkdocs.yml``), or a
+preset edit that adds or removes a page, starts a fresh builder for a full build, since modules
+cannot be reloaded safely; the old site is served until it succeeds.
 
 Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the
 same server and reloads the page when the build changes (no external network). Unknown URLs and
@@ -28,7 +32,6 @@ import datetime
 import json
 import os
 import queue
-import re
 import shutil
 import signal
 import subprocess
@@ -45,6 +48,7 @@ ROOT = HERE.parent
 TEMPLATES = HERE / "templates"
 MKDOCS_YML = ROOT / "mkdocs.yml"
 WATCHED = (ROOT / "units", ROOT / "derivations", HERE, MKDOCS_YML)
+PRESETS_DATA = ROOT / "units" / "data"  # the built-in presets (units.presets.BUILTIN_FILES)
 LIVE = "/__chalkboard__/build"
 LIVE_WAIT = 25.0  # seconds a long poll is held before it answers "no change"
 IDLE_TIMEOUT = 30.0  # seconds a connection may send nothing before it is closed
@@ -136,6 +140,22 @@ def template_names(paths) -> list[str] | None:
             return None
         names.append(path.relative_to(TEMPLATES).as_posix())
     return names
+
+
+def preset_files(paths, user_presets=()) -> bool:
+    """Whether every path of ``paths`` is a presets file (the built-in ones or ``user_presets``),
+    which the running builder reads again instead of starting a full build.
+
+    >>> preset_files([ROOT / "units" / "data" / "hardware.toml"])
+    True
+    >>> preset_files([ROOT / "units" / "data" / "hardware.toml", ROOT / "units" / "x.py"])
+    False
+    """
+    users = {Path(p).absolute() for p in user_presets}
+    paths = [Path(p).absolute() for p in paths]
+    return bool(paths) and all(
+        p.suffix == ".toml" and (p.parent == PRESETS_DATA or p in users) for p in paths
+    )
 
 
 def _said(paths) -> str:
@@ -422,11 +442,15 @@ def serve(port: int = 8000, extra_presets=(), out=None, err=None, poll: float = 
     watched = [*WATCHED, *(Path(p).expanduser().absolute() for p in (*extra_presets, *extra))]
     watched += [Path(p) for p in os.environ.get("CHALKBOARD_PRESETS", "").split(os.pathsep) if p]
     options = builder_options(extra_presets, extra)
+    user_presets = [Path(p).expanduser().absolute() for p in extra_presets]
+    user_presets += [
+        Path(p) for p in os.environ.get("CHALKBOARD_PRESETS", "").split(os.pathsep) if p
+    ]
     preview: Preview | None = None
     serving = False
     try:
         with terminate_cleanly():
-            preview = Preview(state, options, out or sys.stdout, err)  # its folder: in here
+            preview = Preview(state, options, out or sys.stdout, err, user_presets)
             threading.Thread(target=server.serve_forever, daemon=True).start()
             serving = True
             preview.say(f"serving http://127.0.0.1:{port}/ (building the site; Ctrl-C stops)")
@@ -458,8 +482,9 @@ class Preview:
     """The builders behind the served site: ``current`` built it, ``pending`` is a full build
     under way; edits go to one or the other."""
 
-    def __init__(self, state: State, options: list[str], out, err):
+    def __init__(self, state: State, options: list[str], out, err, user_presets=()):
         self.state, self.options, self.out, self.err = state, options, out, err or sys.stderr
+        self.user_presets = list(user_presets)
         self.work = Path(tempfile.mkdtemp(prefix="chalkboard-serve-"))
         self.builds = 0
         self.current: Builder | None = None
@@ -484,17 +509,23 @@ class Preview:
 
     def edited(self, edits: list[Path]) -> None:
         names = template_names(edits)
-        if names is None or self.current is None or self.current.dead:
+        usable = self.current is not None and not self.current.dead
+        if usable and self.pending is None and preset_files(edits, self.user_presets):
+            return self.pages(None, edits)
+        if names is None or not usable:
             return self.full(f"{_said(edits)} changed")
         if self.pending is not None:
             self.edited_meanwhile.update(edits)
         self.pages(names, edits)
 
-    def pages(self, names: list[str], edits) -> None:
-        """Rebuild the pages whose template uses one of ``names``; one line says how it went."""
+    def pages(self, names: list[str] | None, edits) -> None:
+        """Rebuild the pages whose template uses one of ``names`` (None: the presets changed:
+        every page whose text changed); one line says how it went."""
         start = time.monotonic()
-        got = self.current.ask({"templates": names})
+        got = self.current.ask({"templates": names} if names is not None else {"presets": True})
         seconds = time.monotonic() - start
+        if got.get("full"):  # the edit adds or removes a page: only a full build is right
+            return self.full(f"{_said(edits)} changed")
         if not got.get("ok"):
             self.say(
                 f"error: {_now()} {_said(edits)} changed: {got.get('error')}; "
@@ -554,7 +585,8 @@ class Pages:
         from units.presets import load
 
         self.docs, self.site = into / "docs", into / "site"
-        self.presets = load(tuple(extra_presets))
+        self.extra_presets = tuple(extra_presets)
+        self.presets = load(self.extra_presets)
         self.table = site.pages(self.presets)  # every page's template and context, kept
         site.render(self.docs, self.presets, table=self.table)
         self.mk: dict = {}
@@ -611,6 +643,41 @@ class Pages:
                     touched.append((out_name, text))
         return [self._build_page(out_name, text) for out_name, text in touched]
 
+    def presets_edited(self) -> list[str] | None:
+        """Read the presets again, compute every page from them and rebuild what changed: the
+        HTML of each page whose Markdown changed, every other changed file copied into the site.
+        Returns the rebuilt pages' URLs, or None when a page or file was added or removed
+        (only a full build is right then)."""
+        from book import problems, site
+        from units.presets import _load, load
+
+        _load.cache_clear()  # the files changed under the same names
+        problems._makes_multi.cache_clear()
+        presets = load(self.extra_presets)
+        table = site.pages(presets)
+        fresh = self.docs.parent / "docs-next"
+        shutil.rmtree(fresh, ignore_errors=True)
+        try:
+            site.render(fresh, presets, table=table)
+            new = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file()}
+            old = {p.relative_to(self.docs).as_posix() for p in self.docs.rglob("*") if p.is_file()}
+            if new != old:
+                return None
+            changed = [
+                n for n in sorted(new) if (fresh / n).read_bytes() != (self.docs / n).read_bytes()
+            ]
+            pages = [n for n in changed if n.endswith(".md")]
+            for name in changed:
+                if not name.endswith(".md"):
+                    target = self.site / name
+                    shutil.copyfile(fresh / name, target)
+                    shutil.copyfile(fresh / name, self.docs / name)
+            rebuilt = [self._build_page(n, (fresh / n).read_text(encoding="utf-8")) for n in pages]
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+        self.presets, self.table = presets, table
+        return rebuilt
+
     def _build_page(self, out_name: str, markdown: str) -> str:
         """Markdown -> one HTML page with mkdocs' kept configuration, navigation and theme; on a
         warning or error the page's Markdown and HTML are put back."""
@@ -626,10 +693,7 @@ class Pages:
         target = Path(file.abs_dest_path)
         old_markdown = source.read_text(encoding="utf-8")
         old_html = target.read_bytes() if target.is_file() else None
-        # A figure's SVG is raw HTML that Markdown passes through untouched, yet parsing it is
-        # a third of the page's time: it is held back and put into the page afterwards.
-        held: list[str] = []
-        source.write_text(SVG.sub(lambda m: _hold(held, m[0]), markdown), encoding="utf-8")
+        source.write_text(markdown, encoding="utf-8")  # figures are held back by the hooks
         with site._captured_logs() as warnings:
             try:
                 _populate_page(file.page, config, files)
@@ -649,19 +713,11 @@ class Pages:
             if old_html is not None:
                 target.write_bytes(old_html)
             raise ChalkboardError(f"{out_name}: {failure}")
-        source.write_text(markdown, encoding="utf-8")
-        page = HELD.sub(lambda m: held[int(m[1])], target.read_text(encoding="utf-8"))
-        target.write_text(page, encoding="utf-8")
         return "/" + file.url
 
 
-SVG = re.compile(r"^<svg\b.*?^</svg>$", re.DOTALL | re.MULTILINE)  # a figure, as figures.py writes
-HELD = re.compile(r'<svg data-chalkboard-held="(\d+)"></svg>')
-
-
-def _hold(held: list[str], svg: str) -> str:
-    held.append(svg)
-    return f'<svg data-chalkboard-held="{len(held) - 1}"></svg>'
+def _differ(a: Path, b: Path) -> bool:
+    return a.read_bytes() != b.read_bytes()
 
 
 def _search_plugin(plugin) -> bool:
@@ -706,11 +762,18 @@ def _builder(argv: list[str]) -> int:
     answer(ok=True)
     for line in sys.stdin:
         try:
-            rebuilt = pages.rebuild(json.loads(line)["templates"])
+            request = json.loads(line)
+            if request.get("presets"):
+                rebuilt = pages.presets_edited()
+            else:
+                rebuilt = pages.rebuild(request["templates"])
         except Exception as e:  # noqa: BLE001
             answer(ok=False, error=failure(e))
         else:
-            answer(ok=True, pages=rebuilt)
+            if rebuilt is None:
+                answer(ok=False, full=True, error="a page was added or removed")
+            else:
+                answer(ok=True, pages=rebuilt)
     return 0
 
 

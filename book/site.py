@@ -378,10 +378,11 @@ def _build(out: Path, presets, pdf: bool = False) -> Path:
         render(docs, presets)
         _mkdocs_build(docs, site)
         (site / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
-        if pdf:
-            from book.pdf import write_pdf
+        if pdf:  # printed again unless the previous PDF was printed from these same pages
+            from book.pdf import PDF_NAME, keep_pdf, write_pdf
 
-            write_pdf(site)
+            if not keep_pdf(out, site):
+                write_pdf(site, previous=out / PDF_NAME)
         else:  # a PDF printed from these same pages stays (book.pdf.keep_pdf)
             from book.pdf import keep_pdf
 

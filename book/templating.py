@@ -29,7 +29,12 @@ def spoken_in_prose(value):
 
 
 def environment() -> jinja2.Environment:
+    """The book's environment; a template compiled by an earlier build is read from the build
+    cache (book/buildcache.py), not compiled again."""
+    from book.buildcache import template_cache
+
     env = jinja2.Environment(
+        bytecode_cache=template_cache(),
         finalize=spoken_in_prose,
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,

@@ -213,6 +213,40 @@ def test_the_measuring_pass_and_the_final_pass_break_pages_alike(tmp_path, monke
     assert read[-1].foot == f"{len(read)} / {len(read)}" and "Chalkboard" in read[-1].head
 
 
+def test_a_reprint_that_moves_no_page_break_prints_once(tmp_path, monkeypatch):
+    """An earlier PDF of the book gives the first guess of the contents' numbers: an edit that
+    moves no page break prints once (a final print), one that does prints again until they hold;
+    the PDF is the same either way."""
+    from book import pdf as book_pdf
+
+    passes = []
+    real = book_pdf._print
+    monkeypatch.setattr(
+        book_pdf,
+        "_print",
+        lambda page, path, final: passes.append(final) or real(page, path, final),
+    )
+    site = small_site(tmp_path / "site")
+    first = write_pdf(site, out=tmp_path / "first.pdf")
+    assert passes == [False, True]
+    passes.clear()
+    again = write_pdf(site, out=tmp_path / "again.pdf", previous=first)
+    assert passes == [True]  # the guess held
+    assert start_pages(again) == start_pages(first)
+    assert [(p.head, p.foot) for p in read_pages(again)] == [
+        (p.head, p.foot) for p in read_pages(first)
+    ]
+
+    page = site / _html_path(book_pages()[0][1])  # the first part grows by two pages
+    page.write_text(
+        page.read_text().replace("</article>", "<p style='height:500mm'></p></article>")
+    )
+    passes.clear()
+    moved = write_pdf(site, out=tmp_path / "moved.pdf", previous=first)
+    assert passes == [True, True]  # the guess was wrong: printed again with the right numbers
+    assert start_pages(moved)[1] > start_pages(first)[1]
+
+
 def test_a_failed_print_leaves_the_previous_pdf(printed_site, tmp_path, monkeypatch):
     before = (printed_site / PDF_NAME).read_bytes()
     monkeypatch.setenv("CHALKBOARD_CHROMIUM", str(tmp_path / "no-such-chromium"))

@@ -56,6 +56,16 @@ def test_only_template_edits_are_rebuilt_page_by_page():
     assert serve.template_names([serve.HERE / "assets" / "x.j2"]) is None  # not a page template
 
 
+def test_preset_files_are_read_again_by_the_running_builder(tmp_path):
+    data = ROOT / "units" / "data"
+    assert serve.preset_files([data / "hardware.toml", data / "prices.toml"])
+    mine = tmp_path / "my_chips.toml"
+    assert not serve.preset_files([mine])  # not a presets file of this serve
+    assert serve.preset_files([mine], user_presets=[mine])
+    assert not serve.preset_files([data / "hardware.toml", serve.HERE / "site.py"])
+    assert not serve.preset_files([])
+
+
 def test_the_watcher_sees_edits_and_skips_editor_files(tmp_path):
     page = tmp_path / "a.md.j2"
     page.write_text("one")
@@ -426,6 +436,34 @@ def test_a_template_edit_reloads_the_open_page_by_itself(server, browser):
     server.wait_for(r"rebuilt /chapters/batching/", after=before)
     _, rebuilt = server.get("/chapters/batching/")
     assert _without_build_id(rebuilt) == _without_build_id(built)  # as the full build made it
+
+
+def test_a_preset_edit_changes_the_served_number_without_a_full_build(server):
+    """The H200's HBM, edited in the copy's hardware.toml, is the served figure after a page
+    rebuild by the running builder (no new full build); put back, the page is the full build's."""
+    presets = server.src / "units" / "data" / "hardware.toml"
+    original = presets.read_text(encoding="utf-8")
+    assert original.count('hbm_capacity = "141 GB"') == 1  # the H200's, as the datasheet says
+    _, built = server.get("/presets/hardware/")
+    assert "141 GB" in built and "143 GB" not in built
+    before = len(server.lines())
+    start = time.monotonic()
+    presets.write_text(original.replace('"141 GB"', '"143 GB"'), encoding="utf-8")
+    # every page is computed again from the presets (a full build's computing, without mkdocs)
+    line = server.wait_for(
+        r"rebuilt .*/presets/hardware/.* in [\d.]+ s", after=before, timeout=FIRST_BUILD
+    )
+    seconds = time.monotonic() - start
+    print(f"preset edit to rebuilt pages: {seconds:.2f} s ({line})")
+    assert "hardware.toml" in line
+    _, page = server.get("/presets/hardware/")
+    assert "143 GB" in page and "141 GB" not in page
+    assert not [x for x in server.lines()[before:] if "built the site in" in x]  # no full build
+    before = len(server.lines())
+    presets.write_text(original, encoding="utf-8")
+    server.wait_for(r"rebuilt .*/presets/hardware/", after=before, timeout=FIRST_BUILD)
+    _, again = server.get("/presets/hardware/")
+    assert _without_build_id(again) == _without_build_id(built)
 
 
 def test_a_broken_template_is_one_error_line_and_the_last_good_page_stays(server):
