@@ -239,7 +239,7 @@ def latency_vs_batch(presets: Presets) -> Figure:
     length, turn = latency_context(presets)
     # a log batch axis (editor's pass, issue 22): the flat weight-fetch floor and the MoE's ramp
     # up to E_r/k fill the left of the figure instead of its first few pixels
-    batches = np.geomspace(1, 2 * max(b_star, turn or 0), 400)
+    batches = np.geomspace(1, 3 * max(b_star, turn or 0), 400)  # room to label the turn
     saturation = ev.q("expert_saturation_batch").to("sequence").m
     floor = ev.q("weight_fetch_time", batch_size=b_star, n_chips=n).to("ms")  # every expert read
     kw = dict(EXAMPLE, presets=presets, n_chips=n, context_length=length)
@@ -251,26 +251,46 @@ def latency_vs_batch(presets: Presets) -> Figure:
             ("KV fetch", "kv_fetch_time"),
         )
     }
+    # the sum the step takes a max over: without it the step's curve above every drawn line
+    # has no visible reason (reader's report, batching fault 3)
+    memory = get("memory_time").sweep("batch_size", batches, **kw).to("ms").m
     total = get("step_time").sweep("batch_size", batches, **kw).to("ms").m
     names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
     turn_q = Q_(turn, "sequence")  # where the two straight lines cross
     at = ev.q("step_time", batch_size=turn, n_chips=n, context_length=length)
 
     def draw(fig, ax):
-        for label, y in lines.items():
-            ax.plot(batches, y, label=label, linewidth=1.4)
         ax.plot(
             batches,
             total,
             color=FOREGROUND,
-            linewidth=2.8,
+            linewidth=4,
+            alpha=0.35,
             label="step time (max of compute, memory)",
+        )
+        for label, y in lines.items():
+            ax.plot(batches, y, label=label, linewidth=1.4)
+        ax.plot(
+            batches,
+            memory,
+            color=PALETTE[4],
+            linestyle="--",
+            linewidth=1.6,
+            label="memory (weight fetch + KV fetch)",
         )
         ax.set_xscale("log")
         ax.axvspan(1, turn, alpha=0.06, color=PALETTE[1])
         _mark(ax, saturation, "Eᵣ/k")
         _mark(ax, b_star, "B*")
-        _mark(ax, turn, "compute-bound →")
+        ax.axvline(turn, color=FOREGROUND, linestyle=":", linewidth=1)
+        ax.annotate(  # low, right of the turn: the curves there are above it
+            "compute-\nbound →",
+            (turn, 0.3),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            fontsize=9,
+        )
         ax.text(
             np.sqrt(saturation * b_star),
             0.42,
@@ -283,7 +303,8 @@ def latency_vs_batch(presets: Presets) -> Figure:
         ax.set_xlabel("batch size B (sequences, log scale)")
         ax.set_ylabel("time per decode step (ms)")
         ax.set_xlim(1, batches[-1])
-        ax.set_ylim(0, None)
+        # past the turn the lines climb off the top: the figure is about the turn, not beyond
+        ax.set_ylim(0, 2.2 * at.to("ms").m)
         ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.9), fontsize=9)
 
     alt = (
@@ -301,7 +322,8 @@ def latency_vs_batch(presets: Presets) -> Figure:
         f"The weight fetch rises while the batch picks up experts (Eᵣ/k = "
         f"{quantity(Q_(saturation, 'sequence'))}) and is then flat at {spoken(floor)}: for "
         f"hundreds of sequences the step hardly grows, and adding sequences is nearly free. "
-        f"Memory-bound (shaded) up to {spoken(turn_q)}, compute-bound beyond. "
+        f"The step is the larger of compute and memory (dashed: weight fetch plus KV fetch): "
+        f"memory-bound (shaded) up to {spoken(turn_q)}, compute-bound beyond. "
         f"The lecture's B* = "
         f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
         f"move the turn."
