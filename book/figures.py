@@ -509,44 +509,63 @@ def roofline(presets: Presets) -> Figure:
 
 
 def drain_ladder(presets: Presets) -> Figure:
-    rows = [
-        (h.name, Evaluator(presets, h.id).q("hbm_drain_time").to("s").m, "HBM")
-        for h in presets.hardware.values()
-    ]
+    # the four tiers that hold a cache, one device each (reader's report: seventeen near-equal
+    # HBM bars buried them); the lecture's guesses beside the flash and disk bars
+    rows = []
     for tier in presets.tier.values():
         ev = Evaluator(presets, tier=tier.id)
-        rows.append((tier.name, ev.q("storage_tier_drain_time").to("s").m, tier.medium))
+        rows.append((tier.name, ev.q("storage_tier_drain_time").to("s"), tier.medium))
+    said_by_lecture = {
+        "flash": presets.parameter["lecture_flash_hold"].value,
+        "disk": presets.parameter["lecture_disk_hold"].value,
+    }
     short = presets.parameter["cache_duration_short"].value
     long = presets.parameter["cache_duration_long"].value
-    media = sorted({m for _, _, m in rows})
 
     def draw(fig, ax):
-        fig.set_size_inches(7, 6.5)
+        fig.set_size_inches(7, 3.6)
         ys = np.arange(len(rows))
-        colors = [PALETTE[media.index(m) % len(PALETTE)] for _, _, m in rows]
-        ax.barh(ys, [t for _, t, _ in rows], color=colors)
-        ax.set_yticks(ys, [n for n, _, _ in rows], fontsize=7)
+        ax.barh(ys, [t.m for _, t, _ in rows], color=[PALETTE[i] for i in range(len(rows))])
+        ax.set_yticks(ys, [f"{m}\n{n.split(',')[-1].strip()}" for n, _, m in rows], fontsize=8)
+        for y, (_, t, medium) in zip(ys, rows, strict=True):
+            ax.annotate(
+                spoken(
+                    t.to("ms")
+                    if t.m < 1
+                    else t
+                    if t.m < 120
+                    else t.to("minute")
+                    if t.m < 7200
+                    else t.to("hour")
+                ),
+                (t.m, y),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=9,
+            )
+            guess = said_by_lecture.get(medium)
+            if guess is not None:
+                ax.plot([guess.to("s").m], [y], "o", mfc="none", mec=FOREGROUND, markersize=8)
+        ax.plot([], [], "o", mfc="none", mec=FOREGROUND, label="the lecture's guess")
         ax.set_xscale("log")
+        ax.set_xlim(1e-3, 1e6)
         ax.invert_yaxis()
-        from matplotlib.patches import Patch
-
         for q in (short, long):
             ax.axvline(q.to("s").m, color=FOREGROUND, linestyle=":", linewidth=1)
             ax.annotate(
                 f"{spoken(q)} cache",
-                (q.to("s").m, 1),  # at the top, beside the short HBM bars, clear of the long ones
+                (q.to("s").m, 0),
                 xycoords=("data", "axes fraction"),
-                xytext=(-3, -4),
+                xytext=(-3, 4),
                 textcoords="offset points",
                 rotation=90,
                 fontsize=8,
                 ha="right",
-                va="top",
+                va="bottom",
             )
-        ladder = dict.fromkeys(m for _, _, m in rows)  # the legend in the ladder's own order
-        handles = [Patch(color=PALETTE[media.index(m) % len(PALETTE)], label=m) for m in ladder]
-        ax.legend(handles=handles, loc="center right", fontsize=8)
-        ax.set_xlabel("hold time = capacity / bandwidth (s)")
+        ax.legend(loc="upper right", fontsize=9)
+        ax.set_xlabel("hold time = capacity / bandwidth (seconds, log scale)")
         ax.grid(axis="y", visible=False)
 
     flash = next(t for t in presets.tier.values() if t.medium == "flash")
@@ -554,9 +573,9 @@ def drain_ladder(presets: Presets) -> Figure:
     flash_hold = Evaluator(presets, tier=flash.id).q("storage_tier_drain_time").to("minute")
     disk_hold = Evaluator(presets, tier=disk.id).q("storage_tier_drain_time").to("hour")
     alt = (
-        f"Hold times (capacity over bandwidth) on a log scale: every chip's HBM in milliseconds, "
-        f"then DRAM, flash and disk, against the {spoken(short)} and {spoken(long)} cache "
-        f"lifetimes."
+        f"Hold times (capacity over bandwidth) on a log scale, one device per tier: HBM in "
+        f"milliseconds, then DRAM, flash and disk, against the {spoken(short)} and "
+        f"{spoken(long)} cache lifetimes, with the lecture's guesses for flash and disk."
     )
     tiers = sorted(
         (Evaluator(presets, tier=t.id).q("storage_tier_drain_time"), t.medium)
@@ -575,7 +594,8 @@ def drain_ladder(presets: Presets) -> Figure:
         f"seconds, flash for {spoken(flash_hold)} and disk for {spoken(disk_hold)}. By this "
         f"rule alone the nearest tier to the {spoken(short)} cache is {nearest(short)} and to "
         f"the {spoken(long)} cache {nearest(long)}. The rule ignores what holding costs against "
-        f"a recompute, which depends on the KV bytes per token (see the break-even table)."
+        f"a recompute, which depends on the KV bytes per token (see the break-even table). "
+        f"One device per tier: a drive of other capacity or bandwidth drains in another time."
     )
     return _render("drain_ladder", draw, alt, caption)
 
@@ -921,20 +941,26 @@ def cost_vs_context(presets: Presets) -> Figure:
         for (name, cost), color in zip(real.items(), (PALETTE[3], PALETTE[4]), strict=True):
             ax.loglog(contexts, cost, color=color, linewidth=1.6, label=f"{name}: cost")
         _mark(ax, kink.m, f"price kink, {context_tokens(kink)}")
+        fig.set_size_inches(7, 6)
         ax.set_ylim(0.01, None)
         ax.set_xlabel("context length (tokens)")
-        ax.set_ylabel("cost per token, relative to a short prompt")
-        ax.legend(loc="upper left", fontsize=7)
+        # each curve over its own model's weight FLOPs alone (reader's report: "relative to a
+        # short prompt" left DeepSeek's 1.2 at 1,000 tokens unexplained)
+        ax.set_ylabel("chip time per token ÷ weights' compute alone")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=9, ncol=1)
 
     alt = (
         f"Cost per decoded token against context length at a large batch on {chip_name(hw)} at "
-        f"FP8, log-log, relative to a short prompt: for a cache of {said_k} it is flat until the "
+        f"FP8, log-log, each over its own model's weight compute per token: for a cache of "
+        f"{said_k} it is flat until the "
         f"KV read overtakes compute at the {context_tokens(kink)} price kink and rises in "
         f"proportion to the context after it; Llama 3.1 70B and DeepSeek-V3 turn much earlier."
     )
     caption = (
         f"Why a price kink is a crossover ({chip_name(hw)}, FP8, weights amortised over a large "
-        f"batch). A token's compute does not depend on its context; its KV read does. For a "
+        f"batch). Each curve is a token's chip time over its own model's weight FLOPs alone, "
+        f"so 1 is a token with no context and no attention. A token's compute does not depend "
+        f"on its context (attention aside); its KV read does. For a "
         f"model of {spoken(presets.parameter['frontier_active_params'].value)} active caching "
         f"{said_k}, the two meet at {context_tokens(kink)}: flat before, rising in proportion "
         f"after, the corner a price list approximates with one step. Real caches turn far "
