@@ -970,6 +970,100 @@ def cost_vs_context(presets: Presets) -> Figure:
     return _render("cost_vs_context", draw, alt, caption)
 
 
+def kv_routes(presets: Presets) -> Figure:
+    """The routes to a small KV cache (reader's report: "how a token can cost only about two
+    kilobytes" had only formulas): bytes per token of context at an FP8 cache, each bar labelled
+    with the factors that make it, against the bytes a price kink implies."""
+    from book.chapters.long_context import HARDWARE, KV_MODEL, WINDOW_MODEL, _kink_evaluator
+
+    mla_model = "deepseek_v3"
+    kink = _kink_evaluator(presets, HARDWARE).fixed["kv_bytes_per_token"].to("byte/token")
+
+    def kv(model: str, **over):
+        ev = Evaluator(presets, HARDWARE, model, precision="fp8")
+        return ev.q("kv_bytes_per_token", **over).to("byte/token")
+
+    llama, window, mla = (presets.get("model", m) for m in (KV_MODEL, WINDOW_MODEL, mla_model))
+    full = kv(KV_MODEL)
+    globals_ = Evaluator(presets, HARDWARE, WINDOW_MODEL).q("global_attention_layers").m
+    heads = f"{llama.n_kv_heads} KV heads × 2 × {llama.head_dim}"
+    sparsity = (full / kink).to("").m
+    bars = [
+        (f"{llama.name}\n{llama.layers} layers × {heads}", full, False),
+        (
+            f"{window.name}, sliding windows\n{spoken_number(globals_)} of {window.layers} "
+            f"layers × {window.n_kv_heads} × 2 × {window.head_dim}",
+            kv(WINDOW_MODEL),
+            False,
+        ),
+        (
+            f"{mla.name}, MLA\n{mla.layers} layers × ({mla.kv_lora_rank} + {mla.qk_rope_head_dim})",
+            kv(mla_model),
+            False,
+        ),
+        (f"one layer's cache, shared\n1 × {heads}", kv(KV_MODEL, global_layers=1), False),
+        (
+            f"sparse attention on {llama.name}'s cache\nreads 1 token in "
+            f"{spoken_number(sparsity, most=2)} (read, not held)",
+            full / sparsity,
+            True,
+        ),
+    ]
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 4.4)
+        ys = np.arange(len(bars))
+        for y, (_, b, read) in zip(ys, bars, strict=True):
+            ax.barh(
+                y,
+                b.m,
+                color=PALETTE[y % len(PALETTE)],
+                hatch="//" if read else None,
+                alpha=0.55 if read else 1.0,
+            )
+            ax.annotate(
+                spoken(b.to("kB/token"), most=2).replace(" per token", ""),
+                (b.m, y),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=9,
+            )
+        ax.set_yticks(ys, [label for label, _, _ in bars], fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlim(500, 1e6)
+        ax.invert_yaxis()
+        ax.axvline(kink.m, color=FOREGROUND, linestyle=":", linewidth=1.2)
+        ax.annotate(
+            f"price kink: {spoken(kink.to('kB/token'), most=2).replace(' per token', '')}",
+            (kink.m, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, -10),
+            textcoords="offset points",
+            fontsize=9,
+        )
+        ax.set_xlabel("KV bytes per token of context, FP8 cache (log scale)")
+        ax.grid(axis="y", visible=False)
+
+    alt = (
+        "KV-cache bytes per token at FP8 for four ways of building a cache, on a log scale, "
+        f"against the {spoken(kink.to('kB/token'), most=2)} a price kink implies: "
+        + "; ".join(
+            f"{label.replace(chr(10), ': ')}, {spoken(b.to('kB/token'), most=2)}"
+            for label, b, _ in bars
+        )
+        + "."
+    )
+    caption = (
+        "Where a token's KV bytes come from, at an FP8 cache: layers that keep the whole "
+        "context × KV heads × a key and a value × values per head (or, for MLA, one latent per "
+        "layer). Windows leave gpt-oss only its global layers to cache; MLA compresses the "
+        "heads; sharing one layer's cache, or "
+        "reading a sparse subset of it, reaches the couple of kilobytes the kink implies."
+    )
+    return _render("kv_routes", draw, alt, caption)
+
+
 # -- chapter B -------------------------------------------------------------------------------
 
 
@@ -1433,6 +1527,7 @@ FIGURES = {
     "chinchilla_contours": chinchilla_contours,
     "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
+    "kv_routes": kv_routes,
     "alltoall_diagram": alltoall_diagram,
     "alltoall_vs_racks": alltoall_vs_racks,
     "feistel_round": feistel_round,
@@ -1445,7 +1540,7 @@ CHAPTER_FIGURES = {
     "moe": ("alltoall_diagram", "alltoall_vs_racks"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
-    "long_context": ("cost_vs_context", "drain_ladder"),
+    "long_context": ("cost_vs_context", "drain_ladder", "kv_routes"),
     "reversible": ("feistel_round", "activation_vs_layers"),
     "validation": ("predicted_vs_measured", "measured_vs_bound"),
 }
