@@ -256,7 +256,7 @@ def latency_vs_batch(presets: Presets) -> Figure:
     memory = get("memory_time").sweep("batch_size", batches, **kw).to("ms").m
     total = get("step_time").sweep("batch_size", batches, **kw).to("ms").m
     names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
-    turn_q = Q_(turn, "sequence")  # where the two straight lines cross
+    turn_q = Q_(np.ceil(turn), "sequence")  # the crossing, rounded up as the chapter runs it
     at = ev.q("step_time", batch_size=turn, n_chips=n, context_length=length)
 
     def draw(fig, ax):

@@ -405,7 +405,7 @@ def _argument(presets: Presets) -> dict:
         "regime_one": _regime(ev, 1, n),
         "n_chips": said(n),
         "b_star_round": _round(b_star),
-        "turn": said_number(turn) if turn is not None else "",
+        "turn": said_number(practice) if turn is not None else "",  # whole, as the rule runs it
         "turn_over_star": said_number(turn / b_star, 2) if turn is not None else "",
         "pay": _pay_more(presets),
         "cost_1": said(cost[1]),
