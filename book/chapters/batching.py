@@ -421,8 +421,11 @@ def _argument(presets: Presets) -> dict:
         "practice_saving": said_number(100 * (1 - _ratio(cost[practice], cost[batch])), 2),
         "lecture_batch": said_number(lecture_batch),
         "lecture_cost": said(cost[lecture_batch]),
-        "lecture_step": said(ev.q("step_time", batch_size=lecture_batch, n_chips=n)),
-        "practice_step": said(ev.q("step_time", batch_size=practice, n_chips=n)),
+        # each batch on the fewest chips that hold it (the turn itself does not depend on n)
+        "lecture_step": said(_held_step(ev, lecture_batch)[0]),
+        "lecture_chips": said(_held_step(ev, lecture_batch)[1]),
+        "practice_step": said(_held_step(ev, practice)[0]),
+        "practice_chips": said(_held_step(ev, practice)[1]),
         "floor": said(floor),
         "over_floor": said_number(_ratio(cost[practice], floor), 3),
         "per_byte": {p: said_number(v) for p, v in per_byte.items()},
@@ -488,6 +491,12 @@ def _turn(ev: Evaluator, batch: int, n_chips) -> float | None:
     if dc <= dm:
         return None
     return batch + (m[0] - c[0]) / (dc - dm)
+
+
+def _held_step(ev: Evaluator, batch: int) -> tuple:
+    """The step at ``batch`` on the fewest whole chips that hold the weights and its caches."""
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    return ev.q("step_time", batch_size=batch, n_chips=n), n
 
 
 def _rule_batch(ev: Evaluator) -> int:
