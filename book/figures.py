@@ -239,7 +239,7 @@ def latency_vs_batch(presets: Presets) -> Figure:
     length, turn = latency_context(presets)
     # a log batch axis (editor's pass, issue 22): the flat weight-fetch floor and the MoE's ramp
     # up to E_r/k fill the left of the figure instead of its first few pixels
-    batches = np.geomspace(1, 2 * max(b_star, turn or 0), 400)
+    batches = np.geomspace(1, 3 * max(b_star, turn or 0), 400)  # room to label the turn
     saturation = ev.q("expert_saturation_batch").to("sequence").m
     floor = ev.q("weight_fetch_time", batch_size=b_star, n_chips=n).to("ms")  # every expert read
     kw = dict(EXAMPLE, presets=presets, n_chips=n, context_length=length)
@@ -251,26 +251,46 @@ def latency_vs_batch(presets: Presets) -> Figure:
             ("KV fetch", "kv_fetch_time"),
         )
     }
+    # the sum the step takes a max over: without it the step's curve above every drawn line
+    # has no visible reason (reader's report, batching fault 3)
+    memory = get("memory_time").sweep("batch_size", batches, **kw).to("ms").m
     total = get("step_time").sweep("batch_size", batches, **kw).to("ms").m
     names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
-    turn_q = Q_(turn, "sequence")  # where the two straight lines cross
+    turn_q = Q_(np.ceil(turn), "sequence")  # the crossing, rounded up as the chapter runs it
     at = ev.q("step_time", batch_size=turn, n_chips=n, context_length=length)
 
     def draw(fig, ax):
-        for label, y in lines.items():
-            ax.plot(batches, y, label=label, linewidth=1.4)
         ax.plot(
             batches,
             total,
             color=FOREGROUND,
-            linewidth=2.8,
+            linewidth=4,
+            alpha=0.35,
             label="step time (max of compute, memory)",
+        )
+        for label, y in lines.items():
+            ax.plot(batches, y, label=label, linewidth=1.4)
+        ax.plot(
+            batches,
+            memory,
+            color=PALETTE[4],
+            linestyle="--",
+            linewidth=1.6,
+            label="memory (weight fetch + KV fetch)",
         )
         ax.set_xscale("log")
         ax.axvspan(1, turn, alpha=0.06, color=PALETTE[1])
         _mark(ax, saturation, "Eᵣ/k")
         _mark(ax, b_star, "B*")
-        _mark(ax, turn, "compute-bound →")
+        ax.axvline(turn, color=FOREGROUND, linestyle=":", linewidth=1)
+        ax.annotate(  # low, right of the turn: the curves there are above it
+            "compute-\nbound →",
+            (turn, 0.3),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            fontsize=9,
+        )
         ax.text(
             np.sqrt(saturation * b_star),
             0.42,
@@ -283,7 +303,8 @@ def latency_vs_batch(presets: Presets) -> Figure:
         ax.set_xlabel("batch size B (sequences, log scale)")
         ax.set_ylabel("time per decode step (ms)")
         ax.set_xlim(1, batches[-1])
-        ax.set_ylim(0, None)
+        # past the turn the lines climb off the top: the figure is about the turn, not beyond
+        ax.set_ylim(0, 2.2 * at.to("ms").m)
         ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.9), fontsize=9)
 
     alt = (
@@ -301,7 +322,8 @@ def latency_vs_batch(presets: Presets) -> Figure:
         f"The weight fetch rises while the batch picks up experts (Eᵣ/k = "
         f"{quantity(Q_(saturation, 'sequence'))}) and is then flat at {spoken(floor)}: for "
         f"hundreds of sequences the step hardly grows, and adding sequences is nearly free. "
-        f"Memory-bound (shaded) up to {spoken(turn_q)}, compute-bound beyond. "
+        f"The step is the larger of compute and memory (dashed: weight fetch plus KV fetch): "
+        f"memory-bound (shaded) up to {spoken(turn_q)}, compute-bound beyond. "
         f"The lecture's B* = "
         f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
         f"move the turn."
@@ -487,44 +509,63 @@ def roofline(presets: Presets) -> Figure:
 
 
 def drain_ladder(presets: Presets) -> Figure:
-    rows = [
-        (h.name, Evaluator(presets, h.id).q("hbm_drain_time").to("s").m, "HBM")
-        for h in presets.hardware.values()
-    ]
+    # the four tiers that hold a cache, one device each (reader's report: seventeen near-equal
+    # HBM bars buried them); the lecture's guesses beside the flash and disk bars
+    rows = []
     for tier in presets.tier.values():
         ev = Evaluator(presets, tier=tier.id)
-        rows.append((tier.name, ev.q("storage_tier_drain_time").to("s").m, tier.medium))
+        rows.append((tier.name, ev.q("storage_tier_drain_time").to("s"), tier.medium))
+    said_by_lecture = {
+        "flash": presets.parameter["lecture_flash_hold"].value,
+        "disk": presets.parameter["lecture_disk_hold"].value,
+    }
     short = presets.parameter["cache_duration_short"].value
     long = presets.parameter["cache_duration_long"].value
-    media = sorted({m for _, _, m in rows})
 
     def draw(fig, ax):
-        fig.set_size_inches(7, 6.5)
+        fig.set_size_inches(7, 3.6)
         ys = np.arange(len(rows))
-        colors = [PALETTE[media.index(m) % len(PALETTE)] for _, _, m in rows]
-        ax.barh(ys, [t for _, t, _ in rows], color=colors)
-        ax.set_yticks(ys, [n for n, _, _ in rows], fontsize=7)
+        ax.barh(ys, [t.m for _, t, _ in rows], color=[PALETTE[i] for i in range(len(rows))])
+        ax.set_yticks(ys, [f"{m}\n{n.split(',')[-1].strip()}" for n, _, m in rows], fontsize=8)
+        for y, (_, t, medium) in zip(ys, rows, strict=True):
+            ax.annotate(
+                spoken(
+                    t.to("ms")
+                    if t.m < 1
+                    else t
+                    if t.m < 120
+                    else t.to("minute")
+                    if t.m < 7200
+                    else t.to("hour")
+                ),
+                (t.m, y),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=9,
+            )
+            guess = said_by_lecture.get(medium)
+            if guess is not None:
+                ax.plot([guess.to("s").m], [y], "o", mfc="none", mec=FOREGROUND, markersize=8)
+        ax.plot([], [], "o", mfc="none", mec=FOREGROUND, label="the lecture's guess")
         ax.set_xscale("log")
+        ax.set_xlim(1e-3, 1e6)
         ax.invert_yaxis()
-        from matplotlib.patches import Patch
-
         for q in (short, long):
             ax.axvline(q.to("s").m, color=FOREGROUND, linestyle=":", linewidth=1)
             ax.annotate(
                 f"{spoken(q)} cache",
-                (q.to("s").m, 1),  # at the top, beside the short HBM bars, clear of the long ones
+                (q.to("s").m, 0),
                 xycoords=("data", "axes fraction"),
-                xytext=(-3, -4),
+                xytext=(-3, 4),
                 textcoords="offset points",
                 rotation=90,
                 fontsize=8,
                 ha="right",
-                va="top",
+                va="bottom",
             )
-        ladder = dict.fromkeys(m for _, _, m in rows)  # the legend in the ladder's own order
-        handles = [Patch(color=PALETTE[media.index(m) % len(PALETTE)], label=m) for m in ladder]
-        ax.legend(handles=handles, loc="center right", fontsize=8)
-        ax.set_xlabel("hold time = capacity / bandwidth (s)")
+        ax.legend(loc="upper right", fontsize=9)
+        ax.set_xlabel("hold time = capacity / bandwidth (seconds, log scale)")
         ax.grid(axis="y", visible=False)
 
     flash = next(t for t in presets.tier.values() if t.medium == "flash")
@@ -532,9 +573,9 @@ def drain_ladder(presets: Presets) -> Figure:
     flash_hold = Evaluator(presets, tier=flash.id).q("storage_tier_drain_time").to("minute")
     disk_hold = Evaluator(presets, tier=disk.id).q("storage_tier_drain_time").to("hour")
     alt = (
-        f"Hold times (capacity over bandwidth) on a log scale: every chip's HBM in milliseconds, "
-        f"then DRAM, flash and disk, against the {spoken(short)} and {spoken(long)} cache "
-        f"lifetimes."
+        f"Hold times (capacity over bandwidth) on a log scale, one device per tier: HBM in "
+        f"milliseconds, then DRAM, flash and disk, against the {spoken(short)} and "
+        f"{spoken(long)} cache lifetimes, with the lecture's guesses for flash and disk."
     )
     tiers = sorted(
         (Evaluator(presets, tier=t.id).q("storage_tier_drain_time"), t.medium)
@@ -553,7 +594,8 @@ def drain_ladder(presets: Presets) -> Figure:
         f"seconds, flash for {spoken(flash_hold)} and disk for {spoken(disk_hold)}. By this "
         f"rule alone the nearest tier to the {spoken(short)} cache is {nearest(short)} and to "
         f"the {spoken(long)} cache {nearest(long)}. The rule ignores what holding costs against "
-        f"a recompute, which depends on the KV bytes per token (see the break-even table)."
+        f"a recompute, which depends on the KV bytes per token (see the break-even table). "
+        f"One device per tier: a drive of other capacity or bandwidth drains in another time."
     )
     return _render("drain_ladder", draw, alt, caption)
 
@@ -899,20 +941,26 @@ def cost_vs_context(presets: Presets) -> Figure:
         for (name, cost), color in zip(real.items(), (PALETTE[3], PALETTE[4]), strict=True):
             ax.loglog(contexts, cost, color=color, linewidth=1.6, label=f"{name}: cost")
         _mark(ax, kink.m, f"price kink, {context_tokens(kink)}")
+        fig.set_size_inches(7, 6)
         ax.set_ylim(0.01, None)
         ax.set_xlabel("context length (tokens)")
-        ax.set_ylabel("cost per token, relative to a short prompt")
-        ax.legend(loc="upper left", fontsize=7)
+        # each curve over its own model's weight FLOPs alone (reader's report: "relative to a
+        # short prompt" left DeepSeek's 1.2 at 1,000 tokens unexplained)
+        ax.set_ylabel("chip time per token ÷ weights' compute alone")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=9, ncol=1)
 
     alt = (
         f"Cost per decoded token against context length at a large batch on {chip_name(hw)} at "
-        f"FP8, log-log, relative to a short prompt: for a cache of {said_k} it is flat until the "
+        f"FP8, log-log, each over its own model's weight compute per token: for a cache of "
+        f"{said_k} it is flat until the "
         f"KV read overtakes compute at the {context_tokens(kink)} price kink and rises in "
         f"proportion to the context after it; Llama 3.1 70B and DeepSeek-V3 turn much earlier."
     )
     caption = (
         f"Why a price kink is a crossover ({chip_name(hw)}, FP8, weights amortised over a large "
-        f"batch). A token's compute does not depend on its context; its KV read does. For a "
+        f"batch). Each curve is a token's chip time over its own model's weight FLOPs alone, "
+        f"so 1 is a token with no context and no attention. A token's compute does not depend "
+        f"on its context (attention aside); its KV read does. For a "
         f"model of {spoken(presets.parameter['frontier_active_params'].value)} active caching "
         f"{said_k}, the two meet at {context_tokens(kink)}: flat before, rising in proportion "
         f"after, the corner a price list approximates with one step. Real caches turn far "
@@ -920,6 +968,100 @@ def cost_vs_context(presets: Presets) -> Figure:
         f"whose attention FLOPs grow nearly as fast as its reads, bends gradually."
     )
     return _render("cost_vs_context", draw, alt, caption)
+
+
+def kv_routes(presets: Presets) -> Figure:
+    """The routes to a small KV cache (reader's report: "how a token can cost only about two
+    kilobytes" had only formulas): bytes per token of context at an FP8 cache, each bar labelled
+    with the factors that make it, against the bytes a price kink implies."""
+    from book.chapters.long_context import HARDWARE, KV_MODEL, WINDOW_MODEL, _kink_evaluator
+
+    mla_model = "deepseek_v3"
+    kink = _kink_evaluator(presets, HARDWARE).fixed["kv_bytes_per_token"].to("byte/token")
+
+    def kv(model: str, **over):
+        ev = Evaluator(presets, HARDWARE, model, precision="fp8")
+        return ev.q("kv_bytes_per_token", **over).to("byte/token")
+
+    llama, window, mla = (presets.get("model", m) for m in (KV_MODEL, WINDOW_MODEL, mla_model))
+    full = kv(KV_MODEL)
+    globals_ = Evaluator(presets, HARDWARE, WINDOW_MODEL).q("global_attention_layers").m
+    heads = f"{llama.n_kv_heads} KV heads × 2 × {llama.head_dim}"
+    sparsity = (full / kink).to("").m
+    bars = [
+        (f"{llama.name}\n{llama.layers} layers × {heads}", full, False),
+        (
+            f"{window.name}, sliding windows\n{spoken_number(globals_)} of {window.layers} "
+            f"layers × {window.n_kv_heads} × 2 × {window.head_dim}",
+            kv(WINDOW_MODEL),
+            False,
+        ),
+        (
+            f"{mla.name}, MLA\n{mla.layers} layers × ({mla.kv_lora_rank} + {mla.qk_rope_head_dim})",
+            kv(mla_model),
+            False,
+        ),
+        (f"one layer's cache, shared\n1 × {heads}", kv(KV_MODEL, global_layers=1), False),
+        (
+            f"sparse attention on {llama.name}'s cache\nreads 1 token in "
+            f"{spoken_number(sparsity, most=2)} (read, not held)",
+            full / sparsity,
+            True,
+        ),
+    ]
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 4.4)
+        ys = np.arange(len(bars))
+        for y, (_, b, read) in zip(ys, bars, strict=True):
+            ax.barh(
+                y,
+                b.m,
+                color=PALETTE[y % len(PALETTE)],
+                hatch="//" if read else None,
+                alpha=0.55 if read else 1.0,
+            )
+            ax.annotate(
+                spoken(b.to("kB/token"), most=2).replace(" per token", ""),
+                (b.m, y),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=9,
+            )
+        ax.set_yticks(ys, [label for label, _, _ in bars], fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlim(500, 1e6)
+        ax.invert_yaxis()
+        ax.axvline(kink.m, color=FOREGROUND, linestyle=":", linewidth=1.2)
+        ax.annotate(
+            f"price kink: {spoken(kink.to('kB/token'), most=2).replace(' per token', '')}",
+            (kink.m, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, -10),
+            textcoords="offset points",
+            fontsize=9,
+        )
+        ax.set_xlabel("KV bytes per token of context, FP8 cache (log scale)")
+        ax.grid(axis="y", visible=False)
+
+    alt = (
+        "KV-cache bytes per token at FP8 for four ways of building a cache, on a log scale, "
+        f"against the {spoken(kink.to('kB/token'), most=2)} a price kink implies: "
+        + "; ".join(
+            f"{label.replace(chr(10), ': ')}, {spoken(b.to('kB/token'), most=2)}"
+            for label, b, _ in bars
+        )
+        + "."
+    )
+    caption = (
+        "Where a token's KV bytes come from, at an FP8 cache: layers that keep the whole "
+        "context × KV heads × a key and a value × values per head (or, for MLA, one latent per "
+        "layer). Windows leave gpt-oss only its global layers to cache; MLA compresses the "
+        "heads; sharing one layer's cache, or "
+        "reading a sparse subset of it, reaches the couple of kilobytes the kink implies."
+    )
+    return _render("kv_routes", draw, alt, caption)
 
 
 # -- chapter B -------------------------------------------------------------------------------
@@ -1385,6 +1527,7 @@ FIGURES = {
     "chinchilla_contours": chinchilla_contours,
     "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
+    "kv_routes": kv_routes,
     "alltoall_diagram": alltoall_diagram,
     "alltoall_vs_racks": alltoall_vs_racks,
     "feistel_round": feistel_round,
@@ -1397,7 +1540,7 @@ CHAPTER_FIGURES = {
     "moe": ("alltoall_diagram", "alltoall_vs_racks"),
     "pipeline": ("memory_vs_stages", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
-    "long_context": ("cost_vs_context", "drain_ladder"),
+    "long_context": ("cost_vs_context", "drain_ladder", "kv_routes"),
     "reversible": ("feistel_round", "activation_vs_layers"),
     "validation": ("predicted_vs_measured", "measured_vs_bound"),
 }

@@ -198,15 +198,33 @@ def _hardware_table(presets: Presets, model: str) -> dict:
     columns = (
         ("FLOP per byte", "FLOP/byte"),
         ("drain time", "ms"),
-        ("crossover batch", "sequence"),
-        ("cost at that batch", "USD/Mtoken"),
+        ("crossover batch, rounded up", "sequence"),
+        ("cost at that batch", "cent/Mtoken"),
     )
     rows = []
     for hw in presets.hardware.values():
         values = _chip_results(hw, Evaluator(presets, hw.id, model))
-        cells = [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)]
+        cells = [cell_in(u, f) for (_, u), f in zip(columns[:-1], values[:-1], strict=True)]
+        cells.append(_cents(values[-1]))
         rows.append({"id": hw.id, "name": hw.name, "cells": cells})
-    return {"headers": [header(name, u) for name, u in columns], "rows": rows}
+    headers = [header(name, u) for name, u in columns[:-1]]
+    return {"headers": [*headers, f"{columns[-1][0]} (¢ per million tokens)"], "rows": rows}
+
+
+def _cents(compute) -> str:
+    """Money per million tokens in cents, as a person says it (2-3 figures), or a dash.
+
+    >>> _cents(lambda: Q_(0.3796, "USD/Mtoken")), _cents(lambda: Q_(0.05642, "USD/Mtoken"))
+    ('38', '5.6')
+    """
+    from units.display import spoken_number
+    from units.errors import ChalkboardError
+
+    try:
+        q = compute()
+    except ChalkboardError:
+        return "—"
+    return "—" if q is None else spoken_number(q.to("cent/Mtoken").m, most=3)
 
 
 def _chip_results(hw, ev: Evaluator) -> tuple:
@@ -214,7 +232,7 @@ def _chip_results(hw, ev: Evaluator) -> tuple:
     return (
         lambda: ev.q("ridge_intensity"),
         lambda: ev.q("hbm_drain_time"),
-        lambda: ev.q("crossover_batch"),
+        lambda: Q_(_whole(ev.q("crossover_batch")), "sequence"),
         lambda: ev.q("cost_per_token", batch_size=_whole(ev.q("crossover_batch"))),
     )
 
@@ -325,10 +343,12 @@ def _argument(presets: Presets) -> dict:
     batch = _whole(ev.q("crossover_batch"))
     n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
     low, high = (par[k].to("").m for k in ("practice_batch_low", "practice_batch_high"))
-    practice = _whole(ev.q("crossover_batch") * high)
-    cost = {b: ev.q("cost_per_token", batch_size=b) for b in (1, batch, practice)}
-    floor = ev.q("compute_cost_floor")
     turn = _turn(ev, batch, n)
+    # the chapter's one rule: grow the batch until the step turns compute-bound (or HBM fills)
+    practice = _whole(Q_(turn, "sequence")) if turn is not None else batch
+    lecture_batch = _whole(ev.q("crossover_batch") * high)  # the lecture's 3 B*, for comparison
+    cost = {b: ev.q("cost_per_token", batch_size=b) for b in (1, batch, practice, lecture_batch)}
+    floor = ev.q("compute_cost_floor")
     # the question: fast mode's smaller batch, and what 100x the price could buy
     fast = Evaluator(presets).q("fast_mode_batch_ratio").to("").m
     # the crossover factor at BF16 and FP8, and the dense model's on the same chip
@@ -342,11 +362,22 @@ def _argument(presets: Presets) -> dict:
     d_batch = _whole(dev.q("crossover_batch") * high)
     d_n = dev.detailed("cost_per_token", batch_size=d_batch).inputs["n_chips"].value
     balance = _context_balance(dev, d_batch, d_n)
+    # how full the chips' HBM is at the default context (the rule's other stop: HBM full)
+    d_fill = _ratio(dev.q("chips_to_fit", batch_size=d_batch), d_n)
     mfu = []
     if balance is not None:
         for times in (1, 2, 4):  # whole doublings of the whole-token balance context
             length = Q_(math.ceil(balance) * times, "token/sequence")
-            r = _regime(Evaluator(presets, dhw, dmodel, dprec, context_length=length), d_batch, d_n)
+            lev = Evaluator(presets, dhw, dmodel, dprec, context_length=length)
+            r = _regime(lev, d_batch, d_n)
+            kw = dict(batch_size=d_batch, n_chips=d_n)
+            weights_only = (
+                Q_(d_batch, "sequence")
+                * dev.q("compute_cost_floor")
+                / (d_n * presets.get("rental", "lecture_gpu").price)
+                * Q_(1, "token/sequence")
+            )  # the weights' multiplies alone: the floor's chip time for the batch's tokens
+            r["mfu_weights"] = said_number(100 * _ratio(weights_only, lev.q("step_time", **kw)), 3)
             mfu.append({"times": said_number(times), "length": context_tokens(length), **r})
     # sparse attention: a KV term that grows as the square root of the context
     short, long = par["context_length"], par["price_kink_context"]
@@ -354,7 +385,7 @@ def _argument(presets: Presets) -> dict:
     # throughput per replica and the provider's global rate, from the replica's own roofline
     # step (not one drain time: the step reaches a drain time only when the batch fills HBM)
     g = Evaluator(presets, GLOBAL_CHIP, model, precision)
-    g_batch = _whole(g.q("crossover_batch") * high)
+    g_batch = _rule_batch(g)
     g_n = g.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
     per_seq = g.q("throughput_per_sequence")
     g_step = g.q("step_time", batch_size=g_batch, n_chips=g_n)
@@ -374,7 +405,7 @@ def _argument(presets: Presets) -> dict:
         "regime_one": _regime(ev, 1, n),
         "n_chips": said(n),
         "b_star_round": _round(b_star),
-        "turn": said_number(turn) if turn is not None else "",
+        "turn": said_number(practice) if turn is not None else "",  # whole, as the rule runs it
         "turn_over_star": said_number(turn / b_star, 2) if turn is not None else "",
         "pay": _pay_more(presets),
         "cost_1": said(cost[1]),
@@ -386,7 +417,15 @@ def _argument(presets: Presets) -> dict:
         "practice_low": said_number(low),
         "practice_high": said_number(high),
         "practice_batch": said_number(practice),
+        "practice_over_star": said_number(practice / b_star, 2),
         "practice_saving": said_number(100 * (1 - _ratio(cost[practice], cost[batch])), 2),
+        "lecture_batch": said_number(lecture_batch),
+        "lecture_cost": said(cost[lecture_batch]),
+        # each batch on the fewest chips that hold it (the turn itself does not depend on n)
+        "lecture_step": said(_held_step(ev, lecture_batch)[0]),
+        "lecture_chips": said(_held_step(ev, lecture_batch)[1]),
+        "practice_step": said(_held_step(ev, practice)[0]),
+        "practice_chips": said(_held_step(ev, practice)[1]),
         "floor": said(floor),
         "over_floor": said_number(_ratio(cost[practice], floor), 3),
         "per_byte": {p: said_number(v) for p, v in per_byte.items()},
@@ -395,6 +434,9 @@ def _argument(presets: Presets) -> dict:
         "dense": {
             "title": f"{presets.get('model', dmodel).name} on {presets.get('hardware', dhw).name}",
             "batch": said_number(d_batch),
+            "chips": said(d_n),
+            "precision": dprec.upper(),
+            "fill": said_number(100 * d_fill, 2),
             "balance": context_tokens(Q_(balance, "token/sequence")) if balance is not None else "",
             "mfu": mfu,
         },
@@ -413,6 +455,10 @@ def _argument(presets: Presets) -> dict:
             "hardware": chip_name(presets.get("hardware", GLOBAL_CHIP)),
             "per_sequence": said(per_seq),
             "step": said(g_step),
+            "drain": g.text("hbm_drain_time"),
+            "compute": said(g.q("compute_time", batch_size=g_batch, n_chips=g_n)),
+            "memory": said(g.q("memory_time", batch_size=g_batch, n_chips=g_n)),
+            "over_star": said_number(g_batch / g.q("crossover_batch").to("sequence").m, 2),
             "step_rate": said((Q_(1, "token") / g_step).to("token/s")),
             "batch": said_number(g_batch),
             "chips": said(g_n),
@@ -445,6 +491,24 @@ def _turn(ev: Evaluator, batch: int, n_chips) -> float | None:
     if dc <= dm:
         return None
     return batch + (m[0] - c[0]) / (dc - dm)
+
+
+def _held_step(ev: Evaluator, batch: int) -> tuple:
+    """The step at ``batch`` on the fewest whole chips that hold the weights and its caches."""
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    return ev.q("step_time", batch_size=batch, n_chips=n), n
+
+
+def _rule_batch(ev: Evaluator) -> int:
+    """The chapter's batch rule on one setup: grow the batch until the step turns compute-bound
+    (the turn, where compute catches the memory reads), rounded up to a whole sequence. A setup
+    whose memory stays ahead at every batch has no turn: the rule stops it where HBM fills."""
+    batch = _whole(ev.q("crossover_batch"))
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    turn = _turn(ev, batch, n)  # the turn does not depend on the chip count: every term is 1/n
+    if turn is None:
+        raise ValueError(f"{ev.choice}: memory-bound at every batch; the rule stops at full HBM")
+    return _whole(Q_(turn, "sequence"))
 
 
 def _pay_more(presets: Presets) -> dict:
@@ -752,6 +816,8 @@ def _exercises(presets: Presets) -> dict:
     slow = _whole(ev.q("crossover_batch") * high)
     at_star, at_slow = (ev.q("cost_per_token", batch_size=b) for b in (star, slow))
     floor = ev.q("compute_cost_floor")
+    slow_n = ev.detailed("cost_per_token", batch_size=slow).inputs["n_chips"].value
+    slow_turns = _turn(ev, star, slow_n) is not None
 
     # Fast mode on a small dense model on one chip: how fast can one sequence go?
     fe = Evaluator(presets, *FAST_CASE)
@@ -764,7 +830,7 @@ def _exercises(presets: Presets) -> dict:
 
     # a lab's whole traffic on a chip with more HBM
     ge = Evaluator(presets, *FLEET_CASE)
-    g_batch = _whole(ge.q("crossover_batch") * high)
+    g_batch = _rule_batch(ge)
     g_n = ge.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
     g_step = ge.q("step_time", batch_size=g_batch, n_chips=g_n)
     replica = (Q_(g_batch, "token") / g_step).to("token/s")
@@ -790,6 +856,7 @@ def _exercises(presets: Presets) -> dict:
                 3,
             ),
             "per_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
+            "turns": slow_turns,
         },
         "fast": {
             "model": presets.get("model", FAST_CASE[1]).name,
@@ -809,6 +876,12 @@ def _exercises(presets: Presets) -> dict:
             "chips": said(g_n),
             "gb200_chips": said(gb200_n),
             "step": said(g_step),
+            "compute": said(ge.q("compute_time", batch_size=g_batch, n_chips=g_n)),
+            "memory": said(ge.q("memory_time", batch_size=g_batch, n_chips=g_n)),
+            "drain": ge.text("hbm_drain_time"),
+            "used": said_number(
+                100 * _ratio(ge.q("chips_to_fit", batch_size=g_batch), g_n), 2
+            ),  # per cent of the replica's HBM the weights and caches fill
             "replica": said(replica),
             "rate_m": _millions(par["global_inference_rate"]),
             "replicas": said_number(replicas),

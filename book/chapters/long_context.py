@@ -12,7 +12,15 @@ import re
 
 import derivations
 from book.context import Evaluator, cell_in, header
-from book.format import chip_name, context_tokens, number, quantity, said, said_number
+from book.format import (
+    chip_name,
+    context_tokens,
+    number,
+    quantity,
+    said,
+    said_number,
+    spoken_number,
+)
 from units import Q_
 from units.errors import ChalkboardError
 from units.presets import Presets
@@ -64,6 +72,8 @@ def context(presets: Presets) -> dict:
         "drain_nearest": _drain_nearest(presets),
         "kink_precision": _kink_precision(presets),
         "long_contexts": _long_contexts(presets),
+        "tier_readings": _tier_readings(presets),
+        "kv_mechanics": _kv_mechanics(presets),
     }
 
 
@@ -199,9 +209,7 @@ def _tier_table(presets: Presets) -> dict:
     columns = (
         ("capacity", "GB"),
         ("bandwidth", "GB/s"),
-        ("hold time (full drain)", "s"),
-        ("hold one sequence's cache", "USD/hour"),
-        ("holding beats recomputing for", "minute"),
+        ("hold one sequence's cache", "cent/hour"),
     )
     rows = []
     for tier in presets.tier.values():
@@ -209,23 +217,36 @@ def _tier_table(presets: Presets) -> dict:
         values = (
             lambda t=tier: t.capacity,
             lambda t=tier: t.bandwidth,
-            lambda ev=ev: ev.q("storage_tier_drain_time"),
             lambda ev=ev: ev.q("cache_hold_cost") * ONE_SEQUENCE,
-            lambda ev=ev: ev.q("cache_breakeven_time"),
         )
-        rows.append(
-            {
-                "name": tier.name,
-                "medium": tier.medium,
-                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
-            }
-        )
-    return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+        cells = [cell_in(u, f) for (_, u), f in zip(columns[:2], values[:2], strict=True)]
+        cents = (ev.q("cache_hold_cost") * ONE_SEQUENCE).to("cent/hour").m
+        cells.append(spoken_number(cents, most=3))  # money as a person says it
+        # the times as a person reads them: '24 ms', '37 s', '20 min' (reader's report)
+        cells.insert(2, _time_said(ev.q("storage_tier_drain_time")))
+        cells.append(_time_said(ev.q("cache_breakeven_time")))
+        rows.append({"name": tier.name, "medium": tier.medium, "cells": cells})
+    headers = [header(n, u) for n, u in columns]
+    headers.insert(2, "hold time (full drain)")
+    headers[3] = "hold one sequence's cache (¢ per hour)"
+    return {"headers": [*headers, "holding beats recomputing for"], "rows": rows}
+
+
+def _time_said(t) -> str:
+    """A time in its natural unit, 2-3 figures: '24 ms', '37 s', '20 min', '23 hours'."""
+    t = t.to("s")
+    if t.m < 1:
+        t = t.to("ms")
+    elif t.m >= 7200:
+        t = t.to("hour")
+    elif t.m >= 120:
+        t = t.to("minute")
+    return said(t, 3).said
 
 
 def _share(x: float) -> str:
-    """A fraction as a reader says it: '5.56% of' below one, '7.49 times' above."""
-    return f"{said_number(100 * x, 3)}% of" if x < 1 else f"{said_number(x, 3)} times"
+    """A fraction as a reader says it: '5.6% of' below one, '7.5 times' above."""
+    return f"{said_number(100 * x, 2)}% of" if x < 1 else f"{said_number(x, 2)} times"
 
 
 def _retrieval(presets: Presets) -> dict:
@@ -271,6 +292,44 @@ def _hold_reading(presets: Presets) -> dict:
     return out
 
 
+def _tier_readings(presets: Presets) -> list[dict]:
+    """Each cache lifetime read four ways, in one table (reader's report, long-context fault 2):
+    the lecture's drain-time rule on its own guessed hold times, the same rule on the true ones,
+    and hold-or-recompute (the tier whose break-even time is nearest the lifetime, by ratio) for
+    Llama 3.1 70B's cache and for the kink-sized cache."""
+    tiers = list(presets.tier.values())
+    guessed = {
+        "flash": presets.parameter["lecture_flash_hold"].value,
+        "disk": presets.parameter["lecture_disk_hold"].value,
+    }
+    kink = _kink_evaluator(presets)
+
+    def nearest(pairs, life):
+        return min(pairs, key=lambda r: abs(math.log((r[1] / life).to("").m)))[0]
+
+    rows = []
+    for key in ("cache_duration_short", "cache_duration_long"):
+        life = presets.parameter[key].value
+        drain = [
+            (t.medium, Evaluator(presets, tier=t.id).q("storage_tier_drain_time")) for t in tiers
+        ]
+        llama = [
+            (t.medium, Evaluator(presets, HARDWARE, KV_MODEL, tier=t.id).q("cache_breakeven_time"))
+            for t in tiers
+        ]
+        sized = [(t.medium, kink.q("cache_breakeven_time", tier=t.id)) for t in tiers]
+        rows.append(
+            {
+                "life": said(life),
+                "lecture": nearest(list(guessed.items()), life),
+                "drain": nearest(drain, life),
+                "llama": nearest(llama, life),
+                "kink": nearest(sized, life),
+            }
+        )
+    return rows
+
+
 def _readable_time(ev: Evaluator) -> str:
     """A tier's hold time in seconds under two minutes, in minutes up to two hours, in hours
     beyond."""
@@ -312,6 +371,13 @@ def _kv_cache_and_cache_writes(presets: Presets) -> dict:
                         lambda t=t, c=cache, life=life: c.q(
                             "cache_premium_over_hold", tier=t.id, cache_lifetime=life
                         ),
+                    )
+                    for t in presets.tier.values()
+                ],
+                "said": [  # the same ratios as a sentence says them (2-3 figures)
+                    said_number(
+                        cache.q("cache_premium_over_hold", tier=t.id, cache_lifetime=life).to("").m,
+                        2,
                     )
                     for t in presets.tier.values()
                 ],
@@ -630,6 +696,32 @@ def _drain_nearest(presets: Presets) -> dict:
             ],
         }
     return out
+
+
+def _kv_mechanics(presets: Presets) -> dict:
+    """Two numbers for the paragraph on how servers manage the cache: how many 8,192-token
+    Llama 3.1 70B caches one H100 holds at BF16 and at FP8, and one long sequence's cache per
+    chip when it is split by KV heads (one head per chip at most)."""
+    model = presets.get("model", KV_MODEL)
+    hbm = presets.get("hardware", HARDWARE).hbm_capacity
+    kink_ctx = presets.parameter["price_kink_context"].value
+    per = {
+        p: Evaluator(presets, HARDWARE, KV_MODEL, precision=p).q("kv_cache_per_sequence")
+        * ONE_SEQUENCE
+        for p in ("bf16", "fp8")
+    }
+    heads = model.get("n_kv_heads")
+    long_seq = (
+        Evaluator(presets, HARDWARE, KV_MODEL).q("kv_cache_per_sequence", context_length=kink_ctx)
+        * ONE_SEQUENCE
+    )
+    return {
+        "bf16_fit": said_number((hbm / per["bf16"]).to("").m, 2),
+        "fp8_fit": said_number((hbm / per["fp8"]).to("").m, 2),
+        "kv_heads": said_number(heads),
+        "long": said(long_seq.to("GB"), 3),
+        "per_chip": said((long_seq / heads).to("GB"), 2),
+    }
 
 
 ICL_MODEL = KV_MODEL

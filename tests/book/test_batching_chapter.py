@@ -69,19 +69,27 @@ def test_sparsity_quality_is_about_four_times(arg):
 
 def test_a_providers_rate_needs_many_replicas(arg):
     g = arg["global"]
-    # By hand (facts.md; physics audit L9): DeepSeek-V3 at FP8 on 30 GB200s (5,000 TFLOP/s,
-    # 8 TB/s each), 3 x B* = 17,002 sequences at 8,192 tokens. The roofline step is the larger of
-    # compute, (2 x 37e9 + MLA attention 2 x 128 x (1,024 + 64) x 61 x 8,192) x B / (30 x 5e15),
-    # and memory, (671e9 + B x 576 x 61 x 8,192) / (30 x 8e12): 24.16 ms against 23.19 ms.
-    b = 17002
-    compute = b * (2 * 37e9 + 2 * 128 * (1024 + 64) * 61 * 8192) / (30 * 5000e12)
-    memory = (671e9 + b * (512 + 64) * 61 * 8192) / (30 * 8e12)
-    replica = b / max(compute, memory)
+    # By hand (facts.md; physics audit L9): DeepSeek-V3 at FP8 on GB200s (5,000 TFLOP/s, 8 TB/s
+    # each) at 8,192 tokens, batched by the chapter's rule: to the turn, where compute catches
+    # memory. Per chip-second, compute per sequence is (2 x 37e9 + MLA attention
+    # 2 x 128 x (1,024 + 64) x 61 x 8,192) / 5e15, KV per sequence (512 + 64) x 61 x 8,192 / 8e12,
+    # and the weights 671e9 / 8e12: the turn is weights / (compute - KV), 12,598.6 sequences,
+    # whatever the chip count (every term is over n).
+    compute = (2 * 37e9 + 2 * 128 * (1024 + 64) * 61 * 8192) / 5000e12
+    kv = (512 + 64) * 61 * 8192 / 8e12
+    weights = 671e9 / 8e12
+    b = -(-weights // (compute - kv))  # rounded up to a whole sequence
     assert _n(g["batch"]) == b
-    assert _n(g["replica"]) == pytest.approx(replica, rel=2e-3)  # 703,600 tokens/s
+    n = _n(g["chips"])  # 24: the fewest 186 GB chips that hold 671 GB and b caches
+    assert (n - 1) * 186e9 < 671e9 + b * (512 + 64) * 61 * 8192 <= n * 186e9
+    step = max(b * compute, weights + b * kv) / n
+    replica = b / step
+    assert _n(g["replica"]) == pytest.approx(replica, rel=2e-3)  # 562,900 tokens/s
     assert _n(g["replicas"]) == pytest.approx(5e7 / replica, rel=1e-2)
-    assert g["replicas_whole"] == "72"  # 50M / 703,600 = 71.1, rounded up
-    assert g["chips_total"] == "2,160 chips"
+    assert g["replicas_whole"] == "89"  # 50M / 562,900 = 88.8, rounded up
+    assert g["chips_total"] == f"{89 * int(n):,} chips"
+    # a step batched by the rule lasts at most one drain time: 186 GB / 8 TB/s = 23.25 ms
+    assert step <= 186e9 / 8e12
 
 
 def test_the_lecture_replica_is_about_a_thousandth_of_a_big_provider(arg):

@@ -167,3 +167,16 @@ def test_figures_cached_by_another_process_are_the_ones_drawn_here(svgs, tmp_pat
     monkeypatch.setenv("CHALKBOARD_CACHE", "0")
     drawn_here = [hashlib.sha256(FIGURES[n](presets).svg.encode()).hexdigest() for n in names]
     assert drawn_here == there and len(svgs) == 2
+
+
+def test_kv_routes_reach_the_kink_by_sharing_or_sparse_reads(drawn):
+    # lecture section F: one shared layer of Llama 3.1 70B's heads at FP8 is 1 x 8 x 2 x 128 =
+    # 2,048 bytes; the kink implies 2 x 100e9 x 3.35e12 / (1,979e12 x 200e3) = 1,693 bytes
+    alt = drawn["kv_routes"].alt
+    assert "1 × 8 KV heads × 2 × 128, 2 kB per token" in alt
+    assert "reads 1 token in 97" in alt and "1.7 kB per token" in alt
+
+
+def test_latency_figure_draws_the_memory_it_takes_a_max_over(drawn):
+    svg = drawn["latency_vs_batch"].svg
+    assert "memory (weight fetch + KV fetch)" in svg

@@ -155,3 +155,21 @@ def test_the_drain_rule_points_both_lifetimes_to_flash(ctx):
     flash = 15.36e12 / 13e9
     assert _num(near["short"]["tiers"][0]["off"]) == pytest.approx(flash / 300, rel=1e-2)
     assert _num(near["long"]["tiers"][0]["off"]) == pytest.approx(3600 / flash, rel=2e-2)
+
+
+def test_every_reading_of_the_cache_lifetimes_in_one_table(ctx):
+    # The lecture's drain rule on its guesses (flash ~1 min, disk ~1 h): 5 min is 5x from flash,
+    # 12x from disk; 1 h is disk. On the true drain times (flash 19.7 min, disk 23.4 h) both are
+    # flash. Break-even nearest the lifetime: Llama 3.1 70B (DRAM 3.7 min, flash 2.4 h); the
+    # kink-sized cache's HBM break-even is 200,000 x 23.88 ms = 1.33 h, nearest both lifetimes.
+    rows = [(r["lecture"], r["drain"], r["llama"], r["kink"]) for r in ctx["tier_readings"]]
+    assert rows == [("flash", "flash", "DRAM", "HBM"), ("disk", "flash", "flash", "HBM")]
+
+
+def test_kv_mechanics_by_hand(ctx):
+    # Llama 3.1 70B: 327,680 bytes per token at BF16, half at FP8; 8,192 tokens; H100 80 GB;
+    # 8 KV heads: a 200,000-token cache split by head over 8 chips
+    m = ctx["kv_mechanics"]
+    assert float(m["bf16_fit"]) == pytest.approx(80e9 / (8192 * 327_680), abs=0.5)
+    assert float(m["fp8_fit"]) == pytest.approx(80e9 / (8192 * 163_840), abs=0.5)
+    assert _num(m["per_chip"]) == pytest.approx(200_000 * 327_680 / 8 / 1e9, rel=1e-2)
