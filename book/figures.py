@@ -637,7 +637,7 @@ def memory_vs_stages(presets: Presets) -> Figure:
     return _render("memory_vs_stages", draw, alt, caption)
 
 
-SCHEDULE_NAMES = {"gpipe": "GPipe (all forwards, then all backwards)", "1f1b": "1F1B"}
+SCHEDULE_NAMES = {"gpipe": "GPipe (all forwards, then all backwards)", "1f1b": "1F1B (one forward, one backward)"}
 
 
 def pipeline_schedule(presets: Presets) -> Figure:
@@ -744,6 +744,7 @@ BUBBLE_STAGES = (2, 4, 8, 16)
 
 
 def pipeline_bubble(presets: Presets) -> Figure:
+    from book.chapters.pipeline import percent
     from derivations import get
 
     micro = np.geomspace(1, 256, 100)
@@ -757,20 +758,20 @@ def pipeline_bubble(presets: Presets) -> Figure:
                 .sweep("microbatches", micro, presets=presets, pipeline_stages=Q_(p, "stage"))
                 .m
             )
-            ax.semilogx(micro, y, label=f"P = {p}", linewidth=1.6)
+            ax.semilogx(micro, 100 * y, label=f"P = {p}", linewidth=1.6)
         p0 = presets.parameter["pipeline_stages"].value.m
         m0 = presets.parameter["microbatches"].value.to("").m
-        ax.plot([m0], [default.m], "o", color=FOREGROUND, markersize=5)
+        ax.plot([m0], [100 * default.m], "o", color=FOREGROUND, markersize=5)
         ax.annotate(
-            f"P = {p0:g}, m = {m0:g}: {spoken(default.to('') * 100)}% idle",
-            (m0, default.m),
+            f"P = {p0:g}, m = {m0:g}: {percent(default)} idle",
+            (m0, 100 * default.m),
             xytext=(8, 8),
             textcoords="offset points",
             fontsize=9,
         )
         ax.set_xlabel("micro-batches per step m")
-        ax.set_ylabel("bubble fraction")
-        ax.set_ylim(0, 1)
+        ax.set_ylabel("bubble, % of each stage's time")
+        ax.set_ylim(0, 100)
         ax.legend(loc="upper right")
 
     alt = (
@@ -781,7 +782,7 @@ def pipeline_bubble(presets: Presets) -> Figure:
     caption = (
         "The share of each stage's time lost to filling and draining the pipeline in a training "
         "step: more stages raise it, more micro-batches per step lower it. At the marked default "
-        f"it is {spoken(default.to('') * 100)}% of a step."
+        f"it is {percent(default)} of a step."
     )
     return _render("pipeline_bubble", draw, alt, caption)
 
