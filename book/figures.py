@@ -637,7 +637,10 @@ def memory_vs_stages(presets: Presets) -> Figure:
     return _render("memory_vs_stages", draw, alt, caption)
 
 
-SCHEDULE_NAMES = {"gpipe": "GPipe (all forwards, then all backwards)", "1f1b": "1F1B (one forward, one backward)"}
+SCHEDULE_NAMES = {
+    "gpipe": "GPipe (all forwards, then all backwards)",
+    "1f1b": "1F1B (one forward, one backward)",
+}
 
 
 def pipeline_schedule(presets: Presets) -> Figure:
