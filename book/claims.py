@@ -11,6 +11,7 @@ is computed, so a preset change updates it.
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pathlib import Path
 import pint
 
 import derivations
-from book.format import given_text, quantity
+from book.format import given_text, number, quantity
 from units import ChalkboardError, parse_quantity
 from units.presets import Presets, load
 
@@ -50,6 +51,7 @@ class Verdict:
     caveat: str
     note: str
     equation: str
+    judged: str = ""  # the standard: its tolerance and the reason for it
 
 
 def _range(raw: dict, where: str) -> tuple[pint.Quantity, pint.Quantity | None]:
@@ -63,8 +65,38 @@ def _range(raw: dict, where: str) -> tuple[pint.Quantity, pint.Quantity | None]:
     return low, parse_quantity(high, what=f"{where}.expected_high") if high else None
 
 
+def _standard(raw: dict, standards: dict, where: str) -> dict:
+    """The standard a claim is judged by; its tolerance is the standard's, never its own."""
+    own = {"tolerance", "within_factor"} & set(raw)
+    if own:
+        raise ChalkboardError(f"{where}: {sorted(own)[0]} is set by the claim's standard")
+    name = raw.get("standard")
+    if name not in standards:
+        close = difflib.get_close_matches(str(name), standards, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(standards)}"
+        raise ChalkboardError(f"{where}: unknown standard {name!r}{hint}")
+    return standards[name]
+
+
+def judged_text(standard: dict) -> str:
+    """The tolerance as a reader says it, with its reason.
+
+    >>> judged_text({"within_factor": 3.16, "reason": "a rough guess"})
+    'within a factor of 3.16 either way: a rough guess'
+    >>> judged_text({"tolerance": 0.25, "reason": "said as about"})
+    'within ±25%: said as about'
+    """
+    if "within_factor" in standard:
+        band = f"within a factor of {number(standard['within_factor'], 3)} either way"
+    elif standard.get("tolerance", 0):
+        band = f"within ±{number(100 * standard['tolerance'])}%"
+    else:
+        band = "exactly as stated"
+    return f"{band}: {standard['reason']}"
+
+
 def _bounds(raw: dict, low, high):
-    """The accepted interval, widened by the claim's tolerance or factor."""
+    """The accepted interval, widened by the standard's tolerance or factor."""
     factor = raw.get("within_factor")
     tol = raw.get("tolerance", 0.0)
     lo = low / factor if factor else low * (1 - tol)
@@ -75,9 +107,11 @@ def _bounds(raw: dict, low, high):
 def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tuple[str, object]:
     choices = {k: raw_case[k] for k in CHOICES if k in raw_case}
     overrides = dict(raw_case.get("set", {}))
-    unknown = set(raw_case) - {*CHOICES, "set", "over"}
+    unknown = set(raw_case) - {*CHOICES, "set", "over", "computed"}
     if unknown:
         raise ChalkboardError(f"{where}: unknown case field {sorted(unknown)[0]!r}")
+    for name, other in raw_case.get("computed", {}).items():  # an input from another equation
+        overrides[name] = derivations.get(other).evaluate(presets=presets, **choices)
     value = derivations.get(equation).evaluate(presets=presets, **choices, **overrides)
     label = ", ".join(
         f"{k.replace('_precision', '')} {str(v).upper()}"
@@ -106,10 +140,11 @@ def _preset_name(kind: str, preset_id: str, presets: Presets) -> str:
         return str(preset_id)
 
 
-def judge(raw: dict, claim_id: str, presets: Presets) -> Verdict:
+def judge(raw: dict, claim_id: str, presets: Presets, standards: dict) -> Verdict:
     where = f"{CLAIMS.name}: claim.{claim_id}"
+    standard = _standard(raw, standards, where)
     low, high = _range(raw, where)
-    lo, hi = _bounds(raw, low, high)
+    lo, hi = _bounds(standard, low, high)
     cases = []
     for i, raw_case in enumerate(raw["cases"]):
         label, value = _evaluate(raw_case, raw["equation"], presets, f"{where}.cases[{i}]")
@@ -130,7 +165,13 @@ def judge(raw: dict, claim_id: str, presets: Presets) -> Verdict:
         verdict = VERDICTS[2]
     caveat = raw.get("caveat", "")
     if 0 < hits < len(cases):
-        misses = "; ".join(c.label for c in cases if not c.in_range)
+        misses = "; ".join(
+            f"{c.label} ({number(c.value.m, 3)}, "
+            + (f"under {number(lo.to(c.value.units).m, 3)})" if c.value < lo else "")
+            + (f"over {number(hi.to(c.value.units).m, 3)})" if c.value >= lo else "")
+            for c in cases
+            if not c.in_range
+        )
         caveat = (caveat + "; " if caveat else "") + f"not for {misses}"
     if high is None:
         expected = f"at least {quantity(low)}"
@@ -149,6 +190,7 @@ def judge(raw: dict, claim_id: str, presets: Presets) -> Verdict:
         caveat,
         raw.get("note", ""),
         raw["equation"],
+        judged_text(standard),
     )
 
 
@@ -159,7 +201,8 @@ def audit_claims(presets: Presets | None = None, path: Path = CLAIMS) -> dict[st
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise ChalkboardError(f"{path}: cannot read claims: {err}") from None
-    return {cid: judge(raw, cid, presets) for cid, raw in data["claim"].items()}
+    standards = data.get("standard", {})
+    return {cid: judge(raw, cid, presets, standards) for cid, raw in data["claim"].items()}
 
 
 # The published summaries of the episode (../shared/seeds/), named as a reader finds them.
@@ -204,6 +247,7 @@ def claims_context(presets: Presets | None = None) -> dict:
                 "expected": v.expected,
                 "computed": "; ".join(f"{quantity(c.value)} ({c.label})" for c in v.cases),
                 "verdict": v.verdict,
+                "judged": v.judged,
                 "caveat": v.caveat,
                 "note": v.note,
                 "equation": equation_link(derivations.get(v.equation), "claims.md"),

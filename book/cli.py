@@ -160,6 +160,12 @@ def make_parser(only: str | None = None) -> Parser:
         action="store_true",
         help="space the values geometrically (a count is rounded to whole numbers)",
     )
+    p.add_argument(
+        "--chips-per-point",
+        action="store_true",
+        help="let n_chips be the fewest that fit at each point (by default it is held at the "
+        "fewest that fit the sweep's largest point, so the curve is one replica's)",
+    )
     _add_inputs(p)
     p.add_argument("--csv", action="store_true", help="print CSV (the default)")
 
@@ -478,9 +484,17 @@ def cmd_sweep(args, out) -> None:
     swept = {
         sym.name: Q_(g.ravel(), sym.display_unit) for (sym, _), g in zip(axes, grids, strict=True)
     }
-    value = eq.evaluate(
-        hardware=args.hardware, model=args.model, price=args.price, **kwargs, **overrides, **swept
-    )
+    kwargs.update(hardware=args.hardware, model=args.model, price=args.price)
+    detailed = eq.evaluate_detailed(**kwargs, **overrides, **swept)
+    value, held = detailed.value, None
+    if not args.chips_per_point:
+        held = _held_chips(detailed, overrides)
+    if held is not None:
+        at_held = eq.evaluate(**kwargs, **overrides, **swept, n_chips=held)
+        if _same(at_held.to(value.units).magnitude, value.magnitude):
+            held = None  # the chip count changed nothing (it was the same, or it cancels)
+        else:
+            value = at_held
     if args.unit:
         value = _convert(value, _target_unit(args.unit, eq))
     mags = np.broadcast_to(value.magnitude, grids[0].ravel().shape)
@@ -488,6 +502,8 @@ def cmd_sweep(args, out) -> None:
         (sym.name, f"{sym.display_unit:~}", g.ravel())
         for (sym, _), g in zip(axes, grids, strict=True)
     ]
+    if held is not None:  # said in the output: a column of the one chip count
+        columns.append(("n_chips", "chip", np.full(len(mags), held.to("chip").magnitude)))
     columns.append((eq.lhs.name, f"{value.units:~}", mags))
     if args.json:
         data = {
@@ -495,12 +511,41 @@ def cmd_sweep(args, out) -> None:
             "columns": [{"name": n, "unit": u} for n, u, _ in columns],
             "rows": [[float(c[2][i]) for c in columns] for i in range(len(mags))],
         }
+        if held is not None:
+            data["note"] = HELD_CHIPS
         out.write(_json(data, None))
         return
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([f"{n} [{u}]" for n, u, _ in columns])
     for i in range(len(mags)):
         writer.writerow([repr(float(c[2][i])) for c in columns])
+
+
+HELD_CHIPS = (
+    "n_chips is held at the fewest chips that fit the sweep's largest point, the same at every "
+    "point; --set n_chips to choose it, --chips-per-point to let it follow each point"
+)
+
+
+def _held_chips(detailed, overrides: dict):
+    """The chip count a sweep holds fixed: when n_chips is not given and the equation took the
+    fewest chips that fit at each point (which jumps with the swept inputs and makes the curve
+    jagged), the fewest that fit every point, its largest; else None."""
+    import numpy as np
+
+    from units import Q_
+
+    used = detailed.inputs.get("n_chips")
+    if "n_chips" in overrides or used is None or not used.origin.startswith("fewest"):
+        return None
+    return Q_(float(np.max(used.value.to("chip").magnitude)), "chip")
+
+
+def _same(a, b) -> bool:
+    """Two sweeps' values equal to rounding (the fast path's test too, book/fast.py)."""
+    import numpy as np
+
+    return bool(np.allclose(a, b, rtol=1e-12, atol=0))
 
 
 def _convert(value, target):

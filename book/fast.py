@@ -612,6 +612,20 @@ def fast_sweep(cache: Cache, args) -> str:
         swept[name] = base
     ev = Evaluation(cache, args.id, _choices(args), {**given, **swept}, numpy=np)
     out = np.asarray(ev.value_of(args.id), dtype=float)
+    chips = ev.used.get("n_chips")
+    held = None
+    if chips and chips[1].startswith("fewest") and not args.chips_per_point:
+        from book.cli import _same
+
+        held = float(np.max(chips[0]))  # as book.cli._held_chips: chips are a base unit
+        ev_held = Evaluation(
+            cache, args.id, _choices(args), {**given, **swept, "n_chips": held}, np
+        )
+        at_held = np.asarray(ev_held.value_of(args.id), dtype=float)
+        if _same(at_held, out):
+            held = None  # the chip count changed nothing (it was the same, or it cancels)
+        else:
+            ev, out = ev_held, at_held
     if not (np.all(np.isfinite(out)) and np.all(out > 0)):
         raise Fallback("a result is not finite and positive")
     lhs = ev.eq["lhs"]
@@ -631,6 +645,8 @@ def fast_sweep(cache: Cache, args) -> str:
         (name, core["units"]["plans"][sym["disp"]]["short"], g.ravel())
         for (name, sym, _), g in zip(axes, grids, strict=True)
     ]
+    if held is not None:
+        columns.append(("n_chips", "chip", np.full(len(mags), held)))
     columns.append((lhs, plan["short"], mags))
     if args.json:
         data = {
@@ -638,6 +654,10 @@ def fast_sweep(cache: Cache, args) -> str:
             "columns": [{"name": n, "unit": u} for n, u, _ in columns],
             "rows": [[float(c[2][i]) for c in columns] for i in range(len(mags))],
         }
+        if held is not None:
+            from book.cli import HELD_CHIPS
+
+            data["note"] = HELD_CHIPS
         return _dumps(data, None)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")

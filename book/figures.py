@@ -679,10 +679,117 @@ def memory_vs_stages(presets: Presets) -> Figure:
     return _render("memory_vs_stages", draw, alt, caption)
 
 
+SCHEDULE_NAMES = {
+    "gpipe": "GPipe (all forwards, then all backwards)",
+    "1f1b": "1F1B (one forward, one backward)",
+}
+
+
+def pipeline_schedule(presets: Presets) -> Figure:
+    """One training step slot by slot: P stages down, time across, each micro-batch's forward
+    and backward pass a box, the bubble hatched; GPipe above, 1F1B below. The schedule is placed
+    pass by pass from its dependencies (:func:`book.chapters.pipeline.schedule`); the bubble
+    printed on it is the chapter's equation at the same P and m."""
+    from matplotlib.patches import Patch, Rectangle
+
+    from book.chapters import pipeline
+
+    p = round(presets.parameter["pipeline_stages"].value.m)
+    m = round(presets.parameter["microbatches"].value.to("").m)
+    back = pipeline.backward_cost()
+    bubble = pipeline.percent(Evaluator(presets).q("pipeline_bubble_fraction"))
+    steps = {kind: pipeline.schedule(kind, p, m, back) for kind in pipeline.SCHEDULES}
+    held = {kind: pipeline.peak_in_flight(passes) for kind, passes in steps.items()}
+    span = max(x.end for x in steps["gpipe"])
+    colour = {False: PALETTE[0], True: PALETTE[1]}
+
+    def draw(fig, ax):
+        fig.set_size_inches(9, 5.6)
+        fig.delaxes(ax)
+        axes = fig.subplots(2, 1, sharex=True)
+        for a, (kind, passes) in zip(axes, steps.items(), strict=True):
+            for s in range(p):
+                a.add_patch(
+                    Rectangle(
+                        (0, s - 0.4),
+                        span,
+                        0.8,
+                        facecolor="none",
+                        edgecolor=FOREGROUND,
+                        hatch="////",
+                        linewidth=0,
+                        alpha=0.35,
+                    )
+                )
+            for x in passes:
+                a.add_patch(
+                    Rectangle(
+                        (x.start, x.stage - 0.4),
+                        x.end - x.start,
+                        0.8,
+                        facecolor=colour[x.backward],
+                        edgecolor="white",
+                        linewidth=0.6,
+                    )
+                )
+                a.text(
+                    (x.start + x.end) / 2,
+                    x.stage,
+                    str(x.microbatch + 1),
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="white",
+                )
+            a.set_xlim(0, span)
+            a.set_ylim(p - 0.5, -0.5)
+            a.set_yticks(range(p), [f"stage {s + 1}" for s in range(p)])
+            a.grid(False)
+            a.set_title(
+                f"{SCHEDULE_NAMES[kind]}: bubble {bubble} of each stage's time; "
+                f"stage 1 holds up to {held[kind]} micro-batches' activations",
+                fontsize=9,
+                loc="left",
+            )
+        axes[-1].set_xlabel("time, in forward passes of one micro-batch through one stage")
+        axes[0].legend(
+            handles=[
+                Patch(facecolor=colour[False], label="forward"),
+                Patch(facecolor=colour[True], label=f"backward ({spoken_number(back)}× a forward)"),
+                Patch(
+                    facecolor="none", edgecolor=FOREGROUND, hatch="////", label="idle: the bubble"
+                ),
+            ],
+            loc="lower left",
+            bbox_to_anchor=(0, 1.12),
+            ncols=3,
+            fontsize=9,
+        )
+
+    alt = (
+        f"Two timelines of one training step on {p} pipeline stages with {m} micro-batches, "
+        f"forward passes in blue and backward passes, {spoken_number(back)} times as long, in "
+        f"orange, idle time hatched. Above, GPipe: every stage runs all its forwards, then all its "
+        f"backwards; stage 1 waits through the fill and drain. Below, 1F1B: backwards start as "
+        f"early as possible. Both steps take {spoken_number(span)} forward-pass slots and both "
+        f"leave each stage idle {bubble} of the time; stage 1 holds {held['gpipe']} micro-batches' "
+        f"activations under GPipe, {held['1f1b']} under 1F1B."
+    )
+    caption = (
+        f"One training step on {p} stages with {m} micro-batches (numbered), each pass started as "
+        f"soon as its input is ready. The hatched fill and drain are the bubble: {p - 1} slots "
+        f"of {m + p - 1} forward-and-backward slots on every stage, "
+        f"(P − 1)/(m + P − 1) = {bubble}. 1F1B does not shrink it; it starts each backward early, "
+        f"so stage 1 holds {held['1f1b']} micro-batches' activations instead of {held['gpipe']}."
+    )
+    return _render("pipeline_schedule", draw, alt, caption)
+
+
 BUBBLE_STAGES = (2, 4, 8, 16)
 
 
 def pipeline_bubble(presets: Presets) -> Figure:
+    from book.chapters.pipeline import percent
     from derivations import get
 
     micro = np.geomspace(1, 256, 100)
@@ -696,20 +803,20 @@ def pipeline_bubble(presets: Presets) -> Figure:
                 .sweep("microbatches", micro, presets=presets, pipeline_stages=Q_(p, "stage"))
                 .m
             )
-            ax.semilogx(micro, y, label=f"P = {p}", linewidth=1.6)
+            ax.semilogx(micro, 100 * y, label=f"P = {p}", linewidth=1.6)
         p0 = presets.parameter["pipeline_stages"].value.m
         m0 = presets.parameter["microbatches"].value.to("").m
-        ax.plot([m0], [default.m], "o", color=FOREGROUND, markersize=5)
+        ax.plot([m0], [100 * default.m], "o", color=FOREGROUND, markersize=5)
         ax.annotate(
-            f"P = {p0:g}, m = {m0:g}: {spoken(default.to('') * 100)}% idle",
-            (m0, default.m),
+            f"P = {p0:g}, m = {m0:g}: {percent(default)} idle",
+            (m0, 100 * default.m),
             xytext=(8, 8),
             textcoords="offset points",
             fontsize=9,
         )
         ax.set_xlabel("micro-batches per step m")
-        ax.set_ylabel("bubble fraction")
-        ax.set_ylim(0, 1)
+        ax.set_ylabel("bubble, % of each stage's time")
+        ax.set_ylim(0, 100)
         ax.legend(loc="upper right")
 
     alt = (
@@ -720,7 +827,7 @@ def pipeline_bubble(presets: Presets) -> Figure:
     caption = (
         "The share of each stage's time lost to filling and draining the pipeline in a training "
         "step: more stages raise it, more micro-batches per step lower it. At the marked default "
-        f"it is {spoken(default.to('') * 100)}% of a step."
+        f"it is {percent(default)} of a step."
     )
     return _render("pipeline_bubble", draw, alt, caption)
 
@@ -1523,6 +1630,7 @@ FIGURES = {
     "roofline": roofline,
     "drain_ladder": drain_ladder,
     "memory_vs_stages": memory_vs_stages,
+    "pipeline_schedule": pipeline_schedule,
     "pipeline_bubble": pipeline_bubble,
     "chinchilla_contours": chinchilla_contours,
     "equal_cost_heuristic": equal_cost_heuristic,
@@ -1538,7 +1646,7 @@ FIGURES = {
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "cost_vs_speed", "roofline"),
     "moe": ("alltoall_diagram", "alltoall_vs_racks"),
-    "pipeline": ("memory_vs_stages", "pipeline_bubble"),
+    "pipeline": ("memory_vs_stages", "pipeline_schedule", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder", "kv_routes"),
     "reversible": ("feistel_round", "activation_vs_layers"),

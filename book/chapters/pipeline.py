@@ -7,6 +7,7 @@ True
 """
 
 import math
+from dataclasses import dataclass
 
 import derivations
 from book.context import Evaluator, cell_in, header
@@ -357,11 +358,8 @@ def _bubble_table(ev: Evaluator) -> dict:
         {
             "stages": str(p),
             "cells": [
-                cell_in(
-                    "dimensionless",
-                    lambda p=p, m=m: ev.q(
-                        "pipeline_bubble_fraction", pipeline_stages=Q_(p, "stage"), microbatches=m
-                    ),
+                percent(
+                    ev.q("pipeline_bubble_fraction", pipeline_stages=Q_(p, "stage"), microbatches=m)
                 )
                 for m in MICROBATCHES
             ],
@@ -460,3 +458,114 @@ def _training_batch(presets: Presets) -> dict:
         "train_over_dense": said_number(one.m / ev.q("dense_crossover_batch").to("sequence").m, 2),
         "decode_star": ev.text("micro_batch_size"),
     }
+
+
+# -- the schedule figure: one training step, slot by slot --------------------------------------
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One micro-batch's forward or backward pass through one stage, placed in time."""
+
+    stage: int
+    microbatch: int
+    backward: bool
+    start: float
+    end: float
+
+
+SCHEDULES = ("gpipe", "1f1b")
+
+
+def _stage_order(kind: str, stage: int, stages: int, microbatches: int) -> list:
+    """The order a stage runs its passes in: (micro-batch, backward?) pairs.
+
+    GPipe runs every forward, then every backward. 1F1B (one forward, one backward) runs as many
+    forwards as stages still ahead of it, then alternates, then drains its backwards.
+    """
+    forwards = [(i, False) for i in range(microbatches)]
+    backwards = [(i, True) for i in range(microbatches)]
+    if kind == "gpipe":
+        return forwards + backwards
+    if kind != "1f1b":
+        raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
+    warmup = min(stages - 1 - stage, microbatches)
+    order = forwards[:warmup]
+    for i in range(microbatches - warmup):
+        order += [forwards[warmup + i], backwards[i]]
+    return order + backwards[microbatches - warmup :]
+
+
+def schedule(kind: str, stages: int, microbatches: int, backward_cost: float) -> list[Pass]:
+    """Every pass of one training step, each started as soon as the stage is free and its input
+    is ready: a forward after the previous stage's forward of the same micro-batch, a backward
+    after the next stage's backward (the last stage's after its own forward). Time is counted
+    in forward passes of one micro-batch through one stage; a backward takes ``backward_cost``.
+
+    >>> step = schedule("gpipe", 4, 16, 2.0)
+    >>> max(p.end for p in step)  # (m + P - 1)(1 + 2) slots
+    57.0
+    >>> round(idle_share(step), 12) == round(3 / 19, 12)  # (P - 1) / (m + P - 1)
+    True
+    """
+    orders = [_stage_order(kind, s, stages, microbatches) for s in range(stages)]
+    done: dict[tuple, float] = {}  # (stage, micro-batch, backward) -> end time
+    free = [0.0] * stages
+    placed: list[Pass] = []
+    while len(placed) < 2 * stages * microbatches:
+        progressed = False
+        for s, order in enumerate(orders):
+            while order:
+                i, back = order[0]
+                if back:
+                    ready = done.get((s + 1, i, True) if s < stages - 1 else (s, i, False))
+                else:
+                    ready = done.get((s - 1, i, False)) if s > 0 else 0.0
+                if ready is None:
+                    break
+                start = max(free[s], ready)
+                end = start + (backward_cost if back else 1.0)
+                placed.append(Pass(s, i, back, start, end))
+                done[(s, i, back)] = free[s] = end
+                order.pop(0)
+                progressed = True
+        if not progressed:  # pragma: no cover - the two schedules above never deadlock
+            raise RuntimeError(f"schedule {kind!r} deadlocked")
+    return placed
+
+
+def idle_share(passes: list[Pass]) -> float:
+    """The share of the step each stage stands idle (the same for every stage)."""
+    span = max(p.end for p in passes) - min(p.start for p in passes)
+    stages = {p.stage for p in passes}
+    busy = sum(p.end - p.start for p in passes) / len(stages)
+    return 1 - busy / span
+
+
+def peak_in_flight(passes: list[Pass], stage: int = 0) -> int:
+    """The most micro-batches whose activations ``stage`` holds at once (forward done, backward
+    not yet): m for GPipe, P for 1F1B at the first stage.
+
+    >>> peak_in_flight(schedule("gpipe", 4, 16, 2.0)), peak_in_flight(schedule("1f1b", 4, 16, 2.0))
+    (16, 4)
+    """
+    held = peak = 0
+    for p in sorted((p for p in passes if p.stage == stage), key=lambda p: p.start):
+        held += -1 if p.backward else 1
+        peak = max(peak, held)
+    return peak
+
+
+def backward_cost() -> float:
+    """A backward pass in forward passes, from the training-compute equation (C = C_fwd +
+    C_bwd = 3 c_fwd N D, so C_bwd = 2 C_fwd).
+
+    >>> backward_cost()
+    2.0
+    """
+    from derivations.notation import flops_per_param_token
+
+    one = {"n_active": Q_(1, "parameter"), "training_tokens": Q_(1, "token")}
+    total = derivations.get("training_flops").evaluate(**one)
+    forward = flops_per_param_token.value * one["n_active"] * one["training_tokens"]
+    return round((total / forward).to("").m - 1, 9)

@@ -1,6 +1,8 @@
 """The pipeline chapter's worked examples, each against a hand computation."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from book.chapters import pipeline
 from book.figures import FIGURES
@@ -89,3 +91,84 @@ def test_one_training_sequence_is_past_the_decode_crossover(ctx):
     # 8,192 tokens against DeepSeek-V3's 5,667 on GB200 (1.4x) and a dense 312.5 (26x)
     assert ctx["train_over_star"] == "1.4"
     assert ctx["train_over_dense"] == "26"
+
+
+# -- the schedule figure ----------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(pipeline.SCHEDULES),
+    stages=st.integers(1, 16),
+    microbatches=st.integers(1, 64),
+    back=st.sampled_from([1.0, 2.0, 3.0]),
+)
+def test_a_placed_schedule_idles_each_stage_as_the_bubble_equation_says(
+    kind, stages, microbatches, back
+):
+    from derivations import get
+
+    step = pipeline.schedule(kind, stages, microbatches, back)
+    assert len(step) == 2 * stages * microbatches
+    # by hand: P - 1 idle slots of m + P - 1, whatever a backward costs
+    assert pipeline.idle_share(step) == pytest.approx((stages - 1) / (microbatches + stages - 1))
+    equation = get("pipeline_bubble_fraction").evaluate(
+        pipeline_stages=stages, microbatches=microbatches
+    )
+    assert pipeline.idle_share(step) == pytest.approx(equation.to("").m, abs=1e-12)
+    # GPipe holds every micro-batch's activations; 1F1B at most as many as stages
+    expected = microbatches if kind == "gpipe" else min(stages, microbatches)
+    assert pipeline.peak_in_flight(step) == expected
+
+
+def test_a_pass_never_starts_before_its_input_is_ready():
+    step = pipeline.schedule("1f1b", 4, 16, 2.0)
+    end = {(p.stage, p.microbatch, p.backward): p.end for p in step}
+    for p in step:
+        if not p.backward and p.stage > 0:
+            assert p.start >= end[(p.stage - 1, p.microbatch, False)]
+        if p.backward:
+            before = (p.stage + 1, p.microbatch, True) if p.stage < 3 else (3, p.microbatch, False)
+            assert p.start >= end[before]
+    for s in range(4):  # one pass at a time per stage
+        spans = sorted((p.start, p.end) for p in step if p.stage == s)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_an_unknown_schedule_is_named():
+    with pytest.raises(ValueError, match="gpipe, 1f1b"):
+        pipeline.schedule("zigzag", 4, 4, 2.0)
+
+
+def test_the_backward_pass_costs_two_forwards_as_training_compute_says():
+    assert pipeline.backward_cost() == 2.0  # 6 N D = 2 N D forward + 4 N D backward
+
+
+def test_the_schedule_figure_labels_the_bubble_of_the_equation():
+    fig = FIGURES["pipeline_schedule"](load())
+    # presets: P = 4 stages, m = 16 micro-batches; (4 - 1) / (16 + 4 - 1) = 3/19 = 15.8%
+    assert "= 15.8%" in fig.caption and "idle 15.8%" in fig.alt
+    assert fig.svg.count("bubble 15.8% of each stage") == 2  # both panels' titles
+    assert "instead of 16" in fig.caption and "holds 4 micro-batches" in fig.caption
+
+
+def test_the_bubble_table_prints_percentages(ctx):
+    rows = {r["stages"]: r["cells"] for r in ctx["bubble"]["rows"]}
+    assert rows["1"] == ["0%", "0%", "0%"]  # one stage never waits
+    assert rows["4"] == ["42.9%", "15.8%", "4.48%"]  # 3/7, 3/19, 3/67
+    assert rows["16"][0] == "78.9%"  # 15/19
+
+
+def test_the_chapter_page_shows_the_schedule_where_it_derives_the_bubble(built_page):
+    schedule = built_page.index('id="figure-pipeline_schedule"')
+    # in the section that derives the bubble, after its equation, before its worked example
+    assert built_page.index("Training: the bubble") < schedule
+    assert built_page.index("so the idle share of") < schedule
+    assert schedule < built_page.index("Worked example: how big is the bubble?")
+    figure = built_page[schedule : built_page.index("</figure>", schedule)]
+    assert "bubble 15.8% of each stage" in figure  # 3/19, the equation at the presets
+
+
+@pytest.fixture(scope="module")
+def built_page(printed_site):
+    return (printed_site / "chapters/pipeline/index.html").read_text()

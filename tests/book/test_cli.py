@@ -626,3 +626,53 @@ def test_problems_print_plain_text_in_the_terminal():
     code, out, _ = run("problems", "--drill", "--seed", "1", "--count", "6", "--answers")
     assert code == 0
     assert "$" not in out and "\\frac" not in out and "\\mathrm" not in out, out
+
+
+# -- a sweep holds the chip count fixed (issue 23, section 3) ------------------------------------
+
+STEP_SWEEP = ["sweep", "step_time", "--over", "batch_size=1:10000:400"]
+STEP_SWEEP += ["--hardware", "h100_sxm", "--model", "deepseek_v3", "--json"]
+
+
+def _rows(*extra):
+    code, out, err = run(*STEP_SWEEP, *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_sweep_over_batch_holds_the_fewest_chips_of_its_largest_point():
+    data = _rows()
+    names = [c["name"] for c in data["columns"]]
+    assert names == ["batch_size", "n_chips", "step_time"]
+    assert "held" in data["note"] and "--chips-per-point" in data["note"]
+    # DeepSeek-V3 at BF16 on 80 GB H100s, batch 10,000 at 8,192 tokens: (671e9 x 2 B weights +
+    # 10,000 x 8,192 x 35,136 KV values x 2 B) / 80 GB = 88.7, so 89 chips, at every point
+    assert {row[1] for row in data["rows"]} == {89.0}
+    # at a fixed chip count the step only grows with the batch (compute and KV fetch both do)
+    steps = [row[2] for row in data["rows"]]
+    assert all(b >= a for a, b in zip(steps, steps[1:], strict=False))
+
+
+def test_the_fewest_chips_at_each_point_is_what_made_the_sweep_jagged():
+    data = _rows("--chips-per-point")
+    assert [c["name"] for c in data["columns"]] == ["batch_size", "step_time"]
+    steps = [row[1] for row in data["rows"]]
+    assert any(b < a for a, b in zip(steps, steps[1:], strict=False))  # a chip added: a drop
+    assert "note" not in data
+
+
+def test_a_chip_count_the_user_sets_is_the_one_swept_at():
+    data = _rows("--set", "n_chips=64")
+    assert [c["name"] for c in data["columns"]] == ["batch_size", "step_time"]
+    first = data["rows"][0]
+    one = get("step_time").evaluate(
+        hardware="h100_sxm", model="deepseek_v3", batch_size=first[0], n_chips=64
+    )
+    assert first[1] == pytest.approx(one.to("ms").m, rel=1e-12)
+
+
+def test_a_chip_count_that_cancels_adds_no_column():
+    # cost per token: n chips at the price of n, for a step n times shorter
+    argv = ["sweep", "cost_per_token", "--over", "batch_size=1:10000:5"]
+    code, out, _ = run(*argv, "--hardware", "h100_sxm", "--model", "deepseek_v3")
+    assert code == 0 and out.splitlines()[0] == "batch_size [seq],cost_per_token [USD / Mtok]"

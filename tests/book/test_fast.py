@@ -132,6 +132,8 @@ H100 = ["--hardware", "h100_sxm", "--model", "deepseek_v3"]
         ],
         ["sweep", "cost_per_token", "--over", "batch_size=1:10000:50", "--log", *H100],
         ["sweep", "cost_per_token", "--over", "batch_size=1:10000:50", *H100, "--json"],
+        ["sweep", "step_time", "--over", "batch_size=1:10000:50", *H100, "--json"],  # chips held
+        ["sweep", "step_time", "--over", "batch_size=1:10000:9", *H100, "--chips-per-point"],
         [
             "sweep",
             "cost_per_token",
