@@ -193,21 +193,25 @@ def _inputs_text(eq: Equation, kw: dict, presets: Presets) -> str:
 
 _WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty"
+    "fifteen sixteen seventeen eighteen nineteen"
 ).split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 
 def word(x) -> str:
-    """A small whole number as prose writes it: 'three' (a quantity's magnitude alone), the
-    way the deck's authored text says its small counts.
+    """A whole number under a hundred as prose writes it: 'three', 'thirty-two' (a quantity's
+    magnitude alone), the way the deck's authored text says its small counts.
 
-    >>> word(3), word(3.0), word(20)
-    ('three', 'three', 'twenty')
+    >>> word(3), word(3.0), word(20), word(32)
+    ('three', 'three', 'twenty', 'thirty-two')
     """
     value = float(getattr(x, "magnitude", x))
-    if not value.is_integer() or not 0 <= value < len(_WORDS):
-        raise ChalkboardError(f"{value} is not a small whole number to say in words")
-    return _WORDS[int(value)]
+    if not value.is_integer() or not 0 <= value < 100:
+        raise ChalkboardError(f"{value} is not a whole number under a hundred to say in words")
+    tens, ones = divmod(int(value), 10)
+    if tens < 2:
+        return _WORDS[int(value)]
+    return _TENS[tens - 2] + (f"-{_WORDS[ones]}" if ones else "")
 
 
 def _placeholders(chapter: str, presets: Presets) -> dict:
@@ -756,7 +760,7 @@ def _regime_cards(presets: Presets) -> list[Card]:
             "outweigh both the compute and the KV cache."
             if weights > kv
             else "At this context every sequence reads a long KV cache of its own, "
-            f"{quantity(held_kv, 3)} for the batch against {quantity(held_w, 3)} of "
+            f"{quantity(held_kv.to('TB'), 3)} for the batch against {quantity(held_w, 3)} of "
             "weights: that cache sets both the chip count and the step."
         )
         back = (
