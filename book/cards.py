@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import sympy as sp
@@ -191,9 +191,34 @@ def _inputs_text(eq: Equation, kw: dict, presets: Presets) -> str:
 # -- concept, formula and cloze cards from book/concepts.toml --------------------------------
 
 
+_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def word(x) -> str:
+    """A whole number under a hundred as prose writes it: 'three', 'thirty-two' (a quantity's
+    magnitude alone), the way the deck's authored text says its small counts.
+
+    >>> word(3), word(3.0), word(20), word(32)
+    ('three', 'three', 'twenty', 'thirty-two')
+    """
+    value = float(getattr(x, "magnitude", x))
+    if not value.is_integer() or not 0 <= value < 100:
+        raise ChalkboardError(f"{value} is not a whole number under a hundred to say in words")
+    tens, ones = divmod(int(value), 10)
+    if tens < 2:
+        return _WORDS[int(value)]
+    return _TENS[tens - 2] + (f"-{_WORDS[ones]}" if ones else "")
+
+
 def _placeholders(chapter: str, presets: Presets) -> dict:
     """What a card's template may use: q(), tex(), param() (said) and pv() (a parameter's value,
-    to pass to q), preset() (its short name) and ctx."""
+    to pass to q), val() (a computed quantity, for ratios), n() (a number at 2 figures), word()
+    (a small count in words), field() (a preset's sourced figure), preset() (its short name)
+    and ctx."""
     from book.compute import chapter_context
 
     def q(eq_id: str, to: str | None = None, bare: bool = False, **kw) -> str:
@@ -202,8 +227,16 @@ def _placeholders(chapter: str, presets: Presets) -> dict:
         value = value.to(to) if to else value
         return number(value.magnitude, 3) if bare else quantity(value, 3)
 
+    def val(eq_id: str, **kw):
+        """The quantity itself, for a ratio of two: ``n((val(a) / val(b)).to(""))``."""
+        return derivations.get(eq_id).evaluate(presets=presets, **kw)
+
     return {
         "q": q,
+        "val": val,
+        "n": lambda x, figures=2: number(getattr(x, "magnitude", x), figures),
+        "word": word,
+        "field": lambda kind, pid, name: presets.get(kind, pid).fields[name],
         "tex": lambda eq_id, **kw: written_latex(eq_id, **kw),
         "param": lambda name: quantity(presets.parameter[name].value),
         "pv": lambda name: presets.parameter[name].value,
@@ -326,6 +359,32 @@ def _blank(expr: sp.Expr, names: list[str]) -> sp.Expr:
     return min(terms, key=sp.count_ops)
 
 
+def _shape(expr: sp.Expr):
+    """A term's shape with its symbols anonymised: ``A N^-alpha`` and ``B D^-beta`` match."""
+    if isinstance(expr, sp.Symbol):
+        return "symbol"
+    if not expr.args:
+        return str(expr)
+    return (type(expr).__name__, tuple(sorted((_shape(a) for a in expr.args), key=repr)))
+
+
+def _mirrored(expr: sp.Expr, term: sp.Expr) -> None:
+    """Refuse a blank a student could read off the front: a term of the same sum with the same
+    shape (Chinchilla's two power laws) gives it away by symmetry.
+
+    >>> a, n = sp.symbols("a n")
+    >>> _mirrored(a * n + 1, a * n)  # nothing else of its shape: fine
+    """
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, sp.Add) and term in node.args:
+            twins = [o for o in node.args if o != term and _shape(o) == _shape(term)]
+            if twins:
+                raise ChalkboardError(
+                    f"the blank {term} mirrors {twins[0]}, shown beside it: a student reads it "
+                    "off by symmetry (ask for the whole formula instead)"
+                )
+
+
 def _anki_cloze(latex: str) -> str:
     """LaTeX inside an Anki cloze: ``}}`` would end the deletion early, so it is spaced."""
     while "}}" in latex:
@@ -344,6 +403,11 @@ def _cloze_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         keep, zero = entry.get("keep"), tuple(entry.get("zero", ()))
         expr = written_form(eq, tuple(keep) if keep is not None else None, zero)
         terms = [_blank(expr, names) for names in entry["blanks"]]
+        for term in terms:
+            try:
+                _mirrored(expr, term)
+            except ChalkboardError as err:
+                raise ChalkboardError(f"{where}: {err}") from None
         marks = [sp.Symbol(f"{CLOZE_MARK}{chr(65 + i)}") for i in range(len(terms))]
         marked = derivations.to_latex(
             sp.Eq(eq.lhs.sym, expr.xreplace(dict(zip(terms, marks, strict=True))), evaluate=False)
@@ -679,17 +743,25 @@ def _regime_cards(presets: Presets) -> list[Card]:
         bound = "memory-bound" if t_m > t_c else "compute-bound"
         top = "the weight fetch" if weights > kv else "the KV fetch"
         front = (
-            f"{names['model']} on {number(chips.magnitude)} {names['chips']} (the fewest that "
-            f"hold it) at {names['precision']}, a batch of "
-            f"{number(batch)} sequences with {number(context)} tokens of context each: "
+            f"{names['model']} on {number(chips.magnitude)} {names['chips']} (the fewest whose "
+            f"HBM holds its weights plus this batch's KV cache) at {names['precision']}, a "
+            f"batch of {number(batch)} sequences with {number(context)} tokens of context each: "
             "which part of the step sets its time?"
+        )
+        per_sequence = derivations.get("kv_cache_per_sequence").evaluate(
+            presets=presets, model=model, precision=precision, context_length=kw["context_length"]
+        )
+        held_kv = per_sequence * kw["batch_size"]
+        held_w = derivations.get("weight_memory").evaluate(
+            presets=presets, model=model, precision=precision
         )
         why = (
             "The batch is far below the crossover batch, so the weights, read once per step, "
             "outweigh both the compute and the KV cache."
             if weights > kv
-            else "At this context every sequence reads a long KV cache of its own; the batch "
-            "amortises the weights but not the cache."
+            else "At this context every sequence reads a long KV cache of its own, "
+            f"{quantity(held_kv.to('TB'), 3)} for the batch against {quantity(held_w, 3)} of "
+            "weights: that cache sets both the chip count and the step."
         )
         back = (
             f"{sentence(top)}: the step is {bound}. Memory {quantity(t_m, 3)} (weights "
@@ -723,8 +795,8 @@ COMPARISONS = (
         "needs the bigger batch to be compute-bound on an H100 at FP8",
         {"hardware": "h100_sxm", "precision": "fp8"},
         "sparsity-batch",
-        "The crossover batch is the chip's ratio times the sparsity, total over active "
-        "parameters: Kimi K2 has more experts per active parameter.",
+        "The crossover batch is the chip's FLOP-per-byte ratio times the sparsity, total over "
+        "active parameters, and Kimi K2's is the higher: more total parameters, fewer active.",
     ),
     (
         "kv_bytes_per_token",
@@ -812,6 +884,7 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
 
     audit = audit_claims(presets)
     raw = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]
+    render = _Templates(presets)
     cards = []
     for entry in _authored().get("claim", ()):
         cid = entry["id"]
@@ -823,25 +896,67 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             if v.said_by.startswith("lecture")
             else "A published summary of the lecture says"
         )
+        # `hide`: presets whose cases the card leaves out (a figure that adds nothing); the
+        # verdict is the audit's, over every case, and a case a verdict short of "wrong"
+        # misses is always shown
+        hide = set(entry.get("hide", ()))
         computed = "; ".join(
             f"{quantity(c.value, 3)} ({_case_label(r, v.equation, presets)})"
             for c, r in zip(v.cases, raw[cid]["cases"], strict=True)
+            if not hide & {str(x) for x in r.values()} or (not c.in_range and v.verdict != "wrong")
         )
-        why = entry["why"].strip()
+        why = render(entry["why"].strip(), v.chapter, f"concepts.toml claim {cid!r}")
         moment = claim_moment(v.said_by)
+        # a caveat is part of the verdict: the card says it where it says "with a caveat",
+        # the cases the claim misses named as the card names them
+        labels = [_case_label(r, v.equation, presets) for r in raw[cid]["cases"]]
+        misses = [lab for c, lab in zip(v.cases, labels, strict=True) if not c.in_range]
+        caveat = raw[cid].get("caveat", "")
+        if misses and len(misses) < len(v.cases):
+            caveat = (caveat + "; " if caveat else "") + "not for " + ", ".join(misses)
+        verdict = (
+            f"**{sentence(v.verdict)}:** {caveat}."
+            if caveat and v.verdict != "wrong"
+            else f"**{sentence(v.verdict)}.**"
+        )
         cards.append(
             Card(
                 f"claim:{v.id}",
                 v.chapter,
                 "claim",
                 f"{who}: *{v.claim}*. Does it hold?",
-                f"**{sentence(v.verdict)}.** {computed}.\n\n{why}",
+                f"{verdict} {computed}.\n\n{why}",
                 f"claim {v.id}",
                 fact=entry["fact"],
                 video=video_link(moment) if moment is not None else "",
             )
         )
     return cards
+
+
+_H100 = re.compile(r"\bH100(?=s?\b)(?! SXM)")
+_FIGURE = re.compile(r"\d")
+
+
+def _sxm_named(card: Card) -> Card:
+    """A card whose figures rest on the H100 names its part once, 'H100 SXM', where it first
+    says 'H100': the PCIe and NVL parts read HBM at other speeds.
+
+    >>> _sxm_named(Card("x", "batching", "number", "An H100 drains in?", "23.9 ms.", "")).front
+    'An H100 SXM drains in?'
+    """
+    if not _FIGURE.search(prose_text(card.front + card.back)):
+        return card
+    for side in ("front", "back"):
+        text = getattr(card, side)
+        if _H100.search(text):
+            return replace(card, **{side: _H100.sub("H100 SXM", text, count=1)})
+    return card
+
+
+def prose_text(text: str) -> str:
+    """A side with its math removed."""
+    return re.sub(r"\$\$.+?\$\$|\$.+?\$", " ", text, flags=re.S)
 
 
 def flashcards(presets: Presets | None = None) -> list[Card]:
@@ -854,6 +969,7 @@ def flashcards(presets: Presets | None = None) -> list[Card]:
     if "batching" in chapters:
         cards += _number_cards(presets) + _regime_cards(presets) + _comparison_cards(presets)
     cards += _claim_cards(presets, chapters)
+    cards = [_sxm_named(c) for c in cards]
     order = {c.id: i for i, c in enumerate(derivations.CHAPTERS)}
     cards.sort(key=lambda c: order.get(c.chapter, len(order)))
     ids = [c.id for c in cards]
