@@ -247,9 +247,10 @@ def test_every_claim_card_gives_a_reason(deck):
         assert len(words) >= 12, (c.id, claim_reason(c))  # a sentence, not a bare figure
 
 
-def _accepted(raw: dict):
-    """A claim's accepted interval as claims.toml states it (expected within its tolerance or
-    factor, or from expected_low up to expected_high), computed here, not by book.claims."""
+def _accepted(raw: dict, standards: dict):
+    """A claim's accepted interval as claims.toml states it (expected within its standard's
+    tolerance or factor, or from expected_low up to expected_high), computed here, not by
+    book.claims."""
     from units import Q_
 
     def read(text):
@@ -260,10 +261,11 @@ def _accepted(raw: dict):
     else:
         low = read(raw["expected_low"])
         high = None if raw.get("expected_high") is None else read(raw["expected_high"])
-    if "within_factor" in raw:
-        f = raw["within_factor"]
+    standard = standards[raw["standard"]]
+    if "within_factor" in standard:
+        f = standard["within_factor"]
         return low / f, None if high is None else high * f
-    tol = raw.get("tolerance", 0.0)
+    tol = standard.get("tolerance", 0.0)
     return low * (1 - tol), None if high is None else high * (1 + tol)
 
 
@@ -277,12 +279,13 @@ def test_a_claim_card_says_holds_only_when_every_case_lands_in_range(deck):
     from book.claims import CLAIMS, audit_claims
 
     presets = load()
-    raw = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]
+    toml = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))
+    raw, standards = toml["claim"], toml["standard"]
     audit = audit_claims(presets)
     checked = 0
     for c in (c for c in deck if c.kind == "claim"):
         cid = c.id.split(":", 1)[1]
-        lo, hi = _accepted(raw[cid])
+        lo, hi = _accepted(raw[cid], standards)
         inside = [
             bool(v.value.to(lo.units).m >= lo.m * (1 - 1e-9))
             and (hi is None or bool(v.value.to(hi.units).m <= hi.m * (1 + 1e-9)))
