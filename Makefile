@@ -24,13 +24,9 @@ book: $(STAMP)  ## install everything and build the site into site/
 pdf: $(STAMP) browser  ## build the site and print the whole book to site/chalkboard.pdf
 	$(BIN)/chalkboard build --out site --pdf
 
-# The tests' Python keeps its compiled bytecode in build/pycache, even where the environment says
-# PYTHONDONTWRITEBYTECODE: every xdist worker, CLI subprocess and notebook kernel then reuses the
-# first one's compiled modules and pytest's rewritten test files instead of compiling them again.
 test: $(STAMP) browser  ## lint, doctests, unit/property/CLI tests, strict build, headless browser
 	$(BIN)/ruff check .
-	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(CURDIR)/build/pycache \
-	  $(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 browser:  ## the system Chromium the browser tests drive (installed when missing and allowed)
 	@bash .ci/install-browser
