@@ -91,7 +91,7 @@ def draw(rng, presets) -> Draw:
         f"Check the regime: the multiplies of that batch take {quantity(compute, 3)}, less than "
         "the reads, so the step is memory-bound and lasts the read time.",
         f"Every step gives each of the {number(batch.m)} conversations one token: "
-        f"{number(batch.m)} tokens every {quantity(memory, 3)} = **{quantity(rate, 3)}**. "
+        f"{number(batch.m)} tokens every {quantity(memory, 3)} = **{quantity(rate, 4)}**. "
         "(Each user sees one token per step, about one per drain time: "
         f"{quantity(per_user, 3)}.)",
     )

@@ -92,7 +92,7 @@ def draw(rng, presets) -> Draw:
         f"{number(penalty, 3)} (the all-to-all is then {number(slowdown, 3)} times the one-rack "
         "time).",
         f"So the port must reach {quantity(up, 3)} / {number(penalty, 3)} = "
-        f"**{quantity(port, 3)}** per direction, {number((port / out).to('').m, 2)} times "
+        f"**{quantity(port, 4)}** per direction, {number((port / out).to('').m, 2)} times "
         f"the {quantity(out, 3)} this rack's GPUs have.",
     )
     sparsity = (f["n_total"] / f["n_active"]).to("").m
