@@ -131,7 +131,8 @@ def draw(rng, presets) -> Draw:
         "Then, for each that fits, the step: at this batch every expert is hit, so a step "
         "reads every weight once and each sequence's cache once, spread over the domain's "
         "chips; the multiplies (two FLOPs per active parameter per sequence; attention's own "
-        "add to them, never enough to bind) take less. The cost per token is the domain's rent for one step over the batch.",
+        "add to them, never enough to bind) take less. The cost per token is the domain's "
+        "rent for one step over the batch.",
         *(line(r) for r in rows),
         "More chips make the step shorter, so what matters is each chip's bandwidth for its rent.",
         f"Cheapest: {name[best['hardware']]}; the next costs {margin:.0%} more.{close}",
