@@ -129,7 +129,7 @@ def draw(rng, presets) -> Draw:
             else ": the weight reads set a floor the smaller batch cannot get under, so the "
             "price alone does not buy the speed. "
         )
-        + f"Each user gets **{quantity(answer, 3)}**.",
+        + f"Each user gets **{quantity(answer, 4)}**.",
     )
     candidates = (
         (
