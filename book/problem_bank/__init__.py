@@ -31,6 +31,7 @@ value): the student brings those.
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 import re
 from dataclasses import dataclass, field
@@ -97,6 +98,19 @@ def whole_count_tolerance(count: float, tolerance: float = 0.03) -> float:
     (0.00656, 0.03)
     """
     return min(tolerance, 0.4 / count)
+
+
+def clear_of_rounding(quotient: float, shown: float = 1e-3) -> bool:
+    """Whether a whole count rounded from ``quotient`` (down for what fits, up for what is
+    needed) is the same however the givens are rounded as shown (``shown``: the relative error
+    of figures written to four places, compounded): 156.9 racks is not (a student's 157.05 needs
+    158), 156.5 is.
+
+    >>> clear_of_rounding(156.9), clear_of_rounding(156.5), clear_of_rounding(2662.4)
+    (False, True, False)
+    """
+    low, high = quotient * (1 - shown), quotient * (1 + shown)
+    return math.floor(low) == math.floor(high) and math.ceil(low) == math.ceil(high)
 
 
 def money(q: pint.Quantity, digits: int = 4) -> str:

@@ -50,6 +50,8 @@ def draw(rng, presets) -> Draw:
         "GFLOP"
     )
     floor_chips = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip")
+    per_chip_floor = (flops / per_token * Q_(1, "token/chip")).to("token/s/chip")
+    assert chips / floor_chips < FACTOR, "attention, ignored, stays within the factor"
     chip, name = chip_name(presets, hardware), presets.get("model", model).name
     sparsity = (total / active).to("").m
 
@@ -57,8 +59,9 @@ def draw(rng, presets) -> Draw:
         f"A lab must generate {quantity(rate, 2)} of {name} ({quantity(total, 3)} in all, "
         f"{quantity(active, 3)} active per token), in FP8 on {chip} GPUs that each do "
         f"{quantity(flops, 3)} of dense FP8 math. Prompts are short (about "
-        f"{tokens(case['context_length'])} of context), and the batches are so large that "
-        "batching more would not make a token any cheaper. Roughly how many GPUs does the lab "
+        f"{tokens(case['context_length'])} of context): ignore attention's own FLOPs and the "
+        "KV cache's reads. The batches are so large that batching more would not make a "
+        "token any cheaper. Roughly how many GPUs does the lab "
         f"need at the very least? Any answer within a factor of {FACTOR:g} is accepted."
     )
     solution = (
@@ -66,31 +69,31 @@ def draw(rng, presets) -> Draw:
         "the weight reads are shared by so many sequences that they vanish per token, so only "
         "the arithmetic is left to count.",
         f"A token costs two FLOPs (a multiply and an add) per active parameter, "
-        f"{quantity(per_token, 3)}, plus its attention over a short context (about "
-        f"{quantity(attention, 2)}). The total parameters do not enter: the experts a token "
+        f"{quantity(per_token, 3)}. The total parameters do not enter: the experts a token "
         "skips do no arithmetic for it.",
-        f"One GPU at {quantity(flops, 3)} then makes about {quantity(per_chip, 3)} "
-        f"(without attention, the whole rate would need {quantity(floor_chips, 3)}).",
-        f"{quantity(rate, 2)} over that: about **{quantity(chips, 3)}**, at full use of every "
-        "FLOP (a floor: real serving runs well below peak).",
+        f"One GPU at {quantity(flops, 3)} then makes about {quantity(per_chip_floor, 3)}.",
+        f"{quantity(rate, 2)} over that: about **{quantity(floor_chips, 3)}**, at full use of "
+        "every FLOP (a floor: real serving runs well below peak). Attention, left out, would "
+        f"add about {quantity(attention, 2)} per token at this context ({quantity(chips, 3)} "
+        "in all): still within the estimate's factor.",
     )
     mistakes = (
         Mistake(
-            chips * 3,
+            floor_chips * 3,
             "Six FLOPs per parameter is training (forward and backward): "
             "generating a token is a forward pass, two.",
         ),
         Mistake(
-            chips * sparsity,
+            floor_chips * sparsity,
             "You counted every parameter: only the active ones do "
             "arithmetic for a token (total versus active parameters).",
         ),
-        Mistake(chips * 2, "That is the BF16 rate: FP8 math runs twice as fast."),
-        Mistake(chips / 2, "A multiply-add is two FLOPs per parameter, not one."),
+        Mistake(floor_chips * 2, "That is the BF16 rate: FP8 math runs twice as fast."),
+        Mistake(floor_chips / 2, "A multiply-add is two FLOPs per parameter, not one."),
     )
     return Draw(
         text=text,
-        answer=chips,
+        answer=floor_chips,
         solution=solution,
         tolerance=FACTOR,
         mistakes=mistakes,

@@ -56,6 +56,9 @@ def draw(rng, presets) -> Draw:
     memory = evaluate("memory_time", **at).to("ms")
     compute = evaluate("compute_time", **at).to("ms")
     assert compute < 0.8 * memory, "a packed step must be memory-bound"
+    short = dict(at, context_length=Q_(1, "token/sequence"))  # the weights' FLOPs alone
+    compute_shown = evaluate("compute_time", **short).to("ms")
+    flop_rate = f["flops"]
     read = evaluate("weight_fetch_time", detailed=True, **at).inputs
     dense = read["routed_weight_share"].value.m == 0
     assert dense or read["expert_read_fraction"].value.m > 0.999, "every expert is read"
@@ -69,7 +72,8 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"You serve {name} ({quantity(f['n_total'], 3)}) in {WORDS[precision]} on one server of "
-        f"{quantity(n)} ({chip}: {quantity(hbm, 3)} of HBM and {quantity(bandwidth, 3)} each). "
+        f"{quantity(n)} ({chip}: {quantity(hbm, 3)} of HBM at {quantity(bandwidth, 3)} and "
+        f"{quantity(f['flops'], 4)} of dense {WORDS[precision]} math, each). "
         f"Every conversation carries {tokens(context)} of context, and the KV cache "
         f"takes {quantity(kv, 3)} of context at this precision. You admit conversations until the "
         "HBM is full: the weights plus as many KV caches as fit. How many tokens per second "
@@ -88,10 +92,12 @@ def draw(rng, presets) -> Draw:
         f"{quantity(bandwidth, 3)} each, that takes "
         f"{quantity(memory, 3)}, just under the chip's drain time (capacity over bandwidth, "
         f"{quantity(drain, 3)}): the chip count cancels.",
-        f"Check the regime: the multiplies of that batch take {quantity(compute, 3)}, less than "
-        "the reads, so the step is memory-bound and lasts the read time.",
+        f"Check the regime: at {quantity(flop_rate, 4)} a chip, two FLOPs per parameter "
+        f"for each of the batch's tokens take {quantity(compute_shown, 3)} (attention's own "
+        f"FLOPs bring it to {quantity(compute, 3)}), less than the reads, so the step is "
+        "memory-bound and lasts the read time.",
         f"Every step gives each of the {number(batch.m)} conversations one token: "
-        f"{number(batch.m)} tokens every {quantity(memory, 3)} = **{quantity(rate, 3)}**. "
+        f"{number(batch.m)} tokens every {quantity(memory, 3)} = **{quantity(rate, 4)}**. "
         "(Each user sees one token per step, about one per drain time: "
         f"{quantity(per_user, 3)}.)",
     )

@@ -47,7 +47,7 @@ def draw(rng, presets) -> Draw:
         "Set the two equal: B = (FLOP rate / bandwidth) × (bytes per weight / two FLOPs) × "
         f"(total / active). Here {quantity(per_byte, 3)} × {quantity(per_value)} / two FLOPs "
         f"× {number(sparsity, 3)}.",
-        f"The chip count cancels (more chips speed both sides alike): **{quantity(answer, 3)}**.",
+        f"The chip count cancels (more chips speed both sides alike): **{quantity(answer, 4)}**.",
     )
     dense = (answer / sparsity).to("sequence")
     mistakes = (

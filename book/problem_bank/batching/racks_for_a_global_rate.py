@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate, whole_count_tolerance
+from book.problem_bank import Draw, Mistake, clear_of_rounding, evaluate, whole_count_tolerance
 from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
 from units import Q_
 
@@ -26,17 +26,24 @@ def rack_rate(case):
 
 
 def draw(rng, presets) -> Draw:
-    model, hardware = rng.choice(MODELS), rng.choice(RACKS)
-    chips = presets.get("hardware", hardware).scale_up_domain
-    case = dict(
-        hardware=hardware,
-        model=model,
-        precision="fp8",
-        n_chips=chips,
-        batch_size=Q_(rng.choice(BATCHES), "sequence"),
-        context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
-        presets=presets,
-    )
+    while True:  # redraw until the racks, rounded up, are the same from the shown figures
+        model, hardware = rng.choice(MODELS), rng.choice(RACKS)
+        chips = presets.get("hardware", hardware).scale_up_domain
+        case = dict(
+            hardware=hardware,
+            model=model,
+            precision="fp8",
+            n_chips=chips,
+            batch_size=Q_(rng.choice(BATCHES), "sequence"),
+            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+            presets=presets,
+        )
+        one_model = presets.parameter["inference_rate"].value.to("token/s")
+        every_model = presets.parameter["global_inference_rate"].value.to("token/s")
+        rate = rack_rate(case)[0]
+        target = one_model if (one_model / rate).to("").m >= FEWEST else every_model
+        if clear_of_rounding((target / rate).to("").m):
+            break
     one_model = presets.parameter["inference_rate"].value.to("token/s")
     every_model = presets.parameter["global_inference_rate"].value.to("token/s")
     f = figures(**case)

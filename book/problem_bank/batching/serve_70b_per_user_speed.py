@@ -58,6 +58,10 @@ def draw(rng, presets) -> Draw:
     memory = evaluate("memory_time", batch_size=batch_q, **case).to("ms")
     compute = evaluate("compute_time", batch_size=batch_q, **case).to("ms")
     assert compute < memory, "the step must be memory-bound for this reasoning"
+    # the multiplies the solution counts, two FLOPs per parameter (attention's own FLOPs, in
+    # ``compute``, add to them; the assert above keeps the step memory-bound with them)
+    short = dict(case, context_length=Q_(1, "token/sequence"))
+    compute_shown = evaluate("compute_time", batch_size=batch_q, **short).to("ms")
     cost = evaluate("cost_per_token", batch_size=batch_q, **case).to("USD/Mtoken")
     speed_binds = by_speed <= by_memory
 
@@ -93,7 +97,8 @@ def draw(rng, presets) -> Draw:
         f"Check the regime: at that batch the multiplies, {per_param} FLOP per parameter per "
         "sequence, "
         f"{number(batch)} × {per_param} × {money(params, 3)} over {money(n)} × "
-        f"{money(flop_rate, 4)}, take {money(compute, 3)}, under the "
+        f"{money(flop_rate, 4)}, take {money(compute_shown, 3)} (attention's own FLOPs add a "
+        f"little), under the "
         f"{money(memory, 3)} of memory reads, so the step is memory-bound as assumed.",
         f"Cost: {money(n)} × {money(rent)} × {money(memory, 3)} per step, shared by "
         f"{number(batch)} tokens: **{money(cost, 3)}**.",

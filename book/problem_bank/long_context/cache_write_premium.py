@@ -92,7 +92,7 @@ def draw(rng, presets) -> Draw:
         f"The tier costs {money(price, 3)}; a million tokens' cache held for "
         f"{money(life)} costs {money(per_token)} × {money(life)} × that price = "
         f"{money(hold, 3)}.",
-        f"{verdict}: {money(premium)} / {money(hold, 3)} = **{number(ratio.m, 3)} times**.",
+        f"{verdict}: {money(premium)} / {money(hold, 3)} = **{number(ratio.m, 4)} times**.",
     )
     candidates = [
         (

@@ -51,7 +51,14 @@ def draw(rng, presets) -> Draw:
                     presets=presets,
                 )
                 need = _ev("chips_to_fit", case, batch_size=Q_(batch, "sequence"))
-                if need <= case["n_chips"] and round(batch * ratio) >= 2:
+                b = Q_(batch, "sequence")
+                reads = _ev("weight_fetch_time", case, batch_size=b) + _ev(
+                    "kv_fetch_time", case, batch_size=b
+                )
+                # the reads set the step: the multiplies (attention's too) never bind, so the
+                # student needs no attention FLOPs the statement does not give
+                bound = _ev("compute_time", case, batch_size=b) < reads
+                if need <= case["n_chips"] and round(batch * ratio) >= 2 and bound:
                     options.append((case, batch))
     case, batch = rng.choice(options)
     fast = round(batch * ratio)
@@ -65,6 +72,13 @@ def draw(rng, presets) -> Draw:
             eq: _ev(eq, case, batch_size=b).to("ms")
             for eq in ("weight_fetch_time", "kv_fetch_time", "compute_time", "step_time")
         }
+        # the multiplies the student can count (two FLOPs per parameter); attention's own
+        # FLOPs (in compute_time) add to them, and neither binds: the reads set the step
+        short = dict(case, context_length=Q_(1, "token/sequence"))
+        parts["weights_flops_time"] = _ev("compute_time", short, batch_size=b).to("ms")
+        reads = parts["weight_fetch_time"] + parts["kv_fetch_time"]
+        assert parts["compute_time"] < reads, "the multiplies, attention's too, never bind"
+        assert abs((parts["step_time"] / reads).to("").m - 1) < 1e-9
         return parts
 
     def speed(b):
@@ -97,12 +111,14 @@ def draw(rng, presets) -> Draw:
         f"/ {number(price_x * speed_x)} ≈ {quantity(Q_(fast, 'sequence'))}.",
         f"At the standard batch a step reads the weights in {quantity(slow['weight_fetch_time'])} "
         f"and the caches in {quantity(slow['kv_fetch_time'])}, against "
-        f"{quantity(slow['compute_time'])} of multiplies: {quantity(slow['step_time'])}, so "
+        f"{quantity(slow['weights_flops_time'])} of multiplies in the weights (attention's "
+        "own FLOPs add to them, but the reads still bind): "
+        f"{quantity(slow['step_time'])}, so "
         f"each user gets {quantity(speed(batch))}.",
         f"At {quantity(Q_(fast, 'sequence'))} the weights still take "
         f"{quantity(quick['weight_fetch_time'])}, the caches only "
         f"{quantity(quick['kv_fetch_time'])} and the multiplies "
-        f"{quantity(quick['compute_time'])}: a step of {quantity(quick['step_time'])}.",
+        f"{quantity(quick['weights_flops_time'])}: a step of {quantity(quick['step_time'])}.",
         f"One token per {quantity(quick['step_time'])} step is {number(gain, 3)} times the "
         "standard speed, against the "
         f"{number(speed_x)} times advertised"
@@ -113,7 +129,7 @@ def draw(rng, presets) -> Draw:
             else ": the weight reads set a floor the smaller batch cannot get under, so the "
             "price alone does not buy the speed. "
         )
-        + f"Each user gets **{quantity(answer, 3)}**.",
+        + f"Each user gets **{quantity(answer, 4)}**.",
     )
     candidates = (
         (

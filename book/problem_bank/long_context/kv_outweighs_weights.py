@@ -72,7 +72,7 @@ def draw(rng, presets) -> Draw:
         "The caches outweigh the weights (and a longer context or a bigger batch then costs "
         "more HBM time than the whole model does) once the context passes "
         f"{quantity(weight_bytes)} / {quantity(per_context_token)} per token: "
-        f"**{quantity(context, 3)}**.",
+        f"**{quantity(context, 4)}**.",
     )
     candidates = (
         (

@@ -109,7 +109,7 @@ def draw(rng, presets) -> Draw:
             if model.attention == "mla"
             else "; for grouped-query attention, counting them is a small correction."
         )
-        + f" Counted in, L = **{quantity(context, 3)}**.",
+        + f" Counted in, L = **{quantity(context, 4)}**.",
     )
     candidates = [
         (plain, "You left attention's FLOPs out; they grow with the context too."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, whole_count_tolerance
+from book.problem_bank import Draw, Mistake, clear_of_rounding, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -54,7 +54,7 @@ def draw(rng, presets) -> Draw:
         for context in CONTEXTS:
             ctx = Q_(context, "token/sequence")
             batch = fits.evaluate(context_length=ctx, **case).to("sequence")
-            if batch.magnitude >= FEWEST:
+            if batch.magnitude >= FEWEST and clear_of_rounding(batch.magnitude):
                 options.append((case, ctx, batch))
     case, context, exact = rng.choice(options)
     model = presets.get("model", case["model"])

@@ -36,7 +36,8 @@ def draw(rng, presets) -> Draw:
     text = (
         f"{name} ({money(total, 3)} in all, {money(active, 3)} active per token) is "
         f"served in FP8 on {rack} racks rented at {money(rent)}; each GPU does "
-        f"{money(flops, 3)} of dense FP8 math. However large the batch, what is the least a "
+        f"{money(flops, 3)} of dense FP8 math. Contexts are short, so reading the KV cache and "
+        "attention's own FLOPs are negligible. However large the batch, what is the least a "
         "generated token can cost, in USD per million tokens? Any answer within a factor of "
         f"{FACTOR:g} is accepted."
     )
@@ -45,7 +46,8 @@ def draw(rng, presets) -> Draw:
     solution = (
         "Past the crossover batch the step is compute-bound, and the weight reads are shared "
         "by so many sequences that they cost nothing per token: what is left is the "
-        "multiplies (attention's own FLOPs are left out: short contexts).",
+        "multiplies in the weights (the contexts are short: the KV cache's reads and "
+        "attention's FLOPs, which grow with the context, are negligible).",
         f"A token costs two FLOPs per active parameter: {money(per_token, 3)}. The total "
         "parameters do not appear; they only need room in HBM.",
         f"At {money(flops, 3)} that is {money(gpu_seconds, 3)} of one GPU's time, at "

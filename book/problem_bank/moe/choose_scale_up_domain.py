@@ -50,6 +50,8 @@ def option(hardware, rent, case, presets):
         row["weights"] = evaluate("weight_fetch_time", **here).to("ms")
         row["kv"] = evaluate("kv_fetch_time", **here).to("ms")
         row["compute"] = evaluate("compute_time", **here).to("ms")
+        short = dict(here, context_length=Q_(1, "token/sequence"))  # the weights' FLOPs alone
+        row["weights_flops"] = evaluate("compute_time", **short).to("ms")
         row["step"] = evaluate("step_time", **here).to("ms")
         assert row["compute"] < row["weights"] + row["kv"]  # memory-bound, as the solution says
         row["cost"] = evaluate("cost_per_token", **here).to("USD/Mtoken")
@@ -111,8 +113,9 @@ def draw(rng, presets) -> Draw:
             f"{name[r['hardware']]}: holds {money(r['hbm'], 3)} for "
             f"{money(r['need'], 3)}. A step reads the weights in "
             f"{money(r['weights'], 3)} and the caches in {money(r['kv'], 3)} over "
-            f"{money(r['chips'])} × {money(r['bandwidth'], 3)}; the multiplies take "
-            f"only {money(r['compute'], 3)}, so the step is {money(r['step'], 3)}. "
+            f"{money(r['chips'])} × {money(r['bandwidth'], 3)}; the multiplies in the weights "
+            f"take only {money(r['weights_flops'], 3)} ({money(r['compute'], 3)} with "
+            f"attention's), so the step is {money(r['step'], 3)}. "
             f"{money(r['chips'])} × {money(r['rent'])} × {money(r['step'], 3)} over "
             f"{money(case['batch_size'])}: {money(r['cost'], 3)}."
         )
@@ -127,8 +130,9 @@ def draw(rng, presets) -> Draw:
         "fit in the domain's HBM (chips × HBM per chip).",
         "Then, for each that fits, the step: at this batch every expert is hit, so a step "
         "reads every weight once and each sequence's cache once, spread over the domain's "
-        "chips; the multiplies (two FLOPs per active parameter per sequence, plus attention) "
-        "take less. The cost per token is the domain's rent for one step over the batch.",
+        "chips; the multiplies (two FLOPs per active parameter per sequence; attention's own "
+        "add to them, never enough to bind) take less. The cost per token is the domain's "
+        "rent for one step over the batch.",
         *(line(r) for r in rows),
         "More chips make the step shorter, so what matters is each chip's bandwidth for its rent.",
         f"Cheapest: {name[best['hardware']]}; the next costs {margin:.0%} more.{close}",

@@ -77,7 +77,7 @@ def draw(rng, presets) -> Draw:
         f"{size(hbm)}; the weights take {size(weights)} at one byte each, leaving "
         f"{size(room)}, or {size(per_sequence * Q_(1, 'sequence'))} for each of the "
         f"{number(batch.m)} sequences.",
-        f"At {quantity(kv, 3)}, that holds **{quantity(context, 3)}**.",
+        f"At {quantity(kv, 3)}, that holds **{quantity(context, 4)}**.",
     )
     mistakes = [
         Mistake(

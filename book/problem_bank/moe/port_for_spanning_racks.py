@@ -26,8 +26,9 @@ SPAN_WORDS = {2: "two", 3: "three", 4: "four"}
 
 
 def draw(rng, presets) -> Draw:
-    model, hardware, span = rng.choice(MODELS), rng.choice(RACKS), rng.choice(SPANS)
     chips = presets.parameter["expert_parallel_chips"].value
+    spans = [s for s in SPANS if chips.to("chip").m % s == 0]  # GPUs split evenly: whole racks
+    model, hardware, span = rng.choice(MODELS), rng.choice(RACKS), rng.choice(spans)
     case = dict(
         model=model,
         hardware=hardware,
@@ -69,7 +70,8 @@ def draw(rng, presets) -> Draw:
         f"each have {quantity(up, 3)} of NVLink per direction and do "
         f"{quantity(f['flops'].to('PFLOP/s'), 3)} of dense FP8 math. A decode step runs a batch "
         f"of {quantity(case['batch_size'])} with short contexts. If each expert layer instead "
-        f"spans {words} racks, its GPUs split evenly among them, how fast must each GPU's "
+        f"spans {words} racks, its GPUs split evenly among them "
+        f"({quantity(chips / span)} each), how fast must each GPU's "
         "network port be, per direction, for the layer's all-to-all to take no longer than its "
         "compute? Answer in Gb/s."
     )
@@ -90,7 +92,7 @@ def draw(rng, presets) -> Draw:
         f"{number(penalty, 3)} (the all-to-all is then {number(slowdown, 3)} times the one-rack "
         "time).",
         f"So the port must reach {quantity(up, 3)} / {number(penalty, 3)} = "
-        f"**{quantity(port, 3)}** per direction, {number((port / out).to('').m, 2)} times "
+        f"**{quantity(port, 4)}** per direction, {number((port / out).to('').m, 2)} times "
         f"the {quantity(out, 3)} this rack's GPUs have.",
     )
     sparsity = (f["n_total"] / f["n_active"]).to("").m

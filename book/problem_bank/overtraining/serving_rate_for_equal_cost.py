@@ -66,7 +66,7 @@ def draw(rng, presets) -> Draw:
         f"cancel: equal cost needs {trn}/{weight} of the training tokens served, "
         f"{quantity(served)}.",
         f"Over {number(months.m)} {month_word} ({quantity(months.to('s'))}) that is "
-        f"**{quantity(rate, 3)}**.",
+        f"**{quantity(rate, 4)}**.",
     )
     mistakes = (
         Mistake(

@@ -72,7 +72,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(trained)}.",
         f"Chinchilla's rule is {quantity(per_param)}: {quantity(chinchilla)} for "
         f"{quantity(active)}.",
-        f"{quantity(trained)} / {quantity(chinchilla)}: **{quantity(factor, 3)}** times the "
+        f"{quantity(trained)} / {quantity(chinchilla)}: **{quantity(factor, 4)}** times the "
         "compute-optimal count.",
     )
     mistakes = (

@@ -21,14 +21,33 @@ MICROBATCHES = (8, 16, 32, 64)
 SEQUENCES = (512, 1024, 2048)
 CONTEXTS = (4096, 8192)
 MFUS = (0.35, 0.4, 0.45, 0.5)
+WIDTHS = (8, 4, 2)  # GPUs per pipeline stage (tensor and expert parallel within a node)
+
+
+def _layout(gpus: int, stages: int, micro: int, sequences: int):
+    """GPUs per stage (a node or less) for which every replica's micro-batches are whole
+    sequences: (GPUs per stage, replicas, sequences per replica), or None."""
+    for width in WIDTHS:
+        replicas, rest = divmod(gpus, stages * width)
+        if rest or not replicas or sequences % replicas:
+            continue
+        share = sequences // replicas
+        if share >= micro and share % micro == 0:
+            return width, replicas, share
+    return None
 
 
 def draw(rng, presets) -> Draw:
-    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
-    gpus = Q_(rng.choice(GPUS), "chip")
-    stages = rng.choice(STAGES)
-    micro = rng.choice([m for m in MICROBATCHES if m >= 2 * stages])  # a sane schedule
-    sequences, context = rng.choice(SEQUENCES), Q_(rng.choice(CONTEXTS), "token/sequence")
+    while True:  # a layout whose micro-batches hold whole sequences
+        model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+        gpus = Q_(rng.choice(GPUS), "chip")
+        stages = rng.choice(STAGES)
+        micro = rng.choice([m for m in MICROBATCHES if m >= 2 * stages])  # a sane schedule
+        sequences, context = rng.choice(SEQUENCES), Q_(rng.choice(CONTEXTS), "token/sequence")
+        layout = _layout(int(gpus.m), stages, micro, sequences)
+        if layout:
+            width, replicas, share = layout
+            break
     mfu = Q_(rng.choice(MFUS), "")
     tokens = (Q_(sequences, "sequence") * context).to("token")
     model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
@@ -61,8 +80,10 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You pre-train {model.name} ({params}) on {int(gpus.m):,} {chip_name} GPUs, "
         f"{quantity(peak)} each at BF16. Each step trains on {sequences:,} sequences of "
-        f"{context_tokens(context)}. The layers are pipelined over {stages} stages, and each "
-        f"data-parallel replica splits its share of the step into {micro} micro-batches, run "
+        f"{context_tokens(context)}. The layers are pipelined over {stages} stages of {width} "
+        f"GPUs each, so there are {replicas:,} data-parallel replicas, and each replica splits "
+        f"its {share:,} sequences into {micro} micro-batches of "
+        f"{quantity(Q_(share // micro, 'sequence'))}, run "
         "one after another through the stages with a fill-and-drain schedule. While a GPU is "
         f"busy it reaches {number(100 * mfu.m)}% of its peak (attention FLOPs ignored). How long "
         "does one training step take? Answer in seconds."

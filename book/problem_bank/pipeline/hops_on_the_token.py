@@ -52,7 +52,8 @@ def draw(rng, presets) -> Draw:
     )
     kv_token = used["kv_bytes_per_token"].value.to("kB/token")
     rack_name = chip.name.replace(" (per GPU)", "")
-    bound = "memory" if memory >= compute else "compute"
+    assert memory > compute, "the reads bind: attention's FLOPs, not given, never set the step"
+    bound = "memory"
 
     text = (
         f"{model.name} ({quantity(model.params_total)}, {quantity(model.params_active)} active "
@@ -72,8 +73,9 @@ def draw(rng, presets) -> Draw:
         "A token visits the stages one after the other, so the stages' times add up to one "
         "rack doing the whole model: pipelining is latency neutral.",
         f"Whole model on one rack's {number(domain.m)} GPUs at this micro-batch: reading the "
-        f"weights takes {quantity(weights)}, the KV cache {quantity(kv)}, the matmuls and "
-        f"attention {quantity(compute)}. The step is the larger of memory "
+        f"weights takes {quantity(weights)}, the KV cache {quantity(kv)}, the matmuls "
+        f"(with attention's own FLOPs, an aside: they do not bind here) {quantity(compute)}. "
+        "The step is the larger of memory "
         f"({quantity(memory)}) and compute: {quantity(step)}, {bound}-bound.",
         f"Add one hop per stage: {stages} × {quantity(hop)}. Between two tokens a sequence "
         f"waits **{quantity(latency)}**.",

@@ -16,7 +16,7 @@ LECTURE = "1:03:37"
 
 MODELS = ("kimi_k2", "deepseek_v3")
 NODES = ("h200", "b200", "mi300x", "b300", "mi355x")
-STAGES = (1, 2, 4)
+STAGES = (2, 4)  # a pipeline: the cache per sequence does not shrink with its stages
 CONTEXTS = (8192, 16384, 32768)
 
 
@@ -46,11 +46,15 @@ def draw(rng, presets) -> Draw:
     hbm = chip.hbm_capacity.to("GB")
     fits = get("memory_per_gpu").solve_for("micro_batch")
     detail = fits.evaluate_detailed(memory_per_chip=hbm, **case)
-    micro_exact = detail.value.to("sequence").m
-    micro = math.floor(micro_exact)
+    # the cache per token as the statement shows it (four figures): the count is rounded down,
+    # and a student working from the shown figure must get the same count
     kv_token = detail.inputs["kv_bytes_per_token"].value.to("kB/token")
+    kv_token = Q_(float(f"{kv_token.m:.4g}"), kv_token.units)
     kv_seq = (kv_token * context * Q_(1, "sequence")).to("GB")
     per_gpu_seq = (kv_seq / gpus.m).to("GB")
+    micro_exact = ((hbm - weights) / per_gpu_seq).to("").m
+    assert abs(micro_exact / detail.value.to("sequence").m - 1) < 1e-3, "the shown figure"
+    micro = math.floor(micro_exact)
     crossover = (
         get("crossover_batch")
         .evaluate(hardware=hardware, model=model_id, precision="fp8", presets=presets)
@@ -117,11 +121,11 @@ def draw(rng, presets) -> Draw:
         ),
         Mistake(
             Q_(math.floor(micro_exact / gpus.m), "sequence"),
-            "Each sequence's cache is spread over the stage's GPUs, not held whole by one.",
+            f"Each sequence's cache is spread over the {part}'s GPUs, not held whole by one.",
         ),
         Mistake(
             crossover,
-            "That is the batch a stage would need to be compute-bound; the "
+            f"That is the batch a {part} would need to be compute-bound; the "
             "question is how many sequences fit in the HBM.",
         ),
     ]

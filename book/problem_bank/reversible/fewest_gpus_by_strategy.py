@@ -51,19 +51,20 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
     full_detail = get("full_activation_memory").evaluate_detailed(batch_size=one, **case)
     full = full_detail.value
     buffer = get("full_activation_memory").evaluate(batch_size=one, n_layers=1, **case)
-    ckpt_detail = get("checkpoint_activation_memory").evaluate_detailed(batch_size=one, **case)
-    ckpt = ckpt_detail.value
+    # the standard scheme (Chen et al.): a recomputed segment holds its layers' internals, so
+    # the segment's share is of every activation, and one recompute is one extra forward pass
+    ckpt = get("checkpoint_activation_memory").evaluate(
+        batch_size=one, activation_memory=full, **case
+    )
     rev = get("revnet_activation_memory").evaluate(batch_size=one, **case)
     flops = dict(model=model_id, training_tokens=total_tokens, presets=presets)
     six = get("training_flops").evaluate(**flops).to("FLOP")
     eight = get("revnet_training_flops").evaluate(**flops).to("FLOP")
-    rate = (chip.get("dense_flops_bf16") * MFU).to("FLOP/s")
+    rate = (_as_shown(chip.get("dense_flops_bf16")) * MFU).to("FLOP/s")
     out = []
     for key, per_seq, compute in (
         ("store", full, six),
-        # inputs-only segments: each layer re-run once to rebuild its segment, once more for
-        # the internals its gradient needs (two extra forward passes, as the chapter counts)
-        ("checkpoint", ckpt + buffer, six + 2 * (eight - six)),
+        ("checkpoint", ckpt, eight),
         ("reversible", rev + buffer, eight),
     ):
         acts = (per_seq * sequences).to("TB")
@@ -82,13 +83,21 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
     work = presets.get("model", model_id).params_active * total_tokens
     figures = dict(  # the per-value and per-token figures the solution names
         stored=full_detail.inputs["activation_bytes_factor"].value.to("byte/value"),
-        kept=ckpt_detail.inputs["activation_bytes_per_value"].value.to("byte/value"),
+        kept=get("revnet_activation_memory")
+        .evaluate_detailed(batch_size=one, **case)
+        .inputs["activation_bytes_per_value"]
+        .value.to("byte/value"),
         state=(state / presets.get("model", model_id).params_total).to("byte/parameter"),
         train=(six / work).to("FLOP/parameter/token"),
         revnet=(eight / work).to("FLOP/parameter/token"),
-        checkpoint=((six + 2 * (eight - six)) / work).to("FLOP/parameter/token"),
     )
     return chip, state, out, figures
+
+
+def _as_shown(q):
+    """The peak as the statement shows it (four figures): the GPU count is a whole number
+    rounded up, and a student working from the shown figure must get the same count."""
+    return Q_(float(f"{q.m:.4g}"), q.units)
 
 
 def _upper(text: str) -> str:
@@ -111,7 +120,6 @@ def draw(rng, presets) -> Draw:
     margin = rivals[0]["gpus"] / best["gpus"] - 1
     stored, kept = quantity(figures["stored"]), quantity(figures["kept"])
     train, revnet = number(figures["train"].m), number(figures["revnet"].m)
-    twice = number(figures["checkpoint"].m)
     model = presets.get("model", model_id)
     answer = Q_(best["gpus"], "chip")
     ties = [o for o in ranked[1:] if o["gpus"] == best["gpus"]]
@@ -134,30 +142,32 @@ def draw(rng, presets) -> Draw:
         f"You must pre-train {model.name} ({quantity(model.params_total)}; {model.layers} "
         f"layers, residual width {model.d_model:,}) on {quantity(total)} within "
         f"{quantity(deadline)}, on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM, "
-        f"{quantity(chip.get('dense_flops_bf16'))} dense at BF16) running at "
+        f"{quantity(_as_shown(chip.get('dense_flops_bf16')))} dense at BF16) running at "
         f"{number(100 * MFU)}% MFU. Each step trains on {quantity(step)} in sequences of "
         f"{context_tokens(Q_(CONTEXT, 'token/sequence'))}, spread evenly over the GPUs, and "
         "the mixed-precision Adam state is sharded over all of them. Activations are BF16; a "
-        f"layer working on its backward pass holds about {stored} of residual stream per "
-        "token. You can store every activation, checkpoint the layer inputs at the best "
-        "segment count (a recomputed segment holds its layers' inputs only), or make the "
-        "layers reversible "
-        "(rebuilding each layer's input from its output); if two need as many GPUs, take the "
-        "simpler, in that order. Which needs the fewest GPUs, and how many?"
+        f"layer's internals (everything its backward pass needs) come to about {stored} of "
+        "residual stream per token. You can store every activation; checkpoint the input of "
+        "each of √L segments and, on the way back, re-run one segment at a time, holding its "
+        "layers' internals while its gradient is taken (the standard scheme); or make the "
+        "layers reversible (rebuilding each layer's input, and with it the layer's internals, "
+        "from its output). If two need as many GPUs, take the simpler, in that order. Which "
+        "needs the fewest GPUs, and how many?"
     )
     solution = (
         f"State: {quantity(figures['state'])}, {quantity(state)}, whatever the strategy; it "
         "is sharded, so it only adds to the total to be spread.",
-        f"Storing everything keeps {stored} in every layer, but trains at {train} FLOP per "
-        "parameter per token. Checkpointing keeps twice √L layers' inputs "
-        f"({kept}) and a reversible network the last output only, each plus one layer's "
-        f"working buffer ({stored}). The reversible network re-runs each layer once on the way "
-        f"back, rebuilding its input and its internals together: {revnet} FLOP per parameter "
-        "per token. Checkpointing re-runs each segment to rebuild its layers' inputs, then each "
-        f"layer once more for its internals: two extra forward passes, {twice} FLOP per "
-        "parameter per token.",
+        f"Storing everything keeps {stored} in every layer and trains at {train} FLOP per "
+        "parameter per token (forward two, backward four). Checkpointing keeps √L layers' "
+        f"inputs ({kept}) plus one segment's internals, √L layers at {stored}: twice the "
+        "geometric mean of the whole network's internals and one layer's input. A reversible "
+        f"network keeps the last output ({kept}) plus the one layer's internals being worked "
+        f"on ({stored}). Both re-run each layer's forward once on the way back (a segment is "
+        "recomputed once, with its internals; a reversible layer rebuilds its input and its "
+        f"internals in one run): one extra forward pass, {revnet} FLOP per parameter per token.",
         "Each option needs enough GPUs for its memory (state plus a step's activations over "
-        "the HBM) and for the deadline (FLOPs over a GPU's delivered rate and the days).",
+        "the HBM) and for the deadline (FLOPs over a GPU's delivered rate and the days), each "
+        "rounded up: a fraction of a GPU short misses the deadline.",
         *lines,
         f"Fewest: {NAMES[best['key']]}, **{quantity(answer, 4)}**.{tie_note}",
     )
@@ -179,34 +189,35 @@ def draw(rng, presets) -> Draw:
             "needs fewer. Check both limits, memory and deadline, for every option.",
         )
     )
-    for o in options:
-        if o["key"] != "store" and o["gpus"] == best["gpus"] and o["by_time"] > o["by_memory"]:
-            per = figures[o["key"] if o["key"] == "checkpoint" else "revnet"]
-            six = o["by_time"] * (figures["train"] / per).to("").m
-            mistakes.append(
-                Mistake(
-                    Q_(math.ceil(max(six, o["by_memory"])), "chip"),
-                    f"Recomputing costs more forward passes: {number(per.m)} FLOP per parameter "
-                    f"per token, not {train}.",
-                )
-            )
-            if o["key"] == "checkpoint":
-                once = o["by_time"] * (figures["revnet"] / per).to("").m
-                mistakes.append(
-                    Mistake(
-                        Q_(math.ceil(max(once, o["by_memory"])), "chip"),
-                        "Checkpointing layer inputs re-runs each layer twice on the way back "
-                        f"(its segment, then its internals): {twice} FLOP per parameter per "
-                        f"token, not {revnet}.",
-                    )
-                )
-            break
-    slips = {m.value.m: m for m in reversed(mistakes) if abs(m.value.m / answer.m - 1) > 0.02}
+    if best["key"] != "store" and best["by_time"] > best["by_memory"]:
+        for per, why in (
+            (
+                figures["train"],
+                f"Recomputing costs one more forward pass: {revnet} FLOP per "
+                f"parameter per token, not {train}.",
+            ),
+            (
+                figures["revnet"] + figures["train"] / 3,
+                "A segment recomputed with its internals "
+                f"is run once more, not twice: {revnet} FLOP per parameter per token.",
+            ),
+        ):
+            slower = best["by_time"] * (per / figures["revnet"]).to("").m
+            mistakes.append(Mistake(Q_(math.ceil(max(slower, best["by_memory"])), "chip"), why))
+    mistakes.append(
+        Mistake(
+            Q_(math.ceil(max(best["by_time"], best["by_memory"])) - 1, "chip"),
+            "Round the GPU count up: a fraction of a GPU short misses the deadline (or the "
+            "memory).",
+        )
+    )
+    tolerance = whole_count_tolerance(answer.m, 0.02)
+    slips = {m.value.m: m for m in reversed(mistakes) if abs(m.value.m / answer.m - 1) > tolerance}
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=whole_count_tolerance(answer.m, 0.02),
+        tolerance=tolerance,
         mistakes=tuple(slips.values())[::-1],
         hint="For each strategy, GPUs for memory and GPUs for the deadline; the larger binds.",
         choices={"strategy": best["key"]},

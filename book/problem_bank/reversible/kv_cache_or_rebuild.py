@@ -58,8 +58,10 @@ def draw(rng, presets) -> Draw:
             "context "
             f"on an {chip.name} ({quantity(flops)} at BF16, {quantity(bandwidth)} of HBM "
             "bandwidth), caching keys and values in BF16. Instead of reading the cache each step, "
-            "it could rebuild it by running the whole context through the model again. Taking "
-            "each at the chip's peak, how many times longer would rebuilding take than reading?"
+            "it could rebuild it by running the whole context through the model again. Count the "
+            "rebuild's FLOPs in the weights only (ignore attention's own FLOPs, which only add "
+            "to it), and take each at the chip's peak: how many times longer would rebuilding "
+            "take than reading?"
         )
         .replace(" an NVIDIA", " a NVIDIA")
         .replace(" a NVIDIA", " an NVIDIA")
@@ -73,9 +75,11 @@ def draw(rng, presets) -> Draw:
         f"Rebuilding runs a forward pass over every context token: {fwd} FLOP per active "
         f"parameter per token, {quantity(rebuild)}, which takes {quantity(t_rebuild)} at "
         f"{quantity(flops)}.",
-        f"The ratio is **{number(ratio.m)}**, the same at any context length: both grow with "
-        "it. That is why every server keeps the cache: the memory buys this much compute, the "
-        "opposite of a reversible network's trade.",
+        f"The ratio is **{number(ratio.m)}**. Counted in the weights alone it is the same at "
+        "any context length, both growing in proportion to it; attention's FLOPs, left out, "
+        "grow as the square of the context and make the rebuild slower still. That is why "
+        "every server keeps the cache: the memory buys this much compute, the opposite of a "
+        "reversible network's trade.",
     )
     mistakes = (
         Mistake(

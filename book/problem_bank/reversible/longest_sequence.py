@@ -66,7 +66,7 @@ def draw(rng, presets) -> Draw:
         f"The working layer adds {quantity(stored)} × {int(d):,} values = "
         f"{quantity(buffer_token.to('kB/token'))}: {quantity(per_token.to('kB/token'))} in "
         "all, every term linear in the length.",
-        f"{quantity(room)} / {quantity(per_token.to('kB/token'))} ≈ **{quantity(longest, 3)}**.",
+        f"{quantity(room)} / {quantity(per_token.to('kB/token'))} ≈ **{quantity(longest, 4)}**.",
     )
     mistakes = (
         Mistake(

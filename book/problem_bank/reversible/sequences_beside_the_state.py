@@ -6,7 +6,13 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, whole_count_tolerance
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    clear_of_rounding,
+    distinct_mistakes,
+    whole_count_tolerance,
+)
 from derivations import get
 from units import Q_
 
@@ -47,7 +53,7 @@ def draw(rng, presets) -> Draw:
         room = (chip.hbm_capacity - state / shards).to("GB")
         per_seq = (rev + buffer).to("GB")
         fit = (room / per_seq).to("").m
-        if fit >= 2:
+        if fit >= 2 and clear_of_rounding(fit):  # the count the shown figures give
             break
     count = math.floor(fit)
     answer = Q_(count, "sequence")

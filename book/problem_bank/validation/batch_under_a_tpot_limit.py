@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, whole_count_tolerance
+from book.problem_bank import Draw, Mistake
 from derivations import get
 from derivations.inputs import reachable
 from units import Q_
@@ -109,6 +109,9 @@ def _scenario(row, presets) -> dict:
     )
 
 
+TOLERANCE = 0.03  # the time per token, from figures shown to three places
+
+
 def _choose(options, limit):
     """The smallest batch giving the most tokens per second per GPU within ``limit``; how far
     it is ahead (Draw.margin): of the next smaller batch in throughput, of the next larger in
@@ -160,7 +163,7 @@ def draw(rng, presets) -> Draw:
         "You want the most tokens per second per GPU the promise allows, and among batches "
         "that give it, the fastest tokens. Which batch do you run, of "
         + ", ".join(number(b) for b in BATCHES)
-        + " sequences?"
+        + " sequences, and what time per output token will its users see? Answer in ms."
     )
     rows = "; ".join(
         f"{number(b)}: {quantity(real, 3)}, {quantity(rate, 3)}"
@@ -208,7 +211,10 @@ def draw(rng, presets) -> Draw:
             f"({quantity(best[2], 3)} a token), at {quantity(best[3], 3)}; the promise stops "
             "the batch short of where compute binds"
         )
-    solution.append(f"{verdict}: **{quantity(Q_(best[0], 'sequence'))}**.")
+    solution.append(
+        f"{verdict}: batch {number(best[0])}, whose users see a token every "
+        f"**{quantity(best[2].to('ms'), 3)}**."
+    )
 
     at = {o[0]: o for o in options}
     feasible = [o for o in options if o[2] <= limit]
@@ -252,16 +258,28 @@ def draw(rng, presets) -> Draw:
                 f"weight reads still bind it: only {quantity(smaller[3], 3)}.",
             )
         )
+    # graded: the chosen batch's real time per token, a computed figure (the batch itself is
+    # one of the listed options, which a guess could hit)
+    answer = best[2].to("ms")
+    candidates.append(
+        (
+            None,
+            f"That is the roofline step; real steps take {number(slow, 3)} times as long, as "
+            "the measured run shows.",
+        )
+    )
     mistakes: list[Mistake] = []
     for b, why in candidates:
-        if b != best[0] and all(b != m.value.m for m in mistakes):
-            mistakes.append(Mistake(Q_(b, "sequence"), why))
-    assert mistakes, "every scenario has a batch a student may pick instead"
+        value = (best[1] if b is None else at[b][2]).to("ms")
+        apart = abs((value / answer).to("").m - 1) > TOLERANCE
+        if b != best[0] and apart and all(value != m.value for m in mistakes):
+            mistakes.append(Mistake(value, why))
+    assert mistakes, "every scenario has a time a student may give instead"
     return Draw(
         text=text,
-        answer=Q_(best[0], "sequence"),
+        answer=answer,
         solution=tuple(solution),
-        tolerance=whole_count_tolerance(best[0]),
+        tolerance=TOLERANCE,
         mistakes=tuple(mistakes),
         choices={"batch_size": best[0]},
         margin=margin,
