@@ -183,16 +183,20 @@ def _find(page: str, text: str) -> int | None:
 def _placed(chapter_id: str, page: str, presets: Presets) -> list[tuple[int, object, str]]:
     """The chapter's evaluations whose value the page prints: ``[(position, evaluation, text)]``
     in page order, each (equation, printed value) once."""
-    seen, placed, first = set(), [], {}
+    seen, placed, first, said = set(), [], {}, {}
     for order, ev in enumerate(chapter_evaluations(chapter_id, presets)):
         value = ev.value
         if not isinstance(value, pint.Quantity) or np.ndim(value.magnitude) != 0:
             continue
-        exact = quantity(value)
+        # a chapter evaluates the same case many times: each value is written once
+        key = (type(value.magnitude), value.magnitude, value.units)
+        if key not in said:
+            said[key] = quantity(value), spoken(value)
+        exact, roughly = said[key]
         if (ev.equation.id, exact) in seen:
             continue
         # prose says a figure in 2-3 figures (book.format.Said): look for either reading
-        for text in dict.fromkeys((exact, spoken(value))):
+        for text in dict.fromkeys((exact, roughly)):
             if _weak(text):
                 continue
             if text not in first:
