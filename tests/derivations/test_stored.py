@@ -55,7 +55,8 @@ def test_a_swept_function_comes_back_and_the_next_process_compiles_nothing(store
     monkeypatch.setattr(core.sp, "lambdify", None)  # any compiling would fail
     monkeypatch.setattr(core, "pull_factors_out_of_max", None)
     assert fresh.arguments() == eq.arguments()
-    assert np.array_equal(fresh.compiled(arrays=arrays)(*x), fn(*x))
+    with np.errstate(all="ignore"):  # every input 1.7: the experts' log(1 - k/E) is log(0)
+        assert np.array_equal(fresh.compiled(arrays=arrays)(*x), fn(*x), equal_nan=True)
 
 
 def test_a_changed_intermediate_or_kept_input_is_another_entry(store, monkeypatch):
