@@ -9,6 +9,7 @@ module, the versions of the numeric libraries, and the sources the caller names.
 (numbers, strings, lists, dicts): never code, never a pickle.
 
 >>> import os, tempfile
+>>> before = os.environ.get("CHALKBOARD_CACHE_DIR")
 >>> os.environ["CHALKBOARD_CACHE_DIR"] = tempfile.mkdtemp()
 >>> calls = []
 >>> def square():
@@ -18,7 +19,9 @@ module, the versions of the numeric libraries, and the sources the caller names.
 {'x': 9.0}
 >>> remembered("example", ("book/format.py",), ("three",), square), len(calls)
 ({'x': 9.0}, 1)
->>> del os.environ["CHALKBOARD_CACHE_DIR"]
+>>> _ = os.environ.pop("CHALKBOARD_CACHE_DIR") if before is None else os.environ.update(
+...     CHALKBOARD_CACHE_DIR=before
+... )
 """
 
 from __future__ import annotations

@@ -16,14 +16,18 @@ that is more than arithmetic on numpy's names is never stored. The rebuilt funct
 the same tree, so it gives the same bits.
 
 >>> import os, tempfile
+>>> before = os.environ.get("CHALKBOARD_CACHE_DIR")
 >>> os.environ["CHALKBOARD_CACHE_DIR"] = tempfile.mkdtemp()
+>>> import dataclasses
 >>> from derivations import get
->>> eq = get("hbm_drain_time")
+>>> eq = dataclasses.replace(get("hbm_drain_time"))  # nothing compiled in this process yet
 >>> fn = eq.compiled()
 >>> found = load(eq, frozenset(), frozenset())
 >>> found[1] == eq.compiled_source()[0], found[0](3.35e12, 80e9) == fn(3.35e12, 80e9)
 (True, True)
->>> del os.environ["CHALKBOARD_CACHE_DIR"]
+>>> _ = os.environ.pop("CHALKBOARD_CACHE_DIR") if before is None else os.environ.update(
+...     CHALKBOARD_CACHE_DIR=before
+... )
 """
 
 from __future__ import annotations
