@@ -7,10 +7,12 @@
    and the full library (CHALKBOARD_FAST=0) for contrast.
 3. Elasticities of cost_per_token at one point (every input's d ln y / d ln x) against one
    evaluation at that point.
-4. Full site build time.
+4. Full site build: CPU seconds of a clean build (empty caches) and a warm one against the goals
+   (20 s and 8 s), each main stage's share of a warm build, and wall time.
 """
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -35,6 +37,45 @@ def best(fn, repeat=5):
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def build_cpu(command, env) -> tuple[float, float]:
+    """CPU seconds (user + system) and wall seconds of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+
+
+# the build's main stages: (file, function) whose cumulative time is the stage's
+STAGES = {
+    "chapter contexts": ("book/compute.py", "_chapter_context"),
+    "figures": ("book/figures.py", "figures_for"),
+    "practice problems": ("book/problems.py", "problem_pages"),
+    "flashcards": ("book/cards.py", "card_pages"),
+    "calculators": ("book/calculators.py", "calculators_js"),
+    "notebooks": ("book/notebooks.py", "write_notebooks"),
+    "derivation checks": ("derivations/core.py", "check"),
+    "MkDocs pass": ("book/site.py", "_mkdocs_build"),
+}
+
+
+def build_stages(command, env, profile: Path) -> dict[str, float]:
+    """Each of STAGES' share of one profiled build (cProfile: about twice as slow, evenly)."""
+    import pstats
+
+    python = Path(command[0]).with_name("python")
+    cmd = [str(python), "-m", "cProfile", "-o", str(profile), "-m", "book.cli", *command[1:]]
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+    stats = pstats.Stats(str(profile)).stats
+    cumulative = {}
+    for (path, _, name), (_, _, _, ct, _) in stats.items():
+        for stage, (file, function) in [*STAGES.items(), ("all", ("book/site.py", "_build"))]:
+            if name == function and path.endswith(file):
+                cumulative[stage] = cumulative.get(stage, 0) + ct
+    return {stage: cumulative.get(stage, 0) / cumulative["all"] for stage in STAGES}
 
 
 def hand_written(batch, p):
@@ -119,12 +160,11 @@ def main():
     shutil.rmtree(cache, ignore_errors=True)
 
     out = Path(tempfile.mkdtemp(prefix="chalkboard-bench-")) / "site"
-    t_build = best(
-        lambda: subprocess.run(
-            [str(exe), "build", "--out", str(out)], check=True, capture_output=True
-        ),
-        2,
-    )
+    build_env = {**os.environ, "CHALKBOARD_CACHE_DIR": str(out.parent / "cache")}
+    build = [str(exe), "build", "--out", str(out)]
+    cpu_clean, _ = build_cpu(build, build_env)  # empty caches
+    cpu_warm, t_build = min(build_cpu(build, build_env) for _ in range(2))
+    stages = build_stages(build, build_env, out.parent / "build.prof")
     shutil.rmtree(out.parent, ignore_errors=True)
 
     from book.calculators import calculators_js
@@ -167,6 +207,12 @@ def main():
         f"  full library              {t_full * 1e3:8.0f} ms   "
         f"ratio {t_full / t_python:.1f}x a bare python start"
     )
+    print("site build (chalkboard build), CPU seconds (user + system)")
+    for name, cpu, goal in (("clean (empty caches)", cpu_clean, 20), ("warm", cpu_warm, 8)):
+        print(f"  {name:<24} {cpu:8.1f} s    ratio {cpu / goal:.2f}x the goal ({goal} s)")
+    print("  share of a warm build (profiled; a stage that triggers another includes it):")
+    for name, share in stages.items():
+        print(f"    {name:<24} {share:5.0%}")
     print(f"site build (chalkboard build) {t_build:6.2f} s, of which (in-process, warm):")
     for name, t in parts.items():
         print(f"  {name:<24} {t:6.2f} s   {t / t_build:5.0%} of the build")

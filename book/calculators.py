@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 
-import sympy as sp
-
 import derivations
 from book.cases import reference_case
 from book.format import unit as unit_words
+from derivations import stored
 from derivations.core import Constant, Equation
 from derivations.inputs import BINDINGS, DEFAULT_CHOICES, Resolver
 from units import Q_, ChalkboardError
@@ -81,7 +80,7 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
         choices[picker] = kw.get(picker) or kw.get("precision") or DEFAULT_CHOICES["precision"]
     try:
         resolver = eq.resolver(presets=presets, **kw)
-        expr, args = eq._fused(resolver.keep)
+        args = eq.arguments(resolver.keep)  # no sympy when an earlier build compiled it
         values = {s.name: resolver.quantity(s.name) for s in args}
         value = resolver.value_of(eq).to(eq.lhs.display_unit)
     except ChalkboardError:
@@ -93,7 +92,7 @@ def calculator(eq_id: str, presets: Presets | None = None) -> dict | None:
         kinds = sorted(set(kinds) | {"hardware", "compute_precision"}, key=PICKABLE.index)
     return {
         "id": eq.id,
-        "js": sp.jscode(expr),
+        "js": stored.jscode(eq, resolver.keep),
         "output": {
             "name": eq.lhs.name,
             "latex": eq.lhs.latex,

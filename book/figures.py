@@ -1568,10 +1568,10 @@ def measured_vs_bound(presets: Presets) -> Figure:
 def predicted_vs_measured(presets: Presets) -> Figure:
     """Each row's honest prediction (leave-one-out, or the whole fit for a row kept out of it)
     against its measurement, with the x1.25 and x1.5 bands."""
-    from book import predict
+    from book.resultcache import prediction
 
-    honest = predict.out_of_sample(presets)
-    cases = {c.id: c for c in predict.study(presets)["cases"]}
+    made = prediction(presets)  # predict's fits, kept across builds
+    honest, cases = made["out_of_sample"], made["cases"]
     groups = {
         "leave-one-out (rows in the fit)": [
             i for i, (_, how) in honest.items() if how == "leave-one-out"
@@ -1585,7 +1585,7 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     }
     values = [v for i in honest for v in (honest[i][0], cases[i].measured)]
     lo, hi = min(values) / 2, max(values) * 2
-    loo = predict.summary(presets)["leave_one_out"]
+    loo = made["summary"]["leave_one_out"]
 
     def draw(fig, ax):
         line = np.array([lo, hi])

@@ -63,4 +63,16 @@ def run_blocks(markdown: str, name: str = "tutorial") -> str:
 
 
 def tutorial_page() -> str:
-    return run_blocks(TUTORIAL.read_text(encoding="utf-8"), TUTORIAL.stem)
+    """The tutorial with its blocks' output; remembered across builds (``book.resultcache``) under
+    its text, this module and the library with the presets the blocks read."""
+    from book.resultcache import remembered
+    from units.presets import load
+
+    text = TUTORIAL.read_text(encoding="utf-8")
+    return remembered(
+        "tutorial",
+        ("book/tutorial.py",),
+        (text,),
+        lambda: run_blocks(text, TUTORIAL.stem),
+        presets_files=load().files,
+    )

@@ -979,7 +979,16 @@ class Equation:
 
     def arguments(self, keep: frozenset[str] = frozenset()) -> tuple[Symbol, ...]:
         """The symbols the compiled function takes, in order (see :meth:`compiled`)."""
-        return self._fused(keep)[1]
+        key = ("args", keep)
+        if key not in self._compiled:
+            from derivations import stored  # compiled by an earlier build: no sympy needed
+
+            args = stored.arguments(self, keep)
+            if args is None:
+                args = self._fused(keep)[1]
+                stored.save_arguments(self, keep, args)
+            self._compiled[key] = args
+        return self._compiled[key]
 
     def _fused(self, keep: frozenset[str]) -> tuple[sp.Expr, tuple[Symbol, ...]]:
         key = ("expr", keep)
@@ -1000,6 +1009,13 @@ class Equation:
         """
         key = ("fn", keep, arrays)
         if key not in self._compiled:
+            from derivations import stored
+
+            if (found := stored.load(self, keep, arrays)) is not None:
+                fn, source, names, args = found
+                self._compiled[key] = fn
+                self._compiled[("source", keep, arrays)] = (source, names)
+                return fn
             expr, args = self._fused(keep)
             last = {
                 s.sym: sp.Symbol(f"zz_{s.name}", positive=True) for s in args if s.name in arrays
@@ -1009,6 +1025,7 @@ class Equation:
             fn = sp.lambdify(params, expr.xreplace(last), modules=_NUMPY, cse=cse)
             self._compiled[key] = fn
             self._compiled[("source", keep, arrays)] = (inspect.getsource(fn), global_names(fn))
+            stored.save(self, keep, arrays, *self._compiled[("source", keep, arrays)], args)
         return self._compiled[key]
 
     def compiled_source(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import derivations
-from book import predict
+from book import predict, resultcache
 from book.format import context_tokens, number, quantity
 from book.validation import BAND, CHOICES, bound_inputs, sensitivity, summary, validate
 from units import Q_
@@ -94,9 +94,8 @@ PREDICT_EXAMPLE = (
 
 def _prediction(presets: Presets, rows) -> dict:
     """The fit, its honest errors, a summary table by scenario and the rows it misses."""
-    s = predict.summary(presets)
-    honest = predict.out_of_sample(presets)
-    cases = {c.id: c for c in predict.study(presets)["cases"]}
+    made = resultcache.prediction(presets)  # predict's summary and fits, kept across builds
+    s, honest, cases = made["summary"], made["out_of_sample"], made["cases"]
     by_id = {r.id: r for r in rows}
     params = s["params"]
     shares = {k: pct(params[k]) for k in predict.SHARES}

@@ -1,0 +1,140 @@
+"""Results of a build's slow, pure steps kept across builds, as JSON data under a hash of inputs.
+
+A warm build repeats work whose inputs did not change: the prediction's leave-one-out fits, the
+tutorial's code blocks. Each is kept in the build's store (``units.diskcache``: the user's own
+folder, every entry sealed with the user's HMAC key, a damaged or tampered entry a miss that is
+computed again) under a digest of everything it is made from: the source of the library
+(``derivations/``, ``units/`` with its preset data), the preset files used, any ``--extra``
+module, the versions of the numeric libraries, and the sources the caller names. Values are JSON
+(numbers, strings, lists, dicts): never code, never a pickle.
+
+>>> import os, tempfile
+>>> before = os.environ.get("CHALKBOARD_CACHE_DIR")
+>>> os.environ["CHALKBOARD_CACHE_DIR"] = tempfile.mkdtemp()
+>>> calls = []
+>>> def square():
+...     calls.append(1)
+...     return {"x": 3.0**2}
+>>> remembered("example", ("book/format.py",), ("three",), square)
+{'x': 9.0}
+>>> remembered("example", ("book/format.py",), ("three",), square), len(calls)
+({'x': 9.0}, 1)
+>>> _ = os.environ.pop("CHALKBOARD_CACHE_DIR") if before is None else os.environ.update(
+...     CHALKBOARD_CACHE_DIR=before
+... )
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+from units import diskcache
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARY = ("derivations", "units")  # the floors every computed number comes from
+
+
+@cache
+def _library_digest() -> str:
+    """The library's source and data files and the numeric libraries' versions (this process's
+    files do not change under it: a build is one process)."""
+    import numpy
+    import pint
+    import sympy
+
+    files = sorted(
+        p
+        for folder in LIBRARY
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+    versions = (platform.python_version(), numpy.__version__, sympy.__version__)
+    return diskcache.digest(
+        *versions, pint.__version__,
+        *(part for p in files for part in (p.relative_to(ROOT).as_posix(), p.read_bytes())),
+    )  # fmt: skip
+
+
+def inputs_digest(sources: tuple[str, ...] = (), presets_files: tuple[str, ...] = ()) -> str:
+    """A digest of the library, the ``sources`` (paths relative to the project), the preset
+    files' bytes and every ``--extra`` module loaded in this process."""
+    extras = sorted(
+        m.__file__
+        for name, m in list(sys.modules.items())
+        if name.startswith("chalkboard_extra_") and getattr(m, "__file__", None)
+    )
+    parts = [_library_digest()]
+    for path in (*(ROOT / s for s in sources), *map(Path, presets_files), *map(Path, extras)):
+        parts += [str(path), path.read_bytes() if path.is_file() else b"(missing)"]
+    return diskcache.digest(*parts)
+
+
+def remembered(
+    namespace: str,
+    sources: tuple[str, ...],
+    key: tuple[str, ...],
+    compute: Callable[[], object],
+    presets_files: tuple[str, ...] = (),
+):
+    """``compute()`` (a JSON value), or what it returned before for the same inputs: the same
+    ``key``, ``sources`` and preset files, on the same library. An entry that is not valid JSON
+    of the user's seal is computed again and replaced."""
+    store = diskcache.Store(namespace, inputs_digest(sources, presets_files)[:32])
+    name = diskcache.digest(*key)
+    found = store.get(name)
+    if found is not None:
+        try:
+            return json.loads(found.decode("utf-8"))
+        except ValueError:
+            pass  # sealed by this user yet unreadable (an older format): computed again
+    value = compute()
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        return value  # not plain data (a caller's change): used, never stored
+    store.put(name, text.encode("utf-8"))
+    return value
+
+
+PREDICTION_SOURCES = ("book/predict.py", "book/validation.py", "book/format.py")
+
+
+def prediction(presets) -> dict:
+    """What the book shows of ``book.predict`` (its fit and leave-one-out fits take seconds):
+    ``summary`` (predict.summary), ``out_of_sample`` (predict.out_of_sample: id to (value,
+    how)) and ``cases`` (id to each case's ``kind`` and ``measured``), remembered across builds
+    under the prediction's sources, the library and the preset files."""
+    from types import SimpleNamespace
+
+    def compute() -> dict:
+        from book import predict
+
+        return {
+            "summary": predict.summary(presets),
+            "out_of_sample": predict.out_of_sample(presets),
+            "cases": {
+                c.id: {"kind": c.kind, "measured": float(c.measured)}
+                for c in predict.study(presets)["cases"]
+            },
+        }
+
+    found = _PREDICTIONS.get(presets.files)
+    if found is None:
+        found = remembered(
+            "prediction", PREDICTION_SOURCES, ("prediction",), compute, presets.files
+        )
+        found = {
+            "summary": found["summary"],
+            "out_of_sample": {k: tuple(v) for k, v in found["out_of_sample"].items()},
+            "cases": {k: SimpleNamespace(id=k, **v) for k, v in found["cases"].items()},
+        }
+        _PREDICTIONS[presets.files] = found
+    return found
+
+
+_PREDICTIONS: dict[tuple, dict] = {}  # by preset files, once per process

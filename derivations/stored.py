@@ -1,0 +1,161 @@
+"""Compiled equations kept across processes: a build compiles the same two hundred functions.
+
+Compiling an equation (``Equation.compiled``) inlines its intermediates (sympy's ``subs``),
+pulls common factors out of each max (a multivariate gcd) and lambdifies the result: a few
+seconds per build for the catalogue, every build, for the same result. Here the outcome is kept in
+the build's store (``units.diskcache``: the user's own folder, each entry sealed with the user's
+HMAC key, a damaged entry a miss) under a digest of everything it is made from: the equation's
+output, its right side and replaced inputs, the right side of every equation its expansion can
+reach (``srepr``: names, assumptions, exact numbers), the inputs kept and swept, sympy's and
+numpy's versions and the code that compiles (``core.py``, ``units/light.py``, this module).
+
+What is kept is data: the names of the function's arguments in order, and its source as
+lambdify wrote it, which is only ever read into arithmetic data (``units.light.expression_data``)
+and built back from that data (``units.light.array_function``), as the fast CLI does; a source
+that is more than arithmetic on numpy's names is never stored. The rebuilt function parses to
+the same tree, so it gives the same bits.
+
+>>> import os, tempfile
+>>> before = os.environ.get("CHALKBOARD_CACHE_DIR")
+>>> os.environ["CHALKBOARD_CACHE_DIR"] = tempfile.mkdtemp()
+>>> import dataclasses
+>>> from derivations import get
+>>> eq = dataclasses.replace(get("hbm_drain_time"))  # nothing compiled in this process yet
+>>> fn = eq.compiled()
+>>> found = load(eq, frozenset(), frozenset())
+>>> found[1] == eq.compiled_source()[0], found[0](3.35e12, 80e9) == fn(3.35e12, 80e9)
+(True, True)
+>>> _ = os.environ.pop("CHALKBOARD_CACHE_DIR") if before is None else os.environ.update(
+...     CHALKBOARD_CACHE_DIR=before
+... )
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import sympy as sp
+
+from units import diskcache, light
+
+_SREPR: dict[int, tuple[object, str]] = {}  # id -> (expression, its srepr), this process
+
+
+@functools.cache
+def _store() -> diskcache.Store:
+    here = Path(__file__).resolve().parent
+    code = diskcache.source_digest(here / "core.py", here / "stored.py", light.__file__)
+    return diskcache.Store("compiled", diskcache.digest(sp.__version__, np.__version__, code)[:32])
+
+
+def _srepr(expr) -> str:
+    found = _SREPR.get(id(expr))
+    if found is None or found[0] is not expr:
+        found = _SREPR[id(expr)] = (expr, sp.srepr(expr))
+    return found[1]
+
+
+def closure_key(eq, keep: frozenset[str]) -> str:
+    """A digest of everything ``eq.expanded(keep)`` reads: its output, right side and replaced
+    inputs, and the right side of every registered equation whose output it could reach."""
+    from derivations.core import defining
+
+    replaced = dict(eq.replaced)
+    parts = [eq.lhs.name, ",".join(sorted(keep)), _srepr(eq.rhs)]
+    parts += [f"{name}={_srepr(expr)}" for name, expr in sorted(replaced.items())]
+    seen = {eq.lhs.name, *keep}
+    todo = [s.name for e in (eq.rhs, *replaced.values()) for s in e.free_symbols]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in replaced:
+            continue
+        inner = defining(name)
+        if inner is None or eq.lhs.sym in inner.rhs.free_symbols:
+            parts.append(f"{name}:")
+            continue
+        parts.append(f"{name}:{_srepr(inner.rhs)}")
+        todo += [s.name for s in inner.rhs.free_symbols]
+    parts[3 + len(replaced) :] = sorted(parts[3 + len(replaced) :])
+    return diskcache.digest(*parts)
+
+
+def _key(eq, keep, arrays) -> str:
+    return "\n".join((closure_key(eq, keep), ",".join(sorted(arrays))))
+
+
+def _in_order(names: list[str]) -> tuple | None:
+    """The symbols ``names`` in the catalogue's order, as ``Equation._fused`` orders them; None
+    unless that is the very order stored (the function's arguments are positional)."""
+    from derivations.core import SYMBOLS
+
+    wanted = set(names)
+    args = tuple(s for s in SYMBOLS.values() if s.name in wanted)
+    return args if [s.name for s in args] == names else None
+
+
+def load(eq, keep: frozenset[str], arrays: frozenset[str]):
+    """``(function, source, global names, arguments)`` stored for ``eq.compiled(keep, arrays)``,
+    or None (absent, damaged, not data, or the store is off)."""
+    if not diskcache.enabled():
+        return None
+    blob = _store().get(_key(eq, keep, arrays))
+    if blob is None:
+        return None
+    try:
+        entry = json.loads(blob.decode("utf-8"))
+        args = _in_order(entry["args"])
+        if args is None:
+            return None
+        fn = light.array_function(entry["source"], entry["names"])
+        return fn, entry["source"], entry["names"], args
+    except (ValueError, KeyError, TypeError, light.NotData):
+        return None
+
+
+def save(eq, keep, arrays, source: str, names, args) -> None:
+    """Keep what :func:`load` returns, when the source is arithmetic on numpy's names."""
+    if not diskcache.enabled() or names is None:
+        return
+    try:
+        light.array_function(source, names)  # only what can be built back is kept
+    except light.NotData:
+        return
+    entry = {"args": [s.name for s in args], "source": source, "names": names}
+    _store().put(_key(eq, keep, arrays), json.dumps(entry).encode("utf-8"))
+
+
+def arguments(eq, keep: frozenset[str]) -> tuple | None:
+    """The arguments of ``eq.compiled(keep)`` as stored (by any of its compiled forms), or
+    None."""
+    if not diskcache.enabled():
+        return None
+    blob = _store().get(_key(eq, keep, frozenset()) + "\nargs")
+    try:
+        return None if blob is None else _in_order(json.loads(blob.decode("utf-8")))
+    except (ValueError, TypeError):
+        return None
+
+
+def save_arguments(eq, keep, args) -> None:
+    if diskcache.enabled():
+        names = json.dumps([s.name for s in args]).encode("utf-8")
+        _store().put(_key(eq, keep, frozenset()) + "\nargs", names)
+
+
+def jscode(eq, keep: frozenset[str]) -> str:
+    """``sympy.jscode`` of the expression ``eq.compiled(keep)`` computes (a calculator's
+    formula), kept as text: it is written into the page, never run here."""
+    key = _key(eq, keep, frozenset()) + "\njs"
+    blob = _store().get(key) if diskcache.enabled() else None
+    if blob is not None:
+        return blob.decode("utf-8")
+    text = sp.jscode(eq._fused(keep)[0])
+    if diskcache.enabled():
+        _store().put(key, text.encode("utf-8"))
+    return text

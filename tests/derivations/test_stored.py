@@ -1,0 +1,115 @@
+"""derivations/stored.py: compiled equations kept across builds, as data under their inputs."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from derivations import CATALOGUE, core, get, stored
+from units import diskcache
+
+
+@pytest.fixture
+def store(empty_cache):
+    stored._store.cache_clear()  # the store's folder is read from the (test's) cache root
+    yield stored._store()
+    stored._store.cache_clear()
+
+
+def _fresh(eq):
+    """The same equation with nothing compiled in this process."""
+    return dataclasses.replace(eq)
+
+
+def _entries(root):
+    return sorted(p for p in (root / diskcache.FOLDER / "compiled").rglob("*") if p.is_file())
+
+
+def test_every_stored_function_gives_the_bits_lambdify_gives(store):
+    rng = np.random.default_rng(0)
+    checked = 0
+    for eq in map(_fresh, CATALOGUE.values()):
+        if not eq.evaluable:
+            continue
+        fn = eq.compiled()
+        found = stored.load(eq, frozenset(), frozenset())
+        if found is None:  # a source that is more than arithmetic on numpy's names
+            assert eq.compiled_source()[1] is None or not eq.arguments()
+            continue
+        again, source, names, args = found
+        assert (source, names) == eq.compiled_source() and args == eq.arguments()
+        x = [10.0 ** rng.uniform(-3, 12, 4) for _ in args]  # magnitudes of all sizes, 4 points
+        with np.errstate(all="ignore"):  # a log of a negative is NaN on both sides
+            assert np.array_equal(again(*x), fn(*x), equal_nan=True)
+        checked += 1
+    assert checked > 50
+
+
+def test_a_swept_function_comes_back_and_the_next_process_compiles_nothing(store, monkeypatch):
+    eq = _fresh(get("cost_per_token"))  # compiled in this test's cache alone
+    arrays = frozenset({"batch_size"})
+    fn = eq.compiled(arrays=arrays)
+    x = [np.geomspace(1, 1e4, 7) if s.name == "batch_size" else 1.7 for s in eq.arguments()]
+    fresh = _fresh(eq)
+    monkeypatch.setattr(core.sp, "lambdify", None)  # any compiling would fail
+    monkeypatch.setattr(core, "pull_factors_out_of_max", None)
+    assert fresh.arguments() == eq.arguments()
+    with np.errstate(all="ignore"):  # every input 1.7: the experts' log(1 - k/E) is log(0)
+        assert np.array_equal(fresh.compiled(arrays=arrays)(*x), fn(*x), equal_nan=True)
+
+
+def test_a_changed_intermediate_or_kept_input_is_another_entry(store, monkeypatch):
+    eq = get("cost_per_token")
+    key = stored.closure_key(eq, frozenset())
+    assert stored.closure_key(eq, frozenset({"step_time"})) != key
+    step = core.defining("step_time")
+    assert step is not None
+    changed = dataclasses.replace(step, rhs=2 * step.rhs)
+    monkeypatch.setitem(core._BY_OUTPUT, "step_time", changed)
+    assert stored.closure_key(eq, frozenset()) != key
+    monkeypatch.setitem(core._BY_OUTPUT, "step_time", step)
+    assert stored.closure_key(eq, frozenset()) == key
+    # an equation the expansion cannot reach changes nothing
+    drain = core.defining("hbm_drain_time")
+    monkeypatch.setitem(
+        core._BY_OUTPUT, "hbm_drain_time", dataclasses.replace(drain, rhs=2 * drain.rhs)
+    )
+    assert stored.closure_key(eq, frozenset()) == key
+
+
+def test_a_tampered_entry_is_refused_and_compiled_again(store, empty_cache, capsys, monkeypatch):
+    monkeypatch.setattr(diskcache, "NOTED", set())  # each note is said once per process
+    eq = _fresh(get("hbm_drain_time"))
+    eq.compiled()
+    for entry in _entries(empty_cache):
+        entry.write_bytes(entry.read_bytes().replace(b"hbm_capacity", b"mem_bandwidth"))
+    assert stored.load(eq, frozenset(), frozenset()) is None
+    assert "damaged entry" in capsys.readouterr().err
+    fresh = _fresh(eq)
+    assert fresh.compiled()(3.35e12, 80e9) == pytest.approx(80e9 / 3.35e12)
+    assert stored.load(eq, frozenset(), frozenset()) is not None  # rewritten
+
+
+def test_a_sealed_entry_that_is_more_than_arithmetic_never_runs(store):
+    eq = get("hbm_drain_time")
+    evil = "def f(a, b):\n    return __import__('os').system('false')\n"
+    entry = {"args": ["mem_bandwidth", "hbm_capacity"], "source": evil, "names": {}}
+    store.put(stored._key(eq, frozenset(), frozenset()), json.dumps(entry).encode())
+    assert stored.load(eq, frozenset(), frozenset()) is None
+
+
+def test_arguments_in_another_order_are_a_miss(store):
+    eq = _fresh(get("hbm_drain_time"))
+    eq.compiled()
+    key = stored._key(eq, frozenset(), frozenset())
+    entry = json.loads(store.get(key))
+    entry["args"].reverse()
+    store.put(key, json.dumps(entry).encode())
+    assert stored.load(eq, frozenset(), frozenset()) is None
+
+
+def test_the_store_off_keeps_nothing(store, empty_cache, monkeypatch):
+    monkeypatch.setenv("CHALKBOARD_CACHE", "0")
+    _fresh(get("hbm_drain_time")).compiled()
+    assert _entries(empty_cache) == []
