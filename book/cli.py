@@ -447,6 +447,7 @@ def cmd_sweep(args, out) -> None:
     import numpy as np
 
     import derivations
+    from book.fast import HELD_CHIPS, same_values
     from units import Q_, ChalkboardError
     from units.presets import load
 
@@ -491,7 +492,7 @@ def cmd_sweep(args, out) -> None:
         held = _held_chips(detailed, overrides)
     if held is not None:
         at_held = eq.evaluate(**kwargs, **overrides, **swept, n_chips=held)
-        if _same(at_held.to(value.units).magnitude, value.magnitude):
+        if same_values(at_held.to(value.units).magnitude, value.magnitude):
             held = None  # the chip count changed nothing (it was the same, or it cancels)
         else:
             value = at_held
@@ -521,12 +522,6 @@ def cmd_sweep(args, out) -> None:
         writer.writerow([repr(float(c[2][i])) for c in columns])
 
 
-HELD_CHIPS = (
-    "n_chips is held at the fewest chips that fit the sweep's largest point, the same at every "
-    "point; --set n_chips to choose it, --chips-per-point to let it follow each point"
-)
-
-
 def _held_chips(detailed, overrides: dict):
     """The chip count a sweep holds fixed: when n_chips is not given and the equation took the
     fewest chips that fit at each point (which jumps with the swept inputs and makes the curve
@@ -539,13 +534,6 @@ def _held_chips(detailed, overrides: dict):
     if "n_chips" in overrides or used is None or not used.origin.startswith("fewest"):
         return None
     return Q_(float(np.max(used.value.to("chip").magnitude)), "chip")
-
-
-def _same(a, b) -> bool:
-    """Two sweeps' values equal to rounding (the fast path's test too, book/fast.py)."""
-    import numpy as np
-
-    return bool(np.allclose(a, b, rtol=1e-12, atol=0))
 
 
 def _convert(value, target):

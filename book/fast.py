@@ -547,6 +547,20 @@ def fast_presets(cache: Cache, args) -> str:
 MAX_SWEEP_POINTS = 1_000_000
 
 
+HELD_CHIPS = (
+    "n_chips is held at the fewest chips that fit the sweep's largest point, the same at every "
+    "point; --set n_chips to choose it, --chips-per-point to let it follow each point"
+)
+
+
+def same_values(a, b) -> bool:
+    """Two sweeps' values equal to rounding (both paths' test of whether a held chip count
+    changed anything)."""
+    import numpy as np
+
+    return bool(np.allclose(a, b, rtol=1e-12, atol=0))
+
+
 def fast_sweep(cache: Cache, args) -> str:
     import csv
     import io
@@ -615,14 +629,12 @@ def fast_sweep(cache: Cache, args) -> str:
     chips = ev.used.get("n_chips")
     held = None
     if chips and chips[1].startswith("fewest") and not args.chips_per_point:
-        from book.cli import _same
-
         held = float(np.max(chips[0]))  # as book.cli._held_chips: chips are a base unit
         ev_held = Evaluation(
             cache, args.id, _choices(args), {**given, **swept, "n_chips": held}, np
         )
         at_held = np.asarray(ev_held.value_of(args.id), dtype=float)
-        if _same(at_held, out):
+        if same_values(at_held, out):
             held = None  # the chip count changed nothing (it was the same, or it cancels)
         else:
             ev, out = ev_held, at_held
@@ -655,8 +667,6 @@ def fast_sweep(cache: Cache, args) -> str:
             "rows": [[float(c[2][i]) for c in columns] for i in range(len(mags))],
         }
         if held is not None:
-            from book.cli import HELD_CHIPS
-
             data["note"] = HELD_CHIPS
         return _dumps(data, None)
     buffer = io.StringIO()
