@@ -357,7 +357,7 @@ def cost_vs_batch(presets: Presets) -> Figure:
         )
         ax.loglog(batches, bare, linewidth=1.4, linestyle="--", label="a short context")
         _mark(ax, floor.m, f"compute floor {spoken(floor)}", vertical=False)
-        _mark(ax, saturation.m, "every expert busy")
+        _mark(ax, saturation.m, "batch × k = experts")
         _mark(ax, b_star, "B*")
         ax.set_xlabel("batch size B (sequences)")
         ax.set_ylabel("cost (USD per million tokens)")
@@ -367,12 +367,13 @@ def cost_vs_batch(presets: Presets) -> Figure:
     alt = (
         f"Cost per token against batch size, log-log, for the same example: from "
         f"{spoken(one)} at one sequence it falls only {drop} times by "
-        f"{spoken(saturation)}, where every expert has work (until then each sequence brings "
+        f"{spoken(saturation)}, where the batch routes as many tokens as there are experts "
+        f"(until then each sequence brings "
         f"its own experts), then as one over the batch toward "
         f"the compute floor of {spoken(floor)} near B*."
     )
     caption = (
-        f"An MoE's cost per token falls slowly until its batch keeps every expert busy: "
+        f"An MoE's cost per token falls slowly until its batch routes a token per expert: "
         f"{spoken(one)} at one sequence, only {drop} times less at "
         f"{spoken(saturation)} (routed experts over experts per token), where a dense model's "
         f"would be {number(saturation.m)} times less. Past that it falls as one over the batch, "

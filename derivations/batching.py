@@ -191,7 +191,7 @@ experts_touched_eq = register(
 expert_saturation_batch_eq = register(
     Equation(
         id="expert_saturation_batch",
-        title="Batch at which every expert is busy",
+        title="Batch that routes as many tokens as there are experts",
         lhs=expert_saturation_batch,
         rhs=E_r / (k_e * u * nu),
         chapter=CHAPTER,

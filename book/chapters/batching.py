@@ -853,7 +853,7 @@ def _exercises(presets: Presets) -> dict:
                     presets.get("model", SLOW_CASE[1]).params_total,
                     presets.get("model", SLOW_CASE[1]).params_active,
                 ),
-                3,
+                4,
             ),
             "per_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
             "turns": slow_turns,
