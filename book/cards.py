@@ -615,8 +615,9 @@ WHATIFS = (
         front="{model} on {chips} at {precision} runs at a batch of 16,384 sequences with "
         "{context} of context each, past the crossover. The batch doubles: by what factor "
         "does the cost per token change?",
-        why="Past the crossover the step is compute-bound: every token pays for its own "
-        "multiply-adds and its own KV reads, so the step time grows with the batch.",
+        why="Past the crossover every token pays for its own work, so the step time grows with "
+        "the batch. The step is compute-bound because MLA's attention FLOPs are counted: they "
+        "outlast each sequence's KV reads at this context.",
     ),
     dict(
         id="memory-wall",
