@@ -615,8 +615,9 @@ WHATIFS = (
         front="{model} on {chips} at {precision} runs at a batch of 16,384 sequences with "
         "{context} of context each, past the crossover. The batch doubles: by what factor "
         "does the cost per token change?",
-        why="Past the crossover the step is compute-bound: every token pays for its own "
-        "multiply-adds and its own KV reads, so the step time grows with the batch.",
+        why="Past the crossover every token pays for its own work, so the step time grows with "
+        "the batch. The step is compute-bound because MLA's attention FLOPs are counted: they "
+        "outlast each sequence's KV reads at this context.",
     ),
     dict(
         id="memory-wall",
@@ -640,9 +641,11 @@ WHATIFS = (
         by=2,
         fact="mla-crossover",
         front="HBM bandwidth doubles on an {chip} serving {model} at {precision} at a large "
-        "batch. What happens to the context length at which the KV fetch overtakes the compute?",
-        why="MLA's attention does many FLOPs per byte of its small KV cache; with twice the "
-        "bandwidth the chip reads a KV byte faster than it can do that attention.",
+        "batch. Counting MLA's attention FLOPs, what happens to the context length at which the "
+        "KV fetch overtakes the compute?",
+        why="MLA's attention does many FLOPs per byte of its small KV cache, and with twice the "
+        "bandwidth the chip reads a KV byte faster than it does that attention (ignoring "
+        "attention FLOPs, as the lecture does, the crossover would simply double).",
     ),
 )
 
@@ -900,20 +903,17 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         # verdict is the audit's, over every case, and a case a verdict short of "wrong"
         # misses is always shown
         hide = set(entry.get("hide", ()))
+        # a case the claim misses is marked where its value is shown, after the verdict
         computed = "; ".join(
             f"{quantity(c.value, 3)} ({_case_label(r, v.equation, presets)})"
+            + ("" if c.in_range or v.verdict == "wrong" else " (outside the range)")
             for c, r in zip(v.cases, raw[cid]["cases"], strict=True)
             if not hide & {str(x) for x in r.values()} or (not c.in_range and v.verdict != "wrong")
         )
         why = render(entry["why"].strip(), v.chapter, f"concepts.toml claim {cid!r}")
         moment = claim_moment(v.said_by)
-        # a caveat is part of the verdict: the card says it where it says "with a caveat",
-        # the cases the claim misses named as the card names them
-        labels = [_case_label(r, v.equation, presets) for r in raw[cid]["cases"]]
-        misses = [lab for c, lab in zip(v.cases, labels, strict=True) if not c.in_range]
+        # a caveat is part of the verdict: the card says it where it says "with a caveat"
         caveat = raw[cid].get("caveat", "")
-        if misses and len(misses) < len(v.cases):
-            caveat = (caveat + "; " if caveat else "") + "not for " + ", ".join(misses)
         verdict = (
             f"**{sentence(v.verdict)}:** {caveat}."
             if caveat and v.verdict != "wrong"
