@@ -613,7 +613,7 @@ WHATIFS = (
         ratio_only=True,
         fact="batch-above-crossover",
         front="{model} on {chips} at {precision} runs at a batch of 16,384 sequences with "
-        "{context} of context each, past the crossover. The batch doubles: by what factor "
+        "{context} of context each. The batch doubles: by what factor "
         "does the cost per token change?",
         why="Past the crossover every token pays for its own work, so the step time grows with "
         "the batch. The step is compute-bound because MLA's attention FLOPs are counted: they "
@@ -906,7 +906,7 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         # a case the claim misses is marked where its value is shown, after the verdict
         computed = "; ".join(
             f"{quantity(c.value, 3)} ({_case_label(r, v.equation, presets)})"
-            + ("" if c.in_range or v.verdict == "wrong" else " (outside the range)")
+            + ("" if c.in_range or v.verdict == "wrong" else " (outside the claim's band)")
             for c, r in zip(v.cases, raw[cid]["cases"], strict=True)
             if not hide & {str(x) for x in r.values()} or (not c.in_range and v.verdict != "wrong")
         )

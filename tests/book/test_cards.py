@@ -304,7 +304,7 @@ def test_a_claim_card_says_holds_only_when_every_case_lands_in_range(deck):
             for ok, label in zip(inside, labels, strict=True):
                 if not ok:  # the miss is shown with its figure, marked outside the range
                     verdict_line = c.back.split("\n\n")[0].replace("H100 SXM", "H100")
-                    assert f"({label}) (outside the range)" in verdict_line, (c.id, label)
+                    assert f"({label}) (outside the claim's band)" in verdict_line, (c.id, label)
         checked += 1
     assert checked >= 5  # three duplicate claim cards cut
 
