@@ -20,7 +20,7 @@ is the validation chapter's equation evaluated on the same inputs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 import numpy as np
@@ -379,11 +379,53 @@ _VALIDATED: dict[tuple, list[Row]] = {}  # by the preset files behind them
 def validate(presets: Presets | None = None) -> list[Row]:
     """Every measurement preset against its bound, in file order (computed once per preset set:
     the CLI, the chapter and its figure share it)."""
+    from book.resultcache import remembered
+
     presets = presets or load()
     if presets.files not in _VALIDATED:
-        rows = [evaluate(row, presets) for row in presets.by_kind["measurement"].values()]
-        _VALIDATED[presets.files] = rows
+        measurements = presets.by_kind["measurement"]
+
+        def compute() -> list[dict]:
+            return [_row_data(evaluate(row, presets)) for row in measurements.values()]
+
+        found = remembered("validation", VALIDATION_SOURCES, ("rows",), compute, presets.files)
+        _VALIDATED[presets.files] = [_row_from(d, measurements[d["id"]]) for d in found]
     return list(_VALIDATED[presets.files])
+
+
+VALIDATION_SOURCES = ("book/validation.py", "book/format.py")
+
+
+def _quantity_data(q: pint.Quantity | None) -> list | None:
+    return None if q is None else [q.m, str(q.units)]
+
+
+def _quantity_from(data: list | None) -> pint.Quantity | None:
+    return None if data is None else Q_(data[0], data[1])
+
+
+def _row_data(row: Row) -> dict:
+    """A row as JSON data that :func:`_row_from` reads back to an equal row (magnitudes with
+    the units they were computed in), for the result cache."""
+    data = {f.name: getattr(row, f.name) for f in fields(Row) if f.name != "preset"}
+    data["measured"], data["bound"] = _quantity_data(row.measured), _quantity_data(row.bound)
+    data["ttft"] = None if row.ttft is None else [_quantity_data(q) for q in row.ttft]
+    return data
+
+
+def _row_from(data: dict, preset: Preset) -> Row:
+    return Row(
+        **{
+            **data,
+            "measured": _quantity_from(data["measured"]),
+            "bound": _quantity_from(data["bound"]),
+            "ttft": None if data["ttft"] is None else tuple(map(_quantity_from, data["ttft"])),
+            "flags": tuple(data["flags"]),
+            "stated": tuple(data["stated"]),
+            "assumed": tuple(data["assumed"]),
+            "preset": preset,
+        }
+    )
 
 
 SWEPT = ("input_tokens", "output_tokens", "context", "concurrency")
