@@ -20,6 +20,7 @@ is the validation chapter's equation evaluated on the same inputs:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
@@ -379,8 +380,6 @@ _VALIDATED: dict[tuple, list[Row]] = {}  # by the preset files behind them
 def validate(presets: Presets | None = None) -> list[Row]:
     """Every measurement preset against its bound, in file order (computed once per preset set:
     the CLI, the chapter and its figure share it)."""
-    from book.resultcache import remembered
-
     presets = presets or load()
     if presets.files not in _VALIDATED:
         measurements = presets.by_kind["measurement"]
@@ -388,12 +387,102 @@ def validate(presets: Presets | None = None) -> list[Row]:
         def compute() -> list[dict]:
             return [_row_data(evaluate(row, presets)) for row in measurements.values()]
 
-        found = remembered("validation", VALIDATION_SOURCES, ("rows",), compute, presets.files)
+        found = remembered_recording("validation", VALIDATION_SOURCES, ("rows",), compute, presets)
         _VALIDATED[presets.files] = [_row_from(d, measurements[d["id"]]) for d in found]
     return list(_VALIDATED[presets.files])
 
 
 VALIDATION_SOURCES = ("book/validation.py", "book/format.py")
+
+
+def remembered_recording(namespace: str, sources: tuple, key: tuple, compute, presets: Presets):
+    """``book.resultcache.remembered`` of ``compute()`` with the evaluations it makes (see
+    ``derivations.recording``) kept beside its value and recorded again, in order, each time the
+    value is used: a chapter's notebook replays them whether they were made now or before."""
+    from book.resultcache import remembered
+    from derivations.core import _RECORDING
+
+    def run() -> dict:
+        with derivations.recording() as made:
+            value = compute()
+        return {"value": value, "made": [_evaluation_data(e, presets) for e in made]}
+
+    found = remembered(namespace, sources, key, run, presets.files)
+    outer = _RECORDING.get()
+    if outer is not None:
+        outer.extend(_evaluation_from(d, presets) for d in found["made"])
+    return found["value"]
+
+
+_NUMBERS = {t.__name__: t for t in (int, float, np.float64, np.int64)}
+
+
+def _datum(value, presets: Presets):
+    """A keyword or value of an evaluation as JSON data; anything else is kept as the object
+    itself (then the whole result is used and never stored: it is not JSON)."""
+    if isinstance(value, str):
+        return ["str", value]
+    if value is presets:
+        return ["presets"]
+    if isinstance(value, pint.Quantity) and type(value.m).__name__ in _NUMBERS:
+        return ["quantity", type(value.m).__name__, value.m, str(value.units)]
+    if isinstance(value, pint.Quantity) and isinstance(value.m, np.ndarray):
+        if value.m.dtype in (np.float64, np.int64):
+            return ["array", str(value.m.dtype), value.m.tolist(), str(value.units)]
+    return ["object", value]
+
+
+def _from_datum(data, presets: Presets):
+    kind = data[0]
+    if kind == "quantity":
+        return Q_(_NUMBERS[data[1]](data[2]), data[3])
+    if kind == "array":
+        return Q_(np.array(data[2], dtype=data[1]), data[3])
+    return {"str": lambda: data[1], "presets": lambda: presets, "object": lambda: data[1]}[kind]()
+
+
+def _evaluation_data(e, presets: Presets) -> dict:
+    return {
+        "equation": _equation_data(e.equation),
+        "keywords": [[k, _datum(v, presets)] for k, v in e.keywords.items()],
+        "value": _datum(e.value, presets),
+    }
+
+
+def _equation_data(eq):
+    """A registered equation's id, or a solved one's [id, [unknowns solved for, in order]] read
+    from its recipe; any other is kept as the object (not JSON: then nothing is stored)."""
+    found = re.fullmatch(r'get\("(\w+)"\)((?:\.solve_for\("\w+"\))*)', eq.recipe)
+    if not eq.recipe:
+        try:
+            return eq.id if derivations.get(eq.id) is eq else eq
+        except ChalkboardError:
+            return eq
+    return [found[1], re.findall(r'solve_for\("(\w+)"\)', found[2])] if found else eq
+
+
+@lru_cache(maxsize=64)
+def _solved(eq_id: str, unknowns: tuple[str, ...]):
+    eq = derivations.get(eq_id)
+    for name in unknowns:
+        eq = eq.solve_for(name)
+    return eq
+
+
+def _equation_from(data):
+    if isinstance(data, str):
+        return derivations.get(data)
+    return _solved(data[0], tuple(data[1])) if isinstance(data, list) else data
+
+
+def _evaluation_from(data: dict, presets: Presets):
+    from derivations.core import Evaluation
+
+    return Evaluation(
+        _equation_from(data["equation"]),
+        {k: _from_datum(v, presets) for k, v in data["keywords"]},
+        _from_datum(data["value"], presets),
+    )
 
 
 def _quantity_data(q: pint.Quantity | None) -> list | None:
