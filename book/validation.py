@@ -426,9 +426,9 @@ def _datum(value, presets: Presets):
         return ["presets"]
     if isinstance(value, pint.Quantity) and type(value.m).__name__ in _NUMBERS:
         return ["quantity", type(value.m).__name__, value.m, str(value.units)]
-    if isinstance(value, pint.Quantity) and isinstance(value.m, np.ndarray):
-        if value.m.dtype in (np.float64, np.int64):
-            return ["array", str(value.m.dtype), value.m.tolist(), str(value.units)]
+    array = isinstance(value, pint.Quantity) and isinstance(value.m, np.ndarray)
+    if array and value.m.dtype in (np.float64, np.int64):
+        return ["array", str(value.m.dtype), value.m.tolist(), str(value.units)]
     return ["object", value]
 
 
