@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 import pint
+from pint.util import UnitsContainer
 
 import derivations
 from book.format import number, quantity, unit
@@ -425,19 +426,19 @@ def _datum(value, presets: Presets):
     if value is presets:
         return ["presets"]
     if isinstance(value, pint.Quantity) and type(value.m).__name__ in _NUMBERS:
-        return ["quantity", type(value.m).__name__, value.m, str(value.units)]
+        return ["quantity", type(value.m).__name__, value.m, dict(value._units)]
     array = isinstance(value, pint.Quantity) and isinstance(value.m, np.ndarray)
     if array and value.m.dtype in (np.float64, np.int64):
-        return ["array", str(value.m.dtype), value.m.tolist(), str(value.units)]
+        return ["array", str(value.m.dtype), value.m.tolist(), dict(value._units)]
     return ["object", value]
 
 
 def _from_datum(data, presets: Presets):
     kind = data[0]
     if kind == "quantity":
-        return Q_(_NUMBERS[data[1]](data[2]), data[3])
+        return Q_(_NUMBERS[data[1]](data[2]), UnitsContainer(data[3]))
     if kind == "array":
-        return Q_(np.array(data[2], dtype=data[1]), data[3])
+        return Q_(np.array(data[2], dtype=data[1]), UnitsContainer(data[3]))
     return {"str": lambda: data[1], "presets": lambda: presets, "object": lambda: data[1]}[kind]()
 
 
@@ -486,11 +487,11 @@ def _evaluation_from(data: dict, presets: Presets):
 
 
 def _quantity_data(q: pint.Quantity | None) -> list | None:
-    return None if q is None else [q.m, str(q.units)]
+    return None if q is None else [q.m, dict(q._units)]
 
 
 def _quantity_from(data: list | None) -> pint.Quantity | None:
-    return None if data is None else Q_(data[0], data[1])
+    return None if data is None else Q_(data[0], UnitsContainer(data[1]))
 
 
 def _row_data(row: Row) -> dict:

@@ -219,3 +219,42 @@ def test_an_edited_measurement_preset_is_validated_again(empty_cache, tmp_path, 
     monkeypatch.setattr(validation, "_VALIDATED", {})
     again = {r.id: r for r in validate(load(extra=[mine]))}["my_h100_run"]
     assert (first.name, again.name) == ("My H100 run", "My other run")
+
+
+def _said(made):
+    """What a notebook reads of each evaluation: equation, keywords, value (with types)."""
+
+    def shown(v):
+        m = getattr(v, "m", v)
+        return (type(m).__name__, getattr(m, "dtype", None), repr(v))
+
+    return [
+        (
+            e.equation.recipe or e.equation.id,
+            [(k, shown(v)) for k, v in e.keywords.items() if k != "presets"],
+        )
+        + (shown(e.value),)
+        for e in made
+    ]
+
+
+def test_the_evaluations_behind_the_rows_are_recorded_again_from_the_store(
+    empty_cache, monkeypatch
+):
+    import derivations
+    from book import validation
+
+    presets = load()
+    with derivations.recording() as direct:
+        for row in presets.by_kind["measurement"].values():
+            validation.evaluate(row, presets)
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    with derivations.recording() as made:
+        validate(presets)
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    monkeypatch.setattr(validation, "evaluate", None)  # from the store alone
+    with derivations.recording() as again:
+        validate(presets)
+    assert len(direct) > 100
+    assert _said(again) == _said(made) == _said(direct)
+    assert all(a.keywords.get("presets", presets) is presets for a in again)
