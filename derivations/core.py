@@ -1167,7 +1167,9 @@ class Equation:
         positive; otherwise a ChalkboardError saying so (a solve: that no positive solution
         exists for these inputs)."""
         if "positive" not in self._compiled:  # a fraction such as 1 - a/b may be exactly 0
-            self._compiled["positive"] = bool(self.expanded().is_positive)
+            from derivations import stored  # found by an earlier build: no sympy needed
+
+            self._compiled["positive"] = stored.positive(self)
         m = value.magnitude
         if type(m) is float and (0 < m < np.inf or (m == 0 and not self._compiled["positive"])):
             return value  # one finite number, in range (NaN fails both tests)

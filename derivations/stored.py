@@ -211,6 +211,13 @@ def evaluable(eq) -> bool:
     return _kept(key, compute, lambda v: "true" if v else "false", _boolean)
 
 
+def positive(eq) -> bool:
+    """Whether sympy finds the expanded right side positive, kept under the closure."""
+    key = closure_key(eq, frozenset()) + "\npositive"
+    compute = lambda: bool(eq.expanded().is_positive)  # noqa: E731
+    return _kept(key, compute, lambda v: "true" if v else "false", _boolean)
+
+
 def display_proved(eq, prove) -> None:
     """Run ``prove()`` (raises when the display form is not the right side) unless it passed
     before for these very two forms (``srepr`` of each) on this code; only a pass is kept."""

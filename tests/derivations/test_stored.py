@@ -128,15 +128,20 @@ def _fact_entries(root):
 
 def test_expanded_form_and_evaluable_come_back_without_sympy(facts, monkeypatch):
     eqs = [e for e in CATALOGUE.values() if e.uses][:8] + [get("feistel_inverse")]
-    made = [(stored.expanded_latex(e), stored.evaluable(e)) for e in eqs]
-    assert made == [(core.to_latex(e.expanded()), _fresh(e).evaluable) for e in eqs]
+    made = [(stored.expanded_latex(e), stored.evaluable(e), stored.positive(e)) for e in eqs]
+    assert made == [
+        (core.to_latex(e.expanded()), _fresh(e).evaluable, bool(e.expanded().is_positive))
+        for e in eqs
+    ]
     assert made[-1][1] is False  # a Feistel round's f is an arbitrary function
+    assert {m[2] for m in made} == {True, False}  # both answers kept
 
     def no_sympy(*a, **k):
         raise AssertionError("expanded again")
 
     monkeypatch.setattr(core.Equation, "expanded", no_sympy)
-    assert [(stored.expanded_latex(e), stored.evaluable(e)) for e in eqs] == made
+    again = [(stored.expanded_latex(e), stored.evaluable(e), stored.positive(e)) for e in eqs]
+    assert again == made
 
 
 def test_a_changed_intermediate_expands_again(facts, monkeypatch):
