@@ -16,6 +16,7 @@ import pint
 
 import derivations
 from book.format import Said, number, prose, quantity, said, unit
+from derivations import stored
 from derivations.inputs import BINDINGS
 from units import ChalkboardError, parse_unit
 from units.presets import Presets, load
@@ -70,7 +71,7 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "title": eq.title,
         "latex": eq.latex(),
         "display": eq.display_latex(),
-        "expanded": derivations.to_latex(eq.expanded()) if eq.uses else "",
+        "expanded": stored.expanded_latex(eq) if eq.uses else "",
         "lhs": symbol_context(eq.lhs, presets, page),
         "summary": prose(eq.summary),
         "source": str(eq.source),

@@ -20,11 +20,13 @@ is the validation chapter's equation evaluated on the same inputs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 import numpy as np
 import pint
+from pint.util import UnitsContainer
 
 import derivations
 from book.format import number, quantity, unit
@@ -381,9 +383,139 @@ def validate(presets: Presets | None = None) -> list[Row]:
     the CLI, the chapter and its figure share it)."""
     presets = presets or load()
     if presets.files not in _VALIDATED:
-        rows = [evaluate(row, presets) for row in presets.by_kind["measurement"].values()]
-        _VALIDATED[presets.files] = rows
+        measurements = presets.by_kind["measurement"]
+
+        def compute() -> list[dict]:
+            return [_row_data(evaluate(row, presets)) for row in measurements.values()]
+
+        found = remembered_recording("validation", VALIDATION_SOURCES, ("rows",), compute, presets)
+        _VALIDATED[presets.files] = [_row_from(d, measurements[d["id"]]) for d in found]
     return list(_VALIDATED[presets.files])
+
+
+VALIDATION_SOURCES = ("book/validation.py", "book/format.py")
+
+
+def remembered_recording(namespace: str, sources: tuple, key: tuple, compute, presets: Presets):
+    """``book.resultcache.remembered`` of ``compute()`` with the evaluations it makes (see
+    ``derivations.recording``) kept beside its value and recorded again, in order, each time the
+    value is used: a chapter's notebook replays them whether they were made now or before."""
+    from book.resultcache import remembered
+    from derivations.core import _RECORDING
+
+    def run() -> dict:
+        with derivations.recording() as made:
+            value = compute()
+        return {"value": value, "made": [_evaluation_data(e, presets) for e in made]}
+
+    found = remembered(namespace, sources, key, run, presets.files)
+    outer = _RECORDING.get()
+    if outer is not None:
+        outer.extend(_evaluation_from(d, presets) for d in found["made"])
+    return found["value"]
+
+
+_NUMBERS = {t.__name__: t for t in (int, float, np.float64, np.int64)}
+
+
+def _datum(value, presets: Presets):
+    """A keyword or value of an evaluation as JSON data; anything else is kept as the object
+    itself (then the whole result is used and never stored: it is not JSON)."""
+    if isinstance(value, str):
+        return ["str", value]
+    if value is presets:
+        return ["presets"]
+    if isinstance(value, pint.Quantity) and type(value.m).__name__ in _NUMBERS:
+        return ["quantity", type(value.m).__name__, value.m, dict(value._units)]
+    array = isinstance(value, pint.Quantity) and isinstance(value.m, np.ndarray)
+    if array and value.m.dtype in (np.float64, np.int64):
+        return ["array", str(value.m.dtype), value.m.tolist(), dict(value._units)]
+    return ["object", value]
+
+
+def _from_datum(data, presets: Presets):
+    kind = data[0]
+    if kind == "quantity":
+        return Q_(_NUMBERS[data[1]](data[2]), UnitsContainer(data[3]))
+    if kind == "array":
+        return Q_(np.array(data[2], dtype=data[1]), UnitsContainer(data[3]))
+    return {"str": lambda: data[1], "presets": lambda: presets, "object": lambda: data[1]}[kind]()
+
+
+def _evaluation_data(e, presets: Presets) -> dict:
+    return {
+        "equation": _equation_data(e.equation),
+        "keywords": [[k, _datum(v, presets)] for k, v in e.keywords.items()],
+        "value": _datum(e.value, presets),
+    }
+
+
+def _equation_data(eq):
+    """A registered equation's id, or a solved one's [id, [unknowns solved for, in order]] read
+    from its recipe; any other is kept as the object (not JSON: then nothing is stored)."""
+    found = re.fullmatch(r'get\("(\w+)"\)((?:\.solve_for\("\w+"\))*)', eq.recipe)
+    if not eq.recipe:
+        try:
+            return eq.id if derivations.get(eq.id) is eq else eq
+        except ChalkboardError:
+            return eq
+    return [found[1], re.findall(r'solve_for\("(\w+)"\)', found[2])] if found else eq
+
+
+@lru_cache(maxsize=64)
+def _solved(eq_id: str, unknowns: tuple[str, ...]):
+    eq = derivations.get(eq_id)
+    for name in unknowns:
+        eq = eq.solve_for(name)
+    return eq
+
+
+def _equation_from(data):
+    if isinstance(data, str):
+        return derivations.get(data)
+    return _solved(data[0], tuple(data[1])) if isinstance(data, list) else data
+
+
+def _evaluation_from(data: dict, presets: Presets):
+    from derivations.core import Evaluation
+
+    return Evaluation(
+        _equation_from(data["equation"]),
+        {k: _from_datum(v, presets) for k, v in data["keywords"]},
+        _from_datum(data["value"], presets),
+    )
+
+
+def _quantity_data(q: pint.Quantity | None) -> list | None:
+    return None if q is None else [q.m, dict(q._units)]
+
+
+def _quantity_from(data: list | None) -> pint.Quantity | None:
+    return None if data is None else Q_(data[0], UnitsContainer(data[1]))
+
+
+def _row_data(row: Row) -> dict:
+    """A row as JSON data that :func:`_row_from` reads back to an equal row (magnitudes with
+    the units they were computed in), for the result cache."""
+    data = {f.name: getattr(row, f.name) for f in fields(Row) if f.name != "preset"}
+    data["measured"], data["bound"] = _quantity_data(row.measured), _quantity_data(row.bound)
+    data["ttft"] = None if row.ttft is None else [_quantity_data(q) for q in row.ttft]
+    return data
+
+
+def _row_from(data: dict, preset: Preset) -> Row:
+    return Row(
+        **{
+            **data,
+            "measured": _quantity_from(data["measured"]),
+            "bound": _quantity_from(data["bound"]),
+            "ttft": None if data["ttft"] is None else tuple(map(_quantity_from, data["ttft"])),
+            "flags": tuple(data["flags"]),
+            "stated": tuple(data["stated"]),
+            "assumed": tuple(data["assumed"]),
+            "preset": preset,
+        }
+    )
 
 
 SWEPT = ("input_tokens", "output_tokens", "context", "concurrency")

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pint
 import sympy as sp
-from sympy.core.function import AppliedUndef
 from sympy.polys.domains import QQ, ZZ
 from sympy.polys.polytools import parallel_poly_from_expr
 from sympy.polys.rings import ring
@@ -966,14 +965,18 @@ class Equation:
     def check_display(self) -> None:
         """Prove the display form equal to the right side with the unit constants set to 1 (and
         each shown subexpression equal to what it shows, as :meth:`check` proves)."""
+        from derivations import stored  # proved by an earlier build: not proved again
         from derivations.derivation import DerivationError, same
 
-        want = shown(self.rhs).xreplace(unit_constants())
-        if not same(self.display_expr.rewrite(sp.exp), want.rewrite(sp.exp)):
-            raise DerivationError(
-                f"equation {self.id!r}: the display form {self.display_expr} is not its right "
-                f"side {want} with the unit constants set to 1"
-            )
+        def prove() -> None:
+            want = shown(self.rhs).xreplace(unit_constants())
+            if not same(self.display_expr.rewrite(sp.exp), want.rewrite(sp.exp)):
+                raise DerivationError(
+                    f"equation {self.id!r}: the display form {self.display_expr} is not its "
+                    f"right side {want} with the unit constants set to 1"
+                )
+
+        stored.display_proved(self, prove)
 
     # -- evaluation ---------------------------------------------------------------------------
 
@@ -1074,7 +1077,9 @@ class Equation:
         """False when the right side holds an arbitrary function (such as a Feistel round's f):
         such an equation is verified symbolically but has no numeric value."""
         if "evaluable" not in self._compiled:  # checked on every evaluation: expand once
-            self._compiled["evaluable"] = not self.expanded().atoms(AppliedUndef)
+            from derivations import stored  # found by an earlier build: no sympy needed
+
+            self._compiled["evaluable"] = stored.evaluable(self)
         return self._compiled["evaluable"]
 
     @_recorded
@@ -1162,7 +1167,9 @@ class Equation:
         positive; otherwise a ChalkboardError saying so (a solve: that no positive solution
         exists for these inputs)."""
         if "positive" not in self._compiled:  # a fraction such as 1 - a/b may be exactly 0
-            self._compiled["positive"] = bool(self.expanded().is_positive)
+            from derivations import stored  # found by an earlier build: no sympy needed
+
+            self._compiled["positive"] = stored.positive(self)
         m = value.magnitude
         if type(m) is float and (0 < m < np.inf or (m == 0 and not self._compiled["positive"])):
             return value  # one finite number, in range (NaN fails both tests)

@@ -159,3 +159,77 @@ def jscode(eq, keep: frozenset[str]) -> str:
     if diskcache.enabled():
         _store().put(key, text.encode("utf-8"))
     return text
+
+
+# -- facts about an equation that need sympy to find out, kept as plain text -------------------
+
+
+@functools.cache
+def _facts() -> diskcache.Store:
+    here = Path(__file__).resolve().parent
+    code = diskcache.source_digest(here / "core.py", here / "derivation.py", here / "stored.py")
+    return diskcache.Store("equation-facts", diskcache.digest(sp.__version__, code)[:32])
+
+
+def _kept(key: str, compute, encode, decode):
+    """``compute()``, or what it was when stored under ``key`` (text this module wrote, sealed
+    by the user's key; an entry that does not decode is computed again)."""
+    if not diskcache.enabled():
+        return compute()
+    blob = _facts().get(key)
+    if blob is not None:
+        try:
+            return decode(blob.decode("utf-8"))
+        except ValueError:
+            pass
+    value = compute()
+    _facts().put(key, encode(value).encode("utf-8"))
+    return value
+
+
+def expanded_latex(eq) -> str:
+    """``to_latex(eq.expanded())`` (the page's fully expanded form), kept as text under the
+    equation's closure (:func:`closure_key`): written into the page, never parsed."""
+    from derivations.core import to_latex
+
+    key = closure_key(eq, frozenset()) + "\nexpanded latex"
+    return _kept(key, lambda: to_latex(eq.expanded()), str, str)
+
+
+def _boolean(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise ValueError(text)
+    return text == "true"
+
+
+def evaluable(eq) -> bool:
+    """Whether the expanded right side is free of arbitrary functions, kept under the closure."""
+    from sympy.core.function import AppliedUndef
+
+    key = closure_key(eq, frozenset()) + "\nevaluable"
+    compute = lambda: not eq.expanded().atoms(AppliedUndef)  # noqa: E731
+    return _kept(key, compute, lambda v: "true" if v else "false", _boolean)
+
+
+def positive(eq) -> bool:
+    """Whether sympy finds the expanded right side positive, kept under the closure."""
+    key = closure_key(eq, frozenset()) + "\npositive"
+    compute = lambda: bool(eq.expanded().is_positive)  # noqa: E731
+    return _kept(key, compute, lambda v: "true" if v else "false", _boolean)
+
+
+def display_proved(eq, prove) -> None:
+    """Run ``prove()`` (raises when the display form is not the right side) unless it passed
+    before for these very two forms (``srepr`` of each) on this code; only a pass is kept."""
+    key = diskcache.digest(_srepr(eq.display_expr), _srepr(eq.rhs)) + "\ndisplay proved"
+
+    def compute() -> bool:
+        prove()
+        return True
+
+    def decode(text: str) -> bool:
+        if text != "proved":
+            raise ValueError(text)
+        return True
+
+    _kept(key, compute, lambda _: "proved", decode)

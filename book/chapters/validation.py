@@ -13,7 +13,16 @@ import numpy as np
 import derivations
 from book import predict, resultcache
 from book.format import context_tokens, number, quantity
-from book.validation import BAND, CHOICES, bound_inputs, sensitivity, summary, validate
+from book.validation import (
+    BAND,
+    CHOICES,
+    bound_inputs,
+    remembered_recording,
+    sensitivity,
+    summary,
+    validate,
+)
+from book.validation import VALIDATION_SOURCES as SOURCES
 from units import Q_
 from units.presets import Presets
 
@@ -269,6 +278,18 @@ def _example(presets: Presets, rows) -> dict:
 
 
 def _sensitivity(presets: Presets, rows) -> list[dict]:
+    """Each row's efficiency at the ends of its assumed inputs' ranges, remembered across builds
+    (``book.resultcache``) under this chapter's and the validation's sources and the presets."""
+    return remembered_recording(
+        "validation-sensitivity",
+        ("book/chapters/validation.py", *SOURCES),
+        tuple(r.id for r in rows),
+        lambda: _sensitivity_rows(presets, rows),
+        presets,
+    )
+
+
+def _sensitivity_rows(presets: Presets, rows) -> list[dict]:
     out = []
     for r in rows:
         ranges = sensitivity(r.preset, presets)

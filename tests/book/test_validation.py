@@ -164,3 +164,97 @@ def test_a_plausible_row_of_ones_own_is_validated(tmp_path):
     out = io.StringIO()
     assert main(["--presets", str(path), "validate"], out) == 0
     assert "mine  [offline]  measured 3,000 token/s/chip" in out.getvalue()
+
+
+def _stored(root, namespace):
+    from units import diskcache
+
+    return [p for p in (root / diskcache.FOLDER / namespace).rglob("*") if p.is_file()]
+
+
+def test_rows_from_the_store_equal_rows_computed_now(empty_cache, monkeypatch):
+    from book import validation
+
+    presets = load()
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    made = validate(presets)
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    monkeypatch.setattr(validation, "evaluate", None)  # the second comes from the store alone
+    stored = validate(presets)
+    monkeypatch.undo()
+    direct = [validation.evaluate(r, presets) for r in presets.by_kind["measurement"].values()]
+    assert stored == made == direct  # every field but the preset (compare=False)
+    for s, d in zip(stored, direct, strict=True):
+        assert s.preset is d.preset and str(s.measured) == str(d.measured)
+        assert str(s.bound) == str(d.bound) and str(s.ttft) == str(d.ttft)  # units kept
+
+
+def test_a_tampered_validation_entry_is_refused_and_computed_again(empty_cache, monkeypatch):
+    from book import validation
+    from units import diskcache
+
+    monkeypatch.setattr(diskcache, "NOTED", set())
+    presets = load()
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    made = validate(presets)
+    (entry,) = _stored(empty_cache, "validation")
+    entry.write_bytes(entry.read_bytes().replace(b'"efficiency": 0.', b'"efficiency": 9.', 1))
+    calls = []
+    real = validation.evaluate
+    monkeypatch.setattr(validation, "evaluate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    assert validate(presets) == made and calls  # refused: computed again
+
+
+def test_an_edited_measurement_preset_is_validated_again(empty_cache, tmp_path, monkeypatch):
+    from book import validation
+    from units import presets as presets_module
+
+    mine = tmp_path / "mine.toml"
+    mine.write_text(USER_ROW)
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    first = {r.id: r for r in validate(load(extra=[mine]))}["my_h100_run"]
+    mine.write_text(USER_ROW.replace("My H100 run", "My other run"))
+    monkeypatch.setattr(presets_module, "_load", presets_module._load.__wrapped__)
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    again = {r.id: r for r in validate(load(extra=[mine]))}["my_h100_run"]
+    assert (first.name, again.name) == ("My H100 run", "My other run")
+
+
+def _said(made):
+    """What a notebook reads of each evaluation: equation, keywords, value (with types)."""
+
+    def shown(v):
+        m = getattr(v, "m", v)
+        return (type(m).__name__, getattr(m, "dtype", None), repr(v))
+
+    return [
+        (
+            e.equation.recipe or e.equation.id,
+            [(k, shown(v)) for k, v in e.keywords.items() if k != "presets"],
+        )
+        + (shown(e.value),)
+        for e in made
+    ]
+
+
+def test_the_evaluations_behind_the_rows_are_recorded_again_from_the_store(
+    empty_cache, monkeypatch
+):
+    import derivations
+    from book import validation
+
+    presets = load()
+    with derivations.recording() as direct:
+        for row in presets.by_kind["measurement"].values():
+            validation.evaluate(row, presets)
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    with derivations.recording() as made:
+        validate(presets)
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    monkeypatch.setattr(validation, "evaluate", None)  # from the store alone
+    with derivations.recording() as again:
+        validate(presets)
+    assert len(direct) > 100
+    assert _said(again) == _said(made) == _said(direct)
+    assert all(a.keywords.get("presets", presets) is presets for a in again)

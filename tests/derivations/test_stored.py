@@ -113,3 +113,73 @@ def test_the_store_off_keeps_nothing(store, empty_cache, monkeypatch):
     monkeypatch.setenv("CHALKBOARD_CACHE", "0")
     _fresh(get("hbm_drain_time")).compiled()
     assert _entries(empty_cache) == []
+
+
+@pytest.fixture
+def facts(empty_cache):
+    stored._facts.cache_clear()  # the store's folder is read from the (test's) cache root
+    yield empty_cache
+    stored._facts.cache_clear()
+
+
+def _fact_entries(root):
+    return sorted(p for p in (root / diskcache.FOLDER / "equation-facts").rglob("*") if p.is_file())
+
+
+def test_expanded_form_and_evaluable_come_back_without_sympy(facts, monkeypatch):
+    eqs = [e for e in CATALOGUE.values() if e.uses][:8] + [get("feistel_inverse")]
+    made = [(stored.expanded_latex(e), stored.evaluable(e), stored.positive(e)) for e in eqs]
+    assert made == [
+        (core.to_latex(e.expanded()), _fresh(e).evaluable, bool(e.expanded().is_positive))
+        for e in eqs
+    ]
+    assert made[-1][1] is False  # a Feistel round's f is an arbitrary function
+    assert {m[2] for m in made} == {True, False}  # both answers kept
+
+    def no_sympy(*a, **k):
+        raise AssertionError("expanded again")
+
+    monkeypatch.setattr(core.Equation, "expanded", no_sympy)
+    again = [(stored.expanded_latex(e), stored.evaluable(e), stored.positive(e)) for e in eqs]
+    assert again == made
+
+
+def test_a_changed_intermediate_expands_again(facts, monkeypatch):
+    eq = get("cost_per_token")
+    before = stored.expanded_latex(eq)
+    step = core.defining("step_time")
+    monkeypatch.setitem(core._BY_OUTPUT, "step_time", dataclasses.replace(step, rhs=2 * step.rhs))
+    after = stored.expanded_latex(eq)
+    assert after != before and after == core.to_latex(eq.expanded())
+
+
+def test_a_tampered_fact_is_refused_and_found_again(facts, capsys, monkeypatch):
+    monkeypatch.setattr(diskcache, "NOTED", set())
+    eq = get("feistel_inverse")
+    assert stored.evaluable(eq) is False
+    (entry,) = _fact_entries(facts)
+    entry.write_bytes(entry.read_bytes().replace(b"false", b"true!"))
+    calls = []
+    real = core.Equation.expanded
+    monkeypatch.setattr(core.Equation, "expanded", lambda *a: calls.append(1) or real(*a))
+    assert stored.evaluable(eq) is False and calls
+    assert "damaged entry" in capsys.readouterr().err
+
+
+def test_a_display_form_is_proved_once_and_a_wrong_one_never_kept(facts, monkeypatch):
+    from derivations.derivation import DerivationError
+
+    eq = get("pipeline_bubble_fraction")
+    p, m = (core.lookup_symbol(n).sym for n in ("pipeline_stages", "microbatches"))
+    right = dataclasses.replace(eq, written=(p - 1) / (p - 1 + m))
+    wrong = dataclasses.replace(eq, written=(p - 1) / m)
+    proofs = []
+    real = core.shown
+    monkeypatch.setattr(core, "shown", lambda e: proofs.append(1) or real(e))
+    right.check_display()
+    dataclasses.replace(right).check_display()
+    assert len(proofs) == 1  # the second is the first's record
+    for _ in range(2):
+        with pytest.raises(DerivationError, match="display form"):
+            wrong.check_display()
+    assert len(proofs) == 3
