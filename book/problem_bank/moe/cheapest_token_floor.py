@@ -52,7 +52,8 @@ def draw(rng, presets) -> Draw:
         "parameters do not appear; they only need room in HBM.",
         f"At {money(flops, 3)} that is {money(gpu_seconds, 3)} of one GPU's time, at "
         f"{money(rent)}: **{money(answer, 2)}** at full utilisation (real serving runs "
-        "below peak, so this is a floor).",
+        "below peak, so this is a floor). 'How many active parameters can a price afford?' "
+        "reads the same floor backwards, from a price to the active parameters.",
     )
     mistakes = (
         Mistake(
