@@ -75,7 +75,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(n)} ({chip}: {quantity(hbm, 3)} of HBM at {quantity(bandwidth, 3)} and "
         f"{quantity(f['flops'], 4)} of dense {WORDS[precision]} math, each). "
         f"Every conversation carries {tokens(context)} of context, and the KV cache "
-        f"takes {quantity(kv, 3)} of context at this precision. You admit conversations until the "
+        f"takes {quantity(kv, 4)} of context at this precision. You admit conversations until the "
         "HBM is full: the weights plus as many KV caches as fit. How many tokens per second "
         "does the server generate, all conversations together?"
     )
@@ -83,7 +83,7 @@ def draw(rng, presets) -> Draw:
         f"Room: the weights take {size(weights)} ({quantity(f['n_total'], 3)} at "
         f"{quantity(f['weight_bytes_per_value'])}); the server holds {size(server_hbm)}, "
         f"so {size(server_hbm - weights)} is left. One conversation's cache is "
-        f"{tokens(context)} × {quantity(kv, 3)} = {size(per_sequence * Q_(1, 'sequence'))}, so "
+        f"{tokens(context)} × {quantity(kv, 4)} = {size(per_sequence * Q_(1, 'sequence'))}, so "
         f"the batch is {quantity(batch)} (rounded down).",
         "Each step reads every weight once"
         + ("" if dense else " (a batch this large routes tokens to every expert)")

@@ -33,11 +33,23 @@ def _ev(eq_id: str, case: dict, **extra):
     return eq.evaluate(**args, **extra)
 
 
+def _fast_batch(case: dict, batch: int, price_x: float) -> float:
+    """The batch whose chip time per token is ``price_x`` times the standard one.
+
+    The reads set the step, T(B) = W + B·k (weights W once, k of cache per sequence), so
+    T(B)/B = price_x · T(B0)/B0 solves in closed form: B = W / (price_x · T(B0)/B0 − k).
+    """
+    b = Q_(batch, "sequence")
+    weights = _ev("weight_fetch_time", case, batch_size=b)
+    per_seq = _ev("kv_fetch_time", case, batch_size=b) / b
+    per_token = (weights + per_seq * b) / b
+    return (weights / (price_x * per_token - per_seq)).to("sequence").m
+
+
 def draw(rng, presets) -> Draw:
     ratio = get("fast_mode_batch_ratio").evaluate_detailed(presets=presets)
     price_x = ratio.inputs["fast_price_multiplier"].value.to("").m
     speed_x = ratio.inputs["fast_speed_multiplier"].value.to("").m
-    ratio = ratio.value.to("").m
     options = []
     for name, hardware, chips, precision in SETUPS:
         for batch in BATCHES:
@@ -58,10 +70,10 @@ def draw(rng, presets) -> Draw:
                 # the reads set the step: the multiplies (attention's too) never bind, so the
                 # student needs no attention FLOPs the statement does not give
                 bound = _ev("compute_time", case, batch_size=b) < reads
-                if need <= case["n_chips"] and round(batch * ratio) >= 2 and bound:
+                if need <= case["n_chips"] and _fast_batch(case, batch, price_x) >= 2 and bound:
                     options.append((case, batch))
     case, batch = rng.choice(options)
-    fast = round(batch * ratio)
+    fast = _fast_batch(case, batch, price_x)
     model = presets.get("model", case["model"])
     chip = presets.get("hardware", case["hardware"])
     precision = NAMES[case["precision"]]
@@ -103,40 +115,44 @@ def draw(rng, presets) -> Draw:
         "price implies, how many tokens per second would each fast-mode sequence get on the "
         "roofline?"
     )
+    per_seq = (slow["kv_fetch_time"] / Q_(batch, "sequence")).to("ms/sequence")
     solution = (
-        "The price of a token is the chip time per token, the step time over the batch; a "
-        "user's speed is one token per step. So the price ratio is (fast step / fast batch) / "
-        "(step / batch), and the fast step is the step over the speed-up: the fast batch is "
-        f"the batch over {number(price_x)} × {number(speed_x)}, {quantity(Q_(batch, 'sequence'))} "
-        f"/ {number(price_x * speed_x)} ≈ {quantity(Q_(fast, 'sequence'))}.",
         f"At the standard batch a step reads the weights in {quantity(slow['weight_fetch_time'])} "
         f"and the caches in {quantity(slow['kv_fetch_time'])}, against "
         f"{quantity(slow['weights_flops_time'])} of multiplies in the weights (attention's "
         "own FLOPs add to them, but the reads still bind): "
-        f"{quantity(slow['step_time'])}, so "
-        f"each user gets {quantity(speed(batch))}.",
-        f"At {quantity(Q_(fast, 'sequence'))} the weights still take "
-        f"{quantity(quick['weight_fetch_time'])}, the caches only "
-        f"{quantity(quick['kv_fetch_time'])} and the multiplies "
+        f"{quantity(slow['step_time'])}, so each user gets {quantity(speed(batch))}.",
+        "The price of a token is the chip time per token, the step time over the batch. The "
+        "step is the weights once plus each sequence's cache, T(B) = W + B·k with "
+        f"k = {quantity(per_seq, 3)}. Set T(B)/B = W/B + k to {number(price_x)} times the "
+        f"standard {quantity(slow['step_time'], 4)} / {quantity(Q_(batch, 'sequence'))} and "
+        f"solve: B = W / ({number(price_x)} × T/B − k) ≈ {number(fast, 3)} sequences.",
+        f"At that batch the weights still take {quantity(quick['weight_fetch_time'])}, the "
+        f"caches only {quantity(quick['kv_fetch_time'])} and the multiplies "
         f"{quantity(quick['weights_flops_time'])}: a step of {quantity(quick['step_time'])}.",
         f"One token per {quantity(quick['step_time'])} step is {number(gain, 3)} times the "
         "standard speed, against the "
         f"{number(speed_x)} times advertised"
         + (
-            ": a batch this small would beat the advertised speed, so the price leaves the "
-            "provider room (a somewhat larger batch would still deliver it). "
+            ": the price leaves the provider room (a somewhat larger batch would still "
+            "deliver the speed). "
             if gain > speed_x
             else ": the weight reads set a floor the smaller batch cannot get under, so the "
-            "price alone does not buy the speed. "
+            "price alone does not buy the advertised speed. "
         )
         + f"Each user gets **{quantity(answer, 4)}**.",
     )
     candidates = (
         (
-            speed(round(batch / price_x)),
-            f"You divided the batch by the price multiple alone; "
-            f"faster steps also make each token cheaper, so divide by {number(price_x)} × "
-            f"{number(speed_x)}.",
+            speed(batch / price_x),
+            "You divided the batch by the price multiple alone; the step shrinks with the "
+            "batch too, so solve T(B)/B for the price with the step the roofline gives.",
+        ),
+        (
+            speed(batch / (price_x * speed_x)),
+            f"You assumed the step shrinks by the advertised {number(speed_x)}× and divided "
+            f"the batch by {number(price_x)} × {number(speed_x)}; the roofline's step does not "
+            "shrink that much, so the price allows a larger batch.",
         ),
         (
             speed(batch) * speed_x,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate, money
 from book.problem_bank.batching._figures import chip_name, figures, size
+from book.problem_bank.moe._rents import RENTS
 from units import Q_
 
 KIND = "multi"
@@ -12,12 +13,7 @@ TITLE = "How many active parameters can a price afford?"
 USES = ("compute_cost_floor", "scaleup_memory", "max_total_params")
 LECTURE = "32:09"
 
-DOMAINS = {  # chip: rents (USD per GPU-hour) quoted to you
-    "h200": (2.0, 2.5, 3.0),
-    "b200": (3.5, 4.0, 5.0),
-    "gb200_nvl72": (4.0, 5.0, 6.0),
-    "gb300_nvl72": (5.0, 6.0, 7.0),
-}
+DOMAINS = RENTS  # chip: rents (USD per GPU-hour) quoted to you
 BUDGETS = (0.01, 0.02, 0.03, 0.05)  # USD per million tokens, at the compute floor
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank.moe._rents import RENTS
 from units import Q_
 
 KIND = "estimate"
@@ -12,13 +13,12 @@ LECTURE = "32:09"
 
 MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
 RACKS = ("gb200_nvl72", "gb300_nvl72")
-RENTS = (3.0, 4.0, 5.0, 6.0)  # USD per GPU-hour
 FACTOR = 1.5  # narrower than a factor of two (FP8 against BF16 rate; 2N against N)
 
 
 def draw(rng, presets) -> Draw:
     model, hardware = rng.choice(MODELS), rng.choice(RACKS)
-    rent = Q_(rng.choice(RENTS), "USD/chip/hour")
+    rent = Q_(rng.choice(RENTS[hardware]), "USD/chip/hour")
     case = dict(
         model=model, hardware=hardware, precision="fp8", price_per_chip_hour=rent, presets=presets
     )
@@ -52,7 +52,8 @@ def draw(rng, presets) -> Draw:
         "parameters do not appear; they only need room in HBM.",
         f"At {money(flops, 3)} that is {money(gpu_seconds, 3)} of one GPU's time, at "
         f"{money(rent)}: **{money(answer, 2)}** at full utilisation (real serving runs "
-        "below peak, so this is a floor).",
+        "below peak, so this is a floor). 'How many active parameters can a price afford?' "
+        "reads the same floor backwards, from a price to the active parameters.",
     )
     mistakes = (
         Mistake(

@@ -76,10 +76,11 @@ def draw(rng, presets) -> Draw:
         "does the smaller model's extra training pay for itself?"
     )
     solution = (
-        f"The planned model's loss: {number(e)} + {number(big_param_term)} (parameter term) + "
-        f"{number(loss - e - big_param_term)} (data term) = {number(loss)}.",
-        f"The smaller model's parameter term is larger, {number(param_term)}, so its data term "
-        f"must shrink to {number(data_left)}: D = (B / {number(data_left)})^(1/β) = "
+        f"The planned model's loss: {number(e)} + {number(big_param_term, 4)} (parameter term) "
+        f"+ {number(loss - e - big_param_term, 4)} (data term) = {number(loss, 5)}. Keep these "
+        "figures: the next step takes a small difference and raises it to the power 1/β.",
+        f"The smaller model's parameter term is larger, {number(param_term, 4)}, so its data "
+        f"term must shrink to {number(data_left, 4)}: D = (B / {number(data_left, 4)})^(1/β) = "
         f"{quantity(small_tokens)}.",
         f"Training at {trn} FLOP per parameter per token: {quantity(train_big.to('FLOP'))} for "
         f"the planned model, {quantity(train_small.to('FLOP'))} for the smaller one, "

@@ -12,15 +12,31 @@ TITLE = "Is a pipeline cut cheap next to the all-to-all?"
 USES = ("moe_layers_per_stage", "hardware_scale_out_penalty", "scaleup_scaleout_ratio")
 LECTURE = "47:12"
 
-MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "mixtral_8x7b", "gpt_oss_120b")
-CHIPS = ("h100_sxm", "b200", "gb200_nvl72", "b300", "gb300_nvl72")
+# models whose FP8 weights overflow one domain's HBM, so the pipeline is needed, not chosen
+MODELS = ("deepseek_v3", "kimi_k2")
+CHIPS = ("h100_sxm", "h200", "b200", "b300")  # on these presets only H100 servers are too small
 STAGES = (2, 4, 8)
 
 
+def _weights(model, chip, presets):
+    """FP8 weights and one scale-up domain's HBM."""
+    fp8 = presets.get("precision", "fp8").bytes_per_value
+    weights = (model.params_total * fp8 * Q_(1, "value/param")).to("GB")
+    return weights, (chip.hbm_capacity * chip.scale_up_domain / Q_(1, "chip")).to("GB")
+
+
 def draw(rng, presets) -> Draw:
-    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
-    stages = Q_(rng.choice(STAGES), "stage")
+    options = []
+    for m in MODELS:
+        for h in CHIPS:
+            weights, domain = _weights(presets.get("model", m), presets.get("hardware", h), presets)
+            for n in STAGES:
+                if weights > domain and n * domain > weights:  # needs two domains, fits in n
+                    options.append((m, h, n))
+    model_id, hardware, n = rng.choice(options)
+    stages = Q_(n, "stage")
     model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
+    weights, domain = _weights(model, chip, presets)
     case = dict(hardware=hardware, model=model_id, pipeline_stages=stages, presets=presets)
     penalty_detail = get("hardware_scale_out_penalty").evaluate_detailed(
         hardware=hardware, presets=presets
@@ -50,7 +66,9 @@ def draw(rng, presets) -> Draw:
     )
 
     text = (
-        f"You serve {model.name} on {name} GPUs, each with {quantity(up)} of NVLink bandwidth "
+        f"You serve {model.name} in FP8 ({quantity(weights)} of weights, more than the "
+        f"{quantity(domain)} of HBM in one {number(chip.scale_up_domain.m)}-GPU server) on "
+        f"{name} GPUs, each with {quantity(up)} of NVLink bandwidth "
         f"per direction inside its scale-up domain and its own {quantity(out.to('Gb/s'))} network "
         f"link to other domains. {dense_text} The layers are cut into {p} pipeline stages of "
         "equal depth, one scale-up domain each, with the experts of each layer spread over "

@@ -54,9 +54,9 @@ def draw(rng, presets) -> Draw:
         f"activations, {quantity(batch)} of {context_tokens(context, 5)} per GPU. To save "
         "memory you keep only the inputs of a few evenly spaced layers (checkpoints) and, "
         "on the way back, recompute one segment at a time, holding its layers' inputs while "
-        "its gradients are taken. With the number of segments "
-        "chosen to store the least, how much activation memory does the GPU keep, counting "
-        "layer inputs only? Answer in GB."
+        "its gradients are taken. With the number of segments K chosen to store the least "
+        "(treat K as continuous: minimise K + L/K layers' worth over any real K), how much "
+        "activation memory does the GPU keep, counting layer inputs only? Answer in GB."
     )
     solution = (
         f"One layer's input is a vector of {int(d):,} values per token at "

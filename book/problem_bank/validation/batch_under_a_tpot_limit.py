@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 from book.format import number, quantity
@@ -70,6 +71,7 @@ def _scenario(row, presets) -> dict:
         )
         .to("sequence")
     )
+    fit = Q_(math.floor(fit.m), "sequence")  # whole sequences fit: round down
     measured_batch = min(row.concurrency.to("sequence"), fit)
     bound_step = _ev("serving_step_time", case, batch_size=measured_batch).to("ms")
     bound_rate = _ev("serving_rate_per_chip", case, batch_size=measured_batch)

@@ -61,7 +61,8 @@ def draw(rng, presets) -> Draw:
     text = (
         f"An engine serves {model.name} ({quantity(model.params_total)}, dense) in "
         f"{NAMES[precision]} on {gpus} {chip.name.split(' (')[0]} "
-        f"GPU{'' if chips == 1 else 's'} ({quantity(chip.hbm_bandwidth)} of HBM each) to a "
+        f"GPU{'' if chips == 1 else 's'} ({quantity(chip.get(f'dense_flops_{precision}'))} "
+        f"dense in {NAMES[precision]} and {quantity(chip.hbm_bandwidth)} of HBM each) to a "
         f"single user, whose context is about {context_tokens(context, 6)} (the KV cache costs "
         f"{quantity(per_kv.to('kB/token'))}). Its log shows {quantity(claimed)} for that user. "
         "The roofline says no decode step can beat its memory reads. If the measurement is "

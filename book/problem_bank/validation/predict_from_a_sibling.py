@@ -104,6 +104,7 @@ def draw(rng, presets) -> Draw:
         .evaluate(measured_rate=known_rate, serving_rate_per_chip=known_bound, presets=presets)
         .to("")
     )
+    share = Q_(float(f"{share.m:.2g}"), "")  # the share as the statement shows it, two figures
     bound, batch, step, case, work = _bound(target, presets)
     predicted = (bound * share).to("token/s/chip")
     actual = (target.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")

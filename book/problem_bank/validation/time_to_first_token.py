@@ -7,7 +7,7 @@ from book.problem_bank import Draw, Mistake
 from derivations import get
 from units import Q_
 
-KIND = "numeric"  # one formula, worked in steps
+KIND = "multi"  # the bound, then its share of the measured wait
 TITLE = "How much of a time to first token is the prefill?"
 USES = ("weight_fetch_time", "ttft_bound")
 
@@ -49,7 +49,7 @@ def draw(rng, presets) -> Draw:
     compute = (prompt * forward * active / (chips * flops / Q_(1, "chip"))).to("ms")
     binds = "compute" if compute >= weights else "weights"
     measured = row.ttft.to("ms")
-    share = (bound / measured).to("").m
+    share = (bound / measured).to("")
     one = chips.m == 1
     replica = "one chip" if one else f"{number(chips.m)} chips"
     _, system, scenario = row.name.split(": ")[1].split(", ")
@@ -60,8 +60,8 @@ def draw(rng, presets) -> Draw:
         f"{chip.name.split(' (')[0]} GPUs ({quantity(flops)} dense in {NAMES[precision]}, "
         f"{quantity(chip.hbm_bandwidth)} of HBM each), each replica on {replica}. The "
         f"measured mean time to first token was {quantity(measured)}; the benchmark's prompts "
-        f"average {quantity(prompt)}. What is the least time a replica needs to produce a first "
-        "token for such a prompt?"
+        f"average {quantity(prompt)}. Find the least time a replica needs to produce a first "
+        "token for such a prompt: what share of the measured mean is it? Answer in percent."
     )
     solution = (
         f"The prompt's {quantity(prompt)} go through the model in one pass, "
@@ -69,11 +69,11 @@ def draw(rng, presets) -> Draw:
         f"{quantity(compute)}.",
         f"The pass also reads every weight once, {quantity(model.params_total)} in "
         f"{NAMES[row.weights]} at the replica's bandwidth: {quantity(weights)}.",
-        f"The slower side, the {binds}, bounds the prefill. The measured mean, "
-        f"{quantity(measured)}, is {number(1 / share, 3)} times that bound: the prefill at peak "
-        f"would fill {number(100 * share, 2)}% of the wait; the rest is the prefill running "
-        "below peak and queueing behind other requests, which the bound does not model.",
-        f"The least time to a first token is the slower side's: **{quantity(bound, 3)}**.",
+        f"The slower side, the {binds}, bounds the prefill: {quantity(bound)}. The rest of "
+        "the wait is the prefill running below peak and queueing behind other requests, which "
+        "the bound does not model.",
+        f"Against the measured mean: {quantity(bound)} / {quantity(measured)} = "
+        f"**{number(100 * share.m, 3)}%**.",
     )
     candidates = [
         (
@@ -85,14 +85,18 @@ def draw(rng, presets) -> Draw:
         if not one
         else (None, ""),
         (max(compute / 2, weights), "You counted one FLOP per parameter; a multiply-add is two."),
-        (measured - bound, "That is the queueing time; the question asks for the prefill."),
+        (
+            measured - bound,
+            "That is the queueing time's share; the question asks for the prefill's.",
+        ),
     ]
     mistakes: list[Mistake] = []
     for value, why in candidates:
         if value is None:
             continue
-        if all(abs((value / o).to("").m - 1) > 0.04 for o in [bound, *(m.value for m in mistakes)]):
-            mistakes.append(Mistake(value.to("ms"), why))
+        value = (value / measured).to("")
+        if all(abs((value / o).to("").m - 1) > 0.04 for o in [share, *(m.value for m in mistakes)]):
+            mistakes.append(Mistake(value, why))
     return Draw(
-        text=text, answer=bound, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+        text=text, answer=share, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
     )
