@@ -1569,7 +1569,7 @@ def measured_vs_bound(presets: Presets) -> Figure:
 def predicted_vs_measured(presets: Presets) -> Figure:
     """Each row's honest prediction (leave-one-out, or the whole fit for a row kept out of it)
     against its measurement, with the x1.25 and x1.5 bands."""
-    from book.resultcache import prediction
+    from book.predict import prediction
 
     made = prediction(presets)  # predict's fits, kept across builds
     honest, cases = made["out_of_sample"], made["cases"]

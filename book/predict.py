@@ -629,3 +629,42 @@ def predict_scenario(
         "low": predicted / err["p80"],
         "high": min(predicted * err["p80"], float(r.bound.m)),
     }
+
+
+PREDICTION_SOURCES = ("book/predict.py", "book/validation.py", "book/format.py")
+
+
+def prediction(presets) -> dict:
+    """What the book shows of ``book.predict`` (its fit and leave-one-out fits take seconds):
+    ``summary`` (predict.summary), ``out_of_sample`` (predict.out_of_sample: id to (value,
+    how)) and ``cases`` (id to each case's ``kind`` and ``measured``), remembered across builds
+    (``book.resultcache``) under the prediction's sources, the library and the preset files."""
+    from types import SimpleNamespace
+
+    from book.resultcache import remembered
+
+    def compute() -> dict:
+        return {
+            "summary": summary(presets),
+            "out_of_sample": out_of_sample(presets),
+            "cases": {
+                c.id: {"kind": c.kind, "measured": float(c.measured)}
+                for c in study(presets)["cases"]
+            },
+        }
+
+    found = _PREDICTIONS.get(presets.files)
+    if found is None:
+        found = remembered(
+            "prediction", PREDICTION_SOURCES, ("prediction",), compute, presets.files
+        )
+        found = {
+            "summary": found["summary"],
+            "out_of_sample": {k: tuple(v) for k, v in found["out_of_sample"].items()},
+            "cases": {k: SimpleNamespace(id=k, **v) for k, v in found["cases"].items()},
+        }
+        _PREDICTIONS[presets.files] = found
+    return found
+
+
+_PREDICTIONS: dict[tuple, dict] = {}  # by preset files, once per process

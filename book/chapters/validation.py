@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import derivations
-from book import predict, resultcache
+from book import predict
 from book.format import context_tokens, number, quantity
 from book.validation import (
     BAND,
@@ -103,7 +103,7 @@ PREDICT_EXAMPLE = (
 
 def _prediction(presets: Presets, rows) -> dict:
     """The fit, its honest errors, a summary table by scenario and the rows it misses."""
-    made = resultcache.prediction(presets)  # predict's summary and fits, kept across builds
+    made = predict.prediction(presets)  # predict's summary and fits, kept across builds
     s, honest, cases = made["summary"], made["out_of_sample"], made["cases"]
     by_id = {r.id: r for r in rows}
     params = s["params"]

@@ -80,11 +80,11 @@ def test_the_prediction_from_the_store_is_the_predictions_own(empty_cache, monke
     from units.presets import load
 
     presets = load()
-    monkeypatch.setattr(resultcache, "_PREDICTIONS", {})
-    made = resultcache.prediction(presets)
-    monkeypatch.setattr(resultcache, "_PREDICTIONS", {})
+    monkeypatch.setattr(predict, "_PREDICTIONS", {})
+    made = predict.prediction(presets)
+    monkeypatch.setattr(predict, "_PREDICTIONS", {})
     monkeypatch.setattr(predict, "study", None)  # the second comes from the store alone
-    stored = resultcache.prediction(presets)
+    stored = predict.prediction(presets)
     monkeypatch.undo()
     assert stored["summary"] == made["summary"] == predict.summary(presets)
     assert stored["out_of_sample"] == made["out_of_sample"] == predict.out_of_sample(presets)
