@@ -15,6 +15,7 @@ import pytest
 from book import fast
 from book.cli import main, make_parser
 from derivations import CATALOGUE
+from tests.damage import put_damage
 from units import diskcache
 
 PAIRS = [("h100_sxm", "deepseek_v3"), ("b200", "llama_3_1_70b"), ("gb200_nvl72", "kimi_k2")]
@@ -383,22 +384,6 @@ def test_every_cache_folder_is_private(tmp_path, monkeypatch):
         assert b"def " not in path.read_bytes() and b"lambdify" not in path.read_bytes()
 
 
-def _replace(path, how):
-    """Put damage of kind ``how`` where ``path`` is."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-    if how == "folder":
-        path.mkdir()
-    elif how == "fifo":
-        os.mkfifo(path)
-    elif how == "dev-zero":
-        path.symlink_to("/dev/zero")
-    elif how != "removed":
-        path.write_bytes(how)
-
-
 DEEP = b"[" * 100_000 + b"]" * 100_000
 DAMAGE = {
     "core truncated": ("core.json", lambda b: b[: len(b) // 2]),
@@ -452,7 +437,7 @@ def test_every_kind_of_damage_is_repaired_on_the_next_run_with_one_note(
                 path.write_bytes(blob)
         else:
             for path in paths:
-                _replace(path, how)
+                put_damage(path, how)
     else:
         path = folder / where if where else folder
         if isinstance(how, int):
@@ -460,7 +445,7 @@ def test_every_kind_of_damage_is_repaired_on_the_next_run_with_one_note(
         elif callable(how):
             path.write_bytes(how(path.read_bytes()))
         else:
-            _replace(path, how)
+            put_damage(path, how)
     damaged = run(argv, True)  # never blocks: a FIFO is not opened for reading, nor /dev/zero
     assert damaged[:2] == full[:2]
     assert damaged[2].count("\n") == 1, damaged[2]

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from tests.damage import put_damage
 from units import diskcache
 from units.diskcache import Store
 
@@ -164,15 +165,8 @@ def test_a_damaged_entry_never_blocks_and_is_replaced(root, kind, capsys):
     store = Store("ns", "v1")
     store.put("a", b"one")
     path, _ = store._path("a")
-    path.unlink()
-    if kind == "folder":
-        path.mkdir()
-    elif kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "symlink to /dev/zero":
-        path.symlink_to("/dev/zero")
-    else:
-        path.write_bytes(b"")
+    put_damage(path, {"symlink to /dev/zero": "dev-zero", "others can write": b""}.get(kind, kind))
+    if kind == "others can write":
         path.chmod(0o666)
     assert store.get("a") is None  # at once: a FIFO is never read, /dev/zero never followed
     assert "damaged" in capsys.readouterr().err
