@@ -472,7 +472,8 @@ def _plural(chip: str) -> str:
 
 def _names(case: dict, presets: Presets) -> dict:
     """How a front names a case's presets, as a person says them: chip ('H100'), chips
-    ('H100s'), model, precision (as written: FP8) and context ('8,192 tokens')."""
+    ('H100s'), model, precision (as written: FP8), context ('8,192 tokens') and batch
+    ('64 sequences')."""
     out = {}
     for kind, key in (("hardware", "chip"), ("model", "model"), ("api", "api"), ("tier", "tier")):
         if kind in case:
@@ -486,11 +487,14 @@ def _names(case: dict, presets: Presets) -> dict:
 
         tokens = parse_override("context_length", case["context_length"]).to("token/sequence")
         out["context"] = f"{number(tokens.magnitude)} tokens"
+    if "batch_size" in case:
+        batch = parse_override("batch_size", case["batch_size"]).to("sequence")
+        out["batch"] = f"{number(batch.magnitude)} sequences"
     return out
 
 
 # Figures worth knowing: equation, the case (presets and inputs), the fact, and the question,
-# its {chip}, {chips}, {model}, {precision} and {context} named from the case.
+# its {chip}, {chips}, {model}, {precision}, {context} and {batch} named from the case.
 NUMBERS = (
     (
         "decode_rate_per_user",
@@ -591,7 +595,7 @@ WHATIFS = (
         by=2,
         ratio_only=True,
         fact="batch-below-crossover",
-        front="{model} on {chips} at {precision} runs at a batch of 64 sequences with "
+        front="{model} on {chips} at {precision} runs at a batch of {batch} with "
         "{context} of context each. The batch doubles: by what factor does the cost per "
         "token change?",
         why="Far below the crossover batch the weight fetch sets the step time, and it grows "
@@ -612,7 +616,7 @@ WHATIFS = (
         by=2,
         ratio_only=True,
         fact="batch-above-crossover",
-        front="{model} on {chips} at {precision} runs at a batch of 16,384 sequences with "
+        front="{model} on {chips} at {precision} runs at a batch of {batch} with "
         "{context} of context each. The batch doubles: by what factor "
         "does the cost per token change?",
         why="Past the crossover every token pays for its own work, so the step time grows with "
