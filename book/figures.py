@@ -192,7 +192,7 @@ def _mark(ax, x, text, *, vertical=True):
 
 # -- chapter A -------------------------------------------------------------------------------
 
-EXAMPLE = dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8")
+EXAMPLE = dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8")  # batching's
 
 
 def _compute_bound_from(presets: Presets, **kw) -> float | None:
@@ -255,7 +255,10 @@ def latency_vs_batch(presets: Presets) -> Figure:
     # has no visible reason (reader's report, batching fault 3)
     memory = get("memory_time").sweep("batch_size", batches, **kw).to("ms").m
     total = get("step_time").sweep("batch_size", batches, **kw).to("ms").m
-    names = {k: presets.get(k, v).name for k, v in EXAMPLE.items() if k != "precision"}
+    names = {
+        "model": presets.get("model", EXAMPLE["model"]).name,
+        "hardware": chip_name(presets.get("hardware", EXAMPLE["hardware"])),
+    }
     turn_q = Q_(np.ceil(turn), "sequence")  # the crossing, rounded up as the chapter runs it
     at = ev.q("step_time", batch_size=turn, n_chips=n, context_length=length)
 

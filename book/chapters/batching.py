@@ -3,7 +3,7 @@
 >>> from units.presets import load
 >>> ctx = context(load())
 >>> ctx["examples"][0]["title"]
-'DeepSeek-V3 / R1 on H100 SXM at FP8'
+'DeepSeek-V3 / R1 on GB200 NVL72 at FP8'
 """
 
 import math
@@ -11,14 +11,17 @@ import math
 import pint
 
 import derivations
-from book.context import Evaluator, cell_in, header, symbol_context
-from book.format import chip_name, context_tokens, quantity, said, said_number
+from book.context import Evaluator, header, symbol_context
+from book.format import chip_name, context_tokens, number, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
-# Worked examples: (hardware, model, precision) preset ids.
+# Worked examples: (hardware, model, precision) preset ids. The first is the chapter's running
+# example: the lecture's rack, where a replica sits inside one NVLink domain and the experts'
+# all-to-all (which this chapter's roofline leaves out) stays small (issue 22; on H100s, eight
+# to a domain, the same batch's all-to-all is most of the step).
 WORKED_EXAMPLES = (
-    ("h100_sxm", "deepseek_v3", "fp8"),
+    ("gb200_nvl72", "deepseek_v3", "fp8"),
     ("h100_sxm", "llama_3_1_70b", "bf16"),
 )
 # Precision mixes for the mixed-precision example (issue 11): keywords of the evaluation. The last
@@ -28,7 +31,7 @@ PRECISION_MIXES = (
     dict(precision="fp8"),
     dict(precision="fp8", weight_precision="fp4"),
 )
-MIXED_CASE = ("h100_sxm", "deepseek_v3")
+MIXED_CASE = ("gb200_nvl72", "deepseek_v3")
 # The models the chapter compares: one dense, one sparse (the table runs the sparse one).
 TABLE_MODELS = ("llama_3_1_70b", "deepseek_v3")
 
@@ -204,18 +207,21 @@ def _hardware_table(presets: Presets, model: str) -> dict:
     rows = []
     for hw in presets.hardware.values():
         values = _chip_results(hw, Evaluator(presets, hw.id, model))
-        cells = [cell_in(u, f) for (_, u), f in zip(columns[:-1], values[:-1], strict=True)]
-        cells.append(_cents(values[-1]))
+        cells = [_cell(u, f) for (_, u), f in zip(columns[:-1], values[:-1], strict=True)]
+        cells.append(_cell("cent/Mtoken", values[-1]))
         rows.append({"id": hw.id, "name": hw.name, "cells": cells})
     headers = [header(name, u) for name, u in columns[:-1]]
     return {"headers": [*headers, f"{columns[-1][0]} (¢ per million tokens)"], "rows": rows}
 
 
-def _cents(compute) -> str:
-    """Money per million tokens in cents, as a person says it (2-3 figures), or a dash.
+def _cell(in_unit: str, compute) -> str:
+    """A table cell as a person says it (2-3 figures, whole counts whole) in ``in_unit``, or a
+    dash where a preset lacks a figure.
 
-    >>> _cents(lambda: Q_(0.3796, "USD/Mtoken")), _cents(lambda: Q_(0.05642, "USD/Mtoken"))
-    ('38', '5.6')
+    >>> _cell("cent/Mtoken", lambda: Q_(0.3796, "USD/Mtoken")), _cell("ms", lambda: Q_(39.23, "ms"))
+    ('38', '39')
+    >>> _cell("sequence", lambda: Q_(5668, "sequence")), _cell("ms", lambda: Q_(22.5, "ms"))
+    ('5,668', '22.5')
     """
     from units.display import spoken_number
     from units.errors import ChalkboardError
@@ -224,7 +230,10 @@ def _cents(compute) -> str:
         q = compute()
     except ChalkboardError:
         return "—"
-    return "—" if q is None else spoken_number(q.to("cent/Mtoken").m, most=3)
+    if q is None:
+        return "—"
+    x = q.to(in_unit).m
+    return said_number(x) if float(x).is_integer() else spoken_number(x, most=3)
 
 
 def _chip_results(hw, ev: Evaluator) -> tuple:
@@ -404,7 +413,7 @@ def _argument(presets: Presets) -> dict:
         "regime": _regime(ev, batch, n),
         "regime_one": _regime(ev, 1, n),
         "n_chips": said(n),
-        "b_star_round": _round(b_star),
+        "b_star_round": said_number(b_star, 2),  # 5,668 -> "5,700"
         "turn": said_number(practice) if turn is not None else "",  # whole, as the rule runs it
         "turn_over_star": said_number(turn / b_star, 2) if turn is not None else "",
         "pay": _pay_more(presets),
@@ -432,7 +441,8 @@ def _argument(presets: Presets) -> dict:
         "per_byte_round": _round(per_byte["bf16"]),
         "h100_ridge": Evaluator(presets, "h100_sxm").text("ridge_intensity"),
         "dense": {
-            "title": f"{presets.get('model', dmodel).name} on {presets.get('hardware', dhw).name}",
+            "title": f"{presets.get('model', dmodel).name} on "
+            f"{chip_name(presets.get('hardware', dhw))}",
             "batch": said_number(d_batch),
             "chips": said(d_n),
             "precision": dprec.upper(),
@@ -449,6 +459,7 @@ def _argument(presets: Presets) -> dict:
         "period_round": _round(period.to("ms").m),
         "expert_reads": _expert_reads(ev),
         "alltoall": _alltoall(presets, ev, batch, n),
+        "rack": _rack(presets, hw, model, precision),
         "short_step": _short_step(presets, model, precision),
         "lecture_replica": _lecture_replica(presets),
         "global": {
@@ -522,7 +533,7 @@ def _pay_more(presets: Presets) -> dict:
     cost = {b: ev.q("cost_per_token", batch_size=b, n_chips=n) for b in (1, batch)}
     return {
         "title": f"{presets.get('model', model).name} on {said(n)} of "
-        f"{presets.get('hardware', hw).name} at {precision.upper()}",
+        f"{chip_name(presets.get('hardware', hw))} at {precision.upper()}",
         "batch": said_number(batch),
         "step_star": said(step[batch]),
         "step_1": said(step[1]),
@@ -559,56 +570,69 @@ def _expert_reads(ev: Evaluator) -> dict:
     }
 
 
-def _alltoall(presets: Presets, ev: Evaluator, batch: int, n_chips) -> dict:
-    """The expert all-to-all the regime example's step leaves out (physics audit M2): its
-    chips span several scale-up domains (HGX nodes), so most of each MoE layer's traffic crosses
-    the scale-out network, at the chip's own per-direction penalty. Per step it is one layer's
-    all-to-all times the MoE layers; a step that hides it behind the memory reads is max(T, a2a),
-    one that cannot is their sum."""
+def _alltoall_on(presets: Presets, ev: Evaluator, batch: int, n_chips) -> dict:
+    """The experts' all-to-all of one decode step, which the chapter's roofline leaves out
+    (physics audit M2): one MoE layer's all-to-all (the next chapter's equation) times the MoE
+    layers, for ``batch`` on ``n_chips``. Chips past one scale-up domain send most of a layer's
+    traffic over the scale-out network, at the chip's own per-direction penalty."""
     hw_id, model_id = ev.choice["hardware"], ev.choice["model"]
     hw, mdl = presets.get("hardware", hw_id), presets.get("model", model_id)
-    nodes = (n_chips / hw.scale_up_domain).to("").m
-    penalty = ev.q("hardware_scale_out_penalty")
+    domains = max(1.0, (n_chips / hw.scale_up_domain).to("").m)  # one domain at the least
     moe_layers = Q_(mdl.layers - mdl.get("dense_layers", 0), "layer")
     one = ev.q(
         "alltoall_time",
         batch_size=batch,
         expert_parallel_chips=n_chips,
-        racks_spanned=Q_(nodes, "rack"),
-        scale_out_penalty=penalty,
+        racks_spanned=Q_(domains, "rack"),
+        scale_out_penalty=ev.q("hardware_scale_out_penalty"),
     )
     per_step = (one * moe_layers.m).to("ms")
     step = ev.q("step_time", batch_size=batch, n_chips=n_chips).to("ms")
-    serial = step + per_step
-    # the lecture's hardware: the same batch on one NVL72 rack stays inside its NVLink domain
-    rack = Evaluator(presets, GLOBAL_CHIP, model_id, ev.choice.get("precision", "fp8"))
-    rack_hw = presets.get("hardware", GLOBAL_CHIP)
-    rack_one = rack.q(
-        "alltoall_time",
-        batch_size=batch,
-        expert_parallel_chips=rack_hw.scale_up_domain,
-        racks_spanned=Q_(1, "rack"),
-    )
-    rack_n = rack_hw.scale_up_domain  # the whole rack, as the all-to-all above
-    rack_step = rack.q("step_time", batch_size=batch, n_chips=rack_n).to("ms")
     return {
+        "chips": said(n_chips),
         "domain": said(hw.scale_up_domain),
-        "nodes": said_number(nodes, 2),
-        "offrack": said_number(
-            100 * Evaluator(presets).q("offrack_fraction", racks_spanned=nodes).to("").m, 2
-        ),
-        "penalty": said_number(penalty.to("").m),
+        "domains": said_number(domains, 2),
+        "inside": domains == 1.0,
         "one": said(one.to("ms")),
         "moe_layers": said(moe_layers),
         "per_step": said(per_step),
+        "step": said(step),
         "share": said_number(100 * _ratio(per_step, step), 2),  # per cent of the step
-        "serial": said(serial),
-        "serial_more": said_number(100 * (_ratio(serial, step) - 1), 2),  # per cent dearer
-        "rack": chip_name(rack_hw),
-        "rack_chips": said(rack_hw.scale_up_domain),
-        "rack_per_step": said((rack_one * moe_layers.m).to("ms")),
-        "rack_step": said(rack_step),
-        "rack_n": said(rack_n),
+    }
+
+
+def _alltoall(presets: Presets, ev: Evaluator, batch: int, n_chips) -> dict:
+    """The check the running example passes: its all-to-all, on its own chips inside one NVLink
+    domain, against its step; and the same batch on the fewest H100s that hold it, whose
+    eight-chip domains send most of the traffic off-node (why the example is the rack)."""
+    check = _alltoall_on(presets, ev, batch, n_chips)
+    model, precision = ev.choice["model"], ev.choice.get("precision", "fp8")
+    h100 = Evaluator(presets, "h100_sxm", model, precision)
+    h100_n = h100.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    return {**check, "h100": _alltoall_on(presets, h100, batch, h100_n)}
+
+
+def _rack(presets: Presets, hardware: str, model: str, precision: str) -> dict:
+    """The running example's chip and model figures, for the crossover worked by hand; and the
+    lecture's own crossover for the same model (claims.toml), which counted its experts."""
+    import tomllib
+
+    from book.claims import CLAIMS
+    from units import parse_quantity
+
+    hw, mdl = presets.get("hardware", hardware), presets.get("model", model)
+    claim = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]["deepseek_crossover"]
+    return {
+        "name": chip_name(hw),
+        "domain": said(hw.scale_up_domain),
+        "flops": said(hw.get(f"dense_flops_{precision}")),
+        "bandwidth": said(hw.hbm_bandwidth),
+        "total": said(mdl.params_total),
+        "active": said(mdl.params_active),
+        "total_b": number(mdl.params_total.to("Gparameter").m),  # bare, inside a fraction
+        "active_b": number(mdl.params_active.to("Gparameter").m),
+        "sparsity": said_number(_ratio(mdl.params_total, mdl.params_active), 3),
+        "lecture_b_star": said(parse_quantity(claim["expected"], what="claims.toml")),
     }
 
 
@@ -818,6 +842,13 @@ def _exercises(presets: Presets) -> dict:
     floor = ev.q("compute_cost_floor")
     slow_n = ev.detailed("cost_per_token", batch_size=slow).inputs["n_chips"].value
     slow_turns = _turn(ev, star, slow_n) is not None
+    star_n = ev.detailed("cost_per_token", batch_size=star).inputs["n_chips"].value
+    # the weights' share of a B* step: a batch three times larger cuts it to a third per token
+    weight_share = _ratio(
+        ev.q("weight_fetch_time", batch_size=star, n_chips=star_n),
+        ev.q("step_time", batch_size=star, n_chips=star_n),
+    )
+    slow_hw, slow_model = presets.get("hardware", SLOW_CASE[0]), presets.get("model", SLOW_CASE[1])
 
     # Fast mode on a small dense model on one chip: how fast can one sequence go?
     fe = Evaluator(presets, *FAST_CASE)
@@ -837,6 +868,9 @@ def _exercises(presets: Presets) -> dict:
     replicas = math.ceil(_ratio(par["global_inference_rate"], replica))
     gb200 = Evaluator(presets, GLOBAL_CHIP, *FLEET_CASE[1:])
     gb200_n = gb200.detailed("cost_per_token", batch_size=g_batch).inputs["n_chips"].value
+    g_hw = presets.get("hardware", FLEET_CASE[0])
+    held = (ge.q("chips_to_fit", batch_size=g_batch) * g_hw.hbm_capacity / Q_(1, "chip")).to("TB")
+    weights = ge.q("weight_memory").to("GB")
     return {
         "slow": {
             "model": presets.get("model", SLOW_CASE[1]).name,
@@ -848,15 +882,16 @@ def _exercises(presets: Presets) -> dict:
             "saving": said_number(100 * (1 - _ratio(at_slow, at_star)), 2),
             "floor": said(floor),
             "over_floor": said_number(_ratio(at_slow, floor), 2),
-            "sparsity": said_number(
-                _ratio(
-                    presets.get("model", SLOW_CASE[1]).params_total,
-                    presets.get("model", SLOW_CASE[1]).params_active,
-                ),
-                4,
-            ),
-            "per_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
+            "total": said(slow_model.params_total.to("Tparameter")),
+            "active": said(slow_model.params_active),
+            "flops": said(slow_hw.dense_flops_fp8),
+            "bandwidth": said(slow_hw.hbm_bandwidth),
+            # exact: the answer multiplies them out (312.5 x 31.25 = 9,766)
+            "sparsity": number(_ratio(slow_model.params_total, slow_model.params_active)),
+            "per_byte": number(ev.q("dense_crossover_batch").to("sequence").m),
             "turns": slow_turns,
+            "weight_share": said_number(100 * weight_share, 2),  # per cent of the B* step
+            "weight_saving": said_number(100 * weight_share * (1 - 1 / high), 2),
         },
         "fast": {
             "model": presets.get("model", FAST_CASE[1]).name,
@@ -867,6 +902,7 @@ def _exercises(presets: Presets) -> dict:
             "step_1": said(step[1]),
             "speedup": said_number(speedup, 2),
             "price": said_number(_ratio(cost[1], cost[f_star]), 2),
+            "batch_ratio": said_number(f_star),  # the batch falls from B* to one sequence
             "can": speedup >= fast_speed,
         },
         "fleet": {
@@ -875,6 +911,10 @@ def _exercises(presets: Presets) -> dict:
             "batch": said(Q_(g_batch, "sequence")),
             "chips": said(g_n),
             "gb200_chips": said(gb200_n),
+            "capacity": said(g_hw.hbm_capacity),
+            "held": said(held),
+            "weights": said(weights),
+            "kv": said((held - weights).to("TB")),
             "step": said(g_step),
             "compute": said(ge.q("compute_time", batch_size=g_batch, n_chips=g_n)),
             "memory": said(ge.q("memory_time", batch_size=g_batch, n_chips=g_n)),

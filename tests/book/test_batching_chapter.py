@@ -22,10 +22,18 @@ def test_fast_mode_runs_a_batch_fifteen_times_smaller(arg):
 
 
 def test_multiplies_per_byte_of_weight_is_about_300_at_bf16_and_fp8(arg):
-    # facts.md: H100 989.4 TFLOP/s BF16, 1,978.9 FP8, 3.35 TB/s; one multiply-add = 2 FLOP
-    assert _n(arg["per_byte"]["bf16"]) == pytest.approx(989.4 / 3.35 * 2 / 2, rel=1e-3)
-    assert _n(arg["per_byte"]["fp8"]) == pytest.approx(1978.9 / 3.35 * 1 / 2, rel=1e-3)
+    # facts.md: GB200 2,500 TFLOP/s BF16, 5,000 FP8 (dense), 8 TB/s; one multiply-add = 2 FLOP
+    assert _n(arg["per_byte"]["bf16"]) == pytest.approx(2500 / 8 * 2 / 2, rel=1e-3)
+    assert _n(arg["per_byte"]["fp8"]) == pytest.approx(5000 / 8 * 1 / 2, rel=1e-3)
     assert arg["per_byte_round"] == "300"
+
+
+def test_the_running_example_s_crossover_multiplies_out_as_shown(arg):
+    # the worked example prints B* = 312.5 x 671/37: the product it shows must be the one it names
+    rack = arg["rack"]
+    shown = _n(arg["per_byte"]["fp8"]) * float(rack["total_b"]) / float(rack["active_b"])
+    assert shown == pytest.approx(5000 / 8 / 2 * 671 / 37)
+    assert arg["b_star_round"].said == "5,700"  # 5,667 as a person says it, 2 figures
 
 
 def test_paying_more_buys_speed_only_down_to_the_weight_read(arg):
@@ -108,27 +116,60 @@ def test_at_b_equal_to_experts_over_k_only_two_thirds_of_experts_are_read(arg):
     assert r["batch"] == "146 sequences"
 
 
-def test_the_headline_example_says_what_its_all_to_all_costs(arg):
+def test_the_running_example_s_all_to_all_is_small_and_h100s_would_not_pass(arg):
     a = arg["alltoall"]
-    # physics audit M2: 28 H100s = 3.5 nodes, off-node share 1 - 1/3.5, penalty 450 / 50 = 9.
-    # One layer: 114,688 B x 5,357 x max(0.714 x 9, 0.286) / (28 x 450 GB/s) = 0.3135 ms; x 58
-    # MoE layers = 18.2 ms against a 23.59 ms step (77%).
-    one = 114_688 * 5357 * (1 - 1 / 3.5) * 9 / (28 * 450e9)
-    assert _n(a["one"]) == pytest.approx(one * 1e3, rel=2e-3)  # in ms
-    assert _n(a["per_step"]) == pytest.approx(58 * one * 1e3, rel=2e-3)
-    assert _n(a["share"]) == pytest.approx(100 * 58 * one / 23.59e-3, rel=5e-3)
+    # By hand (facts.md): DeepSeek-V3 at FP8 (576 KV bytes x 61 layers per token at 8,192
+    # tokens), a batch of 5,668. On GB200s (186 GB each): (671e9 + 5,668 x 576 x 61 x 8,192) /
+    # 186e9 = 12.4 -> 13 chips, inside one 72-chip NVLink domain, nothing off-rack. One layer's
+    # all-to-all: 114,688 B x 5,668 / (13 x 900 GB/s); x 58 MoE layers. The step is the memory
+    # time: all 671e9 weight bytes plus the KV caches over 13 x 8 TB/s.
+    held = 671e9 + 5668 * 576 * 61 * 8192
+    one = 114_688 * 5668 / (13 * 900e9)
+    step = held / (13 * 8e12)
+    assert a["inside"] and _n(a["chips"]) == 13
+    assert _n(a["per_step"]) == pytest.approx(58 * one * 1e3, rel=2e-3)  # 3.2 ms
+    assert _n(a["share"]) == pytest.approx(100 * 58 * one / step, abs=0.5)  # 15%, 2 figures
+    # The same batch on the fewest H100s (80 GB): 2.302e12 / 80e9 = 28.8 -> 29 chips, 3.6 nodes
+    # of 8; off-node share 1 - 1/3.625, penalty 450 / 50 = 9 (physics audit M2).
+    h = a["h100"]
+    assert not h["inside"] and _n(h["chips"]) == 29
+    one = 114_688 * 5668 * (1 - 1 / 3.625) * 9 / (29 * 450e9)
+    step = held / (29 * 3.35e12)
+    assert _n(h["per_step"]) == pytest.approx(58 * one * 1e3, rel=2e-3)  # 19 ms
+    assert _n(h["share"]) == pytest.approx(100 * 58 * one / step, abs=0.5)  # 79%
+    assert _n(h["share"]) > 5 * _n(a["share"])
 
 
 def test_deepseek_at_8k_context_turns_compute_bound_past_b_star(arg):
-    # By hand, facts.md: DeepSeek-V3 on 28 H100s at FP8 (1,978.9 TFLOP/s, 3.35 TB/s each), 8,192
+    # By hand, facts.md: DeepSeek-V3 on 13 GB200s at FP8 (5,000 TFLOP/s, 8 TB/s each), 8,192
     # tokens of context. Compute per sequence: 2 x 37e9 for the weights plus MLA attention
     # 2 h (2 r_KV + d_rope) layers = 2 x 128 x (1,024 + 64) x 61 FLOP per context token. KV per
     # sequence: (512 + 64) x 61 bytes per token. Weights: all 671e9 bytes (every expert is read).
-    compute = (2 * 37e9 + 2 * 128 * (1024 + 64) * 61 * 8192) / (28 * 1978.9e12)
-    kv = (512 + 64) * 61 * 8192 / (28 * 3.35e12)
-    weights = 671e9 / (28 * 3.35e12)
+    compute = (2 * 37e9 + 2 * 128 * (1024 + 64) * 61 * 8192) / (13 * 5000e12)
+    kv = (512 + 64) * 61 * 8192 / (13 * 8e12)
+    weights = 671e9 / (13 * 8e12)
     assert _n(arg["turn"]) == pytest.approx(weights / (compute - kv), rel=1e-2)
     assert arg["regime"]["bound"] == "memory"  # at B* the step is still memory-bound
-    b_star = 1978.9 / 3.35 / 2 * 671 / 37
+    b_star = 5000 / 8 / 2 * 671 / 37
     memory = weights + kv * b_star
     assert _n(arg["regime"]["by"]) == pytest.approx(memory / (compute * b_star), rel=2e-2)
+
+
+def test_exercise_answers_multiply_out_as_they_are_shown():
+    from book.chapters.batching import _exercises
+
+    x = _exercises(load())
+    slow, fast = x["slow"], x["fast"]
+    # Kimi K2 (facts.md: 1T total, 32B active) on GB200 (5,000 TFLOP/s FP8, 8 TB/s): the answer
+    # shows 312.5 x 31.25 = 9,765.6, a batch of 9,766 once rounded up to a whole sequence
+    assert float(slow["per_byte"]) == 5000 / 8 / 2 and float(slow["sparsity"]) == 1000 / 32
+    assert slow["star"] == "9,766 sequences"
+    # memory-bound at B* and at 3 B*: per token the weights' share falls to a third, so the
+    # saving the answer derives (two thirds of the weights' share) is the saving it states
+    assert not slow["turns"]
+    assert _n(slow["weight_saving"]) == pytest.approx(_n(slow["weight_share"]) * 2 / 3, abs=0.5)
+    assert _n(slow["weight_saving"]) == pytest.approx(_n(slow["saving"]), abs=1)
+    # the small model: the price ratio is the batch ratio over the speed-up (same chips)
+    assert _n(fast["batch_ratio"]) / _n(fast["speedup"]) == pytest.approx(
+        _n(fast["price"]), rel=0.05
+    )

@@ -36,17 +36,18 @@ def test_every_context_builds():
 
 
 def test_deepseek_at_batch_one_costs_about_its_active_parameters():
-    # Issue 11 acceptance: the batching chapter's worked example (DeepSeek-V3, H100 SXM, FP8)
-    # at one sequence is within 2x of the N_active-based figure: the lecture's 2 USD per
-    # chip-hour for reading 37e9 one-byte weights and 8,192 x 61 x 576 bytes of KV at 3.35 TB/s
-    # (facts.md), about 6.2 USD per million tokens. Reading all 671e9 weights gave 18x that.
+    # Issue 11 acceptance: the batching chapter's worked example (DeepSeek-V3 at FP8, on the
+    # lecture's GB200 NVL72 rack since issue 22) at one sequence is within 2x of the
+    # N_active-based figure: the lecture's 2 USD per chip-hour for reading 37e9 one-byte weights
+    # and 8,192 x 61 x 576 bytes of KV at 8 TB/s (facts.md), about 2.6 USD per million tokens.
+    # Reading all 671e9 weights gave 18x that.
     from book.chapters.batching import context as batching_context
     from derivations import get
     from units.presets import load
 
-    hand = 2 / 3600 * (37e9 + 8192 * 61 * 576) / 3.35e12 * 1e6  # USD per million tokens
+    hand = 2 / 3600 * (37e9 + 8192 * 61 * 576) / 8e12 * 1e6  # USD per million tokens
     got = get("cost_per_token").evaluate(
-        hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=1
+        hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=1
     )
     assert hand / 2 < got.to("USD/Mtoken").m < hand * 2
     example = batching_context(load())["examples"][0]

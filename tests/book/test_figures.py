@@ -33,7 +33,9 @@ def test_figure_is_accessible_svg_in_the_page_colour(drawn, fig_id):
 def test_latency_figure_marks_the_computed_crossover(drawn):
     from derivations import get
 
-    b = get("crossover_batch").evaluate(hardware="h100_sxm", model="deepseek_v3", precision="fp8")
+    b = get("crossover_batch").evaluate(
+        hardware="gb200_nvl72", model="deepseek_v3", precision="fp8"
+    )
     assert f"{round(b.m):,}" in drawn["latency_vs_batch"].caption
 
 
@@ -50,7 +52,8 @@ def test_alltoall_figure_puts_one_rack_below_the_compute_and_two_above():
 
 def test_latency_figure_shows_both_regimes():
     # issue 11/12: the plotted batches must reach past the batch where compute overtakes memory
-    # (at 8K context DeepSeek on H100 FP8 used to stay memory-bound at every plotted batch)
+    # (at 8K context DeepSeek on H100 FP8 used to stay memory-bound at every plotted batch; the
+    # example is now the GB200 rack, 13 chips: (671e9 + 5,668 x 576 x 61 x 8,192) / 186e9 = 12.4)
     from book.figures import EXAMPLE, latency_context
     from derivations import get
     from units.presets import load
@@ -58,7 +61,7 @@ def test_latency_figure_shows_both_regimes():
     presets = load()
     length, turn = latency_context(presets)
     assert turn is not None
-    kw = dict(EXAMPLE, presets=presets, context_length=length, n_chips="28 chip")
+    kw = dict(EXAMPLE, presets=presets, context_length=length, n_chips="13 chip")
     below = dict(kw, batch_size=turn / 2)
     above = dict(kw, batch_size=turn * 1.5)
     assert get("compute_time").evaluate(**below) < get("memory_time").evaluate(**below)
