@@ -46,7 +46,7 @@ def context(presets: Presets) -> dict:
             "bandwidth": quantity(presets.get("hardware", hw).hbm_bandwidth),
             "time": Evaluator(presets, hw).text("hbm_drain_time"),
         }
-        for hw in ("rubin", "b200", "b300", "h100_sxm")
+        for hw in ("rubin", "gb200_nvl72", "b200", "b300", "h100_sxm")
     }
     ridge = {
         chip_name(presets.get("hardware", hw)): Evaluator(presets, hw).text("ridge_intensity")
@@ -883,6 +883,7 @@ def _exercises(presets: Presets) -> dict:
             "floor": said(floor),
             "over_floor": said_number(_ratio(at_slow, floor), 2),
             "total": said(slow_model.params_total.to("Tparameter")),
+            "active_b": number(slow_model.params_active.to("Gparameter").m),
             "active": said(slow_model.params_active),
             "flops": said(slow_hw.dense_flops_fp8),
             "bandwidth": said(slow_hw.hbm_bandwidth),
