@@ -108,15 +108,15 @@ def test_notebook_cells_follow_the_page():
     number ("4") places nothing; the code is the library's own API."""
     page = (
         "# Batching\n\n*Intro.*\n\n## Memory\n\nThe HBM drains in 23.88 ms on an H100; "
-        "[see](x.md) the crossover.\n\n## Crossover\n\nAt FP8 the crossover is 5,356 sequences."
-    )
+        "[see](x.md) the crossover.\n\n## Crossover\n\nAt FP8 the crossover is 5,667 sequences."
+    )  # the running example since issue 22: GB200 5,000 TFLOP/s FP8 / 8 TB/s / 2 x 671/37 = 5,667
     nb = chapter_notebook("batching", page)
     sources = [c.source for c in nb.cells]
     memory = sources.index(next(s for s in sources if s.startswith("## Memory")))
     crossover = sources.index(next(s for s in sources if s.startswith("## Crossover")))
     assert "see the crossover" in sources[memory]  # the section's first paragraph, links as text
     drain = next(i for i, s in enumerate(sources) if "the chapter prints 23.88 ms" in s)
-    b_star = next(i for i, s in enumerate(sources) if "the chapter prints 5,356 sequences" in s)
+    b_star = next(i for i, s in enumerate(sources) if "the chapter prints 5,667 sequences" in s)
     assert memory < drain < crossover < b_star
     assert sources[1] == "from derivations import get"
     assert 'get("crossover_batch")' in sources  # the equation is shown before it is evaluated
