@@ -495,7 +495,6 @@ def test_the_symbol_gates_catch_the_old_cards():
 
 
 FACT_CAP = 2
-FACT_CAP = 2
 
 
 def test_no_fact_is_tested_by_more_than_two_cards(deck):
@@ -507,19 +506,42 @@ def test_no_fact_is_tested_by_more_than_two_cards(deck):
     assert not over, over
 
 
+FIGURE_WITH_UNIT = re.compile(r"(?<![\w.$\\])(\d[\d,]*(?:\.\d+)?(?: × 10[⁰-⁹]+)?) ([A-Za-z/]+)")
+
+
 def lead_figure(back: str) -> str | None:
-    """The first figure of a card's answer, with its unit word: '23.9 ms'."""
-    m = re.search(r"(?<![\w.$\\])(\d[\d,]*(?:\.\d+)?(?: × 10[⁰-⁹]+)?) ([A-Za-z/]+)", lead(back))
+    """The first figure of a card's answer, with its unit word: '23.9 ms' (math is notation:
+    the 2 of a formula's 2 W is no figure)."""
+    m = FIGURE_WITH_UNIT.search(prose_only(lead(back)))
     return " ".join(m.groups()) if m else None
 
 
-def test_no_figure_is_the_answer_of_more_than_two_cards(deck):
-    """However the facts are keyed, the same computed figure (say the H100's drain time) leads
-    the answer of at most two cards: the review found nine cards on it."""
+def test_no_two_cards_share_an_answer_figure(deck):
+    """However the facts are keyed, a computed figure is the answer of one card: the review
+    found nine cards on the H100's drain time, and the third reader two what-ifs both
+    answering 295 sequences (the crossover batch under doubled bandwidth and under FP8)."""
     from collections import Counter
 
     counts = Counter(f for c in deck if (f := lead_figure(c.back)))
-    assert counts, "no answer leads with a figure"
+    assert len(counts) >= 10, "too few answers lead with a figure for the gate to bite"
+    shared = {f: n for f, n in counts.items() if n > 1}
+    assert not shared, shared
+    assert lead_figure("It halves: from 295 sequences to 148 sequences.\n\nWhy.") == (
+        "295 sequences"
+    )
+    assert lead_figure("$$B^* = \\frac{F}{2 W}$$\n\nEquate.") is None
+
+
+def test_no_figure_is_on_more_than_two_backs(deck):
+    """Anywhere on a back, a figure with its unit (the 13.4 TB of a Blackwell rack) is on at
+    most two cards: a third is a near-duplicate cluster."""
+    from collections import Counter
+
+    counts = Counter(
+        f
+        for c in deck
+        for f in {" ".join(m.groups()) for m in FIGURE_WITH_UNIT.finditer(prose_only(c.back))}
+    )
     over = {f: n for f, n in counts.items() if n > FACT_CAP}
     assert not over, over
 
