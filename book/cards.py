@@ -176,12 +176,15 @@ def written_latex(eq_id: str, keep=None, zero=()) -> str:
     return derivations.to_latex(sp.Eq(eq.lhs.sym, written_form(eq, keep, zero), evaluate=False))
 
 
+_ASIDE_WORDS = re.compile(r" \(.*?\)")
+
+
 def _inputs_text(eq: Equation, kw: dict, presets: Presets) -> str:
-    """The figures an evaluation of ``eq`` on ``kw`` reads from presets and givens:
-    '$F$ = 1,979 TFLOP/s, $W$ = 3.35 TB/s'."""
+    """The figures an evaluation of ``eq`` on ``kw`` reads from presets and givens, each with
+    what it is: 'HBM bandwidth of one chip $W$ = 3.35 TB/s'."""
     result = eq.evaluate_detailed(presets=presets, **kw)
     shown = [
-        f"${i.symbol.latex}$ = {quantity(i.value, 3)}"
+        f"the {_ASIDE_WORDS.sub('', i.symbol.meaning)} ${i.symbol.latex}$ = {quantity(i.value, 3)}"
         for name, i in result.inputs.items()
         if i.symbol.sym in eq.rhs.free_symbols and not i.origin.startswith("constant")
     ]
@@ -603,7 +606,6 @@ WHATIFS = (
         "else, the compute and each sequence's KV reads, grows with the batch, so twice the "
         "tokens take twice the time.",
     ),
-
 )
 
 
@@ -865,7 +867,7 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
                 value=quantity(c.value, 3),
                 label=_case_label(r, v.equation, presets),
                 inside=c.in_range,
-                shown=c.in_range or v.verdict == "wrong",
+                missed=not c.in_range and v.verdict != "wrong",
             )
             for c, r in zip(v.cases, raw[cid]["cases"], strict=True)
         ]
@@ -877,10 +879,9 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             hide = set(entry.get("hide", ()))
             line = "; ".join(
                 f"{c.value} ({c.label})"
-                + ("" if c.inside or v.verdict == "wrong" else f", against the claimed {v.expected}")
+                + (f", against the claimed {v.expected}" if c.missed else "")
                 for c, r in zip(cases, raw[cid]["cases"], strict=True)
-                if not hide & {str(x) for x in r.values()}
-                or (not c.inside and v.verdict != "wrong")
+                if c.missed or not hide & {str(x) for x in r.values()}
             )
             caveat = raw[cid].get("caveat", "") if v.verdict != "wrong" else ""
             line = f"{caveat}. {sentence(line)}" if caveat else line

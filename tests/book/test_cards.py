@@ -297,7 +297,8 @@ def test_a_claim_card_says_holds_only_when_every_case_lands_in_range(deck):
         ]
         said = VERDICT.match(c.back)[0]
         verdict_line = c.back.split("\n\n")[0]
-        missed = [quantity(v.value, 3) for v, ok in zip(audit[cid].cases, inside) if not ok]
+        cases = zip(audit[cid].cases, inside, strict=True)
+        missed = [quantity(v.value, 3) for v, ok in cases if not ok]
         if all(inside) and not raw[cid].get("caveat"):
             assert said == "**Holds.**", (c.id, said)
         elif not any(inside):
