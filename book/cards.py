@@ -606,6 +606,20 @@ WHATIFS = (
         "else, the compute and each sequence's KV reads, grows with the batch, so twice the "
         "tokens take twice the time.",
     ),
+    dict(
+        id="memory-wall",
+        equation="kv_compute_crossover_context",
+        case=dict(hardware="h100_sxm", model="llama_3_1_70b", precision="fp8"),
+        vary="flops",
+        by=2,
+        fact="memory-wall",
+        front="The FLOP/s of an {chip} double while its HBM bandwidth stays flat. Serving "
+        "{model} at {precision} at a large batch, what happens to the context length at which "
+        "the KV fetch overtakes the compute?",
+        why="The compute per token halves while the KV bytes per token stay: the KV fetch "
+        "catches up at about half the context. That is the memory wall: faster chips make long "
+        "contexts memory-bound sooner.",
+    ),
 )
 
 
