@@ -616,7 +616,7 @@ WHATIFS = (
         front="The FLOP/s of an {chip} double while its HBM bandwidth stays flat. Serving "
         "{model} at {precision} at a large batch, what happens to the context length at which "
         "the KV fetch overtakes the compute?",
-        why="The compute per token halves while the KV bytes per token stay: the KV fetch "
+        why="Each token's compute takes half as long while its KV fetch does not: the KV fetch "
         "catches up at about half the context. That is the memory wall: faster chips make long "
         "contexts memory-bound sooner.",
     ),
