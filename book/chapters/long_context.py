@@ -762,3 +762,150 @@ def _long_contexts(presets: Presets) -> dict:
         "attended": context_tokens(kink_ctx / sparsity, 2),
         "attended_icl": context_tokens(icl / sparsity, 2),
     }
+
+
+STEP_MODELS = ("llama_3_1_70b", "llama_3_1_405b", "deepseek_v3")  # real models beside the step
+
+
+def growth_contexts(presets: Presets, model: str | None = None) -> dict:
+    """The three contexts that set how a token's chip time grows with its context on the
+    chapter's chip at FP8, weights amortised over a large batch (None where a term is absent):
+    ``prefill`` where a causal prefill's attention FLOPs equal the weights' (per input token),
+    ``attention`` where decode's do, and ``kv`` where decode's KV read takes as long as the
+    weights' FLOPs. ``model=None`` is the kink-sized model: the lecture's frontier active
+    parameters, the KV bytes the kink implies, no attention FLOPs (as the kink reading has it).
+
+    >>> from units.presets import load
+    >>> round(growth_contexts(load(), "llama_3_1_70b")["kv"])
+    1457
+    """
+    c_fwd = derivations.SYMBOLS["flops_per_param_token"].value
+    if model is None:
+        ev = _kink_evaluator(presets)
+        n_active, kv = ev.fixed["n_active"], ev.fixed["kv_bytes_per_token"]
+        prefill = attention = None
+    else:
+        ev = Evaluator(presets, HARDWARE, model, precision="fp8")
+        n_active, kv = presets.get("model", model).params_active, ev.q("kv_bytes_per_token")
+        prefill = ev.q("prefill_attention_context").to("token/sequence").m
+        attention = ev.q("decode_attention_context").to("token/sequence").m
+    ridge = Evaluator(presets, HARDWARE, precision="fp8").q("ridge_intensity")
+    return {
+        "prefill": prefill,
+        "attention": attention,
+        "kv": (c_fwd * n_active / (kv * ridge)).to("").m,
+    }
+
+
+def cost_growth(contexts: dict, tokens):
+    """A token's chip time at ``tokens`` of context over its time with none: (per input token of
+    a causal prefill, compute-bound; per output token of decode, the larger of its compute and
+    its KV read). ``tokens`` may be a number or a numpy array; prefill is None for the
+    kink-sized model, whose attention FLOPs the kink does not reveal.
+
+    >>> cost_growth({"prefill": 100.0, "attention": 50.0, "kv": 10.0}, 100.0)
+    (2.0, 10.0)
+    """
+    prefill = None if contexts["prefill"] is None else 1 + tokens / contexts["prefill"]
+    compute = 1 + (0 if contexts["attention"] is None else tokens / contexts["attention"])
+    read = tokens / contexts["kv"]
+    return prefill, (compute + read + abs(compute - read)) / 2  # the larger, for arrays too
+
+
+def _two_steps(presets: Presets) -> dict:
+    """Which mechanism explains which of Gemini's two price steps: at the kink's context, each
+    real model's chip time per input token (prefill attention) and per output token (decode KV
+    reads) over its time with no context; the model whose prefill grows most nearly as the input
+    price does; and the KV bytes the kink implies if the output step is read as the cost at the
+    line rather than the corner."""
+    kink_ctx = presets.parameter["price_kink_context"].value.to("token/sequence")
+    short, long_ = presets.get("api", "gemini_2_5_pro"), presets.get("api", "gemini_2_5_pro_long")
+    in_step = (long_.input / short.input).to("").m
+    out_step = (long_.output / short.output).to("").m
+    rows = []
+    for m in STEP_MODELS:
+        g = growth_contexts(presets, m)
+        prefill, decode = cost_growth(g, kink_ctx.m)
+        rows.append(
+            {
+                "name": presets.get("model", m).name,
+                "prefill": said_number(prefill, 2),
+                "decode": said_number(decode, 2),
+                "prefill_x": prefill,
+                "prefill_context": context_tokens(Q_(g["prefill"], "token/sequence"), 2),
+                "kv_context": context_tokens(Q_(g["kv"], "token/sequence"), 2),
+            }
+        )
+    closest = min(rows, key=lambda r: abs(math.log(r["prefill_x"] / in_step)))
+    frontier = presets.parameter["frontier_active_params"].value
+    # the output step read as the cost at the line: the corner sits out_step times earlier
+    at_line = Evaluator(presets, HARDWARE, precision="fp8", n_active=frontier).q(
+        "kv_bytes_from_price_kink", price_kink_context=kink_ctx / out_step
+    )
+    return {
+        "rows": rows,
+        "closest": closest,
+        "in_step": said_number(in_step, 2),
+        "out_step": said_number(out_step, 2),
+        "kink_kv_context": context_tokens(Q_(growth_contexts(presets)["kv"], "token/sequence"), 2),
+        "at_line": said(at_line.to("kB/token"), 2),
+    }
+
+
+def _cache_verdict(presets: Presets) -> dict:
+    """Which tier each cache lifetime points to, for a Llama-style cache and the kink-sized one:
+    the fastest tier on which holding the cache for its whole lifetime costs less than
+    recomputing it once. One table (break-even time per tier, each model) and the KV size per
+    token below which HBM wins for each lifetime (the break-even time is inversely proportional
+    to the KV bytes: the rent is per byte, the recompute is not)."""
+    tiers = list(presets.tier.values())  # fastest first
+    llama = Evaluator(presets, HARDWARE, KV_MODEL)
+    kink = _kink_evaluator(presets)
+    k = kink.fixed["kv_bytes_per_token"].to("byte/token")
+    even = {
+        "llama": [llama.q("cache_breakeven_time", tier=t.id) for t in tiers],
+        "kink": [kink.q("cache_breakeven_time", tier=t.id) for t in tiers],
+    }
+    drains = [Evaluator(presets, tier=t.id).q("storage_tier_drain_time") for t in tiers]
+
+    def time(q):
+        return _time_said(q)
+
+    lifetimes = []
+    for key in ("cache_duration_short", "cache_duration_long"):
+        life = presets.parameter[key].value
+
+        def home(times, life=life):
+            return next((t.medium for t, e in zip(tiers, times, strict=True) if e >= life), "none")
+
+        lifetimes.append(
+            {
+                "life": said(life),
+                "llama": home(even["llama"]),
+                "kink": home(even["kink"]),
+                # HBM wins for this lifetime below this many KV bytes per token (100B, FP8)
+                "hbm_below": said((k * even["kink"][0] / life).to("kB/token"), 2),
+                # ... that is, when the decode crossover lies beyond this context
+                "hbm_context": context_tokens(
+                    (life / drains[0] * Q_(1, "token/sequence")).to("token/sequence"), 2
+                ),
+            }
+        )
+    return {
+        "rows": [
+            {
+                "medium": t.medium,
+                "device": t.name.split(",")[-1].strip(),
+                "drain": time(d),
+                "llama": time(e_l),
+                "kink": time(e_k),
+            }
+            for t, d, e_l, e_k in zip(tiers, drains, even["llama"], even["kink"], strict=True)
+        ],
+        "lifetimes": lifetimes,
+        "llama_bytes": said(llama.q("kv_bytes_per_token").to("kB/token"), 3),
+        "kink_bytes": said(k.to("kB/token"), 2),
+        "hbm_kink": time(even["kink"][0]),
+        "hbm_llama": time(even["llama"][0]),
+        "llama_dram": time(even["llama"][1]),
+    }
