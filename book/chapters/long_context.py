@@ -74,7 +74,33 @@ def context(presets: Presets) -> dict:
         "long_contexts": _long_contexts(presets),
         "tier_readings": _tier_readings(presets),
         "kv_mechanics": _kv_mechanics(presets),
+        "steps": _two_steps(presets),
+        "verdict": _cache_verdict(presets),
     }
+
+
+def _distinct_models(presets: Presets) -> list[tuple[str, str]]:
+    """(id, name) of each model preset with an architecture of its own: a preset whose counted KV
+    bytes and parameters equal an earlier one's (DeepSeek-R1 is DeepSeek-V3's network; Llama 3.3
+    70B is Llama 3.1 70B's) joins that row's name instead of repeating it.
+
+    >>> from units.presets import load
+    >>> [n for _, n in _distinct_models(load())][:3]
+    ['DeepSeek-V3 / R1', 'Llama 2 70B', 'Llama 3.3 70B / 3.1 70B']
+    """
+    rows: dict[tuple, list] = {}
+    for m in presets.model.values():
+        ev = Evaluator(presets, model=m.id)
+        key = (m.attention, *(round(ev.q(f).m, 6) for f in ("kv_bytes_per_token", "params_total")))
+        if key in rows:
+            kept = rows[key]
+            family, _, rest = m.name.partition(" ")
+            if m.name.split("-")[-1] not in kept[1]:  # "DeepSeek-R1" is in "DeepSeek-V3 / R1"
+                shown = rest if kept[1].startswith(family + " ") else m.name
+                kept[1] = f"{kept[1]} / {shown}"  # "Llama 3.3 70B / 3.1 70B"
+        else:
+            rows[key] = [m.id, m.name]
+    return [tuple(r) for r in rows.values()]
 
 
 def _model_table(presets: Presets) -> dict:
@@ -86,7 +112,8 @@ def _model_table(presets: Presets) -> dict:
         ("active (published)", "Gparameter"),
     )
     rows = []
-    for m in presets.model.values():
+    for model_id, name in _distinct_models(presets):
+        m = presets.get("model", model_id)
         ev = Evaluator(presets, model=m.id)
         values = (
             lambda ev=ev: ev.q("kv_bytes_per_token"),
@@ -103,7 +130,7 @@ def _model_table(presets: Presets) -> dict:
         ]
         rows.append(
             {
-                "name": m.name,
+                "name": name,
                 "attention": m.attention.upper(),
                 "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
                 "gaps": " / ".join(gaps),
@@ -119,20 +146,21 @@ _DECODE_ATTENTION = {"gqa": "gqa_attention_flops", "mla": "mla_decode_attention_
 def _attention_table(presets: Presets) -> dict:
     columns = (
         ("decode attention per context token", "MFLOP/token"),
-        ("decode: attention = weights", "ktoken/sequence"),
-        ("prefill: attention = weights", "ktoken/sequence"),
+        ("decode: attention = weights", "token"),
+        ("prefill: attention = weights", "token"),
     )
     rows = []
-    for m in presets.model.values():
+    for model_id, name in _distinct_models(presets):
+        m = presets.get("model", model_id)
         ev = Evaluator(presets, model=m.id)
         values = (
             lambda ev=ev, m=m: ev.q(_DECODE_ATTENTION[m.attention]),
-            lambda ev=ev: ev.q("decode_attention_context"),
-            lambda ev=ev: ev.q("prefill_attention_context"),
+            lambda ev=ev: ev.q("decode_attention_context") * ONE_SEQUENCE,
+            lambda ev=ev: ev.q("prefill_attention_context") * ONE_SEQUENCE,
         )
         rows.append(
             {
-                "name": m.name,
+                "name": name,
                 "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
             }
         )
@@ -150,21 +178,27 @@ def _kv_compute_context(ev: Evaluator):
         return None
 
 
+def _per_sequence(q):
+    """A context (tokens per sequence) as the tokens of one sequence; None stays None."""
+    return None if q is None else q * ONE_SEQUENCE
+
+
 def _crossover_table(presets: Presets) -> dict:
     columns = (
-        ("KV = compute", "ktoken/sequence"),
-        ("KV = weights at B*", "ktoken/sequence"),
+        ("KV = compute", "token"),
+        ("KV = weights at B*", "token"),
     )
     rows = []
-    for m in presets.model.values():
-        ev = Evaluator(presets, HARDWARE, m.id)
+    for model_id, name in _distinct_models(presets):
+        ev = Evaluator(presets, HARDWARE, model_id)
         values = (
-            lambda ev=ev: _kv_compute_context(ev),
-            lambda ev=ev: ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch")),
+            lambda ev=ev: _per_sequence(_kv_compute_context(ev)),
+            lambda ev=ev: ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch"))
+            * ONE_SEQUENCE,
         )
         rows.append(
             {
-                "name": m.name,
+                "name": name,
                 "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
             }
         )
