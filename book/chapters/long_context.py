@@ -132,7 +132,7 @@ def _model_table(presets: Presets) -> dict:
             {
                 "name": name,
                 "attention": m.attention.upper(),
-                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
                 "gaps": " / ".join(gaps),
             }
         )
@@ -161,7 +161,7 @@ def _attention_table(presets: Presets) -> dict:
         rows.append(
             {
                 "name": name,
-                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
@@ -176,6 +176,13 @@ def _kv_compute_context(ev: Evaluator):
         if "no crossover" not in str(e):
             raise
         return None
+
+
+def _cell(in_unit: str, compute) -> str:
+    """A table cell as :func:`cell_in` gives it, but a count of tokens whole ('421', not '420.6')."""
+    if in_unit != "token":
+        return cell_in(in_unit, compute)
+    return cell_in(in_unit, lambda: None if (q := compute()) is None else round(q.to("token")))
 
 
 def _per_sequence(q):
@@ -199,7 +206,7 @@ def _crossover_table(presets: Presets) -> dict:
         rows.append(
             {
                 "name": name,
-                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
