@@ -179,7 +179,7 @@ def _kv_compute_context(ev: Evaluator):
 
 
 def _cell(in_unit: str, compute) -> str:
-    """A table cell as :func:`cell_in` gives it, but a count of tokens whole ('421', not '420.6')."""
+    """A table cell as :func:`cell_in` gives it, a count of tokens whole ('421', not '420.6')."""
     if in_unit != "token":
         return cell_in(in_unit, compute)
     return cell_in(in_unit, lambda: None if (q := compute()) is None else round(q.to("token")))
@@ -200,8 +200,10 @@ def _crossover_table(presets: Presets) -> dict:
         ev = Evaluator(presets, HARDWARE, model_id)
         values = (
             lambda ev=ev: _per_sequence(_kv_compute_context(ev)),
-            lambda ev=ev: ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch"))
-            * ONE_SEQUENCE,
+            lambda ev=ev: (
+                ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch"))
+                * ONE_SEQUENCE
+            ),
         )
         rows.append(
             {
@@ -818,7 +820,7 @@ def growth_contexts(presets: Presets, model: str | None = None) -> dict:
 
     >>> from units.presets import load
     >>> round(growth_contexts(load(), "llama_3_1_70b")["kv"])
-    1457
+    1459
     """
     c_fwd = derivations.SYMBOLS["flops_per_param_token"].value
     if model is None:
