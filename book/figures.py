@@ -1077,6 +1077,134 @@ def cost_vs_context(presets: Presets) -> Figure:
     return _render("cost_vs_context", draw, alt, caption)
 
 
+def kv_cache_mechanism(presets: Presets) -> Figure:
+    """What a decode step reads (reader's report: the scaling book wins on mechanism diagrams):
+    one sequence's KV cache as a grid, a column per context token, and the new token's
+    queries reading every column, beside the weights that the whole batch shares."""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    from book.chapters.long_context import HARDWARE, KV_MODEL
+
+    model = presets.get("model", KV_MODEL)
+    ev = Evaluator(presets, HARDWARE, KV_MODEL, precision="fp8")
+    per_token = ev.q("kv_bytes_per_token").to("kB/token")
+    kink = presets.parameter["price_kink_context"].value.to("token/sequence")
+    read = (per_token * kink * Q_(1, "sequence")).to("GB")
+    weights = (model.params_active * presets.get("precision", "fp8").bytes_per_value).to("GB")
+    columns, rows = 14, 6  # drawn cells, not counts: the labels carry the counts
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 3.9)
+        ax.set_xlim(-1.6, 15.4)
+        ax.set_ylim(-2.6, 7.6)
+        ax.axis("off")
+        for c in range(columns):
+            if c == columns - 4:
+                continue  # the gap that stands for the columns not drawn
+            new = c == columns - 1
+            for r in range(rows):
+                ax.add_patch(
+                    Rectangle(
+                        (c * 0.62, r * 0.82),
+                        0.56,
+                        0.76,
+                        facecolor=PALETTE[1] if new else PALETTE[0],
+                        alpha=0.95 if new else 0.35,
+                        edgecolor="none",
+                    )
+                )
+        ax.text(
+            (columns - 4) * 0.62 + 0.28, rows * 0.82 / 2, "…", ha="center", va="center", fontsize=14
+        )
+        ax.text(
+            -0.2, rows * 0.82 - 0.4, f"layer {model.layers}", ha="right", va="center", fontsize=8
+        )
+        ax.text(-0.2, 0.4, "layer 1", ha="right", va="center", fontsize=8)
+        width = columns * 0.62
+        ax.annotate(
+            "",
+            (0, -0.3),
+            (width - 0.66, -0.3),
+            arrowprops=dict(arrowstyle="<->", color=FOREGROUND, linewidth=1),
+        )
+        ax.text(
+            (width - 0.66) / 2,
+            -0.5,
+            f"context: one column per token, {context_tokens(kink)} at the price step",
+            ha="center",
+            va="top",
+            fontsize=8.5,
+        )
+        ax.text(
+            width - 0.34,
+            rows * 0.82 + 0.25,
+            f"new token writes one column:\n{model.layers} layers × {model.n_kv_heads} KV heads "
+            f"× (key + value)\n× {model.head_dim} values × 1 byte (FP8) = "
+            f"{spoken(per_token, most=3).replace(' per token', '')}",
+            ha="center",
+            va="bottom",
+            fontsize=8.5,
+        )
+        ax.add_patch(
+            FancyArrowPatch(
+                (width - 0.34, rows * 0.82 / 2),
+                (0.05, rows * 0.82 / 2),
+                arrowstyle="-|>",
+                mutation_scale=14,
+                color=PALETTE[3],
+                linewidth=2,
+            )
+        )
+        ax.text(
+            width + 0.2,
+            2.75,
+            "its queries read\nevery column:",
+            ha="left",
+            va="bottom",
+            fontsize=8.5,
+            color=PALETTE[3],
+        )
+        ax.text(
+            width + 0.2,
+            2.0,
+            f"{spoken(read, most=2)} per\ntoken generated,\nfor this sequence\nalone",
+            ha="left",
+            va="top",
+            fontsize=8.5,
+            color=PALETTE[3],
+        )
+        ax.add_patch(
+            Rectangle((-1.5, -2.4), 16.8, 0.9, facecolor=PALETTE[2], alpha=0.35, edgecolor="none")
+        )
+        ax.text(
+            6.9,
+            -1.95,
+            f"the weights: {spoken(weights, most=2)} at FP8, read once per step and shared by "
+            "every sequence in the batch",
+            ha="center",
+            va="center",
+            fontsize=8.5,
+        )
+
+    alt = (
+        f"A decode step for one {model.name} sequence: its KV cache drawn as a grid with one "
+        f"column per context token and one row per layer. The new token writes one column of "
+        f"{spoken(per_token, most=3)} at FP8 and its queries read every column, "
+        f"{spoken(read, most=2)} at {context_tokens(kink)}; below, the weights, "
+        f"{spoken(weights, most=2)}, are read once per step for the whole batch."
+    )
+    share = spoken_number((read / weights).to("").m, most=2)
+    caption = (
+        f"What a decode step reads ({model.name}, FP8). Each sequence keeps its own cache, a "
+        f"column of keys and values per token of context; every new token reads all of it. The "
+        f"weights are read once per step however many sequences share it, so batching amortises "
+        f"them, but never the caches: at {context_tokens(kink)} one sequence's read, "
+        f"{spoken(read, most=2)}, is {share} of the weights' {spoken(weights, most=2)}, and "
+        f"every sequence in the batch adds its own."
+    )
+    return _render("kv_cache_mechanism", draw, alt, caption)
+
+
 def kv_routes(presets: Presets) -> Figure:
     """The routes to a small KV cache (reader's report: "how a token can cost only about two
     kilobytes" had only formulas): bytes per token of context at an FP8 cache, each bar labelled
@@ -1636,6 +1764,7 @@ FIGURES = {
     "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
     "kv_routes": kv_routes,
+    "kv_cache_mechanism": kv_cache_mechanism,
     "alltoall_diagram": alltoall_diagram,
     "alltoall_vs_racks": alltoall_vs_racks,
     "feistel_round": feistel_round,
@@ -1648,7 +1777,7 @@ CHAPTER_FIGURES = {
     "moe": ("alltoall_diagram", "alltoall_vs_racks"),
     "pipeline": ("memory_vs_stages", "pipeline_schedule", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
-    "long_context": ("cost_vs_context", "drain_ladder", "kv_routes"),
+    "long_context": ("cost_vs_context", "drain_ladder", "kv_routes", "kv_cache_mechanism"),
     "reversible": ("feistel_round", "activation_vs_layers"),
     "validation": ("predicted_vs_measured", "measured_vs_bound"),
 }
