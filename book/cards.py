@@ -176,12 +176,15 @@ def written_latex(eq_id: str, keep=None, zero=()) -> str:
     return derivations.to_latex(sp.Eq(eq.lhs.sym, written_form(eq, keep, zero), evaluate=False))
 
 
+_ASIDE_WORDS = re.compile(r" \(.*?\)")
+
+
 def _inputs_text(eq: Equation, kw: dict, presets: Presets) -> str:
-    """The figures an evaluation of ``eq`` on ``kw`` reads from presets and givens:
-    '$F$ = 1,979 TFLOP/s, $W$ = 3.35 TB/s'."""
+    """The figures an evaluation of ``eq`` on ``kw`` reads from presets and givens, each with
+    what it is: 'HBM bandwidth of one chip $W$ = 3.35 TB/s'."""
     result = eq.evaluate_detailed(presets=presets, **kw)
     shown = [
-        f"${i.symbol.latex}$ = {quantity(i.value, 3)}"
+        f"the {_ASIDE_WORDS.sub('', i.symbol.meaning)} ${i.symbol.latex}$ = {quantity(i.value, 3)}"
         for name, i in result.inputs.items()
         if i.symbol.sym in eq.rhs.free_symbols and not i.origin.startswith("constant")
     ]
@@ -518,13 +521,6 @@ NUMBERS = (
         "How long does an {chip} take to read its whole HBM once?",
         "",
     ),
-    (
-        "kv_cache_per_sequence",
-        dict(model="llama_3_1_70b", precision="bf16", context_length="131072 token/sequence"),
-        "llama-kv",
-        "How much KV cache does one sequence of {context} take in {model} at {precision}?",
-        "",
-    ),
 )
 
 
@@ -555,19 +551,6 @@ def _number_cards(presets: Presets) -> list[Card]:
 # "What if X changes?": one input scaled (a factor) or one preset swapped (a preset id); the
 # answer is the output evaluated at both points, with the authored reason.
 WHATIFS = (
-    dict(
-        id="bandwidth-crossover",
-        equation="crossover_batch",
-        case=dict(hardware="h100_sxm", model="llama_3_1_70b", precision="fp8"),
-        vary="mem_bandwidth",
-        by=2,
-        fact="crossover-bandwidth",
-        front="HBM bandwidth doubles on an {chip} serving {model} at {precision}, all else "
-        "fixed. What happens to the crossover batch $B^*$, where compute catches up with the "
-        "weight fetch?",
-        why="The weight fetch now takes half as long, so half as many sequences' compute "
-        "covers it: $B^*$ is proportional to $F/W$.",
-    ),
     dict(
         id="fp8-crossover",
         equation="crossover_batch",
@@ -619,9 +602,9 @@ WHATIFS = (
         front="{model} on {chips} at {precision} runs at a batch of {batch} with "
         "{context} of context each. The batch doubles: by what factor "
         "does the cost per token change?",
-        why="Past the crossover every token pays for its own work, so the step time grows with "
-        "the batch. The step is compute-bound because MLA's attention FLOPs are counted: they "
-        "outlast each sequence's KV reads at this context.",
+        why="At this batch the shared weight fetch is a negligible share of the step; everything "
+        "else, the compute and each sequence's KV reads, grows with the batch, so twice the "
+        "tokens take twice the time.",
     ),
     dict(
         id="memory-wall",
@@ -633,23 +616,9 @@ WHATIFS = (
         front="The FLOP/s of an {chip} double while its HBM bandwidth stays flat. Serving "
         "{model} at {precision} at a large batch, what happens to the context length at which "
         "the KV fetch overtakes the compute?",
-        why="The compute per token halves while the KV bytes per token stay: the KV fetch "
+        why="Each token's compute takes half as long while its KV fetch does not: the KV fetch "
         "catches up at about half the context. That is the memory wall: faster chips make long "
         "contexts memory-bound sooner.",
-    ),
-    dict(
-        id="mla-crossover",
-        equation="kv_compute_crossover_context",
-        case=dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8"),
-        vary="mem_bandwidth",
-        by=2,
-        fact="mla-crossover",
-        front="HBM bandwidth doubles on an {chip} serving {model} at {precision} at a large "
-        "batch. Counting MLA's attention FLOPs, what happens to the context length at which the "
-        "KV fetch overtakes the compute?",
-        why="MLA's attention does many FLOPs per byte of its small KV cache, and with twice the "
-        "bandwidth the chip reads a KV byte faster than it does that attention (ignoring "
-        "attention FLOPs, as the lecture does, the crossover would simply double).",
     ),
 )
 
@@ -773,7 +742,7 @@ def _regime_cards(presets: Presets) -> list[Card]:
         back = (
             f"{sentence(top)}: the step is {bound}. Memory {quantity(t_m, 3)} (weights "
             f"{quantity(weights, 3)}, KV cache {quantity(kv, 3)}) against compute "
-            f"{quantity(t_c, 3)}.\n\n{why}"
+            f"{quantity(t_c, 3)}, attention's FLOPs included.\n\n{why}"
         )
         cid = f"regime:{model}:{hardware}:{precision}:{batch}:{context}"
         cards.append(
@@ -885,8 +854,11 @@ def _case_label(raw_case: dict, equation: str, presets: Presets) -> str:
 
 
 def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
-    """The lecture's claims worth a card (``[[claim]]`` in concepts.toml: the fact each tests
-    and its reason in a sentence or two), with the audit's verdict and figures."""
+    """The lecture's claims worth a card (``[[claim]]`` in concepts.toml: the fact each tests,
+    its reason in a sentence or two, and optionally its verdict line), with the audit's verdict
+    and figures. The verdict is one line: the verdict, then what was measured against what."""
+    from types import SimpleNamespace
+
     from book.claims import CLAIMS, audit_claims
 
     audit = audit_claims(presets)
@@ -898,40 +870,52 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         v = audit[cid]
         if v.chapter not in chapters:
             continue
+        where = f"concepts.toml claim {cid!r}"
         who = (
             "The lecture says"
             if v.said_by.startswith("lecture")
             else "A published summary of the lecture says"
         )
-        # `hide`: presets whose cases the card leaves out (a figure that adds nothing); the
-        # verdict is the audit's, over every case, and a case a verdict short of "wrong"
-        # misses is always shown
-        hide = set(entry.get("hide", ()))
-        # a case the claim misses is marked where its value is shown, after the verdict
-        computed = "; ".join(
-            f"{quantity(c.value, 3)} ({_case_label(r, v.equation, presets)})"
-            + ("" if c.in_range or v.verdict == "wrong" else " (outside the claim's band)")
+        cases = [
+            SimpleNamespace(
+                value=quantity(c.value, 3),
+                label=_case_label(r, v.equation, presets),
+                inside=c.in_range,
+                missed=not c.in_range and v.verdict != "wrong",
+            )
             for c, r in zip(v.cases, raw[cid]["cases"], strict=True)
-            if not hide & {str(x) for x in r.values()} or (not c.in_range and v.verdict != "wrong")
-        )
-        why = render(entry["why"].strip(), v.chapter, f"concepts.toml claim {cid!r}")
+        ]
+        if "verdict" in entry:
+            line = render(entry["verdict"], v.chapter, where, cases=cases, claimed=v.expected)
+        else:
+            # `hide`: presets whose cases the card leaves out (a figure that adds nothing); a
+            # case the claim misses is always shown, against the claimed figure
+            hide = set(entry.get("hide", ()))
+            line = "; ".join(
+                f"{c.value} ({c.label})"
+                + (f", against the claimed {v.expected}" if c.missed else "")
+                for c, r in zip(cases, raw[cid]["cases"], strict=True)
+                if c.missed or not hide & {str(x) for x in r.values()}
+            )
+            caveat = raw[cid].get("caveat", "") if v.verdict != "wrong" else ""
+            line = f"{caveat}. {sentence(line)}" if caveat else line
+        line = line.rstrip(".") + "."
+        # "**Wrong.** The A100 ...", "**Holds, with a caveat:** per chip ..."
+        mark = ":" if v.verdict == "holds, with a caveat" else "."
+        line = sentence(line) if mark == "." else line
+        why = render(entry["why"].strip(), v.chapter, where)
         moment = claim_moment(v.said_by)
-        # a caveat is part of the verdict: the card says it where it says "with a caveat"
-        caveat = raw[cid].get("caveat", "")
-        verdict = (
-            f"**{sentence(v.verdict)}:** {caveat}."
-            if caveat and v.verdict != "wrong"
-            else f"**{sentence(v.verdict)}.**"
-        )
+        at = f"{entry['at']}, does it hold?" if "at" in entry else "Does it hold?"
         cards.append(
             Card(
                 f"claim:{v.id}",
                 v.chapter,
                 "claim",
-                f"{who}: *{v.claim}*. Does it hold?",
-                f"{verdict} {computed}.\n\n{why}",
+                f"{who}: *{v.claim}*. {at}",
+                f"**{sentence(v.verdict)}{mark}** {line}\n\n{why}",
                 f"claim {v.id}",
                 fact=entry["fact"],
+                covers=tuple(entry.get("covers", ())),
                 video=video_link(moment) if moment is not None else "",
             )
         )

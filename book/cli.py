@@ -228,6 +228,12 @@ def make_parser(only: str | None = None) -> Parser:
         help="offline, server, interactive or single_stream (default offline)",
     )
     p.add_argument("--tpot", help="time per output token a server holds, e.g. '50 ms'")
+    p.add_argument(
+        "--max-batch",
+        type=int,
+        help="the engine's maximum batch per replica (max_batch_size, max_num_seqs); "
+        "default: what fits in HBM",
+    )
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("build", help="build the static site")
@@ -838,6 +844,7 @@ def cmd_predict(args, out) -> None:
         args.tpot,
         args.kv,
         load(tuple(args.presets)),
+        args.max_batch,
     )
     if args.json:
         out.write(json.dumps(p, indent=2) + "\n")

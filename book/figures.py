@@ -568,7 +568,8 @@ def drain_ladder(presets: Presets) -> Figure:
                 ha="right",
                 va="bottom",
             )
-        ax.legend(loc="upper right", fontsize=9)
+        # below the axes, out of the HBM row (reader's report: the legend sat in it)
+        ax.legend(loc="upper right", bbox_to_anchor=(1.0, -0.16), fontsize=9, frameon=False)
         ax.set_xlabel("hold time = capacity / bandwidth (seconds, log scale)")
         ax.grid(axis="y", visible=False)
 
@@ -979,106 +980,232 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
 # -- chapter F -------------------------------------------------------------------------------
 
 
-KINK_FIGURE_MODELS = ("llama_3_1_70b", "deepseek_v3")  # real caches beside the kink-sized one
-
-
-def _relative_cost(presets: Presets, contexts, hardware: str, model: str | None = None, **fixed):
-    """A decode token's chip time at a large batch (weights amortised) against the context,
-    over its time at no context: (compute, KV read) each relative to the weights' compute.
-    Compute is the weights' FLOPs plus attention's per context token; the KV read is the
-    context's cache at the chip's bandwidth."""
-    from book.chapters.long_context import _DECODE_ATTENTION
-
-    ev = Evaluator(presets, hardware, model, precision="fp8")
-    hw = presets.get("hardware", hardware)
-    flops = Evaluator(presets, hardware, precision="fp8").detailed("ridge_intensity")
-    flops = flops.inputs["flops"].base
-    if model is None:  # the kink-sized cache: no attention FLOPs, as the kink reading assumes
-        n_active, k, attn = fixed["n_active"], fixed["kv_bytes_per_token"], None
-    else:
-        m = presets.get("model", model)
-        n_active = m.params_active
-        k = ev.q("kv_bytes_per_token")
-        attn = ev.q(_DECODE_ATTENTION[m.attention])
-    forward = 2 * n_active * Q_(1, "FLOP/parameter/token")  # c_fwd, two FLOPs per parameter
-    one = Q_(1, "token")  # one decoded token, reading one context token's cache entry
-    base = (forward * one / flops).to("s").m
-    compute = np.full_like(contexts, 1.0)
-    if attn is not None:  # attention FLOPs per context token, over the weights' FLOPs
-        compute = compute + (attn / forward).to("").m * contexts
-    kv = (k * one / hw.hbm_bandwidth).to("s").m * contexts / base
-    return compute, kv
-
-
 def cost_vs_context(presets: Presets) -> Figure:
-    from book.chapters.long_context import HARDWARE, _kink_evaluator
+    """Evidence beside the assumption (reader's report: the old curve was built to kink at the
+    price step): real models' chip time per input and per output token against the context,
+    the list's two price steps drawn as data, and the kink-sized cache as the one inferred
+    curve whose decode cost turns at the step."""
+    from book.chapters.long_context import (
+        HARDWARE,
+        STEP_MODELS,
+        _kink_evaluator,
+        cost_growth,
+        growth_contexts,
+    )
 
     contexts = np.geomspace(1e3, 1e6, 400)
     kink = presets.parameter["price_kink_context"].value.to("token/sequence")
-    kink_ev = _kink_evaluator(presets, HARDWARE)
-    implied = kink_ev.fixed["kv_bytes_per_token"]
-    hw = presets.get("hardware", HARDWARE)
-    k_compute, k_kv = _relative_cost(presets, contexts, HARDWARE, **kink_ev.fixed)
-    real = {
-        presets.get("model", m).name: np.maximum(*_relative_cost(presets, contexts, HARDWARE, m))
-        for m in KINK_FIGURE_MODELS
+    short, long_ = presets.get("api", "gemini_2_5_pro"), presets.get("api", "gemini_2_5_pro_long")
+    steps = {
+        "input": (long_.input / short.input).to("").m,
+        "output": (long_.output / short.output).to("").m,
     }
+    hw = presets.get("hardware", HARDWARE)
+    implied = _kink_evaluator(presets, HARDWARE).fixed["kv_bytes_per_token"]
     said_k = spoken(implied.to("kB/token"), most=2)
+    names = [presets.get("model", m).name for m in STEP_MODELS]
+    real = [cost_growth(growth_contexts(presets, m), contexts) for m in STEP_MODELS]
+    _, inferred = cost_growth(growth_contexts(presets), contexts)
+    api = short.name.split(",")[0]
 
     def draw(fig, ax):
-        ax.loglog(
+        fig.set_size_inches(7, 4.6)
+        fig.delaxes(ax)  # two panels sharing the cost axis
+        ax, right = fig.subplots(1, 2, sharey=True)
+        panels = ((ax, 0, "input"), (right, 1, "output"))
+        for axis, which, side in panels:
+            for name, curves, color in zip(names, real, PALETTE[:3], strict=True):
+                axis.loglog(contexts, curves[which], color=color, linewidth=1.6, label=name)
+            price = np.where(contexts > kink.m, steps[side], 1.0)
+            axis.loglog(
+                contexts,
+                price,
+                color=FOREGROUND,
+                linewidth=2.6,
+                label=f"{api} price list",
+            )
+            axis.axvline(kink.m, color=FOREGROUND, linestyle=":", linewidth=1)
+            axis.set_xlabel("context (tokens)")
+            axis.set_ylim(0.7, 3000)
+            axis.title.set_fontsize(10)
+        right.loglog(
             contexts,
-            k_compute,
-            color=PALETTE[2],
+            inferred,
+            color=PALETTE[3],
             linestyle="--",
-            linewidth=1.4,
-            label="kink-sized cache: compute (flat)",
+            linewidth=1.8,
+            label=f"inferred, not data:\n{said_k} (right)",
         )
-        ax.loglog(
-            contexts,
-            k_kv,
-            color=PALETTE[1],
-            linestyle="--",
-            linewidth=1.4,
-            label="kink-sized cache: KV read (grows with context)",
-        )
-        ax.loglog(
-            contexts,
-            np.maximum(k_compute, k_kv),
-            color=FOREGROUND,
-            linewidth=2.6,
-            label=f"kink-sized cache ({said_k}): cost, the larger of the two",
-        )
-        for (name, cost), color in zip(real.items(), (PALETTE[3], PALETTE[4]), strict=True):
-            ax.loglog(contexts, cost, color=color, linewidth=1.6, label=f"{name}: cost")
-        _mark(ax, kink.m, f"price kink, {context_tokens(kink)}")
-        fig.set_size_inches(7, 6)
-        ax.set_ylim(0.01, None)
-        ax.set_xlabel("context length (tokens)")
-        # each curve over its own model's weight FLOPs alone (reader's report: "relative to a
-        # short prompt" left DeepSeek's 1.2 at 1,000 tokens unexplained)
-        ax.set_ylabel("chip time per token ÷ weights' compute alone")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=9, ncol=1)
+        ax.set_title(f"per input token (prefill), list: {spoken_number(steps['input'])}×")
+        right.set_title(f"per output token (decode), list: {spoken_number(steps['output'])}×")
+        ax.set_ylabel("chip time per token ÷ its time with no context")
+        handles, labels = right.get_legend_handles_labels()
+        ax.legend(handles, labels, loc="upper left", fontsize=8, frameon=False)
+        for axis in (ax, right):
+            axis.annotate(
+                context_tokens(kink),
+                (kink.m, 1),
+                xycoords=("data", "axes fraction"),
+                xytext=(3, -28),
+                textcoords="offset points",
+                fontsize=8,
+                rotation=90,
+                va="top",
+            )
 
+    at = [cost_growth(growth_contexts(presets, m), kink.m) for m in STEP_MODELS]
     alt = (
-        f"Cost per decoded token against context length at a large batch on {chip_name(hw)} at "
-        f"FP8, log-log, each over its own model's weight compute per token: for a cache of "
-        f"{said_k} it is flat until the "
-        f"KV read overtakes compute at the {context_tokens(kink)} price kink and rises in "
-        f"proportion to the context after it; Llama 3.1 70B and DeepSeek-V3 turn much earlier."
+        f"Two log-log panels of chip time per token against context on {chip_name(hw)} at FP8, "
+        f"over each model's time with no context, with {api}'s price steps at "
+        f"{context_tokens(kink)} drawn as data. Per input token (prefill): at the step "
+        + ", ".join(f"{n} {spoken_number(p, most=2)}×" for n, (p, _) in zip(names, at, strict=True))
+        + f", against an input price step of {spoken_number(steps['input'])}×. Per output token "
+        "(decode): "
+        + ", ".join(f"{n} {spoken_number(d, most=2)}×" for n, (_, d) in zip(names, at, strict=True))
+        + f", against an output step of {spoken_number(steps['output'])}×; the inferred "
+        f"{said_k} cache is flat until the step and rises after it."
     )
     caption = (
-        f"Why a price kink is a crossover ({chip_name(hw)}, FP8, weights amortised over a large "
-        f"batch). Each curve is a token's chip time over its own model's weight FLOPs alone, "
-        f"so 1 is a token with no context and no attention. A token's compute does not depend "
-        f"on its context (attention aside); its KV read does. For a "
-        f"model of {spoken(presets.parameter['frontier_active_params'].value)} active caching "
-        f"{said_k}, the two meet at {context_tokens(kink)}: flat before, rising in proportion "
-        f"after, the corner a price list approximates with one step. Real caches turn far "
-        f"earlier: the Llama-style cache after a couple of thousand tokens; DeepSeek's MLA, "
-        f"whose attention FLOPs grow nearly as fast as its reads, bends gradually."
+        f"What the price steps can and cannot be ({chip_name(hw)}, FP8, weights amortised over "
+        f"a large batch; each curve over its own model's chip time with no context). Left: a "
+        f"prompt token's cost grows with the prompt through attention's FLOPs alone, and a "
+        f"dense model of {names[1]}'s shape pays about the input step's "
+        f"{spoken_number(steps['input'])}× at {context_tokens(kink)}. Right: a decoded token "
+        f"reads the whole cache, and every real cache makes decode tens to a hundred times "
+        f"dearer at the step than with no context, where the list asks "
+        f"{spoken_number(steps['output'])}×. The dashed curve is not data: it is the one KV "
+        f"size ({said_k}, {spoken(presets.parameter['frontier_active_params'].value)} active) "
+        f"whose decode cost turns exactly at the step, the inference of the next section."
     )
     return _render("cost_vs_context", draw, alt, caption)
+
+
+def kv_cache_mechanism(presets: Presets) -> Figure:
+    """What a decode step reads (reader's report: the scaling book wins on mechanism diagrams):
+    one sequence's KV cache as a grid, a column per context token, and the new token's
+    queries reading every column, beside the weights that the whole batch shares."""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    from book.chapters.long_context import HARDWARE, KV_MODEL
+
+    model = presets.get("model", KV_MODEL)
+    ev = Evaluator(presets, HARDWARE, KV_MODEL, precision="fp8")
+    per_token = ev.q("kv_bytes_per_token").to("kB/token")
+    kink = presets.parameter["price_kink_context"].value.to("token/sequence")
+    read = (per_token * kink * Q_(1, "sequence")).to("GB")
+    weights = (model.params_active * presets.get("precision", "fp8").bytes_per_value).to("GB")
+    columns, rows = 14, 6  # drawn cells, not counts: the labels carry the counts
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 3.9)
+        ax.set_xlim(-1.6, 15.4)
+        ax.set_ylim(-2.6, 7.6)
+        ax.axis("off")
+        for c in range(columns):
+            if c == columns - 4:
+                continue  # the gap that stands for the columns not drawn
+            new = c == columns - 1
+            for r in range(rows):
+                ax.add_patch(
+                    Rectangle(
+                        (c * 0.62, r * 0.82),
+                        0.56,
+                        0.76,
+                        facecolor=PALETTE[1] if new else PALETTE[0],
+                        alpha=0.95 if new else 0.35,
+                        edgecolor="none",
+                    )
+                )
+        ax.text(
+            (columns - 4) * 0.62 + 0.28, rows * 0.82 / 2, "…", ha="center", va="center", fontsize=14
+        )
+        ax.text(
+            -0.2, rows * 0.82 - 0.4, f"layer {model.layers}", ha="right", va="center", fontsize=8
+        )
+        ax.text(-0.2, 0.4, "layer 1", ha="right", va="center", fontsize=8)
+        width = columns * 0.62
+        ax.annotate(
+            "",
+            (0, -0.3),
+            (width - 0.66, -0.3),
+            arrowprops=dict(arrowstyle="<->", color=FOREGROUND, linewidth=1),
+        )
+        ax.text(
+            (width - 0.66) / 2,
+            -0.5,
+            f"context: one column per token, {context_tokens(kink)} at the price step",
+            ha="center",
+            va="top",
+            fontsize=8.5,
+        )
+        ax.text(
+            width - 0.34,
+            rows * 0.82 + 0.25,
+            f"new token writes one column:\n{model.layers} layers × {model.n_kv_heads} KV heads "
+            f"× (key + value)\n× {model.head_dim} values × 1 byte (FP8) = "
+            f"{spoken(per_token, most=3).replace(' per token', '')}",
+            ha="center",
+            va="bottom",
+            fontsize=8.5,
+        )
+        ax.add_patch(
+            FancyArrowPatch(
+                (width - 0.34, rows * 0.82 / 2),
+                (0.05, rows * 0.82 / 2),
+                arrowstyle="-|>",
+                mutation_scale=14,
+                color=PALETTE[3],
+                linewidth=2,
+            )
+        )
+        ax.text(
+            width + 0.2,
+            2.75,
+            "its queries read\nevery column:",
+            ha="left",
+            va="bottom",
+            fontsize=8.5,
+            color=PALETTE[3],
+        )
+        ax.text(
+            width + 0.2,
+            2.0,
+            f"{spoken(read, most=2)} per\ntoken generated,\nfor this sequence\nalone",
+            ha="left",
+            va="top",
+            fontsize=8.5,
+            color=PALETTE[3],
+        )
+        ax.add_patch(
+            Rectangle((-1.5, -2.4), 16.8, 0.9, facecolor=PALETTE[2], alpha=0.35, edgecolor="none")
+        )
+        ax.text(
+            6.9,
+            -1.95,
+            f"the weights: {spoken(weights, most=2)} at FP8, read once per step and shared by "
+            "every sequence in the batch",
+            ha="center",
+            va="center",
+            fontsize=8.5,
+        )
+
+    alt = (
+        f"A decode step for one {model.name} sequence: its KV cache drawn as a grid with one "
+        f"column per context token and one row per layer. The new token writes one column of "
+        f"{spoken(per_token, most=3)} at FP8 and its queries read every column, "
+        f"{spoken(read, most=2)} at {context_tokens(kink)}; below, the weights, "
+        f"{spoken(weights, most=2)}, are read once per step for the whole batch."
+    )
+    share = spoken_number((read / weights).to("").m, most=2)
+    caption = (
+        f"What a decode step reads ({model.name}, FP8). Each sequence keeps its own cache, a "
+        f"column of keys and values per token of context; every new token reads all of it. The "
+        f"weights are read once per step however many sequences share it, so batching amortises "
+        f"them, but never the caches: at {context_tokens(kink)} one sequence's read, "
+        f"{spoken(read, most=2)}, is {share} of the weights' {spoken(weights, most=2)}, and "
+        f"every sequence in the batch adds its own."
+    )
+    return _render("kv_cache_mechanism", draw, alt, caption)
 
 
 def kv_routes(presets: Presets) -> Figure:
@@ -1133,7 +1260,7 @@ def kv_routes(presets: Presets) -> Figure:
                 alpha=0.55 if read else 1.0,
             )
             ax.annotate(
-                spoken(b.to("kB/token"), most=2).replace(" per token", ""),
+                spoken(b.to("kB/token"), most=3).replace(" per token", ""),
                 (b.m, y),
                 xytext=(4, 0),
                 textcoords="offset points",
@@ -1160,7 +1287,7 @@ def kv_routes(presets: Presets) -> Figure:
         "KV-cache bytes per token at FP8 for four ways of building a cache, on a log scale, "
         f"against the {spoken(kink.to('kB/token'), most=2)} a price kink implies: "
         + "; ".join(
-            f"{label.replace(chr(10), ': ')}, {spoken(b.to('kB/token'), most=2)}"
+            f"{label.replace(chr(10), ': ')}, {spoken(b.to('kB/token'), most=3)}"
             for label, b, _ in bars
         )
         + "."
@@ -1640,6 +1767,7 @@ FIGURES = {
     "equal_cost_heuristic": equal_cost_heuristic,
     "cost_vs_context": cost_vs_context,
     "kv_routes": kv_routes,
+    "kv_cache_mechanism": kv_cache_mechanism,
     "alltoall_diagram": alltoall_diagram,
     "alltoall_vs_racks": alltoall_vs_racks,
     "feistel_round": feistel_round,
@@ -1652,7 +1780,7 @@ CHAPTER_FIGURES = {
     "moe": ("alltoall_diagram", "alltoall_vs_racks"),
     "pipeline": ("memory_vs_stages", "pipeline_schedule", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
-    "long_context": ("cost_vs_context", "drain_ladder", "kv_routes"),
+    "long_context": ("cost_vs_context", "drain_ladder", "kv_routes", "kv_cache_mechanism"),
     "reversible": ("feistel_round", "activation_vs_layers"),
     "validation": ("predicted_vs_measured", "measured_vs_bound"),
 }

@@ -15,12 +15,17 @@ its idealisations by what a practitioner knows before running:
   to its experts and back: bytes over the scale-up bandwidth, added to the step (the bound has
   no network term);
 - a training run reaches a further share ``training`` of the serving format's matmul rate
-  (pipeline bubbles, communication, recomputation).
+  (pipeline bubbles, communication, recomputation);
+- the engine's configured maximum batch (TensorRT-LLM's max_batch_size, vLLM's max_num_seqs: a
+  row's ``concurrency``) caps the batch below what fits in HBM, as it caps the bound;
+- speculative decoding (a row's ``draft_tokens`` k and ``accepted_tokens`` a, its published
+  acceptance): a step runs 1 + k tokens of each sequence (their FLOPs, the experts they touch,
+  k passes of a one-layer draft) and reads the KV cache once, and each sequence keeps a tokens.
 
 Predicted step at batch B (each term the bound's own, from the same equations)::
 
     T(B) = max(W(B)/eta[fmt] + A(B) F/(F_attn eta[attn]), M(B)/eta_memory)
-           + n_layers (tau + [n > 1] tau_coll) + C(B)
+           + n_layers (tau + [n > 1] tau_coll) + C(B),   rate = a B / (n T(B))
 
 A throughput with no latency limit runs at the largest batch the replica holds; a throughput
 at a measured TPOT at the largest batch whose predicted step meets it (the bound's rule); a
@@ -49,8 +54,10 @@ from book.validation import (
     _only,
     batch_cap,
     bound_inputs,
+    tokens_per_step,
     tpot_target,
     validate,
+    verified_per_step,
 )
 from units import Q_, ChalkboardError
 from units.presets import Preset, Presets, load
@@ -64,7 +71,7 @@ GRID = 192  # batches tried between 1 and the replica's cap
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
 # error is reported apart, with the reason (book.validation.CAUSES words each one)
 NOT_MODELLED = {
-    "mtp": "speculative decoding (MTP): several tokens per step from one weight read",
+    "mtp": "speculative decoding (MTP) with no published acceptance rate",
     "interpolated": "a throughput read off a latency sweep between measured points",
     "prefix_cache": "prefix caching: cached prompt tokens skip prefill",
 }
@@ -93,7 +100,8 @@ class Case:
     expert_parallel: bool = False  # an MoE whose experts are spread over several chips
     collectives: float = 0.0  # layers that pay a collective's latency (0 on one chip)
     chips: float = 1.0
-    target: float | None = None  # the measured TPOT, s
+    target: float | None = None  # the decode step a measured TPOT allows, s
+    accepted: float = 1.0  # tokens a sequence gains per step (speculative decoding: > 1)
     held_out: bool = False
     excluded: str = ""  # why the row is not in any fit
 
@@ -123,6 +131,9 @@ def _serving_case(r: Row, presets: Presets) -> Case:
     def ev(eq_id, **extra):
         return derivations.get(eq_id).evaluate(**{**_only(eq_id, kw), "batch_size": b, **extra})
 
+    # speculative decoding: a step runs v = 1 + k tokens of each sequence through the model and
+    # keeps a of them on average (v = a = 1 without it)
+    a, v = tokens_per_step(row), verified_per_step(row)
     # the decode compute time is linear in the context: doubling it doubles the attention part
     decode = ev("compute_time").to("s").m
     attention = ev("compute_time", context_length=2 * kw["context_length"]).to("s").m - decode
@@ -135,10 +146,15 @@ def _serving_case(r: Row, presets: Presets) -> Case:
             **{**_only("prefill_flops_per_token", kw), "context_length": prompt}
         )
         seconds = (per_token * ONE_TOKEN_PER_STEP * b / (kw["n_chips"] * kw["flops"])).to("s").m
-        prompt_matmul = rho * matmul
-        attention = attention + rho * seconds - prompt_matmul
+        # a step's v verified tokens per sequence cost v decode tokens' FLOPs; the a it keeps
+        # bring a rho prompt tokens per sequence
+        prompt_matmul = a * rho * matmul
+        attention = v * attention + a * (rho * seconds - rho * matmul)
     else:
+        rho = 0.0
         prompt_matmul = np.zeros_like(matmul)
+        attention = v * attention
+    matmul = v * matmul
     # attention at the KV cache's precision, never faster than the compute precision
     compute = kw["compute_precision"]
     fast = _rate(hardware, compute).to("FLOP/s").m
@@ -149,15 +165,21 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         attn_fmt = _format(compute)
     else:
         attn_fmt = _format(attn_precision)
-    memory = (ev("weight_fetch_time") + ev("kv_fetch_time")).to("s").m
-    layers = float(model.layers)
-    comm = _communication(model, hardware, kw, batch, n)
-    if row.scenario != "decode_only":
-        # each output token brings rho prompt tokens, and each prompt token crosses the same
-        # all-reduces (tensor parallelism) or goes to its experts and back (expert parallelism)
-        comm = comm * (1 + kw["input_output_ratio"].to("").m)
+    # the weights read are the experts the step's B v tokens touch; the KV cache is read once per
+    # sequence however many tokens it verifies
+    memory = (ev("weight_fetch_time", batch_size=v * b) + ev("kv_fetch_time")).to("s").m
+    # a draft of k tokens runs k passes of a one-layer draft module (DeepSeek's MTP layer, an
+    # EAGLE head): k more layers' fixed overhead, their FLOPs and weights left out (one layer)
+    layers = float(model.layers) + (v - 1)
+    # each token of the step (v verified, a rho prompt per sequence) crosses the same all-reduces
+    # (tensor parallelism) or goes to its experts and back (expert parallelism)
+    comm = _communication(model, hardware, kw, batch, n) * (v + a * rho)
     target = tpot_target(row)
+    if target is not None:  # a TPOT of a tokens per step allows a step of a TPOTs
+        target = a * target
     features = row.get("features", "").split()
+    if row.get("accepted_tokens") is not None:  # speculation with its acceptance: modelled
+        features = [f for f in features if f != "mtp"]
     excluded = "; ".join(NOT_MODELLED[f] for f in features if f in NOT_MODELLED)
     return Case(
         id=r.id,
@@ -178,6 +200,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         collectives=layers if n > 1 else 0.0,
         chips=n,
         target=None if target is None else target.to("s").m,
+        accepted=a,
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded=excluded,
     )
@@ -271,6 +294,7 @@ class Stack:
             target=vector(lambda c: np.nan if c.target is None else c.target),
             ep=vector(lambda c: c.expert_parallel),
             training=vector(lambda c: c.kind == "training"),
+            accepted=vector(lambda c: c.accepted),
             user=vector(lambda c: c.kind == "user"),
             fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases]),
             attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases]),
@@ -288,7 +312,7 @@ class Stack:
         fixed = a["layers"] * p["layer_overhead"] + a["collectives"] * p["collective"]
         step = roof + fixed[:, None] + a["comm"]
         step = np.where(step > 0, step, np.inf)  # training rows have no step
-        rate = a["batch"] / (a["chips"][:, None] * step)
+        rate = a["batch"] * a["accepted"][:, None] / (a["chips"][:, None] * step)
         out = rate[:, -1].copy()  # no latency limit: the largest batch the replica holds
         # a scheduler holding a TPOT limit keeps the decode steps within a share of it (prefill
         # chunks and queueing take the rest): the largest batch whose step meets that share,
@@ -307,8 +331,8 @@ class Stack:
             frac = np.where(inside, (target - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0.0)
             batch = b0 + frac * (b1 - b0)
             time = np.where(inside, target, t0)
-            out[limited] = batch / (a["chips"][limited] * time)
-        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m / step[:, 0], out)
+            out[limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
+        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / step[:, 0], out)
         return np.where(a["training"] > 0, a["bound"] * fmt[:, 0] * p["training"], out)
 
 
@@ -553,11 +577,14 @@ def predict_scenario(
     tpot: str | None = None,
     kv: str | None = None,
     presets: Presets | None = None,
+    max_batch: int | None = None,
 ) -> dict:
     """Bound and prediction for a scenario of one's own, with the error to expect.
 
     The scenario is read as a measurement row (so it meets the same checks and the same
-    error messages), with a placeholder measured figure that nothing below uses.
+    error messages), with a placeholder measured figure that nothing below uses. ``max_batch``
+    is the engine's configured maximum batch per replica (TensorRT-LLM's max_batch_size, vLLM's
+    max_num_seqs); without it the batch is what fits in HBM.
     """
     import json
     import tempfile
@@ -588,10 +615,16 @@ def predict_scenario(
         f"input_tokens = {q(_words(input_tokens, 'token'))}",
         f"output_tokens = {q(_words(output_tokens, 'token'))}",
     ]
+    if max_batch is not None and (int(max_batch) != max_batch or max_batch < 1):
+        raise ChalkboardError(
+            f"--max-batch: expected a whole number of sequences >= 1, got {max_batch}"
+        )
     if scenario == "single_stream":
         lines += ['per_user_rate = "1 token/s"', 'concurrency = "1 sequence"']
     else:
         lines.append('throughput_per_chip = "1 token/s"')
+        if max_batch is not None:
+            lines.append(f'concurrency = "{int(max_batch)} sequence"')
     if tpot is not None:
         lines.append(f"tpot = {q(_words(tpot, 'ms'))}")
     with tempfile.TemporaryDirectory() as folder:

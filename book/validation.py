@@ -191,6 +191,23 @@ def batch_cap(row: Preset, kw: dict, concurrency=None) -> float:
     return min(fit, concurrency.to("sequence").m) if concurrency is not None else fit
 
 
+def tokens_per_step(row: Preset) -> float:
+    """Tokens a sequence gains per decode step: 1, or under speculative decoding the stated mean
+    accepted per verification step (the step's own token included; 1 to k + 1 of k drafts)."""
+    accepted = row.get("accepted_tokens")
+    if accepted is None:
+        return 1.0
+    return float((accepted / (ONE_TOKEN_PER_STEP * PER_REQUEST)).to("").m)
+
+
+def verified_per_step(row: Preset) -> float:
+    """Tokens per sequence a decode step runs through the model: 1 + the k draft tokens."""
+    draft = row.get("draft_tokens")
+    return (
+        1.0 if draft is None else 1.0 + float((draft / (ONE_TOKEN_PER_STEP * PER_REQUEST)).to("").m)
+    )
+
+
 def tpot_target(row: Preset) -> pint.Quantity | None:
     """The time per output token a row was measured at: its TPOT, or one token over its speed
     per user; None for a throughput with no latency limit."""
@@ -209,21 +226,26 @@ def _serving(row: Preset, presets: Presets, changes: dict):
     rate_id = "decode_rate_per_chip" if decode_only else "serving_rate_per_chip"
     user_id = "decode_rate_per_user" if decode_only else "serving_rate_per_user"
     concurrency = changes.get("concurrency", row.get("concurrency"))
+    # speculative decoding: a step gives each sequence `a` tokens, and a step that verifies
+    # 1 + k tokens per sequence takes no less than a one-token step, so `a` times the one-token
+    # bound (at the batch whose step meets `a` TPOTs) still bounds it
+    a = tokens_per_step(row)
     if row.get("throughput_per_chip") is None:  # a per-user speed at a stated batch
         batch = concurrency.to("sequence").m if concurrency is not None else 1.0
         bound = derivations.get(user_id).evaluate(
             **_only(user_id, kw), batch_size=Q_(batch, "sequence")
         )
-        return row.per_user_rate.to(USER), (bound * PER_REQUEST).to(USER), batch, "user", assumed
+        bound = (a * bound * PER_REQUEST).to(USER)
+        return row.per_user_rate.to(USER), bound, batch, "user", assumed
     cap = batch_cap(row, kw, concurrency)
     target = tpot_target(row)
-    batch = cap if target is None else _largest_batch(step_id, kw, cap, target)
+    batch = cap if target is None else _largest_batch(step_id, kw, cap, a * target)
     if batch <= 0:
         return row.throughput_per_chip.to(RATE), Q_(0.0, RATE), 0.0, rate_id, assumed
     bound = derivations.get(rate_id).evaluate(
         **_only(rate_id, kw), batch_size=Q_(batch, "sequence")
     )
-    return row.throughput_per_chip.to(RATE), bound.to(RATE), batch, rate_id, assumed
+    return row.throughput_per_chip.to(RATE), (a * bound).to(RATE), batch, rate_id, assumed
 
 
 def _training(row: Preset, presets: Presets):

@@ -90,7 +90,8 @@ CHAPTER_CONTEXT_FILES = frozenset(
     f"tests/book/test_{name}.py"
     for name in (
         "batching_chapter calculators cards chapter_pipeline chapters claims context figures "
-        "long_context_chapter overtraining pipeline problems reader_text tutorial validation"
+        "long_context_chapter notebooks overtraining pipeline problems reader_text tutorial "
+        "validation"
     ).split()
 )
 

@@ -7,7 +7,10 @@ tests/conftest.py), while the xdist workers run every test that does not; the fi
 site come last and wait for it (``wait``, from the ``printed_site`` fixture). Every worker uses
 the same build: the first to start it claims the session's folder with an atomic ``mkdir``, and
 the build writes its exit status last, atomically. The controller stops a build still running
-when the session ends (``stop``).
+when the session ends (``stop``). Before printing the PDF the build says its pages (and so the
+session's caches) are written (``status.rendered``): the live server's own full build
+(test_serve.py) waits for that (``wait_cached``) and reads those caches instead of computing the
+same proofs and figures at the same time.
 """
 
 import contextlib
@@ -30,9 +33,14 @@ from pathlib import Path
 docs, site, status = sys.argv[1:4]
 code = 1
 try:
-    from book import site as book_site
+    from book import pdf as book_pdf, site as book_site
     from book.cli import main
     book_site.DOCS = Path(docs)
+    print_pdf = book_pdf.write_pdf
+    def write_pdf(*args, **kwargs):  # the pages are built and the caches written: say so
+        Path(status + ".rendered").write_text("")
+        return print_pdf(*args, **kwargs)
+    book_pdf.write_pdf = write_pdf
     code = main(["build", "--out", site, "--pdf"])
 finally:
     Path(status + ".tmp").write_text(str(code))
@@ -78,6 +86,22 @@ def wait() -> Path:
     if status.read_text() != "0":
         pytest.fail(f"the session's build failed: {_tail(here)}")
     return here / "site"
+
+
+def wait_cached() -> None:
+    """Wait until this session's build, if one was started, has written the site's pages (and
+    with them the session's caches of proofs and figures: units/diskcache.py), or has ended; a
+    later build in the session (``chalkboard serve``'s, test_serve.py) then reads them instead of
+    computing them a second time beside it. Without a session build it returns at once: it never
+    starts one. A build that fails is ``wait``'s to report, not this."""
+    here = folder()
+    if not (here / "pid").exists():
+        return
+    deadline = time.monotonic() + WAIT
+    while not any((here / n).exists() for n in ("status.rendered", "status")):
+        if time.monotonic() > deadline:
+            return  # the later build computes for itself: slower, still right
+        time.sleep(0.2)
 
 
 def stop() -> None:

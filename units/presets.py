@@ -141,6 +141,8 @@ SCHEMAS: dict[str, dict[str, object]] = {
         "tpot": "s",
         "ttft": "s",
         "mfu": "dimensionless",
+        "draft_tokens": "token",
+        "accepted_tokens": "token",
     },
 }
 REQUIRED = {
@@ -382,8 +384,26 @@ def _check_measurement(p: dict, where: str) -> None:
     chips, per_replica = p["chips"], p.get("chips_per_replica", p["chips"])
     if per_replica > chips:
         raise ChalkboardError(f"{where}: chips_per_replica exceeds chips")
+    _check_speculation(p, where)
     if "mfu" in p and not 0 < p["mfu"].to("").magnitude <= 1:
         raise ChalkboardError(f"{where}.mfu: expected a fraction between 0 and 1")
+
+
+def _check_speculation(p: dict, where: str) -> None:
+    """Speculative decoding: k draft tokens verified per step, of which a sequence keeps on
+    average between 1 (none accepted: the step's own token) and k + 1 (all accepted)."""
+    draft, accepted = p.get("draft_tokens"), p.get("accepted_tokens")
+    if (draft is None) != (accepted is None):
+        raise ChalkboardError(f"{where}: draft_tokens and accepted_tokens go together")
+    if draft is None:
+        return
+    k, a = draft.to("token").magnitude, accepted.to("token").magnitude
+    if k < 1 or k != int(k):
+        raise ChalkboardError(f"{where}.draft_tokens: expected a whole number of tokens >= 1")
+    if not 1 <= a <= k + 1:
+        raise ChalkboardError(
+            f"{where}.accepted_tokens: expected between 1 and draft_tokens + 1 tokens per step"
+        )
 
 
 def _check_references(merged: dict[str, dict[str, Preset]]) -> None:

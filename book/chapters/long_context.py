@@ -74,7 +74,33 @@ def context(presets: Presets) -> dict:
         "long_contexts": _long_contexts(presets),
         "tier_readings": _tier_readings(presets),
         "kv_mechanics": _kv_mechanics(presets),
+        "steps": _two_steps(presets),
+        "verdict": _cache_verdict(presets),
     }
+
+
+def _distinct_models(presets: Presets) -> list[tuple[str, str]]:
+    """(id, name) of each model preset with an architecture of its own: a preset whose counted KV
+    bytes and parameters equal an earlier one's (DeepSeek-R1 is DeepSeek-V3's network; Llama 3.3
+    70B is Llama 3.1 70B's) joins that row's name instead of repeating it.
+
+    >>> from units.presets import load
+    >>> [n for _, n in _distinct_models(load())][:3]
+    ['DeepSeek-V3 / R1', 'Llama 2 70B', 'Llama 3.3 70B / 3.1 70B']
+    """
+    rows: dict[tuple, list] = {}
+    for m in presets.model.values():
+        ev = Evaluator(presets, model=m.id)
+        key = (m.attention, *(round(ev.q(f).m, 6) for f in ("kv_bytes_per_token", "params_total")))
+        if key in rows:
+            kept = rows[key]
+            family, _, rest = m.name.partition(" ")
+            if m.name.split("-")[-1] not in kept[1]:  # "DeepSeek-R1" is in "DeepSeek-V3 / R1"
+                shown = rest if kept[1].startswith(family + " ") else m.name
+                kept[1] = f"{kept[1]} / {shown}"  # "Llama 3.3 70B / 3.1 70B"
+        else:
+            rows[key] = [m.id, m.name]
+    return [tuple(r) for r in rows.values()]
 
 
 def _model_table(presets: Presets) -> dict:
@@ -86,7 +112,8 @@ def _model_table(presets: Presets) -> dict:
         ("active (published)", "Gparameter"),
     )
     rows = []
-    for m in presets.model.values():
+    for model_id, name in _distinct_models(presets):
+        m = presets.get("model", model_id)
         ev = Evaluator(presets, model=m.id)
         values = (
             lambda ev=ev: ev.q("kv_bytes_per_token"),
@@ -103,9 +130,9 @@ def _model_table(presets: Presets) -> dict:
         ]
         rows.append(
             {
-                "name": m.name,
+                "name": name,
                 "attention": m.attention.upper(),
-                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
                 "gaps": " / ".join(gaps),
             }
         )
@@ -119,21 +146,22 @@ _DECODE_ATTENTION = {"gqa": "gqa_attention_flops", "mla": "mla_decode_attention_
 def _attention_table(presets: Presets) -> dict:
     columns = (
         ("decode attention per context token", "MFLOP/token"),
-        ("decode: attention = weights", "ktoken/sequence"),
-        ("prefill: attention = weights", "ktoken/sequence"),
+        ("decode: attention = weights", "token"),
+        ("prefill: attention = weights", "token"),
     )
     rows = []
-    for m in presets.model.values():
+    for model_id, name in _distinct_models(presets):
+        m = presets.get("model", model_id)
         ev = Evaluator(presets, model=m.id)
         values = (
             lambda ev=ev, m=m: ev.q(_DECODE_ATTENTION[m.attention]),
-            lambda ev=ev: ev.q("decode_attention_context"),
-            lambda ev=ev: ev.q("prefill_attention_context"),
+            lambda ev=ev: ev.q("decode_attention_context") * ONE_SEQUENCE,
+            lambda ev=ev: ev.q("prefill_attention_context") * ONE_SEQUENCE,
         )
         rows.append(
             {
-                "name": m.name,
-                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "name": name,
+                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
@@ -150,22 +178,37 @@ def _kv_compute_context(ev: Evaluator):
         return None
 
 
+def _cell(in_unit: str, compute) -> str:
+    """A table cell as :func:`cell_in` gives it, a count of tokens whole ('421', not '420.6')."""
+    if in_unit != "token":
+        return cell_in(in_unit, compute)
+    return cell_in(in_unit, lambda: None if (q := compute()) is None else round(q.to("token")))
+
+
+def _per_sequence(q):
+    """A context (tokens per sequence) as the tokens of one sequence; None stays None."""
+    return None if q is None else q * ONE_SEQUENCE
+
+
 def _crossover_table(presets: Presets) -> dict:
     columns = (
-        ("KV = compute", "ktoken/sequence"),
-        ("KV = weights at B*", "ktoken/sequence"),
+        ("KV = compute", "token"),
+        ("KV = weights at B*", "token"),
     )
     rows = []
-    for m in presets.model.values():
-        ev = Evaluator(presets, HARDWARE, m.id)
+    for model_id, name in _distinct_models(presets):
+        ev = Evaluator(presets, HARDWARE, model_id)
         values = (
-            lambda ev=ev: _kv_compute_context(ev),
-            lambda ev=ev: ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch")),
+            lambda ev=ev: _per_sequence(_kv_compute_context(ev)),
+            lambda ev=ev: (
+                ev.q("kv_weight_crossover_context", batch_size=ev.q("crossover_batch"))
+                * ONE_SEQUENCE
+            ),
         )
         rows.append(
             {
-                "name": m.name,
-                "cells": [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "name": name,
+                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
@@ -761,4 +804,151 @@ def _long_contexts(presets: Presets) -> dict:
         "sparsity": said_number(sparsity, 2),
         "attended": context_tokens(kink_ctx / sparsity, 2),
         "attended_icl": context_tokens(icl / sparsity, 2),
+    }
+
+
+STEP_MODELS = ("llama_3_1_70b", "llama_3_1_405b", "deepseek_v3")  # real models beside the step
+
+
+def growth_contexts(presets: Presets, model: str | None = None) -> dict:
+    """The three contexts that set how a token's chip time grows with its context on the
+    chapter's chip at FP8, weights amortised over a large batch (None where a term is absent):
+    ``prefill`` where a causal prefill's attention FLOPs equal the weights' (per input token),
+    ``attention`` where decode's do, and ``kv`` where decode's KV read takes as long as the
+    weights' FLOPs. ``model=None`` is the kink-sized model: the lecture's frontier active
+    parameters, the KV bytes the kink implies, no attention FLOPs (as the kink reading has it).
+
+    >>> from units.presets import load
+    >>> round(growth_contexts(load(), "llama_3_1_70b")["kv"])
+    1459
+    """
+    c_fwd = derivations.SYMBOLS["flops_per_param_token"].value
+    if model is None:
+        ev = _kink_evaluator(presets)
+        n_active, kv = ev.fixed["n_active"], ev.fixed["kv_bytes_per_token"]
+        prefill = attention = None
+    else:
+        ev = Evaluator(presets, HARDWARE, model, precision="fp8")
+        n_active, kv = presets.get("model", model).params_active, ev.q("kv_bytes_per_token")
+        prefill = ev.q("prefill_attention_context").to("token/sequence").m
+        attention = ev.q("decode_attention_context").to("token/sequence").m
+    ridge = Evaluator(presets, HARDWARE, precision="fp8").q("ridge_intensity")
+    return {
+        "prefill": prefill,
+        "attention": attention,
+        "kv": (c_fwd * n_active / (kv * ridge)).to("").m,
+    }
+
+
+def cost_growth(contexts: dict, tokens):
+    """A token's chip time at ``tokens`` of context over its time with none: (per input token of
+    a causal prefill, compute-bound; per output token of decode, the larger of its compute and
+    its KV read). ``tokens`` may be a number or a numpy array; prefill is None for the
+    kink-sized model, whose attention FLOPs the kink does not reveal.
+
+    >>> cost_growth({"prefill": 100.0, "attention": 50.0, "kv": 10.0}, 100.0)
+    (2.0, 10.0)
+    """
+    prefill = None if contexts["prefill"] is None else 1 + tokens / contexts["prefill"]
+    compute = 1 + (0 if contexts["attention"] is None else tokens / contexts["attention"])
+    read = tokens / contexts["kv"]
+    return prefill, (compute + read + abs(compute - read)) / 2  # the larger, for arrays too
+
+
+def _two_steps(presets: Presets) -> dict:
+    """Which mechanism explains which of Gemini's two price steps: at the kink's context, each
+    real model's chip time per input token (prefill attention) and per output token (decode KV
+    reads) over its time with no context; the model whose prefill grows most nearly as the input
+    price does; and the KV bytes the kink implies if the output step is read as the cost at the
+    line rather than the corner."""
+    kink_ctx = presets.parameter["price_kink_context"].value.to("token/sequence")
+    short, long_ = presets.get("api", "gemini_2_5_pro"), presets.get("api", "gemini_2_5_pro_long")
+    in_step = (long_.input / short.input).to("").m
+    out_step = (long_.output / short.output).to("").m
+    rows = []
+    for m in STEP_MODELS:
+        g = growth_contexts(presets, m)
+        prefill, decode = cost_growth(g, kink_ctx.m)
+        rows.append(
+            {
+                "name": presets.get("model", m).name,
+                "prefill": said_number(prefill, 2),
+                "decode": said_number(decode, 2),
+                "prefill_x": prefill,
+                "prefill_context": context_tokens(Q_(g["prefill"], "token/sequence"), 2),
+                "kv_context": context_tokens(Q_(g["kv"], "token/sequence"), 2),
+            }
+        )
+    closest = min(rows, key=lambda r: abs(math.log(r["prefill_x"] / in_step)))
+    frontier = presets.parameter["frontier_active_params"].value
+    # the output step read as the cost at the line: the corner sits out_step times earlier
+    at_line = Evaluator(presets, HARDWARE, precision="fp8", n_active=frontier).q(
+        "kv_bytes_from_price_kink", price_kink_context=kink_ctx / out_step
+    )
+    return {
+        "rows": rows,
+        "closest": closest,
+        "in_step": said_number(in_step, 2),
+        "out_step": said_number(out_step, 2),
+        "kink_kv_context": context_tokens(Q_(growth_contexts(presets)["kv"], "token/sequence"), 2),
+        "at_line": said(at_line.to("kB/token"), 2),
+    }
+
+
+def _cache_verdict(presets: Presets) -> dict:
+    """Which tier each cache lifetime points to, for a Llama-style cache and the kink-sized one:
+    the fastest tier on which holding the cache for its whole lifetime costs less than
+    recomputing it once. One table (break-even time per tier, each model) and the KV size per
+    token below which HBM wins for each lifetime (the break-even time is inversely proportional
+    to the KV bytes: the rent is per byte, the recompute is not)."""
+    tiers = list(presets.tier.values())  # fastest first
+    llama = Evaluator(presets, HARDWARE, KV_MODEL)
+    kink = _kink_evaluator(presets)
+    k = kink.fixed["kv_bytes_per_token"].to("byte/token")
+    even = {
+        "llama": [llama.q("cache_breakeven_time", tier=t.id) for t in tiers],
+        "kink": [kink.q("cache_breakeven_time", tier=t.id) for t in tiers],
+    }
+    drains = [Evaluator(presets, tier=t.id).q("storage_tier_drain_time") for t in tiers]
+
+    def time(q):
+        return _time_said(q)
+
+    lifetimes = []
+    for key in ("cache_duration_short", "cache_duration_long"):
+        life = presets.parameter[key].value
+
+        def home(times, life=life):
+            return next((t.medium for t, e in zip(tiers, times, strict=True) if e >= life), "none")
+
+        lifetimes.append(
+            {
+                "life": said(life),
+                "llama": home(even["llama"]),
+                "kink": home(even["kink"]),
+                # HBM wins for this lifetime below this many KV bytes per token (100B, FP8)
+                "hbm_below": said((k * even["kink"][0] / life).to("kB/token"), 2),
+                # ... that is, when the decode crossover lies beyond this context
+                "hbm_context": context_tokens(
+                    (life / drains[0] * Q_(1, "token/sequence")).to("token/sequence"), 2
+                ),
+            }
+        )
+    return {
+        "rows": [
+            {
+                "medium": t.medium,
+                "device": t.name.split(",")[-1].strip(),
+                "drain": time(d),
+                "llama": time(e_l),
+                "kink": time(e_k),
+            }
+            for t, d, e_l, e_k in zip(tiers, drains, even["llama"], even["kink"], strict=True)
+        ],
+        "lifetimes": lifetimes,
+        "llama_bytes": said(llama.q("kv_bytes_per_token").to("kB/token"), 3),
+        "kink_bytes": said(k.to("kB/token"), 2),
+        "hbm_kink": time(even["kink"][0]),
+        "hbm_llama": time(even["llama"][0]),
+        "llama_dram": time(even["llama"][1]),
     }

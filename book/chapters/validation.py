@@ -72,7 +72,18 @@ def _why(r, case, over: bool) -> str:
     features = r.preset.get("features", "").split()
     assumed = r.preset.get("assumed", "").split()
     if "mtp" in features:
-        return "speculative decoding: several tokens per weight read, which no step model has"
+        if r.preset.get("accepted_tokens") is not None:
+            return (
+                "speculative decoding: the draft's own weights and FLOPs are left out (one "
+                "layer's worth per draft token)"
+            )
+        return "speculative decoding with no published acceptance rate"
+    newer = str(r.preset.get("date", "")) >= predict.HELD_OUT_FROM
+    if newer and not over:
+        return (
+            "software newer than the fit: the vendor credits faster kernels and load balancing "
+            "between MLPerf rounds"
+        )
     if "disaggregated" in features:
         return "disaggregated prefill: prefill runs on other chips, at a ratio not published"
     latency = r.scenario in ("interactive", "latency_sweep", "server") and case.kind == "rate"

@@ -43,7 +43,8 @@ def site_docs(printed_site):
 def _serving(site, handler):
     handler = functools.partial(handler, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # shutdown() waits for the next poll (0.5 s by default)
+    threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", site
     finally:

@@ -177,6 +177,7 @@ def test_kv_routes_reach_the_kink_by_sharing_or_sparse_reads(drawn):
     # 2,048 bytes; the kink implies 2 x 100e9 x 3.35e12 / (1,979e12 x 200e3) = 1,693 bytes
     alt = drawn["kv_routes"].alt
     assert "1 × 8 KV heads × 2 × 128, 2 kB per token" in alt
+    assert "80 layers × 8 KV heads × 2 × 128, 164 kB per token" in alt  # 163,840 bytes (as text)
     assert "reads 1 token in 97" in alt and "1.7 kB per token" in alt
 
 

@@ -173,3 +173,51 @@ def test_kv_mechanics_by_hand(ctx):
     assert float(m["bf16_fit"]) == pytest.approx(80e9 / (8192 * 327_680), abs=0.5)
     assert float(m["fp8_fit"]) == pytest.approx(80e9 / (8192 * 163_840), abs=0.5)
     assert _num(m["per_chip"]) == pytest.approx(200_000 * 327_680 / 8 / 1e9, rel=1e-2)
+
+
+def test_two_price_steps_two_mechanisms_by_hand(ctx):
+    # Gemini 2.5 Pro (prices.toml): input 1.25 -> 2.50, output 10 -> 15 USD per million tokens
+    steps = ctx["steps"]
+    assert (steps["in_step"], steps["out_step"]) == ("2", "1.5")
+    rows = {r["name"]: r for r in steps["rows"]}
+    # Llama 3.1 405B prefill: attention 2 x 2 x 128 heads x 128 x 126 layers = 8.258 MFLOP per
+    # context token, half a prompt on average, against 2 x 405.9e9: 1 + 200e3 / 196,620 = 2.02
+    a_pre = 4 * 128 * 128 * 126
+    assert float(rows["Llama 3.1 405B"]["prefill"]) == pytest.approx(
+        1 + 200e3 * a_pre / (4 * 405.9e9), abs=0.05
+    )
+    assert steps["closest"]["name"] == "Llama 3.1 405B"  # the input step's 2x
+    # Llama 3.1 70B decode on H100 FP8 (1,979 TFLOP/s, 3.35 TB/s): the KV read of 80 x 2 x 8 x
+    # 128 bytes per context token equals 2 x 70.6e9 FLOPs at 1,459 tokens; at 200,000 tokens it
+    # is 137 times the compute (attention, 2.6 MFLOP per context token, adds only 3.7x)
+    l_kv = 2 * 70.6e9 * 3.35e12 / (163_840 * 1979e12)
+    assert float(rows["Llama 3.1 70B"]["decode"]) == pytest.approx(200e3 / l_kv, rel=0.04)
+    # every real cache is tens to a hundred times dearer at the line; the list asks 1.5x
+    assert all(float(r["decode"]) > 10 for r in steps["rows"])
+    # the output step read as the cost at the line: the corner 1.5x earlier, 1.5 x 1,693 bytes
+    assert _num(steps["at_line"]) == pytest.approx(1.5 * 1.693, abs=0.05)
+
+
+def test_cache_verdict_by_hand(ctx):
+    # HBM beats recomputing for the corner context times HBM's drain time (80 GB / 3.35 TB/s):
+    # 5 min / 23.88 ms = 12,563 tokens, 1 h / 23.88 ms = 150,750 tokens, shown at 2 figures
+    v = ctx["verdict"]
+    short, long_ = v["lifetimes"]
+    assert short["hbm_context"] == "13,000 tokens" and long_["hbm_context"] == "150,000 tokens"
+    # the kink-sized cache (corner at 200,000 tokens) clears both; Llama's (1,459) neither, and
+    # its DRAM break-even (3.7 min) falls short of 5 min, so both go to flash
+    assert [(life["llama"], life["kink"]) for life in v["lifetimes"]] == [("flash", "HBM")] * 2
+    # KV bytes below which HBM wins for 100e9 active at FP8: 1,693 bytes x 200,000 / 150,750
+    assert _num(long_["hbm_below"]) == pytest.approx(1.693 * 200e3 / 150_750, abs=0.05)
+    assert [r["medium"] for r in v["rows"]] == ["HBM", "DRAM", "flash", "disk"]
+
+
+def test_no_duplicate_architectures_and_contexts_in_whole_tokens(ctx):
+    # DeepSeek-R1 is DeepSeek-V3's network; Llama 3.3 70B is Llama 3.1 70B's (facts.md, Models)
+    names = [r["name"] for r in ctx["models"]["rows"]]
+    assert "DeepSeek-R1" not in names and "Llama 3.1 70B" not in names
+    assert "Llama 3.3 70B / 3.1 70B" in names and len(names) == len(set(names))
+    for table in ("attention", "crossovers"):
+        assert not [h for h in ctx[table]["headers"] if "k tokens" in h or "per sequence" in h]
+        cells = [c for r in ctx[table]["rows"] for c in r["cells"][-2:]]
+        assert not [c for c in cells if "." in c], cells  # a context is a whole count of tokens

@@ -33,9 +33,35 @@ def execute(nb, cwd) -> None:
     ).execute()
 
 
+# Between two chapters run in one kernel: the namespace emptied (a notebook that forgot an import
+# fails, as in a fresh kernel) and the catalogue's size shown, which every separator must show
+# alike (a notebook that registered an equation would leak it to the next).
+SEPARATOR = '%reset -f\nprint(len(__import__("derivations").CATALOGUE))'
+KERNELS = 2  # the 2-core machine: two kernels at a time, each running its share of the chapters
+
+
+def execute_in_turn(notebooks: list, cwd) -> list[str]:
+    """Run each notebook of ``notebooks`` top to bottom in one python3 kernel, one after another,
+    each from an empty namespace (``SEPARATOR``); their cells get their outputs as if each had run
+    alone. Returns what each separator printed. A kernel costs a second or two of CPU to start
+    and import the library: one per chapter was most of this test."""
+    separators = [nbformat.v4.new_code_cell(SEPARATOR) for _ in range(len(notebooks) + 1)]
+    cells = [separators[0]]
+    for nb, after in zip(notebooks, separators[1:], strict=True):
+        cells += [*nb.cells, after]
+    together = nbformat.v4.new_notebook(metadata=notebooks[0].metadata)
+    together.cells = cells  # the very cells (new_notebook(cells=...) would copy them)
+    execute(together, cwd)
+    return [
+        "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+        for cell in separators
+    ]
+
+
 def test_every_chapter_notebook_runs_and_reproduces_its_numbers(printed_site, tmp_path):
-    """The site's notebooks, one per chapter, each executed in its own kernel (two at a time on
-    the 2-core machine): every value reads as its chapter prints it."""
+    """The site's notebooks, one per chapter, executed in real ipykernels (two at a time on the
+    2-core machine, each running its chapters in turn from an empty namespace): every value reads
+    as its chapter prints it."""
     folder = printed_site / "notebooks"
     paths = [folder / f"{c.id}.ipynb" for c in derivations.CHAPTERS]
     assert all(p.is_file() for p in paths), sorted(p.name for p in folder.iterdir())
@@ -50,19 +76,32 @@ def test_every_chapter_notebook_runs_and_reproduces_its_numbers(printed_site, tm
 
     started = time.monotonic()
     failures = {}
+    ids = list(notebooks)
+    shares = [ids[k::KERNELS] for k in range(KERNELS)]
 
-    def run(item):
-        chapter_id, nb = item
+    def run(share):
         try:
-            execute(nb, tmp_path)
+            printed = execute_in_turn([notebooks[i] for i in share], tmp_path)
         except CellExecutionError as err:
-            failures[chapter_id] = str(err)[:2000]
-        else:
-            if wrong := mismatches(nb):
+            failed = [
+                chapter_id
+                for chapter_id in share
+                for c in notebooks[chapter_id].cells
+                if any(o.get("output_type") == "error" for o in c.get("outputs", []))
+            ]
+            failures[failed[0] if failed else " or ".join(share)] = str(err)[:2000]
+            return
+        if len(set(printed)) != 1 or not printed[0].strip().isdigit():
+            failures[" then ".join(share)] = f"the catalogue changed between chapters: {printed}"
+        for chapter_id in share:
+            cells = notebooks[chapter_id].cells
+            if ran := [c for c in cells if c.cell_type == "code" and c.execution_count is None]:
+                failures[chapter_id] = f"{len(ran)} cells did not run"
+            elif wrong := mismatches(notebooks[chapter_id]):
                 failures[chapter_id] = wrong
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(run, notebooks.items()))
+    with ThreadPoolExecutor(max_workers=KERNELS) as pool:
+        list(pool.map(run, shares))
     elapsed = time.monotonic() - started
     print(f"executed {len(notebooks)} chapter notebooks in {elapsed:.1f} s")
     assert not failures, failures

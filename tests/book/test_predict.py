@@ -54,13 +54,15 @@ def test_no_prediction_is_above_its_bound(study):
             assert study["loo"][c.id] <= c.bound * (1 + 1e-9), c.id
 
 
-def test_rows_newer_than_the_fit_and_speculative_rows_stay_out_of_it(study):
+def test_rows_newer_than_the_fit_and_unmodelled_speculation_stay_out_of_it(study):
     fitted = set(study["model"].fitted)
     for c in study["cases"]:
         if c.held_out or c.excluded:
             assert c.id not in fitted, c.id
     assert any(c.held_out for c in study["cases"])  # the v6.1 rows are the out-of-sample test
-    assert "trtllm_b200_r1_batch1_mtp" not in fitted
+    # speculation with its published acceptance is modelled (and fitted); without it, not
+    assert "trtllm_b200_r1_batch1_mtp" in fitted
+    assert "inferencex_b200_r1_fp4_125" not in fitted
 
 
 def test_rows_no_step_model_describes_are_reported_apart_with_their_reason(study):
@@ -68,7 +70,8 @@ def test_rows_no_step_model_describes_are_reported_apart_with_their_reason(study
     apart = [c for c in study["cases"] if predict.not_modelled(c)]
     # the InferenceX sweeps (read between measured points) and the MTP rows: out of the fit...
     ids = {c.id for c in apart}
-    assert "inferencex_b200_llama33_fp8_76" in ids and "trtllm_b200_r1_batch1_mtp" in ids
+    assert "inferencex_b200_llama33_fp8_76" in ids and "inferencex_gb200_r1_fp4_125" in ids
+    assert "trtllm_b200_r1_batch1_mtp" not in ids  # its acceptance (2.82 tokens) is published
     assert not ids & set(study["model"].fitted)
     # ...but not out of the report: every one is counted, under its reason
     assert s["not_modelled"]["count"] == len(apart) >= 8
@@ -182,3 +185,170 @@ def test_the_chapters_predict_example_runs_as_printed():
     out = io.StringIO()
     assert main(shlex.split(PREDICT_EXAMPLE)[1:], out=out) == 0
     assert "predicted" in out.getvalue() and "bound" in out.getvalue()
+
+
+# -- what a practitioner knows before running: the engine's batch cap, speculative decoding ------
+
+
+def _scenario(max_batch=None, **kw):
+    args = dict(hardware="h200", model="llama_2_70b", precision="fp8", chips=1)
+    args.update(input_tokens="100", output_tokens="1000")
+    args.update(kw)
+    return predict.predict_scenario(**args, max_batch=max_batch)
+
+
+def test_a_batch_cap_above_what_fits_changes_nothing():
+    free = _scenario()
+    assert free["batch"] > 100  # Llama 2 70B at FP8 on one H200 holds hundreds of sequences
+    capped = _scenario(max_batch=int(free["batch"] * 3))
+    assert capped["predicted"] == free["predicted"] and capped["bound"] == free["bound"]
+    assert capped["batch"] == free["batch"]
+
+
+def test_halving_a_memory_bound_batch_costs_only_the_weight_amortisation(tmp_path):
+    """At batch B a memory-bound step reads the weights once (W) and each sequence's KV cache
+    (K each), both at the fitted share of HBM bandwidth, and pays the fixed per-layer time:
+    T(B) = (W + B K) / eta_mem + L tau. Halving B multiplies the rate per chip by
+    (1/2) T(B) / T(B/2): weights and overheads are amortised over half as many sequences.
+    W and K are computed here from the model's shape, not by the code under test."""
+    presets = load()
+    model, chip = presets.get("model", "llama_2_70b"), presets.get("hardware", "h200")
+    p = predict.fit_rows(presets).params
+    bandwidth = chip.hbm_bandwidth.to("byte/s").m * p["memory"]
+    weights = model.params_total.to("parameter").m * 1.0 / bandwidth  # FP8: one byte each
+    context = 100 + 1000 / 2  # prompt plus half the output: the mean context of a generation
+    kv_bytes = 2 * model.layers * model.n_kv_heads * model.d_model / model.n_heads * context
+    kv = kv_bytes * 1.0 / bandwidth  # FP8 KV cache: one byte per value
+    fixed = model.layers * p["layer_overhead"]
+
+    def step(b):
+        return weights + b * kv + fixed
+
+    full, half = _scenario(max_batch=32), _scenario(max_batch=16)
+    # memory-bound at both batches: the compute side (matmul, prefill, attention) is the smaller
+    for m in (32, 16):
+        c = predict.case(_row_of(tmp_path, m), load((str(tmp_path / "row.toml"),)))
+        shares = p[c.fmt]
+        compute = (c.matmul[-1] + c.prefill[-1] / p["prefill"]) / shares + c.attention[-1] / shares
+        assert compute < c.memory[-1] / p["memory"], m
+    expected = 0.5 * step(32) / step(16)
+    assert half["predicted"] / full["predicted"] == pytest.approx(expected, rel=2e-3)
+    assert 0.5 < expected < 1  # less than the halving a compute-bound step would show
+
+
+def _row_of(tmp_path, max_batch):
+    from book.validation import evaluate
+
+    (tmp_path / "row.toml").write_text(
+        "\n".join(
+            [
+                "[measurement.capped]",
+                'name = "capped"',
+                'source = "test"',
+                'system = "1x H200"',
+                'hardware = "h200"',
+                "chips = 1",
+                'model = "llama_2_70b"',
+                'weights = "fp8"',
+                'kv = "fp8"',
+                'scenario = "offline"',
+                'input_tokens = "100 token"',
+                'output_tokens = "1000 token"',
+                f'concurrency = "{max_batch} sequence"',
+                'throughput_per_chip = "1 token/s"',
+            ]
+        )
+        + "\n"
+    )
+    presets = load((str(tmp_path / "row.toml"),))
+    return evaluate(presets.get("measurement", "capped"), presets)
+
+
+SPECULATIVE = """[measurement.spec]
+name = "spec"
+source = "test"
+system = "8x B200"
+hardware = "b200"
+chips = 8
+model = "deepseek_r1"
+weights = "fp4"
+kv = "fp8"
+scenario = "single_stream"
+input_tokens = "1024 token"
+output_tokens = "2048 token"
+concurrency = "1 sequence"
+per_user_rate = "100 token/s"
+"""
+
+
+def _speculative(tmp_path, draft=None, accepted=None):
+    from book.validation import evaluate
+
+    text = SPECULATIVE
+    if draft is not None:
+        text += f'draft_tokens = "{draft} token"\naccepted_tokens = "{accepted} token"\n'
+    path = tmp_path / f"spec_{draft}_{accepted}.toml"  # one file each: presets load once a path
+    path.write_text(text)
+    presets = load((str(path),))
+    r = evaluate(presets.get("measurement", "spec"), presets)
+    return r, predict.case(r, presets)
+
+
+def test_speculation_keeps_accepted_tokens_per_step_and_pays_for_the_verified(tmp_path):
+    p = predict.fit_rows(load()).params
+    plain_row, plain = _speculative(tmp_path)
+    spec_row, spec = _speculative(tmp_path, 3, 2.82)
+    # the bound: a tokens per step at no less than a one-token step's time
+    assert spec_row.bound.m == pytest.approx(2.82 * plain_row.bound.m, rel=1e-9)
+    # the prediction: more per user, but less than a times more (four tokens' FLOPs and experts,
+    # three draft passes), and never above the bound
+    gain = predict.predict_case(spec, p) / predict.predict_case(plain, p)
+    assert 1 < gain < 2.82
+    assert predict.predict_case(spec, p) <= spec_row.bound.m
+    # the verified tokens cost the same whatever is accepted: the speed is linear in a
+    # (single stream, its prompt share aside: compare two acceptances with the prompt removed)
+    _, spec_low = _speculative(tmp_path, 3, 1.5)
+    assert spec_low.matmul == pytest.approx(spec.matmul) and spec_low.memory == pytest.approx(
+        spec.memory
+    )
+    # nothing accepted beyond the step's own token: slower than not speculating at all
+    _, wasted = _speculative(tmp_path, 3, 1)
+    assert predict.predict_case(wasted, p) < predict.predict_case(plain, p)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ('draft_tokens = "3 token"\n', "draft_tokens and accepted_tokens go together"),
+        ('draft_tokens = "3 token"\naccepted_tokens = "4.5 token"\n', "accepted_tokens: expected"),
+        ('draft_tokens = "2.5 token"\naccepted_tokens = "1 token"\n', "draft_tokens: expected"),
+    ],
+)
+def test_a_speculation_that_cannot_be_is_one_error(tmp_path, extra, message):
+    from units import ChalkboardError
+
+    (tmp_path / "spec.toml").write_text(SPECULATIVE + extra)
+    with pytest.raises(ChalkboardError, match=message):
+        load((str(tmp_path / "spec.toml"),))
+
+
+def test_the_held_out_rows_carry_their_published_batch_caps(study):
+    cases = {c.id: c for c in study["cases"]}
+    # gpt-oss-120b on one B300: NVIDIA's engine holds 896 sequences, not the ~10,900 that fit
+    assert cases["mlperf61_b300_x8_gptoss_offline"].batch[-1] == 896
+    # DeepSeek-R1: eight attention-data-parallel ranks of 1,024
+    assert cases["mlperf61_gb300_x8_r1_offline"].batch[-1] == 8 * 1024
+
+
+def test_predict_takes_the_engines_max_batch():
+    code, out, err = run(
+        "predict", "--hardware", "h200", "--model", "llama_2_70b", "--precision", "fp8",
+        "--input", "1000", "--output", "200", "--max-batch", "64", "--json",
+    )  # fmt: skip
+    assert code == 0 and err == ""
+    assert json.loads(out)["batch"] == 64
+    code, out, err = run(
+        "predict", "--hardware", "h200", "--model", "llama_2_70b", "--precision", "fp8",
+        "--input", "1000", "--output", "200", "--max-batch", "0",
+    )  # fmt: skip
+    assert code == 2 and err.startswith("error: --max-batch") and err.count("\n") == 1

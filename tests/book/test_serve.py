@@ -5,8 +5,9 @@ folder (so editing its templates touches nothing here), with TMPDIR pointing at 
 own and a user's module (``--extra``, tests/fixtures/my_derivations.py) whose chapter the build
 must add to the book, and drive the served chapter in headless Chromium. Every wait has a
 timeout and the server's whole process group is killed at the end whatever happened. The first
-build is a full build of the book (about a minute on an idle two-core machine); the rest takes
-seconds.
+build is a full build of the book (about a minute on an idle two-core machine, a quarter of that
+when it starts after the session's build has cached its proofs and figures:
+``sitebuild.wait_cached``); the rest takes seconds.
 """
 
 import io
@@ -27,6 +28,7 @@ import pytest
 
 from book import serve
 from book.cli import main
+from tests import sitebuild
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_BUILD = 900  # seconds: a whole build on a loaded machine, never an endless wait
@@ -162,7 +164,9 @@ def small_site(tmp_path):
     state = _Counting()
     state.publish(site=site)
     server = serve.make_server(0, serve.make_handler(state))
-    thread = __import__("threading").Thread(target=server.serve_forever, daemon=True)
+    thread = __import__("threading").Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )  # shutdown() waits for the next poll: 0.5 s per test with the default
     thread.start()
     try:
         yield server, state
@@ -378,6 +382,9 @@ def server(tmp_path_factory):
     from tests.book.browser import chromium_path
 
     chromium_path()  # fails loudly without a browser, before the long build
+    # the session's own build of the book, if one runs, writes the proofs and figures this
+    # build needs into the session's cache: read them rather than compute them beside it
+    sitebuild.wait_cached()
     srv = Server(tmp_path_factory.mktemp("serve"))
     try:
         srv.wait_for(r"built the site in", timeout=FIRST_BUILD)
