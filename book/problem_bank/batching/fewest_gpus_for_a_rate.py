@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from book.format import quantity
 from book.problem_bank import Draw, Mistake, evaluate
 from book.problem_bank.batching._figures import chip_name, figures, tokens
@@ -49,7 +51,8 @@ def draw(rng, presets) -> Draw:
     attention = (f["attention_flops_per_token"] * case["context_length"] * Q_(1, "sequence")).to(
         "GFLOP"
     )
-    floor_chips = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip")
+    exact = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip")
+    floor_chips = Q_(math.ceil(exact.m), "chip")  # a count that must cover the rate: round up
     per_chip_floor = (flops / per_token * Q_(1, "token/chip")).to("token/s/chip")
     assert chips / floor_chips < FACTOR, "attention, ignored, stays within the factor"
     chip, name = chip_name(presets, hardware), presets.get("model", model).name
@@ -72,7 +75,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(per_token, 3)}. The total parameters do not enter: the experts a token "
         "skips do no arithmetic for it.",
         f"One GPU at {quantity(flops, 3)} then makes about {quantity(per_chip_floor, 3)}.",
-        f"{quantity(rate, 2)} over that: about **{quantity(floor_chips, 3)}**, at full use of "
+        f"{quantity(rate, 2)} over that is {quantity(exact, 4)}; a GPU is whole, so "
+        f"**{quantity(floor_chips, 4)}** at full use of "
         "every FLOP (a floor: real serving runs well below peak). Attention, left out, would "
         f"add about {quantity(attention, 2)} per token at this context ({quantity(chips, 3)} "
         "in all): still within the estimate's factor.",

@@ -108,5 +108,13 @@ def draw(rng, presets) -> Draw:
         ):
             mistakes.append(Mistake(value, why))
     return Draw(
-        text=text, answer=per_step, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+        hint=(
+            "No step can be shorter than its memory reads at batch one: how many tokens must "
+            "each step give the user to reach the logged speed?"
+        ),
+        text=text,
+        answer=per_step,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
     )

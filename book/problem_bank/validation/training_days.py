@@ -98,4 +98,14 @@ def draw(rng, presets) -> Draw:
         for v, why in candidates
         if not (1 / FACTOR <= (v / days).to("").m <= FACTOR)
     )
-    return Draw(text=text, answer=days, solution=solution, tolerance=FACTOR, mistakes=mistakes)
+    return Draw(
+        hint=(
+            "Six FLOPs per active parameter per token, over the cluster's FLOP rate at the "
+            "expected utilisation."
+        ),
+        text=text,
+        answer=days,
+        solution=solution,
+        tolerance=FACTOR,
+        mistakes=mistakes,
+    )
