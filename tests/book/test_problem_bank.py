@@ -329,3 +329,35 @@ def test_the_bold_answer_is_the_graded_answer_at_the_figures_it_shows(module):
         assert any(shown_matches(b, spec) for b in bold), (
             f"{p.id} seed {seed}: {bold} is not {p.answer:~.6g} at the figures shown"
         )
+
+
+def _figure(pattern: str, text: str) -> float:
+    found = re.search(pattern, text)
+    assert found, f"{pattern!r} not in {text!r}"
+    return float(found[1].replace(",", ""))
+
+
+def test_the_micro_batch_count_follows_from_the_figures_as_printed():
+    """A student who works from the statement's figures, or from the solution's intermediates
+    as printed (rounded as shown), counts the same whole sequences as the graded answer: the
+    count never hangs on a rounding (hand computation: HBM less the weights' share per GPU,
+    over one sequence's cache per GPU)."""
+    from book.problem_bank.pipeline import micro_batch_beside_weights as module
+
+    words = {"one": 1}
+    for seed, p in draws(module):
+        where = f"{p.id} seed {seed}"
+        text, answer = p.text, p.answer.to("sequence").m
+        total = _figure(r"\(([\d,.]+) B parameters,", text) * 1e9  # bytes at FP8
+        nodes = re.search(r"on (\d+|one) eight-GPU node", text)[1]
+        stages = words.get(nodes) or int(nodes)
+        gpus = _figure(r"spread over (?:the|its) node's (\d+) GPUs", text)
+        hbm = _figure(r"with ([\d,.]+) GB of HBM each", text) * 1e9
+        context = _figure(r"has ([\d,]+) tokens of context", text)
+        kv = _figure(r"takes ([\d,]+) bytes per token", text)
+        from_statement = math.floor((hbm - total / (gpus * stages)) / (context * kv / gpus))
+        assert from_statement == answer, where
+        steps = " ".join(p.solution)
+        room = _figure(r"leaving ([\d,.]+) GB for the KV cache", steps) * 1e3  # MB
+        per_gpu = _figure(r": ([\d,.]+) MB per GPU", steps)
+        assert math.floor(room / per_gpu) == answer, f"{where}: {room} MB / {per_gpu} MB"

@@ -20,6 +20,27 @@ STAGES = (2, 4)  # a pipeline: the cache per sequence does not shrink with its s
 CONTEXTS = (8192, 16384, 32768)
 
 
+def shown(q, places: int = 4):
+    """``q`` rounded to ``places`` significant figures, as the text shows it."""
+    return Q_(float(f"{q.m:.{places}g}"), q.units)
+
+
+def counts(hbm, weights, kv_token, context, gpus) -> list[int]:
+    """The sequences that fit, from the statement's exact figures and from the solution's
+    intermediates as it shows them (four places)."""
+
+    def fit(room, per_gpu):
+        return math.floor((room / per_gpu).to("").m)
+
+    per_gpu = (kv_token * context * Q_(1, "sequence") / gpus.m).to("MB")
+    room = (hbm - weights).to("GB")
+    return [
+        fit(room, per_gpu),
+        fit(shown(room), shown(per_gpu)),
+        fit(shown(hbm - shown(weights)), shown(per_gpu)),
+    ]
+
+
 def draw(rng, presets) -> Draw:
     while True:  # the weights leave a fifth of each GPU's HBM; the count is clear of rounding
         model_id, hardware = rng.choice(MODELS), rng.choice(NODES)
@@ -54,9 +75,9 @@ def draw(rng, presets) -> Draw:
         per_gpu_seq = (kv_seq / gpus.m).to("GB")
         micro_exact = ((hbm - weights) / per_gpu_seq).to("").m
         assert abs(micro_exact / detail.value.to("sequence").m - 1) < 1e-9, "the shown figures"
-        # a count whose fraction is near a whole number flips when a student rounds the
-        # intermediate figures: redraw it
-        if 0.1 < micro_exact % 1 < 0.9:
+        # the count must not hang on rounding: the solution's figures as shown (four places)
+        # give the count the statement's exact figures give
+        if len(set(counts(hbm, weights, kv_token, context, gpus))) == 1:
             break
     micro = math.floor(micro_exact)
     crossover = (
@@ -103,17 +124,17 @@ def draw(rng, presets) -> Draw:
         f"Weights: {quantity(model.params_total)} at one byte in FP8 is "
         f"{quantity(weights_all.to('GB'))}; spread over {number(gpus.m)} GPUs"
         + (f" in each of {p} stages" if p > 1 else "")
-        + f", {quantity(weights, 6)} per GPU, leaving {quantity(room, 6)} for the KV cache.",
+        + f", {quantity(weights, 4)} per GPU, leaving {quantity(room, 4)} for the KV cache.",
         f"One sequence's cache is {context_tokens(context, 5)} × {quantity(kv_token, 6)} = "
         f"{quantity(kv_seq.to('MB'))}, spread over the {part}'s {number(gpus.m)} GPUs: "
-        f"{quantity(per_gpu_seq.to('MB'), 6)} per GPU."
+        f"{quantity(per_gpu_seq.to('MB'), 4)} per GPU."
         + (
             f" A full pipeline holds {p} micro-batches, but each stage keeps only its own "
             f"layers' share of their caches, so the {p} cancels."
             if p > 1
             else ""
         ),
-        f"{quantity(room, 6)} at {quantity(per_gpu_seq.to('MB'), 6)} per sequence holds "
+        f"{quantity(room, 4)} at {quantity(per_gpu_seq.to('MB'), 4)} per sequence holds "
         f"**{quantity(Q_(micro, 'sequence'), 4)}** per {part_batch} (whole sequences, rounded "
         f"down). {verdict}",
     ]
