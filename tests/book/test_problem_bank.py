@@ -361,3 +361,24 @@ def test_the_micro_batch_count_follows_from_the_figures_as_printed():
         room = _figure(r"leaving ([\d,.]+) GB for the KV cache", steps) * 1e3  # MB
         per_gpu = _figure(r": ([\d,.]+) MB per GPU", steps)
         assert math.floor(room / per_gpu) == answer, f"{where}: {room} MB / {per_gpu} MB"
+
+
+@pytest.mark.parametrize("module", MODULES, ids=IDS)
+def test_every_problem_gives_a_hint(module):
+    for seed, p in draws(module)[:3]:
+        assert p.hint.strip(), f"{p.id} seed {seed}: no hint"
+
+
+RENT = re.compile(r'Q_\((?!1,)(?:[^()]|\([^()]*\))*"USD/(?:chip|GPU)/h(?:our)?"\)')
+
+
+def test_a_chip_rent_comes_from_the_one_table():
+    """A chip's rent is the declared one of book/problem_bank/_rents.py, so the same chip costs
+    the same in every problem: no problem file types or draws a rent of its own."""
+    from book.problem_bank import _rents
+
+    assert RENT.search('rent = Q_(rng.choice(RENTS), "USD/chip/hour")')  # the check can fail
+    assert not RENT.search('per_hour = bill / Q_(1, "USD/chip/hour")')  # a unit, not a rent
+    for module in MODULES:
+        assert not RENT.search(inspect.getsource(module)), module.__name__
+    assert all(v > 0 for v in _rents.DECLARED.values())
