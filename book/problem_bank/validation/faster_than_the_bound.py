@@ -109,8 +109,8 @@ def draw(rng, presets) -> Draw:
             mistakes.append(Mistake(value, why))
     return Draw(
         hint=(
-            "No step can be shorter than its memory reads at batch one: how many tokens must "
-            "each step give the user to reach the logged speed?"
+            "First find the shortest a step can be at batch one; then ask what the logged "
+            "speed implies for each step."
         ),
         text=text,
         answer=per_step,

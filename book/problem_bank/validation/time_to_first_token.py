@@ -99,8 +99,8 @@ def draw(rng, presets) -> Draw:
             mistakes.append(Mistake(value, why))
     return Draw(
         hint=(
-            "A prompt's prefill is one pass of two FLOPs per parameter per token, at peak, "
-            "plus one read of the weights: take the larger."
+            "A prefill is one pass over the prompt: bound either by its multiplies or by one "
+            "read of the weights. Which is slower here?"
         ),
         text=text,
         answer=share,

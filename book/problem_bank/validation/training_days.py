@@ -100,8 +100,8 @@ def draw(rng, presets) -> Draw:
     )
     return Draw(
         hint=(
-            "Six FLOPs per active parameter per token, over the cluster's FLOP rate at the "
-            "expected utilisation."
+            "The run's FLOPs (forward and backward for every token) over what the whole "
+            "cluster delivers at that utilisation."
         ),
         text=text,
         answer=days,
