@@ -329,3 +329,56 @@ def test_the_bold_answer_is_the_graded_answer_at_the_figures_it_shows(module):
         assert any(shown_matches(b, spec) for b in bold), (
             f"{p.id} seed {seed}: {bold} is not {p.answer:~.6g} at the figures shown"
         )
+
+
+def _figure(pattern: str, text: str) -> float:
+    found = re.search(pattern, text)
+    assert found, f"{pattern!r} not in {text!r}"
+    return float(found[1].replace(",", ""))
+
+
+def test_the_micro_batch_count_follows_from_the_figures_as_printed():
+    """A student who works from the statement's figures, or from the solution's intermediates
+    as printed (rounded as shown), counts the same whole sequences as the graded answer: the
+    count never hangs on a rounding (hand computation: HBM less the weights' share per GPU,
+    over one sequence's cache per GPU)."""
+    from book.problem_bank.pipeline import micro_batch_beside_weights as module
+
+    words = {"one": 1}
+    for seed, p in draws(module):
+        where = f"{p.id} seed {seed}"
+        text, answer = p.text, p.answer.to("sequence").m
+        total = _figure(r"\(([\d,.]+) B parameters,", text) * 1e9  # bytes at FP8
+        nodes = re.search(r"on (\d+|one) eight-GPU node", text)[1]
+        stages = words.get(nodes) or int(nodes)
+        gpus = _figure(r"spread over (?:the|its) node's (\d+) GPUs", text)
+        hbm = _figure(r"with ([\d,.]+) GB of HBM each", text) * 1e9
+        context = _figure(r"has ([\d,]+) tokens of context", text)
+        kv = _figure(r"takes ([\d,]+) bytes per token", text)
+        from_statement = math.floor((hbm - total / (gpus * stages)) / (context * kv / gpus))
+        assert from_statement == answer, where
+        steps = " ".join(p.solution)
+        room = _figure(r"leaving ([\d,.]+) GB for the KV cache", steps) * 1e3  # MB
+        per_gpu = _figure(r": ([\d,.]+) MB per GPU", steps)
+        assert math.floor(room / per_gpu) == answer, f"{where}: {room} MB / {per_gpu} MB"
+
+
+@pytest.mark.parametrize("module", MODULES, ids=IDS)
+def test_every_problem_gives_a_hint(module):
+    for seed, p in draws(module)[:3]:
+        assert p.hint.strip(), f"{p.id} seed {seed}: no hint"
+
+
+RENT = re.compile(r'Q_\((?!1,)(?:[^()]|\([^()]*\))*"USD/(?:chip|GPU)/h(?:our)?"\)')
+
+
+def test_a_chip_rent_comes_from_the_one_table():
+    """A chip's rent is the declared one of book/problem_bank/_rents.py, so the same chip costs
+    the same in every problem: no problem file types or draws a rent of its own."""
+    from book.problem_bank import _rents
+
+    assert RENT.search('rent = Q_(rng.choice(RENTS), "USD/chip/hour")')  # the check can fail
+    assert not RENT.search('per_hour = bill / Q_(1, "USD/chip/hour")')  # a unit, not a rent
+    for module in MODULES:
+        assert not RENT.search(inspect.getsource(module)), module.__name__
+    assert all(v > 0 for v in _rents.DECLARED.values())

@@ -6,6 +6,7 @@ import math
 
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank._rents import rent
 from units import Q_
 
 KIND = "design"
@@ -13,12 +14,6 @@ TITLE = "Which server, which precision, which batch?"
 USES = ("memory_time", "compute_time", "step_time", "cost_per_token")
 
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-RENTS = {
-    "h100_sxm": (2.0, 2.5),
-    "h200": (2.5, 3.0, 3.5),
-    "b200": (4.0, 5.0, 6.0),
-    "mi300x": (2.0, 2.5, 3.0),
-}  # USD per GPU-hour, as quoted to you
 RATES = (25, 40, 50)  # tokens/s each user must see
 CONTEXT = 8192
 CLOSE = 0.05
@@ -86,7 +81,7 @@ def option(hardware, precision, rent, step_limit, presets):
 
 def draw(rng, presets) -> Draw:
     chips = rng.sample(CHIPS, 2)
-    rents = {h: Q_(rng.choice(RENTS[h]), "USD/chip/hour") for h in chips}
+    rents = {h: rent(h) for h in chips}
     rate = Q_(rng.choice(RATES), "token/s/sequence")
     step_limit = (Q_(1, "token/sequence") / rate).to("ms")
     rows = [option(h, p, rents[h], step_limit, presets) for h in chips for p in ("bf16", "fp8")]

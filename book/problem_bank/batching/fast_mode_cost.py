@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
     chip_name,
     figures,
@@ -38,7 +39,6 @@ SETUPS = (  # (model, precision, chip): dense models on a server of eight
 BATCHES = (128, 192, 256, 384, 512)
 FEWEST = 40  # Fast-mode sequences: rounding the batch down moves the cost less than 3%
 CONTEXTS = (4096, 8192, 16384)
-RENTS = (2.0, 2.5, 3.0, 4.0)  # USD per chip-hour, as quoted to you
 WORDS = {"bf16": "BF16", "fp8": "FP8"}
 
 
@@ -66,7 +66,7 @@ def scenario(rng, presets):
             n_chips=Q_(8, "chip"),
             batch_size=Q_(rng.choice(BATCHES), "sequence"),
             context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
-            price_per_chip_hour=Q_(rng.choice(RENTS), "USD/chip/hour"),
+            price_per_chip_hour=rent(hardware),
             presets=presets,
         )
         held = evaluate("chips_to_fit", **case).to("chip")

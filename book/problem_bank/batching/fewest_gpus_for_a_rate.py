@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from book.format import quantity
+import math
+
+from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate
 from book.problem_bank.batching._figures import chip_name, figures, tokens
 from units import Q_
@@ -17,6 +19,11 @@ CHIPS = {"h200": 8, "b200": 8, "gb200_nvl72": 72, "mi300x": 8}  # chip: GPUs per
 SHARES = (0.1, 0.2, 0.5, 1.0)  # of one frontier model's traffic
 CONTEXTS = (512, 1024, 2048)
 FACTOR = 1.5  # narrower than the factor two of BF16 against FP8, or of one FLOP for two
+
+
+def shown(q, places: int = 3):
+    """``q`` rounded to ``places`` significant figures, as the statement prints it."""
+    return Q_(float(f"{q.m:.{places}g}"), q.units)
 
 
 def scenario(rng, presets):
@@ -38,18 +45,28 @@ def scenario(rng, presets):
 
 
 def draw(rng, presets) -> Draw:
-    big = scenario(rng, presets)
+    while True:  # redraw until the quotient, shown to four places, rounds up as it does exact
+        big = scenario(rng, presets)
+        rate = (presets.parameter["inference_rate"].value * rng.choice(SHARES)).to("token/s")
+        f = figures(**big)
+        flops, active = shown(f["flops"].to("PFLOP/s")), shown(f["n_active"])
+        per_token = (2 * active * Q_(1, "FLOP/parameter")).to("GFLOP")
+        exact = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip").m
+        if math.ceil(float(f"{exact:.4g}")) == math.ceil(exact):
+            break
     model, hardware, case = big["model"], big["hardware"], big
-    rate = (presets.parameter["inference_rate"].value * rng.choice(SHARES)).to("token/s")
     per_chip = evaluate("decode_rate_per_chip", **big).to("token/s/chip")
     chips = (rate / per_chip).to("chip")
     f = figures(**big)
-    flops, active, total = f["flops"].to("PFLOP/s"), f["n_active"], f["n_total"]
+    # the figures as the statement shows them (three places): the count, rounded up, is the
+    # one a student gets from them
+    flops, active, total = shown(f["flops"].to("PFLOP/s")), shown(f["n_active"]), f["n_total"]
     per_token = (2 * active * Q_(1, "FLOP/parameter")).to("GFLOP")
     attention = (f["attention_flops_per_token"] * case["context_length"] * Q_(1, "sequence")).to(
         "GFLOP"
     )
-    floor_chips = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip")
+    exact = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip")
+    floor_chips = Q_(math.ceil(exact.m), "chip")  # a count that must cover the rate: round up
     per_chip_floor = (flops / per_token * Q_(1, "token/chip")).to("token/s/chip")
     assert chips / floor_chips < FACTOR, "attention, ignored, stays within the factor"
     chip, name = chip_name(presets, hardware), presets.get("model", model).name
@@ -72,7 +89,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(per_token, 3)}. The total parameters do not enter: the experts a token "
         "skips do no arithmetic for it.",
         f"One GPU at {quantity(flops, 3)} then makes about {quantity(per_chip_floor, 3)}.",
-        f"{quantity(rate, 2)} over that: about **{quantity(floor_chips, 3)}**, at full use of "
+        f"{quantity(rate, 2)} over that is {number(exact.m, 4)}; a GPU is whole, so "
+        f"**{quantity(floor_chips, 4)}** at full use of "
         "every FLOP (a floor: real serving runs well below peak). Attention, left out, would "
         f"add about {quantity(attention, 2)} per token at this context ({quantity(chips, 3)} "
         "in all): still within the estimate's factor.",

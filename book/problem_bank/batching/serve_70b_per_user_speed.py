@@ -6,6 +6,7 @@ import math
 
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank import _rents as rents
 from derivations.notation import flops_per_param_token
 from units import Q_
 
@@ -16,14 +17,13 @@ USES = ("weight_fetch_time", "kv_fetch_time", "memory_time", "cost_per_token")
 CHIPS = ("h100_sxm", "h200", "b200")
 RATES = (20, 25, 30, 40)  # tokens/s each user must see
 CONTEXTS = (4096, 8192, 16384)
-RENTS = (2.0, 2.5, 3.0, 3.5)  # USD per chip-hour, as quoted to you
 
 
 def draw(rng, presets) -> Draw:
     hardware = rng.choice(CHIPS)
     rate = Q_(rng.choice(RATES), "token/s/sequence")
     context = Q_(rng.choice(CONTEXTS), "token/sequence")
-    rent = Q_(rng.choice(RENTS), "USD/chip/hour")
+    rent = rents.rent(hardware)
     n = Q_(8, "chip")
     case = dict(
         hardware=hardware,

@@ -117,5 +117,13 @@ def draw(rng, presets) -> Draw:
         if all(abs((value / o).to("").m - 1) > 0.05 for o in [ratio, *(m.value for m in mistakes)]):
             mistakes.append(Mistake(value, why))
     return Draw(
-        text=text, answer=ratio, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+        hint=(
+            "The premium is the write price less the plain input price; the holding costs "
+            "what the medium costs per byte-hour times the cache's bytes and its lifetime."
+        ),
+        text=text,
+        answer=ratio,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
     )

@@ -168,6 +168,10 @@ def draw(rng, presets) -> Draw:
         ):
             mistakes.append(Mistake(value, why))
     return Draw(
+        hint=(
+            "Equal margins make the price ratio the ratio of chip time per token; find the "
+            "batch whose step, shared by fewer tokens, costs that much more."
+        ),
         text=text,
         answer=answer,
         solution=solution,

@@ -104,6 +104,10 @@ def draw(rng, presets) -> Draw:
         ):
             mistakes.append(Mistake(value, why))
     return Draw(
+        hint=(
+            "Both are read over the same chips at the same bandwidth: compare bytes, the "
+            "weights once against the batch's caches."
+        ),
         text=text,
         answer=context,
         solution=solution,

@@ -130,6 +130,10 @@ def draw(rng, presets) -> Draw:
         ):
             mistakes.append(Mistake(value, why))
     return Draw(
+        hint=(
+            "Write the cache read time and the compute time, attention included, per token of"
+            " context; where do the two lines cross?"
+        ),
         text=text,
         answer=context,
         solution=solution,

@@ -71,4 +71,14 @@ def draw(rng, presets) -> Draw:
             "You counted one layer's cache; every layer keeps its own.",
         ),
     )
-    return Draw(text=text, answer=chips, solution=solution, tolerance=FACTOR, mistakes=mistakes)
+    return Draw(
+        hint=(
+            "Bytes per token of context first (a key and a value per KV head per layer), then"
+            " the whole window, then divide by one GPU's HBM."
+        ),
+        text=text,
+        answer=chips,
+        solution=solution,
+        tolerance=FACTOR,
+        mistakes=mistakes,
+    )

@@ -147,6 +147,10 @@ def draw(rng, presets) -> Draw:
         if value is not None and abs(value.m / batch.m - 1) > 0.06
     )
     return Draw(
+        hint=(
+            "Take the weights out of the node's HBM first; then divide what is left by one "
+            "conversation's cache."
+        ),
         text=text,
         answer=batch,
         solution=solution,

@@ -113,6 +113,11 @@ def _draw(rng, presets) -> Draw:
     margin = _margin(options, best, promise)
     cheapest = min(options, key=lambda o: o[1].m)
 
+    month = (
+        f"\n\nA month is a twelfth of a year, {number(Q_(1, 'month').to('hour').m, 4)} hours."
+        if any("month" in row for row in rows)
+        else ""
+    )
     text = (
         f"You serve {model.name} in BF16 on {gpus} (rented at "
         f"{money(rent)}, {money(flops)} dense in BF16 per GPU). Its attention has "
@@ -124,6 +129,7 @@ def _draw(rng, presets) -> Draw:
         "tiers (price per byte held, and the bandwidth of one device), or drop it and run the "
         "prefill again on the replica's GPUs when they return:\n\n"
         + "\n".join(rows)
+        + month
         + "\n\nWhich choice meets the promise most cheaply, and what does it cost per million "
         "tokens of the conversation? (Count only holding, or only the recompute.)"
     )
@@ -216,6 +222,10 @@ def _draw(rng, presets) -> Draw:
         ):
             mistakes.append(Mistake(value, why))
     return Draw(
+        hint=(
+            "For each tier, check the read-back time against the promise first; only then "
+            "compare what holding (or recomputing) costs."
+        ),
         text=text,
         answer=best[1],
         solution=tuple(solution),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank._rents import rent as rent_of
 from book.problem_bank.batching._figures import chip_name, figures, size
-from book.problem_bank.moe._rents import RENTS
 from units import Q_
 
 KIND = "multi"
@@ -13,13 +13,13 @@ TITLE = "How many active parameters can a price afford?"
 USES = ("compute_cost_floor", "scaleup_memory", "max_total_params")
 LECTURE = "32:09"
 
-DOMAINS = RENTS  # chip: rents (USD per GPU-hour) quoted to you
+DOMAINS = ("h200", "b200", "gb200_nvl72", "gb300_nvl72")
 BUDGETS = (0.01, 0.02, 0.03, 0.05)  # USD per million tokens, at the compute floor
 
 
 def draw(rng, presets) -> Draw:
-    hardware = rng.choice(tuple(DOMAINS))
-    rent = Q_(rng.choice(DOMAINS[hardware]), "USD/chip/hour")
+    hardware = rng.choice(DOMAINS)
+    rent = rent_of(hardware)
     budget = Q_(rng.choice(BUDGETS), "USD/Mtoken")
     case = dict(
         hardware=hardware,

@@ -1,79 +1,133 @@
-"""Active parameters set the floor of a token's cost; total parameters only need room."""
+"""At long context the HBM caps the batch: a rack's cheapest token pays for reading its cache."""
 
 from __future__ import annotations
 
+import math
+
+from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money
-from book.problem_bank.moe._rents import RENTS
+from book.problem_bank._rents import rent
+from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
 from units import Q_
 
 KIND = "estimate"
-TITLE = "The cheapest token an MoE can make"
-USES = ("compute_time", "compute_cost_floor")
-LECTURE = "32:09"
+TITLE = "The cheapest token a rack can make at long context"
+USES = ("compute_cost_floor", "kv_cache_per_batch", "hbm_drain_time", "cost_per_token")
 
-MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
+MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b")
 RACKS = ("gb200_nvl72", "gb300_nvl72")
-FACTOR = 1.5  # narrower than a factor of two (FP8 against BF16 rate; 2N against N)
+CONTEXTS = (32768, 65536, 131072)
+FACTOR = 1.5  # narrower than a factor of two (a KV cache in two bytes; one GPU's rent)
+
+
+def scenario(rng, presets):
+    """A model, rack and context whose largest batch leaves the token well above its compute
+    floor (so the floor, a likely answer, falls outside the factor)."""
+    while True:
+        hardware = rng.choice(RACKS)
+        case = dict(
+            model=rng.choice(MODELS),
+            hardware=hardware,
+            precision="fp8",
+            n_chips=presets.get("hardware", hardware).scale_up_domain,
+            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+            price_per_chip_hour=rent(hardware),
+            presets=presets,
+        )
+        f = figures(**case)
+        room = evaluate("scaleup_memory", **case).to("GB") - weight_bytes(f)
+        per_sequence = (f["kv_bytes_per_token"] * case["context_length"] * Q_(1, "sequence")).to(
+            "GB"
+        )
+        batch = Q_(math.floor((room / per_sequence).to("").m), "sequence")
+        case["batch_size"] = batch
+        cost = evaluate("cost_per_token", **case).to("USD/Mtoken")
+        floor = evaluate("compute_cost_floor", **case).to("USD/Mtoken")
+        if batch.m >= 100 and cost > 2 * FACTOR * floor:
+            return case, f, room, per_sequence
 
 
 def draw(rng, presets) -> Draw:
-    model, hardware = rng.choice(MODELS), rng.choice(RACKS)
-    rent = Q_(rng.choice(RENTS[hardware]), "USD/chip/hour")
-    case = dict(
-        model=model, hardware=hardware, precision="fp8", price_per_chip_hour=rent, presets=presets
+    case, f, room, per_sequence = scenario(rng, presets)
+    batch, context, n, price = (
+        case["batch_size"],
+        case["context_length"],
+        case["n_chips"],
+        case["price_per_chip_hour"],
     )
-    floor = evaluate("compute_cost_floor", detailed=True, **case)
-    used = floor.inputs
-    flops, active = used["flops"].value.to("PFLOP/s"), used["n_active"].value
-    total = (
-        evaluate("weight_fetch_time", detailed=True, **case, batch_size=Q_(1, "sequence"))
-        .inputs["n_total"]
-        .value
-    )
-    answer = floor.value.to("USD/Mtoken")
-    name = presets.get("model", model).name
-    rack = presets.get("hardware", hardware).name.replace(" (per GPU)", "")
+    answer = evaluate("cost_per_token", **case).to("USD/Mtoken")
+    floor = evaluate("compute_cost_floor", **case).to("USD/Mtoken")
+    step = evaluate("step_time", **case).to("ms")
+    memory = evaluate("memory_time", **case).to("ms")
+    compute = evaluate("compute_time", **case).to("ms")
+    drain = evaluate("hbm_drain_time", **case).to("ms")
+    assert memory > compute, "a full rack at long context is bound by its reads"
+    assert abs((memory / drain).to("").m - 1) < 0.01, "a full HBM reads in one drain time"
+    kv, attention = f["kv_bytes_per_token"].to("kB/token"), f["attention_flops_per_token"]
+    flops, bandwidth, hbm = f["flops"].to("PFLOP/s"), f["mem_bandwidth"], f["hbm_capacity"]
+    per_token = (2 * f["n_active"] * Q_(1, "FLOP/parameter")).to("GFLOP")
+    read_own = (per_sequence / bandwidth * price * Q_(1, "chip/token")).to(
+        "USD/Mtoken"
+    )  # one GPU's rent for reading one sequence's cache once
+    rack, name = chip_name(presets, case["hardware"]), presets.get("model", case["model"]).name
+    weights = weight_bytes(f)
+
     text = (
-        f"{name} ({money(total, 3)} in all, {money(active, 3)} active per token) is "
-        f"served in FP8 on {rack} racks rented at {money(rent)}; each GPU does "
-        f"{money(flops, 3)} of dense FP8 math. Contexts are short, so reading the KV cache and "
-        "attention's own FLOPs are negligible. However large the batch, what is the least a "
-        "generated token can cost, in USD per million tokens? Any answer within a factor of "
-        f"{FACTOR:g} is accepted."
+        f"You serve {name} ({money(f['n_total'], 3)} in all, {money(f['n_active'], 3)} active "
+        f"per token) in FP8 on one {rack} rack of {money(n)} rented at {money(price)}; each GPU "
+        f"has {money(hbm, 3)} of HBM at {money(bandwidth, 3)} and does {money(flops, 3)} of "
+        f"dense FP8 math. Every conversation carries {tokens(context)} of context; the KV cache "
+        f"takes {money(kv, 3)} of context in FP8, and attention costs "
+        f"{money(attention.to('MFLOP/token'), 3)} of context for each new token. You may run "
+        "any batch the rack's HBM holds. Roughly what is the least a generated token can cost, "
+        f"in USD per million tokens? Any answer within a factor of {FACTOR:g} is accepted."
     )
-    per_token = (2 * active * Q_(1, "FLOP/parameter")).to("GFLOP")
-    gpu_seconds = (per_token / flops).to("µs")
     solution = (
-        "Past the crossover batch the step is compute-bound, and the weight reads are shared "
-        "by so many sequences that they cost nothing per token: what is left is the "
-        "multiplies in the weights (the contexts are short: the KV cache's reads and "
-        "attention's FLOPs, which grow with the context, are negligible).",
-        f"A token costs two FLOPs per active parameter: {money(per_token, 3)}. The total "
-        "parameters do not appear; they only need room in HBM.",
-        f"At {money(flops, 3)} that is {money(gpu_seconds, 3)} of one GPU's time, at "
-        f"{money(rent)}: **{money(answer, 2)}** at full utilisation (real serving runs "
-        "below peak, so this is a floor). 'How many active parameters can a price afford?' "
-        "reads the same floor backwards, from a price to the active parameters.",
+        f"The floor first: a token's multiplies are two FLOPs per active parameter, "
+        f"{money(per_token, 3)}; at {money(flops, 3)} and {money(price)} that alone costs "
+        f"{money(floor, 3)}. A larger batch only reaches it if the step becomes bound by its "
+        "multiplies, and the batch is capped by room.",
+        f"Room: the rack holds {money(n)} × {money(hbm, 3)}; the weights take {size(weights)} at "
+        f"one byte each, leaving {size(room)}. One conversation's cache is {tokens(context)} × "
+        f"{money(kv, 3)} = {size(per_sequence)}, so at most {money(batch)} fit.",
+        f"That batch fills the HBM, so a step reads all of it: one drain time, "
+        f"{money(hbm, 3)} / {money(bandwidth, 3)} = {money(drain, 3)}. Its multiplies, "
+        f"attention's included, take {money(compute, 3)}: the reads bind.",
+        f"The rack's rent for {money(step, 3)}, shared by {number(batch.m)} tokens: "
+        f"**{money(answer, 3)}**, {number((answer / floor).to('').m, 2)} times the compute "
+        f"floor. The shortcut: each token pays one GPU's rent for reading its own cache once "
+        f"({size(per_sequence)} at {money(bandwidth, 3)}, {money(read_own, 3)}); at long "
+        "context the cache, not the weights or the math, prices the token.",
     )
-    mistakes = (
+    slipped = dict(case, kv_precision="bf16")
+    slipped_room = (room / (2 * per_sequence)).to("").m
+    mistakes = [
         Mistake(
-            answer * (total / active).to("").m,
-            "You counted every parameter: only the "
-            "active ones do arithmetic for a token (total versus active parameters).",
+            floor,
+            "That is the compute floor: at this context the HBM runs out long before the "
+            "batch is large enough to be bound by its multiplies.",
         ),
         Mistake(
-            answer * 3,
-            "Six FLOPs per parameter is training (forward and backward); "
-            "serving a token is a forward pass, two.",
+            answer / n.m,
+            "You charged one GPU's rent for a step of the whole rack: every GPU of the rack "
+            "is rented for every step.",
         ),
-        Mistake(answer / 2, "A multiply-add is two FLOPs per active parameter, not one."),
-        Mistake(answer * 2, "That is the BF16 rate: FP8 math runs twice as fast."),
-    )
+    ]
+    if slipped_room >= 1:
+        slipped["batch_size"] = Q_(math.floor(slipped_room), "sequence")
+        mistakes.append(
+            Mistake(
+                evaluate("cost_per_token", **slipped).to("USD/Mtoken"),
+                "FP8 stores the KV cache in one byte per value, not two.",
+            )
+        )
+    kept = tuple(m for m in mistakes if not 1 / FACTOR <= (m.value / answer).to("").m <= FACTOR)
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=mistakes,
-        hint="Once the batch is large, what is the only work left per token?",
+        mistakes=kept,
+        hint="How many conversations' caches fit beside the weights, and how long does a step "
+        "take when the HBM is full?",
     )

@@ -1,61 +1,72 @@
-"""Choose the scale-up domain that holds a whole MoE and serves it most cheaply."""
+"""Choose the scale-up domain that serves a large MoE most cheaply under a per-step latency bound:
+each domain runs the largest batch its step bound and its HBM allow."""
 
 from __future__ import annotations
 
+import math
+
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank._rents import rent
+from book.problem_bank.batching._figures import chip_name, size, tokens, weight_bytes
+from book.problem_bank.batching._figures import figures as step_figures
 from units import Q_
 
 KIND = "design"
 TITLE = "Which scale-up domain for a large MoE?"
-USES = ("scaleup_memory", "max_total_params", "step_time", "cost_per_token")
+USES = ("scaleup_memory", "weight_fetch_time", "kv_fetch_time", "step_time", "cost_per_token")
 LECTURE = "32:09"
 
-DOMAINS = {  # chip: rents (USD per GPU-hour) quoted to you
-    "h200": (2.2, 2.9, 3.6),
-    "b200": (3.9, 4.6, 5.3),
-    "gb200_nvl72": (4.4, 5.2, 6.1),
-    "gb300_nvl72": (5.1, 6.3, 7.4),
-}
-MODELS = ("deepseek_v3", "kimi_k2")
-BATCHES = (256, 512)  # large enough that every expert is read each step
-CONTEXTS = (8192, 32768)
+SERVERS = ("h200", "b200", "mi300x")  # eight GPUs in one domain
+RACKS = ("gb200_nvl72", "gb300_nvl72")  # seventy-two
+MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b")
+CONTEXTS = (8192, 16384, 32768)
+STEPS = (20, 25, 30, 40)  # ms: the longest decode step the product allows
 CLOSE = 0.05
+EVERY_EXPERT = Q_(1, "")  # the statement says to count every weight as read each step
 
 
-def option(hardware, rent, case, presets):
-    fit = evaluate("hbm_drain_time", detailed=True, hardware=hardware, presets=presets)
-    n = evaluate("scaleup_memory", detailed=True, hardware=hardware, presets=presets)
-    chips = n.inputs["scale_up_domain"].value
-    hbm = n.value.to("TB")
-    here = dict(case, hardware=hardware, n_chips=chips, price_per_chip_hour=rent)
-    weights = evaluate("weight_fetch_time", detailed=True, **here).inputs
-    weight_bytes = (
-        weights["n_total"].value
-        * weights["weight_bytes_per_value"].value
-        * Q_(1, "value/parameter")
-    ).to("TB")
-    kv = evaluate("kv_fetch_time", detailed=True, **here).inputs["kv_bytes_per_token"].value
-    kv_bytes = (kv * case["context_length"] * case["batch_size"]).to("TB")
-    row = dict(
+def option(hardware, case, limit, presets):
+    """The largest batch ``hardware``'s domain runs under the step bound and its HBM, and its
+    cost per token; ``batch`` 0 when the weights do not fit or their read alone is too slow."""
+    chips = presets.get("hardware", hardware).scale_up_domain
+    here = dict(
+        case,
         hardware=hardware,
-        rent=rent,
-        chips=chips,
-        hbm=hbm,
-        need=weight_bytes + kv_bytes,
-        ok=bool(weight_bytes + kv_bytes <= hbm),
-        bandwidth=fit.inputs["mem_bandwidth"].value,
+        n_chips=chips,
+        price_per_chip_hour=rent(hardware),
+        expert_read_fraction=EVERY_EXPERT,
     )
-    if row["ok"]:
-        row["weights"] = evaluate("weight_fetch_time", **here).to("ms")
-        row["kv"] = evaluate("kv_fetch_time", **here).to("ms")
-        row["compute"] = evaluate("compute_time", **here).to("ms")
-        short = dict(here, context_length=Q_(1, "token/sequence"))  # the weights' FLOPs alone
-        row["weights_flops"] = evaluate("compute_time", **short).to("ms")
-        row["step"] = evaluate("step_time", **here).to("ms")
-        assert row["compute"] < row["weights"] + row["kv"]  # memory-bound, as the solution says
-        row["cost"] = evaluate("cost_per_token", **here).to("USD/Mtoken")
-    return row
+    f = step_figures(**here)
+    hbm = evaluate("scaleup_memory", **here).to("TB")
+    weights = weight_bytes(f)
+    one = dict(here, batch_size=Q_(1, "sequence"))
+    read = evaluate("weight_fetch_time", **one).to("ms")
+    kv_one = evaluate("kv_fetch_time", **one).to("ms")
+    compute_one = evaluate("compute_time", **one).to("ms")
+    per_sequence = (f["kv_bytes_per_token"] * case["context_length"] * Q_(1, "sequence")).to("GB")
+    row = dict(hardware=hardware, chips=chips, rent=here["price_per_chip_hour"], hbm=hbm)
+    row.update(weights=weights, read=read, kv_one=kv_one, compute_one=compute_one)
+    row.update(per_sequence=per_sequence, bandwidth=f["mem_bandwidth"])
+    if weights >= hbm or read >= limit:
+        return dict(row, batch=0)
+    limits = dict(
+        speed=math.floor(((limit - read) / kv_one).to("").m),
+        compute=math.floor((limit / compute_one).to("").m),
+        room=math.floor(((hbm - weights) / per_sequence).to("").m),
+    )
+    batch = min(limits.values())
+    at = dict(here, batch_size=Q_(batch, "sequence"))
+    step = evaluate("step_time", **at).to("ms")
+    assert step <= limit * (1 + 1e-9)
+    return dict(
+        row,
+        batch=batch,
+        limits=limits,
+        binds=min(limits, key=limits.get),
+        step=step,
+        cost=evaluate("cost_per_token", **at).to("USD/Mtoken"),
+    )
 
 
 def draw(rng, presets) -> Draw:
@@ -64,100 +75,127 @@ def draw(rng, presets) -> Draw:
         case = dict(
             model=model,
             precision="fp8",
-            batch_size=Q_(rng.choice(BATCHES), "sequence"),
             context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
             presets=presets,
         )
-        rows = [
-            option(h, Q_(rng.choice(r), "USD/chip/hour"), case, presets) for h, r in DOMAINS.items()
-        ]
-        fits = sorted((r for r in rows if r["ok"]), key=lambda r: r["cost"].m)
+        limit = Q_(rng.choice(STEPS), "ms")
+        offered = sorted(rng.sample(SERVERS, 2)) + [rng.choice(RACKS)]
+        rows = [option(h, case, limit, presets) for h in offered]
+        fits = sorted((r for r in rows if r["batch"] >= 1), key=lambda r: r["cost"].m)
+        if len(fits) < 2:
+            continue
         best = fits[0]
         margin = (fits[1]["cost"] / best["cost"]).to("").m - 1
         if margin >= CLOSE:
             break
-    name = {
-        r["hardware"]: presets.get("hardware", r["hardware"]).name.replace(" (per GPU)", "")
-        for r in rows
-    }
+    name = {r["hardware"]: chip_name(presets, r["hardware"]) for r in rows}
     spec = presets.get("model", model)
-    model_name = spec.name
     kv = evaluate("kv_bytes_per_token", model=model, precision="fp8", presets=presets)
+    attention = step_figures(**dict(case, hardware="h200"))["attention_flops_per_token"]
+    context = case["context_length"]
 
     def offer(r) -> str:
         chip = presets.get("hardware", r["hardware"])
         return (
-            f"{name[r['hardware']]}, {money(r['chips'])} in one NVLink domain at "
+            f"{name[r['hardware']]}, {money(r['chips'])} in one scale-up domain at "
             f"{money(r['rent'])}, each with {money(chip.hbm_capacity, 3)} of HBM at "
             f"{money(chip.hbm_bandwidth, 3)} and {money(chip.dense_flops_fp8, 3)} of "
             "dense FP8 math"
         )
 
     text = (
-        f"You serve {model_name} ({money(spec.params_total, 3)} in all, "
-        f"{money(spec.params_active, 3)} active per token; its KV cache takes "
-        f"{money(kv.to('kB/token'), 3)} in FP8) with weights, cache and math in FP8, every "
-        "expert layer inside one scale-up domain (no pipelining), at a batch of "
-        f"{money(case['batch_size'])} with contexts of {number(case['context_length'].m)} "
-        f"tokens. You are offered: {'; '.join(offer(r) for r in rows)}. Which domain makes "
-        "the cheapest token, and what does that token cost, in USD per million tokens?"
+        f"You serve {spec.name} ({money(spec.params_total, 3)} in all, "
+        f"{money(spec.params_active, 3)} active per token) with weights, cache and math in FP8, "
+        "every expert layer inside one scale-up domain (no pipelining). Each conversation "
+        f"carries {tokens(context)} of context; its KV cache takes {money(kv.to('kB/token'), 3)} "
+        f"of context, and attention costs {money(attention.to('MFLOP/token'), 3)} of context "
+        f"for each new token. A decode step may take at most {money(limit)} (each user sees a "
+        f"token at least every {money(limit)}); count every weight as read each step. You may "
+        f"pick any batch. You are offered: {'; '.join(offer(r) for r in rows)}. Which domain "
+        "makes the cheapest token, and what does that token cost, in USD per million tokens?"
     )
+    why = {
+        "speed": "the step bound",
+        "compute": "the multiplies",
+        "room": "the HBM",
+    }
 
     def line(r) -> str:
-        if not r["ok"]:
+        h = name[r["hardware"]]
+        if r["weights"] >= r["hbm"]:
             return (
-                f"{name[r['hardware']]}: needs {money(r['need'], 3)}, holds only "
-                f"{money(r['hbm'], 3)}: out."
+                f"{h}: the weights ({size(r['weights'])}) need more than its {size(r['hbm'])}: out."
             )
+        if r["batch"] == 0:
+            return (
+                f"{h}: reading the weights alone over {money(r['chips'])} × "
+                f"{money(r['bandwidth'], 3)} takes {money(r['read'], 3)}, over the bound: out."
+            )
+        lim = r["limits"]
         return (
-            f"{name[r['hardware']]}: holds {money(r['hbm'], 3)} for "
-            f"{money(r['need'], 3)}. A step reads the weights in "
-            f"{money(r['weights'], 3)} and the caches in {money(r['kv'], 3)} over "
-            f"{money(r['chips'])} × {money(r['bandwidth'], 3)}; the multiplies in the weights "
-            f"take only {money(r['weights_flops'], 3)} ({money(r['compute'], 3)} with "
-            f"attention's), so the step is {money(r['step'], 3)}. "
-            f"{money(r['chips'])} × {money(r['rent'])} × {money(r['step'], 3)} over "
-            f"{money(case['batch_size'])}: {money(r['cost'], 3)}."
+            f"{h}: the weights take {money(r['read'], 3)} of the step, and each conversation "
+            f"adds {money(r['kv_one'].to('µs'), 3)} of cache reads, so the bound allows "
+            f"{number(lim['speed'])}; the multiplies ({money(r['compute_one'].to('µs'), 3)} per "
+            f"conversation) allow {number(lim['compute'])}; the HBM, {size(r['hbm'])} less "
+            f"{size(r['weights'])} of weights at {size(r['per_sequence'])} per conversation, "
+            f"holds {number(lim['room'])}. The batch is {number(r['batch'])} (set by "
+            f"{why[r['binds']]}), the step {money(r['step'], 3)}: {money(r['chips'])} × "
+            f"{money(r['rent'])} × {money(r['step'], 3)} over {number(r['batch'])} tokens, "
+            f"{money(r['cost'], 3)}."
         )
 
-    close = (
-        f" That is close (under {CLOSE:.0%}): a slightly different rent would flip it."
-        if margin < CLOSE
-        else ""
-    )
+    def lesson(best, second) -> str:
+        if best["chips"] > second["chips"]:
+            return (
+                "The big domain wins: its many chips read the weights in a sliver of the step, "
+                "leaving the rest of it for caches, and its HBM holds the caches of a batch "
+                "that large; the small servers spend most of a step, or most of their HBM, on "
+                "the weights."
+            )
+        if best["chips"] < second["chips"]:
+            return (
+                "The small server wins: this model's weights take only a modest share of its "
+                "step and HBM, so its cheaper rent for each byte per second of HBM bandwidth "
+                "decides."
+            )
+        return (
+            "Both domains are the same size and run the same batch, so the rent per byte per "
+            "second of HBM bandwidth decides."
+        )
+
     solution = (
-        "First, room: the weights at one byte each plus the KV cache of the whole batch must "
-        "fit in the domain's HBM (chips × HBM per chip).",
-        "Then, for each that fits, the step: at this batch every expert is hit, so a step "
-        "reads every weight once and each sequence's cache once, spread over the domain's "
-        "chips; the multiplies (two FLOPs per active parameter per sequence; attention's own "
-        "add to them, never enough to bind) take less. The cost per token is the domain's "
-        "rent for one step over the batch.",
+        "A token's cost is the domain's rent for one step over the batch, so each domain runs "
+        "the largest batch it can. Three things cap it: the step bound (a step reads every "
+        "weight, then each conversation's cache), the multiplies (two FLOPs per active "
+        "parameter, plus attention's, per conversation), and the HBM (the weights at one "
+        "byte each, then one cache per conversation).",
         *(line(r) for r in rows),
-        "More chips make the step shorter, so what matters is each chip's bandwidth for its rent.",
-        f"Cheapest: {name[best['hardware']]}; the next costs {margin:.0%} more.{close}",
+        lesson(best, fits[1]),
+        f"Cheapest: {name[best['hardware']]}; the next costs {margin:.0%} more.",
         f"Lowest cost: **{money(best['cost'], 3)}**.",
     )
     # graded tighter than the gap to the runner-up, so the runner-up's cost is never "right"
     tolerance = min(0.03, margin / 2)
-    mistakes = tuple(
-        Mistake(r["cost"], f"{name[r['hardware']]} holds the model, but it is not the cheapest.")
+    mistakes = [
+        Mistake(r["cost"], f"{name[r['hardware']]} meets the bound, but it is not the cheapest.")
         for r in fits[1:]
-        if (r["cost"] / best["cost"]).to("").m - 1 > tolerance
-    ) or (
+    ]
+    mistakes.append(
         Mistake(
-            best["cost"] * best["chips"].m,
-            "That is the whole domain's rent per sequence-step, not per token.",
-        ),
+            best["cost"] / best["chips"].m,
+            "That is one GPU's rent for the step: every GPU of the domain is rented for it.",
+        )
     )
     return Draw(
         text=text,
         answer=best["cost"],
         solution=solution,
         tolerance=tolerance,
-        mistakes=mistakes,
+        mistakes=tuple(
+            m for m in mistakes if abs((m.value / best["cost"]).to("").m - 1) > tolerance
+        ),
         margin=margin,
-        hint="Rule out the domains too small to hold the weights and the KV cache; then "
-        "compare the rest by the rent of one step over the batch.",
+        hint="For each domain find the largest batch: the step bound, the multiplies and the "
+        "HBM each cap it. Then the cost is the domain's rent for one step over that batch.",
         choices={"hardware": best["hardware"]},
     )

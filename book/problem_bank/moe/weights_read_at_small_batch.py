@@ -69,8 +69,9 @@ def draw(rng, presets) -> Draw:
     all_time = (total * per_value / (n * bandwidth)).to("ms")
 
     text = (
-        f"{name} has {quantity(total, 3)}, of which {quantity(routed, 3)} sit in its routed "
-        f"experts: each MoE layer has {number(experts)} of them, and a token is routed to "
+        f"{name} has {quantity(total, 4)}: {quantity(routed, 4)} in its routed experts and "
+        f"{quantity(always, 3)} outside them ({outside}). Each MoE layer has "
+        f"{number(experts)} routed experts, and a token is routed to "
         f"{number(k)}. You serve it in FP8 on a server of {quantity(n)} ({chip}, "
         f"{quantity(bandwidth, 3)} of HBM bandwidth each) at a batch of only "
         f"{quantity(case['batch_size'])}, one token each per step. Assume each token picks its "
@@ -85,7 +86,7 @@ def draw(rng, presets) -> Draw:
         f"experts (about {quantity(touched, 3)} per layer): {overlap}.",
         f"Bytes read: the {quantity(always, 3)} outside the routed experts ({outside}) are "
         f"read every step, plus {number(share, 3)} of the "
-        f"{quantity(routed, 3)} in routed experts, at one byte per FP8 weight: {size(read)}.",
+        f"{quantity(routed, 4)} in routed experts, at one byte per FP8 weight: {size(read)}.",
         f"Over {quantity(n)} × {quantity(bandwidth, 3)}: **{quantity(answer, 3)}** (a step "
         f"that reads every expert would take {quantity(all_time, 3)}).",
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
+from book.problem_bank._rents import rent
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -19,11 +20,11 @@ MODELS = (
     ("llama_3_1_70b", (15,)),
     ("llama_3_1_405b", (15,)),
 )
-# chip, GPUs on offer, quoted USD per GPU-hour (drawn): a lab's shopping list
+# chip, GPUs on offer (drawn), at the chip's declared rent: a lab's shopping list
 OFFERS = (
-    ("h100_sxm", (4096, 8192, 16384), (1.8, 2.2, 2.6)),
-    ("b200", (2048, 4096, 8192), (3.2, 3.8, 4.4)),
-    ("gb200_nvl72", (2016, 4032, 8064), (4.0, 4.6, 5.2)),
+    ("h100_sxm", (4096, 8192, 16384)),
+    ("b200", (2048, 4096, 8192)),
+    ("gb200_nvl72", (2016, 4032, 8064)),
 )
 MFUS = {"bf16": 0.4, "fp8": 0.3}  # FP8 runs reach less of their (doubled) peak
 DEADLINES = (30, 45, 60, 90, 120)  # days
@@ -46,8 +47,8 @@ def draw(rng, presets) -> Draw:
         )
         deadline = Q_(rng.choice(DEADLINES), "day")
         options = []
-        for hardware, counts, prices in OFFERS:
-            gpus, price = Q_(rng.choice(counts), "chip"), Q_(rng.choice(prices), "USD/chip/hour")
+        for hardware, counts in OFFERS:
+            gpus, price = Q_(rng.choice(counts), "chip"), rent(hardware)
             for precision, mfu in MFUS.items():
                 time = (
                     get("training_time")
@@ -91,13 +92,13 @@ def draw(rng, presets) -> Draw:
     # how far the choice is ahead: the next one in time costs more, every cheaper one is late
     late = [(o["time"] / deadline).to("").m - 1 for o in options if o["cost"] < best["cost"]]
     margin = min([(ok[1]["cost"] / best["cost"]).to("").m - 1, *late])
-    chips = {h: presets.get("hardware", h) for h, _, _ in OFFERS}
+    chips = {h: presets.get("hardware", h) for h, _ in OFFERS}
 
     def name(h):
         return chips[h].name.replace(" (per GPU)", "")
 
     offers = []
-    for hardware, _, _ in OFFERS:
+    for hardware, _ in OFFERS:
         o = next(o for o in options if o["hardware"] == hardware)
         c = chips[hardware]
         offers.append(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
+from book.problem_bank import _rents as rents
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -12,7 +13,6 @@ KIND = "multi"
 TITLE = "What MFU did the lab reach?"
 USES = ("training_flops", "training_mfu")
 # DeepSeek-V3 is left out: its published run is validation.training_run_mfu, on its own figures
-RENTS = (1.5, 2.25, 2.5)  # USD per GPU-hour; not 2 or 3, whose bill-as-hours slip is another slip
 LECTURE = "1:18:59"
 
 MODELS = (
@@ -47,7 +47,8 @@ def draw(rng, presets) -> Draw:
     peak = peak.inputs["flops"].value
     # the lab's report: chip-hours as a lab would print them, to three figures
     exact = (compute / (peak * rng.choice(TRUE_MFU))).to("chip*hour").m
-    rent = Q_(rng.choice(RENTS), "USD/chip/hour")
+    rent = rents.rent(hardware)
+    assert rent.m not in (2, 3), "a rent of two or three makes the bill-as-hours slip another slip"
     bill = Q_(float(f"{(exact * rent.m):.3g}"), "USD")  # as a lab would print it
     hours = (bill / rent).to("chip*hour")
     mfu = get("training_mfu").evaluate(training_chip_hours=hours, **case).to("")

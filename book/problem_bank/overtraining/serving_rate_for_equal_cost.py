@@ -15,7 +15,8 @@ LECTURE = "1:18:59"
 
 MODELS = (("deepseek_v3", None), ("kimi_k2", None), ("llama_3_1_70b", (15,)))
 MONTHS = (2, 3, 6, 12)
-SLOWDOWN = ((2, "half"), (3, "a third"), (4, "a quarter"))
+SLOWDOWN = ((2, "half"), (2.5, "two fifths"), (4, "a quarter"))  # not a third: with 6N over 2N
+# it makes a served token weigh a trained one, and two slips land on the same number
 
 
 def draw(rng, presets) -> Draw:
@@ -60,11 +61,13 @@ def draw(rng, presets) -> Draw:
         "tokens per second."
     )
     solution = (
-        f"Pre-training: {trn} FLOP per active parameter per token, {quantity(compute)}.",
-        f"A served token costs {fwd} FLOP per active parameter, but at 1/{eta} of the "
-        f"utilisation, so in chip time it weighs as much as {weight}. The active parameters "
-        f"cancel: equal cost needs {trn}/{weight} of the training tokens served, "
-        f"{quantity(served)}.",
+        f"A pre-training token costs {trn} FLOP per active parameter (forward and backward), "
+        f"a served one {fwd} (forward only). Serving reaches {share} of pre-training's MFU, so "
+        f"a served token's FLOPs take as much chip time as {weight} would at pre-training's "
+        "MFU.",
+        f"The active parameters cancel: equal GPU time needs {trn}/{weight} = "
+        f"{number(train.m / (eta * forward.m), 3)} served tokens for each trained one, "
+        f"{quantity(tokens)} × {number(train.m / (eta * forward.m), 3)} = {quantity(served)}.",
         f"Over {number(months.m)} {month_word} ({quantity(months.to('s'))}) that is "
         f"**{quantity(rate, 4)}**.",
     )

@@ -20,8 +20,29 @@ STAGES = (2, 4)  # a pipeline: the cache per sequence does not shrink with its s
 CONTEXTS = (8192, 16384, 32768)
 
 
+def shown(q, places: int = 4):
+    """``q`` rounded to ``places`` significant figures, as the text shows it."""
+    return Q_(float(f"{q.m:.{places}g}"), q.units)
+
+
+def counts(hbm, weights, kv_token, context, gpus) -> list[int]:
+    """The sequences that fit, from the statement's exact figures and from the solution's
+    intermediates as it shows them (four places)."""
+
+    def fit(room, per_gpu):
+        return math.floor((room / per_gpu).to("").m)
+
+    per_gpu = (kv_token * context * Q_(1, "sequence") / gpus.m).to("MB")
+    room = (hbm - weights).to("GB")
+    return [
+        fit(room, per_gpu),
+        fit(shown(room), shown(per_gpu)),
+        fit(shown(hbm - shown(weights)), shown(per_gpu)),
+    ]
+
+
 def draw(rng, presets) -> Draw:
-    while True:  # the weights must leave at least a fifth of each GPU's HBM
+    while True:  # the weights leave a fifth of each GPU's HBM; the count is clear of rounding
         model_id, hardware = rng.choice(MODELS), rng.choice(NODES)
         stages = Q_(rng.choice(STAGES), "stage")
         context = Q_(rng.choice(CONTEXTS), "token/sequence")
@@ -40,20 +61,24 @@ def draw(rng, presets) -> Draw:
             model=model_id, precision="fp8", presets=presets
         )
         weights = (weights_all / (gpus.m * stages.m)).to("GB")
-        if weights < 0.8 * chip.hbm_capacity:
+        if weights >= 0.8 * chip.hbm_capacity:
+            continue
+        model = presets.get("model", model_id)
+        hbm = chip.hbm_capacity.to("GB")
+        fits = get("memory_per_gpu").solve_for("micro_batch")
+        detail = fits.evaluate_detailed(memory_per_chip=hbm, **case)
+        # the cache per token in whole bytes, as the statement shows it: the count is rounded down,
+        # and a student working from the shown figures must get the same count (tests check it)
+        kv_token = detail.inputs["kv_bytes_per_token"].value.to("B/token")
+        assert float(kv_token.m).is_integer(), "an FP8 cache holds whole bytes per token"
+        kv_seq = (kv_token * context * Q_(1, "sequence")).to("GB")
+        per_gpu_seq = (kv_seq / gpus.m).to("GB")
+        micro_exact = ((hbm - weights) / per_gpu_seq).to("").m
+        assert abs(micro_exact / detail.value.to("sequence").m - 1) < 1e-9, "the shown figures"
+        # the count must not hang on rounding: the solution's figures as shown (four places)
+        # give the count the statement's exact figures give
+        if len(set(counts(hbm, weights, kv_token, context, gpus))) == 1:
             break
-    model = presets.get("model", model_id)
-    hbm = chip.hbm_capacity.to("GB")
-    fits = get("memory_per_gpu").solve_for("micro_batch")
-    detail = fits.evaluate_detailed(memory_per_chip=hbm, **case)
-    # the cache per token as the statement shows it (four figures): the count is rounded down,
-    # and a student working from the shown figure must get the same count
-    kv_token = detail.inputs["kv_bytes_per_token"].value.to("kB/token")
-    kv_token = Q_(float(f"{kv_token.m:.4g}"), kv_token.units)
-    kv_seq = (kv_token * context * Q_(1, "sequence")).to("GB")
-    per_gpu_seq = (kv_seq / gpus.m).to("GB")
-    micro_exact = ((hbm - weights) / per_gpu_seq).to("").m
-    assert abs(micro_exact / detail.value.to("sequence").m - 1) < 1e-3, "the shown figure"
     micro = math.floor(micro_exact)
     crossover = (
         get("crossover_batch")
@@ -81,7 +106,7 @@ def draw(rng, presets) -> Draw:
         f"You serve {model.name} ({quantity(model.params_total)}, {quantity(model.params_active)} "
         f"active per token) in FP8 on {where} of {name} GPUs with "
         f"{quantity(hbm)} of HBM each; {spread}. Each sequence has {context_tokens(context, 5)} "
-        f"of context, and its KV cache takes {quantity(kv_token)} at FP8. "
+        f"of context, and its KV cache takes {quantity(kv_token, 6)} at FP8. "
         + (question[:1].upper() + question[1:])
     )
     if micro_exact < crossover.m:
@@ -99,17 +124,17 @@ def draw(rng, presets) -> Draw:
         f"Weights: {quantity(model.params_total)} at one byte in FP8 is "
         f"{quantity(weights_all.to('GB'))}; spread over {number(gpus.m)} GPUs"
         + (f" in each of {p} stages" if p > 1 else "")
-        + f", {quantity(weights)} per GPU, leaving {quantity(room)} for the KV cache.",
-        f"One sequence's cache is {context_tokens(context, 5)} × {quantity(kv_token)} = "
+        + f", {quantity(weights, 4)} per GPU, leaving {quantity(room, 4)} for the KV cache.",
+        f"One sequence's cache is {context_tokens(context, 5)} × {quantity(kv_token, 6)} = "
         f"{quantity(kv_seq.to('MB'))}, spread over the {part}'s {number(gpus.m)} GPUs: "
-        f"{quantity(per_gpu_seq.to('MB'))} per GPU."
+        f"{quantity(per_gpu_seq.to('MB'), 4)} per GPU."
         + (
             f" A full pipeline holds {p} micro-batches, but each stage keeps only its own "
             f"layers' share of their caches, so the {p} cancels."
             if p > 1
             else ""
         ),
-        f"{quantity(room)} at {quantity(per_gpu_seq.to('MB'))} per sequence holds "
+        f"{quantity(room, 4)} at {quantity(per_gpu_seq.to('MB'), 4)} per sequence holds "
         f"**{quantity(Q_(micro, 'sequence'), 4)}** per {part_batch} (whole sequences, rounded "
         f"down). {verdict}",
     ]

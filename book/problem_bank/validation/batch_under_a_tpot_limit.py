@@ -278,6 +278,10 @@ def draw(rng, presets) -> Draw:
             mistakes.append(Mistake(value, why))
     assert mistakes, "every scenario has a time a student may give instead"
     return Draw(
+        hint=(
+            "For each batch compute the step (reads, multiplies and the prefill it carries) "
+            "and the throughput per GPU; keep those that meet the promise."
+        ),
         text=text,
         answer=answer,
         solution=tuple(solution),

@@ -108,5 +108,13 @@ def draw(rng, presets) -> Draw:
         ):
             mistakes.append(Mistake(value, why))
     return Draw(
-        text=text, answer=per_step, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+        hint=(
+            "First find the shortest a step can be at batch one; then ask what the logged "
+            "speed implies for each step."
+        ),
+        text=text,
+        answer=per_step,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
     )

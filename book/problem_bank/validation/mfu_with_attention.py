@@ -101,4 +101,14 @@ def draw(rng, presets) -> Draw:
             "does not.",
         ),
     )
-    return Draw(text=text, answer=mfu, solution=solution, tolerance=0.02, mistakes=mistakes)
+    return Draw(
+        hint=(
+            "The run's tokens per second stay the same; only the FLOPs counted per token "
+            "grow, by attention's products in every layer, forward and backward."
+        ),
+        text=text,
+        answer=mfu,
+        solution=solution,
+        tolerance=0.02,
+        mistakes=mistakes,
+    )

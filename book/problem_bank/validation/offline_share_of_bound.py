@@ -205,5 +205,13 @@ def _draw(rng, presets) -> Draw:
         if all(abs((value / o).to("").m - 1) > 0.05 for o in [share, *(m.value for m in mistakes)]):
             mistakes.append(Mistake(value, why))
     return Draw(
-        text=text, answer=share, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+        hint=(
+            "The bound is the batch over the step time (decode plus the prefill it must fit "
+            "in); the share is the measured rate over that."
+        ),
+        text=text,
+        answer=share,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
     )

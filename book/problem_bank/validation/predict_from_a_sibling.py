@@ -168,4 +168,14 @@ def draw(rng, presets) -> Draw:
         for v, why in candidates
         if v is not None and not (1 / FACTOR <= (v / predicted).to("").m <= FACTOR)
     )
-    return Draw(text=text, answer=predicted, solution=solution, tolerance=FACTOR, mistakes=mistakes)
+    return Draw(
+        hint=(
+            "Work out the sibling's roofline bound and its measured share of it; apply the "
+            "same share to this system's bound."
+        ),
+        text=text,
+        answer=predicted,
+        solution=solution,
+        tolerance=FACTOR,
+        mistakes=mistakes,
+    )

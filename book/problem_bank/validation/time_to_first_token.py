@@ -98,5 +98,13 @@ def draw(rng, presets) -> Draw:
         if all(abs((value / o).to("").m - 1) > 0.04 for o in [share, *(m.value for m in mistakes)]):
             mistakes.append(Mistake(value, why))
     return Draw(
-        text=text, answer=share, solution=solution, tolerance=0.03, mistakes=tuple(mistakes)
+        hint=(
+            "A prefill is one pass over the prompt: bound either by its multiplies or by one "
+            "read of the weights. Which is slower here?"
+        ),
+        text=text,
+        answer=share,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
     )

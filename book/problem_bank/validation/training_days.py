@@ -98,4 +98,14 @@ def draw(rng, presets) -> Draw:
         for v, why in candidates
         if not (1 / FACTOR <= (v / days).to("").m <= FACTOR)
     )
-    return Draw(text=text, answer=days, solution=solution, tolerance=FACTOR, mistakes=mistakes)
+    return Draw(
+        hint=(
+            "The run's FLOPs (forward and backward for every token) over what the whole "
+            "cluster delivers at that utilisation."
+        ),
+        text=text,
+        answer=days,
+        solution=solution,
+        tolerance=FACTOR,
+        mistakes=mistakes,
+    )

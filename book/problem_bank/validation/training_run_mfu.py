@@ -114,4 +114,14 @@ def draw(rng, presets) -> Draw:
             )
         )
     mistakes = tuple(Mistake(Q_(v.m, ""), why) for v, why in candidates)
-    return Draw(text=text, answer=mfu, solution=solution, tolerance=0.03, mistakes=mistakes)
+    return Draw(
+        hint=(
+            "Tokens per second per chip times the FLOPs of a trained token, over the chip's "
+            "peak at the run's precision."
+        ),
+        text=text,
+        answer=mfu,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=mistakes,
+    )
