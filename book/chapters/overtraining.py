@@ -359,9 +359,9 @@ def _budget_table(presets: Presets) -> dict:
     for f in presets.fit.values():
         short = f"{f.id.split('_')[0].capitalize()} fit"  # as the chapter names it
         columns += [
-            (f"{short}: N*", "Gparameter", f.id, "compute_optimal_params"),
-            ("D*", "Ttoken", f.id, "compute_optimal_tokens"),
-            ("D*/N*", "token/parameter", f.id, None),
+            (rf"{short}: N\*", "Gparameter", f.id, "compute_optimal_params"),  # \* not italic
+            (r"D\*", "Ttoken", f.id, "compute_optimal_tokens"),
+            (r"D\*/N\*", "token/parameter", f.id, None),
         ]
     rows = []
     for budget in BUDGETS:
