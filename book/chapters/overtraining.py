@@ -70,8 +70,8 @@ def _counted(eq_id: str) -> dict:
     the prose counts: the equation's own display form with that one substitution, so it stays
     equal to the algebra (the reference cards keep the symbol).
 
-    >>> _counted("training_flops")["display"]
-    'C_{\\mathrm{pre}} = 6 N_{\\mathrm{active}} D_{\\mathrm{pre}}'
+    >>> print(_counted("training_flops")["display"])
+    C_{\\mathrm{pre}} = 6 N_{\\mathrm{active}} D_{\\mathrm{pre}}
     """
     eq = get(eq_id)
     c_f = flops_per_param_token
