@@ -27,6 +27,7 @@ from units import Q_
 from units.presets import Presets, load
 
 FOREGROUND = "#010101"  # replaced by currentColor in the SVG
+VIRIDIS_MID = "#21918c"  # the middle of the contour plots' colour map, for their legend
 PALETTE = ("#1f77b4", "#e8710a", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 STYLE = {
     "svg.fonttype": "none",
@@ -841,6 +842,7 @@ def pipeline_bubble(presets: Presets) -> Figure:
 
 
 def chinchilla_contours(presets: Presets) -> Figure:
+    from book.chapters.overtraining import cheapest_at_loss
     from derivations import get
 
     fit = next(iter(presets.fit.values()))
@@ -873,13 +875,16 @@ def chinchilla_contours(presets: Presets) -> Figure:
     )
     keep = (n_star >= n[0]) & (n_star <= n[-1]) & (d_star >= d[0]) & (d_star <= d[-1])
     n_star, d_star = n_star[keep], d_star[keep]
-    frontier = presets.parameter["frontier_active_params"].value.to("parameter").m
-    balanced = Evaluator(presets).q("balanced_training_tokens").to("token").m
+    plain = Evaluator(presets)
+    frontier_q = presets.parameter["frontier_active_params"].value
+    frontier = frontier_q.to("parameter").m
+    balanced = plain.q("balanced_training_tokens").to("token").m
     chin_n = presets.parameter["chinchilla_model_params"].value.to("parameter").m
     chin_d = presets.parameter["chinchilla_model_tokens"].value.to("token").m
-    factor = Evaluator(presets, n_active=Q_(frontier, "parameter")).q(
-        "balanced_overtraining_factor"
-    )
+    rule = presets.parameter["chinchilla_tokens_per_param"].value
+    rule_d = (rule * Q_(n, "parameter")).to("token").m  # D = 20 N along the axis
+    at_rule = (rule * frontier_q).to("token").m
+    factor = Evaluator(presets, n_active=frontier_q).q("balanced_overtraining_factor")
     # the drawn line's tokens at the frontier model's size: N* is a power of the budget, so two
     # budgets fix it exactly
     power = np.log(n_star[-1] / n_star[0]) / np.log(budgets[keep][-1] / budgets[keep][0])
@@ -891,39 +896,100 @@ def chinchilla_contours(presets: Presets) -> Figure:
         .m
     )
     above = Q_(balanced / d_line, "")
+    # the equal-cost model's loss, and the cheapest model (training plus serving) that reaches it
+    target, best_n, best_d, _, _ = cheapest_at_loss(
+        presets,
+        fit.id,
+        frontier_q,
+        plain.q("balanced_training_tokens"),
+        plain.q("inference_tokens"),
+    )
+
+    def bracket(ax, x, low, high, text, side):
+        """A vertical bracket at ``x`` from ``low`` to ``high`` tokens, labelled on ``side``."""
+        ax.annotate(
+            "",
+            (x, low),
+            (x, high),
+            arrowprops=dict(arrowstyle="|-|", color=PALETTE[3], linewidth=1, shrinkA=0, shrinkB=0),
+        )
+        ax.annotate(
+            text,
+            (x, np.sqrt(low * high)),
+            xytext=(-5 if side == "left" else 5, 0),
+            textcoords="offset points",
+            ha="right" if side == "left" else "left",
+            va="center",
+            color=PALETTE[3],
+            fontsize=9,
+            fontweight="bold",
+        )
 
     def draw(fig, ax):
+        from matplotlib.lines import Line2D
+
+        fig.set_size_inches(7, 5.4)
         cs = ax.contour(nn, dd, loss, levels=12, linewidths=0.8, cmap="viridis")
         ax.clabel(cs, fontsize=7, fmt="%.2f")
-        ax.loglog(n_star, d_star, color=FOREGROUND, linewidth=2, label="compute-optimal (N*, D*)")
-        ax.plot([chin_n], [chin_d], "s", color=PALETTE[2], label="Chinchilla")
-        ax.plot([frontier], [d_line], "D", color=FOREGROUND, label="optimal tokens at the same N")
-        ax.plot([frontier, frontier], [d_line, balanced], color=PALETTE[3], linewidth=1)
-        ax.plot(
-            [frontier],
-            [balanced],
-            "o",
-            color=PALETTE[3],
-            label="equal-cost frontier model (over-trained)",
-        )
+        ax.contour(nn, dd, loss, levels=[target], linewidths=2.4, colors=[PALETTE[1]])
+        ax.loglog(n_star, d_star, color=FOREGROUND, linewidth=2)
+        ax.plot(n, rule_d, color=FOREGROUND, linewidth=1.2, linestyle="--")
+        ax.plot([chin_n], [chin_d], "s", color=PALETTE[2])
+        ax.plot([frontier], [d_line], "D", color=FOREGROUND)
+        bracket(ax, frontier, d_line, balanced, f"{spoken_number(above.m)}×", "right")
+        left = frontier / 1.9  # beside the first bracket, on the rule's side
+        ax.plot([left, frontier], [at_rule, at_rule], color=PALETTE[3], linewidth=0.8, ls=":")
+        bracket(ax, left, at_rule, balanced, f"{spoken_number(factor.m)}×", "left")
+        ax.plot([best_n], [best_d], "*", color=PALETTE[1], markersize=14, mec=FOREGROUND, zorder=4)
+        ax.plot([frontier], [balanced], "o", color=PALETTE[3], markersize=5, zorder=5)
+        ax.set_xlim(n[0], n[-1])
+        ax.set_ylim(d[0], d[-1])
         ax.set_xlabel("parameters N")
         ax.set_ylabel("training tokens D")
-        ax.legend(loc="lower right", fontsize=8)
+        handles = [
+            Line2D([], [], color=VIRIDIS_MID, linewidth=0.8),
+            Line2D([], [], color=FOREGROUND, linewidth=2),
+            Line2D([], [], color=FOREGROUND, linewidth=1.2, linestyle="--"),
+            Line2D([], [], color=PALETTE[2], marker="s", linestyle=""),
+            Line2D([], [], color=FOREGROUND, marker="D", linestyle=""),
+            Line2D([], [], color=PALETTE[3], marker="o", linestyle=""),
+            Line2D([], [], color=PALETTE[1], linewidth=2.4),
+            Line2D([], [], color=PALETTE[1], marker="*", markersize=12, mec=FOREGROUND, ls=""),
+        ]
+        labels = [
+            "loss contours (labelled with the loss)",
+            "compute-optimal path (N*, D*) of this fit",
+            f"D = {spoken_number(rule.m)} N (the rule of thumb)",
+            "Chinchilla itself",
+            "the path's tokens at the frontier model's N",
+            "equal-cost frontier model (over-trained)",
+            f"its loss, {number(target, 4)}",
+            "the cheapest model at that loss",
+        ]
+        ax.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.13),
+            ncol=2,
+            fontsize=8,
+        )
 
-    per_param = spoken(presets.parameter["chinchilla_tokens_per_param"].value)
-    line_ratio = spoken(Q_(d_line / frontier, "token/parameter"))
+    per_param = spoken(rule)
     alt = (
-        f"Iso-loss contours of the {fit.name} fit over parameters and tokens, with the "
-        f"compute-optimal path, Chinchilla's own point, and the lecture's frontier model "
-        f"{spoken(factor)} times past the Chinchilla token count and {spoken(above)} times "
-        f"above the drawn compute-optimal line at its size."
+        f"Loss contours of the {fit.name} fit over parameters and tokens, with the fit's "
+        f"compute-optimal path, the rule of {per_param}, Chinchilla's own point, and the "
+        f"lecture's frontier model {spoken(factor)} times past the rule and {spoken(above)} "
+        f"times above the drawn compute-optimal line at its size; the contour of its loss, "
+        f"{number(target, 4)}, is drawn thick, with the cheapest model on it at "
+        f"{spoken(Q_(best_n, 'parameter'))} and {spoken(Q_(best_d, 'token'))}."
     )
     caption = (
-        f"Chinchilla iso-loss contours ({fit.name}). The bold line is this fit's compute-optimal "
-        f"path. The equal-cost frontier model (red) is over-trained {spoken(factor)} times "
-        f"against the rule of {per_param}, but only {spoken(above)} times above the "
-        f"line's own optimum at its size (the diamond, {line_ratio}): "
-        f"this fit's optimal tokens per parameter grow with scale."
+        f"Loss contours of the {fit.name} fit. The bold line is the fit's compute-optimal "
+        f"path, the dashed line the rule of {per_param}. The brackets measure the equal-cost "
+        f"frontier model (red) against each at its size: against the path's optimum (the "
+        f"diamond) and against the rule. The thick contour holds every model that reaches its "
+        f"loss; the star is the cheapest of them to train and serve."
     )
     return _render("chinchilla_contours", draw, alt, caption)
 
@@ -966,13 +1032,14 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
     )
     alt = (
         f"Total compute of the models that reach the equal-cost frontier model's loss, against "
-        f"their ratio of training to serving compute: the cheapest spends {shares}."
+        f"their ratio of training to serving compute: the cheapest spends {shares}; at equal "
+        f"cost the total is {extra} above the cheapest."
     )
     caption = (
-        f"Equal cost is a heuristic. Of the models that reach the equal-cost frontier model's "
-        f"loss, the cheapest (dots) spends on pre-training a fraction of its serving compute of "
-        f"{shares}. The curves are flat near their minima: at equal cost the total is only "
-        f"{extra} above the cheapest."
+        "Every model that reaches the equal-cost frontier model's loss, placed by its "
+        "pre-training compute over its serving compute, with its total (pre-training plus "
+        "serving) over the cheapest one's, for each fit. Dots: the cheapest split; dotted "
+        "line: equal cost. Near their minima the curves are flat."
     )
     return _render("equal_cost_heuristic", draw, alt, caption)
 

@@ -877,7 +877,7 @@ balanced_training_tokens = symbol(
     "balanced_training_tokens",
     "token",
     "pre-training tokens that cost as much as the deployment's inference",
-    r"D_{\mathrm{pre}}^{=}",
+    r"D_{\mathrm{pre}}^{\mathrm{eq}}",
     display="Ttoken",
 )
 chinchilla_tokens_per_param = symbol(
@@ -903,7 +903,7 @@ balanced_overtraining_factor = symbol(
     "balanced_overtraining_factor",
     "dimensionless",
     "over-training factor when pre-training costs as much as inference",
-    r"\omega^{=}",
+    r"\omega^{\mathrm{eq}}",
 )
 loss = symbol("loss", "dimensionless", "pre-training loss (nats per token)", r"\mathcal{L}")
 loss_irreducible = symbol("loss_irreducible", "dimensionless", "irreducible loss", r"\mathcal{E}")

@@ -6,9 +6,12 @@
 """
 
 import numpy as np
+import sympy as sp
 
-from book.context import Evaluator, cell_in, header
-from book.format import chip_name, quantity, said, said_number
+from book.context import Evaluator, header
+from book.format import chip_name, quantity, said, said_number, spoken_number
+from derivations import get
+from derivations.core import readable, to_display_latex
 from derivations.notation import flops_per_param_token
 from units import Q_
 from units.presets import Presets
@@ -47,8 +50,34 @@ def context(presets: Presets) -> dict:
         **_training_time(presets),
         **_chain(presets),
         "derated": _derated(presets),
-        "splits": _splits(),
+        "splits": _splits(presets),
+        "counted": {eq: _counted(eq) for eq in COUNTED},
     }
+
+
+# the equations the reading flow shows as the prose counts them: 6ND, not 3 c_fwd N D
+COUNTED = (
+    "training_flops",
+    "inference_flops",
+    "pretrain_rl_token_ratio",
+    "compute_optimal_params",
+    "compute_optimal_tokens",
+)
+
+
+def _counted(eq_id: str) -> dict:
+    """``eq_id``'s display with c_fwd written as its value, 2 (FLOP per parameter per token), as
+    the prose counts: the equation's own display form with that one substitution, so it stays
+    equal to the algebra (the reference cards keep the symbol).
+
+    >>> print(_counted("training_flops")["display"])
+    C_{\\mathrm{pre}} = 6 N_{\\mathrm{active}} D_{\\mathrm{pre}}
+    """
+    eq = get(eq_id)
+    c_f = flops_per_param_token
+    rhs = readable(eq.display_expr.xreplace({c_f.sym: sp.nsimplify(c_f.value.m)}))
+    lhs = eq.display_latex().partition(" = ")[0]
+    return {"display": f"{lhs} = {to_display_latex(rhs)}"}
 
 
 def _derated(presets: Presets) -> dict:
@@ -69,14 +98,22 @@ def _derated(presets: Presets) -> dict:
 BILLS = 3  # pre-training, RL and inference: the lecture's three equal shares
 
 
-def _splits() -> dict:
-    """The lecture's split in thirds against the naive half to inference, half to the rest:
-    pre-training's share of the total under each ("33 versus 25")."""
-    thirds, quarters = 1 / BILLS, (1 / 2) * (1 / 2)
+def _splits(presets: Presets) -> dict:
+    """The lecture's split in thirds against the naive half to serving and a quarter each to
+    pre-training and RL. Served tokens are set by demand, so the split moves the pre-training
+    tokens, and the over-training factor with them, in proportion to pre-training's compute over
+    serving's: 1 in thirds, a half in the other split."""
+    thirds = (1 / BILLS) / (1 / BILLS)  # pre-training over serving compute
+    halves = ((1 / 2) * (1 / 2)) / (1 / 2)  # a quarter against a half
+    frontier = presets.parameter["frontier_active_params"].value
+    plain = Evaluator(presets)
+    ev = Evaluator(presets, n_active=frontier)
+    tokens = halves / thirds * plain.q("balanced_training_tokens")
     return {
-        "thirds": said_number(100 * thirds, 2) + "%",
-        "quarters": said_number(100 * quarters, 2) + "%",
-        "ratio": said_number(thirds / quarters, 2),
+        "cost_ratio": said_number(halves),
+        "tokens": said(tokens),
+        "factor": ev.text("overtraining_factor", training_tokens=tokens),
+        "change": said_number(thirds / halves),
     }
 
 
@@ -126,6 +163,7 @@ def _chain(presets: Presets) -> dict:
             "small": said((product / lopsided).to("FLOP")),
             "lopsided_sum": said((lopsided + product / lopsided).to("FLOP")),
             "excess": said_number(100 * ((lopsided + product / lopsided) / (2 * even) - 1).m),
+            "balanced_sum": said(2 * even),
         },
         "frontier_run": {
             "deepseek_multiple": said((c_pre / bf16.q("training_flops")).to("")),
@@ -150,6 +188,7 @@ def _chain(presets: Presets) -> dict:
         "forward_per_token": said(c_f),
         "train_per_token": said(3 * c_f),
         "six": said_number((3 * c_f).m),
+        "four": said_number((2 * c_f).m),  # the backward pass: two matmuls the forward's size
         "two": said_number(c_f.m),
         "rl_per_token": said(par["rl_flops_per_param_token"]),
         "rl_bare": said_number(par["rl_flops_per_param_token"].m),
@@ -190,6 +229,10 @@ def _chain(presets: Presets) -> dict:
         "against_fits": fits,
         "hoffmann": fits[0],
         "epoch": fits[-1],
+        # how far the cost optimum's split strays from equal cost, at most: "within a factor of 3"
+        "within": rough(
+            Q_(max(max(f["train_share_value"], 1 / f["train_share_value"]) for f in fits), "")
+        ),
     }
 
 
@@ -244,20 +287,27 @@ def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes):
     return tokens, train.to("FLOP").m, serve.to("FLOP").m * np.ones(sizes.shape)
 
 
-def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf) -> dict:
-    """Minimise pre-training plus serving compute over models that reach the loss of ``n0``
-    active parameters trained on ``d0`` tokens, serving ``d_inf`` tokens: the cheapest size on
-    a grid refined twice around its best point."""
+def cheapest_at_loss(presets: Presets, fit: str, n0, d0, d_inf) -> tuple[float, ...]:
+    """The model that minimises pre-training plus serving compute among those that reach the
+    loss of ``n0`` active parameters trained on ``d0`` tokens, serving ``d_inf`` tokens: its
+    loss, size (parameters), tokens and pre-training and serving compute (FLOP), the cheapest size
+    on a grid refined twice around its best point."""
     ev = Evaluator(presets, fit=fit)
     target = ev.q("chinchilla_loss", n_active=n0, training_tokens=d0).m
-
     sizes = np.geomspace(n0.to("parameter").m / 10, n0.to("parameter").m * 10, 401)
     for _ in range(3):  # each pass narrows the grid to the best point's neighbours
         tokens, train, serve = iso_loss_costs(presets, fit, n0, d0, d_inf, sizes)
         i = int(np.argmin(train + serve))
         best = sizes[i], tokens[i], train[i], serve[i]
         sizes = np.geomspace(sizes[max(i - 1, 0)], sizes[min(i + 1, len(sizes) - 1)], 401)
-    size, tokens, train, serve = best
+    return (float(target), *map(float, best))
+
+
+def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf) -> dict:
+    """The cheapest model at the loss of ``n0`` on ``d0`` (:func:`cheapest_at_loss`), and how
+    much more the model ``n0`` on ``d0`` costs in all."""
+    ev = Evaluator(presets, fit=fit)
+    target, size, tokens, train, serve = cheapest_at_loss(presets, fit, n0, d0, d_inf)
     heuristic = (
         (
             ev.q("training_flops", n_active=n0, training_tokens=d0)
@@ -303,12 +353,15 @@ def _fit(presets: Presets, fit: str) -> dict:
 
 
 def _budget_table(presets: Presets) -> dict:
+    """N*, D* and D*/N* of each fit at each budget, in 2-3 figures as prose says them (the
+    reference cards' calculators give them exactly)."""
     columns = []
     for f in presets.fit.values():
+        short = f"{f.id.split('_')[0].capitalize()} fit"  # as the chapter names it
         columns += [
-            (f"{f.name}: N*", "Gparameter", f.id, "compute_optimal_params"),
-            ("D*", "Ttoken", f.id, "compute_optimal_tokens"),
-            ("D*/N*", "token/parameter", f.id, None),
+            (rf"{short}: N\*", "Gparameter", f.id, "compute_optimal_params"),  # \* not italic
+            (r"D\*", "Ttoken", f.id, "compute_optimal_tokens"),
+            (r"D\*/N\*", "token/parameter", f.id, None),
         ]
     rows = []
     for budget in BUDGETS:
@@ -316,11 +369,12 @@ def _budget_table(presets: Presets) -> dict:
         cells = []
         for _, u, fit, eq in columns:
             ev = Evaluator(presets, fit=fit, training_flops=c)
-            if eq is None:  # tokens per parameter at the optimum
-                ratio = ev.q("compute_optimal_tokens") / ev.q("compute_optimal_params")
-                cells.append(cell_in(u, lambda r=ratio: r))
-            else:
-                cells.append(cell_in(u, lambda ev=ev, eq=eq: ev.q(eq)))
+            q = (
+                ev.q("compute_optimal_tokens") / ev.q("compute_optimal_params")
+                if eq is None
+                else ev.q(eq)
+            )
+            cells.append(spoken_number(q.to(u).magnitude))
         rows.append({"budget": said(c), "cells": cells})
     return {"headers": [header(n, u) for n, u, _, _ in columns], "rows": rows}
 
@@ -345,6 +399,7 @@ def _training_time(presets: Presets) -> dict:
             "flops": fp8.text("training_flops"),
             "chip_hours": said(hours),
             "mfu_fp8": said(mfu),
+            "inefficiency": said((1 / mfu).to(""), 2),  # the lecture's eta, for pre-training
             "mfu_bf16": bf16.text("training_mfu", training_chip_hours=hours),
             "chips": said(chips),
             "time": said(fp8.q("training_time", training_chips=chips, mfu=mfu).to("day")),

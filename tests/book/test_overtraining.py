@@ -102,15 +102,54 @@ def test_mfu_read_backwards(ctx):
     assert ctx["frontier_run"]["years"] == f"{seconds / (365.25 * 86400):.4g} years"
 
 
-def test_chinchilla_caption_shows_both_counts():
-    # a caption says its figures as prose does (units/display.py: spoken_number). By hand: 2.6298e14
-    # tokens served over 20 tokens per parameter x 100e9 parameters = 131.49; 22.26 against the fit
+def test_chinchilla_figure_draws_both_yardsticks():
+    # the two brackets are labelled as prose says them (units/display.py: spoken_number). By hand:
+    # 2.6298e14 tokens served over 20 tokens per parameter x 100e9 parameters = 131.49; 22.26
+    # against the fit's line; the alt text says both, and the equal-cost loss and its cheapest model
     fig = FIGURES["chinchilla_contours"](load())
-    assert "131 times" in fig.caption and "22 times" in fig.caption
+    assert "131×" in fig.svg and "22×" in fig.svg
+    assert "131 times" in fig.alt and "22 times" in fig.alt
+    assert "D = 20 N" in fig.svg  # the rule of thumb is drawn
+    # E + A/N^a + B/D^b at N0 on SERVED tokens, Hoffmann's constants: 1.802
+    E, A, B, a, b = FITS["hoffmann_2022"]
+    assert f"its loss, {E + A / N0**a + B / SERVED**b:.4g}" in fig.svg
+    assert "108 B parameters" in fig.alt  # the cheapest model at that loss (the context's)
 
 
 def test_equal_cost_figure_agrees_with_the_context(ctx):
     fig = FIGURES["equal_cost_heuristic"](load())
     for f in ctx["against_fits"]:
-        assert f"{f['train_share']} under the {f['name']}" in fig.caption
-        assert f"{f['excess']} per cent" in fig.caption
+        assert f"{f['train_share']} under the {f['name']}" in fig.alt
+        assert f"{f['excess']} per cent" in fig.alt
+    # the caption says what the curves show; the chapter's text gives their numbers once
+    assert not any(f["train_share"] in fig.caption for f in ctx["against_fits"])
+
+
+def test_the_half_and_quarters_split_halves_the_over_training_factor(ctx):
+    # serving half the compute, pre-training a quarter: pre-training costs 0.5 of serving, so
+    # its tokens are 0.5 x 2.6298e14 and the factor 0.5 x 131.49 = 65.7 (issue 22: not 1.3x)
+    assert float(ctx["splits"]["factor"]) == pytest.approx(0.5 * SERVED / (20 * N0), rel=1e-3)
+    assert ctx["splits"]["change"] == "2"
+
+
+def test_displays_count_as_the_prose_does(ctx):
+    # the prose says 6ND: c_fwd = 2 FLOP per parameter-token, times three for forward + backward
+    shown = {k: v["display"] for k, v in ctx["counted"].items()}
+    assert shown["training_flops"] == r"C_{\mathrm{pre}} = 6 N_{\mathrm{active}} D_{\mathrm{pre}}"
+    assert shown["compute_optimal_tokens"] == r"D^{*} = \frac{C_{\mathrm{pre}}}{6 N^{*}}"
+    assert r"\frac{c_{\mathrm{RL}} \eta_{\mathrm{RL}}}{6}" in shown["pretrain_rl_token_ratio"]
+
+
+def test_budget_table_in_two_or_three_figures(ctx):
+    # N* = G (C/6)^(b/(a+b)) by hand at 1e24 FLOP under the Hoffmann constants: 41.3 B
+    _, A, B, a, b = FITS["hoffmann_2022"]
+    g = (a * A / (b * B)) ** (1 / (a + b))
+    n_star = g * (1e24 / 6) ** (b / (a + b))
+    row = ctx["budgets"]["rows"][2]
+    assert row["budget"] == "10²⁴ FLOP"
+    assert row["cells"][0] == f"{n_star / 1e9:.2g}"  # '41'
+    assert row["cells"][2] == f"{1e24 / 6 / n_star**2:.2g}"  # tokens per parameter: '98'
+    for r in ctx["budgets"]["rows"]:
+        for cell in r["cells"]:
+            figures = cell.replace(",", "").replace(".", "").lstrip("0")
+            assert len(figures.rstrip("0")) <= 3, cell
