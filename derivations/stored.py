@@ -349,3 +349,43 @@ def solution(relation, target, compute) -> sp.Expr:
     dims = [f"{n}:{lookup_symbol(n).dimensionality}" for n in names]
     key = diskcache.digest(_srepr(relation), target.name, *dims) + "\nsolution"
     return _remembered_expression(key, compute)
+
+
+# -- LaTeX of an expression, kept as text ------------------------------------------------------
+
+
+@functools.cache
+def _latex_store() -> diskcache.Store:
+    here = Path(__file__).resolve().parent
+    code = diskcache.source_digest(here / "core.py", here / "stored.py")
+    return diskcache.Store("latex", diskcache.digest(sp.__version__, code)[:32])
+
+
+def _printing_key() -> str:
+    """A digest of what the LaTeX printers read besides the expression: each symbol's declared
+    LaTeX and the notation's shown forms (:func:`_notation_key`, whose sums print as written)."""
+    from derivations.core import SYMBOLS, version
+
+    if _NOTATION.get("printing version") != version():
+        names = sorted(f"{_srepr(s.sym)}={s.latex}" for s in SYMBOLS.values())
+        key = diskcache.digest(*names, "|", _notation_key())
+        _NOTATION.update({"printing version": version(), "printing": key})
+    return _NOTATION["printing"]
+
+
+def latex(form: str, expr, compute) -> str:
+    """``compute()``: LaTeX of ``expr`` printed in ``form`` (``"shown"``: ``to_latex``,
+    ``"display"``: ``to_display_latex``), kept as text under the expression (``srepr``) and the
+    notation (:func:`_printing_key`). Text written into a page, never parsed."""
+    if not diskcache.enabled():
+        return compute()
+    key = diskcache.digest(form, _srepr(expr), _printing_key())
+    blob = _latex_store().get(key)
+    if blob is not None:
+        try:
+            return blob.decode("utf-8")
+        except ValueError:
+            pass
+    text = compute()
+    _latex_store().put(key, text.encode("utf-8"))
+    return text
