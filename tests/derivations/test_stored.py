@@ -276,3 +276,42 @@ def test_a_tampered_solution_is_refused_and_solved_again(expressions, capsys, mo
     entry.write_bytes(entry.read_bytes().replace(b"hbm_capacity", b"hbm_drain_time"))
     assert eq.solve_for("mem_bandwidth").rhs == right
     assert "damaged entry" in capsys.readouterr().err
+
+
+# -- LaTeX kept as text ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def printed(empty_cache):
+    stored._latex_store.cache_clear()  # the store's folder is read from the (test's) cache root
+    yield empty_cache
+    stored._latex_store.cache_clear()
+
+
+def test_latex_comes_back_without_printing(printed, monkeypatch):
+    eqs = list(CATALOGUE.values())[:15]
+    made = [(e.latex(), e.display_latex()) for e in eqs]
+    monkeypatch.setattr(core, "_Printer", None)  # any printing would fail
+    monkeypatch.setattr(core, "_ReadablePrinter", None)
+    assert [(e.latex(), e.display_latex()) for e in eqs] == made
+
+
+def test_a_symbol_s_new_latex_is_printed_again(printed, monkeypatch):
+    eq = get("hbm_drain_time")
+    before = eq.latex()
+    capacity = core.SYMBOLS["hbm_capacity"]
+    monkeypatch.setitem(core.SYMBOLS, "hbm_capacity", dataclasses.replace(capacity, latex="M_X"))
+    after = eq.latex()
+    assert "M_X" in after and after != before
+    monkeypatch.setitem(core.SYMBOLS, "hbm_capacity", capacity)
+    assert eq.latex() == before
+
+
+def test_tampered_latex_is_refused_and_printed_again(printed, capsys, monkeypatch):
+    monkeypatch.setattr(diskcache, "NOTED", set())
+    eq = get("hbm_drain_time")
+    right = eq.latex()
+    for entry in (p for p in (printed / diskcache.FOLDER / "latex").rglob("*") if p.is_file()):
+        entry.write_bytes(entry.read_bytes().replace(b"frac", b"sqrt"))
+    assert eq.latex() == right
+    assert "damaged entry" in capsys.readouterr().err
