@@ -4,7 +4,8 @@
 - :class:`MarkdownCache`: a page's HTML, table of contents and anchors, by the hash of its
   Markdown, its place in the site and every file's address (links are checked and rewritten
   against them); stored only from a render that logged no warning, so a strict build still
-  stops on the same warning.
+  stops on the same warning. A page of the API reference is keyed on the library's source too,
+  and what mkdocstrings registered while rendering it is registered again when it is read.
 - :class:`SearchCache`: the search plugin's entries of a page, by the hash of what it reads
   from the page (its HTML, address, title, metadata and table of contents).
 - :class:`TemplateCache`: jinja2's compiled templates (the book's, the theme's), by the hash

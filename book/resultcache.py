@@ -1,7 +1,8 @@
 """Results of a build's slow, pure steps kept across builds, as JSON data under a hash of inputs.
 
 A warm build repeats work whose inputs did not change: the prediction's leave-one-out fits, the
-tutorial's code blocks. Each is kept in the build's store (``units.diskcache``: the user's own
+tutorial's code blocks, the figures (``book.figures.remembered_figure``, under the code
+:func:`code_closure` finds). Each is kept in the build's store (``units.diskcache``: the user's own
 folder, every entry sealed with the user's HMAC key, a damaged or tampered entry a miss that is
 computed again) under a digest of everything it is made from: the source of the library
 (``derivations/``, ``units/`` with its preset data), the preset files used, any ``--extra``
