@@ -4,7 +4,8 @@
 - :class:`MarkdownCache`: a page's HTML, table of contents and anchors, by the hash of its
   Markdown, its place in the site and every file's address (links are checked and rewritten
   against them); stored only from a render that logged no warning, so a strict build still
-  stops on the same warning.
+  stops on the same warning. A page of the API reference is keyed on the library's source too,
+  and what mkdocstrings registered while rendering it is registered again when it is read.
 - :class:`SearchCache`: the search plugin's entries of a page, by the hash of what it reads
   from the page (its HTML, address, title, metadata and table of contents).
 - :class:`TemplateCache`: jinja2's compiled templates (the book's, the theme's), by the hash
@@ -23,6 +24,7 @@ starts empty.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -42,6 +44,9 @@ MARKDOWN_LIBRARIES = (
     "pymdown-extensions",
     "mkdocs-material",
     "mkdocstrings",
+    "mkdocstrings-python",
+    "griffelib",
+    "griffe",
     "mkdocs-autorefs",
 )
 
@@ -108,16 +113,24 @@ class MarkdownCache:
 
     def render(self, page, config, files, render) -> None:
         """``render(config, files)`` (mkdocs' own), or its result read from the store. A page
-        of the API reference (mkdocstrings' ``:::``, read from the Python source) is always
-        rendered."""
-        if "\n::: " in page.markdown or page.markdown.startswith("::: "):
-            return render(config, files)
+        of the API reference (mkdocstrings' ``:::``) is read from the Python source: its key
+        holds the library's source too (``book.resultcache``), and what its rendering registers
+        (autorefs' anchors, the inventory's items, the handlers it used) is kept beside its
+        HTML and registered again when it is read."""
+        api = "\n::: " in page.markdown or page.markdown.startswith("::: ")
         checked = logging.getLogger("mkdocs").getEffectiveLevel() > logging.DEBUG
-        key = diskcache.digest(self.context, str(checked), page.file.src_uri, page.markdown)
+        parts = [self.context, str(checked), page.file.src_uri, page.markdown]
+        if api:
+            from book.resultcache import _library_digest
+
+            parts.append(_library_digest())
+        key = diskcache.digest(*parts)
         stored = self.store.get(key)
         if stored is not None:
             try:
-                self._restore(page, json.loads(stored))
+                data = json.loads(stored)
+                self._restore(page, data)
+                _register(config, page, data.get("registered", []))
                 self.hits += 1
                 return None
             except (ValueError, KeyError, TypeError):
@@ -127,11 +140,13 @@ class MarkdownCache:
         logger = logging.getLogger("mkdocs")
         logger.addHandler(warnings)
         try:
-            render(config, files)
+            with _recording(config, api) as registered:
+                render(config, files)
         finally:
             logger.removeHandler(warnings)
         if warnings.count == 0:
-            self.store.put(key, json.dumps(self._data(page)).encode("utf-8"))
+            data = dict(self._data(page), registered=registered)
+            self.store.put(key, json.dumps(data).encode("utf-8"))
         return None
 
     @staticmethod
@@ -163,6 +178,63 @@ class MarkdownCache:
         page.present_anchor_ids = set(data["anchors"])
         if links is not None:
             page.links_to_anchors = links
+
+
+@contextlib.contextmanager
+def _recording(config, api: bool):
+    """The list of what mkdocstrings registers while a page of the API reference renders:
+    ``["handler", name]``, ``["anchor", identifier, anchor, title, primary]`` (autorefs) and
+    ``["inventory", name, domain, role, uri, priority, dispname]`` (objects.inv)."""
+    made: list = []
+    autorefs = config.plugins.get("autorefs")
+    docs = config.plugins.get("mkdocstrings")
+    if not api or autorefs is None or docs is None:
+        yield made
+        return
+    handlers = docs.handlers
+    anchor, item, handler = (
+        autorefs.register_anchor,
+        handlers.inventory.register,
+        handlers.get_handler,
+    )
+
+    def register_anchor(page, identifier, anchor_id=None, *, title=None, primary=True):
+        made.append(["anchor", identifier, anchor_id, title, primary])
+        return anchor(page, identifier, anchor_id, title=title, primary=primary)
+
+    def register(name, domain, role, uri, priority=1, dispname=None):
+        made.append(["inventory", name, domain, role, uri, priority, dispname])
+        return item(name, domain, role, uri, priority, dispname)
+
+    def get_handler(name, handler_config=None):
+        if ["handler", name] not in made:
+            made.append(["handler", name])
+        return handler(name, handler_config)
+
+    autorefs.register_anchor = register_anchor
+    handlers.inventory.register = register
+    handlers.get_handler = get_handler
+    try:
+        yield made
+    finally:
+        del autorefs.register_anchor, handlers.inventory.register, handlers.get_handler
+
+
+def _register(config, page, registered: list) -> None:
+    """Register again what :func:`_recording` saw a page's rendering register."""
+    if not registered:
+        return
+    autorefs, handlers = config.plugins["autorefs"], config.plugins["mkdocstrings"].handlers
+    for what, *args in registered:
+        if what == "handler":
+            handlers.get_handler(*args)
+        elif what == "anchor":
+            identifier, anchor, title, primary = args
+            autorefs.register_anchor(page, identifier, anchor, title=title, primary=primary)
+        elif what == "inventory":
+            handlers.inventory.register(*args)
+        else:
+            raise KeyError(what)
 
 
 @functools.cache

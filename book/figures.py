@@ -1857,11 +1857,57 @@ _DRAWN: dict[tuple, Figure] = {}  # by the preset files behind it and figure id
 
 
 def drawn(fig_id: str, presets: Presets) -> Figure:
-    """The figure, drawn once per preset set (a figure used on two pages is drawn once)."""
+    """The figure, drawn once per preset set (a figure used on two pages is drawn once), or
+    read from the store when an earlier build drew it from the same inputs
+    (:func:`remembered_figure`).
+    """
     key = (presets.files, fig_id)
     if key not in _DRAWN:
-        _DRAWN[key] = FIGURES[fig_id](presets)
+        _DRAWN[key] = remembered_figure(fig_id, presets)
     return _DRAWN[key]
+
+
+def remembered_figure(fig_id: str, presets: Presets) -> Figure:
+    """``FIGURES[fig_id](presets)``, or what it made before from the same inputs, kept by
+    ``book.resultcache`` (sealed JSON: the SVG, alt text and caption): the figure's id, the
+    library and the preset files, the source of this module and of every book module it
+    imports (:func:`book.resultcache.code_closure`), and matplotlib's setup
+    (:func:`drawing_setup`). A build whose inputs are unchanged neither imports nor runs
+    matplotlib."""
+    from book.resultcache import code_closure, remembered
+
+    def draw() -> dict:
+        fig = FIGURES[fig_id](presets)
+        return {"svg": fig.svg, "alt": fig.alt, "caption": fig.caption}
+
+    sources = code_closure("book/figures.py")
+    found = remembered("figure", sources, (fig_id, drawing_setup()), draw, presets.files)
+    texts = [found.get(k) if isinstance(found, dict) else None for k in ("svg", "alt", "caption")]
+    if not all(isinstance(t, str) for t in texts):  # not what draw() returns: drawn again
+        texts = list(draw().values())
+    return Figure(fig_id, *texts)
+
+
+@functools.cache
+def drawing_setup() -> str:
+    """What the SVG of a figure depends on besides its inputs, found without importing
+    matplotlib: its version (its style defaults and bundled fonts; the house style overrides
+    the rest) and every ``matplotlibrc`` it would read before its own (``$MATPLOTLIBRC``, the
+    working folder's, the user's)."""
+    from importlib import metadata
+
+    config = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "matplotlib"
+    )
+    chosen = os.environ.get("MATPLOTLIBRC", "")
+    files = [chosen, os.path.join(chosen, "matplotlibrc"), "matplotlibrc"]
+    files.append(os.path.join(config, "matplotlibrc"))
+    parts = [metadata.version("matplotlib")]
+    for name in files:
+        if name and os.path.isfile(name):
+            with open(name, "rb") as f:
+                parts += [os.path.abspath(name), f.read().decode("utf-8", "replace")]
+    return "\n".join(parts)
 
 
 def figures_for(chapter: str, presets: Presets) -> dict:

@@ -1,7 +1,8 @@
 """Results of a build's slow, pure steps kept across builds, as JSON data under a hash of inputs.
 
 A warm build repeats work whose inputs did not change: the prediction's leave-one-out fits, the
-tutorial's code blocks. Each is kept in the build's store (``units.diskcache``: the user's own
+tutorial's code blocks, the figures (``book.figures.remembered_figure``, under the code
+:func:`code_closure` finds). Each is kept in the build's store (``units.diskcache``: the user's own
 folder, every entry sealed with the user's HMAC key, a damaged or tampered entry a miss that is
 computed again) under a digest of everything it is made from: the source of the library
 (``derivations/``, ``units/`` with its preset data), the preset files used, any ``--extra``
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -58,6 +60,48 @@ def _library_digest() -> str:
         *versions, pint.__version__,
         *(part for p in files for part in (p.relative_to(ROOT).as_posix(), p.read_bytes())),
     )  # fmt: skip
+
+
+@cache
+def code_closure(source: str) -> tuple[str, ...]:
+    """The project's files ``source`` (a path relative to the project) reads: itself, every module
+    of the book it imports (anywhere in it, a function's own imports too), theirs in turn, and
+    each data file beside one of them whose name it spells (``"claims.toml"``). The library's own
+    files are in every digest already. Found once per process (an edit of Python starts a new
+    one, see ``book.serve``).
+
+    >>> closure = code_closure("book/figures.py")
+    >>> "book/chapters/batching.py" in closure and "book/claims.toml" in closure
+    True
+    >>> "book/cards.py" in closure  # figures never import the cards
+    False
+    """
+    found, todo = set(), [ROOT / source]
+    while todo:
+        path = todo.pop()
+        if path in found:
+            continue
+        found.add(path)
+        text = path.read_text(encoding="utf-8")
+        for module, names in IMPORT.findall(text):
+            for name in (module, *(f"{module}.{n}" for n in re.findall(r"\w+", names))):
+                parts = name.split(".")
+                for depth in range(1, len(parts) + 1):
+                    module = ROOT.joinpath(*parts[:depth])
+                    todo += filter(
+                        Path.is_file, (module / "__init__.py", module.with_suffix(".py"))
+                    )
+        for name in DATA_NAME.findall(text):
+            if (path.parent / name).is_file():
+                found.add(path.parent / name)
+    return tuple(sorted(p.relative_to(ROOT).as_posix() for p in found))
+
+
+# ``import book.x`` or ``from book.x import a, b`` (or ``(a, b)`` over lines), at any indent
+IMPORT = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(book(?:\.\w+)*)(?:[ \t]+import[ \t]+(\([^)]*\)|[^\n]*))?", re.M
+)
+DATA_NAME = re.compile(r"[\"']([\w.-]+\.(?:toml|json|csv|txt|md))[\"']")  # a data file named beside
 
 
 def inputs_digest(sources: tuple[str, ...] = (), presets_files: tuple[str, ...] = ()) -> str:

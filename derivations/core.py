@@ -712,9 +712,14 @@ class _Printer(LatexPrinter):
 def to_latex(expr) -> str:
     """LaTeX of a sympy expression or relation, with every symbol's declared LaTeX, in the
     form the notation shows (:func:`shown`)."""
-    written = _latex_cached("written", _written_sums)
-    settings = {"symbol_names": _latex_cached("names", _names), "mul_symbol": None}
-    return _Printer(settings, written).doprint(shown(expr))
+    from derivations import stored  # printed by an earlier build: not printed again
+
+    def printed() -> str:
+        written = _latex_cached("written", _written_sums)
+        settings = {"symbol_names": _latex_cached("names", _names), "mul_symbol": None}
+        return _Printer(settings, written).doprint(shown(expr))
+
+    return stored.latex("shown", expr, printed)
 
 
 # -- display forms: an equation as a person writes it -------------------------------------------
@@ -777,9 +782,14 @@ class _ReadablePrinter(_Printer):
 
 def to_display_latex(expr) -> str:
     """LaTeX of ``expr`` in its display form (:func:`readable`, :class:`_ReadablePrinter`)."""
-    written = _latex_cached("written", _written_sums)
-    settings = {"symbol_names": _latex_cached("names", _names), "mul_symbol": None}
-    return _ReadablePrinter(settings, written).doprint(expr)
+    from derivations import stored  # printed by an earlier build: not printed again
+
+    def printed() -> str:
+        written = _latex_cached("written", _written_sums)
+        settings = {"symbol_names": _latex_cached("names", _names), "mul_symbol": None}
+        return _ReadablePrinter(settings, written).doprint(expr)
+
+    return stored.latex("display", expr, printed)
 
 
 def _bare(latex: str) -> str:
@@ -898,8 +908,12 @@ class Equation:
     def display_expr(self) -> sp.Expr:
         """The right side as a person writes it: no unit constants, factored where shorter."""
         if "display" not in self._compiled:
+            from derivations import stored  # found by an earlier build: not factored again
+
             self._compiled["display"] = (
-                self.written if self.written is not None else readable(self.rhs)
+                self.written
+                if self.written is not None
+                else stored.display_form(self, lambda: readable(self.rhs))
             )
         return self._compiled["display"]
 
@@ -1277,42 +1291,19 @@ class Equation:
                 + ")"
             )
         relation = sp.Eq(self.lhs.sym, rhs)
+        from derivations import stored  # solved by an earlier build: not solved again
+
         cannot = f"cannot solve {self.id!r} for {name!r}"
-        for power in rhs.atoms(sp.Pow):  # sympy would expand a polynomial of that degree
-            e = power.exp
-            if (
-                target.sym in power.base.free_symbols
-                and e.is_Rational
-                and max(abs(e.p), abs(e.q)) > MAX_SOLVE_EXPONENT
-            ):
-                raise ChalkboardError(
-                    f"{cannot}: the power {power} is too large to solve symbolically "
-                    f"(exponents up to {MAX_SOLVE_EXPONENT})"
-                )
-        try:
-            with _time_limit(
-                MAX_SOLVE_SECONDS,
-                f"{cannot}: sympy took longer than "
-                f"{MAX_SOLVE_SECONDS} s on it (too large to solve symbolically)",
-            ):
-                solutions = sp.solve(relation, target.sym, dict=False)
-        except NotImplementedError:
-            solutions = []
-        solutions = [s for s in solutions if s.is_positive is not False and s.is_real is not False]
-        solutions = [_dimension_grouped(s) for s in solutions]
-        if len(solutions) != 1:
-            raise ChalkboardError(
-                f"cannot solve {self.id!r} for {name!r}: no unique positive solution"
-            )
+        solved = stored.solution(relation, target, lambda: _solved(relation, rhs, target, cannot))
         derivation = Derivation(
             given(self.lhs.sym, rhs, f"the equation {self.id}"),
-            solve(target.sym, solutions[0], f"solve for {name}"),
+            solve(target.sym, solved, f"solve for {name}"),
         )
         return Equation(
             id=f"{self.id}_for_{name}",
             title=f"{self.title}, solved for {target.meaning}",
             lhs=target,
-            rhs=solutions[0],
+            rhs=solved,
             chapter=self.chapter,
             source=self.source,
             assumptions=self.assumptions,
@@ -1321,6 +1312,36 @@ class Equation:
             solved_from=self.lhs.name,
             recipe=(self.recipe or f'get("{self.id}")') + f'.solve_for("{target.name}")',
         )
+
+
+def _solved(relation: sp.Eq, rhs: sp.Expr, target: Symbol, cannot: str) -> sp.Expr:
+    """The one positive solution of ``relation`` (``output = rhs``) for ``target``; otherwise
+    ChalkboardError, ``cannot`` and why: none, more than one, or not found in time."""
+    for power in rhs.atoms(sp.Pow):  # sympy would expand a polynomial of that degree
+        e = power.exp
+        if (
+            target.sym in power.base.free_symbols
+            and e.is_Rational
+            and max(abs(e.p), abs(e.q)) > MAX_SOLVE_EXPONENT
+        ):
+            raise ChalkboardError(
+                f"{cannot}: the power {power} is too large to solve symbolically "
+                f"(exponents up to {MAX_SOLVE_EXPONENT})"
+            )
+    try:
+        with _time_limit(
+            MAX_SOLVE_SECONDS,
+            f"{cannot}: sympy took longer than "
+            f"{MAX_SOLVE_SECONDS} s on it (too large to solve symbolically)",
+        ):
+            solutions = sp.solve(relation, target.sym, dict=False)
+    except NotImplementedError:
+        solutions = []
+    solutions = [s for s in solutions if s.is_positive is not False and s.is_real is not False]
+    solutions = [_dimension_grouped(s) for s in solutions]
+    if len(solutions) != 1:
+        raise ChalkboardError(f"{cannot}: no unique positive solution")
+    return solutions[0]
 
 
 MAX_SOLVE_EXPONENT = 1000  # a power of the unknown beyond this is not solved symbolically

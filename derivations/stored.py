@@ -233,3 +233,159 @@ def display_proved(eq, prove) -> None:
         return True
 
     _kept(key, compute, lambda _: "proved", decode)
+
+
+# -- symbolic results kept as data: a display form, a solved equation ---------------------------
+
+# the sympy classes a stored expression may hold besides symbols and exact numbers, each rebuilt
+# from its arguments as they were (evaluate=False: the arguments kept their canonical order)
+_HEADS = {c.__name__: c for c in (sp.Add, sp.Mul, sp.Pow, sp.Max, sp.Min, sp.exp, sp.log)}
+
+
+class NotAnExpression(ValueError):
+    """Stored data that is not an expression this module writes."""
+
+
+def expression_data(expr) -> list | None:
+    """``expr`` as JSON-able data: ``["s", name]`` a catalogue symbol, ``["n", p, q]`` an exact
+    number, ``[head, *arguments]`` one of the heads in ``_HEADS``; None when it holds anything
+    else (a float, an arbitrary function, a symbol that is not the catalogue's own).
+
+    >>> from derivations import get
+    >>> expr = get("hbm_drain_time").rhs
+    >>> expression_data(expr)
+    ['Mul', ['s', 'hbm_capacity'], ['Pow', ['s', 'mem_bandwidth'], ['n', -1, 1]]]
+    >>> expression_from(expression_data(expr)) == expr
+    True
+    """
+    from derivations.core import SYMBOLS
+
+    if isinstance(expr, sp.Symbol):
+        known = SYMBOLS.get(expr.name)
+        return ["s", expr.name] if known is not None and known.sym == expr else None
+    if isinstance(expr, sp.Rational):
+        return ["n", int(expr.p), int(expr.q)]
+    if _HEADS.get(type(expr).__name__) is not type(expr):
+        return None
+    args = [expression_data(a) for a in expr.args]
+    return None if any(a is None for a in args) else [type(expr).__name__, *args]
+
+
+def expression_from(data) -> sp.Expr:
+    """The expression :func:`expression_data` wrote (NotAnExpression for anything else: a name
+    outside the catalogue, an unknown head, a malformed node). Nothing is parsed or run."""
+    from derivations.core import SYMBOLS
+
+    if not isinstance(data, list) or not data or not isinstance(data[0], str):
+        raise NotAnExpression(repr(data)[:80])
+    head, args = data[0], data[1:]
+    if head == "s" and len(args) == 1 and args[0] in SYMBOLS:
+        return SYMBOLS[args[0]].sym
+    if head == "n" and len(args) == 2 and all(type(a) is int for a in args) and args[1] > 0:
+        return sp.Rational(*args)
+    if head in _HEADS and args:
+        return _HEADS[head](*map(expression_from, args), evaluate=False)
+    raise NotAnExpression(repr(data)[:80])
+
+
+@functools.cache
+def _expressions() -> diskcache.Store:
+    here = Path(__file__).resolve().parent
+    code = diskcache.source_digest(here / "core.py", here / "stored.py")
+    return diskcache.Store("expressions", diskcache.digest(sp.__version__, code)[:32])
+
+
+def _remembered_expression(key: str, compute):
+    """``compute()`` (an expression), or what it returned before under ``key``: kept as
+    :func:`expression_data` and built back by :func:`expression_from`. An expression that is not
+    such data is returned and never stored; an entry that does not build back is computed again."""
+    if not diskcache.enabled():
+        return compute()
+    blob = _expressions().get(key)
+    if blob is not None:
+        try:
+            return expression_from(json.loads(blob.decode("utf-8")))
+        except ValueError:  # NotAnExpression, or not JSON: computed again and replaced
+            pass
+    value = compute()
+    data = expression_data(value)
+    if data is not None:
+        _expressions().put(key, json.dumps(data).encode("utf-8"))
+    return value
+
+
+_NOTATION: dict[str, object] = {}  # the notation's digest, by the catalogue's version
+
+
+def _notation_key() -> str:
+    """A digest of what :func:`derivations.core.readable` reads besides the expression: every
+    shown form (``Equation.display``) and the unit constants set to 1."""
+    from derivations.core import CATALOGUE, unit_constants, version
+
+    if _NOTATION.get("version") != version():
+        pairs = sorted(
+            f"{_srepr(c)}->{_srepr(d)}" for eq in CATALOGUE.values() for c, d, _ in eq.display
+        )
+        constants = sorted(_srepr(c) for c in unit_constants())
+        _NOTATION.update(version=version(), key=diskcache.digest(*pairs, "|", *constants))
+    return _NOTATION["key"]
+
+
+def display_form(eq, compute) -> sp.Expr:
+    """``compute()``: the display form of ``eq`` (``readable(eq.rhs)``), kept under its right
+    side (``srepr``) and the notation (:func:`_notation_key`)."""
+    key = diskcache.digest(_srepr(eq.rhs), _notation_key()) + "\ndisplay form"
+    return _remembered_expression(key, compute)
+
+
+def solution(relation, target, compute) -> sp.Expr:
+    """``compute()``: the one solution of ``relation`` for the symbol ``target`` that
+    ``Equation.solve_for`` finds, kept under the relation (``srepr``), the target's name and the
+    dimension of each symbol in it (which grouping of the solution reads). A relation with no
+    single solution raises each time (errors are not kept)."""
+    from derivations.core import lookup_symbol
+
+    names = sorted(s.name for s in relation.free_symbols)
+    dims = [f"{n}:{lookup_symbol(n).dimensionality}" for n in names]
+    key = diskcache.digest(_srepr(relation), target.name, *dims) + "\nsolution"
+    return _remembered_expression(key, compute)
+
+
+# -- LaTeX of an expression, kept as text ------------------------------------------------------
+
+
+@functools.cache
+def _latex_store() -> diskcache.Store:
+    here = Path(__file__).resolve().parent
+    code = diskcache.source_digest(here / "core.py", here / "stored.py")
+    return diskcache.Store("latex", diskcache.digest(sp.__version__, code)[:32])
+
+
+def _printing_key() -> str:
+    """A digest of what the LaTeX printers read besides the expression: each symbol's declared
+    LaTeX and the notation's shown forms (:func:`_notation_key`, whose sums print as written)."""
+    from derivations.core import SYMBOLS, version
+
+    if _NOTATION.get("printing version") != version():
+        names = sorted(f"{_srepr(s.sym)}={s.latex}" for s in SYMBOLS.values())
+        key = diskcache.digest(*names, "|", _notation_key())
+        _NOTATION.update({"printing version": version(), "printing": key})
+    return _NOTATION["printing"]
+
+
+def latex(form: str, expr, compute) -> str:
+    """``compute()``: LaTeX of ``expr`` printed in ``form`` (``"shown"``: ``to_latex``,
+    ``"display"``: ``to_display_latex``), kept as text under the expression (``srepr``) and the
+    notation (:func:`_printing_key`). Text written into a page, never parsed."""
+    if not diskcache.enabled():
+        return compute()
+    key = diskcache.digest(form, _srepr(expr), _printing_key())
+    blob = _latex_store().get(key)
+    if blob is not None:
+        try:
+            return blob.decode("utf-8")
+        except ValueError:
+            pass
+    text = compute()
+    _latex_store().put(key, text.encode("utf-8"))
+    return text

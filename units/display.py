@@ -12,6 +12,7 @@ does.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the fast CLI imports this module without pint
@@ -106,9 +107,25 @@ def _parts(u: pint.Unit):
     registry = u._REGISTRY
     out = []
     for name, exp in u._units.items():
-        prefix, base, _ = registry.parse_unit_name(name)[0]
+        prefix, base = _split(registry, name)
         out.append((prefix, base, exp, name))
     return out
+
+
+_SPLIT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # registry -> name -> split
+
+
+def _split(registry, name: str) -> tuple[str, str]:
+    """``(prefix, base)`` of a defined unit's name (``megatoken`` -> mega, token), parsed once
+    per registry (pint's parse tries every prefix and suffix on each call)."""
+    known = _SPLIT.get(registry)
+    if known is None:
+        known = _SPLIT[registry] = {}
+    found = known.get(name)
+    if found is None:
+        prefix, base, _ = registry.parse_unit_name(name)[0]
+        found = known[name] = (prefix, base)
+    return found
 
 
 def _symbol(u: pint.Unit, name: str) -> str:

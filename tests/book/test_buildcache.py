@@ -178,3 +178,46 @@ def test_typeset_math_is_read_back_without_node_and_a_new_formula_starts_it(monk
         assert second.proc is None  # no node started
         new = second.render([("x^2", False)])
         assert second.proc is not None and "katex" in new[0]
+
+
+API_CONFIG = CONFIG.replace(
+    "plugins:\n  - search\n",
+    "plugins:\n  - search\n  - mkdocstrings:\n      handlers:\n        python:\n"
+    f"          paths: [{ROOT}]\n",
+).replace("  - Batch: batch.md\n", "  - Batch: batch.md\n  - API: api.md\n")
+
+
+def test_an_api_page_is_read_back_with_what_it_registered(tmp_path, monkeypatch):
+    """A page of the API reference comes from the store with its anchors and inventory items
+    registered again: another page's cross-reference to it still resolves (strict: a lost
+    anchor would stop the build), and objects.inv is the one the rendering wrote."""
+    from book import resultcache
+
+    project = _project(tmp_path, BATCH + "\nRaises [the error][units.errors.ChalkboardError].\n")
+    (project / "mkdocs.yml").write_text(API_CONFIG.format(hooks=HOOKS), encoding="utf-8")
+    (project / "docs" / "api.md").write_text("# API\n\n::: units.errors\n", encoding="utf-8")
+    site = project / "site"
+    first = _build(project)
+    made = {p: (site / p).read_bytes() for p in ("api/index.html", "batch/index.html")}
+    inventory = (site / "objects.inv").read_bytes()
+    assert (first["hits"], first["misses"]) == (0, 3)
+    assert b'href="../api/#units.errors.ChalkboardError"' in made["batch/index.html"]
+    second = _build(project)
+    assert (second["hits"], second["misses"]) == (3, 0)
+    assert {p: (site / p).read_bytes() for p in made} == made
+    assert (site / "objects.inv").read_bytes() == inventory
+    monkeypatch.setattr(resultcache, "_library_digest", lambda: "an edited library")
+    third = _build(project)
+    assert (third["hits"], third["misses"]) == (2, 1)  # the API page is rendered again
+
+
+def test_an_entry_that_registers_anything_else_is_refused():
+    """A stored registration is only ever one of the three kinds recorded (a KeyError makes the
+    page render again); nothing in it is looked up or called by name."""
+    from types import SimpleNamespace
+
+    config = SimpleNamespace(
+        plugins={"autorefs": None, "mkdocstrings": SimpleNamespace(handlers=0)}
+    )
+    with pytest.raises(KeyError):
+        buildcache._register(config, None, [["run", "os.system"]])

@@ -184,3 +184,94 @@ def test_kv_routes_reach_the_kink_by_sharing_or_sparse_reads(drawn):
 def test_latency_figure_draws_the_memory_it_takes_a_max_over(drawn):
     svg = drawn["latency_vs_batch"].svg
     assert "memory (weight fetch + KV fetch)" in svg
+
+
+# -- figures kept under their inputs (book/resultcache.py): no drawing on a warm build --------
+
+
+def _figure_entries(root):
+    from units import diskcache
+
+    return sorted(p for p in (root / diskcache.FOLDER / "figure").rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def kept(empty_cache, monkeypatch):
+    """An empty store; ``calls`` lists the figures whose code really runs."""
+
+    calls = []
+    for fig_id, make in list(FIGURES.items()):
+        monkeypatch.setitem(FIGURES, fig_id, lambda p, m=make, i=fig_id: calls.append(i) or m(p))
+    return calls
+
+
+def test_a_kept_figure_is_the_one_drawn_and_its_code_does_not_run_again(kept):
+    from book.figures import remembered_figure
+
+    presets = load()
+    first = remembered_figure("pipeline_bubble", presets)
+    assert first == FIGURES["pipeline_bubble"](presets) and kept == ["pipeline_bubble"] * 2
+    assert remembered_figure("pipeline_bubble", presets) == first and len(kept) == 2
+
+
+def test_an_edited_preset_or_figure_source_draws_again(kept, tmp_path, monkeypatch):
+    from book import resultcache
+    from book.figures import remembered_figure
+
+    mine = tmp_path / "mine.toml"
+    mine.write_text("")
+    presets = load((str(mine),))
+    remembered_figure("feistel_round", presets)
+    remembered_figure("feistel_round", presets)
+    assert len(kept) == 1
+    mine.write_text("# edited\n")  # the same presets, another file: its bytes are an input
+    remembered_figure("feistel_round", presets)
+    assert len(kept) == 2
+    source = tmp_path / "figure_code.py"
+    source.write_text("x = 1\n")
+    monkeypatch.setattr(resultcache, "code_closure", lambda _: (str(source),))
+    remembered_figure("feistel_round", presets)
+    source.write_text("x = 2\n")  # an edit of the code the figure is made by
+    remembered_figure("feistel_round", presets)
+    assert len(kept) == 4
+
+
+def test_a_tampered_figure_is_refused_and_drawn_again(kept, empty_cache, capsys, monkeypatch):
+    from book.figures import remembered_figure
+    from units import diskcache
+
+    monkeypatch.setattr(diskcache, "NOTED", set())
+    presets = load()
+    first = remembered_figure("feistel_round", presets)
+    (entry,) = _figure_entries(empty_cache)
+    entry.write_bytes(entry.read_bytes().replace(b"<svg", b"<svg onload='x()'", 1))
+    assert remembered_figure("feistel_round", presets) == first and len(kept) == 2
+    assert "damaged entry" in capsys.readouterr().err
+
+
+def test_the_figures_code_is_every_book_module_it_imports():
+    from book.resultcache import code_closure
+
+    closure = code_closure("book/figures.py")
+    assert {"book/figures.py", "book/chapters/pipeline.py", "book/predict.py"} <= set(closure)
+    assert "book/claims.toml" in closure  # read by book.claims, named there
+    assert "book/cards.py" not in closure and "book/site.py" not in closure
+
+
+def test_a_warm_build_s_figures_never_import_matplotlib(empty_cache):
+    """Every figure read from a store written by another process: matplotlib stays unimported."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        "from book.figures import FIGURES, drawn\n"
+        "from units.presets import load\n"
+        "svgs = [drawn(f, load()).svg for f in sorted(FIGURES)]\n"
+        "print(len(svgs), 'matplotlib' in sys.modules)\n"
+    )
+    run = [sys.executable, "-c", code]
+    where = dict(capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2])
+    assert subprocess.run(run, **where).stdout.split() == [str(len(FIGURES)), "True"]
+    assert subprocess.run(run, **where).stdout.split() == [str(len(FIGURES)), "False"]

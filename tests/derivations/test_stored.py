@@ -183,3 +183,135 @@ def test_a_display_form_is_proved_once_and_a_wrong_one_never_kept(facts, monkeyp
         with pytest.raises(DerivationError, match="display form"):
             wrong.check_display()
     assert len(proofs) == 3
+
+
+# -- display forms and solutions kept as expression data --------------------------------------
+
+
+@pytest.fixture
+def expressions(empty_cache):
+    stored._expressions.cache_clear()  # the store's folder is read from the (test's) cache root
+    yield empty_cache
+    stored._expressions.cache_clear()
+
+
+def _expression_entries(root):
+    return sorted(p for p in (root / diskcache.FOLDER / "expressions").rglob("*") if p.is_file())
+
+
+def test_every_catalogue_expression_comes_back_as_the_same_tree():
+    kept = 0
+    for eq in CATALOGUE.values():
+        for expr in (eq.rhs, core.readable(eq.rhs), eq.expanded()):
+            data = stored.expression_data(expr)
+            if data is None:  # an arbitrary function (a Feistel round's f): never stored
+                assert expr.atoms(core.sp.core.function.AppliedUndef)
+                continue
+            again = stored.expression_from(json.loads(json.dumps(data)))
+            assert again == expr and core.sp.srepr(again) == core.sp.srepr(expr)
+            kept += 1
+    assert kept > 250
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        ["s", "no_such_symbol"],
+        ["Function", ["s", "batch_size"]],  # a head outside the list: nothing is looked up
+        ["__import__", ["n", 1, 1]],
+        ["n", 1, 0],
+        ["n", 1.5, 1],
+        ["n", "1", "2"],
+        ["Add"],
+        "batch_size",
+        [],
+    ],
+)
+def test_data_that_is_not_a_stored_expression_is_refused(data):
+    with pytest.raises(stored.NotAnExpression):
+        stored.expression_from(data)
+
+
+def test_a_symbol_that_is_not_the_catalogue_s_own_is_never_stored():
+    other = core.sp.Symbol("batch_size")  # no assumptions: not the catalogue's batch_size
+    assert stored.expression_data(other + 1) is None
+    assert stored.expression_data(core.sp.Float(1.5) * core.lookup_symbol("batch_size").sym) is None
+
+
+def test_a_display_form_comes_back_without_factoring(expressions, monkeypatch):
+    eqs = [e for e in CATALOGUE.values() if e.written is None][:20]
+    made = [_fresh(e).display_expr for e in eqs]
+    assert made == [core.readable(e.rhs) for e in eqs]
+    monkeypatch.setattr(core, "readable", None)  # any factoring would fail
+    assert [_fresh(e).display_expr for e in eqs] == made
+
+
+def test_a_changed_right_side_is_factored_again(expressions, monkeypatch):
+    eq = get("pipeline_bubble_fraction")
+    assert _fresh(eq).display_expr == core.readable(eq.rhs)
+    changed = dataclasses.replace(eq, rhs=2 * eq.rhs)
+    assert changed.display_expr == core.readable(2 * eq.rhs) != _fresh(eq).display_expr
+
+
+def test_a_solution_comes_back_without_solving(expressions, monkeypatch):
+    pairs = [("pipeline_bubble_fraction", "microbatches"), ("memory_per_gpu", "micro_batch")]
+    made = [get(a).solve_for(b).rhs for a, b in pairs]
+    monkeypatch.setattr(core.sp, "solve", None)  # any solving would fail
+    assert [get(a).solve_for(b).rhs for a, b in pairs] == made
+    assert len(_expression_entries(expressions)) == 2
+
+
+def test_a_changed_equation_is_solved_again(expressions):
+    eq = get("hbm_drain_time")
+    first = eq.solve_for("mem_bandwidth").rhs
+    doubled = dataclasses.replace(eq, rhs=2 * eq.rhs)
+    assert doubled.solve_for("mem_bandwidth").rhs == 2 * first
+
+
+def test_a_tampered_solution_is_refused_and_solved_again(expressions, capsys, monkeypatch):
+    monkeypatch.setattr(diskcache, "NOTED", set())
+    eq = get("hbm_drain_time")
+    right = eq.solve_for("mem_bandwidth").rhs
+    (entry,) = _expression_entries(expressions)
+    entry.write_bytes(entry.read_bytes().replace(b"hbm_capacity", b"hbm_drain_time"))
+    assert eq.solve_for("mem_bandwidth").rhs == right
+    assert "damaged entry" in capsys.readouterr().err
+
+
+# -- LaTeX kept as text ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def printed(empty_cache):
+    stored._latex_store.cache_clear()  # the store's folder is read from the (test's) cache root
+    yield empty_cache
+    stored._latex_store.cache_clear()
+
+
+def test_latex_comes_back_without_printing(printed, monkeypatch):
+    eqs = list(CATALOGUE.values())[:15]
+    made = [(e.latex(), e.display_latex()) for e in eqs]
+    monkeypatch.setattr(core, "_Printer", None)  # any printing would fail
+    monkeypatch.setattr(core, "_ReadablePrinter", None)
+    assert [(e.latex(), e.display_latex()) for e in eqs] == made
+
+
+def test_a_symbol_s_new_latex_is_printed_again(printed, monkeypatch):
+    eq = get("hbm_drain_time")
+    before = eq.latex()
+    capacity = core.SYMBOLS["hbm_capacity"]
+    monkeypatch.setitem(core.SYMBOLS, "hbm_capacity", dataclasses.replace(capacity, latex="M_X"))
+    after = eq.latex()
+    assert "M_X" in after and after != before
+    monkeypatch.setitem(core.SYMBOLS, "hbm_capacity", capacity)
+    assert eq.latex() == before
+
+
+def test_tampered_latex_is_refused_and_printed_again(printed, capsys, monkeypatch):
+    monkeypatch.setattr(diskcache, "NOTED", set())
+    eq = get("hbm_drain_time")
+    right = eq.latex()
+    for entry in (p for p in (printed / diskcache.FOLDER / "latex").rglob("*") if p.is_file()):
+        entry.write_bytes(entry.read_bytes().replace(b"frac", b"sqrt"))
+    assert eq.latex() == right
+    assert "damaged entry" in capsys.readouterr().err
