@@ -309,19 +309,30 @@ def check_prerequisites(pdf: bool = False) -> None:
 
 @contextlib.contextmanager
 def _locked(out: Path):
-    """Hold the lock of builds into ``out``: its parent folder's (the one folder that stays put
-    while ``out`` is swapped; nothing is written there for it). A build that finds it taken says
-    so and waits for its turn."""
+    """Hold the lock of builds into ``out``: a file named after ``out``'s full path in the user's
+    cache folder, so builds into ``/tmp/a`` and ``/tmp/b`` run side by side and nothing is
+    written beside ``out``. Where the cache folder cannot be written, the lock is ``out``'s
+    parent folder's (it stays put while ``out`` is swapped). A build that finds it taken says so
+    and waits for its turn."""
     import fcntl
+    import hashlib
+
+    from units.diskcache import cache_dir
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+    name = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:32]
+    try:
+        locks = cache_dir() / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        fd = os.open(locks / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             sys.stderr.write(
-                f"note: another chalkboard build into {out.parent} is under way; this one "
+                f"note: another chalkboard build into {out} is under way; this one "
                 "waits for it to finish\n"
             )
             sys.stderr.flush()

@@ -530,6 +530,35 @@ def test_two_builds_into_one_folder_take_turns_and_say_so(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == names
 
 
+def test_builds_into_two_folders_of_one_parent_do_not_wait_for_each_other(tmp_path):
+    """The lock is per output folder: a build into /tmp/b does not queue behind one into /tmp/a."""
+    env = {**os.environ, "PYTHONPATH": str(site.ROOT)}
+    first = subprocess.Popen(
+        [sys.executable, "-c", SLOW_BUILD, str(tmp_path / "a"), "first"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "a.first").exists():  # the first holds its lock, waiting for "go"
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.05)
+    (tmp_path / "b.go").write_text("")  # the second need not wait for anything
+    second = subprocess.run(
+        [sys.executable, "-c", SLOW_BUILD, str(tmp_path / "b"), "second"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert second.returncode == 0 and "waits" not in second.stderr, second.stderr
+    assert first.poll() is None  # it finished while the first still held its own lock
+    (tmp_path / "a.go").write_text("")
+    assert first.wait(timeout=120) == 0
+    assert (tmp_path / "a" / "index.html").read_text() == "first"
+    assert (tmp_path / "b" / "index.html").read_text() == "second"
+
+
 @pytest.mark.parametrize("missing", ["chromium", "node"])
 def test_missing_prerequisites_are_reported_before_building(tmp_path, monkeypatch, missing):
     import tempfile
