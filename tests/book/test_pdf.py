@@ -330,3 +330,38 @@ def test_calculators_print_their_reference_values(pages):
     values = [number(a["value"]) for a in spec["args"]]
     found = [p.text for p in pages if "Calculator" in p.text and "routed experts" in p.text]
     assert found and any(all(v in _flat(t) for v in values) for t in found), values
+
+
+def test_box_titles_print_with_no_icon_over_their_first_letters(printed_site, page):
+    """Material draws a box's icon in its title's left padding; printed, no icon may reach into
+    the text (the print stylesheet drops it). Checked with the site's own stylesheets."""
+    from book.pdf import PRINT_CSS, STYLESHEET
+
+    head = (printed_site / "index.html").read_text(encoding="utf-8")
+    css = "".join(f'<link rel="stylesheet" href="{h}">' for h in STYLESHEET.findall(head))
+    boxes = (
+        '<div class="admonition note"><p class="admonition-title">Note</p><p>x</p></div>'
+        '<div class="admonition abstract"><p class="admonition-title">Takeaways</p></div>'
+        '<details class="tip" open><summary>Answer</summary><p>x</p></details>'
+        '<details class="chalkboard-calc" open><summary>Calculator</summary></details>'
+    )
+    test_page = printed_site / "box-titles-test.html"
+    test_page.write_text(
+        f"<!doctype html><html><head>{css}<style>{PRINT_CSS}</style></head><body>"
+        f'<article class="md-content__inner md-typeset">{boxes}</article></body></html>'
+    )
+    try:
+        page.emulate_media(media="print")
+        page.goto(test_page.as_uri())
+        overlaps = page.evaluate(
+            """() => [...document.querySelectorAll('.admonition-title, summary')].map(el => {
+                const icon = getComputedStyle(el, '::before');
+                const text = parseFloat(getComputedStyle(el).paddingLeft);
+                const drawn = icon.display !== 'none' && icon.content !== 'none';
+                const right = parseFloat(icon.left || 0) + parseFloat(icon.width || 0);
+                return drawn && right > text ? el.textContent : null;
+            }).filter(Boolean)"""
+        )
+    finally:
+        test_page.unlink()
+    assert overlaps == []
