@@ -3,10 +3,10 @@
 The pages of the book (chapters, claims audit, practice problems with answers, flashcards) are
 joined in nav order into one print page (``print.html`` in the site) that keeps the site's CSS,
 adds a print stylesheet (navigation hidden, every collapsed answer opened) and starts with a
-linked table of contents that gives the page each part starts on (printed once without ink,
-headers or outline only to measure, those pages read back from the PDF's anchors, printed again
-with everything and the numbers filled in). Math is already typeset and figures are inline SVG,
-so Chromium prints them as the site shows them. The PDF gets page
+linked table of contents that gives the page each part starts on (the book is printed once,
+where each part starts is read back from the PDF's anchors, and the front matter alone is
+printed again with the numbers and put in place of the first pages). Math is already typeset
+and figures are inline SVG, so Chromium prints them as the site shows them. The PDF gets page
 numbers, running headers and a bookmark outline, and is written atomically (a temporary file
 renamed into place).
 
@@ -141,6 +141,9 @@ def _group(md: str) -> str:
     )
 
 
+# a contents number not yet known: printed in the same kind of box as the number (so the
+# front matter, printed again with the numbers, has the same layout and tags)
+UNKNOWN = "0"
 ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
 STYLESHEET = re.compile(r'<link rel="stylesheet" href="([^"]+)"')
 
@@ -174,7 +177,7 @@ def print_page(site: Path, numbers: dict[int, int] | None = None) -> str:
             toc.append(f'<li class="group">{html.escape(group)}</li>')
         toc.append(
             f'<li><a href="#{prefix}page">{html.escape(title)}</a><span class="toc-dots"></span>'
-            f'<span class="toc-page">{numbers.get(i, "")}</span></li>'
+            f'<span class="toc-page">{numbers.get(i, UNKNOWN)}</span></li>'
         )
         # the running header: each part prints on its own named pages, whose top right margin
         # box names it (Chromium's header template, the same on every page, gives the book's)
@@ -215,15 +218,15 @@ def chromium() -> str:
 def write_pdf(site: Path, out: Path | None = None, previous: Path | None = None) -> Path:
     """Print the built ``site`` to ``out`` (default ``site/chalkboard.pdf``) atomically.
     ``previous``, an earlier PDF of the book, gives the contents' first guess of where each part
-    starts: when an edit moved no page break, one print suffices (see :func:`settle`)."""
+    starts: when an edit moved no page break, the front matter is not printed again."""
     site = Path(site).absolute()
     if not (site / "index.html").is_file():
         raise ChalkboardError(f"{site} holds no built site: build the site before printing it")
     out = Path(out).absolute() if out else site / PDF_NAME
     try:
-        import pypdf  # noqa: F401 - reads the page numbers back for the contents
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
+        from pypdf import PdfReader  # reads the page numbers back for the contents
     except ImportError:
         raise ChalkboardError(
             "printing the PDF needs playwright and pypdf: pip install -e '.[dev]'"
@@ -231,27 +234,32 @@ def write_pdf(site: Path, out: Path | None = None, previous: Path | None = None)
     browser_path = chromium()
     page_file = site / PRINT_PAGE
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    front = tmp.with_name(tmp.name + ".front")
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=browser_path, args=FLAGS)
             try:
-                # Chromium cannot number a contents page itself: load the page once, print it
-                # only to measure where each part starts, fill those numbers in (boxes of fixed
-                # width: nothing moves) and print everything, until the numbers hold
+                # Chromium cannot number a contents page itself: print the book once with the
+                # previous print's numbers (or blanks of the same kind), read where each part
+                # starts, and when a number changed print the front matter alone with the right
+                # ones (boxes of fixed width: nothing moves) and put its pages in (splice_front)
                 page = browser.new_page()
                 page.set_default_timeout(PAGE_TIMEOUT_MS)
-                page_file.write_text(print_page(site), encoding="utf-8")
+                # styles computed for print at load, not again when printing: 30% less CPU
+                page.emulate_media(media="print")
+                numbers = _guess(previous)
+                page_file.write_text(print_page(site, numbers), encoding="utf-8")
                 page.goto(page_file.as_uri(), wait_until="load")
                 page.evaluate("document.fonts.ready.then(() => true)")
-
-                def print_pass(numbers, final):
-                    if numbers is not None:  # the page on disk and the one printed agree
-                        page_file.write_text(print_page(site, numbers), encoding="utf-8")
-                        page.evaluate(FILL_NUMBERS, [numbers[i] for i in range(len(numbers))])
-                    _print(page, tmp, final)
-                    return start_pages(tmp)
-
-                settle(print_pass, guess=_guess(previous))
+                _print(page, tmp)
+                found = start_pages(tmp)
+                if found != numbers:
+                    page_file.write_text(print_page(site, found), encoding="utf-8")
+                    page.evaluate(FILL_NUMBERS, [found[i] for i in range(len(found))])
+                    page.add_style_tag(content=FRONT_ONLY)
+                    book = PdfReader(tmp)
+                    _print(page, front, total=len(book.pages), scale=_shrink(book, page))
+                    splice_front(tmp, front, min(found.values()) - 1)
             finally:
                 browser.close()
         os.replace(tmp, out)
@@ -262,6 +270,7 @@ def write_pdf(site: Path, out: Path | None = None, previous: Path | None = None)
         raise ChalkboardError(f"printing the PDF failed: {str(err).splitlines()[0]}") from None
     finally:
         tmp.unlink(missing_ok=True)
+        front.unlink(missing_ok=True)
     return out
 
 
@@ -317,45 +326,13 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-MAX_PASSES = 4
 # the print page holds the whole book: on a busy 2-core machine loading it takes minutes
 PAGE_TIMEOUT_MS = 600_000
 # the contents' page numbers written into the loaded print page, as print_page writes them
 FILL_NUMBERS = """numbers => document.querySelectorAll('.print-toc .toc-page')
     .forEach((box, i) => { box.textContent = String(numbers[i]); })"""
-# a pass that only measures where pages start paints nothing (layout, and so every page break
-# and named destination, is kept) and skips KaTeX's MathML copy of each formula (for screen
-# readers: absolutely placed in a clipped 1px box, it moves nothing): 29% less CPU than a
-# print without headers, outline and tags that paints (measured on the book, 36 s -> 25.5 s)
-INVISIBLE = "* { visibility: hidden !important; } .katex-mathml { display: none !important; }"
-
-
-def settle(print_pass, max_passes: int = MAX_PASSES, guess=None) -> dict[int, int]:
-    """Call ``print_pass(numbers, final)``, which prints the book with the contents' ``numbers``
-    (None while unknown) and returns where each part starts, until the numbers it printed are
-    where the parts start. A pass before the numbers are known only measures (``final`` False):
-    it can print without headers, outline, tags or ink, which moves no page break (the margins
-    are fixed and the numbers sit in boxes of fixed width); every later pass is a final one.
-    With a ``guess`` (an earlier print's numbers) the first pass is a final one.
-
-    >>> found = iter([{0: 3, 1: 9}, {0: 3, 1: 9}])
-    >>> passes = []
-    >>> settle(lambda numbers, final: passes.append((numbers, final)) or next(found))
-    {0: 3, 1: 9}
-    >>> passes
-    [(None, False), ({0: 3, 1: 9}, True)]
-    >>> settle(lambda numbers, final: passes.append(final) or {0: 3, 1: 9}, guess={0: 3, 1: 9})
-    {0: 3, 1: 9}
-    >>> passes[2:]  # the guess held: one print
-    [True]
-    """
-    numbers = guess
-    for _ in range(max_passes):
-        found = print_pass(numbers, numbers is not None)
-        if found == numbers:
-            return numbers
-        numbers = found
-    raise ChalkboardError("the contents' page numbers did not settle")
+# the front matter alone (title and contents), to print again with the right page numbers
+FRONT_ONLY = ".print-section:not(.print-toc) { display: none !important; }"
 
 
 def _guess(previous: Path | None) -> dict[int, int] | None:
@@ -369,25 +346,90 @@ def _guess(previous: Path | None) -> dict[int, int] | None:
         return None
 
 
-def _print(page, path: Path, final: bool) -> None:
-    """Print the loaded ``page`` to ``path``: everything on when ``final``, else only what
-    places the pages (no ink, header, footer, outline or tags)."""
-    hidden = None if final else page.add_style_tag(content=INVISIBLE)
-    try:
-        page.pdf(
-            path=str(path),
-            format="A4",
-            print_background=True,
-            display_header_footer=final,
-            header_template=HEADER,
-            footer_template=FOOTER,
-            margin=MARGIN,
-            outline=final,
-            tagged=final,
+def _print(page, path: Path, total: int | None = None, scale: float = 1) -> None:
+    """Print the loaded ``page`` to ``path`` with header, footer, outline and tags; ``total``,
+    when given, is the page count its footer gives (the book's, for its front matter alone)."""
+    footer = (
+        FOOTER if total is None else FOOTER.replace('<span class="totalPages"></span>', str(total))
+    )
+    page.pdf(
+        path=str(path),
+        format="A4",
+        print_background=True,
+        display_header_footer=True,
+        header_template=HEADER,
+        footer_template=footer,
+        margin=MARGIN,
+        outline=True,
+        tagged=True,
+        scale=scale,
+    )
+
+
+def _links(page) -> list[tuple[str, list[float]]]:
+    """The internal links of a PDF page: (destination, rectangle in points)."""
+    found = []
+    for annot in page.get("/Annots") or []:
+        annot = annot.get_object()
+        if "/Dest" in annot:
+            found.append((str(annot["/Dest"]).lstrip("/"), [float(x) for x in annot["/Rect"]]))
+    return found
+
+
+def _shrink(book, page) -> float:
+    """How much Chromium shrank the printed ``book`` (a pypdf reader) to fit the paper: it
+    scales the whole document down to its widest block, so the front matter printed alone must
+    be scaled alike. Measured on the first page of the contents: the distance from its first
+    link to its last in the PDF over that in the loaded ``page`` (a CSS px prints as 0.75 pt)."""
+    for printed in book.pages:
+        links = _links(printed)
+        if links and links[0][0] == "p0-page":
+            (first, (_, top, _, _)), (last, (_, bottom, _, _)) = links[0], links[-1]
+            screen = page.evaluate(
+                """([first, last]) => ['#' + first, '#' + last].map(id => document
+                    .querySelector(`.print-toc a[href="${id}"]`).getBoundingClientRect().top)""",
+                [first, last],
+            )
+            return (top - bottom) / (0.75 * (screen[1] - screen[0])) if last != first else 1
+    raise ChalkboardError("the printed contents have no link to the first part")
+
+
+def splice_front(book: Path, front: Path, count: int) -> None:
+    """Put the first ``count`` pages of the ``front`` PDF (the front matter printed alone, with
+    the contents' page numbers) in place of the ``book``'s first pages, in place. Only what they
+    show changes (content and resources): the book's page objects keep their links, their place
+    in the outline and the tags (the same elements, printed alike, so the same marked-content
+    ids). Written as an incremental update: the book's bytes stay, the new pages follow."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject
+
+    new = PdfReader(front)
+    if len(new.pages) != count:
+        raise ChalkboardError(
+            f"the contents printed alone took {len(new.pages)} pages, not {count}: "
+            "their page numbers moved the page breaks"
         )
+    writer = PdfWriter(book, incremental=True)
+    for n, (old, fresh) in enumerate(zip(writer.pages, new.pages, strict=False), start=1):
+        # each link of the book's page must lie where its text is printed now (to a point)
+        here, there = _links(old), _links(fresh)
+        moved = [
+            d
+            for (d, r), (e, q) in zip(here, there, strict=False)
+            for a, b in zip(r, q, strict=True)
+            if d != e or abs(a - b) > 1
+        ]
+        if moved or len(here) != len(there):
+            raise ChalkboardError(f"the contents printed alone do not match the book's page {n}")
+        for key in ("/Contents", "/Resources"):
+            old[NameObject(key)] = fresh.raw_get(key).clone(writer)
+    tmp = book.with_name(book.name + ".splice")
+    try:
+        with tmp.open("wb") as f:
+            writer.write(f)
+        os.replace(tmp, book)
     finally:
-        if hidden is not None:
-            hidden.evaluate("style => style.remove()")
+        tmp.unlink(missing_ok=True)
 
 
 def start_pages(pdf: Path) -> dict[int, int]:

@@ -178,7 +178,7 @@ def test_answers_are_printed_open(printed_site, text):
 
 def small_site(root):
     """A site of the book's printed pages, each a few paragraphs of a different length (a
-    figure-sized block in some), that prints in seconds."""
+    figure-sized block in some, one block wider than the paper), that prints in seconds."""
     root.mkdir()
     (root / "index.html").write_text("<html><head></head><body></body></html>")
     for i, (title, md) in enumerate(book_pages()):
@@ -187,64 +187,89 @@ def small_site(root):
         body = f"<h1>{title}</h1>" + "<p>Words and more words to fill a line. </p>" * (9 * i % 70)
         if i % 3 == 1:
             body += '<figure style="height: 160mm">a tall figure that cannot break</figure>'
+        if i == 2:  # wider than the paper: Chromium shrinks the whole book to fit it
+            body += '<pre style="width: 240mm">a wide table</pre>'
         page.write_text(f'<article class="md-content__inner md-typeset">{body}</article>')
     return root
 
 
-def test_the_measuring_pass_and_the_final_pass_break_pages_alike(tmp_path, monkeypatch):
-    """The first pass prints without ink, headers, outline or tags: where each part starts must
-    be where the final print (everything on) starts it, so two passes suffice."""
+def _spy_prints(monkeypatch):
+    """The prints write_pdf makes: "book" for the whole book, "front" for the front alone."""
     from book import pdf as book_pdf
 
-    passes = []
+    prints = []
     real = book_pdf._print
 
-    def spy(page, path, final):
-        real(page, path, final)
-        passes.append((final, start_pages(path)))
+    def spy(page, path, total=None, scale=1):
+        prints.append("book" if total is None else "front")
+        real(page, path, total, scale)
 
     monkeypatch.setattr(book_pdf, "_print", spy)
-    out = write_pdf(small_site(tmp_path / "site"))
-    assert [final for final, _ in passes] == [False, True], passes  # measure, then print
-    (_, found), (_, printed) = passes
-    assert found == printed == start_pages(out)
-    assert len(set(found.values())) == len(found) and max(found.values()) > len(found)
+    return prints
+
+
+def test_the_book_prints_once_and_its_front_matter_again_with_the_numbers(tmp_path, monkeypatch):
+    """One print of the whole book; the front matter alone, printed again with the contents'
+    page numbers, replaces the first pages, drawn where they were: its links (the book's) still
+    lie on the titles, its footers count the whole book, its marked-content ids are the book's."""
+    from pypdf import PdfReader
+
+    prints = _spy_prints(monkeypatch)
+    site = small_site(tmp_path / "site")
+    out = write_pdf(site)
+    assert prints == ["book", "front"]
+    starts = start_pages(out)
+    assert len(set(starts.values())) == len(starts) and max(starts.values()) > len(starts)
     read = read_pages(out)
     assert read[-1].foot == f"{len(read)} / {len(read)}" and "Chalkboard" in read[-1].head
+    front = range(min(starts.values()) - 1)
+    assert [read[n].foot for n in front] == [f"{n + 1} / {len(read)}" for n in front]
+    contents = "".join(read[n].body for n in front).replace(" ", "")  # no CSS here: no dots
+    for i, (title, _) in enumerate(book_pages()):
+        assert f"{title}{starts[i]}".replace(" ", "") in contents, title  # "Title .... 42"
+    # each contents link lies on its title's text, as printed in the new pages
+    import pypdfium2
+
+    doc, pdf = pypdfium2.PdfDocument(out), PdfReader(out)
+    try:
+        titles = iter(_flat(t) for t, _ in book_pages())
+        for n in front:
+            text = doc[n].get_textpage()
+            for annot in pdf.pages[n].get("/Annots") or []:
+                x0, y0, x1, y1 = (float(v) for v in annot.get_object()["/Rect"])
+                inside = _flat(text.get_text_bounded(left=x0, bottom=y0, right=x1, top=y1))
+                assert inside == next(titles), (n, inside)
+    finally:
+        doc.close()
+    assert next(titles, None) is None  # every title had its link
 
 
 def test_a_reprint_that_moves_no_page_break_prints_once(tmp_path, monkeypatch):
     """An earlier PDF of the book gives the first guess of the contents' numbers: an edit that
-    moves no page break prints once (a final print), one that does prints again until they hold;
-    the PDF is the same either way."""
-    from book import pdf as book_pdf
-
-    passes = []
-    real = book_pdf._print
-    monkeypatch.setattr(
-        book_pdf,
-        "_print",
-        lambda page, path, final: passes.append(final) or real(page, path, final),
-    )
+    moves no page break prints the book once and no front matter; one that does prints the front
+    matter again; the PDF is the same either way."""
+    prints = _spy_prints(monkeypatch)
     site = small_site(tmp_path / "site")
     first = write_pdf(site, out=tmp_path / "first.pdf")
-    assert passes == [False, True]
-    passes.clear()
+    assert prints == ["book", "front"]
+    prints.clear()
     again = write_pdf(site, out=tmp_path / "again.pdf", previous=first)
-    assert passes == [True]  # the guess held
+    assert prints == ["book"]  # the guess held
     assert start_pages(again) == start_pages(first)
-    assert [(p.head, p.foot) for p in read_pages(again)] == [
-        (p.head, p.foot) for p in read_pages(first)
-    ]
+    assert read_pages(again) == read_pages(first)
 
     page = site / _html_path(book_pages()[0][1])  # the first part grows by two pages
     page.write_text(
         page.read_text().replace("</article>", "<p style='height:500mm'></p></article>")
     )
-    passes.clear()
+    prints.clear()
     moved = write_pdf(site, out=tmp_path / "moved.pdf", previous=first)
-    assert passes == [True, True]  # the guess was wrong: printed again with the right numbers
+    assert prints == ["book", "front"]  # the guess was wrong: the front printed again
     assert start_pages(moved)[1] > start_pages(first)[1]
+    contents = "".join(p.body for p in read_pages(moved)[: start_pages(moved)[0] - 1])
+    assert f"{book_pages()[1][0]}{start_pages(moved)[1]}".replace(" ", "") in contents.replace(
+        " ", ""
+    )
 
 
 def test_a_failed_print_leaves_the_previous_pdf(printed_site, tmp_path, monkeypatch):
@@ -305,3 +330,38 @@ def test_calculators_print_their_reference_values(pages):
     values = [number(a["value"]) for a in spec["args"]]
     found = [p.text for p in pages if "Calculator" in p.text and "routed experts" in p.text]
     assert found and any(all(v in _flat(t) for v in values) for t in found), values
+
+
+def test_box_titles_print_with_no_icon_over_their_first_letters(printed_site, page):
+    """Material draws a box's icon in its title's left padding; printed, no icon may reach into
+    the text (the print stylesheet drops it). Checked with the site's own stylesheets."""
+    from book.pdf import PRINT_CSS, STYLESHEET
+
+    head = (printed_site / "index.html").read_text(encoding="utf-8")
+    css = "".join(f'<link rel="stylesheet" href="{h}">' for h in STYLESHEET.findall(head))
+    boxes = (
+        '<div class="admonition note"><p class="admonition-title">Note</p><p>x</p></div>'
+        '<div class="admonition abstract"><p class="admonition-title">Takeaways</p></div>'
+        '<details class="tip" open><summary>Answer</summary><p>x</p></details>'
+        '<details class="chalkboard-calc" open><summary>Calculator</summary></details>'
+    )
+    test_page = printed_site / "box-titles-test.html"
+    test_page.write_text(
+        f"<!doctype html><html><head>{css}<style>{PRINT_CSS}</style></head><body>"
+        f'<article class="md-content__inner md-typeset">{boxes}</article></body></html>'
+    )
+    try:
+        page.emulate_media(media="print")
+        page.goto(test_page.as_uri())
+        overlaps = page.evaluate(
+            """() => [...document.querySelectorAll('.admonition-title, summary')].map(el => {
+                const icon = getComputedStyle(el, '::before');
+                const text = parseFloat(getComputedStyle(el).paddingLeft);
+                const drawn = icon.display !== 'none' && icon.content !== 'none';
+                const right = parseFloat(icon.left || 0) + parseFloat(icon.width || 0);
+                return drawn && right > text ? el.textContent : null;
+            }).filter(Boolean)"""
+        )
+    finally:
+        test_page.unlink()
+    assert overlaps == []
