@@ -123,15 +123,25 @@ def test_a_bare_preset_capacity_hints_gigabytes(tmp_path):
 # -- grading from the terminal ---------------------------------------------------------------
 
 
+def _drill_id(chapter: str, equation: str) -> str:
+    """The formula drill's id (chapter-seed-index) of its first problem on ``equation``: drill
+    ids are positions, so they move when the chapter's concept problems change."""
+    from book.problems import drill_set
+
+    return next(p.id for p in drill_set(chapter, 0, 8, None, None) if p.equation == equation)
+
+
 def test_check_grades_an_answer_with_exit_status_and_diagnosis():
-    # batching-0-3 on the site: 128 experts (book/problems.py, seed 0)
-    code, out, err = run("problems", "--check", "batching-0-3", "128 experts")
+    # the batching drill's experts_touched problem at seed 0: 128 experts (its statement's
+    # batch times experts per token, capped at the expert count)
+    pid = _drill_id("batching", "experts_touched")
+    code, out, err = run("problems", "--check", pid, "128 experts")
     assert (code, err) == (0, "") and out.startswith("right: 128 experts")
-    code, out, err = run("problems", "--check", "batching-0-3", "1280 experts")
+    code, out, err = run("problems", "--check", pid, "1280 experts")
     assert code == 1 and out == "wrong: That is 10 times too large: check your powers of ten.\n"
-    code, out, _ = run("problems", "--check", "batching-0-3", "128 chips")
+    code, out, _ = run("problems", "--check", pid, "128 chips")
     assert code == 1 and "That counts chips; the question asks for experts" in out
-    code, out, _ = run("problems", "--check", "batching-0-3", "128 ms", "--json")
+    code, out, _ = run("problems", "--check", pid, "128 ms", "--json")
     got = json.loads(out)
     assert code == 1 and got["kind"] == "wrong" and got["message"].startswith("That is a time")
 
