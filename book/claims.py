@@ -20,8 +20,8 @@ from pathlib import Path
 import pint
 
 import derivations
-from derivations.inputs import reachable
 from book.format import given_text, number, quantity
+from derivations.inputs import reachable
 from units import ChalkboardError, parse_quantity
 from units.presets import Presets, load
 
