@@ -714,36 +714,53 @@ def _regime_cards(presets: Presets) -> list[Card]:
         r = derivations.get("step_time").evaluate_detailed(presets=presets, **kw)
         t_c, t_m = r.inputs["compute_time"].value, r.inputs["memory_time"].value
         weights, kv = r.inputs["weight_fetch_time"].value, r.inputs["kv_fetch_time"].value
-        chips = r.inputs["n_chips"].value
         names = _names(kw, presets)
         bound = "memory-bound" if t_m > t_c else "compute-bound"
-        top = "the weight fetch" if weights > kv else "the KV fetch"
+        # one comparison: what sets the step against the next largest (the chip count divides
+        # compute and reads alike, so the front leaves it out)
+        (top, slow), (runner, fast) = sorted(
+            {"the weight fetch": weights, "the KV fetch": kv, "the compute": t_c}.items(),
+            key=lambda p: p[1].magnitude,
+            reverse=True,
+        )[:2]
         front = (
-            f"{names['model']} on {number(chips.magnitude)} {names['chips']} (the fewest whose "
-            f"HBM holds its weights plus this batch's KV cache) at {names['precision']}, a "
-            f"batch of {number(batch)} sequences with {number(context)} tokens of context each: "
-            "which part of the step sets its time?"
+            f"{names['model']} on {names['chips']} at {names['precision']}, a batch of "
+            f"{number(batch)} sequences with {number(context)} tokens of context each (however "
+            "many chips: they split compute and reads alike): which part of the step sets its time?"
         )
-        per_sequence = derivations.get("kv_cache_per_sequence").evaluate(
-            presets=presets, model=model, precision=precision, context_length=kw["context_length"]
-        )
-        held_kv = per_sequence * kw["batch_size"]
-        held_w = derivations.get("weight_memory").evaluate(
-            presets=presets, model=model, precision=precision
-        )
-        why = (
-            "The batch is far below the crossover batch, so the weights, read once per step, "
-            "outweigh both the compute and the KV cache."
-            if weights > kv
-            else "At this context every sequence reads a long KV cache of its own, "
-            f"{quantity(held_kv.to('TB'), 3)} for the batch against {quantity(held_w, 3)} of "
-            "weights: that cache sets both the chip count and the step."
-        )
-        back = (
-            f"{sentence(top)}: the step is {bound}. Memory {quantity(t_m, 3)} (weights "
-            f"{quantity(weights, 3)}, KV cache {quantity(kv, 3)}) against compute "
-            f"{quantity(t_c, 3)}, attention's FLOPs included.\n\n{why}"
-        )
+        if top == "the KV fetch":
+            per_sequence = derivations.get("kv_cache_per_sequence").evaluate(
+                presets=presets,
+                model=model,
+                precision=precision,
+                context_length=kw["context_length"],
+            )
+            held_w = derivations.get("weight_memory").evaluate(
+                presets=presets, model=model, precision=precision
+            )
+            held_kv = (per_sequence * kw["batch_size"]).to("TB")
+            lead = (
+                f"The KV fetch: a step reads the batch's {quantity(held_kv, 3)} of KV cache "
+                f"against {quantity(held_w, 3)} of weights."
+            )
+            why = (
+                "Each sequence reads a long cache of its own, and at this context those reads "
+                f"outweigh the compute too: the step is {bound}."
+            )
+        else:
+            crossover = derivations.get("crossover_batch").evaluate(
+                presets=presets, model=model, hardware=hardware, precision=precision
+            )
+            lead = (
+                f"{sentence(top)}: it takes about {number((slow / fast).to('').magnitude, 2)} "
+                f"times as long as {runner}."
+            )
+            why = (
+                f"A batch of {number(batch)} is far below the crossover batch of about "
+                f"{quantity(crossover, 3)}, so the weights, read once per step, outweigh the "
+                f"compute and the KV cache: the step is {bound}."
+            )
+        back = f"{lead}\n\n{why}"
         cid = f"regime:{model}:{hardware}:{precision}:{batch}:{context}"
         cards.append(
             Card(

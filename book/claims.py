@@ -21,6 +21,7 @@ import pint
 
 import derivations
 from book.format import given_text, number, quantity
+from derivations.inputs import reachable
 from units import ChalkboardError, parse_quantity
 from units.presets import Presets, load
 
@@ -123,8 +124,10 @@ def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tu
     if overrides:
         label += " with " + ", ".join(given_text(k, v) for k, v in overrides.items())
     if "over" in raw_case:
-        reference = {k: v for k, v in overrides.items() if k != "batch_size"}
         other = derivations.get(raw_case["over"])
+        # the reference takes the givens it reads (a floor has no batch, nor a context)
+        reads = reachable(other)
+        reference = {k: v for k, v in overrides.items() if k != "batch_size" and k in reads}
         value = value / other.evaluate(presets=presets, **choices, **reference)
         label += f", over the {other.title[:1].lower() + other.title[1:]}"
     return label, value

@@ -317,7 +317,7 @@ OLD_TAG = re.compile(r"\(outside the (?:claim's )?(?:range|band)\)|outside the c
 
 
 def test_a_claim_verdict_is_one_short_plain_line(deck):
-    """The verdict line says what was measured against what in words ("301 times ..., not the
+    """The verdict line says what was measured against what in words ("295 times ..., not the
     claimed 1,000"), in one sentence of at most thirty words, and carries no audit tag."""
     claims = [c for c in deck if c.kind == "claim"]
     for c in deck:
