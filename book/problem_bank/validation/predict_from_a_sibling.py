@@ -149,6 +149,9 @@ def draw(rng, presets) -> Draw:
     )
     slow_bytes = _bound(target, presets, flops=case["flops"] / 2)[0] * share
     assert abs((step - max(work["busy"], work["memory"])) / step).to("").m < 1e-6
+    per_step = batch * Q_(1, "token/sequence") / Q_(1, "chip")  # a token per sequence per step
+    no_prefill = (per_step / max(work["decode"], work["memory"]) * share).to("token/s/chip")
+    reads_only = (per_step / work["memory"] * share).to("token/s/chip")
     candidates = (
         (predicted / share.m, "That is the bound itself; real systems reach only a share of it."),
         (
@@ -157,10 +160,16 @@ def draw(rng, presets) -> Draw:
             f"in {NAMES[precision]}.",
         ),
         (
-            predicted * target.chips,
-            f"That is the whole {number(target.chips)}-GPU system; the question asks per GPU.",
+            no_prefill,
+            f"You left out the prefill: each output token also brings {ratio} prompt tokens "
+            "through the model, and the offline test counts them in the step.",
+        ),
+        (
+            reads_only,
+            "You timed the step by its reads alone; at this batch its multiplies, prefill "
+            "included, take longer.",
         )
-        if target.chips > 1
+        if work["busy"] > work["memory"]
         else (None, ""),
     )
     mistakes = tuple(
@@ -170,8 +179,9 @@ def draw(rng, presets) -> Draw:
     )
     return Draw(
         hint=(
-            "Work out the sibling's roofline bound and its measured share of it; apply the "
-            "same share to this system's bound."
+            "The sibling's share is given: apply it to this GPU's own bound. For the bound, "
+            "the batch the HBM holds (and the test allows), then a step's reads against its "
+            "multiplies, the prompts' prefill included."
         ),
         text=text,
         answer=predicted,
