@@ -127,10 +127,9 @@ def draw(rng, presets) -> Draw:
         f"delivers {quantity(flops)} × {pct(mfu.m)}; over {quantity(deadline)} the run needs "
         f"{number(exact)} chips, {number(exact / unit)} {block}s; rounded up (a fraction short "
         f"misses the deadline), {number(blocks)} {block}s: **{quantity(chips, 4)}**, finishing "
-        f"in {quantity(days, 3)}.",
-        "The shortcut: at the same MFU a chip's tokens per second scale inversely with the "
-        "active parameters, so the MFU never has to be written down; it is worth knowing "
-        f"anyway ({pct(mfu.m)} here).",
+        f"in {quantity(days, 3)}. (A shortcut: at the same MFU a chip's tokens per second "
+        "scale inversely with the active parameters, so the MFU need not be written down; it "
+        "is worth knowing anyway.)",
     )
     tolerance = whole_count_tolerance(chips.m, 0.02)
     candidates = [
