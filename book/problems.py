@@ -686,9 +686,15 @@ def givens_text(p: Problem) -> str:
 
 
 def tolerance_text(p: Problem) -> str:
+    """How an answer is graded, as a sentence ends: 'within 2%', 'within a factor of 1.5', or,
+    for a whole count graded so tightly that one more or fewer is wrong, 'as the exact whole
+    number' (not 'within 0.004451%')."""
     if p.mode == "factor":
         return f"within a factor of {number(p.tolerance, 3)}"
-    return f"within {number(100 * p.tolerance)}%"
+    whole = p.answer is not None and float(p.answer.m).is_integer()
+    if whole and p.tolerance * abs(p.answer.m) < 1:
+        return "as the exact whole number"
+    return f"within {number(100 * p.tolerance, 2)}%"
 
 
 # The answer checker's unit table and each problem's spec: book/checker.py (re-exported).

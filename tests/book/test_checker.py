@@ -339,6 +339,25 @@ def test_every_site_problem_accepts_its_printed_answer_and_rejects_slips():
             assert got["kind"] == "wrong", (pid, text, got)
 
 
+def test_every_problem_accepts_its_displayed_answer_at_other_seeds():
+    """Beyond the site's drawing (seed 0): the answer as the page states it and as the
+    solution prints it in bold, at a few more seeds, through both faces. Among them are
+    answers printed as "× 10ⁿ" (over-training's FLOPs, tokens and bills), which an earlier
+    checker rejected: the test insists some are there."""
+    cases, shown = [], []
+    for seed in (1, 2, 3, 31):
+        for p in problem_set(seed=seed):
+            if p.answer is None:
+                continue
+            spec = answer_spec(p)
+            for text in {quantity(p.answer), _bold(p)}:
+                cases.append({"text": text, "answer": spec})
+                shown.append((seed, p.id, text))
+    assert sum("× 10" in text for *_, text in shown) >= 10
+    for where, got in zip(shown, both(cases), strict=True):
+        assert got["ok"], (where, got)
+
+
 def test_listed_mistakes_are_diagnosed_by_both_faces():
     named = 0
     for p in site_problems():

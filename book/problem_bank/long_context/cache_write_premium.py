@@ -17,7 +17,14 @@ LIFETIMES = (
     ("cache_write_5min", "cache_duration_short"),
     ("cache_write_1h", "cache_duration_long"),
 )
-MODELS = ("llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b", "deepseek_v3")
+MODELS = (
+    "llama_3_1_70b",
+    "llama_3_1_405b",
+    "qwen3_235b_a22b",
+    "deepseek_v3",
+    "kimi_k2",
+    "mixtral_8x7b",
+)
 TIERS = ("hbm_h100", "dram_ddr5", "flash_nvme")
 RENT = "lecture_gpu"  # what HBM costs: the GPU's rent over its capacity
 

@@ -15,7 +15,14 @@ LECTURE = "1:33:02"
 CHIPS = ("h100_sxm", "h200", "b200", "gb200_nvl72", "mi355x")
 ACTIVE = (50, 100, 150, 200)  # billions of active parameters the provider is believed to run
 KINKS = (128_000, 200_000, 256_000)  # tokens: where the price list steps up
-SHAPES = ("llama_3_1_70b", "llama_3_1_405b", "llama_3_1_8b", "qwen3_235b_a22b")
+SHAPES = (
+    "llama_3_1_70b",
+    "llama_3_1_405b",
+    "llama_3_1_8b",
+    "qwen3_235b_a22b",
+    "mixtral_8x7b",
+    "llama_2_70b",
+)
 
 
 def draw(rng, presets) -> Draw:

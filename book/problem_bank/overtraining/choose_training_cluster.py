@@ -19,6 +19,7 @@ MODELS = (
     ("kimi_k2", None),
     ("llama_3_1_70b", (15,)),
     ("llama_3_1_405b", (15,)),
+    ("qwen3_235b_a22b", (36,)),
 )
 # chip, GPUs on offer (drawn), at the chip's declared rent: a lab's shopping list
 OFFERS = (
@@ -27,7 +28,7 @@ OFFERS = (
     ("gb200_nvl72", (2016, 4032, 8064)),
 )
 MFUS = {"bf16": 0.4, "fp8": 0.3}  # FP8 runs reach less of their (doubled) peak
-DEADLINES = (30, 45, 60, 90, 120)  # days
+DEADLINES = (10, 14, 21, 30, 45, 60, 90, 120)  # days
 MARGIN = 0.05
 
 

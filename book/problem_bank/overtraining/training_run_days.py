@@ -1,51 +1,74 @@
-"""How long a pre-training run takes: 6ND over what the cluster really delivers."""
+"""A deadline sets the cluster's size; the cluster, rented for the whole window, sets the bill."""
 
 from __future__ import annotations
 
+import math
+
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, clear_of_rounding, money
+from book.problem_bank._rents import rent
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
 
-KIND = "numeric"  # one formula, worked in steps
-TITLE = "How many days will the run take?"
+KIND = "multi"
+TITLE = "How many GPUs to finish by the deadline, and the bill"
 USES = ("training_flops", "training_time")
 LECTURE = "1:18:59"
 
 MODELS = (  # model, training tokens in trillions (None: the model's reported count)
     ("deepseek_v3", None),
     ("kimi_k2", None),
+    ("llama_3_1_8b", (15,)),
     ("llama_3_1_70b", (10, 15, 20)),
-    ("llama_3_1_405b", (10, 15, 20)),
     ("qwen3_235b_a22b", (20, 30, 36)),
+    ("mixtral_8x7b", (5, 10)),
 )
 CHIPS = ("h100_sxm", "b200", "gb200_nvl72")
-GPUS = (2048, 4096, 8192, 16384)
+DEADLINES = (30, 45, 60, 90)  # days
 MFUS = (0.3, 0.35, 0.4, 0.45)
 PRECISIONS = ("bf16", "fp8")
 
 
+def scenario(rng, presets):
+    """A run whose GPU count, in whole servers or racks, is the same however the givens are
+    rounded as shown."""
+    while True:
+        model_id, token_choices = rng.choice(MODELS)
+        model = presets.get("model", model_id)
+        tokens = (
+            model.training_tokens
+            if token_choices is None
+            else Q_(rng.choice(token_choices), "Ttoken").to("token")
+        )
+        hardware, precision = rng.choice(CHIPS), rng.choice(PRECISIONS)
+        deadline, mfu = Q_(rng.choice(DEADLINES), "day"), Q_(rng.choice(MFUS), "")
+        case = dict(hardware=hardware, model=model_id, training_tokens=tokens, presets=presets)
+        compute = get("training_flops").evaluate(**case).to("FLOP")
+        chip = presets.get("hardware", hardware)
+        peak = chip.get(f"dense_flops_{precision}")
+        unit = chip.scale_up_domain
+        exact = (compute / (peak * mfu * deadline) * Q_(1, "chip")).to("chip")
+        units = (exact / unit).to("").m
+        if units >= 2 and clear_of_rounding(units):
+            return case, model, chip, precision, deadline, mfu, compute, peak, unit, exact
+
+
 def draw(rng, presets) -> Draw:
-    model_id, token_choices = rng.choice(MODELS)
-    model = presets.get("model", model_id)
-    tokens = (
-        model.training_tokens
-        if token_choices is None
-        else Q_(rng.choice(token_choices), "Ttoken").to("token")
+    case, model, chip, precision, deadline, mfu, compute, peak, unit, exact = scenario(rng, presets)
+    tokens, hardware = case["training_tokens"], case["hardware"]
+    units = math.ceil((exact / unit).to("").m)
+    gpus = units * unit
+    price = rent(hardware)
+    days = (
+        get("training_time")
+        .evaluate(precision=precision, training_chips=gpus, mfu=mfu, **case)
+        .to("day")
     )
-    hardware, precision = rng.choice(CHIPS), rng.choice(PRECISIONS)
-    gpus, mfu = Q_(rng.choice(GPUS), "chip"), Q_(rng.choice(MFUS), "")
-    chip = presets.get("hardware", hardware)
-    case = dict(hardware=hardware, model=model_id, training_tokens=tokens, presets=presets)
-    compute = get("training_flops").evaluate(**case).to("FLOP")
-    detail = get("training_time").evaluate_detailed(
-        precision=precision, training_chips=gpus, mfu=mfu, **case
-    )
-    days = detail.value.to("day")
-    peak = detail.inputs["flops"].value
-    other = "fp8" if precision == "bf16" else "bf16"
-    other_peak = chip.get(f"dense_flops_{other}")
+    assert days <= deadline, "the rounded-up cluster finishes in time"
+    bill = (gpus * deadline * price).to("USD")
+    gpu_hours = (compute / (peak * mfu) * Q_(1, "chip")).to("chip * hour")
+    work = (gpu_hours * price).to("USD")
     moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
         f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
@@ -53,52 +76,84 @@ def draw(rng, presets) -> Draw:
         else quantity(model.params_total)
     )
     name = chip.name.replace(" (per GPU)", "")
+    block = "rack" if unit.m > 8 else "server"
     forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     train = (compute / (model.params_active * tokens)).to(forward.units)  # forward and backward
-    reported = "its reported " if token_choices is None else ""
+    reported = "its reported " if token_choices_reported(model, tokens) else ""
+    other = "fp8" if precision == "bf16" else "bf16"
+    other_peak = chip.get(f"dense_flops_{other}")
+
+    def bill_for(flops, rate):
+        """The bill if the work were ``flops`` at ``rate`` per GPU (whole blocks, rounded up)."""
+        need = (flops / (rate * mfu * deadline) * Q_(1, "chip") / unit).to("").m
+        return (math.ceil(need) * unit * deadline * price).to("USD")
 
     text = (
-        f"You pre-train {model.name} ({params}) on {reported}{quantity(tokens)}, in "
-        f"{precision.upper()} on {int(gpus.m):,} {name} GPUs (dense peak "
+        f"You must pre-train {model.name} ({params}) on {reported}{quantity(tokens)} within "
+        f"{quantity(deadline)}, in {precision.upper()} on {name} GPUs (dense peak "
         f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
-        f"{quantity(chip.get('dense_flops_fp8'))} "
-        f"at FP8). The run sustains {number(100 * mfu.m)}% MFU. Ignoring attention FLOPs, how "
-        "many days does pre-training take?"
+        f"{quantity(chip.get('dense_flops_fp8'))} at FP8). They come in {block}s of "
+        f"{quantity(unit)}, rented at {money(price)} for the whole {quantity(deadline)}, used or "
+        f"not; the run sustains {number(100 * mfu.m)}% MFU. Ignoring attention FLOPs, how many "
+        "GPUs must you rent, and what is the bill in USD?"
     )
     solution = (
         f"Pre-training costs {number(train.m)} FLOP per active parameter per token "
         f"({number(forward.m)} forward, {number((train - forward).m)} backward): "
         f"{number(train.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
         f"{quantity(compute)}" + (". Only the active parameters work on a token." if moe else "."),
-        f"The cluster delivers {int(gpus.m):,} × {quantity(peak)} at {precision.upper()} × "
-        f"{number(100 * mfu.m)}% = {quantity((gpus.m * peak * mfu).to('EFLOP/s'))}.",
-        f"{quantity(compute)} over that is {quantity(days.to('s'))}: **{quantity(days, 3)}**.",
+        f"One GPU delivers {quantity(peak)} × {number(100 * mfu.m)}% at {precision.upper()}; in "
+        f"{quantity(deadline)} that is {quantity((peak * mfu * deadline).to('FLOP'))}. The run "
+        f"needs {quantity(compute)} over that, {number(exact.m)} GPUs: "
+        f"{number((exact / unit).to('').m)} {block}s, so {number(units)} {block}s, "
+        f"{quantity(gpus)} (rounded up: a fraction short misses the deadline). They finish in "
+        f"{quantity(days, 3)}.",
+        f"The bill: {quantity(gpus)} × {quantity(deadline)} × {money(price)} = "
+        f"**{quantity(bill, 3)}**. The FLOPs alone take {number(gpu_hours.m)} GPU-hours at "
+        f"{quantity(peak)} × {number(100 * mfu.m)}%, {quantity(work, 3)}, at any deadline: a "
+        "tighter one rents more GPUs for fewer days. The rest, "
+        f"{number(100 * ((bill / work).to('').m - 1), 2)}%, pays for the part of the last "
+        f"{block} the run does not need.",
     )
     mistakes = [
         Mistake(
-            (days * forward / train).to("day"),
+            bill_for(compute * forward / train, peak),
             f"You counted {number(forward.m)} FLOP per parameter per token, a forward pass "
             f"only; training adds the backward pass, {number(train.m)} in all.",
         ),
         Mistake(
-            days * peak / other_peak,
+            bill_for(compute, other_peak),
             f"You used the {other.upper()} peak; the run trains in {precision.upper()}.",
         ),
-        Mistake(days / mfu.m, "You left out the MFU: the GPUs deliver only a share of their peak."),
+        Mistake(
+            bill_for(compute * mfu.m, peak),
+            "You left out the MFU: the GPUs deliver only a share of their peak.",
+        ),
     ]
     if moe:
         mistakes.append(
             Mistake(
-                days * model.params_total / model.params_active,
+                bill_for(compute * model.params_total / model.params_active, peak),
                 "You counted every parameter; a token passes through the active ones only.",
             )
         )
-    kept = tuple(m for m in mistakes if abs((m.value / days).to("").m - 1) > 0.02)
+    kept, seen = [], [bill]
+    for m in mistakes:  # each wrong value once, and none the tolerance accepts
+        if all(abs((m.value / v).to("").m - 1) > 0.02 for v in seen):
+            kept.append(m)
+            seen.append(m.value)
     return Draw(
         text=text,
-        answer=days,
+        answer=bill,
         solution=solution,
         tolerance=0.02,
-        mistakes=kept,
-        hint="The compute first; then what the whole cluster really delivers per second.",
+        mistakes=tuple(kept),
+        hint="The run's FLOPs first; then what one GPU delivers by the deadline, and how many "
+        f"whole {block}s that takes.",
     )
+
+
+def token_choices_reported(model, tokens) -> bool:
+    """Whether ``tokens`` is the model's own reported training count."""
+    reported = getattr(model, "training_tokens", None)
+    return reported is not None and abs((tokens / reported).to("").m - 1) < 1e-9

@@ -11,7 +11,14 @@ KIND = "multi"
 TITLE = "Does a training shard fit on one GPU?"
 USES = ("training_state_memory", "layer_activation_bytes", "training_memory_recompute")
 
-MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b")
+MODELS = (
+    "llama_3_1_8b",
+    "llama_3_1_70b",
+    "llama_3_1_405b",
+    "qwen3_235b_a22b",
+    "mixtral_8x7b",
+    "gpt_oss_120b",
+)
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
 SHARDS = (8, 16, 32, 64, 128)
 BATCH = (1, 2, 4, 8)

@@ -22,7 +22,7 @@ USES = (
 )
 LECTURE = "2:04:02"
 
-MODELS = ("llama_3_1_70b", "llama_3_1_405b")
+MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
 STEP_MTOKENS = (4, 8, 16)  # tokens per training step, millions
 CONTEXT = 8192
@@ -30,13 +30,14 @@ TOKENS_T = (10, 15)
 DEADLINES = (60, 90, 120, 180, 270, 365)  # days
 MFU = 0.4
 MARGIN = 0.05
+SPLIT = 64  # the most GPUs one sequence is split over (tensor × pipeline parallel, 8 × 8)
 SIMPLER = {  # why the first of tied strategies is the one to pick
     "store": "storing recomputes nothing and changes nothing in the architecture",
     "checkpoint": "checkpointing changes nothing in the architecture",
 }
 NAMES = {  # in order of simplicity
     "store": "store every activation",
-    "checkpoint": "checkpoint √L segments",
+    "checkpoint": "checkpoint the best number of segments",
     "reversible": "make the layers reversible",
 }
 
@@ -91,6 +92,10 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
         train=(six / work).to("FLOP/parameter/token"),
         revnet=(eight / work).to("FLOP/parameter/token"),
     )
+    figures["segments"] = k = math.sqrt((full / rev).to("").m)  # the best K, √(M_act / M_rev)
+    for whole in (math.floor(k), math.ceil(k)):  # "a whole K changes it by well under a percent"
+        assert (whole * rev + full / whole) / ckpt < 1.01
+    figures["sequences"] = sequences
     return chip, state, out, figures
 
 
@@ -115,7 +120,8 @@ def draw(rng, presets) -> Draw:
         ranked = sorted(options, key=lambda o: o["gpus"])
         best = ranked[0]
         rivals = [o for o in ranked[1:] if o["gpus"] != best["gpus"]]
-        if rivals and rivals[0]["gpus"] >= (1 + MARGIN) * best["gpus"]:
+        split = max(o["gpus"] for o in options) / figures["sequences"]
+        if split <= SPLIT and rivals and rivals[0]["gpus"] >= (1 + MARGIN) * best["gpus"]:
             break
     margin = rivals[0]["gpus"] / best["gpus"] - 1
     stored, kept = quantity(figures["stored"]), quantity(figures["kept"])
@@ -144,12 +150,15 @@ def draw(rng, presets) -> Draw:
         f"{quantity(deadline)}, on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM, "
         f"{quantity(_as_shown(chip.get('dense_flops_bf16')))} dense at BF16) running at "
         f"{number(100 * MFU)}% MFU. Each step trains on {quantity(step)} in sequences of "
-        f"{context_tokens(Q_(CONTEXT, 'token/sequence'))}, spread evenly over the GPUs, and "
-        "the mixed-precision Adam state is sharded over all of them. Activations are BF16; a "
+        f"{context_tokens(Q_(CONTEXT, 'token/sequence'))}, spread evenly over the GPUs (data "
+        "parallel, with tensor and pipeline parallelism splitting a sequence over at most "
+        f"{number(SPLIT)} GPUs), and the mixed-precision Adam state is sharded over all of "
+        "them. Activations are BF16; a "
         f"layer's internals (everything its backward pass needs) come to about {stored} of "
-        "residual stream per token. You can store every activation; checkpoint the input of "
-        "each of √L segments and, on the way back, re-run one segment at a time, holding its "
-        "layers' internals while its gradient is taken (the standard scheme); or make the "
+        "residual stream per token. You can store every activation; cut the layers into "
+        "segments, checkpoint each segment's input and, on the way back, re-run one segment at "
+        "a time, holding its layers' internals while its gradient is taken (the standard "
+        "scheme, with the number of segments that stores least); or make the "
         "layers reversible (rebuilding each layer's input, and with it the layer's internals, "
         "from its output). If two need as many GPUs, take the simpler, in that order. Which "
         "needs the fewest GPUs, and how many?"
@@ -158,9 +167,14 @@ def draw(rng, presets) -> Draw:
         f"State: {quantity(figures['state'])}, {quantity(state)}, whatever the strategy; it "
         "is sharded, so it only adds to the total to be spread.",
         f"Storing everything keeps {stored} in every layer and trains at {train} FLOP per "
-        "parameter per token (forward two, backward four). Checkpointing keeps √L layers' "
-        f"inputs ({kept}) plus one segment's internals, √L layers at {stored}: twice the "
-        "geometric mean of the whole network's internals and one layer's input. A reversible "
+        "parameter per token (forward two, backward four). Checkpointing with K segments keeps "
+        f"K layers' inputs ({kept}) plus one segment's internals, L/K layers at {stored}. "
+        "The least is where the two are equal: K = √(L × "
+        f"{number(figures['stored'].m)} / {number(figures['kept'].m)}) = "
+        f"{number(figures['segments'], 3)} segments for L = {model.layers} (more than √L, "
+        "because a stored input is much smaller than a layer's internals), and the memory is "
+        "twice the geometric mean of the whole network's internals and one layer's input "
+        "(taking K as a whole number changes it by well under a percent). A reversible "
         f"network keeps the last output ({kept}) plus the one layer's internals being worked "
         f"on ({stored}). Both re-run each layer's forward once on the way back (a segment is "
         "recomputed once, with its internals; a reversible layer rebuilds its input and its "

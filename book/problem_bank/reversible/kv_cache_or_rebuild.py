@@ -14,7 +14,14 @@ TITLE = "Read the KV cache, or rebuild it every token?"
 USES = ("kv_bytes_per_token", "kv_cache_per_sequence", "inference_flops")
 LECTURE = "2:04:02"
 
-MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b")
+MODELS = (
+    "llama_3_1_8b",
+    "llama_3_1_70b",
+    "llama_3_1_405b",
+    "qwen3_235b_a22b",
+    "mixtral_8x7b",
+    "llama_2_70b",
+)
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
 CONTEXTS = (4096, 32768, 131072)
 
