@@ -616,11 +616,24 @@ def problem_id(module) -> str:
     return ".".join(module.__name__.rsplit(".", 2)[-2:])
 
 
+REDRAWS = 20  # drawings an authored problem may refuse (by a failed check) before it errs
+
+
 def authored(module, seed: int, presets: Presets) -> Problem:
     """One drawing of an authored problem file: its ``draw`` gets a ``random.Random`` seeded
-    with ``seed`` and the problem's id, so the problem is the same for the same seed."""
+    with ``seed`` and the problem's id, so the problem is the same for the same seed. A draw
+    whose own checks fail (an ``assert`` on its scenario) is drawn again from the next seed."""
     pid = problem_id(module)
-    drawn = module.draw(random.Random(f"{seed}:{pid}"), presets)
+    drawn = None
+    for attempt in range(REDRAWS):  # a draw's checks (asserts) refuse a scenario: draw again
+        rng = random.Random(f"{seed}:{pid}" + (f":{attempt}" if attempt else ""))
+        try:
+            drawn = module.draw(rng, presets)
+            break
+        except AssertionError:
+            continue
+    if drawn is None:
+        raise ChalkboardError(f"problem {pid} found no valid scenario for seed {seed}")
     mark = getattr(module, "LECTURE", None)
     return Problem(
         id=pid,

@@ -11,6 +11,7 @@ import json
 import math
 import random
 import re
+import types
 from functools import cache
 
 import pytest
@@ -382,3 +383,34 @@ def test_a_chip_rent_comes_from_the_one_table():
     for module in MODULES:
         assert not RENT.search(inspect.getsource(module)), module.__name__
     assert all(v > 0 for v in _rents.DECLARED.values())
+
+
+def test_a_draw_its_own_checks_refuse_is_drawn_again_and_the_first_drawing_stays():
+    """full_hbm_throughput refused seed 77 (a batch too small to read every expert) and the
+    whole problem set crashed; the engine now draws that problem again."""
+    from book.problems import REDRAWS, authored
+    from units import ChalkboardError
+
+    presets = load()
+    module = next(m for m in MODULES if m.__name__.endswith(".full_hbm_throughput"))
+    with pytest.raises(AssertionError):  # the first drawing for seed 77 is refused
+        module.draw(random.Random("77:batching.full_hbm_throughput"), presets)
+    assert authored(module, 77, presets).answer is not None  # so the engine draws again
+    calls = []
+
+    def refuse(rng, presets):
+        calls.append(rng.random())
+        raise AssertionError("never valid")
+
+    refusing = types.SimpleNamespace(  # a problem file whose every scenario fails its check
+        __name__="book.problem_bank.batching.refusing",
+        KIND=module.KIND,
+        TITLE=module.TITLE,
+        USES=module.USES,
+        draw=refuse,
+    )
+    with pytest.raises(ChalkboardError, match="no valid scenario for seed 3"):
+        authored(refusing, 3, presets)
+    assert len(calls) == REDRAWS and len(set(calls)) == REDRAWS  # each try a new drawing
+    first = random.Random("3:batching.refusing").random()
+    assert calls[0] == first  # the first try is the drawing the site has always shown
