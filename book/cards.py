@@ -581,9 +581,9 @@ WHATIFS = (
         front="{model} on {chips} at {precision} runs at a batch of {batch} with "
         "{context} of context each. The batch doubles: by what factor does the cost per "
         "token change?",
-        why="Far below the crossover batch the weight fetch sets the step time, and it grows "
-        "only a little (a few more experts read), so twice the tokens share nearly the same "
-        "step.",
+        why="Far below the crossover batch the memory reads set the step time, and they grow "
+        "only a little (a few more experts read, and the KV cache doubles but stays small beside "
+        "the weights), so twice the tokens share a step only a little longer.",
     ),
     dict(
         id="batch-above-crossover",
