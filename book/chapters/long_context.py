@@ -584,6 +584,10 @@ def _attention_readings(presets: Presets) -> dict:
         return (flops / ev.q("kv_bytes_per_token")).to("FLOP/byte").m
 
     mla_decode = mla.q("decode_attention_context").to("token/sequence")
+    # prefill runs MLA un-absorbed (keys and values expanded per head): fewer FLOPs per pair than
+    # decode's absorbed form, so its break-even is not the dense rows' 2x decode's
+    mla_prefill_flops = mla.q("mla_prefill_attention_flops")
+    mla_prefill = mla.q("prefill_attention_context").to("token/sequence")
     prefill = [
         (presets.get("model", m).name, Evaluator(presets, model=m).q("prefill_attention_context"))
         for m in DENSE_MODELS
@@ -595,6 +599,10 @@ def _attention_readings(presets: Presets) -> dict:
         "mla_flops": said(mla_flops.to("MFLOP/token"), 3),
         "mla_decode": context_tokens(mla_decode),
         "mla_decode_round": said_number(mla_decode.m, 2),
+        "mla_prefill_flops": said(mla_prefill_flops.to("MFLOP/token"), 2),
+        "mla_prefill": context_tokens(mla_prefill),
+        "mla_prefill_over_decode": said_number((mla_prefill / mla_decode).to("").m, 2),
+        "mla_flops_ratio": said_number((mla_flops / mla_prefill_flops).to("").m, 2),
         "gqa_decode": context_tokens(gqa.q("decode_attention_context")),
         "gqa_per_byte": said_number(per_byte(gqa, gqa_flops), 2),
         "mla_per_byte": said_number(per_byte(mla, mla_flops), 3),
