@@ -588,6 +588,13 @@ LOW_RIDGE_CHIP = "a100_sxm"
 DENSE_MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 
 
+def _whole_tokens(q) -> str:
+    """A context as the attention table prints it, a whole count of tokens ('53,864 tokens'),
+    so prose and table give one rounding (reader's report 3: 53,860 against 53,864)."""
+    whole = round(q.to("token/sequence").m)
+    return context_tokens(Q_(whole, "token/sequence"), len(str(whole)))
+
+
 def _attention_readings(presets: Presets) -> dict:
     """Attention FLOPs per context token against the weights' FLOPs and against the KV bytes:
     where attention doubles decode's and prefill's compute, and how far MLA moves the KV-vs-compute
@@ -616,13 +623,13 @@ def _attention_readings(presets: Presets) -> dict:
         "mla_model": presets.get("model", MLA_MODEL).name,
         "gqa_model": presets.get("model", KV_MODEL).name,
         "mla_flops": said(mla_flops.to("MFLOP/token"), 3),
-        "mla_decode": context_tokens(mla_decode),
+        "mla_decode": _whole_tokens(mla_decode),
         "mla_decode_round": said_number(mla_decode.m, 2),
         "mla_prefill_flops": said(mla_prefill_flops.to("MFLOP/token"), 2),
-        "mla_prefill": context_tokens(mla_prefill),
+        "mla_prefill": _whole_tokens(mla_prefill),
         "mla_prefill_over_decode": said_number((mla_prefill / mla_decode).to("").m, 2),
         "mla_flops_ratio": said_number((mla_flops / mla_prefill_flops).to("").m, 2),
-        "gqa_decode": context_tokens(gqa.q("decode_attention_context")),
+        "gqa_decode": _whole_tokens(gqa.q("decode_attention_context")),
         "gqa_per_byte": said_number(per_byte(gqa, gqa_flops), 2),
         "mla_per_byte": said_number(per_byte(mla, mla_flops), 3),
         "ridge": said_number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
