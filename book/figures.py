@@ -286,7 +286,7 @@ def latency_vs_batch(presets: Presets) -> Figure:
         ax.axvspan(1, turn, alpha=0.06, color=PALETTE[1])
         _mark(ax, saturation, "Eᵣ/k")
         _mark(ax, b_star, "B*")
-        ax.axvline(turn, color=FOREGROUND, linestyle=":", linewidth=1)
+        _mark(ax, turn, "turn")  # the turn batch: compute catches weights plus KV
         ax.annotate(  # low, right of the turn: the curves there are above it
             "compute-\nbound →",
             (turn, 0.3),
@@ -327,8 +327,8 @@ def latency_vs_batch(presets: Presets) -> Figure:
         f"{quantity(Q_(saturation, 'sequence'))}) and is then flat at {spoken(floor)}: for "
         f"hundreds of sequences the step hardly grows, and adding sequences is nearly free. "
         f"The step is the larger of compute and memory (dashed: weight fetch plus KV fetch): "
-        f"memory-bound (shaded) up to {spoken(turn_q)}, compute-bound beyond. "
-        f"The lecture's B* = "
+        f"memory-bound (shaded) up to the turn batch, {spoken(turn_q)} (dotted, 'turn'), "
+        f"compute-bound beyond. The lecture's B* = "
         f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
         f"move the turn."
     )

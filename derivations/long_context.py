@@ -24,6 +24,7 @@ from derivations.notation import (
     cache_discount,
     cache_hold_cost,
     cache_read_price,
+    cache_readback_cost,
     cache_recompute_cost,
     context_length,
     d_ff,
@@ -741,27 +742,54 @@ register(
 
 register(
     Equation(
+        id="cache_readback_cost",
+        title="Cost of reading a KV cache back from a tier",
+        lhs=cache_readback_cost,
+        rhs=L * k * p / W_t,
+        chapter=CHAPTER,
+        source=Source(LECTURE, SECTION_F, "DDR / flash: retrieve = bytes / tier BW"),
+        assumptions=(
+            "each chip reads its share of the cache from its own device of the tier",
+            "the chips wait for the read: it overlaps no other work",
+        ),
+        derivation=Derivation(
+            given(
+                cache_readback_cost.sym,
+                n * p * (L * k / (n * W_t)),
+                "n chips rented while each reads 1/n of the cache's L k bytes from its device",
+            ),
+            rewrite(cache_readback_cost.sym, L * k * p / W_t, "the chip count cancels"),
+        ),
+        summary="The chips' rent for the time the cache takes to stream back: nearly nothing "
+        "from HBM, more than a recompute from a spinning disk.",
+    )
+)
+
+T_EVEN = (cache_recompute_cost.sym - cache_readback_cost.sym) / cache_hold_cost.sym
+register(
+    Equation(
         id="cache_breakeven_time",
         title="How long holding a cache beats recomputing it",
         lhs=cache_breakeven_time,
-        rhs=cache_recompute_cost.sym / cache_hold_cost.sym,
+        rhs=T_EVEN,
+        when_negative="never: reading the cache back from this tier costs more than recomputing it",
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_F, "hold vs retrieve per tier"),
-        assumptions=("reading the cache back costs nothing next to holding it",),
+        assumptions=(
+            "a time of zero or less means reading the cache back costs more than recomputing "
+            "it: holding never pays on that tier",
+        ),
         derivation=Derivation(
             given(
-                cache_hold_cost.sym * cache_breakeven_time.sym,
+                cache_hold_cost.sym * cache_breakeven_time.sym + cache_readback_cost.sym,
                 cache_recompute_cost.sym,
-                "at the break-even time, holding has cost as much as one recompute",
+                "at the break-even time, holding and one read back have cost as much as one "
+                "recompute",
             ),
-            solve(
-                cache_breakeven_time.sym,
-                cache_recompute_cost.sym / cache_hold_cost.sym,
-                "solve for the time",
-            ),
+            solve(cache_breakeven_time.sym, T_EVEN, "solve for the time"),
         ),
         summary="Hold a cache for less than this and holding is cheaper; longer, and "
-        "recomputing it is.",
+        "recomputing it is. Where the read back alone costs more than a recompute, never.",
     )
 )
 

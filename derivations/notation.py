@@ -510,10 +510,16 @@ cache_recompute_cost = symbol(
     "cost of recomputing one sequence's KV cache (a prefill)",
     r"c_{\mathrm{remat}}",
 )
+cache_readback_cost = symbol(
+    "cache_readback_cost",
+    "USD/sequence",
+    "cost of reading one sequence's KV cache back from a tier (the chips' rent while they wait)",
+    r"c_{\mathrm{read}}",
+)
 cache_breakeven_time = symbol(
     "cache_breakeven_time",
     "s",
-    "holding time at which holding a cache costs as much as recomputing it",
+    "holding time at which holding a cache and reading it back costs as much as recomputing it",
     r"t_{\mathrm{even}}",
     display="minute",
 )

@@ -543,6 +543,8 @@ def _pay_more(presets: Presets) -> dict:
         # speculative decoding: a step that checks g guessed tokens of one sequence does the
         # multiplies of a batch of g, for the same weight read; free while memory stays ahead
         "compute_1": ev.text("compute_time", batch_size=1, n_chips=n),
+        "kv_fetch": ev.text("kv_fetch_time", batch_size=1, n_chips=n),
+        "memory_1": ev.text("memory_time", batch_size=1, n_chips=n),
         "free_guesses": said_number(
             math.floor(
                 _ratio(

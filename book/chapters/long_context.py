@@ -267,12 +267,27 @@ def _tier_table(presets: Presets) -> dict:
         cells.append(spoken_number(cents, most=3))  # money as a person says it
         # the times as a person reads them: '24 ms', '37 s', '20 min' (reader's report)
         cells.insert(2, _time_said(ev.q("storage_tier_drain_time")))
-        cells.append(_time_said(ev.q("cache_breakeven_time")))
+        even = _breakeven(ev)
+        cells.append(NEVER if even is None else _time_said(even))
         rows.append({"name": tier.name, "medium": tier.medium, "cells": cells})
     headers = [header(n, u) for n, u in columns]
     headers.insert(2, "hold time (full drain)")
     headers[3] = "hold one sequence's cache (¢ per hour)"
     return {"headers": [*headers, "holding beats recomputing for"], "rows": rows}
+
+
+def _breakeven(ev: Evaluator, **inputs):
+    """How long holding a cache on a tier beats recomputing it, or None where reading it back
+    alone costs more than a recompute (the equation's time would be negative: never)."""
+    try:
+        return ev.q("cache_breakeven_time", **inputs)
+    except ChalkboardError as e:  # the equation's own "never" answer, nothing else
+        if "costs more than recomputing" not in str(e):
+            raise
+        return None
+
+
+NEVER = "never"
 
 
 def _time_said(t) -> str:
@@ -308,6 +323,8 @@ def _retrieval(presets: Presets) -> dict:
     return {
         "recompute": said(recompute),
         "rows": [{**r, "share": _share(r["share"].to("").m)} for r in rows],
+        # tiers whose read back takes longer than a recompute: holding there never pays
+        "slower": [r["medium"] for r in rows if r["share"].to("").m >= 1],
     }
 
 
@@ -321,7 +338,9 @@ def _hold_reading(presets: Presets) -> dict:
     rows = []
     for tier in presets.tier.values():
         ev = Evaluator(presets, HARDWARE, "llama_3_1_70b", tier=tier.id)
-        rows.append((tier, ev.q("storage_tier_drain_time"), ev.q("cache_breakeven_time")))
+        even = _breakeven(ev)
+        if even is not None:  # a tier whose read back costs more than a recompute holds nothing
+            rows.append((tier, ev.q("storage_tier_drain_time"), even))
     out = {}
     for key in ("cache_duration_short", "cache_duration_long"):
         life = presets.parameter[key].value
@@ -357,10 +376,11 @@ def _tier_readings(presets: Presets) -> list[dict]:
             (t.medium, Evaluator(presets, tier=t.id).q("storage_tier_drain_time")) for t in tiers
         ]
         llama = [
-            (t.medium, Evaluator(presets, HARDWARE, KV_MODEL, tier=t.id).q("cache_breakeven_time"))
+            (t.medium, e)
             for t in tiers
+            if (e := _breakeven(Evaluator(presets, HARDWARE, KV_MODEL, tier=t.id))) is not None
         ]
-        sized = [(t.medium, kink.q("cache_breakeven_time", tier=t.id)) for t in tiers]
+        sized = [(t.medium, e) for t in tiers if (e := _breakeven(kink, tier=t.id)) is not None]
         rows.append(
             {
                 "life": said(life),
@@ -483,12 +503,11 @@ def _lecture_readings(presets: Presets) -> dict:
     disk_hold = Evaluator(presets, tier=tiers["disk"].id).q("storage_tier_drain_time")
     said_flash = presets.parameter["lecture_flash_hold"].value
     said_disk = presets.parameter["lecture_disk_hold"].value
-    breakeven = {
-        t.medium: said(
-            Evaluator(presets, HARDWARE, KV_MODEL, tier=t.id).q("cache_breakeven_time").to("minute")
-        )
+    evens = {
+        t.medium: _breakeven(Evaluator(presets, HARDWARE, KV_MODEL, tier=t.id))
         for t in presets.tier.values()
     }
+    breakeven = {m: NEVER if e is None else said(e.to("minute")) for m, e in evens.items()}
     return {
         "breakeven": breakeven,
         "gemini": {
@@ -569,6 +588,13 @@ LOW_RIDGE_CHIP = "a100_sxm"
 DENSE_MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 
 
+def _whole_tokens(q) -> str:
+    """A context as the attention table prints it, a whole count of tokens ('53,864 tokens'),
+    so prose and table give one rounding (reader's report 3: 53,860 against 53,864)."""
+    whole = round(q.to("token/sequence").m)
+    return context_tokens(Q_(whole, "token/sequence"), len(str(whole)))
+
+
 def _attention_readings(presets: Presets) -> dict:
     """Attention FLOPs per context token against the weights' FLOPs and against the KV bytes:
     where attention doubles decode's and prefill's compute, and how far MLA moves the KV-vs-compute
@@ -584,6 +610,10 @@ def _attention_readings(presets: Presets) -> dict:
         return (flops / ev.q("kv_bytes_per_token")).to("FLOP/byte").m
 
     mla_decode = mla.q("decode_attention_context").to("token/sequence")
+    # prefill runs MLA un-absorbed (keys and values expanded per head): fewer FLOPs per pair than
+    # decode's absorbed form, so its break-even is not the dense rows' 2x decode's
+    mla_prefill_flops = mla.q("mla_prefill_attention_flops")
+    mla_prefill = mla.q("prefill_attention_context").to("token/sequence")
     prefill = [
         (presets.get("model", m).name, Evaluator(presets, model=m).q("prefill_attention_context"))
         for m in DENSE_MODELS
@@ -593,9 +623,13 @@ def _attention_readings(presets: Presets) -> dict:
         "mla_model": presets.get("model", MLA_MODEL).name,
         "gqa_model": presets.get("model", KV_MODEL).name,
         "mla_flops": said(mla_flops.to("MFLOP/token"), 3),
-        "mla_decode": context_tokens(mla_decode),
+        "mla_decode": _whole_tokens(mla_decode),
         "mla_decode_round": said_number(mla_decode.m, 2),
-        "gqa_decode": context_tokens(gqa.q("decode_attention_context")),
+        "mla_prefill_flops": said(mla_prefill_flops.to("MFLOP/token"), 2),
+        "mla_prefill": _whole_tokens(mla_prefill),
+        "mla_prefill_over_decode": said_number((mla_prefill / mla_decode).to("").m, 2),
+        "mla_flops_ratio": said_number((mla_flops / mla_prefill_flops).to("").m, 2),
+        "gqa_decode": _whole_tokens(gqa.q("decode_attention_context")),
         "gqa_per_byte": said_number(per_byte(gqa, gqa_flops), 2),
         "mla_per_byte": said_number(per_byte(mla, mla_flops), 3),
         "ridge": said_number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
@@ -667,6 +701,8 @@ def _kink_cache(presets: Presets) -> dict:
     bf16 = Evaluator(presets, HARDWARE, precision="bf16", **{**ev.fixed})
 
     def hours(q):
+        if q is None:
+            return NEVER
         q = q.to("hour")
         return said(q if q.m >= 1 else q.to("minute"), 3)
 
@@ -700,8 +736,8 @@ def _kink_cache(presets: Presets) -> dict:
         "rows": [
             {
                 "medium": t.medium,
-                "llama": hours(llama.q("cache_breakeven_time", tier=t.id)),
-                "kink": hours(ev.q("cache_breakeven_time", tier=t.id)),
+                "llama": hours(_breakeven(llama, tier=t.id)),
+                "kink": hours(_breakeven(ev, tier=t.id)),
             }
             for t in tiers
         ],
@@ -906,20 +942,27 @@ def _cache_verdict(presets: Presets) -> dict:
     kink = _kink_evaluator(presets)
     k = kink.fixed["kv_bytes_per_token"].to("byte/token")
     even = {
-        "llama": [llama.q("cache_breakeven_time", tier=t.id) for t in tiers],
-        "kink": [kink.q("cache_breakeven_time", tier=t.id) for t in tiers],
+        "llama": [_breakeven(llama, tier=t.id) for t in tiers],
+        "kink": [_breakeven(kink, tier=t.id) for t in tiers],
     }
     drains = [Evaluator(presets, tier=t.id).q("storage_tier_drain_time") for t in tiers]
 
     def time(q):
-        return _time_said(q)
+        return NEVER if q is None else _time_said(q)
 
     lifetimes = []
     for key in ("cache_duration_short", "cache_duration_long"):
         life = presets.parameter[key].value
 
         def home(times, life=life):
-            return next((t.medium for t, e in zip(tiers, times, strict=True) if e >= life), "none")
+            return next(
+                (
+                    t.medium
+                    for t, e in zip(tiers, times, strict=True)
+                    if e is not None and e >= life
+                ),
+                "none",
+            )
 
         lifetimes.append(
             {

@@ -76,3 +76,42 @@ def test_a_moment_renders_as_a_link_to_the_video_at_that_second():
     text = environment().from_string('{{ moment("1:10:08") }}').render()
     assert text.startswith("[▶ 1:10:08 in the lecture](https://www.youtube.com/watch?v=")
     assert text.split("](", 1)[1].split(")")[0].endswith("&t=4208s")
+
+
+# A link's words say what the reader will find there. The default words at the very start of the
+# video, or a bare section letter, are a placeholder (reader's report 3: "▶ 00:00 in lecture
+# section A" on six batching sections): a section that starts at the top of a lecture part says so.
+CALL = re.compile(r"""{{\s*moment\(\s*["']([\d:]+)["']\s*(?:,\s*["']([^"']*)["'])?\s*\)\s*}}""")
+SECTION_LETTER = re.compile(r"^in (the )?lecture section [A-G]$")
+DEFAULT_WORDS = "in the lecture"
+
+
+def placeholder_links(text: str) -> list[str]:
+    """The moment calls of a template whose words are a placeholder: a section letter, or the
+    default words on a link to the very start of the video."""
+    found = []
+    for call in CALL.finditer(text):
+        mark, words = call.group(1), call.group(2) or DEFAULT_WORDS
+        at_start = lecture.seconds(mark) == 0
+        if SECTION_LETTER.match(words) or (at_start and words == DEFAULT_WORDS):
+            found.append(call.group(0))
+    return found
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)
+def test_no_lecture_link_is_a_placeholder(template):
+    found = placeholder_links(template.read_text(encoding="utf-8"))
+    assert not found, f"{template.name}: placeholder lecture links {found}"
+
+
+def test_the_placeholder_check_finds_the_reported_links_and_passes_real_ones():
+    bad = (
+        '{{ moment("00:00", "in lecture section A") }} {{ moment("00:00:00") }} '
+        '{{ moment("1:10:08", "in lecture section D") }}'
+    )
+    assert len(placeholder_links(bad)) == 3
+    good = (
+        '{{ moment("15:16") }} {{ moment("00:00", "where the lecture opens, on Fast mode") }} '
+        "{{ moment(\"1:47:30\", 'in the lecture') }}"
+    )
+    assert placeholder_links(good) == []

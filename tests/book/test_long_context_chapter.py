@@ -133,11 +133,13 @@ def test_a_kink_sized_cache_can_sit_in_hbm_by_hand(ctx):
         1.25e-6 / (k * (5 / 60) * hbm_rent), rel=5e-3
     )  # about 354
     assert _num(kink["covers"][1]["cells"][0]) == pytest.approx(5e-6 / (k * hbm_rent), rel=5e-3)
-    # holding in HBM beats recomputing (2 x 100e9 FLOP per token at the FP8 peak) for the
-    # kink's 200,000 tokens times HBM's drain time, 80 GB / 3.35 TB/s: 1.33 h, whatever N or F
+    # holding in HBM beats recomputing (2 x 100e9 FLOP per token at the FP8 peak) less the read
+    # back (k bytes at 3.35 TB/s, the chip's 2 USD/h) for the kink's 200,000 tokens less one,
+    # times HBM's drain time, 80 GB / 3.35 TB/s: 1.33 h, whatever N or F
     recompute = 2 * 100e9 / 1978.9e12 * 2 / 3600  # USD per token
-    hours = recompute / (k * hbm_rent)
-    assert hours == pytest.approx(200e3 * 80 / 3350 / 3600, rel=1e-3)
+    read = k / 3.35e12 * 2 / 3600  # USD per token
+    hours = (recompute - read) / (k * hbm_rent)
+    assert hours == pytest.approx((200e3 - 1) * 80 / 3350 / 3600, rel=1e-3)
     assert _num(kink["hbm_even"]) == pytest.approx(hours, rel=5e-3)
     assert kink["identity"] == kink["hbm_even"]
     # and for Llama 3.1 70B's 327,680 bytes per token the long cache cannot sit in HBM
@@ -221,3 +223,14 @@ def test_no_duplicate_architectures_and_contexts_in_whole_tokens(ctx):
         assert not [h for h in ctx[table]["headers"] if "k tokens" in h or "per sequence" in h]
         cells = [c for r in ctx[table]["rows"] for c in r["cells"][-2:]]
         assert not [c for c in cells if "." in c], cells  # a context is a whole count of tokens
+
+
+def test_disk_never_beats_recomputing_a_llama_cache(ctx):
+    # Llama 3.1 70B, 8,192 tokens at BF16: 8192 x 327,680 bytes read from one disk at 285 MB/s
+    # takes 9.4 s; one H100 recomputes it in 8192 x (2 x 70.6e9 + 4 x 64 x 128 x 80 x 4096)
+    # / 989.4e12 = 1.26 s. The read back alone costs more, so holding there never pays.
+    assert 8192 * 327680 / 285e6 > 8192 * (2 * 70.6e9 + 4 * 64 * 128 * 80 * 4096) / 989.4e12
+    disk = next(r for r in ctx["tiers"]["rows"] if r["medium"] == "disk")
+    assert disk["cells"][-1] == "never"
+    assert next(r for r in ctx["verdict"]["rows"] if r["medium"] == "disk")["llama"] == "never"
+    assert ctx["retrieval"]["slower"] == ["disk"]

@@ -235,24 +235,36 @@ def test_hbm_holding_price_is_the_chip_rent_over_its_capacity():
 
 
 def test_cheaper_tiers_hold_longer_before_recomputing_wins():
+    # until a tier is so slow that its read back outweighs the recompute (disk, below)
     kw = dict(hardware="h100_sxm", model="llama_3_1_70b")
     even = [
         get("cache_breakeven_time").evaluate(tier=t, **kw).to("s").m
-        for t in ("hbm_h100", "dram_ddr5", "flash_nvme", "disk_hdd")
+        for t in ("hbm_h100", "dram_ddr5", "flash_nvme")
     ]
     assert even == sorted(even)
 
 
-def test_breakeven_is_recompute_over_hold_by_hand():
+def test_breakeven_is_recompute_less_read_back_over_hold_by_hand():
     # recompute: 8192 tokens x (2 FLOP x 70.6e9 + causal attention, on average half the prompt
-    # at 4 FLOP x 64 heads x 128 x 80 layers per pair) / 989.4e12 FLOP/s x 2 USD/h
+    # at 4 FLOP x 64 heads x 128 x 80 layers per pair) / 989.4e12 FLOP/s x 2 USD/h; read back:
+    # 8192 x 327,680 bytes at HBM's 3.35 TB/s, the chip rented at 2 USD/h while it waits
     per_token = 2 * 70.6e9 + 4 * 64 * 128 * 80 * 8192 / 2
     recompute_h = 8192 * per_token / 989.4e12 / 3600 * 2
+    read_h = 8192 * 327680 / 3.35e12 / 3600 * 2
     hold_per_h = 8192 * 327680 * 2 / 80e9
     got = get("cache_breakeven_time").evaluate(
         tier="hbm_h100", hardware="h100_sxm", model="llama_3_1_70b"
     )
-    assert got.to("hour").m == pytest.approx(recompute_h / hold_per_h, rel=1e-9)
+    assert got.to("hour").m == pytest.approx((recompute_h - read_h) / hold_per_h, rel=1e-9)
+
+
+def test_a_tier_slower_to_read_than_a_recompute_never_breaks_even():
+    # disk: 8192 x 327,680 bytes at 285 MB/s is 9.4 s, against 1.26 s of one H100's prefill
+    # (above): the read back alone costs more than recomputing, so the time is negative
+    kw = dict(tier="disk_hdd", hardware="h100_sxm", model="llama_3_1_70b")
+    assert 8192 * 327680 / 285e6 > 8192 * (2 * 70.6e9 + 4 * 64 * 128 * 80 * 4096) / 989.4e12
+    with pytest.raises(ChalkboardError, match="never: reading the cache back"):
+        get("cache_breakeven_time").evaluate(**kw)
 
 
 def test_solve_for_round_trip_on_the_crossover_context():
