@@ -199,6 +199,7 @@ def _prediction(presets: Presets, rows) -> dict:
     causes = {}
     for m in misses:
         causes[m["why"]] = causes.get(m["why"], 0) + 1
+
     # the rows neither fitted, held out nor reported apart (a training run that published only
     # an MFU has no rate to predict), so that the groups add up to every row
     def grouped(rid):
