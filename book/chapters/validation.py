@@ -183,16 +183,21 @@ def _prediction(presets: Presets, rows) -> dict:
             }
         )
     misses = []
-    for rid, (value, _how) in honest.items():
+    for rid, (value, how) in honest.items():
         r = by_id[rid]
         ratio = max(value / r.measured.m, r.measured.m / value)
         if ratio > predict.CLOSE:
+            # a row kept out of the fit is named for why, not given a cause a fit would explain
+            kept_out = next((w for k, w in _KEPT_OUT.items() if k in how), None)
             misses.append(
                 {
                     "name": r.name,
                     "ratio": times(ratio),
-                    "side": "over" if value > r.measured.m else "under",
-                    "why": _why(r, cases[rid], value > r.measured.m),
+                    "side": ("over" if value > r.measured.m else "under")
+                    + (" (not fitted)" if kept_out else ""),
+                    "why": f"kept out of the fit: {kept_out}"
+                    if kept_out
+                    else _why(r, cases[rid], value > r.measured.m),
                 }
             )
     misses.sort(key=lambda m: -float(m["ratio"].strip("×").replace(",", "")))
