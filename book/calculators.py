@@ -197,6 +197,8 @@ def calculator_html(spec: dict) -> str:
             "</option>"
             for pid, name in p["options"]
         )
+        if p["selected"] not in {pid for pid, _ in p["options"]}:  # inputs given, no preset
+            options = f'<option value="" selected>the worked example</option>{options}'
         pickers.append(
             f'<label>{p["label"]} <select data-kind="{p["kind"]}" '
             f'data-preset="{preset_kind(p["kind"])}">{options}</select></label>'

@@ -1,4 +1,5 @@
-"""The case each chapter's numbers are worked on (cards, problems and calculators share it).
+"""The case each chapter's numbers are worked on (the calculators' defaults). An input given as a
+function of the presets is read from them when the case is made.
 
 >>> import derivations
 >>> reference_case(derivations.get("crossover_batch"), __import__("units.presets").presets.load())
@@ -16,18 +17,14 @@ REFERENCE = {
     "batching": dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=2048),
     "moe": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=2048),
     "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=1),
+    # the chapter's worked chain: the lecture's frontier model on its equal-cost tokens
     "overtraining": dict(
-        model="kimi_k2",
-        training_flops="1e25 FLOP",
+        n_active=lambda p: p.parameter["frontier_active_params"].value,
+        training_tokens=lambda p: _value("balanced_training_tokens", p),
+        rl_tokens=lambda p: (
+            _value("balanced_training_tokens", p) / _value("pretrain_rl_token_ratio", p)
+        ),
         cost_product="1e50 FLOP**2",
-        rl_tokens="1e13 token",
-        # training time and MFU: DeepSeek-V3's 2,048 chips and 2.664M chip-hours (README), an
-        # MFU of 0.4, and the H100's dense BF16 peak (facts.md) without choosing a hardware
-        # preset for the whole chapter
-        training_chips="2048 chip",
-        training_chip_hours="2.664e6 chip*hour",
-        mfu="0.4",
-        flops="989.4 TFLOP/s",
     ),
     "long_context": dict(
         hardware="h100_sxm",
@@ -52,6 +49,39 @@ REFERENCE = {
     ),
 }
 
+# Equations whose worked example is not the chapter's case: each takes its own whole case, so a
+# default never mixes two runs (one model's tokens with another's chip-hours).
+EQUATION_CASES = {
+    # DeepSeek-V3's run as the over-training chapter works it: its tokens, its H800 chip-hours
+    # (the H100's compute) and chips, against the FP8 peak it trained at
+    "training_mfu": dict(
+        hardware="h100_sxm",
+        model="deepseek_v3",
+        precision="fp8",
+        training_chip_hours=lambda p: p.parameter["deepseek_v3_chip_hours"].value,
+    ),
+    "training_time": dict(
+        hardware="h100_sxm",
+        model="deepseek_v3",
+        precision="fp8",
+        training_chips=lambda p: p.parameter["deepseek_v3_training_chips"].value,
+        training_chip_hours=lambda p: p.parameter["deepseek_v3_chip_hours"].value,
+    ),
+    # Chinchilla's own model and tokens, where the chapter reads each fit's loss
+    "chinchilla_loss": dict(
+        n_active=lambda p: p.parameter["chinchilla_model_params"].value,
+        training_tokens=lambda p: p.parameter["chinchilla_model_tokens"].value,
+    ),
+}
+
+
+def _value(eq_id: str, presets: Presets):
+    """An input of a case that is another equation's value on the presets' defaults."""
+    import derivations
+
+    return derivations.get(eq_id).evaluate(presets=presets)
+
+
 PRECISIONS = ("precision", "weight_precision", "kv_precision", "compute_precision")
 PRESET_KINDS = ("hardware", "model", *PRECISIONS, "api", "tier", "fit", "price")
 
@@ -63,8 +93,11 @@ def reference_case(eq: Equation, presets: Presets) -> dict | None:
     from derivations.inputs import reachable
 
     allowed = set(reachable(eq))
+    chosen = EQUATION_CASES.get(eq.id, REFERENCE.get(eq.chapter, {}))
     case = {
-        k: v for k, v in REFERENCE.get(eq.chapter, {}).items() if k in PRESET_KINDS or k in allowed
+        k: v(presets) if callable(v) else v
+        for k, v in chosen.items()
+        if k in PRESET_KINDS or k in allowed
     }
     models = [case.get("model")] + [m for m in presets.ids("model") if m != case.get("model")]
     for model in models if "model" in case else [None]:

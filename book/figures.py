@@ -1770,6 +1770,15 @@ def predicted_vs_measured(presets: Presets) -> Figure:
 
     made = prediction(presets)  # predict's fits, kept across builds
     honest, cases = made["out_of_sample"], made["cases"]
+    from book.predict import NOT_MODELLED
+
+    # a row kept out of the fit is named for why: speculative decoding first (those rows are
+    # read off a latency sweep too), then a reading between a sweep's points, then the rest
+    apart = {
+        NOT_MODELLED["mtp"]: "not fitted: speculative decoding (MTP), acceptance not published",
+        NOT_MODELLED["interpolated"]: "not fitted: read between a latency sweep's points",
+        NOT_MODELLED["prefix_cache"]: "not fitted: prefix caching",
+    }
     groups = {
         "leave-one-out (rows in the fit)": [
             i for i, (_, how) in honest.items() if how == "leave-one-out"
@@ -1777,10 +1786,13 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         "held out (newer than the fit)": [
             i for i, (_, how) in honest.items() if how.startswith("held")
         ],
-        "not modelled (speculative decoding)": [
-            i for i, (_, how) in honest.items() if how.startswith("not in the fit")
-        ],
     }
+    for i, (_, how) in honest.items():
+        if how.startswith("not in the fit"):
+            why = next((v for k, v in apart.items() if k in how), None)
+            if why is not None:  # a row with nothing to predict (an MFU alone) is not drawn
+                groups.setdefault(why, []).append(i)
+    honest = {i: honest[i] for ids in groups.values() for i in ids}
     values = [v for i in honest for v in (honest[i][0], cases[i].measured)]
     lo, hi = min(values) / 2, max(values) * 2
     loo = made["summary"]["leave_one_out"]
@@ -1790,7 +1802,7 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         ax.fill_between(line, line / 1.5, line * 1.5, color=FOREGROUND, alpha=0.08, linewidth=0)
         ax.fill_between(line, line / 1.25, line * 1.25, color=FOREGROUND, alpha=0.12, linewidth=0)
         ax.plot(line, line, color=FOREGROUND, linewidth=1.4, label="predicted = measured")
-        for (label, ids), marker in zip(groups.items(), "osx", strict=True):
+        for (label, ids), marker in zip(groups.items(), "osxd^", strict=False):
             if ids:
                 ax.scatter(
                     [cases[i].measured for i in ids],

@@ -323,6 +323,7 @@ def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf) -> dict:
         "train_share": said(Q_(train / serve, ""), 2),
         "train_share_value": float(train / serve),
         "excess": said_number(100 * (heuristic / (train + serve) - 1), 2),  # per cent
+        "excess_value": float(heuristic / (train + serve) - 1),
     }
 
 
@@ -403,5 +404,25 @@ def _training_time(presets: Presets) -> dict:
             "mfu_bf16": bf16.text("training_mfu", training_chip_hours=hours),
             "chips": said(chips),
             "time": said(fp8.q("training_time", training_chips=chips, mfu=mfu).to("day")),
+            **_attention_mfu(presets, fp8, hours),
         }
+    }
+
+
+def _attention_mfu(presets: Presets, fp8: Evaluator, hours) -> dict:
+    """DeepSeek-V3's MFU with attention's FLOPs counted too: its measured tokens per chip-second
+    over the validation chapter's attention-aware bound at its pre-training sequence length. MLA
+    trains on full heads: Q K^T at the query-key width (no-RoPE plus RoPE part), A V at the value
+    width, so the bound's two products of width d_h are one of each at their mean width."""
+    model = presets.get("model", TIMED_MODEL)
+    sequence = presets.parameter["deepseek_v3_training_sequence"].value
+    width = (
+        model.get("head_dim")
+        or (model.qk_nope_head_dim + model.qk_rope_head_dim + model.v_head_dim) / 2
+    )
+    bound = fp8.q("attention_training_rate_bound", training_sequence=sequence, head_dim=width)
+    rate = (model.training_tokens / hours).to("token/s/chip")
+    return {
+        "sequence": said(sequence),
+        "mfu_attention": said((rate / bound).to("")),
     }

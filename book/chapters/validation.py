@@ -112,6 +112,29 @@ PREDICT_EXAMPLE = (
 )
 
 
+def _predicted(how: str) -> bool:
+    """Was a row predicted honestly (``predict.out_of_sample``'s how): left out, or held out?"""
+    return how == "leave-one-out" or how.startswith("held")
+
+
+# why a row stays out of the fit, in a table cell's words
+_KEPT_OUT = {
+    predict.NOT_MODELLED["mtp"]: "speculative decoding, acceptance not published",
+    predict.NOT_MODELLED["interpolated"]: "read between a latency sweep's points",
+    predict.NOT_MODELLED["prefix_cache"]: "prefix caching",
+}
+
+
+def _not_predicted(rows, honest) -> str:
+    """The reasons a scenario's rows were kept out of the fit, with their counts."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        how = honest.get(r.id, (None, "no bound"))[1]
+        why = next((w for k, w in _KEPT_OUT.items() if k in how), how.split(": ")[-1])
+        counts[why] = counts.get(why, 0) + 1
+    return "; ".join(f"{why}: {n}" for why, n in counts.items())
+
+
 def _prediction(presets: Presets, rows) -> dict:
     """The fit, its honest errors, a summary table by scenario and the rows it misses."""
     made = predict.prediction(presets)  # predict's summary and fits, kept across builds
@@ -139,8 +162,16 @@ def _prediction(presets: Presets, rows) -> dict:
         if not mine:
             continue
         effs = np.array([r.efficiency for r in mine])
-        pairs = [(honest[r.id][0], r.measured.m) for r in mine if r.id in honest]
-        e = predict.errors(pairs)
+        # only a row predicted without having been fitted on counts: left out one at a time, or
+        # newer than the fit; a row kept out of the fit was never predicted in that sense
+        predicted = [r for r in mine if r.id in honest and _predicted(honest[r.id][1])]
+        e = predict.errors([(honest[r.id][0], r.measured.m) for r in predicted])
+        if not e.get("count"):
+            error = "not predicted (" + _not_predicted(mine, honest) + ")"
+        elif len(predicted) < len(mine):
+            error = f"{times(e['median'])} (the {len(predicted)} predicted rows)"
+        else:
+            error = times(e["median"])
         table.append(
             {
                 "scenario": title.split(":")[0],
@@ -148,27 +179,49 @@ def _prediction(presets: Presets, rows) -> dict:
                 "median": pct(float(np.median(effs))),
                 "band": f"{pct(float(np.percentile(effs, BAND[0])))} to "
                 f"{pct(float(np.percentile(effs, BAND[1])))}",
-                "error": times(e["median"]) if e.get("count") else "—",
+                "error": error,
             }
         )
     misses = []
-    for rid, (value, _how) in honest.items():
+    for rid, (value, how) in honest.items():
         r = by_id[rid]
         ratio = max(value / r.measured.m, r.measured.m / value)
         if ratio > predict.CLOSE:
+            # a row kept out of the fit is named for why, not given a cause a fit would explain
+            kept_out = next((w for k, w in _KEPT_OUT.items() if k in how), None)
             misses.append(
                 {
                     "name": r.name,
                     "ratio": times(ratio),
-                    "side": "over" if value > r.measured.m else "under",
-                    "why": _why(r, cases[rid], value > r.measured.m),
+                    "side": ("over" if value > r.measured.m else "under")
+                    + (" (not fitted)" if kept_out else ""),
+                    "why": f"kept out of the fit: {kept_out}"
+                    if kept_out
+                    else _why(r, cases[rid], value > r.measured.m),
                 }
             )
     misses.sort(key=lambda m: -float(m["ratio"].strip("×").replace(",", "")))
     causes = {}
     for m in misses:
         causes[m["why"]] = causes.get(m["why"], 0) + 1
+
+    # the rows neither fitted, held out nor reported apart (a training run that published only
+    # an MFU has no rate to predict), so that the groups add up to every row
+    def grouped(rid):
+        how = honest[rid][1] if rid in honest else ""
+        return _predicted(how) or any(k in how for k in _KEPT_OUT)
+
+    others = [
+        {
+            "name": r.name,
+            "why": honest[r.id][1].split(": ")[-1] if r.id in honest else "no bound",
+        }
+        for r in rows
+        if not grouped(r.id)
+    ]
     return {
+        "others": others,
+        "others_count": str(len(others)),
         "shares": shares,
         "overheads": overheads,
         "loo": err(s["leave_one_out"]),
@@ -258,6 +311,10 @@ def _example(presets: Presets, rows) -> dict:
         "chip": presets.get("hardware", row.hardware).name,
         "model": presets.get("model", row.model).name,
         "input": quantity(row.input_tokens),
+        # where the mean prompt comes from: the citation's repository and files, without its key
+        # and without its notes ("S19: repo @commit, files: notes")
+        "input_source": row.source_of("input_tokens").split(": ")[1],
+        "input_sourced": "input_tokens" not in row.get("assumed", "").split(),
         "output": quantity(row.output_tokens),
         "context": context_tokens(kw["context_length"]),
         "rho": number(rho, 3),
@@ -319,6 +376,18 @@ def _sensitivity_rows(presets: Presets, rows) -> list[dict]:
                 }
             )
     return out
+
+
+# an assumed input as the text names it
+_INPUT_WORDS = {"input tokens": "mean prompt", "output tokens": "mean output"}
+
+
+def _top(sens: list[dict]) -> dict | None:
+    """The sensitivity row with the largest factor, its input named in words."""
+    if not sens:
+        return None
+    top = max(sens, key=lambda t: float(t["spread"].replace(",", "")))
+    return {**top, "what": _INPUT_WORDS.get(top["input"], top["input"])}
 
 
 def context(presets: Presets) -> dict:
@@ -400,6 +469,8 @@ def context(presets: Presets) -> dict:
         "example": _example(presets, rows),
         "sensitivity": sens,
         "sensitivity_max": number(max(spreads), 3) if spreads else "—",
+        # the row and input behind the largest factor, so the text names what moved it
+        "sensitivity_top": _top(sens),
         "sensitivity_median": number(float(np.median(spreads)), 3) if spreads else "—",
         "omitted": [{"what": w, "why": y} for w, y in OMITTED],
         "ttft_ratio_low": number(min(ttft_ratios), 3),

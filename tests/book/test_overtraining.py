@@ -153,3 +153,26 @@ def test_budget_table_in_two_or_three_figures(ctx):
         for cell in r["cells"]:
             figures = cell.replace(",", "").replace(".", "").lstrip("0")
             assert len(figures.rstrip("0")) <= 3, cell
+
+
+def test_the_calculators_default_to_the_chapters_worked_examples(ctx):
+    """Each card's calculator shows the number its worked example gives (the sixth reader's
+    fault 1: the MFU card mixed Kimi K2's tokens with DeepSeek-V3's chip-hours). Hand values:
+    DeepSeek-V3's 6 x 37e9 x 14.8e12 FLOP over 2.664e6 h x 3600 s x 1,978.9 TFLOP/s (the H100's
+    dense FP8, facts.md) is 0.1731; the frontier model's served tokens over 20 x 100e9 is 131.5."""
+    from book.calculators import calculator
+
+    mfu = 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 1978.9e12)
+    assert calculator("training_mfu")["value"] == pytest.approx(mfu, rel=1e-3)
+    assert calculator("balanced_overtraining_factor")["value"] == pytest.approx(
+        SERVED / (20 * N0), rel=1e-9
+    )
+    assert calculator("training_time")["value"] == pytest.approx(2.664e6 / 2048 / 24, rel=1e-9)
+
+
+def test_the_attention_counted_mfu_is_above_the_six_nd_one(ctx):
+    """DeepSeek-V3 at its 4,096-token pre-training sequence: attention adds 2 x 61 layers x 128
+    heads x 160 (the mean of MLA's 192-wide query-key and 128-wide value heads) x 4,096 = 1.02e10
+    'parameters' per token to its 37e9, so the MFU rises by (37e9 + 1.02e10) / 37e9."""
+    counted = 0.1731 * (37e9 + 2 * 61 * 128 * 160 * 4096) / 37e9
+    assert float(ctx["timed"]["mfu_attention"]) == pytest.approx(counted, rel=5e-3)

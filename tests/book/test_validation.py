@@ -258,3 +258,25 @@ def test_the_evaluations_behind_the_rows_are_recorded_again_from_the_store(
     assert len(direct) > 100
     assert _said(again) == _said(made) == _said(direct)
     assert all(a.keywords.get("presets", presets) is presets for a in again)
+
+
+def test_the_prediction_groups_add_up_and_rows_kept_out_are_not_predicted():
+    """The fitted, held-out and apart rows plus the rows with nothing to predict are every row;
+    a scenario whose rows all stay out of the fit shows no miss, and the worked example's prompt
+    is cited, never called assumed (the sixth reader's faults 1 and 2)."""
+    from book.chapters.validation import context
+
+    ctx = context(load())
+    p = ctx["prediction"]
+    groups = int(p["fitted"]) + int(p["held"]["count"]) + int(p["apart"]["count"])
+    assert groups + len(p["others"]) == int(ctx["count"])
+    assert [o["why"] for o in p["others"]] == ["only an MFU was published"]
+    sweeps = next(t for t in p["table"] if t["scenario"] == "Latency sweeps")
+    assert sweeps["error"].startswith("not predicted (")
+    assert "×" not in sweeps["error"]
+    assert "performance-dashboard" in ctx["example"]["input_source"]
+    assert ctx["example"]["input_sourced"]
+    # the largest sensitivity is named for its input, as the sweep found it
+    top = ctx["sensitivity_top"]
+    assert top["spread"] == ctx["sensitivity_max"]
+    assert top["what"] in ("mean prompt", "mean output") or top["what"] == top["input"]
