@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from book.problem_bank._rents import rent
+from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -39,13 +40,7 @@ def _money(q) -> str:
 
 def draw(rng, presets) -> Draw:
     while True:
-        model_id, token_choices = rng.choice(MODELS)
-        model = presets.get("model", model_id)
-        tokens = (
-            model.training_tokens
-            if token_choices is None
-            else Q_(rng.choice(token_choices), "Ttoken").to("token")
-        )
+        model_id, model, tokens = model_and_tokens(rng, presets, MODELS)
         deadline = Q_(rng.choice(DEADLINES), "day")
         options = []
         for hardware, counts in OFFERS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from book.problem_bank import _rents as rents
+from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -26,13 +27,7 @@ TRUE_MFU = (0.22, 0.28, 0.33, 0.38, 0.45)
 
 
 def draw(rng, presets) -> Draw:
-    model_id, token_choices = rng.choice(MODELS)
-    model = presets.get("model", model_id)
-    tokens = (
-        model.training_tokens
-        if token_choices is None
-        else Q_(rng.choice(token_choices), "Ttoken").to("token")
-    )
+    model_id, model, tokens = model_and_tokens(rng, presets, MODELS)
     hardware, precision = rng.choice(CHIPS), rng.choice(("bf16", "fp8"))
     chip = presets.get("hardware", hardware)
     case = dict(

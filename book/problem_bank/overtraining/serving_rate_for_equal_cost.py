@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes
+from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -20,13 +21,7 @@ SLOWDOWN = ((2, "half"), (2.5, "two fifths"), (4, "a quarter"))  # not a third: 
 
 
 def draw(rng, presets) -> Draw:
-    model_id, token_choices = rng.choice(MODELS)
-    model = presets.get("model", model_id)
-    tokens = (
-        model.training_tokens
-        if token_choices is None
-        else Q_(rng.choice(token_choices), "Ttoken").to("token")
-    )
+    model_id, model, tokens = model_and_tokens(rng, presets, MODELS)
     months = Q_(rng.choice(MONTHS), "month")
     eta, share = rng.choice(SLOWDOWN)
     compute = (

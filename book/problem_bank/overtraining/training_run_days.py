@@ -7,6 +7,7 @@ import math
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, clear_of_rounding, money
 from book.problem_bank._rents import rent
+from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -34,13 +35,7 @@ def scenario(rng, presets):
     """A run whose GPU count, in whole servers or racks, is the same however the givens are
     rounded as shown."""
     while True:
-        model_id, token_choices = rng.choice(MODELS)
-        model = presets.get("model", model_id)
-        tokens = (
-            model.training_tokens
-            if token_choices is None
-            else Q_(rng.choice(token_choices), "Ttoken").to("token")
-        )
+        model_id, model, tokens = model_and_tokens(rng, presets, MODELS)
         hardware, precision = rng.choice(CHIPS), rng.choice(PRECISIONS)
         deadline, mfu = Q_(rng.choice(DEADLINES), "day"), Q_(rng.choice(MFUS), "")
         case = dict(hardware=hardware, model=model_id, training_tokens=tokens, presets=presets)
