@@ -12,8 +12,8 @@ def model_and_tokens(rng, presets, models) -> tuple:
     >>> import random
     >>> from units.presets import load
     >>> model_id, _, tokens = model_and_tokens(random.Random(0), load(), [("kimi_k2", (10,))])
-    >>> model_id, f"{tokens:~}"
-    ('kimi_k2', '1e+13 token')
+    >>> model_id, tokens.to("Ttoken").magnitude
+    ('kimi_k2', 10.0)
     """
     model_id, token_choices = rng.choice(models)
     model = presets.get("model", model_id)
