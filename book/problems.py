@@ -622,15 +622,16 @@ REDRAWS = 20  # drawings an authored problem may refuse (by a failed check) befo
 def authored(module, seed: int, presets: Presets) -> Problem:
     """One drawing of an authored problem file: its ``draw`` gets a ``random.Random`` seeded
     with ``seed`` and the problem's id, so the problem is the same for the same seed. A draw
-    whose own checks fail (an ``assert`` on its scenario) is drawn again from the next seed."""
+    whose own checks refuse its scenario (``book.problem_bank.require``) is drawn again from the
+    next seed."""
     pid = problem_id(module)
     drawn = None
-    for attempt in range(REDRAWS):  # a draw's checks (asserts) refuse a scenario: draw again
+    for attempt in range(REDRAWS):  # a draw's checks refuse a scenario: draw again
         rng = random.Random(f"{seed}:{pid}" + (f":{attempt}" if attempt else ""))
         try:
             drawn = module.draw(rng, presets)
             break
-        except AssertionError:
+        except bank.Refused:
             continue
     if drawn is None:
         raise ChalkboardError(f"problem {pid} found no valid scenario for seed {seed}")

@@ -89,6 +89,24 @@ class Draw:
     margin: float | None = None
 
 
+class Refused(Exception):
+    """A drawn scenario its own checks refuse (the engine draws again from the next seed)."""
+
+
+def require(holds: bool, why: str = "") -> None:
+    """Refuse the drawn scenario unless ``holds``: a draw's check of its own physics (the reads
+    bind, every expert is read, the KV fits). Unlike ``assert`` it also runs under ``python -O``.
+
+    >>> require(2 > 1, "the reads bind")
+    >>> require(1 > 2, "the reads bind")
+    Traceback (most recent call last):
+    ...
+    book.problem_bank.Refused: the reads bind
+    """
+    if not holds:
+        raise Refused(why)
+
+
 def whole_count_tolerance(count: float, tolerance: float = 0.03) -> float:
     """The tolerance of an answer that is a whole count rounded from a quotient (the sequences
     that fit, the racks needed): ``tolerance`` at most, and tight enough that one more or one

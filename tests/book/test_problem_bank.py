@@ -388,19 +388,20 @@ def test_a_chip_rent_comes_from_the_one_table():
 def test_a_draw_its_own_checks_refuse_is_drawn_again_and_the_first_drawing_stays():
     """full_hbm_throughput refused seed 77 (a batch too small to read every expert) and the
     whole problem set crashed; the engine now draws that problem again."""
+    from book.problem_bank import Refused
     from book.problems import REDRAWS, authored
     from units import ChalkboardError
 
     presets = load()
     module = next(m for m in MODULES if m.__name__.endswith(".full_hbm_throughput"))
-    with pytest.raises(AssertionError):  # the first drawing for seed 77 is refused
+    with pytest.raises(Refused):  # the first drawing for seed 77 is refused
         module.draw(random.Random("77:batching.full_hbm_throughput"), presets)
     assert authored(module, 77, presets).answer is not None  # so the engine draws again
     calls = []
 
     def refuse(rng, presets):
         calls.append(rng.random())
-        raise AssertionError("never valid")
+        raise Refused("never valid")
 
     refusing = types.SimpleNamespace(  # a problem file whose every scenario fails its check
         __name__="book.problem_bank.batching.refusing",
@@ -414,3 +415,16 @@ def test_a_draw_its_own_checks_refuse_is_drawn_again_and_the_first_drawing_stays
     assert len(calls) == REDRAWS and len(set(calls)) == REDRAWS  # each try a new drawing
     first = random.Random("3:batching.refusing").random()
     assert calls[0] == first  # the first try is the drawing the site has always shown
+
+
+def test_a_draw_checks_its_scenario_with_require_never_assert():
+    """A draw's checks refuse scenarios; an ``assert`` would vanish under ``python -O`` and let
+    a scenario its author refused reach the page. Every problem file checks with ``require``."""
+    import ast
+
+    def asserts(source: str) -> int:
+        return sum(isinstance(n, ast.Assert) for n in ast.walk(ast.parse(source)))
+
+    assert asserts("def draw(rng, presets):\n    assert 1 < 2\n") == 1  # the check can fail
+    for module in MODULES:
+        assert asserts(inspect.getsource(module)) == 0, module.__name__

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank._rents import rent
 from units import Q_
 
@@ -58,7 +58,7 @@ def option(hardware, precision, rent, step_limit, presets):
     batch = min(limits.values())
     if batch < 1:
         return None
-    assert limits["compute"] > batch, "the multiplies, attention's too, never set the batch"
+    require(limits["compute"] > batch, "the multiplies, attention's too, never set the batch")
     weights_only = math.floor((step_limit / weights_flops_one).to("").magnitude)
     b = Q_(batch, "sequence")
     return dict(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
     chip_name,
@@ -80,7 +80,7 @@ def draw(rng, presets) -> Draw:
     standard = dict(case)
     quick = dict(case, batch_size=Q_(fast, "sequence"))
     for at in (standard, quick):
-        assert evaluate("compute_time", **at) < evaluate("memory_time", **at), "memory-bound"
+        require(evaluate("compute_time", **at) < evaluate("memory_time", **at), "memory-bound")
     f = figures(**case)
     b0 = case["batch_size"]
     weights = evaluate("weight_fetch_time", **case).to("ms")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, require
 from units import Q_
 
 KIND = "estimate"
@@ -41,7 +41,7 @@ def draw(rng, presets) -> Draw:
     active = evaluate("crossover_batch", detailed=True, **case).inputs["n_active"].value
     bandwidth = evaluate("hbm_drain_time", detailed=True, **case).inputs["mem_bandwidth"].value
     compute = evaluate("compute_time", **case).to("ms")
-    assert compute < step / 3, "one sequence must be memory-bound"
+    require(compute < step / 3, "one sequence must be memory-bound")
     speed = (Q_(1, "token/sequence") / step).to("token/s/sequence")
     chip, name = presets.get("hardware", hardware).name, presets.get("model", model).name
     all_weights = (total * Q_(1, "B/parameter") / (n * bandwidth)).to("ms")

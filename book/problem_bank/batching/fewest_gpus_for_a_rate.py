@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, require
 from book.problem_bank.batching._figures import chip_name, figures, tokens
 from units import Q_
 
@@ -68,7 +68,7 @@ def draw(rng, presets) -> Draw:
     exact = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip")
     floor_chips = Q_(math.ceil(exact.m), "chip")  # a count that must cover the rate: round up
     per_chip_floor = (flops / per_token * Q_(1, "token/chip")).to("token/s/chip")
-    assert chips / floor_chips < FACTOR, "attention, ignored, stays within the factor"
+    require(chips / floor_chips < FACTOR, "attention, ignored, stays within the factor")
     chip, name = chip_name(presets, hardware), presets.get("model", model).name
     sparsity = (total / active).to("").m
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, require
 from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
 from units import Q_
 
@@ -51,17 +51,17 @@ def draw(rng, presets) -> Draw:
     server_hbm = (n * hbm).to("GB")
     per_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
     batch = Q_(packed(case), "sequence")
-    assert batch >= Q_(16, "sequence"), "the server must hold a real batch"
+    require(batch >= Q_(16, "sequence"), "the server must hold a real batch")
     at = dict(case, batch_size=batch)
     memory = evaluate("memory_time", **at).to("ms")
     compute = evaluate("compute_time", **at).to("ms")
-    assert compute < 0.8 * memory, "a packed step must be memory-bound"
+    require(compute < 0.8 * memory, "a packed step must be memory-bound")
     short = dict(at, context_length=Q_(1, "token/sequence"))  # the weights' FLOPs alone
     compute_shown = evaluate("compute_time", **short).to("ms")
     flop_rate = f["flops"]
     read = evaluate("weight_fetch_time", detailed=True, **at).inputs
     dense = read["routed_weight_share"].value.m == 0
-    assert dense or read["expert_read_fraction"].value.m > 0.999, "every expert is read"
+    require(dense or read["expert_read_fraction"].value.m > 0.999, "every expert is read")
     drain = evaluate("hbm_drain_time", **case).to("ms")
     read_bytes = weights + evaluate("kv_cache_per_batch", **at).to("GB")
     per_user = (Q_(1, "token/sequence") / memory).to("token/s/sequence")

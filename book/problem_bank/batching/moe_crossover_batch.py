@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, require
 
 KIND = "numeric"  # one formula, worked in steps
 TITLE = "When does an MoE stop being bound by its weights?"
@@ -29,7 +29,7 @@ def draw(rng, presets) -> Draw:
     per_byte = (flops / bandwidth).to("FLOP/B")
     sparsity = (total / active).to("").magnitude
     saturation = evaluate("expert_saturation_batch", **case).to("sequence")
-    assert answer > 4 * saturation, "every expert must be read at the crossover batch"
+    require(answer > 4 * saturation, "every expert must be read at the crossover batch")
 
     text = (
         f"You serve {name} ({quantity(total, 3)} in all, {quantity(active, 3)} active per "

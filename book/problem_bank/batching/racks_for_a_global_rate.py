@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, evaluate, whole_count_tolerance
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    clear_of_rounding,
+    evaluate,
+    require,
+    whole_count_tolerance,
+)
 from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
 from units import Q_
 
@@ -49,19 +56,21 @@ def draw(rng, presets) -> Draw:
     f = figures(**case)
     batch, context = case["batch_size"], case["context_length"]
     weights = evaluate("weight_fetch_time", detailed=True, **case)
-    assert weights.inputs["routed_weight_share"].value.m == 0 or (
-        weights.inputs["expert_read_fraction"].value.m > 0.99
-    ), "a batch this large reads every expert"
+    require(
+        weights.inputs["routed_weight_share"].value.m == 0
+        or (weights.inputs["expert_read_fraction"].value.m > 0.99),
+        "a batch this large reads every expert",
+    )
     weights = weights.value.to("ms")
     kv = evaluate("kv_fetch_time", **case).to("ms")
     compute = evaluate("compute_time", **case).to("ms")
     held = weight_bytes(f) + evaluate("kv_cache_per_batch", **case).to("GB")
     hbm = evaluate("scaleup_memory", **case).to("TB")
-    assert held < hbm, "the rack holds the weights and the batch's caches"
+    require(held < hbm, "the rack holds the weights and the batch's caches")
     rate, step = rack_rate(case)
     target = one_model if (one_model / rate).to("").m >= FEWEST else every_model
     raw = (target / rate).to("").m
-    assert raw >= FEWEST
+    require(raw >= FEWEST)
     racks = Q_(math.ceil(raw), "rack")
     binds = "memory" if kv + weights >= compute else "compute"
     rack = chip_name(presets, hardware)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank import _rents as rents
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -57,7 +57,7 @@ def draw(rng, presets) -> Draw:
     batch_q = Q_(batch, "sequence")
     memory = evaluate("memory_time", batch_size=batch_q, **case).to("ms")
     compute = evaluate("compute_time", batch_size=batch_q, **case).to("ms")
-    assert compute < memory, "the step must be memory-bound for this reasoning"
+    require(compute < memory, "the step must be memory-bound for this reasoning")
     # the multiplies the solution counts, two FLOPs per parameter (attention's own FLOPs, in
     # ``compute``, add to them; the assert above keeps the step memory-bound with them)
     short = dict(case, context_length=Q_(1, "token/sequence"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from derivations.inputs import reachable
 from units import Q_
@@ -89,8 +89,8 @@ def draw(rng, presets) -> Draw:
         short = dict(case, context_length=Q_(1, "token/sequence"))
         parts["weights_flops_time"] = _ev("compute_time", short, batch_size=b).to("ms")
         reads = parts["weight_fetch_time"] + parts["kv_fetch_time"]
-        assert parts["compute_time"] < reads, "the multiplies, attention's too, never bind"
-        assert abs((parts["step_time"] / reads).to("").m - 1) < 1e-9
+        require(parts["compute_time"] < reads, "the multiplies, attention's too, never bind")
+        require(abs((parts["step_time"] / reads).to("").m - 1) < 1e-9)
         return parts
 
     def speed(b):

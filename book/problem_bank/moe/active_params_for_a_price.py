@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank._rents import rent as rent_of
 from book.problem_bank.batching._figures import chip_name, figures, size
 from units import Q_
@@ -32,7 +32,7 @@ def draw(rng, presets) -> Draw:
     per_unit = evaluate("compute_cost_floor", **case, n_active=unit).to("USD/Mtoken")
     active = (budget / per_unit * unit).to("Gparam")
     check = evaluate("compute_cost_floor", **case, n_active=active).to("USD/Mtoken")
-    assert abs((check / budget).to("").m - 1) < 1e-9
+    require(abs((check / budget).to("").m - 1) < 1e-9)
     hbm = evaluate("scaleup_memory", **case).to("TB")
     total = evaluate("max_total_params", **case).to("Tparam")
     f = figures(**case)

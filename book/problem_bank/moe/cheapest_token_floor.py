@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
 from units import Q_
@@ -73,13 +73,13 @@ def draw(rng, presets) -> Draw:
     memory = evaluate("memory_time", **case).to("ms")
     compute = evaluate("compute_time", **case).to("ms")
     drain = evaluate("hbm_drain_time", **case).to("ms")
-    assert memory > compute, "a full rack at long context is bound by its reads"
-    assert abs((memory / drain).to("").m - 1) < 0.01, "a full HBM reads in one drain time"
+    require(memory > compute, "a full rack at long context is bound by its reads")
+    require(abs((memory / drain).to("").m - 1) < 0.01, "a full HBM reads in one drain time")
     kv, attention = f["kv_bytes_per_token"].to("kB/token"), f["attention_flops_per_token"]
     flops, bandwidth, hbm = f["flops"].to("PFLOP/s"), f["mem_bandwidth"], f["hbm_capacity"]
     per_token = (2 * f["n_active"] * Q_(1, "FLOP/parameter")).to("GFLOP")
     per_token_attention = (attention * context * Q_(1, "sequence")).to("GFLOP")
-    assert per_token_attention > per_token, "at these contexts attention outweighs the weights"
+    require(per_token_attention > per_token, "at these contexts attention outweighs the weights")
     read_own = (per_sequence / bandwidth * price * Q_(1, "chip/token")).to(
         "USD/Mtoken"
     )  # one GPU's rent for reading one sequence's cache once
@@ -88,7 +88,7 @@ def draw(rng, presets) -> Draw:
     share = (compute / memory).to("").m
     intensity = (attention / f["kv_bytes_per_token"]).to("FLOP/B")
     ridge = (flops / bandwidth).to("FLOP/B")
-    assert intensity < ridge, "attention alone is bound by its cache's reads"
+    require(intensity < ridge, "attention alone is bound by its cache's reads")
 
     text = (
         f"You serve {name} ({money(f['n_total'], 3)} in all, {money(f['n_active'], 3)} active "
@@ -152,7 +152,7 @@ def draw(rng, presets) -> Draw:
             )
         )
     kept = tuple(m for m in mistakes if not 1 / FACTOR <= (m.value / answer).to("").m <= FACTOR)
-    assert kept[0] is mistakes[0], "the factor excludes the math-bound cost"
+    require(kept[0] is mistakes[0], "the factor excludes the math-bound cost")
     return Draw(
         text=text,
         answer=answer,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money
+from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import chip_name, size, tokens, weight_bytes
 from book.problem_bank.batching._figures import figures as step_figures
@@ -58,7 +58,7 @@ def option(hardware, case, limit, presets):
     batch = min(limits.values())
     at = dict(here, batch_size=Q_(batch, "sequence"))
     step = evaluate("step_time", **at).to("ms")
-    assert step <= limit * (1 + 1e-9)
+    require(step <= limit * (1 + 1e-9))
     return dict(
         row,
         batch=batch,

@@ -4,7 +4,7 @@ HBM room, caps the context that keeps the step balanced."""
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, require
 from book.problem_bank.batching._figures import chip_name, figures, size, weight_bytes
 from units import Q_
 
@@ -51,7 +51,7 @@ def balanced_context(case, batch):
 def draw(rng, presets) -> Draw:
     case, batch = scenario(rng, presets)
     saturation = evaluate("expert_saturation_batch", **case).to("sequence")
-    assert batch > 10 * saturation, "at the crossover batch every expert is read"
+    require(batch > 10 * saturation, "at the crossover batch every expert is read")
     f = figures(**case)
     weights = weight_bytes(f)
     kv = f["kv_bytes_per_token"].to("kB/token")
@@ -60,9 +60,9 @@ def draw(rng, presets) -> Draw:
     read = evaluate("weight_fetch_time", **at).to("ms")
     answer = balanced_context(case, batch)
     balanced = dict(at, context_length=answer)
-    assert abs((evaluate("kv_fetch_time", **balanced) / read).to("").m - 1) < 1e-9
+    require(abs((evaluate("kv_fetch_time", **balanced) / read).to("").m - 1) < 1e-9)
     held = context_for(case, batch)  # what the HBM would hold beside the weights
-    assert held > 2 * answer, "the bandwidth caps the context long before the room does"
+    require(held > 2 * answer, "the bandwidth caps the context long before the room does")
     long_step = evaluate("step_time", **dict(at, context_length=held)).to("ms")
     drain = evaluate("hbm_drain_time", **case).to("ms")
     flops, bandwidth = f["flops"], f["mem_bandwidth"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, require
 from book.problem_bank.batching._figures import chip_name, figures, size, tokens
 from units import Q_
 
@@ -53,8 +53,8 @@ def draw(rng, presets) -> Draw:
     hbm = evaluate("scaleup_memory", **case).to("TB")
     total = largest(case)
     weights, caches, batch = need(case, total)
-    assert abs(((weights + caches) / hbm).to("").m - 1) < 1e-9, "the rack is just full"
-    assert total > own_total, "the sibling is larger than the model it starts from"
+    require(abs(((weights + caches) / hbm).to("").m - 1) < 1e-9, "the rack is just full")
+    require(total > own_total, "the sibling is larger than the model it starts from")
     per_byte = evaluate("dense_crossover_batch", **case).to("sequence")
     trillion = Q_(1, "Tparam")
     w1, c1, b1 = need(case, trillion)

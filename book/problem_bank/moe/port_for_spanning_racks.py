@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, require
 from book.problem_bank.batching._figures import chip_name, figures
 from units import Q_
 
@@ -47,13 +47,13 @@ def draw(rng, presets) -> Draw:
     step_compute = evaluate("compute_time", **short).to("µs")
     layer = (step_compute / layers.m).to("µs")
     ratio = (one / layer).to("").m
-    assert ratio < 1, "inside one rack the all-to-all hides behind the compute"
+    require(ratio < 1, "inside one rack the all-to-all hides behind the compute")
     offrack = evaluate("offrack_fraction", racks_spanned=Q_(span, "rack")).to("").m
     penalty = 1 / (offrack * ratio)  # the off-rack share, slowed by it, takes the layer's time
     at = dict(case, racks_spanned=Q_(span, "rack"), scale_out_penalty=Q_(penalty, ""))
     slowdown = evaluate("multi_rack_slowdown", **at).to("").m
     spanned = evaluate("alltoall_time", **at).to("µs")
-    assert abs((spanned / layer).to("").m - 1) < 1e-6, "the port just keeps up"
+    require(abs((spanned / layer).to("").m - 1) < 1e-6, "the port just keeps up")
     f = figures(**case)
     hw = presets.get("hardware", hardware)
     up, out = hw.scale_up_bandwidth_per_direction, hw.scale_out_bandwidth_per_direction

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity, superscript
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, evaluate, require
 from book.problem_bank.batching._figures import chip_name, figures, size
 from units import Q_
 
@@ -54,7 +54,7 @@ def draw(rng, presets) -> Draw:
     per_value = f["weight_bytes_per_value"] * Q_(1, "value/parameter")
     read = ((always + share * routed) * per_value).to("GB")
     bandwidth, n = f["mem_bandwidth"], case["n_chips"]
-    assert evaluate("compute_time", **case) < answer / 10, "a small batch is memory-bound"
+    require(evaluate("compute_time", **case) < answer / 10, "a small batch is memory-bound")
     skipped = 1 - share
     chip, name = chip_name(presets, case["hardware"]), spec.name
     one = dict(case, batch_size=Q_(1, "sequence"))

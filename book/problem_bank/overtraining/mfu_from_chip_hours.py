@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from book.problem_bank import _rents as rents
 from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
@@ -43,7 +43,9 @@ def draw(rng, presets) -> Draw:
     # the lab's report: chip-hours as a lab would print them, to three figures
     exact = (compute / (peak * rng.choice(TRUE_MFU))).to("chip*hour").m
     rent = rents.rent(hardware)
-    assert rent.m not in (2, 3), "a rent of two or three makes the bill-as-hours slip another slip"
+    require(
+        rent.m not in (2, 3), "a rent of two or three makes the bill-as-hours slip another slip"
+    )
     bill = Q_(float(f"{(exact * rent.m):.3g}"), "USD")  # as a lab would print it
     hours = (bill / rent).to("chip*hour")
     mfu = get("training_mfu").evaluate(training_chip_hours=hours, **case).to("")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
@@ -41,7 +41,7 @@ def draw(rng, presets) -> Draw:
         .to("FLOP")
     )
     rl = get("rl_flops").evaluate(model=model_id, rl_tokens=rl_tokens, **case).to("FLOP")
-    assert abs((rl / compute).to("").m - 1) < 1e-9
+    require(abs((rl / compute).to("").m - 1) < 1e-9)
     text = (
         f"{model.name} ({quantity(model.params_active)} active per token) was pre-trained on "
         f"{quantity(tokens)}. Its RL phase generates rollouts and then trains on "

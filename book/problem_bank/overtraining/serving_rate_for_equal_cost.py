@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
@@ -43,7 +43,7 @@ def draw(rng, presets) -> Draw:
         .evaluate(inference_rate=rate, deployment_time=months, presets=presets)
         .to("token")
     )
-    assert abs((check / served).to("").m - 1) < 1e-9
+    require(abs((check / served).to("").m - 1) < 1e-9)
     month_word = "month" if months.m == 1 else "months"
     forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     train = (compute / (model.params_active * tokens)).to(forward.units)  # forward and backward

@@ -4,7 +4,7 @@ serve. After how many served tokens does it pay back?"""
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -49,7 +49,7 @@ def draw(rng, presets) -> Draw:
     check = get("chinchilla_loss").evaluate(
         fit=fit_id, n_active=small, training_tokens=small_tokens, presets=presets
     )
-    assert abs(check.to("").m - loss) < 1e-9
+    require(abs(check.to("").m - loss) < 1e-9)
     one = Q_(1, "token")
     per_token = (
         get("inference_flops").evaluate(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, money
+from book.problem_bank import Draw, Mistake, clear_of_rounding, money, require
 from book.problem_bank._rents import rent
 from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
@@ -60,7 +60,7 @@ def draw(rng, presets) -> Draw:
         .evaluate(precision=precision, training_chips=gpus, mfu=mfu, **case)
         .to("day")
     )
-    assert days <= deadline, "the rounded-up cluster finishes in time"
+    require(days <= deadline, "the rounded-up cluster finishes in time")
     bill = (gpus * deadline * price).to("USD")
     gpu_hours = (compute / (peak * mfu) * Q_(1, "chip")).to("chip * hour")
     work = (gpu_hours * price).to("USD")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from units import Q_
 
@@ -52,7 +52,7 @@ def draw(rng, presets) -> Draw:
     )
     kv_token = used["kv_bytes_per_token"].value.to("kB/token")
     rack_name = chip.name.replace(" (per GPU)", "")
-    assert memory > compute, "the reads bind: attention's FLOPs, not given, never set the step"
+    require(memory > compute, "the reads bind: attention's FLOPs, not given, never set the step")
     bound = "memory"
 
     text = (

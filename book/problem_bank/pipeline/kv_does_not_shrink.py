@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -63,7 +63,7 @@ def draw(rng, presets) -> Draw:
         / flops
     ).to("ms")
     kv_read = (kv / stages.magnitude / bandwidth).to("ms")
-    assert kv_read > multiplies  # the KV reads bind: the crossover batch is not compute-bound
+    require(kv_read > multiplies)  # the KV reads bind: the crossover batch is not compute-bound
     p = stages.magnitude
     per_param = number(flops_per_param_token.value.m)  # a multiply and an add
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, whole_count_tolerance
+from book.problem_bank import Draw, Mistake, require, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -70,11 +70,11 @@ def draw(rng, presets) -> Draw:
         # the cache per token in whole bytes, as the statement shows it: the count is rounded down,
         # and a student working from the shown figures must get the same count (tests check it)
         kv_token = detail.inputs["kv_bytes_per_token"].value.to("B/token")
-        assert float(kv_token.m).is_integer(), "an FP8 cache holds whole bytes per token"
+        require(float(kv_token.m).is_integer(), "an FP8 cache holds whole bytes per token")
         kv_seq = (kv_token * context * Q_(1, "sequence")).to("GB")
         per_gpu_seq = (kv_seq / gpus.m).to("GB")
         micro_exact = ((hbm - weights) / per_gpu_seq).to("").m
-        assert abs(micro_exact / detail.value.to("sequence").m - 1) < 1e-9, "the shown figures"
+        require(abs(micro_exact / detail.value.to("sequence").m - 1) < 1e-9, "the shown figures")
         # the count must not hang on rounding: the solution's figures as shown (four places)
         # give the count the statement's exact figures give
         if len(set(counts(hbm, weights, kv_token, context, gpus))) == 1:

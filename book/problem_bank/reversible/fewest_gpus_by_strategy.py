@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, whole_count_tolerance
+from book.problem_bank import Draw, Mistake, require, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -94,7 +94,7 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
     )
     figures["segments"] = k = math.sqrt((full / rev).to("").m)  # the best K, √(M_act / M_rev)
     for whole in (math.floor(k), math.ceil(k)):  # "a whole K changes it by well under a percent"
-        assert (whole * rev + full / whole) / ckpt < 1.01
+        require((whole * rev + full / whole) / ckpt < 1.01)
     figures["sequences"] = sequences
     return chip, state, out, figures
 

@@ -4,7 +4,7 @@ slower would recomputing it be than reading it?"""
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -52,7 +52,7 @@ def draw(rng, presets) -> Draw:
     t_read_shown = t_read.to("us") if t_read < Q_(1, "ms") else t_read
     used = {k: v.value for k, v in cache.inputs.items()}
     vectors, per_value = used["kv_vectors_per_token"], used["kv_bytes_per_value"]
-    assert used["sliding_window_layers"].m == 0, "every layer caches the whole context"
+    require(used["sliding_window_layers"].m == 0, "every layer caches the whole context")
     forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     one = dict(n_active=Q_(1, "parameter"), training_tokens=Q_(1, "token"), presets=presets)
     train = (get("training_flops").evaluate(**one) / Q_(1, "parameter*token")).to(forward.units)

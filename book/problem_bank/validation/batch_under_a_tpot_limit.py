@@ -6,7 +6,7 @@ import math
 from functools import cache
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from derivations.inputs import reachable
 from units import Q_
@@ -77,7 +77,7 @@ def _scenario(row, presets) -> dict:
     bound_rate = _ev("serving_rate_per_chip", case, batch_size=measured_batch)
     measured = (row.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
     memory = _ev("memory_time", case, batch_size=measured_batch)
-    assert bound_step > memory, "the measured run is compute-bound: its slowdown is compute's"
+    require(bound_step > memory, "the measured run is compute-bound: its slowdown is compute's")
     share = (measured / bound_rate).to("").m
     slow = 1 / share  # at the same batch, real steps take this many times the bound
 
@@ -276,7 +276,7 @@ def draw(rng, presets) -> Draw:
         apart = abs((value / answer).to("").m - 1) > TOLERANCE
         if b != best[0] and apart and all(value != m.value for m in mistakes):
             mistakes.append(Mistake(value, why))
-    assert mistakes, "every scenario has a time a student may give instead"
+    require(mistakes, "every scenario has a time a student may give instead")
     return Draw(
         hint=(
             "For each batch compute the step (reads, multiplies and the prefill it carries) "

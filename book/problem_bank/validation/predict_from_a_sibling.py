@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from derivations.inputs import reachable
 from units import Q_
@@ -148,7 +148,7 @@ def draw(rng, presets) -> Draw:
         f"**{quantity(predicted, 4)}**.",
     )
     slow_bytes = _bound(target, presets, flops=case["flops"] / 2)[0] * share
-    assert abs((step - max(work["busy"], work["memory"])) / step).to("").m < 1e-6
+    require(abs((step - max(work["busy"], work["memory"])) / step).to("").m < 1e-6)
     per_step = batch * Q_(1, "token/sequence") / Q_(1, "chip")  # a token per sequence per step
     no_prefill = (per_step / max(work["decode"], work["memory"]) * share).to("token/s/chip")
     reads_only = (per_step / work["memory"] * share).to("token/s/chip")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, whole_count_tolerance
+from book.problem_bank import Draw, Mistake, clear_of_rounding, require, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -99,7 +99,7 @@ def draw(rng, presets) -> Draw:
         )
         .to("day")
     )
-    assert days <= deadline, "the rounded-up count finishes in time"
+    require(days <= deadline, "the rounded-up count finishes in time")
     per_token = (
         get("training_flops").evaluate(
             model=run.model, training_tokens=Q_(1, "token"), presets=presets
