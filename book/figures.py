@@ -1637,15 +1637,16 @@ def activation_vs_layers(presets: Presets) -> Figure:
     buffer = cases["buffer"].to("GB").m  # one layer's internals, whatever the depth
     stored = get("full_activation_memory").sweep("n_layers", depth, **kw).to("GB")
     inputs = get("activation_memory").sweep("n_layers", depth, **kw).to("GB").m
-    ckpt = get("checkpoint_activation_memory")
+    layer_input = cases["rev"].to("GB").m  # one checkpoint: one layer's input
+
+    def checkpointed(n: int, every) -> float:
+        return chapter.checkpointed_memory(n, every.to("GB").m, layer_input)
+
     curves = {
         "every activation stored (no recompute)": stored.m,
         "each layer's input kept, layer re-run": inputs + buffer,
         "checkpointed, segment keeps internals": np.array(
-            [
-                ckpt.evaluate(n_layers=int(n), activation_memory=q, **kw).to("GB").m
-                for n, q in zip(depth, stored, strict=True)
-            ]
+            [checkpointed(int(n), q) for n, q in zip(depth, stored, strict=True)]
         ),
         "reversible": np.full(depth.shape, cases["rev"].to("GB").m + buffer),
     }

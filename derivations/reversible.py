@@ -139,8 +139,11 @@ register(
         assumptions=(
             "the last layer's output is kept (a reversible network does not store nothing: "
             "one layer's activations remain); earlier inputs are recomputed from it",
-            "the recompute's own temporaries (one block's internals at a time) are left out, "
-            "as they are for the other two strategies",
+            "the output is counted as one vector of d values per token, as a RevNet that splits "
+            "the width into two halves keeps; two full-width streams, as the lecture draws the "
+            "layer, keep twice this",
+            "one layer's internals, held while that layer runs backwards, are not counted here: "
+            "every strategy that recomputes holds them, and the chapter adds them to each",
         ),
         summary="One layer's worth, whatever the depth: the ratio to ordinary backpropagation "
         "is the number of layers. Activation checkpointing at the same extra compute keeps "

@@ -22,6 +22,9 @@ MODEL = "llama_3_1_70b"
 HARDWARE = "h100_sxm"
 TRAIN_BATCH = Q_(1, "sequence")
 EXERCISE_BATCH = Q_(4, "sequence")  # exercise 1: a larger per-replica batch
+EXERCISE_ZERO_CHIPS = 64  # exercise 1: the data-parallel chips the training state is sharded over
+EXERCISE_MODEL = "llama_3_1_405b"  # exercise 3: the KV cache trade on a larger model
+STREAMS = 2  # a reversible layer carries two residual streams (x, y), each d wide
 ONE_LAYER = Q_(1, "layer")
 LAYER_SWEEP = (4, 160)  # the figure's depths (square-root checkpointing needs four or more)
 
@@ -32,7 +35,10 @@ def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
     ``plain``, ``ckpt`` and ``rev`` count layer inputs (the lecture's O(L), the square-root
     checkpointing at one extra forward pass, and the reversible network's last output);
     ``stored`` is every activation without recomputation; ``buffer`` is one layer's internals,
-    which any scheme that recomputes holds while that layer runs backwards.
+    which any scheme that recomputes holds while that layer runs backwards. ``rev_two`` is the
+    reversible network's last output with both of its streams kept at the full width, as in the
+    lecture's picture and the Reformer (``rev`` counts one, as a RevNet that splits the width
+    into two halves does).
 
     >>> from units.presets import load
     >>> m = memory_cases(load())
@@ -41,6 +47,7 @@ def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
     """
     ev = Evaluator(presets, model=MODEL, batch_size=batch)
     stored = ev.q("full_activation_memory")
+    rev = ev.q("revnet_activation_memory")
     return {
         "stored": stored,
         "plain": ev.q("activation_memory"),
@@ -48,9 +55,39 @@ def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
         # square-root checkpointing whose recomputed segment keeps its layers' internals (Chen et
         # al.): what a segment holds is every activation's share, so one recompute suffices
         "ckpt_full": ev.q("checkpoint_activation_memory", activation_memory=stored),
-        "rev": ev.q("revnet_activation_memory"),
+        "rev": rev,
+        "rev_two": STREAMS * rev,
         "buffer": ev.q("full_activation_memory", n_layers=ONE_LAYER),
     }
+
+
+def best_segments(m: dict) -> float:
+    """The segment count that minimises checkpointing whose segment keeps its internals:
+    the square root of every activation over one layer's input (not of the layer count).
+
+    >>> from units.presets import load
+    >>> round(best_segments(memory_cases(load())), 1)
+    36.9
+    """
+    return _ratio(m["stored"], m["rev"]) ** 0.5
+
+
+def checkpointed_memory(n_layers: int, every: float, layer_input: float) -> float:
+    """Checkpointing whose recomputed segment keeps its internals, at its best segment count:
+    K = sqrt(every / layer_input) segments hold K inputs and one segment's share of every
+    activation, 2 sqrt(every * layer_input) (the catalogue's checkpoint_activation_memory). A
+    network has at most one segment per layer, so a shallow one checkpoints every layer's input
+    and holds one layer's internals: never less than a reversible network holds. Any one unit.
+
+    >>> checkpointed_memory(80, 182.5, 0.1342)  # Llama 3.1 70B, GB: K = 36.9
+    9.897...
+    >>> checkpointed_memory(4, 9.13, 0.1342)  # K would be 8.2 > 4 layers
+    2.8193...
+    """
+    k = (every / layer_input) ** 0.5
+    if k <= n_layers:
+        return 2 * (every * layer_input) ** 0.5
+    return n_layers * layer_input + every / n_layers
 
 
 def _ratio(a, b) -> float:
@@ -76,6 +113,26 @@ def context(presets: Presets) -> dict:
     rebuild = infer.q("inference_flops", inference_tokens=context_length * Q_(1, "sequence"))
     kv = ev.q("kv_cache_per_sequence") * Q_(1, "sequence")
     state = ev.q("training_state_memory")
+    share = state / EXERCISE_ZERO_CHIPS  # one chip's ZeRO share of the training state
+    segments_full = best_segments(m)
+    big = presets.get("model", EXERCISE_MODEL)
+    big_ev = Evaluator(presets, model=EXERCISE_MODEL, inference_inefficiency=Q_(1, ""))
+    big_kv = Evaluator(presets, model=EXERCISE_MODEL).q("kv_cache_per_sequence") * Q_(1, "sequence")
+    big_per_token = big_ev.q("inference_flops", inference_tokens=one)
+    big_rebuild = big_ev.q("inference_flops", inference_tokens=context_length * Q_(1, "sequence"))
+    big_plain = Evaluator(presets, model=EXERCISE_MODEL, batch_size=TRAIN_BATCH).q(
+        "activation_memory"
+    )
+
+    def fits(q) -> str:
+        return "fits" if q + share <= hbm else "does not fit"
+
+    ex_rows = (
+        ("every activation stored", x["stored"]),
+        ("every layer's input, each layer re-run", x["plain"] + x["buffer"]),
+        ("checkpointing at one extra forward pass", x["ckpt_full"]),
+        ("reversible", x["rev"] + x["buffer"]),
+    )
     return {
         "o_one": "*O*(1)",  # big-O notation, not a figure
         "broken_share": said_number(
@@ -83,6 +140,30 @@ def context(presets: Presets) -> dict:
         )
         + "%",
         "chen": "Chen et al., 'Training Deep Nets with Sublinear Memory Cost', arXiv 1604.06174",
+        "korthikanti": "Korthikanti et al., 'Reducing Activation Recomputation in Large "
+        "Transformer Models', arXiv 2205.05198",
+        "rounds": said_number(model.layers),
+        "segments_full": said_number(segments_full, 2),
+        "layers_per_segment": said_number(model.layers / segments_full, 2),
+        "rev_two": said(m["rev_two"].to("MB")),
+        "rev_two_total": said((m["rev_two"] + m["buffer"]).to("GB")),
+        "equal_lead_two": said_number(_ratio(m["ckpt_full"], m["rev_two"] + m["buffer"]), 2),
+        "zero_chips": said_number(EXERCISE_ZERO_CHIPS),
+        "state_share": said(share.to("GB")),
+        "ex_verdicts": [
+            {
+                "name": name,
+                "held": said(q.to("GB"), 3),
+                "total": said((q + share).to("GB"), 3),
+                "verdict": fits(q),
+            }
+            for name, q in ex_rows
+        ],
+        "big_model": big.name,
+        "big_kv": said(big_kv.to("GB")),
+        "big_kv_over_plain": said_number(_ratio(big_kv, big_plain), 3),
+        "big_per_token_flops": said(big_per_token),
+        "big_rebuild_flops": said(big_rebuild),
         "fwd_per_param": said_number(
             (per_token / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
@@ -166,7 +247,8 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
         ("store every activation", 0, m["stored"]),
         ("keep each layer's input; re-run each layer on the way back", 1, m["plain"] + m["buffer"]),
         (
-            "checkpoint square-root segments; a recomputed segment keeps its internals",
+            f"checkpoint at the best segment count (about {said_number(best_segments(m), 2)} "
+            "segments); a recomputed segment keeps its internals",
             1,
             m["ckpt_full"],
         ),
