@@ -213,7 +213,6 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
     at_p = lecture.q("pipeline_bubble_fraction", microbatches=p.m)
     return {
         "bubble_default": percent(fraction),
-        "bubble_rough": percent(fraction, 2),
         "bubble_rule": percent((p.m - 1) / m),
         "bubble_m_equal_p": percent(at_p),
         "bubble_stages": said(p),
