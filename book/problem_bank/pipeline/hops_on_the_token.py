@@ -64,9 +64,9 @@ def draw(rng, presets) -> Draw:
         f"{quantity(micro)} with {context_tokens(context, 5)} of context; the KV cache takes "
         f"{quantity(kv_token)}. Passing the activations from one rack to the next costs "
         f"{quantity(hop)} per hop, and the last stage hands the new token back to the first. "
-        "Taking the roofline view of each stage (count attention's FLOPs with the weights'; "
-        "they do not decide the answer here), how long does one sequence wait between two of "
-        "its tokens? Answer in milliseconds."
+        "Taking the roofline view of each stage and ignoring attention's FLOPs (counting "
+        "them would not change the answer here), how long does one sequence wait between two "
+        "of its tokens? Answer in milliseconds."
     )
     solution = (
         f"Each stage holds 1/{stages} of the layers, so it reads 1/{stages} of the weights and "
