@@ -75,7 +75,7 @@ def draw(rng, presets) -> Draw:
         "rack doing the whole model: pipelining is latency neutral.",
         f"Whole model on one rack's {number(domain.m)} GPUs at this micro-batch: reading the "
         f"weights takes {quantity(weights)}, the KV cache {quantity(kv)}, the matmuls "
-        f"(with attention's own FLOPs, an aside: they do not bind here) {quantity(compute)}. "
+        f"even with attention's own FLOPs, which the question leaves out, {quantity(compute)}. "
         "The step is the larger of memory "
         f"({quantity(memory)}) and compute: {quantity(step)}, {bound}-bound.",
         f"Add one hop per stage: {stages} × {quantity(hop)}. Between two tokens a sequence "
