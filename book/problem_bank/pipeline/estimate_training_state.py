@@ -19,7 +19,7 @@ STEP_MTOKENS = (2, 4, 8, 16)  # tokens per step, millions
 MFUS = (0.35, 0.4, 0.45)
 FILL = 0.8  # the share of each GPU's HBM the state may take; the rest is activations, buffers
 NODE = 8  # GPUs per node
-FACTOR = 1.25  # the window, said in the statement as a percentage
+FACTOR = 1.25  # the window, said in the statement
 
 
 def _nodes(state, hbm) -> tuple[float, int]:
@@ -70,8 +70,8 @@ def draw(rng, presets) -> Draw:
         f"evenly, with the state filling at most {fill}% of every GPU (the rest is for "
         f"activations and buffers). Each step trains on {quantity(tokens)}, and the GPUs reach "
         f"{number(100 * mfu.m)}% MFU at BF16. Ignoring attention's FLOPs, about how long does "
-        f"one step take on those nodes? Answer in seconds; within {number(100 * (FACTOR - 1))}% "
-        "will do."
+        f"one step take on those nodes? Answer in seconds; within a factor of {number(FACTOR)} "
+        "either way will do."
     )
     solution = (
         "Mixed-precision Adam keeps, per parameter, a BF16 weight and gradient "
