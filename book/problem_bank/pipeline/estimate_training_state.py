@@ -1,79 +1,153 @@
-"""Order of magnitude: the training state of a big MoE, in GPUs' worth of HBM."""
+"""Estimate: the training state of a big model sets how many nodes a run needs, and the nodes
+set how long a step takes."""
 
 from __future__ import annotations
 
+import math
+
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
-from derivations import get
+from book.problem_bank import Draw, Mistake, clear_of_rounding, evaluate, require
 from units import Q_
 
 KIND = "estimate"
-TITLE = "How many GPUs just to hold the training state?"
-USES = ("training_state_memory",)
+TITLE = "How many nodes just to hold the training state, and how long is a step?"
+USES = ("training_state_memory", "training_flops", "training_time")
 
 MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-FACTOR = 2.0
+STEP_MTOKENS = (2, 4, 8, 16)  # tokens per step, millions
+MFUS = (0.35, 0.4, 0.45)
+FILL = 0.8  # the share of each GPU's HBM the state may take; the rest is activations, buffers
+NODE = 8  # GPUs per node
+FACTOR = 1.25  # the window, said in the statement
+
+
+def _nodes(state, hbm) -> tuple[float, int]:
+    quotient = (state / (FILL * NODE * hbm)).to("").m
+    return quotient, math.ceil(quotient)
 
 
 def draw(rng, presets) -> Draw:
-    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
-    model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
-    detail = get("training_state_memory").evaluate_detailed(model=model_id, presets=presets)
-    state = detail.value.to("TB")
+    while True:  # the whole node count must not hang on how the figures are rounded
+        model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+        model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
+        detail = evaluate("training_state_memory", detailed=True, model=model_id, presets=presets)
+        state = detail.value.to("TB")
+        quotient, nodes = _nodes(state, chip.hbm_capacity)
+        if clear_of_rounding(quotient):
+            break
     weight, grad, adam = (
         detail.inputs[name].value.to("byte/parameter")
         for name in ("train_weight_bytes", "train_grad_bytes", "optimizer_bytes")
     )
-    hbm = chip.hbm_capacity
-    answer = Q_((state / hbm).to("").m, "chip")
     per_param = (state / model.params_total).to("byte/parameter")
+    hbm, peak = chip.hbm_capacity, chip.get("dense_flops_bf16")
+    tokens = Q_(rng.choice(STEP_MTOKENS), "Mtoken").to("token")
+    mfu = Q_(rng.choice(MFUS), "")
+    gpus = Q_(NODE * nodes, "chip")
+    case = dict(
+        model=model_id,
+        training_tokens=tokens,
+        hardware=hardware,
+        precision="bf16",
+        mfu=mfu,
+        presets=presets,
+    )
+    flops = evaluate("training_flops", **case).to("FLOP")
+    step = evaluate("training_time", training_chips=gpus, **case).to("s")
+    six = (flops / (model.params_active * tokens)).to("FLOP/parameter/token")
     moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
         f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
         if moe
         else quantity(model.params_total)
     )
+    fill = number(100 * FILL)
     text = (
-        f"Roughly how many {chip.name} GPUs ({quantity(hbm)} of HBM each) does it take just "
-        f"to hold the training state of {model.name} ({params}) under mixed-precision Adam, "
-        "before a single activation? An order-of-magnitude answer will do."
+        f"You pre-train {model.name} ({params}) with mixed-precision Adam on eight-GPU nodes "
+        f"of {chip.name} ({quantity(hbm)} of HBM and {quantity(peak)} dense at BF16 per GPU). "
+        "You rent the fewest whole nodes whose HBM holds the whole training state, sharded "
+        f"evenly, with the state filling at most {fill}% of every GPU (the rest is for "
+        f"activations and buffers). Each step trains on {quantity(tokens)}, and the GPUs reach "
+        f"{number(100 * mfu.m)}% MFU at BF16. Ignoring attention's FLOPs, about how long does "
+        f"one step take on those nodes? Answer in seconds; within a factor of {number(FACTOR)} "
+        "either way will do."
     )
     solution = (
         "Mixed-precision Adam keeps, per parameter, a BF16 weight and gradient "
         f"({number(weight.m)} + {number(grad.m)} bytes) and an FP32 master weight and two FP32 "
         f"moments ({number(adam.m)} bytes): {quantity(per_param)}.",
         f"Every parameter is trained{', experts included' if moe else ''}, so the state is "
-        f"{quantity(per_param)} × "
-        f"{quantity(model.params_total)} = {quantity(state)}.",
-        f"Over {quantity(hbm)} per GPU that is the HBM of about **{quantity(answer, 2)}**, "
-        "before activations, buffers or any room to spare.",
+        f"{quantity(per_param)} × {quantity(model.params_total)} = {quantity(state)}.",
+        f"A node may give it {fill}% of {NODE} × {quantity(hbm)} = "
+        f"{quantity((FILL * NODE * hbm).to('TB'))}: {quantity(state)} / "
+        f"{quantity((FILL * NODE * hbm).to('TB'))} = {number(quotient, 3)}, rounded up to "
+        f"{nodes} nodes, {int(gpus.m)} GPUs.",
+        f"A step costs {number(six.m)} FLOP per active parameter per token (forward and "
+        f"backward): {number(six.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
+        f"{quantity(flops)}.",
+        f"The nodes deliver {int(gpus.m)} × {quantity(peak)} × {number(100 * mfu.m)}%, so a "
+        f"step takes about **{quantity(step, 3)}**.",
     )
+
+    def with_state(bytes_per_param) -> Q_:
+        """The step time had the state been counted at ``bytes_per_param``."""
+        _, n = _nodes(state * (bytes_per_param / per_param).to("").m, hbm)
+        return (step * nodes / n).to("s")
+
     mistakes = [
         Mistake(
-            answer * weight / per_param,
-            f"You counted only the BF16 weights ({quantity(weight)}); training also holds "
-            f"gradients and Adam's FP32 state, {quantity(per_param)} in all.",
+            step / 3,
+            f"You counted {number(six.m / 3)} FLOP per active parameter per token, a forward "
+            f"pass; training also "
+            f"runs the backward pass: {number(six.m)} in all.",
         ),
         Mistake(
-            answer * (weight + grad) / per_param,
+            with_state(weight),
+            f"You counted only the BF16 weights ({quantity(weight)}); training also holds "
+            f"gradients and Adam's FP32 state, {quantity(per_param)} in all, so it needs more "
+            "nodes and each step is shorter.",
+        ),
+        Mistake(
+            with_state(weight + grad),
             "You counted weights and gradients but not Adam's FP32 master weights and moments "
             f"({number(adam.m)} more bytes per parameter).",
         ),
+        Mistake(
+            with_state(adam),
+            f"You counted Adam's FP32 copies ({quantity(adam)}) but not the BF16 weights and "
+            f"gradients: {quantity(per_param)} in all.",
+        ),
+        Mistake(
+            step * nodes / math.ceil((state / (NODE * hbm)).to("").m),
+            f"You let the state fill every GPU's HBM; it may take only {fill}% of it.",
+        ),
     ]
     if moe:
-        mistakes.append(
+        mistakes += [
             Mistake(
-                answer * model.params_active / model.params_total,
-                "You counted only the active parameters; every expert has its own weights, "
-                "gradients and optimizer state.",
-            )
-        )
+                (step * model.params_total / model.params_active).to("s"),
+                "You counted every parameter's FLOPs; a token runs through the active "
+                "ones only (the state, though, holds every expert).",
+            ),
+            Mistake(
+                with_state(per_param * model.params_active / model.params_total),
+                "You sized the state on the active parameters; every expert has its own "
+                "weights, gradients and optimizer state.",
+            ),
+        ]
+    kept = {}
+    for m in mistakes:
+        ratio = (m.value / step).to("").m
+        if not 1 / FACTOR <= ratio <= FACTOR:
+            kept.setdefault(round(m.value.to("s").m, 9), m)
+    require(len(kept) >= 3, "the window rejects the classic slips")
     return Draw(
         text=text,
-        answer=answer,
+        answer=step,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=tuple(mistakes),
-        hint="Bytes per parameter of the whole training state, times every parameter.",
+        mistakes=tuple(kept.values()),
+        hint="Bytes per parameter of the whole training state sets the nodes; the nodes and "
+        "the FLOPs per token set the time.",
     )

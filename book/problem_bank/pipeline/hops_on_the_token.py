@@ -64,8 +64,9 @@ def draw(rng, presets) -> Draw:
         f"{quantity(micro)} with {context_tokens(context, 5)} of context; the KV cache takes "
         f"{quantity(kv_token)}. Passing the activations from one rack to the next costs "
         f"{quantity(hop)} per hop, and the last stage hands the new token back to the first. "
-        "Taking the roofline view of each stage, "
-        "how long does one sequence wait between two of its tokens? Answer in milliseconds."
+        "Taking the roofline view of each stage and ignoring attention's FLOPs (counting "
+        "them would not change the answer here), how long does one sequence wait between two "
+        "of its tokens? Answer in milliseconds."
     )
     solution = (
         f"Each stage holds 1/{stages} of the layers, so it reads 1/{stages} of the weights and "
@@ -74,7 +75,7 @@ def draw(rng, presets) -> Draw:
         "rack doing the whole model: pipelining is latency neutral.",
         f"Whole model on one rack's {number(domain.m)} GPUs at this micro-batch: reading the "
         f"weights takes {quantity(weights)}, the KV cache {quantity(kv)}, the matmuls "
-        f"(with attention's own FLOPs, an aside: they do not bind here) {quantity(compute)}. "
+        f"even with attention's own FLOPs, which the question leaves out, {quantity(compute)}. "
         "The step is the larger of memory "
         f"({quantity(memory)}) and compute: {quantity(step)}, {bound}-bound.",
         f"Add one hop per stage: {stages} × {quantity(hop)}. Between two tokens a sequence "

@@ -75,7 +75,8 @@ def draw(rng, presets) -> Draw:
         f"over {experts.magnitude:g} GPUs. Every sequence has a context of "
         f"{context_tokens(context, 5)}, and its KV cache takes {quantity(kv_token)} of context "
         "at FP8. Each stage runs micro-batches of the lecture's crossover size (where its "
-        "weights' multiplies take as long as reading its weights, the KV cache left out), and "
+        "weights' multiplies take as long as reading its weights, the KV cache and attention's "
+        "FLOPs left out), and "
         "keeps the pipeline full. How much HBM does each GPU need for its weights and KV "
         "cache? Answer in GB per GPU."
     )

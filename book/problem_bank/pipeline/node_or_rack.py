@@ -14,10 +14,16 @@ TITLE = "Eight-GPU nodes in a pipeline, or one rack?"
 USES = ("weight_memory", "domain_weight_fetch_time", "pipelined_decode_latency")
 LECTURE = "1:03:37"
 
-MODELS = (("kimi_k2", "fp8"), ("deepseek_v3", "bf16"), ("llama_3_1_405b", "bf16"))
+MODELS = (
+    ("kimi_k2", "fp8"),
+    ("deepseek_v3", "fp8"),
+    ("deepseek_v3", "bf16"),
+    ("llama_3_1_405b", "fp8"),
+    ("llama_3_1_405b", "bf16"),
+)
 NODES = ("h100_sxm", "h200", "b200", "mi300x", "b300", "mi355x")
 RACK = "gb200_nvl72"
-TARGETS_MS = (10, 14, 18, 22, 28, 35, 45)
+TARGETS_MS = (8, 10, 12, 14, 18, 22, 28, 35, 45)
 HOPS_US = (50, 100, 200)
 TOLERANCE = 0.02
 MARGIN = 0.05  # the best option is at least this far ahead of every other one
@@ -74,14 +80,18 @@ def _lead(best, other, target) -> float:
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # redraw until the best option is clearly ahead of every other one
+    while True:  # redraw until there is a real trade, clearly won
         model_id, precision = rng.choice(MODELS)
         nodes = rng.sample(NODES, 3)
+        bandwidths = {presets.get("hardware", h).hbm_bandwidth.to("TB/s").m for h in nodes}
+        if len(bandwidths) < len(nodes):  # two nodes alike in bandwidth would tie exactly
+            continue
         hop = Q_(rng.choice(HOPS_US), "µs").to("ms")
         target = Q_(rng.choice(TARGETS_MS), "ms")
         options = [_option(presets, h, model_id, precision, hop) for h in (*nodes, RACK)]
         feasible = _pick(options, target)
-        if not feasible or all(o["latency"] <= target for o in options):
+        # a trade: the rack is fast enough, but so is some node, and some node is not
+        if len(feasible) < 2 or all(o["latency"] <= target for o in options):
             continue
         margin = min(_lead(feasible[0], o, target) for o in options if o is not feasible[0])
         # the graded time names the choice: no other option takes nearly as long
@@ -137,8 +147,8 @@ def draw(rng, presets) -> Draw:
         close_note = "No other option meets the target."
     elif runner["gpus"] == best["gpus"]:
         close_note = (
-            f"{_name(runner['chip'])} ties with it on GPUs ({runner['gpus']}), so the number of "
-            "GPUs is the same either way."
+            f"{_name(runner['chip'])} ties with it on GPUs ({runner['gpus']}) but takes "
+            f"{quantity(runner['latency'])}, so the faster one is the pick."
         )
     else:
         close_note = (
@@ -170,7 +180,10 @@ def draw(rng, presets) -> Draw:
         Mistake(
             o["latency"],
             f"That is {_name(o['chip'])}'s time: it meets the target, but on {o['gpus']} GPUs, "
-            f"more than {_name(best['chip'])}'s {best['gpus']}.",
+            f"more than {_name(best['chip'])}'s {best['gpus']}."
+            if o["gpus"] > best["gpus"]
+            else f"That is {_name(o['chip'])}'s time: it meets the target on as many GPUs, "
+            f"{o['gpus']}, but more slowly than {_name(best['chip'])}.",
         )
         for o in feasible[1:]
     ]

@@ -92,9 +92,12 @@ def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
         train=(six / work).to("FLOP/parameter/token"),
         revnet=(eight / work).to("FLOP/parameter/token"),
     )
-    figures["segments"] = k = math.sqrt((full / rev).to("").m)  # the best K, √(M_act / M_rev)
-    for whole in (math.floor(k), math.ceil(k)):  # "a whole K changes it by well under a percent"
-        require((whole * rev + full / whole) / ckpt < 1.01)
+    figures["segments"] = math.sqrt((full / rev).to("").m)  # the best K, √(M_act / M_rev)
+    # "segments of whole layers change it by under a percent": at s layers a segment, ceil(L/s)
+    # checkpoints and s layers' internals while it is recomputed
+    layers = presets.get("model", model_id).layers
+    whole = min(math.ceil(layers / s) * rev + s * buffer for s in range(1, layers + 1))
+    require(whole / ckpt < 1.01, "whole-layer segments store about what the formula says")
     figures["sequences"] = sequences
     return chip, state, out, figures
 
@@ -153,7 +156,8 @@ def draw(rng, presets) -> Draw:
         f"{context_tokens(Q_(CONTEXT, 'token/sequence'))}, spread evenly over the GPUs (data "
         "parallel, with tensor and pipeline parallelism splitting a sequence over at most "
         f"{number(SPLIT)} GPUs), and the mixed-precision Adam state is sharded over all of "
-        "them. Activations are BF16; a "
+        "them. Ignore attention's FLOPs; its scores are recomputed, never stored. Activations "
+        "are BF16; a "
         f"layer's internals (everything its backward pass needs) come to about {stored} of "
         "residual stream per token. You can store every activation; cut the layers into "
         "segments, checkpoint each segment's input and, on the way back, re-run one segment at "
@@ -174,7 +178,7 @@ def draw(rng, presets) -> Draw:
         f"{number(figures['segments'], 3)} segments for L = {model.layers} (more than √L, "
         "because a stored input is much smaller than a layer's internals), and the memory is "
         "twice the geometric mean of the whole network's internals and one layer's input "
-        "(taking K as a whole number changes it by well under a percent). A reversible "
+        "(segments hold whole layers, which changes it by under a percent). A reversible "
         f"network keeps the last output ({kept}) plus the one layer's internals being worked "
         f"on ({stored}). Both re-run each layer's forward once on the way back (a segment is "
         "recomputed once, with its internals; a reversible layer rebuilds its input and its "

@@ -1,94 +1,135 @@
-"""Long-context training: with checkpointing, how long a sequence fits beside the state?"""
+"""Long-context training: how much longer a sequence fits beside the state when the layers are
+reversible than when their inputs are checkpointed?"""
 
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
-from derivations import get
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
 from units import Q_
 
 KIND = "multi"
-TITLE = "The longest sequence one GPU can train on"
+TITLE = "How much longer a sequence with reversible layers?"
 USES = (
     "training_state_memory",
     "layer_activation_bytes",
     "checkpoint_activation_memory",
     "full_activation_memory",
+    "revnet_activation_memory",
 )
 LECTURE = "2:04:02"
 
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-SHARDS = (32, 64, 128, 256)
+SHARDS = (1, 2, 4, 8, 16, 32, 64)
+SHARE = (0.15, 0.7)  # the state's share of each GPU's HBM: enough to matter, room left
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # the sharded state must leave at least a quarter of the HBM
-        model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
-        shards = rng.choice(SHARDS)
-        chip, model = presets.get("hardware", hardware), presets.get("model", model_id)
-        state = get("training_state_memory").evaluate(model=model_id, presets=presets).to("GB")
-        room = (chip.hbm_capacity - state / shards).to("GB")
-        if room > chip.hbm_capacity / 4:
-            break
+    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+    chip, model = presets.get("hardware", hardware), presets.get("model", model_id)
+    state = evaluate("training_state_memory", model=model_id, presets=presets).to("GB")
+    low, high = SHARE
+    shardings = [n for n in SHARDS if low <= (state / n / chip.hbm_capacity).to("").m <= high]
+    require(bool(shardings), "some sharding leaves the state a real share of the HBM")
+    shards = rng.choice(shardings)
+    room = (chip.hbm_capacity - state / shards).to("GB")
     unit = Q_(1024, "token/sequence")  # everything is linear in the context: evaluate at 1K
     one = Q_(1, "sequence")
     case = dict(
         model=model_id, precision="bf16", batch_size=one, context_length=unit, presets=presets
     )
-    ckpt = get("checkpoint_activation_memory").evaluate_detailed(**case)
+    ckpt = evaluate("checkpoint_activation_memory", detailed=True, **case)
     per_layer = ckpt.inputs["layer_activation_bytes"].value.to("kB/token")
     layers = int(ckpt.inputs["n_layers"].value.m)
-    buffer_detail = get("full_activation_memory").evaluate_detailed(n_layers=1, **case)
-    buffer = buffer_detail.value
+    buffer_detail = evaluate("full_activation_memory", detailed=True, n_layers=1, **case)
     stored = buffer_detail.inputs["activation_bytes_factor"].value.to("byte/value")
     per_value = ckpt.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
+    rev = evaluate("revnet_activation_memory", **case)
     per_param = (state / model.params_total).to("byte/parameter")
-    per_token = ((ckpt.value + buffer) / (unit * one)).to("MB/token")
-    ckpt_token = (ckpt.value / (unit * one)).to("MB/token")
-    buffer_token = (buffer / (unit * one)).to("MB/token")
-    longest = (room / per_token).to("token")
+    tokens = unit * one
+
+    def per_token(q):
+        return (q / tokens).to("kB/token")
+
+    ckpt_token, buffer_token, rev_token = (
+        per_token(q) for q in (ckpt.value, buffer_detail.value, rev)
+    )
+    with_ckpt = ckpt_token + buffer_token
+    with_rev = rev_token + buffer_token
+    longest_ckpt = (room / with_ckpt).to("token")
+    longest_rev = (room / with_rev).to("token")
+    gain = (longest_rev - longest_ckpt).to("token")
     d = model.d_model
+    state_words = "unsharded on each GPU" if shards == 1 else f"sharded evenly over {shards} GPUs"
     text = (
-        f"You train {model.name} ({layers} layers, residual width {d:,}) one sequence per "
-        f"GPU on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM), with its "
-        f"mixed-precision Adam state sharded evenly over {shards} GPUs. Activations are BF16 "
-        "and their layer inputs checkpointed at the best segment count; the layer "
-        f"being differentiated also holds about {quantity(stored)} of residual stream per "
-        "token. How long a sequence fits in what the state leaves free? Answer in tokens."
+        f"You train {model.name} ({layers} layers, residual width {d:,}) on one long "
+        f"sequence per GPU on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM), with "
+        f"its mixed-precision Adam state {state_words}. Activations are BF16 and attention's "
+        "scores are recomputed, never stored. Today the layer inputs are checkpointed at the "
+        "best number of segments (treat it as any real number), and on the way back each "
+        "segment's layers' inputs are rebuilt and held; besides, the one layer being "
+        f"differentiated holds its internals, about {quantity(stored)} of residual stream per "
+        "token. A reversible version of the model would keep only the last layer's output "
+        "and that one layer's internals. How many more tokens long a sequence would the "
+        "reversible version fit in what the state leaves free?"
     )
     solution = (
         f"State: {quantity(per_param)} × {quantity(model.params_total)} = "
-        f"{quantity(state)}; 1/{shards} per GPU leaves {quantity(room)}.",
+        f"{quantity(state)}; "
+        + (
+            f"unsharded it leaves {quantity(room)} of each GPU."
+            if shards == 1
+            else f"1/{shards} per GPU leaves {quantity(room)}."
+        ),
         f"A layer's input is {int(d):,} values × {quantity(per_value)} = "
-        f"{quantity(per_layer)}. Checkpointing at √{layers} segments keeps twice √{layers} ≈ "
-        f"{number(2 * layers**0.5, 3)} layers' worth: {quantity(ckpt_token.to('kB/token'))}.",
-        f"The working layer adds {quantity(stored)} × {int(d):,} values = "
-        f"{quantity(buffer_token.to('kB/token'))}: {quantity(per_token.to('kB/token'))} in "
-        "all, every term linear in the length.",
-        f"{quantity(room)} / {quantity(per_token.to('kB/token'))} ≈ **{quantity(longest, 4)}**.",
+        f"{quantity(per_layer)}. Checkpointing keeps K inputs plus one segment's {layers}/K, "
+        f"least at K = √{layers}: twice √{layers} ≈ {number(2 * layers**0.5, 3)} layers' "
+        f"worth, {quantity(ckpt_token)}. The working layer adds {quantity(stored)} × "
+        f"{int(d):,} values = {quantity(buffer_token)}: {quantity(with_ckpt)} in all, so "
+        f"{quantity(room)} / {quantity(with_ckpt)} = {quantity(longest_ckpt, 4)} today.",
+        f"Reversible: one layer's output, {quantity(rev_token)}, plus the same working layer: "
+        f"{quantity(with_rev)}, whatever the depth; {quantity(room)} / {quantity(with_rev)} = "
+        f"{quantity(longest_rev, 4)}.",
+        f"The reversible version fits **{quantity(gain, 4)}** more, "
+        f"{number((longest_rev / longest_ckpt).to('').m, 3)} times the length: not "
+        f"{layers} times, because the working layer, not the stored inputs, dominates both. "
+        "(It also recomputes less: one extra forward pass against checkpointing's two, one to "
+        "rebuild a segment's inputs and one for each layer's internals.)",
     )
+
+    def gained(free, ckpt_per_token, rev_per_token):
+        return (free / rev_per_token - free / ckpt_per_token).to("token")
+
     mistakes = (
         Mistake(
-            (room / ckpt_token).to("token"),
-            "You left out the working buffer of the layer being differentiated: "
-            f"{quantity(buffer_token.to('kB/token'))} beside the checkpoints' "
-            f"{quantity(ckpt_token.to('kB/token'))}.",
+            gained(chip.hbm_capacity, with_ckpt, with_rev),
+            "You forgot the GPU's share of the training state.",
         ),
         Mistake(
-            (room / (ckpt_token / 2 + buffer_token)).to("token"),
+            gained(room, ckpt_token, rev_token),
+            "You left out the working layer: both versions hold the internals of the layer "
+            "being differentiated.",
+        ),
+        Mistake(
+            gained(room, ckpt_token / 2 + buffer_token, with_rev),
             "Checkpointing keeps twice √L layers' worth (the checkpoints and one segment), not √L.",
         ),
         Mistake(
-            (chip.hbm_capacity / per_token).to("token"),
-            "You forgot the GPU's share of the training state.",
+            longest_rev,
+            "That is the reversible version's whole length; the question "
+            "asks how much longer than today's.",
+        ),
+        Mistake(
+            gained(room, per_token(evaluate("activation_memory", **case)) + buffer_token, with_rev),
+            "You compared with storing every layer's input; today's run checkpoints.",
         ),
     )
     return Draw(
         text=text,
-        answer=longest,
+        answer=gain,
         solution=solution,
         tolerance=0.02,
-        mistakes=tuple(m for m in mistakes if abs((m.value / longest).to("").m - 1) > 0.02),
-        hint="Bytes per token of context under checkpointing, plus the working layer.",
+        mistakes=distinct_mistakes([m for m in mistakes if m.value.m > 0], gain, 0.02),
+        hint="Free HBM over bytes per token, each way: checkpoints plus the working layer, "
+        "or one output plus the working layer.",
     )

@@ -69,8 +69,8 @@ def draw(rng, presets) -> Draw:
         f"sharded evenly over {shards} GPUs. The backward pass rebuilds each layer's input "
         "from its output, and while it works on a layer it holds that layer's internals, "
         f"about {number(factor.m)} bytes for every residual value of every token. How many "
-        f"sequences of {context_tokens(context, 5)} can each GPU train on at once (buffers "
-        "beyond these left out)?"
+        f"sequences of {context_tokens(context, 5)} can each GPU train on at once (attention's "
+        "scores are recomputed, never stored; buffers beyond these left out)?"
     )
     solution = (
         f"State: {quantity(per_param)} (BF16 weight and gradient, FP32 master weight and two "

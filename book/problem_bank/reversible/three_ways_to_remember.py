@@ -1,25 +1,36 @@
-"""Activation memory three ways: store every layer input, checkpoint, or run backwards."""
+"""Store every activation, checkpoint, or run each layer backwards: how many sequences one
+GPU's activation budget holds each way, at the same extra compute for the last two."""
 
 from __future__ import annotations
 
+import math
+
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
-from derivations import get
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    clear_of_rounding,
+    distinct_mistakes,
+    evaluate,
+    require,
+    whole_count_tolerance,
+)
 from units import Q_
 
 KIND = "multi"
-TITLE = "What does checkpointing keep?"
+TITLE = "One activation budget, three ways to remember"
 USES = (
-    "layer_activation_bytes",
-    "activation_memory",
+    "full_activation_memory",
     "revnet_activation_memory",
     "checkpoint_activation_memory",
+    "training_flops",
+    "revnet_training_flops",
 )
 LECTURE = "2:04:02"
 
-MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b")
-BATCH = (1, 2, 4, 8)
-CONTEXTS = (4096, 8192, 32768)
+MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
+CONTEXTS = (2048, 4096, 8192, 16384)
+BUDGETS_GB = (16, 24, 40, 64)
 
 
 def _size(q) -> str:
@@ -27,72 +38,136 @@ def _size(q) -> str:
     return quantity(q.to("GB") if q >= Q_(1, "GB") else q.to("MB"))
 
 
+def _segmented(layers: int, length: int, stored, layer):
+    """Peak memory with segments of ``length`` whole layers: every checkpoint, and the
+    internals of the one segment being recomputed."""
+    return (math.ceil(layers / length) * stored + length * layer).to("GB")
+
+
+def _layers(n: int) -> str:
+    return "one layer" if n == 1 else f"{n} layers"
+
+
+def _fit(budget, per_sequence) -> float:
+    return (budget / per_sequence).to("").m
+
+
 def draw(rng, presets) -> Draw:
     model_id = rng.choice(MODELS)
-    batch = Q_(rng.choice(BATCH), "sequence")
-    context = Q_(rng.choice(CONTEXTS), "token/sequence")
     model = presets.get("model", model_id)
-    case = dict(
-        model=model_id,
-        precision="bf16",
-        batch_size=batch,
-        context_length=context,
-        presets=presets,
+    context = Q_(rng.choice(CONTEXTS), "token/sequence")
+    budget = Q_(rng.choice(BUDGETS_GB), "GB")
+    one = Q_(1, "sequence")
+    case = dict(model=model_id, precision="bf16", context_length=context, presets=presets)
+    full_detail = evaluate("full_activation_memory", detailed=True, batch_size=one, **case)
+    full = full_detail.value.to("GB")  # every layer's internals
+    factor = full_detail.inputs["activation_bytes_factor"].value.to("byte/value")
+    layer = evaluate("full_activation_memory", batch_size=one, n_layers=1, **case).to("GB")
+    rev_detail = evaluate("revnet_activation_memory", detailed=True, batch_size=one, **case)
+    stored = rev_detail.value.to("GB")  # one BF16 layer input (or output)
+    per_value = rev_detail.inputs["activation_bytes_per_value"].value.to("byte/value")
+    # the standard scheme (Chen et al.): a segment recomputed with its internals held
+    ckpt = evaluate(
+        "checkpoint_activation_memory", batch_size=one, activation_memory=full, **case
+    ).to("GB")
+    segments = math.sqrt((full / stored).to("").m)  # the continuous optimum's K
+    # segments hold whole layers: at s layers a segment, ceil(L/s) checkpoints and s layers'
+    # internals while it is recomputed
+    layers = model.layers
+    length = min(range(1, layers + 1), key=lambda s: _segmented(layers, s, stored, layer).m)
+    whole = _segmented(layers, length, stored, layer)
+    reversible = (stored + layer).to("GB")
+    fits = {
+        key: _fit(budget, q) for key, q in (("full", full), ("ckpt", whole), ("rev", reversible))
+    }
+    counts = {key: math.floor(v) for key, v in fits.items()}
+    require(all(clear_of_rounding(v) for v in fits.values()), "counts clear of rounding")
+    require(1 <= counts["ckpt"] < counts["rev"], "checkpointing fits some, reversible more")
+    gain = counts["rev"] - counts["ckpt"]
+    answer = Q_(gain, "sequence")
+    d = int(model.d_model)
+    unit = dict(n_active=Q_(1, "parameter"), training_tokens=Q_(1, "token"), presets=presets)
+    forward = (evaluate("revnet_training_flops", **unit) - evaluate("training_flops", **unit)).to(
+        "FLOP"
     )
-    detail = get("checkpoint_activation_memory").evaluate_detailed(**case)
-    ckpt = detail.value.to("GB")
-    plain = detail.inputs["activation_memory"].value.to("GB")
-    rev = detail.inputs["revnet_activation_memory"].value.to("GB")
-    per_layer = detail.inputs["layer_activation_bytes"].value.to("kB/token")
-    layers = detail.inputs["n_layers"].value.m
-    d = detail.inputs["d_model"].value.m
-    segments = layers**0.5
-    per_value = detail.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
-    fp8 = presets.get("precision", "fp8").bytes_per_value.to("byte/value")
     text = (
-        f"You train {model.name} ({layers:g} layers, residual width {int(d):,}) with BF16 "
-        f"activations, {quantity(batch)} of {context_tokens(context, 5)} per GPU. To save "
-        "memory you keep only the inputs of a few evenly spaced layers (checkpoints) and, "
-        "on the way back, recompute one segment at a time, holding its layers' inputs while "
-        "its gradients are taken. With the number of segments K chosen to store the least "
-        "(treat K as continuous: minimise K + L/K layers' worth over any real K), how much "
-        "activation memory does the GPU keep, counting layer inputs only? Answer in GB."
+        f"You train {model.name} ({layers} layers, residual width {d:,}) on sequences of "
+        f"{context_tokens(context, 5)}, with BF16 activations. After the training state, each "
+        f"GPU has {quantity(budget)} of HBM for activations. A layer's internals (everything "
+        f"its backward pass needs) come to about {number(factor.m)} bytes per residual value "
+        "per token; attention's scores are recomputed, never stored. Three ways to run the "
+        "backward pass: store every layer's internals; checkpoint (cut the layers into "
+        "segments, keep each segment's input, and on the way back re-run one segment at a "
+        "time, holding its layers' internals while their gradients are taken, with the number "
+        "of segments that stores least); or make every block reversible, like a Feistel "
+        r"round, $(x, y) \to (y + f(x),\, x)$, so that the backward pass rebuilds each "
+        "layer's input from its output and keeps only the last layer's output, plus the "
+        "internals of the one layer it is working on. The last two both run each layer's "
+        "forward once more. At that same price, how many more whole sequences per GPU does the "
+        "reversible network fit than checkpointing?"
     )
     solution = (
-        f"One layer's input is a vector of {int(d):,} values per token at "
-        f"{quantity(per_value)}: "
-        f"{quantity(per_layer)}. For the batch that is {_size(rev)} per layer.",
-        f"Stored for every layer, as ordinary backpropagation does, it would be {layers:g} × "
-        f"{_size(rev)} = {_size(plain)}.",
-        f"With K segments you keep K checkpoints plus one segment's {layers:g}/K layers: "
-        f"K + {layers:g}/K layers' worth, least when K = √{layers:g} ≈ {number(segments, 3)}, "
-        f"where both halves are equal: twice √{layers:g} ≈ {number(2 * segments, 3)} layers' "
-        "worth.",
-        f"{number(2 * segments, 3)} × {_size(rev)} = **{quantity(ckpt, 3)}**, "
-        f"{number((plain / ckpt).to('').m, 3)} times less than storing every layer. The price "
-        "is two extra forward passes: each segment is re-run once to rebuild its layers' "
-        "inputs, and each layer once more for the internals its gradient needs.",
+        f"Storing everything: {layers} layers × {context_tokens(context, 5)} × {d:,} values "
+        f"× {number(factor.m)} bytes = {_size(full)} per sequence; "
+        f"{counts['full']:,} fit in {quantity(budget)}.",
+        f"Checkpointing with K segments keeps K layer inputs ({_size(stored)} each, BF16) and "
+        f"one segment's internals, {layers}/K layers at {_size(layer)}. The sum is least where "
+        f"the two parts are equal: K = √({layers} × {number(factor.m)} / "
+        f"{number(per_value.m)}) ≈ {number(segments, 3)} (more than √{layers}, because an "
+        "input is much smaller than a layer's internals), segments of "
+        f"{number(layers / segments, 2)} layers, and twice either part: {_size(ckpt)}.",
+        "A segment holds whole layers, though. The best whole length is "
+        f"{_layers(length)}: {math.ceil(layers / length)} checkpoints × {_size(stored)} + "
+        f"{length} × {_size(layer)} = {_size(whole)} per sequence; {counts['ckpt']:,} fit.",
+        f"Reversible: the last output ({_size(stored)}) plus one layer's internals "
+        f"({_size(layer)}), {_size(reversible)} per sequence whatever the depth; "
+        f"{counts['rev']:,} fit.",
+        f"Both schemes pay one extra forward pass, {number(forward.m)} FLOP per parameter per "
+        "token on top of training's usual cost, a third more; storing pays nothing but fits "
+        f"{counts['full']:,}. At equal price the reversible network fits {counts['rev']:,} − "
+        f"{counts['ckpt']:,} = **{quantity(answer, 4)}** more per GPU.",
     )
-    mistakes = (
+    sqrt_l = math.sqrt(layers)
+    naive = sqrt_l * stored + full / sqrt_l  # K = √L, the inputs-only optimum
+    mistakes = [
         Mistake(
-            ckpt / 2,
-            "Half the answer: either you counted the checkpoints but not the segment being "
-            "recomputed, whose layers' inputs are held while its gradients are taken (twice "
-            f"√L layers' worth in all), or you stored BF16 at FP8's {quantity(fp8)} instead "
-            f"of {quantity(per_value)}.",
+            Q_(math.floor(_fit(budget, stored)) - counts["ckpt"], "sequence"),
+            "You left out the reversible network's working layer: it still holds the "
+            "internals of the one layer whose gradient it is taking.",
         ),
-        Mistake(plain, "That is ordinary backpropagation, every layer's input stored."),
         Mistake(
-            rev,
-            "That is what a reversible network keeps (the last layer's output); "
-            "checkpointing keeps about twice √L layers' worth.",
+            Q_(counts["rev"] - math.floor(_fit(budget, naive)), "sequence"),
+            f"You checkpointed with √{layers} segments, the rule when every stored thing is "
+            "the same size; a segment holds internals, far bigger than the inputs kept, so "
+            "the best K is larger.",
         ),
-    )
+        Mistake(
+            Q_(counts["rev"] - math.floor(_fit(budget, ckpt)), "sequence"),
+            "You took the continuous optimum, segments of a fraction of a layer; a segment "
+            "holds whole layers.",
+        ),
+        Mistake(
+            Q_(counts["rev"], "sequence"),
+            "That is the reversible count itself; the question asks how many more than "
+            "checkpointing.",
+        ),
+    ]
+    if counts["full"]:
+        mistakes.append(
+            Mistake(
+                Q_(counts["rev"] - counts["full"], "sequence"),
+                "That compares with storing everything; the question compares the two "
+                "schemes that cost the same extra forward pass.",
+            )
+        )
+    mistakes = [m for m in mistakes if m.value.m > 0]
+    tolerance = whole_count_tolerance(gain, 0.02)
     return Draw(
         text=text,
-        answer=ckpt,
+        answer=answer,
         solution=solution,
-        tolerance=0.02,
-        mistakes=tuple(m for m in mistakes if abs((m.value / ckpt).to("").m - 1) > 0.02),
-        hint="Count layers' worth of inputs: checkpoints plus one segment, as a function of K.",
+        tolerance=tolerance,
+        mistakes=distinct_mistakes(mistakes, answer, tolerance),
+        hint="Memory per sequence each way: every layer's internals; K inputs plus one "
+        "segment's internals at the best K; one output plus one layer's internals.",
     )
