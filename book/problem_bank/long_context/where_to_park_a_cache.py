@@ -193,7 +193,13 @@ def _draw(rng, presets) -> Draw:
         f"{context_tokens(context, 6)}.",
         f"A tier costs its price per byte-hour times {money(cache, 3)} times {money(idle)}, "
         f"plus the read back: {owner} rent while "
-        f"{money(cache, 3)} streams in, each GPU reading its share from its own device. Per "
+        f"{money(cache, 3)} streams in, "
+        + (
+            "from its own device"
+            if chips == 1
+            else "each GPU reading its share from its own device"
+        )
+        + ". Per "
         f"million tokens of conversation (holding + read back) and the time to have it back: "
         f"{lines}.",
         f"Recomputing it is a prefill of {context_tokens(context, 6)}: "
@@ -209,10 +215,16 @@ def _draw(rng, presets) -> Draw:
             + f", against {money(promise)}."
         )
     if best[0] in evens:
+        even = evens[best[0]]
         solution.append(
-            f"Holding on {best[0]} beats recomputing for up to {_time(evens[best[0]])} (the "
-            "recompute less the read back, over the holding's cost per hour), longer than the "
-            f"{money(idle)} it waits."
+            f"Holding on {best[0]} beats recomputing for up to {_time(even)} (the recompute "
+            "less the read back, over the holding's cost per hour), "
+            + (
+                f"longer than the {money(idle)} it waits."
+                if even >= idle
+                else f"shorter than the {money(idle)} it waits: a recompute would cost less, "
+                "but it is not back in time."
+            )
         )
     verdict = (
         f"The cheapest choice that keeps the promise is {best[0]}"
@@ -240,7 +252,12 @@ def _draw(rng, presets) -> Draw:
             (
                 cheapest[1],
                 f"{_capital(cheapest[0])} is cheapest but not back within "
-                f"{money(promise)}: reading {money(cache, 3)} takes {_time(cheapest[2])}.",
+                f"{money(promise)}: "
+                + (
+                    f"recomputing the cache takes {_time(cheapest[2])}."
+                    if cheapest[0] == "recompute"
+                    else f"reading {money(cache, 3)} takes {_time(cheapest[2])}."
+                ),
             )
         )
     if runner is not None:
