@@ -428,3 +428,37 @@ def test_a_draw_checks_its_scenario_with_require_never_assert():
     assert asserts("def draw(rng, presets):\n    assert 1 < 2\n") == 1  # the check can fail
     for module in MODULES:
         assert asserts(inspect.getsource(module)) == 0, module.__name__
+
+
+# Chapters whose problems keep the attention rule (issue 21); the others join once theirs do.
+ATTENTION_RULED = ("batching", "moe", "long_context")
+CONTEXT = re.compile(r"context", re.IGNORECASE)
+COUNTS_FLOPS = re.compile(r"FLOP|multipl|compute", re.IGNORECASE)
+SAYS_ATTENTION = re.compile(r"attention|short context|contexts are short|prompts are short", re.I)
+
+
+def attention_unsaid(text: str, solution: str) -> bool:
+    """Whether a statement leaves open how attention is treated: it gives a context, its solution
+    counts FLOPs, and it neither speaks of attention nor says the contexts are short (then
+    attention's FLOPs may flip the answer, and a careful student cannot know which is graded)."""
+    return bool(
+        CONTEXT.search(text) and COUNTS_FLOPS.search(solution) and not SAYS_ATTENTION.search(text)
+    )
+
+
+def test_the_attention_check_can_fail():
+    solution = "The multiplies take 3 ms, under the reads."
+    assert attention_unsaid("Each sequence carries 8,192 tokens of context.", solution)
+    assert not attention_unsaid("8,192 tokens of context; ignore attention's FLOPs.", solution)
+    assert not attention_unsaid("Prompts are short (512 tokens of context).", solution)
+    assert not attention_unsaid("8,192 tokens of context.", "The cache is 2.7 GB.")
+
+
+@pytest.mark.parametrize(
+    "module", [m for m in MODULES if m.__name__.split(".")[-2] in ATTENTION_RULED]
+)
+def test_a_statement_with_a_context_says_how_attention_counts(module):
+    """A problem whose statement gives a context and whose solution counts FLOPs says how
+    attention is treated: it gives attention's cost (or shape) or says to leave it out."""
+    for seed, p in draws(module):
+        assert not attention_unsaid(p.text, " ".join(p.solution)), f"{p.id} seed {seed}"

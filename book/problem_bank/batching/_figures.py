@@ -57,3 +57,16 @@ def flop_rate(q) -> str:
     """A FLOP rate as a reader says it: '989 TFLOP/s', '1.98 PFLOP/s'."""
     q = q.to("TFLOP/s")
     return quantity(q.to("PFLOP/s") if q >= Q_(1000, "TFLOP/s") else q, 3)
+
+
+def attention_cost(model: str, presets) -> str:
+    """Attention's FLOPs as a statement gives them, so a student can count them (the solution
+    does): 'attention costs 2.6 MFLOP per token of context for each new token'.
+
+    >>> from units.presets import load
+    >>> attention_cost("llama_3_1_70b", load())
+    'attention costs 2.62 MFLOP per token of context for each new token'
+    """
+    f = figures(hardware="h100_sxm", model=model, presets=presets)
+    per = (f["attention_flops_per_token"] * Q_(1, "token")).to("MFLOP")
+    return f"attention costs {quantity(per, 3)} per token of context for each new token"

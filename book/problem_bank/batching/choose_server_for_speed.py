@@ -7,6 +7,7 @@ import math
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank._rents import rent
+from book.problem_bank.batching._figures import attention_cost
 from units import Q_
 
 KIND = "design"
@@ -135,7 +136,8 @@ def draw(rng, presets) -> Draw:
         f"You must serve {model} ({money(llama.params_total)}, dense; its KV cache takes "
         f"{money(kv16, 3)} in BF16) so that every user sees at least "
         f"{number(rate.magnitude)} "
-        f"tokens per second, with contexts of {number(CONTEXT)} tokens. You are offered {offers}. "
+        f"tokens per second, with contexts of {number(CONTEXT)} tokens ("
+        f"{attention_cost('llama_3_1_70b', presets)}). You are offered {offers}. "
         "You may run weights, KV cache and math in BF16 or in FP8, and choose the batch. Which "
         "server and precision give the lowest cost per token, and what is that cost, in USD "
         "per million tokens?"

@@ -6,6 +6,7 @@ from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
+    attention_cost,
     chip_name,
     figures,
     flop_rate,
@@ -109,7 +110,8 @@ def draw(rng, presets) -> Draw:
         f"{flop_rate(f['flops'])} of {word} math each), rented at "
         f"{money(rent)}. Every conversation carries {tokens(context)} of context, whose KV "
         f"cache takes {money(f['kv_bytes_per_token'].to('kB/token'), 3)} of context in "
-        f"{word}. Your standard mode runs a batch of {money(b0)}. You add a Fast mode like "
+        f"{word}, and {attention_cost(case['model'], presets)}. Your standard mode runs a batch of "
+        f"{money(b0)}. You add a Fast mode like "
         f"{api.name.split(',')[0]}'s, which promises {number(speed)} times the output speed "
         f"and charges {money(price_fast)} against {money(price)}. On the same server, "
         "what does a Fast-mode token cost you, in USD per million tokens?"
@@ -117,7 +119,8 @@ def draw(rng, presets) -> Draw:
     solution = (
         f"Standard step: the weights ({size(weight_bytes(f))}) take {money(weights, 3)} to "
         f"read over the eight chips, and each conversation's cache adds "
-        f"{money(per_sequence.to('µs'), 3)}; the multiplies take less, so the step is "
+        f"{money(per_sequence.to('µs'), 3)}; the multiplies, attention's included, take less, "
+        "so the step is "
         f"memory-bound: {money(step0, 3)} at {money(b0)}, "
         f"{money(cost0, 3)}.",
         f"Fast mode gives each user {number(speed)} times the tokens per second, so its step "

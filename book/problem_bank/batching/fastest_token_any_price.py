@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from book.format import quantity
+from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate, require
+from book.problem_bank.batching._figures import figures, flop_rate, tokens
 from units import Q_
 
 KIND = "estimate"
@@ -36,31 +37,49 @@ def draw(rng, presets) -> Draw:
     )
     step = evaluate("step_time", **case).to("ms")
     weights = evaluate("weight_fetch_time", detailed=True, **case)
-    read = weights.inputs["expert_read_fraction"].value.to("").magnitude
-    total = weights.inputs["n_total"].value
+    f = figures(**case)
+    total, per_value = f["n_total"], f["weight_bytes_per_value"]
     active = evaluate("crossover_batch", detailed=True, **case).inputs["n_active"].value
-    bandwidth = evaluate("hbm_drain_time", detailed=True, **case).inputs["mem_bandwidth"].value
-    compute = evaluate("compute_time", **case).to("ms")
+    bandwidth, kv_per_token = f["mem_bandwidth"], f["kv_bytes_per_token"].to("kB/token")
+    attention = f["attention_flops_per_token"].to("MFLOP/token")
+    per = Q_(1, "token")  # a figure per token of context, said as "... per token of context"
+    read_time, kv = weights.value.to("ms"), evaluate("kv_fetch_time", **case).to("ms")
+    share = (read_time * n * bandwidth / (total * per_value * Q_(1, "value/parameter"))).to("")
+    routed = weights.inputs["routed_weight_share"].value.to("").m
+    touched = weights.inputs["expert_read_fraction"].value.to("").m
+    compute = evaluate("compute_time", **case).to("µs")
+    per_token = (2 * active * Q_(1, "FLOP/parameter")).to("GFLOP")  # a multiply-add each
+    in_weights = (per_token / (n * f["flops"])).to("µs")
     require(compute < step / 3, "one sequence must be memory-bound")
+    require(kv < read_time / 10, "the cache's read is a small addition at this context")
     speed = (Q_(1, "token/sequence") / step).to("token/s/sequence")
     chip, name = presets.get("hardware", hardware).name, presets.get("model", model).name
     all_weights = (total * Q_(1, "B/parameter") / (n * bandwidth)).to("ms")
 
     text = (
         f"{name} has {quantity(total, 3)}, of which {quantity(active, 3)} are active per token. "
-        f"You serve it in FP8 on {quantity(n)} ({chip}, {quantity(bandwidth.to('TB/s'), 3)} of "
-        "HBM bandwidth each) to a single user, batch one, with a short context. Roughly how "
-        "many tokens per second can that user get, at best? Any answer within a factor of "
+        f"You serve it in FP8 (weights and KV cache) on {quantity(n)} ({chip}, "
+        f"{quantity(bandwidth.to('TB/s'), 3)} of HBM bandwidth and "
+        f"{flop_rate(f['flops'])} of dense FP8 math each) to a single user, batch one, whose "
+        f"conversation holds {tokens(context)} of context; its KV cache takes "
+        f"{quantity(kv_per_token * per, 3)} per token of context, and attention costs "
+        f"{quantity(attention * per, 3)} per token of context for each new token. Roughly how many "
+        "tokens per second can that user get, at best? Any answer within a factor of "
         f"{FACTOR:g} is accepted."
     )
     solution = (
         "At batch one the step is memory-bound: the multiplies for one token take "
-        f"{quantity(compute.to('µs'), 2)}, far below the memory reads.",
+        f"{quantity(in_weights, 2)} in the weights, {quantity(compute, 2)} with "
+        "attention over the context, far below the memory reads.",
         "An MoE does not read all its weights for one token: only the experts that token is "
-        "routed to, plus the weights every token uses. That is close to the active parameters, "
-        f"not the total: the step reads about {read:.0%} of the weights, not all of them.",
+        f"routed to ({number(100 * touched, 2)}% of the routed experts), plus the weights every "
+        f"token uses (the {number(100 * (1 - routed), 2)}% outside the routed experts). That is "
+        f"close to the active parameters, not the total: the step reads about "
+        f"{number(100 * share.m, 2)}% of the weights.",
         f"At one byte per FP8 weight over {quantity(n)} × {quantity(bandwidth.to('TB/s'), 3)} "
-        f"(plus a little KV cache) a step takes about {quantity(step, 2)}.",
+        f"the weights take {quantity(read_time, 3)}; the cache, {tokens(context)} × "
+        f"{quantity(kv_per_token * per, 3)} per token, adds {quantity(kv.to('µs'), 2)}: a "
+        f"step of about {quantity(step, 2)}.",
         f"One token per step: about **{quantity(speed, 2)}**. Reading all "
         f"{quantity(total, 3)} would take {quantity(all_weights, 2)}, a far slower bound.",
     )

@@ -1,33 +1,38 @@
-"""At large batches only the multiplies are left: GPUs needed for a token rate, from 2N active."""
+"""A lab's token rate in replicas run at their crossover batch: is the step then bound by the
+multiplies, or by the weights and caches it reads?"""
 
 from __future__ import annotations
 
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate, require
-from book.problem_bank.batching._figures import chip_name, figures, tokens
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    clear_of_rounding,
+    evaluate,
+    require,
+    whole_count_tolerance,
+)
+from book.problem_bank.batching._figures import chip_name, figures, flop_rate, size, tokens
 from units import Q_
 
-KIND = "estimate"
+KIND = "multi"
 TITLE = "The fewest GPUs for a token rate"
-USES = ("crossover_batch", "compute_time", "decode_rate_per_chip")
+USES = ("crossover_batch", "kv_cache_per_batch", "compute_time", "memory_time", "step_time")
 LECTURE = "0:00"
 
 MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
 CHIPS = {"h200": 8, "b200": 8, "gb200_nvl72": 72, "mi300x": 8}  # chip: GPUs per replica
 SHARES = (0.1, 0.2, 0.5, 1.0)  # of one frontier model's traffic
 CONTEXTS = (512, 1024, 2048)
-FACTOR = 1.5  # narrower than the factor two of BF16 against FP8, or of one FLOP for two
-
-
-def shown(q, places: int = 3):
-    """``q`` rounded to ``places`` significant figures, as the statement prints it."""
-    return Q_(float(f"{q.m:.{places}g}"), q.units)
+SHOWN = 0.005  # the figures are shown to three places: a count must not hang on them
+PER = Q_(1, "token")  # a figure per token of context, said "... per token of context"
 
 
 def scenario(rng, presets):
-    """A model, chips and context whose large batches are compute-bound (short contexts)."""
+    """A model, replica and context whose crossover batch's caches fit beside the weights, and
+    whose step is clearly bound by its reads (not a near tie with the multiplies)."""
     while True:
         model, hardware = rng.choice(MODELS), rng.choice(tuple(CHIPS))
         case = dict(
@@ -39,81 +44,124 @@ def scenario(rng, presets):
             presets=presets,
         )
         crossover = evaluate("crossover_batch", **case).to("sequence")
-        big = dict(case, batch_size=Q_(round(8 * crossover.m), "sequence"))
-        if evaluate("compute_time", **big) > 1.2 * evaluate("memory_time", **big):
-            return big
+        case["batch_size"] = Q_(round(crossover.m), "sequence")
+        f = figures(**case)
+        weights = (f["n_total"] * f["weight_bytes_per_value"] * Q_(1, "value/parameter")).to("GB")
+        caches = evaluate("kv_cache_per_batch", **case).to("GB")
+        room = (f["hbm_capacity"] * case["n_chips"] / Q_(1, "chip")).to("GB")
+        ratio = (evaluate("compute_time", **case) / evaluate("memory_time", **case)).to("").m
+        # at the crossover the caches' reads outgrow attention's FLOPs on every preset drawn
+        # here (attention does fewer FLOPs per cache byte than the chip's ridge): memory-bound
+        if weights + caches < 0.9 * room and ratio < 0.95:
+            return case
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # redraw until the quotient, shown to four places, rounds up as it does exact
-        big = scenario(rng, presets)
+    while True:  # redraw until the replicas, rounded up, do not hang on the shown figures
+        case = scenario(rng, presets)
         rate = (presets.parameter["inference_rate"].value * rng.choice(SHARES)).to("token/s")
-        f = figures(**big)
-        flops, active = shown(f["flops"].to("PFLOP/s")), shown(f["n_active"])
-        per_token = (2 * active * Q_(1, "FLOP/parameter")).to("GFLOP")
-        exact = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip").m
-        if math.ceil(float(f"{exact:.4g}")) == math.ceil(exact):
+        per_replica = evaluate("throughput", **case).to("token/s")
+        exact = (rate / per_replica).to("").m
+        if exact > 1 and clear_of_rounding(exact, SHOWN):
             break
-    model, hardware, case = big["model"], big["hardware"], big
-    per_chip = evaluate("decode_rate_per_chip", **big).to("token/s/chip")
-    chips = (rate / per_chip).to("chip")
-    f = figures(**big)
-    # the figures as the statement shows them (three places): the count, rounded up, is the
-    # one a student gets from them
-    flops, active, total = shown(f["flops"].to("PFLOP/s")), shown(f["n_active"]), f["n_total"]
-    per_token = (2 * active * Q_(1, "FLOP/parameter")).to("GFLOP")
-    attention = (f["attention_flops_per_token"] * case["context_length"] * Q_(1, "sequence")).to(
-        "GFLOP"
-    )
-    exact = (rate * per_token / Q_(1, "token") / flops * Q_(1, "chip")).to("chip")
-    floor_chips = Q_(math.ceil(exact.m), "chip")  # a count that must cover the rate: round up
-    per_chip_floor = (flops / per_token * Q_(1, "token/chip")).to("token/s/chip")
-    require(chips / floor_chips < FACTOR, "attention, ignored, stays within the factor")
+    model, hardware, batch = case["model"], case["hardware"], case["batch_size"]
+    n, context = case["n_chips"], case["context_length"]
+    f = figures(**case)
+    total, active = f["n_total"], f["n_active"]
+    reads = evaluate("weight_fetch_time", detailed=True, **case)
+    require(reads.inputs["expert_read_fraction"].value.m > 0.99, "the batch reads every expert")
+    weights_time = reads.value.to("ms")
+    kv_time = evaluate("kv_fetch_time", **case).to("ms")
+    compute = evaluate("compute_time", **case).to("ms")
+    step = evaluate("step_time", **case).to("ms")
+    weights = (total * f["weight_bytes_per_value"] * Q_(1, "value/parameter")).to("GB")
+    caches = evaluate("kv_cache_per_batch", **case).to("GB")
+    room = (f["hbm_capacity"] * n / Q_(1, "chip")).to("GB")
+    require(weights + caches < room, "the crossover batch's caches fit beside the weights")
+    replicas = math.ceil(exact)
+    gpus = Q_(replicas * n.m, "chip")
+    per_gpu = n.m  # GPUs per replica
+    kv, attention = f["kv_bytes_per_token"], f["attention_flops_per_token"].to("MFLOP/token")
     chip, name = chip_name(presets, hardware), presets.get("model", model).name
-    sparsity = (total / active).to("").m
+    replica = f"an {number(per_gpu)}-GPU server" if per_gpu < 72 else "a rack"
+    ridge = (f["flops"] / f["mem_bandwidth"]).to("FLOP/B")
+    require(step > compute, "the reads bind")
+    weights_only = (2 * active * Q_(1, "FLOP/parameter") * batch.m).to("TFLOP")  # a step's
 
     text = (
         f"A lab must generate {quantity(rate, 2)} of {name} ({quantity(total, 3)} in all, "
-        f"{quantity(active, 3)} active per token), in FP8 on {chip} GPUs that each do "
-        f"{quantity(flops, 3)} of dense FP8 math. Prompts are short (about "
-        f"{tokens(case['context_length'])} of context): ignore attention's own FLOPs and the "
-        "KV cache's reads. The batches are so large that batching more would not make a "
-        "token any cheaper. Roughly how many GPUs does the lab "
-        f"need at the very least? Any answer within a factor of {FACTOR:g} is accepted."
+        f"{quantity(active, 3)} active per token), in FP8 (weights, KV cache and math) on "
+        f"replicas of {replica} of {chip} GPUs ({number(per_gpu)} GPUs, each with "
+        f"{quantity(f['hbm_capacity'], 3)} of HBM at {quantity(f['mem_bandwidth'], 3)} and "
+        f"{flop_rate(f['flops'])} of dense FP8 math). Every conversation carries "
+        f"{tokens(context)} of context; the KV cache takes {quantity((kv * PER).to('kB'), 3)} "
+        f"per token of context, and attention costs {quantity(attention * PER, 3)} per token "
+        "of context for each new token (count both). Each replica runs the batch at which a "
+        "step's multiplies in the weights just keep pace with its weight reads, where batching "
+        "more would barely cheapen a token. How many GPUs does the lab need, in whole replicas?"
     )
     solution = (
-        "Batches that large are past the crossover, where a step is bound by its multiplies: "
-        "the weight reads are shared by so many sequences that they vanish per token, so only "
-        "the arithmetic is left to count.",
-        f"A token costs two FLOPs (a multiply and an add) per active parameter, "
-        f"{quantity(per_token, 3)}. The total parameters do not enter: the experts a token "
-        "skips do no arithmetic for it.",
-        f"One GPU at {quantity(flops, 3)} then makes about {quantity(per_chip_floor, 3)}.",
-        f"{quantity(rate, 2)} over that is {number(exact.m, 4)}; a GPU is whole, so "
-        f"**{quantity(floor_chips, 4)}** at full use of "
-        "every FLOP (a floor: real serving runs well below peak). Attention, left out, would "
-        f"add about {quantity(attention, 2)} per token at this context ({quantity(chips, 3)} "
-        "in all): still within the estimate's factor.",
+        f"The batch: the GPU does {number(ridge.m, 3)} FLOPs per byte of HBM it reads, so at "
+        "one byte per weight and two FLOPs per multiply-add it does half that many "
+        "multiply-adds per weight byte; every weight is read each step but only the active "
+        "ones multiply, so the batch "
+        f"is that times {number((total / active).to('').m, 3)} (total over active): "
+        f"{quantity(batch, 4)}. The GPU count cancels.",
+        f"Room: the weights take {size(weights)} and the batch's caches, {quantity(batch, 4)} × "
+        f"{tokens(context)} × {quantity((kv * PER).to('kB'), 3)}, {size(caches)}: together "
+        f"within the replica's {size(room)}.",
+        f"The step: reading every weight once takes {quantity(weights_time, 3)} and the caches "
+        f"{quantity(kv_time, 3)}, {quantity(weights_time + kv_time, 3)} in all; the multiplies, "
+        f"{quantity(weights_only, 3)} in the weights plus attention over each context, take "
+        f"{quantity(compute, 3)}. "
+        + "The reads take longer: at this batch the caches push the step past the multiplies."
+        + f" A step is {quantity(step, 3)}.",
+        f"A replica makes {number(batch.m)} tokens per step, "
+        f"{quantity(per_replica, 3)}; {quantity(rate, 2)} needs {number(exact, 4)} replicas, "
+        f"so {number(replicas)} (a replica is whole): **{quantity(gpus, 4)}**.",
     )
-    mistakes = (
-        Mistake(
-            floor_chips * 3,
-            "Six FLOPs per parameter is training (forward and backward): "
-            "generating a token is a forward pass, two.",
-        ),
-        Mistake(
-            floor_chips * sparsity,
-            "You counted every parameter: only the active ones do "
-            "arithmetic for a token (total versus active parameters).",
-        ),
-        Mistake(floor_chips * 2, "That is the BF16 rate: FP8 math runs twice as fast."),
-        Mistake(floor_chips / 2, "A multiply-add is two FLOPs per parameter, not one."),
+    wrong = []
+
+    def gpus_for(step_time) -> Q_:
+        made = (batch * Q_(1, "token/sequence") / step_time).to("token/s")
+        return Q_(math.ceil((rate / made).to("").m) * per_gpu, "chip")
+
+    wrong.append(
+        (
+            gpus_for(weights_time),
+            "You left out the KV reads: every conversation's cache is read every step.",
+        )
     )
+    wrong.append(
+        (
+            gpus_for(compute),
+            "You took the multiplies as the step: at this batch "
+            "the reads of the weights and caches take longer.",
+        )
+    )
+    wrong.append(
+        (Q_(replicas, "chip"), f"That is the number of replicas: each has {number(per_gpu)} GPUs.")
+    )
+    wrong.append(
+        (
+            gpus * 2,
+            "FP8 stores one byte per value and runs twice BF16's math: "
+            "you counted two bytes per value.",
+        )
+    )
+    mistakes = []
+    for value, why in wrong:
+        if abs((value / gpus).to("").m - 1) > 0.05 and all(
+            abs((value / m.value).to("").m - 1) > 0.05 for m in mistakes
+        ):
+            mistakes.append(Mistake(value, why))
     return Draw(
         text=text,
-        answer=floor_chips,
+        answer=gpus,
         solution=solution,
-        tolerance=FACTOR,
-        mistakes=mistakes,
-        hint="Once batching no longer helps, what work is left for each token?",
+        tolerance=whole_count_tolerance(gpus.m),
+        mistakes=tuple(mistakes),
+        hint="Find the batch from the chip's FLOPs per byte and the sparsity; then ask which "
+        "takes longer at that batch, the reads (weights and caches) or the multiplies "
+        "(attention included).",
     )

@@ -6,7 +6,14 @@ import math
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate, require
-from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
+from book.problem_bank.batching._figures import (
+    attention_cost,
+    chip_name,
+    figures,
+    size,
+    tokens,
+    weight_bytes,
+)
 from units import Q_
 
 KIND = "multi"
@@ -75,7 +82,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(n)} ({chip}: {quantity(hbm, 3)} of HBM at {quantity(bandwidth, 3)} and "
         f"{quantity(f['flops'], 4)} of dense {WORDS[precision]} math, each). "
         f"Every conversation carries {tokens(context)} of context, and the KV cache "
-        f"takes {quantity(kv, 4)} of context at this precision. You admit conversations until the "
+        f"takes {quantity(kv, 4)} of context at this precision; "
+        f"{attention_cost(case['model'], presets)}. You admit conversations until the "
         "HBM is full: the weights plus as many KV caches as fit. How many tokens per second "
         "does the server generate, all conversations together?"
     )

@@ -7,6 +7,7 @@ import math
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank import _rents as rents
+from book.problem_bank.batching._figures import attention_cost
 from derivations.notation import flops_per_param_token
 from units import Q_
 
@@ -70,7 +71,8 @@ def draw(rng, presets) -> Draw:
         f"{money(hbm, 3)} of HBM at {money(bandwidth, 3)} and {money(flop_rate, 4)} "
         f"dense in BF16, each) rented at {money(rent)}. Its KV cache takes "
         f"{money(kv_token.to('kB/token'), 3)} at this precision, and every sequence carries a "
-        f"context of {number(context.magnitude)} tokens. Every user must see at least "
+        f"context of {number(context.magnitude)} tokens ({attention_cost(case['model'], presets)}"
+        "). Every user must see at least "
         f"{number(rate.magnitude)} tokens per second. At the largest batch you can run, what "
         "does a generated token cost, in USD per million tokens?"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, require
+from book.problem_bank.batching._figures import attention_cost
 from derivations import get
 from derivations.inputs import reachable
 from units import Q_
@@ -109,7 +110,8 @@ def draw(rng, presets) -> Draw:
         f"({quantity(flops)} dense in {precision} and {quantity(chip.hbm_bandwidth)} of HBM "
         f"each) at a batch of {quantity(Q_(batch, 'sequence'))}, every sequence at about "
         f"{context_tokens(case['context_length'])} of context ({model.name} caches "
-        f"{quantity(per_token)} at {precision}). It launches a fast mode at "
+        f"{quantity(per_token)} at {precision}, and {attention_cost(case['model'], presets)}"
+        "). It launches a fast mode at "
         f"{number(price_x)} times the price per token for {number(speed_x)} times the speed "
         "per user, pricing both modes at the same margin over chip time. Run at the batch that "
         "price implies, how many tokens per second would each fast-mode sequence get on the "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from book.format import context_tokens, number
-from book.problem_bank import Draw, Mistake, money
+from book.problem_bank import Draw, Mistake, evaluate, money, require
 from derivations import get
 from units import Q_
 
@@ -13,17 +15,20 @@ USES = (
     "kv_bytes_per_token",
     "kv_cache_per_sequence",
     "cache_hold_cost",
-    "cache_recompute_cost",
+    "cache_readback_cost",
     "prefill_flops_per_token",
+    "cache_recompute_cost",
+    "cache_breakeven_time",
+    "storage_tier_drain_time",
 )
-LECTURE = "1:33:02"
+LECTURE = "1:47:30"
 
 HARDWARE = "h100_sxm"  # the HBM tier preset is an H100's
-SETUPS = (("llama_3_1_8b", 1), ("llama_3_1_70b", 4))  # model, chips of a replica (BF16)
+SETUPS = (("llama_3_1_8b", 1), ("llama_3_1_70b", 4), ("llama_3_1_405b", 8))  # model, GPUs (BF16)
 RENTALS = ("lecture_gpu", "h100_gcp")
 CONTEXTS = (8192, 32_768)
-IDLE = ((30, "s"), (2, "minute"), (10, "minute"), (1, "hour"), (3, "hour"), (8, "hour"))
-PROMISES = (1, 3, 10)  # seconds from the user's return to the cache being ready
+IDLE = ((30, "s"), (2, "minute"), (10, "minute"), (1, "hour"), (3, "hour"))
+PROMISES = ((20, "ms"), (100, "ms"), (500, "ms"), (2, "s"))  # from the user's return to the cache
 ONE = Q_(1, "sequence")
 CLOSE = 1.05  # a runner-up within 5% of the best is called close
 TRIES = 8  # scenarios drawn, at most, to find one whose choice is not close
@@ -33,7 +38,16 @@ def _time(t):
     t = t.to("s")
     if t < Q_(1, "s"):
         return money(t.to("ms"), 3)
-    return money(t, 3) if t < Q_(2, "minute") else money(t.to("minute"), 3)
+    if t < Q_(2, "minute"):
+        return money(t, 3)
+    return money(t.to("minute"), 3) if t < Q_(2, "hour") else money(t.to("hour"), 3)
+
+
+def _dearer(ratio: float) -> str:
+    """How much dearer the runner-up is, as a person says it: '6.9% dearer', '2.1 times'."""
+    if ratio < 1.5:
+        return f"{number(100 * (ratio - 1), 2)}% dearer"
+    return f"{number(ratio, 2)} times dearer"
 
 
 def _capital(word: str) -> str:
@@ -62,12 +76,38 @@ def draw(rng, presets) -> Draw:
     return drawn
 
 
+def _drain_reading(options, drains, idle, best, promise, recompute_cost) -> str:
+    """The lecture's drain-time rule (a tier suits holds near its capacity over bandwidth) set
+    beside the costed choice: whether it agrees, and if not, why."""
+    medium, drain = min(drains, key=lambda d: abs(math.log((d[1] / idle).to("").m)))
+    rule = (
+        "The lecture's drain-time rule reads the tiers by capacity over bandwidth alone: "
+        + ", ".join(f"{m} {_time(t)}" for m, t in drains)
+        + f". The one nearest the idle {money(idle)} is {medium}"
+    )
+    if medium == best[0]:
+        return rule + ", the same choice."
+    option = next(o for o in options if o[0] == medium)
+    if option[2] > promise:
+        return rule + f", but its read back, {_time(option[2])}, misses the promise."
+    if option[4] >= recompute_cost:
+        return (
+            rule + f", but reading the cache back from {medium} alone costs "
+            f"{money(option[4], 3)}, more than recomputing it: the rule weighs how fast a tier "
+            "drains, not what the read back costs against a recompute."
+        )
+    return (
+        rule + f", but holding there costs {money(option[1], 3)} in all: the rule weighs how "
+        "fast a tier drains, not its rent against the other tiers'."
+    )
+
+
 def _draw(rng, presets) -> Draw:
     name, chips = rng.choice(SETUPS)
     rental = rng.choice(RENTALS)
     context = Q_(rng.choice(CONTEXTS), "token/sequence")
     idle = Q_(*rng.choice(IDLE))
-    promise = Q_(rng.choice(PROMISES), "s")
+    promise = Q_(*rng.choice(PROMISES))
     model = presets.get("model", name)
     chip = presets.get("hardware", HARDWARE)
     n = Q_(chips, "chip")
@@ -75,6 +115,7 @@ def _draw(rng, presets) -> Draw:
     case["presets"] = presets
     tokens = (context * ONE).to("token")
     gpus = f"one {chip.name} GPU" if chips == 1 else f"{number(chips)} {chip.name} GPUs"
+    owner = "the GPU's" if chips == 1 else "the GPUs'"
 
     per_token = get("kv_bytes_per_token").evaluate(model=name, presets=presets).to("kB/token")
     cache = (get("kv_cache_per_sequence").evaluate(**case) * ONE).to("GB")
@@ -86,29 +127,35 @@ def _draw(rng, presets) -> Draw:
         recompute.inputs["flops_per_param_token"].value * recompute.inputs["n_active"].value
     ).to("GFLOP/token")
     rebuild = (tokens * per_prefill_token / (n * flops)).to("s")
+    recompute_cost = (recompute.value * ONE / tokens).to("USD/Mtoken")
 
-    options = []  # (name, cost per million prefix tokens, time to have the cache back, detail)
-    rows = []
+    # (name, cost, time to have the cache back, holding cost, read-back cost); costs per
+    # million tokens of the conversation
+    options, rows, drains, evens = [], [], [], {}
     for tier in presets.tier.values():
-        held = get("cache_hold_cost").evaluate_detailed(tier=tier.id, **case)
-        price = held.inputs["tier_price"].value.to("USD/GB/hour")
-        cost = (held.value * ONE * idle / tokens).to("USD/Mtoken")
-        back = (cache / tier.bandwidth).to("s")
-        options.append((tier.medium, cost, back, price))
+        tier_case = dict(case, tier=tier.id)
+        held = get("cache_hold_cost").evaluate(**tier_case)
+        holding = (held * ONE * idle / tokens).to("USD/Mtoken")
+        read = (get("cache_readback_cost").evaluate(**tier_case) * ONE / tokens).to("USD/Mtoken")
+        back = (cache / (n * tier.bandwidth)).to("s")  # each GPU reads its share
+        options.append((tier.medium, holding + read, back, holding, read))
+        drains.append((tier.medium, evaluate("storage_tier_drain_time", **tier_case)))
+        if read < recompute_cost:  # else the break-even time is "never"
+            evens[tier.medium] = evaluate("cache_breakeven_time", **tier_case)
         shown = tier.get("price", None)
         rows.append(
             f"- {tier.medium}: "
             + (
-                f"{money(shown)}"
+                f"{money(shown)}, a {money(tier.capacity)} device,"
                 if shown is not None
-                else f"the GPU's rent for its {money(chip.hbm_capacity)}"
+                else f"the GPU's rent for its {money(chip.hbm_capacity)},"
             )
-            + f", read back at {money(tier.bandwidth)}"
+            + f" read at {money(tier.bandwidth)}"
         )
-    recompute_cost = (recompute.value * ONE / tokens).to("USD/Mtoken")
-    options.append(("recompute", recompute_cost, rebuild, None))
+    options.append(("recompute", recompute_cost, rebuild, None, None))
 
     feasible = sorted((o for o in options if o[2] <= promise), key=lambda o: o[1].m)
+    require(feasible, "some choice keeps the promise")
     best, runner = feasible[0], feasible[1] if len(feasible) > 1 else None
     margin = _margin(options, best, promise)
     cheapest = min(options, key=lambda o: o[1].m)
@@ -126,23 +173,35 @@ def _draw(rng, presets) -> Draw:
         f"conversation has reached {context_tokens(context, 6)}, and the user goes quiet; you "
         f"expect them back in {money(idle)}, and you promise that within {money(promise)} "
         "of their return the cache will be ready. You may keep the KV cache on one of these "
-        "tiers (price per byte held, and the bandwidth of one device), or drop it and run the "
-        "prefill again on the replica's GPUs when they return:\n\n"
+        "tiers, each GPU keeping its share on a device of its own (the tier's price per byte "
+        "held, and one device), or drop it and run the prefill again on the replica's GPUs at "
+        "their dense peak, causal attention's FLOPs included:\n\n"
         + "\n".join(rows)
         + month
-        + "\n\nWhich choice meets the promise most cheaply, and what does it cost per million "
-        "tokens of the conversation? (Count only holding, or only the recompute.)"
+        + "\n\nThe GPUs wait, rented, while the cache streams back. Which choice keeps the "
+        "promise most cheaply, counting the holding and the read back (or the recompute), and "
+        "what does it cost per million tokens of the conversation?"
     )
-    lines = "; ".join(f"{o[0]} {money(o[1], 3)} and {_time(o[2])}" for o in options[:-1])
+    lines = "; ".join(
+        f"{o[0]} {money(o[3], 3)} + {money(o[4], 3)} = {money(o[1], 3)}, back in {_time(o[2])}"
+        for o in options[:-1]
+    )
     solution = [
         f"The cache is {money(per_token)} (a key and a value for each of "
         f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values in "
         f"{number(model.layers)} layers, two bytes each), so {money(cache, 3)} for the "
         f"{context_tokens(context, 6)}.",
-        f"Holding it for {money(idle)} costs the tier's price per byte-hour times "
-        f"{money(cache, 3)} times {money(idle)}; reading it back takes "
-        f"{money(cache, 3)} over the tier's bandwidth. Per million tokens of conversation, "
-        f"and time to read back: {lines}.",
+        f"A tier costs its price per byte-hour times {money(cache, 3)} times {money(idle)}, "
+        f"plus the read back: {owner} rent while "
+        f"{money(cache, 3)} streams in, "
+        + (
+            "from its own device"
+            if chips == 1
+            else "each GPU reading its share from its own device"
+        )
+        + ". Per "
+        f"million tokens of conversation (holding + read back) and the time to have it back: "
+        f"{lines}.",
         f"Recomputing it is a prefill of {context_tokens(context, 6)}: "
         f"{money(weights_only)} for the weights plus causal attention over half the "
         f"context on average, {money(per_prefill_token)} in all. On {gpus} that takes "
@@ -155,6 +214,18 @@ def _draw(rng, presets) -> Draw:
             + ", ".join(f"{o[0]} ({_time(o[2])})" for o in late)
             + f", against {money(promise)}."
         )
+    if best[0] in evens:
+        even = evens[best[0]]
+        solution.append(
+            f"Holding on {best[0]} beats recomputing for up to {_time(even)} (the recompute "
+            "less the read back, over the holding's cost per hour), "
+            + (
+                f"longer than the {money(idle)} it waits."
+                if even >= idle
+                else f"shorter than the {money(idle)} it waits: a recompute would cost less, "
+                "but it is not back in time."
+            )
+        )
     verdict = (
         f"The cheapest choice that keeps the promise is {best[0]}"
         if best[0] != "recompute"
@@ -165,13 +236,14 @@ def _draw(rng, presets) -> Draw:
         verdict += f", ahead of {runner[0]} at {money(runner[1], 3)}" + (
             f": close, only {number(100 * (dearer - 1), 2)}% apart, so either is a fair choice"
             if dearer < CLOSE
-            else f" ({number(dearer, 2)} times dearer)"
+            else f" ({_dearer(dearer)})"
         )
     if margin < CLOSE - 1 and (runner is None or dearer >= CLOSE):
         verdict += (
             f"; close, though: {cheapest[0]} is cheaper and misses the promise by only "
             f"{number(100 * margin, 2)}%"
         )
+    solution.append(_drain_reading(options, drains, idle, best, promise, recompute_cost))
     solution.append(f"{verdict}: **{money(best[1], 3)}**.")
 
     candidates = []
@@ -180,7 +252,12 @@ def _draw(rng, presets) -> Draw:
             (
                 cheapest[1],
                 f"{_capital(cheapest[0])} is cheapest but not back within "
-                f"{money(promise)}: reading {money(cache, 3)} takes {_time(cheapest[2])}.",
+                f"{money(promise)}: "
+                + (
+                    f"recomputing the cache takes {_time(cheapest[2])}."
+                    if cheapest[0] == "recompute"
+                    else f"reading {money(cache, 3)} takes {_time(cheapest[2])}."
+                ),
             )
         )
     if runner is not None:
@@ -188,6 +265,13 @@ def _draw(rng, presets) -> Draw:
     if best[0] != "recompute":
         candidates.append(
             (best[1] / 2, "You counted one vector per KV head; each caches a key and a value.")
+        )
+        candidates.append(
+            (
+                best[3],
+                "You counted the holding alone: the GPUs also wait, rented, while the cache "
+                "streams back.",
+            )
         )
     else:
         candidates.append(
@@ -224,7 +308,7 @@ def _draw(rng, presets) -> Draw:
     return Draw(
         hint=(
             "For each tier, check the read-back time against the promise first; only then "
-            "compare what holding (or recomputing) costs."
+            "compare what holding and reading back (or recomputing) cost."
         ),
         text=text,
         answer=best[1],

@@ -80,7 +80,8 @@ def draw(rng, presets) -> Draw:
         f"active per token) in FP8 on one {domain} {box} of {quantity(n)}: each has "
         f"{quantity(f['hbm_capacity'], 3)} of HBM at {quantity(bandwidth, 3)} and does "
         f"{quantity(flops.to('PFLOP/s'), 3)} of dense FP8 math. You run the batch at which a "
-        "decode step's multiplies in the weights just keep pace with its weight reads; the KV "
+        "decode step's multiplies in the weights just keep pace with its weight reads "
+        "(attention's own FLOPs aside); the KV "
         f"cache takes {quantity(kv, 3)} of context in FP8. Up to what context per sequence do "
         "the batch's cache reads take no longer than its weight reads? Answer in tokens."
     )

@@ -21,7 +21,7 @@ LECTURE = "32:09"
 MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
 RACKS = ("gb200_nvl72", "gb300_nvl72")
 SPANS = (2, 3, 4)
-BATCHES = (1024, 2048, 4096)
+BATCHES = (8192, 16_384, 32_768)  # past each model's crossover on these racks (checked)
 SPAN_WORDS = {2: "two", 3: "three", 4: "four"}
 
 
@@ -46,6 +46,10 @@ def draw(rng, presets) -> Draw:
     short = dict(case, context_length=Q_(1, "token/sequence"))  # the weights' FLOPs alone
     step_compute = evaluate("compute_time", **short).to("µs")
     layer = (step_compute / layers.m).to("µs")
+    reads = evaluate("weight_fetch_time", detailed=True, **short)
+    require(reads.inputs["expert_read_fraction"].value.m > 0.99, "the batch reads every expert")
+    reads = reads.value.to("µs")
+    require(step_compute > 1.2 * reads, "past the crossover: the layer's time is its compute")
     ratio = (one / layer).to("").m
     require(ratio < 1, "inside one rack the all-to-all hides behind the compute")
     offrack = evaluate("offrack_fraction", racks_spanned=Q_(span, "rack")).to("").m
@@ -65,26 +69,33 @@ def draw(rng, presets) -> Draw:
     text = (
         f"{name} sends each token to {quantity(Q_(k, 'expert'))} of {number(experts)} in each of "
         f"its MoE layers; its activations are {number(d)} values wide, it has "
-        f"{quantity(layers)} and {quantity(f['n_active'], 3)} active per token, and you run it "
-        f"in FP8. Its expert layers are spread over {quantity(chips)} of {rack} racks, whose GPUs "
-        f"each have {quantity(up, 3)} of NVLink per direction and do "
-        f"{quantity(f['flops'].to('PFLOP/s'), 3)} of dense FP8 math. A decode step runs a batch "
-        f"of {quantity(case['batch_size'])} with short contexts. If each expert layer instead "
+        f"{quantity(layers)} and {quantity(f['n_total'], 3)} in all, "
+        f"{quantity(f['n_active'], 3)} active per token, and you run it in FP8. Its expert layers "
+        f"are spread over {quantity(chips)} of {rack} racks, whose GPUs each have "
+        f"{quantity(up, 3)} of NVLink per direction, {quantity(f['mem_bandwidth'], 3)} of HBM "
+        f"and {quantity(f['flops'].to('PFLOP/s'), 3)} of dense FP8 math. A decode step runs a "
+        f"batch of {quantity(case['batch_size'])}, one token each, with contexts so short that "
+        "attention's FLOPs and the KV cache's reads can be ignored. If each expert layer instead "
         f"spans {words} racks, its GPUs split evenly among them "
         f"({quantity(chips / span)} each), how fast must each GPU's "
-        "network port be, per direction, for the layer's all-to-all to take no longer than its "
-        "compute? Answer in Gb/s."
+        "network port be, per direction, for the layer's all-to-all to take no longer than the "
+        "layer's own time on the chips (the larger of its weight reads and its multiplies)? "
+        "Answer in Gb/s."
     )
     solution = (
         f"Bytes: each token's activation goes out to its {number(k)} experts and comes back, "
         f"at one byte per FP8 value: twice {number(k)} × {number(d)} = "
         f"{quantity(bytes_per_token, 3)} per MoE layer.",
+        f"The layer's time: a step's multiplies, two FLOPs per active parameter per token, take "
+        f"{quantity(step_compute.to('ms'), 3)} on the {quantity(chips)}; reading every weight "
+        "once (at this batch every expert is hit), one byte each, takes "
+        f"{quantity(reads.to('ms'), 3)}. The batch is past the crossover, so the multiplies "
+        "set the step; shared over its "
+        f"{quantity(layers)}, a layer's time is {quantity(layer, 3)}.",
         f"In one rack the batch's bytes leave {quantity(chips)} at {quantity(up, 3)} each: "
-        f"{quantity(one, 3)}. The layer's compute on the same chips is the step's "
-        f"({quantity(step_compute, 3)}: two FLOPs per active parameter per token) shared over "
-        f"its {quantity(layers)}: {quantity(layer, 3)}. So in one rack the all-to-all takes "
-        f"{number(ratio, 3)} of the compute. Both grow with the batch and shrink with the chips "
-        "alike, so neither changes that share.",
+        f"{quantity(one, 3)}. So in one rack the all-to-all takes "
+        f"{number(ratio, 3)} of the layer's time. Both grow with the batch and shrink with the "
+        "chips alike, so neither changes that share.",
         f"Over {words} racks, a token's expert sits in another rack {number(offrack, 3)} of the "
         f"time. Those bytes cross the network while the rest ride NVLink at once, so the layer "
         f"waits for the slower share: {number(offrack, 3)} × penalty × {quantity(one, 3)}. "
@@ -115,6 +126,11 @@ def draw(rng, presets) -> Draw:
             "parameters.",
         ),
         Mistake(
+            (up * offrack * one * layers.m / reads).to("Gbit/s"),
+            "You gave the layer the weight reads' time: at this batch the multiplies take "
+            "longer, and the all-to-all may fill the layer's whole step.",
+        ),
+        Mistake(
             (up / summed).to("Gbit/s"),
             "You added the on-rack and off-rack times: the two kinds of link move bytes at "
             "once, so the layer waits for the slower, not the sum.",
@@ -127,6 +143,7 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=0.03,
         mistakes=mistakes,
-        hint="Compare one layer's all-to-all inside one rack with its compute; then ask how "
-        "much slower the off-rack share may move.",
+        hint="Is the layer's time set by its weight reads or its multiplies? Compare one "
+        "layer's all-to-all inside one rack with that time; then ask how much slower the "
+        "off-rack share may move.",
     )

@@ -1,0 +1,124 @@
+"""How long a cache may wait in HBM before a recompute is cheaper: corner context times drain."""
+
+from __future__ import annotations
+
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake, evaluate, money, require
+from units import Q_
+
+KIND = "multi"
+TITLE = "How long may a cache wait in HBM?"
+USES = (
+    "kv_bytes_per_token",
+    "prefill_flops_per_token",
+    "cache_hold_cost",
+    "cache_readback_cost",
+    "cache_recompute_cost",
+    "cache_breakeven_time",
+)
+LECTURE = "1:47:30"
+
+HARDWARE, TIER = "h100_sxm", "hbm_h100"  # the HBM tier preset is an H100's
+MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b")
+PRECISIONS = {"bf16": "BF16", "fp8": "FP8"}
+CONTEXTS = (8192, 32_768, 131_072)
+ONE = Q_(1, "sequence")
+
+
+def draw(rng, presets) -> Draw:
+    name, precision = rng.choice(MODELS), rng.choice(tuple(PRECISIONS))
+    context = Q_(rng.choice(CONTEXTS), "token/sequence")
+    case = dict(
+        hardware=HARDWARE,
+        model=name,
+        precision=precision,
+        price="lecture_gpu",
+        context_length=context,
+        tier=TIER,
+        presets=presets,
+    )
+    model, chip = presets.get("model", name), presets.get("hardware", HARDWARE)
+    word = PRECISIONS[precision]
+    tokens = (context * ONE).to("token")
+    recompute = evaluate("cache_recompute_cost", detailed=True, **case)
+    rent, flops = recompute.inputs["price_per_chip_hour"].value, recompute.inputs["flops"].value
+    per_token = recompute.inputs["prefill_flops_per_token"].value.to("GFLOP/token")
+    weights_only = (2 * model.params_active * Q_(1, "FLOP/parameter/token")).to("GFLOP/token")
+    kv = evaluate("kv_bytes_per_token", **case).to("kB/token")
+    capacity, bandwidth = chip.hbm_capacity, chip.hbm_bandwidth
+    hold = (evaluate("cache_hold_cost", **case) * ONE / tokens).to("USD/Mtoken/hour")
+    readback = (evaluate("cache_readback_cost", **case) * ONE / tokens).to("USD/Mtoken")
+    rebuild = (recompute.value * ONE / tokens).to("USD/Mtoken")
+    even = evaluate("cache_breakeven_time", **case).to("s")
+    drain = (capacity / bandwidth).to("ms")
+    read_time = (kv / bandwidth).to("ns/token")
+    compute_time = (per_token / flops).to("ns/token")
+    corner = (compute_time / read_time).to("").m  # a token's prefill over its cache's read
+    require(abs((even / (drain * (corner - 1))).to("").m - 1) < 1e-6, "the chapter's HBM rule")
+    require(even > Q_(1, "s"), "a hold worth asking about")
+    gqa = model.n_kv_heads
+
+    text = (
+        f"You serve {model.name} in {word} (weights, KV cache and math) on {chip.name} GPUs "
+        f"({money(capacity)} of HBM at {money(bandwidth)}, {quantity(flops.to('TFLOP/s'), 4)} "
+        f"dense in {word}), rented at {money(rent)}. Its attention: {number(model.layers)} "
+        f"layers, each with {number(model.n_heads)} query heads and {number(gqa)} KV heads of "
+        f"{number(model.head_dim)} values. A conversation of {context_tokens(context, 6)} goes "
+        "quiet. You may hold its KV cache in HBM (paying the GPUs' rent for the share of HBM "
+        "it fills, and their time to read it back when the user returns) or drop it and run "
+        "the prefill again at the GPUs' dense peak, causal attention's FLOPs included. For how "
+        "long can the user stay away before holding the cache costs more than recomputing it? "
+        "Answer in seconds."
+    )
+    solution = (
+        f"Per token of context the cache holds a key and a value for each of {number(gqa)} KV "
+        f"heads of {number(model.head_dim)} values in {number(model.layers)} layers, at "
+        f"{word}'s bytes per value: {money(kv)}.",
+        f"Holding it costs the rent of the HBM it fills: {money(kv)} of {money(capacity)} of "
+        f"a GPU rented at {money(rent)}, {money(hold, 3)}. Reading it back takes "
+        f"{quantity(read_time * Q_(1, 'token'), 3)} of GPU time per token at "
+        f"{money(bandwidth)}: "
+        f"{money(readback, 3)}.",
+        f"Recomputing costs the prefill: {money(weights_only)} for the weights plus causal "
+        f"attention over half the context on average, {money(per_token)} in all, "
+        f"{quantity((compute_time * Q_(1, 'token')).to('µs'), 3)} of GPU time per token at "
+        f"{quantity(flops.to('TFLOP/s'), 4)}: {money(rebuild, 3)}.",
+        "Holding wins until its rent plus the read back adds up to one recompute: "
+        f"({money(rebuild, 3)} − {money(readback, 3)}) / {money(hold, 3)}. The rent cancels, "
+        f"and so does the precision (half the bytes, twice the FLOP rate): a token's prefill "
+        f"takes {number(corner, 3)} times as long as reading its cache, so holding pays for "
+        f"{number(corner, 3)} − 1 drain times of HBM ({money(drain, 3)}, capacity over "
+        "bandwidth), the chapter's corner context times drain time.",
+        f"The user may stay away **{quantity(even, 4)}**; any longer, recomputing is cheaper.",
+    )
+    weights_flops = (weights_only / flops).to("ns/token")
+    mistakes = [
+        Mistake(
+            drain * ((per_token / (kv / 2)) * (bandwidth / flops) - 1).to(""),
+            "You counted one vector per KV head; each caches a key and a value.",
+        ),
+        Mistake(
+            drain * (3 * corner - 1),
+            "Six FLOPs per parameter is training; a prefill is a forward pass, two.",
+        ),
+    ]
+    if (compute_time / weights_flops).to("").m > 1.05:
+        mistakes.append(
+            Mistake(
+                drain * ((weights_flops / read_time).to("").m - 1),
+                "You left attention out of the prefill; over a long context it adds FLOPs for "
+                "every token.",
+            )
+        )
+    mistakes = [Mistake(m.value.to("s"), m.why) for m in mistakes]
+    mistakes = [m for m in mistakes if abs((m.value / even).to("").m - 1) > 0.05]
+    return Draw(
+        text=text,
+        answer=even,
+        solution=solution,
+        tolerance=0.03,
+        mistakes=tuple(mistakes),
+        hint="Per token of context: what does an hour of holding cost, what does one read back "
+        "cost, and what does one recompute cost? Holding wins until the first two add up to "
+        "the third.",
+    )
