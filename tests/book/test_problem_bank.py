@@ -235,6 +235,30 @@ def test_no_problem_repeats_on_a_page(seed):
             assert all(abs(a / b - 1) > 1e-6 for b in answers[:i]), (chapter, seed)
 
 
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if problem_bank.modules(c)])
+def test_no_two_problems_of_a_chapter_compute_the_same_thing(chapter):
+    """Drawn with the same seed, no two problems of a chapter grade the same value, and no
+    problem's bold answer appears in another's solution: either is the sign of one computation
+    in two statements (overtraining.training_run_days once drew choose_training_cluster's model,
+    tokens, chip and MFU, and printed the other's graded bill in its own solution)."""
+    modules = problem_bank.modules(chapter)
+    for i, seed in enumerate(SEEDS):
+        drawn = [draws(m)[i][1] for m in modules]
+        numeric = [p for p in drawn if _numeric(p)]
+        for k, a in enumerate(numeric):
+            for b in numeric[:k]:
+                if a.answer.dimensionality == b.answer.dimensionality:
+                    ratio = (a.answer / b.answer).to("").magnitude
+                    assert abs(ratio - 1) > 1e-3, (
+                        f"seed {seed}: {a.id} and {b.id} grade {a.answer:~}"
+                    )
+        for p in numeric:
+            for shown in re.findall(r"\*\*(.+?)\*\*", p.solution[-1]):
+                for q in drawn:
+                    where = f"seed {seed}: {p.id}'s answer {shown} is in {q.id}'s solution"
+                    assert q is p or shown not in " ".join(q.solution), where
+
+
 def test_a_problem_is_the_same_for_the_same_seed_whatever_else_is_drawn():
     everything = {p.id: p for p in problem_set(seed=5)}
     assert list(everything) == IDS
