@@ -7,6 +7,7 @@ from functools import cache
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, require
+from book.problem_bank.validation._mlperf import NO_ATTENTION
 from derivations import get
 from derivations.inputs import reachable
 from units import Q_
@@ -34,12 +35,6 @@ CLEAR = 0.05  # redraw a scenario whose choice is closer than this (see Draw.mar
 NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
 CHOICES = ("model", "hardware", "presets", "weight_precision", "kv_precision", "precision")
 ONE = Q_(1, "sequence")
-# attention's own FLOPs left out, through the catalogue: a vanishing cost per token of context
-# (the equations refuse zero); the KV cache's reads stay in
-NO_ATTENTION = dict(
-    attention_flops_per_token=Q_(1e-9, "FLOP/token"),
-    prefill_attention_flops=Q_(1e-9, "FLOP/token"),
-)
 
 
 def _ev(eq_id: str, case: dict, **extra):
