@@ -120,7 +120,7 @@ def draw(rng, presets) -> Draw:
         f"The FLOPs alone take {number(gpu_hours.m)} GPU-hours, {quantity(work, 3)} at the "
         "rent, at any deadline: a tighter one rents more GPUs for fewer days. But the rent is "
         f"for whole {block}s and the whole window: {quantity(gpus)} × {quantity(deadline)} × "
-        f"{money(price)} = **{quantity(bill, 3)}**, "
+        f"{money(price)} = **{quantity(bill, 4)}**, "
         f"{number(100 * ((bill / work).to('').m - 1), 2)}% more, paying for the part of the "
         f"last {block} the run does not need.",
     )

@@ -4,7 +4,7 @@ cluster: roughly how many days will that run take?"""
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from units import Q_
 
@@ -186,11 +186,8 @@ def draw(rng, presets) -> Draw:
             "only, but the published one at six; count both alike.",
         )
     )
-    mistakes = tuple(
-        Mistake(v, why)
-        for v, why in candidates
-        if not (1 / FACTOR <= (v / days).to("").m <= FACTOR)
-    )
+    outside = [Mistake(v, why) for v, why in candidates if not 1 / FACTOR <= v / days <= FACTOR]
+    mistakes = distinct_mistakes(outside, days, 0.01)  # two slips on one value: named together
     return Draw(
         hint=(
             "The published rate per chip over what a chip could train at peak is the MFU; "
