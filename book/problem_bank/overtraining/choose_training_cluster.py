@@ -18,17 +18,24 @@ LECTURE = "1:18:59"
 MODELS = (
     ("deepseek_v3", None),
     ("kimi_k2", None),
-    ("llama_3_1_70b", (15,)),
-    ("llama_3_1_405b", (15,)),
-    ("qwen3_235b_a22b", (36,)),
+    ("llama_3_1_70b", (12, 15, 20)),
+    ("llama_3_1_405b", (10, 15, 20)),
+    ("qwen3_235b_a22b", (24, 30, 36)),
+    ("gpt_oss_120b", (20, 30, 40)),
 )
-# chip, GPUs on offer (drawn), at the chip's declared rent: a lab's shopping list
+# chip, GPUs on offer (drawn), at the chip's declared rent: a lab's shopping list, three of these
 OFFERS = (
     ("h100_sxm", (4096, 8192, 16384)),
+    ("h200", (4096, 8192, 12288)),
+    ("mi300x", (4096, 8192)),
     ("b200", (2048, 4096, 8192)),
+    ("mi355x", (2048, 4096, 6144)),
     ("gb200_nvl72", (2016, 4032, 8064)),
+    ("gb300_nvl72", (2016, 4032)),
 )
-MFUS = {"bf16": 0.4, "fp8": 0.3}  # FP8 runs reach less of their (doubled) peak
+SHOPPING = 3  # clusters on offer
+# MFU in BF16, and in FP8 of the (doubled) FP8 peak: FP8 runs reach less of theirs
+MFUS = ({"bf16": 0.4, "fp8": 0.3}, {"bf16": 0.45, "fp8": 0.3}, {"bf16": 0.35, "fp8": 0.25})
 DEADLINES = (10, 14, 21, 30, 45, 60, 90, 120)  # days
 MARGIN = 0.05
 
@@ -42,10 +49,12 @@ def draw(rng, presets) -> Draw:
     while True:
         model_id, model, tokens = model_and_tokens(rng, presets, MODELS)
         deadline = Q_(rng.choice(DEADLINES), "day")
+        offers = sorted(rng.sample(OFFERS, SHOPPING), key=OFFERS.index)
+        mfus = rng.choice(MFUS)
         options = []
-        for hardware, counts in OFFERS:
+        for hardware, counts in offers:
             gpus, price = Q_(rng.choice(counts), "chip"), rent(hardware)
-            for precision, mfu in MFUS.items():
+            for precision, mfu in mfus.items():
                 time = (
                     get("training_time")
                     .evaluate(
@@ -88,16 +97,16 @@ def draw(rng, presets) -> Draw:
     # how far the choice is ahead: the next one in time costs more, every cheaper one is late
     late = [(o["time"] / deadline).to("").m - 1 for o in options if o["cost"] < best["cost"]]
     margin = min([(ok[1]["cost"] / best["cost"]).to("").m - 1, *late])
-    chips = {h: presets.get("hardware", h) for h, _ in OFFERS}
+    chips = {h: presets.get("hardware", h) for h, _ in offers}
 
     def name(h):
         return chips[h].name.replace(" (per GPU)", "")
 
-    offers = []
-    for hardware, _ in OFFERS:
+    shown = []
+    for hardware, _ in offers:
         o = next(o for o in options if o["hardware"] == hardware)
         c = chips[hardware]
-        offers.append(
+        shown.append(
             f"{int(o['gpus'].m):,} {name(hardware)} GPUs at {number(o['price'].m)} USD per "
             f"GPU-hour (dense peak {quantity(c.get('dense_flops_bf16'))} at BF16, "
             f"{quantity(c.get('dense_flops_fp8'))} at FP8)"
@@ -111,9 +120,9 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You must pre-train {model.name} ({params}) on {quantity(tokens)} within "
         f"{quantity(deadline)}. Three clusters are on offer, each to be used whole: "
-        + "; ".join(offers)
-        + f". Training in BF16 reaches {number(100 * MFUS['bf16'])}% MFU; in FP8 it reaches "
-        f"{number(100 * MFUS['fp8'])}% of the FP8 peak. Ignoring attention FLOPs, which "
+        + "; ".join(shown)
+        + f". Training in BF16 reaches {number(100 * mfus['bf16'])}% MFU; in FP8 it reaches "
+        f"{number(100 * mfus['fp8'])}% of the FP8 peak. Ignoring attention FLOPs, which "
         "cluster and precision finish in time for the least money, and what does the run "
         "cost? Answer in USD."
     )

@@ -1,11 +1,12 @@
-"""A deadline sets the cluster's size; the cluster, rented for the whole window, sets the bill."""
+"""A deadline sets the cluster's size in whole racks; the racks, rented for the whole window,
+set the bill: more than the run's FLOPs cost, by the part of the last rack the run leaves idle."""
 
 from __future__ import annotations
 
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, money, require
+from book.problem_bank import Draw, Mistake, clear_of_rounding, distinct_mistakes, money, require
 from book.problem_bank._rents import rent
 from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
@@ -13,27 +14,32 @@ from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
-TITLE = "How many GPUs to finish by the deadline, and the bill"
+TITLE = "The bill for a run rented by the server or rack"
 USES = ("training_flops", "training_time")
 LECTURE = "1:18:59"
 
 MODELS = (  # model, training tokens in trillions (None: the model's reported count)
     ("deepseek_v3", None),
     ("kimi_k2", None),
-    ("llama_3_1_8b", (15,)),
-    ("llama_3_1_70b", (10, 15, 20)),
-    ("qwen3_235b_a22b", (20, 30, 36)),
-    ("mixtral_8x7b", (5, 10)),
+    ("llama_3_1_8b", (15, 18, 24)),
+    ("llama_3_1_70b", (10, 12, 15, 20)),
+    ("llama_3_1_405b", (12, 15, 18)),
+    ("qwen3_235b_a22b", (20, 25, 30)),
+    ("mixtral_8x7b", (5, 8, 10)),
+    ("gpt_oss_120b", (20, 25, 40)),
 )
-CHIPS = ("h100_sxm", "b200", "gb200_nvl72")
-DEADLINES = (30, 45, 60, 90)  # days
-MFUS = (0.3, 0.35, 0.4, 0.45)
+CHIPS = ("h100_sxm", "h200", "b200", "b300", "mi300x", "mi355x", "gb200_nvl72", "gb300_nvl72")
+DEADLINES = (21, 30, 40, 45, 60, 75, 90)  # days
+MFUS = (0.3, 0.35, 0.4, 0.45, 0.5)
 PRECISIONS = ("bf16", "fp8")
+TOLERANCE = 0.02
+IDLE = 0.05  # the idle part of the last block is at least this share of the bill's work
 
 
 def scenario(rng, presets):
-    """A run whose GPU count, in whole servers or racks, is the same however the givens are
-    rounded as shown."""
+    """A run whose count of servers or racks is the same however the givens are rounded as
+    shown, whose last block leaves enough idle to tell the bill from the FLOPs' cost, and
+    whose one block more or fewer the tolerance tells apart."""
     while True:
         model_id, model, tokens = model_and_tokens(rng, presets, MODELS)
         hardware, precision = rng.choice(CHIPS), rng.choice(PRECISIONS)
@@ -45,7 +51,13 @@ def scenario(rng, presets):
         unit = chip.scale_up_domain
         exact = (compute / (peak * mfu * deadline) * Q_(1, "chip")).to("chip")
         units = (exact / unit).to("").m
-        if units >= 2 and clear_of_rounding(units):
+        idle = math.ceil(units) / units - 1
+        if (
+            2 <= units <= 0.5 / TOLERANCE
+            and clear_of_rounding(units)
+            and idle >= IDLE
+            and abs(unit.m * math.ceil(units) / math.ceil(exact.m) - 1) > 2 * TOLERANCE
+        ):
             return case, model, chip, precision, deadline, mfu, compute, peak, unit, exact
 
 
@@ -64,6 +76,7 @@ def draw(rng, presets) -> Draw:
     bill = (gpus * deadline * price).to("USD")
     gpu_hours = (compute / (peak * mfu) * Q_(1, "chip")).to("chip * hour")
     work = (gpu_hours * price).to("USD")
+    require((bill / work).to("").m - 1 >= IDLE, "the idle part of the last block shows")
     moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
         f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
@@ -78,19 +91,20 @@ def draw(rng, presets) -> Draw:
     other = "fp8" if precision == "bf16" else "bf16"
     other_peak = chip.get(f"dense_flops_{other}")
 
-    def bill_for(flops, rate):
-        """The bill if the work were ``flops`` at ``rate`` per GPU (whole blocks, rounded up)."""
-        need = (flops / (rate * mfu * deadline) * Q_(1, "chip") / unit).to("").m
-        return (math.ceil(need) * unit * deadline * price).to("USD")
+    def bill_for(flops, rate, whole=unit):
+        """The bill if the work were ``flops`` at ``rate`` per GPU, rented in ``whole`` GPUs."""
+        need = (flops / (rate * mfu * deadline) * Q_(1, "chip") / whole).to("").m
+        return (math.ceil(need) * whole * deadline * price).to("USD")
 
     text = (
         f"You must pre-train {model.name} ({params}) on {reported}{quantity(tokens)} within "
         f"{quantity(deadline)}, in {precision.upper()} on {name} GPUs (dense peak "
         f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
-        f"{quantity(chip.get('dense_flops_fp8'))} at FP8). They come in {block}s of "
-        f"{quantity(unit)}, rented at {money(price)} for the whole {quantity(deadline)}, used or "
-        f"not; the run sustains {number(100 * mfu.m)}% MFU. Ignoring attention FLOPs, how many "
-        "GPUs must you rent, and what is the bill in USD?"
+        f"{quantity(chip.get('dense_flops_fp8'))} at FP8); the run sustains "
+        f"{number(100 * mfu.m)}% MFU. The GPUs are rented only in whole {block}s of "
+        f"{quantity(unit)}, at {money(price)}, each for the whole {quantity(deadline)}, used "
+        "or not. Ignoring attention FLOPs, what is the bill for the fewest GPUs that finish "
+        "in time? Answer in USD."
     )
     solution = (
         f"Pre-training costs {number(train.m)} FLOP per active parameter per token "
@@ -102,15 +116,24 @@ def draw(rng, presets) -> Draw:
         f"needs {quantity(compute)} over that, {number(exact.m)} GPUs: "
         f"{number((exact / unit).to('').m)} {block}s, so {number(units)} {block}s, "
         f"{quantity(gpus)} (rounded up: a fraction short misses the deadline). They finish in "
-        f"{quantity(days, 3)}.",
-        f"The bill: {quantity(gpus)} × {quantity(deadline)} × {money(price)} = "
-        f"**{quantity(bill, 3)}**. The FLOPs alone take {number(gpu_hours.m)} GPU-hours at "
-        f"{quantity(peak)} × {number(100 * mfu.m)}%, {quantity(work, 3)}, at any deadline: a "
-        "tighter one rents more GPUs for fewer days. The rest, "
-        f"{number(100 * ((bill / work).to('').m - 1), 2)}%, pays for the part of the last "
-        f"{block} the run does not need.",
+        f"{quantity(days, 3)} and stand idle for the rest of the window.",
+        f"The FLOPs alone take {number(gpu_hours.m)} GPU-hours, {quantity(work, 3)} at the "
+        "rent, at any deadline: a tighter one rents more GPUs for fewer days. But the rent is "
+        f"for whole {block}s and the whole window: {quantity(gpus)} × {quantity(deadline)} × "
+        f"{money(price)} = **{quantity(bill, 4)}**, "
+        f"{number(100 * ((bill / work).to('').m - 1), 2)}% more, paying for the part of the "
+        f"last {block} the run does not need.",
     )
     mistakes = [
+        Mistake(
+            work,
+            "That is what the FLOPs alone cost: the GPUs are rented in whole "
+            f"{block}s for the whole window, and the last {block} is partly idle.",
+        ),
+        Mistake(
+            bill_for(compute, peak, Q_(1, "chip")),
+            f"You rented whole GPUs; they come only in {block}s of {quantity(unit)}.",
+        ),
         Mistake(
             bill_for(compute * forward / train, peak),
             f"You counted {number(forward.m)} FLOP per parameter per token, a forward pass "
@@ -132,19 +155,14 @@ def draw(rng, presets) -> Draw:
                 "You counted every parameter; a token passes through the active ones only.",
             )
         )
-    kept, seen = [], [bill]
-    for m in mistakes:  # each wrong value once, and none the tolerance accepts
-        if all(abs((m.value / v).to("").m - 1) > 0.02 for v in seen):
-            kept.append(m)
-            seen.append(m.value)
     return Draw(
         text=text,
         answer=bill,
         solution=solution,
-        tolerance=0.02,
-        mistakes=tuple(kept),
+        tolerance=TOLERANCE,
+        mistakes=distinct_mistakes(mistakes, bill, TOLERANCE),
         hint="The run's FLOPs first; then what one GPU delivers by the deadline, and how many "
-        f"whole {block}s that takes.",
+        f"whole {block}s that takes. You pay for all of them, all the time.",
     )
 
 

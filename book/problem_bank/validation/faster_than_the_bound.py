@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from derivations.notation import decode_tokens_per_sequence
 from units import Q_
@@ -57,6 +57,7 @@ def draw(rng, presets) -> Draw:
     draft_compute = (compute * per_step.m).to("ms")
     per_kv = get("kv_bytes_per_token").evaluate(model=name, precision=precision, presets=presets)
 
+    require(draft_compute < step, "the drafted tokens' multiplies stay under the reads")
     gpus = "one" if chips == 1 else number(chips)
     text = (
         f"An engine serves {model.name} ({quantity(model.params_total)}, dense) in "
@@ -65,8 +66,10 @@ def draw(rng, presets) -> Draw:
         f"dense in {NAMES[precision]} and {quantity(chip.hbm_bandwidth)} of HBM each) to a "
         f"single user, whose context is about {context_tokens(context, 6)} (the KV cache costs "
         f"{quantity(per_kv.to('kB/token'))}). Its log shows {quantity(claimed)} for that user. "
-        "The roofline says no decode step can beat its memory reads. If the measurement is "
-        "right, at least how many tokens must each step give the user on average?"
+        "The roofline says no decode step can beat its memory reads (the weights and the "
+        "cache; the multiplies, attention's included, are far quicker at batch one). If the "
+        "measurement is right, at least how many tokens must each step give the user on "
+        "average?"
     )
     solution = (
         f"At batch one a step reads every weight, {_t(weights)} at the bandwidth of "

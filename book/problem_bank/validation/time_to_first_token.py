@@ -48,32 +48,41 @@ def draw(rng, presets) -> Draw:
     active = result.inputs["n_active"].value
     compute = (prompt * forward * active / (chips * flops / Q_(1, "chip"))).to("ms")
     binds = "compute" if compute >= weights else "weights"
+    # what the causal attention over the prompt would add to its multiplies (left out, as asked)
+    per_token = get("prefill_flops_per_token").evaluate(
+        model=row.model, context_length=prompt / Q_(1, "sequence"), presets=presets
+    )
+    attention = (per_token / (forward * active)).to("").m - 1
     measured = row.ttft.to("ms")
     share = (bound / measured).to("")
     one = chips.m == 1
     replica = "one chip" if one else f"{number(chips.m)} chips"
-    _, system, scenario = row.name.split(": ")[1].split(", ")
+    version, _, rest = row.name.partition(": ")
+    _, system, scenario = rest.split(", ")
 
     text = (
-        f"In an MLPerf Inference v5.1 run on {system} ({scenario} scenario), {model.name} "
+        f"In an {version} run on {system} ({scenario} scenario), {model.name} "
         f"({quantity(model.params_total)}, dense) runs in {NAMES[row.weights]} on "
         f"{chip.name.split(' (')[0]} GPUs ({quantity(flops)} dense in {NAMES[precision]}, "
         f"{quantity(chip.hbm_bandwidth)} of HBM each), each replica on {replica}. The "
         f"measured mean time to first token was {quantity(measured)}; the benchmark's prompts "
-        f"average {quantity(prompt)}. Find the least time a replica needs to produce a first "
-        "token for such a prompt: what share of the measured mean is it? Answer in percent."
+        f"average {quantity(prompt)}. Leaving attention's own FLOPs out, find the least time a "
+        "replica needs to produce a first token for such a prompt: what share of the measured "
+        "mean is it? Answer in percent."
     )
     solution = (
         f"The prompt's {quantity(prompt)} go through the model in one pass, "
         f"{number(forward.m)} FLOPs per parameter each: on {replica} at peak that takes "
-        f"{quantity(compute)}.",
+        f"{quantity(compute)}. (Attention's own FLOPs, left out as asked, would add "
+        f"{number(100 * attention, 2)}%: each prompt token attends to half the prompt on "
+        "average.)",
         f"The pass also reads every weight once, {quantity(model.params_total)} in "
         f"{NAMES[row.weights]} at the replica's bandwidth: {quantity(weights)}.",
         f"The slower side, the {binds}, bounds the prefill: {quantity(bound)}. The rest of "
         "the wait is the prefill running below peak and queueing behind other requests, which "
         "the bound does not model.",
         f"Against the measured mean: {quantity(bound)} / {quantity(measured)} = "
-        f"**{number(100 * share.m, 3)}%**.",
+        f"**{number(100 * share.m, 4)}%**.",
     )
     candidates = [
         (

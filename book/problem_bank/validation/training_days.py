@@ -1,91 +1,169 @@
-"""How long a pre-training run takes at the utilisation real runs reach."""
+"""A published run's utilisation, backed out with 6ND, carried to another model on another
+cluster: roughly how many days will that run take?"""
 
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from units import Q_
 
 KIND = "estimate"
 TITLE = "How many days will the pre-training take?"
-USES = ("training_flops", "training_rate_bound", "model_flops_utilization")
+USES = ("training_flops", "training_rate_bound", "model_flops_utilization", "training_time")
 LECTURE = "1:18:59"
 
-MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "llama_3_1_405b", "llama_3_1_70b")
-# a chip and the published run whose stated MFU it borrows (all BF16)
-FLEETS = (
-    ("h100_sxm", "llama3_405b_pretraining"),
-    ("tpu_v6e", "maxtext_v6e_llama31_405b"),
-    ("tpu_v5p", "maxtext_v5p_llama2_70b"),
+RUNS = (  # published runs with a measured rate per chip
+    "deepseek_v3_pretraining",
+    "maxtext_v6e_llama31_70b",
+    "maxtext_v6e_llama31_405b",
+    "maxtext_v5p_llama2_70b",
+    "mlperf_train_h200_x1024_llama31_405b",
+    "mlperf_train_gb200_x2560_llama31_405b",
 )
-CHIPS = (2048, 4096, 8192, 16_384)
-TOKENS = (10, 15, 20, 30)  # trillions of training tokens
-FACTOR = 1.8  # graded within ×1.8: 2N for 6N (×3) and total for active (×6 or more) fall outside
+NEW = (  # the new model, and its training tokens in trillions
+    ("llama_3_1_8b", (15, 20)),
+    ("llama_3_1_70b", (15, 20)),
+    ("llama_3_1_405b", (15,)),
+    ("qwen3_235b_a22b", (24, 36)),
+    ("mixtral_8x7b", (8, 12)),
+    ("gpt_oss_120b", (20, 30)),
+    ("kimi_k2", (15.5,)),
+    ("deepseek_v3", (14.8,)),
+)
+CLUSTERS = (  # the new run's chip and precision
+    ("h100_sxm", "bf16"),
+    ("h100_sxm", "fp8"),
+    ("b200", "bf16"),
+    ("b200", "fp8"),
+    ("gb200_nvl72", "fp8"),
+    ("mi355x", "fp8"),
+    ("tpu_v6e", "bf16"),
+)
+CHIPS = (1024, 2048, 4096, 8192, 16_384)
+FACTOR = 1.5  # graded within ×1.5: a precision's peak for another's (×2) falls outside
+NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
+
+
+def _params(model) -> str:
+    if model.get("experts_routed") is None:
+        return f"{quantity(model.params_total)}, dense"
+    return (
+        f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
+    )
+
+
+def _name(chip) -> str:
+    return chip.name.split(" (")[0]
 
 
 def draw(rng, presets) -> Draw:
-    name = rng.choice(MODELS)
-    hardware, run_id = rng.choice(FLEETS)
-    chips = Q_(rng.choice(CHIPS), "chip")
-    tokens = Q_(rng.choice(TOKENS), "Ttoken")
-    model = presets.get("model", name)
-    chip = presets.get("hardware", hardware)
-    run = presets.get("measurement", run_id)
-    mfu = run.mfu.to("")
-    flops = chip.dense_flops_bf16
-
-    total = get("training_flops").evaluate_detailed(
-        model=name, training_tokens=tokens, presets=presets
+    while True:
+        run = presets.get("measurement", rng.choice(RUNS))
+        model_id, token_choices = rng.choice([m for m in NEW if m[0] != run.model])
+        hardware, precision = rng.choice([c for c in CLUSTERS if c[0] != run.hardware])
+        chips = Q_(rng.choice(CHIPS), "chip")
+        tokens = Q_(rng.choice(token_choices), "Ttoken").to("token")
+        old_chip, chip = presets.get("hardware", run.hardware), presets.get("hardware", hardware)
+        old_precision = run.get("activations", run.weights)
+        old_flops = old_chip.get(f"dense_flops_{old_precision}")
+        flops = chip.get(f"dense_flops_{precision}")
+        measured = (run.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
+        bound = get("training_rate_bound").evaluate(
+            hardware=run.hardware, model=run.model, flops=old_flops, presets=presets
+        )
+        mfu = get("model_flops_utilization").evaluate(
+            measured_rate=measured, training_rate_bound=bound, presets=presets
+        )
+        mfu = Q_(float(f"{mfu.to('').m:.3g}"), "")  # as the solution shows it
+        days = (
+            get("training_time")
+            .evaluate(
+                hardware=hardware,
+                model=model_id,
+                precision=precision,
+                training_tokens=tokens,
+                training_chips=chips,
+                mfu=mfu,
+                presets=presets,
+            )
+            .to("day")
+        )
+        if Q_(7, "day") <= days <= Q_(365, "day"):  # a pre-training run, not an afternoon
+            break
+    old, model = presets.get("model", run.model), presets.get("model", model_id)
+    per_token = (
+        get("training_flops").evaluate(
+            model=run.model, training_tokens=Q_(1, "token"), presets=presets
+        )
+        / Q_(1, "token")
+    ).to("GFLOP/token")
+    compute = (
+        get("training_flops")
+        .evaluate(model=model_id, training_tokens=tokens, presets=presets)
+        .to("FLOP")
     )
-    forward = total.inputs["flops_per_param_token"].value
-    total = total.value.to("FLOP")
-    bound = (
-        get("training_rate_bound")
-        .evaluate(hardware=hardware, model=name, flops=flops, presets=presets)
-        .to("token/s/chip")
-    )
-    # the rate the run reaches: MFU = measured / bound, read for the measured rate
-    rate = (
-        get("model_flops_utilization")
-        .solve_for("measured_rate")
-        .evaluate(model_flops_utilization=mfu, training_rate_bound=bound, presets=presets)
-        .to("token/s/chip")
-    )
-    days = (tokens / (rate * chips)).to("day")
-
-    sparse = model.get("experts_routed") is not None
-    size = (
-        f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
-        if sparse
-        else f"{quantity(model.params_total)}, dense"
-    )
+    delivered = (chips * flops * mfu / Q_(1, "chip")).to("EFLOP/s")
+    require(abs((compute / delivered / days).to("").m - 1) < 1e-9, "days = FLOPs / delivered")
+    reported = old.get("training_tokens")
+    if run.id == "deepseek_v3_pretraining" and reported is not None:  # published as a whole run
+        hours = (reported / measured * Q_(1, "chip")).to("chip*hour").m
+        said = f"{number(hours / 1e6, 4)} million GPU-hours"
+        published = (
+            f"{old.name} ({_params(old)}) was pre-trained on {quantity(reported)} in {said} "
+            f"on {number(run.chips)} {_name(old_chip)} GPUs"
+        )
+        backed = f"{quantity(reported)} over {said} is {quantity(measured)}"
+    else:
+        published = (
+            f"A published run, {run.name.split(' (')[0]}, trained {old.name} ({_params(old)}) "
+            f"at {quantity(measured)}"
+        )
+        backed = f"The run did {quantity(measured)}"
     text = (
-        f"You plan to pre-train a model shaped like {model.name} ({size}) on "
-        f"{number(tokens.to('Ttoken').m)} trillion tokens, in BF16 on {number(chips.m)} "
-        f"{chip.name.split(' (')[0]} chips ({quantity(flops)} dense each). Expect the "
-        f"utilisation a published large run reached, {number(100 * mfu.m, 3)}% of peak "
-        f"({run.name.split(' (')[0]}). Roughly how many days will the run take?"
+        f"{published}, in {NAMES[old_precision]} ({quantity(old_flops)} dense per chip). You "
+        f"will pre-train {model.name} ({_params(model)}) on {quantity(tokens)} on "
+        f"{number(chips.m)} {_name(chip)} chips in {NAMES[precision]} ({quantity(flops)} dense "
+        "each), expecting the published run's model FLOPs utilisation (counted as the "
+        "lecture does, without attention's FLOPs). Roughly how many days will it take?"
     )
-    active = " active" if sparse else ""
+    sparse = model.get("experts_routed") is not None
     solution = (
-        f"Each token costs a forward pass of {number(forward.m)} FLOPs per{active} parameter "
-        f"and a backward pass of twice that: in all about {quantity(total, 2)} for "
-        f"{number(tokens.to('Ttoken').m)} trillion tokens"
+        f"The published run's MFU: a trained token costs six FLOPs per active parameter "
+        f"(forward and backward), {quantity(per_token)} for {old.name}, so at "
+        f"{quantity(old_flops)} a chip could train {quantity(bound.to('token/s/chip'))}. "
+        f"{backed}: an MFU of {number(100 * mfu.m, 3)}%"
         + (
-            ", counting only the active parameters: a token never touches the other experts."
-            if sparse
+            ", far below the roofline: real runs lose the rest to communication, memory "
+            "traffic and kernels that do not reach peak."
+            if mfu.m < 0.5
             else "."
         ),
-        f"The cluster does {number(chips.m)} × {quantity(flops)} × {number(100 * mfu.m, 3)}% "
-        f"≈ {quantity((chips * flops * mfu / Q_(1, 'chip')).to('EFLOP/s'), 2)} of useful work.",
-        f"{quantity(total, 2)} over that is about **{quantity(days, 2)}**.",
+        f"The new run: six FLOPs per active parameter per token, {quantity(compute, 2)}"
+        + (" (a token touches only the active experts)." if sparse else ".")
+        + f" The cluster delivers {number(chips.m)} × {quantity(flops)} × "
+        f"{number(100 * mfu.m, 3)}% ≈ {quantity(delivered, 2)}.",
+        f"{quantity(compute, 2)} over that is about **{quantity(days, 2)}**.",
     )
+    other = "fp8" if precision == "bf16" else "bf16"
     candidates = [
-        (days / 3, "You counted two FLOPs per parameter, a forward pass only; training is six."),
-        (days * mfu.m, "You assumed the chips run at peak; real runs reach only a fraction."),
-        (days * chips.m, "You divided by one chip's FLOP/s instead of the cluster's."),
+        (days * mfu.m, "You assumed the chips run at peak; carry the published run's MFU over."),
     ]
+    if chip.get(f"dense_flops_{other}") is not None:
+        candidates.append(
+            (
+                days * flops / chip.get(f"dense_flops_{other}"),
+                f"You used the {NAMES[other]} peak; the new run trains in {NAMES[precision]}.",
+            )
+        )
+    if old_precision != precision and old_chip.get(f"dense_flops_{precision}") is not None:
+        candidates.append(
+            (
+                days * old_flops / old_chip.get(f"dense_flops_{precision}"),
+                "You read the published run's MFU against the peak of the new run's precision; "
+                f"it trained in {NAMES[old_precision]}.",
+            )
+        )
     if sparse:
         candidates.append(
             (
@@ -93,15 +171,27 @@ def draw(rng, presets) -> Draw:
                 "You counted every parameter; a token passes through only the active ones.",
             )
         )
-    mistakes = tuple(
-        Mistake(v, why)
-        for v, why in candidates
-        if not (1 / FACTOR <= (v / days).to("").m <= FACTOR)
+    if old.get("experts_routed") is not None:
+        candidates.append(
+            (
+                days / (old.params_total / old.params_active).to("").m,
+                f"You counted all of {old.name}'s parameters when backing out its MFU; a token "
+                "passes through only the active ones.",
+            )
+        )
+    candidates.append(
+        (
+            days / 3,
+            "You counted the new run at two FLOPs per parameter, forward "
+            "only, but the published one at six; count both alike.",
+        )
     )
+    outside = [Mistake(v, why) for v, why in candidates if not 1 / FACTOR <= v / days <= FACTOR]
+    mistakes = distinct_mistakes(outside, days, 0.01)  # two slips on one value: named together
     return Draw(
         hint=(
-            "The run's FLOPs (forward and backward for every token) over what the whole "
-            "cluster delivers at that utilisation."
+            "The published rate per chip over what a chip could train at peak is the MFU; "
+            "then the new run's FLOPs over what its cluster delivers at that MFU."
         ),
         text=text,
         answer=days,
