@@ -683,7 +683,9 @@ def _attention_factor(case: dict, presets: Presets) -> float:
     from derivations.inputs import parse_override
 
     context = parse_override("context_length", case["context_length"])
-    even = derivations.get("decode_attention_context").evaluate(presets=presets, model=case["model"])
+    even = derivations.get("decode_attention_context").evaluate(
+        presets=presets, model=case["model"]
+    )
     return 1 + (context / even).to("").magnitude
 
 
