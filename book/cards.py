@@ -171,9 +171,17 @@ def written_form(
 
 
 def written_latex(eq_id: str, keep=None, zero=()) -> str:
-    """``lhs = rhs`` in the written form (:func:`written_form`)."""
+    r"""``lhs = rhs`` in the written form (:func:`written_form`), each sum's positive terms
+    first, as a person writes it (``c_remat - c_read``, not ``- c_read + c_remat``).
+
+    >>> costs = ("cache_recompute_cost", "cache_hold_cost", "cache_readback_cost")
+    >>> r"{c_{\mathrm{remat}} - c_{\mathrm{read}}}" in written_latex("cache_breakeven_time", costs)
+    True
+    """
+    from derivations.core import to_display_latex
+
     eq = derivations.get(eq_id)
-    return derivations.to_latex(sp.Eq(eq.lhs.sym, written_form(eq, keep, zero), evaluate=False))
+    return to_display_latex(sp.Eq(eq.lhs.sym, written_form(eq, keep, zero), evaluate=False))
 
 
 _ASIDE_WORDS = re.compile(r" \(.*?\)")
@@ -512,7 +520,7 @@ NUMBERS = (
         "{model} at {precision} fits on one {chip}. Serving a single sequence with {context} "
         "of context, about how many tokens per second can it decode?",
         "At a batch of one the step is almost all weight fetch: every weight is read once to "
-        "make one token.",
+        "make one token, and the compute, attention's FLOPs included, is a sliver beside it.",
     ),
     (
         "hbm_drain_time",
@@ -560,7 +568,7 @@ WHATIFS = (
         fact="crossover-precision",
         front="{model} on an {chip} moves from {precision} to FP8, weights and arithmetic "
         "alike. What happens to the crossover batch $B^*$, where compute catches up with the "
-        "weight fetch?",
+        "weight fetch (ignoring attention and the KV cache)?",
         why="FP8 doubles the FLOP/s but halves the bytes of every weight: the weight fetch "
         "and the compute per sequence both halve, so their balance point stays put.",
     ),
@@ -579,8 +587,8 @@ WHATIFS = (
         ratio_only=True,
         fact="batch-below-crossover",
         front="{model} on {chips} at {precision} runs at a batch of {batch} with "
-        "{context} of context each. The batch doubles: by what factor does the cost per "
-        "token change?",
+        "{context} of context each, attention's FLOPs counted. The batch doubles: by what "
+        "factor does the cost per token change?",
         why="Far below the crossover batch the memory reads set the step time, and they grow "
         "only a little (a few more experts read, and the KV cache doubles but stays small beside "
         "the weights), so twice the tokens share a step only a little longer.",
@@ -600,11 +608,12 @@ WHATIFS = (
         ratio_only=True,
         fact="batch-above-crossover",
         front="{model} on {chips} at {precision} runs at a batch of {batch} with "
-        "{context} of context each. The batch doubles: by what factor "
-        "does the cost per token change?",
-        why="At this batch the shared weight fetch is a negligible share of the step; everything "
-        "else, the compute and each sequence's KV reads, grows with the batch, so twice the "
-        "tokens take twice the time.",
+        "{context} of context each, attention's FLOPs counted. The batch doubles: by what "
+        "factor does the cost per token change?",
+        why="At this context attention multiplies each token's FLOPs {attention} times, so the "
+        "step is compute-bound, and compute grows in step with the batch: twice the tokens take "
+        "twice the time. Leave attention out and the KV fetch would set the step instead, and "
+        "the cost would fall a little.",
     ),
     dict(
         id="memory-wall",
@@ -614,11 +623,11 @@ WHATIFS = (
         by=2,
         fact="memory-wall",
         front="The FLOP/s of an {chip} double while its HBM bandwidth stays flat. Serving "
-        "{model} at {precision} at a large batch, what happens to the context length at which "
-        "the KV fetch overtakes the compute?",
-        why="Each token's compute takes half as long while its KV fetch does not: the KV fetch "
-        "catches up at about half the context. That is the memory wall: faster chips make long "
-        "contexts memory-bound sooner.",
+        "{model} at {precision} at a large batch, attention's FLOPs counted, what happens to "
+        "the context length at which the KV fetch overtakes the compute?",
+        why="Each token's compute, attention's included, takes half as long while its KV fetch "
+        "does not, so the KV fetch catches up at a little under half the context. That is the "
+        "memory wall: faster chips make long contexts memory-bound sooner.",
     ),
 )
 
@@ -661,6 +670,25 @@ def _change_words(before, after, ratio_only: bool = False) -> str:
     return f"It falls to {number(ratio, 2)} of what it was{span}."
 
 
+def _attention_factor(case: dict, presets: Presets) -> float:
+    """How many times attention multiplies a decoded token's FLOPs at the case's context:
+    1 + L_ctx / L_attn, where L_attn is the context at which attention's FLOPs equal the
+    weights' (the deck's convention: a card says whether it counts attention).
+
+    >>> from units.presets import load
+    >>> round(_attention_factor(dict(model="deepseek_v3", context_length="8192 token/sequence"),
+    ...     load()), 2)
+    2.88
+    """
+    from derivations.inputs import parse_override
+
+    context = parse_override("context_length", case["context_length"])
+    even = derivations.get("decode_attention_context").evaluate(
+        presets=presets, model=case["model"]
+    )
+    return 1 + (context / even).to("").magnitude
+
+
 def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
     cards = []
     for spec in WHATIFS:
@@ -676,13 +704,16 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         else:
             lead = _change_words(before, after, spec.get("ratio_only", False))
         names = _names(spec["case"], presets)
+        why = spec["why"]
+        if "{attention}" in why:
+            why = why.format(attention=number(_attention_factor(spec["case"], presets), 2))
         cards.append(
             Card(
                 f"whatif:{eq.chapter}:{spec['id']}",
                 eq.chapter,
                 "whatif",
                 spec["front"].format(**names),
-                f"{lead}\n\n{spec['why']}",
+                f"{lead}\n\n{why}",
                 f"equation {eq.id}",
                 fact=spec["fact"],
                 case=tuple((k, str(v)) for k, v in spec["case"].items()),
@@ -725,8 +756,9 @@ def _regime_cards(presets: Presets) -> list[Card]:
         )[:2]
         front = (
             f"{names['model']} on {names['chips']} at {names['precision']}, a batch of "
-            f"{number(batch)} sequences with {number(context)} tokens of context each (however "
-            "many chips: they split compute and reads alike): which part of the step sets its time?"
+            f"{number(batch)} sequences with {number(context)} tokens of context each, attention's "
+            "FLOPs counted (however many chips: they split compute and reads alike): which part "
+            "of the step sets its time?"
         )
         if top == "the KV fetch":
             per_sequence = derivations.get("kv_cache_per_sequence").evaluate(
@@ -745,21 +777,23 @@ def _regime_cards(presets: Presets) -> list[Card]:
             )
             why = (
                 "Each sequence reads a long cache of its own, and at this context those reads "
-                f"outweigh the compute too: the step is {bound}."
+                f"outweigh the compute, attention's FLOPs included: the step is {bound}."
             )
         else:
-            crossover = derivations.get("crossover_batch").evaluate(
-                presets=presets, model=model, hardware=hardware, precision=precision
-            )
-            lead = (
-                f"{sentence(top)}: it takes about {number((slow / fast).to('').magnitude, 2)} "
-                f"times as long as {runner}."
-            )
+            ratio = (slow / fast).to("").magnitude
+            attention = _attention_factor(kw, presets)
+            lead = f"{sentence(top)}: it takes about {number(ratio, 2)} times as long as {runner}."
+            # the crossover batch leaves attention out: the card says what counting it changes
             why = (
-                f"A batch of {number(batch)} is far below the crossover batch of about "
-                f"{quantity(crossover, 3)}, so the weights, read once per step, outweigh the "
-                f"compute and the KV cache: the step is {bound}."
+                f"A batch of {number(batch)} is far below the crossover batch, so the weights, "
+                f"read once per step, outweigh the compute and the KV cache: the step is {bound}."
             )
+            if runner == "the compute":
+                why += (
+                    " At this context attention multiplies each token's FLOPs "
+                    f"{number(attention, 2)} times; leave it out and {top} takes "
+                    f"{number(ratio * attention, 2)} times the compute."
+                )
         back = f"{lead}\n\n{why}"
         cid = f"regime:{model}:{hardware}:{precision}:{batch}:{context}"
         cards.append(
@@ -785,7 +819,8 @@ COMPARISONS = (
         "model",
         "deepseek_v3",
         "kimi_k2",
-        "needs the bigger batch to be compute-bound on an H100 at FP8",
+        "needs the bigger batch to be compute-bound on an H100 at FP8, ignoring attention and "
+        "the KV cache",
         {"hardware": "h100_sxm", "precision": "fp8"},
         "sparsity-batch",
         "The crossover batch is the chip's FLOP-per-byte ratio times the sparsity, total over "
@@ -1043,6 +1078,17 @@ def _anki_extra(card: Card) -> str:
     return "<br><br>".join(parts)
 
 
+def shown_source(card: Card) -> str:
+    """The source line under an Anki answer, as a student reads it: the book and the card's
+    chapter ('Chalkboard: Long context and API pricing'), never an internal id.
+
+    >>> shown_source(Card("x", "batching", "concept", "Q?", "A.", "equation hbm_drain_time"))
+    'Chalkboard: Batch size, cost and latency'
+    """
+    titles = {c.id: c.title for c in derivations.CHAPTERS}
+    return f"Chalkboard: {titles.get(card.chapter, card.chapter)}"
+
+
 DECK_ID = 1_741_955_120  # fixed: a rebuilt package updates the same deck
 MODEL_ID = 1_741_955_121
 CLOZE_MODEL_ID = 1_741_955_122
@@ -1122,7 +1168,7 @@ def write_apkg(cards: list[Card], path, presets: Presets | None = None) -> None:
             done.add(c.note)
             group = [o for o in cards if o.note == c.note]
             says = "<br>".join(_html(o.back.split("\n\n")[0]) for o in group)
-            fields = [_html(c.cloze), "<br><br>".join(filter(None, [says, extra])), c.source]
+            fields = [_html(c.cloze), "<br><br>".join(filter(None, [says, extra])), shown_source(c)]
             note = genanki.Note(
                 model=cloze,
                 fields=[*fields, c.note],
@@ -1133,7 +1179,7 @@ def write_apkg(cards: list[Card], path, presets: Presets | None = None) -> None:
             back = "<br><br>".join(filter(None, [_html(c.back), extra]))
             note = genanki.Note(
                 model=basic,
-                fields=[_html(c.front), back, c.source, c.id],
+                fields=[_html(c.front), back, shown_source(c), c.id],
                 guid=guid(c),
                 tags=[c.chapter, c.kind],
             )

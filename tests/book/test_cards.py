@@ -888,3 +888,78 @@ def test_tsv_and_json_exports(exports, deck):
     data = json.loads(js.read_text())
     assert [d["id"] for d in data] == [c.id for c in deck]
     assert all(d["fact"] for d in data) and any(d.get("video") for d in data)
+
+
+# -- the sixth reader: attention counted on some cards and not on others ----------------------
+
+
+def _rests_on_model_flops(card, claims) -> bool:
+    """Whether a card's figure or formula rests on a model's FLOPs (the chip's FLOP/s and the
+    active parameters): a formula card by its displayed formula, any other by its equation."""
+    from book.cards import written_form
+
+    kind, _, name = card.source.partition(" ")
+    eq_id = name if kind == "equation" else claims[name].equation if kind == "claim" else None
+    if eq_id is None:
+        return False
+    eq = derivations.get(eq_id)
+    if card.kind == "formula":
+        symbols = math_symbols(DISPLAY_MATH.search(card.back)[1])
+        return {"F", r"N_{\mathrm{active}}"} <= symbols
+    found = written_form(eq, ()).free_symbols
+    return {derivations.SYMBOLS[s].sym for s in ("flops", "n_active")} <= found
+
+
+def test_every_card_on_a_models_flops_says_whether_attention_counts(deck):
+    """One convention, said on the card: the crossover batch leaves attention out, the step
+    time counts it, and a student cannot tell which from the figure alone (the reader found
+    7.3 against 21 on one card, 'no change' against 0.94 on another)."""
+    from book.claims import audit_claims
+
+    claims = audit_claims()
+    flagged = [c for c in deck if _rests_on_model_flops(c, claims)]
+    assert len(flagged) >= 10
+    for c in flagged:
+        assert "attention" in c.front + c.back, c.id
+    # the regime card's ratio counts MLA's attention; the card gives both figures
+    regime = next(c for c in deck if c.id == "regime:deepseek_v3:h100_sxm:fp8:256:8192")
+    # by hand, DeepSeek-V3 (facts.md: 61 layers, 128 heads, latent 512, rope 64, 37 B active):
+    # MLA decode reads 576 values for each score and 512 for each output, so a context token
+    # costs 61 x 128 x 2 x (576 + 512) = 17.0 MFLOP; 8,192 of them are 139 GFLOP against the
+    # weights' 2 x 37 G = 74 GFLOP: attention multiplies a token's FLOPs 2.88 times
+    assert "multiplies each token's FLOPs 2.9 times" in regime.back
+    assert "7.3 times" in lead(regime.back) and "21 times the compute" in regime.back
+
+
+def test_figure_ids_and_internal_names_never_show_to_a_student(deck, exports):
+    """A figure's id lives in attributes only (the figure's HTML id, the Anki media file name):
+    on the site's card pages and in the Anki package, the text a student reads carries no
+    figure id and no internal name (the Anki source line said 'equation hbm_drain_time')."""
+    import html
+
+    from book.cards import card_pages
+    from book.figures import FIGURES
+    from book.site import environment, page_markdown
+
+    def visible(markup: str) -> str:
+        markup = re.sub(r"<svg.*?</svg>", " ", markup, flags=re.S)  # drawn text is the figure
+        return html.unescape(re.sub(r"<[^>]+>|\{[^}]*\}", " ", markup))
+
+    # an id that is also a word ("roofline") may be said in a caption; the others never
+    ids = [f for f in FIGURES if "_" in f]
+    assert len(ids) >= 10
+    pages = card_pages(load())
+    for path, (template, ctx) in pages.items():
+        text = visible(page_markdown(environment(), template, ctx, path))
+        shown = [f for f in ids if f in text]
+        assert not shown, (path, shown)
+    rows = notes(exports[0])
+    for _guid, flds in rows:
+        front, back, source, _id = flds.split("\x1f")
+        for field in (front, back, source):
+            seen = visible(field)
+            assert not [f for f in ids if f in seen], seen[:80]
+            prose = prose_only(seen.replace("\\(", "$").replace("\\)", "$"))
+            prose = re.sub(r"\b\d+:\d\d(?::\d\d)?\b", " ", prose)  # the lecture's moment
+            assert not INTERNAL.search(prose), seen[:80]
+    assert all(r[1].split("\x1f")[2].startswith("Chalkboard: ") for r in rows)
