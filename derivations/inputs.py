@@ -429,6 +429,8 @@ ZERO_ALLOWED = frozenset(
         *(name for name, (_, default) in MODEL_FIELDS.items() if callable(default)),
         "routed_weight_share",
         "expert_read_fraction",
+        "attention_flops_per_token",  # zero: attention's FLOPs left out, as the lecture does
+        "prefill_attention_flops",
     }
     - {"embeddings_active", "embedding_matrices"}
 )

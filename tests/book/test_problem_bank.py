@@ -483,8 +483,7 @@ def test_a_draw_checks_its_scenario_with_require_never_assert():
         assert asserts(inspect.getsource(module)) == 0, module.__name__
 
 
-# Chapters whose problems keep the attention rule (issue 21); the others join once theirs do.
-ATTENTION_RULED = ("batching", "moe", "long_context")
+# Every problem keeps the attention rule (issue 21).
 CONTEXT = re.compile(r"context", re.IGNORECASE)
 COUNTS_FLOPS = re.compile(r"FLOP|multipl|compute", re.IGNORECASE)
 SAYS_ATTENTION = re.compile(r"attention|short context|contexts are short|prompts are short", re.I)
@@ -507,9 +506,7 @@ def test_the_attention_check_can_fail():
     assert not attention_unsaid("8,192 tokens of context.", "The cache is 2.7 GB.")
 
 
-@pytest.mark.parametrize(
-    "module", [m for m in MODULES if m.__name__.split(".")[-2] in ATTENTION_RULED]
-)
+@pytest.mark.parametrize("module", MODULES)
 def test_a_statement_with_a_context_says_how_attention_counts(module):
     """A problem whose statement gives a context and whose solution counts FLOPs says how
     attention is treated: it gives attention's cost (or shape) or says to leave it out."""

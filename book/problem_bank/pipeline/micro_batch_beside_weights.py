@@ -106,13 +106,14 @@ def draw(rng, presets) -> Draw:
         f"You serve {model.name} ({quantity(model.params_total)}, {quantity(model.params_active)} "
         f"active per token) in FP8 on {where} of {name} GPUs with "
         f"{quantity(hbm)} of HBM each; {spread}. Each sequence has {context_tokens(context, 5)} "
-        f"of context, and its KV cache takes {quantity(kv_token, 6)} at FP8. "
-        + (question[:1].upper() + question[1:])
+        f"of context, and its KV cache takes {quantity(kv_token, 6)} at FP8; leave attention's "
+        "FLOPs aside. " + (question[:1].upper() + question[1:])
     )
     if micro_exact < crossover.m:
         verdict = (
             f"That is {number(crossover.m / micro_exact, 3)} times below the crossover batch of "
-            f"{quantity(crossover)} that would make a step compute-bound: the node stays "
+            f"{quantity(crossover)} that would make a step compute-bound (attention's FLOPs and "
+            "the cache's reads aside): the node stays "
             "memory-bound, and more stages only shrink the weights, never the cache per sequence."
         )
     else:

@@ -44,11 +44,11 @@ def cited(row) -> str:
     return f"`{where}` in `{repository}`"
 
 
-# Attention's own FLOPs left out of a serving bound, through the catalogue: a vanishing cost per
-# token of context (the equations refuse zero); the KV cache's reads stay in. At MLPerf's few
+# Attention's own FLOPs left out of a serving bound, through the catalogue: zero cost per token
+# of context (derivations.inputs.ZERO_ALLOWED); the KV cache's reads stay in. At MLPerf's few
 # hundred tokens of context attention is under a hundredth of the multiplies (each problem that
 # leaves it out checks so), and the statement says it is left out.
 NO_ATTENTION = {
-    "attention_flops_per_token": Q_(1e-9, "FLOP/token"),
-    "prefill_attention_flops": Q_(1e-9, "FLOP/token"),
+    "attention_flops_per_token": Q_(0, "FLOP/token"),
+    "prefill_attention_flops": Q_(0, "FLOP/token"),
 }
