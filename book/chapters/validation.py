@@ -125,6 +125,56 @@ _KEPT_OUT = {
 }
 
 
+# each fitted parameter as the chapter names it
+PARAM_WORDS = {
+    "fp4": "FP4 matmul share of peak",
+    "fp8": "FP8 and INT8 matmul share of peak",
+    "bf16": "BF16 matmul share of peak",
+    "memory": "share of the HBM bandwidth",
+    "prefill": "prefill's rate against decode's",
+    "expert_parallel": "share of the step an MoE spread over chips reaches",
+    "latency": "share of the TPOT a decode step may fill",
+    "training": "training's share of the format's matmul share",
+    "layer_overhead": "fixed time per layer",
+    "collective": "collectives' time per layer",
+}
+
+
+def _value(name: str, x: float) -> str:
+    """A fitted parameter as the chapter shows it: a share in percent, a time in µs."""
+    return pct(x) if name in predict.SHARES else f"{number(x * 1e6, 2)} µs"
+
+
+def _robustness(s: dict) -> dict:
+    """The bootstrap ranges of the parameters and the ablation's leave-one-out errors, as rows."""
+    boot = [
+        {
+            "name": PARAM_WORDS[k],
+            "fitted": _value(k, v["fitted"]),
+            "low": _value(k, v["low"]),
+            "high": _value(k, v["high"]),
+        }
+        for k, v in s["bootstrap"].items()
+    ]
+    ablation = [
+        {
+            "without": v["without"],
+            "median": times(v["median"]),
+            "within_125": pct(v["within_1_25"]),
+            "within": pct(v["within_1_5"]),
+            "worst": times(v["worst"]),
+        }
+        for v in s["ablation"].values()
+    ]
+    return {
+        "bootstrap": boot,
+        "ablation": ablation,
+        "resamples": str(s["bootstrap_resamples"]),
+        "seed": str(s["bootstrap_seed"]),
+        "range": [str(x) for x in s["bootstrap_range"]],
+    }
+
+
 def _not_predicted(rows, honest) -> str:
     """The reasons a scenario's rows were kept out of the fit, with their counts."""
     counts: dict[str, int] = {}
@@ -238,6 +288,7 @@ def _prediction(presets: Presets, rows) -> dict:
         "causes": [
             {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"} for w, n in causes.items()
         ],
+        "robustness": _robustness(s),
         "goal_met": s["leave_one_out"]["median"] <= predict.GOAL
         and s["leave_one_out"]["within_1_5"] >= predict.GOAL_SHARE,
         "example": PREDICT_EXAMPLE,

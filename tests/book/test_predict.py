@@ -352,3 +352,49 @@ def test_predict_takes_the_engines_max_batch():
         "--input", "1000", "--output", "200", "--max-batch", "0",
     )  # fmt: skip
     assert code == 2 and err.startswith("error: --max-batch") and err.count("\n") == 1
+
+
+# -- robustness: the bootstrap's ranges and the ablation's mechanisms -----------------------------
+
+
+def test_the_bootstrap_is_seeded_and_reproducible(study):
+    # a dozen fitted rows keep it quick; the same seed draws the same rows and the same ranges
+    rows, model = study["fitted"][:12], study["model"]
+    once = predict.bootstrap(rows, model, resamples=4, seed=7)
+    assert predict.bootstrap(rows, model, resamples=4, seed=7) == once
+    assert predict.bootstrap(rows, model, resamples=4, seed=8) != once
+    assert set(once) == set(predict.PARAMS)
+    for name, b in once.items():
+        assert b["low"] <= b["high"], name
+        if name in predict.SHARES:
+            assert b["low"] > 0 and b["high"] <= 1, name
+
+
+def test_every_mechanism_of_the_ablation_switches_something_off(study):
+    z = study["model"].z
+    full = predict._unpack(z)
+    for name, (words, spec) in predict.MECHANISMS.items():
+        off = predict._unpack(z, spec)
+        changed = {k for k in off if off[k] != full.get(k, 1.0)}
+        assert changed, name  # a mechanism that changes no parameter is not switched off
+        assert words and name in {*predict.PARAMS, "format", "communication"}, name
+    # the format mechanism ties the three shares to one
+    tied = predict._unpack(z, predict.MECHANISMS["format"][1])
+    assert tied["fp4"] == tied["fp8"] == tied["bf16"]
+    # switching the links off lowers every step's time, so no prediction falls
+    stack = predict.Stack.of(study["fitted"])
+    free = stack.predict({**full, "communication": 0.0})
+    assert (free >= stack.predict(full) * (1 - 1e-12)).all()
+
+
+def test_validate_json_reports_the_bootstrap_and_the_ablation():
+    code, out, _ = run("validate", "--json")
+    assert code == 0
+    p = json.loads(out)["prediction"]
+    assert set(p["ablation"]) == {"none", *predict.MECHANISMS}
+    assert p["bootstrap_seed"] == predict.BOOTSTRAP_SEED
+    assert set(p["bootstrap"]) == set(predict.PARAMS)
+    # the ablation's full model is the leave-one-out the summary reports (the same refits)
+    assert p["ablation"]["none"]["median"] == pytest.approx(p["leave_one_out"]["median"], rel=1e-3)
+    for name, a in p["ablation"].items():
+        assert 1 <= a["median"] <= a["worst"] and a["count"] == p["fitted"], name
