@@ -16,6 +16,9 @@ from book.format import context_tokens, number, quantity
 from book.validation import (
     BAND,
     CHOICES,
+    ONE_TOKEN_PER_STEP,
+    PER_REQUEST,
+    _only,
     bound_inputs,
     remembered_recording,
     sensitivity,
@@ -166,9 +169,27 @@ def _robustness(s: dict) -> dict:
         }
         for v in s["ablation"].values()
     ]
+
+    def err(e):
+        return {
+            "count": str(e["count"]),
+            "median": times(e["median"]),
+            "within_125": pct(e["within_1_25"]),
+            "within": pct(e["within_1_5"]),
+            "worst": times(e["worst"]),
+        }
+
+    comparison = [
+        {"name": k, "what": v["what"], **{g: err(v[g]) for g in ("leave_one_out", "held_out")}}
+        | {"not_fitted": err(v["not_fitted"])}
+        for k, v in s["comparison"].items()
+    ]
+    post_hoc = [c for c in comparison if c["name"] in predict.POST_HOC]
     return {
         "bootstrap": boot,
         "ablation": ablation,
+        "comparison": comparison,
+        "post_hoc": post_hoc,
         "resamples": str(s["bootstrap_resamples"]),
         "seed": str(s["bootstrap_seed"]),
         "range": [str(x) for x in s["bootstrap_range"]],
@@ -289,6 +310,10 @@ def _prediction(presets: Presets, rows) -> dict:
             {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"} for w, n in causes.items()
         ],
         "robustness": _robustness(s),
+        "priors": {
+            k: {"share": pct(v), "factor": times(float(np.exp(w)))}
+            for k, (v, w) in predict.priors().items()
+        },
         "goal_met": s["leave_one_out"]["median"] <= predict.GOAL
         and s["leave_one_out"]["within_1_5"] >= predict.GOAL_SHARE,
         "example": PREDICT_EXAMPLE,
@@ -356,6 +381,14 @@ def _example(presets: Presets, rows) -> dict:
     kv = ev("kv_fetch_time", batch_size=batch)
     step = ev("serving_step_time", batch_size=batch)
     rho = kw["input_output_ratio"].to("").m
+    # the prompts' prefill as the bound charges it (serving_step_time): rho prompt tokens per
+    # output token, each at a causal prefill's FLOPs (weights, attention to half the prompt)
+    per_token = derivations.get("prefill_flops_per_token").evaluate(
+        **{**_only("prefill_flops_per_token", kw), "context_length": row.input_tokens / PER_REQUEST}
+    )
+    prefill = rho * per_token * ONE_TOKEN_PER_STEP * batch / (kw["n_chips"] * kw["flops"])
+    prefill = prefill.to("ms")
+    compute_side = (compute + prefill).to("ms")
     return {
         "id": EXAMPLE,
         "name": row.name,
@@ -369,24 +402,25 @@ def _example(presets: Presets, rows) -> dict:
         "output": quantity(row.output_tokens),
         "context": context_tokens(kw["context_length"]),
         "rho": number(rho, 3),
-        "one_plus_rho": number(1 + rho, 3),
+        "prefill": quantity(prefill),
         "kv_per_token": f"{number(kv_per_token.to('kB/token').m)} kB per token",
         "hbm": quantity(presets.get("hardware", row.hardware).hbm_capacity),
         "fit": quantity(fit.to("sequence")),
         "concurrency": quantity(row.concurrency),
         "batch": quantity(batch),
         "compute": quantity(compute.to("ms")),
-        "compute_prefill": quantity((compute * (1 + rho)).to("ms")),
+        # five figures, so that the batch over the step gives the bound shown to its last digit
+        "compute_prefill": f"{number(compute_side.m, 5)} ms",
         "weights": quantity(weights.to("ms")),
         "kv": quantity(kv.to("ms")),
         "memory": quantity((weights + kv).to("ms")),
-        "step": quantity(step.to("ms")),
+        "step": f"{number(step.to('ms').m, 5)} ms",
         "bound": number(result.bound.m, 4),
         "measured": number(result.measured.m, 4),
         "efficiency": pct(result.efficiency),
         "flops": quantity(kw["flops"]),
         "bandwidth": quantity(presets.get("hardware", row.hardware).hbm_bandwidth),
-        "compute_bound": bool(compute * (1 + rho) > weights + kv),
+        "compute_bound": bool(compute_side > weights + kv),
         "ttft": quantity(  # the weight read counts the experts the prompt's tokens touch
             ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
         ),

@@ -398,3 +398,46 @@ def test_validate_json_reports_the_bootstrap_and_the_ablation():
     assert p["ablation"]["none"]["median"] == pytest.approx(p["leave_one_out"]["median"], rel=1e-3)
     for name, a in p["ablation"].items():
         assert 1 <= a["median"] <= a["worst"] and a["count"] == p["fitted"], name
+
+
+def test_the_priors_are_sourced_microbenchmarks_and_pull_the_fit():
+    presets = load()
+    priors = predict.priors()
+    assert set(priors) == {"bf16", "fp8", "memory"}  # FP4 has no measured share: free
+    for name in (
+        "achievable_matmul_h100_bf16",
+        "achievable_matmul_h100_fp8",
+        "achievable_hbm_h800",
+        "achievable_matmul_a100_bf16",
+        "achievable_matmul_mi300x_bf16",
+    ):
+        source = presets.get("parameter", name).source_of("value")
+        assert " at " in source and ("ml-engineering" in source or "FlashMLA" in source), name
+    # by hand from the sources: 794.5 of 989.4 TFLOP/s, 1402.6 of 1978.9, 3000 of 3350 GB/s
+    assert priors["bf16"][0] == pytest.approx(794.5 / 989.4)
+    assert priors["fp8"][0] == pytest.approx(1402.6 / 1978.9)
+    assert priors["memory"][0] == pytest.approx(3000 / 3350)
+    # the width: half the log-spread of A100's 271.2/312 against MI300X's 668.4/1307.4
+    assert priors["bf16"][1] == pytest.approx(np.log((271.2 / 312) / (668.4 / 1307.4)) / 2)
+    # a fit on rows that say nothing of memory or BF16 (FP8 and FP4 compute) lands on the prior
+    # for those shares, and a fit without priors does not
+    s = predict.study(presets)
+    rows = [c for c in s["fitted"] if c.kind == "training"]
+    with_prior = predict._unpack(predict.least_squares(rows, s["model"].z))
+    assert with_prior["memory"] == pytest.approx(priors["memory"][0], rel=0.02)
+
+
+def test_the_before_and_after_names_the_change_made_after_seeing_the_held_out_rows():
+    code, out, _ = run("validate", "--json")
+    comparison = json.loads(out)["prediction"]["comparison"]
+    assert list(comparison) == ["before", "adopted", *predict.POST_HOC]
+    for name in predict.POST_HOC:
+        assert "after seeing the held-out rows" in comparison[name]["what"]
+    for v in comparison.values():
+        loo, held, both = v["leave_one_out"], v["held_out"], v["not_fitted"]
+        assert both["count"] == loo["count"] + held["count"] and held["count"] >= 10
+        assert (
+            min(loo["median"], held["median"])
+            <= both["median"]
+            <= max(loo["median"], held["median"])
+        )
