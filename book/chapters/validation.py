@@ -159,10 +159,14 @@ def _robustness(s: dict) -> dict:
         }
         for k, v in s["bootstrap"].items()
     ]
+
+    def times3(x: float) -> str:  # three figures: the variants differ in the third
+        return f"×{number(x, 3)}"
+
     ablation = [
         {
             "without": v["without"],
-            "median": times(v["median"]),
+            "median": times3(v["median"]),
             "within_125": pct(v["within_1_25"]),
             "within": pct(v["within_1_5"]),
             "worst": times(v["worst"]),
@@ -173,7 +177,7 @@ def _robustness(s: dict) -> dict:
     def err(e):
         return {
             "count": str(e["count"]),
-            "median": times(e["median"]),
+            "median": times3(e["median"]),
             "within_125": pct(e["within_1_25"]),
             "within": pct(e["within_1_5"]),
             "worst": times(e["worst"]),
@@ -185,7 +189,9 @@ def _robustness(s: dict) -> dict:
         for k, v in s["comparison"].items()
     ]
     post_hoc = [c for c in comparison if c["name"] in predict.POST_HOC]
+    memory = s["bootstrap"]["memory"]
     return {
+        "memory": {"low": pct(memory["low"]), "high": pct(memory["high"])},
         "bootstrap": boot,
         "ablation": ablation,
         "comparison": comparison,
