@@ -788,7 +788,8 @@ def cmd_validate(args, out) -> None:
     if args.json:
         from book import predict
 
-        honest = predict.out_of_sample(presets)
+        made = predict.prediction(presets)  # the fits, bootstrap and ablation, kept across runs
+        honest = made["out_of_sample"]
         data = {
             "rows": [
                 {
@@ -799,7 +800,7 @@ def cmd_validate(args, out) -> None:
                 for r in rows
             ],
             "summary": bands,
-            "prediction": predict.summary(presets),
+            "prediction": made["summary"],
         }
         out.write(json.dumps(data, indent=2) + "\n")
         return

@@ -98,6 +98,7 @@ class Case:
     comm: np.ndarray = field(default_factory=lambda: np.zeros(1))
     layers: float = 0.0
     expert_parallel: bool = False  # an MoE whose experts are spread over several chips
+    moe: bool = False  # an MoE, on however many chips
     collectives: float = 0.0  # layers that pay a collective's latency (0 on one chip)
     chips: float = 1.0
     target: float | None = None  # the decode step a measured TPOT allows, s
@@ -197,6 +198,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         comm=comm,
         layers=layers,
         expert_parallel=bool(model.get("experts_routed")) and n > 1,
+        moe=bool(model.get("experts_routed")),
         collectives=layers if n > 1 else 0.0,
         chips=n,
         target=None if target is None else target.to("s").m,
@@ -293,6 +295,7 @@ class Stack:
             bound=vector(lambda c: c.bound),
             target=vector(lambda c: np.nan if c.target is None else c.target),
             ep=vector(lambda c: c.expert_parallel),
+            moe=vector(lambda c: c.moe),
             training=vector(lambda c: c.kind == "training"),
             accepted=vector(lambda c: c.accepted),
             user=vector(lambda c: c.kind == "user"),
@@ -308,9 +311,11 @@ class Stack:
         fmt, attn = share[a["fmt"]][:, None], share[a["attn"]][:, None]
         compute = (a["matmul"] + a["prefill"] / p["prefill"]) / fmt + a["attention"] / attn
         roof = np.maximum(compute, a["memory"] / p["memory"])
-        roof = roof / np.where(a["ep"] > 0, p["expert_parallel"], 1.0)[:, None]
+        # the MoE share: an MoE spread over chips (the post-hoc variant: every MoE, one chip too)
+        moe = (a["ep"] > 0) | ((a["moe"] > 0) & (p.get("moe_one_chip", 0.0) > 0))
+        roof = roof / np.where(moe, p["expert_parallel"], 1.0)[:, None]
         fixed = a["layers"] * p["layer_overhead"] + a["collectives"] * p["collective"]
-        step = roof + fixed[:, None] + a["comm"]
+        step = roof + fixed[:, None] + a["comm"] * p.get("communication", 1.0)
         step = np.where(step > 0, step, np.inf)  # training rows have no step
         rate = a["batch"] * a["accepted"][:, None] / (a["chips"][:, None] * step)
         out = rate[:, -1].copy()  # no latency limit: the largest batch the replica holds
@@ -365,13 +370,32 @@ def collective_floor() -> float:
     return COLLECTIVES_PER_LAYER * floor.to("s").m
 
 
-def _unpack(z: np.ndarray) -> dict:
+@dataclass(frozen=True)
+class Spec:
+    """What a fit may move: ``fixed`` parameters held at a value (a mechanism switched off),
+    ``tied`` parameters equal to another (one share for every format). The full model fixes and
+    ties nothing."""
+
+    fixed: tuple[tuple[str, float], ...] = ()
+    tied: tuple[tuple[str, str], ...] = ()
+    priors: bool = True  # pull the shares with a sourced microbenchmark toward it
+
+
+FULL = Spec()
+
+
+def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     """Unconstrained numbers to parameters: shares through a logistic (0..1), times through an
-    exponential (seconds, > 0); the collectives' time per layer sits above their floor."""
+    exponential (seconds, > 0); the collectives' time per layer sits above their floor. A
+    parameter the spec fixes or ties does not depend on its number (the fit leaves it alone)."""
+    z = np.clip(z, -40.0, 40.0)  # far inside a float's range either way
     shares = 1 / (1 + np.exp(-z[: len(SHARES)]))
     times = np.exp(z[len(SHARES) :])
     out = dict(zip(PARAMS, [*shares, *times], strict=True))
     out["collective"] += collective_floor()
+    for name, source in spec.tied:
+        out[name] = out[source]
+    out.update(spec.fixed)
     return out
 
 
@@ -386,31 +410,73 @@ START_TIMES = (5e-6, 20e-6, 80e-6)
 ROBUST = float(np.log(1.5))
 
 
-def _residuals(z: np.ndarray, cases) -> np.ndarray:
-    """Each row's log(predicted / measured), through the soft-L1 loss (sign kept)."""
+@lru_cache(maxsize=1)
+def priors() -> dict[str, tuple[float, float]]:
+    """The shares a microbenchmark has measured, which the fit is pulled toward: each share's
+    name, its measured value and the prior's width (a log ratio). Matmul shares are the largest
+    matmul rate found on an H100 SXM (the MAMF table) over its dense peak; memory is the fastest
+    HBM read of FlashMLA's decoding kernel over the H800's bandwidth. The width is half the
+    log-spread of BF16 achievable shares across chips in the same table (the A100's against the
+    MI300X's): one share per format stands for every chip, so it is uncertain by about that much.
+    FP4 and the other shares have no such measurement and stay free.
+
+    >>> {k: round(v[0], 3) for k, v in priors().items()}
+    {'bf16': 0.803, 'fp8': 0.709, 'memory': 0.896}
+    >>> round(priors()["bf16"][1], 3)
+    0.265
+    """
+    presets = load()
+
+    def share(measured: str, chip: str, peak: str) -> float:
+        value = presets.get("parameter", measured).value
+        return float((value / presets.get("hardware", chip).get(peak)).to("").m)
+
+    spread = share("achievable_matmul_a100_bf16", "a100_sxm", "dense_flops_bf16") / share(
+        "achievable_matmul_mi300x_bf16", "mi300x", "dense_flops_bf16"
+    )
+    width = float(np.log(spread) / 2)
+    return {
+        "bf16": (share("achievable_matmul_h100_bf16", "h100_sxm", "dense_flops_bf16"), width),
+        "fp8": (share("achievable_matmul_h100_fp8", "h100_sxm", "dense_flops_fp8"), width),
+        "memory": (share("achievable_hbm_h800", "h800", "hbm_bandwidth"), width),
+    }
+
+
+def _residuals(z: np.ndarray, cases, spec: Spec = FULL) -> np.ndarray:
+    """Each row's log(predicted / measured), through the soft-L1 loss (sign kept), then each
+    prior's: the log of the fitted share over the measured one, in units of the prior's width,
+    weighed as one row whose miss is ROBUST (a prior counts as much as a row missed by x1.5)."""
     stack = cases if isinstance(cases, Stack) else Stack.of(cases)
     measured = np.array([c.measured for c in stack.cases])
-    r = np.log(stack.predict(_unpack(z)) / measured)
-    return np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+    p = _unpack(z, spec)
+    r = np.log(stack.predict(p) / measured)
+    rows = np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+    if not spec.priors:
+        return rows
+    pulls = [ROBUST * np.log(p[k] / share) / width for k, (share, width) in priors().items()]
+    return np.concatenate([rows, pulls])
 
 
-def least_squares(cases: list[Case], z0: np.ndarray = START, iterations: int = 60) -> np.ndarray:
-    """Levenberg-Marquardt on the log residuals (numpy only; a finite-difference Jacobian)."""
+def least_squares(
+    cases: list[Case], z0: np.ndarray = START, iterations: int = 60, spec: Spec = FULL
+) -> np.ndarray:
+    """Levenberg-Marquardt on the log residuals (numpy only; a finite-difference Jacobian). A
+    number the spec fixes or ties has a zero column and does not move."""
     z, lam = z0.astype(float).copy(), 1e-2
-    cases = Stack.of(cases)
-    r = _residuals(z, cases)
+    cases = cases if isinstance(cases, Stack) else Stack.of(cases)
+    r = _residuals(z, cases, spec)
     cost = r @ r
     for _ in range(iterations):
         jac = np.empty((len(r), len(z)))
         for j in range(len(z)):
             dz = np.zeros_like(z)
             dz[j] = 1e-5
-            jac[:, j] = (_residuals(z + dz, cases) - r) / 1e-5
+            jac[:, j] = (_residuals(z + dz, cases, spec) - r) / 1e-5
         g, h = jac.T @ r, jac.T @ jac
         improved = False
         while lam < 1e8:
             step = np.linalg.solve(h + lam * np.diag(np.diag(h) + 1e-9), -g)
-            trial = _residuals(z + step, cases)
+            trial = _residuals(z + step, cases, spec)
             if trial @ trial < cost:
                 z, r, cost, lam, improved = z + step, trial, trial @ trial, lam / 3, True
                 break
@@ -429,19 +495,31 @@ class Model:
     z: np.ndarray = field(repr=False, compare=False, default=None)
 
 
-def fit(cases: list[Case]) -> Model:
+def fit(cases: list[Case], spec: Spec = FULL) -> Model:
     if not cases:
         raise ChalkboardError("no measurement rows to fit the prediction on")
+    stack = Stack.of(cases)
     best, cost = None, np.inf
     for overhead in START_TIMES:
         for collective in START_TIMES:
             z0 = START.copy()
             z0[-2:] = np.log([overhead, collective])
-            z = least_squares(cases, z0)
-            r = _residuals(z, cases)
+            z = least_squares(stack, z0, spec=spec)
+            r = _residuals(z, stack, spec)
             if r @ r < cost:
                 best, cost = z, r @ r
-    return Model(_unpack(best), tuple(c.id for c in cases), best)
+    return Model(_unpack(best, spec), tuple(c.id for c in cases), best)
+
+
+def leave_one_out(
+    fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = 20
+) -> dict[str, float]:
+    """Each row predicted by a fit without it (started from ``z``, the fit on all of them)."""
+    out = {}
+    for i, c in enumerate(fitted):
+        others = fitted[:i] + fitted[i + 1 :]
+        out[c.id] = predict_case(c, _unpack(least_squares(others, z, iterations, spec), spec))
+    return out
 
 
 _CACHE: dict[tuple, dict] = {}
@@ -459,12 +537,8 @@ def study(presets: Presets | None = None) -> dict:
     model = fit(fitted)
     known = [c for c in cases if c.kind != "none"]
     predicted = dict(zip([c.id for c in known], Stack.of(known).predict(model.params), strict=True))
-    loo = {}
-    for i, c in enumerate(fitted):
-        others = fitted[:i] + fitted[i + 1 :]
-        z = least_squares(others, model.z, iterations=20)
-        loo[c.id] = predict_case(c, _unpack(z))
-    out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo}
+    loo = leave_one_out(fitted, model.z)
+    out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo, "fitted": fitted}
     _CACHE[presets.files] = out
     return out
 
@@ -534,6 +608,161 @@ def summary(presets: Presets | None = None) -> dict:
         "in_sample": errors([(s["predicted"][i], cases[i].measured) for i in s["loo"]]),
         "not_modelled": errors([(s["predicted"][c.id], c.measured) for c in apart]),
         "not_modelled_reasons": reasons,
+    }
+
+
+# -- robustness: how far the fitted numbers move, and what each mechanism buys -----------------
+
+# The bootstrap: the fit's rows drawn again with replacement (a fixed seed, so every build and
+# every reader gets the same ranges), refitted, and each parameter's 10th to 90th percentile.
+BOOTSTRAP_SEED = 25
+BOOTSTRAP_RESAMPLES = 40
+BOOTSTRAP_RANGE = (10, 90)
+
+
+def _refit(cases, z0s, spec: Spec = FULL) -> np.ndarray:
+    """The lowest-loss fit of ``cases`` from each start in ``z0s``."""
+    stack = Stack.of(cases)
+    best, cost = None, np.inf
+    for z0 in z0s:
+        z = least_squares(stack, z0, spec=spec)
+        r = _residuals(z, stack, spec)
+        if r @ r < cost:
+            best, cost = z, r @ r
+    return best
+
+
+def bootstrap(
+    fitted: list[Case],
+    model: Model,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, dict]:
+    """Each parameter's fitted value and its 10th to 90th percentile over refits on resampled
+    rows (each refit started from the full fit and from the default start, the lower loss kept:
+    a resample whose best valley lies elsewhere is allowed to find it).
+
+    >>> c = Case("a", "offline", 1.0, 2.0, "training", fmt="bf16")
+    >>> m = Model({**_unpack(START), "training": 0.5}, ("a",), START)
+    >>> b = bootstrap([c], m, resamples=2)
+    >>> b["training"]["low"] <= b["training"]["high"]
+    True
+    """
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(resamples):
+        sample = [fitted[i] for i in rng.integers(0, len(fitted), len(fitted))]
+        draws.append(_unpack(_refit(sample, (model.z, START))))
+    return {
+        name: {
+            "fitted": float(model.params[name]),
+            "low": float(np.percentile([d[name] for d in draws], BOOTSTRAP_RANGE[0])),
+            "high": float(np.percentile([d[name] for d in draws], BOOTSTRAP_RANGE[1])),
+        }
+        for name in PARAMS
+    }
+
+
+# The ablation: each mechanism switched off in turn (its share held at all of the peak, its time
+# at none, or the format shares made one), the rest refitted, and the leave-one-out error that
+# model gives. A mechanism that buys nothing shows the same error without it.
+MECHANISMS = {
+    "format": (
+        "one matmul share for every number format",
+        Spec(tied=(("fp4", "fp8"), ("bf16", "fp8"))),
+    ),
+    "memory": ("memory traffic at the full HBM bandwidth", Spec(fixed=(("memory", 1.0),))),
+    "prefill": ("prefill at the decode rate per FLOP", Spec(fixed=(("prefill", 1.0),))),
+    "expert_parallel": (
+        "no further share for an MoE spread over chips",
+        Spec(fixed=(("expert_parallel", 1.0),)),
+    ),
+    "latency": ("decode steps may fill the whole TPOT", Spec(fixed=(("latency", 1.0),))),
+    "training": ("training at the serving format's share", Spec(fixed=(("training", 1.0),))),
+    "layer_overhead": ("no fixed time per layer", Spec(fixed=(("layer_overhead", 0.0),))),
+    "collective": ("no latency for the collectives", Spec(fixed=(("collective", 0.0),))),
+    "communication": (
+        "no bytes over the scale-up links",
+        Spec(fixed=(("communication", 0.0),)),
+    ),
+    "priors": ("no pull toward the measured matmul and HBM shares", Spec(priors=False)),
+}
+
+
+# A variant's leave-one-out refits stop after this many steps (from its own fit on every row):
+# within 0.2% of the headline's 20 on every row, at half the build time
+VARIANT_ITERATIONS = 8
+
+
+def _variant(fitted: list[Case], model: Model, spec: Spec) -> tuple[dict, dict]:
+    """A model fitted under ``spec``: its parameters and each fitted row's leave-one-out."""
+    z = _refit(fitted, (model.z, START), spec)
+    return _unpack(z, spec), leave_one_out(fitted, z, spec, VARIANT_ITERATIONS)
+
+
+def ablation(fitted: list[Case], model: Model, variants: dict | None = None) -> dict[str, dict]:
+    """Each mechanism's name, what switching it off means, and the leave-one-out error without
+    it (``errors``), beside the full model's under the name ``none``. ``variants`` (a dict)
+    receives each variant's parameters and leave-one-out, for ``comparison``."""
+    out = {}
+    for name, (words, spec) in {"none": ("the full model", FULL), **MECHANISMS}.items():
+        params, loo = _variant(fitted, model, spec)
+        if variants is not None:
+            variants[name] = (params, loo)
+        out[name] = {"without": words, **errors([(loo[c.id], c.measured) for c in fitted])}
+    return out
+
+
+# A change tried after the held-out rows were seen (so their error no longer tests it), reported
+# beside the adopted model and never adopted by it: the fitted MoE share charged to an MoE on one
+# chip too (gpt-oss-120b runs one replica per chip; the fit's MoE rows are all spread over chips
+# but Mixtral's, which runs one replica per chip too).
+POST_HOC = {
+    "moe_one_chip": (
+        "the MoE share charged on one chip too (tried after seeing the held-out rows)",
+        Spec(fixed=(("moe_one_chip", 1.0),)),
+    ),
+}
+
+
+def comparison(s: dict, variants: dict) -> dict[str, dict]:
+    """Before and after: the model without the priors (before), the adopted model, and each
+    post-hoc variant, each with its leave-one-out error on the fitted rows, its error on the
+    held-out rows (the whole fit), and both together (every prediction of a row not fitted)."""
+    fitted = s["fitted"]
+    held = [c for c in s["cases"] if c.held_out and not c.excluded and c.kind != "none"]
+    rows = {
+        "before": ("before: the shares free (no priors)", variants["priors"]),
+        "adopted": ("adopted: shares pulled toward the microbenchmarks", variants["none"]),
+    }
+    for name, (words, spec) in POST_HOC.items():
+        rows[name] = (words, _variant(fitted, s["model"], spec))
+    out = {}
+    for name, (words, (params, loo)) in rows.items():
+        loo_pairs = [(loo[c.id], c.measured) for c in fitted]
+        predicted = Stack.of(held).predict(params) if held else []
+        held_pairs = [(float(v), c.measured) for v, c in zip(predicted, held, strict=True)]
+        out[name] = {
+            "what": words,
+            "leave_one_out": errors(loo_pairs),
+            "held_out": errors(held_pairs),
+            "not_fitted": errors(loo_pairs + held_pairs),
+        }
+    return out
+
+
+def robustness(presets: Presets | None = None) -> dict:
+    """The bootstrap ranges of the parameters and the ablation of the mechanisms."""
+    s = study(presets)
+    variants: dict = {}
+    mechanisms = ablation(s["fitted"], s["model"], variants)
+    return {
+        "bootstrap": bootstrap(s["fitted"], s["model"]),
+        "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+        "bootstrap_seed": BOOTSTRAP_SEED,
+        "bootstrap_range": list(BOOTSTRAP_RANGE),
+        "ablation": mechanisms,
+        "comparison": comparison(s, variants),
     }
 
 
@@ -678,7 +907,7 @@ def prediction(presets) -> dict:
 
     def compute() -> dict:
         return {
-            "summary": summary(presets),
+            "summary": {**summary(presets), **robustness(presets)},
             "out_of_sample": out_of_sample(presets),
             "cases": {
                 c.id: {"kind": c.kind, "measured": float(c.measured)}

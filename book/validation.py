@@ -274,7 +274,14 @@ def _attention_mfu(row: Preset, presets: Presets, measured) -> float | None:
     """The measured rate over the bound that also counts attention FLOPs (GQA models with a
     stated sequence length)."""
     model = presets.get("model", row.model)
-    if row.get("context") is None or model.get("head_dim") is None:
+    # MLA (DeepSeek) trains on full heads: Q K^T at the query-key width (no-RoPE plus RoPE part),
+    # A V at the value width, so the bound's two products of width d_h are one of each at their
+    # mean width
+    mla = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    width = model.get("head_dim")
+    if width is None and all(model.get(k) is not None for k in mla):
+        width = (model.qk_nope_head_dim + model.qk_rope_head_dim + model.v_head_dim) / 2
+    if row.get("context") is None or width is None:
         return None
     hardware = presets.get("hardware", row.hardware)
     bound = derivations.get("attention_training_rate_bound").evaluate(
@@ -283,6 +290,7 @@ def _attention_mfu(row: Preset, presets: Presets, measured) -> float | None:
         presets=presets,
         flops=_flops(row, hardware, []),
         training_sequence=row.context,
+        head_dim=width,
     )
     return float((measured / bound).to("").m)
 

@@ -16,6 +16,9 @@ from book.format import context_tokens, number, quantity
 from book.validation import (
     BAND,
     CHOICES,
+    ONE_TOKEN_PER_STEP,
+    PER_REQUEST,
+    _only,
     bound_inputs,
     remembered_recording,
     sensitivity,
@@ -123,6 +126,80 @@ _KEPT_OUT = {
     predict.NOT_MODELLED["interpolated"]: "read between a latency sweep's points",
     predict.NOT_MODELLED["prefix_cache"]: "prefix caching",
 }
+
+
+# each fitted parameter as the chapter names it
+PARAM_WORDS = {
+    "fp4": "FP4 matmul share of peak",
+    "fp8": "FP8 and INT8 matmul share of peak",
+    "bf16": "BF16 matmul share of peak",
+    "memory": "share of the HBM bandwidth",
+    "prefill": "prefill's rate against decode's",
+    "expert_parallel": "share of the step an MoE spread over chips reaches",
+    "latency": "share of the TPOT a decode step may fill",
+    "training": "training's share of the format's matmul share",
+    "layer_overhead": "fixed time per layer",
+    "collective": "collectives' time per layer",
+}
+
+
+def _value(name: str, x: float) -> str:
+    """A fitted parameter as the chapter shows it: a share in percent, a time in µs."""
+    return pct(x) if name in predict.SHARES else f"{number(x * 1e6, 2)} µs"
+
+
+def _robustness(s: dict) -> dict:
+    """The bootstrap ranges of the parameters and the ablation's leave-one-out errors, as rows."""
+    boot = [
+        {
+            "name": PARAM_WORDS[k],
+            "fitted": _value(k, v["fitted"]),
+            "low": _value(k, v["low"]),
+            "high": _value(k, v["high"]),
+        }
+        for k, v in s["bootstrap"].items()
+    ]
+
+    def times3(x: float) -> str:  # three figures: the variants differ in the third
+        return f"×{number(x, 3)}"
+
+    ablation = [
+        {
+            "without": v["without"],
+            "median": times3(v["median"]),
+            "within_125": pct(v["within_1_25"]),
+            "within": pct(v["within_1_5"]),
+            "worst": times(v["worst"]),
+        }
+        for v in s["ablation"].values()
+    ]
+
+    def err(e):
+        return {
+            "count": str(e["count"]),
+            "median": times3(e["median"]),
+            "within_125": pct(e["within_1_25"]),
+            "within": pct(e["within_1_5"]),
+            "worst": times(e["worst"]),
+        }
+
+    comparison = [
+        {"name": k, "what": v["what"], **{g: err(v[g]) for g in ("leave_one_out", "held_out")}}
+        | {"not_fitted": err(v["not_fitted"])}
+        for k, v in s["comparison"].items()
+    ]
+    post_hoc = [c for c in comparison if c["name"] in predict.POST_HOC]
+    memory = s["bootstrap"]["memory"]
+    return {
+        "memory": {"low": pct(memory["low"]), "high": pct(memory["high"])},
+        "bootstrap": boot,
+        "ablation": ablation,
+        "comparison": comparison,
+        "post_hoc": post_hoc,
+        "resamples": str(s["bootstrap_resamples"]),
+        "seed": str(s["bootstrap_seed"]),
+        "range": [str(x) for x in s["bootstrap_range"]],
+    }
 
 
 def _not_predicted(rows, honest) -> str:
@@ -238,6 +315,11 @@ def _prediction(presets: Presets, rows) -> dict:
         "causes": [
             {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"} for w, n in causes.items()
         ],
+        "robustness": _robustness(s),
+        "priors": {
+            k: {"share": pct(v), "factor": times(float(np.exp(w)))}
+            for k, (v, w) in predict.priors().items()
+        },
         "goal_met": s["leave_one_out"]["median"] <= predict.GOAL
         and s["leave_one_out"]["within_1_5"] >= predict.GOAL_SHARE,
         "example": PREDICT_EXAMPLE,
@@ -305,6 +387,14 @@ def _example(presets: Presets, rows) -> dict:
     kv = ev("kv_fetch_time", batch_size=batch)
     step = ev("serving_step_time", batch_size=batch)
     rho = kw["input_output_ratio"].to("").m
+    # the prompts' prefill as the bound charges it (serving_step_time): rho prompt tokens per
+    # output token, each at a causal prefill's FLOPs (weights, attention to half the prompt)
+    per_token = derivations.get("prefill_flops_per_token").evaluate(
+        **{**_only("prefill_flops_per_token", kw), "context_length": row.input_tokens / PER_REQUEST}
+    )
+    prefill = rho * per_token * ONE_TOKEN_PER_STEP * batch / (kw["n_chips"] * kw["flops"])
+    prefill = prefill.to("ms")
+    compute_side = (compute + prefill).to("ms")
     return {
         "id": EXAMPLE,
         "name": row.name,
@@ -318,24 +408,25 @@ def _example(presets: Presets, rows) -> dict:
         "output": quantity(row.output_tokens),
         "context": context_tokens(kw["context_length"]),
         "rho": number(rho, 3),
-        "one_plus_rho": number(1 + rho, 3),
+        "prefill": quantity(prefill),
         "kv_per_token": f"{number(kv_per_token.to('kB/token').m)} kB per token",
         "hbm": quantity(presets.get("hardware", row.hardware).hbm_capacity),
         "fit": quantity(fit.to("sequence")),
         "concurrency": quantity(row.concurrency),
         "batch": quantity(batch),
         "compute": quantity(compute.to("ms")),
-        "compute_prefill": quantity((compute * (1 + rho)).to("ms")),
+        # five figures, so that the batch over the step gives the bound shown to its last digit
+        "compute_prefill": f"{number(compute_side.m, 5)} ms",
         "weights": quantity(weights.to("ms")),
         "kv": quantity(kv.to("ms")),
         "memory": quantity((weights + kv).to("ms")),
-        "step": quantity(step.to("ms")),
+        "step": f"{number(step.to('ms').m, 5)} ms",
         "bound": number(result.bound.m, 4),
         "measured": number(result.measured.m, 4),
         "efficiency": pct(result.efficiency),
         "flops": quantity(kw["flops"]),
         "bandwidth": quantity(presets.get("hardware", row.hardware).hbm_bandwidth),
-        "compute_bound": bool(compute * (1 + rho) > weights + kv),
+        "compute_bound": bool(compute_side > weights + kv),
         "ttft": quantity(  # the weight read counts the experts the prompt's tokens touch
             ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
         ),

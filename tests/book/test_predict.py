@@ -352,3 +352,96 @@ def test_predict_takes_the_engines_max_batch():
         "--input", "1000", "--output", "200", "--max-batch", "0",
     )  # fmt: skip
     assert code == 2 and err.startswith("error: --max-batch") and err.count("\n") == 1
+
+
+# -- robustness: the bootstrap's ranges and the ablation's mechanisms -----------------------------
+
+
+def test_the_bootstrap_is_seeded_and_reproducible(study):
+    # a dozen fitted rows keep it quick; the same seed draws the same rows and the same ranges
+    rows, model = study["fitted"][:12], study["model"]
+    once = predict.bootstrap(rows, model, resamples=4, seed=7)
+    assert predict.bootstrap(rows, model, resamples=4, seed=7) == once
+    assert predict.bootstrap(rows, model, resamples=4, seed=8) != once
+    assert set(once) == set(predict.PARAMS)
+    for name, b in once.items():
+        assert b["low"] <= b["high"], name
+        if name in predict.SHARES:
+            assert b["low"] > 0 and b["high"] <= 1, name
+
+
+def test_every_mechanism_of_the_ablation_switches_something_off(study):
+    z = study["model"].z
+    full = predict._unpack(z)
+    for name, (words, spec) in predict.MECHANISMS.items():
+        assert words and name in {*predict.PARAMS, "format", "communication", "priors"}, name
+        if name == "priors":  # the fit's pull toward the microbenchmarks, not a parameter
+            assert not spec.priors and all(s.priors for n, (_, s) in predict.MECHANISMS.items()
+                                           if n != "priors")  # fmt: skip
+            continue
+        off = predict._unpack(z, spec)
+        changed = {k for k in off if off[k] != full.get(k, 1.0)}
+        assert changed, name  # a mechanism that changes no parameter is not switched off
+    # the format mechanism ties the three shares to one
+    tied = predict._unpack(z, predict.MECHANISMS["format"][1])
+    assert tied["fp4"] == tied["fp8"] == tied["bf16"]
+    # switching the links off lowers every step's time, so no prediction falls
+    stack = predict.Stack.of(study["fitted"])
+    free = stack.predict({**full, "communication": 0.0})
+    assert (free >= stack.predict(full) * (1 - 1e-12)).all()
+
+
+def test_validate_json_reports_the_bootstrap_and_the_ablation():
+    code, out, _ = run("validate", "--json")
+    assert code == 0
+    p = json.loads(out)["prediction"]
+    assert set(p["ablation"]) == {"none", *predict.MECHANISMS}
+    assert p["bootstrap_seed"] == predict.BOOTSTRAP_SEED
+    assert set(p["bootstrap"]) == set(predict.PARAMS)
+    # the ablation's full model is the leave-one-out the summary reports (the same refits)
+    assert p["ablation"]["none"]["median"] == pytest.approx(p["leave_one_out"]["median"], rel=1e-3)
+    for name, a in p["ablation"].items():
+        assert 1 <= a["median"] <= a["worst"] and a["count"] == p["fitted"], name
+
+
+def test_the_priors_are_sourced_microbenchmarks_and_pull_the_fit():
+    presets = load()
+    priors = predict.priors()
+    assert set(priors) == {"bf16", "fp8", "memory"}  # FP4 has no measured share: free
+    for name in (
+        "achievable_matmul_h100_bf16",
+        "achievable_matmul_h100_fp8",
+        "achievable_hbm_h800",
+        "achievable_matmul_a100_bf16",
+        "achievable_matmul_mi300x_bf16",
+    ):
+        source = presets.get("parameter", name).source_of("value")
+        assert " at " in source and ("ml-engineering" in source or "FlashMLA" in source), name
+    # by hand from the sources: 794.5 of 989.4 TFLOP/s, 1402.6 of 1978.9, 3000 of 3350 GB/s
+    assert priors["bf16"][0] == pytest.approx(794.5 / 989.4)
+    assert priors["fp8"][0] == pytest.approx(1402.6 / 1978.9)
+    assert priors["memory"][0] == pytest.approx(3000 / 3350)
+    # the width: half the log-spread of A100's 271.2/312 against MI300X's 668.4/1307.4
+    assert priors["bf16"][1] == pytest.approx(np.log((271.2 / 312) / (668.4 / 1307.4)) / 2)
+    # a fit on rows that say nothing of memory or BF16 (FP8 and FP4 compute) lands on the prior
+    # for those shares, and a fit without priors does not
+    s = predict.study(presets)
+    rows = [c for c in s["fitted"] if c.kind == "training"]
+    with_prior = predict._unpack(predict.least_squares(rows, s["model"].z))
+    assert with_prior["memory"] == pytest.approx(priors["memory"][0], rel=0.02)
+
+
+def test_the_before_and_after_names_the_change_made_after_seeing_the_held_out_rows():
+    code, out, _ = run("validate", "--json")
+    comparison = json.loads(out)["prediction"]["comparison"]
+    assert list(comparison) == ["before", "adopted", *predict.POST_HOC]
+    for name in predict.POST_HOC:
+        assert "after seeing the held-out rows" in comparison[name]["what"]
+    for v in comparison.values():
+        loo, held, both = v["leave_one_out"], v["held_out"], v["not_fitted"]
+        assert both["count"] == loo["count"] + held["count"] and held["count"] >= 10
+        assert (
+            min(loo["median"], held["median"])
+            <= both["median"]
+            <= max(loo["median"], held["median"])
+        )

@@ -280,3 +280,39 @@ def test_the_prediction_groups_add_up_and_rows_kept_out_are_not_predicted():
     top = ctx["sensitivity_top"]
     assert top["spread"] == ctx["sensitivity_max"]
     assert top["what"] in ("mean prompt", "mean output") or top["what"] == top["input"]
+
+
+def test_the_worked_examples_shown_batch_over_its_shown_step_gives_its_shown_bound():
+    """A reader dividing the shown batch by the shown step (one chip) gets the shown bound to its
+    last digit: the step is the bound's own (prefill at a causal prefill's FLOPs), not the decode
+    compute times one plus rho."""
+    from book.chapters.validation import _example
+    from book.validation import validate
+
+    presets = load()
+    ex = _example(presets, validate(presets))
+
+    def figure(text):
+        return float(text.split()[0].replace(",", ""))
+
+    shown = figure(ex["batch"]) / (figure(ex["step"]) / 1000)
+    assert round(shown) == figure(ex["bound"]), (ex["batch"], ex["step"], ex["bound"])
+    if ex["compute_bound"]:
+        assert ex["compute_prefill"] == ex["step"]
+
+
+def test_deepseek_v3s_attention_counted_mfu_is_shown_and_matches_over_training():
+    from book.chapters.overtraining import _training_time
+    from book.chapters.validation import context, pct
+
+    presets = load()
+    row = next(r for r in validate(presets) if r.id == "deepseek_v3_pretraining")
+    # MLA has no single head_dim: the bound takes the mean of its query-key and value widths
+    assert presets.get("model", "deepseek_v3").get("head_dim") is None
+    assert row.efficiency < row.mfu_attention < 1
+    shown = next(m for m in context(presets)["mfu_rows"] if m["id"] == row.id)
+    assert shown["attention"] == pct(row.mfu_attention) != "—"
+    # the over-training chapter's figure (from the chip-hours, 1,543.3 tokens/s per chip against
+    # the row's rounded 1,543) as that chapter prints it
+    said = _training_time(presets)["timed"]["mfu_attention"]
+    assert float(said) == pytest.approx(row.mfu_attention, abs=0.006), said
