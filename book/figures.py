@@ -1836,7 +1836,8 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     caption = (
         f"Predicted against measured, every prediction made without the row it predicts. The "
         f"bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
-        f"left out one at a time, the newest rows never fitted."
+        f"left out one at a time, the newest rows never fitted. Rows far below the line are "
+        f"those the next section explains."
     )
     return _render("predicted_vs_measured", draw, alt, caption)
 

@@ -279,7 +279,9 @@ def _prediction(presets: Presets, rows) -> dict:
 
     def err(e):
         if not e.get("count"):
-            return {"count": "0", "median": "—", "worst": "—", "within": "—", "p80": "—"}
+            return dict.fromkeys(("median", "worst", "within", "within_125", "p80"), "—") | {
+                "count": "0"
+            }
         return {
             "count": str(e["count"]),
             "median": times(e["median"]),
