@@ -1709,7 +1709,9 @@ def measured_vs_bound(presets: Presets) -> Figure:
     from book.validation import derived, summary, validate
 
     # a rate derived from a stated MFU sits on its MFU by construction: it is no measurement
-    rows = [r for r in validate(presets) if r.efficiency is not None and not derived(r)]
+    every = validate(presets)
+    rows = [r for r in every if r.efficiency is not None and not derived(r)]
+    stated = sum(derived(r) for r in every)
     bands = summary(rows)
     lo = min(min(r.bound.m, r.measured.m) for r in rows) / 2
     hi = max(max(r.bound.m, r.measured.m) for r in rows) * 2
@@ -1766,6 +1768,12 @@ def measured_vs_bound(presets: Presets) -> Figure:
             f"{len(above)} above it are flagged with their cause."
             if above
             else "none lies above it."
+        )
+        + (
+            f" Left out: {stated} training rate{'s' if stated != 1 else ''} derived from a "
+            "stated MFU, which sits on that MFU by construction."
+            if stated
+            else ""
         )
     )
     return _render("measured_vs_bound", draw, alt, caption)
