@@ -128,10 +128,10 @@ def test_the_validation_chapter_shows_its_figure_tables_and_exercises(server, pa
     assert figure.count() == 1 and figure.is_visible()
     # every measurement's preset id sits in its scenario's collapsed block, never in the main flow
     ids = {r.id for r in validate()}
-    shown = set(page.eval_on_selector_all("table td code", "els => els.map(e => e.textContent)"))
+    shown = set(page.eval_on_selector_all("details li code", "els => els.map(e => e.textContent)"))
     assert ids <= shown
     visible = page.eval_on_selector_all(
-        "table td code", "els => els.filter(e => e.offsetParent !== null).length"
+        "details li code", "els => els.filter(e => e.offsetParent !== null).length"
     )
     assert visible == 0  # the appendix's blocks start closed
     # no table is wider than the column it sits in (no horizontal scroll)
