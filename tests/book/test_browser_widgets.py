@@ -131,7 +131,7 @@ def test_the_validation_chapter_shows_its_figure_tables_and_exercises(server, pa
     shown = set(page.eval_on_selector_all("details li code", "els => els.map(e => e.textContent)"))
     assert ids <= shown
     visible = page.eval_on_selector_all(
-        "details li code", "els => els.filter(e => e.offsetParent !== null).length"
+        "details li code", "els => els.filter(e => e.checkVisibility()).length"
     )
     assert visible == 0  # the appendix's blocks start closed
     # no table is wider than the column it sits in (no horizontal scroll)
