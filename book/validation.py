@@ -45,6 +45,9 @@ ONE_TOKEN_PER_STEP = derivations.notation.decode_tokens_per_sequence.value
 BAND = (10, 90)  # percentiles: the band holding the middle 80% of rows
 LATENCY_BOUND = ("server", "interactive", "latency_sweep")
 GRID = 4001  # batch sizes tried when solving for the largest batch within a TPOT
+# a training row that published only an MFU: its rate is that MFU times the bound, so it measures
+# nothing the bound could be held against and stays out of the bands (``summary``)
+DERIVED = "rate = stated MFU x bound (no throughput published)"
 
 CAUSES = {
     "mtp": "speculative decoding (MTP): several tokens per step, one weight read",
@@ -266,7 +269,7 @@ def _training(row: Preset, presets: Presets):
         measured = measured.to(RATE)
     else:  # only an MFU was published
         measured = (row.mfu * bound).to(RATE)
-        assumed.append("rate = stated MFU x bound (no throughput published)")
+        assumed.append(DERIVED)
     return measured, bound, None, "training_rate_bound", assumed
 
 
@@ -570,12 +573,19 @@ def sensitivity(row: Preset, presets: Presets | None = None) -> dict[str, tuple[
     return out
 
 
+def derived(r: Row) -> bool:
+    """Was the row's rate derived from a stated MFU rather than measured?"""
+    return DERIVED in r.assumed
+
+
 def summary(rows: list[Row]) -> dict[str, dict]:
     """Per scenario (and all latency-bound scenarios together): the count, the median efficiency
-    and the band holding the middle 80% of rows (10th to 90th percentile)."""
+    and the band holding the middle 80% of rows (10th to 90th percentile). A row whose rate was
+    derived from a stated MFU (``DERIVED``) is left out: its efficiency is that MFU, not a
+    measurement held against the bound."""
     groups: dict[str, list[float]] = {}
     for r in rows:
-        if r.efficiency is None:
+        if r.efficiency is None or derived(r):
             continue
         groups.setdefault(r.scenario, []).append(r.efficiency)
         if r.scenario in LATENCY_BOUND:

@@ -140,7 +140,7 @@ SCHEMAS: dict[str, dict[str, object]] = {
         "per_user_rate": "token/s",
         "tpot": "s",
         "ttft": "s",
-        "mfu": "dimensionless",
+        **dict.fromkeys(["mfu", "mfu_low", "mfu_high"], "dimensionless"),  # a stated range
         "draft_tokens": "token",
         "accepted_tokens": "token",
     },

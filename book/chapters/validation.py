@@ -12,7 +12,7 @@ import numpy as np
 
 import derivations
 from book import predict
-from book.format import context_tokens, number, quantity
+from book.format import chip_name, context_tokens, number, quantity
 from book.validation import (
     BAND,
     CHOICES,
@@ -20,10 +20,14 @@ from book.validation import (
     PER_REQUEST,
     _only,
     bound_inputs,
+    derived,
     remembered_recording,
     sensitivity,
     summary,
+    tokens_per_step,
+    tpot_target,
     validate,
+    verified_per_step,
 )
 from book.validation import VALIDATION_SOURCES as SOURCES
 from units import Q_
@@ -68,6 +72,115 @@ def pct(x: float | None) -> str:
 def times(x: float) -> str:
     """A ratio error as a person says it: "x1.6"."""
     return f"×{number(x, 2)}"
+
+
+# Below this many rows a percentile band is an interpolation between two rows, not a row: such a
+# group prints its least and greatest row and lists every row.
+SMALL_GROUP = 10
+
+
+def spread(values) -> str:
+    """A group's spread as a reader can check it: the middle 80% of ten rows or more, else the
+    least to the greatest with every row listed.
+
+    >>> spread([0.154, 0.166, 0.206])
+    '15.4% to 20.6% (every row: 15.4%, 16.6%, 20.6%)'
+    """
+    values = sorted(values)
+    if not values:
+        return "—"
+    if len(values) < SMALL_GROUP:
+        rows = ", ".join(pct(v) for v in values)
+        return f"{pct(values[0])} to {pct(values[-1])} (every row: {rows})"
+    low, high = np.percentile(values, BAND)
+    return f"{pct(float(low))} to {pct(float(high))} (the middle {number(BAND[1] - BAND[0])}%)"
+
+
+def ceilings(presets: Presets) -> dict[str, dict]:
+    """For each fitted share, the highest share of a chip's peak that a sourced measurement
+    reaches (``parameter.achievable_hbm_<chip>``, ``achievable_matmul_<chip>_<format>``): a
+    fitted share above it is a knob of the forecast, not a fact of any chip."""
+    hardware = presets.by_kind["hardware"]
+    found: dict[str, dict] = {}
+    for pid, p in presets.by_kind.get("parameter", {}).items():
+        parts = pid.split("_")
+        if parts[0] != "achievable" or len(parts) < 3:
+            continue
+        knob = "memory" if parts[1] == "hbm" else parts[-1]
+        chip = "_".join(parts[2:] if knob == "memory" else parts[2:-1])
+        hw = hardware.get(chip) or next(
+            (h for i, h in hardware.items() if i.startswith(chip + "_")), None
+        )
+        peak = (
+            None
+            if hw is None
+            else (hw.hbm_bandwidth if knob == "memory" else hw.get(f"dense_flops_{knob}"))
+        )
+        if peak is None or knob not in PARAM_WORDS:
+            continue
+        share = float((p.value / peak).to("").m)
+        if share > found.get(knob, {}).get("share", 0):
+            found[knob] = {"share": share, "chip": chip_name(hw), "value": quantity(p.value)}
+    return found
+
+
+def _knobs(presets: Presets, params: dict) -> list[dict]:
+    """The fitted numbers as a table's rows: what each stands for, its fitted value, and the
+    highest measured share of the same peak where the project sources one."""
+    tops = ceilings(presets)
+    out = []
+    for k, what in PARAM_WORDS.items():
+        top = tops.get(k)
+        out.append(
+            {
+                "what": what,
+                "fitted": _value(k, params[k]),
+                "measured": "—"
+                if top is None
+                else f"{pct(top['share'])}: {top['value']} on a {top['chip']}",
+                "above": bool(top is not None and params[k] > top["share"]),
+            }
+        )
+    return out
+
+
+def fixed_cost(row, presets: Presets, params: dict) -> dict | None:
+    """The prediction's fixed cost per step for a row measured at a stated speed (its layers,
+    draft layers included, times the fitted overhead, plus the collectives on several chips),
+    against the step that speed allows: None when the row has no such speed."""
+    target = tpot_target(row)
+    if target is None:
+        return None
+    model = presets.get("model", row.model)
+    chips = row.get("chips_per_replica", row.chips)
+    layers = float(model.layers) + verified_per_step(row) - 1
+    per_layer = params["layer_overhead"] + (params["collective"] if chips > 1 else 0.0)
+    step = tokens_per_step(row) * target.to("s").m  # a step of a tokens is a TPOTs
+    return {
+        "fixed": layers * per_layer,
+        "step": step,
+        "allowed": params["latency"] * step,  # the share of the step the prediction lets it fill
+        "layers": number(layers),
+        "per_layer": f"{number(per_layer * 1e6, 2)} µs",
+    }
+
+
+FIXED_CAUSE = "the fitted fixed cost per step is longer than the step the measured speed allows"
+
+
+def _fixed_cause(f: dict) -> str:
+    """A miss caused by the fitted fixed cost, in words, with the computed times."""
+    ms = lambda t: quantity(Q_(t, "s").to("ms"), 3)  # noqa: E731
+    fixed = (
+        f"the fitted fixed cost, {ms(f['fixed'])} per step "
+        f"({f['layers']} layers × {f['per_layer']})"
+    )
+    if f["fixed"] >= f["step"]:
+        return f"{fixed}, exceeds the whole measured step, {ms(f['step'])}"
+    return (
+        f"{fixed}, exceeds the {ms(f['allowed'])} the prediction lets a step take of the "
+        f"measured {ms(f['step'])}"
+    )
 
 
 # why a row's prediction misses, in the order a reader should suspect them
@@ -123,7 +236,7 @@ def _predicted(how: str) -> bool:
 # why a row stays out of the fit, in a table cell's words
 _KEPT_OUT = {
     predict.NOT_MODELLED["mtp"]: "speculative decoding, acceptance not published",
-    predict.NOT_MODELLED["interpolated"]: "read between a latency sweep's points",
+    predict.NOT_MODELLED["interpolated"]: "a latency sweep's throughput at a stated speed",
     predict.NOT_MODELLED["prefix_cache"]: "prefix caching",
 }
 
@@ -223,7 +336,9 @@ def _prediction(presets: Presets, rows) -> dict:
 
     def err(e):
         if not e.get("count"):
-            return {"count": "0", "median": "—", "worst": "—", "within": "—", "p80": "—"}
+            return dict.fromkeys(("median", "worst", "within", "within_125", "p80"), "—") | {
+                "count": "0"
+            }
         return {
             "count": str(e["count"]),
             "median": times(e["median"]),
@@ -235,7 +350,9 @@ def _prediction(presets: Presets, rows) -> dict:
 
     table = []
     for sid, title in SCENARIOS:
-        mine = [r for r in rows if r.scenario == sid and r.efficiency is not None]
+        mine = [
+            r for r in rows if r.scenario == sid and r.efficiency is not None and not derived(r)
+        ]
         if not mine:
             continue
         effs = np.array([r.efficiency for r in mine])
@@ -254,8 +371,7 @@ def _prediction(presets: Presets, rows) -> dict:
                 "scenario": title.split(":")[0],
                 "rows": str(len(mine)),
                 "median": pct(float(np.median(effs))),
-                "band": f"{pct(float(np.percentile(effs, BAND[0])))} to "
-                f"{pct(float(np.percentile(effs, BAND[1])))}",
+                "band": spread(effs),
                 "error": error,
             }
         )
@@ -266,21 +382,30 @@ def _prediction(presets: Presets, rows) -> dict:
         if ratio > predict.CLOSE:
             # a row kept out of the fit is named for why, not given a cause a fit would explain
             kept_out = next((w for k, w in _KEPT_OUT.items() if k in how), None)
+            over = value > r.measured.m
+            # the true cause first: a fitted fixed cost longer than the step the row was measured
+            # at makes the measurement impossible in the model, whatever else the row does
+            f = fixed_cost(r.preset, presets, params)
+            if not over and f is not None and f["fixed"] >= f["allowed"]:
+                why = _fixed_cause(f)
+            elif kept_out:
+                why = f"kept out of the fit: {kept_out}"
+            else:
+                why = _why(r, cases[rid], over)
             misses.append(
                 {
                     "name": r.name,
                     "ratio": times(ratio),
-                    "side": ("over" if value > r.measured.m else "under")
-                    + (" (not fitted)" if kept_out else ""),
-                    "why": f"kept out of the fit: {kept_out}"
-                    if kept_out
-                    else _why(r, cases[rid], value > r.measured.m),
+                    "side": ("over" if over else "under") + (" (not fitted)" if kept_out else ""),
+                    "why": why,
                 }
             )
     misses.sort(key=lambda m: -float(m["ratio"].strip("×").replace(",", "")))
     causes = {}
     for m in misses:
-        causes[m["why"]] = causes.get(m["why"], 0) + 1
+        # the fixed-cost cause is one cause, whatever its row's times
+        why = FIXED_CAUSE if m["why"].startswith("the fitted fixed cost") else m["why"]
+        causes[why] = causes.get(why, 0) + 1
 
     # the rows neither fitted, held out nor reported apart (a training run that published only
     # an MFU has no rate to predict), so that the groups add up to every row
@@ -301,6 +426,7 @@ def _prediction(presets: Presets, rows) -> dict:
         "others_count": str(len(others)),
         "shares": shares,
         "overheads": overheads,
+        "knobs": _knobs(presets, params),
         "loo": err(s["leave_one_out"]),
         "held": err(s["held_out"]),
         "apart": err(s["not_modelled"]),
@@ -313,13 +439,15 @@ def _prediction(presets: Presets, rows) -> dict:
         "misses": misses,
         "miss_count": str(len(misses)),
         "causes": [
-            {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"} for w, n in causes.items()
+            {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"}
+            for w, n in sorted(causes.items(), key=lambda c: -c[1])
         ],
         "robustness": _robustness(s),
         "priors": {
             k: {"share": pct(v), "factor": times(float(np.exp(w)))}
             for k, (v, w) in predict.priors().items()
         },
+        "fixed_count": str(causes.get(FIXED_CAUSE, 0)),
         "goal_met": s["leave_one_out"]["median"] <= predict.GOAL
         and s["leave_one_out"]["within_1_5"] >= predict.GOAL_SHARE,
         "example": PREDICT_EXAMPLE,
@@ -340,13 +468,15 @@ def _table_row(r, presets) -> dict:
     return {
         "id": r.id,
         "name": r.name,
-        "chip": hw.name,
-        "chips": str(r.preset.chips),
+        "chip": chip_name(hw),
+        "chips": number(r.preset.chips),
         "model": model.name,
-        "measured": number(r.measured.m, 4),
+        # a rate derived from a stated MFU is no measurement: it says so beside the number
+        "measured": number(r.measured.m, 4)
+        + (" (derived from a stated MFU)" if derived(r) else ""),
         "bound": number(r.bound.m, 4),
         "unit": "tokens/s per user" if r.unit == "token/s" else "tokens/s per chip",
-        "efficiency": pct(r.efficiency),
+        "efficiency": pct(r.efficiency) + (" (stated, unverified)" if derived(r) else ""),
         "flags": "; ".join(r.flags) or "—",
         # the assumed inputs as a reader says them: "input tokens", not "input_tokens"
         "assumed": ", ".join(a.replace("_", " ") for a in r.preset.get("assumed", "").split())
@@ -357,10 +487,15 @@ def _table_row(r, presets) -> dict:
     }
 
 
-def _example(presets: Presets, rows) -> dict:
+# the row an exercise asks the student to bound, step by step as the worked example does: the same
+# model on another chip, at another precision, its inputs all published
+NEW_ROW = "mlperf_b200_x8_llama2_70b_offline"
+
+
+def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     """One row computed step by step, with the same equations the bound uses."""
-    row = presets.get("measurement", EXAMPLE)
-    result = next(r for r in rows if r.id == EXAMPLE)
+    row = presets.get("measurement", rid)
+    result = next(r for r in rows if r.id == rid)
     kw = bound_inputs(row, presets)
     batch = Q_(result.batch, "sequence")
 
@@ -395,10 +530,14 @@ def _example(presets: Presets, rows) -> dict:
     prefill = rho * per_token * ONE_TOKEN_PER_STEP * batch / (kw["n_chips"] * kw["flops"])
     prefill = prefill.to("ms")
     compute_side = (compute + prefill).to("ms")
+    server = presets.by_kind["measurement"].get(rid.replace("offline", "server"))
     return {
-        "id": EXAMPLE,
+        "id": rid,
         "name": row.name,
-        "chip": presets.get("hardware", row.hardware).name,
+        "chip": chip_name(presets.get("hardware", row.hardware)),
+        "precision": row.get("weights", "bf16").upper(),
+        "kv_precision": row.get("kv", row.get("weights", "bf16")).upper(),
+        "chips": number(row.chips),
         "model": presets.get("model", row.model).name,
         "input": quantity(row.input_tokens),
         # where the mean prompt comes from: the citation's repository and files, without its key
@@ -430,9 +569,7 @@ def _example(presets: Presets, rows) -> dict:
         "ttft": quantity(  # the weight read counts the experts the prompt's tokens touch
             ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
         ),
-        "ttft_measured": quantity(
-            presets.get("measurement", EXAMPLE.replace("offline", "server")).ttft
-        ),
+        "ttft_measured": quantity(server.ttft) if server and server.get("ttft") else "—",
     }
 
 
@@ -481,6 +618,36 @@ def _top(sens: list[dict]) -> dict | None:
     return {**top, "what": _INPUT_WORDS.get(top["input"], top["input"])}
 
 
+# the batch-1 DeepSeek-R1 rows: without MTP, with MTP3, with MTP3 and relaxed acceptance (S7)
+MTP_ROWS = (
+    "trtllm_b200_r1_batch1",
+    "trtllm_b200_r1_batch1_mtp",
+    "trtllm_b200_r1_batch1_mtp_relaxed",
+)
+# the figures that pool several scenarios
+POOLS = {"latency_bound": ("server", "interactive", "latency_sweep")}
+
+
+def _prediction_of(presets: Presets, rid: str) -> tuple[float, str]:
+    """A row's honest prediction (value, how), as the chapter's fit made it."""
+    return tuple(predict.prediction(presets)["out_of_sample"][rid])
+
+
+def training_peak(row, presets: Presets):
+    """The dense peak a training row is held against: the chip's rate at its compute precision."""
+    hw = presets.get("hardware", row.hardware)
+    return hw.get(f"dense_flops_{row.get('activations', row.get('weights', 'bf16'))}")
+
+
+def _peak(r, presets: Presets) -> str:
+    """The peak a training row's MFU is a share of, as a reader says it: "FP4, 10,000 TFLOP/s"."""
+    return f"{_precision(r)}, {number(training_peak(r.preset, presets).to('TFLOP/s').m)} TFLOP/s"
+
+
+def _precision(r) -> str:
+    return r.preset.get("activations", r.preset.get("weights", "bf16")).upper()
+
+
 def context(presets: Presets) -> dict:
     rows = validate(presets)
     bands = summary(rows)
@@ -490,6 +657,16 @@ def context(presets: Presets) -> dict:
             "title": title,
             "rows": [_table_row(r, presets) for r in rows if r.scenario == sid],
             "ttft": any(r.ttft is not None for r in rows if r.scenario == sid),
+            "spread": spread(
+                [
+                    r.efficiency
+                    for r in rows
+                    if r.scenario == sid and r.efficiency is not None and not derived(r)
+                ]
+            ),
+            "unit": " and ".join(
+                sorted({_table_row(r, presets)["unit"] for r in rows if r.scenario == sid})
+            ),
             "band": {
                 k: pct(v) if k != "count" and k != "above_one" else str(v)
                 for k, v in bands[sid].items()
@@ -515,6 +692,12 @@ def context(presets: Presets) -> dict:
         {
             "id": r.id,
             "name": r.name,
+            "peak": _peak(r, presets),
+            "precision": _precision(r),
+            # the 6ND FLOP/s each chip did: the same work in the same unit on every chip
+            "achieved": "—"
+            if derived(r)
+            else quantity((r.efficiency * training_peak(r.preset, presets)).to("TFLOP/s"), 3),
             "six_nd": pct(r.efficiency) if r.preset.get("throughput_per_chip") else "—",
             "attention": pct(r.mfu_attention),
             "stated": pct(r.preset.mfu.to("").m) if r.preset.get("mfu") is not None else "—",
@@ -522,16 +705,54 @@ def context(presets: Presets) -> dict:
         for r in rows
         if r.scenario == "training"
     ]
+    # the precisions the runs are held against, and a pair whose MFUs and work per chip disagree
+    # (the higher MFU doing less 6ND work per chip: a share of a smaller peak)
+    precisions: dict[str, int] = {}
+    for m in mfu_rows:
+        precisions[m["precision"]] = precisions.get(m["precision"], 0) + 1
+    work = {
+        m["id"]: r.efficiency * training_peak(r.preset, presets).to("TFLOP/s").m
+        for m, r in zip(mfu_rows, [r for r in rows if r.scenario == "training"], strict=True)
+        if not derived(r)
+    }
+    effs = {r.id: r.efficiency for r in rows if r.id in work}
+    model_of = {r.id: r.preset.model for r in rows}
+    pairs = [
+        (a, b)
+        for a in work
+        for b in work
+        if effs[a] < effs[b] and work[a] > work[b] and model_of[a] == model_of[b]
+    ]
+    contrast = None
+    if pairs:  # the same model trained on two chips: the starkest disagreement
+        a, b = max(pairs, key=lambda p: effs[p[1]] / effs[p[0]])
+        row = {m["id"]: m for m in mfu_rows}
+        contrast = {"low": row[a], "high": row[b]}
     attn_gaps = [
         abs(r.mfu_attention / r.preset.mfu.to("").m - 1) for r in training if r.mfu_attention
     ]
     ttft_ratios = [(r.ttft[0] / r.ttft[1]).to("").m for r in rows if r.ttft is not None]
-    mtp = [r for r in rows if "mtp" in r.flags and r.scenario == "single_stream"]
-    no_mtp = next(r for r in rows if r.id == "trtllm_b200_r1_batch1")
+    by_id = {r.id: r for r in rows}
+    no_mtp, mtp, relaxed = (by_id[i] for i in MTP_ROWS)
+    honest = _prediction_of(presets, mtp.id)
 
     def band(name):
         b = bands[name]
+        pooled = [t for sid, t in SCENARIOS if sid in POOLS.get(name, (name,))]
+        effs = [
+            r.efficiency
+            for r in rows
+            if r.scenario in POOLS.get(name, (name,))
+            and r.efficiency is not None
+            and not derived(r)
+        ]
         return {
+            "spread": spread(effs),
+            # a figure that pools several scenarios names them
+            "pool": ", ".join(t.split(":")[0].lower() for t in pooled[:-1])
+            + f" and {pooled[-1].split(':')[0].lower()}"
+            if len(pooled) > 1
+            else pooled[0].split(":")[0].lower(),
             "median": pct(b["median"]),
             # the bold round figure of a rule of thumb: two significant figures, "≈15%" (one
             # figure turned a median of 14.5% into "≈10%")
@@ -553,7 +774,7 @@ def context(presets: Presets) -> dict:
         "training": band("training"),
         "decode_only": band("decode_only"),
         "above": [
-            {"id": r.id, "efficiency": pct(r.efficiency), "flags": "; ".join(r.flags)}
+            {"name": r.name, "efficiency": pct(r.efficiency), "flags": "; ".join(r.flags)}
             for r in above
         ],
         "above_count": str(len(above)),
@@ -566,9 +787,34 @@ def context(presets: Presets) -> dict:
         "omitted": [{"what": w, "why": y} for w, y in OMITTED],
         "ttft_ratio_low": number(min(ttft_ratios), 3),
         "ttft_ratio_high": number(max(ttft_ratios), 3),
-        "mtp_gain": number(max(r.measured.m for r in mtp) / no_mtp.measured.m, 3),
+        "mtp": {
+            "gain": number(mtp.measured.m / no_mtp.measured.m, 3),
+            "relaxed_gain": number(relaxed.measured.m / no_mtp.measured.m, 3),
+            "accepted": quantity(mtp.preset.accepted_tokens),
+            "drafts": quantity(mtp.preset.draft_tokens),
+            "one_token_bound": quantity(no_mtp.bound),
+            "bound": quantity(mtp.bound),
+            "efficiency": pct(mtp.efficiency),
+            "predicted": quantity(Q_(honest[0], "token/s")),
+            "measured": quantity(mtp.measured),
+            "miss": times(max(honest[0] / mtp.measured.m, mtp.measured.m / honest[0])),
+        },
         "no_mtp_eff": pct(no_mtp.efficiency),
+        "new_row": _example(presets, rows, NEW_ROW),
         "mfu_rows": mfu_rows,
+        "training_peaks": [{"precision": p, "count": number(n)} for p, n in precisions.items()],
+        "training_contrast": contrast,
+        "stated_only": [
+            {
+                "name": r.name,
+                "range": f"{pct(r.preset.mfu_low.to('').m)} to {pct(r.preset.mfu_high.to('').m)}"
+                if r.preset.get("mfu_low") is not None
+                else pct(r.preset.mfu.to("").m),
+                "source": r.preset.source_of("source").split(": ")[-1],
+            }
+            for r in rows
+            if derived(r)
+        ],
         "attention_gap_max": pct(max(attn_gaps)) if attn_gaps else "—",
         "mfu_gap_low": number(min(mfu_gaps), 3) if mfu_gaps else "—",
         "mfu_gap_high": number(max(mfu_gaps), 3) if mfu_gaps else "—",

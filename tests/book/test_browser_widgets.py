@@ -126,19 +126,28 @@ def test_the_validation_chapter_shows_its_figure_tables_and_exercises(server, pa
     assert page.errors == []
     figure = page.locator("#figure-measured_vs_bound svg")
     assert figure.count() == 1 and figure.is_visible()
-    # one table row per measurement, in the scenario tables (plus the sensitivity table)
+    # every measurement's preset id sits in its scenario's collapsed block, never in the main flow
     ids = {r.id for r in validate()}
-    shown = set(page.eval_on_selector_all("table td code", "els => els.map(e => e.textContent)"))
+    shown = set(page.eval_on_selector_all("details li code", "els => els.map(e => e.textContent)"))
     assert ids <= shown
+    visible = page.eval_on_selector_all(
+        "details li code", "els => els.filter(e => e.checkVisibility()).length"
+    )
+    assert visible == 0  # the appendix's blocks start closed
+    # no table is wider than the column it sits in (no horizontal scroll)
+    wide = page.eval_on_selector_all(
+        "article table", "els => els.filter(t => t.scrollWidth > t.clientWidth + 2).length"
+    )
+    assert wide == 0
     # the takeaways state the computed offline band
     offline = summary(validate())["offline"]
     takeaways = page.locator(".admonition.abstract").inner_text()
     assert pct(offline["median"]) in takeaways
-    # an exercise opens, then its answer
-    exercise = page.locator("details.question").first
+    # an exercise shows its question; only its answer is collapsed, and opens
+    exercise = page.locator(".admonition.question").first
     answer = exercise.locator("details.success").first
-    assert not answer.is_visible()
-    exercise.locator("summary").first.click()
+    assert exercise.is_visible()
+    assert not answer.locator("p").first.is_visible()
     answer.locator("summary").click()
     answer.locator("p").first.wait_for(state="visible")
 
