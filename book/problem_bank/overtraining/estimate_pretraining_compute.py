@@ -1,4 +1,4 @@
-"""Order of magnitude: the pre-training compute of a reported MoE run."""
+"""Order of magnitude: a lab gives its over-training, not its tokens; the FLOPs follow."""
 
 from __future__ import annotations
 
@@ -6,73 +6,82 @@ from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
 from derivations.notation import flops_per_param_token
-from units import Q_
 
 KIND = "estimate"
-TITLE = "What did that pre-training run cost in FLOPs?"
-USES = ("training_flops",)
+TITLE = "Pre-training FLOPs from a lab's over-training"
+USES = ("chinchilla_tokens", "training_flops")
 LECTURE = "1:18:59"
 
-MODELS = (  # model, training tokens in trillions (None: the model's reported count)
-    ("deepseek_v3", None),
-    ("kimi_k2", None),
-    ("qwen3_235b_a22b", (18, 24, 36)),
-    ("gpt_oss_120b", (10, 20)),
-)
-FACTOR = 2.0
+MODELS = ("llama_3_1_8b", "llama_3_1_70b", "qwen3_235b_a22b", "gpt_oss_120b", "mixtral_8x7b")
+OVERTRAINED = (5, 8, 12, 25, 40, 75)  # times the Chinchilla count for the active parameters
+FACTOR = 2.0  # excludes the forward-only count (three times low) and the Chinchilla slip
 
 
 def draw(rng, presets) -> Draw:
-    model_id, token_choices = rng.choice(MODELS)
+    model_id = rng.choice(MODELS)
     model = presets.get("model", model_id)
-    tokens = (
-        model.training_tokens
-        if token_choices is None
-        else Q_(rng.choice(token_choices), "Ttoken").to("token")
-    )
+    times = rng.choice(OVERTRAINED)
+    active = model.params_active
+    optimal = get("chinchilla_tokens").evaluate(n_active=active, presets=presets).to("token")
+    tokens = (optimal * times).to("token")
     compute = (
         get("training_flops")
         .evaluate(model=model_id, training_tokens=tokens, presets=presets)
         .to("FLOP")
     )
-    sparsity = (model.params_total / model.params_active).to("").m
-    training = (compute / (model.params_active * tokens)).to("FLOP/parameter/token")
+    per_param = (optimal / active).to("token/parameter")
+    training = (compute / (active * tokens)).to("FLOP/parameter/token")
     forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
-    said = "is reported to have been" if token_choices is None else "is"
+    sparsity = (model.params_total / active).to("").m
+    moe = sparsity > 1.5
+    params = (
+        f"{quantity(model.params_total)} in all, {quantity(active)} active per token"
+        if moe
+        else quantity(model.params_total)
+    )
     text = (
-        f"{model.name} has {quantity(model.params_total)} in all, of which "
-        f"{quantity(model.params_active)} are active per token, and {said} pre-trained on "
-        f"{quantity(tokens)}. Roughly how many FLOPs did pre-training take? An order of "
-        "magnitude is enough; ignore attention."
+        f"A lab describes a {model.name}-shaped model ({params}) as over-trained "
+        f"{number(times)} times: pre-trained on {number(times)} times the compute-optimal "
+        "(Chinchilla) number of tokens for its active parameters. Roughly how many FLOPs did "
+        "pre-training take? An order of magnitude is enough; ignore attention."
     )
     solution = (
+        f"Chinchilla's rule is {quantity(per_param)}: {quantity(optimal)} for "
+        f"{quantity(active)}; {number(times)} times that is {quantity(tokens)}.",
         f"Each token runs forward ({number(forward.m)} FLOP per parameter it touches: a "
         "multiply and an add) and backward (twice the forward): "
-        f"{number(training.m)} FLOP per active parameter per token.",
-        f"Only the {quantity(model.params_active)} that are active work on a token; the "
-        f"other experts sit idle for it.",
-        f"{number(training.m)} × {quantity(model.params_active)} × {quantity(tokens)} ≈ "
-        f"**{quantity(compute, 2)}** "
-        f"(exactly {quantity(compute)}).",
+        f"{number(training.m)} FLOP per active parameter per token"
+        + (", the idle experts aside." if moe else "."),
+        f"{number(training.m)} × {quantity(active)} × {quantity(tokens)} ≈ "
+        f"**{quantity(compute, 2)}** (exactly {quantity(compute)}). The FLOPs grow with the "
+        "square of the parameters at a given over-training.",
     )
-    mistakes = (
+    mistakes = [
         Mistake(
             compute * forward / training,
             f"You counted {number(forward.m)} FLOP per parameter per token, the forward pass "
-            "only; training adds a backward pass twice as costly, "
-            f"{number(training.m)} in all.",
+            f"only; training adds a backward pass twice as costly, {number(training.m)} in all.",
         ),
         Mistake(
-            compute * sparsity,
-            "You counted all the parameters; a token is routed "
-            f"through the active ones only, {number(sparsity)} times fewer.",
+            compute / per_param.m,
+            f"You took the over-training factor as tokens per parameter; the compute-optimal "
+            f"count is already {quantity(per_param)}, and the factor multiplies that.",
         ),
-    )
+    ]
+    if moe:
+        mistakes.append(
+            Mistake(
+                compute * sparsity,
+                "You counted all the parameters in the FLOPs; a token is routed through the "
+                f"active ones only, {number(sparsity)} times fewer.",
+            )
+        )
     return Draw(
         text=text,
         answer=compute,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=mistakes,
-        hint="FLOPs per parameter per token, for the parameters a token actually uses.",
+        mistakes=tuple(mistakes),
+        hint="First the tokens: the compute-optimal count per active parameter, times the "
+        "factor. Then FLOPs per parameter per token.",
     )

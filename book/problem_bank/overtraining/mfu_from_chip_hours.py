@@ -13,7 +13,7 @@ from units import Q_
 KIND = "multi"
 TITLE = "What MFU did the lab reach?"
 USES = ("training_flops", "training_mfu")
-# DeepSeek-V3 is left out: its published run is validation.training_run_mfu, on its own figures
+# DeepSeek-V3 is left out: its published run is validation.training_days, on its own figures
 LECTURE = "1:18:59"
 
 MODELS = (

@@ -1,85 +1,136 @@
-"""Order of magnitude: the compute a reversible network adds to a reported training run."""
+"""Order of magnitude: reversibility trades time for memory. Rebuilding a layer's input takes
+far longer than writing it to HBM and reading it back would: it buys capacity, never time."""
 
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from units import Q_
 
 KIND = "estimate"
-TITLE = "The price of rebuilding every layer's input"
-USES = ("training_flops", "revnet_training_flops")
+TITLE = "Rebuild a layer's input, or store it?"
+USES = (
+    "layer_activation_bytes",
+    "activation_memory",
+    "revnet_activation_memory",
+    "training_flops",
+    "revnet_training_flops",
+)
 LECTURE = "2:04:02"
 
 MODELS = (
-    ("deepseek_v3", None),
-    ("kimi_k2", None),
-    ("qwen3_235b_a22b", (18, 36)),
-    ("mixtral_8x7b", (2, 8)),
+    "llama_3_1_8b",
+    "llama_3_1_70b",
+    "llama_3_1_405b",
+    "mixtral_8x7b",
+    "qwen3_235b_a22b",
+    "gpt_oss_120b",
 )
-FACTOR = 1.9
+CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
+FACTOR = 1.7  # excludes a factor-two slip (the read-back, one byte for two, 4N for 2N)
 
 
 def draw(rng, presets) -> Draw:
-    model_id, token_choices = rng.choice(MODELS)
-    model = presets.get("model", model_id)
-    tokens = (
-        model.training_tokens
-        if token_choices is None
-        else Q_(rng.choice(token_choices), "Ttoken").to("token")
+    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+    model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
+    one = dict(
+        model=model_id,
+        precision="bf16",
+        batch_size=Q_(1, "sequence"),
+        context_length=Q_(1, "token/sequence"),
+        presets=presets,
     )
-    case = dict(model=model_id, training_tokens=tokens, presets=presets)
-    plain = get("training_flops").evaluate(**case).to("FLOP")
-    rev = get("revnet_training_flops").evaluate(**case).to("FLOP")
+    full = get("activation_memory").evaluate_detailed(**one)
+    per_value = full.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
+    layers = int(model.layers)
+    stored = full.value.to("byte")  # every layer's input, for one token
+    kept = get("revnet_activation_memory").evaluate(**one).to("byte")  # the last output only
+    freed = (stored - kept).to("byte")
+    # one more forward pass: a multiply and an add per active parameter
+    plain = get("training_flops").evaluate(
+        model=model_id, training_tokens=Q_(1, "token"), presets=presets
+    )
+    rev = get("revnet_training_flops").evaluate(
+        model=model_id, training_tokens=Q_(1, "token"), presets=presets
+    )
     extra = (rev - plain).to("FLOP")
+    per_param = (extra / model.params_active).to("FLOP/parameter")
+    peak, bandwidth = chip.dense_flops_bf16, chip.hbm_bandwidth
+    rebuild = (extra / peak).to("µs")
+    traffic = (2 * freed).to("byte")  # written on the way forward, read on the way back
+    keep = (traffic / bandwidth).to("ns")
+    ratio = (rebuild / keep).to("")
+    ridge = (peak / bandwidth).to("FLOP/byte")
+    require(ratio.m > 10, "the rebuild is slower than the round trip through HBM")
+    d = int(model.d_model)
     sparsity = (model.params_total / model.params_active).to("").m
-    per = model.params_active * tokens  # FLOPs per active parameter per token, from the bills:
-    train = number((plain / per).to("FLOP/parameter/token").m)  # forward and backward
-    revnet = number((rev / per).to("FLOP/parameter/token").m)  # and one more forward pass
-    forward = number((extra / per).to("FLOP/parameter/token").m)
-    said = "was" if token_choices is None else "is"
-    suppose = "" if token_choices is None else "Suppose "
+    moe = sparsity > 1.5
+    params = (
+        f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
+        if moe
+        else quantity(model.params_total)
+    )
+    name = chip.name.replace(" (per GPU)", "")
     text = (
-        f"{suppose}{model.name} ({quantity(model.params_total)} in all, "
-        f"{quantity(model.params_active)} "
-        f"active per token) {said} pre-trained on {quantity(tokens)}. If it were built from "
-        "reversible layers, so that the backward pass rebuilds each layer's input from its "
-        "output instead of storing it, roughly how many extra FLOPs would its pre-training "
-        "cost? An order of magnitude will do; ignore attention."
+        f"You train {model.name} ({params}; {layers} layers, residual width {d:,}) with BF16 "
+        f"activations on {name} GPUs ({quantity(peak)} dense at BF16, {quantity(bandwidth)} "
+        "of HBM bandwidth). Ordinarily each layer's input is written to HBM on the way forward "
+        "and read back on the way back. Made reversible, the network keeps only the last "
+        "layer's output and rebuilds each layer's input from its output during the backward "
+        "pass. Per token, roughly how many times longer does the rebuilding take than the "
+        "HBM traffic it saves, both at the chip's peak rates? Ignore attention; an order of "
+        "magnitude is enough."
     )
     solution = (
-        "Rebuilding a layer's input evaluates the layer once more on the way back: one extra "
-        f"forward pass, {forward} FLOP per active parameter per token (on top of the usual "
-        f"{train}).",
-        f"Only the {quantity(model.params_active)} active per token are evaluated; the other "
-        "experts sit idle for it.",
-        f"{forward} × {quantity(model.params_active)} × {quantity(tokens)} ≈ "
-        f"**{quantity(extra, 2)}** extra (exactly {quantity(extra)}): a third more than the "
-        f"{quantity(plain)} of ordinary training.",
+        f"The rebuild is one more forward pass: {number(per_param.m)} FLOP per active "
+        f"parameter, {quantity(extra)} per token, {quantity(rebuild, 3)} at "
+        f"{quantity(peak)}.",
+        f"What it saves: {layers} − 1 layer inputs of {d:,} values × {quantity(per_value)} "
+        f"per token, {quantity(freed.to('kB'), 3)}, written once and read once: "
+        f"{quantity(traffic.to('kB'), 3)}, {quantity(keep, 3)} at {quantity(bandwidth)}.",
+        f"{quantity(rebuild, 3)} / {quantity(keep, 3)} ≈ **{number(ratio.m, 2)}** times "
+        f"longer (exactly {number(ratio.m, 4)}). Put another way, the rebuild spends "
+        f"{number((extra / traffic).to('FLOP/byte').m, 3)} FLOPs per byte of HBM traffic "
+        "saved, against "
+        f"the chip's ridge of {quantity(ridge, 3)}: reversibility buys memory capacity and "
+        "pays for it in time.",
     )
-    mistakes = (
+    mistakes = [
         Mistake(
-            plain,
-            f"You counted a whole training pass ({train} FLOP per parameter); the rebuild "
-            f"is one forward pass, {forward}.",
+            ratio * 2,
+            "You counted the stored inputs' traffic once; each is written on the way "
+            "forward and read back on the way back.",
         ),
         Mistake(
-            rev,
-            f"That is the whole reversible run, {revnet} FLOP per parameter per token; the "
-            "question asks for the extra.",
+            ratio * 2,
+            f"You counted one byte per BF16 value; it takes {quantity(per_value)}.",
         ),
         Mistake(
-            extra * sparsity,
-            "You counted every parameter; a token only runs through "
-            f"the active ones, {number(sparsity)} times fewer.",
+            ratio * 3,
+            "You charged the rebuild a whole training pass (forward and backward); it is one "
+            "forward pass.",
         ),
-    )
+        Mistake(
+            ratio / 2,
+            "You charged the rebuild half a forward pass; a forward pass is a multiply and an "
+            "add per active parameter.",
+        ),
+    ]
+    if moe:
+        mistakes.append(
+            Mistake(
+                ratio * sparsity,
+                "You counted every parameter in the rebuild; a token runs through the active "
+                f"ones only, {number(sparsity)} times fewer.",
+            )
+        )
     return Draw(
         text=text,
-        answer=extra,
+        answer=ratio,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=mistakes,
-        hint="What does one more forward pass cost per active parameter per token?",
+        mistakes=distinct_mistakes(mistakes, ratio, 0.01),  # two slips on one value: together
+        hint="Time the extra forward pass at the chip's FLOP rate and the saved writes and "
+        "reads at its HBM bandwidth.",
     )

@@ -1,4 +1,4 @@
-"""Why a publisher's MFU is above the lecture's: it counts attention's FLOPs."""
+"""A published MFU counts more than the lecture's 6N: attention's FLOPs, under causal masking."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def draw(rng, presets) -> Draw:
 
     plain = get("training_rate_bound").evaluate(**case).to("token/s/chip")
     attn = get("attention_training_rate_bound").evaluate_detailed(
-        training_sequence=sequence, **case
+        training_sequence=sequence / 2,
+        **case,  # causal: a query meets half the keys, on average
     )
     forward = attn.inputs["flops_per_param_token"].value
     attn = attn.value.to("token/s/chip")
@@ -53,13 +54,12 @@ def draw(rng, presets) -> Draw:
     weights = (flops / plain).to("GFLOP/token")
     total = (flops / attn).to("GFLOP/token")
     extra = total - weights
-    causal = get("attention_training_rate_bound").evaluate(training_sequence=sequence / 2, **case)
-    mfu_causal = (measured / causal).to("")
+    full = get("attention_training_rate_bound").evaluate(training_sequence=sequence, **case)
+    mfu_full = (measured / full).to("")
 
     stated = run.get("mfu")
     reported = (
-        f"It reports an MFU of {pct(stated.to('').m)}, more than the lecture's count of the "
-        "model's FLOPs gives. "
+        f"It reports an MFU of {pct(stated.to('').m)}, counted its own way. "
         if stated is not None
         else ""
     )
@@ -71,23 +71,25 @@ def draw(rng, presets) -> Draw:
         f"{chip.name.split(' (')[0]} chips ({quantity(flops)} dense in {NAMES[precision]} "
         f"each) at sequences of {quantity(sequence)}, and measures {quantity(measured)}. "
         f"{reported}Count attention's matrix products as "
-        "well, the way such publishers do: every token's query meets all the keys and values "
-        "of its sequence, in every layer, forward and backward (no saving for causal masking). "
+        "well as the weights', in every layer, forward and backward, with causal masking: a "
+        "token's query meets only the keys and values of the tokens before it. "
         "What MFU do you get?"
     )
     solution = (
         f"Without attention a token costs {number(forward.m)} FLOPs per parameter forward and "
         f"twice that backward: {quantity(weights * token)} per token, so the chip could train "
         f"{quantity(plain)} and the run used {pct(mfu_plain.m)} of it.",
-        f"Attention adds, per token and layer, a score against each of the "
-        f"{quantity(sequence)} of its sequence and a weighted sum of as many values, "
-        f"{number(model.n_heads)} × {number(model.head_dim)} multiply-adds each, forward and "
-        f"backward: {quantity(extra * token)} more per token over {number(model.layers)} layers.",
+        f"Attention adds, per token and layer, a score against each earlier token and a "
+        f"weighted sum of as many values, {number(model.n_heads)} × {number(model.head_dim)} "
+        f"multiply-adds each. Under causal masking a token meets half of the "
+        f"{quantity(sequence)} on average, so forward and backward over "
+        f"{number(model.layers)} layers that is {quantity(extra * token)} more per token.",
         f"{quantity(flops)} / {quantity(total)} = {quantity(attn)} at peak: the same run, "
         "credited with more work per token, gets a higher MFU"
         + (
-            f", nearer the {pct(stated.to('').m)} published (much of the gap between the two "
-            "MFUs is the FLOP count, not the machine)."
+            f". (The published {pct(stated.to('').m)} rests on the publisher's own count, "
+            "which differs in detail, such as what it credits to the embeddings and the "
+            "output layer: MFUs compare only when they count the same FLOPs.)"
             if stated is not None
             else "."
         ),
@@ -96,15 +98,16 @@ def draw(rng, presets) -> Draw:
     mistakes = (
         Mistake(mfu_plain, "That is the lecture's count, without attention's FLOPs."),
         Mistake(
-            mfu_causal,
-            "You halved attention for causal masking; the count asked for (the publishers') "
-            "does not.",
+            mfu_full,
+            "You let every query meet the whole sequence; under causal masking a token "
+            "meets only the tokens before it, half the sequence on average.",
         ),
     )
     return Draw(
         hint=(
             "The run's tokens per second stay the same; only the FLOPs counted per token "
-            "grow, by attention's products in every layer, forward and backward."
+            "grow, by attention's products in every layer, forward and backward, over half "
+            "the sequence on average."
         ),
         text=text,
         answer=mfu,
