@@ -813,13 +813,18 @@ def pipeline_bubble(presets: Presets) -> Figure:
         p0 = presets.parameter["pipeline_stages"].value.m
         m0 = presets.parameter["microbatches"].value.to("").m
         ax.plot([m0], [100 * default.m], "o", color=FOREGROUND, markersize=5)
+        # the label sits in the empty band above the curves' tails, an arrow to its point
         ax.annotate(
             f"P = {p0:g}, m = {m0:g}: {percent(default)} idle",
             (m0, 100 * default.m),
-            xytext=(8, 8),
-            textcoords="offset points",
+            xytext=(0.6, 0.6),
+            textcoords="axes fraction",
             fontsize=9,
+            arrowprops=dict(arrowstyle="-", color=FOREGROUND, linewidth=0.8),
         )
+        from matplotlib.ticker import FuncFormatter
+
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))  # 1, 10, 100
         ax.set_xlabel("micro-batches per step m")
         ax.set_ylabel("bubble, % of each stage's time")
         ax.set_ylim(0, 100)
