@@ -270,6 +270,7 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
         "kimi_bytes": ev.text("alltoall_bytes_per_token"),
         "kimi_batch": said(batch),
         "kimi_per_chip": ev.text("experts_per_chip"),
+        "kimi_experts_each": said(ev.q("experts_per_chip") * Q_(1, "chip")),
         "kimi_compute": said(compute),
         "kimi_layer": _us(layer),
         "kimi_one": _us(one),
