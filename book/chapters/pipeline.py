@@ -460,6 +460,7 @@ def _training_batch(presets: Presets) -> dict:
         "train_over_star": said_number(one.m / b_star, 2),
         "train_over_dense": said_number(one.m / ev.q("dense_crossover_batch").to("sequence").m, 2),
         "decode_star": ev.text("micro_batch_size"),
+        "decode_star_tokens": said(Q_(b_star, "token")),
     }
 
 
@@ -556,10 +557,17 @@ def _deepseek_layout(presets: Presets) -> dict:
     }
 
 
-def _citation(parameter) -> str:
-    """A parameter's source as prose cites it: authors, year, title and arXiv number, without
-    the source key and the section and quotation that follow."""
-    return parameter.source_of("source").split(": ", 1)[-1].split(", section")[0]
+def _citation(parameter) -> dict:
+    """A parameter's source as prose cites it: ``who`` (authors and year) and ``what`` (title
+    and arXiv number), without the source key and the section and quotation that follow.
+
+    >>> from units.presets import load
+    >>> _citation(load().parameter["activation_bytes_factor"])["who"]
+    'Korthikanti et al. 2022'
+    """
+    text = parameter.source_of("source").split(": ", 1)[-1].split(", section")[0]
+    who, what = text.split(", ", 1)
+    return {"who": who, "what": what.replace(" (arXiv ", ", arXiv ").rstrip(")")}
 
 
 def _symbols(presets: Presets) -> dict:
