@@ -15,7 +15,14 @@ from units.presets import Presets
 # The case each chapter's numbers are worked on: preset choices and inputs without a default.
 REFERENCE = {
     "batching": dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8", batch_size=2048),
-    "moe": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=2048),
+    # the chapter's worked case: DeepSeek-V3 on a GB200 rack at the batch where it turns
+    # compute-bound
+    "moe": dict(
+        hardware="gb200_nvl72",
+        model="deepseek_v3",
+        precision="fp8",
+        batch_size=lambda p: _moe_crossover(p),
+    ),
     "pipeline": dict(hardware="gb200_nvl72", model="deepseek_v3", precision="fp8", batch_size=1),
     # the chapter's worked chain: the lecture's frontier model on its equal-cost tokens
     "overtraining": dict(
@@ -67,6 +74,14 @@ EQUATION_CASES = {
         training_chips=lambda p: p.parameter["deepseek_v3_training_chips"].value,
         training_chip_hours=lambda p: p.parameter["deepseek_v3_chip_hours"].value,
     ),
+    # the MoE chapter's headline example: the all-to-all inside one rack
+    "alltoall_time": dict(
+        hardware="gb200_nvl72",
+        model="deepseek_v3",
+        precision="fp8",
+        batch_size=lambda p: _moe_crossover(p),
+        racks_spanned="1 rack",
+    ),
     # Chinchilla's own model and tokens, where the chapter reads each fit's loss
     "chinchilla_loss": dict(
         n_active=lambda p: p.parameter["chinchilla_model_params"].value,
@@ -80,6 +95,17 @@ def _value(eq_id: str, presets: Presets):
     import derivations
 
     return derivations.get(eq_id).evaluate(presets=presets)
+
+
+def _moe_crossover(presets: Presets):
+    """The MoE chapter's batch: DeepSeek-V3's crossover on a GB200 rack at FP8, in whole
+    sequences (the form shows 5,667, not 5,667.23)."""
+    import derivations
+
+    batch = derivations.get("crossover_batch").evaluate(
+        presets=presets, hardware="gb200_nvl72", model="deepseek_v3", precision="fp8"
+    )
+    return round(batch.to("sequence").m) * batch.to("sequence").units
 
 
 PRECISIONS = ("precision", "weight_precision", "kv_precision", "compute_precision")

@@ -813,13 +813,18 @@ def pipeline_bubble(presets: Presets) -> Figure:
         p0 = presets.parameter["pipeline_stages"].value.m
         m0 = presets.parameter["microbatches"].value.to("").m
         ax.plot([m0], [100 * default.m], "o", color=FOREGROUND, markersize=5)
+        # the label sits in the empty band above the curves' tails, an arrow to its point
         ax.annotate(
             f"P = {p0:g}, m = {m0:g}: {percent(default)} idle",
             (m0, 100 * default.m),
-            xytext=(8, 8),
-            textcoords="offset points",
+            xytext=(0.6, 0.6),
+            textcoords="axes fraction",
             fontsize=9,
+            arrowprops=dict(arrowstyle="-", color=FOREGROUND, linewidth=0.8),
         )
+        from matplotlib.ticker import StrMethodFormatter
+
+        ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))  # 1, 10, 100 (picklable)
         ax.set_xlabel("micro-batches per step m")
         ax.set_ylabel("bubble, % of each stage's time")
         ax.set_ylim(0, 100)
@@ -1381,7 +1386,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     lecture_penalty = spoken(presets.parameter["scale_out_penalty"].value)
     model = presets.get("model", moe.MODEL).name
     rack = chip_name(presets.get("hardware", moe.RACK))
-    context = spoken(presets.parameter["context_length"].value)
+    context = context_tokens(presets.parameter["context_length"].value)
     us = 1000  # ms -> microseconds on the axis
 
     def draw(fig, ax):
@@ -1397,13 +1402,13 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             [t * us for t in data["hardware"]],
             "s-",
             linewidth=1.6,
-            label=f"all-to-all, scale-out {penalty_hw}x slower (the rack's own ratio)",
+            label=f"all-to-all, scale-out {penalty_hw}x slower (the rack's)",
         )
         ax.axhline(
             layer * us,
             color=PALETTE[2],
             linewidth=2,
-            label="compute of the same layer (weights' FLOPs)",
+            label="the layer's compute (weights' FLOPs)",
         )
         ctx_layer = data["layer_compute_ctx"].to("ms").m
         if ctx_layer > 1.01 * layer:
@@ -1412,7 +1417,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
                 color=PALETTE[2],
                 linewidth=1.6,
                 linestyle="--",
-                label=f"compute with attention at {context} of context",
+                label=f"with attention, context {context}",
             )
         ax.axvspan(0.6, 1.4, color=FOREGROUND, alpha=0.06)
         ax.annotate(
@@ -1428,7 +1433,8 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
         ax.set_ylim(0, None)
         ax.set_xlabel("racks one expert layer spans")
         ax.set_ylabel("time per MoE layer (microseconds)")
-        ax.legend(loc="center right", bbox_to_anchor=(1, 0.62), fontsize=9)
+        # below the axes, clear of every curve
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
 
     one, two = data["lecture"][0] * us, data["lecture"][1] * us
     alt = (
@@ -1447,7 +1453,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     if ctx_layer > 1.01 * layer:
         hides = data["lecture"][1] < ctx_layer
         caption += (
-            f" Dashed: the layer's compute with attention at {context} of context, "
+            f" Dashed: the layer's compute with attention at a context of {context}, "
             f"{spoken(Q_(ctx_layer * us, 'microsecond'))}; "
             + (
                 f"against it two racks at the lecture's {lecture_penalty}x would still hide, "
@@ -1460,24 +1466,31 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
 
 
 def alltoall_diagram(presets: Presets) -> Figure:
-    """Schematic: one token dispatched to its experts inside one rack, and over two racks."""
+    """Schematic: one token dispatched to each of its k routed experts inside one rack, and over
+    two racks, where the off-rack share of them crosses the network."""
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
     from book.chapters import moe
 
     hw = presets.get("hardware", moe.RACK)
+    k = int(presets.get("model", moe.MODEL).experts_active)
     up = spoken(hw.scale_up_bandwidth_per_direction)
     out = spoken(hw.scale_out_bandwidth_per_direction.to("GB/s"))
-    share = Evaluator(presets).text("offrack_fraction")
+    lecture = Evaluator(presets)
+    share = lecture.text("offrack_fraction")
+    off = round(k * lecture.q("offrack_fraction").to("").m)  # arrows that leave the rack
     penalty = spoken(Evaluator(presets, moe.RACK).q("hardware_scale_out_penalty"))
     up_colour, out_colour = PALETTE[0], PALETTE[1]
+    rows, columns = 3, 4  # one rack's chips drawn; each two-rack panel draws half the columns
+    if k > rows * columns - 1 or max(off, k - off) > rows * columns // 2 - 1:
+        raise ValueError(f"the diagram has too few chips for {k} experts")
 
     def chip(ax, x, y, home=False):
         ax.add_patch(
             Rectangle(
-                (x - 0.35, y - 0.3),
-                0.7,
+                (x - 0.3, y - 0.25),
                 0.6,
+                0.5,
                 facecolor=PALETTE[2] if home else "none",
                 edgecolor=FOREGROUND,
                 alpha=0.9 if home else 1,
@@ -1492,23 +1505,38 @@ def alltoall_diagram(presets: Presets) -> Figure:
                 a,
                 b,
                 arrowstyle="-|>",
-                mutation_scale=10,
+                mutation_scale=9,
                 color=colour,
-                linewidth=1.5,
+                linewidth=1.3,
                 linestyle="--" if dashed else "-",
                 connectionstyle="arc3,rad=0.2",
-                shrinkA=9,
-                shrinkB=9,
+                shrinkA=8,
+                shrinkB=8,
             )
         )
 
     def rack(ax, x0, x1, label):
         ax.add_patch(
             Rectangle(
-                (x0, 0.7), x1 - x0, 4.1, facecolor="none", edgecolor=FOREGROUND, linewidth=1.6
+                (x0, 0.7), x1 - x0, 4.3, facecolor="none", edgecolor=FOREGROUND, linewidth=1.6
             )
         )
-        ax.text((x0 + x1) / 2, 4.55, label, ha="center", va="center", fontsize=9)
+        ax.text((x0 + x1) / 2, 4.72, label, ha="center", va="center", fontsize=9)
+
+    def grid(ax, x0, cols, home=False):
+        """A rack's chips, row by row; the first is the token's home chip when ``home``."""
+        return [
+            chip(ax, x0 + 1.4 * i, 3.95 - 1.2 * j, home=home and (i, j) == (0, 0))
+            for j in range(rows)
+            for i in range(cols)
+        ]
+
+    def spread(chips, n, skip_home):
+        """n target chips spread over a rack (every other chip first), never the home chip."""
+        order = [c for i, c in enumerate(chips) if i % 2 == 1] + [
+            c for i, c in enumerate(chips) if i % 2 == 0
+        ]
+        return [c for c in order if not (skip_home and c == chips[0])][:n]
 
     def draw(fig, ax):
         ax.set_xlim(0, 14.2)
@@ -1516,26 +1544,18 @@ def alltoall_diagram(presets: Presets) -> Figure:
         ax.axis("off")
         # left: one rack, every byte on the scale-up network
         rack(ax, 0.3, 6.3, "one rack")
-        grid = [
-            chip(ax, 1.1 + 1.4 * i, 3.3 - 1.5 * j, home=(i, j) == (0, 0))
-            for j in range(2)
-            for i in range(4)
-        ]
-        for target in (grid[2], grid[5], grid[7], grid[3]):
-            arrow(ax, grid[0], target, up_colour)
+        one = grid(ax, 1.1, columns, home=True)
+        for target in spread(one, k, skip_home=True):
+            arrow(ax, one[0], target, up_colour)
         ax.text(3.3, 0.25, f"all traffic on NVLink, {up} per direction", ha="center", fontsize=9)
-        # right: two racks, half of the experts in the other rack
+        # right: two racks, the off-rack share of the experts in the other rack
         rack(ax, 7.0, 10.0, "rack 1")
         rack(ax, 11.0, 14.0, "rack 2")
-        left = [
-            chip(ax, 7.8 + 1.4 * i, 3.3 - 1.5 * j, home=(i, j) == (0, 0))
-            for j in range(2)
-            for i in range(2)
-        ]
-        right = [chip(ax, 11.8 + 1.4 * i, 3.3 - 1.5 * j) for j in range(2) for i in range(2)]
-        for target in (left[1], left[3]):
+        left = grid(ax, 7.8, columns // 2, home=True)
+        right = grid(ax, 11.8, columns // 2)
+        for target in spread(left, k - off, skip_home=True):
             arrow(ax, left[0], target, up_colour)
-        for target in (right[0], right[3]):
+        for target in spread(right, off, skip_home=False):
             arrow(ax, left[0], target, out_colour, dashed=True)
         ax.text(
             10.5,
@@ -1550,19 +1570,20 @@ def alltoall_diagram(presets: Presets) -> Figure:
         ax.plot(
             [], [], marker="s", linestyle="none", color=PALETTE[2], label="the token's home chip"
         )
-        ax.legend(loc="upper center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, 1.02))
+        ax.legend(loc="upper center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, 1.04))
 
     alt = (
         "Diagram: on the left one rack of chips, where a token's home chip sends its activation "
-        f"to four expert chips over NVLink at {up} per direction; on the right the same layer "
-        f"over two racks, where two of the four arrows cross to the other rack over the network "
-        f"at {out} per direction."
+        f"to the {k} chips holding its experts over NVLink at {up} per direction; on the right "
+        f"the same layer over two racks, where {off} of the {k} arrows cross to the other rack "
+        f"over the network at {out} per direction."
     )
     caption = (
-        "Dispatch of one token to its experts (combine sends the results back the same way). "
-        f"Inside one rack every arrow is an NVLink path; over two racks a share {share} of them "
-        f"crosses the scale-out network, {penalty} "
-        "times slower per chip and per direction on these chips."
+        f"Dispatch of one token to its {k} routed experts, one arrow each, drawn as if each "
+        "lives on a different chip (combine sends the results back the same way). Inside one "
+        f"rack every arrow is an NVLink path; over two racks a share {share} of them, {off} "
+        f"of {k}, crosses the scale-out network, {penalty} times slower per chip and per "
+        "direction on these chips."
     )
     return _render("alltoall_diagram", draw, alt, caption)
 

@@ -95,6 +95,7 @@ def context(presets: Presets) -> dict:
     ratio_one_ctx = (one / layer_ctx).to("").m
     ratio_two_ctx = (two / layer_ctx).to("").m
     ratio_two_hw_ctx = (two_hw / layer_ctx).to("").m
+    experts = _expert_compute(model, layer)
 
     # What a Blackwell rack holds: its HBM minus the KV cache of a batch of B* at the default
     # context, divided by the bytes per weight (the lecture's "5T model plus KV" is the BF16 case).
@@ -157,6 +158,9 @@ def context(presets: Presets) -> dict:
         "alltoall_two_racks_hw": _us(two_hw),
         "ratio_one_rack": said_number(ratio_one, 3),
         "ratio_one_rack_round": said_number(ratio_one, 1),
+        "expert_share": said_number(experts["share"], 2),
+        "expert_layer_compute": _us(experts["time"]),
+        "ratio_experts_only": said_number((one / experts["time"]).to("").m, 2),
         "ratio_two_racks": said_number(ratio_two, 3),
         "ratio_two_racks_hw": said_number(ratio_two_hw, 3),
         "penalty": quantity(presets.parameter["scale_out_penalty"].value),
@@ -172,7 +176,8 @@ def context(presets: Presets) -> dict:
         "slowdowns": slowdowns,
         "slowdown": lecture.text("multi_rack_slowdown"),
         "slowdown_hw": said_number(slowdown_hw.to("").m),
-        "hardware_table": _hardware_table(presets),
+        "hardware_table": (table := _hardware_table(presets)),
+        "kv_fills_domain": _either([r["short"] for r in table["rows"] if r["cells"][3] == "none"]),
         "torus_chips": [
             hw.name for hw in presets.hardware.values() if hw.get("scale_up_topology") == "torus"
         ],
@@ -196,6 +201,28 @@ def context(presets: Presets) -> dict:
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
     }
+
+
+def _either(names: list[str]) -> str:
+    """Names as a sentence lists alternatives: ``'A, B or C'``.
+
+    >>> _either(["H100", "H800", "B200"]), _either(["H100"])
+    ('H100, H800 or B200', 'H100')
+    """
+    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _expert_compute(model, layer) -> dict:
+    """The experts' share of an average layer's compute, and that share of ``layer``: a token's
+    routed and shared experts are gated MLPs of three d-by-d_e matrices each, against the active
+    parameters averaged over the layers (attention, dense layers and the output head included).
+    """
+    from derivations.notation import ffn_matrices
+
+    experts = model.experts_active + model.experts_shared
+    params = Q_(experts * ffn_matrices.value.m * model.d_model * model.d_ff_expert, "parameter")
+    share = (params / (model.params_active / model.layers)).to("").m
+    return {"share": share, "time": layer * share}
 
 
 def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: float) -> dict:
@@ -243,6 +270,7 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
         "kimi_bytes": ev.text("alltoall_bytes_per_token"),
         "kimi_batch": said(batch),
         "kimi_per_chip": ev.text("experts_per_chip"),
+        "kimi_experts_each": said(ev.q("experts_per_chip") * Q_(1, "chip")),
         "kimi_compute": said(compute),
         "kimi_layer": _us(layer),
         "kimi_one": _us(one),
@@ -272,7 +300,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
 
 
 def _hardware_table(presets: Presets) -> dict:
-    """Every chip with a switched scale-up domain: its memory, what it holds, its own penalty.
+    """Every chip with a switched scale-up domain: its memory, the KV cache of DeepSeek-V3's
+    crossover batch on that chip (FP8, the default context), the parameters that fit beside that
+    KV cache at FP8, and the chip's own penalty. "none" where the KV cache alone fills the domain.
 
     Torus domains (TPU pods) are left out: an all-to-all over a torus crosses many hops and does
     not run at each chip's full link bandwidth, so neither the penalty nor the domain as one
@@ -281,22 +311,35 @@ def _hardware_table(presets: Presets) -> dict:
     columns = (
         ("scale-up domain", "chip"),
         ("domain HBM", "TB"),
-        ("parameters it holds at FP8", "Tparameter"),
+        ("KV cache at the crossover", "TB"),
+        ("parameters beside it", "Tparameter"),
         ("scale-up / scale-out", "dimensionless"),
     )
     rows = []
     for hw in presets.hardware.values():
         if hw.get("scale_up_domain") is None or hw.get("scale_up_topology") == "torus":
             continue
-        ev = Evaluator(presets, hw.id, precision="fp8")
+        ev = Evaluator(presets, hw.id, MODEL, "fp8")
+
+        def kv(ev=ev):
+            return ev.q("kv_cache_per_batch", batch_size=ev.q("crossover_batch"))
+
+        def beside(ev=ev, kv=kv):
+            hbm = ev.q("scaleup_memory")
+            left = ev.q("max_total_params") * ((hbm - kv()) / hbm).to("")
+            return left if left.m > 0 else None
+
         values = (
             lambda hw=hw: hw.scale_up_domain,
             lambda ev=ev: ev.q("scaleup_memory"),
-            lambda ev=ev: ev.q("max_total_params"),
+            kv,
+            beside,
             lambda ev=ev: ev.q("hardware_scale_out_penalty"),
         )
         cells = [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)]
-        rows.append({"name": hw.name, "cells": cells})
+        if cells[2] != "—" and cells[3] == "—":  # the KV cache alone fills the domain
+            cells[3] = "none"
+        rows.append({"name": hw.name, "short": chip_name(hw), "cells": cells})
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
 
 

@@ -95,6 +95,10 @@ def context(presets: Presets) -> dict:
         **_hop_transfer(presets, ev),
         **_memory_wall(presets),
         **_training_batch(presets),
+        **_tensor_parallel(presets),
+        **_deepseek_layout(presets),
+        **_symbols(presets),
+        "moe_ratio": _moe_ratio(presets),
         "tex": _tex(),
     }
 
@@ -456,6 +460,130 @@ def _training_batch(presets: Presets) -> dict:
         "train_over_star": said_number(one.m / b_star, 2),
         "train_over_dense": said_number(one.m / ev.q("dense_crossover_batch").to("sequence").m, 2),
         "decode_star": ev.text("micro_batch_size"),
+        "decode_star_tokens": said(Q_(b_star, "token")),
+    }
+
+
+def _moe_ratio(presets: Presets) -> str:
+    """The MoE chapter's one-rack all-to-all against the layer's compute (weights' FLOPs), to
+    tie the hop's comparison with the all-to-all back to compute."""
+    from book.chapters import moe
+
+    series = moe.alltoall_series(presets)
+    ev = Evaluator(presets, moe.RACK, moe.MODEL, "fp8")
+    one = ev.q("alltoall_time", batch_size=series["batch"], racks_spanned=Q_(1, "rack"))
+    return said_number((one / series["layer_compute"]).to("").m, 1)
+
+
+TP_CHIP = "h100_sxm"
+TP_PRECISION = "bf16"
+
+
+def _tensor_parallel(presets: Presets) -> dict:
+    """The scaling book's test for tensor parallelism, on one DeepSeek-V3 expert over an H100
+    node's NVLink: per-chip compute against the all-reduce's bytes over the link.
+
+    Cut Y ways, a gated expert's three d-by-d_e matrices cost c_fwd m_ff d d_e / Y FLOP per token
+    on each chip, at C FLOP/s. Each chip ends with a partial sum of the d outputs, and a ring
+    all-reduce sends 2 (Y - 1) / Y of d values per token from every chip at the link's
+    per-direction bandwidth. So compute / all-reduce = K / (Y - 1), K = c_fwd m_ff d_e W / (2 b C):
+    the split pays (compute at least the all-reduce) only while Y <= 1 + K.
+    """
+    from derivations.notation import ffn_matrices, flops_per_param_token
+
+    model = presets.get("model", MODEL)
+    hw = presets.get("hardware", TP_CHIP)
+    ways = hw.scale_up_domain.to("chip").m
+    flops = hw.get(f"dense_flops_{TP_PRECISION}")
+    act = presets.get("precision", TP_PRECISION).bytes_per_value
+    width = Q_(model.d_model, "value/token")
+    params = Q_(ffn_matrices.value.m * model.d_model * model.d_ff_expert, "parameter")
+
+    def times(y, flops=flops, act=act):
+        compute = (flops_per_param_token.value * params / y / flops).to("ns/token")
+        allreduce = (2 * (y - 1) / y * width * act / hw.scale_up_bandwidth_per_direction).to(
+            "ns/token"
+        )
+        return compute, allreduce
+
+    compute, allreduce = times(ways)
+    per_token = (flops_per_param_token.value * params).to("MFLOP/token")
+    k = ((ways - 1) * compute / allreduce).to("").m
+    fp8 = times(ways, hw.get("dense_flops_fp8"), presets.get("precision", "fp8").bytes_per_value)
+    fp8_same = abs((fp8[1] / fp8[0] / (allreduce / compute)).to("").m - 1) < 0.01
+    return {
+        "tp": {
+            "chip": chip_name(hw),
+            "ways": said_number(ways),
+            "flops": said(flops),
+            "precision": TP_PRECISION.upper(),
+            "link": said(hw.scale_up_bandwidth_per_direction),
+            "expert_flops": said(per_token, 3),
+            "compute": said(compute, 2),
+            "allreduce": said(allreduce, 2),
+            "ratio": said_number((allreduce / compute).to("").m, 2),
+            "max_ways": said_number(1 + k, 2),
+            "pays_at_two": bool(k >= 1),
+            "fp8_same": bool(fp8_same),
+        }
+    }
+
+
+def _deepseek_layout(presets: Presets) -> dict:
+    """DeepSeek-V3's training layout (its report, section 3.2): pipeline stages, expert
+    parallelism and the data parallelism left over on its cluster; and the training state that
+    makes it divide the model every way it can."""
+    par = presets.parameter
+    chips = par["deepseek_v3_training_chips"].value
+    stages = par["deepseek_v3_training_stages"].value
+    experts = par["deepseek_v3_training_expert_parallel"].value
+    hw = presets.get("hardware", "h800")
+    replicas = (chips / (stages.m * experts)).to("").m
+    state = Evaluator(presets, "h800", MODEL).q("training_state_memory").to("TB")
+    node = hw.hbm_capacity * hw.scale_up_domain.m
+    return {
+        "ds": {
+            "chips": said_number(chips.to("chip").m),
+            "chip": chip_name(hw),
+            "stages": said_number(stages.m),
+            "experts": said_number(experts.to("chip").m),
+            "nodes": said_number((experts / hw.scale_up_domain).to("").m),
+            "node": said(hw.scale_up_domain),
+            "replicas": said_number(replicas),
+            "state": said(state, 3),
+            "state_nodes": said_number((state / node).to("").m, 2),
+            "source": _citation(par["deepseek_v3_training_stages"]),
+        }
+    }
+
+
+def _citation(parameter) -> dict:
+    """A parameter's source as prose cites it: ``who`` (authors and year) and ``what`` (title
+    and arXiv number), without the source key and the section and quotation that follow.
+
+    >>> from units.presets import load
+    >>> _citation(load().parameter["activation_bytes_factor"])["who"]
+    'Korthikanti et al. 2022'
+    """
+    text = parameter.source_of("source").split(": ", 1)[-1].split(", section")[0]
+    who, what = text.split(", ", 1)
+    return {"who": who, "what": what.replace(" (arXiv ", ", arXiv ").rstrip(")")}
+
+
+def _symbols(presets: Presets) -> dict:
+    """Figures the prose gives where it names a symbol: the training state's bytes per
+    parameter, the stored activation bytes per value, and the source of the latter."""
+    par = presets.parameter
+    act = presets.get("precision", "bf16").bytes_per_value
+    c_act = par["activation_bytes_factor"].value
+    return {
+        "b_train_w": said(par["train_weight_bytes"].value),
+        "b_train_g": said(par["train_grad_bytes"].value),
+        "b_opt": said(par["optimizer_bytes"].value),
+        "c_act": said(c_act),
+        "c_act_source": _citation(par["activation_bytes_factor"]),
+        "act_bytes": said(act),
+        "act_saving": said_number((c_act / act).to("").m),
     }
 
 
