@@ -586,9 +586,9 @@ WHATIFS = (
         by=2,
         ratio_only=True,
         fact="batch-below-crossover",
-        front="{model} on {chips} at {precision} runs at a batch of {batch} with "
-        "{context} of context each, attention's FLOPs counted. The batch doubles: by what "
-        "factor does the cost per token change?",
+        front="{model} on {chips} runs at {precision} (weights, arithmetic and KV cache) at a "
+        "batch of {batch} with {context} of context each, attention's FLOPs counted. The batch "
+        "doubles: by what factor does the cost per token change?",
         why="Far below the crossover batch the memory reads set the step time, and they grow "
         "only a little (a few more experts read, and the KV cache doubles but stays small beside "
         "the weights), so twice the tokens share a step only a little longer.",
@@ -601,19 +601,19 @@ WHATIFS = (
             model="deepseek_v3",
             precision="fp8",
             batch_size="16384 sequence",
-            context_length="8192 token/sequence",
+            context_length="4096 token/sequence",
         ),
         vary="batch_size",
         by=2,
         ratio_only=True,
         fact="batch-above-crossover",
-        front="{model} on {chips} at {precision} runs at a batch of {batch} with "
-        "{context} of context each, attention's FLOPs counted. The batch doubles: by what "
-        "factor does the cost per token change?",
-        why="At this context attention multiplies each token's FLOPs {attention} times, so the "
-        "step is compute-bound, and compute grows in step with the batch: twice the tokens take "
-        "twice the time. Leave attention out and the KV fetch would set the step instead, and "
-        "the cost would fall a little.",
+        front="{model} on {chips} runs at {precision} (weights, arithmetic and KV cache) at a "
+        "batch of {batch} with {context} of context each, attention's FLOPs counted. The batch "
+        "doubles: by what factor does the cost per token change?",
+        why="At this context attention multiplies each token's FLOPs {attention} times, so "
+        "compute takes {margin} times as long as the memory reads: the step is compute-bound, "
+        "and twice the tokens take twice the time. Leave attention out, or hold the KV cache "
+        "at BF16, and the memory reads set the step and the cost falls a little.",
     ),
     dict(
         id="memory-wall",
@@ -689,6 +689,21 @@ def _attention_factor(case: dict, presets: Presets) -> float:
     return 1 + (context / even).to("").magnitude
 
 
+def _compute_over_memory(case: dict, presets: Presets) -> float:
+    """How many times as long a step's compute takes as its memory reads, for a whatif's case:
+    a card that calls a step compute-bound says by how much.
+
+    >>> from units.presets import load
+    >>> case = dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8",
+    ...     batch_size="16384 sequence", context_length="4096 token/sequence")
+    >>> _compute_over_memory(case, load()) > 1.2  # compute leads by over a fifth
+    True
+    """
+    compute = derivations.get("compute_time").evaluate(presets=presets, **case)
+    memory = derivations.get("memory_time").evaluate(presets=presets, **case)
+    return (compute / memory).to("").magnitude
+
+
 def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
     cards = []
     for spec in WHATIFS:
@@ -706,7 +721,10 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         names = _names(spec["case"], presets)
         why = spec["why"]
         if "{attention}" in why:
-            why = why.format(attention=number(_attention_factor(spec["case"], presets), 2))
+            why = why.format(
+                attention=number(_attention_factor(spec["case"], presets), 2),
+                margin=number(_compute_over_memory(spec["case"], presets), 2),
+            )
         cards.append(
             Card(
                 f"whatif:{eq.chapter}:{spec['id']}",
