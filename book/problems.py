@@ -23,7 +23,6 @@ True
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import random
 import tomllib
@@ -40,7 +39,7 @@ from book.checker import answer_spec, dims_vector, unit_table  # noqa: F401 - re
 from book.format import markdown_text, named, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
-from units import Q_, ChalkboardError
+from units import Q_, ChalkboardError, reads
 from units.presets import Presets, load
 from units.registry import is_count
 
@@ -449,7 +448,7 @@ def _all_concepts(presets: Presets) -> dict[str, list[Problem]]:
     return out
 
 
-@functools.cache
+@reads.cached  # it reads presets: kept with its reads (units.reads)
 def _makes_multi(chapter: str) -> bool:
     """Whether a drawn case gives a chain of two to four equations: the static count of a
     chain can be shorter than the evaluated one (architecture fields inlined at run time)."""

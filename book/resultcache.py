@@ -35,7 +35,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from units import diskcache
+from units import diskcache, reads
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ("derivations", "units")  # the floors every computed number comes from
@@ -127,19 +127,25 @@ def remembered(
 ):
     """``compute()`` (a JSON value), or what it returned before for the same inputs: the same
     ``key``, ``sources`` and preset files, on the same library. An entry that is not valid JSON
-    of the user's seal is computed again and replaced."""
+    of the user's seal is computed again and replaced. The presets ``compute()`` read
+    (``units.reads``) are kept beside its value and noted again on a hit."""
     store = diskcache.Store(namespace, inputs_digest(sources, presets_files)[:32])
     name = diskcache.digest(*key)
-    found = store.get(name)
-    if found is not None:
+    found, read = store.get(name), store.get(name + "-reads")
+    if found is not None and read is not None:
         try:
-            return json.loads(found.decode("utf-8"))
+            value, presets_read = json.loads(found.decode("utf-8")), json.loads(read)
         except ValueError:
             pass  # sealed by this user yet unreadable (an older format): computed again
-    value = compute()
+        else:
+            reads.note_all(tuple(r) for r in presets_read)  # as if computed here (chalkboard serve)
+            return value
+    with reads.recording() as presets_read:
+        value = compute()
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):
         return value  # not plain data (a caller's change): used, never stored
     store.put(name, text.encode("utf-8"))
+    store.put(name + "-reads", json.dumps(sorted(presets_read)).encode("utf-8"))
     return value

@@ -28,7 +28,7 @@ import numpy as np
 import pint
 
 from derivations.core import Constant, Equation, Input, defining, lookup_symbol, version
-from units import Q_, ChalkboardError, closest, parse_quantity
+from units import Q_, ChalkboardError, closest, parse_quantity, reads
 from units.presets import SCHEMAS, Preset, Presets, load
 from units.registry import convert, new_quantity, to_base, ureg
 
@@ -549,6 +549,7 @@ EVALUATED: dict[tuple[str, frozenset[str], frozenset[str]], Equation] = {}
 # in base units with their origin and source: by choice of presets, then by input. The chosen
 # Preset objects (and the Presets) are kept with their memo, so that an id is never reused.
 _READS: dict[tuple[int, ...], tuple[tuple, dict]] = {}
+reads.on_recording(_READS.clear)  # a recording of reads (units.reads) sees every read it needs
 
 
 def _reads_for(presets: Presets, chosen: dict) -> dict:

@@ -32,6 +32,7 @@ from types import MappingProxyType
 
 import pint
 
+from units import reads
 from units.errors import ChalkboardError, closest
 from units.registry import parse_quantity
 
@@ -201,6 +202,59 @@ class Preset:
 
     def source_of(self, name: str) -> str:
         return self.sources.get(name, self.sources["source"])
+
+
+class Kind(Mapping):
+    """The presets of one kind by id, read-only; each read is noted for ``chalkboard serve``
+    (:mod:`units.reads`): a lookup as ``(kind, id)``, an iteration or count as the whole kind."""
+
+    __slots__ = ("_kind", "_table")
+
+    def __init__(self, kind: str, table: dict):
+        self._kind, self._table = kind, table
+
+    def __getitem__(self, preset_id):
+        if reads._FRAMES:
+            reads.note(self._kind, preset_id)
+        return self._table[preset_id]
+
+    def get(self, preset_id, default=None):
+        if reads._FRAMES:
+            reads.note(self._kind, preset_id)
+        return self._table.get(preset_id, default)
+
+    def __contains__(self, preset_id) -> bool:
+        if reads._FRAMES:
+            reads.note(self._kind, preset_id)
+        return preset_id in self._table
+
+    def __iter__(self):
+        if reads._FRAMES:
+            reads.note(self._kind, reads.ALL)
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        if reads._FRAMES:
+            reads.note(self._kind, reads.ALL)
+        return len(self._table)
+
+    def keys(self):
+        if reads._FRAMES:
+            reads.note(self._kind, reads.ALL)
+        return self._table.keys()
+
+    def values(self):
+        if reads._FRAMES:
+            reads.note(self._kind, reads.ALL)
+        return self._table.values()
+
+    def items(self):
+        if reads._FRAMES:
+            reads.note(self._kind, reads.ALL)
+        return self._table.items()
+
+    def __repr__(self) -> str:
+        return f"Kind({self._kind!r}, {list(self._table)!r})"
 
 
 @dataclass(frozen=True)
@@ -503,7 +557,7 @@ def _load(files: tuple[str, ...]) -> Presets:
                     )
                 merged[kind][preset_id] = preset
     _check_references(merged)
-    frozen = {kind: MappingProxyType(table) for kind, table in merged.items()}
+    frozen = {kind: Kind(kind, table) for kind, table in merged.items()}
     return Presets(MappingProxyType(frozen), files)
 
 
