@@ -126,26 +126,53 @@ def remembered(
     presets_files: tuple[str, ...] = (),
 ):
     """``compute()`` (a JSON value), or what it returned before for the same inputs: the same
-    ``key``, ``sources`` and preset files, on the same library. An entry that is not valid JSON
-    of the user's seal is computed again and replaced. The presets ``compute()`` read
-    (``units.reads``) are kept beside its value and noted again on a hit."""
-    store = diskcache.Store(namespace, inputs_digest(sources, presets_files)[:32])
+    ``key`` and ``sources`` on the same library, and the same values of the presets it read
+    (``units.reads``; of the preset files ``presets_files``): an edit of a preset it did not read
+    finds it still. The reads of its last computation are kept under the key; its value under
+    the values those reads find now (all the preset files' bytes when it read what cannot be
+    named). An entry that is not valid JSON of the user's seal is computed again and replaced;
+    a hit notes its reads as if computed here."""
+    base = inputs_digest(sources)
     name = diskcache.digest(*key)
-    found, read = store.get(name), store.get(name + "-reads")
-    if found is not None and read is not None:
-        try:
-            value, presets_read = json.loads(found.decode("utf-8")), json.loads(read)
-        except ValueError:
-            pass  # sealed by this user yet unreadable (an older format): computed again
-        else:
-            reads.note_all(tuple(r) for r in presets_read)  # as if computed here (chalkboard serve)
-            return value
-    with reads.recording() as presets_read:
+    traces = diskcache.Store(f"{namespace}-reads", base[:32])
+    trace = _json(traces.get(name))
+    if isinstance(trace, list):
+        trace = [tuple(item) for item in trace]
+        found = _json(diskcache.Store(namespace, _version(base, trace, presets_files)).get(name))
+        if found is not None:
+            reads.note_all(trace)
+            return found
+    with reads.recording() as got:
         value = compute()
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):
         return value  # not plain data (a caller's change): used, never stored
-    store.put(name, text.encode("utf-8"))
-    store.put(name + "-reads", json.dumps(sorted(presets_read)).encode("utf-8"))
+    trace = sorted(got)
+    diskcache.Store(namespace, _version(base, trace, presets_files)).put(name, text.encode())
+    traces.put(name, json.dumps(trace).encode("utf-8"))
     return value
+
+
+def _json(data: bytes | None):
+    """The JSON value of a stored entry; None when absent or unreadable (an older format)."""
+    if data is None:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def _version(base: str, trace: list, presets_files: tuple[str, ...]) -> str:
+    """The store version of a value: the library and sources (``base``) with what each read of
+    ``trace`` finds in the preset files now, or the files' bytes when a read cannot be named."""
+    from units.presets import _load, read_value
+
+    if not presets_files:
+        return base[:32]
+    if (reads.ALL, reads.ALL) in trace:
+        return inputs_digest((), presets_files)[:32] + base[:32]
+    presets = _load(tuple(map(str, presets_files)))
+    found = [part for item in trace for part in (repr(item), read_value(presets, item))]
+    return diskcache.digest(base, *found)[:32]

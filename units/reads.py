@@ -1,8 +1,12 @@
 """Which presets a computation read, recorded so that ``chalkboard serve`` computes again, after a
 preset edit, only what read an edited preset.
 
-A read is ``(kind, id)`` for one preset looked up (or asked for and absent), or ``(kind, ALL)``
-for a whole kind iterated or counted (an "every chip" table reads every chip, and a chip added).
+A read is ``(kind, id)`` for one preset looked up (or asked for and absent), ``(kind, ALL)``
+for the ids of a kind listed or counted (which presets there are), and ``(kind, id, field)`` for
+one field of a preset read (``(kind, id, "source:" + field)`` for its source). A preset reached
+while listing a kind is read by id too (``values()`` and ``items()`` read every one): an "every
+chip" table reads each chip and its figures it shows, and the list of chips, which a chip added or
+removed changes.
 Each kind of a loaded :class:`units.presets.Presets` notes its reads into every recording under
 way (recordings nest: the outer ones get the inner ones' reads too). A cache that keeps results
 computed from presets (:class:`ReadsDict`, :func:`cached`) keeps their reads beside them and notes
@@ -15,10 +19,14 @@ them; an entry stored outside any recording read, as far as anyone knows, everyt
 ...     _ = presets.get("hardware", "h100_sxm").hbm_bandwidth
 ...     _ = len(presets.precision)
 >>> sorted(got)
-[('hardware', 'h100_sxm'), ('precision', '*')]
->>> touches(got, {("hardware", "h100_sxm")}), touches(got, {("hardware", "b200")})
-(True, False)
->>> touches(got, {("precision", "fp4")})  # a whole kind was read
+[('hardware', 'h100_sxm'), ('hardware', 'h100_sxm', 'hbm_bandwidth'), ('precision', '*')]
+>>> touches(got, {("hardware", "h100_sxm", "hbm_bandwidth")})
+True
+>>> touches(got, {("hardware", "h100_sxm", "hbm_capacity")})  # a figure it did not read
+False
+>>> touches(got, {("precision", "fp4")})  # its ids were counted, not its figures
+False
+>>> touches(got, {("precision", "fp4"), ("precision", ALL)})  # fp4 added or removed
 True
 """
 
@@ -36,10 +44,11 @@ _STARTS: list[Callable[[], None]] = []  # run as a recording starts (memos that 
 _CACHES: list[weakref.ref] = []  # every ReadsDict, weakly
 
 
-def note(kind: str, preset_id: str) -> None:
-    """One read, into every recording under way."""
+def note(kind: str, preset_id: str, field: str | None = None) -> None:
+    """One read, into every recording under way: a preset (that it is there), or its field."""
+    item = (kind, preset_id) if field is None else (kind, preset_id, field)
     for frame in _FRAMES:
-        frame.add((kind, preset_id))
+        frame.add(item)
 
 
 def note_all(reads: Iterable) -> None:
@@ -68,12 +77,24 @@ def recording():
         _FRAMES.pop()
 
 
+@contextlib.contextmanager
+def unrecorded():
+    """A block whose reads are nobody's (loading and checking the presets themselves)."""
+    saved = _FRAMES[:]
+    _FRAMES.clear()
+    try:
+        yield
+    finally:
+        _FRAMES[:] = saved
+
+
 def touches(reads, changed) -> bool:
-    """Whether ``reads`` include one of ``changed`` (``(kind, id)`` pairs), itself or its kind
-    read whole."""
-    if (ALL, ALL) in reads:
+    """Whether ``reads`` include one of ``changed``: ``(kind, id, field)`` for a field edited
+    (with ``(kind, id, ALL)`` when one is added or removed), ``(kind, id)`` and ``(kind, ALL)``
+    for a preset added or removed."""
+    if (ALL, ALL) in reads or (ALL, ALL) in changed:
         return True
-    return any(item in reads or (item[0], ALL) in reads for item in changed)
+    return any(item in reads for item in changed)
 
 
 class ReadsDict(dict):
@@ -130,6 +151,11 @@ def cached(fn):
 
     wrapper.cache_clear = store.clear
     return wrapper
+
+
+def forget_all() -> None:
+    """Drop every cached result that read presets."""
+    forget({(ALL, ALL)})
 
 
 def forget(changed) -> None:
