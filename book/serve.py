@@ -603,9 +603,15 @@ class Pages:
             self.made[name] = (tuple(part), frozenset(got))
             self.table.update(part)
         site.render(self.docs, self.presets, table=self.table)
-        with reads.recording() as got:  # its blocks run on the presets (read from the store now)
-            site.tutorial_markdown()
-        self.tutorial_read = frozenset(got)
+        # the files made from the presets besides the pages, and what each read, made again
+        # into a scratch folder (the tutorial is read back from the store)
+        self.extras_read = {}
+        scratch = into / "extras"
+        for name, make in _extras(self.presets).items():
+            with reads.recording() as got:
+                make(scratch)
+            self.extras_read[name] = frozenset(got)
+        shutil.rmtree(scratch, ignore_errors=True)
         self.mk: dict = {}
         site._mkdocs_build(self.docs, self.site, keep=self.mk)
         # Indexing a page for search costs more than building it, and a page rebuild does not
@@ -676,13 +682,11 @@ class Pages:
         except BaseException:  # what was computed from the edit may be half made: none kept
             reads.forget_all()
             self.made = {name: (outs, reads.UNKNOWN) for name, (outs, _) in self.made.items()}
-            self.tutorial_read = reads.UNKNOWN
+            self.extras_read = dict.fromkeys(self.extras_read, reads.UNKNOWN)
             raise
 
     def _presets_edited(self, presets) -> list[str] | None:
         from book import site
-        from book.calculators import calculators_js
-        from book.cards import write_exports
         from book.notebooks import write_notebooks
         from derivations import inputs
         from units import reads
@@ -705,13 +709,6 @@ class Pages:
             table.update(part)
         again = [name for name in made if made[name] is not self.made[name]]
         computed = [out_name for name in again for out_name in made[name][0]]
-        tutorial_read = self.tutorial_read
-        if reads.touches(tutorial_read, changed):
-            with reads.recording() as got:
-                tutorial_page = {"tutorial.md": site.tutorial_markdown()}
-            tutorial_read = frozenset(got)
-        else:
-            tutorial_page = {}
         fresh = self.docs.parent / "docs-next"
         shutil.rmtree(fresh, ignore_errors=True)
         try:
@@ -724,26 +721,31 @@ class Pages:
                 markdown = site.page_markdown(self.env, template, ctx, out_name, text)
                 if markdown != (self.docs / out_name).read_text(encoding="utf-8"):
                     texts[out_name] = markdown
-            for out_name, markdown in tutorial_page.items():
-                if markdown != (self.docs / out_name).read_text(encoding="utf-8"):
-                    texts[out_name] = markdown
-            # the files made from every page's computing: made again, copied where they changed
-            write_notebooks(fresh / "notebooks", chapters, presets)
-            write_exports(fresh / "exports", presets)
-            site._write(fresh / "javascripts" / "calculators-data.js", calculators_js(presets))
+            write_notebooks(fresh / "notebooks", chapters, presets)  # the chapters computed
+            extras_read = dict(self.extras_read)
+            for name, make in _extras(presets).items():
+                if reads.touches(extras_read[name], changed):
+                    with reads.recording() as got:
+                        make(fresh)
+                    extras_read[name] = frozenset(got)
+                    again.append(name)
             for path in sorted(p for p in fresh.rglob("*") if p.is_file()):
                 name = path.relative_to(fresh).as_posix()
                 if not (self.docs / name).is_file():
                     return None
-                if _differ(path, self.docs / name):
+                if not _differ(path, self.docs / name):
+                    continue
+                if name.endswith(".md"):  # the tutorial
+                    texts[name] = path.read_text(encoding="utf-8")
+                else:
                     shutil.copyfile(path, self.site / name)
                     shutil.copyfile(path, self.docs / name)
             rebuilt = [self._build_page(n, text) for n, text in texts.items()]
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
         self.presets, self.table, self.made = presets, table, made
-        self.tutorial_read = tutorial_read
-        self.computed = again + (["tutorial"] if tutorial_page else [])
+        self.extras_read = extras_read
+        self.computed = again
         return rebuilt
 
     def _build_page(self, out_name: str, markdown: str) -> str:
@@ -782,6 +784,21 @@ class Pages:
                 target.write_bytes(old_html)
             raise ChalkboardError(f"{out_name}: {failure}")
         return "/" + file.url
+
+
+def _extras(presets) -> dict:
+    """The files a build makes from the presets besides the pages (book.site.render), by name:
+    each writes its file(s) into the folder it is given."""
+    from book import site
+    from book.calculators import calculators_js
+    from book.cards import write_exports
+
+    data = "javascripts/calculators-data.js"
+    return {
+        "flashcard exports": lambda into: write_exports(into / "exports", presets),
+        "calculators' data": lambda into: site._write(into / data, calculators_js(presets)),
+        "tutorial": lambda into: site._write(into / "tutorial.md", site.tutorial_markdown()),
+    }
 
 
 def edited_presets(old, new) -> set[tuple]:
