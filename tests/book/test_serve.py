@@ -69,6 +69,32 @@ def test_preset_files_are_read_again_by_the_running_builder(tmp_path):
     assert not serve.preset_files([])
 
 
+def test_a_preset_edit_names_the_fields_it_changed(tmp_path):
+    """What a preset edit changed, as units.reads names reads: a field edited; a preset added
+    (and with it the list of its kind)."""
+    from units.presets import BUILTIN_FILES, _load
+    from units.reads import ALL
+
+    files = []
+    for path in BUILTIN_FILES:
+        files.append(tmp_path / path.name)
+        files[-1].write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    hardware = tmp_path / "hardware.toml"
+    original = hardware.read_text(encoding="utf-8")
+    before = _load(tuple(map(str, files)))
+    assert serve.edited_presets(before, before) == set()
+    hardware.write_text(original.replace('"141 GB"', '"143 GB"'), encoding="utf-8")
+    _load.cache_clear()
+    after = _load(tuple(map(str, files)))
+    assert serve.edited_presets(before, after) == {("hardware", "h200", "hbm_capacity")}
+    added = '\n[hardware.x1]\nname = "X1"\nsource = "N5"\nhbm_capacity = "1 GB"\n'
+    hardware.write_text(original + added + 'hbm_bandwidth = "1 TB/s"\n', encoding="utf-8")
+    _load.cache_clear()
+    after = _load(tuple(map(str, files)))
+    assert serve.edited_presets(before, after) == {("hardware", "x1"), ("hardware", ALL)}
+    _load.cache_clear()
+
+
 def test_the_watcher_sees_edits_and_skips_editor_files(tmp_path):
     page = tmp_path / "a.md.j2"
     page.write_text("one")
