@@ -26,6 +26,7 @@ import dataclasses
 import math
 import random
 import tomllib
+import types
 from dataclasses import dataclass, field
 
 import pint
@@ -618,10 +619,25 @@ def problem_id(module) -> str:
 REDRAWS = 20  # drawings an authored problem may refuse (by a failed check) before it errs
 
 
+_AUTHORED: dict[tuple, Problem] = reads.ReadsDict()  # by file, seed and preset files
+
+
 def authored(module, seed: int, presets: Presets) -> Problem:
     """One drawing of an authored problem file: its ``draw`` gets a ``random.Random`` seeded
     with ``seed`` and the problem's id, so the problem is the same for the same seed. A draw
-    whose own checks fail (an ``assert`` on its scenario) is drawn again from the next seed."""
+    whose own checks fail (an ``assert`` on its scenario) is drawn again from the next seed.
+    A problem file's drawing is kept with the presets it read (``chalkboard serve`` draws again
+    only those that read an edited preset)."""
+    if not isinstance(module, types.ModuleType):
+        return _authored(module, seed, presets)
+    key = (module, seed, presets.files)
+    if key not in _AUTHORED:
+        with reads.recording():
+            _AUTHORED[key] = _authored(module, seed, presets)
+    return _AUTHORED[key]
+
+
+def _authored(module, seed: int, presets: Presets) -> Problem:
     pid = problem_id(module)
     drawn = None
     for attempt in range(REDRAWS):  # a draw's checks (asserts) refuse a scenario: draw again
