@@ -7,12 +7,17 @@ last good site stays served). A *builder* process (``python -m book.serve``) bui
 site once and keeps what it computed in memory: every page's context, mkdocs' configuration,
 navigation and theme, and KaTeX's typeset formulas. A template edit then rebuilds only the pages
 whose template uses the edited one: their Markdown from the kept contexts, their HTML alone. A
-preset edit (a TOML file of presets) is read by the same builder: it computes the pages again
-from the new presets and rebuilds the HTML of the pages whose Markdown changed, and copies the
-other files that changed (calculators' data, notebooks, exports); the search index stays the full
-build's until the next one. A change to anything else (Python, assets, ``mkdocs.yml``), or a
-preset edit that adds or removes a page, starts a fresh builder for a full build, since modules
-cannot be reloaded safely; the old site is served until it succeeds.
+preset edit (a TOML file of presets) is read by the same builder. Every page maker
+(``book.site.makers``) was computed under a recording of the preset fields it read
+(:mod:`units.reads`; a field read through a cache counts, a kind listed counts as its list of
+ids): only the makers that read an edited field, or listed a kind that gained or lost a preset,
+are computed again, each cached result that read one is forgotten, and the HTML of each page
+whose Markdown changed is rebuilt; the notebooks of those chapters, the flashcard exports, the
+calculators' data and the tutorial are made again when they read an edited field. The search
+index stays the full build's until the next one. A change to anything else (Python, assets,
+``mkdocs.yml``; an equation is Python), or a preset edit that adds or removes a page, starts a
+fresh builder for a full build, since modules cannot be reloaded safely; the old site is served
+until it succeeds.
 
 Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the
 same server and reloads the page when the build changes (no external network). Unknown URLs and
