@@ -549,7 +549,6 @@ EVALUATED: dict[tuple[str, frozenset[str], frozenset[str]], Equation] = {}
 # in base units with their origin and source: by choice of presets, then by input. The chosen
 # Preset objects (and the Presets) are kept with their memo, so that an id is never reused.
 _READS: dict[tuple[int, ...], tuple[tuple, dict]] = {}
-reads.on_recording(_READS.clear)  # a recording of reads (units.reads) sees every read it needs
 
 
 def _reads_for(presets: Presets, chosen: dict) -> dict:
@@ -589,6 +588,7 @@ class Resolver:
         self._stack: list[str] = []
         self._replaced = dict(root.replaced)
         self._reads = _reads_for(presets, chosen)
+        self._read: tuple = ()  # the preset fields the last binding read (units.reads)
 
     @classmethod
     def make(cls, root, choices: dict, presets, overrides) -> Resolver:
@@ -786,7 +786,10 @@ class Resolver:
             raise MissingInput(self._missing(name), name)
         q = convert(q, sym.base_unit)
         if key is not None and type(q.magnitude) in (float, int):
-            self._reads[key] = (sym, q.magnitude, q._units, origin, source)
+            read = () if key[1] == "constant" else self._read  # noted again on a recall
+            if key[1] == "parameter":
+                read = (("parameter", name, "value"), ("parameter", name, "source:source"))
+            self._reads[key] = (sym, q.magnitude, q._units, origin, source, read)
         self._values[name] = q
         self.used[name] = Input(q, origin, source, sym)
         return q
@@ -798,6 +801,10 @@ class Resolver:
             q = self._recall((name, binding.read), sym)
             if q is not None:
                 return q
+            with reads.recording(quiet=True) as got:  # the preset fields it reads (units.reads)
+                found = binding.read(self)
+            self._read = tuple(got)
+            return found
         return binding.read(self)
 
     def _recall(self, key, sym) -> pint.Quantity | None:
@@ -806,7 +813,9 @@ class Resolver:
         hit = self._reads.get(key)
         if hit is None or hit[0] is not sym:
             return None
-        _, magnitude, units, origin, source = hit
+        _, magnitude, units, origin, source, read = hit
+        if read:
+            reads.note_all(read)
         q = new_quantity(magnitude, units)
         self._values[sym.name] = q
         self.used[sym.name] = Input(q, origin, source, sym)

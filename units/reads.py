@@ -65,10 +65,11 @@ def on_recording(clear: Callable[[], None]) -> None:
 
 
 @contextlib.contextmanager
-def recording():
-    """A set that receives every read made inside the block."""
+def recording(quiet: bool = False):
+    """A set that receives every read made inside the block (``quiet``: without running the
+    :func:`on_recording` hooks, for a memo's own recording)."""
     frame: set = set()
-    for clear in _STARTS:
+    for clear in () if quiet else _STARTS:
         clear()
     _FRAMES.append(frame)
     try:
