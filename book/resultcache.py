@@ -174,5 +174,16 @@ def _version(base: str, trace: list, presets_files: tuple[str, ...]) -> str:
     if (reads.ALL, reads.ALL) in trace:
         return inputs_digest((), presets_files)[:32] + base[:32]
     presets = _load(tuple(map(str, presets_files)))
-    found = [part for item in trace for part in (repr(item), read_value(presets, item))]
+    kept = _READ_VALUES.get(id(presets))
+    if kept is None or kept[0] is not presets:  # the values of one load, kept with it
+        kept = _READ_VALUES[id(presets)] = (presets, {})
+    seen = kept[1]
+    found = []
+    for item in trace:
+        if item not in seen:
+            seen[item] = read_value(presets, item)
+        found += [repr(item), seen[item]]
     return diskcache.digest(base, *found)[:32]
+
+
+_READ_VALUES: dict[int, tuple] = {}  # by load of the presets: what each read finds there
