@@ -135,10 +135,11 @@ def remembered(
     base = inputs_digest(sources)
     name = diskcache.digest(*key)
     traces = diskcache.Store(f"{namespace}-reads", base[:32])
+    store = diskcache.Store(namespace, base[:32])  # one version per sources: entries by reads
     trace = _json(traces.get(name))
     if isinstance(trace, list):
         trace = [tuple(item) for item in trace]
-        found = _json(diskcache.Store(namespace, _version(base, trace, presets_files)).get(name))
+        found = _json(store.get(_version(name, trace, presets_files)))
         if found is not None:
             reads.note_all(trace)
             return found
@@ -149,7 +150,7 @@ def remembered(
     except (TypeError, ValueError):
         return value  # not plain data (a caller's change): used, never stored
     trace = sorted(got)
-    diskcache.Store(namespace, _version(base, trace, presets_files)).put(name, text.encode())
+    store.put(_version(name, trace, presets_files), text.encode("utf-8"))
     traces.put(name, json.dumps(trace).encode("utf-8"))
     return value
 
@@ -164,15 +165,15 @@ def _json(data: bytes | None):
         return None
 
 
-def _version(base: str, trace: list, presets_files: tuple[str, ...]) -> str:
-    """The store version of a value: the library and sources (``base``) with what each read of
-    ``trace`` finds in the preset files now, or the files' bytes when a read cannot be named."""
+def _version(name: str, trace: list, presets_files: tuple[str, ...]) -> str:
+    """The name a value is stored under: its key's (``name``) with what each read of ``trace``
+    finds in the preset files now, or the files' bytes when a read cannot be named."""
     from units.presets import _load, read_value
 
     if not presets_files:
-        return base[:32]
+        return name
     if (reads.ALL, reads.ALL) in trace:
-        return inputs_digest((), presets_files)[:32] + base[:32]
+        return diskcache.digest(name, inputs_digest((), presets_files))
     presets = _load(tuple(map(str, presets_files)))
     kept = _READ_VALUES.get(id(presets))
     if kept is None or kept[0] is not presets:  # the values of one load, kept with it
@@ -183,7 +184,7 @@ def _version(base: str, trace: list, presets_files: tuple[str, ...]) -> str:
         if item not in seen:
             seen[item] = read_value(presets, item)
         found += [repr(item), seen[item]]
-    return diskcache.digest(base, *found)[:32]
+    return diskcache.digest(name, *found)
 
 
 _READ_VALUES: dict[int, tuple] = {}  # by load of the presets: what each read finds there
