@@ -50,7 +50,7 @@ from book.cases import (  # noqa: F401 (public names)
 )
 from book.format import number, quantity, sentence
 from derivations.core import Constant, Equation
-from units import ChalkboardError
+from units import ChalkboardError, reads
 from units.presets import Presets, load
 
 
@@ -1017,9 +1017,20 @@ def prose_text(text: str) -> str:
     return re.sub(r"\$\$.+?\$\$|\$.+?\$", " ", text, flags=re.S)
 
 
+_DECKS: dict[tuple, list[Card]] = reads.ReadsDict()  # by preset files, with their reads
+
+
 def flashcards(presets: Presets | None = None) -> list[Card]:
-    """Every card, in chapter order."""
+    """Every card, in chapter order (made once per preset set: the pages and the exports share
+    it)."""
     presets = presets or load()
+    if presets.files not in _DECKS:
+        with reads.recording():
+            _DECKS[presets.files] = _flashcards(presets)
+    return list(_DECKS[presets.files])
+
+
+def _flashcards(presets: Presets) -> list[Card]:
     chapters = {c.id for c in derivations.CHAPTERS}
     cards: list[Card] = concept_cards(presets)
     cards += _formula_cards(presets, chapters) + _cloze_cards(presets, chapters)

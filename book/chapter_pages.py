@@ -13,9 +13,10 @@ from __future__ import annotations
 from book.calculators import calculator, calculator_html
 from book.compute import chapter_context
 from book.figures import figures_for
+from units import reads
 from units.presets import Presets, load
 
-_PAGES: dict[tuple, dict] = {}  # by chapter and the preset files behind it
+_PAGES: dict[tuple, dict] = reads.ReadsDict()  # by chapter and preset files (units.reads)
 
 
 def chapter_page_context(chapter_id: str, presets: Presets | None = None) -> dict:
@@ -23,13 +24,14 @@ def chapter_page_context(chapter_id: str, presets: Presets | None = None) -> dic
     presets = presets or load()
     key = (chapter_id, presets.files)
     if key not in _PAGES:
-        ctx = dict(chapter_context(chapter_id, presets))
-        ctx["equations"] = {
-            eq_id: {**eq, "calculator": _calculator(eq_id, presets)}
-            for eq_id, eq in ctx["equations"].items()
-        }
-        ctx["figures"] = figures_for(chapter_id, presets)
-        _PAGES[key] = ctx
+        with reads.recording():
+            ctx = dict(chapter_context(chapter_id, presets))
+            ctx["equations"] = {
+                eq_id: {**eq, "calculator": _calculator(eq_id, presets)}
+                for eq_id, eq in ctx["equations"].items()
+            }
+            ctx["figures"] = figures_for(chapter_id, presets)
+            _PAGES[key] = ctx
     return _PAGES[key]
 
 

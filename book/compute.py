@@ -16,10 +16,12 @@ from __future__ import annotations
 import derivations
 from book.context import Evaluator, equation_context
 from book.format import number, quantity
+from units import reads
 from units.presets import Presets, load
 
-_CHAPTER_CONTEXTS: dict[tuple, dict] = {}  # by chapter and the preset files behind it
-_EVALUATIONS: dict[tuple, tuple] = {}  # the evaluations each context made, by the same key
+# by chapter and the preset files behind it, each with the presets it read (units.reads)
+_CHAPTER_CONTEXTS: dict[tuple, dict] = reads.ReadsDict()
+_EVALUATIONS: dict[tuple, tuple] = reads.ReadsDict()  # the evaluations each context made
 
 
 def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
@@ -28,9 +30,9 @@ def chapter_context(chapter_id: str, presets: Presets | None = None) -> dict:
     presets = presets or load()
     key = (chapter_id, presets.files)
     if key not in _CHAPTER_CONTEXTS:
-        with derivations.recording() as made:
+        with derivations.recording() as made, reads.recording():
             _CHAPTER_CONTEXTS[key] = _chapter_context(chapter_id, presets)
-        _EVALUATIONS[key] = tuple(made)
+            _EVALUATIONS[key] = tuple(made)
     return _CHAPTER_CONTEXTS[key]
 
 

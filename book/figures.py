@@ -23,7 +23,7 @@ import pint
 
 from book.context import Evaluator
 from book.format import chip_name, context_tokens, number, quantity, spoken, spoken_number
-from units import Q_
+from units import Q_, reads
 from units.presets import Presets, load
 
 FOREGROUND = "#010101"  # replaced by currentColor in the SVG
@@ -1904,7 +1904,7 @@ CHAPTER_FIGURES = {
 }
 
 
-_DRAWN: dict[tuple, Figure] = {}  # by the preset files behind it and figure id
+_DRAWN: dict[tuple, Figure] = reads.ReadsDict()  # by the preset files behind it and figure id
 
 
 def drawn(fig_id: str, presets: Presets) -> Figure:
@@ -1914,7 +1914,8 @@ def drawn(fig_id: str, presets: Presets) -> Figure:
     """
     key = (presets.files, fig_id)
     if key not in _DRAWN:
-        _DRAWN[key] = remembered_figure(fig_id, presets)
+        with reads.recording():
+            _DRAWN[key] = remembered_figure(fig_id, presets)
     return _DRAWN[key]
 
 

@@ -42,7 +42,6 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -59,7 +58,7 @@ from book.validation import (
     validate,
     verified_per_step,
 )
-from units import Q_, ChalkboardError
+from units import Q_, ChalkboardError, reads
 from units.presets import Preset, Presets, load
 
 FORMATS = {"fp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "int8": "fp8", "bf16": "bf16"}
@@ -359,7 +358,7 @@ def predict_case(c: Case, p: dict) -> float:
 COLLECTIVES_PER_LAYER = 2
 
 
-@lru_cache(maxsize=1)
+@reads.cached  # it reads a preset: kept with that read (units.reads)
 def collective_floor() -> float:
     """The least time a layer's collectives take, s: two of the measured floor.
 
@@ -522,7 +521,7 @@ def leave_one_out(
     return out
 
 
-_CACHE: dict[tuple, dict] = {}
+_CACHE: dict[tuple, dict] = reads.ReadsDict()  # by preset files (units.reads)
 
 
 def study(presets: Presets | None = None) -> dict:
@@ -929,4 +928,4 @@ def prediction(presets) -> dict:
     return found
 
 
-_PREDICTIONS: dict[tuple, dict] = {}  # by preset files, once per process
+_PREDICTIONS: dict[tuple, dict] = reads.ReadsDict()  # by preset files, once per process

@@ -23,10 +23,10 @@ True
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import random
 import tomllib
+import types
 from dataclasses import dataclass, field
 
 import pint
@@ -40,7 +40,7 @@ from book.checker import answer_spec, dims_vector, unit_table  # noqa: F401 - re
 from book.format import markdown_text, named, number, quantity
 from derivations.core import Equation
 from derivations.inputs import BINDINGS, reachable
-from units import Q_, ChalkboardError
+from units import Q_, ChalkboardError, reads
 from units.presets import Presets, load
 from units.registry import is_count
 
@@ -449,7 +449,7 @@ def _all_concepts(presets: Presets) -> dict[str, list[Problem]]:
     return out
 
 
-@functools.cache
+@reads.cached  # it reads presets: kept with its reads (units.reads)
 def _makes_multi(chapter: str) -> bool:
     """Whether a drawn case gives a chain of two to four equations: the static count of a
     chain can be shorter than the evaluated one (architecture fields inlined at run time)."""
@@ -619,11 +619,26 @@ def problem_id(module) -> str:
 REDRAWS = 20  # drawings an authored problem may refuse (by a failed check) before it errs
 
 
+_AUTHORED: dict[tuple, Problem] = reads.ReadsDict()  # by file, seed and preset files
+
+
 def authored(module, seed: int, presets: Presets) -> Problem:
     """One drawing of an authored problem file: its ``draw`` gets a ``random.Random`` seeded
     with ``seed`` and the problem's id, so the problem is the same for the same seed. A draw
     whose own checks refuse its scenario (``book.problem_bank.require``) is drawn again from the
-    next seed."""
+    next seed.
+    A problem file's drawing is kept with the presets it read (``chalkboard serve`` draws again
+    only those that read an edited preset)."""
+    if not isinstance(module, types.ModuleType):
+        return _authored(module, seed, presets)
+    key = (module, seed, presets.files)
+    if key not in _AUTHORED:
+        with reads.recording():
+            _AUTHORED[key] = _authored(module, seed, presets)
+    return _AUTHORED[key]
+
+
+def _authored(module, seed: int, presets: Presets) -> Problem:
     pid = problem_id(module)
     drawn = None
     for attempt in range(REDRAWS):  # a draw's checks refuse a scenario: draw again

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from units import diskcache
+from units import diskcache, reads
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ("derivations", "units")  # the floors every computed number comes from
@@ -126,20 +126,65 @@ def remembered(
     presets_files: tuple[str, ...] = (),
 ):
     """``compute()`` (a JSON value), or what it returned before for the same inputs: the same
-    ``key``, ``sources`` and preset files, on the same library. An entry that is not valid JSON
-    of the user's seal is computed again and replaced."""
-    store = diskcache.Store(namespace, inputs_digest(sources, presets_files)[:32])
+    ``key`` and ``sources`` on the same library, and the same values of the presets it read
+    (``units.reads``; of the preset files ``presets_files``): an edit of a preset it did not read
+    finds it still. The reads of its last computation are kept under the key; its value under
+    the values those reads find now (all the preset files' bytes when it read what cannot be
+    named). An entry that is not valid JSON of the user's seal is computed again and replaced;
+    a hit notes its reads as if computed here."""
+    base = inputs_digest(sources)
     name = diskcache.digest(*key)
-    found = store.get(name)
-    if found is not None:
-        try:
-            return json.loads(found.decode("utf-8"))
-        except ValueError:
-            pass  # sealed by this user yet unreadable (an older format): computed again
-    value = compute()
+    traces = diskcache.Store(f"{namespace}-reads", base[:32])
+    store = diskcache.Store(namespace, base[:32])  # one version per sources: entries by reads
+    trace = _json(traces.get(name))
+    if isinstance(trace, list):
+        trace = [tuple(item) for item in trace]
+        found = _json(store.get(_version(name, trace, presets_files)))
+        if found is not None:
+            reads.note_all(trace)
+            return found
+    with reads.recording() as got:
+        value = compute()
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):
         return value  # not plain data (a caller's change): used, never stored
-    store.put(name, text.encode("utf-8"))
+    trace = sorted(got)
+    store.put(_version(name, trace, presets_files), text.encode("utf-8"))
+    traces.put(name, json.dumps(trace).encode("utf-8"))
     return value
+
+
+def _json(data: bytes | None):
+    """The JSON value of a stored entry; None when absent or unreadable (an older format)."""
+    if data is None:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def _version(name: str, trace: list, presets_files: tuple[str, ...]) -> str:
+    """The name a value is stored under: its key's (``name``) with what each read of ``trace``
+    finds in the preset files now, or the files' bytes when a read cannot be named."""
+    from units.presets import _load, read_value
+
+    if not presets_files:
+        return name
+    if (reads.ALL, reads.ALL) in trace:
+        return diskcache.digest(name, inputs_digest((), presets_files))
+    presets = _load(tuple(map(str, presets_files)))
+    kept = _READ_VALUES.get(id(presets))
+    if kept is None or kept[0] is not presets:  # the values of one load, kept with it
+        kept = _READ_VALUES[id(presets)] = (presets, {})
+    seen = kept[1]
+    found = []
+    for item in trace:
+        if item not in seen:
+            seen[item] = read_value(presets, item)
+        found += [repr(item), seen[item]]
+    return diskcache.digest(name, *found)
+
+
+_READ_VALUES: dict[int, tuple] = {}  # by load of the presets: what each read finds there

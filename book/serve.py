@@ -7,12 +7,17 @@ last good site stays served). A *builder* process (``python -m book.serve``) bui
 site once and keeps what it computed in memory: every page's context, mkdocs' configuration,
 navigation and theme, and KaTeX's typeset formulas. A template edit then rebuilds only the pages
 whose template uses the edited one: their Markdown from the kept contexts, their HTML alone. A
-preset edit (a TOML file of presets) is read by the same builder: it computes the pages again
-from the new presets and rebuilds the HTML of the pages whose Markdown changed, and copies the
-other files that changed (calculators' data, notebooks, exports); the search index stays the full
-build's until the next one. A change to anything else (Python, assets, ``mkdocs.yml``), or a
-preset edit that adds or removes a page, starts a fresh builder for a full build, since modules
-cannot be reloaded safely; the old site is served until it succeeds.
+preset edit (a TOML file of presets) is read by the same builder. Every page maker
+(``book.site.makers``) was computed under a recording of the preset fields it read
+(:mod:`units.reads`; a field read through a cache counts, a kind listed counts as its list of
+ids): only the makers that read an edited field, or listed a kind that gained or lost a preset,
+are computed again, each cached result that read one is forgotten, and the HTML of each page
+whose Markdown changed is rebuilt; the notebooks of those chapters, the flashcard exports, the
+calculators' data and the tutorial are made again when they read an edited field. The search
+index stays the full build's until the next one. A change to anything else (Python, assets,
+``mkdocs.yml``; an equation is Python), or a preset edit that adds or removes a page, starts a
+fresh builder for a full build, since modules cannot be reloaded safely; the old site is served
+until it succeeds.
 
 Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the
 same server and reloads the page when the build changes (no external network). Unknown URLs and
@@ -537,8 +542,13 @@ class Preview:
         if rebuilt:
             self.state.publish()
         what = ", ".join(rebuilt[:3]) + (f" and {len(rebuilt) - 3} more" if rebuilt[3:] else "")
+        computed = ""
+        if "computed" in got:  # a preset edit: the page makers that read an edited preset
+            names = got["computed"]
+            computed = f"; computed {', '.join(names) or 'nothing'} again"
         self.say(
-            f"{_now()} rebuilt {what or 'no page'} in {seconds:.2f} s ({_said(edits)} changed)"
+            f"{_now()} rebuilt {what or 'no page'} in {seconds:.2f} s "
+            f"({_said(edits)} changed{computed})"
         )
 
     def check(self) -> None:
@@ -582,13 +592,31 @@ class Pages:
 
     def __init__(self, into: Path, extra_presets=()):
         from book import site
+        from units import reads
         from units.presets import load
 
         self.docs, self.site = into / "docs", into / "site"
         self.extra_presets = tuple(extra_presets)
         self.presets = load(self.extra_presets)
-        self.table = site.pages(self.presets)  # every page's template and context, kept
+        # every page's template and context, kept; and by maker (book.site.makers) its pages
+        # and the presets it read (units.reads), so a preset edit computes only what read it
+        self.table: dict[str, tuple[str, dict]] = {}
+        self.made: dict[str, tuple[tuple[str, ...], frozenset]] = {}
+        for name, make in site.makers(self.presets).items():
+            with reads.recording() as got:
+                part = make()
+            self.made[name] = (tuple(part), frozenset(got))
+            self.table.update(part)
         site.render(self.docs, self.presets, table=self.table)
+        # the files made from the presets besides the pages, and what each read, made again
+        # into a scratch folder (the tutorial is read back from the store)
+        self.extras_read = {}
+        scratch = into / "extras"
+        for name, make in _extras(self.presets).items():
+            with reads.recording() as got:
+                make(scratch)
+            self.extras_read[name] = frozenset(got)
+        shutil.rmtree(scratch, ignore_errors=True)
         self.mk: dict = {}
         site._mkdocs_build(self.docs, self.site, keep=self.mk)
         # Indexing a page for search costs more than building it, and a page rebuild does not
@@ -644,38 +672,85 @@ class Pages:
         return [self._build_page(out_name, text) for out_name, text in touched]
 
     def presets_edited(self) -> list[str] | None:
-        """Read the presets again, compute every page from them and rebuild what changed: the
-        HTML of each page whose Markdown changed, every other changed file copied into the site.
-        Returns the rebuilt pages' URLs, or None when a page or file was added or removed
-        (only a full build is right then)."""
-        from book import problems, site
+        """Read the presets again and compute the pages that read an edited preset (every cached
+        result that read one is forgotten, :mod:`units.reads`); rebuild the HTML of each page
+        whose Markdown changed, and copy every other changed file into the site (the calculators'
+        data and the flashcard exports, made again; the notebooks of the chapters computed
+        again). Returns the rebuilt pages' URLs, or None when a page was added or removed (only
+        a full build is right then)."""
+        from units import reads
         from units.presets import _load, load
 
         _load.cache_clear()  # the files changed under the same names
-        problems._makes_multi.cache_clear()
-        presets = load(self.extra_presets)
-        table = site.pages(presets)
+        try:
+            return self._presets_edited(load(self.extra_presets))
+        except BaseException:  # what was computed from the edit may be half made: none kept
+            reads.forget_all()
+            self.made = {name: (outs, reads.UNKNOWN) for name, (outs, _) in self.made.items()}
+            self.extras_read = dict.fromkeys(self.extras_read, reads.UNKNOWN)
+            raise
+
+    def _presets_edited(self, presets) -> list[str] | None:
+        from book import site
+        from book.notebooks import write_notebooks
+        from derivations import inputs
+        from units import reads
+
+        changed = edited_presets(self.presets, presets)
+        reads.forget(changed)
+        inputs._CHECKED_PARAMETERS.clear()  # a user's parameter is checked again
+        makers = site.makers(presets)
+        if set(makers) != set(self.made):
+            return None
+        table, made = dict(self.table), dict(self.made)
+        for name, (outs, got) in self.made.items():
+            if not reads.touches(got, changed):
+                continue
+            with reads.recording() as got:
+                part = makers[name]()
+            if set(part) != set(outs):
+                return None
+            made[name] = (tuple(part), frozenset(got))
+            table.update(part)
+        again = [name for name in made if made[name] is not self.made[name]]
+        computed = [out_name for name in again for out_name in made[name][0]]
         fresh = self.docs.parent / "docs-next"
         shutil.rmtree(fresh, ignore_errors=True)
         try:
-            site.render(fresh, presets, table=table)
-            new = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file()}
-            old = {p.relative_to(self.docs).as_posix() for p in self.docs.rglob("*") if p.is_file()}
-            if new != old:
-                return None
-            changed = [
-                n for n in sorted(new) if (fresh / n).read_bytes() != (self.docs / n).read_bytes()
-            ]
-            pages = [n for n in changed if n.endswith(".md")]
-            for name in changed:
-                if not name.endswith(".md"):
-                    target = self.site / name
-                    shutil.copyfile(fresh / name, target)
-                    shutil.copyfile(fresh / name, self.docs / name)
-            rebuilt = [self._build_page(n, (fresh / n).read_text(encoding="utf-8")) for n in pages]
+            texts, chapters = {}, {}
+            for out_name in computed:
+                template, ctx = table[out_name]
+                text = site.rendered(self.env, template, ctx)
+                if out_name.startswith("chapters/"):
+                    chapters[out_name.removeprefix("chapters/").removesuffix(".md")] = text
+                markdown = site.page_markdown(self.env, template, ctx, out_name, text)
+                if markdown != (self.docs / out_name).read_text(encoding="utf-8"):
+                    texts[out_name] = markdown
+            write_notebooks(fresh / "notebooks", chapters, presets)  # the chapters computed
+            extras_read = dict(self.extras_read)
+            for name, make in _extras(presets).items():
+                if reads.touches(extras_read[name], changed):
+                    with reads.recording() as got:
+                        make(fresh)
+                    extras_read[name] = frozenset(got)
+                    again.append(name)
+            for path in sorted(p for p in fresh.rglob("*") if p.is_file()):
+                name = path.relative_to(fresh).as_posix()
+                if not (self.docs / name).is_file():
+                    return None
+                if not _differ(path, self.docs / name):
+                    continue
+                if name.endswith(".md"):  # the tutorial
+                    texts[name] = path.read_text(encoding="utf-8")
+                else:
+                    shutil.copyfile(path, self.site / name)
+                    shutil.copyfile(path, self.docs / name)
+            rebuilt = [self._build_page(n, text) for n, text in texts.items()]
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
-        self.presets, self.table = presets, table
+        self.presets, self.table, self.made = presets, table, made
+        self.extras_read = extras_read
+        self.computed = again
         return rebuilt
 
     def _build_page(self, out_name: str, markdown: str) -> str:
@@ -714,6 +789,53 @@ class Pages:
                 target.write_bytes(old_html)
             raise ChalkboardError(f"{out_name}: {failure}")
         return "/" + file.url
+
+
+def _extras(presets) -> dict:
+    """The files a build makes from the presets besides the pages (book.site.render), by name:
+    each writes its file(s) into the folder it is given."""
+    from book import site
+    from book.calculators import calculators_js
+    from book.cards import write_exports
+
+    data = "javascripts/calculators-data.js"
+    return {
+        "flashcard exports": lambda into: write_exports(into / "exports", presets),
+        "calculators' data": lambda into: site._write(into / data, calculators_js(presets)),
+        "tutorial": lambda into: site._write(into / "tutorial.md", site.tutorial_markdown()),
+    }
+
+
+def edited_presets(old, new) -> set[tuple]:
+    """What differs between two loads of the presets, as :mod:`units.reads` names reads: each
+    field (or field's source) edited as ``(kind, id, name)``, with ``(kind, id, ALL)`` when a
+    name was added or removed; a preset added, removed or moved to another file as ``(kind,
+    id)`` with ``(kind, ALL)``.
+
+    >>> from units.presets import load
+    >>> edited_presets(load(), load())
+    set()
+    """
+    from units.reads import ALL
+
+    out: set[tuple] = set()
+    for kind in old.by_kind.keys() | new.by_kind.keys():
+        a, b = dict(old.by_kind.get(kind, {}).items()), dict(new.by_kind.get(kind, {}).items())
+        for preset_id in a.keys() | b.keys():
+            if preset_id not in a or preset_id not in b or a[preset_id].path != b[preset_id].path:
+                out |= {(kind, preset_id), (kind, ALL)}
+                continue
+            for prefix, x, y in (
+                ("", a[preset_id].fields, b[preset_id].fields),
+                ("source:", a[preset_id].sources, b[preset_id].sources),
+            ):
+                x, y = dict(x.items()), dict(y.items())
+                for name in x.keys() | y.keys():
+                    if name not in x or name not in y:
+                        out |= {(kind, preset_id, prefix + name), (kind, preset_id, prefix + ALL)}
+                    elif repr(x[name]) != repr(y[name]):  # units as written: "141 GB" or "0.141 TB"
+                        out.add((kind, preset_id, prefix + name))
+    return out
 
 
 def _differ(a: Path, b: Path) -> bool:
@@ -763,8 +885,10 @@ def _builder(argv: list[str]) -> int:
     for line in sys.stdin:
         try:
             request = json.loads(line)
+            said = {}
             if request.get("presets"):
                 rebuilt = pages.presets_edited()
+                said = {"computed": pages.computed}
             else:
                 rebuilt = pages.rebuild(request["templates"])
         except Exception as e:  # noqa: BLE001
@@ -773,7 +897,7 @@ def _builder(argv: list[str]) -> int:
             if rebuilt is None:
                 answer(ok=False, full=True, error="a page was added or removed")
             else:
-                answer(ok=True, pages=rebuilt)
+                answer(ok=True, pages=rebuilt, **said)
     return 0
 
 

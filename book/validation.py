@@ -31,7 +31,7 @@ from pint.util import UnitsContainer
 import derivations
 from book.format import number, quantity, unit
 from derivations.inputs import reachable
-from units import Q_, ChalkboardError
+from units import Q_, ChalkboardError, reads
 from units.presets import Preset, Presets, load
 
 RATE = "token/s/chip"
@@ -408,7 +408,7 @@ def _evaluate(row: Preset, presets: Presets | None = None, **changes) -> Row:
     )
 
 
-_VALIDATED: dict[tuple, list[Row]] = {}  # by the preset files behind them
+_VALIDATED: dict[tuple, list[Row]] = reads.ReadsDict()  # by the preset files behind them
 
 
 def validate(presets: Presets | None = None) -> list[Row]:
@@ -416,13 +416,16 @@ def validate(presets: Presets | None = None) -> list[Row]:
     the CLI, the chapter and its figure share it)."""
     presets = presets or load()
     if presets.files not in _VALIDATED:
-        measurements = presets.by_kind["measurement"]
+        with reads.recording():
+            measurements = presets.by_kind["measurement"]
 
-        def compute() -> list[dict]:
-            return [_row_data(evaluate(row, presets)) for row in measurements.values()]
+            def compute() -> list[dict]:
+                return [_row_data(evaluate(row, presets)) for row in measurements.values()]
 
-        found = remembered_recording("validation", VALIDATION_SOURCES, ("rows",), compute, presets)
-        _VALIDATED[presets.files] = [_row_from(d, measurements[d["id"]]) for d in found]
+            found = remembered_recording(
+                "validation", VALIDATION_SOURCES, ("rows",), compute, presets
+            )
+            _VALIDATED[presets.files] = [_row_from(d, measurements[d["id"]]) for d in found]
     return list(_VALIDATED[presets.files])
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pint
 
 from derivations.core import Constant, Equation, Input, defining, lookup_symbol, version
-from units import Q_, ChalkboardError, closest, parse_quantity
+from units import Q_, ChalkboardError, closest, parse_quantity, reads
 from units.presets import SCHEMAS, Preset, Presets, load
 from units.registry import convert, new_quantity, to_base, ureg
 
@@ -590,6 +590,7 @@ class Resolver:
         self._stack: list[str] = []
         self._replaced = dict(root.replaced)
         self._reads = _reads_for(presets, chosen)
+        self._read: tuple = ()  # the preset fields the last binding read (units.reads)
 
     @classmethod
     def make(cls, root, choices: dict, presets, overrides) -> Resolver:
@@ -787,7 +788,10 @@ class Resolver:
             raise MissingInput(self._missing(name), name)
         q = convert(q, sym.base_unit)
         if key is not None and type(q.magnitude) in (float, int):
-            self._reads[key] = (sym, q.magnitude, q._units, origin, source)
+            read = () if key[1] == "constant" else self._read  # noted again on a recall
+            if key[1] == "parameter":
+                read = (("parameter", name, "value"), ("parameter", name, "source:source"))
+            self._reads[key] = (sym, q.magnitude, q._units, origin, source, read)
         self._values[name] = q
         self.used[name] = Input(q, origin, source, sym)
         return q
@@ -799,6 +803,10 @@ class Resolver:
             q = self._recall((name, binding.read), sym)
             if q is not None:
                 return q
+            with reads.recording(quiet=True) as got:  # the preset fields it reads (units.reads)
+                found = binding.read(self)
+            self._read = tuple(got)
+            return found
         return binding.read(self)
 
     def _recall(self, key, sym) -> pint.Quantity | None:
@@ -807,7 +815,9 @@ class Resolver:
         hit = self._reads.get(key)
         if hit is None or hit[0] is not sym:
             return None
-        _, magnitude, units, origin, source = hit
+        _, magnitude, units, origin, source, read = hit
+        if read:
+            reads.note_all(read)
         q = new_quantity(magnitude, units)
         self._values[sym.name] = q
         self.used[sym.name] = Input(q, origin, source, sym)

@@ -32,6 +32,7 @@ from types import MappingProxyType
 
 import pint
 
+from units import reads
 from units.errors import ChalkboardError, closest
 from units.registry import parse_quantity
 
@@ -176,6 +177,68 @@ KINDS = tuple(SCHEMAS)
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+class Fields(Mapping):
+    """A preset's fields (or the sources of its fields, under ``prefix`` "source:") by name,
+    read-only; each read is noted for ``chalkboard serve`` (:mod:`units.reads`) as
+    ``(kind, id, name)``, listing the names as ``(kind, id, ALL)``."""
+
+    __slots__ = ("_at", "_prefix", "_table")
+
+    def __init__(self, kind: str, preset_id: str, table: dict, prefix: str = ""):
+        self._at, self._prefix, self._table = (kind, preset_id), prefix, table
+
+    def _note(self, name) -> None:
+        reads.note(*self._at, f"{self._prefix}{name}")
+
+    def __getitem__(self, name):
+        if reads._FRAMES:
+            self._note(name)
+        return self._table[name]
+
+    def get(self, name, default=None):
+        if reads._FRAMES:
+            self._note(name)
+        return self._table.get(name, default)
+
+    def __contains__(self, name) -> bool:
+        if reads._FRAMES:
+            self._note(name)
+        return name in self._table
+
+    def __iter__(self):
+        if reads._FRAMES:
+            self._note(reads.ALL)
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        if reads._FRAMES:
+            self._note(reads.ALL)
+        return len(self._table)
+
+    def keys(self):
+        if reads._FRAMES:
+            self._note(reads.ALL)
+        return self._table.keys()
+
+    def values(self):
+        if reads._FRAMES:
+            self._every()
+        return self._table.values()
+
+    def items(self):
+        if reads._FRAMES:
+            self._every()
+        return self._table.items()
+
+    def _every(self) -> None:
+        self._note(reads.ALL)
+        for name in self._table:
+            self._note(name)
+
+    def __repr__(self) -> str:
+        return repr(self._table)
+
+
 @dataclass(frozen=True)
 class Preset:
     """One preset: its fields (Quantities, whole numbers or text) and the source of each.
@@ -203,6 +266,65 @@ class Preset:
         return self.sources.get(name, self.sources["source"])
 
 
+class Kind(Mapping):
+    """The presets of one kind by id, read-only; each read is noted for ``chalkboard serve``
+    (:mod:`units.reads`): a lookup as ``(kind, id)``; listing or counting the ids as
+    ``(kind, ALL)`` (which presets there are); ``values()`` and ``items()`` as every preset."""
+
+    __slots__ = ("_kind", "_table")
+
+    def __init__(self, kind: str, table: dict):
+        self._kind, self._table = kind, table
+
+    def __getitem__(self, preset_id):
+        if reads._FRAMES:
+            reads.note(self._kind, preset_id)
+        return self._table[preset_id]
+
+    def get(self, preset_id, default=None):
+        if reads._FRAMES:
+            reads.note(self._kind, preset_id)
+        return self._table.get(preset_id, default)
+
+    def __contains__(self, preset_id) -> bool:
+        if reads._FRAMES:
+            reads.note(self._kind, preset_id)
+        return preset_id in self._table
+
+    def __iter__(self):
+        if reads._FRAMES:
+            reads.note(self._kind, reads.ALL)
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        if reads._FRAMES:
+            reads.note(self._kind, reads.ALL)
+        return len(self._table)
+
+    def keys(self):
+        if reads._FRAMES:
+            reads.note(self._kind, reads.ALL)
+        return self._table.keys()
+
+    def values(self):
+        if reads._FRAMES:
+            self._every()
+        return self._table.values()
+
+    def items(self):
+        if reads._FRAMES:
+            self._every()
+        return self._table.items()
+
+    def _every(self) -> None:
+        reads.note(self._kind, reads.ALL)
+        for preset_id in self._table:
+            reads.note(self._kind, preset_id)
+
+    def __repr__(self) -> str:
+        return f"Kind({self._kind!r}, {list(self._table)!r})"
+
+
 @dataclass(frozen=True)
 class Presets:
     """Every preset by kind and id, with the files they came from."""
@@ -224,6 +346,28 @@ class Presets:
             return self.__dict__["by_kind"][kind]
         except KeyError:
             raise AttributeError(kind) from None
+
+
+def read_value(presets: Presets, item: tuple) -> object:
+    """What one read of :mod:`units.reads` found in ``presets`` (as text), without noting it:
+    the ids of a kind, whether a preset is there (and its file), a field's value or its names.
+
+    >>> read_value(load(), ("hardware", "h100_sxm", "hbm_capacity"))
+    "<Quantity(80.0, 'gigabyte')>"
+    """
+    kind, preset_id, *field = item
+    table = presets.by_kind.get(kind)
+    table = table._table if isinstance(table, Kind) else dict(table or {})
+    if preset_id == reads.ALL:
+        return repr(sorted(table))
+    preset = table.get(preset_id)
+    if preset is None or not field:
+        return repr(None if preset is None else preset.path)
+    name = field[0]
+    values = preset.sources if name.startswith("source:") else preset.fields
+    name = name.removeprefix("source:")
+    values = values._table if isinstance(values, Fields) else dict(values)
+    return repr(sorted(values)) if name == reads.ALL else repr(values.get(name, KeyError))
 
 
 def _schema_unit(kind: str, name: str, where: str):
@@ -478,7 +622,11 @@ def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
             if kind == "measurement":
                 _check_measurement(values, where)
             out.setdefault(kind, {})[preset_id] = Preset(
-                kind, preset_id, MappingProxyType(values), MappingProxyType(sources), label
+                kind,
+                preset_id,
+                Fields(kind, preset_id, values),
+                Fields(kind, preset_id, sources, prefix="source:"),
+                label,
             )
     return out
 
@@ -491,6 +639,11 @@ def user_files() -> list[Path]:
 
 @lru_cache(maxsize=8)
 def _load(files: tuple[str, ...]) -> Presets:
+    with reads.unrecorded():  # checking the presets is no page's reading of them
+        return _merged(files)
+
+
+def _merged(files: tuple[str, ...]) -> Presets:
     merged: dict[str, dict[str, Preset]] = {kind: {} for kind in KINDS}
     for path in files:
         for kind, table in parse_file(Path(path)).items():
@@ -503,7 +656,7 @@ def _load(files: tuple[str, ...]) -> Presets:
                     )
                 merged[kind][preset_id] = preset
     _check_references(merged)
-    frozen = {kind: MappingProxyType(table) for kind, table in merged.items()}
+    frozen = {kind: Kind(kind, table) for kind, table in merged.items()}
     return Presets(MappingProxyType(frozen), files)
 
 

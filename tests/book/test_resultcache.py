@@ -30,21 +30,61 @@ def test_a_result_is_computed_once_and_comes_back_the_same(empty_cache, counted)
     assert again["rows"] == [1, 2.5, "x"] and again["nan"] != again["nan"]
 
 
-def test_a_changed_input_is_computed_again(empty_cache, tmp_path, counted):
+def test_other_sources_or_key_are_other_entries(empty_cache, counted):
     calls, compute = counted
-    presets = tmp_path / "mine.toml"
-    presets.write_text("a = 1\n")
-    files = (str(presets),)
-    resultcache.remembered("t", ("book/format.py",), ("k",), compute, files)
-    resultcache.remembered("t", ("book/format.py",), ("other key",), compute, files)
-    resultcache.remembered("t", ("book/cards.py",), ("k",), compute, files)  # other sources
+    resultcache.remembered("t", ("book/format.py",), ("k",), compute)
+    resultcache.remembered("t", ("book/format.py",), ("other key",), compute)
+    resultcache.remembered("t", ("book/cards.py",), ("k",), compute)  # other sources
     assert len(calls) == 3
-    presets.write_text("a = 2\n")  # an edited preset file
-    resultcache.remembered("t", ("book/format.py",), ("k",), compute, files)
-    assert len(calls) == 4
-    presets.write_text("a = 1\n")
-    resultcache.remembered("t", ("book/format.py",), ("k",), compute, files)
-    assert len(calls) == 4
+
+
+def _parameters_copy(tmp_path):
+    """The built-in preset files with parameters.toml replaced by a copy that the test edits."""
+    from units.presets import BUILTIN_FILES
+
+    mine = tmp_path / "parameters.toml"
+    files = []
+    for path in BUILTIN_FILES:
+        if path.name == "parameters.toml":
+            mine.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+            path = mine
+        files.append(str(path))
+    return mine, tuple(files)
+
+
+def test_a_value_is_computed_again_only_when_a_preset_it_read_changed(empty_cache, tmp_path):
+    """The entry is found by the values of the presets it read (units.reads): an edit of
+    another preset, or of another field of the same preset, finds it; an edit of what it read
+    computes it again, and putting the value back finds the first entry."""
+    from units.presets import _load
+
+    mine, files = _parameters_copy(tmp_path)
+    original = mine.read_text(encoding="utf-8")
+    calls = []
+
+    def period():  # reads one field of one preset
+        calls.append(1)
+        return _load(files).get("parameter", "train_period").value.to("ms").m
+
+    def remembered():
+        _load.cache_clear()  # the file changed under the same name (as book.serve does)
+        return resultcache.remembered("t", ("book/format.py",), ("k",), period, files)
+
+    assert remembered() == 20.0 and len(calls) == 1
+    assert original.count('value = "8192 token/sequence"') == 1
+    mine.write_text(original.replace('"8192 token/sequence"', '"4096 token/sequence"'))
+    assert remembered() == 20.0 and len(calls) == 1  # another preset edited
+    edited = original.replace("'a batch departs every 20 ms'", "'a batch leaves every 20 ms'")
+    assert edited != original
+    mine.write_text(edited)
+    assert remembered() == 20.0 and len(calls) == 1  # another field of the same preset (its note)
+    assert original.count('value = "20 ms"') == 1
+    mine.write_text(original.replace('value = "20 ms"', 'value = "25 ms"'))
+    assert remembered() == 25.0 and len(calls) == 2  # what it read
+    mine.write_text(original)
+    assert remembered() == 20.0 and len(calls) == 2  # each value's entry is kept
+    mine.write_text(original.replace('value = "20 ms"', 'value = "25 ms"'))
+    assert remembered() == 25.0 and len(calls) == 2
 
 
 @pytest.mark.parametrize(

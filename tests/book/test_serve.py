@@ -35,6 +35,7 @@ FIRST_BUILD = 900  # seconds: a whole build on a loaded machine, never an endles
 STEP = 60  # seconds for anything after it
 CHAPTER = "chapters/batching.md.j2"
 EXTRA = ROOT / "tests" / "fixtures" / "my_derivations.py"  # a user's module with its own chapter
+PRESETS_REBUILT = r"rebuilt .* \(units/data/hardware.toml changed"  # the line of a preset edit
 
 
 # -- without a server -------------------------------------------------------------------------
@@ -66,6 +67,32 @@ def test_preset_files_are_read_again_by_the_running_builder(tmp_path):
     assert serve.preset_files([mine], user_presets=[mine])
     assert not serve.preset_files([data / "hardware.toml", serve.HERE / "site.py"])
     assert not serve.preset_files([])
+
+
+def test_a_preset_edit_names_the_fields_it_changed(tmp_path):
+    """What a preset edit changed, as units.reads names reads: a field edited; a preset added
+    (and with it the list of its kind)."""
+    from units.presets import BUILTIN_FILES, _load
+    from units.reads import ALL
+
+    files = []
+    for path in BUILTIN_FILES:
+        files.append(tmp_path / path.name)
+        files[-1].write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    hardware = tmp_path / "hardware.toml"
+    original = hardware.read_text(encoding="utf-8")
+    before = _load(tuple(map(str, files)))
+    assert serve.edited_presets(before, before) == set()
+    hardware.write_text(original.replace('"141 GB"', '"143 GB"'), encoding="utf-8")
+    _load.cache_clear()
+    after = _load(tuple(map(str, files)))
+    assert serve.edited_presets(before, after) == {("hardware", "h200", "hbm_capacity")}
+    added = '\n[hardware.x1]\nname = "X1"\nsource = "N5"\nhbm_capacity = "1 GB"\n'
+    hardware.write_text(original + added + 'hbm_bandwidth = "1 TB/s"\n', encoding="utf-8")
+    _load.cache_clear()
+    after = _load(tuple(map(str, files)))
+    assert serve.edited_presets(before, after) == {("hardware", "x1"), ("hardware", ALL)}
+    _load.cache_clear()
 
 
 def test_the_watcher_sees_edits_and_skips_editor_files(tmp_path):
@@ -445,9 +472,18 @@ def test_a_template_edit_reloads_the_open_page_by_itself(server, browser):
     assert _without_build_id(rebuilt) == _without_build_id(built)  # as the full build made it
 
 
+def _computed(line: str) -> list[str]:
+    """The page makers a preset edit computed again, as its line names them."""
+    found = re.search(r"; computed (.*) again\)$", line)
+    assert found, line
+    return [] if found[1] == "nothing" else found[1].split(", ")
+
+
 def test_a_preset_edit_changes_the_served_number_without_a_full_build(server):
     """The H200's HBM, edited in the copy's hardware.toml, is the served figure after a page
-    rebuild by the running builder (no new full build); put back, the page is the full build's."""
+    rebuild by the running builder (no new full build), which computed again only the pages that
+    read that figure (units.reads): not the notation or the reversible chapter; put back, the
+    page is the full build's."""
     presets = server.src / "units" / "data" / "hardware.toml"
     original = presets.read_text(encoding="utf-8")
     assert original.count('hbm_capacity = "141 GB"') == 1  # the H200's, as the datasheet says
@@ -456,21 +492,65 @@ def test_a_preset_edit_changes_the_served_number_without_a_full_build(server):
     before = len(server.lines())
     start = time.monotonic()
     presets.write_text(original.replace('"141 GB"', '"143 GB"'), encoding="utf-8")
-    # every page is computed again from the presets (a full build's computing, without mkdocs)
-    line = server.wait_for(
-        r"rebuilt .*/presets/hardware/.* in [\d.]+ s", after=before, timeout=FIRST_BUILD
-    )
+    line = server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
     seconds = time.monotonic() - start
     print(f"preset edit to rebuilt pages: {seconds:.2f} s ({line})")
     assert "hardware.toml" in line
+    computed = _computed(line)
+    assert "presets" in computed and "chapters/moe" in computed  # its every-chip HBM table
+    assert "notation" not in computed and "chapters/reversible" not in computed
     _, page = server.get("/presets/hardware/")
     assert "143 GB" in page and "141 GB" not in page
     assert not [x for x in server.lines()[before:] if "built the site in" in x]  # no full build
     before = len(server.lines())
     presets.write_text(original, encoding="utf-8")
-    server.wait_for(r"rebuilt .*/presets/hardware/", after=before, timeout=FIRST_BUILD)
+    server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
     _, again = server.get("/presets/hardware/")
     assert _without_build_id(again) == _without_build_id(built)
+
+
+def _domain(page: str, chip: str) -> str:
+    """The scale-up domain the MoE chapter's every-chip table gives ``chip``."""
+    found = re.search(re.escape(chip) + r"</td>\s*<td[^>]*>([^<]*)</td>", page)
+    assert found, f"{chip} not in the table"
+    return found[1]
+
+
+def test_a_preset_read_by_listing_every_chip_is_computed_again(server):
+    """The MoE chapter's table lists every chip (``presets.hardware.values()``): a figure of one
+    of them edited, and a chip added, each reach the page; put back, it is the full build's."""
+    presets = server.src / "units" / "data" / "hardware.toml"
+    original = presets.read_text(encoding="utf-8")
+    _, built = server.get("/chapters/moe/")
+    assert _domain(built, "NVIDIA H200 SXM") == "8"
+    h200 = original.index("[hardware.h200]")
+    domain = original.index('scale_up_domain = "8 chip"', h200)
+    edited = original[:domain] + 'scale_up_domain = "16 chip"' + original[domain + 26 :]
+    before = len(server.lines())
+    presets.write_text(edited, encoding="utf-8")
+    line = server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
+    assert "chapters/moe" in _computed(line)
+    _, page = server.get("/chapters/moe/")
+    assert _domain(page, "NVIDIA H200 SXM") == "16"
+    added = (
+        '\n[hardware.servetest_x1]\nname = "Servetest X1"\nsource = "N5"\n'
+        'hbm_capacity = "100 GB"\nhbm_bandwidth = "3 TB/s"\nscale_up_domain = "4 chip"\n'
+        'scale_up_topology = "switch"\n'
+    )
+    before = len(server.lines())
+    presets.write_text(edited + added, encoding="utf-8")
+    line = server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
+    assert {"presets", "chapters/moe"} <= set(_computed(line))
+    _, page = server.get("/presets/hardware/")
+    assert "Servetest X1" in page
+    _, page = server.get("/chapters/moe/")
+    assert _domain(page, "Servetest X1") == "4"
+    before = len(server.lines())
+    presets.write_text(original, encoding="utf-8")
+    server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
+    _, again = server.get("/chapters/moe/")
+    assert _without_build_id(again) == _without_build_id(built)
+    assert not [x for x in server.lines()[before:] if "built the site in" in x]
 
 
 def test_a_broken_template_is_one_error_line_and_the_last_good_page_stays(server):
