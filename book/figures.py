@@ -1866,17 +1866,46 @@ CHAPTER_FIGURES = {
 
 
 _DRAWN: dict[tuple, Figure] = {}  # by the preset files behind it and figure id
+_AHEAD: dict[tuple, object] = {}  # figures being drawn in another process (futures), same keys
+_AHEAD_PRESETS: dict[tuple, Presets] = {}  # the preset sets a forked pool draws from, by files
 
 
 def drawn(fig_id: str, presets: Presets) -> Figure:
     """The figure, drawn once per preset set (a figure used on two pages is drawn once), or
     read from the store when an earlier build drew it from the same inputs
-    (:func:`remembered_figure`).
+    (:func:`remembered_figure`), or taken from the process :func:`draw_ahead` gave it to.
     """
     key = (presets.files, fig_id)
     if key not in _DRAWN:
-        _DRAWN[key] = remembered_figure(fig_id, presets)
+        ahead = _AHEAD.pop(key, None)
+        if ahead is not None:
+            _DRAWN[key] = Figure(fig_id, *ahead.result())
+        else:
+            _DRAWN[key] = remembered_figure(fig_id, presets)
     return _DRAWN[key]
+
+
+def draw_ahead(pool, presets: Presets) -> None:
+    """Give every figure of the book not drawn yet to ``pool`` (a process pool forked from this
+    process, so it holds the same presets): :func:`drawn` takes each from there. A figure that
+    failed raises its error when it is taken."""
+    _AHEAD_PRESETS[presets.files] = presets  # before the pool forks its process: it holds them
+    for fig_ids in CHAPTER_FIGURES.values():
+        for fig_id in fig_ids:
+            key = (presets.files, fig_id)
+            if key not in _DRAWN and key not in _AHEAD:
+                _AHEAD[key] = pool.submit(_figure_texts, fig_id, presets.files)
+
+
+def forget_ahead() -> None:
+    """Drop the figures given to a pool that is gone (a build that stopped early)."""
+    _AHEAD.clear()
+
+
+def _figure_texts(fig_id: str, files: tuple) -> tuple[str, str, str]:
+    """In the pool's process: the figure's SVG, alt text and caption."""
+    fig = remembered_figure(fig_id, _AHEAD_PRESETS[files])
+    return fig.svg, fig.alt, fig.caption
 
 
 def remembered_figure(fig_id: str, presets: Presets) -> Figure:

@@ -23,7 +23,7 @@ from pathlib import Path
 import jinja2
 
 import derivations
-from book import compute, context
+from book import compute, context, figures
 from book.calculators import calculators_js
 from book.cards import card_pages, write_exports
 from book.chapter_pages import chapter_page_context
@@ -72,19 +72,29 @@ def render(docs: Path, presets=None, table=None) -> list[Path]:
     """Write the site's Markdown and assets into ``docs``; returns the pages written. ``table``
     is :func:`pages`' result when the caller keeps it (``chalkboard serve`` re-renders from it)."""
     presets = presets or load()
-    for eq in derivations.equations():
-        eq.check()  # a wrong derivation step fails the build
-    env = environment()
-    written = []
-    chapter_pages = {}
-    for out_name, (template, ctx) in (table or pages(presets)).items():
-        text = rendered(env, template, ctx)
-        if out_name.startswith("chapters/"):  # a chapter is also a notebook, linked under its title
-            chapter_pages[out_name.removeprefix("chapters/").removesuffix(".md")] = text
-        written.append(_write(docs / out_name, page_markdown(env, template, ctx, out_name, text)))
-    write_notebooks(docs / "notebooks", chapter_pages, presets)
-    tutorial = TUTORIAL.relative_to(HERE).as_posix()
-    written.append(_write(docs / "tutorial.md", GENERATED.format(name=tutorial) + tutorial_page()))
+    with _side_process(table is None) as pool:
+        if pool is None:
+            _check_derivations()
+        else:  # figures, tutorial and checks in a second process while this one computes pages
+            figures.draw_ahead(pool, presets)
+            tutorial_ahead = pool.submit(tutorial_page)
+            checked = pool.submit(_check_derivations)
+        table = table or pages(presets)
+        if pool is not None:
+            checked.result()
+        env = environment()
+        written = []
+        chapter_pages = {}
+        for out_name, (template, ctx) in table.items():
+            text = rendered(env, template, ctx)
+            if out_name.startswith("chapters/"):  # a chapter is also a notebook, under its title
+                chapter_pages[out_name.removeprefix("chapters/").removesuffix(".md")] = text
+            page = page_markdown(env, template, ctx, out_name, text)
+            written.append(_write(docs / out_name, page))
+        write_notebooks(docs / "notebooks", chapter_pages, presets)
+        tutorial = GENERATED.format(name=TUTORIAL.relative_to(HERE).as_posix())
+        tutorial += tutorial_page() if pool is None else tutorial_ahead.result()
+    written.append(_write(docs / "tutorial.md", tutorial))
     for page, module in API_PAGES.items():
         body = f"# `{module}`\n\n::: {module}\n"
         written.append(_write(docs / page, GENERATED.format(name="book/site.py") + body))
@@ -96,6 +106,39 @@ def render(docs: Path, presets=None, table=None) -> list[Path]:
     _write(docs / "javascripts" / "units.js", units_js)
     _write(docs / "javascripts" / "calculators-data.js", calculators_js(presets))
     return written
+
+
+def _check_derivations() -> None:
+    for eq in derivations.equations():
+        eq.check()  # a wrong derivation step fails the build
+
+
+@contextlib.contextmanager
+def _side_process(wanted: bool):
+    """A pool of one process forked from this one (it holds the same equations and presets),
+    when ``wanted``, ``CHALKBOARD_JOBS=2`` asks for it and this process may run on more than
+    one CPU; else None. A build that stops early cancels what the pool has not started.
+
+    Opt-in: the second process repeats some of the first one's work (it compiles the equations
+    its figures evaluate again), so it costs CPU (about a fifth more on a clean build) and pays
+    back in wall time only where a core would otherwise idle, not beside other jobs (a test
+    session's workers)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    forks = "fork" in multiprocessing.get_all_start_methods()
+    asked = os.environ.get("CHALKBOARD_JOBS", "1").strip() == "2"
+    if not (wanted and forks and asked and (cpus or 1) > 1):
+        yield None
+        return
+
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    try:
+        yield pool
+    finally:
+        figures.forget_ahead()
+        pool.shutdown(cancel_futures=True)
 
 
 def page_markdown(
