@@ -275,3 +275,25 @@ def test_a_warm_build_s_figures_never_import_matplotlib(empty_cache):
     where = dict(capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2])
     assert subprocess.run(run, **where).stdout.split() == [str(len(FIGURES)), "True"]
     assert subprocess.run(run, **where).stdout.split() == [str(len(FIGURES)), "False"]
+
+
+def test_figures_drawn_ahead_in_a_forked_process_are_those_drawn_here(monkeypatch):
+    """``CHALKBOARD_JOBS=2``: a chapter's figures taken from the forked process are the figures
+    this process draws itself (SVG, alt text and caption)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from book import figures
+
+    presets, first = load(), next(iter(CHAPTER_FIGURES))  # the first chapter's: drawn first
+    monkeypatch.setattr(figures, "_DRAWN", {})
+    monkeypatch.setattr(figures, "_AHEAD", {})
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        figures.draw_ahead(pool, presets)
+        assert len(figures._AHEAD) == len(FIGURES)
+        ahead = figures.figures_for(first, presets)
+        figures.forget_ahead()
+        pool.shutdown(cancel_futures=True)  # the other chapters' figures are not needed
+    assert list(ahead) == list(CHAPTER_FIGURES[first])
+    for fig_id, fig in ahead.items():
+        assert fig == figures.remembered_figure(fig_id, presets)
