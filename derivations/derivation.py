@@ -82,6 +82,8 @@ def _same(a: sp.Expr, b: sp.Expr) -> bool:
     diff = sp.expand(a.doit() - b.doit())
     if diff == 0:
         return True
+    if _differ_at_a_point(a, b):  # not equal: sympy's slow tests below would not prove it
+        return False
     if diff.has(sp.Max, sp.Min):
         # common factors pulled out of a max or min (an identity over positive symbols) and
         # cancelled bring both sides to one form
@@ -102,6 +104,43 @@ def _same(a: sp.Expr, b: sp.Expr) -> bool:
         return diff.equals(0) is True
     except (TypeError, ValueError):  # sympy's numeric test may meet a max of nan
         return False
+
+
+def _differ_at_a_point(a: sp.Expr, b: sp.Expr) -> bool:
+    """True when ``a`` and ``b`` take clearly different values (30 digits, relative difference
+    above 1e-10) at one fixed point where every symbol is positive (integers where a symbol is
+    one). Only ever a rejection: an identity over positive symbols holds at that point, and a
+    point where either side is not a finite number (a pole, a branch, a symbol that must not be
+    positive) says nothing.
+
+    >>> x, y = sp.symbols("x y", positive=True)
+    >>> _differ_at_a_point(x * (x + y), x**2 + x * y), _differ_at_a_point(x + y, x * y)
+    (False, True)
+    """
+    symbols = a.free_symbols | b.free_symbols
+    if any(s.is_positive is False or s.is_integer is False for s in symbols):
+        return False
+    point = {s: _point_value(s) for s in symbols}
+    try:
+        values = [side.doit().evalf(30, subs=point) for side in (a, b)]
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        return False
+    if not all(v.is_number and v.is_finite and v.is_comparable for v in values):
+        return False  # complex, undefined or not a number: no verdict
+    va, vb = (float(v) for v in values)
+    return abs(va - vb) > 1e-10 * max(abs(va), abs(vb))
+
+
+def _point_value(symbol: sp.Symbol) -> sp.Rational:
+    """A positive value for ``symbol``, fixed by its name (so a verdict is reproducible), with
+    no special relation to the values of other symbols: a rational between 1/2 and 9, an integer
+    from 2 to 9 where the symbol is one."""
+    import zlib
+
+    seed = zlib.crc32(symbol.name.encode("utf-8"))
+    if symbol.is_integer:
+        return sp.Integer(2 + seed % 8)
+    return sp.Rational(101 + seed % 797, 97 + (seed >> 10) % 101)
 
 
 def _into_max(expr: sp.Expr) -> sp.Expr:
@@ -135,8 +174,13 @@ def _same_arguments(a: sp.Expr, b: sp.Expr) -> bool:
 
 
 def _nonzero(expr: sp.Expr) -> bool:
-    expr = sp.simplify(expr)
-    return bool(expr.is_positive or expr.is_negative)
+    """True when sympy proves ``expr`` positive or negative: cancelled first (cheap), then
+    simplified when the cancelled form says nothing."""
+    for tidy in (sp.cancel, sp.simplify):
+        expr = tidy(expr)
+        if expr.is_positive or expr.is_negative:
+            return True
+    return False
 
 
 def equivalent(new: sp.Eq, old: sp.Eq) -> bool:
@@ -149,7 +193,7 @@ def equivalent(new: sp.Eq, old: sp.Eq) -> bool:
         return True
     if same(d_old, sp.Integer(0)):
         return False
-    return _nonzero(sp.simplify(d_new / d_old))
+    return _nonzero(d_new / d_old)
 
 
 @dataclass(frozen=True)

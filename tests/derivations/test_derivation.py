@@ -216,3 +216,25 @@ def test_the_store_version_names_sympy_and_the_checkers_source(monkeypatch):
         assert _proofs().version != version
     finally:
         _proofs.cache_clear()
+
+
+def test_a_point_rejects_only_sides_that_differ():
+    """The fixed-point test that spares sympy's simplify on a false step: it rejects sides that
+    differ (by a term, by a factor of a power) and never sides that are equal, whatever form
+    they take (a max, an exponential of a logarithm, an integer symbol)."""
+    from derivations.derivation import _differ_at_a_point
+
+    x, y = sp.symbols("x y", positive=True)
+    n = sp.Symbol("n", integer=True, positive=True)
+    equal = [
+        (x * (x + y), x**2 + x * y),
+        (sp.Max(2 * x, 2 * y), 2 * sp.Max(x, y)),
+        ((1 - x) ** n, sp.exp(n * sp.log(1 - x))),
+        (sp.exp(y * sp.log(x)), x**y),
+    ]
+    for a, b in equal:
+        assert not _differ_at_a_point(a, b), (a, b)
+    differ = [(x + y, x * y), (x**n, x ** (n + 1)), (sp.Max(x, y), sp.Min(x, y) + x - x)]
+    for a, b in differ:
+        assert _differ_at_a_point(a, b), (a, b)
+    assert not _differ_at_a_point(1 / (x - x), x)  # no number at the point: no verdict
