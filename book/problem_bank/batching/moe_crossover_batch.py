@@ -49,7 +49,7 @@ def scenario(rng, presets):
         ).to("TB")
         server = (SERVER * f["hbm_capacity"]).to("TB")
         quotient = ((weights + caches) / server).to("").m
-        if clear_of_rounding(quotient, 5e-3):
+        if quotient > 1.2 and clear_of_rounding(quotient, 5e-3):  # one server is no question
             return case, context, batch, f, weights, caches, server, quotient
 
 
@@ -112,12 +112,11 @@ def draw(rng, presets) -> Draw:
         f"{cache_step}: {quantity(per_sequence, 3)}. The batch's caches take "
         f"{quantity(batch, 4)} × {quantity(per_sequence, 3)} = {size(caches)}.",
         f"The weights take {quantity(total, 3)} × {quantity(f['weight_bytes_per_value'])} = "
-        f"{size(weights)}: {size(weights + caches)} in all.",
+        f"{size(weights)}: {size(weights + caches)} in all. {reads}",
         f"A server holds {number(SERVER)} × {quantity(f['hbm_capacity'], 3)} = {size(server)}, "
         f"so {number(quotient, 3)} servers' worth, rounded up to {number(servers)}: "
         f"**{quantity(answer)}**. The crossover batch is as much a question of room as of "
         "arithmetic.",
-        reads,
     )
 
     def need(room):
