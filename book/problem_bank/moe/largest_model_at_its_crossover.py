@@ -94,7 +94,7 @@ def draw(rng, presets) -> Draw:
         f"The rack holds {quantity(n)} × {quantity(f['hbm_capacity'], 3)} = {size(hbm)}: "
         f"**{quantity(total, 3)}** at most, run at a batch of {quantity(batch, 6)} whose caches "
         f"take {number((caches / hbm).to('').m, 2)} of the rack. ({name} itself has "
-        f"{quantity(own_total.to('Tparam'), 3)}.)",
+        f"{quantity(own_total.to('Tparam'), 3)}.) "
         f"Check the plan holds: the caches ({size(caches)}) weigh less than the weights "
         f"({size(weights)}), so a step reads them in {quantity(kv_read, 3)} against "
         f"{quantity(weight_read, 3)} for the weights, and the step stays balanced between the "

@@ -97,7 +97,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(micro, 4)} × {quantity(kv_token, 6)} / {number(gpus)} = "
         f"{quantity(per_token, 4)} for each token of context.",
         f"{quantity(room, 4)} / {quantity(per_token, 4)} per token = "
-        f"**{context_tokens(answer, 4)}**. "
+        f"**{quantity(answer, 4)}**. "
         f"With as many stages as you like the weights' share would vanish, and the whole "
         f"{quantity(hbm)} would hold only {context_tokens(unlimited, 4)}, "
         f"{number((unlimited / answer).to('').m, 3)} times as long: past a few stages, the "
