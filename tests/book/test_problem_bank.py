@@ -391,30 +391,27 @@ def _figure(pattern: str, text: str) -> float:
     return float(found[1].replace(",", ""))
 
 
-def test_the_micro_batch_count_follows_from_the_figures_as_printed():
-    """A student who works from the statement's figures, or from the solution's intermediates
-    as printed (rounded as shown), counts the same whole sequences as the graded answer: the
-    count never hangs on a rounding (hand computation: HBM less the weights' share per GPU,
-    over one sequence's cache per GPU)."""
+def test_the_context_at_the_crossover_micro_batch_follows_from_the_statement():
+    """A student who works from the statement's figures gets the graded context (hand
+    computation: micro-batch = FLOP/s over bandwidth, halved, times total over active; each
+    GPU's HBM less its stage's share of the weights, over that micro-batch's cache per GPU per
+    token of context)."""
     from book.problem_bank.pipeline import micro_batch_beside_weights as module
 
-    words = {"one": 1}
     for seed, p in draws(module):
         where = f"{p.id} seed {seed}"
-        text, answer = p.text, p.answer.to("sequence").m
-        total = _figure(r"\(([\d,.]+) B parameters,", text) * 1e9  # bytes at FP8
-        nodes = re.search(r"on (\d+|one) eight-GPU node", text)[1]
-        stages = words.get(nodes) or int(nodes)
-        gpus = _figure(r"spread over (?:the|its) node's (\d+) GPUs", text)
-        hbm = _figure(r"with ([\d,.]+) GB of HBM each", text) * 1e9
-        context = _figure(r"has ([\d,]+) tokens of context", text)
+        text, answer = p.text, p.answer.to("token/sequence").m
+        total = _figure(r"\(([\d,.]+) B parameters in all", text) * 1e9  # bytes at FP8
+        active = _figure(r"in all, ([\d,.]+) B parameters active", text) * 1e9
+        stages = _figure(r"on (\d+) eight-GPU nodes", text)
+        gpus = _figure(r"spread over its node's (\d+) GPUs", text)
+        hbm = _figure(r"has ([\d,.]+) GB of HBM", text) * 1e9
+        bandwidth = _figure(r"HBM at ([\d,.]+) TB/s", text) * 1e12
+        flops = _figure(r"does ([\d,.]+) TFLOP/s", text) * 1e12
         kv = _figure(r"takes ([\d,]+) bytes per token", text)
-        from_statement = math.floor((hbm - total / (gpus * stages)) / (context * kv / gpus))
-        assert from_statement == answer, where
-        steps = " ".join(p.solution)
-        room = _figure(r"leaving ([\d,.]+) GB for the KV cache", steps) * 1e3  # MB
-        per_gpu = _figure(r": ([\d,.]+) MB per GPU", steps)
-        assert math.floor(room / per_gpu) == answer, f"{where}: {room} MB / {per_gpu} MB"
+        micro = flops / bandwidth / 2 * total / active
+        context = (hbm - total / (gpus * stages)) * gpus / (micro * kv)
+        assert context == pytest.approx(answer, rel=0.005), where
 
 
 @pytest.mark.parametrize("module", MODULES, ids=IDS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from book.format import context_tokens, quantity
+from book.format import context_tokens, number, quantity
 from book.problem_bank import evaluate
 from units import Q_
 
@@ -70,3 +70,33 @@ def attention_cost(model: str, presets) -> str:
     f = figures(hardware="h100_sxm", model=model, presets=presets)
     per = (f["attention_flops_per_token"] * Q_(1, "token")).to("MFLOP")
     return f"attention costs {quantity(per, 3)} per token of context for each new token"
+
+
+def kv_shape(model: str, presets) -> str:
+    """A GQA or MHA model's cache as its config gives it, for a student to turn into bytes:
+    '80 layers, each caching 8 key-value heads of dimension 128'.
+
+    >>> from units.presets import load
+    >>> kv_shape("llama_3_1_70b", load())
+    '80 layers, each caching 8 key-value heads of dimension 128'
+    """
+    fields = presets.get("model", model).fields
+    return (
+        f"{number(fields['layers'])} layers, each caching {number(fields['n_kv_heads'])} "
+        f"key-value heads of dimension {number(fields['head_dim'])}"
+    )
+
+
+def kv_values(model: str, presets) -> str:
+    """The values a token of context caches, as a product of the config's figures: a key and a
+    value per head per layer, 'two × 80 × 8 × 128 values'.
+
+    >>> from units.presets import load
+    >>> kv_values("llama_3_1_70b", load())
+    'two × 80 × 8 × 128 values'
+    """
+    fields = presets.get("model", model).fields
+    return (
+        f"two × {number(fields['layers'])} × {number(fields['n_kv_heads'])} × "
+        f"{number(fields['head_dim'])} values"
+    )

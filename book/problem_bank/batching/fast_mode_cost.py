@@ -10,6 +10,8 @@ from book.problem_bank.batching._figures import (
     chip_name,
     figures,
     flop_rate,
+    kv_shape,
+    kv_values,
     size,
     tokens,
     weight_bytes,
@@ -108,9 +110,9 @@ def draw(rng, presets) -> Draw:
         f"You serve {name} in {word} on a server of {money(n)} ({chip}, "
         f"{money(f['mem_bandwidth'], 3)} of HBM bandwidth and "
         f"{flop_rate(f['flops'])} of {word} math each), rented at "
-        f"{money(rent)}. Every conversation carries {tokens(context)} of context, whose KV "
-        f"cache takes {money(f['kv_bytes_per_token'].to('kB/token'), 3)} of context in "
-        f"{word}, and {attention_cost(case['model'], presets)}. Your standard mode runs a batch of "
+        f"{money(rent)}. Every conversation carries {tokens(context)} of context, cached in "
+        f"{word} over {kv_shape(case['model'], presets)}, and "
+        f"{attention_cost(case['model'], presets)}. Your standard mode runs a batch of "
         f"{money(b0)}. You add a Fast mode like "
         f"{api.name.split(',')[0]}'s, which promises {number(speed)} times the output speed "
         f"and charges {money(price_fast)} against {money(price)}. On the same server, "
@@ -118,7 +120,11 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"Standard step: the weights ({size(weight_bytes(f))}) take {money(weights, 3)} to "
-        f"read over the eight chips, and each conversation's cache adds "
+        f"read over the eight chips. A token of context caches a key and a value in each "
+        f"key-value head of each layer, {kv_values(case['model'], presets)} at "
+        f"{money(f['weight_bytes_per_value'].to('B/value'))} in {word}: "
+        f"{money(f['kv_bytes_per_token'].to('kB/token'), 3)} of context; so each "
+        f"conversation's cache adds "
         f"{money(per_sequence.to('µs'), 3)}; the multiplies, attention's included, take less, "
         "so the step is "
         f"memory-bound: {money(step0, 3)} at {money(b0)}, "

@@ -1,75 +1,151 @@
-"""The batch at which an MoE stops paying for its weight reads: sparsity times the chip's ratio."""
+"""The batch at which an MoE stops paying for its weight reads, and the servers its caches need."""
 
 from __future__ import annotations
 
-from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate, require
+import math
 
-KIND = "numeric"  # one formula, worked in steps
-TITLE = "When does an MoE stop being bound by its weights?"
-USES = ("weight_fetch_time", "compute_time", "crossover_batch")
+from book.format import number, quantity
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    clear_of_rounding,
+    evaluate,
+    require,
+    whole_count_tolerance,
+)
+from book.problem_bank.batching._figures import (
+    figures,
+    kv_shape,
+    kv_values,
+    size,
+    tokens,
+)
+from units import Q_
+
+KIND = "multi"
+TITLE = "When does an MoE stop being bound by its weights, and what must hold that batch?"
+USES = ("weight_fetch_time", "compute_time", "crossover_batch", "kv_cache_per_batch")
 LECTURE = "15:16"
 
-MODELS = ("deepseek_v3", "qwen3_235b_a22b", "kimi_k2", "gpt_oss_120b")
+MODELS = ("deepseek_v3", "qwen3_235b_a22b", "kimi_k2")
+MLA = ("deepseek_v3", "kimi_k2")  # a latent cache: its bytes per token are given, not derived
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
 PRECISIONS = ("bf16", "fp8")
+CONTEXTS = (2048, 4096, 8192)
+SERVER = 8  # GPUs in a server
+
+
+def scenario(rng, presets):
+    while True:  # a server count that the figures as shown give alike
+        model, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+        precision = rng.choice(PRECISIONS)
+        context = Q_(rng.choice(CONTEXTS), "token/sequence")
+        case = dict(hardware=hardware, model=model, precision=precision, presets=presets)
+        batch = evaluate("crossover_batch", **case).to("sequence")
+        f = figures(**case, context_length=context)
+        weights = (f["n_total"] * f["weight_bytes_per_value"] * Q_(1, "value/parameter")).to("TB")
+        caches = evaluate(
+            "kv_cache_per_batch", **case, batch_size=batch, context_length=context
+        ).to("TB")
+        server = (SERVER * f["hbm_capacity"]).to("TB")
+        quotient = ((weights + caches) / server).to("").m
+        if quotient > 1.2 and clear_of_rounding(quotient, 5e-3):  # one server is no question
+            return case, context, batch, f, weights, caches, server, quotient
 
 
 def draw(rng, presets) -> Draw:
-    model, hardware, precision = rng.choice(MODELS), rng.choice(CHIPS), rng.choice(PRECISIONS)
-    case = dict(hardware=hardware, model=model, precision=precision, presets=presets)
-    result = evaluate("crossover_batch", detailed=True, **case)
-    used = result.inputs
-    flops, bandwidth = used["flops"].value, used["mem_bandwidth"].value
-    total, active = used["n_total"].value, used["n_active"].value
-    per_value = used["weight_bytes_per_value"].value
-    answer = result.value.to("sequence")
-    chip, name = presets.get("hardware", hardware).name, presets.get("model", model).name
+    case, context, batch, f, weights, caches, server, quotient = scenario(rng, presets)
+    model, hardware, precision = case["model"], case["hardware"], case["precision"]
+    flops, bandwidth = f["flops"], f["mem_bandwidth"]
+    total, active = f["n_total"], f["n_active"]
+    servers = math.ceil(quotient)
+    answer = Q_(servers * SERVER, "chip")
+    spec = presets.get("model", model)
+    chip, name = presets.get("hardware", hardware).name, spec.name
     words = "BF16" if precision == "bf16" else "FP8"
     per_byte = (flops / bandwidth).to("FLOP/B")
     sparsity = (total / active).to("").magnitude
     saturation = evaluate("expert_saturation_batch", **case).to("sequence")
-    require(answer > 4 * saturation, "every expert must be read at the crossover batch")
+    require(batch > 4 * saturation, "every expert must be read at the crossover batch")
+    kv = f["kv_bytes_per_token"].to("kB/token")
+    per_token = Q_(1, "token")
+    per_sequence = (kv * context).to("MB/sequence")
+    if model in MLA:
+        cache = f"its latent KV cache takes {quantity(kv * per_token, 3)} per token of context"
+        cache_step = f"Each sequence's cache is {tokens(context)} × {quantity(kv, 3)}"
+    else:
+        cache = f"its attention has {kv_shape(model, presets)}"
+        cache_step = (
+            f"A token of context caches a key and a value in every head of every layer: "
+            f"{kv_values(model, presets)} at "
+            f"{quantity(f['weight_bytes_per_value'])}, {quantity(kv, 3)}; each sequence's "
+            f"cache is {tokens(context)} of it"
+        )
 
+    ratio = (caches / weights).to("").m
+    reads = (
+        f"(Reading those caches each step would take {number(ratio, 2)} times as long as the "
+        "weights: at this context the cache reads, not the weights, bind the step, and the "
+        "crossover that leaves them out holds only for short contexts.)"
+        if ratio > 1
+        else f"(Those caches weigh {number(ratio, 2)} of the weights, so reading them takes "
+        "less time than the weights: the step stays balanced.)"
+    )
     text = (
         f"You serve {name} ({quantity(total, 3)} in all, {quantity(active, 3)} active per "
-        f"token) on {chip} GPUs, weights and math in {words}. The chip does "
-        f"{quantity(flops.to('TFLOP/s'), 4)} at this precision and reads HBM at "
-        f"{quantity(bandwidth.to('TB/s'), 3)}. Ignoring the KV cache and attention, at what "
-        "batch does a decode step's arithmetic take as long as reading the weights? Answer in "
-        "sequences."
+        f"token) on {chip} GPUs, weights, math and KV cache in {words}. The chip does "
+        f"{quantity(flops.to('TFLOP/s'), 4)} at this precision, reads HBM at "
+        f"{quantity(bandwidth.to('TB/s'), 3)} and holds {quantity(f['hbm_capacity'], 3)}. You "
+        "run the batch at which a decode step's multiplies in the weights take as long as "
+        "reading the weights (attention's FLOPs and the cache's reads aside). Every sequence "
+        f"has {tokens(context)} of context, and {cache}. How many servers of "
+        f"{number(SERVER)} GPUs must hold the weights and that batch's caches? Answer in GPUs, "
+        "whole servers."
     )
     solution = (
-        "A step reads every weight once (at a batch this large every expert is hit), whatever "
-        f"the batch: {quantity(total, 3)} × {quantity(per_value)} over the bandwidth.",
-        "Its arithmetic is two FLOPs (one multiply-add) per active parameter per sequence: "
-        f"B × twice {quantity(active, 3)}, over the FLOP rate.",
-        "Set the two equal: B = (FLOP rate / bandwidth) × (bytes per weight / two FLOPs) × "
-        f"(total / active). Here {quantity(per_byte, 3)} × {quantity(per_value)} / two FLOPs "
-        f"× {number(sparsity, 3)}.",
-        f"The chip count cancels (more chips speed both sides alike): **{quantity(answer, 4)}**.",
+        "A step reads every weight once, whatever the batch (at a batch this large every "
+        f"expert is hit), and does two FLOPs (a multiply-add) per active parameter per "
+        "sequence. Set the two times equal: B = (FLOP rate / bandwidth) × (bytes per weight / "
+        f"two FLOPs) × (total / active) = {quantity(per_byte, 3)} × "
+        f"{quantity(f['weight_bytes_per_value'])} / two FLOPs × {number(sparsity, 3)}: a batch "
+        f"of {quantity(batch, 4)}; the chip count cancels.",
+        f"{cache_step}: {quantity(per_sequence, 3)}. The batch's caches take "
+        f"{quantity(batch, 4)} × {quantity(per_sequence, 3)} = {size(caches)}.",
+        f"The weights take {quantity(total, 3)} × {quantity(f['weight_bytes_per_value'])} = "
+        f"{size(weights)}: {size(weights + caches)} in all. {reads}",
+        f"A server holds {number(SERVER)} × {quantity(f['hbm_capacity'], 3)} = {size(server)}, "
+        f"so {number(quotient, 3)} servers' worth, rounded up to {number(servers)}: "
+        f"**{quantity(answer)}**. The crossover batch is as much a question of room as of "
+        "arithmetic.",
     )
-    dense = (answer / sparsity).to("sequence")
-    mistakes = (
+
+    def need(room):
+        return Q_(SERVER * math.ceil((room / server).to("").m), "chip")
+
+    dense = (batch / sparsity).to("sequence")
+    mistakes = [
         Mistake(
-            dense,
-            "That is a dense model's crossover: multiply by the sparsity, total over "
-            "active parameters, since every weight is read but only the active ones compute.",
+            need(weights + caches / sparsity),
+            "You used a dense model's crossover batch: an MoE reads every weight but "
+            "multiplies only its active ones, so its batch is larger by total over active.",
         ),
-        Mistake(
-            answer * 2,
-            "You counted one FLOP per parameter (a multiply-add is two FLOPs)"
-            + (", or two bytes per FP8 weight (FP8 stores one)." if precision == "fp8" else "."),
-        ),
-    )
-    if precision == "bf16":
-        mistakes += (Mistake(answer / 2, "BF16 stores two bytes per weight, not one."),)
+        Mistake(need(weights + 2 * caches), "A multiply-add is two FLOPs, not one."),
+        Mistake(need(weights), "The batch's KV caches need room beside the weights."),
+        Mistake(need(caches), "The weights need room beside the caches."),
+    ]
+    if precision == "fp8":
+        mistakes.append(
+            Mistake(need(2 * weights + 4 * caches), "FP8 stores a value in one byte, not two.")
+        )
+    else:
+        mistakes.append(Mistake(need(weights / 2 + caches / 4), "BF16 stores two bytes a value."))
+    require(dense < batch)
+    kept = {m.value.m: m for m in mistakes if m.value.m != answer.m}
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=0.03,
-        mistakes=mistakes,
-        hint="Write the weight-read time and the compute time as functions of the batch, and "
-        "set them equal.",
+        tolerance=whole_count_tolerance(answer.m),
+        mistakes=tuple(kept.values()),
+        hint="Find the batch first, from the two times per step; then weigh its caches.",
     )

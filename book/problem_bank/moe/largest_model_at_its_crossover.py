@@ -14,7 +14,7 @@ LECTURE = "32:09"
 
 MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
 RACKS = ("gb200_nvl72", "gb300_nvl72")
-CONTEXTS = (4096, 8192, 16384, 32768)
+CONTEXTS = (256, 512, 1024, 2048, 4096)  # short: the caches' reads must not outgrow the weights'
 
 
 def need(case, total):
@@ -38,21 +38,28 @@ def largest(case):
 
 
 def draw(rng, presets) -> Draw:
-    model, hardware = rng.choice(MODELS), rng.choice(RACKS)
-    n = presets.get("hardware", hardware).scale_up_domain
-    case = dict(
-        model=model,
-        hardware=hardware,
-        precision="fp8",
-        n_chips=n,
-        context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
-        presets=presets,
-    )
+    while True:  # a context short enough that the weight reads, not the caches', set the step
+        model, hardware = rng.choice(MODELS), rng.choice(RACKS)
+        n = presets.get("hardware", hardware).scale_up_domain
+        case = dict(
+            model=model,
+            hardware=hardware,
+            precision="fp8",
+            n_chips=n,
+            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+            presets=presets,
+        )
+        total = largest(case)
+        weights, caches, batch = need(case, total)
+        if caches < 0.8 * weights:
+            break
     f = figures(**case)
     active, own_total = f["n_active"], f["n_total"]
     hbm = evaluate("scaleup_memory", **case).to("TB")
-    total = largest(case)
-    weights, caches, batch = need(case, total)
+    at = dict(case, n_total=total, batch_size=batch)
+    weight_read = evaluate("weight_fetch_time", **at).to("ms")
+    kv_read = evaluate("kv_fetch_time", **at).to("ms")
+    require(kv_read < weight_read, "the caches' reads stay below the weights': the step balances")
     require(abs(((weights + caches) / hbm).to("").m - 1) < 1e-9, "the rack is just full")
     require(total > own_total, "the sibling is larger than the model it starts from")
     per_byte = evaluate("dense_crossover_batch", **case).to("sequence")
@@ -69,7 +76,8 @@ def draw(rng, presets) -> Draw:
         "the same active parameters but many more experts, to serve in FP8 on one "
         f"{rack} rack of {quantity(n)} (each: {quantity(f['hbm_capacity'], 3)} of HBM at "
         f"{quantity(bandwidth, 3)}, {quantity(flops, 3)} of dense FP8 math). It will run at the "
-        "batch where a decode step's multiplies just keep pace with its weight reads, every "
+        "batch where a decode step's multiplies just keep pace with its weight reads (attention's "
+        "own FLOPs aside), every "
         f"sequence with {tokens(context)} of context. At most how many parameters in all can "
         "the sibling have, for its weights and every cache to fit in the rack? Answer in "
         "trillions of parameters."
@@ -86,7 +94,12 @@ def draw(rng, presets) -> Draw:
         f"The rack holds {quantity(n)} × {quantity(f['hbm_capacity'], 3)} = {size(hbm)}: "
         f"**{quantity(total, 3)}** at most, run at a batch of {quantity(batch, 6)} whose caches "
         f"take {number((caches / hbm).to('').m, 2)} of the rack. ({name} itself has "
-        f"{quantity(own_total.to('Tparam'), 3)}.)",
+        f"{quantity(own_total.to('Tparam'), 3)}.) "
+        f"Check the plan holds: the caches ({size(caches)}) weigh less than the weights "
+        f"({size(weights)}), so a step reads them in {quantity(kv_read, 3)} against "
+        f"{quantity(weight_read, 3)} for the weights, and the step stays balanced between the "
+        "weight reads and the multiplies. At a context long enough for the caches to outweigh "
+        "the weights, their reads would set the step and no batch would be compute-bound.",
     )
     mistakes = [
         Mistake(

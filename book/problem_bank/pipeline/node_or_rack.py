@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from units import Q_
 
@@ -14,11 +14,11 @@ TITLE = "Eight-GPU nodes in a pipeline, or one rack?"
 USES = ("weight_memory", "domain_weight_fetch_time", "pipelined_decode_latency")
 LECTURE = "1:03:37"
 
-MODELS = (
+MODELS = (  # large enough that no node of eight holds them alone: the nodes must pipeline
     ("kimi_k2", "fp8"),
+    ("kimi_k2", "bf16"),
     ("deepseek_v3", "fp8"),
     ("deepseek_v3", "bf16"),
-    ("llama_3_1_405b", "fp8"),
     ("llama_3_1_405b", "bf16"),
 )
 NODES = ("h100_sxm", "h200", "b200", "mi300x", "b300", "mi355x")
@@ -79,6 +79,15 @@ def _lead(best, other, target) -> float:
     return (other["latency"] / best["latency"]).to("").m - 1
 
 
+def _believed(options, hop):
+    """The options as the wrong belief sees them: pipelining splits the reads over the stages'
+    bandwidth (time / stages), plus the hops."""
+    return [
+        dict(o, latency=o["read"] / o["stages"] + (o["stages"] * hop if o["stages"] > 1 else 0))
+        for o in options
+    ]
+
+
 def draw(rng, presets) -> Draw:
     while True:  # redraw until there is a real trade, clearly won
         model_id, precision = rng.choice(MODELS)
@@ -100,9 +109,13 @@ def draw(rng, presets) -> Draw:
             for o in options
             if o is not feasible[0]
         )
-        if margin >= MARGIN and apart:
+        # pipelining matters: every node option needs two stages or more and pays their hops,
+        # so the winner (a node: the rack has more GPUs) is graded on the stages' summed reads
+        pipelined = all(o["stages"] >= 2 for o in options[:-1])
+        if margin >= MARGIN and apart and pipelined:
             break
     best = feasible[0]
+    require(best["stages"] > 1, "the winner pipelines, so the wrong belief about it is listed")
     answer = best["latency"]
     model = presets.get("model", model_id)
     weights = best["weights"]
@@ -188,11 +201,7 @@ def draw(rng, presets) -> Draw:
         for o in feasible[1:]
     ]
     # the wrong belief: pipelining splits the reads over the stages' bandwidth (time / stages)
-    hopeful = [
-        dict(o, latency=o["read"] / o["stages"] + (o["stages"] * hop if o["stages"] > 1 else 0))
-        for o in options
-    ]
-    believed = _pick(hopeful, target)
+    believed = _pick(_believed(options, hop), target)
     if believed and believed[0]["hardware"] != best["hardware"]:
         mistakes.append(
             Mistake(
