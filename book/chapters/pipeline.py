@@ -179,6 +179,9 @@ def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
         "total_two": said((two + kv).to("GB")),
         "total_last": said((last + kv).to("GB")),
         "two_share": percent((first - two) / first, 3),
+        # what two stages save of each chip's whole memory, and what any number could save
+        "two_total_share": percent((first - two) / (first + kv), 2),
+        "max_total_share": percent(first / (first + kv), 2),
         "kv_share_last": percent(kv / (last + kv), 3),
         "kv_per_chip_rough": rough(kv.to("GB"), 2),
         "hbm_free_first": said((hbm - first - kv).to("GB")),

@@ -163,7 +163,7 @@ def test_the_chapter_page_shows_the_schedule_where_it_derives_the_bubble(built_p
     schedule = built_page.index('id="figure-pipeline_schedule"')
     # in the section that derives the bubble, after its equation, before its worked example
     assert built_page.index("Training: the bubble") < schedule
-    assert built_page.index("so the idle share of") < schedule
+    assert built_page.index("So the idle share of") < schedule
     assert schedule < built_page.index("Worked example: how big is the bubble?")
     figure = built_page[schedule : built_page.index("</figure>", schedule)]
     assert "bubble 15.8% of each stage" in figure  # 3/19, the equation at the presets
