@@ -161,7 +161,14 @@ def fixed_cost(row, presets: Presets, params: dict) -> dict | None:
         "step": step,
         "allowed": params["latency"] * step,  # the share of the step the prediction lets it fill
         "layers": number(layers),
-        "per_layer": f"{number(per_layer * 1e6, 2)} µs",
+        # three figures, so that layers times this gives the fixed cost shown
+        "per_layer": f"{number(per_layer * 1e6, 3)} µs"
+        + (
+            f": {number(params['layer_overhead'] * 1e6, 3)} µs per layer and "
+            f"{number(params['collective'] * 1e6, 3)} µs for its collectives"
+            if chips > 1
+            else ""
+        ),
     }
 
 
