@@ -607,13 +607,14 @@ WHATIFS = (
         by=2,
         ratio_only=True,
         fact="batch-above-crossover",
+        # the regime is the given (a reader: the answer turned on recalling a preset figure)
         front="{model} on {chips} runs at {precision} (weights, arithmetic and KV cache) at a "
-        "batch of {batch} with {context} of context each, attention's FLOPs counted. The batch "
-        "doubles: by what factor does the cost per token change?",
-        why="At this context attention multiplies each token's FLOPs {attention} times, so "
-        "compute takes {margin} times as long as the memory reads: the step is compute-bound, "
-        "and twice the tokens take twice the time. Leave attention out, or hold the KV cache "
-        "at BF16, and the memory reads set the step and the cost falls a little.",
+        "batch of {batch} with {context} of context each. At this context attention multiplies "
+        "each token's FLOPs {attention} times, and the compute takes {margin} times as long as "
+        "the memory reads. The batch doubles: by what factor does the cost per token change?",
+        why="The step is compute-bound, so twice the tokens take twice the time. Counting "
+        "attention is what makes it so: leave it out, or hold the KV cache at BF16, and the "
+        "memory reads set the step and the cost falls a little.",
     ),
     dict(
         id="memory-wall",
@@ -720,8 +721,8 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             lead = _change_words(before, after, spec.get("ratio_only", False))
         names = _names(spec["case"], presets)
         why = spec["why"]
-        if "{attention}" in why:
-            why = why.format(
+        if "{attention}" in spec["front"]:  # the regime, computed, is given on the front
+            names |= dict(
                 attention=number(_attention_factor(spec["case"], presets), 2),
                 margin=number(_compute_over_memory(spec["case"], presets), 2),
             )
@@ -775,8 +776,8 @@ def _regime_cards(presets: Presets) -> list[Card]:
         front = (
             f"{names['model']} on {names['chips']} at {names['precision']}, a batch of "
             f"{number(batch)} sequences with {number(context)} tokens of context each, attention's "
-            "FLOPs counted (however many chips: they split compute and reads alike): which part "
-            "of the step sets its time?"
+            "FLOPs counted. The chips share the compute and the reads evenly, so their number does "
+            "not matter. Which part of the step sets its time?"
         )
         if top == "the KV fetch":
             per_sequence = derivations.get("kv_cache_per_sequence").evaluate(
