@@ -11,7 +11,6 @@ from book.problem_bank import (
     clear_of_rounding,
     evaluate,
     require,
-    whole_count_tolerance,
 )
 from book.problem_bank.batching._figures import (
     figures,
@@ -59,7 +58,7 @@ def draw(rng, presets) -> Draw:
     flops, bandwidth = f["flops"], f["mem_bandwidth"]
     total, active = f["n_total"], f["n_active"]
     servers = math.ceil(quotient)
-    answer = Q_(servers * SERVER, "chip")
+    answer = (weights + caches).to("TB")
     spec = presets.get("model", model)
     chip, name = presets.get("hardware", hardware).name, spec.name
     words = "BF16" if precision == "bf16" else "FP8"
@@ -98,9 +97,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(bandwidth.to('TB/s'), 3)} and holds {quantity(f['hbm_capacity'], 3)}. You "
         "run the batch at which a decode step's multiplies in the weights take as long as "
         "reading the weights (attention's FLOPs and the cache's reads aside). Every sequence "
-        f"has {tokens(context)} of context, and {cache}. How many servers of "
-        f"{number(SERVER)} GPUs must hold the weights and that batch's caches? Answer in GPUs, "
-        "whole servers."
+        f"has {tokens(context)} of context, and {cache}. How much HBM must hold the weights "
+        "and that batch's caches? Answer in TB."
     )
     solution = (
         "A step reads every weight once, whatever the batch (at a batch this large every "
@@ -112,15 +110,19 @@ def draw(rng, presets) -> Draw:
         f"{cache_step}: {quantity(per_sequence, 3)}. The batch's caches take "
         f"{quantity(batch, 4)} × {quantity(per_sequence, 3)} = {size(caches)}.",
         f"The weights take {quantity(total, 3)} × {quantity(f['weight_bytes_per_value'])} = "
-        f"{size(weights)}: {size(weights + caches)} in all. {reads}",
-        f"A server holds {number(SERVER)} × {quantity(f['hbm_capacity'], 3)} = {size(server)}, "
-        f"so {number(quotient, 3)} servers' worth, rounded up to {number(servers)}: "
-        f"**{quantity(answer)}**. The crossover batch is as much a question of room as of "
-        "arithmetic.",
+        f"{size(weights)}. {reads}",
+        f"In all, {size(weights)} + {size(caches)} = **{quantity(answer, 3)}**. A server of "
+        f"{number(SERVER)} GPUs holds {number(SERVER)} × {quantity(f['hbm_capacity'], 3)} = "
+        f"{size(server)}, so that is {number(quotient, 3)} servers' worth: "
+        f"{quantity(Q_(servers * SERVER, 'chip'))} in whole servers. The crossover batch is as "
+        "much a question of room as of arithmetic.",
     )
 
     def need(room):
-        return Q_(SERVER * math.ceil((room / server).to("").m), "chip")
+        return room.to("TB")
+
+    lecture = presets.get("hardware", "h100_sxm")  # the lecture's "about 300" is the H100's
+    rule = (lecture.dense_flops_bf16 / lecture.hbm_bandwidth).to("FLOP/B")
 
     dense = (batch / sparsity).to("sequence")
     mistakes = [
@@ -132,6 +134,11 @@ def draw(rng, presets) -> Draw:
         Mistake(need(weights + 2 * caches), "A multiply-add is two FLOPs, not one."),
         Mistake(need(weights), "The batch's KV caches need room beside the weights."),
         Mistake(need(caches), "The weights need room beside the caches."),
+        Mistake(
+            need(weights + caches * (rule / per_byte).to("").m),
+            f"You used the lecture's rule of thumb, about {number(rule.m, 1)} FLOPs per byte; "
+            f"this chip at this precision does {number(per_byte.m, 3)}.",
+        ),
     ]
     if precision == "fp8":
         mistakes.append(
@@ -140,12 +147,18 @@ def draw(rng, presets) -> Draw:
     else:
         mistakes.append(Mistake(need(weights / 2 + caches / 4), "BF16 stores two bytes a value."))
     require(dense < batch)
-    kept = {m.value.m: m for m in mistakes if m.value.m != answer.m}
+    tolerance = 0.03  # the batch at four figures and the cache at three leave well under this
+    kept: list[Mistake] = []
+    for m in mistakes:
+        if all(
+            abs((m.value / o).to("").m - 1) > tolerance for o in [answer, *(k.value for k in kept)]
+        ):
+            kept.append(m)
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=whole_count_tolerance(answer.m),
-        mistakes=tuple(kept.values()),
+        tolerance=tolerance,
+        mistakes=tuple(kept),
         hint="Find the batch first, from the two times per step; then weigh its caches.",
     )

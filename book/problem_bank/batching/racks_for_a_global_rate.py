@@ -56,9 +56,9 @@ def draw(rng, presets) -> Draw:
     f = figures(**case)
     batch, context = case["batch_size"], case["context_length"]
     weights = evaluate("weight_fetch_time", detailed=True, **case)
+    dense = weights.inputs["routed_weight_share"].value.m == 0
     require(
-        weights.inputs["routed_weight_share"].value.m == 0
-        or (weights.inputs["expert_read_fraction"].value.m > 0.99),
+        dense or weights.inputs["expert_read_fraction"].value.m > 0.99,
         "a batch this large reads every expert",
     )
     weights = weights.value.to("ms")
@@ -77,9 +77,17 @@ def draw(rng, presets) -> Draw:
     name = presets.get("model", model).name
     who = "one frontier model's traffic" if target == one_model else "all of a lab's traffic"
 
+    if dense:
+        params = f"{quantity(f['n_total'], 3)}, dense"
+        reads = "the model is dense, so every step reads every weight once, all"
+    else:
+        params = (
+            f"{quantity(f['n_total'], 3)} in all, {quantity(f['n_active'], 3)} active per token"
+        )
+        reads = "at this batch every expert is hit, so a step reads all"
     text = (
-        f"A lab must serve {quantity(target, 2)} of {name} ({quantity(f['n_total'], 3)} in all, "
-        f"{quantity(f['n_active'], 3)} active per token). Each replica is one {rack} rack of "
+        f"A lab must serve {quantity(target, 2)} of {name} ({params}). Each replica is one "
+        f"{rack} rack of "
         f"{quantity(chips)}, each GPU with {quantity(f['hbm_capacity'], 3)} of HBM at "
         f"{quantity(f['mem_bandwidth'], 3)} and {quantity(f['flops'].to('PFLOP/s'), 3)} of dense "
         f"FP8 math. Weights, KV cache and math are in FP8. A replica runs a batch of "
@@ -93,12 +101,13 @@ def draw(rng, presets) -> Draw:
         + f["attention_flops_per_token"] * context * Q_(1, "sequence")
     ).to("GFLOP")
     solution = (
-        f"Weight reads: at this batch every expert is hit, so a step reads all "
-        f"{size(weight_bytes(f))} (one byte per weight) over {quantity(chips)} × "
+        f"Weight reads: {reads} {size(weight_bytes(f))} (one byte per weight) over "
+        f"{quantity(chips)} × "
         f"{quantity(f['mem_bandwidth'], 3)}: {quantity(weights, 3)}.",
         f"KV reads: {number(batch.m)} caches of {tokens(context)} × "
         f"{quantity(f['kv_bytes_per_token'].to('kB/token'), 3)}: {quantity(kv, 3)}.",
-        f"Multiplies: each token costs two FLOPs per active parameter plus its attention, "
+        f"Multiplies: each token costs two FLOPs per {'' if dense else 'active '}parameter "
+        "plus its attention, "
         f"{quantity(per_token, 3)}; for the batch on the rack's FP8 rate that is "
         f"{quantity(compute, 3)}. The reads take {quantity(weights + kv, 3)}, so the step is "
         f"{binds}-bound: {quantity(step, 3)}.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake
 from derivations import get
@@ -20,6 +22,26 @@ MODELS = ("llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b", "deepseek_v3", "
 CHIPS = ("h100_sxm", "h200", "b200", "gb200_nvl72", "mi300x", "a100_sxm")
 PRECISIONS = ("bf16", "fp8")
 NAMES = {"bf16": "BF16", "fp8": "FP8"}
+# The crossing divides by a difference of two rates (the chip's FLOPs per byte less attention's),
+# so it magnifies rounding. A student who rounds the cache and attention's FLOPs to two figures
+# must land inside the tolerance: draws where that misses by more than SLACK are redrawn.
+TOLERANCE, SLACK = 0.05, 0.04
+
+
+def _shown(q, digits):
+    return Q_(float(f"{q.m:.{digits}g}"), q.units)
+
+
+def from_shown(crossover, result, case):
+    """The crossing computed from the figures rounded as a student would write them."""
+    used = result.inputs
+    return crossover.evaluate(
+        **case,
+        kv_bytes_per_token=_shown(used["kv_bytes_per_token"].value, 2),
+        attention_flops_per_token=_shown(used["attention_flops_per_token"].value, 2),
+        flops=_shown(used["flops"].value, 4),
+        mem_bandwidth=_shown(used["mem_bandwidth"].value, 4),
+    )
 
 
 def _attention(model) -> str:
@@ -49,7 +71,8 @@ def draw(rng, presets) -> Draw:
             result = crossover.evaluate_detailed(**case)
         except ChalkboardError:
             continue
-        break
+        if abs((from_shown(crossover, result, case) / result.value).to("").m - 1) < SLACK:
+            break  # else the crossing is too close to singular to grade from rounded figures
     model = presets.get("model", name)
     context = result.value.to("token/sequence")
     used = result.inputs
@@ -59,6 +82,7 @@ def draw(rng, presets) -> Draw:
     weights = (used["flops_per_param_token"].value * used["n_active"].value).to("GFLOP/token")
     ridge = (flops / bandwidth).to("FLOP/byte")
     per_byte = (attention / per_token).to("FLOP/byte")
+    magnify = (ridge / (ridge - per_byte)).to("").m  # d ln L / d ln (cache bytes)
     kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
     plain = kink.evaluate(implied_kv_bytes_per_token=per_token, **case).to("token/sequence")
     active = (
@@ -101,7 +125,14 @@ def draw(rng, presets) -> Draw:
         f"{quantity(bandwidth)} = ({quantity(weights * token)} + L × "
         f"{quantity(attention * token, 3)}) / {quantity(flops)}. Attention spends "
         f"{number(per_byte.m, 3)} FLOPs per KV byte against the chip's {number(ridge.m, 3)} "
-        "FLOPs per byte, so the reads do win, and solving for L gives the context.",
+        "FLOPs per byte, so the reads do win, and solving for L gives the context."
+        + (
+            f" The answer is sensitive: L divides by the difference of those two rates, so a "
+            f"relative error in the cache size comes out about {number(magnify, 2)} times larger "
+            "in L; carry the figures unrounded."
+            if magnify >= 1.5
+            else ""
+        ),
         f"Leaving attention's FLOPs out, as the lecture does, gives {context_tokens(plain, 3)}"
         + (
             "; for MLA, whose FLOPs per KV byte come close to the chip's, counting them moves "
@@ -114,19 +145,42 @@ def draw(rng, presets) -> Draw:
     candidates = [
         (plain, "You left attention's FLOPs out; they grow with the context too."),
     ]
-    if model.attention == "gqa":
-        try:
-            half = crossover.evaluate(kv_bytes_per_token=per_token / 2, **case)
-            candidates.append(
-                (half, "You counted one vector per KV head; each caches a key and a value.")
+    other_bytes = dict(bf16=0.5, fp8=2)[precision]
+    byte_words = dict(
+        bf16="A BF16 cache stores two bytes per value, not one",
+        fp8="An FP8 cache stores one byte per value, not two",
+    )[precision]
+    if model.attention == "gqa" and precision == "bf16":
+        byte_words += "; or you counted one vector per KV head, where each caches a key and a value"
+    slips = [
+        (dict(kv_bytes_per_token=per_token * other_bytes), f"{byte_words}."),
+        (
+            dict(
+                flops_per_multiply_add=mac / 2,
+                flops_per_param_token=used["flops_per_param_token"].value / 2,
+            ),
+            "A multiply-add is two FLOPs, not one: the weights cost two FLOPs per parameter and "
+            "attention two per multiply-add.",
+        ),
+    ]
+    if model.attention == "gqa" and precision == "fp8":
+        slips.append(
+            (
+                dict(kv_bytes_per_token=per_token / 2),
+                "You counted one vector per KV head; each caches a key and a value.",
             )
-        except ChalkboardError:
-            pass
+        )
+    for change, why in slips:
+        with contextlib.suppress(ChalkboardError):  # no crossing (attention out-spends the
+            candidates.append((crossover.evaluate(**{**case, **change}), why))  # reads): no value
+
+    tolerance = TOLERANCE
     mistakes: list[Mistake] = []
     for value, why in candidates:
         value = value.to("token/sequence")
         if all(
-            abs((value / o).to("").m - 1) > 0.04 for o in [context, *(m.value for m in mistakes)]
+            abs((value / o).to("").m - 1) > tolerance
+            for o in [context, *(m.value for m in mistakes)]
         ):
             mistakes.append(Mistake(value, why))
     return Draw(
@@ -137,6 +191,6 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=context,
         solution=solution,
-        tolerance=0.02,
+        tolerance=tolerance,
         mistakes=tuple(mistakes),
     )
