@@ -24,18 +24,14 @@ LECTURE = "2:04:02"
 
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-STEP_MTOKENS = (4, 8, 16)  # tokens per training step, millions
+STEP_MTOKENS = (8, 16, 32, 64)  # tokens per training step, millions (Llama 3: 16; DeepSeek-V3: 63)
 CONTEXT = 8192
-TOKENS_T = (10, 15)
-DEADLINES = (60, 90, 120, 180, 270, 365)  # days
-MFU = 0.4
-MARGIN = 0.05
+TOKENS_T = (2, 5, 10, 15)  # Llama 2 trained on 2, Llama 3 on 15
+DEADLINES = (60, 90, 120, 180, 270, 360)  # days; not 365, read as a 365.25-day year
+MFU = 0.4  # of peak, on every FLOP executed, recompute included (a hardware FLOPs utilisation)
+MARGIN = 0.05  # the fewest GPUs are at least this much fewer than every other option's
 SPLIT = 64  # the most GPUs one sequence is split over (tensor × pipeline parallel, 8 × 8)
-SIMPLER = {  # why the first of tied strategies is the one to pick
-    "store": "storing recomputes nothing and changes nothing in the architecture",
-    "checkpoint": "checkpointing changes nothing in the architecture",
-}
-NAMES = {  # in order of simplicity
+NAMES = {
     "store": "store every activation",
     "checkpoint": "checkpoint the best number of segments",
     "reversible": "make the layers reversible",
@@ -113,25 +109,24 @@ def _upper(text: str) -> str:
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # redraw until the fewest GPUs are clearly fewer than the next count
+    while True:  # redraw until the fewest GPUs are clearly fewer than every other option's:
+        # checkpointing never needs fewer than reversible layers (same FLOPs, more memory) and
+        # ties with them whenever the deadline binds both, so it never wins
         model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
         step = Q_(rng.choice(STEP_MTOKENS), "Mtoken").to("token")
         total = Q_(rng.choice(TOKENS_T), "Ttoken").to("token")
         deadline = Q_(rng.choice(DEADLINES), "day")
         chip, state, options, figures = _options(presets, model_id, hardware, step, total, deadline)
-        # fewest GPUs; on a tie the simpler strategy (the order of OPTIONS) wins, as stated
         ranked = sorted(options, key=lambda o: o["gpus"])
-        best = ranked[0]
-        rivals = [o for o in ranked[1:] if o["gpus"] != best["gpus"]]
+        best, runner_up = ranked[0], ranked[1]
         split = max(o["gpus"] for o in options) / figures["sequences"]
-        if split <= SPLIT and rivals and rivals[0]["gpus"] >= (1 + MARGIN) * best["gpus"]:
+        if split <= SPLIT and runner_up["gpus"] >= (1 + MARGIN) * best["gpus"]:
             break
-    margin = rivals[0]["gpus"] / best["gpus"] - 1
+    margin = runner_up["gpus"] / best["gpus"] - 1
     stored, kept = quantity(figures["stored"]), quantity(figures["kept"])
     train, revnet = number(figures["train"].m), number(figures["revnet"].m)
     model = presets.get("model", model_id)
     answer = Q_(best["gpus"], "chip")
-    ties = [o for o in ranked[1:] if o["gpus"] == best["gpus"]]
     lines = []
     for o in options:
         binding = "memory" if o["by_memory"] >= o["by_time"] else "the deadline"
@@ -141,18 +136,13 @@ def draw(rng, presets) -> Draw:
             f"{math.ceil(o['by_time']):,} GPUs ({quantity(o['compute'])}); {binding} binds: "
             f"{o['gpus']:,} GPUs."
         )
-    tie_note = (
-        f" {_upper(' and '.join(NAMES[o['key']] for o in ties))} needs as many; "
-        f"{SIMPLER[best['key']]}, so it is the one to pick."
-        if ties
-        else ""
-    )
     text = (
         f"You must pre-train {model.name} ({quantity(model.params_total)}; {model.layers} "
         f"layers, residual width {model.d_model:,}) on {quantity(total)} within "
         f"{quantity(deadline)}, on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM, "
-        f"{quantity(_as_shown(chip.get('dense_flops_bf16')))} dense at BF16) running at "
-        f"{number(100 * MFU)}% MFU. Each step trains on {quantity(step)} in sequences of "
+        f"{quantity(_as_shown(chip.get('dense_flops_bf16')))} dense at BF16) that sustain "
+        f"{number(100 * MFU)}% of peak on every FLOP they execute, recompute included. Each "
+        f"step trains on {quantity(step)} in sequences of "
         f"{context_tokens(Q_(CONTEXT, 'token/sequence'))}, spread evenly over the GPUs (data "
         "parallel, with tensor and pipeline parallelism splitting a sequence over at most "
         f"{number(SPLIT)} GPUs), and the mixed-precision Adam state is sharded over all of "
@@ -164,8 +154,7 @@ def draw(rng, presets) -> Draw:
         "a time, holding its layers' internals while its gradient is taken (the standard "
         "scheme, with the number of segments that stores least); or make the "
         "layers reversible (rebuilding each layer's input, and with it the layer's internals, "
-        "from its output). If two need as many GPUs, take the simpler, in that order. Which "
-        "needs the fewest GPUs, and how many?"
+        "from its output). Which needs the fewest GPUs, and how many?"
     )
     solution = (
         f"State: {quantity(figures['state'])}, {quantity(state)}, whatever the strategy; it "
@@ -184,12 +173,32 @@ def draw(rng, presets) -> Draw:
         "recomputed once, with its internals; a reversible layer rebuilds its input and its "
         f"internals in one run): one extra forward pass, {revnet} FLOP per parameter per token.",
         "Each option needs enough GPUs for its memory (state plus a step's activations over "
-        "the HBM) and for the deadline (FLOPs over a GPU's delivered rate and the days), each "
-        "rounded up: a fraction of a GPU short misses the deadline.",
+        "the HBM) and for the deadline (every FLOP executed, recompute included, over a GPU's "
+        f"delivered rate, {number(100 * MFU)}% of peak, and the days), each rounded up: a "
+        "fraction of a GPU short misses the deadline.",
         *lines,
-        f"Fewest: {NAMES[best['key']]}, **{quantity(answer, 4)}**.{tie_note}",
+        f"Fewest: {NAMES[best['key']]}, **{quantity(answer, 4)}**. Checkpointing never needs "
+        "fewer than reversible layers: the same FLOPs, and more memory.",
     )
     mistakes = []
+    if best["key"] != "store" and best["by_time"] > best["by_memory"]:
+        for per, why in (
+            (
+                figures["train"],
+                f"That charges {train} FLOP per parameter per token at "
+                f"{number(100 * MFU)}% of peak, as if the recompute were free (or as if "
+                f"{number(100 * MFU)}% were the model FLOPs utilisation, which leaves it out): "
+                f"the GPUs run every FLOP at {number(100 * MFU)}% of peak, the recompute's too, "
+                f"{revnet} FLOP per parameter per token.",
+            ),
+            (
+                figures["revnet"] + figures["train"] / 3,
+                "A segment recomputed with its internals "
+                f"is run once more, not twice: {revnet} FLOP per parameter per token.",
+            ),
+        ):
+            slower = best["by_time"] * (per / figures["revnet"]).to("").m
+            mistakes.append(Mistake(Q_(math.ceil(max(slower, best["by_memory"])), "chip"), why))
     for o in options:
         if o["gpus"] == best["gpus"] or o["by_memory"] < o["by_time"]:
             continue
@@ -202,26 +211,11 @@ def draw(rng, presets) -> Draw:
         )
     mistakes.append(
         Mistake(
-            Q_(rivals[0]["gpus"], "chip"),
-            f"That is what '{NAMES[rivals[0]['key']]}' needs; '{NAMES[best['key']]}' "
+            Q_(runner_up["gpus"], "chip"),
+            f"That is what '{NAMES[runner_up['key']]}' needs; '{NAMES[best['key']]}' "
             "needs fewer. Check both limits, memory and deadline, for every option.",
         )
     )
-    if best["key"] != "store" and best["by_time"] > best["by_memory"]:
-        for per, why in (
-            (
-                figures["train"],
-                f"Recomputing costs one more forward pass: {revnet} FLOP per "
-                f"parameter per token, not {train}.",
-            ),
-            (
-                figures["revnet"] + figures["train"] / 3,
-                "A segment recomputed with its internals "
-                f"is run once more, not twice: {revnet} FLOP per parameter per token.",
-            ),
-        ):
-            slower = best["by_time"] * (per / figures["revnet"]).to("").m
-            mistakes.append(Mistake(Q_(math.ceil(max(slower, best["by_memory"])), "chip"), why))
     mistakes.append(
         Mistake(
             Q_(math.ceil(max(best["by_time"], best["by_memory"])) - 1, "chip"),
@@ -229,6 +223,7 @@ def draw(rng, presets) -> Draw:
             "memory).",
         )
     )
+    # the exact whole count: every figure the counts use is shown exactly (the peak as shown)
     tolerance = whole_count_tolerance(answer.m, 0.02)
     slips = {m.value.m: m for m in reversed(mistakes) if abs(m.value.m / answer.m - 1) > tolerance}
     return Draw(
