@@ -2,6 +2,7 @@
 
 import io
 import json
+import math
 
 import numpy as np
 import pytest
@@ -283,9 +284,10 @@ def test_the_prediction_groups_add_up_and_rows_kept_out_are_not_predicted():
 
 
 def test_the_worked_examples_shown_batch_over_its_shown_step_gives_its_shown_bound():
-    """A reader dividing the shown batch by the shown step (one chip) gets the shown bound to its
-    last digit: the step is the bound's own (prefill at a causal prefill's FLOPs), not the decode
-    compute times one plus rho."""
+    """A reader dividing the shown batch by the shown step (one chip) gets the shown bound, to
+    within the rounding of the step as shown (four figures, as prose shows a figure): the step is
+    the bound's own (prefill at a causal prefill's FLOPs), not the decode compute times one plus
+    rho, which missed by 0.2%."""
     from book.chapters.validation import _example
     from book.validation import validate
 
@@ -295,8 +297,11 @@ def test_the_worked_examples_shown_batch_over_its_shown_step_gives_its_shown_bou
     def figure(text):
         return float(text.split()[0].replace(",", ""))
 
-    shown = figure(ex["batch"]) / (figure(ex["step"]) / 1000)
-    assert round(shown) == figure(ex["bound"]), (ex["batch"], ex["step"], ex["bound"])
+    step = figure(ex["step"])
+    shown = figure(ex["batch"]) / (step / 1000)
+    last_digit = 10 ** (math.floor(math.log10(step)) - 3)  # the step's fourth figure
+    rounding = last_digit / 2 / step  # the most the shown step can be off, as a share
+    assert abs(shown / figure(ex["bound"]) - 1) <= rounding, (ex["batch"], ex["step"], ex["bound"])
     if ex["compute_bound"]:
         assert ex["compute_prefill"] == ex["step"]
 
