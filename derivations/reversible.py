@@ -146,8 +146,9 @@ register(
             "every strategy that recomputes holds them, and the chapter adds them to each",
         ),
         summary="One layer's worth, whatever the depth: the ratio to ordinary backpropagation "
-        "is the number of layers. Activation checkpointing at the same extra compute keeps "
-        "twice the square root of the layers' worth.",
+        "is the number of layers. Square-root checkpointing of layer inputs keeps twice the "
+        "square root of the layers' worth, at two extra forward passes (one, if each segment "
+        "keeps its internals, which holds more).",
     )
 )
 
