@@ -7,6 +7,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank._rents import rent
+from book.problem_bank.validation._published import NEW, RUNS, published_mfu
 from derivations import get
 from units import Q_
 
@@ -15,24 +16,6 @@ TITLE = "Which chip trains it for the least money?"
 USES = ("training_flops", "training_rate_bound", "model_flops_utilization", "training_time")
 LECTURE = "1:18:59"
 
-RUNS = (  # published runs with a measured rate per chip
-    "deepseek_v3_pretraining",
-    "maxtext_v6e_llama31_70b",
-    "maxtext_v6e_llama31_405b",
-    "maxtext_v5p_llama2_70b",
-    "mlperf_train_h200_x1024_llama31_405b",
-    "mlperf_train_gb200_x2560_llama31_405b",
-)
-NEW = (  # the new model, and its training tokens in trillions
-    ("llama_3_1_8b", (15, 20)),
-    ("llama_3_1_70b", (15, 20)),
-    ("llama_3_1_405b", (15,)),
-    ("qwen3_235b_a22b", (24, 36)),
-    ("mixtral_8x7b", (8, 12)),
-    ("gpt_oss_120b", (20, 30)),
-    ("kimi_k2", (15.5,)),
-    ("deepseek_v3", (14.8,)),
-)
 CLUSTERS = (  # the new run's chip and precision
     ("h100_sxm", "bf16"),
     ("h100_sxm", "fp8"),
@@ -62,28 +45,13 @@ def _name(chip) -> str:
     return chip.name.split(" (")[0]
 
 
-def _mfu(run, presets):
-    """The published run's MFU, counted as the lecture does, at three figures."""
-    chip = presets.get("hardware", run.hardware)
-    precision = run.get("activations", run.weights)
-    flops = chip.get(f"dense_flops_{precision}")
-    measured = (run.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
-    bound = get("training_rate_bound").evaluate(
-        hardware=run.hardware, model=run.model, flops=flops, presets=presets
-    )
-    mfu = get("model_flops_utilization").evaluate(
-        measured_rate=measured, training_rate_bound=bound, presets=presets
-    )
-    return flops, measured, bound, Q_(float(f"{mfu.to('').m:.3g}"), "")
-
-
 def draw(rng, presets) -> Draw:
     while True:
         run = presets.get("measurement", rng.choice(RUNS))
         model_id, token_choices = rng.choice([m for m in NEW if m[0] != run.model])
         tokens = Q_(rng.choice(token_choices), "Ttoken").to("token")
         offers = rng.sample([c for c in CLUSTERS if c[0] != run.hardware], OFFERED)
-        old_flops, measured, bound, mfu = _mfu(run, presets)
+        old_flops, measured, bound, mfu = published_mfu(run, presets)
         case = dict(model=model_id, training_tokens=tokens, mfu=mfu, presets=presets)
         options = []
         for hardware, precision in offers:

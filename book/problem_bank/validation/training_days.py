@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank.validation._published import NEW, RUNS, published_mfu
 from derivations import get
 from units import Q_
 
@@ -13,24 +14,6 @@ TITLE = "How many days will the pre-training take?"
 USES = ("training_flops", "training_rate_bound", "model_flops_utilization", "training_time")
 LECTURE = "1:18:59"
 
-RUNS = (  # published runs with a measured rate per chip
-    "deepseek_v3_pretraining",
-    "maxtext_v6e_llama31_70b",
-    "maxtext_v6e_llama31_405b",
-    "maxtext_v5p_llama2_70b",
-    "mlperf_train_h200_x1024_llama31_405b",
-    "mlperf_train_gb200_x2560_llama31_405b",
-)
-NEW = (  # the new model, and its training tokens in trillions
-    ("llama_3_1_8b", (15, 20)),
-    ("llama_3_1_70b", (15, 20)),
-    ("llama_3_1_405b", (15,)),
-    ("qwen3_235b_a22b", (24, 36)),
-    ("mixtral_8x7b", (8, 12)),
-    ("gpt_oss_120b", (20, 30)),
-    ("kimi_k2", (15.5,)),
-    ("deepseek_v3", (14.8,)),
-)
 CLUSTERS = (  # the new run's chip and precision
     ("h100_sxm", "bf16"),
     ("h100_sxm", "fp8"),
@@ -66,16 +49,8 @@ def draw(rng, presets) -> Draw:
         tokens = Q_(rng.choice(token_choices), "Ttoken").to("token")
         old_chip, chip = presets.get("hardware", run.hardware), presets.get("hardware", hardware)
         old_precision = run.get("activations", run.weights)
-        old_flops = old_chip.get(f"dense_flops_{old_precision}")
         flops = chip.get(f"dense_flops_{precision}")
-        measured = (run.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
-        bound = get("training_rate_bound").evaluate(
-            hardware=run.hardware, model=run.model, flops=old_flops, presets=presets
-        )
-        mfu = get("model_flops_utilization").evaluate(
-            measured_rate=measured, training_rate_bound=bound, presets=presets
-        )
-        mfu = Q_(float(f"{mfu.to('').m:.3g}"), "")  # as the solution shows it
+        old_flops, measured, bound, mfu = published_mfu(run, presets)  # as the solution shows it
         days = (
             get("training_time")
             .evaluate(
