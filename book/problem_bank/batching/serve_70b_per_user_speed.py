@@ -1,4 +1,5 @@
-"""A per-user speed target caps the batch, so may the HBM; the batch sets the price."""
+"""A long context: the HBM caps the batch before a per-user speed target does; the batch sets the
+price, and every user gets more than the promise."""
 
 from __future__ import annotations
 
@@ -7,129 +8,161 @@ import math
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank import _rents as rents
-from book.problem_bank.batching._figures import attention_cost
+from book.problem_bank.batching._figures import attention_cost, kv_shape, kv_values, tokens
 from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
-TITLE = "Serving a 70B model at a per-user speed"
-USES = ("weight_fetch_time", "kv_fetch_time", "memory_time", "cost_per_token")
+TITLE = "Serving a 70B model at a per-user speed, long context"
+USES = ("kv_cache_per_sequence", "weight_fetch_time", "kv_fetch_time", "memory_time")
+USES += ("cost_per_token",)
 
 CHIPS = ("h100_sxm", "h200", "b200")
 RATES = (20, 25, 30, 40)  # tokens/s each user must see
-CONTEXTS = (4096, 8192, 16384)
+CONTEXTS = (32_768, 65_536, 131_072)  # long enough that the HBM, not the speed, caps the batch
+FEWEST = 8  # sequences the HBM must hold: rounding the batch down moves the cost under 3%
+APART = 1.1  # the speed target's batch at least this much larger than the HBM's
+
+
+def scenario(rng, presets):
+    """A chip, a speed target and a long context at which the memory binds, clearly."""
+    while True:
+        hardware = rng.choice(CHIPS)
+        rate = Q_(rng.choice(RATES), "token/s/sequence")
+        context = Q_(rng.choice(CONTEXTS), "token/sequence")
+        case = dict(
+            hardware=hardware,
+            model="llama_3_1_70b",
+            precision="bf16",
+            n_chips=Q_(8, "chip"),
+            context_length=context,
+            price_per_chip_hour=rents.rent(hardware),
+            presets=presets,
+        )
+        step = (Q_(1, "token/sequence") / rate).to("ms")
+        weights = evaluate("weight_fetch_time", batch_size=1, **case).to("ms")
+        kv_one = evaluate("kv_fetch_time", batch_size=1, **case).to("ms")
+        by_speed = math.floor(((step - weights) / kv_one).to("").magnitude)
+        spec = presets.get("hardware", hardware)
+        used = evaluate("weight_fetch_time", detailed=True, batch_size=1, **case).inputs
+        weight_bytes = (
+            used["n_total"].value * used["weight_bytes_per_value"].value * Q_(1, "value/parameter")
+        ).to("GB")
+        kv_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
+        free = (case["n_chips"] * spec.hbm_capacity).to("GB") - weight_bytes
+        by_memory = math.floor((free / kv_sequence).to("sequence").magnitude)
+        if by_memory >= FEWEST and by_speed >= APART * by_memory:
+            return case, rate, by_speed, by_memory
 
 
 def draw(rng, presets) -> Draw:
-    hardware = rng.choice(CHIPS)
-    rate = Q_(rng.choice(RATES), "token/s/sequence")
-    context = Q_(rng.choice(CONTEXTS), "token/sequence")
-    rent = rents.rent(hardware)
-    n = Q_(8, "chip")
-    case = dict(
-        hardware=hardware,
-        model="llama_3_1_70b",
-        precision="bf16",
-        n_chips=n,
-        context_length=context,
-        price_per_chip_hour=rent,
-        presets=presets,
+    case, rate, by_speed, batch = scenario(rng, presets)
+    n, context, rent = case["n_chips"], case["context_length"], case["price_per_chip_hour"]
+    spec = presets.get("hardware", case["hardware"])
+    chip, bandwidth, flop_rate, hbm = (
+        spec.name,
+        spec.hbm_bandwidth,
+        spec.dense_flops_bf16,
+        spec.hbm_capacity,
     )
-    spec = presets.get("hardware", hardware)
     per_param = number(flops_per_param_token.value.m)  # a multiply and an add
-    chip, bandwidth, flop_rate = spec.name, spec.hbm_bandwidth, spec.dense_flops_bf16
     combined = (n * bandwidth / Q_(1, "chip")).to("TB/s")
     model = presets.get("model", "llama_3_1_70b").name
     used = evaluate("weight_fetch_time", detailed=True, batch_size=1, **case).inputs
     params, per_value = used["n_total"].value, used["weight_bytes_per_value"].value
-    hbm = evaluate("hbm_drain_time", detailed=True, **case).inputs["hbm_capacity"].value
     kv_used = evaluate("kv_fetch_time", detailed=True, batch_size=1, **case).inputs
     kv_token = kv_used["kv_bytes_per_token"].value
 
-    step = (Q_(1, "token/sequence") / rate).to("ms")  # one token per sequence per step
+    limit = (Q_(1, "token/sequence") / rate).to("ms")  # one token per sequence per step
     weights = evaluate("weight_fetch_time", batch_size=1, **case).to("ms")
-    kv_one = evaluate("kv_fetch_time", batch_size=1, **case).to("µs")  # per sequence
-    by_speed = math.floor(((step - weights) / kv_one).to("").magnitude)
+    kv_one = evaluate("kv_fetch_time", batch_size=1, **case).to("ms")  # per sequence
     weight_bytes = (params * per_value * Q_(1, "value/parameter")).to("GB")
-    kv_sequence = (kv_token * context).to("GB/sequence")
+    kv_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
     free = (n * hbm).to("GB") - weight_bytes
-    by_memory = math.floor((free / kv_sequence).to("sequence").magnitude)
-    batch = min(by_speed, by_memory)
     batch_q = Q_(batch, "sequence")
     memory = evaluate("memory_time", batch_size=batch_q, **case).to("ms")
     compute = evaluate("compute_time", batch_size=batch_q, **case).to("ms")
     require(compute < memory, "the step must be memory-bound for this reasoning")
-    # the multiplies the solution counts, two FLOPs per parameter (attention's own FLOPs, in
-    # ``compute``, add to them; the assert above keeps the step memory-bound with them)
+    require(memory < limit, "the HBM-capped batch meets the speed target")
+    # the multiplies the solution counts, two FLOPs per parameter, and attention's on top
     short = dict(case, context_length=Q_(1, "token/sequence"))
-    compute_shown = evaluate("compute_time", batch_size=batch_q, **short).to("ms")
+    compute_weights = evaluate("compute_time", batch_size=batch_q, **short).to("ms")
     cost = evaluate("cost_per_token", batch_size=batch_q, **case).to("USD/Mtoken")
-    speed_binds = by_speed <= by_memory
+    speed = (Q_(1, "token") / memory).to("token/s")  # each user's
 
     text = (
-        f"You serve {model} in BF16 on a server of {money(n)} ({chip}, "
-        f"{money(hbm, 3)} of HBM at {money(bandwidth, 3)} and {money(flop_rate, 4)} "
-        f"dense in BF16, each) rented at {money(rent)}. Its KV cache takes "
-        f"{money(kv_token.to('kB/token'), 3)} at this precision, and every sequence carries a "
-        f"context of {number(context.magnitude)} tokens ({attention_cost(case['model'], presets)}"
-        "). Every user must see at least "
-        f"{number(rate.magnitude)} tokens per second. At the largest batch you can run, what "
-        "does a generated token cost, in USD per million tokens?"
-    )
-    binding = (
-        "set by the speed target (the memory would hold more)"
-        if speed_binds
-        else f"set by the memory (the speed target alone would allow {number(by_speed)})"
+        f"You serve {model} ({money(params, 3)}) in BF16, weights and KV cache, on a server of "
+        f"{money(n)} ({chip}, {money(hbm, 3)} of HBM at {money(bandwidth, 3)} and "
+        f"{money(flop_rate, 4)} dense in BF16, each) rented at {money(rent)}. The model has "
+        f"{kv_shape(case['model'], presets)}, and every conversation carries "
+        f"{tokens(context)} of context ({attention_cost(case['model'], presets)}). Every "
+        f"user must see at least {number(rate.magnitude)} tokens per second. At the largest "
+        "batch you can run, what does a generated token cost, in USD per million tokens?"
     )
     solution = (
-        "Each sequence gets one token per step, so a step may take at most "
-        f"1/{number(rate.magnitude)} s = {money(step, 3)}.",
-        f"Every step reads all the weights once: {money(params, 3)} at two bytes each is "
-        f"{money(weight_bytes, 3)}; over the eight chips' combined bandwidth, "
-        f"{money(n)} × {money(bandwidth, 3)} = {money(combined, 3)}, "
-        f"that takes {money(weights, 3)}, whatever the batch.",
-        f"Each sequence adds its own KV cache, read once per step: "
-        f"{number(context.magnitude)} tokens × {money(kv_token.to('kB/token'), 3)} = "
-        f"{money(kv_sequence.to('GB/sequence'), 3)}, which takes {money(kv_one, 3)} per "
-        f"sequence. The rest of the step, {money(step - weights, 3)}, holds "
-        f"{number(by_speed)} sequences (rounded down).",
-        f"Memory: the eight chips hold {money((n * hbm).to('GB'), 3)}; after the weights "
-        f"{money(free, 3)} is left for KV caches, room for {number(by_memory)} sequences. "
-        f"So the batch is {number(batch)}, {binding}.",
-        f"Check the regime: at that batch the multiplies, {per_param} FLOP per parameter per "
-        "sequence, "
-        f"{number(batch)} × {per_param} × {money(params, 3)} over {money(n)} × "
-        f"{money(flop_rate, 4)}, take {money(compute_shown, 3)} (attention's own FLOPs add a "
-        f"little), under the "
-        f"{money(memory, 3)} of memory reads, so the step is memory-bound as assumed.",
+        f"A token of context caches a key and a value in every KV head of every layer, "
+        f"{kv_values(case['model'], presets)}, two bytes each in BF16: "
+        f"{money(kv_token.to('kB/token'), 4)}. A conversation of {tokens(context)} caches "
+        f"{money(kv_sequence * Q_(1, 'sequence'), 3)}.",
+        f"Memory: the weights take {money(params, 3)} × two bytes = {money(weight_bytes, 3)}; "
+        f"the eight chips hold {money((n * hbm).to('GB'), 3)}, which leaves "
+        f"{money(free, 3)} for caches: room for {number(batch)} conversations (rounded down).",
+        "Speed: each sequence gets one token per step, so a step may take at most "
+        f"1/{number(rate.magnitude)} s = {money(limit, 3)}. Every step reads all the weights, "
+        f"{money(weight_bytes, 3)} over {money(n)} × {money(bandwidth, 3)} = "
+        f"{money(combined, 3)}: {money(weights, 3)}; each conversation's cache adds "
+        f"{money(kv_one, 3)}. The speed target alone would allow {number(by_speed)} "
+        "conversations, so the HBM caps the batch first: "
+        f"{number(batch)}.",
+        f"That step reads the weights and {number(batch)} caches: {money(weights, 3)} + "
+        f"{number(batch)} × {money(kv_one, 3)} = {money(memory, 3)}, shorter than the "
+        f"{money(limit, 3)} allowed, so every user gets about {money(speed, 3)}, more than "
+        "promised. The multiplies, "
+        f"{per_param} FLOP per parameter per sequence, take {money(compute_weights, 3)}, and "
+        f"attention over the long context brings them to {money(compute, 3)}: under the reads, "
+        "so the step is memory-bound.",
         f"Cost: {money(n)} × {money(rent)} × {money(memory, 3)} per step, shared by "
         f"{number(batch)} tokens: **{money(cost, 3)}**.",
     )
-    cost_by_speed = None
-    if not speed_binds:
-        too_many = Q_(by_speed, "sequence")
-        cost_by_speed = evaluate("cost_per_token", batch_size=too_many, **case)
+    too_many = dict(case, batch_size=Q_(by_speed, "sequence"))
+    at_limit = (n * rent * limit / (batch_q * Q_(1, "token/sequence"))).to("USD/Mtoken")
     mistakes = [
+        Mistake(
+            evaluate("cost_per_token", **too_many).to("USD/Mtoken"),
+            "That batch meets the speed target, but its KV caches do not fit in the server's "
+            "HBM: the memory caps the batch first.",
+        ),
+        Mistake(
+            at_limit,
+            "You charged the whole step the speed target allows; the HBM-capped batch's step "
+            "is shorter (it reads only the weights and those caches), so the users get more "
+            "than promised and the token costs less.",
+        ),
         Mistake(
             cost / 8,
             "That is one chip's rent per token: the replica is all the server's chips, and "
             "every one of them is paid for every step.",
         ),
     ]
-    if cost_by_speed is not None and abs((cost_by_speed / cost).to("").m - 1) > 0.05:
+    half = dict(case, kv_bytes_per_token=kv_token / 2)
+    half_batch = math.floor((free / (kv_sequence / 2)).to("sequence").m)
+    if half_batch < by_speed:
         mistakes.append(
             Mistake(
-                cost_by_speed.to("USD/Mtoken"),
-                "That batch meets the speed target, but its KV caches do not fit in the "
-                "servers' HBM: the memory caps the batch first.",
+                evaluate("cost_per_token", batch_size=Q_(half_batch, "sequence"), **half).to(
+                    "USD/Mtoken"
+                ),
+                "You cached one vector per KV head (or one byte per value); each head caches a "
+                "key and a value, two bytes each in BF16.",
             )
         )
+    mistakes = [m for m in mistakes if abs((m.value / cost).to("").m - 1) > 0.05]
     return Draw(
         text=text,
         answer=cost,
         solution=solution,
         tolerance=0.03,
         mistakes=tuple(mistakes),
-        hint="Find the largest batch the step-time limit allows, then the largest the HBM "
-        "holds; the smaller one is the batch.",
+        hint="Find the largest batch the step-time limit allows and the largest the HBM "
+        "holds; the smaller one is the batch, and its step is what you pay for.",
     )
