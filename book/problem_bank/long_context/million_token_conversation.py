@@ -1,83 +1,145 @@
-"""The memory wall in one line: a very long conversation's cache alone fills several GPUs."""
+"""The memory wall: one very long conversation fills servers, and pipelining them buys room,
+not speed."""
 
 from __future__ import annotations
 
+import math
+
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    clear_of_rounding,
+    distinct_mistakes,
+    evaluate,
+    require,
+)
+from book.problem_bank.batching._figures import attention_cost, flop_rate, size
 from derivations import get
 from units import Q_
 
 KIND = "estimate"
 TITLE = "One very long conversation against HBM"
 USES = ("gqa_kv_values_per_token", "kv_bytes_per_token", "kv_cache_per_sequence")
+USES += ("memory_time", "compute_time")
 
-MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b")
+MODELS = ("llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200")
 CONTEXTS = (1_000_000, 2_000_000, 4_000_000)
-FACTOR = 1.6  # graded within ×1.6: the ×2 slips (K and V once, one byte per value) fall outside
+PER_SERVER = 8  # GPUs in a server (one scale-up domain)
+FACTOR = 1.6  # graded within ×1.6: the ×2 slips (every GPU at once, one byte per value) fall out
+
+
+def scenario(rng, presets):
+    """A model, chip and context whose one conversation needs two servers or more."""
+    while True:
+        name, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+        context = Q_(rng.choice(CONTEXTS), "token/sequence")
+        case = dict(model=name, hardware=hardware, precision="bf16", presets=presets)
+        case.update(context_length=context, batch_size=Q_(1, "sequence"))
+        case["n_chips"] = Q_(PER_SERVER, "chip")
+        held = evaluate("memory_time", detailed=True, **case).inputs
+        weights = (
+            held["n_total"].value * held["weight_bytes_per_value"].value * Q_(1, "value/parameter")
+        ).to("GB")
+        cache = (evaluate("kv_cache_per_sequence", **case) * Q_(1, "sequence")).to("GB")
+        server = (PER_SERVER * presets.get("hardware", hardware).hbm_capacity).to("GB")
+        need = ((weights + cache) / server).to("").m
+        if need > 1 and clear_of_rounding(need):
+            return case, weights, cache, server, need
 
 
 def draw(rng, presets) -> Draw:
-    name = rng.choice(MODELS)
-    hardware = rng.choice(CHIPS)
-    context = Q_(rng.choice(CONTEXTS), "token/sequence")
+    case, weights, cache, server, need = scenario(rng, presets)
+    name, context = case["model"], case["context_length"]
     model = presets.get("model", name)
-    chip = presets.get("hardware", hardware)
+    chip = presets.get("hardware", case["hardware"])
     chip_name = chip.name.split(" (")[0]
+    servers = math.ceil(need)
+    bandwidth = (PER_SERVER * chip.hbm_bandwidth).to("TB/s")
 
     counted = get("gqa_kv_values_per_token").evaluate_detailed(model=name, presets=presets)
     values, pair = counted.value, counted.inputs["kv_vectors_per_token"].value
     per_token = get("kv_bytes_per_token").evaluate_detailed(model=name, presets=presets)
     per_value = per_token.inputs["kv_bytes_per_value"].value
     per_token = per_token.value.to("kB/token")
-    one = Q_(1, "sequence")
-    cache = (
-        get("kv_cache_per_sequence").evaluate(model=name, context_length=context, presets=presets)
-        * one
-    ).to("GB")
-    chips = (cache / chip.hbm_capacity * Q_(1, "chip")).to("chip")
+    total = weights + cache
+    # pipelined over the servers: a token passes the stages one after another, each reading
+    # its share at one server's bandwidth, so the step reads everything at one server's rate
+    step = evaluate("memory_time", **case).to("ms")
+    require(abs((step / (total / bandwidth)).to("").m - 1) < 1e-6, "the step reads it all")
+    compute = evaluate("compute_time", **case).to("ms")
+    require(compute < step / 4, "one sequence's step is memory-bound")
+    speed = (Q_(1, "token") / step).to("token/s")
 
     millions = f"{number(context.to('Mtoken/sequence').magnitude)} million tokens"
     text = (
-        f"A provider considers stretching {model.name}'s context window to {millions}. The "
-        f"model has {number(model.layers)} "
-        f"layers, each with {number(model.n_kv_heads)} KV heads of {number(model.head_dim)} "
-        f"values, and caches in BF16. Roughly how many {chip_name} GPUs' worth of HBM "
-        f"({quantity(chip.hbm_capacity)} each) would the KV cache of one conversation that fills "
-        "the window take, before any weights are stored?"
+        f"A provider serves {model.name} ({quantity(model.params_total, 3)}, dense) in BF16, "
+        f"weights and KV cache, and stretches its context window to {millions}. The model has "
+        f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
+        f"{number(model.head_dim)} values; {attention_cost(name, presets)}. Its servers hold "
+        f"{number(PER_SERVER)} {chip_name} GPUs each ({quantity(chip.hbm_capacity)} of HBM at "
+        f"{quantity(chip.hbm_bandwidth, 3)} and {flop_rate(chip.dense_flops_bf16)} of dense "
+        "BF16 math, each). One user fills the window. The weights and that one conversation's "
+        "cache are spread over as few servers as hold them, the layers split evenly between "
+        "the servers as a pipeline (ignore the hand-over between servers). Roughly how many "
+        "tokens per second does that user get?"
     )
     solution = (
         f"Each token caches a key and a value per KV head per layer: "
         f"{number(pair.magnitude)} × {number(model.n_kv_heads)} × {number(model.head_dim)} × "
-        f"{number(model.layers)} ≈ {quantity(values, 2)}, at {quantity(per_value)} in BF16: "
-        f"about {quantity(per_token, 2)}.",
-        f"Times {millions}: about {quantity(cache, 2)} for this one conversation. Batching "
-        "shares weights between users, never caches, so a context this long leaves no room "
-        "to batch: the memory wall behind the plateau of context windows.",
-        f"Over {quantity(chip.hbm_capacity)} per GPU, that is about **{quantity(chips, 2)}**.",
+        f"{number(model.layers)} = {quantity(values, 3)}, at {quantity(per_value)} in BF16: "
+        f"{quantity(per_token, 3)}. Times {millions}: about {size(cache)} for this one "
+        "conversation; batching shares weights between users, never caches.",
+        f"The weights add {size(weights)} (two bytes a parameter): {size(total)} in all. A "
+        f"server holds {number(PER_SERVER)} × {quantity(chip.hbm_capacity)} = {size(server)}, "
+        f"so it takes {number(need, 3)}, rounded up **{number(servers)} servers**, "
+        f"{number(servers * PER_SERVER)} GPUs for one user.",
+        "A new token passes the pipeline's stages one after another: each stage reads its "
+        f"share of the {size(total)} at one server's bandwidth, {number(PER_SERVER)} × "
+        f"{quantity(chip.hbm_bandwidth, 3)} = {quantity(bandwidth, 3)}, while the other stages "
+        f"wait. So a step reads all {size(total)} at {quantity(bandwidth, 3)}: "
+        f"{quantity(step, 3)}, as if one server could hold it all. Pipelining buys room, not "
+        "speed.",
+        f"Check the regime: the multiplies, two FLOPs per parameter plus attention over the "
+        f"{millions}, take {quantity(compute, 2)} on one server's GPUs, far under the reads.",
+        f"One token per step: about **{quantity(speed, 2)}**.",
     )
-    mistakes = (
-        Mistake(
-            chips / 2,
-            "You counted the keys only, or one byte per value; each KV head caches a key and a "
-            "value, and BF16 is two bytes.",
+    half_cache = (Q_(1, "token") * bandwidth / (weights + cache / 2)).to("token/s")
+    candidates = [
+        (
+            speed * servers,
+            f"You let all {number(servers * PER_SERVER)} GPUs read at once; in a pipeline a "
+            "token's stages run one after another, so each server waits for the one before "
+            "(pipelining is latency neutral).",
         ),
-        Mistake(
-            chips / 4,
-            "You counted one vector per KV head and one byte per value; both are two.",
+        (
+            speed * 2,
+            "You stored one byte per value; BF16 is two, for the weights and the cache.",
         ),
-        Mistake(
-            chips / model.layers,
-            "You counted one layer's cache; every layer keeps its own.",
+        (
+            half_cache,
+            "You counted the keys only: each KV head caches a key and a value.",
         ),
-    )
+        (
+            (Q_(1, "token") * bandwidth / cache).to("token/s"),
+            "You left the weights out: every step reads them too.",
+        ),
+    ]
+    outside = [
+        Mistake(value, why)
+        for value, why in candidates
+        if max((value / speed).to("").m, (speed / value).to("").m) > FACTOR
+    ]
+    mistakes = distinct_mistakes(outside, speed, 0.05)  # two slips that agree: named together
+    solution = solution[:1] + (solution[1].replace("**", ""),) + solution[2:]
     return Draw(
         hint=(
-            "Bytes per token of context first (a key and a value per KV head per layer), then"
-            " the whole window, then divide by one GPU's HBM."
+            "Bytes per token of context, then the whole window plus the weights, then the "
+            "servers; a pipelined token visits the servers one after another."
         ),
         text=text,
-        answer=chips,
+        answer=speed,
         solution=solution,
         tolerance=FACTOR,
         mistakes=mistakes,
