@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake
@@ -22,26 +23,47 @@ MODELS = ("llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b", "deepseek_v3", "
 CHIPS = ("h100_sxm", "h200", "b200", "gb200_nvl72", "mi300x", "a100_sxm")
 PRECISIONS = ("bf16", "fp8")
 NAMES = {"bf16": "BF16", "fp8": "FP8"}
+# The answer is computed from the chip's figures and the active parameters as the statement
+# prints them; the student derives the cache bytes and attention's FLOPs exactly from the shape.
+# Every draw's tolerance is under half the gap between the answer and the lecture's shortcut
+# (attention's FLOPs left out), so the shortcut is always graded wrong; at most MOST.
+MOST, FLOOR = 0.05, 0.005
 # The crossing divides by a difference of two rates (the chip's FLOPs per byte less attention's),
-# so it magnifies rounding. A student who rounds the cache and attention's FLOPs to two figures
-# must land inside the tolerance: draws where that misses by more than SLACK are redrawn.
-TOLERANCE, SLACK = 0.05, 0.04
+# so it magnifies rounding: a student who writes the cache and attention's FLOPs to three
+# figures must land within half the tolerance, or the scenario is drawn again.
 
 
 def _shown(q, digits):
     return Q_(float(f"{q.m:.{digits}g}"), q.units)
 
 
+def printed(result):
+    """The figures the statement prints: the chip's at four figures, the parameters at three."""
+    used = result.inputs
+    return dict(
+        flops=_shown(used["flops"].value, 4),
+        mem_bandwidth=_shown(used["mem_bandwidth"].value, 4),
+        n_active=_shown(used["n_active"].value.to("Gparam"), 3),
+    )
+
+
 def from_shown(crossover, result, case):
-    """The crossing computed from the figures rounded as a student would write them."""
+    """The crossing from the printed figures, the cache and attention's FLOPs at three figures,
+    as a student would write them."""
     used = result.inputs
     return crossover.evaluate(
         **case,
-        kv_bytes_per_token=_shown(used["kv_bytes_per_token"].value, 2),
-        attention_flops_per_token=_shown(used["attention_flops_per_token"].value, 2),
-        flops=_shown(used["flops"].value, 4),
-        mem_bandwidth=_shown(used["mem_bandwidth"].value, 4),
+        **printed(result),
+        kv_bytes_per_token=_shown(used["kv_bytes_per_token"].value, 3),
+        attention_flops_per_token=_shown(used["attention_flops_per_token"].value, 3),
     )
+
+
+def shortcut(result, case):
+    """The lecture's crossing, attention's FLOPs left out, from the printed figures."""
+    kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
+    per_token = result.inputs["kv_bytes_per_token"].value
+    return kink.evaluate(implied_kv_bytes_per_token=per_token, **case, **printed(result))
 
 
 def _attention(model) -> str:
@@ -69,26 +91,30 @@ def draw(rng, presets) -> Draw:
         case = dict(model=name, hardware=hardware, precision=precision, presets=presets)
         try:
             result = crossover.evaluate_detailed(**case)
+            exact = crossover.evaluate(**case, **printed(result)).to("token/sequence")
         except ChalkboardError:
             continue
-        if abs((from_shown(crossover, result, case) / result.value).to("").m - 1) < SLACK:
-            break  # else the crossing is too close to singular to grade from rounded figures
+        plain = shortcut(result, case).to("token/sequence")
+        gap = abs((plain / exact).to("").m - 1)  # the shortcut, from the answer
+        tolerance = min(MOST, math.floor(gap / 2 * 1000) / 1000)  # as shown: 0.013
+        rounded = abs((from_shown(crossover, result, case) / exact).to("").m - 1)
+        if tolerance >= FLOOR and rounded < tolerance / 2:
+            break  # else the shortcut is too near, or the crossing too near singular, to grade
     model = presets.get("model", name)
-    context = result.value.to("token/sequence")
-    used = result.inputs
-    flops, bandwidth = used["flops"].value, used["mem_bandwidth"].value
+    context = exact
+    used = {**result.inputs}
+    shown = printed(result)
+    flops, bandwidth = shown["flops"], shown["mem_bandwidth"]
     per_token = used["kv_bytes_per_token"].value.to("kB/token")
     attention = used["attention_flops_per_token"].value.to("MFLOP/token")
-    weights = (used["flops_per_param_token"].value * used["n_active"].value).to("GFLOP/token")
+    weights = (used["flops_per_param_token"].value * shown["n_active"]).to("GFLOP/token")
     ridge = (flops / bandwidth).to("FLOP/byte")
     per_byte = (attention / per_token).to("FLOP/byte")
     magnify = (ridge / (ridge - per_byte)).to("").m  # d ln L / d ln (cache bytes)
-    kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
-    plain = kink.evaluate(implied_kv_bytes_per_token=per_token, **case).to("token/sequence")
     active = (
-        f"{quantity(model.params_active)} active per token"
+        f"{quantity(shown['n_active'])} active per token"
         if model.get("experts_routed")
-        else quantity(model.params_active)
+        else quantity(shown["n_active"])
     )
 
     text = (
@@ -143,7 +169,11 @@ def draw(rng, presets) -> Draw:
         + f" Counted in, L = **{quantity(context, 4)}**.",
     )
     candidates = [
-        (plain, "You left attention's FLOPs out; they grow with the context too."),
+        (
+            plain,
+            "You left attention's FLOPs out, as the lecture's shortcut does; they grow with "
+            "the context too, so the multiplies keep up with the reads a little longer.",
+        ),
     ]
     other_bytes = dict(bf16=0.5, fp8=2)[precision]
     byte_words = dict(
@@ -172,9 +202,9 @@ def draw(rng, presets) -> Draw:
         )
     for change, why in slips:
         with contextlib.suppress(ChalkboardError):  # no crossing (attention out-spends the
-            candidates.append((crossover.evaluate(**{**case, **change}), why))  # reads): no value
+            value = crossover.evaluate(**{**case, **shown, **change})  # reads): no value
+            candidates.append((value, why))
 
-    tolerance = TOLERANCE
     mistakes: list[Mistake] = []
     for value, why in candidates:
         value = value.to("token/sequence")

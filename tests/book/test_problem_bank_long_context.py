@@ -1,0 +1,57 @@
+"""Gates of single long-context problems, computed independently of the problem files (from the
+model's and chip's figures as the statement prints them) over many seeds."""
+
+import re
+from functools import cache
+
+from book.checker import answer_spec, check
+from book.problem_bank.long_context import kv_overtakes_compute
+from book.problems import authored
+from units.presets import load
+
+SEEDS = range(200)
+
+
+@cache
+def presets():
+    return load()
+
+
+def _figure(pattern: str, text: str) -> float:
+    return float(re.search(pattern, text).group(1).replace(",", ""))
+
+
+def test_kv_overtakes_compute_grades_the_lecture_shortcut_wrong_on_every_draw():
+    """Leaving attention's FLOPs out (the lecture's crossing, 2N × bandwidth / (FLOP/s × cache
+    bytes per token)) is rejected with its diagnosis on every draw, and the answer is the
+    crossing with attention counted, from the printed figures: the reads L × kv / BW equal the
+    multiplies (2N + L × attention) / FLOP/s."""
+    p_ = presets()
+    for seed in SEEDS:
+        p = authored(kv_overtakes_compute, seed, p_)
+        model = next(
+            m for m in (p_.get("model", n) for n in kv_overtakes_compute.MODELS) if m.name in p.text
+        )
+        flops = _figure(r"\(([\d,.]+) TFLOP/s dense", p.text) * 1e12
+        bandwidth = _figure(r"([\d.]+) TB/s of HBM", p.text) * 1e12
+        active = _figure(r"\(([\d.]+) B parameters", p.text) * 1e9
+        per_value = 1 if "in FP8" in p.text else 2
+        if model.attention == "mla":
+            rank, rope = model.kv_lora_rank, model.qk_rope_head_dim
+            kv = (rank + rope) * model.layers * per_value
+            attention = 2 * model.n_heads * (2 * rank + rope) * model.layers
+        else:
+            kv = 2 * model.n_kv_heads * model.head_dim * model.layers * per_value
+            attention = 2 * 2 * model.n_heads * model.head_dim * model.layers
+        weights = 2 * active
+        counted = (weights / flops) / (kv / bandwidth - attention / flops)
+        plain = weights * bandwidth / (flops * kv)
+        where = f"seed {seed}: {p.text[:60]}"
+        assert abs(p.answer.m / counted - 1) < 1e-6, where
+        assert abs(plain / counted - 1) > 2 * p.tolerance, where  # the shortcut is well outside
+        spec = answer_spec(p)
+        for shown in (f"{plain:.0f} tokens", f"{float(f'{plain:.3g}'):.0f} tokens"):
+            verdict = check(shown, spec)
+            assert not verdict["ok"], f"{where}: {shown} accepted"
+            assert "attention" in verdict["message"], f"{where}: {verdict['message']}"
+        assert check(f"{counted:.0f} tokens", spec)["ok"], where
