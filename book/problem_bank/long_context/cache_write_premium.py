@@ -77,6 +77,10 @@ def draw(rng, presets) -> Draw:
         "the extra charge for writing the cache pay for holding it for its lifetime? (Below "
         "one, it does not.)"
     )
+    if tier.get("price") is not None and "month" in str(tier.price.units):
+        hours = number(Q_(1, "month").to("hour").m, 4)
+        month = f" A month here is a twelfth of a year, {hours} hours."
+        text = text.replace(" How many times over", month + " How many times over")
     what = (
         "a latent and a rotary key per layer"
         if model.attention == "mla"
