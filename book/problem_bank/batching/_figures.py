@@ -100,3 +100,42 @@ def kv_values(model: str, presets) -> str:
         f"two × {number(fields['layers'])} × {number(fields['n_kv_heads'])} × "
         f"{number(fields['head_dim'])} values"
     )
+
+
+def plain_gqa(model: str, presets) -> bool:
+    """Whether every layer of ``model`` caches full-length keys and values per KV head (GQA or
+    MHA, no sliding window): its bytes per token follow from its shape by the chapter's formula.
+    """
+    spec = presets.get("model", model)
+    return spec.get("attention") == "gqa" and not spec.get("sliding_window_layers")
+
+
+def cache_given(model: str, presets, kv) -> str:
+    """The cache as a statement gives it: a GQA or MHA model's shape, for the student to turn
+    into bytes; a latent (MLA) or sliding-window cache's bytes per token, which a student cannot
+    derive from a shape as simply.
+
+    >>> from units.presets import load
+    >>> cache_given("llama_3_1_70b", load(), None)
+    'its attention has 80 layers, each caching 8 key-value heads of dimension 128'
+    """
+    if plain_gqa(model, presets):
+        return f"its attention has {kv_shape(model, presets)}"
+    return f"its KV cache takes {quantity(kv.to('kB/token'), 3)} of context"
+
+
+def cache_derived(model: str, presets, kv, per_value) -> str:
+    """The bytes a token of context caches, as a solution derives them (or recalls them, for a
+    cache the statement gave in bytes).
+
+    >>> from units.presets import load
+    >>> from units import Q_
+    >>> cache_derived("llama_3_1_70b", load(), Q_(163840, "B/token"), Q_(1, "B/value"))[-50:]
+    '128 values at 1 byte per value: 163.8 kB per token'
+    """
+    if plain_gqa(model, presets):
+        return (
+            f"a key and a value per KV head per layer, {kv_values(model, presets)} at "
+            f"{quantity(per_value.to('B/value'))}: {quantity(kv.to('kB/token'), 4)}"
+        )
+    return f"{quantity(kv.to('kB/token'), 3)}"

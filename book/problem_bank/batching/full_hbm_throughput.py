@@ -8,6 +8,8 @@ from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, evaluate, require
 from book.problem_bank.batching._figures import (
     attention_cost,
+    cache_derived,
+    cache_given,
     chip_name,
     figures,
     size,
@@ -81,8 +83,8 @@ def draw(rng, presets) -> Draw:
         f"You serve {name} ({quantity(f['n_total'], 3)}) in {WORDS[precision]} on one server of "
         f"{quantity(n)} ({chip}: {quantity(hbm, 3)} of HBM at {quantity(bandwidth, 3)} and "
         f"{quantity(f['flops'], 4)} of dense {WORDS[precision]} math, each). "
-        f"Every conversation carries {tokens(context)} of context, and the KV cache "
-        f"takes {quantity(kv, 4)} of context at this precision; "
+        f"Every conversation carries {tokens(context)} of context; "
+        f"{cache_given(model, presets, kv)} (cached in {WORDS[precision]}), and "
         f"{attention_cost(case['model'], presets)}. You admit conversations until the "
         "HBM is full: the weights plus as many KV caches as fit. How many tokens per second "
         "does the server generate, all conversations together?"
@@ -90,8 +92,10 @@ def draw(rng, presets) -> Draw:
     solution = (
         f"Room: the weights take {size(weights)} ({quantity(f['n_total'], 3)} at "
         f"{quantity(f['weight_bytes_per_value'])}); the server holds {size(server_hbm)}, "
-        f"so {size(server_hbm - weights)} is left. One conversation's cache is "
-        f"{tokens(context)} × {quantity(kv, 4)} = {size(per_sequence * Q_(1, 'sequence'))}, so "
+        f"so {size(server_hbm - weights)} is left. A token of context caches "
+        f"{cache_derived(model, presets, kv, f['weight_bytes_per_value'])}, so one "
+        f"conversation's cache is {tokens(context)} × {quantity(kv, 4)} = "
+        f"{size(per_sequence * Q_(1, 'sequence'))}, and "
         f"the batch is {quantity(batch)} (rounded down).",
         "Each step reads every weight once"
         + ("" if dense else " (a batch this large routes tokens to every expert)")
