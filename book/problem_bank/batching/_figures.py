@@ -121,7 +121,7 @@ def cache_given(model: str, presets, kv) -> str:
     """
     if plain_gqa(model, presets):
         return f"its attention has {kv_shape(model, presets)}"
-    return f"its KV cache takes {quantity(kv.to('kB/token'), 3)} of context"
+    return f"its KV cache takes {quantity(kv.to('kB/token'), 4)} of context"
 
 
 def cache_derived(model: str, presets, kv, per_value) -> str:
@@ -130,12 +130,13 @@ def cache_derived(model: str, presets, kv, per_value) -> str:
 
     >>> from units.presets import load
     >>> from units import Q_
-    >>> cache_derived("llama_3_1_70b", load(), Q_(163840, "B/token"), Q_(1, "B/value"))[-50:]
-    '128 values at 1 byte per value: 163.8 kB per token'
+    >>> cache_derived("llama_3_1_70b", load(), Q_(163840, "B/token"), Q_(1, "B/value"))[-40:]
+    '128 values at 1 byte per value: 163.8 kB'
     """
+    one = (kv * Q_(1, "token")).to("kB")
     if plain_gqa(model, presets):
         return (
             f"a key and a value per KV head per layer, {kv_values(model, presets)} at "
-            f"{quantity(per_value.to('B/value'))}: {quantity(kv.to('kB/token'), 4)}"
+            f"{quantity(per_value.to('B/value'))}: {quantity(one, 4)}"
         )
-    return f"{quantity(kv.to('kB/token'), 3)}"
+    return quantity(one, 4)

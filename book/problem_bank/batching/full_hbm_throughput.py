@@ -93,7 +93,7 @@ def draw(rng, presets) -> Draw:
         f"Room: the weights take {size(weights)} ({quantity(f['n_total'], 3)} at "
         f"{quantity(f['weight_bytes_per_value'])}); the server holds {size(server_hbm)}, "
         f"so {size(server_hbm - weights)} is left. A token of context caches "
-        f"{cache_derived(model, presets, kv, f['weight_bytes_per_value'])}, so one "
+        f"{cache_derived(model, presets, kv, f['kv_bytes_per_value'])}, so one "
         f"conversation's cache is {tokens(context)} × {quantity(kv, 4)} = "
         f"{size(per_sequence * Q_(1, 'sequence'))}, and "
         f"the batch is {quantity(batch)} (rounded down).",

@@ -13,7 +13,15 @@ from book.problem_bank import (
     require,
     whole_count_tolerance,
 )
-from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
+from book.problem_bank.batching._figures import (
+    cache_derived,
+    cache_given,
+    chip_name,
+    figures,
+    size,
+    tokens,
+    weight_bytes,
+)
 from units import Q_
 
 KIND = "multi"
@@ -91,8 +99,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(chips)}, each GPU with {quantity(f['hbm_capacity'], 3)} of HBM at "
         f"{quantity(f['mem_bandwidth'], 3)} and {quantity(f['flops'].to('PFLOP/s'), 3)} of dense "
         f"FP8 math. Weights, KV cache and math are in FP8. A replica runs a batch of "
-        f"{quantity(batch)}, each with {tokens(context)} of context; the KV cache takes "
-        f"{quantity(f['kv_bytes_per_token'].to('kB/token'), 3)} of context, and attention "
+        f"{quantity(batch)}, each with {tokens(context)} of context; "
+        f"{cache_given(model, presets, f['kv_bytes_per_token'])}, and attention "
         f"costs {quantity(f['attention_flops_per_token'].to('MFLOP/token'), 3)} of context for "
         "each new token. How many racks does the lab need?"
     )
@@ -104,8 +112,9 @@ def draw(rng, presets) -> Draw:
         f"Weight reads: {reads} {size(weight_bytes(f))} (one byte per weight) over "
         f"{quantity(chips)} × "
         f"{quantity(f['mem_bandwidth'], 3)}: {quantity(weights, 3)}.",
-        f"KV reads: {number(batch.m)} caches of {tokens(context)} × "
-        f"{quantity(f['kv_bytes_per_token'].to('kB/token'), 3)}: {quantity(kv, 3)}.",
+        f"KV reads: a token of context caches "
+        f"{cache_derived(model, presets, f['kv_bytes_per_token'], f['kv_bytes_per_value'])}"
+        f"; {number(batch.m)} caches of {tokens(context)} take {quantity(kv, 3)}.",
         f"Multiplies: each token costs two FLOPs per {'' if dense else 'active '}parameter "
         "plus its attention, "
         f"{quantity(per_token, 3)}; for the batch on the rack's FP8 rate that is "
