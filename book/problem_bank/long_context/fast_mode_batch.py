@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, require
-from book.problem_bank.batching._figures import attention_cost
+from book.problem_bank import Draw, Mistake, evaluate, require
+from book.problem_bank.batching._figures import attention_cost, cache_derived, cache_given
 from derivations import get
 from derivations.inputs import reachable
 from units import Q_
@@ -104,13 +104,15 @@ def draw(rng, presets) -> Draw:
     flops = flops.inputs["flops"].value
     per_token = _ev("kv_bytes_per_token", case).to("kB/token")
 
+    per_seq = (slow["kv_fetch_time"] / Q_(batch, "sequence")).to("ms/sequence")
     text = (
         f"A provider serves {model.name} ({quantity(model.params_total)}, dense) in "
         f"{precision} on {number(case['n_chips'].m)} {chip.name.split(' (')[0]} GPUs "
         f"({quantity(flops)} dense in {precision} and {quantity(chip.hbm_bandwidth)} of HBM "
         f"each) at a batch of {quantity(Q_(batch, 'sequence'))}, every sequence at about "
-        f"{context_tokens(case['context_length'])} of context ({model.name} caches "
-        f"{quantity(per_token)} at {precision}, and {attention_cost(case['model'], presets)}"
+        f"{context_tokens(case['context_length'])} of context ("
+        f"{cache_given(case['model'], presets, per_token)}, cached in {precision}; "
+        f"{attention_cost(case['model'], presets)}"
         "). It launches a fast mode at "
         f"{number(price_x)} times the price per token for {number(speed_x)} times the speed "
         "per user, pricing both modes at the same margin over chip time. Run at the batch that "
@@ -118,7 +120,12 @@ def draw(rng, presets) -> Draw:
         "roofline?"
     )
     per_seq = (slow["kv_fetch_time"] / Q_(batch, "sequence")).to("ms/sequence")
+    per_value = evaluate("kv_bytes_per_token", detailed=True, **case).inputs
+    per_value = per_value["kv_bytes_per_value"].value
     solution = (
+        f"A token of context caches {cache_derived(case['model'], presets, per_token, per_value)}"
+        f"; over {context_tokens(case['context_length'])}, each sequence's cache takes "
+        f"{quantity(per_seq * Q_(1, 'sequence'), 3)} to read. "
         f"At the standard batch a step reads the weights in {quantity(slow['weight_fetch_time'])} "
         f"and the caches in {quantity(slow['kv_fetch_time'])}, against "
         f"{quantity(slow['weights_flops_time'])} of multiplies in the weights (attention's "
