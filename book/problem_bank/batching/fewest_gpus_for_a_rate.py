@@ -14,7 +14,15 @@ from book.problem_bank import (
     require,
     whole_count_tolerance,
 )
-from book.problem_bank.batching._figures import chip_name, figures, flop_rate, size, tokens
+from book.problem_bank.batching._figures import (
+    cache_derived,
+    cache_given,
+    chip_name,
+    figures,
+    flop_rate,
+    size,
+    tokens,
+)
 from units import Q_
 
 KIND = "multi"
@@ -94,8 +102,8 @@ def draw(rng, presets) -> Draw:
         f"replicas of {replica} of {chip} GPUs ({number(per_gpu)} GPUs, each with "
         f"{quantity(f['hbm_capacity'], 3)} of HBM at {quantity(f['mem_bandwidth'], 3)} and "
         f"{flop_rate(f['flops'])} of dense FP8 math). Every conversation carries "
-        f"{tokens(context)} of context; the KV cache takes {quantity((kv * PER).to('kB'), 3)} "
-        f"per token of context, and attention costs {quantity(attention * PER, 3)} per token "
+        f"{tokens(context)} of context; {cache_given(model, presets, kv)}, and attention "
+        f"costs {quantity(attention * PER, 3)} per token "
         "of context for each new token (count both). Each replica runs the batch at which a "
         "step's multiplies in the weights just keep pace with its weight reads, where batching "
         "more would barely cheapen a token. How many GPUs does the lab need, in whole replicas?"
@@ -107,8 +115,10 @@ def draw(rng, presets) -> Draw:
         "ones multiply, so the batch "
         f"is that times {number((total / active).to('').m, 3)} (total over active): "
         f"{quantity(batch, 4)}. The GPU count cancels.",
-        f"Room: the weights take {size(weights)} and the batch's caches, {quantity(batch, 4)} × "
-        f"{tokens(context)} × {quantity((kv * PER).to('kB'), 3)}, {size(caches)}: together "
+        f"Room: a token of context caches "
+        f"{cache_derived(model, presets, kv, f['kv_bytes_per_value'])}. The weights take "
+        f"{size(weights)} and the batch's caches, {quantity(batch, 4)} × "
+        f"{tokens(context)} × {quantity((kv * PER).to('kB'), 4)}, {size(caches)}: together "
         f"within the replica's {size(room)}.",
         f"The step: reading every weight once takes {quantity(weights_time, 3)} and the caches "
         f"{quantity(kv_time, 3)}, {quantity(weights_time + kv_time, 3)} in all; the multiplies, "
