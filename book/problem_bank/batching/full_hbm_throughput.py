@@ -80,7 +80,7 @@ def draw(rng, presets) -> Draw:
     context = case["context_length"]
 
     text = (
-        f"You serve {name} ({quantity(f['n_total'], 3)}) in {WORDS[precision]} on one server of "
+        f"You serve {name} ({quantity(f['n_total'], 4)}) in {WORDS[precision]} on one server of "
         f"{quantity(n)} ({chip}: {quantity(hbm, 3)} of HBM at {quantity(bandwidth, 3)} and "
         f"{quantity(f['flops'], 4)} of dense {WORDS[precision]} math, each). "
         f"Every conversation carries {tokens(context)} of context; "
@@ -90,7 +90,7 @@ def draw(rng, presets) -> Draw:
         "does the server generate, all conversations together?"
     )
     solution = (
-        f"Room: the weights take {size(weights)} ({quantity(f['n_total'], 3)} at "
+        f"Room: the weights take {size(weights)} ({quantity(f['n_total'], 4)} at "
         f"{quantity(f['weight_bytes_per_value'])}); the server holds {size(server_hbm)}, "
         f"so {size(server_hbm - weights)} is left. A token of context caches "
         f"{cache_derived(model, presets, kv, f['kv_bytes_per_value'])}, so one "

@@ -86,11 +86,11 @@ def draw(rng, presets) -> Draw:
     who = "one frontier model's traffic" if target == one_model else "all of a lab's traffic"
 
     if dense:
-        params = f"{quantity(f['n_total'], 3)}, dense"
+        params = f"{quantity(f['n_total'], 4)}, dense"
         reads = "the model is dense, so every step reads every weight once, all"
     else:
         params = (
-            f"{quantity(f['n_total'], 3)} in all, {quantity(f['n_active'], 3)} active per token"
+            f"{quantity(f['n_total'], 4)} in all, {quantity(f['n_active'], 3)} active per token"
         )
         reads = "at this batch every expert is hit, so a step reads all"
     text = (

@@ -74,7 +74,7 @@ def draw(rng, presets) -> Draw:
 
     millions = f"{number(context.to('Mtoken/sequence').magnitude)} million tokens"
     text = (
-        f"A provider serves {model.name} ({quantity(model.params_total, 3)}, dense) in BF16, "
+        f"A provider serves {model.name} ({quantity(model.params_total, 4)}, dense) in BF16, "
         f"weights and KV cache, and stretches its context window to {millions}. The model has "
         f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
         f"{number(model.head_dim)} values; {attention_cost(name, presets)}. Its servers hold "
