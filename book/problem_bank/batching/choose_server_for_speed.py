@@ -7,7 +7,7 @@ import math
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank._rents import rent
-from book.problem_bank.batching._figures import attention_cost
+from book.problem_bank.batching._figures import attention_cost, cache_derived, cache_given
 from units import Q_
 
 KIND = "design"
@@ -130,11 +130,16 @@ def draw(rng, presets) -> Draw:
     offers = " and ".join(chip_words(h) for h in chips)
     llama = presets.get("model", "llama_3_1_70b")
     kv16 = evaluate(
-        "kv_bytes_per_token", model="llama_3_1_70b", precision="bf16", presets=presets
-    ).to("kB/token")
+        "kv_bytes_per_token",
+        detailed=True,
+        model="llama_3_1_70b",
+        precision="bf16",
+        presets=presets,
+    )
+    per_value, kv16 = kv16.inputs["kv_bytes_per_value"].value, kv16.value.to("kB/token")
     text = (
-        f"You must serve {model} ({money(llama.params_total)}, dense; its KV cache takes "
-        f"{money(kv16, 3)} in BF16) so that every user sees at least "
+        f"You must serve {model} ({money(llama.params_total)}, dense; "
+        f"{cache_given('llama_3_1_70b', presets, kv16)}) so that every user sees at least "
         f"{number(rate.magnitude)} "
         f"tokens per second, with contexts of {number(CONTEXT)} tokens ("
         f"{attention_cost('llama_3_1_70b', presets)}). You are offered {offers}. "
@@ -149,6 +154,9 @@ def draw(rng, presets) -> Draw:
         else ""
     )
     solution = (
+        "A token of context caches "
+        f"{cache_derived('llama_3_1_70b', presets, kv16, per_value)} in BF16, half "
+        "that in FP8. "
         "For each option, the step may last one over the per-user speed "
         f"({money(step_limit, 3)}). The batch is the largest that keeps the step within it "
         "(weights read once, plus each sequence's KV cache) and whose KV caches fit in the "

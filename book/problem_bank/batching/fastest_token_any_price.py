@@ -86,8 +86,8 @@ def draw(rng, presets) -> Draw:
     )
     per = Q_(1, "token")
     if model in MLA:
-        cache = f"its latent KV cache takes {quantity(kv * per, 3)} per token of context"
-        cache_step = f"{tokens(context)} × {quantity(kv, 3)}"
+        cache = f"its latent KV cache takes {quantity(kv * per, 4)} per token of context"
+        cache_step = f"{tokens(context)} × {quantity(kv, 4)}"
     else:
         cache = f"its attention has {kv_shape(model, presets)}"
         cache_step = f"{tokens(context)} × {kv_values(model, presets)} at one byte"

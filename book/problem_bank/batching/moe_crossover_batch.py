@@ -70,14 +70,14 @@ def draw(rng, presets) -> Draw:
     per_token = Q_(1, "token")
     per_sequence = (kv * context).to("MB/sequence")
     if model in MLA:
-        cache = f"its latent KV cache takes {quantity(kv * per_token, 3)} per token of context"
-        cache_step = f"Each sequence's cache is {tokens(context)} × {quantity(kv, 3)}"
+        cache = f"its latent KV cache takes {quantity(kv * per_token, 4)} per token of context"
+        cache_step = f"Each sequence's cache is {tokens(context)} × {quantity(kv, 4)}"
     else:
         cache = f"its attention has {kv_shape(model, presets)}"
         cache_step = (
             f"A token of context caches a key and a value in every head of every layer: "
             f"{kv_values(model, presets)} at "
-            f"{quantity(f['weight_bytes_per_value'])}, {quantity(kv, 3)}; each sequence's "
+            f"{quantity(f['weight_bytes_per_value'])}, {quantity(kv, 4)}; each sequence's "
             f"cache is {tokens(context)} of it"
         )
 
