@@ -55,3 +55,30 @@ def test_kv_overtakes_compute_grades_the_lecture_shortcut_wrong_on_every_draw():
             assert not verdict["ok"], f"{where}: {shown} accepted"
             assert "attention" in verdict["message"], f"{where}: {verdict['message']}"
         assert check(f"{counted:.0f} tokens", spec)["ok"], where
+
+
+def test_million_token_conversation_is_a_pipelined_lone_user():
+    """The weights and one full window's cache need two servers or more; a pipelined token
+    visits them one after another, so the lone user's speed is one server's bandwidth over
+    everything held, and counting every GPU's bandwidth at once is graded wrong."""
+    from book.problem_bank.long_context import million_token_conversation as problem
+
+    for seed in range(40):
+        p = authored(problem, seed, presets())
+        params = _figure(r"\(([\d.,]+) B parameters", p.text) * 1e9
+        millions = _figure(r"to ([\d.]+) million tokens", p.text)
+        layers = _figure(r"has (\d+) layers", p.text)
+        heads = _figure(r"with (\d+) KV heads", p.text)
+        dim = _figure(r"KV heads of (\d+) values", p.text)
+        hbm = _figure(r"\((\d+) GB of HBM", p.text) * 1e9
+        bandwidth = _figure(r"HBM at ([\d.]+) TB/s", p.text) * 1e12
+        held = params * 2 + 2 * layers * heads * dim * 2 * millions * 1e6  # bytes, BF16
+        servers = -(-held // (8 * hbm))
+        speed = 8 * bandwidth / held  # tokens per second
+        where = f"seed {seed}: {p.text[:60]}"
+        assert servers >= 2, where
+        assert abs(p.answer.to("token/s").m / speed - 1) < 1e-3, where
+        spec = answer_spec(p)
+        assert check(f"{speed:.3g} tokens/s", spec)["ok"], where
+        every_gpu = check(f"{speed * servers:.3g} tokens/s", spec)
+        assert not every_gpu["ok"] and "one after another" in every_gpu["message"], where
