@@ -66,15 +66,15 @@ def flop_rate(q) -> str:
 
 def attention_cost(model: str, presets) -> str:
     """Attention's FLOPs as a statement gives them, so a student can count them (the solution
-    does): 'attention costs 2.6 MFLOP per token of context for each new token'.
+    does), to four figures: 'attention costs 2.621 MFLOP per token of context for each new token'.
 
     >>> from units.presets import load
     >>> attention_cost("llama_3_1_70b", load())
-    'attention costs 2.62 MFLOP per token of context for each new token'
+    'attention costs 2.621 MFLOP per token of context for each new token'
     """
     f = figures(hardware="h100_sxm", model=model, presets=presets)
     per = (f["attention_flops_per_token"] * Q_(1, "token")).to("MFLOP")
-    return f"attention costs {quantity(per, 3)} per token of context for each new token"
+    return f"attention costs {quantity(per, 4)} per token of context for each new token"
 
 
 def kv_shape(model: str, presets) -> str:

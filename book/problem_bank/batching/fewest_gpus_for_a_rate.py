@@ -103,7 +103,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(f['hbm_capacity'], 3)} of HBM at {quantity(f['mem_bandwidth'], 3)} and "
         f"{flop_rate(f['flops'])} of dense FP8 math). Every conversation carries "
         f"{tokens(context)} of context; {cache_given(model, presets, kv)}, and attention "
-        f"costs {quantity(attention * PER, 3)} per token "
+        f"costs {quantity(attention * PER, 4)} per token "
         "of context for each new token (count both). Each replica runs the batch at which a "
         "step's multiplies in the weights just keep pace with its weight reads, where batching "
         "more would barely cheapen a token. How many GPUs does the lab need, in whole replicas?"

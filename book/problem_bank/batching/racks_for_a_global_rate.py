@@ -101,7 +101,7 @@ def draw(rng, presets) -> Draw:
         f"FP8 math. Weights, KV cache and math are in FP8. A replica runs a batch of "
         f"{quantity(batch)}, each with {tokens(context)} of context; "
         f"{cache_given(model, presets, f['kv_bytes_per_token'])}, and attention "
-        f"costs {quantity(f['attention_flops_per_token'].to('MFLOP/token'), 3)} of context for "
+        f"costs {quantity(f['attention_flops_per_token'].to('MFLOP/token'), 4)} of context for "
         "each new token. How many racks does the lab need?"
     )
     per_token = (
