@@ -83,7 +83,8 @@ def draw(rng, presets) -> Draw:
         "BF16 math, each). One user fills the window. The weights and that one conversation's "
         "cache are spread over as few servers as hold them, the layers split evenly between "
         "the servers as a pipeline (ignore the hand-over between servers). Roughly how many "
-        "tokens per second does that user get?"
+        f"tokens per second does that user get? Any answer within a factor of {FACTOR:g} is "
+        "accepted."
     )
     solution = (
         f"Each token caches a key and a value per KV head per layer: "
