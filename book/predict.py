@@ -299,46 +299,80 @@ class Stack:
             training=vector(lambda c: c.kind == "training"),
             accepted=vector(lambda c: c.accepted),
             user=vector(lambda c: c.kind == "user"),
-            fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases]),
-            attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases]),
+            fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases], dtype=int),
+            attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases], dtype=int),
         )
+        # a row with no latency limit needs its step at its last batch only (a speed per user
+        # has one batch); a row with one, on its whole grid
+        limited = np.flatnonzero(~np.isnan(arrays["target"]))
+        columns = ("batch", "matmul", "prefill", "attention", "memory", "comm")
+        arrays["last"] = {name: arrays[name][:, -1:] for name in columns}
+        arrays["grid"] = {name: arrays[name][limited] for name in columns}
+        arrays["limited"] = limited
         return cls(cases, arrays)
 
     def predict(self, p: dict) -> np.ndarray:
-        """Every case's predicted figure (its own unit) under parameters ``p``."""
+        """Every case's predicted figure (its own unit) under parameters ``p``. A parameter may
+        be an array of shape ``(m,)`` (each of ``p``'s values the same shape, or a number): the
+        result is then ``(m, rows)``, one prediction of every row per parameter set, in one call
+        (the fit's finite-difference Jacobian)."""
         a = self.arrays
-        share = np.array([p[f] for f in FORMAT_NAMES])
-        fmt, attn = share[a["fmt"]][:, None], share[a["attn"]][:, None]
-        compute = (a["matmul"] + a["prefill"] / p["prefill"]) / fmt + a["attention"] / attn
-        roof = np.maximum(compute, a["memory"] / p["memory"])
+        v = {name: np.asarray(value, dtype=float) for name, value in p.items()}
+        share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
+        fmt = share[..., a["fmt"]]  # (..., rows): each row's matmul share
+        attn = share[..., a["attn"]]
         # the MoE share: an MoE spread over chips (the post-hoc variant: every MoE, one chip too)
-        moe = (a["ep"] > 0) | ((a["moe"] > 0) & (p.get("moe_one_chip", 0.0) > 0))
-        roof = roof / np.where(moe, p["expert_parallel"], 1.0)[:, None]
-        fixed = a["layers"] * p["layer_overhead"] + a["collectives"] * p["collective"]
-        step = roof + fixed[:, None] + a["comm"] * p.get("communication", 1.0)
-        step = np.where(step > 0, step, np.inf)  # training rows have no step
-        rate = a["batch"] * a["accepted"][:, None] / (a["chips"][:, None] * step)
-        out = rate[:, -1].copy()  # no latency limit: the largest batch the replica holds
+        one_chip = v.get("moe_one_chip", np.zeros(()))[..., None] > 0
+        moe = (a["ep"] > 0) | ((a["moe"] > 0) & one_chip)
+        moe_share = np.where(moe, v["expert_parallel"][..., None], 1.0)
+        fixed = a["layers"] * v["layer_overhead"][..., None] + a["collectives"] * v["collective"][
+            ..., None
+        ]
+        communication = v.get("communication", np.ones(()))[..., None, None]
+
+        def step(g: dict, rows) -> np.ndarray:
+            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
+            f, t = fmt[..., rows, None], attn[..., rows, None]
+            compute = (g["matmul"] + g["prefill"] / v["prefill"][..., None, None]) / f
+            compute = compute + g["attention"] / t
+            roof = np.maximum(compute, g["memory"] / v["memory"][..., None, None])
+            roof = roof / moe_share[..., rows, None]
+            out = roof + fixed[..., rows, None] + g["comm"] * communication
+            return np.where(out > 0, out, np.inf)  # training rows have no step
+
+        # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
+        last = a["last"]
+        at_last = step(last, slice(None))[..., 0]
+        out = last["batch"][:, 0] * a["accepted"] / (a["chips"] * at_last)
         # a scheduler holding a TPOT limit keeps the decode steps within a share of it (prefill
         # chunks and queueing take the rest): the largest batch whose step meets that share,
         # the step linear in the batch between grid points (as in the bound)
-        limited = ~np.isnan(a["target"])
-        if limited.any():
-            target = a["target"][limited] * p["latency"]
-            st, bt = step[limited], a["batch"][limited]
-            ok = st <= target[:, None]
-            last = np.where(ok.any(axis=1), ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
-            nxt = np.minimum(last + 1, st.shape[1] - 1)
-            rows = np.arange(len(last))
-            t0, t1 = st[rows, last], st[rows, nxt]
-            b0, b1 = bt[rows, last], bt[rows, nxt]
-            inside = ok.any(axis=1) & (nxt > last) & (t1 > t0)
+        limited = a["limited"]
+        if len(limited):
+            grid = a["grid"]
+            target = (a["target"][limited] * v["latency"][..., None])[..., None]
+            st = step(grid, limited)
+            bt = np.broadcast_to(grid["batch"], st.shape)
+            ok = st <= target
+            width = st.shape[-1]
+            found = ok.any(axis=-1)
+            last_ok = np.where(found, width - 1 - np.argmax(ok[..., ::-1], axis=-1), 0)[..., None]
+            nxt = np.minimum(last_ok + 1, width - 1)
+
+            def at(x, i):
+                return np.take_along_axis(x, i, axis=-1)[..., 0]
+
+            t0, t1 = at(st, last_ok), at(st, nxt)
+            b0, b1 = at(bt, last_ok), at(bt, nxt)
+            inside = found & (nxt[..., 0] > last_ok[..., 0]) & (t1 > t0)
+            target = target[..., 0]
             frac = np.where(inside, (target - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0.0)
             batch = b0 + frac * (b1 - b0)
             time = np.where(inside, target, t0)
-            out[limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
-        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / step[:, 0], out)
-        return np.where(a["training"] > 0, a["bound"] * fmt[:, 0] * p["training"], out)
+            out = np.broadcast_to(out, (*time.shape[:-1], out.shape[-1])).copy()
+            out[..., limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
+        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / at_last, out)
+        return np.where(a["training"] > 0, a["bound"] * fmt * v["training"][..., None], out)
 
 
 FORMAT_NAMES = ("fp4", "fp8", "bf16")
@@ -389,9 +423,10 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     exponential (seconds, > 0); the collectives' time per layer sits above their floor. A
     parameter the spec fixes or ties does not depend on its number (the fit leaves it alone)."""
     z = np.clip(z, -40.0, 40.0)  # far inside a float's range either way
-    shares = 1 / (1 + np.exp(-z[: len(SHARES)]))
-    times = np.exp(z[len(SHARES) :])
-    out = dict(zip(PARAMS, [*shares, *times], strict=True))
+    shares = 1 / (1 + np.exp(-z[..., : len(SHARES)]))
+    times = np.exp(z[..., len(SHARES) :])
+    values = np.moveaxis(np.concatenate([shares, times], axis=-1), -1, 0)
+    out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 10): each value (m,)
     out["collective"] += collective_floor()
     for name, source in spec.tied:
         out[name] = out[source]
@@ -454,7 +489,24 @@ def _residuals(z: np.ndarray, cases, spec: Spec = FULL) -> np.ndarray:
     if not spec.priors:
         return rows
     pulls = [ROBUST * np.log(p[k] / share) / width for k, (share, width) in priors().items()]
-    return np.concatenate([rows, pulls])
+    pulls = np.stack(np.broadcast_arrays(*pulls), axis=-1)  # a fixed share is one number
+    return np.concatenate([rows, np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))], -1)
+
+
+STEP = 1e-5  # the finite difference of the Jacobian, in the unconstrained numbers
+
+
+def jacobian(z: np.ndarray, stack: Stack, spec: Spec = FULL, r: np.ndarray | None = None):
+    """The residuals' forward-difference Jacobian at ``z``: every column in one call (the
+    residuals of the ``len(z)`` nudged parameter sets side by side).
+
+    >>> s = Stack.of([Case("a", "offline", 1.0, 2.0, "training", fmt="bf16")])
+    >>> jacobian(START, s).shape  # one row and three priors, ten numbers
+    (4, 10)
+    """
+    r = _residuals(z, stack, spec) if r is None else r
+    nudged = _residuals(z + STEP * np.eye(len(z)), stack, spec)
+    return ((nudged - r) / STEP).T
 
 
 def least_squares(
@@ -467,11 +519,7 @@ def least_squares(
     r = _residuals(z, cases, spec)
     cost = r @ r
     for _ in range(iterations):
-        jac = np.empty((len(r), len(z)))
-        for j in range(len(z)):
-            dz = np.zeros_like(z)
-            dz[j] = 1e-5
-            jac[:, j] = (_residuals(z + dz, cases, spec) - r) / 1e-5
+        jac = jacobian(z, cases, spec, r)
         g, h = jac.T @ r, jac.T @ jac
         improved = False
         while lam < 1e8:
