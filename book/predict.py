@@ -68,6 +68,7 @@ SHARES = ("fp4", "fp8", "bf16", "memory", "prefill", "expert_parallel", "latency
 TIMES = ("layer_overhead", "collective")
 PARAMS = SHARES + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
+BLOCK = 16  # a latency limit's batch is searched among every BLOCK-th of them, then within one
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
 # error is reported apart, with the reason (book.validation.CAUSES words each one)
 NOT_MODELLED = {
@@ -272,7 +273,7 @@ class Stack:
     arrays: dict
 
     @classmethod
-    def of(cls, cases) -> Stack:
+    def of(cls, cases, block: int = BLOCK) -> Stack:
         cases = tuple(cases)
         width = max([len(c.batch) for c in cases] + [1])
 
@@ -309,6 +310,10 @@ class Stack:
         arrays["last"] = {name: arrays[name][:, -1:] for name in columns}
         arrays["grid"] = {name: arrays[name][limited] for name in columns}
         arrays["limited"] = limited
+        if any((np.diff(arrays["grid"][name], axis=-1) < 0).any() for name in columns):
+            raise ChalkboardError("a step's work falls as its batch grows: no step model does")
+        arrays["block"] = block  # the latency search's coarse grid: every block-th batch
+        arrays["coarse"] = np.unique(np.append(np.arange(block - 1, width, block), width - 1))
         return cls(cases, arrays)
 
     def predict(self, p: dict) -> np.ndarray:
@@ -325,9 +330,10 @@ class Stack:
         one_chip = v.get("moe_one_chip", np.zeros(()))[..., None] > 0
         moe = (a["ep"] > 0) | ((a["moe"] > 0) & one_chip)
         moe_share = np.where(moe, v["expert_parallel"][..., None], 1.0)
-        fixed = a["layers"] * v["layer_overhead"][..., None] + a["collectives"] * v["collective"][
-            ..., None
-        ]
+        fixed = (
+            a["layers"] * v["layer_overhead"][..., None]
+            + a["collectives"] * v["collective"][..., None]
+        )
         communication = v.get("communication", np.ones(()))[..., None, None]
 
         def step(g: dict, rows) -> np.ndarray:
@@ -349,21 +355,30 @@ class Stack:
         # the step linear in the batch between grid points (as in the bound)
         limited = a["limited"]
         if len(limited):
-            grid = a["grid"]
+            # the step never falls as the batch grows (each of its terms grows with the batch,
+            # Stack.of checks), so the batches that meet the target are the first few: count
+            # them among every BLOCK-th batch, then within the block where they end
+            grid, coarse = a["grid"], a["coarse"]
+            width = grid["batch"].shape[-1]
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
-            st = step(grid, limited)
-            bt = np.broadcast_to(grid["batch"], st.shape)
+            met = (step({k: g[:, coarse] for k, g in grid.items()}, limited) <= target).sum(-1)
+            start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
+            near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
+            shape = (*near.shape[:-1], width)
+            near = {
+                k: np.take_along_axis(np.broadcast_to(g, shape), near, -1) for k, g in grid.items()
+            }
+            st = step(near, limited)
             ok = st <= target
-            width = st.shape[-1]
             found = ok.any(axis=-1)
-            last_ok = np.where(found, width - 1 - np.argmax(ok[..., ::-1], axis=-1), 0)[..., None]
+            last_ok = np.where(found, start[..., 0] + ok.sum(-1) - 1, 0)[..., None]
             nxt = np.minimum(last_ok + 1, width - 1)
 
             def at(x, i):
-                return np.take_along_axis(x, i, axis=-1)[..., 0]
+                return np.take_along_axis(x, i - start, axis=-1)[..., 0]
 
             t0, t1 = at(st, last_ok), at(st, nxt)
-            b0, b1 = at(bt, last_ok), at(bt, nxt)
+            b0, b1 = at(near["batch"], last_ok), at(near["batch"], nxt)
             inside = found & (nxt[..., 0] > last_ok[..., 0]) & (t1 > t0)
             target = target[..., 0]
             frac = np.where(inside, (target - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0.0)
@@ -493,6 +508,9 @@ def _residuals(z: np.ndarray, cases, spec: Spec = FULL) -> np.ndarray:
     return np.concatenate([rows, np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))], -1)
 
 
+# a fit stops when a step lowers the loss by less than this share of it: the parameters are
+# then within about its square root of the valley's floor, far inside every shown figure
+FTOL = 1e-10
 STEP = 1e-5  # the finite difference of the Jacobian, in the unconstrained numbers
 
 
@@ -526,10 +544,11 @@ def least_squares(
             step = np.linalg.solve(h + lam * np.diag(np.diag(h) + 1e-9), -g)
             trial = _residuals(z + step, cases, spec)
             if trial @ trial < cost:
+                done = cost - trial @ trial <= FTOL * cost
                 z, r, cost, lam, improved = z + step, trial, trial @ trial, lam / 3, True
                 break
             lam *= 4
-        if not improved or np.abs(step).max() < 1e-6:
+        if not improved or done or np.abs(step).max() < 1e-6:
             break
     return z
 
