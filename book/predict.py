@@ -364,10 +364,8 @@ class Stack:
             met = (step({k: g[:, coarse] for k, g in grid.items()}, limited) <= target).sum(-1)
             start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
             near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
-            shape = (*near.shape[:-1], width)
-            near = {
-                k: np.take_along_axis(np.broadcast_to(g, shape), near, -1) for k, g in grid.items()
-            }
+            flat = near + width * np.arange(len(limited))[:, None]  # into each grid, raveled
+            near = {k: g.ravel()[flat] for k, g in grid.items()}
             st = step(near, limited)
             ok = st <= target
             found = ok.any(axis=-1)
@@ -492,14 +490,24 @@ def priors() -> dict[str, tuple[float, float]]:
     }
 
 
-def _residuals(z: np.ndarray, cases, spec: Spec = FULL) -> np.ndarray:
+def _residuals(z: np.ndarray, cases, spec: Spec = FULL, rows=None) -> np.ndarray:
     """Each row's log(predicted / measured), through the soft-L1 loss (sign kept), then each
     prior's: the log of the fitted share over the measured one, in units of the prior's width,
-    weighed as one row whose miss is ROBUST (a prior counts as much as a row missed by x1.5)."""
+    weighed as one row whose miss is ROBUST (a prior counts as much as a row missed by x1.5).
+    ``z`` of shape (..., 10) gives residuals (..., rows); ``rows`` (indices into the stack,
+    broadcast against z's leading shape) picks the rows a fit uses, a row twice if twice."""
     stack = cases if isinstance(cases, Stack) else Stack.of(cases)
     measured = np.array([c.measured for c in stack.cases])
     p = _unpack(z, spec)
-    r = np.log(stack.predict(p) / measured)
+    predicted = stack.predict(p)
+    if rows is not None:
+        shape = np.broadcast_shapes(predicted.shape[:-1], np.shape(rows)[:-1])
+        rows = np.broadcast_to(rows, (*shape, np.shape(rows)[-1]))
+        predicted = np.take_along_axis(
+            np.broadcast_to(predicted, (*shape, len(measured))), rows, -1
+        )
+        measured = measured[rows]
+    r = np.log(predicted / measured)
     rows = np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
     if not spec.priors:
         return rows
@@ -532,25 +540,83 @@ def least_squares(
 ) -> np.ndarray:
     """Levenberg-Marquardt on the log residuals (numpy only; a finite-difference Jacobian). A
     number the spec fixes or ties has a zero column and does not move."""
-    z, lam = z0.astype(float).copy(), 1e-2
-    cases = cases if isinstance(cases, Stack) else Stack.of(cases)
-    r = _residuals(z, cases, spec)
-    cost = r @ r
+    stack = cases if isinstance(cases, Stack) else Stack.of(cases)
+    rows = np.arange(len(stack.cases))[None]
+    return _fits(stack, np.asarray(z0, dtype=float)[None], rows, iterations, spec)[0][0]
+
+
+def _moving(spec: Spec) -> np.ndarray:
+    """The numbers a fit under ``spec`` moves: not one it fixes, nor one it ties to another."""
+    still = {name for name, _ in spec.fixed} | {name for name, _ in spec.tied}
+    return np.array([i for i, name in enumerate(PARAMS) if name not in still], dtype=int)
+
+
+# fits whose Jacobians are computed in one call: a few hundred kB of temporaries, which the
+# allocator keeps (far larger ones go back to the system and come back as page faults)
+CHUNK = 16
+
+
+def _jacobians(z: np.ndarray, r: np.ndarray, stack: Stack, spec: Spec, rows) -> np.ndarray:
+    """The forward-difference Jacobians of fits at ``z`` (fits, numbers) whose residuals are
+    ``r`` (fits, residuals) on ``rows``: (fits, residuals, numbers). A number the spec holds
+    still has a zero column, not computed."""
+    moving = _moving(spec)
+    jac = np.zeros((*r.shape, z.shape[-1]))
+    nudge = STEP * np.eye(z.shape[-1])[moving]
+    for at in range(0, len(z), CHUNK):
+        part = slice(at, at + CHUNK)
+        nudged = _residuals(z[part, None, :] + nudge, stack, spec, rows[part][:, None])
+        jac[part][..., moving] = np.swapaxes((nudged - r[part, None, :]) / STEP, -1, -2)
+    return jac
+
+
+def _fits(
+    stack: Stack, z0: np.ndarray, rows: np.ndarray, iterations: int = 60, spec: Spec = FULL
+) -> tuple[np.ndarray, np.ndarray]:
+    """Many Levenberg-Marquardt fits side by side, each on its own rows of one stack (fit k from
+    ``z0[k]`` on ``rows[k]``, indices into the stack), each with its own damping, stopping on its
+    own: one call of the model per step for all of them. The fits and their losses.
+
+    Fit k is ``least_squares`` on the cases ``rows[k]`` picks, number for number: every sum runs
+    over one fit's own rows in their order, whatever the others do."""
+    z = np.array(z0, dtype=float)
+    m, size = z.shape
+    lam = np.full(m, 1e-2)
+    r = _residuals(z, stack, spec, rows)
+    cost = (r * r).sum(-1)
+    live = np.arange(m)  # the fits still stepping
     for _ in range(iterations):
-        jac = jacobian(z, cases, spec, r)
-        g, h = jac.T @ r, jac.T @ jac
-        improved = False
-        while lam < 1e8:
-            step = np.linalg.solve(h + lam * np.diag(np.diag(h) + 1e-9), -g)
-            trial = _residuals(z + step, cases, spec)
-            if trial @ trial < cost:
-                done = cost - trial @ trial <= FTOL * cost
-                z, r, cost, lam, improved = z + step, trial, trial @ trial, lam / 3, True
-                break
-            lam *= 4
-        if not improved or done or np.abs(step).max() < 1e-6:
+        if not len(live):
             break
-    return z
+        zl, rl, lam_l = z[live], r[live], lam[live]
+        jac = _jacobians(zl, rl, stack, spec, rows[live])
+        g = (jac * rl[..., None]).sum(-2)
+        h = np.einsum("...ki,...kj->...ij", jac, jac)
+        damping = np.diagonal(h, axis1=-2, axis2=-1)[..., None] * np.eye(size) + 1e-9 * np.eye(size)
+        step, improved, done = (
+            np.zeros_like(zl),
+            np.zeros(len(live), bool),
+            np.zeros(len(live), bool),
+        )
+        trying = lam_l < 1e8
+        while trying.any():
+            t = np.flatnonzero(trying)
+            s = np.linalg.solve(h[t] + lam_l[t, None, None] * damping[t], -g[t][..., None])[..., 0]
+            step[t] = s
+            trial = _residuals(zl[t] + s, stack, spec, rows[live[t]])
+            new = (trial * trial).sum(-1)
+            better = new < cost[live[t]]
+            b, worse = t[better], t[~better]
+            done[b] = cost[live[b]] - new[better] <= FTOL * cost[live[b]]
+            z[live[b]], r[live[b]], cost[live[b]] = zl[b] + s[better], trial[better], new[better]
+            lam_l[b] /= 3
+            improved[b] = True
+            lam_l[worse] *= 4
+            trying[b] = False
+            trying[worse] = lam_l[worse] < 1e8
+        lam[live] = lam_l
+        live = live[improved & ~done & (np.abs(step).max(-1) >= 1e-6)]
+    return z, cost
 
 
 @dataclass(frozen=True)
@@ -565,28 +631,22 @@ class Model:
 def fit(cases: list[Case], spec: Spec = FULL) -> Model:
     if not cases:
         raise ChalkboardError("no measurement rows to fit the prediction on")
-    stack = Stack.of(cases)
-    best, cost = None, np.inf
-    for overhead in START_TIMES:
-        for collective in START_TIMES:
-            z0 = START.copy()
-            z0[-2:] = np.log([overhead, collective])
-            z = least_squares(stack, z0, spec=spec)
-            r = _residuals(z, stack, spec)
-            if r @ r < cost:
-                best, cost = z, r @ r
+    starts = np.tile(START, (len(START_TIMES) ** 2, 1))
+    starts[:, -2:] = np.log([(a, b) for a in START_TIMES for b in START_TIMES])
+    best = _refit(cases, starts, spec)
     return Model(_unpack(best, spec), tuple(c.id for c in cases), best)
 
 
 def leave_one_out(
     fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = 20
 ) -> dict[str, float]:
-    """Each row predicted by a fit without it (started from ``z``, the fit on all of them)."""
-    out = {}
-    for i, c in enumerate(fitted):
-        others = fitted[:i] + fitted[i + 1 :]
-        out[c.id] = predict_case(c, _unpack(least_squares(others, z, iterations, spec), spec))
-    return out
+    """Each row predicted by a fit without it (started from ``z``, the fit on all of them),
+    every row's fit side by side."""
+    stack, n = Stack.of(fitted), len(fitted)
+    others = np.array([[j for j in range(n) if j != i] for i in range(n)]).reshape(n, n - 1)
+    zs, _ = _fits(stack, np.tile(z, (n, 1)), others, iterations, spec)
+    predicted = np.diagonal(stack.predict(_unpack(zs, spec)))  # row i by the fit without it
+    return {c.id: float(v) for c, v in zip(fitted, predicted, strict=True)}
 
 
 _CACHE: dict[tuple, dict] = reads.ReadsDict()  # by preset files (units.reads)
@@ -688,15 +748,12 @@ BOOTSTRAP_RANGE = (10, 90)
 
 
 def _refit(cases, z0s, spec: Spec = FULL) -> np.ndarray:
-    """The lowest-loss fit of ``cases`` from each start in ``z0s``."""
+    """The lowest-loss fit of ``cases`` from each start in ``z0s`` (the first of equals)."""
     stack = Stack.of(cases)
-    best, cost = None, np.inf
-    for z0 in z0s:
-        z = least_squares(stack, z0, spec=spec)
-        r = _residuals(z, stack, spec)
-        if r @ r < cost:
-            best, cost = z, r @ r
-    return best
+    z0s = np.asarray(z0s, dtype=float)
+    rows = np.tile(np.arange(len(stack.cases)), (len(z0s), 1))
+    zs, cost = _fits(stack, z0s, rows, spec=spec)
+    return zs[np.argmin(cost)]
 
 
 def bootstrap(
@@ -716,10 +773,14 @@ def bootstrap(
     True
     """
     rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(resamples):
-        sample = [fitted[i] for i in rng.integers(0, len(fitted), len(fitted))]
-        draws.append(_unpack(_refit(sample, (model.z, START))))
+    samples = np.array([rng.integers(0, len(fitted), len(fitted)) for _ in range(resamples)])
+    samples = samples.reshape(resamples, len(fitted))
+    # every resample's fit from both starts, side by side: the first half from the full fit
+    starts = np.array([model.z] * resamples + [START] * resamples, dtype=float)
+    zs, cost = _fits(Stack.of(fitted), starts, np.concatenate([samples, samples]))
+    lower = cost[resamples:] < cost[:resamples]  # the full fit's start kept unless beaten
+    best = np.where(lower[:, None], zs[resamples:], zs[:resamples])
+    draws = [_unpack(z) for z in best]
     return {
         name: {
             "fitted": float(model.params[name]),
