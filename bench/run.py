@@ -246,6 +246,10 @@ def main():
             f"  {name:<24} {cpu:8.1f} s CPU  ratio {cpu / goal:.2f}x the goal ({goal} s); "
             f"{wall:.1f} s wall"
         )
+    print("  share of a build (profiled; a stage that triggers another includes it):")
+    print(f"    {'':<24} {'clean':>6} {'warm':>6}")
+    for name, share in stages.items():
+        print(f"    {name:<24} {stages_clean[name]:6.0%} {share:6.0%}")
     print(
         "prediction's fits (book.predict: fit, leave-one-out, bootstrap, ablation), fresh process"
     )
@@ -253,10 +257,6 @@ def main():
         f"  {'CPU seconds':<24} {cpu_prediction:8.1f} s CPU  ratio {cpu_prediction / 8:.2f}x the "
         f"goal (8 s); {cpu_prediction / cpu_clean:.0%} of a clean build's CPU"
     )
-    print("  share of a build (profiled; a stage that triggers another includes it):")
-    print(f"    {'':<24} {'clean':>6} {'warm':>6}")
-    for name, share in stages.items():
-        print(f"    {name:<24} {stages_clean[name]:6.0%} {share:6.0%}")
     print(f"site build (chalkboard build) {t_build:6.2f} s, of which (in-process, warm):")
     for name, t in parts.items():
         print(f"  {name:<24} {t:6.2f} s   {t / t_build:5.0%} of the build")
