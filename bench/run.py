@@ -7,7 +7,9 @@
    and the full library (CHALKBOARD_FAST=0) for contrast.
 3. Elasticities of cost_per_token at one point (every input's d ln y / d ln x) against one
    evaluation at that point.
-4. Full site build: CPU and wall seconds of a clean build (empty caches) and a warm one against
+4. The prediction's fits (book.predict: the fit, leave-one-out, bootstrap and ablation), CPU
+   seconds in a fresh process against the goal (8 s) and as a share of a clean build's CPU.
+5. Full site build: CPU and wall seconds of a clean build (empty caches) and a warm one against
    the goals (20 s and 8 s of CPU), each main stage's share of a clean and of a warm build.
 """
 
@@ -47,6 +49,29 @@ def build_cpu(command, env) -> tuple[float, float]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+
+
+PREDICTION = """
+import resource
+from units.presets import load
+from book.validation import validate
+from book import predict
+
+presets = load()
+validate(presets)  # the rows' bounds: the validation's work, not the fits'
+usage = resource.getrusage(resource.RUSAGE_SELF)
+before = usage.ru_utime + usage.ru_stime
+predict.summary(presets), predict.robustness(presets)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_utime + usage.ru_stime - before)
+"""
+
+
+def prediction_cpu() -> float:
+    """CPU seconds of the prediction's fits (study, bootstrap, ablation, comparison) in a fresh
+    process, the rows' bounds already computed."""
+    run = subprocess.run([sys.executable, "-c", PREDICTION], check=True, capture_output=True)
+    return float(run.stdout.decode().split()[-1])
 
 
 # the build's main stages: (file, function) whose cumulative time is the stage's
@@ -160,6 +185,8 @@ def main():
     t_python = best(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), 7)
     shutil.rmtree(cache, ignore_errors=True)
 
+    cpu_prediction = prediction_cpu()
+
     out = Path(tempfile.mkdtemp(prefix="chalkboard-bench-")) / "site"
     build_env = {**os.environ, "CHALKBOARD_CACHE_DIR": str(out.parent / "cache")}
     build = [str(exe), "build", "--out", str(out)]
@@ -223,6 +250,13 @@ def main():
     print(f"    {'':<24} {'clean':>6} {'warm':>6}")
     for name, share in stages.items():
         print(f"    {name:<24} {stages_clean[name]:6.0%} {share:6.0%}")
+    print(
+        "prediction's fits (book.predict: fit, leave-one-out, bootstrap, ablation), fresh process"
+    )
+    print(
+        f"  {'CPU seconds':<24} {cpu_prediction:8.1f} s CPU  ratio {cpu_prediction / 8:.2f}x the "
+        f"goal (8 s); {cpu_prediction / cpu_clean:.0%} of a clean build's CPU"
+    )
     print(f"site build (chalkboard build) {t_build:6.2f} s, of which (in-process, warm):")
     for name, t in parts.items():
         print(f"  {name:<24} {t:6.2f} s   {t / t_build:5.0%} of the build")

@@ -68,6 +68,7 @@ SHARES = ("fp4", "fp8", "bf16", "memory", "prefill", "expert_parallel", "latency
 TIMES = ("layer_overhead", "collective")
 PARAMS = SHARES + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
+BLOCK = 16  # a latency limit's batch is searched among every BLOCK-th of them, then within one
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
 # error is reported apart, with the reason (book.validation.CAUSES words each one)
 NOT_MODELLED = {
@@ -272,7 +273,7 @@ class Stack:
     arrays: dict
 
     @classmethod
-    def of(cls, cases) -> Stack:
+    def of(cls, cases, block: int = BLOCK) -> Stack:
         cases = tuple(cases)
         width = max([len(c.batch) for c in cases] + [1])
 
@@ -299,46 +300,95 @@ class Stack:
             training=vector(lambda c: c.kind == "training"),
             accepted=vector(lambda c: c.accepted),
             user=vector(lambda c: c.kind == "user"),
-            fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases]),
-            attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases]),
+            fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases], dtype=int),
+            attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases], dtype=int),
         )
+        # a row with no latency limit needs its step at its last batch only (a speed per user
+        # has one batch); a row with one, on its whole grid
+        limited = np.flatnonzero(~np.isnan(arrays["target"]))
+        columns = ("batch", "matmul", "prefill", "attention", "memory", "comm")
+        arrays["last"] = {name: arrays[name][:, -1:] for name in columns}
+        arrays["grid"] = {name: arrays[name][limited] for name in columns}
+        arrays["limited"] = limited
+        for name, g in arrays["grid"].items():  # the latency search needs steps that never fall
+            lifted = np.maximum.accumulate(g, axis=-1)
+            if (lifted - g > 1e-9 * np.abs(lifted)).any():
+                raise ChalkboardError(f"a step's {name} falls as its batch grows: no step does")
+            arrays["grid"][name] = lifted  # a dip of rounding, lifted (none on the presets)
+        arrays["block"] = block  # the latency search's coarse grid: every block-th batch
+        arrays["coarse"] = np.unique(np.append(np.arange(block - 1, width, block), width - 1))
         return cls(cases, arrays)
 
     def predict(self, p: dict) -> np.ndarray:
-        """Every case's predicted figure (its own unit) under parameters ``p``."""
+        """Every case's predicted figure (its own unit) under parameters ``p``. A parameter may
+        be an array of shape ``(m,)`` (each of ``p``'s values the same shape, or a number): the
+        result is then ``(m, rows)``, one prediction of every row per parameter set, in one call
+        (the fit's finite-difference Jacobian)."""
         a = self.arrays
-        share = np.array([p[f] for f in FORMAT_NAMES])
-        fmt, attn = share[a["fmt"]][:, None], share[a["attn"]][:, None]
-        compute = (a["matmul"] + a["prefill"] / p["prefill"]) / fmt + a["attention"] / attn
-        roof = np.maximum(compute, a["memory"] / p["memory"])
+        v = {name: np.asarray(value, dtype=float) for name, value in p.items()}
+        share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
+        fmt = share[..., a["fmt"]]  # (..., rows): each row's matmul share
+        attn = share[..., a["attn"]]
         # the MoE share: an MoE spread over chips (the post-hoc variant: every MoE, one chip too)
-        moe = (a["ep"] > 0) | ((a["moe"] > 0) & (p.get("moe_one_chip", 0.0) > 0))
-        roof = roof / np.where(moe, p["expert_parallel"], 1.0)[:, None]
-        fixed = a["layers"] * p["layer_overhead"] + a["collectives"] * p["collective"]
-        step = roof + fixed[:, None] + a["comm"] * p.get("communication", 1.0)
-        step = np.where(step > 0, step, np.inf)  # training rows have no step
-        rate = a["batch"] * a["accepted"][:, None] / (a["chips"][:, None] * step)
-        out = rate[:, -1].copy()  # no latency limit: the largest batch the replica holds
+        one_chip = v.get("moe_one_chip", np.zeros(()))[..., None] > 0
+        moe = (a["ep"] > 0) | ((a["moe"] > 0) & one_chip)
+        moe_share = np.where(moe, v["expert_parallel"][..., None], 1.0)
+        fixed = (
+            a["layers"] * v["layer_overhead"][..., None]
+            + a["collectives"] * v["collective"][..., None]
+        )
+        communication = v.get("communication", np.ones(()))[..., None, None]
+
+        def step(g: dict, rows) -> np.ndarray:
+            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
+            f, t = fmt[..., rows, None], attn[..., rows, None]
+            compute = (g["matmul"] + g["prefill"] / v["prefill"][..., None, None]) / f
+            compute = compute + g["attention"] / t
+            roof = np.maximum(compute, g["memory"] / v["memory"][..., None, None])
+            roof = roof / moe_share[..., rows, None]
+            out = roof + fixed[..., rows, None] + g["comm"] * communication
+            return np.where(out > 0, out, np.inf)  # training rows have no step
+
+        # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
+        last = a["last"]
+        at_last = step(last, slice(None))[..., 0]
+        out = last["batch"][:, 0] * a["accepted"] / (a["chips"] * at_last)
         # a scheduler holding a TPOT limit keeps the decode steps within a share of it (prefill
         # chunks and queueing take the rest): the largest batch whose step meets that share,
         # the step linear in the batch between grid points (as in the bound)
-        limited = ~np.isnan(a["target"])
-        if limited.any():
-            target = a["target"][limited] * p["latency"]
-            st, bt = step[limited], a["batch"][limited]
-            ok = st <= target[:, None]
-            last = np.where(ok.any(axis=1), ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
-            nxt = np.minimum(last + 1, st.shape[1] - 1)
-            rows = np.arange(len(last))
-            t0, t1 = st[rows, last], st[rows, nxt]
-            b0, b1 = bt[rows, last], bt[rows, nxt]
-            inside = ok.any(axis=1) & (nxt > last) & (t1 > t0)
+        limited = a["limited"]
+        if len(limited):
+            # the step never falls as the batch grows (each of its terms grows with the batch,
+            # Stack.of checks), so the batches that meet the target are the first few: count
+            # them among every BLOCK-th batch, then within the block where they end
+            grid, coarse = a["grid"], a["coarse"]
+            width = grid["batch"].shape[-1]
+            target = (a["target"][limited] * v["latency"][..., None])[..., None]
+            met = (step({k: g[:, coarse] for k, g in grid.items()}, limited) <= target).sum(-1)
+            start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
+            near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
+            flat = near + width * np.arange(len(limited))[:, None]  # into each grid, raveled
+            near = {k: g.ravel()[flat] for k, g in grid.items()}
+            st = step(near, limited)
+            ok = st <= target
+            found = ok.any(axis=-1)
+            last_ok = np.where(found, start[..., 0] + ok.sum(-1) - 1, 0)[..., None]
+            nxt = np.minimum(last_ok + 1, width - 1)
+
+            def at(x, i):
+                return np.take_along_axis(x, i - start, axis=-1)[..., 0]
+
+            t0, t1 = at(st, last_ok), at(st, nxt)
+            b0, b1 = at(near["batch"], last_ok), at(near["batch"], nxt)
+            inside = found & (nxt[..., 0] > last_ok[..., 0]) & (t1 > t0)
+            target = target[..., 0]
             frac = np.where(inside, (target - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0.0)
             batch = b0 + frac * (b1 - b0)
             time = np.where(inside, target, t0)
-            out[limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
-        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / step[:, 0], out)
-        return np.where(a["training"] > 0, a["bound"] * fmt[:, 0] * p["training"], out)
+            out = np.broadcast_to(out, (*time.shape[:-1], out.shape[-1])).copy()
+            out[..., limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
+        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / at_last, out)
+        return np.where(a["training"] > 0, a["bound"] * fmt * v["training"][..., None], out)
 
 
 FORMAT_NAMES = ("fp4", "fp8", "bf16")
@@ -389,9 +439,10 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     exponential (seconds, > 0); the collectives' time per layer sits above their floor. A
     parameter the spec fixes or ties does not depend on its number (the fit leaves it alone)."""
     z = np.clip(z, -40.0, 40.0)  # far inside a float's range either way
-    shares = 1 / (1 + np.exp(-z[: len(SHARES)]))
-    times = np.exp(z[len(SHARES) :])
-    out = dict(zip(PARAMS, [*shares, *times], strict=True))
+    shares = 1 / (1 + np.exp(-z[..., : len(SHARES)]))
+    times = np.exp(z[..., len(SHARES) :])
+    values = np.moveaxis(np.concatenate([shares, times], axis=-1), -1, 0)
+    out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 10): each value (m,)
     out["collective"] += collective_floor()
     for name, source in spec.tied:
         out[name] = out[source]
@@ -442,48 +493,135 @@ def priors() -> dict[str, tuple[float, float]]:
     }
 
 
-def _residuals(z: np.ndarray, cases, spec: Spec = FULL) -> np.ndarray:
+def _residuals(z: np.ndarray, cases, spec: Spec = FULL, rows=None) -> np.ndarray:
     """Each row's log(predicted / measured), through the soft-L1 loss (sign kept), then each
     prior's: the log of the fitted share over the measured one, in units of the prior's width,
-    weighed as one row whose miss is ROBUST (a prior counts as much as a row missed by x1.5)."""
+    weighed as one row whose miss is ROBUST (a prior counts as much as a row missed by x1.5).
+    ``z`` of shape (..., 10) gives residuals (..., rows); ``rows`` (indices into the stack,
+    broadcast against z's leading shape) picks the rows a fit uses, a row twice if twice."""
     stack = cases if isinstance(cases, Stack) else Stack.of(cases)
     measured = np.array([c.measured for c in stack.cases])
     p = _unpack(z, spec)
-    r = np.log(stack.predict(p) / measured)
+    predicted = stack.predict(p)
+    if rows is not None:
+        shape = np.broadcast_shapes(predicted.shape[:-1], np.shape(rows)[:-1])
+        rows = np.broadcast_to(rows, (*shape, np.shape(rows)[-1]))
+        predicted = np.take_along_axis(
+            np.broadcast_to(predicted, (*shape, len(measured))), rows, -1
+        )
+        measured = measured[rows]
+    r = np.log(predicted / measured)
     rows = np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
     if not spec.priors:
         return rows
     pulls = [ROBUST * np.log(p[k] / share) / width for k, (share, width) in priors().items()]
-    return np.concatenate([rows, pulls])
+    pulls = np.stack(np.broadcast_arrays(*pulls), axis=-1)  # a fixed share is one number
+    return np.concatenate([rows, np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))], -1)
+
+
+# a fit stops when a step lowers the loss by less than this share of it: the parameters are
+# then within about its square root of the valley's floor, far inside every shown figure
+FTOL = 1e-10
+STEP = 1e-5  # the finite difference of the Jacobian, in the unconstrained numbers
+
+
+def jacobian(z: np.ndarray, stack: Stack, spec: Spec = FULL, r: np.ndarray | None = None):
+    """The residuals' forward-difference Jacobian at ``z``: every column in one call (the
+    residuals of the ``len(z)`` nudged parameter sets side by side).
+
+    >>> s = Stack.of([Case("a", "offline", 1.0, 2.0, "training", fmt="bf16")])
+    >>> jacobian(START, s).shape  # one row and three priors, ten numbers
+    (4, 10)
+    """
+    r = _residuals(z, stack, spec) if r is None else r
+    nudged = _residuals(z + STEP * np.eye(len(z)), stack, spec)
+    return ((nudged - r) / STEP).T
 
 
 def least_squares(
     cases: list[Case], z0: np.ndarray = START, iterations: int = 60, spec: Spec = FULL
 ) -> np.ndarray:
     """Levenberg-Marquardt on the log residuals (numpy only; a finite-difference Jacobian). A
-    number the spec fixes or ties has a zero column and does not move."""
-    z, lam = z0.astype(float).copy(), 1e-2
-    cases = cases if isinstance(cases, Stack) else Stack.of(cases)
-    r = _residuals(z, cases, spec)
-    cost = r @ r
+    number the spec fixes or ties has a zero column and does not move. It stops after
+    ``iterations`` steps, when no step lowers the loss, or when one lowers it by less than FTOL
+    of it."""
+    stack = cases if isinstance(cases, Stack) else Stack.of(cases)
+    rows = np.arange(len(stack.cases))[None]
+    return _fits(stack, np.asarray(z0, dtype=float)[None], rows, iterations, spec)[0][0]
+
+
+def _moving(spec: Spec) -> np.ndarray:
+    """The numbers a fit under ``spec`` moves: not one it fixes, nor one it ties to another."""
+    still = {name for name, _ in spec.fixed} | {name for name, _ in spec.tied}
+    return np.array([i for i, name in enumerate(PARAMS) if name not in still], dtype=int)
+
+
+# fits whose Jacobians are computed in one call: a few hundred kB of temporaries, which the
+# allocator keeps (far larger ones go back to the system and come back as page faults)
+CHUNK = 16
+
+
+def _jacobians(z: np.ndarray, r: np.ndarray, stack: Stack, spec: Spec, rows) -> np.ndarray:
+    """The forward-difference Jacobians of fits at ``z`` (fits, numbers) whose residuals are
+    ``r`` (fits, residuals) on ``rows``: (fits, residuals, numbers). A number the spec holds
+    still has a zero column, not computed."""
+    moving = _moving(spec)
+    jac = np.zeros((*r.shape, z.shape[-1]))
+    nudge = STEP * np.eye(z.shape[-1])[moving]
+    for at in range(0, len(z), CHUNK):
+        part = slice(at, at + CHUNK)
+        nudged = _residuals(z[part, None, :] + nudge, stack, spec, rows[part][:, None])
+        jac[part][..., moving] = np.swapaxes((nudged - r[part, None, :]) / STEP, -1, -2)
+    return jac
+
+
+def _fits(
+    stack: Stack, z0: np.ndarray, rows: np.ndarray, iterations: int = 60, spec: Spec = FULL
+) -> tuple[np.ndarray, np.ndarray]:
+    """Many Levenberg-Marquardt fits side by side, each on its own rows of one stack (fit k from
+    ``z0[k]`` on ``rows[k]``, indices into the stack), each with its own damping, stopping on its
+    own: one call of the model per step for all of them. The fits and their losses.
+
+    Fit k is ``least_squares`` on the cases ``rows[k]`` picks, number for number: every sum runs
+    over one fit's own rows in their order, whatever the others do."""
+    z = np.array(z0, dtype=float)
+    m, size = z.shape
+    lam = np.full(m, 1e-2)
+    r = _residuals(z, stack, spec, rows)
+    cost = (r * r).sum(-1)
+    live = np.arange(m)  # the fits still stepping
     for _ in range(iterations):
-        jac = np.empty((len(r), len(z)))
-        for j in range(len(z)):
-            dz = np.zeros_like(z)
-            dz[j] = 1e-5
-            jac[:, j] = (_residuals(z + dz, cases, spec) - r) / 1e-5
-        g, h = jac.T @ r, jac.T @ jac
-        improved = False
-        while lam < 1e8:
-            step = np.linalg.solve(h + lam * np.diag(np.diag(h) + 1e-9), -g)
-            trial = _residuals(z + step, cases, spec)
-            if trial @ trial < cost:
-                z, r, cost, lam, improved = z + step, trial, trial @ trial, lam / 3, True
-                break
-            lam *= 4
-        if not improved or np.abs(step).max() < 1e-6:
+        if not len(live):
             break
-    return z
+        zl, rl, lam_l = z[live], r[live], lam[live]
+        jac = _jacobians(zl, rl, stack, spec, rows[live])
+        g = (jac * rl[..., None]).sum(-2)
+        h = np.einsum("...ki,...kj->...ij", jac, jac)
+        damping = np.diagonal(h, axis1=-2, axis2=-1)[..., None] * np.eye(size) + 1e-9 * np.eye(size)
+        step, improved, done = (
+            np.zeros_like(zl),
+            np.zeros(len(live), bool),
+            np.zeros(len(live), bool),
+        )
+        trying = lam_l < 1e8
+        while trying.any():
+            t = np.flatnonzero(trying)
+            s = np.linalg.solve(h[t] + lam_l[t, None, None] * damping[t], -g[t][..., None])[..., 0]
+            step[t] = s
+            trial = _residuals(zl[t] + s, stack, spec, rows[live[t]])
+            new = (trial * trial).sum(-1)
+            better = new < cost[live[t]]
+            b, worse = t[better], t[~better]
+            done[b] = cost[live[b]] - new[better] <= FTOL * cost[live[b]]
+            z[live[b]], r[live[b]], cost[live[b]] = zl[b] + s[better], trial[better], new[better]
+            lam_l[b] /= 3
+            improved[b] = True
+            lam_l[worse] *= 4
+            trying[b] = False
+            trying[worse] = lam_l[worse] < 1e8
+        lam[live] = lam_l
+        live = live[improved & ~done & (np.abs(step).max(-1) >= 1e-6)]
+    return z, cost
 
 
 @dataclass(frozen=True)
@@ -498,28 +636,22 @@ class Model:
 def fit(cases: list[Case], spec: Spec = FULL) -> Model:
     if not cases:
         raise ChalkboardError("no measurement rows to fit the prediction on")
-    stack = Stack.of(cases)
-    best, cost = None, np.inf
-    for overhead in START_TIMES:
-        for collective in START_TIMES:
-            z0 = START.copy()
-            z0[-2:] = np.log([overhead, collective])
-            z = least_squares(stack, z0, spec=spec)
-            r = _residuals(z, stack, spec)
-            if r @ r < cost:
-                best, cost = z, r @ r
+    starts = np.tile(START, (len(START_TIMES) ** 2, 1))
+    starts[:, -2:] = np.log([(a, b) for a in START_TIMES for b in START_TIMES])
+    best = _refit(cases, starts, spec)
     return Model(_unpack(best, spec), tuple(c.id for c in cases), best)
 
 
 def leave_one_out(
     fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = 20
 ) -> dict[str, float]:
-    """Each row predicted by a fit without it (started from ``z``, the fit on all of them)."""
-    out = {}
-    for i, c in enumerate(fitted):
-        others = fitted[:i] + fitted[i + 1 :]
-        out[c.id] = predict_case(c, _unpack(least_squares(others, z, iterations, spec), spec))
-    return out
+    """Each row predicted by a fit without it (started from ``z``, the fit on all of them),
+    every row's fit side by side."""
+    stack, n = Stack.of(fitted), len(fitted)
+    others = np.array([[j for j in range(n) if j != i] for i in range(n)]).reshape(n, n - 1)
+    zs, _ = _fits(stack, np.tile(z, (n, 1)), others, iterations, spec)
+    predicted = np.diagonal(stack.predict(_unpack(zs, spec)))  # row i by the fit without it
+    return {c.id: float(v) for c, v in zip(fitted, predicted, strict=True)}
 
 
 _CACHE: dict[tuple, dict] = reads.ReadsDict()  # by preset files (units.reads)
@@ -621,15 +753,12 @@ BOOTSTRAP_RANGE = (10, 90)
 
 
 def _refit(cases, z0s, spec: Spec = FULL) -> np.ndarray:
-    """The lowest-loss fit of ``cases`` from each start in ``z0s``."""
+    """The lowest-loss fit of ``cases`` from each start in ``z0s`` (the first of equals)."""
     stack = Stack.of(cases)
-    best, cost = None, np.inf
-    for z0 in z0s:
-        z = least_squares(stack, z0, spec=spec)
-        r = _residuals(z, stack, spec)
-        if r @ r < cost:
-            best, cost = z, r @ r
-    return best
+    z0s = np.asarray(z0s, dtype=float)
+    rows = np.tile(np.arange(len(stack.cases)), (len(z0s), 1))
+    zs, cost = _fits(stack, z0s, rows, spec=spec)
+    return zs[np.argmin(cost)]
 
 
 def bootstrap(
@@ -649,10 +778,14 @@ def bootstrap(
     True
     """
     rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(resamples):
-        sample = [fitted[i] for i in rng.integers(0, len(fitted), len(fitted))]
-        draws.append(_unpack(_refit(sample, (model.z, START))))
+    samples = np.array([rng.integers(0, len(fitted), len(fitted)) for _ in range(resamples)])
+    samples = samples.reshape(resamples, len(fitted))
+    # every resample's fit from both starts, side by side: the first half from the full fit
+    starts = np.array([model.z] * resamples + [START] * resamples, dtype=float)
+    zs, cost = _fits(Stack.of(fitted), starts, np.concatenate([samples, samples]))
+    lower = cost[resamples:] < cost[:resamples]  # the full fit's start kept unless beaten
+    best = np.where(lower[:, None], zs[resamples:], zs[:resamples])
+    draws = [_unpack(z) for z in best]
     return {
         name: {
             "fitted": float(model.params[name]),

@@ -445,3 +445,123 @@ def test_the_before_and_after_names_the_change_made_after_seeing_the_held_out_ro
             <= both["median"]
             <= max(loo["median"], held["median"])
         )
+
+
+# -- the fit's speed-ups compute the same numbers -------------------------------------------------
+
+
+def test_the_jacobian_in_one_call_is_the_plain_finite_difference(study):
+    """Column by column, each from its own nudged residuals (the textbook forward difference),
+    against the one-call Jacobian and the fits' chunked one, at the fit and away from it, for the
+    full model, a tied spec and one without priors."""
+    stack = predict.Stack.of(study["fitted"])
+    rng = np.random.default_rng(3)
+    points = [study["model"].z, study["model"].z + rng.normal(0, 0.5, 10)]
+    specs = [predict.FULL, predict.MECHANISMS["format"][1], predict.MECHANISMS["priors"][1]]
+    for spec in specs:
+        for z in points:
+            r = predict._residuals(z, stack, spec)
+            plain = np.empty((len(r), len(z)))
+            for j in range(len(z)):
+                dz = np.zeros_like(z)
+                dz[j] = 1e-5
+                plain[:, j] = (predict._residuals(z + dz, stack, spec) - r) / 1e-5
+            assert np.abs(plain).max() > 0.1  # the rows do depend on the numbers
+            np.testing.assert_allclose(
+                predict.jacobian(z, stack, spec), plain, rtol=1e-9, atol=1e-9
+            )
+            rows = np.arange(len(stack.cases))[None]
+            chunked = predict._jacobians(z[None], r[None], stack, spec, rows)[0]
+            np.testing.assert_allclose(chunked, plain, rtol=1e-9, atol=1e-9)
+    # a number the spec ties or fixes does not move the residuals: its column is zero
+    tied = predict.jacobian(points[1], stack, predict.MECHANISMS["format"][1])
+    assert not tied[:, [predict.PARAMS.index("fp4"), predict.PARAMS.index("bf16")]].any()
+
+
+def test_a_latency_limited_batch_is_the_one_the_whole_grid_finds(study):
+    """The prediction searches a TPOT-limited row's batch among every 16th batch, then within
+    one block. Brute force here: the step at every batch of the grid (from the same row without
+    its limit, cut at that batch: rate = B a / (n T)), the last batch whose step meets the limit,
+    the step linear in the batch up to the next one."""
+    limited = [c for c in study["fitted"] if c.target is not None and len(c.batch) > 1]
+    assert len(limited) >= 10
+    rng = np.random.default_rng(5)
+    for z in (study["model"].z, study["model"].z + rng.normal(0, 0.7, 10)):
+        p = predict._unpack(z)
+        for c in limited[::3]:
+            steps = []
+            for j in range(len(c.batch)):
+                cut = {
+                    k: getattr(c, k)[: j + 1]
+                    for k in ("batch", "matmul", "prefill", "attention", "memory", "comm")
+                }
+                free = predict.Case(**{**c.__dict__, **cut, "target": None})
+                rate = predict.predict_case(free, p)
+                steps.append(c.batch[j] * c.accepted / (c.chips * rate))
+            steps, limit = np.array(steps), c.target * p["latency"]
+            meets = np.flatnonzero(steps <= limit)
+            if not len(meets):
+                expected = c.batch[0] * c.accepted / (c.chips * steps[0])
+            elif meets[-1] == len(steps) - 1:
+                expected = c.batch[-1] * c.accepted / (c.chips * steps[-1])
+            else:
+                i = meets[-1]
+                share = (limit - steps[i]) / (steps[i + 1] - steps[i])
+                batch = c.batch[i] + share * (c.batch[i + 1] - c.batch[i])
+                expected = batch * c.accepted / (c.chips * limit)
+            assert predict.predict_case(c, p) == pytest.approx(expected, rel=1e-9), c.id
+
+
+def test_fits_side_by_side_are_each_fit_alone(study):
+    """The leave-one-out fits step together; each is the single fit without its row, number
+    for number, on every seventh row (the existing test checks one at 1e-9)."""
+    fitted, z = study["fitted"], study["model"].z
+    for i in range(0, len(fitted), 7):
+        others = fitted[:i] + fitted[i + 1 :]
+        alone = predict.least_squares(others, z, iterations=20)
+        value = predict.predict_case(fitted[i], predict._unpack(alone))
+        assert value == pytest.approx(study["loo"][fitted[i].id], rel=1e-12), fitted[i].id
+    # a variant's leave-one-out too (a share held at the peak, eight steps from its own fit)
+    spec = predict.MECHANISMS["memory"][1]
+    zv = predict._refit(fitted, (z, predict.START), spec)
+    loo = predict.leave_one_out(fitted[:15], zv, spec, predict.VARIANT_ITERATIONS)
+    for i in (0, 7, 14):
+        others = fitted[:i] + fitted[i + 1 : 15]
+        alone = predict.least_squares(others, zv, predict.VARIANT_ITERATIONS, spec)
+        value = predict.predict_case(fitted[i], predict._unpack(alone, spec))
+        assert value == pytest.approx(loo[fitted[i].id], rel=1e-12), fitted[i].id
+
+
+def test_the_bootstrap_is_its_definition_refit_by_refit(study):
+    """Each resample refitted alone from the full fit and from the default start, the lower loss
+    kept, then the 10th and 90th percentiles: the side-by-side bootstrap gives the same."""
+    rows, model = study["fitted"][:12], study["model"]
+    rng = np.random.default_rng(11)
+    draws = []
+    for _ in range(5):
+        sample = [rows[i] for i in rng.integers(0, len(rows), len(rows))]
+        fits = [predict.least_squares(sample, z0) for z0 in (model.z, predict.START)]
+        losses = [float(np.sum(predict._residuals(z, sample) ** 2)) for z in fits]
+        draws.append(predict._unpack(fits[int(losses[1] < losses[0])]))
+    got = predict.bootstrap(rows, model, resamples=5, seed=11)
+    for name in predict.PARAMS:
+        values = [d[name] for d in draws]
+        assert got[name]["low"] == pytest.approx(np.percentile(values, 10), rel=1e-9), name
+        assert got[name]["high"] == pytest.approx(np.percentile(values, 90), rel=1e-9), name
+
+
+def test_warm_started_leave_one_out_reaches_the_cold_fits_valley(study):
+    """A row's leave-one-out fit starts from the fit on every row; started cold from the nine
+    starts of a fit instead (lowest loss kept), every tenth row's prediction agrees within
+    1e-4 (measured: within 2e-6 on the presets): the warm start finds the same valley."""
+    fitted, n = study["fitted"], len(study["fitted"])
+    stack = predict.Stack.of(fitted)
+    picked = list(range(0, n, 10))
+    starts = np.tile(predict.START, (9, 1))
+    starts[:, -2:] = np.log([(a, b) for a in predict.START_TIMES for b in predict.START_TIMES])
+    others = np.array([[j for j in range(n) if j != i] for i in picked])
+    zs, loss = predict._fits(stack, np.repeat(starts, len(picked), 0), np.tile(others, (9, 1)))
+    best = np.argmin(loss.reshape(9, len(picked)), axis=0)
+    for k, i in enumerate(picked):
+        cold = predict.predict_case(fitted[i], predict._unpack(zs[best[k] * len(picked) + k]))
+        assert cold == pytest.approx(study["loo"][fitted[i].id], rel=1e-4), fitted[i].id
