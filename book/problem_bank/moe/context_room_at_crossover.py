@@ -144,7 +144,9 @@ def draw(rng, presets) -> Draw:
     ]
     if gqa:
         slips.append(
-            Mistake(t_weights + t_kv / 2, "The cache holds a key and a value per head: two vectors.")
+            Mistake(
+                t_weights + t_kv / 2, "The cache holds a key and a value per head: two vectors."
+            )
         )
     mistakes = distinct_mistakes(slips, answer, 0.02)
     return Draw(
