@@ -52,8 +52,8 @@ SEEDS = (0, 1)
 CLOSE = 0.005  # answers this close on one pair are the same number there
 TWICE = 2  # drawings (pair and seed) on which two problems must agree to be one computation
 FORCED_CHOICES = 200  # a draw that chooses more often finds no scenario on the pair
-COUNTS = ("[token]", "[sequence]")
-MODELS, CHIPS = sorted({m for m, _ in PAIRS}), sorted({c for _, c in PAIRS})  # dropped before comparing: a count is a number too
+COUNTS = ("[token]", "[sequence]")  # dropped before comparing: a count is a number too
+MODELS, CHIPS = sorted({m for m, _ in PAIRS}), sorted({c for _, c in PAIRS})
 
 
 class Forcing(random.Random):
@@ -145,9 +145,7 @@ def test_the_gate_finds_a_disguised_duplicate():
 
     def stand_in(name, make):
         def draw(rng, presets):
-            case = dict(
-                model=rng.choice(MODELS), hardware=rng.choice(CHIPS), precision="bf16"
-            )
+            case = dict(model=rng.choice(MODELS), hardware=rng.choice(CHIPS), precision="bf16")
             f = figures(presets=presets, **case)
             return Draw(text="", answer=make(f), solution=("", ""))
 
@@ -156,7 +154,7 @@ def test_the_gate_finds_a_disguised_duplicate():
         return module
 
     def lecture(f):
-        per = (2 * f["n_active"] * f["mem_bandwidth"] / (f["flops"] * f["kv_bytes_per_token"]))
+        per = 2 * f["n_active"] * f["mem_bandwidth"] / (f["flops"] * f["kv_bytes_per_token"])
         return (per * Q_(1, "FLOP/parameter")).to("token")
 
     def ratio(f):  # the same number, reached as times rather than a context

@@ -7,8 +7,14 @@ import math
 from book.format import number
 from book.problem_bank import Draw, Mistake, evaluate, money, require, shown
 from book.problem_bank._rents import rent
-from book.problem_bank.batching._figures import chip_name, figures, kv_shape, size, tokens
-from book.problem_bank.batching._figures import weight_bytes
+from book.problem_bank.batching._figures import (
+    chip_name,
+    figures,
+    kv_shape,
+    size,
+    tokens,
+    weight_bytes,
+)
 from units import Q_
 
 KIND = "estimate"

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
-from book.problem_bank.batching._figures import chip_name, figures, kv_shape, size, tokens
-from book.problem_bank.batching._figures import weight_bytes
+from book.problem_bank.batching._figures import (
+    chip_name,
+    figures,
+    kv_shape,
+    size,
+    tokens,
+    weight_bytes,
+)
 from units import Q_
 
 KIND = "multi"
