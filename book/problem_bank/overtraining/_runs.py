@@ -27,21 +27,20 @@ def model_and_tokens(rng, presets, models) -> tuple:
 
 def month_text(months) -> str:
     """A deployment's length in months with the month it means (pint's: a twelfth of a
-    365.25-day year), so a student's 720- or 730-hour month is not left to chance.
+    Julian year), so a student's 720- or 730-hour month is not left to chance.
 
     >>> month_text(Q_(6, "month"))
-    '6 months (a month here is a twelfth of a 365.25-day year: 730.5 hours)'
+    '6 months (a month here is 730.5 hours, a twelfth of a year)'
     >>> month_text(Q_(1, "month")).split(" (")[0]
     '1 month'
     """
     from book.format import number
 
-    year = Q_(1, "year").to("day").m
     hours = Q_(1, "month").to("hour")
     word = "month" if months.m == 1 else "months"
     return (
-        f"{number(months.m)} {word} (a month here is a twelfth of a {number(year, 5)}-day "
-        f"year: {number(hours.m, 4)} hours)"
+        f"{number(months.m)} {word} (a month here is {number(hours.m, 4)} hours, a twelfth of "
+        "a year)"
     )
 
 

@@ -91,7 +91,8 @@ def draw(rng, presets) -> Draw:
         f"Rebuilding runs a forward pass over every context token. In the weights: {fwd} "
         f"FLOP per active parameter per token, {quantity(weights_only)}. In attention: token "
         f"i scores the i tokens before it, so the {int(context.m):,} tokens make about "
-        f"{int(context.m):,}² / 2 pairs at {quantity(pair, 3)} each, {quantity(attention)} "
+        f"{number(context.m**2 / 2)} pairs (half the square of the context) at "
+        f"{quantity(pair, 3)} each, {quantity(attention)} "
         f"more. Together {quantity(rebuild)}, which take {quantity(t_rebuild)} at "
         f"{quantity(flops)}.",
         f"The ratio is **{number(ratio.m)}**. In the weights alone it would be "
