@@ -108,12 +108,12 @@ def draw(rng, presets) -> Draw:
         else ""
     )
     solution = (
-        f"The batch: the GPU does {quantity(ratio, 4)} (FLOPs per byte it reads from HBM), so "
-        "at one byte per weight and two FLOPs per multiply-add a dense model's multiplies "
-        f"keep pace with its weight reads at {number(ratio.m, 4)} / 2 = {number(per_byte.m, 4)} "
+        f"The batch: the GPU does {quantity(ratio, 4)} (FLOPs per byte it reads from HBM), "
+        f"half as many multiply-adds, {number(per_byte.m, 4)}; at one byte per weight a dense "
+        f"model's multiplies keep pace with its weight reads at {number(per_byte.m, 4)} "
         "sequences. Every weight is read each step (at this batch every expert is hit) but "
         "only the active ones multiply, so the batch is larger by total over active: "
-        f"{number(ratio.m, 4)} / 2 × {number(f['n_total'].to('Gparam').m)} / "
+        f"{number(per_byte.m, 4)} × {number(f['n_total'].to('Gparam').m)} / "
         f"{number(f['n_active'].to('Gparam').m)} = {quantity(batch)}.",
         f"The weight reads: {size(weights)} at one byte each over {quantity(n)} × "
         f"{quantity(bandwidth, 3)}: {quantity(t_weights, 3)}. By the choice of batch the "
