@@ -131,6 +131,21 @@ def clear_of_rounding(quotient: float, shown: float = 1e-3) -> bool:
     return math.floor(low) == math.floor(high) and math.ceil(low) == math.ceil(high)
 
 
+def shown(q: pint.Quantity, digits: int = 3) -> pint.Quantity:
+    """``q`` as a student reads it from ``quantity(q, digits)``, in ``q``'s unit: a problem
+    computes its answer from the givens as its statement prints them, so a student working from
+    the page gets the expected answer (a statement that says 2.61 PFLOP/s solves with 2.61).
+
+    >>> from units import Q_
+    >>> shown(Q_(2614.9, "TFLOP/s"), 3), shown(Q_(35136, "byte/token").to("kB/token"), 3)
+    (<Quantity(2610.0, 'teraFLOP / second')>, <Quantity(35.1, 'kilobyte / token')>)
+    """
+    from book.format import quantity
+    from units.registry import parse_quantity
+
+    return parse_quantity(quantity(q, digits), expect=q.units).to(q.units)
+
+
 def money(q: pint.Quantity, digits: int = 4) -> str:
     """A price as a person writes it: below a dollar in cents, to ``digits`` figures as
     :func:`book.format.quantity` writes any figure; from a dollar up, and anything that is not

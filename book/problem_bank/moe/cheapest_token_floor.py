@@ -5,9 +5,16 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money, require
+from book.problem_bank import Draw, Mistake, evaluate, money, require, shown
 from book.problem_bank._rents import rent
-from book.problem_bank.batching._figures import chip_name, figures, size, tokens, weight_bytes
+from book.problem_bank.batching._figures import (
+    chip_name,
+    figures,
+    kv_shape,
+    size,
+    tokens,
+    weight_bytes,
+)
 from units import Q_
 
 KIND = "estimate"
@@ -17,6 +24,7 @@ USES = ("compute_cost_floor", "kv_cache_per_batch", "hbm_drain_time", "cost_per_
 # GQA (Qwen3) and MLA with 64 heads (Kimi K2): attention's math stays well under the reads at
 # these contexts. DeepSeek-V3's 128 MLA heads bring it to about 80% of them, inside the factor.
 MODELS = ("kimi_k2", "qwen3_235b_a22b")
+GQA = ("qwen3_235b_a22b",)  # a plain GQA cache: the statement gives its shape, not its bytes
 RACKS = ("gb200_nvl72", "gb300_nvl72")
 CONTEXTS = (32768, 65536, 131072)
 FACTOR = 1.5  # narrower than a factor of two (a KV cache in two bytes; one GPU's rent)
@@ -37,6 +45,17 @@ def scenario(rng, presets):
             price_per_chip_hour=rent(hardware),
             presets=presets,
         )
+        f = figures(**case)
+        case.update(  # the statement's figures, as a student reads them
+            flops=shown(f["flops"].to("PFLOP/s")),
+            mem_bandwidth=shown(f["mem_bandwidth"].to("TB/s")),
+            hbm_capacity=shown(f["hbm_capacity"].to("GB")),
+            n_total=shown(f["n_total"].to("Gparam")),
+            n_active=shown(f["n_active"].to("Gparam")),
+            attention_flops_per_token=shown(f["attention_flops_per_token"].to("MFLOP/token")),
+        )
+        if case["model"] not in GQA:  # a GQA cache is given by its shape, so exactly
+            case["kv_bytes_per_token"] = shown(f["kv_bytes_per_token"].to("kB/token"))
         f = figures(**case)
         room = evaluate("scaleup_memory", **case).to("GB") - weight_bytes(f)
         per_sequence = (f["kv_bytes_per_token"] * case["context_length"] * Q_(1, "sequence")).to(
@@ -90,12 +109,24 @@ def draw(rng, presets) -> Draw:
     ridge = (flops / bandwidth).to("FLOP/B")
     require(intensity < ridge, "attention alone is bound by its cache's reads")
 
+    gqa = case["model"] in GQA
+    cache_words = (
+        f"the KV cache is {kv_shape(case['model'], presets)}, kept in FP8"
+        if gqa
+        else f"the KV cache takes {money(kv, 3)} of context in FP8"
+    )
+    kv_bytes = (
+        f"A token of context caches a key and a value per KV head per layer, one byte each in "
+        f"FP8: {money(kv.to('byte/token'))}. "
+        if gqa
+        else ""
+    )
     text = (
         f"You serve {name} ({money(f['n_total'], 3)} in all, {money(f['n_active'], 3)} active "
         f"per token) in FP8 on one {rack} rack of {money(n)} rented at {money(price)}; each GPU "
         f"has {money(hbm, 3)} of HBM at {money(bandwidth, 3)} and does {money(flops, 3)} of "
-        f"dense FP8 math. Every conversation carries {tokens(context)} of context; the KV cache "
-        f"takes {money(kv, 3)} of context in FP8, and attention costs "
+        f"dense FP8 math. Every conversation carries {tokens(context)} of context; {cache_words}, "
+        "and attention costs "
         f"{money(attention.to('MFLOP/token'), 3)} of context for each new token. You may run "
         "any batch the rack's HBM holds. Roughly what is the least a generated token can cost, "
         f"in USD per million tokens? Any answer within a factor of {FACTOR:g} is accepted."
@@ -103,7 +134,7 @@ def draw(rng, presets) -> Draw:
     solution = (
         f"A bigger batch shares the rack's rent over more tokens, so run the largest that fits. "
         f"Room: the rack holds {money(n)} × {money(hbm, 3)}; the weights take {size(weights)} "
-        f"at one byte each, leaving {size(room)}. One conversation's cache is "
+        f"at one byte each, leaving {size(room)}. {kv_bytes}One conversation's cache is "
         f"{tokens(context)} × {money(kv, 3)} = {size(per_sequence)}, so at most "
         f"{money(batch)} fit.",
         f"That batch fills the HBM, so a step reads all of it: one drain time, "

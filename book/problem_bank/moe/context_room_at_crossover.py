@@ -1,137 +1,167 @@
-"""At its crossover batch an MoE's caches soon cost more reads than its weights: bandwidth, not
-HBM room, caps the context that keeps the step balanced."""
+"""At its crossover batch an MoE's batch is total/active times a dense model's, so a context
+that a dense batch would barely notice makes its caches a large part of every step."""
 
 from __future__ import annotations
 
-from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, evaluate, require
-from book.problem_bank.batching._figures import chip_name, figures, size, weight_bytes
+from book.format import number, quantity
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank.batching._figures import (
+    chip_name,
+    figures,
+    kv_shape,
+    size,
+    tokens,
+    weight_bytes,
+)
 from units import Q_
 
 KIND = "multi"
-TITLE = "At the crossover batch, how long before the caches dominate?"
-USES = ("crossover_batch", "weight_fetch_time", "kv_fetch_time", "scaleup_memory")
+TITLE = "At the crossover batch, what does the context add to a step?"
+USES = ("crossover_batch", "weight_fetch_time", "kv_fetch_time", "step_time")
 LECTURE = "32:09"
 
-MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
+MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b")
+GQA = ("qwen3_235b_a22b",)  # a plain GQA cache: the statement gives its shape, not its bytes
 DOMAINS = ("h200", "b200", "mi300x", "gb200_nvl72", "gb300_nvl72")
-SHORTEST = 1024  # tokens per sequence: a context shorter than this is no serving plan
-
-
-def context_for(case, batch, **change):
-    """The longest context whose caches, for ``batch`` sequences, fit beside the weights."""
-    here = dict(case, **change)
-    f = figures(**here)
-    room = evaluate("scaleup_memory", **here).to("GB") - weight_bytes(f)
-    one_token = Q_(1, "token/sequence")
-    per_token = evaluate("kv_cache_per_batch", **here, batch_size=batch, context_length=one_token)
-    return (room / per_token * one_token).to("token/sequence")
+CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
+KV_SHARE = (0.25, 0.8)  # the caches' share of the reads: both terms matter
 
 
 def scenario(rng, presets):
+    """A model, domain and context whose caches fit at the crossover batch and take a fair share
+    of the step; every figure as the statement prints it."""
     while True:
+        hardware = rng.choice(DOMAINS)
         case = dict(
-            model=rng.choice(MODELS), hardware=rng.choice(DOMAINS), precision="fp8", presets=presets
+            model=rng.choice(MODELS),
+            hardware=hardware,
+            precision="fp8",
+            n_chips=presets.get("hardware", hardware).scale_up_domain,
+            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+            presets=presets,
         )
-        case["n_chips"] = presets.get("hardware", case["hardware"]).scale_up_domain
-        batch = evaluate("crossover_batch", **case).to("sequence")
-        balanced = balanced_context(case, batch)
-        if balanced >= Q_(SHORTEST, "token/sequence") and context_for(case, batch) > 2 * balanced:
-            return case, batch
-
-
-def balanced_context(case, batch):
-    """The context at which ``batch`` caches take as long to read as the weights."""
-    at = dict(case, batch_size=batch)
-    one = Q_(1, "token/sequence")
-    per_token_of_context = evaluate("kv_fetch_time", **at, context_length=one) / one
-    return (evaluate("weight_fetch_time", **at) / per_token_of_context).to("token/sequence")
+        f = figures(**case)
+        case.update(  # the statement's figures, as a student reads them
+            flops=shown(f["flops"].to("PFLOP/s")),
+            mem_bandwidth=shown(f["mem_bandwidth"].to("TB/s")),
+            hbm_capacity=shown(f["hbm_capacity"].to("GB")),
+            n_total=shown(f["n_total"].to("Gparam")),
+            n_active=shown(f["n_active"].to("Gparam")),
+        )
+        if case["model"] not in GQA:
+            case["kv_bytes_per_token"] = shown(f["kv_bytes_per_token"].to("kB/token"))
+        case["batch_size"] = evaluate("crossover_batch", **case).to("sequence")
+        weights = evaluate("weight_fetch_time", **case)
+        caches = evaluate("kv_fetch_time", **case)
+        share = (caches / (weights + caches)).to("").m
+        held = (evaluate("kv_cache_per_batch", **case) + weight_bytes(figures(**case))).to("TB")
+        room = evaluate("scaleup_memory", **case).to("TB")
+        if KV_SHARE[0] <= share <= KV_SHARE[1] and held < room:
+            return case, held, room
 
 
 def draw(rng, presets) -> Draw:
-    case, batch = scenario(rng, presets)
+    case, held, room = scenario(rng, presets)
     saturation = evaluate("expert_saturation_batch", **case).to("sequence")
+    batch = case["batch_size"]
     require(batch > 10 * saturation, "at the crossover batch every expert is read")
     f = figures(**case)
     weights = weight_bytes(f)
-    kv = f["kv_bytes_per_token"].to("kB/token")
-    # the context at which the batch's cache reads take as long as its weight reads
-    at = dict(case, batch_size=batch)
-    read = evaluate("weight_fetch_time", **at).to("ms")
-    answer = balanced_context(case, batch)
-    balanced = dict(at, context_length=answer)
-    require(abs((evaluate("kv_fetch_time", **balanced) / read).to("").m - 1) < 1e-9)
-    held = context_for(case, batch)  # what the HBM would hold beside the weights
-    require(held > 2 * answer, "the bandwidth caps the context long before the room does")
-    long_step = evaluate("step_time", **dict(at, context_length=held)).to("ms")
-    drain = evaluate("hbm_drain_time", **case).to("ms")
-    flops, bandwidth = f["flops"], f["mem_bandwidth"]
+    kv, context, n = f["kv_bytes_per_token"].to("kB/token"), case["context_length"], case["n_chips"]
+    t_weights = evaluate("weight_fetch_time", **case).to("ms")
+    t_kv = evaluate("kv_fetch_time", **case).to("ms")
+    compute = evaluate("compute_time", **case).to("ms")
+    answer = evaluate("step_time", **case).to("ms")
+    require(abs((answer / (t_weights + t_kv)).to("").m - 1) < 1e-9, "the reads set the step")
+    require(compute < 0.9 * answer, "the multiplies, attention's included, stay under the reads")
+    require(abs((weights / (n * f["mem_bandwidth"]) / t_weights).to("").m - 1) < 1e-3)
+    flops, bandwidth = f["flops"].to("PFLOP/s"), f["mem_bandwidth"].to("TB/s")
     ratio = (flops / bandwidth).to("FLOP/B")
     per_byte = evaluate("dense_crossover_batch", **case).to("sequence")
     sparsity = (f["n_total"] / f["n_active"]).to("").m
-    n = case["n_chips"]
+    caches = (batch * context * f["kv_bytes_per_token"]).to("TB")
+    attention = (f["attention_flops_per_token"] * Q_(1, "token")).to("MFLOP")
     domain = chip_name(presets, case["hardware"])
     name = presets.get("model", case["model"]).name
     box = "rack" if n.m > 8 else "server"
-    shortcut = (2 * f["n_active"] * Q_(1, "FLOP/parameter") / (ratio * kv)).to("token")
-
+    share = (t_kv / answer).to("").m
+    gqa = case["model"] in GQA
+    cache_words = (
+        f"its KV cache is {kv_shape(case['model'], presets)}, kept in FP8"
+        if gqa
+        else f"its KV cache takes {quantity(kv, 3)} of context in FP8"
+    )
     text = (
         f"You serve {name} ({quantity(f['n_total'], 3)} in all, {quantity(f['n_active'], 3)} "
-        f"active per token) in FP8 on one {domain} {box} of {quantity(n)}: each has "
+        f"active per token) in FP8 on one {domain} {box} of {quantity(n)}: each GPU has "
         f"{quantity(f['hbm_capacity'], 3)} of HBM at {quantity(bandwidth, 3)} and does "
-        f"{quantity(flops.to('PFLOP/s'), 3)} of dense FP8 math. You run the batch at which a "
-        "decode step's multiplies in the weights just keep pace with its weight reads "
-        "(attention's own FLOPs aside); the KV "
-        f"cache takes {quantity(kv, 3)} of context in FP8. Up to what context per sequence do "
-        "the batch's cache reads take no longer than its weight reads? Answer in tokens."
+        f"{quantity(flops, 3)} of dense FP8 math. You run the batch at which a decode step's "
+        "multiplies in the weights just keep pace with its weight reads. Each sequence carries "
+        f"{tokens(context)} of context; {cache_words}; attention costs "
+        f"{quantity(attention, 3)} per token of context for each new token. How long does a "
+        "decode step take? Answer in milliseconds."
+    )
+    kv_bytes = (
+        f"A token of context caches a key and a value per KV head per layer, one byte each in "
+        f"FP8: {quantity(kv.to('byte/token'))}. "
+        if gqa
+        else ""
     )
     solution = (
-        f"The batch: the chip does {quantity(ratio, 3)} (FLOPs per byte it reads from HBM), so "
-        "at one byte per weight and two FLOPs per multiply-add it does "
-        f"{number(per_byte.m, 3)} multiply-adds per weight byte read. Every weight is read "
-        "each step (at this batch every expert is hit) but only the active ones multiply, so "
-        f"the batch is {number(per_byte.m, 3)} × {number(sparsity, 3)} (total over active) = "
-        f"{quantity(batch)}.",
+        f"The batch: the GPU does {quantity(ratio, 4)} (FLOPs per byte it reads from HBM), "
+        f"half as many multiply-adds, {number(per_byte.m, 4)}; at one byte per weight a dense "
+        f"model's multiplies keep pace with its weight reads at {number(per_byte.m, 4)} "
+        "sequences. Every weight is read each step (at this batch every expert is hit) but "
+        "only the active ones multiply, so the batch is larger by total over active: "
+        f"{number(per_byte.m, 4)} × {number(f['n_total'].to('Gparam').m)} / "
+        f"{number(f['n_active'].to('Gparam').m)} = {quantity(batch)}.",
         f"The weight reads: {size(weights)} at one byte each over {quantity(n)} × "
-        f"{quantity(bandwidth, 3)}, {quantity(read, 3)} a step.",
-        f"The cache reads match them when the {number(batch.m)} caches together weigh "
-        f"{size(weights)}: each may hold {size(weights)} / ({number(batch.m)} × "
-        f"{quantity(kv, 3)}) = {quantity(answer, 4)}. (The total parameters and the chips "
-        f"cancel: the same figure is twice the active parameters over the chip's "
-        f"{quantity(ratio, 3)} times {quantity(kv, 3)}, {quantity(shortcut, 4)}.)",
-        f"The HBM is not what stops you: beside the weights it would hold "
-        f"{context_tokens(held, 3)} per sequence, but at that context a step reads the whole "
-        f"HBM, {quantity(long_step, 3)} (about one drain time, a chip's HBM over its bandwidth: "
-        f"{quantity(drain, 3)}), "
-        f"{number((long_step / (2 * read)).to('').m, 2)} times the balanced step. Past "
-        f"**{quantity(answer, 4)}** the caches, not the weights, set the step.",
+        f"{quantity(bandwidth, 3)}: {quantity(t_weights, 3)}. By the choice of batch the "
+        "weights' multiplies take as long.",
+        f"{kv_bytes}The caches: {quantity(batch)} × {tokens(context)} × "
+        f"{quantity(kv, 3)} = {size(caches)} (with the weights, {size(held)} of the "
+        f"{box}'s {size(room)}: they fit), read over the same {quantity(n)}: "
+        f"{quantity(t_kv, 3)}.",
+        f"The multiplies, attention's included ({quantity(attention, 3)} × {tokens(context)} "
+        f"more per token), take {quantity(compute, 3)}: under the reads, which set the step. "
+        f"{quantity(t_weights, 3)} + {quantity(t_kv, 3)} = **{quantity(answer, 3)}**, "
+        f"{number(100 * share, 2)}% of it on the caches. A dense model's balanced batch "
+        f"would be {number(sparsity, 3)} times smaller and its caches would cost it that many "
+        "times less of a step: an MoE's large batch makes every token of context "
+        "weigh total/active times more.",
     )
-    mistakes = [
+    dense = dict(case, batch_size=batch / sparsity)
+    slips = [
         Mistake(
-            answer / sparsity,
+            evaluate("step_time", **dense).to("ms"),
             "That batch is a dense model's: an MoE reads every weight but multiplies only its "
-            "active ones, so its batch is larger by total over active parameters, and each of "
-            "its caches must be shorter.",
+            "active ones, so its balanced batch is larger by total over active parameters.",
         ),
         Mistake(
-            answer * 2,
-            "A multiply-add is two FLOPs: counting one per parameter halves the batch and "
-            "doubles the context.",
+            t_weights,
+            "You left the caches out: at this batch the weights' reads and multiplies balance, "
+            "but every sequence's cache must be read too.",
         ),
         Mistake(
-            held,
-            "That is the context the HBM holds beside the weights: there the cache reads take "
-            "far longer than the weight reads.",
+            t_weights + 2 * t_kv,
+            "FP8 stores a cache value in one byte, not two (or: a multiply-add is two FLOPs, "
+            "and counting one doubles the batch).",
         ),
-        Mistake(answer / 2, "FP8 stores a cache value in one byte, not two."),
+        Mistake(answer * n.m, f"The reads are shared by all {quantity(n)}: divide by them."),
     ]
-    mistakes = [m for m in mistakes if abs((m.value / answer).to("").m - 1) > 0.05]
+    if gqa:
+        slips.append(
+            Mistake(
+                t_weights + t_kv / 2, "The cache holds a key and a value per head: two vectors."
+            )
+        )
+    mistakes = distinct_mistakes(slips, answer, 0.02)
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=0.03,
-        mistakes=tuple(mistakes),
-        hint="First find the batch (multiplies as long as the weight reads); then ask how long "
-        "each cache may grow before the batch's caches weigh as much as the weights.",
+        tolerance=0.02,
+        mistakes=mistakes,
+        hint="First find the batch (multiplies as long as the weight reads); then add the "
+        "time to read every sequence's cache, and check the multiplies stay under the reads.",
     )

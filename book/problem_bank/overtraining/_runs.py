@@ -23,3 +23,34 @@ def model_and_tokens(rng, presets, models) -> tuple:
         else Q_(rng.choice(token_choices), "Ttoken").to("token")
     )
     return model_id, model, tokens
+
+
+def month_text(months) -> str:
+    """A deployment's length in months with the month it means (pint's: a twelfth of a
+    Julian year), so a student's 720- or 730-hour month is not left to chance.
+
+    >>> month_text(Q_(6, "month"))
+    '6 months (a month here is 730.5 hours, a twelfth of a year)'
+    >>> month_text(Q_(1, "month")).split(" (")[0]
+    '1 month'
+    """
+    from book.format import number
+
+    hours = Q_(1, "month").to("hour")
+    word = "month" if months.m == 1 else "months"
+    return (
+        f"{number(months.m)} {word} (a month here is {number(hours.m, 4)} hours, a twelfth of "
+        "a year)"
+    )
+
+
+def served_text(rate, months, served) -> str:
+    """The solution's step that turns a rate and months into tokens, the seconds shown."""
+    from book.format import number, quantity
+
+    seconds = months.to("s")
+    word = "month" if months.m == 1 else "months"
+    return (
+        f"Tokens served: {quantity(rate)} × {number(months.m)} {word} ({quantity(seconds, 4)}) "
+        f"= {quantity(served)}."
+    )

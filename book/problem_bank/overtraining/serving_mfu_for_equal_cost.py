@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, require
-from book.problem_bank.overtraining._runs import model_and_tokens
+from book.problem_bank.overtraining._runs import model_and_tokens, month_text, served_text
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -56,7 +56,6 @@ def draw(rng, presets) -> Draw:
     forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     train = (compute / (model.params_active * tokens)).to(forward.units)  # forward and backward
     fwd, trn = number(forward.m), number(train.m)
-    month_word = "month" if months.m == 1 else "months"
     moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
         f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
@@ -66,12 +65,12 @@ def draw(rng, presets) -> Draw:
     text = (
         f"A lab pre-trained {model.name} ({params}) on {quantity(tokens)} at "
         f"{number(100 * train_mfu)}% MFU. It plans to serve it at a steady {quantity(rate)} "
-        f"for {number(months.m)} {month_word}, on the same kind of GPU, and wants the serving "
+        f"for {month_text(months)}, on the same kind of GPU, and wants the serving "
         "to take no more GPU time than the pre-training did. What MFU must serving reach, at "
         "least? Ignore attention; answer as a fraction of peak (or a percentage)."
     )
     solution = (
-        f"Tokens served: {quantity(rate)} × {number(months.m)} {month_word} = {quantity(served)}.",
+        served_text(rate, months, served),
         f"A trained token costs {trn} FLOP per active parameter (forward and backward), a "
         f"served one {fwd} (forward only): pre-training did {quantity(compute)} of useful "
         f"work, serving will do {quantity(useful)}.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake
+from book.problem_bank.overtraining._runs import month_text, served_text
 from derivations import get
 from derivations.inputs import reachable
 from derivations.notation import flops_per_param_token
@@ -50,7 +51,6 @@ def draw(rng, presets) -> Draw:
     chinchilla = _value("chinchilla_tokens", **case).to("token")
     factor = _value("overtraining_factor", training_tokens=trained, **case).to("")
     per_param = (chinchilla / active).to("token/parameter")
-    month_word = "month" if months.m == 1 else "months"
     forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     one = dict(n_active=Q_(1, "parameter"), training_tokens=Q_(1, "token"), presets=presets)
     train = (_value("training_flops", **one) / Q_(1, "parameter*token")).to(forward.units)
@@ -58,13 +58,13 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"A lab will serve a model with {quantity(active)} active per token at a steady "
-        f"{quantity(rate)} for {number(months.m)} {month_word}, and serving reaches only "
+        f"{quantity(rate)} for {month_text(months)}, and serving reaches only "
         f"{share} of the MFU pre-training does. It wants to spend as much GPU time on "
         "pre-training as on serving. How many times more tokens than the compute-optimal "
         "(Chinchilla) count should it pre-train on?"
     )
     solution = (
-        f"Tokens served: {quantity(rate)} × {number(months.m)} {month_word} = {quantity(served)}.",
+        served_text(rate, months, served),
         f"A trained token costs {trn} FLOP per active parameter (forward and backward); a "
         f"served one costs {fwd} (forward only), but at 1/{eta} of the utilisation, so in chip "
         f"time it costs as much as {weight} at training's MFU. Equal cost means pre-training "

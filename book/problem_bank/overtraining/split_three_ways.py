@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank.overtraining._runs import month_text, served_text
 from derivations import get
 from derivations.inputs import reachable
 from derivations.notation import flops_per_param_token
@@ -67,13 +68,12 @@ def draw(rng, presets) -> Draw:
         forward * eta * active * served,
     ]
     require(all(abs((b / bills[0]).to("").m - 1) < 1e-9 for b in bills), "the bills balance")
-    month_word = "month" if months.m == 1 else "months"
     fwd, trn = number(forward.m), number(train.m)
     cost = number(per_rollout.m, 3)
 
     text = (
         f"A lab will serve a new model ({quantity(active)} active per token) at a steady "
-        f"{quantity(rate)} for {number(months.m)} {month_word}; serving reaches {serving_share} "
+        f"{quantity(rate)} for {month_text(months)}; serving reaches {serving_share} "
         "of the MFU pre-training does. Before that, an RL phase generates rollouts and trains "
         f"on {trained_text} of the generated tokens (a forward and backward pass over them), "
         f"the whole phase at {rl_share} of pre-training's MFU. The lab splits its GPU time "
@@ -85,7 +85,7 @@ def draw(rng, presets) -> Draw:
         "Each phase's bill trades against the others (more pre-training and RL buy a better "
         "model for the same serving, or a smaller one), and a sum of such bills is smallest "
         "near where they are equal: give each phase about the same GPU time.",
-        f"Tokens served: {quantity(rate)} × {number(months.m)} {month_word} = {quantity(served)}.",
+        served_text(rate, months, served),
         f"A served token costs {fwd} FLOP per active parameter at 1/{eta} of pre-training's "
         f"MFU, as much chip time as {number(eta * forward.m)} would at pre-training's; a "
         f"pre-training token costs {trn}. Equal GPU time: {quantity(served)} × "

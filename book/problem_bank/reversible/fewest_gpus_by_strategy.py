@@ -169,9 +169,12 @@ def draw(rng, presets) -> Draw:
         "twice the geometric mean of the whole network's internals and one layer's input "
         "(segments hold whole layers, which changes it by under a percent). A reversible "
         f"network keeps the last output ({kept}) plus the one layer's internals being worked "
-        f"on ({stored}). Both re-run each layer's forward once on the way back (a segment is "
-        "recomputed once, with its internals; a reversible layer rebuilds its input and its "
-        f"internals in one run): one extra forward pass, {revnet} FLOP per parameter per token.",
+        f"on ({stored}). Here both re-run each layer's forward once on the way back (a segment "
+        "is recomputed once, holding its internals; a reversible layer rebuilds its input and "
+        f"its internals in one run): one extra forward pass, {revnet} FLOP per parameter per "
+        "token. How many extra passes checkpointing costs depends on its scheme: one that "
+        "keeps only layer inputs while a segment is recomputed must run each layer's forward "
+        "a second time for its internals, two extra passes.",
         "Each option needs enough GPUs for its memory (state plus a step's activations over "
         "the HBM) and for the deadline (every FLOP executed, recompute included, over a GPU's "
         f"delivered rate, {number(100 * MFU)}% of peak, and the days), each rounded up: a "

@@ -93,8 +93,10 @@ def draw(rng, presets) -> Draw:
         f"The reversible version fits **{quantity(gain, 4)}** more, "
         f"{number((longest_rev / longest_ckpt).to('').m, 3)} times the length: not "
         f"{layers} times, because the working layer, not the stored inputs, dominates both. "
-        "(It also recomputes less: one extra forward pass against checkpointing's two, one to "
-        "rebuild a segment's inputs and one for each layer's internals.)",
+        "(It also recomputes less: one extra forward pass against this scheme's two, one to "
+        "rebuild a segment's layer inputs and one for each layer's internals. The recompute "
+        "depends on the scheme: a checkpointing scheme that holds a whole segment's internals "
+        "while recomputing it pays one extra pass, and more memory.)",
     )
 
     def gained(free, ckpt_per_token, rev_per_token):

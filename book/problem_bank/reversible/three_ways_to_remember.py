@@ -123,7 +123,9 @@ def draw(rng, presets) -> Draw:
         f"({_size(layer)}), {_size(reversible)} per sequence whatever the depth; "
         f"{counts['rev']:,} fit.",
         f"Both schemes pay one extra forward pass, {number(forward.m)} FLOP per parameter per "
-        "token on top of training's usual cost, a third more; storing pays nothing but fits "
+        "token on top of training's usual cost, a third more (this checkpointing holds a "
+        "segment's internals as it recomputes it; a scheme that kept only layer inputs would "
+        "pay a second pass); storing pays nothing but fits "
         f"{counts['full']:,}. At equal price the reversible network fits {counts['rev']:,} − "
         f"{counts['ckpt']:,} = **{quantity(answer, 4)}** more per GPU.",
     )

@@ -7,6 +7,7 @@ from functools import cache
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, require
+from book.problem_bank.batching._figures import kv_shape, kv_values
 from book.problem_bank.validation._mlperf import NO_ATTENTION
 from derivations import get
 from derivations.inputs import reachable
@@ -189,11 +190,13 @@ def draw(rng, presets) -> Draw:
     model = presets.get("model", row.model)
     fit = s["fit"]
     version, _, _ = row.name.partition(":")
+    kv_token = _ev("kv_bytes_per_token", case)
+    kv_value = (kv_token / _ev("gqa_kv_values_per_token", case)).to("byte/value")
 
     text = (
         f"You serve {model.name} ({quantity(model.params_total)}, dense; weights in "
-        f"{NAMES[row.weights]}, KV cache in {NAMES[row.kv]} at "
-        f"{quantity(_ev('kv_bytes_per_token', case).to('kB/token'))}) on "
+        f"{NAMES[row.weights]}; its KV cache is {kv_shape(row.model, presets)}, kept in "
+        f"{NAMES[row.kv]}) on "
         f"{chip.name.split(' (')[0]} GPUs, one replica per GPU "
         f"({quantity(chip.hbm_capacity)} of HBM at {quantity(chip.hbm_bandwidth)}, "
         f"{quantity(s['flops'])} dense in {NAMES[s['compute_precision']]}). Requests bring "
@@ -217,7 +220,9 @@ def draw(rng, presets) -> Draw:
     solution = [
         f"A sequence's context averages {quantity(s['context'] * ONE)} (prompt plus half the "
         f"output), and each output token carries {number(s['rho'].m, 3)} prompt tokens of "
-        f"prefill. Beside the weights, one GPU holds {quantity(fit)}, so "
+        f"prefill. A token of context caches {kv_values(row.model, presets)} at "
+        f"{quantity(kv_value, 3)} in {NAMES[row.kv]}: {quantity(kv_token.to('kB/token'))}. "
+        f"Beside the weights, one GPU holds {quantity(fit)}, so "
         + (
             "every batch offered fits."
             if len(options) == len(menu)
