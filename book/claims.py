@@ -181,6 +181,7 @@ def judge(raw: dict, claim_id: str, presets: Presets, standards: dict) -> Verdic
     standard = _standard(raw, standards, where)
     low, high = _range(raw, where)
     lo, hi = _bounds(standard, low, high)
+
     def computed(key: str) -> tuple[Case, ...]:
         out = []
         for i, raw_case in enumerate(raw.get(key, ())):

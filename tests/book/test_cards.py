@@ -304,7 +304,9 @@ def test_a_claim_card_says_holds_only_when_every_case_lands_in_range(deck):
         premise = inside(audit[cid].premise_cases, lo, hi)
         said = VERDICT.match(c.back)[0]
         verdict_line = c.back.split("\n\n")[0]
-        missed = [quantity(v.value, 3) for v, ok in zip(audit[cid].cases, hits) if not ok]
+        missed = [
+            quantity(v.value, 3) for v, ok in zip(audit[cid].cases, hits, strict=True) if not ok
+        ]
         if all(hits):
             assert said == "**Holds.**", (c.id, said)
         elif any(hits):
