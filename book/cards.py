@@ -569,8 +569,8 @@ WHATIFS = (
         front="{model} on an {chip} moves from {precision} to FP8, weights and arithmetic "
         "alike. What happens to the crossover batch $B^*$, where compute catches up with the "
         "weight fetch (ignoring attention and the KV cache)?",
-        why="FP8 doubles the FLOP/s but halves the bytes of every weight: the weight fetch "
-        "and the compute per sequence both halve, so their balance point stays put.",
+        why="FP8 doubles the FLOP/s but halves the bytes of every weight, so the chip's "
+        "multiply-adds per weight read, which set the crossover, stay put.",
     ),
     dict(
         id="batch-below-crossover",
@@ -842,8 +842,9 @@ COMPARISONS = (
         "the KV cache",
         {"hardware": "h100_sxm", "precision": "fp8"},
         "sparsity-batch",
-        "The crossover batch is the chip's FLOP-per-byte ratio times the sparsity, total over "
-        "active parameters, and Kimi K2's is the higher: more total parameters, fewer active.",
+        "The crossover batch is the chip's multiply-adds per weight read, its FLOP/s times the "
+        "bytes per weight over twice its bandwidth, times total over active parameters; Kimi "
+        "K2's ratio is the higher: more total parameters, fewer active.",
     ),
     (
         "kv_bytes_per_token",
@@ -952,12 +953,17 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
                 value=quantity(c.value, 3),
                 label=_case_label(r, v.equation, presets),
                 inside=c.in_range,
-                missed=not c.in_range and v.verdict != "wrong",
+                missed=not c.in_range and v.verdict in ("holds", "holds, with a caveat"),
             )
             for c, r in zip(v.cases, raw[cid]["cases"], strict=True)
         ]
+        premise = [
+            SimpleNamespace(value=quantity(c.value, 3), inside=c.in_range) for c in v.premise_cases
+        ]
         if "verdict" in entry:
-            line = render(entry["verdict"], v.chapter, where, cases=cases, claimed=v.expected)
+            line = render(
+                entry["verdict"], v.chapter, where, cases=cases, premise=premise, claimed=v.expected
+            )
         else:
             # `hide`: presets whose cases the card leaves out (a figure that adds nothing); a
             # case the claim misses is always shown, against the claimed figure
@@ -968,11 +974,11 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
                 for c, r in zip(cases, raw[cid]["cases"], strict=True)
                 if c.missed or not hide & {str(x) for x in r.values()}
             )
-            caveat = raw[cid].get("caveat", "") if v.verdict != "wrong" else ""
+            caveat = raw[cid].get("caveat", "") if v.verdict.startswith("holds") else ""
             line = f"{caveat}. {sentence(line)}" if caveat else line
         line = line.rstrip(".") + "."
         # "**Wrong.** The A100 ...", "**Holds, with a caveat:** per chip ..."
-        mark = ":" if v.verdict == "holds, with a caveat" else "."
+        mark = ":" if "," in v.verdict else "."
         line = sentence(line) if mark == "." else line
         why = render(entry["why"].strip(), v.chapter, where)
         moment = claim_moment(v.said_by)

@@ -2,7 +2,10 @@
 
 Claims live in ``book/claims.toml``: what was said, by whom, the figure with its unit, a
 tolerance, and the cases (presets and the claim's own assumptions) to compute it on. The verdict
-is computed, so a preset change updates it.
+is computed, so a preset change updates it, by one rule (:func:`verdict_of`): every case within
+the claim's standard, *holds*; some, *holds, with a caveat*; none, but the claim's own arithmetic
+redone on its own premise lands (its ``premise_cases``), *premise wrong, method right*; else
+*wrong*.
 
 >>> audit = audit_claims()
 >>> audit["rubin_drain"].verdict
@@ -26,7 +29,7 @@ from units import ChalkboardError, parse_quantity
 from units.presets import Presets, load
 
 CLAIMS = Path(__file__).with_name("claims.toml")
-VERDICTS = ("holds", "holds, with a caveat", "wrong")
+VERDICTS = ("holds", "holds, with a caveat", "premise wrong, method right", "wrong")
 PRECISIONS = ("weight_precision", "kv_precision", "compute_precision")  # each defaults to precision
 CHOICES = ("hardware", "model", "precision", *PRECISIONS, "price", "api", "tier", "fit")
 
@@ -53,6 +56,31 @@ class Verdict:
     note: str
     equation: str
     judged: str = ""  # the standard: its tolerance and the reason for it
+    premise: str = ""  # the claim's own premise, where it states one
+    premise_cases: tuple[Case, ...] = ()  # its arithmetic redone on that premise
+
+
+def verdict_of(cases, premise_cases=()) -> str:
+    """The one verdict rule, from which cases land within the claim's standard: all of them,
+    'holds'; some, 'holds, with a caveat'; none, 'premise wrong, method right' when the claim's
+    arithmetic redone on its own premise lands (every premise case), else 'wrong'.
+
+    >>> from types import SimpleNamespace as S
+    >>> verdict_of([S(in_range=True), S(in_range=False)])
+    'holds, with a caveat'
+    >>> verdict_of([S(in_range=False)], [S(in_range=True)])
+    'premise wrong, method right'
+    >>> verdict_of([S(in_range=False)], [S(in_range=False)])
+    'wrong'
+    """
+    hits = sum(c.in_range for c in cases)
+    if hits == len(cases):
+        return VERDICTS[0]
+    if hits:
+        return VERDICTS[1]
+    if premise_cases and all(c.in_range for c in premise_cases):
+        return VERDICTS[2]
+    return VERDICTS[3]
 
 
 def _range(raw: dict, where: str) -> tuple[pint.Quantity, pint.Quantity | None]:
@@ -108,11 +136,12 @@ def _bounds(raw: dict, low, high):
 def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tuple[str, object]:
     choices = {k: raw_case[k] for k in CHOICES if k in raw_case}
     overrides = dict(raw_case.get("set", {}))
-    unknown = set(raw_case) - {*CHOICES, "set", "over", "computed"}
+    unknown = set(raw_case) - {*CHOICES, "set", "over", "computed", "equation", "times"}
     if unknown:
         raise ChalkboardError(f"{where}: unknown case field {sorted(unknown)[0]!r}")
     for name, other in raw_case.get("computed", {}).items():  # an input from another equation
         overrides[name] = derivations.get(other).evaluate(presets=presets, **choices)
+    equation = raw_case.get("equation", equation)  # a premise case may redo another relation
     value = derivations.get(equation).evaluate(presets=presets, **choices, **overrides)
     label = ", ".join(
         f"{k.replace('_precision', '')} {str(v).upper()}"
@@ -130,6 +159,10 @@ def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tu
         reference = {k: v for k, v in overrides.items() if k != "batch_size" and k in reads}
         value = value / other.evaluate(presets=presets, **choices, **reference)
         label += f", over the {other.title[:1].lower() + other.title[1:]}"
+    if "times" in raw_case:  # a factor the claim itself states (the lecture's sparsity of 8)
+        factor = float(raw_case["times"])
+        value = value * factor
+        label += f", times the claim's {number(factor, 3)}"
     return label, value
 
 
@@ -148,24 +181,26 @@ def judge(raw: dict, claim_id: str, presets: Presets, standards: dict) -> Verdic
     standard = _standard(raw, standards, where)
     low, high = _range(raw, where)
     lo, hi = _bounds(standard, low, high)
-    cases = []
-    for i, raw_case in enumerate(raw["cases"]):
-        label, value = _evaluate(raw_case, raw["equation"], presets, f"{where}.cases[{i}]")
-        v = value.to(low.units) if value.dimensionality == low.dimensionality else None
-        if v is None:
-            raise ChalkboardError(
-                f"{where}: {raw['equation']} gives {value.dimensionality}, "
-                f"but the claim is in {low.units}"
-            )
-        ok = bool(v >= lo) and (hi is None or bool(v <= hi))
-        cases.append(Case(label, v, ok))
+
+    def computed(key: str) -> tuple[Case, ...]:
+        out = []
+        for i, raw_case in enumerate(raw.get(key, ())):
+            label, value = _evaluate(raw_case, raw["equation"], presets, f"{where}.{key}[{i}]")
+            v = value.to(low.units) if value.dimensionality == low.dimensionality else None
+            if v is None:
+                raise ChalkboardError(
+                    f"{where}: {raw['equation']} gives {value.dimensionality}, "
+                    f"but the claim is in {low.units}"
+                )
+            ok = bool(v >= lo) and (hi is None or bool(v <= hi))
+            out.append(Case(label, v, ok))
+        return tuple(out)
+
+    if bool(raw.get("premise")) != bool(raw.get("premise_cases")):
+        raise ChalkboardError(f"{where}: a premise needs premise_cases, and the reverse")
+    cases, premise_cases = computed("cases"), computed("premise_cases")
     hits = sum(c.in_range for c in cases)
-    if hits == len(cases):
-        verdict = VERDICTS[1] if raw.get("caveat") else VERDICTS[0]
-    elif hits:
-        verdict = VERDICTS[1]
-    else:
-        verdict = VERDICTS[2]
+    verdict = verdict_of(cases, premise_cases)
     caveat = raw.get("caveat", "")
     if 0 < hits < len(cases):
         misses = "; ".join(
@@ -194,6 +229,8 @@ def judge(raw: dict, claim_id: str, presets: Presets, standards: dict) -> Verdic
         raw.get("note", ""),
         raw["equation"],
         judged_text(standard),
+        raw.get("premise", ""),
+        premise_cases,
     )
 
 
@@ -251,6 +288,10 @@ def claims_context(presets: Presets | None = None) -> dict:
                 "computed": "; ".join(f"{quantity(c.value)} ({c.label})" for c in v.cases),
                 "verdict": v.verdict,
                 "judged": v.judged,
+                "premise": v.premise,
+                "premise_computed": "; ".join(
+                    f"{quantity(c.value)} ({c.label})" for c in v.premise_cases
+                ),
                 "caveat": v.caveat,
                 "note": v.note,
                 "equation": equation_link(derivations.get(v.equation), "claims.md"),
@@ -261,4 +302,8 @@ def claims_context(presets: Presets | None = None) -> dict:
         if rows:
             chapters.append({"title": chapter.title, "id": chapter.id, "rows": rows})
     counts = {name: sum(v.verdict == name for v in audit.values()) for name in VERDICTS}
-    return {"chapters": chapters, "counts": counts, "total": len(audit)}
+    data = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))
+    standards = [
+        {"name": name, "text": judged_text(std)} for name, std in data.get("standard", {}).items()
+    ]
+    return {"chapters": chapters, "counts": counts, "total": len(audit), "standards": standards}

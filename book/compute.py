@@ -71,7 +71,8 @@ def _claim_counts(presets) -> dict:
     from book.claims import VERDICTS, audit_claims
 
     verdicts = [v.verdict for v in audit_claims(presets).values()]
-    return dict(zip(("holds", "caveat", "wrong"), map(verdicts.count, VERDICTS), strict=True))
+    names = ("holds", "caveat", "premise", "wrong")
+    return dict(zip(names, map(verdicts.count, VERDICTS), strict=True))
 
 
 def site_context(presets: Presets | None = None) -> dict:

@@ -273,10 +273,12 @@ def _accepted(raw: dict, standards: dict):
 
 
 def test_a_claim_card_says_holds_only_when_every_case_lands_in_range(deck):
-    """The verdict on a claim card agrees with the claim's stated range: 'Holds.' only when
-    every case lands inside it and no caveat is noted, 'Wrong.' only when none does; and a
-    case outside the range is on the verdict line with its figure whenever the verdict is not
-    'Wrong' (a 'Wrong' card shows at least one of its misses)."""
+    """The verdict on a claim card follows the one rule (book/claims.toml's header), from
+    the claim's stated range: 'Holds.' when every case lands inside it, 'Holds, with a caveat:'
+    when some do, and when none does 'Premise wrong, method right:' if every case redone on the
+    claim's own premise lands, else 'Wrong.'. A case outside the range is on the verdict line
+    with its figure whenever the verdict holds with a caveat; a card on a missed claim shows at
+    least one miss, and one on a wrong premise the premise's figure too."""
     import tomllib
 
     from book.claims import CLAIMS, audit_claims
@@ -286,28 +288,39 @@ def test_a_claim_card_says_holds_only_when_every_case_lands_in_range(deck):
     toml = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))
     raw, standards = toml["claim"], toml["standard"]
     audit = audit_claims(presets)
+
+    def inside(values, lo, hi):
+        return [
+            bool(v.value.to(lo.units).m >= lo.m * (1 - 1e-9))
+            and (hi is None or bool(v.value.to(hi.units).m <= hi.m * (1 + 1e-9)))
+            for v in values
+        ]
+
     checked = 0
     for c in (c for c in deck if c.kind == "claim"):
         cid = c.id.split(":", 1)[1]
         lo, hi = _accepted(raw[cid], standards)
-        inside = [
-            bool(v.value.to(lo.units).m >= lo.m * (1 - 1e-9))
-            and (hi is None or bool(v.value.to(hi.units).m <= hi.m * (1 + 1e-9)))
-            for v in audit[cid].cases
-        ]
+        hits = inside(audit[cid].cases, lo, hi)
+        premise = inside(audit[cid].premise_cases, lo, hi)
         said = VERDICT.match(c.back)[0]
         verdict_line = c.back.split("\n\n")[0]
-        cases = zip(audit[cid].cases, inside, strict=True)
-        missed = [quantity(v.value, 3) for v, ok in cases if not ok]
-        if all(inside) and not raw[cid].get("caveat"):
+        missed = [
+            quantity(v.value, 3) for v, ok in zip(audit[cid].cases, hits, strict=True) if not ok
+        ]
+        if all(hits):
             assert said == "**Holds.**", (c.id, said)
-        elif not any(inside):
-            assert said == "**Wrong.**", (c.id, said)
-            assert any(f in verdict_line for f in missed), (c.id, missed)
-        else:
+        elif any(hits):
             assert said == "**Holds, with a caveat:**", (c.id, said)
             for figure in missed:  # the miss is shown with its figure
                 assert figure in verdict_line, (c.id, figure)
+        elif premise and all(premise):
+            assert said == "**Premise wrong, method right:**", (c.id, said)
+            assert any(f in verdict_line for f in missed), (c.id, missed)
+            shown = [quantity(v.value, 3) for v in audit[cid].premise_cases]
+            assert any(f in verdict_line for f in shown), (c.id, shown)
+        else:
+            assert said == "**Wrong.**", (c.id, said)
+            assert any(f in verdict_line for f in missed), (c.id, missed)
         checked += 1
     assert checked >= 4  # four duplicate claim cards cut
 
@@ -340,7 +353,9 @@ def test_the_reason_gate_fails_a_bare_verdict():
 
 # -- what a fresh reader marked weak: long backs, two questions, undefined symbols ------------
 
-VERDICT = re.compile(r"\*\*(?:Holds|Holds, with a caveat|Wrong)[.:]\*\*")
+VERDICT = re.compile(
+    r"\*\*(?:Holds|Holds, with a caveat|Premise wrong, method right|Wrong)[.:]\*\*"
+)
 MAX_SENTENCES, MAX_WORDS = 3, 70
 
 
