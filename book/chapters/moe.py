@@ -8,7 +8,7 @@ what a scale-up domain can hold.
 """
 
 from book.context import Evaluator, cell_in, header
-from book.format import chip_name, context_tokens, quantity, said, said_number
+from book.format import chip_name, context_tokens, number, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -333,8 +333,8 @@ def _hardware_table(presets: Presets) -> dict:
     columns = (
         ("scale-up domain", "chip"),
         ("domain HBM", "TB"),
-        ("KV cache at the crossover", "TB"),
-        ("parameters beside it", "Tparameter"),
+        ("KV cache at the crossover, FP8", "TB"),
+        ("FP8 parameters beside it", "Tparameter"),
         ("scale-up / scale-out", "dimensionless"),
     )
     rows = []
@@ -358,11 +358,25 @@ def _hardware_table(presets: Presets) -> dict:
             beside,
             lambda ev=ev: ev.q("hardware_scale_out_penalty"),
         )
-        cells = [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)]
+        # the chip count whole, the rest at two figures, as a person reads a comparison
+        cells = [
+            cell_in(u, f) if i == 0 else _two_figures(u, f)
+            for i, ((_, u), f) in enumerate(zip(columns, values, strict=True))
+        ]
         if cells[2] != "—" and cells[3] == "—":  # the KV cache alone fills the domain
             cells[3] = "none"
         rows.append({"name": hw.name, "short": chip_name(hw), "cells": cells})
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _two_figures(in_unit: str, compute) -> str:
+    """A table cell at two significant figures (:func:`book.context.cell_in` keeps four).
+
+    >>> _two_figures("TB", lambda: Q_(0.05194, "TB")), _two_figures("TB", lambda: None)
+    ('0.052', '—')
+    """
+    cell = cell_in(in_unit, compute)
+    return cell if cell == "—" else number(compute().to(in_unit).magnitude, 2)
 
 
 def _generations(presets: Presets, rack) -> dict:
