@@ -499,6 +499,7 @@ def _once_per_rack(
         "alltoall_hw": _us(one * slow_hw),
         "ratio": said_number(slow * ratio_one, 3),
         "ratio_hw": said_number(slow_hw * ratio_one, 3),
+        "ratio_ctx": said_number(slow * ratio_one_ctx, 3),
         "ratio_hw_ctx": said_number(slow_hw * ratio_one_ctx, 3),
         "hides_hw": bool(slow_hw * ratio_one < 1),
         "break_even": said_number(break_even, 3),
