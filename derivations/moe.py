@@ -372,7 +372,14 @@ register(
                     cost_per_token.sym: compute_cost_floor.sym,
                 },
                 compute_cost_floor.sym,
-                n * p * (c_f * u * B * N_a / (n * F)) / (u * B),
+                # unevaluated, so the page shows B and n before they cancel in the next step
+                sp.Mul(
+                    n,
+                    p,
+                    sp.Mul(c_f, u, B, N_a, sp.Pow(n * F, -1)),
+                    sp.Pow(u * B, -1),
+                    evaluate=False,
+                ),
                 "past the crossover the step takes its compute time",
             ),
             rewrite(compute_cost_floor.sym, c_f * N_a * p / F, "batch and chips cancel"),
