@@ -1404,6 +1404,18 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             linewidth=1.6,
             label=f"all-to-all, scale-out {penalty_hw}x slower (the rack's)",
         )
+        for key, colour, penalty in (
+            ("once_lecture", PALETTE[0], lecture_penalty),
+            ("once_hardware", PALETTE[1], penalty_hw),
+        ):
+            ax.plot(
+                racks,
+                [t * us for t in data[key]],
+                linestyle=":",
+                color=colour,
+                linewidth=1.6,
+                label=f"sent once per rack, {penalty}x",
+            )
         ax.axhline(
             layer * us,
             color=PALETTE[2],
@@ -1443,11 +1455,22 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
         f"layer's compute time of {spoken(Q_(layer * us, 'microsecond'))}; "
         f"{spoken(Q_(two, 'microsecond'))} over two racks at the lecture's penalty, above it."
     )
+    chips = spoken(data["chips"])
     caption = (
-        f"One MoE layer of {model} on {rack} chips at the crossover batch: inside one rack the "
-        f"all-to-all takes less time than the layer's compute and can hide behind it; from two "
-        f"racks on it takes longer than the compute, more so at the rack's own "
-        f"{penalty_hw}x penalty than at the lecture's {lecture_penalty}x."
+        f"One MoE layer of {model} at the crossover batch on {chips} of {rack}, the same "
+        f"chips split across 1 to {racks[-1]} racks, so the layer's compute (green) does not "
+        "change; "
+        "only the network does. Sending a copy to every routed expert (the lecture's count, "
+        "solid), inside one rack the all-to-all hides behind the compute; from two racks on it "
+        f"takes longer, more so at the rack's own {penalty_hw}x penalty than at the lecture's "
+        f"{lecture_penalty}x. Dotted: sending one copy per other rack and fanning it out over "
+        "NVLink (DeepSeek-V3's dispatch), "
+        + (
+            f"two racks at {lecture_penalty}x take the one-rack time."
+            if data["once_lecture"][1] <= data["lecture"][0] * 1.001
+            else f"two racks at {lecture_penalty}x take "
+            f"{spoken(Q_(data['once_lecture'][1] * us, 'microsecond'))}."
+        )
     )
     ctx_layer = data["layer_compute_ctx"].to("ms").m
     if ctx_layer > 1.01 * layer:

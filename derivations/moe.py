@@ -37,10 +37,13 @@ from derivations.notation import (
     multi_rack_slowdown,
     n_active,
     n_chips,
+    offrack_copies,
     offrack_fraction,
     offrack_slowdown,
+    once_per_rack_slowdown,
     onrack_slowdown,
     price_per_chip_hour,
+    rack_missed_share,
     racks_spanned,
     scale_out_bandwidth,
     scale_out_penalty,
@@ -168,6 +171,101 @@ register(
     )
 )
 
+DEEPSEEK_V3 = "DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report' (arXiv 2412.19437)"
+COPIES = (r - 1) * (1 - (1 - 1 / r) ** k)
+p_miss = rack_missed_share.sym
+register(
+    Equation(
+        id="offrack_copies",
+        title="Copies of a token that leave its rack, one per other rack",
+        lhs=offrack_copies,
+        rhs=COPIES,
+        chapter=CHAPTER,
+        source=Source(
+            DEEPSEEK_V3,
+            "",
+            "section 3.2.2: each token 'will first be transmitted via IB to the GPUs with the "
+            "same in-node index on its target nodes', then 'forwarded via NVLink to specific "
+            "GPUs that host their target experts'; section 2.1.2: 'each token will be sent to "
+            "at most M nodes' (M = 4)",
+        ),
+        assumptions=(
+            "dispatch sends one copy to each other rack that holds at least one of the token's "
+            "k experts, and a chip there fans it out over NVLink; combine sums that rack's "
+            "outputs first and returns one copy",
+            "each of the k experts sits in a given rack with probability 1/r, independently "
+            "(drawing k distinct experts of many, evenly spread, changes the count very little)",
+            "a node-limited router (DeepSeek-V3's, M = 4) caps the copies at M; uniform routing "
+            "stays below that up to a few racks",
+        ),
+        derivation=Derivation(
+            given(
+                offrack_copies.sym,
+                (r - 1) * (1 - p_miss),
+                "each of the r - 1 other racks gets one copy unless it holds none of the "
+                "token's experts",
+            ),
+            substitute(
+                {p_miss: (1 - 1 / r) ** k},
+                offrack_copies.sym,
+                COPIES,
+                "each of the k experts misses a given rack with probability 1 - 1/r",
+            ),
+        ),
+        summary="Sending once per other rack, a token crosses the network about once at two "
+        "racks, not k/2 times: the count the lecture's per-expert all-to-all overstates.",
+    )
+)
+
+ONCE = sp.Max(1, COPIES * pi / k)
+register(
+    Equation(
+        id="once_per_rack_slowdown",
+        title="Slowdown over racks when dispatch sends once per rack",
+        lhs=once_per_rack_slowdown,
+        rhs=ONCE,
+        chapter=CHAPTER,
+        source=Source(
+            DEEPSEEK_V3,
+            "",
+            "section 3.2.2: IB and NVLink traffic 'fully overlapped'; NVLink 160 GB/s, "
+            "'roughly 3.2 times that of IB (50 GB/s)'",
+        ),
+        assumptions=(
+            "as for the off-rack copies",
+            "every one of the k copies still crosses NVLink once (the home rack's directly, the "
+            "others after landing), so the on-rack share takes the one-rack time; a copy that "
+            "lands on its expert's own chip makes this slightly pessimistic",
+            "the off-rack copies ride the network ports pi times slower, at the same time as "
+            "NVLink, so the layer waits for the slower of the two",
+        ),
+        derivation=Derivation(
+            given(
+                once_per_rack_slowdown.sym,
+                sp.Max(s_on, s_off),
+                "on-rack and off-rack bytes move at once on separate links: the slower sets "
+                "the pace",
+            ),
+            substitute(
+                {s_on: sp.Integer(1), s_off: offrack_copies.sym * pi / k},
+                once_per_rack_slowdown.sym,
+                sp.Max(1, offrack_copies.sym * pi / k),
+                "against the one-rack time (k copies on NVLink), NVLink still carries all k "
+                "and the network c_out of them at pi times less bandwidth",
+            ),
+            substitute(
+                {offrack_copies.sym: COPIES},
+                once_per_rack_slowdown.sym,
+                ONCE,
+                "the expected copies that leave the rack",
+            ),
+        ),
+        summary="Sent once per rack, two racks' all-to-all at the lecture's 8x takes about the "
+        "one-rack time: deduplicated dispatch, not the penalty, decides whether a layer can "
+        "span racks.",
+    )
+)
+
 register(
     Equation(
         id="alltoall_time",
@@ -274,7 +372,14 @@ register(
                     cost_per_token.sym: compute_cost_floor.sym,
                 },
                 compute_cost_floor.sym,
-                n * p * (c_f * u * B * N_a / (n * F)) / (u * B),
+                # unevaluated, so the page shows B and n before they cancel in the next step
+                sp.Mul(
+                    n,
+                    p,
+                    sp.Mul(c_f, u, B, N_a, sp.Pow(n * F, -1)),
+                    sp.Pow(u * B, -1),
+                    evaluate=False,
+                ),
                 "past the crossover the step takes its compute time",
             ),
             rewrite(compute_cost_floor.sym, c_f * N_a * p / F, "batch and chips cancel"),

@@ -1065,6 +1065,25 @@ offrack_slowdown = symbol(
     "time of the off-rack share of an all-to-all, relative to the one-rack time",
     r"\sigma_{\mathrm{off}}",
 )
+rack_missed_share = symbol(
+    "rack_missed_share",
+    "dimensionless",
+    "probability that a given other rack holds none of a token's routed experts",
+    r"p_{\mathrm{miss}}",
+)
+offrack_copies = symbol(
+    "offrack_copies",
+    "dimensionless",
+    "copies of a token's activation that leave its rack when dispatch sends one per other "
+    "rack its experts sit in (and combine returns one pre-summed)",
+    r"c_{\mathrm{out}}",
+)
+once_per_rack_slowdown = symbol(
+    "once_per_rack_slowdown",
+    "dimensionless",
+    "all-to-all time over r racks relative to one rack, sending one copy per other rack",
+    r"\sigma_{r}^{\mathrm{once}}",
+)
 checkpoint_segments = symbol(
     "checkpoint_segments",
     "dimensionless",

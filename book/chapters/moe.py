@@ -8,7 +8,7 @@ what a scale-up domain can hold.
 """
 
 from book.context import Evaluator, cell_in, header
-from book.format import chip_name, context_tokens, quantity, said, said_number
+from book.format import chip_name, context_tokens, number, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -54,10 +54,30 @@ def alltoall_series(presets: Presets) -> dict:
             for r in FIGURE_RACKS
         ]
 
+    one_rack = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack")).to("ms")
+
+    def once(penalty):
+        """Sending one copy per other rack (DeepSeek-V3's dispatch): the one-rack time times
+        the once-per-rack slowdown."""
+        return [
+            (
+                one_rack
+                * ev.q(
+                    "once_per_rack_slowdown", racks_spanned=Q_(r, "rack"), scale_out_penalty=penalty
+                )
+            )
+            .to("ms")
+            .m
+            for r in FIGURE_RACKS
+        ]
+
     return {
         "racks": list(FIGURE_RACKS),
+        "chips": chips,
         "lecture": times(presets.parameter["scale_out_penalty"].value),
         "hardware": times(penalty_hw),
+        "once_lecture": once(presets.parameter["scale_out_penalty"].value),
+        "once_hardware": once(penalty_hw),
         "penalty_hw": penalty_hw,
         "layer_compute": Q_(layer.m, "ms"),
         "layer_compute_ctx": Q_(layer_ctx.m, "ms"),
@@ -198,6 +218,8 @@ def context(presets: Presets) -> dict:
         ),
         "context": context_tokens(presets.parameter["context_length"].value),
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
+        "once": _once_per_rack(presets, one, ratio_one, ratio_one_ctx, penalty_hw),
+        "links": _link_efficiency(presets, ratio_one, penalty_hw),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
     }
@@ -311,8 +333,8 @@ def _hardware_table(presets: Presets) -> dict:
     columns = (
         ("scale-up domain", "chip"),
         ("domain HBM", "TB"),
-        ("KV cache at the crossover", "TB"),
-        ("parameters beside it", "Tparameter"),
+        ("KV cache at the crossover, FP8", "TB"),
+        ("FP8 parameters beside it", "Tparameter"),
         ("scale-up / scale-out", "dimensionless"),
     )
     rows = []
@@ -336,11 +358,25 @@ def _hardware_table(presets: Presets) -> dict:
             beside,
             lambda ev=ev: ev.q("hardware_scale_out_penalty"),
         )
-        cells = [cell_in(u, f) for (_, u), f in zip(columns, values, strict=True)]
+        # the chip count whole, the rest at two figures, as a person reads a comparison
+        cells = [
+            cell_in(u, f) if i == 0 else _two_figures(u, f)
+            for i, ((_, u), f) in enumerate(zip(columns, values, strict=True))
+        ]
         if cells[2] != "—" and cells[3] == "—":  # the KV cache alone fills the domain
             cells[3] = "none"
         rows.append({"name": hw.name, "short": chip_name(hw), "cells": cells})
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _two_figures(in_unit: str, compute) -> str:
+    """A table cell at two significant figures (:func:`book.context.cell_in` keeps four).
+
+    >>> _two_figures("TB", lambda: Q_(0.05194, "TB")), _two_figures("TB", lambda: None)
+    ('0.052', '—')
+    """
+    cell = cell_in(in_unit, compute)
+    return cell if cell == "—" else number(compute().to(in_unit).magnitude, 2)
 
 
 def _generations(presets: Presets, rack) -> dict:
@@ -408,4 +444,110 @@ def _grain(presets: Presets, model, ratio_one: float) -> dict:
         "coarse_routed": said_number(coarse.experts_routed),
         "grain_factor": said_number(k / k_coarse),
         "ratio_coarse": said_number(ratio_one * k_coarse / k, 2),
+    }
+
+
+def _once_per_rack(
+    presets: Presets, one, ratio_one: float, ratio_one_ctx: float, penalty_hw
+) -> dict:
+    """Deduplicated dispatch (DeepSeek-V3's, technical report section 3.2.2): one copy per other
+    rack its experts sit in, fanned out there over NVLink, against the lecture's one copy per
+    routed expert. The same ratio of all-to-all to compute, times each count's slowdown."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    k = presets.get("model", MODEL).experts_active
+    lecture_penalty = presets.parameter["scale_out_penalty"].value
+    racks = presets.parameter["racks_spanned"].value
+    cap = presets.parameter["max_racks_per_token"].value
+
+    def copies(r):
+        return ev.q("offrack_copies", racks_spanned=Q_(r, "rack")).to("").m
+
+    def once(r, penalty):
+        return (
+            ev.q("once_per_rack_slowdown", racks_spanned=Q_(r, "rack"), scale_out_penalty=penalty)
+            .to("")
+            .m
+        )
+
+    def per_expert(r, penalty):
+        return (
+            ev.q("multi_rack_slowdown", racks_spanned=Q_(r, "rack"), scale_out_penalty=penalty)
+            .to("")
+            .m
+        )
+
+    def lecture_copies(r):
+        return k * ev.q("offrack_fraction", racks_spanned=Q_(r, "rack")).to("").m
+
+    r2 = racks.to("rack").m
+    slow, slow_hw = once(r2, lecture_penalty), once(r2, penalty_hw)
+    # the penalty at which two racks' all-to-all, sent once per rack, just equals the compute:
+    # copies x pi / k x ratio_one = 1
+    break_even = k / (copies(r2) * ratio_one)
+    # the fewest racks at which uniform routing would send more copies than the router allows
+    beyond_cap = next(r for r in range(2, 65) if copies(r) > cap.to("rack").m)
+    ultra = Evaluator(presets, ULTRA).q("hardware_scale_out_penalty").to("").m
+    return {
+        "k": said_number(k),
+        "lecture_copies": said_number(lecture_copies(r2)),
+        "copies": said_number(copies(r2), 3),
+        "miss": said_number(1 - copies(r2) / (r2 - 1), 2),
+        "slowdown": said_number(slow, 3),
+        "slowdown_hw": said_number(slow_hw, 3),
+        "onrack": said_number(once(1, lecture_penalty)),  # one rack: the on-rack share alone
+        "alltoall": _us(one * slow),
+        "alltoall_hw": _us(one * slow_hw),
+        "ratio": said_number(slow * ratio_one, 3),
+        "ratio_hw": said_number(slow_hw * ratio_one, 3),
+        "ratio_ctx": said_number(slow * ratio_one_ctx, 3),
+        "ratio_hw_ctx": said_number(slow_hw * ratio_one_ctx, 3),
+        "hides_hw": bool(slow_hw * ratio_one < 1),
+        "break_even": said_number(break_even, 3),
+        # against a copy per expert, whose break-even is 1 / (f ratio_one): k f / c_out
+        "gain": said_number(lecture_copies(r2) / copies(r2), 2),
+        "cap": said_number(cap.to("rack").m),
+        "beyond_cap": said(Q_(beyond_cap, "rack")),
+        "ultra_penalty": said_number(ultra),
+        "ultra_slowdown": said_number(once(r2, ultra), 3),
+        "ultra_ratio": said_number(once(r2, ultra) * ratio_one, 3),
+        "ultra_hides": bool(once(r2, ultra) * ratio_one < 1),
+        "rows": [
+            {
+                "racks": said(Q_(r, "rack")),
+                "per_expert": said_number(lecture_copies(r), 3),
+                "once": said_number(copies(r), 3),
+                "slow_per_expert": said_number(per_expert(r, lecture_penalty), 2),
+                "slow_once": said_number(once(r, lecture_penalty), 2),
+                "slow_once_hw": said_number(once(r, penalty_hw), 2),
+            }
+            for r in RACK_COUNTS
+        ],
+    }
+
+
+def _link_efficiency(presets: Presets, ratio_one: float, penalty_hw) -> dict:
+    """Links below their peak: DeepEP's measured dispatch bandwidth over NVLink (Blackwell,
+    against a B200's per-direction peak) and over InfiniBand when decoding (against a 400 Gb/s
+    card), and the scaling book's caution that a cross-node all-to-all may reach half. An
+    efficiency divides every all-to-all time, so the ratio to compute grows by its inverse; the
+    penalty moves only by the ratio of the two links' efficiencies."""
+    par = presets.parameter
+    b200 = presets.get("hardware", "b200")
+    h800 = presets.get("hardware", "h800")
+    eta_up = par["deepep_nvlink_dispatch_bandwidth"].value / b200.scale_up_bandwidth_per_direction
+    eta_out = par["deepep_rdma_dispatch_bandwidth"].value / h800.scale_out_bandwidth_per_direction
+    eta_up, eta_out = eta_up.to("").m, eta_out.to("").m
+    cautious = par["alltoall_efficiency_cautious"].value.to("").m
+    return {
+        "nvlink_measured": said(par["deepep_nvlink_dispatch_bandwidth"].value),
+        "nvlink_peak": said(b200.scale_up_bandwidth_per_direction),
+        "rdma_measured": said(par["deepep_rdma_dispatch_bandwidth"].value),
+        "rdma_peak": said(h800.scale_out_bandwidth_per_direction.to("GB/s")),
+        "eta_up": said_number(100 * eta_up, 2),
+        "eta_out": said_number(100 * eta_out, 2),
+        "cautious": said_number(100 * cautious, 2),
+        "ratio_measured": said_number(ratio_one / eta_up, 2),
+        "ratio_cautious": said_number(ratio_one / cautious, 2),
+        "cautious_fails": bool(ratio_one / cautious > 1),
+        "penalty_measured": said_number(penalty_hw.to("").m * eta_up / eta_out, 2),
     }

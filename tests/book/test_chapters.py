@@ -97,6 +97,45 @@ def test_moe_alltoall_beside_the_layer_compute_by_hand():
     assert ctx["slowdowns"][1]["offrack"] == "0.5"
 
 
+def test_moe_once_per_rack_and_link_efficiency_by_hand():
+    from book.chapters import moe
+
+    ctx = moe.context(load())
+    once, links = ctx["once"], ctx["links"]
+    # the same layer as above: all-to-all over compute in one rack, at peak bandwidth
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    ratio = (batch * 2 * 8 * 7168 / (64 * 900e9)) / (2 * 37e9 * batch / (64 * 5000e12) / 61)
+    # DeepSeek-V3 section 3.2.2: one copy per other rack. Two racks, 8 experts each in the other
+    # rack with probability 1/2: 1 - 2^-8 copies leave, against the lecture's 8 x 1/2 = 4
+    copies = 1 - 0.5**8
+    assert float(once["copies"]) == pytest.approx(copies, rel=1e-3)
+    assert once["lecture_copies"] == "4"
+    # slowdowns max(1, copies x pi / 8): 1 at the lecture's 8x, 2.24 at GB200's 18x
+    assert float(once["ratio"]) == pytest.approx(ratio, rel=1e-2)
+    assert float(once["ratio_hw"]) == pytest.approx(copies * 18 / 8 * ratio, rel=1e-2)
+    # break-even penalty: copies x pi / 8 x ratio = 1; GB300's 900 / 100 = 9 stays below it
+    assert float(once["break_even"]) == pytest.approx(8 / (copies * ratio), rel=1e-2)
+    assert once["ultra_hides"] and float(once["ultra_slowdown"]) == pytest.approx(
+        copies * 9 / 8, rel=1e-3
+    )
+    # uniform routing over r racks sends (r - 1)(1 - (1 - 1/r)^8) copies: 3.84 at 6 racks,
+    # 4.25 at 7, above DeepSeek-V3's cap of 4 nodes from 7 racks on
+    assert once["beyond_cap"] == "7 racks"
+    # DeepEP: 726 GB/s of 900 GB/s NVLink per direction; 43 of 50 GB/s InfiniBand (decoding)
+    assert links["eta_up"] == f"{100 * 726 / 900:.2g}"
+    assert float(links["ratio_measured"]) == pytest.approx(ratio / (726 / 900), rel=2e-2)
+    assert float(links["ratio_cautious"]) == pytest.approx(ratio / 0.5, rel=5e-2)
+    assert float(links["penalty_measured"]) == pytest.approx(18 * (726 / 900) / (43 / 50), rel=5e-2)
+
+
+def test_moe_domain_table_reads_at_two_figures():
+    from book.chapters import moe
+
+    rows = {r["short"]: r["cells"] for r in moe.context(load())["hardware_table"]["rows"]}
+    # GB200 NVL72: 72 chips whole; 72 x 186 GB = 13.39 TB said as 13; its own penalty 18
+    assert rows["GB200 NVL72"][:2] == ["72", "13"] and rows["GB200 NVL72"][4] == "18"
+
+
 def test_moe_blackwell_rack_holds_five_trillion_parameters_plus_kv_by_hand():
     from book.chapters import moe
 

@@ -50,6 +50,18 @@ def test_alltoall_figure_puts_one_rack_below_the_compute_and_two_above():
     assert data["lecture"] == sorted(data["lecture"])
 
 
+def test_alltoall_figure_sends_once_per_rack_at_the_one_rack_time_at_the_lecture_penalty():
+    from book.chapters import moe
+
+    data = moe.alltoall_series(load())
+    # DeepSeek-V3, 2 racks, 8x: max(1, (1 - 2^-8) x 8 / 8) = 1, so the one-rack time; at 18x
+    # the rack's own penalty gives (1 - 2^-8) x 18 / 8 times it (tests/derivations/test_moe.py)
+    one = data["lecture"][0]
+    assert data["once_lecture"][1] == pytest.approx(one)
+    assert data["once_hardware"][1] == pytest.approx(one * (1 - 0.5**8) * 18 / 8)
+    assert all(o <= p for o, p in zip(data["once_hardware"], data["hardware"], strict=True))
+
+
 def test_latency_figure_shows_both_regimes():
     # issue 11/12: the plotted batches must reach past the batch where compute overtakes memory
     # (at 8K context DeepSeek on H100 FP8 used to stay memory-bound at every plotted batch; the

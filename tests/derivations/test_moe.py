@@ -1,5 +1,7 @@
 """Chapter B: experts per chip, the all-to-all, racks and what a domain holds."""
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -135,3 +137,61 @@ def test_compute_floor_is_the_cost_in_the_compute_bound_limit(inputs, batch):
     assert cost.to("USD/token").m == pytest.approx(floor.to("USD/token").m, rel=1e-6)
     small = get("cost_per_token").evaluate(**dict(inputs, batch_size=batch))
     assert small >= floor * (1 - 1e-12)
+
+
+# -- once-per-rack (deduplicated) dispatch: DeepSeek-V3 technical report, section 3.2.2 --------
+
+experts_per_token = st.integers(1, 16)
+
+
+def _copies(r, k):
+    return get("offrack_copies").evaluate(racks_spanned=Q_(r, "rack"), experts_active=k).m
+
+
+def test_two_racks_send_one_copy_unless_no_expert_is_remote():
+    # k = 8 experts, each in the other rack with probability 1/2: 1 - (1/2)^8 = 0.99609375
+    assert _copies(2, 8) == pytest.approx(1 - 0.5**8)
+
+
+def test_independent_draws_match_drawing_distinct_experts_on_the_preset():
+    # DeepSeek-V3: 8 distinct experts of 256, 128 per rack over 2 racks. The other rack holds
+    # none with probability C(128, 8) / C(256, 8) (hypergeometric, by hand): the equation's
+    # independent draws give 1 - 2^-8; the two counts of copies agree within 0.1%.
+    exact = 1 - math.comb(128, 8) / math.comb(256, 8)
+    assert _copies(2, 8) == pytest.approx(exact, rel=1e-3)
+
+
+@given(racks, experts_per_token)
+def test_distinct_racks_are_never_more_than_the_experts_sent_off_rack(r, k):
+    c = _copies(r, k)
+    f = 1 - 1 / r
+    # at most one copy per other rack and per expert, and never more than the lecture's count
+    assert 0 <= c <= min(r - 1, k) + 1e-9
+    assert c <= k * f + 1e-9
+    if k == 1:  # a single expert: deduplication changes nothing
+        assert c == pytest.approx(f)
+
+
+def test_once_per_rack_at_gb200s_penalty_by_hand():
+    # max(1, 0.99609375 x 18 / 8) = 2.2412 at GB200's 18x; max(1, 0.996 x 8 / 8) = 1 at the
+    # lecture's 8x: two racks take the one-rack time
+    eq = get("once_per_rack_slowdown")
+    assert eq.evaluate(model="deepseek_v3", scale_out_penalty=18).m == pytest.approx(
+        (1 - 0.5**8) * 18 / 8
+    )
+    assert eq.evaluate(model="deepseek_v3").m == pytest.approx(1)
+
+
+@given(racks, real_penalty, experts_per_token)
+def test_sending_once_per_rack_is_never_slower_than_once_per_expert(r, pi, k):
+    kw = dict(racks_spanned=Q_(r, "rack"), scale_out_penalty=pi)
+    once = get("once_per_rack_slowdown").evaluate(experts_active=k, **kw).m
+    per_expert = get("multi_rack_slowdown").evaluate(**kw).m
+    assert once >= 1 - 1e-12  # NVLink still carries every copy once
+    if r >= 2:  # off the rack the per-expert count pays f pi >= 1 at a real penalty
+        assert once <= per_expert * (1 + 1e-12)
+
+
+def test_the_new_derivations_check():
+    for eq_id in ("offrack_copies", "once_per_rack_slowdown"):
+        get(eq_id).check()
