@@ -249,8 +249,8 @@ register(
         "prefill of the prompt tokens that come with each generated token (ρ = L_in / L_out of "
         "them), each at the causal prefill's cost: its weights' 2 N_active and attention to half "
         "the prompt, a_pre L_in / 2 with a_pre the attention FLOPs per query-key pair. It adds "
-        "nothing to the memory side. With no prompts it is the decode step time: the lower bound on a decode "
-        "step, hence on the time per output token (TPOT).",
+        "nothing to the memory side. With no prompts it is the decode step time: the lower "
+        "bound on a decode step, hence on the time per output token (TPOT).",
     )
 )
 
