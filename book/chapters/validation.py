@@ -201,8 +201,10 @@ def _fixed_cause(f: dict) -> str:
 
 
 # why a row's prediction misses, in the order a reader should suspect them
-def _why(r, case, over: bool) -> str:
+def _why(r, case, over: bool, presets: Presets | None = None) -> str:
     features = r.preset.get("features", "").split()
+    moe = presets is not None and presets.get("model", r.preset.model).get("experts_routed")
+    one_chip = r.preset.get("chips_per_replica", r.preset.chips) == 1
     assumed = r.preset.get("assumed", "").split()
     if "mtp" in features:
         if r.preset.get("accepted_tokens") is not None:
@@ -212,6 +214,21 @@ def _why(r, case, over: bool) -> str:
             )
         return "speculative decoding with no published acceptance rate"
     newer = str(r.preset.get("date", "")) >= predict.HELD_OUT_FROM
+    if over and moe and one_chip and newer and r.scenario != "training":
+        model = presets.get("model", r.preset.model)
+        fitted = {  # the MoEs on one chip the fit saw, by name and routed experts
+            m.name: number(m.experts_routed)
+            for row in presets.by_kind["measurement"].values()
+            if str(row.get("date", "")) < predict.HELD_OUT_FROM
+            and row.get("chips_per_replica", row.chips) == 1
+            and (m := presets.get("model", row.model)).get("experts_routed")
+        }
+        seen = " and ".join(f"{n}'s {e} experts" for n, e in fitted.items()) or "none"
+        return (
+            f"an MoE of {number(model.experts_routed)} routed experts on one chip: the fitted "
+            f"share an MoE reaches is charged only when its experts are spread over chips, and "
+            f"the fit's MoEs on one chip are few and coarse ({seen})"
+        )
     if newer and not over:
         return (
             "software newer than the fit: the vendor credits faster kernels and load balancing "
@@ -333,14 +350,22 @@ def _robustness(s: dict) -> dict:
     }
 
 
+# why rows stay out of the fit, as a count of rows says it: "6 rows read off a latency curve"
+_KEPT_OUT_ROWS = {
+    predict.NOT_MODELLED["mtp"]: "use speculative decoding with no published acceptance",
+    predict.NOT_MODELLED["interpolated"]: "read off a latency curve",
+    predict.NOT_MODELLED["prefix_cache"]: "use prefix caching",
+}
+
+
 def _not_predicted(rows, honest) -> str:
     """The reasons a scenario's rows were kept out of the fit, with their counts."""
     counts: dict[str, int] = {}
     for r in rows:
         how = honest.get(r.id, (None, "no bound"))[1]
-        why = next((w for k, w in _KEPT_OUT.items() if k in how), how.split(": ")[-1])
+        why = next((w for k, w in _KEPT_OUT_ROWS.items() if k in how), how.split(": ")[-1])
         counts[why] = counts.get(why, 0) + 1
-    return "; ".join(f"{why}: {n}" for why, n in counts.items())
+    return "; ".join(f"{n} row{'s' if n != 1 else ''} {why}" for why, n in counts.items())
 
 
 def _prediction(presets: Presets, rows) -> dict:
@@ -409,7 +434,7 @@ def _prediction(presets: Presets, rows) -> dict:
             elif kept_out:
                 why = f"kept out of the fit: {kept_out}"
             else:
-                why = _why(r, cases[rid], over)
+                why = _why(r, cases[rid], over, presets)
             misses.append(
                 {
                     "name": r.name,
