@@ -530,6 +530,9 @@ def _table_row(r, presets) -> dict:
     }
 
 
+# the training run the chapter works through: a published rate, a sourced sequence length
+TRAINING_EXAMPLE = "deepseek_v3_pretraining"
+
 # the row an exercise asks the student to bound, step by step as the worked example does: the same
 # model on another chip, at another precision, its inputs all published
 NEW_ROW = "mlperf_b200_x8_llama2_70b_offline"
@@ -855,7 +858,25 @@ def context(presets: Presets) -> dict:
             "count": str(b["count"]),
         }
 
+    # a training run worked through: a published rate against six FLOPs per parameter at peak
+    run = by_id[TRAINING_EXAMPLE]
+    training_example = {
+        "name": run.name,
+        "chip": chip_name(presets.get("hardware", run.preset.hardware)),
+        "precision": _precision(run),
+        "peak": quantity(training_peak(run.preset, presets).to("TFLOP/s")),
+        # the bound's FLOPs per token: the peak over the bound (six per active parameter)
+        "per_token": quantity(
+            (training_peak(run.preset, presets) / run.bound).to("GFLOP/token"), 3
+        ),
+        "measured": quantity(run.measured),
+        "bound": quantity(run.bound),
+        "mfu": pct(run.efficiency),
+        "attention": pct(run.mfu_attention),
+        "context": quantity(run.preset.context),
+    }
     return {
+        "training_example": training_example,
         "prediction": _prediction(presets, rows),
         # the fitted share of the modelled step an MoE over several chips reaches, as a slowdown
         "moe_slowdown": number(
