@@ -1796,7 +1796,8 @@ def measured_vs_bound(presets: Presets) -> Figure:
     caption = (
         f"Every measurement with a bound ({len(rows)} rows) as a share of it, by scenario; the "
         f"bar and its label are the scenario's median (training: a share of peak FLOP/s at each "
-        f"run's own precision, FP4 runs apart). The distance below 100% is the gap the roofline leaves; "
+        f"run's own precision, FP4 runs apart). The distance below 100% is the gap the "
+        f"roofline leaves; "
         + (
             f"{len(above)} above it are flagged with their cause."
             if above
