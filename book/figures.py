@@ -1730,8 +1730,6 @@ SCENARIO_LABELS = {
 def measured_vs_bound(presets: Presets) -> Figure:
     """Each row's measurement as a share of its bound, by scenario, on a log axis, with each
     scenario's median marked and labelled: the band the chapter quotes, read off the picture."""
-    from matplotlib.ticker import FuncFormatter
-
     from book.validation import derived, summary, validate
 
     # a rate derived from a stated MFU sits on its MFU by construction: it is no measurement
@@ -1756,6 +1754,8 @@ def measured_vs_bound(presets: Presets) -> Figure:
     low = min(r.efficiency for r in rows) * 100 / 2
 
     def draw(fig, ax):
+        from matplotlib.ticker import FuncFormatter  # only when drawn: a warm build never is
+
         markers = "osD^v<>"
         jitter = np.random.default_rng(0)  # the same picture every build
         for i, (scenario, _) in enumerate(present):
