@@ -1751,6 +1751,8 @@ SCENARIO_LABELS = {
 
 
 def measured_vs_bound(presets: Presets) -> Figure:
+    """Each row's measurement as a share of its bound, by scenario, on a log axis, with each
+    scenario's median marked and labelled: the band the chapter quotes, read off the picture."""
     from book.validation import derived, summary, validate
 
     # a rate derived from a stated MFU sits on its MFU by construction: it is no measurement
@@ -1758,45 +1760,53 @@ def measured_vs_bound(presets: Presets) -> Figure:
     rows = [r for r in every if r.efficiency is not None and not derived(r)]
     stated = sum(derived(r) for r in every)
     bands = summary(rows)
-    lo = min(min(r.bound.m, r.measured.m) for r in rows) / 2
-    hi = max(max(r.bound.m, r.measured.m) for r in rows) * 2
     above = [r for r in rows if r.efficiency > 1]
 
+    def column(r) -> str:
+        """A row's column: its scenario, training split by the format of the peak it is held
+        against (an FP4 peak is two to four times a BF16 or FP8 one: never pooled)."""
+        fp4 = r.preset.get("activations", r.preset.get("weights", "bf16")) == "fp4"
+        return "training_fp4" if r.scenario == "training" and fp4 else r.scenario
+
+    labels = {
+        **{k: v for k, v in SCENARIO_LABELS.items() if k != "training"},
+        "training": "training (BF16, FP8 peak)",
+        "training_fp4": "training (FP4 peak)",
+    }
+    present = [(s, t) for s, t in labels.items() if any(column(r) == s for r in rows)]
+    low = min(r.efficiency for r in rows) * 100 / 2
+
     def draw(fig, ax):
+        from matplotlib.ticker import FuncFormatter  # only when drawn: a warm build never is
+
         markers = "osD^v<>"
-        for i, (scenario, label) in enumerate(SCENARIO_LABELS.items()):
-            pts = [r for r in rows if r.scenario == scenario]
-            if pts:
-                ax.scatter(
-                    [r.bound.m for r in pts],
-                    [r.measured.m for r in pts],
-                    label=label,
-                    marker=markers[i % len(markers)],
-                    s=22,
-                )
-        line = np.array([lo, hi])
-        ax.plot(line, line, color=FOREGROUND, linewidth=1.6, label="measured = bound")
-        ax.plot(line, 0.1 * line, color=FOREGROUND, linewidth=0.8, linestyle=":")
-        # the label sits in the empty corner under the cloud, pointing at its line
-        ax.annotate(
-            "10% of the bound",
-            xy=(hi / 3, 0.1 * hi / 3),
-            xytext=(hi / 40, lo * 3),
-            fontsize=9,
-            arrowprops={"arrowstyle": "->", "color": FOREGROUND, "linewidth": 0.6},
-        )
-        ax.set_xscale("log")
+        jitter = np.random.default_rng(0)  # the same picture every build
+        for i, (scenario, _) in enumerate(present):
+            effs = 100 * np.array([r.efficiency for r in rows if column(r) == scenario])
+            ax.scatter(
+                i + jitter.uniform(-0.18, 0.18, len(effs)),
+                effs,
+                marker=markers[i % len(markers)],
+                s=22,
+                zorder=3,
+            )
+            median = float(np.median(effs))
+            ax.plot([i - 0.3, i + 0.3], [median, median], color=FOREGROUND, linewidth=2.2)
+            ax.annotate(f"{number(median, 3)}%", (i + 0.32, median), fontsize=8, va="center")
+        ax.axhline(100, color=FOREGROUND, linewidth=1.6)
+        ax.text(-0.45, 112, "the bound (100%): no row above it", fontsize=9)
         ax.set_yscale("log")
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
-        ax.set_xlabel("roofline bound (tokens/s per chip; per user for batch 1)")
-        ax.set_ylabel("measured (same unit)")
-        ax.legend(loc="upper left", fontsize=8)
+        ax.set_ylim(low, 200)
+        ax.set_xlim(-0.6, len(present) - 0.1)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{number(v)}%"))
+        ax.set_xticks(range(len(present)), [t for _, t in present], rotation=20, ha="right")
+        ax.set_ylabel("measured as a share of the bound (log scale)")
 
     offline = bands.get("offline")
     alt = (
-        f"Log-log scatter of {len(rows)} published measurements against their roofline bounds, "
-        f"with the line measured = bound. {len(above)} points lie above it"
+        f"Strip plot of {len(rows)} published measurements as a share of their roofline bounds, "
+        f"one column per scenario on a log axis, each column's median marked, and the bound at "
+        f"100%. {len(above)} points lie above it"
         + (f" ({', '.join(r.id for r in above)})" if above else "")
         + ". "
         + (
@@ -1807,8 +1817,10 @@ def measured_vs_bound(presets: Presets) -> Figure:
         )
     )
     caption = (
-        f"Every measurement with a bound ({len(rows)} rows): measured against bound, both from "
-        f"the same presets. Points below the line are the gap the roofline leaves; "
+        f"Every measurement with a bound ({len(rows)} rows) as a share of it, by scenario; the "
+        f"bar and its label are the scenario's median (training: a share of peak FLOP/s at each "
+        f"run's own precision, FP4 runs apart). The distance below 100% is the gap the "
+        f"roofline leaves; "
         + (
             f"{len(above)} above it are flagged with their cause."
             if above
@@ -1889,8 +1901,8 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     caption = (
         f"Predicted against measured, every prediction made without the row it predicts. The "
         f"bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
-        f"left out one at a time, the newest rows never fitted. Rows far below the line are "
-        f"those the next section explains."
+        f"left out one at a time, the newest rows never fitted. Rows far from the line, above or "
+        f"below, are those the section on where the prediction fails explains."
     )
     return _render("predicted_vs_measured", draw, alt, caption)
 

@@ -108,10 +108,10 @@ def _batch_that_fits():
     return derivations.get("chips_to_fit").solve_for("batch_size")
 
 
-def _flops(row: Preset, hardware: Preset, assumed: list[str]) -> pint.Quantity:
-    """The chip's dense FLOP/s at the row's compute (activation) precision: a preset figure,
-    never a guess (a chip without one is an error naming what to add)."""
-    act = row.get("activations", row.get("weights", "bf16"))
+def _flops(row: Preset, hardware: Preset, assumed: list[str], act: str | None = None):
+    """The chip's dense FLOP/s at the row's compute (activation) precision, or ``act``: a preset
+    figure, never a guess (a chip without one is an error naming what to add)."""
+    act = act or row.get("activations", row.get("weights", "bf16"))
     value = hardware.get(f"dense_flops_{act}")
     if value is None:
         raise ChalkboardError(
@@ -128,18 +128,19 @@ def bound_inputs(row: Preset, presets: Presets, changes=None, assumed=None) -> d
     assumed = [] if assumed is None else assumed
     hardware = presets.get("hardware", row.hardware)
     weights = row.get("weights", "bf16")
+    get = {**row.fields, **changes}.get  # a sensitivity sweep may change a precision too
+    compute = get("activations") or weights
     kw = {
         "hardware": row.hardware,
         "model": row.model,
         "precision": weights,
         "weight_precision": weights,
-        "kv_precision": row.get("kv", weights),
-        "compute_precision": row.get("activations", weights),
+        "kv_precision": get("kv") or weights,
+        "compute_precision": compute,
         "presets": presets,
-        "flops": _flops(row, hardware, assumed),
+        "flops": _flops(row, hardware, assumed, compute),
         "n_chips": Q_(row.get("chips_per_replica", row.chips), "chip"),
     }
-    get = {**row.fields, **changes}.get
     if get("context") is not None:
         kw["context_length"] = get("context") / PER_REQUEST
     else:
@@ -555,24 +556,47 @@ def _row_from(data: dict, preset: Preset) -> Row:
 
 
 SWEPT = ("input_tokens", "output_tokens", "context", "concurrency")
+# an unpublished precision's plausible other end: the next wider format (an FP4 deployment may
+# run some layers, and its attention, in FP8; an FP8 KV cache may be BF16)
+WIDER = {"fp4": "fp8", "int8": "bf16", "fp8": "bf16"}
+# an assumed batch cap with no stated range is swept from half to twice its value
+CAP_FACTOR = 2.0
 
 
-def sensitivity(row: Preset, presets: Presets | None = None) -> dict[str, tuple[float, float]]:
-    """For each assumed input with a plausible range: the efficiency at its low and high end."""
-    presets = presets or load()
+def sensitivity_ranges(row: Preset, presets: Presets | None = None) -> dict[str, tuple]:
+    """Each unpublished input that can move a serving row's bound, with its plausible low and
+    high end: a stated ``<field>_low`` / ``<field>_high``; an assumed batch cap from half to
+    twice its value; an assumed KV or compute precision and the next wider format (where the
+    chip has a rate for it)."""
     named = row.get("assumed", "").split()
     out = {}
     for name in SWEPT:
-        if name not in named and row.get(f"{name}_low") is None:
-            continue
-        if row.get(f"{name}_low") is None:
-            continue
-        ends = []
-        for end in ("_low", "_high"):
-            r = evaluate(row, presets, **{name: row.get(f"{name}{end}")})
-            ends.append(r.efficiency)
-        if None not in ends:
-            out[name] = (ends[0], ends[1])
+        if row.get(f"{name}_low") is not None:
+            out[name] = (row.get(f"{name}_low"), row.get(f"{name}_high"))
+        elif name == "concurrency" and name in named and row.get(name) is not None:
+            out[name] = (row.get(name) / CAP_FACTOR, row.get(name) * CAP_FACTOR)
+    if row.scenario == "training":
+        return out
+    hardware = (presets or load()).get("hardware", row.hardware)
+    weights = row.get("weights", "bf16")
+    for name in ("kv", "activations"):
+        now = row.get(name, weights)
+        wider = WIDER.get(now)
+        rate = name == "kv" or hardware.get(f"dense_flops_{wider}") is not None
+        if name in named and wider is not None and rate:
+            out[name] = (now, wider)
+    return out
+
+
+def sensitivity(row: Preset, presets: Presets | None = None) -> dict[str, tuple[float, float]]:
+    """For each unpublished input with a plausible range (``sensitivity_ranges``): the efficiency
+    at its low and high end."""
+    presets = presets or load()
+    out = {}
+    for name, ends in sensitivity_ranges(row, presets).items():
+        effs = [evaluate(row, presets, **{name: end}).efficiency for end in ends]
+        if None not in effs:
+            out[name] = (effs[0], effs[1])
     return out
 
 

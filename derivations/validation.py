@@ -236,11 +236,21 @@ register(
                 "the output is the prompt over rho: solved for the prompt",
             ),
         ),
+        # shown with the prompt itself: attention to half the prompt, a_pre L_in / 2 per prompt
+        # token, where the algebra carries the prompt as a share of the mean context
+        display=(
+            (
+                a_pre * sigma * PROMPT / 2,
+                a_pre * L_in / 2,
+                ((L_ctx, L_in * (1 + 2 * rho) / (2 * rho * sigma)),),
+            ),
+        ),
         summary="A mix of prompts and generation adds to the compute side of the roofline the "
-        "prefill of rho prompt tokens per generated token, each at the causal prefill's cost "
-        "(its weights' 2 N_active and attention to half the prompt), and adds nothing to the "
-        "memory side. With no prompts it is the decode step time: the lower bound on a decode "
-        "step, hence on the time per output token (TPOT).",
+        "prefill of the prompt tokens that come with each generated token (ρ = L_in / L_out of "
+        "them), each at the causal prefill's cost: its weights' 2 N_active and attention to half "
+        "the prompt, a_pre L_in / 2 with a_pre the attention FLOPs per query-key pair. It adds "
+        "nothing to the memory side. With no prompts it is the decode step time: the lower "
+        "bound on a decode step, hence on the time per output token (TPOT).",
     )
 )
 

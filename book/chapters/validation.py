@@ -23,6 +23,7 @@ from book.validation import (
     derived,
     remembered_recording,
     sensitivity,
+    sensitivity_ranges,
     summary,
     tokens_per_step,
     tpot_target,
@@ -124,6 +125,15 @@ def ceilings(presets: Presets) -> dict[str, dict]:
     return found
 
 
+def _a(name: str) -> str:
+    """The article a name takes as said aloud: "an H100", "an A100", "a B200".
+
+    >>> _a("H100 SXM"), _a("B200 (HGX)"), _a("MI355X")
+    ('an', 'a', 'an')
+    """
+    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+
+
 def _knobs(presets: Presets, params: dict) -> list[dict]:
     """The fitted numbers as a table's rows: what each stands for, its fitted value, and the
     highest measured share of the same peak where the project sources one."""
@@ -137,7 +147,7 @@ def _knobs(presets: Presets, params: dict) -> list[dict]:
                 "fitted": _value(k, params[k]),
                 "measured": "—"
                 if top is None
-                else f"{pct(top['share'])}: {top['value']} on a {top['chip']}",
+                else f"{pct(top['share'])}: {top['value']} on {_a(top['chip'])} {top['chip']}",
                 "above": bool(top is not None and params[k] > top["share"]),
             }
         )
@@ -161,11 +171,11 @@ def fixed_cost(row, presets: Presets, params: dict) -> dict | None:
         "step": step,
         "allowed": params["latency"] * step,  # the share of the step the prediction lets it fill
         "layers": number(layers),
-        # three figures, so that layers times this gives the fixed cost shown
-        "per_layer": f"{number(per_layer * 1e6, 3)} µs"
+        # four figures, so that layers times this gives the fixed cost shown (to its three)
+        "per_layer": f"{number(per_layer * 1e6, 4)} µs"
         + (
-            f": {number(params['layer_overhead'] * 1e6, 3)} µs per layer and "
-            f"{number(params['collective'] * 1e6, 3)} µs for its collectives"
+            f": {number(params['layer_overhead'] * 1e6, 4)} µs per layer and "
+            f"{number(params['collective'] * 1e6, 4)} µs for its collectives"
             if chips > 1
             else ""
         ),
@@ -191,8 +201,10 @@ def _fixed_cause(f: dict) -> str:
 
 
 # why a row's prediction misses, in the order a reader should suspect them
-def _why(r, case, over: bool) -> str:
+def _why(r, case, over: bool, presets: Presets | None = None) -> str:
     features = r.preset.get("features", "").split()
+    moe = presets is not None and presets.get("model", r.preset.model).get("experts_routed")
+    one_chip = r.preset.get("chips_per_replica", r.preset.chips) == 1
     assumed = r.preset.get("assumed", "").split()
     if "mtp" in features:
         if r.preset.get("accepted_tokens") is not None:
@@ -202,6 +214,21 @@ def _why(r, case, over: bool) -> str:
             )
         return "speculative decoding with no published acceptance rate"
     newer = str(r.preset.get("date", "")) >= predict.HELD_OUT_FROM
+    if over and moe and one_chip and newer and r.scenario != "training":
+        model = presets.get("model", r.preset.model)
+        fitted = {  # the MoEs on one chip the fit saw, by name and routed experts
+            m.name: number(m.experts_routed)
+            for row in presets.by_kind["measurement"].values()
+            if str(row.get("date", "")) < predict.HELD_OUT_FROM
+            and row.get("chips_per_replica", row.chips) == 1
+            and (m := presets.get("model", row.model)).get("experts_routed")
+        }
+        seen = " and ".join(f"{n}'s {e} experts" for n, e in fitted.items()) or "none"
+        return (
+            f"an MoE of {number(model.experts_routed)} routed experts on one chip: the fitted "
+            f"share an MoE reaches is charged only when its experts are spread over chips, and "
+            f"the fit's MoEs on one chip are few and coarse ({seen})"
+        )
     if newer and not over:
         return (
             "software newer than the fit: the vendor credits faster kernels and load balancing "
@@ -265,7 +292,8 @@ PARAM_WORDS = {
 
 def _value(name: str, x: float) -> str:
     """A fitted parameter as the chapter shows it: a share in percent, a time in µs."""
-    return pct(x) if name in predict.SHARES else f"{number(x * 1e6, 2)} µs"
+    # a time to three figures, as the misses' table multiplies it by a layer count
+    return pct(x) if name in predict.SHARES else f"{number(x * 1e6, 3)} µs"
 
 
 def _robustness(s: dict) -> dict:
@@ -322,14 +350,22 @@ def _robustness(s: dict) -> dict:
     }
 
 
+# why rows stay out of the fit, as a count of rows says it: "6 rows read off a latency curve"
+_KEPT_OUT_ROWS = {
+    predict.NOT_MODELLED["mtp"]: "use speculative decoding with no published acceptance",
+    predict.NOT_MODELLED["interpolated"]: "read off a latency curve",
+    predict.NOT_MODELLED["prefix_cache"]: "use prefix caching",
+}
+
+
 def _not_predicted(rows, honest) -> str:
     """The reasons a scenario's rows were kept out of the fit, with their counts."""
     counts: dict[str, int] = {}
     for r in rows:
         how = honest.get(r.id, (None, "no bound"))[1]
-        why = next((w for k, w in _KEPT_OUT.items() if k in how), how.split(": ")[-1])
+        why = next((w for k, w in _KEPT_OUT_ROWS.items() if k in how), how.split(": ")[-1])
         counts[why] = counts.get(why, 0) + 1
-    return "; ".join(f"{why}: {n}" for why, n in counts.items())
+    return "; ".join(f"{n} row{'s' if n != 1 else ''} {why}" for why, n in counts.items())
 
 
 def _prediction(presets: Presets, rows) -> dict:
@@ -398,7 +434,7 @@ def _prediction(presets: Presets, rows) -> dict:
             elif kept_out:
                 why = f"kept out of the fit: {kept_out}"
             else:
-                why = _why(r, cases[rid], over)
+                why = _why(r, cases[rid], over, presets)
             misses.append(
                 {
                     "name": r.name,
@@ -493,6 +529,9 @@ def _table_row(r, presets) -> dict:
         else f"{quantity(r.ttft[0].to('ms'))} / {quantity(r.ttft[1].to('ms'))}",
     }
 
+
+# the training run the chapter works through: a published rate, a sourced sequence length
+TRAINING_EXAMPLE = "deepseek_v3_pretraining"
 
 # the row an exercise asks the student to bound, step by step as the worked example does: the same
 # model on another chip, at another precision, its inputs all published
@@ -595,14 +634,16 @@ def _sensitivity_rows(presets: Presets, rows) -> list[dict]:
     out = []
     for r in rows:
         ranges = sensitivity(r.preset, presets)
+        ends = sensitivity_ranges(r.preset, presets)
         for name, (low, high) in ranges.items():
+            a, b = (e.upper() if isinstance(e, str) else quantity(e) for e in ends[name])
             out.append(
                 {
                     "id": r.id,
                     "name": r.name,
-                    "input": name.replace("_", " "),
-                    "range": f"{quantity(r.preset.get(name + '_low'))} to "
-                    f"{quantity(r.preset.get(name + '_high'))}",
+                    "input": _INPUT_WORDS.get(name, name.replace("_", " ")),
+                    "key": name,
+                    "range": f"{a} to {b}",
                     "at": pct(r.efficiency),
                     "low": pct(low),
                     "high": pct(high),
@@ -613,7 +654,14 @@ def _sensitivity_rows(presets: Presets, rows) -> list[dict]:
 
 
 # an assumed input as the text names it
-_INPUT_WORDS = {"input tokens": "mean prompt", "output tokens": "mean output"}
+_INPUT_WORDS = {
+    "input_tokens": "mean prompt",
+    "output_tokens": "mean output",
+    "context": "context length",
+    "concurrency": "maximum batch",
+    "kv": "KV-cache precision",
+    "activations": "compute precision",
+}
 
 
 def _top(sens: list[dict]) -> dict | None:
@@ -621,7 +669,26 @@ def _top(sens: list[dict]) -> dict | None:
     if not sens:
         return None
     top = max(sens, key=lambda t: float(t["spread"].replace(",", "")))
-    return {**top, "what": _INPUT_WORDS.get(top["input"], top["input"])}
+    return {**top, "what": top["input"]}
+
+
+def _by_input(sens: list[dict]) -> list[dict]:
+    """Per unpublished input, how many rows lean on it and how far it moves them: the median
+    and the largest factor between the ends of its range, largest first."""
+    groups: dict[str, list[float]] = {}
+    for s in sens:
+        groups.setdefault(s["input"], []).append(float(s["spread"].replace(",", "")))
+    out = [
+        {
+            "what": what,
+            "count": str(len(v)),
+            "median": number(float(np.median(v)), 2),
+            "max": number(max(v), 2),
+            "top": max(v),
+        }
+        for what, v in groups.items()
+    ]
+    return sorted(out, key=lambda g: -g["top"])
 
 
 # the batch-1 DeepSeek-R1 rows: without MTP, with MTP3, with MTP3 and relaxed acceptance (S7)
@@ -734,6 +801,29 @@ def context(presets: Presets) -> dict:
         a, b = max(pairs, key=lambda p: effs[p[1]] / effs[p[0]])
         row = {m["id"]: m for m in mfu_rows}
         contrast = {"low": row[a], "high": row[b]}
+    # the measured runs by the peak their MFU is a share of: an FP4 peak is two to four times a
+    # BF16 or FP8 one, so a rule of thumb pools only runs held against the same kind of peak
+    by_peak: dict[str, list] = {}
+    for r in rows:
+        if r.scenario == "training" and r.efficiency is not None and not derived(r):
+            by_peak.setdefault(_precision(r), []).append(r)
+    widest = ("FP32", "BF16", "FP16", "FP8", "INT8", "FP4")  # the wider formats first
+    training_groups = [
+        {
+            "peak": peak,
+            "article": "an" if peak[0] in "FI" else "a",
+            "count": str(len(runs)),
+            "runs": "run" if len(runs) == 1 else "runs",
+            # one run's share, or the least to the greatest of several
+            "share": pct(runs[0].efficiency)
+            if len(runs) == 1
+            else f"{pct(min(r.efficiency for r in runs))} to "
+            f"{pct(max(r.efficiency for r in runs))}",
+        }
+        for peak, runs in sorted(
+            by_peak.items(), key=lambda p: widest.index(p[0]) if p[0] in widest else 99
+        )
+    ]
     attn_gaps = [
         abs(r.mfu_attention / r.preset.mfu.to("").m - 1) for r in training if r.mfu_attention
     ]
@@ -768,11 +858,37 @@ def context(presets: Presets) -> dict:
             "count": str(b["count"]),
         }
 
+    # a training run worked through: a published rate against six FLOPs per parameter at peak
+    run = by_id[TRAINING_EXAMPLE]
+    training_example = {
+        "name": run.name,
+        "chip": chip_name(presets.get("hardware", run.preset.hardware)),
+        "precision": _precision(run),
+        "peak": quantity(training_peak(run.preset, presets).to("TFLOP/s")),
+        # the bound's FLOPs per token: the peak over the bound (six per active parameter)
+        "per_token": quantity(
+            (training_peak(run.preset, presets) / run.bound).to("GFLOP/token"), 3
+        ),
+        "measured": quantity(run.measured),
+        "bound": quantity(run.bound),
+        "mfu": pct(run.efficiency),
+        "attention": pct(run.mfu_attention),
+        "context": quantity(run.preset.context),
+    }
     return {
+        "training_example": training_example,
         "prediction": _prediction(presets, rows),
+        # the fitted share of the modelled step an MoE over several chips reaches, as a slowdown
+        "moe_slowdown": number(
+            1 / predict.prediction(presets)["summary"]["params"]["expert_parallel"], 2
+        ),
         "count": str(len(rows)),
         "serving_count": str(sum(r.scenario != "training" for r in rows)),
         "training_count": str(sum(r.scenario == "training" for r in rows)),
+        # the training rows with a measured rate (the median's rows) and with only a stated MFU
+        "training_measured": str(sum(r.scenario == "training" and not derived(r) for r in rows)),
+        "training_stated": str(sum(r.scenario == "training" and derived(r) for r in rows)),
+        "training_groups": training_groups,
         "middle": f"{number(BAND[1] - BAND[0])}%",
         "tables": tables,
         "offline": band("offline"),
@@ -789,6 +905,7 @@ def context(presets: Presets) -> dict:
         "sensitivity_max": number(max(spreads), 3) if spreads else "—",
         # the row and input behind the largest factor, so the text names what moved it
         "sensitivity_top": _top(sens),
+        "sensitivity_inputs": _by_input(sens),
         "sensitivity_median": number(float(np.median(spreads)), 3) if spreads else "—",
         "omitted": [{"what": w, "why": y} for w, y in OMITTED],
         "ttft_ratio_low": number(min(ttft_ratios), 3),
