@@ -1700,7 +1700,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
             (left, lecture, "the lecture's count: layer inputs only"),
             (right, curves, "everything a backward pass needs"),
         ):
-            for color, (label, y) in zip(PALETTE[1:] if a is left else PALETTE, group.items()):
+            colors = PALETTE[1 : 1 + len(group)] if a is left else PALETTE[: len(group)]
+            for color, (label, y) in zip(colors, group.items(), strict=True):
                 a.loglog(depth, y, label=label, linewidth=2, color=color)
             a.axvline(model.layers, color=FOREGROUND, linestyle=":", linewidth=1)
             a.set_title(title, fontsize=10)
@@ -1749,9 +1750,9 @@ def activation_vs_layers(presets: Presets) -> Figure:
         f"extra forward pass: {held[1]}, {held[2]} and {held[3]} at {model.layers} layers. Every "
         f"one of them also holds one layer's internals ({spoken(Q_(buffer, 'GB'))}) while that "
         f"layer runs backwards: a floor that flattens the re-run line until the layer inputs "
-        f"outweigh it, beyond {shallow} layers, and that the reversible network never leaves. Below "
-        f"{shallow} layers checkpointing cannot use more segments than there are layers, so it "
-        f"coincides with re-running each layer; above, it climbs as the square root."
+        f"outweigh it, beyond {shallow} layers, and that the reversible network never leaves. "
+        f"Below {shallow} layers checkpointing cannot use more segments than there are layers, "
+        f"so it coincides with re-running each layer; above, it climbs as the square root."
     )
     return _render("activation_vs_layers", draw, alt, caption)
 
