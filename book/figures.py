@@ -1645,9 +1645,9 @@ def feistel_round(presets: Presets) -> Figure:
 
 def activation_vs_layers(presets: Presets) -> Figure:
     """Activation memory of one training sequence against depth, in two panels on shared log
-    axes. Left, the lecture's count in layer inputs alone: every input kept, square-root
+    axes. Top, the lecture's count in layer inputs alone: every input kept, square-root
     checkpoints and the reversible network's last output, whose slopes are exactly 1, 1/2 and 0.
-    Right, every activation a backward pass needs counted: all of them stored (no recompute), and
+    Bottom, every activation a backward pass needs counted: all of them stored (no recompute), and
     three strategies at the same one extra forward pass (each layer's input kept and the layer
     re-run, square-root checkpointing whose recomputed segment keeps its internals, and a
     reversible network), where the one layer's internals every recomputing scheme holds is a
@@ -1693,9 +1693,9 @@ def activation_vs_layers(presets: Presets) -> Figure:
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     def draw(fig, ax):
-        fig.set_size_inches(10, 4.8)
+        fig.set_size_inches(7, 8.6)
         fig.delaxes(ax)
-        left, right = fig.subplots(1, 2, sharey=True)
+        left, right = fig.subplots(2, 1, sharey=True)
         for a, group, title in (
             (left, lecture, "the lecture's count: layer inputs only"),
             (right, curves, "everything a backward pass needs"),
@@ -1711,7 +1711,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
             a.set_xticks(ticks)
             a.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             a.xaxis.set_minor_formatter(NullFormatter())
-            a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=1, fontsize=9)
+            a.set_ylabel("activation memory (GB)")
+            a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=9)
         left.annotate(
             f"{model.name}:\n{model.layers} layers",
             (model.layers, 1),
@@ -1721,7 +1722,6 @@ def activation_vs_layers(presets: Presets) -> Figure:
             fontsize=9,
         )
         _mark(right, hbm.m, f"{chip} HBM {spoken(hbm)}", vertical=False)
-        left.set_ylabel("activation memory (GB)")
         left.set_yticks([t for t in (0.1, 1, 10, 100, 1000)])
         left.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         left.yaxis.set_minor_formatter(NullFormatter())
@@ -1732,11 +1732,11 @@ def activation_vs_layers(presets: Presets) -> Figure:
     held = [at(y) for y in curves.values()]
     counted = [at(y) for y in lecture.values()]
     alt = (
-        f"Two panels of activation memory for one training sequence of {context_tokens(context)} "
-        f"with {model.name}'s width against depth, both axes logarithmic. Left, layer inputs "
+        f"Two panels, one above the other, of activation memory for one training sequence of {context_tokens(context)} "
+        f"with {model.name}'s width against depth, both axes logarithmic. Top, layer inputs "
         f"only: every input kept rises with slope 1, square-root checkpoints with slope one half, "
         f"the reversible network's last output is flat; at {model.layers} layers "
-        f"{', '.join(counted)}. Right, every activation the backward pass needs: storing "
+        f"{', '.join(counted)}. Bottom, every activation the backward pass needs: storing "
         f"everything and keeping each layer's input rise with depth, checkpointing more slowly, "
         f"the reversible network stays flat, all three recomputing schemes sitting on a floor of "
         f"one layer's internals; at {model.layers} layers {', '.join(held)}, against one "
@@ -1744,9 +1744,9 @@ def activation_vs_layers(presets: Presets) -> Figure:
     )
     caption = (
         f"Activation memory against depth for one sequence of {context_tokens(context)} at "
-        f"{model.name}'s width. Left, the lecture's count in layer inputs: the slopes are its "
+        f"{model.name}'s width. Top, the lecture's count in layer inputs: the slopes are its "
         f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers). "
-        f"Right, what each scheme holds at its peak, the three that recompute at the same one "
+        f"Bottom, what each scheme holds at its peak, the three that recompute at the same one "
         f"extra forward pass: {held[1]}, {held[2]} and {held[3]} at {model.layers} layers. Every "
         f"one of them also holds one layer's internals ({spoken(Q_(buffer, 'GB'))}) while that "
         f"layer runs backwards: a floor that flattens the re-run line until the layer inputs "
