@@ -1732,7 +1732,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
     held = [at(y) for y in curves.values()]
     counted = [at(y) for y in lecture.values()]
     alt = (
-        f"Two panels, one above the other, of activation memory for one training sequence of {context_tokens(context)} "
+        f"Two panels, one above the other, of activation memory for one training sequence of "
+        f"{context_tokens(context)} "
         f"with {model.name}'s width against depth, both axes logarithmic. Top, layer inputs "
         f"only: every input kept rises with slope 1, square-root checkpoints with slope one half, "
         f"the reversible network's last output is flat; at {model.layers} layers "
