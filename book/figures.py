@@ -1667,11 +1667,14 @@ def feistel_round(presets: Presets) -> Figure:
 
 
 def activation_vs_layers(presets: Presets) -> Figure:
-    """Activation memory of one training sequence against depth, every activation a backward
-    pass needs counted: all of them stored (no recompute), and three strategies at the same one
-    extra forward pass: each layer's input kept and the layer re-run, square-root checkpointing
-    whose recomputed segment keeps its internals, and a reversible network (the last two flat
-    and square-root in depth; every recomputing scheme holds one layer's internals)."""
+    """Activation memory of one training sequence against depth, in two panels on shared log
+    axes. Top, the lecture's count in layer inputs alone: every input kept, square-root
+    checkpoints and the reversible network's last output, whose slopes are exactly 1, 1/2 and 0.
+    Bottom, every activation a backward pass needs counted: all of them stored (no recompute), and
+    three strategies at the same one extra forward pass (each layer's input kept and the layer
+    re-run, square-root checkpointing whose recomputed segment keeps its internals, and a
+    reversible network), where the one layer's internals every recomputing scheme holds is a
+    floor that hides the slopes at shallow depth."""
     from book.chapters import reversible as chapter
     from derivations import get
 
@@ -1682,57 +1685,98 @@ def activation_vs_layers(presets: Presets) -> Figure:
     stored = get("full_activation_memory").sweep("n_layers", depth, **kw).to("GB")
     inputs = get("activation_memory").sweep("n_layers", depth, **kw).to("GB").m
     layer_input = cases["rev"].to("GB").m  # one checkpoint: one layer's input
+    ckpt_inputs = get("checkpoint_activation_memory").sweep("n_layers", depth, **kw).to("GB").m
 
     def checkpointed(n: int, every) -> float:
         return chapter.checkpointed_memory(n, every.to("GB").m, layer_input)
 
+    lecture = {
+        "every layer's input: slope 1": inputs,
+        "square-root checkpoints: slope \u00bd": ckpt_inputs,
+        "reversible, last output: flat": np.full(depth.shape, layer_input),
+    }
     curves = {
         "every activation stored (no recompute)": stored.m,
         "each layer's input kept, layer re-run": inputs + buffer,
         "checkpointed, segment keeps internals": np.array(
             [checkpointed(int(n), q) for n, q in zip(depth, stored, strict=True)]
         ),
-        "reversible": np.full(depth.shape, cases["rev"].to("GB").m + buffer),
+        "reversible: last output and one layer's internals": np.full(
+            depth.shape, layer_input + buffer
+        ),
     }
+    # below this depth a segment per layer is already the best checkpointing: the root of every
+    # activation over one input exceeds the layer count, so it coincides with re-running each layer
+    shallow = int(round(buffer / layer_input))
     model = presets.get("model", chapter.MODEL)
     context = presets.parameter["context_length"].value
     hbm = presets.get("hardware", chapter.HARDWARE).hbm_capacity.to("GB")
     chip = presets.get("hardware", chapter.HARDWARE).name
 
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     def draw(fig, ax):
-        for label, y in curves.items():
-            ax.loglog(depth, y, label=label, linewidth=2)
-        _mark(ax, model.layers, f"{model.name}: {model.layers} layers")
-        _mark(ax, hbm.m, f"{chip} HBM {spoken(hbm)}", vertical=False)
-        ax.set_xlabel("layers")
-        ax.set_ylabel("activation memory (GB)")
-        ax.set_xlim(depth[0], depth[-1])
-        ax.set_xticks([t for t in (5, 10, 20, 40, 80, 160) if depth[0] <= t <= depth[-1]])
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
+        fig.set_size_inches(7, 8.6)
+        fig.delaxes(ax)
+        left, right = fig.subplots(2, 1, sharey=True)
+        for a, group, title in (
+            (left, lecture, "the lecture's count: layer inputs only"),
+            (right, curves, "everything a backward pass needs"),
+        ):
+            colors = PALETTE[1 : 1 + len(group)] if a is left else PALETTE[: len(group)]
+            for color, (label, y) in zip(colors, group.items(), strict=True):
+                a.loglog(depth, y, label=label, linewidth=2, color=color)
+            a.axvline(model.layers, color=FOREGROUND, linestyle=":", linewidth=1)
+            a.set_title(title, fontsize=10)
+            a.set_xlabel("layers")
+            a.set_xlim(depth[0], depth[-1])
+            ticks = [t for t in (4, 10, 20, 40, 80, 200, 400, 1000) if depth[0] <= t <= depth[-1]]
+            a.set_xticks(ticks)
+            a.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            a.xaxis.set_minor_formatter(NullFormatter())
+            a.set_ylabel("activation memory (GB)")
+            a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=9)
+        left.annotate(
+            f"{model.name}:\n{model.layers} layers",
+            (model.layers, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, -24),
+            textcoords="offset points",
+            fontsize=9,
+        )
+        _mark(right, hbm.m, f"{chip} HBM {spoken(hbm)}", vertical=False)
+        left.set_yticks([t for t in (0.1, 1, 10, 100, 1000)])
+        left.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        left.yaxis.set_minor_formatter(NullFormatter())
 
-    at = {
-        label: spoken(Q_(y[list(depth).index(model.layers)], "GB")) for label, y in curves.items()
-    }
-    held = list(at.values())
+    def at(y) -> str:
+        return spoken(Q_(y[list(depth).index(model.layers)], "GB"))
+
+    held = [at(y) for y in curves.values()]
+    counted = [at(y) for y in lecture.values()]
     alt = (
-        f"Activation memory of one training sequence of {context_tokens(context)} with "
-        f"{model.name}'s width against depth, both axes logarithmic, every activation the "
-        f"backward pass needs counted: storing everything and keeping each layer's input grow in "
-        f"proportion to the layers, checkpointing as their square root, and the reversible "
-        f"network stays flat. At {model.layers} layers: {', '.join(held)}, against one "
+        f"Two panels, one above the other, of activation memory for one training sequence of "
+        f"{context_tokens(context)} "
+        f"with {model.name}'s width against depth, both axes logarithmic. Top, layer inputs "
+        f"only: every input kept rises with slope 1, square-root checkpoints with slope one half, "
+        f"the reversible network's last output is flat; at {model.layers} layers "
+        f"{', '.join(counted)}. Bottom, every activation the backward pass needs: storing "
+        f"everything and keeping each layer's input rise with depth, checkpointing more slowly, "
+        f"the reversible network stays flat, all three recomputing schemes sitting on a floor of "
+        f"one layer's internals; at {model.layers} layers {', '.join(held)}, against one "
         f"{chip}'s {spoken(hbm)} of HBM."
     )
     caption = (
         f"Activation memory against depth for one sequence of {context_tokens(context)} at "
-        f"{model.name}'s width, counting what each scheme holds at its peak. The three schemes "
-        f"that recompute pay the same one extra forward pass, and their slopes are the lecture's "
-        f"argument: linear, square root, flat. At {model.layers} layers they hold {held[1]}, "
-        f"{held[2]} and {held[3]}; the floor under the reversible network is one layer's "
-        f"internals, which every scheme that recomputes holds while that layer runs backwards."
+        f"{model.name}'s width. Top, the lecture's count in layer inputs: the slopes are its "
+        f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers). "
+        f"Bottom, what each scheme holds at its peak, the three that recompute at the same one "
+        f"extra forward pass: {held[1]}, {held[2]} and {held[3]} at {model.layers} layers. Every "
+        f"one of them also holds one layer's internals ({spoken(Q_(buffer, 'GB'))}) while that "
+        f"layer runs backwards: a floor that flattens the re-run line until the layer inputs "
+        f"outweigh it, beyond {shallow} layers, and that the reversible network never leaves. "
+        f"Below {shallow} layers checkpointing cannot use more segments than there are layers, "
+        f"so it coincides with re-running each layer; above, it climbs as the square root."
     )
     return _render("activation_vs_layers", draw, alt, caption)
 

@@ -204,8 +204,9 @@ register(
             "forward pass, a reversible network's compute (Chen et al.). If M_act counts layer "
             "inputs only, each layer must be re-run once more for its internals: two extra "
             "forward passes, and one layer's internals held besides",
-            "K is free to take its best value, the square root of the layer count (at four "
-            "layers or more, so that it stores less than ordinary backpropagation)",
+            "K is free to take its best value, the square root of M_act over one layer's input "
+            "(of the layer count for layer inputs only, at four layers or more so that it stores "
+            "less than ordinary backpropagation)",
         ),
         derivation=Derivation(
             given(
@@ -220,7 +221,12 @@ register(
                 "differentiate by the segment count",
             ),
             stationary(M_R - M_A / K**2, "at the minimum the slope is zero"),
-            solve(K, sp.sqrt(M_A / M_R), "K is the square root of the layer count"),
+            solve(
+                K,
+                sp.sqrt(M_A / M_R),
+                "K is the square root of M_act over one layer's input: of the layer count when "
+                "M_act counts layer inputs only",
+            ),
             given(checkpoint_activation_memory.sym, M_CKPT, "the memory again"),
             substitute(
                 {K: sp.sqrt(M_A / M_R)},

@@ -480,6 +480,7 @@ def _moe_ratio(presets: Presets) -> str:
 
 TP_CHIP = "h100_sxm"
 TP_PRECISION = "bf16"
+SCALING_BOOK_MATRICES = 2  # the scaling book's MLP: W_in and W_out, no gate
 
 
 def _tensor_parallel(presets: Presets) -> dict:
@@ -514,6 +515,13 @@ def _tensor_parallel(presets: Presets) -> dict:
     k = ((ways - 1) * compute / allreduce).to("").m
     fp8 = times(ways, hw.get("dense_flops_fp8"), presets.get("precision", "fp8").bytes_per_value)
     fp8_same = abs((fp8[1] / fp8[0] / (allreduce / compute)).to("").m - 1) < 0.01
+    # the scaling book's rule ("Rooflines for LLM Scaling on GPUs", tensor parallelism): an
+    # ungated MLP's in and out matrices against an all-gather plus a reduce-scatter of the d
+    # activations, each charged in full whatever the chips: split fewer than F W / C ways
+    book_params = params * SCALING_BOOK_MATRICES / ffn_matrices.value.m
+    book_compute = flops_per_param_token.value * book_params / flops
+    book_comms = 2 * width * act / hw.scale_up_bandwidth_per_direction
+    book_ways = (book_compute / book_comms).to("").m
     return {
         "tp": {
             "chip": chip_name(hw),
@@ -526,6 +534,8 @@ def _tensor_parallel(presets: Presets) -> dict:
             "allreduce": said(allreduce, 2),
             "ratio": said_number((allreduce / compute).to("").m, 2),
             "max_ways": said_number(1 + k, 2),
+            "book_ways": said_number(book_ways, 2),
+            "matrices_ratio": said_number(ffn_matrices.value.m / SCALING_BOOK_MATRICES, 2),
             "pays_at_two": bool(k >= 1),
             "fp8_same": bool(fp8_same),
         }

@@ -26,7 +26,7 @@ EXERCISE_ZERO_CHIPS = 64  # exercise 1: the data-parallel chips the training sta
 EXERCISE_MODEL = "llama_3_1_405b"  # exercise 3: the KV cache trade on a larger model
 STREAMS = 2  # a reversible layer carries two residual streams (x, y), each d wide
 ONE_LAYER = Q_(1, "layer")
-LAYER_SWEEP = (4, 160)  # the figure's depths (square-root checkpointing needs four or more)
+LAYER_SWEEP = (4, 1000)  # the figure's depths (square-root checkpointing needs four or more)
 
 
 def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
@@ -178,6 +178,18 @@ def context(presets: Presets) -> dict:
         ),
         "layer_bytes": ev.text("layer_activation_bytes"),
         "act_factor": quantity(presets.parameter["activation_bytes_factor"].value),
+        # the same factor as a product's first term: bytes per value, times tokens, times values
+        "act_factor_bare": said(
+            presets.parameter["activation_bytes_factor"].value * Q_(1, "value")
+        ),
+        # the training state's bytes per parameter: BF16 weights and gradients, FP32 master copy
+        # and Adam's two FP32 moments
+        "bytes_per_param": said(
+            sum(
+                presets.parameter[p].value
+                for p in ("train_weight_bytes", "train_grad_bytes", "optimizer_bytes")
+            )
+        ),
         "stored": said(m["stored"].to("GB")),
         "plain": said(m["plain"].to("GB")),
         "ckpt": said(m["ckpt"].to("GB")),

@@ -172,3 +172,15 @@ def test_the_chapter_page_shows_the_schedule_where_it_derives_the_bubble(built_p
 @pytest.fixture(scope="module")
 def built_page(printed_site):
     return (printed_site / "chapters/pipeline/index.html").read_text()
+
+
+def test_the_scaling_book_s_tensor_parallel_rule_beside_the_chapter_s():
+    # the scaling book's rule, split fewer than F W / C ways: DeepSeek-V3's expert width
+    # F = 2,048 (models.toml), an H100's 450 GB/s NVLink per direction and 989.4 TFLOP/s BF16
+    book = 2048 * 450e9 / 989.4e12
+    tp = pipeline._tensor_parallel(load())["tp"]
+    assert tp["book_ways"].exact == f"{book:.2f}" == "0.93"
+    # the chapter's gated expert has three matrices to the book's two, and a ring over Y chips
+    # sends (Y - 1)/Y of the collectives: compute = comms at Y = 1 + 1.5 F W / C
+    assert tp["matrices_ratio"].exact == "1.5"
+    assert tp["max_ways"].exact == f"{1 + 1.5 * book:.2g}" == "2.4"

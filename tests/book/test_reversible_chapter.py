@@ -71,3 +71,30 @@ def test_exercise_one_says_which_strategy_fits_beside_the_state(ctx):
     expected = ["fits" if h + share <= 80e9 else "does not fit" for h in held]
     assert [r["verdict"] for r in ctx["ex_verdicts"]] == expected
     assert expected == ["does not fit", "fits", "fits", "fits"]  # what the answer's prose says
+
+
+def test_the_depth_figure_s_lecture_panel_has_slopes_one_half_and_zero():
+    # counted in layer inputs: every input kept is L inputs, square-root checkpoints 2 sqrt(L)
+    # inputs, the reversible network one input, so on log axes the slopes are 1, 1/2 and 0
+    import numpy as np
+
+    presets = load()
+    kw = dict(presets=presets, model=reversible.MODEL, batch_size=reversible.TRAIN_BATCH)
+    depth = np.array([10, 1000])
+    inputs = get("activation_memory").sweep("n_layers", depth, **kw).to("B").m
+    ckpt = get("checkpoint_activation_memory").sweep("n_layers", depth, **kw).to("B").m
+    assert inputs == pytest.approx(depth * INPUT, rel=1e-9)
+    assert ckpt == pytest.approx(2 * np.sqrt(depth) * INPUT, rel=1e-9)
+    slope = np.diff(np.log(ckpt)) / np.diff(np.log(depth))
+    assert slope[0] == pytest.approx(0.5, rel=1e-9)
+
+
+def test_the_example_s_internals_are_derived_before_they_are_used():
+    from book import site
+
+    text = (site.TEMPLATES / "chapters" / "reversible.md.j2").read_text(encoding="utf-8")
+    derived = text.index("{{ act_factor_bare }} × {{ context }} ×")
+    for use in ("{{ stored }}) in place of", "{{ segments_full }} segments of"):
+        assert derived < text.index(use)
+    # 34 B * 8,192 tokens * 8,192 values = 2,281,701,376 B
+    assert reversible.context(load())["buffer"].exact == "2.282 GB"
