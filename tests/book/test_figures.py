@@ -272,20 +272,40 @@ def test_the_figures_code_is_every_book_module_it_imports():
     assert "book/cards.py" not in closure and "book/site.py" not in closure
 
 
-def test_a_warm_build_s_figures_never_import_matplotlib(empty_cache):
-    """Every figure read from a store written by another process: matplotlib stays unimported."""
+def test_a_warm_build_s_figures_never_import_matplotlib(kept, empty_cache):
+    """Every figure read from a store written by another process: matplotlib stays unimported.
+
+    The store is filled here (this process has the figures' inputs computed already: a fresh
+    process drawing them all would compute the prediction again); the reader is a fresh process,
+    which then draws one figure with the cache off to show its probe sees matplotlib come in."""
+    import hashlib
     import subprocess
     import sys
     from pathlib import Path
 
+    from book.figures import remembered_figure
+
+    presets = load()
+    here = [remembered_figure(f, presets).svg for f in sorted(FIGURES)]
+    assert sorted(kept) == sorted(FIGURES)  # the store was empty: every figure was drawn here
+    assert len(_figure_entries(empty_cache)) == len(FIGURES)
     code = (
-        "import sys\n"
-        "from book.figures import FIGURES, drawn\n"
+        "import hashlib, os, sys\n"
+        "from book.figures import FIGURES, drawn, remembered_figure\n"
         "from units.presets import load\n"
         "svgs = [drawn(f, load()).svg for f in sorted(FIGURES)]\n"
         "print(len(svgs), 'matplotlib' in sys.modules)\n"
+        "print(hashlib.sha256(''.join(svgs).encode()).hexdigest())\n"
+        "os.environ['CHALKBOARD_CACHE'] = '0'\n"
+        "remembered_figure('feistel_round', load())\n"
+        "print('matplotlib' in sys.modules)\n"
     )
     run = [sys.executable, "-c", code]
     where = dict(capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2])
-    assert subprocess.run(run, **where).stdout.split() == [str(len(FIGURES)), "True"]
-    assert subprocess.run(run, **where).stdout.split() == [str(len(FIGURES)), "False"]
+    digest = hashlib.sha256("".join(here).encode()).hexdigest()
+    assert subprocess.run(run, **where).stdout.split() == [
+        str(len(FIGURES)),
+        "False",  # every figure read from the store
+        digest,  # the very SVGs drawn here
+        "True",  # drawing one with the cache off imports matplotlib: the probe can fail
+    ]
