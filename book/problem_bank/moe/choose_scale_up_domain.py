@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money, require
+from book.problem_bank import Draw, Mistake, evaluate, money, require, shown
 from book.problem_bank._rents import rent
-from book.problem_bank.batching._figures import chip_name, size, tokens, weight_bytes
+from book.problem_bank.batching._figures import chip_name, flop_rate, size, tokens, weight_bytes
 from book.problem_bank.batching._figures import figures as step_figures
 from units import Q_
 
@@ -78,6 +78,12 @@ def draw(rng, presets) -> Draw:
             context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
             presets=presets,
         )
+        kv = evaluate("kv_bytes_per_token", model=model, precision="fp8", presets=presets)
+        attention = step_figures(**dict(case, hardware="h200"))["attention_flops_per_token"]
+        case.update(  # the statement's figures, as a student reads them
+            kv_bytes_per_token=shown(kv.to("kB/token")),
+            attention_flops_per_token=shown(attention.to("MFLOP/token")),
+        )
         limit = Q_(rng.choice(STEPS), "ms")
         offered = sorted(rng.sample(SERVERS, 2)) + [rng.choice(RACKS)]
         rows = [option(h, case, limit, presets) for h in offered]
@@ -90,8 +96,7 @@ def draw(rng, presets) -> Draw:
             break
     name = {r["hardware"]: chip_name(presets, r["hardware"]) for r in rows}
     spec = presets.get("model", model)
-    kv = evaluate("kv_bytes_per_token", model=model, precision="fp8", presets=presets)
-    attention = step_figures(**dict(case, hardware="h200"))["attention_flops_per_token"]
+    kv, attention = case["kv_bytes_per_token"], case["attention_flops_per_token"]
     context = case["context_length"]
 
     def offer(r) -> str:
@@ -99,7 +104,7 @@ def draw(rng, presets) -> Draw:
         return (
             f"{name[r['hardware']]}, {money(r['chips'])} in one scale-up domain at "
             f"{money(r['rent'])}, each with {money(chip.hbm_capacity, 3)} of HBM at "
-            f"{money(chip.hbm_bandwidth, 3)} and {money(chip.dense_flops_fp8, 3)} of "
+            f"{money(chip.hbm_bandwidth, 3)} and {flop_rate(chip.dense_flops_fp8)} of "
             "dense FP8 math"
         )
 

@@ -43,7 +43,8 @@ def draw(rng, presets) -> Draw:
         f"A lab describes a {model.name}-shaped model ({params}) as over-trained "
         f"{number(times)} times: pre-trained on {number(times)} times the compute-optimal "
         "(Chinchilla) number of tokens for its active parameters. Roughly how many FLOPs did "
-        "pre-training take? An order of magnitude is enough; ignore attention."
+        "pre-training take? Ignore attention; any answer within a factor of "
+        f"{number(FACTOR)} is accepted."
     )
     solution = (
         f"Chinchilla's rule is {quantity(per_param)}: {quantity(optimal)} for "

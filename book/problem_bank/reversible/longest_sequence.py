@@ -4,7 +4,7 @@ reversible than when their inputs are checkpointed?"""
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
 from units import Q_
 
 KIND = "multi"
@@ -27,12 +27,16 @@ SHARE = (0.15, 0.7)  # the state's share of each GPU's HBM: enough to matter, ro
 def draw(rng, presets) -> Draw:
     model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
     chip, model = presets.get("hardware", hardware), presets.get("model", model_id)
-    state = evaluate("training_state_memory", model=model_id, presets=presets).to("GB")
+    exact_state = evaluate("training_state_memory", model=model_id, presets=presets)
+    per_param = (exact_state / model.params_total).to("byte/parameter")
+    params = shown(model.params_total.to("Gparam"))  # as the statement prints it
+    hbm = shown(chip.hbm_capacity.to("GB"))
+    state = (per_param * params).to("GB")
     low, high = SHARE
-    shardings = [n for n in SHARDS if low <= (state / n / chip.hbm_capacity).to("").m <= high]
+    shardings = [n for n in SHARDS if low <= (state / n / hbm).to("").m <= high]
     require(bool(shardings), "some sharding leaves the state a real share of the HBM")
     shards = rng.choice(shardings)
-    room = (chip.hbm_capacity - state / shards).to("GB")
+    room = (hbm - state / shards).to("GB")
     unit = Q_(1024, "token/sequence")  # everything is linear in the context: evaluate at 1K
     one = Q_(1, "sequence")
     case = dict(
@@ -45,15 +49,17 @@ def draw(rng, presets) -> Draw:
     stored = buffer_detail.inputs["activation_bytes_factor"].value.to("byte/value")
     per_value = ckpt.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
     rev = evaluate("revnet_activation_memory", **case)
-    per_param = (state / model.params_total).to("byte/parameter")
     tokens = unit * one
 
     def per_token(q):
         return (q / tokens).to("kB/token")
 
-    ckpt_token, buffer_token, rev_token = (
-        per_token(q) for q in (ckpt.value, buffer_detail.value, rev)
-    )
+    buffer_token, rev_token = (per_token(q) for q in (buffer_detail.value, rev))
+    # K checkpoints plus a segment's other L/K - 1 inputs (its first is its checkpoint, counted
+    # once, as in spacing_the_checkpoints): least at K = sqrt(L), 2 sqrt(L) - 1 layers' worth
+    held = 2 * layers**0.5 - 1
+    ckpt_token = (held * per_layer).to("kB/token")
+    twice_token = per_token(ckpt.value)  # the equation's 2 sqrt(L): the first input counted twice
     with_ckpt = ckpt_token + buffer_token
     with_rev = rev_token + buffer_token
     longest_ckpt = (room / with_ckpt).to("token")
@@ -62,19 +68,21 @@ def draw(rng, presets) -> Draw:
     d = model.d_model
     state_words = "unsharded on each GPU" if shards == 1 else f"sharded evenly over {shards} GPUs"
     text = (
-        f"You train {model.name} ({layers} layers, residual width {d:,}) on one long "
-        f"sequence per GPU on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM), with "
-        f"its mixed-precision Adam state {state_words}. Activations are BF16 and attention's "
-        "scores are recomputed, never stored. Today the layer inputs are checkpointed at the "
-        "best number of segments (treat it as any real number), and on the way back each "
-        "segment's layers' inputs are rebuilt and held; besides, the one layer being "
+        f"You train {model.name} ({quantity(params)}, {layers} layers, residual width "
+        f"{d:,}) on one long sequence per GPU on {chip.name} GPUs ({quantity(hbm)} of HBM), "
+        "with its mixed-precision Adam state (BF16 weights and gradients, FP32 master "
+        f"weights and two FP32 moments: {quantity(per_param)}) {state_words}. Activations "
+        "are BF16 and attention's scores are recomputed, never stored. Today the layer inputs "
+        "are checkpointed at the best number of segments (treat it as any real number), and "
+        "on the way back each segment's layers' inputs are rebuilt and held (a segment's "
+        "first input is its checkpoint: count it once); besides, the one layer being "
         f"differentiated holds its internals, about {quantity(stored)} of residual stream per "
         "token. A reversible version of the model would keep only the last layer's output "
         "and that one layer's internals. How many more tokens long a sequence would the "
         "reversible version fit in what the state leaves free?"
     )
     solution = (
-        f"State: {quantity(per_param)} × {quantity(model.params_total)} = "
+        f"State: {quantity(per_param)} × {quantity(params)} = "
         f"{quantity(state)}; "
         + (
             f"unsharded it leaves {quantity(room)} of each GPU."
@@ -82,11 +90,12 @@ def draw(rng, presets) -> Draw:
             else f"1/{shards} per GPU leaves {quantity(room)}."
         ),
         f"A layer's input is {int(d):,} values × {quantity(per_value)} = "
-        f"{quantity(per_layer)}. Checkpointing keeps K inputs plus one segment's {layers}/K, "
-        f"least at K = √{layers}: twice √{layers} ≈ {number(2 * layers**0.5, 3)} layers' "
-        f"worth, {quantity(ckpt_token)}. The working layer adds {quantity(stored)} × "
-        f"{int(d):,} values = {quantity(buffer_token)}: {quantity(with_ckpt)} in all, so "
-        f"{quantity(room)} / {quantity(with_ckpt)} = {quantity(longest_ckpt, 4)} today.",
+        f"{quantity(per_layer)}. Checkpointing keeps K inputs plus one segment's other "
+        f"{layers}/K − 1, least at K = √{layers}: twice √{layers} less one ≈ "
+        f"{number(held, 3)} layers' worth, {quantity(ckpt_token)}. The working layer adds "
+        f"{quantity(stored)} × {int(d):,} values = {quantity(buffer_token)}: "
+        f"{quantity(with_ckpt)} in all, so {quantity(room)} / {quantity(with_ckpt)} = "
+        f"{quantity(longest_ckpt, 4)} today.",
         f"Reversible: one layer's output, {quantity(rev_token)}, plus the same working layer: "
         f"{quantity(with_rev)}, whatever the depth; {quantity(room)} / {quantity(with_rev)} = "
         f"{quantity(longest_rev, 4)}.",
@@ -104,7 +113,7 @@ def draw(rng, presets) -> Draw:
 
     mistakes = (
         Mistake(
-            gained(chip.hbm_capacity, with_ckpt, with_rev),
+            gained(hbm, with_ckpt, with_rev),
             "You forgot the GPU's share of the training state.",
         ),
         Mistake(
@@ -113,8 +122,13 @@ def draw(rng, presets) -> Draw:
             "being differentiated.",
         ),
         Mistake(
-            gained(room, ckpt_token / 2 + buffer_token, with_rev),
-            "Checkpointing keeps twice √L layers' worth (the checkpoints and one segment), not √L.",
+            gained(room, per_layer * layers**0.5 + buffer_token, with_rev),
+            "Checkpointing keeps about twice √L layers' worth (the checkpoints and one "
+            "segment), not √L.",
+        ),
+        Mistake(
+            gained(room, twice_token + buffer_token, with_rev),
+            "You counted each segment's first input twice; it is the checkpoint, held once.",
         ),
         Mistake(
             longest_rev,

@@ -145,7 +145,7 @@ def _draw(rng, presets) -> Draw:
         "benchmark dataset's mean). Prompts are prefilled on the same GPUs, between decode "
         "steps. Leave attention's own FLOPs out (at this context they are under a hundredth "
         "of the multiplies); the caches' reads count. What share of its roofline bound did "
-        "the run reach? Answer in percent."
+        "the run reach? Answer as a fraction (or a percentage, with its % sign)."
     )
     solution = (
         f"A sequence's context averages its prompt plus half its output: "

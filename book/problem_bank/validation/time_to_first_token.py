@@ -68,7 +68,7 @@ def draw(rng, presets) -> Draw:
         f"measured mean time to first token was {quantity(measured)}; the benchmark's prompts "
         f"average {quantity(prompt)}. Leaving attention's own FLOPs out, find the least time a "
         "replica needs to produce a first token for such a prompt: what share of the measured "
-        "mean is it? Answer in percent."
+        "mean is it? Answer as a fraction (or a percentage, with its % sign)."
     )
     solution = (
         f"The prompt's {quantity(prompt)} go through the model in one pass, "
