@@ -1,9 +1,9 @@
-"""A sparser model needs a larger batch, so its caches grow with it: the rack's true size limit."""
+"""A sparser model needs a larger batch to be compute-bound, and its caches grow with it."""
 
 from __future__ import annotations
 
-from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate, require
+from book.format import quantity
+from book.problem_bank import Draw, Mistake, evaluate, require, shown
 from book.problem_bank.batching._figures import chip_name, figures, size, tokens
 from units import Q_
 
@@ -14,92 +14,134 @@ LECTURE = "32:09"
 
 MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
 RACKS = ("gb200_nvl72", "gb300_nvl72")
-CONTEXTS = (256, 512, 1024, 2048, 4096)  # short: the caches' reads must not outgrow the weights'
+CONTEXTS = (128, 256, 384, 512, 768, 1024, 1536, 2048)
+NO_ATTENTION = Q_(0, "FLOP/token")  # the statement sets attention's own FLOPs aside
+TRILLION = Q_(1, "Tparam")
 
 
-def need(case, total):
-    """Bytes of the weights and of the caches of the crossover batch, for ``total`` params."""
+def need(case, total, batch_equation="compute_bound_batch"):
+    """Bytes of the weights and of the caches at the batch ``batch_equation`` gives (by default
+    the one where the multiplies keep pace with every read, weights and caches), for ``total``
+    params, and that batch."""
     here = dict(case, n_total=total)
-    batch = evaluate("crossover_batch", **here).to("sequence")
+    batch = evaluate(batch_equation, **here).to("sequence")
     f = figures(**here)
     weights = (total * f["weight_bytes_per_value"] * Q_(1, "value/parameter")).to("TB")
     caches = evaluate("kv_cache_per_batch", **here, batch_size=batch).to("TB")
     return weights, caches, batch
 
 
-def largest(case):
-    """The total parameters whose weights and crossover caches just fill the rack (both grow
-    in proportion to the total, so one evaluation at a trillion scales)."""
-    trillion = Q_(1, "Tparam")
-    weights, caches, _ = need(case, trillion)
-    return (evaluate("scaleup_memory", **case).to("TB") / (weights + caches) * trillion).to(
+def largest(case, batch_equation="compute_bound_batch"):
+    """The total parameters whose weights and caches just fill the rack (the batch, and so both,
+    grow in proportion to the total, so one evaluation at a trillion scales)."""
+    weights, caches, _ = need(case, TRILLION, batch_equation)
+    return (evaluate("scaleup_memory", **case).to("TB") / (weights + caches) * TRILLION).to(
         "Tparam"
     )
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # a context short enough that the weight reads, not the caches', set the step
+    while True:  # a context where a batch can catch up with its caches, for a larger sibling
         model, hardware = rng.choice(MODELS), rng.choice(RACKS)
-        n = presets.get("hardware", hardware).scale_up_domain
-        case = dict(
+        exact = dict(
             model=model,
             hardware=hardware,
             precision="fp8",
-            n_chips=n,
+            n_chips=presets.get("hardware", hardware).scale_up_domain,
             context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+            attention_flops_per_token=NO_ATTENTION,
             presets=presets,
         )
+        f = figures(**exact)
+        # the figures as the statement prints them: the answer follows from them
+        case = dict(
+            exact,
+            n_active=shown(f["n_active"], 3),
+            kv_bytes_per_token=shown(f["kv_bytes_per_token"].to("kB/token"), 3),
+            flops=shown(f["flops"].to("PFLOP/s"), 3),
+            mem_bandwidth=shown(f["mem_bandwidth"], 3),
+            hbm_capacity=shown(f["hbm_capacity"], 3),
+        )
+        n = case["n_chips"]
+        per_sequence = (case["context_length"] * case["kv_bytes_per_token"]).to("GB/sequence")
+        compute_each = (2 * Q_(1, "FLOP/parameter") * case["n_active"] / (n * case["flops"])).to(
+            "ns"
+        )
+        cache_each = (per_sequence * Q_(1, "sequence") / (n * case["mem_bandwidth"])).to("ns")
+        # a batch can be compute-bound only while each sequence's multiplies outlast its cache
+        # reads; keep a clear margin, so the batch stays finite and the sibling large
+        if cache_each > 0.6 * compute_each:
+            continue
         total = largest(case)
-        weights, caches, batch = need(case, total)
-        if caches < 0.8 * weights:
+        blind = largest(case, "crossover_batch")  # the batch that ignores the caches' reads
+        # the sibling is larger than its model, and the caches' reads matter to the answer
+        if total > 1.2 * f["n_total"].to("Tparam") and blind > 1.1 * total:
             break
-    f = figures(**case)
-    active, own_total = f["n_active"], f["n_total"]
+    active, own_total = case["n_active"], f["n_total"]
     hbm = evaluate("scaleup_memory", **case).to("TB")
+    weights, caches, batch = need(case, total)
+    w1, c1, b1 = need(case, TRILLION)
     at = dict(case, n_total=total, batch_size=batch)
+    multiplies = evaluate("compute_time", **at).to("ms")
     weight_read = evaluate("weight_fetch_time", **at).to("ms")
     kv_read = evaluate("kv_fetch_time", **at).to("ms")
-    require(kv_read < weight_read, "the caches' reads stay below the weights': the step balances")
+    require(
+        abs(((weight_read + kv_read) / multiplies).to("").m - 1) < 1e-9,
+        "at the answer's batch the multiplies take as long as all the reads",
+    )
     require(abs(((weights + caches) / hbm).to("").m - 1) < 1e-9, "the rack is just full")
     require(total > own_total, "the sibling is larger than the model it starts from")
-    per_byte = evaluate("dense_crossover_batch", **case).to("sequence")
-    trillion = Q_(1, "Tparam")
-    w1, c1, b1 = need(case, trillion)
-    context, kv = case["context_length"], f["kv_bytes_per_token"].to("kB/token")
-    per_sequence = (kv * context).to("GB/sequence")
+    bw, cb, bb = need(case, blind, "crossover_batch")
+    blind_at = dict(case, n_total=blind, batch_size=bb)
+    blind_step = (
+        evaluate("weight_fetch_time", **blind_at) + evaluate("kv_fetch_time", **blind_at)
+    ).to("ms")
+    blind_compute = evaluate("compute_time", **blind_at).to("ms")
+    require(blind_step > 1.05 * blind_compute, "the caches-blind batch is clearly memory-bound")
+    context, kv = case["context_length"], case["kv_bytes_per_token"]
     rack, name = chip_name(presets, hardware), presets.get("model", model).name
-    flops, bandwidth = f["flops"].to("PFLOP/s"), f["mem_bandwidth"]
+    flops, bandwidth = case["flops"], case["mem_bandwidth"]
+    rack_flops = (n * flops).to("PFLOP/s")
+    rack_bandwidth = (n * bandwidth).to("TB/s")
+    w1_read = (w1 / rack_bandwidth).to("ms")
+    spare = compute_each - cache_each
 
     text = (
         f"{name} has {quantity(active, 3)} active per token, and its KV cache takes "
         f"{quantity(kv, 3)} of context in FP8. You plan a sibling with the same attention and "
         "the same active parameters but many more experts, to serve in FP8 on one "
-        f"{rack} rack of {quantity(n)} (each: {quantity(f['hbm_capacity'], 3)} of HBM at "
+        f"{rack} rack of {quantity(n)} (each: {quantity(case['hbm_capacity'], 3)} of HBM at "
         f"{quantity(bandwidth, 3)}, {quantity(flops, 3)} of dense FP8 math). It will run at the "
-        "batch where a decode step's multiplies just keep pace with its weight reads (attention's "
-        "own FLOPs aside), every "
-        f"sequence with {tokens(context)} of context. At most how many parameters in all can "
-        "the sibling have, for its weights and every cache to fit in the rack? Answer in "
+        "smallest batch at which a decode step is compute-bound (attention's own FLOPs aside), "
+        f"every sequence with {tokens(context)} of context. At most how many parameters in all "
+        "can the sibling have, for its weights and every cache to fit in the rack? Answer in "
         "trillions of parameters."
     )
     solution = (
-        f"The batch grows with the total: a GPU does {number(per_byte.m, 3)} multiply-adds per "
-        "byte of weight it reads (its FLOPs per byte, halved for the two FLOPs of a "
-        "multiply-add, at one byte per FP8 weight), and every weight is read while only the "
-        f"active ones multiply, so the batch is {number(per_byte.m, 3)} × total / "
-        f"{quantity(active, 3)}: {quantity(b1, 6)} for each trillion parameters.",
-        f"Each sequence's cache is {tokens(context)} × {quantity(kv, 3)} = "
-        f"{size(per_sequence * Q_(1, 'sequence'))}. So a trillion parameters bring "
-        f"{size(w1)} of weights and {size(c1)} of caches: {size(w1 + c1)} in all.",
-        f"The rack holds {quantity(n)} × {quantity(f['hbm_capacity'], 3)} = {size(hbm)}: "
-        f"**{quantity(total, 3)}** at most, run at a batch of {quantity(batch, 6)} whose caches "
-        f"take {number((caches / hbm).to('').m, 2)} of the rack. ({name} itself has "
-        f"{quantity(own_total.to('Tparam'), 3)}.) "
-        f"Check the plan holds: the caches ({size(caches)}) weigh less than the weights "
-        f"({size(weights)}), so a step reads them in {quantity(kv_read, 3)} against "
-        f"{quantity(weight_read, 3)} for the weights, and the step stays balanced between the "
-        "weight reads and the multiplies. At a context long enough for the caches to outweigh "
-        "the weights, their reads would set the step and no batch would be compute-bound.",
+        "A decode step reads every weight once (a large batch touches every expert) and every "
+        "sequence's cache, and it multiplies only the active weights, two FLOPs per weight "
+        "for each sequence. It is compute-bound once the multiplies take as long as all "
+        f"those reads. The rack does {quantity(rack_flops, 3)} and reads "
+        f"{quantity(rack_bandwidth, 3)}.",
+        f"Per sequence: the multiplies take twice {quantity(active, 3)} over "
+        f"{quantity(rack_flops, 3)} = {quantity(compute_each, 3)}, and its cache, "
+        f"{tokens(context)} × {quantity(kv, 3)} = {size(per_sequence * Q_(1, 'sequence'))}, "
+        f"takes {quantity(cache_each, 3)} to read, which leaves {quantity(spare, 3)} per "
+        "sequence to pay for the weight reads.",
+        f"A trillion parameters are {size(w1)} of FP8 weights, read in {quantity(w1_read, 3)}; "
+        f"paying for that at {quantity(spare, 3)} a sequence takes a batch of "
+        f"{quantity(b1, 4)}, whose caches take {size(c1)}: {size(w1 + c1)} in all for each "
+        "trillion parameters. The batch and its caches grow in proportion to the total.",
+        f"The rack holds {quantity(n)} × {quantity(case['hbm_capacity'], 3)} = {size(hbm)}, "
+        f"so the sibling can have at most **{quantity(total, 3)}** "
+        f"({name} itself has {quantity(own_total.to('Tparam'), 3)}), at a batch of "
+        f"{quantity(batch, 4)}. Check: a step then reads the weights in "
+        f"{quantity(weight_read, 3)} and the caches in {quantity(kv_read, 3)}, "
+        f"{quantity(weight_read + kv_read, 3)} in all, the time its multiplies take, "
+        f"{quantity(multiplies, 3)}. The batch that only keeps pace with the weight reads "
+        f"would allow {quantity(blind, 3)}, but its step would read for "
+        f"{quantity(blind_step, 3)} against {quantity(blind_compute, 3)} of multiplies: "
+        "memory-bound.",
     )
     mistakes = [
         Mistake(
@@ -108,16 +150,23 @@ def draw(rng, presets) -> Draw:
             "the total parameters.",
         ),
     ]
-    own_batch = evaluate("crossover_batch", **case).to("sequence")
+    own_batch = evaluate("compute_bound_batch", **case).to("sequence")
     own_caches = evaluate("kv_cache_per_batch", **case, batch_size=own_batch).to("TB")
     if own_caches < hbm:
         mistakes.append(
             Mistake(
-                ((hbm - own_caches) / (w1 / trillion)).to("Tparam"),
+                ((hbm - own_caches) / (w1 / TRILLION)).to("Tparam"),
                 f"You kept {name}'s own batch: a sparser sibling needs a larger batch to keep "
                 "its multiplies up with its weight reads, and more caches with it.",
             )
         )
+    mistakes.append(
+        Mistake(
+            blind,
+            "You set the batch where the multiplies keep pace with the weight reads alone; a "
+            "step reads every sequence's cache too, so that batch is still memory-bound.",
+        )
+    )
     mistakes.append(
         Mistake(
             largest(dict(case, weight_precision="bf16")),
@@ -131,6 +180,7 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=0.03,
         mistakes=tuple(mistakes),
-        hint="Write the crossover batch as a function of the total parameters; then the bytes "
-        "of weights and caches are both proportional to the total.",
+        hint="What does a decode step read besides the weights? Write the compute-bound batch "
+        "as a function of the total parameters; the bytes of weights and caches are then both "
+        "proportional to the total.",
     )
