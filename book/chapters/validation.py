@@ -401,7 +401,7 @@ def _prediction(presets: Presets, rows) -> dict:
         }
 
     table = []
-    for sid, title, mine in _table_groups(rows):
+    for title, mine in _table_groups(rows):
         effs = np.array([r.efficiency for r in mine])
         # only a row predicted without having been fitted on counts: left out one at a time, or
         # newer than the fit; a row kept out of the fit was never predicted in that sense
@@ -530,7 +530,7 @@ def _prediction(presets: Presets, rows) -> dict:
 
 
 def _table_groups(rows):
-    """The summary table's groups: (scenario, its title, its measured rows), training split by
+    """The summary table's groups: (a scenario's title, its measured rows), training split by
     the format of the peak a run is held against (an FP4 peak is two to four times a BF16 or
     FP8 one, so their MFUs are never pooled), as the figure splits them."""
     for sid, title in SCENARIOS:
@@ -540,7 +540,7 @@ def _table_groups(rows):
         name = title.split(":")[0]
         if sid != "training":
             if mine:
-                yield sid, name, mine
+                yield name, mine
             continue
         wide = [r for r in mine if _precision(r) != "FP4"]
         fp4 = [r for r in mine if _precision(r) == "FP4"]
@@ -548,7 +548,7 @@ def _table_groups(rows):
             if runs:
                 peaks = sorted({_precision(r) for r in runs})
                 plural = "s" if len(peaks) > 1 else ""
-                yield sid, f"{name}, against {' and '.join(peaks)} peak{plural}", runs
+                yield f"{name}, against {' and '.join(peaks)} peak{plural}", runs
 
 
 def _table_row(r, presets) -> dict:
