@@ -523,6 +523,13 @@ def _prediction(presets: Presets, rows) -> dict:
         "close": number(predict.CLOSE),
         "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
         "params_count": str(len(predict.PARAMS)),
+        # the fitted fixed time per layer against a sourced one: the fastest small all-reduce
+        "layer_overhead": f"{number(params['layer_overhead'] * 1e6, 4)} µs",
+        "overhead_over_floor": number(
+            params["layer_overhead"]
+            / presets.get("parameter", "collective_latency_floor").value.to("s").m,
+            2,
+        ),
         "collective_floor": quantity(
             presets.get("parameter", "collective_latency_floor").value.to("microsecond")
         ),
