@@ -32,6 +32,7 @@ from book.validation import (
 )
 from book.validation import VALIDATION_SOURCES as SOURCES
 from units import Q_
+from units.errors import ChalkboardError
 from units.presets import Presets
 
 KEEP = ("hardware", "model", "presets", *CHOICES)
@@ -275,6 +276,14 @@ _KEPT_OUT = {
 }
 
 
+# why a row stays out of the fit, in a few words after its count ("6 latency-sweep reads")
+_APART_SHORT = {
+    predict.NOT_MODELLED["mtp"]: "with MTP and no published acceptance",
+    predict.NOT_MODELLED["interpolated"]: "read off a latency sweep",
+    predict.NOT_MODELLED["prefix_cache"]: "with prefix caching",
+}
+
+
 # each fitted parameter as the chapter names it
 PARAM_WORDS = {
     "fp4": "FP4 matmul share of peak",
@@ -392,12 +401,7 @@ def _prediction(presets: Presets, rows) -> dict:
         }
 
     table = []
-    for sid, title in SCENARIOS:
-        mine = [
-            r for r in rows if r.scenario == sid and r.efficiency is not None and not derived(r)
-        ]
-        if not mine:
-            continue
+    for title, mine in _table_groups(rows):
         effs = np.array([r.efficiency for r in mine])
         # only a row predicted without having been fitted on counts: left out one at a time, or
         # newer than the fit; a row kept out of the fit was never predicted in that sense
@@ -411,7 +415,7 @@ def _prediction(presets: Presets, rows) -> dict:
             error = times(e["median"])
         table.append(
             {
-                "scenario": title.split(":")[0],
+                "scenario": title,
                 "rows": str(len(mine)),
                 "median": pct(float(np.median(effs))),
                 "band": spread(effs),
@@ -464,8 +468,27 @@ def _prediction(presets: Presets, rows) -> dict:
         for r in rows
         if not grouped(r.id)
     ]
+    # the rows kept out of the fit: how far the forecast misses them, and how many of those
+    # misses the fitted fixed cost per step explains (a step longer than the measured one)
+    apart_ids = [i for ids in s["not_modelled_reasons"].values() for i in ids]
+    apart_misses = [
+        max(honest[i][0] / by_id[i].measured.m, by_id[i].measured.m / honest[i][0])
+        for i in apart_ids
+    ]
+    apart_fixed = [
+        i
+        for i in apart_ids
+        if (f := fixed_cost(by_id[i].preset, presets, params)) is not None
+        and f["fixed"] >= f["allowed"]
+        and honest[i][0] < by_id[i].measured.m
+    ]
     return {
         "others": others,
+        "apart_range": f"{times(min(apart_misses))} to {times(max(apart_misses))}"
+        if apart_misses
+        else "—",
+        "apart_fixed": str(len(apart_fixed)),
+        "apart_all_fixed": len(apart_fixed) == len(apart_ids),
         "others_count": str(len(others)),
         "shares": shares,
         "overheads": overheads,
@@ -474,7 +497,8 @@ def _prediction(presets: Presets, rows) -> dict:
         "held": err(s["held_out"]),
         "apart": err(s["not_modelled"]),
         "apart_reasons": [
-            {"why": why, "count": str(len(ids))} for why, ids in s["not_modelled_reasons"].items()
+            {"why": why, "count": str(len(ids)), "short": _APART_SHORT.get(why, why)}
+            for why, ids in s["not_modelled_reasons"].items()
         ],
         "inside": err(s["in_sample"]),
         "fitted": str(s["fitted"]),
@@ -499,10 +523,39 @@ def _prediction(presets: Presets, rows) -> dict:
         "close": number(predict.CLOSE),
         "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
         "params_count": str(len(predict.PARAMS)),
+        # the fitted fixed time per layer against a sourced one: the fastest small all-reduce
+        "layer_overhead": f"{number(params['layer_overhead'] * 1e6, 4)} µs",
+        "overhead_over_floor": number(
+            params["layer_overhead"]
+            / presets.get("parameter", "collective_latency_floor").value.to("s").m,
+            2,
+        ),
         "collective_floor": quantity(
             presets.get("parameter", "collective_latency_floor").value.to("microsecond")
         ),
     }
+
+
+def _table_groups(rows):
+    """The summary table's groups: (a scenario's title, its measured rows), training split by
+    the format of the peak a run is held against (an FP4 peak is two to four times a BF16 or
+    FP8 one, so their MFUs are never pooled), as the figure splits them."""
+    for sid, title in SCENARIOS:
+        mine = [
+            r for r in rows if r.scenario == sid and r.efficiency is not None and not derived(r)
+        ]
+        name = title.split(":")[0]
+        if sid != "training":
+            if mine:
+                yield name, mine
+            continue
+        wide = [r for r in mine if _precision(r) != "FP4"]
+        fp4 = [r for r in mine if _precision(r) == "FP4"]
+        for runs in (wide, fp4):
+            if runs:
+                peaks = sorted({_precision(r) for r in runs})
+                plural = "s" if len(peaks) > 1 else ""
+                yield f"{name}, against {' and '.join(peaks)} peak{plural}", runs
 
 
 def _table_row(r, presets) -> dict:
@@ -615,6 +668,48 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
             ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
         ),
         "ttft_measured": quantity(server.ttft) if server and server.get("ttft") else "—",
+    }
+
+
+def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
+    """The worked example's prediction, term by term, with the fit on every row: the bound's
+    compute and memory sides at the fitted shares, plus the fitted fixed cost of its layers
+    (one chip: no collectives, no communication, no MoE share, no latency limit)."""
+    made = predict.prediction(presets)
+    p = made["summary"]["params"]
+    c = predict.case(next(r for r in rows if r.id == rid), presets)
+    if c.kind != "rate" or c.target is not None or c.chips != 1 or c.expert_parallel:
+        raise ChalkboardError(f"{rid}: the worked prediction assumes one chip, offline, no MoE")
+    share, attn = p[c.fmt], p[c.attn_fmt]
+    compute = c.matmul[-1] / share + c.attention[-1] / attn + c.prefill[-1] / (p["prefill"] * share)
+    memory = c.memory[-1] / p["memory"]
+    fixed = c.layers * p["layer_overhead"]
+    step = max(compute, memory) + fixed + c.comm[-1]
+    rate = c.batch[-1] * c.accepted / step
+    # the terms shown add up to the prediction the chapter's fit makes, or the prose would lie
+    if not np.isclose(rate, predict.predict_case(c, p), rtol=1e-9):
+        raise ChalkboardError(f"{rid}: the worked prediction disagrees with predict_case")
+    ms = lambda t: f"{number(t * 1e3, 4)} ms"  # noqa: E731
+    left_out = made["out_of_sample"][rid][0]
+    return {
+        "format": c.fmt.upper(),
+        "share": pct(share),
+        "attn_share": pct(attn),
+        "same_share": c.fmt == c.attn_fmt,
+        "prefill_share": pct(p["prefill"]),
+        "memory_share": pct(p["memory"]),
+        "compute": ms(compute),
+        "memory": ms(memory),
+        "compute_bound": bool(compute > memory),
+        "layers": number(c.layers),
+        "per_layer": f"{number(p['layer_overhead'] * 1e6, 4)} µs",
+        "fixed": ms(fixed),
+        "step": ms(step),
+        "batch": number(c.batch[-1]),
+        "predicted": number(rate, 4),
+        "miss": times(max(rate / c.measured, c.measured / rate)),
+        "left_out": number(left_out, 4),
+        "left_out_miss": times(max(left_out / c.measured, c.measured / left_out)),
     }
 
 
@@ -901,6 +996,7 @@ def context(presets: Presets) -> dict:
         ],
         "above_count": str(len(above)),
         "example": _example(presets, rows),
+        "worked_prediction": _worked_prediction(presets, rows),
         "sensitivity": sens,
         "sensitivity_max": number(max(spreads), 3) if spreads else "—",
         # the row and input behind the largest factor, so the text names what moved it
@@ -916,6 +1012,7 @@ def context(presets: Presets) -> dict:
             "accepted": quantity(mtp.preset.accepted_tokens),
             "drafts": quantity(mtp.preset.draft_tokens),
             "one_token_bound": quantity(no_mtp.bound),
+            "no_mtp_measured": quantity(no_mtp.measured),
             "bound": quantity(mtp.bound),
             "efficiency": pct(mtp.efficiency),
             "predicted": quantity(Q_(honest[0], "token/s")),

@@ -492,3 +492,29 @@ def test_training_shares_are_grouped_by_the_format_of_their_peak():
     )
     assert sum(int(g["count"]) for g in groups) == int(c["training_measured"])
     assert int(c["training_measured"]) + int(c["training_stated"]) == int(c["training_count"])
+
+
+def test_the_summary_never_pools_training_peaks_and_the_worked_prediction_adds_up():
+    """The summary table splits training by the format of its peak, as the figure does; the kept-
+    out rows' misses are stated; and a reader dividing the worked prediction's shown batch by its
+    shown step gets its shown rate (the twelfth reader's faults 1 to 3)."""
+    from book.chapters.validation import context
+
+    c = context(load())
+    p = c["prediction"]
+    training = [t for t in p["table"] if t["scenario"].startswith("Training")]
+    assert len(training) == 2 and all("peak" in t["scenario"] for t in training)
+    assert sum(int(t["rows"]) for t in training) == int(c["training_measured"])
+    fp4 = next(t for t in training if "FP4" in t["scenario"])
+    assert "BF16" not in fp4["scenario"] and "FP8" not in fp4["scenario"]
+    assert p["apart_range"].startswith("×") and int(p["apart_fixed"]) <= int(p["apart"]["count"])
+    w = c["worked_prediction"]
+
+    def num(s):
+        return float(s.split()[0].replace(",", ""))
+
+    assert num(w["batch"]) / (num(w["step"]) / 1e3) == pytest.approx(num(w["predicted"]), rel=5e-3)
+    # the step shown is the larger side plus the fixed cost shown
+    step = max(num(w["compute"]), num(w["memory"])) + num(w["fixed"])
+    assert step == pytest.approx(num(w["step"]), rel=2e-3)
+    assert num(w["fixed"]) == pytest.approx(num(w["layers"]) * num(w["per_layer"]) / 1e3, rel=2e-3)
