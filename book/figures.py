@@ -1699,8 +1699,14 @@ def _two_stream_panel(ax, x0, title, top, bottom, steps, equations):
         )
         ax.add_patch(Circle((dst, height), 0.2, fill=False, edgecolor=FOREGROUND, linewidth=1.4))
         ax.text(dst, height, sign, ha="center", va="center", fontsize=12)
-        ax.text(dst + side * 0.15, height - 0.55, after, ha="left" if side > 0 else "right",
-                va="center", fontsize=10)
+        ax.text(
+            dst + side * 0.15,
+            height - 0.55,
+            after,
+            ha="left" if side > 0 else "right",
+            va="center",
+            fontsize=10,
+        )
 
 
 def reversible_block(presets: Presets) -> Figure:

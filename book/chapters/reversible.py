@@ -273,6 +273,5 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
         ("reversible: rebuild each layer's input from its output", 1, m["rev"] + m["buffer"]),
     )
     return [
-        {"name": name, "flops": flops(extra), "memory": said(q.to("GB"))}
-        for name, extra, q in rows
+        {"name": name, "flops": flops(extra), "memory": said(q.to("GB"))} for name, extra, q in rows
     ]
