@@ -1666,6 +1666,99 @@ def feistel_round(presets: Presets) -> Figure:
     return _render("feistel_round", draw, alt, caption)
 
 
+def _two_stream_panel(ax, x0, title, top, bottom, steps, equations):
+    """One reversible block drawn at horizontal offset ``x0``: two streams running down, and
+    ``steps`` of (height, stream read, function, sign, label after), each adding (or
+    subtracting) a function of one stream to the other."""
+    from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
+
+    cols = (x0, x0 + 2.4)
+    arrow = dict(arrowstyle="-|>", mutation_scale=12, color=FOREGROUND, linewidth=1.4)
+    ax.text(x0 + 1.2, 5.6, title, ha="center", va="bottom", fontsize=11, fontweight="bold")
+    for xpos, label in zip(cols, top, strict=True):
+        ax.text(xpos, 5.0, label, ha="center", va="bottom", fontsize=11)
+    for xpos, label in zip(cols, bottom, strict=True):
+        ax.text(xpos, 0.7, label, ha="center", va="top", fontsize=11)
+    ax.text(x0 + 1.2, -0.1, equations, ha="center", va="top", fontsize=10)
+    for col, xpos in enumerate(cols):
+        joins = sorted((h for h, read, *_ in steps if read != col), reverse=True)
+        ends = [4.9, *[j for h in joins for j in (h + 0.2, h - 0.2)], 0.8]
+        for start, stop in zip(ends[::2], ends[1::2], strict=True):
+            ax.add_patch(FancyArrowPatch((xpos, start), (xpos, stop), **arrow))
+    for height, read, name, sign, after in steps:
+        src, dst = cols[read], cols[1 - read]
+        side = 1 if dst > src else -1
+        box = Rectangle(
+            (x0 + 0.85, height - 0.3), 0.7, 0.6, fill=False, edgecolor=FOREGROUND, linewidth=1.4
+        )
+        ax.add_patch(box)
+        ax.text(x0 + 1.2, height, name, ha="center", va="center", fontsize=12, style="italic")
+        ax.add_patch(FancyArrowPatch((src, height), (x0 + 1.2 - side * 0.35, height), **arrow))
+        ax.add_patch(
+            FancyArrowPatch((x0 + 1.2 + side * 0.35, height), (dst - side * 0.2, height), **arrow)
+        )
+        ax.add_patch(Circle((dst, height), 0.2, fill=False, edgecolor=FOREGROUND, linewidth=1.4))
+        ax.text(dst, height, sign, ha="center", va="center", fontsize=12)
+        ax.text(
+            dst + side * 0.15,
+            height - 0.55,
+            after,
+            ha="left" if side > 0 else "right",
+            va="center",
+            fontsize=10,
+        )
+
+
+def reversible_block(presets: Presets) -> Figure:
+    """The two-stream reversible block forward and backward: the backward pass rebuilds the
+    block's input from its output by evaluating F and G again, never their inverses."""
+    from book.chapters import reversible as chapter
+
+    minus = "\u2212"
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 4.2)
+        _two_stream_panel(
+            ax,
+            0.0,
+            "forward",
+            ("x\u2081", "x\u2082"),
+            ("y\u2081", "y\u2082"),
+            ((3.8, 1, "F", "+", "y\u2081"), (2.2, 0, "G", "+", "y\u2082")),
+            "y\u2081 = x\u2081 + F(x\u2082),  y\u2082 = x\u2082 + G(y\u2081)",
+        )
+        _two_stream_panel(
+            ax,
+            5.0,
+            "backward: rebuild the input",
+            ("y\u2081", "y\u2082"),
+            ("x\u2081", "x\u2082"),
+            ((3.8, 0, "G", minus, "x\u2082"), (2.2, 1, "F", minus, "x\u2081")),
+            f"x\u2082 = y\u2082 {minus} G(y\u2081),  x\u2081 = y\u2081 {minus} F(x\u2082)",
+        )
+        ax.set_xlim(-1.4, 8.6)
+        ax.set_ylim(-0.7, 6.3)
+        ax.set_aspect("equal")
+        ax.axis("off")
+
+    alt = (
+        "Two diagrams side by side, each with two streams running down. Forward: F of x2 is "
+        "added to x1, giving y1; then G of y1 is added to x2, giving y2. Backward: from the "
+        "outputs y1 and y2, G of y1 is subtracted from y2, giving back x2; then F of x2 is "
+        "subtracted from y1, giving back x1."
+    )
+    model = presets.get("model", chapter.MODEL)
+    caption = (
+        "A reversible block as RevNets and the Reformer build it: two Feistel rounds in a row, "
+        "F (attention in the Reformer) and then G (the MLP), each adding a function of one "
+        "stream to the other. Backward, the rounds are undone in reverse order, each by "
+        "evaluating its function again and subtracting; neither F nor G is ever inverted. A "
+        f"reversible {model.name} would stack {model.layers} such blocks, keep only the last "
+        "block's output, and rebuild every earlier block's input on the way back."
+    )
+    return _render("reversible_block", draw, alt, caption)
+
+
 def activation_vs_layers(presets: Presets) -> Figure:
     """Activation memory of one training sequence against depth, in two panels on shared log
     axes. Top, the lecture's count in layer inputs alone: every input kept, square-root
@@ -1968,6 +2061,7 @@ FIGURES = {
     "alltoall_diagram": alltoall_diagram,
     "alltoall_vs_racks": alltoall_vs_racks,
     "feistel_round": feistel_round,
+    "reversible_block": reversible_block,
     "activation_vs_layers": activation_vs_layers,
     "measured_vs_bound": measured_vs_bound,
     "predicted_vs_measured": predicted_vs_measured,
@@ -1978,7 +2072,7 @@ CHAPTER_FIGURES = {
     "pipeline": ("memory_vs_stages", "pipeline_schedule", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder", "kv_routes", "kv_cache_mechanism"),
-    "reversible": ("feistel_round", "activation_vs_layers"),
+    "reversible": ("feistel_round", "reversible_block", "activation_vs_layers"),
     "validation": ("predicted_vs_measured", "measured_vs_bound"),
 }
 

@@ -153,8 +153,8 @@ def context(presets: Presets) -> dict:
         "ex_verdicts": [
             {
                 "name": name,
-                "held": said(q.to("GB"), 3),
-                "total": said((q + share).to("GB"), 3),
+                "held": said(q.to("GB")),
+                "total": said((q + share).to("GB")),
                 "verdict": fits(q),
             }
             for name, q in ex_rows
@@ -239,6 +239,7 @@ def context(presets: Presets) -> dict:
         "ex_ckpt_over_rev": said_number(_ratio(x["ckpt"], x["rev"]), 3),
         "ex_ckpt_full": said(x["ckpt_full"].to("GB")),
         "ex_rev_total": said((x["rev"] + x["buffer"]).to("GB")),
+        "ex_plain_total": said((x["plain"] + x["buffer"]).to("GB")),
         "ex_equal_lead": said_number(_ratio(x["ckpt_full"], x["rev"] + x["buffer"]), 2),
         "ckpt_full": said(m["ckpt_full"].to("GB")),
         "rev_total": said((m["rev"] + m["buffer"]).to("GB")),
@@ -272,6 +273,5 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
         ("reversible: rebuild each layer's input from its output", 1, m["rev"] + m["buffer"]),
     )
     return [
-        {"name": name, "flops": flops(extra), "memory": said(q.to("GB"), 3)}
-        for name, extra, q in rows
+        {"name": name, "flops": flops(extra), "memory": said(q.to("GB"))} for name, extra, q in rows
     ]
