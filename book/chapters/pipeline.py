@@ -590,7 +590,9 @@ def _deepseek_layout(presets: Presets) -> dict:
             # ZeRO-3 over the whole cluster: the state divided over every GPU
             "state_sharded": said((state / chips.to("chip").m).to("GB"), 2),
             "nvlink": said(hw.scale_up_bandwidth_per_direction),
-            "nvlink_h100": said(presets.get("hardware", "h100_sxm").scale_up_bandwidth_per_direction),
+            "nvlink_h100": said(
+                presets.get("hardware", "h100_sxm").scale_up_bandwidth_per_direction
+            ),
             "network": said(hw.scale_out_bandwidth_per_direction.to("GB/s")),
             "source": _citation(par["deepseek_v3_training_stages"]),
         }
