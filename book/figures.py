@@ -759,8 +759,10 @@ def pipeline_schedule(presets: Presets) -> Figure:
                     str(x.microbatch + 1),
                     ha="center",
                     va="center",
-                    fontsize=8 if x.backward else 7,
+                    fontsize=8,
                     fontweight="bold",
+                    # a forward box is one slot wide: its two-digit numbers stand on end
+                    rotation=0 if x.backward else 90,
                     color="white",
                 )
             a.set_xlim(0, span)
