@@ -645,24 +645,39 @@ def memory_vs_stages(presets: Presets) -> Figure:
         for a, d in zip(axes, (fits, big), strict=True):
             a.bar(x, d["weights"], label="weights", color=PALETTE[0])
             a.bar(x, d["kv"], bottom=d["weights"], label="KV cache", color=PALETTE[1])
-            a.axhline(d["hbm"].m, color=FOREGROUND, linestyle="--", linewidth=1.2)
-            a.annotate(
-                f"HBM\n{spoken(d['hbm'])}",
-                (1, d["hbm"].m),
-                xycoords=("axes fraction", "data"),
-                xytext=(3, 0),
-                textcoords="offset points",
-                ha="left",
-                va="center",
-                fontsize=9,
-            )
+            top = max(w + k for w, k in zip(d["weights"], d["kv"], strict=True))
+            # HBM far above the bars would squash them (the weight slices vanish): give the
+            # panel its own scale and name the HBM line above it instead of drawing it
+            off_scale = d["hbm"].m > 2 * top
+            if off_scale:
+                a.set_ylim(0, top * 1.35)
+                a.text(
+                    0.98,
+                    0.97,
+                    f"HBM {spoken(d['hbm'])} per chip: far above this scale",
+                    transform=a.transAxes,
+                    ha="right",
+                    va="top",
+                    fontsize=9,
+                )
+            else:
+                a.set_ylim(0, max(top, d["hbm"].m) * 1.15)
+                a.axhline(d["hbm"].m, color=FOREGROUND, linestyle="--", linewidth=1.2)
+                a.annotate(
+                    f"HBM\n{spoken(d['hbm'])}",
+                    (1, d["hbm"].m),
+                    xycoords=("axes fraction", "data"),
+                    xytext=(3, 0),
+                    textcoords="offset points",
+                    ha="left",
+                    va="center",
+                    fontsize=9,
+                )
             a.set_xticks(x, [str(p) for p in pipeline.STAGES])
             a.set_xlabel("pipeline stages P")
             a.set_title(f"{d['title']}\n{d['experts']} of experts per stage", fontsize=9)
-            top = max(w + k for w, k in zip(d["weights"], d["kv"], strict=True))
-            a.set_ylim(0, max(top, d["hbm"].m) * 1.15)
         axes[0].set_ylabel("HBM needed per chip (GB)")
-        axes[0].legend(loc="upper center", ncols=2)
+        axes[0].legend(loc="upper left", bbox_to_anchor=(0, 0.9), ncols=2)
 
     def gb(v):
         return spoken(Q_(v, "GB"))
@@ -710,7 +725,7 @@ def pipeline_schedule(presets: Presets) -> Figure:
     colour = {False: PALETTE[0], True: PALETTE[1]}
 
     def draw(fig, ax):
-        fig.set_size_inches(9, 5.6)
+        fig.set_size_inches(9, 6.4)
         fig.delaxes(ax)
         axes = fig.subplots(2, 1, sharex=True)
         for a, (kind, passes) in zip(axes, steps.items(), strict=True):
@@ -744,7 +759,10 @@ def pipeline_schedule(presets: Presets) -> Figure:
                     str(x.microbatch + 1),
                     ha="center",
                     va="center",
-                    fontsize=6,
+                    fontsize=8,
+                    fontweight="bold",
+                    # a forward box is one slot wide: its two-digit numbers stand on end
+                    rotation=0 if x.backward else 90,
                     color="white",
                 )
             a.set_xlim(0, span)

@@ -203,7 +203,25 @@ def _hops(presets: Presets, lecture: Evaluator) -> dict:
     stages = presets.parameter["pipeline_stages"].value
     period = presets.parameter["train_period"].value
     added_real = lecture.q("pipelined_decode_latency", hop_latency=real) - period
+    fast = presets.parameter["hop_latency_measured_fast"].value
+    slow = presets.parameter["hop_latency_measured_slow"].value
     return {
+        "hop_fast": said(fast),
+        "hop_slow": said(slow),
+        # "deepseek-ai/DeepEP, docs/legacy.md": the repository and file, without commit and quote
+        "hop_source": ", ".join(
+            part.split(" at ")[0]
+            for part in presets.parameter["hop_latency_measured_fast"]
+            .source_of("source")
+            .split(": ", 1)[-1]
+            .split(", ")[:2]
+        ),
+        "hops_added_fast": said((stages.m * fast).to("ms"), 2),
+        "hops_added_slow": said((stages.m * slow).to("ms"), 2),
+        "hop_share_fast": percent(stages.m * fast / period, 2),
+        "hop_share_slow": percent(stages.m * slow / period, 2),
+        "hop_ratio_fast": said((hop / fast).to(""), 2),
+        "hop_ratio_slow": said((hop / slow).to(""), 2),
         "hops_added": said((stages.m * hop).to("ms")),
         "hops_added_network": said((stages.m * real).to("ms")),
         "hop_share_network": percent(added_real / period, 2),
@@ -260,6 +278,10 @@ def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
             ),
             "double_lecture": said((period / hop).to("") * Q_(1, "stage")),
             "double_network": said((period / real).to("") * Q_(1, "stage")),
+            "double_slow": said(
+                (period / presets.parameter["hop_latency_measured_slow"].value).to("")
+                * Q_(1, "stage")
+            ),
             "b200": big,
         }
     }
@@ -565,6 +587,13 @@ def _deepseek_layout(presets: Presets) -> dict:
             "replicas": said_number(replicas),
             "state": said(state, 3),
             "state_nodes": said_number((state / node).to("").m, 2),
+            # ZeRO-3 over the whole cluster: the state divided over every GPU
+            "state_sharded": said((state / chips.to("chip").m).to("GB"), 2),
+            "nvlink": said(hw.scale_up_bandwidth_per_direction),
+            "nvlink_h100": said(
+                presets.get("hardware", "h100_sxm").scale_up_bandwidth_per_direction
+            ),
+            "network": said(hw.scale_out_bandwidth_per_direction.to("GB/s")),
             "source": _citation(par["deepseek_v3_training_stages"]),
         }
     }

@@ -54,6 +54,26 @@ def test_hops_and_bubble_by_hand(ctx):
     assert ctx["ex"]["double_lecture"] == "8 stages"  # 20 ms / 2.5 ms
 
 
+def test_measured_hops_bound_what_four_hops_add(ctx):
+    # Issue 22: DeepEP's low-latency kernels over InfiniBand (docs/legacy.md) take 77 us
+    # (dispatch, EP 8) to 369 us (combine, EP 128); four hops against the lecture's 20 ms step:
+    assert (ctx["hop_fast"], ctx["hop_slow"]) == ("77 µs", "369 µs")
+    assert ctx["hops_added_fast"] == "0.31 ms"  # 4 x 77 us = 0.308 ms
+    assert ctx["hops_added_slow"] == "1.5 ms"  # 4 x 369 us = 1.476 ms
+    assert ctx["hop_share_fast"] == "1.5%"  # 0.308 / 20
+    assert ctx["hop_share_slow"] == "7.4%"  # 1.476 / 20 = 7.38%
+    assert ctx["hop_source"] == "deepseek-ai/DeepEP, docs/legacy.md"
+    assert (ctx["hop_ratio_slow"], ctx["hop_ratio_fast"]) == ("6.8", "32")  # 2.5 ms / each
+    assert ctx["ex"]["double_slow"] == "54 stages"  # 20 ms / 369 us = 54.2
+
+
+def test_zero_3_over_deepseek_s_cluster_would_hold_its_state_in_a_few_gb(ctx):
+    # 671e9 parameters x 16 bytes = 10.7 TB over 2,048 GPUs: 5.24 GB each (the reader's 5.2 GB)
+    assert ctx["ds"]["state_sharded"] == "5.2 GB"
+    assert ctx["ds"]["nvlink"] == "200 GB/s"  # hardware.toml: H800 NVLink per direction
+    assert ctx["ds"]["network"] == "50 GB/s"  # 400 Gb/s
+
+
 def test_kv_per_chip_is_the_same_at_every_stage_count(ctx):
     kv = {row["cells"][1] for row in ctx["stages"]["rows"]}
     assert len(kv) == 1
