@@ -185,6 +185,7 @@ def context(presets: Presets) -> dict:
         "expert_share": said_number(experts["share"], 2),
         "expert_layer_compute": _us(experts["time"]),
         "ratio_experts_only": said_number((one / experts["time"]).to("").m, 2),
+        "experts_only_hides": bool((one / experts["time"]).to("").m < 1),
         "ratio_two_racks": said_number(ratio_two, 3),
         "ratio_two_racks_hw": said_number(ratio_two_hw, 3),
         "penalty": quantity(presets.parameter["scale_out_penalty"].value),
