@@ -132,6 +132,20 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     assert float(links["ratio_measured"]) == pytest.approx(ratio / (726 / 900), rel=2e-2)
     assert float(links["ratio_cautious"]) == pytest.approx(ratio / 0.5, rel=5e-2)
     assert float(links["penalty_measured"]) == pytest.approx(18 * (726 / 900) / (43 / 50), rel=5e-2)
+    # the reader's independent figures (reader-moepipe12 report, section 5): send-once at 18x is
+    # 1.77 of the compute; a copy per expert breaks even at a penalty of 1 / (1/2 x ratio) = 2.5
+    assert float(once["ratio_hw"]) == pytest.approx(1.77, abs=0.01)
+    assert float(ctx["exercises"]["break_even"]) == pytest.approx(2 / ratio, rel=1e-2)
+    assert 2 / ratio == pytest.approx(2.54, abs=0.01)
+    # the verdict table: short context, peak and 81% (DeepEP), each cell ratio x slowdown / eta
+    rows = {r["layout"]: r["cells"] for r in ctx["verdict"]["rows"]}
+    eta = 726 / 900
+    assert rows["one rack"][0] == f"{ratio:.2f}, hides"
+    assert rows["one rack"][1] == f"{ratio / eta:.2f}, barely hides"  # 0.98: just under one
+    assert rows["two racks, a copy per expert, 8×"][0] == f"{4 * ratio:.2g}, does not hide"
+    assert (
+        rows["two racks, once per rack, 18×"][0] == f"{copies * 18 / 8 * ratio:.2g}, does not hide"
+    )
 
 
 def test_moe_domain_table_reads_at_two_figures():
