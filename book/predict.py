@@ -220,14 +220,13 @@ def _communication(model: Preset, hardware: Preset, kw: dict, batch, n: float) -
     link = hardware.get("scale_up_bandwidth_per_direction")
     if link is None:
         return np.zeros_like(batch)
-    width = max(
-        derivations.get("alltoall_bytes_per_token")
-        .evaluate(**_only("alltoall_bytes_per_token", kw), experts_active=Q_(1, "expert"))
-        .to("byte/token")
-        .m
-        / 2,
-        0.0,
-    )  # one activation of d_model values, bytes
+    one = derivations.get("alltoall_bytes_per_token").evaluate_detailed(
+        **_only("alltoall_bytes_per_token", kw), experts_active=Q_(1, "expert")
+    )
+    # one activation of d_model values at the compute precision (the dispatch's share), bytes
+    b_act = one.inputs["activation_bytes_per_value"].value
+    b_comb = one.inputs["combine_bytes_per_value"].value
+    width = max((one.value * (b_act / (b_act + b_comb))).to("byte/token").m, 0.0)
     if model.get("experts_routed"):
         moe_layers = model.layers - model.get("dense_layers", 0)
         per_token = (

@@ -20,6 +20,7 @@ from derivations.notation import (
     alltoall_time,
     batch_size,
     combine_bytes,
+    combine_bytes_per_value,
     compute_cost_floor,
     cost_per_token,
     d_model,
@@ -60,8 +61,9 @@ CHAPTER = "moe"
 LECTURE = "Lecture section B, MoE layout"
 SECTION_B = "32:09-47:12"
 
-E, k, d = expert_parallel_chips.sym, experts_active.sym, d_model.sym
+n_ep, k, d = expert_parallel_chips.sym, experts_active.sym, d_model.sym
 b, b_w = activation_bytes_per_value.sym, weight_bytes_per_value.sym
+b_c = combine_bytes_per_value.sym
 r, f, pi = racks_spanned.sym, offrack_fraction.sym, scale_out_penalty.sym
 S_up, S_out, B = scale_up_bandwidth.sym, scale_out_bandwidth.sym, batch_size.sym
 u, nu = decode_tokens_per_sequence.sym, vectors_per_token.sym
@@ -71,7 +73,7 @@ register(
         id="experts_per_chip",
         title="Experts per chip under expert parallelism",
         lhs=experts_per_chip,
-        rhs=experts_routed.sym / E,
+        rhs=experts_routed.sym / n_ep,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "256 experts on 64 GPUs => 4 experts/GPU"),
         assumptions=("experts are spread evenly, none replicated",),
@@ -84,13 +86,14 @@ register(
         id="alltoall_bytes_per_token",
         title="All-to-all bytes per token per MoE layer",
         lhs=alltoall_bytes,
-        rhs=2 * nu * k * d * b,
+        rhs=nu * k * d * (b + b_c),
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "all-to-all dispatch + combine"),
         assumptions=(
             "a token's activation (nu = 1 vector of d values) goes to each of its k experts and "
             "comes back",
-            "activations travel at the compute precision, b_act bytes per value",
+            "dispatch travels at the compute precision (b_act) and combine at the combine "
+            "precision (b_comb): DeepSeek-V3 dispatches in FP8 and combines in BF16",
             "shared experts sit with the token and send nothing",
         ),
         derivation=Derivation(
@@ -100,13 +103,14 @@ register(
                 "a token is dispatched to its experts and their outputs combined",
             ),
             substitute(
-                {dispatch_bytes.sym: nu * k * d * b, combine_bytes.sym: nu * k * d * b},
+                {dispatch_bytes.sym: nu * k * d * b, combine_bytes.sym: nu * k * d * b_c},
                 alltoall_bytes.sym,
-                2 * nu * k * d * b,
-                "each way moves one activation of d values per expert",
+                nu * k * d * (b + b_c),
+                "each way moves one activation of d values per expert, at that way's precision",
             ),
         ),
-        summary="Dispatch and combine each move one activation per routed expert.",
+        summary="Dispatch and combine each move one activation per routed expert, each at its "
+        "own precision.",
     )
 )
 
@@ -134,7 +138,7 @@ register(
     )
 )
 
-T_ONE = u * B * alltoall_bytes.sym / (E * S_up)  # u = 1 token per sequence per step
+T_ONE = u * B * alltoall_bytes.sym / (n_ep * S_up)  # u = 1 token per sequence per step
 SLOWDOWN = sp.Max(1 - f, f * pi)
 s_on, s_off = onrack_slowdown.sym, offrack_slowdown.sym
 register(
@@ -146,7 +150,7 @@ register(
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_B, "one rack bounds the size of an expert layer"),
         assumptions=(
-            "the batch's traffic is spread evenly over the E chips",
+            "the batch's traffic is spread evenly over the n_EP chips",
             "off-rack bytes move pi times slower than on-rack bytes, per chip and per direction",
             "on-rack bytes ride the scale-up links and off-rack bytes the network ports at the "
             "same time (separate links), so the layer waits for the slower of the two",
@@ -284,7 +288,7 @@ register(
             given(
                 alltoall_time.sym,
                 T_ONE * multi_rack_slowdown.sym,
-                "the batch's bytes spread over E chips at the per-direction scale-up "
+                "the batch's bytes spread over n_EP chips at the per-direction scale-up "
                 "bandwidth, times the slowdown of leaving the rack",
             ),
             substitute(

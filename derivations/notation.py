@@ -106,6 +106,13 @@ activation_bytes_per_value = symbol(
     "bytes per activation value sent or stored, at the compute precision",
     r"b_{\mathrm{act}}",
 )
+combine_bytes_per_value = symbol(
+    "combine_bytes_per_value",
+    "byte/value",
+    "bytes per value an expert's output carries back to its token (the all-to-all's combine), "
+    "at the combine precision",
+    r"b_{\mathrm{comb}}",
+)
 
 # -- workload ----------------------------------------------------------------------------------
 batch_size = symbol(
@@ -612,7 +619,7 @@ cache_premium_over_hold = symbol(
 
 # -- MoE on racks (chapter B) ------------------------------------------------------------------
 expert_parallel_chips = symbol(
-    "expert_parallel_chips", "chip", "chips one expert layer is spread over", r"E"
+    "expert_parallel_chips", "chip", "chips one expert layer is spread over", r"n_{\mathrm{EP}}"
 )
 experts_per_chip = symbol(
     "experts_per_chip", "expert/chip", "routed experts held by each chip", r"e_{\mathrm{chip}}"

@@ -159,6 +159,11 @@ def context(presets: Presets) -> dict:
         "alltoall_bytes_bf16": Evaluator(presets, RACK, MODEL, "bf16").text(
             "alltoall_bytes_per_token"
         ),
+        "combine_bytes": quantity(presets.parameter["combine_bytes_per_value"].value),
+        "alltoall_bytes_fp8_both": ev.text(
+            "alltoall_bytes_per_token", combine_bytes_per_value=Q_(1, "byte/value")
+        ),
+        "ratio_one_rack_fp8_both": said_number(ratio_one * _fp8_both_share(ev), 2),
         "batch": quantity(batch),
         "per_weight_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
         "sparsity": said_number((model.params_total / model.params_active).to("").m),
@@ -176,11 +181,11 @@ def context(presets: Presets) -> dict:
         "alltoall_one_rack": _us(one),
         "alltoall_two_racks": _us(two),
         "alltoall_two_racks_hw": _us(two_hw),
-        "ratio_one_rack": said_number(ratio_one, 3),
-        "ratio_one_rack_round": said_number(ratio_one, 1),
+        "ratio_one_rack": said_number(ratio_one, 2),
         "expert_share": said_number(experts["share"], 2),
         "expert_layer_compute": _us(experts["time"]),
         "ratio_experts_only": said_number((one / experts["time"]).to("").m, 2),
+        "experts_only_hides": bool((one / experts["time"]).to("").m < 1),
         "ratio_two_racks": said_number(ratio_two, 3),
         "ratio_two_racks_hw": said_number(ratio_two_hw, 3),
         "penalty": quantity(presets.parameter["scale_out_penalty"].value),
@@ -220,9 +225,63 @@ def context(presets: Presets) -> dict:
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "once": _once_per_rack(presets, one, ratio_one, ratio_one_ctx, penalty_hw),
         "links": _link_efficiency(presets, ratio_one, penalty_hw),
+        "verdict": _verdict(presets, ratio_one, ratio_one_ctx, penalty_hw),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
     }
+
+
+def _fp8_both_share(ev: Evaluator) -> float:
+    """The all-to-all's bytes with an FP8 combine over its bytes at the default combine
+    precision: the optimistic variant's share (2/3 when the default combine is BF16)."""
+    fp8 = ev.q("alltoall_bytes_per_token", combine_bytes_per_value=Q_(1, "byte/value"))
+    return (fp8 / ev.q("alltoall_bytes_per_token")).to("").m
+
+
+def _verdict(presets: Presets, ratio_one: float, ratio_ctx: float, penalty_hw) -> dict:
+    """One table for "one rack bounds an expert layer": the all-to-all over the layer's compute
+    for each layout (one rack; two racks sending a copy per expert, or once per rack, at the
+    lecture's penalty and GB200's own), at the short-context limit and at the default context,
+    at the links' peak and at DeepEP's measured NVLink efficiency (which divides every time)."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    eta = (
+        (
+            presets.parameter["deepep_nvlink_dispatch_bandwidth"].value
+            / presets.get("hardware", "b200").scale_up_bandwidth_per_direction
+        )
+        .to("")
+        .m
+    )
+    lecture_penalty = presets.parameter["scale_out_penalty"].value
+    two = Q_(2, "rack")
+    layouts = [
+        ("one rack", 1.0),
+        (
+            f"two racks, a copy per expert, {said_number(lecture_penalty.to('').m)}×",
+            ev.q("multi_rack_slowdown", racks_spanned=two).to("").m,
+        ),
+        (
+            f"two racks, once per rack, {said_number(lecture_penalty.to('').m)}×",
+            ev.q("once_per_rack_slowdown", racks_spanned=two).to("").m,
+        ),
+        (
+            f"two racks, once per rack, {said_number(penalty_hw.to('').m)}×",
+            ev.q("once_per_rack_slowdown", racks_spanned=two, scale_out_penalty=penalty_hw)
+            .to("")
+            .m,
+        ),
+    ]
+    cases = [(ratio_one, 1.0), (ratio_one, eta), (ratio_ctx, 1.0), (ratio_ctx, eta)]
+
+    def cell(x: float) -> str:
+        verdict = "does not hide" if x >= 1 else ("barely hides" if x > 0.9 else "hides")
+        return f"{said_number(x, 2)}, {verdict}"
+
+    rows = [
+        {"layout": name, "cells": [cell(slow * ratio / e) for ratio, e in cases]}
+        for name, slow in layouts
+    ]
+    return {"rows": rows, "eta": said_number(100 * eta, 2)}
 
 
 def _either(names: list[str]) -> str:

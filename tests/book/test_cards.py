@@ -427,6 +427,7 @@ DEFINED_BY = {
     r"a_{\mathrm{dec}}": r"FLOPs per token of context",
     r"a_{\mathrm{layer}}": r"bytes per token per layer",
     r"b_{\mathrm{act}}": r"bytes per activation",
+    r"b_{\mathrm{comb}}": r"coming back",
     r"b_{\mathrm{w}}": r"bytes (?:per weight|each)",
     "d": r"width",
     r"d_{\mathrm{rope}}": r"rotary",

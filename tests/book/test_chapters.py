@@ -82,7 +82,8 @@ def test_moe_alltoall_beside_the_layer_compute_by_hand():
     # 61 layers, d = 7,168, 8 routed experts per token. The lecture's 64 chips and 8x penalty.
     batch = 5000 / 8 * 1 / 2 * 671 / 37  # B* = F b_w / (2 W) x N_total / N_active
     layer_s = 2 * 37e9 * batch / (64 * 5000e12) / 61  # weights' FLOPs per layer, 64 chips
-    a2a_s = batch * 2 * 8 * 7168 * 1 / (64 * 900e9)  # dispatch + combine at one byte per value
+    # dispatch at FP8 (1 byte per value) + combine at BF16 (2 bytes), DeepSeek-V3 section 3.3.3
+    a2a_s = batch * 8 * 7168 * (1 + 2) / (64 * 900e9)
     assert _num(ctx["batch"]) == pytest.approx(batch, rel=1e-3)
     assert _num(ctx["layer_compute"]) == pytest.approx(layer_s * 1e6, rel=1e-3)  # microseconds
     assert _num(ctx["alltoall_one_rack"]) == pytest.approx(a2a_s * 1e6, rel=1e-3)
@@ -95,6 +96,10 @@ def test_moe_alltoall_beside_the_layer_compute_by_hand():
     assert float(ctx["ratio_one_rack"]) < 1 < float(ctx["ratio_two_racks"])
     # the flashcard "rack-boundary" reads this path
     assert ctx["slowdowns"][1]["offrack"] == "0.5"
+    # the reader's independent figures (reader-moepipe12 report, section 5): 0.79 in one rack,
+    # 3.15 over two racks at 8x; FP8 both ways is two thirds of it, (1 + 1) / (1 + 2)
+    assert float(ctx["ratio_one_rack"]) == pytest.approx(0.79, abs=0.005)
+    assert float(ctx["ratio_two_racks"]) == pytest.approx(3.15, abs=0.01)
 
 
 def test_moe_once_per_rack_and_link_efficiency_by_hand():
@@ -104,7 +109,8 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     once, links = ctx["once"], ctx["links"]
     # the same layer as above: all-to-all over compute in one rack, at peak bandwidth
     batch = 5000 / 8 * 1 / 2 * 671 / 37
-    ratio = (batch * 2 * 8 * 7168 / (64 * 900e9)) / (2 * 37e9 * batch / (64 * 5000e12) / 61)
+    # FP8 dispatch + BF16 combine: 8 x 7168 x (1 + 2) bytes per token per layer
+    ratio = (batch * 8 * 7168 * 3 / (64 * 900e9)) / (2 * 37e9 * batch / (64 * 5000e12) / 61)
     # DeepSeek-V3 section 3.2.2: one copy per other rack. Two racks, 8 experts each in the other
     # rack with probability 1/2: 1 - 2^-8 copies leave, against the lecture's 8 x 1/2 = 4
     copies = 1 - 0.5**8
@@ -126,6 +132,20 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     assert float(links["ratio_measured"]) == pytest.approx(ratio / (726 / 900), rel=2e-2)
     assert float(links["ratio_cautious"]) == pytest.approx(ratio / 0.5, rel=5e-2)
     assert float(links["penalty_measured"]) == pytest.approx(18 * (726 / 900) / (43 / 50), rel=5e-2)
+    # the reader's independent figures (reader-moepipe12 report, section 5): send-once at 18x is
+    # 1.77 of the compute; a copy per expert breaks even at a penalty of 1 / (1/2 x ratio) = 2.5
+    assert float(once["ratio_hw"]) == pytest.approx(1.77, abs=0.01)
+    assert float(ctx["exercises"]["break_even"]) == pytest.approx(2 / ratio, rel=1e-2)
+    assert 2 / ratio == pytest.approx(2.54, abs=0.01)
+    # the verdict table: short context, peak and 81% (DeepEP), each cell ratio x slowdown / eta
+    rows = {r["layout"]: r["cells"] for r in ctx["verdict"]["rows"]}
+    eta = 726 / 900
+    assert rows["one rack"][0] == f"{ratio:.2f}, hides"
+    assert rows["one rack"][1] == f"{ratio / eta:.2f}, barely hides"  # 0.98: just under one
+    assert rows["two racks, a copy per expert, 8×"][0] == f"{4 * ratio:.2g}, does not hide"
+    assert (
+        rows["two racks, once per rack, 18×"][0] == f"{copies * 18 / 8 * ratio:.2g}, does not hide"
+    )
 
 
 def test_moe_domain_table_reads_at_two_figures():

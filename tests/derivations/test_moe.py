@@ -71,9 +71,18 @@ def test_alltoall_time_is_one_rack_time_times_slowdown(batch, r, pi):
 
 
 def test_alltoall_bytes_by_hand():
-    # DeepSeek-V3: 8 routed experts, d_model 7168, at FP8 (1 byte): 2 x 8 x 7168 bytes
+    # DeepSeek-V3: 8 routed experts, d_model 7168. DeepSeek's own scheme dispatches at FP8
+    # (1 byte) and combines at BF16 (2 bytes): 8 x 7168 x (1 + 2) = 172,032 bytes, the figure
+    # the reader's independent check (reader-moepipe12 report, section 5) found.
     got = get("alltoall_bytes_per_token").evaluate(model="deepseek_v3", precision="fp8")
-    assert got.to("byte/token").m == 2 * 8 * 7168
+    assert got.to("byte/token").m == 8 * 7168 * (1 + 2) == 172_032
+    # The optimistic variant, FP8 both ways: 2 x 8 x 7168; BF16 both ways: 4 x 8 x 7168.
+    fp8_both = get("alltoall_bytes_per_token").evaluate(
+        model="deepseek_v3", precision="fp8", combine_bytes_per_value=Q_(1, "byte/value")
+    )
+    assert fp8_both.to("byte/token").m == 2 * 8 * 7168
+    bf16 = get("alltoall_bytes_per_token").evaluate(model="deepseek_v3", precision="bf16")
+    assert bf16.to("byte/token").m == 4 * 8 * 7168
 
 
 def test_domain_memory_by_hand():

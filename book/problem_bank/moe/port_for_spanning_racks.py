@@ -42,7 +42,10 @@ def draw(rng, presets) -> Draw:
     spec = presets.get("model", model)
     layers = Q_(spec.layers, "layer")
     k, experts, d = spec.experts_active, spec.experts_routed, spec.d_model
-    bytes_per_token = evaluate("alltoall_bytes_per_token", **case).to("kB/token")
+    detail = evaluate("alltoall_bytes_per_token", detailed=True, **case)
+    bytes_per_token = detail.value.to("kB/token")
+    b_out = detail.inputs["activation_bytes_per_value"].value.to("byte/value").m  # FP8
+    b_back = detail.inputs["combine_bytes_per_value"].value.to("byte/value").m  # BF16
     one = evaluate("alltoall_time", **case, racks_spanned=Q_(1, "rack")).to("µs")
     short = dict(case, context_length=Q_(1, "token/sequence"))  # the weights' FLOPs alone
     step_compute = evaluate("compute_time", **short).to("µs")
@@ -71,7 +74,8 @@ def draw(rng, presets) -> Draw:
         f"{name} sends each token to {quantity(Q_(k, 'expert'))} of {number(experts)} in each of "
         f"its MoE layers; its activations are {number(d)} values wide, it has "
         f"{quantity(layers)} and {quantity(f['n_total'], 3)} in all, "
-        f"{quantity(f['n_active'], 3)} active per token, and you run it in FP8. Its expert layers "
+        f"{quantity(f['n_active'], 3)} active per token, and you run it in FP8, sending "
+        "activations to the experts in FP8 and their outputs back in BF16. Its expert layers "
         f"are spread over {quantity(chips)} of {rack} racks, whose GPUs each have "
         f"{quantity(up, 3)} of NVLink per direction, {quantity(f['mem_bandwidth'], 3)} of HBM "
         f"and {quantity(f['flops'].to('PFLOP/s'), 3)} of dense FP8 math. A decode step runs a "
@@ -85,7 +89,8 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"Bytes: each token's activation goes out to its {number(k)} experts and comes back, "
-        f"at one byte per FP8 value: twice {number(k)} × {number(d)} = "
+        f"{number(b_out)} byte per value out (FP8) and {number(b_back)} back (BF16): "
+        f"{number(k)} × {number(d)} × {number(b_out + b_back)} = "
         f"{quantity(bytes_per_token, 3)} per MoE layer.",
         f"The layer's time: a step's multiplies, two FLOPs per active parameter per token, take "
         f"{quantity(step_compute.to('ms'), 3)} on the {quantity(chips)}; reading every weight "

@@ -47,6 +47,8 @@ def draw(rng, presets) -> Draw:
     used = answer.inputs
     per_token = used["alltoall_bytes"].value.to("kB/token")
     k, d = used["experts_active"].value, used["d_model"].value
+    b_out = used["activation_bytes_per_value"].value.to("byte/value").m  # FP8 dispatch
+    b_back = used["combine_bytes_per_value"].value.to("byte/value").m  # BF16 combine
     answer = answer.value.to("µs")
     f = used["offrack_fraction"].value.to("").m
     name, rack = (
@@ -56,7 +58,9 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"{name} routes each token to {quantity(k)} per MoE layer, with activations of "
-        f"{number(d.m)} values; you run it in FP8. Its experts are spread over {quantity(chips)} "
+        f"{number(d.m)} values; you run it in FP8 and, as DeepSeek-V3 does, send activations to "
+        "the experts in FP8 and their outputs back in BF16. Its experts are spread over "
+        f"{quantity(chips)} "
         f"of {rack} racks, whose GPUs each have {quantity(up.to('GB/s'), 3)} of NVLink per "
         f"direction and a network port of {quantity(out.to('Gbit/s'), 3)} per direction. A "
         f"decode step of {quantity(batch)} (one token each) passes through one MoE layer. How "
@@ -65,7 +69,8 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"Each token's activation goes to each of its {quantity(k)} and comes back: "
-        f"twice {number(k.m)} × {number(d.m)} values at one byte (FP8) = {quantity(per_token, 3)}.",
+        f"{number(k.m)} × {number(d.m)} values × ({number(b_out)} byte out in FP8 + "
+        f"{number(b_back)} back in BF16) = {quantity(per_token, 3)}.",
         f"In one rack the batch's bytes spread over the {quantity(chips)}, each sending at "
         f"{quantity(up.to('GB/s'), 3)}: {quantity(one_rack, 3)}.",
         f"The network port is {quantity(out.to('Gbit/s'), 3)} = "
@@ -94,7 +99,14 @@ def draw(rng, presets) -> Draw:
             answer / 8, "The network port's rate is in bits per second: divide by eight for bytes."
         ),
         Mistake(answer / 2, "Count both ways: dispatch to the experts and combine back."),
-        Mistake(answer * 2, "FP8 activations are one byte per value, not two."),
+        Mistake(
+            answer * 2 * b_out / (b_out + b_back),
+            "The combine comes back in BF16, two bytes per value, not FP8's one.",
+        ),
+        Mistake(
+            answer * 2 * b_back / (b_out + b_back),
+            "The dispatch goes out in FP8, one byte per value, not BF16's two.",
+        ),
     )
     return Draw(
         text=text,
