@@ -34,7 +34,7 @@ MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
 CHIPS = {"h200": 8, "b200": 8, "gb200_nvl72": 72, "mi300x": 8}  # chip: GPUs per replica
 SHARES = (0.1, 0.2, 0.5, 1.0)  # of one frontier model's traffic
 CONTEXTS = (512, 1024, 2048)
-SHOWN = 0.005  # the figures are shown to three places: a count must not hang on them
+EDGE = 0.05  # the replicas, unrounded, keep the bank's design margin from a whole number
 PER = Q_(1, "token")  # a figure per token of context, said "... per token of context"
 
 
@@ -65,12 +65,12 @@ def scenario(rng, presets):
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # redraw until the replicas, rounded up, do not hang on the shown figures
+    while True:  # redraw until the replicas, rounded up, are clear of a whole number
         case = scenario(rng, presets)
         rate = (presets.parameter["inference_rate"].value * rng.choice(SHARES)).to("token/s")
         per_replica = evaluate("throughput", **case).to("token/s")
         exact = (rate / per_replica).to("").m
-        if exact > 1 and clear_of_rounding(exact, SHOWN):
+        if exact > 1 and clear_of_rounding(exact, EDGE):
             break
     model, hardware, batch = case["model"], case["hardware"], case["batch_size"]
     n, context = case["n_chips"], case["context_length"]
@@ -104,9 +104,10 @@ def draw(rng, presets) -> Draw:
         f"{flop_rate(f['flops'])} of dense FP8 math). Every conversation carries "
         f"{tokens(context)} of context; {cache_given(model, presets, kv)}, and attention "
         f"costs {quantity(attention * PER, 4)} per token "
-        "of context for each new token (count both). Each replica runs the batch at which a "
-        "step's multiplies in the weights just keep pace with its weight reads, where batching "
-        "more would barely cheapen a token. How many GPUs does the lab need, in whole replicas?"
+        "of context for each new token (count attention's FLOPs as well as the weights'). "
+        "Each replica runs the batch at which a step's multiplies in the weights just keep "
+        "pace with its weight reads, where batching more would barely cheapen a token. "
+        "How many GPUs does the lab need, in whole replicas?"
     )
     solution = (
         f"The batch: the GPU does {number(ridge.m, 3)} FLOPs per byte of HBM it reads, so at "

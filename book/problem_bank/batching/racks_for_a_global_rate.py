@@ -11,6 +11,7 @@ from book.problem_bank import (
     clear_of_rounding,
     evaluate,
     require,
+    shown,
     whole_count_tolerance,
 )
 from book.problem_bank.batching._figures import (
@@ -32,7 +33,9 @@ MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "llama_3_1_405b")
 RACKS = ("gb200_nvl72", "gb300_nvl72")
 BATCHES = (1024, 2048, 4096)
 CONTEXTS = (4096, 8192, 16384)
-FEWEST = 40  # racks: rounding up to a whole rack stays inside the tolerance
+SHARES = (0.02, 0.05, 0.1, 0.2)  # of one frontier model's traffic
+FEWEST, MOST = 3, 20  # racks: a count this small can keep clear of a whole number
+EDGE = 0.02  # the racks, unrounded, at least this far (relatively) from a whole number
 
 
 def rack_rate(case):
@@ -41,7 +44,8 @@ def rack_rate(case):
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # redraw until the racks, rounded up, are the same from the shown figures
+    one_model = presets.parameter["inference_rate"].value.to("token/s")
+    while True:  # redraw until the racks, unrounded, are clear of a whole number
         model, hardware = rng.choice(MODELS), rng.choice(RACKS)
         chips = presets.get("hardware", hardware).scale_up_domain
         case = dict(
@@ -53,14 +57,11 @@ def draw(rng, presets) -> Draw:
             context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
             presets=presets,
         )
-        one_model = presets.parameter["inference_rate"].value.to("token/s")
-        every_model = presets.parameter["global_inference_rate"].value.to("token/s")
-        rate = rack_rate(case)[0]
-        target = one_model if (one_model / rate).to("").m >= FEWEST else every_model
-        if clear_of_rounding((target / rate).to("").m):
+        share = rng.choice(SHARES)
+        target = shown(one_model * share, 2)  # as the statement prints it
+        raw = (target / rack_rate(case)[0]).to("").m
+        if FEWEST <= raw <= MOST and clear_of_rounding(raw, EDGE):
             break
-    one_model = presets.parameter["inference_rate"].value.to("token/s")
-    every_model = presets.parameter["global_inference_rate"].value.to("token/s")
     f = figures(**case)
     batch, context = case["batch_size"], case["context_length"]
     weights = evaluate("weight_fetch_time", detailed=True, **case)
@@ -76,14 +77,11 @@ def draw(rng, presets) -> Draw:
     hbm = evaluate("scaleup_memory", **case).to("TB")
     require(held < hbm, "the rack holds the weights and the batch's caches")
     rate, step = rack_rate(case)
-    target = one_model if (one_model / rate).to("").m >= FEWEST else every_model
-    raw = (target / rate).to("").m
-    require(raw >= FEWEST)
     racks = Q_(math.ceil(raw), "rack")
     binds = "memory" if kv + weights >= compute else "compute"
     rack = chip_name(presets, hardware)
     name = presets.get("model", model).name
-    who = "one frontier model's traffic" if target == one_model else "all of a lab's traffic"
+    who = f"{number(share * 100)}% of one frontier model's traffic"
 
     if dense:
         params = f"{quantity(f['n_total'], 4)}, dense"

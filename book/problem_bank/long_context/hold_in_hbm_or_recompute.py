@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, evaluate, money, require
+from book.problem_bank.batching._figures import attention_cost
 from units import Q_
 
 KIND = "multi"
@@ -57,13 +58,21 @@ def draw(rng, presets) -> Draw:
     require(abs((even / (drain * (corner - 1))).to("").m - 1) < 1e-6, "the chapter's HBM rule")
     require(even > Q_(1, "s"), "a hold worth asking about")
     gqa = model.n_kv_heads
+    moe = model.params_total > model.params_active
+    params = (
+        f"{quantity(model.params_total, 4)} in all, {quantity(model.params_active, 3)} active "
+        "per token"
+        if moe
+        else quantity(model.params_active, 3)
+    )
 
     text = (
         f"You serve {model.name} in {word} (weights, KV cache and math) on {chip.name} GPUs "
         f"({money(capacity)} of HBM at {money(bandwidth)}, {quantity(flops.to('TFLOP/s'), 4)} "
-        f"dense in {word}), rented at {money(rent)}. Its attention: {number(model.layers)} "
-        f"layers, each with {number(model.n_heads)} query heads and {number(gqa)} KV heads of "
-        f"{number(model.head_dim)} values. A conversation of {context_tokens(context, 6)} goes "
+        f"dense in {word}), rented at {money(rent)}. The model has {params}; its attention: "
+        f"{number(model.layers)} layers, each with {number(model.n_heads)} query heads and "
+        f"{number(gqa)} KV heads of {number(model.head_dim)} values, and "
+        f"{attention_cost(name, presets)}. A conversation of {context_tokens(context, 6)} goes "
         "quiet. You may hold its KV cache in HBM (paying the GPUs' rent for the share of HBM "
         "it fills, and their time to read it back when the user returns) or drop it and run "
         "the prefill again at the GPUs' dense peak, causal attention's FLOPs included. For how "
@@ -79,8 +88,9 @@ def draw(rng, presets) -> Draw:
         f"{quantity(read_time * Q_(1, 'token'), 3)} of GPU time per token at "
         f"{money(bandwidth)}: "
         f"{money(readback, 3)}.",
-        f"Recomputing costs the prefill: {money(weights_only)} for the weights plus causal "
-        f"attention over half the context on average, {money(per_token)} in all, "
+        f"Recomputing costs the prefill: {money(weights_only)} for the weights (two FLOPs "
+        f"per {'active ' if moe else ''}parameter) plus causal attention over half the "
+        f"context on average, {money(per_token)} in all, "
         f"{quantity((compute_time * Q_(1, 'token')).to('µs'), 3)} of GPU time per token at "
         f"{quantity(flops.to('TFLOP/s'), 4)}: {money(rebuild, 3)}.",
         "Holding wins until its rent plus the read back adds up to one recompute: "

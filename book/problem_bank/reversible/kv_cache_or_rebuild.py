@@ -1,19 +1,27 @@
 """The reverse trade: a KV cache keeps what a decode step would otherwise recompute. Rebuilding
 it costs the weights' FLOPs, which grow with the context as the cache's reads do, plus
-attention's, which grow as its square: at what context does attention's share catch up?"""
+attention's, which grow as its square. How many times longer does rebuilding a context take than
+reading its cache, and where does attention's share catch up?"""
 
 from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
-from book.problem_bank.batching._figures import attention_cost
+from book.problem_bank.batching._figures import (
+    attention_cost,
+    chip_name,
+    figures,
+    flop_rate,
+    kv_shape,
+    size,
+)
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
 TITLE = "Read the KV cache, or rebuild it every token?"
-USES = ("inference_flops", "prefill_flops_per_token")
+USES = ("inference_flops", "prefill_flops_per_token", "kv_bytes_per_token")
 LECTURE = "2:04:02"
 
 MODELS = (
@@ -24,12 +32,15 @@ MODELS = (
     "mixtral_8x7b",
     "llama_2_70b",
 )
+CHIPS = ("h100_sxm", "h200", "b200")
+CONTEXTS = (8192, 32_768, 131_072)
 PROBE = Q_(1024, "token/sequence")  # attention's FLOPs per pair do not depend on the context
 
 
 def draw(rng, presets) -> Draw:
-    model_id = rng.choice(MODELS)
+    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
     model = presets.get("model", model_id)
+    context = Q_(rng.choice(CONTEXTS), "token")
     case = dict(model=model_id, precision="bf16", presets=presets)
     detail = evaluate("prefill_flops_per_token", detailed=True, context_length=PROBE, **case)
     pair = shown((detail.inputs["prefill_attention_flops"].value * Q_(1, "token")).to("MFLOP"), 4)
@@ -47,60 +58,108 @@ def draw(rng, presets) -> Draw:
     train = (get("training_flops").evaluate(**one) / Q_(1, "parameter*token")).to(forward.units)
     fwd, trn = number(forward.m), number(train.m)
     per = (weights * Q_(1, "token")).to("GFLOP")  # one token's FLOPs in the weights
+
+    # the trade at one context on one chip: rebuild its cache, or read it
+    f = figures(hardware=hardware, model=model_id, precision="bf16", presets=presets)
+    flops = shown(f["flops"].to("TFLOP/s"), 4)  # as flop_rate prints it
+    bandwidth = shown(f["mem_bandwidth"].to("TB/s"), 3)
+    kv = evaluate("kv_bytes_per_token", **case).to("kB/token")  # exact from the shape given
+    token = Q_(1, "token")
+
+    def rebuild_time(pairs_per_token, weights_per_token):
+        """Seconds to run the context through the model again, at the chip's dense peak."""
+        per_token = weights_per_token + pair * pairs_per_token
+        return (context / token * per_token / flops).to("s")
+
+    rebuild = rebuild_time(context / token / 2, per)
+    cache = (kv * context).to("GB")
+    read = (cache / bandwidth).to("ms")
+    ratio = (rebuild / read).to("").m
+    exact_rebuild = (
+        context
+        / token
+        * evaluate("prefill_flops_per_token", context_length=context / Q_(1, "sequence"), **exact)
+        * token
+        / flops
+    ).to("s")
+    require(abs((exact_rebuild / rebuild).to("").m - 1) < 1e-6, "the catalogue's prefill")
+    require(ratio > 10, "rebuilding is far slower than reading")
+    flops_total = (context / token * (per + pair * context / token / 2)).to("PFLOP")
+
     moe = model.params_total > model.params_active
     total = (
         f"{quantity(model.params_total)} in all, {quantity(active)} active per token"
         if moe
         else quantity(active)
     )
+    chip = chip_name(presets, hardware)
     text = (
-        f"{model.name} ({total}; {model.layers} layers) decodes a long sequence. Instead of "
-        "reading its KV cache each step, it could rebuild the cache by running the whole "
-        "context through the model again, each token attending to those before it; "
-        f"{attention_cost(model_id, presets)}. The rebuild's FLOPs in the weights grow in "
-        "proportion to the context, as the cache's reads do; attention's grow faster. At what "
-        "context do attention's FLOPs in the rebuild equal the weights' FLOPs, in tokens?"
+        f"{model.name} ({total}; {kv_shape(model_id, presets)}) decodes on one {chip} GPU "
+        f"({flop_rate(flops)} of dense BF16 math, {quantity(bandwidth, 3)} of HBM), in BF16 "
+        f"(weights, KV cache and math). Its context holds {quantity(context, 6)}. "
+        "Instead of reading its KV cache at the next step, it could rebuild the cache by "
+        "running the whole context through the model again, each token attending to those "
+        f"before it; {attention_cost(model_id, presets)}. How many times longer does "
+        "rebuilding the cache take than reading it, at the chip's dense peak and full "
+        "bandwidth?"
     )
     solution = (
         f"In the weights, a token's forward pass costs {fwd} FLOP per active parameter: "
-        f"{fwd} × {quantity(active)} = {quantity(per)} a token.",
-        f"In attention, token i scores the i tokens before it, so a context of L tokens makes "
-        f"about half of L squared pairs, half of L per token on average, at "
-        f"{quantity(pair, 4)} each.",
-        f"They are equal when {quantity(pair, 4)} × half of L = {quantity(per)}: L = twice "
-        f"{quantity(per)} / {quantity(pair, 4)} = **{quantity(crossover, 4)}**. Beyond it, "
-        "attention dominates the rebuild and the cache saves more with every token of context; "
-        "well below it, the weights dominate and the rebuild costs nearly a fixed multiple of "
-        "the reads. "
-        "Either way every server keeps the cache: the memory buys compute, the opposite of a "
-        "reversible network's trade.",
+        f"{fwd} × {quantity(active)} = {quantity(per)} a token. In attention, token i scores "
+        "the i tokens before it, so a context of L tokens makes about half of L squared "
+        f"pairs, half of L per token on average, at {quantity(pair, 4)} each. The two are "
+        f"equal at L = twice {quantity(per)} / {quantity(pair, 4)} = "
+        f"{quantity(crossover, 4)}: beyond it attention dominates the rebuild.",
+        f"The rebuild: {quantity(context, 6)} each cost {quantity(per)} in the weights "
+        f"plus {quantity(pair, 4)} × half the context in attention, "
+        f"{quantity(flops_total, 3)} in all; at {flop_rate(flops)} that takes "
+        f"{quantity(rebuild, 3)}.",
+        f"The read: a token's cache is a key and a value per KV head, in every layer, at two "
+        f"bytes each in BF16, {quantity(kv, 4)}; the context's {size(cache)} stream in at "
+        f"{quantity(bandwidth, 3)} in {quantity(read, 3)}.",
+        f"Rebuilding takes {quantity(rebuild, 3)} / {quantity(read, 3)} = **{number(ratio, 4)}** "
+        "times as long as reading. Every server keeps the cache: the memory buys compute, "
+        "the opposite of a reversible network's trade.",
     )
+    answer = Q_(ratio, "")
+
+    def slip(rebuild_s=rebuild, read_s=read):
+        return Q_((rebuild_s / read_s).to("").m, "")
+
     mistakes = [
         Mistake(
-            crossover / 2,
+            slip(rebuild_time(context / token, per)),
             "Rebuilding is causal: each token attends only to those before it, half the "
-            "context on average, not all of it (or you counted one FLOP per parameter; a "
-            "multiply-add is two).",
+            "context on average, not all of it.",
         ),
         Mistake(
-            crossover * train / forward,
+            slip(rebuild_time(context / token / 2, per * train / forward)),
             f"You priced the weights at {trn} FLOP per parameter per token; a rebuild is a "
             f"forward pass only, {fwd}.",
+        ),
+        Mistake(
+            slip(rebuild_time(0, per)),
+            "You left attention out of the rebuild; every token attends to those before it.",
+        ),
+        Mistake(
+            slip(read_s=read / 2),
+            "You counted one byte per value: BF16 stores two.",
         ),
     ]
     if moe:
         mistakes.append(
             Mistake(
-                (crossover * model.params_total / active).to("token"),
+                slip(rebuild_time(context / token / 2, per * model.params_total / active)),
                 "Each token runs through its active parameters only, not the whole model.",
             )
         )
     return Draw(
         text=text,
-        answer=crossover,
+        answer=answer,
         solution=solution,
-        tolerance=0.02,
-        mistakes=distinct_mistakes(mistakes, crossover, 0.02),
-        hint="A token's FLOPs in the weights against its attention's FLOPs, which grow with the "
-        "number of tokens before it (about half the context, on average).",
+        tolerance=0.03,
+        mistakes=distinct_mistakes(mistakes, answer, 0.03),
+        hint="Count the rebuild's FLOPs (the weights' plus attention's, which grow with the "
+        "number of tokens before each one) over the chip's FLOP rate, against the cache's "
+        "bytes over its bandwidth.",
     )
