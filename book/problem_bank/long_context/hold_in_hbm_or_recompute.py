@@ -71,7 +71,7 @@ def draw(rng, presets) -> Draw:
         f"({money(capacity)} of HBM at {money(bandwidth)}, {quantity(flops.to('TFLOP/s'), 4)} "
         f"dense in {word}), rented at {money(rent)}. The model has {params}; its attention: "
         f"{number(model.layers)} layers, each with {number(model.n_heads)} query heads and "
-        f"{number(gqa)} KV heads of {number(model.head_dim)} values, and "
+        f"{number(gqa)} KV heads of {number(model.head_dim)} values; "
         f"{attention_cost(name, presets)}. A conversation of {context_tokens(context, 6)} goes "
         "quiet. You may hold its KV cache in HBM (paying the GPUs' rent for the share of HBM "
         "it fills, and their time to read it back when the user returns) or drop it and run "
