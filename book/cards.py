@@ -537,10 +537,9 @@ def _number_cards(presets: Presets) -> list[Card]:
     for eq_id, case, fact, question, why in NUMBERS:
         eq = derivations.get(eq_id)
         value = eq.evaluate(presets=presets, **case)
-        back = (
-            f"About {quantity(value, 3)}.\n\n{why + ' ' if why else ''}From "
-            f"${written_latex(eq_id)}$ with {_inputs_text(eq, case, presets)}."
-        )
+        # the authored reason is the route; without one, the equation and its inputs are
+        route = why or f"From ${written_latex(eq_id)}$ with {_inputs_text(eq, case, presets)}."
+        back = f"About {quantity(value, 3)}.\n\n{route}"
         cards.append(
             Card(
                 f"eq:{eq_id}:number",
@@ -1019,6 +1018,25 @@ def _sxm_named(card: Card) -> Card:
     return card
 
 
+# units as a student says them: a context length is tokens, a user's rate tokens per second
+_SPOKEN = (
+    ("tokens per second per sequence", "tokens per second for each user"),
+    ("tokens per sequence", "tokens"),
+)
+
+
+def _spoken_units(card: Card) -> Card:
+    """A card's units as a person says them, not as pint writes them.
+
+    >>> _spoken_units(Card("x", "long_context", "number", "?", "739 tokens per sequence.", "")).back
+    '739 tokens.'
+    """
+    back = card.back
+    for machine, spoken in _SPOKEN:
+        back = back.replace(machine, spoken)
+    return replace(card, back=back)
+
+
 def prose_text(text: str) -> str:
     """A side with its math removed."""
     return re.sub(r"\$\$.+?\$\$|\$.+?\$", " ", text, flags=re.S)
@@ -1045,7 +1063,7 @@ def _flashcards(presets: Presets) -> list[Card]:
     if "batching" in chapters:
         cards += _number_cards(presets) + _regime_cards(presets) + _comparison_cards(presets)
     cards += _claim_cards(presets, chapters)
-    cards = [_sxm_named(c) for c in cards]
+    cards = [_spoken_units(_sxm_named(c)) for c in cards]
     order = {c.id: i for i, c in enumerate(derivations.CHAPTERS)}
     cards.sort(key=lambda c: order.get(c.chapter, len(order)))
     ids = [c.id for c in cards]
