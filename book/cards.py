@@ -332,6 +332,8 @@ def _formula_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         where = f"concepts.toml formula {eq.id!r}"
         keep, zero = entry.get("keep"), tuple(entry.get("zero", ()))
         latex = written_latex(eq.id, tuple(keep) if keep is not None else None, zero)
+        if "answer" in entry:  # a rule's constant is the fact itself: shown as its value
+            latex = render(entry["answer"], eq.chapter, where)
         front = render(entry["front"], eq.chapter, where)
         why = render(entry["why"], eq.chapter, where)
         covers = tuple(entry.get("covers", ()))
@@ -537,10 +539,9 @@ def _number_cards(presets: Presets) -> list[Card]:
     for eq_id, case, fact, question, why in NUMBERS:
         eq = derivations.get(eq_id)
         value = eq.evaluate(presets=presets, **case)
-        back = (
-            f"About {quantity(value, 3)}.\n\n{why + ' ' if why else ''}From "
-            f"${written_latex(eq_id)}$ with {_inputs_text(eq, case, presets)}."
-        )
+        # the authored reason is the route; without one, the equation and its inputs are
+        route = why or f"From ${written_latex(eq_id)}$ with {_inputs_text(eq, case, presets)}."
+        back = f"About {quantity(value, 3)}.\n\n{route}"
         cards.append(
             Card(
                 f"eq:{eq_id}:number",
@@ -607,14 +608,15 @@ WHATIFS = (
         by=2,
         ratio_only=True,
         fact="batch-above-crossover",
-        # the regime is the given (a reader: the answer turned on recalling a preset figure)
+        # the attention factor is given, the regime left for the student to decide (a reader:
+        # given the margin too, the answer was one step away)
         front="{model} on {chips} runs at {precision} (weights, arithmetic and KV cache) at a "
         "batch of {batch} with {context} of context each. At this context attention multiplies "
-        "each token's FLOPs {attention} times, and the compute takes {margin} times as long as "
-        "the memory reads. The batch doubles: by what factor does the cost per token change?",
-        why="The step is compute-bound, so twice the tokens take twice the time. Counting "
-        "attention is what makes it so: leave it out, or hold the KV cache at BF16, and the "
-        "memory reads set the step and the cost falls a little.",
+        "each token's FLOPs {attention} times. The batch doubles: by what factor does the cost "
+        "per token change? (Decide first which resource sets the step.)",
+        why="The step is compute-bound: the compute takes {margin} times as long as the memory "
+        "reads, so twice the tokens take twice the time. Counting attention is what makes it so: "
+        "leave it out and the memory reads set the step, and the cost falls a little.",
     ),
     dict(
         id="memory-wall",
@@ -720,12 +722,12 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         else:
             lead = _change_words(before, after, spec.get("ratio_only", False))
         names = _names(spec["case"], presets)
-        why = spec["why"]
-        if "{attention}" in spec["front"]:  # the regime, computed, is given on the front
+        if "{attention}" in spec["front"]:  # attention's factor on the front, the margin behind
             names |= dict(
                 attention=number(_attention_factor(spec["case"], presets), 2),
                 margin=number(_compute_over_memory(spec["case"], presets), 2),
             )
+        why = spec["why"].format(**names)
         cards.append(
             Card(
                 f"whatif:{eq.chapter}:{spec['id']}",
@@ -934,7 +936,8 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
     from book.claims import CLAIMS, audit_claims
 
     audit = audit_claims(presets)
-    raw = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]
+    doc = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))
+    raw, standards = doc["claim"], doc["standard"]
     render = _Templates(presets)
     cards = []
     for entry in _authored().get("claim", ()):
@@ -961,8 +964,16 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             SimpleNamespace(value=quantity(c.value, 3), inside=c.in_range) for c in v.premise_cases
         ]
         if "verdict" in entry:
+            # bound: an order-of-magnitude claim's factor either way, as a person says it
+            factor = standards[raw[cid]["standard"]].get("within_factor")
             line = render(
-                entry["verdict"], v.chapter, where, cases=cases, premise=premise, claimed=v.expected
+                entry["verdict"],
+                v.chapter,
+                where,
+                cases=cases,
+                premise=premise,
+                claimed=v.expected,
+                bound=number(factor, 1) if factor else "",
             )
         else:
             # `hide`: presets whose cases the card leaves out (a figure that adds nothing); a
@@ -1019,6 +1030,25 @@ def _sxm_named(card: Card) -> Card:
     return card
 
 
+# units as a student says them: a context length is tokens, a user's rate tokens per second
+_SPOKEN = (
+    ("tokens per second per sequence", "tokens per second for each user"),
+    ("tokens per sequence", "tokens"),
+)
+
+
+def _spoken_units(card: Card) -> Card:
+    """A card's units as a person says them, not as pint writes them.
+
+    >>> _spoken_units(Card("x", "long_context", "number", "?", "739 tokens per sequence.", "")).back
+    '739 tokens.'
+    """
+    back = card.back
+    for machine, spoken in _SPOKEN:
+        back = back.replace(machine, spoken)
+    return replace(card, back=back)
+
+
 def prose_text(text: str) -> str:
     """A side with its math removed."""
     return re.sub(r"\$\$.+?\$\$|\$.+?\$", " ", text, flags=re.S)
@@ -1045,7 +1075,7 @@ def _flashcards(presets: Presets) -> list[Card]:
     if "batching" in chapters:
         cards += _number_cards(presets) + _regime_cards(presets) + _comparison_cards(presets)
     cards += _claim_cards(presets, chapters)
-    cards = [_sxm_named(c) for c in cards]
+    cards = [_spoken_units(_sxm_named(c)) for c in cards]
     order = {c.id: i for i, c in enumerate(derivations.CHAPTERS)}
     cards.sort(key=lambda c: order.get(c.chapter, len(order)))
     ids = [c.id for c in cards]

@@ -675,13 +675,16 @@ def test_whatif_cards_evaluate_at_the_new_point(deck):
     # a cost per token rests on the chip-hour price, which the front does not give: the card
     # says the factor only (the old card read "from 1.56 USD per million tokens to 0.903")
     assert by_id["whatif:batching:batch-below-crossover"].back.startswith("It falls to 0.58")
-    # the regime is given on the front (reader 9: the answer turned on recalling a preset). By
+    # attention's factor is on the front, the regime left to the student and its margin on the
+    # back (reader 9: the answer turned on recalling a preset; reader 11: given the margin, it
+    # was one step away). By
     # hand, DeepSeek-V3 at FP8 on an H100 (facts.md), 16,384 sequences of 4,096 tokens: MLA's
     # 17.0 MFLOP per context token x 4,096 = 69.6 GFLOP beside the weights' 74, so attention
     # multiplies a token's FLOPs 1.94 times; compute 16,384 x 143.6 G / 1,978.9 T = 1.19 s
     # against (671 GB + 35,136 B x 4,096 x 16,384 of KV) / 3.35 TB/s = 0.90 s: 1.31 times
     above = by_id["whatif:batching:batch-above-crossover"]
-    assert "FLOPs 1.9 times" in above.front and "1.3 times as long" in above.front
+    assert "FLOPs 1.9 times" in above.front and "1.3 times as long" in above.back
+    assert "as long as" not in above.front
     assert above.back.startswith("It does not change.") and "compute-bound" in above.back
     for c in deck:
         if "USD" in c.back:

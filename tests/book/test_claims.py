@@ -72,9 +72,9 @@ EXPECTED = {
     # 15.36 TB / 13 GB/s in minutes; 24 TB / 285 MB/s in hours
     "dram_seconds": (HOLDS, [64 / 38.4]),
     # whole devices miss by more than 3.16; the lecture's tenth in use (premise) lands:
-    # 1.97 min and 2.34 h
+    # 1.97 min. The disk claim states the tenth itself, so it is judged on it: 2.34 h
     "flash_minute": (PREMISE, [15.36e3 / 13 / 60]),
-    "disk_hour": (PREMISE, [24e12 / 285e6 / 3600]),
+    "disk_hour": (HOLDS, [0.1 * 24e12 / 285e6 / 3600]),
     # tokens/s per sequence = 1 / drain time: Rubin 288 GB / 20 TB/s (lecture), GB200 186/8,
     # B200 180/8, H100 80/3.35 (facts.md); only Rubin is within 25% of 64.
     "throughput_64b": (CAVEAT, [20e3 / 288, 8e3 / 186, 8e3 / 180, 3.35e3 / 80]),
