@@ -121,22 +121,24 @@ def test_the_running_example_s_all_to_all_is_small_and_h100s_would_not_pass(arg)
     # By hand (facts.md): DeepSeek-V3 at FP8 (576 KV bytes x 61 layers per token at 8,192
     # tokens), a batch of 5,668. On GB200s (186 GB each): (671e9 + 5,668 x 576 x 61 x 8,192) /
     # 186e9 = 12.4 -> 13 chips, inside one 72-chip NVLink domain, nothing off-rack. One layer's
-    # all-to-all: 114,688 B x 5,668 / (13 x 900 GB/s); x 58 MoE layers. The step is the memory
-    # time: all 671e9 weight bytes plus the KV caches over 13 x 8 TB/s.
+    # all-to-all: a token goes out to its 8 experts at FP8 (1 byte x 7,168 values) and comes back
+    # in BF16 (2 bytes; DeepSeek-V3 report section 3.3.3), 8 x 7,168 x 3 = 172,032 B; x 5,668 /
+    # (13 x 900 GB/s); x 58 MoE layers. The step is the memory time: all 671e9 weight bytes plus
+    # the KV caches over 13 x 8 TB/s.
     held = 671e9 + 5668 * 576 * 61 * 8192
-    one = 114_688 * 5668 / (13 * 900e9)
+    one = 8 * 7168 * 3 * 5668 / (13 * 900e9)
     step = held / (13 * 8e12)
     assert a["inside"] and _n(a["chips"]) == 13
-    assert _n(a["per_step"]) == pytest.approx(58 * one * 1e3, rel=2e-3)  # 3.2 ms
-    assert _n(a["share"]) == pytest.approx(100 * 58 * one / step, abs=0.5)  # 15%, 2 figures
+    assert _n(a["per_step"]) == pytest.approx(58 * one * 1e3, rel=2e-3)  # 4.8 ms
+    assert _n(a["share"]) == float(f"{100 * 58 * one / step:.2g}")  # 22%, printed at 2 figures
     # The same batch on the fewest H100s (80 GB): 2.302e12 / 80e9 = 28.8 -> 29 chips, 3.6 nodes
     # of 8; off-node share 1 - 1/3.625, penalty 450 / 50 = 9 (physics audit M2).
     h = a["h100"]
     assert not h["inside"] and _n(h["chips"]) == 29
-    one = 114_688 * 5668 * (1 - 1 / 3.625) * 9 / (29 * 450e9)
+    one = 8 * 7168 * 3 * 5668 * (1 - 1 / 3.625) * 9 / (29 * 450e9)
     step = held / (29 * 3.35e12)
-    assert _n(h["per_step"]) == pytest.approx(58 * one * 1e3, rel=2e-3)  # 19 ms
-    assert _n(h["share"]) == pytest.approx(100 * 58 * one / step, abs=0.5)  # 79%
+    assert _n(h["per_step"]) == pytest.approx(58 * one * 1e3, rel=2e-3)  # 28 ms
+    assert _n(h["share"]) == float(f"{100 * 58 * one / step:.2g}")  # 120%, 2 figures
     assert _n(h["share"]) > 5 * _n(a["share"])
 
 
