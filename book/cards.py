@@ -48,7 +48,7 @@ from book.cases import (  # noqa: F401 (public names)
     precision_words,
     reference_case,
 )
-from book.format import number, quantity, sentence
+from book.format import context_tokens, number, quantity, sentence
 from derivations.core import Constant, Equation
 from units import ChalkboardError, reads
 from units.presets import Presets, load
@@ -81,6 +81,25 @@ LECTURE_DECK = Path(__file__).with_name("lecture_deck.toml")
 
 
 # -- the lecture's deck and video ----------------------------------------------------------
+
+
+def spoken(value, digits: int = 4) -> str:
+    """A quantity as a student says it on a card: a context length is tokens (the tokens of one
+    sequence), a user's rate tokens per second for each user; anything else as
+    :func:`book.format.quantity` writes it.
+
+    >>> from units import Q_
+    >>> spoken(Q_(739, "token/sequence"), 3), spoken(Q_(44.1, "token/s/sequence"), 3)
+    ('739 tokens', '44.1 tokens per second for each user')
+    >>> spoken(Q_(2, "ms"))
+    '2 ms'
+    """
+    per_sequence = value * value._REGISTRY.Quantity(1, "sequence")
+    if per_sequence.check("[token]"):
+        return context_tokens(value, digits)
+    if per_sequence.check("[token]/[time]"):
+        return quantity(value, digits).removesuffix(" per sequence") + " for each user"
+    return quantity(value, digits)
 
 
 def _deck() -> dict:
@@ -192,7 +211,7 @@ def _inputs_text(eq: Equation, kw: dict, presets: Presets) -> str:
     what it is: 'HBM bandwidth of one chip $W$ = 3.35 TB/s'."""
     result = eq.evaluate_detailed(presets=presets, **kw)
     shown = [
-        f"the {_ASIDE_WORDS.sub('', i.symbol.meaning)} ${i.symbol.latex}$ = {quantity(i.value, 3)}"
+        f"the {_ASIDE_WORDS.sub('', i.symbol.meaning)} ${i.symbol.latex}$ = {spoken(i.value, 3)}"
         for name, i in result.inputs.items()
         if i.symbol.sym in eq.rhs.free_symbols and not i.origin.startswith("constant")
     ]
@@ -236,7 +255,7 @@ def _placeholders(chapter: str, presets: Presets) -> dict:
         """Three figures, as a person says a number; ``to`` a unit, ``bare`` the number only."""
         value = derivations.get(eq_id).evaluate(presets=presets, **kw)
         value = value.to(to) if to else value
-        return number(value.magnitude, 3) if bare else quantity(value, 3)
+        return number(value.magnitude, 3) if bare else spoken(value, 3)
 
     def val(eq_id: str, **kw):
         """The quantity itself, for a ratio of two: ``n((val(a) / val(b)).to(""))``."""
@@ -541,7 +560,7 @@ def _number_cards(presets: Presets) -> list[Card]:
         value = eq.evaluate(presets=presets, **case)
         # the authored reason is the route; without one, the equation and its inputs are
         route = why or f"From ${written_latex(eq_id)}$ with {_inputs_text(eq, case, presets)}."
-        back = f"About {quantity(value, 3)}.\n\n{route}"
+        back = f"About {spoken(value, 3)}.\n\n{route}"
         cards.append(
             Card(
                 f"eq:{eq_id}:number",
@@ -658,12 +677,12 @@ def _change_words(before, after, ratio_only: bool = False) -> str:
     ``ratio_only``: the factor alone, for an output whose level rests on inputs the front does
     not name (a cost per token on the chip-hour price)."""
     ratio = (after / before).to("").magnitude
-    span = "" if ratio_only else f": from {quantity(before, 3)} to {quantity(after, 3)}"
+    span = "" if ratio_only else f": from {spoken(before, 3)} to {spoken(after, 3)}"
     if abs(ratio - 1) < 0.005:
         return (
             "It does not change."
             if ratio_only
-            else (f"It does not change: {quantity(before, 3)} either way.")
+            else (f"It does not change: {spoken(before, 3)} either way.")
         )
     for k, word in {2: "doubles", 0.5: "halves"}.items():
         if abs(ratio / k - 1) < 0.005:
@@ -718,7 +737,7 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             after = eq.evaluate(presets=presets, **_changed_case(spec, presets)).to(before.units)
         except ChalkboardError as err:
             reason = str(err).split(": ", 2)[-1].split(" (", 1)[0]
-            lead = f"It no longer exists: {reason}. Before the change it was {quantity(before, 3)}."
+            lead = f"It no longer exists: {reason}. Before the change it was {spoken(before, 3)}."
         else:
             lead = _change_words(before, after, spec.get("ratio_only", False))
         names = _names(spec["case"], presets)
@@ -793,8 +812,8 @@ def _regime_cards(presets: Presets) -> list[Card]:
             )
             held_kv = (per_sequence * kw["batch_size"]).to("TB")
             lead = (
-                f"The KV fetch: a step reads the batch's {quantity(held_kv, 3)} of KV cache "
-                f"against {quantity(held_w, 3)} of weights."
+                f"The KV fetch: a step reads the batch's {spoken(held_kv, 3)} of KV cache "
+                f"against {spoken(held_w, 3)} of weights."
             )
             why = (
                 "Each sequence reads a long cache of its own, and at this context those reads "
@@ -876,8 +895,8 @@ def _comparison_cards(presets: Presets) -> list[Card]:
         factor = (high / low).to("").magnitude
         front = f"Which {question}: {name_a} or {name_b}?"
         back = (
-            f"{winner}, about {number(factor, 2)} times as much: {quantity(high, 3)} against "
-            f"{quantity(low, 3)}.\n\n{why}"
+            f"{winner}, about {number(factor, 2)} times as much: {spoken(high, 3)} against "
+            f"{spoken(low, 3)}.\n\n{why}"
         )
         cards.append(
             Card(
@@ -953,7 +972,7 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         )
         cases = [
             SimpleNamespace(
-                value=quantity(c.value, 3),
+                value=spoken(c.value, 3),
                 label=_case_label(r, v.equation, presets),
                 inside=c.in_range,
                 missed=not c.in_range and v.verdict in ("holds", "holds, with a caveat"),
@@ -961,7 +980,7 @@ def _claim_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             for c, r in zip(v.cases, raw[cid]["cases"], strict=True)
         ]
         premise = [
-            SimpleNamespace(value=quantity(c.value, 3), inside=c.in_range) for c in v.premise_cases
+            SimpleNamespace(value=spoken(c.value, 3), inside=c.in_range) for c in v.premise_cases
         ]
         if "verdict" in entry:
             # bound: an order-of-magnitude claim's factor either way, as a person says it
@@ -1030,25 +1049,6 @@ def _sxm_named(card: Card) -> Card:
     return card
 
 
-# units as a student says them: a context length is tokens, a user's rate tokens per second
-_SPOKEN = (
-    ("tokens per second per sequence", "tokens per second for each user"),
-    ("tokens per sequence", "tokens"),
-)
-
-
-def _spoken_units(card: Card) -> Card:
-    """A card's units as a person says them, not as pint writes them.
-
-    >>> _spoken_units(Card("x", "long_context", "number", "?", "739 tokens per sequence.", "")).back
-    '739 tokens.'
-    """
-    back = card.back
-    for machine, spoken in _SPOKEN:
-        back = back.replace(machine, spoken)
-    return replace(card, back=back)
-
-
 def prose_text(text: str) -> str:
     """A side with its math removed."""
     return re.sub(r"\$\$.+?\$\$|\$.+?\$", " ", text, flags=re.S)
@@ -1075,7 +1075,7 @@ def _flashcards(presets: Presets) -> list[Card]:
     if "batching" in chapters:
         cards += _number_cards(presets) + _regime_cards(presets) + _comparison_cards(presets)
     cards += _claim_cards(presets, chapters)
-    cards = [_spoken_units(_sxm_named(c)) for c in cards]
+    cards = [_sxm_named(c) for c in cards]
     order = {c.id: i for i, c in enumerate(derivations.CHAPTERS)}
     cards.sort(key=lambda c: order.get(c.chapter, len(order)))
     ids = [c.id for c in cards]
