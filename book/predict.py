@@ -65,8 +65,10 @@ from units.presets import Preset, Presets, load
 FORMATS = {"fp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "int8": "fp8", "bf16": "bf16"}
 # the fitted parameters: shares of peak (0..1] and times per layer per step (s, >= 0)
 SHARES = ("fp4", "fp8", "bf16", "memory", "prefill", "expert_parallel", "latency", "training")
+# token rows of work each touched expert's matmul costs beyond its own tokens (> 0)
+ROWS = ("expert_rows",)
 TIMES = ("layer_overhead", "collective")
-PARAMS = SHARES + TIMES
+PARAMS = SHARES + ROWS + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
 BLOCK = 16  # a latency limit's batch is searched among every BLOCK-th of them, then within one
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
@@ -96,6 +98,7 @@ class Case:
     prefill: np.ndarray = field(default_factory=lambda: np.zeros(1))  # the prompts' matmuls
     attention: np.ndarray = field(default_factory=lambda: np.zeros(1))  # at the attention rate
     memory: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    expert: np.ndarray = field(default_factory=lambda: np.zeros(1))  # one row per touched expert
     comm: np.ndarray = field(default_factory=lambda: np.zeros(1))
     layers: float = 0.0
     expert_parallel: bool = False  # an MoE whose experts are spread over several chips
@@ -170,6 +173,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
     # the weights read are the experts the step's B v tokens touch; the KV cache is read once per
     # sequence however many tokens it verifies
     memory = (ev("weight_fetch_time", batch_size=v * b) + ev("kv_fetch_time")).to("s").m
+    expert = _expert_row(kw, b * (v + a * rho))
     # a draft of k tokens runs k passes of a one-layer draft module (DeepSeek's MTP layer, an
     # EAGLE head): k more layers' fixed overhead, their FLOPs and weights left out (one layer)
     layers = float(model.layers) + (v - 1)
@@ -196,6 +200,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         prefill=prompt_matmul,
         attention=attention,
         memory=memory,
+        expert=expert,
         comm=comm,
         layers=layers,
         expert_parallel=bool(model.get("experts_routed")) and n > 1,
@@ -207,6 +212,30 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded=excluded,
     )
+
+
+def _expert_row(kw: dict, tokens) -> np.ndarray:
+    """Seconds per step, at the chips' peak, of one more token row through every routed expert
+    the step touches: c_fwd FLOPs per parameter of the touched experts (routed_expert_params
+    times expert_read_fraction at the step's ``tokens``, counted as one-token sequences), over
+    the replica's chips. Zero for a dense model.
+
+    Assumption (where it is used, Stack.predict): a grouped GEMM runs each touched expert's
+    matmul over its tokens plus a fixed number of rows (``expert_rows``): the M tile its
+    tokens are padded to and the tile's fixed prologue and epilogue. At M tokens per expert
+    the matmuls then reach M / (M + expert_rows) of their large-M rate: little for a
+    fine-grained MoE at serving batches (gpt-oss-120b: 896 x 4 / 128 = 28 tokens per expert),
+    nothing for a dense model."""
+    routed = derivations.get("routed_expert_params").evaluate(
+        **_only("routed_expert_params", kw)
+    )
+    if routed.to("parameter").m <= 0:
+        return np.zeros(np.shape(tokens.m))
+    touched = derivations.get("expert_read_fraction").evaluate(
+        **_only("expert_read_fraction", kw), batch_size=tokens
+    )
+    per_token = derivations.notation.flops_per_param_token.value * ONE_TOKEN_PER_STEP * PER_REQUEST
+    return (per_token * routed * touched / (kw["n_chips"] * kw["flops"])).to("s").m
 
 
 def _communication(model: Preset, hardware: Preset, kw: dict, batch, n: float) -> np.ndarray:
@@ -287,7 +316,7 @@ class Stack:
             return np.array([fn(c) for c in cases], dtype=float)
 
         arrays = {name: matrix(name) for name in ("batch", "matmul", "prefill", "attention")}
-        arrays.update({name: matrix(name) for name in ("memory", "comm")})
+        arrays.update({name: matrix(name) for name in ("memory", "expert", "comm")})
         arrays.update(
             layers=vector(lambda c: c.layers),
             collectives=vector(lambda c: c.collectives),
@@ -305,7 +334,7 @@ class Stack:
         # a row with no latency limit needs its step at its last batch only (a speed per user
         # has one batch); a row with one, on its whole grid
         limited = np.flatnonzero(~np.isnan(arrays["target"]))
-        columns = ("batch", "matmul", "prefill", "attention", "memory", "comm")
+        columns = ("batch", "matmul", "prefill", "attention", "memory", "expert", "comm")
         arrays["last"] = {name: arrays[name][:, -1:] for name in columns}
         arrays["grid"] = {name: arrays[name][limited] for name in columns}
         arrays["limited"] = limited
@@ -341,7 +370,9 @@ class Stack:
         def step(g: dict, rows) -> np.ndarray:
             """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
             f, t = fmt[..., rows, None], attn[..., rows, None]
-            compute = (g["matmul"] + g["prefill"] / v["prefill"][..., None, None]) / f
+            compute = g["matmul"] + g["prefill"] / v["prefill"][..., None, None]
+            # each touched expert's grouped GEMM runs expert_rows rows beyond its tokens
+            compute = (compute + g["expert"] * v["expert_rows"][..., None, None]) / f
             compute = compute + g["attention"] / t
             roof = np.maximum(compute, g["memory"] / v["memory"][..., None, None])
             roof = roof / moe_share[..., rows, None]
@@ -439,9 +470,9 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     parameter the spec fixes or ties does not depend on its number (the fit leaves it alone)."""
     z = np.clip(z, -40.0, 40.0)  # far inside a float's range either way
     shares = 1 / (1 + np.exp(-z[..., : len(SHARES)]))
-    times = np.exp(z[..., len(SHARES) :])
+    times = np.exp(z[..., len(SHARES) :])  # the expert rows (a count) and the times (s)
     values = np.moveaxis(np.concatenate([shares, times], axis=-1), -1, 0)
-    out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 10): each value (m,)
+    out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 11): each value (m,)
     out["collective"] += collective_floor()
     for name, source in spec.tied:
         out[name] = out[source]
@@ -449,7 +480,9 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     return out
 
 
-START = np.array([0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(10e-6), np.log(10e-6)])
+START = np.array(
+    [0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(128.0), np.log(10e-6), np.log(10e-6)]
+)
 # The loss has more than one valley (a per-layer overhead trades against the collectives' time
 # and the shares): the fit starts from each pair of these times and keeps the lowest loss.
 START_TIMES = (5e-6, 20e-6, 80e-6)
