@@ -226,9 +226,7 @@ def _expert_row(kw: dict, tokens) -> np.ndarray:
     the matmuls then reach M / (M + expert_rows) of their large-M rate: little for a
     fine-grained MoE at serving batches (gpt-oss-120b: 896 x 4 / 128 = 28 tokens per expert),
     nothing for a dense model."""
-    routed = derivations.get("routed_expert_params").evaluate(
-        **_only("routed_expert_params", kw)
-    )
+    routed = derivations.get("routed_expert_params").evaluate(**_only("routed_expert_params", kw))
     if routed.to("parameter").m <= 0:
         return np.zeros(np.shape(tokens.m))
     touched = derivations.get("expert_read_fraction").evaluate(
@@ -529,7 +527,7 @@ def _residuals(z: np.ndarray, cases, spec: Spec = FULL, rows=None) -> np.ndarray
     """Each row's log(predicted / measured), through the soft-L1 loss (sign kept), then each
     prior's: the log of the fitted share over the measured one, in units of the prior's width,
     weighed as one row whose miss is ROBUST (a prior counts as much as a row missed by x1.5).
-    ``z`` of shape (..., 10) gives residuals (..., rows); ``rows`` (indices into the stack,
+    ``z`` of shape (..., 11) gives residuals (..., rows); ``rows`` (indices into the stack,
     broadcast against z's leading shape) picks the rows a fit uses, a row twice if twice."""
     stack = cases if isinstance(cases, Stack) else Stack.of(cases)
     measured = np.array([c.measured for c in stack.cases])
@@ -562,8 +560,8 @@ def jacobian(z: np.ndarray, stack: Stack, spec: Spec = FULL, r: np.ndarray | Non
     residuals of the ``len(z)`` nudged parameter sets side by side).
 
     >>> s = Stack.of([Case("a", "offline", 1.0, 2.0, "training", fmt="bf16")])
-    >>> jacobian(START, s).shape  # one row and three priors, ten numbers
-    (4, 10)
+    >>> jacobian(START, s).shape  # one row and three priors, eleven numbers
+    (4, 11)
     """
     r = _residuals(z, stack, spec) if r is None else r
     nudged = _residuals(z + STEP * np.eye(len(z)), stack, spec)
@@ -844,6 +842,10 @@ MECHANISMS = {
     ),
     "latency": ("decode steps may fill the whole TPOT", Spec(fixed=(("latency", 1.0),))),
     "training": ("training at the serving format's share", Spec(fixed=(("training", 1.0),))),
+    "expert_rows": (
+        "no rows beyond each expert's tokens",
+        Spec(fixed=(("expert_rows", 0.0),)),
+    ),
     "layer_overhead": ("no fixed time per layer", Spec(fixed=(("layer_overhead", 0.0),))),
     "collective": ("no latency for the collectives", Spec(fixed=(("collective", 0.0),))),
     "communication": (
@@ -898,6 +900,10 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
     held = [c for c in s["cases"] if c.held_out and not c.excluded and c.kind != "none"]
     rows = {
         "before": ("before: the shares free (no priors)", variants["priors"]),
+        "no_expert_rows": (
+            "before the expert rows (added after seeing the held-out rows)",
+            variants["expert_rows"],
+        ),
         "adopted": ("adopted: shares pulled toward the microbenchmarks", variants["none"]),
     }
     for name, (words, spec) in POST_HOC.items():
