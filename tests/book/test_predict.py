@@ -547,7 +547,7 @@ def test_a_latency_limited_batch_is_the_one_the_whole_grid_finds(study):
             for j in range(len(c.batch)):
                 cut = {
                     k: getattr(c, k)[: j + 1]
-                    for k in ("batch", "matmul", "prefill", "attention", "memory", "comm")
+                    for k in ("batch", "matmul", "prefill", "attention", "memory", "expert", "comm")
                 }
                 free = predict.Case(**{**c.__dict__, **cut, "target": None})
                 rate = predict.predict_case(free, p)
