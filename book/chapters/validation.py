@@ -554,7 +554,7 @@ def _expert_rows_example(presets: Presets, params: dict) -> dict:
     tokens = batch * model.experts_active / model.experts_routed
     rows = float(params["expert_rows"])
     return {
-        "rows": number(rows, 2),
+        "rows": number(rows, 3),
         "model": model.name,
         "batch": number(batch),
         "active": number(model.experts_active),
