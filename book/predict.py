@@ -8,6 +8,15 @@ its idealisations by what a practitioner knows before running:
 - attention's FLOPs run at the rate of the KV cache's precision (never faster than the compute
   precision): an FP4 deployment still does attention at FP8 or BF16;
 - memory traffic reaches a share ``eta_memory`` of the HBM bandwidth;
+- each routed expert a step touches runs its grouped GEMM over its tokens plus ``r`` rows (the
+  tile its tokens are padded to, the tile's fixed work): at M tokens per expert the expert
+  matmuls reach M / (M + r) of their rate. A fine-grained MoE at serving batches gives each
+  expert few tokens (gpt-oss-120b at 896 sequences: 896 x 4 / 128 = 28), a dense model none to
+  pad. Sources: DeepGEMM's README as first released (deepseek-ai/DeepGEMM, 2025; the version
+  with H800 tables) says each expert's segment is aligned to the GEMM's M block, and its masked
+  grouped-GEMM table (FP8, N 4,096, K 7,168: 1,233, 1,040 and 932 TFLOP/s at 1,024, 512 and 256
+  rows per group) implies r of about 120 to 230 for that shape (about 10 to 50 for N 7,168,
+  K 2,048) for a hand-tuned kernel; the fit's r is checked against it in the report, not tied;
 - every layer of every step pays a fixed overhead (kernel launches, synchronisation), and a
   replica spread over several chips also pays its two collectives' latency per layer, never less
   than two of the fastest small all-reduce measured over NVLink (collective_latency_floor);
@@ -24,12 +33,14 @@ its idealisations by what a practitioner knows before running:
 
 Predicted step at batch B (each term the bound's own, from the same equations)::
 
-    T(B) = max(W(B)/eta[fmt] + A(B) F/(F_attn eta[attn]), M(B)/eta_memory)
+    T(B) = max((W(B) + r X(B))/eta[fmt] + A(B) F/(F_attn eta[attn]), M(B)/eta_memory)
            + n_layers (tau + [n > 1] tau_coll) + C(B),   rate = a B / (n T(B))
+
+where X(B) is one token row through every expert the step touches, at the peak (_expert_row).
 
 A throughput with no latency limit runs at the largest batch the replica holds; a throughput
 at a measured TPOT at the largest batch whose predicted step meets it (the bound's rule); a
-speed per user at its batch. The seven shares and times are fitted by least squares on the
+speed per user at its batch. The shares, rows and times are fitted by least squares on the
 logarithm of measured over predicted, on the rows in the fit only; leave-one-out refits without
 each row in turn and predicts it, which is the error a new row should expect.
 
