@@ -16,7 +16,7 @@ its idealisations by what a practitioner knows before running:
   with H800 tables) says each expert's segment is aligned to the GEMM's M block, and its masked
   grouped-GEMM table (FP8, N 4,096, K 7,168: 1,233, 1,040 and 932 TFLOP/s at 1,024, 512 and 256
   rows per group) implies r of about 120 to 230 for that shape (about 10 to 50 for N 7,168,
-  K 2,048) for a hand-tuned kernel; the fit's r is checked against it in the report, not tied;
+  K 2,048) for a hand-tuned kernel. The fit leaves r free (no prior pulls it toward these);
 - every layer of every step pays a fixed overhead (kernel launches, synchronisation), and a
   replica spread over several chips also pays its two collectives' latency per layer, never less
   than two of the fastest small all-reduce measured over NVLink (collective_latency_floor);
