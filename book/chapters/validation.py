@@ -226,9 +226,9 @@ def _why(r, case, over: bool, presets: Presets | None = None) -> str:
         }
         seen = " and ".join(f"{n}'s {e} experts" for n, e in fitted.items()) or "none"
         return (
-            f"an MoE of {number(model.experts_routed)} routed experts on one chip: the fitted "
-            f"share an MoE reaches is charged only when its experts are spread over chips, and "
-            f"the fit's MoEs on one chip are few and coarse ({seen})"
+            f"an MoE of {number(model.experts_routed)} routed experts on one chip: its expert "
+            f"rows are charged, but the fitted share an MoE reaches only when its experts are "
+            f"spread over chips, and the fit's MoEs on one chip are few and coarse ({seen})"
         )
     if newer and not over:
         return (
