@@ -165,6 +165,20 @@ def test_expert_rows_cost_rows_over_m_of_the_routed_matmuls(model, tokens, chips
     assert single == pytest.approx(k * per_expert, rel=1e-9)
 
 
+def test_expert_rows_slow_only_an_moe(study):
+    """More rows per expert leave every dense row's prediction as it was and slow gpt-oss-120b's
+    (28 tokens per expert at 896 sequences: its expert matmuls are where the rows bite)."""
+    cases = [c for c in study["cases"] if c.kind == "rate"]
+    stack = predict.Stack.of(cases)
+    p = dict(study["model"].params)
+    base, more = stack.predict(p), stack.predict({**p, "expert_rows": p["expert_rows"] * 4})
+    for c, b, m in zip(cases, base, more, strict=True):
+        if not c.moe:
+            assert m == pytest.approx(b, rel=1e-12), c.id
+        if c.id == "mlperf61_b300_x8_gptoss_offline":
+            assert m < b * 0.9
+
+
 def test_errors_are_ratios_either_way():
     e = predict.errors([(2.0, 1.0), (1.0, 2.0), (1.0, 1.0)])  # x2 over, x2 under, exact
     assert e["median"] == 2.0 and e["worst"] == 2.0 and e["within_1_5"] == pytest.approx(1 / 3)
