@@ -236,7 +236,14 @@ def _expert_row(kw: dict, tokens) -> np.ndarray:
     tokens are padded to and the tile's fixed prologue and epilogue. At M tokens per expert
     the matmuls then reach M / (M + expert_rows) of their large-M rate: little for a
     fine-grained MoE at serving batches (gpt-oss-120b: 896 x 4 / 128 = 28 tokens per expert),
-    nothing for a dense model."""
+    nothing for a dense model.
+
+    >>> presets = load()
+    >>> kw = {"model": "gpt_oss_120b", "hardware": "b300", "presets": presets,
+    ...       "flops": presets.get("hardware", "b300").dense_flops_fp8, "n_chips": Q_(1, "chip")}
+    >>> round(float(_expert_row(kw, Q_(np.array([896.0]), "sequence"))[0]) * 1e6, 1)  # us a row
+    51.0
+    """
     routed = derivations.get("routed_expert_params").evaluate(**_only("routed_expert_params", kw))
     if routed.to("parameter").m <= 0:
         return np.zeros(np.shape(tokens.m))
