@@ -545,9 +545,8 @@ NUMBERS = (
         "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8') }}) plus the "
         "sequence's KV cache ({{ n(val('kv_cache_per_sequence', model='llama_3_1_70b', "
         "precision='fp8', context_length='32768 token/sequence').to('GB/sequence').m, 3) }} GB), "
-        "at "
-        "{{ n(field('hardware', 'h100_sxm', 'hbm_bandwidth').to('TB/s'), 3) }} TB/s. The compute, attention's FLOPs "
-        "included, is a sliver beside it.",
+        "at {{ n(field('hardware', 'h100_sxm', 'hbm_bandwidth').to('TB/s'), 3) }} TB/s. "
+        "The compute, attention's FLOPs included, is a sliver beside it.",
     ),
     (
         "hbm_drain_time",
@@ -735,9 +734,7 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             reason = str(err).split(": ", 2)[-1].split(" (", 1)[0]
             lead = f"It no longer exists: {reason}. Before the change it was {spoken(before, 3)}."
         else:
-            lead = _change_words(
-                before, after, spec.get("ratio_only", False), spec.get("says", "")
-            )
+            lead = _change_words(before, after, spec.get("ratio_only", False), spec.get("says", ""))
         names = _names(spec["case"], presets)
         if "{attention}" in spec["front"]:  # attention's factor on the front, the margin behind
             names |= dict(
@@ -762,9 +759,7 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
 
 # "Which regime?": a model, chips, precision, batch and context far from the boundary (the
 # slower resource at least 1.5 times the other), and the fact it illustrates.
-REGIMES = (
-    ("deepseek_v3", "h100_sxm", "fp8", 256, 8192, "regime-weights"),
-)
+REGIMES = (("deepseek_v3", "h100_sxm", "fp8", 256, 8192, "regime-weights"),)
 
 
 def _regime_cards(presets: Presets) -> list[Card]:

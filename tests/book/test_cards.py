@@ -355,9 +355,7 @@ def test_the_reason_gate_fails_a_bare_verdict():
 
 # -- what a fresh reader marked weak: long backs, two questions, undefined symbols ------------
 
-VERDICT = re.compile(
-    r"\*\*(?:Holds|Partly holds|Premise wrong, method right|Wrong)[.:]\*\*"
-)
+VERDICT = re.compile(r"\*\*(?:Holds|Partly holds|Premise wrong, method right|Wrong)[.:]\*\*")
 MAX_SENTENCES, MAX_WORDS = 3, 70
 
 
