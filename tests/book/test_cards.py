@@ -737,6 +737,27 @@ def test_regime_cards_are_not_knife_edge(deck):
         assert max(ratio, 1 / ratio) >= 1.5, c.id
 
 
+def test_no_whatif_hinges_on_a_regime_boundary(deck):
+    """A what-if on a step's cost stays at least 25% from the compute/memory boundary before
+    and after its change (reader 12: the compute-bound twin sat at 1.31, and 0.68 without
+    attention, so its answer turned on a convention)."""
+    from book.cards import WHATIFS, _changed_case
+    from units.presets import load
+
+    presets = load()
+    checked = 0
+    for spec in WHATIFS:
+        if spec["equation"] != "cost_per_token":
+            continue
+        for case in (spec["case"], _changed_case(spec, presets)):
+            compute = derivations.get("compute_time").evaluate(presets=presets, **case)
+            memory = derivations.get("memory_time").evaluate(presets=presets, **case)
+            ratio = (memory / compute).to("").m
+            assert max(ratio, 1 / ratio) >= 1.25, (spec["id"], ratio)
+        checked += 1
+    assert checked >= 1
+
+
 VIDEO = re.compile(r"^https://www\.youtube\.com/watch\?v=xmkSf5IS-zw&t=\d+s$")
 
 
