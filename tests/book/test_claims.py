@@ -230,7 +230,7 @@ def _lands(value, raw) -> bool:
 
 def rule_disagreements(audit) -> list[str]:
     """The claims whose verdict is not the one rule's: every case landing, holds; some,
-    holds with a caveat; none, premise wrong, method right when every premise case lands,
+    partly holds; none, premise wrong, method right when every premise case lands,
     else wrong."""
     import tomllib
 
