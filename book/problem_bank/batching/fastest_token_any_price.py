@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity, superscript
-from book.problem_bank import Draw, Mistake, evaluate, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
 from book.problem_bank.batching._figures import (
     figures,
     flop_rate,
@@ -156,7 +156,7 @@ def draw(rng, presets) -> Draw:
         answer=speed,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=tuple(mistakes),
+        mistakes=distinct_mistakes(mistakes, speed, FACTOR, factor=True),
         hint="Split the weights into those every token reads and the routed experts, using "
         "the total and the active counts.",
     )

@@ -116,8 +116,7 @@ def draw(rng, presets) -> Draw:
         candidates.append(
             (
                 ratio * 2,
-                "You counted one vector per KV head; each caches a key and a value (or you "
-                "stored one byte per value: BF16 is two).",
+                "You counted one vector per KV head; each caches a key and a value.",
             )
         )
     if tier.get("price") is not None and "month" in str(tier.price.units):

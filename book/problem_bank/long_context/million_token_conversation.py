@@ -132,7 +132,7 @@ def draw(rng, presets) -> Draw:
         for value, why in candidates
         if max((value / speed).to("").m, (speed / value).to("").m) > FACTOR
     ]
-    mistakes = distinct_mistakes(outside, speed, 0.05)  # two slips that agree: named together
+    mistakes = distinct_mistakes(outside, speed, FACTOR, factor=True)  # one slip per value
     solution = solution[:1] + (solution[1].replace("**", ""),) + solution[2:]
     return Draw(
         hint=(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money, require, shown
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require, shown
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
     chip_name,
@@ -189,7 +189,7 @@ def draw(rng, presets) -> Draw:
         answer=answer,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=kept,
+        mistakes=distinct_mistakes(kept, answer, FACTOR, factor=True),
         hint="How many conversations' caches fit beside the weights, and how long does a step "
         "of that batch take to read, and to compute (attention included)?",
     )

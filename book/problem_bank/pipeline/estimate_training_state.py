@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, evaluate, require
+from book.problem_bank import Draw, Mistake, clear_of_rounding, distinct_mistakes, evaluate, require
 from units import Q_
 
 KIND = "estimate"
@@ -147,7 +147,7 @@ def draw(rng, presets) -> Draw:
         answer=step,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=tuple(kept.values()),
+        mistakes=distinct_mistakes(kept.values(), step, FACTOR, factor=True),
         hint="Bytes per parameter of the whole training state sets the nodes; the nodes and "
         "the FLOPs per token set the time.",
     )
