@@ -104,12 +104,10 @@ def draw(rng, presets) -> Draw:
         f"{name} has {quantity(total, 3)}, of which {quantity(active, 3)} are active per token; "
         f"each MoE layer has {number(experts)} routed experts, and a token is routed to "
         f"{number(k)} of them{shared}. You serve it in FP8 (weights and KV cache) on {quantity(n)} "
-        f"({chip}, {quantity(bandwidth.to('TB/s'), 3)} of HBM bandwidth and "
-        f"{flop_rate(f['flops'])} of dense FP8 math each), every layer's experts spread evenly "
+        f"({chip}), every layer's experts spread evenly "
         "over the chips so that each chip reads an equal share of what a step reads (the best "
         f"case). {number(b)} users talk to it at once, each with {tokens(context)} of context; "
-        f"{cache}, and attention costs {quantity(attention, 3)} per token of context for each "
-        "new token. Each token picks its experts independently and uniformly. Roughly how many "
+        f"{cache}. Each token picks its experts independently and uniformly. Roughly how many "
         f"tokens per second does each user get? Any answer within a factor of {FACTOR:g} is "
         "accepted."
     )
@@ -123,10 +121,13 @@ def draw(rng, presets) -> Draw:
         f"probability ({number(experts - k)}/{number(experts)}){superscript(b)}, so the step "
         f"reads {number(share, 3)} of the routed experts ({overlap}).",
         f"Weights read: {quantity(always, 3)} + {number(share, 3)} × {quantity(routed, 4)} at "
-        f"one byte each, {size(read)}, over {quantity(n)} × {quantity(bandwidth.to('TB/s'), 3)}: "
+        f"one byte each, {size(read)}, over {quantity(n)} × {quantity(bandwidth.to('TB/s'), 3)} "
+        f"(an {chip} reads its HBM at {quantity(bandwidth.to('TB/s'), 3)}): "
         f"{quantity(weights, 3)}. Caches: {number(b)} × {cache_step} = {size(caches)}, "
-        f"{quantity(kv_time.to('µs'), 3)}. The multiplies, attention's included, take "
-        f"{quantity(compute.to('µs'), 2)}: the step is memory-bound, {quantity(step, 3)}.",
+        f"{quantity(kv_time.to('µs'), 3)}. The multiplies, attention's included "
+        f"({quantity(attention, 3)} per token of context), take "
+        f"{quantity(compute.to('µs'), 2)} at {flop_rate(f['flops'])} of dense FP8 math per "
+        f"chip: the step is memory-bound, {quantity(step, 3)}.",
         f"One token per user per step: **{quantity(speed, 3)}**, against "
         f"{quantity(alone, 3)} for a user alone (who reads only the active weights): "
         f"{number(b)} users cost each of them a factor of {number((alone / speed).to('').m, 2)}.",

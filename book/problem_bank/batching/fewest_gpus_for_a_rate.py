@@ -121,8 +121,7 @@ def draw(rng, presets) -> Draw:
         + "The reads take longer: the batch is about where the multiplies in the weights "
         f"alone would keep pace with the weight reads ({number(ridge.m, 3)} FLOP/B × "
         f"{number((total / active).to('').m, 3)}, total over active, ÷ 2 per multiply-add), "
-        "and the caches push the step past them."
-        + f" A step is {quantity(step, 3)}.",
+        "and the caches push the step past them." + f" A step is {quantity(step, 3)}.",
         f"A replica makes {number(batch.m)} tokens per step, "
         f"{quantity(per_replica, 3)}; {quantity(rate, 2)} needs {number(exact, 4)} replicas, "
         f"so {number(replicas)} (a replica is whole): **{quantity(gpus, 4)}**.",
