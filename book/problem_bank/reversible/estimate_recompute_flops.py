@@ -130,7 +130,7 @@ def draw(rng, presets) -> Draw:
         answer=ratio,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=distinct_mistakes(mistakes, ratio, 0.01),  # two slips on one value: together
+        mistakes=distinct_mistakes(mistakes, ratio, FACTOR, factor=True),  # one slip a value
         hint="Time the extra forward pass at the chip's FLOP rate and the saved writes and "
         "reads at its HBM bandwidth.",
     )
