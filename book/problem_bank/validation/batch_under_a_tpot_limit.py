@@ -207,8 +207,8 @@ def draw(rng, presets) -> Draw:
         "attention's own FLOPs out; the caches' reads count. You promise users a time per "
         f"output token within {quantity(limit)}. You want the most tokens per second per GPU "
         "the promise allows, and among batches that give it the fastest tokens. Which batch do "
-        "you run, of " + ", ".join(number(b) for b in menu) + " sequences, and what time per output "
-        "token will its users see? Answer in ms."
+        "you run, of " + ", ".join(number(b) for b in menu) + " sequences, and what time "
+        "per output token will its users see? Answer in ms."
     )
     listed = "; ".join(
         f"{number(b)}: {quantity(real, 3)}, {quantity(rate, 3)}"
