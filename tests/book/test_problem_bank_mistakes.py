@@ -61,3 +61,20 @@ def test_the_gate_would_catch_the_readers_feedback():
     assert _within(Q_(52.9, "token/s"), Q_(52.9, "token/s"), 1.6, factor=True)
     assert _within(Q_(48.2, "token/s"), Q_(52.9, "token/s"), 1.6, factor=True)
     assert not _within(Q_(1.04, "s"), Q_(1.0, "s"), 0.03, factor=False)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [m for m in MODULES if m.KIND == "estimate"],
+    ids=lambda m: m.__name__.split("problem_bank.")[1],
+)
+def test_an_estimate_window_rejects_a_factor_of_two(module):
+    """An estimate's window is narrower than the classic slips (one byte for two, 2N for 6N
+    halved, K and V counted once): an answer twice or half the expected one is graded wrong
+    (reader 13 checked the windows by hand; this keeps them so)."""
+    presets = load()
+    for seed in range(20):
+        drawn = authored(module, seed, presets)
+        assert drawn.mode == "factor" and 1 < drawn.tolerance < 2, (seed, drawn.tolerance)
+        for slip in (2, 0.5):
+            assert not _within(drawn.answer * slip, drawn.answer, drawn.tolerance, True), seed

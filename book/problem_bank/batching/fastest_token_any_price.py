@@ -103,8 +103,8 @@ def draw(rng, presets) -> Draw:
     text = (
         f"{name} has {quantity(total, 3)}, of which {quantity(active, 3)} are active per token; "
         f"each MoE layer has {number(experts)} routed experts, and a token is routed to "
-        f"{number(k)} of them{shared}. You serve it in FP8 (weights and KV cache) on {quantity(n)} "
-        f"({chip}), every layer's experts spread evenly "
+        f"{number(k)} of them{shared}. You serve it in FP8 (weights and KV cache) on {number(n.m)} "
+        f"{chip} chips, every layer's experts spread evenly "
         "over the chips so that each chip reads an equal share of what a step reads (the best "
         f"case). {number(b)} users talk to it at once, each with {tokens(context)} of context; "
         f"{cache}. Each token picks its experts independently and uniformly. Roughly how many "
@@ -122,7 +122,7 @@ def draw(rng, presets) -> Draw:
         f"reads {number(share, 3)} of the routed experts ({overlap}).",
         f"Weights read: {quantity(always, 3)} + {number(share, 3)} × {quantity(routed, 4)} at "
         f"one byte each, {size(read)}, over {quantity(n)} × {quantity(bandwidth.to('TB/s'), 3)} "
-        f"(an {chip} reads its HBM at {quantity(bandwidth.to('TB/s'), 3)}): "
+        "(each chip's HBM bandwidth): "
         f"{quantity(weights, 3)}. Caches: {number(b)} × {cache_step} = {size(caches)}, "
         f"{quantity(kv_time.to('µs'), 3)}. The multiplies, attention's included "
         f"({quantity(attention, 3)} per token of context), take "

@@ -134,7 +134,7 @@ def draw(rng, presets) -> Draw:
             mistakes.append(Mistake(Q_(math.floor(value.m), "sequence"), why))
     return Draw(
         hint=(
-            "Take the weights out of the node's HBM first; then divide what is left by one "
+            "Take the weights out of the HBM first; then divide what is left by one "
             "conversation's cache."
         ),
         text=text,
