@@ -85,7 +85,7 @@ def draw(rng, presets) -> Draw:
         """A cost per million tokens in cents: "8.79¢"; ``said``, as a sentence says a figure
         nobody needs exactly: "0.0027¢"."""
         x = q.to("USD/Mtoken").m * 100
-        return f"{said_number(x, 3).said if said else number(x, 3)}¢"
+        return f"{said_number(x, 2).said if said else number(x, 3)}¢"
 
     solution = (
         f"Per token of context the cache holds a key and a value for each of {number(gqa)} KV "

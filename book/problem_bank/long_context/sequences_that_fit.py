@@ -154,7 +154,7 @@ def _gpus(count: float, chip) -> str:
 def _clear(count: float) -> bool:
     """Whether ``count`` keeps ``CLEAR`` (relative) from both whole numbers around it.
 
-    >>> _clear(52.15), _clear(41.5), _clear(60.9)
+    >>> _clear(52.15), _clear(4.67), _clear(9.35)
     (False, True, False)
     """
     return min(count - math.floor(count), math.ceil(count) - count) >= CLEAR * count
