@@ -120,7 +120,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(compute, 3)}. "
         + "The reads take longer: the batch is about where the multiplies in the weights "
         f"alone would keep pace with the weight reads ({number(ridge.m, 3)} FLOP/B × "
-        f"{number((total / active).to('').m, 3)}, total over active, ÷ 2 per multiply-add), "
+        f"{number((total / active).to('').m, 3)}, total over active, halved: a multiply-add is "
+        "two FLOPs), "
         "and the caches push the step past them." + f" A step is {quantity(step, 3)}.",
         f"A replica makes {number(batch.m)} tokens per step, "
         f"{quantity(per_replica, 3)}; {quantity(rate, 2)} needs {number(exact, 4)} replicas, "
