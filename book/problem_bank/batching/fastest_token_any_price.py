@@ -107,7 +107,8 @@ def draw(rng, presets) -> Draw:
         f"{chip} chips, every layer's experts spread evenly "
         "over the chips so that each chip reads an equal share of what a step reads (the best "
         f"case). {number(b)} users talk to it at once, each with {tokens(context)} of context; "
-        f"{cache}. Each token picks its experts independently and uniformly. Roughly how many "
+        f"{cache}, and attention costs {quantity(attention, 3)} per token of context for each "
+        "new token. Each token picks its experts independently and uniformly. Roughly how many "
         f"tokens per second does each user get? Any answer within a factor of {FACTOR:g} is "
         "accepted."
     )
@@ -124,8 +125,7 @@ def draw(rng, presets) -> Draw:
         f"one byte each, {size(read)}, over {quantity(n)} × {quantity(bandwidth.to('TB/s'), 3)} "
         "(each chip's HBM bandwidth): "
         f"{quantity(weights, 3)}. Caches: {number(b)} × {cache_step} = {size(caches)}, "
-        f"{quantity(kv_time.to('µs'), 3)}. The multiplies, attention's included "
-        f"({quantity(attention, 3)} per token of context), take "
+        f"{quantity(kv_time.to('µs'), 3)}. The multiplies, attention's included, take "
         f"{quantity(compute.to('µs'), 2)} at {flop_rate(f['flops'])} of dense FP8 math per "
         f"chip: the step is memory-bound, {quantity(step, 3)}.",
         f"One token per user per step: **{quantity(speed, 3)}**, against "

@@ -14,7 +14,7 @@ from book.problem_bank import (
     evaluate,
     require,
 )
-from book.problem_bank.batching._figures import flop_rate, size
+from book.problem_bank.batching._figures import attention_cost, flop_rate, size
 from derivations import get
 from units import Q_
 
@@ -77,7 +77,8 @@ def draw(rng, presets) -> Draw:
         f"A provider serves {model.name} ({quantity(model.params_total, 4)}, dense) in BF16, "
         f"weights and KV cache, and stretches its context window to {millions}. The model has "
         f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
-        f"{number(model.head_dim)} values. It runs on servers of {number(PER_SERVER)} "
+        f"{number(model.head_dim)} values; {attention_cost(name, presets)}. It runs on servers "
+        f"of {number(PER_SERVER)} "
         f"{chip_name} GPUs. One user fills the window; the weights and that conversation's "
         "cache are spread over as few servers as hold them, the layers split evenly between "
         "the servers as a pipeline (ignore the hand-over between servers). Roughly how many "

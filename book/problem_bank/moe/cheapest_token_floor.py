@@ -124,7 +124,9 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You serve {name} ({money(f['n_total'], 3)} in all, {money(f['n_active'], 3)} active "
         f"per token) in FP8 on one {rack} rack of {money(n)} rented at {money(price)}. Every "
-        f"conversation carries {tokens(context)} of context; {cache_words}. You may run any "
+        f"conversation carries {tokens(context)} of context; {cache_words}, and attention "
+        f"costs {money(attention.to('MFLOP/token'), 3)} of context for each new token. You may "
+        "run any "
         "batch the rack's HBM holds. Roughly what is the least a generated token can cost, "
         f"in USD per million tokens? Any answer within a factor of {FACTOR:g} is accepted."
     )
@@ -140,7 +142,6 @@ def draw(rng, presets) -> Draw:
         f"{money(hbm, 3)} / {money(bandwidth, 3)} = {money(drain, 3)}.",
         f"Its multiplies: a new token costs two FLOPs per active parameter, "
         f"{money(per_token, 3)}, plus attention over its {tokens(context)} of context "
-        f"({money(attention.to('MFLOP/token'), 3)} of context), "
         f"{money(per_token_attention, 3)}; at this context attention is most of the math. For "
         f"{money(batch)} at {money(n)} × {money(flops, 3)} that is {money(compute, 3)}, "
         f"{number(100 * share, 2)}% of the reads: the reads bind. (Had the math set the step, "
