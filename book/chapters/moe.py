@@ -268,9 +268,14 @@ def _tex() -> dict:
     import derivations
     from derivations.core import readable, to_display_latex
     from derivations.moe import T_ONE
+    from derivations.notation import experts_active, racks_spanned
 
     t = derivations.get("alltoall_time")
+    r, k = racks_spanned.sym, experts_active.sym
     return {
+        "one_in_r": derivations.to_latex(1 / r),
+        "miss": derivations.to_latex((1 - 1 / r) ** k),
+        "others": derivations.to_latex(r - 1),
         "one_rack": f"{t.lhs.latex} = {to_display_latex(readable(T_ONE))}",
         "crossover": derivations.get("crossover_batch").display_latex(),
     }

@@ -9,9 +9,12 @@ True
 import math
 from dataclasses import dataclass
 
+import sympy as sp
+
 import derivations
-from book.context import Evaluator, cell_in, header
-from book.format import chip_name, context_tokens, quantity, said, said_number
+from book.chapters.moe import crossover_factors
+from book.context import Evaluator, header
+from book.format import chip_name, context_tokens, number, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -65,13 +68,8 @@ def context(presets: Presets) -> dict:
         ),
         "hop": quantity(presets.parameter["hop_latency"].value),
         "stages_default": quantity(presets.parameter["pipeline_stages"].value),
-        "domain_fetch": [
-            {
-                "name": chip_name(presets.get("hardware", hw)),
-                "time": Evaluator(presets, hw, MODEL, "fp8").text("domain_weight_fetch_time"),
-            }
-            for hw in ("h100_sxm", "b200", "gb200_nvl72")
-        ],
+        "domain_fetch": [_domain_fetch(presets, hw) for hw in ("h100_sxm", "b200", "gb200_nvl72")],
+        "crossover_factors": crossover_factors(presets),
         "fetch_ratio": said(
             (
                 Evaluator(presets, "h100_sxm", MODEL, "fp8").q("domain_weight_fetch_time")
@@ -103,9 +101,29 @@ def context(presets: Presets) -> dict:
     }
 
 
+def _domain_fetch(presets: Presets, hw_id: str) -> dict:
+    """The time to read the model's FP8 weights over one scale-up domain of ``hw_id``, and
+    whether the domain's HBM holds them at all."""
+    hw = presets.get("hardware", hw_id)
+    ev = Evaluator(presets, hw_id, MODEL, "fp8")
+    hbm = (hw.hbm_capacity * hw.scale_up_domain.m).to("GB")
+    return {
+        "name": chip_name(hw),
+        "time": ev.text("domain_weight_fetch_time"),
+        "fits": bool(ev.q("weight_memory") <= hbm),
+        "hbm": said(hbm),
+    }
+
+
 def _tex() -> dict:
     """Inline math the prose uses, printed by sympy from the chapter's own symbols."""
-    from derivations.notation import experts_active, microbatches, pipeline_stages
+    from derivations.notation import (
+        experts_active,
+        hop_latency,
+        microbatches,
+        pipeline_stages,
+        train_period,
+    )
 
     p, m, k = pipeline_stages.sym, microbatches.sym, experts_active.sym
     e = derivations.lookup_symbol("expert_parallel_chips").sym
@@ -117,6 +135,7 @@ def _tex() -> dict:
         "p_minus_one": derivations.to_latex(p - 1),
         "bubble_approx": derivations.to_latex((p - 1) / m),
         "m_solved": solved.display_latex(),
+        "hops_equal": derivations.to_latex(sp.Eq(p * hop_latency.sym, train_period.sym)),
     }
 
 
@@ -161,6 +180,7 @@ def _traffic(presets: Presets, ev: Evaluator) -> dict:
         "d_ff_expert": said_number(model.get("d_ff_expert")),
         "scaleup_domain": quantity(presets.get("hardware", RACK).scale_up_domain),
         "tp_chips": quantity(presets.get("hardware", "h100_sxm").scale_up_domain),
+        "tp_ways_n": said_number(presets.get("hardware", "h100_sxm").scale_up_domain.m),
         # one expert's hidden width cut over an 8-GPU node's chips (tensor parallelism)
         "tp_slice": said_number(
             model.get("d_ff_expert") / presets.get("hardware", "h100_sxm").scale_up_domain.m
@@ -342,7 +362,7 @@ def _too_big(presets: Presets, chip: str = TOO_BIG_CHIP) -> dict:
             "weights_two": said(two.to("GB")),
             "left_one": said((hw.hbm_capacity - one).to("GB")),
             "left_two": said((hw.hbm_capacity - two).to("GB")),
-            "crossover": quantity(crossover),
+            "crossover": said(crossover),
             "kv": said(kv.to("GB")),
             "kv_over_hbm": said((kv / hw.hbm_capacity).to("")),
             "fits_one": fitting(1),
@@ -371,11 +391,8 @@ def _stages_table(ev: Evaluator) -> dict:
         rows.append(
             {
                 "stages": str(p),
-                "cells": [
-                    cell_in("GB", lambda w=weights: w),
-                    cell_in("GB", lambda k=kv: k),
-                    cell_in("GB", lambda w=weights, k=kv: w + k),
-                ],
+                # two figures, as the prose beside the table says them
+                "cells": [number(x.to("GB").m, 2) for x in (weights, kv, weights + kv)],
             }
         )
     return {"headers": [header(n, "GB") for n in ("weights", "KV cache", "total")], "rows": rows}
@@ -387,7 +404,10 @@ def _bubble_table(ev: Evaluator) -> dict:
             "stages": str(p),
             "cells": [
                 percent(
-                    ev.q("pipeline_bubble_fraction", pipeline_stages=Q_(p, "stage"), microbatches=m)
+                    ev.q(
+                        "pipeline_bubble_fraction", pipeline_stages=Q_(p, "stage"), microbatches=m
+                    ),
+                    2,
                 )
                 for m in MICROBATCHES
             ],
