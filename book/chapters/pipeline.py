@@ -50,6 +50,7 @@ def context(presets: Presets) -> dict:
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
         "ratio_one_layer": ev.text("scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")),
         "ratio_default": ev.text("scaleup_scaleout_ratio"),
+        "ratio_default_mixed": _mixed_bytes_ratio(presets, ev),
         # fractional on average (61 layers over 4 stages): shown as a plain number, not a count
         "layers_per_stage": said_number(ev.q("layers_per_stage").m),
         "moe_layers_per_stage": said_number(ev.q("moe_layers_per_stage").m),
@@ -115,6 +116,23 @@ def _domain_fetch(presets: Presets, hw_id: str) -> dict:
     }
 
 
+def _traffic_times() -> dict:
+    """The two times per token the traffic ratio divides, as the ratio's derivation writes them
+    (scale-up: the stage's MoE layers' all-to-alls; scale-out: one activation), and the
+    substitution that makes the bandwidths cancel."""
+    from derivations.core import readable, to_display_latex
+    from derivations.pipeline import S_out, S_up, b_act, d, ell, kk, nu, pi, t_out, t_up
+
+    def shown(lhs, rhs):
+        return f"{derivations.to_latex(lhs)} = {to_display_latex(readable(rhs))}"
+
+    return {
+        "t_up": shown(t_up, ell * 2 * kk * nu * d * b_act / S_up),
+        "t_out": shown(t_out, nu * d * b_act / S_out),
+        "s_out": shown(S_out, S_up / pi),
+    }
+
+
 def _tex() -> dict:
     """Inline math the prose uses, printed by sympy from the chapter's own symbols."""
     from derivations.notation import (
@@ -136,6 +154,7 @@ def _tex() -> dict:
         "bubble_approx": derivations.to_latex((p - 1) / m),
         "m_solved": solved.display_latex(),
         "hops_equal": derivations.to_latex(sp.Eq(p * hop_latency.sym, train_period.sym)),
+        **_traffic_times(),
     }
 
 
@@ -187,6 +206,15 @@ def _traffic(presets: Presets, ev: Evaluator) -> dict:
         ),
         "vocab": f"{model.get('vocab'):,}",  # an exact count, shown whole
     }
+
+
+def _mixed_bytes_ratio(presets: Presets, ev: Evaluator):
+    """The traffic ratio at the MoE chapter's default precisions: FP8 dispatch and BF16 combine
+    inside the stage (b_act + b_comb bytes per expert round trip, not 2 b_act) against an FP8
+    hop (b_act bytes)."""
+    act = presets.get("precision", "fp8").bytes_per_value
+    comb = presets.parameter["combine_bytes_per_value"].value
+    return said((ev.q("scaleup_scaleout_ratio") * ((act + comb) / (2 * act))).to(""))
 
 
 def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
@@ -432,6 +460,7 @@ def _training_memory(presets: Presets) -> dict:
     )
     state = ev.q("training_state_memory")
     hbm = presets.get("hardware", TRAIN_CHIP).hbm_capacity
+    node_chips = presets.get("hardware", TRAIN_CHIP).scale_up_domain
     return {
         "training": {
             "model": presets.get("model", TRAIN_MODEL).name,
@@ -439,6 +468,9 @@ def _training_memory(presets: Presets) -> dict:
             "bytes_per_param": said(per_param),
             "state": said(state.to("GB")),
             "state_chips": said((state / hbm).to("") * Q_(1, "chip")),
+            "node": said(node_chips),
+            "state_nodes": said_number((state / (hbm * node_chips.m)).to("").m, 2),
+            "state_nodes_whole": said_number(math.ceil((state / (hbm * node_chips.m)).to("").m)),
             "activations": ev.text("full_activation_memory", **one),
             "activations_recompute": ev.text("activation_memory", **one),
             "total": ev.text("training_memory", **one),
