@@ -755,6 +755,27 @@ def schedule(kind: str, stages: int, microbatches: int, backward_cost: float) ->
     return placed
 
 
+def inference_schedule(stages: int, tokens: int) -> list[Pass]:
+    """Pipelined decoding, slot by slot: ``stages`` micro-batches in flight, one per stage, each
+    generating ``tokens`` tokens. A slot is one stage's share of a step; token t + 1 of a
+    micro-batch enters stage 1 in the slot after token t leaves the last stage, and the
+    ``microbatch`` field of each pass counts (micro-batch, token) as micro-batch + stages x
+    token. Nothing waits for a weight update, so after the first fill no stage is idle.
+
+    >>> step = inference_schedule(4, 3)
+    >>> max(p.end for p in step), len(step)  # (3 tokens x 4 micro-batches) + 3 fill slots
+    (15.0, 48)
+    >>> sorted(p.start for p in step if p.stage == 3)[:4]  # the last stage, busy from slot 3
+    [3.0, 4.0, 5.0, 6.0]
+    """
+    return [
+        Pass(s, i + stages * t, False, float(t * stages + i + s), float(t * stages + i + s + 1))
+        for t in range(tokens)
+        for i in range(stages)
+        for s in range(stages)
+    ]
+
+
 def idle_share(passes: list[Pass]) -> float:
     """The share of the step each stage stands idle (the same for every stage)."""
     span = max(p.end for p in passes) - min(p.start for p in passes)
