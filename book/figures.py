@@ -1596,8 +1596,9 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
 
 
 def alltoall_diagram(presets: Presets) -> Figure:
-    """Schematic: one token dispatched to each of its k routed experts inside one rack, and over
-    two racks, where the off-rack share of them crosses the network."""
+    """Schematic: one token dispatched to each of its k routed experts inside one rack; over
+    two racks with a copy per expert, where the off-rack share of them crosses the network; and
+    over two racks sent once per rack, one copy crossing to the peer chip, which fans it out."""
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
     from book.chapters import moe
@@ -1669,7 +1670,8 @@ def alltoall_diagram(presets: Presets) -> Figure:
         return [c for c in order if not (skip_home and c == chips[0])][:n]
 
     def draw(fig, ax):
-        ax.set_xlim(0, 14.2)
+        fig.set_size_inches(10.5, 4.2)
+        ax.set_xlim(0, 21.9)
         ax.set_ylim(0, 6)
         ax.axis("off")
         # left: one rack, every byte on the scale-up network
@@ -1690,11 +1692,21 @@ def alltoall_diagram(presets: Presets) -> Figure:
         ax.text(
             10.5,
             0.25,
-            f"a share {share} leaves the rack at {out} per direction",
+            f"a copy per expert: {off} of {k} leave, {out} each way",
             ha="center",
             fontsize=9,
-            color=FOREGROUND,
         )
+        # far right: the same two racks, one copy to the peer chip, fanned out over NVLink there
+        rack(ax, 14.7, 17.7, "rack 1")
+        rack(ax, 18.7, 21.7, "rack 2")
+        home = grid(ax, 15.5, columns // 2, home=True)
+        peer = grid(ax, 19.5, columns // 2)
+        for target in spread(home, k - off, skip_home=True):
+            arrow(ax, home[0], target, up_colour)
+        arrow(ax, home[0], peer[0], out_colour, dashed=True)
+        for target in spread(peer, off, skip_home=True):
+            arrow(ax, peer[0], target, up_colour)
+        ax.text(18.2, 0.25, "once per rack: one copy leaves", ha="center", fontsize=9)
         ax.plot([], [], color=up_colour, label="scale-up (NVLink)")
         ax.plot([], [], color=out_colour, linestyle="--", label="scale-out (network)")
         ax.plot(
@@ -1706,14 +1718,17 @@ def alltoall_diagram(presets: Presets) -> Figure:
         "Diagram: on the left one rack of chips, where a token's home chip sends its activation "
         f"to the {k} chips holding its experts over NVLink at {up} per direction; on the right "
         f"the same layer over two racks, where {off} of the {k} arrows cross to the other rack "
-        f"over the network at {out} per direction."
+        f"over the network at {out} per direction; at the far right the same two racks when "
+        f"the token is sent once per rack: one arrow crosses to the chip in the same position "
+        f"in the other rack, which forwards it over NVLink to the {off} experts there."
     )
     caption = (
         f"Dispatch of one token to its {k} routed experts, one arrow each, drawn as if each "
         "lives on a different chip (combine sends the results back the same way). Inside one "
         f"rack every arrow is an NVLink path; over two racks a share {share} of them, {off} "
         f"of {k}, crosses the scale-out network, {penalty} times slower per chip and per "
-        "direction on these chips."
+        "direction on these chips. Sent once per rack (right, DeepSeek-V3's dispatch), one "
+        "copy crosses and the other rack's NVLink fans it out."
     )
     return _render("alltoall_diagram", draw, alt, caption)
 
