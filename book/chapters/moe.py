@@ -521,7 +521,7 @@ def _hardware_table(presets: Presets) -> dict:
         ("FP8 parameters beside it", "Tparameter"),
         ("scale-up / scale-out", "dimensionless"),
     )
-    rows = []
+    rows, no_fp8 = [], []
     for hw in presets.hardware.values():
         if hw.get("scale_up_domain") is None or hw.get("scale_up_topology") == "torus":
             continue
@@ -547,10 +547,18 @@ def _hardware_table(presets: Presets) -> dict:
             cell_in(u, f) if i == 0 else _two_figures(u, f)
             for i, ((_, u), f) in enumerate(zip(columns, values, strict=True))
         ]
-        if cells[2] != "—" and cells[3] == "—":  # the KV cache alone fills the domain
+        if cells[2] == "—":  # no FP8 figure, so no FP8 crossover: a row of dashes, left out
+            no_fp8.append(chip_name(hw))
+            continue
+        if cells[3] == "—":  # the KV cache alone fills the domain
             cells[3] = "none"
         rows.append({"name": hw.name, "short": chip_name(hw), "cells": cells})
-    return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+    return {
+        "headers": [header(n, u) for n, u in columns],
+        "rows": rows,
+        "no_fp8": _either(no_fp8),
+        "no_port": _either([r["short"] for r in rows if r["cells"][4] == "—"]),
+    }
 
 
 def _two_figures(in_unit: str, compute) -> str:
