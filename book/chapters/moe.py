@@ -465,7 +465,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     kv = fp4.q("kv_cache_per_batch", batch_size=b_fp8).to("TB")
     left = (fp4.q("max_total_params") * ((hbm - kv) / hbm).to("")).to("Tparam")
     tpu = presets.get("hardware", "tpu7x")
+    qwen = _thin_model(presets)
     return {
+        **qwen,
         "kimi": kimi.name,
         "kimi_routed": said_number(kimi.experts_routed),
         "kimi_active": said(Q_(kimi.experts_active, "expert")),
@@ -502,6 +504,53 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
         "tpu": tpu.name,
         "tpu_domain": said(tpu.scale_up_domain),
         "lecture_slowdown": lecture.text("multi_rack_slowdown"),
+    }
+
+
+THIN = "qwen3_235b_a22b"  # thin layers: d = 4,096 and 22 B active parameters over 94 layers
+
+
+def _thin_model(presets: Presets) -> dict:
+    """The exercise on a thinner MoE: its crossover batch on the rack, and its one-rack
+    all-to-all against one layer's compute per token (batch and chips cancel): the link time of
+    a token's all-to-all bytes against the compute of its share of one layer's active weights."""
+    model = presets.get("model", THIN)
+    ev = Evaluator(presets, RACK, THIN, "fp8")
+    rack = presets.get("hardware", RACK)
+    layers = Q_(model.layers, "layer")
+    flops = rack.get("dense_flops_fp8")
+    per_layer = (model.params_active / layers).to("Gparameter/layer") * Q_(1, "layer")
+    link = ev.q("alltoall_bytes_per_token") * Q_(1, "token") / rack.scale_up_bandwidth_per_direction
+    compute = flops_per_param_token.value * per_layer * Q_(1, "token") / flops
+    ratio = (link / compute).to("").m
+    # the same ratio from the equations, at the crossover batch on the chips (weights' FLOPs)
+    batch, chips = ev.q("crossover_batch"), presets.parameter["expert_parallel_chips"].value
+    short = Q_(1, "token/sequence")
+    step = ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=short) / layers
+    one = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack"))
+    assert abs((one / (step * Q_(1, "layer"))).to("").m / ratio - 1) < 1e-3, "ratio mismatch"
+    step_ctx = ev.q("compute_time", batch_size=batch, n_chips=chips) / layers
+    ratio_ctx = (one / (step_ctx * Q_(1, "layer"))).to("").m
+    return {
+        "qwen": model.name,
+        "qwen_d": said_number(model.d_model),
+        "qwen_k": said_number(model.experts_active),
+        "qwen_routed": said_number(model.experts_routed),
+        "qwen_active": said(model.params_active.to("Gparam")),
+        "qwen_total": said(model.params_total.to("Gparam")),
+        "qwen_layers": said(layers),
+        "qwen_dense": said_number(ev.q("dense_crossover_batch").to("sequence").m, 4),
+        "qwen_sparsity": said_number((model.params_total / model.params_active).to("").m, 3),
+        "qwen_batch": said(batch),
+        "qwen_bytes": ev.text("alltoall_bytes_per_token"),
+        "qwen_link": _us(link) if link.to("microsecond").m >= 1 else said(link.to("ns")),
+        "qwen_layer_params": said(per_layer.to("Mparameter")),
+        "qwen_flops": said(flops),
+        "qwen_compute": said(compute.to("ns")),
+        "qwen_ratio": said_number(ratio, 2),
+        "qwen_hides": bool(ratio < 1),
+        "qwen_ratio_ctx": said_number(ratio_ctx, 2),
+        "qwen_ctx_hides": bool(ratio >= 1 > ratio_ctx),
     }
 
 

@@ -182,6 +182,20 @@ def test_moe_two_racks_hide_from_a_context_by_hand():
     assert spoken_number(dense * sparsity) == ctx["batch"].said.split()[0] == "5,700"
 
 
+def test_moe_thin_model_exercise_by_hand():
+    from book.chapters import moe
+
+    x = moe.context(load())["exercises"]
+    # Qwen3-235B-A22B (models.toml): d 4,096, 8 experts per token, 22 B active over 94 layers.
+    # Per token per layer: 8 x 4,096 x (1 + 2) bytes over 900 GB/s, against 2 x 22e9 / 94 FLOP
+    # at 5,000 TFLOP/s; the batch and the chips cancel
+    link = 8 * 4096 * 3 / 900e9
+    compute = 2 * 22e9 / 94 / 5000e12
+    assert float(x["qwen_ratio"]) == pytest.approx(link / compute, abs=0.05)  # 1.17: 2 figures
+    assert not x["qwen_hides"]
+    assert _num(x["qwen_batch"]) == pytest.approx(5000 / 8 / 2 * 235 / 22, rel=1e-3)
+
+
 def test_moe_domain_table_reads_at_two_figures():
     from book.chapters import moe
 
