@@ -860,6 +860,7 @@ def cmd_predict(args, out) -> None:
             "warning    no batch meets the --tpot: the fitted fixed cost per step alone is "
             "longer, so this is the speed at one sequence, not a throughput at that TPOT\n"
         )
+        return  # the fit's error is for rows it serves in time: none is stated here
     out.write(
         f"expected   {number(p['low'])} to {number(p['high'])} {unit}: the fit missed 4 in 5 "
         f"rows it had not seen by less than ×{number(p['error_p80'], 3)} (median "

@@ -762,3 +762,16 @@ def test_the_rows_flagged_unmet_are_those_whose_fixed_cost_outlasts_their_target
     assert met["count"] == data["prediction"]["not_modelled"]["count"] - len(
         flagged - set(study["loo"])
     )
+
+
+def test_predict_warns_when_no_batch_meets_the_tpot():
+    """80 layers at the fitted fixed cost (about 0.13 ms each) take about 10 ms: an 8 ms TPOT
+    is met by no batch; 40 ms is."""
+    argv = ["predict", "--hardware", "b200", "--model", "llama_3_3_70b", "--precision", "fp8"]
+    argv += ["--chips", "8", "--input", "1000", "--output", "1000", "--scenario", "interactive"]
+    code, out, _ = run(*argv, "--tpot", "8ms")
+    assert code == 0 and "no batch meets the --tpot" in out and "expected" not in out
+    code, out, _ = run(*argv, "--tpot", "8ms", "--json")
+    assert json.loads(out)["unmet"] is True
+    code, out, _ = run(*argv, "--tpot", "40ms", "--json")
+    assert json.loads(out)["unmet"] is False
