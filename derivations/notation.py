@@ -804,6 +804,13 @@ activation_bytes_factor = symbol(
     "activation bytes a layer stores per residual-stream value without recomputation",
     r"c_{\mathrm{act}}",
 )
+gated_activation_bytes_factor = symbol(
+    "gated_activation_bytes_factor",
+    "byte/value",
+    "activation bytes a gated-MLP, grouped-query layer (Llama's) stores per residual-stream "
+    "value without recomputation",
+    r"c_{\mathrm{act}}^{\mathrm{gated}}",
+)
 full_activation_memory = symbol(
     "full_activation_memory",
     "byte",
