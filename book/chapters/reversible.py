@@ -126,6 +126,35 @@ def checkpointed_memory(n_layers: int, every: float, layer_input: float) -> floa
     return whole_segments(n_layers, every / n_layers, layer_input)[1]
 
 
+def share_words(x: float) -> str:
+    """A share as a sentence says it: a simple fraction in words when ``x`` is one (within
+    0.5%), else the number.
+
+    >>> share_words(0.25), share_words(0.125), share_words(0.5), share_words(0.3712)
+    ('a quarter', 'an eighth', 'a half', '0.37')
+    """
+    names = {2: "a half", 3: "a third", 4: "a quarter", 5: "a fifth", 6: "a sixth"}
+    names |= {7: "a seventh", 8: "an eighth", 9: "a ninth", 10: "a tenth"}
+    for n, name in names.items():
+        if abs(x * n - 1) < 0.005:
+            return name
+    return said_number(x, 2).said
+
+
+def exact_ratio(x: float) -> str:
+    """A ratio of small whole numbers written as one, else the number.
+
+    >>> exact_ratio(8 / 6), exact_ratio(1.5), exact_ratio(1.3712)
+    ('4/3', '3/2', '1.37')
+    """
+    from fractions import Fraction
+
+    f = Fraction(x).limit_denominator(12)
+    if abs(float(f) - x) < 1e-9 * x and f.denominator > 1:
+        return f"{f.numerator}/{f.denominator}"
+    return said_number(x, 3).said
+
+
 def _ratio(a, b) -> float:
     return (a / b).to("").magnitude
 
@@ -150,6 +179,8 @@ def context(presets: Presets) -> dict:
     kv = ev.q("kv_cache_per_sequence") * Q_(1, "sequence")
     state = ev.q("training_state_memory")
     share = state / EXERCISE_ZERO_CHIPS  # one chip's ZeRO share of the training state
+    # a tensor-parallel group: the chips of one scale-up domain (an H100 server's eight)
+    tp = presets.get("hardware", HARDWARE).scale_up_domain.to("chip").m
     big = presets.get("model", EXERCISE_MODEL)
     big_ev = Evaluator(presets, model=EXERCISE_MODEL, inference_inefficiency=Q_(1, ""))
     big_kv = Evaluator(presets, model=EXERCISE_MODEL).q("kv_cache_per_sequence") * Q_(1, "sequence")
@@ -204,7 +235,7 @@ def context(presets: Presets) -> dict:
         ],
         "big_model": big.name,
         "big_kv": said(big_kv.to("GB")),
-        "big_kv_over_plain": said_number(_ratio(big_kv, big_plain), 3),
+        "big_kv_over_plain": share_words(_ratio(big_kv, big_plain)),
         "big_per_token_flops": said(big_per_token),
         "big_rebuild_flops": said(big_rebuild),
         "fwd_per_param": said_number(
@@ -264,7 +295,7 @@ def context(presets: Presets) -> dict:
         "hardware": chip_name(presets.get("hardware", HARDWARE)),
         "stored_over_hbm": said_number(_ratio(m["stored"], hbm), 3),
         "state": said(state.to("GB")),
-        "extra_compute": said_number(_ratio(rev_flops, plain_flops), 4),
+        "extra_compute": exact_ratio(_ratio(rev_flops, plain_flops)),
         "plain_per_param": said_number(
             (plain_flops / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
@@ -272,7 +303,7 @@ def context(presets: Presets) -> dict:
             (rev_flops / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
         "kv": said(kv.to("GB")),
-        "kv_over_plain": said_number(_ratio(kv, m["plain"]), 3),
+        "kv_over_plain": share_words(_ratio(kv, m["plain"])),
         "per_token_flops": said(per_token),
         "rebuild_flops": said(rebuild),
         "rebuild_ratio": said_number(_ratio(rebuild, per_token)),
@@ -292,6 +323,21 @@ def context(presets: Presets) -> dict:
         "ckpt_full": said(m["ckpt_full"].to("GB")),
         "rev_total": said((m["rev"] + m["buffer"]).to("GB")),
         "ckpt_full_minus_rev": said((m["ckpt_full"] - m["rev"] - m["buffer"]).to("GB")),
+        # the best whole segment count's two halves: its checkpoints and its largest segment
+        "ckpt_full_inputs": said((m["segments_full"] * m["rev"]).to("GB")),
+        "ckpt_full_layers": said_number(-(-model.layers // m["segments_full"])),
+        "ckpt_full_internals": said(
+            (m["ckpt_full"] - m["segments_full"] * m["rev"]).to("GB")
+        ),
+        # tensor and sequence parallelism over one server's chips (Korthikanti et al.): every
+        # activation of a layer is split over the group
+        "tp": said_number(tp),
+        "stored_tp": said((m["stored"] / tp).to("GB")),
+        "ckpt_full_tp": said((m["ckpt_full"] / tp).to("GB")),
+        "saving_tp": said(((m["ckpt_full"] - m["rev"] - m["buffer"]) / tp).to("GB")),
+        "pope_post": "[Reiner Pope's post on neural nets and ciphers]"
+        "(https://reiner.org/neural-net-ciphers)",
+        "ex_stored_over_state": said_number(_ratio(x["stored"], share), 2),
     }
 
 
