@@ -29,11 +29,11 @@ from derivations.notation import (
     checkpoint_activation_memory,
     checkpoint_segments,
     context_length,
+    d_ff,
     d_model,
     feistel_x,
     feistel_y,
     feistel_z,
-    d_ff,
     flops_per_param_token,
     forward_flops,
     gated_activation_bytes_factor,
@@ -274,8 +274,8 @@ register(
             "4 d values",
             "grouped-query attention with FlashAttention: Q (h d_h values), K and V (h_KV d_h "
             "each) and the attention output (h d_h); the scores are not stored, and the "
-            "softmax statistics (one FP32 value per head and token) are left out: a few hundredths of "
-            "a byte per residual value",
+            "softmax statistics (one FP32 value per head and token) are left out: a few "
+            "hundredths of a byte per residual value",
             "the SwiGLU MLP: the gate and up projections, the SiLU of the gate and their "
             "product, d_ff values each, 4 d_ff",
             "no dropout (Korthikanti's GPT layer keeps two dropout masks, a byte per value each)",

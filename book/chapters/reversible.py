@@ -145,7 +145,7 @@ def exact_ratio(x: float) -> str:
     """A ratio of small whole numbers written as one, else the number.
 
     >>> exact_ratio(8 / 6), exact_ratio(1.5), exact_ratio(1.3712)
-    ('4/3', '3/2', '1.37')
+    ('4/3', '3/2', '1.4')
     """
     from fractions import Fraction
 
@@ -326,9 +326,7 @@ def context(presets: Presets) -> dict:
         # the best whole segment count's two halves: its checkpoints and its largest segment
         "ckpt_full_inputs": said((m["segments_full"] * m["rev"]).to("GB")),
         "ckpt_full_layers": said_number(-(-model.layers // m["segments_full"])),
-        "ckpt_full_internals": said(
-            (m["ckpt_full"] - m["segments_full"] * m["rev"]).to("GB")
-        ),
+        "ckpt_full_internals": said((m["ckpt_full"] - m["segments_full"] * m["rev"]).to("GB")),
         # tensor and sequence parallelism over one server's chips (Korthikanti et al.): every
         # activation of a layer is split over the group
         "tp": said_number(tp),
