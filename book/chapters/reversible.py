@@ -261,6 +261,7 @@ def context(presets: Presets) -> dict:
         "d_ff": said_number(model.d_ff),
         "kv_heads": said_number(model.n_kv_heads),
         "q_heads": said_number(model.n_heads),
+        "kv_head_share": share_words(model.n_kv_heads / model.n_heads),
         # the training state's bytes per parameter: BF16 weights and gradients, FP32 master copy
         # and Adam's two FP32 moments
         "bytes_per_param": said(
