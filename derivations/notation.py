@@ -1011,7 +1011,7 @@ revnet_activation_memory = symbol(
     "byte",
     "activations a reversible network stores (the last layer's only)",
     r"M_{\mathrm{act}}^{\mathrm{rev}}",
-    display="GB",
+    display="MB",
 )
 revnet_training_flops = symbol(
     "revnet_training_flops",

@@ -89,9 +89,9 @@ def test_checkpointing_sits_between_revnet_and_plain_backprop(layers):
     # 2 sqrt(L) <= L from four layers on (below that, checkpointing does not pay)
     kw = dict(model="llama_3_1_70b", batch_size=1)
     deep = dict(kw, n_layers=f"{layers} layer")
-    rev = get("revnet_activation_memory").evaluate(**kw).m
-    ckpt = get("checkpoint_activation_memory").evaluate(**deep).m
-    plain = get("activation_memory").evaluate(**deep).m
+    rev = get("revnet_activation_memory").evaluate(**kw).to("B").m
+    ckpt = get("checkpoint_activation_memory").evaluate(**deep).to("B").m
+    plain = get("activation_memory").evaluate(**deep).to("B").m
     assert rev < ckpt <= plain * (1 + 1e-9)
 
 
