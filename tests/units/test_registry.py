@@ -107,3 +107,37 @@ def test_parse_unit_never_evaluates_code(tmp_path):
 def test_one_registry():
     assert Q_(1, "s")._REGISTRY is ureg
     assert math.isclose(parse_quantity(Q_(1, "ms")).to("s").magnitude, 1e-3)
+
+
+@pytest.mark.parametrize(
+    "text", ["GB/s", "USD/(chip*hour)", "FLOP/s", "token/sequence", "TB/s", "byte/token"]
+)
+def test_a_unit_read_back_from_the_cache_is_what_pint_parses(text):
+    """The registry reads parsed expressions back (units.registry._Registry); a stock pint
+    registry on the same definitions parses each afresh, twice, to the same units."""
+    from units.registry import DEFINITIONS
+
+    stock = pint.UnitRegistry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
+    first = ureg.parse_units_as_container(text)
+    again = ureg.parse_units_as_container(text)
+    assert again is first  # read back, not parsed again
+    assert first == stock.parse_units_as_container(text)
+    mine, theirs = Q_(1, text).to_base_units(), stock.Quantity(1, text).to_base_units()
+    assert (mine.magnitude, mine._units) == (theirs.magnitude, theirs._units)
+
+
+def test_a_new_definition_empties_the_parse_cache():
+    """What the registry reads back was parsed under today's definitions: a definition starts
+    pint's cache anew, so a unit text is parsed again against the new ones."""
+    from units.registry import DEFINITIONS, _Registry
+
+    mine = _Registry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
+    before = mine.parse_units_as_container("GB/s")
+    assert mine.parse_units_as_container("GB/s") is before
+    mine.define("widget = [widget]")
+    assert "GB/s" not in mine._cache.parse_unit
+    after = mine.parse_units_as_container("GB/s")
+    assert after == before and after is not before
+    assert mine.parse_units_as_container("widget/s") == pint.util.UnitsContainer(
+        {"widget": 1, "second": -1}
+    )
