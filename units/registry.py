@@ -29,7 +29,7 @@ class _Registry(pint.UnitRegistry):
     cache. pint 0.24 stores compound expressions such as ``"GB/s"`` there but reads back only
     a unit's bare name (its guard for units defined under a context asks the whole text to be
     one unit's name; the book defines none under a context), so a build parsed the same few
-    texts tens of thousands of times. A new definition empties the cache, as in pint.
+    texts tens of thousands of times. A new definition empties that cache (pint keeps it).
 
     >>> ureg.parse_units_as_container("GB/s") is ureg.parse_units_as_container("GB/s")
     True
@@ -41,6 +41,10 @@ class _Registry(pint.UnitRegistry):
             if found is not None:
                 return found
         return super()._parse_units_as_container(input_string, as_delta, case_sensitive)
+
+    def define(self, definition):
+        super().define(definition)
+        self._cache.parse_unit.clear()  # a new name may change how a stored text reads
 
 
 ureg = _Registry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
