@@ -1,6 +1,7 @@
 """Gates of single reversible problems, computed independently of the problem files (from the
 figures as the statement prints them) over many seeds."""
 
+import math
 import re
 from functools import cache
 
@@ -47,3 +48,63 @@ def test_reversible_run_needs_the_recompute_counted_on_every_draw():
         plain = 6 * n * tokens / available
         verdict = check(f"{100 * plain:.3g}%", spec)
         assert not verdict["ok"] and "rebuilds" in verdict["message"], f"{where}: {verdict}"
+
+
+def _power(text: str, pattern: str) -> float:
+    """A figure the statement prints as '1.6 × 10⁷' or '10¹²' (or plainly)."""
+    digits = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+    found = re.search(pattern, text).group(1)
+    if "10" in found and "×" not in found and found.startswith("10") and len(found) > 2:
+        return 10 ** int(found[2:].translate(digits))
+    mantissa, _, power = found.partition(" × 10")
+    return float(mantissa.replace(",", "")) * 10 ** int(power.translate(digits) or 0)
+
+
+def test_fewest_gpus_by_strategy_is_decided_by_the_memory_with_a_clear_winner():
+    """Reader 14 (issue 21): the old draw ranked the strategies by the deadline alone (memory
+    never bound) and graded 17,814 GPUs on a 0.005% knife edge. Now, from the printed figures
+    alone: storing everything needs at least 10% more GPUs for its activations than for its
+    deadline (so the deadline-only count, 6 N D / (rate x days), is graded wrong); the cheapest
+    strategy's bill is at least 10% below the next one's; the bill is graded at 2%, and the
+    winner is drawn both ways (storing everything, memory-bound, and reversible layers)."""
+    from book.problem_bank.reversible import fewest_gpus_by_strategy as problem
+
+    winners = set()
+    for seed in range(120):
+        p = authored(problem, seed, presets())
+        t, where = p.text, f"seed {seed}"
+        params = _figure(r"\(([\d,.]+) B parameters", t) * 1e9
+        layers = _figure(r"; (\d+) layers", t)
+        d = _figure(r"residual width ([\d,]+)", t)
+        total = _power(t, r"on ((?:[\d.]+ × )?10\S+) tokens within")
+        days = _figure(r"within (\d+) days", t)
+        hbm = _figure(r"\(([\d,.]+) GB of HBM", t) * 1e9
+        peak = _figure(r"([\d,.]+) TFLOP/s dense", t) * 1e12
+        rent = _figure(r"at ([\d.]+) USD per chip per hour", t)
+        step = _power(t, r"Each step trains on ((?:[\d.]+ × )?10\S+) tokens")
+        internals = _figure(r"about (\d+) bytes per value", t)
+        state = 16 * params  # mixed-precision Adam: 2 + 2 + 12 bytes per parameter
+        working = internals * d  # one layer's internals, bytes per token
+        per_token = {
+            "store": layers * working,
+            "checkpoint": (2 * layers**0.5 - 1) * 2 * d + working,
+            "reversible": 2 * d + working,
+        }
+        flops = {"store": 6, "checkpoint": 10, "reversible": 8}  # per parameter per token
+        rate = 0.4 * peak * days * 86400  # FLOP one GPU delivers by the deadline
+
+        by_time = {k: f * params * total / rate for k, f in flops.items()}
+        by_memory = {k: (state + b * step) / hbm for k, b in per_token.items()}
+        bills = {k: math.ceil(max(by_time[k], by_memory[k])) * days * 24 * rent for k in flops}
+        ranked = sorted(bills.values())
+        assert abs(p.answer.to("USD").m / ranked[0] - 1) < 0.005, f"{where}: {p.answer}"
+        assert ranked[1] >= 1.1 * ranked[0], f"{where}: {bills}"
+        assert by_memory["store"] >= 1.1 * by_time["store"], f"{where}: memory does not bind"
+        winners.add(min(bills, key=bills.get))
+        spec = answer_spec(p)
+        assert check(f"{ranked[0]:.3g} USD", spec)["ok"], where
+        deadline_only = math.ceil(by_time["store"]) * days * 24 * rent
+        verdict = check(f"{deadline_only:.3g} USD", spec)
+        assert not verdict["ok"] and "HBM" in verdict["message"], f"{where}: {verdict}"
+        assert not check(f"{ranked[1]:.3g} USD", spec)["ok"], where
+    assert winners == {"store", "reversible"}
