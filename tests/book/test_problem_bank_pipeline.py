@@ -37,6 +37,18 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
         read = weights / (8 * bandwidth * 1e12)
         stages = math.ceil(weights / (8 * hbm * 1e9 / 2))
         assert stages == p.choices["pipeline_stages"] > 1, where
+        # reader 14 (issue 21): "every weight is read" holds for an MoE only at a batch that
+        # routes a token to every expert; the statement names one that leaves < 0.1% unread
+        model = next(
+            presets().get("model", m)
+            for m, _ in node_or_rack.MODELS
+            if presets().get("model", m).name in t
+        )
+        batch = int(re.search(r"Each step decodes (\d+) sequences", t).group(1))
+        if model.get("experts_routed"):
+            unread = (1 - model.experts_active / model.experts_routed) ** batch
+            assert unread < 1e-3, f"{where}: {unread:.2%} of the experts unread"
+        assert "from the last back to the first" in t, where  # why a hop per stage
         answer = read + stages * hop
         assert abs(p.answer.to("s").m / answer - 1) < 1e-9, where
         spec = answer_spec(p)
