@@ -18,7 +18,7 @@ SEEDS = range(200)
 # problem, the solution's phrase before the unrounded count, the margin (relative)
 CASES = (
     ("batching.fewest_gpus_for_a_rate", r"needs ([\d,.]+) replicas", 0.05),
-    ("batching.racks_for_a_global_rate", r"that is ([\d,.]+) racks", 0.02),
+    ("batching.racks_for_a_global_rate", r"that is ([\d,.]+) racks", 0.05),
 )
 
 
@@ -39,6 +39,7 @@ def test_a_rounded_up_count_keeps_clear_of_a_whole_number(problem, phrase, margi
 
 
 def test_the_gate_would_catch_the_readers_draws():
-    """The faults the reader found (134.75 racks, 1.039 replicas) fail the margins above."""
-    for ratio, margin in ((134.75, 0.02), (1.039, 0.05)):
+    """The faults the readers found (134.75 racks, 1.039 replicas, reader 14's 8.19 racks) fail
+    the margins above."""
+    for ratio, margin in ((134.75, 0.05), (1.039, 0.05), (8.19, 0.05)):
         assert abs(ratio - round(ratio)) / ratio < margin
