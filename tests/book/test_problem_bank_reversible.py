@@ -108,3 +108,34 @@ def test_fewest_gpus_by_strategy_is_decided_by_the_memory_with_a_clear_winner():
         assert not verdict["ok"] and "HBM" in verdict["message"], f"{where}: {verdict}"
         assert not check(f"{ranked[1]:.3g} USD", spec)["ok"], where
     assert winners == {"store", "reversible"}
+
+
+def test_estimate_recompute_flops_weighs_the_extra_pass_against_the_memory_it_frees():
+    """Reader 14 (issue 21): the old problem weighed the rebuild against HBM traffic, which was
+    never the bottleneck. Now it asks what the extra forward pass (a third more compute) buys:
+    the activation memory freed, every layer's internals (34 bytes per value, the chapter's
+    figure) less the last output and the working layer's internals. From the printed figures
+    on every draw: storing everything overflows the HBM it is spread over, the answer is the
+    memory freed, and counting layer inputs only is graded wrong with its diagnosis."""
+    from book.problem_bank.reversible import estimate_recompute_flops as problem
+
+    for seed in SEEDS:
+        p = authored(problem, seed, presets())
+        t, where = p.text, f"seed {seed}"
+        layers = _figure(r"\((\d+) layers", t)
+        d = _figure(r"residual width ([\d,]+)", t)
+        hbm = _figure(r"\(([\d,.]+) GB of HBM each\)", t)
+        gpus = 1 if "whole replica" in t else _figure(r"(\d+) GPUs to a replica", t)
+        batch = _figure(r"runs (\d+) sequences", t)
+        tokens = batch * _figure(r"sequences of ([\d,]+) tokens", t)
+        stored = 34 * layers * d * tokens / 1e9  # GB, every layer's internals
+        kept = (2 + 34) * d * tokens / 1e9  # the last output and the working layer
+        assert stored > gpus * hbm, f"{where}: the activations fit as they are"
+        freed = stored - kept
+        assert abs(p.answer.to("GB").m / freed - 1) < 1e-3, f"{where}: {p.answer} vs {freed}"
+        spec = answer_spec(p)
+        assert check(f"{freed:.2g} GB", spec)["ok"], where
+        inputs_only = 2 * (layers - 1) * d * tokens / 1e9
+        verdict = check(f"{inputs_only:.3g} GB", spec)
+        assert not verdict["ok"] and "internals" in verdict["message"], f"{where}: {verdict}"
+        assert "third" in " ".join(p.solution), where  # the price: a third more compute
