@@ -168,7 +168,8 @@ def draw(rng, presets) -> Draw:
         f"{number(100 * (1 - (plain / context).to('').m), 2)}% short. Here that matters: "
         + (
             f"all {number(model.n_heads)} heads work on the one cached latent, so each byte "
-            f"read feeds {number(per_byte.m, 3)} FLOPs of the chip's {number(ridge.m, 3)}"
+            f"read feeds {number(per_byte.m, 3)} FLOPs of attention, against the chip's "
+            f"{number(ridge.m, 3)} FLOPs per byte"
             if model.attention == "mla"
             else f"{number(model.n_heads // model.n_kv_heads)} query heads share each KV head, "
             f"and this chip does only {number(ridge.m, 3)} FLOPs per byte, so attention's "
