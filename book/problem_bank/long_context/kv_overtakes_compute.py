@@ -173,7 +173,7 @@ def draw(rng, presets) -> Draw:
             if model.attention == "mla"
             else f"{number(model.n_heads // model.n_kv_heads)} query heads share each KV head, "
             f"and this chip does only {number(ridge.m, 3)} FLOPs per byte, so attention's "
-            f"{number(per_byte.m, 3)} are a real share of it"
+            f"{number(per_byte.m, 3)} are {number(100 * (per_byte / ridge).to('').m, 2)}% of it"
         )
         + "; the multiplies keep pace with the reads that much longer, and the context where "
         "decode turns bound by its reads (where a bigger batch stops paying) moves out with it."

@@ -35,8 +35,8 @@ BINDS = 0.10  # storing everything needs at least this much more for memory than
 TOLERANCE = 0.02
 SPLIT = 64  # the most GPUs one sequence may be split over (tensor x pipeline): never binds
 NAMES = {
-    "store": "store every activation",
-    "checkpoint": "checkpoint layer inputs",
+    "store": "store every layer's internals",
+    "checkpoint": "checkpoint the layer inputs",
     "reversible": "make the layers reversible",
 }
 
@@ -188,9 +188,10 @@ def draw(rng, presets) -> Draw:
         f"{quantity(deadline)}, whenever the run ends. The GPUs sustain {number(100 * MFU)}% of "
         "peak on every FLOP they execute, recompute included. Each step trains on "
         f"{quantity(step)} in sequences of {context_tokens(Q_(CONTEXT, 'token/sequence'))}, "
-        "spread evenly over the GPUs, and the mixed-precision Adam state is sharded over all "
-        "of them. Ignore attention's FLOPs; its scores are recomputed, never stored. "
-        f"Activations are BF16; a layer's internals (everything its backward pass needs) come "
+        "all in flight at once (no gradient accumulation), spread evenly over the GPUs, and "
+        "the mixed-precision Adam state is sharded over all of them. Ignore attention's "
+        "FLOPs; its scores are recomputed, never stored. Activations are BF16; a layer's "
+        "internals (everything its backward pass needs) come "
         f"to about {quantity(f['factor'])} of residual stream per token. Three strategies: "
         "store every layer's internals; checkpoint the layer inputs at the best number of "
         "segments (on the way back, re-run a segment to rebuild its layers' inputs, then run "
