@@ -207,6 +207,17 @@ def _plain(q: pint.Quantity) -> pint.Quantity:
     return q.to(target)
 
 
+def _model_size(q: pint.Quantity) -> pint.Quantity:
+    """A count of parameters as model sizes are said: in billions ("671 B parameters"), from a
+    trillion in trillions ("1 T parameters"); other quantities unchanged."""
+    if [p[1:3] for p in _parts(q.units)] != [("parameter", 1)]:
+        return q
+    size = abs(q.to("parameter").magnitude)
+    if size < 1e9:
+        return q
+    return q.to("Tparameter" if size >= 1e12 else "Gparameter")
+
+
 def quantity(q: pint.Quantity, digits: int = 4) -> str:
     """A scalar quantity as ``'14.4 ms'``; counts of ten or more are whole numbers.
 
@@ -215,16 +226,15 @@ def quantity(q: pint.Quantity, digits: int = 4) -> str:
     ('2.976 × 10²⁴ FLOP', '2.63 × 10¹⁴ tokens', '295 sequences')
     >>> quantity(Q_(6.71e11, "parameter")), quantity(Q_(1.871e8, "parameter"))
     ('671 B parameters', '1.871 × 10⁸ parameters')
-    >>> quantity(Q_(1, "sequence")), quantity(Q_(1, "Tparameter"))
-    ('1 sequence', '1 T parameters')
+    >>> quantity(Q_(1, "sequence")), quantity(Q_(1, "Tparameter")), quantity(Q_(1040, "Gparameter"))
+    ('1 sequence', '1 T parameters', '1.04 T parameters')
     >>> quantity(Q_(64, "token/s/sequence"))
     '64 tokens per second per sequence'
     >>> quantity(Q_(16384, "byte/token")), quantity(Q_(16068.3, "sequence"))
     ('16,384 bytes per token', '16,070 sequences')
     """
     q = _plain(q)
-    if _parts(q.units) == _parts(q.units._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:
-        q = q.to("Gparameter")  # model sizes are said in billions: "671 B parameters"
+    q = _model_size(q)
     magnitude = float(q.magnitude)
     if _is_count(q.units) and WHOLE_FROM <= abs(magnitude) < 10 ** (digits - 1):
         magnitude = float(round(magnitude))  # "295 sequences"; above, the figures are whole
@@ -310,8 +320,7 @@ def spoken(q: pint.Quantity, about: bool = False, most: int = 3) -> str:
     q = _plain(q)
     if q.units != q._REGISTRY.Unit("") and not is_whole(q.magnitude):
         q = _rescaled(q)  # a whole figure (16,384 bytes, 1 month) stays as it is given
-    if _parts(q.units) == _parts(q._REGISTRY.Unit("parameter")) and abs(q.magnitude) >= 1e9:
-        q = q.to("Gparameter")  # "671 B parameters"
+    q = _model_size(q)
     value = float(q.magnitude)
     text = unit(q.units)
     if text.startswith("USD") and 0 < abs(value) < 1:
