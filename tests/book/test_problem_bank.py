@@ -401,7 +401,8 @@ def test_the_context_at_the_crossover_micro_batch_follows_from_the_statement():
     for seed, p in draws(module):
         where = f"{p.id} seed {seed}"
         text, answer = p.text, p.answer.to("token/sequence").m
-        total = _figure(r"\(([\d,.]+) B parameters in all", text) * 1e9  # bytes at FP8
+        size, scale = re.search(r"\(([\d,.]+) ([BT]) parameters in all", text).groups()
+        total = float(size.replace(",", "")) * {"B": 1e9, "T": 1e12}[scale]  # bytes at FP8
         active = _figure(r"in all, ([\d,.]+) B parameters active", text) * 1e9
         stages = _figure(r"on (\d+) eight-GPU nodes", text)
         gpus = _figure(r"spread over its node's (\d+) GPUs", text)
