@@ -8,6 +8,15 @@ its idealisations by what a practitioner knows before running:
 - attention's FLOPs run at the rate of the KV cache's precision (never faster than the compute
   precision): an FP4 deployment still does attention at FP8 or BF16;
 - memory traffic reaches a share ``eta_memory`` of the HBM bandwidth;
+- each routed expert a step touches runs its grouped GEMM over its tokens plus ``r`` rows (the
+  tile its tokens are padded to, the tile's fixed work): at M tokens per expert the expert
+  matmuls reach M / (M + r) of their rate. A fine-grained MoE at serving batches gives each
+  expert few tokens (gpt-oss-120b at 896 sequences: 896 x 4 / 128 = 28), a dense model none to
+  pad. Sources: DeepGEMM's README as first released (deepseek-ai/DeepGEMM, 2025; the version
+  with H800 tables) says each expert's segment is aligned to the GEMM's M block, and its masked
+  grouped-GEMM table (FP8, N 4,096, K 7,168: 1,233, 1,040 and 932 TFLOP/s at 1,024, 512 and 256
+  rows per group) implies r of about 120 to 230 for that shape (about 10 to 50 for N 7,168,
+  K 2,048) for a hand-tuned kernel. The fit leaves r free (no prior pulls it toward these);
 - every layer of every step pays a fixed overhead (kernel launches, synchronisation), and a
   replica spread over several chips also pays its two collectives' latency per layer, never less
   than two of the fastest small all-reduce measured over NVLink (collective_latency_floor);
@@ -24,12 +33,14 @@ its idealisations by what a practitioner knows before running:
 
 Predicted step at batch B (each term the bound's own, from the same equations)::
 
-    T(B) = max(W(B)/eta[fmt] + A(B) F/(F_attn eta[attn]), M(B)/eta_memory)
+    T(B) = max((W(B) + r X(B))/eta[fmt] + A(B) F/(F_attn eta[attn]), M(B)/eta_memory)
            + n_layers (tau + [n > 1] tau_coll) + C(B),   rate = a B / (n T(B))
+
+where X(B) is one token row through every expert the step touches, at the peak (_expert_row).
 
 A throughput with no latency limit runs at the largest batch the replica holds; a throughput
 at a measured TPOT at the largest batch whose predicted step meets it (the bound's rule); a
-speed per user at its batch. The seven shares and times are fitted by least squares on the
+speed per user at its batch. The shares, rows and times are fitted by least squares on the
 logarithm of measured over predicted, on the rows in the fit only; leave-one-out refits without
 each row in turn and predicts it, which is the error a new row should expect.
 
@@ -65,8 +76,10 @@ from units.presets import Preset, Presets, load
 FORMATS = {"fp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "int8": "fp8", "bf16": "bf16"}
 # the fitted parameters: shares of peak (0..1] and times per layer per step (s, >= 0)
 SHARES = ("fp4", "fp8", "bf16", "memory", "prefill", "expert_parallel", "latency", "training")
+# token rows of work each touched expert's matmul costs beyond its own tokens (> 0)
+ROWS = ("expert_rows",)
 TIMES = ("layer_overhead", "collective")
-PARAMS = SHARES + TIMES
+PARAMS = SHARES + ROWS + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
 BLOCK = 16  # a latency limit's batch is searched among every BLOCK-th of them, then within one
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
@@ -96,6 +109,7 @@ class Case:
     prefill: np.ndarray = field(default_factory=lambda: np.zeros(1))  # the prompts' matmuls
     attention: np.ndarray = field(default_factory=lambda: np.zeros(1))  # at the attention rate
     memory: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    expert: np.ndarray = field(default_factory=lambda: np.zeros(1))  # one row per touched expert
     comm: np.ndarray = field(default_factory=lambda: np.zeros(1))
     layers: float = 0.0
     expert_parallel: bool = False  # an MoE whose experts are spread over several chips
@@ -170,6 +184,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
     # the weights read are the experts the step's B v tokens touch; the KV cache is read once per
     # sequence however many tokens it verifies
     memory = (ev("weight_fetch_time", batch_size=v * b) + ev("kv_fetch_time")).to("s").m
+    expert = _expert_row(kw, b * (v + a * rho))
     # a draft of k tokens runs k passes of a one-layer draft module (DeepSeek's MTP layer, an
     # EAGLE head): k more layers' fixed overhead, their FLOPs and weights left out (one layer)
     layers = float(model.layers) + (v - 1)
@@ -196,6 +211,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         prefill=prompt_matmul,
         attention=attention,
         memory=memory,
+        expert=expert,
         comm=comm,
         layers=layers,
         expert_parallel=bool(model.get("experts_routed")) and n > 1,
@@ -207,6 +223,35 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded=excluded,
     )
+
+
+def _expert_row(kw: dict, tokens) -> np.ndarray:
+    """Seconds per step, at the chips' peak, of one more token row through every routed expert
+    the step touches: c_fwd FLOPs per parameter of the touched experts (routed_expert_params
+    times expert_read_fraction at the step's ``tokens``, counted as one-token sequences), over
+    the replica's chips. Zero for a dense model.
+
+    Assumption (where it is used, Stack.predict): a grouped GEMM runs each touched expert's
+    matmul over its tokens plus a fixed number of rows (``expert_rows``): the M tile its
+    tokens are padded to and the tile's fixed prologue and epilogue. At M tokens per expert
+    the matmuls then reach M / (M + expert_rows) of their large-M rate: little for a
+    fine-grained MoE at serving batches (gpt-oss-120b: 896 x 4 / 128 = 28 tokens per expert),
+    nothing for a dense model.
+
+    >>> presets = load()
+    >>> kw = {"model": "gpt_oss_120b", "hardware": "b300", "presets": presets,
+    ...       "flops": presets.get("hardware", "b300").dense_flops_fp8, "n_chips": Q_(1, "chip")}
+    >>> round(float(_expert_row(kw, Q_(np.array([896.0]), "sequence"))[0]) * 1e6, 1)  # us a row
+    51.0
+    """
+    routed = derivations.get("routed_expert_params").evaluate(**_only("routed_expert_params", kw))
+    if routed.to("parameter").m <= 0:
+        return np.zeros(np.shape(tokens.m))
+    touched = derivations.get("expert_read_fraction").evaluate(
+        **_only("expert_read_fraction", kw), batch_size=tokens
+    )
+    per_token = derivations.notation.flops_per_param_token.value * ONE_TOKEN_PER_STEP * PER_REQUEST
+    return (per_token * routed * touched / (kw["n_chips"] * kw["flops"])).to("s").m
 
 
 def _communication(model: Preset, hardware: Preset, kw: dict, batch, n: float) -> np.ndarray:
@@ -287,7 +332,7 @@ class Stack:
             return np.array([fn(c) for c in cases], dtype=float)
 
         arrays = {name: matrix(name) for name in ("batch", "matmul", "prefill", "attention")}
-        arrays.update({name: matrix(name) for name in ("memory", "comm")})
+        arrays.update({name: matrix(name) for name in ("memory", "expert", "comm")})
         arrays.update(
             layers=vector(lambda c: c.layers),
             collectives=vector(lambda c: c.collectives),
@@ -305,7 +350,7 @@ class Stack:
         # a row with no latency limit needs its step at its last batch only (a speed per user
         # has one batch); a row with one, on its whole grid
         limited = np.flatnonzero(~np.isnan(arrays["target"]))
-        columns = ("batch", "matmul", "prefill", "attention", "memory", "comm")
+        columns = ("batch", "matmul", "prefill", "attention", "memory", "expert", "comm")
         arrays["last"] = {name: arrays[name][:, -1:] for name in columns}
         arrays["grid"] = {name: arrays[name][limited] for name in columns}
         arrays["limited"] = limited
@@ -341,7 +386,9 @@ class Stack:
         def step(g: dict, rows) -> np.ndarray:
             """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
             f, t = fmt[..., rows, None], attn[..., rows, None]
-            compute = (g["matmul"] + g["prefill"] / v["prefill"][..., None, None]) / f
+            compute = g["matmul"] + g["prefill"] / v["prefill"][..., None, None]
+            # each touched expert's grouped GEMM runs expert_rows rows beyond its tokens
+            compute = (compute + g["expert"] * v["expert_rows"][..., None, None]) / f
             compute = compute + g["attention"] / t
             roof = np.maximum(compute, g["memory"] / v["memory"][..., None, None])
             roof = roof / moe_share[..., rows, None]
@@ -439,9 +486,9 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     parameter the spec fixes or ties does not depend on its number (the fit leaves it alone)."""
     z = np.clip(z, -40.0, 40.0)  # far inside a float's range either way
     shares = 1 / (1 + np.exp(-z[..., : len(SHARES)]))
-    times = np.exp(z[..., len(SHARES) :])
+    times = np.exp(z[..., len(SHARES) :])  # the expert rows (a count) and the times (s)
     values = np.moveaxis(np.concatenate([shares, times], axis=-1), -1, 0)
-    out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 10): each value (m,)
+    out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 11): each value (m,)
     out["collective"] += collective_floor()
     for name, source in spec.tied:
         out[name] = out[source]
@@ -449,7 +496,9 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     return out
 
 
-START = np.array([0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(10e-6), np.log(10e-6)])
+START = np.array(
+    [0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(128.0), np.log(10e-6), np.log(10e-6)]
+)
 # The loss has more than one valley (a per-layer overhead trades against the collectives' time
 # and the shares): the fit starts from each pair of these times and keeps the lowest loss.
 START_TIMES = (5e-6, 20e-6, 80e-6)
@@ -496,7 +545,7 @@ def _residuals(z: np.ndarray, cases, spec: Spec = FULL, rows=None) -> np.ndarray
     """Each row's log(predicted / measured), through the soft-L1 loss (sign kept), then each
     prior's: the log of the fitted share over the measured one, in units of the prior's width,
     weighed as one row whose miss is ROBUST (a prior counts as much as a row missed by x1.5).
-    ``z`` of shape (..., 10) gives residuals (..., rows); ``rows`` (indices into the stack,
+    ``z`` of shape (..., 11) gives residuals (..., rows); ``rows`` (indices into the stack,
     broadcast against z's leading shape) picks the rows a fit uses, a row twice if twice."""
     stack = cases if isinstance(cases, Stack) else Stack.of(cases)
     measured = np.array([c.measured for c in stack.cases])
@@ -529,8 +578,8 @@ def jacobian(z: np.ndarray, stack: Stack, spec: Spec = FULL, r: np.ndarray | Non
     residuals of the ``len(z)`` nudged parameter sets side by side).
 
     >>> s = Stack.of([Case("a", "offline", 1.0, 2.0, "training", fmt="bf16")])
-    >>> jacobian(START, s).shape  # one row and three priors, ten numbers
-    (4, 10)
+    >>> jacobian(START, s).shape  # one row and three priors, eleven numbers
+    (4, 11)
     """
     r = _residuals(z, stack, spec) if r is None else r
     nudged = _residuals(z + STEP * np.eye(len(z)), stack, spec)
@@ -811,6 +860,10 @@ MECHANISMS = {
     ),
     "latency": ("decode steps may fill the whole TPOT", Spec(fixed=(("latency", 1.0),))),
     "training": ("training at the serving format's share", Spec(fixed=(("training", 1.0),))),
+    "expert_rows": (
+        "no rows beyond each expert's tokens",
+        Spec(fixed=(("expert_rows", 0.0),)),
+    ),
     "layer_overhead": ("no fixed time per layer", Spec(fixed=(("layer_overhead", 0.0),))),
     "collective": ("no latency for the collectives", Spec(fixed=(("collective", 0.0),))),
     "communication": (
@@ -865,6 +918,10 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
     held = [c for c in s["cases"] if c.held_out and not c.excluded and c.kind != "none"]
     rows = {
         "before": ("before: the shares free (no priors)", variants["priors"]),
+        "no_expert_rows": (
+            "before the expert rows (added after seeing the held-out rows)",
+            variants["expert_rows"],
+        ),
         "adopted": ("adopted: shares pulled toward the microbenchmarks", variants["none"]),
     }
     for name, (words, spec) in POST_HOC.items():

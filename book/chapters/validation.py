@@ -226,9 +226,9 @@ def _why(r, case, over: bool, presets: Presets | None = None) -> str:
         }
         seen = " and ".join(f"{n}'s {e} experts" for n, e in fitted.items()) or "none"
         return (
-            f"an MoE of {number(model.experts_routed)} routed experts on one chip: the fitted "
-            f"share an MoE reaches is charged only when its experts are spread over chips, and "
-            f"the fit's MoEs on one chip are few and coarse ({seen})"
+            f"an MoE of {number(model.experts_routed)} routed experts on one chip: its expert "
+            f"rows are charged, but the fitted share an MoE reaches only when its experts are "
+            f"spread over chips, and the fit's MoEs on one chip are few and coarse ({seen})"
         )
     if newer and not over:
         return (
@@ -294,6 +294,7 @@ PARAM_WORDS = {
     "expert_parallel": "share of the step an MoE spread over chips reaches",
     "latency": "share of the TPOT a decode step may fill",
     "training": "training's share of the format's matmul share",
+    "expert_rows": "token rows each touched expert's matmul costs beyond its tokens",
     "layer_overhead": "fixed time per layer",
     "collective": "collectives' time per layer",
 }
@@ -302,6 +303,8 @@ PARAM_WORDS = {
 def _value(name: str, x: float) -> str:
     """A fitted parameter as the chapter shows it: a share in percent, a time in µs."""
     # a time to three figures, as the misses' table multiplies it by a layer count
+    if name in predict.ROWS:
+        return f"{number(x, 3)} rows"
     return pct(x) if name in predict.SHARES else f"{number(x * 1e6, 3)} µs"
 
 
@@ -523,6 +526,7 @@ def _prediction(presets: Presets, rows) -> dict:
         "close": number(predict.CLOSE),
         "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
         "params_count": str(len(predict.PARAMS)),
+        "expert_rows": _expert_rows_example(presets, params),
         # the fitted fixed time per layer against a sourced one: the fastest small all-reduce
         "layer_overhead": f"{number(params['layer_overhead'] * 1e6, 4)} µs",
         "overhead_over_floor": number(
@@ -533,6 +537,30 @@ def _prediction(presets: Presets, rows) -> dict:
         "collective_floor": quantity(
             presets.get("parameter", "collective_latency_floor").value.to("microsecond")
         ),
+    }
+
+
+# the fine-grained MoE the expert rows are shown on: a held-out gpt-oss-120b row on one chip
+EXPERT_EXAMPLE = "mlperf61_b300_x8_gptoss_offline"
+
+
+def _expert_rows_example(presets: Presets, params: dict) -> dict:
+    """The fitted expert rows r and what they cost a fine-grained MoE at its served batch: the
+    decode tokens each expert gets a step, M = B k / E_r, and the share M / (M + r) of their
+    large-M rate its expert matmuls then reach."""
+    row = presets.get("measurement", EXPERT_EXAMPLE)
+    model = presets.get("model", row.model)
+    batch = row.concurrency.to("sequence").m
+    tokens = batch * model.experts_active / model.experts_routed
+    rows = float(params["expert_rows"])
+    return {
+        "rows": number(rows, 3),
+        "model": model.name,
+        "batch": number(batch),
+        "active": number(model.experts_active),
+        "routed": number(model.experts_routed),
+        "tokens": number(tokens, 2),
+        "share": pct(tokens / (tokens + rows)),
     }
 
 

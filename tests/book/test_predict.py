@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from book import predict
 from book.cli import main
@@ -106,9 +108,75 @@ def test_shares_raise_and_overheads_lower_every_prediction(study):
     for name in predict.SHARES:
         higher = stack.predict({**p, name: min(1.0, p[name] * 1.2)})
         assert (higher >= base * (1 - 1e-12)).all(), name
-    for name in predict.TIMES:
+    for name in predict.ROWS + predict.TIMES:
         slower = stack.predict({**p, name: p[name] * 3 + 1e-6})
         assert (slower <= base * (1 + 1e-12)).all(), name
+
+
+def test_an_expert_row_of_gpt_oss_on_one_b300_by_hand(study):
+    """One more token row through every routed expert of gpt-oss-120b, by hand from its config
+    (openai/gpt-oss-120b config.json: 36 layers, 128 local experts, hidden and intermediate
+    size 2,880, a gated MLP of three matrices): 36 x 128 x 3 x 2,880^2 = 114,661,785,600
+    parameters at 2 FLOP each, on one B300 at its dense FP8 rate (4.5 PFLOP/s: the TRTLLM MoE
+    backend's MXFP8 activations). At 896 sequences every expert is touched."""
+    c = {c.id: c for c in study["cases"]}["mlperf61_b300_x8_gptoss_offline"]
+    routed = 36 * 128 * 3 * 2880**2
+    assert routed == 114_661_785_600
+    assert c.expert[-1] == pytest.approx(2 * routed / 4.5e15, rel=1e-9)  # 51 us a row
+    # a dense model's step has no experts to pad
+    assert not {c.id: c for c in study["cases"]}["mlperf_h200_x8_llama2_70b_offline"].expert.any()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    model=st.sampled_from(["gpt_oss_120b", "deepseek_r1", "mixtral_8x7b"]),
+    tokens=st.floats(1.0, 1e5),
+    chips=st.sampled_from([1, 4, 8, 72]),
+)
+def test_expert_rows_cost_rows_over_m_of_the_routed_matmuls(model, tokens, chips):
+    """Over serving batches: one row per touched expert never exceeds one row through every
+    expert, grows with the batch, and once a batch touches every expert (M = tokens k / E_r
+    tokens each), expert_rows rows cost expert_rows / M of the routed experts' matmul time
+    (tokens x k x 2 FLOP x each expert's parameters), so the matmuls run at M / (M + rows)."""
+    from units import Q_
+
+    presets = load()
+    m = presets.get("model", model)
+    kw = {
+        "model": model,
+        "hardware": "b200",
+        "presets": presets,
+        "precision": "fp8",
+        "weight_precision": "fp8",
+        "compute_precision": "fp8",
+        "kv_precision": "fp8",
+        "flops": presets.get("hardware", "b200").dense_flops_fp8,
+        "n_chips": Q_(chips, "chip"),
+    }
+    one = predict._expert_row(kw, Q_(np.array([tokens, 2 * tokens, 1e9]), "sequence"))
+    assert 0 < one[0] <= one[1] <= one[2] * (1 + 1e-12)
+    per_expert = predict._expert_row(kw, Q_(np.array([1e9]), "sequence"))[0] / m.experts_routed
+    k, e = m.experts_active, m.experts_routed
+    matmul = tokens * k * per_expert  # the step's routed matmuls at the peak
+    m_tokens = tokens * k / e
+    assert one[2] * m_tokens == pytest.approx(matmul, rel=1e-9)
+    # at one token only its k experts are touched
+    single = predict._expert_row(kw, Q_(np.array([1.0]), "sequence"))[0]
+    assert single == pytest.approx(k * per_expert, rel=1e-9)
+
+
+def test_expert_rows_slow_only_an_moe(study):
+    """More rows per expert leave every dense row's prediction as it was and slow gpt-oss-120b's
+    (28 tokens per expert at 896 sequences: its expert matmuls are where the rows bite)."""
+    cases = [c for c in study["cases"] if c.kind == "rate"]
+    stack = predict.Stack.of(cases)
+    p = dict(study["model"].params)
+    base, more = stack.predict(p), stack.predict({**p, "expert_rows": p["expert_rows"] * 4})
+    for c, b, m in zip(cases, base, more, strict=True):
+        if not c.moe:
+            assert m == pytest.approx(b, rel=1e-12), c.id
+        if c.id == "mlperf61_b300_x8_gptoss_offline":
+            assert m < b * 0.9
 
 
 def test_errors_are_ratios_either_way():
@@ -434,8 +502,8 @@ def test_the_priors_are_sourced_microbenchmarks_and_pull_the_fit():
 def test_the_before_and_after_names_the_change_made_after_seeing_the_held_out_rows():
     code, out, _ = run("validate", "--json")
     comparison = json.loads(out)["prediction"]["comparison"]
-    assert list(comparison) == ["before", "adopted", *predict.POST_HOC]
-    for name in predict.POST_HOC:
+    assert list(comparison) == ["before", "no_expert_rows", "adopted", *predict.POST_HOC]
+    for name in ("no_expert_rows", *predict.POST_HOC):
         assert "after seeing the held-out rows" in comparison[name]["what"]
     for v in comparison.values():
         loo, held, both = v["leave_one_out"], v["held_out"], v["not_fitted"]
@@ -456,7 +524,7 @@ def test_the_jacobian_in_one_call_is_the_plain_finite_difference(study):
     full model, a tied spec and one without priors."""
     stack = predict.Stack.of(study["fitted"])
     rng = np.random.default_rng(3)
-    points = [study["model"].z, study["model"].z + rng.normal(0, 0.5, 10)]
+    points = [study["model"].z, study["model"].z + rng.normal(0, 0.5, len(predict.PARAMS))]
     specs = [predict.FULL, predict.MECHANISMS["format"][1], predict.MECHANISMS["priors"][1]]
     for spec in specs:
         for z in points:
@@ -486,14 +554,14 @@ def test_a_latency_limited_batch_is_the_one_the_whole_grid_finds(study):
     limited = [c for c in study["fitted"] if c.target is not None and len(c.batch) > 1]
     assert len(limited) >= 10
     rng = np.random.default_rng(5)
-    for z in (study["model"].z, study["model"].z + rng.normal(0, 0.7, 10)):
+    for z in (study["model"].z, study["model"].z + rng.normal(0, 0.7, len(predict.PARAMS))):
         p = predict._unpack(z)
         for c in limited[::3]:
             steps = []
             for j in range(len(c.batch)):
                 cut = {
                     k: getattr(c, k)[: j + 1]
-                    for k in ("batch", "matmul", "prefill", "attention", "memory", "comm")
+                    for k in ("batch", "matmul", "prefill", "attention", "memory", "expert", "comm")
                 }
                 free = predict.Case(**{**c.__dict__, **cut, "target": None})
                 rate = predict.predict_case(free, p)

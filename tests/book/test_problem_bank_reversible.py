@@ -124,7 +124,12 @@ def test_estimate_recompute_flops_weighs_the_extra_pass_against_the_memory_it_fr
         t, where = p.text, f"seed {seed}"
         layers = _figure(r"\((\d+) layers", t)
         d = _figure(r"residual width ([\d,]+)", t)
-        hbm = _figure(r"\(([\d,.]+) GB of HBM each\)", t)
+        chip = next(  # the statement names the chip; its HBM is the book's figure
+            c
+            for c in map(lambda h: presets().get("hardware", h), problem.CHIPS)
+            if c.name.replace(" (per GPU)", "") in t
+        )
+        hbm = chip.hbm_capacity.to("GB").m
         gpus = 1 if "whole replica" in t else _figure(r"(\d+) GPUs to a replica", t)
         batch = _figure(r"runs (\d+) sequences", t)
         tokens = batch * _figure(r"sequences of ([\d,]+) tokens", t)

@@ -68,8 +68,8 @@ def draw(rng, presets) -> Draw:
     )
     where = "each GPU" if gpus == 1 else "each replica"
     text = (
-        f"You train {model.name} ({layers} layers, residual width {d:,}) on {name} GPUs "
-        f"({quantity(chip.hbm_capacity)} of HBM each), {replica}; {where} runs "
+        f"You train {model.name} ({layers} layers, residual width {d:,}) on {name} GPUs, "
+        f"{replica}; {where} runs "
         f"{quantity(batch)} of {context_tokens(context)} at a time, with BF16 activations. "
         "Today every layer stores its internals (everything its backward pass needs) until "
         "the backward pass reaches it; attention's scores are recomputed, never stored. Made "
@@ -86,8 +86,9 @@ def draw(rng, presets) -> Draw:
         f"{number(100 * more, 2)}% more compute, so a third more GPU-hours for the run.",
         f"Stored whole, a layer's internals come to about {quantity(factor)} of residual "
         f"stream per token: {quantity(factor)} × {d:,} values × {number(tokens.m)} tokens × "
-        f"{layers} layers = {quantity(stored, 3)}, more than the "
-        f"{quantity(hbm)} of HBM it has: the run does not fit as it is.",
+        f"{layers} layers = {quantity(stored, 3)}, more than the {quantity(hbm)} of HBM "
+        + ("its GPU has" if gpus == 1 else f"its {number(gpus)} GPUs have")
+        + ": the run does not fit as it is.",
         f"Reversible, the peak holds the last layer's output ({quantity(per_value)}) and the "
         f"internals of the one layer being rebuilt and differentiated ({quantity(factor)}): "
         f"{quantity(kept, 3)}, whatever the depth.",
@@ -118,7 +119,7 @@ def draw(rng, presets) -> Draw:
         answer=freed,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=distinct_mistakes(mistakes, freed, 0.01),
+        mistakes=distinct_mistakes(mistakes, freed, FACTOR, factor=True),
         hint="Bytes per residual value a layer stores for its backward pass, times the "
         "values, tokens and layers; then what a reversible network still holds at its peak.",
     )

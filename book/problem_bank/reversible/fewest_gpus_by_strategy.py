@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, evaluate, require, shown
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
 from book.problem_bank._rents import rent
 from units import Q_
 
@@ -123,19 +123,6 @@ def _millions(q) -> str:
 def _size(q) -> str:
     """Bytes per token in kB, or in MB from a thousand kB."""
     return quantity(q.to("MB/token") if q >= Q_(1, "MB/token") else q, 3)
-
-
-def _one_each(mistakes, answer) -> tuple[Mistake, ...]:
-    """The slips the tolerance tells from the answer, the first named for a bill several would
-    give (the deadline-only count of storing everything is also what a free recompute gives):
-    one diagnosis a value, the likeliest first."""
-    out: list[Mistake] = []
-    for m in mistakes:
-        if all(
-            abs((m.value / v).to("").m - 1) > TOLERANCE for v in [answer] + [o.value for o in out]
-        ):
-            out.append(m)
-    return tuple(out)
 
 
 def _upper(text: str) -> str:
@@ -286,7 +273,7 @@ def draw(rng, presets) -> Draw:
         answer=answer,
         solution=solution,
         tolerance=TOLERANCE,
-        mistakes=_one_each(mistakes, answer),
+        mistakes=distinct_mistakes(mistakes, answer, TOLERANCE),
         hint="For each strategy, GPUs for memory and GPUs for the deadline; the larger binds, "
         "and the rent is paid on that many for the whole period.",
         choices={"strategy": best["key"]},
