@@ -191,8 +191,11 @@ def draw(rng, presets) -> Draw:
         bf16="A BF16 cache stores two bytes per value, not one",
         fp8="An FP8 cache stores one byte per value, not two",
     )[precision]
-    if model.attention == "gqa" and precision == "bf16":
-        byte_words += "; or you counted one vector per KV head, where each caches a key and a value"
+    if model.attention == "gqa" and precision == "bf16":  # the two halvings agree: one message
+        byte_words = (
+            "Your cache is half its size: each KV head caches a key and a value, two bytes per "
+            "value in BF16"
+        )
     slips = [
         (dict(kv_bytes_per_token=per_token * other_bytes), f"{byte_words}."),
         (
