@@ -148,6 +148,54 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     )
 
 
+def test_moe_two_racks_hide_from_a_context_by_hand():
+    from book.chapters import moe
+    from book.format import spoken_number
+
+    presets = load()
+    ctx = moe.context(presets)
+    # the layer above, now with attention: DeepSeek-V3's MLA decoded with its weights absorbed
+    # scores 128 heads over 512 + 64 cached values and sums over 512, 2 FLOP per multiply-add:
+    # 2 x 128 x (576 + 512) FLOP per token per layer per token of context (config_671B.json)
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    a2a = batch * 8 * 7168 * 3 / (64 * 900e9)
+
+    def layer(context):
+        return batch * (2 * 37e9 / 61 + 2 * 128 * 1088 * context) / (64 * 5000e12)
+
+    def hides_from(slowdown):  # a copy per expert over two racks: max(1/2, pi/2)
+        return (slowdown * a2a * 64 * 5000e12 / batch - 2 * 37e9 / 61) / (2 * 128 * 1088)
+
+    # the reader's figures (reader-moepipe13 report, fault 2): about 9,400 tokens at 8x and
+    # 26,500 at GB200's 18x; at 32K both hide (0.37 and 0.83)
+    assert moe.hiding_context(presets, Q_(4 * a2a, "s")).m == pytest.approx(hides_from(4), 1e-6)
+    assert moe.hiding_context(presets, Q_(9 * a2a, "s")).m == pytest.approx(hides_from(9), 1e-6)
+    verdict = ctx["verdict"]
+    assert verdict["per_expert_hides"] == f"{spoken_number(hides_from(4))} tokens" == "9,400 tokens"
+    assert verdict["per_expert_hides_hw"] == "27,000 tokens"
+    rows = {r["layout"]: r["cells"] for r in verdict["rows"]}
+    assert rows["two racks, a copy per expert, 8×"][3] == f"{4 * a2a / layer(32768):.2f}, hides"
+    assert rows["two racks, a copy per expert, 18×"][3] == f"{9 * a2a / layer(32768):.2f}, hides"
+    assert rows["one rack"][4] == "any"
+    # the crossover's two printed factors multiply to the batch as prose says it (fault 5)
+    dense, sparsity = (float(x) for x in ctx["crossover_factors"].split(" × "))
+    assert spoken_number(dense * sparsity) == ctx["batch"].said.split()[0] == "5,700"
+
+
+def test_moe_thin_model_exercise_by_hand():
+    from book.chapters import moe
+
+    x = moe.context(load())["exercises"]
+    # Qwen3-235B-A22B (models.toml): d 4,096, 8 experts per token, 22 B active over 94 layers.
+    # Per token per layer: 8 x 4,096 x (1 + 2) bytes over 900 GB/s, against 2 x 22e9 / 94 FLOP
+    # at 5,000 TFLOP/s; the batch and the chips cancel
+    link = 8 * 4096 * 3 / 900e9
+    compute = 2 * 22e9 / 94 / 5000e12
+    assert float(x["qwen_ratio"]) == pytest.approx(link / compute, abs=0.05)  # 1.17: 2 figures
+    assert not x["qwen_hides"]
+    assert _num(x["qwen_batch"]) == pytest.approx(5000 / 8 / 2 * 235 / 22, rel=1e-3)
+
+
 def test_moe_domain_table_reads_at_two_figures():
     from book.chapters import moe
 
@@ -174,31 +222,39 @@ def test_moe_blackwell_rack_holds_five_trillion_parameters_plus_kv_by_hand():
 def test_reversible_memory_cases_by_hand():
     from book.chapters.reversible import memory_cases
 
-    m = {k: v.to("byte").m for k, v in memory_cases(load()).items()}
-    # Llama 3.1 70B config: 80 layers, d_model 8,192; one sequence of the default 8,192 tokens;
-    # BF16 activations (2 bytes); Korthikanti et al. 2022: about 34 bytes stored per value.
+    cases = memory_cases(load())
+    m = {
+        k: cases[k].to("byte").m for k in ("plain", "rev", "ckpt", "stored", "buffer", "ckpt_full")
+    }
+    # Llama 3.1 70B config: 80 layers, d_model 8,192, 64 query and 8 KV heads of 128, MLP 28,672;
+    # one sequence of the default 8,192 tokens; BF16 activations (2 bytes). Its layer keeps, per
+    # token, the two RMSNorms' inputs and outputs (4 d), Q and the attention output (2 x 8,192),
+    # K and V (2 x 1,024) and SwiGLU's gate, up, SiLU and product (4 x 28,672): 40.5 bytes per
+    # residual-stream value (Korthikanti et al.'s method)
     tokens, d, layers = 8192, 8192, 80
+    per_value = 2 * (4 * d + 2 * 8192 + 2 * 1024 + 4 * 28672) / d
+    assert per_value == 40.5
     assert m["plain"] == pytest.approx(layers * tokens * d * 2)  # 10.74 GB
     assert m["rev"] == pytest.approx(tokens * d * 2)  # 134.2 MB: one layer's input
-    # Chen et al. 2016: sqrt(80) segments, twice sqrt(80) layer inputs = 2.401 GB
-    assert m["ckpt"] == pytest.approx(2 * 80**0.5 * tokens * d * 2)
-    assert m["stored"] == pytest.approx(layers * tokens * d * 34)  # 182.5 GB
-    assert m["buffer"] == pytest.approx(tokens * d * 34)  # one layer's internals, 2.282 GB
+    # Chen et al. 2016 in whole segments: 9 segments of 8 or 9 layers, 9 + 9 layer inputs
+    assert m["ckpt"] == pytest.approx(18 * tokens * d * 2)  # 2.416 GB
+    assert m["stored"] == pytest.approx(layers * tokens * d * per_value)  # 217.4 GB
+    assert m["buffer"] == pytest.approx(tokens * d * per_value)  # one layer's internals, 2.718 GB
     assert m["plain"] / m["rev"] == pytest.approx(layers)
-    # Chen et al.'s one-recompute checkpointing holds a segment's internals (34 bytes per value):
-    # 2 sqrt(80 x 34 x 2) x tokens x d = 9.90 GB
-    assert m["ckpt_full"] == pytest.approx(2 * (layers * 34 * 2) ** 0.5 * tokens * d)
+    # Chen et al.'s one-recompute checkpointing holds a segment's internals: sqrt(80 x 40.5 / 2)
+    # = 40.2, so 40 segments of 2 layers: 40 inputs and 2 layers' internals = 10.80 GB
+    assert m["ckpt_full"] == pytest.approx((40 * 2 + 2 * per_value) * tokens * d)
 
 
 def test_reversible_lead_at_equal_compute_by_hand():
     from book.chapters.reversible import context
 
     ctx = context(load())
-    # one extra forward pass each: checkpointing holding internals, 2 sqrt(80 x 34 x 2) values'
-    # bytes per token, against the reversible network's input (2) plus one layer's internals
-    # (34): 4.1x (the physics audit's M3); re-running each layer from its input, (80 x 2 + 34)
-    assert ctx["equal_lead"] == f"{2 * (80 * 34 * 2) ** 0.5 / 36:.2g}"
-    assert ctx["per_layer_lead"] == f"{(80 * 2 + 34) / 36:.2g}"
+    # one extra forward pass each: checkpointing in 40 segments of 2 layers, 40 x 2 + 2 x 40.5
+    # bytes per value and token, against the reversible network's input (2) plus one layer's
+    # internals (40.5): 3.8x; re-running each layer from its input, (80 x 2 + 40.5)
+    assert ctx["equal_lead"] == f"{(40 * 2 + 2 * 40.5) / 42.5:.2g}"
+    assert ctx["per_layer_lead"] == f"{(80 * 2 + 40.5) / 42.5:.2g}"
     flops = [r["flops"] for r in ctx["strategies"]]
     assert flops == ["6", "8", "8", "10", "8"]  # 6ND; one extra forward pass (2ND); two
 
@@ -207,17 +263,18 @@ def test_reversible_context_numbers_by_hand():
     from book.chapters.reversible import context
 
     ctx = context(load())
-    assert ctx["layer_ratio"] == "80" and ctx["segments"] == "8.94"  # sqrt(80)
-    assert ctx["ckpt_over_rev"] == "17.9"  # 2 sqrt(80)
-    # one layer's internals (34 per value) added to both: (2 sqrt(80) x 2 + 34) / (2 + 34)
-    assert ctx["ratio_with_buffer"] == f"{(2 * 80**0.5 * 2 + 34) / (2 + 34):.3g}"
-    assert ctx["extra_compute"] == "1.333"  # 8 N D over 6 N D
+    assert ctx["layer_ratio"] == "80" and ctx["segments"] == "9"  # sqrt(80) = 8.9, made whole
+    assert ctx["ckpt_over_rev"] == "18"  # 9 + 9 layer inputs
+    # one layer's internals (40.5 per value) added to both: (18 x 2 + 40.5) / (2 + 40.5)
+    assert ctx["ratio_with_buffer"] == f"{(18 * 2 + 40.5) / (2 + 40.5):.3g}"
+    assert ctx["extra_compute"] == "4/3"  # 8 N D over 6 N D
     assert (ctx["fwd_per_param"], ctx["plain_per_param"], ctx["rev_per_param"]) == ("2", "6", "8")
     # KV cache by hand: 8,192 tokens x 80 layers x (K, V) x 8 KV heads x 128 x 2 bytes = 2.684 GB
     assert ctx["kv"] == f"{8192 * 80 * 2 * 8 * 128 * 2 / 1e9:.4g} GB"
-    assert ctx["kv_over_plain"] == "0.25"  # 2 x 8 x 128 of 8,192 values per token per layer
+    assert ctx["kv_over_plain"] == "a quarter"  # 2 x 8 x 128 of 8,192 values per token, layer
     assert ctx["rebuild_ratio"] == "8,192"  # no cache: the whole context's forward pass per token
-    assert ctx["stored_over_hbm"] == f"{182.536 / 80:.3g}"  # facts.md: H100 SXM 80 GB HBM
+    # every activation, 80 x 8,192 x 8,192 x 40.5 bytes = 217.4 GB; facts.md: H100 SXM 80 GB HBM
+    assert ctx["stored_over_hbm"] == f"{80 * 8192 * 8192 * 40.5 / 1e9 / 80:.3g}"
 
 
 def test_no_kv_compute_crossover_shows_a_dash():
