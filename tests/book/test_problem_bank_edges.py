@@ -19,7 +19,7 @@ SEEDS = range(200)
 # problem, the solution's phrase around the unrounded count, how it is rounded, the margin
 CASES = (
     ("batching.fewest_gpus_for_a_rate", r"needs ([\d,.]+) replicas", math.ceil, 0.05),
-    ("batching.racks_for_a_global_rate", r"that is ([\d,.]+) racks", math.ceil, 0.02),
+    ("batching.racks_for_a_global_rate", r"that is ([\d,.]+) racks", math.ceil, 0.05),
     ("long_context.sequences_that_fit", r"= ([\d,.]+), and only whole", math.floor, 0.05),
 )
 
@@ -43,7 +43,7 @@ def test_a_rounded_count_keeps_clear_of_a_whole_number(problem, phrase, rounded,
 
 
 def test_the_gate_would_catch_the_readers_draws():
-    """The faults the reader found (134.75 racks, 1.039 replicas, 52.15 sequences) fail the
-    margins above."""
-    for ratio, margin in ((134.75, 0.02), (1.039, 0.05), (52.15, 0.05)):
+    """The faults the readers found (134.75 racks, 1.039 replicas, 52.15 sequences, reader 14's
+    8.19 racks) fail the margins above."""
+    for ratio, margin in ((134.75, 0.05), (1.039, 0.05), (52.15, 0.05), (8.19, 0.05)):
         assert abs(ratio - round(ratio)) / ratio < margin

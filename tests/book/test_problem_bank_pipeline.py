@@ -38,6 +38,18 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
         read = weights / (8 * bandwidth * 1e12)
         stages = math.ceil(weights / (8 * hbm * 1e9 / 2))
         assert stages == p.choices["pipeline_stages"] > 1, where
+        # reader 14 (issue 21): "every weight is read" holds for an MoE only at a batch that
+        # routes a token to every expert; the statement names one that leaves < 0.1% unread
+        model = next(
+            presets().get("model", m)
+            for m, _ in node_or_rack.MODELS
+            if presets().get("model", m).name in t
+        )
+        batch = int(re.search(r"Each step decodes (\d+) sequences", t).group(1))
+        if model.get("experts_routed"):
+            unread = (1 - model.experts_active / model.experts_routed) ** batch
+            assert unread < 1e-3, f"{where}: {unread:.2%} of the experts unread"
+        assert "from the last back to the first" in t, where  # why a hop per stage
         answer = read + stages * hop
         assert abs(p.answer.to("s").m / answer - 1) < 1e-9, where
         spec = answer_spec(p)
@@ -50,3 +62,33 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
             verdict = check(f"{greedy * 1e3:.4g} ms", spec)
             assert not verdict["ok"], f"{where}: {greedy * 1e3:.4g} ms accepted"
             assert "HBM" in verdict["message"] or "hops" in verdict["message"], where
+
+
+def test_training_memory_per_gpu_counts_the_layer_being_recomputed():
+    """Reader 14 (issue 21): the peak of full recomputation holds every layer's input and the
+    internals of the one layer being recomputed (about 34 bytes per value), as the reversible
+    chapter's problems count it; the old answer left that layer out and rejected a student who
+    counted it. From the printed figures, on every draw: the answer includes it, and leaving it
+    out is graded wrong with its diagnosis."""
+    from book.problem_bank.pipeline import training_memory_per_gpu as problem
+
+    for seed in range(100):
+        p = authored(problem, seed, presets())
+        t, where = p.text, f"seed {seed}"
+        params = float(re.search(r"\(([\d,.]+) B parameters", t).group(1).replace(",", ""))
+        layers = float(re.search(r"; (\d+) layers", t).group(1))
+        d = float(re.search(r"residual width ([\d,]+)", t).group(1).replace(",", ""))
+        shards = float(re.search(r"over (\d+) ", t).group(1))
+        found = re.search(r"its own (one|\d+) sequences? of ([\d,]+) tokens", t)
+        batch = 1 if found.group(1) == "one" else float(found.group(1))
+        tokens = batch * float(found.group(2).replace(",", ""))
+        internals = float(re.search(r"about (\d+) bytes per value", t).group(1))
+        state = 16 * params * 1e9 / shards  # 2 + 2 + 12 bytes per parameter, sharded
+        inputs = layers * d * 2 * tokens  # every layer's BF16 input
+        working = internals * d * tokens  # the layer being recomputed
+        peak = (state + inputs + working) / 1e9  # GB
+        assert abs(p.answer.to("GB").m / peak - 1) < 1e-3, f"{where}: {p.answer} vs {peak}"
+        spec = answer_spec(p)
+        assert check(f"{peak:.3g} GB", spec)["ok"], where
+        verdict = check(f"{(state + inputs) / 1e9:.3g} GB", spec)
+        assert not verdict["ok"] and "recomputed" in verdict["message"], f"{where}: {verdict}"

@@ -189,9 +189,10 @@ def _draw(rng, presets) -> Draw:
         f"conversation has reached {context_tokens(context, 6)}, and the user goes quiet; you "
         f"expect them back in {money(idle)}, and you promise that within {money(promise)} "
         "of their return the cache will be ready. You may keep the KV cache on one of these "
-        "tiers, each GPU keeping its share on a device of its own (the tier's price per byte "
-        "held, and one device), or drop it and run the prefill again on the replica's GPUs at "
-        "their dense peak, causal attention's FLOPs included:\n\n"
+        "tiers, each GPU keeping its share on a device of its own (each line gives what the "
+        "tier charges to hold a byte, and one device's size and read speed), or drop it and "
+        "run the prefill again on the replica's GPUs at their dense peak, causal attention's "
+        "FLOPs included:\n\n"
         + "\n".join(rows)
         + month
         + "\n\nThe GPUs wait, rented, while the cache streams back. Which choice keeps the "

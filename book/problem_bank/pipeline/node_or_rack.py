@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import math
 
-from book.format import quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
 from derivations import get
 from units import Q_
 
 KIND = "design"
 TITLE = "Eight-GPU nodes in a pipeline, or one rack?"
-USES = ("weight_memory", "domain_weight_fetch_time", "pipelined_decode_latency")
+USES = (
+    "expert_read_fraction",
+    "weight_memory",
+    "domain_weight_fetch_time",
+    "pipelined_decode_latency",
+)
 LECTURE = "1:03:37"
 
 MODELS = (  # large enough that no node of eight holds them alone: the nodes must pipeline
@@ -27,6 +32,16 @@ TARGETS_MS = (8, 10, 12, 14, 18, 22, 28, 35, 45)
 HOPS_MS = (1, 2, 3)  # the lecture: "few ms" per hop between nodes
 TOLERANCE = 0.02
 MARGIN = 0.05  # the best option is at least this far ahead of every other one
+# Every weight is read each step only once the batch routes a token to every expert (at one
+# sequence DeepSeek-V3 reads 8 of its 256 experts): an MoE is served at the smallest of these
+# batches that leaves under UNREAD of its experts unread on average; a dense model reads all
+# its weights at any batch. Contexts are short enough that the batch's KV reads are under
+# KV_SHARE of the weight reads, so a token's time is the weights' read plus the hops.
+MOE_BATCHES = (128, 256, 512)
+DENSE_BATCH = 32
+UNREAD = 0.001
+CONTEXT = 1024  # tokens per sequence
+KV_SHARE = 0.05
 
 
 def _name(chip) -> str:
@@ -125,8 +140,27 @@ def draw(rng, presets) -> Draw:
             break
     best = feasible[0]
     require(best["stages"] > 1, "the winner pipelines, so the wrong belief about it is listed")
-    answer = best["latency"]
     model = presets.get("model", model_id)
+    moe = bool(model.get("experts_routed"))
+    if moe:
+        read = {
+            b: evaluate(
+                "expert_read_fraction",
+                model=model_id,
+                batch_size=Q_(b, "sequence"),
+                presets=presets,
+            ).to("")
+            for b in MOE_BATCHES
+        }
+        batch = next(b for b in MOE_BATCHES if 1 - read[b].m <= UNREAD)
+        unread = 1 - read[batch].m
+    else:
+        batch = DENSE_BATCH
+    context = Q_(CONTEXT, "token/sequence")
+    kv = evaluate("kv_bytes_per_token", model=model_id, precision=precision, presets=presets)
+    kv_batch = (kv * context * Q_(batch, "sequence")).to("GB")
+    require(kv_batch <= KV_SHARE * best["weights"], "the KV reads are small beside the weights")
+    answer = best["latency"]
     weights = best["weights"]
     bytes_each = presets.get("precision", precision).bytes_per_value
     specs = "; ".join(
@@ -140,9 +174,19 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You must serve {model.name} ({quantity(model.params_total)}) in "
         f"{precision.upper()} for an interactive product: each sequence must get a new token "
-        f"at least every {quantity(target)}. At such small batches a token's time is the time "
-        "to read every weight once, plus one network hop per pipeline stage when there is "
-        f"more than one stage; a hop costs {quantity(hop)}. You may use eight-GPU "
+        f"at least every {quantity(target)}. Each step decodes {number(batch)} sequences of "
+        f"about {context_tokens(context)} of context"
+        + (
+            ", a batch that routes some token to nearly every one of the "
+            f"{number(model.experts_routed)} experts of each layer"
+            if moe
+            else ""
+        )
+        + ": a step reads every weight once, and the batch's KV cache is small beside the "
+        "weights (ignore its reads). A token's time is that read, plus one network hop per "
+        "pipeline stage when there is more than one stage (from stage to stage, and from the "
+        f"last back to the first with the new token); a hop costs {quantity(hop)}. You may "
+        "use eight-GPU "
         f"nodes of one kind ({node_names}), pipelined over as many nodes as needed, or one "
         f"{_name(rack['chip'])} rack ({rack['domain']:g} GPUs on one NVLink domain). Each "
         "stage may fill at most half of every GPU's HBM with weights, to leave the rest for "
@@ -176,9 +220,18 @@ def draw(rng, presets) -> Draw:
         close_note = (
             f"The next option that meets it, {_name(runner['chip'])}, needs {runner['gpus']} GPUs."
         )
+    coverage = (
+        f" At {number(batch)} sequences a step, each token routed to "
+        f"{number(model.experts_active)} of {number(model.experts_routed)} experts, an expert "
+        f"goes unread with probability (1 − {number(model.experts_active)}/"
+        f"{number(model.experts_routed)})^{number(batch)} = {number(100 * unread, 2)}%: every "
+        "weight is read each step, once for the whole batch."
+        if moe
+        else ""
+    )
     solution = (
         f"The weights take {quantity(weights)}: {quantity(model.params_total)} at "
-        f"{quantity(bytes_each.to('byte/value'))} in {precision.upper()}.",
+        f"{quantity(bytes_each.to('byte/value'))} in {precision.upper()}.{coverage}",
         "Pipelining divides the weights among the stages, so it decides how many nodes are "
         "needed to hold them. It does not make a token faster: a token visits every stage "
         "in turn, and each stage reads only its share of the weights with only its own GPUs' "

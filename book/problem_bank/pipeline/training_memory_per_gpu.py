@@ -9,7 +9,12 @@ from units import Q_
 
 KIND = "multi"
 TITLE = "Does a training shard fit on one GPU?"
-USES = ("training_state_memory", "layer_activation_bytes", "training_memory_recompute")
+USES = (
+    "training_state_memory",
+    "layer_activation_bytes",
+    "training_memory_recompute",
+    "full_activation_memory",
+)
 
 MODELS = (
     "llama_3_1_8b",
@@ -23,13 +28,21 @@ CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
 SHARDS = (8, 16, 32, 64, 128)
 BATCH = (1, 2, 4, 8)
 CONTEXTS = (4096, 8192, 16384)
+TOLERANCE = 0.02
 
 
 def draw(rng, presets) -> Draw:
-    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
-    shards = rng.choice(SHARDS)
-    batch = Q_(rng.choice(BATCH), "sequence")
-    context = Q_(rng.choice(CONTEXTS), "token/sequence")
+    while True:  # until the working layer is too big to leave out (see below)
+        model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+        shards = rng.choice(SHARDS)
+        batch = Q_(rng.choice(BATCH), "sequence")
+        context = Q_(rng.choice(CONTEXTS), "token/sequence")
+        drawn = _draw(presets, model_id, hardware, shards, batch, context)
+        if drawn is not None:
+            return drawn
+
+
+def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
     model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
     case = dict(
         hardware=hardware,
@@ -52,7 +65,11 @@ def draw(rng, presets) -> Draw:
     )
     per_value = used["activation_bytes_per_value"].value.to("byte/value")  # BF16
     state_share = (state / shards).to("GB")
-    total = (state_share + acts).to("GB")
+    # the peak: while a layer is recomputed for its backward pass, it holds its internals
+    working = get("full_activation_memory").evaluate(**{**case, "n_layers": 1}).to("GB")
+    total = (state_share + acts + working).to("GB")
+    if abs(((state_share + acts) / total).to("").m - 1) <= 2 * TOLERANCE:
+        return None  # leaving the working layer out must be graded wrong
     per_param = (state / model.params_total).to("byte/parameter")
     full_detail = get("full_activation_memory").evaluate_detailed(**case)
     full = full_detail.value.to("GB")
@@ -66,14 +83,18 @@ def draw(rng, presets) -> Draw:
         else quantity(model.params_total)
     )
 
+    sequences = "one sequence" if batch.m == 1 else quantity(batch)
     text = (
         f"You train {model.name} ({params}; {layers:g} layers, residual width {int(d):,}) "
         f"with mixed-precision Adam: BF16 weights and gradients, FP32 master weights and "
         f"moments. The whole training state is sharded evenly (ZeRO's third stage) over "
-        f"{shards} {chip.name} GPUs, and each GPU trains on its own {quantity(batch)} of "
+        f"{shards} {chip.name} GPUs, and each GPU trains on its own {sequences} of "
         f"{context_tokens(context, 5)}. With full recomputation, each layer keeps only its "
-        "input in BF16 for the backward pass. How much memory does each GPU need for its "
-        "share of the state and its activations (buffers left out)? Answer in GB per GPU."
+        "input in BF16 for the backward pass; on the way back each layer is run forward again "
+        "and holds its internals (everything its backward pass needs, about "
+        f"{quantity(stored)} of residual stream per token) while its gradient is taken. How "
+        "much memory does each GPU need at the peak for its share of the state and its "
+        "activations (communication buffers left out)? Answer in GB per GPU."
     )
     solution = (
         f"State per parameter: {number(weight.m)} bytes of BF16 weight, {number(grad.m)} of "
@@ -86,17 +107,21 @@ def draw(rng, presets) -> Draw:
         f"{quantity(per_layer)} per layer. Over {layers:g} layers, {quantity(batch)} and "
         f"{context_tokens(context, 5)} each, that is {quantity(acts)}; activations are not "
         "sharded, each GPU keeps those of its own sequences.",
-        f"In all {quantity(state_share)} + {quantity(acts)} = **{quantity(total, 3)}** per GPU, "
+        f"At the peak one layer is being recomputed and holds its internals: "
+        f"{quantity(stored)} × {int(d):,} values × {quantity(batch)} × "
+        f"{context_tokens(context, 5)} = {quantity(working)}, on top of the stored inputs.",
+        f"In all {quantity(state_share)} + {quantity(acts)} + {quantity(working)} = "
+        f"**{quantity(total, 3)}** per GPU, "
         f"which {verdict} the {quantity(hbm)} of one {chip.name}.",
     )
     mistakes = [
         Mistake(
-            (model.params_total * weight / shards + acts).to("GB"),
+            (model.params_total * weight / shards + acts + working).to("GB"),
             "You counted only the BF16 weights; training also keeps gradients and Adam's "
             f"FP32 master weights and two moments, {quantity(per_param)} in all.",
         ),
         Mistake(
-            (state + acts).to("GB"),
+            (state + acts + working).to("GB"),
             "ZeRO's third stage shards the whole state, so each GPU holds only its share of it.",
         ),
         Mistake(
@@ -105,25 +130,33 @@ def draw(rng, presets) -> Draw:
             "recomputation only each layer's input is kept.",
         ),
         Mistake(
-            (state_share + acts / shards).to("GB"),
+            (state_share + (acts + working) / shards).to("GB"),
             "Activations belong to each GPU's own sequences: sharding the state does "
             "not divide them.",
         ),
     ]
+    mistakes.append(
+        Mistake(
+            (state_share + acts).to("GB"),
+            "You left out the layer being recomputed: while its gradient is taken it holds its "
+            f"internals, {quantity(stored)}, for the whole batch.",
+        )
+    )
     if moe:
         mistakes.append(
             Mistake(
-                (state_share * model.params_active / model.params_total + acts).to("GB"),
+                (state_share * model.params_active / model.params_total + acts + working).to("GB"),
                 "Every expert is trained and has its gradient and Adam state: count all "
                 "the parameters, not the active ones.",
             )
         )
-    kept = distinct_mistakes(mistakes, total, 0.02)
+    kept = distinct_mistakes(mistakes, total, TOLERANCE)
     return Draw(
         text=text,
         answer=total,
         solution=solution,
-        tolerance=0.02,
+        tolerance=TOLERANCE,
         mistakes=kept,
-        hint="Bytes per parameter of the training state, then bytes per token per layer.",
+        hint="Bytes per parameter of the training state, then bytes per token per layer, and "
+        "the one layer being recomputed.",
     )

@@ -1,136 +1,125 @@
-"""Order of magnitude: reversibility trades time for memory. Rebuilding a layer's input takes
-far longer than writing it to HBM and reading it back would: it buys capacity, never time."""
+"""Order of magnitude: what a reversible network buys for its extra forward pass. It costs a
+third more compute and frees nearly all the activation memory: capacity, never time."""
 
 from __future__ import annotations
 
-from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
-from derivations import get
+from book.format import context_tokens, number, quantity
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate
 from units import Q_
 
 KIND = "estimate"
-TITLE = "Rebuild a layer's input, or store it?"
+TITLE = "What does a reversible network buy for its extra pass?"
 USES = (
-    "layer_activation_bytes",
-    "activation_memory",
+    "full_activation_memory",
     "revnet_activation_memory",
     "training_flops",
     "revnet_training_flops",
 )
 LECTURE = "2:04:02"
 
-MODELS = (
-    "llama_3_1_8b",
-    "llama_3_1_70b",
-    "llama_3_1_405b",
-    "mixtral_8x7b",
-    "qwen3_235b_a22b",
-    "gpt_oss_120b",
-)
+# model: GPUs a replica splits it over (tensor and pipeline parallel); the activations of the
+# replica's sequences are spread over them, so the replica's HBM is what they must fit in
+MODELS = {"llama_3_1_8b": 1, "llama_3_1_70b": 8}
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-FACTOR = 1.7  # excludes a factor-two slip (the read-back, one byte for two, 4N for 2N)
+BATCH = (2, 4, 8)  # sequences a replica runs at a time
+CONTEXTS = (4096, 8192, 16384)
+FACTOR = 1.7  # excludes a factor-two slip (one sequence of two) and layer inputs only (x17)
 
 
 def draw(rng, presets) -> Draw:
-    model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
+    while True:  # until storing everything overflows the HBM and the reversible version fits
+        model_id, hardware = rng.choice(tuple(MODELS)), rng.choice(CHIPS)
+        batch = Q_(rng.choice(BATCH), "sequence")
+        context = Q_(rng.choice(CONTEXTS), "token/sequence")
+        case = dict(
+            model=model_id,
+            precision="bf16",
+            batch_size=batch,
+            context_length=context,
+            presets=presets,
+        )
+        full = evaluate("full_activation_memory", detailed=True, **case)
+        stored = full.value.to("GB")  # every layer's internals
+        working = evaluate("full_activation_memory", n_layers=1, **case).to("GB")
+        last = evaluate("revnet_activation_memory", detailed=True, **case)
+        kept = (last.value + working).to("GB")  # the last output and the working layer
+        gpus = MODELS[model_id]
+        hbm = (gpus * presets.get("hardware", hardware).hbm_capacity).to("GB")
+        if stored > hbm and kept < hbm / 2:
+            break
     model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
-    one = dict(
-        model=model_id,
-        precision="bf16",
-        batch_size=Q_(1, "sequence"),
-        context_length=Q_(1, "token/sequence"),
-        presets=presets,
-    )
-    full = get("activation_memory").evaluate_detailed(**one)
-    per_value = full.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
-    layers = int(model.layers)
-    stored = full.value.to("byte")  # every layer's input, for one token
-    kept = get("revnet_activation_memory").evaluate(**one).to("byte")  # the last output only
-    freed = (stored - kept).to("byte")
-    # one more forward pass: a multiply and an add per active parameter
-    plain = get("training_flops").evaluate(
-        model=model_id, training_tokens=Q_(1, "token"), presets=presets
-    )
-    rev = get("revnet_training_flops").evaluate(
-        model=model_id, training_tokens=Q_(1, "token"), presets=presets
-    )
-    extra = (rev - plain).to("FLOP")
-    per_param = (extra / model.params_active).to("FLOP/parameter")
-    peak, bandwidth = chip.dense_flops_bf16, chip.hbm_bandwidth
-    rebuild = (extra / peak).to("µs")
-    traffic = (2 * freed).to("byte")  # written on the way forward, read on the way back
-    keep = (traffic / bandwidth).to("ns")
-    ratio = (rebuild / keep).to("")
-    ridge = (peak / bandwidth).to("FLOP/byte")
-    require(ratio.m > 10, "the rebuild is slower than the round trip through HBM")
-    d = int(model.d_model)
-    sparsity = (model.params_total / model.params_active).to("").m
-    moe = sparsity > 1.5
-    params = (
-        f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
-        if moe
-        else quantity(model.params_total)
-    )
+    freed = (stored - kept).to("GB")
+    factor = full.inputs["activation_bytes_factor"].value.to("byte/value")
+    per_value = last.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
+    layers, d = int(model.layers), int(model.d_model)
+    tokens = (batch * context).to("token")
+    one = dict(model=model_id, training_tokens=Q_(1, "token"), presets=presets)
+    six = evaluate("training_flops", **one)
+    eight = evaluate("revnet_training_flops", **one)
+    per_param = ((eight - six) / model.params_active).to("FLOP/parameter")
+    more = (eight / six).to("").m - 1
+    inputs = (layers * last.value + working).to("GB")  # full recomputation: every layer's input
     name = chip.name.replace(" (per GPU)", "")
+    replica = (
+        "each GPU holding a whole replica of the model"
+        if gpus == 1
+        else f"{number(gpus)} GPUs to a replica (the model split over them by tensor and "
+        "pipeline parallelism, its activations spread evenly)"
+    )
+    where = "each GPU" if gpus == 1 else "each replica"
     text = (
-        f"You train {model.name} ({params}; {layers} layers, residual width {d:,}) with BF16 "
-        f"activations on {name} GPUs. Ordinarily each layer's input is written to HBM on the "
-        "way forward and read back on the way back. Made reversible, the network keeps only the "
-        "last layer's output and rebuilds each layer's input from its output during the backward "
-        "pass. Per token, roughly how many times longer does the rebuilding take than the "
-        "HBM traffic it saves, both at the chip's peak rates? Ignore attention; an order of "
-        "magnitude is enough."
+        f"You train {model.name} ({layers} layers, residual width {d:,}) on {name} GPUs, "
+        f"{replica}; {where} runs "
+        f"{quantity(batch)} of {context_tokens(context)} at a time, with BF16 activations. "
+        "Today every layer stores its internals (everything its backward pass needs) until "
+        "the backward pass reaches it; attention's scores are recomputed, never stored. Made "
+        "reversible, the network keeps only the last layer's output and, on the way back, "
+        "rebuilds each layer's input (and its internals with it) from its output, one layer "
+        "at a time. What does the switch cost in compute, and roughly how much activation "
+        f"memory does it free on {where} at the peak? Answer the memory in GB; within a "
+        f"factor of {number(FACTOR)} either way will do."
     )
     solution = (
-        f"The rebuild is one more forward pass: {number(per_param.m)} FLOP per active "
-        f"parameter, {quantity(extra)} per token, {quantity(rebuild, 3)} at "
-        f"the chip's {quantity(peak)} of dense BF16 math.",
-        f"What it saves: {layers} − 1 layer inputs of {d:,} values × {quantity(per_value)} "
-        f"per token, {quantity(freed.to('kB'), 3)}, written once and read once: "
-        f"{quantity(traffic.to('kB'), 3)}, {quantity(keep, 3)} at its "
-        f"{quantity(bandwidth)} of HBM bandwidth.",
-        f"{quantity(rebuild, 3)} / {quantity(keep, 3)} ≈ **{number(ratio.m, 2)}** times "
-        f"longer (exactly {number(ratio.m, 4)}). Put another way, the rebuild spends "
-        f"{number((extra / traffic).to('FLOP/byte').m, 3)} FLOPs per byte of HBM traffic "
-        "saved, against "
-        f"the chip's ridge of {quantity(ridge, 3)}: reversibility buys memory capacity and "
-        "pays for it in time.",
+        f"The cost: rebuilding every layer's input runs each layer forward once more, "
+        f"{number(per_param.m)} FLOP per parameter per token on top of training's "
+        f"{number((six / model.params_active).to('FLOP/parameter').m)}: "
+        f"{number(100 * more, 2)}% more compute, so a third more GPU-hours for the run.",
+        f"Stored whole, a layer's internals come to about {quantity(factor)} of residual "
+        f"stream per token: {quantity(factor)} × {d:,} values × {number(tokens.m)} tokens × "
+        f"{layers} layers = {quantity(stored, 3)}, more than the {quantity(hbm)} of HBM "
+        + ("its GPU has" if gpus == 1 else f"its {number(gpus)} GPUs have")
+        + ": the run does not fit as it is.",
+        f"Reversible, the peak holds the last layer's output ({quantity(per_value)}) and the "
+        f"internals of the one layer being rebuilt and differentiated ({quantity(factor)}): "
+        f"{quantity(kept, 3)}, whatever the depth.",
+        f"The switch frees {quantity(stored, 3)} − {quantity(kept, 3)} ≈ "
+        f"**{quantity(freed, 2)}** on {where}: capacity bought with time, never time saved. "
+        "(Full recomputation, which keeps each layer's input and re-runs each layer forward "
+        f"once, costs the same extra pass and still keeps {quantity(inputs, 3)} here: "
+        "reversibility's further saving is those inputs, which grow with the depth.)",
     )
     mistakes = [
         Mistake(
-            ratio * 2,
-            "You counted the stored inputs' traffic once; each is written on the way "
-            "forward and read back on the way back.",
+            (layers - 1) * last.value.to("GB"),
+            f"You counted each layer's input only ({quantity(per_value)}); stored whole, a "
+            f"layer keeps all its internals for the backward pass, about {quantity(factor)}.",
         ),
         Mistake(
-            ratio * 2,
-            f"You counted one byte per BF16 value; it takes {quantity(per_value)}.",
+            freed / batch.m,
+            f"That is one sequence's; {where} runs {quantity(batch)} at a time.",
         ),
         Mistake(
-            ratio * 3,
-            "You charged the rebuild a whole training pass (forward and backward); it is one "
-            "forward pass.",
-        ),
-        Mistake(
-            ratio / 2,
-            "You charged the rebuild half a forward pass; a forward pass is a multiply and an "
-            "add per active parameter.",
+            freed / layers,
+            "That is one layer's worth; stored whole, every layer's internals wait for the "
+            "backward pass.",
         ),
     ]
-    if moe:
-        mistakes.append(
-            Mistake(
-                ratio * sparsity,
-                "You counted every parameter in the rebuild; a token runs through the active "
-                f"ones only, {number(sparsity)} times fewer.",
-            )
-        )
     return Draw(
         text=text,
-        answer=ratio,
+        answer=freed,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=distinct_mistakes(mistakes, ratio, FACTOR, factor=True),  # one slip a value
-        hint="Time the extra forward pass at the chip's FLOP rate and the saved writes and "
-        "reads at its HBM bandwidth.",
+        mistakes=distinct_mistakes(mistakes, freed, FACTOR, factor=True),
+        hint="Bytes per residual value a layer stores for its backward pass, times the "
+        "values, tokens and layers; then what a reversible network still holds at its peak.",
     )

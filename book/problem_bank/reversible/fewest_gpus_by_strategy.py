@@ -1,21 +1,22 @@
-"""Store every activation, checkpoint, or go reversible: memory against a third more compute,
-decided by how many GPUs a deadline and the HBM demand."""
+"""Store every activation, checkpoint, or go reversible: storing everything needs more GPUs for
+its activations than its deadline asks, recomputing needs more for its FLOPs. The memory
+analysis decides which cluster is cheaper to rent for the run."""
 
 from __future__ import annotations
 
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, require, whole_count_tolerance
-from derivations import get
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank._rents import rent
 from units import Q_
 
 KIND = "design"
-TITLE = "Which activation strategy trains on the fewest GPUs?"
+TITLE = "Which activation strategy rents the cheapest cluster?"
 USES = (
     "training_state_memory",
     "full_activation_memory",
-    "checkpoint_activation_memory",
+    "layer_activation_bytes",
     "revnet_activation_memory",
     "training_flops",
     "revnet_training_flops",
@@ -24,218 +25,257 @@ LECTURE = "2:04:02"
 
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-STEP_MTOKENS = (8, 16, 32, 64)  # tokens per training step, millions (Llama 3: 16; DeepSeek-V3: 63)
+STEP_MTOKENS = (4, 8, 16, 32, 64)  # tokens per training step, millions (Llama 3: 16)
 CONTEXT = 8192
-TOKENS_T = (2, 5, 10, 15)  # Llama 2 trained on 2, Llama 3 on 15
-DEADLINES = (60, 90, 120, 180, 270, 360)  # days; not 365, read as a 365.25-day year
+TOKENS_T = (1, 2, 5, 10, 15)  # Llama 2 trained on 2 trillion tokens, Llama 3 on 15
+DEADLINES = (30, 45, 60, 90, 120)  # days
 MFU = 0.4  # of peak, on every FLOP executed, recompute included (a hardware FLOPs utilisation)
-MARGIN = 0.05  # the fewest GPUs are at least this much fewer than every other option's
-SPLIT = 64  # the most GPUs one sequence is split over (tensor × pipeline parallel, 8 × 8)
+MARGIN = 0.10  # the cheapest cluster is at least this much cheaper than the next
+BINDS = 0.10  # storing everything needs at least this much more for memory than for time
+TOLERANCE = 0.02
+SPLIT = 64  # the most GPUs one sequence may be split over (tensor x pipeline): never binds
 NAMES = {
-    "store": "store every activation",
-    "checkpoint": "checkpoint the best number of segments",
+    "store": "store every layer's internals",
+    "checkpoint": "checkpoint the layer inputs",
     "reversible": "make the layers reversible",
 }
 
 
-def _options(presets, model_id, hardware, step_tokens, total_tokens, deadline):
-    chip = presets.get("hardware", hardware)
-    context = Q_(CONTEXT, "token/sequence")
-    one = Q_(1, "sequence")  # per sequence, then scaled to the step's tokens
-    case = dict(model=model_id, precision="bf16", context_length=context, presets=presets)
-    sequences = (step_tokens / context).to("sequence").m
-    state = get("training_state_memory").evaluate(model=model_id, presets=presets).to("TB")
-    full_detail = get("full_activation_memory").evaluate_detailed(batch_size=one, **case)
-    full = full_detail.value
-    buffer = get("full_activation_memory").evaluate(batch_size=one, n_layers=1, **case)
-    # the standard scheme (Chen et al.): a recomputed segment holds its layers' internals, so
-    # the segment's share is of every activation, and one recompute is one extra forward pass
-    ckpt = get("checkpoint_activation_memory").evaluate(
-        batch_size=one, activation_memory=full, **case
+def _figures(presets, model_id, hardware):
+    """The per-token and per-parameter figures of a model on a chip, as the statement prints
+    them: every strategy's activations per token at the peak, FLOPs per token, the state."""
+    chip, model = presets.get("hardware", hardware), presets.get("model", model_id)
+    one = Q_(1, "sequence")
+    case = dict(
+        model=model_id,
+        precision="bf16",
+        batch_size=one,
+        context_length=Q_(CONTEXT, "token/sequence"),
+        presets=presets,
     )
-    rev = get("revnet_activation_memory").evaluate(batch_size=one, **case)
-    flops = dict(model=model_id, training_tokens=total_tokens, presets=presets)
-    six = get("training_flops").evaluate(**flops).to("FLOP")
-    eight = get("revnet_training_flops").evaluate(**flops).to("FLOP")
-    rate = (_as_shown(chip.get("dense_flops_bf16")) * MFU).to("FLOP/s")
-    out = []
-    for key, per_seq, compute in (
-        ("store", full, six),
-        ("checkpoint", ckpt, eight),
-        ("reversible", rev + buffer, eight),
-    ):
-        acts = (per_seq * sequences).to("TB")
-        by_memory = ((state + acts) / chip.hbm_capacity).to("").m
-        by_time = (compute / (rate * deadline)).to("").m
-        out.append(
-            dict(
-                key=key,
-                acts=acts,
-                compute=compute,
-                by_memory=by_memory,
-                by_time=by_time,
-                gpus=math.ceil(max(by_memory, by_time)),
-            )
+    tokens = (one * case["context_length"]).to("token")
+    exact_state = evaluate("training_state_memory", model=model_id, presets=presets)
+    per_param = (exact_state / model.params_total).to("byte/parameter")
+    state = (per_param * shown(model.params_total.to("Gparam"))).to("TB")
+    internals = evaluate("full_activation_memory", detailed=True, n_layers=1, **case)
+    working = (internals.value / tokens).to("kB/token")  # one layer's internals
+    layer = (evaluate("layer_activation_bytes", **case) / Q_(1, "layer")).to("kB/token")
+    last = evaluate("revnet_activation_memory", detailed=True, **case)
+    layers = model.layers
+    per_token = {  # bytes per token of the step's activations, at the peak
+        "store": layers * working,
+        # K = √L checkpoints plus one segment's other inputs (its first is its checkpoint),
+        # and the one layer being differentiated holds its internals
+        "checkpoint": (2 * math.sqrt(layers) - 1) * layer + working,
+        "reversible": (last.value / tokens).to("kB/token") + working,
+    }
+    unit = dict(model=model_id, training_tokens=Q_(1, "token"), presets=presets)
+    per = Q_(1, "token")
+    six = (evaluate("training_flops", **unit) / per).to("FLOP/token")
+    eight = (evaluate("revnet_training_flops", **unit) / per).to("FLOP/token")
+    ten = six + 2 * (eight - six)  # two extra forward passes
+    active = model.params_active
+    return dict(
+        per_token=per_token,
+        flops={"store": six, "checkpoint": ten, "reversible": eight},
+        per_param=per_param,
+        state=state,
+        factor=internals.inputs["activation_bytes_factor"].value.to("byte/value"),
+        working=working,
+        layer=layer,
+        peak=shown(chip.dense_flops_bf16.to("TFLOP/s"), 4),
+        hbm=shown(chip.hbm_capacity.to("GB")),
+        train=(six / active).to("FLOP/parameter/token").m,
+        revnet=(eight / active).to("FLOP/parameter/token").m,
+        twice=(ten / active).to("FLOP/parameter/token").m,
+        per_value=last.inputs["activation_bytes_per_value"].value.to("byte/value"),
+    )
+
+
+def _options(f, hardware, step, total, deadline):
+    """Each strategy's activations per step, FLOPs and GPUs (for memory, for the deadline)."""
+    rate = (f["peak"] * MFU).to("FLOP/s")
+    out = {}
+    for key in NAMES:
+        acts = (f["per_token"][key] * step).to("TB")
+        flops = (f["flops"][key] * total).to("FLOP")
+        by_memory = ((f["state"] + acts) / f["hbm"]).to("").m
+        by_time = (flops / (rate * deadline)).to("").m
+        gpus = math.ceil(max(by_memory, by_time))
+        out[key] = dict(
+            key=key,
+            per_token=f["per_token"][key],
+            acts=acts,
+            flops=flops,
+            by_memory=by_memory,
+            by_time=by_time,
+            gpus=gpus,
+            bill=_bill(gpus, deadline, hardware),
         )
-    work = presets.get("model", model_id).params_active * total_tokens
-    figures = dict(  # the per-value and per-token figures the solution names
-        stored=full_detail.inputs["activation_bytes_factor"].value.to("byte/value"),
-        kept=get("revnet_activation_memory")
-        .evaluate_detailed(batch_size=one, **case)
-        .inputs["activation_bytes_per_value"]
-        .value.to("byte/value"),
-        state=(state / presets.get("model", model_id).params_total).to("byte/parameter"),
-        train=(six / work).to("FLOP/parameter/token"),
-        revnet=(eight / work).to("FLOP/parameter/token"),
-    )
-    figures["segments"] = math.sqrt((full / rev).to("").m)  # the best K, √(M_act / M_rev)
-    # "segments of whole layers change it by under a percent": at s layers a segment, ceil(L/s)
-    # checkpoints and s layers' internals while it is recomputed
-    layers = presets.get("model", model_id).layers
-    whole = min(math.ceil(layers / s) * rev + s * buffer for s in range(1, layers + 1))
-    require(whole / ckpt < 1.01, "whole-layer segments store about what the formula says")
-    figures["sequences"] = sequences
-    return chip, state, out, figures
+    return out
 
 
-def _as_shown(q):
-    """The peak as the statement shows it (four figures): the GPU count is a whole number
-    rounded up, and a student working from the shown figure must get the same count."""
-    return Q_(float(f"{q.m:.4g}"), q.units)
+def _millions(q) -> str:
+    """Dollars as a person says them: '4.85 million USD'."""
+    return f"{number(q.to('USD').m / 1e6, 3)} million USD"
+
+
+def _size(q) -> str:
+    """Bytes per token in kB, or in MB from a thousand kB."""
+    return quantity(q.to("MB/token") if q >= Q_(1, "MB/token") else q, 3)
 
 
 def _upper(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _bill(gpus, deadline, hardware):
+    return (gpus * Q_(1, "chip") * deadline * rent(hardware)).to("USD")
+
+
 def draw(rng, presets) -> Draw:
-    while True:  # redraw until the fewest GPUs are clearly fewer than every other option's:
-        # checkpointing never needs fewer than reversible layers (same FLOPs, more memory) and
-        # ties with them whenever the deadline binds both, so it never wins
+    # storing everything wins in a narrow band (memory binds it, yet by less than the third
+    # more FLOPs the recompute costs): pick the winner first, so both lessons are drawn
+    winner = rng.choice(("store", "reversible"))
+    known: dict = {}
+    while True:  # until storing everything is held back by its memory, and the winner is
+        # clearly cheapest (checkpointing never is: more memory and more FLOPs than reversible)
         model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
         step = Q_(rng.choice(STEP_MTOKENS), "Mtoken").to("token")
         total = Q_(rng.choice(TOKENS_T), "Ttoken").to("token")
         deadline = Q_(rng.choice(DEADLINES), "day")
-        chip, state, options, figures = _options(presets, model_id, hardware, step, total, deadline)
-        ranked = sorted(options, key=lambda o: o["gpus"])
+        if (model_id, hardware) not in known:
+            known[model_id, hardware] = _figures(presets, model_id, hardware)
+        figures = known[model_id, hardware]
+        options = _options(figures, hardware, step, total, deadline)
+        store = options["store"]
+        ranked = sorted(options.values(), key=lambda o: o["gpus"])
         best, runner_up = ranked[0], ranked[1]
-        split = max(o["gpus"] for o in options) / figures["sequences"]
-        if split <= SPLIT and runner_up["gpus"] >= (1 + MARGIN) * best["gpus"]:
+        sequences = (step / Q_(CONTEXT, "token")).to("").m
+        if (
+            best["key"] == winner
+            and store["by_memory"] >= (1 + BINDS) * store["by_time"]
+            and runner_up["gpus"] >= (1 + MARGIN) * best["gpus"]
+            and best["gpus"] >= 100  # one GPU more or less is within the tolerance
+            and max(o["gpus"] for o in options.values()) <= SPLIT * sequences
+        ):
             break
+    require(best["key"] != "checkpoint", "reversible layers need no more than checkpointing")
+    model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
     margin = runner_up["gpus"] / best["gpus"] - 1
-    stored, kept = quantity(figures["stored"]), quantity(figures["kept"])
-    train, revnet = number(figures["train"].m), number(figures["revnet"].m)
-    model = presets.get("model", model_id)
-    answer = Q_(best["gpus"], "chip")
+    answer = best["bill"]
+    f = figures
+    price = rent(hardware)
+    layers, d = model.layers, model.d_model
+    text = (
+        f"You must pre-train {model.name} ({quantity(shown(model.params_total.to('Gparam')))}; "
+        f"{layers} layers, residual width {d:,}) on {quantity(total)} within "
+        f"{quantity(deadline)}, renting {chip.name} GPUs ({quantity(f['hbm'])} of HBM, "
+        f"{quantity(f['peak'])} dense at BF16) at {quantity(price)} for the whole "
+        f"{quantity(deadline)}, whenever the run ends. The GPUs sustain {number(100 * MFU)}% of "
+        "peak on every FLOP they execute, recompute included. Each step trains on "
+        f"{quantity(step)} in sequences of {context_tokens(Q_(CONTEXT, 'token/sequence'))}, "
+        "all in flight at once (no gradient accumulation), spread evenly over the GPUs, and "
+        "the mixed-precision Adam state is sharded over all of them. Ignore attention's "
+        "FLOPs; its scores are recomputed, never stored. Activations are BF16; a layer's "
+        "internals (everything its backward pass needs) come "
+        f"to about {quantity(f['factor'])} of residual stream per token. Three strategies: "
+        "store every layer's internals; checkpoint the layer inputs at the best number of "
+        "segments (on the way back, re-run a segment to rebuild its layers' inputs, then run "
+        "each layer forward again for its internals while its gradient is taken); or make the "
+        "layers reversible (rebuild each layer's input, and its internals with it, from its "
+        "output). Rent the fewest GPUs that hold a step and meet the deadline: which strategy "
+        "costs least, and what is its bill, in USD?"
+    )
     lines = []
-    for o in options:
+    for o in options.values():
         binding = "memory" if o["by_memory"] >= o["by_time"] else "the deadline"
         lines.append(
-            f"{_upper(NAMES[o['key']])}: activations {quantity(o['acts'])} per step; "
-            f"memory needs {math.ceil(o['by_memory']):,} GPUs, the deadline "
-            f"{math.ceil(o['by_time']):,} GPUs ({quantity(o['compute'])}); {binding} binds: "
-            f"{o['gpus']:,} GPUs."
+            f"{_upper(NAMES[o['key']])}: {quantity(o['acts'])} of activations a step; memory "
+            f"asks {math.ceil(o['by_memory']):,} GPUs, the deadline "
+            f"{math.ceil(o['by_time']):,} ({quantity(o['flops'])}); {binding} binds: "
+            f"{o['gpus']:,} GPUs, {_millions(o['bill'])}."
         )
-    text = (
-        f"You must pre-train {model.name} ({quantity(model.params_total)}; {model.layers} "
-        f"layers, residual width {model.d_model:,}) on {quantity(total)} within "
-        f"{quantity(deadline)}, on {chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM, "
-        f"{quantity(_as_shown(chip.get('dense_flops_bf16')))} dense at BF16) that sustain "
-        f"{number(100 * MFU)}% of peak on every FLOP they execute, recompute included. Each "
-        f"step trains on {quantity(step)} in sequences of "
-        f"{context_tokens(Q_(CONTEXT, 'token/sequence'))}, spread evenly over the GPUs (data "
-        "parallel, with tensor and pipeline parallelism splitting a sequence over at most "
-        f"{number(SPLIT)} GPUs), and the mixed-precision Adam state is sharded over all of "
-        "them. Ignore attention's FLOPs; its scores are recomputed, never stored. Activations "
-        "are BF16; a "
-        f"layer's internals (everything its backward pass needs) come to about {stored} of "
-        "residual stream per token. You can store every activation; cut the layers into "
-        "segments, checkpoint each segment's input and, on the way back, re-run one segment at "
-        "a time, holding its layers' internals while its gradient is taken (the standard "
-        "scheme, with the number of segments that stores least); or make the "
-        "layers reversible (rebuilding each layer's input, and with it the layer's internals, "
-        "from its output). Which needs the fewest GPUs, and how many?"
-    )
+    root = math.sqrt(layers)
     solution = (
-        f"State: {quantity(figures['state'])}, {quantity(state)}, whatever the strategy; it "
-        "is sharded, so it only adds to the total to be spread.",
-        f"Storing everything keeps {stored} in every layer and trains at {train} FLOP per "
-        "parameter per token (forward two, backward four). Checkpointing with K segments keeps "
-        f"K layers' inputs ({kept}) plus one segment's internals, L/K layers at {stored}. "
-        "The least is where the two are equal: K = √(L × "
-        f"{number(figures['stored'].m)} / {number(figures['kept'].m)}) = "
-        f"{number(figures['segments'], 3)} segments for L = {model.layers} (more than √L, "
-        "because a stored input is much smaller than a layer's internals), and the memory is "
-        "twice the geometric mean of the whole network's internals and one layer's input "
-        "(segments hold whole layers, which changes it by under a percent). A reversible "
-        f"network keeps the last output ({kept}) plus the one layer's internals being worked "
-        f"on ({stored}). Here both re-run each layer's forward once on the way back (a segment "
-        "is recomputed once, holding its internals; a reversible layer rebuilds its input and "
-        f"its internals in one run): one extra forward pass, {revnet} FLOP per parameter per "
-        "token. How many extra passes checkpointing costs depends on its scheme: one that "
-        "keeps only layer inputs while a segment is recomputed must run each layer's forward "
-        "a second time for its internals, two extra passes.",
+        f"State: {quantity(f['per_param'])} × {quantity(shown(model.params_total.to('Gparam')))}"
+        f" = {quantity(f['state'])}, whatever the strategy; sharded, it adds to what the GPUs "
+        "must hold together.",
+        f"Activations per token. One layer's internals: {quantity(f['factor'])} × {d:,} = "
+        f"{_size(f['working'])}; storing them all takes {layers} times that, "
+        f"{_size(options['store']['per_token'])}. A layer's input is {d:,} × "
+        f"{quantity(f['per_value'])} = {_size(f['layer'])}; checkpointing keeps √{layers}"
+        f" ≈ {number(root, 3)} checkpoints plus one segment's other inputs, twice √{layers} less "
+        f"one ≈ {number(2 * root - 1, 3)} inputs, plus the working layer's internals: "
+        f"{_size(options['checkpoint']['per_token'])}. Reversible layers keep the last "
+        "output and the working layer's internals: "
+        f"{_size(options['reversible']['per_token'])}.",
+        f"FLOPs per parameter per token: storing everything, {number(f['train'])} (forward "
+        f"two, backward four). Every re-run of the layers' forward adds two: reversible layers "
+        f"run it once more ({number(f['revnet'])}); this checkpointing runs it twice more, once "
+        f"to rebuild a segment's inputs and once for each layer's internals "
+        f"({number(f['twice'])}).",
         "Each option needs enough GPUs for its memory (state plus a step's activations over "
-        "the HBM) and for the deadline (every FLOP executed, recompute included, over a GPU's "
-        f"delivered rate, {number(100 * MFU)}% of peak, and the days), each rounded up: a "
-        "fraction of a GPU short misses the deadline.",
+        "one GPU's HBM) and for the deadline (its FLOPs over a GPU's "
+        f"{number(100 * MFU)}% of peak for {quantity(deadline)}), each rounded up; the larger "
+        f"binds, and the bill is GPUs × {quantity(deadline)} × {quantity(price)}.",
         *lines,
-        f"Fewest: {NAMES[best['key']]}, **{quantity(answer, 4)}**. Checkpointing never needs "
-        "fewer than reversible layers: the same FLOPs, and more memory.",
+        f"Cheapest: {NAMES[best['key']]}, **{quantity(answer, 3)}** ({_millions(answer)}); "
+        f"the next, "
+        f"{NAMES[runner_up['key']]}, costs {number(100 * margin, 2)}% more. "
+        + (
+            "Storing everything needs more GPUs for its activations than its deadline does, "
+            "and still fewer than the recompute's extra FLOPs would."
+            if best["key"] == "store"
+            else "Storing everything would need so much HBM that a third more FLOPs on fewer "
+            "GPUs is cheaper."
+        ),
     )
-    mistakes = []
-    if best["key"] != "store" and best["by_time"] > best["by_memory"]:
-        for per, why in (
-            (
-                figures["train"],
-                f"That charges {train} FLOP per parameter per token at "
-                f"{number(100 * MFU)}% of peak, as if the recompute were free (or as if "
-                f"{number(100 * MFU)}% were the model FLOPs utilisation, which leaves it out): "
-                f"the GPUs run every FLOP at {number(100 * MFU)}% of peak, the recompute's too, "
-                f"{revnet} FLOP per parameter per token.",
-            ),
-            (
-                figures["revnet"] + figures["train"] / 3,
-                "A segment recomputed with its internals "
-                f"is run once more, not twice: {revnet} FLOP per parameter per token.",
-            ),
-        ):
-            slower = best["by_time"] * (per / figures["revnet"]).to("").m
-            mistakes.append(Mistake(Q_(math.ceil(max(slower, best["by_memory"])), "chip"), why))
-    for o in options:
-        if o["gpus"] == best["gpus"] or o["by_memory"] < o["by_time"]:
-            continue
+    store = options["store"]
+    mistakes = [
+        Mistake(
+            _bill(math.ceil(store["by_time"]), deadline, hardware),
+            "That is what the deadline alone asks of storing everything; its activations need "
+            "more GPUs' worth of HBM than that.",
+        ),
+        Mistake(
+            runner_up["bill"],
+            f"That is what '{NAMES[runner_up['key']]}' costs; '{NAMES[best['key']]}' costs "
+            "less. Check both limits, memory and deadline, for every option.",
+        ),
+    ]
+    if best["key"] == "reversible":
+        rev = options["reversible"]
+        free = math.ceil(max(rev["by_memory"], rev["by_time"] * f["train"] / f["revnet"]))
         mistakes.append(
             Mistake(
-                Q_(math.ceil(o["by_time"]), "chip"),
-                f"That is what the deadline alone asks of '{NAMES[o['key']]}'; its "
-                "activations need more GPUs' worth of HBM than that.",
+                _bill(free, deadline, hardware),
+                f"You counted {number(f['train'])} FLOP per parameter per token for the "
+                "reversible network, as if rebuilding each layer's input were free: it runs "
+                f"each layer forward once more, {number(f['revnet'])}.",
             )
         )
-    mistakes.append(
-        Mistake(
-            Q_(runner_up["gpus"], "chip"),
-            f"That is what '{NAMES[runner_up['key']]}' needs; '{NAMES[best['key']]}' "
-            "needs fewer. Check both limits, memory and deadline, for every option.",
+    inputs_only = math.ceil(
+        max(
+            ((f["state"] + layers * f["layer"] * step) / f["hbm"]).to("").m,
+            store["by_time"],
         )
     )
     mistakes.append(
         Mistake(
-            Q_(math.ceil(max(best["by_time"], best["by_memory"])) - 1, "chip"),
-            "Round the GPU count up: a fraction of a GPU short misses the deadline (or the "
-            "memory).",
+            _bill(inputs_only, deadline, hardware),
+            f"Storing everything keeps every layer's internals, about {quantity(f['factor'])}, "
+            f"not only its input ({quantity(f['per_value'])}).",
         )
     )
-    # the exact whole count: every figure the counts use is shown exactly (the peak as shown)
-    tolerance = whole_count_tolerance(answer.m, 0.02)
-    slips = {m.value.m: m for m in reversed(mistakes) if abs(m.value.m / answer.m - 1) > tolerance}
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=tolerance,
-        mistakes=tuple(slips.values())[::-1],
-        hint="For each strategy, GPUs for memory and GPUs for the deadline; the larger binds.",
+        tolerance=TOLERANCE,
+        mistakes=distinct_mistakes(mistakes, answer, TOLERANCE),
+        hint="For each strategy, GPUs for memory and GPUs for the deadline; the larger binds, "
+        "and the rent is paid on that many for the whole period.",
         choices={"strategy": best["key"]},
         margin=margin,
     )

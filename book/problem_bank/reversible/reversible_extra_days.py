@@ -1,13 +1,15 @@
-"""Reversibility is paid in compute: the chips must run faster to keep the deadline."""
+"""Reversibility is paid in compute, and a reported MFU hides it: the model FLOPs utilisation
+counts the model's own FLOPs, so the GPUs' share of peak on every FLOP is higher, and the days
+the rebuild adds are its FLOPs at that share."""
 
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, shown
 from units import Q_
 
 KIND = "multi"
-TITLE = "The utilisation a reversible run needs for its deadline"
+TITLE = "How many days does the rebuild add, from a reported MFU?"
 USES = ("training_flops", "revnet_training_flops", "training_mfu")
 LECTURE = "2:04:02"
 
@@ -19,12 +21,13 @@ MODELS = (
 )
 CHIPS = ("h100_sxm", "b200", "gb200_nvl72")
 GPUS = (2048, 4096, 8192, 16384)
-DAYS = tuple(range(10, 201, 5))  # the deadline, in days
-LOW, HIGH = 0.3, 0.6  # a share of peak a run can sustain
+MFUS = (0.28, 0.3, 0.32, 0.35, 0.38, 0.4, 0.42)  # reported, of the BF16 peak
+DAYS = (15, 200)  # the run's length, days: a plan a lab would make
+TOLERANCE = 0.02
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # a deadline that asks for a reachable share of peak
+    while True:  # a run of a plausible length
         model_id, token_choices = rng.choice(MODELS)
         model = presets.get("model", model_id)
         tokens = (
@@ -33,29 +36,22 @@ def draw(rng, presets) -> Draw:
             else Q_(rng.choice(token_choices), "Ttoken").to("token")
         )
         hardware = rng.choice(CHIPS)
-        gpus, days = Q_(rng.choice(GPUS), "chip"), Q_(rng.choice(DAYS), "day")
-        case = dict(
-            model=model_id,
-            training_tokens=tokens,
-            hardware=hardware,
-            precision="bf16",
-            training_chip_hours=(gpus * days).to("chip*hour"),
-            presets=presets,
-        )
-        rev = evaluate("revnet_training_flops", **case).to("FLOP")
-        needed = evaluate("training_mfu", **case, training_flops=rev).to("")
-        if LOW <= needed.m <= HIGH:
+        gpus, mfu = Q_(rng.choice(GPUS), "chip"), rng.choice(MFUS)
+        chip = presets.get("hardware", hardware)
+        peak = shown(chip.get("dense_flops_bf16").to("TFLOP/s"), 4)
+        case = dict(model=model_id, training_tokens=tokens, presets=presets)
+        plain = evaluate("training_flops", **case).to("FLOP")  # the model's own: 6 N D
+        rev = evaluate("revnet_training_flops", **case).to("FLOP")  # what the GPUs run
+        rate = (gpus * peak).to("FLOP/s")
+        run = (plain / (rate * mfu)).to("day")  # MFU counts the model's own FLOPs
+        if DAYS[0] <= run.m <= DAYS[1]:
             break
-    chip = presets.get("hardware", hardware)
-    plain = evaluate("training_flops", **case).to("FLOP")
-    peak = chip.get("dense_flops_bf16")
-    delivered = (gpus * peak * days).to("FLOP")
-    require(abs((rev / delivered / needed).to("").m - 1) < 1e-9, "the share is FLOPs over peak")
-    work = model.params_active * tokens  # FLOPs per active parameter per token, from the bills:
-    train = (plain / work).to("FLOP/parameter/token")  # forward and backward
-    revnet = (rev / work).to("FLOP/parameter/token")  # and one more forward pass
-    forward = revnet - train
-    trn, rvn, fwd = (number(q.m) for q in (train, revnet, forward))
+    share = (mfu * rev / plain).to("").m  # of peak on every FLOP the GPUs run
+    without = (plain / (rate * share)).to("day")  # the same share, no rebuild
+    extra = (run - without).to("day")
+    work = model.params_active * tokens
+    trn, rvn = (number((q / work).to("FLOP/parameter/token").m) for q in (plain, rev))
+    fwd = number(((rev - plain) / work).to("FLOP/parameter/token").m)
     moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
         f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
@@ -64,64 +60,64 @@ def draw(rng, presets) -> Draw:
     )
     name = chip.name.replace(" (per GPU)", "")
     text = (
-        f"A lab must pre-train {model.name} ({params}) on {quantity(tokens)} in BF16 within "
-        f"{quantity(days)} on {int(gpus.m):,} {name} GPUs ({quantity(peak)} dense at BF16). "
-        "To train with far less activation memory it makes every layer reversible: during "
-        "the backward pass each layer's input is rebuilt once from its output, and nothing "
-        "else is recomputed. What share of the GPUs' BF16 peak must the run sustain, counting "
-        "every FLOP the GPUs run, to finish in time? Ignore attention FLOPs. Answer as a "
-        "fraction of peak (or a percentage)."
+        f"A lab will pre-train {model.name} ({params}) on {quantity(tokens)} in BF16 on "
+        f"{int(gpus.m):,} {name} GPUs ({quantity(peak)} dense at BF16). To train with far less "
+        "activation memory it makes every layer reversible: during the backward pass each "
+        "layer's input is rebuilt once from its output, and nothing else is recomputed. A "
+        "pilot of the same run reports a model FLOPs utilisation (MFU) of "
+        f"{number(100 * mfu)}% of the BF16 peak. Ignoring attention FLOPs, how many days does "
+        "the rebuilding add to the run, against the same run without it (had its activations "
+        "fit) at the same share of peak on every FLOP the GPUs execute? Answer in days."
     )
-    model_share = (plain / delivered).to("")
     solution = (
-        f"Ordinary training costs {trn} FLOP per active parameter per token, forward and "
-        f"backward: {trn} × {quantity(model.params_active)} × {quantity(tokens)} = "
-        f"{quantity(plain)}.",
-        "Rebuilding a layer's input from its output means running the layer forward once "
-        f"more on the way back: one extra forward pass, {fwd} FLOP per active parameter per "
-        f"token, so {rvn} in all, a third more: {quantity(rev)}.",
-        f"At full peak the GPUs would run {int(gpus.m):,} × {quantity(peak)} × "
-        f"{quantity(days)} = {quantity(delivered)} in the time allowed.",
-        f"The run must sustain {quantity(rev)} / {quantity(delivered)} = "
-        f"**{quantity(needed, 3)}** of peak, that is {number(100 * needed.m, 3)}%. (Its model "
-        f"FLOPs utilisation, which counts only the {trn} FLOP per parameter the model needs, "
-        f"is {number(100 * model_share.m, 3)}%: the recompute is work the GPUs do that the "
-        "model's own count leaves out.)",
+        f"MFU counts the model's own FLOPs: {trn} per active parameter per token, forward and "
+        f"backward. The GPUs also run the rebuild, one more forward pass, {fwd}: {rvn} in all. "
+        f"So on every FLOP they run they sustain {number(100 * mfu)}% × {rvn}/{trn} = "
+        f"{number(100 * share, 3)}% of peak.",
+        f"The run: {trn} × {quantity(model.params_active)} × {quantity(tokens)} = "
+        f"{quantity(plain)}, the model's own, over {int(gpus.m):,} × {quantity(peak)} × "
+        f"{number(100 * mfu)}%: {quantity(run, 3)}.",
+        f"Without the rebuild, the same {quantity(plain)} at {number(100 * share, 3)}% of peak "
+        f"take {quantity(without, 3)}.",
+        f"The rebuild adds {quantity(run, 3)} − {quantity(without, 3)} = "
+        f"**{quantity(extra, 3)}**: its {fwd} FLOP per parameter per token at "
+        f"{number(100 * share, 3)}% of peak, a quarter of the run. A reported MFU already has "
+        "the recompute's cost in it: the run takes the model's FLOPs over the MFU, not the "
+        "recompute added on top.",
     )
+    rebuild = (rev - plain).to("FLOP")
     mistakes = [
         Mistake(
-            model_share,
-            f"You counted {trn} FLOP per parameter per token; the reversible run also rebuilds "
-            f"every layer's input, one more forward pass: {rvn}.",
+            (rebuild / (rate * mfu)).to("day"),
+            f"You ran the rebuild at the MFU, {number(100 * mfu)}%; MFU leaves the rebuild's "
+            f"FLOPs out, so the GPUs run every FLOP at {number(100 * share, 3)}% of peak.",
         ),
         Mistake(
-            needed * (train + train) / revnet,
-            f"You counted a whole extra training pass ({trn} FLOP per parameter); the rebuild "
-            f"is one forward pass, {fwd}.",
+            run,
+            "That is the whole run; the question asks how many days of it the rebuild takes.",
         ),
         Mistake(
-            needed * (train + train - forward) / revnet,
-            f"You added a backward pass for the rebuild as well; it runs each layer forward "
-            f"once more, {fwd} FLOP per parameter.",
+            without,
+            "That is the run without the rebuild; the question asks for the difference.",
         ),
         Mistake(
-            needed * peak / chip.get("dense_flops_fp8"),
+            extra * chip.get("dense_flops_bf16") / chip.get("dense_flops_fp8"),
             "You divided by the FP8 peak; the run trains in BF16.",
         ),
     ]
     if moe:
         mistakes.append(
             Mistake(
-                needed * model.params_total / model.params_active,
+                extra * model.params_total / model.params_active,
                 "You counted every parameter; a token runs through the active ones only.",
             )
         )
     return Draw(
         text=text,
-        answer=needed,
+        answer=extra,
         solution=solution,
-        tolerance=0.02,
-        mistakes=distinct_mistakes(mistakes, needed, 0.02),
-        hint="How many FLOP per parameter per token does rebuilding every layer's input add? "
-        "Then compare the run's FLOPs with what the GPUs could do at peak before the deadline.",
+        tolerance=TOLERANCE,
+        mistakes=distinct_mistakes(mistakes, extra, TOLERANCE),
+        hint="What does MFU count, and what do the GPUs actually run? Find their share of peak "
+        "on every FLOP, then time the rebuild's FLOPs at it.",
     )
