@@ -1919,14 +1919,13 @@ def measured_vs_bound(presets: Presets) -> Figure:
 
     def column(r) -> str:
         """A row's column: its scenario, training split by the format of the peak it is held
-        against (an FP4 peak is two to four times a BF16 or FP8 one: never pooled)."""
-        fp4 = r.preset.get("activations", r.preset.get("weights", "bf16")) == "fp4"
-        return "training_fp4" if r.scenario == "training" and fp4 else r.scenario
+        against (an FP8 peak is twice a BF16 one, an FP4 peak twice again: never pooled)."""
+        fmt = r.preset.get("activations", r.preset.get("weights", "bf16"))
+        return f"training_{fmt}" if r.scenario == "training" else r.scenario
 
     labels = {
         **{k: v for k, v in SCENARIO_LABELS.items() if k != "training"},
-        "training": "training (BF16, FP8 peak)",
-        "training_fp4": "training (FP4 peak)",
+        **{f"training_{f}": f"training ({f.upper()} peak)" for f in ("bf16", "fp8", "fp4")},
     }
     present = [(s, t) for s, t in labels.items() if any(column(r) == s for r in rows)]
     low = min(r.efficiency for r in rows) * 100 / 2
@@ -1974,7 +1973,7 @@ def measured_vs_bound(presets: Presets) -> Figure:
     caption = (
         f"Every measurement with a bound ({len(rows)} rows) as a share of it, by scenario; the "
         f"bar and its label are the scenario's median (training: a share of peak FLOP/s at each "
-        f"run's own precision, FP4 runs apart). The distance below 100% is the gap the "
+        f"run's own precision, one column per format). The distance below 100% is the gap the "
         f"roofline leaves; "
         + (
             f"{len(above)} above it are flagged with their cause."
