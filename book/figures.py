@@ -2061,6 +2061,71 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     return _render("predicted_vs_measured", draw, alt, caption)
 
 
+def prediction_waterfall(presets: Presets) -> Figure:
+    """The worked example's prediction as a waterfall: from the bound, each fitted mechanism
+    takes its share of the rate away, down to the prediction, drawn beside the measurement."""
+    from book.chapters.validation import EXAMPLE, waterfall
+
+    stages = waterfall(presets)
+    row = presets.get("measurement", EXAMPLE)
+    measured = float(row.throughput_per_chip.to("token/s").m)
+    bound, predicted = stages[0]["rate"], stages[-1]["rate"]
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 4.4)
+        labels = [s["what"] for s in stages] + ["measured"]
+        x = np.arange(len(labels))
+        for i, s in enumerate(stages):
+            if i == 0 or s["what"] == "predicted":
+                ax.bar(i, s["rate"], color=PALETTE[0], width=0.6)
+            else:  # the rate this mechanism takes away, floating below the previous stage
+                before = stages[i - 1]["rate"]
+                ax.bar(i, before - s["rate"], bottom=s["rate"], color=PALETTE[3], width=0.6)
+                ax.plot([i - 1.3, i + 0.3], [before, before], color=FOREGROUND, linewidth=0.6)
+            ax.annotate(
+                number(round(s["rate"])),
+                (i, s["rate"]),
+                xytext=(0, -11),
+                textcoords="offset points",
+                ha="center",
+                fontsize=8,
+            )
+        ax.bar(len(stages), measured, color=PALETTE[2], width=0.6)
+        ax.annotate(
+            number(round(measured)),
+            (len(stages), measured),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
+        ax.axhline(measured, color=PALETTE[2], linestyle=":", linewidth=1)
+        ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("tokens/s per chip")
+        ax.set_ylim(0, bound * 1.08)
+
+    alt = (
+        f"Waterfall bar chart of the worked example's prediction: the bound of "
+        f"{number(round(bound))} tokens/s per chip, then each fitted mechanism's loss in turn "
+        + ", ".join(f"{s['what']} to {number(round(s['rate']))}" for s in stages[1:-1])
+        + f", ending at a prediction of {number(round(predicted))} tokens/s against "
+        f"{number(round(measured))} measured."
+    )
+    caption = (
+        f"Where the gap goes, for the worked example: from the bound ({number(round(bound))} "
+        f"tokens/s per chip), each fitted mechanism takes away its part of the rate (the floating "
+        f"bars), down to the prediction ({number(round(predicted))}), beside the measurement "
+        f"({number(round(measured))}, the dotted line)."
+        + (
+            " A mechanism with no bar does not bind: slowed to their share, the reads stay "
+            "shorter than the compute."
+            if any(a["rate"] == b["rate"] for a, b in zip(stages[1:-2], stages[2:-1]))
+            else ""
+        )
+    )
+    return _render("prediction_waterfall", draw, alt, caption)
+
+
 FIGURES = {
     "latency_vs_batch": latency_vs_batch,
     "cost_vs_batch": cost_vs_batch,
@@ -2082,6 +2147,7 @@ FIGURES = {
     "activation_vs_layers": activation_vs_layers,
     "measured_vs_bound": measured_vs_bound,
     "predicted_vs_measured": predicted_vs_measured,
+    "prediction_waterfall": prediction_waterfall,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "cost_vs_speed", "roofline"),
@@ -2090,7 +2156,7 @@ CHAPTER_FIGURES = {
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder", "kv_routes", "kv_cache_mechanism"),
     "reversible": ("feistel_round", "reversible_block", "activation_vs_layers"),
-    "validation": ("predicted_vs_measured", "measured_vs_bound"),
+    "validation": ("predicted_vs_measured", "measured_vs_bound", "prediction_waterfall"),
 }
 
 

@@ -82,8 +82,13 @@ def pct(x: float | None) -> str:
 
 
 def times(x: float) -> str:
-    """A ratio error as a person says it: "x1.6"."""
-    return f"×{number(x, 2)}"
+    """A ratio error as a person says it, two figures: "×1.6", "×1.0", "×2,600".
+
+    >>> times(1.04), times(1.55), times(2634.0)
+    ('×1.0', '×1.6', '×2,600')
+    """
+    said = number(x, 2)
+    return f"×{x:.1f}" if "." not in said and abs(x) < 10 else f"×{said}"
 
 
 # Below this many rows a percentile band is an interpolation between two rows, not a row: such a
@@ -1205,13 +1210,17 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             groups.setdefault(f"training MFU, {_precision(r)} peak", []).append(r.efficiency)
         elif r.scenario == "offline":
             groups.setdefault("offline serving, share of the bound", []).append(r.efficiency)
-    for what in sorted(groups, key=lambda g: (not g.startswith("offline"), g)):
+    def order(g):  # offline serving first, then training from the widest format
+        fmt = g.split(", ")[-1].split()[0]
+        return (not g.startswith("offline"), WIDEST.index(fmt) if fmt in WIDEST else 99)
+
+    for what in sorted(groups, key=order):
         v = groups[what]
         med = float(np.median(v))
         out.append(
             {
                 "lecture": f"MFU ≈ 1/{number(par['inference_inefficiency'].to('').m)}"
-                + (" (inference)" if what.startswith("offline") else " (were it training's)"),
+                + (" for inference" if what.startswith("offline") else ", applied to training"),
                 "rows": f"{what}: median {spoken_pct(med).said} ({len(v)} rows, {span(v)})",
                 "verdict": _verdict(med, third),
             }
@@ -1263,3 +1272,53 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             }
         )
     return out
+
+
+def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
+    """The worked example's prediction as a waterfall: the bound's rate, then the rate after
+    each fitted mechanism in turn (matmuls at their share, prefill slower, reads at their
+    share, the fixed cost of the layers), which ends at the prediction. Each stage's rate is the
+    batch over that stage's step, tokens/s per chip (one chip per replica).
+
+    >>> stages = waterfall(load())
+    >>> stages[0]["what"], stages[-1]["what"]
+    ('bound', 'predicted')
+    """
+    made = predict.prediction(presets)
+    p = made["summary"]["params"]
+    row = presets.get("measurement", rid)
+    result = evaluate(row, presets)
+    c = predict.case(result, presets)
+    batch = c.batch[-1] * c.accepted
+    share, attn = p[c.fmt], p[c.attn_fmt]
+    matmul, attention, prefill, memory = (
+        float(x[-1]) for x in (c.matmul, c.attention, c.prefill, c.memory)
+    )
+    steps = [
+        ("bound", max(matmul + attention + prefill, memory)),
+        (
+            f"matmuls at {pct(share)} of peak",
+            max(matmul / share + attention / attn + prefill / share, memory),
+        ),
+        (
+            f"prefill at {pct(p['prefill'])} of decode's rate",
+            max(matmul / share + attention / attn + prefill / (p["prefill"] * share), memory),
+        ),
+    ]
+    compute = matmul / share + attention / attn + prefill / (p["prefill"] * share)
+    steps.append((f"reads at {pct(p['memory'])} of HBM bandwidth", max(compute, memory / p["memory"])))
+    fixed = c.layers * p["layer_overhead"]
+    steps.append(
+        (
+            f"+ {number(c.layers)} layers × {number(p['layer_overhead'] * 1e6, 3)} µs fixed",
+            max(compute, memory / p["memory"]) + fixed + float(c.comm[-1]),
+        )
+    )
+    stages = [{"what": w, "rate": float(batch / t), "step": float(t)} for w, t in steps]
+    stages.append({"what": "predicted", "rate": stages[-1]["rate"], "step": stages[-1]["step"]})
+    # the bound's stage is the bound itself, and the last is the prediction predict makes
+    if not np.isclose(stages[0]["rate"], result.bound.m, rtol=1e-6):
+        raise ChalkboardError(f"{rid}: the waterfall's bound disagrees with the row's")
+    if not np.isclose(stages[-1]["rate"], predict.predict_case(c, p), rtol=1e-9):
+        raise ChalkboardError(f"{rid}: the waterfall's prediction disagrees with predict_case")
+    return stages
