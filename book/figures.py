@@ -2024,12 +2024,42 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     lo, hi = min(values) / 2, max(values) * 2
     loo = made["summary"]["leave_one_out"]
 
+    low_ratio, high_ratio = 0.2, 5.0  # the residual panel's range: a miss beyond it is clipped
+    held = groups["held out (newer than the fit)"]
+    held_ratios = [honest[i][0] / cases[i].measured for i in held]
+    clipped = sum(not low_ratio <= honest[i][0] / cases[i].measured <= high_ratio for i in honest)
+
     def draw(fig, ax):
+        fig.set_size_inches(7, 6.4)
+        grid = fig.add_gridspec(2, 1, height_ratios=(2.4, 1))
+        ax.set_subplotspec(grid[0])
+        below = fig.add_subplot(grid[1], sharex=ax)
         line = np.array([lo, hi])
+        for lim, alpha in ((1.5, 0.08), (1.25, 0.12)):
+            below.fill_between(line, 1 / lim, lim, color=FOREGROUND, alpha=alpha, linewidth=0)
+        below.axhline(1, color=FOREGROUND, linewidth=1.4)
+        for k, ((_, ids), marker) in enumerate(zip(groups.items(), "osxd^", strict=False)):
+            color = PALETTE[k % len(PALETTE)]  # the same colour as the group's upper points
+            ratio = np.array([honest[i][0] / cases[i].measured for i in ids])
+            x = np.array([cases[i].measured for i in ids])
+            inside = (ratio >= low_ratio) & (ratio <= high_ratio)
+            below.scatter(x[inside], ratio[inside], marker=marker, s=18, color=color)
+            for out, edge, arrow in (
+                (ratio < low_ratio, low_ratio * 1.1, "v"),
+                (ratio > high_ratio, high_ratio / 1.1, "^"),
+            ):
+                if out.any():  # a miss beyond the panel: an arrow at its edge
+                    below.scatter(x[out], np.full(out.sum(), edge), marker=arrow, s=30, color=color)
+        below.set_yscale("log")
+        below.set_ylim(low_ratio, high_ratio)
+        below.set_yticks([0.2, 0.5, 1, 2, 5], ["×0.2", "×0.5", "×1", "×2", "×5"])
+        below.minorticks_off()
+        below.set_ylabel("predicted / measured")
+        below.set_xlabel("measured (tokens/s per chip; per user for batch 1)")
         ax.fill_between(line, line / 1.5, line * 1.5, color=FOREGROUND, alpha=0.08, linewidth=0)
         ax.fill_between(line, line / 1.25, line * 1.25, color=FOREGROUND, alpha=0.12, linewidth=0)
         ax.plot(line, line, color=FOREGROUND, linewidth=1.4, label="predicted = measured")
-        for (label, ids), marker in zip(groups.items(), "osxd^", strict=False):
+        for k, ((label, ids), marker) in enumerate(zip(groups.items(), "osxd^", strict=False)):
             if ids:
                 ax.scatter(
                     [cases[i].measured for i in ids],
@@ -2037,12 +2067,13 @@ def predicted_vs_measured(presets: Presets) -> Figure:
                     label=label,
                     marker=marker,
                     s=22,
+                    color=PALETTE[k % len(PALETTE)],
                 )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
-        ax.set_xlabel("measured (tokens/s per chip; per user for batch 1)")
+        ax.tick_params(labelbottom=False)
         ax.set_ylabel("predicted before seeing the row (same unit)")
         ax.legend(loc="upper left", fontsize=8)
 
@@ -2055,8 +2086,12 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     caption = (
         f"Predicted against measured, every prediction made without the row it predicts. The "
         f"bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
-        f"left out one at a time, the newest rows never fitted. Rows far from the line, above or "
-        f"below, are those the section on where the prediction fails explains."
+        f"left out one at a time, the newest rows never fitted. The lower panel is the same "
+        f"points as predicted over measured: the newest rows lean above the line "
+        f"({sum(r > 1 for r in held_ratios)} of {len(held)} over-predicted, a median of "
+        f"×{number(float(np.median(held_ratios)), 2)}), and {clipped} rows the forecast misses "
+        f"by more than ×{number(high_ratio)} are arrows at its edge. The section on where the "
+        f"prediction fails explains the rows far from the line."
     )
     return _render("predicted_vs_measured", draw, alt, caption)
 
@@ -2119,7 +2154,7 @@ def prediction_waterfall(presets: Presets) -> Figure:
         + (
             " A mechanism with no bar does not bind: slowed to their share, the reads stay "
             "shorter than the compute."
-            if any(a["rate"] == b["rate"] for a, b in zip(stages[1:-2], stages[2:-1]))
+            if any(a["rate"] == b["rate"] for a, b in zip(stages[1:-2], stages[2:-1], strict=True))
             else ""
         )
     )

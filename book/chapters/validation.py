@@ -1210,6 +1210,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             groups.setdefault(f"training MFU, {_precision(r)} peak", []).append(r.efficiency)
         elif r.scenario == "offline":
             groups.setdefault("offline serving, share of the bound", []).append(r.efficiency)
+
     def order(g):  # offline serving first, then training from the widest format
         fmt = g.split(", ")[-1].split()[0]
         return (not g.startswith("offline"), WIDEST.index(fmt) if fmt in WIDEST else 99)
@@ -1306,7 +1307,8 @@ def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
         ),
     ]
     compute = matmul / share + attention / attn + prefill / (p["prefill"] * share)
-    steps.append((f"reads at {pct(p['memory'])} of HBM bandwidth", max(compute, memory / p["memory"])))
+    reads = (f"reads at {pct(p['memory'])} of HBM bandwidth", max(compute, memory / p["memory"]))
+    steps.append(reads)
     fixed = c.layers * p["layer_overhead"]
     steps.append(
         (
