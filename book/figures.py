@@ -1946,7 +1946,7 @@ def measured_vs_bound(presets: Presets) -> Figure:
             )
             median = float(np.median(effs))
             ax.plot([i - 0.3, i + 0.3], [median, median], color=FOREGROUND, linewidth=2.2)
-            ax.annotate(f"{number(median, 3)}%", (i + 0.32, median), fontsize=8, va="center")
+            ax.annotate(f"{spoken_number(median)}%", (i + 0.32, median), fontsize=8, va="center")
         ax.axhline(100, color=FOREGROUND, linewidth=1.6)
         ax.text(-0.45, 112, "the bound (100%): no row above it", fontsize=9)
         ax.set_yscale("log")

@@ -584,7 +584,7 @@ def _prediction(presets: Presets, rows) -> dict:
         "params_count": str(len(predict.PARAMS)),
         "expert_rows": _expert_rows_example(presets, params),
         # the fitted fixed time per layer against a sourced one: the fastest small all-reduce
-        "layer_overhead": f"{number(params['layer_overhead'] * 1e6, 4)} µs",
+        "layer_overhead": f"{number(params['layer_overhead'] * 1e6, 3)} µs",
         "overhead_over_floor": number(
             params["layer_overhead"]
             / presets.get("parameter", "collective_latency_floor").value.to("s").m,
@@ -899,8 +899,11 @@ def training_peak(row, presets: Presets):
 
 
 def _peak(r, presets: Presets) -> str:
-    """The peak a training row's MFU is a share of, as a reader says it: "FP4, 10,000 TFLOP/s"."""
-    return f"{_precision(r)}, {number(training_peak(r.preset, presets).to('TFLOP/s').m)} TFLOP/s"
+    """The peak a training row's MFU is a share of, as a reader says it: "BF16, 989 TFLOP/s",
+    "FP4, 15.3 PFLOP/s" (three figures: a peak of 15,280 TFLOP/s is no more exact than that)."""
+    peak = training_peak(r.preset, presets).to("TFLOP/s").m
+    shown = f"{number(peak / 1000, 3)} PFLOP/s" if peak >= 10_000 else f"{number(peak)} TFLOP/s"
+    return f"{_precision(r)}, {shown}"
 
 
 def _precision(r) -> str:
@@ -1105,7 +1108,7 @@ def context(presets: Presets) -> dict:
             "no_mtp_measured": quantity(no_mtp.measured),
             "bound": quantity(mtp.bound),
             "efficiency": pct(mtp.efficiency),
-            "predicted": quantity(Q_(honest[0], "token/s")),
+            "predicted": said(Q_(honest[0], "token/s")),
             "measured": quantity(mtp.measured),
             "miss": times(max(honest[0] / mtp.measured.m, mtp.measured.m / honest[0])),
         },
@@ -1118,7 +1121,19 @@ def context(presets: Presets) -> dict:
         ),
         "new_row": _example(presets, rows, NEW_ROW),
         "mfu_rows": mfu_rows,
-        "training_peaks": [{"precision": p, "count": number(n)} for p, n in precisions.items()],
+        # each format's runs, the widest first, and how many of them published a measured rate
+        "training_peaks": [
+            {
+                "precision": p,
+                "count": number(n),
+                "measured": number(
+                    sum(m["precision"] == p and m["six_nd"] != "—" for m in mfu_rows)
+                ),
+            }
+            for p, n in sorted(
+                precisions.items(), key=lambda i: WIDEST.index(i[0]) if i[0] in WIDEST else 99
+            )
+        ],
         "training_contrast": contrast,
         "stated_only": [
             {

@@ -530,3 +530,101 @@ def test_the_summary_never_pools_training_peaks_and_the_worked_prediction_adds_u
     assert step == pytest.approx(num(w["step"]), rel=half(w["step"]) + half(w["compute"]))
     shown = num(w["layers"]) * num(w["per_layer"]) / 1e3
     assert num(w["fixed"]) == pytest.approx(shown, rel=half(w["fixed"]) + half(w["per_layer"]))
+
+
+# -- the fresh reader's validation faults V1-V13 (reader-valrev13) ------------------------------
+
+
+def test_the_takeaways_headline_the_held_out_error_not_the_collapse():
+    """V1: the first box states the error on rows the forecast was not fitted on; the collapse on
+    rows kept out of the fit (a median miss of about a hundred) is told where it fails."""
+    from book.chapter_pages import chapter_page_context
+    from book.templating import environment
+
+    ctx = chapter_page_context("validation")
+    text = environment().get_template("chapters/validation.md.j2").render(**ctx)
+    takeaways = text.split('!!! abstract "Takeaways"', 1)[1].split("\n## ", 1)[0]
+    p = ctx["prediction"]
+    assert p["loo"]["median"] in takeaways and p["held"]["median"] in takeaways
+    assert p["apart"]["median"] not in takeaways and p["apart"]["worst"] not in takeaways
+    fails = text.split("## Where the prediction fails", 1)[1].split("\n## ", 1)[0]
+    assert p["fixed_count"] in fails and "collapses" in fails
+    # V10: the summary's cells give a range, never every row
+    assert not any("every row" in t["band"] for t in p["table"])
+
+
+def test_the_latency_floor_is_the_batch_1_rows_fixed_cost_per_layer():
+    """V3: DeepSeek-R1 at batch 1 without MTP, 111 tokens/s per user (measurements.md row 34):
+    1/111 s = 9.01 ms a token, over 61 layers 148 us a layer, against a bound some thirty times
+    faster; the lecture's floor is that much optimistic at batch 1."""
+    from book.chapters.validation import context
+
+    presets = load()
+    row = next(r for r in validate(presets) if r.id == "trtllm_b200_r1_batch1")
+    floor = context(presets)["latency_floor"]
+    assert float(floor["per_token"].exact.split()[0]) == pytest.approx(1000 / 111, rel=1e-3)
+    assert float(floor["per_layer"].exact.split()[0]) == pytest.approx(1e6 / 111 / 61, rel=1e-3)
+    assert float(floor["optimism"].exact) == pytest.approx(1 / row.efficiency, rel=1e-3)
+    assert 20 < 1 / row.efficiency < 50  # "about thirty times", as the reader computed it
+
+
+def test_the_lecture_numbers_are_held_against_the_rows_with_a_verdict():
+    """V4: one third MFU, the 20 ms step and 2-3 B*, each computed from the rows."""
+    from book.chapters.validation import _lecture_numbers, tokens_per_step, tpot_target
+
+    presets = load()
+    rows = validate(presets)
+    table = _lecture_numbers(presets, rows)
+    lectures = {n["lecture"].split(" for")[0].split(",")[0] for n in table}
+    assert {"MFU ≈ 1/3", "a step every 20 ms", "a batch of 2–3 × B*"} <= lectures
+    assert all(n["verdict"].startswith(("holds", "does not hold")) for n in table)
+    # the step: the median of the server and interactive rows' TPOT (tokens per step x TPOT)
+    steps = [
+        (tokens_per_step(r.preset) * tpot_target(r.preset)).to("ms").m
+        for r in rows
+        if r.scenario in ("server", "interactive") and tpot_target(r.preset) is not None
+    ]
+    step = next(n for n in table if n["lecture"].startswith("a step"))
+    assert f"{len(steps)} rows" in step["rows"]
+    median = float(step["rows"].split("median ")[1].split(" ms")[0])
+    assert median == pytest.approx(np.median(steps), rel=0.05)
+    # each training format's median MFU, none pooled
+    for fmt in ("BF16", "FP8"):
+        mfus = [
+            r.efficiency
+            for r in rows
+            if r.scenario == "training"
+            and r.preset.get("throughput_per_chip") is not None
+            and r.preset.get("activations", r.preset.get("weights", "bf16")).upper() == fmt
+        ]
+        line = next(n for n in table if f"{fmt} peak" in n["rows"])
+        said = float(line["rows"].split("median ")[1].split("%")[0])
+        assert said == pytest.approx(100 * np.median(mfus), rel=0.05)
+
+
+def test_the_waterfall_runs_from_the_bound_down_to_the_prediction():
+    """V9: each fitted mechanism only takes rate away, from the row's bound to predict's own
+    prediction of the row."""
+    from book import predict
+    from book.chapters.validation import EXAMPLE, waterfall
+
+    presets = load()
+    stages = waterfall(presets)
+    row = next(r for r in validate(presets) if r.id == EXAMPLE)
+    assert stages[0]["rate"] == pytest.approx(row.bound.m)
+    rates = [s["rate"] for s in stages]
+    assert rates == sorted(rates, reverse=True)
+    params = predict.prediction(presets)["summary"]["params"]
+    c = predict.case(row, presets)
+    assert stages[-1]["rate"] == pytest.approx(predict.predict_case(c, params))
+
+
+def test_half_the_prompt_raises_the_compute_bound_example_by_less_than_double():
+    """V12: the exercise's answer is a number. Halving the prompt halves the prompt FLOPs per
+    output token and leaves the decode FLOPs: a compute-bound bound rises, by less than 2x."""
+    from book.chapters.validation import _example
+
+    presets = load()
+    ex = _example(presets, validate(presets))
+    assert ex["compute_bound"]
+    assert 1 < float(ex["half_prompt"].exact) < 2
