@@ -1161,6 +1161,9 @@ def _latency_floor(row, presets: Presets) -> dict:
     bound = (Q_(1, "token") / row.bound).to("ms")
     gap = (measured - bound) / layers
     return {
+        "chips": number(row.preset.chips),
+        "chip": chip_name(presets.get("hardware", row.preset.hardware)),
+        "model": presets.get("model", row.preset.model).name,
         "measured_rate": said(row.measured),
         "bound_rate": said(row.bound),
         "per_token": said(measured),
