@@ -1091,11 +1091,17 @@ def context(presets: Presets) -> dict:
         "example": _example(presets, rows),
         "worked_prediction": _worked_prediction(presets, rows),
         "sensitivity": sens,
-        "sensitivity_max": number(max(spreads), 3) if spreads else "—",
+        "sensitivity_max": Said(number(max(spreads), 3), spoken_number(max(spreads)))
+        if spreads
+        else "—",
         # the row and input behind the largest factor, so the text names what moved it
         "sensitivity_top": _top(sens),
         "sensitivity_inputs": _by_input(sens),
-        "sensitivity_median": number(float(np.median(spreads)), 3) if spreads else "—",
+        "sensitivity_median": Said(
+            number(float(np.median(spreads)), 3), spoken_number(float(np.median(spreads)))
+        )
+        if spreads
+        else "—",
         "omitted": [{"what": w, "why": y} for w, y in OMITTED],
         "ttft_ratio_low": number(min(ttft_ratios), 3),
         "ttft_ratio_high": number(max(ttft_ratios), 3),
