@@ -3,7 +3,7 @@
 Claims live in ``book/claims.toml``: what was said, by whom, the figure with its unit, a
 tolerance, and the cases (presets and the claim's own assumptions) to compute it on. The verdict
 is computed, so a preset change updates it, by one rule (:func:`verdict_of`): every case within
-the claim's standard, *holds*; some, *holds, with a caveat*; none, but the claim's own arithmetic
+the claim's standard, *holds*; some, *partly holds*; none, but the claim's own arithmetic
 redone on its own premise lands (its ``premise_cases``), *premise wrong, method right*; else
 *wrong*.
 
@@ -29,7 +29,7 @@ from units import ChalkboardError, parse_quantity
 from units.presets import Presets, load
 
 CLAIMS = Path(__file__).with_name("claims.toml")
-VERDICTS = ("holds", "holds, with a caveat", "premise wrong, method right", "wrong")
+VERDICTS = ("holds", "partly holds", "premise wrong, method right", "wrong")
 PRECISIONS = ("weight_precision", "kv_precision", "compute_precision")  # each defaults to precision
 CHOICES = ("hardware", "model", "precision", *PRECISIONS, "price", "api", "tier", "fit")
 
@@ -62,12 +62,13 @@ class Verdict:
 
 def verdict_of(cases, premise_cases=()) -> str:
     """The one verdict rule, from which cases land within the claim's standard: all of them,
-    'holds'; some, 'holds, with a caveat'; none, 'premise wrong, method right' when the claim's
+    'holds'; some, 'partly holds' (a case that misses may miss by any factor, so no mere
+    caveat); none, 'premise wrong, method right' when the claim's
     arithmetic redone on its own premise lands (every premise case), else 'wrong'.
 
     >>> from types import SimpleNamespace as S
     >>> verdict_of([S(in_range=True), S(in_range=False)])
-    'holds, with a caveat'
+    'partly holds'
     >>> verdict_of([S(in_range=False)], [S(in_range=True)])
     'premise wrong, method right'
     >>> verdict_of([S(in_range=False)], [S(in_range=False)])
@@ -162,7 +163,7 @@ def _evaluate(raw_case: dict, equation: str, presets: Presets, where: str) -> tu
     if "times" in raw_case:  # a factor the claim itself states (the lecture's sparsity of 8)
         factor = float(raw_case["times"])
         value = value * factor
-        label += f", times the claim's {number(factor, 3)}"
+        label += f", times the lecture's {number(factor, 3)}"
     return label, value
 
 

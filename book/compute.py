@@ -71,7 +71,7 @@ def _claim_counts(presets) -> dict:
     from book.claims import VERDICTS, audit_claims
 
     verdicts = [v.verdict for v in audit_claims(presets).values()]
-    names = ("holds", "caveat", "premise", "wrong")
+    names = ("holds", "partly", "premise", "wrong")
     return dict(zip(names, map(verdicts.count, VERDICTS), strict=True))
 
 

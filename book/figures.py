@@ -706,6 +706,9 @@ SCHEDULE_NAMES = {
 }
 
 
+FORWARD_LABEL_EVERY = 4  # forward boxes numbered 1, 5, 9, ...: one slot is too narrow for all
+
+
 def pipeline_schedule(presets: Presets) -> Figure:
     """One training step slot by slot: P stages down, time across, each micro-batch's forward
     and backward pass a box, the bubble hatched; GPipe above, 1F1B below. The schedule is placed
@@ -753,18 +756,18 @@ def pipeline_schedule(presets: Presets) -> Figure:
                         linewidth=0.6,
                     )
                 )
-                a.text(
-                    (x.start + x.end) / 2,
-                    x.stage,
-                    str(x.microbatch + 1),
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    fontweight="bold",
-                    # a forward box is one slot wide: its two-digit numbers stand on end
-                    rotation=0 if x.backward else 90,
-                    color="white",
-                )
+                # a forward box is one slot wide: only every fourth is numbered, upright
+                if x.backward or x.microbatch % FORWARD_LABEL_EVERY == 0:
+                    a.text(
+                        (x.start + x.end) / 2,
+                        x.stage,
+                        str(x.microbatch + 1),
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        fontweight="bold",
+                        color="white",
+                    )
             a.set_xlim(0, span)
             a.set_ylim(p - 0.5, -0.5)
             a.set_yticks(range(p), [f"stage {s + 1}" for s in range(p)])
@@ -807,6 +810,90 @@ def pipeline_schedule(presets: Presets) -> Figure:
         f"so stage 1 holds {held['1f1b']} micro-batches' activations instead of {held['gpipe']}."
     )
     return _render("pipeline_schedule", draw, alt, caption)
+
+
+INFERENCE_TOKENS = 3  # tokens per micro-batch drawn: enough to show the line never stops
+
+
+def pipeline_inference(presets: Presets) -> Figure:
+    """Pipelined decoding slot by slot: P micro-batches rotate through P stages, each token of a
+    micro-batch entering stage 1 as its previous token leaves the last stage, so after the
+    first fill no stage idles (:func:`book.chapters.pipeline.inference_schedule`)."""
+    from matplotlib.patches import Patch, Rectangle
+
+    from book.chapters import pipeline
+
+    p = round(presets.parameter["pipeline_stages"].value.m)
+    passes = pipeline.inference_schedule(p, INFERENCE_TOKENS)
+    span = max(x.end for x in passes)
+
+    def draw(fig, ax):
+        fig.set_size_inches(9, 2.9)
+        for s in range(p):  # the first fill: stage s waits s slots for its first micro-batch
+            if s:
+                ax.add_patch(
+                    Rectangle(
+                        (0, s - 0.4),
+                        s,
+                        0.8,
+                        facecolor="none",
+                        edgecolor=FOREGROUND,
+                        hatch="////",
+                        linewidth=0,
+                        alpha=0.35,
+                    )
+                )
+        for x in passes:
+            micro, token = x.microbatch % p, x.microbatch // p
+            ax.add_patch(
+                Rectangle(
+                    (x.start, x.stage - 0.4),
+                    x.end - x.start,
+                    0.8,
+                    facecolor=PALETTE[micro % len(PALETTE)],
+                    edgecolor="white",
+                    linewidth=0.6,
+                    alpha=1.0 - 0.22 * token,
+                )
+            )
+            ax.text(
+                (x.start + x.end) / 2,
+                x.stage,
+                f"{micro + 1}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                fontweight="bold",
+                color="white",
+            )
+        ax.set_xlim(0, span)
+        ax.set_ylim(p - 0.5, -0.5)
+        ax.set_yticks(range(p), [f"stage {s + 1}" for s in range(p)])
+        ax.set_xlabel("time, in slots of one stage's share of a decode step")
+        ax.grid(False)
+        ax.legend(
+            handles=[Patch(facecolor=PALETTE[i], label=f"micro-batch {i + 1}") for i in range(p)]
+            + [Patch(facecolor="none", edgecolor=FOREGROUND, hatch="////", label="first fill")],
+            loc="lower left",
+            bbox_to_anchor=(0, 1.02),
+            ncols=p + 1,
+            fontsize=8,
+        )
+
+    alt = (
+        f"A timeline of pipelined decoding on {p} stages with {p} micro-batches, each a colour, "
+        f"over {INFERENCE_TOKENS} tokens each (later tokens paler). Micro-batch 1's next token "
+        f"enters stage 1 in the slot after its previous token leaves stage {p}, and the other "
+        f"micro-batches fill the stages meanwhile: after the first fill, hatched, no stage is "
+        f"ever idle."
+    )
+    caption = (
+        f"Decoding on {p} stages with {p} micro-batches in flight (numbered; each later token of "
+        f"a micro-batch paler). A token of micro-batch 1 leaves stage {p} just as its next token "
+        f"is due at stage 1, so the line never stops: only the first fill is idle, and there is "
+        f"no bubble to drain, because no step waits for a weight update."
+    )
+    return _render("pipeline_inference", draw, alt, caption)
 
 
 BUBBLE_STAGES = (2, 4, 8, 16)
@@ -1430,6 +1517,8 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
                 racks,
                 [t * us for t in data[key]],
                 linestyle=":",
+                marker="^",  # rack counts are whole: a marker at each, as the solid series
+                markersize=5,
                 color=colour,
                 linewidth=1.6,
                 label=f"sent once per rack, {penalty}x",
@@ -1507,8 +1596,9 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
 
 
 def alltoall_diagram(presets: Presets) -> Figure:
-    """Schematic: one token dispatched to each of its k routed experts inside one rack, and over
-    two racks, where the off-rack share of them crosses the network."""
+    """Schematic: one token dispatched to each of its k routed experts inside one rack; over
+    two racks with a copy per expert, where the off-rack share of them crosses the network; and
+    over two racks sent once per rack, one copy crossing to the peer chip, which fans it out."""
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
     from book.chapters import moe
@@ -1580,7 +1670,8 @@ def alltoall_diagram(presets: Presets) -> Figure:
         return [c for c in order if not (skip_home and c == chips[0])][:n]
 
     def draw(fig, ax):
-        ax.set_xlim(0, 14.2)
+        fig.set_size_inches(10.5, 4.2)
+        ax.set_xlim(0, 21.9)
         ax.set_ylim(0, 6)
         ax.axis("off")
         # left: one rack, every byte on the scale-up network
@@ -1601,11 +1692,21 @@ def alltoall_diagram(presets: Presets) -> Figure:
         ax.text(
             10.5,
             0.25,
-            f"a share {share} leaves the rack at {out} per direction",
+            f"a copy per expert: {off} of {k} leave, {out} each way",
             ha="center",
             fontsize=9,
-            color=FOREGROUND,
         )
+        # far right: the same two racks, one copy to the peer chip, fanned out over NVLink there
+        rack(ax, 14.7, 17.7, "rack 1")
+        rack(ax, 18.7, 21.7, "rack 2")
+        home = grid(ax, 15.5, columns // 2, home=True)
+        peer = grid(ax, 19.5, columns // 2)
+        for target in spread(home, k - off, skip_home=True):
+            arrow(ax, home[0], target, up_colour)
+        arrow(ax, home[0], peer[0], out_colour, dashed=True)
+        for target in spread(peer, off, skip_home=True):
+            arrow(ax, peer[0], target, up_colour)
+        ax.text(18.2, 0.25, "once per rack: one copy leaves", ha="center", fontsize=9)
         ax.plot([], [], color=up_colour, label="scale-up (NVLink)")
         ax.plot([], [], color=out_colour, linestyle="--", label="scale-out (network)")
         ax.plot(
@@ -1617,14 +1718,17 @@ def alltoall_diagram(presets: Presets) -> Figure:
         "Diagram: on the left one rack of chips, where a token's home chip sends its activation "
         f"to the {k} chips holding its experts over NVLink at {up} per direction; on the right "
         f"the same layer over two racks, where {off} of the {k} arrows cross to the other rack "
-        f"over the network at {out} per direction."
+        f"over the network at {out} per direction; at the far right the same two racks when "
+        f"the token is sent once per rack: one arrow crosses to the chip in the same position "
+        f"in the other rack, which forwards it over NVLink to the {off} experts there."
     )
     caption = (
         f"Dispatch of one token to its {k} routed experts, one arrow each, drawn as if each "
         "lives on a different chip (combine sends the results back the same way). Inside one "
         f"rack every arrow is an NVLink path; over two racks a share {share} of them, {off} "
         f"of {k}, crosses the scale-out network, {penalty} times slower per chip and per "
-        "direction on these chips."
+        "direction on these chips. Sent once per rack (right, DeepSeek-V3's dispatch), one "
+        "copy crosses and the other rack's NVLink fans it out."
     )
     return _render("alltoall_diagram", draw, alt, caption)
 
@@ -2169,6 +2273,7 @@ FIGURES = {
     "drain_ladder": drain_ladder,
     "memory_vs_stages": memory_vs_stages,
     "pipeline_schedule": pipeline_schedule,
+    "pipeline_inference": pipeline_inference,
     "pipeline_bubble": pipeline_bubble,
     "chinchilla_contours": chinchilla_contours,
     "equal_cost_heuristic": equal_cost_heuristic,
@@ -2187,7 +2292,7 @@ FIGURES = {
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "cost_vs_speed", "roofline"),
     "moe": ("alltoall_diagram", "alltoall_vs_racks"),
-    "pipeline": ("memory_vs_stages", "pipeline_schedule", "pipeline_bubble"),
+    "pipeline": ("memory_vs_stages", "pipeline_inference", "pipeline_schedule", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder", "kv_routes", "kv_cache_mechanism"),
     "reversible": ("feistel_round", "reversible_block", "activation_vs_layers"),

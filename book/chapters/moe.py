@@ -8,7 +8,16 @@ what a scale-up domain can hold.
 """
 
 from book.context import Evaluator, cell_in, header
-from book.format import chip_name, context_tokens, number, quantity, said, said_number
+from book.format import (
+    chip_name,
+    context_tokens,
+    number,
+    quantity,
+    said,
+    said_number,
+    spoken_number,
+)
+from derivations.notation import flops_per_param_token
 from units import Q_
 from units.presets import Presets
 
@@ -145,6 +154,8 @@ def context(presets: Presets) -> dict:
         "rack_id": RACK,
         "rack": chip_name(rack),
         "experts_routed": said(Q_(model.experts_routed, "expert")),
+        "experts_routed_n": said_number(model.experts_routed),
+        "experts_active_n": said_number(model.experts_active),
         "experts_active": said(Q_(model.experts_active, "expert")),
         "experts_shared": said(Q_(model.experts_shared, "expert")),
         "d_model": said_number(model.d_model),
@@ -164,9 +175,14 @@ def context(presets: Presets) -> dict:
             "alltoall_bytes_per_token", combine_bytes_per_value=Q_(1, "byte/value")
         ),
         "ratio_one_rack_fp8_both": said_number(ratio_one * _fp8_both_share(ev), 2),
-        "batch": quantity(batch),
+        "batch": said(batch),
         "per_weight_byte": said_number(ev.q("dense_crossover_batch").to("sequence").m),
         "sparsity": said_number((model.params_total / model.params_active).to("").m),
+        "crossover_factors": crossover_factors(presets),
+        "tex": _tex(),
+        "price": said(presets.get("rental", "lecture_gpu").price),
+        "price_source": presets.get("rental", "lecture_gpu").name,
+        "flops_per_param": said(flops_per_param_token.value),
         "layer_compute": _us(layer),
         "layer_compute_ctx": _us(layer_ctx),
         "attention_matters": bool((layer_ctx / layer).to("").m > 1.01),
@@ -225,9 +241,43 @@ def context(presets: Presets) -> dict:
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "once": _once_per_rack(presets, one, ratio_one, ratio_one_ctx, penalty_hw),
         "links": _link_efficiency(presets, ratio_one, penalty_hw),
-        "verdict": _verdict(presets, ratio_one, ratio_one_ctx, penalty_hw),
+        "verdict": _verdict(presets, one, ratio_one, penalty_hw),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
+    }
+
+
+def crossover_factors(presets: Presets) -> str:
+    """The crossover batch as two factors that multiply to it as printed: the dense crossover
+    (multiplies per byte of weight) to four figures, the sparsity to three.
+
+    >>> from units.presets import load
+    >>> crossover_factors(load())
+    '312.5 × 18.1'
+    """
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    model = presets.get("model", MODEL)
+    dense = ev.q("dense_crossover_batch").to("sequence").m
+    sparsity = (model.params_total / model.params_active).to("").m
+    return f"{number(dense, 4)} × {number(sparsity, 3)}"
+
+
+def _tex() -> dict:
+    """Inline math the prose uses, printed by sympy: the one-rack all-to-all time (the
+    alltoall_time equation before the multi-rack slowdown) and the crossover batch."""
+    import derivations
+    from derivations.core import readable, to_display_latex
+    from derivations.moe import T_ONE
+    from derivations.notation import experts_active, racks_spanned
+
+    t = derivations.get("alltoall_time")
+    r, k = racks_spanned.sym, experts_active.sym
+    return {
+        "one_in_r": derivations.to_latex(1 / r),
+        "miss": derivations.to_latex((1 - 1 / r) ** k),
+        "others": derivations.to_latex(r - 1),
+        "one_rack": f"{t.lhs.latex} = {to_display_latex(readable(T_ONE))}",
+        "crossover": derivations.get("crossover_batch").display_latex(),
     }
 
 
@@ -238,11 +288,56 @@ def _fp8_both_share(ev: Evaluator) -> float:
     return (fp8 / ev.q("alltoall_bytes_per_token")).to("").m
 
 
-def _verdict(presets: Presets, ratio_one: float, ratio_ctx: float, penalty_hw) -> dict:
+def _layer_time(presets: Presets, ev: Evaluator, context_length=None):
+    """One layer's compute at the crossover batch on the expert-parallel chips: the whole model's
+    compute per step over its layers, at ``context_length`` (the default context when None;
+    one token per sequence is the short-context limit, the weights' FLOPs alone)."""
+    layers = Q_(presets.get("model", MODEL).layers, "layer")
+    chips = presets.parameter["expert_parallel_chips"].value
+    kw = {} if context_length is None else {"context_length": context_length}
+    step = ev.q("compute_time", batch_size=ev.q("crossover_batch"), n_chips=chips, **kw)
+    return Q_((step / layers).to("ms/layer").m, "ms")
+
+
+def hiding_context(presets: Presets, alltoall):
+    """The context from which attention's FLOPs make a layer's compute at least ``alltoall``
+    (a time), so that it hides; None when it hides at any context. The layer's compute grows
+    linearly with the context (each new token attends to its whole KV cache), so two points
+    fix it; the result is checked against the equation at that context.
+
+    >>> from units.presets import load
+    >>> hiding_context(load(), Q_(1, "ns")) is None
+    True
+    """
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    one_token = Q_(1, "token/sequence")
+    default = presets.parameter["context_length"].value
+    short, at_default = _layer_time(presets, ev, one_token), _layer_time(presets, ev, default)
+    if alltoall <= short:
+        return None
+    slope = (at_default - short) / (default - one_token)
+    found = one_token + ((alltoall - short) / slope).to("token/sequence")
+    check = (alltoall / _layer_time(presets, ev, found)).to("").m
+    assert abs(check - 1) < 1e-6, f"the layer's compute is not linear in the context ({check})"
+    return found
+
+
+def _tokens(context_length) -> str:
+    """A context as prose says it, at two or three figures: ``'9,400 tokens'``."""
+    return f"{spoken_number(context_length.to('token/sequence').m)} tokens"
+
+
+def _when(found) -> str:
+    """When a layout hides, as a sentence ends: at any context, or from a context on."""
+    return "at any context" if found is None else f"from a context of about {_tokens(found)}"
+
+
+def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
     """One table for "one rack bounds an expert layer": the all-to-all over the layer's compute
     for each layout (one rack; two racks sending a copy per expert, or once per rack, at the
-    lecture's penalty and GB200's own), at the short-context limit and at the default context,
-    at the links' peak and at DeepEP's measured NVLink efficiency (which divides every time)."""
+    lecture's penalty and GB200's own), at the short-context limit (at the links' peak and at
+    DeepEP's measured NVLink efficiency, which divides every all-to-all time), at the default
+    context and at a long one (peak), and the context from which each layout hides."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     eta = (
         (
@@ -253,35 +348,65 @@ def _verdict(presets: Presets, ratio_one: float, ratio_ctx: float, penalty_hw) -
         .m
     )
     lecture_penalty = presets.parameter["scale_out_penalty"].value
+    default = presets.parameter["context_length"].value
+    long = presets.parameter["long_context_length"].value
     two = Q_(2, "rack")
+    short = _layer_time(presets, ev, Q_(1, "token/sequence"))
+    layer_default, layer_long = _layer_time(presets, ev, default), _layer_time(presets, ev, long)
+
+    def per_expert(penalty):
+        return ev.q("multi_rack_slowdown", racks_spanned=two, scale_out_penalty=penalty).to("").m
+
+    def once(penalty):
+        return ev.q("once_per_rack_slowdown", racks_spanned=two, scale_out_penalty=penalty).to("").m
+
+    lecture_x, hw_x = said_number(lecture_penalty.to("").m), said_number(penalty_hw.to("").m)
     layouts = [
         ("one rack", 1.0),
-        (
-            f"two racks, a copy per expert, {said_number(lecture_penalty.to('').m)}×",
-            ev.q("multi_rack_slowdown", racks_spanned=two).to("").m,
-        ),
-        (
-            f"two racks, once per rack, {said_number(lecture_penalty.to('').m)}×",
-            ev.q("once_per_rack_slowdown", racks_spanned=two).to("").m,
-        ),
-        (
-            f"two racks, once per rack, {said_number(penalty_hw.to('').m)}×",
-            ev.q("once_per_rack_slowdown", racks_spanned=two, scale_out_penalty=penalty_hw)
-            .to("")
-            .m,
-        ),
+        (f"two racks, a copy per expert, {lecture_x}×", per_expert(lecture_penalty)),
+        (f"two racks, a copy per expert, {hw_x}×", per_expert(penalty_hw)),
+        (f"two racks, once per rack, {lecture_x}×", once(lecture_penalty)),
+        (f"two racks, once per rack, {hw_x}×", once(penalty_hw)),
     ]
-    cases = [(ratio_one, 1.0), (ratio_one, eta), (ratio_ctx, 1.0), (ratio_ctx, eta)]
 
     def cell(x: float) -> str:
         verdict = "does not hide" if x >= 1 else ("barely hides" if x > 0.9 else "hides")
         return f"{said_number(x, 2)}, {verdict}"
 
-    rows = [
-        {"layout": name, "cells": [cell(slow * ratio / e) for ratio, e in cases]}
-        for name, slow in layouts
-    ]
-    return {"rows": rows, "eta": said_number(100 * eta, 2)}
+    rows, hides_from = [], {}
+    for name, slow in layouts:
+        t = one * slow
+        at_short = (t / short).to("").m
+        ratios = [at_short, at_short / eta, (t / layer_default).to("").m, (t / layer_long).to("").m]
+        found = hiding_context(presets, t)
+        hides_from[name] = found
+        rows.append(
+            {
+                "layout": name,
+                "cells": [cell(x) for x in ratios] + ["any" if found is None else _tokens(found)],
+            }
+        )
+    per_expert_names = [n for n, _ in layouts[1:3]]
+    once_hw = hides_from[layouts[4][0]]
+    return {
+        "rows": rows,
+        "eta": said_number(100 * eta, 2),
+        "long": context_tokens(long),
+        "headers": [
+            "short, peak",
+            f"short, {said_number(100 * eta, 2)}%",
+            f"{context_tokens(default)}, peak",
+            f"{context_tokens(long)}, peak",
+            "hides at peak from a context of",
+        ],
+        "per_expert_hides": _tokens(hides_from[per_expert_names[0]]),
+        "per_expert_hides_hw": _tokens(hides_from[per_expert_names[1]]),
+        "once_when": _when(hides_from[layouts[3][0]]),
+        "once_hw_when": _when(once_hw),
+        "lecture_x": lecture_x,
+        "hw_x": hw_x,
+        "long_hides_hw": bool(hides_from[per_expert_names[1]] < long),
+    }
 
 
 def _either(names: list[str]) -> str:
@@ -340,7 +465,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     kv = fp4.q("kv_cache_per_batch", batch_size=b_fp8).to("TB")
     left = (fp4.q("max_total_params") * ((hbm - kv) / hbm).to("")).to("Tparam")
     tpu = presets.get("hardware", "tpu7x")
+    qwen = _thin_model(presets)
     return {
+        **qwen,
         "kimi": kimi.name,
         "kimi_routed": said_number(kimi.experts_routed),
         "kimi_active": said(Q_(kimi.experts_active, "expert")),
@@ -380,6 +507,53 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     }
 
 
+THIN = "qwen3_235b_a22b"  # thin layers: d = 4,096 and 22 B active parameters over 94 layers
+
+
+def _thin_model(presets: Presets) -> dict:
+    """The exercise on a thinner MoE: its crossover batch on the rack, and its one-rack
+    all-to-all against one layer's compute per token (batch and chips cancel): the link time of
+    a token's all-to-all bytes against the compute of its share of one layer's active weights."""
+    model = presets.get("model", THIN)
+    ev = Evaluator(presets, RACK, THIN, "fp8")
+    rack = presets.get("hardware", RACK)
+    layers = Q_(model.layers, "layer")
+    flops = rack.get("dense_flops_fp8")
+    per_layer = (model.params_active / layers).to("Gparameter/layer") * Q_(1, "layer")
+    link = ev.q("alltoall_bytes_per_token") * Q_(1, "token") / rack.scale_up_bandwidth_per_direction
+    compute = flops_per_param_token.value * per_layer * Q_(1, "token") / flops
+    ratio = (link / compute).to("").m
+    # the same ratio from the equations, at the crossover batch on the chips (weights' FLOPs)
+    batch, chips = ev.q("crossover_batch"), presets.parameter["expert_parallel_chips"].value
+    short = Q_(1, "token/sequence")
+    step = ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=short) / layers
+    one = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack"))
+    assert abs((one / (step * Q_(1, "layer"))).to("").m / ratio - 1) < 1e-3, "ratio mismatch"
+    step_ctx = ev.q("compute_time", batch_size=batch, n_chips=chips) / layers
+    ratio_ctx = (one / (step_ctx * Q_(1, "layer"))).to("").m
+    return {
+        "qwen": model.name,
+        "qwen_d": said_number(model.d_model),
+        "qwen_k": said_number(model.experts_active),
+        "qwen_routed": said_number(model.experts_routed),
+        "qwen_active": said(model.params_active.to("Gparam")),
+        "qwen_total": said(model.params_total.to("Gparam")),
+        "qwen_layers": said(layers),
+        "qwen_dense": said_number(ev.q("dense_crossover_batch").to("sequence").m, 4),
+        "qwen_sparsity": said_number((model.params_total / model.params_active).to("").m, 3),
+        "qwen_batch": said(batch),
+        "qwen_bytes": ev.text("alltoall_bytes_per_token"),
+        "qwen_link": _us(link) if link.to("microsecond").m >= 1 else said(link.to("ns")),
+        "qwen_layer_params": said(per_layer.to("Mparameter")),
+        "qwen_flops": said(flops),
+        "qwen_compute": said(compute.to("ns")),
+        "qwen_ratio": said_number(ratio, 2),
+        "qwen_hides": bool(ratio < 1),
+        "qwen_ratio_ctx": said_number(ratio_ctx, 2),
+        "qwen_ctx_hides": bool(ratio >= 1 > ratio_ctx),
+    }
+
+
 def _hardware_table(presets: Presets) -> dict:
     """Every chip with a switched scale-up domain: its memory, the KV cache of DeepSeek-V3's
     crossover batch on that chip (FP8, the default context), the parameters that fit beside that
@@ -396,7 +570,7 @@ def _hardware_table(presets: Presets) -> dict:
         ("FP8 parameters beside it", "Tparameter"),
         ("scale-up / scale-out", "dimensionless"),
     )
-    rows = []
+    rows, no_fp8 = [], []
     for hw in presets.hardware.values():
         if hw.get("scale_up_domain") is None or hw.get("scale_up_topology") == "torus":
             continue
@@ -422,10 +596,18 @@ def _hardware_table(presets: Presets) -> dict:
             cell_in(u, f) if i == 0 else _two_figures(u, f)
             for i, ((_, u), f) in enumerate(zip(columns, values, strict=True))
         ]
-        if cells[2] != "—" and cells[3] == "—":  # the KV cache alone fills the domain
+        if cells[2] == "—":  # no FP8 figure, so no FP8 crossover: a row of dashes, left out
+            no_fp8.append(chip_name(hw))
+            continue
+        if cells[3] == "—":  # the KV cache alone fills the domain
             cells[3] = "none"
         rows.append({"name": hw.name, "short": chip_name(hw), "cells": cells})
-    return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+    return {
+        "headers": [header(n, u) for n, u in columns],
+        "rows": rows,
+        "no_fp8": _either(no_fp8),
+        "no_port": _either([r["short"] for r in rows if r["cells"][4] == "—"]),
+    }
 
 
 def _two_figures(in_unit: str, compute) -> str:
@@ -551,6 +733,8 @@ def _once_per_rack(
         "lecture_copies": said_number(lecture_copies(r2)),
         "copies": said_number(copies(r2), 3),
         "miss": said_number(1 - copies(r2) / (r2 - 1), 2),
+        # the same chance as "1 in N": each of k experts misses the other rack with 1 - 1/r
+        "miss_one_in": said_number(1 / (1 - copies(r2) / (r2 - 1))),
         "slowdown": said_number(slow, 3),
         "slowdown_hw": said_number(slow_hw, 3),
         "onrack": said_number(once(1, lecture_penalty)),  # one rack: the on-rack share alone
@@ -565,6 +749,8 @@ def _once_per_rack(
         # against a copy per expert, whose break-even is 1 / (f ratio_one): k f / c_out
         "gain": said_number(lecture_copies(r2) / copies(r2), 2),
         "cap": said_number(cap.to("rack").m),
+        # the M racks may include the token's own, from which nothing leaves
+        "cap_leaving": said_number(cap.to("rack").m - 1),
         "beyond_cap": said(Q_(beyond_cap, "rack")),
         "ultra_penalty": said_number(ultra),
         "ultra_slowdown": said_number(once(r2, ultra), 3),

@@ -9,9 +9,12 @@ True
 import math
 from dataclasses import dataclass
 
+import sympy as sp
+
 import derivations
-from book.context import Evaluator, cell_in, header
-from book.format import chip_name, context_tokens, quantity, said, said_number
+from book.chapters.moe import crossover_factors
+from book.context import Evaluator, header
+from book.format import chip_name, context_tokens, number, quantity, said, said_number
 from units import Q_
 from units.presets import Presets
 
@@ -47,6 +50,7 @@ def context(presets: Presets) -> dict:
         "hbm": quantity(presets.get("hardware", RACK).hbm_capacity),
         "ratio_one_layer": ev.text("scaleup_scaleout_ratio", moe_layers_per_stage=Q_(1, "layer")),
         "ratio_default": ev.text("scaleup_scaleout_ratio"),
+        "ratio_default_mixed": _mixed_bytes_ratio(presets, ev),
         # fractional on average (61 layers over 4 stages): shown as a plain number, not a count
         "layers_per_stage": said_number(ev.q("layers_per_stage").m),
         "moe_layers_per_stage": said_number(ev.q("moe_layers_per_stage").m),
@@ -65,13 +69,8 @@ def context(presets: Presets) -> dict:
         ),
         "hop": quantity(presets.parameter["hop_latency"].value),
         "stages_default": quantity(presets.parameter["pipeline_stages"].value),
-        "domain_fetch": [
-            {
-                "name": chip_name(presets.get("hardware", hw)),
-                "time": Evaluator(presets, hw, MODEL, "fp8").text("domain_weight_fetch_time"),
-            }
-            for hw in ("h100_sxm", "b200", "gb200_nvl72")
-        ],
+        "domain_fetch": [_domain_fetch(presets, hw) for hw in ("h100_sxm", "b200", "gb200_nvl72")],
+        "crossover_factors": crossover_factors(presets),
         "fetch_ratio": said(
             (
                 Evaluator(presets, "h100_sxm", MODEL, "fp8").q("domain_weight_fetch_time")
@@ -103,9 +102,46 @@ def context(presets: Presets) -> dict:
     }
 
 
+def _domain_fetch(presets: Presets, hw_id: str) -> dict:
+    """The time to read the model's FP8 weights over one scale-up domain of ``hw_id``, and
+    whether the domain's HBM holds them at all."""
+    hw = presets.get("hardware", hw_id)
+    ev = Evaluator(presets, hw_id, MODEL, "fp8")
+    hbm = (hw.hbm_capacity * hw.scale_up_domain.m).to("GB")
+    return {
+        "name": chip_name(hw),
+        "time": ev.text("domain_weight_fetch_time"),
+        "fits": bool(ev.q("weight_memory") <= hbm),
+        "hbm": said(hbm),
+    }
+
+
+def _traffic_times() -> dict:
+    """The two times per token the traffic ratio divides, as the ratio's derivation writes them
+    (scale-up: the stage's MoE layers' all-to-alls; scale-out: one activation), and the
+    substitution that makes the bandwidths cancel."""
+    from derivations.core import readable, to_display_latex
+    from derivations.pipeline import S_out, S_up, b_act, d, ell, kk, nu, pi, t_out, t_up
+
+    def shown(lhs, rhs):
+        return f"{derivations.to_latex(lhs)} = {to_display_latex(readable(rhs))}"
+
+    return {
+        "t_up": shown(t_up, ell * 2 * kk * nu * d * b_act / S_up),
+        "t_out": shown(t_out, nu * d * b_act / S_out),
+        "s_out": shown(S_out, S_up / pi),
+    }
+
+
 def _tex() -> dict:
     """Inline math the prose uses, printed by sympy from the chapter's own symbols."""
-    from derivations.notation import experts_active, microbatches, pipeline_stages
+    from derivations.notation import (
+        experts_active,
+        hop_latency,
+        microbatches,
+        pipeline_stages,
+        train_period,
+    )
 
     p, m, k = pipeline_stages.sym, microbatches.sym, experts_active.sym
     e = derivations.lookup_symbol("expert_parallel_chips").sym
@@ -117,6 +153,8 @@ def _tex() -> dict:
         "p_minus_one": derivations.to_latex(p - 1),
         "bubble_approx": derivations.to_latex((p - 1) / m),
         "m_solved": solved.display_latex(),
+        "hops_equal": derivations.to_latex(sp.Eq(p * hop_latency.sym, train_period.sym)),
+        **_traffic_times(),
     }
 
 
@@ -161,12 +199,22 @@ def _traffic(presets: Presets, ev: Evaluator) -> dict:
         "d_ff_expert": said_number(model.get("d_ff_expert")),
         "scaleup_domain": quantity(presets.get("hardware", RACK).scale_up_domain),
         "tp_chips": quantity(presets.get("hardware", "h100_sxm").scale_up_domain),
+        "tp_ways_n": said_number(presets.get("hardware", "h100_sxm").scale_up_domain.m),
         # one expert's hidden width cut over an 8-GPU node's chips (tensor parallelism)
         "tp_slice": said_number(
             model.get("d_ff_expert") / presets.get("hardware", "h100_sxm").scale_up_domain.m
         ),
         "vocab": f"{model.get('vocab'):,}",  # an exact count, shown whole
     }
+
+
+def _mixed_bytes_ratio(presets: Presets, ev: Evaluator):
+    """The traffic ratio at the MoE chapter's default precisions: FP8 dispatch and BF16 combine
+    inside the stage (b_act + b_comb bytes per expert round trip, not 2 b_act) against an FP8
+    hop (b_act bytes)."""
+    act = presets.get("precision", "fp8").bytes_per_value
+    comb = presets.parameter["combine_bytes_per_value"].value
+    return said((ev.q("scaleup_scaleout_ratio") * ((act + comb) / (2 * act))).to(""))
 
 
 def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
@@ -342,7 +390,7 @@ def _too_big(presets: Presets, chip: str = TOO_BIG_CHIP) -> dict:
             "weights_two": said(two.to("GB")),
             "left_one": said((hw.hbm_capacity - one).to("GB")),
             "left_two": said((hw.hbm_capacity - two).to("GB")),
-            "crossover": quantity(crossover),
+            "crossover": said(crossover),
             "kv": said(kv.to("GB")),
             "kv_over_hbm": said((kv / hw.hbm_capacity).to("")),
             "fits_one": fitting(1),
@@ -371,11 +419,8 @@ def _stages_table(ev: Evaluator) -> dict:
         rows.append(
             {
                 "stages": str(p),
-                "cells": [
-                    cell_in("GB", lambda w=weights: w),
-                    cell_in("GB", lambda k=kv: k),
-                    cell_in("GB", lambda w=weights, k=kv: w + k),
-                ],
+                # two figures, as the prose beside the table says them
+                "cells": [number(x.to("GB").m, 2) for x in (weights, kv, weights + kv)],
             }
         )
     return {"headers": [header(n, "GB") for n in ("weights", "KV cache", "total")], "rows": rows}
@@ -387,7 +432,10 @@ def _bubble_table(ev: Evaluator) -> dict:
             "stages": str(p),
             "cells": [
                 percent(
-                    ev.q("pipeline_bubble_fraction", pipeline_stages=Q_(p, "stage"), microbatches=m)
+                    ev.q(
+                        "pipeline_bubble_fraction", pipeline_stages=Q_(p, "stage"), microbatches=m
+                    ),
+                    2,
                 )
                 for m in MICROBATCHES
             ],
@@ -412,6 +460,7 @@ def _training_memory(presets: Presets) -> dict:
     )
     state = ev.q("training_state_memory")
     hbm = presets.get("hardware", TRAIN_CHIP).hbm_capacity
+    node_chips = presets.get("hardware", TRAIN_CHIP).scale_up_domain
     return {
         "training": {
             "model": presets.get("model", TRAIN_MODEL).name,
@@ -419,6 +468,9 @@ def _training_memory(presets: Presets) -> dict:
             "bytes_per_param": said(per_param),
             "state": said(state.to("GB")),
             "state_chips": said((state / hbm).to("") * Q_(1, "chip")),
+            "node": said(node_chips),
+            "state_nodes": said_number((state / (hbm * node_chips.m)).to("").m, 2),
+            "state_nodes_whole": said_number(math.ceil((state / (hbm * node_chips.m)).to("").m)),
             "activations": ev.text("full_activation_memory", **one),
             "activations_recompute": ev.text("activation_memory", **one),
             "total": ev.text("training_memory", **one),
@@ -701,6 +753,27 @@ def schedule(kind: str, stages: int, microbatches: int, backward_cost: float) ->
         if not progressed:  # pragma: no cover - the two schedules above never deadlock
             raise RuntimeError(f"schedule {kind!r} deadlocked")
     return placed
+
+
+def inference_schedule(stages: int, tokens: int) -> list[Pass]:
+    """Pipelined decoding, slot by slot: ``stages`` micro-batches in flight, one per stage, each
+    generating ``tokens`` tokens. A slot is one stage's share of a step; token t + 1 of a
+    micro-batch enters stage 1 in the slot after token t leaves the last stage, and the
+    ``microbatch`` field of each pass counts (micro-batch, token) as micro-batch + stages x
+    token. Nothing waits for a weight update, so after the first fill no stage is idle.
+
+    >>> step = inference_schedule(4, 3)
+    >>> max(p.end for p in step), len(step)  # (3 tokens x 4 micro-batches) + 3 fill slots
+    (15.0, 48)
+    >>> sorted(p.start for p in step if p.stage == 3)[:4]  # the last stage, busy from slot 3
+    [3.0, 4.0, 5.0, 6.0]
+    """
+    return [
+        Pass(s, i + stages * t, False, float(t * stages + i + s), float(t * stages + i + s + 1))
+        for t in range(tokens)
+        for i in range(stages)
+        for s in range(stages)
+    ]
 
 
 def idle_share(passes: list[Pass]) -> float:

@@ -167,28 +167,35 @@ def money(q: pint.Quantity, digits: int = 4) -> str:
     return f"{number(q.magnitude * 100, digits)}¢{per}"
 
 
-def distinct_mistakes(mistakes, answer, tolerance: float) -> tuple[Mistake, ...]:
-    """The slips the tolerance tells from the answer; two that land within it of each other are
-    named together ("Either: … Or: …"), so the checker's feedback names both.
+def distinct_mistakes(mistakes, answer, tolerance: float, factor: bool = False):
+    """The slips the checker can tell apart, each with its one diagnosis: a slip that lands
+    inside the accepted answer is dropped, and of two that land within ``tolerance`` of each
+    other only the first listed is kept (list the likelier slip first), so the feedback never
+    names two errors for one value (reader 13, issue 21). ``factor``: ``tolerance`` is an
+    estimate's factor (within ×``tolerance`` either way), not a relative error.
 
     >>> from units import Q_
-    >>> a, b, c = (Mistake(Q_(v, "s"), w) for v, w in ((1.0, "same"), (2.0, "x2"), (2.01, "y")))
-    >>> [m.why for m in distinct_mistakes((a, b, c), Q_(1, "s"), 0.02)]
-    ['Either: x2 Or: y']
+    >>> slips = [Mistake(Q_(v, "s"), w) for v, w in ((1, "="), (2, "x2"), (2.01, "y"), (0.5, "/2"))]
+    >>> [m.why for m in distinct_mistakes(slips, Q_(1, "s"), 0.02)]
+    ['x2', '/2']
     """
     out: list[Mistake] = []
     for m in mistakes:
-        if abs((m.value / answer).to("").m - 1) <= tolerance:
-            continue
-        same = next(
-            (i for i, o in enumerate(out) if abs((m.value / o.value).to("").m - 1) <= tolerance),
-            None,
-        )
-        if same is None:
+        if not any(
+            _within(m.value, o.value, tolerance, factor) for o in (*out, Mistake(answer, ""))
+        ):
             out.append(m)
-        else:
-            out[same] = Mistake(out[same].value, f"Either: {out[same].why} Or: {m.why}")
     return tuple(out)
+
+
+def _within(a, b, tolerance: float, factor: bool) -> bool:
+    """Whether ``a`` is within ``tolerance`` of ``b`` (relative, or a factor either way)."""
+    if a.dimensionality != b.dimensionality:
+        return False
+    ratio = (a / b).to("").m
+    if factor:
+        return ratio > 0 and max(ratio, 1 / ratio) <= tolerance
+    return abs(ratio - 1) <= tolerance
 
 
 def evaluate(equation: str, detailed: bool = False, **case):

@@ -201,8 +201,10 @@ def test_a_worked_number_card_by_hand(deck):
     card = next(c for c in deck if c.id == "eq:decode_rate_per_user:number")
     # Llama 3.1 70B at FP8 on one H100 (facts.md: 70.6 B parameters, 3.35 TB/s, 80 layers x
     # 8 KV heads x 128 x 2 = 163,840 KV values per token): weights 70.6 GB / 3.35 TB/s =
-    # 21.07 ms, KV 32,768 x 163,840 B / 3.35 TB/s = 1.60 ms; one token per 22.67 ms = 44.1/s
-    assert card.back.startswith("About 44.1 tokens per second")
+    # 21.07 ms, KV 32,768 x 163,840 B / 3.35 TB/s = 1.60 ms; one token per 22.67 ms = 44.1/s,
+    # said to two figures; the back gives both reads (reader 12: the 5.4 GB of KV was missing)
+    assert card.back.startswith("About 44 tokens per second")
+    assert "70.6 GB" in card.back and "5.37 GB" in card.back and "3.35 TB/s" in card.back
 
 
 # -- the gates of issue 21: what a card may not carry -----------------------------------------
@@ -274,10 +276,10 @@ def _accepted(raw: dict, standards: dict):
 
 def test_a_claim_card_says_holds_only_when_every_case_lands_in_range(deck):
     """The verdict on a claim card follows the one rule (book/claims.toml's header), from
-    the claim's stated range: 'Holds.' when every case lands inside it, 'Holds, with a caveat:'
+    the claim's stated range: 'Holds.' when every case lands inside it, 'Partly holds:'
     when some do, and when none does 'Premise wrong, method right:' if every case redone on the
     claim's own premise lands, else 'Wrong.'. A case outside the range is on the verdict line
-    with its figure whenever the verdict holds with a caveat; a card on a missed claim shows at
+    with its figure whenever the verdict partly holds; a card on a missed claim shows at
     least one miss, and one on a wrong premise the premise's figure too."""
     import tomllib
 
@@ -310,7 +312,7 @@ def test_a_claim_card_says_holds_only_when_every_case_lands_in_range(deck):
         if all(hits):
             assert said == "**Holds.**", (c.id, said)
         elif any(hits):
-            assert said == "**Holds, with a caveat:**", (c.id, said)
+            assert said == "**Partly holds:**", (c.id, said)
             for figure in missed:  # the miss is shown with its figure
                 assert figure in verdict_line, (c.id, figure)
         elif premise and all(premise):
@@ -353,9 +355,7 @@ def test_the_reason_gate_fails_a_bare_verdict():
 
 # -- what a fresh reader marked weak: long backs, two questions, undefined symbols ------------
 
-VERDICT = re.compile(
-    r"\*\*(?:Holds|Holds, with a caveat|Premise wrong, method right|Wrong)[.:]\*\*"
-)
+VERDICT = re.compile(r"\*\*(?:Holds|Partly holds|Premise wrong, method right|Wrong)[.:]\*\*")
 MAX_SENTENCES, MAX_WORDS = 3, 70
 
 
@@ -674,24 +674,22 @@ def test_whatif_cards_evaluate_at_the_new_point(deck):
     )
     # a cost per token rests on the chip-hour price, which the front does not give: the card
     # says the factor only (the old card read "from 1.56 USD per million tokens to 0.903")
-    assert by_id["whatif:batching:batch-below-crossover"].back.startswith("It falls to 0.58")
-    # attention's factor is on the front, the regime left to the student and its margin on the
-    # back (reader 9: the answer turned on recalling a preset; reader 11: given the margin, it
-    # was one step away). By
-    # hand, DeepSeek-V3 at FP8 on an H100 (facts.md), 16,384 sequences of 4,096 tokens: MLA's
-    # 17.0 MFLOP per context token x 4,096 = 69.6 GFLOP beside the weights' 74, so attention
-    # multiplies a token's FLOPs 1.94 times; compute 16,384 x 143.6 G / 1,978.9 T = 1.19 s
-    # against (671 GB + 35,136 B x 4,096 x 16,384 of KV) / 3.35 TB/s = 0.90 s: 1.31 times
-    above = by_id["whatif:batching:batch-above-crossover"]
-    assert "FLOPs 1.9 times" in above.front and "1.3 times as long" in above.back
-    assert "as long as" not in above.front
-    assert above.back.startswith("It does not change.") and "compute-bound" in above.back
+    # the principle first, then the factor (reader 11: "nearly halves, x0.58")
+    assert by_id["whatif:batching:batch-below-crossover"].back.startswith(
+        "It nearly halves, to 0.58"
+    )
+    # the compute-bound twin (DeepSeek-V3 at 16,384 sequences of 4,096 tokens: compute 1.31 times
+    # the reads with attention, 0.68 without) hinged on counting attention: reader 12 marked it
+    # BAD, and the cost-shape card holds its principle (the floor), so it was cut
+    assert "whatif:batching:batch-above-crossover" not in by_id
     for c in deck:
         if "USD" in c.back:
             assert "USD" in c.front or "price" in c.front, (c.id, "a price with hidden inputs")
     # Llama 3.1 70B on an H100 at FP8: L = 2 W N / (F k - a W); doubling F with W fixed more
-    # than halves F k - a W, so L falls to a bit under half (1,500 -> 739 tokens)
-    assert by_id["whatif:long_context:memory-wall"].back.startswith("It falls to 0.49")
+    # than halves F k - a W, so L falls to a bit under half (1,500 -> 739 tokens): the card says
+    # the principle and the factor, not a context to compute (reader 12)
+    wall = by_id["whatif:long_context:memory-wall"].back
+    assert wall.startswith("It roughly halves, to 0.49") and "739" not in wall
     for c in deck:
         if c.kind == "whatif":
             assert "\n\n" in c.back and "elasticity" not in c.back, c.id
@@ -737,6 +735,27 @@ def test_regime_cards_are_not_knife_edge(deck):
         r = derivations.get("step_time").evaluate_detailed(**dict(c.case))
         ratio = (r.inputs["memory_time"].value / r.inputs["compute_time"].value).to("").m
         assert max(ratio, 1 / ratio) >= 1.5, c.id
+
+
+def test_no_whatif_hinges_on_a_regime_boundary(deck):
+    """A what-if on a step's cost stays at least 25% from the compute/memory boundary before
+    and after its change (reader 12: the compute-bound twin sat at 1.31, and 0.68 without
+    attention, so its answer turned on a convention)."""
+    from book.cards import WHATIFS, _changed_case
+    from units.presets import load
+
+    presets = load()
+    checked = 0
+    for spec in WHATIFS:
+        if spec["equation"] != "cost_per_token":
+            continue
+        for case in (spec["case"], _changed_case(spec, presets)):
+            compute = derivations.get("compute_time").evaluate(presets=presets, **case)
+            memory = derivations.get("memory_time").evaluate(presets=presets, **case)
+            ratio = (memory / compute).to("").m
+            assert max(ratio, 1 / ratio) >= 1.25, (spec["id"], ratio)
+        checked += 1
+    assert checked >= 1
 
 
 VIDEO = re.compile(r"^https://www\.youtube\.com/watch\?v=xmkSf5IS-zw&t=\d+s$")

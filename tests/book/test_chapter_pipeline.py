@@ -155,6 +155,27 @@ def test_a_pass_never_starts_before_its_input_is_ready():
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
 
 
+@settings(max_examples=30, deadline=None)
+@given(stages=st.integers(1, 16), tokens=st.integers(1, 8))
+def test_pipelined_decoding_idles_only_in_the_first_fill(stages, tokens):
+    step = pipeline.inference_schedule(stages, tokens)
+    assert len(step) == stages * stages * tokens  # every micro-batch's every token, every stage
+    start = {(p.stage, p.microbatch): p.start for p in step}
+    end = {(p.stage, p.microbatch): p.end for p in step}
+    for p in step:
+        if p.stage > 0:  # a stage takes a token as the previous stage hands it over
+            assert p.start == end[(p.stage - 1, p.microbatch)]
+    last = stages - 1
+    for i in range(stages):  # the next token enters stage 1 as the last leaves the last stage
+        for t in range(tokens - 1):
+            assert start[(0, i + stages * (t + 1))] == end[(last, i + stages * t)]
+    for s in range(stages):  # stage s idles its s fill slots, then never until its work is done
+        spans = sorted((p.start, p.end) for p in step if p.stage == s)
+        assert spans[0][0] == s and all(
+            a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False)
+        )
+
+
 def test_an_unknown_schedule_is_named():
     with pytest.raises(ValueError, match="gpipe, 1f1b"):
         pipeline.schedule("zigzag", 4, 4, 2.0)
@@ -175,8 +196,10 @@ def test_the_schedule_figure_labels_the_bubble_of_the_equation():
 def test_the_bubble_table_prints_percentages(ctx):
     rows = {r["stages"]: r["cells"] for r in ctx["bubble"]["rows"]}
     assert rows["1"] == ["0%", "0%", "0%"]  # one stage never waits
-    assert rows["4"] == ["42.9%", "15.8%", "4.48%"]  # 3/7, 3/19, 3/67
-    assert rows["16"][0] == "78.9%"  # 15/19
+    # two figures, as the prose says them (reader-moepipe13, fault 7): 3/7, 3/19, 3/67
+    assert rows["4"] == ["43%", "16%", "4.5%"]
+    assert rows["16"][0] == "79%"  # 15/19
+    assert rows["8"][2] == "9.9%"  # 7/71
 
 
 def test_the_chapter_page_shows_the_schedule_where_it_derives_the_bubble(built_page):

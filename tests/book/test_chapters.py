@@ -148,6 +148,54 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     )
 
 
+def test_moe_two_racks_hide_from_a_context_by_hand():
+    from book.chapters import moe
+    from book.format import spoken_number
+
+    presets = load()
+    ctx = moe.context(presets)
+    # the layer above, now with attention: DeepSeek-V3's MLA decoded with its weights absorbed
+    # scores 128 heads over 512 + 64 cached values and sums over 512, 2 FLOP per multiply-add:
+    # 2 x 128 x (576 + 512) FLOP per token per layer per token of context (config_671B.json)
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    a2a = batch * 8 * 7168 * 3 / (64 * 900e9)
+
+    def layer(context):
+        return batch * (2 * 37e9 / 61 + 2 * 128 * 1088 * context) / (64 * 5000e12)
+
+    def hides_from(slowdown):  # a copy per expert over two racks: max(1/2, pi/2)
+        return (slowdown * a2a * 64 * 5000e12 / batch - 2 * 37e9 / 61) / (2 * 128 * 1088)
+
+    # the reader's figures (reader-moepipe13 report, fault 2): about 9,400 tokens at 8x and
+    # 26,500 at GB200's 18x; at 32K both hide (0.37 and 0.83)
+    assert moe.hiding_context(presets, Q_(4 * a2a, "s")).m == pytest.approx(hides_from(4), 1e-6)
+    assert moe.hiding_context(presets, Q_(9 * a2a, "s")).m == pytest.approx(hides_from(9), 1e-6)
+    verdict = ctx["verdict"]
+    assert verdict["per_expert_hides"] == f"{spoken_number(hides_from(4))} tokens" == "9,400 tokens"
+    assert verdict["per_expert_hides_hw"] == "27,000 tokens"
+    rows = {r["layout"]: r["cells"] for r in verdict["rows"]}
+    assert rows["two racks, a copy per expert, 8×"][3] == f"{4 * a2a / layer(32768):.2f}, hides"
+    assert rows["two racks, a copy per expert, 18×"][3] == f"{9 * a2a / layer(32768):.2f}, hides"
+    assert rows["one rack"][4] == "any"
+    # the crossover's two printed factors multiply to the batch as prose says it (fault 5)
+    dense, sparsity = (float(x) for x in ctx["crossover_factors"].split(" × "))
+    assert spoken_number(dense * sparsity) == ctx["batch"].said.split()[0] == "5,700"
+
+
+def test_moe_thin_model_exercise_by_hand():
+    from book.chapters import moe
+
+    x = moe.context(load())["exercises"]
+    # Qwen3-235B-A22B (models.toml): d 4,096, 8 experts per token, 22 B active over 94 layers.
+    # Per token per layer: 8 x 4,096 x (1 + 2) bytes over 900 GB/s, against 2 x 22e9 / 94 FLOP
+    # at 5,000 TFLOP/s; the batch and the chips cancel
+    link = 8 * 4096 * 3 / 900e9
+    compute = 2 * 22e9 / 94 / 5000e12
+    assert float(x["qwen_ratio"]) == pytest.approx(link / compute, abs=0.05)  # 1.17: 2 figures
+    assert not x["qwen_hides"]
+    assert _num(x["qwen_batch"]) == pytest.approx(5000 / 8 / 2 * 235 / 22, rel=1e-3)
+
+
 def test_moe_domain_table_reads_at_two_figures():
     from book.chapters import moe
 

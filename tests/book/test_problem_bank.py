@@ -393,23 +393,19 @@ def _figure(pattern: str, text: str) -> float:
 
 def test_the_context_at_the_crossover_micro_batch_follows_from_the_statement():
     """A student who works from the statement's figures gets the graded context (hand
-    computation: micro-batch = FLOP/s over bandwidth, halved, times total over active; each
-    GPU's HBM less its stage's share of the weights, over that micro-batch's cache per GPU per
-    token of context)."""
+    computation: each GPU's HBM less its stage's share of the weights, over the given
+    micro-batch's cache per GPU per token of context)."""
     from book.problem_bank.pipeline import micro_batch_beside_weights as module
 
     for seed, p in draws(module):
         where = f"{p.id} seed {seed}"
         text, answer = p.text, p.answer.to("token/sequence").m
         total = _figure(r"\(([\d,.]+) B parameters in all", text) * 1e9  # bytes at FP8
-        active = _figure(r"in all, ([\d,.]+) B parameters active", text) * 1e9
         stages = _figure(r"on (\d+) eight-GPU nodes", text)
         gpus = _figure(r"spread over its node's (\d+) GPUs", text)
         hbm = _figure(r"has ([\d,.]+) GB of HBM", text) * 1e9
-        bandwidth = _figure(r"HBM at ([\d,.]+) TB/s", text) * 1e12
-        flops = _figure(r"does ([\d,.]+) TFLOP/s", text) * 1e12
         kv = _figure(r"takes ([\d,]+) bytes per token", text)
-        micro = flops / bandwidth / 2 * total / active
+        micro = _figure(r"micro-batches of ([\d,]+) sequences", text)
         context = (hbm - total / (gpus * stages)) * gpus / (micro * kv)
         assert context == pytest.approx(answer, rel=0.005), where
 

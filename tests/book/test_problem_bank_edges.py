@@ -1,4 +1,5 @@
-"""A whole count rounded up from a ratio (racks, replicas) must not hang on the rounding: over
+"""A whole count rounded from a ratio (racks and replicas up, sequences that fit down) must not
+hang on the rounding: over
 many draws the unrounded ratio the solution states keeps a margin from every whole number, so a
 student who rounds a step to three figures still lands on the same count (reader 13, issue 21).
 The ratio is read back from the solution's text, independently of the problem's own check."""
@@ -15,15 +16,18 @@ from book.problems import authored
 from units.presets import load
 
 SEEDS = range(200)
-# problem, the solution's phrase before the unrounded count, the margin (relative)
+# problem, the solution's phrase around the unrounded count, how it is rounded, the margin
 CASES = (
-    ("batching.fewest_gpus_for_a_rate", r"needs ([\d,.]+) replicas", 0.05),
-    ("batching.racks_for_a_global_rate", r"that is ([\d,.]+) racks", 0.02),
+    ("batching.fewest_gpus_for_a_rate", r"needs ([\d,.]+) replicas", math.ceil, 0.05),
+    ("batching.racks_for_a_global_rate", r"that is ([\d,.]+) racks", math.ceil, 0.02),
+    ("long_context.sequences_that_fit", r"= ([\d,.]+), and only whole", math.floor, 0.05),
 )
 
 
-@pytest.mark.parametrize(("problem", "phrase", "margin"), CASES, ids=[c[0] for c in CASES])
-def test_a_rounded_up_count_keeps_clear_of_a_whole_number(problem, phrase, margin):
+@pytest.mark.parametrize(
+    ("problem", "phrase", "rounded", "margin"), CASES, ids=[c[0] for c in CASES]
+)
+def test_a_rounded_count_keeps_clear_of_a_whole_number(problem, phrase, rounded, margin):
     module = importlib.import_module(f"book.problem_bank.{problem}")
     presets = load()
     for seed in SEEDS:
@@ -31,14 +35,15 @@ def test_a_rounded_up_count_keeps_clear_of_a_whole_number(problem, phrase, margi
         found = re.search(phrase, " ".join(drawn.solution))
         assert found, (seed, drawn.solution[-1])
         ratio = float(found.group(1).replace(",", ""))
-        # the answer is that ratio rounded up (racks; replicas times GPUs per replica)
-        assert drawn.answer.m % math.ceil(ratio) == 0, (seed, ratio, drawn.answer)
+        # the answer is that ratio rounded (racks; replicas times GPUs per replica; sequences)
+        assert drawn.answer.m % rounded(ratio) == 0, (seed, ratio, drawn.answer)
         gap = abs(ratio - round(ratio)) / ratio  # to the nearest whole number
         # the solution shows four figures: allow their half-unit in the last place
         assert gap >= margin - 5e-4, (seed, ratio)
 
 
 def test_the_gate_would_catch_the_readers_draws():
-    """The faults the reader found (134.75 racks, 1.039 replicas) fail the margins above."""
-    for ratio, margin in ((134.75, 0.02), (1.039, 0.05)):
+    """The faults the reader found (134.75 racks, 1.039 replicas, 52.15 sequences) fail the
+    margins above."""
+    for ratio, margin in ((134.75, 0.02), (1.039, 0.05), (52.15, 0.05)):
         assert abs(ratio - round(ratio)) / ratio < margin

@@ -26,8 +26,9 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
     for seed in SEEDS:
         p = authored(node_or_rack, seed, presets())
         t, where = p.text, f"seed {seed}"
-        params = float(re.search(r"\(([\d,.]+) B parameters\)", t).group(1).replace(",", ""))
-        weights = params * 1e9 * (1 if "in FP8" in t else 2)  # bytes
+        size = re.search(r"\(([\d,.]+) ([BT]) parameters\)", t)  # "671 B", "1 T parameters"
+        params = float(size.group(1).replace(",", "")) * {"B": 1e9, "T": 1e12}[size.group(2)]
+        weights = params * (1 if "in FP8" in t else 2)  # bytes
         hop = float(re.search(r"a hop costs ([\d.]+) ms", t).group(1)) * 1e-3
         name = presets().get("hardware", p.choices["hardware"]).name.replace(" (per GPU)", "")
         hbm, bandwidth = (

@@ -94,15 +94,17 @@ def kv_shape(model: str, presets) -> str:
 
 def kv_values(model: str, presets) -> str:
     """The values a token of context caches, as a product of the config's figures: a key and a
-    value per head per layer, 'two × 80 × 8 × 128 values'.
+    value per head per layer, '2 × 80 × 8 × 128 values' (the 2 from the chapter's equation).
 
     >>> from units.presets import load
     >>> kv_values("llama_3_1_70b", load())
-    'two × 80 × 8 × 128 values'
+    '2 × 80 × 8 × 128 values'
     """
+    counted = evaluate("gqa_kv_values_per_token", detailed=True, model=model, presets=presets)
+    pair = counted.inputs["kv_vectors_per_token"].value.magnitude  # a key and a value
     fields = presets.get("model", model).fields
     return (
-        f"two × {number(fields['layers'])} × {number(fields['n_kv_heads'])} × "
+        f"{number(pair)} × {number(fields['layers'])} × {number(fields['n_kv_heads'])} × "
         f"{number(fields['head_dim'])} values"
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity, superscript
-from book.problem_bank import Draw, Mistake, evaluate, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
 from book.problem_bank.batching._figures import (
     figures,
     flop_rate,
@@ -103,9 +103,8 @@ def draw(rng, presets) -> Draw:
     text = (
         f"{name} has {quantity(total, 3)}, of which {quantity(active, 3)} are active per token; "
         f"each MoE layer has {number(experts)} routed experts, and a token is routed to "
-        f"{number(k)} of them{shared}. You serve it in FP8 (weights and KV cache) on {quantity(n)} "
-        f"({chip}, {quantity(bandwidth.to('TB/s'), 3)} of HBM bandwidth and "
-        f"{flop_rate(f['flops'])} of dense FP8 math each), every layer's experts spread evenly "
+        f"{number(k)} of them{shared}. You serve it in FP8 (weights and KV cache) on {number(n.m)} "
+        f"{chip} chips, every layer's experts spread evenly "
         "over the chips so that each chip reads an equal share of what a step reads (the best "
         f"case). {number(b)} users talk to it at once, each with {tokens(context)} of context; "
         f"{cache}, and attention costs {quantity(attention, 3)} per token of context for each "
@@ -123,10 +122,12 @@ def draw(rng, presets) -> Draw:
         f"probability ({number(experts - k)}/{number(experts)}){superscript(b)}, so the step "
         f"reads {number(share, 3)} of the routed experts ({overlap}).",
         f"Weights read: {quantity(always, 3)} + {number(share, 3)} × {quantity(routed, 4)} at "
-        f"one byte each, {size(read)}, over {quantity(n)} × {quantity(bandwidth.to('TB/s'), 3)}: "
+        f"one byte each, {size(read)}, over {quantity(n)} × {quantity(bandwidth.to('TB/s'), 3)} "
+        "(each chip's HBM bandwidth): "
         f"{quantity(weights, 3)}. Caches: {number(b)} × {cache_step} = {size(caches)}, "
         f"{quantity(kv_time.to('µs'), 3)}. The multiplies, attention's included, take "
-        f"{quantity(compute.to('µs'), 2)}: the step is memory-bound, {quantity(step, 3)}.",
+        f"{quantity(compute.to('µs'), 2)} at {flop_rate(f['flops'])} of dense FP8 math per "
+        f"chip: the step is memory-bound, {quantity(step, 3)}.",
         f"One token per user per step: **{quantity(speed, 3)}**, against "
         f"{quantity(alone, 3)} for a user alone (who reads only the active weights): "
         f"{number(b)} users cost each of them a factor of {number((alone / speed).to('').m, 2)}.",
@@ -156,7 +157,7 @@ def draw(rng, presets) -> Draw:
         answer=speed,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=tuple(mistakes),
+        mistakes=distinct_mistakes(mistakes, speed, FACTOR, factor=True),
         hint="Split the weights into those every token reads and the routed experts, using "
         "the total and the active counts.",
     )

@@ -1,5 +1,5 @@
-"""A lab's token rate in replicas run at their crossover batch: is the step then bound by the
-multiplies, or by the weights and caches it reads?"""
+"""A lab's token rate in replicas run at a given batch (their crossover batch, not said so): is
+the step bound by the multiplies, or by the weights and caches it reads?"""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from units import Q_
 
 KIND = "multi"
 TITLE = "The fewest GPUs for a token rate"
-USES = ("crossover_batch", "kv_cache_per_batch", "compute_time", "memory_time", "step_time")
+USES = ("kv_cache_per_batch", "compute_time", "memory_time", "step_time")
 LECTURE = "0:00"
 
 MODELS = ("deepseek_v3", "kimi_k2", "qwen3_235b_a22b", "gpt_oss_120b")
@@ -105,17 +105,10 @@ def draw(rng, presets) -> Draw:
         f"{tokens(context)} of context; {cache_given(model, presets, kv)}, and attention "
         f"costs {quantity(attention * PER, 4)} per token "
         "of context for each new token (count attention's FLOPs as well as the weights'). "
-        "Each replica runs the batch at which a step's multiplies in the weights just keep "
-        "pace with its weight reads, where batching more would barely cheapen a token. "
+        f"Each replica runs batches of {number(batch.m)} conversations. "
         "How many GPUs does the lab need, in whole replicas?"
     )
     solution = (
-        f"The batch: the GPU does {number(ridge.m, 3)} FLOPs per byte of HBM it reads, so at "
-        "one byte per weight and two FLOPs per multiply-add it does half that many "
-        "multiply-adds per weight byte; every weight is read each step but only the active "
-        "ones multiply, so the batch "
-        f"is that times {number((total / active).to('').m, 3)} (total over active): "
-        f"{quantity(batch, 4)}. The GPU count cancels.",
         f"Room: a token of context caches "
         f"{cache_derived(model, presets, kv, f['kv_bytes_per_value'])}. The weights take "
         f"{size(weights)} and the batch's caches, {quantity(batch, 4)} × "
@@ -125,8 +118,11 @@ def draw(rng, presets) -> Draw:
         f"{quantity(kv_time, 3)}, {quantity(weights_time + kv_time, 3)} in all; the multiplies, "
         f"{quantity(weights_only, 3)} in the weights plus attention over each context, take "
         f"{quantity(compute, 3)}. "
-        + "The reads take longer: at this batch the caches push the step past the multiplies."
-        + f" A step is {quantity(step, 3)}.",
+        + "The reads take longer: the batch is about where the multiplies in the weights "
+        f"alone would keep pace with the weight reads ({number(ridge.m, 3)} FLOP/B × "
+        f"{number((total / active).to('').m, 3)}, total over active, halved: a multiply-add is "
+        "two FLOPs), "
+        "and the caches push the step past them." + f" A step is {quantity(step, 3)}.",
         f"A replica makes {number(batch.m)} tokens per step, "
         f"{quantity(per_replica, 3)}; {quantity(rate, 2)} needs {number(exact, 4)} replicas, "
         f"so {number(replicas)} (a replica is whole): **{quantity(gpus, 4)}**.",
@@ -172,7 +168,6 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=whole_count_tolerance(gpus.m),
         mistakes=tuple(mistakes),
-        hint="Find the batch from the chip's FLOPs per byte and the sparsity; then ask which "
-        "takes longer at that batch, the reads (weights and caches) or the multiplies "
-        "(attention included).",
+        hint="Check the batch's caches fit beside the weights; then ask which takes longer at "
+        "that batch, the reads (weights and caches) or the multiplies (attention included).",
     )

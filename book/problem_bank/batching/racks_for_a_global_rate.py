@@ -9,6 +9,7 @@ from book.problem_bank import (
     Draw,
     Mistake,
     clear_of_rounding,
+    distinct_mistakes,
     evaluate,
     require,
     shown,
@@ -172,7 +173,7 @@ def draw(rng, presets) -> Draw:
         answer=racks,
         solution=solution,
         tolerance=whole_count_tolerance(racks.m, 0.03),
-        mistakes=tuple(mistakes),
+        mistakes=distinct_mistakes(mistakes, racks, whole_count_tolerance(racks.m, 0.03)),
         hint="Find one rack's step time (the larger of its reads and its multiplies); its rate "
         "is the batch over that step.",
     )

@@ -66,7 +66,7 @@ def draw(rng, presets) -> Draw:
     rent = presets.get("rental", RENT).price
 
     if tier.get("price") is not None:
-        where = f"{tier.medium} ({tier.name}), rented at {money(tier.price)}"
+        where = f"{tier.medium}, rented at {money(tier.price)}"
     else:
         where = f"HBM, which costs the GPU's rent, {money(rent)}, over its {money(tier.capacity)}"
     text = (
@@ -116,8 +116,7 @@ def draw(rng, presets) -> Draw:
         candidates.append(
             (
                 ratio * 2,
-                "You counted one vector per KV head; each caches a key and a value (or you "
-                "stored one byte per value: BF16 is two).",
+                "You counted one vector per KV head; each caches a key and a value.",
             )
         )
     if tier.get("price") is not None and "month" in str(tier.price.units):

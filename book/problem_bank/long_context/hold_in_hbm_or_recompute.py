@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from book.format import context_tokens, number, quantity
+from book.format import context_tokens, number, quantity, said_number
 from book.problem_bank import Draw, Mistake, evaluate, money, require
 from book.problem_bank.batching._figures import attention_cost
 from units import Q_
@@ -79,22 +79,31 @@ def draw(rng, presets) -> Draw:
         "long can the user stay away before holding the cache costs more than recomputing it? "
         "Answer in seconds."
     )
+    hourly = (hold * Q_(1, "Mtoken")).to("USD/hour")  # a million tokens' cache, for an hour
+
+    def cents(q, said: bool = False) -> str:
+        """A cost per million tokens in cents: "8.79¢"; ``said``, as a sentence says a figure
+        nobody needs exactly: "0.0027¢"."""
+        x = q.to("USD/Mtoken").m * 100
+        return f"{said_number(x, 2).said if said else number(x, 3)}¢"
+
     solution = (
         f"Per token of context the cache holds a key and a value for each of {number(gqa)} KV "
         f"heads of {number(model.head_dim)} values in {number(model.layers)} layers, at "
         f"{word}'s bytes per value: {money(kv)}.",
-        f"Holding it costs the rent of the HBM it fills: {money(kv)} of {money(capacity)} of "
-        f"a GPU rented at {money(rent)}, {money(hold, 3)}. Reading it back takes "
+        f"Holding it costs the rent of the HBM it fills: {money(kv)} of a GPU's "
+        f"{money(capacity)}, rented at {money(rent)}, so a million tokens' cache costs "
+        f"{number(hourly.m, 3)} USD an hour to hold. Reading it back takes "
         f"{quantity(read_time * Q_(1, 'token'), 3)} of GPU time per token at "
-        f"{money(bandwidth)}: "
-        f"{money(readback, 3)}.",
+        f"{money(bandwidth)}: {cents(readback, said=True)} for a million tokens, next to nothing.",
         f"Recomputing costs the prefill: {money(weights_only)} for the weights (two FLOPs "
         f"per {'active ' if moe else ''}parameter) plus causal attention over half the "
         f"context on average, {money(per_token)} in all, "
         f"{quantity((compute_time * Q_(1, 'token')).to('µs'), 3)} of GPU time per token at "
-        f"{quantity(flops.to('TFLOP/s'), 4)}: {money(rebuild, 3)}.",
+        f"{quantity(flops.to('TFLOP/s'), 4)}: {cents(rebuild)} for a million tokens.",
         "Holding wins until its rent plus the read back adds up to one recompute: "
-        f"({money(rebuild, 3)} − {money(readback, 3)}) / {money(hold, 3)}. The rent cancels, "
+        f"({cents(rebuild)} − {cents(readback, said=True)}) ÷ {number(hourly.m, 3)} USD an "
+        "hour, for a million tokens either way. The rent cancels, "
         f"and so does the precision (half the bytes, twice the FLOP rate): a token's prefill "
         f"takes {number(corner, 3)} times as long as reading its cache, so holding pays for "
         f"{number(corner, 3)} − 1 drain times of HBM ({money(drain, 3)}, capacity over "

@@ -89,8 +89,7 @@ def draw(rng, presets) -> Draw:
         ),
         Mistake(
             ratio * 2,
-            "Either the cache went in at two bytes per value (FP8 is one) or the compute at one "
-            "FLOP per parameter (a multiply and an add are two).",
+            "You counted one FLOP per parameter; a multiply and an add are two.",
         ),
     )
     return Draw(

@@ -77,10 +77,9 @@ def draw(rng, presets) -> Draw:
         f"A provider serves {model.name} ({quantity(model.params_total, 4)}, dense) in BF16, "
         f"weights and KV cache, and stretches its context window to {millions}. The model has "
         f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
-        f"{number(model.head_dim)} values; {attention_cost(name, presets)}. Its servers hold "
-        f"{number(PER_SERVER)} {chip_name} GPUs each ({quantity(chip.hbm_capacity)} of HBM at "
-        f"{quantity(chip.hbm_bandwidth, 3)} and {flop_rate(chip.dense_flops_bf16)} of dense "
-        "BF16 math, each). One user fills the window. The weights and that one conversation's "
+        f"{number(model.head_dim)} values; {attention_cost(name, presets)}. It runs on servers "
+        f"of {number(PER_SERVER)} "
+        f"{chip_name} GPUs. One user fills the window; the weights and that conversation's "
         "cache are spread over as few servers as hold them, the layers split evenly between "
         "the servers as a pipeline (ignore the hand-over between servers). Roughly how many "
         f"tokens per second does that user get? Any answer within a factor of {FACTOR:g} is "
@@ -92,9 +91,12 @@ def draw(rng, presets) -> Draw:
         f"{number(model.layers)} = {quantity(values, 3)}, at {quantity(per_value)} in BF16: "
         f"{quantity(per_token, 3)}. Times {millions}: about {size(cache)} for this one "
         "conversation; batching shares weights between users, never caches.",
-        f"The weights add {size(weights)} (two bytes a parameter): {size(total)} in all. A "
-        f"server holds {number(PER_SERVER)} × {quantity(chip.hbm_capacity)} = {size(server)}, "
-        f"so it takes {number(need, 3)}, rounded up **{number(servers)} servers**, "
+        f"The weights add {size(weights)} (two bytes a parameter): {size(total)} in all. An "
+        f"{chip_name} has {quantity(chip.hbm_capacity)} of HBM at "
+        f"{quantity(chip.hbm_bandwidth, 3)}; a server holds {number(PER_SERVER)} × "
+        f"{quantity(chip.hbm_capacity)} = {size(server)}, "
+        f"so the model and cache take {number(need, 3)} servers' worth, rounded up to "
+        f"**{number(servers)} servers**, "
         f"{number(servers * PER_SERVER)} GPUs for one user.",
         "A new token passes the pipeline's stages one after another: each stage reads its "
         f"share of the {size(total)} at one server's bandwidth, {number(PER_SERVER)} × "
@@ -102,8 +104,10 @@ def draw(rng, presets) -> Draw:
         f"wait. So a step reads all {size(total)} at {quantity(bandwidth, 3)}: "
         f"{quantity(step, 3)}, as if one server could hold it all. Pipelining buys room, not "
         "speed.",
-        f"Check the regime: the multiplies, two FLOPs per parameter plus attention over the "
-        f"{millions}, take {quantity(compute, 2)} on one server's GPUs, far under the reads.",
+        f"Check the regime: the multiplies (two FLOPs per parameter, plus attention over the "
+        f"{millions}) take {quantity(compute, 2)} at one "
+        f"server's {number(PER_SERVER)} × {flop_rate(chip.dense_flops_bf16)} of dense BF16 "
+        "math, far under the reads.",
         f"One token per step: about **{quantity(speed, 2)}**.",
     )
     half_cache = (Q_(1, "token") * bandwidth / (weights + cache / 2)).to("token/s")
@@ -132,7 +136,7 @@ def draw(rng, presets) -> Draw:
         for value, why in candidates
         if max((value / speed).to("").m, (speed / value).to("").m) > FACTOR
     ]
-    mistakes = distinct_mistakes(outside, speed, 0.05)  # two slips that agree: named together
+    mistakes = distinct_mistakes(outside, speed, FACTOR, factor=True)  # one slip per value
     solution = solution[:1] + (solution[1].replace("**", ""),) + solution[2:]
     return Draw(
         hint=(

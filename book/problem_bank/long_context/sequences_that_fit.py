@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, whole_count_tolerance
+from book.problem_bank import Draw, Mistake, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -13,31 +13,18 @@ KIND = "multi"
 TITLE = "How many long conversations fit on the node"
 USES = ("kv_bytes_per_token", "kv_cache_per_sequence", "chips_to_fit")
 
-# (model, chip, chips): every case holds its FP8 weights with room to spare
+# (model, chip, chips): every case holds its FP8 weights with room for a handful of long caches
 CASES = (
-    ("deepseek_v3", "h200", 8),
-    ("deepseek_v3", "b200", 8),
-    ("kimi_k2", "b200", 8),
-    ("llama_3_1_405b", "h200", 8),
-    ("llama_3_1_405b", "b200", 8),
-    ("llama_3_1_70b", "h100_sxm", 4),
-    ("qwen3_235b_a22b", "h200", 4),
+    ("llama_3_1_405b", "h200", 4),
+    ("llama_3_1_70b", "h200", 1),
+    ("llama_3_1_70b", "mi300x", 1),
+    ("qwen3_235b_a22b", "h200", 2),
+    ("qwen3_235b_a22b", "mi325x", 1),
 )
-CONTEXTS = (8192, 32_768, 65_536, 131_072)
-FEWEST = 40  # sequences: a node that holds dozens of conversations, not a handful
-
-
-def _attention(model) -> str:
-    if model.attention == "mla":
-        return (
-            f"multi-head latent attention in all {number(model.layers)} layers, with a latent "
-            f"of {number(model.kv_lora_rank)} values and a shared rotary key of "
-            f"{number(model.qk_rope_head_dim)} values"
-        )
-    return (
-        f"grouped-query attention in all {number(model.layers)} layers, with "
-        f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values"
-    )
+CONTEXTS = (32_768, 65_536, 131_072)
+FEWEST = 3  # sequences: at these contexts a node holds a handful of conversations
+CLEAR = 0.05  # the unrounded count keeps this far (relative) from both whole numbers around
+# it: a student who rounds every step to three figures still gets the same count
 
 
 def draw(rng, presets) -> Draw:
@@ -54,7 +41,7 @@ def draw(rng, presets) -> Draw:
         for context in CONTEXTS:
             ctx = Q_(context, "token/sequence")
             batch = fits.evaluate(context_length=ctx, **case).to("sequence")
-            if batch.magnitude >= FEWEST and clear_of_rounding(batch.magnitude):
+            if batch.magnitude >= FEWEST and _clear(batch.magnitude):
                 options.append((case, ctx, batch))
     case, context, exact = rng.choice(options)
     model = presets.get("model", case["model"])
@@ -86,25 +73,26 @@ def draw(rng, presets) -> Draw:
     )
     every = "expert" if model.get("experts_routed") else "parameter"
     cache_size = per_sequence if per_sequence >= Q_(1, "GB") else per_sequence.to("MB")
+    where = "the node" if chips.magnitude > 1 else "the GPU"
     text = (
-        f"You serve {model.name} ({size}) on {number(chips.magnitude)} "
-        f"{chip.name.split(' (')[0]} GPUs with {quantity(chip.hbm_capacity)} of HBM each, "
-        f"weights and KV cache both at FP8. It uses {_attention(model)}. Counting only the "
-        f"weights and the KV cache, how many conversations of {context_tokens(context, 6)} can the "
-        "node hold at once?"
-    )
-    cache_words = (
-        "one latent and one rotary key per layer"
-        if model.attention == "mla"
-        else "a key and a value per KV head per layer"
+        f"You serve {model.name} ({size}) on {_gpus(chips.magnitude, chip)} with "
+        f"{quantity(chip.hbm_capacity)} of HBM{' each' if chips.magnitude > 1 else ''}, "
+        "weights and KV cache both at FP8. It uses grouped-query attention in all "
+        f"{number(model.layers)} layers, with {number(model.n_kv_heads)} KV heads of "
+        f"{number(model.head_dim)} values. Counting only the weights and the KV cache, how many "
+        f"conversations of {context_tokens(context, 6)} can {where} hold at once?"
     )
     solution = (
         f"Every {every} must sit in HBM, so the weights take all {quantity(model.params_total)} "
-        f"at one byte each: {quantity(weights)}. The node has {number(chips.magnitude)} × "
-        f"{quantity(chip.hbm_capacity)} = {quantity(hbm)}, which leaves {quantity(free)} for "
-        "caches.",
-        f"A token caches {cache_words}: {quantity(values, 6)}, at one byte each, "
-        f"{quantity(per_token)}.",
+        f"at one byte each: {quantity(weights)}. "
+        + (
+            f"The node has {number(chips.magnitude)} × {quantity(chip.hbm_capacity)} = "
+            if chips.magnitude > 1
+            else "The GPU has "
+        )
+        + f"{quantity(hbm)}, which leaves {quantity(free)} for caches.",
+        "A token caches a key and a value per KV head per layer: "
+        f"{quantity(values, 6)}, at one byte each, {quantity(per_token)}.",
         f"One conversation of {context_tokens(context, 6)} therefore holds {quantity(cache_size)}. "
         "Batching shares the weights between conversations, never the caches.",
         f"{quantity(free)} / {quantity(cache_size)} = {number(exact.magnitude)}, and only whole "
@@ -129,9 +117,7 @@ def draw(rng, presets) -> Draw:
         (
             fit(kv_bytes_per_token=per_token / 2),
             "You counted one vector per KV head per layer; a key and a value are two.",
-        )
-        if model.attention == "gqa"
-        else (None, ""),
+        ),
         (
             fit(kv_precision="bf16"),
             "You stored the KV cache at two bytes per value; it is FP8, one byte.",
@@ -141,22 +127,37 @@ def draw(rng, presets) -> Draw:
             "You left out the weights: they take their share of HBM before any cache.",
         ),
     ]
-    mistakes = tuple(
-        Mistake(Q_(math.floor(value.m), "sequence"), why)  # a slip rounds down too
-        for value, why in candidates
-        if value is not None and abs(value.m / batch.m - 1) > 0.06
-    )
+    mistakes, taken = [], {batch.m}
+    for value, why in candidates:  # a slip rounds down too; one value, one diagnosis
+        if value is not None and math.floor(value.m) > 0 and math.floor(value.m) not in taken:
+            taken.add(math.floor(value.m))
+            mistakes.append(Mistake(Q_(math.floor(value.m), "sequence"), why))
     return Draw(
         hint=(
-            "Take the weights out of the node's HBM first; then divide what is left by one "
+            "Take the weights out of the HBM first; then divide what is left by one "
             "conversation's cache."
         ),
         text=text,
         answer=batch,
         solution=solution,
         tolerance=whole_count_tolerance(batch.m),
-        mistakes=mistakes,
+        mistakes=tuple(mistakes),
     )
+
+
+def _gpus(count: float, chip) -> str:
+    """``count`` GPUs of ``chip`` in words: "one H200 GPU", "4 H200 GPUs"."""
+    name = chip.name.split(" (")[0]
+    return f"one {name} GPU" if count == 1 else f"{number(count)} {name} GPUs"
+
+
+def _clear(count: float) -> bool:
+    """Whether ``count`` keeps ``CLEAR`` (relative) from both whole numbers around it.
+
+    >>> _clear(52.15), _clear(4.67), _clear(9.35)
+    (False, True, False)
+    """
+    return min(count - math.floor(count), math.ceil(count) - count) >= CLEAR * count
 
 
 def _positive(equation, args) -> bool:

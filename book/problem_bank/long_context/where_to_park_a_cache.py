@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from book.format import context_tokens, number
+from book.format import context_tokens, number, said_number
 from book.problem_bank import Draw, Mistake, evaluate, money, require
 from derivations import get
 from units import Q_
@@ -44,6 +44,19 @@ def _time(t):
     if t < Q_(2, "minute"):
         return money(t, 3)
     return money(t.to("minute"), 3) if t < Q_(2, "hour") else money(t.to("hour"), 3)
+
+
+def _cost(q) -> str:
+    """A cost per million tokens without its "per million tokens" (the sentence says it once):
+    "6.83¢", "1.64 USD"; a cost under a hundredth of a cent as a sentence says it, "0.0054¢".
+
+    >>> usd = Q_(1, "USD/Mtoken")
+    >>> _cost(0.0683 * usd), _cost(1.64 * usd), _cost(5.43e-5 * usd)
+    ('6.83¢', '1.64 USD', '0.0054¢')
+    """
+    if q < Q_(1e-4, "USD/Mtoken"):
+        return f"{said_number(q.to('USD/Mtoken').m * 100, 2).said}¢"
+    return money(q, 3).removesuffix(" per million tokens")
 
 
 def _dearer(ratio: float) -> str:
@@ -186,7 +199,8 @@ def _draw(rng, presets) -> Draw:
         "what does it cost per million tokens of the conversation?"
     )
     lines = "; ".join(
-        f"{o[0]} {money(o[3], 3)} + {money(o[4], 3)} = {money(o[1], 3)}, back in {_time(o[2])}"
+        f"{o[0]} {_cost(o[3])} to hold + {_cost(o[4])} to read back = {_cost(o[1])}, back in "
+        f"{_time(o[2])}"
         for o in options[:-1]
     )
     solution = [
@@ -203,7 +217,7 @@ def _draw(rng, presets) -> Draw:
             else "each GPU reading its share from its own device"
         )
         + ". Per "
-        f"million tokens of conversation (holding + read back) and the time to have it back: "
+        "million tokens of conversation, and the time to have it back: "
         f"{lines}.",
         f"Recomputing it is a prefill of {context_tokens(context, 6)}: "
         f"{money(weights_only)} for the weights plus causal attention over half the "

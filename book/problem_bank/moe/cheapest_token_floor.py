@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money, require, shown
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require, shown
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
     chip_name,
@@ -123,24 +123,25 @@ def draw(rng, presets) -> Draw:
     )
     text = (
         f"You serve {name} ({money(f['n_total'], 3)} in all, {money(f['n_active'], 3)} active "
-        f"per token) in FP8 on one {rack} rack of {money(n)} rented at {money(price)}; each GPU "
-        f"has {money(hbm, 3)} of HBM at {money(bandwidth, 3)} and does {money(flops, 3)} of "
-        f"dense FP8 math. Every conversation carries {tokens(context)} of context; {cache_words}, "
-        "and attention costs "
-        f"{money(attention.to('MFLOP/token'), 3)} of context for each new token. You may run "
-        "any batch the rack's HBM holds. Roughly what is the least a generated token can cost, "
+        f"per token) in FP8 on one {rack} rack of {money(n)} rented at {money(price)}. Every "
+        f"conversation carries {tokens(context)} of context; {cache_words}, and attention "
+        f"costs {money(attention.to('MFLOP/token'), 3)} of context for each new token. You may "
+        "run any "
+        "batch the rack's HBM holds. Roughly what is the least a generated token can cost, "
         f"in USD per million tokens? Any answer within a factor of {FACTOR:g} is accepted."
     )
     solution = (
         f"A bigger batch shares the rack's rent over more tokens, so run the largest that fits. "
-        f"Room: the rack holds {money(n)} × {money(hbm, 3)}; the weights take {size(weights)} "
+        f"Room: each of its GPUs has {money(hbm, 3)} of HBM at {money(bandwidth, 3)} and does "
+        f"{money(flops, 3)} of dense FP8 math; the rack holds {money(n)} × {money(hbm, 3)}; "
+        f"the weights take {size(weights)} "
         f"at one byte each, leaving {size(room)}. {kv_bytes}One conversation's cache is "
         f"{tokens(context)} × {money(kv, 3)} = {size(per_sequence)}, so at most "
         f"{money(batch)} fit.",
         f"That batch fills the HBM, so a step reads all of it: one drain time, "
         f"{money(hbm, 3)} / {money(bandwidth, 3)} = {money(drain, 3)}.",
         f"Its multiplies: a new token costs two FLOPs per active parameter, "
-        f"{money(per_token, 3)}, plus attention over its {tokens(context)} of context, "
+        f"{money(per_token, 3)}, plus attention over its {tokens(context)} of context "
         f"{money(per_token_attention, 3)}; at this context attention is most of the math. For "
         f"{money(batch)} at {money(n)} × {money(flops, 3)} that is {money(compute, 3)}, "
         f"{number(100 * share, 2)}% of the reads: the reads bind. (Had the math set the step, "
@@ -189,7 +190,7 @@ def draw(rng, presets) -> Draw:
         answer=answer,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=kept,
+        mistakes=distinct_mistakes(kept, answer, FACTOR, factor=True),
         hint="How many conversations' caches fit beside the weights, and how long does a step "
         "of that batch take to read, and to compute (attention included)?",
     )

@@ -102,10 +102,9 @@ def draw(rng, presets) -> Draw:
     def offer(r) -> str:
         chip = presets.get("hardware", r["hardware"])
         return (
-            f"{name[r['hardware']]}, {money(r['chips'])} in one scale-up domain at "
-            f"{money(r['rent'])}, each with {money(chip.hbm_capacity, 3)} of HBM at "
-            f"{money(chip.hbm_bandwidth, 3)} and {flop_rate(chip.dense_flops_fp8)} of "
-            "dense FP8 math"
+            f"{name[r['hardware']]}, {money(r['chips'])} a domain at {money(r['rent'])}, "
+            f"{money(chip.hbm_capacity, 3)} at {money(chip.hbm_bandwidth, 3)}, "
+            f"{flop_rate(chip.dense_flops_fp8)}"
         )
 
     text = (
@@ -114,9 +113,9 @@ def draw(rng, presets) -> Draw:
         "every expert layer inside one scale-up domain (no pipelining). Each conversation "
         f"carries {tokens(context)} of context; its KV cache takes {money(kv.to('kB/token'), 3)} "
         f"of context, and attention costs {money(attention.to('MFLOP/token'), 3)} of context "
-        f"for each new token. A decode step may take at most {money(limit)} (each user sees a "
-        f"token at least every {money(limit)}); count every weight as read each step. You may "
-        f"pick any batch. You are offered: {'; '.join(offer(r) for r in rows)}. Which domain "
+        f"for each new token. A decode step may take at most {money(limit)}; count every "
+        "weight as read each step. You may pick any batch. You are offered (per chip: HBM, its "
+        f"bandwidth, dense FP8 math): {'; '.join(offer(r) for r in rows)}. Which domain "
         "makes the cheapest token, and what does that token cost, in USD per million tokens?"
     )
     why = {

@@ -144,8 +144,7 @@ def draw(rng, presets) -> Draw:
         ),
         Mistake(
             t_weights + 2 * t_kv,
-            "FP8 stores a cache value in one byte, not two (or: a multiply-add is two FLOPs, "
-            "and counting one doubles the batch).",
+            "FP8 stores a cache value in one byte, not two.",
         ),
         Mistake(answer * n.m, f"The reads are shared by all {quantity(n)}: divide by them."),
     ]

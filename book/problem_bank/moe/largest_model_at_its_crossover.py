@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import quantity
-from book.problem_bank import Draw, Mistake, evaluate, require, shown
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
 from book.problem_bank.batching._figures import chip_name, figures, size, tokens
 from units import Q_
 
@@ -179,7 +179,7 @@ def draw(rng, presets) -> Draw:
         answer=total,
         solution=solution,
         tolerance=0.03,
-        mistakes=tuple(mistakes),
+        mistakes=distinct_mistakes(mistakes, total, 0.03),
         hint="What does a decode step read besides the weights? Write the compute-bound batch "
         "as a function of the total parameters; the bytes of weights and caches are then both "
         "proportional to the total.",

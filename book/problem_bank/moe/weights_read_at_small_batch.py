@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity, superscript
-from book.problem_bank import Draw, Mistake, evaluate, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
 from book.problem_bank.batching._figures import chip_name, figures, size
 from units import Q_
 
@@ -118,6 +118,6 @@ def draw(rng, presets) -> Draw:
         answer=answer,
         solution=solution,
         tolerance=0.03,
-        mistakes=tuple(mistakes),
+        mistakes=distinct_mistakes(mistakes, answer, 0.03),
         hint="What is the chance that no token of the batch picks a given expert?",
     )

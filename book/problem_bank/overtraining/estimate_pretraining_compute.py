@@ -14,7 +14,7 @@ LECTURE = "1:18:59"
 
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "qwen3_235b_a22b", "gpt_oss_120b", "mixtral_8x7b")
 OVERTRAINED = (5, 8, 12, 25, 40, 75)  # times the Chinchilla count for the active parameters
-FACTOR = 2.0  # excludes the forward-only count (three times low) and the Chinchilla slip
+FACTOR = 1.5  # narrower than a factor-two slip; excludes forward-only (3x low), Chinchilla slips
 
 
 def draw(rng, presets) -> Draw:

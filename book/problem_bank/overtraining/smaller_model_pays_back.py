@@ -92,9 +92,8 @@ def draw(rng, presets) -> Draw:
     mistakes = (
         Mistake(
             (breakeven * forward / train).to("token"),
-            f"Either you priced a served token at {trn} FLOP per parameter like a trained one "
-            f"(serving is a forward pass, {fwd}), or a trained token at {fwd} (training runs "
-            f"forward and backward, {trn}).",
+            f"You priced a served token at {trn} FLOP per parameter like a trained one; "
+            f"serving is a forward pass, {fwd}.",
         ),
         Mistake(
             (train_small / per_token * one).to("token"),

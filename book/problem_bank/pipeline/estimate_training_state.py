@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, evaluate, require
+from book.problem_bank import Draw, Mistake, clear_of_rounding, distinct_mistakes, evaluate, require
 from units import Q_
 
 KIND = "estimate"
@@ -65,7 +65,7 @@ def draw(rng, presets) -> Draw:
     fill = number(100 * FILL)
     text = (
         f"You pre-train {model.name} ({params}) with mixed-precision Adam on eight-GPU nodes "
-        f"of {chip.name} ({quantity(hbm)} of HBM and {quantity(peak)} dense at BF16 per GPU). "
+        f"of {chip.name}. "
         "You rent the fewest whole nodes whose HBM holds the whole training state, sharded "
         f"evenly, with the state filling at most {fill}% of every GPU (the rest is for "
         f"activations and buffers). Each step trains on {quantity(tokens)}, and the GPUs reach "
@@ -79,14 +79,16 @@ def draw(rng, presets) -> Draw:
         f"moments ({number(adam.m)} bytes): {quantity(per_param)}.",
         f"Every parameter is trained{', experts included' if moe else ''}, so the state is "
         f"{quantity(per_param)} × {quantity(model.params_total)} = {quantity(state)}.",
-        f"A node may give it {fill}% of {NODE} × {quantity(hbm)} = "
+        f"Each {chip.name} GPU has {quantity(hbm)} of HBM; a node may give the state {fill}% of "
+        f"{NODE} × {quantity(hbm)} = "
         f"{quantity((FILL * NODE * hbm).to('TB'))}: {quantity(state)} / "
         f"{quantity((FILL * NODE * hbm).to('TB'))} = {number(quotient, 3)}, rounded up to "
         f"{nodes} nodes, {int(gpus.m)} GPUs.",
         f"A step costs {number(six.m)} FLOP per active parameter per token (forward and "
         f"backward): {number(six.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
         f"{quantity(flops)}.",
-        f"The nodes deliver {int(gpus.m)} × {quantity(peak)} × {number(100 * mfu.m)}%, so a "
+        f"At {quantity(peak)} dense BF16 per GPU, the nodes deliver {int(gpus.m)} × "
+        f"{quantity(peak)} × {number(100 * mfu.m)}%, so a "
         f"step takes about **{quantity(step, 3)}**.",
     )
 
@@ -147,7 +149,7 @@ def draw(rng, presets) -> Draw:
         answer=step,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=tuple(kept.values()),
+        mistakes=distinct_mistakes(kept.values(), step, FACTOR, factor=True),
         hint="Bytes per parameter of the whole training state sets the nodes; the nodes and "
         "the FLOPs per token set the time.",
     )

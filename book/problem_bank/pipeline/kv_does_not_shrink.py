@@ -109,8 +109,6 @@ def draw(rng, presets) -> Draw:
         "(a multiply and an add), so the crossover is half of FLOP/s over bandwidth times "
         "the sparsity."
     )
-    if p == 2:  # both slips give the same number: name both
-        in_flight = f"Either: {in_flight} Or: {doubled}"
     mistakes = (
         Mistake((weights + p * kv).to("GB"), in_flight),
         Mistake(
@@ -118,7 +116,7 @@ def draw(rng, presets) -> Draw:
             "You divided the KV cache by the stages as well; more stages means more "
             "micro-batches in flight, so the KV per GPU does not shrink.",
         ),
-        *(() if p == 2 else (Mistake((weights + 2 * kv).to("GB"), doubled),)),
+        *(() if p == 2 else (Mistake((weights + 2 * kv).to("GB"), doubled),)),  # p = 2: one value
         Mistake(
             (2 * weights + kv).to("GB"),
             "An FP8 weight takes one byte, not two.",

@@ -220,6 +220,13 @@ def draw(rng, presets) -> Draw:
                 "it does not read them faster.",
             )
         )
+    mistakes.append(  # listed before the whole-HBM slip: the likelier of two that agree
+        Mistake(
+            best["read"],
+            "You left out the hops: a token crosses one per stage, "
+            f"{best['stages']} × {quantity(hop)}.",
+        )
+    )
     if greedy:
         mistakes.append(
             Mistake(
@@ -228,13 +235,6 @@ def draw(rng, presets) -> Draw:
                 "for the KV cache, so every option needs more stages than that.",
             )
         )
-    mistakes.append(
-        Mistake(
-            best["read"],
-            "You left out the hops: a token crosses one per stage, "
-            f"{best['stages']} × {quantity(hop)}.",
-        )
-    )
     if best["stages"] > 1:
         mistakes.append(
             Mistake(

@@ -74,10 +74,9 @@ def draw(rng, presets) -> Draw:
     name = chip.name.replace(" (per GPU)", "")
     text = (
         f"You train {model.name} ({params}; {layers} layers, residual width {d:,}) with BF16 "
-        f"activations on {name} GPUs ({quantity(peak)} dense at BF16, {quantity(bandwidth)} "
-        "of HBM bandwidth). Ordinarily each layer's input is written to HBM on the way forward "
-        "and read back on the way back. Made reversible, the network keeps only the last "
-        "layer's output and rebuilds each layer's input from its output during the backward "
+        f"activations on {name} GPUs. Ordinarily each layer's input is written to HBM on the "
+        "way forward and read back on the way back. Made reversible, the network keeps only the "
+        "last layer's output and rebuilds each layer's input from its output during the backward "
         "pass. Per token, roughly how many times longer does the rebuilding take than the "
         "HBM traffic it saves, both at the chip's peak rates? Ignore attention; an order of "
         "magnitude is enough."
@@ -85,10 +84,11 @@ def draw(rng, presets) -> Draw:
     solution = (
         f"The rebuild is one more forward pass: {number(per_param.m)} FLOP per active "
         f"parameter, {quantity(extra)} per token, {quantity(rebuild, 3)} at "
-        f"{quantity(peak)}.",
+        f"the chip's {quantity(peak)} of dense BF16 math.",
         f"What it saves: {layers} − 1 layer inputs of {d:,} values × {quantity(per_value)} "
         f"per token, {quantity(freed.to('kB'), 3)}, written once and read once: "
-        f"{quantity(traffic.to('kB'), 3)}, {quantity(keep, 3)} at {quantity(bandwidth)}.",
+        f"{quantity(traffic.to('kB'), 3)}, {quantity(keep, 3)} at its "
+        f"{quantity(bandwidth)} of HBM bandwidth.",
         f"{quantity(rebuild, 3)} / {quantity(keep, 3)} ≈ **{number(ratio.m, 2)}** times "
         f"longer (exactly {number(ratio.m, 4)}). Put another way, the rebuild spends "
         f"{number((extra / traffic).to('FLOP/byte').m, 3)} FLOPs per byte of HBM traffic "
@@ -130,7 +130,7 @@ def draw(rng, presets) -> Draw:
         answer=ratio,
         solution=solution,
         tolerance=FACTOR,
-        mistakes=distinct_mistakes(mistakes, ratio, 0.01),  # two slips on one value: together
+        mistakes=distinct_mistakes(mistakes, ratio, FACTOR, factor=True),  # one slip a value
         hint="Time the extra forward pass at the chip's FLOP rate and the saved writes and "
         "reads at its HBM bandwidth.",
     )

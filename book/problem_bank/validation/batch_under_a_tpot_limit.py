@@ -204,12 +204,11 @@ def draw(rng, presets) -> Draw:
         "are prefilled between decode steps on the same GPU. In the offline scenario of "
         f"{version}, this setup reached {number(100 * s['share'], 3)}% of its roofline bound "
         "(prefill counted); assume your steps run that far above their bound too. Leave "
-        "attention's own FLOPs out (at this context they are under a hundredth of the "
-        "multiplies); the caches' reads count. You promise users a time per output token "
-        f"within {quantity(limit)}. You want the most tokens per second per GPU the promise "
-        "allows, and among batches that give it, the fastest tokens. Which batch do you run, "
-        "of " + ", ".join(number(b) for b in menu) + " sequences, and what time per output "
-        "token will its users see? Answer in ms."
+        "attention's own FLOPs out; the caches' reads count. You promise users a time per "
+        f"output token within {quantity(limit)}. You want the most tokens per second per GPU "
+        "the promise allows, and among batches that give it the fastest tokens. Which batch do "
+        "you run, of " + ", ".join(number(b) for b in menu) + " sequences, and what time "
+        "per output token will its users see? Answer in ms."
     )
     listed = "; ".join(
         f"{number(b)}: {quantity(real, 3)}, {quantity(rate, 3)}"

@@ -138,13 +138,13 @@ def _draw(rng, presets) -> Draw:
         f"({quantity(model.params_total)}, dense; {number(model.layers)} layers with "
         f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values) with weights "
         f"in {NAMES[row.weights]} and KV cache in {NAMES[row.kv]}, one replica per GPU, at "
-        f"{quantity(measured)} (the result is {cited(row)}). Each GPU has "
+        f"{quantity(measured)}. Each GPU has "
         f"{quantity(chip.hbm_capacity)} of HBM at {quantity(chip.hbm_bandwidth)} and does "
         f"{quantity(flops)} dense in {NAMES[compute_precision]}. {allowed}. Requests "
         f"averaged {quantity(output)} of output and {quantity(prompt)} of prompt (the "
         "benchmark dataset's mean). Prompts are prefilled on the same GPUs, between decode "
-        "steps. Leave attention's own FLOPs out (at this context they are under a hundredth "
-        "of the multiplies); the caches' reads count. What share of its roofline bound did "
+        "steps. Leave attention's own FLOPs out (under a hundredth "
+        "of the multiplies here); the caches' reads count. What share of its roofline bound did "
         "the run reach? Answer as a fraction (or a percentage, with its % sign)."
     )
     solution = (
@@ -162,7 +162,8 @@ def _draw(rng, presets) -> Draw:
         f"at most {quantity(bound)}. The run measured {quantity(measured)}, so its share is "
         f"{quantity(measured)} / {quantity(bound)} = **{number(100 * share.m, 4)}%**. (Counting "
         "attention's FLOPs would lower the bound by "
-        f"{number(100 * (1 - (with_attention / bound).to('').m), 2)}%.)",
+        f"{number(100 * (1 - (with_attention / bound).to('').m), 2)}%. The result is "
+        f"{cited(row)}.)",
     )
     decode_only = _ev("decode_rate_per_chip", case, batch_size=batch).to("token/s/chip")
     candidates = [

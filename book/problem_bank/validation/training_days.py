@@ -162,7 +162,7 @@ def draw(rng, presets) -> Draw:
         )
     )
     outside = [Mistake(v, why) for v, why in candidates if not 1 / FACTOR <= v / days <= FACTOR]
-    mistakes = distinct_mistakes(outside, days, 0.01)  # two slips on one value: named together
+    mistakes = distinct_mistakes(outside, days, FACTOR, factor=True)  # one slip per value
     return Draw(
         hint=(
             "The published rate per chip over what a chip could train at peak is the MFU; "
