@@ -866,8 +866,8 @@ def _by_input(sens: list[dict]) -> list[dict]:
         {
             "what": what,
             "count": str(len(v)),
-            "median": number(float(np.median(v)), 2),
-            "max": number(max(v), 2),
+            "median": times(float(np.median(v))),
+            "max": times(max(v)),
             "top": max(v),
         }
         for what, v in groups.items()
