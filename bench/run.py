@@ -8,7 +8,8 @@
 3. Elasticities of cost_per_token at one point (every input's d ln y / d ln x) against one
    evaluation at that point.
 4. The prediction's fits (book.predict: the fit, leave-one-out, bootstrap and ablation), CPU
-   seconds in a fresh process against the goal (8 s) and as a share of a clean build's CPU.
+   seconds in a fresh process against the goal (8 s) and as a share of a clean build's CPU; and
+   two processes asking for it at once with one cache (a test session's workers), against one.
 5. Full site build: CPU and wall seconds of a clean build (empty caches) and a warm one against
    the goals (20 s and 8 s of CPU), each main stage's share of a clean and of a warm build.
 """
@@ -72,6 +73,26 @@ def prediction_cpu() -> float:
     process, the rows' bounds already computed."""
     run = subprocess.run([sys.executable, "-c", PREDICTION], check=True, capture_output=True)
     return float(run.stdout.decode().split()[-1])
+
+
+def prediction_side_by_side() -> tuple[float, float]:
+    """CPU seconds of two fresh processes asking for the prediction (``predict.prediction``) at
+    once, sharing one empty cache, and of one alone: the second waits for the first's value
+    (book.resultcache's lock) instead of fitting beside it, as a test session's workers and its
+    build do."""
+    cmd = [sys.executable, "-c", "from book import predict; from units.presets import load\n"
+           "predict.prediction(load())"]  # fmt: skip
+    runs = []
+    for n in (2, 1):
+        cache = tempfile.mkdtemp(prefix="chalkboard-bench-cache-")
+        env = {**os.environ, "CHALKBOARD_CACHE_DIR": cache}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        for proc in [subprocess.Popen(cmd, env=env) for _ in range(n)]:
+            assert proc.wait() == 0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        runs.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        shutil.rmtree(cache, ignore_errors=True)
+    return runs[0], runs[1]
 
 
 # the build's main stages: (file, function) whose cumulative time is the stage's
@@ -186,6 +207,7 @@ def main():
     shutil.rmtree(cache, ignore_errors=True)
 
     cpu_prediction = prediction_cpu()
+    cpu_two, cpu_one = prediction_side_by_side()
 
     out = Path(tempfile.mkdtemp(prefix="chalkboard-bench-")) / "site"
     build_env = {**os.environ, "CHALKBOARD_CACHE_DIR": str(out.parent / "cache")}
@@ -256,6 +278,10 @@ def main():
     print(
         f"  {'CPU seconds':<24} {cpu_prediction:8.1f} s CPU  ratio {cpu_prediction / 8:.2f}x the "
         f"goal (8 s); {cpu_prediction / cpu_clean:.0%} of a clean build's CPU"
+    )
+    print(
+        f"  {'two processes at once':<24} {cpu_two:8.1f} s CPU  ratio {cpu_two / cpu_one:.2f}x one "
+        f"alone ({cpu_one:.1f} s; 2x if each fitted it; each imports and loads the presets)"
     )
     print(f"site build (chalkboard build) {t_build:6.2f} s, of which (in-process, warm):")
     for name, t in parts.items():

@@ -82,6 +82,11 @@ EQUATION_CASES = {
         batch_size=lambda p: _moe_crossover(p),
         racks_spanned="1 rack",
     ),
+    # the reversible chapter's model over its whole pre-training run (the model card's tokens)
+    "revnet_training_flops": dict(
+        model="llama_3_1_70b",
+        training_tokens=lambda p: p.parameter["llama_3_1_training_tokens"].value,
+    ),
     # Chinchilla's own model and tokens, where the chapter reads each fit's loss
     "chinchilla_loss": dict(
         n_active=lambda p: p.parameter["chinchilla_model_params"].value,

@@ -796,6 +796,8 @@ def cmd_validate(args, out) -> None:
                     **r.to_json(),
                     "predicted": honest[r.id][0] if r.id in honest else None,
                     "predicted_how": honest[r.id][1] if r.id in honest else None,
+                    # no batch of the prediction meets the row's speed target
+                    "unmet_target": r.id in made["summary"].get("unmet", ()),
                 }
                 for r in rows
             ],
@@ -853,6 +855,12 @@ def cmd_predict(args, out) -> None:
     unit = "tokens/s per user" if p["unit"] == "token/s" else "tokens/s per chip"
     out.write(f"bound      {number(p['bound'])} {unit} (the roofline: no system exceeds it)\n")
     out.write(f"predicted  {number(p['predicted'])} {unit}\n")
+    if p.get("unmet"):
+        out.write(
+            "warning    no batch meets the --tpot: the fitted fixed cost per step alone is "
+            "longer, so this is the speed at one sequence, not a throughput at that TPOT\n"
+        )
+        return  # the fit's error is for rows it serves in time: none is stated here
     out.write(
         f"expected   {number(p['low'])} to {number(p['high'])} {unit}: the fit missed 4 in 5 "
         f"rows it had not seen by less than ×{number(p['error_p80'], 3)} (median "

@@ -29,7 +29,7 @@ from units import diskcache
 from units.diskcache import Untrusted, cache_dir  # the cache root the build's caches share
 
 ROOT = Path(__file__).resolve().parents[1]
-FORMAT = 2  # bump when the cache's layout changes
+FORMAT = 3  # bump when the cache's layout changes
 SOURCES = ("book/cli.py", "book/format.py", "book/fast.py", "book/fastcache.py")
 MAX_FILE_BYTES = 1_000_000  # as units.presets.MAX_FILE_BYTES: a bigger file is the full path's
 FAST_COMMANDS = ("eval", "list", "presets", "sweep")
@@ -426,7 +426,10 @@ def quantity_text(mag: float, plan: dict) -> str:
     if plan["plain"] is not None:
         mag = mag * plan["plain"]
     count, texts = plan["count"], plan["texts"]
-    if plan["giga"] is not None and abs(mag) >= 1e9:
+    size = abs(mag * plan["per_param"]) if plan["giga"] is not None else 0.0
+    if size >= 1e12:
+        mag, count, texts = mag * plan["tera"], plan["gcount"], plan["ttexts"]
+    elif size >= 1e9:
         mag, count, texts = mag * plan["giga"], plan["gcount"], plan["gtexts"]
     magnitude = float(mag)
     if count and math.isfinite(magnitude) and WHOLE_FROM <= abs(magnitude) < 1e6:

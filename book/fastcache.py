@@ -157,8 +157,8 @@ def unit_plan(unit) -> dict:
 
     one = Q_(1.0, unit)
     plain = F._plain(one)
-    params = F._parts(plain.units) == F._parts(ureg.Unit("parameter"))
-    giga = ureg.Unit("Gparameter")
+    params = [part[1:3] for part in F._parts(plain.units)] == [("parameter", 1)]
+    giga, tera = ureg.Unit("Gparameter"), ureg.Unit("Tparameter")
     return {
         "short": f"{unit:~}",
         "words": F.unit(unit),
@@ -166,9 +166,13 @@ def unit_plan(unit) -> dict:
         "plain": None if plain is one else float(plain.magnitude),
         "count": F._is_count(plain.units),
         "texts": [F.unit(plain.units), F.unit(plain.units, singular=True)],
+        # model sizes (display._model_size): in billions from 1e9 parameters, trillions from 1e12
+        "per_param": float(Q_(1.0, plain.units).to("parameter").magnitude) if params else None,
         "giga": float(Q_(1.0, plain.units).to(giga).magnitude) if params else None,
         "gcount": F._is_count(giga),
         "gtexts": [F.unit(giga), F.unit(giga, singular=True)],
+        "tera": float(Q_(1.0, plain.units).to(tera).magnitude) if params else None,
+        "ttexts": [F.unit(tera), F.unit(tera, singular=True)],
     }
 
 

@@ -1832,11 +1832,13 @@ def _two_stream_panel(ax, x0, title, top, bottom, steps, equations):
 
 
 def reversible_block(presets: Presets) -> Figure:
-    """The two-stream reversible block forward and backward: the backward pass rebuilds the
-    block's input from its output by evaluating F and G again, never their inverses."""
+    """The two-stream reversible block forward and backward, in the text's names: the block is
+    two of the text's layers (x' = y + f(x), y' = x), f = F and then f = G, so its input (x, y)
+    becomes (x'', y'' = x'). The backward pass rebuilds the input from the output by evaluating G
+    and F again, never their inverses."""
     from book.chapters import reversible as chapter
 
-    minus = "\u2212"
+    minus, p1, p2 = "\u2212", "\u2032", "\u2033"
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.2)
@@ -1844,19 +1846,19 @@ def reversible_block(presets: Presets) -> Figure:
             ax,
             0.0,
             "forward",
-            ("x\u2081", "x\u2082"),
-            ("y\u2081", "y\u2082"),
-            ((3.8, 1, "F", "+", "y\u2081"), (2.2, 0, "G", "+", "y\u2082")),
-            "y\u2081 = x\u2081 + F(x\u2082),  y\u2082 = x\u2082 + G(y\u2081)",
+            ("x", "y"),
+            (f"x{p2}", f"y{p2} = x{p1}"),
+            ((3.8, 0, "F", "+", f"x{p1}"), (2.2, 1, "G", "+", f"x{p2}")),
+            f"x{p1} = y + F(x),  x{p2} = x + G(x{p1})",
         )
         _two_stream_panel(
             ax,
             5.0,
             "backward: rebuild the input",
-            ("y\u2081", "y\u2082"),
-            ("x\u2081", "x\u2082"),
-            ((3.8, 0, "G", minus, "x\u2082"), (2.2, 1, "F", minus, "x\u2081")),
-            f"x\u2082 = y\u2082 {minus} G(y\u2081),  x\u2081 = y\u2081 {minus} F(x\u2082)",
+            (f"x{p2}", f"y{p2}"),
+            ("x", "y"),
+            ((3.8, 1, "G", minus, "x"), (2.2, 0, "F", minus, "y")),
+            f"x = x{p2} {minus} G(y{p2}),  y = y{p2} {minus} F(x)",
         )
         ax.set_xlim(-1.4, 8.6)
         ax.set_ylim(-0.7, 6.3)
@@ -1864,19 +1866,23 @@ def reversible_block(presets: Presets) -> Figure:
         ax.axis("off")
 
     alt = (
-        "Two diagrams side by side, each with two streams running down. Forward: F of x2 is "
-        "added to x1, giving y1; then G of y1 is added to x2, giving y2. Backward: from the "
-        "outputs y1 and y2, G of y1 is subtracted from y2, giving back x2; then F of x2 is "
-        "subtracted from y1, giving back x1."
+        "Two diagrams side by side, each with two streams, x on the left and y on the right, "
+        "running down. Forward: F of x is added to y, giving x-prime; then G of x-prime is "
+        "added to x, giving x-double-prime; the outputs are x-double-prime and y-double-prime, "
+        "which is x-prime. Backward: from the outputs, G of y-double-prime is subtracted from "
+        "x-double-prime, giving back x; then F of x is subtracted from y-double-prime, giving "
+        "back y."
     )
     model = presets.get("model", chapter.MODEL)
     caption = (
-        "A reversible block as RevNets and the Reformer build it: two Feistel rounds in a row, "
-        "F (attention in the Reformer) and then G (the MLP), each adding a function of one "
-        "stream to the other. Backward, the rounds are undone in reverse order, each by "
+        "A reversible block as the Reformer builds it, in the text's names: two of the text's "
+        "rounds in a row (x\u2032 = y + f(x), y\u2032 = x), with f = F (attention) and then f = G "
+        "(the MLP); a prime counts the rounds, and the stream a round hands on unchanged is drawn "
+        "in place rather than swapped. Backward, the rounds are undone in reverse order, each by "
         "evaluating its function again and subtracting; neither F nor G is ever inverted. A "
         f"reversible {model.name} would stack {model.layers} such blocks, keep only the last "
-        "block's output, and rebuild every earlier block's input on the way back."
+        "block's output, and rebuild every earlier block's input on the way back. (Gomez et al. "
+        "call the inputs x\u2081, x\u2082 and the outputs y\u2081, y\u2082.)"
     )
     return _render("reversible_block", draw, alt, caption)
 
@@ -1897,7 +1903,12 @@ def activation_vs_layers(presets: Presets) -> Figure:
     kw = dict(presets=presets, model=chapter.MODEL, batch_size=chapter.TRAIN_BATCH)
     cases = chapter.memory_cases(presets)
     buffer = cases["buffer"].to("GB").m  # one layer's internals, whatever the depth
-    stored = get("full_activation_memory").sweep("n_layers", depth, **kw).to("GB")
+    # every activation at Llama's own count per residual-stream value (the chapter's factor)
+    stored = (
+        get("full_activation_memory")
+        .sweep("n_layers", depth, activation_bytes_factor=cases["factor"], **kw)
+        .to("GB")
+    )
     inputs = get("activation_memory").sweep("n_layers", depth, **kw).to("GB").m
     layer_input = cases["rev"].to("GB").m  # one checkpoint: one layer's input
     ckpt_inputs = get("checkpoint_activation_memory").sweep("n_layers", depth, **kw).to("GB").m
@@ -1960,6 +1971,38 @@ def activation_vs_layers(presets: Presets) -> Figure:
             fontsize=9,
         )
         _mark(right, hbm.m, f"{chip} HBM {spoken(hbm)}", vertical=False)
+        # the headline at the model's depth: the three schemes at one extra forward pass, and
+        # the gap between the best checkpointing and the reversible network
+        i = list(depth).index(model.layers)
+        rerun, ckpt, rev = (y[i] for y in list(curves.values())[1:])
+        for y, color, offset in zip(
+            (rerun, ckpt, rev), PALETTE[1:4], ((-8, 4), (-8, -11), (-8, -12)), strict=True
+        ):
+            right.plot([model.layers], [y], "o", color=color, markersize=5)
+            right.annotate(
+                spoken(Q_(y, "GB")),
+                (model.layers, y),
+                xytext=offset,
+                textcoords="offset points",
+                ha="right",
+                fontsize=8,
+                color=color,
+            )
+        gap = model.layers * 1.35
+        right.annotate(
+            "",
+            xy=(gap, rev),
+            xytext=(gap, ckpt),
+            arrowprops=dict(arrowstyle="<->", color=FOREGROUND, linewidth=1),
+        )
+        right.annotate(
+            f"\u2248{spoken_number(ckpt / rev, most=2)}\u00d7 less\nat equal compute",
+            (gap, (ckpt * rev) ** 0.5),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+        )
         left.set_yticks([t for t in (0.1, 1, 10, 100, 1000)])
         left.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         left.yaxis.set_minor_formatter(NullFormatter())

@@ -27,7 +27,10 @@ module, the versions of the numeric libraries, and the sources the caller names.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import platform
 import re
 import sys
@@ -136,6 +139,19 @@ def remembered(
     name = diskcache.digest(*key)
     traces = diskcache.Store(f"{namespace}-reads", base[:32])
     store = diskcache.Store(namespace, base[:32])  # one version per sources: entries by reads
+    found = _stored(store, traces, name, presets_files)
+    if found is not None:
+        return found
+    with _one_at_a_time(store, name):  # another process computing it: wait, then read its value
+        found = _stored(store, traces, name, presets_files)
+        if found is not None:
+            return found
+        return _computed(store, traces, name, compute, presets_files)
+
+
+def _stored(store, traces, name: str, presets_files: tuple[str, ...]):
+    """The value stored under ``name`` for what its reads find now (noting those reads), or
+    None."""
     trace = _json(traces.get(name))
     if isinstance(trace, list):
         trace = [tuple(item) for item in trace]
@@ -143,6 +159,34 @@ def remembered(
         if found is not None:
             reads.note_all(trace)
             return found
+    return None
+
+
+@contextlib.contextmanager
+def _one_at_a_time(store, name: str):
+    """Hold a lock on ``name`` of ``store`` (a file in the cache's ``locks`` folder) while
+    computing it, so that processes sharing a cache (a build beside ``serve``'s, the workers of
+    a test session and its build) compute it once: the others wait, then read the stored value.
+    An exclusive ``flock`` on a file opened here (so threads exclude each other too), released
+    when the file is closed or the process ends however it ends; a store that is off or a lock
+    that cannot be taken only costs the waiting."""
+    handle = None
+    if diskcache.enabled():
+        with contextlib.suppress(OSError, diskcache.Untrusted):
+            root = diskcache.trusted_root(store.root, create=True)
+            folder = root / diskcache.FOLDER / "locks"  # beside the stores, not among entries
+            diskcache.make_folder(folder, root)
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+            handle = os.open(folder / f"{store.namespace}-{name[:32]}", flags, 0o600)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        if handle is not None:
+            os.close(handle)  # releases the lock
+
+
+def _computed(store, traces, name: str, compute, presets_files: tuple[str, ...]):
     with reads.recording() as got:
         value = compute()
     try:

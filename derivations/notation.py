@@ -804,6 +804,13 @@ activation_bytes_factor = symbol(
     "activation bytes a layer stores per residual-stream value without recomputation",
     r"c_{\mathrm{act}}",
 )
+gated_activation_bytes_factor = symbol(
+    "gated_activation_bytes_factor",
+    "byte/value",
+    "activation bytes a gated-MLP, grouped-query layer (Llama's) stores per residual-stream "
+    "value without recomputation",
+    r"c_{\mathrm{act}}^{\mathrm{gated}}",
+)
 full_activation_memory = symbol(
     "full_activation_memory",
     "byte",
@@ -1004,7 +1011,7 @@ revnet_activation_memory = symbol(
     "byte",
     "activations a reversible network stores (the last layer's only)",
     r"M_{\mathrm{act}}^{\mathrm{rev}}",
-    display="GB",
+    display="MB",
 )
 revnet_training_flops = symbol(
     "revnet_training_flops",

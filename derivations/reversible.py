@@ -29,14 +29,19 @@ from derivations.notation import (
     checkpoint_activation_memory,
     checkpoint_segments,
     context_length,
+    d_ff,
     d_model,
     feistel_x,
     feistel_y,
     feistel_z,
     flops_per_param_token,
     forward_flops,
+    gated_activation_bytes_factor,
+    head_dim,
     layer_activation_bytes,
     n_active,
+    n_heads,
+    n_kv_heads,
     n_layers,
     recompute_flops,
     revnet_activation_memory,
@@ -53,6 +58,16 @@ CHAPTER = "reversible"
 LECTURE = "Lecture section G, cryptography and RevNets"
 SECTION_G = "2:04:02-2:13:00"
 REVNET = "Gomez et al. 2017, 'The Reversible Residual Network' (arXiv 1707.04585)"
+KORTHIKANTI = (
+    "Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models' "
+    "(arXiv 2205.05198), section 4.1 (the method: count every tensor a layer keeps for its "
+    "backward pass)"
+)
+LLAMA_LAYER = (
+    "meta-llama/llama-models, models/llama3/model.py (at d42f3959): RMSNorm before attention "
+    "and before the MLP; wq of n_heads x head_dim, wk and wv of n_kv_heads x head_dim; the MLP "
+    "w2(silu(w1(x)) * w3(x)); no dropout"
+)
 
 f = sp.Function("f")
 x, y, z = feistel_x.sym, feistel_y.sym, feistel_z.sym
@@ -239,5 +254,35 @@ register(
         "input: grows as the square root of depth, where a reversible network stays flat. "
         "Holding a recomputed segment's internals costs one extra forward pass; holding only "
         "its layers' inputs, two.",
+    )
+)
+
+b_act = activation_bytes_per_value.sym
+d_, h_, h_kv, d_h, f_ff = d_model.sym, n_heads.sym, n_kv_heads.sym, head_dim.sym, d_ff.sym
+register(
+    Equation(
+        id="gated_activation_bytes_factor",
+        title="Activation bytes a Llama layer stores per residual-stream value",
+        lhs=gated_activation_bytes_factor,
+        rhs=b_act * (4 * d_ + 2 * h_ * d_h + 2 * h_kv * d_h + 4 * f_ff) / d_,
+        chapter=CHAPTER,
+        source=Source(KORTHIKANTI, "", LLAMA_LAYER),
+        assumptions=(
+            "Korthikanti et al.'s count, made for Llama's layer: every tensor an operation needs "
+            "for its gradient is kept, at b_act bytes a value, per token",
+            "two RMSNorms: each keeps its input and its output (the next matmul's input), "
+            "4 d values",
+            "grouped-query attention with FlashAttention: Q (h d_h values), K and V (h_KV d_h "
+            "each) and the attention output (h d_h); the scores are not stored, and the "
+            "softmax statistics (one FP32 value per head and token) are left out: a few "
+            "hundredths of a byte per residual value",
+            "the SwiGLU MLP: the gate and up projections, the SiLU of the gate and their "
+            "product, d_ff values each, 4 d_ff",
+            "no dropout (Korthikanti's GPT layer keeps two dropout masks, a byte per value each)",
+            "no tensor or sequence parallelism: one replica holds the whole layer",
+        ),
+        summary="More than the GPT layer Korthikanti et al. count stores: a gated MLP keeps "
+        "four tensors of its hidden width where GeLU keeps two, which outweighs the dropout "
+        "masks Llama does without and the smaller keys and values of grouped-query attention.",
     )
 )

@@ -32,62 +32,127 @@ LAYER_SWEEP = (4, 1000)  # the figure's depths (square-root checkpointing needs 
 def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
     """The activation memory of one training replica, as quantities (bytes), for ``batch``.
 
-    ``plain``, ``ckpt`` and ``rev`` count layer inputs (the lecture's O(L), the square-root
-    checkpointing at one extra forward pass, and the reversible network's last output);
-    ``stored`` is every activation without recomputation; ``buffer`` is one layer's internals,
-    which any scheme that recomputes holds while that layer runs backwards. ``rev_two`` is the
-    reversible network's last output with both of its streams kept at the full width, as in the
-    lecture's picture and the Reformer (``rev`` counts one, as a RevNet that splits the width
-    into two halves does).
+    ``plain`` counts layer inputs (the lecture's *O*(L)); ``ckpt`` checkpoints layer inputs in
+    the best whole number of segments (two extra forward passes), ``ckpt_full`` in the best
+    whole number of segments that each keep their internals while recomputed (one extra forward
+    pass, Chen et al.); ``rev`` is the reversible network's last output. ``stored`` is every
+    activation without recomputation, at ``factor`` bytes per residual-stream value (Llama's
+    layer counted tensor by tensor); ``buffer`` is one layer's internals, which any scheme that
+    recomputes holds while that layer runs backwards. ``rev_two`` is the reversible network's last
+    output with both of its streams kept at the full width, as in the lecture's picture and the
+    Reformer (``rev`` counts one, as a RevNet that splits the width into two halves does).
+    ``segments`` and ``segments_full`` are the whole segment counts of ``ckpt`` and ``ckpt_full``.
 
     >>> from units.presets import load
     >>> m = memory_cases(load())
     >>> [float(round(m[k].to("GB").m, 3)) for k in ("plain", "ckpt", "ckpt_full", "rev")]
-    [10.737, 2.401, 9.899, 0.134]
+    [10.737, 2.416, 10.805, 0.134]
+    >>> m["segments"], m["segments_full"], m["factor"]
+    (9, 40, <Quantity(40.5, 'byte / value')>)
     """
     ev = Evaluator(presets, model=MODEL, batch_size=batch)
-    stored = ev.q("full_activation_memory")
+    factor = Evaluator(presets, model=MODEL).q("gated_activation_bytes_factor").to("byte/value")
+    stored = ev.q("full_activation_memory", activation_bytes_factor=factor)
+    buffer = ev.q("full_activation_memory", activation_bytes_factor=factor, n_layers=ONE_LAYER)
     rev = ev.q("revnet_activation_memory")
+    layers = presets.get("model", MODEL).layers
+    k_in, ckpt = whole_segments(layers, rev, rev)
+    k_full, ckpt_full = whole_segments(layers, buffer, rev)
     return {
+        "factor": factor,
         "stored": stored,
         "plain": ev.q("activation_memory"),
-        "ckpt": ev.q("checkpoint_activation_memory"),
-        # square-root checkpointing whose recomputed segment keeps its layers' internals (Chen et
-        # al.): what a segment holds is every activation's share, so one recompute suffices
-        "ckpt_full": ev.q("checkpoint_activation_memory", activation_memory=stored),
+        "ckpt": ckpt,
+        "segments": k_in,
+        "ckpt_full": ckpt_full,
+        "segments_full": k_full,
         "rev": rev,
         "rev_two": STREAMS * rev,
-        "buffer": ev.q("full_activation_memory", n_layers=ONE_LAYER),
+        "buffer": buffer,
     }
 
 
-def best_segments(m: dict) -> float:
-    """The segment count that minimises checkpointing whose segment keeps its internals:
-    the square root of every activation over one layer's input (not of the layer count).
+def whole_segments(layers: int, per_layer, checkpoint):
+    """The best whole number of checkpointing segments for ``layers`` layers, and the memory it
+    holds: K checkpoints of ``checkpoint`` each, plus the largest segment's layers (a whole
+    number, ceil(layers / K)) at ``per_layer`` each while that segment is recomputed. The
+    catalogue's checkpoint_activation_memory takes K = sqrt(M_act / checkpoint) free, the
+    continuous optimum; a network can only be cut into whole segments of whole layers. Ties go to
+    the K nearest that optimum. Any one unit, or plain numbers.
 
-    >>> from units.presets import load
-    >>> round(best_segments(memory_cases(load())), 1)
-    36.9
+    >>> whole_segments(80, 1.0, 1.0)  # layer inputs only: 9 segments of 8 or 9 layers, 18 inputs
+    (9, 18.0)
+    >>> whole_segments(80, 40.5, 2.0)  # Llama 3.1 70B's internals over its input: 40 of 2 layers
+    (40, 161.0)
+    >>> whole_segments(4, 100.0, 1.0)  # shallow: one segment per layer
+    (4, 104.0)
     """
-    return _ratio(m["stored"], m["rev"]) ** 0.5
+    best = layers * per_layer / checkpoint  # K squared at the continuous optimum
+
+    def held(k: int):
+        return k * checkpoint + -(-layers // k) * per_layer
+
+    def rank(k: int):
+        return (round(float(held(k) / checkpoint), 9), abs(k * k - best))
+
+    k = min(range(1, layers + 1), key=rank)
+    return k, held(k)
+
+
+def segment_sizes(layers: int, segments: int) -> str:
+    """How many layers each of ``segments`` whole segments holds, as prose says it.
+
+    >>> segment_sizes(80, 40), segment_sizes(80, 9)
+    ('2 layers each', '8 or 9 layers')
+    """
+    small, large = layers // segments, -(-layers // segments)
+    if small == large:
+        return f"{said_number(small)} layers each"
+    return f"{said_number(small)} or {said_number(large)} layers"
 
 
 def checkpointed_memory(n_layers: int, every: float, layer_input: float) -> float:
-    """Checkpointing whose recomputed segment keeps its internals, at its best segment count:
-    K = sqrt(every / layer_input) segments hold K inputs and one segment's share of every
-    activation, 2 sqrt(every * layer_input) (the catalogue's checkpoint_activation_memory). A
-    network has at most one segment per layer, so a shallow one checkpoints every layer's input
-    and holds one layer's internals: never less than a reversible network holds. Any one unit.
+    """Checkpointing whose recomputed segment keeps its internals, at its best whole segment
+    count, for a network of ``n_layers`` layers holding ``every`` in all (any one unit): one
+    layer's internals are every over n_layers. A network has at most one segment per layer, so a
+    shallow one checkpoints every layer's input and holds one layer's internals: never less than
+    a reversible network holds.
 
-    >>> checkpointed_memory(80, 182.5, 0.1342)  # Llama 3.1 70B, GB: K = 36.9
-    9.897...
-    >>> checkpointed_memory(4, 9.13, 0.1342)  # K would be 8.2 > 4 layers
-    2.8193...
+    >>> checkpointed_memory(80, 80 * 40.5, 2.0)  # Llama 3.1 70B, in units of one layer's values
+    161.0
+    >>> checkpointed_memory(4, 400.0, 1.0)  # K would be 20 > 4 layers
+    104.0
     """
-    k = (every / layer_input) ** 0.5
-    if k <= n_layers:
-        return 2 * (every * layer_input) ** 0.5
-    return n_layers * layer_input + every / n_layers
+    return whole_segments(n_layers, every / n_layers, layer_input)[1]
+
+
+def share_words(x: float) -> str:
+    """A share as a sentence says it: a simple fraction in words when ``x`` is one (within
+    0.5%), else the number.
+
+    >>> share_words(0.25), share_words(0.125), share_words(0.5), share_words(0.3712)
+    ('a quarter', 'an eighth', 'a half', '0.37')
+    """
+    names = {2: "a half", 3: "a third", 4: "a quarter", 5: "a fifth", 6: "a sixth"}
+    names |= {7: "a seventh", 8: "an eighth", 9: "a ninth", 10: "a tenth"}
+    for n, name in names.items():
+        if abs(x * n - 1) < 0.005:
+            return name
+    return said_number(x, 2).said
+
+
+def exact_ratio(x: float) -> str:
+    """A ratio of small whole numbers written as one, else the number.
+
+    >>> exact_ratio(8 / 6), exact_ratio(1.5), exact_ratio(1.3712)
+    ('4/3', '3/2', '1.4')
+    """
+    from fractions import Fraction
+
+    f = Fraction(x).limit_denominator(12)
+    if abs(float(f) - x) < 1e-9 * x and f.denominator > 1:
+        return f"{f.numerator}/{f.denominator}"
+    return said_number(x, 3).said
 
 
 def _ratio(a, b) -> float:
@@ -114,7 +179,8 @@ def context(presets: Presets) -> dict:
     kv = ev.q("kv_cache_per_sequence") * Q_(1, "sequence")
     state = ev.q("training_state_memory")
     share = state / EXERCISE_ZERO_CHIPS  # one chip's ZeRO share of the training state
-    segments_full = best_segments(m)
+    # a tensor-parallel group: the chips of one scale-up domain (an H100 server's eight)
+    tp = presets.get("hardware", HARDWARE).scale_up_domain.to("chip").m
     big = presets.get("model", EXERCISE_MODEL)
     big_ev = Evaluator(presets, model=EXERCISE_MODEL, inference_inefficiency=Q_(1, ""))
     big_kv = Evaluator(presets, model=EXERCISE_MODEL).q("kv_cache_per_sequence") * Q_(1, "sequence")
@@ -143,8 +209,16 @@ def context(presets: Presets) -> dict:
         "korthikanti": "Korthikanti et al., 'Reducing Activation Recomputation in Large "
         "Transformer Models', arXiv 2205.05198",
         "rounds": said_number(model.layers),
-        "segments_full": said_number(segments_full, 2),
-        "layers_per_segment": said_number(model.layers / segments_full, 2),
+        "segments_full": said_number(m["segments_full"]),
+        "layers_per_segment": segment_sizes(model.layers, m["segments_full"]),
+        "segments_in_sizes": segment_sizes(model.layers, m["segments"]),
+        "segments_formula": said_number(_ratio(m["plain"], m["rev"]) ** 0.5, 2),
+        "segments_full_formula": said_number(_ratio(m["stored"], m["rev"]) ** 0.5, 2),
+        "ckpt_full_formula": said(
+            Evaluator(presets, model=MODEL, batch_size=TRAIN_BATCH)
+            .q("checkpoint_activation_memory", activation_memory=m["stored"])
+            .to("GB")
+        ),
         "rev_two": said(m["rev_two"].to("MB")),
         "rev_two_total": said((m["rev_two"] + m["buffer"]).to("GB")),
         "equal_lead_two": said_number(_ratio(m["ckpt_full"], m["rev_two"] + m["buffer"]), 2),
@@ -161,7 +235,7 @@ def context(presets: Presets) -> dict:
         ],
         "big_model": big.name,
         "big_kv": said(big_kv.to("GB")),
-        "big_kv_over_plain": said_number(_ratio(big_kv, big_plain), 3),
+        "big_kv_over_plain": share_words(_ratio(big_kv, big_plain)),
         "big_per_token_flops": said(big_per_token),
         "big_rebuild_flops": said(big_rebuild),
         "fwd_per_param": said_number(
@@ -177,11 +251,17 @@ def context(presets: Presets) -> dict:
             ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
         ),
         "layer_bytes": ev.text("layer_activation_bytes"),
-        "act_factor": quantity(presets.parameter["activation_bytes_factor"].value),
+        "act_factor": quantity(m["factor"]),
         # the same factor as a product's first term: bytes per value, times tokens, times values
-        "act_factor_bare": said(
+        "act_factor_bare": said(m["factor"] * Q_(1, "value")),
+        # Korthikanti et al.'s count for a GPT layer (GeLU MLP of 4 d, dropout), for comparison
+        "gpt_factor_bare": said(
             presets.parameter["activation_bytes_factor"].value * Q_(1, "value")
         ),
+        "d_ff": said_number(model.d_ff),
+        "kv_heads": said_number(model.n_kv_heads),
+        "q_heads": said_number(model.n_heads),
+        "kv_head_share": share_words(model.n_kv_heads / model.n_heads),
         # the training state's bytes per parameter: BF16 weights and gradients, FP32 master copy
         # and Adam's two FP32 moments
         "bytes_per_param": said(
@@ -195,7 +275,7 @@ def context(presets: Presets) -> dict:
         "ckpt": said(m["ckpt"].to("GB")),
         "rev": said(m["rev"].to("MB")),
         "buffer": said(m["buffer"].to("GB")),
-        "segments": said_number(_ratio(m["plain"], m["rev"]) ** 0.5, 3),
+        "segments": said_number(m["segments"]),
         "stored_over_plain": said_number(_ratio(m["stored"], m["plain"]), 3),
         "stored_over_plain_round": said_number(round(_ratio(m["stored"], m["plain"]))),
         "layer_ratio": said_number(_ratio(m["plain"], m["rev"])),
@@ -216,7 +296,7 @@ def context(presets: Presets) -> dict:
         "hardware": chip_name(presets.get("hardware", HARDWARE)),
         "stored_over_hbm": said_number(_ratio(m["stored"], hbm), 3),
         "state": said(state.to("GB")),
-        "extra_compute": said_number(_ratio(rev_flops, plain_flops), 4),
+        "extra_compute": exact_ratio(_ratio(rev_flops, plain_flops)),
         "plain_per_param": said_number(
             (plain_flops / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
@@ -224,7 +304,7 @@ def context(presets: Presets) -> dict:
             (rev_flops / (model.params_active * one)).to("FLOP/parameter/token").m
         ),
         "kv": said(kv.to("GB")),
-        "kv_over_plain": said_number(_ratio(kv, m["plain"]), 3),
+        "kv_over_plain": share_words(_ratio(kv, m["plain"])),
         "per_token_flops": said(per_token),
         "rebuild_flops": said(rebuild),
         "rebuild_ratio": said_number(_ratio(rebuild, per_token)),
@@ -244,6 +324,19 @@ def context(presets: Presets) -> dict:
         "ckpt_full": said(m["ckpt_full"].to("GB")),
         "rev_total": said((m["rev"] + m["buffer"]).to("GB")),
         "ckpt_full_minus_rev": said((m["ckpt_full"] - m["rev"] - m["buffer"]).to("GB")),
+        # the best whole segment count's two halves: its checkpoints and its largest segment
+        "ckpt_full_inputs": said((m["segments_full"] * m["rev"]).to("GB")),
+        "ckpt_full_layers": said_number(-(-model.layers // m["segments_full"])),
+        "ckpt_full_internals": said((m["ckpt_full"] - m["segments_full"] * m["rev"]).to("GB")),
+        # tensor and sequence parallelism over one server's chips (Korthikanti et al.): every
+        # activation of a layer is split over the group
+        "tp": said_number(tp),
+        "stored_tp": said((m["stored"] / tp).to("GB")),
+        "ckpt_full_tp": said((m["ckpt_full"] / tp).to("GB")),
+        "saving_tp": said(((m["ckpt_full"] - m["rev"] - m["buffer"]) / tp).to("GB")),
+        "pope_post": "[Reiner Pope's post on neural nets and ciphers]"
+        "(https://reiner.org/neural-net-ciphers)",
+        "ex_stored_over_state": said_number(_ratio(x["stored"], share), 2),
     }
 
 
@@ -260,13 +353,14 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
         ("store every activation", 0, m["stored"]),
         ("keep each layer's input; re-run each layer on the way back", 1, m["plain"] + m["buffer"]),
         (
-            f"checkpoint at the best segment count (about {said_number(best_segments(m), 2)} "
-            "segments); a recomputed segment keeps its internals",
+            f"checkpoint {said_number(m['segments_full'])} segments; a recomputed segment keeps "
+            "its internals",
             1,
             m["ckpt_full"],
         ),
         (
-            "checkpoint square-root segments of layer inputs; re-run each layer again",
+            f"checkpoint {said_number(m['segments'])} segments of layer inputs; re-run each "
+            "layer again",
             2,
             m["ckpt"] + m["buffer"],
         ),

@@ -361,6 +361,8 @@ def _robustness(s: dict) -> dict:
     comparison = [
         {"name": k, "what": v["what"], **{g: err(v[g]) for g in ("leave_one_out", "held_out")}}
         | {"not_fitted": err(v["not_fitted"])}
+        # the post-hoc host cost per sequence, in µs (host_per_sequence)
+        | {"host": f"{number(v.get('fixed', {}).get('sequence_overhead', 0.0) * 1e6, 2)} µs"}
         for k, v in s["comparison"].items()
     ]
     post_hoc = [c for c in comparison if c["name"] in predict.POST_HOC]

@@ -222,31 +222,39 @@ def test_moe_blackwell_rack_holds_five_trillion_parameters_plus_kv_by_hand():
 def test_reversible_memory_cases_by_hand():
     from book.chapters.reversible import memory_cases
 
-    m = {k: v.to("byte").m for k, v in memory_cases(load()).items()}
-    # Llama 3.1 70B config: 80 layers, d_model 8,192; one sequence of the default 8,192 tokens;
-    # BF16 activations (2 bytes); Korthikanti et al. 2022: about 34 bytes stored per value.
+    cases = memory_cases(load())
+    m = {
+        k: cases[k].to("byte").m for k in ("plain", "rev", "ckpt", "stored", "buffer", "ckpt_full")
+    }
+    # Llama 3.1 70B config: 80 layers, d_model 8,192, 64 query and 8 KV heads of 128, MLP 28,672;
+    # one sequence of the default 8,192 tokens; BF16 activations (2 bytes). Its layer keeps, per
+    # token, the two RMSNorms' inputs and outputs (4 d), Q and the attention output (2 x 8,192),
+    # K and V (2 x 1,024) and SwiGLU's gate, up, SiLU and product (4 x 28,672): 40.5 bytes per
+    # residual-stream value (Korthikanti et al.'s method)
     tokens, d, layers = 8192, 8192, 80
+    per_value = 2 * (4 * d + 2 * 8192 + 2 * 1024 + 4 * 28672) / d
+    assert per_value == 40.5
     assert m["plain"] == pytest.approx(layers * tokens * d * 2)  # 10.74 GB
     assert m["rev"] == pytest.approx(tokens * d * 2)  # 134.2 MB: one layer's input
-    # Chen et al. 2016: sqrt(80) segments, twice sqrt(80) layer inputs = 2.401 GB
-    assert m["ckpt"] == pytest.approx(2 * 80**0.5 * tokens * d * 2)
-    assert m["stored"] == pytest.approx(layers * tokens * d * 34)  # 182.5 GB
-    assert m["buffer"] == pytest.approx(tokens * d * 34)  # one layer's internals, 2.282 GB
+    # Chen et al. 2016 in whole segments: 9 segments of 8 or 9 layers, 9 + 9 layer inputs
+    assert m["ckpt"] == pytest.approx(18 * tokens * d * 2)  # 2.416 GB
+    assert m["stored"] == pytest.approx(layers * tokens * d * per_value)  # 217.4 GB
+    assert m["buffer"] == pytest.approx(tokens * d * per_value)  # one layer's internals, 2.718 GB
     assert m["plain"] / m["rev"] == pytest.approx(layers)
-    # Chen et al.'s one-recompute checkpointing holds a segment's internals (34 bytes per value):
-    # 2 sqrt(80 x 34 x 2) x tokens x d = 9.90 GB
-    assert m["ckpt_full"] == pytest.approx(2 * (layers * 34 * 2) ** 0.5 * tokens * d)
+    # Chen et al.'s one-recompute checkpointing holds a segment's internals: sqrt(80 x 40.5 / 2)
+    # = 40.2, so 40 segments of 2 layers: 40 inputs and 2 layers' internals = 10.80 GB
+    assert m["ckpt_full"] == pytest.approx((40 * 2 + 2 * per_value) * tokens * d)
 
 
 def test_reversible_lead_at_equal_compute_by_hand():
     from book.chapters.reversible import context
 
     ctx = context(load())
-    # one extra forward pass each: checkpointing holding internals, 2 sqrt(80 x 34 x 2) values'
-    # bytes per token, against the reversible network's input (2) plus one layer's internals
-    # (34): 4.1x (the physics audit's M3); re-running each layer from its input, (80 x 2 + 34)
-    assert ctx["equal_lead"] == f"{2 * (80 * 34 * 2) ** 0.5 / 36:.2g}"
-    assert ctx["per_layer_lead"] == f"{(80 * 2 + 34) / 36:.2g}"
+    # one extra forward pass each: checkpointing in 40 segments of 2 layers, 40 x 2 + 2 x 40.5
+    # bytes per value and token, against the reversible network's input (2) plus one layer's
+    # internals (40.5): 3.8x; re-running each layer from its input, (80 x 2 + 40.5)
+    assert ctx["equal_lead"] == f"{(40 * 2 + 2 * 40.5) / 42.5:.2g}"
+    assert ctx["per_layer_lead"] == f"{(80 * 2 + 40.5) / 42.5:.2g}"
     flops = [r["flops"] for r in ctx["strategies"]]
     assert flops == ["6", "8", "8", "10", "8"]  # 6ND; one extra forward pass (2ND); two
 
@@ -255,17 +263,18 @@ def test_reversible_context_numbers_by_hand():
     from book.chapters.reversible import context
 
     ctx = context(load())
-    assert ctx["layer_ratio"] == "80" and ctx["segments"] == "8.94"  # sqrt(80)
-    assert ctx["ckpt_over_rev"] == "17.9"  # 2 sqrt(80)
-    # one layer's internals (34 per value) added to both: (2 sqrt(80) x 2 + 34) / (2 + 34)
-    assert ctx["ratio_with_buffer"] == f"{(2 * 80**0.5 * 2 + 34) / (2 + 34):.3g}"
-    assert ctx["extra_compute"] == "1.333"  # 8 N D over 6 N D
+    assert ctx["layer_ratio"] == "80" and ctx["segments"] == "9"  # sqrt(80) = 8.9, made whole
+    assert ctx["ckpt_over_rev"] == "18"  # 9 + 9 layer inputs
+    # one layer's internals (40.5 per value) added to both: (18 x 2 + 40.5) / (2 + 40.5)
+    assert ctx["ratio_with_buffer"] == f"{(18 * 2 + 40.5) / (2 + 40.5):.3g}"
+    assert ctx["extra_compute"] == "4/3"  # 8 N D over 6 N D
     assert (ctx["fwd_per_param"], ctx["plain_per_param"], ctx["rev_per_param"]) == ("2", "6", "8")
     # KV cache by hand: 8,192 tokens x 80 layers x (K, V) x 8 KV heads x 128 x 2 bytes = 2.684 GB
     assert ctx["kv"] == f"{8192 * 80 * 2 * 8 * 128 * 2 / 1e9:.4g} GB"
-    assert ctx["kv_over_plain"] == "0.25"  # 2 x 8 x 128 of 8,192 values per token per layer
+    assert ctx["kv_over_plain"] == "a quarter"  # 2 x 8 x 128 of 8,192 values per token, layer
     assert ctx["rebuild_ratio"] == "8,192"  # no cache: the whole context's forward pass per token
-    assert ctx["stored_over_hbm"] == f"{182.536 / 80:.3g}"  # facts.md: H100 SXM 80 GB HBM
+    # every activation, 80 x 8,192 x 8,192 x 40.5 bytes = 217.4 GB; facts.md: H100 SXM 80 GB HBM
+    assert ctx["stored_over_hbm"] == f"{80 * 8192 * 8192 * 40.5 / 1e9 / 80:.3g}"
 
 
 def test_no_kv_compute_crossover_shows_a_dash():

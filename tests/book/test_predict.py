@@ -633,3 +633,145 @@ def test_warm_started_leave_one_out_reaches_the_cold_fits_valley(study):
     for k, i in enumerate(picked):
         cold = predict.predict_case(fitted[i], predict._unpack(zs[best[k] * len(picked) + k]))
         assert cold == pytest.approx(study["loo"][fitted[i].id], rel=1e-4), fitted[i].id
+
+
+# -- the host's cost per sequence (post-hoc) and the rows no batch serves in time -------------
+
+PLAIN = {
+    "fp4": 1.0,
+    "fp8": 1.0,
+    "bf16": 1.0,
+    "memory": 1.0,
+    "prefill": 1.0,
+    "expert_parallel": 1.0,
+    "latency": 1.0,
+    "training": 1.0,
+    "expert_rows": 0.0,
+    "layer_overhead": 0.0,
+    "collective": 0.0,
+}
+
+
+def one_step_case(**kw):
+    """A replica of 2 chips, 100 sequences, a 1 ms step of matmuls and nothing else."""
+    base = dict(
+        id="hand",
+        scenario="offline",
+        measured=1.0,
+        bound=1e9,
+        kind="rate",
+        fmt="bf16",
+        attn_fmt="bf16",
+        batch=np.array([100.0]),
+        matmul=np.array([1e-3]),
+        chips=2.0,
+    )
+    return predict.Case(**{**base, **kw})
+
+
+def test_a_host_cost_per_sequence_by_hand():
+    """By hand: 100 sequences over 2 chips' processes, 50 each. At 50 us a sequence the host
+    takes 2.5 ms, longer than the chips' 1 ms: 100 tokens / (2 chips x 2.5 ms) = 20,000 token/s
+    per chip (1 / 50 us, whatever the batch). At 10 us it takes 0.5 ms, hidden under the chips'
+    step (an overlap scheduler): 100 / (2 x 1 ms) = 50,000, as without it."""
+    c = one_step_case()
+    assert predict.predict_case(c, {**PLAIN, "sequence_overhead": 50e-6}) == pytest.approx(20_000)
+    assert predict.predict_case(c, {**PLAIN, "sequence_overhead": 10e-6}) == pytest.approx(50_000)
+    assert predict.predict_case(c, PLAIN) == pytest.approx(50_000)  # the adopted model: none
+
+
+@settings(max_examples=25, deadline=None)
+@given(tau=st.floats(1e-7, 3e-4))
+def test_a_host_cost_never_raises_a_prediction_and_caps_a_chip_at_a_over_tau(study, tau):
+    """On every row: a host cost lowers or keeps each prediction, and a chip whose process
+    handles its share of the sequences makes at most a / tau tokens per second (a tokens kept
+    per sequence per step); none of it touches a training row."""
+    cases = [c for c in study["cases"] if c.kind != "none"]
+    stack = predict.Stack.of(cases)
+    p = dict(study["model"].params)
+    base, host = stack.predict(p), stack.predict({**p, "sequence_overhead": tau})
+    for c, b, h in zip(cases, base, host, strict=True):
+        assert h <= b * (1 + 1e-12), c.id
+        if c.kind == "rate":
+            assert h <= c.accepted / tau * (1 + 1e-9), c.id
+        if c.kind == "training":
+            assert h == b, c.id
+
+
+def test_the_post_hoc_host_cost_is_one_over_the_gpt_oss_rows_median_rate(study):
+    """Independently of the code: the held-out gpt-oss-120b rows' published tokens/s per chip
+    (one replica per chip), their median, one over it."""
+    from book.validation import validate
+
+    rates = [
+        r.measured.to("token/s/chip").m
+        for r in validate(load())
+        if r.preset.model == "gpt_oss_120b" and str(r.preset.get("date", "")) >= "2026"
+    ]
+    assert len(rates) >= 4
+    tau = predict.host_per_sequence(study["cases"])
+    assert tau == pytest.approx(1 / float(np.median(rates)), rel=1e-12)
+    assert 50e-6 < tau < 120e-6  # the ~60-85 us the rows' flat rates suggested
+
+
+def test_a_target_no_batch_meets_is_flagged_and_predicted_at_one_sequence():
+    """By hand: 10 layers of 200 us fixed cost are 2 ms, longer than a 1.5 ms target: no batch
+    meets it; the prediction is one sequence at 2 ms plus its matmuls (1 us a sequence here):
+    1 / (2 chips x 2.001 ms) = 249.9 token/s per chip, flagged. A 5 ms target is met."""
+    grid = np.geomspace(1, 100, 40)
+    c = one_step_case(batch=grid, matmul=grid * 1e-6, layers=10.0, target=1.5e-3)
+    p = {**PLAIN, "layer_overhead": 200e-6}
+    unmet: list = []
+    value = float(predict.Stack.of([c]).predict(p, unmet=unmet)[0])
+    assert bool(unmet[0][0])
+    assert value == pytest.approx(1 / (2 * 2.001e-3))
+    met: list = []
+    predict.Stack.of([predict.Case(**{**c.__dict__, "target": 5e-3})]).predict(p, unmet=met)
+    assert not met[0][0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(target=st.floats(1e-4, 1e-2), overhead=st.floats(1e-6, 5e-4))
+def test_unmet_is_exactly_a_smallest_step_longer_than_the_target(target, overhead):
+    grid = np.geomspace(1, 100, 40)
+    c = one_step_case(batch=grid, matmul=grid * 1e-6, layers=10.0, target=target)
+    unmet: list = []
+    predict.Stack.of([c]).predict({**PLAIN, "layer_overhead": overhead}, unmet=unmet)
+    smallest = 10 * overhead + 1e-6  # the step at one sequence
+    if abs(smallest - target) > 1e-9 * target:
+        assert bool(unmet[0][0]) == (smallest > target)
+
+
+def test_the_rows_flagged_unmet_are_those_whose_fixed_cost_outlasts_their_target(study):
+    """validate --json names the rows no batch serves in time; each has a fitted fixed cost
+    per step (the chapter's fixed_cost, computed apart) at least the step its target allows."""
+    from book.chapters.validation import fixed_cost
+
+    code, out, _ = run("validate", "--json")
+    data = json.loads(out)
+    flagged = {r["id"] for r in data["rows"] if r["unmet_target"]}
+    assert flagged == set(data["prediction"]["unmet"]) and flagged
+    presets = load()
+    params = study["model"].params
+    for r in data["rows"]:
+        if r["id"] in flagged and r["id"] not in study["loo"]:
+            f = fixed_cost(presets.get("measurement", r["id"]), presets, params)
+            assert f["fixed"] >= f["allowed"] * 0.999, r["id"]
+    # the rows kept out of the fit and not flagged are reported with their own error
+    met = data["prediction"]["not_modelled_met"]
+    assert met["count"] == data["prediction"]["not_modelled"]["count"] - len(
+        flagged - set(study["loo"])
+    )
+
+
+def test_predict_warns_when_no_batch_meets_the_tpot():
+    """80 layers at the fitted fixed cost (about 0.13 ms each) take about 10 ms: an 8 ms TPOT
+    is met by no batch; 40 ms is."""
+    argv = ["predict", "--hardware", "b200", "--model", "llama_3_3_70b", "--precision", "fp8"]
+    argv += ["--chips", "8", "--input", "1000", "--output", "1000", "--scenario", "interactive"]
+    code, out, _ = run(*argv, "--tpot", "8ms")
+    assert code == 0 and "no batch meets the --tpot" in out and "expected" not in out
+    code, out, _ = run(*argv, "--tpot", "8ms", "--json")
+    assert json.loads(out)["unmet"] is True
+    code, out, _ = run(*argv, "--tpot", "40ms", "--json")
+    assert json.loads(out)["unmet"] is False

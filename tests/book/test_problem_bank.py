@@ -391,6 +391,14 @@ def _figure(pattern: str, text: str) -> float:
     return float(found[1].replace(",", ""))
 
 
+def _size(pattern: str, text: str) -> float:
+    """A model size as the statement says it: "671 B" or "1 T" (parameters)."""
+    found = re.search(pattern, text)
+    assert found, f"{pattern!r} not in {text!r}"
+    figure, scale = found[1].split()
+    return float(figure.replace(",", "")) * {"B": 1e9, "T": 1e12}[scale]
+
+
 def test_the_context_at_the_crossover_micro_batch_follows_from_the_statement():
     """A student who works from the statement's figures gets the graded context (hand
     computation: each GPU's HBM less its stage's share of the weights, over the given
@@ -400,7 +408,7 @@ def test_the_context_at_the_crossover_micro_batch_follows_from_the_statement():
     for seed, p in draws(module):
         where = f"{p.id} seed {seed}"
         text, answer = p.text, p.answer.to("token/sequence").m
-        total = _figure(r"\(([\d,.]+) B parameters in all", text) * 1e9  # bytes at FP8
+        total = _size(r"\(([\d,.]+ [BT]) parameters in all", text)  # bytes at FP8
         stages = _figure(r"on (\d+) eight-GPU nodes", text)
         gpus = _figure(r"spread over its node's (\d+) GPUs", text)
         hbm = _figure(r"has ([\d,.]+) GB of HBM", text) * 1e9

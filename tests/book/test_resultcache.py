@@ -146,3 +146,29 @@ def test_the_tutorial_from_the_store_is_the_page_its_blocks_print(empty_cache, m
     monkeypatch.undo()
     text = tutorial.TUTORIAL.read_text(encoding="utf-8")
     assert page == tutorial.run_blocks(text, tutorial.TUTORIAL.stem)
+
+
+def test_two_computing_the_same_result_at_once_compute_it_once(empty_cache):
+    """Two at once (threads here; the workers of a test session and its build are processes,
+    and ``flock`` excludes both alike): the second waits for the first and reads its value."""
+    import threading
+    import time
+
+    calls, got = [], []
+    started = threading.Event()
+
+    def compute():
+        calls.append(1)
+        started.set()
+        time.sleep(0.3)  # the other thread asks while this one computes
+        return {"value": len(calls)}
+
+    def ask():
+        got.append(resultcache.remembered("t", ("book/format.py",), ("k",), compute))
+
+    first = threading.Thread(target=ask)
+    first.start()
+    started.wait(10)
+    ask()
+    first.join()
+    assert len(calls) == 1 and got == [{"value": 1}, {"value": 1}]

@@ -1,11 +1,16 @@
 """The reversible chapter's numbers, against hand computations from Llama 3.1 70B's shape.
 
 The figures here are independent: d = 8,192, 80 layers, 8,192 tokens, 2 bytes per value for a
-layer input and 34 bytes per value for every activation of a layer (Korthikanti et al.), the
-H100's 80 GB and 16 bytes per parameter of training state for 70.55 B parameters.
+layer input and, for every activation of a layer, Llama's own tensors counted by hand from its
+config (two RMSNorms' inputs and outputs 4 d, Q and the attention output 2 x 64 x 128, K and V
+2 x 8 x 128, SwiGLU's gate, up, SiLU and product 4 x 28,672 values per token, at 2 bytes, over d:
+40.5 bytes per residual-stream value), the H100's 80 GB and 16 bytes per parameter of training
+state for 70.55 B parameters.
 """
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from book.chapters import reversible
 from derivations import get
@@ -13,7 +18,9 @@ from units.presets import load
 
 D, LAYERS, TOKENS = 8192, 80, 8192
 INPUT = 2 * D * TOKENS  # one layer's input, bytes
-EVERY = 34 * D * TOKENS * LAYERS  # every activation of the network, bytes
+FACTOR = 2 * (4 * D + 2 * 64 * 128 + 2 * 8 * 128 + 4 * 28672) / D  # 40.5 bytes per value
+LAYER = FACTOR * D * TOKENS  # one layer's internals, bytes
+EVERY = LAYER * LAYERS  # every activation of the network, bytes
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +28,40 @@ def ctx():
     return reversible.context(load())
 
 
-def test_the_best_segment_count_is_the_root_of_every_activation_over_one_input(ctx):
+def test_the_internals_are_llama_s_own_count(ctx):
+    assert ctx["act_factor"] == "40.5 bytes per value"
     m = reversible.memory_cases(load())
-    assert reversible.best_segments(m) == pytest.approx((EVERY / INPUT) ** 0.5, rel=1e-6)
-    assert ctx["segments_full"].exact == "37"  # sqrt(17 * 80) = 36.878, at two figures
-    assert "about 37 segments" in ctx["strategies"][2]["name"]
+    assert m["buffer"].to("B").m == pytest.approx(LAYER, rel=1e-12)
+    assert m["stored"].to("B").m == pytest.approx(EVERY, rel=1e-12)
+
+
+def test_checkpointing_is_cut_into_whole_segments(ctx):
+    # by hand: K inputs and the largest segment's ceil(80 / K) layers. With internals kept,
+    # sqrt(80 x 40.5 / 2) = 40.2, and K = 40 gives 40 segments of 2 layers; K = 41 would leave
+    # a segment of 2 as well, and K = 27 one of 3: 40 x INPUT + 2 x LAYER is the least
+    m = reversible.memory_cases(load())
+    assert m["segments_full"] == 40
+    assert m["ckpt_full"].to("B").m == pytest.approx(40 * INPUT + 2 * LAYER, rel=1e-12)
+    assert min(41 * INPUT + 2 * LAYER, 27 * INPUT + 3 * LAYER) > 40 * INPUT + 2 * LAYER
+    # layer inputs only: sqrt(80) = 8.9; 8, 9 and 10 segments all hold 18 inputs (8 + 10,
+    # 9 + 9, 10 + 8), and the tie goes to 9, the nearest the square root
+    assert m["segments"] == 9
+    assert m["ckpt"].to("B").m == pytest.approx(18 * INPUT, rel=1e-12)
+    assert ctx["layers_per_segment"] == "2 layers each"
+    assert ctx["segments_in_sizes"] == "8 or 9 layers"
+    assert "40 segments" in ctx["strategies"][2]["name"]
+
+
+@given(st.integers(1, 400), st.floats(0.01, 100), st.floats(0.01, 100))
+def test_whole_segments_never_beat_the_continuous_optimum(layers, per_layer, checkpoint):
+    k, held = reversible.whole_segments(layers, per_layer, checkpoint)
+    assert 1 <= k <= layers
+    # the continuous optimum 2 sqrt(L p c) is a lower bound, reached only when K divides L
+    assert held >= 2 * (layers * per_layer * checkpoint) ** 0.5 * (1 - 1e-12)
+    # and the best whole K is no worse than one segment per layer or one segment in all
+    assert held <= min(layers * checkpoint + per_layer, checkpoint + layers * per_layer) * (
+        1 + 1e-12
+    )
 
 
 def test_two_full_width_streams_double_the_stored_output(ctx):
@@ -35,28 +71,25 @@ def test_two_full_width_streams_double_the_stored_output(ctx):
 
 @pytest.mark.parametrize("layers", [1, 2, 4, 8, 17, 40, 80, 160])
 def test_checkpointing_never_holds_less_than_the_reversible_network(layers):
-    every = 34 * D * TOKENS * layers
+    every = LAYER * layers
     held = reversible.checkpointed_memory(layers, every, INPUT)
     floor = INPUT + every / layers  # the last output and one layer's internals
     assert held >= floor * (1 - 1e-12)
 
 
-def test_checkpointing_at_depth_agrees_with_the_catalogue():
+def test_whole_checkpointing_at_depth_is_near_the_catalogue_s_continuous_optimum():
     presets = load()
     m = reversible.memory_cases(presets)
-    every, one = m["stored"].to("B").m, m["rev"].to("B").m
     catalogue = get("checkpoint_activation_memory").evaluate(
         presets=presets,
         model=reversible.MODEL,
         batch_size=reversible.TRAIN_BATCH,
         activation_memory=m["stored"],
     )
-    assert reversible.checkpointed_memory(LAYERS, every, one) == pytest.approx(
-        catalogue.to("B").m, rel=1e-9
-    )
-    assert reversible.checkpointed_memory(LAYERS, EVERY, INPUT) == pytest.approx(
-        2 * (EVERY * INPUT) ** 0.5, rel=1e-9
-    )
+    whole = reversible.checkpointed_memory(LAYERS, EVERY, INPUT)
+    assert whole == pytest.approx(m["ckpt_full"].to("B").m, rel=1e-12)
+    # the formula's K = 40.2 is not whole: the whole 40 holds a little more, never less
+    assert catalogue.to("B").m <= whole <= catalogue.to("B").m * 1.001
 
 
 def test_exercise_one_says_which_strategy_fits_beside_the_state(ctx):
@@ -65,7 +98,7 @@ def test_exercise_one_says_which_strategy_fits_beside_the_state(ctx):
     held = [
         batch * EVERY,
         batch * (LAYERS * INPUT + EVERY / LAYERS),
-        2 * (batch * EVERY * batch * INPUT) ** 0.5,
+        batch * (40 * INPUT + 2 * LAYER),  # 40 segments of 2 layers, as for one sequence
         batch * (INPUT + EVERY / LAYERS),
     ]
     expected = ["fits" if h + share <= 80e9 else "does not fit" for h in held]
@@ -96,5 +129,22 @@ def test_the_example_s_internals_are_derived_before_they_are_used():
     derived = text.index("{{ act_factor_bare }} × {{ context }} ×")
     for use in ("{{ stored }}) in place of", "{{ segments_full }} segments of"):
         assert derived < text.index(use)
-    # 34 B * 8,192 tokens * 8,192 values = 2,281,701,376 B
-    assert reversible.context(load())["buffer"].exact == "2.282 GB"
+    # 40.5 B * 8,192 tokens * 8,192 values = 2,717,908,992 B
+    assert reversible.context(load())["buffer"].exact == "2.718 GB"
+
+
+def test_ratios_read_as_people_say_them(ctx):
+    # 8 N D against 6 N D; Llama 3.1 70B's KV cache, 2 x 8 x 128 values per layer and token,
+    # against one residual-stream vector of 8,192: a quarter; the 405B's 2 x 8 x 128 over 16,384
+    assert ctx["extra_compute"] == "4/3"
+    assert ctx["kv_over_plain"] == "a quarter"
+    assert ctx["big_kv_over_plain"] == "an eighth"
+
+
+def test_the_page_has_no_fractional_segments_or_old_quote():
+    from book import site
+
+    text = (site.TEMPLATES / "chapters" / "reversible.md.j2").read_text(encoding="utf-8")
+    assert "given where hardwares are" in text  # the transcript's words, 02:04:02 section
+    assert "about {{ segments" not in text
+    assert "neural-net-ciphers" in reversible.context(load())["pope_post"]

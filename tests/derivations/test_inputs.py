@@ -239,6 +239,7 @@ def test_the_shorthand_equals_setting_all_three(eq_id, precision):
             measured_rate="1000 token/s/chip",
             training_sequence="4096 token",
             head_dim="128 value/head",  # the attention-aware training bound on an MLA model
+            n_kv_heads="128 head",  # a gated layer's activations on MLA (K and V per head)
         ).items()
         if k in reachable(eq)
     }

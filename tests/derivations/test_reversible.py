@@ -89,7 +89,40 @@ def test_checkpointing_sits_between_revnet_and_plain_backprop(layers):
     # 2 sqrt(L) <= L from four layers on (below that, checkpointing does not pay)
     kw = dict(model="llama_3_1_70b", batch_size=1)
     deep = dict(kw, n_layers=f"{layers} layer")
-    rev = get("revnet_activation_memory").evaluate(**kw).m
-    ckpt = get("checkpoint_activation_memory").evaluate(**deep).m
-    plain = get("activation_memory").evaluate(**deep).m
+    rev = get("revnet_activation_memory").evaluate(**kw).to("B").m
+    ckpt = get("checkpoint_activation_memory").evaluate(**deep).to("B").m
+    plain = get("activation_memory").evaluate(**deep).to("B").m
     assert rev < ckpt <= plain * (1 + 1e-9)
+
+
+# Llama layers' activations counted tensor by tensor, by hand from the published configs
+# (hidden_size, num_attention_heads x head_dim, num_key_value_heads x head_dim,
+# intermediate_size): norms 4 d, Q and attention output 2 h d_h, K and V 2 h_KV d_h, SwiGLU 4 d_ff
+# values per token, at 2 bytes, over d.
+@pytest.mark.parametrize(
+    "model, expected",
+    [
+        ("llama_3_1_70b", 2 * (4 * 8192 + 2 * 8192 + 2 * 1024 + 4 * 28672) / 8192),  # 40.5
+        ("llama_3_1_8b", 2 * (4 * 4096 + 2 * 4096 + 2 * 1024 + 4 * 14336) / 4096),  # 41
+        ("llama_3_1_405b", 2 * (4 * 16384 + 2 * 16384 + 2 * 1024 + 4 * 53248) / 16384),  # 38.25
+    ],
+)
+def test_gated_activation_bytes_by_hand(model, expected):
+    got = get("gated_activation_bytes_factor").evaluate(model=model)
+    assert got.to("byte/value").m == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_gpt_shaped_layer_would_count_korthikanti_s_bytes_without_dropout():
+    # a GPT layer has h_KV = h and h d_h = d; its GeLU MLP of 4 d keeps two tensors of 4 d where
+    # SwiGLU keeps four of d_ff, so d_ff = 2 d puts the same 16 d values in the MLP. Korthikanti
+    # et al.'s 34 bytes less their two 1-byte dropout masks is 32
+    d = 4096
+    got = get("gated_activation_bytes_factor").evaluate(
+        activation_bytes_per_value="2 byte/value",
+        d_model=f"{d} value",
+        n_heads="32 head",
+        n_kv_heads="32 head",
+        head_dim="128 value/head",
+        d_ff=f"{2 * d} value",
+    )
+    assert got.to("byte/value").m == pytest.approx(34 - 2, rel=1e-12)
