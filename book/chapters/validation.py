@@ -555,6 +555,10 @@ def _prediction(presets: Presets, rows) -> dict:
         "loo": err(s["leave_one_out"]),
         "held": err(s["held_out"]),
         "apart": err(s["not_modelled"]),
+        # the rows kept out of the fit whose speed some predicted batch meets, and how many are
+        # flagged unmet (no batch meets their speed: predicted at the smallest batch)
+        "apart_met": err(s.get("not_modelled_met", {})),
+        "unmet_count": str(len(s.get("unmet", ()))),
         "apart_reasons": [
             {"why": why, "count": str(len(ids)), "short": _APART_SHORT.get(why, why)}
             for why, ids in s["not_modelled_reasons"].items()
