@@ -85,6 +85,7 @@ def _render(fig_id: str, draw, alt: str, caption: str) -> Figure:
         fig, ax = plt.subplots(figsize=(7, 4.2))
         try:
             draw(fig, ax)
+            _plain_log_labels(fig)
             key = figure_key(fig_id, fig, alt)
             cached = _svgs().get(key) if key is not None else None
             if cached is not None:
@@ -95,6 +96,68 @@ def _render(fig_id: str, draw, alt: str, caption: str) -> Figure:
     if key is not None:
         _svgs().put(key, svg.encode("utf-8"))
     return Figure(fig_id, svg, alt, caption)
+
+
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+# matplotlib's log label $\mathdefault{-2\times10^{-3}}$: sign, coefficient, base, power
+MATHTEXT_POWER = re.compile(
+    r"\$\\mathdefault\{(-?)(?:(\d+(?:\.\d+)?)\\times)?(\d+)\^\{(-?\d+)\}\}\$"
+)
+
+
+def plain_power(label: str) -> str:
+    r"""A log axis' tick label written as text instead of mathtext (whose parser is most of the
+    cost of drawing a log axis); a label of any other form is left as it is.
+
+    >>> plain_power(r"$\mathdefault{10^{-3}}$"), plain_power(r"$\mathdefault{2\times10^{4}}$")
+    ('10⁻³', '2×10⁴')
+    >>> plain_power("$\\mathdefault{1}$")
+    '$\\mathdefault{1}$'
+    """
+    match = MATHTEXT_POWER.fullmatch(label)
+    if match is None:
+        return label
+    sign, coefficient, base, exponent = match.groups()
+    head = f"{sign}{coefficient}×" if coefficient else sign
+    return f"{head}{base}{exponent.translate(SUPERSCRIPT)}"
+
+
+def _plain_log_labels(fig) -> None:
+    """Every log axis of ``fig`` labelled by ``PlainLogFormatter``: the same ticks and
+    labels as matplotlib's default, as text (``10³``, ``2×10⁴``)."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in (
+                (axis.get_major_formatter, axis.set_major_formatter),
+                (axis.get_minor_formatter, axis.set_minor_formatter),
+            ):
+                old = get()
+                if type(old) is LogFormatterSciNotation:  # the scale's default, as it is
+                    plain = _plain_formatter_class()
+                    new = plain.__new__(plain)
+                    new.__dict__.update(old.__dict__)
+                    put(new)
+
+
+@functools.cache
+def _plain_formatter_class():
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class PlainLogFormatter(LogFormatterSciNotation):
+        def __call__(self, x, pos=None):
+            return plain_power(super().__call__(x, pos))
+
+    PlainLogFormatter.__module__ = __name__
+    PlainLogFormatter.__qualname__ = "PlainLogFormatter"
+    return PlainLogFormatter
+
+
+def __getattr__(name):  # matplotlib is imported only when a figure is drawn
+    if name == "PlainLogFormatter":
+        return _plain_formatter_class()
+    raise AttributeError(name)
 
 
 def _svg(fig, alt: str) -> str:

@@ -23,7 +23,31 @@ from units.errors import ChalkboardError
 
 DEFINITIONS = Path(__file__).with_name("definitions.txt")
 
-ureg = pint.UnitRegistry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
+
+class _Registry(pint.UnitRegistry):
+    """pint's registry, reading back every unit expression it parsed before from pint's own
+    cache. pint 0.24 stores compound expressions such as ``"GB/s"`` there but reads back only
+    a unit's bare name (its guard for units defined under a context asks the whole text to be
+    one unit's name; the book defines none under a context), so a build parsed the same few
+    texts tens of thousands of times. A new definition empties that cache (pint keeps it).
+
+    >>> ureg.parse_units_as_container("GB/s") is ureg.parse_units_as_container("GB/s")
+    True
+    """
+
+    def _parse_units_as_container(self, input_string, as_delta=True, case_sensitive=True):
+        if as_delta and case_sensitive:
+            found = self._cache.parse_unit.get(input_string)
+            if found is not None:
+                return found
+        return super()._parse_units_as_container(input_string, as_delta, case_sensitive)
+
+    def define(self, definition):
+        super().define(definition)
+        self._cache.parse_unit.clear()  # a new name may change how a stored text reads
+
+
+ureg = _Registry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
 ureg.formatter.default_format = "~P"
 Q_ = ureg.Quantity
 Quantity = ureg.Quantity

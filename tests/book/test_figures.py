@@ -30,6 +30,15 @@ def test_figure_is_accessible_svg_in_the_page_colour(drawn, fig_id):
     assert re.search(r"\d", fig.alt + fig.caption), "captions carry the computed numbers"
 
 
+def test_log_axes_are_labelled_as_text_with_the_same_ticks(drawn):
+    """A log axis reads 10⁰, 10¹, ... as text (book.figures.plain_power), not mathtext: the
+    batch axis of cost_vs_batch (1 to 10⁵ sequences, by hand from its sweep) says every power."""
+    svg = drawn["cost_vs_batch"].svg
+    assert "mathdefault" not in svg
+    labels = re.findall(r">(10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)<", svg)
+    assert {"10⁰", "10¹", "10²", "10³", "10⁴", "10⁵"} <= set(labels)
+
+
 def test_latency_figure_marks_the_computed_crossover(drawn):
     from derivations import get
 

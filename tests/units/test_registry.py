@@ -107,3 +107,36 @@ def test_parse_unit_never_evaluates_code(tmp_path):
 def test_one_registry():
     assert Q_(1, "s")._REGISTRY is ureg
     assert math.isclose(parse_quantity(Q_(1, "ms")).to("s").magnitude, 1e-3)
+
+
+@pytest.mark.parametrize(
+    "text", ["GB/s", "USD/(chip*hour)", "FLOP/s", "token/sequence", "TB/s", "byte/token"]
+)
+def test_a_unit_read_back_from_the_cache_is_what_pint_parses(text):
+    """The registry reads parsed expressions back (units.registry._Registry); a stock pint
+    registry on the same definitions parses each afresh, twice, to the same units."""
+    from units.registry import DEFINITIONS
+
+    stock = pint.UnitRegistry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
+    first = ureg.parse_units_as_container(text)
+    again = ureg.parse_units_as_container(text)
+    assert again is first  # read back, not parsed again
+    assert first == stock.parse_units_as_container(text)
+    mine, theirs = Q_(1, text).to_base_units(), stock.Quantity(1, text).to_base_units()
+    assert (mine.magnitude, mine._units) == (theirs.magnitude, theirs._units)
+
+
+def test_a_new_definition_empties_the_parse_cache():
+    """What the registry reads back was parsed under today's definitions: a definition empties
+    the cache, so a text is parsed again, here to a name that now means something else."""
+    from units.registry import DEFINITIONS, _Registry
+
+    mine = _Registry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
+    before = mine.parse_units_as_container("kB/s")
+    assert mine.parse_units_as_container("kB/s") is before
+    assert before == pint.util.UnitsContainer({"kilobyte": 1, "second": -1})
+    mine.define("kB = 3 * byte")  # shadows the prefixed kilobyte
+    assert mine.parse_units_as_container("kB/s") == pint.util.UnitsContainer(
+        {"kB": 1, "second": -1}
+    )
+    assert mine.Quantity(1, "kB/s").to("byte/s").magnitude == 3  # by the new definition
