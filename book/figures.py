@@ -2129,14 +2129,13 @@ def measured_vs_bound(presets: Presets) -> Figure:
 
     def column(r) -> str:
         """A row's column: its scenario, training split by the format of the peak it is held
-        against (an FP4 peak is two to four times a BF16 or FP8 one: never pooled)."""
-        fp4 = r.preset.get("activations", r.preset.get("weights", "bf16")) == "fp4"
-        return "training_fp4" if r.scenario == "training" and fp4 else r.scenario
+        against (an FP8 peak is twice a BF16 one, an FP4 peak twice again: never pooled)."""
+        fmt = r.preset.get("activations", r.preset.get("weights", "bf16"))
+        return f"training_{fmt}" if r.scenario == "training" else r.scenario
 
     labels = {
         **{k: v for k, v in SCENARIO_LABELS.items() if k != "training"},
-        "training": "training (BF16, FP8 peak)",
-        "training_fp4": "training (FP4 peak)",
+        **{f"training_{f}": f"training ({f.upper()} peak)" for f in ("bf16", "fp8", "fp4")},
     }
     present = [(s, t) for s, t in labels.items() if any(column(r) == s for r in rows)]
     low = min(r.efficiency for r in rows) * 100 / 2
@@ -2157,7 +2156,7 @@ def measured_vs_bound(presets: Presets) -> Figure:
             )
             median = float(np.median(effs))
             ax.plot([i - 0.3, i + 0.3], [median, median], color=FOREGROUND, linewidth=2.2)
-            ax.annotate(f"{number(median, 3)}%", (i + 0.32, median), fontsize=8, va="center")
+            ax.annotate(f"{spoken_number(median)}%", (i + 0.32, median), fontsize=8, va="center")
         ax.axhline(100, color=FOREGROUND, linewidth=1.6)
         ax.text(-0.45, 112, "the bound (100%): no row above it", fontsize=9)
         ax.set_yscale("log")
@@ -2184,7 +2183,7 @@ def measured_vs_bound(presets: Presets) -> Figure:
     caption = (
         f"Every measurement with a bound ({len(rows)} rows) as a share of it, by scenario; the "
         f"bar and its label are the scenario's median (training: a share of peak FLOP/s at each "
-        f"run's own precision, FP4 runs apart). The distance below 100% is the gap the "
+        f"run's own precision, one column per format). The distance below 100% is the gap the "
         f"roofline leaves; "
         + (
             f"{len(above)} above it are flagged with their cause."
@@ -2235,12 +2234,42 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     lo, hi = min(values) / 2, max(values) * 2
     loo = made["summary"]["leave_one_out"]
 
+    low_ratio, high_ratio = 0.2, 5.0  # the residual panel's range: a miss beyond it is clipped
+    held = groups["held out (newer than the fit)"]
+    held_ratios = [honest[i][0] / cases[i].measured for i in held]
+    clipped = sum(not low_ratio <= honest[i][0] / cases[i].measured <= high_ratio for i in honest)
+
     def draw(fig, ax):
+        fig.set_size_inches(7, 6.4)
+        grid = fig.add_gridspec(2, 1, height_ratios=(2.4, 1))
+        ax.set_subplotspec(grid[0])
+        below = fig.add_subplot(grid[1], sharex=ax)
         line = np.array([lo, hi])
+        for lim, alpha in ((1.5, 0.08), (1.25, 0.12)):
+            below.fill_between(line, 1 / lim, lim, color=FOREGROUND, alpha=alpha, linewidth=0)
+        below.axhline(1, color=FOREGROUND, linewidth=1.4)
+        for k, ((_, ids), marker) in enumerate(zip(groups.items(), "osxd^", strict=False)):
+            color = PALETTE[k % len(PALETTE)]  # the same colour as the group's upper points
+            ratio = np.array([honest[i][0] / cases[i].measured for i in ids])
+            x = np.array([cases[i].measured for i in ids])
+            inside = (ratio >= low_ratio) & (ratio <= high_ratio)
+            below.scatter(x[inside], ratio[inside], marker=marker, s=18, color=color)
+            for out, edge, arrow in (
+                (ratio < low_ratio, low_ratio * 1.1, "v"),
+                (ratio > high_ratio, high_ratio / 1.1, "^"),
+            ):
+                if out.any():  # a miss beyond the panel: an arrow at its edge
+                    below.scatter(x[out], np.full(out.sum(), edge), marker=arrow, s=30, color=color)
+        below.set_yscale("log")
+        below.set_ylim(low_ratio, high_ratio)
+        below.set_yticks([0.2, 0.5, 1, 2, 5], ["×0.2", "×0.5", "×1", "×2", "×5"])
+        below.minorticks_off()
+        below.set_ylabel("predicted / measured")
+        below.set_xlabel("measured (tokens/s per chip; per user for batch 1)")
         ax.fill_between(line, line / 1.5, line * 1.5, color=FOREGROUND, alpha=0.08, linewidth=0)
         ax.fill_between(line, line / 1.25, line * 1.25, color=FOREGROUND, alpha=0.12, linewidth=0)
         ax.plot(line, line, color=FOREGROUND, linewidth=1.4, label="predicted = measured")
-        for (label, ids), marker in zip(groups.items(), "osxd^", strict=False):
+        for k, ((label, ids), marker) in enumerate(zip(groups.items(), "osxd^", strict=False)):
             if ids:
                 ax.scatter(
                     [cases[i].measured for i in ids],
@@ -2248,12 +2277,13 @@ def predicted_vs_measured(presets: Presets) -> Figure:
                     label=label,
                     marker=marker,
                     s=22,
+                    color=PALETTE[k % len(PALETTE)],
                 )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
-        ax.set_xlabel("measured (tokens/s per chip; per user for batch 1)")
+        ax.tick_params(labelbottom=False)
         ax.set_ylabel("predicted before seeing the row (same unit)")
         ax.legend(loc="upper left", fontsize=8)
 
@@ -2266,10 +2296,79 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     caption = (
         f"Predicted against measured, every prediction made without the row it predicts. The "
         f"bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
-        f"left out one at a time, the newest rows never fitted. Rows far from the line, above or "
-        f"below, are those the section on where the prediction fails explains."
+        f"left out one at a time, the newest rows never fitted. The lower panel is the same "
+        f"points as predicted over measured: the newest rows lean above the line "
+        f"({sum(r > 1 for r in held_ratios)} of {len(held)} over-predicted, a median of "
+        f"×{number(float(np.median(held_ratios)), 2)}), and {clipped} rows the forecast misses "
+        f"by more than ×{number(high_ratio)} are arrows at its edge. The section on where the "
+        f"prediction fails explains the rows far from the line."
     )
     return _render("predicted_vs_measured", draw, alt, caption)
+
+
+def prediction_waterfall(presets: Presets) -> Figure:
+    """The worked example's prediction as a waterfall: from the bound, each fitted mechanism
+    takes its share of the rate away, down to the prediction, drawn beside the measurement."""
+    from book.chapters.validation import EXAMPLE, waterfall
+
+    stages = waterfall(presets)
+    row = presets.get("measurement", EXAMPLE)
+    measured = float(row.throughput_per_chip.to("token/s").m)
+    bound, predicted = stages[0]["rate"], stages[-1]["rate"]
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 4.4)
+        labels = [s["what"] for s in stages] + ["measured"]
+        x = np.arange(len(labels))
+        for i, s in enumerate(stages):
+            if i == 0 or s["what"] == "predicted":
+                ax.bar(i, s["rate"], color=PALETTE[0], width=0.6)
+            else:  # the rate this mechanism takes away, floating below the previous stage
+                before = stages[i - 1]["rate"]
+                ax.bar(i, before - s["rate"], bottom=s["rate"], color=PALETTE[3], width=0.6)
+                ax.plot([i - 1.3, i + 0.3], [before, before], color=FOREGROUND, linewidth=0.6)
+            ax.annotate(
+                number(round(s["rate"])),
+                (i, s["rate"]),
+                xytext=(0, -11),
+                textcoords="offset points",
+                ha="center",
+                fontsize=8,
+            )
+        ax.bar(len(stages), measured, color=PALETTE[2], width=0.6)
+        ax.annotate(
+            number(round(measured)),
+            (len(stages), measured),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
+        ax.axhline(measured, color=PALETTE[2], linestyle=":", linewidth=1)
+        ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("tokens/s per chip")
+        ax.set_ylim(0, bound * 1.08)
+
+    alt = (
+        f"Waterfall bar chart of the worked example's prediction: the bound of "
+        f"{number(round(bound))} tokens/s per chip, then each fitted mechanism's loss in turn "
+        + ", ".join(f"{s['what']} to {number(round(s['rate']))}" for s in stages[1:-1])
+        + f", ending at a prediction of {number(round(predicted))} tokens/s against "
+        f"{number(round(measured))} measured."
+    )
+    caption = (
+        f"Where the gap goes, for the worked example: from the bound ({number(round(bound))} "
+        f"tokens/s per chip), each fitted mechanism takes away its part of the rate (the floating "
+        f"bars), down to the prediction ({number(round(predicted))}), beside the measurement "
+        f"({number(round(measured))}, the dotted line)."
+        + (
+            " A mechanism with no bar does not bind: slowed to their share, the reads stay "
+            "shorter than the compute."
+            if any(a["rate"] == b["rate"] for a, b in zip(stages[1:-2], stages[2:-1], strict=True))
+            else ""
+        )
+    )
+    return _render("prediction_waterfall", draw, alt, caption)
 
 
 FIGURES = {
@@ -2294,6 +2393,7 @@ FIGURES = {
     "activation_vs_layers": activation_vs_layers,
     "measured_vs_bound": measured_vs_bound,
     "predicted_vs_measured": predicted_vs_measured,
+    "prediction_waterfall": prediction_waterfall,
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "cost_vs_speed", "roofline"),
@@ -2302,7 +2402,7 @@ CHAPTER_FIGURES = {
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder", "kv_routes", "kv_cache_mechanism"),
     "reversible": ("feistel_round", "reversible_block", "activation_vs_layers"),
-    "validation": ("predicted_vs_measured", "measured_vs_bound"),
+    "validation": ("predicted_vs_measured", "measured_vs_bound", "prediction_waterfall"),
 }
 
 

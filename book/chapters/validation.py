@@ -12,7 +12,16 @@ import numpy as np
 
 import derivations
 from book import predict
-from book.format import chip_name, context_tokens, number, quantity
+from book.format import (
+    Said,
+    chip_name,
+    context_tokens,
+    number,
+    quantity,
+    said,
+    said_number,
+    spoken_number,
+)
 from book.validation import (
     BAND,
     CHOICES,
@@ -21,6 +30,7 @@ from book.validation import (
     _only,
     bound_inputs,
     derived,
+    evaluate,
     remembered_recording,
     sensitivity,
     sensitivity_ranges,
@@ -72,8 +82,13 @@ def pct(x: float | None) -> str:
 
 
 def times(x: float) -> str:
-    """A ratio error as a person says it: "x1.6"."""
-    return f"×{number(x, 2)}"
+    """A ratio error as a person says it, two figures: "×1.6", "×1.0", "×2,600".
+
+    >>> times(1.04), times(1.55), times(2634.0)
+    ('×1.0', '×1.6', '×2,600')
+    """
+    said = number(x, 2)
+    return f"×{x:.1f}" if "." not in said and abs(x) < 10 else f"×{said}"
 
 
 # Below this many rows a percentile band is an interpolation between two rows, not a row: such a
@@ -422,8 +437,8 @@ def _prediction(presets: Presets, rows) -> dict:
             {
                 "scenario": title,
                 "rows": str(len(mine)),
-                "median": pct(float(np.median(effs))),
-                "band": spread(effs),
+                "median": spoken_pct(float(np.median(effs))),
+                "band": span(effs),
                 "error": error,
             }
         )
@@ -447,6 +462,8 @@ def _prediction(presets: Presets, rows) -> dict:
             misses.append(
                 {
                     "name": r.name,
+                    "value": ratio,
+                    "fixed": f if why.startswith("the fitted fixed cost") else None,
                     "ratio": times(ratio),
                     "side": ("over" if over else "under") + (" (not fitted)" if kept_out else ""),
                     "why": why,
@@ -454,10 +471,41 @@ def _prediction(presets: Presets, rows) -> dict:
             )
     misses.sort(key=lambda m: -float(m["ratio"].strip("×").replace(",", "")))
     causes = {}
+    grouped_misses: dict[str, list] = {}
     for m in misses:
         # the fixed-cost cause is one cause, whatever its row's times
         why = FIXED_CAUSE if m["why"].startswith("the fitted fixed cost") else m["why"]
         causes[why] = causes.get(why, 0) + 1
+        grouped_misses.setdefault(why, []).append(m)
+
+    def cause_row(why, ms):
+        # one line per cause: its rows, their misses, and the largest (misses are sorted)
+        low, high = min(m["value"] for m in ms), max(m["value"] for m in ms)
+        return {
+            "why": why,
+            "count": str(len(ms)),
+            "misses": times(high) if len(ms) == 1 else f"{times(low)} to {times(high)}",
+            "largest": ms[0]["name"],
+            "kept_out": sum("(not fitted)" in m["side"] for m in ms),
+        }
+
+    cause_rows = [cause_row(w, ms) for w, ms in grouped_misses.items()]
+    cause_rows.sort(key=lambda c: -int(c["count"]))
+    fixed = [m["fixed"] for m in grouped_misses.get(FIXED_CAUSE, [])]
+    ms_ = lambda t: said(Q_(t, "s").to("ms"))  # noqa: E731
+    fixed_kept = sum("(not fitted)" in m["side"] for m in grouped_misses.get(FIXED_CAUSE, []))
+    fixed_range = (
+        {
+            "kept_out": str(fixed_kept),
+            "in_fit": str(len(fixed) - fixed_kept),
+            "low": ms_(min(f["fixed"] for f in fixed)),
+            "high": ms_(max(f["fixed"] for f in fixed)),
+            "step_low": ms_(min(f["step"] for f in fixed)),
+            "step_high": ms_(max(f["step"] for f in fixed)),
+        }
+        if fixed
+        else None
+    )
 
     # the rows neither fitted, held out nor reported apart (a training run that published only
     # an MFU has no rate to predict), so that the groups add up to every row
@@ -487,7 +535,13 @@ def _prediction(presets: Presets, rows) -> dict:
         and f["fixed"] >= f["allowed"]
         and honest[i][0] < by_id[i].measured.m
     ]
+    # the held-out rows' bias: predicted over measured, signed (above one: over-predicted)
+    held = [honest[i][0] / by_id[i].measured.m for i in honest if honest[i][1].startswith("held")]
     return {
+        "held_bias": {
+            "above": f"{sum(h > 1 for h in held)} of {len(held)}",
+            "median": times(float(np.median(held))) if held else "—",
+        },
         "others": others,
         "apart_range": f"{times(min(apart_misses))} to {times(max(apart_misses))}"
         if apart_misses
@@ -501,6 +555,10 @@ def _prediction(presets: Presets, rows) -> dict:
         "loo": err(s["leave_one_out"]),
         "held": err(s["held_out"]),
         "apart": err(s["not_modelled"]),
+        # the rows kept out of the fit whose speed some predicted batch meets, and how many are
+        # flagged unmet (no batch meets their speed: predicted at the smallest batch)
+        "apart_met": err(s.get("not_modelled_met", {})),
+        "unmet_count": str(len(s.get("unmet", ()))),
         "apart_reasons": [
             {"why": why, "count": str(len(ids)), "short": _APART_SHORT.get(why, why)}
             for why, ids in s["not_modelled_reasons"].items()
@@ -520,6 +578,8 @@ def _prediction(presets: Presets, rows) -> dict:
             for k, (v, w) in predict.priors().items()
         },
         "fixed_count": str(causes.get(FIXED_CAUSE, 0)),
+        "cause_rows": cause_rows,
+        "fixed_range": fixed_range,
         "goal_met": s["leave_one_out"]["median"] <= predict.GOAL
         and s["leave_one_out"]["within_1_5"] >= predict.GOAL_SHARE,
         "example": PREDICT_EXAMPLE,
@@ -530,7 +590,7 @@ def _prediction(presets: Presets, rows) -> dict:
         "params_count": str(len(predict.PARAMS)),
         "expert_rows": _expert_rows_example(presets, params),
         # the fitted fixed time per layer against a sourced one: the fastest small all-reduce
-        "layer_overhead": f"{number(params['layer_overhead'] * 1e6, 4)} µs",
+        "layer_overhead": f"{number(params['layer_overhead'] * 1e6, 3)} µs",
         "overhead_over_floor": number(
             params["layer_overhead"]
             / presets.get("parameter", "collective_latency_floor").value.to("s").m,
@@ -566,10 +626,13 @@ def _expert_rows_example(presets: Presets, params: dict) -> dict:
     }
 
 
+WIDEST = ("FP32", "BF16", "FP16", "FP8", "INT8", "FP4")  # the wider formats first
+
+
 def _table_groups(rows):
     """The summary table's groups: (a scenario's title, its measured rows), training split by
-    the format of the peak a run is held against (an FP4 peak is two to four times a BF16 or
-    FP8 one, so their MFUs are never pooled), as the figure splits them."""
+    the format of the peak a run is held against (an FP8 peak is twice a BF16 one and an FP4
+    peak twice again, so their MFUs are never pooled), as the figure splits them."""
     for sid, title in SCENARIOS:
         mine = [
             r for r in rows if r.scenario == sid and r.efficiency is not None and not derived(r)
@@ -579,13 +642,11 @@ def _table_groups(rows):
             if mine:
                 yield name, mine
             continue
-        wide = [r for r in mine if _precision(r) != "FP4"]
-        fp4 = [r for r in mine if _precision(r) == "FP4"]
-        for runs in (wide, fp4):
-            if runs:
-                peaks = sorted({_precision(r) for r in runs})
-                plural = "s" if len(peaks) > 1 else ""
-                yield f"{name}, against {' and '.join(peaks)} peak{plural}", runs
+        by_format: dict[str, list] = {}
+        for r in mine:
+            by_format.setdefault(_precision(r), []).append(r)
+        for fmt in sorted(by_format, key=lambda f: WIDEST.index(f) if f in WIDEST else 99):
+            yield f"{name}, against {fmt} peak", by_format[fmt]
 
 
 def _table_row(r, presets) -> dict:
@@ -660,7 +721,11 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     prefill = prefill.to("ms")
     compute_side = (compute + prefill).to("ms")
     server = presets.by_kind["measurement"].get(rid.replace("offline", "server"))
+    # the bound with half the prompt: fewer prompt FLOPs per output token (an exercise's answer)
+    half = evaluate(row, presets, input_tokens=row.input_tokens / 2)
     return {
+        "half_prompt": said_number(half.bound.m / result.bound.m, 3),
+        "half_prompt_bound": number(half.bound.m),
         "id": rid,
         "name": row.name,
         "chip": chip_name(presets.get("hardware", row.hardware)),
@@ -676,18 +741,18 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "output": quantity(row.output_tokens),
         "context": context_tokens(kw["context_length"]),
         "rho": number(rho, 3),
-        "prefill": quantity(prefill),
+        "prefill": quantity(prefill, 3),
         "kv_per_token": f"{number(kv_per_token.to('kB/token').m)} kB per token",
         "hbm": quantity(presets.get("hardware", row.hardware).hbm_capacity),
         "fit": quantity(fit.to("sequence")),
         "concurrency": quantity(row.concurrency),
         "batch": quantity(batch),
-        "compute": quantity(compute.to("ms")),
-        "compute_prefill": f"{number(compute_side.m, 4)} ms",
-        "weights": quantity(weights.to("ms")),
-        "kv": quantity(kv.to("ms")),
-        "memory": quantity((weights + kv).to("ms")),
-        "step": f"{number(step.to('ms').m, 4)} ms",
+        "compute": quantity(compute.to("ms"), 3),
+        "compute_prefill": f"{number(compute_side.m, 3)} ms",
+        "weights": quantity(weights.to("ms"), 3),
+        "kv": quantity(kv.to("ms"), 3),
+        "memory": quantity((weights + kv).to("ms"), 3),
+        "step": f"{number(step.to('ms').m, 3)} ms",
         "bound": number(result.bound.m, 4),
         "measured": number(result.measured.m, 4),
         "efficiency": pct(result.efficiency),
@@ -719,7 +784,7 @@ def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     # the terms shown add up to the prediction the chapter's fit makes, or the prose would lie
     if not np.isclose(rate, predict.predict_case(c, p), rtol=1e-9):
         raise ChalkboardError(f"{rid}: the worked prediction disagrees with predict_case")
-    ms = lambda t: f"{number(t * 1e3, 4)} ms"  # noqa: E731
+    ms = lambda t: f"{number(t * 1e3, 3)} ms"  # noqa: E731
     left_out = made["out_of_sample"][rid][0]
     return {
         "format": c.fmt.upper(),
@@ -732,7 +797,7 @@ def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "memory": ms(memory),
         "compute_bound": bool(compute > memory),
         "layers": number(c.layers),
-        "per_layer": f"{number(p['layer_overhead'] * 1e6, 4)} µs",
+        "per_layer": f"{number(p['layer_overhead'] * 1e6, 3)} µs",
         "fixed": ms(fixed),
         "step": ms(step),
         "batch": number(c.batch[-1]),
@@ -807,8 +872,8 @@ def _by_input(sens: list[dict]) -> list[dict]:
         {
             "what": what,
             "count": str(len(v)),
-            "median": number(float(np.median(v)), 2),
-            "max": number(max(v), 2),
+            "median": times(float(np.median(v))),
+            "max": times(max(v)),
             "top": max(v),
         }
         for what, v in groups.items()
@@ -816,6 +881,8 @@ def _by_input(sens: list[dict]) -> list[dict]:
     return sorted(out, key=lambda g: -g["top"])
 
 
+# the lecture's "double or triple" B*, low and high
+PRACTICE = ("practice_batch_low", "practice_batch_high")
 # the batch-1 DeepSeek-R1 rows: without MTP, with MTP3, with MTP3 and relaxed acceptance (S7)
 MTP_ROWS = (
     "trtllm_b200_r1_batch1",
@@ -838,8 +905,11 @@ def training_peak(row, presets: Presets):
 
 
 def _peak(r, presets: Presets) -> str:
-    """The peak a training row's MFU is a share of, as a reader says it: "FP4, 10,000 TFLOP/s"."""
-    return f"{_precision(r)}, {number(training_peak(r.preset, presets).to('TFLOP/s').m)} TFLOP/s"
+    """The peak a training row's MFU is a share of, as a reader says it: "BF16, 989 TFLOP/s",
+    "FP4, 15.3 PFLOP/s" (three figures: a peak of 15,280 TFLOP/s is no more exact than that)."""
+    peak = training_peak(r.preset, presets).to("TFLOP/s").m
+    shown = f"{number(peak / 1000, 3)} PFLOP/s" if peak >= 10_000 else f"{number(peak)} TFLOP/s"
+    return f"{_precision(r)}, {shown}"
 
 
 def _precision(r) -> str:
@@ -932,7 +1002,6 @@ def context(presets: Presets) -> dict:
     for r in rows:
         if r.scenario == "training" and r.efficiency is not None and not derived(r):
             by_peak.setdefault(_precision(r), []).append(r)
-    widest = ("FP32", "BF16", "FP16", "FP8", "INT8", "FP4")  # the wider formats first
     training_groups = [
         {
             "peak": peak,
@@ -946,7 +1015,7 @@ def context(presets: Presets) -> dict:
             f"{pct(max(r.efficiency for r in runs))}",
         }
         for peak, runs in sorted(
-            by_peak.items(), key=lambda p: widest.index(p[0]) if p[0] in widest else 99
+            by_peak.items(), key=lambda p: WIDEST.index(p[0]) if p[0] in WIDEST else 99
         )
     ]
     attn_gaps = [
@@ -1028,11 +1097,17 @@ def context(presets: Presets) -> dict:
         "example": _example(presets, rows),
         "worked_prediction": _worked_prediction(presets, rows),
         "sensitivity": sens,
-        "sensitivity_max": number(max(spreads), 3) if spreads else "—",
+        "sensitivity_max": Said(number(max(spreads), 3), spoken_number(max(spreads)))
+        if spreads
+        else "—",
         # the row and input behind the largest factor, so the text names what moved it
         "sensitivity_top": _top(sens),
         "sensitivity_inputs": _by_input(sens),
-        "sensitivity_median": number(float(np.median(spreads)), 3) if spreads else "—",
+        "sensitivity_median": Said(
+            number(float(np.median(spreads)), 3), spoken_number(float(np.median(spreads)))
+        )
+        if spreads
+        else "—",
         "omitted": [{"what": w, "why": y} for w, y in OMITTED],
         "ttft_ratio_low": number(min(ttft_ratios), 3),
         "ttft_ratio_high": number(max(ttft_ratios), 3),
@@ -1045,14 +1120,32 @@ def context(presets: Presets) -> dict:
             "no_mtp_measured": quantity(no_mtp.measured),
             "bound": quantity(mtp.bound),
             "efficiency": pct(mtp.efficiency),
-            "predicted": quantity(Q_(honest[0], "token/s")),
+            "predicted": said(Q_(honest[0], "token/s")),
             "measured": quantity(mtp.measured),
             "miss": times(max(honest[0] / mtp.measured.m, mtp.measured.m / honest[0])),
         },
-        "no_mtp_eff": pct(no_mtp.efficiency),
+        "no_mtp_eff": spoken_pct(no_mtp.efficiency),
+        "latency_floor": _latency_floor(no_mtp, presets),
+        "lecture_numbers": _lecture_numbers(presets, rows),
+        "lecture_period": quantity(presets.get("parameter", "train_period").value.to("ms")),
+        "lecture_practice": "{}–{}".format(
+            *(number(presets.get("parameter", k).value.to("").m) for k in PRACTICE)
+        ),
         "new_row": _example(presets, rows, NEW_ROW),
         "mfu_rows": mfu_rows,
-        "training_peaks": [{"precision": p, "count": number(n)} for p, n in precisions.items()],
+        # each format's runs, the widest first, and how many of them published a measured rate
+        "training_peaks": [
+            {
+                "precision": p,
+                "count": number(n),
+                "measured": number(
+                    sum(m["precision"] == p and m["six_nd"] != "—" for m in mfu_rows)
+                ),
+            }
+            for p, n in sorted(
+                precisions.items(), key=lambda i: WIDEST.index(i[0]) if i[0] in WIDEST else 99
+            )
+        ],
         "training_contrast": contrast,
         "stated_only": [
             {
@@ -1069,3 +1162,195 @@ def context(presets: Presets) -> dict:
         "mfu_gap_low": number(min(mfu_gaps), 3) if mfu_gaps else "—",
         "mfu_gap_high": number(max(mfu_gaps), 3) if mfu_gaps else "—",
     }
+
+
+def _latency_floor(row, presets: Presets) -> dict:
+    """The batch-1 row without speculative decoding against its bound: the measured time per
+    token, spread over the model's layers, against the bound's (the lecture's floor, one read of
+    the weights the token touches). The gap per layer is a fixed cost the roofline leaves out."""
+    layers = float(presets.get("model", row.preset.model).layers)
+    measured = (Q_(1, "token") / row.measured).to("ms")  # one token's step, as measured
+    bound = (Q_(1, "token") / row.bound).to("ms")
+    gap = (measured - bound) / layers
+    return {
+        "chips": number(row.preset.chips),
+        "chip": chip_name(presets.get("hardware", row.preset.hardware)),
+        "model": presets.get("model", row.preset.model).name,
+        "measured_rate": said(row.measured),
+        "bound_rate": said(row.bound),
+        "per_token": said(measured),
+        "bound_per_token": said(bound),
+        "layers": number(layers),
+        "per_layer": said((measured / layers).to("microsecond")),
+        "bound_per_layer": said((bound / layers).to("microsecond")),
+        "gap_per_layer": said(gap.to("microsecond")),
+        "optimism": said_number(float((measured / bound).to("").m)),
+        "efficiency": spoken_pct(row.efficiency),
+    }
+
+
+def spoken_pct(x: float) -> Said:
+    """A share as a table shows it (three figures) and as prose says it (two or three).
+
+    >>> s = spoken_pct(0.0798)
+    >>> str(s), s.said
+    ('7.98%', '8%')
+    """
+    return Said(pct(x), f"{spoken_number(100 * x)}%")
+
+
+def span(values) -> str:
+    """A group's range as a summary cell says it, two figures each end: "10–36%" (every row of a
+    small group), or the middle 80% of ten rows or more.
+
+    >>> span([0.104, 0.138, 0.358]), span([0.5])
+    ('10–36%', '50%')
+    """
+    values = sorted(values)
+    if len(values) >= SMALL_GROUP:
+        values = [float(v) for v in np.percentile(values, BAND)]
+    low, high = (spoken_number(100 * v, 2) for v in (values[0], values[-1]))
+    return f"{low}%" if low == high else f"{low}–{high}%"
+
+
+def _verdict(measured: float, lecture: float, close: float = 1.5) -> str:
+    """The lecture's figure against what the rows show: within a factor ``close`` it holds,
+    otherwise it is off by the ratio, in the direction it errs."""
+    ratio = measured / lecture
+    if 1 / close <= ratio <= close:
+        return f"holds (the rows at ×{spoken_number(ratio, 2)} of it)"
+    side = "above" if ratio > 1 else "below"
+    return f"does not hold: the rows sit ×{spoken_number(max(ratio, 1 / ratio), 2)} {side} it"
+
+
+def _lecture_numbers(presets: Presets, rows) -> list[dict]:
+    """The lecture's three working numbers (one third MFU, a 20 ms step, a batch of two or three
+    times B*) against the rows: each computed from them, with a verdict."""
+    par = {k: p.value for k, p in presets.parameter.items()}
+    third = 1 / par["inference_inefficiency"].to("").m
+    out = []
+    # one third MFU: the lecture's inference and RL efficiency, against training's measured MFUs
+    # (a share of the peak of the run's own format) and offline serving's share of its bound
+    # (for a compute-bound row, a share of peak FLOP/s too)
+    groups = {}
+    for r in rows:
+        if r.efficiency is None or derived(r):
+            continue
+        if r.scenario == "training":
+            groups.setdefault(f"training MFU, {_precision(r)} peak", []).append(r.efficiency)
+        elif r.scenario == "offline":
+            groups.setdefault("offline serving, share of the bound", []).append(r.efficiency)
+
+    def order(g):  # offline serving first, then training from the widest format
+        fmt = g.split(", ")[-1].split()[0]
+        return (not g.startswith("offline"), WIDEST.index(fmt) if fmt in WIDEST else 99)
+
+    for what in sorted(groups, key=order):
+        v = groups[what]
+        med = float(np.median(v))
+        out.append(
+            {
+                "lecture": f"MFU ≈ 1/{number(par['inference_inefficiency'].to('').m)}"
+                + (" for inference" if what.startswith("offline") else ", applied to training"),
+                "rows": f"{what}: median {spoken_pct(med).said} ({len(v)} rows, {span(v)})",
+                "verdict": _verdict(med, third),
+            }
+        )
+    # the 20 ms step: against the steps the server and interactive rows were measured at
+    period = par["train_period"].to("ms").m
+    steps = [
+        (tokens_per_step(r.preset) * tpot_target(r.preset)).to("ms").m
+        for r in rows
+        if r.scenario in ("server", "interactive") and tpot_target(r.preset) is not None
+    ]
+    med = float(np.median(steps))
+    out.append(
+        {
+            "lecture": f"a step every {number(period)} ms",
+            "rows": f"server and interactive steps (one TPOT): median "
+            f"{spoken_number(med, 2)} ms ({len(steps)} rows, {spoken_number(min(steps), 2)}"
+            f"–{spoken_number(max(steps), 2)} ms)",
+            "verdict": _verdict(med, period),
+        }
+    )
+    # two or three times B*: the batch an offline row with a published engine cap ran at, over
+    # the crossover batch of its chip, model and precision
+    low, high = (par[k].to("").m for k in ("practice_batch_low", "practice_batch_high"))
+    eq = derivations.get("crossover_batch")
+    ratios: dict[str, list[float]] = {}
+    for r in rows:
+        p = r.preset
+        if r.scenario != "offline" or p.get("concurrency") is None or r.batch is None:
+            continue
+        if "concurrency" in p.get("assumed", "").split():
+            continue
+        star = eq.evaluate(**_only("crossover_batch", bound_inputs(p, presets)))
+        moe = presets.get("model", p.model).get("experts_routed") is not None
+        ratios.setdefault("MoE" if moe else "dense", []).append(r.batch / star.to("sequence").m)
+    for kind in ("dense", "MoE"):
+        v = ratios.get(kind)
+        if not v:
+            continue
+        med = float(np.median(v))
+        out.append(
+            {
+                "lecture": f"a batch of {number(low)}–{number(high)} × B*",
+                "rows": f"offline {kind} rows at a published engine cap: median "
+                f"{spoken_number(med, 2)} × B* ({len(v)} rows, {spoken_number(min(v), 2)}–"
+                f"{spoken_number(max(v), 2)} × B*)",
+                # against the nearer end of the lecture's range
+                "verdict": _verdict(med, min(max(med, low), high)),
+            }
+        )
+    return out
+
+
+def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
+    """The worked example's prediction as a waterfall: the bound's rate, then the rate after
+    each fitted mechanism in turn (matmuls at their share, prefill slower, reads at their
+    share, the fixed cost of the layers), which ends at the prediction. Each stage's rate is the
+    batch over that stage's step, tokens/s per chip (one chip per replica).
+
+    >>> stages = waterfall(load())
+    >>> stages[0]["what"], stages[-1]["what"]
+    ('bound', 'predicted')
+    """
+    made = predict.prediction(presets)
+    p = made["summary"]["params"]
+    row = presets.get("measurement", rid)
+    result = evaluate(row, presets)
+    c = predict.case(result, presets)
+    batch = c.batch[-1] * c.accepted
+    share, attn = p[c.fmt], p[c.attn_fmt]
+    matmul, attention, prefill, memory = (
+        float(x[-1]) for x in (c.matmul, c.attention, c.prefill, c.memory)
+    )
+    steps = [
+        ("bound", max(matmul + attention + prefill, memory)),
+        (
+            f"matmuls at {pct(share)} of peak",
+            max(matmul / share + attention / attn + prefill / share, memory),
+        ),
+        (
+            f"prefill at {pct(p['prefill'])} of decode's rate",
+            max(matmul / share + attention / attn + prefill / (p["prefill"] * share), memory),
+        ),
+    ]
+    compute = matmul / share + attention / attn + prefill / (p["prefill"] * share)
+    reads = (f"reads at {pct(p['memory'])} of HBM bandwidth", max(compute, memory / p["memory"]))
+    steps.append(reads)
+    fixed = c.layers * p["layer_overhead"]
+    steps.append(
+        (
+            f"+ {number(c.layers)} layers × {number(p['layer_overhead'] * 1e6, 3)} µs fixed",
+            max(compute, memory / p["memory"]) + fixed + float(c.comm[-1]),
+        )
+    )
+    stages = [{"what": w, "rate": float(batch / t), "step": float(t)} for w, t in steps]
+    stages.append({"what": "predicted", "rate": stages[-1]["rate"], "step": stages[-1]["step"]})
+    # the bound's stage is the bound itself, and the last is the prediction predict makes
+    if not np.isclose(stages[0]["rate"], result.bound.m, rtol=1e-6):
+        raise ChalkboardError(f"{rid}: the waterfall's bound disagrees with the row's")
+    if not np.isclose(stages[-1]["rate"], predict.predict_case(c, p), rtol=1e-9):
+        raise ChalkboardError(f"{rid}: the waterfall's prediction disagrees with predict_case")
+    return stages
