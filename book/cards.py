@@ -244,6 +244,24 @@ def word(x) -> str:
     return _TENS[tens - 2] + (f"-{_WORDS[ones]}" if ones else "")
 
 
+_BIG = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"), (1e3, "thousand"))
+
+
+def big(x, figures: int = 2) -> str:
+    """A large count as a person says it, in words at ``figures`` figures: '50 million',
+    'about 260 trillion' (a rounded figure says so); below a thousand, the number itself.
+
+    >>> big(5e7), big(2.63e14), big(2e12), big(131.5)
+    ('50 million', 'about 260 trillion', '2 trillion', 'about 130')
+    """
+    x = float(getattr(x, "magnitude", x))
+    scale, name = next(((s, n) for s, n in _BIG if abs(x) >= s), (1, ""))
+    shown = number(x / scale, figures)
+    exact = float(shown.replace(",", "")) * scale
+    about = "" if abs(exact - x) <= 1e-9 * abs(x) else "about "
+    return f"{about}{shown} {name}".rstrip()
+
+
 def _placeholders(chapter: str, presets: Presets) -> dict:
     """What a card's template may use: q(), tex(), param() (said) and pv() (a parameter's value,
     to pass to q), val() (a computed quantity, for ratios), n() (a number at 2 figures), word()
@@ -251,11 +269,12 @@ def _placeholders(chapter: str, presets: Presets) -> dict:
     and ctx."""
     from book.compute import chapter_context
 
-    def q(eq_id: str, to: str | None = None, bare: bool = False, **kw) -> str:
-        """Three figures, as a person says a number; ``to`` a unit, ``bare`` the number only."""
+    def q(eq_id: str, to: str | None = None, bare: bool = False, figures: int = 3, **kw) -> str:
+        """Three figures (or ``figures``), as a person says a number; ``to`` a unit, ``bare`` the
+        number only."""
         value = derivations.get(eq_id).evaluate(presets=presets, **kw)
         value = value.to(to) if to else value
-        return number(value.magnitude, 3) if bare else spoken(value, 3)
+        return number(value.magnitude, figures) if bare else spoken(value, figures)
 
     def val(eq_id: str, **kw):
         """The quantity itself, for a ratio of two: ``n((val(a) / val(b)).to(""))``."""
@@ -266,6 +285,7 @@ def _placeholders(chapter: str, presets: Presets) -> dict:
         "val": val,
         "n": lambda x, figures=2: number(getattr(x, "magnitude", x), figures),
         "word": word,
+        "big": big,
         "field": lambda kind, pid, name: presets.get(kind, pid).fields[name],
         "tex": lambda eq_id, **kw: written_latex(eq_id, **kw),
         "param": lambda name: quantity(presets.parameter[name].value),
@@ -630,6 +650,7 @@ WHATIFS = (
         by=2,
         ratio_only=True,  # the principle, not a context to compute (reader 12)
         says="roughly halves",
+        figure=False,  # as precise as the lecture's factor-of-two estimate (reader 13)
         fact="memory-wall",
         front="The FLOP/s of an {chip} double while its HBM bandwidth stays flat. Serving "
         "{model} at {precision} at a large batch, attention's FLOPs counted, what happens to "
@@ -659,18 +680,25 @@ def _changed_case(spec: dict, presets: Presets) -> dict:
     return case
 
 
-def _change_words(before, after, ratio_only: bool = False, says: str = "") -> str:
+def _change_words(
+    before, after, ratio_only: bool = False, says: str = "", figure: bool = True
+) -> str:
     """How an output moved, as a person says it: 'It halves: from 5,360 to 2,680 sequences.'
     ``ratio_only``: the factor alone, for an output whose level rests on inputs the front does
     not name (a cost per token on the chip-hour price); ``says``: the change in words first
-    ('nearly halves'), the computed factor after it.
+    ('nearly halves'), the computed factor after it unless ``figure`` is off (a factor-of-two
+    estimate said in words alone: 'It roughly halves.').
 
     >>> from units import Q_
     >>> _change_words(Q_(1.0, "s"), Q_(0.58, "s"), ratio_only=True, says="nearly halves")
     'It nearly halves, to 0.58 of what it was.'
+    >>> _change_words(Q_(1.0, "s"), Q_(0.49, "s"), True, "roughly halves", figure=False)
+    'It roughly halves.'
     """
     ratio = (after / before).to("").magnitude
     span = "" if ratio_only else f": from {spoken(before, 3)} to {spoken(after, 3)}"
+    if says and not figure:
+        return f"It {says}{span}."
     if says:
         return f"It {says}, to {number(ratio, 2)} of what it was{span}."
     if abs(ratio - 1) < 0.005:
@@ -734,7 +762,13 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
             reason = str(err).split(": ", 2)[-1].split(" (", 1)[0]
             lead = f"It no longer exists: {reason}. Before the change it was {spoken(before, 3)}."
         else:
-            lead = _change_words(before, after, spec.get("ratio_only", False), spec.get("says", ""))
+            lead = _change_words(
+                before,
+                after,
+                spec.get("ratio_only", False),
+                spec.get("says", ""),
+                spec.get("figure", True),
+            )
         names = _names(spec["case"], presets)
         if "{attention}" in spec["front"]:  # attention's factor on the front, the margin behind
             names |= dict(
