@@ -535,7 +535,8 @@ def test_a_preset_read_by_listing_every_chip_is_computed_again(server):
     added = (
         '\n[hardware.servetest_x1]\nname = "Servetest X1"\nsource = "N5"\n'
         'hbm_capacity = "100 GB"\nhbm_bandwidth = "3 TB/s"\nscale_up_domain = "4 chip"\n'
-        'scale_up_topology = "switch"\n'
+        # with an FP8 rate: the table leaves out chips without one (no FP8 crossover batch)
+        'scale_up_topology = "switch"\ndense_flops_fp8 = "1000 TFLOP/s"\n'
     )
     before = len(server.lines())
     presets.write_text(edited + added, encoding="utf-8")
