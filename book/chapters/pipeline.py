@@ -86,10 +86,10 @@ def context(presets: Presets) -> dict:
         "bubble": _bubble_table(lecture),
         **_traffic(presets, ev),
         **_capacity(presets, ev, first, last, kv),
-        **_hops(presets, lecture),
+        **_hops(presets, lecture, setup_step(presets)),
         **_bubble_examples(presets, lecture),
         **_too_big(presets),
-        **_exercises(presets, ev, kv),
+        **_exercises(presets, ev, kv, setup_step(presets)),
         **_training_memory(presets),
         **_hop_transfer(presets, ev),
         **_memory_wall(presets),
@@ -245,7 +245,19 @@ def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
     }
 
 
-def _hops(presets: Presets, lecture: Evaluator) -> dict:
+def setup_step(presets: Presets):
+    """The unpipelined decode step of the chapter's own setup: the crossover micro-batch of
+    DeepSeek-V3 on n_EP GB200 chips at the default context (weights and KV read, or compute,
+    whichever is slower). Not the lecture's 20 ms, which is the drain time of a full HBM."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    return ev.q(
+        "step_time",
+        batch_size=ev.q("micro_batch_size"),
+        n_chips=presets.parameter["expert_parallel_chips"].value,
+    ).to("ms")
+
+
+def _hops(presets: Presets, lecture: Evaluator, step) -> dict:
     hop = presets.parameter["hop_latency"].value
     real = presets.parameter["hop_latency_network"].value
     stages = presets.parameter["pipeline_stages"].value
@@ -268,6 +280,10 @@ def _hops(presets: Presets, lecture: Evaluator) -> dict:
         "hops_added_slow": said((stages.m * slow).to("ms"), 2),
         "hop_share_fast": percent(stages.m * fast / period, 2),
         "hop_share_slow": percent(stages.m * slow / period, 2),
+        "setup_step": said(step, 2),
+        "setup_share_fast": percent(stages.m * fast / step, 2),
+        "setup_share_slow": percent(stages.m * slow / step, 2),
+        "setup_share_network": percent(stages.m * real / step, 2),
         "hop_ratio_fast": said((hop / fast).to(""), 2),
         "hop_ratio_slow": said((hop / slow).to(""), 2),
         "hops_added": said((stages.m * hop).to("ms")),
@@ -294,7 +310,7 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
     }
 
 
-def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
+def _exercises(presets: Presets, ev: Evaluator, kv, step) -> dict:
     """Numbers for the end-of-chapter exercises."""
     bw = presets.get("hardware", RACK).hbm_bandwidth
     kv_fast = memory_split(ev, mem_bandwidth=2 * bw)[1]
@@ -329,6 +345,13 @@ def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
             "double_slow": said(
                 (period / presets.parameter["hop_latency_measured_slow"].value).to("")
                 * Q_(1, "stage")
+            ),
+            "double_network_setup": said_number(round((step / real).to("").m)),
+            "double_slow_setup": said_number(
+                round((step / presets.parameter["hop_latency_measured_slow"].value).to("").m)
+            ),
+            "double_fast_setup": said_number(
+                round((step / presets.parameter["hop_latency_measured_fast"].value).to("").m)
             ),
             "b200": big,
         }
