@@ -369,10 +369,6 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         (f"two racks, once per rack, {hw_x}×", once(penalty_hw)),
     ]
 
-    def cell(x: float) -> str:
-        verdict = "does not hide" if x >= 1 else ("barely hides" if x > 0.9 else "hides")
-        return f"{said_number(x, 2)}, {verdict}"
-
     rows, hides_from = [], {}
     for name, slow in layouts:
         t = one * slow
@@ -383,18 +379,20 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         rows.append(
             {
                 "layout": name,
-                "cells": [cell(x) for x in ratios] + ["any" if found is None else _tokens(found)],
+                "cells": [_cell(x) for x in ratios] + ["any" if found is None else _tokens(found)],
             }
         )
     per_expert_names = [n for n, _ in layouts[1:3]]
     once_hw = hides_from[layouts[4][0]]
+    h800 = _h800_rows(presets, default, long)
     return {
-        "rows": rows,
+        "rows": rows + h800["rows"],
+        "h800": h800,
         "eta": said_number(100 * eta, 2),
         "long": context_tokens(long),
         "headers": [
             "short, peak",
-            f"short, {said_number(100 * eta, 2)}%",
+            f"short, all links at {said_number(100 * eta, 2)}%",
             f"{context_tokens(default)}, peak",
             f"{context_tokens(long)}, peak",
             "hides at peak from a context of",
@@ -407,6 +405,82 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "hw_x": hw_x,
         "long_hides_hw": bool(hides_from[per_expert_names[1]] < long),
     }
+
+
+H800 = "h800"
+
+
+def _h800_rows(presets: Presets, default, long) -> dict:
+    """The same test on DeepSeek's own serving chip, the H800 (NVLink cut for export): the
+    all-to-all over the layer's compute inside one 8-chip node and across two nodes (a copy per
+    expert, and once per node), at the node's own scale-up/scale-out ratio. DeepEP's Blackwell
+    efficiency does not apply, so that column is left empty."""
+    ev = Evaluator(presets, H800, MODEL, "fp8")
+    hw = presets.get("hardware", H800)
+    batch = ev.q("crossover_batch")
+    layers = Q_(presets.get("model", MODEL).layers, "layer")
+    penalty = ev.q("hardware_scale_out_penalty")
+    node = hw.scale_up_domain
+
+    def layer(chips, context_length):
+        step = ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=context_length)
+        return (step / layers).to("ms/layer").m
+
+    one_token = Q_(1, "token/sequence")
+    named = {}
+    rows = []
+    x = said_number(penalty.to("").m)
+    for name, nodes, kind in (
+        ("one H800 node", 1, None),
+        (f"two H800 nodes, a copy per expert, {x}×", 2, "multi_rack_slowdown"),
+        (f"two H800 nodes, once per node, {x}×", 2, "once_per_rack_slowdown"),
+    ):
+        chips = node * nodes
+        one = ev.q(
+            "alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack"), expert_parallel_chips=chips
+        ).to("ms")
+        slow = (
+            1.0
+            if kind is None
+            else ev.q(kind, racks_spanned=Q_(nodes, "rack"), scale_out_penalty=penalty).to("").m
+        )
+        t = one.m * slow
+        short, at_default = layer(chips, one_token), layer(chips, default)
+        ratios = [t / short, t / at_default, t / layer(chips, long)]
+        found = None
+        if t > short:
+            slope = (at_default - short) / (default - one_token).m
+            found = one_token + Q_((t - short) / slope, "token/sequence")
+            assert abs(t / layer(chips, found) - 1) < 1e-6
+        named[nodes, kind] = ratios
+        rows.append(
+            {
+                "layout": name,
+                "cells": [_cell(ratios[0]), "—", _cell(ratios[1]), _cell(ratios[2])]
+                + ["any" if found is None else _tokens(found)],
+            }
+        )
+    node_ratios = named[1, None]
+    per_expert = named[2, "multi_rack_slowdown"]
+    return {
+        "rows": rows,
+        "chip": hw.name,
+        "node": quantity(node),
+        "penalty": x,
+        "one_short": said_number(node_ratios[0], 2),
+        "one_ctx": said_number(node_ratios[1], 2),
+        "two_short": said_number(per_expert[0], 2),
+        "two_ctx": said_number(per_expert[1], 2),
+        "two_long": said_number(per_expert[2], 2),
+        "context": context_tokens(default),
+        "long": context_tokens(long),
+    }
+
+
+def _cell(x: float) -> str:
+    """One verdict cell: the ratio at two figures and whether the all-to-all hides."""
+    verdict = "does not hide" if x >= 1 else ("barely hides" if x > 0.9 else "hides")
+    return f"{said_number(x, 2)}, {verdict}"
 
 
 def _either(names: list[str]) -> str:
