@@ -242,6 +242,7 @@ def context(presets: Presets) -> dict:
         "once": _once_per_rack(presets, one, ratio_one, ratio_one_ctx, penalty_hw),
         "links": _link_efficiency(presets, ratio_one, penalty_hw),
         "verdict": _verdict(presets, one, ratio_one, penalty_hw),
+        "below": _below_crossover(presets, penalty_hw),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
     }
@@ -404,6 +405,46 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "lecture_x": lecture_x,
         "hw_x": hw_x,
         "long_hides_hw": bool(hides_from[per_expert_names[1]] < long),
+    }
+
+
+SMALL_BATCH = Q_(1000, "sequence")
+
+
+def _below_crossover(presets: Presets, penalty_hw) -> dict:
+    """Below the crossover batch a layer's time is its weight read, which does not shrink with
+    the batch, while the all-to-all does: at SMALL_BATCH (short context, the lecture's chips)
+    the all-to-all's share of the layer, one rack and two, and the largest batch at which two
+    racks still hide (the weight read per layer over the all-to-all per sequence)."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    chips = presets.parameter["expert_parallel_chips"].value
+    layers = Q_(presets.get("model", MODEL).layers, "layer")
+    short = Q_(1, "token/sequence")
+
+    def layer(batch):
+        step = ev.q("step_time", batch_size=batch, n_chips=chips, context_length=short)
+        return Q_((step / layers).to("ms/layer").m, "ms")
+
+    def a2a(batch, **kw):
+        return ev.q("alltoall_time", batch_size=batch, **kw).to("ms")
+
+    def largest(**kw):
+        # the weight read barely moves with the batch once every expert is touched: solve for
+        # the batch where the two-rack all-to-all meets the layer time, then check it there
+        b = SMALL_BATCH
+        for _ in range(20):
+            b = (layer(b) / (a2a(b, **kw) / b)).to("sequence")
+        assert abs((a2a(b, **kw) / layer(b)).to("").m - 1) < 1e-3
+        return b
+
+    t = layer(SMALL_BATCH)
+    return {
+        "batch": said(SMALL_BATCH),
+        "layer": said(t.to("µs"), 2),
+        "one": said_number((a2a(SMALL_BATCH, racks_spanned=Q_(1, "rack")) / t).to("").m, 2),
+        "two": said_number((a2a(SMALL_BATCH) / t).to("").m, 2),
+        "largest": said(largest(), 2),
+        "largest_hw": said(largest(scale_out_penalty=penalty_hw), 2),
     }
 
 
