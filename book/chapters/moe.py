@@ -478,7 +478,10 @@ def _h800_rows(presets: Presets, default, long) -> dict:
     ):
         chips = node * nodes
         one = ev.q(
-            "alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack"), expert_parallel_chips=chips
+            "alltoall_time",
+            batch_size=batch,
+            racks_spanned=Q_(1, "rack"),
+            expert_parallel_chips=chips,
         ).to("ms")
         slow = (
             1.0
