@@ -1486,6 +1486,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     """The all-to-all over the layer's compute against racks spanned, on a log axis with the line
     at one (below it the all-to-all hides): four dispatch x penalty curves, solid for the
     weights' FLOPs alone (short context), dashed with attention at the default context."""
+    import matplotlib.ticker
     from matplotlib.lines import Line2D
 
     from book.chapters import moe
@@ -1537,6 +1538,10 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             fontsize=9,
         )
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(
+            matplotlib.ticker.FuncFormatter(lambda y, _: spoken_number(y, 2))
+        )
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xticks(racks)
         ax.set_xlim(0.6, racks[-1] + 0.4)
         ax.set_xlabel("racks one expert layer spans")

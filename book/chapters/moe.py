@@ -237,6 +237,15 @@ def context(presets: Presets) -> dict:
         "blackwell_over_hopper": said_number(
             (rack.scale_up_domain / hopper.scale_up_domain).to("").m
         ),
+        "blackwell_hbm_over_hopper": said_number(
+            (
+                Evaluator(presets, RACK).q("scaleup_memory")
+                / Evaluator(presets, HOPPER).q("scaleup_memory")
+            )
+            .to("")
+            .m,
+            2,
+        ),
         "context": context_tokens(presets.parameter["context_length"].value),
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "once": _once_per_rack(presets, one, ratio_one, ratio_one_ctx, penalty_hw),
