@@ -231,6 +231,18 @@ def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
         "two_total_share": percent((first - two) / (first + kv), 2),
         "max_total_share": percent(first / (first + kv), 2),
         "kv_share_last": percent(kv / (last + kv), 3),
+        # the KV cache alone at the long context, which no stage count lowers
+        "long_context": context_tokens(presets.parameter["long_context_length"].value),
+        "kv_long": said(
+            memory_split(ev, context_length=presets.parameter["long_context_length"].value)[1].to(
+                "GB"
+            ),
+            3,
+        ),
+        "total_last_rough": said((last + kv).to("GB"), 2),
+        "kv_long_fits": bool(
+            memory_split(ev, context_length=presets.parameter["long_context_length"].value)[1] < hbm
+        ),
         "kv_per_chip_rough": rough(kv.to("GB"), 2),
         "hbm_free_first": said((hbm - first - kv).to("GB")),
         "weights_total": ev.text("weight_memory"),
@@ -303,6 +315,12 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
     return {
         "bubble_default": percent(fraction),
         "bubble_rule": percent((p.m - 1) / m),
+        "bubble_rule_high": percent((p.m - 1) / m / fraction.to("").m - 1, 2),
+        "bubble_rule_many_m": said_number(MICROBATCHES[-1]),
+        "bubble_rule_many": percent((p.m - 1) / MICROBATCHES[-1]),
+        "bubble_many_exact": percent(
+            lecture.q("pipeline_bubble_fraction", microbatches=MICROBATCHES[-1])
+        ),
         "bubble_m_equal_p": percent(at_p),
         "bubble_stages": said(p),
         "bubble_microbatches": said_number(m),
