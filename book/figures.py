@@ -706,7 +706,6 @@ SCHEDULE_NAMES = {
 }
 
 
-FORWARD_LABEL_EVERY = 4  # forward boxes numbered 1, 5, 9, ...: one slot is too narrow for all
 
 
 def pipeline_schedule(presets: Presets) -> Figure:
@@ -756,19 +755,23 @@ def pipeline_schedule(presets: Presets) -> Figure:
                         linewidth=0.6,
                     )
                 )
-                # a forward box is one slot wide: only every fourth is numbered, upright
-                if x.backward or x.microbatch % FORWARD_LABEL_EVERY == 0:
-                    a.text(
-                        (x.start + x.end) / 2,
-                        x.stage,
-                        str(x.microbatch + 1),
-                        ha="center",
-                        va="center",
-                        fontsize=8,
-                        fontweight="bold",
-                        color="white",
-                    )
+                # every box numbered; a forward box is narrow, so its number is smaller
+                a.text(
+                    (x.start + x.end) / 2,
+                    x.stage,
+                    str(x.microbatch + 1),
+                    ha="center",
+                    va="center",
+                    fontsize=8 if x.backward else 6,
+                    fontweight="bold",
+                    color="white",
+                )
             a.set_xlim(0, span)
+            slot = 1 + back
+            a.set_xticks(
+                [i * slot for i in range(round(span / slot) + 1)],
+                [str(i) for i in range(round(span / slot) + 1)],
+            )
             a.set_ylim(p - 0.5, -0.5)
             a.set_yticks(range(p), [f"stage {s + 1}" for s in range(p)])
             a.grid(False)
@@ -778,7 +781,10 @@ def pipeline_schedule(presets: Presets) -> Figure:
                 fontsize=9,
                 loc="left",
             )
-        axes[-1].set_xlabel("time, in forward passes of one micro-batch through one stage")
+        axes[-1].set_xlabel(
+            "time, in forward-and-backward slots of one micro-batch on one stage "
+            f"(one slot = {spoken_number(1 + back)} forward passes)"
+        )
         axes[0].legend(
             handles=[
                 Patch(facecolor=colour[False], label="forward"),
