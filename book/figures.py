@@ -1527,11 +1527,11 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
                 )
         ax.axhline(1, color=FOREGROUND, linewidth=2.2)
         ax.annotate(
-            "all-to-all = compute: below, it hides",
-            (racks[-1] + 0.3, 1),
+            "all-to-all = compute; below the line it hides",
+            (racks[-1] + 0.3, 0.95),
             xycoords="data",
             ha="right",
-            va="bottom",
+            va="top",
             fontsize=9,
         )
         ax.axvspan(0.6, 1.4, color=FOREGROUND, alpha=0.06)
@@ -1548,6 +1548,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             matplotlib.ticker.FuncFormatter(lambda y, _: spoken_number(y, 2))
         )
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.1, 0.3, 1, 3, 10, 30]))
         ax.set_xticks(racks)
         ax.set_xlim(0.6, racks[-1] + 0.4)
         ax.set_xlabel("racks one expert layer spans")
