@@ -706,8 +706,6 @@ SCHEDULE_NAMES = {
 }
 
 
-
-
 def pipeline_schedule(presets: Presets) -> Figure:
     """One training step slot by slot: P stages down, time across, each micro-batch's forward
     and backward pass a box, the bubble hatched; GPipe above, 1F1B below. The schedule is placed
