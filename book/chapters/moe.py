@@ -286,7 +286,9 @@ def _tex() -> dict:
         "one_in_r": derivations.to_latex(1 / r),
         "miss": derivations.to_latex((1 - 1 / r) ** k),
         "others": derivations.to_latex(r - 1),
-        "one_rack": f"{t.lhs.latex} = {to_display_latex(readable(T_ONE))}",
+        # the one-rack case is t_A2A with r = 1: marked (1), so one symbol names one formula
+        "one_rack_lhs": f"{t.lhs.latex}^{{(1)}}",
+        "one_rack": f"{t.lhs.latex}^{{(1)}} = {to_display_latex(readable(T_ONE))}",
         "crossover": derivations.get("crossover_batch").display_latex(),
     }
 
