@@ -769,9 +769,6 @@ SCHEDULE_NAMES = {
 }
 
 
-FORWARD_LABEL_EVERY = 4  # forward boxes numbered 1, 5, 9, ...: one slot is too narrow for all
-
-
 def pipeline_schedule(presets: Presets) -> Figure:
     """One training step slot by slot: P stages down, time across, each micro-batch's forward
     and backward pass a box, the bubble hatched; GPipe above, 1F1B below. The schedule is placed
@@ -819,19 +816,23 @@ def pipeline_schedule(presets: Presets) -> Figure:
                         linewidth=0.6,
                     )
                 )
-                # a forward box is one slot wide: only every fourth is numbered, upright
-                if x.backward or x.microbatch % FORWARD_LABEL_EVERY == 0:
-                    a.text(
-                        (x.start + x.end) / 2,
-                        x.stage,
-                        str(x.microbatch + 1),
-                        ha="center",
-                        va="center",
-                        fontsize=8,
-                        fontweight="bold",
-                        color="white",
-                    )
+                # every box numbered; a forward box is narrow, so its number is smaller
+                a.text(
+                    (x.start + x.end) / 2,
+                    x.stage,
+                    str(x.microbatch + 1),
+                    ha="center",
+                    va="center",
+                    fontsize=8 if x.backward else 6,
+                    fontweight="bold",
+                    color="white",
+                )
             a.set_xlim(0, span)
+            slot = 1 + back
+            a.set_xticks(
+                [i * slot for i in range(round(span / slot) + 1)],
+                [str(i) for i in range(round(span / slot) + 1)],
+            )
             a.set_ylim(p - 0.5, -0.5)
             a.set_yticks(range(p), [f"stage {s + 1}" for s in range(p)])
             a.grid(False)
@@ -841,7 +842,10 @@ def pipeline_schedule(presets: Presets) -> Figure:
                 fontsize=9,
                 loc="left",
             )
-        axes[-1].set_xlabel("time, in forward passes of one micro-batch through one stage")
+        axes[-1].set_xlabel(
+            "time, in forward-and-backward slots of one micro-batch on one stage "
+            f"(one slot = {spoken_number(1 + back)} forward passes)"
+        )
         axes[0].legend(
             handles=[
                 Patch(facecolor=colour[False], label="forward"),
@@ -1546,61 +1550,43 @@ def kv_routes(presets: Presets) -> Figure:
 
 
 def alltoall_vs_racks(presets: Presets) -> Figure:
+    """The all-to-all over the layer's compute against racks spanned, on a log axis with the line
+    at one (below it the all-to-all hides): four dispatch x penalty curves, solid for the
+    weights' FLOPs alone (short context), dashed with attention at the default context."""
+    import matplotlib.ticker
+    from matplotlib.lines import Line2D
+
     from book.chapters import moe
 
     data = moe.alltoall_series(presets)
-    racks, layer = data["racks"], data["layer_compute"].to("ms").m
+    racks = data["racks"]
+    layer = data["layer_compute"].to("ms").m
+    ctx_layer = data["layer_compute_ctx"].to("ms").m
     penalty_hw = spoken(data["penalty_hw"])
     lecture_penalty = spoken(presets.parameter["scale_out_penalty"].value)
     model = presets.get("model", moe.MODEL).name
     rack = chip_name(presets.get("hardware", moe.RACK))
     context = context_tokens(presets.parameter["context_length"].value)
-    us = 1000  # ms -> microseconds on the axis
+    series = (
+        ("lecture", PALETTE[0], "o", f"a copy per expert, {lecture_penalty}× (lecture)"),
+        ("hardware", PALETTE[1], "s", f"a copy per expert, {penalty_hw}× (GB200)"),
+        ("once_lecture", PALETTE[3], "^", f"once per rack, {lecture_penalty}×"),
+        ("once_hardware", PALETTE[4], "v", f"once per rack, {penalty_hw}×"),
+    )
 
     def draw(fig, ax):
-        ax.plot(
-            racks,
-            [t * us for t in data["lecture"]],
-            "o-",
-            linewidth=1.6,
-            label=f"all-to-all, scale-out {lecture_penalty}x slower (lecture)",
-        )
-        ax.plot(
-            racks,
-            [t * us for t in data["hardware"]],
-            "s-",
-            linewidth=1.6,
-            label=f"all-to-all, scale-out {penalty_hw}x slower (the rack's)",
-        )
-        for key, colour, penalty in (
-            ("once_lecture", PALETTE[0], lecture_penalty),
-            ("once_hardware", PALETTE[1], penalty_hw),
-        ):
-            ax.plot(
-                racks,
-                [t * us for t in data[key]],
-                linestyle=":",
-                marker="^",  # rack counts are whole: a marker at each, as the solid series
-                markersize=5,
-                color=colour,
-                linewidth=1.6,
-                label=f"sent once per rack, {penalty}x",
-            )
-        ax.axhline(
-            layer * us,
-            color=PALETTE[2],
-            linewidth=2,
-            label="the layer's compute (weights' FLOPs)",
-        )
-        ctx_layer = data["layer_compute_ctx"].to("ms").m
-        if ctx_layer > 1.01 * layer:
-            ax.axhline(
-                ctx_layer * us,
-                color=PALETTE[2],
-                linewidth=1.6,
-                linestyle="--",
-                label=f"with attention, context {context}",
-            )
+        for key, colour, marker, _ in series:
+            for base, style in ((layer, "-"), (ctx_layer, "--")):
+                ax.plot(
+                    racks,
+                    [t / base for t in data[key]],
+                    linestyle=style,
+                    marker=marker,
+                    markersize=5,
+                    color=colour,
+                    linewidth=1.6,
+                )
+        ax.axhline(1, color=FOREGROUND, linewidth=2.2)
         ax.axvspan(0.6, 1.4, color=FOREGROUND, alpha=0.06)
         ax.annotate(
             "one rack",
@@ -1610,52 +1596,84 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             va="top",
             fontsize=9,
         )
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(
+            matplotlib.ticker.FuncFormatter(lambda y, _: spoken_number(y, 2))
+        )
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.1, 0.3, 1, 3, 10, 30]))
         ax.set_xticks(racks)
         ax.set_xlim(0.6, racks[-1] + 0.4)
-        ax.set_ylim(0, None)
         ax.set_xlabel("racks one expert layer spans")
-        ax.set_ylabel("time per MoE layer (microseconds)")
+        ax.set_ylabel("all-to-all time / layer compute time")
+        handles = [
+            Line2D([], [], color=c, marker=m, linestyle="-", linewidth=1.6) for _, c, m, _ in series
+        ] + [
+            Line2D([], [], color=FOREGROUND, linestyle="-", linewidth=1.6),
+            Line2D([], [], color=FOREGROUND, linestyle="--", linewidth=1.6),
+            Line2D([], [], color=FOREGROUND, linestyle="-", linewidth=2.2),
+        ]
+        labels = [label for *_, label in series] + [
+            "short context (weights' FLOPs)",
+            f"with attention, context {context}",
+            "ratio 1: below it the all-to-all hides",
+        ]
         # below the axes, clear of every curve
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
+        ax.legend(
+            handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9
+        )
 
-    one, two = data["lecture"][0] * us, data["lecture"][1] * us
+    def ratio(key, r, base):
+        return data[key][racks.index(r)] / base
+
+    def say(x):
+        return spoken_number(x, 2)
+
     alt = (
-        f"All-to-all time of one MoE layer of {model} at a batch of {spoken(data['batch'])} "
-        f"against racks spanned: {spoken(Q_(one, 'microsecond'))} in one rack, below the "
-        f"layer's compute time of {spoken(Q_(layer * us, 'microsecond'))}; "
-        f"{spoken(Q_(two, 'microsecond'))} over two racks at the lecture's penalty, above it."
+        f"All-to-all time over compute time of one MoE layer of {model} at a batch of "
+        f"{spoken(data['batch'])} against racks spanned, on a log axis: "
+        f"{say(ratio('lecture', 1, layer))} in one rack, below one; "
+        f"{say(ratio('lecture', 2, layer))} over two racks at the lecture's penalty, above it."
     )
     chips = spoken(data["chips"])
+    prose = {
+        "lecture": f"a copy per expert at {lecture_penalty}\u00d7",
+        "hardware": f"a copy per expert at {penalty_hw}\u00d7",
+        "once_lecture": f"once per rack at {lecture_penalty}\u00d7",
+        "once_hardware": f"once per rack at {penalty_hw}\u00d7",
+    }
+    at_two = {key: ratio(key, 2, ctx_layer) for key, *_ in series}
+    hides_ctx = [f"{prose[k]} ({say(x)})" for k, x in at_two.items() if x < 1]
+    fails_ctx = [f"{prose[k]} ({say(x)})" for k, x in at_two.items() if x >= 1]
     caption = (
-        f"One MoE layer of {model} at the crossover batch on {chips} of {rack}, the same "
-        f"chips split across 1 to {racks[-1]} racks, so the layer's compute (green) does not "
-        "change; "
-        "only the network does. Sending a copy to every routed expert (the lecture's count, "
-        "solid), inside one rack the all-to-all hides behind the compute; from two racks on it "
-        f"takes longer, more so at the rack's own {penalty_hw}x penalty than at the lecture's "
-        f"{lecture_penalty}x. Dotted: sending one copy per other rack and fanning it out over "
-        "NVLink (DeepSeek-V3's dispatch), "
+        f"The all-to-all of one MoE layer of {model} over the layer's compute, at the crossover "
+        f"batch on {chips} of {rack} split across 1 to {racks[-1]} racks (log axis; below the "
+        f"line at one the all-to-all hides). Solid, short context: one rack hides "
+        f"({say(ratio('lecture', 1, layer))}); at two racks a copy per expert takes "
+        f"{say(ratio('lecture', 2, layer))} of the compute at the lecture's {lecture_penalty}× "
+        f"and {say(ratio('hardware', 2, layer))} at GB200's {penalty_hw}×, and once per rack "
+        f"{say(ratio('once_lecture', 2, layer))} and {say(ratio('once_hardware', 2, layer))}. "
+        f"Dashed, with attention at a context of {context}: the layer computes "
+        f"{spoken_number(ctx_layer / layer, 2)} times longer, so every ratio falls by that "
+        "factor; at two racks "
+        + (f"{_and(hides_ctx)} hide" if hides_ctx else "none hides")
         + (
-            f"two racks at {lecture_penalty}x take the one-rack time."
-            if data["once_lecture"][1] <= data["lecture"][0] * 1.001
-            else f"two racks at {lecture_penalty}x take "
-            f"{spoken(Q_(data['once_lecture'][1] * us, 'microsecond'))}."
+            f", while {_and(fails_ctx)} do not"
+            + (
+                ": the copy per expert at the lecture's penalty just fails."
+                if 1 <= at_two["lecture"] < 1.2
+                else "."
+            )
+            if fails_ctx
+            else "."
         )
     )
-    ctx_layer = data["layer_compute_ctx"].to("ms").m
-    if ctx_layer > 1.01 * layer:
-        hides = data["lecture"][1] < ctx_layer
-        caption += (
-            f" Dashed: the layer's compute with attention at a context of {context}, "
-            f"{spoken(Q_(ctx_layer * us, 'microsecond'))}; "
-            + (
-                f"against it two racks at the lecture's {lecture_penalty}x would still hide, "
-                f"the rack's own {penalty_hw}x would not."
-                if hides and data["hardware"][1] > ctx_layer
-                else "the comparison is the same."
-            )
-        )
     return _render("alltoall_vs_racks", draw, alt, caption)
+
+
+def _and(items: list[str]) -> str:
+    """A list as prose: 'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def alltoall_diagram(presets: Presets) -> Figure:

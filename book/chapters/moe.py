@@ -237,11 +237,21 @@ def context(presets: Presets) -> dict:
         "blackwell_over_hopper": said_number(
             (rack.scale_up_domain / hopper.scale_up_domain).to("").m
         ),
+        "blackwell_hbm_over_hopper": said_number(
+            (
+                Evaluator(presets, RACK).q("scaleup_memory")
+                / Evaluator(presets, HOPPER).q("scaleup_memory")
+            )
+            .to("")
+            .m,
+            2,
+        ),
         "context": context_tokens(presets.parameter["context_length"].value),
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "once": _once_per_rack(presets, one, ratio_one, ratio_one_ctx, penalty_hw),
         "links": _link_efficiency(presets, ratio_one, penalty_hw),
         "verdict": _verdict(presets, one, ratio_one, penalty_hw),
+        "below": _below_crossover(presets, penalty_hw),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
     }
@@ -276,7 +286,9 @@ def _tex() -> dict:
         "one_in_r": derivations.to_latex(1 / r),
         "miss": derivations.to_latex((1 - 1 / r) ** k),
         "others": derivations.to_latex(r - 1),
-        "one_rack": f"{t.lhs.latex} = {to_display_latex(readable(T_ONE))}",
+        # the one-rack case is t_A2A with r = 1: marked (1), so one symbol names one formula
+        "one_rack_lhs": f"{t.lhs.latex}^{{(1)}}",
+        "one_rack": f"{t.lhs.latex}^{{(1)}} = {to_display_latex(readable(T_ONE))}",
         "crossover": derivations.get("crossover_batch").display_latex(),
     }
 
@@ -369,10 +381,6 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         (f"two racks, once per rack, {hw_x}×", once(penalty_hw)),
     ]
 
-    def cell(x: float) -> str:
-        verdict = "does not hide" if x >= 1 else ("barely hides" if x > 0.9 else "hides")
-        return f"{said_number(x, 2)}, {verdict}"
-
     rows, hides_from = [], {}
     for name, slow in layouts:
         t = one * slow
@@ -383,18 +391,20 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         rows.append(
             {
                 "layout": name,
-                "cells": [cell(x) for x in ratios] + ["any" if found is None else _tokens(found)],
+                "cells": [_cell(x) for x in ratios] + ["any" if found is None else _tokens(found)],
             }
         )
     per_expert_names = [n for n, _ in layouts[1:3]]
     once_hw = hides_from[layouts[4][0]]
+    h800 = _h800_rows(presets, default, long)
     return {
-        "rows": rows,
+        "rows": rows + h800["rows"],
+        "h800": h800,
         "eta": said_number(100 * eta, 2),
         "long": context_tokens(long),
         "headers": [
             "short, peak",
-            f"short, {said_number(100 * eta, 2)}%",
+            f"short, all links at {said_number(100 * eta, 2)}%",
             f"{context_tokens(default)}, peak",
             f"{context_tokens(long)}, peak",
             "hides at peak from a context of",
@@ -407,6 +417,125 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "hw_x": hw_x,
         "long_hides_hw": bool(hides_from[per_expert_names[1]] < long),
     }
+
+
+SMALL_BATCH = Q_(1000, "sequence")
+
+
+def _below_crossover(presets: Presets, penalty_hw) -> dict:
+    """Below the crossover batch a layer's time is its weight read, which does not shrink with
+    the batch, while the all-to-all does: at SMALL_BATCH (short context, the lecture's chips)
+    the all-to-all's share of the layer, one rack and two, and the largest batch at which two
+    racks still hide (the weight read per layer over the all-to-all per sequence)."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    chips = presets.parameter["expert_parallel_chips"].value
+    layers = Q_(presets.get("model", MODEL).layers, "layer")
+    short = Q_(1, "token/sequence")
+
+    def layer(batch):
+        step = ev.q("step_time", batch_size=batch, n_chips=chips, context_length=short)
+        return Q_((step / layers).to("ms/layer").m, "ms")
+
+    def a2a(batch, **kw):
+        return ev.q("alltoall_time", batch_size=batch, **kw).to("ms")
+
+    def largest(**kw):
+        # the weight read barely moves with the batch once every expert is touched: solve for
+        # the batch where the two-rack all-to-all meets the layer time, then check it there
+        b = SMALL_BATCH
+        for _ in range(20):
+            b = (layer(b) / (a2a(b, **kw) / b)).to("sequence")
+        assert abs((a2a(b, **kw) / layer(b)).to("").m - 1) < 1e-3
+        return b
+
+    t = layer(SMALL_BATCH)
+    return {
+        "batch": said(SMALL_BATCH),
+        "layer": said(t.to("µs"), 2),
+        "one": said_number((a2a(SMALL_BATCH, racks_spanned=Q_(1, "rack")) / t).to("").m, 2),
+        "two": said_number((a2a(SMALL_BATCH) / t).to("").m, 2),
+        "largest": said(largest(), 2),
+        "largest_hw": said(largest(scale_out_penalty=penalty_hw), 2),
+    }
+
+
+H800 = "h800"
+
+
+def _h800_rows(presets: Presets, default, long) -> dict:
+    """The same test on DeepSeek's own serving chip, the H800 (NVLink cut for export): the
+    all-to-all over the layer's compute inside one 8-chip node and across two nodes (a copy per
+    expert, and once per node), at the node's own scale-up/scale-out ratio. DeepEP's Blackwell
+    efficiency does not apply, so that column is left empty."""
+    ev = Evaluator(presets, H800, MODEL, "fp8")
+    hw = presets.get("hardware", H800)
+    batch = ev.q("crossover_batch")
+    layers = Q_(presets.get("model", MODEL).layers, "layer")
+    penalty = ev.q("hardware_scale_out_penalty")
+    node = hw.scale_up_domain
+
+    def layer(chips, context_length):
+        step = ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=context_length)
+        return (step / layers).to("ms/layer").m
+
+    one_token = Q_(1, "token/sequence")
+    named = {}
+    rows = []
+    x = said_number(penalty.to("").m)
+    for name, nodes, kind in (
+        ("one H800 node", 1, None),
+        (f"two H800 nodes, a copy per expert, {x}×", 2, "multi_rack_slowdown"),
+        (f"two H800 nodes, once per node, {x}×", 2, "once_per_rack_slowdown"),
+    ):
+        chips = node * nodes
+        one = ev.q(
+            "alltoall_time",
+            batch_size=batch,
+            racks_spanned=Q_(1, "rack"),
+            expert_parallel_chips=chips,
+        ).to("ms")
+        slow = (
+            1.0
+            if kind is None
+            else ev.q(kind, racks_spanned=Q_(nodes, "rack"), scale_out_penalty=penalty).to("").m
+        )
+        t = one.m * slow
+        short, at_default = layer(chips, one_token), layer(chips, default)
+        ratios = [t / short, t / at_default, t / layer(chips, long)]
+        found = None
+        if t > short:
+            slope = (at_default - short) / (default - one_token).m
+            found = one_token + Q_((t - short) / slope, "token/sequence")
+            assert abs(t / layer(chips, found) - 1) < 1e-6
+        named[nodes, kind] = ratios
+        rows.append(
+            {
+                "layout": name,
+                "cells": [_cell(ratios[0]), "—", _cell(ratios[1]), _cell(ratios[2])]
+                + ["any" if found is None else _tokens(found)],
+            }
+        )
+    node_ratios = named[1, None]
+    per_expert = named[2, "multi_rack_slowdown"]
+    return {
+        "rows": rows,
+        "chip": hw.name,
+        "node": quantity(node),
+        "penalty": x,
+        "one_short": said_number(node_ratios[0], 2),
+        "one_ctx": said_number(node_ratios[1], 2),
+        "two_short": said_number(per_expert[0], 2),
+        "two_ctx": said_number(per_expert[1], 2),
+        "two_long": said_number(per_expert[2], 2),
+        "context": context_tokens(default),
+        "long": context_tokens(long),
+    }
+
+
+def _cell(x: float) -> str:
+    """One verdict cell: the ratio at two figures and whether the all-to-all hides."""
+    verdict = "does not hide" if x >= 1 else ("barely hides" if x > 0.9 else "hides")
+    return f"{said_number(x, 2)}, {verdict}"
 
 
 def _either(names: list[str]) -> str:

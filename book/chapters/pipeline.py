@@ -86,10 +86,10 @@ def context(presets: Presets) -> dict:
         "bubble": _bubble_table(lecture),
         **_traffic(presets, ev),
         **_capacity(presets, ev, first, last, kv),
-        **_hops(presets, lecture),
+        **_hops(presets, lecture, setup_step(presets)),
         **_bubble_examples(presets, lecture),
         **_too_big(presets),
-        **_exercises(presets, ev, kv),
+        **_exercises(presets, ev, kv, setup_step(presets)),
         **_training_memory(presets),
         **_hop_transfer(presets, ev),
         **_memory_wall(presets),
@@ -231,6 +231,18 @@ def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
         "two_total_share": percent((first - two) / (first + kv), 2),
         "max_total_share": percent(first / (first + kv), 2),
         "kv_share_last": percent(kv / (last + kv), 3),
+        # the KV cache alone at the long context, which no stage count lowers
+        "long_context": context_tokens(presets.parameter["long_context_length"].value),
+        "kv_long": said(
+            memory_split(ev, context_length=presets.parameter["long_context_length"].value)[1].to(
+                "GB"
+            ),
+            3,
+        ),
+        "total_last_rough": said((last + kv).to("GB"), 2),
+        "kv_long_fits": bool(
+            memory_split(ev, context_length=presets.parameter["long_context_length"].value)[1] < hbm
+        ),
         "kv_per_chip_rough": rough(kv.to("GB"), 2),
         "hbm_free_first": said((hbm - first - kv).to("GB")),
         "weights_total": ev.text("weight_memory"),
@@ -245,7 +257,19 @@ def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
     }
 
 
-def _hops(presets: Presets, lecture: Evaluator) -> dict:
+def setup_step(presets: Presets):
+    """The unpipelined decode step of the chapter's own setup: the crossover micro-batch of
+    DeepSeek-V3 on n_EP GB200 chips at the default context (weights and KV read, or compute,
+    whichever is slower). Not the lecture's 20 ms, which is the drain time of a full HBM."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    return ev.q(
+        "step_time",
+        batch_size=ev.q("micro_batch_size"),
+        n_chips=presets.parameter["expert_parallel_chips"].value,
+    ).to("ms")
+
+
+def _hops(presets: Presets, lecture: Evaluator, step) -> dict:
     hop = presets.parameter["hop_latency"].value
     real = presets.parameter["hop_latency_network"].value
     stages = presets.parameter["pipeline_stages"].value
@@ -268,6 +292,10 @@ def _hops(presets: Presets, lecture: Evaluator) -> dict:
         "hops_added_slow": said((stages.m * slow).to("ms"), 2),
         "hop_share_fast": percent(stages.m * fast / period, 2),
         "hop_share_slow": percent(stages.m * slow / period, 2),
+        "setup_step": said(step, 2),
+        "setup_share_fast": percent(stages.m * fast / step, 2),
+        "setup_share_slow": percent(stages.m * slow / step, 2),
+        "setup_share_network": percent(stages.m * real / step, 2),
         "hop_ratio_fast": said((hop / fast).to(""), 2),
         "hop_ratio_slow": said((hop / slow).to(""), 2),
         "hops_added": said((stages.m * hop).to("ms")),
@@ -287,6 +315,12 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
     return {
         "bubble_default": percent(fraction),
         "bubble_rule": percent((p.m - 1) / m),
+        "bubble_rule_high": percent((p.m - 1) / m / fraction.to("").m - 1, 2),
+        "bubble_rule_many_m": said_number(MICROBATCHES[-1]),
+        "bubble_rule_many": percent((p.m - 1) / MICROBATCHES[-1]),
+        "bubble_many_exact": percent(
+            lecture.q("pipeline_bubble_fraction", microbatches=MICROBATCHES[-1])
+        ),
         "bubble_m_equal_p": percent(at_p),
         "bubble_stages": said(p),
         "bubble_microbatches": said_number(m),
@@ -294,7 +328,7 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
     }
 
 
-def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
+def _exercises(presets: Presets, ev: Evaluator, kv, step) -> dict:
     """Numbers for the end-of-chapter exercises."""
     bw = presets.get("hardware", RACK).hbm_bandwidth
     kv_fast = memory_split(ev, mem_bandwidth=2 * bw)[1]
@@ -329,6 +363,13 @@ def _exercises(presets: Presets, ev: Evaluator, kv) -> dict:
             "double_slow": said(
                 (period / presets.parameter["hop_latency_measured_slow"].value).to("")
                 * Q_(1, "stage")
+            ),
+            "double_network_setup": said_number(round((step / real).to("").m)),
+            "double_slow_setup": said_number(
+                round((step / presets.parameter["hop_latency_measured_slow"].value).to("").m)
+            ),
+            "double_fast_setup": said_number(
+                round((step / presets.parameter["hop_latency_measured_fast"].value).to("").m)
             ),
             "b200": big,
         }

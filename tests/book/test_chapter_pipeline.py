@@ -227,3 +227,19 @@ def test_the_scaling_book_s_tensor_parallel_rule_beside_the_chapter_s():
     # sends (Y - 1)/Y of the collectives: compute = comms at Y = 1 + 1.5 F W / C
     assert tp["matrices_ratio"].exact == "1.5"
     assert tp["max_ways"].exact == f"{1 + 1.5 * book:.2g}" == "2.4"
+
+
+def test_the_setup_step_is_the_crossover_micro_batch_s_read_by_hand(ctx):
+    # DeepSeek-V3 on 64 GB200 chips at 8,192 tokens: the crossover micro-batch is
+    # 5,000 / 8 / 2 x 671 / 37 = 5,667 sequences; per step the chips read 671 GB of FP8 weights
+    # and 5,667 x 8,192 tokens x 576 x 61 bytes of FP8 MLA cache over 64 x 8 TB/s: 1.31 + 3.19 ms
+    # (compute, 3.8 ms, is the smaller), the reader's 4.5 ms (reader-moepipe14, P1)
+    batch = 5000 / 8 / 2 * 671 / 37
+    step = (671e9 + batch * 8192 * 576 * 61) / (64 * 8e12)
+    assert pipeline.setup_step(load()).to("s").m == pytest.approx(step, rel=1e-3)
+    assert ctx["setup_step"] == "4.5 ms"
+    # four measured hops of 77 and 369 us against it, and a 100 us allowance
+    assert ctx["setup_share_fast"] == f"{4 * 77e-6 / step * 100:.1f}%"  # 6.8%
+    assert ctx["setup_share_slow"] == f"{4 * 369e-6 / step * 100:.0f}%"  # 33%
+    assert ctx["ex"]["double_slow_setup"] == str(round(step / 369e-6))  # 12 stages
+    assert ctx["ex"]["double_network_setup"] == str(round(step / 100e-6))  # 45 stages

@@ -182,6 +182,42 @@ def test_moe_two_racks_hide_from_a_context_by_hand():
     assert spoken_number(dense * sparsity) == ctx["batch"].said.split()[0] == "5,700"
 
 
+def test_moe_h800_rows_by_hand():
+    from book.chapters import moe
+
+    verdict = moe.context(load())["verdict"]
+    # H800 (hardware.toml): 1,978.9 TFLOP/s FP8, 200 GB/s NVLink per direction, a 400 Gb/s NIC,
+    # so scale-up is 4x scale-out. Per token per layer, 8 x 7,168 x (1 + 2) bytes over 200 GB/s
+    # against 2 x 37e9 / 61 FLOP at 1,978.9 TFLOP/s: 860 ns against 613 ns (batch and chips cancel)
+    link = 8 * 7168 * 3 / 200e9
+    compute = 2 * 37e9 / 61 / 1978.9e12
+    assert verdict["h800"]["penalty"] == "4"
+    assert float(verdict["h800"]["one_short"]) == pytest.approx(link / compute, abs=0.05)  # 1.4
+    # a copy per expert over two nodes: half the traffic 4x slower, max(1/2, 4/2) = 2
+    assert float(verdict["h800"]["two_short"]) == pytest.approx(2 * link / compute, abs=0.05)
+    rows = {r["layout"]: r["cells"] for r in verdict["rows"]}
+    assert rows["one H800 node"][0].endswith("does not hide")
+    assert rows["one H800 node"][1] == "—"  # DeepEP's Blackwell efficiency is not the H800's
+
+
+def test_moe_below_the_crossover_two_racks_hide_by_hand():
+    from book.chapters import moe
+
+    below = moe.context(load())["below"]
+    # DeepSeek-V3 on 64 GB200 chips: 671 GB of FP8 weights read over 64 x 8 TB/s, per layer of
+    # 61: 21.5 us whatever the batch (every expert touched at 1,000 sequences). The all-to-all
+    # at 1,000 sequences over 64 chips: 1,000 x 8 x 7,168 x 3 B / (64 x 900 GB/s) in one rack,
+    # 4 times that over two racks at the lecture's 8x (max(1/2, 8/2))
+    weight_read = 671e9 / (64 * 8e12) / 61
+    one = 1000 * 8 * 7168 * 3 / (64 * 900e9)
+    assert float(below["one"]) == pytest.approx(one / weight_read, abs=0.01)  # 0.14
+    assert float(below["two"]) == pytest.approx(4 * one / weight_read, abs=0.01)  # 0.56
+    # two racks hide up to where 4 x one x B / 1,000 reaches the weight read: about 1,800
+    largest = weight_read / (4 * one / 1000)
+    assert _num(below["largest"]) == pytest.approx(largest, rel=0.03)
+    assert _num(below["largest_hw"]) == pytest.approx(largest * 4 / 9, rel=0.03)  # 18x: 9
+
+
 def test_moe_thin_model_exercise_by_hand():
     from book.chapters import moe
 
