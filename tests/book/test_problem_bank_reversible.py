@@ -114,9 +114,10 @@ def test_estimate_recompute_flops_weighs_the_extra_pass_against_the_memory_it_fr
     """Reader 14 (issue 21): the old problem weighed the rebuild against HBM traffic, which was
     never the bottleneck. Now it asks what the extra forward pass (a third more compute) buys:
     the activation memory freed, every layer's internals (the chapter's count for a gated
-    layer, about 40 bytes per value) less the last output and the working layer's internals. From the printed figures
-    on every draw: storing everything overflows the HBM it is spread over, the answer is the
-    memory freed, and counting layer inputs only is graded wrong with its diagnosis."""
+    layer, about 40 bytes per value) less the last output and the working layer's internals.
+    From the printed figures on every draw: storing everything overflows the HBM it is spread
+    over, the answer is the memory freed, and counting layer inputs only is graded wrong with
+    its diagnosis."""
     from book.problem_bank.reversible import estimate_recompute_flops as problem
 
     for seed in SEEDS:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes
-from derivations import get
 from book.problem_bank._activations import gated_factor
+from derivations import get
 from units import Q_
 
 KIND = "multi"
@@ -96,7 +96,8 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
         f"{context_tokens(context, 5)}. With full recomputation, each layer keeps only its "
         "input in BF16 for the backward pass; on the way back each layer is run forward again "
         "and holds its internals (everything its backward pass needs, about "
-        f"{quantity(stored)} of residual stream per token for this gated layer) while its gradient is taken. How "
+        f"{quantity(stored)} of residual stream per token for this gated layer) while its "
+        "gradient is taken. How "
         "much memory does each GPU need at the peak for its share of the state and its "
         "activations (communication buffers left out)? Answer in GB per GPU."
     )

@@ -8,8 +8,8 @@ import math
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
-from book.problem_bank._rents import rent
 from book.problem_bank._activations import gated_factor
+from book.problem_bank._rents import rent
 from units import Q_
 
 KIND = "design"

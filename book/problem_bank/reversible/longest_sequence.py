@@ -84,7 +84,8 @@ def draw(rng, presets) -> Draw:
         "on the way back each segment's layers' inputs are rebuilt and held (a segment's "
         "first input is its checkpoint: count it once); besides, the one layer being "
         f"differentiated holds its internals, about {quantity(stored)} of residual stream per "
-        "token for this gated layer. A reversible version of the model would keep only the last layer's output "
+        "token for this gated layer. A reversible version of the model would keep only the "
+        "last layer's output "
         "and that one layer's internals. How many more tokens long a sequence would the "
         "reversible version fit in what the state leaves free?"
     )

@@ -13,8 +13,8 @@ from book.problem_bank import (
     distinct_mistakes,
     whole_count_tolerance,
 )
-from derivations import get
 from book.problem_bank._activations import gated_factor
+from derivations import get
 from units import Q_
 
 KIND = "multi"
