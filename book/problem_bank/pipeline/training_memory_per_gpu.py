@@ -88,6 +88,9 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
     )
 
     sequences = "one sequence" if batch.m == 1 else quantity(batch)
+    experts = (
+        f", the {model.experts_active} experts a token is routed to counted together" if moe else ""
+    )
     text = (
         f"You train {model.name} ({params}; {layers:g} layers, residual width {int(d):,}) "
         f"with mixed-precision Adam: BF16 weights and gradients, FP32 master weights and "
@@ -96,7 +99,8 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
         f"{context_tokens(context, 5)}. With full recomputation, each layer keeps only its "
         "input in BF16 for the backward pass; on the way back each layer is run forward again "
         "and holds its internals (everything its backward pass needs, about "
-        f"{quantity(stored)} of residual stream per token for this gated layer) while its "
+        f"{quantity(stored)} of residual stream per token for this gated layer{experts}) while "
+        "its "
         "gradient is taken. How "
         "much memory does each GPU need at the peak for its share of the state and its "
         "activations (communication buffers left out)? Answer in GB per GPU."
