@@ -492,9 +492,13 @@ TRAIN_CHIP = "h100_sxm"
 
 def _training_memory(presets: Presets) -> dict:
     """Training memory of one replica of a dense model, one sequence at the default context:
-    state (16 bytes per parameter), activations with and without recompute."""
+    state (16 bytes per parameter), activations with and without recompute. The stored
+    activations are counted for the model's own layer (gated MLP, grouped-query attention, no
+    dropout), as the reversible-networks chapter counts them, not at the GPT layer's factor."""
     ev = Evaluator(presets, TRAIN_CHIP, TRAIN_MODEL)
+    factor = ev.q("gated_activation_bytes_factor").to("byte/value")
     one = {"batch_size": Q_(1, "sequence")}
+    stored = {**one, "activation_bytes_factor": factor}  # what is kept without recompute
     per_param = sum(
         presets.parameter[p].value
         for p in ("train_weight_bytes", "train_grad_bytes", "optimizer_bytes")
@@ -512,12 +516,16 @@ def _training_memory(presets: Presets) -> dict:
             "node": said(node_chips),
             "state_nodes": said_number((state / (hbm * node_chips.m)).to("").m, 2),
             "state_nodes_whole": said_number(math.ceil((state / (hbm * node_chips.m)).to("").m)),
-            "activations": ev.text("full_activation_memory", **one),
+            "activations": ev.text("full_activation_memory", **stored),
+            "act_factor": said(factor),
             "activations_recompute": ev.text("activation_memory", **one),
-            "total": ev.text("training_memory", **one),
+            "total": ev.text("training_memory", **stored),
             "total_recompute": ev.text("training_memory_recompute", **one),
-            "recompute_saving": said(
-                (ev.q("full_activation_memory", **one) / ev.q("activation_memory", **one)).to("")
+            "recompute_saving": said_number(
+                (ev.q("full_activation_memory", **stored) / ev.q("activation_memory", **one))
+                .to("")
+                .m,
+                2,
             ),
             "weights_bf16": said((ev.q("weight_memory")).to("GB")),
             "state_over_weights": said((state / ev.q("weight_memory")).to("")),

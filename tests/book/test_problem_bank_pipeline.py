@@ -66,8 +66,8 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
 
 def test_training_memory_per_gpu_counts_the_layer_being_recomputed():
     """Reader 14 (issue 21): the peak of full recomputation holds every layer's input and the
-    internals of the one layer being recomputed (about 34 bytes per value), as the reversible
-    chapter's problems count it; the old answer left that layer out and rejected a student who
+    internals of the one layer being recomputed (about 40 bytes per value for a gated layer), as
+    the reversible chapter counts it; the old answer left that layer out and rejected a student who
     counted it. From the printed figures, on every draw: the answer includes it, and leaving it
     out is graded wrong with its diagnosis."""
     from book.problem_bank.pipeline import training_memory_per_gpu as problem
@@ -82,7 +82,7 @@ def test_training_memory_per_gpu_counts_the_layer_being_recomputed():
         found = re.search(r"its own (one|\d+) sequences? of ([\d,]+) tokens", t)
         batch = 1 if found.group(1) == "one" else float(found.group(1))
         tokens = batch * float(found.group(2).replace(",", ""))
-        internals = float(re.search(r"about (\d+) bytes per value", t).group(1))
+        internals = float(re.search(r"about ([\d.]+) bytes per value", t).group(1))
         state = 16 * params * 1e9 / shards  # 2 + 2 + 12 bytes per parameter, sharded
         inputs = layers * d * 2 * tokens  # every layer's BF16 input
         working = internals * d * tokens  # the layer being recomputed

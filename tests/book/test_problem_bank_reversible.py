@@ -82,7 +82,7 @@ def test_fewest_gpus_by_strategy_is_decided_by_the_memory_with_a_clear_winner():
         peak = _figure(r"([\d,.]+) TFLOP/s dense", t) * 1e12
         rent = _figure(r"at ([\d.]+) USD per chip per hour", t)
         step = _power(t, r"Each step trains on ((?:[\d.]+ × )?10\S+) tokens")
-        internals = _figure(r"about (\d+) bytes per value", t)
+        internals = _figure(r"about ([\d.]+) bytes per value", t)
         state = 16 * params  # mixed-precision Adam: 2 + 2 + 12 bytes per parameter
         working = internals * d  # one layer's internals, bytes per token
         per_token = {
@@ -113,10 +113,11 @@ def test_fewest_gpus_by_strategy_is_decided_by_the_memory_with_a_clear_winner():
 def test_estimate_recompute_flops_weighs_the_extra_pass_against_the_memory_it_frees():
     """Reader 14 (issue 21): the old problem weighed the rebuild against HBM traffic, which was
     never the bottleneck. Now it asks what the extra forward pass (a third more compute) buys:
-    the activation memory freed, every layer's internals (34 bytes per value, the chapter's
-    figure) less the last output and the working layer's internals. From the printed figures
-    on every draw: storing everything overflows the HBM it is spread over, the answer is the
-    memory freed, and counting layer inputs only is graded wrong with its diagnosis."""
+    the activation memory freed, every layer's internals (the chapter's count for a gated
+    layer, about 40 bytes per value) less the last output and the working layer's internals.
+    From the printed figures on every draw: storing everything overflows the HBM it is spread
+    over, the answer is the memory freed, and counting layer inputs only is graded wrong with
+    its diagnosis."""
     from book.problem_bank.reversible import estimate_recompute_flops as problem
 
     for seed in SEEDS:
@@ -133,8 +134,18 @@ def test_estimate_recompute_flops_weighs_the_extra_pass_against_the_memory_it_fr
         gpus = 1 if "whole replica" in t else _figure(r"(\d+) GPUs to a replica", t)
         batch = _figure(r"runs (\d+) sequences", t)
         tokens = batch * _figure(r"sequences of ([\d,]+) tokens", t)
-        stored = 34 * layers * d * tokens / 1e9  # GB, every layer's internals
-        kept = (2 + 34) * d * tokens / 1e9  # the last output and the working layer
+        model = next(  # the statement names the model; its architecture is the book's
+            m
+            for m in map(lambda k: presets().get("model", k), problem.MODELS)
+            if f"{m.name} (" in t
+        )
+        # the reversible chapter's count for Llama's layer, by hand, per residual value at two
+        # bytes a value: two RMSNorms (input and output, 4 d), Q and the attention output
+        # (2 h d_h), K and V (2 h_KV d_h), SwiGLU's gate, up, SiLU and product (4 d_ff)
+        hd, kv = model.n_heads * model.head_dim, model.n_kv_heads * model.head_dim
+        internals = 2 * (4 * d + 2 * hd + 2 * kv + 4 * model.d_ff) / d
+        stored = internals * layers * d * tokens / 1e9  # GB, every layer's internals
+        kept = (2 + internals) * d * tokens / 1e9  # the last output and the working layer
         assert stored > gpus * hbm, f"{where}: the activations fit as they are"
         freed = stored - kept
         assert abs(p.answer.to("GB").m / freed - 1) < 1e-3, f"{where}: {p.answer} vs {freed}"

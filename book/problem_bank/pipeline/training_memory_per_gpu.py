@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes
+from book.problem_bank._activations import gated_factor
 from derivations import get
 from units import Q_
 
@@ -13,6 +14,7 @@ USES = (
     "training_state_memory",
     "layer_activation_bytes",
     "training_memory_recompute",
+    "gated_activation_bytes_factor",
     "full_activation_memory",
 )
 
@@ -66,14 +68,16 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
     per_value = used["activation_bytes_per_value"].value.to("byte/value")  # BF16
     state_share = (state / shards).to("GB")
     # the peak: while a layer is recomputed for its backward pass, it holds its internals
-    working = get("full_activation_memory").evaluate(**{**case, "n_layers": 1}).to("GB")
+    # counted as the reversible chapter counts a gated layer (SwiGLU MLP, grouped-query
+    # attention, no dropout), a mixture of experts' routed experts together
+    stored = gated_factor(presets, model_id)
+    gated = {**case, "activation_bytes_factor": stored}
+    working = get("full_activation_memory").evaluate(**{**gated, "n_layers": 1}).to("GB")
     total = (state_share + acts + working).to("GB")
     if abs(((state_share + acts) / total).to("").m - 1) <= 2 * TOLERANCE:
         return None  # leaving the working layer out must be graded wrong
     per_param = (state / model.params_total).to("byte/parameter")
-    full_detail = get("full_activation_memory").evaluate_detailed(**case)
-    full = full_detail.value.to("GB")
-    stored = full_detail.inputs["activation_bytes_factor"].value.to("byte/value")
+    full = get("full_activation_memory").evaluate(**gated).to("GB")
     hbm = chip.hbm_capacity.to("GB")
     verdict = "fits in" if total <= hbm else "does not fit in"
     moe = (model.params_total / model.params_active).to("").m > 1.5
@@ -84,6 +88,9 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
     )
 
     sequences = "one sequence" if batch.m == 1 else quantity(batch)
+    experts = (
+        f", the {model.experts_active} experts a token is routed to counted together" if moe else ""
+    )
     text = (
         f"You train {model.name} ({params}; {layers:g} layers, residual width {int(d):,}) "
         f"with mixed-precision Adam: BF16 weights and gradients, FP32 master weights and "
@@ -92,7 +99,9 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
         f"{context_tokens(context, 5)}. With full recomputation, each layer keeps only its "
         "input in BF16 for the backward pass; on the way back each layer is run forward again "
         "and holds its internals (everything its backward pass needs, about "
-        f"{quantity(stored)} of residual stream per token) while its gradient is taken. How "
+        f"{quantity(stored)} of residual stream per token for this gated layer{experts}) while "
+        "its "
+        "gradient is taken. How "
         "much memory does each GPU need at the peak for its share of the state and its "
         "activations (communication buffers left out)? Answer in GB per GPU."
     )

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate
+from book.problem_bank._activations import gated_factor
 from units import Q_
 
 KIND = "estimate"
 TITLE = "What does a reversible network buy for its extra pass?"
 USES = (
+    "gated_activation_bytes_factor",
     "full_activation_memory",
     "revnet_activation_memory",
     "training_flops",
@@ -36,6 +38,7 @@ def draw(rng, presets) -> Draw:
             precision="bf16",
             batch_size=batch,
             context_length=context,
+            activation_bytes_factor=gated_factor(presets, model_id),  # the chapter's count
             presets=presets,
         )
         full = evaluate("full_activation_memory", detailed=True, **case)
@@ -49,7 +52,7 @@ def draw(rng, presets) -> Draw:
             break
     model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
     freed = (stored - kept).to("GB")
-    factor = full.inputs["activation_bytes_factor"].value.to("byte/value")
+    factor = case["activation_bytes_factor"]
     per_value = last.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
     layers, d = int(model.layers), int(model.d_model)
     tokens = (batch * context).to("token")
@@ -85,7 +88,8 @@ def draw(rng, presets) -> Draw:
         f"{number((six / model.params_active).to('FLOP/parameter').m)}: "
         f"{number(100 * more, 2)}% more compute, so a third more GPU-hours for the run.",
         f"Stored whole, a layer's internals come to about {quantity(factor)} of residual "
-        f"stream per token: {quantity(factor)} × {d:,} values × {number(tokens.m)} tokens × "
+        "stream per token, as the chapter counts a gated layer (SwiGLU MLP, grouped-query "
+        f"attention, no dropout): {quantity(factor)} × {d:,} values × {number(tokens.m)} tokens × "
         f"{layers} layers = {quantity(stored, 3)}, more than the {quantity(hbm)} of HBM "
         + ("its GPU has" if gpus == 1 else f"its {number(gpus)} GPUs have")
         + ": the run does not fit as it is.",

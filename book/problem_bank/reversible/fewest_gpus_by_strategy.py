@@ -8,6 +8,7 @@ import math
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank._activations import gated_factor
 from book.problem_bank._rents import rent
 from units import Q_
 
@@ -15,6 +16,7 @@ KIND = "design"
 TITLE = "Which activation strategy rents the cheapest cluster?"
 USES = (
     "training_state_memory",
+    "gated_activation_bytes_factor",
     "full_activation_memory",
     "layer_activation_bytes",
     "revnet_activation_memory",
@@ -51,6 +53,7 @@ def _figures(presets, model_id, hardware):
         precision="bf16",
         batch_size=one,
         context_length=Q_(CONTEXT, "token/sequence"),
+        activation_bytes_factor=gated_factor(presets, model_id),  # the chapter's gated layer
         presets=presets,
     )
     tokens = (one * case["context_length"]).to("token")
@@ -80,7 +83,7 @@ def _figures(presets, model_id, hardware):
         flops={"store": six, "checkpoint": ten, "reversible": eight},
         per_param=per_param,
         state=state,
-        factor=internals.inputs["activation_bytes_factor"].value.to("byte/value"),
+        factor=case["activation_bytes_factor"],
         working=working,
         layer=layer,
         peak=shown(chip.dense_flops_bf16.to("TFLOP/s"), 4),
@@ -179,7 +182,8 @@ def draw(rng, presets) -> Draw:
         "the mixed-precision Adam state is sharded over all of them. Ignore attention's "
         "FLOPs; its scores are recomputed, never stored. Activations are BF16; a layer's "
         "internals (everything its backward pass needs) come "
-        f"to about {quantity(f['factor'])} of residual stream per token. Three strategies: "
+        f"to about {quantity(f['factor'])} of residual stream per token for this gated "
+        "layer. Three strategies: "
         "store every layer's internals; checkpoint the layer inputs at the best number of "
         "segments (on the way back, re-run a segment to rebuild its layers' inputs, then run "
         "each layer forward again for its internals while its gradient is taken); or make the "

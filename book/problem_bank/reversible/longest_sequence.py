@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank._activations import gated_factor
 from units import Q_
 
 KIND = "multi"
@@ -12,6 +13,7 @@ TITLE = "How much longer a sequence with reversible layers?"
 USES = (
     "training_state_memory",
     "layer_activation_bytes",
+    "gated_activation_bytes_factor",
     "checkpoint_activation_memory",
     "full_activation_memory",
     "revnet_activation_memory",
@@ -40,13 +42,18 @@ def draw(rng, presets) -> Draw:
     unit = Q_(1024, "token/sequence")  # everything is linear in the context: evaluate at 1K
     one = Q_(1, "sequence")
     case = dict(
-        model=model_id, precision="bf16", batch_size=one, context_length=unit, presets=presets
+        model=model_id,
+        precision="bf16",
+        batch_size=one,
+        context_length=unit,
+        activation_bytes_factor=gated_factor(presets, model_id),  # the chapter's gated layer
+        presets=presets,
     )
     ckpt = evaluate("checkpoint_activation_memory", detailed=True, **case)
     per_layer = ckpt.inputs["layer_activation_bytes"].value.to("kB/token")
     layers = int(ckpt.inputs["n_layers"].value.m)
     buffer_detail = evaluate("full_activation_memory", detailed=True, n_layers=1, **case)
-    stored = buffer_detail.inputs["activation_bytes_factor"].value.to("byte/value")
+    stored = case["activation_bytes_factor"]
     per_value = ckpt.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
     rev = evaluate("revnet_activation_memory", **case)
     tokens = unit * one
@@ -77,7 +84,8 @@ def draw(rng, presets) -> Draw:
         "on the way back each segment's layers' inputs are rebuilt and held (a segment's "
         "first input is its checkpoint: count it once); besides, the one layer being "
         f"differentiated holds its internals, about {quantity(stored)} of residual stream per "
-        "token. A reversible version of the model would keep only the last layer's output "
+        "token for this gated layer. A reversible version of the model would keep only the "
+        "last layer's output "
         "and that one layer's internals. How many more tokens long a sequence would the "
         "reversible version fit in what the state leaves free?"
     )

@@ -13,12 +13,18 @@ from book.problem_bank import (
     distinct_mistakes,
     whole_count_tolerance,
 )
+from book.problem_bank._activations import gated_factor
 from derivations import get
 from units import Q_
 
 KIND = "multi"
 TITLE = "Sequences per GPU with a reversible network"
-USES = ("training_state_memory", "revnet_activation_memory", "full_activation_memory")
+USES = (
+    "training_state_memory",
+    "revnet_activation_memory",
+    "gated_activation_bytes_factor",
+    "full_activation_memory",
+)
 LECTURE = "2:04:02"
 
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
@@ -38,6 +44,7 @@ def draw(rng, presets) -> Draw:
         shards, context = rng.choice(SHARDS), Q_(rng.choice(CONTEXTS), "token/sequence")
         model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
         one = Q_(1, "sequence")
+        factor = gated_factor(presets, model_id)  # the chapter's count for a gated layer
         case = dict(model=model_id, precision="bf16", context_length=context, presets=presets)
         state_detail = get("training_state_memory").evaluate_detailed(
             model=model_id, presets=presets
@@ -46,9 +53,8 @@ def draw(rng, presets) -> Draw:
         rev_detail = get("revnet_activation_memory").evaluate_detailed(batch_size=one, **case)
         rev = rev_detail.value.to("GB")
         buffer = get("full_activation_memory").evaluate_detailed(
-            batch_size=one, n_layers=Q_(1, "layer"), **case
+            batch_size=one, n_layers=Q_(1, "layer"), activation_bytes_factor=factor, **case
         )
-        factor = buffer.inputs["activation_bytes_factor"].value
         buffer = buffer.value.to("GB")
         room = (chip.hbm_capacity - state / shards).to("GB")
         per_seq = (rev + buffer).to("GB")
@@ -68,7 +74,8 @@ def draw(rng, presets) -> Draw:
         f"({quantity(chip.hbm_capacity)} of HBM each). The mixed-precision Adam state is "
         f"sharded evenly over {shards} GPUs. The backward pass rebuilds each layer's input "
         "from its output, and while it works on a layer it holds that layer's internals, "
-        f"about {number(factor.m)} bytes for every residual value of every token. How many "
+        f"about {number(factor.m)} bytes for every residual value of every token for this gated "
+        "layer. How many "
         f"sequences of {context_tokens(context, 5)} can each GPU train on at once (attention's "
         "scores are recomputed, never stored; buffers beyond these left out)?"
     )

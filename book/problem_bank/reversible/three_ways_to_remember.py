@@ -15,11 +15,13 @@ from book.problem_bank import (
     require,
     whole_count_tolerance,
 )
+from book.problem_bank._activations import gated_factor
 from units import Q_
 
 KIND = "multi"
 TITLE = "One activation budget, three ways to remember"
 USES = (
+    "gated_activation_bytes_factor",
     "full_activation_memory",
     "revnet_activation_memory",
     "checkpoint_activation_memory",
@@ -58,10 +60,11 @@ def draw(rng, presets) -> Draw:
     context = Q_(rng.choice(CONTEXTS), "token/sequence")
     budget = Q_(rng.choice(BUDGETS_GB), "GB")
     one = Q_(1, "sequence")
+    factor = gated_factor(presets, model_id)  # the chapter's count for a gated layer
     case = dict(model=model_id, precision="bf16", context_length=context, presets=presets)
+    case["activation_bytes_factor"] = factor
     full_detail = evaluate("full_activation_memory", detailed=True, batch_size=one, **case)
     full = full_detail.value.to("GB")  # every layer's internals
-    factor = full_detail.inputs["activation_bytes_factor"].value.to("byte/value")
     layer = evaluate("full_activation_memory", batch_size=one, n_layers=1, **case).to("GB")
     rev_detail = evaluate("revnet_activation_memory", detailed=True, batch_size=one, **case)
     stored = rev_detail.value.to("GB")  # one BF16 layer input (or output)
@@ -95,7 +98,8 @@ def draw(rng, presets) -> Draw:
         f"{context_tokens(context, 5)}, with BF16 activations. After the training state, each "
         f"GPU has {quantity(budget)} of HBM for activations. A layer's internals (everything "
         f"its backward pass needs) come to about {number(factor.m)} bytes per residual value "
-        "per token; attention's scores are recomputed, never stored. Three ways to run the "
+        "per token for this gated layer; attention's scores are recomputed, never stored. "
+        "Three ways to run the "
         "backward pass: store every layer's internals; checkpoint (cut the layers into "
         "segments, keep each segment's input, and on the way back re-run one segment at a "
         "time, holding its layers' internals while their gradients are taken, with the number "
