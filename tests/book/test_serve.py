@@ -536,6 +536,7 @@ def test_a_preset_read_by_listing_every_chip_is_computed_again(server):
         '\n[hardware.servetest_x1]\nname = "Servetest X1"\nsource = "N5"\n'
         'hbm_capacity = "100 GB"\nhbm_bandwidth = "3 TB/s"\nscale_up_domain = "4 chip"\n'
         'scale_up_topology = "switch"\n'
+        'dense_flops_fp8 = "1000 TFLOP/s"\n'  # the table lists the chips with an FP8 figure
     )
     before = len(server.lines())
     presets.write_text(edited + added, encoding="utf-8")
