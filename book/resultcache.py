@@ -131,8 +131,8 @@ def remembered(
     """``compute()`` (a JSON value), or what it returned before for the same inputs: the same
     ``key`` and ``sources`` on the same library, and the same values of the presets it read
     (``units.reads``; of the preset files ``presets_files``): an edit of a preset it did not read
-    finds it still. The reads of its last computation are kept under the key; its value under
-    the values those reads find now (all the preset files' bytes when it read what cannot be
+    finds it still. The reads of its last computations are kept under the key; each value under
+    the values its reads find now (all the preset files' bytes when it read what cannot be
     named). An entry that is not valid JSON of the user's seal is computed again and replaced;
     a hit notes its reads as if computed here."""
     base = inputs_digest(sources)
@@ -151,15 +151,32 @@ def remembered(
 
 def _stored(store, traces, name: str, presets_files: tuple[str, ...]):
     """The value stored under ``name`` for what its reads find now (noting those reads), or
-    None."""
-    trace = _json(traces.get(name))
-    if isinstance(trace, list):
-        trace = [tuple(item) for item in trace]
+    None. Each trace kept for ``name`` is tried, the latest first: the reads one computation
+    records depend on what was cached around it (a preset edit put back finds the value of the
+    build before it, whose reads were recorded in another order)."""
+    for trace in _traces(traces, name):
         found = _json(store.get(_version(name, trace, presets_files)))
         if found is not None:
             reads.note_all(trace)
             return found
     return None
+
+
+TRACES_KEPT = 8  # traces kept per key: the reads of its last computations, the latest first
+
+
+def _traces(traces, name: str) -> list[list[tuple]]:
+    """The traces kept for ``name`` (an entry of one trace, as stored before, is a list of one)."""
+    kept = _json(traces.get(name))
+    if not isinstance(kept, list):
+        return []
+    if all(isinstance(item, list) and item and isinstance(item[0], str) for item in kept):
+        kept = [kept]  # one trace of (kind, id[, field]) reads
+    return [
+        [tuple(item) for item in trace]
+        for trace in kept
+        if isinstance(trace, list) and all(isinstance(item, list) for item in trace)
+    ]
 
 
 @contextlib.contextmanager
@@ -195,7 +212,8 @@ def _computed(store, traces, name: str, compute, presets_files: tuple[str, ...])
         return value  # not plain data (a caller's change): used, never stored
     trace = sorted(got)
     store.put(_version(name, trace, presets_files), text.encode("utf-8"))
-    traces.put(name, json.dumps(trace).encode("utf-8"))
+    kept = [trace, *(t for t in _traces(traces, name) if t != trace)][:TRACES_KEPT]
+    traces.put(name, json.dumps(kept).encode("utf-8"))
     return value
 
 

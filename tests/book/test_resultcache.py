@@ -87,6 +87,42 @@ def test_a_value_is_computed_again_only_when_a_preset_it_read_changed(empty_cach
     assert remembered() == 25.0 and len(calls) == 2
 
 
+def test_an_edit_put_back_finds_the_value_whose_reads_were_recorded_otherwise(
+    empty_cache, tmp_path
+):
+    """The reads one computation records depend on what was cached around it (a cached result
+    notes the reads it was stored with): the build's computation recorded a field more than the
+    computation after a preset edit. Putting the edit back (``chalkboard serve``'s tests do)
+    finds the build's value, not a third computation."""
+    from units.presets import _load
+
+    mine, files = _parameters_copy(tmp_path)
+    original = mine.read_text(encoding="utf-8")
+    calls = []
+
+    def period():  # reads one field; its first computation noted another one too
+        calls.append(1)
+        presets = _load(files)
+        if len(calls) == 1:
+            _ = presets.get("parameter", "context_length").value
+        return presets.get("parameter", "train_period").value.to("ms").m
+
+    def remembered():
+        _load.cache_clear()  # the file changed under the same name (as book.serve does)
+        return resultcache.remembered("t", ("book/format.py",), ("k",), period, files)
+
+    assert remembered() == 20.0 and len(calls) == 1
+    assert original.count('value = "20 ms"') == 1
+    mine.write_text(original.replace('value = "20 ms"', 'value = "25 ms"'))
+    assert remembered() == 25.0 and len(calls) == 2
+    mine.write_text(original)
+    assert remembered() == 20.0 and len(calls) == 2  # the build's value, found by its reads
+    mine.write_text(original.replace('value = "20 ms"', 'value = "25 ms"'))
+    assert remembered() == 25.0 and len(calls) == 2  # the edit's value, by its own reads
+    mine.write_text(original.replace('value = "20 ms"', 'value = "30 ms"'))
+    assert remembered() == 30.0 and len(calls) == 3  # what it read, to a value not seen
+
+
 @pytest.mark.parametrize(
     "damage",
     [
