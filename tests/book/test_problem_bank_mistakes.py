@@ -43,7 +43,6 @@ NOT_YET_CLEAR = {
     "moe.cheapest_token_floor",
     "moe.two_racks_alltoall",
     "pipeline.bubble_step_time",
-    "pipeline.estimate_training_state",
     "pipeline.training_memory_per_gpu",
     "overtraining.choose_training_cluster",
     "overtraining.smaller_model_pays_back",
