@@ -42,7 +42,6 @@ NOT_YET_CLEAR = {
     "batching.serve_70b_per_user_speed",
     "moe.cheapest_token_floor",
     "moe.two_racks_alltoall",
-    "pipeline.bubble_step_time",
     "pipeline.training_memory_per_gpu",
     "overtraining.choose_training_cluster",
     "overtraining.smaller_model_pays_back",
