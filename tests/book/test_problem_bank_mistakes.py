@@ -5,8 +5,14 @@ explanations ("Either … Or …", "(or you counted …)"), so a student was not
 they made. The checker names the mistake a wrong answer lands on; it can name one error only
 if no two listed mistakes land within the tolerance of each other, and a mistake inside the
 accepted answer would never be named at all. So over 100 seeds of every problem: no two
-mistakes within the tolerance (relative, or an estimate's factor) of each other, none within
-the tolerance of the answer, and no message offering two errors.
+mistakes within the tolerance (relative, or an estimate's factor) of each other, and no message
+offering two errors.
+
+Reader 15 (issue 21) found listed mistakes a hair outside the window (×1.251 against ×1.25,
+3.4% against 2%): a student's harmless rounding on top of the slip lands it inside and it is
+graded right. So every listed mistake sits at least twice the tolerance from the answer:
+relative, |mistake/answer − 1| ≥ 2·tol; an estimate's factor f, the ratio outside f² either
+way (twice the window's width in log space).
 """
 
 from __future__ import annotations
@@ -25,6 +31,38 @@ SEEDS = range(100)
 TWO_ERRORS = re.compile(r"\bEither\b|\(or you\b|\bOr:", re.IGNORECASE)
 MODULES = [m for c in derivations.CHAPTERS for m in problem_bank.modules(c.id)]
 
+# Problems whose listed mistakes are not yet twice the tolerance from the answer over all seeds
+# (found when the rule was raised from "outside the window" to "twice its width", prob21): each
+# is a strict xfail, so fixing one makes its test pass and the entry must then be removed. Fix
+# by redrawing the scenario, tightening the tolerance (no tighter than the printed givens need:
+# `shown()`), or dropping a mistake that cannot be separated; never by widening this rule.
+NOT_YET_CLEAR = {
+    "batching.moe_crossover_batch",
+    "moe.cheapest_token_floor",
+    "moe.two_racks_alltoall",
+    "pipeline.training_memory_per_gpu",
+    "overtraining.smaller_model_pays_back",
+    "long_context.million_token_conversation",
+    "long_context.where_to_park_a_cache",
+    "reversible.estimate_recompute_flops",
+    "reversible.kv_cache_or_rebuild",
+    "reversible.longest_sequence",
+    "reversible.spacing_the_checkpoints",
+    "validation.mfu_with_attention",
+    "validation.training_days",
+}
+
+
+def _name(module) -> str:
+    return module.__name__.split("problem_bank.")[1]
+
+
+def _gated(module):
+    if _name(module) in NOT_YET_CLEAR:
+        reason = "a listed mistake is within twice the tolerance (see NOT_YET_CLEAR)"
+        return pytest.param(module, marks=pytest.mark.xfail(strict=True, reason=reason))
+    return module
+
 
 def _within(a, b, tolerance: float, factor: bool) -> bool:
     """Whether the checker could not tell ``a`` from ``b`` (an independent restatement of its
@@ -37,7 +75,15 @@ def _within(a, b, tolerance: float, factor: bool) -> bool:
     return abs(ratio - 1) <= tolerance
 
 
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.split("problem_bank.")[1])
+def _clear_of_answer(mistake, answer, tolerance: float, factor: bool) -> bool:
+    """Whether ``mistake`` sits at least twice the tolerance from ``answer``: relative
+    |ratio − 1| ≥ 2·tol, or for a factor window the ratio outside tol² either way."""
+    if factor:
+        return not _within(mistake, answer, tolerance**2, True)
+    return not _within(mistake, answer, 2 * tolerance, False)
+
+
+@pytest.mark.parametrize("module", [_gated(m) for m in MODULES], ids=_name)
 def test_each_listed_mistake_names_one_error_the_checker_can_tell_apart(module):
     presets = load()
     for seed in SEEDS:
@@ -47,7 +93,12 @@ def test_each_listed_mistake_names_one_error_the_checker_can_tell_apart(module):
         factor = drawn.mode == "factor"
         for m in drawn.mistakes:
             assert not TWO_ERRORS.search(m.why), (seed, m.why)
-            assert not _within(m.value, drawn.answer, drawn.tolerance, factor), (seed, m.why)
+            assert _clear_of_answer(m.value, drawn.answer, drawn.tolerance, factor), (
+                seed,
+                m.why,
+                (m.value / drawn.answer).to("").magnitude,
+                drawn.tolerance,
+            )
         for a, b in itertools.combinations(drawn.mistakes, 2):
             assert not _within(a.value, b.value, drawn.tolerance, factor), (seed, a.why, b.why)
 
@@ -61,6 +112,11 @@ def test_the_gate_would_catch_the_readers_feedback():
     assert _within(Q_(52.9, "token/s"), Q_(52.9, "token/s"), 1.6, factor=True)
     assert _within(Q_(48.2, "token/s"), Q_(52.9, "token/s"), 1.6, factor=True)
     assert not _within(Q_(1.04, "s"), Q_(1.0, "s"), 0.03, factor=False)
+    # reader 15's edges: just outside the window, but not twice its width away
+    assert not _clear_of_answer(Q_(125.7, "token/s"), Q_(157.2, "token/s"), 1.25, factor=True)
+    assert not _clear_of_answer(Q_(2.248, "ms"), Q_(2.328, "ms"), 0.02, factor=False)
+    assert _clear_of_answer(Q_(1.144, "s"), Q_(1.26, "s"), 0.02, factor=False)
+    assert _clear_of_answer(Q_(0.5, "s"), Q_(1.0, "s"), 1.4, factor=True)
 
 
 @pytest.mark.parametrize(

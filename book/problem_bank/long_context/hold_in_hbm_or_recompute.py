@@ -1,4 +1,5 @@
-"""How long a cache may wait in HBM before a recompute is cheaper: corner context times drain."""
+"""How long a cache may wait in HBM before a recompute is cheaper: the ratio of a token's
+recompute time to its read time, times the drain time."""
 
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ def draw(rng, presets) -> Draw:
         f"and so does the precision (half the bytes, twice the FLOP rate): a token's prefill "
         f"takes {number(corner, 3)} times as long as reading its cache, so holding pays for "
         f"{number(corner, 3)} − 1 drain times of HBM ({money(drain, 3)}, capacity over "
-        "bandwidth), the chapter's corner context times drain time.",
+        "bandwidth): the break-even wait is that ratio of recompute time to read time, "
+        "times the drain time.",
         f"The user may stay away **{quantity(even, 4)}**; any longer, recomputing is cheaper.",
     )
     weights_flops = (weights_only / flops).to("ns/token")

@@ -16,7 +16,7 @@ from book.problem_bank.batching._figures import (
 from units import Q_
 
 KIND = "multi"
-TITLE = "At the crossover batch, what does the context add to a step?"
+TITLE = "At the crossover batch, how long is a decode step, context included?"
 USES = ("crossover_batch", "weight_fetch_time", "kv_fetch_time", "step_time")
 LECTURE = "32:09"
 
@@ -145,6 +145,11 @@ def draw(rng, presets) -> Draw:
         Mistake(
             t_weights + 2 * t_kv,
             "FP8 stores a cache value in one byte, not two.",
+        ),
+        Mistake(t_kv, "That is the caches' part alone: the step reads the weights too."),
+        Mistake(
+            compute,
+            "You timed the multiplies: the reads take longer, and they set the step.",
         ),
         Mistake(answer * n.m, f"The reads are shared by all {quantity(n)}: divide by them."),
     ]

@@ -166,7 +166,8 @@ def draw(rng, presets) -> Draw:
         answer=best["cost"].to("USD"),
         solution=solution,
         tolerance=0.02,
-        mistakes=tuple(m for m in mistakes if abs((m.value / best["cost"]).to("").m - 1) > 0.02),
+        # twice the 2% window: a slip nearer is graded wrong but not named
+        mistakes=tuple(m for m in mistakes if abs((m.value / best["cost"]).to("").m - 1) >= 0.04),
         hint="Work out each option's days first; only then compare prices.",
         choices={"hardware": best["hardware"], "precision": best["precision"]},
         margin=margin,

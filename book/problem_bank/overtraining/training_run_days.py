@@ -14,7 +14,7 @@ from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
-TITLE = "The bill for a run rented by the server or rack"
+TITLE = "The bill for a run rented in whole blocks of GPUs"
 USES = ("training_flops", "training_time")
 LECTURE = "1:18:59"
 

@@ -128,7 +128,9 @@ def draw(rng, presets) -> Draw:
                 "ones, so the FLOPs scale with the active parameters.",
             )
         )
-    kept = tuple(m for m in mistakes if abs((m.value / step).to("").m - 1) > 0.02)
+    # a slip within twice the 2% window (adding a small bubble: 1 − bubble² of the answer)
+    # cannot be told from a rounded answer: graded wrong, but not named (reader 15)
+    kept = tuple(m for m in mistakes if abs((m.value / step).to("").m - 1) >= 0.04)
     return Draw(
         text=text,
         answer=step,

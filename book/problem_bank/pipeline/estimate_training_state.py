@@ -56,6 +56,14 @@ def draw(rng, presets) -> Draw:
     flops = evaluate("training_flops", **case).to("FLOP")
     step = evaluate("training_time", training_chips=gpus, **case).to("s")
     six = (flops / (model.params_active * tokens)).to("FLOP/parameter/token")
+    # the whole run at this pace (reader 15: a 23-minute step is 40 years of pre-training):
+    # the published token count where the preset has one, else Chinchilla's
+    run_tokens = model.get("training_tokens")
+    run_words = "its published pre-training"
+    if run_tokens is None:
+        run_tokens = evaluate("chinchilla_tokens", model=model_id, presets=presets).to("token")
+        run_words = "a Chinchilla-sized pre-training"
+    run_days = (step * (run_tokens / tokens).to("").m).to("day")
     moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
         f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
@@ -65,7 +73,8 @@ def draw(rng, presets) -> Draw:
     fill = number(100 * FILL)
     text = (
         f"You pre-train {model.name} ({params}) with mixed-precision Adam on eight-GPU nodes "
-        f"of {chip.name}. "
+        f"of {chip.name} ({quantity(hbm)} of HBM and {quantity(peak)} of dense BF16 math per "
+        "GPU). "
         "You rent the fewest whole nodes whose HBM holds the whole training state, sharded "
         f"evenly, with the state filling at most {fill}% of every GPU (the rest is for "
         f"activations and buffers). Each step trains on {quantity(tokens)}, and the GPUs reach "
@@ -89,7 +98,10 @@ def draw(rng, presets) -> Draw:
         f"{quantity(flops)}.",
         f"At {quantity(peak)} dense BF16 per GPU, the nodes deliver {int(gpus.m)} × "
         f"{quantity(peak)} × {number(100 * mfu.m)}%, so a "
-        f"step takes about **{quantity(step, 3)}**.",
+        f"step takes about **{quantity(step, 3)}**. That is the floor memory sets, not a "
+        f"cluster anyone would train on: at this pace {run_words} of "
+        f"{quantity(run_tokens, 2)} would take {number(run_days.m, 2)} days. Memory sets the "
+        "fewest GPUs; the deadline and the FLOPs set how many you rent.",
     )
 
     def with_state(bytes_per_param) -> Q_:
@@ -121,6 +133,10 @@ def draw(rng, presets) -> Draw:
             f"gradients: {quantity(per_param)} in all.",
         ),
         Mistake(
+            step / 2,
+            "You used the chip's sparse peak, twice its dense one; MFU is quoted on dense FLOP/s.",
+        ),
+        Mistake(
             step * nodes / math.ceil((state / (NODE * hbm)).to("").m),
             f"You let the state fill every GPU's HBM; it may take only {fill}% of it.",
         ),
@@ -141,7 +157,7 @@ def draw(rng, presets) -> Draw:
     kept = {}
     for m in mistakes:
         ratio = (m.value / step).to("").m
-        if not 1 / FACTOR <= ratio <= FACTOR:
+        if not 1 / FACTOR**2 < ratio < FACTOR**2:  # twice the window away, in log space
             kept.setdefault(round(m.value.to("s").m, 9), m)
     require(len(kept) >= 3, "the window rejects the classic slips")
     return Draw(

@@ -140,7 +140,7 @@ def draw(rng, presets) -> Draw:
         f"FLOPs over what one chip delivers at {number(100 * mfu.m, 3)}% of its peak.",
         f"GPU-hours times rent, cheapest first: {costs}.",
         f"The {_name(best['chip'])} in {NAMES[best['precision']]} is cheapest, "
-        f"{number(100 * margin, 2)}% below the next: **{quantity(best['cost'], 4)}**.",
+        f"the next costs {number(100 * margin, 2)}% more: **{quantity(best['cost'], 4)}**.",
     )
     candidates = [
         (best["cost"] * mfu.m, "You assumed the chips run at peak; carry the published MFU over."),
