@@ -99,7 +99,7 @@ def test_exercise_one_says_which_strategy_fits_beside_the_state(ctx):
         batch * EVERY,
         batch * (LAYERS * INPUT + EVERY / LAYERS),
         batch * (40 * INPUT + 2 * LAYER),  # 40 segments of 2 layers, as for one sequence
-        batch * (INPUT + EVERY / LAYERS),
+        batch * (2 * INPUT + EVERY / LAYERS),  # both full-width streams' last output
     ]
     expected = ["fits" if h + share <= 80e9 else "does not fit" for h in held]
     assert [r["verdict"] for r in ctx["ex_verdicts"]] == expected
