@@ -199,7 +199,17 @@ def context(presets: Presets) -> dict:
         ("checkpointing at one extra forward pass", x["ckpt_full"]),
         ("reversible", x["rev_two"] + x["buffer"]),
     )
+    # the LM head's logits, outside the transformer layers the table counts: every token of the
+    # exercise's batch scores the whole vocabulary, at the activations' bytes per value
+    per_value = ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
+    ex_tokens = (EXERCISE_BATCH * context_length).to("token").m
+    logits = Q_(ex_tokens * model.vocab * per_value.to("byte/value").m, "byte")
+    rerun = x["plain"] + x["buffer"] + share  # re-running each layer, with the state's share
     return {
+        "vocab": said_number(model.vocab),
+        "ex_logits": said(logits.to("GB")),
+        "ex_rerun_logits": said((rerun + logits).to("GB")),
+        "ex_rerun_logits_fp32": said((rerun + 2 * logits).to("GB")),
         "o_one": "*O*(1)",  # big-O notation, not a figure
         "broken_share": said_number(
             100 * presets.parameter["lecture_new_ciphers_broken"].value.to("").m
