@@ -209,6 +209,7 @@ def context(presets: Presets) -> dict:
         "vocab": said_number(model.vocab),
         "ex_logits": said(logits.to("GB")),
         "ex_rerun_logits": said((rerun + logits).to("GB")),
+        "ex_rerun_room": said((hbm - rerun - logits).to("MB")),
         "ex_rerun_logits_fp32": said((rerun + 2 * logits).to("GB")),
         "o_one": "*O*(1)",  # big-O notation, not a figure
         "broken_share": said_number(
