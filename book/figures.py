@@ -1990,7 +1990,7 @@ def activation_vs_layers(presets: Presets) -> Figure:
         "checkpointed, segment keeps internals": np.array(
             [checkpointed(int(n), q) for n, q in zip(depth, stored, strict=True)]
         ),
-        "reversible: last output (two streams) and one layer's internals": np.full(
+        "reversible: both last outputs, one layer's internals": np.full(
             depth.shape, cases["rev_two"].to("GB").m + buffer
         ),
     }
