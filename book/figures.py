@@ -2008,8 +2008,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
         "checkpointed, segment keeps internals": np.array(
             [checkpointed(int(n), q) for n, q in zip(depth, stored, strict=True)]
         ),
-        "reversible: last output and one layer's internals": np.full(
-            depth.shape, layer_input + buffer
+        "reversible: both last outputs, one layer's internals": np.full(
+            depth.shape, cases["rev_two"].to("GB").m + buffer
         ),
     }
     # below this depth a segment per layer is already the best checkpointing: the root of every

@@ -197,9 +197,20 @@ def context(presets: Presets) -> dict:
         ("every activation stored", x["stored"]),
         ("every layer's input, each layer re-run", x["plain"] + x["buffer"]),
         ("checkpointing at one extra forward pass", x["ckpt_full"]),
-        ("reversible", x["rev"] + x["buffer"]),
+        ("reversible", x["rev_two"] + x["buffer"]),
     )
+    # the LM head's logits, outside the transformer layers the table counts: every token of the
+    # exercise's batch scores the whole vocabulary, at the activations' bytes per value
+    per_value = ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
+    ex_tokens = (EXERCISE_BATCH * context_length).to("token").m
+    logits = Q_(ex_tokens * model.vocab * per_value.to("byte/value").m, "byte")
+    rerun = x["plain"] + x["buffer"] + share  # re-running each layer, with the state's share
     return {
+        "vocab": said_number(model.vocab),
+        "ex_logits": said(logits.to("GB")),
+        "ex_rerun_logits": said((rerun + logits).to("GB")),
+        "ex_rerun_room": said((hbm - rerun - logits).to("MB")),
+        "ex_rerun_logits_fp32": said((rerun + 2 * logits).to("GB")),
         "o_one": "*O*(1)",  # big-O notation, not a figure
         "broken_share": said_number(
             100 * presets.parameter["lecture_new_ciphers_broken"].value.to("").m
@@ -220,8 +231,9 @@ def context(presets: Presets) -> dict:
             .to("GB")
         ),
         "rev_two": said(m["rev_two"].to("MB")),
-        "rev_two_total": said((m["rev_two"] + m["buffer"]).to("GB")),
-        "equal_lead_two": said_number(_ratio(m["ckpt_full"], m["rev_two"] + m["buffer"]), 2),
+        # the half-width variant: a RevNet that splits d into two halves keeps one d-wide output
+        "rev_half_total": said((m["rev"] + m["buffer"]).to("GB")),
+        "equal_lead_half": said_number(_ratio(m["ckpt_full"], m["rev"] + m["buffer"]), 2),
         "zero_chips": said_number(EXERCISE_ZERO_CHIPS),
         "state_share": said(share.to("GB")),
         "ex_verdicts": [
@@ -285,13 +297,15 @@ def context(presets: Presets) -> dict:
         "ckpt_minus_rev": said((m["ckpt"] - m["rev"]).to("GB")),
         "buffer_over_rev": said_number(_ratio(m["buffer"], m["rev"]), 3),
         "ratio_with_buffer": said_number(
-            _ratio(m["ckpt"] + m["buffer"], m["rev"] + m["buffer"]), 3
+            _ratio(m["ckpt"] + m["buffer"], m["rev_two"] + m["buffer"]), 3
         ),
         # the strategies compared with every activation a backward pass needs counted: a layer's
         # internals are held while it runs backwards (once, in every scheme that recomputes)
         "strategies": _strategies(m, plain_flops, per_token, model.params_active * one),
-        "equal_lead": said_number(_ratio(m["ckpt_full"], m["rev"] + m["buffer"]), 2),
-        "per_layer_lead": said_number(_ratio(m["plain"] + m["buffer"], m["rev"] + m["buffer"]), 2),
+        "equal_lead": said_number(_ratio(m["ckpt_full"], m["rev_two"] + m["buffer"]), 2),
+        "per_layer_lead": said_number(
+            _ratio(m["plain"] + m["buffer"], m["rev_two"] + m["buffer"]), 2
+        ),
         "hbm": said(hbm.to("GB")),
         "hardware": chip_name(presets.get("hardware", HARDWARE)),
         "stored_over_hbm": said_number(_ratio(m["stored"], hbm), 3),
@@ -312,18 +326,18 @@ def context(presets: Presets) -> dict:
         "ex_stored": said(x["stored"].to("GB")),
         "ex_plain": said(x["plain"].to("GB")),
         "ex_ckpt": said(x["ckpt"].to("GB")),
-        "ex_rev": said(x["rev"].to("MB")),
+        "ex_rev": said(x["rev_two"].to("MB")),
         "ex_buffer": said(x["buffer"].to("GB")),
         "ex_stored_over_hbm": said_number(_ratio(x["stored"], hbm), 3),
         "ex_plain_over_hbm": said_number(_ratio(x["plain"], hbm), 3),
         "ex_ckpt_over_rev": said_number(_ratio(x["ckpt"], x["rev"]), 3),
         "ex_ckpt_full": said(x["ckpt_full"].to("GB")),
-        "ex_rev_total": said((x["rev"] + x["buffer"]).to("GB")),
+        "ex_rev_total": said((x["rev_two"] + x["buffer"]).to("GB")),
         "ex_plain_total": said((x["plain"] + x["buffer"]).to("GB")),
-        "ex_equal_lead": said_number(_ratio(x["ckpt_full"], x["rev"] + x["buffer"]), 2),
+        "ex_equal_lead": said_number(_ratio(x["ckpt_full"], x["rev_two"] + x["buffer"]), 2),
         "ckpt_full": said(m["ckpt_full"].to("GB")),
-        "rev_total": said((m["rev"] + m["buffer"]).to("GB")),
-        "ckpt_full_minus_rev": said((m["ckpt_full"] - m["rev"] - m["buffer"]).to("GB")),
+        "rev_total": said((m["rev_two"] + m["buffer"]).to("GB")),
+        "ckpt_full_minus_rev": said((m["ckpt_full"] - m["rev_two"] - m["buffer"]).to("GB")),
         # the best whole segment count's two halves: its checkpoints and its largest segment
         "ckpt_full_inputs": said((m["segments_full"] * m["rev"]).to("GB")),
         "ckpt_full_layers": said_number(-(-model.layers // m["segments_full"])),
@@ -333,7 +347,7 @@ def context(presets: Presets) -> dict:
         "tp": said_number(tp),
         "stored_tp": said((m["stored"] / tp).to("GB")),
         "ckpt_full_tp": said((m["ckpt_full"] / tp).to("GB")),
-        "saving_tp": said(((m["ckpt_full"] - m["rev"] - m["buffer"]) / tp).to("GB")),
+        "saving_tp": said(((m["ckpt_full"] - m["rev_two"] - m["buffer"]) / tp).to("GB")),
         "pope_post": "[Reiner Pope's post on neural nets and ciphers]"
         "(https://reiner.org/neural-net-ciphers)",
         "ex_stored_over_state": said_number(_ratio(x["stored"], share), 2),
@@ -364,7 +378,11 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
             2,
             m["ckpt"] + m["buffer"],
         ),
-        ("reversible: rebuild each layer's input from its output", 1, m["rev"] + m["buffer"]),
+        (
+            "reversible: rebuild each layer's input from its output (two streams)",
+            1,
+            m["rev_two"] + m["buffer"],
+        ),
     )
     return [
         {"name": name, "flops": flops(extra), "memory": said(q.to("GB"))} for name, extra, q in rows

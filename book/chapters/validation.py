@@ -1165,14 +1165,23 @@ def context(presets: Presets) -> dict:
 
 
 def _latency_floor(row, presets: Presets) -> dict:
-    """The batch-1 row without speculative decoding against its bound: the measured time per
-    token, spread over the model's layers, against the bound's (the lecture's floor, one read of
-    the weights the token touches). The gap per layer is a fixed cost the roofline leaves out."""
-    layers = float(presets.get("model", row.preset.model).layers)
+    """The batch-1 row without speculative decoding against two floors: this chapter's bound
+    (one read of the weights the token touches) and the lecture's (one read of *all* the
+    weights, the weight-fetch time with every expert read). The measured time per token, spread
+    over the model's layers, less the bound's is a fixed cost the roofline leaves out."""
+    model = presets.get("model", row.preset.model)
+    layers = float(model.layers)
     measured = (Q_(1, "token") / row.measured).to("ms")  # one token's step, as measured
     bound = (Q_(1, "token") / row.bound).to("ms")
     gap = (measured - bound) / layers
+    # the lecture's floor: every weight read once a step, whatever the batch touches
+    kw = _only("weight_fetch_time", bound_inputs(row.preset, presets))
+    every = derivations.get("weight_fetch_time").evaluate(**kw, expert_read_fraction=Q_(1, ""))
+    every = every.to("ms")
     return {
+        "params": said(model.params_total),
+        "lecture_floor": said(every),
+        "lecture_optimism": said_number(float((measured / every).to("").m), 2),
         "chips": number(row.preset.chips),
         "chip": chip_name(presets.get("hardware", row.preset.hardware)),
         "model": presets.get("model", row.preset.model).name,

@@ -287,10 +287,15 @@ def test_reversible_lead_at_equal_compute_by_hand():
 
     ctx = context(load())
     # one extra forward pass each: checkpointing in 40 segments of 2 layers, 40 x 2 + 2 x 40.5
-    # bytes per value and token, against the reversible network's input (2) plus one layer's
-    # internals (40.5): 3.8x; re-running each layer from its input, (80 x 2 + 40.5)
-    assert ctx["equal_lead"] == f"{(40 * 2 + 2 * 40.5) / 42.5:.2g}"
-    assert ctx["per_layer_lead"] == f"{(80 * 2 + 40.5) / 42.5:.2g}"
+    # bytes per value and token, against the reversible network's last output in both full-width
+    # streams (2 x 2) plus one layer's internals (40.5): 161 / 44.5 = 3.6x (reader report 15,
+    # R1); re-running each layer from its input, (80 x 2 + 40.5) / 44.5
+    assert ctx["equal_lead"] == f"{(40 * 2 + 2 * 40.5) / 44.5:.2g}" == "3.6"
+    assert ctx["per_layer_lead"] == f"{(80 * 2 + 40.5) / 44.5:.2g}"
+    # the half-width RevNet variant keeps one d-wide output: 161 / 42.5 = 3.8x
+    assert ctx["equal_lead_half"] == f"{(40 * 2 + 2 * 40.5) / 42.5:.2g}" == "3.8"
+    # 8,192 tokens x 8,192 x (2 x 2 + 40.5) bytes = 2.99 GB
+    assert ctx["rev_total"].exact == f"{8192 * 8192 * 44.5 / 1e9:.4g} GB"
     flops = [r["flops"] for r in ctx["strategies"]]
     assert flops == ["6", "8", "8", "10", "8"]  # 6ND; one extra forward pass (2ND); two
 
@@ -301,8 +306,9 @@ def test_reversible_context_numbers_by_hand():
     ctx = context(load())
     assert ctx["layer_ratio"] == "80" and ctx["segments"] == "9"  # sqrt(80) = 8.9, made whole
     assert ctx["ckpt_over_rev"] == "18"  # 9 + 9 layer inputs
-    # one layer's internals (40.5 per value) added to both: (18 x 2 + 40.5) / (2 + 40.5)
-    assert ctx["ratio_with_buffer"] == f"{(18 * 2 + 40.5) / (2 + 40.5):.3g}"
+    # one layer's internals (40.5 per value) added to both, the reversible network's last output
+    # in both streams (2 x 2): (18 x 2 + 40.5) / (2 x 2 + 40.5)
+    assert ctx["ratio_with_buffer"] == f"{(18 * 2 + 40.5) / (2 * 2 + 40.5):.3g}"
     assert ctx["extra_compute"] == "4/3"  # 8 N D over 6 N D
     assert (ctx["fwd_per_param"], ctx["plain_per_param"], ctx["rev_per_param"]) == ("2", "6", "8")
     # KV cache by hand: 8,192 tokens x 80 layers x (K, V) x 8 KV heads x 128 x 2 bytes = 2.684 GB

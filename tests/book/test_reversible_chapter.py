@@ -99,11 +99,25 @@ def test_exercise_one_says_which_strategy_fits_beside_the_state(ctx):
         batch * EVERY,
         batch * (LAYERS * INPUT + EVERY / LAYERS),
         batch * (40 * INPUT + 2 * LAYER),  # 40 segments of 2 layers, as for one sequence
-        batch * (INPUT + EVERY / LAYERS),
+        batch * (2 * INPUT + EVERY / LAYERS),  # both full-width streams' last output
     ]
     expected = ["fits" if h + share <= 80e9 else "does not fit" for h in held]
     assert [r["verdict"] for r in ctx["ex_verdicts"]] == expected
     assert expected == ["does not fit", "fits", "fits", "fits"]  # what the answer's prose says
+
+
+def test_exercise_one_counts_the_lm_head_s_logits(ctx):
+    # reader report 15, R2: 4 sequences x 8,192 tokens x 128,256 vocabulary (Llama 3.1's
+    # tokenizer) x 2 bytes = 8.4 GB, beside re-running each layer and the state's share
+    logits = 4 * TOKENS * 128_256 * 2
+    assert ctx["ex_logits"].exact == f"{logits / 1e9:.4g} GB"
+    # the state's share at the model card's rounded 70.6 B parameters, as the preset states it
+    rerun = 4 * (LAYERS * INPUT + EVERY / LAYERS) + 70.6e9 * 16 / 64
+    assert ctx["ex_rerun_logits"].exact == f"{(rerun + logits) / 1e9:.4g} GB"
+    # at BF16 it still fits, with about 0.1 GB left of an H100's 80 GB; at FP32 it does not
+    assert 0 < 80e9 - rerun - logits < 0.2e9
+    assert ctx["ex_rerun_room"].exact == f"{(80e9 - rerun - logits) / 1e6:.4g} MB"
+    assert rerun + 2 * logits > 80e9  # at FP32 the softmax no longer fits: chunk the loss
 
 
 def test_the_depth_figure_s_lecture_panel_has_slopes_one_half_and_zero():

@@ -555,8 +555,10 @@ def test_the_takeaways_headline_the_held_out_error_not_the_collapse():
 
 def test_the_latency_floor_is_the_batch_1_rows_fixed_cost_per_layer():
     """V3: DeepSeek-R1 at batch 1 without MTP, 111 tokens/s per user (measurements.md row 34):
-    1/111 s = 9.01 ms a token, over 61 layers 148 us a layer, against a bound some thirty times
-    faster; the lecture's floor is that much optimistic at batch 1."""
+    1/111 s = 9.01 ms a token, over 61 layers 148 us a layer, against a touched-weights bound
+    some thirty times faster. The lecture's floor reads all the weights (reader report 15, V1):
+    671e9 parameters (DeepSeek-V3 report) x 0.5 byte at FP4 over 8 chips x 8 TB/s (B200
+    datasheet) = 5.24 ms, so it is only 9.01 / 5.24 = 1.7 times optimistic."""
     from book.chapters.validation import context
 
     presets = load()
@@ -566,6 +568,10 @@ def test_the_latency_floor_is_the_batch_1_rows_fixed_cost_per_layer():
     assert float(floor["per_layer"].exact.split()[0]) == pytest.approx(1e6 / 111 / 61, rel=1e-3)
     assert float(floor["optimism"].exact) == pytest.approx(1 / row.efficiency, rel=1e-3)
     assert 20 < 1 / row.efficiency < 50  # "about thirty times", as the reader computed it
+    lecture_ms = 671e9 * 0.5 / (8 * 8e12) * 1e3
+    assert float(floor["lecture_floor"].exact.split()[0]) == pytest.approx(lecture_ms, rel=1e-3)
+    # two figures, as the prose says it: 9.01 / 5.24 = 1.72
+    assert floor["lecture_optimism"].exact == f"{(1000 / 111) / lecture_ms:.2g}" == "1.7"
 
 
 def test_the_lecture_numbers_are_held_against_the_rows_with_a_verdict():
