@@ -1201,7 +1201,7 @@ def _latency_floor(row, presets: Presets) -> dict:
 def spoken_pct(x: float) -> Said:
     """A share as a table shows it (three figures) and as prose says it (two or three).
 
-    >>> s = spoken_pct(0.0798)
+    >>> s = spoken_pct(0.07984)
     >>> str(s), s.said
     ('7.98%', '8%')
     """
@@ -1320,6 +1320,7 @@ def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
     share, the fixed cost of the layers), which ends at the prediction. Each stage's rate is the
     batch over that stage's step, tokens/s per chip (one chip per replica).
 
+    >>> from units.presets import load
     >>> stages = waterfall(load())
     >>> stages[0]["what"], stages[-1]["what"]
     ('bound', 'predicted')
