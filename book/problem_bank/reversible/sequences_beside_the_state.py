@@ -29,8 +29,13 @@ LECTURE = "2:04:02"
 
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-SHARDS = (16, 32, 64, 128)
-CONTEXTS = (4096, 8192, 16384, 32768)
+SHARDS = (8, 16, 32, 64, 128)
+CONTEXTS = (8192, 16384, 32768, 65536, 131072)
+# a handful of long sequences, whose unrounded count keeps the bank's design margin (5%) from
+# a whole number, so a student who rounds a step to three figures lands on the same count
+# (reader 16: 132.375 sat 0.3% above 132); the state's share must change the count
+FEWEST, MOST = 2, 10
+EDGE = 0.05
 
 
 def _size(q) -> str:
@@ -39,7 +44,7 @@ def _size(q) -> str:
 
 
 def draw(rng, presets) -> Draw:
-    while True:  # the sharded state must leave room for at least two sequences
+    while True:  # redraw until the count is clear of a whole number and the state matters
         model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
         shards, context = rng.choice(SHARDS), Q_(rng.choice(CONTEXTS), "token/sequence")
         model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
@@ -59,14 +64,18 @@ def draw(rng, presets) -> Draw:
         room = (chip.hbm_capacity - state / shards).to("GB")
         per_seq = (rev + buffer).to("GB")
         fit = (room / per_seq).to("").m
-        if fit >= 2 and clear_of_rounding(fit):  # the count the shown figures give
+        stateless = (chip.hbm_capacity / per_seq).to("").m
+        if (
+            FEWEST <= fit <= MOST
+            and clear_of_rounding(fit, EDGE)
+            and math.floor(stateless) != math.floor(fit)
+        ):
             break
     count = math.floor(fit)
     answer = Q_(count, "sequence")
     per_param = (state / model.params_total).to("byte/parameter")
     weight = state_detail.inputs["train_weight_bytes"].value.to("byte/parameter")
     per_value = rev_detail.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
-    quotient = f" = {number(fit)}" if fit < 1000 else ""  # whole at four figures beyond
     d = model.d_model
     text = (
         f"You train a reversible version of {model.name} (residual width {int(d):,}, "
@@ -77,7 +86,8 @@ def draw(rng, presets) -> Draw:
         f"about {number(factor.m)} bytes for every residual value of every token for this gated "
         "layer. How many "
         f"sequences of {context_tokens(context, 5)} can each GPU train on at once (attention's "
-        "scores are recomputed, never stored; buffers beyond these left out)?"
+        "scores are recomputed, never stored; the loss is computed in chunks; other buffers "
+        "left out)?"
     )
     solution = (
         f"State: {quantity(per_param)} (BF16 weight and gradient, FP32 master weight and two "
@@ -89,8 +99,8 @@ def draw(rng, presets) -> Draw:
         f"The layer being differentiated holds {number(factor.m)} bytes per value: "
         f"{_size(buffer)} per sequence, {number((buffer / rev).to('').m)} times the stored "
         "output. This working buffer, not the stored activations, now sets the limit.",
-        f"{quantity(room)} / ({_size(rev)} + {_size(buffer)}){quotient}, rounded down to whole "
-        f"sequences: **{quantity(answer, 4)}** per GPU.",
+        f"{quantity(room)} / ({_size(rev)} + {_size(buffer)}) = {number(fit)}, rounded down "
+        f"to whole sequences: **{quantity(answer, 4)}** per GPU.",
     )
     mistakes = [
         Mistake(
