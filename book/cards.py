@@ -558,8 +558,9 @@ NUMBERS = (
             context_length="32768 token/sequence",
         ),
         "single-user-speed",
-        "{model} at {precision} fits on one {chip}. Serving a single sequence with {context} "
-        "of context, about how many tokens per second can it decode?",
+        "{model}, weights and KV cache both at {precision}, fits on one {chip}. "
+        "Serving a single sequence with {context} of context, about how many tokens per "
+        "second can it decode?",
         # the route, a template on the case's presets: bytes read per token over the bandwidth
         "At a batch of one the speed is the HBM bandwidth over the bytes read per token: every "
         "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8') }}) plus the "
