@@ -72,7 +72,13 @@ def draw(rng, presets) -> Draw:
         ):
             break
     count = math.floor(fit)
-    answer = Q_(count, "sequence")
+
+    def tokens(n: int):
+        """Whole sequences as the tokens they hold (the graded unit: a count of sequences this
+        small meets another problem's by chance)."""
+        return (Q_(n, "sequence") * context).to("token")
+
+    answer = tokens(count)
     per_param = (state / model.params_total).to("byte/parameter")
     weight = state_detail.inputs["train_weight_bytes"].value.to("byte/parameter")
     per_value = rev_detail.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
@@ -85,7 +91,8 @@ def draw(rng, presets) -> Draw:
         "from its output, and while it works on a layer it holds that layer's internals, "
         f"about {number(factor.m)} bytes for every residual value of every token for this gated "
         "layer. How many "
-        f"sequences of {context_tokens(context, 5)} can each GPU train on at once (attention's "
+        f"tokens can each GPU train on at once, in whole sequences of "
+        f"{context_tokens(context, 5)} (attention's "
         "scores are recomputed, never stored; the loss is computed in chunks; other buffers "
         "left out)?"
     )
@@ -100,24 +107,25 @@ def draw(rng, presets) -> Draw:
         f"{_size(buffer)} per sequence, {number((buffer / rev).to('').m)} times the stored "
         "output. This working buffer, not the stored activations, now sets the limit.",
         f"{quantity(room)} / ({_size(rev)} + {_size(buffer)}) = {number(fit)}, rounded down "
-        f"to whole sequences: **{quantity(answer, 4)}** per GPU.",
+        f"to {quantity(Q_(count, 'sequence'))} of {context_tokens(context, 5)}: "
+        f"**{quantity(answer)}** per GPU.",
     )
     mistakes = [
         Mistake(
-            Q_(math.floor((room / rev).to("").m), "sequence"),
+            tokens(math.floor((room / rev).to("").m)),
             "You left out the working buffer of the layer being differentiated; a "
             "reversible network stores one layer's output but still works on one layer "
             "at a time, with all its internals.",
         ),
         Mistake(
-            Q_(math.floor((chip.hbm_capacity / per_seq).to("").m), "sequence"),
+            tokens(math.floor((chip.hbm_capacity / per_seq).to("").m)),
             "You forgot the GPU's share of the training state.",
         ),
     ]
     left = chip.hbm_capacity - state * (weight / per_param) / shards
     mistakes.append(
         Mistake(
-            Q_(math.floor((left / per_seq).to("").m), "sequence"),
+            tokens(math.floor((left / per_seq).to("").m)),
             "You counted only the BF16 weights of the state; gradients and Adam's FP32 "
             f"copies make it {quantity(per_param)}.",
         )
@@ -126,7 +134,7 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=whole_count_tolerance(answer.m, 0.02),
+        tolerance=whole_count_tolerance(count, 0.02),
         mistakes=distinct_mistakes([m for m in mistakes if m.value.m > 0], answer, 0.02),
         hint="What is left of the HBM after the state, and what does one sequence need?",
     )
