@@ -769,12 +769,42 @@ SCHEDULE_NAMES = {
 }
 
 
+def _idle_slots(ax, stage: int, width: float) -> None:
+    """A pipeline stage's idle time from the step's start, hatched (the bubble, the first fill)."""
+    from matplotlib.patches import Rectangle
+
+    box = Rectangle((0, stage - 0.4), width, 0.8, facecolor="none", edgecolor=FOREGROUND)
+    box.set(hatch="////", linewidth=0, alpha=0.35)
+    ax.add_patch(box)
+
+
+def _pass_box(ax, x, colour, label: int, fontsize: float, alpha: float = 1.0) -> None:
+    """One pass of a pipeline schedule (``x``: its stage, start and end) as a box, numbered."""
+    from matplotlib.patches import Rectangle
+
+    width = x.end - x.start
+    box = Rectangle((x.start, x.stage - 0.4), width, 0.8, facecolor=colour, edgecolor="white")
+    box.set(linewidth=0.6, alpha=alpha)
+    ax.add_patch(box)
+    middle = (x.start + x.end) / 2
+    ax.text(
+        middle,
+        x.stage,
+        str(label),
+        ha="center",
+        va="center",
+        fontsize=fontsize,
+        fontweight="bold",
+        color="white",
+    )
+
+
 def pipeline_schedule(presets: Presets) -> Figure:
     """One training step slot by slot: P stages down, time across, each micro-batch's forward
     and backward pass a box, the bubble hatched; GPipe above, 1F1B below. The schedule is placed
     pass by pass from its dependencies (:func:`book.chapters.pipeline.schedule`); the bubble
     printed on it is the chapter's equation at the same P and m."""
-    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.patches import Patch
 
     from book.chapters import pipeline
 
@@ -793,40 +823,10 @@ def pipeline_schedule(presets: Presets) -> Figure:
         axes = fig.subplots(2, 1, sharex=True)
         for a, (kind, passes) in zip(axes, steps.items(), strict=True):
             for s in range(p):
-                a.add_patch(
-                    Rectangle(
-                        (0, s - 0.4),
-                        span,
-                        0.8,
-                        facecolor="none",
-                        edgecolor=FOREGROUND,
-                        hatch="////",
-                        linewidth=0,
-                        alpha=0.35,
-                    )
-                )
+                _idle_slots(a, s, span)
             for x in passes:
-                a.add_patch(
-                    Rectangle(
-                        (x.start, x.stage - 0.4),
-                        x.end - x.start,
-                        0.8,
-                        facecolor=colour[x.backward],
-                        edgecolor="white",
-                        linewidth=0.6,
-                    )
-                )
                 # every box numbered; a forward box is narrow, so its number is smaller
-                a.text(
-                    (x.start + x.end) / 2,
-                    x.stage,
-                    str(x.microbatch + 1),
-                    ha="center",
-                    va="center",
-                    fontsize=8 if x.backward else 6,
-                    fontweight="bold",
-                    color="white",
-                )
+                _pass_box(a, x, colour[x.backward], x.microbatch + 1, 8 if x.backward else 6)
             a.set_xlim(0, span)
             slot = 1 + back
             a.set_xticks(
@@ -886,7 +886,7 @@ def pipeline_inference(presets: Presets) -> Figure:
     """Pipelined decoding slot by slot: P micro-batches rotate through P stages, each token of a
     micro-batch entering stage 1 as its previous token leaves the last stage, so after the
     first fill no stage idles (:func:`book.chapters.pipeline.inference_schedule`)."""
-    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.patches import Patch
 
     from book.chapters import pipeline
 
@@ -898,41 +898,10 @@ def pipeline_inference(presets: Presets) -> Figure:
         fig.set_size_inches(9, 2.9)
         for s in range(p):  # the first fill: stage s waits s slots for its first micro-batch
             if s:
-                ax.add_patch(
-                    Rectangle(
-                        (0, s - 0.4),
-                        s,
-                        0.8,
-                        facecolor="none",
-                        edgecolor=FOREGROUND,
-                        hatch="////",
-                        linewidth=0,
-                        alpha=0.35,
-                    )
-                )
+                _idle_slots(ax, s, s)
         for x in passes:
             micro, token = x.microbatch % p, x.microbatch // p
-            ax.add_patch(
-                Rectangle(
-                    (x.start, x.stage - 0.4),
-                    x.end - x.start,
-                    0.8,
-                    facecolor=PALETTE[micro % len(PALETTE)],
-                    edgecolor="white",
-                    linewidth=0.6,
-                    alpha=1.0 - 0.22 * token,
-                )
-            )
-            ax.text(
-                (x.start + x.end) / 2,
-                x.stage,
-                f"{micro + 1}",
-                ha="center",
-                va="center",
-                fontsize=8,
-                fontweight="bold",
-                color="white",
-            )
+            _pass_box(ax, x, PALETTE[micro % len(PALETTE)], micro + 1, 8, 1.0 - 0.22 * token)
         ax.set_xlim(0, span)
         ax.set_ylim(p - 0.5, -0.5)
         ax.set_yticks(range(p), [f"stage {s + 1}" for s in range(p)])
