@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import evaluate
+from book.problem_bank import evaluate, shown
 from units import Q_
 
 STEP = ("compute_time", "weight_fetch_time", "kv_fetch_time", "hbm_drain_time")
@@ -26,6 +26,24 @@ def figures(**case) -> dict:
         result = evaluate(equation, detailed=True, **case)
         out.update({name: used.value for name, used in result.inputs.items()})
     return out
+
+
+# the units a statement prints a step's figures in
+SHOWN_IN = {
+    "flops": "PFLOP/s",
+    "mem_bandwidth": "TB/s",
+    "hbm_capacity": "GB",
+    "n_total": "Gparam",
+    "n_active": "Gparam",
+    "attention_flops_per_token": "MFLOP/token",
+    "kv_bytes_per_token": "kB/token",
+}
+
+
+def as_shown(f: dict, *names: str) -> dict:
+    """The named figures of ``f`` as the statement prints them (:func:`shown`), so that an
+    answer computed from them follows from the page."""
+    return {name: shown(f[name].to(SHOWN_IN[name])) for name in names}
 
 
 def weight_bytes(f: dict):

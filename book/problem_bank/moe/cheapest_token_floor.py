@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require, shown
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
+    as_shown,
     chip_name,
     figures,
     kv_shape,
@@ -46,16 +47,20 @@ def scenario(rng, presets):
             presets=presets,
         )
         f = figures(**case)
-        case.update(  # the statement's figures, as a student reads them
-            flops=shown(f["flops"].to("PFLOP/s")),
-            mem_bandwidth=shown(f["mem_bandwidth"].to("TB/s")),
-            hbm_capacity=shown(f["hbm_capacity"].to("GB")),
-            n_total=shown(f["n_total"].to("Gparam")),
-            n_active=shown(f["n_active"].to("Gparam")),
-            attention_flops_per_token=shown(f["attention_flops_per_token"].to("MFLOP/token")),
+        # the statement's figures, as a student reads them
+        case.update(
+            as_shown(
+                f,
+                "flops",
+                "mem_bandwidth",
+                "hbm_capacity",
+                "n_total",
+                "n_active",
+                "attention_flops_per_token",
+            )
         )
         if case["model"] not in GQA:  # a GQA cache is given by its shape, so exactly
-            case["kv_bytes_per_token"] = shown(f["kv_bytes_per_token"].to("kB/token"))
+            case.update(as_shown(f, "kv_bytes_per_token"))
         f = figures(**case)
         room = evaluate("scaleup_memory", **case).to("GB") - weight_bytes(f)
         per_sequence = (f["kv_bytes_per_token"] * case["context_length"] * Q_(1, "sequence")).to(

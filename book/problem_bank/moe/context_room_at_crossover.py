@@ -4,8 +4,9 @@ that a dense batch would barely notice makes its caches a large part of every st
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
 from book.problem_bank.batching._figures import (
+    as_shown,
     chip_name,
     figures,
     kv_shape,
@@ -41,15 +42,10 @@ def scenario(rng, presets):
             presets=presets,
         )
         f = figures(**case)
-        case.update(  # the statement's figures, as a student reads them
-            flops=shown(f["flops"].to("PFLOP/s")),
-            mem_bandwidth=shown(f["mem_bandwidth"].to("TB/s")),
-            hbm_capacity=shown(f["hbm_capacity"].to("GB")),
-            n_total=shown(f["n_total"].to("Gparam")),
-            n_active=shown(f["n_active"].to("Gparam")),
-        )
+        # the statement's figures, as a student reads them
+        case.update(as_shown(f, "flops", "mem_bandwidth", "hbm_capacity", "n_total", "n_active"))
         if case["model"] not in GQA:
-            case["kv_bytes_per_token"] = shown(f["kv_bytes_per_token"].to("kB/token"))
+            case.update(as_shown(f, "kv_bytes_per_token"))
         case["batch_size"] = evaluate("crossover_batch", **case).to("sequence")
         weights = evaluate("weight_fetch_time", **case)
         caches = evaluate("kv_fetch_time", **case)
