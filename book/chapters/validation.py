@@ -361,8 +361,8 @@ def _robustness(s: dict) -> dict:
     comparison = [
         {"name": k, "what": v["what"], **{g: err(v[g]) for g in ("leave_one_out", "held_out")}}
         | {"not_fitted": err(v["not_fitted"])}
-        # the post-hoc host cost per sequence, in µs (host_per_sequence)
-        | {"host": f"{number(v.get('fixed', {}).get('sequence_overhead', 0.0) * 1e6, 2)} µs"}
+        # the host cost per sequence each model charges, in µs (host_prior, host_per_sequence)
+        | {"host": f"{number(v['sequence_overhead'] * 1e6, 2)} µs"}
         for k, v in s["comparison"].items()
     ]
     post_hoc = [c for c in comparison if c["name"] in predict.POST_HOC]
@@ -589,6 +589,16 @@ def _prediction(presets: Presets, rows) -> dict:
         "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
         "params_count": str(len(predict.PARAMS)),
         "expert_rows": _expert_rows_example(presets, params),
+        # the host time per sequence per step (sourced, not fitted: predict.host_prior), the
+        # published host step and batch it is read from, and the rate it caps a host process at
+        "host_prior": f"{number(params['sequence_overhead'] * 1e6, 2)} µs",
+        "host_step": quantity(
+            presets.get("parameter", "host_step_time_gpt_oss_gb200").value.to("ms")
+        ),
+        "host_batch": number(
+            presets.get("parameter", "host_step_batch_gpt_oss_gb200").value.to("sequence").m
+        ),
+        "host_cap": number(1 / params["sequence_overhead"], 2),
         # the fitted fixed time per layer against a sourced one: the fastest small all-reduce
         "layer_overhead": f"{number(params['layer_overhead'] * 1e6, 3)} µs",
         "overhead_over_floor": number(
