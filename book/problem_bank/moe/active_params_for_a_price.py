@@ -112,7 +112,8 @@ def draw(rng, presets) -> Draw:
         "or busier GPU affords more active parameters, which need the same batch to hide the "
         "same reads. What is left is the rent of one read of the weights (one GPU's rent for "
         "the time it would take to read them all alone), shared by the batch at "
-        f"{number(1 + SLACK, 2)} times the price: {quantity(weights, 3)} × {quantity(per_gpu_rent, 3)} / "
+        f"{number(1 + SLACK, 2)} times the price: {quantity(weights, 3)} × "
+        f"{quantity(per_gpu_rent, 3)} / "
         f"({quantity(bandwidth, 3)} × {number(1 + SLACK, 2)} × {quantity(per_token, 3)}) = "
         f"{quantity(answer, 4)}. The price caps a token's share of the weight reads; only the "
         "total parameters, the bandwidth and the rent set the batch.",

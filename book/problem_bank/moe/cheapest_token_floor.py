@@ -195,9 +195,7 @@ def draw(rng, presets) -> Draw:
             )
         )
     # a slip is named only outside twice the window (×FACTOR²) either way
-    kept = tuple(
-        m for m in mistakes if not FACTOR**-2 <= (m.value / answer).to("").m <= FACTOR**2
-    )
+    kept = tuple(m for m in mistakes if not FACTOR**-2 <= (m.value / answer).to("").m <= FACTOR**2)
     require(kept[0] is mistakes[0], "the factor excludes the math-bound cost")
     return Draw(
         text=text,
