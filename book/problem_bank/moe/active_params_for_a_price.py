@@ -107,16 +107,16 @@ def draw(rng, presets) -> Draw:
         f"({quantity(per_step_rent.to('USD'), 3)} for the {box}) the batch shares: a token "
         "costs the target times the balanced batch over the batch. It may cost "
         f"{number(1 + SLACK, 2)} times the target, so the batch must be "
-        f"{number(balanced.m, 4)} / {number(1 + SLACK, 2)}: from **{quantity(answer, 4)}** on.",
+        f"{number(balanced.m, 4)} / {number(1 + SLACK, 2)} = {quantity(answer, 4)}.",
         "The utilisation, the FLOP rate and even the two FLOPs per parameter cancel: a faster "
         "or busier GPU affords more active parameters, which need the same batch to hide the "
-        "same reads. What is left is the rent of one read of the weights (one GPU's rent for "
-        "the time it would take to read them all alone), shared by the batch at "
-        f"{number(1 + SLACK, 2)} times the price: {quantity(weights, 3)} × "
-        f"{quantity(per_gpu_rent, 3)} / "
-        f"({quantity(bandwidth, 3)} × {number(1 + SLACK, 2)} × {quantity(per_token, 3)}) = "
-        f"{quantity(answer, 4)}. The price caps a token's share of the weight reads; only the "
-        "total parameters, the bandwidth and the rent set the batch.",
+        "same reads. The price caps a token's share of the weight reads, so only the total "
+        "parameters, the bandwidth and the rent set the batch: the rent of one read of the "
+        "weights (one GPU's rent for the time it would take to read them all alone), shared at "
+        f"{number(1 + SLACK, 2)} times the price, {quantity(weights, 3)} × "
+        f"{quantity(per_gpu_rent, 3)} / ({quantity(bandwidth, 3)} × {number(1 + SLACK, 2)} × "
+        f"{quantity(per_token, 3)}). From **{quantity(answer, 4)}** on, a token costs at most "
+        f"{number(100 * SLACK)}% over the target.",
     )
     slips = [
         (
