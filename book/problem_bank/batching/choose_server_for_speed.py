@@ -36,9 +36,6 @@ def option(hardware, precision, rent, step_limit, presets):
     weights = evaluate("weight_fetch_time", **case, batch_size=one)
     kv_one = evaluate("kv_fetch_time", **case, batch_size=one)
     compute_one = evaluate("compute_time", **case, batch_size=one)
-    # the multiplies the student counts, two FLOPs per parameter (attention's own add to them)
-    short = dict(case, context_length=Q_(1, "token/sequence"))
-    weights_flops_one = evaluate("compute_time", **short, batch_size=one)
     drained = evaluate("hbm_drain_time", detailed=True, **case).inputs
     fetch = evaluate("weight_fetch_time", detailed=True, **case, batch_size=one).inputs
     weight_bytes = (
@@ -60,7 +57,6 @@ def option(hardware, precision, rent, step_limit, presets):
     if batch < 1:
         return None
     require(limits["compute"] > batch, "the multiplies, attention's too, never set the batch")
-    weights_only = math.floor((step_limit / weights_flops_one).to("").magnitude)
     b = Q_(batch, "sequence")
     return dict(
         hardware=hardware,
@@ -74,7 +70,6 @@ def option(hardware, precision, rent, step_limit, presets):
         kv_one=kv_one.to("us"),
         hbm=hbm,
         binds=min(limits, key=limits.get),
-        weights_only=weights_only,
         step=evaluate("step_time", **case, batch_size=b).to("ms"),
         cost=evaluate("cost_per_token", **case, batch_size=b).to("USD/Mtoken"),
     )
@@ -110,8 +105,8 @@ def draw(rng, presets) -> Draw:
             f"{money(r['kv_one'], 3)}; the rest of the step holds "
             f"{number(lim['speed'])} sequences. The HBM, {money(r['hbm'], 4)}, holds "
             f"{number(lim['memory'])} caches beside the weights; the multiplies, two FLOPs per "
-            f"parameter, would fill the step only at {number(r['weights_only'])} (attention's "
-            "own FLOPs add to them without making them bind). So the batch is "
+            "parameter plus attention's over the context, would fill the step only at "
+            f"{number(lim['compute'])}. So the batch is "
             f"{number(r['batch'])} (set "
             f"by {why[r['binds']]}), the step {money(r['step'], 3)}, and the cost eight "
             f"chips × {money(r['rent'])} × {money(r['step'], 3)} over "

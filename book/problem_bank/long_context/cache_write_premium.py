@@ -100,7 +100,7 @@ def draw(rng, presets) -> Draw:
         f"by the premium: {money(write)} − {money(api.input.to('USD/Mtoken'))} = "
         f"{money(premium)}.",
         f"Each cached token holds {what}, two bytes each: {money(per_token)}.",
-        f"The tier costs {money(price, 3)}; a million tokens' cache held for "
+        f"The tier costs {money(price)}; a million tokens' cache held for "
         f"{money(life)} costs {money(per_token)} × {money(life)} × that price = "
         f"{money(hold, 3)}.",
         f"{verdict}: {money(premium)} / {money(hold, 3)} = **{number(ratio.m, 4)} times**.",

@@ -104,12 +104,9 @@ def draw(rng, presets) -> Draw:
         f"{quantity(flops.to('TFLOP/s'), 4)}: {cents(rebuild)} for a million tokens.",
         "Holding wins until its rent plus the read back adds up to one recompute: "
         f"({cents(rebuild)} − {cents(readback, said=True)}) ÷ {number(hourly.m, 3)} USD an "
-        "hour, for a million tokens either way. The rent cancels, "
-        f"and so does the precision (half the bytes, twice the FLOP rate): a token's prefill "
-        f"takes {number(corner, 3)} times as long as reading its cache, so holding pays for "
-        f"{number(corner, 3)} − 1 drain times of HBM ({money(drain, 3)}, capacity over "
-        "bandwidth): the break-even wait is that ratio of recompute time to read time, "
-        "times the drain time.",
+        "hour, for a million tokens either way. The rent cancels, and so does the precision "
+        "(half the bytes, twice the FLOP rate): the wait is (prefill time ÷ read-back time − 1) "
+        f"drain times of HBM, ({number(corner, 3)} − 1) × {money(drain, 3)}.",
         f"The user may stay away **{quantity(even, 4)}**; any longer, recomputing is cheaper.",
     )
     weights_flops = (weights_only / flops).to("ns/token")

@@ -167,17 +167,13 @@ def draw(rng, presets) -> Draw:
         f"Leaving attention's FLOPs out, as the lecture does, gives {context_tokens(plain, 3)}, "
         f"{number(100 * (1 - (plain / context).to('').m), 2)}% short. Here that matters: "
         + (
-            f"all {number(model.n_heads)} heads work on the one cached latent, so each byte "
-            f"read feeds {number(per_byte.m, 3)} FLOPs of attention, against the chip's "
-            f"{number(ridge.m, 3)} FLOPs per byte"
+            f"all {number(model.n_heads)} heads work on the one cached latent"
             if model.attention == "mla"
-            else f"{number(model.n_heads // model.n_kv_heads)} query heads share each KV head, "
-            f"and this chip does only {number(ridge.m, 3)} FLOPs per byte, so attention's "
-            f"{number(per_byte.m, 3)} are {number(100 * (per_byte / ridge).to('').m, 2)}% of it"
+            else f"{number(model.n_heads // model.n_kv_heads)} query heads share each KV head"
         )
-        + "; the multiplies keep pace with the reads that much longer, and the context where "
-        "decode turns bound by its reads (where a bigger batch stops paying) moves out with it."
-        + f" Counted in, L = **{quantity(context, 4)}**.",
+        + ", so attention is no small part of the multiplies, which keep pace with the reads "
+        "that much longer; the context where decode turns bound by its reads (where a bigger "
+        f"batch stops paying) moves out with it. Counted in, L = **{quantity(context, 4)}**.",
     )
     candidates = [
         (

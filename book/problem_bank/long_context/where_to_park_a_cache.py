@@ -35,6 +35,7 @@ FEASIBLE = 3
 ONE = Q_(1, "sequence")
 CLOSE = 1.05  # a runner-up within 5% of the best is called close
 TRIES = 8  # scenarios drawn, at most, to find one whose choice is not close
+TOLERANCE = 0.03  # every price, size and speed is given; the answer is shown to three figures
 
 
 def _time(t):
@@ -317,10 +318,12 @@ def _draw(rng, presets) -> Draw:
                     "the replica, each rented.",
                 )
             )
+    # a slip is named where it lands twice the tolerance from the answer and apart from the
+    # others (a runner-up within 6% is graded wrong, but not diagnosed)
     mistakes: list[Mistake] = []
     for value, why in candidates:
-        if all(
-            abs((value / o).to("").m - 1) > 0.05 for o in [best[1], *(m.value for m in mistakes)]
+        if abs((value / best[1]).to("").m - 1) >= 2 * TOLERANCE and all(
+            abs((value / m.value).to("").m - 1) > TOLERANCE for m in mistakes
         ):
             mistakes.append(Mistake(value, why))
     return Draw(
@@ -331,7 +334,7 @@ def _draw(rng, presets) -> Draw:
         text=text,
         answer=best[1],
         solution=tuple(solution),
-        tolerance=0.04,
+        tolerance=TOLERANCE,
         mistakes=tuple(mistakes),
         choices={"where": best[0]},
         margin=margin,

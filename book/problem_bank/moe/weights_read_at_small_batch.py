@@ -94,7 +94,10 @@ def draw(rng, presets) -> Draw:
         Mistake(
             all_time,
             "You read every expert: a small batch touches only the experts its tokens are "
-            "routed to.",
+            "routed to."
+            if b * k < experts
+            else f"You read every expert: {routings} routings for {number(experts)} experts "
+            "do not reach every one, because tokens share experts and some are never picked.",
         ),
         Mistake(
             evaluate("weight_fetch_time", **one).to("ms"),
