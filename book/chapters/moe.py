@@ -448,9 +448,9 @@ H800 = "h800"
 
 def _h800_rows(presets: Presets, default, long) -> dict:
     """The same test on DeepSeek's own serving chip, the H800 (NVLink cut for export): the
-    all-to-all over the layer's compute inside one 8-chip node and across two nodes (a copy per
-    expert, and once per node), at the node's own scale-up/scale-out ratio. DeepEP's Blackwell
-    efficiency does not apply, so that column is left empty."""
+    all-to-all over the layer's compute inside one 8-chip node and across two nodes with a copy
+    per expert, at the node's own scale-up/scale-out ratio, at short context, the default
+    context and a long one."""
     ev = Evaluator(presets, H800, MODEL, "fp8")
     hw = presets.get("hardware", H800)
     batch = ev.q("crossover_batch")
@@ -462,15 +462,7 @@ def _h800_rows(presets: Presets, default, long) -> dict:
         step = ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=context_length)
         return (step / layers).to("ms/layer").m
 
-    one_token = Q_(1, "token/sequence")
-    named = {}
-    rows = []
-    x = said_number(penalty.to("").m)
-    for name, nodes, kind in (
-        ("one H800 node", 1, None),
-        (f"two H800 nodes, a copy per expert, {x}×", 2, "multi_rack_slowdown"),
-        (f"two H800 nodes, once per node, {x}×", 2, "once_per_rack_slowdown"),
-    ):
+    def ratios(nodes):
         chips = node * nodes
         one = ev.q(
             "alltoall_time",
@@ -478,36 +470,19 @@ def _h800_rows(presets: Presets, default, long) -> dict:
             racks_spanned=Q_(1, "rack"),
             expert_parallel_chips=chips,
         ).to("ms")
-        slow = (
-            1.0
-            if kind is None
-            else ev.q(kind, racks_spanned=Q_(nodes, "rack"), scale_out_penalty=penalty).to("").m
-        )
-        t = one.m * slow
-        short, at_default = layer(chips, one_token), layer(chips, default)
-        ratios = [t / short, t / at_default, t / layer(chips, long)]
-        found = None
-        if t > short:
-            slope = (at_default - short) / (default - one_token).m
-            found = one_token + Q_((t - short) / slope, "token/sequence")
-            assert abs(t / layer(chips, found) - 1) < 1e-6
-        named[nodes, kind] = ratios
-        rows.append(
-            {
-                "layout": name,
-                "cells": [_cell(ratios[0]), "—", _cell(ratios[1]), _cell(ratios[2])]
-                + ["any" if found is None else _tokens(found)],
-            }
-        )
-    node_ratios = named[1, None]
-    per_expert = named[2, "multi_rack_slowdown"]
+        slow = ev.q(
+            "multi_rack_slowdown", racks_spanned=Q_(nodes, "rack"), scale_out_penalty=penalty
+        ).to("")
+        t = one.m * slow.m
+        return [t / layer(chips, c) for c in (Q_(1, "token/sequence"), default, long)]
+
+    in_node, per_expert = ratios(1), ratios(2)
     return {
-        "rows": rows,
         "chip": hw.name,
         "node": quantity(node),
-        "penalty": x,
-        "one_short": said_number(node_ratios[0], 2),
-        "one_ctx": said_number(node_ratios[1], 2),
+        "penalty": said_number(penalty.to("").m),
+        "one_short": said_number(in_node[0], 2),
+        "one_ctx": said_number(in_node[1], 2),
         "two_short": said_number(per_expert[0], 2),
         "two_ctx": said_number(per_expert[1], 2),
         "two_long": said_number(per_expert[2], 2),
