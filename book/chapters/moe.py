@@ -546,6 +546,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     lecture = Evaluator(presets)
     penalty = presets.parameter["scale_out_penalty"].value.to("").m
     serial = (1 - offrack) + offrack * penalty
+    # the off-rack share where the sum exceeds the maximum most: the two shares equal,
+    # 1 - f = f * pi, so f = 1 / (1 + pi), and there the sum is twice the maximum
+    equal = 1 / (1 + penalty)
     # 4. FP4 weights, FP8 KV on a GB200 rack beside the FP8 batch's KV.
     fp4 = Evaluator(presets, RACK, MODEL, "fp8", weight_precision="fp4")
     b_fp8 = Evaluator(presets, RACK, MODEL, "fp8").q("crossover_batch")
@@ -586,6 +589,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
         "break_even_ctx": said_number(1 / (offrack * ratio_one_ctx), 3),
         "offrack": said_number(offrack),
         "serial": said_number(serial),
+        "equal_share": said_number(equal, 2),
+        "equal_max": said_number(1 - equal, 2),
+        "equal_sum": said_number(2 * (1 - equal), 2),
         "fp4_kv": said(kv),
         "fp4_left": said(left),
         "fp4_batch": said(b_fp8),
@@ -655,7 +661,7 @@ def _hardware_table(presets: Presets) -> dict:
         ("scale-up domain", "chip"),
         ("domain HBM", "TB"),
         ("KV cache at the crossover, FP8", "TB"),
-        ("FP8 parameters beside it", "Tparameter"),
+        ("FP8 parameters beside it", "dimensionless"),
         ("scale-up / scale-out", "dimensionless"),
     )
     rows, no_fp8 = [], []
@@ -689,13 +695,27 @@ def _hardware_table(presets: Presets) -> dict:
             continue
         if cells[3] == "—":  # the KV cache alone fills the domain
             cells[3] = "none"
-        rows.append({"name": hw.name, "short": chip_name(hw), "cells": cells})
+        else:  # billions below a trillion, as a person says them: "52 B", not "0.052 T"
+            cells[3] = _parameters(beside())
+        rows.append({"name": chip_name(hw), "short": chip_name(hw), "cells": cells})
     return {
         "headers": [header(n, u) for n, u in columns],
         "rows": rows,
         "no_fp8": _either(no_fp8),
         "no_port": _either([r["short"] for r in rows if r["cells"][4] == "—"]),
     }
+
+
+def _parameters(count) -> str:
+    """A parameter count at two figures in trillions, or in billions below one trillion.
+
+    >>> _parameters(Q_(5.2e10, "parameter")), _parameters(Q_(1.18e13, "parameter"))
+    ('52 B', '12 T')
+    """
+    count = count.to("parameter").m
+    if count < 1e12:
+        return f"{number(count / 1e9, 2)} B"
+    return f"{number(count / 1e12, 2)} T"
 
 
 def _two_figures(in_unit: str, compute) -> str:
