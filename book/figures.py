@@ -1547,7 +1547,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     low, high = min(values) / 1.6, max(values) * 1.6
 
     def draw(fig, ax):
-        fig.set_size_inches(8, 4.4)
+        fig.set_size_inches(8, 4.6)
         fig.delaxes(ax)  # two panels sharing the ratio axis
         axes = fig.subplots(1, 2, sharey=True)
         for axis, (base, title) in zip(axes, panels, strict=True):
@@ -1575,7 +1575,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
                     xytext=(6, 0),
                     textcoords="offset points",
                     va="center",
-                    fontsize=8.5,
+                    fontsize=10,
                     color=colour,
                 )
             axis.hlines(1, racks[0] - 0.2, racks[-1] + 0.1, color=FOREGROUND, linewidth=2.2)
@@ -1585,15 +1585,15 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
                 xytext=(6, 0),
                 textcoords="offset points",
                 va="center",
-                fontsize=8.5,
+                fontsize=10,
                 fontweight="bold",
             )
             axis.set_yscale("log")
             axis.set_ylim(low, high)
             axis.set_xticks(racks)
-            axis.set_xlim(racks[0] - 0.2, racks[-1] + 1.9)
+            axis.set_xlim(racks[0] - 0.2, racks[-1] + 2.4)
             axis.set_xlabel("racks one expert layer spans")
-            axis.set_title(title, fontsize=10)
+            axis.set_title(title, fontsize=11)
         first = axes[0]
         first.yaxis.set_major_formatter(
             matplotlib.ticker.FuncFormatter(lambda y, _: spoken_number(y, 2))
@@ -1624,16 +1624,11 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     }
 
     def at_two(base):
-        """Which layouts hide over two racks and which do not, as a clause."""
-        two = {key: ratio(key, 2, base) for key, *_ in series}
-        hide = [prose[k] for k, x in two.items() if x < 1]
-        fail = [prose[k] for k, x in two.items() if x >= 1]
-        parts = []
-        if hide:
-            parts.append(f"{_and(hide)} {'hides' if len(hide) == 1 else 'hide'}")
-        if fail:
-            parts.append(f"{_and(fail)} {'does' if len(fail) == 1 else 'do'} not")
-        return "; ".join(parts)
+        """What hides over two racks, as a clause: "only X hides" or "X and Y hide"."""
+        hide = [prose[k] for k, *_ in series if ratio(k, 2, base) < 1]
+        if not hide:
+            return "nothing hides"
+        return f"only {hide[0]} hides" if len(hide) == 1 else f"{_and(hide)} hide"
 
     caption = (
         f"The all-to-all of one MoE layer of {model} over the layer's compute, at the crossover "
