@@ -1519,11 +1519,11 @@ def kv_routes(presets: Presets) -> Figure:
 
 
 def alltoall_vs_racks(presets: Presets) -> Figure:
-    """The all-to-all over the layer's compute against racks spanned, on a log axis with the line
-    at one (below it the all-to-all hides): four dispatch x penalty curves, solid for the
-    weights' FLOPs alone (short context), dashed with attention at the default context."""
+    """The all-to-all over the layer's compute against racks spanned, in two panels (the
+    weights' FLOPs alone, short context; and with attention at the default context), on a log
+    axis with the line at one (below it the all-to-all hides): four dispatch x penalty lines
+    per panel, each labelled at its end."""
     import matplotlib.ticker
-    from matplotlib.lines import Line2D
 
     from book.chapters import moe
 
@@ -1537,60 +1537,70 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     rack = chip_name(presets.get("hardware", moe.RACK))
     context = context_tokens(presets.parameter["context_length"].value)
     series = (
-        ("lecture", PALETTE[0], "o", f"a copy per expert, {lecture_penalty}× (lecture)"),
-        ("hardware", PALETTE[1], "s", f"a copy per expert, {penalty_hw}× (GB200)"),
-        ("once_lecture", PALETTE[3], "^", f"once per rack, {lecture_penalty}×"),
-        ("once_hardware", PALETTE[4], "v", f"once per rack, {penalty_hw}×"),
+        ("lecture", PALETTE[0], "o", "-", f"copy per expert, {lecture_penalty}×"),
+        ("hardware", PALETTE[1], "s", "-", f"copy per expert, {penalty_hw}×"),
+        ("once_lecture", PALETTE[0], "o", "--", f"once per rack, {lecture_penalty}×"),
+        ("once_hardware", PALETTE[1], "s", "--", f"once per rack, {penalty_hw}×"),
     )
+    panels = ((layer, "short context (weights' FLOPs)"), (ctx_layer, f"context {context}"))
+    values = [t / base for base, _ in panels for key, *_ in series for t in data[key]]
+    low, high = min(values) / 1.6, max(values) * 1.6
 
     def draw(fig, ax):
-        for key, colour, marker, _ in series:
-            for base, style in ((layer, "-"), (ctx_layer, "--")):
-                ax.plot(
+        fig.set_size_inches(8, 4.6)
+        fig.delaxes(ax)  # two panels sharing the ratio axis
+        axes = fig.subplots(1, 2, sharey=True)
+        for axis, (base, title) in zip(axes, panels, strict=True):
+            ends = []
+            for key, colour, marker, style, label in series:
+                ys = [t / base for t in data[key]]
+                axis.plot(
                     racks,
-                    [t / base for t in data[key]],
+                    ys,
                     linestyle=style,
                     marker=marker,
                     markersize=5,
                     color=colour,
-                    linewidth=1.6,
+                    linewidth=1.8,
                 )
-        ax.axhline(1, color=FOREGROUND, linewidth=2.2)
-        ax.axvspan(0.6, 1.4, color=FOREGROUND, alpha=0.06)
-        ax.annotate(
-            "one rack",
-            (1, 0.97),
-            xycoords=("data", "axes fraction"),
-            ha="center",
-            va="top",
-            fontsize=9,
-        )
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(
+                ends.append([ys[-1], label, colour])
+            # labels at the lines' right ends, nudged apart where two ends meet
+            ends.sort()
+            for i in range(1, len(ends)):
+                ends[i][0] = max(ends[i][0], ends[i - 1][0] * 1.3)
+            for y, label, colour in ends:
+                axis.annotate(
+                    label,
+                    (racks[-1], y),
+                    xytext=(6, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=10,
+                    color=colour,
+                )
+            axis.hlines(1, racks[0] - 0.2, racks[-1] + 0.1, color=FOREGROUND, linewidth=2.2)
+            axis.annotate(
+                "hides below 1",
+                (racks[-1], 1),
+                xytext=(6, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=10,
+                fontweight="bold",
+            )
+            axis.set_yscale("log")
+            axis.set_ylim(low, high)
+            axis.set_xticks(racks)
+            axis.set_xlim(racks[0] - 0.2, racks[-1] + 2.4)
+            axis.set_xlabel("racks one expert layer spans")
+            axis.set_title(title, fontsize=11)
+        first = axes[0]
+        first.yaxis.set_major_formatter(
             matplotlib.ticker.FuncFormatter(lambda y, _: spoken_number(y, 2))
         )
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.1, 0.3, 1, 3, 10, 30]))
-        ax.set_xticks(racks)
-        ax.set_xlim(0.6, racks[-1] + 0.4)
-        ax.set_xlabel("racks one expert layer spans")
-        ax.set_ylabel("all-to-all time / layer compute time")
-        handles = [
-            Line2D([], [], color=c, marker=m, linestyle="-", linewidth=1.6) for _, c, m, _ in series
-        ] + [
-            Line2D([], [], color=FOREGROUND, linestyle="-", linewidth=1.6),
-            Line2D([], [], color=FOREGROUND, linestyle="--", linewidth=1.6),
-            Line2D([], [], color=FOREGROUND, linestyle="-", linewidth=2.2),
-        ]
-        labels = [label for *_, label in series] + [
-            "short context (weights' FLOPs)",
-            f"with attention, context {context}",
-            "ratio 1: below it the all-to-all hides",
-        ]
-        # below the axes, clear of every curve
-        ax.legend(
-            handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9
-        )
+        first.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        first.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.1, 0.3, 1, 3, 10, 30]))
+        first.set_ylabel("all-to-all time / layer compute time")
 
     def ratio(key, r, base):
         return data[key][racks.index(r)] / base
@@ -1599,43 +1609,36 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
         return spoken_number(x, 2)
 
     alt = (
-        f"All-to-all time over compute time of one MoE layer of {model} at a batch of "
-        f"{spoken(data['batch'])} against racks spanned, on a log axis: "
-        f"{say(ratio('lecture', 1, layer))} in one rack, below one; "
-        f"{say(ratio('lecture', 2, layer))} over two racks at the lecture's penalty, above it."
+        f"Two panels of the all-to-all time over the compute time of one MoE layer of {model} "
+        f"at a batch of {spoken(data['batch'])}, against racks spanned, on a log axis. Short "
+        f"context: {say(ratio('lecture', 1, layer))} in one rack, below one; over two racks "
+        f"{say(ratio('lecture', 2, layer))} with a copy per expert at the lecture's penalty, "
+        f"above it. At a context of {context}: {say(ratio('lecture', 1, ctx_layer))} and "
+        f"{say(ratio('lecture', 2, ctx_layer))}."
     )
-    chips = spoken(data["chips"])
     prose = {
-        "lecture": f"a copy per expert at {lecture_penalty}\u00d7",
-        "hardware": f"a copy per expert at {penalty_hw}\u00d7",
-        "once_lecture": f"once per rack at {lecture_penalty}\u00d7",
-        "once_hardware": f"once per rack at {penalty_hw}\u00d7",
+        "lecture": f"a copy per expert at {lecture_penalty}×",
+        "hardware": f"a copy per expert at {penalty_hw}×",
+        "once_lecture": f"once per rack at {lecture_penalty}×",
+        "once_hardware": f"once per rack at {penalty_hw}×",
     }
-    at_two = {key: ratio(key, 2, ctx_layer) for key, *_ in series}
-    hides_ctx = [f"{prose[k]} ({say(x)})" for k, x in at_two.items() if x < 1]
-    fails_ctx = [f"{prose[k]} ({say(x)})" for k, x in at_two.items() if x >= 1]
+
+    def at_two(base):
+        """What hides over two racks, as a clause: "only X hides" or "X and Y hide"."""
+        hide = [prose[k] for k, *_ in series if ratio(k, 2, base) < 1]
+        if not hide:
+            return "nothing hides"
+        return f"only {hide[0]} hides" if len(hide) == 1 else f"{_and(hide)} hide"
+
     caption = (
         f"The all-to-all of one MoE layer of {model} over the layer's compute, at the crossover "
-        f"batch on {chips} of {rack} split across 1 to {racks[-1]} racks (log axis; below the "
-        f"line at one the all-to-all hides). Solid, short context: one rack hides "
-        f"({say(ratio('lecture', 1, layer))}); at two racks a copy per expert takes "
-        f"{say(ratio('lecture', 2, layer))} of the compute at the lecture's {lecture_penalty}× "
-        f"and {say(ratio('hardware', 2, layer))} at GB200's {penalty_hw}×, and once per rack "
-        f"{say(ratio('once_lecture', 2, layer))} and {say(ratio('once_hardware', 2, layer))}. "
-        f"Dashed, with attention at a context of {context}: the layer computes "
-        f"{spoken_number(ctx_layer / layer, 2)} times longer, so every ratio falls by that "
-        "factor; at two racks "
-        + (f"{_and(hides_ctx)} hide" if hides_ctx else "none hides")
-        + (
-            f", while {_and(fails_ctx)} do not"
-            + (
-                ": the copy per expert at the lecture's penalty just fails."
-                if 1 <= at_two["lecture"] < 1.2
-                else "."
-            )
-            if fails_ctx
-            else "."
-        )
+        f"batch on {spoken(data['chips'])} of {rack} split across 1 to {racks[-1]} racks (log "
+        "axis; below the line at one the all-to-all hides). Solid lines send a copy per expert, "
+        "as the lecture counts; dashed lines send once per rack. Left, short context: one rack "
+        f"hides ({say(ratio('lecture', 1, layer))}); over two racks, {at_two(layer)}. Right, a "
+        f"context of {context}: attention makes the layer compute "
+        f"{spoken_number(ctx_layer / layer, 2)} times longer and every line drops by that "
+        f"factor; over two racks, {at_two(ctx_layer)}."
     )
     return _render("alltoall_vs_racks", draw, alt, caption)
 

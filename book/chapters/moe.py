@@ -26,7 +26,7 @@ RACK = "gb200_nvl72"
 HOPPER = "h100_sxm"
 ULTRA = "gb300_nvl72"
 RACK_COUNTS = (1, 2, 3, 4, 8)
-FIGURE_RACKS = tuple(range(1, 9))
+FIGURE_RACKS = tuple(range(1, 5))
 
 
 def _us(q) -> str:
@@ -345,26 +345,18 @@ def _when(found) -> str:
 
 
 def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
-    """One table for "one rack bounds an expert layer": the all-to-all over the layer's compute
-    for each layout (one rack; two racks sending a copy per expert, or once per rack, at the
-    lecture's penalty and GB200's own), at the short-context limit (at the links' peak and at
-    DeepEP's measured NVLink efficiency, which divides every all-to-all time), at the default
-    context and at a long one (peak), and the context from which each layout hides."""
+    """One table for "when one rack bounds an expert layer": the all-to-all over the layer's
+    compute for four layouts (one rack; two racks with a copy per expert at the lecture's penalty
+    and at GB200's own; two racks sent once per rack at GB200's), at the short-context limit and
+    at the default context (links at peak), and the context from which each layout hides; and
+    the figures of the chapter's one verdict (two racks at short context, each way of sending)."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
-    eta = (
-        (
-            presets.parameter["deepep_nvlink_dispatch_bandwidth"].value
-            / presets.get("hardware", "b200").scale_up_bandwidth_per_direction
-        )
-        .to("")
-        .m
-    )
     lecture_penalty = presets.parameter["scale_out_penalty"].value
     default = presets.parameter["context_length"].value
     long = presets.parameter["long_context_length"].value
     two = Q_(2, "rack")
     short = _layer_time(presets, ev, Q_(1, "token/sequence"))
-    layer_default, layer_long = _layer_time(presets, ev, default), _layer_time(presets, ev, long)
+    layer_default = _layer_time(presets, ev, default)
 
     def per_expert(penalty):
         return ev.q("multi_rack_slowdown", racks_spanned=two, scale_out_penalty=penalty).to("").m
@@ -377,45 +369,37 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         ("one rack", 1.0),
         (f"two racks, a copy per expert, {lecture_x}×", per_expert(lecture_penalty)),
         (f"two racks, a copy per expert, {hw_x}×", per_expert(penalty_hw)),
-        (f"two racks, once per rack, {lecture_x}×", once(lecture_penalty)),
         (f"two racks, once per rack, {hw_x}×", once(penalty_hw)),
     ]
 
-    rows, hides_from = [], {}
+    rows, hides_from, at_short = [], {}, {}
     for name, slow in layouts:
         t = one * slow
-        at_short = (t / short).to("").m
-        ratios = [at_short, at_short / eta, (t / layer_default).to("").m, (t / layer_long).to("").m]
+        at_short[name] = (t / short).to("").m
         found = hiding_context(presets, t)
         hides_from[name] = found
         rows.append(
             {
                 "layout": name,
-                "cells": [_cell(x) for x in ratios] + ["any" if found is None else _tokens(found)],
+                "cells": [_cell(at_short[name]), _cell((t / layer_default).to("").m)]
+                + ["any" if found is None else _tokens(found)],
             }
         )
-    per_expert_names = [n for n, _ in layouts[1:3]]
-    once_hw = hides_from[layouts[4][0]]
-    h800 = _h800_rows(presets, default, long)
+    names = [n for n, _ in layouts]
+    once_lecture = one * once(lecture_penalty) / short
     return {
-        "rows": rows + h800["rows"],
-        "h800": h800,
-        "eta": said_number(100 * eta, 2),
-        "long": context_tokens(long),
-        "headers": [
-            "short, peak",
-            f"short, all links at {said_number(100 * eta, 2)}%",
-            f"{context_tokens(default)}, peak",
-            f"{context_tokens(long)}, peak",
-            "hides at peak from a context of",
-        ],
-        "per_expert_hides": _tokens(hides_from[per_expert_names[0]]),
-        "per_expert_hides_hw": _tokens(hides_from[per_expert_names[1]]),
-        "once_when": _when(hides_from[layouts[3][0]]),
-        "once_hw_when": _when(once_hw),
+        "rows": rows,
+        "h800": _h800_rows(presets, default, long),
+        "headers": ["short context", context_tokens(default), "hides from a context of"],
+        "two_short": said_number(at_short[names[1]], 2),
+        "two_short_hw": said_number(at_short[names[2]], 2),
+        "once_short_hw": said_number(at_short[names[3]], 2),
+        "once_short": said_number(once_lecture.to("").m, 2),
+        "per_expert_hides": _tokens(hides_from[names[1]]),
+        "per_expert_hides_hw": _tokens(hides_from[names[2]]),
+        "once_hw_when": _when(hides_from[names[3]]),
         "lecture_x": lecture_x,
         "hw_x": hw_x,
-        "long_hides_hw": bool(hides_from[per_expert_names[1]] < long),
     }
 
 
@@ -464,9 +448,9 @@ H800 = "h800"
 
 def _h800_rows(presets: Presets, default, long) -> dict:
     """The same test on DeepSeek's own serving chip, the H800 (NVLink cut for export): the
-    all-to-all over the layer's compute inside one 8-chip node and across two nodes (a copy per
-    expert, and once per node), at the node's own scale-up/scale-out ratio. DeepEP's Blackwell
-    efficiency does not apply, so that column is left empty."""
+    all-to-all over the layer's compute inside one 8-chip node and across two nodes with a copy
+    per expert, at the node's own scale-up/scale-out ratio, at short context, the default
+    context and a long one."""
     ev = Evaluator(presets, H800, MODEL, "fp8")
     hw = presets.get("hardware", H800)
     batch = ev.q("crossover_batch")
@@ -478,15 +462,7 @@ def _h800_rows(presets: Presets, default, long) -> dict:
         step = ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=context_length)
         return (step / layers).to("ms/layer").m
 
-    one_token = Q_(1, "token/sequence")
-    named = {}
-    rows = []
-    x = said_number(penalty.to("").m)
-    for name, nodes, kind in (
-        ("one H800 node", 1, None),
-        (f"two H800 nodes, a copy per expert, {x}×", 2, "multi_rack_slowdown"),
-        (f"two H800 nodes, once per node, {x}×", 2, "once_per_rack_slowdown"),
-    ):
+    def ratios(nodes):
         chips = node * nodes
         one = ev.q(
             "alltoall_time",
@@ -494,36 +470,19 @@ def _h800_rows(presets: Presets, default, long) -> dict:
             racks_spanned=Q_(1, "rack"),
             expert_parallel_chips=chips,
         ).to("ms")
-        slow = (
-            1.0
-            if kind is None
-            else ev.q(kind, racks_spanned=Q_(nodes, "rack"), scale_out_penalty=penalty).to("").m
-        )
-        t = one.m * slow
-        short, at_default = layer(chips, one_token), layer(chips, default)
-        ratios = [t / short, t / at_default, t / layer(chips, long)]
-        found = None
-        if t > short:
-            slope = (at_default - short) / (default - one_token).m
-            found = one_token + Q_((t - short) / slope, "token/sequence")
-            assert abs(t / layer(chips, found) - 1) < 1e-6
-        named[nodes, kind] = ratios
-        rows.append(
-            {
-                "layout": name,
-                "cells": [_cell(ratios[0]), "—", _cell(ratios[1]), _cell(ratios[2])]
-                + ["any" if found is None else _tokens(found)],
-            }
-        )
-    node_ratios = named[1, None]
-    per_expert = named[2, "multi_rack_slowdown"]
+        slow = ev.q(
+            "multi_rack_slowdown", racks_spanned=Q_(nodes, "rack"), scale_out_penalty=penalty
+        ).to("")
+        t = one.m * slow.m
+        return [t / layer(chips, c) for c in (Q_(1, "token/sequence"), default, long)]
+
+    in_node, per_expert = ratios(1), ratios(2)
     return {
-        "rows": rows,
         "chip": hw.name,
         "node": quantity(node),
-        "penalty": x,
-        "one_short": said_number(node_ratios[0], 2),
-        "one_ctx": said_number(node_ratios[1], 2),
+        "penalty": said_number(penalty.to("").m),
+        "one_short": said_number(in_node[0], 2),
+        "one_ctx": said_number(in_node[1], 2),
         "two_short": said_number(per_expert[0], 2),
         "two_ctx": said_number(per_expert[1], 2),
         "two_long": said_number(per_expert[2], 2),
@@ -587,6 +546,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     lecture = Evaluator(presets)
     penalty = presets.parameter["scale_out_penalty"].value.to("").m
     serial = (1 - offrack) + offrack * penalty
+    # the off-rack share where the sum exceeds the maximum most: the two shares equal,
+    # 1 - f = f * pi, so f = 1 / (1 + pi), and there the sum is twice the maximum
+    equal = 1 / (1 + penalty)
     # 4. FP4 weights, FP8 KV on a GB200 rack beside the FP8 batch's KV.
     fp4 = Evaluator(presets, RACK, MODEL, "fp8", weight_precision="fp4")
     b_fp8 = Evaluator(presets, RACK, MODEL, "fp8").q("crossover_batch")
@@ -627,6 +589,9 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
         "break_even_ctx": said_number(1 / (offrack * ratio_one_ctx), 3),
         "offrack": said_number(offrack),
         "serial": said_number(serial),
+        "equal_share": said_number(equal, 2),
+        "equal_max": said_number(1 - equal, 2),
+        "equal_sum": said_number(2 * (1 - equal), 2),
         "fp4_kv": said(kv),
         "fp4_left": said(left),
         "fp4_batch": said(b_fp8),
@@ -696,7 +661,7 @@ def _hardware_table(presets: Presets) -> dict:
         ("scale-up domain", "chip"),
         ("domain HBM", "TB"),
         ("KV cache at the crossover, FP8", "TB"),
-        ("FP8 parameters beside it", "Tparameter"),
+        ("FP8 parameters beside it", "dimensionless"),
         ("scale-up / scale-out", "dimensionless"),
     )
     rows, no_fp8 = [], []
@@ -730,13 +695,27 @@ def _hardware_table(presets: Presets) -> dict:
             continue
         if cells[3] == "—":  # the KV cache alone fills the domain
             cells[3] = "none"
-        rows.append({"name": hw.name, "short": chip_name(hw), "cells": cells})
+        else:  # billions below a trillion, as a person says them: "52 B", not "0.052 T"
+            cells[3] = _parameters(beside())
+        rows.append({"name": chip_name(hw), "short": chip_name(hw), "cells": cells})
     return {
         "headers": [header(n, u) for n, u in columns],
         "rows": rows,
         "no_fp8": _either(no_fp8),
         "no_port": _either([r["short"] for r in rows if r["cells"][4] == "—"]),
     }
+
+
+def _parameters(count) -> str:
+    """A parameter count at two figures in trillions, or in billions below one trillion.
+
+    >>> _parameters(Q_(5.2e10, "parameter")), _parameters(Q_(1.18e13, "parameter"))
+    ('52 B', '12 T')
+    """
+    count = count.to("parameter").m
+    if count < 1e12:
+        return f"{number(count / 1e9, 2)} B"
+    return f"{number(count / 1e12, 2)} T"
 
 
 def _two_figures(in_unit: str, compute) -> str:
@@ -901,27 +880,34 @@ def _once_per_rack(
 
 def _link_efficiency(presets: Presets, ratio_one: float, penalty_hw) -> dict:
     """Links below their peak: DeepEP's measured dispatch bandwidth over NVLink (Blackwell,
-    against a B200's per-direction peak) and over InfiniBand when decoding (against a 400 Gb/s
-    card), and the scaling book's caution that a cross-node all-to-all may reach half. An
-    efficiency divides every all-to-all time, so the ratio to compute grows by its inverse; the
-    penalty moves only by the ratio of the two links' efficiencies."""
+    against a B200's per-direction peak) and, as a range, over InfiniBand when decoding (its
+    EP 32-256 rows, against a 400 Gb/s card), and the scaling book's caution that a cross-node
+    all-to-all may reach half. An efficiency divides every all-to-all time, so the ratio to
+    compute grows by its inverse; the penalty moves by the ratio of the two links'
+    efficiencies, a range here (the fastest network row gives the smallest penalty)."""
     par = presets.parameter
     b200 = presets.get("hardware", "b200")
     h800 = presets.get("hardware", "h800")
+    port = h800.scale_out_bandwidth_per_direction
     eta_up = par["deepep_nvlink_dispatch_bandwidth"].value / b200.scale_up_bandwidth_per_direction
-    eta_out = par["deepep_rdma_dispatch_bandwidth"].value / h800.scale_out_bandwidth_per_direction
-    eta_up, eta_out = eta_up.to("").m, eta_out.to("").m
+    eta_up = eta_up.to("").m
+    low, high = (par[f"deepep_rdma_dispatch_bandwidth_{end}"].value for end in ("low", "high"))
+    eta_low, eta_high = ((bw / port).to("").m for bw in (low, high))
     cautious = par["alltoall_efficiency_cautious"].value.to("").m
+    hw = penalty_hw.to("").m
     return {
         "nvlink_measured": said(par["deepep_nvlink_dispatch_bandwidth"].value),
         "nvlink_peak": said(b200.scale_up_bandwidth_per_direction),
-        "rdma_measured": said(par["deepep_rdma_dispatch_bandwidth"].value),
-        "rdma_peak": said(h800.scale_out_bandwidth_per_direction.to("GB/s")),
+        "rdma_low": said_number(low.to("GB/s").m),
+        "rdma_high": said(high.to("GB/s")),
+        "rdma_peak": said(port.to("GB/s")),
         "eta_up": said_number(100 * eta_up, 2),
-        "eta_out": said_number(100 * eta_out, 2),
+        "eta_out_low": said_number(100 * eta_low, 2),
+        "eta_out_high": said_number(100 * eta_high, 2),
         "cautious": said_number(100 * cautious, 2),
         "ratio_measured": said_number(ratio_one / eta_up, 2),
         "ratio_cautious": said_number(ratio_one / cautious, 2),
         "cautious_fails": bool(ratio_one / cautious > 1),
-        "penalty_measured": said_number(penalty_hw.to("").m * eta_up / eta_out, 2),
+        "penalty_low": said_number(hw * eta_up / eta_high, 2),
+        "penalty_high": said_number(hw * eta_up / eta_low, 2),
     }
