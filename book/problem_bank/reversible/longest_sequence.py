@@ -73,7 +73,9 @@ def draw(rng, presets) -> Draw:
     d = model.d_model
     state_words = "unsharded on each GPU" if shards == 1 else f"sharded evenly over {shards} GPUs"
     ratio = (longest_rev / longest_ckpt).to("")
-    logits = (Q_(model.vocab, "value") * per_value / Q_(1, "token")).to("kB/token")  # one token's, held
+    logits = (Q_(model.vocab, "value") * per_value / Q_(1, "token")).to(
+        "kB/token"
+    )  # one token's, held
     text = (
         f"You train {model.name} ({quantity(params)}, {layers} layers, residual width "
         f"{d:,}) on one long sequence per GPU on {chip.name} GPUs ({quantity(hbm)} of HBM), "
