@@ -45,7 +45,6 @@ NOT_YET_CLEAR = {
     "overtraining.smaller_model_pays_back",
     "long_context.million_token_conversation",
     "long_context.where_to_park_a_cache",
-    "validation.training_days",
 }
 
 
