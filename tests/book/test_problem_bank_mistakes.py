@@ -41,8 +41,6 @@ NOT_YET_CLEAR = {
     "batching.moe_crossover_batch",
     "moe.cheapest_token_floor",
     "moe.two_racks_alltoall",
-    "pipeline.training_memory_per_gpu",
-    "overtraining.smaller_model_pays_back",
     "long_context.million_token_conversation",
     "long_context.where_to_park_a_cache",
 }
