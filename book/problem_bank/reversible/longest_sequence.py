@@ -82,8 +82,9 @@ def draw(rng, presets) -> Draw:
         "with its mixed-precision Adam state (BF16 weights and gradients, FP32 master "
         f"weights and two FP32 moments: {quantity(per_param)}) {state_words}. Activations "
         "are BF16; attention's scores are recomputed, never stored; the logits and other "
-        "buffers are left out. Today the run checkpoints every √L layers, holding about "
-        f"2√L − 1 layer inputs at its peak, plus the internals of the one layer being "
+        "buffers are left out. Today the run checkpoints every $\\sqrt{L}$ of its $L$ "
+        "layers, holding about $2\\sqrt{L} - 1$ layer inputs at its peak, plus the internals "
+        "of the one layer being "
         f"differentiated, about {quantity(stored)} of residual stream per token for this gated "
         "layer. A reversible version would hold only the last layer's output and that one "
         "layer's internals. How many times longer a sequence would the reversible version fit "
@@ -98,7 +99,7 @@ def draw(rng, presets) -> Draw:
             else f"1/{shards} per GPU leaves {quantity(room)}."
         ),
         f"A layer's input is {int(d):,} values × {quantity(per_value)} = "
-        f"{quantity(per_layer)}. Checkpointing holds 2√{layers} − 1 ≈ {number(held, 3)} "
+        f"{quantity(per_layer)}. Checkpointing holds $2\\sqrt{{{layers}}} - 1$ ≈ {number(held, 3)} "
         f"inputs, {quantity(ckpt_token)}; the working layer adds {quantity(stored)} × "
         f"{int(d):,} values = {quantity(buffer_token)}: {quantity(with_ckpt)} in all, so "
         f"{quantity(room)} / {quantity(with_ckpt)} = {quantity(longest_ckpt, 4)} today.",
