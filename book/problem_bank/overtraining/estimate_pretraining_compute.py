@@ -68,7 +68,7 @@ def draw(rng, presets) -> Draw:
         f"{number((training * per_param).m)} N′² FLOPs.",
         f"Set that equal to the run's budget: N′ = √({quantity(compute, 3)} / "
         f"{number((training * per_param).m)}) ≈ **{quantity(bigger, 3)}**, trained on "
-        f"{quantity(bigger_tokens, 3)}.",
+        f"{quantity(bigger_tokens, 3)}. "
         f"The lab's model saw {number(times, 3)} times Chinchilla's count for its size, yet "
         f"the budget's optimal model is only {number((bigger / active).to('').m, 3)} times "
         "as large: the square root of the over-training. The FLOPs per token cancel (N′ = "

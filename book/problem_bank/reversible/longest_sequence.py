@@ -110,7 +110,7 @@ def draw(rng, presets) -> Draw:
         f"**{number(ratio.m, 3)}** times the length. Not {layers} times, nor √{layers}: the "
         "working layer, not the stored inputs, dominates both. (It also recomputes less: one "
         "extra forward pass against this scheme's two, one to rebuild a segment's layer inputs "
-        "and one for each layer's internals.)",
+        "and one for each layer's internals.) "
         f"A caveat: the BF16 logits alone, {int(model.vocab):,} vocabulary values × "
         f"{quantity(per_value)}, take {quantity(logits)}, "
         f"{number((logits / with_rev).to('').m, 2)} times what the reversible version holds "

@@ -150,7 +150,7 @@ def draw(rng, presets) -> Draw:
         f"FLOPs over what one chip delivers at {number(100 * mfu.m, 3)}% of its peak.",
         f"GPU-hours times rent, cheapest first: {costs}.",
         f"The {_name(best['chip'])} in {NAMES[best['precision']]} is cheapest, "
-        f"the next costs {number(100 * margin, 2)}% more: **{quantity(best['cost'], 4)}**.",
+        f"the next costs {number(100 * margin, 2)}% more: **{quantity(best['cost'], 4)}**. "
         "With one MFU for every option the choice reduces to rent over peak: the MFU, like the "
         "FLOPs, scales every bill alike and only the bill's size depends on it." + caveat,
     )

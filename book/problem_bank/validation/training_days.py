@@ -107,7 +107,7 @@ def draw(rng, presets) -> Draw:
         + (" (a token touches only the active experts)." if sparse else "."),
         f"The cluster delivers {number(chips.m)} × {quantity(flops)} × "
         f"{number(100 * mfu.m, 3)}% = {quantity(delivered, 3)}; {quantity(compute, 3)} over "
-        f"that is about **{quantity(days, 2)}**.",
+        f"that is about **{quantity(days, 2)}**. "
         "The estimate stands on the utilisation carrying over: the same chips, precision and "
         "kind of model"
         + (
