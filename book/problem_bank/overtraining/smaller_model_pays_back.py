@@ -18,6 +18,7 @@ FITS = ("hoffmann_2022", "epoch_2024")
 BIG_B = (70, 100, 200)  # active parameters of the larger model, billions
 TOKENS_PER_PARAM = (40, 100, 200)
 SHRINK = (0.5, 0.6, 0.75)
+TOLERANCE = 0.05  # the power 1/β amplifies the rounding of the printed loss figures
 
 
 def draw(rng, presets) -> Draw:
@@ -44,7 +45,9 @@ def draw(rng, presets) -> Draw:
         train_big = get("training_flops").evaluate(n_active=big, training_tokens=big_tokens)
         train_small = get("training_flops").evaluate(n_active=small, training_tokens=small_tokens)
         extra = (train_small - train_big).to("FLOP")
-        if extra > 0.3 * train_big:  # not a small difference of two large bills
+        # not a small difference of two large bills; and not so large that the smaller model's
+        # whole bill (planned + extra) lands within twice the tolerance of the extra alone
+        if 0.3 * train_big < extra < train_big / (2.5 * TOLERANCE):
             break
     check = get("chinchilla_loss").evaluate(
         fit=fit_id, n_active=small, training_tokens=small_tokens, presets=presets
@@ -106,7 +109,7 @@ def draw(rng, presets) -> Draw:
             "saving, the difference between the two models' costs per token.",
         ),
     )
-    tolerance = 0.05
+    tolerance = TOLERANCE
     kept = distinct_mistakes(mistakes, breakeven, tolerance)
     return Draw(
         text=text,

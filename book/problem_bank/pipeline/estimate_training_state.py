@@ -78,9 +78,10 @@ def draw(rng, presets) -> Draw:
         "You rent the fewest whole nodes whose HBM holds the whole training state, sharded "
         f"evenly, with the state filling at most {fill}% of every GPU (the rest is for "
         f"activations and buffers). Each step trains on {quantity(tokens)}, and the GPUs reach "
-        f"{number(100 * mfu.m)}% MFU at BF16. Ignoring attention's FLOPs, about how long does "
-        f"one step take on those nodes? Answer in seconds; within a factor of {number(FACTOR)} "
-        "either way will do."
+        f"{number(100 * mfu.m)}% MFU at BF16. Bring the chapter's figures (the bytes per "
+        "parameter of mixed-precision Adam's state, the training FLOPs per parameter per "
+        "token) and ignore attention's FLOPs: about how long does one step take on those "
+        f"nodes? Answer in seconds; within a factor of {number(FACTOR)} either way will do."
     )
     solution = (
         "Mixed-precision Adam keeps, per parameter, a BF16 weight and gradient "

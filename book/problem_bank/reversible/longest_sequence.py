@@ -1,5 +1,5 @@
-"""Long-context training: how much longer a sequence fits beside the state when the layers are
-reversible than when their inputs are checkpointed?"""
+"""Long-context training: how many times longer a sequence fits beside the state when the layers
+are reversible than when their inputs are checkpointed?"""
 
 from __future__ import annotations
 
@@ -66,28 +66,29 @@ def draw(rng, presets) -> Draw:
     # once, as in spacing_the_checkpoints): least at K = sqrt(L), 2 sqrt(L) - 1 layers' worth
     held = 2 * layers**0.5 - 1
     ckpt_token = (held * per_layer).to("kB/token")
-    twice_token = per_token(ckpt.value)  # the equation's 2 sqrt(L): the first input counted twice
     with_ckpt = ckpt_token + buffer_token
     with_rev = rev_token + buffer_token
     longest_ckpt = (room / with_ckpt).to("token")
     longest_rev = (room / with_rev).to("token")
-    gain = (longest_rev - longest_ckpt).to("token")
     d = model.d_model
     state_words = "unsharded on each GPU" if shards == 1 else f"sharded evenly over {shards} GPUs"
+    ratio = (longest_rev / longest_ckpt).to("")
+    logits = (Q_(model.vocab, "value") * per_value / Q_(1, "token")).to(
+        "kB/token"
+    )  # one token's, held
     text = (
         f"You train {model.name} ({quantity(params)}, {layers} layers, residual width "
         f"{d:,}) on one long sequence per GPU on {chip.name} GPUs ({quantity(hbm)} of HBM), "
         "with its mixed-precision Adam state (BF16 weights and gradients, FP32 master "
         f"weights and two FP32 moments: {quantity(per_param)}) {state_words}. Activations "
-        "are BF16 and attention's scores are recomputed, never stored. Today the layer inputs "
-        "are checkpointed at the best number of segments (treat it as any real number), and "
-        "on the way back each segment's layers' inputs are rebuilt and held (a segment's "
-        "first input is its checkpoint: count it once); besides, the one layer being "
-        f"differentiated holds its internals, about {quantity(stored)} of residual stream per "
-        "token for this gated layer. A reversible version of the model would keep only the "
-        "last layer's output "
-        "and that one layer's internals. How many more tokens long a sequence would the "
-        "reversible version fit in what the state leaves free?"
+        "are BF16; attention's scores are recomputed, never stored; the logits and other "
+        "buffers are left out. Today the run checkpoints every $\\sqrt{L}$ of its $L$ "
+        "layers, holding about $2\\sqrt{L} - 1$ layer inputs at its peak, plus the internals "
+        "of the one layer being "
+        f"differentiated, about {quantity(stored)} of residual stream per token for this gated "
+        "layer. A reversible version would hold only the last layer's output and that one "
+        "layer's internals. How many times longer a sequence would the reversible version fit "
+        "in the HBM the state leaves free? (Work out both lengths; answer their ratio.)"
     )
     solution = (
         f"State: {quantity(per_param)} × {quantity(params)} = "
@@ -98,62 +99,50 @@ def draw(rng, presets) -> Draw:
             else f"1/{shards} per GPU leaves {quantity(room)}."
         ),
         f"A layer's input is {int(d):,} values × {quantity(per_value)} = "
-        f"{quantity(per_layer)}. Checkpointing keeps K inputs plus one segment's other "
-        f"{layers}/K − 1, least at K = √{layers}: twice √{layers} less one ≈ "
-        f"{number(held, 3)} layers' worth, {quantity(ckpt_token)}. The working layer adds "
-        f"{quantity(stored)} × {int(d):,} values = {quantity(buffer_token)}: "
-        f"{quantity(with_ckpt)} in all, so {quantity(room)} / {quantity(with_ckpt)} = "
-        f"{quantity(longest_ckpt, 4)} today.",
+        f"{quantity(per_layer)}. Checkpointing holds $2\\sqrt{{{layers}}} - 1$ ≈ {number(held, 3)} "
+        f"inputs, {quantity(ckpt_token)}; the working layer adds {quantity(stored)} × "
+        f"{int(d):,} values = {quantity(buffer_token)}: {quantity(with_ckpt)} in all, so "
+        f"{quantity(room)} / {quantity(with_ckpt)} = {quantity(longest_ckpt, 4)} today.",
         f"Reversible: one layer's output, {quantity(rev_token)}, plus the same working layer: "
         f"{quantity(with_rev)}, whatever the depth; {quantity(room)} / {quantity(with_rev)} = "
         f"{quantity(longest_rev, 4)}.",
-        f"The reversible version fits **{quantity(gain, 4)}** more, "
-        f"{number((longest_rev / longest_ckpt).to('').m, 3)} times the length: not "
-        f"{layers} times, because the working layer, not the stored inputs, dominates both. "
-        "(It also recomputes less: one extra forward pass against this scheme's two, one to "
-        "rebuild a segment's layer inputs and one for each layer's internals. The recompute "
-        "depends on the scheme: a checkpointing scheme that holds a whole segment's internals "
-        "while recomputing it pays one extra pass, and more memory.)",
+        f"The free HBM cancels: {quantity(with_ckpt)} / {quantity(with_rev)} = "
+        f"**{number(ratio.m, 3)}** times the length. Not {layers} times, nor √{layers}: the "
+        "working layer, not the stored inputs, dominates both. (It also recomputes less: one "
+        "extra forward pass against this scheme's two, one to rebuild a segment's layer inputs "
+        "and one for each layer's internals.) "
+        f"A caveat: the BF16 logits alone, {int(model.vocab):,} vocabulary values × "
+        f"{quantity(per_value)}, take {quantity(logits)}, "
+        f"{number((logits / with_rev).to('').m, 2)} times what the reversible version holds "
+        "per token; held whole at these lengths they would shorten both, so a real run computes "
+        "the loss in chunks (and tiles the MLP), which is why they are left out here.",
     )
 
-    def gained(free, ckpt_per_token, rev_per_token):
-        return (free / rev_per_token - free / ckpt_per_token).to("token")
+    def times(ckpt_per_token, rev_per_token):
+        return (ckpt_per_token / rev_per_token).to("")
 
     mistakes = (
         Mistake(
-            gained(hbm, with_ckpt, with_rev),
-            "You forgot the GPU's share of the training state.",
-        ),
-        Mistake(
-            gained(room, ckpt_token, rev_token),
+            times(ckpt_token, rev_token),
             "You left out the working layer: both versions hold the internals of the layer "
             "being differentiated.",
         ),
         Mistake(
-            gained(room, per_layer * layers**0.5 + buffer_token, with_rev),
-            "Checkpointing keeps about twice √L layers' worth (the checkpoints and one "
+            times(per_layer * layers**0.5 + buffer_token, with_rev),
+            "Checkpointing holds about twice √L layer inputs (the checkpoints and one "
             "segment), not √L.",
         ),
         Mistake(
-            gained(room, twice_token + buffer_token, with_rev),
-            "You counted each segment's first input twice; it is the checkpoint, held once.",
-        ),
-        Mistake(
-            longest_rev,
-            "That is the reversible version's whole length; the question "
-            "asks how much longer than today's.",
-        ),
-        Mistake(
-            gained(room, per_token(evaluate("activation_memory", **case)) + buffer_token, with_rev),
+            times(per_token(evaluate("activation_memory", **case)) + buffer_token, with_rev),
             "You compared with storing every layer's input; today's run checkpoints.",
         ),
     )
     return Draw(
         text=text,
-        answer=gain,
+        answer=ratio,
         solution=solution,
         tolerance=0.02,
-        mistakes=distinct_mistakes([m for m in mistakes if m.value.m > 0], gain, 0.02),
+        mistakes=distinct_mistakes(mistakes, ratio, 0.02),
         hint="Free HBM over bytes per token, each way: checkpoints plus the working layer, "
-        "or one output plus the working layer.",
+        "or one output plus the working layer. What cancels in the ratio?",
     )

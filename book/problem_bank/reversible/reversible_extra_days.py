@@ -67,13 +67,15 @@ def draw(rng, presets) -> Draw:
         "pilot of the same run reports a model FLOPs utilisation (MFU) of "
         f"{number(100 * mfu)}% of the BF16 peak. Ignoring attention FLOPs, how many days does "
         "the rebuilding add to the run, against the same run without it (had its activations "
-        "fit) at the same share of peak on every FLOP the GPUs execute? Answer in days."
+        "fit) at the same share of peak on every FLOP the GPUs execute, the same hardware "
+        "FLOPs utilisation (HFU)? Answer in days."
     )
     solution = (
         f"MFU counts the model's own FLOPs: {trn} per active parameter per token, forward and "
         f"backward. The GPUs also run the rebuild, one more forward pass, {fwd}: {rvn} in all. "
         f"So on every FLOP they run they sustain {number(100 * mfu)}% × {rvn}/{trn} = "
-        f"{number(100 * share, 3)}% of peak.",
+        f"{number(100 * share, 3)}% of peak: the hardware FLOPs utilisation (HFU), which "
+        "counts the recompute that MFU leaves out.",
         f"The run: {trn} × {quantity(model.params_active)} × {quantity(tokens)} = "
         f"{quantity(plain)}, the model's own, over {int(gpus.m):,} × {quantity(peak)} × "
         f"{number(100 * mfu)}%: {quantity(run, 3)}.",

@@ -84,9 +84,10 @@ def draw(rng, presets) -> Draw:
     per_value = rev_detail.inputs["activation_bytes_per_value"].value.to("byte/value")  # BF16
     d = model.d_model
     text = (
-        f"You train a reversible version of {model.name} (residual width {int(d):,}, "
-        f"{model.layers} layers) with BF16 activations on {chip.name} GPUs "
-        f"({quantity(chip.hbm_capacity)} of HBM each). The mixed-precision Adam state is "
+        f"You train a reversible version of {model.name} ({quantity(model.params_total)}, "
+        f"residual width {int(d):,}, {model.layers} layers) with BF16 activations on "
+        f"{chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM each). The mixed-precision "
+        "Adam state (BF16 weights and gradients, FP32 master weights and two moments) is "
         f"sharded evenly over {shards} GPUs. The backward pass rebuilds each layer's input "
         "from its output, and while it works on a layer it holds that layer's internals, "
         f"about {number(factor.m)} bytes for every residual value of every token for this gated "

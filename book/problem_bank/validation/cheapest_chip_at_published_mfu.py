@@ -124,6 +124,16 @@ def draw(rng, presets) -> Draw:
         "money, and what is its GPU bill in USD?"
     )
     sparse = model.get("experts_routed") is not None
+    old_sparse = old.get("experts_routed") is not None
+    caveat = (
+        f" Carrying a fine-grained MoE's MFU (its expert all-to-all holds it down) to a dense "
+        f"{model.name} is pessimistic: the bill is likely smaller."
+        if old_sparse and not sparse
+        else f" Carrying a dense model's MFU to the MoE {model.name} is optimistic: its expert "
+        "all-to-all will likely hold the MFU lower and the bill higher."
+        if sparse and not old_sparse
+        else ""
+    )
     costs = "; ".join(
         f"{_name(o['chip'])} {NAMES[o['precision']]}: {quantity(o['hours'], 3)} × "
         f"{quantity(rent(o['hardware']))} = {quantity(o['cost'], 3)}"
@@ -140,14 +150,17 @@ def draw(rng, presets) -> Draw:
         f"FLOPs over what one chip delivers at {number(100 * mfu.m, 3)}% of its peak.",
         f"GPU-hours times rent, cheapest first: {costs}.",
         f"The {_name(best['chip'])} in {NAMES[best['precision']]} is cheapest, "
-        f"the next costs {number(100 * margin, 2)}% more: **{quantity(best['cost'], 4)}**.",
+        f"the next costs {number(100 * margin, 2)}% more: **{quantity(best['cost'], 4)}**. "
+        "With one MFU for every option the choice reduces to rent over peak: the MFU, like the "
+        "FLOPs, scales every bill alike and only the bill's size depends on it." + caveat,
     )
     candidates = [
         (best["cost"] * mfu.m, "You assumed the chips run at peak; carry the published MFU over."),
     ]
     other = "fp8" if best["precision"] == "bf16" else "bf16"
     other_flops = best["chip"].get(f"dense_flops_{other}")
-    if other_flops is not None:
+    listed_other = any(o["hardware"] == best["hardware"] for o in options[1:])
+    if other_flops is not None and listed_other:  # the other peak is on the page
         candidates.append(
             (
                 best["cost"] * best["flops"] / other_flops,

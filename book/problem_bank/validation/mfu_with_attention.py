@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, shown
 from derivations import get
 from units import Q_
 
@@ -33,8 +33,8 @@ def draw(rng, presets) -> Draw:
     chip = presets.get("hardware", run.hardware)
     model = presets.get("model", run.model)
     precision = run.get("activations", run.weights)
-    flops = chip.get(f"dense_flops_{precision}")
-    measured = (run.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
+    flops = shown(chip.get(f"dense_flops_{precision}"))  # as the statement prints them
+    measured = shown((run.throughput_per_chip / Q_(1, "chip")).to("token/s/chip"))
     case = dict(hardware=run.hardware, model=run.model, flops=flops, presets=presets)
 
     plain = get("training_rate_bound").evaluate(**case).to("token/s/chip")
@@ -112,6 +112,8 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=mfu,
         solution=solution,
-        tolerance=0.02,
+        # the figures as printed; attention is 7% or more of a token's FLOPs on every run, so
+        # the lecture's count and the non-causal one sit over twice this away
+        tolerance=0.015,
         mistakes=mistakes,
     )
