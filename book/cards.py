@@ -565,9 +565,9 @@ NUMBERS = (
         "second can it decode?",
         # the route, a template on the case's presets: bytes read per token over the bandwidth
         "At a batch of one the speed is the HBM bandwidth over the bytes read per token: every "
-        "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8') }}) plus the "
-        "sequence's KV cache ({{ n(val('kv_cache_per_sequence', model='llama_3_1_70b', "
-        "precision='fp8', context_length='32768 token/sequence').to('GB/sequence').m, 3) }} GB), "
+        "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8', figures=2) }}) "
+        "plus the sequence's KV cache ({{ n(val('kv_cache_per_sequence', model='llama_3_1_70b', "
+        "precision='fp8', context_length='32768 token/sequence').to('GB/sequence').m, 2) }} GB), "
         "at {{ n(field('hardware', 'h100_sxm', 'hbm_bandwidth').to('TB/s'), 3) }} TB/s. "
         "The compute, attention's FLOPs included, is a sliver beside it.",
     ),

@@ -204,9 +204,10 @@ def test_a_worked_number_card_by_hand(deck):
     # Llama 3.1 70B at FP8 on one H100 (facts.md: 70.6 B parameters, 3.35 TB/s, 80 layers x
     # 8 KV heads x 128 x 2 = 163,840 KV values per token): weights 70.6 GB / 3.35 TB/s =
     # 21.07 ms, KV 32,768 x 163,840 B / 3.35 TB/s = 1.60 ms; one token per 22.67 ms = 44.1/s,
-    # said to two figures; the back gives both reads (reader 12: the 5.4 GB of KV was missing)
+    # said to two figures; the back gives both reads (reader 12: the 5.4 GB of KV was missing),
+    # also to two figures (reader 15: "70.6 GB" and "5.37 GB" read like tool output)
     assert card.back.startswith("About 44 tokens per second")
-    assert "70.6 GB" in card.back and "5.37 GB" in card.back and "3.35 TB/s" in card.back
+    assert "(71 GB)" in card.back and "(5.4 GB)" in card.back and "3.35 TB/s" in card.back
 
 
 # -- the gates of issue 21: what a card may not carry -----------------------------------------
