@@ -49,6 +49,7 @@ from book.cases import (  # noqa: F401 (public names)
     reference_case,
 )
 from book.format import context_tokens, number, quantity, sentence
+from book.format import spoken as format_spoken
 from derivations.core import Constant, Equation
 from units import ChalkboardError, reads
 from units.presets import Presets, load
@@ -265,8 +266,8 @@ def big(x, figures: int = 2) -> str:
 def _placeholders(chapter: str, presets: Presets) -> dict:
     """What a card's template may use: q(), tex(), param() (said) and pv() (a parameter's value,
     to pass to q), val() (a computed quantity, for ratios), n() (a number at 2 figures), word()
-    (a small count in words), field() (a preset's sourced figure), preset() (its short name)
-    and ctx."""
+    (a small count in words), say() (a quantity as a sentence says it: "0.82¢ per
+    million tokens"), field() (a preset's sourced figure), preset() (its short name) and ctx."""
     from book.compute import chapter_context
 
     def q(eq_id: str, to: str | None = None, bare: bool = False, figures: int = 3, **kw) -> str:
@@ -286,6 +287,7 @@ def _placeholders(chapter: str, presets: Presets) -> dict:
         "n": lambda x, figures=2: number(getattr(x, "magnitude", x), figures),
         "word": word,
         "big": big,
+        "say": lambda x, figures=2: format_spoken(x, most=figures),
         "field": lambda kind, pid, name: presets.get(kind, pid).fields[name],
         "tex": lambda eq_id, **kw: written_latex(eq_id, **kw),
         "param": lambda name: quantity(presets.parameter[name].value),
@@ -563,9 +565,9 @@ NUMBERS = (
         "second can it decode?",
         # the route, a template on the case's presets: bytes read per token over the bandwidth
         "At a batch of one the speed is the HBM bandwidth over the bytes read per token: every "
-        "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8') }}) plus the "
-        "sequence's KV cache ({{ n(val('kv_cache_per_sequence', model='llama_3_1_70b', "
-        "precision='fp8', context_length='32768 token/sequence').to('GB/sequence').m, 3) }} GB), "
+        "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8', figures=2) }}) "
+        "plus the sequence's KV cache ({{ n(val('kv_cache_per_sequence', model='llama_3_1_70b', "
+        "precision='fp8', context_length='32768 token/sequence').to('GB/sequence').m, 2) }} GB), "
         "at {{ n(field('hardware', 'h100_sxm', 'hbm_bandwidth').to('TB/s'), 3) }} TB/s. "
         "The compute, attention's FLOPs included, is a sliver beside it.",
     ),
@@ -608,19 +610,6 @@ def _number_cards(presets: Presets) -> list[Card]:
 # "What if X changes?": one input scaled (a factor) or one preset swapped (a preset id); the
 # answer is the output evaluated at both points, with the authored reason.
 WHATIFS = (
-    dict(
-        id="fp8-crossover",
-        equation="crossover_batch",
-        case=dict(hardware="h100_sxm", model="llama_3_1_70b", precision="bf16"),
-        vary="precision",
-        to="fp8",
-        fact="crossover-precision",
-        front="{model} on an {chip} moves from {precision} to FP8, weights and arithmetic "
-        "alike. What happens to the crossover batch $B^*$, where compute catches up with the "
-        "weight fetch (ignoring attention and the KV cache)?",
-        why="FP8 doubles the FLOP/s but halves the bytes of every weight, so the chip's "
-        "multiply-adds per weight read, which set the crossover, stay put.",
-    ),
     dict(
         id="batch-below-crossover",
         equation="cost_per_token",
@@ -716,40 +705,6 @@ def _change_words(
     return f"It falls to {number(ratio, 2)} of what it was{span}."
 
 
-def _attention_factor(case: dict, presets: Presets) -> float:
-    """How many times attention multiplies a decoded token's FLOPs at the case's context:
-    1 + L_ctx / L_attn, where L_attn is the context at which attention's FLOPs equal the
-    weights' (the deck's convention: a card says whether it counts attention).
-
-    >>> from units.presets import load
-    >>> round(_attention_factor(dict(model="deepseek_v3", context_length="8192 token/sequence"),
-    ...     load()), 2)
-    2.88
-    """
-    from derivations.inputs import parse_override
-
-    context = parse_override("context_length", case["context_length"])
-    even = derivations.get("decode_attention_context").evaluate(
-        presets=presets, model=case["model"]
-    )
-    return 1 + (context / even).to("").magnitude
-
-
-def _compute_over_memory(case: dict, presets: Presets) -> float:
-    """How many times as long a step's compute takes as its memory reads, for a whatif's case:
-    a card that calls a step compute-bound says by how much.
-
-    >>> from units.presets import load
-    >>> case = dict(hardware="h100_sxm", model="deepseek_v3", precision="fp8",
-    ...     batch_size="16384 sequence", context_length="4096 token/sequence")
-    >>> _compute_over_memory(case, load()) > 1.2  # compute leads by over a fifth
-    True
-    """
-    compute = derivations.get("compute_time").evaluate(presets=presets, **case)
-    memory = derivations.get("memory_time").evaluate(presets=presets, **case)
-    return (compute / memory).to("").magnitude
-
-
 def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
     cards = []
     for spec in WHATIFS:
@@ -771,11 +726,6 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
                 spec.get("figure", True),
             )
         names = _names(spec["case"], presets)
-        if "{attention}" in spec["front"]:  # attention's factor on the front, the margin behind
-            names |= dict(
-                attention=number(_attention_factor(spec["case"], presets), 2),
-                margin=number(_compute_over_memory(spec["case"], presets), 2),
-            )
         why = spec["why"].format(**names)
         cards.append(
             Card(
@@ -787,92 +737,6 @@ def _whatif_cards(presets: Presets, chapters: set[str]) -> list[Card]:
                 f"equation {eq.id}",
                 fact=spec["fact"],
                 case=tuple((k, str(v)) for k, v in spec["case"].items()),
-            )
-        )
-    return cards
-
-
-# "Which regime?": a model, chips, precision, batch and context far from the boundary (the
-# slower resource at least 1.5 times the other), and the fact it illustrates.
-REGIMES = (("deepseek_v3", "h100_sxm", "fp8", 256, 8192, "regime-weights"),)
-
-
-def _regime_cards(presets: Presets) -> list[Card]:
-    from units import Q_
-
-    cards = []
-    for model, hardware, precision, batch, context, fact in REGIMES:
-        kw = dict(
-            hardware=hardware,
-            model=model,
-            precision=precision,
-            batch_size=Q_(batch, "sequence"),
-            context_length=Q_(context, "token/sequence"),
-        )
-        r = derivations.get("step_time").evaluate_detailed(presets=presets, **kw)
-        t_c, t_m = r.inputs["compute_time"].value, r.inputs["memory_time"].value
-        weights, kv = r.inputs["weight_fetch_time"].value, r.inputs["kv_fetch_time"].value
-        names = _names(kw, presets)
-        bound = "memory-bound" if t_m > t_c else "compute-bound"
-        # one comparison: what sets the step against the next largest (the chip count divides
-        # compute and reads alike, so the front leaves it out)
-        (top, slow), (runner, fast) = sorted(
-            {"the weight fetch": weights, "the KV fetch": kv, "the compute": t_c}.items(),
-            key=lambda p: p[1].magnitude,
-            reverse=True,
-        )[:2]
-        front = (
-            f"{names['model']} on {names['chips']} at {names['precision']}, a batch of "
-            f"{number(batch)} sequences with {number(context)} tokens of context each, attention's "
-            "FLOPs counted. The chips share the compute and the reads evenly, so their number does "
-            "not matter. Which part of the step sets its time?"
-        )
-        if top == "the KV fetch":
-            per_sequence = derivations.get("kv_cache_per_sequence").evaluate(
-                presets=presets,
-                model=model,
-                precision=precision,
-                context_length=kw["context_length"],
-            )
-            held_w = derivations.get("weight_memory").evaluate(
-                presets=presets, model=model, precision=precision
-            )
-            held_kv = (per_sequence * kw["batch_size"]).to("TB")
-            lead = (
-                f"The KV fetch: a step reads the batch's {spoken(held_kv, 3)} of KV cache "
-                f"against {spoken(held_w, 3)} of weights."
-            )
-            why = (
-                "Each sequence reads a long cache of its own, and at this context those reads "
-                f"outweigh the compute, attention's FLOPs included: the step is {bound}."
-            )
-        else:
-            ratio = (slow / fast).to("").magnitude
-            attention = _attention_factor(kw, presets)
-            lead = f"{sentence(top)}: it takes about {number(ratio, 2)} times as long as {runner}."
-            # the crossover batch leaves attention out: the card says what counting it changes
-            why = (
-                f"A batch of {number(batch)} is far below the crossover batch, so the weights, "
-                f"read once per step, outweigh the compute and the KV cache: the step is {bound}."
-            )
-            if runner == "the compute":
-                why += (
-                    " At this context attention multiplies each token's FLOPs "
-                    f"{number(attention, 2)} times; leave it out and {top} takes "
-                    f"{number(ratio * attention, 2)} times the compute."
-                )
-        back = f"{lead}\n\n{why}"
-        cid = f"regime:{model}:{hardware}:{precision}:{batch}:{context}"
-        cards.append(
-            Card(
-                cid,
-                "batching",
-                "regime",
-                front,
-                back,
-                "equation step_time",
-                fact=fact,
-                case=tuple((k, str(v)) for k, v in kw.items()),
             )
         )
     return cards
@@ -1087,7 +951,7 @@ def _flashcards(presets: Presets) -> list[Card]:
     cards += _formula_cards(presets, chapters) + _cloze_cards(presets, chapters)
     cards += _whatif_cards(presets, chapters)
     if "batching" in chapters:
-        cards += _number_cards(presets) + _regime_cards(presets) + _comparison_cards(presets)
+        cards += _number_cards(presets) + _comparison_cards(presets)
     cards += _claim_cards(presets, chapters)
     cards = [_sxm_named(c) for c in cards]
     order = {c.id: i for i, c in enumerate(derivations.CHAPTERS)}
