@@ -372,7 +372,33 @@ def _exercises(presets: Presets, ev: Evaluator, kv, step) -> dict:
                 round((step / presets.parameter["hop_latency_measured_fast"].value).to("").m)
             ),
             "b200": big,
+            "double_table": _doubling_table(presets, period, step),
         }
+    }
+
+
+def _doubling_table(presets: Presets, period, step) -> dict:
+    """Exercise 4's table: the stages whose hops alone add one more step (P = tau / t_hop), for
+    each hop figure (the lecture's guess, DeepEP's slowest and fastest all-to-all exchanges, which
+    bound a hop from above, and the chapter's allowance) at the lecture's step and at the hop
+    example's own shorter one."""
+    hops = (
+        ("the lecture's guess", "hop_latency"),
+        ("slowest exchange", "hop_latency_measured_slow"),
+        ("allowance", "hop_latency_network"),
+        ("fastest exchange", "hop_latency_measured_fast"),
+    )
+    steps = (("the lecture's step", period), ("the setup's step", step))
+    values = [presets.parameter[name].value for _, name in hops]
+    return {
+        "headers": [f"{label}, {said(v).said}" for (label, _), v in zip(hops, values, strict=True)],
+        "rows": [
+            {
+                "step": f"{label}, {said(tau, 2).said}",
+                "cells": [said_number((tau / v).to("").m, 2) for v in values],
+            }
+            for label, tau in steps
+        ],
     }
 
 
@@ -547,6 +573,7 @@ def _hop_transfer(presets: Presets, ev: Evaluator) -> dict:
     transfer = (size / (chips.to("chip").m * per_chip)).to("microsecond")
     return {
         "hop_bytes": said(size),
+        "hop_per_chip": said((size / chips.to("chip").m).to("MB")),
         "hop_port": said(per_chip),
         "hop_transfer": said(transfer),
         "hop_allowance": said(presets.parameter["hop_latency_network"].value),

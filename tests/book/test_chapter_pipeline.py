@@ -246,3 +246,19 @@ def test_the_setup_step_is_the_crossover_micro_batch_s_read_by_hand(ctx):
     assert ctx["setup_share_slow"] == f"{4 * 369e-6 / step * 100:.0f}%"  # 33%
     assert ctx["ex"]["double_slow_setup"] == str(round(step / 369e-6))  # 12 stages
     assert ctx["ex"]["double_network_setup"] == str(round(step / 100e-6))  # 45 stages
+
+
+def test_exercise_4_table_has_all_eight_cases_by_hand(ctx):
+    # Stages whose hops alone equal the step, P = tau / t_hop (reader-moepipe15, P1): the
+    # lecture's 2.5 ms, DeepEP's 369 and 77 us exchanges and the 100 us allowance, at the
+    # lecture's 20 ms step and at the 4.5 ms setup step computed by hand as above
+    batch = 5000 / 8 / 2 * 671 / 37
+    step = (671e9 + batch * 8192 * 576 * 61) / (64 * 8e12)
+    table = ctx["ex"]["double_table"]
+    hops = (2.5e-3, 369e-6, 100e-6, 77e-6)
+    assert [h.split(", ")[1] for h in table["headers"]] == ["2.5 ms", "369 µs", "100 µs", "77 µs"]
+    cells = [[float(c) for c in r["cells"]] for r in table["rows"]]
+    for row, tau in zip(cells, (20e-3, step), strict=True):
+        assert row == [pytest.approx(tau / h, rel=0.05) for h in hops]
+    assert cells[1][0] < 2  # the lecture's guess: two stages more than double the short step
+    assert cells[0] == [8, 54, 200, 260]
