@@ -199,7 +199,6 @@ def _traffic(presets: Presets, ev: Evaluator) -> dict:
         "d_ff_expert": said_number(model.get("d_ff_expert")),
         "scaleup_domain": quantity(presets.get("hardware", RACK).scale_up_domain),
         "tp_chips": quantity(presets.get("hardware", "h100_sxm").scale_up_domain),
-        "tp_ways_n": said_number(presets.get("hardware", "h100_sxm").scale_up_domain.m),
         # one expert's hidden width cut over an 8-GPU node's chips (tensor parallelism)
         "tp_slice": said_number(
             model.get("d_ff_expert") / presets.get("hardware", "h100_sxm").scale_up_domain.m
@@ -316,6 +315,9 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
         "bubble_default": percent(fraction),
         "bubble_rule": percent((p.m - 1) / m),
         "bubble_rule_high": percent((p.m - 1) / m / fraction.to("").m - 1, 2),
+        # the same overstatement in percentage points, and as a share of the exact bubble in words
+        "bubble_rule_points": said_number(100 * ((p.m - 1) / m - fraction.to("").m), 1),
+        "bubble_rule_high_share": _fraction_word((p.m - 1) / m / fraction.to("").m - 1),
         "bubble_rule_many_m": said_number(MICROBATCHES[-1]),
         "bubble_rule_many": percent((p.m - 1) / MICROBATCHES[-1]),
         "bubble_many_exact": percent(
@@ -326,6 +328,17 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
         "bubble_microbatches": said_number(m),
         "bubble_p_minus_one": said_number(p.m - 1),
     }
+
+
+def _fraction_word(x: float) -> str:
+    """The nearest simple fraction 1/n (n from 2 to 10) as a word, for a share said roughly.
+
+    >>> _fraction_word(0.1875), _fraction_word(0.26), _fraction_word(0.5)
+    ('fifth', 'quarter', 'half')
+    """
+    words = {2: "half", 3: "third", 4: "quarter", 5: "fifth", 6: "sixth"}
+    words |= {7: "seventh", 8: "eighth", 9: "ninth", 10: "tenth"}
+    return words[min(words, key=lambda n: abs(1 / n - x))]
 
 
 def _exercises(presets: Presets, ev: Evaluator, kv, step) -> dict:

@@ -262,3 +262,10 @@ def test_exercise_4_table_has_all_eight_cases_by_hand(ctx):
         assert row == [pytest.approx(tau / h, rel=0.05) for h in hops]
     assert cells[1][0] < 2  # the lecture's guess: two stages more than double the short step
     assert cells[0] == [8, 54, 200, 260]
+
+
+def test_the_bubble_rule_s_overstatement_in_points_and_share_by_hand(ctx):
+    # P = 4, m = 16: (P - 1)/m = 3/16 = 18.75% against the exact 3/19 = 15.79%, 2.96 points
+    # over, 18.75/15.79 - 1 = 0.1875 of it: about a fifth (reader-moepipe15, P7)
+    assert ctx["bubble_rule_points"] == f"{100 * (3 / 16 - 3 / 19):.0f}" == "3"
+    assert ctx["bubble_rule_high_share"] == "fifth"
