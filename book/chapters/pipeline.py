@@ -91,6 +91,7 @@ def context(presets: Presets) -> dict:
         **_too_big(presets),
         **_exercises(presets, ev, kv, setup_step(presets)),
         **_training_memory(presets),
+        **_schedule_memory(presets),
         **_hop_transfer(presets, ev),
         **_memory_wall(presets),
         **_training_batch(presets),
@@ -568,6 +569,38 @@ def _training_memory(presets: Presets) -> dict:
             ),
             "weights_bf16": said((ev.q("weight_memory")).to("GB")),
             "state_over_weights": said((state / ev.q("weight_memory")).to("")),
+        }
+    }
+
+
+def _schedule_memory(presets: Presets) -> dict:
+    """The schedule exercise: the training-memory example's model as a pipeline of the default
+    stages and micro-batches, one sequence per micro-batch. Each stage holds its 1/P of the
+    layers, so one micro-batch's activations on a stage are 1/P of one sequence's; the first stage
+    holds m of them at its peak under GPipe and P under 1F1B (the schedule, placed pass by pass),
+    stored in full or with each layer re-run."""
+    p = round(presets.parameter["pipeline_stages"].value.m)
+    m = round(presets.parameter["microbatches"].value.to("").m)
+    ev = Evaluator(presets, TRAIN_CHIP, TRAIN_MODEL)
+    one = {"batch_size": Q_(1, "sequence")}
+    factor = ev.q("gated_activation_bytes_factor").to("byte/value")
+    per_sequence = {
+        "stored": ev.q("full_activation_memory", **one, activation_bytes_factor=factor),
+        "recompute": ev.q("activation_memory", **one),
+    }
+    back = backward_cost()
+    held = {kind: peak_in_flight(schedule(kind, p, m, back)) for kind in SCHEDULES}
+    return {
+        "sched": {
+            "stages": said_number(p),
+            "microbatches": said_number(m),
+            "held": {kind: said_number(n) for kind, n in held.items()},
+            "memory": {
+                f"{kind}_{how}": said((n * q / p).to("GB"))
+                for kind, n in held.items()
+                for how, q in per_sequence.items()
+            },
+            "gpipe_over_1f1b": said_number(held["gpipe"] / held["1f1b"]),
         }
     }
 

@@ -269,3 +269,21 @@ def test_the_bubble_rule_s_overstatement_in_points_and_share_by_hand(ctx):
     # over, 18.75/15.79 - 1 = 0.1875 of it: about a fifth (reader-moepipe15, P7)
     assert ctx["bubble_rule_points"] == f"{100 * (3 / 16 - 3 / 19):.0f}" == "3"
     assert ctx["bubble_rule_high_share"] == "fifth"
+
+
+def test_the_schedule_exercise_by_hand(ctx):
+    # Llama 3.1 70B, one sequence of 8,192 tokens: 40.5 bytes per value (its own layer) x 8,192
+    # tokens x 8,192 values x 80 layers = 217.4 GB stored, 2 x 8,192 x 8,192 x 80 = 10.74 GB with
+    # each layer re-run. P = 4 stages, m = 16: the first stage holds m = 16 micro-batches under
+    # GPipe and P = 4 under 1F1B, each a quarter of a sequence's activations (reader P8)
+    stored, rerun = 40.5 * 8192 * 8192 * 80, 2 * 8192 * 8192 * 80
+    s = ctx["sched"]
+    assert (s["held"]["gpipe"], s["held"]["1f1b"]) == ("16", "4")
+    expected = {
+        "gpipe_stored": 16 / 4 * stored,
+        "gpipe_recompute": 16 / 4 * rerun,
+        "1f1b_stored": stored,  # P micro-batches of 1/P each: one whole sequence
+        "1f1b_recompute": rerun,
+    }
+    for key, value in expected.items():
+        assert float(s["memory"][key].split()[0]) * 1e9 == pytest.approx(value, rel=1e-3), key
