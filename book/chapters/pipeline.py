@@ -397,18 +397,18 @@ def _doubling_table(presets: Presets, period, step) -> dict:
     bound a hop from above, and the chapter's allowance) at the lecture's step and at the hop
     example's own shorter one."""
     hops = (
-        ("the lecture's guess", "hop_latency"),
-        ("slowest exchange", "hop_latency_measured_slow"),
+        ("lecture", "hop_latency"),
+        ("slowest", "hop_latency_measured_slow"),
         ("allowance", "hop_latency_network"),
-        ("fastest exchange", "hop_latency_measured_fast"),
+        ("fastest", "hop_latency_measured_fast"),
     )
-    steps = (("the lecture's step", period), ("the setup's step", step))
+    steps = (("lecture", period), ("setup", step))
     values = [presets.parameter[name].value for _, name in hops]
     return {
-        "headers": [f"{label}, {said(v).said}" for (label, _), v in zip(hops, values, strict=True)],
+        "headers": [f"{label} {said(v).said}" for (label, _), v in zip(hops, values, strict=True)],
         "rows": [
             {
-                "step": f"{label}, {said(tau, 2).said}",
+                "step": f"{label} {said(tau, 2).said}",
                 "cells": [said_number((tau / v).to("").m, 2) for v in values],
             }
             for label, tau in steps
