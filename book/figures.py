@@ -778,14 +778,17 @@ def _idle_slots(ax, stage: int, width: float) -> None:
     ax.add_patch(box)
 
 
-def _pass_box(ax, x, colour, label: int, fontsize: float, alpha: float = 1.0) -> None:
-    """One pass of a pipeline schedule (``x``: its stage, start and end) as a box, numbered."""
+def _pass_box(ax, x, colour, label: int | None, fontsize: float, alpha: float = 1.0) -> None:
+    """One pass of a pipeline schedule (``x``: its stage, start and end) as a box, numbered
+    unless ``label`` is None."""
     from matplotlib.patches import Rectangle
 
     width = x.end - x.start
     box = Rectangle((x.start, x.stage - 0.4), width, 0.8, facecolor=colour, edgecolor="white")
     box.set(linewidth=0.6, alpha=alpha)
     ax.add_patch(box)
+    if label is None:
+        return
     middle = (x.start + x.end) / 2
     ax.text(
         middle,
@@ -825,8 +828,10 @@ def pipeline_schedule(presets: Presets) -> Figure:
             for s in range(p):
                 _idle_slots(a, s, span)
             for x in passes:
-                # every box numbered; a forward box is narrow, so its number is smaller
-                _pass_box(a, x, colour[x.backward], x.microbatch + 1, 8 if x.backward else 6)
+                # a forward box is a third of a slot, too narrow for a legible number: only the
+                # backward boxes are numbered (each follows its micro-batch's forward on the stage)
+                label = x.microbatch + 1 if x.backward else None
+                _pass_box(a, x, colour[x.backward], label, 9)
             a.set_xlim(0, span)
             slot = 1 + back
             a.set_xticks(
@@ -870,7 +875,8 @@ def pipeline_schedule(presets: Presets) -> Figure:
         f"activations under GPipe, {held['1f1b']} under 1F1B."
     )
     caption = (
-        f"One training step on {p} stages with {m} micro-batches (numbered), each pass started as "
+        f"One training step on {p} stages with {m} micro-batches (numbered on their backward "
+        f"passes), each pass started as "
         f"soon as its input is ready. The hatched fill and drain are the bubble: {p - 1} slots "
         f"of {m + p - 1} forward-and-backward slots on every stage, "
         f"(P − 1)/(m + P − 1) = {bubble}. 1F1B does not shrink it; it starts each backward early, "

@@ -236,11 +236,13 @@ register(
                 "differentiate by the segment count",
             ),
             stationary(M_R - M_A / K**2, "at the minimum the slope is zero"),
-            solve(
+            solve(K, sp.sqrt(M_A / M_R), "K is the square root of M_act over one layer's input"),
+            substitute(
+                {M_A: layers * M_R},
                 K,
-                sp.sqrt(M_A / M_R),
-                "K is the square root of M_act over one layer's input: of the layer count when "
-                "M_act counts layer inputs only",
+                sp.sqrt(layers),
+                "when M_act counts layer inputs only, it is n_layers of them: K is the square "
+                "root of the layer count",
             ),
             given(checkpoint_activation_memory.sym, M_CKPT, "the memory again"),
             substitute(

@@ -91,6 +91,7 @@ def context(presets: Presets) -> dict:
         **_too_big(presets),
         **_exercises(presets, ev, kv, setup_step(presets)),
         **_training_memory(presets),
+        **_schedule_memory(presets),
         **_hop_transfer(presets, ev),
         **_memory_wall(presets),
         **_training_batch(presets),
@@ -199,7 +200,6 @@ def _traffic(presets: Presets, ev: Evaluator) -> dict:
         "d_ff_expert": said_number(model.get("d_ff_expert")),
         "scaleup_domain": quantity(presets.get("hardware", RACK).scale_up_domain),
         "tp_chips": quantity(presets.get("hardware", "h100_sxm").scale_up_domain),
-        "tp_ways_n": said_number(presets.get("hardware", "h100_sxm").scale_up_domain.m),
         # one expert's hidden width cut over an 8-GPU node's chips (tensor parallelism)
         "tp_slice": said_number(
             model.get("d_ff_expert") / presets.get("hardware", "h100_sxm").scale_up_domain.m
@@ -316,6 +316,9 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
         "bubble_default": percent(fraction),
         "bubble_rule": percent((p.m - 1) / m),
         "bubble_rule_high": percent((p.m - 1) / m / fraction.to("").m - 1, 2),
+        # the same overstatement in percentage points, and as a share of the exact bubble in words
+        "bubble_rule_points": said_number(100 * ((p.m - 1) / m - fraction.to("").m), 1),
+        "bubble_rule_high_share": _fraction_word((p.m - 1) / m / fraction.to("").m - 1),
         "bubble_rule_many_m": said_number(MICROBATCHES[-1]),
         "bubble_rule_many": percent((p.m - 1) / MICROBATCHES[-1]),
         "bubble_many_exact": percent(
@@ -326,6 +329,17 @@ def _bubble_examples(presets: Presets, lecture: Evaluator) -> dict:
         "bubble_microbatches": said_number(m),
         "bubble_p_minus_one": said_number(p.m - 1),
     }
+
+
+def _fraction_word(x: float) -> str:
+    """The nearest simple fraction 1/n (n from 2 to 10) as a word, for a share said roughly.
+
+    >>> _fraction_word(0.1875), _fraction_word(0.26), _fraction_word(0.5)
+    ('fifth', 'quarter', 'half')
+    """
+    words = {2: "half", 3: "third", 4: "quarter", 5: "fifth", 6: "sixth"}
+    words |= {7: "seventh", 8: "eighth", 9: "ninth", 10: "tenth"}
+    return words[min(words, key=lambda n: abs(1 / n - x))]
 
 
 def _exercises(presets: Presets, ev: Evaluator, kv, step) -> dict:
@@ -372,7 +386,33 @@ def _exercises(presets: Presets, ev: Evaluator, kv, step) -> dict:
                 round((step / presets.parameter["hop_latency_measured_fast"].value).to("").m)
             ),
             "b200": big,
+            "double_table": _doubling_table(presets, period, step),
         }
+    }
+
+
+def _doubling_table(presets: Presets, period, step) -> dict:
+    """Exercise 4's table: the stages whose hops alone add one more step (P = tau / t_hop), for
+    each hop figure (the lecture's guess, DeepEP's slowest and fastest all-to-all exchanges, which
+    bound a hop from above, and the chapter's allowance) at the lecture's step and at the hop
+    example's own shorter one."""
+    hops = (
+        ("lecture", "hop_latency"),
+        ("slowest", "hop_latency_measured_slow"),
+        ("allowance", "hop_latency_network"),
+        ("fastest", "hop_latency_measured_fast"),
+    )
+    steps = (("lecture", period), ("setup", step))
+    values = [presets.parameter[name].value for _, name in hops]
+    return {
+        "headers": [f"{label} {said(v).said}" for (label, _), v in zip(hops, values, strict=True)],
+        "rows": [
+            {
+                "step": f"{label} {said(tau, 2).said}",
+                "cells": [said_number((tau / v).to("").m, 2) for v in values],
+            }
+            for label, tau in steps
+        ],
     }
 
 
@@ -533,6 +573,38 @@ def _training_memory(presets: Presets) -> dict:
     }
 
 
+def _schedule_memory(presets: Presets) -> dict:
+    """The schedule exercise: the training-memory example's model as a pipeline of the default
+    stages and micro-batches, one sequence per micro-batch. Each stage holds its 1/P of the
+    layers, so one micro-batch's activations on a stage are 1/P of one sequence's; the first stage
+    holds m of them at its peak under GPipe and P under 1F1B (the schedule, placed pass by pass),
+    stored in full or with each layer re-run."""
+    p = round(presets.parameter["pipeline_stages"].value.m)
+    m = round(presets.parameter["microbatches"].value.to("").m)
+    ev = Evaluator(presets, TRAIN_CHIP, TRAIN_MODEL)
+    one = {"batch_size": Q_(1, "sequence")}
+    factor = ev.q("gated_activation_bytes_factor").to("byte/value")
+    per_sequence = {
+        "stored": ev.q("full_activation_memory", **one, activation_bytes_factor=factor),
+        "recompute": ev.q("activation_memory", **one),
+    }
+    back = backward_cost()
+    held = {kind: peak_in_flight(schedule(kind, p, m, back)) for kind in SCHEDULES}
+    return {
+        "sched": {
+            "stages": said_number(p),
+            "microbatches": said_number(m),
+            "held": {kind: said_number(n) for kind, n in held.items()},
+            "memory": {
+                f"{kind}_{how}": said((n * q / p).to("GB"))
+                for kind, n in held.items()
+                for how, q in per_sequence.items()
+            },
+            "gpipe_over_1f1b": said_number(held["gpipe"] / held["1f1b"]),
+        }
+    }
+
+
 def _hop_transfer(presets: Presets, ev: Evaluator) -> dict:
     """What a real hop moves and how long that takes (physics audit L16): one micro-batch's
     residual-stream activations, d values per sequence at the compute precision, sent by the
@@ -547,6 +619,7 @@ def _hop_transfer(presets: Presets, ev: Evaluator) -> dict:
     transfer = (size / (chips.to("chip").m * per_chip)).to("microsecond")
     return {
         "hop_bytes": said(size),
+        "hop_per_chip": said((size / chips.to("chip").m).to("MB")),
         "hop_port": said(per_chip),
         "hop_transfer": said(transfer),
         "hop_allowance": said(presets.parameter["hop_latency_network"].value),

@@ -333,6 +333,10 @@ def context(presets: Presets) -> dict:
         "ex_ckpt_over_rev": said_number(_ratio(x["ckpt"], x["rev"]), 3),
         "ex_ckpt_full": said(x["ckpt_full"].to("GB")),
         "ex_rev_total": said((x["rev_two"] + x["buffer"]).to("GB")),
+        # the same sum and its two parts to three figures, so that the parts visibly add up
+        "ex_rev_total3": said((x["rev_two"] + x["buffer"]).to("GB"), 3),
+        "ex_rev3": said(x["rev_two"].to("GB"), 3),
+        "ex_buffer3": said(x["buffer"].to("GB"), 3),
         "ex_plain_total": said((x["plain"] + x["buffer"]).to("GB")),
         "ex_equal_lead": said_number(_ratio(x["ckpt_full"], x["rev_two"] + x["buffer"]), 2),
         "ckpt_full": said(m["ckpt_full"].to("GB")),

@@ -246,3 +246,44 @@ def test_the_setup_step_is_the_crossover_micro_batch_s_read_by_hand(ctx):
     assert ctx["setup_share_slow"] == f"{4 * 369e-6 / step * 100:.0f}%"  # 33%
     assert ctx["ex"]["double_slow_setup"] == str(round(step / 369e-6))  # 12 stages
     assert ctx["ex"]["double_network_setup"] == str(round(step / 100e-6))  # 45 stages
+
+
+def test_exercise_4_table_has_all_eight_cases_by_hand(ctx):
+    # Stages whose hops alone equal the step, P = tau / t_hop (reader-moepipe15, P1): the
+    # lecture's 2.5 ms, DeepEP's 369 and 77 us exchanges and the 100 us allowance, at the
+    # lecture's 20 ms step and at the 4.5 ms setup step computed by hand as above
+    batch = 5000 / 8 / 2 * 671 / 37
+    step = (671e9 + batch * 8192 * 576 * 61) / (64 * 8e12)
+    table = ctx["ex"]["double_table"]
+    hops = (2.5e-3, 369e-6, 100e-6, 77e-6)
+    assert [h.split(" ", 1)[1] for h in table["headers"]] == ["2.5 ms", "369 µs", "100 µs", "77 µs"]
+    cells = [[float(c) for c in r["cells"]] for r in table["rows"]]
+    for row, tau in zip(cells, (20e-3, step), strict=True):
+        assert row == [pytest.approx(tau / h, rel=0.05) for h in hops]
+    assert cells[1][0] < 2  # the lecture's guess: two stages more than double the short step
+    assert cells[0] == [8, 54, 200, 260]
+
+
+def test_the_bubble_rule_s_overstatement_in_points_and_share_by_hand(ctx):
+    # P = 4, m = 16: (P - 1)/m = 3/16 = 18.75% against the exact 3/19 = 15.79%, 2.96 points
+    # over, 18.75/15.79 - 1 = 0.1875 of it: about a fifth (reader-moepipe15, P7)
+    assert ctx["bubble_rule_points"] == f"{100 * (3 / 16 - 3 / 19):.0f}" == "3"
+    assert ctx["bubble_rule_high_share"] == "fifth"
+
+
+def test_the_schedule_exercise_by_hand(ctx):
+    # Llama 3.1 70B, one sequence of 8,192 tokens: 40.5 bytes per value (its own layer) x 8,192
+    # tokens x 8,192 values x 80 layers = 217.4 GB stored, 2 x 8,192 x 8,192 x 80 = 10.74 GB with
+    # each layer re-run. P = 4 stages, m = 16: the first stage holds m = 16 micro-batches under
+    # GPipe and P = 4 under 1F1B, each a quarter of a sequence's activations (reader P8)
+    stored, rerun = 40.5 * 8192 * 8192 * 80, 2 * 8192 * 8192 * 80
+    s = ctx["sched"]
+    assert (s["held"]["gpipe"], s["held"]["1f1b"]) == ("16", "4")
+    expected = {
+        "gpipe_stored": 16 / 4 * stored,
+        "gpipe_recompute": 16 / 4 * rerun,
+        "1f1b_stored": stored,  # P micro-batches of 1/P each: one whole sequence
+        "1f1b_recompute": rerun,
+    }
+    for key, value in expected.items():
+        assert float(s["memory"][key].split()[0]) * 1e9 == pytest.approx(value, rel=1e-3), key

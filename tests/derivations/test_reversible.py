@@ -84,6 +84,24 @@ def test_checkpointing_at_equal_compute_by_hand():
     assert got == pytest.approx(2 * math.sqrt(80) * one_layer)
 
 
+@given(st.integers(4, 512), st.floats(1e6, 1e12))
+def test_checkpoint_segments_step_minimises_the_memory(layers, one_input):
+    # The derivation's step K = sqrt(n_layers) (layer inputs only) is the K that minimises
+    # K a + L a / K: no whole K either side of it holds less than the continuous optimum.
+    steps = get("checkpoint_activation_memory").derivation.steps
+    k_step = next(
+        s.relation for s in steps if {v.name for v in s.relation.rhs.free_symbols} == {"n_layers"}
+    )
+    k = float(k_step.rhs.subs({v: layers for v in k_step.rhs.free_symbols}))
+    assert k == pytest.approx(math.sqrt(layers))
+
+    def held(kk):
+        return kk * one_input + layers * one_input / kk
+
+    assert held(k) <= min(held(math.floor(k)), held(math.ceil(k))) * (1 + 1e-12)
+    assert held(k) == pytest.approx(2 * math.sqrt(layers) * one_input)
+
+
 @given(st.integers(4, 512))
 def test_checkpointing_sits_between_revnet_and_plain_backprop(layers):
     # 2 sqrt(L) <= L from four layers on (below that, checkpointing does not pay)
