@@ -554,7 +554,9 @@ def _prediction(presets: Presets, rows) -> dict:
 
     def too_long(rid):  # the fitted fixed cost per step is longer than the step allowed
         f = fixed_cost(by_id[rid].preset, presets, params)
-        return f is not None and f["fixed"] >= f["allowed"] and honest[rid][0] < by_id[rid].measured.m
+        return (
+            f is not None and f["fixed"] >= f["allowed"] and honest[rid][0] < by_id[rid].measured.m
+        )
 
     groups = []
     for key, label in GROUPS:
