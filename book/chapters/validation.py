@@ -1048,7 +1048,7 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "per_chip": said(per_chip),
         "batched": said(batched.measured),
         "batched_name": batched.name,
-        "gain": said_number(gain, 2),
+        "gain": said_number(gain),
         "lecture_gain": number(LECTURE_UNBATCHED),
         "lecture_over": said_number(LECTURE_UNBATCHED / gain, 2),
     }

@@ -348,7 +348,7 @@ def test_the_chapter_teaches_the_bound_before_the_prediction():
         "### The forecast",
         "## What it predicts",
         "### An offline row",
-        "### A row measured in milliseconds per token",
+        "### One user, in milliseconds per token",
         "## How it compares",
         "## What the misses teach",
         "### What the lecture's simple model gets right",
@@ -640,3 +640,75 @@ def test_half_the_prompt_raises_the_compute_bound_example_by_less_than_double():
     ex = _example(presets, validate(presets))
     assert ex["compute_bound"]
     assert 1 < float(ex["half_prompt"].exact) < 2
+
+
+# -- the sixteenth revision: one grouping, miss and bias, a TPOT row worked, the thousand -----
+
+
+def test_every_forecast_table_uses_the_one_grouping_and_its_bias_is_signed():
+    """Fitted, held out and kept out partition the forecast rows, in the chapter's tables and its
+    cause table alike; a group's bias is the median of predicted over measured, said as the side
+    it errs on (reader report 15, V3)."""
+    from book import predict
+    from book.chapters.validation import bias, context
+
+    presets = load()
+    c = context(presets)
+    p = c["prediction"]
+    groups = {g["key"]: g for g in p["groups"]}
+    assert list(groups) == ["fitted", "held", "kept"]
+    assert (
+        groups["fitted"]["count"] == p["fitted"] and groups["held"]["count"] == p["held"]["count"]
+    )
+    assert groups["kept"]["count"] == p["apart"]["count"]
+    # every cause's rows add up over the three groups
+    for row in p["cause_rows"]:
+        assert int(row["fitted"]) + int(row["held"]) + int(row["kept"]) == int(row["count"])
+    # the held-out bias, computed here from predict's own forecasts and the measurements
+    honest = predict.prediction(presets)["out_of_sample"]
+    rows = {r.id: r for r in validate(presets)}
+    held = [v / rows[i].measured.m for i, (v, how) in honest.items() if how.startswith("held")]
+    assert groups["held"]["bias"] == bias(float(np.median(held)))
+    assert groups["held"]["over"] == str(sum(h > 1 for h in held))
+    assert bias(2.0) == "×2.0 high" and bias(0.5) == "×2.0 low" and bias(1.01) == "none (×1.0)"
+
+
+def test_the_tpot_row_is_worked_term_by_term_to_its_forecast():
+    """The batch-1 DeepSeek-R1 row (111 tokens/s per user, measurements.md row 34: 1/111 s =
+    9.01 ms a token): the shown terms add up to the shown step, within their rounding, and
+    one over the step is the forecast predict makes of the row."""
+    from book import predict
+    from book.chapters.validation import TPOT_EXAMPLE, context
+
+    presets = load()
+    t = context(presets)["worked_tpot"]
+
+    def ms(s):  # a shown time (its exact text) in milliseconds
+        x, unit = str.__str__(s).split()[:2]
+        return float(x.replace(",", "")) / (1000 if unit == "µs" else 1)
+
+    assert ms(t["measured"]) == pytest.approx(1000 / 111, rel=1e-3)
+    step = ms(t["roof"]) + ms(t["overhead"]) + ms(t["collectives"]) + ms(t["comm"])
+    assert step == pytest.approx(ms(t["step"]), rel=5e-3)
+    # the roof is the larger side over the MoE share shown
+    share = float(t["ep_share"].rstrip("%")) / 100
+    assert max(ms(t["memory"]), ms(t["compute"])) / share == pytest.approx(ms(t["roof"]), rel=5e-3)
+    # the fixed cost shown is layers x the per-layer time shown
+    assert ms(t["overhead"]) == pytest.approx(
+        float(t["layers"]) * float(t["per_layer"].split()[0]) / 1000, rel=5e-3
+    )
+    row = next(r for r in validate(presets) if r.id == TPOT_EXAMPLE)
+    params = predict.prediction(presets)["summary"]["params"]
+    forecast = predict.predict_case(predict.case(row, presets), params)
+    assert 1000 / ms(t["step"]) == pytest.approx(forecast, rel=5e-3)
+
+
+def test_the_lecture_thousand_is_held_against_one_system_at_both_ends():
+    """The lecture: no batching is 'a thousand times worse'. DeepSeek-R1 on 8 B200 at batch 1
+    serves 111 tokens/s (measurements.md row 34), 13.9 per chip; MLPerf v5.1 offline on the same
+    8 chips serves 4,172 per chip: about 300 times cheaper a token (the reader's 300x)."""
+    from book.chapters.validation import context
+
+    t = context(load())["worked_tpot"]
+    assert float(t["gain"].exact) == pytest.approx(4172.375 / (111 / 8), rel=2e-3)
+    assert 200 < float(t["gain"].exact) < 1000
