@@ -712,3 +712,22 @@ def test_the_lecture_thousand_is_held_against_one_system_at_both_ends():
     t = context(load())["worked_tpot"]
     assert float(t["gain"].exact) == pytest.approx(4172.375 / (111 / 8), rel=2e-3)
     assert 200 < float(t["gain"].exact) < 1000
+
+
+def test_twice_the_bandwidth_halves_the_one_user_bound_and_barely_moves_its_forecast():
+    """The exercise's answer, computed here: the forecast with every read halved (the case's
+    memory term over two) against the forecast as fitted."""
+    import dataclasses
+
+    from book import predict
+    from book.chapters.validation import TPOT_EXAMPLE, context
+
+    presets = load()
+    t = context(presets)["worked_tpot"]
+    row = next(r for r in validate(presets) if r.id == TPOT_EXAMPLE)
+    params = predict.prediction(presets)["summary"]["params"]
+    c = predict.case(row, presets)
+    fast = dataclasses.replace(c, memory=c.memory / 2)
+    before, after = predict.predict_case(c, params), predict.predict_case(fast, params)
+    assert after / before < 1.1  # fixed cost per layer dominates: bandwidth barely helps
+    assert 1000 / after == pytest.approx(float(str.__str__(t["fast_step"]).split()[0]), rel=5e-3)
