@@ -2281,7 +2281,7 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         f"{number(100 * loo['within_1_5'], 2)}% within a factor of 1.5."
     )
     caption = (
-        f"Predicted against measured, every prediction made without the row it predicts. The "
+        f"Predicted against measured, every forecast made without the row it forecasts. The "
         f"bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
         f"fitted, each forecast by a fit without it, the held-out rows never fitted. The lower "
         f"panel is the same points as predicted over measured: the held-out rows are biased "
@@ -2346,7 +2346,7 @@ def prediction_waterfall(presets: Presets) -> Figure:
     caption = (
         f"Where the gap goes, for the worked example: from the bound ({number(round(bound))} "
         f"tokens/s per chip), each fitted mechanism takes away its part of the rate (the floating "
-        f"bars), down to the prediction ({number(round(predicted))}), beside the measurement "
+        f"bars), down to the forecast ({number(round(predicted))}), beside the measurement "
         f"({number(round(measured))}, the dotted line)."
         + (
             " A mechanism with no bar does not bind: slowed to their share, the reads stay "
