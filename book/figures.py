@@ -2208,12 +2208,12 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     # a row kept out of the fit is named for why: speculative decoding first (those rows are
     # read off a latency sweep too), then a reading between a sweep's points, then the rest
     apart = {
-        NOT_MODELLED["mtp"]: "not fitted: speculative decoding (MTP), acceptance not published",
-        NOT_MODELLED["interpolated"]: "not fitted: a latency sweep at a stated speed",
-        NOT_MODELLED["prefix_cache"]: "not fitted: prefix caching",
+        NOT_MODELLED["mtp"]: "kept out: speculative decoding (MTP), acceptance not published",
+        NOT_MODELLED["interpolated"]: "kept out: a latency sweep at a stated speed",
+        NOT_MODELLED["prefix_cache"]: "kept out: prefix caching",
     }
     groups = {
-        "leave-one-out (rows in the fit)": [
+        "fitted (each forecast by a fit without it)": [
             i for i, (_, how) in honest.items() if how == "leave-one-out"
         ],
         "held out (newer than the fit)": [
@@ -2290,14 +2290,14 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         f"{number(100 * loo['within_1_5'], 2)}% within a factor of 1.5."
     )
     caption = (
-        f"Predicted against measured, every prediction made without the row it predicts. The "
+        f"Predicted against measured, every forecast made without the row it forecasts. The "
         f"bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
-        f"left out one at a time, the newest rows never fitted. The lower panel is the same "
-        f"points as predicted over measured: the newest rows lean above the line "
-        f"({sum(r > 1 for r in held_ratios)} of {len(held)} over-predicted, a median of "
+        f"fitted, each forecast by a fit without it, the held-out rows never fitted. The lower "
+        f"panel is the same points as predicted over measured: the held-out rows are biased "
+        f"high ({sum(r > 1 for r in held_ratios)} of {len(held)} over-predicted, a median of "
         f"×{number(float(np.median(held_ratios)), 2)}), and {clipped} rows the forecast misses "
-        f"by more than ×{number(high_ratio)} are arrows at its edge. The section on where the "
-        f"prediction fails explains the rows far from the line."
+        f"by more than ×{number(high_ratio)} are arrows at its edge. The section on what the "
+        f"misses teach explains the rows far from the line."
     )
     return _render("predicted_vs_measured", draw, alt, caption)
 
@@ -2355,7 +2355,7 @@ def prediction_waterfall(presets: Presets) -> Figure:
     caption = (
         f"Where the gap goes, for the worked example: from the bound ({number(round(bound))} "
         f"tokens/s per chip), each fitted mechanism takes away its part of the rate (the floating "
-        f"bars), down to the prediction ({number(round(predicted))}), beside the measurement "
+        f"bars), down to the forecast ({number(round(predicted))}), beside the measurement "
         f"({number(round(measured))}, the dotted line)."
         + (
             " A mechanism with no bar does not bind: slowed to their share, the reads stay "

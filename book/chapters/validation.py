@@ -467,6 +467,9 @@ def _prediction(presets: Presets, rows) -> dict:
                     "ratio": times(ratio),
                     "side": ("over" if over else "under") + (" (not fitted)" if kept_out else ""),
                     "why": why,
+                    "group": "fitted"
+                    if how == "leave-one-out"
+                    else ("held" if how.startswith("held") else "kept"),
                 }
             )
     misses.sort(key=lambda m: -float(m["ratio"].strip("×").replace(",", "")))
@@ -487,6 +490,7 @@ def _prediction(presets: Presets, rows) -> dict:
             "misses": times(high) if len(ms) == 1 else f"{times(low)} to {times(high)}",
             "largest": ms[0]["name"],
             "kept_out": sum("(not fitted)" in m["side"] for m in ms),
+            **{key: str(sum(m["group"] == key for m in ms)) for key, _ in GROUPS},
         }
 
     cause_rows = [cause_row(w, ms) for w, ms in grouped_misses.items()]
@@ -537,7 +541,40 @@ def _prediction(presets: Presets, rows) -> dict:
     ]
     # the held-out rows' bias: predicted over measured, signed (above one: over-predicted)
     held = [honest[i][0] / by_id[i].measured.m for i in honest if honest[i][1].startswith("held")]
+
+    # the one grouping every table of the chapter uses: fitted (each row predicted by a fit made
+    # without it), held out (newer than the fit), kept out of the fit
+    def group_of(rid):
+        how = honest[rid][1] if rid in honest else ""
+        if how == "leave-one-out":
+            return "fitted"
+        if how.startswith("held"):
+            return "held"
+        return "kept" if any(k in how for k in _KEPT_OUT) else None
+
+    def too_long(rid):  # the fitted fixed cost per step is longer than the step allowed
+        f = fixed_cost(by_id[rid].preset, presets, params)
+        return (
+            f is not None and f["fixed"] >= f["allowed"] and honest[rid][0] < by_id[rid].measured.m
+        )
+
+    groups = []
+    for key, label in GROUPS:
+        ids = [i for i in honest if group_of(i) == key]
+        ratios = np.array([honest[i][0] / by_id[i].measured.m for i in ids])
+        e = err(predict.errors([(honest[i][0], by_id[i].measured.m) for i in ids]))
+        groups.append(
+            {
+                "key": key,
+                "label": label,
+                **e,
+                "bias": bias(float(np.median(ratios))) if len(ratios) else "—",
+                "over": str(int((ratios > 1).sum())),
+                "too_long": str(sum(too_long(i) for i in ids)),
+            }
+        )
     return {
+        "groups": groups,
         "held_bias": {
             "above": f"{sum(h > 1 for h in held)} of {len(held)}",
             "median": times(float(np.median(held))) if held else "—",
@@ -611,6 +648,25 @@ def _prediction(presets: Presets, rows) -> dict:
         ),
     }
 
+
+def bias(x: float) -> str:
+    """A median of predicted over measured, said as the side the forecast errs on.
+
+    >>> bias(1.24), bias(0.0089), bias(0.98)
+    ('×1.2 high', '×110 low', 'none (×1.0)')
+    """
+    shown = times(max(x, 1 / x))
+    if shown == "×1.0":
+        return "none (×1.0)"
+    return f"{shown} {'high' if x > 1 else 'low'}"
+
+
+# the one grouping of the rows the chapter's tables use, in this order
+GROUPS = (
+    ("fitted", "fitted"),
+    ("held", "held out"),
+    ("kept", "kept out"),
+)
 
 # the fine-grained MoE the expert rows are shown on: a held-out gpt-oss-120b row on one chip
 EXPERT_EXAMPLE = "mlperf61_b300_x8_gptoss_offline"
@@ -926,6 +982,94 @@ def _precision(r) -> str:
     return r.preset.get("activations", r.preset.get("weights", "bf16")).upper()
 
 
+# a row measured as a time per token: one user of DeepSeek-R1 on 8x B200, no speculation
+TPOT_EXAMPLE = "trtllm_b200_r1_batch1"
+# the same model on the same chips, offline: the batched end of the lecture's "a thousand times"
+BATCHED_EXAMPLE = "mlperf_b200_x8_r1_offline"
+LECTURE_UNBATCHED = 1000  # the lecture: no batching is "a thousand times worse" (lecture.md, A)
+
+
+def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
+    """A row measured as a time per token, bound and prediction term by term (the fit on every
+    row): the reads and the multiplies at batch one, slowed to their fitted shares, the MoE's
+    share over several chips, the fixed cost of every layer and its collectives, and the
+    communication. The terms shown add up to predict's own prediction of the row."""
+    made = predict.prediction(presets)
+    p = made["summary"]["params"]
+    row = next(r for r in rows if r.id == rid)
+    c = predict.case(row, presets)
+    if c.kind != "user" or c.accepted != 1 or not c.expert_parallel:
+        raise ChalkboardError(f"{rid}: the worked time per token assumes one user, an MoE on chips")
+    share, attn = p[c.fmt], p[c.attn_fmt]
+    peak = c.matmul[-1] + c.prefill[-1] + c.attention[-1]  # each at its format's peak
+    compute = (
+        c.matmul[-1] + c.prefill[-1] / p["prefill"] + c.expert[-1] * p["expert_rows"]
+    ) / share + c.attention[-1] / attn
+    memory = c.memory[-1] / p["memory"]
+    roof = max(compute, memory) / p["expert_parallel"]
+    overhead = c.layers * p["layer_overhead"]
+    collectives = c.collectives * p["collective"]
+    step = roof + overhead + collectives + c.comm[-1]
+    if not np.isclose(1 / step, predict.predict_case(c, p), rtol=1e-9):
+        raise ChalkboardError(f"{rid}: the worked time per token disagrees with predict_case")
+    measured = 1 / c.measured
+    left_out = made["out_of_sample"][rid][0]
+    # an exercise: twice the HBM bandwidth halves the bound's read and the forecast's reads only
+    fast = max(compute, memory / 2) / p["expert_parallel"] + overhead + collectives + c.comm[-1]
+
+    def t(x):  # seconds, said as people say a step: microseconds below a millisecond
+        return said(Q_(x, "s").to("ms" if x >= 1e-3 else "microsecond"))
+
+    batched = next(r for r in rows if r.id == BATCHED_EXAMPLE)
+    per_chip = Q_(c.measured / c.chips, "token/s/chip")
+    gain = float(batched.measured.m / per_chip.m)
+    return {
+        "name": row.name,
+        "model": presets.get("model", row.preset.model).name,
+        "chips": number(c.chips),
+        "chip": chip_name(presets.get("hardware", row.preset.hardware)),
+        "layers": number(c.layers),
+        "measured_rate": said(row.measured),
+        "measured": t(measured),
+        "read": t(c.memory[-1]),
+        "multiply": t(peak),
+        "bound": t(1 / c.bound),
+        "bound_rate": said(row.bound),
+        "efficiency": spoken_pct(row.efficiency),
+        "format": c.fmt.upper(),
+        "share": pct(share),
+        "expert_rows": number(p["expert_rows"], 3),
+        "memory_share": pct(p["memory"]),
+        "memory": t(memory),
+        "compute": t(compute),
+        "ep_share": pct(p["expert_parallel"]),
+        "roof": t(roof),
+        "per_layer": f"{number(p['layer_overhead'] * 1e6, 3)} µs",
+        "overhead": t(overhead),
+        "collective": f"{number(p['collective'] * 1e6, 3)} µs",
+        "collectives": t(collectives),
+        "comm": t(c.comm[-1]),
+        "fixed_share": spoken_pct((overhead + collectives) / step),
+        "step": t(step),
+        "fast_bound": t(1 / c.bound / 2),
+        "fast_memory": t(memory / 2),
+        "fast_compute_bound": bool(compute > memory),
+        "fast_step": t(fast),
+        "predicted_rate": said(Q_(1 / step, "token/s")),
+        "miss": times(max(step / measured, measured / step)),
+        "left_out": said(Q_(1 / left_out, "s").to("ms")),
+        "left_out_miss": times(max(c.measured / left_out, left_out / c.measured)),
+        # the lecture's "a thousand times": the same model on the same chips, one user against
+        # the offline batch, in tokens per chip-second (a token's cost is its chip-seconds)
+        "per_chip": said(per_chip),
+        "batched": said(batched.measured),
+        "batched_name": batched.name,
+        "gain": said_number(gain),
+        "lecture_gain": number(LECTURE_UNBATCHED),
+        "lecture_over": said_number(LECTURE_UNBATCHED / gain, 2),
+    }
+
+
 def context(presets: Presets) -> dict:
     rows = validate(presets)
     bands = summary(rows)
@@ -1106,6 +1250,7 @@ def context(presets: Presets) -> dict:
         "above_count": str(len(above)),
         "example": _example(presets, rows),
         "worked_prediction": _worked_prediction(presets, rows),
+        "worked_tpot": _worked_tpot(presets, rows),
         "sensitivity": sens,
         "sensitivity_max": Said(number(max(spreads), 3), spoken_number(max(spreads)))
         if spreads
@@ -1232,14 +1377,17 @@ def span(values) -> str:
     return f"{low}%" if low == high else f"{low}–{high}%"
 
 
-def _verdict(measured: float, lecture: float, close: float = 1.5) -> str:
+def _verdict(measured: float, lecture: float, close: float = predict.CLOSE) -> str:
     """The lecture's figure against what the rows show: within a factor ``close`` it holds,
     otherwise it is off by the ratio, in the direction it errs."""
     ratio = measured / lecture
     if 1 / close <= ratio <= close:
         return f"holds (the rows at ×{spoken_number(ratio, 2)} of it)"
     side = "above" if ratio > 1 else "below"
-    return f"does not hold: the rows sit ×{spoken_number(max(ratio, 1 / ratio), 2)} {side} it"
+    off = spoken_number(max(ratio, 1 / ratio), 2)
+    if off == spoken_number(close, 2):  # just past the line: a third figure says which side
+        off = number(max(ratio, 1 / ratio), 3)
+    return f"does not hold: the rows sit ×{off} {side} it"
 
 
 def _lecture_numbers(presets: Presets, rows) -> list[dict]:
@@ -1289,6 +1437,24 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             "rows": f"server and interactive steps (one TPOT): median "
             f"{spoken_number(med, 2)} ms ({len(steps)} rows, {spoken_number(min(steps), 2)}"
             f"–{spoken_number(max(steps), 2)} ms)",
+            "verdict": _verdict(med, period),
+        }
+    )
+    # the lecture's 20 ms is a chip's HBM drain time (capacity over bandwidth): the same rows'
+    # chips drain theirs in
+    drains = [
+        (hw.hbm_capacity / hw.hbm_bandwidth).to("ms").m
+        for r in rows
+        if r.scenario in ("server", "interactive") and tpot_target(r.preset) is not None
+        for hw in [presets.get("hardware", r.preset.hardware)]
+    ]
+    med = float(np.median(drains))
+    out.append(
+        {
+            "lecture": f"a step every {number(period)} ms, the time to drain HBM",
+            "rows": f"the same rows' chips, HBM capacity over bandwidth: median "
+            f"{spoken_number(med, 2)} ms ({len(drains)} rows, {spoken_number(min(drains), 2)}"
+            f"–{spoken_number(max(drains), 2)} ms)",
             "verdict": _verdict(med, period),
         }
     )
