@@ -32,13 +32,13 @@ class _Quantity(pint.UnitRegistry.Quantity):
     a float, int or array magnitude with pint's own units container (what pint's constructor
     does there, after choosing among a dozen cases), and ``to`` a unit of the same registry
     with no context (the factor of each pair of units cached, as :func:`convert` does). Every
-    other case is pint's own; ``_DIRECT`` turns the direct paths off where this pint would
-    build something else (its ``force_ndarray`` options, a change of its internals)."""
-
-    __slots__ = ()
+    other case, and the quantities of any other registry, are pint's own; ``_DIRECT`` turns the
+    direct paths off where this pint would build something else (its ``force_ndarray``
+    options, a change of its internals)."""
 
     def __new__(cls, value, units=None):
-        if type(units) is UnitsContainer and type(value) in _FAST_MAGNITUDES and _DIRECT:
+        direct = type(units) is UnitsContainer and type(value) in _FAST_MAGNITUDES
+        if direct and _DIRECT and cls._REGISTRY is ureg:
             q = object.__new__(cls)
             q._magnitude = value
             q._units = units
@@ -46,7 +46,7 @@ class _Quantity(pint.UnitRegistry.Quantity):
         return super().__new__(cls, value, units)
 
     def to(self, other=None, *contexts, **ctx_kwargs):
-        if not contexts and not ctx_kwargs and _DIRECT:
+        if not contexts and not ctx_kwargs and _DIRECT and self._REGISTRY is ureg:
             converted = _converted(self, other)
             if converted is not None:
                 return converted
@@ -54,6 +54,8 @@ class _Quantity(pint.UnitRegistry.Quantity):
 
     def _get_non_multiplicative_units(self) -> list[str]:
         units = self._units
+        if self._REGISTRY is not ureg:
+            return super()._get_non_multiplicative_units()
         found = _OFFSET_UNITS.get(units)
         if found is None:
             found = _OFFSET_UNITS[units] = tuple(super()._get_non_multiplicative_units())
