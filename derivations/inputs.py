@@ -577,11 +577,14 @@ _VALUES: dict[tuple, tuple] = {}
 _VALUES_SIZE = 1 << 15  # entries kept before the memo starts again (each is ~1 kB)
 
 
-def evaluation_key(eq: Equation, presets: Presets, choices: dict, overrides: dict):
+def evaluation_key(
+    eq: Equation, presets: Presets, choices: dict, overrides: dict, detailed: bool = False
+):
     """The memo key of ``eq.evaluate`` on these presets, choices (ids, Presets or None) and
     overrides (scalar Quantities of this registry, numbers or text), with the objects it holds
     by identity; None when an input cannot be keyed (an array, a Quantity of another registry,
-    an active pint context): that evaluation is not memoised.
+    an active pint context): that evaluation is not memoised. ``detailed``: the key of
+    ``evaluate_detailed`` (the value and every input's origin).
 
     The key covers the version of the catalogue and notation (an equation or symbol declared or
     changed), the unit system base units are taken in, the equation and the Presets object (a
@@ -591,7 +594,7 @@ def evaluation_key(eq: Equation, presets: Presets, choices: dict, overrides: dic
     if ureg._active_ctx:
         return None
     objects = [eq, presets]
-    parts: list = [version(), ureg.default_system, id(eq), id(presets)]
+    parts: list = [detailed, version(), ureg.default_system, id(eq), id(presets)]
     for value in choices.values():
         if value is None or type(value) is str:
             parts.append(value)
@@ -629,19 +632,42 @@ def recall_value(key) -> pint.Quantity | None:
         return None
     if any(a is not b for a, b in zip(hit[0], objects, strict=True)):
         return None
-    _, magnitude, units, read = hit
+    _, magnitude, units, read, _ = hit
     reads.note_all(read)
     return new_quantity(magnitude, units)
 
 
-def remember_value(key, value: pint.Quantity, read) -> None:
+def recall_inputs(key) -> tuple[pint.Quantity, dict[str, Input]] | None:
+    """The memoised value and inputs of ``evaluate_detailed`` under ``key`` (new Quantities and
+    a new dict each time), its reads noted again; or None."""
+    hit = recall_value(key)
+    if hit is None:
+        return None
+    used = {
+        name: Input(new_quantity(magnitude, units), origin, source, sym)
+        for name, magnitude, units, origin, source, sym in _VALUES[key[0]][4]
+    }
+    return hit, used
+
+
+def remember_inputs(key, value: pint.Quantity, used: dict[str, Input], read) -> None:
+    """Memoise ``evaluate_detailed``'s value and inputs (when each is one number)."""
+    kept = tuple(
+        (name, i.base._magnitude, i.base._units, i.origin, i.source, i.symbol)
+        for name, i in used.items()
+    )
+    if all(type(k[1]) in (float, int) for k in kept):
+        remember_value(key, value, read, kept)
+
+
+def remember_value(key, value: pint.Quantity, read, inputs: tuple = ()) -> None:
     """Memoise ``value`` (one float) under ``key`` with the preset fields its evaluation read."""
     if type(value._magnitude) is not float:
         return
     if len(_VALUES) >= _VALUES_SIZE:
         _VALUES.clear()
     parts, objects = key
-    _VALUES[parts] = (objects, value._magnitude, value._units, frozenset(read))
+    _VALUES[parts] = (objects, value._magnitude, value._units, frozenset(read), inputs)
 
 
 class Resolver:
