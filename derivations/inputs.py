@@ -21,6 +21,7 @@ Weights, KV cache and math may each run at their own precision; ``precision`` se
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -574,7 +575,7 @@ _ARRAY_OR_FLOAT = (float, np.float64, np.ndarray)
 # again. An entry keeps the objects it was keyed on by identity (so that an id is never reused)
 # and the preset fields its evaluation read, noted again on every hit (units.reads).
 _VALUES: dict[tuple, tuple] = {}
-_VALUES_SIZE = 1 << 15  # entries kept before the memo starts again (each is ~1 kB)
+_VALUES_SIZE = 8192  # entries kept (~3 kB each with their inputs); then the older half goes
 
 
 def evaluation_key(
@@ -665,7 +666,8 @@ def remember_value(key, value: pint.Quantity, read, inputs: tuple = ()) -> None:
     if type(value._magnitude) is not float:
         return
     if len(_VALUES) >= _VALUES_SIZE:
-        _VALUES.clear()
+        for old in list(itertools.islice(_VALUES, _VALUES_SIZE // 2)):  # first in, first out
+            del _VALUES[old]
     parts, objects = key
     _VALUES[parts] = (objects, value._magnitude, value._units, frozenset(read), inputs)
 
