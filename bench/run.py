@@ -12,6 +12,10 @@
    two processes asking for it at once with one cache (a test session's workers), against one.
 5. Full site build: CPU and wall seconds of a clean build (empty caches) and a warm one against
    the goals (20 s and 8 s of CPU), each main stage's share of a clean and of a warm build.
+6. Authored problem draws (every problem on a few seeds, as the problem-bank tests draw them):
+   draws per second as shipped (evaluations memoised, the registry's direct Quantity paths)
+   against the same draws with both off (every evaluation resolved again, pint's own paths).
+   ``python bench/run.py problems`` runs this one alone.
 """
 
 import os
@@ -123,6 +127,47 @@ def build_stages(command, env, profile: Path) -> dict[str, float]:
             if name == function and path.endswith(file):
                 cumulative[stage] = cumulative.get(stage, 0) + ct
     return {stage: cumulative.get(stage, 0) / cumulative["all"] for stage in STAGES}
+
+
+def problem_draws(seeds: int = 6, repeat: int = 3) -> tuple[float, float, int]:
+    """Draws per CPU second of every authored problem on ``seeds`` seeds, as shipped and with
+    the evaluation memo and the direct Quantity paths off (best of ``repeat`` runs of each,
+    alternating, each from an empty memo), and the number of draws in a run."""
+    from unittest import mock
+
+    import units.registry
+    from book import problem_bank
+    from book.problems import _authored
+    from derivations import CHAPTERS, inputs
+
+    presets = load()
+    modules = [m for c in CHAPTERS for m in problem_bank.modules(c.id)]
+
+    def draw_all():
+        inputs._VALUES.clear()
+        for seed in range(seeds):
+            for module in modules:
+                _authored(module, seed, presets)
+
+    def plain():
+        with (
+            mock.patch.object(inputs, "evaluation_key", lambda *args, **kwargs: None),
+            mock.patch.object(units.registry, "_DIRECT", False),
+        ):
+            draw_all()
+
+    def cpu(fn) -> float:  # CPU seconds of this process: the machine's other load counts less
+        start = time.process_time()
+        fn()
+        return time.process_time() - start
+
+    draw_all()  # imports the problem files, compiles their equations
+    shipped, before = [], []
+    for _ in range(repeat):
+        before.append(cpu(plain))
+        shipped.append(cpu(draw_all))
+    n = seeds * len(modules)
+    return n / min(shipped), n / min(before), n
 
 
 def hand_written(batch, p):
@@ -286,7 +331,18 @@ def main():
     print(f"site build (chalkboard build) {t_build:6.2f} s, of which (in-process, warm):")
     for name, t in parts.items():
         print(f"  {name:<24} {t:6.2f} s   {t / t_build:5.0%} of the build")
+    print_problem_draws()
+
+
+def print_problem_draws():
+    shipped, before, n = problem_draws()
+    print(f"authored problem draws ({n} per run: every problem on a few seeds)")
+    print(f"  memo and direct paths off {before:8.1f} draws per CPU second")
+    print(
+        f"  as shipped                {shipped:8.1f} draws per CPU second   "
+        f"ratio {shipped / before:.2f}x"
+    )
 
 
 if __name__ == "__main__":
-    main()
+    print_problem_draws() if sys.argv[1:] == ["problems"] else main()

@@ -117,8 +117,18 @@ def inputs_digest(sources: tuple[str, ...] = (), presets_files: tuple[str, ...] 
     )
     parts = [_library_digest()]
     for path in (*(ROOT / s for s in sources), *map(Path, presets_files), *map(Path, extras)):
-        parts += [str(path), path.read_bytes() if path.is_file() else b"(missing)"]
+        parts += [_named(path), path.read_bytes() if path.is_file() else b"(missing)"]
     return diskcache.digest(*parts)
+
+
+def _named(path: Path) -> str:
+    """A file as a digest names it: relative to the project when inside it (as the library's
+    files are named), so that a copy of the project (``chalkboard serve``'s, a second checkout)
+    finds what this one computed from the same bytes; else its whole path."""
+    try:
+        return "project:" + path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def remembered(

@@ -21,6 +21,8 @@ Weights, KV cache and math may each run at their own precision; ``precision`` se
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -566,6 +568,108 @@ def _reads_for(presets: Presets, chosen: dict) -> dict:
 
 
 _ARRAY_OR_FLOAT = (float, np.float64, np.ndarray)
+
+
+# The values of whole evaluations by everything they depend on (below): a problem drawn on many
+# seeds, a design search over options and a chapter's tables evaluate the same case again and
+# again. An entry keeps the objects it was keyed on by identity (so that an id is never reused)
+# and the preset fields its evaluation read, noted again on every hit (units.reads).
+_VALUES: dict[tuple, tuple] = {}
+_VALUES_SIZE = 8192  # entries kept (~3 kB each with their inputs); then the older half goes
+
+
+def evaluation_key(
+    eq: Equation, presets: Presets, choices: dict, overrides: dict, detailed: bool = False
+):
+    """The memo key of ``eq.evaluate`` on these presets, choices (ids, Presets or None) and
+    overrides (scalar Quantities of this registry, numbers or text), with the objects it holds
+    by identity; None when an input cannot be keyed (an array, a Quantity of another registry,
+    an active pint context): that evaluation is not memoised. ``detailed``: the key of
+    ``evaluate_detailed`` (the value and every input's origin).
+
+    The key covers the version of the catalogue and notation (an equation or symbol declared or
+    changed), the unit system base units are taken in, the equation and the Presets object (a
+    preset edit loads new ones), each choice, and each override's exact value: its type (an int
+    stays an int), its sign (-0.0 is not 0.0) and its units.
+    """
+    if ureg._active_ctx:
+        return None
+    objects = [eq, presets]
+    parts: list = [detailed, version(), ureg.default_system, id(eq), id(presets)]
+    for value in choices.values():
+        if value is None or type(value) is str:
+            parts.append(value)
+        elif type(value) is Preset:
+            parts.append(id(value))
+            objects.append(value)
+        else:
+            return None
+    for name, value in sorted(overrides.items()):
+        kind = type(value)
+        if kind is str:
+            parts.append((name, value))
+            continue
+        units = None
+        if isinstance(value, pint.Quantity):
+            if value._REGISTRY is not ureg:
+                return None
+            value, units = value._magnitude, value._units
+            kind = type(value)
+        if kind is int:
+            parts.append((name, kind, value, units))
+        elif kind is float or kind is np.float64:
+            parts.append((name, kind, value, math.copysign(1.0, value), units))
+        else:
+            return None
+    return tuple(parts), tuple(objects)
+
+
+def recall_value(key) -> pint.Quantity | None:
+    """The memoised value under ``key`` (from :func:`evaluation_key`; a new Quantity each
+    time), its reads noted again; or None."""
+    parts, objects = key
+    hit = _VALUES.get(parts)
+    if hit is None or len(hit[0]) != len(objects):
+        return None
+    if any(a is not b for a, b in zip(hit[0], objects, strict=True)):
+        return None
+    _, magnitude, units, read, _ = hit
+    reads.note_all(read)
+    return new_quantity(magnitude, units)
+
+
+def recall_inputs(key) -> tuple[pint.Quantity, dict[str, Input]] | None:
+    """The memoised value and inputs of ``evaluate_detailed`` under ``key`` (new Quantities and
+    a new dict each time), its reads noted again; or None."""
+    hit = recall_value(key)
+    if hit is None:
+        return None
+    used = {
+        name: Input(new_quantity(magnitude, units), origin, source, sym)
+        for name, magnitude, units, origin, source, sym in _VALUES[key[0]][4]
+    }
+    return hit, used
+
+
+def remember_inputs(key, value: pint.Quantity, used: dict[str, Input], read) -> None:
+    """Memoise ``evaluate_detailed``'s value and inputs (when each is one number)."""
+    kept = tuple(
+        (name, i.base._magnitude, i.base._units, i.origin, i.source, i.symbol)
+        for name, i in used.items()
+    )
+    if all(type(k[1]) in (float, int) for k in kept):
+        remember_value(key, value, read, kept)
+
+
+def remember_value(key, value: pint.Quantity, read, inputs: tuple = ()) -> None:
+    """Memoise ``value`` (one float) under ``key`` with the preset fields its evaluation read."""
+    if type(value._magnitude) is not float:
+        return
+    if len(_VALUES) >= _VALUES_SIZE:
+        for old in list(itertools.islice(_VALUES, _VALUES_SIZE // 2)):  # first in, first out
+            del _VALUES[old]
+    parts, objects = key
+    _VALUES[parts] = (objects, value._magnitude, value._units, frozenset(read), inputs)
 
 
 class Resolver:

@@ -102,14 +102,25 @@ COUNT_PREFIX_PER = {
 WHOLE_FROM = 10
 
 
-def _parts(u: pint.Unit):
-    """``[(prefix, unit name, exponent)]`` of a unit, e.g. USD/Mtok -> USD^1, mega token^-1."""
+def _parts(u: pint.Unit) -> tuple:
+    """``((prefix, unit name, exponent, name), ...)`` of a unit, e.g. USD/Mtok -> USD^1, mega
+    token^-1 (worked out once per registry and units)."""
     registry = u._REGISTRY
-    out = []
-    for name, exp in u._units.items():
-        prefix, base = _split(registry, name)
-        out.append((prefix, base, exp, name))
-    return out
+    key = (registry, u._units)
+    found = _PARTS.get(key)
+    if found is None:
+        found = []
+        for name, exp in u._units.items():
+            prefix, base = _split(registry, name)
+            found.append((prefix, base, exp, name))
+        if len(_PARTS) >= 4096:
+            _PARTS.clear()
+        found = _PARTS[key] = tuple(found)
+    return found
+
+
+_PARTS: dict = {}  # (registry, units) -> _parts
+_UNIT_TEXT: dict = {}  # (registry, units, singular) -> unit()
 
 
 _SPLIT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # registry -> name -> split
@@ -142,7 +153,17 @@ SPOKEN_TIME = {"s": "second", "min": "minute", "h": "hour"}
 
 def unit(u: pint.Unit, singular: bool = False) -> str:
     """A unit as a reader says it: ``TB/s``, ``USD per million tokens``, ``bytes per token``,
-    ``B parameters``; '' for a pure number."""
+    ``B parameters``; '' for a pure number (worked out once per registry and units)."""
+    key = (u._REGISTRY, u._units, singular)
+    text = _UNIT_TEXT.get(key)
+    if text is None:
+        if len(_UNIT_TEXT) >= 4096:
+            _UNIT_TEXT.clear()
+        text = _UNIT_TEXT[key] = _unit(u, singular)
+    return text
+
+
+def _unit(u: pint.Unit, singular: bool) -> str:
     parts = _parts(u)
     if not parts:
         return ""

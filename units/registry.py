@@ -24,6 +24,50 @@ from units.errors import ChalkboardError
 DEFINITIONS = Path(__file__).with_name("definitions.txt")
 
 
+_FAST_MAGNITUDES = (float, int, np.float64, np.ndarray)
+
+
+class _Quantity(pint.UnitRegistry.Quantity):
+    """pint's Quantity, built and converted directly in the cases the book spends its time in:
+    a float, int or array magnitude with pint's own units container (what pint's constructor
+    does there, after choosing among a dozen cases), and ``to`` a unit of the same registry
+    with no context (the factor of each pair of units cached, as :func:`convert` does). Every
+    other case, and the quantities of any other registry, are pint's own; ``_DIRECT`` turns the
+    direct paths off where this pint would build something else (its ``force_ndarray``
+    options, a change of its internals)."""
+
+    def __new__(cls, value, units=None):
+        direct = type(units) is UnitsContainer and type(value) in _FAST_MAGNITUDES
+        if direct and _DIRECT and cls._REGISTRY is ureg:
+            q = object.__new__(cls)
+            q._magnitude = value
+            q._units = units
+            return q
+        return super().__new__(cls, value, units)
+
+    def to(self, other=None, *contexts, **ctx_kwargs):
+        if not contexts and not ctx_kwargs and _DIRECT and self._REGISTRY is ureg:
+            converted = _converted(self, other)
+            if converted is not None:
+                return converted
+        return super().to(other, *contexts, **ctx_kwargs)
+
+    def _get_non_multiplicative_units(self) -> list[str]:
+        units = self._units
+        if self._REGISTRY is not ureg:
+            return super()._get_non_multiplicative_units()
+        found = _OFFSET_UNITS.get(units)
+        if found is None:
+            found = _OFFSET_UNITS[units] = tuple(super()._get_non_multiplicative_units())
+        return list(found)
+
+
+_Quantity.__name__ = _Quantity.__qualname__ = "Quantity"  # the name pint's repr and errors show
+_DIRECT = False  # until _pint_builds_the_same says otherwise (below)
+_OFFSET_UNITS: dict = {}  # the offset units (degC) among each units container's: almost always none
+_CONTAINERS: dict = {}  # the units container of each unit text ``to`` was given
+
+
 class _Registry(pint.UnitRegistry):
     """pint's registry, reading back every unit expression it parsed before from pint's own
     cache. pint 0.24 stores compound expressions such as ``"GB/s"`` there but reads back only
@@ -42,9 +86,13 @@ class _Registry(pint.UnitRegistry):
                 return found
         return super()._parse_units_as_container(input_string, as_delta, case_sensitive)
 
+    Quantity = _Quantity
+
     def define(self, definition):
         super().define(definition)
         self._cache.parse_unit.clear()  # a new name may change how a stored text reads
+        _CONTAINERS.clear()
+        _OFFSET_UNITS.clear()
 
 
 ureg = _Registry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
@@ -77,23 +125,60 @@ def _plain_quantity(magnitude, units: UnitsContainer) -> pint.Quantity:
 
 
 def _pint_builds_the_same() -> bool:
-    """True when this pint's Quantity holds exactly what _plain_quantity sets (else Q_ is used)."""
+    """True when this pint's Quantity holds exactly what _plain_quantity sets (else Q_ is used,
+    and _Quantity's direct paths are off)."""
     units = ureg.parse_units("byte/s")._units
     try:
-        made, want = _plain_quantity(2.5, units), Q_(2.5, units)
+        made = _plain_quantity(2.5, units)
+        want = pint.UnitRegistry.Quantity.__new__(Quantity, 2.5, units)  # pint's own path
         same = vars(made) == vars(want) and type(made) is type(want)
         return same and not (ureg.force_ndarray or ureg.force_ndarray_like)
     except Exception:
         return False
 
 
-new_quantity = _plain_quantity if _pint_builds_the_same() else Q_
+_DIRECT = _pint_builds_the_same()
+new_quantity = _plain_quantity if _DIRECT else Q_
 
 # Conversion factors by (source, target) units and base units by source units, as pint itself
 # computes them: an evaluation converts the same few dozen pairs thousands of times.
 _FACTORS: dict = {}
 _BASES: dict = {}
-_FAST_MAGNITUDES = (float, int, np.float64, np.ndarray)
+
+
+def _converted(q: pint.Quantity, other) -> pint.Quantity | None:
+    """``q.to(other)`` when it is a plain multiplication by a cached factor (the same value,
+    magnitude type and units as pint gives), else None: pint converts (and raises its errors)."""
+    if type(q._magnitude) not in _FAST_MAGNITUDES or ureg._active_ctx:
+        return None
+    kind = type(other)
+    if kind is str:
+        dst = _CONTAINERS.get(other)
+        if dst is None:
+            try:
+                dst = pint.util.to_units_container(other, ureg)
+            except Exception:
+                return None  # pint raises its own error
+            if len(_CONTAINERS) >= 4096:
+                _CONTAINERS.clear()
+            _CONTAINERS[other] = dst
+    elif kind is UnitsContainer:
+        dst = other
+    elif isinstance(other, pint.Unit) and other._REGISTRY is ureg:
+        dst = other._units
+    else:
+        return None
+    src = q._units
+    magnitude = q._magnitude
+    if src != dst:  # else pint keeps the magnitude itself
+        factor = _FACTORS.get((src, dst)) or _factor(src, dst)
+        if factor is None:
+            return None
+        magnitude = magnitude * factor
+    out = object.__new__(type(q))
+    out._magnitude = magnitude
+    out._units = dst
+    return out
 
 
 def convert(q: pint.Quantity, units: pint.Unit) -> pint.Quantity:

@@ -208,3 +208,37 @@ def test_two_computing_the_same_result_at_once_compute_it_once(empty_cache):
     ask()
     first.join()
     assert len(calls) == 1 and got == [{"value": 1}, {"value": 1}]
+
+
+def test_a_copy_of_the_project_digests_the_same_inputs_alike(tmp_path):
+    """Files inside the project are named relative to it: a copy (``chalkboard serve``'s, a second
+    checkout) finds what this one stored from the same bytes; a changed byte is another digest."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from units.presets import BUILTIN_FILES
+
+    for name in ("units", "derivations", "book"):
+        shutil.copytree(
+            resultcache.ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    code = (
+        "from book import resultcache; from units.presets import BUILTIN_FILES as files\n"
+        "print(resultcache.inputs_digest(('book/format.py',), tuple(map(str, files))))"
+    )
+
+    def copy_digest() -> str:
+        env = dict(os.environ, PYTHONPATH=str(tmp_path))
+        run = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
+
+    here = resultcache.inputs_digest(("book/format.py",), tuple(map(str, BUILTIN_FILES)))
+    assert copy_digest() == here
+    hardware = tmp_path / "units" / "data" / "hardware.toml"
+    hardware.write_bytes(hardware.read_bytes() + b"\n# an edit\n")
+    assert copy_digest() != here

@@ -26,6 +26,9 @@ UNITS = ["TB/s", "GB", "byte", "ms", "s", "hour", "minute", "USD/chip/hour", "to
 UNITS += ["Mtoken", "FLOP/s", "PFLOP/s", "USD/Mtoken", "sequence", "dimensionless", "byte/value"]
 
 
+PINT_TO = pint.UnitRegistry.Quantity.to
+
+
 def same(a: pint.Quantity, b: pint.Quantity) -> bool:
     """Equal units, and magnitudes equal in value and type (an int stays an int)."""
     if a._units != b._units or type(a.magnitude) is not type(b.magnitude):
@@ -41,7 +44,7 @@ def test_convert_gives_what_pint_gives():
             for target in UNITS:
                 unit = parse_unit(target)
                 try:
-                    want = q.to(unit)
+                    want = PINT_TO(q, unit)  # pint's own conversion, not the registry's direct one
                 except pint.DimensionalityError as err:
                     with pytest.raises(pint.DimensionalityError) as got:
                         convert(q, unit)
@@ -49,6 +52,7 @@ def test_convert_gives_what_pint_gives():
                     continue
                 for _ in range(2):  # the first call works out the factor, the second reads it
                     assert same(convert(q, unit), want), (q, target)
+                    assert same(q.to(unit), want) and same(q.to(target), want), (q, target)
 
 
 def test_convert_leaves_other_magnitudes_to_pint():
@@ -61,7 +65,8 @@ def test_convert_leaves_other_magnitudes_to_pint():
 def test_convert_is_pint_on_any_value(x, source, target):
     q = Q_(x, source)
     if q.dimensionality == Q_(1, target).dimensionality:
-        assert same(convert(q, parse_unit(target)), q.to(target))
+        assert same(convert(q, parse_unit(target)), PINT_TO(q, parse_unit(target)))
+        assert same(q.to(target), PINT_TO(q, target))
 
 
 def test_new_quantity_is_the_quantity_pint_builds():
@@ -201,3 +206,54 @@ def test_the_sparse_gcd_shortcut_gives_sympys_gcd():
             args = [sp.factor_terms(sp.together(x)) for x in m.args]
             if len(m.free_symbols) <= 8:
                 assert _gcd(*args[:2]) == sp.gcd(*args[:2]), m
+
+
+def test_a_memoised_value_is_the_value_computed_again():
+    eq = get("cost_per_token")
+    case = dict(hardware="b200", model="deepseek_v3", batch_size=64)
+    inputs_module._VALUES.clear()
+    first = eq.evaluate(**case)
+    again = eq.evaluate(**case)
+    assert same(first, again) and first is not again  # a new Quantity each time
+    first.ito("USD/token")  # a caller's business, not the memo's
+    assert same(eq.evaluate(**case), again)
+    inputs_module._VALUES.clear()
+    assert same(eq.evaluate(**case), again)
+
+
+def test_the_memo_tells_apart_what_changes_a_value():
+    eq = get("hbm_drain_time")
+    case = dict(hardware="h100_sxm")
+    for capacity in ("80 GB", Q_(80, "GB"), Q_(80.0, "GB"), Q_(80, "GB").to("byte"), 80e9):
+        key = inputs_module.evaluation_key(eq, load(), case, {"hbm_capacity": capacity})
+        assert key is not None
+    keys = {
+        inputs_module.evaluation_key(eq, load(), case, {"hbm_capacity": c})[0]
+        for c in (Q_(80, "GB"), Q_(80.0, "GB"), Q_(80, "GiB"), Q_(81, "GB"), "80 GB")
+    }
+    assert len(keys) == 5  # an int stays an int, and units are kept
+    minus, plus = (
+        inputs_module.evaluation_key(eq, load(), case, {"routed_weight_share": v})[0]
+        for v in (-0.0, 0.0)
+    )
+    assert minus != plus
+    array = {"hbm_capacity": Q_(np.array([80.0, 96.0]), "GB")}
+    assert inputs_module.evaluation_key(eq, load(), case, array) is None  # a sweep: not kept
+    for q in (Q_(80, "GB"), Q_(96, "GB"), Q_(80, "GB")):
+        want = Q_(q.to("byte").magnitude / 3.35e12, "s").to("ms").magnitude
+        got = eq.evaluate(**case, hbm_capacity=q).to("ms").magnitude
+        assert got == pytest.approx(want, rel=1e-12)  # 80 GB / 3.35 TB/s, by hand
+
+
+def test_a_memoised_value_notes_the_presets_it_read():
+    from units import reads
+
+    eq = get("crossover_batch")
+    case = dict(hardware="h100_sxm", model="deepseek_v3")
+    inputs_module._VALUES.clear()
+    with reads.recording() as computed:
+        eq.evaluate(**case)
+    with reads.recording() as recalled:
+        eq.evaluate(**case)
+    assert ("hardware", "h100_sxm", "hbm_bandwidth") in recalled
+    assert computed <= recalled
