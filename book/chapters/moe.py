@@ -964,7 +964,7 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
         "ratio_busy": said_number(ratio_one * excess, 2),
         "ratio_busy_own": said_number(ratio_one * excess / (1 + share * (excess - 1)), 2),
         "ratio_both": said_number(ratio_one * excess / eta_up, 3),
-        "ratio_both_own": said_number(ratio_one * excess / eta_up / (1 + share * (excess - 1)), 2),
+        "ratio_both_own": said_number(ratio_one * excess / eta_up / (1 + share * (excess - 1)), 3),
         "at_edge": bool(ratio_one * excess / eta_up > 0.95),
         "picks": said_number(picks),
         "leave": said_number(leave, 3),
