@@ -510,13 +510,13 @@ def _cell(x: float) -> str:
     return f"{said_number(x, 2)}, {verdict}"
 
 
-def _either(names: list[str]) -> str:
-    """Names as a sentence lists alternatives: ``'A, B or C'``.
+def _either(names: list[str], word: str = "or") -> str:
+    """Names as a sentence lists alternatives (or, with ``word``, all of them): ``'A, B or C'``.
 
     >>> _either(["H100", "H800", "B200"]), _either(["H100"])
     ('H100, H800 or B200', 'H100')
     """
-    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return f" {word} ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def _expert_compute(model, layer) -> dict:
@@ -715,7 +715,7 @@ def _hardware_table(presets: Presets) -> dict:
         "headers": [header(n, u) for n, u in columns],
         "rows": rows,
         "no_fp8": _either(no_fp8),
-        "no_port": _either([r["short"] for r in rows if r["cells"][4] == "—"]),
+        "no_port": _either([r["short"] for r in rows if r["cells"][4] == "—"], "and"),
     }
 
 
