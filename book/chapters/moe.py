@@ -444,6 +444,39 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
     }
 
 
+def batch_series(presets: Presets, points: int = 41) -> dict:
+    """The figure's data against the batch (short context, the lecture's chips): the all-to-all
+    over the layer's time (its compute or, below the crossover, its weight read) in one rack and
+    over two racks with a copy per expert at the lecture's penalty and at GB200's own, from a
+    32nd of the crossover batch to 4 times it, evenly spaced on a log axis."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    chips = presets.parameter["expert_parallel_chips"].value
+    short = Q_(1, "token/sequence")
+    crossover = ev.q("crossover_batch").to("sequence")
+    penalty_hw = ev.q("hardware_scale_out_penalty")
+    batches = [crossover * 2 ** (-5 + 7 * i / (points - 1)) for i in range(points)]
+
+    layers = Q_(presets.get("model", MODEL).layers, "layer")
+
+    def ratios(**kw):
+        out = []
+        for b in batches:
+            step = ev.q("step_time", batch_size=b, n_chips=chips, context_length=short)
+            layer = Q_((step / layers).to("ms/layer").m, "ms")
+            out.append((ev.q("alltoall_time", batch_size=b, **kw) / layer).to("").m)
+        return out
+
+    return {
+        "batches": [b.m for b in batches],
+        "crossover": crossover.m,
+        "one": ratios(racks_spanned=Q_(1, "rack")),
+        "lecture": ratios(),
+        "hardware": ratios(scale_out_penalty=penalty_hw),
+        "penalty_hw": penalty_hw,
+        "below": _below_crossover(presets, penalty_hw),
+    }
+
+
 H800 = "h800"
 
 

@@ -389,3 +389,21 @@ def test_moe_one_rack_at_the_edge_by_hand():
     assert float(h800["one_leave"]) == pytest.approx(link / compute * 7 / 8, rel=1e-2)  # 1.23
     assert float(h800["one_distinct"]) == pytest.approx(link / compute * distinct / 8, abs=0.01)
     assert h800["one_distinct_hides"]
+
+
+def test_moe_batch_series_by_hand():
+    from book.chapters import moe
+
+    data = moe.batch_series(load(), 9)
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    # below the crossover the layer waits on its weight read (671 GB over 64 x 8 TB/s, per layer
+    # of 61), the all-to-all grows with the batch; above it both grow and the ratio is flat
+    weight_read = 671e9 / (64 * 8e12) / 61
+    a2a_per_seq = 8 * 7168 * 3 / (64 * 900e9)
+    smallest = data["batches"][0]
+    assert smallest == pytest.approx(batch / 32, rel=1e-3)
+    assert data["one"][0] == pytest.approx(smallest * a2a_per_seq / weight_read, rel=1e-2)
+    assert data["lecture"][0] == pytest.approx(4 * data["one"][0], rel=1e-6)  # max(1/2, 8/2)
+    assert data["hardware"][0] == pytest.approx(9 * data["one"][0], rel=1e-6)  # max(1/2, 18/2)
+    assert data["one"][-1] == pytest.approx(data["one"][-2], rel=1e-6)  # flat past B*
+    assert data["one"][-1] == pytest.approx(float(moe.context(load())["ratio_one_rack"]), rel=1e-2)
