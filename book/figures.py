@@ -1716,7 +1716,8 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch, at "
         "short context on the lecture's chips. Below the crossover (dotted) the layer waits on "
         "its weight read, which does not shrink with the batch while the all-to-all does, so "
-        "every line falls as the batch shrinks; above it, both grow together and the ratio is flat. "
+        "every line falls as the batch shrinks; above it, both grow together and the ratio is "
+        "flat. "
         f"Two racks hide below about {below['largest']} at {lecture_penalty}× and "
         f"{below['largest_hw']} at {penalty_hw}×: a latency-optimised deployment."
     )
