@@ -1713,7 +1713,8 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         f"about {below['largest']} and {below['largest_hw']}."
     )
     caption = (
-        f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch, at "
+        f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch (two "
+        "racks with a copy per expert), at "
         "short context on the lecture's chips. Below the crossover (dotted) the layer waits on "
         "its weight read, which does not shrink with the batch while the all-to-all does, so "
         "every line falls as the batch shrinks; above it, both grow together and the ratio is "
