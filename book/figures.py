@@ -1649,6 +1649,88 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     return _render("alltoall_vs_racks", draw, alt, caption)
 
 
+def alltoall_vs_batch(presets: Presets) -> Figure:
+    """The all-to-all over the layer's time against the batch (log-log, short context): one
+    rack, and two racks with a copy per expert at the lecture's penalty and at GB200's own.
+    Below the crossover the layer waits on its weight read, which does not shrink with the
+    batch, so the ratio falls with it; above, both grow with the batch and the ratio is flat."""
+    import matplotlib.ticker
+
+    from book.chapters import moe
+
+    data = moe.batch_series(presets)
+    batches, crossover = data["batches"], data["crossover"]
+    below = data["below"]
+    penalty_hw = spoken(data["penalty_hw"])
+    lecture_penalty = spoken(presets.parameter["scale_out_penalty"].value)
+    model = presets.get("model", moe.MODEL).name
+    series = (
+        ("one", PALETTE[2], "-", "one rack"),
+        ("lecture", PALETTE[0], "-", f"two racks, {lecture_penalty}×"),
+        ("hardware", PALETTE[1], "--", f"two racks, {penalty_hw}×"),
+    )
+
+    def draw(fig, ax):
+        fig.set_size_inches(7, 4.2)
+        for key, colour, style, label in series:
+            ax.plot(batches, data[key], linestyle=style, color=colour, linewidth=1.8)
+            ax.annotate(
+                label,
+                (batches[-1], data[key][-1]),
+                xytext=(6, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=10,
+                color=colour,
+            )
+        ax.axhline(1, color=FOREGROUND, linewidth=2.2)
+        ax.annotate(
+            "hides below 1",
+            (batches[0], 1),
+            xytext=(4, 5),
+            textcoords="offset points",
+            fontsize=10,
+            fontweight="bold",
+        )
+        ax.axvline(crossover, color=FOREGROUND, linestyle=":", linewidth=1.4)
+        ax.annotate(
+            f"crossover, {spoken(Q_(crossover, 'sequence'))}",
+            (crossover, min(data["one"])),
+            xytext=(4, 0),
+            textcoords="offset points",
+            fontsize=10,
+        )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(batches[0], batches[-1] * 3.2)
+        ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.03, 0.1, 0.3, 1, 3, 10]))
+        ax.yaxis.set_major_formatter(
+            matplotlib.ticker.FuncFormatter(lambda y, _: spoken_number(y, 2))
+        )
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel("batch (sequences, one token each)")
+        ax.set_ylabel("all-to-all time / layer time")
+
+    alt = (
+        f"The all-to-all time over the layer's time for one MoE layer of {model}, against the "
+        "batch on log axes, at short context: one rack and two racks at the lecture's penalty "
+        "and at GB200's own. Each line rises with the batch up to the crossover, "
+        f"{spoken(Q_(crossover, 'sequence'))}, and is flat beyond it; two racks cross one at "
+        f"about {below['largest']} and {below['largest_hw']}."
+    )
+    caption = (
+        f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch (two "
+        "racks with a copy per expert), at "
+        "short context on the lecture's chips. Below the crossover (dotted) the layer waits on "
+        "its weight read, which does not shrink with the batch while the all-to-all does, so "
+        "every line falls as the batch shrinks; above it, both grow together and the ratio is "
+        "flat. "
+        f"Two racks hide below about {below['largest']} at {lecture_penalty}× and "
+        f"{below['largest_hw']} at {penalty_hw}×: a latency-optimised deployment."
+    )
+    return _render("alltoall_vs_batch", draw, alt, caption)
+
+
 def _and(items: list[str]) -> str:
     """A list as prose: 'a', 'a and b', 'a, b and c'."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
@@ -2384,6 +2466,7 @@ FIGURES = {
     "kv_cache_mechanism": kv_cache_mechanism,
     "alltoall_diagram": alltoall_diagram,
     "alltoall_vs_racks": alltoall_vs_racks,
+    "alltoall_vs_batch": alltoall_vs_batch,
     "feistel_round": feistel_round,
     "reversible_block": reversible_block,
     "activation_vs_layers": activation_vs_layers,
@@ -2393,7 +2476,7 @@ FIGURES = {
 }
 CHAPTER_FIGURES = {
     "batching": ("latency_vs_batch", "cost_vs_batch", "cost_vs_speed", "roofline"),
-    "moe": ("alltoall_diagram", "alltoall_vs_racks"),
+    "moe": ("alltoall_diagram", "alltoall_vs_racks", "alltoall_vs_batch"),
     "pipeline": ("memory_vs_stages", "pipeline_inference", "pipeline_schedule", "pipeline_bubble"),
     "overtraining": ("chinchilla_contours", "equal_cost_heuristic"),
     "long_context": ("cost_vs_context", "drain_ladder", "kv_routes", "kv_cache_mechanism"),

@@ -201,6 +201,8 @@ register(
             "(drawing k distinct experts of many, evenly spread, changes the count very little)",
             "a node-limited router (DeepSeek-V3's, M = 4) caps the copies at M; uniform routing "
             "stays below that up to a few racks",
+            "with chips in place of racks, the same count gives the distinct other chips a token's "
+            "experts land on",
         ),
         derivation=Derivation(
             given(
@@ -281,6 +283,11 @@ register(
         assumptions=(
             "as for the multi-rack slowdown",
             "each of the B sequences sends u = 1 token through the layer per step",
+            "every one of a token's k copies leaves its chip, as with a kernel that sends each "
+            "expert its own copy: the home chip's k/n_EP stay, and a kernel that sends each chip "
+            "a token once sends the off-rack-copies count with n_EP chips for r racks "
+            "(slightly fewer on a rack, far fewer on a node of a few GPUs)",
+            "routing loads every chip equally; the busiest chip's excess lengthens its all-to-all",
             "the scale-up domain is switched: any chip reaches any other at full bandwidth "
             "(a TPU torus is not)",
         ),

@@ -249,7 +249,8 @@ def context(presets: Presets) -> dict:
         "context": context_tokens(presets.parameter["context_length"].value),
         "exercises": _exercises(presets, series, ratio_one, ratio_one_ctx),
         "once": _once_per_rack(presets, one, ratio_one, ratio_one_ctx, penalty_hw),
-        "links": _link_efficiency(presets, ratio_one, penalty_hw),
+        "links": (links := _link_efficiency(presets, ratio_one, penalty_hw)),
+        "edge": _edge(presets, ratio_one, links["eta"], one, layer, layer_ctx),
         "verdict": _verdict(presets, one, ratio_one, penalty_hw),
         "below": _below_crossover(presets, penalty_hw),
         "total_params": quantity(model.params_total.to("Gparam")),
@@ -443,6 +444,39 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
     }
 
 
+def batch_series(presets: Presets, points: int = 41) -> dict:
+    """The figure's data against the batch (short context, the lecture's chips): the all-to-all
+    over the layer's time (its compute or, below the crossover, its weight read) in one rack and
+    over two racks with a copy per expert at the lecture's penalty and at GB200's own, from a
+    32nd of the crossover batch to 4 times it, evenly spaced on a log axis."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    chips = presets.parameter["expert_parallel_chips"].value
+    short = Q_(1, "token/sequence")
+    crossover = ev.q("crossover_batch").to("sequence")
+    penalty_hw = ev.q("hardware_scale_out_penalty")
+    batches = [crossover * 2 ** (-5 + 7 * i / (points - 1)) for i in range(points)]
+
+    layers = Q_(presets.get("model", MODEL).layers, "layer")
+
+    def ratios(**kw):
+        out = []
+        for b in batches:
+            step = ev.q("step_time", batch_size=b, n_chips=chips, context_length=short)
+            layer = Q_((step / layers).to("ms/layer").m, "ms")
+            out.append((ev.q("alltoall_time", batch_size=b, **kw) / layer).to("").m)
+        return out
+
+    return {
+        "batches": [b.m for b in batches],
+        "crossover": crossover.m,
+        "one": ratios(racks_spanned=Q_(1, "rack")),
+        "lecture": ratios(),
+        "hardware": ratios(scale_out_penalty=penalty_hw),
+        "penalty_hw": penalty_hw,
+        "below": _below_crossover(presets, penalty_hw),
+    }
+
+
 H800 = "h800"
 
 
@@ -477,7 +511,19 @@ def _h800_rows(presets: Presets, default, long) -> dict:
         return [t / layer(chips, c) for c in (Q_(1, "token/sequence"), default, long)]
 
     in_node, per_expert = ratios(1), ratios(2)
+    # inside one node: the home GPU's copies stay (k (1 - 1/G) leave), and a kernel that sends
+    # each GPU a token once sends the distinct GPUs hit (the once-per-rack count, G for r)
+    k = presets.get("model", MODEL).experts_active
+    g = Q_(node.to("chip").m, "rack")
+    leave = k * ev.q("offrack_fraction", racks_spanned=g).to("").m
+    distinct = ev.q("offrack_copies", racks_spanned=g).to("").m
     return {
+        "k": said_number(k),
+        "leave": said_number(leave, 3),
+        "distinct": said_number(distinct, 3),
+        "one_leave": said_number(in_node[0] * leave / k, 3),
+        "one_distinct": said_number(in_node[0] * distinct / k, 2),
+        "one_distinct_hides": bool(in_node[0] * distinct / k < 1),
         "chip": hw.name,
         "node": quantity(node),
         "penalty": said_number(penalty.to("").m),
@@ -497,13 +543,13 @@ def _cell(x: float) -> str:
     return f"{said_number(x, 2)}, {verdict}"
 
 
-def _either(names: list[str]) -> str:
-    """Names as a sentence lists alternatives: ``'A, B or C'``.
+def _either(names: list[str], word: str = "or") -> str:
+    """Names as a sentence lists alternatives (or, with ``word``, all of them): ``'A, B or C'``.
 
     >>> _either(["H100", "H800", "B200"]), _either(["H100"])
     ('H100, H800 or B200', 'H100')
     """
-    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return f" {word} ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def _expert_compute(model, layer) -> dict:
@@ -702,7 +748,7 @@ def _hardware_table(presets: Presets) -> dict:
         "headers": [header(n, u) for n, u in columns],
         "rows": rows,
         "no_fp8": _either(no_fp8),
-        "no_port": _either([r["short"] for r in rows if r["cells"][4] == "—"]),
+        "no_port": _either([r["short"] for r in rows if r["cells"][4] == "—"], "and"),
     }
 
 
@@ -854,6 +900,17 @@ def _once_per_rack(
         "ratio_hw_ctx": said_number(slow_hw * ratio_one_ctx, 3),
         "hides_hw": bool(slow_hw * ratio_one < 1),
         "break_even": said_number(break_even, 3),
+        "break_even_round": said_number(break_even, 2),
+        # the two Blackwell racks' own penalties against it, as the rule of thumb lists them
+        "which_pass": " ({})".format(
+            "; ".join(
+                f"{name}'s {said_number(x, 2)}× {'is' if x <= break_even else 'is not'}"
+                for name, x in (
+                    (chip_name(presets.get("hardware", ULTRA)), ultra),
+                    (chip_name(presets.get("hardware", RACK)), penalty_hw.to("").m),
+                )
+            )
+        ),
         # against a copy per expert, whose break-even is 1 / (f ratio_one): k f / c_out
         "gain": said_number(lecture_copies(r2) / copies(r2), 2),
         "cap": said_number(cap.to("rack").m),
@@ -875,6 +932,90 @@ def _once_per_rack(
             }
             for r in RACK_COUNTS
         ],
+    }
+
+
+def busiest_chip_load(picks: float, chips: int) -> float:
+    """The busiest chip's expected load over the mean when ``picks`` expert picks (a batch's
+    tokens times k) each land on one of ``chips`` chips uniformly at random. Each chip's load is
+    binomial(picks, 1/chips), taken as independent of the others' (the loads in fact sum to
+    ``picks``; a simulation differs by about 0.1% at 64 chips, under 1% at 8), so
+    E[max] = sum over m >= 1 of 1 - P(load < m)^chips.
+
+    >>> round(busiest_chip_load(8 * 5667, 64), 3), busiest_chip_load(100, 1)
+    (1.088, 1.0)
+    """
+    from math import exp, lgamma, log
+
+    p = 1 / chips
+    mean, total, below = picks * p, 0.0, 0.0  # below: P(load < m)
+    m = 0
+    while below < 1 - 1e-15 and m <= picks:
+        pmf = (
+            exp(
+                lgamma(picks + 1)
+                - lgamma(m + 1)
+                - lgamma(picks - m + 1)
+                + m * log(p)
+                + (picks - m) * log(1 - p)
+            )
+            if chips > 1
+            else float(m == picks)
+        )
+        below += pmf
+        m += 1
+        total += 1 - min(below, 1.0) ** chips  # P(max >= m)
+    return total / mean
+
+
+def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_ctx) -> dict:
+    """How far the one-rack headline sits from the edge: the busiest chip's extra load under
+    uniform-random routing at B* (its all-to-all grows by that factor; so do its experts' FLOPs,
+    a share of the layer), alone and with DeepEP's measured NVLink efficiency; the copies that
+    really leave a chip (the home chip's stay), and the distinct chips hit, the once-per-rack
+    count with chips for racks; one MoE layer's compute (the output head's FLOPs left out); and
+    the layer's time at the default context, set by its KV read."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    model = presets.get("model", MODEL)
+    k = model.experts_active
+    chips = presets.parameter["expert_parallel_chips"].value
+    batch = ev.q("crossover_batch")
+    g = chips.to("chip").m
+    picks = batch.to("sequence").m * k  # one token per sequence per step, k picks each
+    excess = busiest_chip_load(picks, round(g))
+    share = _expert_compute(model, layer)["share"]
+    leave = k * ev.q("offrack_fraction", racks_spanned=Q_(g, "rack")).to("").m
+    distinct = ev.q("offrack_copies", racks_spanned=Q_(g, "rack")).to("").m
+    head = Q_(model.d_model * model.vocab, "parameter")
+    moe_layer = layer * (1 - (head / model.params_active).to("").m)
+    default = presets.parameter["context_length"].value
+    step_ctx = ev.q("step_time", batch_size=batch, n_chips=chips, context_length=default)
+    layer_time_ctx = Q_((step_ctx / Q_(model.layers, "layer")).to("ms/layer").m, "ms")
+    return {
+        "excess": said_number(excess, 3),
+        "excess_pct": said_number(100 * (excess - 1), 1),
+        "ratio_busy": said_number(ratio_one * excess, 2),
+        "ratio_busy_own": said_number(ratio_one * excess / (1 + share * (excess - 1)), 2),
+        "ratio_both": said_number(ratio_one * excess / eta_up, 3),
+        "ratio_both_own": said_number(ratio_one * excess / eta_up / (1 + share * (excess - 1)), 3),
+        "at_edge": bool(ratio_one * excess / eta_up > 0.95),
+        "picks": said_number(picks),
+        "leave": said_number(leave, 3),
+        "distinct": said_number(distinct, 3),
+        "ratio_leave": said_number(ratio_one * leave / k, 2),
+        "ratio_distinct": said_number(ratio_one * distinct / k, 2),
+        "moe_layer": _us(moe_layer),
+        "ratio_moe_layer": said_number((one / moe_layer).to("").m, 2),
+        "layer_time_ctx": _us(layer_time_ctx),
+        "layer_compute_ctx": _us(layer_ctx),
+        "ratio_time_ctx": said_number((one / layer_time_ctx).to("").m, 2),
+        "kv_bound": bool(layer_time_ctx > layer_ctx * 1.01),
+        "overlap_batch": said(2 * batch, 2),
+        "per_chip": ev.text("experts_per_chip"),
+        "spare_slots": said_number(
+            (presets.get("hardware", RACK).scale_up_domain - chips).to("chip").m
+            * ev.q("experts_per_chip").to("expert/chip").m
+        ),
     }
 
 
@@ -905,6 +1046,7 @@ def _link_efficiency(presets: Presets, ratio_one: float, penalty_hw) -> dict:
         "eta_out_low": said_number(100 * eta_low, 2),
         "eta_out_high": said_number(100 * eta_high, 2),
         "cautious": said_number(100 * cautious, 2),
+        "eta": eta_up,
         "ratio_measured": said_number(ratio_one / eta_up, 2),
         "ratio_cautious": said_number(ratio_one / cautious, 2),
         "cautious_fails": bool(ratio_one / cautious > 1),

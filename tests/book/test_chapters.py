@@ -331,3 +331,79 @@ def test_no_kv_compute_crossover_shows_a_dash():
 
     assert _kv_compute_context(Evaluator(load(), "a100_sxm", "deepseek_v3")) is None
     assert _kv_compute_context(Evaluator(load(), "h100_sxm", "llama_3_1_70b")).m > 0
+
+
+def test_moe_busiest_chip_load_matches_a_simulation():
+    import numpy as np
+
+    from book.chapters.moe import busiest_chip_load
+
+    # an independent check of the binomial model: draw the batch's expert picks at random over
+    # the chips (multinomial, so the loads do sum to the picks) and average the busiest's load
+    rng = np.random.default_rng(0)
+    # (independent chips: close at 64 chips, about 1% low at 8, where the loads' sum binds more)
+    for picks, chips, tolerance in ((45_336, 64, 0.003), (2_000, 8, 0.012), (500, 72, 0.012)):
+        loads = rng.multinomial(picks, [1 / chips] * chips, size=2000)
+        simulated = (loads.max(axis=1) / (picks / chips)).mean()
+        assert busiest_chip_load(picks, chips) == pytest.approx(simulated, rel=tolerance)
+    # more picks per chip even out the load; one chip carries it all
+    assert busiest_chip_load(10_000, 64) > busiest_chip_load(100_000, 64) > 1
+    assert busiest_chip_load(1_000, 1) == pytest.approx(1)
+
+
+def test_moe_one_rack_at_the_edge_by_hand():
+    from book.chapters import moe
+
+    ctx = moe.context(load())
+    edge, h800 = ctx["edge"], ctx["verdict"]["h800"]
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    ratio = (batch * 8 * 7168 * 3 / (64 * 900e9)) / (2 * 37e9 * batch / (64 * 5000e12) / 61)
+    excess = moe.busiest_chip_load(8 * batch, 64)
+    # the reader's simulation (reader-moe16 report, fault 1): the busiest of 64 chips carries
+    # about 1.08x the mean; at DeepEP's 726 of 900 GB/s the ratio is about 1.06
+    assert excess == pytest.approx(1.085, abs=0.01)
+    assert float(edge["ratio_both"]) == pytest.approx(ratio * excess / (726 / 900), abs=0.005)
+    assert float(edge["ratio_both"]) == pytest.approx(1.06, abs=0.02) and edge["at_edge"]
+    # the home chip's copies stay: 8 x 63/64 leave; distinct other chips: 63 (1 - (63/64)^8)
+    assert float(edge["leave"]) == pytest.approx(8 * 63 / 64, rel=1e-3)
+    assert float(edge["distinct"]) == pytest.approx(63 * (1 - (63 / 64) ** 8), rel=1e-3)
+    # two micro-batches each past the crossover: twice B*, about 11,000 sequences
+    assert _num(edge["overlap_batch"]) == pytest.approx(2 * batch, rel=0.05)
+    # at 8,192 tokens the layer waits on its reads: 671 GB of FP8 weights plus the batch's FP8
+    # KV cache (576 values x 61 layers x 8,192 tokens per sequence) over 64 x 8 TB/s, per layer
+    reads = (671e9 + 576 * 61 * 8192 * batch) / (64 * 8e12) / 61
+    assert _num(edge["layer_time_ctx"]) == pytest.approx(reads * 1e6, rel=1e-3)  # 74 us
+    a2a = batch * 8 * 7168 * 3 / (64 * 900e9)
+    assert float(edge["ratio_time_ctx"]) == pytest.approx(a2a / reads, abs=0.005)  # 0.23
+    # the rule of thumb's break-even agrees with exercise 2(b): 8 / (copies x ratio), about 10
+    assert ctx["once"]["break_even_round"] == f"{8 / ((1 - 0.5**8) * ratio):.2g}" == "10"
+    # an 8-GPU H800 node: 7 of 8 copies leave, 7 (1 - (7/8)^8) = 4.59 distinct GPUs are hit;
+    # drawing 8 distinct experts of 256, 32 per GPU, gives 7 (1 - C(224, 8) / C(256, 8)) = 4.69,
+    # so the independent-draw count is within a few percent (the card's assumption)
+    from math import comb
+
+    link, compute = 8 * 7168 * 3 / 200e9, 2 * 37e9 / 61 / 1978.9e12
+    distinct = 7 * (1 - (7 / 8) ** 8)
+    assert float(h800["distinct"]) == pytest.approx(distinct, abs=0.005)
+    assert distinct == pytest.approx(7 * (1 - comb(224, 8) / comb(256, 8)), rel=0.03)
+    assert float(h800["one_leave"]) == pytest.approx(link / compute * 7 / 8, rel=1e-2)  # 1.23
+    assert float(h800["one_distinct"]) == pytest.approx(link / compute * distinct / 8, abs=0.01)
+    assert h800["one_distinct_hides"]
+
+
+def test_moe_batch_series_by_hand():
+    from book.chapters import moe
+
+    data = moe.batch_series(load(), 9)
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    # below the crossover the layer waits on its weight read (671 GB over 64 x 8 TB/s, per layer
+    # of 61), the all-to-all grows with the batch; above it both grow and the ratio is flat
+    weight_read = 671e9 / (64 * 8e12) / 61
+    a2a_per_seq = 8 * 7168 * 3 / (64 * 900e9)
+    smallest = data["batches"][0]
+    assert smallest == pytest.approx(batch / 32, rel=1e-3)
+    assert data["one"][0] == pytest.approx(smallest * a2a_per_seq / weight_read, rel=1e-2)
+    assert data["lecture"][0] == pytest.approx(4 * data["one"][0], rel=1e-6)  # max(1/2, 8/2)
+    assert data["hardware"][0] == pytest.approx(9 * data["one"][0], rel=1e-6)  # max(1/2, 18/2)
+    assert data["one"][-1] == pytest.approx(data["one"][-2], rel=1e-6)  # flat past B*
+    assert data["one"][-1] == pytest.approx(float(moe.context(load())["ratio_one_rack"]), rel=1e-2)
