@@ -522,7 +522,7 @@ def test_a_preset_read_by_listing_every_chip_is_computed_again(server):
     presets = server.src / "units" / "data" / "hardware.toml"
     original = presets.read_text(encoding="utf-8")
     _, built = server.get("/chapters/moe/")
-    assert _domain(built, "NVIDIA H200 SXM") == "8"
+    assert _domain(built, "H200 SXM") == "8"
     h200 = original.index("[hardware.h200]")
     domain = original.index('scale_up_domain = "8 chip"', h200)
     edited = original[:domain] + 'scale_up_domain = "16 chip"' + original[domain + 26 :]
@@ -531,7 +531,7 @@ def test_a_preset_read_by_listing_every_chip_is_computed_again(server):
     line = server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
     assert "chapters/moe" in _computed(line)
     _, page = server.get("/chapters/moe/")
-    assert _domain(page, "NVIDIA H200 SXM") == "16"
+    assert _domain(page, "H200 SXM") == "16"
     added = (
         '\n[hardware.servetest_x1]\nname = "Servetest X1"\nsource = "N5"\n'
         'hbm_capacity = "100 GB"\nhbm_bandwidth = "3 TB/s"\nscale_up_domain = "4 chip"\n'
