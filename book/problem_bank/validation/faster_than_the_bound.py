@@ -101,7 +101,10 @@ def draw(rng, presets) -> Draw:
             else None,
             "You read the weights at two bytes each; FP8 is one.",
         ),
-        ((ONE_TOKEN * user).to("token"), "One token per step is what the bound assumes; the measurement needs more."),
+        (
+            (ONE_TOKEN * user).to("token"),
+            "One token per step is what the bound assumes; the measurement needs more.",
+        ),
     )
     mistakes: list[Mistake] = []
     for value, why in candidates:

@@ -158,8 +158,18 @@ def _draw(rng, presets) -> Draw:
         f"brings {number(rho.m, 3)} prompt tokens of prefill, which adds "
         f"{quantity(with_prompts - compute)}: {quantity(with_prompts)} in all. The step is "
         f"{binds}-bound at {quantity(step)}.",
-        f"Each sequence gets one token per step: {number(batch.m)} tokens per {quantity(step)}, "
-        f"at most {quantity(bound)}. The run measured {quantity(measured)}, so its share is "
+        (
+            "Compute-bound, so the batch cancels (the lecture's constant cost per token): an "
+            "output token costs two FLOPs per parameter for itself and for each of its "
+            f"{number(rho.m, 3)} prompt tokens, so the bound is {quantity(flops)} / (2 × "
+            f"{quantity(model.params_total)} × {number(1 + rho.m, 4)}) = {quantity(bound)} "
+            "whatever the batch; the HBM, the batch and the context only decided which side "
+            "binds. "
+            if binds == "compute"
+            else "Memory-bound, so the batch matters: each sequence gets one token per step, "
+            f"{number(batch.m)} tokens per {quantity(step)}, at most {quantity(bound)}. "
+        )
+        + f"The run measured {quantity(measured)}, so its share is "
         f"{quantity(measured)} / {quantity(bound)} = **{number(100 * share.m, 4)}%**. (Counting "
         "attention's FLOPs would lower the bound by "
         f"{number(100 * (1 - (with_attention / bound).to('').m), 2)}%. The result is "
@@ -234,8 +244,8 @@ def _draw(rng, presets) -> Draw:
             mistakes.append(Mistake(value, why))
     return Draw(
         hint=(
-            "The bound is the batch over the step time (decode plus the prefill it must fit "
-            "in); the share is the measured rate over that."
+            "Which binds, a step's reads or its multiplies (the prefill it must fit in "
+            "included)? The bound follows from that; the share is the measured rate over it."
         ),
         text=text,
         answer=share,
