@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank.validation._mlperf import NO_ATTENTION
 from derivations import get
 from derivations.inputs import reachable
@@ -201,11 +201,12 @@ def draw(rng, presets) -> Draw:
             "on both chips the multiplies, prefill included, take longer.",
         ),
     )
-    mistakes = tuple(
+    clear = [  # a listed slip lands at least twice the tolerance from the answer
         Mistake(v.to("token/s/chip"), why)
         for v, why in candidates
         if abs((v / predicted).to("").m - 1) > 2 * TOLERANCE
-    )
+    ]
+    mistakes = distinct_mistakes(clear, predicted, TOLERANCE)
     return Draw(
         hint=(
             "First decide, on both chips, which binds: a step's reads or its multiplies "
