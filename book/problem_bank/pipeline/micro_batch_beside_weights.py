@@ -13,7 +13,10 @@ TITLE = "How long a context can a pipelined MoE keep beside a large micro-batch?
 USES = ("weight_memory", "kv_cache_per_batch", "memory_per_gpu")
 LECTURE = "1:03:37"
 
-MODELS = ("kimi_k2", "deepseek_v3")
+# a grouped-query MoE: pipeline.kv_does_not_shrink asks the same memory the other way round
+# on the MLA models (DeepSeek-V3, Kimi K2), so the two never share a cache figure (reader 18)
+MODELS = ("qwen3_235b_a22b",)
+NAMED = 1.08  # the weights' share moves the answer by at least this: leaving them out is a slip
 NODES = ("h200", "b200", "mi300x", "b300", "mi355x")
 STAGES = (2, 3, 4)
 SHORTEST = 1024  # tokens: a shorter context is no serving plan
@@ -52,10 +55,10 @@ def draw(rng, presets) -> Draw:
         if weights_all / (gpus * p) >= 0.8 * hbm:
             continue
         answer = longest(hbm, weights_all, gpus, p, micro, kv_token)
-        if answer >= Q_(SHORTEST, "token/sequence"):
+        unlimited = (hbm * gpus / (micro * kv_token)).to("token/sequence")
+        if answer >= Q_(SHORTEST, "token/sequence") and unlimited > NAMED * answer:
             break
-    unlimited = (hbm * gpus / (micro * kv_token)).to("token/sequence")
-    require(unlimited > 1.1 * answer, "the weights take a share worth naming")
+    require(unlimited > NAMED * answer, "the weights take a share worth naming")
     # the same memory, evaluated forward at the answer's context, fills the HBM exactly
     check = get("memory_per_gpu").evaluate(
         **case,
