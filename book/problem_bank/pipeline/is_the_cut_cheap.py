@@ -75,8 +75,9 @@ def draw(rng, presets) -> Draw:
         "count a stage's MoE layers as their average over the stages"
         + (" (a dense layer does no all-to-all)" if dense else "")
         + ", so the answer does not hang on where the cuts fall. Time each transfer as its "
-        "bytes over the sending GPU's own link, per direction. How many times longer does a stage spend per token on its experts' all-to-all "
-        "traffic than on sending the activation on to the next stage?"
+        "bytes over the sending GPU's own link, per direction. How many times longer does a "
+        "stage spend per token on its experts' all-to-all traffic than on sending the "
+        "activation on to the next stage?"
     )
     solution = (
         f"Per GPU, scale-out is slower than scale-up by {quantity(up)} over "
