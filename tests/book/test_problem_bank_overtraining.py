@@ -57,7 +57,8 @@ def test_smaller_model_pays_back_from_its_printed_figures_keeping_four_figures()
         d2 = (b / data) ** (1 / beta)
         extra = 6 * (n2 * d2 - n1 * d1)
         breakeven = extra / (2 * (n1 - n2))
-        assert abs(p.answer.to("token").m / breakeven - 1) < p.tolerance / 3, where
+        # the solution works the same figures: it agrees to the rounding of their sum
+        assert abs(p.answer.to("token").m / breakeven - 1) < 2e-3, where
         spec = answer_spec(p)
         assert check(f"{breakeven:.4g} tokens", spec)["ok"], where
         assert not check(f"{breakeven / 3:.4g} tokens", spec)["ok"], where

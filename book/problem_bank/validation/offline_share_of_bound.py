@@ -7,6 +7,7 @@ from book.problem_bank import Draw, Mistake, require
 from book.problem_bank.validation._mlperf import NO_ATTENTION, cited
 from derivations import get
 from derivations.inputs import reachable
+from derivations.notation import flops_per_param_token
 from units import Q_, ChalkboardError
 
 KIND = "multi"
@@ -147,6 +148,7 @@ def _draw(rng, presets) -> Draw:
         "of the multiplies here); the caches' reads count. What share of its roofline bound did "
         "the run reach? Answer as a fraction (or a percentage, with its % sign)."
     )
+    two = number(flops_per_param_token.value.to("FLOP/parameter/token").m)  # a multiply, an add
     solution = (
         f"A sequence's context averages its prompt plus half its output: "
         f"{quantity(context * ONE)}. Its KV cache costs {quantity(per_token)}.",
@@ -160,8 +162,8 @@ def _draw(rng, presets) -> Draw:
         f"{binds}-bound at {quantity(step)}.",
         (
             "Compute-bound, so the batch cancels (the lecture's constant cost per token): an "
-            "output token costs two FLOPs per parameter for itself and for each of its "
-            f"{number(rho.m, 3)} prompt tokens, so the bound is {quantity(flops)} / (2 × "
+            f"output token costs {two} FLOPs per parameter for itself and for each of its "
+            f"{number(rho.m, 3)} prompt tokens, so the bound is {quantity(flops)} / ({two} × "
             f"{quantity(model.params_total)} × {number(1 + rho.m, 4)}) = {quantity(bound)} "
             "whatever the batch; the HBM, the batch and the context only decided which side "
             "binds. "
