@@ -18,7 +18,8 @@ FITS = ("hoffmann_2022", "epoch_2024")
 BIG_B = (70, 100, 200)  # active parameters of the larger model, billions
 TOKENS_PER_PARAM = (40, 100, 200)
 SHRINK = (0.5, 0.6, 0.75)
-TOLERANCE = 0.05  # the power 1/β amplifies the rounding of the printed loss figures
+TOLERANCE = 0.02
+FIGURES = 4  # significant figures a student keeps in each term of the loss
 
 
 def draw(rng, presets) -> Draw:
@@ -37,8 +38,11 @@ def draw(rng, presets) -> Draw:
         )
         alpha, beta = c["loss_param_exponent"].to("").m, c["loss_data_exponent"].to("").m
         unit = c["fit_token_unit"]
+        big_param_term = a / big.m**alpha
+        big_data_term = b / (big_tokens / unit).to("").m ** beta
         param_term = a / small.to("parameter").m ** alpha
-        data_left = loss - e - param_term  # what the data term may still cost
+        # equal losses, so E cancels: what the smaller model's data term may still cost
+        data_left = big_param_term + big_data_term - param_term
         if data_left <= 0:
             continue
         small_tokens = (unit * (b / data_left) ** (1 / beta)).to("token")
@@ -47,12 +51,42 @@ def draw(rng, presets) -> Draw:
         extra = (train_small - train_big).to("FLOP")
         # not a small difference of two large bills; and not so large that the smaller model's
         # whole bill (planned + extra) lands within twice the tolerance of the extra alone
-        if 0.3 * train_big < extra < train_big / (2.5 * TOLERANCE):
+        if not 0.3 * train_big < extra < train_big / (2.5 * TOLERANCE):
+            continue
+        # well conditioned: the student's route, each loss term kept to FIGURES significant
+        # figures, lands well inside the window
+        kept = sum(
+            sign * float(f"{term:.{FIGURES - 1}e}")
+            for sign, term in ((1, big_param_term), (1, big_data_term), (-1, param_term))
+        )
+        rounded_tokens = (unit * (b / kept) ** (1 / beta)).to("token")
+        rounded_train = get("training_flops").evaluate(
+            n_active=small, training_tokens=rounded_tokens
+        )
+        if abs((rounded_train - train_big) / extra - 1) < TOLERANCE / 4:
             break
+    # from here on the fit as the statement prints it, so the solution follows from the page
+    e, a, b, alpha, beta = (float(number(x).replace(",", "")) for x in (e, a, b, alpha, beta))
+    big_param_term = a / big.m**alpha
+    big_data_term = b / (big_tokens / unit).to("").m ** beta
+    param_term = a / small.to("parameter").m ** alpha
+    # the data term as the solution works it: each term at FIGURES significant figures
+    data_left = float(
+        number(
+            sum(float(number(t, FIGURES)) for t in (big_param_term, big_data_term))
+            - float(number(param_term, FIGURES)),
+            FIGURES,
+        )
+    )
+    loss = e + big_param_term + big_data_term
+    small_tokens = (unit * (b / data_left) ** (1 / beta)).to("token")
+    train_big = get("training_flops").evaluate(n_active=big, training_tokens=big_tokens)
+    train_small = get("training_flops").evaluate(n_active=small, training_tokens=small_tokens)
+    extra = (train_small - train_big).to("FLOP")
     check = get("chinchilla_loss").evaluate(
         fit=fit_id, n_active=small, training_tokens=small_tokens, presets=presets
     )
-    require(abs(check.to("").m - loss) < 1e-9)
+    require(abs(check.to("").m / loss - 1) < 1e-3, "the printed fit is the source's, rounded")
     one = Q_(1, "token")
     per_token = (
         get("inference_flops").evaluate(
@@ -68,23 +102,27 @@ def draw(rng, presets) -> Draw:
     fwd, trn = number(forward.m), number(train.m)
     small_serve = (forward * small * one).to("FLOP")  # the smaller model's own cost per token
     fit = presets.get("fit", fit_id)
-    big_param_term = a / big.m**alpha
     text = (
         f"Under the {fit.name} fit of the loss law, L = E + A / N^α + B / D^β with E = "
-        f"{number(e)}, A = {number(a)}, B = {number(b)}, α = {number(alpha)} and β = "
-        f"{number(beta)} (N in parameters, D in tokens), a lab plans a model with "
+        f"{number(e)}, A = {number(a)}, B = {number(b)}, "
+        f"α = {number(alpha)} and β = {number(beta)} (N in "
+        "parameters, D in tokens), a lab plans a model with "
         f"{quantity(big.to('Gparameter'))} trained on {quantity(big_tokens)}. It could instead "
         f"train a model with {quantity(small.to('Gparameter'))} to the same loss. Counting "
         "compute in FLOPs (attention ignored, equal utilisation), after how many served tokens "
-        "does the smaller model's extra training pay for itself?"
+        "does the smaller model's extra training pay for itself? (The answer is sensitive to "
+        f"rounding: keep {FIGURES} significant figures in each term of the loss.)"
     )
     solution = (
-        f"The planned model's loss: {number(e)} + {number(big_param_term, 4)} (parameter term) "
-        f"+ {number(loss - e - big_param_term, 4)} (data term) = {number(loss, 5)}. Keep these "
-        "figures: the next step takes a small difference and raises it to the power 1/β.",
-        f"The smaller model's parameter term is larger, {number(param_term, 4)}, so its data "
-        f"term must shrink to {number(data_left, 4)}: D = (B / {number(data_left, 4)})^(1/β) = "
-        f"{quantity(small_tokens)}.",
+        "The two models reach the same loss, so E cancels: the smaller model's data term is "
+        "what the planned model's two terms leave after the smaller model's parameter term, "
+        "B / D₂^β = A / N₁^α + B / D₁^β − A / N₂^α = "
+        f"{number(big_param_term, FIGURES)} + {number(big_data_term, FIGURES)} − "
+        f"{number(param_term, FIGURES)} = {number(data_left, FIGURES)}. (Through the loss "
+        f"itself, {number(loss, FIGURES)}, this small term would come out as the difference "
+        "of two numbers near the loss, and the next step raises it to the power 1/β: a rounding "
+        "of the loss would move the answer by several percent.)",
+        f"So D₂ = (B / {number(data_left, FIGURES)})^(1/β) = {quantity(small_tokens)}.",
         f"Training at {trn} FLOP per parameter per token: {quantity(train_big.to('FLOP'))} for "
         f"the planned model, {quantity(train_small.to('FLOP'))} for the smaller one, "
         f"{quantity(extra)} more.",
@@ -117,5 +155,9 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=tolerance,
         mistakes=kept,
-        hint="Find the smaller model's tokens from the loss law; then compare the two bills.",
+        hint=(
+            "The two losses are equal, so the irreducible E cancels: find the smaller model's "
+            f"tokens from the other terms (keep {FIGURES} significant figures in each), then "
+            "compare the two bills."
+        ),
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, require
-from book.problem_bank.overtraining._runs import month_text, served_text
 from derivations import get
 from derivations.inputs import reachable
 from derivations.notation import flops_per_param_token
@@ -23,8 +22,9 @@ USES = (
 LECTURE = "1:18:59"
 
 ACTIVE_B = (20, 40, 60, 120, 300)  # billions of active parameters (they cancel)
-RATES_M = (15, 30, 40, 80)  # millions of tokens per second, served
-MONTHS = (2, 4, 5, 8)
+USERS_M = (50, 100, 300, 800)  # millions of daily users (a serving load counted per user, not
+PER_USER = (2_000, 5_000, 20_000)  # per second as serving_sets_the_tokens counts it); tokens a day
+DAYS = (90, 180, 365)  # days served
 SERVING = ((2, "half"), (3, "a third"), (4, "a quarter"))  # serving MFU against pre-training's
 RL = ((2, "half"), (3, "a third"), (5, "a fifth"))  # the RL phase's MFU against pre-training's
 TRAINED = ((0.2, "a fifth"), (0.5, "half"), (1.0, "all"))  # of the rollouts, trained on
@@ -39,8 +39,10 @@ def _value(eq_id: str, **given):
 
 def draw(rng, presets) -> Draw:
     active = Q_(rng.choice(ACTIVE_B), "Gparameter")
-    rate = Q_(rng.choice(RATES_M), "Mtoken/s")
-    months = Q_(rng.choice(MONTHS), "month")
+    users = Q_(rng.choice(USERS_M) * 1e6, "")  # a count of users
+    per_user = Q_(rng.choice(PER_USER), "token/day")
+    days = Q_(rng.choice(DAYS), "day")
+    rate = (users * per_user).to("token/s")
     eta, serving_share = rng.choice(SERVING)
     rl_eta, rl_share = rng.choice(RL)
     trained, trained_text = rng.choice(TRAINED)
@@ -51,7 +53,7 @@ def draw(rng, presets) -> Draw:
     case = dict(
         n_active=active,
         inference_rate=rate,
-        deployment_time=months,
+        deployment_time=days,
         inference_inefficiency=Q_(eta, ""),
         rl_flops_per_param_token=per_rollout,
         rl_inefficiency=Q_(rl_eta, ""),
@@ -72,8 +74,9 @@ def draw(rng, presets) -> Draw:
     cost = number(per_rollout.m, 3)
 
     text = (
-        f"A lab will serve a new model ({quantity(active)} active per token) at a steady "
-        f"{quantity(rate)} for {month_text(months)}; serving reaches {serving_share} "
+        f"A lab will serve a new model ({quantity(active)} active per token) to "
+        f"{number(users.to('').m / 1e6)} million users a day, each generating about "
+        f"{quantity(per_user)}, for {quantity(days)}; serving reaches {serving_share} "
         "of the MFU pre-training does. Before that, an RL phase generates rollouts and trains "
         f"on {trained_text} of the generated tokens (a forward and backward pass over them), "
         f"the whole phase at {rl_share} of pre-training's MFU. The lab splits its GPU time "
@@ -85,7 +88,8 @@ def draw(rng, presets) -> Draw:
         "Each phase's bill trades against the others (more pre-training and RL buy a better "
         "model for the same serving, or a smaller one), and a sum of such bills is smallest "
         "near where they are equal: give each phase about the same GPU time.",
-        served_text(rate, months, served),
+        f"Tokens served: {number(users.to('').m / 1e6)} million users × "
+        f"{quantity(per_user)} × {quantity(days)} = {quantity(served)}.",
         f"A served token costs {fwd} FLOP per active parameter at 1/{eta} of pre-training's "
         f"MFU, as much chip time as {number(eta * forward.m)} would at pre-training's; a "
         f"pre-training token costs {trn}. Equal GPU time: {quantity(served)} × "

@@ -77,12 +77,19 @@ def draw(rng, presets) -> Draw:
     )
     chip_name = chip.name.replace(" (per GPU)", "")
 
+    layers = int(model.layers)
+    balanced = (
+        f" (take the stages as balanced, each doing an equal share of the work, though "
+        f"{layers} layers do not split evenly over {stages})"
+        if layers % stages
+        else f" ({layers // stages} of its {layers} layers each)"
+    )
     text = (
         f"You pre-train {model.name} ({params}) on {int(gpus.m):,} {chip_name} GPUs, "
         f"{quantity(peak)} each at BF16. Each step trains on {sequences:,} sequences of "
         f"{context_tokens(context)}. The layers are pipelined over {stages} stages of {width} "
-        f"GPUs each, so there are {replicas:,} data-parallel replicas, and each replica splits "
-        f"its {share:,} sequences into {micro} micro-batches of "
+        f"GPUs each{balanced}, so there are {replicas:,} data-parallel replicas, and each "
+        f"replica splits its {share:,} sequences into {micro} micro-batches of "
         f"{quantity(Q_(share // micro, 'sequence'))}, run "
         "one after another through the stages with a fill-and-drain schedule. While a GPU is "
         f"busy it reaches {number(100 * mfu.m)}% of its peak (attention FLOPs ignored). How long "

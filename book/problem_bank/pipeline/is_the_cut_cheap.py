@@ -71,12 +71,13 @@ def draw(rng, presets) -> Draw:
         f"{name} GPUs, each with {quantity(up)} of NVLink bandwidth "
         f"per direction inside its scale-up domain and its own {quantity(out.to('Gb/s'))} network "
         f"link to other domains. {dense_text} The layers are cut into {p} pipeline stages, "
-        "as equal as the layers allow, one scale-up domain each, with the experts of each "
-        "layer spread over the domain. Counting each time as bytes over the GPU's own link, "
-        "and a stage's MoE layers as their average over the stages"
+        "one scale-up domain each, with the experts of each layer spread over the domain; "
+        "count a stage's MoE layers as their average over the stages"
         + (" (a dense layer does no all-to-all)" if dense else "")
-        + ", how many times longer does a stage spend per token on its experts' all-to-all "
-        "traffic than on sending the activation on to the next stage?"
+        + ", so the answer does not hang on where the cuts fall. Time each transfer as its "
+        "bytes over the sending GPU's own link, per direction. How many times longer does a "
+        "stage spend per token on its experts' all-to-all traffic than on sending the "
+        "activation on to the next stage?"
     )
     solution = (
         f"Per GPU, scale-out is slower than scale-up by {quantity(up)} over "

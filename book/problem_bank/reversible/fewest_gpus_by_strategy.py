@@ -43,6 +43,25 @@ NAMES = {
 }
 
 
+def segments(layers: int) -> int:
+    """The whole number of checkpointed segments that keeps the fewest layer inputs: K
+    checkpoints plus the other inputs of the longest segment, ⌈L/K⌉ − 1 (the one nearest √L
+    of those that tie).
+
+    >>> segments(32), segments(80), segments(126)
+    (6, 9, 11)
+    """
+    kept = {k: k + math.ceil(layers / k) - 1 for k in range(1, layers + 1)}
+    fewest = min(kept.values())
+    return min((k for k in kept if kept[k] == fewest), key=lambda k: abs(k - math.sqrt(layers)))
+
+
+def _inputs_kept(layers: int) -> int:
+    """Layer inputs checkpointing keeps at its best whole number of segments."""
+    k = segments(layers)
+    return k + math.ceil(layers / k) - 1
+
+
 def _figures(presets, model_id, hardware):
     """The per-token and per-parameter figures of a model on a chip, as the statement prints
     them: every strategy's activations per token at the peak, FLOPs per token, the state."""
@@ -67,9 +86,9 @@ def _figures(presets, model_id, hardware):
     layers = model.layers
     per_token = {  # bytes per token of the step's activations, at the peak
         "store": layers * working,
-        # K = √L checkpoints plus one segment's other inputs (its first is its checkpoint),
+        # K checkpoints plus the longest segment's other inputs (its first is its checkpoint),
         # and the one layer being differentiated holds its internals
-        "checkpoint": (2 * math.sqrt(layers) - 1) * layer + working,
+        "checkpoint": _inputs_kept(layers) * layer + working,
         "reversible": (last.value / tokens).to("kB/token") + working,
     }
     unit = dict(model=model_id, training_tokens=Q_(1, "token"), presets=presets)
@@ -178,7 +197,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(deadline)}, whenever the run ends. The GPUs sustain {number(100 * MFU)}% of "
         "peak on every FLOP they execute, recompute included. Each step trains on "
         f"{quantity(step)} in sequences of {context_tokens(Q_(CONTEXT, 'token/sequence'))}, "
-        "all in flight at once (no gradient accumulation), spread evenly over the GPUs, and "
+        "all in flight at once (your trainer has no gradient accumulation, so a step cannot run "
+        "as micro-batches one after another), spread evenly over the GPUs, and "
         "the mixed-precision Adam state (BF16 weights and gradients, FP32 master weights and "
         "two moments) is sharded over all of them. Ignore attention's "
         "FLOPs; its scores are recomputed, never stored. Activations are BF16; a layer's "
@@ -201,7 +221,12 @@ def draw(rng, presets) -> Draw:
             f"{math.ceil(o['by_time']):,} ({quantity(o['flops'])}); {binding} binds: "
             f"{o['gpus']:,} GPUs, {_millions(o['bill'])}."
         )
-    root = math.sqrt(layers)
+    accumulated = math.ceil(store["by_time"])
+    # with accumulation, a micro-batch of one sequence split over at most SPLIT GPUs fits
+    one_sequence = (f["per_token"]["store"] * Q_(CONTEXT, "token")).to("GB")
+    require(f["state"] / accumulated + one_sequence / SPLIT <= f["hbm"], "a micro-batch fits")
+    k = segments(layers)
+    long_segment = math.ceil(layers / k)
     solution = (
         f"State: {quantity(f['per_param'])} × {quantity(shown(model.params_total.to('Gparam')))}"
         f" = {quantity(f['state'])}, whatever the strategy; sharded, it adds to what the GPUs "
@@ -209,9 +234,11 @@ def draw(rng, presets) -> Draw:
         f"Activations per token. One layer's internals: {quantity(f['factor'])} × {d:,} = "
         f"{_size(f['working'])}; storing them all takes {layers} times that, "
         f"{_size(options['store']['per_token'])}. A layer's input is {d:,} × "
-        f"{quantity(f['per_value'])} = {_size(f['layer'])}; checkpointing keeps √{layers}"
-        f" ≈ {number(root, 3)} checkpoints plus one segment's other inputs, twice √{layers} less "
-        f"one ≈ {number(2 * root - 1, 3)} inputs, plus the working layer's internals: "
+        f"{quantity(f['per_value'])} = {_size(f['layer'])}; checkpointing at {k} segments (of the "
+        "whole numbers that keep the fewest inputs, the nearest "
+        f"√{layers} ≈ {number(math.sqrt(layers), 3)}) "
+        f"keeps {k} checkpoints plus up to {long_segment - 1} other inputs of the segment being "
+        f"rebuilt, {_inputs_kept(layers)} inputs, plus the working layer's internals: "
         f"{_size(options['checkpoint']['per_token'])}. Reversible layers keep the last "
         "output and the working layer's internals: "
         f"{_size(options['reversible']['per_token'])}.",
@@ -232,16 +259,24 @@ def draw(rng, presets) -> Draw:
             "Storing everything needs more GPUs for its activations than its deadline does, "
             "and still fewer than the recompute's extra FLOPs would."
             if best["key"] == "store"
-            else "Storing everything would need so much HBM that a third more FLOPs on fewer "
-            "GPUs is cheaper."
-        ),
+            else "With the whole step in flight, storing everything needs so much HBM that a "
+            "third more FLOPs on fewer GPUs is cheaper."
+        )
+        + " The ban on accumulation decides this. Without it, the step would run as "
+        "micro-batches one after another, only one holding its activations at a time, and "
+        f"storing everything would need just the deadline's {accumulated:,} GPUs, "
+        f"{_millions(_bill(accumulated, deadline, hardware))}, cheaper than any recompute"
+        + (" and than the memory-bound count above." if best["key"] == "store" else ".")
+        + " Recompute pays only when memory, not FLOPs, sets the "
+        "number of GPUs.",
     )
     store = options["store"]
     mistakes = [
         Mistake(
             _bill(math.ceil(store["by_time"]), deadline, hardware),
-            "That is what the deadline alone asks of storing everything; its activations need "
-            "more GPUs' worth of HBM than that.",
+            "That is what the deadline alone asks of storing everything, as if the step ran in "
+            "micro-batches; with all of it in flight its activations need more GPUs' worth of "
+            "HBM than that.",
         ),
         Mistake(
             runner_up["bill"],

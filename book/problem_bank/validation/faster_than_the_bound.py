@@ -52,7 +52,8 @@ def draw(rng, presets) -> Draw:
     bound = bound.to("token/s/sequence")
     # the engine's claim: a round figure that far above the bound
     claimed = Q_(float(f"{bound.m * beyond:.2g}"), "token/s/sequence")
-    per_step = (claimed * step).to("token/sequence")
+    user = Q_(1, "sequence")  # the one user's sequence: a count of tokens per step
+    per_step = (claimed * step * user).to("token")
     above = (claimed / bound).to("").m
     draft_compute = (compute * per_step.m).to("ms")
     per_kv = get("kv_bytes_per_token").evaluate(model=name, precision=precision, presets=presets)
@@ -69,7 +70,7 @@ def draw(rng, presets) -> Draw:
         "The roofline says no decode step can beat its memory reads (the weights and the "
         "cache; the multiplies, attention's included, are far quicker at batch one). If the "
         "measurement is right, at least how many tokens must each step give the user on "
-        "average?"
+        "average? Answer in tokens (per step)."
     )
     solution = (
         f"At batch one a step reads every weight, {_t(weights)} at the bandwidth of "
@@ -81,26 +82,29 @@ def draw(rng, presets) -> Draw:
         "pass over the weights; the multiplies of the tokens counted below take only "
         f"{_t(draft_compute)}, under the reads, so the step time holds.",
         f"Each step must give the user at least {quantity(claimed)} × {quantity(step)} = "
-        f"**{quantity(per_step, 3)}**.",
+        f"**{quantity(per_step, 3)}** a step.",
     )
     at = dict(batch_size=one, context_length=context)
     alone = dict(case, n_chips=Q_(1, "chip"))
     wide = dict(case, weight_precision="bf16")
     candidates = (
         (
-            (claimed * get("step_time").evaluate(**at, **alone)).to("token/sequence")
+            (claimed * get("step_time").evaluate(**at, **alone) * user).to("token")
             if chips > 1
             else None,
             "You read the weights at one GPU's bandwidth; the replica's GPUs read their "
             "shares in parallel.",
         ),
         (
-            (claimed * get("step_time").evaluate(**at, **wide)).to("token/sequence")
+            (claimed * get("step_time").evaluate(**at, **wide) * user).to("token")
             if precision == "fp8"
             else None,
             "You read the weights at two bytes each; FP8 is one.",
         ),
-        (ONE_TOKEN, "One token per step is what the bound assumes; the measurement needs more."),
+        (
+            (ONE_TOKEN * user).to("token"),
+            "One token per step is what the bound assumes; the measurement needs more.",
+        ),
     )
     mistakes: list[Mistake] = []
     for value, why in candidates:

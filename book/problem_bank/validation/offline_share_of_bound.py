@@ -7,6 +7,7 @@ from book.problem_bank import Draw, Mistake, require
 from book.problem_bank.validation._mlperf import NO_ATTENTION, cited
 from derivations import get
 from derivations.inputs import reachable
+from derivations.notation import flops_per_param_token
 from units import Q_, ChalkboardError
 
 KIND = "multi"
@@ -147,6 +148,7 @@ def _draw(rng, presets) -> Draw:
         "of the multiplies here); the caches' reads count. What share of its roofline bound did "
         "the run reach? Answer as a fraction (or a percentage, with its % sign)."
     )
+    two = number(flops_per_param_token.value.to("FLOP/parameter/token").m)  # a multiply, an add
     solution = (
         f"A sequence's context averages its prompt plus half its output: "
         f"{quantity(context * ONE)}. Its KV cache costs {quantity(per_token)}.",
@@ -158,8 +160,18 @@ def _draw(rng, presets) -> Draw:
         f"brings {number(rho.m, 3)} prompt tokens of prefill, which adds "
         f"{quantity(with_prompts - compute)}: {quantity(with_prompts)} in all. The step is "
         f"{binds}-bound at {quantity(step)}.",
-        f"Each sequence gets one token per step: {number(batch.m)} tokens per {quantity(step)}, "
-        f"at most {quantity(bound)}. The run measured {quantity(measured)}, so its share is "
+        (
+            "Compute-bound, so the batch cancels (the lecture's constant cost per token): an "
+            f"output token costs {two} FLOPs per parameter for itself and for each of its "
+            f"{number(rho.m, 3)} prompt tokens, so the bound is {quantity(flops)} / ({two} × "
+            f"{quantity(model.params_total)} × {number(1 + rho.m, 4)}) = {quantity(bound)} "
+            "whatever the batch; the HBM, the batch and the context only decided which side "
+            "binds. "
+            if binds == "compute"
+            else "Memory-bound, so the batch matters: each sequence gets one token per step, "
+            f"{number(batch.m)} tokens per {quantity(step)}, at most {quantity(bound)}. "
+        )
+        + f"The run measured {quantity(measured)}, so its share is "
         f"{quantity(measured)} / {quantity(bound)} = **{number(100 * share.m, 4)}%**. (Counting "
         "attention's FLOPs would lower the bound by "
         f"{number(100 * (1 - (with_attention / bound).to('').m), 2)}%. The result is "
@@ -234,8 +246,8 @@ def _draw(rng, presets) -> Draw:
             mistakes.append(Mistake(value, why))
     return Draw(
         hint=(
-            "The bound is the batch over the step time (decode plus the prefill it must fit "
-            "in); the share is the measured rate over that."
+            "Which binds, a step's reads or its multiplies (the prefill it must fit in "
+            "included)? The bound follows from that; the share is the measured rate over it."
         ),
         text=text,
         answer=share,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank.validation._mlperf import NO_ATTENTION
 from derivations import get
 from derivations.inputs import reachable
@@ -91,108 +91,126 @@ def _bound(row, presets, attention=False, **change):
     return rate, batch, step, case, work
 
 
+def _chip_text(chip, row, case) -> str:
+    precision = row.get("activations", row.weights)
+    return (
+        f"{quantity(chip.hbm_capacity)} of HBM at {quantity(chip.hbm_bandwidth)} and "
+        f"{quantity(case['flops'])} dense in {NAMES[precision]}, up to "
+        f"{quantity(row.concurrency)} at once"
+    )
+
+
 def draw(rng, presets) -> Draw:
-    group = rng.choice(GROUPS)
-    known_id, target_id = rng.sample(group, 2)
-    known, target = presets.get("measurement", known_id), presets.get("measurement", target_id)
+    while True:  # two chips whose FLOP rates differ: else the sibling's rate is the answer
+        group = rng.choice(GROUPS)
+        known_id, target_id = rng.sample(group, 2)
+        known, target = presets.get("measurement", known_id), presets.get("measurement", target_id)
+        known_bound, known_batch, known_step, known_case, known_work = _bound(known, presets)
+        bound, batch, step, case, work = _bound(target, presets)
+        flop_ratio = (case["flops"] / known_case["flops"]).to("").m
+        if abs(flop_ratio - 1) >= 2.5 * TOLERANCE:
+            break
     model = presets.get("model", target.model)
     chip = presets.get("hardware", target.hardware)
-    sibling = presets.get("hardware", known.hardware).name.split(" (")[0]
+    known_chip = presets.get("hardware", known.hardware)
+    sibling = known_chip.name.split(" (")[0]
     name = chip.name.split(" (")[0]
     benchmark = target.name.split(": ")[0]  # "MLPerf Inference v5.1"
 
-    known_bound, *_ = _bound(known, presets)
     known_rate = (known.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
     share = (
         get("serving_efficiency")
         .evaluate(measured_rate=known_rate, serving_rate_per_chip=known_bound, presets=presets)
         .to("")
     )
-    share = Q_(float(f"{share.m:.2g}"), "")  # the share as the statement shows it, two figures
-    bound, batch, step, case, work = _bound(target, presets)
     counted = _bound(target, presets, attention=True)[0]
     require(
         abs((counted / bound).to("").m - 1) < 0.01,
         "attention's FLOPs are under a hundredth of the step: leaving them out is fair",
     )
+    for w in (work, known_work):  # the lesson: both steps are compute-bound
+        require(w["busy"] >= 1.2 * w["memory"], "the multiplies bind on both chips")
     predicted = (bound * share).to("token/s/chip")
+    require(abs((predicted / (known_rate * flop_ratio)).to("").m - 1) < 1e-6, "rate × FLOP ratio")
     actual = (target.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
     precision = target.get("activations", target.weights)
 
     text = (
-        f"In {benchmark}'s offline {model.name} test, {sibling} GPUs reached "
-        f"{number(100 * share.m, 2)}% of their roofline bound (prefill counted, one replica per "
-        f"GPU). Predict what one {name} GPU would serve, reaching the same share: "
-        f"{model.name} ({quantity(model.params_total)}, dense; "
-        f"{number(model.layers)}-layer cache of "
+        f"In {benchmark}'s offline {model.name} test, one {sibling} GPU served "
+        f"{quantity(known_rate)} ({_chip_text(known_chip, known, known_case)}). Predict what "
+        f"one {name} GPU would serve in the same test, reaching the same share of its roofline "
+        f"bound ({_chip_text(chip, target, case)}). Both run {model.name} "
+        f"({quantity(model.params_total)}, dense; {number(model.layers)}-layer cache of "
         f"{quantity(_ev('kv_bytes_per_token', case).to('kB/token'))}) with weights in "
-        f"{NAMES[target.weights]} and cache in {NAMES[target.kv]}, on "
-        f"{quantity(chip.hbm_capacity)} of HBM at {quantity(chip.hbm_bandwidth)} and "
-        f"{quantity(case['flops'])} dense in {NAMES[precision]}; requests of about "
-        f"{quantity(target.input_tokens)} in and {quantity(target.output_tokens)} out, up to "
-        f"{quantity(target.concurrency)} at once. Leave attention's own FLOPs out (at this "
-        "context they are under a hundredth of the multiplies); the caches' reads count. How "
-        "many tokens per second per GPU?"
+        f"{NAMES[target.weights]} and cache in {NAMES[target.kv]}, one replica per GPU, on "
+        f"requests of about {quantity(target.input_tokens)} in and "
+        f"{quantity(target.output_tokens)} out, prompts prefilled on the same GPU. Leave "
+        "attention's own FLOPs out (at this context they are under a hundredth of the "
+        "multiplies); the caches' reads count. How many tokens per second per GPU?"
     )
-    prefill = work["busy"] - work["decode"]
-    binds = "the multiplies" if work["busy"] >= work["memory"] else "the reads"
     ratio = number((target.input_tokens / target.output_tokens).to("").m, 3)
+
+    def regime(label, chip_, row, b, w) -> str:
+        return (
+            f"{label}: the weights ({quantity(w['weights'], 3)}) leave room for "
+            f"{number(w['fit'].m)} caches, the test allows {quantity(row.concurrency)}, so "
+            f"{quantity(b)} a step; the reads take {quantity(w['memory'], 3)} at "
+            f"{quantity(chip_.hbm_bandwidth)}, the multiplies {quantity(w['busy'], 3)} "
+            f"(prefill included)"
+        )
+
     solution = (
-        f"A request's context averages {quantity(target.input_tokens)} + half of "
-        f"{quantity(target.output_tokens)} = {number(work['context'].m)} tokens over its "
-        f"generation, so its cache takes about {quantity(work['kv'], 3)}.",
-        f"The weights take {quantity(work['weights'], 3)} ({NAMES[target.weights]}); the "
-        f"rest of the {quantity(chip.hbm_capacity)} holds {number(work['fit'].m)} caches, "
-        f"and the benchmark allows {quantity(target.concurrency)}: the batch is about "
-        f"{quantity(batch)}.",
-        f"A step reads the weights and every cache: {quantity(work['memory'], 3)} at "
-        f"{quantity(chip.hbm_bandwidth)}. Its multiplies, two FLOPs per parameter for each "
-        f"sequence's new token, take {quantity(work['decode'], 3)}; and every "
-        f"output token also carries {ratio} prompt tokens of prefill, which adds "
-        f"{quantity(prefill, 3)}, {quantity(work['busy'], 3)} of arithmetic in all. The "
-        f"slower, {binds}, sets the step: {quantity(step, 3)}.",
-        f"One token per sequence per step: {quantity(batch)} over {quantity(step, 3)} is "
-        f"a bound of about {quantity(bound, 3)}.",
-        f"Times {number(100 * share.m, 2)}% (MLPerf measured {quantity(actual)}: a sibling's "
-        "share predicts it to within "
-        f"{number(abs(actual / predicted - 1).to('').m * 100, 2)}%): "
-        f"**{quantity(predicted, 4)}**.",
+        f"First the regime, on both chips. A request's context averages "
+        f"{quantity(target.input_tokens)} + half of {quantity(target.output_tokens)} = "
+        f"{number(work['context'].m)} tokens, a cache of about {quantity(work['kv'], 3)}. "
+        + regime(sibling, known_chip, known, known_batch, known_work)
+        + "; "
+        + regime(name, chip, target, batch, work)
+        + ". Both steps are compute-bound.",
+        "Compute-bound, the batch cancels: a token costs the same FLOPs at any batch, two per "
+        f"parameter for itself and for its {ratio} prompt tokens of prefill, on either chip. "
+        "So each bound is the chip's FLOP rate over that cost, and at the same share the "
+        "rates stand as the FLOP rates: the HBM, the batch and the context only decided the "
+        "regime.",
+        f"{quantity(known_rate)} × {quantity(case['flops'])} / {quantity(known_case['flops'])} "
+        f"= **{quantity(predicted, 4)}** (a share of {number(100 * share.m, 2)}% of a bound of "
+        f"{quantity(bound, 3)}). MLPerf measured {quantity(actual)}, "
+        f"{number(abs(actual / predicted - 1).to('').m * 100, 2)}% "
+        f"{'above' if actual > predicted else 'below'} the prediction: a share of the bound "
+        "carries only roughly from one vendor's chip and software to another's.",
     )
-    slow_bytes = _bound(target, presets, flops=case["flops"] / 2)[0] * share
-    require(abs((step - max(work["busy"], work["memory"])) / step).to("").m < 1e-6)
-    per_step = batch * Q_(1, "token/sequence") / Q_(1, "chip")  # a token per sequence per step
-    no_prefill = (per_step / max(work["decode"], work["memory"]) * share).to("token/s/chip")
-    reads_only = (per_step / work["memory"] * share).to("token/s/chip")
+    slow_bytes = predicted / 2
+    reads_only = (
+        known_rate * (batch / work["memory"]) / (known_batch / known_work["memory"]) * Q_(1, "")
+    )
     candidates = (
         (predicted / share.m, "That is the bound itself; real systems reach only a share of it."),
         (
+            known_rate,
+            f"That is the {sibling}'s own rate; the step is compute-bound, so the rate scales "
+            "with the chip's FLOP rate.",
+        ),
+        (
             slow_bytes,
-            "You took the FLOP rate of a precision twice as wide; the chip computes "
+            "You took the FLOP rate of a precision twice as wide for this chip; it computes "
             f"in {NAMES[precision]}.",
         ),
         (
-            no_prefill,
-            f"You left out the prefill: each output token also brings {ratio} prompt tokens "
-            "through the model, and the offline test counts them in the step.",
-        ),
-        (
             reads_only,
-            "You timed the step by its reads alone; at this batch its multiplies, prefill "
-            "included, take longer.",
-        )
-        if work["busy"] > work["memory"]
-        else (None, ""),
+            "You scaled by the batch over the reads' time, as if the steps were memory-bound; "
+            "on both chips the multiplies, prefill included, take longer.",
+        ),
     )
-    mistakes = tuple(
+    clear = [  # a listed slip lands at least twice the tolerance from the answer
         Mistake(v.to("token/s/chip"), why)
         for v, why in candidates
-        if v is not None and abs((v / predicted).to("").m - 1) > TOLERANCE
-    )
+        if abs((v / predicted).to("").m - 1) > 2 * TOLERANCE
+    ]
+    mistakes = distinct_mistakes(clear, predicted, TOLERANCE)
     return Draw(
         hint=(
-            "The sibling's share is given: apply it to this GPU's own bound. For the bound, "
-            "the batch the HBM holds (and the test allows), then a step's reads against its "
-            "multiplies, the prompts' prefill included."
+            "First decide, on both chips, which binds: a step's reads or its multiplies "
+            "(prefill included). If the multiplies, what does a token cost, whatever the batch?"
         ),
         text=text,
         answer=predicted,
