@@ -143,6 +143,7 @@ def _chain(presets: Presets) -> dict:
     c_f = flops_per_param_token.value  # the forward pass's multiply-add per parameter-token
     global_tokens = plain.q("inference_tokens", inference_rate=par["global_inference_rate"])
     overtraining = ev.q("balanced_overtraining_factor")
+    rule = (c_pre / (c_inf + c_rl)).to("").m  # the equal thirds' pre-training over the rest
     fits = [
         _fit_against_chain(presets, f.id, frontier, d_pre, d_inf, d_rl)
         for f in presets.fit.values()
@@ -217,6 +218,7 @@ def _chain(presets: Presets) -> dict:
             "rumour_factor": ev.text("overtraining_factor", training_tokens=rumour),
             "rumour_share": said((c_rumour / c_inf).to("")),
             "rumour_share_rl": said((c_rumour / (c_inf + c_rl)).to(""), 2),
+            "rule_share": said(Q_(rule, ""), 2),  # the equal thirds: pre-training over the rest
             "global_rate": said(par["global_inference_rate"]),
             "global_tokens": said(global_tokens),
             "global_factor": said(
@@ -238,9 +240,14 @@ def _chain(presets: Presets) -> dict:
         "against_fits": fits,
         "hoffmann": fits[0],
         "epoch": fits[-1],
-        # how far the cost optimum's split strays from equal cost, at most: "within a factor of 3"
+        # how far the cost optimum's split strays from the equal thirds', at most: "within 2"
         "within": rough(
-            Q_(max(max(f["train_share_value"], 1 / f["train_share_value"]) for f in fits), "")
+            Q_(
+                max(
+                    max(f["train_share_value"] / rule, rule / f["train_share_value"]) for f in fits
+                ),
+                "",
+            )
         ),
     }
 
