@@ -1217,7 +1217,7 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
         "Every model that reaches the equal-cost frontier model's loss, placed by its "
         "pre-training compute over its serving and RL compute, with its total (pre-training, "
         "RL and serving) over the cheapest one's, for each fit. Dots: the cheapest split; dotted "
-        "line: equal cost. Near their minima the curves are flat."
+        "line: the lecture's equal thirds. Near their minima the curves are flat."
     )
     return _render("equal_cost_heuristic", draw, alt, caption)
 

@@ -372,6 +372,7 @@ def _fit(presets: Presets, fit: str) -> dict:
     return {
         "name": f.name,
         "source": f.source_of("source"),
+        "citation": f.source_of("source").split(": ", 1)[-1],  # without the source's key
         "loss": chin.text(
             "chinchilla_loss",
             n_active=presets.parameter["chinchilla_model_params"].value,
