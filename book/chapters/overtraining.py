@@ -453,11 +453,13 @@ def _attention_mfu(presets: Presets, fp8: Evaluator, hours) -> dict:
     # masked half is skipped by flash-style kernels, so it is neither done nor counted)
     prefix = sequence / 2
     bound = fp8.q("attention_training_rate_bound", training_sequence=prefix, head_dim=width)
+    square = fp8.q("attention_training_rate_bound", training_sequence=sequence, head_dim=width)
     rate = (model.training_tokens / hours).to("token/s/chip")
     return {
         "sequence": said(sequence),
         "prefix": said(prefix),
         "mfu_attention": said((rate / bound).to("")),
+        "mfu_attention_square": said((rate / square).to("")),  # PaLM's convention, no mask
     }
 
 
