@@ -997,7 +997,10 @@ def chinchilla_contours(presets: Presets) -> Figure:
     from book.chapters.overtraining import cheapest_at_loss
     from derivations import get
 
-    fit = next(iter(presets.fit.values()))
+    # the Epoch refit draws the contours; the published Hoffmann fit's path is drawn beside it
+    # (Besiroglu et al. 2024 found its parameters inconsistent with Hoffmann's own approaches)
+    fit = list(presets.fit.values())[-1]
+    other = next(iter(presets.fit.values()))
     n = np.geomspace(1e9, 2e12, 120)
     d = np.geomspace(1e11, 1e15, 120)
     nn, dd = np.meshgrid(n, d)
@@ -1027,6 +1030,12 @@ def chinchilla_contours(presets: Presets) -> Figure:
     )
     keep = (n_star >= n[0]) & (n_star <= n[-1]) & (d_star >= d[0]) & (d_star <= d[-1])
     n_star, d_star = n_star[keep], d_star[keep]
+    other_n, other_d = (
+        get(eq).evaluate(presets=presets, fit=other.id, training_flops=c).to(u).m
+        for eq, u in (("compute_optimal_params", "parameter"), ("compute_optimal_tokens", "token"))
+    )
+    inside = (other_n >= n[0]) & (other_n <= n[-1]) & (other_d >= d[0]) & (other_d <= d[-1])
+    other_n, other_d = other_n[inside], other_d[inside]
     plain = Evaluator(presets)
     frontier_q = presets.parameter["frontier_active_params"].value
     frontier = frontier_q.to("parameter").m
@@ -1048,13 +1057,15 @@ def chinchilla_contours(presets: Presets) -> Figure:
         .m
     )
     above = Q_(balanced / d_line, "")
-    # the equal-cost model's loss, and the cheapest model (training plus serving) that reaches it
+    # the equal-cost model's loss, and the cheapest model (training, RL and serving) reaching it
+    d_pre = plain.q("balanced_training_tokens")
     target, best_n, best_d, _, _ = cheapest_at_loss(
         presets,
         fit.id,
         frontier_q,
-        plain.q("balanced_training_tokens"),
+        d_pre,
         plain.q("inference_tokens"),
+        d_pre / plain.q("pretrain_rl_token_ratio"),
     )
 
     def bracket(ax, x, low, high, text, side):
@@ -1085,6 +1096,7 @@ def chinchilla_contours(presets: Presets) -> Figure:
         ax.clabel(cs, fontsize=7, fmt="%.2f")
         ax.contour(nn, dd, loss, levels=[target], linewidths=2.4, colors=[PALETTE[1]])
         ax.loglog(n_star, d_star, color=FOREGROUND, linewidth=2)
+        ax.plot(other_n, other_d, color=FOREGROUND, linewidth=0.9, linestyle="-.")
         ax.plot(n, rule_d, color=FOREGROUND, linewidth=1.2, linestyle="--")
         ax.plot([chin_n], [chin_d], "s", color=PALETTE[2])
         ax.plot([frontier], [d_line], "D", color=FOREGROUND)
@@ -1101,9 +1113,9 @@ def chinchilla_contours(presets: Presets) -> Figure:
         handles = [
             Line2D([], [], color=VIRIDIS_MID, linewidth=0.8),
             Line2D([], [], color=FOREGROUND, linewidth=2),
+            Line2D([], [], color=FOREGROUND, linewidth=0.9, linestyle="-."),
             Line2D([], [], color=FOREGROUND, linewidth=1.2, linestyle="--"),
             Line2D([], [], color=PALETTE[2], marker="s", linestyle=""),
-            Line2D([], [], color=FOREGROUND, marker="D", linestyle=""),
             Line2D([], [], color=PALETTE[3], marker="o", linestyle=""),
             Line2D([], [], color=PALETTE[1], linewidth=2.4),
             Line2D([], [], color=PALETTE[1], marker="*", markersize=12, mec=FOREGROUND, ls=""),
@@ -1111,9 +1123,9 @@ def chinchilla_contours(presets: Presets) -> Figure:
         labels = [
             "loss contours (labelled with the loss)",
             "compute-optimal path (N*, D*) of this fit",
+            "the published Hoffmann fit's path",
             f"D = {spoken_number(rule.m)} N (the rule of thumb)",
             "Chinchilla itself",
-            "the path's tokens at the frontier model's N",
             "equal-cost frontier model (over-trained)",
             f"its loss, {number(target, 4)}",
             "the cheapest model at that loss",
@@ -1132,16 +1144,18 @@ def chinchilla_contours(presets: Presets) -> Figure:
         f"Loss contours of the {fit.name} fit over parameters and tokens, with the fit's "
         f"compute-optimal path, the rule of {per_param}, Chinchilla's own point, and the "
         f"lecture's frontier model {spoken(factor)} times past the rule and {spoken(above)} "
-        f"times above the drawn compute-optimal line at its size; the contour of its loss, "
+        f"times above the drawn compute-optimal line at its size, and the {other.name} fit's "
+        f"path beside it; the contour of its loss, "
         f"{number(target, 4)}, is drawn thick, with the cheapest model on it at "
         f"{spoken(Q_(best_n, 'parameter'))} and {spoken(Q_(best_d, 'token'))}."
     )
     caption = (
         f"Loss contours of the {fit.name} fit. The bold line is the fit's compute-optimal "
-        f"path, the dashed line the rule of {per_param}. The brackets measure the equal-cost "
-        f"frontier model (red) against each at its size: against the path's optimum (the "
-        f"diamond) and against the rule. The thick contour holds every model that reaches its "
-        f"loss; the star is the cheapest of them to train and serve."
+        f"path, the dash-dotted one the published Hoffmann fit's, the dashed line the rule of "
+        f"{per_param}. The brackets measure the equal-cost frontier model (red) against each at "
+        f"its size: against the path's optimum (the diamond) and against the rule. The thick "
+        f"contour holds every model that reaches its loss; the star is the cheapest of them to "
+        f"train, RL and serve."
     )
     return _render("chinchilla_contours", draw, alt, caption)
 
@@ -1154,22 +1168,33 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
     plain = Evaluator(presets)
     n0 = presets.parameter["frontier_active_params"].value
     d_pre, d_inf = plain.q("balanced_training_tokens"), plain.q("inference_tokens")
+    d_rl = d_pre / plain.q("pretrain_rl_token_ratio")  # RL's tokens held, like the served ones
     curves = []
     for fit in presets.fit.values():
         sizes = np.geomspace(n0.to("parameter").m / 2, n0.to("parameter").m * 4, 3000)
-        tokens, train, serve = iso_loss_costs(presets, fit.id, n0, d_pre, d_inf, sizes)
+        tokens, train, serve = iso_loss_costs(presets, fit.id, n0, d_pre, d_inf, sizes, d_rl)
         total = train + serve
         share, rel = train / serve, total / total.min()
         keep = (tokens < 1e18) & (share > 0.05) & (share < 20)  # the loss is reachable
         curves.append((fit, share[keep], rel[keep], int(np.argmin(total[keep]))))
+    # where the lecture's equal thirds sit: pre-training against serving plus RL
+    ev = Evaluator(presets, n_active=n0)
+    rule = (
+        (
+            ev.q("training_flops", training_tokens=d_pre)
+            / (ev.q("inference_flops", inference_tokens=d_inf) + ev.q("rl_flops", rl_tokens=d_rl))
+        )
+        .to("")
+        .m
+    )
 
     def draw(fig, ax):
         for k, (fit, share, rel, i) in enumerate(curves):
             label = f"{fit.id.split('_')[0].capitalize()} fit"  # as the chapter names it
             ax.semilogx(share, rel, color=PALETTE[k], linewidth=2, label=label)
             ax.plot([share[i]], [rel[i]], "o", color=PALETTE[k])
-        _mark(ax, 1.0, "equal cost")
-        ax.set_xlabel("pre-training compute / serving compute")
+        _mark(ax, rule, "equal thirds")
+        ax.set_xlabel("pre-training compute / (serving + RL compute)")
         ax.set_ylabel("total compute / the cheapest")
         ax.set_xlim(0.05, 20)
         ax.set_ylim(0.95, 2.0)
@@ -1178,20 +1203,21 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
     shares = " and ".join(
         f"{spoken(Q_(share[i], ''), 2)} under the {fit.name}" for fit, share, _, i in curves
     )
-    extra = " and ".join(  # the equal-cost model's excess, read off each curve at a ratio of one
-        f"{number(100 * (np.interp(0.0, np.log(share[::-1]), rel[::-1]) - 1), 2)} per cent"
+    extra = " and ".join(  # the equal-cost model's excess, read off each curve at the rule's ratio
+        f"{number(100 * (np.interp(np.log(rule), np.log(share[::-1]), rel[::-1]) - 1), 2)} per cent"
         for _, share, rel, _ in curves  # share falls as the model grows: reversed, it rises
     )
     alt = (
         f"Total compute of the models that reach the equal-cost frontier model's loss, against "
-        f"their ratio of training to serving compute: the cheapest spends {shares}; at equal "
+        f"their ratio of training to serving and RL compute: the cheapest spends {shares}; at "
+        f"equal "
         f"cost the total is {extra} above the cheapest."
     )
     caption = (
         "Every model that reaches the equal-cost frontier model's loss, placed by its "
-        "pre-training compute over its serving compute, with its total (pre-training plus "
-        "serving) over the cheapest one's, for each fit. Dots: the cheapest split; dotted "
-        "line: equal cost. Near their minima the curves are flat."
+        "pre-training compute over its serving and RL compute, with its total (pre-training, "
+        "RL and serving) over the cheapest one's, for each fit. Dots: the cheapest split; dotted "
+        "line: the lecture's equal thirds. Near their minima the curves are flat."
     )
     return _render("equal_cost_heuristic", draw, alt, caption)
 

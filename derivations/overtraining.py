@@ -81,6 +81,7 @@ register(
         assumptions=(
             "attention FLOPs are ignored",
             "the backward pass costs two forward passes: gradients for activations and weights",
+            "no recomputation is counted (recomputing activations adds a forward pass: 8 N D)",
         ),
         derivation=Derivation(
             given(
@@ -248,7 +249,11 @@ register(
         rhs=D / chinchilla_tokens.sym,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_E, "200T / 2T = 100x over-trained"),
-        assumptions=(),
+        assumptions=(
+            "the Chinchilla count of the same parameters the tokens trained: for an MoE the "
+            "active ones, a proxy (its loss also falls with its idle experts, so per active "
+            "parameter the factor overstates over-training and per total parameter understates it)",
+        ),
         summary="Training tokens over the Chinchilla count.",
     )
 )
@@ -277,7 +282,10 @@ register(
         rhs=E_ + A / N**alpha + Bc / (D / D0) ** beta,
         chapter=CHAPTER,
         source=Source(CHINCHILLA),
-        assumptions=("a dense model: N counts every parameter, all active",),
+        assumptions=(
+            "a dense model: N counts every parameter, all active; applied to an MoE's active "
+            "parameters only as a proxy",
+        ),
         summary="Irreducible loss plus a parameter term and a data term, each a power law.",
     )
 )

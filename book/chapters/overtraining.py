@@ -49,6 +49,7 @@ def context(presets: Presets) -> dict:
         "budgets": _budget_table(presets),
         **_training_time(presets),
         **_chain(presets),
+        "utilisation": _utilisation(presets),
         "derated": _derated(presets),
         "splits": _splits(presets),
         "counted": {eq: _counted(eq) for eq in COUNTED},
@@ -142,7 +143,11 @@ def _chain(presets: Presets) -> dict:
     c_f = flops_per_param_token.value  # the forward pass's multiply-add per parameter-token
     global_tokens = plain.q("inference_tokens", inference_rate=par["global_inference_rate"])
     overtraining = ev.q("balanced_overtraining_factor")
-    fits = [_fit_against_chain(presets, f.id, frontier, d_pre, d_inf) for f in presets.fit.values()]
+    rule = (c_pre / (c_inf + c_rl)).to("").m  # the equal thirds' pre-training over the rest
+    fits = [
+        _fit_against_chain(presets, f.id, frontier, d_pre, d_inf, d_rl)
+        for f in presets.fit.values()
+    ]
     # the equal-cost rule on the chapter's reference product of costs, and a lopsided split
     product = Q_(1e50, "FLOP**2")  # the chapter's reference case (book/cases.py)
     even = plain.q("equal_cost_optimum", cost_product=product).to("FLOP")
@@ -189,6 +194,7 @@ def _chain(presets: Presets) -> dict:
         "train_per_token": said(3 * c_f),
         "six": said_number((3 * c_f).m),
         "four": said_number((2 * c_f).m),  # the backward pass: two matmuls the forward's size
+        "eight": said_number((4 * c_f).m),  # with full recomputation: a second forward pass
         "two": said_number(c_f.m),
         "rl_per_token": said(par["rl_flops_per_param_token"]),
         "rl_bare": said_number(par["rl_flops_per_param_token"].m),
@@ -200,6 +206,9 @@ def _chain(presets: Presets) -> dict:
             "c_pre": said(c_pre),
             "c_rl": said(c_rl),
             "c_inf": said(c_inf),
+            # the useful FLOPs each bill's chip-time buys: its peak-FLOP over its inefficiency
+            "c_inf_useful": said((c_inf / par["inference_inefficiency"]).to("FLOP")),
+            "c_rl_useful": said((c_rl / par["rl_inefficiency"]).to("FLOP")),
             "per_param": said(per_param),
             "per_param_bare": said_number(per_param.m),
             "balanced_per_param": said((d_pre / frontier).to("token/parameter")),
@@ -208,6 +217,8 @@ def _chain(presets: Presets) -> dict:
             "rumour": said(rumour),
             "rumour_factor": ev.text("overtraining_factor", training_tokens=rumour),
             "rumour_share": said((c_rumour / c_inf).to("")),
+            "rumour_share_rl": said((c_rumour / (c_inf + c_rl)).to(""), 2),
+            "rule_share": said(Q_(rule, ""), 2),  # the equal thirds: pre-training over the rest
             "global_rate": said(par["global_inference_rate"]),
             "global_tokens": said(global_tokens),
             "global_factor": said(
@@ -229,14 +240,19 @@ def _chain(presets: Presets) -> dict:
         "against_fits": fits,
         "hoffmann": fits[0],
         "epoch": fits[-1],
-        # how far the cost optimum's split strays from equal cost, at most: "within a factor of 3"
+        # how far the cost optimum's split strays from the equal thirds', at most: "within 2"
         "within": rough(
-            Q_(max(max(f["train_share_value"], 1 / f["train_share_value"]) for f in fits), "")
+            Q_(
+                max(
+                    max(f["train_share_value"] / rule, rule / f["train_share_value"]) for f in fits
+                ),
+                "",
+            )
         ),
     }
 
 
-def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf) -> dict:
+def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf, d_rl) -> dict:
     """Where the equal-cost model (``n`` active on ``d_pre``) sits against ``fit``: the
     compute-optimal tokens for a model of its size (N* is a power of the budget, so two budgets
     fix the line exactly), and the spend that truly minimises training plus serving at its loss.
@@ -247,7 +263,7 @@ def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf) -> dict:
     power = np.log((n2 / n1).m) / np.log((c2 / c1).m)
     budget = c1 * ((n / n1).to("").m) ** (1 / power)
     d_star = ev.q("compute_optimal_tokens", training_flops=budget).to("token")
-    best = _cost_optimum(presets, fit, n, d_pre, d_inf)
+    best = _cost_optimum(presets, fit, n, d_pre, d_inf, d_rl)
     return {
         "name": presets.get("fit", fit).name,
         "short": f"{fit.split('_')[0].capitalize()} fit",
@@ -260,10 +276,12 @@ def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf) -> dict:
     }
 
 
-def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes):
+def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes, d_rl=None):
     """Models of ``sizes`` active parameters that reach the loss of ``n0`` trained on ``d0``
     tokens under ``fit``: their training tokens (bisection on the loss law, which falls with
-    tokens) and their pre-training and serving compute (FLOP) for ``d_inf`` tokens served.
+    tokens) and their pre-training and serving compute (chip-time in FLOP at peak, the lecture's
+    currency) for ``d_inf`` tokens served, plus RL on ``d_rl`` tokens if given: RL's tokens, like
+    the tokens served, are held fixed, so its bill too grows with the model's size.
 
     >>> from units.presets import load
     >>> p = load(); n = Q_(1e11, "parameter"); d = Q_(2e12, "token")
@@ -284,34 +302,39 @@ def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes):
     n = Q_(sizes, "parameter")
     train = ev.q("training_flops", n_active=n, training_tokens=Q_(tokens, "token"))
     serve = ev.q("inference_flops", n_active=n, inference_tokens=d_inf)
+    if d_rl is not None:
+        serve = serve + ev.q("rl_flops", n_active=n, rl_tokens=d_rl)
     return tokens, train.to("FLOP").m, serve.to("FLOP").m * np.ones(sizes.shape)
 
 
-def cheapest_at_loss(presets: Presets, fit: str, n0, d0, d_inf) -> tuple[float, ...]:
-    """The model that minimises pre-training plus serving compute among those that reach the
-    loss of ``n0`` active parameters trained on ``d0`` tokens, serving ``d_inf`` tokens: its
-    loss, size (parameters), tokens and pre-training and serving compute (FLOP), the cheapest size
-    on a grid refined twice around its best point."""
+def cheapest_at_loss(presets: Presets, fit: str, n0, d0, d_inf, d_rl=None) -> tuple[float, ...]:
+    """The model that minimises pre-training plus serving (plus RL on ``d_rl`` tokens, if given)
+    compute among those that reach the loss of ``n0`` active parameters trained on ``d0`` tokens,
+    serving ``d_inf`` tokens: its loss, size (parameters), tokens and pre-training and
+    serving-side compute (FLOP), the cheapest size on a grid refined twice around its best
+    point."""
     ev = Evaluator(presets, fit=fit)
     target = ev.q("chinchilla_loss", n_active=n0, training_tokens=d0).m
     sizes = np.geomspace(n0.to("parameter").m / 10, n0.to("parameter").m * 10, 401)
     for _ in range(3):  # each pass narrows the grid to the best point's neighbours
-        tokens, train, serve = iso_loss_costs(presets, fit, n0, d0, d_inf, sizes)
+        tokens, train, serve = iso_loss_costs(presets, fit, n0, d0, d_inf, sizes, d_rl)
         i = int(np.argmin(train + serve))
         best = sizes[i], tokens[i], train[i], serve[i]
         sizes = np.geomspace(sizes[max(i - 1, 0)], sizes[min(i + 1, len(sizes) - 1)], 401)
     return (float(target), *map(float, best))
 
 
-def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf) -> dict:
-    """The cheapest model at the loss of ``n0`` on ``d0`` (:func:`cheapest_at_loss`), and how
-    much more the model ``n0`` on ``d0`` costs in all."""
+def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf, d_rl) -> dict:
+    """The cheapest model at the loss of ``n0`` on ``d0`` (:func:`cheapest_at_loss`, with RL),
+    and how much more the model ``n0`` on ``d0`` costs in all."""
     ev = Evaluator(presets, fit=fit)
-    target, size, tokens, train, serve = cheapest_at_loss(presets, fit, n0, d0, d_inf)
+    per_param = presets.parameter["chinchilla_tokens_per_param"].value
+    target, size, tokens, train, serve = cheapest_at_loss(presets, fit, n0, d0, d_inf, d_rl)
     heuristic = (
         (
             ev.q("training_flops", n_active=n0, training_tokens=d0)
             + ev.q("inference_flops", n_active=n0, inference_tokens=d_inf)
+            + ev.q("rl_flops", n_active=n0, rl_tokens=d_rl)
         )
         .to("FLOP")
         .m
@@ -319,6 +342,7 @@ def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf) -> dict:
     return {
         "loss": said(Q_(target, "")),
         "opt_params": said(Q_(size, "parameter").to("Gparameter")),
+        "opt_factor": said((Q_(tokens, "token") / Q_(size, "parameter") / per_param).to("")),
         "opt_tokens": said(Q_(tokens, "token")),
         "train_share": said(Q_(train / serve, ""), 2),
         "train_share_value": float(train / serve),
@@ -336,6 +360,9 @@ def _trained(presets: Presets, model: str) -> dict:
         "active": quantity(mdl.params_active.to("Gparameter")),
         "flops": ev.text("training_flops"),
         "factor": ev.text("overtraining_factor"),
+        # an MoE: the same tokens against the Chinchilla count of every parameter, not the active
+        "total": quantity(mdl.params_total.to("Gparameter")),
+        "factor_total": said(ev.q("overtraining_factor", n_active=mdl.params_total), 2),
     }
 
 
@@ -345,6 +372,7 @@ def _fit(presets: Presets, fit: str) -> dict:
     return {
         "name": f.name,
         "source": f.source_of("source"),
+        "citation": f.source_of("source").split(": ", 1)[-1],  # without the source's key
         "loss": chin.text(
             "chinchilla_loss",
             n_active=presets.parameter["chinchilla_model_params"].value,
@@ -411,7 +439,8 @@ def _training_time(presets: Presets) -> dict:
 
 def _attention_mfu(presets: Presets, fp8: Evaluator, hours) -> dict:
     """DeepSeek-V3's MFU with attention's FLOPs counted too: its measured tokens per chip-second
-    over the validation chapter's attention-aware bound at its pre-training sequence length. MLA
+    over the validation chapter's attention-aware bound at the mean causal prefix of its
+    pre-training sequence. MLA
     trains on full heads: Q K^T at the query-key width (no-RoPE plus RoPE part), A V at the value
     width, so the bound's two products of width d_h are one of each at their mean width."""
     model = presets.get("model", TIMED_MODEL)
@@ -420,9 +449,68 @@ def _attention_mfu(presets: Presets, fp8: Evaluator, hours) -> dict:
         model.get("head_dim")
         or (model.qk_nope_head_dim + model.qk_rope_head_dim + model.v_head_dim) / 2
     )
-    bound = fp8.q("attention_training_rate_bound", training_sequence=sequence, head_dim=width)
+    # causal: a token's queries meet only the keys before it, on average half the sequence (the
+    # masked half is skipped by flash-style kernels, so it is neither done nor counted)
+    prefix = sequence / 2
+    bound = fp8.q("attention_training_rate_bound", training_sequence=prefix, head_dim=width)
+    square = fp8.q("attention_training_rate_bound", training_sequence=sequence, head_dim=width)
     rate = (model.training_tokens / hours).to("token/s/chip")
     return {
         "sequence": said(sequence),
+        "prefix": said(prefix),
         "mfu_attention": said((rate / bound).to("")),
+        "mfu_attention_square": said((rate / square).to("")),  # PaLM's convention, no mask
+    }
+
+
+SERVED_MEASUREMENT = "deepseek_day6_decode"  # DeepSeek's production decode, on the same H800s
+
+
+def _utilisation(presets: Presets) -> dict:
+    """The lecture's equal-cost rule counts each bill as chip-time (FLOP at peak) and charges
+    pre-training at full peak. Counted at each bill's own measured utilisation, equal chip-time
+    means 6 N D_pre / MFU_pre = 2 N D_inf eta_inf: the lecture's equation with eta_inf replaced
+    by eta_inf MFU_pre, serving's inefficiency relative to pre-training's. DeepSeek-V3's
+    pre-training MFU (FP8 peak) against the lecture's serving third, and against DeepSeek's own
+    production decode on the same chips (also FP8 peak)."""
+    par = {k: v.value for k, v in presets.parameter.items()}
+    frontier, eta_inf = par["frontier_active_params"], par["inference_inefficiency"]
+    fp8 = Evaluator(presets, TIMED_CHIP, TIMED_MODEL, "fp8")
+    mfu_pre = fp8.q("training_mfu", training_chip_hours=par["deepseek_v3_chip_hours"]).to("")
+    served = presets.get("measurement", SERVED_MEASUREMENT)
+    hw = presets.get("hardware", served.hardware)
+    per_token = flops_per_param_token.value * presets.get("model", served.model).params_active
+    mfu_serve = (per_token * served.throughput_per_chip / hw.dense_flops_fp8).to("")
+    ev = Evaluator(presets, n_active=frontier)
+    plain = Evaluator(presets)
+
+    def factor(relative):  # the over-training factor at serving's inefficiency over pre-training's
+        return ev.q("balanced_overtraining_factor", inference_inefficiency=relative)
+
+    bf16 = Evaluator(presets, TIMED_CHIP, TIMED_MODEL)
+    mfu_bf16 = bf16.q("training_mfu", training_chip_hours=par["deepseek_v3_chip_hours"]).to("")
+    # chips to do each bill's work in one deployment period, both read against the FP8 peak
+    period = par["deployment_time"]
+    c_pre = ev.q("training_flops", training_tokens=plain.q("balanced_training_tokens"))
+    c_inf = ev.q("inference_flops", inference_tokens=plain.q("inference_tokens"))
+    f8 = presets.get("hardware", TIMED_CHIP).dense_flops_fp8
+    pre_chips = (c_pre / (mfu_pre * f8 * period)).to("chip")
+    serve_chips = (c_inf / (f8 * period)).to("chip")
+    return {
+        "mfu_pre": said(mfu_pre),
+        "eta_pre": said(1 / mfu_pre, 2),
+        "serve_lecture": said(1 / eta_inf, 2),
+        "pre_chips": said(pre_chips),
+        "serve_chips": said(serve_chips),
+        "chip_ratio": said((pre_chips / serve_chips).to(""), 2),
+        "factor_lecture_serving": said(factor(eta_inf * mfu_pre)),
+        "factor_equal": said(factor(Q_(1, ""))),
+        "factor_bf16": said(factor(eta_inf * mfu_bf16)),
+        "mfu_serve": said(mfu_serve),
+        "served_name": served.name,
+        "served_rate": said(served.throughput_per_chip.to("token/s")),
+        "served_chip": chip_name(hw),
+        "factor_measured": said(factor(mfu_pre / mfu_serve)),
+        "eta_serve": said(1 / mfu_serve, 2),
+        "relative": said(mfu_pre / mfu_serve, 2),  # serving's inefficiency over pre-training's
     }
