@@ -489,6 +489,16 @@ def cost_vs_speed(presets: Presets) -> Figure:
             textcoords="offset points",
             fontsize=9,
         )
+        bound = f["floors"]["bound_speed_m"]  # the floors the roofline leaves out
+        ax.axvline(bound, color=FOREGROUND, linestyle="--", linewidth=1)
+        ax.annotate(
+            "expert placement +\nall-to-all latency",
+            (bound, c1),
+            xytext=(-6, 0),
+            textcoords="offset points",
+            fontsize=8,
+            ha="right",
+        )
         ax.set_xlabel("speed (tokens per second per user)")
         ax.set_ylabel("cost (USD per million tokens)")
         ax.legend(
@@ -510,7 +520,10 @@ def cost_vs_speed(presets: Presets) -> Figure:
         f"sweeps the batch from one sequence (right) up to what the chips hold (left); more "
         f"chips make every step faster at the same cost, up to one NVLink domain. Fast mode's "
         f"offer, its multipliers applied to the standard point, sits above the frontier: at its "
-        f"speed the roofline cost is {spoken(frontier)}, not {spoken(Q_(c1, 'USD/Mtoken'))}."
+        f"speed the roofline cost is {spoken(frontier)}, not {spoken(Q_(c1, 'USD/Mtoken'))}. "
+        f"The dashed line is a bound the roofline leaves out: one sequence's experts sit on a "
+        f"few chips and every MoE layer waits for two all-to-alls, so no point right of it is "
+        f"reachable."
     )
     return _render("cost_vs_speed", draw, alt, caption)
 

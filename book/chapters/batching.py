@@ -522,6 +522,9 @@ def _rule_batch(ev: Evaluator) -> int:
     return _whole(Q_(turn, "sequence"))
 
 
+DRAFT_MODEL = "llama_3_1_8b"  # a speculative-decoding draft for the dense 70B: same family
+
+
 def _pay_more(presets: Presets) -> dict:
     """What paying more buys on a dense model (on the chips that hold its crossover batch):
     one sequence's step is the weight read, the floor no price can lower."""
@@ -545,6 +548,22 @@ def _pay_more(presets: Presets) -> dict:
         "compute_1": ev.text("compute_time", batch_size=1, n_chips=n),
         "kv_fetch": ev.text("kv_fetch_time", batch_size=1, n_chips=n),
         "memory_1": ev.text("memory_time", batch_size=1, n_chips=n),
+        # the draft's price: each guess is one step of a small draft model on the same chips,
+        # mostly its own weight read; a rejected guess buys nothing
+        "draft": presets.get("model", DRAFT_MODEL).name,
+        "draft_step": Evaluator(presets, hw, DRAFT_MODEL, precision).text(
+            "step_time", batch_size=1, n_chips=n
+        ),
+        "draft_share": said_number(
+            100
+            * _ratio(
+                Evaluator(presets, hw, DRAFT_MODEL, precision).q(
+                    "step_time", batch_size=1, n_chips=n
+                ),
+                step[1],
+            ),
+            2,
+        ),
         "free_guesses": said_number(
             math.floor(
                 _ratio(
@@ -785,10 +804,19 @@ def speed_frontier(presets: Presets) -> dict:
     t0 = ev.q("step_time", batch_size=b_star, n_chips=chips).to("s").m
     c0 = ev.q("cost_per_token", batch_size=b_star, n_chips=chips).to("USD/Mtoken").m
     fast_speed, fast_cost = speed / t0, price * c0
-    # the frontier's cost at Fast mode's speed: the cheapest point at least that fast
-    faster = full["speed"] >= fast_speed
-    frontier_cost = float(full["cost"][faster].min()) if faster.any() else float("nan")
-    at = int(full["batch"][faster][np.argmin(full["cost"][faster])]) if faster.any() else 0
+
+    # the frontier at Fast mode's speed, solved rather than read off the grid: on the whole
+    # domain the step grows with the batch, so the largest batch whose step is short enough is
+    # the cheapest point at least that fast (bisection on the continuous batch)
+    def step(b: float) -> float:
+        return ev.q("step_time", batch_size=b, n_chips=chips).to("s").m
+
+    lo, hi = 1.0, float(b_star)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if step(mid) <= t0 / speed else (lo, mid)
+    at = lo
+    frontier_cost = ev.q("cost_per_token", batch_size=at, n_chips=chips).to("USD/Mtoken").m
     return {
         "curves": curves,
         "hardware": chip_name(hw),
@@ -799,6 +827,48 @@ def speed_frontier(presets: Presets) -> dict:
         "frontier_batch": at,
         "b_star": b_star,
         "fastest": (float(full["speed"].max()), float(full["cost"][np.argmax(full["speed"])])),
+        "floors": _fast_end_floors(presets, ev, at, chips),
+    }
+
+
+def _fast_end_floors(presets: Presets, ev: Evaluator, fast_batch: float, chips) -> dict:
+    """Two floors the roofline leaves out at the fast end (reader bl18, fault 2). Expert
+    placement: with experts spread over the chips, one sequence's k routed experts of a layer
+    sit on at most k chips, so each layer's routed read takes at least one expert's bytes over
+    one chip's bandwidth, however many chips the domain has. Collective latency: each MoE layer
+    sends tokens to their experts and back, two all-to-alls in series with the layer, none
+    faster than the smallest collective measured over NVLink. And the all-to-all's own traffic
+    at Fast mode's batch."""
+    mdl = presets.get("model", ev.choice["model"])
+    hw = presets.get("hardware", ev.choice["hardware"])
+    moe_layers = mdl.layers - mdl.get("dense_layers", 0)
+    value_bytes = ev.detailed("cost_per_token", batch_size=1).inputs["weight_bytes_per_value"]
+    one_expert = ev.q("routed_expert_params") / mdl.experts_routed  # one expert, every layer
+    expert = (one_expert * value_bytes.value * Q_(1, "chip") / hw.hbm_bandwidth).to(
+        "ms"
+    )  # one expert's bytes per MoE layer, each on its own chip
+    latency = presets.parameter["collective_latency_floor"].value
+    collectives = (2 * moe_layers * latency).to("ms")
+    spread = ev.q("step_time", batch_size=1, n_chips=chips).to("ms")
+    floor = max(spread, expert) + collectives
+    fast_step = ev.q("step_time", batch_size=fast_batch, n_chips=chips).to("ms")
+    alltoall = _alltoall_on(presets, ev, fast_batch, chips)
+    return {
+        "experts_active": said_number(mdl.experts_active),
+        "spread": said(spread),
+        "expert": said(expert),
+        "expert_over_spread": said_number(_ratio(expert, spread), 2),
+        "latency": said(latency.to("microsecond")),
+        "collectives_count": said_number(2 * moe_layers),
+        "moe_layers": said_number(moe_layers),
+        "collectives": said(collectives),
+        "floor": said(floor),
+        "bound_speed": said((Q_(1, "token") / floor).to("token/s")),
+        "bound_speed_m": (Q_(1, "token") / floor).to("token/s").m,  # for the figure
+        "fast_step": said(fast_step),
+        "collectives_share": said_number(100 * _ratio(collectives, fast_step), 2),
+        "alltoall": alltoall["per_step"],
+        "alltoall_share": alltoall["share"],
     }
 
 
@@ -818,7 +888,9 @@ def _speed(presets: Presets) -> dict:
         "fast_speed": said(Q_(s1, per_user)),
         "fast_cost": said(Q_(c1, "USD/Mtoken")),
         "frontier_cost": said(Q_(f["frontier_cost"], "USD/Mtoken")),
-        "frontier_batch": said(Q_(f["frontier_batch"], "sequence")),
+        "frontier_batch": said_number(f["frontier_batch"], 2),  # "870", a continuous solve
+        "frontier_smaller": said_number(f["b_star"] / f["frontier_batch"], 2),
+        "floors": f["floors"],
         "frontier_over_standard": said_number(f["frontier_cost"] / c0, 2),
         "markup": said_number(c1 / f["frontier_cost"], 2),
         "fastest_speed": said(Q_(fastest_speed, per_user)),
