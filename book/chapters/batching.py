@@ -805,17 +805,7 @@ def speed_frontier(presets: Presets) -> dict:
     c0 = ev.q("cost_per_token", batch_size=b_star, n_chips=chips).to("USD/Mtoken").m
     fast_speed, fast_cost = speed / t0, price * c0
 
-    # the frontier at Fast mode's speed, solved rather than read off the grid: on the whole
-    # domain the step grows with the batch, so the largest batch whose step is short enough is
-    # the cheapest point at least that fast (bisection on the continuous batch)
-    def step(b: float) -> float:
-        return ev.q("step_time", batch_size=b, n_chips=chips).to("s").m
-
-    lo, hi = 1.0, float(b_star)
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if step(mid) <= t0 / speed else (lo, mid)
-    at = lo
+    at = _fast_batch(ev, b_star, chips, t0 / speed)
     frontier_cost = ev.q("cost_per_token", batch_size=at, n_chips=chips).to("USD/Mtoken").m
     return {
         "curves": curves,
@@ -829,6 +819,42 @@ def speed_frontier(presets: Presets) -> dict:
         "fastest": (float(full["speed"].max()), float(full["cost"][np.argmax(full["speed"])])),
         "floors": _fast_end_floors(presets, ev, at, chips),
     }
+
+
+def _fast_batch(ev: Evaluator, b_star: int, chips, step: float) -> float:
+    """The frontier at Fast mode's speed, solved rather than read off a grid: on a fixed number of
+    chips the step grows with the batch, so the largest batch whose step is at most ``step``
+    seconds is the cheapest point at least that fast (bisection on the continuous batch)."""
+    lo, hi = 1.0, float(b_star)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        fits = ev.q("step_time", batch_size=mid, n_chips=chips).to("s").m <= step
+        lo, hi = (mid, hi) if fits else (lo, mid)
+    return lo
+
+
+def fast_mode_on_roofline(presets: Presets) -> dict:
+    """Fast mode's speed on the running example's whole NVLink domain: how many times smaller
+    than B* the batch is, and how many times the standard offer's cost (the long-context chapter
+    cites it beside the price-tracks-cost reading).
+
+    >>> from units.presets import load
+    >>> r = fast_mode_on_roofline(load())
+    >>> 6 < r["smaller"] < 7 and 2 < r["cost"] < 3
+    True
+    """
+    hw_id, model, precision = FRONTIER_CASE
+    ev = Evaluator(presets, hw_id, model, precision)
+    chips = presets.get("hardware", hw_id).scale_up_domain
+    b_star = _whole(ev.q("crossover_batch"))
+    t0 = ev.q("step_time", batch_size=b_star, n_chips=chips).to("s").m
+    speed = presets.parameter["fast_speed_multiplier"].value.to("").m
+    at = _fast_batch(ev, b_star, chips, t0 / speed)
+    cost = _ratio(
+        ev.q("cost_per_token", batch_size=at, n_chips=chips),
+        ev.q("cost_per_token", batch_size=b_star, n_chips=chips),
+    )
+    return {"batch": at, "smaller": b_star / at, "cost": cost}
 
 
 def _fast_end_floors(presets: Presets, ev: Evaluator, fast_batch: float, chips) -> dict:
