@@ -492,12 +492,13 @@ def cost_vs_speed(presets: Presets) -> Figure:
         bound = f["floors"]["bound_speed_m"]  # the floors the roofline leaves out
         ax.axvline(bound, color=FOREGROUND, linestyle="--", linewidth=1)
         ax.annotate(
-            "expert placement +\nall-to-all latency",
-            (bound, c1),
-            xytext=(-6, 0),
+            "bound from expert placement\nand all-to-all latency",
+            (bound, 0.04),
+            xycoords=ax.get_xaxis_transform(),  # x in data, y in axes fraction: the empty corner
+            xytext=(6, 0),
             textcoords="offset points",
             fontsize=8,
-            ha="right",
+            ha="left",
         )
         ax.set_xlabel("speed (tokens per second per user)")
         ax.set_ylabel("cost (USD per million tokens)")
@@ -1304,8 +1305,9 @@ def cost_vs_context(presets: Presets) -> Figure:
         f"dense model of {names[1]}'s shape pays about the input step's "
         f"{spoken_number(steps['input'])}× at {context_tokens(kink)}. Right: a decoded token "
         f"reads the whole cache, and every real cache makes decode tens to a hundred times "
-        f"dearer at the step than with no context, where the list asks "
-        f"{spoken_number(steps['output'])}×. The dashed curve is not data: it is the one KV "
+        f"dearer at the step than with no context, while the list's price is flat up to the "
+        f"step and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
+        f"data: it is the one KV "
         f"size ({said_k}, {spoken(presets.parameter['frontier_active_params'].value)} active) "
         f"whose decode cost turns exactly at the step, the inference of the next section."
     )
