@@ -202,7 +202,7 @@ def _hardware_table(presets: Presets, model: str) -> dict:
         ("FLOP per byte", "FLOP/byte"),
         ("drain time", "ms"),
         ("crossover batch, rounded up", "sequence"),
-        ("cost at that batch", "cent/Mtoken"),
+        ("cost at that batch, BF16", "cent/Mtoken"),
     )
     rows = []
     for hw in presets.hardware.values():
