@@ -489,6 +489,17 @@ def cost_vs_speed(presets: Presets) -> Figure:
             textcoords="offset points",
             fontsize=9,
         )
+        bound = f["floors"]["bound_speed_m"]  # the floors the roofline leaves out
+        ax.axvline(bound, color=FOREGROUND, linestyle="--", linewidth=1)
+        ax.annotate(
+            "bound from expert placement\nand all-to-all latency",
+            (bound, 0.04),
+            xycoords=ax.get_xaxis_transform(),  # x in data, y in axes fraction: the empty corner
+            xytext=(6, 0),
+            textcoords="offset points",
+            fontsize=8,
+            ha="left",
+        )
         ax.set_xlabel("speed (tokens per second per user)")
         ax.set_ylabel("cost (USD per million tokens)")
         ax.legend(
@@ -510,7 +521,10 @@ def cost_vs_speed(presets: Presets) -> Figure:
         f"sweeps the batch from one sequence (right) up to what the chips hold (left); more "
         f"chips make every step faster at the same cost, up to one NVLink domain. Fast mode's "
         f"offer, its multipliers applied to the standard point, sits above the frontier: at its "
-        f"speed the roofline cost is {spoken(frontier)}, not {spoken(Q_(c1, 'USD/Mtoken'))}."
+        f"speed the roofline cost is {spoken(frontier)}, not {spoken(Q_(c1, 'USD/Mtoken'))}. "
+        f"The dashed line is a bound the roofline leaves out: one sequence's experts sit on a "
+        f"few chips and every MoE layer waits for two all-to-alls, so no point right of it is "
+        f"reachable."
     )
     return _render("cost_vs_speed", draw, alt, caption)
 
@@ -1317,8 +1331,9 @@ def cost_vs_context(presets: Presets) -> Figure:
         f"dense model of {names[1]}'s shape pays about the input step's "
         f"{spoken_number(steps['input'])}× at {context_tokens(kink)}. Right: a decoded token "
         f"reads the whole cache, and every real cache makes decode tens to a hundred times "
-        f"dearer at the step than with no context, where the list asks "
-        f"{spoken_number(steps['output'])}×. The dashed curve is not data: it is the one KV "
+        f"dearer at the step than with no context, while the list's price is flat up to the "
+        f"step and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
+        f"data: it is the one KV "
         f"size ({said_k}, {spoken(presets.parameter['frontier_active_params'].value)} active) "
         f"whose decode cost turns exactly at the step, the inference of the next section."
     )

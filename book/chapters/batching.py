@@ -202,7 +202,7 @@ def _hardware_table(presets: Presets, model: str) -> dict:
         ("FLOP per byte", "FLOP/byte"),
         ("drain time", "ms"),
         ("crossover batch, rounded up", "sequence"),
-        ("cost at that batch", "cent/Mtoken"),
+        ("cost at that batch, BF16", "cent/Mtoken"),
     )
     rows = []
     for hw in presets.hardware.values():
@@ -522,6 +522,9 @@ def _rule_batch(ev: Evaluator) -> int:
     return _whole(Q_(turn, "sequence"))
 
 
+DRAFT_MODEL = "llama_3_1_8b"  # a speculative-decoding draft for the dense 70B: same family
+
+
 def _pay_more(presets: Presets) -> dict:
     """What paying more buys on a dense model (on the chips that hold its crossover batch):
     one sequence's step is the weight read, the floor no price can lower."""
@@ -545,6 +548,22 @@ def _pay_more(presets: Presets) -> dict:
         "compute_1": ev.text("compute_time", batch_size=1, n_chips=n),
         "kv_fetch": ev.text("kv_fetch_time", batch_size=1, n_chips=n),
         "memory_1": ev.text("memory_time", batch_size=1, n_chips=n),
+        # the draft's price: each guess is one step of a small draft model on the same chips,
+        # mostly its own weight read; a rejected guess buys nothing
+        "draft": presets.get("model", DRAFT_MODEL).name,
+        "draft_step": Evaluator(presets, hw, DRAFT_MODEL, precision).text(
+            "step_time", batch_size=1, n_chips=n
+        ),
+        "draft_share": said_number(
+            100
+            * _ratio(
+                Evaluator(presets, hw, DRAFT_MODEL, precision).q(
+                    "step_time", batch_size=1, n_chips=n
+                ),
+                step[1],
+            ),
+            2,
+        ),
         "free_guesses": said_number(
             math.floor(
                 _ratio(
@@ -785,10 +804,9 @@ def speed_frontier(presets: Presets) -> dict:
     t0 = ev.q("step_time", batch_size=b_star, n_chips=chips).to("s").m
     c0 = ev.q("cost_per_token", batch_size=b_star, n_chips=chips).to("USD/Mtoken").m
     fast_speed, fast_cost = speed / t0, price * c0
-    # the frontier's cost at Fast mode's speed: the cheapest point at least that fast
-    faster = full["speed"] >= fast_speed
-    frontier_cost = float(full["cost"][faster].min()) if faster.any() else float("nan")
-    at = int(full["batch"][faster][np.argmin(full["cost"][faster])]) if faster.any() else 0
+
+    at = _fast_batch(ev, b_star, chips, t0 / speed)
+    frontier_cost = ev.q("cost_per_token", batch_size=at, n_chips=chips).to("USD/Mtoken").m
     return {
         "curves": curves,
         "hardware": chip_name(hw),
@@ -799,6 +817,84 @@ def speed_frontier(presets: Presets) -> dict:
         "frontier_batch": at,
         "b_star": b_star,
         "fastest": (float(full["speed"].max()), float(full["cost"][np.argmax(full["speed"])])),
+        "floors": _fast_end_floors(presets, ev, at, chips),
+    }
+
+
+def _fast_batch(ev: Evaluator, b_star: int, chips, step: float) -> float:
+    """The frontier at Fast mode's speed, solved rather than read off a grid: on a fixed number of
+    chips the step grows with the batch, so the largest batch whose step is at most ``step``
+    seconds is the cheapest point at least that fast (bisection on the continuous batch)."""
+    lo, hi = 1.0, float(b_star)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        fits = ev.q("step_time", batch_size=mid, n_chips=chips).to("s").m <= step
+        lo, hi = (mid, hi) if fits else (lo, mid)
+    return lo
+
+
+def fast_mode_on_roofline(presets: Presets) -> dict:
+    """Fast mode's speed on the running example's whole NVLink domain: how many times smaller
+    than B* the batch is, and how many times the standard offer's cost (the long-context chapter
+    cites it beside the price-tracks-cost reading).
+
+    >>> from units.presets import load
+    >>> r = fast_mode_on_roofline(load())
+    >>> 6 < r["smaller"] < 7 and 2 < r["cost"] < 3
+    True
+    """
+    hw_id, model, precision = FRONTIER_CASE
+    ev = Evaluator(presets, hw_id, model, precision)
+    chips = presets.get("hardware", hw_id).scale_up_domain
+    b_star = _whole(ev.q("crossover_batch"))
+    t0 = ev.q("step_time", batch_size=b_star, n_chips=chips).to("s").m
+    speed = presets.parameter["fast_speed_multiplier"].value.to("").m
+    at = _fast_batch(ev, b_star, chips, t0 / speed)
+    cost = _ratio(
+        ev.q("cost_per_token", batch_size=at, n_chips=chips),
+        ev.q("cost_per_token", batch_size=b_star, n_chips=chips),
+    )
+    return {"batch": at, "smaller": b_star / at, "cost": cost}
+
+
+def _fast_end_floors(presets: Presets, ev: Evaluator, fast_batch: float, chips) -> dict:
+    """Two floors the roofline leaves out at the fast end (reader bl18, fault 2). Expert
+    placement: with experts spread over the chips, one sequence's k routed experts of a layer
+    sit on at most k chips, so each layer's routed read takes at least one expert's bytes over
+    one chip's bandwidth, however many chips the domain has. Collective latency: each MoE layer
+    sends tokens to their experts and back, two all-to-alls in series with the layer, none
+    faster than the smallest collective measured over NVLink. And the all-to-all's own traffic
+    at Fast mode's batch."""
+    mdl = presets.get("model", ev.choice["model"])
+    hw = presets.get("hardware", ev.choice["hardware"])
+    moe_layers = mdl.layers - mdl.get("dense_layers", 0)
+    value_bytes = ev.detailed("cost_per_token", batch_size=1).inputs["weight_bytes_per_value"]
+    one_expert = ev.q("routed_expert_params") / mdl.experts_routed  # one expert, every layer
+    expert = (one_expert * value_bytes.value * Q_(1, "chip") / hw.hbm_bandwidth).to(
+        "ms"
+    )  # one expert's bytes per MoE layer, each on its own chip
+    latency = presets.parameter["collective_latency_floor"].value
+    collectives = (2 * moe_layers * latency).to("ms")
+    spread = ev.q("step_time", batch_size=1, n_chips=chips).to("ms")
+    floor = max(spread, expert) + collectives
+    fast_step = ev.q("step_time", batch_size=fast_batch, n_chips=chips).to("ms")
+    alltoall = _alltoall_on(presets, ev, fast_batch, chips)
+    return {
+        "experts_active": said_number(mdl.experts_active),
+        "spread": said(spread),
+        "expert": said(expert),
+        "expert_over_spread": said_number(_ratio(expert, spread), 2),
+        "latency": said(latency.to("microsecond")),
+        "collectives_count": said_number(2 * moe_layers),
+        "moe_layers": said_number(moe_layers),
+        "collectives": said(collectives),
+        "floor": said(floor),
+        "bound_speed": said((Q_(1, "token") / floor).to("token/s")),
+        "bound_speed_m": (Q_(1, "token") / floor).to("token/s").m,  # for the figure
+        "fast_step": said(fast_step),
+        "collectives_share": said_number(100 * _ratio(collectives, fast_step), 2),
+        "alltoall": alltoall["per_step"],
+        "alltoall_share": alltoall["share"],
     }
 
 
@@ -818,7 +914,9 @@ def _speed(presets: Presets) -> dict:
         "fast_speed": said(Q_(s1, per_user)),
         "fast_cost": said(Q_(c1, "USD/Mtoken")),
         "frontier_cost": said(Q_(f["frontier_cost"], "USD/Mtoken")),
-        "frontier_batch": said(Q_(f["frontier_batch"], "sequence")),
+        "frontier_batch": said_number(f["frontier_batch"], 2),  # "870", a continuous solve
+        "frontier_smaller": said_number(f["b_star"] / f["frontier_batch"], 2),
+        "floors": f["floors"],
         "frontier_over_standard": said_number(f["frontier_cost"] / c0, 2),
         "markup": said_number(c1 / f["frontier_cost"], 2),
         "fastest_speed": said(Q_(fastest_speed, per_user)),

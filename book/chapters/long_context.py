@@ -56,6 +56,7 @@ def context(presets: Presets) -> dict:
             "speed": quantity(presets.parameter["fast_speed_multiplier"].value),
             "ratio": Evaluator(presets).text("fast_mode_batch_ratio"),
             "smaller": said_number(1 / Evaluator(presets).q("fast_mode_batch_ratio").to("").m, 3),
+            **_fast_on_roofline(presets),
         },
         "tiers": _tier_table(presets),
         "retrieval": _retrieval(presets),
@@ -837,9 +838,47 @@ def _long_contexts(presets: Presets) -> dict:
         "rack": chip_name(rack),
         "growth": said_number(growth, 3),
         "growth_sqrt": said_number(growth**0.5, 2),
+        "dsa": _sparse_attention_reads(presets, icl, kink_ctx),
         "sparsity": said_number(sparsity, 2),
         "attended": context_tokens(kink_ctx / sparsity, 2),
         "attended_icl": context_tokens(icl / sparsity, 2),
+    }
+
+
+def _fast_on_roofline(presets: Presets) -> dict:
+    """The batching chapter's roofline solve for Fast mode's speed (same floor: book.chapters)."""
+    from book.chapters.batching import fast_mode_on_roofline
+
+    r = fast_mode_on_roofline(presets)
+    return {
+        "roofline_smaller": said_number(r["smaller"], 2),
+        "roofline_cost": said_number(r["cost"], 2),
+    }
+
+
+def _sparse_attention_reads(presets: Presets, icl, kink_ctx) -> dict:
+    """DeepSeek Sparse Attention's read per new token, against the lecture's square-root model
+    (reader bl18, fault 6): a lightning indexer reads every cached token's small key, then the
+    main attention reads a fixed top-k of full MLA entries. Per layer, in cached values (the two
+    at the same precision), the read is ``index * L + entry * top_k``: still linear in the
+    context L, with the index key's slope instead of the entry's."""
+    mdl = presets.get("model", "deepseek_v3")
+    entry = mdl.kv_lora_rank + mdl.qk_rope_head_dim  # MLA's cached values per token and layer
+    index = presets.parameter["dsa_index_key_values"].value.to("value/token").m
+    top_k = presets.parameter["dsa_index_topk"].value.to("token/sequence").m
+
+    def read(tokens: float) -> float:  # values read per layer for one new token
+        return index * tokens + entry * min(tokens, top_k)
+
+    long_, short = icl.to("token/sequence").m, kink_ctx.to("token/sequence").m
+    return {
+        "model": presets.get("api", "deepseek_v3_2").name,  # the model that ships DSA
+        "top_k": said_number(top_k),
+        "index": said_number(index),
+        "entry": said_number(entry),
+        "slope": said_number(entry / index, 2),  # how much shallower the indexer's slope is
+        "growth": said_number(read(long_) / read(short), 2),  # kink -> 100M tokens
+        "over_dense": said_number(entry * long_ / read(long_), 2),  # saving against full MLA
     }
 
 
@@ -874,6 +913,21 @@ def growth_contexts(presets: Presets, model: str | None = None) -> dict:
         "attention": attention,
         "kv": (c_fwd * n_active / (kv * ridge)).to("").m,
     }
+
+
+def _corner(contexts: dict) -> float | None:
+    """The context where decode's KV read overtakes its whole compute, weights' FLOPs and
+    attention's: tokens / kv = 1 + tokens / attention; None when attention grows as fast.
+
+    >>> _corner({"kv": 10.0, "attention": None})
+    10.0
+    >>> round(_corner({"kv": 10.0, "attention": 20.0}), 6)
+    20.0
+    """
+    if contexts["attention"] is None:
+        return contexts["kv"]
+    slope = 1 / contexts["kv"] - 1 / contexts["attention"]
+    return 1 / slope if slope > 0 else None
 
 
 def cost_growth(contexts: dict, tokens):
@@ -913,6 +967,11 @@ def _two_steps(presets: Presets) -> dict:
                 "prefill_x": prefill,
                 "prefill_context": context_tokens(Q_(g["prefill"], "token/sequence"), 2),
                 "kv_context": context_tokens(Q_(g["kv"], "token/sequence"), 2),
+                # the corner of kv_compute_crossover_context: the read against the weights'
+                # and attention's FLOPs (never, when attention outgrows the read)
+                "corner": context_tokens(Q_(_corner(g), "token/sequence"), 2)
+                if _corner(g)
+                else "never",
             }
         )
     closest = min(rows, key=lambda r: abs(math.log(r["prefill_x"] / in_step)))

@@ -175,3 +175,23 @@ def test_exercise_answers_multiply_out_as_they_are_shown():
     assert _n(fast["batch_ratio"]) / _n(fast["speedup"]) == pytest.approx(
         _n(fast["price"]), rel=0.05
     )
+
+
+def test_fast_mode_s_speed_is_a_batch_six_and_a_half_times_smaller_on_the_roofline():
+    # reader bl18's independent script (DeepSeek-V3 on 72 GB200 at FP8, 8,192 tokens): the step
+    # at 2.5x the speed of B* = 5,668 is reached at about 871 sequences, 7.35 cents per million
+    from book.chapters.batching import _speed
+
+    s = _speed(load())
+    assert _n(s["frontier_batch"]) == pytest.approx(871, rel=0.01)
+    assert _n(s["frontier_smaller"]) == pytest.approx(5668 / 871, abs=0.06)
+    assert _n(s["frontier_cost"]) == pytest.approx(0.0735, rel=0.01)  # USD per million tokens
+    f = s["floors"]
+    # one expert of every MoE layer: 653.9e9 routed parameters / 256 experts, 1 byte each at FP8,
+    # over one GB200's 8 TB/s; 2 all-to-alls x 58 MoE layers x 5.56 us (the NCCL floor)
+    assert f["expert"].endswith(" ms") and f["collectives"].endswith(" ms")
+    assert _n(f["expert"]) == pytest.approx(653.9e9 / 256 / 8e12 * 1e3, rel=0.01)
+    assert _n(f["collectives"]) == pytest.approx(2 * 58 * 5.56e-3, rel=0.01)
+    # together they bound one sequence well below the roofline's 15,000 tokens/s
+    assert _n(f["bound_speed"]) == pytest.approx(1e6 / (319.3 + 645.0), rel=0.02)
+    assert _n(f["bound_speed"]) < _n(s["fastest_speed"]) / 10

@@ -234,3 +234,25 @@ def test_disk_never_beats_recomputing_a_llama_cache(ctx):
     assert disk["cells"][-1] == "never"
     assert next(r for r in ctx["verdict"]["rows"] if r["medium"] == "disk")["llama"] == "never"
     assert ctx["retrieval"]["slower"] == ["disk"]
+
+
+def test_dsa_reads_grow_linearly_with_a_shallower_slope(ctx):
+    # DeepSeek-V3.2 (config.json): an index key of 128 values per token and layer, read for every
+    # cached token, plus 2,048 MLA entries of 512 + 64 values: from 200,000 tokens to 1e8
+    dsa = ctx["long_contexts"]["dsa"]
+    read = lambda n: 128 * n + 576 * 2048  # noqa: E731
+    assert _num(dsa["growth"]) == pytest.approx(read(1e8) / read(2e5), rel=0.01)  # ~478
+    assert _num(dsa["over_dense"]) == pytest.approx(576 * 1e8 / read(1e8), rel=0.01)  # ~4.5
+    assert dsa["top_k"] == "2,048"
+
+
+def test_the_corner_column_counts_attention_s_flops(ctx):
+    # the KV read overtakes weights' plus attention's FLOPs: 1 / (1/kv - 1/attention); DeepSeek
+    # at FP8 on H100: kv 3,565 and attention 4,355 tokens (reader bl18) -> about 19,650
+    rows = {r["name"]: r for r in ctx["steps"]["rows"]}
+    assert _num(rows["DeepSeek-V3 / R1"]["corner"]) == pytest.approx(
+        1 / (1 / 3565 - 1 / 4355), rel=0.03
+    )
+    assert _num(rows["Llama 3.1 70B"]["corner"]) == pytest.approx(
+        1 / (1 / 1459 - 1 / 53864), rel=0.03
+    )
