@@ -933,7 +933,9 @@ def pipeline_inference(presets: Presets) -> Figure:
         f"Decoding on {p} stages with {p} micro-batches in flight (numbered; each later token of "
         f"a micro-batch paler). A token of micro-batch 1 leaves stage {p} just as its next token "
         f"is due at stage 1, so the line never stops: only the first fill is idle, and there is "
-        f"no bubble to drain, because no step waits for a weight update."
+        f"no bubble to drain, because no step waits for a weight update. The hops between "
+        f"stages are drawn as taking no time; real ones leave a gap each round unless a micro-"
+        f"batch or two more are in flight (see the hop section)."
     )
     return _render("pipeline_inference", draw, alt, caption)
 

@@ -225,8 +225,8 @@ def context(presets: Presets) -> dict:
         return f"fits, {said(room.to('GB')).said} spare" if room > 0 else "does not fit"
 
     ex_rows = (
-        ("every activation stored", x["stored"]),
-        ("every layer's input, each layer re-run", x["rerun"]),
+        ("plain backpropagation: every activation stored", x["stored"]),
+        ("per-layer checkpointing: every layer's input, each layer re-run", x["rerun"]),
         ("checkpointing at one extra forward pass", x["ckpt_full"]),
         ("reversible", x["rev_two"] + x["buffer"]),
     )
@@ -247,6 +247,7 @@ def context(presets: Presets) -> dict:
         ),
         "ex_rerun_logits": said((rerun + logits).to("GB")),
         "ex_rerun_logits_fits": bool(rerun + logits <= hbm),
+        "ex_rerun_spare": said((hbm - x["rerun"] - share - buffers_high).to("GB")),
         "ex_rerun_logits_fp32": said((rerun + 2 * logits).to("GB")),
         "o_one": "*O*(1)",  # big-O notation, not a figure
         "broken_share": said_number(
@@ -402,8 +403,8 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
         )
 
     rows = (
-        ("store every activation", 0, m["stored"]),
-        ("keep each layer's input; re-run each layer on the way back", 1, m["rerun"]),
+        ("plain backpropagation: store every activation", 0, m["stored"]),
+        ("per-layer checkpointing: keep each layer's input, re-run each layer", 1, m["rerun"]),
         (
             f"checkpoint {said_number(m['segments_full'])} segments; a recomputed segment keeps "
             "its internals",
