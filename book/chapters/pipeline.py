@@ -155,7 +155,6 @@ def _tex() -> dict:
         "inv_ep": derivations.to_latex(1 / (e * p)),
         "two_k": derivations.to_latex(2 * k),
         "p_minus_one": derivations.to_latex(p - 1),
-        "p_hops": derivations.to_latex(p * hop_latency.sym),
         "bubble_approx": derivations.to_latex((p - 1) / m),
         "m_solved": solved.display_latex(),
         "hops_equal": derivations.to_latex(sp.Eq(p * hop_latency.sym, train_period.sym)),
@@ -711,14 +710,14 @@ def _dp_reduce(presets: Presets) -> dict:
     ) / domain
 
     def tokens(stages: int) -> str:
-        return said_number(round((per_gpu / stages).m))
+        return said_number((per_gpu / stages).m, 3)
 
     return {
         "dp": {
             "chip": chip_name(hw),
             "node": said(hw.scale_up_domain),
             "port": said(hw.scale_out_bandwidth_per_direction.to("GB/s")),
-            "stages": said_number(DP_STAGES),
+            "stages": said(Q_(DP_STAGES, "stage")),
             "tokens_one": tokens(1),
             "tokens_pp": tokens(DP_STAGES),
         }
@@ -746,6 +745,7 @@ def _inference_idle(presets: Presets, step) -> dict:
         "idle": {
             "share": idle(hops["allowance"]),
             "share_slow": idle(hops["slow"]),
+            "stages": said_number(p),
             "needed": needed(hops["allowance"]),
             "needed_slow": needed(hops["slow"]),
             "round": said((p * hops["allowance"]).to("ms"), 2),
@@ -769,7 +769,7 @@ def _assumptions(presets: Presets, ev: Evaluator) -> dict:
         "kv_value_bytes": said(kv["kv_bytes_per_value"].base),
         "experts_routed": said_number(presets.get("model", MODEL).get("experts_routed")),
         "big_stated": said(model.params_total.to("Tparameter")),
-        "big_counted": said(counted.to("Tparameter"), 3),
+        "big_counted_more": percent((counted / model.params_total).to("") - 1, 2),
     }
 
 
