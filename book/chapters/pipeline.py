@@ -612,6 +612,7 @@ def _schedule_memory(presets: Presets) -> dict:
         if how == "recompute":
             return held_rerunning(kept, cases["buffer"], cases["rev"])
         return kept
+
     return {
         "sched": {
             "stages": said_number(p),
