@@ -674,6 +674,7 @@ def _training_batch(presets: Presets) -> dict:
     sequence is far past the crossover, which counts one token per sequence. What bounds the
     micro-batches is the global batch the optimiser wants."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
+    mdl = presets.get("model", MODEL)
     length = presets.parameter["context_length"].value
     one = (Q_(1, "sequence") * length).to("token")
     b_star = ev.q("micro_batch_size").to("sequence").m  # decode: one token per sequence
@@ -681,6 +682,15 @@ def _training_batch(presets: Presets) -> dict:
         "train_tokens_one": said(one),
         "train_over_star": said_number(one.m / b_star, 2),
         "train_over_dense": said_number(one.m / ev.q("dense_crossover_batch").to("sequence").m, 2),
+        # in aggregate only: each routed expert sees k / E_routed of the sequence's tokens
+        "train_per_expert": said(one * mdl.get("experts_active") / mdl.get("experts_routed")),
+        "train_expert_over_dense": said_number(
+            one.m
+            * mdl.get("experts_active")
+            / mdl.get("experts_routed")
+            / ev.q("dense_crossover_batch").to("sequence").m,
+            2,
+        ),
         "decode_star": ev.text("micro_batch_size"),
         "decode_star_tokens": said(Q_(b_star, "token")),
     }
@@ -711,7 +721,7 @@ def _dp_reduce(presets: Presets) -> dict:
     ) / domain
 
     def tokens(stages: int) -> str:
-        return said_number((per_gpu / stages).m, 3)
+        return said_number(float(f"{(per_gpu / stages).m:.3g}"))
 
     return {
         "dp": {
