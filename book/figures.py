@@ -2088,7 +2088,9 @@ def activation_vs_layers(presets: Presets) -> Figure:
     caption = (
         f"Activation memory against depth for one sequence of {context_tokens(context)} at "
         f"{model.name}'s width. Top, the lecture's count in layer inputs: the slopes are its "
-        f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers). "
+        f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers; "
+        f"the square root is the formula's, twice the root of the layer count in inputs, one "
+        f"more than whole segments hold). "
         f"Bottom, what each scheme holds at its peak, the three that recompute at the same one "
         f"extra forward pass: {held[1]}, {held[2]} and {held[3]} at {model.layers} layers. Every "
         f"one of them also holds one layer's internals ({spoken(Q_(buffer, 'GB'))}) while that "
