@@ -947,7 +947,9 @@ def pipeline_inference(presets: Presets) -> Figure:
         f"Decoding on {p} stages with {p} micro-batches in flight (numbered; each later token of "
         f"a micro-batch paler). A token of micro-batch 1 leaves stage {p} just as its next token "
         f"is due at stage 1, so the line never stops: only the first fill is idle, and there is "
-        f"no bubble to drain, because no step waits for a weight update."
+        f"no bubble to drain, because no step waits for a weight update. The hops between "
+        f"stages are drawn as taking no time; real ones leave a gap each round unless a micro-"
+        f"batch or two more are in flight (see the hop section)."
     )
     return _render("pipeline_inference", draw, alt, caption)
 
@@ -2014,13 +2016,14 @@ def _two_stream_panel(ax, x0, title, top, bottom, steps, equations):
 
 
 def reversible_block(presets: Presets) -> Figure:
-    """The two-stream reversible block forward and backward, in the text's names: the block is
-    two of the text's layers (x' = y + f(x), y' = x), f = F and then f = G, so its input (x, y)
-    becomes (x'', y'' = x'). The backward pass rebuilds the input from the output by evaluating G
-    and F again, never their inverses."""
+    """The two-stream reversible block forward and backward, in Gomez et al.'s names: two of the
+    text's rounds, y1 = x1 + F(x2) and then y2 = x2 + G(y1), each stream drawn in place rather
+    than swapped. The backward pass rebuilds the input from the output by evaluating G and F
+    again, never their inverses."""
     from book.chapters import reversible as chapter
 
-    minus, p1, p2 = "\u2212", "\u2032", "\u2033"
+    minus = "\u2212"
+    x1, x2, y1, y2 = "x\u2081", "x\u2082", "y\u2081", "y\u2082"
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.2)
@@ -2028,19 +2031,19 @@ def reversible_block(presets: Presets) -> Figure:
             ax,
             0.0,
             "forward",
-            ("x", "y"),
-            (f"x{p2}", f"y{p2} = x{p1}"),
-            ((3.8, 0, "F", "+", f"x{p1}"), (2.2, 1, "G", "+", f"x{p2}")),
-            f"x{p1} = y + F(x),  x{p2} = x + G(x{p1})",
+            (x1, x2),
+            (y1, y2),
+            ((3.8, 1, "F", "+", y1), (2.2, 0, "G", "+", y2)),
+            f"{y1} = {x1} + F({x2}),  {y2} = {x2} + G({y1})",
         )
         _two_stream_panel(
             ax,
             5.0,
             "backward: rebuild the input",
-            (f"x{p2}", f"y{p2}"),
-            ("x", "y"),
-            ((3.8, 1, "G", minus, "x"), (2.2, 0, "F", minus, "y")),
-            f"x = x{p2} {minus} G(y{p2}),  y = y{p2} {minus} F(x)",
+            (y1, y2),
+            (x1, x2),
+            ((3.8, 0, "G", minus, x2), (2.2, 1, "F", minus, x1)),
+            f"{x2} = {y2} {minus} G({y1}),  {x1} = {y1} {minus} F({x2})",
         )
         ax.set_xlim(-1.4, 8.6)
         ax.set_ylim(-0.7, 6.3)
@@ -2048,23 +2051,20 @@ def reversible_block(presets: Presets) -> Figure:
         ax.axis("off")
 
     alt = (
-        "Two diagrams side by side, each with two streams, x on the left and y on the right, "
-        "running down. Forward: F of x is added to y, giving x-prime; then G of x-prime is "
-        "added to x, giving x-double-prime; the outputs are x-double-prime and y-double-prime, "
-        "which is x-prime. Backward: from the outputs, G of y-double-prime is subtracted from "
-        "x-double-prime, giving back x; then F of x is subtracted from y-double-prime, giving "
-        "back y."
+        "Two diagrams side by side, each with two streams, x1 on the left and x2 on the right, "
+        "running down. Forward: F of x2 is added to x1, giving y1; then G of y1 is added to x2, "
+        "giving y2. Backward: from the outputs y1 and y2, G of y1 is subtracted from y2, giving "
+        "back x2; then F of x2 is subtracted from y1, giving back x1."
     )
     model = presets.get("model", chapter.MODEL)
     caption = (
-        "A reversible block as the Reformer builds it, in the text's names: two of the text's "
-        "rounds in a row (x\u2032 = y + f(x), y\u2032 = x), with f = F (attention) and then f = G "
-        "(the MLP); a prime counts the rounds, and the stream a round hands on unchanged is drawn "
-        "in place rather than swapped. Backward, the rounds are undone in reverse order, each by "
-        "evaluating its function again and subtracting; neither F nor G is ever inverted. A "
+        "A reversible block as Gomez et al. and the Reformer write it: two of the text's rounds "
+        "in a row, first F (attention) of one stream added to the other, then G (the MLP) of "
+        "the result added back; each stream stays in its column instead of being swapped. "
+        "Backward, the rounds are undone in reverse order, each by evaluating its function "
+        "again and subtracting; neither F nor G is ever inverted. A "
         f"reversible {model.name} would stack {model.layers} such blocks, keep only the last "
-        "block's output, and rebuild every earlier block's input on the way back. (Gomez et al. "
-        "call the inputs x\u2081, x\u2082 and the outputs y\u2081, y\u2082.)"
+        "block's output, and rebuild every earlier block's input on the way back."
     )
     return _render("reversible_block", draw, alt, caption)
 
@@ -2105,7 +2105,9 @@ def activation_vs_layers(presets: Presets) -> Figure:
     }
     curves = {
         "every activation stored (no recompute)": stored.m,
-        "each layer's input kept, layer re-run": inputs + buffer,
+        "each layer's input kept, layer re-run": chapter.held_rerunning(
+            inputs, buffer, layer_input
+        ),
         "checkpointed, segment keeps internals": np.array(
             [checkpointed(int(n), q) for n, q in zip(depth, stored, strict=True)]
         ),
@@ -2209,7 +2211,9 @@ def activation_vs_layers(presets: Presets) -> Figure:
     caption = (
         f"Activation memory against depth for one sequence of {context_tokens(context)} at "
         f"{model.name}'s width. Top, the lecture's count in layer inputs: the slopes are its "
-        f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers). "
+        f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers; "
+        f"the square root is the formula's, twice the root of the layer count in inputs, one "
+        f"more than whole segments hold). "
         f"Bottom, what each scheme holds at its peak, the three that recompute at the same one "
         f"extra forward pass: {held[1]}, {held[2]} and {held[3]} at {model.layers} layers. Every "
         f"one of them also holds one layer's internals ({spoken(Q_(buffer, 'GB'))}) while that "

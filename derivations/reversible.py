@@ -133,7 +133,7 @@ register(
 register(
     Equation(
         id="activation_memory",
-        title="Activation memory of ordinary backpropagation",
+        title="Activation memory of every layer's input (per-layer checkpointing)",
         lhs=activation_memory,
         rhs=layers * B * L * a,
         chapter=CHAPTER,
@@ -160,7 +160,7 @@ register(
             "one layer's internals, held while that layer runs backwards, are not counted here: "
             "every strategy that recomputes holds them, and the chapter adds them to each",
         ),
-        summary="One layer's worth, whatever the depth: the ratio to ordinary backpropagation "
+        summary="One layer's worth, whatever the depth: the ratio to keeping every layer's input "
         "is the number of layers. Square-root checkpointing of layer inputs keeps twice the "
         "square root of the layers' worth, at two extra forward passes (one, if each segment "
         "keeps its internals, which holds more).",
@@ -219,9 +219,11 @@ register(
             "forward pass, a reversible network's compute (Chen et al.). If M_act counts layer "
             "inputs only, each layer must be re-run once more for its internals: two extra "
             "forward passes, and one layer's internals held besides",
+            "a segment's first input is its checkpoint, so the count takes one checkpoint twice: "
+            "the chapter's whole-segment count holds one layer input less",
             "K is free to take its best value, the square root of M_act over one layer's input "
             "(of the layer count for layer inputs only, at four layers or more so that it stores "
-            "less than ordinary backpropagation)",
+            "less than keeping every layer's input)",
         ),
         derivation=Derivation(
             given(

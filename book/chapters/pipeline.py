@@ -98,6 +98,9 @@ def context(presets: Presets) -> dict:
         **_tensor_parallel(presets),
         **_deepseek_layout(presets),
         **_symbols(presets),
+        **_dp_reduce(presets),
+        **_inference_idle(presets, setup_step(presets)),
+        **_assumptions(presets, ev),
         "moe_ratio": _moe_ratio(presets),
         "tex": _tex(),
     }
@@ -535,10 +538,16 @@ def _training_memory(presets: Presets) -> dict:
     state (16 bytes per parameter), activations with and without recompute. The stored
     activations are counted for the model's own layer (gated MLP, grouped-query attention, no
     dropout), as the reversible-networks chapter counts them, not at the GPT layer's factor."""
+    from book.chapters.reversible import memory_cases
+
     ev = Evaluator(presets, TRAIN_CHIP, TRAIN_MODEL)
     factor = ev.q("gated_activation_bytes_factor").to("byte/value")
     one = {"batch_size": Q_(1, "sequence")}
     stored = {**one, "activation_bytes_factor": factor}  # what is kept without recompute
+    # re-running each layer holds every layer's input and, while a layer runs backwards, its
+    # internals: the reversible chapter's count, from the same function
+    cases = memory_cases(presets, Q_(1, "sequence"))
+    rerun = cases["rerun"]
     per_param = sum(
         presets.parameter[p].value
         for p in ("train_weight_bytes", "train_grad_bytes", "optimizer_bytes")
@@ -559,8 +568,10 @@ def _training_memory(presets: Presets) -> dict:
             "activations": ev.text("full_activation_memory", **stored),
             "act_factor": said(factor),
             "activations_recompute": ev.text("activation_memory", **one),
+            "rerun_internals": said((cases["buffer"] - cases["rev"]).to("GB")),
+            "rerun": said(rerun.to("GB")),
             "total": ev.text("training_memory", **stored),
-            "total_recompute": ev.text("training_memory_recompute", **one),
+            "total_recompute": said((state + rerun).to("TB"), 3),
             "recompute_saving": said_number(
                 (ev.q("full_activation_memory", **stored) / ev.q("activation_memory", **one))
                 .to("")
@@ -584,21 +595,33 @@ def _schedule_memory(presets: Presets) -> dict:
     ev = Evaluator(presets, TRAIN_CHIP, TRAIN_MODEL)
     one = {"batch_size": Q_(1, "sequence")}
     factor = ev.q("gated_activation_bytes_factor").to("byte/value")
+    from book.chapters.reversible import held_rerunning, memory_cases
+
+    cases = memory_cases(presets, Q_(1, "sequence"))
     per_sequence = {
         "stored": ev.q("full_activation_memory", **one, activation_bytes_factor=factor),
         "recompute": ev.q("activation_memory", **one),
     }
     back = backward_cost()
     held = {kind: peak_in_flight(schedule(kind, p, m, back)) for kind in SCHEDULES}
+
+    def holds(n: int, how: str):
+        """n micro-batches' share of the stage's activations; re-running, the layer being
+        differentiated's internals come once on top (its input is among those kept)."""
+        kept = n * per_sequence[how] / p
+        if how == "recompute":
+            return held_rerunning(kept, cases["buffer"], cases["rev"])
+        return kept
+
     return {
         "sched": {
             "stages": said_number(p),
             "microbatches": said_number(m),
             "held": {kind: said_number(n) for kind, n in held.items()},
             "memory": {
-                f"{kind}_{how}": said((n * q / p).to("GB"))
+                f"{kind}_{how}": said(holds(n, how).to("GB"))
                 for kind, n in held.items()
-                for how, q in per_sequence.items()
+                for how in per_sequence
             },
             "gpipe_over_1f1b": said_number(held["gpipe"] / held["1f1b"]),
         }
@@ -651,6 +674,7 @@ def _training_batch(presets: Presets) -> dict:
     sequence is far past the crossover, which counts one token per sequence. What bounds the
     micro-batches is the global batch the optimiser wants."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
+    mdl = presets.get("model", MODEL)
     length = presets.parameter["context_length"].value
     one = (Q_(1, "sequence") * length).to("token")
     b_star = ev.q("micro_batch_size").to("sequence").m  # decode: one token per sequence
@@ -658,8 +682,105 @@ def _training_batch(presets: Presets) -> dict:
         "train_tokens_one": said(one),
         "train_over_star": said_number(one.m / b_star, 2),
         "train_over_dense": said_number(one.m / ev.q("dense_crossover_batch").to("sequence").m, 2),
+        # in aggregate only: each routed expert sees k / E_routed of the sequence's tokens
+        "train_per_expert": said(one * mdl.get("experts_active") / mdl.get("experts_routed")),
+        "train_expert_over_dense": said_number(
+            one.m
+            * mdl.get("experts_active")
+            / mdl.get("experts_routed")
+            / ev.q("dense_crossover_batch").to("sequence").m,
+            2,
+        ),
         "decode_star": ev.text("micro_batch_size"),
         "decode_star_tokens": said(Q_(b_star, "token")),
+    }
+
+
+DP_CHIP = "h100_sxm"
+DP_STAGES = 8  # the scaling book's example: an 8-way pipeline across H100 nodes
+
+
+def _dp_reduce(presets: Presets) -> dict:
+    """What pipelining buys data parallelism in training: the per-GPU batch at which one step's
+    compute hides the gradient all-reduce between replicas, with each replica one node and with
+    it spread over P nodes as a pipeline.
+
+    Each GPU holds 1/(P D) of the replica's N parameters and reduces their BF16 gradients over its
+    own network port: a ring all-reduce sends about twice the gradient's b_g N / (P D) bytes, at
+    W. The step's compute on the GPU is 6 N t for t tokens per GPU (forward and backward), at C.
+    Compute hides the reduce when t >= 2 b_g C / (6 W P D): P stages divide it by P.
+    """
+    from derivations.notation import flops_per_param_token
+
+    hw = presets.get("hardware", DP_CHIP)
+    grad = presets.parameter["train_grad_bytes"].value
+    train = 3 * flops_per_param_token.value  # forward and backward: 6 FLOP per parameter-token
+    domain = hw.scale_up_domain.to("chip").m
+    per_gpu = (2 * grad * hw.dense_flops_bf16 / (train * hw.scale_out_bandwidth_per_direction)).to(
+        "token"
+    ) / domain
+
+    def tokens(stages: int) -> str:
+        return said_number(float(f"{(per_gpu / stages).m:.3g}"))
+
+    return {
+        "dp": {
+            "chip": chip_name(hw),
+            "node": said(hw.scale_up_domain),
+            "port": said(hw.scale_out_bandwidth_per_direction.to("GB/s")),
+            "stages": said(Q_(DP_STAGES, "stage")),
+            "tokens_one": tokens(1),
+            "tokens_pp": tokens(DP_STAGES),
+        }
+    }
+
+
+def _inference_idle(presets: Presets, step) -> dict:
+    """The idle time hops leave in pipelined decoding: with exactly P micro-batches in flight a
+    micro-batch's round trip is its P slots (tau in all) plus P hops, while each stage works only
+    tau of it. A slot lasts tau / P, so ceil(P + P^2 t_hop / tau) micro-batches keep every stage
+    busy."""
+    p = presets.parameter["pipeline_stages"].value.m
+    hops = {
+        "allowance": presets.parameter["hop_latency_network"].value,
+        "slow": presets.parameter["hop_latency_measured_slow"].value,
+    }
+
+    def idle(hop):
+        return percent((p * hop / (step + p * hop)).to(""), 2)
+
+    def needed(hop):
+        return said_number(math.ceil((p + p * p * hop / step).to("").m))
+
+    return {
+        "idle": {
+            "share": idle(hops["allowance"]),
+            "share_slow": idle(hops["slow"]),
+            "stages": said_number(p),
+            "needed": needed(hops["allowance"]),
+            "needed_slow": needed(hops["slow"]),
+            "round": said((p * hops["allowance"]).to("ms"), 2),
+        }
+    }
+
+
+def _assumptions(presets: Presets, ev: Evaluator) -> dict:
+    """The figures the memory results rest on, said where they are used: the KV cache's bytes
+    per token (FP8 latents), the trillion-parameter model's stated and counted size, and the
+    rack's chips against the lecture's 64."""
+    from derivations import get
+
+    kv = ev.detailed("kv_bytes_per_token").inputs
+    model = presets.get("model", TOO_BIG_MODEL)
+    counted = get("params_total").evaluate(model=TOO_BIG_MODEL, presets=presets)
+    return {
+        "kv_token": said(ev.q("kv_bytes_per_token").to("kB/token")),
+        "kv_values": said_number(kv["kv_values_per_token"].base.m / kv["n_layers"].base.m),
+        "kv_layers": said_number(kv["n_layers"].base.m),
+        "kv_value_bytes": said(kv["kv_bytes_per_value"].base),
+        "experts_routed": said_number(presets.get("model", MODEL).get("experts_routed")),
+        "big_stated": said(model.params_total.to("Tparameter")),
+        "big_counted_more": percent((counted / model.params_total).to("") - 1, 2),
     }
 
 

@@ -42,11 +42,17 @@ def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
     output with both of its streams kept at the full width, as in the lecture's picture and the
     Reformer (``rev`` counts one, as a RevNet that splits the width into two halves does).
     ``segments`` and ``segments_full`` are the whole segment counts of ``ckpt`` and ``ckpt_full``.
+    ``rerun`` is what keeping every layer's input and re-running each layer on the way back holds
+    at its peak, and ``ckpt_rerun`` the same for checkpoints of layer inputs: the kept inputs
+    plus one layer's internals, whose first tensor (the norm's input) is that layer's input,
+    already kept, so it is counted once. The pipeline chapter counts recomputation with these.
 
     >>> from units.presets import load
     >>> m = memory_cases(load())
     >>> [float(round(m[k].to("GB").m, 3)) for k in ("plain", "ckpt", "ckpt_full", "rev")]
-    [10.737, 2.416, 10.805, 0.134]
+    [10.737, 2.282, 10.67, 0.134]
+    >>> [float(round(m[k].to("GB").m, 3)) for k in ("rerun", "ckpt_rerun")]
+    [13.321, 4.865]
     >>> m["segments"], m["segments_full"], m["factor"]
     (9, 40, <Quantity(40.5, 'byte / value')>)
     """
@@ -69,28 +75,43 @@ def memory_cases(presets: Presets, batch=TRAIN_BATCH) -> dict:
         "rev": rev,
         "rev_two": STREAMS * rev,
         "buffer": buffer,
+        "rerun": held_rerunning(ev.q("activation_memory"), buffer, rev),
+        "ckpt_rerun": held_rerunning(ckpt, buffer, rev),
     }
+
+
+def held_rerunning(inputs, internals, layer_input):
+    """What a backward pass holds while it re-runs one layer from a kept input: the kept
+    ``inputs``, plus that layer's ``internals`` without their first tensor, the layer's own
+    input, which is among the kept ones. Any one unit, or plain numbers.
+
+    >>> held_rerunning(80 * 2.0, 40.5, 2.0)  # Llama 3.1 70B: 80 inputs and one layer, per value
+    198.5
+    """
+    return inputs + internals - layer_input
 
 
 def whole_segments(layers: int, per_layer, checkpoint):
     """The best whole number of checkpointing segments for ``layers`` layers, and the memory it
     holds: K checkpoints of ``checkpoint`` each, plus the largest segment's layers (a whole
-    number, ceil(layers / K)) at ``per_layer`` each while that segment is recomputed. The
+    number, ceil(layers / K)) at ``per_layer`` each while that segment is recomputed, less one
+    checkpoint: the segment's first layer input is its checkpoint, and ``per_layer`` (a layer's
+    input, or its internals, which start with its input) already counts it. The
     catalogue's checkpoint_activation_memory takes K = sqrt(M_act / checkpoint) free, the
     continuous optimum; a network can only be cut into whole segments of whole layers. Ties go to
     the K nearest that optimum. Any one unit, or plain numbers.
 
-    >>> whole_segments(80, 1.0, 1.0)  # layer inputs only: 9 segments of 8 or 9 layers, 18 inputs
-    (9, 18.0)
+    >>> whole_segments(80, 1.0, 1.0)  # layer inputs only: 9 segments of 8 or 9 layers, 17 inputs
+    (9, 17.0)
     >>> whole_segments(80, 40.5, 2.0)  # Llama 3.1 70B's internals over its input: 40 of 2 layers
-    (40, 161.0)
+    (40, 159.0)
     >>> whole_segments(4, 100.0, 1.0)  # shallow: one segment per layer
-    (4, 104.0)
+    (4, 103.0)
     """
     best = layers * per_layer / checkpoint  # K squared at the continuous optimum
 
     def held(k: int):
-        return k * checkpoint + -(-layers // k) * per_layer
+        return (k - 1) * checkpoint + -(-layers // k) * per_layer
 
     def rank(k: int):
         return (round(float(held(k) / checkpoint), 9), abs(k * k - best))
@@ -115,13 +136,13 @@ def checkpointed_memory(n_layers: int, every: float, layer_input: float) -> floa
     """Checkpointing whose recomputed segment keeps its internals, at its best whole segment
     count, for a network of ``n_layers`` layers holding ``every`` in all (any one unit): one
     layer's internals are every over n_layers. A network has at most one segment per layer, so a
-    shallow one checkpoints every layer's input and holds one layer's internals: never less than
-    a reversible network holds.
+    shallow one checkpoints every layer's input and holds one layer's internals: from two layers
+    on, never less than a reversible network holds.
 
     >>> checkpointed_memory(80, 80 * 40.5, 2.0)  # Llama 3.1 70B, in units of one layer's values
-    161.0
+    159.0
     >>> checkpointed_memory(4, 400.0, 1.0)  # K would be 20 > 4 layers
-    104.0
+    103.0
     """
     return whole_segments(n_layers, every / n_layers, layer_input)[1]
 
@@ -190,12 +211,22 @@ def context(presets: Presets) -> dict:
         "activation_memory"
     )
 
+    # ZeRO-3's own working memory: the gathered BF16 weights of the layer being computed and its
+    # whole BF16 gradient before the reduce-scatter (the model's parameters over its layers);
+    # twice that when the next layer's gather and the last layer's reduce overlap the compute
+    per_layer = model.params_total / model.layers
+    buffers = per_layer * sum(
+        presets.parameter[p].value for p in ("train_weight_bytes", "train_grad_bytes")
+    )
+    buffers_high = 2 * buffers
+
     def fits(q) -> str:
-        return "fits" if q + share <= hbm else "does not fit"
+        room = hbm - q - share - buffers_high
+        return f"fits, {said(room.to('GB')).said} spare" if room > 0 else "does not fit"
 
     ex_rows = (
-        ("every activation stored", x["stored"]),
-        ("every layer's input, each layer re-run", x["plain"] + x["buffer"]),
+        ("plain backpropagation: every activation stored", x["stored"]),
+        ("per-layer checkpointing: every layer's input, each layer re-run", x["rerun"]),
         ("checkpointing at one extra forward pass", x["ckpt_full"]),
         ("reversible", x["rev_two"] + x["buffer"]),
     )
@@ -204,12 +235,19 @@ def context(presets: Presets) -> dict:
     per_value = ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
     ex_tokens = (EXERCISE_BATCH * context_length).to("token").m
     logits = Q_(ex_tokens * model.vocab * per_value.to("byte/value").m, "byte")
-    rerun = x["plain"] + x["buffer"] + share  # re-running each layer, with the state's share
+    # re-running each layer, with the state's share and ZeRO-3's buffers (low end)
+    rerun = x["rerun"] + share + buffers
     return {
         "vocab": said_number(model.vocab),
         "ex_logits": said(logits.to("GB")),
+        "ex_buffers": said(buffers.to("GB")),
+        "ex_buffers_high": said(buffers_high.to("GB")),
+        "ex_layer_weights": said(
+            (per_layer * presets.parameter["train_weight_bytes"].value).to("GB")
+        ),
         "ex_rerun_logits": said((rerun + logits).to("GB")),
-        "ex_rerun_room": said((hbm - rerun - logits).to("MB")),
+        "ex_rerun_logits_fits": bool(rerun + logits <= hbm),
+        "ex_rerun_spare": said((hbm - x["rerun"] - share - buffers_high).to("GB")),
         "ex_rerun_logits_fp32": said((rerun + 2 * logits).to("GB")),
         "o_one": "*O*(1)",  # big-O notation, not a figure
         "broken_share": said_number(
@@ -240,7 +278,8 @@ def context(presets: Presets) -> dict:
             {
                 "name": name,
                 "held": said(q.to("GB")),
-                "total": said((q + share).to("GB")),
+                "total": said((q + share + buffers).to("GB")),
+                "total_high": said((q + share + buffers_high).to("GB")),
                 "verdict": fits(q),
             }
             for name, q in ex_rows
@@ -296,16 +335,12 @@ def context(presets: Presets) -> dict:
         "ckpt_over_rev_round": said_number(round(_ratio(m["ckpt"], m["rev"]))),
         "ckpt_minus_rev": said((m["ckpt"] - m["rev"]).to("GB")),
         "buffer_over_rev": said_number(_ratio(m["buffer"], m["rev"]), 3),
-        "ratio_with_buffer": said_number(
-            _ratio(m["ckpt"] + m["buffer"], m["rev_two"] + m["buffer"]), 3
-        ),
+        "ratio_with_buffer": said_number(_ratio(m["ckpt_rerun"], m["rev_two"] + m["buffer"]), 3),
         # the strategies compared with every activation a backward pass needs counted: a layer's
         # internals are held while it runs backwards (once, in every scheme that recomputes)
         "strategies": _strategies(m, plain_flops, per_token, model.params_active * one),
         "equal_lead": said_number(_ratio(m["ckpt_full"], m["rev_two"] + m["buffer"]), 2),
-        "per_layer_lead": said_number(
-            _ratio(m["plain"] + m["buffer"], m["rev_two"] + m["buffer"]), 2
-        ),
+        "per_layer_lead": said_number(_ratio(m["rerun"], m["rev_two"] + m["buffer"]), 2),
         "hbm": said(hbm.to("GB")),
         "hardware": chip_name(presets.get("hardware", HARDWARE)),
         "stored_over_hbm": said_number(_ratio(m["stored"], hbm), 3),
@@ -337,7 +372,7 @@ def context(presets: Presets) -> dict:
         "ex_rev_total3": said((x["rev_two"] + x["buffer"]).to("GB"), 3),
         "ex_rev3": said(x["rev_two"].to("GB"), 3),
         "ex_buffer3": said(x["buffer"].to("GB"), 3),
-        "ex_plain_total": said((x["plain"] + x["buffer"]).to("GB")),
+        "ex_plain_total": said((x["rerun"]).to("GB")),
         "ex_equal_lead": said_number(_ratio(x["ckpt_full"], x["rev_two"] + x["buffer"]), 2),
         "ckpt_full": said(m["ckpt_full"].to("GB")),
         "rev_total": said((m["rev_two"] + m["buffer"]).to("GB")),
@@ -368,8 +403,8 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
         )
 
     rows = (
-        ("store every activation", 0, m["stored"]),
-        ("keep each layer's input; re-run each layer on the way back", 1, m["plain"] + m["buffer"]),
+        ("plain backpropagation: store every activation", 0, m["stored"]),
+        ("per-layer checkpointing: keep each layer's input, re-run each layer", 1, m["rerun"]),
         (
             f"checkpoint {said_number(m['segments_full'])} segments; a recomputed segment keeps "
             "its internals",
@@ -380,7 +415,7 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
             f"checkpoint {said_number(m['segments'])} segments of layer inputs; re-run each "
             "layer again",
             2,
-            m["ckpt"] + m["buffer"],
+            m["ckpt_rerun"],
         ),
         (
             "reversible: rebuild each layer's input from its output (two streams)",

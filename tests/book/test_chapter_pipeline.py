@@ -1,5 +1,7 @@
 """The pipeline chapter's worked examples, each against a hand computation."""
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -277,13 +279,52 @@ def test_the_schedule_exercise_by_hand(ctx):
     # each layer re-run. P = 4 stages, m = 16: the first stage holds m = 16 micro-batches under
     # GPipe and P = 4 under 1F1B, each a quarter of a sequence's activations (reader P8)
     stored, rerun = 40.5 * 8192 * 8192 * 80, 2 * 8192 * 8192 * 80
+    # re-running, the layer being differentiated holds its internals beyond its kept input once,
+    # (40.5 - 2) x 8,192 x 8,192 = 2.58 GB, as the reversible chapter counts it (reader 17, P3)
+    layer = (40.5 - 2) * 8192 * 8192
     s = ctx["sched"]
     assert (s["held"]["gpipe"], s["held"]["1f1b"]) == ("16", "4")
     expected = {
         "gpipe_stored": 16 / 4 * stored,
-        "gpipe_recompute": 16 / 4 * rerun,
+        "gpipe_recompute": 16 / 4 * rerun + layer,
         "1f1b_stored": stored,  # P micro-batches of 1/P each: one whole sequence
-        "1f1b_recompute": rerun,
+        "1f1b_recompute": rerun + layer,
     }
     for key, value in expected.items():
         assert float(s["memory"][key].split()[0]) * 1e9 == pytest.approx(value, rel=1e-3), key
+
+
+def test_the_hops_leave_a_gap_in_decoding_unless_more_micro_batches_fly(ctx):
+    # reader report 17, P2: with P = 4 micro-batches in flight, each round is the step (4.5 ms,
+    # by hand in the setup-step test above) plus 4 hops of the 100 us allowance, during which
+    # every stage idles: 0.4 / 4.9 = 8.2%. ceil(4 + 16 x 0.1 / 4.5) = 5 micro-batches hide them;
+    # at DeepEP's slowest 369 us, 4 x 0.369 / (4.5 + 1.476) = 25% and ceil(4 + 16 x 0.369 / 4.5)
+    batch = 5000 / 8 / 2 * 671 / 37
+    step = (671e9 + batch * 8192 * 576 * 61) / (64 * 8e12)
+    idle = ctx["idle"]
+    assert idle["share"] == f"{100 * 4e-4 / (step + 4e-4):.2g}%" == "8.2%"
+    assert idle["share_slow"] == f"{100 * 4 * 369e-6 / (step + 4 * 369e-6):.2g}%"
+    assert idle["needed"] == str(math.ceil(4 + 16 * 100e-6 / step)) == "5"
+    assert idle["needed_slow"] == str(math.ceil(4 + 16 * 369e-6 / step)) == "6"
+
+
+def test_pipelining_divides_the_data_parallel_reduce_per_gpu(ctx):
+    # reader report 17, P1: an H100 (989.4 TFLOP/s dense BF16, 50 GB/s network port per
+    # direction) reduces its 1/8 of a node's BF16 gradients (2 bytes a parameter) in a ring,
+    # about twice the bytes, against 6 FLOP per parameter per token: t = 2 x 2 x 989.4e12 /
+    # (6 x 50e9) / 8 = 1,649 tokens per GPU for a one-node replica, 206 over 8 stages
+    one = 2 * 2 * 989.4e12 / (6 * 50e9) / 8
+    assert ctx["dp"]["tokens_one"] == f"{round(one, -1):,.0f}" == "1,650"
+    assert ctx["dp"]["tokens_pp"] == f"{one / 8:.0f}" == "206"
+
+
+def test_the_training_memory_counts_recomputation_as_the_reversible_chapter_does(ctx):
+    # reader report 17, P3: 80 layer inputs of 2 x 8,192 x 8,192 bytes (10.74 GB) and one layer's
+    # internals beyond its input, (40.5 - 2) x 8,192 x 8,192 (2.58 GB): 13.32 GB, said "13 GB"
+    from book.chapters import reversible
+
+    rerun = (80 * 2 + 40.5 - 2) * 8192 * 8192
+    assert ctx["training"]["rerun"].exact == f"{rerun / 1e9:.4g} GB" == "13.32 GB"
+    assert ctx["training"]["rerun"].said == "13 GB"
+    same = reversible.context(load())["strategies"][1]["memory"]
+    assert same.exact == ctx["training"]["rerun"].exact

@@ -276,14 +276,22 @@ def test_reversible_memory_cases_by_hand():
     assert per_value == 40.5
     assert m["plain"] == pytest.approx(layers * tokens * d * 2)  # 10.74 GB
     assert m["rev"] == pytest.approx(tokens * d * 2)  # 134.2 MB: one layer's input
-    # Chen et al. 2016 in whole segments: 9 segments of 8 or 9 layers, 9 + 9 layer inputs
-    assert m["ckpt"] == pytest.approx(18 * tokens * d * 2)  # 2.416 GB
+    # Chen et al. 2016 in whole segments: 9 segments of 8 or 9 layers, 9 checkpoints and the
+    # largest segment's 8 other inputs (its first is its checkpoint: reader report 17, R5)
+    assert m["ckpt"] == pytest.approx(17 * tokens * d * 2)  # 2.282 GB
     assert m["stored"] == pytest.approx(layers * tokens * d * per_value)  # 217.4 GB
     assert m["buffer"] == pytest.approx(tokens * d * per_value)  # one layer's internals, 2.718 GB
     assert m["plain"] / m["rev"] == pytest.approx(layers)
     # Chen et al.'s one-recompute checkpointing holds a segment's internals: sqrt(80 x 40.5 / 2)
-    # = 40.2, so 40 segments of 2 layers: 40 inputs and 2 layers' internals = 10.80 GB
-    assert m["ckpt_full"] == pytest.approx((40 * 2 + 2 * per_value) * tokens * d)
+    # = 40.2, so 40 segments of 2 layers: 39 other checkpoints and 2 layers' internals (the
+    # first of which is its segment's checkpoint) = 10.67 GB
+    assert m["ckpt_full"] == pytest.approx((39 * 2 + 2 * per_value) * tokens * d)
+    # re-running each layer from kept inputs: 80 inputs and one layer's internals beyond its
+    # input, which is kept already: (80 x 2 + 40.5 - 2) per value = 13.32 GB (the pipeline
+    # chapter's "with recomputation" counts the same)
+    rerun = (80 * 2 + per_value - 2) * tokens * d
+    assert cases["rerun"].to("byte").m == pytest.approx(rerun)
+    assert cases["ckpt_rerun"].to("byte").m == pytest.approx((17 * 2 + per_value - 2) * tokens * d)
 
 
 def test_reversible_lead_at_equal_compute_by_hand():
@@ -292,12 +300,12 @@ def test_reversible_lead_at_equal_compute_by_hand():
     ctx = context(load())
     # one extra forward pass each: checkpointing in 40 segments of 2 layers, 40 x 2 + 2 x 40.5
     # bytes per value and token, against the reversible network's last output in both full-width
-    # streams (2 x 2) plus one layer's internals (40.5): 161 / 44.5 = 3.6x (reader report 15,
-    # R1); re-running each layer from its input, (80 x 2 + 40.5) / 44.5
-    assert ctx["equal_lead"] == f"{(40 * 2 + 2 * 40.5) / 44.5:.2g}" == "3.6"
-    assert ctx["per_layer_lead"] == f"{(80 * 2 + 40.5) / 44.5:.2g}"
-    # the half-width RevNet variant keeps one d-wide output: 161 / 42.5 = 3.8x
-    assert ctx["equal_lead_half"] == f"{(40 * 2 + 2 * 40.5) / 42.5:.2g}" == "3.8"
+    # streams (2 x 2) plus one layer's internals (40.5): 159 / 44.5 = 3.6x (reader report 15,
+    # R1; 39 other checkpoints, report 17, R5); re-running each layer, (80 x 2 + 38.5) / 44.5
+    assert ctx["equal_lead"] == f"{(39 * 2 + 2 * 40.5) / 44.5:.2g}" == "3.6"
+    assert ctx["per_layer_lead"] == f"{(80 * 2 + 38.5) / 44.5:.2g}"
+    # the half-width RevNet variant keeps one d-wide output: 159 / 42.5 = 3.7x
+    assert ctx["equal_lead_half"] == f"{(39 * 2 + 2 * 40.5) / 42.5:.2g}" == "3.7"
     # 8,192 tokens x 8,192 x (2 x 2 + 40.5) bytes = 2.99 GB
     assert ctx["rev_total"].exact == f"{8192 * 8192 * 44.5 / 1e9:.4g} GB"
     flops = [r["flops"] for r in ctx["strategies"]]
@@ -309,10 +317,11 @@ def test_reversible_context_numbers_by_hand():
 
     ctx = context(load())
     assert ctx["layer_ratio"] == "80" and ctx["segments"] == "9"  # sqrt(80) = 8.9, made whole
-    assert ctx["ckpt_over_rev"] == "18"  # 9 + 9 layer inputs
-    # one layer's internals (40.5 per value) added to both, the reversible network's last output
-    # in both streams (2 x 2): (18 x 2 + 40.5) / (2 x 2 + 40.5)
-    assert ctx["ratio_with_buffer"] == f"{(18 * 2 + 40.5) / (2 * 2 + 40.5):.3g}"
+    assert ctx["ckpt_over_rev"] == "17"  # 9 checkpoints and the segment's 8 other inputs
+    # one layer's internals beyond its input (38.5 per value) added to the checkpoints, one
+    # layer's internals to the reversible network's last output in both streams (2 x 2):
+    # (17 x 2 + 38.5) / (2 x 2 + 40.5)
+    assert ctx["ratio_with_buffer"] == f"{(17 * 2 + 38.5) / (2 * 2 + 40.5):.3g}"
     assert ctx["extra_compute"] == "4/3"  # 8 N D over 6 N D
     assert (ctx["fwd_per_param"], ctx["plain_per_param"], ctx["rev_per_param"]) == ("2", "6", "8")
     # KV cache by hand: 8,192 tokens x 80 layers x (K, V) x 8 KV heads x 128 x 2 bytes = 2.684 GB
