@@ -157,9 +157,10 @@ def draw(rng, presets) -> Draw:
             ),
         )
     every = 1 - (1 - (active / total).to("").m) ** b  # every parameter routed, active/total each
+    all_routed = at(reading(every, Q_(0, "Gparam"), total) + kv_time)
     mistakes.append(
         Mistake(
-            at(reading(every, Q_(0, "Gparam"), total) + kv_time),
+            all_routed,
             "You treated every parameter as a routed expert's: attention and the other shared "
             "weights are read for every token, whatever the batch; split them off first.",
         )
@@ -173,6 +174,11 @@ def draw(rng, presets) -> Draw:
         require(clear(mistakes[0].value), "sharing experts changes the answer clearly")
     # a slip within twice the window cannot be told from a rounded answer: graded wrong, unnamed
     mistakes = [m for m in mistakes if clear(m.value)]
+    # the two ways to miscount the experts read must land apart, each told its own slip (reader
+    # 17: "every parameter routed" fell within ×1.05 of "distinct experts")
+    if b * k < experts and clear(all_routed):
+        apart = abs((all_routed / mistakes[0].value).to("").m - 1)
+        require(apart >= 2 * TOLERANCE, "the two expert slips land apart")
     return Draw(
         text=text,
         answer=speed,
