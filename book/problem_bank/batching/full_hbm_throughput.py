@@ -97,7 +97,7 @@ def draw(rng, presets) -> Draw:
         f"Room: the weights take {size(weights)} ({quantity(f['n_total'], 4)} at "
         f"{quantity(f['weight_bytes_per_value'])}); {chip} has {quantity(hbm, 3)} of HBM at "
         f"{quantity(bandwidth, 3)} and {quantity(f['flops'], 4)} of dense "
-        f"{WORDS[precision]} math, so the server holds {size(server_hbm)}, "
+        f"{WORDS[precision]} math; the server holds {size(server_hbm)}, "
         f"so {size(server_hbm - weights)} is left. A token of context caches "
         f"{cache_derived(model, presets, kv, f['kv_bytes_per_value'])}, so one "
         f"conversation's cache is {tokens(context)} × {quantity(kv, 4)} = "

@@ -174,7 +174,7 @@ def draw(rng, presets) -> Draw:
         "The batch that only keeps pace with the weight reads "
         f"would allow {quantity(blind, 3)}, but its step would read for "
         f"{quantity(blind_step, 3)} against {quantity(blind_compute, 3)} of multiplies: "
-        "memory-bound.",
+        "memory-bound. "
         f"This is a bound, not a design: {number(ratio, 2)} parameters in all for each active "
         f"one ({name}: {number(own_ratio, 2)}) and {quantity(batch, 4)} in flight on one rack "
         "is no deployment anyone runs. It says how far sparsity can go before the caches of the "
