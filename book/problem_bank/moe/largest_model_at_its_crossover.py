@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
-from book.problem_bank.batching._figures import chip_name, figures, size, tokens
+from book.problem_bank.batching._figures import chip_name, figures, size, tokens, windowed
 from units import Q_
 
 KIND = "multi"
@@ -17,18 +17,6 @@ RACKS = ("gb200_nvl72", "gb300_nvl72")
 CONTEXTS = (128, 256, 384, 512, 768, 1024, 1536, 2048)
 NO_ATTENTION = Q_(0, "FLOP/token")  # the statement sets attention's own FLOPs aside
 TRILLION = Q_(1, "Tparam")
-
-
-def windowed(spec, kv, context):
-    """For a model with sliding-window layers (gpt-oss): the layers, the tokens each keeps (the
-    window, or the whole context if shorter) and the bytes they hold per sequence, at ``kv``
-    bytes per token in the full-context layers (the same shape of layer); None without them."""
-    layers = spec.fields.get("sliding_window_layers", 0)
-    if not layers:
-        return None
-    full = spec.fields["layers"] - layers
-    kept = min(context * Q_(1, "sequence"), spec.fields["sliding_window"])
-    return layers, kept, (kv * kept * layers / full / Q_(1, "sequence")).to("MB/sequence")
 
 
 def need(case, total, batch_equation="compute_bound_batch"):
