@@ -50,3 +50,89 @@ def test_serve_70b_per_user_speed_is_capped_by_the_hbm_on_every_draw():
         assert not check(f"{at_target:.3g} USD per million tokens", answer_spec(p))["ok"], where
         other = authored(fast_mode_cost, seed, presets())
         assert abs((other.answer / p.answer).to("").m - 1) > 0.03, where
+
+
+def _params(pattern: str, text: str) -> float:
+    """A parameter count as the statement says it: '22 B parameters' or '1 T parameters'."""
+    figure, scale = re.search(pattern + r"\s*([\d.,]+) ([BT]) parameters", text).groups()
+    return float(figure.replace(",", "")) * {"B": 1e9, "T": 1e12}[scale]
+
+
+def test_fast_mode_cost_tells_the_standard_cost_from_a_batch_shrunk_with_the_speed():
+    """Reader 17: "you shrank the batch 2.5 times" and "the standard mode's cost" named one value.
+    A student who takes the step as proportional to the batch lands on the standard cost and is
+    told so; one who shrinks the batch by the speed-up and costs its real step is told that step
+    is too long. The answer: the weights still take their read, the rest holds the caches."""
+    for seed in range(40):
+        p = authored(fast_mode_cost, seed, presets())
+        t = p.text
+        params = _params(r"\(", t)
+        byte = 1 if "in FP8" in t else 2
+        bandwidth = 8 * _figure(r"([\d.]+) TB/s of HBM bandwidth", t) * 1e12
+        rent = 8 * _figure(r"rented at ([\d.]+) USD per chip per hour", t) / 3600
+        layers, heads = _figure(r"over (\d+) layers", t), _figure(r"caching (\d+) key-value", t)
+        dim = _figure(r"of dimension (\d+)", t)
+        cache = 2 * layers * heads * dim * byte * _figure(r"carries ([\d,]+) tokens", t)
+        batch = _figure(r"runs a batch of ([\d,]+) sequences", t)
+        speed = _figure(r"promises ([\d.]+) times the output speed", t)
+        weights = params * byte / bandwidth  # seconds to read them
+        step = weights + batch * cache / bandwidth
+        fast = math.floor((step / speed - weights) * bandwidth / cache)
+        cost = rent * (weights + fast * cache / bandwidth) / fast * 1e6
+        standard = rent * step / batch * 1e6
+        where = f"seed {seed}: {t[:60]}"
+        assert abs(p.answer.to("USD/Mtoken").m / cost - 1) < 0.01, where
+        spec = answer_spec(p)
+        assert check(f"{cost:.3g} USD per million tokens", spec)["ok"], where
+        said = check(f"{standard:.3g} USD per million tokens", spec)
+        assert not said["ok"] and "standard mode's cost" in said["message"], where
+        shrunk = batch / speed
+        costed = rent * (weights + shrunk * cache / bandwidth) / shrunk * 1e6
+        said = check(f"{costed:.3g} USD per million tokens", spec)
+        assert not said["ok"] and "costed its step" in said["message"], where
+
+
+def test_fastest_token_any_price_is_exact_from_the_split_and_the_experts_the_batch_touches():
+    """Reader 17: the graded chain is exact (all figures given, 3%): shared weights A and routed
+    R from the total and active counts, the batch reading a share 1 − (1 − k/E)^B of R, and
+    every cache. Counting every token's experts as distinct, and treating every parameter as
+    routed, land on different values, each told its own slip."""
+    from book.problem_bank.batching import fastest_token_any_price
+
+    for seed in range(40):
+        p = authored(fastest_token_any_price, seed, presets())
+        t = p.text
+        total, active = _params("has", t), _params("of which", t)
+        experts = _figure(r"has ([\d,]+) routed experts", t)
+        k = _figure(r"routed to (\d+) of them", t)
+        chips = _figure(r"on (\d+) [A-Z]", t)
+        bandwidth = chips * _figure(r"([\d.]+) TB/s of HBM bandwidth", t) * 1e12
+        batch = _figure(r"(\d+) users talk", t)
+        context = _figure(r"each with ([\d,]+) tokens of context", t)
+        if "latent" in t:
+            per_token = _figure(r"takes ([\d.]+) kB per token", t) * 1e3
+        else:
+            layers = _figure(r"has (\d+) layers, each caching", t)
+            heads, dim = _figure(r"caching (\d+) key", t), _figure(r"dimension (\d+)", t)
+            per_token = 2 * layers * heads * dim  # FP8: one byte a value
+        caches = batch * context * per_token / bandwidth
+
+        def speed(shared, routed, share, bandwidth=bandwidth, caches=caches):
+            return 1 / ((shared + share * routed) / bandwidth + caches)
+
+        routed = (total - active) / (1 - k / experts)
+        answer = speed(total - routed, routed, 1 - (1 - k / experts) ** batch)
+        where = f"seed {seed}: {t[:60]}"
+        assert abs(p.answer.to("token/s/sequence").m / answer - 1) < 0.01, where
+        assert p.mode == "relative" and p.tolerance == 0.03, where
+        spec = answer_spec(p)
+        assert check(f"{answer:.3g} tokens per second per sequence", spec)["ok"], where
+        slips = {
+            "as distinct": speed(total - routed, routed, batch * k / experts),
+            "as a routed expert's": speed(0, total, 1 - (1 - active / total) ** batch),
+        }
+        for words, value in slips.items():
+            if batch * k >= experts or abs(value / answer - 1) < 0.06:
+                continue  # no distinct-experts slip past saturation; a near slip is unnamed
+            said = check(f"{value:.3g} tokens per second per sequence", spec)
+            assert not said["ok"] and words in said["message"], (where, words, said["message"])

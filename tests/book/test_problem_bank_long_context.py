@@ -87,3 +87,43 @@ def test_million_token_conversation_is_a_pipelined_lone_user():
         assert check(f"{speed:.3g} tokens/s", spec)["ok"], where
         every_gpu = check(f"{speed * servers:.3g} tokens/s", spec)
         assert not every_gpu["ok"] and "one after another" in every_gpu["message"], where
+
+
+def test_hold_in_hbm_or_recompute_names_both_attention_slips():
+    """The wait is (prefill time / read-back time − 1) drain times, the prefill 2N plus causal
+    attention over half the context. Reader 17: leaving attention out, or counting it over the
+    whole context, landed 4% off against a 3% window with no diagnosis; now attention is at
+    least twice the window of the prefill and each slip is graded wrong and told why."""
+    from book.problem_bank.long_context import hold_in_hbm_or_recompute as problem
+
+    for seed in range(60):
+        p = authored(problem, seed, presets())
+        t = p.text
+        found = re.search(r"([\d.,]+) B parameters active", t) or re.search(
+            r"model has ([\d.,]+) B parameters", t
+        )
+        params = float(found.group(1).replace(",", "")) * 1e9
+        byte = 1 if "in FP8" in t else 2
+        hbm = _figure(r"\(([\d,]+) GB of HBM", t) * 1e9
+        bandwidth = _figure(r"HBM at ([\d.]+) TB/s", t) * 1e12
+        flops = _figure(r"([\d.,]+) TFLOP/s dense", t) * 1e12
+        layers = _figure(r"attention: (\d+) layers", t)
+        kv_heads, dim = _figure(r"and (\d+) KV heads", t), _figure(r"KV heads of (\d+) values", t)
+        attention = _figure(r"attention costs ([\d.]+) MFLOP", t) * 1e6
+        context = _figure(r"conversation of ([\d,]+) tokens", t)
+        read = 2 * layers * kv_heads * dim * byte / bandwidth  # a token's cache, read back
+
+        def wait(per_token, drain=hbm / bandwidth, read=read, flops=flops):
+            return drain * (per_token / flops / read - 1)
+
+        answer = wait(2 * params + attention * context / 2)
+        where = f"seed {seed}: {t[:60]}"
+        assert abs(p.answer.to("s").m / answer - 1) < 0.01, where
+        spec = answer_spec(p)
+        assert check(f"{answer:.4g} s", spec)["ok"], where
+        for value, words in (
+            (wait(2 * params), "left attention out"),
+            (wait(2 * params + attention * context), "whole context"),
+        ):
+            said = check(f"{value:.4g} s", spec)
+            assert not said["ok"] and words in said["message"], (where, said["message"])

@@ -36,7 +36,10 @@ def test_largest_model_runs_compute_bound_with_its_caches_read_on_every_draw():
         bandwidth = chips * _figure(r"at ([\d.]+) TB/s", t) * 1e12
         flops = chips * _figure(r"([\d.]+) PFLOP/s of dense", t) * 1e15
         context = _figure(r"with ([\d,]+) tokens of context", t)
-        cache_bytes = context * kv  # one sequence's cache
+        # one sequence's cache; gpt-oss's sliding-window layers (as many as its full-attention
+        # layers, reader 17) hold as much per token for the last window of tokens
+        window = re.search(r"hold as much per token, but only for each sequence's last (\d+)", t)
+        cache_bytes = (context + (float(window.group(1)) if window else 0)) * kv
         # compute = weight reads + cache reads: B 2 N_a / F = N / W + B L kv / W, for N
         per_param = 1 / bandwidth / (2 * active / flops - cache_bytes / bandwidth)  # batch / N
         total = hbm / (1 + per_param * cache_bytes)  # N bytes of weights + B caches = HBM
@@ -60,3 +63,9 @@ def test_largest_model_runs_compute_bound_with_its_caches_read_on_every_draw():
         assert not verdict["ok"], f"{where}: the caches-blind {blind / 1e12:.3g} T accepted"
         assert "cache" in verdict["message"], f"{where}: {verdict['message']}"
         assert check(f"{total / 1e12:.3g} T parameters", answer_spec(p))["ok"], where
+        if window:  # the full-attention layers alone: graded wrong, and told why
+            full = context * kv
+            batch_per_param = 1 / bandwidth / (2 * active / flops - full / bandwidth)
+            short = hbm / (1 + batch_per_param * full)
+            verdict = check(f"{short / 1e12:.3g} T parameters", answer_spec(p))
+            assert not verdict["ok"] and "sliding-window" in verdict["message"], where

@@ -165,3 +165,24 @@ def cache_derived(model: str, presets, kv, per_value) -> str:
             f"{quantity(per_value.to('B/value'))}: {quantity(one, 4)}"
         )
     return quantity(one, 4)
+
+
+def windowed(spec, kv, context):
+    """For a model with sliding-window layers (gpt-oss): the layers, the tokens each keeps (the
+    window, or the whole context if shorter) and the bytes they hold per sequence, at ``kv``
+    bytes per token in the full-context layers (the same shape of layer); None without them.
+    The chapter's cache per token counts the full-context layers only, right for a long context;
+    at 512 tokens gpt-oss's window layers add a quarter (reader 17).
+
+    >>> from units.presets import load
+    >>> spec = load().get("model", "gpt_oss_120b")
+    >>> layers, kept, held = windowed(spec, Q_(18.4, "kB/token"), Q_(512, "token/sequence"))
+    >>> layers, quantity(kept), quantity(held, 3)
+    (18, '128 tokens', '2.36 MB per sequence')
+    """
+    layers = spec.fields.get("sliding_window_layers", 0)
+    if not layers:
+        return None
+    full = spec.fields["layers"] - layers
+    kept = min(context * Q_(1, "sequence"), spec.fields["sliding_window"])
+    return layers, kept, (kv * kept * layers / full / Q_(1, "sequence")).to("MB/sequence")

@@ -22,6 +22,7 @@ from book.problem_bank.batching._figures import (
     flop_rate,
     size,
     tokens,
+    windowed,
 )
 from units import Q_
 
@@ -51,6 +52,12 @@ def scenario(rng, presets):
             context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
             presets=presets,
         )
+        # gpt-oss's sliding-window layers keep each sequence's last window too: a fixed cache
+        # per sequence, counted as bytes per token of this context (reader 17)
+        kv = figures(**case)["kv_bytes_per_token"].to("kB/token")
+        window = windowed(presets.get("model", model), kv, case["context_length"])
+        if window:
+            case["kv_bytes_per_token"] = kv + window[2] / case["context_length"]
         crossover = evaluate("crossover_batch", **case).to("sequence")
         case["batch_size"] = Q_(round(crossover.m), "sequence")
         f = figures(**case)
@@ -89,7 +96,28 @@ def draw(rng, presets) -> Draw:
     replicas = math.ceil(exact)
     gpus = Q_(replicas * n.m, "chip")
     per_gpu = n.m  # GPUs per replica
-    kv, attention = f["kv_bytes_per_token"], f["attention_flops_per_token"].to("MFLOP/token")
+    attention = f["attention_flops_per_token"].to("MFLOP/token")
+    spec = presets.get("model", model)
+    plain = {k: v for k, v in case.items() if k != "kv_bytes_per_token"}  # the preset's cache
+    preset = figures(**plain)
+    kv = preset["kv_bytes_per_token"].to("kB/token")  # per token, full layers
+    window = windowed(spec, kv, context)
+    per_sequence = (evaluate("kv_cache_per_sequence", **case) * Q_(1, "sequence")).to("MB")
+    if window:
+        layers, kept, held = window
+        full = spec.fields["layers"] - layers
+        given = (
+            f"its KV cache takes {quantity(kv * PER, 4)} per token of context in its "
+            f"{number(full)} full-attention layers (its {number(layers)} sliding-window layers "
+            f"hold as much per token for each conversation's last {quantity(kept)})"
+        )
+        summed = (
+            f"{size(per_sequence)} each (({tokens(context)} + {quantity(kept)} in the window "
+            f"layers) × {quantity(kv * PER, 4)})"
+        )
+    else:
+        given = cache_given(model, presets, kv)
+        summed = f"{tokens(context)} × {quantity(kv * PER, 4)}"
     chip, name = chip_name(presets, hardware), presets.get("model", model).name
     replica = f"an {number(per_gpu)}-GPU server" if per_gpu < 72 else "a rack"
     ridge = (f["flops"] / f["mem_bandwidth"]).to("FLOP/B")
@@ -102,7 +130,7 @@ def draw(rng, presets) -> Draw:
         f"replicas of {replica} of {chip} GPUs ({number(per_gpu)} GPUs, each with "
         f"{quantity(f['hbm_capacity'], 3)} of HBM at {quantity(f['mem_bandwidth'], 3)} and "
         f"{flop_rate(f['flops'])} of dense FP8 math). Every conversation carries "
-        f"{tokens(context)} of context; {cache_given(model, presets, kv)}, and attention "
+        f"{tokens(context)} of context; {given}, and attention "
         f"costs {quantity(attention * PER, 4)} per token "
         "of context for each new token (count attention's FLOPs as well as the weights'). "
         f"Each replica runs batches of {number(batch.m)} conversations. "
@@ -110,9 +138,10 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"Room: a token of context caches "
-        f"{cache_derived(model, presets, kv, f['kv_bytes_per_value'])}. The weights take "
-        f"{size(weights)} and the batch's caches, {quantity(batch, 4)} × "
-        f"{tokens(context)} × {quantity((kv * PER).to('kB'), 4)}, {size(caches)}: together "
+        f"{cache_derived(model, presets, kv, preset['kv_bytes_per_value'])}"
+        f"{' in the full-attention layers' if window else ''}. The weights take "
+        f"{size(weights)} and the batch's caches, {quantity(batch, 4)} × {summed}, "
+        f"{size(caches)}: together "
         f"within the replica's {size(room)}.",
         f"The step: reading every weight once takes {quantity(weights_time, 3)} and the caches "
         f"{quantity(kv_time, 3)}, {quantity(weights_time + kv_time, 3)} in all; the multiplies, "

@@ -82,14 +82,32 @@ def draw(rng, presets) -> Draw:
         )
 
     ratio = (caches / weights).to("").m
-    reads = (
-        f"(Reading those caches each step would take {number(ratio, 2)} times as long as the "
-        "weights: at this context the cache reads, not the weights, bind the step, and the "
-        "crossover that leaves them out holds only for short contexts.)"
-        if ratio > 1
-        else f"(Those caches weigh {number(ratio, 2)} of the weights, so reading them takes "
-        "less time than the weights: the step stays balanced.)"
-    )
+    # the cache reads the crossover leaves out make the step memory-bound: 1 + ratio times its
+    # multiplies; counting them, the balanced batch is B / (1 - ratio), if the ratio is under one
+    if ratio < 1:
+        balanced = evaluate(
+            "compute_bound_batch",
+            **case,
+            context_length=context,
+            attention_flops_per_token=Q_(0, "FLOP/token"),
+        ).to("sequence")
+        require(abs((balanced * (1 - ratio) / batch).to("").m - 1) < 1e-6, "B / (1 - ratio)")
+        reads = (
+            f"(Reading those caches adds {number(ratio, 3)} of the weights' read time to every "
+            f"step, so at this batch the step is in fact memory-bound, {number(1 + ratio, 3)} "
+            "times its multiplies. Counting the cache reads, the multiplies keep pace only at "
+            f"{quantity(batch, 4)} / (1 − {number(ratio, 3)}) = {quantity(balanced, 4)}, with "
+            "caches to match, as the MoE chapter's problem 'The largest MoE a rack can serve at "
+            "its crossover' counts them.)"
+        )
+    else:
+        reads = (
+            f"(Reading those caches would take {number(ratio, 3)} times as long as the weights: "
+            "at this batch the step is memory-bound, bound by the cache reads, and at this "
+            "context no batch balances, for each sequence's cache takes longer to read than its "
+            "multiplies take. The crossover that leaves the caches out holds only for short "
+            "contexts.)"
+        )
     text = (
         f"You serve {name} ({quantity(total, 3)} in all, {quantity(active, 3)} active per "
         f"token) on {chip} GPUs, weights, math and KV cache in {words}. The chip does "

@@ -4,7 +4,7 @@ recompute time to its read time, times the drain time."""
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity, said_number
-from book.problem_bank import Draw, Mistake, evaluate, money, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
 from book.problem_bank.batching._figures import attention_cost
 from units import Q_
 
@@ -25,6 +25,7 @@ MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b", "qwen3_235b_a22b")
 PRECISIONS = {"bf16": "BF16", "fp8": "FP8"}
 CONTEXTS = (8192, 32_768, 131_072)
 ONE = Q_(1, "sequence")
+TOLERANCE = 0.03
 
 
 def draw(rng, presets) -> Draw:
@@ -58,13 +59,18 @@ def draw(rng, presets) -> Draw:
     corner = (compute_time / read_time).to("").m  # a token's prefill over its cache's read
     require(abs((even / (drain * (corner - 1))).to("").m - 1) < 1e-6, "the chapter's HBM rule")
     require(even > Q_(1, "s"), "a hold worth asking about")
+    # leaving attention out, or counting it over the whole context (not causal), moves the
+    # answer by attention's share of the prefill: redraw until that is twice the 3% window, so
+    # either slip is graded wrong and told why (reader 17: 4.0% slipped past undiagnosed)
+    share = ((per_token - weights_only) / per_token).to("").m
+    require(share >= 2 * TOLERANCE, "attention's share of the prefill is clear of the window")
     gqa = model.n_kv_heads
     moe = model.params_total > model.params_active
     params = (
         f"{quantity(model.params_total, 4)} in all, {quantity(model.params_active, 3)} active "
         "per token"
         if moe
-        else quantity(model.params_active, 3)
+        else quantity(model.params_active, 4)
     )
 
     text = (
@@ -120,22 +126,28 @@ def draw(rng, presets) -> Draw:
             "Six FLOPs per parameter is training; a prefill is a forward pass, two.",
         ),
     ]
-    if (compute_time / weights_flops).to("").m > 1.05:
-        mistakes.append(
-            Mistake(
-                drain * ((weights_flops / read_time).to("").m - 1),
-                "You left attention out of the prefill; over a long context it adds FLOPs for "
-                "every token.",
-            )
-        )
+    attention = compute_time - weights_flops  # causal: each token attends to half the context
+    mistakes += [
+        Mistake(
+            drain * ((weights_flops / read_time).to("").m - 1),
+            "You left attention out of the prefill; over this context it adds "
+            f"{number(100 * share, 2)}% to the prefill's FLOPs.",
+        ),
+        Mistake(
+            drain * (((compute_time + attention) / read_time).to("").m - 1),
+            "You counted attention over the whole context for every token; a causal prefill's "
+            "token attends only to those before it, half the context on average.",
+        ),
+    ]
     mistakes = [Mistake(m.value.to("s"), m.why) for m in mistakes]
-    mistakes = [m for m in mistakes if abs((m.value / even).to("").m - 1) > 0.05]
+    # twice the window from the answer, one diagnosis a value
+    mistakes = [m for m in mistakes if abs((m.value / even).to("").m - 1) >= 2 * TOLERANCE]
     return Draw(
         text=text,
         answer=even,
         solution=solution,
-        tolerance=0.03,
-        mistakes=tuple(mistakes),
+        tolerance=TOLERANCE,
+        mistakes=distinct_mistakes(mistakes, even, TOLERANCE),
         hint="Per token of context: what does an hour of holding cost, what does one read back "
         "cost, and what does one recompute cost? Holding wins until the first two add up to "
         "the third.",

@@ -79,13 +79,15 @@ def draw(rng, presets) -> Draw:
     millions = f"{number(context.to('Mtoken/sequence').magnitude)} million tokens"
     text = (
         f"A provider serves {model.name} ({quantity(model.params_total, 4)}, dense) in BF16, "
-        f"weights and KV cache, and stretches its context window to {millions}. The model has "
+        f"weights and KV cache, and stretches its context window to {millions} "
+        f"({number(context.to('token/sequence').magnitude)} tokens). The model has "
         f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
         f"{number(model.head_dim)} values; {attention_cost(name, presets)}. It runs on servers "
         f"of {number(PER_SERVER)} {chip_name} GPUs, the chapter's chip: bring its HBM size, "
         "bandwidth and BF16 rate. One user fills the window; the weights and that conversation's "
-        "cache are spread over as few servers as hold them, the layers split evenly between "
-        "the servers as a pipeline (ignore the hand-over between servers). Roughly how many "
+        "cache are spread over as few servers as hold them, the layers split as evenly as they "
+        "can be between the servers as a pipeline (ignore the hand-over between servers). "
+        "Roughly how many "
         f"tokens per second does that user get? Any answer within a factor of {FACTOR:g} is "
         "accepted."
     )

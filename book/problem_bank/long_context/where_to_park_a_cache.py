@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from book.format import context_tokens, number, said_number
+from book.format import context_tokens, number, quantity, said_number
 from book.problem_bank import Draw, Mistake, evaluate, money, require
+from book.problem_bank.batching._figures import attention_cost
 from derivations import get
 from units import Q_
 
@@ -133,6 +134,13 @@ def _draw(rng, presets) -> Draw:
     tokens = (context * ONE).to("token")
     gpus = f"one {chip.name} GPU" if chips == 1 else f"{number(chips)} {chip.name} GPUs"
     owner = "the GPU's" if chips == 1 else "the GPUs'"
+    # one GPU keeps the whole cache and runs the whole prefill; several split both
+    keeping = (
+        "the GPU keeping it on a device of its own"
+        if chips == 1
+        else "each GPU keeping its share on a device of its own"
+    )
+    rerun = "on the GPU at its dense peak" if chips == 1 else "on the GPUs at their dense peak"
 
     per_token = get("kv_bytes_per_token").evaluate(model=name, presets=presets).to("kB/token")
     cache = (get("kv_cache_per_sequence").evaluate(**case) * ONE).to("GB")
@@ -183,20 +191,21 @@ def _draw(rng, presets) -> Draw:
         else ""
     )
     text = (
-        f"You serve {model.name} in BF16 on {gpus} (rented at "
-        f"{money(rent)}, {money(flops)} dense in BF16 per GPU). Its attention has "
+        f"You serve {model.name} ({quantity(model.params_active, 4)}) in BF16 on {gpus} "
+        f"(rented at {money(rent)}, {money(flops)} dense in BF16 per GPU). Its attention has "
         f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
-        f"{number(model.head_dim)} values, and {number(model.n_heads)} query heads. A user's "
+        f"{number(model.head_dim)} values, and {number(model.n_heads)} query heads; "
+        f"{attention_cost(name, presets)}. A user's "
         f"conversation has reached {context_tokens(context, 6)}, and the user goes quiet; you "
         f"expect them back in {money(idle)}, and you promise that within {money(promise)} "
         "of their return the cache will be ready. You may keep the KV cache on one of these "
-        "tiers, each GPU keeping its share on a device of its own (each line gives what the "
-        "tier charges to hold a byte, and one device's size and read speed), or drop it and "
-        "run the prefill again on the replica's GPUs at their dense peak, causal attention's "
-        "FLOPs included:\n\n"
+        f"tiers, {keeping} (each line gives what the tier charges to hold a byte, and one "
+        f"device's size and read speed), or drop it and run the prefill again {rerun}, "
+        "causal attention's FLOPs included:\n\n"
         + "\n".join(rows)
         + month
-        + "\n\nThe GPUs wait, rented, while the cache streams back. Which choice keeps the "
+        + f"\n\n{'The GPU waits' if chips == 1 else 'The GPUs wait'}, rented, while the cache "
+        "streams back. Which choice keeps the "
         "promise most cheaply, counting the holding and the read back (or the recompute), and "
         "what does it cost per million tokens of the conversation?"
     )

@@ -88,6 +88,7 @@ def draw(rng, presets) -> Draw:
         "active parameters as that allows. From what batch on does a token cost at most "
         f"{number(100 * SLACK)}% more than the target? Answer in sequences."
     )
+    alone = (weights / bandwidth).to("ms")  # one GPU's read of every weight
     solution = (
         "Once the batch is large the weight reads are shared by so many tokens that only the "
         "multiplies cost: two FLOPs (a multiply and an add) per active parameter per token. "
@@ -110,11 +111,11 @@ def draw(rng, presets) -> Draw:
         f"{number(balanced.m, 4)} / {number(1 + SLACK, 2)} = {quantity(answer, 4)}.",
         "The utilisation, the FLOP rate and even the two FLOPs per parameter cancel: a faster "
         "or busier GPU affords more active parameters, which need the same batch to hide the "
-        "same reads. The price caps a token's share of the weight reads, so only the total "
-        "parameters, the bandwidth and the rent set the batch: the rent of one read of the "
-        "weights (one GPU's rent for the time it would take to read them all alone), shared at "
-        f"{number(1 + SLACK, 2)} times the price, {quantity(weights, 3)} × "
-        f"{quantity(per_gpu_rent, 3)} / ({quantity(bandwidth, 3)} × {number(1 + SLACK, 2)} × "
+        "same reads. So only the total parameters, the bandwidth and the rent set the batch. "
+        "One GPU reading all the weights alone would take "
+        f"{quantity(weights, 3)} / {quantity(bandwidth, 3)} = {quantity(alone, 3)}; the batch "
+        "is that time's rent over what a token may cost: "
+        f"{quantity(alone, 3)} × {quantity(per_gpu_rent, 3)} / ({number(1 + SLACK, 2)} × "
         f"{quantity(per_token, 3)}). From **{quantity(answer, 4)}** on, a token costs at most "
         f"{number(100 * SLACK)}% over the target.",
     )

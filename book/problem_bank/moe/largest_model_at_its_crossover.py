@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from book.format import quantity
+from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
-from book.problem_bank.batching._figures import chip_name, figures, size, tokens
+from book.problem_bank.batching._figures import chip_name, figures, size, tokens, windowed
 from units import Q_
 
 KIND = "multi"
@@ -53,17 +53,22 @@ def draw(rng, presets) -> Draw:
             presets=presets,
         )
         f = figures(**exact)
+        kv = shown(f["kv_bytes_per_token"].to("kB/token"), 3)  # the full-context layers' cache
+        context = exact["context_length"]
+        window = windowed(presets.get("model", model), kv, context)
+        # a sequence's cache: every token in the full-context layers, plus the last window's
+        # tokens in the sliding-window layers (gpt-oss: a quarter more at 512 tokens)
+        per_sequence = (context * kv + window[2]).to("GB/sequence") if window else context * kv
         # the figures as the statement prints them: the answer follows from them
         case = dict(
             exact,
             n_active=shown(f["n_active"], 3),
-            kv_bytes_per_token=shown(f["kv_bytes_per_token"].to("kB/token"), 3),
+            kv_bytes_per_token=(per_sequence / context).to("kB/token"),
             flops=shown(f["flops"].to("PFLOP/s"), 3),
             mem_bandwidth=shown(f["mem_bandwidth"], 3),
             hbm_capacity=shown(f["hbm_capacity"], 3),
         )
         n = case["n_chips"]
-        per_sequence = (case["context_length"] * case["kv_bytes_per_token"]).to("GB/sequence")
         compute_each = (2 * Q_(1, "FLOP/parameter") * case["n_active"] / (n * case["flops"])).to(
             "ns"
         )
@@ -98,17 +103,33 @@ def draw(rng, presets) -> Draw:
     ).to("ms")
     blind_compute = evaluate("compute_time", **blind_at).to("ms")
     require(blind_step > 1.05 * blind_compute, "the caches-blind batch is clearly memory-bound")
-    context, kv = case["context_length"], case["kv_bytes_per_token"]
     rack, name = chip_name(presets, hardware), presets.get("model", model).name
     flops, bandwidth = case["flops"], case["mem_bandwidth"]
     rack_flops = (n * flops).to("PFLOP/s")
     rack_bandwidth = (n * bandwidth).to("TB/s")
     w1_read = (w1 / rack_bandwidth).to("ms")
     spare = compute_each - cache_each
+    ratio = (total / active).to("").m
+    own_ratio = (own_total / active).to("").m
 
+    if window:
+        layers, kept, held = window
+        full = presets.get("model", model).fields["layers"] - layers
+        cache = (
+            f"its KV cache takes {quantity(kv, 3)} of context in FP8 in its {number(full)} "
+            f"full-attention layers; its {number(layers)} sliding-window layers hold as "
+            f"much per token, but only for each sequence's last {quantity(kept)}"
+        )
+        sum_up = (
+            f"{tokens(context)} × {quantity(kv, 3)} in the full-attention layers + "
+            f"{quantity(kept)} × {quantity(kv, 3)} in the sliding-window layers"
+        )
+    else:
+        cache = f"its KV cache takes {quantity(kv, 3)} of context in FP8"
+        sum_up = f"{tokens(context)} × {quantity(kv, 3)}"
     text = (
-        f"{name} has {quantity(active, 3)} active per token, and its KV cache takes "
-        f"{quantity(kv, 3)} of context in FP8. You plan a sibling with the same attention and "
+        f"{name} has {quantity(active, 3)} active per token, and {cache}. You plan a sibling "
+        "with the same attention and "
         "the same active parameters but many more experts, to serve in FP8 on one "
         f"{rack} rack of {quantity(n)} (each: {quantity(case['hbm_capacity'], 3)} of HBM at "
         f"{quantity(bandwidth, 3)}, {quantity(flops, 3)} of dense FP8 math). It will run at the "
@@ -125,7 +146,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(rack_bandwidth, 3)}.",
         f"Per sequence: the multiplies take twice {quantity(active, 3)} over "
         f"{quantity(rack_flops, 3)} = {quantity(compute_each, 3)}, and its cache, "
-        f"{tokens(context)} × {quantity(kv, 3)} = {size(per_sequence * Q_(1, 'sequence'))}, "
+        f"{sum_up} = {size(per_sequence * Q_(1, 'sequence'))}, "
         f"takes {quantity(cache_each, 3)} to read, which leaves {quantity(spare, 3)} per "
         "sequence to pay for the weight reads.",
         f"A trillion parameters are {size(w1)} of FP8 weights, read in {quantity(w1_read, 3)}; "
@@ -137,11 +158,15 @@ def draw(rng, presets) -> Draw:
         f"({name} itself has {quantity(own_total.to('Tparam'), 3)}), at a batch of "
         f"{quantity(batch, 4)}. Check: a step then reads the weights in "
         f"{quantity(weight_read, 3)} and the caches in {quantity(kv_read, 3)}, "
-        f"{quantity(weight_read + kv_read, 3)} in all, the time its multiplies take, "
-        f"{quantity(multiplies, 3)}. The batch that only keeps pace with the weight reads "
+        f"{quantity(weight_read + kv_read, 3)} in all, just the time its multiplies take. "
+        "The batch that only keeps pace with the weight reads "
         f"would allow {quantity(blind, 3)}, but its step would read for "
         f"{quantity(blind_step, 3)} against {quantity(blind_compute, 3)} of multiplies: "
-        "memory-bound.",
+        "memory-bound. "
+        f"This is a bound, not a design: {number(ratio, 2)} parameters in all for each active "
+        f"one ({name}: {number(own_ratio, 2)}) and {quantity(batch, 4)} in flight on one rack "
+        "is no deployment anyone runs. It says how far sparsity can go before the caches of the "
+        "batch it needs, not the weights, fill the rack.",
     )
     mistakes = [
         Mistake(
@@ -167,13 +192,27 @@ def draw(rng, presets) -> Draw:
             "step reads every sequence's cache too, so that batch is still memory-bound.",
         )
     )
+    if window:
+        short = largest(dict(case, kv_bytes_per_token=kv))
+        # the window's slip and the caches-blind batch's must not share a value (reader 17)
+        apart = min(abs((short / v).to("").m - 1) for v in (total, blind))
+        require(apart >= 0.06, "the full-layers-only slip lands clear of the others")
+        mistakes.append(
+            Mistake(
+                short,
+                f"You counted the cache of the {number(full)} full-attention layers only: the "
+                f"{number(layers)} sliding-window layers hold each sequence's last "
+                f"{quantity(kept)} too.",
+            )
+        )
     mistakes.append(
         Mistake(
             largest(dict(case, weight_precision="bf16")),
             "FP8 stores a weight in one byte, not two.",
         )
     )
-    mistakes = [m for m in mistakes if abs((m.value / total).to("").m - 1) > 0.05]
+    # twice the window from the answer, one diagnosis a value
+    mistakes = [m for m in mistakes if abs((m.value / total).to("").m - 1) >= 0.06]
     return Draw(
         text=text,
         answer=total,
