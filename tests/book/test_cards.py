@@ -1099,3 +1099,33 @@ def test_no_overtraining_fact_is_said_twice(deck):
     assert len(chapter) <= 5  # the 6 N D coefficient and four facets of the balance
     for figure in ("260 trillion", "20 tokens per parameter", "2 trillion"):
         assert len([c for c in chapter if figure in c.back]) == 1, figure
+
+
+def test_reader_17s_fixes_hold(deck):
+    """Reader 17's WEAK cards. The rack caps a *layer* (card 23 contradicted the pipelining
+    cards); the traffic ratio says what one or more means and that a GB200's falls below it (by
+    hand: 2 x 8 experts x 1 MoE layer / (900 GB/s NVLink / 50 GB/s port = 18) = 0.89, facts.md);
+    the hop card keeps the lecture's figure alone; DeepSeek's paper detail is labelled and its
+    front no longer says "twice the bytes"; the cost floor's FLOP/s is on its front and its
+    answer said as a person says it (2 x 37e9 x $2/3600 / 5e15 = $0.0082 per million tokens)."""
+    by_id = {c.id: c for c in deck}
+    assert "every expert of a layer" in by_id["concept:moe:total-vs-active"].back
+    assert "only each MoE layer must" in by_id["concept:pipeline:hbm-surplus"].front
+    assert "capex" not in by_id["concept:pipeline:hbm-surplus"].back
+    ratio = by_id["eq:scaleup_scaleout_ratio:statement"].back
+    assert "one or more" in ratio and "0.89" in ratio and "two or more MoE layers" in ratio
+    penalty = derivations.get("hardware_scale_out_penalty").evaluate(hardware="gb200_nvl72")
+    gb200 = derivations.get("scaleup_scaleout_ratio").evaluate(
+        model="deepseek_v3", moe_layers_per_stage="1 layer", scale_out_penalty=penalty
+    )
+    assert gb200.to("").m == pytest.approx(2 * 8 * 1 / (900 / 50), rel=1e-3)
+    hops = by_id["concept:pipeline:how-many-stages"].back
+    assert "µs" not in hops and "allowance" not in hops
+    a2a = by_id["concept:moe:a2a-bytes"]
+    assert a2a.front.startswith("Not from the lecture") and "twice" not in a2a.front
+    floor = by_id["concept:batching:floor-price"]
+    assert "5 PFLOP/s" in floor.front and "about 0.8¢" in floor.back and "0.82" not in floor.back
+    cost = derivations.get("compute_cost_floor").evaluate(
+        model="deepseek_v3", hardware="gb200_nvl72", precision="fp8"
+    )
+    assert cost.to("USD/Mtoken").m == pytest.approx(2 * 37e9 * 2 / 3600 / 5e15 * 1e6, rel=0.03)
