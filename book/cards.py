@@ -651,8 +651,8 @@ WHATIFS = (
         "{model} at {precision} at a large batch, attention's FLOPs counted, what happens to "
         "the context length at which the KV fetch overtakes the compute?",
         why="Each token's compute, attention's included, takes half as long while its KV fetch "
-        "does not, so the KV fetch catches up at a little under half the context. That is the "
-        "memory wall: faster chips make long contexts memory-bound sooner.",
+        "does not, so the KV fetch catches up at a little under half the context: faster chips "
+        "hit the memory wall sooner.",
     ),
 )
 

@@ -1068,15 +1068,26 @@ def test_the_price_kink_card_says_attention_flops_grow_slower_than_the_kv_fetch(
 
 
 def test_the_crossover_cards_use_one_ratio(deck):
-    """One '300' (reader 16): the ridge card gives the chip's FLOP per byte at BF16, the formula
-    and DeepSeek cards name that same figure as the multiply-adds per weight read, so 295 x 8 =
-    2,360 (the DeepSeek card's premise) follows from the ridge card's figure at any precision."""
+    """One '300', in one unit (readers 16 and 17 found it in three: FLOP/B at BF16, multiply-adds
+    per weight read, and FLOP/B doubling at FP8): the ridge card defines the chip's FLOP per byte
+    at BF16 as its multiply-adds per weight read; the other cards that use it say "FLOP per byte
+    at BF16" and never redefine it; the figure itself (295, about 300) is on two cards at most;
+    and no card quotes the ratio at FP8. 295 x 8 = 2,360 is the DeepSeek card's premise."""
     by_id = {c.id: c for c in deck}
-    assert "multiply-adds per weight read" in by_id["claim:ridge_a100"].back
-    for cid in ("eq:crossover_batch:statement", "claim:deepseek_crossover"):
-        assert re.search(
-            r"multiply-adds per weight read.{0,10}its (?:BF16 )?FLOP per byte", by_id[cid].back
-        ), cid
+    ridge = by_id["claim:ridge_a100"]
+    assert "multiply-adds per weight read" in ridge.back
+    users = (
+        "eq:crossover_batch:statement",
+        "claim:deepseek_crossover",
+        "concept:batching:batching-gain",
+    )
+    for cid in users:
+        assert "FLOP per byte at BF16" in by_id[cid].back, cid
+    assert [c.id for c in deck if "multiply-adds per weight read" in c.back] == [ridge.id]
+    stating = [c.id for c in deck if re.search(r"\b295\b|about 300\b", prose_only(c.back))]
+    assert len(stating) <= 2 and ridge.id in stating, stating
+    for c in deck:
+        assert not re.search(r"FP8 FLOP per byte|twice its BF16 FLOP/s", c.back), c.id
     assert "2,360 sequences" in by_id["claim:deepseek_crossover"].back
 
 
@@ -1088,3 +1099,33 @@ def test_no_overtraining_fact_is_said_twice(deck):
     assert len(chapter) <= 5  # the 6 N D coefficient and four facets of the balance
     for figure in ("260 trillion", "20 tokens per parameter", "2 trillion"):
         assert len([c for c in chapter if figure in c.back]) == 1, figure
+
+
+def test_reader_17s_fixes_hold(deck):
+    """Reader 17's WEAK cards. The rack caps a *layer* (card 23 contradicted the pipelining
+    cards); the traffic ratio says what one or more means and that a GB200's falls below it (by
+    hand: 2 x 8 experts x 1 MoE layer / (900 GB/s NVLink / 50 GB/s port = 18) = 0.89, facts.md);
+    the hop card keeps the lecture's figure alone; DeepSeek's paper detail is labelled and its
+    front no longer says "twice the bytes"; the cost floor's FLOP/s is on its front and its
+    answer said as a person says it (2 x 37e9 x $2/3600 / 5e15 = $0.0082 per million tokens)."""
+    by_id = {c.id: c for c in deck}
+    assert "every expert of a layer" in by_id["concept:moe:total-vs-active"].back
+    assert "only each MoE layer must" in by_id["concept:pipeline:hbm-surplus"].front
+    assert "capex" not in by_id["concept:pipeline:hbm-surplus"].back
+    ratio = by_id["eq:scaleup_scaleout_ratio:statement"].back
+    assert "one or more" in ratio and "0.89" in ratio and "two or more MoE layers" in ratio
+    penalty = derivations.get("hardware_scale_out_penalty").evaluate(hardware="gb200_nvl72")
+    gb200 = derivations.get("scaleup_scaleout_ratio").evaluate(
+        model="deepseek_v3", moe_layers_per_stage="1 layer", scale_out_penalty=penalty
+    )
+    assert gb200.to("").m == pytest.approx(2 * 8 * 1 / (900 / 50), rel=1e-3)
+    hops = by_id["concept:pipeline:how-many-stages"].back
+    assert "µs" not in hops and "allowance" not in hops
+    a2a = by_id["concept:moe:a2a-bytes"]
+    assert a2a.front.startswith("Not from the lecture") and "twice" not in a2a.front
+    floor = by_id["concept:batching:floor-price"]
+    assert "5 PFLOP/s" in floor.front and "about 0.8¢" in floor.back and "0.82" not in floor.back
+    cost = derivations.get("compute_cost_floor").evaluate(
+        model="deepseek_v3", hardware="gb200_nvl72", precision="fp8"
+    )
+    assert cost.to("USD/Mtoken").m == pytest.approx(2 * 37e9 * 2 / 3600 / 5e15 * 1e6, rel=0.03)
