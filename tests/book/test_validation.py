@@ -105,8 +105,8 @@ def test_the_chapter_leads_with_the_prediction_and_keeps_ids_in_its_appendix():
     ids = set(load().ids("measurement"))
     assert not [i for i in ids if f"`{i}`" in main_flow]  # no raw ids before the appendix
     assert sum(f"`{i}`" in appendix for i in ids) >= len(ids) - 5  # the full rows are there
-    # the model comes before what it predicts and how it compares; the error is stated as computed
-    assert main_flow.index("## The model") < main_flow.index("## How it compares")
+    # the bound (part 1) comes before the forecast (part 2); the error is stated as computed
+    assert main_flow.index("## Part one") < main_flow.index("## Part two")
     loo = prediction()["leave_one_out"]
     assert f"×{loo['median']:.2g}".rstrip("0").rstrip(".") in main_flow.replace(",", "")
     assert "predicted_vs_measured" in main_flow or "Predicted against measured" in main_flow
@@ -340,18 +340,23 @@ def test_the_chapter_teaches_the_bound_before_the_prediction():
     ctx = chapter_page_context("validation")
     text = environment().get_template("chapters/validation.md.j2").render(**ctx)
     main_flow = text.split("## Appendix: every measurement", 1)[0]
-    # question, model, what it predicts, how it compares, what the misses teach, takeaways,
-    # exercises; the fit's audit after them, in an appendix (the fifteenth reader's V2)
+    # part 1, the bound: its equations, the two worked rows, every row, the lecture's verdicts;
+    # part 2, the forecast: what it scores, the forecast, the worked rows forecast, every row,
+    # the misses; then takeaways and exercises, the fit's audit after them, in an appendix (the
+    # fifteenth reader's V2, the seventeenth's fault 3)
     order = [
-        "## The model",
+        "## Part one: How close to the ceiling?",
         "### The bounds",
-        "### The forecast",
-        "## What it predicts",
         "### An offline row",
         "### One user, in milliseconds per token",
-        "## How it compares",
-        "## What the misses teach",
+        "### Every row against the bound",
         "### What the lecture's simple model gets right",
+        "## Part two: Can we forecast the gap?",
+        "**How a forecast is scored.**",
+        "### The forecast",
+        "### The two worked rows, forecast",
+        "### Every row against the forecast",
+        "### What the misses teach",
         '!!! abstract "Takeaways"',
         "## Exercises",
         "## Appendix: how the forecast was fitted",
