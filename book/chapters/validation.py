@@ -1075,9 +1075,13 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         }
         bandwidth = presets.get("hardware", row.preset.hardware).hbm_bandwidth * c.chips
         extra = (
-            (attention.to("param").m * (byte[wide] - byte[row.preset.weights]) * Q_(1, "byte"))
-            / bandwidth
-        ).to("s").m
+            (
+                (attention.to("param").m * (byte[wide] - byte[row.preset.weights]) * Q_(1, "byte"))
+                / bandwidth
+            )
+            .to("s")
+            .m
+        )
         wide_bound = 1 / c.bound + extra
         wide_terms = {
             "wide_precision": wide.upper(),
