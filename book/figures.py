@@ -2370,7 +2370,7 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         ax.set_ylim(lo, hi)
         ax.tick_params(labelbottom=False)
         ax.set_ylabel("predicted without fitting on the row,\nas a share of its bound")
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="lower right", fontsize=8)
 
     alt = (
         f"Log-log scatter of {len(honest)} predictions against measurements, each as a share "
@@ -2384,7 +2384,9 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         f"in tokens/s per chip and per user), every forecast made without fitting on the row. "
         f"The bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
         f"fitted, each forecast by a fit without it; the held-out rows were never fitted, but "
-        f"the model was revised after they were seen. The lower "
+        f"the model was revised after they were seen, and these are the revised model's "
+        f"forecasts. Forecasts that collapse below the upper panel are arrows at its foot. "
+        f"The lower "
         f"panel is the same points as predicted over measured: the held-out rows are biased "
         f"high ({sum(r > 1 for r in held_ratios)} of {len(held)} over-predicted, a median of "
         f"×{number(float(np.median(held_ratios)), 2)}), and {clipped} rows the forecast misses "
