@@ -2370,7 +2370,7 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         ax.set_ylim(lo, hi)
         ax.tick_params(labelbottom=False)
         ax.set_ylabel("predicted without fitting on the row,\nas a share of its bound")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="lower right", bbox_to_anchor=(1, 0.07), fontsize=8)  # above the arrows
 
     alt = (
         f"Log-log scatter of {len(honest)} predictions against measurements, each as a share "
