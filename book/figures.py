@@ -2325,8 +2325,11 @@ def measured_vs_bound(presets: Presets) -> Figure:
 
 def predicted_vs_measured(presets: Presets) -> Figure:
     """Each row's honest prediction (leave-one-out, or the whole fit for a row kept out of it)
-    against its measurement, with the x1.25 and x1.5 bands."""
+    against its measurement, both as a share of the row's bound (so rows in tokens/s per chip
+    and per user share one dimensionless axis, and the spread of scenarios does not pass for
+    agreement), with the x1.25 and x1.5 bands."""
     from book.predict import prediction
+    from book.validation import validate
 
     made = prediction(presets)  # predict's fits, kept across builds
     honest, cases = made["out_of_sample"], made["cases"]
@@ -2353,8 +2356,12 @@ def predicted_vs_measured(presets: Presets) -> Figure:
             if why is not None:  # a row with nothing to predict (an MFU alone) is not drawn
                 groups.setdefault(why, []).append(i)
     honest = {i: honest[i] for ids in groups.values() for i in ids}
-    values = [v for i in honest for v in (honest[i][0], cases[i].measured)]
-    lo, hi = min(values) / 2, max(values) * 2
+    # each row's bound, in the row's own unit: predicted and measured as shares of it
+    bound = {r.id: float(r.bound.m) for r in validate(presets) if r.id in honest}
+    share = {i: (honest[i][0] / bound[i], cases[i].measured / bound[i]) for i in honest}
+    # the range the measurements span (none exceeds its bound); a forecast that collapses below
+    # it is an arrow at the panel's foot, as the lower panel's misses beyond its range are
+    lo, hi = min(m for _, m in share.values()) / 2, 1.2
     loo = made["summary"]["leave_one_out"]
 
     low_ratio, high_ratio = 0.2, 5.0  # the residual panel's range: a miss beyond it is clipped
@@ -2374,7 +2381,7 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         for k, ((_, ids), marker) in enumerate(zip(groups.items(), "osxd^", strict=False)):
             color = PALETTE[k % len(PALETTE)]  # the same colour as the group's upper points
             ratio = np.array([honest[i][0] / cases[i].measured for i in ids])
-            x = np.array([cases[i].measured for i in ids])
+            x = np.array([share[i][1] for i in ids])
             inside = (ratio >= low_ratio) & (ratio <= high_ratio)
             below.scatter(x[inside], ratio[inside], marker=marker, s=18, color=color)
             for out, edge, arrow in (
@@ -2388,38 +2395,43 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         below.set_yticks([0.2, 0.5, 1, 2, 5], ["×0.2", "×0.5", "×1", "×2", "×5"])
         below.minorticks_off()
         below.set_ylabel("predicted / measured")
-        below.set_xlabel("measured (tokens/s per chip; per user for batch 1)")
+        below.set_xlabel("measured, as a share of the row's bound")
         ax.fill_between(line, line / 1.5, line * 1.5, color=FOREGROUND, alpha=0.08, linewidth=0)
         ax.fill_between(line, line / 1.25, line * 1.25, color=FOREGROUND, alpha=0.12, linewidth=0)
         ax.plot(line, line, color=FOREGROUND, linewidth=1.4, label="predicted = measured")
         for k, ((label, ids), marker) in enumerate(zip(groups.items(), "osxd^", strict=False)):
             if ids:
-                ax.scatter(
-                    [cases[i].measured for i in ids],
-                    [honest[i][0] for i in ids],
-                    label=label,
-                    marker=marker,
-                    s=22,
-                    color=PALETTE[k % len(PALETTE)],
-                )
+                x = np.array([share[i][1] for i in ids])
+                y = np.array([share[i][0] for i in ids])
+                color = PALETTE[k % len(PALETTE)]
+                ax.scatter(x[y >= lo], y[y >= lo], label=label, marker=marker, s=22, color=color)
+                if (y < lo).any():  # a forecast far below the panel: an arrow at its foot
+                    ax.scatter(
+                        x[y < lo], np.full((y < lo).sum(), lo * 1.15), marker="v", s=30, color=color
+                    )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         ax.tick_params(labelbottom=False)
-        ax.set_ylabel("predicted before seeing the row (same unit)")
-        ax.legend(loc="upper left", fontsize=8)
+        ax.set_ylabel("predicted without fitting on the row,\nas a share of its bound")
+        ax.legend(loc="lower right", bbox_to_anchor=(1, 0.07), fontsize=8)  # above the arrows
 
     alt = (
-        f"Log-log scatter of {len(honest)} predictions against measurements, with shaded bands "
+        f"Log-log scatter of {len(honest)} predictions against measurements, each as a share "
+        f"of its row's bound, with shaded bands "
         f"for a factor of 1.25 and 1.5. The {loo['count']} rows in the fit are predicted with "
         f"each left out in turn: median error a factor of {number(loo['median'], 3)}, "
         f"{number(100 * loo['within_1_5'], 2)}% within a factor of 1.5."
     )
     caption = (
-        f"Predicted against measured, every forecast made without the row it forecasts. The "
-        f"bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
-        f"fitted, each forecast by a fit without it, the held-out rows never fitted. The lower "
+        f"Predicted against measured, both as a share of the row's bound (one axis for rows "
+        f"in tokens/s per chip and per user), every forecast made without fitting on the row. "
+        f"The bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
+        f"fitted, each forecast by a fit without it; the held-out rows were never fitted, but "
+        f"the model was revised after they were seen, and these are the revised model's "
+        f"forecasts. Forecasts that collapse below the upper panel are arrows at its foot. "
+        f"The lower "
         f"panel is the same points as predicted over measured: the held-out rows are biased "
         f"high ({sum(r > 1 for r in held_ratios)} of {len(held)} over-predicted, a median of "
         f"×{number(float(np.median(held_ratios)), 2)}), and {clipped} rows the forecast misses "

@@ -105,8 +105,8 @@ def test_the_chapter_leads_with_the_prediction_and_keeps_ids_in_its_appendix():
     ids = set(load().ids("measurement"))
     assert not [i for i in ids if f"`{i}`" in main_flow]  # no raw ids before the appendix
     assert sum(f"`{i}`" in appendix for i in ids) >= len(ids) - 5  # the full rows are there
-    # the model comes before what it predicts and how it compares; the error is stated as computed
-    assert main_flow.index("## The model") < main_flow.index("## How it compares")
+    # the bound (part 1) comes before the forecast (part 2); the error is stated as computed
+    assert main_flow.index("## Part one") < main_flow.index("## Part two")
     loo = prediction()["leave_one_out"]
     assert f"×{loo['median']:.2g}".rstrip("0").rstrip(".") in main_flow.replace(",", "")
     assert "predicted_vs_measured" in main_flow or "Predicted against measured" in main_flow
@@ -340,18 +340,23 @@ def test_the_chapter_teaches_the_bound_before_the_prediction():
     ctx = chapter_page_context("validation")
     text = environment().get_template("chapters/validation.md.j2").render(**ctx)
     main_flow = text.split("## Appendix: every measurement", 1)[0]
-    # question, model, what it predicts, how it compares, what the misses teach, takeaways,
-    # exercises; the fit's audit after them, in an appendix (the fifteenth reader's V2)
+    # part 1, the bound: its equations, the two worked rows, every row, the lecture's verdicts;
+    # part 2, the forecast: what it scores, the forecast, the worked rows forecast, every row,
+    # the misses; then takeaways and exercises, the fit's audit after them, in an appendix (the
+    # fifteenth reader's V2, the seventeenth's fault 3)
     order = [
-        "## The model",
+        "## Part one: How close to the ceiling?",
         "### The bounds",
-        "### The forecast",
-        "## What it predicts",
         "### An offline row",
         "### One user, in milliseconds per token",
-        "## How it compares",
-        "## What the misses teach",
+        "### Every row against the bound",
         "### What the lecture's simple model gets right",
+        "## Part two: Can we forecast the gap?",
+        "**How a forecast is scored.**",
+        "### The forecast",
+        "### The two worked rows, forecast",
+        "### Every row against the forecast",
+        "### What the misses teach",
         '!!! abstract "Takeaways"',
         "## Exercises",
         "## Appendix: how the forecast was fitted",
@@ -731,3 +736,61 @@ def test_twice_the_bandwidth_halves_the_one_user_bound_and_barely_moves_its_fore
     before, after = predict.predict_case(c, params), predict.predict_case(fast, params)
     assert after / before < 1.1  # fixed cost per layer dominates: bandwidth barely helps
     assert 1000 / after == pytest.approx(float(str.__str__(t["fast_step"]).split()[0]), rel=5e-3)
+
+
+# -- the seventeenth reader's faults 1, 2 and 6 ----------------------------------------------------
+
+
+def test_the_held_out_result_is_the_frozen_models_and_the_revised_one_is_labelled():
+    """Fault 1: the main text and the takeaways give the held-out miss of the model before the
+    changes made with the held-out rows in view (predict.comparison's variant without the expert
+    rows), and label the adopted model's held-out miss as after revision."""
+    from book import predict
+    from book.chapter_pages import chapter_page_context
+    from book.chapters.validation import FROZEN
+    from book.templating import environment
+
+    ctx = chapter_page_context("validation")
+    text = environment().get_template("chapters/validation.md.j2").render(**ctx)
+    reading = text.split("## Appendix: how the forecast was fitted", 1)[0]
+    frozen = predict.prediction(load())["summary"]["comparison"][FROZEN]["held_out"]
+    said = f"×{frozen['median']:.2g}"
+    takeaways = reading.split('!!! abstract "Takeaways"', 1)[1]
+    assert said in takeaways and said in reading.split("### Every row against the forecast")[1]
+    assert "after revision" in reading and "before seeing the row" not in text
+    assert "barely smaller" not in text and "not over-fitted" not in text
+
+
+def test_the_one_user_bound_flags_the_attention_weights_the_source_keeps_at_bf16():
+    """Fault 2: measurements.md row 34 runs attention at BF16, the experts at NVFP4. By hand:
+    DeepSeek-V3's MLA weights per layer (config: d 7168, r_Q 1536, r_KV 512, 128 heads of
+    128 + 64 query-key and 128 value dims) are 7168*1536 + 1536*128*192 + 7168*576 +
+    512*128*256 + 128*128*7168 = 187,105,280; over 61 layers 11.41e9, each 1.5 bytes wider
+    than FP4, over 8 B200 at 8 TB/s: 267.5 us more than the FP4 read."""
+    from book.chapters.validation import TPOT_EXAMPLE, context
+
+    presets = load()
+    t = context(presets)["worked_tpot"]
+    row = next(r for r in validate(presets) if r.id == TPOT_EXAMPLE)
+    fp4 = 1e6 / row.bound.m  # us a token
+    wide = float(str.__str__(t["wide_read"]).split()[0])
+    assert str.__str__(t["wide_read"]).endswith("µs")
+    assert wide == pytest.approx(fp4 + 187_105_280 * 61 * 1.5 / 64e12 * 1e6, rel=5e-3)
+    assert wide > fp4  # the FP4-everywhere bound is the optimistic one
+
+
+def test_the_lecture_mfu_is_checked_on_compute_bound_offline_rows_only():
+    """Fault 6: a share of a memory bound is no MFU. The MFU line's rows and the memory-bound
+    rows it leaves out add up to the offline rows with a measured share."""
+    import re
+
+    from book.chapters.validation import compute_bound, context
+
+    presets = load()
+    c = context(presets)
+    rows = [r for r in validate(presets) if r.scenario == "offline" and r.efficiency is not None]
+    line = next(n for n in c["lecture_numbers"] if n["rows"].startswith("offline serving"))
+    counted = int(re.search(r"\((\d+) rows", line["rows"]).group(1))
+    assert counted + int(c["offline_memory_bound"]) == len(rows)
+    assert 0 < int(c["offline_memory_bound"]) < len(rows)
+    assert counted == sum(compute_bound(r, presets) for r in rows)
