@@ -85,7 +85,7 @@ def _attention(model, presets) -> str:
             f"{number(model.qk_rope_head_dim)} values, in {number(model.layers)} layers (the "
             "key and value projections absorbed, so each head works on the latent directly)"
         )
-        + f"; {attention_cost(model.id, presets)}"
+        +f"; {attention_cost(model.id, presets)}"
     return (
         f"grouped-query attention: {number(model.n_heads)} query heads and "
         f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values per layer, "
