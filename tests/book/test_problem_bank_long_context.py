@@ -45,6 +45,11 @@ def test_kv_overtakes_compute_grades_the_lecture_shortcut_wrong_on_every_draw():
         else:
             kv = 2 * model.n_kv_heads * model.head_dim * model.layers * per_value
             attention = 2 * 2 * model.n_heads * model.head_dim * model.layers
+        # the statement gives attention's FLOPs (reader 19: the lecture teaches no MLA count),
+        # to four figures, of the shape's; the answer solves from the printed figure
+        given = _figure(r"attention costs ([\d.]+) MFLOP per token of context", p.text) * 1e6
+        assert abs(given / attention - 1) < 5e-4, f"seed {seed}: {given} vs {attention}"
+        attention = given
         weights = 2 * active
         counted = (weights / flops) / (kv / bandwidth - attention / flops)
         plain = weights * bandwidth / (flops * kv)

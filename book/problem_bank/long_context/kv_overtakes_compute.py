@@ -34,6 +34,9 @@ NAMES = {"bf16": "BF16", "fp8": "FP8"}
 # Every draw's tolerance is under half the gap between the answer and the lecture's shortcut
 # (attention's FLOPs left out), so the shortcut is always graded wrong; at most MOST.
 MOST, FLOOR, MATERIAL = 0.03, 0.005, 0.10
+# nor may it magnify a slip in the cache bytes much (reader 19: 1.7 times made a 3% window act
+# like 1.8% on the inputs; 5.5 times on some chips): at most MAGNIFY times
+MAGNIFY = 2.0
 # The crossing divides by a difference of two rates (the chip's FLOPs per byte less attention's),
 # so it magnifies rounding: a student who writes the cache and attention's FLOPs to three
 # figures must land within half the tolerance, or the scenario is drawn again.
@@ -83,9 +86,9 @@ def _attention(model, presets) -> str:
             f"multi-head latent attention: {number(model.n_heads)} query heads per layer read a "
             f"cached latent of {number(model.kv_lora_rank)} values and a rotary key of "
             f"{number(model.qk_rope_head_dim)} values, in {number(model.layers)} layers (the "
-            "key and value projections absorbed, so each head works on the latent directly)"
+            "key and value projections absorbed, so each head works on the latent directly); "
+            + attention_cost(model.id, presets)
         )
-        +f"; {attention_cost(model.id, presets)}"
     return (
         f"grouped-query attention: {number(model.n_heads)} query heads and "
         f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values per layer, "
@@ -110,7 +113,16 @@ def draw(rng, presets) -> Draw:
         gap = abs((plain / exact).to("").m - 1)  # the shortcut, from the answer
         tolerance = min(MOST, math.floor(gap / 2 * 1000) / 1000)  # as shown: 0.013
         rounded = abs((from_shown(crossover, result, case) / exact).to("").m - 1)
-        if gap >= MATERIAL and tolerance >= FLOOR and rounded < tolerance / 2:
+        used = result.inputs
+        ridge = (used["flops"].value / used["mem_bandwidth"].value).to("FLOP/byte")
+        per_byte = used["attention_flops_per_token"].value / used["kv_bytes_per_token"].value
+        magnify = (ridge / (ridge - per_byte.to("FLOP/byte"))).to("").m
+        if (
+            gap >= MATERIAL
+            and tolerance >= FLOOR
+            and rounded < tolerance / 2
+            and magnify <= MAGNIFY
+        ):
             break  # else the shortcut is too near, or the crossing too near singular, to grade
     model = presets.get("model", name)
     context = exact
@@ -132,11 +144,11 @@ def draw(rng, presets) -> Draw:
     text = (
         f"{model.name} ({active}) runs decode on {chip.name.split(' (')[0]} GPUs "
         f"({quantity(flops)} dense at {NAMES[precision]}, {quantity(bandwidth)} of HBM), with "
-        f"weights and KV cache in {NAMES[precision]}. It uses {_attention(model, presets)}. At a large "
-        "batch the weight reads are shared by every sequence; per sequence, each step does the "
-        "weights' multiplies and the attention over the context, and reads the sequence's KV "
-        "cache. Beyond what context length (in tokens per sequence) do the KV reads take longer "
-        "than the multiplies, attention included?"
+        f"weights and KV cache in {NAMES[precision]}. It uses {_attention(model, presets)}. "
+        "At a large batch the weight reads are shared by every sequence; per sequence, each "
+        "step does the weights' multiplies and the attention over the context, and reads the "
+        "sequence's KV cache. Beyond what context length (in tokens per sequence) do the KV "
+        "reads take longer than the multiplies, attention included?"
     )
     mac = used["flops_per_multiply_add"].value
     token = Q_(1, "token")
@@ -157,8 +169,8 @@ def draw(rng, presets) -> Draw:
         f"Each token of context adds {quantity(per_token * token)} to a sequence's cache, "
         "read once per step.",
         f"Each token of context also costs the new token {quantity(attention * token, 4)} of "
-        f"attention, as given: {attn_words}. The weights cost {quantity(weights * token)} per new token, "
-        "whatever the context.",
+        f"attention, as given: {attn_words}. The weights cost {quantity(weights * token)} per "
+        "new token, whatever the context.",
         f"Set the reads equal to the multiplies: L × {quantity(per_token * token)} / "
         f"{quantity(bandwidth)} = ({quantity(weights * token)} + L × "
         f"{quantity(attention * token, 4)}) / {quantity(flops)}. Attention spends "
