@@ -23,6 +23,11 @@ CASES = (
 )
 CONTEXTS = (32_768, 65_536, 131_072)
 FEWEST = 3  # sequences: at these contexts a node holds a handful of conversations
+TWO_BYTES = (
+    "You counted two bytes a value where FP8 stores one: the weights and the KV cache are both "
+    "FP8 here, one byte each."
+)
+BF16_WEIGHTS, BF16_CACHE = 1, 3  # the places of the two-byte slips among _slips
 CLEAR = 0.05  # the unrounded count keeps this far (relative) from both whole numbers around
 # it: a student who rounds every step to three figures still gets the same count
 
@@ -105,11 +110,17 @@ def draw(rng, presets) -> Draw:
     )
 
     candidates = _slips(fits, case, context, presets)
-    mistakes, taken = [], {batch.m}
+    mistakes, taken = [], {math.floor(batch.m): None}
     for value, why in candidates:  # a slip rounds down too; one value, one diagnosis
-        if value is not None and math.floor(value.m) > 0 and math.floor(value.m) not in taken:
-            taken.add(math.floor(value.m))
-            mistakes.append(Mistake(Q_(math.floor(value.m), "sequence"), why))
+        if value is None or math.floor(value.m) <= 0:
+            continue
+        count = math.floor(value.m)
+        if count in taken:  # only the two two-byte slips may meet (_apart): name their error
+            if taken[count] is not None:
+                mistakes[taken[count]] = Mistake(Q_(count, "sequence"), TWO_BYTES)
+            continue
+        taken[count] = len(mistakes)
+        mistakes.append(Mistake(Q_(count, "sequence"), why))
     return Draw(
         hint=(
             "Take the weights out of the HBM first; then divide what is left by one "
@@ -164,10 +175,19 @@ def _slips(fits, case, context, presets) -> list:
 
 def _apart(slips, count: float) -> bool:
     """Whether every slip that changes the count rounds down to a count of its own, so that a
-    wrong count names the one slip that gives it (KV or weights at two bytes may collide)."""
-    counts = [math.floor(v.m) for v, _ in slips if v is not None and math.floor(v.m) > 0]
-    counts = [c for c in counts if c != math.floor(count)]
+    wrong count names the slip that gives it. The weights and the cache at two bytes may meet
+    (reader 19: a BF16 cache was told it stored the weights at two bytes): their one message,
+    TWO_BYTES, names what both did."""
+    counts = [_floor(slip) for slip in slips]
+    if counts[BF16_CACHE] == counts[BF16_WEIGHTS]:
+        counts[BF16_CACHE] = None
+    counts = [c for c in counts if c is not None and c > 0 and c != math.floor(count)]
     return len(counts) == len(set(counts))
+
+
+def _floor(slip):
+    value = slip[0]
+    return None if value is None else math.floor(value.m)
 
 
 def _gpus(count: float, chip) -> str:
