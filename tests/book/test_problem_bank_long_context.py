@@ -79,7 +79,7 @@ def test_million_token_conversation_is_a_pipelined_lone_user():
         layers = _figure(r"has (\d+) layers", p.text)
         heads = _figure(r"with (\d+) KV heads", p.text)
         dim = _figure(r"KV heads of (\d+) values", p.text)
-        recalled = " ".join(p.solution)  # the chip's figures: an estimate leaves them to recall
+        recalled = " ".join(p.solution)  # the chip's figures, as the solution restates them
         hbm = _figure(r"has (\d+) GB of HBM", recalled) * 1e9
         bandwidth = _figure(r"HBM at ([\d.]+) TB/s", recalled) * 1e12
         held = params * 2 + 2 * layers * heads * dim * 2 * millions * 1e6  # bytes, BF16
