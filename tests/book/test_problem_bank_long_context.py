@@ -132,3 +132,23 @@ def test_hold_in_hbm_or_recompute_names_both_attention_slips():
         ):
             said = check(f"{value:.4g} s", spec)
             assert not said["ok"] and words in said["message"], (where, said["message"])
+
+
+def test_where_to_park_a_cache_serves_on_gpus_that_hold_the_model():
+    """Reader 19: Llama 3.1 405B in BF16 (812 GB) was served on 8 H100s (640 GB). Every draw's
+    GPUs, as the statement counts them, hold the BF16 weights and the conversation's cache with
+    a fifth of the HBM to spare, by hand from the printed figures."""
+    from book.problem_bank.long_context import where_to_park_a_cache as problem
+
+    for seed in range(40):
+        p = authored(problem, seed, presets())
+        params = _figure(r"\(([\d.,]+) B parameters\)", p.text) * 1e9
+        count = re.search(r"in BF16 on (one|\d+) NVIDIA", p.text).group(1)
+        gpus = 1 if count == "one" else int(count)
+        hbm = _figure(r"rent for its (\d+) GB", p.text) * 1e9
+        layers = _figure(r"has (\d+) layers", p.text)
+        heads = _figure(r"with (\d+) KV heads", p.text)
+        dim = _figure(r"KV heads of (\d+) values", p.text)
+        context = _figure(r"reached ([\d,]+) tokens", p.text)
+        held = 2 * params + 2 * layers * heads * dim * 2 * context  # bytes, BF16
+        assert held <= 0.8 * gpus * hbm, f"seed {seed}: {p.text[:90]}"
