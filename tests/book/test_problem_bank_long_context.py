@@ -1,6 +1,7 @@
 """Gates of single long-context problems, computed independently of the problem files (from the
 model's and chip's figures as the statement prints them) over many seeds."""
 
+import math
 import re
 from functools import cache
 
@@ -152,3 +153,31 @@ def test_where_to_park_a_cache_serves_on_gpus_that_hold_the_model():
         context = _figure(r"reached ([\d,]+) tokens", p.text)
         held = 2 * params + 2 * layers * heads * dim * 2 * context  # bytes, BF16
         assert held <= 0.8 * gpus * hbm, f"seed {seed}: {p.text[:90]}"
+
+
+def test_sequences_that_fit_names_the_slip_a_wrong_count_comes_from():
+    """Reader 19: a cache stored at two bytes gave the count the weights at two bytes give, and
+    was told "You stored the weights at two bytes". The count of a BF16 cache, by hand from the
+    printed figures, is graded wrong with a message that speaks of the cache."""
+    from book.problem_bank.long_context import sequences_that_fit as problem
+
+    for seed in range(40):
+        p = authored(problem, seed, presets())
+        params = _figure(r"\(([\d.,]+) [BT] parameters", p.text)
+        params *= 1e12 if re.search(r"\([\d.,]+ T parameters", p.text) else 1e9
+        count = re.search(r"on (one|\d+) ", p.text).group(1)
+        gpus = 1 if count == "one" else int(count)
+        hbm = _figure(r"with (\d+) GB of HBM", p.text) * 1e9
+        layers = _figure(r"in all (\d+) layers", p.text)
+        heads = _figure(r"with (\d+) KV heads", p.text)
+        dim = _figure(r"KV heads of (\d+) values", p.text)
+        context = _figure(r"conversations of ([\d,]+) tokens", p.text)
+        cache_bf16 = 2 * layers * heads * dim * 2 * context  # bytes, a key and a value
+        slipped = math.floor((gpus * hbm - params) / cache_bf16)  # FP8 weights, one byte
+        where = f"seed {seed}: {p.text[:80]}"
+        if slipped < 1 or slipped == p.answer.m:
+            continue
+        verdict = check(f"{slipped} sequences", answer_spec(p))
+        assert not verdict["ok"], where
+        message = verdict["message"].lower()
+        assert "cache" in message or "kv" in message, f"{where}: {verdict['message']}"
