@@ -1,6 +1,7 @@
 """Gates of single long-context problems, computed independently of the problem files (from the
 model's and chip's figures as the statement prints them) over many seeds."""
 
+import math
 import re
 from functools import cache
 
@@ -45,6 +46,11 @@ def test_kv_overtakes_compute_grades_the_lecture_shortcut_wrong_on_every_draw():
         else:
             kv = 2 * model.n_kv_heads * model.head_dim * model.layers * per_value
             attention = 2 * 2 * model.n_heads * model.head_dim * model.layers
+        # the statement gives attention's FLOPs (reader 19: the lecture teaches no MLA count),
+        # to four figures, of the shape's; the answer solves from the printed figure
+        given = _figure(r"attention costs ([\d.]+) MFLOP per token of context", p.text) * 1e6
+        assert abs(given / attention - 1) < 5e-4, f"seed {seed}: {given} vs {attention}"
+        attention = given
         weights = 2 * active
         counted = (weights / flops) / (kv / bandwidth - attention / flops)
         plain = weights * bandwidth / (flops * kv)
@@ -74,7 +80,7 @@ def test_million_token_conversation_is_a_pipelined_lone_user():
         layers = _figure(r"has (\d+) layers", p.text)
         heads = _figure(r"with (\d+) KV heads", p.text)
         dim = _figure(r"KV heads of (\d+) values", p.text)
-        recalled = " ".join(p.solution)  # the chip's figures: an estimate leaves them to recall
+        recalled = " ".join(p.solution)  # the chip's figures, as the solution restates them
         hbm = _figure(r"has (\d+) GB of HBM", recalled) * 1e9
         bandwidth = _figure(r"HBM at ([\d.]+) TB/s", recalled) * 1e12
         held = params * 2 + 2 * layers * heads * dim * 2 * millions * 1e6  # bytes, BF16
@@ -127,3 +133,51 @@ def test_hold_in_hbm_or_recompute_names_both_attention_slips():
         ):
             said = check(f"{value:.4g} s", spec)
             assert not said["ok"] and words in said["message"], (where, said["message"])
+
+
+def test_where_to_park_a_cache_serves_on_gpus_that_hold_the_model():
+    """Reader 19: Llama 3.1 405B in BF16 (812 GB) was served on 8 H100s (640 GB). Every draw's
+    GPUs, as the statement counts them, hold the BF16 weights and the conversation's cache with
+    a fifth of the HBM to spare, by hand from the printed figures."""
+    from book.problem_bank.long_context import where_to_park_a_cache as problem
+
+    for seed in range(40):
+        p = authored(problem, seed, presets())
+        params = _figure(r"\(([\d.,]+) B parameters\)", p.text) * 1e9
+        count = re.search(r"in BF16 on (one|\d+) NVIDIA", p.text).group(1)
+        gpus = 1 if count == "one" else int(count)
+        hbm = _figure(r"rent for its (\d+) GB", p.text) * 1e9
+        layers = _figure(r"has (\d+) layers", p.text)
+        heads = _figure(r"with (\d+) KV heads", p.text)
+        dim = _figure(r"KV heads of (\d+) values", p.text)
+        context = _figure(r"reached ([\d,]+) tokens", p.text)
+        held = 2 * params + 2 * layers * heads * dim * 2 * context  # bytes, BF16
+        assert held <= 0.8 * gpus * hbm, f"seed {seed}: {p.text[:90]}"
+
+
+def test_sequences_that_fit_names_the_slip_a_wrong_count_comes_from():
+    """Reader 19: a cache stored at two bytes gave the count the weights at two bytes give, and
+    was told "You stored the weights at two bytes". The count of a BF16 cache, by hand from the
+    printed figures, is graded wrong with a message that speaks of the cache."""
+    from book.problem_bank.long_context import sequences_that_fit as problem
+
+    for seed in range(40):
+        p = authored(problem, seed, presets())
+        params = _figure(r"\(([\d.,]+) [BT] parameters", p.text)
+        params *= 1e12 if re.search(r"\([\d.,]+ T parameters", p.text) else 1e9
+        count = re.search(r"on (one|\d+) ", p.text).group(1)
+        gpus = 1 if count == "one" else int(count)
+        hbm = _figure(r"with (\d+) GB of HBM", p.text) * 1e9
+        layers = _figure(r"in all (\d+) layers", p.text)
+        heads = _figure(r"with (\d+) KV heads", p.text)
+        dim = _figure(r"KV heads of (\d+) values", p.text)
+        context = _figure(r"conversations of ([\d,]+) tokens", p.text)
+        cache_bf16 = 2 * layers * heads * dim * 2 * context  # bytes, a key and a value
+        slipped = math.floor((gpus * hbm - params) / cache_bf16)  # FP8 weights, one byte
+        where = f"seed {seed}: {p.text[:80]}"
+        if slipped < 1 or slipped == p.answer.m:
+            continue
+        verdict = check(f"{slipped} sequences", answer_spec(p))
+        assert not verdict["ok"], where
+        message = verdict["message"].lower()
+        assert "cache" in message or "kv" in message, f"{where}: {verdict['message']}"

@@ -18,8 +18,9 @@ from book.problem_bank.batching._figures import (
 )
 from units import Q_
 
-# the chapter's chips (H100, B200): the student brings the HBM's size and bandwidth and the dense
-# rate, so the answer is a rough figure (about a drain time a step), graded within a factor
+# the chapter's chips (H100, B200), their figures given (reader 19: the lecture states neither
+# chip's exactly); the student brings the chapter's rules (bytes per token, the weights' room, a
+# step reading everything once), and the answer is about a drain time a step, within a factor
 KIND = "estimate"
 TITLE = "A server packed to the brim"
 USES = ("kv_cache_per_sequence", "memory_time", "hbm_drain_time", "throughput")
@@ -84,8 +85,8 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"You serve {name} ({quantity(f['n_total'], 4)}) in {WORDS[precision]} on one server of "
-        f"{quantity(n)} ({chip}, the chapter's chip: bring its HBM size and bandwidth and its "
-        f"dense {WORDS[precision]} rate). "
+        f"{quantity(n)} ({chip}, {quantity(hbm, 3)} of HBM at {quantity(bandwidth, 3)} and "
+        f"{quantity(f['flops'], 4)} dense in {WORDS[precision]}, each). "
         f"Every conversation carries {tokens(context)} of context; "
         f"{cache_given(model, presets, kv)} (cached in {WORDS[precision]}), and "
         f"{attention_cost(case['model'], presets)}. You admit conversations until the "

@@ -139,6 +139,15 @@ def draw(rng, presets) -> Draw:
             "token attends only to those before it, half the context on average.",
         ),
     ]
+    if moe:  # reader 19: the prefill over every parameter, as sibling problems name it
+        every = weights_flops * (model.params_total / model.params_active).to("").m
+        mistakes.append(
+            Mistake(
+                drain * (((every + attention) / read_time).to("").m - 1),
+                "You counted every parameter in the prefill; a token passes through only the "
+                "active experts.",
+            )
+        )
     mistakes = [Mistake(m.value.to("s"), m.why) for m in mistakes]
     # twice the window from the answer, one diagnosis a value
     mistakes = [m for m in mistakes if abs((m.value / even).to("").m - 1) >= 2 * TOLERANCE]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, require
 from derivations import get
 from units import Q_
 
@@ -11,7 +11,7 @@ KIND = "multi"
 TITLE = "When the caches outweigh the weights"
 USES = ("gqa_kv_values_per_token", "kv_bytes_per_token", "kv_weight_crossover_context")
 
-# (model, chip, chips that hold the weights at the weight precision)
+# (model, chip, chips that hold the weights and, at the crossing, caches as heavy: checked)
 SETUPS = (
     ("llama_3_1_8b", "h100_sxm", 2),
     ("llama_3_1_70b", "h100_sxm", 4),
@@ -46,6 +46,9 @@ def draw(rng, presets) -> Draw:
     weight_bytes = (
         result.inputs["n_total"].value * result.inputs["weight_bytes_per_value"].value
     ).to("GB")
+    # at the crossing the caches weigh as much as the weights: both must fit the GPUs stated
+    hbm = (Q_(chips, "chip") * presets.get("hardware", hardware).hbm_capacity).to("GB")
+    require(2 * weight_bytes <= hbm, "the GPUs hold the weights and caches as heavy")
     # what one more token of context length adds to a step's reads, over the whole batch
     per_context_token = (batch * per_token * Q_(1, "token/sequence")).to("MB")
 

@@ -7,6 +7,7 @@ import math
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake
+from book.problem_bank.batching._figures import attention_cost
 from derivations import get
 from units import Q_, ChalkboardError
 
@@ -33,6 +34,9 @@ NAMES = {"bf16": "BF16", "fp8": "FP8"}
 # Every draw's tolerance is under half the gap between the answer and the lecture's shortcut
 # (attention's FLOPs left out), so the shortcut is always graded wrong; at most MOST.
 MOST, FLOOR, MATERIAL = 0.03, 0.005, 0.10
+# nor may it magnify a slip in the cache bytes much (reader 19: 1.7 times made a 3% window act
+# like 1.8% on the inputs; 5.5 times on some chips): at most MAGNIFY times
+MAGNIFY = 2.0
 # The crossing divides by a difference of two rates (the chip's FLOPs per byte less attention's),
 # so it magnifies rounding: a student who writes the cache and attention's FLOPs to three
 # figures must land within half the tolerance, or the scenario is drawn again.
@@ -43,24 +47,28 @@ def _shown(q, digits):
 
 
 def printed(result):
-    """The figures the statement prints: the chip's at four figures, the parameters at three."""
+    """The figures the statement prints: the chip's and attention's FLOPs at four figures (the
+    lecture teaches no attention variant's count, so the statement gives it), the parameters
+    at three."""
     used = result.inputs
     return dict(
         flops=_shown(used["flops"].value, 4),
         mem_bandwidth=_shown(used["mem_bandwidth"].value, 4),
         n_active=_shown(used["n_active"].value.to("Gparam"), 3),
+        attention_flops_per_token=_shown(
+            used["attention_flops_per_token"].value.to("MFLOP/token"), 4
+        ),
     )
 
 
 def from_shown(crossover, result, case):
-    """The crossing from the printed figures, the cache and attention's FLOPs at three figures,
-    as a student would write them."""
+    """The crossing from the printed figures and the cache at three figures, as a student
+    would write it."""
     used = result.inputs
     return crossover.evaluate(
         **case,
         **printed(result),
         kv_bytes_per_token=_shown(used["kv_bytes_per_token"].value, 3),
-        attention_flops_per_token=_shown(used["attention_flops_per_token"].value, 3),
     )
 
 
@@ -68,21 +76,23 @@ def shortcut(result, case):
     """The lecture's crossing, attention's FLOPs left out, from the printed figures."""
     kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
     per_token = result.inputs["kv_bytes_per_token"].value
-    return kink.evaluate(implied_kv_bytes_per_token=per_token, **case, **printed(result))
+    shown = {k: v for k, v in printed(result).items() if k != "attention_flops_per_token"}
+    return kink.evaluate(implied_kv_bytes_per_token=per_token, **case, **shown)
 
 
-def _attention(model) -> str:
+def _attention(model, presets) -> str:
     if model.attention == "mla":
         return (
             f"multi-head latent attention: {number(model.n_heads)} query heads per layer read a "
             f"cached latent of {number(model.kv_lora_rank)} values and a rotary key of "
             f"{number(model.qk_rope_head_dim)} values, in {number(model.layers)} layers (the "
-            "key and value projections absorbed, so each head works on the latent directly)"
+            "key and value projections absorbed, so each head works on the latent directly); "
+            + attention_cost(model.id, presets)
         )
     return (
         f"grouped-query attention: {number(model.n_heads)} query heads and "
         f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values per layer, "
-        f"in {number(model.layers)} layers"
+        f"in {number(model.layers)} layers; {attention_cost(model.id, presets)}"
     )
 
 
@@ -103,7 +113,16 @@ def draw(rng, presets) -> Draw:
         gap = abs((plain / exact).to("").m - 1)  # the shortcut, from the answer
         tolerance = min(MOST, math.floor(gap / 2 * 1000) / 1000)  # as shown: 0.013
         rounded = abs((from_shown(crossover, result, case) / exact).to("").m - 1)
-        if gap >= MATERIAL and tolerance >= FLOOR and rounded < tolerance / 2:
+        used = result.inputs
+        ridge = (used["flops"].value / used["mem_bandwidth"].value).to("FLOP/byte")
+        per_byte = used["attention_flops_per_token"].value / used["kv_bytes_per_token"].value
+        magnify = (ridge / (ridge - per_byte.to("FLOP/byte"))).to("").m
+        if (
+            gap >= MATERIAL
+            and tolerance >= FLOOR
+            and rounded < tolerance / 2
+            and magnify <= MAGNIFY
+        ):
             break  # else the shortcut is too near, or the crossing too near singular, to grade
     model = presets.get("model", name)
     context = exact
@@ -111,7 +130,7 @@ def draw(rng, presets) -> Draw:
     shown = printed(result)
     flops, bandwidth = shown["flops"], shown["mem_bandwidth"]
     per_token = used["kv_bytes_per_token"].value.to("kB/token")
-    attention = used["attention_flops_per_token"].value.to("MFLOP/token")
+    attention = shown["attention_flops_per_token"]
     weights = (used["flops_per_param_token"].value * shown["n_active"]).to("GFLOP/token")
     ridge = (flops / bandwidth).to("FLOP/byte")
     per_byte = (attention / per_token).to("FLOP/byte")
@@ -125,11 +144,11 @@ def draw(rng, presets) -> Draw:
     text = (
         f"{model.name} ({active}) runs decode on {chip.name.split(' (')[0]} GPUs "
         f"({quantity(flops)} dense at {NAMES[precision]}, {quantity(bandwidth)} of HBM), with "
-        f"weights and KV cache in {NAMES[precision]}. It uses {_attention(model)}. At a large "
-        "batch the weight reads are shared by every sequence; per sequence, each step does the "
-        "weights' multiplies and the attention over the context, and reads the sequence's KV "
-        "cache. Beyond what context length (in tokens per sequence) do the KV reads take longer "
-        "than the multiplies, attention included?"
+        f"weights and KV cache in {NAMES[precision]}. It uses {_attention(model, presets)}. "
+        "At a large batch the weight reads are shared by every sequence; per sequence, each "
+        "step does the weights' multiplies and the attention over the context, and reads the "
+        "sequence's KV cache. Beyond what context length (in tokens per sequence) do the KV "
+        "reads take longer than the multiplies, attention included?"
     )
     mac = used["flops_per_multiply_add"].value
     token = Q_(1, "token")
@@ -149,12 +168,12 @@ def draw(rng, presets) -> Draw:
     solution = (
         f"Each token of context adds {quantity(per_token * token)} to a sequence's cache, "
         "read once per step.",
-        f"Each token of context also costs the new token {quantity(attention * token, 3)} of "
-        f"attention: {attn_words}. The weights cost {quantity(weights * token)} per new token, "
-        "whatever the context.",
+        f"Each token of context also costs the new token {quantity(attention * token, 4)} of "
+        f"attention, as given: {attn_words}. The weights cost {quantity(weights * token)} per "
+        "new token, whatever the context.",
         f"Set the reads equal to the multiplies: L × {quantity(per_token * token)} / "
         f"{quantity(bandwidth)} = ({quantity(weights * token)} + L × "
-        f"{quantity(attention * token, 3)}) / {quantity(flops)}. Attention spends "
+        f"{quantity(attention * token, 4)}) / {quantity(flops)}. Attention spends "
         f"{number(per_byte.m, 3)} FLOPs per KV byte against the chip's {number(ridge.m, 3)} "
         "FLOPs per byte, so the reads do win, and solving for L gives the context."
         + (
@@ -195,12 +214,9 @@ def draw(rng, presets) -> Draw:
     slips = [
         (dict(kv_bytes_per_token=per_token * other_bytes), f"{byte_words}."),
         (
-            dict(
-                flops_per_multiply_add=mac / 2,
-                flops_per_param_token=used["flops_per_param_token"].value / 2,
-            ),
-            "A multiply-add is two FLOPs, not one: the weights cost two FLOPs per parameter and "
-            "attention two per multiply-add.",
+            dict(flops_per_param_token=used["flops_per_param_token"].value / 2),
+            "A multiply-add is two FLOPs, not one: the weights cost two FLOPs per parameter per "
+            "token.",
         ),
     ]
     if model.attention == "gqa" and precision == "fp8":

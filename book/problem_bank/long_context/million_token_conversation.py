@@ -24,8 +24,9 @@ USES = ("gqa_kv_values_per_token", "kv_bytes_per_token", "kv_cache_per_sequence"
 USES += ("memory_time", "compute_time")
 
 MODELS = ("llama_3_1_70b", "llama_3_1_405b")
-# the chapter's chip: a student brings its HBM size and bandwidth, which makes this an estimate
-# (any other chip's figures would have to be given, and the answer graded as exact)
+# the chapter's chip, its figures given (reader 19: the lecture states only a Hopper server's
+# 640 GB, not its bandwidth); the student brings the chapter's rules (bytes per token, servers
+# rounded up, pipelining latency neutral), and the answer is graded within a factor
 CHIPS = ("h100_sxm",)
 CONTEXTS = (1_000_000, 2_000_000, 4_000_000)
 PER_SERVER = 8  # GPUs in a server (one scale-up domain)
@@ -83,8 +84,9 @@ def draw(rng, presets) -> Draw:
         f"({number(context.to('token/sequence').magnitude)} tokens). The model has "
         f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
         f"{number(model.head_dim)} values; {attention_cost(name, presets)}. It runs on servers "
-        f"of {number(PER_SERVER)} {chip_name} GPUs, the chapter's chip: bring its HBM size, "
-        "bandwidth and BF16 rate. One user fills the window; the weights and that conversation's "
+        f"of {number(PER_SERVER)} {chip_name} GPUs ({quantity(chip.hbm_capacity)} of HBM at "
+        f"{quantity(chip.hbm_bandwidth, 3)} and {flop_rate(chip.dense_flops_bf16)} dense in BF16, "
+        "each). One user fills the window; the weights and that conversation's "
         "cache are spread over as few servers as hold them, the layers split as evenly as they "
         "can be between the servers as a pipeline (ignore the hand-over between servers). "
         "Roughly how many "

@@ -10,7 +10,7 @@ from derivations import get
 from units import Q_
 
 KIND = "multi"
-TITLE = "How many long conversations fit on the node"
+TITLE = "How many long conversations fit in HBM"
 USES = ("kv_bytes_per_token", "kv_cache_per_sequence", "chips_to_fit")
 
 # (model, chip, chips): every case holds its FP8 weights with room for a handful of long caches
@@ -23,6 +23,11 @@ CASES = (
 )
 CONTEXTS = (32_768, 65_536, 131_072)
 FEWEST = 3  # sequences: at these contexts a node holds a handful of conversations
+TWO_BYTES = (
+    "You counted two bytes a value where FP8 stores one: the weights and the KV cache are both "
+    "FP8 here, one byte each."
+)
+BF16_WEIGHTS, BF16_CACHE = 1, 3  # the places of the two-byte slips among _slips
 CLEAR = 0.05  # the unrounded count keeps this far (relative) from both whole numbers around
 # it: a student who rounds every step to three figures still gets the same count
 
@@ -41,7 +46,11 @@ def draw(rng, presets) -> Draw:
         for context in CONTEXTS:
             ctx = Q_(context, "token/sequence")
             batch = fits.evaluate(context_length=ctx, **case).to("sequence")
-            if batch.magnitude >= FEWEST and _clear(batch.magnitude):
+            if (
+                batch.magnitude >= FEWEST
+                and _clear(batch.magnitude)
+                and _apart(_slips(fits, case, ctx, presets), batch.magnitude)
+            ):
                 options.append((case, ctx, batch))
     case, context, exact = rng.choice(options)
     model = presets.get("model", case["model"])
@@ -100,11 +109,46 @@ def draw(rng, presets) -> Draw:
         f"at most **{quantity(batch)}**.",
     )
 
+    candidates = _slips(fits, case, context, presets)
+    mistakes, taken = [], {math.floor(batch.m): None}
+    for value, why in candidates:  # a slip rounds down too; one value, one diagnosis
+        if value is None or math.floor(value.m) <= 0:
+            continue
+        count = math.floor(value.m)
+        if count in taken:  # only the two two-byte slips may meet (_apart): name their error
+            if taken[count] is not None:
+                mistakes[taken[count]] = Mistake(Q_(count, "sequence"), TWO_BYTES)
+            continue
+        taken[count] = len(mistakes)
+        mistakes.append(Mistake(Q_(count, "sequence"), why))
+    return Draw(
+        hint=(
+            "Take the weights out of the HBM first; then divide what is left by one "
+            "conversation's cache."
+        ),
+        text=text,
+        answer=batch,
+        solution=solution,
+        tolerance=whole_count_tolerance(batch.m),
+        mistakes=tuple(mistakes),
+    )
+
+
+def _slips(fits, case, context, presets) -> list:
+    """The natural slips' counts (unrounded; None where a slip overflows the HBM) and why."""
+    model = presets.get("model", case["model"])
+    per_token = get("kv_bytes_per_token").evaluate(model=model.id, precision="fp8", presets=presets)
+    per_sequence = get("kv_cache_per_sequence").evaluate(
+        model=model.id, precision="fp8", context_length=context, presets=presets
+    ) * Q_(1, "sequence")
+    chip = presets.get("hardware", case["hardware"])
+    hbm = chip.hbm_capacity * case["chips_to_fit"] / Q_(1, "chip")
+
     def fit(**change):
         args = dict(case, context_length=context, **change)
         return fits.evaluate(**args).to("sequence") if _positive(fits, args) else None
 
-    candidates = [
+    return [
         (
             fit(n_total=model.params_active),
             "You stored only the active parameters; every expert must be in HBM, since any "
@@ -123,26 +167,27 @@ def draw(rng, presets) -> Draw:
             "You stored the KV cache at two bytes per value; it is FP8, one byte.",
         ),
         (
-            Q_(hbm.to("byte").m / (per_sequence.to("byte").m), "sequence"),
+            Q_((hbm / per_sequence).to("").m, "sequence"),
             "You left out the weights: they take their share of HBM before any cache.",
         ),
     ]
-    mistakes, taken = [], {batch.m}
-    for value, why in candidates:  # a slip rounds down too; one value, one diagnosis
-        if value is not None and math.floor(value.m) > 0 and math.floor(value.m) not in taken:
-            taken.add(math.floor(value.m))
-            mistakes.append(Mistake(Q_(math.floor(value.m), "sequence"), why))
-    return Draw(
-        hint=(
-            "Take the weights out of the HBM first; then divide what is left by one "
-            "conversation's cache."
-        ),
-        text=text,
-        answer=batch,
-        solution=solution,
-        tolerance=whole_count_tolerance(batch.m),
-        mistakes=tuple(mistakes),
-    )
+
+
+def _apart(slips, count: float) -> bool:
+    """Whether every slip that changes the count rounds down to a count of its own, so that a
+    wrong count names the slip that gives it. The weights and the cache at two bytes may meet
+    (reader 19: a BF16 cache was told it stored the weights at two bytes): their one message,
+    TWO_BYTES, names what both did."""
+    counts = [_floor(slip) for slip in slips]
+    if counts[BF16_CACHE] == counts[BF16_WEIGHTS]:
+        counts[BF16_CACHE] = None
+    counts = [c for c in counts if c is not None and c > 0 and c != math.floor(count)]
+    return len(counts) == len(set(counts))
+
+
+def _floor(slip):
+    value = slip[0]
+    return None if value is None else math.floor(value.m)
 
 
 def _gpus(count: float, chip) -> str:

@@ -25,7 +25,10 @@ USES = (
 LECTURE = "1:47:30"
 
 HARDWARE = "h100_sxm"  # the HBM tier preset is an H100's
-SETUPS = (("llama_3_1_8b", 1), ("llama_3_1_70b", 4), ("llama_3_1_405b", 8))  # model, GPUs (BF16)
+# model, GPUs (BF16): every replica holds its weights with room to spare for caches (checked in
+# the draw); the 405B's 812 GB needs two servers of eight 80 GB GPUs
+SETUPS = (("llama_3_1_8b", 1), ("llama_3_1_70b", 4), ("llama_3_1_405b", 16))
+ROOM = 0.2  # the weights leave at least this share of the HBM for caches
 RENTALS = ("lecture_gpu", "h100_gcp")
 CONTEXTS = (8192, 32_768)
 IDLE = ((30, "s"), (2, "minute"), (5, "minute"), (10, "minute"), (30, "minute"), (1, "hour"))
@@ -179,6 +182,12 @@ def _draw(rng, presets) -> Draw:
         )
     options.append(("recompute", recompute_cost, rebuild, None, None))
 
+    weights = (model.params_total * Q_(2, "byte/parameter")).to("GB")  # BF16
+    hbm = (n * chip.hbm_capacity / Q_(1, "chip")).to("GB")
+    require(
+        weights + cache <= (1 - ROOM) * hbm,
+        "the GPUs hold the weights and this cache, with room for others'",
+    )
     feasible = sorted((o for o in options if o[2] <= promise), key=lambda o: o[1].m)
     require(len(feasible) >= FEASIBLE, "several choices keep the promise")
     best, runner = feasible[0], feasible[1] if len(feasible) > 1 else None

@@ -26,8 +26,9 @@ USES = ("compute_cost_floor", "kv_cache_per_batch", "hbm_drain_time", "cost_per_
 # these contexts. DeepSeek-V3's 128 MLA heads bring it to about 80% of them, inside the factor.
 MODELS = ("kimi_k2", "qwen3_235b_a22b")
 GQA = ("qwen3_235b_a22b",)  # a plain GQA cache: the statement gives its shape, not its bytes
-# the chapter's rack: a student brings its GPUs' HBM, bandwidth and FP8 rate, which makes
-# this an estimate (another rack's figures would have to be given, and the answer is exact)
+# the chapter's rack, its GPUs' figures given (reader 19: the lecture states the B200's, not the
+# GB200's); the student brings the chapter's rules (the weights' room, a full HBM read in one
+# drain time, 2N plus attention), and the answer is graded within a factor
 RACKS = ("gb200_nvl72",)
 CONTEXTS = (32768, 65536, 131072)
 # graded within ×1.3, so a slip is named only outside ×1.69 (twice the window): a KV cache in
@@ -133,8 +134,9 @@ def draw(rng, presets) -> Draw:
     )
     text = (
         f"You serve {name} ({money(f['n_total'], 3)} in all, {money(f['n_active'], 3)} active "
-        f"per token) in FP8 on one {rack} rack of {money(n)}, the chapter's rack (bring its "
-        f"GPUs' HBM, bandwidth and FP8 rate), rented at {money(price)}. Every "
+        f"per token) in FP8 on one {rack} rack of {money(n)} (each with {money(hbm, 3)} of HBM "
+        f"at {money(bandwidth, 3)} and {money(flops, 3)} dense in FP8), rented at "
+        f"{money(price)}. Every "
         f"conversation carries {tokens(context)} of context; {cache_words}, and attention "
         f"costs {money(attention.to('MFLOP/token'), 3)} of context for each new token. You may "
         "run any "
@@ -143,8 +145,7 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"A bigger batch shares the rack's rent over more tokens, so run the largest that fits. "
-        f"Room: each of its GPUs has {money(hbm, 3)} of HBM at {money(bandwidth, 3)} and does "
-        f"{money(flops, 3)} of dense FP8 math; the rack holds {money(n)} × {money(hbm, 3)}; "
+        f"Room: the rack holds {money(n)} × {money(hbm, 3)}; "
         f"the weights take {size(weights)} "
         f"at one byte each, leaving {size(room)}. {kv_bytes}One conversation's cache is "
         f"{tokens(context)} × {money(kv, 3)} = {size(per_sequence)}, so at most "
