@@ -132,9 +132,7 @@ def draw(rng, presets) -> Draw:
     )
     # a slip within twice the window cannot be told from a rounded answer (the one-byte
     # weights are a few % of a long context's total): it is graded wrong, but not named
-    mistakes = tuple(
-        m for m in mistakes if abs((m.value / total).to("").m - 1) >= 2 * TOLERANCE
-    )
+    mistakes = tuple(m for m in mistakes if abs((m.value / total).to("").m - 1) >= 2 * TOLERANCE)
     require(p != 2, "the in-flight and the unhalved crossover slips differ")
     return Draw(
         text=text,
