@@ -10,6 +10,7 @@ from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
 from book.problem_bank._activations import gated_factor
 from book.problem_bank._rents import rent
+from book.problem_bank.reversible._schemes import INPUTS_ONLY, PLAIN, REVERSIBLE
 from units import Q_
 
 KIND = "design"
@@ -37,9 +38,9 @@ BINDS = 0.10  # storing everything needs at least this much more for memory than
 TOLERANCE = 0.02
 SPLIT = 64  # the most GPUs one sequence may be split over (tensor x pipeline): never binds
 NAMES = {
-    "store": "store every layer's internals",
-    "checkpoint": "checkpoint the layer inputs",
-    "reversible": "make the layers reversible",
+    "store": "plain backpropagation",
+    "checkpoint": "checkpointing of layer inputs",
+    "reversible": "reversible layers",
 }
 
 
@@ -207,13 +208,9 @@ def draw(rng, presets) -> Draw:
         "FLOPs; its scores are recomputed, never stored. Activations are BF16; a layer's "
         "internals (everything its backward pass needs) come "
         f"to about {quantity(f['factor'])} of residual stream per token for this gated "
-        "layer. Three strategies: "
-        "store every layer's internals; checkpoint the layer inputs at the best number of "
-        "segments (on the way back, re-run a segment to rebuild its layers' inputs, then run "
-        "each layer forward again for its internals while its gradient is taken); or make the "
-        "layers reversible (rebuild each layer's input, and its internals with it, from its "
-        "output). Rent the fewest GPUs that hold a step and meet the deadline: which strategy "
-        "costs least, and what is its bill, in USD?"
+        f"layer. Three strategies: {PLAIN}; {INPUTS_ONLY}, at the best number of segments; or "
+        f"{REVERSIBLE}. Rent the fewest GPUs that hold a step and meet the deadline: which "
+        "strategy costs least, and what is its bill, in USD?"
     )
     lines = []
     for o in options.values():
