@@ -58,6 +58,7 @@ def draw(rng, presets) -> Draw:
     kv = (micro * context * kv_token / experts).to("GB")
     total = detail.value.to("GB")
     hbm = chip.hbm_capacity.to("GB")
+    require(total <= hbm, "the weights and the KV cache fit every GPU's HBM")
     # the real regime of one micro-batch's step on one GPU: the crossover leaves the KV out
     weight_read = (weights / bandwidth).to("ms")
     multiplies = (
