@@ -114,7 +114,8 @@ def draw(rng, presets) -> Draw:
         "stage keeps the cache of its own layers only: the stages cancel from the KV term."
     )
     doubled = (
-        f"Your micro-batch is twice too large: each active parameter costs {per_param} FLOP "
+        "Your micro-batch is twice too large (the lecture's FLOP/s over bandwidth times the "
+        f"sparsity, read without halving): each active parameter costs {per_param} FLOP "
         "(a multiply and an add), so the crossover is half of FLOP/s over bandwidth times "
         "the sparsity."
     )
