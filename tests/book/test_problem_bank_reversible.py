@@ -81,7 +81,12 @@ def test_fewest_gpus_by_strategy_is_decided_by_the_memory_with_a_clear_winner():
         hbm = _figure(r"\(([\d,.]+) GB of HBM", t) * 1e9
         peak = _figure(r"([\d,.]+) TFLOP/s dense", t) * 1e12
         rent = _figure(r"at ([\d.]+) USD per chip per hour", t)
-        step = _power(t, r"Each step trains on ((?:[\d.]+ × )?10\S+) tokens")
+        sequences = _figure(r"Each step trains on ([\d,]+) sequences of 8,192 tokens", t)
+        step = _power(t, r"\(((?:[\d.]+ × )?10\S+) tokens\), all in flight")
+        # a whole number of sequences a step, and the tokens as printed agree (reader 19)
+        assert sequences == int(sequences) and abs(step / (sequences * 8192) - 1) < 1e-3, where
+        assert "may be split across" in t, where  # count tokens, not whole sequences
+        step = sequences * 8192
         internals = _figure(r"about ([\d.]+) bytes per value", t)
         state = 16 * params  # mixed-precision Adam: 2 + 2 + 12 bytes per parameter
         working = internals * d  # one layer's internals, bytes per token

@@ -128,7 +128,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(extra)} more.",
         f"Each served token costs {fwd} FLOP per parameter, so the smaller model saves "
         f"{quantity(per_token)} per token. It pays back after {quantity(extra)} / "
-        f"{quantity(per_token)} = **{quantity(breakeven, 3)}** served.",
+        f"{quantity(per_token)} = **{quantity(breakeven, 4)}** served.",
     )
     mistakes = (
         Mistake(

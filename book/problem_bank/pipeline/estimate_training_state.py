@@ -72,15 +72,16 @@ def draw(rng, presets) -> Draw:
     )
     fill = number(100 * FILL)
     text = (
-        f"You pre-train {model.name} ({params}) with mixed-precision Adam on eight-GPU nodes "
+        f"You pre-train {model.name} ({params}) with mixed-precision Adam (BF16 weights and "
+        "gradients, FP32 master weights and two FP32 moments) on eight-GPU nodes "
         f"of {chip.name} ({quantity(hbm)} of HBM and {quantity(peak)} of dense BF16 math per "
         "GPU). "
         "You rent the fewest whole nodes whose HBM holds the whole training state, sharded "
         f"evenly, with the state filling at most {fill}% of every GPU (the rest is for "
         f"activations and buffers). Each step trains on {quantity(tokens)}, and the GPUs reach "
-        f"{number(100 * mfu.m)}% MFU at BF16. Bring the chapter's figures (the bytes per "
-        "parameter of mixed-precision Adam's state, the training FLOPs per parameter per "
-        "token) and ignore attention's FLOPs: about how long does one step take on those "
+        f"{number(100 * mfu.m)}% MFU at BF16. Bring the lecture's training FLOPs per "
+        "parameter per token and the bytes each of those values takes, and ignore "
+        "attention's FLOPs: about how long does one step take on those "
         f"nodes? Answer in seconds; within a factor of {number(FACTOR)} either way will do."
     )
     solution = (

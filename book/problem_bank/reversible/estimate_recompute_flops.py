@@ -78,7 +78,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(batch)} of {context_tokens(context)} at a time, with BF16 activations. "
         "Today every layer stores its internals (everything its backward pass needs) until "
         "the backward pass reaches it: for this gated layer (SwiGLU MLP, grouped-query "
-        f"attention, no dropout) about {number(factor.m, 2)} bytes per value of the residual "
+        f"attention, no dropout) about {quantity(factor)} of the residual "
         "stream, per token and layer; attention's scores are recomputed, never stored. Made "
         "reversible, the network keeps only the last layer's output and, on the way back, "
         "rebuilds each layer's input (and its internals with it) from its output, one layer "
@@ -102,7 +102,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(kept, 3)}, whatever the depth.",
         f"The switch frees {quantity(stored, 3)} − {quantity(kept, 3)} ≈ "
         f"**{quantity(freed, 2)}** on {where}: capacity bought with time, never time saved. "
-        "(Full recomputation, which keeps each layer's input and re-runs each layer forward "
+        "(Per-layer checkpointing, which keeps each layer's input and re-runs each layer forward "
         f"once, costs the same extra pass and still keeps {quantity(inputs, 3)} here: "
         "reversibility's further saving is those inputs, which grow with the depth.)",
     )

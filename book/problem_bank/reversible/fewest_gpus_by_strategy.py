@@ -10,6 +10,7 @@ from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
 from book.problem_bank._activations import gated_factor
 from book.problem_bank._rents import rent
+from book.problem_bank.reversible._schemes import INPUTS_ONLY, PLAIN, REVERSIBLE
 from units import Q_
 
 KIND = "design"
@@ -27,7 +28,7 @@ LECTURE = "2:04:02"
 
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-STEP_MTOKENS = (4, 8, 16, 32, 64)  # tokens per training step, millions (Llama 3: 16)
+STEP_SEQUENCES = (512, 1024, 2048, 4096, 8192)  # sequences per step (Llama 3: 16 M tokens)
 CONTEXT = 8192
 TOKENS_T = (1, 2, 5, 10, 15)  # Llama 2 trained on 2 trillion tokens, Llama 3 on 15
 DEADLINES = (30, 45, 60, 90, 120)  # days
@@ -37,9 +38,9 @@ BINDS = 0.10  # storing everything needs at least this much more for memory than
 TOLERANCE = 0.02
 SPLIT = 64  # the most GPUs one sequence may be split over (tensor x pipeline): never binds
 NAMES = {
-    "store": "store every layer's internals",
-    "checkpoint": "checkpoint the layer inputs",
-    "reversible": "make the layers reversible",
+    "store": "plain backpropagation",
+    "checkpoint": "checkpointing of layer inputs",
+    "reversible": "reversible layers",
 }
 
 
@@ -163,7 +164,8 @@ def draw(rng, presets) -> Draw:
     while True:  # until storing everything is held back by its memory, and the winner is
         # clearly cheapest (checkpointing never is: more memory and more FLOPs than reversible)
         model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
-        step = Q_(rng.choice(STEP_MTOKENS), "Mtoken").to("token")
+        sequences = rng.choice(STEP_SEQUENCES)  # a whole number of sequences a step
+        step = Q_(sequences * CONTEXT, "token")
         total = Q_(rng.choice(TOKENS_T), "Ttoken").to("token")
         deadline = Q_(rng.choice(DEADLINES), "day")
         if (model_id, hardware) not in known:
@@ -173,7 +175,6 @@ def draw(rng, presets) -> Draw:
         store = options["store"]
         ranked = sorted(options.values(), key=lambda o: o["gpus"])
         best, runner_up = ranked[0], ranked[1]
-        sequences = (step / Q_(CONTEXT, "token")).to("").m
         if (
             best["key"] == winner
             and store["by_memory"] >= (1 + BINDS) * store["by_time"]
@@ -196,21 +197,20 @@ def draw(rng, presets) -> Draw:
         f"{quantity(f['peak'])} dense at BF16) at {quantity(price)} for the whole "
         f"{quantity(deadline)}, whenever the run ends. The GPUs sustain {number(100 * MFU)}% of "
         "peak on every FLOP they execute, recompute included. Each step trains on "
-        f"{quantity(step)} in sequences of {context_tokens(Q_(CONTEXT, 'token/sequence'))}, "
-        "all in flight at once (your trainer has no gradient accumulation, so a step cannot run "
-        "as micro-batches one after another), spread evenly over the GPUs, and "
-        "the mixed-precision Adam state (BF16 weights and gradients, FP32 master weights and "
+        f"{number(sequences)} sequences of {context_tokens(Q_(CONTEXT, 'token/sequence'))} "
+        f"({quantity(step, 4)}), all in flight at once (your trainer has no gradient "
+        "accumulation, so a step cannot run as micro-batches one after another). The step's "
+        "tokens are spread evenly over the GPUs: a sequence may be split across several of "
+        "them (sequence parallelism), so count a GPU's share in tokens, not whole sequences. "
+        "The "
+        "mixed-precision Adam state (BF16 weights and gradients, FP32 master weights and "
         "two moments) is sharded over all of them. Ignore attention's "
         "FLOPs; its scores are recomputed, never stored. Activations are BF16; a layer's "
         "internals (everything its backward pass needs) come "
         f"to about {quantity(f['factor'])} of residual stream per token for this gated "
-        "layer. Three strategies: "
-        "store every layer's internals; checkpoint the layer inputs at the best number of "
-        "segments (on the way back, re-run a segment to rebuild its layers' inputs, then run "
-        "each layer forward again for its internals while its gradient is taken); or make the "
-        "layers reversible (rebuild each layer's input, and its internals with it, from its "
-        "output). Rent the fewest GPUs that hold a step and meet the deadline: which strategy "
-        "costs least, and what is its bill, in USD?"
+        f"layer. Three strategies: {PLAIN}; {INPUTS_ONLY}, at the best number of segments; or "
+        f"{REVERSIBLE}. Rent the fewest GPUs that hold a step and meet the deadline: which "
+        "strategy costs least, and what is its bill, in USD?"
     )
     lines = []
     for o in options.values():

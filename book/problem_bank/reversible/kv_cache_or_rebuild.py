@@ -14,6 +14,7 @@ from book.problem_bank.batching._figures import (
     flop_rate,
     kv_shape,
     size,
+    weight_bytes,
 )
 from derivations import get
 from derivations.notation import flops_per_param_token
@@ -34,6 +35,7 @@ MODELS = (
 )
 CHIPS = ("h100_sxm", "h200", "b200")
 CONTEXTS = (8192, 32_768, 131_072)
+GPUS = (1, 2, 4, 8)  # a server's GPUs, split as tensor parallelism splits a model
 PROBE = Q_(1024, "token/sequence")  # attention's FLOPs per pair do not depend on the context
 # attention's least share of the rebuild: leaving it out, or counting every pair twice over,
 # lands at least twice the tolerance away
@@ -70,11 +72,18 @@ def draw(rng, presets) -> Draw:
     train = (get("training_flops").evaluate(**one) / Q_(1, "parameter*token")).to(forward.units)
     fwd, trn = number(forward.m), number(train.m)
 
-    # the trade at one context on one chip: rebuild its cache, or read it
+    # the trade at one context on one server: rebuild its cache, or read it
     f = figures(hardware=hardware, model=model_id, precision="bf16", presets=presets)
-    flops = shown(f["flops"].to("TFLOP/s"), 4)  # as flop_rate prints it
-    bandwidth = shown(f["mem_bandwidth"].to("TB/s"), 3)
     kv = evaluate("kv_bytes_per_token", **case).to("kB/token")  # exact from the shape given
+    # the fewest GPUs of a server whose HBM holds the BF16 weights and the context's cache:
+    # the model is split over them, and FLOP rate and bandwidth both scale with their number
+    held = (weight_bytes(f) + kv * context).to("GB")
+    gpus = next((n for n in GPUS if n * f["hbm_capacity"] >= held), None)
+    require(gpus is not None, "the weights and the cache fit one server")
+    one_flops = shown(f["flops"].to("TFLOP/s"), 4)  # as flop_rate prints it
+    one_bandwidth = shown(f["mem_bandwidth"].to("TB/s"), 3)
+    hbm = shown(f["hbm_capacity"].to("GB"))
+    flops, bandwidth = gpus * one_flops, gpus * one_bandwidth
 
     def rebuild_time(pairs_per_token, weights_per_token):
         """Seconds to run the context through the model again, at the chip's dense peak."""
@@ -103,14 +112,28 @@ def draw(rng, presets) -> Draw:
         else quantity(active)
     )
     chip = chip_name(presets, hardware)
+    where = (
+        f"one {chip} GPU ({flop_rate(one_flops)} of dense BF16 math, {quantity(hbm)} of HBM "
+        f"at {quantity(one_bandwidth, 3)})"
+        if gpus == 1
+        else f"{number(gpus)} {chip} GPUs, the model split evenly over them (each "
+        f"{flop_rate(one_flops)} of dense BF16 math, {quantity(hbm)} of HBM at "
+        f"{quantity(one_bandwidth, 3)})"
+    )
+    together = (
+        ""
+        if gpus == 1
+        else f"Together the {number(gpus)} GPUs do {number(gpus)} × {flop_rate(one_flops)} = "
+        f"{flop_rate(flops)} and read {quantity(bandwidth, 3)}; they hold the "
+        f"{size(weight_bytes(f))} of BF16 weights and the cache. "
+    )
     text = (
-        f"{model.name} ({total}; {kv_shape(model_id, presets)}) decodes on one {chip} GPU "
-        f"({flop_rate(flops)} of dense BF16 math, {quantity(bandwidth, 3)} of HBM), in BF16 "
+        f"{model.name} ({total}; {kv_shape(model_id, presets)}) decodes on {where}, in BF16 "
         f"(weights, KV cache and math). Its context holds {quantity(context, 6)}. "
         "Instead of reading its KV cache at the next step, it could rebuild the cache by "
         "running the whole context through the model again, each token attending to those "
         f"before it; {attention_cost(model_id, presets)}. How many times longer does "
-        "rebuilding the cache take than reading it, at the chip's dense peak and full "
+        "rebuilding the cache take than reading it, at the GPUs' dense peak and full "
         "bandwidth?"
     )
     solution = (
@@ -120,7 +143,7 @@ def draw(rng, presets) -> Draw:
         f"pairs, half of L per token on average, at {quantity(pair, 4)} each. The two are "
         f"equal at L = twice {quantity(per)} / {quantity(pair, 4)} = "
         f"{quantity(crossover, 4)}: beyond it attention dominates the rebuild.",
-        f"The rebuild: {quantity(context, 6)} each cost {quantity(per)} in the weights "
+        f"{together}The rebuild: {quantity(context, 6)} each cost {quantity(per)} in the weights "
         f"plus {quantity(pair, 4)} × half the context in attention, "
         f"{quantity(flops_total, 3)} in all; at {flop_rate(flops)} that takes "
         f"{quantity(rebuild, 3)}.",
@@ -170,6 +193,6 @@ def draw(rng, presets) -> Draw:
         tolerance=TOLERANCE,
         mistakes=distinct_mistakes(mistakes, answer, TOLERANCE),
         hint="Count the rebuild's FLOPs (the weights' plus attention's, which grow with the "
-        "number of tokens before each one) over the chip's FLOP rate, against the cache's "
+        "number of tokens before each one) over the GPUs' FLOP rate, against the cache's "
         "bytes over its bandwidth.",
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
 from book.problem_bank._activations import gated_factor
+from book.problem_bank.reversible._schemes import INPUTS_ONLY
 from units import Q_
 
 KIND = "multi"
@@ -82,9 +83,9 @@ def draw(rng, presets) -> Draw:
         "with its mixed-precision Adam state (BF16 weights and gradients, FP32 master "
         f"weights and two FP32 moments: {quantity(per_param)}) {state_words}. Activations "
         "are BF16; attention's scores are recomputed, never stored; the logits and other "
-        "buffers are left out. Today the run checkpoints every $\\sqrt{L}$ of its $L$ "
-        "layers, holding about $2\\sqrt{L} - 1$ layer inputs at its peak, plus the internals "
-        "of the one layer being "
+        f"buffers are left out. Today the run uses {INPUTS_ONLY}, a segment every "
+        "$\\sqrt{L}$ of its $L$ layers, holding about $2\\sqrt{L} - 1$ layer inputs at its "
+        "peak, plus the internals of the one layer being "
         f"differentiated, about {quantity(stored)} of residual stream per token for this gated "
         "layer. A reversible version would hold only the last layer's output and that one "
         "layer's internals. How many times longer a sequence would the reversible version fit "

@@ -16,6 +16,7 @@ from book.problem_bank import (
     whole_count_tolerance,
 )
 from book.problem_bank._activations import gated_factor
+from book.problem_bank.reversible._schemes import PLAIN, WITH_INTERNALS
 from units import Q_
 
 KIND = "multi"
@@ -100,15 +101,13 @@ def draw(rng, presets) -> Draw:
         f"its backward pass needs) come to about {number(factor.m)} bytes per residual value "
         "per token for this gated layer; attention's scores are recomputed, never stored. "
         "Three ways to run the "
-        "backward pass: store every layer's internals; checkpoint (cut the layers into "
-        "segments, keep each segment's input, and on the way back re-run one segment at a "
-        "time, holding its layers' internals while their gradients are taken, with the number "
-        "of segments that stores least); or make every block reversible, like a Feistel "
+        f"backward pass: {PLAIN}; {WITH_INTERNALS}, with the number of segments that stores "
+        "least; or make every block reversible, like a Feistel "
         r"round, $(x, y) \to (y + f(x),\, x)$, so that the backward pass rebuilds each "
         "layer's input from its output and keeps only the last layer's output, plus the "
         "internals of the one layer it is working on. The last two both run each layer's "
         "forward once more. At that same price, how many more whole sequences per GPU does the "
-        "reversible network fit than checkpointing?"
+        "reversible network fit than this checkpointing?"
     )
     solution = (
         f"Storing everything: {layers} layers × {context_tokens(context, 5)} × {d:,} values "

@@ -200,7 +200,8 @@ def draw(rng, presets) -> Draw:
         f"{chip.name.split(' (')[0]} GPUs, one replica per GPU "
         f"({quantity(chip.hbm_capacity)} of HBM at {quantity(chip.hbm_bandwidth)}, "
         f"{quantity(s['flops'])} dense in {NAMES[s['compute_precision']]}). Requests bring "
-        f"{quantity(s['prompt'])} of prompt and {quantity(s['output'])} of output, and prompts "
+        f"{quantity(s['prompt'])} of prompt (the benchmark dataset's mean) and "
+        f"{quantity(s['output'])} of output (the measured run's mean), and prompts "
         "are prefilled between decode steps on the same GPU. In the offline scenario of "
         f"{version}, this setup reached {number(100 * s['share'], 3)}% of its roofline bound "
         f"(prefill counted); assume your steps take 1/{number(s['share'], 3)} = "
@@ -261,7 +262,8 @@ def draw(rng, presets) -> Draw:
         )
     solution.append(
         f"{verdict}: batch {number(best[0])}, whose users see a token every "
-        f"**{quantity(best[2].to('ms'), 3)}**. (Counting attention's FLOPs would make it "
+        f"**{quantity(best[2].to('ms'), 3)}**. (Counting attention's FLOPs in the measured "
+        "run's bound as well as in yours, which re-derives the slowdown, would make it "
         f"{quantity(other[2].to('ms'), 3)}: the same batch.)"
     )
 

@@ -112,11 +112,11 @@ def draw(rng, presets) -> Draw:
             f"({_params(old)}) trained in {NAMES[o['precision']]} at {quantity(o['measured'])}"
         )
 
-    listed = "; ".join(offer(o) for o in sorted(options, key=lambda o: o["hardware"]))
+    listed = "\n".join(f"- {offer(o)};" for o in sorted(options, key=lambda o: o["hardware"]))
     text = (
         f"You will pre-train {model.name} ({_params(model)}) on {quantity(tokens)} and may rent "
-        f"any number of one of these chips, each with a published training run of its own: "
-        f"{listed}. Assume your run reaches, on each chip, the model FLOPs utilisation its "
+        "any number of one of these chips, each with a published training run of its own:\n\n"
+        f"{listed[:-1]}.\n\nAssume your run reaches, on each chip, the model FLOPs utilisation its "
         "published run did, of the peak of that run's precision (counted as the lecture does, "
         "without attention's FLOPs). Which chip trains it for the least money, and what is its "
         "GPU bill in USD?"

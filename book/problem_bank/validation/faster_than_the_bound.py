@@ -57,6 +57,9 @@ def draw(rng, presets) -> Draw:
     above = (claimed / bound).to("").m
     draft_compute = (compute * per_step.m).to("ms")
     per_kv = get("kv_bytes_per_token").evaluate(model=name, precision=precision, presets=presets)
+    # the deployment holds what its step reads: the weights and the user's cache
+    held = (weights + kv) * chips * chip.hbm_bandwidth
+    require(held <= chips * chip.hbm_capacity, "the weights and the cache fit the GPUs' HBM")
 
     require(draft_compute < step, "the drafted tokens' multiplies stay under the reads")
     gpus = "one" if chips == 1 else number(chips)
