@@ -264,6 +264,8 @@ def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf, d_rl) -> dic
     budget = c1 * ((n / n1).to("").m) ** (1 / power)
     d_star = ev.q("compute_optimal_tokens", training_flops=budget).to("token")
     best = _cost_optimum(presets, fit, n, d_pre, d_inf, d_rl)
+    # the same search with pre-training charged at DeepSeek-V3's measured inefficiency
+    measured = _cost_optimum(presets, fit, n, d_pre, d_inf, d_rl, _pretrain_inefficiency(presets))
     return {
         "name": presets.get("fit", fit).name,
         "short": f"{fit.split('_')[0].capitalize()} fit",
@@ -272,16 +274,26 @@ def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf, d_rl) -> dic
         "per_param": said((d_star / n).to("token/parameter")),
         "factor": said((d_pre / d_star).to("")),
         "factor_rough": rough((d_pre / d_star).to(""), 2),
+        "slope": said_number(iso_loss_slope(presets, fit, n, d_pre), 2),
+        "measured": measured,
         **best,
     }
 
 
-def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes, d_rl=None):
+def _pretrain_inefficiency(presets: Presets) -> float:
+    """Pre-training's inefficiency (1 / MFU) as DeepSeek-V3 measured it, against its FP8 peak."""
+    fp8 = Evaluator(presets, TIMED_CHIP, TIMED_MODEL, "fp8")
+    hours = presets.parameter["deepseek_v3_chip_hours"].value
+    return float((1 / fp8.q("training_mfu", training_chip_hours=hours)).to("").m)
+
+
+def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes, d_rl=None, eta_pre=1.0):
     """Models of ``sizes`` active parameters that reach the loss of ``n0`` trained on ``d0``
     tokens under ``fit``: their training tokens (bisection on the loss law, which falls with
     tokens) and their pre-training and serving compute (chip-time in FLOP at peak, the lecture's
     currency) for ``d_inf`` tokens served, plus RL on ``d_rl`` tokens if given: RL's tokens, like
-    the tokens served, are held fixed, so its bill too grows with the model's size.
+    the tokens served, are held fixed, so its bill too grows with the model's size. ``eta_pre``
+    charges pre-training at an inefficiency too (1, the lecture's full peak, by default).
 
     >>> from units.presets import load
     >>> p = load(); n = Q_(1e11, "parameter"); d = Q_(2e12, "token")
@@ -304,10 +316,12 @@ def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes, d_rl=None):
     serve = ev.q("inference_flops", n_active=n, inference_tokens=d_inf)
     if d_rl is not None:
         serve = serve + ev.q("rl_flops", n_active=n, rl_tokens=d_rl)
-    return tokens, train.to("FLOP").m, serve.to("FLOP").m * np.ones(sizes.shape)
+    return tokens, eta_pre * train.to("FLOP").m, serve.to("FLOP").m * np.ones(sizes.shape)
 
 
-def cheapest_at_loss(presets: Presets, fit: str, n0, d0, d_inf, d_rl=None) -> tuple[float, ...]:
+def cheapest_at_loss(
+    presets: Presets, fit: str, n0, d0, d_inf, d_rl=None, eta_pre=1.0
+) -> tuple[float, ...]:
     """The model that minimises pre-training plus serving (plus RL on ``d_rl`` tokens, if given)
     compute among those that reach the loss of ``n0`` active parameters trained on ``d0`` tokens,
     serving ``d_inf`` tokens: its loss, size (parameters), tokens and pre-training and
@@ -317,22 +331,40 @@ def cheapest_at_loss(presets: Presets, fit: str, n0, d0, d_inf, d_rl=None) -> tu
     target = ev.q("chinchilla_loss", n_active=n0, training_tokens=d0).m
     sizes = np.geomspace(n0.to("parameter").m / 10, n0.to("parameter").m * 10, 401)
     for _ in range(3):  # each pass narrows the grid to the best point's neighbours
-        tokens, train, serve = iso_loss_costs(presets, fit, n0, d0, d_inf, sizes, d_rl)
+        tokens, train, serve = iso_loss_costs(presets, fit, n0, d0, d_inf, sizes, d_rl, eta_pre)
         i = int(np.argmin(train + serve))
         best = sizes[i], tokens[i], train[i], serve[i]
         sizes = np.geomspace(sizes[max(i - 1, 0)], sizes[min(i + 1, len(sizes) - 1)], 401)
     return (float(target), *map(float, best))
 
 
-def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf, d_rl) -> dict:
-    """The cheapest model at the loss of ``n0`` on ``d0`` (:func:`cheapest_at_loss`, with RL),
-    and how much more the model ``n0`` on ``d0`` costs in all."""
+def iso_loss_slope(presets: Presets, fit: str, n0, d0) -> float:
+    """How steeply the tokens rise as the model shrinks along ``fit``'s iso-loss curve through
+    ``n0`` on ``d0``: -d ln D / d ln N there, by a central difference. A fixed product of
+    pre-training and serving cost (the equal-cost rule's premise) needs 2.
+
+    >>> from units.presets import load
+    >>> n = Q_(1e11, "parameter"); d = Q_(2e12, "token")
+    >>> 1 < iso_loss_slope(load(), "epoch_2024", n, d) < 10
+    True
+    """
+    step = 1e-3
+    sizes = n0.to("parameter").m * np.exp(np.array([-step, step]))
+    tokens, _, _ = iso_loss_costs(presets, fit, n0, d0, d0, sizes)
+    return float(-np.log(tokens[1] / tokens[0]) / (2 * step))
+
+
+def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf, d_rl, eta_pre=1.0) -> dict:
+    """The cheapest model at the loss of ``n0`` on ``d0`` (:func:`cheapest_at_loss`, with RL,
+    pre-training charged at ``eta_pre``), and how much more the model ``n0`` on ``d0`` costs."""
     ev = Evaluator(presets, fit=fit)
     per_param = presets.parameter["chinchilla_tokens_per_param"].value
-    target, size, tokens, train, serve = cheapest_at_loss(presets, fit, n0, d0, d_inf, d_rl)
+    target, size, tokens, train, serve = cheapest_at_loss(
+        presets, fit, n0, d0, d_inf, d_rl, eta_pre
+    )
     heuristic = (
         (
-            ev.q("training_flops", n_active=n0, training_tokens=d0)
+            eta_pre * ev.q("training_flops", n_active=n0, training_tokens=d0)
             + ev.q("inference_flops", n_active=n0, inference_tokens=d_inf)
             + ev.q("rl_flops", n_active=n0, rl_tokens=d_rl)
         )
@@ -496,7 +528,15 @@ def _utilisation(presets: Presets) -> dict:
     f8 = presets.get("hardware", TIMED_CHIP).dense_flops_fp8
     pre_chips = (c_pre / (mfu_pre * f8 * period)).to("chip")
     serve_chips = (c_inf / (f8 * period)).to("chip")
+    # the same comparison without a FLOP convention: chip-seconds per token, served and trained
+    timed = presets.get("model", TIMED_MODEL)
+    trained_cost = (par["deepseek_v3_chip_hours"] / timed.training_tokens).to("chip*s/token")
+    served_cost = (1 / served.throughput_per_chip).to("chip*s/token")
     return {
+        # chip-milliseconds a token occupies, said as one chip's time
+        "served_cost": said(Q_(served_cost.to("chip*ms/token").m, "ms"), 2),
+        "trained_cost": said(Q_(trained_cost.to("chip*ms/token").m, "ms"), 2),
+        "cost_ratio": said((served_cost / trained_cost).to(""), 2),
         "mfu_pre": said(mfu_pre),
         "eta_pre": said(1 / mfu_pre, 2),
         "serve_lecture": said(1 / eta_inf, 2),
