@@ -97,6 +97,9 @@ def _derated(presets: Presets) -> dict:
 
 
 BILLS = 3  # pre-training, RL and inference: the lecture's three equal shares
+# the iso-loss slope -d ln D / d ln N that keeps pre-training (N D) times serving (N) fixed:
+# N^2 D constant, so D goes as N^-2
+FIXED_PRODUCT_SLOPE = 2
 
 
 def _splits(presets: Presets) -> dict:
@@ -238,6 +241,7 @@ def _chain(presets: Presets) -> dict:
             "half_deployment": said(par["deployment_time"] / 2),
         },
         "against_fits": fits,
+        "fixed_slope": said_number(FIXED_PRODUCT_SLOPE),
         "hoffmann": fits[0],
         "epoch": fits[-1],
         # how far the cost optimum's split strays from the equal thirds', at most: "within 2"
