@@ -53,6 +53,54 @@ def context(presets: Presets) -> dict:
         "derated": _derated(presets),
         "splits": _splits(presets),
         "counted": {eq: _counted(eq) for eq in COUNTED},
+        "arch": _architecture_first(presets),
+    }
+
+
+ARCH_MODEL = "llama_3_1_70b"  # a dense model: its config fixes N, and the rule its tokens
+
+
+def _architecture_first(presets: Presets) -> dict:
+    """The exercise that starts from a config: count the parameters, take the Chinchilla tokens
+    for them, then 6ND, then days on DeepSeek-V3's cluster at its measured MFU; and the same for
+    the tokens the model was actually trained on."""
+    mdl = presets.get("model", ARCH_MODEL)
+    ev = Evaluator(presets, model=ARCH_MODEL)
+    n = ev.q("params_active").to("Gparameter")
+    d = Evaluator(presets, n_active=n).q("chinchilla_tokens")
+    actual = presets.parameter["llama_3_1_training_tokens"].value
+    hours = presets.parameter["deepseek_v3_chip_hours"].value
+    chips = presets.parameter["deepseek_v3_training_chips"].value
+    mfu = Evaluator(presets, TIMED_CHIP, TIMED_MODEL, "fp8").q(
+        "training_mfu", training_chip_hours=hours
+    )
+    run = Evaluator(presets, TIMED_CHIP, ARCH_MODEL, "fp8", n_active=n)
+
+    def days(tokens):
+        flops = run.q("training_flops", training_tokens=tokens)
+        time = run.q("training_time", training_flops=flops, training_chips=chips, mfu=mfu)
+        return said(time.to("day"), 2)
+
+    gated = 3  # a gated MLP's three matrices of d by d_ff: gate, up and down
+    return {
+        "name": mdl.name,
+        "layers": said_number(mdl.layers),
+        "d_model": said_number(mdl.d_model),
+        "heads": said_number(mdl.n_heads),
+        "kv_heads": said_number(mdl.n_kv_heads),
+        "head_dim": said_number(mdl.head_dim),
+        "d_ff": said_number(mdl.d_ff),
+        "vocab": said_number(mdl.vocab),
+        "attention": said(ev.q("gqa_attention_params"), 3),
+        "mlp": said(Q_(gated * mdl.d_model * mdl.d_ff, "parameter"), 3),
+        "embeddings": said(Q_(2 * mdl.vocab * mdl.d_model, "parameter").to("Gparameter"), 3),
+        "params": said(n, 3),
+        "tokens": said(d, 2),
+        "flops": said(run.q("training_flops", training_tokens=d), 2),
+        "days": days(d),
+        "actual": said(actual),
+        "factor": said((actual / d).to(""), 2),
+        "actual_days": days(actual),
     }
 
 
