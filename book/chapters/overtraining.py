@@ -79,7 +79,7 @@ def _architecture_first(presets: Presets) -> dict:
     def days(tokens):
         flops = run.q("training_flops", training_tokens=tokens)
         time = run.q("training_time", training_flops=flops, training_chips=chips, mfu=mfu)
-        return said(time.to("day"), 2)
+        return said(time.to("day"))
 
     gated = 3  # a gated MLP's three matrices of d by d_ff: gate, up and down
     return {
@@ -95,11 +95,11 @@ def _architecture_first(presets: Presets) -> dict:
         "mlp": said(Q_(gated * mdl.d_model * mdl.d_ff, "parameter"), 3),
         "embeddings": said(Q_(2 * mdl.vocab * mdl.d_model, "parameter").to("Gparameter"), 3),
         "params": said(n, 3),
-        "tokens": said(d, 2),
-        "flops": said(run.q("training_flops", training_tokens=d), 2),
+        "tokens": said(d),
+        "flops": said(run.q("training_flops", training_tokens=d)),
         "days": days(d),
         "actual": said(actual),
-        "factor": said((actual / d).to(""), 2),
+        "factor": said((actual / d).to("")),
         "actual_days": days(actual),
     }
 
@@ -586,9 +586,9 @@ def _utilisation(presets: Presets) -> dict:
     served_cost = (1 / served.throughput_per_chip).to("chip*s/token")
     return {
         # chip-milliseconds a token occupies, said as one chip's time
-        "served_cost": said(Q_(served_cost.to("chip*ms/token").m, "ms"), 2),
-        "trained_cost": said(Q_(trained_cost.to("chip*ms/token").m, "ms"), 2),
-        "cost_ratio": said((served_cost / trained_cost).to(""), 2),
+        "served_cost": said(Q_(served_cost.to("chip*ms/token").m, "ms")),
+        "trained_cost": said(Q_(trained_cost.to("chip*ms/token").m, "ms")),
+        "cost_ratio": said((served_cost / trained_cost).to("")),
         "mfu_pre": said(mfu_pre),
         "eta_pre": said(1 / mfu_pre, 2),
         "serve_lecture": said(1 / eta_inf, 2),
