@@ -32,6 +32,7 @@ REFERENCE = {
             _value("balanced_training_tokens", p) / _value("pretrain_rl_token_ratio", p)
         ),
         cost_product="1e50 FLOP**2",
+        fit="epoch_2024",  # the fit the chapter draws; the published Hoffmann fit is off
     ),
     "long_context": dict(
         hardware="h100_sxm",
@@ -89,6 +90,7 @@ EQUATION_CASES = {
     ),
     # Chinchilla's own model and tokens, where the chapter reads each fit's loss
     "chinchilla_loss": dict(
+        fit="epoch_2024",
         n_active=lambda p: p.parameter["chinchilla_model_params"].value,
         training_tokens=lambda p: p.parameter["chinchilla_model_tokens"].value,
     ),

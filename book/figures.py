@@ -1210,7 +1210,7 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
             ax.semilogx(share, rel, color=PALETTE[k], linewidth=2, label=label)
             ax.plot([share[i]], [rel[i]], "o", color=PALETTE[k])
         _mark(ax, rule, "equal thirds")
-        ax.set_xlabel("pre-training compute / (serving + RL compute)")
+        ax.set_xlabel("pre-training compute / (serving + RL compute), pre-training at full peak")
         ax.set_ylabel("total compute / the cheapest")
         ax.set_xlim(0.05, 20)
         ax.set_ylim(0.95, 2.0)
@@ -1232,8 +1232,9 @@ def equal_cost_heuristic(presets: Presets) -> Figure:
     caption = (
         "Every model that reaches the equal-cost frontier model's loss, placed by its "
         "pre-training compute over its serving and RL compute, with its total (pre-training, "
-        "RL and serving) over the cheapest one's, for each fit. Dots: the cheapest split; dotted "
-        "line: the lecture's equal thirds. Near their minima the curves are flat."
+        "RL and serving) over the cheapest one's, for each fit, in the lecture's accounting "
+        "(chip-time, pre-training at full peak, RL and serving at a third). Dots: the cheapest "
+        "split; dotted line: the lecture's equal thirds. Near their minima the curves are flat."
     )
     return _render("equal_cost_heuristic", draw, alt, caption)
 

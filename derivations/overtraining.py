@@ -139,7 +139,11 @@ register(
         rhs=inference_rate.sym * deployment_time.sym,
         chapter=CHAPTER,
         source=Source(LECTURE, SECTION_E, "50M tok/s x 2 months ~ 2.6e14"),
-        assumptions=("a steady rate over the whole deployment",),
+        assumptions=(
+            "a steady rate over the whole deployment",
+            "the rate counts every token the model processes, prompt and output alike (each "
+            "costs one forward pass)",
+        ),
         summary="Rate times time.",
     )
 )

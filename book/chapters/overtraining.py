@@ -53,6 +53,54 @@ def context(presets: Presets) -> dict:
         "derated": _derated(presets),
         "splits": _splits(presets),
         "counted": {eq: _counted(eq) for eq in COUNTED},
+        "arch": _architecture_first(presets),
+    }
+
+
+ARCH_MODEL = "llama_3_1_70b"  # a dense model: its config fixes N, and the rule its tokens
+
+
+def _architecture_first(presets: Presets) -> dict:
+    """The exercise that starts from a config: count the parameters, take the Chinchilla tokens
+    for them, then 6ND, then days on DeepSeek-V3's cluster at its measured MFU; and the same for
+    the tokens the model was actually trained on."""
+    mdl = presets.get("model", ARCH_MODEL)
+    ev = Evaluator(presets, model=ARCH_MODEL)
+    n = ev.q("params_active").to("Gparameter")
+    d = Evaluator(presets, n_active=n).q("chinchilla_tokens")
+    actual = presets.parameter["llama_3_1_training_tokens"].value
+    hours = presets.parameter["deepseek_v3_chip_hours"].value
+    chips = presets.parameter["deepseek_v3_training_chips"].value
+    mfu = Evaluator(presets, TIMED_CHIP, TIMED_MODEL, "fp8").q(
+        "training_mfu", training_chip_hours=hours
+    )
+    run = Evaluator(presets, TIMED_CHIP, ARCH_MODEL, "fp8", n_active=n)
+
+    def days(tokens):
+        flops = run.q("training_flops", training_tokens=tokens)
+        time = run.q("training_time", training_flops=flops, training_chips=chips, mfu=mfu)
+        return said(time.to("day"))
+
+    gated = 3  # a gated MLP's three matrices of d by d_ff: gate, up and down
+    return {
+        "name": mdl.name,
+        "layers": said_number(mdl.layers),
+        "d_model": said_number(mdl.d_model),
+        "heads": said_number(mdl.n_heads),
+        "kv_heads": said_number(mdl.n_kv_heads),
+        "head_dim": said_number(mdl.head_dim),
+        "d_ff": said_number(mdl.d_ff),
+        "vocab": said_number(mdl.vocab),
+        "attention": said(ev.q("gqa_attention_params"), 3),
+        "mlp": said(Q_(gated * mdl.d_model * mdl.d_ff, "parameter"), 3),
+        "embeddings": said(Q_(2 * mdl.vocab * mdl.d_model, "parameter").to("Gparameter"), 3),
+        "params": said(n, 3),
+        "tokens": said(d),
+        "flops": said(run.q("training_flops", training_tokens=d)),
+        "days": days(d),
+        "actual": said(actual),
+        "factor": said((actual / d).to("")),
+        "actual_days": days(actual),
     }
 
 
@@ -97,6 +145,9 @@ def _derated(presets: Presets) -> dict:
 
 
 BILLS = 3  # pre-training, RL and inference: the lecture's three equal shares
+# the iso-loss slope -d ln D / d ln N that keeps pre-training (N D) times serving (N) fixed:
+# N^2 D constant, so D goes as N^-2
+FIXED_PRODUCT_SLOPE = 2
 
 
 def _splits(presets: Presets) -> dict:
@@ -238,6 +289,7 @@ def _chain(presets: Presets) -> dict:
             "half_deployment": said(par["deployment_time"] / 2),
         },
         "against_fits": fits,
+        "fixed_slope": said_number(FIXED_PRODUCT_SLOPE),
         "hoffmann": fits[0],
         "epoch": fits[-1],
         # how far the cost optimum's split strays from the equal thirds', at most: "within 2"
@@ -264,6 +316,8 @@ def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf, d_rl) -> dic
     budget = c1 * ((n / n1).to("").m) ** (1 / power)
     d_star = ev.q("compute_optimal_tokens", training_flops=budget).to("token")
     best = _cost_optimum(presets, fit, n, d_pre, d_inf, d_rl)
+    # the same search with pre-training charged at DeepSeek-V3's measured inefficiency
+    measured = _cost_optimum(presets, fit, n, d_pre, d_inf, d_rl, _pretrain_inefficiency(presets))
     return {
         "name": presets.get("fit", fit).name,
         "short": f"{fit.split('_')[0].capitalize()} fit",
@@ -272,16 +326,26 @@ def _fit_against_chain(presets: Presets, fit: str, n, d_pre, d_inf, d_rl) -> dic
         "per_param": said((d_star / n).to("token/parameter")),
         "factor": said((d_pre / d_star).to("")),
         "factor_rough": rough((d_pre / d_star).to(""), 2),
+        "slope": said_number(iso_loss_slope(presets, fit, n, d_pre), 2),
+        "measured": measured,
         **best,
     }
 
 
-def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes, d_rl=None):
+def _pretrain_inefficiency(presets: Presets) -> float:
+    """Pre-training's inefficiency (1 / MFU) as DeepSeek-V3 measured it, against its FP8 peak."""
+    fp8 = Evaluator(presets, TIMED_CHIP, TIMED_MODEL, "fp8")
+    hours = presets.parameter["deepseek_v3_chip_hours"].value
+    return float((1 / fp8.q("training_mfu", training_chip_hours=hours)).to("").m)
+
+
+def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes, d_rl=None, eta_pre=1.0):
     """Models of ``sizes`` active parameters that reach the loss of ``n0`` trained on ``d0``
     tokens under ``fit``: their training tokens (bisection on the loss law, which falls with
     tokens) and their pre-training and serving compute (chip-time in FLOP at peak, the lecture's
     currency) for ``d_inf`` tokens served, plus RL on ``d_rl`` tokens if given: RL's tokens, like
-    the tokens served, are held fixed, so its bill too grows with the model's size.
+    the tokens served, are held fixed, so its bill too grows with the model's size. ``eta_pre``
+    charges pre-training at an inefficiency too (1, the lecture's full peak, by default).
 
     >>> from units.presets import load
     >>> p = load(); n = Q_(1e11, "parameter"); d = Q_(2e12, "token")
@@ -304,10 +368,12 @@ def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes, d_rl=None):
     serve = ev.q("inference_flops", n_active=n, inference_tokens=d_inf)
     if d_rl is not None:
         serve = serve + ev.q("rl_flops", n_active=n, rl_tokens=d_rl)
-    return tokens, train.to("FLOP").m, serve.to("FLOP").m * np.ones(sizes.shape)
+    return tokens, eta_pre * train.to("FLOP").m, serve.to("FLOP").m * np.ones(sizes.shape)
 
 
-def cheapest_at_loss(presets: Presets, fit: str, n0, d0, d_inf, d_rl=None) -> tuple[float, ...]:
+def cheapest_at_loss(
+    presets: Presets, fit: str, n0, d0, d_inf, d_rl=None, eta_pre=1.0
+) -> tuple[float, ...]:
     """The model that minimises pre-training plus serving (plus RL on ``d_rl`` tokens, if given)
     compute among those that reach the loss of ``n0`` active parameters trained on ``d0`` tokens,
     serving ``d_inf`` tokens: its loss, size (parameters), tokens and pre-training and
@@ -317,22 +383,40 @@ def cheapest_at_loss(presets: Presets, fit: str, n0, d0, d_inf, d_rl=None) -> tu
     target = ev.q("chinchilla_loss", n_active=n0, training_tokens=d0).m
     sizes = np.geomspace(n0.to("parameter").m / 10, n0.to("parameter").m * 10, 401)
     for _ in range(3):  # each pass narrows the grid to the best point's neighbours
-        tokens, train, serve = iso_loss_costs(presets, fit, n0, d0, d_inf, sizes, d_rl)
+        tokens, train, serve = iso_loss_costs(presets, fit, n0, d0, d_inf, sizes, d_rl, eta_pre)
         i = int(np.argmin(train + serve))
         best = sizes[i], tokens[i], train[i], serve[i]
         sizes = np.geomspace(sizes[max(i - 1, 0)], sizes[min(i + 1, len(sizes) - 1)], 401)
     return (float(target), *map(float, best))
 
 
-def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf, d_rl) -> dict:
-    """The cheapest model at the loss of ``n0`` on ``d0`` (:func:`cheapest_at_loss`, with RL),
-    and how much more the model ``n0`` on ``d0`` costs in all."""
+def iso_loss_slope(presets: Presets, fit: str, n0, d0) -> float:
+    """How steeply the tokens rise as the model shrinks along ``fit``'s iso-loss curve through
+    ``n0`` on ``d0``: -d ln D / d ln N there, by a central difference. A fixed product of
+    pre-training and serving cost (the equal-cost rule's premise) needs 2.
+
+    >>> from units.presets import load
+    >>> n = Q_(1e11, "parameter"); d = Q_(2e12, "token")
+    >>> 1 < iso_loss_slope(load(), "epoch_2024", n, d) < 10
+    True
+    """
+    step = 1e-3
+    sizes = n0.to("parameter").m * np.exp(np.array([-step, step]))
+    tokens, _, _ = iso_loss_costs(presets, fit, n0, d0, d0, sizes)
+    return float(-np.log(tokens[1] / tokens[0]) / (2 * step))
+
+
+def _cost_optimum(presets: Presets, fit: str, n0, d0, d_inf, d_rl, eta_pre=1.0) -> dict:
+    """The cheapest model at the loss of ``n0`` on ``d0`` (:func:`cheapest_at_loss`, with RL,
+    pre-training charged at ``eta_pre``), and how much more the model ``n0`` on ``d0`` costs."""
     ev = Evaluator(presets, fit=fit)
     per_param = presets.parameter["chinchilla_tokens_per_param"].value
-    target, size, tokens, train, serve = cheapest_at_loss(presets, fit, n0, d0, d_inf, d_rl)
+    target, size, tokens, train, serve = cheapest_at_loss(
+        presets, fit, n0, d0, d_inf, d_rl, eta_pre
+    )
     heuristic = (
         (
-            ev.q("training_flops", n_active=n0, training_tokens=d0)
+            eta_pre * ev.q("training_flops", n_active=n0, training_tokens=d0)
             + ev.q("inference_flops", n_active=n0, inference_tokens=d_inf)
             + ev.q("rl_flops", n_active=n0, rl_tokens=d_rl)
         )
@@ -496,7 +580,15 @@ def _utilisation(presets: Presets) -> dict:
     f8 = presets.get("hardware", TIMED_CHIP).dense_flops_fp8
     pre_chips = (c_pre / (mfu_pre * f8 * period)).to("chip")
     serve_chips = (c_inf / (f8 * period)).to("chip")
+    # the same comparison without a FLOP convention: chip-seconds per token, served and trained
+    timed = presets.get("model", TIMED_MODEL)
+    trained_cost = (par["deepseek_v3_chip_hours"] / timed.training_tokens).to("chip*s/token")
+    served_cost = (1 / served.throughput_per_chip).to("chip*s/token")
     return {
+        # chip-milliseconds a token occupies, said as one chip's time
+        "served_cost": said(Q_(served_cost.to("chip*ms/token").m, "ms")),
+        "trained_cost": said(Q_(trained_cost.to("chip*ms/token").m, "ms")),
+        "cost_ratio": said((served_cost / trained_cost).to("")),
         "mfu_pre": said(mfu_pre),
         "eta_pre": said(1 / mfu_pre, 2),
         "serve_lecture": said(1 / eta_inf, 2),

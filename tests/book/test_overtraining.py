@@ -214,3 +214,82 @@ def test_kimi_k2_is_over_trained_per_active_parameter_only(ctx):
     kimi = ctx["trained"][0]
     assert float(kimi["factor"]) == pytest.approx(15.5e12 / (20 * 32e9), rel=1e-3)
     assert float(kimi["factor_total"]) == pytest.approx(15.5e12 / (20 * 1e12), rel=2e-2)
+
+
+def _measured_optimum(fit, eta_pre):
+    """As :func:`_cheapest_share`, pre-training charged at ``eta_pre``: the cheapest size and
+    tokens, and the equal-cost model's total over the cheapest one's."""
+    E, A, B, a, b = FITS[fit]
+    loss = E + A / N0**a + B / SERVED**b
+    n = np.geomspace(N0 / 3, N0 * 3, 200_001)
+    rest = loss - E - A / n**a
+    d = np.where(rest > 0, (B / np.where(rest > 0, rest, 1)) ** (1 / b), np.inf)
+    total = eta_pre * 6 * n * d + 6 * n * SERVED + 9 * n * SERVED / 1.5
+    i = int(np.argmin(total))
+    heuristic = eta_pre * 6 * N0 * SERVED + 6 * N0 * SERVED + 9 * N0 * SERVED / 1.5
+    return n[i], d[i], heuristic / total[i] - 1
+
+
+@pytest.mark.parametrize("k, fit", list(enumerate(FITS)))
+def test_the_optimum_with_pre_training_at_measured_mfu(ctx, k, fit):
+    """Issue 22 (reader ot19, fault 2): the cheapest model with pre-training charged at DeepSeek-
+    V3's measured inefficiency, 1 / 0.1731 (above). The reader found 144 B on 1.27e14 tokens,
+    overpay 13% (Hoffmann) and 150 B on 4.8e13, 69% (Epoch)."""
+    eta = 2.664e6 * 3600 * 1978.9e12 / (6 * 37e9 * 14.8e12)
+    n, d, excess = _measured_optimum(fit, eta)
+    m = ctx["against_fits"][k]["measured"]
+    assert m["excess_value"] == pytest.approx(excess, rel=1e-3)
+    assert float(m["opt_params"].split()[0]) == pytest.approx(n / 1e9, rel=1e-3)
+    assert m["excess"] == ("13" if k == 0 else "69")
+    # dearer pre-training: a larger model on fewer tokens than at full peak
+    assert n > float(ctx["against_fits"][k]["opt_params"].split()[0]) * 1e9
+
+
+@pytest.mark.parametrize("k, fit", list(enumerate(FITS)))
+def test_the_iso_loss_slope_against_the_fixed_product(ctx, k, fit):
+    """Along L = E + A/N^a + B/D^b at fixed L: a A N^-a dlnN + b B D^-b dlnD = 0, so
+    -dlnD/dlnN = a A N^-a / (b B D^-b), at the equal-cost model (N0 on SERVED). The reader
+    found 2.38 (Hoffmann) and 6.18 (Epoch) against the fixed product's 2."""
+    _, A, B, a, b = FITS[fit]
+    slope = a * A * N0**-a / (b * B * SERVED**-b)
+    n0, d0 = Q_(N0, "parameter"), Q_(SERVED, "token")
+    assert overtraining.iso_loss_slope(load(), fit, n0, d0) == pytest.approx(slope, rel=1e-4)
+    assert ctx["against_fits"][k]["slope"] == ("2.4" if k == 0 else "6.2")
+
+
+def test_serving_against_training_in_chip_seconds(ctx):
+    """Issue 22 (fault 6): a decoded token takes 8 / 14.8e3 chip-s (measurements.md row 31), a
+    pre-training token 2.664e6 h x 3600 / 14.8e12 (DeepSeek-V3's README); their ratio times the
+    tokens served over the rule's 20 x 1e11 is the measured over-training factor."""
+    u = ctx["utilisation"]
+    served, trained = 8 / 14.8e3, 2.664e6 * 3600 / 14.8e12
+    assert u["served_cost"] == "0.5405 ms"
+    assert u["trained_cost"] == "0.648 ms"
+    assert float(u["cost_ratio"]) == pytest.approx(served / trained, rel=1e-2)
+    assert float(u["factor_measured"]) == pytest.approx(
+        served / trained * SERVED / (20 * N0), rel=1e-3
+    )
+
+
+def test_the_architecture_first_exercise(ctx):
+    """Llama 3.1 70B from its config (models.toml, from Meta's config.json): per layer attention
+    8192 x 128 x (2 x 64 + 2 x 8) and a gated MLP 3 x 8192 x 28672, times 80 layers, plus two
+    embeddings 2 x 128256 x 8192; then 20 tokens per parameter, 6ND, and days on 2,048 chips at
+    1,978.9 TFLOP/s x 0.1731 (DeepSeek-V3's MFU, above)."""
+    arch = ctx["arch"]
+    n = 80 * (8192 * 128 * (2 * 64 + 2 * 8) + 3 * 8192 * 28672) + 2 * 128256 * 8192
+    assert arch["params"].exact == "70.6 B parameters"
+    assert n == pytest.approx(70.55e9, rel=1e-4)
+    mfu = 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 1978.9e12)
+    days = 6 * n * 20 * n / (2048 * 1978.9e12 * mfu) / 86400
+    assert float(arch["days"].split()[0]) == pytest.approx(days, rel=1e-2)
+    assert float(arch["factor"]) == pytest.approx(15e12 / (20 * n), rel=1e-2)
+
+
+def test_the_calculators_default_to_the_epoch_fit():
+    """Issue 22 (fault 7): the chapter draws the Epoch fit, so its calculators start there."""
+    from book.calculators import calculator
+
+    for eq in ("compute_optimal_params", "compute_optimal_tokens", "chinchilla_loss"):
+        picker = [p for p in calculator(eq)["pickers"] if p["kind"] == "fit"][0]
+        assert picker["selected"] == "epoch_2024", eq
