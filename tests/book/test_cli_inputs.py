@@ -132,12 +132,20 @@ def _drill_id(chapter: str, equation: str) -> str:
 
 
 def test_check_grades_an_answer_with_exit_status_and_diagnosis():
-    # the batching drill's experts_touched problem at seed 0: 128 experts (its statement's
-    # batch times experts per token, capped at the expert count)
+    # the batching drill's experts_touched problem at seed 0, its answer by hand from the draw:
+    # E_r (1 - (1 - k/E_r)^B) distinct experts, each of B tokens routed to k of E_r at random
+    from book.problems import drill_set
+    from units.presets import load
+
     pid = _drill_id("batching", "experts_touched")
-    code, out, err = run("problems", "--check", pid, "128 experts")
-    assert (code, err) == (0, "") and out.startswith("right: 128 experts")
-    code, out, err = run("problems", "--check", pid, "1280 experts")
+    drawn = next(p for p in drill_set("batching", 0, 8, None, None) if p.id == pid)
+    model = load().get("model", drawn.choices["model"])
+    routed, active = model.get("experts_routed"), model.get("experts_active")
+    batch = drawn.choices["batch_size"].to("sequence").magnitude
+    touched = round(routed * (1 - (1 - active / routed) ** batch))
+    code, out, err = run("problems", "--check", pid, f"{touched} experts")
+    assert (code, err) == (0, "") and out.startswith(f"right: {touched} experts")
+    code, out, err = run("problems", "--check", pid, f"{10 * touched} experts")
     assert code == 1 and out == "wrong: That is 10 times too large: check your powers of ten.\n"
     code, out, _ = run("problems", "--check", pid, "128 chips")
     assert code == 1 and "That counts chips; the question asks for experts" in out
