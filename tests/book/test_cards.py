@@ -1148,10 +1148,12 @@ def test_reader_18s_fixes_hold(deck):
     assert "Llama-like" in kink and "far more slowly" in kink
     infer = by_id["concept:long_context:kv-from-kink"].back
     kv_front = by_id["concept:long_context:kv-from-kink"].front
-    assert "as the lecture does, attention FLOPs" in kv_front and "holds only if attention's FLOPs" in infer
+    assert "as the lecture does, attention FLOPs" in kv_front
+    assert "holds only if attention's FLOPs" in infer
     assert "first framing" in by_id["concept:moe:total-vs-active"].back
     disk = by_id["concept:long_context:hour-tier-disk"].back
-    assert 24e12 / 285e6 / 3600 == pytest.approx(23.4, abs=0.05)
+    drain = derivations.get("storage_tier_drain_time").evaluate(tier="disk_hdd")
+    assert drain.to("h").m == pytest.approx(24e12 / 285e6 / 3600, rel=1e-3)
     assert "23 h, about a day" in disk and "2.3 h" in disk and "Seagate" in disk
     assert "flash" not in disk and "DRAM" not in disk
     assert "small" in by_id["concept:pipeline:no-tensor-parallel"].back
