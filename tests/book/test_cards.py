@@ -1163,3 +1163,8 @@ def test_reader_18s_fixes_hold(deck):
     assert "2,000" not in replicas.front and "360" in replicas.back
     speed = by_id["eq:decode_rate_per_user:number"]
     assert "What rule" in speed.front and "just fits" in speed.front
+    # a missing lecture point: what stops a scale-up domain growing (parameters.toml, sourced:
+    # over 5,000 NVLink cables, 1,360 kg and 120 kW a GB200 NVL72 rack; 10.2 kW a DGX H100)
+    limits = by_id["concept:moe:domain-limits"].back
+    for figure in ("5,000 copper cables", "1,360 kg", "120 kW", "10.2 kW"):
+        assert figure in limits, figure
