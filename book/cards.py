@@ -560,11 +560,12 @@ NUMBERS = (
             context_length="32768 token/sequence",
         ),
         "single-user-speed",
-        "{model}, weights and KV cache both at {precision}, fits on one {chip}. "
-        "Serving a single sequence with {context} of context, about how many tokens per "
-        "second can it decode?",
+        "What rule sets one user's decode speed at a batch of one, worked for {model}, weights "
+        "and KV cache both at {precision}, which just fits on one {chip} with a single "
+        "sequence of {context} of context?",
         # the route, a template on the case's presets: bytes read per token over the bandwidth
-        "At a batch of one the speed is the HBM bandwidth over the bytes read per token: every "
+        "The HBM bandwidth over the bytes read per token, since at a batch of one the chip "
+        "waits on memory: every "
         "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8', figures=2) }}) "
         "plus the sequence's KV cache ({{ n(val('kv_cache_per_sequence', model='llama_3_1_70b', "
         "precision='fp8', context_length='32768 token/sequence').to('GB/sequence').m, 2) }} GB), "

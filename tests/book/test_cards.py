@@ -1121,11 +1121,50 @@ def test_reader_17s_fixes_hold(deck):
     assert gb200.to("").m == pytest.approx(2 * 8 * 1 / (900 / 50), rel=1e-3)
     hops = by_id["concept:pipeline:how-many-stages"].back
     assert "µs" not in hops and "allowance" not in hops
-    a2a = by_id["concept:moe:a2a-bytes"]
-    assert a2a.front.startswith("Not from the lecture") and "twice" not in a2a.front
+    # DeepSeek's paper detail (FP8 dispatch, BF16 combine) was cut as off-lecture trivia (reader
+    # 18: BAD), with the generic 16-bytes-of-Adam-state card (WEAK)
+    assert "concept:moe:a2a-bytes" not in by_id and "concept:pipeline:training-state" not in by_id
     floor = by_id["concept:batching:floor-price"]
     assert "5 PFLOP/s" in floor.front and "about 0.8¢" in floor.back and "0.82" not in floor.back
     cost = derivations.get("compute_cost_floor").evaluate(
         model="deepseek_v3", hardware="gb200_nvl72", precision="fp8"
     )
     assert cost.to("USD/Mtoken").m == pytest.approx(2 * 37e9 * 2 / 3600 / 5e15 * 1e6, rel=0.03)
+
+
+def test_reader_18s_fixes_hold(deck):
+    """Reader 18's WEAK and BAD cards. The ridge card names the A100 it means (80 GB: 312
+    TFLOP/s / 2.039 TB/s = 153, facts.md) and says plainly the B200 stands in for a B100 the
+    presets lack; the price-kink card scopes "far more slowly" to a Llama-like cache and the
+    KV-from-kink card says its inference needs attention's FLOPs to be small; the MoE-limits
+    card says the domain cap is the lecture's first framing; the disk card says a whole disk
+    takes about a day (24 TB / 285 MB/s = 23.4 h, tiers.toml) and only a 10% fill makes it
+    2.3 h; one analogy per card; recall, not arithmetic, on the replica and speed cards."""
+    by_id = {c.id: c for c in deck}
+    ridge = by_id["claim:ridge_a100"].back
+    assert "A100 80 GB does 153 FLOP/B" in ridge and "B100, which has no sourced preset" in ridge
+    assert "B200 does 281 FLOP/B" in ridge
+    kink = by_id["concept:long_context:price-kink"].back
+    assert "Llama-like" in kink and "far more slowly" in kink
+    infer = by_id["concept:long_context:kv-from-kink"].back
+    kv_front = by_id["concept:long_context:kv-from-kink"].front
+    assert "as the lecture does, attention FLOPs" in kv_front
+    assert "holds only if attention's FLOPs" in infer
+    assert "first framing" in by_id["concept:moe:total-vs-active"].back
+    disk = by_id["concept:long_context:hour-tier-disk"].back
+    drain = derivations.get("storage_tier_drain_time").evaluate(tier="disk_hdd")
+    assert drain.to("h").m == pytest.approx(24e12 / 285e6 / 3600, rel=1e-3)
+    assert "23 h, about a day" in disk and "2.3 h" in disk and "Seagate" in disk
+    assert "flash" not in disk and "DRAM" not in disk
+    assert "small" in by_id["concept:pipeline:no-tensor-parallel"].back
+    pairs = by_id["concept:reversible:crypto-pairs"]
+    assert "avalanche" not in pairs.front.lower() and pairs.back.startswith("Gradients")
+    replicas = by_id["concept:batching:replicas-per-lab"]
+    assert "2,000" not in replicas.front and "360" in replicas.back
+    speed = by_id["eq:decode_rate_per_user:number"]
+    assert "What rule" in speed.front and "just fits" in speed.front
+    # a missing lecture point: what stops a scale-up domain growing (parameters.toml, sourced:
+    # over 5,000 NVLink cables, 1,360 kg and 120 kW a GB200 NVL72 rack; 10.2 kW a DGX H100)
+    limits = by_id["concept:moe:domain-limits"].back
+    for figure in ("5,000 copper cables", "1,360 kg", "120 kW", "10.2 kW"):
+        assert figure in limits, figure
