@@ -716,7 +716,7 @@ WIDEST = ("FP32", "BF16", "FP16", "FP8", "INT8", "FP4")  # the wider formats fir
 def _table_groups(rows):
     """The summary table's groups: (a scenario's title, its measured rows), training split by
     the format of the peak a run is held against (an FP8 peak is twice a BF16 one and an FP4
-    peak twice again, so their MFUs are never pooled), as the figure splits them."""
+    peak higher again, so their MFUs are never pooled), as the figure splits them."""
     for sid, title in SCENARIOS:
         mine = [
             r for r in rows if r.scenario == sid and r.efficiency is not None and not derived(r)
@@ -814,6 +814,9 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     prefill = rho * per_token * ONE_TOKEN_PER_STEP * batch / (kw["n_chips"] * kw["flops"])
     prefill = prefill.to("ms")
     compute_side = (compute + prefill).to("ms")
+    # the batch where decode alone turns compute-bound: compute per sequence equals the weights'
+    # read shared by the batch plus each sequence's own KV read
+    crossover = weights / ((compute - kv) / batch)
     server = presets.by_kind["measurement"].get(rid.replace("offline", "server"))
     # the bound with half the prompt: fewer prompt FLOPs per output token (an exercise's answer)
     half = evaluate(row, presets, input_tokens=row.input_tokens / 2)
@@ -843,6 +846,10 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "batch": quantity(batch),
         "compute": quantity(compute.to("ms"), 3),
         "compute_prefill": f"{number(compute_side.m, 3)} ms",
+        "crossover": quantity(crossover.to("sequence")),
+        "over_crossover": number((batch / crossover).to("").m, 2),
+        "decode_compute_bound": bool(compute > weights + kv),
+        "prefill_flop_share": spoken_pct((prefill / compute_side).to("").m),
         "weights": quantity(weights.to("ms"), 3),
         "kv": quantity(kv.to("ms"), 3),
         "memory": quantity((weights + kv).to("ms"), 3),
@@ -1145,6 +1152,45 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     }
 
 
+def prefill_share(r, presets: Presets) -> float:
+    """The share of a serving row's bound FLOPs that are its prompts' prefill, as the bound counts
+    them (serving_step_time): the prefill time at peak over the whole compute side at peak."""
+    row = presets.get("measurement", r.id)
+    kw = bound_inputs(row, presets)
+    batch = Q_(r.batch, "sequence")
+    eq = derivations.get("compute_time")
+    from derivations.inputs import reachable
+
+    allowed = reachable(eq)
+    decode = eq.evaluate(
+        **{k: v for k, v in kw.items() if k in allowed or k in KEEP}, batch_size=batch
+    )
+    rho = kw["input_output_ratio"].to("").m
+    per_token = derivations.get("prefill_flops_per_token").evaluate(
+        **{**_only("prefill_flops_per_token", kw), "context_length": row.input_tokens / PER_REQUEST}
+    )
+    prefill = rho * per_token * ONE_TOKEN_PER_STEP * batch / (kw["n_chips"] * kw["flops"])
+    return float((prefill / (prefill + decode)).to("").m)
+
+
+def _offline_prefill(presets: Presets, rows) -> dict:
+    """How much of the offline bounds is prefill: the median share over the offline rows with a
+    measured rate, its least and greatest, and the row where it is greatest."""
+    offline = [
+        r for r in rows if r.scenario == "offline" and r.efficiency is not None and not derived(r)
+    ]
+    shares = {r.id: prefill_share(r, presets) for r in offline}
+    top = max(offline, key=lambda r: shares[r.id])
+    median = float(np.median(list(shares.values())))
+    return {
+        "mostly": median > 0.5,
+        "median": spoken_pct(median),
+        "low": spoken_pct(min(shares.values())),
+        "high": spoken_pct(shares[top.id]),
+        "high_model": presets.get("model", top.preset.model).name,
+    }
+
+
 def context(presets: Presets) -> dict:
     rows = validate(presets)
     bands = summary(rows)
@@ -1278,6 +1324,10 @@ def context(presets: Presets) -> dict:
             "round": f"{number(float(format(100 * b['median'], '.1e')), 2)}%",
             "low": pct(b["low"]),
             "high": pct(b["high"]),
+            # every row, the least to the greatest, beside the middle 80%
+            "span": span(effs),
+            "least": spoken_pct(min(effs)),
+            "most": spoken_pct(max(effs)),
             "count": str(b["count"]),
         }
 
@@ -1324,6 +1374,14 @@ def context(presets: Presets) -> dict:
         ],
         "above_count": str(len(above)),
         "example": _example(presets, rows),
+        "offline_prefill": _offline_prefill(presets, rows),
+        # the worked offline row is the closest of all offline rows to its bound
+        "example_best": by_id[EXAMPLE].efficiency
+        == max(
+            r.efficiency
+            for r in rows
+            if r.scenario == "offline" and r.efficiency is not None and not derived(r)
+        ),
         "worked_prediction": _worked_prediction(presets, rows),
         "worked_tpot": _worked_tpot(presets, rows),
         "sensitivity": sens,
