@@ -2253,7 +2253,7 @@ def measured_vs_bound(presets: Presets) -> Figure:
 
     def column(r) -> str:
         """A row's column: its scenario, training split by the format of the peak it is held
-        against (an FP8 peak is twice a BF16 one, an FP4 peak twice again: never pooled)."""
+        against (a narrower format has a higher peak, an FP8 one twice BF16's: never pooled)."""
         fmt = r.preset.get("activations", r.preset.get("weights", "bf16"))
         return f"training_{fmt}" if r.scenario == "training" else r.scenario
 
