@@ -10,22 +10,15 @@ from book.checker import answer_spec, check
 from book.problem_bank.overtraining import estimate_pretraining_compute
 from book.problem_bank.validation import training_days
 from book.problems import authored
+from tests.book.printed import figure
 from units.presets import load
 
 SEEDS = range(40)
-SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 
 
 @cache
 def presets():
     return load()
-
-
-def _number(text: str) -> float:
-    """'70.6', '4,096' or '5 × 10¹²' as a float."""
-    mantissa, _, power = text.partition(" × 10")
-    value = float(mantissa.replace(",", "") or 1)
-    return value * 10 ** int(power.translate(SUPERSCRIPT)) if power else value
 
 
 NUMBER = r"([\d.,]+(?: × 10[⁰¹²³⁴⁵⁶⁷⁸⁹]+)?)"
@@ -36,7 +29,7 @@ def _active(text: str) -> float:
     found = re.search(NUMBER + r" B parameters active per token", text) or re.search(
         r"\(" + NUMBER + r" B parameters", text
     )
-    return _number(found.group(1)) * 1e9
+    return figure(found.group(1)) * 1e9
 
 
 def test_the_compute_optimal_model_of_the_same_flops_is_the_square_root_of_n_d_over_20():
@@ -45,7 +38,7 @@ def test_the_compute_optimal_model_of_the_same_flops_is_the_square_root_of_n_d_o
     for seed in SEEDS:
         p = authored(estimate_pretraining_compute, seed, presets())
         n = _active(p.text)
-        d = _number(re.search(r"on " + NUMBER + " tokens", p.text).group(1))
+        d = figure(re.search(r"on " + NUMBER + " tokens", p.text).group(1))
         expected = (n * d / 20) ** 0.5 / 1e9  # billions of parameters
         assert abs(p.answer.to("Gparameter").m / expected - 1) < 0.01, (seed, expected)
         spec = answer_spec(p)
@@ -62,11 +55,11 @@ def test_training_days_come_from_chinchilla_tokens_6nd_and_the_comparable_mfu():
         p = authored(training_days, seed, presets())
         t = p.text
         n = _active(t)
-        times = _number(re.search(r"over-trained " + NUMBER + " times", t).group(1))
-        chips = _number(re.search(r"on " + NUMBER + r" [A-Z]", t).group(1))
+        times = figure(re.search(r"over-trained " + NUMBER + " times", t).group(1))
+        chips = figure(re.search(r"on " + NUMBER + r" [A-Z]", t).group(1))
         flops = re.search(NUMBER + r" ([TP])FLOP/s dense each", t)
-        peak = _number(flops.group(1)) * (1e12 if flops.group(2) == "T" else 1e15)
-        mfu = _number(re.search(NUMBER + r"% \(attention", t).group(1)) / 100
+        peak = figure(flops.group(1)) * (1e12 if flops.group(2) == "T" else 1e15)
+        mfu = figure(re.search(NUMBER + r"% \(attention", t).group(1)) / 100
         days = 6 * n * 20 * n * times / (chips * peak * mfu) / 86400
         assert abs(p.answer.to("day").m / days - 1) < 0.01, (seed, days)
         spec = answer_spec(p)

@@ -7,24 +7,15 @@ from functools import cache
 from book.checker import answer_spec, check
 from book.problem_bank.overtraining import smaller_model_pays_back
 from book.problems import authored
+from tests.book.printed import figure
 from units.presets import load
 
 SEEDS = range(60)
-DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 
 
 @cache
 def presets():
     return load()
-
-
-def _figure(text: str) -> float:
-    """A figure printed as '2,085.43', '1.4 × 10¹³' or '10¹³'."""
-    mantissa, times, power = text.partition("10")
-    if times and power and power[0] in "⁰¹²³⁴⁵⁶⁷⁸⁹":
-        scale = 10 ** int(power.translate(DIGITS))
-        return scale * (float(mantissa.rstrip("× ").replace(",", "")) if mantissa else 1)
-    return float(text.replace(",", ""))
 
 
 def test_smaller_model_pays_back_from_its_printed_figures_keeping_four_figures():
@@ -41,7 +32,7 @@ def test_smaller_model_pays_back_from_its_printed_figures_keeping_four_figures()
             k: float(v.replace(",", "")) for k, v in re.findall(r"\b([EAB]|α|β) = ([\d,.]+\d)", t)
         }
         n1, d1 = (
-            _figure(x)
+            figure(x)
             for x in re.search(
                 r"plans a model with ([\d,.]+) B parameters trained on (.+?) tokens", t
             ).groups()
