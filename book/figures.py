@@ -1084,8 +1084,12 @@ def chinchilla_contours(presets: Presets) -> Figure:
         d_pre / plain.q("pretrain_rl_token_ratio"),
     )
 
-    def bracket(ax, x, low, high, text, side):
-        """A vertical bracket at ``x`` from ``low`` to ``high`` tokens, labelled on ``side``."""
+    short = f"{fit.id.split('_')[0].capitalize()} fit:"  # as the chapter's prose names the fits
+    other_short = f"{other.id.split('_')[0].capitalize()} fit:"
+
+    def bracket(ax, x, low, high, text, side, at=0.5):
+        """A vertical bracket at ``x`` from ``low`` to ``high`` tokens, labelled on ``side`` at
+        the fraction ``at`` of its height (on the log axis)."""
         ax.annotate(
             "",
             (x, low),
@@ -1094,7 +1098,7 @@ def chinchilla_contours(presets: Presets) -> Figure:
         )
         ax.annotate(
             text,
-            (x, np.sqrt(low * high)),
+            (x, low ** (1 - at) * high**at),
             xytext=(-5 if side == "left" else 5, 0),
             textcoords="offset points",
             ha="right" if side == "left" else "left",
@@ -1107,25 +1111,45 @@ def chinchilla_contours(presets: Presets) -> Figure:
     def draw(fig, ax):
         from matplotlib.lines import Line2D
 
-        fig.set_size_inches(7, 5.4)
+        fig.set_size_inches(7, 5.6)
         cs = ax.contour(nn, dd, loss, levels=12, linewidths=0.8, cmap="viridis")
-        ax.clabel(cs, fontsize=7, fmt="%.2f")
+        # matplotlib's own label places, less those it puts so near the top or right frame
+        # that the label is clipped; the rest are labelled there, with the line broken for them
+        edge = 0.12  # decades
+        places = []
+        for text in ax.clabel(cs, fontsize=7, fmt="%.2f", inline=False):
+            x, y = text.get_position()
+            if np.log10(n[-1] / x) >= edge and np.log10(d[-1] / y) >= edge:
+                places.append((x, y))
+            text.remove()
+        ax.clabel(cs, fontsize=7, fmt="%.2f", manual=places)
         ax.contour(nn, dd, loss, levels=[target], linewidths=2.4, colors=[PALETTE[1]])
         ax.loglog(n_star, d_star, color=FOREGROUND, linewidth=2)
         ax.plot(other_n, other_d, color=FOREGROUND, linewidth=0.9, linestyle="-.")
         ax.plot(n, rule_d, color=FOREGROUND, linewidth=1.2, linestyle="--")
         ax.plot([chin_n], [chin_d], "s", color=PALETTE[2])
         ax.plot([frontier], [d_line], "D", color=FOREGROUND)
-        bracket(ax, frontier, d_line, balanced, f"{spoken_number(above.m)}×", "right")
-        left = frontier / 1.9  # beside the first bracket, on the rule's side
-        ax.plot([left, frontier], [at_rule, at_rule], color=PALETTE[3], linewidth=0.8, ls=":")
-        bracket(ax, left, at_rule, balanced, f"{spoken_number(factor.m)}×", "left")
+        bracket(
+            ax,
+            frontier,
+            d_line,
+            balanced,
+            f"{spoken_number(above.m)}×\nthe fit's\noptimum",
+            "right",
+            at=0.35,
+        )
+        # the rule's bracket stands beside the first (their feet are a tenth apart); dotted
+        # rungs carry its foot and top across to the frontier model's size
+        left = frontier / 1.9
+        for level in (at_rule, balanced):
+            ax.plot([left, frontier], [level, level], color=PALETTE[3], linewidth=0.8, ls=":")
+        bracket(ax, left, at_rule, balanced, f"{spoken_number(factor.m)}×\nthe rule", "left")
         ax.plot([best_n], [best_d], "*", color=PALETTE[1], markersize=14, mec=FOREGROUND, zorder=4)
         ax.plot([frontier], [balanced], "o", color=PALETTE[3], markersize=5, zorder=5)
         ax.set_xlim(n[0], n[-1])
         ax.set_ylim(d[0], d[-1])
-        ax.set_xlabel("parameters N")
-        ax.set_ylabel("training tokens D")
+        ax.set_xlabel("active parameters N")
+        ax.set_ylabel("pre-training tokens D")
         handles = [
             Line2D([], [], color=VIRIDIS_MID, linewidth=0.8),
             Line2D([], [], color=FOREGROUND, linewidth=2),
@@ -1133,18 +1157,22 @@ def chinchilla_contours(presets: Presets) -> Figure:
             Line2D([], [], color=FOREGROUND, linewidth=1.2, linestyle="--"),
             Line2D([], [], color=PALETTE[2], marker="s", linestyle=""),
             Line2D([], [], color=PALETTE[3], marker="o", linestyle=""),
+            Line2D([], [], color=FOREGROUND, marker="D", linestyle=""),
             Line2D([], [], color=PALETTE[1], linewidth=2.4),
             Line2D([], [], color=PALETTE[1], marker="*", markersize=12, mec=FOREGROUND, ls=""),
         ]
+        size = spoken(frontier_q.to("Gparameter"))
         labels = [
-            "loss contours (labelled with the loss)",
-            "compute-optimal path (N*, D*) of this fit",
-            "the published Hoffmann fit's path",
-            f"D = {spoken_number(rule.m)} N (the rule of thumb)",
-            "Chinchilla itself",
-            "equal-cost frontier model (over-trained)",
-            f"its loss, {number(target, 4)}",
-            "the cheapest model at that loss",
+            f"{short} loss contours (labelled with the loss)",
+            f"{short} compute-optimal path (N*, D*)",
+            f"published {other_short} compute-optimal path",
+            f"D = {spoken_number(rule.m)} N, the rule of thumb",
+            f"Chinchilla: {spoken(Q_(chin_n, 'parameter').to('Gparameter'))} "
+            f"on {spoken(Q_(chin_d, 'token'))}",
+            f"equal-cost frontier model, {size}",
+            f"{short} optimum for {size}",
+            f"every model at the frontier model's loss, {number(target, 4)}",
+            "the cheapest of those to train, RL and serve",
         ]
         ax.legend(
             handles,

@@ -54,6 +54,53 @@ def context(presets: Presets) -> dict:
         "splits": _splits(presets),
         "counted": {eq: _counted(eq) for eq in COUNTED},
         "arch": _architecture_first(presets),
+        "steeper": _steeper_slope(presets),
+    }
+
+
+STEEPER_SLOPE = 3  # the exercise's case: halving the model needs 2**3, eight times the tokens
+
+
+def _steeper_slope(presets: Presets) -> dict:
+    """The exercise that carries the fixed product to any iso-loss slope e (D as N^-e, tokens
+    served and RL's fixed): pre-training's chip-time goes as N^(1-e), the rest as N, so the
+    cheapest model spends 1/(e-1) of the rest on pre-training. Worked at e = 3, at each fit's
+    local slope at the equal-cost model, and at its slope at the numeric optimum, which returns
+    that optimum's share."""
+    par = {k: v.value for k, v in presets.parameter.items()}
+    frontier = par["frontier_active_params"]
+    plain = Evaluator(presets)
+    d_inf = plain.q("inference_tokens")
+    d_pre = plain.q("balanced_training_tokens")
+    d_rl = d_pre / plain.q("pretrain_rl_token_ratio")
+
+    thirds = 1 / (BILLS - 1)  # the equal thirds: pre-training over serving and RL together
+
+    def share(slope):
+        return said_number(1 / (slope - 1), 2)
+
+    fits = []
+    for f in presets.fit.values():
+        _, size, tokens, _, _ = cheapest_at_loss(presets, f.id, frontier, d_pre, d_inf, d_rl)
+        at_optimum = iso_loss_slope(presets, f.id, Q_(size, "parameter"), Q_(tokens, "token"))
+        local = iso_loss_slope(presets, f.id, frontier, d_pre)
+        fits.append(
+            {
+                "short": f"{f.id.split('_')[0].capitalize()} fit",
+                "slope": said_number(local, 2),
+                "share": share(local),
+                "share_value": 1 / (local - 1),
+                "above_thirds": 1 / (local - 1) > thirds,
+                "slope_opt": said_number(at_optimum, 2),
+                "share_opt_value": 1 / (at_optimum - 1),
+            }
+        )
+    return {
+        "slope": said_number(STEEPER_SLOPE),
+        "tokens": said_number(2**STEEPER_SLOPE),
+        "share": share(STEEPER_SLOPE),
+        "fixed_share": share(FIXED_PRODUCT_SLOPE),
+        "fits": fits,
     }
 
 

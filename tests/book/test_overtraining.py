@@ -119,7 +119,11 @@ def test_chinchilla_figure_draws_both_yardsticks():
     assert "published Hoffmann fit" in fig.svg  # its path beside the refit's
     # E + A/N^a + B/D^b at N0 on SERVED tokens, Epoch's constants: 1.900
     E, A, B, a, b = FITS["epoch_2024"]
-    assert f"its loss, {E + A / N0**a + B / SERVED**b:.4g}" in fig.svg
+    assert f"frontier model's loss, {E + A / N0**a + B / SERVED**b:.4g}" in fig.svg
+    # issue 22 (reader ot19): the diamond the brackets stand on is in the legend, and each
+    # bracket says what it measures against
+    assert "Epoch fit: optimum for 100 B parameters" in fig.svg
+    assert "the rule" in fig.svg and "optimum" in fig.svg
     assert "112 B parameters" in fig.alt  # the cheapest model at that loss, with RL
 
 
@@ -293,3 +297,19 @@ def test_the_calculators_default_to_the_epoch_fit():
     for eq in ("compute_optimal_params", "compute_optimal_tokens", "chinchilla_loss"):
         picker = [p for p in calculator(eq)["pickers"] if p["kind"] == "fit"][0]
         assert picker["selected"] == "epoch_2024", eq
+
+
+@pytest.mark.parametrize("k, fit", list(enumerate(FITS)))
+def test_the_slope_exercise_recovers_each_optimum(ctx, k, fit):
+    # issue 22: the exercise carries the fixed product to any slope e, D ~ N^-e with the served
+    # and RL tokens fixed: d/dN [6 N D + k N] = 0 gives C_pre / C_rest = 1 / (e - 1). At the
+    # numerical optimum's own local slope that must return the optimiser's share (an
+    # independent check of the grid search); at e = 3 it is 1/2, the equal thirds' share.
+    steeper = ctx["steeper"]
+    assert steeper["share"] == "0.5" and steeper["fixed_share"] == "1"
+    f = steeper["fits"][k]
+    share = ctx["against_fits"][k]["train_share_value"]
+    assert f["share_opt_value"] == pytest.approx(share, rel=1e-3)
+    # at the equal-cost model the slope (2.4 Hoffmann, 6.2 Epoch) puts the share on the side of
+    # the thirds the optimum is on
+    assert f["above_thirds"] == (share > 0.5) == (fit == "hoffmann_2022")
