@@ -285,5 +285,13 @@ def chip_name(hw) -> str:
     >>> hardware = load().by_kind["hardware"]
     >>> chip_name(hardware["gb200_nvl72"]), chip_name(hardware["h100_sxm"])
     ('GB200 NVL72', 'H100 SXM')
+
+    A chip known only from the lecture's figures is named as the lecture's:
+
+    >>> chip_name(hardware["rubin"])
+    "the lecture's Rubin"
     """
-    return hw.name.removeprefix("NVIDIA ").replace(" (per GPU)", "")
+    name = hw.name.removeprefix("NVIDIA ").replace(" (per GPU)", "")
+    if getattr(hw, "source", None) == "lecture":
+        return "the lecture's " + name.replace(" (as stated in the lecture)", "")
+    return name

@@ -12,7 +12,7 @@ import pint
 
 import derivations
 from book.context import Evaluator, header, symbol_context
-from book.format import chip_name, context_tokens, number, quantity, said, said_number
+from book.format import chip_name, context_tokens, number, quantity, said, said_number, sentence
 from units import Q_
 from units.presets import Presets
 
@@ -41,7 +41,7 @@ def context(presets: Presets) -> dict:
     dense, sparse = TABLE_MODELS
     drain = {
         hw: {
-            "name": presets.get("hardware", hw).name,
+            "name": sentence(chip_name(presets.get("hardware", hw))),
             "capacity": quantity(presets.get("hardware", hw).hbm_capacity),
             "bandwidth": quantity(presets.get("hardware", hw).hbm_bandwidth),
             "time": Evaluator(presets, hw).text("hbm_drain_time"),
@@ -65,10 +65,12 @@ def context(presets: Presets) -> dict:
             2,
         ),
     }
+    # the exercise's (c): the same model at FP8, and every Llama 3.1 size, cross over together
     same_b = {
-        m: Evaluator(presets, "h100_sxm", m).text("crossover_batch")
+        m: Evaluator(presets, "h100_sxm", m).q("crossover_batch")
         for m in ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
     }
+    fp8 = Evaluator(presets, "h100_sxm", dense, "fp8")
     period = Evaluator(presets).detailed("worst_case_latency")
     return {
         "examples": [_example(presets, *ex) for ex in WORKED_EXAMPLES],
@@ -82,7 +84,12 @@ def context(presets: Presets) -> dict:
         "drain": drain,
         "ridge": ridge,
         "ridge_growth": ridge_growth,
-        "same_b": {presets.get("model", m).name: v for m, v in same_b.items()},
+        "dense_fp8": {
+            "ridge": fp8.text("ridge_intensity"),
+            "crossover": fp8.text("crossover_batch"),
+            "sizes": [presets.get("model", m).name for m in same_b],
+            "sizes_agree": len({round(v.to("sequence").m, 6) for v in same_b.values()}) == 1,
+        },
         "period": quantity(period.inputs["train_period"].value),
         "worst": said(period.value),
         **_sequence_rates(presets),
@@ -209,7 +216,7 @@ def _hardware_table(presets: Presets, model: str) -> dict:
         values = _chip_results(hw, Evaluator(presets, hw.id, model))
         cells = [_cell(u, f) for (_, u), f in zip(columns[:-1], values[:-1], strict=True)]
         cells.append(_cell("cent/Mtoken", values[-1]))
-        rows.append({"id": hw.id, "name": hw.name, "cells": cells})
+        rows.append({"id": hw.id, "name": sentence(chip_name(hw)), "cells": cells})
     headers = [header(name, u) for name, u in columns[:-1]]
     return {"headers": [*headers, f"{columns[-1][0]} (¢ per million tokens)"], "rows": rows}
 

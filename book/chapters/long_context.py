@@ -1036,7 +1036,20 @@ def _cache_verdict(presets: Presets) -> dict:
                 ),
             }
         )
+    # the DRAM row is one DIMM read at its own bandwidth; a host reads many behind one link to
+    # the GPU, which sets the read back. Its ceiling: the break-even with the read back free
+    dram = next(t for t in tiers if t.medium == "DRAM")
+    on_dram = Evaluator(presets, HARDWARE, KV_MODEL, tier=dram.id)
+    free_read = on_dram.q("cache_recompute_cost") / on_dram.q("cache_hold_cost")
+    short = presets.parameter["cache_duration_short"].value
     return {
+        "dram": {
+            "device": dram.name.split(",")[-1].strip(),
+            "bandwidth": said(dram.bandwidth),
+            "free_read": time(free_read),
+            "short_of": free_read < short,  # even a free read back leaves it short of 5 min
+            "short": said(short),
+        },
         "rows": [
             {
                 "medium": t.medium,

@@ -5,6 +5,11 @@ lecture-sourced unless its heading says ``{# not from the lecture #}``; a lectur
 carries ``{{ moment("MM:SS") }}`` (book/lecture.py) at a mark the sources give: a section start
 of the episode or a moment of its timestamped summary (book/lecture_deck.toml). The Exercises are
 the book's own and are not checked.
+
+A link to the start of a lecture part is not a moment when it is repeated on every section of
+that part. A lecture-sourced section inside a part whose sources mark nothing finer says so in
+its heading, ``{# no finer lecture moment #}``, and carries no link: the chapter's head gives
+the part's span, and the part's first section links its start.
 """
 
 import re
@@ -16,6 +21,7 @@ from book.templating import environment
 
 CHAPTERS = site.TEMPLATES / "chapters"
 NOT_FROM_LECTURE = "{# not from the lecture #}"
+NO_FINER = "{# no finer lecture moment #}"
 HEADING = re.compile(r"^(#{2,3}) (.+)$", re.M)
 MOMENT = re.compile(r"""{{\s*moment\(\s*["']([\d:]+)["']""")
 # Chapters another helper is linking in the same pass (issue 22); empty them when they are done.
@@ -35,7 +41,10 @@ def unlinked(text: str) -> list[str]:
     return [
         heading
         for heading, body in sections(text)
-        if heading not in BOOK_OWN and NOT_FROM_LECTURE not in heading and not MOMENT.search(body)
+        if heading not in BOOK_OWN
+        and NOT_FROM_LECTURE not in heading
+        and NO_FINER not in heading
+        and not MOMENT.search(body)
     ]
 
 
@@ -59,6 +68,16 @@ def test_every_lecture_sourced_section_links_to_its_moment(template):
 
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)
+def test_a_section_without_a_finer_moment_links_nothing_and_its_part_is_linked(template):
+    text = template.read_text(encoding="utf-8")
+    marked = [(h, body) for h, body in sections(text) if NO_FINER in h]
+    stale = [h for h, body in marked if MOMENT.search(body)]
+    assert not stale, f"{template.name}: marked {NO_FINER} but linked: {stale}"
+    if marked:  # the part itself is linked somewhere in the chapter
+        assert MOMENT.search(text), f"{template.name}: no lecture moment at all"
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)
 def test_a_chapter_cites_only_moments_the_sources_give(template):
     marks = {lecture.seconds(m) for m in MOMENT.findall(template.read_text(encoding="utf-8"))}
     assert marks <= sourced_marks(), f"{template.name}: {sorted(marks - sourced_marks())}"
@@ -68,6 +87,7 @@ def test_the_check_finds_an_unlinked_section_and_accepts_a_marked_one():
     text = (
         '## Linked\n\n{{ moment("15:16") }}\n\nProse.\n\n### Unlinked\n\nProse.\n\n'
         "## Ours {# not from the lecture #}\n\nProse.\n\n## Exercises\n\nQ.\n"
+        "## Later {# no finer lecture moment #}\n\nProse.\n"
     )
     assert unlinked(text) == ["Unlinked"]
 

@@ -256,3 +256,23 @@ def test_the_corner_column_counts_attention_s_flops(ctx):
     assert _num(rows["Llama 3.1 70B"]["corner"]) == pytest.approx(
         1 / (1 / 1459 - 1 / 53864), rel=0.03
     )
+
+
+def test_the_dram_row_is_one_dimm_and_a_free_read_back_moves_no_verdict():
+    # reader bl18, long-context fault 6: the DRAM tier is one DIMM at its own 38.4 GB/s (JEDEC
+    # DDR5-4800: 4800 MT/s x 8 bytes). A host reads many behind one link, so the read back is the
+    # part one DIMM gets wrong; with it free the break-even is recompute over rent, and the
+    # Llama-style cache still misses the 5-minute lifetime on DRAM.
+    from book.chapters import long_context as lc
+    from book.context import Evaluator
+
+    presets = load()
+    verdict = lc._cache_verdict(presets)
+    assert verdict["dram"]["bandwidth"] == "38.4 GB/s"  # 4800e6 * 8 bytes
+    ev = Evaluator(presets, lc.HARDWARE, lc.KV_MODEL, tier="dram_ddr5")
+    remat, read = ev.q("cache_recompute_cost"), ev.q("cache_readback_cost")
+    free = (remat / ev.q("cache_hold_cost")).to("minute").m
+    paid = ev.q("cache_breakeven_time").to("minute").m
+    assert free == pytest.approx(paid * (remat / (remat - read)).to("").m, rel=1e-9)
+    assert paid < free < 5  # minutes: the short cache lifetime's 5
+    assert verdict["dram"]["short_of"]
