@@ -690,10 +690,10 @@ def shown(expr):
 
 
 def _written_sums() -> frozenset:
-    """The sums of every shown form, printed in their written order."""
-    written = {
-        a for eq in CATALOGUE.values() for _, d, _ in eq.display for a in sp.preorder_traversal(d)
-    }
+    """The sums of every shown form and written right side, printed in their written order."""
+    forms = [d for eq in CATALOGUE.values() for _, d, _ in eq.display]
+    forms += [eq.written for eq in CATALOGUE.values() if eq.written is not None]
+    written = {a for d in forms for a in sp.preorder_traversal(d)}
     return frozenset(a for a in written if isinstance(a, sp.Add))
 
 

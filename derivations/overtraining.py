@@ -284,6 +284,8 @@ register(
         title="The Chinchilla loss law",
         lhs=loss,
         rhs=E_ + A / N**alpha + Bc / (D / D0) ** beta,
+        # the floor, then the parameter term, then the data term, as the papers write it
+        written=sp.Add(E_, A / N**alpha, Bc / D**beta, evaluate=False),
         chapter=CHAPTER,
         source=Source(CHINCHILLA),
         assumptions=(

@@ -326,6 +326,9 @@ def _notation_key() -> str:
         pairs = sorted(
             f"{_srepr(c)}->{_srepr(d)}" for eq in CATALOGUE.values() for c, d, _ in eq.display
         )
+        pairs += sorted(  # written right sides: their sums print in the written order
+            f"{eq.id}:{_srepr(eq.written)}" for eq in CATALOGUE.values() if eq.written is not None
+        )
         constants = sorted(_srepr(c) for c in unit_constants())
         _NOTATION.update(version=version(), key=diskcache.digest(*pairs, "|", *constants))
     return _NOTATION["key"]

@@ -195,3 +195,19 @@ def test_fast_mode_s_speed_is_a_batch_six_and_a_half_times_smaller_on_the_roofli
     # together they bound one sequence well below the roofline's 15,000 tokens/s
     assert _n(f["bound_speed"]) == pytest.approx(1e6 / (319.3 + 645.0), rel=0.02)
     assert _n(f["bound_speed"]) < _n(s["fastest_speed"]) / 10
+
+
+def test_exercise_c_fp8_doubles_the_ridge_and_keeps_the_dense_crossover():
+    # reader bl18: exercise 2(c) listed three identical sizes. Now it asks what FP8 does. By hand
+    # (facts.md, H100 SXM dense): 1,978.9 TFLOP/s FP8 over 3.35 TB/s = 590.7 FLOP/byte; one byte
+    # per weight over 2 FLOP per multiply-add -> 295 sequences, the BF16 crossover (989.4 / 3.35)
+    from book.chapters.batching import context
+
+    ctx = context(load())
+    assert _n(ctx["dense_fp8"]["ridge"]) == pytest.approx(1978.9 / 3.35, rel=1e-3)
+    assert _n(ctx["dense_fp8"]["crossover"]) == pytest.approx(1978.9 / 3.35 / 2, abs=0.5)
+    assert ctx["dense_fp8"]["crossover"] == ctx["dense_crossover"]
+    # the lecture's Rubin and the per-GPU racks are named as prose names them, in tables too
+    names = [d["name"] for d in ctx["drain"].values()]
+    assert "The lecture's Rubin" in names and "GB200 NVL72" in names
+    assert not any("(per GPU)" in r["name"] for r in ctx["hardware_table"]["rows"])
