@@ -96,6 +96,7 @@ def _steeper_slope(presets: Presets) -> dict:
             }
         )
     return {
+        "one": said_number(1),  # the unit in 1/(e - 1) and N^(1-e)
         "slope": said_number(STEEPER_SLOPE),
         "tokens": said_number(2**STEEPER_SLOPE),
         "share": share(STEEPER_SLOPE),

@@ -119,9 +119,10 @@ def test_templates_have_no_hand_typed_numbers(template):
 
 # A symbol a chapter's prose names in $...$ is the one its equations show: "$L$ tokens" beside an
 # equation in $L_{\mathrm{ctx}}$, or "$S$" for the scale-up bandwidth $S_{\mathrm{up}}$, misleads.
-# Allowed besides the notation: names a chapter defines on the spot (g guesses, token i) and the
-# lecture's d_model, glossed where the notation's d is introduced.
-LOCAL_NAMES = {"g", "i", "d_model"}
+# Allowed besides the notation: names a chapter defines on the spot (g guesses, token i, an
+# exercise's iso-loss slope e) and the lecture's d_model, glossed where the notation's d is
+# introduced.
+LOCAL_NAMES = {"g", "i", "e", "d_model"}
 LONE_SYMBOL = re.compile(
     r"(?<!\$)\$([A-Za-z](?:_\{?[\\\w{}]+\}?)?|\\[a-z]+(?:_\{?[\\\w{}]+\}?)?)\$"
 )
