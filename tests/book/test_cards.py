@@ -1214,5 +1214,10 @@ def test_reader_19s_fixes_hold(deck):
     assert kink.startswith("Gemini 2.5 Pro charges 50% more per output token")
     kv = by_id["concept:long_context:kv-from-kink"].back
     assert "80 such layers: 164 kB per token at FP8, about 100 times more" in kv
+    # the GB200 case, moved off the traffic-ratio card to one of its own: by hand, 2 x 8 x 1 /
+    # 18 = 0.89 and 2 x 8 x 2 / 18 = 1.78 (NVLink 900 GB/s over a 50 GB/s port, facts.md)
+    stage = by_id["concept:pipeline:gb200-stage-layers"]
+    assert "18 times slower" in stage.front and stage.back.startswith("Two or more.")
+    assert "take 0.89 times the hand-off's time, two take 1.8 times" in stage.back
     floor = by_id["concept:batching:floor-price"].back
     assert "at 1.1 dollars per million output tokens" in floor  # which price it is 130 times
