@@ -560,12 +560,11 @@ NUMBERS = (
             context_length="32768 token/sequence",
         ),
         "single-user-speed",
-        "What rule sets one user's decode speed at a batch of one, worked for {model}, weights "
-        "and KV cache both at {precision}, which just fits on one {chip} with a single "
-        "sequence of {context} of context?",
+        "At a batch of one, about how fast does one user's decode run for {model} on one "
+        "{chip}, weights and KV cache at {precision}, with {context} of context?",
         # the route, a template on the case's presets: bytes read per token over the bandwidth
-        "The HBM bandwidth over the bytes read per token, since at a batch of one the chip "
-        "waits on memory: every "
+        "At a batch of one the chip waits on memory, so a token takes the bytes it reads over "
+        "the HBM bandwidth: every "
         "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8', figures=2) }}) "
         "plus the sequence's KV cache ({{ n(val('kv_cache_per_sequence', model='llama_3_1_70b', "
         "precision='fp8', context_length='32768 token/sequence').to('GB/sequence').m, 2) }} GB), "
@@ -577,7 +576,12 @@ NUMBERS = (
         dict(hardware="h100_sxm"),
         "hbm-drain",
         "How long does an {chip} take to read its whole HBM once?",
-        "",
+        # the route: which chip's drain time the lecture's round train period stands for
+        "Its {{ n(field('hardware', 'h100_sxm', 'hbm_capacity').to('GB')) }} GB of HBM over "
+        "its {{ n(field('hardware', 'h100_sxm', 'hbm_bandwidth').to('TB/s'), 3) }} TB/s. A GPU "
+        "of the lecture's GB200 NVL72 rack takes about as long "
+        "({{ q('hbm_drain_time', hardware='gb200_nvl72', figures=2) }}); the lecture rounds "
+        "the period of its serving train to {{ param('train_period') }}.",
     ),
 )
 
