@@ -72,7 +72,8 @@ def draw(rng, presets) -> Draw:
         f"dense in {NAMES[precision]} and {quantity(chip.hbm_bandwidth)} of HBM each) to a "
         f"single user, whose context is about {context_tokens(context, 6)} (the KV cache costs "
         f"{quantity(per_kv.to('kB/token'))}). Its log shows {quantity(claimed)} for that user. "
-        "No decode step beats its roofline bound. If the measurement is right, at least how "
+        "No decode step beats its roofline bound (leave attention's FLOPs out). If the "
+        "measurement is right, at least how "
         "many tokens must each step give the user on average? Answer in tokens."
     )
     solution = (
