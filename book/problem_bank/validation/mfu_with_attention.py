@@ -22,9 +22,9 @@ RUNS = (
 )
 NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
 # the answer follows from the figures as printed; attention is about 4% of a token's FLOPs on
-# most runs, so its slips (attention's forward pass only: a third; one product: a half) sit
-# 1.9-2.7% from the answer, and the window must be under half that to tell them apart
-TOLERANCE = 0.009
+# most runs, so its forward-pass-only slip (a third of it) sits 2.5-2.7% from the answer, and
+# the window must be under half that to name it
+TOLERANCE = 0.012
 
 
 def pct(x: float) -> str:
@@ -114,13 +114,9 @@ def draw(rng, presets) -> Draw:
             "You counted attention's forward pass only; the backward pass costs twice as "
             "much again, as for the weights.",
         ),
-        Mistake(
-            with_attention(1 / 2),
-            "You counted one of attention's two products per key, or one FLOP per "
-            "multiply-add: each token's query meets every earlier key for a score and then "
-            "weighs its value, two FLOPs a multiply-add.",
-        ),
     )
+    # (counting one of attention's two products, a half, lands within the window of the
+    # forward-only slip, a third, on most runs: left unnamed, not misnamed)
     # every slip lands twice the window away: a scenario where one falls between is redrawn
     require(
         all(abs((m.value / mfu).to("").m - 1) >= 2 * TOLERANCE for m in mistakes),
