@@ -412,6 +412,7 @@ def test_the_context_at_the_crossover_micro_batch_follows_from_the_statement():
         stages = _figure(r"on (\d+) eight-GPU nodes", text)
         gpus = _figure(r"spread over its node's (\d+) GPUs", text)
         hbm = _figure(r"has ([\d,.]+) GB of HBM", text) * 1e9
+        hbm *= _figure(r"fills at most (\d+)% with weights", text) / 100  # the usable share
         kv = _figure(r"takes ([\d,]+) bytes per token", text)
         micro = _figure(r"micro-batches of ([\d,]+) sequences", text)
         context = (hbm - total / (gpus * stages)) * gpus / (micro * kv)

@@ -29,7 +29,7 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
         size = re.search(r"\(([\d,.]+) ([BT]) parameters\)", t)  # "671 B", "1 T parameters"
         params = float(size.group(1).replace(",", "")) * {"B": 1e9, "T": 1e12}[size.group(2)]
         weights = params * (1 if "in FP8" in t else 2)  # bytes
-        hop = float(re.search(r"a hop costs ([\d.]+) ms", t).group(1)) * 1e-3
+        hop = float(re.search(r"hop between nodes costs ([\d.]+) ms", t).group(1)) * 1e-3
         name = presets().get("hardware", p.choices["hardware"]).name.replace(" (per GPU)", "")
         hbm, bandwidth = (
             float(x)
@@ -49,13 +49,16 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
         if model.get("experts_routed"):
             unread = (1 - model.experts_active / model.experts_routed) ** batch
             assert unread < 1e-3, f"{where}: {unread:.2%} of the experts unread"
-        assert "from the last back to the first" in t, where  # why a hop per stage
+        assert "hands the new token back to the first" in t, where  # why a hop per stage
         answer = read + stages * hop
         assert abs(p.answer.to("s").m / answer - 1) < 1e-9, where
         spec = answer_spec(p)
         assert check(f"{answer * 1e3:.4g} ms", spec)["ok"], where
         verdict = check(f"{read * 1e3:.4g} ms", spec)
         assert not verdict["ok"] and "hops" in verdict["message"], f"{where}: {verdict}"
+        # probC (issue 21): the hops between stages only, the way back forgotten, is wrong too
+        verdict = check(f"{(read + (stages - 1) * hop) * 1e3:.4g} ms", spec)
+        assert not verdict["ok"], f"{where}: one hop fewer accepted"
         whole = math.ceil(weights / (8 * hbm * 1e9))  # the half-HBM rule ignored
         if whole < stages:
             greedy = read + (whole * hop if whole > 1 else 0)

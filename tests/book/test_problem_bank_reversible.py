@@ -101,7 +101,11 @@ def test_fewest_gpus_by_strategy_is_decided_by_the_memory_with_a_clear_winner():
         rate = 0.4 * peak * days * 86400  # FLOP one GPU delivers by the deadline
 
         by_time = {k: f * params * total / rate for k, f in flops.items()}
-        by_memory = {k: (state + b * step) / hbm for k, b in per_token.items()}
+        # probC (issue 21): a run fills at most the stated share of HBM (reader 20: the
+        # winner filled 99.8% of it)
+        fill = _figure(r"of which a run may fill (\d+)%", t) / 100
+        assert fill < 1, where
+        by_memory = {k: (state + b * step) / (fill * hbm) for k, b in per_token.items()}
         bills = {k: math.ceil(max(by_time[k], by_memory[k])) * days * 24 * rent for k in flops}
         ranked = sorted(bills.values())
         assert abs(p.answer.to("USD").m / ranked[0] - 1) < 0.005, f"{where}: {p.answer}"

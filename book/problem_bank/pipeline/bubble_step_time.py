@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -135,9 +135,15 @@ def draw(rng, presets) -> Draw:
                 "ones, so the FLOPs scale with the active parameters.",
             )
         )
-    # a slip within twice the 2% window (adding a small bubble: 1 − bubble² of the answer)
-    # cannot be told from a rounded answer: graded wrong, but not named (reader 15)
-    kept = tuple(m for m in mistakes if abs((m.value / step).to("").m - 1) >= 0.04)
+    # the lesson's slip, the bubble left out, is named twice the 2% window away; adding the
+    # bubble's share instead (1 − bubble² of the answer) lands inside the window or twice it
+    # away: a scenario where either falls between is drawn again, never left unnamed
+    require(abs((busy / step).to("").m - 1) >= 0.04, "the bubble is worth naming")
+    require(
+        all(not 0.02 < abs((m.value / step).to("").m - 1) < 0.04 for m in mistakes),
+        "no slip lands just outside the window",
+    )
+    kept = distinct_mistakes(mistakes, step, 0.02)
     return Draw(
         text=text,
         answer=step,

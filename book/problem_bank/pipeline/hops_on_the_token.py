@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from units import Q_
 
@@ -17,7 +17,8 @@ RACKS = ("gb200_nvl72", "gb300_nvl72")
 STAGES = (2, 3, 4)
 MICRO = (512, 1024, 2048, 4096)
 CONTEXTS = (4096, 8192, 16384)
-HOPS_US = (20, 50, 100)
+HOPS_US = (100, 150, 200)  # a hop of 50 µs or less is under 4% of a ~2 ms step
+TOLERANCE = 0.02
 
 
 def draw(rng, presets) -> Draw:
@@ -51,7 +52,9 @@ def draw(rng, presets) -> Draw:
         .to("ms")
     )
     # the hops must show: leaving them out lands at least twice the 2% window from the answer
-    require((stages * hop / latency).to("").m >= 0.05, "the hops are a visible part of the wait")
+    # ... and so must one hop: counting only the P - 1 hops between stages (forgetting the way
+    # back to the first) lands at least twice the window away, and is named
+    require((hop / latency).to("").m >= 2 * TOLERANCE, "one hop is a visible part of the wait")
     kv_token = used["kv_bytes_per_token"].value.to("kB/token")
     rack_name = chip.name.replace(" (per GPU)", "")
     require(memory > compute, "the reads bind: attention's FLOPs, not given, never set the step")
@@ -90,6 +93,17 @@ def draw(rng, presets) -> Draw:
             "pass through all of them, so pipelining saves no time.",
         ),
         Mistake(step, "You left out the hops between racks, one per stage."),
+        Mistake(
+            (step + (stages - 1) * hop).to("ms"),
+            f"You counted only the {stages - 1} hop{'s' if stages > 2 else ''} between the "
+            f"stages; the last stage also hands the new token back to the first: {stages} "
+            "hops in all.",
+        ),
+        Mistake(
+            (weights + stages * hop).to("ms"),
+            "You left out the KV cache's reads: each stage reads its layers' cache of the "
+            "micro-batch as well as their weights.",
+        ),
     ]
     total = get("step_time").evaluate(**{**case, "batch_size": stages * micro}).to("ms")
     mistakes.append(
@@ -99,12 +113,11 @@ def draw(rng, presets) -> Draw:
             "a time, and the others are in the other stages.",
         )
     )
-    kept = tuple(m for m in mistakes if abs((m.value / latency).to("").m - 1) > 0.02)
     return Draw(
         text=text,
         answer=latency,
         solution=solution,
-        tolerance=0.02,
-        mistakes=kept,
+        tolerance=TOLERANCE,
+        mistakes=distinct_mistakes(mistakes, latency, TOLERANCE),
         hint="Does cutting the layers into stages make a token's trip through them shorter?",
     )

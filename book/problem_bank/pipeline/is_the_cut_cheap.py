@@ -26,12 +26,14 @@ def _weights(model, chip, presets):
 
 
 def draw(rng, presets) -> Draw:
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # what an engine fills
     options = []
     for m in MODELS:
         for h in CHIPS:
             weights, domain = _weights(presets.get("model", m), presets.get("hardware", h), presets)
             for n in STAGES:
-                if weights > domain and n * domain > weights:  # needs two domains, fits in n
+                # needs two domains; fits in n, each filled to at most the usable share
+                if weights > domain and n * usable * domain > weights:
                     options.append((m, h, n))
     model_id, hardware, n = rng.choice(options)
     stages = Q_(n, "stage")

@@ -58,7 +58,8 @@ def draw(rng, presets) -> Draw:
     kv = (micro * context * kv_token / experts).to("GB")
     total = detail.value.to("GB")
     hbm = chip.hbm_capacity.to("GB")
-    require(total <= hbm, "the weights and the KV cache fit every GPU's HBM")
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # an engine's fill
+    require(total <= usable * hbm, "the weights and the KV cache fit what an engine fills")
     # the real regime of one micro-batch's step on one GPU: the crossover leaves the KV out
     weight_read = (weights / bandwidth).to("ms")
     multiplies = (
@@ -107,7 +108,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(_time(kv_read), 3)}. At this context the KV reads bind; the memory per GPU "
         "does not depend on which side does.",
         f"In all {quantity(weights)} + {quantity(kv)} = **{quantity(total, 3)}** per GPU, "
-        f"against {quantity(hbm)} of HBM.",
+        f"within the {number(100 * usable)}% of its {quantity(hbm)} of HBM an engine fills.",
     )
     in_flight = (
         "You multiplied the KV cache by the number of micro-batches in flight, but each "
@@ -127,14 +128,19 @@ def draw(rng, presets) -> Draw:
             "micro-batches in flight, so the KV per GPU does not shrink.",
         ),
         Mistake((weights + 2 * kv).to("GB"), doubled),
-        Mistake(
-            (2 * weights + kv).to("GB"),
-            "An FP8 weight takes one byte, not two.",
+        Mistake(  # two bytes a weight double the weights' read, so the crossover batch too
+            (2 * (weights + kv)).to("GB"),
+            "An FP8 weight takes one byte, not two (two bytes double the weights and, through "
+            "the crossover batch, the KV cache).",
         ),
     )
-    # a slip within twice the window cannot be told from a rounded answer (the one-byte
-    # weights are a few % of a long context's total): it is graded wrong, but not named
-    mistakes = tuple(m for m in mistakes if abs((m.value / total).to("").m - 1) >= 2 * TOLERANCE)
+    # the lesson's slips (the cache scaled by the stages, either way, or an unhalved
+    # crossover) must each be told from the answer: redraw where the KV cache is too small
+    # a share of the total for any of them to land twice the window away
+    require(
+        all(abs((m.value / total).to("").m - 1) >= 2 * TOLERANCE for m in mistakes),
+        "every slip on the KV term lands twice the window away",
+    )
     require(p != 2, "the in-flight and the unhalved crossover slips differ")
     return Draw(
         text=text,

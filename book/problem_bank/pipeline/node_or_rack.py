@@ -103,6 +103,15 @@ def _believed(options, hop):
     ]
 
 
+def _hops(options, hop, fewer: int):
+    """The options with ``fewer`` hops left out of each pipeline's count (every hop for a
+    large ``fewer``): a student's slip on the hops, rerun through the choice."""
+    return [
+        dict(o, latency=o["read"] + (max(o["stages"] - fewer, 0) * hop if o["stages"] > 1 else 0))
+        for o in options
+    ]
+
+
 def draw(rng, presets) -> Draw:
     while True:  # redraw until there is a real trade, clearly won
         model_id, precision = rng.choice(MODELS)
@@ -134,8 +143,16 @@ def draw(rng, presets) -> Draw:
             [_option(presets, o["hardware"], model_id, precision, hop, share=1) for o in options],
             target,
         )
-        slips = [best["read"], *(g["latency"] for g in greedy[:1])]
+        # and the small slips on the hops (none, or one fewer: only those between stages),
+        # each rerun through the choice: inside the window, or twice it away and named
+        no_hops = _pick(_hops(options, hop, len(options) * 99), target)
+        one_fewer = _pick(_hops(options, hop, 1), target)
+        slips = [g["latency"] for g in (*greedy[:1], *no_hops[:1])]
         told = all(abs((s / best["latency"]).to("").m - 1) > 2 * TOLERANCE for s in slips)
+        told = told and all(
+            not TOLERANCE < abs((g["latency"] / best["latency"]).to("").m - 1) <= 2 * TOLERANCE
+            for g in one_fewer[:1]
+        )
         if margin >= MARGIN and apart and pipelined and told:
             break
     best = feasible[0]
@@ -182,11 +199,9 @@ def draw(rng, presets) -> Draw:
             if moe
             else ""
         )
-        + ": a step reads every weight once, and the batch's KV cache is small beside the "
-        "weights (ignore its reads). A token's time is that read, plus one network hop per "
-        "pipeline stage when there is more than one stage (from stage to stage, and from the "
-        f"last back to the first with the new token); a hop costs {quantity(hop)}. You may "
-        "use eight-GPU "
+        + ": a step reads every weight once; ignore the batch's KV cache, small beside the "
+        f"weights. A network hop between nodes costs {quantity(hop)}, and the last pipeline "
+        "stage hands the new token back to the first. You may use eight-GPU "
         f"nodes of one kind ({node_names}), pipelined over as many nodes as needed, or one "
         f"{_name(rack['chip'])} rack ({rack['domain']:g} GPUs on one NVLink domain). Each "
         "stage may fill at most half of every GPU's HBM with weights, to leave the rest for "
@@ -275,11 +290,19 @@ def draw(rng, presets) -> Draw:
         )
     mistakes.append(  # listed before the whole-HBM slip: the likelier of two that agree
         Mistake(
-            best["read"],
+            no_hops[0]["latency"],
             "You left out the hops: a token crosses one per stage, "
             f"{best['stages']} × {quantity(hop)}.",
         )
     )
+    if one_fewer:
+        mistakes.append(
+            Mistake(
+                one_fewer[0]["latency"],
+                "You counted only the hops between stages; the last stage also hands the new "
+                f"token back to the first: {best['stages']} hops for {best['stages']} stages.",
+            )
+        )
     if greedy:
         mistakes.append(
             Mistake(

@@ -9,7 +9,7 @@ from derivations import get
 from units import Q_
 
 KIND = "multi"
-TITLE = "Does a training shard fit on one GPU?"
+TITLE = "Training memory per GPU: a sharded state beside recomputed activations"
 USES = (
     "training_state_memory",
     "layer_activation_bytes",
@@ -79,7 +79,8 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
     per_param = (state / model.params_total).to("byte/parameter")
     full = get("full_activation_memory").evaluate(**gated).to("GB")
     hbm = chip.hbm_capacity.to("GB")
-    verdict = "fits in" if total <= hbm else "does not fit in"
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # what a run may fill
+    verdict = "fits within" if total <= usable * hbm else "does not fit within"
     moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
         f"{quantity(model.params_total)}, {quantity(model.params_active)} active per token"
@@ -121,7 +122,8 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
         f"{context_tokens(context, 5)} = {quantity(working)}, on top of the stored inputs.",
         f"In all {quantity(state_share)} + {quantity(acts)} + {quantity(working)} = "
         f"**{quantity(total, 3)}** per GPU, "
-        f"which {verdict} the {quantity(hbm)} of one {chip.name}.",
+        f"which {verdict} the {number(100 * usable)}% of one {chip.name}'s {quantity(hbm)} "
+        "a run may fill (the rest goes to the runtime and communication buffers).",
     )
     mistakes = [
         Mistake(

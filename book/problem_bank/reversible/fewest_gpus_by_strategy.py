@@ -115,14 +115,17 @@ def _figures(presets, model_id, hardware):
     )
 
 
-def _options(f, hardware, step, total, deadline):
-    """Each strategy's activations per step, FLOPs and GPUs (for memory, for the deadline)."""
+def _options(f, hardware, step, total, deadline, fill, **slip):
+    """Each strategy's activations per step, FLOPs and GPUs (for memory, for the deadline),
+    each GPU filled to at most ``fill`` of its HBM. ``slip`` replaces a figure of ``f``
+    (``per_token``, ``flops``, ``state``): a student's slip, rerun through the whole choice."""
+    f = {**f, **slip}
     rate = (f["peak"] * MFU).to("FLOP/s")
     out = {}
     for key in NAMES:
         acts = (f["per_token"][key] * step).to("TB")
         flops = (f["flops"][key] * total).to("FLOP")
-        by_memory = ((f["state"] + acts) / f["hbm"]).to("").m
+        by_memory = ((f["state"] + acts) / (fill * f["hbm"])).to("").m
         by_time = (flops / (rate * deadline)).to("").m
         gpus = math.ceil(max(by_memory, by_time))
         out[key] = dict(
@@ -136,6 +139,11 @@ def _options(f, hardware, step, total, deadline):
             bill=_bill(gpus, deadline, hardware),
         )
     return out
+
+
+def _cheapest(options):
+    """The bill of the option that needs the fewest GPUs."""
+    return min(options.values(), key=lambda o: o["gpus"])["bill"]
 
 
 def _millions(q) -> str:
@@ -160,6 +168,7 @@ def draw(rng, presets) -> Draw:
     # storing everything wins in a narrow band (memory binds it, yet by less than the third
     # more FLOPs the recompute costs): pick the winner first, so both lessons are drawn
     winner = rng.choice(("store", "reversible"))
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # what a run may fill
     known: dict = {}
     while True:  # until storing everything is held back by its memory, and the winner is
         # clearly cheapest (checkpointing never is: more memory and more FLOPs than reversible)
@@ -171,7 +180,7 @@ def draw(rng, presets) -> Draw:
         if (model_id, hardware) not in known:
             known[model_id, hardware] = _figures(presets, model_id, hardware)
         figures = known[model_id, hardware]
-        options = _options(figures, hardware, step, total, deadline)
+        options = _options(figures, hardware, step, total, deadline, usable)
         store = options["store"]
         ranked = sorted(options.values(), key=lambda o: o["gpus"])
         best, runner_up = ranked[0], ranked[1]
@@ -193,18 +202,16 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You must pre-train {model.name} ({quantity(shown(model.params_total.to('Gparam')))}; "
         f"{layers} layers, residual width {d:,}) on {quantity(total)} within "
-        f"{quantity(deadline)}, renting {chip.name} GPUs ({quantity(f['hbm'])} of HBM, "
-        f"{quantity(f['peak'])} dense at BF16) at {quantity(price)} for the whole "
-        f"{quantity(deadline)}, whenever the run ends. The GPUs sustain {number(100 * MFU)}% of "
-        "peak on every FLOP they execute, recompute included. Each step trains on "
-        f"{number(sequences)} sequences of {context_tokens(Q_(CONTEXT, 'token/sequence'))} "
-        f"({quantity(step, 4)}), all in flight at once (your trainer has no gradient "
-        "accumulation, so a step cannot run as micro-batches one after another). The step's "
-        "tokens are spread evenly over the GPUs: a sequence may be split across several of "
-        "them (sequence parallelism), so count a GPU's share in tokens, not whole sequences. "
-        "The "
-        "mixed-precision Adam state (BF16 weights and gradients, FP32 master weights and "
-        "two moments) is sharded over all of them. Ignore attention's "
+        f"{quantity(deadline)}, renting {chip.name} GPUs ({quantity(f['hbm'])} of HBM, of "
+        f"which a run may fill {number(100 * usable)}%; {quantity(f['peak'])} dense at BF16) "
+        f"at {quantity(price)} for the whole {quantity(deadline)}, whenever the run ends. The "
+        f"GPUs sustain {number(100 * MFU)}% of peak on every FLOP they execute, recompute "
+        f"included. Each step trains on {number(sequences)} sequences of "
+        f"{context_tokens(Q_(CONTEXT, 'token/sequence'))} ({quantity(step, 4)}), all in "
+        "flight at once (no gradient accumulation), its tokens spread evenly over the GPUs "
+        "(a sequence may be split across several). The mixed-precision Adam state (BF16 "
+        "weights and gradients, FP32 master weights and two moments) is sharded over all of "
+        "them. Ignore attention's "
         "FLOPs; its scores are recomputed, never stored. Activations are BF16; a layer's "
         "internals (everything its backward pass needs) come "
         f"to about {quantity(f['factor'])} of residual stream per token for this gated "
@@ -224,7 +231,9 @@ def draw(rng, presets) -> Draw:
     accumulated = math.ceil(store["by_time"])
     # with accumulation, a micro-batch of one sequence split over at most SPLIT GPUs fits
     one_sequence = (f["per_token"]["store"] * Q_(CONTEXT, "token")).to("GB")
-    require(f["state"] / accumulated + one_sequence / SPLIT <= f["hbm"], "a micro-batch fits")
+    require(
+        f["state"] / accumulated + one_sequence / SPLIT <= usable * f["hbm"], "a micro-batch fits"
+    )
     k = segments(layers)
     long_segment = math.ceil(layers / k)
     solution = (
@@ -248,7 +257,8 @@ def draw(rng, presets) -> Draw:
         f"to rebuild a segment's inputs and once for each layer's internals "
         f"({number(f['twice'])}).",
         "Each option needs enough GPUs for its memory (state plus a step's activations over "
-        "one GPU's HBM) and for the deadline (its FLOPs over a GPU's "
+        f"the {number(100 * usable)}% of a GPU's {quantity(f['hbm'])} a run may fill, "
+        f"{quantity(usable * f['hbm'])}) and for the deadline (its FLOPs over a GPU's "
         f"{number(100 * MFU)}% of peak for {quantity(deadline)}), each rounded up; the larger "
         f"binds, and the bill is GPUs × {quantity(deadline)} × {quantity(price)}.",
         *lines,
@@ -284,29 +294,47 @@ def draw(rng, presets) -> Draw:
             "less. Check both limits, memory and deadline, for every option.",
         ),
     ]
+    args = (figures, hardware, step, total, deadline)
+    # the FLOPs of a free rebuild: reversible layers at the six FLOPs of plain backpropagation
+    free = _cheapest(
+        _options(*args, usable, flops={**f["flops"], "reversible": f["flops"]["store"]})
+    )
     if best["key"] == "reversible":
-        rev = options["reversible"]
-        free = math.ceil(max(rev["by_memory"], rev["by_time"] * f["train"] / f["revnet"]))
         mistakes.append(
             Mistake(
-                _bill(free, deadline, hardware),
+                free,
                 f"You counted {number(f['train'])} FLOP per parameter per token for the "
                 "reversible network, as if rebuilding each layer's input were free: it runs "
                 f"each layer forward once more, {number(f['revnet'])}.",
             )
         )
-    inputs_only = math.ceil(
-        max(
-            ((f["state"] + layers * f["layer"] * step) / f["hbm"]).to("").m,
-            store["by_time"],
+    inputs_only = {**f["per_token"], "store": layers * f["layer"]}
+    mistakes.append(
+        Mistake(
+            _cheapest(_options(*args, usable, per_token=inputs_only)),
+            f"Storing everything keeps every layer's internals, about {quantity(f['factor'])}, "
+            f"not only its input ({quantity(f['per_value'])}).",
         )
     )
     mistakes.append(
         Mistake(
-            _bill(inputs_only, deadline, hardware),
-            f"Storing everything keeps every layer's internals, about {quantity(f['factor'])}, "
-            f"not only its input ({quantity(f['per_value'])}).",
+            _cheapest(_options(*args, 1.0)),
+            f"You filled each GPU's whole {quantity(f['hbm'])}; a run may fill "
+            f"{number(100 * usable)}% of it.",
         )
+    )
+    stateless = _cheapest(_options(*args, usable, state=0 * f["state"]))
+    mistakes.append(
+        Mistake(
+            stateless,
+            f"You left out the training state, {quantity(f['state'])}: the GPUs hold it beside "
+            "the activations.",
+        )
+    )
+    # every slip, rerun through the choice, lands inside the window or twice it away
+    require(
+        all(not TOLERANCE < abs((m.value / answer).to("").m - 1) < 2 * TOLERANCE for m in mistakes),
+        "no slip lands just outside the window",
     )
     return Draw(
         text=text,

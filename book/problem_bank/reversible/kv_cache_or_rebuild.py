@@ -78,7 +78,8 @@ def draw(rng, presets) -> Draw:
     # the fewest GPUs of a server whose HBM holds the BF16 weights and the context's cache:
     # the model is split over them, and FLOP rate and bandwidth both scale with their number
     held = (weight_bytes(f) + kv * context).to("GB")
-    gpus = next((n for n in GPUS if n * f["hbm_capacity"] >= held), None)
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # what an engine fills
+    gpus = next((n for n in GPUS if n * usable * f["hbm_capacity"] >= held), None)
     require(gpus is not None, "the weights and the cache fit one server")
     one_flops = shown(f["flops"].to("TFLOP/s"), 4)  # as flop_rate prints it
     one_bandwidth = shown(f["mem_bandwidth"].to("TB/s"), 3)

@@ -39,7 +39,8 @@ def draw(rng, presets) -> Draw:
     shardings = [n for n in SHARDS if low <= (state / n / hbm).to("").m <= high]
     require(bool(shardings), "some sharding leaves the state a real share of the HBM")
     shards = rng.choice(shardings)
-    room = (hbm - state / shards).to("GB")
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # what a run may fill
+    room = (usable * hbm - state / shards).to("GB")
     unit = Q_(1024, "token/sequence")  # everything is linear in the context: evaluate at 1K
     one = Q_(1, "sequence")
     case = dict(
@@ -79,7 +80,8 @@ def draw(rng, presets) -> Draw:
     )  # one token's, held
     text = (
         f"You train {model.name} ({quantity(params)}, {layers} layers, residual width "
-        f"{d:,}) on one long sequence per GPU on {chip.name} GPUs ({quantity(hbm)} of HBM), "
+        f"{d:,}) on one long sequence per GPU on {chip.name} GPUs ({quantity(hbm)} of HBM, "
+        f"of which a run may fill {number(100 * usable)}%), "
         "with its mixed-precision Adam state (BF16 weights and gradients, FP32 master "
         f"weights and two FP32 moments: {quantity(per_param)}) {state_words}. Activations "
         "are BF16; attention's scores are recomputed, never stored; the logits and other "
@@ -89,15 +91,17 @@ def draw(rng, presets) -> Draw:
         f"differentiated, about {quantity(stored)} of residual stream per token for this gated "
         "layer. A reversible version would hold only the last layer's output and that one "
         "layer's internals. How many times longer a sequence would the reversible version fit "
-        "in the HBM the state leaves free? (Work out both lengths; answer their ratio.)"
+        "in the memory the state leaves free? (Work out both lengths; answer their ratio.)"
     )
     solution = (
         f"State: {quantity(per_param)} × {quantity(params)} = "
         f"{quantity(state)}; "
         + (
-            f"unsharded it leaves {quantity(room)} of each GPU."
+            f"unsharded it leaves {quantity(room)} of the {number(100 * usable)}% of each "
+            "GPU's HBM a run may fill."
             if shards == 1
-            else f"1/{shards} per GPU leaves {quantity(room)}."
+            else f"1/{shards} per GPU leaves {quantity(room)} of the {number(100 * usable)}% "
+            "of its HBM a run may fill."
         ),
         f"A layer's input is {int(d):,} values × {quantity(per_value)} = "
         f"{quantity(per_layer)}. Checkpointing holds $2\\sqrt{{{layers}}} - 1$ ≈ {number(held, 3)} "

@@ -66,9 +66,9 @@ def draw(rng, presets) -> Draw:
         "layer's input is rebuilt once from its output, and nothing else is recomputed. A "
         "pilot of the same run reports a model FLOPs utilisation (MFU) of "
         f"{number(100 * mfu)}% of the BF16 peak. Ignoring attention FLOPs, how many days does "
-        "the rebuilding add to the run, against the same run without it (had its activations "
-        "fit) at the same share of peak on every FLOP the GPUs execute, the same hardware "
-        "FLOPs utilisation (HFU)? Answer in days."
+        "the rebuilding add to the run, against the same run without the rebuild (had its "
+        "activations fit) at the same hardware FLOPs utilisation (HFU: the share of peak on "
+        "every FLOP the GPUs execute)? Answer in days."
     )
     solution = (
         f"MFU counts the model's own FLOPs: {trn} per active parameter per token, forward and "

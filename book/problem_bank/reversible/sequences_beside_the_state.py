@@ -44,6 +44,7 @@ def _size(q) -> str:
 
 
 def draw(rng, presets) -> Draw:
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # what a run may fill
     while True:  # redraw until the count is clear of a whole number and the state matters
         model_id, hardware = rng.choice(MODELS), rng.choice(CHIPS)
         shards, context = rng.choice(SHARDS), Q_(rng.choice(CONTEXTS), "token/sequence")
@@ -61,10 +62,11 @@ def draw(rng, presets) -> Draw:
             batch_size=one, n_layers=Q_(1, "layer"), activation_bytes_factor=factor, **case
         )
         buffer = buffer.value.to("GB")
-        room = (chip.hbm_capacity - state / shards).to("GB")
+        fill = (usable * chip.hbm_capacity).to("GB")
+        room = (fill - state / shards).to("GB")
         per_seq = (rev + buffer).to("GB")
         fit = (room / per_seq).to("").m
-        stateless = (chip.hbm_capacity / per_seq).to("").m
+        stateless = (fill / per_seq).to("").m
         if (
             FEWEST <= fit <= MOST
             and clear_of_rounding(fit, EDGE)
@@ -86,21 +88,22 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You train a reversible version of {model.name} ({quantity(model.params_total)}, "
         f"residual width {int(d):,}, {model.layers} layers) with BF16 activations on "
-        f"{chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM each). The mixed-precision "
+        f"{chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM each, of which a run may fill "
+        f"{number(100 * usable)}%). The mixed-precision "
         "Adam state (BF16 weights and gradients, FP32 master weights and two moments) is "
         f"sharded evenly over {shards} GPUs. The backward pass rebuilds each layer's input "
         "from its output, and while it works on a layer it holds that layer's internals, "
         f"about {number(factor.m)} bytes for every residual value of every token for this gated "
-        "layer. How many "
-        f"tokens can each GPU train on at once, in whole sequences of "
-        f"{context_tokens(context, 5)} (attention's "
-        "scores are recomputed, never stored; the loss is computed in chunks; other buffers "
-        "left out)?"
+        "layer. Attention's scores are recomputed, never stored; the loss is computed in "
+        "chunks; other buffers are left out. Each GPU takes whole sequences of "
+        f"{context_tokens(context, 5)}: how many tokens can it train on at once? Answer in "
+        "tokens."
     )
     solution = (
         f"State: {quantity(per_param)} (BF16 weight and gradient, FP32 master weight and two "
         f"moments) × {quantity(model.params_total)} = {quantity(state)}; 1/{shards} per GPU "
-        f"leaves {quantity(room)} of the {quantity(chip.hbm_capacity)}.",
+        f"leaves {quantity(room)} of the {number(100 * usable)}% of "
+        f"{quantity(chip.hbm_capacity)} a run may fill, {quantity(fill)}.",
         f"A reversible network keeps only the last layer's output: {context_tokens(context, 5)} "
         f"× {int(d):,} values × {quantity(per_value)} = {_size(rev)} per sequence, whatever "
         "the depth.",
@@ -119,11 +122,16 @@ def draw(rng, presets) -> Draw:
             "at a time, with all its internals.",
         ),
         Mistake(
-            tokens(math.floor((chip.hbm_capacity / per_seq).to("").m)),
+            tokens(math.floor((fill / per_seq).to("").m)),
             "You forgot the GPU's share of the training state.",
         ),
+        Mistake(
+            tokens(math.floor(((chip.hbm_capacity - state / shards) / per_seq).to("").m)),
+            f"You filled the whole {quantity(chip.hbm_capacity)}; a run may fill "
+            f"{number(100 * usable)}% of it.",
+        ),
     ]
-    left = chip.hbm_capacity - state * (weight / per_param) / shards
+    left = fill - state * (weight / per_param) / shards
     mistakes.append(
         Mistake(
             tokens(math.floor((left / per_seq).to("").m)),

@@ -158,9 +158,15 @@ def draw(rng, presets) -> Draw:
         "down, a larger model's bigger matrices lift it), so treat a margin of a few tens of "
         "percent as the real resolution.",
     )
+
+    def cheapest(mfu_scale):
+        """The least bill had each option's MFU been scaled by ``mfu_scale(option)``: a slip
+        rerun through the choice."""
+        return min(o["cost"] / mfu_scale(o) for o in options)
+
     candidates = [
         (
-            best["cost"] * best["mfu"].m,
+            cheapest(lambda o: 1 / o["mfu"].m),
             "You assumed the chips run at peak; carry each published MFU over.",
         ),
     ]
@@ -171,13 +177,21 @@ def draw(rng, presets) -> Draw:
                 "You counted every parameter; a token passes through only the active ones.",
             )
         )
-    old = presets.get("model", best["run"].model)
-    if old.get("experts_routed") is not None and best["measured"] is not None:
+
+    def sparsity(o) -> float:
+        """Total over active parameters of an option's published model, where its MFU is
+        backed out of a rate (a stated MFU has no count to slip)."""
+        old = presets.get("model", o["run"].model)
+        if old.get("experts_routed") is None or o["measured"] is None:
+            return 1.0
+        return (old.params_total / old.params_active).to("").m
+
+    if any(sparsity(o) > 1 for o in options):
         candidates.append(
             (
-                best["cost"] / (old.params_total / old.params_active).to("").m,
-                f"You counted all of {old.name}'s parameters when backing out its MFU; a token "
-                "passes through only the active ones.",
+                cheapest(sparsity),
+                "You counted all of a mixture of experts' parameters when backing out its "
+                "published run's MFU; a token passes through only the active ones.",
             )
         )
     candidates.append(
@@ -192,6 +206,14 @@ def draw(rng, presets) -> Draw:
             options[1]["cost"],
             "That is the runner-up's bill; compare every option's GPU-hours times its rent.",
         )
+    )
+    # every slip, rerun through the choice: inside the window, or twice it away and named
+    require(
+        all(
+            not TOLERANCE < abs((v / best["cost"]).to("").m - 1) < 2 * TOLERANCE
+            for v, _ in candidates
+        ),
+        "no slip lands just outside the window",
     )
     mistakes = distinct_mistakes(
         [Mistake(v, why) for v, why in candidates], best["cost"], TOLERANCE

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from derivations.notation import decode_tokens_per_sequence
 from units import Q_
@@ -19,9 +19,10 @@ SETUPS = (
     ("llama_3_1_8b", "h100_sxm", 1, "bf16"),
     ("llama_3_1_405b", "h200", 8, "fp8"),
 )
-CONTEXTS = (1024, 4096, 16_384)
+CONTEXTS = (16_384, 32_768, 65_536)  # long enough that the cache is a real share of the reads
 BEYOND = (1.5, 1.8, 2.2, 2.6, 3.1)  # how far the claimed speed sits above the bound
 NAMES = {"bf16": "BF16", "fp8": "FP8"}
+TOLERANCE = 0.03
 ONE_TOKEN = decode_tokens_per_sequence.value  # what a step gives each sequence, by the bound
 
 
@@ -59,7 +60,8 @@ def draw(rng, presets) -> Draw:
     per_kv = get("kv_bytes_per_token").evaluate(model=name, precision=precision, presets=presets)
     # the deployment holds what its step reads: the weights and the user's cache
     held = (weights + kv) * chips * chip.hbm_bandwidth
-    require(held <= chips * chip.hbm_capacity, "the weights and the cache fit the GPUs' HBM")
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # what an engine fills
+    require(held <= usable * chips * chip.hbm_capacity, "the weights and the cache fit")
 
     require(draft_compute < step, "the drafted tokens' multiplies stay under the reads")
     gpus = "one" if chips == 1 else number(chips)
@@ -70,10 +72,9 @@ def draw(rng, presets) -> Draw:
         f"dense in {NAMES[precision]} and {quantity(chip.hbm_bandwidth)} of HBM each) to a "
         f"single user, whose context is about {context_tokens(context, 6)} (the KV cache costs "
         f"{quantity(per_kv.to('kB/token'))}). Its log shows {quantity(claimed)} for that user. "
-        "The roofline says no decode step can beat its memory reads (the weights and the "
-        "cache; the multiplies, attention's included, are far quicker at batch one). If the "
-        "measurement is right, at least how many tokens must each step give the user on "
-        "average? Answer in tokens (per step)."
+        "No decode step beats its roofline bound (leave attention's FLOPs out). If the "
+        "measurement is right, at least how "
+        "many tokens must each step give the user on average? Answer in tokens."
     )
     solution = (
         f"At batch one a step reads every weight, {_t(weights)} at the bandwidth of "
@@ -108,15 +109,21 @@ def draw(rng, presets) -> Draw:
             (ONE_TOKEN * user).to("token"),
             "One token per step is what the bound assumes; the measurement needs more.",
         ),
+        (
+            (claimed * weights * user).to("token"),
+            "You left out the reads of the user's KV cache: a step reads it beside the weights.",
+        ),
     )
-    mistakes: list[Mistake] = []
-    for value, why in candidates:
-        if value is None:
-            continue
-        if all(
-            abs((value / o).to("").m - 1) > 0.05 for o in [per_step, *(m.value for m in mistakes)]
-        ):
-            mistakes.append(Mistake(value, why))
+    # every slip, the whole chain rerun: inside the window, or twice it away and named
+    require(
+        all(
+            not TOLERANCE < abs((value / per_step).to("").m - 1) < 2 * TOLERANCE
+            for value, _ in candidates
+            if value is not None
+        ),
+        "no slip lands just outside the window",
+    )
+    mistakes = [Mistake(value, why) for value, why in candidates if value is not None]
     return Draw(
         hint=(
             "First find the shortest a step can be at batch one; then ask what the logged "
@@ -125,6 +132,6 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=per_step,
         solution=solution,
-        tolerance=0.03,
-        mistakes=tuple(mistakes),
+        tolerance=TOLERANCE,
+        mistakes=distinct_mistakes(mistakes, per_step, TOLERANCE),
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank.validation._mlperf import NO_ATTENTION, cited
 from derivations import get
 from derivations.inputs import reachable
@@ -92,11 +92,14 @@ def _draw(rng, presets) -> Draw:
     measured = (row.throughput_per_chip / Q_(1, "chip")).to("token/s/chip")
 
     per_token = _ev("kv_bytes_per_token", case).to("kB/token")
+    usable = presets.parameter["usable_hbm_share"].value.to("").m  # what an engine fills
+    filled = usable * chip.hbm_capacity
     fit = (
         get("chips_to_fit")
         .solve_for("batch_size")
         .evaluate(
             **{k: v for k, v in case.items() if k in CHOICES or k == "context_length"},
+            hbm_capacity=filled,
             chips_to_fit=Q_(1, "chip"),
         )
         .to("sequence")
@@ -140,7 +143,8 @@ def _draw(rng, presets) -> Draw:
         f"{number(model.n_kv_heads)} KV heads of {number(model.head_dim)} values) with weights "
         f"in {NAMES[row.weights]} and KV cache in {NAMES[row.kv]}, one replica per GPU, at "
         f"{quantity(measured)}. Each GPU has "
-        f"{quantity(chip.hbm_capacity)} of HBM at {quantity(chip.hbm_bandwidth)} and does "
+        f"{quantity(chip.hbm_capacity)} of HBM at {quantity(chip.hbm_bandwidth)} (an engine "
+        f"fills at most {number(100 * usable)}% of it) and does "
         f"{quantity(flops)} dense in {NAMES[compute_precision]}. {allowed}. Requests "
         f"averaged {quantity(output)} of output (the run's own mean: its output tokens per "
         f"second over its samples per second) and {quantity(prompt)} of prompt (the benchmark "
@@ -153,7 +157,8 @@ def _draw(rng, presets) -> Draw:
     solution = (
         f"A sequence's context averages its prompt plus half its output: "
         f"{quantity(context * ONE)}. Its KV cache costs {quantity(per_token)}.",
-        f"Beside the weights, {quantity(chip.hbm_capacity)} holds {quantity(fit)} of that "
+        f"Beside the weights, {number(100 * usable)}% of {quantity(chip.hbm_capacity)} holds "
+        f"{quantity(fit)} of that "
         f"context; the engine allows {quantity(configured)}, so the bound takes "
         f"{quantity(batch)}.",
         f"Memory per step: the weights in {quantity(weights)} and the caches in {quantity(kv)}. "
@@ -214,6 +219,7 @@ def _draw(rng, presets) -> Draw:
                     for k, v in half.items()
                     if k in CHOICES or k in ("context_length", "kv_bytes_per_token")
                 },
+                hbm_capacity=filled,
                 chips_to_fit=Q_(1, "chip"),
             )
         )
@@ -240,11 +246,29 @@ def _draw(rng, presets) -> Draw:
             )
         except ChalkboardError:
             pass
-    mistakes: list[Mistake] = []
-    for value, why in candidates:
-        value = value.to("")
-        if all(abs((value / o).to("").m - 1) > 0.05 for o in [share, *(m.value for m in mistakes)]):
-            mistakes.append(Mistake(value, why))
+    whole = (
+        get("chips_to_fit")
+        .solve_for("batch_size")
+        .evaluate(
+            **{k: v for k, v in case.items() if k in CHOICES or k == "context_length"},
+            chips_to_fit=Q_(1, "chip"),
+        )
+        .to("sequence")
+    )
+    if fit < configured:
+        candidates.append(
+            (
+                measured / _ev("serving_rate_per_chip", case, batch_size=min(whole, configured)),
+                f"You filled the whole {quantity(chip.hbm_capacity)}; an engine fills at most "
+                f"{number(100 * usable)}% of it, so fewer sequences fit.",
+            )
+        )
+    # every slip, the whole chain rerun: inside the window, or twice it away and named
+    require(
+        all(not 0.03 < abs((v / share).to("").m - 1) < 0.06 for v, _ in candidates),
+        "no slip lands just outside the window",
+    )
+    mistakes = distinct_mistakes([Mistake(v.to(""), why) for v, why in candidates], share, 0.03)
     return Draw(
         hint=(
             "Which binds, a step's reads or its multiplies (the prefill it must fit in "

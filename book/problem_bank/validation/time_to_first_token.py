@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from units import Q_
 
@@ -99,13 +99,13 @@ def draw(rng, presets) -> Draw:
             "That is the queueing time's share; the question asks for the prefill's.",
         ),
     ]
-    mistakes: list[Mistake] = []
-    for value, why in candidates:
-        if value is None:
-            continue
-        value = (value / measured).to("")
-        if all(abs((value / o).to("").m - 1) > 0.04 for o in [share, *(m.value for m in mistakes)]):
-            mistakes.append(Mistake(value, why))
+    slips = [Mistake((v / measured).to(""), why) for v, why in candidates if v is not None]
+    # every slip, the whole chain rerun: inside the window, or twice it away and named
+    require(
+        all(not 0.03 < abs((m.value / share).to("").m - 1) < 0.06 for m in slips),
+        "no slip lands just outside the window",
+    )
+    mistakes = distinct_mistakes(slips, share, 0.03)
     return Draw(
         hint=(
             "A prefill is one pass over the prompt: bound either by its multiplies or by one "
