@@ -828,6 +828,9 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     server = presets.by_kind["measurement"].get(rid.replace("offline", "server"))
     # the bound with half the prompt: fewer prompt FLOPs per output token (an exercise's answer)
     half = evaluate(row, presets, input_tokens=row.input_tokens / 2)
+    # the weight read counts the experts the prompt's tokens touch
+    ttft = ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
+    has_ttft = bool(server and server.get("ttft"))
     return {
         "half_prompt": said_number(half.bound.m / result.bound.m, 3),
         "half_prompt_bound": number(half.bound.m),
@@ -847,7 +850,10 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "context": context_tokens(kw["context_length"]),
         "rho": number(rho, 3),
         "prefill": quantity(prefill, 3),
-        "kv_per_token": f"{number(kv_per_token.to('kB/token').m)} kB per token",
+        "kv_per_token": Said(
+            f"{number(kv_per_token.to('kB/token').m)} kB per token",
+            f"{spoken_number(kv_per_token.to('kB/token').m)} kB per token",
+        ),
         "hbm": quantity(presets.get("hardware", row.hardware).hbm_capacity),
         "fit": quantity(fit.to("sequence")),
         "concurrency": quantity(row.concurrency),
@@ -868,10 +874,9 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "flops": quantity(kw["flops"]),
         "bandwidth": quantity(presets.get("hardware", row.hardware).hbm_bandwidth),
         "compute_bound": bool(compute_side > weights + kv),
-        "ttft": quantity(  # the weight read counts the experts the prompt's tokens touch
-            ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
-        ),
-        "ttft_measured": quantity(server.ttft) if server and server.get("ttft") else "—",
+        "ttft": said(ttft),
+        "ttft_measured": said(server.ttft.to("ms")) if has_ttft else "—",
+        "ttft_ratio": said_number((server.ttft / ttft).to("").m, 2) if has_ttft else "—",
     }
 
 
