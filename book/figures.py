@@ -2367,15 +2367,15 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     # a row kept out of the fit is named for why: speculative decoding first (those rows are
     # read off a latency sweep too), then a reading between a sweep's points, then the rest
     apart = {
-        NOT_MODELLED["mtp"]: "kept out: speculative decoding (MTP), acceptance not published",
-        NOT_MODELLED["interpolated"]: "kept out: a latency sweep at a stated speed",
-        NOT_MODELLED["prefix_cache"]: "kept out: prefix caching",
+        NOT_MODELLED["mtp"]: "kept out of the fit: speculative decoding, acceptance unpublished",
+        NOT_MODELLED["interpolated"]: "kept out of the fit: a latency sweep at a stated speed",
+        NOT_MODELLED["prefix_cache"]: "kept out of the fit: prefix caching",
     }
     groups = {
-        "fitted (each forecast by a fit without it)": [
+        "fitted rows, each forecast by a fit without it": [
             i for i, (_, how) in honest.items() if how == "leave-one-out"
         ],
-        "held out (newer than the fit)": [
+        "newest rows (MLPerf v6.0 and v6.1), never fitted": [
             i for i, (_, how) in honest.items() if how.startswith("held")
         ],
     }
@@ -2385,21 +2385,26 @@ def predicted_vs_measured(presets: Presets) -> Figure:
             if why is not None:  # a row with nothing to predict (an MFU alone) is not drawn
                 groups.setdefault(why, []).append(i)
     honest = {i: honest[i] for ids in groups.values() for i in ids}
-    # each row's bound, in the row's own unit: predicted and measured as shares of it
+    # each row's bound, in the row's own unit: predicted and measured as percentages of it
     bound = {r.id: float(r.bound.m) for r in validate(presets) if r.id in honest}
-    share = {i: (honest[i][0] / bound[i], cases[i].measured / bound[i]) for i in honest}
+    share = {i: (100 * honest[i][0] / bound[i], 100 * cases[i].measured / bound[i]) for i in honest}
     # the range the measurements span (none exceeds its bound); a forecast that collapses below
     # it is an arrow at the panel's foot, as the lower panel's misses beyond its range are
-    lo, hi = min(m for _, m in share.values()) / 2, 1.2
+    lo, hi = min(m for _, m in share.values()) / 2, 120
     loo = made["summary"]["leave_one_out"]
 
     low_ratio, high_ratio = 0.2, 5.0  # the residual panel's range: a miss beyond it is clipped
-    held = groups["held out (newer than the fit)"]
+    held = next(ids for label, ids in groups.items() if label.startswith("newest"))
     held_ratios = [honest[i][0] / cases[i].measured for i in held]
     clipped = sum(not low_ratio <= honest[i][0] / cases[i].measured <= high_ratio for i in honest)
+    collapsed = sum(share[i][0] < lo for i in honest)
 
     def draw(fig, ax):
-        fig.set_size_inches(7, 6.4)
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+        from matplotlib.ticker import FuncFormatter
+
+        fig.set_size_inches(7, 7.6)
         grid = fig.add_gridspec(2, 1, height_ratios=(2.4, 1))
         ax.set_subplotspec(grid[0])
         below = fig.add_subplot(grid[1], sharex=ax)
@@ -2423,49 +2428,74 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         below.set_ylim(low_ratio, high_ratio)
         below.set_yticks([0.2, 0.5, 1, 2, 5], ["×0.2", "×0.5", "×1", "×2", "×5"])
         below.minorticks_off()
-        below.set_ylabel("predicted / measured")
-        below.set_xlabel("measured, as a share of the row's bound")
+        below.set_ylabel("forecast ÷ measured")
+        below.set_xlabel("measured throughput, % of the row's roofline bound")
         ax.fill_between(line, line / 1.5, line * 1.5, color=FOREGROUND, alpha=0.08, linewidth=0)
         ax.fill_between(line, line / 1.25, line * 1.25, color=FOREGROUND, alpha=0.12, linewidth=0)
-        ax.plot(line, line, color=FOREGROUND, linewidth=1.4, label="predicted = measured")
+        ax.plot(line, line, color=FOREGROUND, linewidth=1.4)
+        handles = [
+            Line2D([], [], color=FOREGROUND, linewidth=1.4, label="forecast = measurement"),
+            Patch(color=FOREGROUND, alpha=0.2, label="within ×1.25 (dark) and ×1.5 (light)"),
+        ]
         for k, ((label, ids), marker) in enumerate(zip(groups.items(), "osxd^", strict=False)):
             if ids:
                 x = np.array([share[i][1] for i in ids])
                 y = np.array([share[i][0] for i in ids])
                 color = PALETTE[k % len(PALETTE)]
-                ax.scatter(x[y >= lo], y[y >= lo], label=label, marker=marker, s=22, color=color)
+                ax.scatter(x[y >= lo], y[y >= lo], marker=marker, s=22, color=color)
+                handles.append(
+                    Line2D([], [], linestyle="", marker=marker, color=color, label=label)
+                )
                 if (y < lo).any():  # a forecast far below the panel: an arrow at its foot
                     ax.scatter(
                         x[y < lo], np.full((y < lo).sum(), lo * 1.15), marker="v", s=30, color=color
                     )
+        if collapsed:
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    linestyle="",
+                    marker="v",
+                    color="#777777",
+                    label=f"off the scale, at the panel's edge ({collapsed} forecasts collapse)",
+                )
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
+        percent = FuncFormatter(lambda v, _: f"{number(v)}%")
+        for axis in (ax.yaxis, below.xaxis):
+            axis.set_major_formatter(percent)
         ax.tick_params(labelbottom=False)
-        ax.set_ylabel("predicted without fitting on the row,\nas a share of its bound")
-        ax.legend(loc="lower right", bbox_to_anchor=(1, 0.07), fontsize=8)  # above the arrows
+        ax.set_ylabel("forecast throughput (made without the row),\n% of the row's roofline bound")
+        ax.legend(
+            handles=handles,
+            loc="lower left",
+            bbox_to_anchor=(0, 1.02),
+            fontsize=8,
+            frameon=False,
+            borderaxespad=0,
+        )
 
     alt = (
-        f"Log-log scatter of {len(honest)} predictions against measurements, each as a share "
-        f"of its row's bound, with shaded bands "
-        f"for a factor of 1.25 and 1.5. The {loo['count']} rows in the fit are predicted with "
-        f"each left out in turn: median error a factor of {number(loo['median'], 3)}, "
+        f"Log-log scatter of {len(honest)} forecasts against measurements, each as a percentage "
+        f"of its row's roofline bound, with shaded bands "
+        f"for a factor of 1.25 and 1.5. The {loo['count']} rows in the fit are forecast with "
+        f"each left out in turn: median miss a factor of {number(loo['median'], 3)}, "
         f"{number(100 * loo['within_1_5'], 2)}% within a factor of 1.5."
     )
     caption = (
-        f"Predicted against measured, both as a share of the row's bound (one axis for rows "
-        f"in tokens/s per chip and per user), every forecast made without fitting on the row. "
-        f"The bands are a factor of 1.25 (dark) and 1.5 (light) either way; {loo['count']} rows "
-        f"fitted, each forecast by a fit without it; the held-out rows were never fitted, but "
-        f"the model was revised after they were seen, and these are the revised model's "
-        f"forecasts. Forecasts that collapse below the upper panel are arrows at its foot. "
-        f"The lower "
-        f"panel is the same points as predicted over measured: the held-out rows are biased "
-        f"high ({sum(r > 1 for r in held_ratios)} of {len(held)} over-predicted, a median of "
-        f"×{number(float(np.median(held_ratios)), 2)}), and {clipped} rows the forecast misses "
-        f"by more than ×{number(high_ratio)} are arrows at its edge. The section on what the "
-        f"misses teach explains the rows far from the line."
+        f"Forecast against measured throughput, both as a percentage of the row's roofline bound "
+        f"(so rows in tokens/s per chip and per user share one axis); no forecast used its own "
+        f"row. A point on the diagonal is a perfect forecast; the shaded bands are a miss of "
+        f"×1.25 (dark) and ×1.5 (light) either way. The newest rows were never fitted, but the "
+        f"model was changed after they were seen. The lower panel is the same points as "
+        f"forecast over measured: the newest rows run high ({sum(r > 1 for r in held_ratios)} of "
+        f"{len(held)} over-predicted, a median of ×{number(float(np.median(held_ratios)), 2)}), "
+        f"and {clipped} rows the forecast misses by more than ×{number(high_ratio)} are arrows at "
+        f"its edge. The section on where the forecast fails explains the rows far from the line."
     )
     return _render("predicted_vs_measured", draw, alt, caption)
 

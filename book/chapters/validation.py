@@ -736,6 +736,11 @@ def _table_groups(rows):
 def _table_row(r, presets) -> dict:
     hw = presets.get("hardware", r.preset.hardware)
     model = presets.get("model", r.preset.model)
+    bound, efficiency = number(r.bound.m, 4), pct(r.efficiency)
+    if r.id in WIDE_ATTENTION:  # mixed precision: a range, the wider attention read at its low end
+        wide = wide_bound(r, presets)
+        bound = f"{number(wide, 4)} to {bound}"
+        efficiency = f"{efficiency} to {pct(r.measured.m / wide)}"
     return {
         "id": r.id,
         "name": r.name,
@@ -745,17 +750,20 @@ def _table_row(r, presets) -> dict:
         # a rate derived from a stated MFU is no measurement: it says so beside the number
         "measured": number(r.measured.m, 4)
         + (" (derived from a stated MFU)" if derived(r) else ""),
-        "bound": number(r.bound.m, 4),
+        "bound": bound,
         "unit": "tokens/s per user" if r.unit == "token/s" else "tokens/s per chip",
-        "efficiency": pct(r.efficiency) + (" (stated, unverified)" if derived(r) else ""),
+        "efficiency": efficiency + (" (stated, unverified)" if derived(r) else ""),
         "flags": "; ".join(r.flags) or "—",
         # the assumed inputs as a reader says them: "input tokens", not "input_tokens"
         "assumed": ", ".join(
             [a.replace("_", " ") for a in r.preset.get("assumed", "").split()]
             + (
                 [
-                    f"every weight at {r.preset.weights.upper()}, attention too (the source runs "
-                    f"attention at {WIDE_ATTENTION[r.id].upper()}: the bound is optimistic)"
+                    f"mixed precision: the source runs the experts and dense FFN at "
+                    f"{r.preset.weights.upper()} and attention at "
+                    f"{WIDE_ATTENTION[r.id].upper()}; the bound's range reads the attention "
+                    f"weights at {WIDE_ATTENTION[r.id].upper()} (low end) or "
+                    f"{r.preset.weights.upper()} (high end)"
                 ]
                 if r.id in WIDE_ATTENTION
                 else []
@@ -820,6 +828,9 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     server = presets.by_kind["measurement"].get(rid.replace("offline", "server"))
     # the bound with half the prompt: fewer prompt FLOPs per output token (an exercise's answer)
     half = evaluate(row, presets, input_tokens=row.input_tokens / 2)
+    # the weight read counts the experts the prompt's tokens touch
+    ttft = ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
+    has_ttft = bool(server and server.get("ttft"))
     return {
         "half_prompt": said_number(half.bound.m / result.bound.m, 3),
         "half_prompt_bound": number(half.bound.m),
@@ -839,7 +850,10 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "context": context_tokens(kw["context_length"]),
         "rho": number(rho, 3),
         "prefill": quantity(prefill, 3),
-        "kv_per_token": f"{number(kv_per_token.to('kB/token').m)} kB per token",
+        "kv_per_token": Said(
+            f"{number(kv_per_token.to('kB/token').m)} kB per token",
+            f"{spoken_number(kv_per_token.to('kB/token').m)} kB per token",
+        ),
         "hbm": quantity(presets.get("hardware", row.hardware).hbm_capacity),
         "fit": quantity(fit.to("sequence")),
         "concurrency": quantity(row.concurrency),
@@ -860,10 +874,9 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "flops": quantity(kw["flops"]),
         "bandwidth": quantity(presets.get("hardware", row.hardware).hbm_bandwidth),
         "compute_bound": bool(compute_side > weights + kv),
-        "ttft": quantity(  # the weight read counts the experts the prompt's tokens touch
-            ev("ttft_bound", batch_size=Q_(row.input_tokens.to("token").m, "sequence")).to("ms")
-        ),
-        "ttft_measured": quantity(server.ttft) if server and server.get("ttft") else "—",
+        "ttft": said(ttft),
+        "ttft_measured": said(server.ttft.to("ms")) if has_ttft else "—",
+        "ttft_ratio": said_number((server.ttft / ttft).to("").m, 2) if has_ttft else "—",
     }
 
 
@@ -1036,6 +1049,34 @@ BATCHED_EXAMPLE = "mlperf_b200_x8_r1_offline"
 LECTURE_UNBATCHED = 1000  # the lecture: no batching is "a thousand times worse" (lecture.md, A)
 
 
+def wide_attention_read(r, presets: Presets) -> tuple[float, float]:
+    """For a row whose source keeps attention wider than its weight precision
+    (``WIDE_ATTENTION``): the seconds a step spends reading the attention weights' extra bytes
+    over the replica's bandwidth, and the attention parameters counted. At a batch of one the
+    step is memory-bound, so the extra read adds to it in full."""
+    model = presets.get("model", r.preset.model)
+    attention = derivations.get(f"{model.attention}_attention_params").evaluate(
+        model=r.preset.model, presets=presets
+    ) * Q_(model.layers, "")
+    byte = {
+        k: presets.get("precision", k).bytes_per_value.to("byte/value").m
+        for k in (WIDE_ATTENTION[r.id], r.preset.weights)
+    }
+    bandwidth = presets.get("hardware", r.preset.hardware).hbm_bandwidth * r.preset.chips
+    params = attention.to("param").m
+    extra = params * (byte[WIDE_ATTENTION[r.id]] - byte[r.preset.weights]) * Q_(1, "byte")
+    return float((extra / bandwidth).to("s").m), params
+
+
+def wide_bound(r, presets: Presets) -> float:
+    """A ``WIDE_ATTENTION`` row's bound (tokens/s per user) with its attention weights read at
+    the source's wider precision: the tokens a step keeps over the step lengthened by the extra
+    read (the bound's step is memory-bound at a batch of one)."""
+    c = predict.case(r, presets)
+    extra, _ = wide_attention_read(r, presets)
+    return float(c.accepted / (c.accepted / c.bound + extra))
+
+
 def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     """A row measured as a time per token, bound and prediction term by term (the fit on every
     row): the reads and the multiplies at batch one, slowed to their fitted shares, the MoE's
@@ -1070,33 +1111,21 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     # the row's source keeps attention wider than the experts; the bound (and the forecast)
     # read every active weight at the row's one weight precision, so they are optimistic by
     # the attention weights' extra bytes: the bound with those bytes read too
-    model = presets.get("model", row.preset.model)
     wide = WIDE_ATTENTION.get(rid)
     wide_terms = {}
     if wide is not None:
-        attention = derivations.get(f"{model.attention}_attention_params").evaluate(
-            model=row.preset.model, presets=presets
-        ) * Q_(model.layers, "")
-        byte = {
-            k: presets.get("precision", k).bytes_per_value.to("byte/value").m
-            for k in (wide, row.preset.weights)
-        }
-        bandwidth = presets.get("hardware", row.preset.hardware).hbm_bandwidth * c.chips
-        extra = (
-            (
-                (attention.to("param").m * (byte[wide] - byte[row.preset.weights]) * Q_(1, "byte"))
-                / bandwidth
-            )
-            .to("s")
-            .m
-        )
-        wide_bound = 1 / c.bound + extra
+        extra, attention = wide_attention_read(row, presets)
+        wide_step = 1 / c.bound + extra
         wide_terms = {
             "wide_precision": wide.upper(),
-            "wide_params": said(Q_(attention.to("param").m, "parameter")),
-            "wide_read": t(wide_bound),
-            "wide_efficiency": spoken_pct(wide_bound / measured),
-            "wide_optimism": said_number(measured / wide_bound),
+            "wide_params": said(Q_(attention, "parameter")),
+            "wide_read": t(wide_step),
+            "wide_rate": said_number(1 / wide_step),
+            "wide_ratio": said_number(wide_step * c.bound, 2),
+            "wide_efficiency": spoken_pct(wide_step / measured),
+            "wide_optimism": said_number(measured / wide_step),
+            # the measured step less the wider bound, over the layers: the gap per layer
+            "wide_gap_per_layer": f"{spoken_number((measured - wide_step) / c.layers * 1e6)} µs",
         }
     batched = next(r for r in rows if r.id == BATCHED_EXAMPLE)
     per_chip = Q_(c.measured / c.chips, "token/s/chip")
@@ -1270,7 +1299,12 @@ def context(presets: Presets) -> dict:
     if pairs:  # the same model trained on two chips: the starkest disagreement
         a, b = max(pairs, key=lambda p: effs[p[1]] / effs[p[0]])
         row = {m["id"]: m for m in mfu_rows}
-        contrast = {"low": row[a], "high": row[b]}
+        contrast = {
+            "low": row[a],
+            "high": row[b],
+            "work_ratio": said_number(work[a] / work[b], 2),  # the lower MFU's more work
+            "mfu_ratio": said_number(effs[b] / effs[a], 2),  # the higher MFU's larger share
+        }
     # the measured runs by the peak their MFU is a share of: an FP4 peak is two to four times a
     # BF16 or FP8 one, so a rule of thumb pools only runs held against the same kind of peak
     by_peak: dict[str, list] = {}
@@ -1605,8 +1639,9 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     med = float(np.median(drains))
     out.append(
         {
-            "lecture": f"a step every {number(period)} ms, the time to drain HBM",
-            "rows": f"the same rows' chips, HBM capacity over bandwidth: median "
+            "lecture": f"{number(period)} ms is a chip's time to read all its HBM once",
+            "rows": f"the same rows' chips, from their datasheets (not a measurement): HBM "
+            f"capacity over bandwidth, median "
             f"{spoken_number(med, 2)} ms ({len(drains)} rows, {spoken_number(min(drains), 2)}"
             f"–{spoken_number(max(drains), 2)} ms)",
             "verdict": _verdict(med, period),
@@ -1626,14 +1661,15 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         star = eq.evaluate(**_only("crossover_batch", bound_inputs(p, presets)))
         moe = presets.get("model", p.model).get("experts_routed") is not None
         ratios.setdefault("MoE" if moe else "dense", []).append(r.batch / star.to("sequence").m)
-    for kind in ("dense", "MoE"):
+    for kind in ("MoE", "dense"):  # the lecture said it of a MoE (DeepSeek): that row first
         v = ratios.get(kind)
         if not v:
             continue
         med = float(np.median(v))
         out.append(
             {
-                "lecture": f"a batch of {number(low)}–{number(high)} × B*",
+                "lecture": f"a batch of {number(low)}–{number(high)} × B*"
+                + (", said of a MoE" if kind == "MoE" else ", applied to dense models"),
                 "rows": f"offline {kind} rows at a published engine cap: median "
                 f"{spoken_number(med, 2)} × B* ({len(v)} rows, {spoken_number(min(v), 2)}–"
                 f"{spoken_number(max(v), 2)} × B*)",
