@@ -6,7 +6,15 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money, require, shown
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    money,
+    require,
+    shown,
+)
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import chip_name, flop_rate, size, tokens, weight_bytes
 from book.problem_bank.batching._figures import figures as step_figures
@@ -216,9 +224,7 @@ def draw(rng, presets) -> Draw:
         answer=best["cost"],
         solution=solution,
         tolerance=tolerance,
-        mistakes=tuple(
-            m for m in mistakes if abs((m.value / best["cost"]).to("").m - 1) > tolerance
-        ),
+        mistakes=distinct_mistakes(mistakes, best["cost"], tolerance),
         margin=margin,
         hint="For each domain find the largest batch: the step bound, the multiplies and the "
         "HBM each cap it. Then the cost is the domain's rent for one step over that batch.",
