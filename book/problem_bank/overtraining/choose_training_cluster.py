@@ -109,8 +109,7 @@ def draw(rng, presets) -> Draw:
             (
                 compute * forward / training,
                 f"You counted {number(forward.m)} FLOP per parameter per token; training costs "
-                f"{number(training.m)} (forward and backward), and with a third of the work "
-                "an option that is really too slow looked fast enough.",
+                f"{number(training.m)} (forward and backward).",
             ),
             (
                 compute / times,
@@ -129,8 +128,15 @@ def draw(rng, presets) -> Draw:
         values = []
         for slipped, why in slips:
             chosen = plan(offers, mfus, slipped, deadline, presets)[2]
-            if chosen is not None:
-                values.append((chosen["cost"], why))
+            if chosen is None:  # nothing meets the deadline: no cost to name
+                continue
+            if (chosen["hardware"], chosen["precision"]) != (best["hardware"], best["precision"]):
+                why += " With that count an option that is really " + (
+                    "too slow looked fast enough."
+                    if slipped < compute
+                    else "fast enough looked too slow."
+                )
+            values.append((chosen["cost"], why))
         values.append(
             (
                 cheapest_overall["cost"],
@@ -190,7 +196,7 @@ def draw(rng, presets) -> Draw:
         *lines,
         f"The cheapest of all, {name(cheap['hardware'])} in {cheap['precision'].upper()}, misses "
         f"the deadline. The cheapest that meets it is {name(best['hardware'])} in "
-        f"{best['precision'].upper()}: **{quantity(best['cost'].to('USD'), 3)}** "
+        f"{best['precision'].upper()}: **{quantity(best['cost'].to('USD'), 4)}** "
         f"({_money(best['cost'])}); the next that meets it costs "
         f"{number(100 * ((ok[1]['cost'] / best['cost']).to('').m - 1), 2)}% more.",
     )
