@@ -120,7 +120,14 @@ def draw(rng, presets) -> Draw:
             "That is the rate in gigabytes per second: a network port is quoted in bits, "
             "eight to the byte.",
         ),
-        Mistake(port / 2, "Count both ways: dispatch to the experts and combine back."),
+        Mistake(
+            port * b_out / (b_out + b_back),
+            "You counted the dispatch only: the experts' outputs come back too (the combine).",
+        ),
+        Mistake(
+            port / 2,
+            "A link's rate is per direction: sending and receiving at once do not double it.",
+        ),
         Mistake(
             port / offrack,
             "Not every byte leaves the rack: a token's expert is in its own rack one time in "

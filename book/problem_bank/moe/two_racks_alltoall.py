@@ -98,7 +98,14 @@ def draw(rng, presets) -> Draw:
         Mistake(
             answer / 8, "The network port's rate is in bits per second: divide by eight for bytes."
         ),
-        Mistake(answer / 2, "Count both ways: dispatch to the experts and combine back."),
+        Mistake(
+            answer * b_out / (b_out + b_back),
+            "You counted the dispatch only: the experts' outputs come back too (the combine).",
+        ),
+        Mistake(
+            answer / 2,
+            "A link's rate is per direction: sending and receiving at once do not double it.",
+        ),
         Mistake(
             one_rack * pi,
             "You sent every token's bytes over the network: with two racks, a token's expert "
