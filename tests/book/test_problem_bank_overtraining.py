@@ -53,3 +53,58 @@ def test_smaller_model_pays_back_from_its_printed_figures_keeping_four_figures()
         spec = answer_spec(p)
         assert check(f"{breakeven:.4g} tokens", spec)["ok"], where
         assert not check(f"{breakeven / 3:.4g} tokens", spec)["ok"], where
+
+
+def _params(text: str) -> float:
+    """Parameters printed as '405.9 B parameters' or '1 T parameters'."""
+    value, scale = re.fullmatch(r"([\d,.]+) ([BT]) parameters", text).groups()
+    return float(value.replace(",", "")) * {"B": 1e9, "T": 1e12}[scale]
+
+
+def _cheapest_in_time(flop_per_param_token, active, times, deadline, mfu, offers) -> float:
+    """The bill of the cheapest option that meets the deadline, for a run on ``times`` the
+    Chinchilla count (20 tokens per active parameter) at ``flop_per_param_token``."""
+    work = flop_per_param_token * active * times * 20 * active
+    bills = []
+    for gpus, rent, bf16, fp8 in offers:
+        for precision, peak in (("bf16", bf16), ("fp8", fp8)):
+            rate = figure(gpus) * figure(peak) * 1e12 * mfu[precision]
+            days = work / rate / 86400
+            if days <= deadline:
+                bills.append(days * 24 * figure(gpus) * float(rent))
+    return min(bills)
+
+
+def test_choose_training_cluster_slips_go_through_the_choice():
+    """Reader 20 (issue 21): the 2-FLOP slip was listed at a third of the winner's bill, but a
+    student who counts 2 FLOPs finds a cheaper option fast enough and names its bill. On every
+    draw, from the printed figures alone (Chinchilla's 20 tokens per active parameter, 6 FLOPs
+    per parameter per token): the cheapest option in time is graded right, and the bill of the
+    option a 2-FLOP student picks is graded wrong and named as the 2-FLOP slip."""
+    from book.problem_bank.overtraining import choose_training_cluster
+
+    for seed in SEEDS:
+        p = authored(choose_training_cluster, seed, presets())
+        t, where = p.text, f"seed {seed}"
+        params = re.search(r"\((.+?) parameters(?: in all, (.+?) parameters active)?", t)
+        active = _params(f"{params.group(2) or params.group(1)} parameters")
+        times = float(re.search(r"on (\d+) times its compute-optimal", t).group(1))
+        deadline = float(re.search(r"within (\d+) days", t).group(1))
+        mfu = {
+            "bf16": float(re.search(r"BF16 reaches (\d+)% MFU", t).group(1)) / 100,
+            "fp8": float(re.search(r"FP8 it reaches (\d+)%", t).group(1)) / 100,
+        }
+        offers = re.findall(
+            r"(?:: |; )([\d,]+) [^;]+? GPUs at ([\d.]+) USD per GPU-hour "
+            r"\(dense peak ([\d,.]+) TFLOP/s at BF16, ([\d,.]+) TFLOP/s at FP8\)",
+            t,
+        )
+        assert len(offers) == 3, where
+
+        run = dict(active=active, times=times, deadline=deadline, mfu=mfu, offers=offers)
+        bill = _cheapest_in_time(6, **run)
+        assert abs(p.answer.to("USD").m / bill - 1) < 1e-3, where
+        spec = answer_spec(p)
+        assert check(f"{bill:.4g} USD", spec)["ok"], where
+        slipped = check(f"{_cheapest_in_time(2, **run):.4g} USD", spec)
+        assert not slipped["ok"] and "2 FLOP" in slipped["message"], (where, slipped)

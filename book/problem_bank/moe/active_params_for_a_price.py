@@ -81,12 +81,11 @@ def draw(rng, presets) -> Draw:
         f"{box}s of {money(n)} (each GPU: {quantity(hbm, 3)} of HBM at "
         f"{quantity(bandwidth, 3)}, {quantity(flops, 3)} of dense FP8 math), rented at "
         f"{money(rent)}. At large batches the multiplies run at {number(100 * mfu)}% of peak; "
-        "a decode step takes the longer of its multiplies and its reads (they overlap), every "
-        "expert is read each step at the batches that matter here, and contexts are short "
-        "(leave the KV cache and attention out). Your price target: a generated token may cost "
-        f"no more than {money(budget)} once the batch is large, and you give the model as many "
-        "active parameters as that allows. From what batch on does a token cost at most "
-        f"{number(100 * SLACK)}% more than the target? Answer in sequences."
+        "every expert is read each step at the batches that matter here, and contexts are "
+        "short (leave the KV cache and attention out). Your target: once the batch is large, "
+        f"the GPUs' rent comes to at most {money(budget)} generated, and you give the model as "
+        "many active parameters as that allows. From what batch on is the rent per token at "
+        f"most {number(100 * SLACK)}% over that target? Answer in sequences."
     )
     alone = (weights / bandwidth).to("ms")  # one GPU's read of every weight
     solution = (
@@ -109,9 +108,10 @@ def draw(rng, presets) -> Draw:
         "costs the target times the balanced batch over the batch. It may cost "
         f"{number(1 + SLACK, 2)} times the target, so the batch must be "
         f"{number(balanced.m, 4)} / {number(1 + SLACK, 2)} = {quantity(answer, 4)}.",
-        "The utilisation, the FLOP rate and even the two FLOPs per parameter cancel: a faster "
-        "or busier GPU affords more active parameters, which need the same batch to hide the "
-        "same reads. So only the total parameters, the bandwidth and the rent set the batch. "
+        "The utilisation, the FLOP rate and even the FLOPs per parameter cancel (a student who "
+        "counted six would buy a third of the active parameters, and need the same batch): a "
+        "faster or busier GPU affords more active parameters, which need the same batch to hide "
+        "the same reads. So only the total parameters, the bandwidth and the rent set the batch. "
         "One GPU reading all the weights alone would take "
         f"{quantity(weights, 3)} / {quantity(bandwidth, 3)} = {quantity(alone, 3)}; the batch "
         "is that time's rent over what a token may cost: "
@@ -134,11 +134,6 @@ def draw(rng, presets) -> Draw:
             answer / mfu,
             f"You balanced the reads against multiplies at the peak rate: they run at "
             f"{number(100 * mfu)}% of it.",
-        ),
-        (
-            answer * 3,
-            "You priced a token at six FLOPs per active parameter, training's count: serving a "
-            "token is a forward pass, two.",
         ),
         (answer * 2, "FP8 stores a weight in one byte, not two."),
         (

@@ -68,7 +68,8 @@ def scenario(rng, presets):
         if case["model"] not in GQA:  # a GQA cache is given by its shape, so exactly
             case.update(as_shown(f, "kv_bytes_per_token"))
         f = figures(**case)
-        room = evaluate("scaleup_memory", **case).to("GB") - weight_bytes(f)
+        share = presets.parameter["usable_hbm_share"].value  # what a serving engine fills
+        room = (share * evaluate("scaleup_memory", **case)).to("GB") - weight_bytes(f)
         per_sequence = (f["kv_bytes_per_token"] * case["context_length"] * Q_(1, "sequence")).to(
             "GB"
         )
@@ -104,7 +105,9 @@ def draw(rng, presets) -> Draw:
     compute = evaluate("compute_time", **case).to("ms")
     drain = evaluate("hbm_drain_time", **case).to("ms")
     require(memory > compute, "a full rack at long context is bound by its reads")
-    require(abs((memory / drain).to("").m - 1) < 0.01, "a full HBM reads in one drain time")
+    usable = presets.parameter["usable_hbm_share"].value
+    filled = (memory / drain).to("").m  # the share of the HBM a step reads
+    require(usable.m - 0.01 < filled <= usable.m, "the filled HBM reads in its share of a drain")
     kv, attention = f["kv_bytes_per_token"].to("kB/token"), f["attention_flops_per_token"]
     flops, bandwidth, hbm = f["flops"].to("PFLOP/s"), f["mem_bandwidth"], f["hbm_capacity"]
     per_token = (2 * f["n_active"] * Q_(1, "FLOP/parameter")).to("GFLOP")
@@ -140,18 +143,21 @@ def draw(rng, presets) -> Draw:
         f"conversation carries {tokens(context)} of context; {cache_words}, and attention "
         f"costs {money(attention.to('MFLOP/token'), 3)} of context for each new token. You may "
         "run any "
-        "batch the rack's HBM holds. Roughly what is the least a generated token can cost, "
+        f"batch that fits in the {number(100 * usable.m)}% of HBM the serving engine fills. "
+        "Roughly what is the least a generated token can cost, "
         f"in USD per million tokens? Any answer within a factor of {FACTOR:g} is accepted."
     )
     solution = (
         f"A bigger batch shares the rack's rent over more tokens, so run the largest that fits. "
-        f"Room: the rack holds {money(n)} × {money(hbm, 3)}; "
+        f"Room: the engine fills {number(100 * usable.m)}% of the rack's {money(n)} × "
+        f"{money(hbm, 3)}; "
         f"the weights take {size(weights)} "
         f"at one byte each, leaving {size(room)}. {kv_bytes}One conversation's cache is "
         f"{tokens(context)} × {money(kv, 3)} = {size(per_sequence)}, so at most "
         f"{money(batch)} fit.",
-        f"That batch fills the HBM, so a step reads all of it: one drain time, "
-        f"{money(hbm, 3)} / {money(bandwidth, 3)} = {money(drain, 3)}.",
+        f"That batch fills the engine's share of the HBM, so a step reads all of it: "
+        f"{number(100 * usable.m)}% of a drain time ({money(hbm, 3)} / {money(bandwidth, 3)} = "
+        f"{money(drain, 3)}), {money(memory, 3)}.",
         f"Its multiplies: a new token costs two FLOPs per active parameter, "
         f"{money(per_token, 3)}, plus attention over its {tokens(context)} of context "
         f"{money(per_token_attention, 3)}; at this context attention is most of the math. For "

@@ -6,7 +6,15 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money, require, shown
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    money,
+    require,
+    shown,
+)
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import chip_name, flop_rate, size, tokens, weight_bytes
 from book.problem_bank.batching._figures import figures as step_figures
@@ -26,7 +34,7 @@ CLOSE = 0.05
 EVERY_EXPERT = Q_(1, "")  # the statement says to count every weight as read each step
 
 
-def option(hardware, case, limit, presets):
+def option(hardware, case, limit, presets, share=None):
     """The largest batch ``hardware``'s domain runs under the step bound and its HBM, and its
     cost per token; ``batch`` 0 when the weights do not fit or their read alone is too slow."""
     chips = presets.get("hardware", hardware).scale_up_domain
@@ -38,7 +46,9 @@ def option(hardware, case, limit, presets):
         expert_read_fraction=EVERY_EXPERT,
     )
     f = step_figures(**here)
-    hbm = evaluate("scaleup_memory", **here).to("TB")
+    if share is None:  # what a serving engine fills
+        share = presets.parameter["usable_hbm_share"].value
+    hbm = (share * evaluate("scaleup_memory", **here)).to("TB")
     weights = weight_bytes(f)
     one = dict(here, batch_size=Q_(1, "sequence"))
     read = evaluate("weight_fetch_time", **one).to("ms")
@@ -92,10 +102,18 @@ def draw(rng, presets) -> Draw:
             continue
         best = fits[0]
         margin = (fits[1]["cost"] / best["cost"]).to("").m - 1
-        if margin >= CLOSE:
+        if margin < CLOSE:
+            continue
+        # the slip of filling the whole HBM, pushed through every domain's batch and the choice
+        full = [option(h, case, limit, presets, share=Q_(1, "")) for h in offered]
+        full_best = min((r for r in full if r["batch"] >= 1), key=lambda r: r["cost"].m)
+        gap = abs((full_best["cost"] / best["cost"]).to("").m - 1)
+        tolerance = min(0.03, margin / 2)
+        if not tolerance < gap < 2 * tolerance:  # inside the window, or clearly named
             break
     name = {r["hardware"]: chip_name(presets, r["hardware"]) for r in rows}
     spec = presets.get("model", model)
+    share = presets.parameter["usable_hbm_share"].value
     kv, attention = case["kv_bytes_per_token"], case["attention_flops_per_token"]
     context = case["context_length"]
 
@@ -114,7 +132,8 @@ def draw(rng, presets) -> Draw:
         f"carries {tokens(context)} of context; its KV cache takes {money(kv.to('kB/token'), 3)} "
         f"of context, and attention costs {money(attention.to('MFLOP/token'), 3)} of context "
         f"for each new token. A decode step may take at most {money(limit)}; count every "
-        "weight as read each step. You may pick any batch. You are offered (per chip: HBM, its "
+        "weight as read each step. You may pick any batch, and the serving engine fills at most "
+        f"{number(100 * share.m)}% of each GPU's HBM. You are offered (per chip: HBM, its "
         f"bandwidth, dense FP8 math): {'; '.join(offer(r) for r in rows)}. Which domain "
         "makes the cheapest token, and what does that token cost, in USD per million tokens?"
     )
@@ -128,7 +147,8 @@ def draw(rng, presets) -> Draw:
         h = name[r["hardware"]]
         if r["weights"] >= r["hbm"]:
             return (
-                f"{h}: the weights ({size(r['weights'])}) need more than its {size(r['hbm'])}: out."
+                f"{h}: the weights ({size(r['weights'])}) need more than the {size(r['hbm'])} "
+                "the engine fills: out."
             )
         if r["batch"] == 0:
             return (
@@ -140,7 +160,8 @@ def draw(rng, presets) -> Draw:
             f"{h}: the weights take {money(r['read'], 3)} of the step, and each conversation "
             f"adds {money(r['kv_one'].to('µs'), 3)} of cache reads, so the bound allows "
             f"{number(lim['speed'])}; the multiplies ({money(r['compute_one'].to('µs'), 3)} per "
-            f"conversation) allow {number(lim['compute'])}; the HBM, {size(r['hbm'])} less "
+            f"conversation) allow {number(lim['compute'])}; the HBM the engine fills, "
+            f"{size(r['hbm'])}, less "
             f"{size(r['weights'])} of weights at {size(r['per_sequence'])} per conversation, "
             f"holds {number(lim['room'])}. The batch is {number(r['batch'])} (set by "
             f"{why[r['binds']]}), the step {money(r['step'], 3)}: {money(r['chips'])} × "
@@ -171,8 +192,9 @@ def draw(rng, presets) -> Draw:
         "A token's cost is the domain's rent for one step over the batch, so each domain runs "
         "the largest batch it can. Three things cap it: the step bound (a step reads every "
         "weight, then each conversation's cache), the multiplies (two FLOPs per active "
-        "parameter, plus attention's, per conversation), and the HBM (the weights at one "
-        "byte each, then one cache per conversation).",
+        "parameter, plus attention's, per conversation), and the HBM the engine fills "
+        f"({number(100 * share.m)}% of it: the weights at one byte each, then one cache per "
+        "conversation).",
         *(line(r) for r in rows),
         lesson(best, fits[1]),
         f"Cheapest: {name[best['hardware']]}; the next costs {margin:.0%} more.",
@@ -186,6 +208,13 @@ def draw(rng, presets) -> Draw:
     ]
     mistakes.append(
         Mistake(
+            full_best["cost"],
+            f"You filled all of the HBM; the engine fills at most {number(100 * share.m)}% of "
+            "it, which caps the batch.",
+        )
+    )
+    mistakes.append(
+        Mistake(
             best["cost"] / best["chips"].m,
             "That is one GPU's rent for the step: every GPU of the domain is rented for it.",
         )
@@ -195,9 +224,7 @@ def draw(rng, presets) -> Draw:
         answer=best["cost"],
         solution=solution,
         tolerance=tolerance,
-        mistakes=tuple(
-            m for m in mistakes if abs((m.value / best["cost"]).to("").m - 1) > tolerance
-        ),
+        mistakes=distinct_mistakes(mistakes, best["cost"], tolerance),
         margin=margin,
         hint="For each domain find the largest batch: the step bound, the multiplies and the "
         "HBM each cap it. Then the cost is the domain's rent for one step over that batch.",

@@ -52,12 +52,14 @@ def scenario(rng, presets):
         share = (caches / (weights + caches)).to("").m
         held = (evaluate("kv_cache_per_batch", **case) + weight_bytes(figures(**case))).to("TB")
         room = evaluate("scaleup_memory", **case).to("TB")
-        if KV_SHARE[0] <= share <= KV_SHARE[1] and held < room:
+        usable = presets.parameter["usable_hbm_share"].value  # what a serving engine fills
+        if KV_SHARE[0] <= share <= KV_SHARE[1] and held < usable * room:
             return case, held, room
 
 
 def draw(rng, presets) -> Draw:
     case, held, room = scenario(rng, presets)
+    usable = presets.parameter["usable_hbm_share"].value
     saturation = evaluate("expert_saturation_batch", **case).to("sequence")
     batch = case["batch_size"]
     require(batch > 10 * saturation, "at the crossover batch every expert is read")
@@ -116,7 +118,8 @@ def draw(rng, presets) -> Draw:
         "weights' multiplies take as long.",
         f"{kv_bytes}The caches: {quantity(batch)} × {tokens(context)} × "
         f"{quantity(kv, 3)} = {size(caches)} (with the weights, {size(held)} of the "
-        f"{box}'s {size(room)}: they fit), read over the same {quantity(n)}: "
+        f"{box}'s {size(room)}: under the {number(100 * usable.m)}% a serving engine fills), "
+        f"read over the same {quantity(n)}: "
         f"{quantity(t_kv, 3)}.",
         f"The multiplies, attention's included ({quantity(attention, 3)} × {tokens(context)} "
         f"more per token), take {quantity(compute, 3)}: under the reads, which set the step. "
@@ -140,7 +143,16 @@ def draw(rng, presets) -> Draw:
         ),
         Mistake(
             t_weights + 2 * t_kv,
-            "FP8 stores a cache value in one byte, not two.",
+            "You read the caches of twice the batch: the GPU's FLOPs per byte count a "
+            "multiply-add as two FLOPs, so halve them before scaling by total over active."
+            if not gqa
+            else "You read the caches at twice their time: FP8 caches one byte a value, and "
+            "the batch is the FLOPs per byte halved (a multiply-add is two FLOPs).",
+        ),
+        Mistake(
+            2 * answer,
+            "FP8 stores a weight in one byte, not two: at two, the reads and the batch that "
+            "balances them both double.",
         ),
         Mistake(t_kv, "That is the caches' part alone: the step reads the weights too."),
         Mistake(

@@ -31,13 +31,17 @@ def need(case, total, batch_equation="compute_bound_batch"):
     return weights, caches, batch
 
 
-def largest(case, batch_equation="compute_bound_batch"):
-    """The total parameters whose weights and caches just fill the rack (the batch, and so both,
-    grow in proportion to the total, so one evaluation at a trillion scales)."""
+def usable(case):
+    """The rack's HBM a serving engine fills: the sourced share (vLLM's default) of all of it."""
+    share = case["presets"].parameter["usable_hbm_share"].value
+    return (share * evaluate("scaleup_memory", **case)).to("TB")
+
+
+def largest(case, batch_equation="compute_bound_batch", room=usable):
+    """The total parameters whose weights and caches just fill the rack's usable HBM (the batch,
+    and so both, grow in proportion to the total, so one evaluation at a trillion scales)."""
     weights, caches, _ = need(case, TRILLION, batch_equation)
-    return (evaluate("scaleup_memory", **case).to("TB") / (weights + caches) * TRILLION).to(
-        "Tparam"
-    )
+    return (room(case) / (weights + caches) * TRILLION).to("Tparam")
 
 
 def draw(rng, presets) -> Draw:
@@ -84,6 +88,8 @@ def draw(rng, presets) -> Draw:
             break
     active, own_total = case["n_active"], f["n_total"]
     hbm = evaluate("scaleup_memory", **case).to("TB")
+    share = presets.parameter["usable_hbm_share"].value
+    room = usable(case)
     weights, caches, batch = need(case, total)
     w1, c1, b1 = need(case, TRILLION)
     at = dict(case, n_total=total, batch_size=batch)
@@ -94,7 +100,7 @@ def draw(rng, presets) -> Draw:
         abs(((weight_read + kv_read) / multiplies).to("").m - 1) < 1e-9,
         "at the answer's batch the multiplies take as long as all the reads",
     )
-    require(abs(((weights + caches) / hbm).to("").m - 1) < 1e-9, "the rack is just full")
+    require(abs(((weights + caches) / room).to("").m - 1) < 1e-9, "the rack is just full")
     require(total > own_total, "the sibling is larger than the model it starts from")
     bw, cb, bb = need(case, blind, "crossover_batch")
     blind_at = dict(case, n_total=blind, batch_size=bb)
@@ -134,9 +140,10 @@ def draw(rng, presets) -> Draw:
         f"{rack} rack of {quantity(n)} (each: {quantity(case['hbm_capacity'], 3)} of HBM at "
         f"{quantity(bandwidth, 3)}, {quantity(flops, 3)} of dense FP8 math). It will run at the "
         "smallest batch at which a decode step is compute-bound (attention's own FLOPs aside), "
-        f"every sequence with {tokens(context)} of context. At most how many parameters in all "
-        "can the sibling have, for its weights and every cache to fit in the rack? Answer in "
-        "trillions of parameters."
+        f"every sequence with {tokens(context)} of context, and the serving engine fills at most "
+        f"{number(100 * share.m)}% of each GPU's HBM. At most how many parameters in all can "
+        "the sibling have, for its weights and every cache to fit? Answer in trillions of "
+        "parameters."
     )
     solution = (
         "A decode step reads every weight once (a large batch touches every expert) and every "
@@ -154,6 +161,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(b1, 4)}, whose caches take {size(c1)}: {size(w1 + c1)} in all for each "
         "trillion parameters. The batch and its caches grow in proportion to the total.",
         f"The rack holds {quantity(n)} × {quantity(case['hbm_capacity'], 3)} = {size(hbm)}, "
+        f"of which the engine fills {number(100 * share.m)}%, {size(room)}, "
         f"so the sibling can have at most **{quantity(total, 3)}** "
         f"({name} itself has {quantity(own_total.to('Tparam'), 3)}), at a batch of "
         f"{quantity(batch, 4)}. Check: a step then reads the weights in "
@@ -170,17 +178,19 @@ def draw(rng, presets) -> Draw:
     )
     mistakes = [
         Mistake(
-            evaluate("max_total_params", **case).to("Tparam"),
+            evaluate(
+                "max_total_params", **dict(case, hbm_capacity=share * case["hbm_capacity"])
+            ).to("Tparam"),
             "You left no room for the caches: the batch, and with it the KV cache, grows with "
             "the total parameters.",
         ),
     ]
     own_batch = evaluate("compute_bound_batch", **case).to("sequence")
     own_caches = evaluate("kv_cache_per_batch", **case, batch_size=own_batch).to("TB")
-    if own_caches < hbm:
+    if own_caches < room:
         mistakes.append(
             Mistake(
-                ((hbm - own_caches) / (w1 / TRILLION)).to("Tparam"),
+                ((room - own_caches) / (w1 / TRILLION)).to("Tparam"),
                 f"You kept {name}'s own batch: a sparser sibling needs a larger batch to keep "
                 "its multiplies up with its weight reads, and more caches with it.",
             )
@@ -209,6 +219,12 @@ def draw(rng, presets) -> Draw:
         Mistake(
             largest(dict(case, weight_precision="bf16")),
             "FP8 stores a weight in one byte, not two.",
+        )
+    )
+    mistakes.append(
+        Mistake(
+            largest(case, room=lambda c: evaluate("scaleup_memory", **c).to("TB")),
+            f"You filled all of the HBM; the engine fills at most {number(100 * share.m)}% of it.",
         )
     )
     # twice the window from the answer, one diagnosis a value

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
 from book.problem_bank.batching._figures import chip_name, figures
 from units import Q_
 
@@ -24,6 +24,7 @@ RACKS = ("gb200_nvl72", "gb300_nvl72")
 SPANS = (2, 3, 4)
 BATCHES = (8192, 16_384, 32_768)  # past each model's crossover on these racks (checked)
 SPAN_WORDS = {2: "two", 3: "three", 4: "four"}
+TOLERANCE = 0.03
 
 
 def draw(rng, presets) -> Draw:
@@ -84,8 +85,7 @@ def draw(rng, presets) -> Draw:
         f"spans {words} racks, its GPUs split evenly among them "
         f"({quantity(chips / span)} each), how fast must each GPU's "
         "network port be, per direction, for the layer's all-to-all to take no longer than the "
-        "layer's own time on the chips (the larger of its weight reads and its multiplies)? "
-        "Answer in Gb/s."
+        "layer's own time on the chips? Answer in Gb/s."
     )
     solution = (
         f"Bytes: each token's activation goes out to its {number(k)} experts and comes back, "
@@ -120,7 +120,14 @@ def draw(rng, presets) -> Draw:
             "That is the rate in gigabytes per second: a network port is quoted in bits, "
             "eight to the byte.",
         ),
-        Mistake(port / 2, "Count both ways: dispatch to the experts and combine back."),
+        Mistake(
+            port * b_out / (b_out + b_back),
+            "You counted the dispatch only: the experts' outputs come back too (the combine).",
+        ),
+        Mistake(
+            port / 2,
+            "A link's rate is per direction: sending and receiving at once do not double it.",
+        ),
         Mistake(
             port / offrack,
             "Not every byte leaves the rack: a token's expert is in its own rack one time in "
@@ -137,17 +144,28 @@ def draw(rng, presets) -> Draw:
             "longer, and the all-to-all may fill the layer's whole step.",
         ),
         Mistake(
+            port * step_compute / (step_compute + reads),
+            "You gave the layer its weight reads plus its multiplies: they overlap, so the "
+            "layer takes the longer of the two.",
+        ),
+        Mistake(
+            port * 2 * b_back / (b_out + b_back),
+            "The dispatch goes out in FP8, one byte per value, not BF16's two.",
+        ),
+        Mistake(
             (up / summed).to("Gbit/s"),
             "You added the on-rack and off-rack times: the two kinds of link move bytes at "
             "once, so the layer waits for the slower, not the sum.",
         ),
     )
-    mistakes = tuple(m for m in mistakes if abs((m.value / port).to("").m - 1) > 0.05)
+    gaps = [abs((m.value / port).to("").m - 1) for m in mistakes]
+    require(not any(TOLERANCE < g < 2 * TOLERANCE for g in gaps), "every slip clear or inside")
+    mistakes = distinct_mistakes(mistakes, port, TOLERANCE)
     return Draw(
         text=text,
         answer=port,
         solution=solution,
-        tolerance=0.03,
+        tolerance=TOLERANCE,
         mistakes=mistakes,
         hint="Is the layer's time set by its weight reads or its multiplies? Compare one "
         "layer's all-to-all inside one rack with that time; then ask how much slower the "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, evaluate
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate
 from units import Q_
 
 KIND = "multi"
@@ -98,7 +98,19 @@ def draw(rng, presets) -> Draw:
         Mistake(
             answer / 8, "The network port's rate is in bits per second: divide by eight for bytes."
         ),
-        Mistake(answer / 2, "Count both ways: dispatch to the experts and combine back."),
+        Mistake(
+            answer * b_out / (b_out + b_back),
+            "You counted the dispatch only: the experts' outputs come back too (the combine).",
+        ),
+        Mistake(
+            answer / 2,
+            "A link's rate is per direction: sending and receiving at once do not double it.",
+        ),
+        Mistake(
+            one_rack * pi,
+            "You sent every token's bytes over the network: with two racks, a token's expert "
+            "is in its own rack half the time.",
+        ),
         Mistake(
             answer * 2 * b_out / (b_out + b_back),
             "The combine comes back in BF16, two bytes per value, not FP8's one.",
@@ -115,7 +127,7 @@ def draw(rng, presets) -> Draw:
         # every figure is given exactly: 2% grades the arithmetic and keeps the summed links
         # (one eighteenth over the answer on a 400 Gb/s port) twice the window away
         tolerance=0.02,
-        mistakes=mistakes,
+        mistakes=distinct_mistakes(mistakes, answer, 0.02),
         hint="Find the one-rack time first, then ask what share of the bytes leave the "
         "rack and how much slower they move.",
     )

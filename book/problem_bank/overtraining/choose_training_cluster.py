@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank._rents import rent
-from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "design"
 TITLE = "The cheapest cluster that meets the deadline"
-USES = ("training_flops", "training_time")
+USES = ("chinchilla_tokens", "training_flops", "training_time")
 LECTURE = "1:18:59"
 
+# a model and how many times its compute-optimal (Chinchilla) count it is trained on: the
+# student brings Chinchilla's tokens per active parameter as well as training's FLOPs per token
 MODELS = (
-    ("deepseek_v3", None),
-    ("kimi_k2", None),
-    ("llama_3_1_70b", (12, 15, 20)),
-    ("llama_3_1_405b", (10, 15, 20)),
-    ("qwen3_235b_a22b", (24, 30, 36)),
-    ("gpt_oss_120b", (20, 30, 40)),
+    ("deepseek_v3", (10, 20, 30)),
+    ("kimi_k2", (10, 20, 30)),
+    ("llama_3_1_70b", (5, 10, 15)),
+    ("llama_3_1_405b", (2, 4)),  # not 3: a third of the work is also the 2-FLOP slip
+    ("qwen3_235b_a22b", (20, 50, 80)),
+    ("gpt_oss_120b", (100, 200, 300)),
 )
 # chip, GPUs on offer (drawn), at the chip's declared rent: a lab's shopping list, three of these
 OFFERS = (
@@ -38,6 +39,7 @@ SHOPPING = 3  # clusters on offer
 MFUS = ({"bf16": 0.4, "fp8": 0.3}, {"bf16": 0.45, "fp8": 0.3}, {"bf16": 0.35, "fp8": 0.25})
 DEADLINES = (10, 14, 21, 30, 45, 60, 90, 120)  # days
 MARGIN = 0.05
+TOLERANCE = 0.02
 
 
 def _money(q) -> str:
@@ -45,55 +47,105 @@ def _money(q) -> str:
     return f"{number(q.to('USD').m / 1e6)} million USD"
 
 
+def plan(offers, mfus, compute, deadline, presets):
+    """Every option's days and bill for a run of ``compute`` FLOPs, and the cheapest that meets
+    the deadline (None if none does): what a student computes, slip or not."""
+    options = []
+    for hardware, gpus in offers:
+        price, chip = rent(hardware), presets.get("hardware", hardware)
+        for precision, mfu in mfus.items():
+            rate = gpus * chip.get(f"dense_flops_{precision}") * mfu / Q_(1, "chip")
+            time = (compute / rate).to("day")
+            cost = (time * gpus * price).to("USD")
+            options.append(
+                dict(hardware=hardware, precision=precision, gpus=gpus, price=price, mfu=mfu)
+                | dict(time=time, cost=cost)
+            )
+    ok = sorted((o for o in options if o["time"] <= deadline), key=lambda o: o["cost"])
+    return options, ok, (ok[0] if ok else None)
+
+
 def draw(rng, presets) -> Draw:
+    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     while True:
-        model_id, model, tokens = model_and_tokens(rng, presets, MODELS)
+        model_id, times = rng.choice(MODELS)
+        model = presets.get("model", model_id)
+        active, total = model.params_active, model.params_total
+        times = rng.choice(times)
+        optimal = get("chinchilla_tokens").evaluate(n_active=active, presets=presets).to("token")
+        per_param = (optimal / active).to("token/parameter")  # Chinchilla's 20
+        tokens = (times * optimal).to("Ttoken")
         deadline = Q_(rng.choice(DEADLINES), "day")
-        offers = sorted(rng.sample(OFFERS, SHOPPING), key=OFFERS.index)
+        offers = [
+            (h, Q_(rng.choice(counts), "chip"))
+            for h, counts in sorted(rng.sample(OFFERS, SHOPPING), key=OFFERS.index)
+        ]
         mfus = rng.choice(MFUS)
-        options = []
-        for hardware, counts in offers:
-            gpus, price = Q_(rng.choice(counts), "chip"), rent(hardware)
-            for precision, mfu in mfus.items():
-                time = (
-                    get("training_time")
-                    .evaluate(
-                        hardware=hardware,
-                        model=model_id,
-                        precision=precision,
-                        training_tokens=tokens,
-                        training_chips=gpus,
-                        mfu=Q_(mfu, ""),
-                        presets=presets,
-                    )
-                    .to("day")
-                )
-                cost = (time * gpus * price).to("USD")
-                options.append(
-                    dict(
-                        hardware=hardware,
-                        precision=precision,
-                        gpus=gpus,
-                        price=price,
-                        mfu=mfu,
-                        time=time,
-                        cost=cost,
-                    )
-                )
-        ok = sorted((o for o in options if o["time"] <= deadline), key=lambda o: o["cost"])
+        compute = (
+            get("training_flops")
+            .evaluate(model=model_id, training_tokens=tokens, presets=presets)
+            .to("FLOP")
+        )
+        training = (compute / (active * tokens)).to("FLOP/parameter/token")
+        options, ok, best = plan(offers, mfus, compute, deadline, presets)
+        time = get("training_time").evaluate(
+            hardware=offers[0][0],
+            model=model_id,
+            precision="bf16",
+            training_tokens=tokens,
+            training_chips=offers[0][1],
+            mfu=Q_(mfus["bf16"], ""),
+            presets=presets,
+        )
+        require(abs((time / options[0]["time"]).to("").m - 1) < 1e-9, "the catalogue agrees")
         near = any(abs((o["time"] / deadline).to("").m - 1) < MARGIN for o in options)
         cheapest_overall = min(options, key=lambda o: o["cost"])
         wide = len(ok) >= 2 and (ok[1]["cost"] / ok[0]["cost"]).to("").m >= 1 + MARGIN
-        if wide and not near and cheapest_overall is not ok[0]:
+        if not (wide and not near and cheapest_overall is not ok[0]):
+            continue
+        # each slip pushed through the whole choice, as a student who makes it computes
+        moe = (total / active).to("").m > 1.5
+        slips = [
+            (
+                compute * forward / training,
+                f"You counted {number(forward.m)} FLOP per parameter per token; training costs "
+                f"{number(training.m)} (forward and backward).",
+            ),
+            (
+                compute / times,
+                f"You trained on the compute-optimal count itself; the run is {number(times)} "
+                "times that.",
+            ),
+        ]
+        if moe:
+            slips.append(
+                (
+                    compute * total / active,
+                    "You counted every parameter; a token only passes through the active "
+                    "ones, and Chinchilla's count is per active parameter too.",
+                )
+            )
+        values = []
+        for slipped, why in slips:
+            chosen = plan(offers, mfus, slipped, deadline, presets)[2]
+            if chosen is None:  # nothing meets the deadline: no cost to name
+                continue
+            if (chosen["hardware"], chosen["precision"]) != (best["hardware"], best["precision"]):
+                why += " With that count an option that is really " + (
+                    "too slow looked fast enough."
+                    if slipped < compute
+                    else "fast enough looked too slow."
+                )
+            values.append((chosen["cost"], why))
+        values.append(
+            (
+                cheapest_overall["cost"],
+                "That option is cheapest but does not finish by the deadline.",
+            )
+        )
+        gaps = [abs((v / best["cost"]).to("").m - 1) for v, _ in values]
+        if all(gap >= 2 * TOLERANCE for gap in gaps):  # each named slip clear of the window
             break
-    best = ok[0]
-    compute = (
-        get("training_flops")
-        .evaluate(model=model_id, training_tokens=tokens, presets=presets)
-        .to("FLOP")
-    )
-    training = (compute / (model.params_active * tokens)).to("FLOP/parameter/token")
-    forward = flops_per_param_token.value.to("FLOP/parameter/token")  # a multiply and an add
     # how far the choice is ahead: the next one in time costs more, every cheaper one is late
     late = [(o["time"] / deadline).to("").m - 1 for o in options if o["cost"] < best["cost"]]
     margin = min([(ok[1]["cost"] / best["cost"]).to("").m - 1, *late])
@@ -103,23 +155,20 @@ def draw(rng, presets) -> Draw:
         return chips[h].name.replace(" (per GPU)", "")
 
     shown = []
-    for hardware, _ in offers:
-        o = next(o for o in options if o["hardware"] == hardware)
+    for hardware, gpus in offers:
         c = chips[hardware]
         shown.append(
-            f"{int(o['gpus'].m):,} {name(hardware)} GPUs at {number(o['price'].m)} USD per "
+            f"{int(gpus.m):,} {name(hardware)} GPUs at {number(rent(hardware).m)} USD per "
             f"GPU-hour (dense peak {quantity(c.get('dense_flops_bf16'))} at BF16, "
             f"{quantity(c.get('dense_flops_fp8'))} at FP8)"
         )
-    moe = (model.params_total / model.params_active).to("").m > 1.5
     params = (
-        f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
-        if moe
-        else quantity(model.params_total)
+        f"{quantity(total)} in all, {quantity(active)} active per token" if moe else quantity(total)
     )
     text = (
-        f"You must pre-train {model.name} ({params}) on {quantity(tokens)} within "
-        f"{quantity(deadline)}. Three clusters are on offer, each to be used whole: "
+        f"You must pre-train {model.name} ({params}) on {number(times)} times its "
+        f"compute-optimal (Chinchilla) token count within {quantity(deadline)}. Three clusters "
+        "are on offer, each to be used whole: "
         + "; ".join(shown)
         + f". Training in BF16 reaches {number(100 * mfus['bf16'])}% MFU; in FP8 it reaches "
         f"{number(100 * mfus['fp8'])}% of the FP8 peak. Ignoring attention FLOPs, which "
@@ -133,8 +182,13 @@ def draw(rng, presets) -> Draw:
     ]
     cheap = cheapest_overall
     solution = (
-        f"The run needs {number(training.m)} FLOP per active parameter per token: "
-        f"{number(training.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
+        f"Chinchilla's count is {quantity(per_param)}"
+        + (", counting the active ones" if moe else "")
+        + ": "
+        f"{number(per_param.m)} × {quantity(active)} = {quantity(optimal.to('Ttoken'))}, so the "
+        f"run sees {number(times)} × that = {quantity(tokens)}.",
+        f"It needs {number(training.m)} FLOP per active parameter per token: "
+        f"{number(training.m)} × {quantity(active)} × {quantity(tokens)} = "
         f"{quantity(compute)}.",
         "For each option, time = FLOPs / (GPUs × peak × MFU), and cost = time × GPUs × price, "
         "so the cost does not depend on how many GPUs there are, only on the price of a "
@@ -142,33 +196,21 @@ def draw(rng, presets) -> Draw:
         *lines,
         f"The cheapest of all, {name(cheap['hardware'])} in {cheap['precision'].upper()}, misses "
         f"the deadline. The cheapest that meets it is {name(best['hardware'])} in "
-        f"{best['precision'].upper()}: **{quantity(best['cost'].to('USD'), 3)}** "
+        f"{best['precision'].upper()}: **{quantity(best['cost'].to('USD'), 4)}** "
         f"({_money(best['cost'])}); the next that meets it costs "
         f"{number(100 * ((ok[1]['cost'] / best['cost']).to('').m - 1), 2)}% more.",
     )
-    mistakes = (
-        Mistake(
-            (best["cost"] * forward / training).to("USD"),
-            f"You counted {number(forward.m)} FLOP per parameter per token; training costs "
-            f"{number(training.m)} (forward and backward).",
-        ),
-        Mistake(cheap["cost"], "That option is cheapest but does not finish by the deadline."),
+    mistakes = distinct_mistakes(
+        [Mistake(v.to("USD"), why) for v, why in values], best["cost"], TOLERANCE
     )
-    if moe:
-        mistakes += (
-            Mistake(
-                (best["cost"] * model.params_total / model.params_active).to("USD"),
-                "You counted every parameter; a token only passes through the active ones.",
-            ),
-        )
     return Draw(
         text=text,
         answer=best["cost"].to("USD"),
         solution=solution,
-        tolerance=0.02,
-        # twice the 2% window: a slip nearer is graded wrong but not named
-        mistakes=tuple(m for m in mistakes if abs((m.value / best["cost"]).to("").m - 1) >= 0.04),
-        hint="Work out each option's days first; only then compare prices.",
+        tolerance=TOLERANCE,
+        mistakes=mistakes,
+        hint="How many tokens is that, and how many FLOPs? Then work out each option's days; "
+        "only then compare prices.",
         choices={"hardware": best["hardware"], "precision": best["precision"]},
         margin=margin,
     )

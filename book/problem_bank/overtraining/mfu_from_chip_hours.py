@@ -3,31 +3,35 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank import _rents as rents
-from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
 TITLE = "What MFU did the lab reach?"
-USES = ("training_flops", "training_mfu")
+USES = ("chinchilla_tokens", "training_flops", "training_mfu")
 # DeepSeek-V3 is left out: its published run is validation.training_days, on its own figures
 LECTURE = "1:18:59"
 
+# a model and how many times its compute-optimal (Chinchilla) count the lab trained it on
 MODELS = (
-    ("kimi_k2", None),
-    ("llama_3_1_70b", (10, 15)),
-    ("llama_3_1_405b", (10, 15)),
-    ("qwen3_235b_a22b", (20, 36)),
+    ("kimi_k2", (20, 25)),
+    ("llama_3_1_70b", (5, 10)),
+    ("llama_3_1_405b", (4, 5)),  # not 2 or 3: the other-peak and 2-FLOP slips
+    ("qwen3_235b_a22b", (50, 80)),
 )
 CHIPS = ("h100_sxm", "h800", "b200")
 TRUE_MFU = (0.22, 0.28, 0.33, 0.38, 0.45)
 
 
 def draw(rng, presets) -> Draw:
-    model_id, model, tokens = model_and_tokens(rng, presets, MODELS)
+    model_id, times = rng.choice(MODELS)
+    model, times = presets.get("model", model_id), rng.choice(times)
+    optimal = get("chinchilla_tokens").evaluate(n_active=model.params_active, presets=presets)
+    per_param = (optimal / model.params_active).to("token/parameter")  # Chinchilla's 20
+    tokens = (times * optimal).to("Ttoken")
     hardware, precision = rng.choice(CHIPS), rng.choice(("bf16", "fp8"))
     chip = presets.get("hardware", hardware)
     case = dict(
@@ -61,7 +65,8 @@ def draw(rng, presets) -> Draw:
     )
 
     text = (
-        f"Suppose a lab reports pre-training {model.name} ({params}) on {quantity(tokens)}, "
+        f"Suppose a lab reports pre-training {model.name} ({params}) on {number(times)} times "
+        "its compute-optimal (Chinchilla) token count, "
         f"in {precision.upper()}, on {chip.name} GPUs (dense peak "
         f"{quantity(chip.get('dense_flops_bf16'))} at BF16, "
         f"{quantity(chip.get('dense_flops_fp8'))} at FP8) rented at {quantity(rent)}, for a "
@@ -71,6 +76,11 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         f"The bill buys {quantity(bill, 3)} / {quantity(rent)} = {number(hours.m, 4)} GPU-hours.",
+        f"Chinchilla's count is {quantity(per_param)}"
+        + (", counting the active ones" if moe else "")
+        + ": "
+        f"{number(per_param.m)} × {quantity(model.params_active)} = "
+        f"{quantity(optimal.to('Ttoken'))}; {number(times)} times that is {quantity(tokens)}.",
         f"Useful work: {number(training.m)} FLOP per active parameter per token, "
         f"{number(training.m)} × {quantity(model.params_active)} × {quantity(tokens)} = "
         f"{quantity(compute)}.",
@@ -94,23 +104,30 @@ def draw(rng, presets) -> Draw:
         mistakes.append(
             Mistake(
                 mfu * model.params_total / model.params_active,
-                "You counted every "
-                "parameter as useful work; a token only runs through the active ones.",
+                "You counted every parameter; a token only runs through the active ones, and "
+                "Chinchilla's count is per active parameter too.",
             )
         )
+    mistakes.append(
+        Mistake(
+            mfu / times,
+            f"You took the compute-optimal count itself; the lab trained on {number(times)} "
+            "times it.",
+        )
+    )
     mistakes.append(
         Mistake(
             (compute / (bill / Q_(1, "USD/chip/hour") * peak)).to(""),
             "You took the bill in dollars for GPU-hours; divide it by the rent first.",
         )
     )
-    kept = tuple(m for m in mistakes if abs((m.value / mfu).to("").m - 1) > 0.02)
+    kept = distinct_mistakes(mistakes, mfu, 0.02)
     return Draw(
         text=text,
         answer=mfu,
         solution=solution,
         tolerance=0.02,
         mistakes=kept,
-        hint="The bill gives the GPU-hours; then useful FLOPs over what those hours could "
-        "have delivered at peak.",
+        hint="The bill gives the GPU-hours; Chinchilla gives the tokens; then useful FLOPs "
+        "over what those hours could have delivered at peak.",
     )

@@ -4,7 +4,7 @@ than pre-training does, so a modest RL run can take a large share."""
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
@@ -52,7 +52,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(tokens)}. Its RL phase then generated {quantity(rollouts)} of rollouts and "
         f"trained on {trained_text} of them (a forward and backward pass over those); the whole "
         f"RL phase, rollouts and training alike, ran at {share} of the MFU pre-training reached. "
-        "What share of the GPU time of pre-training and RL together went to RL?"
+        "What share of the GPU time of pre-training and RL together went to RL? Answer as a "
+        "fraction (or a percentage)."
     )
     active = model.params_active
     solution = (
@@ -89,18 +90,22 @@ def draw(rng, presets) -> Draw:
             f"not {number(train.m)}: only the share trained on runs backward too.",
         ),
     ]
-    kept: list[Mistake] = []
-    for m in mistakes:
-        if all(
-            abs((m.value / o).to("").m - 1) > TOLERANCE for o in [answer, *(k.value for k in kept)]
-        ):
-            kept.append(m)
+    mistakes.append(
+        Mistake(
+            rl_share(rl * (forward + train) / per_token),
+            f"You trained on every rollout; the phase trains on {trained_text} of them, so a "
+            f"rollout costs {number(train.m)} more only for that share.",
+        )
+    )
+    gaps = [abs((m.value / answer).to("").m - 1) for m in mistakes]
+    require(not any(TOLERANCE < g < 2 * TOLERANCE for g in gaps), "every slip clear or inside")
+    kept = distinct_mistakes(mistakes, answer, TOLERANCE)
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
         tolerance=TOLERANCE,
-        mistakes=tuple(kept),
+        mistakes=kept,
         hint="Weigh both phases in pre-training's chip time: FLOPs per token, times tokens, "
         "and RL's FLOPs scaled up by its lower MFU.",
     )

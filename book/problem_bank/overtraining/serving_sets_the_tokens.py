@@ -59,11 +59,15 @@ def draw(rng, presets) -> Draw:
     text = (
         f"A lab will serve a model with {quantity(active)} active per token at a steady "
         f"{quantity(rate)} for {month_text(months)}, and serving reaches only "
-        f"{share} of the MFU pre-training does. It wants to spend as much GPU time on "
-        "pre-training as on serving. How many times more tokens than the compute-optimal "
-        "(Chinchilla) count should it pre-train on?"
+        f"{share} of the MFU pre-training does. It splits its GPU time between pre-training "
+        "and serving the way the lecture argues two costs that trade against each other "
+        "should be split. How many times more tokens than the compute-optimal (Chinchilla) "
+        "count should it pre-train on? Answer as a multiple (a plain number)."
     )
     solution = (
+        "More pre-training buys a smaller model for the same quality, so the two bills trade "
+        "against each other, and their sum is smallest near where they are equal: give "
+        "pre-training about the same GPU time as serving.",
         served_text(rate, months, served),
         f"A trained token costs {trn} FLOP per active parameter (forward and backward); a "
         f"served one costs {fwd} (forward only), but at 1/{eta} of the utilisation, so in chip "

@@ -110,8 +110,9 @@ def draw(rng, presets) -> Draw:
         f"{quantity(big.to('Gparameter'))} trained on {quantity(big_tokens)}. It could instead "
         f"train a model with {quantity(small.to('Gparameter'))} to the same loss. Counting "
         "compute in FLOPs (attention ignored, equal utilisation), after how many served tokens "
-        "does the smaller model's extra training pay for itself? (The answer is sensitive to "
-        f"rounding: keep {FIGURES} significant figures in each term of the loss.)"
+        "does the smaller model's extra training pay for itself? Answer in tokens. (The answer "
+        f"is sensitive to rounding: keep {FIGURES} significant figures in each term of the "
+        "loss.)"
     )
     solution = (
         "The two models reach the same loss, so E cancels: the smaller model's data term is "
@@ -133,8 +134,8 @@ def draw(rng, presets) -> Draw:
     mistakes = (
         Mistake(
             (breakeven * forward / train).to("token"),
-            f"You priced a served token at {trn} FLOP per parameter like a trained one; "
-            f"serving is a forward pass, {fwd}.",
+            "You priced a trained token and a served one alike: training runs forward and "
+            f"backward, {trn} FLOP per parameter, serving forward only, {fwd}.",
         ),
         Mistake(
             (train_small / per_token * one).to("token"),

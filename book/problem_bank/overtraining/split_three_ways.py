@@ -82,7 +82,7 @@ def draw(rng, presets) -> Draw:
         f"the whole phase at {rl_share} of pre-training's MFU. The lab splits its GPU time "
         "between pre-training, RL and serving the way the lecture argues costs that trade "
         "against each other should be split. Ignoring attention FLOPs, how many rollout "
-        "tokens should the RL phase generate?"
+        "tokens should the RL phase generate? Answer in tokens."
     )
     solution = (
         "Each phase's bill trades against the others (more pre-training and RL buy a better "
@@ -116,6 +116,11 @@ def draw(rng, presets) -> Draw:
             (rollouts * per_rollout / forward).to("token"),
             f"You counted a rollout as generation only ({fwd} FLOP per parameter); training on "
             f"{trained_text} of them costs {trn} more per token trained.",
+        ),
+        Mistake(
+            (rollouts * per_rollout / (forward + train)).to("token"),
+            f"You trained on every rollout; the phase trains on {trained_text} of them, so a "
+            f"rollout costs {fwd} FLOP per parameter plus {trn} only for that share.",
         ),
         Mistake(
             pretrain,
