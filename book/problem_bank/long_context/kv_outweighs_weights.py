@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
 from units import Q_
 
@@ -21,6 +21,17 @@ SETUPS = (
 PRECISIONS = (("fp8", "bf16"), ("fp8", "fp8"), ("bf16", "bf16"), ("fp4", "fp8"))
 BATCHES = (16, 32, 64, 128, 256)
 NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
+TOLERANCE = 0.03
+
+
+def weight_bytes_per_value(result):
+    """Bytes per weight value of a crossover evaluation, a plain number."""
+    return result.inputs["weight_bytes_per_value"].value.to("B/value")
+
+
+def _listed(facts: list[str]) -> str:
+    """The facts a value's slip got wrong, one clause each: 'a; b'."""
+    return "; ".join(facts)
 
 
 def draw(rng, presets) -> Draw:
@@ -48,7 +59,8 @@ def draw(rng, presets) -> Draw:
     ).to("GB")
     # at the crossing the caches weigh as much as the weights: both must fit the GPUs stated
     hbm = (Q_(chips, "chip") * presets.get("hardware", hardware).hbm_capacity).to("GB")
-    require(2 * weight_bytes <= hbm, "the GPUs hold the weights and caches as heavy")
+    share = presets.parameter["usable_hbm_share"].value.to("")
+    require(2 * weight_bytes <= share * hbm, "usable HBM holds the weights and caches as heavy")
     # what one more token of context length adds to a step's reads, over the whole batch
     per_context_token = (batch * per_token * Q_(1, "token/sequence")).to("MB")
 
@@ -77,11 +89,20 @@ def draw(rng, presets) -> Draw:
         f"{quantity(weight_bytes)} / {quantity(per_context_token)} per token: "
         f"**{quantity(context, 4)}**.",
     )
-    candidates = (
-        (
-            context * 2,
-            "You counted one vector per KV head; each caches a key and a value, two vectors.",
-        ),
+    # slips a student makes with the bytes per value, each run through the whole chain: what
+    # doubles the answer and what halves it (reader 20: three slips gave one value, one message)
+    kv_bytes, w_bytes = per_value.to("B/value").m, weight_bytes_per_value(result).m
+    doubles, halves = ["each KV head caches a key and a value (two vectors)"], []
+    cache_fact = f"the {NAMES[kv_precision]} cache takes {quantity(per_value)}"
+    weight_fact = (
+        f"the {NAMES[weight_precision]} weights take "
+        f"{quantity(result.inputs['weight_bytes_per_value'].value)}"
+    )
+    (doubles if kv_bytes == 2 else halves).append(cache_fact)  # BF16 as one byte, FP8 as two
+    (doubles if w_bytes < 2 else halves).append(weight_fact)  # FP8 or FP4 as two, BF16 as one
+    candidates = [
+        (context * 2, f"That is twice the answer: {_listed(doubles)}."),
+        *([(context / 2, f"That is half the answer: {_listed(halves)}.")] if halves else []),
         (
             get("kv_weight_crossover_context").evaluate(
                 batch_size=batch, **dict(case, kv_precision=weight_precision)
@@ -97,15 +118,10 @@ def draw(rng, presets) -> Draw:
             context * batch.magnitude,
             "You counted one sequence's cache; the batch reads one cache per sequence.",
         ),
+    ]
+    mistakes = distinct_mistakes(
+        [Mistake(v.to("token/sequence"), w) for v, w in candidates], context, TOLERANCE
     )
-    mistakes: list[Mistake] = []
-    for value, why in candidates:  # each distinct wrong value once, with its likeliest cause
-        value = value.to("token/sequence")
-        if all(
-            abs((value / other).to("").m - 1) > 0.05
-            for other in [context, *(m.value for m in mistakes)]
-        ):
-            mistakes.append(Mistake(value, why))
     return Draw(
         hint=(
             "Both are read over the same chips at the same bandwidth: compare bytes, the "
@@ -114,6 +130,6 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=context,
         solution=solution,
-        tolerance=0.03,
-        mistakes=tuple(mistakes),
+        tolerance=TOLERANCE,
+        mistakes=mistakes,
     )
