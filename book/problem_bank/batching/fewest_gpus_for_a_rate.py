@@ -85,7 +85,6 @@ def draw(rng, presets) -> Draw:
         per_replica = evaluate("throughput", **case).to("token/s")
         exact = (rate / per_replica).to("").m
         reads = evaluate("weight_fetch_time", **case)
-        kv_reads = evaluate("kv_fetch_time", **case)
         multiplies = evaluate("compute_time", **case)
         batch = case["batch_size"]
         # the step a student takes: the multiplies alone, or the longer of them and the weight
