@@ -1,15 +1,22 @@
-"""At a given batch, the context beyond which the KV cache, not the weights, fills the HBM reads."""
+"""At the crossover batch, the context beyond which the KV cache, not the weights, fills the HBM
+reads: two lecture results chained (reader 20: the problem rested on the KV formula alone)."""
 
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
 TITLE = "When the caches outweigh the weights"
-USES = ("gqa_kv_values_per_token", "kv_bytes_per_token", "kv_weight_crossover_context")
+USES = (
+    "crossover_batch",
+    "gqa_kv_values_per_token",
+    "kv_bytes_per_token",
+    "kv_weight_crossover_context",
+)
 
 # (model, chip, chips that hold the weights and, at the crossing, caches as heavy: checked)
 SETUPS = (
@@ -19,7 +26,6 @@ SETUPS = (
     ("llama_3_1_405b", "h200", 8),
 )
 PRECISIONS = (("fp8", "bf16"), ("fp8", "fp8"), ("bf16", "bf16"), ("fp4", "fp8"))
-BATCHES = (16, 32, 64, 128, 256)
 NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
 TOLERANCE = 0.03
 
@@ -37,9 +43,23 @@ def _listed(facts: list[str]) -> str:
 def draw(rng, presets) -> Draw:
     name, hardware, chips = rng.choice(SETUPS)
     weight_precision, kv_precision = rng.choice(PRECISIONS)
-    batch = Q_(rng.choice(BATCHES), "sequence")
     model = presets.get("model", name)
-    chip = presets.get("hardware", hardware).name.split(" (")[0]
+    spec = presets.get("hardware", hardware)
+    chip = spec.name.split(" (")[0]
+    flops = spec.get(f"dense_flops_{weight_precision}")  # the math at the weights' precision
+    require(flops is not None, "the chip does math at the weights' precision")
+    # the batch: the crossover, where the weights' multiplies take as long as their reads,
+    # from the chip's figures as printed, to the nearest sequence
+    crossing = evaluate(
+        "crossover_batch",
+        hardware=hardware,
+        model=name,
+        precision=weight_precision,
+        flops=shown(flops.to("TFLOP/s"), 4),
+        mem_bandwidth=shown(spec.hbm_bandwidth.to("TB/s"), 3),
+        presets=presets,
+    ).to("sequence")
+    batch = Q_(round(crossing.m), "sequence")
     case = dict(
         model=name,
         weight_precision=weight_precision,
@@ -66,14 +86,24 @@ def draw(rng, presets) -> Draw:
 
     text = (
         f"You serve {model.name} ({quantity(model.params_total)}, dense) on "
-        f"{number(chips)} {chip} GPUs, with the weights stored in "
-        f"{NAMES[weight_precision]} and the KV cache in {NAMES[kv_precision]}. Its attention: "
-        f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
-        f"{number(model.head_dim)} values. The engine runs a batch of {quantity(batch)}, all "
-        "with the same context length. Beyond what context length (in tokens per sequence) "
-        "does each decode step read more bytes of KV cache than of weights?"
+        f"{number(chips)} {chip} GPUs ({quantity(flops.to('TFLOP/s'), 4)} dense in "
+        f"{NAMES[weight_precision]} and {quantity(spec.hbm_bandwidth, 3)} of HBM each), weights "
+        f"and math in {NAMES[weight_precision]}, the KV cache in {NAMES[kv_precision]}. Its "
+        f"attention: {number(model.layers)} layers, each with {number(model.n_kv_heads)} KV "
+        f"heads of {number(model.head_dim)} values. The engine runs the model's crossover "
+        "batch (attention's FLOPs and the caches' reads aside), to the nearest sequence, all "
+        "sequences at the same context length. Beyond what context length (in tokens per "
+        "sequence) does each decode step read more bytes of KV cache than of weights?"
     )
+    ridge = (shown(flops.to("TFLOP/s"), 4) / shown(spec.hbm_bandwidth.to("TB/s"), 3)).to("FLOP/B")
+    per_flop = flops_per_param_token.value * Q_(1, "parameter·token/FLOP")  # two: multiply-add
     solution = (
+        f"The crossover batch: the chip does {number(ridge.m, 4)} FLOPs per byte it reads; "
+        f"each weight read ({quantity(weight_bytes_per_value(result))}) serves two "
+        f"FLOPs (a multiply-add) per sequence, so the multiplies keep pace at "
+        f"{number(ridge.m, 4)} × {number(weight_bytes_per_value(result).m)} / "
+        f"{number(per_flop.m)} = "
+        f"{number(crossing.m, 4)} sequences: a batch of {quantity(batch)}.",
         f"Each step reads every weight once: {quantity(model.params_total)} at "
         f"{quantity(result.inputs['weight_bytes_per_value'].value)}, {quantity(weight_bytes)}. "
         f"The number of GPUs does not matter: weights and caches are spread over the same "
@@ -91,15 +121,13 @@ def draw(rng, presets) -> Draw:
     )
     # slips a student makes with the bytes per value, each run through the whole chain: what
     # doubles the answer and what halves it (reader 20: three slips gave one value, one message)
-    kv_bytes, w_bytes = per_value.to("B/value").m, weight_bytes_per_value(result).m
+    kv_bytes = per_value.to("B/value").m
     doubles, halves = ["each KV head caches a key and a value (two vectors)"], []
     cache_fact = f"the {NAMES[kv_precision]} cache takes {quantity(per_value)}"
-    weight_fact = (
-        f"the {NAMES[weight_precision]} weights take "
-        f"{quantity(result.inputs['weight_bytes_per_value'].value)}"
-    )
     (doubles if kv_bytes == 2 else halves).append(cache_fact)  # BF16 as one byte, FP8 as two
-    (doubles if w_bytes < 2 else halves).append(weight_fact)  # FP8 or FP4 as two, BF16 as one
+    # a weight's bytes cancel (the batch grows with them as the weights do); one FLOP per
+    # multiply-add doubles the batch and halves the context
+    halves.append("a multiply-add is two FLOPs")
     candidates = [
         (context * 2, f"That is twice the answer: {_listed(doubles)}."),
         *([(context / 2, f"That is half the answer: {_listed(halves)}.")] if halves else []),
