@@ -186,3 +186,15 @@ def windowed(spec, kv, context):
     full = spec.fields["layers"] - layers
     kept = min(context * Q_(1, "sequence"), spec.fields["sliding_window"])
     return layers, kept, (kv * kept * layers / full / Q_(1, "sequence")).to("MB/sequence")
+
+
+def usable_share(presets):
+    """The share of HBM an engine fills with weights and caches (vLLM's default), and how a
+    statement says it: (0.9, 'an engine fills at most 90% of HBM').
+
+    >>> from units.presets import load
+    >>> usable_share(load())
+    (0.9, 'an engine fills at most 90% of HBM')
+    """
+    share = presets.parameter["usable_hbm_share"].value.to("").m
+    return share, f"an engine fills at most {number(100 * share)}% of HBM"

@@ -5,9 +5,14 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
 from book.problem_bank._rents import rent
-from book.problem_bank.batching._figures import attention_cost, cache_derived, cache_given
+from book.problem_bank.batching._figures import (
+    attention_cost,
+    cache_derived,
+    cache_given,
+    usable_share,
+)
 from units import Q_
 
 KIND = "design"
@@ -20,8 +25,10 @@ CONTEXT = 8192
 CLOSE = 0.05
 
 
-def option(hardware, precision, rent, step_limit, presets):
-    """The largest batch meeting the step limit and the HBM, and its cost per token."""
+def option(hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=True):
+    """The largest batch meeting the step limit and the HBM an engine fills, and its cost per
+    token; a slip's: the cache's bytes times ``kv_scale``, the HBM's cap left out if not
+    ``capped``."""
     n = Q_(8, "chip")
     case = dict(
         hardware=hardware,
@@ -33,6 +40,9 @@ def option(hardware, precision, rent, step_limit, presets):
         presets=presets,
     )
     one = Q_(1, "sequence")
+    if kv_scale != 1.0:
+        kv = evaluate("kv_bytes_per_token", **case)
+        case["kv_bytes_per_token"] = kv * kv_scale
     weights = evaluate("weight_fetch_time", **case, batch_size=one)
     kv_one = evaluate("kv_fetch_time", **case, batch_size=one)
     compute_one = evaluate("compute_time", **case, batch_size=one)
@@ -41,7 +51,7 @@ def option(hardware, precision, rent, step_limit, presets):
     weight_bytes = (
         fetch["n_total"].value * fetch["weight_bytes_per_value"].value * Q_(1, "value/parameter")
     ).to("GB")
-    hbm = (n * drained["hbm_capacity"].value).to("GB")
+    hbm = (usable_share(presets)[0] * n * drained["hbm_capacity"].value).to("GB")
     kv_bytes = (
         evaluate("kv_fetch_time", detailed=True, **case, batch_size=one)
         .inputs["kv_bytes_per_token"]
@@ -53,6 +63,8 @@ def option(hardware, precision, rent, step_limit, presets):
         "compute": math.floor((step_limit / compute_one).to("").magnitude),
         "memory": math.floor(((hbm - weight_bytes) / kv_bytes).to("sequence").magnitude),
     }
+    if not capped:
+        del limits["memory"]
     batch = min(limits.values())
     if batch < 1:
         return None
@@ -103,7 +115,8 @@ def draw(rng, presets) -> Draw:
             f"{money(r['weight_bytes'], 3)}, take {money(r['weights'], 3)} to read over "
             f"the eight chips; each sequence's KV cache, {money(r['kv_bytes'], 3)}, takes "
             f"{money(r['kv_one'], 3)}; the rest of the step holds "
-            f"{number(lim['speed'])} sequences. The HBM, {money(r['hbm'], 4)}, holds "
+            f"{number(lim['speed'])} sequences. The HBM an engine fills, "
+            f"{money(r['hbm'], 4)}, holds "
             f"{number(lim['memory'])} caches beside the weights; the multiplies, two FLOPs per "
             "parameter plus attention's over the context, would fill the step only at "
             f"{number(lim['compute'])}. So the batch is "
@@ -137,7 +150,8 @@ def draw(rng, presets) -> Draw:
         f"{cache_given('llama_3_1_70b', presets, kv16)}) so that every user sees at least "
         f"{number(rate.magnitude)} "
         f"tokens per second, with contexts of {number(CONTEXT)} tokens ("
-        f"{attention_cost('llama_3_1_70b', presets)}). You are offered {offers}. "
+        f"{attention_cost('llama_3_1_70b', presets)}). You are offered {offers}; "
+        f"{usable_share(presets)[1]}. "
         "You may run weights, KV cache and math in BF16 or in FP8, and choose the batch. Which "
         "server and precision give the lowest cost per token, and what is that cost, in USD "
         "per million tokens?"
@@ -162,15 +176,39 @@ def draw(rng, presets) -> Draw:
         f"Lowest cost: **{money(best['cost'], 3)}**, on {name[best['hardware']]} in "
         f"{best['precision'].upper()} at batch {number(best['batch'])}.",
     )
-    mistakes = tuple(
-        Mistake(
+
+    def cheapest(**slip):
+        """The lowest cost a student finds with one slip, every option recomputed (reader 20)."""
+        found = [
+            option(h, p, rents[h], step_limit, presets, **slip)
+            for h in chips
+            for p in ("bf16", "fp8")
+        ]
+        return min(r["cost"] for r in found if r)
+
+    slips = [
+        (
             r["cost"],
             f"That is {name[r['hardware']]} in {r['precision'].upper()}, "
             "not the cheapest option that meets the speed.",
         )
         for r in rows[1:]
-        if abs((r["cost"] / best["cost"]).to("").m - 1) > 0.03
-    )
+    ]
+    slips += [
+        (
+            cheapest(kv_scale=0.5),
+            "You cached one vector per KV head; each caches a key and a value, two vectors.",
+        ),
+        (
+            cheapest(capped=False),
+            "You left out the HBM's cap: the batch's caches must fit beside the weights in "
+            "what an engine fills.",
+        ),
+    ]
+    for value, _ in slips:  # inside the window or twice its width away, never just outside
+        off = abs((value / best["cost"]).to("").m - 1)
+        require(off <= 0.03 or off >= 0.06, "each slip lands clear")
+    mistakes = distinct_mistakes([Mistake(v, w) for v, w in slips], best["cost"], 0.03)
     return Draw(
         text=text,
         answer=best["cost"],

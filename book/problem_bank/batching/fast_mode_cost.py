@@ -14,6 +14,7 @@ from book.problem_bank.batching._figures import (
     kv_values,
     size,
     tokens,
+    usable_share,
     weight_bytes,
 )
 from units import Q_
@@ -72,9 +73,10 @@ def scenario(rng, presets):
             price_per_chip_hour=rent(hardware),
             presets=presets,
         )
-        held = evaluate("chips_to_fit", **case).to("chip")
+        held = evaluate("chips_to_fit", **case).to("chip")  # weights and caches at full HBM
         fast = largest_batch(case, evaluate("step_time", **case) / speed)
-        if held <= case["n_chips"] and fast >= FEWEST and _shrinking_shows(case, speed, fast):
+        fits = held <= usable_share(presets)[0] * case["n_chips"]  # in what an engine fills
+        if fits and fast >= FEWEST and _shrinking_shows(case, speed, fast):
             return case, speed, fast
 
 
@@ -150,32 +152,63 @@ def draw(rng, presets) -> Draw:
         f"imply a batch {number(1 / implied.m, 3)} times smaller; the weight read, not the "
         "price, sets the batch.)",
     )
-    mistakes = [
-        Mistake(
+
+    def solve(scale: float, kv_scale: float = 1.0):
+        """Fast mode's cost a student finds with every value's bytes times ``scale`` and the
+        cache's times ``kv_scale`` too: the standard step, the limit and the batch it leaves
+        room for all recomputed (reader 20); None if the limit holds no batch at all."""
+        slipped = dict(
+            case,
+            weight_bytes_per_value=f["weight_bytes_per_value"] * scale,
+            kv_bytes_per_token=f["kv_bytes_per_token"] * scale * kv_scale,
+        )
+        room = largest_batch(slipped, evaluate("step_time", **slipped) / speed)
+        if room == 0:
+            return None
+        at = dict(slipped, batch_size=Q_(room, "sequence"))
+        return evaluate("cost_per_token", **at).to("USD/Mtoken")
+
+    require(abs((solve(1.0) / cost).to("").m - 1) < 1e-9, "the chain solves to the answer")
+    slips = [
+        (
             cost0 * price_ratio,
             "That is the standard cost times the price ratio: the price need not track the "
             "cost. Work out the batch the faster step leaves room for.",
         ),
-        Mistake(
+        (
             evaluate("cost_per_token", **dict(case, batch_size=b0 / speed)).to("USD/Mtoken"),
             f"You shrank the batch {number(speed)} times and costed its step: that step is "
             "longer than Fast mode allows, for the weight read does not shrink with the batch.",
         ),
-        Mistake(
+        (
             cost0,
             "That is the standard mode's cost, as if the step shrank in proportion to the "
             "batch; the weight read does not shrink, so Fast mode's batch shrinks more than the "
             "speed-up and each token costs more.",
         ),
-        Mistake(cost / 8, "That is one chip's rent: all eight chips run every step."),
+        (cost / 8, "That is one chip's rent: all eight chips run every step."),
+        (
+            solve(1.0, 0.5),
+            "You cached one vector per KV head; each caches a key and a value, two vectors.",
+        ),
+        (
+            solve(0.5 if word == "BF16" else 2.0),
+            f"{word} stores {'two bytes' if word == 'BF16' else 'one byte'} per value; you "
+            f"counted {'one' if word == 'BF16' else 'two'}.",
+        ),
     ]
-    # twice the window from the answer, and one diagnosis a value
-    mistakes = [m for m in mistakes if abs((m.value / cost).to("").m - 1) >= 0.06]
+    slips = [(v, w) for v, w in slips if v is not None]
+    for value, _ in slips:  # inside the window or twice its width away, never just outside
+        off = abs((value / cost).to("").m - 1)
+        require(off <= 0.03 or off >= 0.06, "each slip lands clear")
+    named = [Mistake(v, w) for v, w in slips if abs((v / cost).to("").m - 1) > 0.03]
+    mistakes = distinct_mistakes(named, cost, 0.03)
+    require(len(mistakes) == len(named), "no two slips on one value, one message each")
     return Draw(
         text=text,
         answer=cost,
         solution=solution,
         tolerance=0.03,
-        mistakes=distinct_mistakes(mistakes, cost, 0.03),
+        mistakes=mistakes,
         hint="The faster step must still read every weight; how many caches fit in what is left?",
     )

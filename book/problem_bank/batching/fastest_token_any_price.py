@@ -11,6 +11,7 @@ from book.problem_bank.batching._figures import (
     kv_values,
     size,
     tokens,
+    usable_share,
 )
 from units import Q_
 
@@ -86,6 +87,9 @@ def draw(rng, presets) -> Draw:
     speed = at(mine)  # from the figures as printed, as the student works it
     alone = at(reading(k / experts) + kv_time / b)
     chip, name = presets.get("hardware", case["hardware"]).name, spec.name
+    held = (total * per_value + caches).to("GB")  # the model and the caches, at FP8
+    room = (usable_share(presets)[0] * n * f["hbm_capacity"]).to("GB")
+    require(held <= room, "the model and caches fit in the HBM an engine fills")
     shared = (
         ", beside a shared expert that runs for every token"
         if spec.fields.get("experts_shared")
@@ -172,7 +176,11 @@ def draw(rng, presets) -> Draw:
     # the lesson is that tokens share experts: keep only scenarios where that shows clearly
     if b * k < experts:
         require(clear(mistakes[0].value), "sharing experts changes the answer clearly")
-    # a slip within twice the window cannot be told from a rounded answer: graded wrong, unnamed
+    # a slip lands inside the window (accepted) or twice its width away (named), never between:
+    # a student's rounding would carry it either way (reader 20)
+    for m in mistakes:
+        inside = abs((m.value / speed).to("").m - 1) <= TOLERANCE
+        require(inside or clear(m.value), "each slip lands clear")
     mistakes = [m for m in mistakes if clear(m.value)]
     # the two ways to miscount the experts read must land apart, each told its own slip (reader
     # 17: "every parameter routed" fell within ×1.05 of "distinct experts")

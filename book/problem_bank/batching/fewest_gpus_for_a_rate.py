@@ -10,6 +10,7 @@ from book.problem_bank import (
     Draw,
     Mistake,
     clear_of_rounding,
+    distinct_mistakes,
     evaluate,
     require,
     whole_count_tolerance,
@@ -22,6 +23,7 @@ from book.problem_bank.batching._figures import (
     flop_rate,
     size,
     tokens,
+    usable_share,
     windowed,
 )
 from units import Q_
@@ -67,17 +69,36 @@ def scenario(rng, presets):
         ratio = (evaluate("compute_time", **case) / evaluate("memory_time", **case)).to("").m
         # at the crossover the caches' reads outgrow attention's FLOPs on every preset drawn
         # here (attention does fewer FLOPs per cache byte than the chip's ridge): memory-bound
-        if weights + caches < 0.9 * room and ratio < 0.95:
+        if weights + caches < usable_share(presets)[0] * room and ratio < 0.95:
             return case
 
 
+def replicas_for(rate, batch, step) -> float:
+    """The replicas, unrounded, that make ``rate`` at ``batch`` tokens per ``step``."""
+    return (rate * step / (batch * Q_(1, "token/sequence"))).to("").m
+
+
 def draw(rng, presets) -> Draw:
-    while True:  # redraw until the replicas, rounded up, are clear of a whole number
+    while True:  # redraw until every count a slip gives is clear of the answer's (reader 20)
         case = scenario(rng, presets)
         rate = (presets.parameter["inference_rate"].value * rng.choice(SHARES)).to("token/s")
         per_replica = evaluate("throughput", **case).to("token/s")
         exact = (rate / per_replica).to("").m
-        if exact > 1 and clear_of_rounding(exact, EDGE):
+        reads = evaluate("weight_fetch_time", **case)
+        multiplies = evaluate("compute_time", **case)
+        batch = case["batch_size"]
+        # the step a student takes: the multiplies alone, or the longer of them and the weight
+        # reads (the caches left out); each must give a count of replicas clear of the answer's
+        slips = [
+            replicas_for(rate, batch, multiplies),
+            replicas_for(rate, batch, max(multiplies, reads)),
+        ]
+        if (
+            exact > 1
+            and clear_of_rounding(exact, EDGE)
+            and all(clear_of_rounding(s, EDGE / 2) for s in slips)
+            and all(math.ceil(s) != math.ceil(exact) for s in slips)
+        ):
             break
     model, hardware, batch = case["model"], case["hardware"], case["batch_size"]
     n, context = case["n_chips"], case["context_length"]
@@ -92,7 +113,8 @@ def draw(rng, presets) -> Draw:
     weights = (total * f["weight_bytes_per_value"] * Q_(1, "value/parameter")).to("GB")
     caches = evaluate("kv_cache_per_batch", **case).to("GB")
     room = (f["hbm_capacity"] * n / Q_(1, "chip")).to("GB")
-    require(weights + caches < room, "the crossover batch's caches fit beside the weights")
+    share, fill = usable_share(presets)
+    require(weights + caches < share * room, "the caches fit beside the weights, in usable HBM")
     replicas = math.ceil(exact)
     gpus = Q_(replicas * n.m, "chip")
     per_gpu = n.m  # GPUs per replica
@@ -129,7 +151,7 @@ def draw(rng, presets) -> Draw:
         f"{quantity(active, 3)} active per token), in FP8 (weights, KV cache and math) on "
         f"replicas of {replica} of {chip} GPUs ({number(per_gpu)} GPUs, each with "
         f"{quantity(f['hbm_capacity'], 3)} of HBM at {quantity(f['mem_bandwidth'], 3)} and "
-        f"{flop_rate(f['flops'])} of dense FP8 math). Every conversation carries "
+        f"{flop_rate(f['flops'])} of dense FP8 math; {fill}). Every conversation carries "
         f"{tokens(context)} of context; {given}, and attention "
         f"costs {quantity(attention * PER, 4)} per token "
         "of context for each new token (count attention's FLOPs as well as the weights'). "
@@ -142,7 +164,7 @@ def draw(rng, presets) -> Draw:
         f"{' in the full-attention layers' if window else ''}. The weights take "
         f"{size(weights)} and the batch's caches, {quantity(batch, 4)} × {summed}, "
         f"{size(caches)}: together "
-        f"within the replica's {size(room)}.",
+        f"within {number(100 * share)}% of the replica's {size(room)}.",
         f"The step: reading every weight once takes {quantity(weights_time, 3)} and the caches "
         f"{quantity(kv_time, 3)}, {quantity(weights_time + kv_time, 3)} in all; the multiplies, "
         f"{quantity(weights_only, 3)} in the weights plus attention over each context, take "
@@ -162,40 +184,47 @@ def draw(rng, presets) -> Draw:
         made = (batch * Q_(1, "token/sequence") / step_time).to("token/s")
         return Q_(math.ceil((rate / made).to("").m) * per_gpu, "chip")
 
-    wrong.append(
-        (
-            gpus_for(weights_time),
-            "You left out the KV reads: every conversation's cache is read every step.",
+    # leaving out the caches' reads while still taking the longer of reads and multiplies
+    # gives the multiplies' step when they outlast the weight reads alone: one slip, one message
+    if compute >= weights_time:
+        wrong.append(
+            (
+                gpus_for(compute),
+                "You took the multiplies as the step: at this batch reading the weights and "
+                "every conversation's cache takes longer.",
+            )
         )
-    )
-    wrong.append(
-        (
-            gpus_for(compute),
-            "You took the multiplies as the step: at this batch "
-            "the reads of the weights and caches take longer.",
+    else:
+        wrong.append(
+            (
+                gpus_for(weights_time),
+                "You left out the KV reads: every conversation's cache is read every step.",
+            )
         )
-    )
+        wrong.append(
+            (
+                gpus_for(compute),
+                "You took the multiplies as the step: at this batch "
+                "the reads of the weights and caches take longer.",
+            )
+        )
     wrong.append(
         (Q_(replicas, "chip"), f"That is the number of replicas: each has {number(per_gpu)} GPUs.")
     )
     wrong.append(
-        (
-            gpus * 2,
-            "FP8 stores one byte per value and runs twice BF16's math: "
-            "you counted two bytes per value.",
+        (  # two bytes per value doubles the reads, and so the step the reads set
+            gpus_for(max(compute, 2 * (weights_time + kv_time))),
+            "FP8 stores one byte per value: you counted two bytes per value.",
         )
     )
-    mistakes = []
-    for value, why in wrong:
-        if abs((value / gpus).to("").m - 1) > 0.05 and all(
-            abs((value / m.value).to("").m - 1) > 0.05 for m in mistakes
-        ):
-            mistakes.append(Mistake(value, why))
+    tolerance = whole_count_tolerance(gpus.m)
+    mistakes = distinct_mistakes([Mistake(v, why) for v, why in wrong], gpus, tolerance)
+    require(len(mistakes) == len(wrong), "every slip gives its own count")
     return Draw(
         text=text,
         answer=gpus,
         solution=solution,
-        tolerance=whole_count_tolerance(gpus.m),
+        tolerance=tolerance,
         mistakes=tuple(mistakes),
         hint="Check the batch's caches fit beside the weights; then ask which takes longer at "
         "that batch, the reads (weights and caches) or the multiplies (attention included).",

@@ -14,6 +14,7 @@ from book.problem_bank.batching._figures import (
     figures,
     size,
     tokens,
+    usable_share,
     weight_bytes,
 )
 from units import Q_
@@ -38,10 +39,11 @@ CONTEXTS = (4096, 8192, 16384, 32768)
 WORDS = {"bf16": "BF16", "fp8": "FP8"}
 
 
-def packed(case) -> int:
-    """The most sequences whose KV caches fit in the server's HBM beside the weights."""
+def packed(case, share: float = 1.0, weights: bool = True) -> int:
+    """The most sequences whose KV caches fit in ``share`` of the server's HBM beside the
+    weights (or in all of it, ``weights`` forgotten)."""
     f = figures(**case)
-    room = (case["n_chips"] * f["hbm_capacity"]).to("GB") - weight_bytes(f)
+    room = (share * case["n_chips"] * f["hbm_capacity"]).to("GB") - int(weights) * weight_bytes(f)
     per_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
     return math.floor((room / per_sequence).to("sequence").m)
 
@@ -63,7 +65,9 @@ def draw(rng, presets) -> Draw:
     weights = weight_bytes(f)
     server_hbm = (n * hbm).to("GB")
     per_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
-    batch = Q_(packed(case), "sequence")
+    share, fill = usable_share(presets)
+    usable = share * server_hbm
+    batch = Q_(packed(case, share), "sequence")
     require(batch >= Q_(16, "sequence"), "the server must hold a real batch")
     at = dict(case, batch_size=batch)
     memory = evaluate("memory_time", **at).to("ms")
@@ -90,7 +94,8 @@ def draw(rng, presets) -> Draw:
         f"Every conversation carries {tokens(context)} of context; "
         f"{cache_given(model, presets, kv)} (cached in {WORDS[precision]}), and "
         f"{attention_cost(case['model'], presets)}. You admit conversations until the "
-        "HBM is full: the weights plus as many KV caches as fit. Roughly how many tokens per "
+        f"HBM is full ({fill}): the weights plus as many KV caches "
+        "as fit. Roughly how many tokens per "
         "second does the server generate, all conversations together? Any answer within a "
         f"factor of {FACTOR:g} is accepted."
     )
@@ -98,8 +103,9 @@ def draw(rng, presets) -> Draw:
         f"Room: the weights take {size(weights)} ({quantity(f['n_total'], 4)} at "
         f"{quantity(f['weight_bytes_per_value'])}); {chip} has {quantity(hbm, 3)} of HBM at "
         f"{quantity(bandwidth, 3)} and {quantity(f['flops'], 4)} of dense "
-        f"{WORDS[precision]} math; the server holds {size(server_hbm)}, "
-        f"so {size(server_hbm - weights)} is left. A token of context caches "
+        f"{WORDS[precision]} math; the server holds {size(server_hbm)}, of which an engine "
+        f"fills {number(100 * share)}%, {size(usable)}, "
+        f"so {size(usable - weights)} is left. A token of context caches "
         f"{cache_derived(model, presets, kv, f['kv_bytes_per_value'])}, so one "
         f"conversation's cache is {tokens(context)} × {quantity(kv, 4)} = "
         f"{size(per_sequence * Q_(1, 'sequence'))}, and "
@@ -107,10 +113,10 @@ def draw(rng, presets) -> Draw:
         "Each step reads every weight once"
         + ("" if dense else " (a batch this large routes tokens to every expert)")
         + f" and every conversation's cache once: {size(read_bytes)} of the server's "
-        f"{size(server_hbm)}, almost all of it. Read by {quantity(n)} at "
+        f"{size(server_hbm)}, almost all an engine fills. Read by {quantity(n)} at "
         f"{quantity(bandwidth, 3)} each, that takes "
-        f"{quantity(memory, 3)}, just under the chip's drain time (capacity over bandwidth, "
-        f"{quantity(drain, 3)}): the chip count cancels.",
+        f"{quantity(memory, 3)}, just under {number(100 * share)}% of the chip's drain time "
+        f"(capacity over bandwidth, {quantity(drain, 3)}): the chip count cancels.",
         f"Check the regime: at {quantity(flop_rate, 4)} a chip, two FLOPs per parameter "
         f"for each of the batch's tokens take {quantity(compute_shown, 3)} (attention's own "
         f"FLOPs bring it to {quantity(compute, 3)}), less than the reads, so the step is "
@@ -129,15 +135,13 @@ def draw(rng, presets) -> Draw:
     mistakes = [
         Mistake(rate / 8, "That is one chip's share: the server's eight chips work together."),
     ]
-    no_weights = math.floor((server_hbm / per_sequence).to("sequence").m)
-    at_full = dict(case, batch_size=Q_(no_weights, "sequence"))
-    mistakes.append(
-        Mistake(
-            evaluate("throughput", **at_full).to("token/s"),
-            "You filled the whole HBM with KV caches: the weights take their room first.",
-        )
-    )
-    slipped = packed(wrong_bytes)
+    for room, weights_kept, why in (
+        (share, False, "You filled the HBM with KV caches: the weights take their room first."),
+        (1.0, True, f"You filled the whole HBM; {fill}."),
+    ):
+        at_full = dict(case, batch_size=Q_(packed(case, room, weights_kept), "sequence"))
+        mistakes.append(Mistake(evaluate("throughput", **at_full).to("token/s"), why))
+    slipped = packed(wrong_bytes, share)
     if slipped > 0:
         at_slip = dict(wrong_bytes, batch_size=Q_(slipped, "sequence"))
         mistakes.append(
@@ -147,8 +151,10 @@ def draw(rng, presets) -> Draw:
                 f"per value, not {bytes_slip}: that changes both the weights' room and the caches.",
             )
         )
-    # twice the window (×FACTOR² either way): a slip nearer cannot be told from a rounded answer
-    mistakes = [m for m in mistakes if max((m.value / rate).m, (rate / m.value).m) > FACTOR**2]
+    # inside the window or twice its width away (×FACTOR² either way), never between (reader 20)
+    for m in mistakes:
+        off = max((m.value / rate).to("").m, (rate / m.value).to("").m)
+        require(off <= FACTOR or off > FACTOR**2, "each slip lands clear")
     return Draw(
         text=text,
         answer=rate,

@@ -22,6 +22,7 @@ from book.problem_bank.batching._figures import (
     figures,
     size,
     tokens,
+    usable_share,
     weight_bytes,
 )
 from units import Q_
@@ -79,7 +80,8 @@ def draw(rng, presets) -> Draw:
     compute = evaluate("compute_time", **case).to("ms")
     held = weight_bytes(f) + evaluate("kv_cache_per_batch", **case).to("GB")
     hbm = evaluate("scaleup_memory", **case).to("TB")
-    require(held < hbm, "the rack holds the weights and the batch's caches")
+    share = usable_share(presets)[0]
+    require(held < share * hbm, "the HBM an engine fills holds the weights and the caches")
     rate, step = rack_rate(case)
     racks = Q_(math.ceil(raw), "rack")
     binds = "memory" if kv + weights >= compute else "compute"
@@ -168,7 +170,9 @@ def draw(rng, presets) -> Draw:
             "You multiplied by every parameter: a token's multiplies use only the active ones.",
         )
     )
-    mistakes = [m for m in mistakes if abs((m.value / racks).to("").m - 1) > 0.05]
+    # the hint's judgment, the caches' reads in the step, must change the count: redraw where
+    # leaving them out still gives the answer (reader 20), never drop the slip
+    require(mistakes[0].value != racks, "leaving out the KV reads changes the count")
     return Draw(
         text=text,
         answer=racks,

@@ -6,9 +6,15 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, evaluate, money, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
 from book.problem_bank import _rents as rents
-from book.problem_bank.batching._figures import attention_cost, kv_shape, kv_values, tokens
+from book.problem_bank.batching._figures import (
+    attention_cost,
+    kv_shape,
+    kv_values,
+    tokens,
+    usable_share,
+)
 from derivations.notation import flops_per_param_token
 from units import Q_
 
@@ -52,7 +58,8 @@ def scenario(rng, presets):
             used["n_total"].value * used["weight_bytes_per_value"].value * Q_(1, "value/parameter")
         ).to("GB")
         kv_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
-        free = (case["n_chips"] * spec.hbm_capacity).to("GB") - weight_bytes
+        usable = usable_share(presets)[0] * case["n_chips"] * spec.hbm_capacity
+        free = usable.to("GB") - weight_bytes
         by_memory = math.floor((free / kv_sequence).to("sequence").magnitude)
         if by_memory < FEWEST or by_speed < APART * by_memory:
             continue
@@ -87,7 +94,9 @@ def draw(rng, presets) -> Draw:
     kv_one = evaluate("kv_fetch_time", batch_size=1, **case).to("ms")  # per sequence
     weight_bytes = (params * per_value * Q_(1, "value/parameter")).to("GB")
     kv_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
-    free = (n * hbm).to("GB") - weight_bytes
+    share, fill = usable_share(presets)
+    usable = (share * n * hbm).to("GB")
+    free = usable - weight_bytes
     batch_q = Q_(batch, "sequence")
     memory = evaluate("memory_time", batch_size=batch_q, **case).to("ms")
     compute = evaluate("compute_time", batch_size=batch_q, **case).to("ms")
@@ -102,7 +111,8 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You serve {model} ({money(params, 3)}) in BF16, weights and KV cache, on a server of "
         f"{money(n)} ({chip}, {money(hbm, 3)} of HBM at {money(bandwidth, 3)} and "
-        f"{money(flop_rate, 4)} dense in BF16, each) rented at {money(rent)}. The model has "
+        f"{money(flop_rate, 4)} dense in BF16, each) rented at {money(rent)}; {fill}. "
+        "The model has "
         f"{kv_shape(case['model'], presets)}, and every conversation carries "
         f"{tokens(context)} of context ({attention_cost(case['model'], presets)}). Every "
         f"user must see at least {number(rate.magnitude)} tokens per second. At the largest "
@@ -114,7 +124,8 @@ def draw(rng, presets) -> Draw:
         f"{money(kv_token.to('kB/token'), 4)}. A conversation of {tokens(context)} caches "
         f"{money(kv_sequence * Q_(1, 'sequence'), 3)}.",
         f"Memory: the weights take {money(params, 3)} × two bytes = {money(weight_bytes, 3)}; "
-        f"the eight chips hold {money((n * hbm).to('GB'), 3)}, which leaves "
+        f"the eight chips hold {money((n * hbm).to('GB'), 3)}, of which an engine fills "
+        f"{number(100 * share)}%, {money(usable, 3)}, which leaves "
         f"{money(free, 3)} for caches: room for {number(batch)} conversations (rounded down).",
         "Speed: each sequence gets one token per step, so a step may take at most "
         f"1/{number(rate.magnitude)} s = {money(limit, 3)}. Every step reads all the weights, "
@@ -133,48 +144,71 @@ def draw(rng, presets) -> Draw:
         f"Cost: {money(n)} × {money(rent)} × {money(memory, 3)} per step, shared by "
         f"{number(batch)} tokens: **{money(cost, 3)}**.",
     )
-    too_many = dict(case, batch_size=Q_(by_speed, "sequence"))
+
+    def solve(kv_scale=1.0, value_scale=1.0, capped=True):
+        """The cost a student finds with the cache's bytes per token scaled by ``kv_scale`` and
+        every value's bytes by ``value_scale`` (the batch both caps give, or the speed's alone
+        if not ``capped``): the whole chain, each cap recomputed (reader 20)."""
+        per_value = dict(case, kv_bytes_per_token=kv_token * kv_scale * value_scale)
+        per_value["weight_bytes_per_value"] = used["weight_bytes_per_value"].value * value_scale
+        read = evaluate("weight_fetch_time", batch_size=1, **per_value).to("ms")
+        one = evaluate("kv_fetch_time", batch_size=1, **per_value).to("ms")
+        by_speed = math.floor(((limit - read) / one).to("").m)
+        room = usable - weight_bytes * value_scale
+        by_memory = math.floor((room / (kv_sequence * kv_scale * value_scale)).to("sequence").m)
+        b = min(by_speed, by_memory) if capped else by_speed
+        return evaluate("cost_per_token", batch_size=Q_(b, "sequence"), **per_value).to(
+            "USD/Mtoken"
+        )
+
+    require(abs((solve() / cost).to("").m - 1) < 1e-9, "the chain solves to the answer")
     at_limit = (n * rent * limit / (batch_q * Q_(1, "token/sequence"))).to("USD/Mtoken")
-    mistakes = [
-        Mistake(
-            evaluate("cost_per_token", **too_many).to("USD/Mtoken"),
+    slips = [
+        (
+            solve(capped=False),
             f"You ran the batch the speed target allows, {number(by_speed)} conversations; "
             f"their caches need {money((by_speed * Q_(1, 'sequence') * kv_sequence).to('GB'), 3)}"
             f" of HBM and only {money(free, 3)} is free beside the weights: the memory caps the "
             f"batch first, at {number(batch)}.",
         ),
-        Mistake(
+        (
             at_limit,
             "You charged the whole step the speed target allows; the HBM-capped batch's step "
             "is shorter (it reads only the weights and those caches), so the users get more "
             "than promised and the token costs less.",
         ),
-        Mistake(
+        (
             cost / 8,
             "That is one chip's rent per token: the replica is all the server's chips, and "
             "every one of them is paid for every step.",
         ),
+        (
+            solve(kv_scale=0.5),
+            "You cached half the bytes per token: each head caches a key and a value, two "
+            "bytes each in BF16.",
+        ),
+        (solve(value_scale=0.5), "BF16 stores two bytes per value; you counted one."),
     ]
-    half = dict(case, kv_bytes_per_token=kv_token / 2)
-    half_batch = math.floor((free / (kv_sequence / 2)).to("sequence").m)
-    if half_batch < by_speed:
-        mistakes.append(
-            Mistake(
-                evaluate("cost_per_token", batch_size=Q_(half_batch, "sequence"), **half).to(
-                    "USD/Mtoken"
-                ),
-                "You cached one vector per KV head (or one byte per value); each head caches a "
-                "key and a value, two bytes each in BF16.",
-            )
+    whole = (n * hbm).to("GB")  # the whole HBM filled: a natural slip
+    full_batch = min(by_speed, math.floor(((whole - weight_bytes) / kv_sequence).to("sequence").m))
+    slips.append(
+        (
+            evaluate("cost_per_token", batch_size=Q_(full_batch, "sequence"), **case).to(
+                "USD/Mtoken"
+            ),
+            f"You filled the whole HBM; {fill}.",
         )
-    # twice the 3% window: a slip nearer cannot be told from a rounded answer (graded wrong)
-    mistakes = [m for m in mistakes if abs((m.value / cost).to("").m - 1) >= 2 * TOLERANCE]
+    )
+    for value, _ in slips:  # inside the window or twice its width away, never just outside
+        off = abs((value / cost).to("").m - 1)
+        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+    mistakes = distinct_mistakes([Mistake(v, w) for v, w in slips], cost, TOLERANCE)
     return Draw(
         text=text,
         answer=cost,
         solution=solution,
         tolerance=TOLERANCE,
-        mistakes=tuple(mistakes),
+        mistakes=mistakes,
         hint="Find the largest batch the step-time limit allows and the largest the HBM "
         "holds; the smaller one is the batch, and its step is what you pay for.",
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, money
+from book.problem_bank import Draw, Mistake, distinct_mistakes, money, require
 from derivations import get
 from units import Q_
 
@@ -27,6 +27,7 @@ MODELS = (
 )
 TIERS = ("hbm_h100", "dram_ddr5", "flash_nvme")
 RENT = "lecture_gpu"  # what HBM costs: the GPU's rent over its capacity
+TOLERANCE = 0.03
 
 
 def _attention(model) -> str:
@@ -112,20 +113,27 @@ def draw(rng, presets) -> Draw:
             "for the prefill, so only the premium is left for it.",
         )
     ]
-    if model.attention == "gqa":
+    if model.attention == "gqa":  # one vector a head and one byte a value give one value
         candidates.append(
             (
                 ratio * 2,
-                "You counted one vector per KV head; each caches a key and a value.",
+                "That is twice the ratio: each KV head caches a key and a value, two bytes "
+                "each in BF16.",
             )
+        )
+    else:
+        candidates.append((ratio * 2, "BF16 stores two bytes per value; you counted one."))
+        latent = model.kv_lora_rank / (model.kv_lora_rank + model.qk_rope_head_dim)
+        candidates.append(
+            (ratio / latent, "You left out the rotary key: each layer caches it beside the latent.")
         )
     if tier.get("price") is not None and "month" in str(tier.price.units):
         hours = (Q_(1, "month") / Q_(1, "hour")).to("").m  # hours in a month
         candidates.append((ratio / hours, "You read the monthly price as a price per hour."))
-    mistakes: list[Mistake] = []
-    for value, why in candidates:  # each distinct wrong value once
-        if all(abs((value / o).to("").m - 1) > 0.05 for o in [ratio, *(m.value for m in mistakes)]):
-            mistakes.append(Mistake(value, why))
+    for value, _ in candidates:  # inside the window or twice its width away, never between
+        off = abs((value / ratio).to("").m - 1)
+        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+    mistakes = distinct_mistakes([Mistake(v, w) for v, w in candidates], ratio, TOLERANCE)
     return Draw(
         hint=(
             "The premium is the write price less the plain input price; the holding costs "
@@ -134,6 +142,6 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=ratio,
         solution=solution,
-        tolerance=0.03,
-        mistakes=tuple(mistakes),
+        tolerance=TOLERANCE,
+        mistakes=mistakes,
     )

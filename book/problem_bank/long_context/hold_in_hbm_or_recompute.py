@@ -121,12 +121,14 @@ def draw(rng, presets) -> Draw:
             drain * ((per_token / (kv / 2)) * (bandwidth / flops) - 1).to(""),
             "You counted one vector per KV head; each caches a key and a value.",
         ),
-        Mistake(
-            drain * (3 * corner - 1),
-            "Six FLOPs per parameter is training; a prefill is a forward pass, two.",
-        ),
     ]
     attention = compute_time - weights_flops  # causal: each token attends to half the context
+    mistakes.append(  # six FLOPs per parameter for the weights; attention as counted
+        Mistake(
+            drain * (((3 * weights_flops + attention) / read_time).to("").m - 1),
+            "Six FLOPs per parameter is training; a prefill is a forward pass, two.",
+        )
+    )
     mistakes += [
         Mistake(
             drain * ((weights_flops / read_time).to("").m - 1),
@@ -149,8 +151,12 @@ def draw(rng, presets) -> Draw:
             )
         )
     mistakes = [Mistake(m.value.to("s"), m.why) for m in mistakes]
-    # twice the window from the answer, one diagnosis a value
-    mistakes = [m for m in mistakes if abs((m.value / even).to("").m - 1) >= 2 * TOLERANCE]
+    # inside the window or twice its width away (named), never between (reader 20)
+    for m in mistakes:
+        off = abs((m.value / even).to("").m - 1)
+        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+    named = [m for m in mistakes if abs((m.value / even).to("").m - 1) > TOLERANCE]
+    require(len(distinct_mistakes(named, even, TOLERANCE)) == len(named), "one slip, one value")
     return Draw(
         text=text,
         answer=even,

@@ -87,9 +87,10 @@ def draw(rng, presets) -> Draw:
             ratio / 2,
             "You counted one vector per KV head; each caches a key and a value, two vectors.",
         ),
-        Mistake(
+        Mistake(  # one FLOP per parameter and two bytes per FP8 value both double it (reader 20)
             ratio * 2,
-            "You counted one FLOP per parameter; a multiply and an add are two.",
+            "That is twice the ratio: a token's compute is two FLOPs per active parameter (a "
+            "multiply and an add), and an FP8 cache takes one byte per value.",
         ),
     )
     return Draw(

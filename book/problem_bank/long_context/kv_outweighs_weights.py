@@ -1,15 +1,22 @@
-"""At a given batch, the context beyond which the KV cache, not the weights, fills the HBM reads."""
+"""At the crossover batch, the context beyond which the KV cache, not the weights, fills the HBM
+reads: two lecture results chained (reader 20: the problem rested on the KV formula alone)."""
 
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
 from derivations import get
+from derivations.notation import flops_per_param_token
 from units import Q_
 
 KIND = "multi"
 TITLE = "When the caches outweigh the weights"
-USES = ("gqa_kv_values_per_token", "kv_bytes_per_token", "kv_weight_crossover_context")
+USES = (
+    "crossover_batch",
+    "gqa_kv_values_per_token",
+    "kv_bytes_per_token",
+    "kv_weight_crossover_context",
+)
 
 # (model, chip, chips that hold the weights and, at the crossing, caches as heavy: checked)
 SETUPS = (
@@ -19,16 +26,40 @@ SETUPS = (
     ("llama_3_1_405b", "h200", 8),
 )
 PRECISIONS = (("fp8", "bf16"), ("fp8", "fp8"), ("bf16", "bf16"), ("fp4", "fp8"))
-BATCHES = (16, 32, 64, 128, 256)
 NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
+TOLERANCE = 0.03
+
+
+def weight_bytes_per_value(result):
+    """Bytes per weight value of a crossover evaluation, a plain number."""
+    return result.inputs["weight_bytes_per_value"].value.to("B/value")
+
+
+def _listed(facts: list[str]) -> str:
+    """The facts a value's slip got wrong, one clause each: 'a; b'."""
+    return "; ".join(facts)
 
 
 def draw(rng, presets) -> Draw:
     name, hardware, chips = rng.choice(SETUPS)
     weight_precision, kv_precision = rng.choice(PRECISIONS)
-    batch = Q_(rng.choice(BATCHES), "sequence")
     model = presets.get("model", name)
-    chip = presets.get("hardware", hardware).name.split(" (")[0]
+    spec = presets.get("hardware", hardware)
+    chip = spec.name.split(" (")[0]
+    flops = spec.get(f"dense_flops_{weight_precision}")  # the math at the weights' precision
+    require(flops is not None, "the chip does math at the weights' precision")
+    # the batch: the crossover, where the weights' multiplies take as long as their reads,
+    # from the chip's figures as printed, to the nearest sequence
+    crossing = evaluate(
+        "crossover_batch",
+        hardware=hardware,
+        model=name,
+        precision=weight_precision,
+        flops=shown(flops.to("TFLOP/s"), 4),
+        mem_bandwidth=shown(spec.hbm_bandwidth.to("TB/s"), 3),
+        presets=presets,
+    ).to("sequence")
+    batch = Q_(round(crossing.m), "sequence")
     case = dict(
         model=name,
         weight_precision=weight_precision,
@@ -48,20 +79,31 @@ def draw(rng, presets) -> Draw:
     ).to("GB")
     # at the crossing the caches weigh as much as the weights: both must fit the GPUs stated
     hbm = (Q_(chips, "chip") * presets.get("hardware", hardware).hbm_capacity).to("GB")
-    require(2 * weight_bytes <= hbm, "the GPUs hold the weights and caches as heavy")
+    share = presets.parameter["usable_hbm_share"].value.to("")
+    require(2 * weight_bytes <= share * hbm, "usable HBM holds the weights and caches as heavy")
     # what one more token of context length adds to a step's reads, over the whole batch
     per_context_token = (batch * per_token * Q_(1, "token/sequence")).to("MB")
 
     text = (
         f"You serve {model.name} ({quantity(model.params_total)}, dense) on "
-        f"{number(chips)} {chip} GPUs, with the weights stored in "
-        f"{NAMES[weight_precision]} and the KV cache in {NAMES[kv_precision]}. Its attention: "
-        f"{number(model.layers)} layers, each with {number(model.n_kv_heads)} KV heads of "
-        f"{number(model.head_dim)} values. The engine runs a batch of {quantity(batch)}, all "
-        "with the same context length. Beyond what context length (in tokens per sequence) "
-        "does each decode step read more bytes of KV cache than of weights?"
+        f"{number(chips)} {chip} GPUs ({quantity(flops.to('TFLOP/s'), 4)} dense in "
+        f"{NAMES[weight_precision]} and {quantity(spec.hbm_bandwidth, 3)} of HBM each), weights "
+        f"and math in {NAMES[weight_precision]}, the KV cache in {NAMES[kv_precision]}. Its "
+        f"attention: {number(model.layers)} layers, each with {number(model.n_kv_heads)} KV "
+        f"heads of {number(model.head_dim)} values. The engine runs the model's crossover "
+        "batch (attention's FLOPs and the caches' reads aside), to the nearest sequence, all "
+        "sequences at the same context length. Beyond what context length (in tokens per "
+        "sequence) does each decode step read more bytes of KV cache than of weights?"
     )
+    ridge = (shown(flops.to("TFLOP/s"), 4) / shown(spec.hbm_bandwidth.to("TB/s"), 3)).to("FLOP/B")
+    per_flop = flops_per_param_token.value * Q_(1, "parameter·token/FLOP")  # two: multiply-add
     solution = (
+        f"The crossover batch: the chip does {number(ridge.m, 4)} FLOPs per byte it reads; "
+        f"each weight read ({quantity(weight_bytes_per_value(result))}) serves two "
+        f"FLOPs (a multiply-add) per sequence, so the multiplies keep pace at "
+        f"{number(ridge.m, 4)} × {number(weight_bytes_per_value(result).m)} / "
+        f"{number(per_flop.m)} = "
+        f"{number(crossing.m, 4)} sequences: a batch of {quantity(batch)}.",
         f"Each step reads every weight once: {quantity(model.params_total)} at "
         f"{quantity(result.inputs['weight_bytes_per_value'].value)}, {quantity(weight_bytes)}. "
         f"The number of GPUs does not matter: weights and caches are spread over the same "
@@ -77,11 +119,18 @@ def draw(rng, presets) -> Draw:
         f"{quantity(weight_bytes)} / {quantity(per_context_token)} per token: "
         f"**{quantity(context, 4)}**.",
     )
-    candidates = (
-        (
-            context * 2,
-            "You counted one vector per KV head; each caches a key and a value, two vectors.",
-        ),
+    # slips a student makes with the bytes per value, each run through the whole chain: what
+    # doubles the answer and what halves it (reader 20: three slips gave one value, one message)
+    kv_bytes = per_value.to("B/value").m
+    doubles, halves = ["each KV head caches a key and a value (two vectors)"], []
+    cache_fact = f"the {NAMES[kv_precision]} cache takes {quantity(per_value)}"
+    (doubles if kv_bytes == 2 else halves).append(cache_fact)  # BF16 as one byte, FP8 as two
+    # a weight's bytes cancel (the batch grows with them as the weights do); one FLOP per
+    # multiply-add doubles the batch and halves the context
+    halves.append("a multiply-add is two FLOPs")
+    candidates = [
+        (context * 2, f"That is twice the answer: {_listed(doubles)}."),
+        *([(context / 2, f"That is half the answer: {_listed(halves)}.")] if halves else []),
         (
             get("kv_weight_crossover_context").evaluate(
                 batch_size=batch, **dict(case, kv_precision=weight_precision)
@@ -97,15 +146,10 @@ def draw(rng, presets) -> Draw:
             context * batch.magnitude,
             "You counted one sequence's cache; the batch reads one cache per sequence.",
         ),
+    ]
+    mistakes = distinct_mistakes(
+        [Mistake(v.to("token/sequence"), w) for v, w in candidates], context, TOLERANCE
     )
-    mistakes: list[Mistake] = []
-    for value, why in candidates:  # each distinct wrong value once, with its likeliest cause
-        value = value.to("token/sequence")
-        if all(
-            abs((value / other).to("").m - 1) > 0.05
-            for other in [context, *(m.value for m in mistakes)]
-        ):
-            mistakes.append(Mistake(value, why))
     return Draw(
         hint=(
             "Both are read over the same chips at the same bandwidth: compare bytes, the "
@@ -114,6 +158,6 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=context,
         solution=solution,
-        tolerance=0.03,
-        mistakes=tuple(mistakes),
+        tolerance=TOLERANCE,
+        mistakes=mistakes,
     )

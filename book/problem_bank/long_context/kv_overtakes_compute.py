@@ -6,7 +6,7 @@ import contextlib
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank.batching._figures import attention_cost
 from derivations import get
 from units import Q_, ChalkboardError
@@ -145,10 +145,9 @@ def draw(rng, presets) -> Draw:
         f"{model.name} ({active}) runs decode on {chip.name.split(' (')[0]} GPUs "
         f"({quantity(flops)} dense at {NAMES[precision]}, {quantity(bandwidth)} of HBM), with "
         f"weights and KV cache in {NAMES[precision]}. It uses {_attention(model, presets)}. "
-        "At a large batch the weight reads are shared by every sequence; per sequence, each "
-        "step does the weights' multiplies and the attention over the context, and reads the "
-        "sequence's KV cache. Beyond what context length (in tokens per sequence) do the KV "
-        "reads take longer than the multiplies, attention included?"
+        "At a large batch, which shares the weight reads, beyond what context length (in "
+        "tokens per sequence) do a sequence's KV reads take longer than its multiplies, "
+        "attention included?"
     )
     mac = used["flops_per_multiply_add"].value
     token = Q_(1, "token")
@@ -231,14 +230,12 @@ def draw(rng, presets) -> Draw:
             value = crossover.evaluate(**{**case, **shown, **change})  # reads): no value
             candidates.append((value, why))
 
-    mistakes: list[Mistake] = []
-    for value, why in candidates:
-        value = value.to("token/sequence")
-        if all(
-            abs((value / o).to("").m - 1) > tolerance
-            for o in [context, *(m.value for m in mistakes)]
-        ):
-            mistakes.append(Mistake(value, why))
+    for value, _ in candidates:  # inside the window or twice its width away, never between
+        off = abs((value / context).to("").m - 1)
+        require(off <= tolerance or off >= 2 * tolerance, "each slip lands clear")
+    mistakes = distinct_mistakes(
+        [Mistake(v.to("token/sequence"), w) for v, w in candidates], context, tolerance
+    )
     return Draw(
         hint=(
             "Write the cache read time and the compute time, attention included, per token of"
@@ -248,5 +245,5 @@ def draw(rng, presets) -> Draw:
         answer=context,
         solution=solution,
         tolerance=tolerance,
-        mistakes=tuple(mistakes),
+        mistakes=mistakes,
     )

@@ -14,7 +14,7 @@ from book.problem_bank import (
     evaluate,
     require,
 )
-from book.problem_bank.batching._figures import attention_cost, flop_rate, size
+from book.problem_bank.batching._figures import attention_cost, flop_rate, size, usable_share
 from derivations import get
 from units import Q_
 
@@ -28,7 +28,7 @@ MODELS = ("llama_3_1_70b", "llama_3_1_405b")
 # 640 GB, not its bandwidth); the student brings the chapter's rules (bytes per token, servers
 # rounded up, pipelining latency neutral), and the answer is graded within a factor
 CHIPS = ("h100_sxm",)
-CONTEXTS = (1_000_000, 2_000_000, 4_000_000)
+CONTEXTS = (1_000_000, 2_000_000, 3_000_000, 4_000_000)
 PER_SERVER = 8  # GPUs in a server (one scale-up domain)
 # graded within ×1.3: a slip is named only outside ×1.69 (twice the window), so the ×2 slips
 # (every GPU at once, one byte per value) are named and a rounded recall of the chip is not
@@ -48,7 +48,8 @@ def scenario(rng, presets):
             held["n_total"].value * held["weight_bytes_per_value"].value * Q_(1, "value/parameter")
         ).to("GB")
         cache = (evaluate("kv_cache_per_sequence", **case) * Q_(1, "sequence")).to("GB")
-        server = (PER_SERVER * presets.get("hardware", hardware).hbm_capacity).to("GB")
+        share = usable_share(presets)[0]  # of a server's HBM an engine fills
+        server = (share * PER_SERVER * presets.get("hardware", hardware).hbm_capacity).to("GB")
         need = ((weights + cache) / server).to("").m
         if need > 1 and clear_of_rounding(need):
             return case, weights, cache, server, need
@@ -86,7 +87,8 @@ def draw(rng, presets) -> Draw:
         f"{number(model.head_dim)} values; {attention_cost(name, presets)}. It runs on servers "
         f"of {number(PER_SERVER)} {chip_name} GPUs ({quantity(chip.hbm_capacity)} of HBM at "
         f"{quantity(chip.hbm_bandwidth, 3)} and {flop_rate(chip.dense_flops_bf16)} dense in BF16, "
-        "each). One user fills the window; the weights and that conversation's "
+        f"each; {usable_share(presets)[1]}). One user fills the window; the weights and that "
+        "conversation's "
         "cache are spread over as few servers as hold them, the layers split as evenly as they "
         "can be between the servers as a pipeline (ignore the hand-over between servers). "
         "Roughly how many "
@@ -101,8 +103,9 @@ def draw(rng, presets) -> Draw:
         "conversation; batching shares weights between users, never caches.",
         f"The weights add {size(weights)} (two bytes a parameter): {size(total)} in all. An "
         f"{chip_name} has {quantity(chip.hbm_capacity)} of HBM at "
-        f"{quantity(chip.hbm_bandwidth, 3)}; a server holds {number(PER_SERVER)} × "
-        f"{quantity(chip.hbm_capacity)} = {size(server)}, "
+        f"{quantity(chip.hbm_bandwidth, 3)}; an engine fills "
+        f"{number(100 * usable_share(presets)[0])}% of a server's {number(PER_SERVER)} × "
+        f"{quantity(chip.hbm_capacity)}: {size(server)}, "
         f"so the model and cache take {number(need, 3)} servers' worth, rounded up to "
         f"**{number(servers)} servers**, "
         f"{number(servers * PER_SERVER)} GPUs for one user.",
@@ -139,11 +142,12 @@ def draw(rng, presets) -> Draw:
             "You left the weights out: every step reads them too.",
         ),
     ]
-    outside = [  # named where it lands outside twice the window (×FACTOR²) either way
-        Mistake(value, why)
-        for value, why in candidates
-        if max((value / speed).to("").m, (speed / value).to("").m) > FACTOR**2
-    ]
+    outside = []  # named where it lands outside twice the window (×FACTOR²) either way
+    for value, why in candidates:
+        off = max((value / speed).to("").m, (speed / value).to("").m)
+        require(off <= FACTOR or off > FACTOR**2, "each slip lands clear")  # never between
+        if off > FACTOR**2:
+            outside.append(Mistake(value, why))
     mistakes = distinct_mistakes(outside, speed, FACTOR, factor=True)  # one slip per value
     solution = solution[:1] + (solution[1].replace("**", ""),) + solution[2:]
     return Draw(

@@ -16,12 +16,14 @@ USES = ("kv_bytes_per_token", "kv_cache_per_sequence", "chips_to_fit")
 # (model, chip, chips): every case holds its FP8 weights with room for a handful of long caches
 CASES = (
     ("llama_3_1_405b", "h200", 4),
+    ("llama_3_1_405b", "b200", 4),
     ("llama_3_1_70b", "h200", 1),
     ("llama_3_1_70b", "mi300x", 1),
+    ("llama_3_1_70b", "b200", 1),
     ("qwen3_235b_a22b", "h200", 2),
-    ("qwen3_235b_a22b", "mi325x", 1),
+    ("qwen3_235b_a22b", "mi300x", 2),
 )
-CONTEXTS = (32_768, 65_536, 131_072)
+CONTEXTS = (32_768, 49_152, 65_536, 98_304, 131_072)
 FEWEST = 3  # sequences: at these contexts a node holds a handful of conversations
 TWO_BYTES = (
     "You counted two bytes a value where FP8 stores one: the weights and the KV cache are both "
@@ -34,17 +36,22 @@ CLEAR = 0.05  # the unrounded count keeps this far (relative) from both whole nu
 
 def draw(rng, presets) -> Draw:
     fits = get("chips_to_fit").solve_for("batch_size")
+    share = presets.parameter["usable_hbm_share"].value.to("").m
     options = []
     for name, hardware, chips in CASES:
         case = dict(
             model=name,
             hardware=hardware,
             precision="fp8",
-            chips_to_fit=Q_(chips, "chip"),
+            # an engine fills only a share of each GPU's HBM: the batch that fills that share
+            # of the chips is the batch that fits (vLLM's gpu_memory_utilization)
+            chips_to_fit=Q_(chips * share, "chip"),
             presets=presets,
         )
         for context in CONTEXTS:
             ctx = Q_(context, "token/sequence")
+            if not _positive(fits, dict(case, context_length=ctx)):
+                continue  # the weights alone overfill what an engine fills
             batch = fits.evaluate(context_length=ctx, **case).to("sequence")
             if (
                 batch.magnitude >= FEWEST
@@ -55,7 +62,7 @@ def draw(rng, presets) -> Draw:
     case, context, exact = rng.choice(options)
     model = presets.get("model", case["model"])
     chip = presets.get("hardware", case["hardware"])
-    chips = case["chips_to_fit"]
+    chips = Q_(round(case["chips_to_fit"].m / share), "chip")
     batch = Q_(math.floor(exact.magnitude), "sequence")
 
     per_token = get("kv_bytes_per_token").evaluate_detailed(
@@ -73,7 +80,7 @@ def draw(rng, presets) -> Draw:
     used = fits.evaluate_detailed(context_length=context, **case).inputs
     weights = (used["n_total"].value * used["weight_bytes_per_value"].value).to("GB")
     hbm = (chip.hbm_capacity * chips / Q_(1, "chip")).to("GB")
-    free = hbm - weights
+    free = share * hbm - weights
 
     size = (
         f"{quantity(model.params_total)} in all, {quantity(model.params_active)} active per token"
@@ -85,7 +92,8 @@ def draw(rng, presets) -> Draw:
     where = "the node" if chips.magnitude > 1 else "the GPU"
     text = (
         f"You serve {model.name} ({size}) on {_gpus(chips.magnitude, chip)} with "
-        f"{quantity(chip.hbm_capacity)} of HBM{' each' if chips.magnitude > 1 else ''}, "
+        f"{quantity(chip.hbm_capacity)} of HBM{' each' if chips.magnitude > 1 else ''} "
+        f"(an engine fills at most {number(100 * share)}% of it), "
         "weights and KV cache both at FP8. It uses grouped-query attention in all "
         f"{number(model.layers)} layers, with {number(model.n_kv_heads)} KV heads of "
         f"{number(model.head_dim)} values. Counting only the weights and the KV cache, how many "
@@ -99,14 +107,14 @@ def draw(rng, presets) -> Draw:
             if chips.magnitude > 1
             else "The GPU has "
         )
-        + f"{quantity(hbm)}, which leaves {quantity(free)} for caches.",
+        + f"{quantity(hbm)}; an engine fills {number(100 * share)}% of it, "
+        f"{quantity(share * hbm)}, which leaves {quantity(free)} for caches.",
         "A token caches a key and a value per KV head per layer: "
         f"{quantity(values, 6)}, at one byte each, {quantity(per_token)}.",
         f"One conversation of {context_tokens(context, 6)} therefore holds {quantity(cache_size)}. "
         "Batching shares the weights between conversations, never the caches.",
         f"{quantity(free)} / {quantity(cache_size)} = {number(exact.magnitude)}, and only whole "
-        "conversations fit (real engines keep some HBM for activations, so a little fewer): "
-        f"at most **{quantity(batch)}**.",
+        f"conversations fit: at most **{quantity(batch)}**.",
     )
 
     candidates = _slips(fits, case, context, presets)
@@ -142,7 +150,8 @@ def _slips(fits, case, context, presets) -> list:
         model=model.id, precision="fp8", context_length=context, presets=presets
     ) * Q_(1, "sequence")
     chip = presets.get("hardware", case["hardware"])
-    hbm = chip.hbm_capacity * case["chips_to_fit"] / Q_(1, "chip")
+    hbm = chip.hbm_capacity * case["chips_to_fit"] / Q_(1, "chip")  # the share an engine fills
+    share = presets.parameter["usable_hbm_share"].value.to("").m
 
     def fit(**change):
         args = dict(case, context_length=context, **change)
@@ -169,6 +178,10 @@ def _slips(fits, case, context, presets) -> list:
         (
             Q_((hbm / per_sequence).to("").m, "sequence"),
             "You left out the weights: they take their share of HBM before any cache.",
+        ),
+        (
+            fit(chips_to_fit=case["chips_to_fit"] / share),
+            f"You filled the whole HBM; an engine fills at most {number(100 * share)}% of it.",
         ),
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity, said_number
-from book.problem_bank import Draw, Mistake, evaluate, money, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
 from book.problem_bank.batching._figures import attention_cost
 from derivations import get
 from units import Q_
@@ -299,18 +299,30 @@ def _draw(rng, presets) -> Draw:
         )
     if runner is not None:
         candidates.append((runner[1], f"{_capital(runner[0])} keeps the promise but costs more."))
-    if best[0] != "recompute":
-        candidates.append(
-            (best[1] / 2, "You counted one vector per KV head; each caches a key and a value.")
+
+    def chosen(slipped) -> Q_:
+        """The cheapest option that keeps the promise, as a student with one slip finds it."""
+        return min((o for o in slipped if o[2] <= promise), key=lambda o: o[1].m)[1]
+
+    # each slip reruns the whole choice (reader 20): half the cache halves a tier's holding,
+    # read back and its time (a tier may then keep the promise); the holding alone drops the
+    # read back's cost
+    halved = [
+        o if o[0] == "recompute" else (o[0], o[1] / 2, o[2] / 2, o[3] / 2, o[4] / 2)
+        for o in options
+    ]
+    unread = [o if o[0] == "recompute" else (o[0], o[3], o[2], o[3], o[4]) for o in options]
+    candidates.append(
+        (chosen(halved), "You counted one vector per KV head; each caches a key and a value.")
+    )
+    candidates.append(
+        (
+            chosen(unread),
+            "You counted the holding alone: the GPUs also wait, rented, while the cache "
+            "streams back.",
         )
-        candidates.append(
-            (
-                best[3],
-                "You counted the holding alone: the GPUs also wait, rented, while the cache "
-                "streams back.",
-            )
-        )
-    else:
+    )
+    if best[0] == "recompute":
         candidates.append(
             (
                 recompute_cost * (weights_only / per_prefill_token).to(""),
@@ -336,14 +348,12 @@ def _draw(rng, presets) -> Draw:
                     "the replica, each rented.",
                 )
             )
-    # a slip is named where it lands twice the tolerance from the answer and apart from the
-    # others (a runner-up within 6% is graded wrong, but not diagnosed)
-    mistakes: list[Mistake] = []
-    for value, why in candidates:
-        if abs((value / best[1]).to("").m - 1) >= 2 * TOLERANCE and all(
-            abs((value / m.value).to("").m - 1) > TOLERANCE for m in mistakes
-        ):
-            mistakes.append(Mistake(value, why))
+    # a slip lands inside the window or twice its width away (named), never between: redraw
+    # (reader 20); of two on one value the first listed is named
+    for value, _ in candidates:
+        off = abs((value / best[1]).to("").m - 1)
+        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+    mistakes = distinct_mistakes([Mistake(v, w) for v, w in candidates], best[1], TOLERANCE)
     return Draw(
         hint=(
             "For each tier, check the read-back time against the promise first; only then "
@@ -353,7 +363,7 @@ def _draw(rng, presets) -> Draw:
         answer=best[1],
         solution=tuple(solution),
         tolerance=TOLERANCE,
-        mistakes=tuple(mistakes),
+        mistakes=mistakes,
         choices={"where": best[0]},
         margin=margin,
     )
