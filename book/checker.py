@@ -11,11 +11,12 @@ many answers to every site problem and require the same verdict and message.
 A right answer is within the problem's tolerance of the true value, or of the value its
 solution prints ("24 layers" for 23.5). Every statement names the unit of its answer, and the
 answer is graded in it: a bare number ("239", "8,681", "2.21") is read in that unit (the
-answer's own, ``answer.units``), and a number with only a scale word ("2.16T") in its base unit
-(tokens, parameters). An answer asked per sequence may leave the "per sequence" unsaid ("86
-tokens/s", "49,200 tokens"); "per user", "per conversation", "per request" and "per stream"
-are per sequence (:data:`units.reading.SEQUENCE_WORDS`); a count the answer does not name
-("2.21 tokens per step") is allowed. A wrong one is diagnosed, first match wins: a dimension
+answer's own, ``answer.units``), a number with only a scale word ("2.16T") in its base unit
+(tokens), and a count may also be written out in full ("28e9" for "28 B parameters"). An
+answer asked per sequence may leave the "per sequence" unsaid ("86 tokens/s", "49,200
+tokens"); "per user", "per conversation", "per request" and "per stream" are per sequence
+(:data:`units.reading.SEQUENCE_WORDS`); a count the answer does not name ("2.21 tokens per
+step") is allowed. A wrong one is diagnosed, first match wins: a dimension
 said in plain words ("That is a time; the question asks for a cost per token."), one of the
 problem's own listed mistakes, a share typed without its % ("32.9" for 0.329), a power of ten
 (a prefix slip when it is 10³ⁿ), a time-unit slip (×24, ×60, ×365), a factor of 2, 3 or 8.
@@ -128,7 +129,7 @@ TIME_SLIPS = (
 )
 # A bare number typed for a share: "32.9" for 0.329 (the text, then the number it holds).
 BARE_NUMBER = r"[ \t\n\r\f\v]*([0-9]+(?:\.[0-9]+)?)[ \t\n\r\f\v]*"
-SEQUENCE = DIMENSIONS.index("[sequence]")
+TOKEN, SEQUENCE = DIMENSIONS.index("[token]"), DIMENSIONS.index("[sequence]")
 MAX_TENS = 12  # powers of ten a diagnosis names, at most
 SLACK = 1e-12  # rounding room at the edges of a tolerance
 
@@ -403,9 +404,7 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         message = str(err)
         return _verdict("unreadable", message[:1].upper() + message[1:] + ".")
     if "bare" in spec and (got["bare"] or got["scaled"]):
-        # the statement names the answer's unit: "239" is 239 of it; "2.16T" is 2.16 trillion
-        # of its base unit (2.16T tokens)
-        got["value"] *= 1 if got["scaled"] else spec["bare"]
+        got["value"] = _bare_value(got, spec)
         got["dims"], got["counts"] = list(spec["dims"]), dict(spec.get("counts") or {})
     value = got["value"]
     if not (value > 0 and math.isfinite(value)):
@@ -464,6 +463,22 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         if _within(value * k, centres, spec):
             return _verdict("wrong", less)
     return _verdict("wrong", "Not right, and not off by a simple factor: check your working.")
+
+
+def _bare_value(got: dict, spec: dict) -> float:
+    """A number typed with no unit, in base units. The statement names the answer's unit, so
+    "239" is 239 of it; a number with only a scale word ("2.16T") is in the base unit (2.16
+    trillion tokens); a count may also be written out in full ("28e9" for 28 B parameters):
+    of its two readings the one nearer the answer is taken (they are ``spec["bare"]`` apart,
+    10⁹ here, so no wrong answer comes near by it)."""
+    x = got["value"]
+    if got["scaled"]:
+        return x
+    named = x * spec["bare"]
+    if any(spec["dims"][:TOKEN]) or not (x > 0 and named > 0) or spec["bare"] == 1:
+        return named  # not a count, or nothing to choose
+    v = spec["value"]
+    return named if max(named / v, v / named) <= max(x / v, v / x) else x
 
 
 def _per_sequence(got, want) -> bool:

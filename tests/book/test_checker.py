@@ -179,6 +179,10 @@ WRITTEN = [
     ("2.16 × 10¹²", Q_(2.16e12, "token"), True),
     ("2.16T", Q_(2.16e12, "token"), True),
     ("2.16", Q_(2.16e12, "token"), False),
+    ("28.3", Q_(28.34, "Gparam"), True),  # a count: in the unit named, or written out in full
+    ("28.3e9", Q_(28.34, "Gparam"), True),
+    ("28,340,000,000", Q_(28.34, "Gparam"), True),
+    ("0.028", Q_(28.34, "Gparam"), False),
     ("5,356 sequences", Q_(5356, "sequence"), True),
     ("5\u202f356 sequences", Q_(5356, "sequence"), True),  # a narrow no-break space
     ("25%", Q_(0.25, ""), True),

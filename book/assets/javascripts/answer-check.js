@@ -27,9 +27,11 @@
   var SPLIT = new RegExp("[*]+|" + WS + "+");
   var EDGES = new RegExp("^" + WS + "+|" + WS + "+$", "g");
 
-  var SEQUENCE = -1; /* the sequence dimension's place in the table's dims */
+  var TOKEN = -1, SEQUENCE = -1; /* the token and sequence dimensions' places in the table's dims */
 
-  function setUnits(table) { TABLE = table; SEQUENCE = table.dims.indexOf("sequence"); }
+  function setUnits(table) {
+    TABLE = table; TOKEN = table.dims.indexOf("token"); SEQUENCE = table.dims.indexOf("sequence");
+  }
   function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
   function strip(s) { return s.replace(EDGES, ""); }
   function replaceAll(s, a, b) { return s.split(a).join(b); }
@@ -238,6 +240,15 @@
     return true;
   }
 
+  function bareValue(got, spec) {
+    var x = got.value;
+    if (got.scaled) return x;
+    var named = x * spec.bare, v = spec.value;
+    var count = !spec.dims.slice(0, TOKEN).some(function (d) { return d; });
+    if (!count || !(x > 0 && named > 0) || spec.bare === 1) return named;
+    return Math.max(named / v, v / named) <= Math.max(x / v, v / x) ? named : x;
+  }
+
   function perSequence(got, want) {
     if (want[SEQUENCE] !== -1 || got[SEQUENCE] !== 0) return false;
     for (var k = 0; k < want.length; k++) if (k !== SEQUENCE && !(Math.abs(got[k] - want[k]) <= 1e-9)) return false;
@@ -272,7 +283,7 @@
     }
     if (spec.bare !== undefined && (got.bare || got.scaled)) {
       /* the statement names the answer's unit: "239" is 239 of it; "2.16T", 2.16 trillion of its base unit */
-      got.value = got.value * (got.scaled ? 1 : spec.bare);
+      got.value = bareValue(got, spec);
       got.dims = spec.dims.slice();
       got.counts = Object.assign({}, spec.counts || {});
     }
