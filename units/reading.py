@@ -14,8 +14,8 @@ CLI's ``--set`` (:func:`units.registry.parse_quantity`) read text with it. It tu
   request``, ``per stream``) as ``sequence``;
 
 into a number and a list of ``(unit name, power)`` factors. The caller looks the names up
-(in the registry, or in the checker's unit table): this module knows no unit itself, so it sits
-below both. It never evaluates text.
+(in the registry, or in the checker's unit table): this module knows no unit itself (it only
+renames the words for a sequence), so it sits below both. It never evaluates text.
 
 >>> r = read("1.152 T parameters")
 >>> r.number, r.factors
