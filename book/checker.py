@@ -353,8 +353,15 @@ def _measure(text: str, table: dict) -> dict:
 
 
 def _phrase(dims, counts: dict, table: dict) -> str:
+    """A dimension in plain words, with what it is per ("a rate in tokens per second per
+    chip")."""
     if counts and not any(dims):
         return "a number of " + _counts_text(counts)
+    per = "".join(f" per {c}" for c in sorted(counts) if counts[c] == -1)
+    return _dims_phrase(dims, table) + per
+
+
+def _dims_phrase(dims, table: dict) -> str:
     key = _key(dims)
     if key in table["phrases"]:
         return table["phrases"][key]

@@ -198,6 +198,11 @@
 
   function phrase(dims, counts) {
     if (Object.keys(counts).length && !dims.some(function (d) { return d; })) return "a number of " + countsText(counts);
+    var per = Object.keys(counts).sort().filter(function (c) { return counts[c] === -1; });
+    return dimsPhrase(dims) + per.map(function (c) { return " per " + c; }).join("");
+  }
+
+  function dimsPhrase(dims) {
     var k = key(dims);
     if (own(TABLE.phrases, k)) return TABLE.phrases[k];
     var above = [], below = [];
