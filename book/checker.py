@@ -9,7 +9,14 @@ parameters", "2.63 × 10¹⁴ tokens", "$0.18 per million tokens"); the tests ru
 many answers to every site problem and require the same verdict and message.
 
 A right answer is within the problem's tolerance of the true value, or of the value its
-solution prints ("24 layers" for 23.5). A wrong one is diagnosed, first match wins: a dimension
+solution prints ("24 layers" for 23.5). Every statement names the unit of its answer, and the
+answer is graded in it: a bare number ("239", "8,681", "2.21") is read in that unit (the
+answer's own, ``answer.units``), a number with only a scale word ("2.16T") in its base unit
+(tokens), and a count may also be written out in full ("28e9" for "28 B parameters"). An
+answer asked per sequence may leave the "per sequence" unsaid ("86 tokens/s", "49,200
+tokens"); "per user", "per conversation", "per request" and "per stream" are per sequence
+(:data:`units.reading.SEQUENCE_WORDS`); a count the answer does not name ("2.21 tokens per
+step") is allowed. A wrong one is diagnosed, first match wins: a dimension
 said in plain words ("That is a time; the question asks for a cost per token."), one of the
 problem's own listed mistakes, a share typed without its % ("32.9" for 0.329), a power of ten
 (a prefix slip when it is 10³ⁿ), a time-unit slip (×24, ×60, ×365), a factor of 2, 3 or 8.
@@ -20,6 +27,8 @@ problem's own listed mistakes, a share typed without its % ("32.9" for 0.329), a
 (True, 'That is an amount of data; the question asks for a time (in ms).')
 >>> check("24 s", spec)["message"]
 'That is 1,000 times too large: a unit prefix slipped (k, M, G step by 1,000).'
+>>> check("24", spec)["ok"], check("86 tok/s per user", spec_of(Q_(86, "token/s/sequence")))["ok"]
+(True, True)
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import pint
 from units import Q_, ChalkboardError
 from units.display import number as spoken
 from units.display import unit as unit_words
-from units.reading import RATIOS, SCALES, SYMBOLS, read
+from units.reading import RATIOS, SCALES, SEQUENCE_WORDS, SYMBOLS, read
 from units.registry import spelled
 
 # The dimensions the checker compares, in the order of its vectors (answer-check.js reads the
@@ -49,7 +58,7 @@ UNIT_NAMES = (
     *("FLOP", "flop", "FLOPS"),
     *("USD", "dollar", "cent"),
     *("token", "tok", "parameter", "param", "sequence", "seq", "chip", "gpu", "value", "val"),
-    *("vector", "expert", "layer", "head", "stage", "rack"),
+    *("vector", "expert", "layer", "head", "stage", "rack", "step"),
 )
 PREFIX_NAMES = (
     *("n", "nano", "µ", "u", "micro", "m", "milli", "k", "kilo", "M", "mega", "G", "giga"),
@@ -120,8 +129,7 @@ TIME_SLIPS = (
 )
 # A bare number typed for a share: "32.9" for 0.329 (the text, then the number it holds).
 BARE_NUMBER = r"[ \t\n\r\f\v]*([0-9]+(?:\.[0-9]+)?)[ \t\n\r\f\v]*"
-TOKENS = (0, 0, 0, 0, 1, 0)  # a number of tokens (the order of DIMENSIONS)
-TOKENS_PER_SEQUENCE = (0, 0, 0, 0, 1, -1)
+TOKEN, SEQUENCE = DIMENSIONS.index("[token]"), DIMENSIONS.index("[sequence]")
 MAX_TENS = 12  # powers of ten a diagnosis names, at most
 SLACK = 1e-12  # rounding room at the edges of a tolerance
 
@@ -205,6 +213,7 @@ def unit_table() -> dict:
         "scales": dict(SCALES),
         "ratios": dict(RATIOS),
         "symbols": dict(SYMBOLS),
+        "sequence_words": dict(SEQUENCE_WORDS),
         "phrases": phrases,
         "words": [list(w) for w in BASE_WORDS],
         "tens": tens,
@@ -236,6 +245,8 @@ def spec_of(
         "mode": mode,
         "unit": spelled(answer.units),  # "token/sequence", never pint's "tok/seq"
         "said": unit_words(answer.units),  # in messages: "USD per million tokens"
+        # a bare number ("239") is read in the answer's unit, the one the statement names
+        "bare": float(Q_(1, answer.units).to_base_units().magnitude),
     }
     printed = _value_in(shown if shown is not None else quantity(answer), spec)
     if printed is not None:
@@ -313,7 +324,8 @@ def _is_noun(table: dict):
 
 
 def _measure(text: str, table: dict) -> dict:
-    """``{value (base units), dims, counts, bare_bytes}`` of typed text; ChalkboardError with
+    """``{value (base units), dims, counts, bare_bytes, bare, scaled}`` of typed text (``bare``:
+    a plain number; ``scaled``: a number with only a scale word, "2.16T"); ChalkboardError with
     the message to show when it cannot be read."""
     reading = read(text, _is_noun(table))
     n = len(table["dims"])
@@ -330,12 +342,26 @@ def _measure(text: str, table: dict) -> dict:
             counts[u[2]] = counts.get(u[2], 0) + power
     counts = {c: p for c, p in counts.items() if p}
     value = reading.number * factor
-    return {"value": value, "dims": dims, "counts": counts, "bare_bytes": reading.bare_bytes}
+    return {
+        "value": value,
+        "dims": dims,
+        "counts": counts,
+        "bare_bytes": reading.bare_bytes,
+        "bare": reading.bare,
+        "scaled": not reading.factors and reading.scaled,
+    }
 
 
 def _phrase(dims, counts: dict, table: dict) -> str:
+    """A dimension in plain words, with what it is per ("a rate in tokens per second per
+    chip")."""
     if counts and not any(dims):
         return "a number of " + _counts_text(counts)
+    per = "".join(f" per {c}" for c in sorted(counts) if counts[c] == -1)
+    return _dims_phrase(dims, table) + per
+
+
+def _dims_phrase(dims, table: dict) -> str:
     key = _key(dims)
     if key in table["phrases"]:
         return table["phrases"][key]
@@ -384,17 +410,21 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
     except ChalkboardError as err:
         message = str(err)
         return _verdict("unreadable", message[:1].upper() + message[1:] + ".")
+    if "bare" in spec and (got["bare"] or got["scaled"]):
+        got["value"] = _bare_value(got, spec)
+        got["dims"], got["counts"] = list(spec["dims"]), dict(spec.get("counts") or {})
     value = got["value"]
     if not (value > 0 and math.isfinite(value)):
         return _verdict("unreadable", "Give a positive number.")
     mistakes = spec.get("mistakes", [])
-    if _same(got["dims"], TOKENS) and _same(spec["dims"], TOKENS_PER_SEQUENCE):
-        got["dims"] = list(spec["dims"])  # "49,200 tokens" of context: one sequence's tokens
     if not _same(got["dims"], spec["dims"]):
         if near := _nearest(
             [m for m in mistakes if "dims" in m and _same(got["dims"], m["dims"])], value, spec
         ):
             return _verdict("wrong", near["why"])
+        if _per_sequence(got["dims"], spec["dims"]) and not got["counts"]:
+            got["dims"] = list(spec["dims"])  # "86 tokens/s" for each sequence: per sequence
+    if not _same(got["dims"], spec["dims"]):
         if got["bare_bytes"] and not spec["dims"][1]:
             return _verdict(
                 "wrong",
@@ -440,6 +470,34 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         if _within(value * k, centres, spec):
             return _verdict("wrong", less)
     return _verdict("wrong", "Not right, and not off by a simple factor: check your working.")
+
+
+def _bare_value(got: dict, spec: dict) -> float:
+    """A number typed with no unit, in base units. The statement names the answer's unit, so
+    "239" is 239 of it; a number with only a scale word ("2.16T") is in the base unit (2.16
+    trillion tokens); a count may also be written out in full ("28e9" for 28 B parameters):
+    of its two readings the one nearer the answer is taken (they are ``spec["bare"]`` apart,
+    10⁹ here, so no wrong answer comes near by it)."""
+    x = got["value"]
+    if got["scaled"]:
+        return x
+    named = x * spec["bare"]
+    if any(spec["dims"][:TOKEN]) or not (x > 0 and named > 0) or spec["bare"] == 1:
+        return named  # not a count, or nothing to choose
+    v = spec["value"]
+    return named if max(named / v, v / named) <= max(x / v, v / x) else x
+
+
+def _per_sequence(got, want) -> bool:
+    """Whether ``got`` is ``want`` without its "per sequence": the question asks for each
+    sequence's share ("how many tokens per second does each sequence get?", "how long a
+    context?"), so "86 tokens/s" or "49,200 tokens" is that sequence's (not "86 tokens/s per
+    chip", which says what it is per: the caller checks that no count is named)."""
+    if want[SEQUENCE] != -1 or got[SEQUENCE] != 0:
+        return False
+    return all(
+        abs(g - w) <= 1e-9 for k, (g, w) in enumerate(zip(got, want, strict=True)) if k != SEQUENCE
+    )
 
 
 def _nearest(mistakes: list, value: float, spec: dict):

@@ -10,11 +10,12 @@ CLI's ``--set`` (:func:`units.registry.parse_quantity`) read text with it. It tu
   ``per M tokens``; ``B`` before a count noun is billions (``671 B parameters``), otherwise
   bytes (``128 B``);
 - units: ``TB/s``, ``tokens per second per sequence``, ``token/(s*sequence)``, ``FLOP²``,
-  ``%``, ``8x``;
+  ``%``, ``8x``; the book's words for a sequence (``per user``, ``per conversation``, ``per
+  request``, ``per stream``) as ``sequence``;
 
 into a number and a list of ``(unit name, power)`` factors. The caller looks the names up
-(in the registry, or in the checker's unit table): this module knows no unit itself, so it sits
-below both. It never evaluates text.
+(in the registry, or in the checker's unit table): this module knows no unit itself (it only
+renames the words for a sequence), so it sits below both. It never evaluates text.
 
 >>> r = read("1.152 T parameters")
 >>> r.number, r.factors
@@ -23,6 +24,8 @@ below both. It never evaluates text.
 [('USD', 1), ('tokens', -1)]
 >>> read("128 B").factors, read("671 B parameters", lambda name: name == "parameters").number
 ([('B', 1)], 671000000000.0)
+>>> read("86 tok/s per user").factors, read("239").bare, read("2.16T").bare
+([('tok', 1), ('s', -1), ('sequence', -1)], True, False)
 """
 
 from __future__ import annotations
@@ -54,6 +57,14 @@ SCALES = {
 RATIOS = {"%": 0.01, "percent": 0.01, "per cent": 0.01, "x": 1.0, "×": 1.0, "times": 1.0}
 # Symbols read as unit names.
 SYMBOLS = {"$": "USD", "¢": "cent"}
+# The book's other words for one sequence being decoded ("tokens per second per user", "GB per
+# conversation"), read as "sequence". Not unit aliases in the registry: a user may hold several
+# sequences over a day, and a reversible network's "stream" is half an activation.
+SEQUENCE_WORDS = {
+    word + plural: "sequence" + plural
+    for word in ("user", "conversation", "request", "stream")
+    for plural in ("", "s")
+}
 SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 SUPERSCRIPT_DIGITS = str.maketrans(SUPERSCRIPTS + "⁻⁺", "0123456789-+")
 
@@ -80,12 +91,22 @@ class Reading:
     """What :func:`read` found: the number (scale words folded in) and the unit's factors.
 
     ``bare_bytes`` is true when a "B" was read as bytes (not billions): a message about a
-    wrong dimension can then say so.
+    wrong dimension can then say so. ``scaled`` is true when a scale word was folded into the
+    number ("2.16T", "128 k"), ``ratio`` when the text ended in a percentage or a ratio ("25%",
+    "8x"): a number with no unit and neither is *bare*, and a checker may read it in the unit
+    the question names.
     """
 
     number: float
     factors: list[tuple[str, int]] = field(default_factory=list)
     bare_bytes: bool = False
+    scaled: bool = False
+    ratio: bool = False
+
+    @property
+    def bare(self) -> bool:
+        """A plain number with nothing after it ("239", "2.63e14", "8,681")."""
+        return not self.factors and not self.scaled and not self.ratio
 
 
 def _power(plain: str | None, superscript: str | None) -> int:
@@ -142,6 +163,7 @@ def read(text: str, is_noun: Callable[[str], bool] | None = None) -> Reading:
     reading = Reading(number)
     if rest.lower() in RATIOS or rest in RATIOS:
         reading.number = number * RATIOS[rest.lower() if rest.lower() in RATIOS else rest]
+        reading.ratio = True
         return reading
     _read_unit(rest, reading, is_noun or (lambda name: False))
     return reading
@@ -189,6 +211,7 @@ def _read_unit(rest: str, reading: Reading, is_noun: Callable[[str], bool]) -> N
             else:
                 scale = None
             if scale is not None:
+                reading.scaled = True
                 if sign > 0:
                     reading.number = reading.number * scale
                 else:
@@ -200,4 +223,5 @@ def _read_unit(rest: str, reading: Reading, is_noun: Callable[[str], bool]) -> N
             power = sign * (_power(m.group(2), m.group(3)) if m.group(2) or m.group(3) else 1)
             if abs(power) > MAX_POWER:
                 raise ChalkboardError(f"the power of '{m.group(1)}' is too large")
-            reading.factors.append((m.group(1), power))
+            name = SEQUENCE_WORDS.get(m.group(1).lower(), m.group(1))
+            reading.factors.append((name, power))

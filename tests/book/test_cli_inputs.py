@@ -183,3 +183,20 @@ def test_check_grades_an_authored_problem_and_names_its_listed_mistakes():
             code, out, _ = run("problems", "--check", p.id, quantity(m.value))
             assert (code, out) == (1, f"wrong: {m.why}\n")
     one_error("problems", "--check", "moe.two_rack_alltoall", "3 us", match="did you mean")
+
+
+def test_check_takes_answers_written_the_way_the_statement_asks():
+    # problems-reader20 at seed 419 (issue 21): each verdict from the printed solutions, 85.59
+    # tokens per second per sequence (within 3%) and 2.211 tokens (within 3%)
+    for pid, text, code in [
+        ("long_context.fast_mode_batch", "86 tokens/s", 0),
+        ("long_context.fast_mode_batch", "86 tokens/s per user", 0),
+        ("long_context.fast_mode_batch", "86", 0),
+        ("long_context.fast_mode_batch", "86 tokens/s per chip", 1),
+        ("validation.faster_than_the_bound", "2.21 tokens per step", 0),
+        ("validation.faster_than_the_bound", "2.21", 0),
+        ("validation.faster_than_the_bound", "2.21 steps", 1),
+    ]:
+        got, out, err = run("problems", "--seed", "419", "--check", pid, text)
+        assert (got, err) == (code, ""), (pid, text, out, err)
+        assert out.startswith("right: " if code == 0 else "wrong: That is"), (pid, text, out)

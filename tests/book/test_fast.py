@@ -127,6 +127,8 @@ H100 = ["--hardware", "h100_sxm", "--model", "deepseek_v3"]
         ["eval", "crossover_batch", *H100, "--set", "mem_bandwidth=4800 GB / s"],  # pint reads it
         ["eval", "cost_per_token", *H100, "--set", "batch_size=64", "--unit", "USD/Mtoken"],
         ["eval", "cost_per_token", *H100, "--set", "batch_size=64", "--set", "step_time=20 ms"],
+        ["eval", "cost_per_token", *H100, "--set", "batch_size=64 users"],  # the reader's words
+        ["eval", "cost_per_token", *H100, "--set", "batch_size=64 sequences per step"],  # a count
         [
             "eval",
             "step_time",

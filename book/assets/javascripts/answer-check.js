@@ -9,7 +9,6 @@
   "use strict";
   var TABLE = null;
   var MAX_CHARS = 200, MAX_POWER = 12, SLACK = 1e-12;
-  var TOKENS = [0, 0, 0, 0, 1, 0], TOKENS_PER_SEQUENCE = [0, 0, 0, 0, 1, -1];
   var WS = "[ \\t\\n\\r\\f\\v]";
   var SUP = "⁰¹²³⁴⁵⁶⁷⁸⁹";
   var DIGITS = "\\d{1,3}(?:,\\d{3})+(?:\\.\\d*)?|\\d+(?:\\.\\d*)?|\\.\\d+";
@@ -28,7 +27,11 @@
   var SPLIT = new RegExp("[*]+|" + WS + "+");
   var EDGES = new RegExp("^" + WS + "+|" + WS + "+$", "g");
 
-  function setUnits(table) { TABLE = table; }
+  var TOKEN = -1, SEQUENCE = -1; /* the token and sequence dimensions' places in the table's dims */
+
+  function setUnits(table) {
+    TABLE = table; TOKEN = table.dims.indexOf("token"); SEQUENCE = table.dims.indexOf("sequence");
+  }
   function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
   function strip(s) { return s.replace(EDGES, ""); }
   function replaceAll(s, a, b) { return s.split(a).join(b); }
@@ -71,10 +74,11 @@
     var number = parseFloat(sign + digits + "e" + exponent);
     var rest = strip(t);
     if (currency) rest = "USD " + rest;
-    var reading = { number: number, factors: [], bareBytes: false };
+    var reading = { number: number, factors: [], bareBytes: false, scaled: false, ratio: false };
     var lower = rest.toLowerCase();
     if (own(TABLE.ratios, lower) || own(TABLE.ratios, rest)) {
       reading.number = number * TABLE.ratios[own(TABLE.ratios, lower) ? lower : rest];
+      reading.ratio = true;
       return reading;
     }
     readUnit(rest, reading, isNoun);
@@ -118,6 +122,7 @@
           else reading.bareBytes = true;
         }
         if (scale !== null) {
+          reading.scaled = true;
           reading.number = sign > 0 ? reading.number * scale : reading.number / scale;
           continue;
         }
@@ -125,7 +130,8 @@
         if (!m) throw new Fail("cannot read the unit '" + word + "'");
         var p = sign * (m[2] !== undefined || m[3] !== undefined ? power(m[2], m[3]) : 1);
         if (Math.abs(p) > MAX_POWER) throw new Fail("the power of '" + m[1] + "' is too large");
-        reading.factors.push([m[1], p]);
+        var lowered = m[1].toLowerCase();
+        reading.factors.push([own(TABLE.sequence_words, lowered) ? TABLE.sequence_words[lowered] : m[1], p]);
       }
     }
   }
@@ -181,13 +187,22 @@
     }
     var kept = {};
     for (c in counts) if (own(counts, c) && counts[c]) kept[c] = counts[c];
-    return { value: reading.number * factor, dims: dims, counts: kept, bareBytes: reading.bareBytes };
+    var none = !reading.factors.length;
+    return {
+      value: reading.number * factor, dims: dims, counts: kept, bareBytes: reading.bareBytes,
+      bare: none && !reading.scaled && !reading.ratio, scaled: none && reading.scaled
+    };
   }
 
   function key(dims) { return dims.map(function (d) { return String(d); }).join(","); }
 
   function phrase(dims, counts) {
     if (Object.keys(counts).length && !dims.some(function (d) { return d; })) return "a number of " + countsText(counts);
+    var per = Object.keys(counts).sort().filter(function (c) { return counts[c] === -1; });
+    return dimsPhrase(dims) + per.map(function (c) { return " per " + c; }).join("");
+  }
+
+  function dimsPhrase(dims) {
     var k = key(dims);
     if (own(TABLE.phrases, k)) return TABLE.phrases[k];
     var above = [], below = [];
@@ -230,6 +245,21 @@
     return true;
   }
 
+  function bareValue(got, spec) {
+    var x = got.value;
+    if (got.scaled) return x;
+    var named = x * spec.bare, v = spec.value;
+    var count = !spec.dims.slice(0, TOKEN).some(function (d) { return d; });
+    if (!count || !(x > 0 && named > 0) || spec.bare === 1) return named;
+    return Math.max(named / v, v / named) <= Math.max(x / v, v / x) ? named : x;
+  }
+
+  function perSequence(got, want) {
+    if (want[SEQUENCE] !== -1 || got[SEQUENCE] !== 0) return false;
+    for (var k = 0; k < want.length; k++) if (k !== SEQUENCE && !(Math.abs(got[k] - want[k]) <= 1e-9)) return false;
+    return true;
+  }
+
   function nearest(mistakes, value, spec) {
     var best = null, gap = Infinity;
     for (var i = 0; i < mistakes.length; i++) {
@@ -256,14 +286,22 @@
       if (!(err instanceof Fail)) throw err;
       return verdict("unreadable", err.message.charAt(0).toUpperCase() + err.message.slice(1) + ".");
     }
+    if (spec.bare !== undefined && (got.bare || got.scaled)) {
+      /* the statement names the answer's unit: "239" is 239 of it; "2.16T", 2.16 trillion of its base unit */
+      got.value = bareValue(got, spec);
+      got.dims = spec.dims.slice();
+      got.counts = Object.assign({}, spec.counts || {});
+    }
     var value = got.value, i, m;
     if (!(value > 0 && isFinite(value))) return verdict("unreadable", "Give a positive number.");
     var mistakes = spec.mistakes || [];
-    /* "49,200 tokens" of context: one sequence's tokens */
-    if (same(got.dims, TOKENS) && same(spec.dims, TOKENS_PER_SEQUENCE)) got.dims = spec.dims.slice();
     if (!same(got.dims, spec.dims)) {
       m = nearest(mistakes.filter(function (x) { return x.dims && same(got.dims, x.dims); }), value, spec);
       if (m) return verdict("wrong", m.why);
+      /* "86 tokens/s" for each sequence: per sequence */
+      if (perSequence(got.dims, spec.dims) && !Object.keys(got.counts).length) got.dims = spec.dims.slice();
+    }
+    if (!same(got.dims, spec.dims)) {
       if (got.bareBytes && !spec.dims[1]) {
         return verdict("wrong", "B alone means bytes: for billions, put B before the count (671 B parameters).");
       }
