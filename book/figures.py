@@ -1683,7 +1683,8 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
 
     caption = (
         f"The all-to-all of one MoE layer of {model} over the layer's compute, at the crossover "
-        f"batch on {spoken(data['chips'])} NVL72 chips split across 1 to {racks[-1]} racks (log "
+        f"batch on {spoken_number(data['chips'].to('chip').m)} NVL72 chips split across 1 to "
+        f"{racks[-1]} racks (log "
         "axis; below the line at one the all-to-all hides). Solid lines send a copy per expert, "
         "as the lecture counts; dashed lines send once per rack. Left, short context: one rack "
         f"hides ({say(ratio('two', 1, layer))}); over two racks, {at_two(layer)}. Right, a "
@@ -1795,14 +1796,14 @@ def alltoall_diagram(presets: Presets) -> Figure:
 
     from book.chapters import moe
 
-    hw = presets.get("hardware", moe.RACK)
+    hw = presets.get("hardware", moe.TWO_RACKS)  # the two-rack examples' chip
     k = int(presets.get("model", moe.MODEL).experts_active)
     up = spoken(hw.scale_up_bandwidth_per_direction)
     out = spoken(hw.scale_out_bandwidth_per_direction.to("GB/s"))
     lecture = Evaluator(presets)
     share = lecture.text("offrack_fraction")
     off = round(k * lecture.q("offrack_fraction").to("").m)  # arrows that leave the rack
-    penalty = spoken(Evaluator(presets, moe.RACK).q("hardware_scale_out_penalty"))
+    penalty = spoken(Evaluator(presets, moe.TWO_RACKS).q("hardware_scale_out_penalty"))
     up_colour, out_colour = PALETTE[0], PALETTE[1]
     rows, columns = 3, 4  # one rack's chips drawn; each two-rack panel draws half the columns
     if k > rows * columns - 1 or max(off, k - off) > rows * columns // 2 - 1:
@@ -1919,7 +1920,8 @@ def alltoall_diagram(presets: Presets) -> Figure:
         "lives on a different chip (combine sends the results back the same way). Inside one "
         f"rack every arrow is an NVLink path; over two racks a share {share} of them, {off} "
         f"of {k}, crosses the scale-out network, {penalty} times slower per chip and per "
-        "direction on these chips. Sent once per rack (right, DeepSeek-V3's dispatch), one "
+        f"direction on {chip_name(hw)} chips. Sent once per rack (right, DeepSeek-V3's "
+        "dispatch), one "
         "copy crosses and the other rack's NVLink fans it out."
     )
     return _render("alltoall_diagram", draw, alt, caption)
