@@ -1610,22 +1610,23 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     layer = data["layer_compute"].to("ms").m
     ctx_layer = data["layer_compute_ctx"].to("ms").m
     penalty_hw = spoken(data["penalty_hw"])
-    lecture_penalty = spoken(presets.parameter["scale_out_penalty"].value)
+    penalty_two = spoken(data["penalty_two"])
     model = presets.get("model", moe.MODEL).name
-    rack = chip_name(presets.get("hardware", moe.RACK))
+    two_chip = chip_name(presets.get("hardware", moe.TWO_RACKS)).removesuffix(" NVL72")
+    hw_chip = chip_name(presets.get("hardware", moe.RACK)).removesuffix(" NVL72")
     context = context_tokens(presets.parameter["context_length"].value)
     series = (
-        ("lecture", PALETTE[0], "o", "-", f"copy per expert, {lecture_penalty}×"),
-        ("hardware", PALETTE[1], "s", "-", f"copy per expert, {penalty_hw}×"),
-        ("once_lecture", PALETTE[0], "o", "--", f"once per rack, {lecture_penalty}×"),
-        ("once_hardware", PALETTE[1], "s", "--", f"once per rack, {penalty_hw}×"),
+        ("two", PALETTE[0], "o", "-", f"copy per expert, {two_chip} {penalty_two}×"),
+        ("hardware", PALETTE[1], "s", "-", f"copy per expert, {hw_chip} {penalty_hw}×"),
+        ("once_two", PALETTE[0], "o", "--", f"once per rack, {two_chip} {penalty_two}×"),
+        ("once_hardware", PALETTE[1], "s", "--", f"once per rack, {hw_chip} {penalty_hw}×"),
     )
     panels = ((layer, "short context (weights' FLOPs)"), (ctx_layer, f"context {context}"))
     values = [t / base for base, _ in panels for key, *_ in series for t in data[key]]
     low, high = min(values) / 1.6, max(values) * 1.6
 
     def draw(fig, ax):
-        fig.set_size_inches(8, 4.6)
+        fig.set_size_inches(9, 4.8)
         fig.delaxes(ax)  # two panels sharing the ratio axis
         axes = fig.subplots(1, 2, sharey=True)
         for axis, (base, title) in zip(axes, panels, strict=True):
@@ -1645,7 +1646,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             # labels at the lines' right ends, nudged apart where two ends meet
             ends.sort()
             for i in range(1, len(ends)):
-                ends[i][0] = max(ends[i][0], ends[i - 1][0] * 1.3)
+                ends[i][0] = max(ends[i][0], ends[i - 1][0] * 1.45)
             for y, label, colour in ends:
                 axis.annotate(
                     label,
@@ -1669,7 +1670,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             axis.set_yscale("log")
             axis.set_ylim(low, high)
             axis.set_xticks(racks)
-            axis.set_xlim(racks[0] - 0.2, racks[-1] + 2.4)
+            axis.set_xlim(racks[0] - 0.2, racks[-1] + 3.4)
             axis.set_xlabel("racks one expert layer spans")
             axis.set_title(title, fontsize=11)
         first = axes[0]
@@ -1689,16 +1690,16 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     alt = (
         f"Two panels of the all-to-all time over the compute time of one MoE layer of {model} "
         f"at a batch of {spoken(data['batch'])}, against racks spanned, on a log axis. Short "
-        f"context: {say(ratio('lecture', 1, layer))} in one rack, below one; over two racks "
-        f"{say(ratio('lecture', 2, layer))} with a copy per expert at the lecture's penalty, "
-        f"above it. At a context of {context}: {say(ratio('lecture', 1, ctx_layer))} and "
-        f"{say(ratio('lecture', 2, ctx_layer))}."
+        f"context: {say(ratio('two', 1, layer))} in one rack, below one; over two racks "
+        f"{say(ratio('two', 2, layer))} with a copy per expert on {two_chip} chips "
+        f"({penalty_two}×), above it. At a context of {context}: "
+        f"{say(ratio('two', 1, ctx_layer))} and {say(ratio('two', 2, ctx_layer))}."
     )
     prose = {
-        "lecture": f"a copy per expert at {lecture_penalty}×",
-        "hardware": f"a copy per expert at {penalty_hw}×",
-        "once_lecture": f"once per rack at {lecture_penalty}×",
-        "once_hardware": f"once per rack at {penalty_hw}×",
+        "two": f"a copy per expert on {two_chip} ({penalty_two}×)",
+        "hardware": f"a copy per expert on {hw_chip} ({penalty_hw}×)",
+        "once_two": f"once per rack on {two_chip} ({penalty_two}×)",
+        "once_hardware": f"once per rack on {hw_chip} ({penalty_hw}×)",
     }
 
     def at_two(base):
@@ -1710,10 +1711,11 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
 
     caption = (
         f"The all-to-all of one MoE layer of {model} over the layer's compute, at the crossover "
-        f"batch on {spoken(data['chips'])} of {rack} split across 1 to {racks[-1]} racks (log "
+        f"batch on {spoken_number(data['chips'].to('chip').m)} NVL72 chips split across 1 to "
+        f"{racks[-1]} racks (log "
         "axis; below the line at one the all-to-all hides). Solid lines send a copy per expert, "
         "as the lecture counts; dashed lines send once per rack. Left, short context: one rack "
-        f"hides ({say(ratio('lecture', 1, layer))}); over two racks, {at_two(layer)}. Right, a "
+        f"hides ({say(ratio('two', 1, layer))}); over two racks, {at_two(layer)}. Right, a "
         f"context of {context}: attention makes the layer compute "
         f"{spoken_number(ctx_layer / layer, 2)} times longer and every line drops by that "
         f"factor; over two racks, {at_two(ctx_layer)}."
@@ -1734,12 +1736,14 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
     batches, crossover = data["batches"], data["crossover"]
     below = data["below"]
     penalty_hw = spoken(data["penalty_hw"])
-    lecture_penalty = spoken(presets.parameter["scale_out_penalty"].value)
+    penalty_two = spoken(data["penalty_two"])
     model = presets.get("model", moe.MODEL).name
+    two_chip = chip_name(presets.get("hardware", moe.TWO_RACKS)).removesuffix(" NVL72")
+    hw_chip = chip_name(presets.get("hardware", moe.RACK)).removesuffix(" NVL72")
     series = (
         ("one", PALETTE[2], "-", "one rack"),
-        ("lecture", PALETTE[0], "-", f"two racks, {lecture_penalty}×"),
-        ("hardware", PALETTE[1], "--", f"two racks, {penalty_hw}×"),
+        ("two", PALETTE[0], "-", f"two racks, {two_chip} {penalty_two}×"),
+        ("hardware", PALETTE[1], "--", f"two racks, {hw_chip} {penalty_hw}×"),
     )
 
     def draw(fig, ax):
@@ -1774,7 +1778,9 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         )
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlim(batches[0], batches[-1] * 3.2)
+        ax.set_xlim(batches[0], batches[-1] * 2.6)
+        top = max(max(data[key]) for key, *_ in series)
+        ax.set_ylim(top=max(10 * 1.15, top * 1.4))  # the tick at 10 shows above the top line
         ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.03, 0.1, 0.3, 1, 3, 10]))
         ax.yaxis.set_major_formatter(
             matplotlib.ticker.FuncFormatter(lambda y, _: spoken_number(y, 2))
@@ -1785,20 +1791,22 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
 
     alt = (
         f"The all-to-all time over the layer's time for one MoE layer of {model}, against the "
-        "batch on log axes, at short context: one rack and two racks at the lecture's penalty "
-        "and at GB200's own. Each line rises with the batch up to the crossover, "
+        f"batch on log axes, at short context: one rack and two racks of {two_chip} chips "
+        f"({penalty_two}×) and of {hw_chip} chips ({penalty_hw}×). Each line rises with the "
+        "batch up to the crossover, "
         f"{spoken(Q_(crossover, 'sequence'))}, and is flat beyond it; two racks cross one at "
         f"about {below['largest']} and {below['largest_hw']}."
     )
     caption = (
         f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch (two "
         "racks with a copy per expert), at "
-        "short context on the lecture's chips. Below the crossover (dotted) the layer waits on "
+        f"short context on {spoken(presets.parameter['expert_parallel_chips'].value)}. Below the "
+        "crossover (dotted) the layer waits on "
         "its weight read, which does not shrink with the batch while the all-to-all does, so "
         "every line falls as the batch shrinks; above it, both grow together and the ratio is "
         "flat. "
-        f"Two racks hide below about {below['largest']} at {lecture_penalty}× and "
-        f"{below['largest_hw']} at {penalty_hw}×: a latency-optimised deployment."
+        f"Two racks hide below about {below['largest']} on {two_chip} chips and "
+        f"{below['largest_hw']} on {hw_chip} chips: a latency-optimised deployment."
     )
     return _render("alltoall_vs_batch", draw, alt, caption)
 
@@ -1816,14 +1824,14 @@ def alltoall_diagram(presets: Presets) -> Figure:
 
     from book.chapters import moe
 
-    hw = presets.get("hardware", moe.RACK)
+    hw = presets.get("hardware", moe.TWO_RACKS)  # the two-rack examples' chip
     k = int(presets.get("model", moe.MODEL).experts_active)
     up = spoken(hw.scale_up_bandwidth_per_direction)
     out = spoken(hw.scale_out_bandwidth_per_direction.to("GB/s"))
     lecture = Evaluator(presets)
     share = lecture.text("offrack_fraction")
     off = round(k * lecture.q("offrack_fraction").to("").m)  # arrows that leave the rack
-    penalty = spoken(Evaluator(presets, moe.RACK).q("hardware_scale_out_penalty"))
+    penalty = spoken(Evaluator(presets, moe.TWO_RACKS).q("hardware_scale_out_penalty"))
     up_colour, out_colour = PALETTE[0], PALETTE[1]
     rows, columns = 3, 4  # one rack's chips drawn; each two-rack panel draws half the columns
     if k > rows * columns - 1 or max(off, k - off) > rows * columns // 2 - 1:
@@ -1940,7 +1948,8 @@ def alltoall_diagram(presets: Presets) -> Figure:
         "lives on a different chip (combine sends the results back the same way). Inside one "
         f"rack every arrow is an NVLink path; over two racks a share {share} of them, {off} "
         f"of {k}, crosses the scale-out network, {penalty} times slower per chip and per "
-        "direction on these chips. Sent once per rack (right, DeepSeek-V3's dispatch), one "
+        f"direction on {chip_name(hw)} chips. Sent once per rack (right, DeepSeek-V3's "
+        "dispatch), one "
         "copy crosses and the other rack's NVLink fans it out."
     )
     return _render("alltoall_diagram", draw, alt, caption)

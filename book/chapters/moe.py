@@ -25,6 +25,10 @@ MODEL = "deepseek_v3"
 RACK = "gb200_nvl72"
 HOPPER = "h100_sxm"
 ULTRA = "gb300_nvl72"
+# The two-rack examples run on GB300 NVL72: the same FLOP/s, HBM bandwidth and NVLink as GB200
+# (so every one-rack figure holds for it, checked in context()), and a network port twice as
+# fast, so its own scale-out penalty (9) is the lecture's round 8x. GB200's 18x is the variant.
+TWO_RACKS = ULTRA
 RACK_COUNTS = (1, 2, 3, 4, 8)
 FIGURE_RACKS = tuple(range(1, 5))
 
@@ -34,13 +38,26 @@ def _us(q) -> str:
     return said(q.to("microsecond"))
 
 
+def two_rack_penalty(presets: Presets):
+    """The scale-out penalty of the two-rack examples' chip (GB300 NVL72): per chip and per
+    direction, NVLink over the network port.
+
+    >>> from units.presets import load
+    >>> two_rack_penalty(load())
+    <Quantity(9.0, 'dimensionless')>
+    """
+    return Evaluator(presets, TWO_RACKS).q("hardware_scale_out_penalty").to("")
+
+
 def alltoall_series(presets: Presets) -> dict:
-    """The figure's data: one MoE layer's all-to-all time against racks spanned, at the lecture's
-    penalty and at the rack's own, beside the layer's compute time (DeepSeek-V3, GB200, B*)."""
+    """The figure's data: one MoE layer's all-to-all time against racks spanned, on GB300 NVL72
+    chips at their own penalty and on GB200 NVL72 chips at theirs, beside the layer's compute
+    time (DeepSeek-V3, B*; the two chips compute alike)."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     batch = ev.q("crossover_batch")
     chips = presets.parameter["expert_parallel_chips"].value
     penalty_hw = ev.q("hardware_scale_out_penalty")
+    penalty_two = two_rack_penalty(presets)
     layers = Q_(presets.get("model", MODEL).layers, "layer")
     # The layer's compute: the weights' FLOPs alone (a context of one token, the short-context
     # limit), and at the default context, where attention over the KV cache adds FLOPs.
@@ -83,11 +100,12 @@ def alltoall_series(presets: Presets) -> dict:
     return {
         "racks": list(FIGURE_RACKS),
         "chips": chips,
-        "lecture": times(presets.parameter["scale_out_penalty"].value),
+        "two": times(penalty_two),
         "hardware": times(penalty_hw),
-        "once_lecture": once(presets.parameter["scale_out_penalty"].value),
+        "once_two": once(penalty_two),
         "once_hardware": once(penalty_hw),
         "penalty_hw": penalty_hw,
+        "penalty_two": penalty_two,
         "layer_compute": Q_(layer.m, "ms"),
         "layer_compute_ctx": Q_(layer_ctx.m, "ms"),
         "batch": batch,
@@ -102,18 +120,33 @@ def context(presets: Presets) -> dict:
     rack = presets.get("hardware", RACK)
     batch = ev.q("crossover_batch")
     chips = presets.parameter["expert_parallel_chips"].value
+    penalties = (
+        two_rack_penalty(presets),
+        Evaluator(presets, RACK).q("hardware_scale_out_penalty"),
+    )
     slowdowns = [
         {
             "racks": said(Q_(r, "rack")),
             "offrack": lecture.text("offrack_fraction", racks_spanned=r),
-            "slowdown": lecture.text("multi_rack_slowdown", racks_spanned=r),
+            "slowdown": lecture.text(
+                "multi_rack_slowdown", racks_spanned=r, scale_out_penalty=penalties[0]
+            ),
+            "slowdown_hw": lecture.text(
+                "multi_rack_slowdown", racks_spanned=r, scale_out_penalty=penalties[1]
+            ),
         }
         for r in RACK_COUNTS
     ]
     series = alltoall_series(presets)
     layer = series["layer_compute"]
     one = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack")).to("ms")
-    two = ev.q("alltoall_time", batch_size=batch).to("ms")
+    penalty_two = series["penalty_two"]
+    ev_two = Evaluator(presets, TWO_RACKS, MODEL, "fp8")
+    # the two-rack chip computes and moves bytes inside a rack exactly as the one-rack chip
+    assert ev_two.q("crossover_batch") == batch, "GB300's crossover differs from GB200's"
+    one_two = ev_two.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack"))
+    assert abs((one_two / one).to("").m - 1) < 1e-9, "GB300's one-rack all-to-all differs"
+    two = ev_two.q("alltoall_time", batch_size=batch, scale_out_penalty=penalty_two).to("ms")
     penalty_hw = series["penalty_hw"]
     two_hw = ev.q("alltoall_time", batch_size=batch, scale_out_penalty=penalty_hw).to("ms")
     slowdown_hw = ev.q("multi_rack_slowdown", scale_out_penalty=penalty_hw)
@@ -131,6 +164,8 @@ def context(presets: Presets) -> dict:
     holds = {}
     for precision in ("bf16", "fp8"):
         p_ev = Evaluator(presets, RACK, MODEL, precision)
+        # at BF16 the FLOP rate halves and each weight's bytes double: the same crossover
+        assert abs((p_ev.q("crossover_batch") / batch).to("").m - 1) < 1e-9, precision
         hbm = p_ev.q("scaleup_memory").to("TB")
         kv = p_ev.q("kv_cache_per_batch", batch_size=batch).to("TB")
         weights_all = p_ev.q("max_total_params")
@@ -216,6 +251,14 @@ def context(presets: Presets) -> dict:
         "racks": quantity(presets.parameter["racks_spanned"].value),
         "slowdowns": slowdowns,
         "slowdown": lecture.text("multi_rack_slowdown"),
+        "slowdown_two": said_number(
+            lecture.q("multi_rack_slowdown", scale_out_penalty=penalty_two).to("").m
+        ),
+        "penalty_two": said_number(penalty_two.m),
+        "two_chip": chip_name(presets.get("hardware", TWO_RACKS)),
+        "two_out_bw": quantity(
+            presets.get("hardware", TWO_RACKS).scale_out_bandwidth_per_direction.to("GB/s")
+        ),
         "slowdown_hw": said_number(slowdown_hw.to("").m),
         "hardware_table": (table := _hardware_table(presets)),
         "kv_fills_domain": _either([r["short"] for r in table["rows"] if r["cells"][3] == "none"]),
@@ -347,12 +390,13 @@ def _when(found) -> str:
 
 def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
     """One table for "when one rack bounds an expert layer": the all-to-all over the layer's
-    compute for four layouts (one rack; two racks with a copy per expert at the lecture's penalty
-    and at GB200's own; two racks sent once per rack at GB200's), at the short-context limit and
-    at the default context (links at peak), and the context from which each layout hides; and
-    the figures of the chapter's one verdict (two racks at short context, each way of sending)."""
+    compute for five layouts (one rack; two racks with a copy per expert and sent once per rack,
+    each on GB300 NVL72 chips at their own penalty and on GB200 NVL72 chips at theirs), at the
+    short-context limit and at the default context (links at peak), and the context from which
+    each layout hides; and the figures of the chapter's one verdict (two racks at short
+    context, each way of sending)."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
-    lecture_penalty = presets.parameter["scale_out_penalty"].value
+    two_penalty = two_rack_penalty(presets)
     default = presets.parameter["context_length"].value
     long = presets.parameter["long_context_length"].value
     two = Q_(2, "rack")
@@ -365,12 +409,15 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
     def once(penalty):
         return ev.q("once_per_rack_slowdown", racks_spanned=two, scale_out_penalty=penalty).to("").m
 
-    lecture_x, hw_x = said_number(lecture_penalty.to("").m), said_number(penalty_hw.to("").m)
+    two_x, hw_x = said_number(two_penalty.m), said_number(penalty_hw.to("").m)
+    two_chip = chip_name(presets.get("hardware", TWO_RACKS)).removesuffix(" NVL72")
+    hw_chip = chip_name(presets.get("hardware", RACK)).removesuffix(" NVL72")
     layouts = [
         ("one rack", 1.0),
-        (f"two racks, a copy per expert, {lecture_x}×", per_expert(lecture_penalty)),
-        (f"two racks, a copy per expert, {hw_x}×", per_expert(penalty_hw)),
-        (f"two racks, once per rack, {hw_x}×", once(penalty_hw)),
+        (f"two racks, a copy per expert, {two_chip} ({two_x}×)", per_expert(two_penalty)),
+        (f"two racks, once per rack, {two_chip} ({two_x}×)", once(two_penalty)),
+        (f"two racks, a copy per expert, {hw_chip} ({hw_x}×)", per_expert(penalty_hw)),
+        (f"two racks, once per rack, {hw_chip} ({hw_x}×)", once(penalty_hw)),
     ]
 
     rows, hides_from, at_short = [], {}, {}
@@ -387,19 +434,19 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
             }
         )
     names = [n for n, _ in layouts]
-    once_lecture = one * once(lecture_penalty) / short
     return {
         "rows": rows,
         "h800": _h800_rows(presets, default, long),
         "headers": ["short context", context_tokens(default), "hides from a context of"],
         "two_short": said_number(at_short[names[1]], 2),
-        "two_short_hw": said_number(at_short[names[2]], 2),
-        "once_short_hw": said_number(at_short[names[3]], 2),
-        "once_short": said_number(once_lecture.to("").m, 2),
+        "once_short": said_number(at_short[names[2]], 2),
+        "once_hides": bool(at_short[names[2]] < 1),
+        "two_short_hw": said_number(at_short[names[3]], 2),
+        "once_short_hw": said_number(at_short[names[4]], 2),
         "per_expert_hides": _tokens(hides_from[names[1]]),
-        "per_expert_hides_hw": _tokens(hides_from[names[2]]),
-        "once_hw_when": _when(hides_from[names[3]]),
-        "lecture_x": lecture_x,
+        "per_expert_hides_hw": _tokens(hides_from[names[3]]),
+        "once_hw_when": _when(hides_from[names[4]]),
+        "two_x": two_x,
         "hw_x": hw_x,
     }
 
@@ -411,8 +458,10 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
     """Below the crossover batch a layer's time is its weight read, which does not shrink with
     the batch, while the all-to-all does: at SMALL_BATCH (short context, the lecture's chips)
     the all-to-all's share of the layer, one rack and two, and the largest batch at which two
-    racks still hide (the weight read per layer over the all-to-all per sequence)."""
+    racks still hide (the weight read per layer over the all-to-all per sequence), on GB300
+    NVL72 chips at their own penalty and on GB200 NVL72 chips at theirs."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
+    two_penalty = two_rack_penalty(presets)
     chips = presets.parameter["expert_parallel_chips"].value
     layers = Q_(presets.get("model", MODEL).layers, "layer")
     short = Q_(1, "token/sequence")
@@ -422,6 +471,7 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
         return Q_((step / layers).to("ms/layer").m, "ms")
 
     def a2a(batch, **kw):
+        kw.setdefault("scale_out_penalty", two_penalty)
         return ev.q("alltoall_time", batch_size=batch, **kw).to("ms")
 
     def largest(**kw):
@@ -447,7 +497,7 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
 def batch_series(presets: Presets, points: int = 41) -> dict:
     """The figure's data against the batch (short context, the lecture's chips): the all-to-all
     over the layer's time (its compute or, below the crossover, its weight read) in one rack and
-    over two racks with a copy per expert at the lecture's penalty and at GB200's own, from a
+    over two racks with a copy per expert at GB300 NVL72's penalty and at GB200 NVL72's, from a
     32nd of the crossover batch to 4 times it, evenly spaced on a log axis."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     chips = presets.parameter["expert_parallel_chips"].value
@@ -470,9 +520,10 @@ def batch_series(presets: Presets, points: int = 41) -> dict:
         "batches": [b.m for b in batches],
         "crossover": crossover.m,
         "one": ratios(racks_spanned=Q_(1, "rack")),
-        "lecture": ratios(),
+        "two": ratios(scale_out_penalty=two_rack_penalty(presets)),
         "hardware": ratios(scale_out_penalty=penalty_hw),
         "penalty_hw": penalty_hw,
+        "penalty_two": two_rack_penalty(presets),
         "below": _below_crossover(presets, penalty_hw),
     }
 
@@ -528,7 +579,8 @@ def _h800_rows(presets: Presets, default, long) -> dict:
         "node": quantity(node),
         "penalty": said_number(penalty.to("").m),
         "one_short": said_number(in_node[0], 2),
-        "one_ctx": said_number(in_node[1], 2),
+        # inside the node at the default context: the copies that leave, as at short context
+        "one_ctx": said_number(in_node[1] * leave / k, 2),
         "two_short": said_number(per_expert[0], 2),
         "two_ctx": said_number(per_expert[1], 2),
         "two_long": said_number(per_expert[2], 2),
@@ -552,14 +604,15 @@ def _either(names: list[str], word: str = "or") -> str:
     return f" {word} ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
-def _expert_compute(model, layer) -> dict:
+def _expert_compute(model, layer, routed_only: bool = False) -> dict:
     """The experts' share of an average layer's compute, and that share of ``layer``: a token's
-    routed and shared experts are gated MLPs of three d-by-d_e matrices each, against the active
-    parameters averaged over the layers (attention, dense layers and the output head included).
+    routed and shared experts (the routed ones alone with ``routed_only``) are gated MLPs of
+    three d-by-d_e matrices each, against the active parameters averaged over the layers
+    (attention, dense layers and the output head included).
     """
     from derivations.notation import ffn_matrices
 
-    experts = model.experts_active + model.experts_shared
+    experts = model.experts_active + (0 if routed_only else model.experts_shared)
     params = Q_(experts * ffn_matrices.value.m * model.d_model * model.d_ff_expert, "parameter")
     share = (params / (model.params_active / model.layers)).to("").m
     return {"share": share, "time": layer * share}
@@ -579,7 +632,8 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
     ).to("ms")
     layer = (compute / layers).to("ms/layer") * Q_(1, "layer")
     one = ev.q("alltoall_time", batch_size=batch, racks_spanned=Q_(1, "rack")).to("ms")
-    two = ev.q("alltoall_time", batch_size=batch).to("ms")
+    # over two racks of the same GB200 chips, at their own penalty
+    two = ev.q("alltoall_time", batch_size=batch, scale_out_penalty=series["penalty_hw"]).to("ms")
     # 2. A faster network port: GB300's, against GB200's.
     ultra = Evaluator(presets, ULTRA)
     penalty_ultra = ultra.q("hardware_scale_out_penalty").to("").m
@@ -622,6 +676,7 @@ def _exercises(presets: Presets, series: dict, ratio_one: float, ratio_one_ctx: 
         "kimi_two": _us(two),
         "kimi_ratio_one": said_number((one / layer).to("").m, 3),
         "kimi_ratio_two": said_number((two / layer).to("").m, 3),
+        "kimi_penalty": said_number(series["penalty_hw"].to("").m),
         "ultra": chip_name(presets.get("hardware", ULTRA)),
         "ultra_out": said(
             presets.get("hardware", ULTRA).scale_out_bandwidth_per_direction.to("GB/s")
@@ -850,7 +905,7 @@ def _once_per_rack(
     routed expert. The same ratio of all-to-all to compute, times each count's slowdown."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     k = presets.get("model", MODEL).experts_active
-    lecture_penalty = presets.parameter["scale_out_penalty"].value
+    two_penalty = two_rack_penalty(presets)
     racks = presets.parameter["racks_spanned"].value
     cap = presets.parameter["max_racks_per_token"].value
 
@@ -875,7 +930,7 @@ def _once_per_rack(
         return k * ev.q("offrack_fraction", racks_spanned=Q_(r, "rack")).to("").m
 
     r2 = racks.to("rack").m
-    slow, slow_hw = once(r2, lecture_penalty), once(r2, penalty_hw)
+    slow, slow_hw = once(r2, two_penalty), once(r2, penalty_hw)
     # the penalty at which two racks' all-to-all, sent once per rack, just equals the compute:
     # copies x pi / k x ratio_one = 1
     break_even = k / (copies(r2) * ratio_one)
@@ -891,7 +946,7 @@ def _once_per_rack(
         "miss_one_in": said_number(1 / (1 - copies(r2) / (r2 - 1))),
         "slowdown": said_number(slow, 3),
         "slowdown_hw": said_number(slow_hw, 3),
-        "onrack": said_number(once(1, lecture_penalty)),  # one rack: the on-rack share alone
+        "onrack": said_number(once(1, two_penalty)),  # one rack: the on-rack share alone
         "alltoall": _us(one * slow),
         "alltoall_hw": _us(one * slow_hw),
         "ratio": said_number(slow * ratio_one, 3),
@@ -899,6 +954,8 @@ def _once_per_rack(
         "ratio_ctx": said_number(slow * ratio_one_ctx, 3),
         "ratio_hw_ctx": said_number(slow_hw * ratio_one_ctx, 3),
         "hides_hw": bool(slow_hw * ratio_one < 1),
+        # whether the off-rack share, not the on-rack one, sets the two-rack slowdown
+        "offrack_sets": bool(slow > once(1, two_penalty) + 1e-9),
         "break_even": said_number(break_even, 3),
         "break_even_round": said_number(break_even, 2),
         # the two Blackwell racks' own penalties against it, as the rule of thumb lists them
@@ -926,8 +983,8 @@ def _once_per_rack(
                 "racks": said(Q_(r, "rack")),
                 "per_expert": said_number(lecture_copies(r), 3),
                 "once": said_number(copies(r), 3),
-                "slow_per_expert": said_number(per_expert(r, lecture_penalty), 2),
-                "slow_once": said_number(once(r, lecture_penalty), 2),
+                "slow_per_expert": said_number(per_expert(r, two_penalty), 2),
+                "slow_once": said_number(once(r, two_penalty), 2),
                 "slow_once_hw": said_number(once(r, penalty_hw), 2),
             }
             for r in RACK_COUNTS
@@ -983,7 +1040,8 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
     g = chips.to("chip").m
     picks = batch.to("sequence").m * k  # one token per sequence per step, k picks each
     excess = busiest_chip_load(picks, round(g))
-    share = _expert_compute(model, layer)["share"]
+    # routing loads only the routed experts; the shared expert runs on the token's home chip
+    share = _expert_compute(model, layer, routed_only=True)["share"]
     leave = k * ev.q("offrack_fraction", racks_spanned=Q_(g, "rack")).to("").m
     distinct = ev.q("offrack_copies", racks_spanned=Q_(g, "rack")).to("").m
     head = Q_(model.d_model * model.vocab, "parameter")
@@ -994,6 +1052,7 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
     return {
         "excess": said_number(excess, 3),
         "excess_pct": said_number(100 * (excess - 1), 1),
+        "routed_share": said_number(share, 2),
         "ratio_busy": said_number(ratio_one * excess, 2),
         "ratio_busy_own": said_number(ratio_one * excess / (1 + share * (excess - 1)), 2),
         "ratio_both": said_number(ratio_one * excess / eta_up, 3),

@@ -708,7 +708,8 @@ def _dp_reduce(presets: Presets) -> dict:
     Each GPU holds 1/(P D) of the replica's N parameters and reduces their BF16 gradients over its
     own network port: a ring all-reduce sends about twice the gradient's b_g N / (P D) bytes, at
     W. The step's compute on the GPU is 6 N t for t tokens per GPU (forward and backward), at C.
-    Compute hides the reduce when t >= 2 b_g C / (6 W P D): P stages divide it by P.
+    Compute hides the reduce when t >= 2 b_g C / (6 W P D): P stages divide it by P. What is
+    fixed is the replica's tokens per step, P D t = 2 b_g C / (6 W), whatever P.
     """
     from derivations.notation import flops_per_param_token
 
@@ -716,9 +717,10 @@ def _dp_reduce(presets: Presets) -> dict:
     grad = presets.parameter["train_grad_bytes"].value
     train = 3 * flops_per_param_token.value  # forward and backward: 6 FLOP per parameter-token
     domain = hw.scale_up_domain.to("chip").m
-    per_gpu = (2 * grad * hw.dense_flops_bf16 / (train * hw.scale_out_bandwidth_per_direction)).to(
-        "token"
-    ) / domain
+    per_replica = (
+        2 * grad * hw.dense_flops_bf16 / (train * hw.scale_out_bandwidth_per_direction)
+    ).to("token")
+    per_gpu = per_replica / domain
 
     def tokens(stages: int) -> str:
         return said_number(float(f"{(per_gpu / stages).m:.3g}"))
@@ -729,6 +731,9 @@ def _dp_reduce(presets: Presets) -> dict:
             "node": said(hw.scale_up_domain),
             "port": said(hw.scale_out_bandwidth_per_direction.to("GB/s")),
             "stages": said(Q_(DP_STAGES, "stage")),
+            "tokens_replica": said_number(float(f"{per_replica.m:.3g}")),
+            "gpus_one": said_number(domain),
+            "gpus_pp": said_number(domain * DP_STAGES),
             "tokens_one": tokens(1),
             "tokens_pp": tokens(DP_STAGES),
         }

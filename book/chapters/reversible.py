@@ -245,6 +245,7 @@ def context(presets: Presets) -> dict:
         "ex_layer_weights": said(
             (per_layer * presets.parameter["train_weight_bytes"].value).to("GB")
         ),
+        "ex_layer_grad": said((per_layer * presets.parameter["train_grad_bytes"].value).to("GB")),
         "ex_rerun_logits": said((rerun + logits).to("GB")),
         "ex_rerun_logits_fits": bool(rerun + logits <= hbm),
         "ex_rerun_spare": said((hbm - x["rerun"] - share - buffers_high).to("GB")),

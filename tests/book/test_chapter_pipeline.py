@@ -316,6 +316,10 @@ def test_pipelining_divides_the_data_parallel_reduce_per_gpu(ctx):
     one = 2 * 2 * 989.4e12 / (6 * 50e9) / 8
     assert ctx["dp"]["tokens_one"] == f"{round(one, -1):,.0f}" == "1,650"
     assert ctx["dp"]["tokens_pp"] == f"{one / 8:.0f}" == "206"
+    # reader-mpr21 fault 2: the invariant is per replica, 2 x 2 x 989.4e12 / (6 x 50e9) = 13,192
+    # tokens per step whatever the stages; 8 GPUs in a one-node replica, 64 over 8 stages
+    assert ctx["dp"]["tokens_replica"] == f"{round(8 * one, -2):,.0f}" == "13,200"
+    assert (ctx["dp"]["gpus_one"], ctx["dp"]["gpus_pp"]) == ("8", "64")
 
 
 def test_the_training_memory_counts_recomputation_as_the_reversible_chapter_does(ctx):

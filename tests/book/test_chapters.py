@@ -88,8 +88,10 @@ def test_moe_alltoall_beside_the_layer_compute_by_hand():
     assert _num(ctx["layer_compute"]) == pytest.approx(layer_s * 1e6, rel=1e-3)  # microseconds
     assert _num(ctx["alltoall_one_rack"]) == pytest.approx(a2a_s * 1e6, rel=1e-3)
     assert float(ctx["ratio_one_rack"]) == pytest.approx(a2a_s / layer_s, rel=1e-2)
-    # two racks: max(1/2, 8/2) = 4 at the lecture's penalty, max(1/2, 18/2) = 9 at GB200's own
-    assert float(ctx["ratio_two_racks"]) == pytest.approx(4 * a2a_s / layer_s, rel=1e-2)
+    # two racks: max(1/2, 9/2) = 4.5 on GB300 (900 GB/s over a 100 GB/s port), max(1/2, 18/2)
+    # = 9 on GB200 (a 50 GB/s port); the lecture's own 8x gives max(1/2, 8/2) = 4
+    assert ctx["slowdown"] == "4" and ctx["slowdown_two"] == "4.5"
+    assert float(ctx["ratio_two_racks"]) == pytest.approx(4.5 * a2a_s / layer_s, rel=1e-2)
     assert float(ctx["ratio_two_racks_hw"]) == pytest.approx(9 * a2a_s / layer_s, rel=1e-2)
     assert ctx["penalty_hw"] == "18" and ctx["slowdown_hw"] == "9"
     # the chapter's claim: one rack hides the all-to-all behind compute, two racks do not
@@ -97,9 +99,9 @@ def test_moe_alltoall_beside_the_layer_compute_by_hand():
     # the flashcard "rack-boundary" reads this path
     assert ctx["slowdowns"][1]["offrack"] == "0.5"
     # the reader's independent figures (reader-moepipe12 report, section 5): 0.79 in one rack,
-    # 3.15 over two racks at 8x; FP8 both ways is two thirds of it, (1 + 1) / (1 + 2)
+    # 3.15 over two racks at 8x, so 3.15 x 9 / 8 = 3.54 at GB300's 9x
     assert float(ctx["ratio_one_rack"]) == pytest.approx(0.79, abs=0.005)
-    assert float(ctx["ratio_two_racks"]) == pytest.approx(3.15, abs=0.01)
+    assert float(ctx["ratio_two_racks"]) == pytest.approx(3.15 * 9 / 8, abs=0.01)
 
 
 def test_moe_once_per_rack_and_link_efficiency_by_hand():
@@ -116,8 +118,8 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     copies = 1 - 0.5**8
     assert float(once["copies"]) == pytest.approx(copies, rel=1e-3)
     assert once["lecture_copies"] == "4"
-    # slowdowns max(1, copies x pi / 8): 1 at the lecture's 8x, 2.24 at GB200's 18x
-    assert float(once["ratio"]) == pytest.approx(ratio, rel=1e-2)
+    # slowdowns max(1, copies x pi / 8): 1.12 at GB300's 9x, 2.24 at GB200's 18x
+    assert float(once["ratio"]) == pytest.approx(copies * 9 / 8 * ratio, rel=1e-2)
     assert float(once["ratio_hw"]) == pytest.approx(copies * 18 / 8 * ratio, rel=1e-2)
     # break-even penalty: copies x pi / 8 x ratio = 1; GB300's 900 / 100 = 9 stays below it
     assert float(once["break_even"]) == pytest.approx(8 / (copies * ratio), rel=1e-2)
@@ -142,12 +144,15 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     assert 2 / ratio == pytest.approx(2.54, abs=0.01)
     # the verdict table, short context at peak: each cell ratio x slowdown
     rows = {r["layout"]: r["cells"] for r in ctx["verdict"]["rows"]}
-    assert len(rows) == 4 and all(len(c) == 3 for c in rows.values())
+    assert len(rows) == 5 and all(len(c) == 3 for c in rows.values())
     assert rows["one rack"][0] == f"{ratio:.2f}, hides"
-    assert rows["two racks, a copy per expert, 8×"][0] == f"{4 * ratio:.2g}, does not hide"
+    assert rows["two racks, a copy per expert, GB300 (9×)"][0] == (
+        f"{4.5 * ratio:.2g}, does not hide"
+    )
+    assert rows["two racks, once per rack, GB300 (9×)"][0] == f"{copies * 9 / 8 * ratio:.2g}, hides"
     assert ctx["verdict"]["two_short_hw"] == f"{9 * ratio:.2g}"  # 7.1
-    assert (
-        rows["two racks, once per rack, 18×"][0] == f"{copies * 18 / 8 * ratio:.2g}, does not hide"
+    assert rows["two racks, once per rack, GB200 (18×)"][0] == (
+        f"{copies * 18 / 8 * ratio:.2g}, does not hide"
     )
 
 
@@ -170,18 +175,18 @@ def test_moe_two_racks_hide_from_a_context_by_hand():
         return (slowdown * a2a * 64 * 5000e12 / batch - 2 * 37e9 / 61) / (2 * 128 * 1088)
 
     # the reader's figures (reader-moepipe13 report, fault 2): about 9,400 tokens at 8x and
-    # 26,500 at GB200's 18x; at 32K both hide (0.37 and 0.83)
+    # 26,500 at GB200's 18x; at 32K both hide (0.37 and 0.83). GB300's 9x: slowdown 4.5
     assert moe.hiding_context(presets, Q_(4 * a2a, "s")).m == pytest.approx(hides_from(4), 1e-6)
     assert moe.hiding_context(presets, Q_(9 * a2a, "s")).m == pytest.approx(hides_from(9), 1e-6)
     verdict = ctx["verdict"]
-    assert verdict["per_expert_hides"] == f"{spoken_number(hides_from(4))} tokens" == "9,400 tokens"
+    assert verdict["per_expert_hides"] == f"{spoken_number(hides_from(4.5))} tokens"
     assert verdict["per_expert_hides_hw"] == "27,000 tokens"
     rows = {r["layout"]: r["cells"] for r in verdict["rows"]}
-    # at 8,192 tokens a copy per expert still fails at 8x: 4 x a2a over the layer is 1.1
-    assert (
-        rows["two racks, a copy per expert, 8×"][1] == f"{4 * a2a / layer(8192):.2g}, does not hide"
+    # at 8,192 tokens a copy per expert still fails at 9x: 4.5 x a2a over the layer is 1.2
+    assert rows["two racks, a copy per expert, GB300 (9×)"][1] == (
+        f"{4.5 * a2a / layer(8192):.2g}, does not hide"
     )
-    assert rows["two racks, a copy per expert, 18×"][2] == "27,000 tokens"
+    assert rows["two racks, a copy per expert, GB200 (18×)"][2] == "27,000 tokens"
     assert rows["one rack"][2] == "any"
     # the crossover's two printed factors multiply to the batch as prose says it (fault 5)
     dense, sparsity = (float(x) for x in ctx["crossover_factors"].split(" × "))
@@ -204,6 +209,23 @@ def test_moe_h800_rows_by_hand():
     assert float(verdict["h800"]["one_short"]) > 1  # it does not hide even in one node
 
 
+def test_moe_h800_in_node_ratio_at_the_context_counts_the_copies_that_leave_by_hand():
+    from book.chapters import moe
+
+    h800 = moe.context(load())["verdict"]["h800"]
+    # reader-mpr21 fault 3: inside an 8-GPU node 8 x (1 - 1/8) = 7 of a token's 8 copies leave
+    # its GPU, so 7 x 7,168 x 3 bytes over 200 GB/s, against the layer's compute at 8,192 tokens:
+    # 2 x 37e9 / 61 FLOP of weights plus MLA's 2 x 128 x (576 + 512) per token of context, at
+    # 1,978.9 TFLOP/s (the figure with all 8 leaving, 0.49, is the case the paragraph sets aside)
+    link = 7 * 7168 * 3 / 200e9
+    compute = (2 * 37e9 / 61 + 2 * 128 * 1088 * 8192) / 1978.9e12
+    assert h800["leave"] == "7"
+    assert float(h800["one_ctx"]) == pytest.approx(link / compute, abs=0.005)  # 0.43
+    # the same count as the short-context figure the paragraph keeps, over the attention factor
+    short = (7 * 7168 * 3 / 200e9) / (2 * 37e9 / 61 / 1978.9e12)
+    assert float(h800["one_leave"]) == pytest.approx(short, abs=0.005)  # 1.23
+
+
 def test_moe_below_the_crossover_two_racks_hide_by_hand():
     from book.chapters import moe
 
@@ -211,15 +233,15 @@ def test_moe_below_the_crossover_two_racks_hide_by_hand():
     # DeepSeek-V3 on 64 GB200 chips: 671 GB of FP8 weights read over 64 x 8 TB/s, per layer of
     # 61: 21.5 us whatever the batch (every expert touched at 1,000 sequences). The all-to-all
     # at 1,000 sequences over 64 chips: 1,000 x 8 x 7,168 x 3 B / (64 x 900 GB/s) in one rack,
-    # 4 times that over two racks at the lecture's 8x (max(1/2, 8/2))
+    # 4.5 times that over two racks of GB300 chips at their 9x (max(1/2, 9/2))
     weight_read = 671e9 / (64 * 8e12) / 61
     one = 1000 * 8 * 7168 * 3 / (64 * 900e9)
     assert float(below["one"]) == pytest.approx(one / weight_read, abs=0.01)  # 0.14
-    assert float(below["two"]) == pytest.approx(4 * one / weight_read, abs=0.01)  # 0.56
-    # two racks hide up to where 4 x one x B / 1,000 reaches the weight read: about 1,800
-    largest = weight_read / (4 * one / 1000)
+    assert float(below["two"]) == pytest.approx(4.5 * one / weight_read, abs=0.01)  # 0.63
+    # two racks hide up to where 4.5 x one x B / 1,000 reaches the weight read: about 1,600
+    largest = weight_read / (4.5 * one / 1000)
     assert _num(below["largest"]) == pytest.approx(largest, rel=0.03)
-    assert _num(below["largest_hw"]) == pytest.approx(largest * 4 / 9, rel=0.03)  # 18x: 9
+    assert _num(below["largest_hw"]) == pytest.approx(largest * 4.5 / 9, rel=0.03)  # 18x: 9
 
 
 def test_moe_thin_model_exercise_by_hand():
@@ -412,7 +434,7 @@ def test_moe_batch_series_by_hand():
     smallest = data["batches"][0]
     assert smallest == pytest.approx(batch / 32, rel=1e-3)
     assert data["one"][0] == pytest.approx(smallest * a2a_per_seq / weight_read, rel=1e-2)
-    assert data["lecture"][0] == pytest.approx(4 * data["one"][0], rel=1e-6)  # max(1/2, 8/2)
+    assert data["two"][0] == pytest.approx(4.5 * data["one"][0], rel=1e-6)  # max(1/2, 9/2)
     assert data["hardware"][0] == pytest.approx(9 * data["one"][0], rel=1e-6)  # max(1/2, 18/2)
     assert data["one"][-1] == pytest.approx(data["one"][-2], rel=1e-6)  # flat past B*
     assert data["one"][-1] == pytest.approx(float(moe.context(load())["ratio_one_rack"]), rel=1e-2)

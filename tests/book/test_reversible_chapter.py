@@ -100,6 +100,11 @@ def test_exercise_one_says_which_strategy_fits_beside_the_state(ctx):
     # gradient, 70.6e9 / 80 x (2 + 2) bytes = 3.53 GB; twice that with prefetch and overlap
     buffers = 70.6e9 / 80 * 4
     assert ctx["ex_buffers"].exact == "3.53 GB" and ctx["ex_buffers_high"].exact == "7.06 GB"
+    # the two halves the prose names (reader-mpr21): 70.6e9 / 80 x 2 bytes = 1.76 GB each
+    assert ctx["ex_layer_weights"].exact == ctx["ex_layer_grad"].exact
+    assert float(ctx["ex_layer_grad"].exact.split()[0]) == pytest.approx(
+        70.6e9 / 80 * 2 / 1e9, 1e-3
+    )
     batch = 4
     held = [
         batch * EVERY,
