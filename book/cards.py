@@ -573,15 +573,17 @@ NUMBERS = (
     ),
     (
         "hbm_drain_time",
-        dict(hardware="h100_sxm"),
+        dict(hardware="rubin"),
         "hbm-drain",
-        "How long does an {chip} take to read its whole HBM once?",
-        # the route: which chip's drain time the lecture's round train period stands for
-        "Its {{ n(field('hardware', 'h100_sxm', 'hbm_capacity').to('GB')) }} GB of HBM over "
-        "its {{ n(field('hardware', 'h100_sxm', 'hbm_bandwidth').to('TB/s'), 3) }} TB/s. A GPU "
-        "of the lecture's GB200 NVL72 rack takes about as long "
-        "({{ q('hbm_drain_time', hardware='gb200_nvl72', figures=2) }}); the lecture rounds "
-        "the period of its serving train to {{ param('train_period') }}.",
+        "In the lecture's own example of the HBM drain time, how long does a {chip} GPU take "
+        "to read its whole HBM once?",
+        # the route: the lecture's own example (transcript: "288 GB / 20 TB/s ... about 15
+        # ms"), and the seed summary's slip (it says Blackwell) named against the GB200's time
+        "Its {{ n(field('hardware', 'rubin', 'hbm_capacity').to('GB'), 3) }} GB of HBM over "
+        "its {{ n(field('hardware', 'rubin', 'hbm_bandwidth').to('TB/s')) }} TB/s, as the "
+        "lecture says. A summary of the lecture credits these figures to Blackwell, whose "
+        "GB200 GPUs drain in {{ q('hbm_drain_time', hardware='gb200_nvl72', figures=2) }} at "
+        "{{ n(field('hardware', 'gb200_nvl72', 'hbm_bandwidth').to('TB/s')) }} TB/s.",
     ),
 )
 
