@@ -460,6 +460,7 @@ def _argument(presets: Presets) -> dict:
         "turn": said_number(practice) if turn is not None else "",  # whole, as the rule runs it
         "turn_over_star": said_number(turn / b_star, 2) if turn is not None else "",
         "pay": _pay_more(presets),
+        "doubled": _doubled_bandwidth(ev, presets.get("hardware", hw).hbm_bandwidth),
         "cost_1": said(cost[1]),
         "cost_star": said(cost[batch]),
         "cost_practice": said(cost[practice]),
@@ -545,6 +546,28 @@ def _turn(ev: Evaluator, batch: int, n_chips) -> float | None:
     if dc <= dm:
         return None
     return batch + (m[0] - c[0]) / (dc - dm)
+
+
+def _doubled_bandwidth(ev: Evaluator, hbm_bandwidth) -> dict:
+    """The running example with twice the HBM bandwidth (reader blo21, fault 10): the cost at
+    B*, which is memory-bound, and the turn, where compute catches the (halved) memory reads."""
+    batch = _whole(ev.q("crossover_batch"))
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    fast = dict(n_chips=n, mem_bandwidth=2 * hbm_bandwidth)
+    cost = [ev.q("cost_per_token", batch_size=batch, **kw) for kw in (dict(n_chips=n), fast)]
+    b = (batch, 2 * batch)  # compute and memory are straight lines in the batch past B*
+    c = [ev.q("compute_time", batch_size=x, n_chips=n).to("s").m for x in b]
+    m = [ev.q("memory_time", batch_size=x, **fast).to("s").m for x in b]
+    dc, dm = (c[1] - c[0]) / batch, (m[1] - m[0]) / batch
+    turn = batch + (m[0] - c[0]) / (dc - dm)  # below B* when compute is already ahead there
+    old = _turn(ev, batch, n)
+    return {
+        "cost": said(cost[0]),
+        "cost_fast": said(cost[1]),
+        "saving": said_number(100 * (1 - _ratio(cost[1], cost[0])), 2),
+        "turn": said_number(_whole(Q_(turn, "sequence"))),
+        "turn_fall": said_number(old / turn, 2),
+    }
 
 
 def _held_step(ev: Evaluator, batch: int) -> tuple:
