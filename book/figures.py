@@ -1544,8 +1544,8 @@ def kv_routes(presets: Presets) -> Figure:
         ),
         (f"one layer's cache, shared\n1 × {heads}", kv(KV_MODEL, global_layers=1), False),
         (
-            f"sparse attention on {llama.name}'s cache\nreads 1 token in "
-            f"{spoken_number(sparsity, most=2)}, chosen to match the kink (read, not held)",
+            f"sparse read of {llama.name}'s cache\n1 token in "
+            f"{spoken_number(sparsity, most=2)}: chosen to match the kink",
             full / sparsity,
             True,
         ),
@@ -1600,8 +1600,8 @@ def kv_routes(presets: Presets) -> Figure:
         "context × KV heads × a key and a value × values per head (or, for MLA, one latent per "
         "layer). Windows leave gpt-oss only its global layers to cache; MLA compresses the "
         "heads; sharing one layer's cache reaches the couple of kilobytes the kink implies. "
-        "The hatched sparse-attention bar is no evidence: its sparsity is chosen so that it "
-        "lands on the kink, to show how sparse a read would have to be."
+        "The hatched sparse-attention bar (bytes read, not held) is no evidence: its sparsity "
+        "is chosen so that it lands on the kink, to show how sparse a read would have to be."
     )
     return _render("kv_routes", draw, alt, caption)
 
