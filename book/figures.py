@@ -391,7 +391,8 @@ def latency_vs_batch(presets: Presets) -> Figure:
         f"hundreds of sequences the step hardly grows, and adding sequences is nearly free. "
         f"The step is the larger of compute and memory (dashed: weight fetch plus KV fetch): "
         f"memory-bound (shaded) up to the turn batch, {spoken(turn_q)} (dotted, 'turn'), "
-        f"compute-bound beyond. The lecture's B* = "
+        f"compute-bound beyond. Compute and the KV fetch are straight lines through the origin; "
+        f"on the log batch axis they curve upward. The lecture's B* = "
         f"{quantity(Q_(b_star, 'sequence'))} ignores KV reads and attention FLOPs: here they "
         f"move the turn."
     )
@@ -458,16 +459,24 @@ def cost_vs_speed(presets: Presets) -> Figure:
     f = speed_frontier(presets)
     (s0, c0), (s1, c1) = f["standard"], f["fast"]
 
+    bound = f["floors"]["bound_speed_m"]  # the floors the roofline leaves out
+
     def draw(fig, ax):
         for i, curve in enumerate(f["curves"]):
             last = i == len(f["curves"]) - 1
+            style = dict(color=FOREGROUND if last else PALETTE[i], linewidth=2.4 if last else 1.2)
+            # past the bound the roofline's points are unreachable: drawn faint and dotted
+            # (reader blo21, fault 7), joined to the reachable part at the bound
+            ok = curve["speed"] <= bound
+            past = np.r_[False, ok[1:] & ~ok[:-1]] | ~ok
             ax.loglog(
-                curve["speed"],
-                curve["cost"],
-                color=FOREGROUND if last else PALETTE[i],
-                linewidth=2.4 if last else 1.2,
+                curve["speed"][ok],
+                curve["cost"][ok],
+                **style,
                 label=f"{curve['chips']} chips" + (" (one NVLink domain)" if last else ""),
             )
+            if past.any():
+                ax.loglog(curve["speed"][past], curve["cost"][past], ":", alpha=0.45, **style)
         ax.plot([s0], [c0], "o", color=PALETTE[2], markersize=7)
         ax.annotate(
             "standard: B* on the rack",
@@ -489,7 +498,6 @@ def cost_vs_speed(presets: Presets) -> Figure:
             textcoords="offset points",
             fontsize=9,
         )
-        bound = f["floors"]["bound_speed_m"]  # the floors the roofline leaves out
         ax.axvline(bound, color=FOREGROUND, linestyle="--", linewidth=1)
         ax.annotate(
             "bound from expert placement\nand all-to-all latency",
@@ -524,7 +532,7 @@ def cost_vs_speed(presets: Presets) -> Figure:
         f"speed the roofline cost is {spoken(frontier)}, not {spoken(Q_(c1, 'USD/Mtoken'))}. "
         f"The dashed line is a bound the roofline leaves out: one sequence's experts sit on a "
         f"few chips and every MoE layer waits for two all-to-alls, so no point right of it is "
-        f"reachable."
+        f"reachable (the curves there are dotted and faint)."
     )
     return _render("cost_vs_speed", draw, alt, caption)
 
@@ -532,7 +540,7 @@ def cost_vs_speed(presets: Presets) -> Figure:
 def roofline(presets: Presets) -> Figure:
     """One chip's roofline with one matmul placed on it at three batches (editor's pass, issue
     22): decode of one sequence, decode at the crossover batch, and a prefill pass."""
-    from book.chapters.batching import MATMUL_CASE, matmul_points
+    from book.chapters.batching import MATMUL_CASE, matmul_points, matmul_step_bound
 
     hw = presets.get("hardware", MATMUL_CASE[0])
     points = matmul_points(presets)
@@ -570,6 +578,8 @@ def roofline(presets: Presets) -> Figure:
         ax.set_ylabel(f"attainable BF16 TFLOP/s on one {chip_name(hw)}")
 
     low, star, high = points
+    bound = matmul_step_bound(presets)
+    context = presets.parameter["context_length"].value
     alt = (
         f"The roofline of one {hw.name} at BF16: attainable FLOP/s rises with arithmetic "
         f"intensity up to the ridge at {spoken(Q_(ridge, 'FLOP/byte'))}, then is flat at "
@@ -583,7 +593,9 @@ def roofline(presets: Presets) -> Figure:
         f"at BF16. "
         f"Its intensity is about the batch: {number(low['intensity'], 3)} FLOP per byte for one "
         f"sequence, {number(star['intensity'], 3)} at B* = {number(star['tokens'])}, just under "
-        f"the ridge, and {number(high['intensity'], 3)} for a prefill of "
+        f"the ridge (this matmul only: with {context_tokens(context)} of KV cache per sequence "
+        f"the whole step there is still memory-bound, {number(bound, 2)}×), and "
+        f"{number(high['intensity'], 3)} for a prefill of "
         f"{number(high['tokens'])} tokens, where the approximation fails but the step is "
         f"compute-bound anyway."
     )
@@ -1532,8 +1544,8 @@ def kv_routes(presets: Presets) -> Figure:
         ),
         (f"one layer's cache, shared\n1 × {heads}", kv(KV_MODEL, global_layers=1), False),
         (
-            f"sparse attention on {llama.name}'s cache\nreads 1 token in "
-            f"{spoken_number(sparsity, most=2)} (read, not held)",
+            f"sparse read of {llama.name}'s cache\n1 token in "
+            f"{spoken_number(sparsity, most=2)}: chosen to match the kink",
             full / sparsity,
             True,
         ),
@@ -1587,8 +1599,9 @@ def kv_routes(presets: Presets) -> Figure:
         "Where a token's KV bytes come from, at an FP8 cache: layers that keep the whole "
         "context × KV heads × a key and a value × values per head (or, for MLA, one latent per "
         "layer). Windows leave gpt-oss only its global layers to cache; MLA compresses the "
-        "heads; sharing one layer's cache, or "
-        "reading a sparse subset of it, reaches the couple of kilobytes the kink implies."
+        "heads; sharing one layer's cache reaches the couple of kilobytes the kink implies. "
+        "The hatched sparse-attention bar (bytes read, not held) is no evidence: its sparsity "
+        "is chosen so that it lands on the kink, to show how sparse a read would have to be."
     )
     return _render("kv_routes", draw, alt, caption)
 

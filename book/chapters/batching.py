@@ -85,6 +85,7 @@ def context(presets: Presets) -> dict:
         "ridge": ridge,
         "ridge_growth": ridge_growth,
         "same_b": {presets.get("model", m).name: said(v) for m, v in same_b.items()},
+        "same_b_kv": _dense_never_turn(presets, same_b),
         "dense_fp8": {
             "ridge": fp8.text("ridge_intensity"),
             "crossover": fp8.text("crossover_batch"),
@@ -193,10 +194,23 @@ def _mixed_precision(presets: Presets, hardware: str, model: str) -> dict:
                 "command": " ".join(f"--{k.replace('_', '-')} {v}" for k, v in mix.items()),
             }
         )
+    # why the cost stays (reader blo21, fault 5): at B* the step is the weight read plus the KV
+    # read; the weights' share equals their compute at any precision, the KV's does not move
+    ev = Evaluator(presets, hardware, model, **PRECISION_MIXES[1])
+    batch = _whole(ev.q("crossover_batch"))
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    kw = dict(batch_size=batch, n_chips=n)
+    cost, step = ev.q("cost_per_token", **kw), ev.q("step_time", **kw)
+    if ev.q("compute_time", **kw) > ev.q("memory_time", **kw):
+        raise ValueError("the crossover step is compute-bound here: reword the split")
     return {
         "hardware": chip_name(presets.get("hardware", hardware)),
         "model": presets.get("model", model).name,
         "rows": rows,
+        "mix": precision_words(PRECISION_MIXES[1]),
+        "cost": said(cost),
+        "weights": said(cost * _ratio(ev.q("weight_fetch_time", **kw), step)),
+        "kv": said(cost * _ratio(ev.q("kv_fetch_time", **kw), step)),
     }
 
 
@@ -349,6 +363,29 @@ def _context_balance(ev: Evaluator, batch: int, n_chips) -> float | None:
     return (c[0] - dc * 1024 - (k[0] - dk * 1024)) / (dk - dc)
 
 
+def _dense_never_turn(presets: Presets, same_b: dict) -> dict:
+    """The dense Llamas' crossover is the weights' alone (reader blo21, fault 2): at the default
+    context their KV reads outrun compute at any batch. Each model's balance context (KV fetch
+    equals compute) and how memory-bound its step is at the crossover, on the fewest chips."""
+    balance, by = [], []
+    for m, b in same_b.items():
+        ev = Evaluator(presets, "h100_sxm", m)
+        batch = _whole(b)
+        n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+        balance.append(_context_balance(ev, batch, n))
+        kw = dict(batch_size=batch, n_chips=n)
+        by.append(_ratio(ev.q("memory_time", **kw), ev.q("compute_time", **kw)))
+    length = presets.parameter["context_length"].value.to("token/sequence").m
+    if any(x is None or x >= length for x in balance):
+        raise ValueError("a dense Llama turns compute-bound at the default context: reword")
+    return {
+        "balance_low": context_tokens(Q_(min(balance), "token/sequence")),
+        "balance_high": context_tokens(Q_(max(balance), "token/sequence")),
+        "by_low": said_number(min(by), 2),
+        "by_high": said_number(max(by), 2),
+    }
+
+
 def _argument(presets: Presets) -> dict:
     """The numbers the chapter's prose interprets, in the lecture's order."""
     par = {k: p.value for k, p in presets.parameter.items()}
@@ -423,6 +460,7 @@ def _argument(presets: Presets) -> dict:
         "turn": said_number(practice) if turn is not None else "",  # whole, as the rule runs it
         "turn_over_star": said_number(turn / b_star, 2) if turn is not None else "",
         "pay": _pay_more(presets),
+        "doubled": _doubled_bandwidth(ev, presets.get("hardware", hw).hbm_bandwidth),
         "cost_1": said(cost[1]),
         "cost_star": said(cost[batch]),
         "cost_practice": said(cost[practice]),
@@ -508,6 +546,28 @@ def _turn(ev: Evaluator, batch: int, n_chips) -> float | None:
     if dc <= dm:
         return None
     return batch + (m[0] - c[0]) / (dc - dm)
+
+
+def _doubled_bandwidth(ev: Evaluator, hbm_bandwidth) -> dict:
+    """The running example with twice the HBM bandwidth (reader blo21, fault 10): the cost at
+    B*, which is memory-bound, and the turn, where compute catches the (halved) memory reads."""
+    batch = _whole(ev.q("crossover_batch"))
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    fast = dict(n_chips=n, mem_bandwidth=2 * hbm_bandwidth)
+    cost = [ev.q("cost_per_token", batch_size=batch, **kw) for kw in (dict(n_chips=n), fast)]
+    b = (batch, 2 * batch)  # compute and memory are straight lines in the batch past B*
+    c = [ev.q("compute_time", batch_size=x, n_chips=n).to("s").m for x in b]
+    m = [ev.q("memory_time", batch_size=x, **fast).to("s").m for x in b]
+    dc, dm = (c[1] - c[0]) / batch, (m[1] - m[0]) / batch
+    turn = batch + (m[0] - c[0]) / (dc - dm)  # below B* when compute is already ahead there
+    old = _turn(ev, batch, n)
+    return {
+        "cost": said(cost[0]),
+        "cost_fast": said(cost[1]),
+        "saving": said_number(100 * (1 - _ratio(cost[1], cost[0])), 2),
+        "turn": said_number(_whole(Q_(turn, "sequence"))),
+        "turn_fall": said_number(old / turn, 2),
+    }
 
 
 def _held_step(ev: Evaluator, batch: int) -> tuple:
@@ -755,6 +815,21 @@ def matmul_points(presets: Presets) -> list[dict]:
     ]
 
 
+def matmul_step_bound(presets: Presets) -> float:
+    """How many times memory-bound the whole decode step is at the matmul's crossover batch
+    (reader blo21, fault 2): the matmul sits at the ridge, the step with its KV reads does not.
+
+    >>> from units.presets import load
+    >>> matmul_step_bound(load()) > 1
+    True
+    """
+    ev = Evaluator(presets, *MATMUL_CASE)
+    batch = _whole(ev.q("crossover_batch"))
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    kw = dict(batch_size=batch, n_chips=n)
+    return _ratio(ev.q("memory_time", **kw), ev.q("compute_time", **kw))
+
+
 def _matmul(presets: Presets) -> dict:
     low, star, high = matmul_points(presets)
     return {
@@ -814,6 +889,7 @@ def speed_frontier(presets: Presets) -> dict:
     at = _fast_batch(ev, b_star, chips, t0 / speed)
     frontier_cost = ev.q("cost_per_token", batch_size=at, n_chips=chips).to("USD/Mtoken").m
     return {
+        "rule": _fast_from_rule(ev, speed),
         "curves": curves,
         "hardware": chip_name(hw),
         "model": presets.get("model", model).name,
@@ -824,6 +900,26 @@ def speed_frontier(presets: Presets) -> dict:
         "b_star": b_star,
         "fastest": (float(full["speed"].max()), float(full["cost"][np.argmax(full["speed"])])),
         "floors": _fast_end_floors(presets, ev, at, chips),
+    }
+
+
+def _fast_from_rule(ev: Evaluator, speed: float) -> dict:
+    """Fast mode from the other standard (reader blo21, fault 1): the batch rule's point, the
+    turn on the fewest chips that hold it. Its speed times Fast mode's multiplier, solved on the
+    same chips: how many times smaller the batch, and how many times the cost."""
+    batch = _rule_batch(ev)
+    n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
+    t0 = ev.q("step_time", batch_size=batch, n_chips=n).to("s").m
+    at = _fast_batch(ev, batch, n, t0 / speed)
+    c0, c1 = (ev.q("cost_per_token", batch_size=b, n_chips=n) for b in (batch, at))
+    return {
+        "batch": batch,
+        "chips": n,
+        "speed": Q_(1 / t0, "token/s"),
+        "cost": c0,
+        "fast_batch": at,
+        "smaller": batch / at,
+        "over": _ratio(c1, c0),
     }
 
 
@@ -925,6 +1021,16 @@ def _speed(presets: Presets) -> dict:
         "floors": f["floors"],
         "frontier_over_standard": said_number(f["frontier_cost"] / c0, 2),
         "markup": said_number(c1 / f["frontier_cost"], 2),
+        "rule": {
+            "batch": said_number(f["rule"]["batch"]),
+            "chips": said(f["rule"]["chips"]),
+            "speed": said(f["rule"]["speed"]),
+            "cost": said(f["rule"]["cost"]),
+            "fast_batch": said_number(f["rule"]["fast_batch"], 2),
+            "smaller": said_number(f["rule"]["smaller"], 2),
+            "over": said_number(f["rule"]["over"], 2),
+            "markup": said_number(c1 / c0 / f["rule"]["over"], 2),  # the list price over it
+        },
         "fastest_speed": said(Q_(fastest_speed, per_user)),
         "fastest_cost": said(Q_(fastest_cost, "USD/Mtoken")),
     }
@@ -963,6 +1069,7 @@ def _exercises(presets: Presets) -> dict:
     step = {b: fe.q("step_time", batch_size=b, n_chips=f_n) for b in (1, f_star)}
     cost = {b: fe.q("cost_per_token", batch_size=b, n_chips=f_n) for b in (1, f_star)}
     speedup = _ratio(step[f_star], step[1])
+    kv_share = _ratio(fe.q("kv_fetch_time", batch_size=f_star, n_chips=f_n), step[f_star])
     fast_speed = par["fast_speed_multiplier"].to("").m
 
     # a lab's whole traffic on a chip with more HBM
@@ -1009,6 +1116,7 @@ def _exercises(presets: Presets) -> dict:
             "step_1": said(step[1]),
             "speedup": said_number(speedup, 2),
             "price": said_number(_ratio(cost[1], cost[f_star]), 2),
+            "kv_share": said_number(100 * kv_share, 2),  # per cent of the crossover step
             "batch_ratio": said_number(f_star),  # the batch falls from B* to one sequence
             "can": speedup >= fast_speed,
         },

@@ -212,6 +212,19 @@ def _crossover_table(presets: Presets) -> dict:
                 "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
             }
         )
+    # both columns are precision-free when weights, cache and math move together (reader blo21,
+    # fault 3): bytes per FLOP and bytes per token scale alike; checked on the first model
+    model_id = _distinct_models(presets)[0][0]
+    ev, e8 = (Evaluator(presets, HARDWARE, model_id, p) for p in ("bf16", "fp8"))
+    for q, batch in (
+        ("kv_compute_crossover_context", False),
+        ("kv_weight_crossover_context", True),
+    ):
+        a, b = (
+            e.q(q, **({"batch_size": e.q("crossover_batch")} if batch else {})) for e in (ev, e8)
+        )
+        if abs((a / b).to("").m - 1) > 1e-3:
+            raise ValueError(f"{q} moves with the precision: reword the BF16 table's note")
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
 
 

@@ -200,7 +200,7 @@ def test_kv_routes_reach_the_kink_by_sharing_or_sparse_reads(drawn):
     alt = drawn["kv_routes"].alt
     assert "1 × 8 KV heads × 2 × 128, 2 kB per token" in alt
     assert "80 layers × 8 KV heads × 2 × 128, 164 kB per token" in alt  # 163,840 bytes (as text)
-    assert "reads 1 token in 97" in alt and "1.7 kB per token" in alt
+    assert "1 token in 97: chosen to match the kink" in alt and "1.7 kB per token" in alt
 
 
 def test_latency_figure_draws_the_memory_it_takes_a_max_over(drawn):
