@@ -704,7 +704,7 @@ def _find_problem(pid: str, seed: int, presets):
         )
     drill = re.fullmatch(r"-(\d+)-(\d+)", pid[len(chapter) :])
     if drill:
-        count = min(int(drill[2]), MAX_COUNT)
+        count = min(max(int(drill[2]), 1), MAX_COUNT)  # a drill's ids count from 1
         problems = drill_set(chapter, int(drill[1]), count, presets)
     else:
         problems = problem_set(chapter, seed, presets=presets)

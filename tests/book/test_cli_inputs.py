@@ -172,6 +172,7 @@ def test_check_refuses_bad_input_with_one_error_line():
     one_error("problems", "--check", "batching-0-3", "12 parsecs", match="unknown unit 'parsecs'")
     one_error("problems", "--check", "batchng-0-3", "1", match="did you mean 'batching'")
     one_error("problems", "--check", "batching-0-x", "1", match="unknown problem")
+    one_error("problems", "--check", "batching-0-0", "1", match="did you mean 'batching-0-1'")
     one_error("problems", "--check", "batching-0-3", match="expected 2 arguments")
 
 
