@@ -605,7 +605,31 @@ def _prediction(presets: Presets, rows) -> dict:
                 "too_long": str(sum(too_long(i) for i in ids)),
             }
         )
+
+    # the held-out MoE rows on one chip per replica (gpt-oss-120b): forecast over measured,
+    # signed, at the benchmark's own mean prompt (S27)
+    def one_chip_moe(rid):
+        p = by_id[rid].preset
+        model = presets.get("model", p.model)
+        return model.get("experts_routed") is not None and p.get("chips_per_replica") == 1
+
+    moe1 = sorted(
+        (honest[i][0] / by_id[i].measured.m, i)
+        for i in honest
+        if honest[i][1].startswith("held") and one_chip_moe(i)
+    )
+    moe1_model = presets.get("model", by_id[moe1[0][1]].preset.model).name if moe1 else "—"
     return {
+        "one_chip_moe": {
+            "count": str(len(moe1)),
+            "model": moe1_model,
+            "prompt": quantity(by_id[moe1[0][1]].preset.input_tokens) if moe1 else "—",
+            "low": times(moe1[0][0]) if moe1 else "—",
+            # the rows but the worst, and the worst by name
+            "high_rest": times(moe1[-2][0]) if len(moe1) > 1 else "—",
+            "worst": times(moe1[-1][0]) if moe1 else "—",
+            "worst_name": by_id[moe1[-1][1]].name if moe1 else "—",
+        },
         "groups": groups,
         "held_bias": {
             "above": f"{sum(h > 1 for h in held)} of {len(held)}",
@@ -763,13 +787,16 @@ def row_sources(preset) -> tuple[str, dict[str, str]]:
     texts: dict[str, str] = {}
 
     def key(value: str) -> str:
-        m = _SOURCE_KEY.match(value)
-        if not m:
-            return value
-        # a field's source may add its own words in brackets: keep the shortest text of a key
-        k, text = m.groups()
-        texts[k] = min(texts.get(k, text), text, key=len)
-        return k
+        keys = []
+        for part in re.split(r"; (?=S\d+: )", value):  # several keys: "S16: ...; S21: ..."
+            m = _SOURCE_KEY.match(part)
+            if not m:
+                return value
+            # a field's source may add its own words in brackets: keep a key's shortest text
+            k, text = m.groups()
+            texts[k] = min(texts.get(k, text), text, key=len)
+            keys.append(k)
+        return ", ".join(keys)
 
     main = key(preset.source_of("source"))
     fields = {f: key(v) for f, v in preset.sources.items() if f != "source"}
@@ -1440,6 +1467,10 @@ def context(presets: Presets) -> dict:
         "training_example": training_example,
         "prediction": _prediction(presets, rows),
         # the fitted share of the modelled step an MoE over several chips reaches, as a slowdown
+        # where the gpt-oss-120b rows' mean prompt was read (units/data/measurements.toml)
+        "gptoss_prompt_source": presets.get(
+            "measurement", "mlperf61_b300_x8_gptoss_offline"
+        ).source_of("input_tokens"),
         "moe_slowdown": number(
             1 / predict.prediction(presets)["summary"]["params"]["expert_parallel"], 2
         ),
