@@ -1242,6 +1242,9 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "fast_bound": t(1 / c.bound / 2),
         "fast_memory": t(memory / 2),
         "fast_compute_bound": bool(compute > memory),
+        # the padded multiplies outlast the reads: the forecast's step is compute-bound at a
+        # batch of one, against the bound's (and the physics') memory-bound one (reader val22)
+        "padding_compute_bound": bool(compute > memory),
         "fast_step": t(fast),
         "predicted_rate": said(Q_(1 / step, "token/s")),
         "miss": times(max(step / measured, measured / step)),
