@@ -2397,7 +2397,7 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         "fitted rows, each forecast by a fit without it": [
             i for i, (_, how) in honest.items() if how == "leave-one-out"
         ],
-        "newest rows (MLPerf v6.0 and v6.1), never fitted": [
+        "newest rows (MLPerf v6.0 and v6.1), seen before the last revisions": [
             i for i, (_, how) in honest.items() if how.startswith("held")
         ],
     }
@@ -2512,9 +2512,10 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         f"Forecast against measured throughput, both as a percentage of the row's roofline bound "
         f"(so rows in tokens/s per chip and per user share one axis); no forecast used its own "
         f"row. A point on the diagonal is a perfect forecast; the shaded bands are a miss of "
-        f"×1.25 (dark) and ×1.5 (light) either way. The newest rows were never fitted, but the "
-        f"model was changed after they were seen. The lower panel is the same points as "
-        f"forecast over measured: the newest rows run high ({sum(r > 1 for r in held_ratios)} of "
+        f"×1.25 (dark) and ×1.5 (light) either way. The newest rows never entered the fit, but "
+        f"the model was revised after they were seen, so they are not a blind test. The lower "
+        f"panel is the same points as forecast over measured: the newest rows run high "
+        f"({sum(r > 1 for r in held_ratios)} of "
         f"{len(held)} over-predicted, a median of ×{number(float(np.median(held_ratios)), 2)}), "
         f"and {clipped} rows the forecast misses by more than ×{number(high_ratio)} are arrows at "
         f"its edge. The section on where the forecast fails explains the rows far from the line."

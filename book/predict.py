@@ -800,6 +800,52 @@ GOAL_SHARE = 0.8
 # book model (MLSys·im, ±15-30% on five rows).
 ANCHORS = {"profiled": (0.04, 0.10), "book": (0.15, 0.30)}
 
+# Each published model's own claim, its sense and its source (../shared/reviews/anchors.md):
+# (name, low, high, how the error is stated, what was compared, source). A claim with one figure
+# has low equal to high; "under" is an upper limit, "±" a band either way, "mean" a mean error.
+SIMULATORS = (
+    (
+        "LLMCompass",
+        0.041,
+        0.041,
+        "mean",
+        "average error on LLM inference against real GPUs",
+        "Zhang et al., ISCA 2024, github.com/PrincetonUniversity/LLMCompass",
+    ),
+    (
+        "GenZ",
+        0.0582,
+        0.0582,
+        "mean",
+        "geometric-mean error against real platforms",
+        "Bambhaniya et al., arXiv 2406.01698",
+    ),
+    (
+        "Vidur",
+        0.09,
+        0.09,
+        "under",
+        "error on end-to-end latency against its own profiled runs",
+        "Agrawal et al., MLSys 2024, github.com/microsoft/vidur",
+    ),
+    (
+        "MLSys·im",
+        0.15,
+        0.30,
+        "±",
+        "stated accuracy of absolute throughput, checked on five MLPerf v4.0 and vLLM rows",
+        "github.com/harvard-edge/cs249r_book, mlsysim/docs/accuracy.qmd",
+    ),
+    (
+        "inference-sim",
+        0.288,
+        0.361,
+        "mean",
+        "mean absolute percentage error of end-to-end latency and of TPOT, roofline mode, 13 runs",
+        "github.com/inference-sim/inference-sim, issue 436",
+    ),
+)
+
 
 def errors(pairs: list[tuple[float, float]]) -> dict:
     """Ratio errors of (predicted, measured) pairs: each the larger over the smaller."""

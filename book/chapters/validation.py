@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 import derivations
@@ -329,6 +331,18 @@ def _value(name: str, x: float) -> str:
 FROZEN = "no_expert_rows"
 
 
+def _simulator(name, low, high, how, what, source) -> dict:
+    """A published model's stated error, as it states it: "4.1%", "under 9%", "±15–30%".
+
+    >>> _simulator("X", 0.15, 0.30, "±", "w", "s")["claim"]
+    '±15–30%'
+    """
+    two = [number(100 * x, 2) for x in (low, high)]  # two figures: as the claims are read
+    figures = f"{two[0]}%" if low == high else f"{two[0]}–{two[1]}%"
+    claim = {"under": f"under {figures}", "±": f"±{figures}"}.get(how, figures)
+    return {"name": name, "claim": claim, "what": what, "source": source}
+
+
 def _robustness(s: dict) -> dict:
     """The bootstrap ranges of the parameters and the ablation's leave-one-out errors, as rows."""
     boot = [
@@ -591,7 +605,31 @@ def _prediction(presets: Presets, rows) -> dict:
                 "too_long": str(sum(too_long(i) for i in ids)),
             }
         )
+
+    # the held-out MoE rows on one chip per replica (gpt-oss-120b): forecast over measured,
+    # signed, at the benchmark's own mean prompt (S27)
+    def one_chip_moe(rid):
+        p = by_id[rid].preset
+        model = presets.get("model", p.model)
+        return model.get("experts_routed") is not None and p.get("chips_per_replica") == 1
+
+    moe1 = sorted(
+        (honest[i][0] / by_id[i].measured.m, i)
+        for i in honest
+        if honest[i][1].startswith("held") and one_chip_moe(i)
+    )
+    moe1_model = presets.get("model", by_id[moe1[0][1]].preset.model).name if moe1 else "—"
     return {
+        "one_chip_moe": {
+            "count": str(len(moe1)),
+            "model": moe1_model,
+            "prompt": quantity(by_id[moe1[0][1]].preset.input_tokens) if moe1 else "—",
+            "low": times(moe1[0][0]) if moe1 else "—",
+            # the rows but the worst, and the worst by name
+            "high_rest": times(moe1[-2][0]) if len(moe1) > 1 else "—",
+            "worst": times(moe1[-1][0]) if moe1 else "—",
+            "worst_name": by_id[moe1[-1][1]].name if moe1 else "—",
+        },
         "groups": groups,
         "held_bias": {
             "above": f"{sum(h > 1 for h in held)} of {len(held)}",
@@ -642,6 +680,7 @@ def _prediction(presets: Presets, rows) -> dict:
         "goal_pct": pct(predict.GOAL - 1),
         "close": number(predict.CLOSE),
         "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
+        "simulators": [_simulator(*a) for a in predict.SIMULATORS],
         "params_count": str(len(predict.PARAMS)),
         "expert_rows": _expert_rows_example(presets, params),
         # the host time per sequence per step (sourced, not fitted: predict.host_prior), the
@@ -733,6 +772,47 @@ def _table_groups(rows):
             yield f"{name}, against {fmt} peak", by_format[fmt]
 
 
+_SOURCE_KEY = re.compile(r"^(S\d+): (.*)$", re.S)
+
+
+def row_sources(preset) -> tuple[str, dict[str, str]]:
+    """A measurement's sources as the appendix cites them: its main source's key, then each
+    field sourced elsewhere ("S1; input tokens: S19"), and each key's text. A source given as
+    text, not a key (a --presets file's own row), is cited whole.
+
+    >>> from units.presets import load
+    >>> row_sources(load().get("measurement", EXAMPLE))[0]
+    'S1; input tokens: S19'
+    """
+    texts: dict[str, str] = {}
+
+    def key(value: str) -> str:
+        keys = []
+        for part in re.split(r"; (?=S\d+: )", value):  # several keys: "S16: ...; S21: ..."
+            m = _SOURCE_KEY.match(part)
+            if not m:
+                return value
+            # a field's source may add its own words in brackets: keep a key's shortest text
+            k, text = m.groups()
+            texts[k] = min(texts.get(k, text), text, key=len)
+            keys.append(k)
+        return ", ".join(keys)
+
+    main = key(preset.source_of("source"))
+    fields = {f: key(v) for f, v in preset.sources.items() if f != "source"}
+    extra = [f"{f.replace('_', ' ')}: {k}" for f, k in fields.items() if k != main]
+    return "; ".join([main, *extra]), texts
+
+
+def _appendix_sources(rows) -> list[dict]:
+    """Every source key the rows cite, in order, with its text (the shortest a row gives)."""
+    texts: dict[str, str] = {}
+    for r in rows:
+        for k, t in row_sources(r.preset)[1].items():
+            texts[k] = min(texts.get(k, t), t, key=len)
+    return [{"key": k, "text": texts[k]} for k in sorted(texts, key=lambda k: int(k[1:]))]
+
+
 def _table_row(r, presets) -> dict:
     hw = presets.get("hardware", r.preset.hardware)
     model = presets.get("model", r.preset.model)
@@ -754,6 +834,7 @@ def _table_row(r, presets) -> dict:
         "unit": "tokens/s per user" if r.unit == "token/s" else "tokens/s per chip",
         "efficiency": efficiency + (" (stated, unverified)" if derived(r) else ""),
         "flags": "; ".join(r.flags) or "—",
+        "source": row_sources(r.preset)[0],
         # the assumed inputs as a reader says them: "input tokens", not "input_tokens"
         "assumed": ", ".join(
             [a.replace("_", " ") for a in r.preset.get("assumed", "").split()]
@@ -1161,6 +1242,9 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "fast_bound": t(1 / c.bound / 2),
         "fast_memory": t(memory / 2),
         "fast_compute_bound": bool(compute > memory),
+        # the padded multiplies outlast the reads: the forecast's step is compute-bound at a
+        # batch of one, against the bound's (and the physics') memory-bound one (reader val22)
+        "padding_compute_bound": bool(compute > memory),
         "fast_step": t(fast),
         "predicted_rate": said(Q_(1 / step, "token/s")),
         "miss": times(max(step / measured, measured / step)),
@@ -1386,6 +1470,10 @@ def context(presets: Presets) -> dict:
         "training_example": training_example,
         "prediction": _prediction(presets, rows),
         # the fitted share of the modelled step an MoE over several chips reaches, as a slowdown
+        # where the gpt-oss-120b rows' mean prompt was read (units/data/measurements.toml)
+        "gptoss_prompt_source": presets.get(
+            "measurement", "mlperf61_b300_x8_gptoss_offline"
+        ).source_of("input_tokens"),
         "moe_slowdown": number(
             1 / predict.prediction(presets)["summary"]["params"]["expert_parallel"], 2
         ),
@@ -1398,6 +1486,8 @@ def context(presets: Presets) -> dict:
         "training_groups": training_groups,
         "middle": f"{number(BAND[1] - BAND[0])}%",
         "tables": tables,
+        # every source a row of the appendix cites, by key (units/data/measurements.toml)
+        "sources": _appendix_sources(rows),
         "offline": band("offline"),
         "latency": band("latency_bound"),
         "training": band("training"),
@@ -1622,7 +1712,10 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     out.append(
         {
             "lecture": f"a step every {number(period)} ms",
-            "rows": f"server and interactive steps (one TPOT): median "
+            # each measured TPOT sits under its benchmark's latency limit: the rule, not a
+            # period a server chose (the prose says so)
+            "rows": f"server and interactive steps (one measured TPOT, each held under its "
+            f"benchmark's latency limit): median "
             f"{spoken_number(med, 2)} ms ({len(steps)} rows, {spoken_number(min(steps), 2)}"
             f"–{spoken_number(max(steps), 2)} ms)",
             "verdict": _verdict(med, period),
@@ -1670,7 +1763,10 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             {
                 "lecture": f"a batch of {number(low)}–{number(high)} × B*"
                 + (", said of a MoE" if kind == "MoE" else ", applied to dense models"),
-                "rows": f"offline {kind} rows at a published engine cap: median "
+                # the bound's batch: the engine's cap or what fits in HBM, the smaller; the
+                # most the engine could run, not a batch measured running
+                "rows": f"offline {kind} rows with a published engine cap, at the batch that "
+                f"fits (the cap or what HBM holds, the smaller): median "
                 f"{spoken_number(med, 2)} × B* ({len(v)} rows, {spoken_number(min(v), 2)}–"
                 f"{spoken_number(max(v), 2)} × B*)",
                 # against the nearer end of the lecture's range

@@ -468,7 +468,15 @@ def test_a_compute_bound_rows_bound_does_not_move_with_its_batch_cap():
 def test_every_gpt_oss_mlperf_row_stops_at_an_engine_cap_not_at_full_hbm():
     """One batch rule for a benchmark's rows: each gpt-oss-120b row has a configured or assumed
     maximum batch, and its bound uses that cap, well below what fits in HBM (the MI355X row once
-    filled HBM with about ten times NVIDIA's 896 sequences and set the band's floor)."""
+    filled HBM with about ten times NVIDIA's 896 sequences and set the band's floor).
+
+    By hand, at the benchmark's sourced mean prompt (5,011 tokens, S27; the margin was 3x when a
+    500-token prompt was assumed): openai/gpt-oss-120b's config has 36 layers alternating full
+    and 128-token sliding attention, 8 KV heads of 64 dims; an FP8 KV cache is 2*8*64 = 1,024
+    bytes per token per layer. A sequence at the mean context 5,011 + 1,278/2 = 5,650 holds
+    18*1,024*5,650 + 18*1,024*128 = 106.5 MB. Beside about 62 GB of MXFP4 weights (117e9 x 4.25
+    bits), 288 GB holds about 2,120 sequences (2.4x the 896 cap, 2.1x MI355X's 1,024) and
+    186 GB about 1,160 (2.3x GB200's 512): more than twice every cap."""
     from book.validation import batch_cap, bound_inputs, evaluate
 
     presets = load()
@@ -483,7 +491,7 @@ def test_every_gpt_oss_mlperf_row_stops_at_an_engine_cap_not_at_full_hbm():
         r = evaluate(row, presets)
         fits = batch_cap(row, bound_inputs(row, presets))  # no cap: what fits in HBM
         assert r.batch == pytest.approx(row.concurrency.to("sequence").m), row.id
-        assert fits > 3 * r.batch, row.id
+        assert fits > 2 * r.batch, row.id
 
 
 def test_the_serving_step_is_displayed_with_the_prompt_and_proved_equal():
@@ -873,4 +881,6 @@ def test_the_predicted_vs_measured_figure_labels_its_axes_in_percent():
     svg = predicted_vs_measured(load()).svg
     assert "% of the row's roofline bound" in svg and "forecast ÷ measured" in svg
     assert "10⁻" not in svg and "10%" in svg
-    assert "forecasts collapse" in svg and "never fitted" in svg
+    assert "forecasts collapse" in svg and "seen before the last revisions" in svg
+    # reader val22, fault 3: the newest rows shaped the model, so no label calls them unfitted
+    assert "never fitted" not in svg
