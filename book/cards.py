@@ -578,12 +578,14 @@ NUMBERS = (
         "In the lecture's own example of the HBM drain time, how long does a {chip} GPU take "
         "to read its whole HBM once?",
         # the route: the lecture's own example (transcript: "288 GB / 20 TB/s ... about 15
-        # ms"), and the seed summary's slip (it says Blackwell) named against the GB200's time
+        # ms"), and the lecture's serving chip, the GB200, as a second example
         "Its {{ n(field('hardware', 'rubin', 'hbm_capacity').to('GB'), 3) }} GB of HBM over "
         "its {{ n(field('hardware', 'rubin', 'hbm_bandwidth').to('TB/s')) }} TB/s, as the "
-        "lecture says. A summary of the lecture credits these figures to Blackwell, whose "
-        "GB200 GPUs drain in {{ q('hbm_drain_time', hardware='gb200_nvl72', figures=2) }} at "
-        "{{ n(field('hardware', 'gb200_nvl72', 'hbm_bandwidth').to('TB/s')) }} TB/s.",
+        "lecture says. A GB200 GPU drains its "
+        "{{ n(field('hardware', 'gb200_nvl72', 'hbm_capacity').to('GB'), 3) }} GB at "
+        "{{ n(field('hardware', 'gb200_nvl72', 'hbm_bandwidth').to('TB/s')) }} TB/s in "
+        "{{ q('hbm_drain_time', hardware='gb200_nvl72', figures=2) }}: a step that reads a "
+        "full HBM takes tens of milliseconds.",
     ),
 )
 

@@ -645,6 +645,7 @@ def _hop_transfer(presets: Presets, ev: Evaluator) -> dict:
         "hop_per_chip": said((size / chips.to("chip").m).to("MB")),
         "hop_port": said(per_chip),
         "hop_transfer": said(transfer),
+        "hop_transfer_rough": said(transfer, 2),  # the flashcard's "about 13 µs"
         "hop_allowance": said(presets.parameter["hop_latency_network"].value),
     }
 
