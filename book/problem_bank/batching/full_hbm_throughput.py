@@ -39,12 +39,12 @@ CONTEXTS = (4096, 8192, 16384, 32768)
 WORDS = {"bf16": "BF16", "fp8": "FP8"}
 
 
-def packed(case, share: float = 1.0, weights: bool = True) -> int:
+def packed(case, share: float = 1.0, weights: bool = True, kv_scale: float = 1.0) -> int:
     """The most sequences whose KV caches fit in ``share`` of the server's HBM beside the
-    weights (or in all of it, ``weights`` forgotten)."""
+    weights (or in all of it, ``weights`` forgotten), each cache ``kv_scale`` times its size."""
     f = figures(**case)
     room = (share * case["n_chips"] * f["hbm_capacity"]).to("GB") - int(weights) * weight_bytes(f)
-    per_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
+    per_sequence = kv_scale * evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
     return math.floor((room / per_sequence).to("sequence").m)
 
 
@@ -151,6 +151,20 @@ def draw(rng, presets) -> Draw:
                 f"per value, not {bytes_slip}: that changes both the weights' room and the caches.",
             )
         )
+    # one vector per KV head: every cache half its size, so twice the batch fits and a step
+    # reads the halved caches (the chain rerun: the fit, the step's reads, the regime)
+    halved = Q_(packed(case, share, kv_scale=0.5), "sequence")
+    halved_reads = (weights + 0.5 * per_sequence * halved) / (n * bandwidth)
+    halved_step = max(
+        halved_reads.to("ms"), evaluate("compute_time", **dict(case, batch_size=halved)).to("ms")
+    )
+    mistakes.append(
+        Mistake(
+            (halved * Q_(1, "token/sequence") / halved_step).to("token/s"),
+            "You counted one vector per KV head; each caches a key and a value, so each "
+            "conversation's cache is twice what you used and half as many fit.",
+        )
+    )
     # inside the window or twice its width away (×FACTOR² either way), never between (reader 20)
     for m in mistakes:
         off = max((m.value / rate).to("").m, (rate / m.value).to("").m)

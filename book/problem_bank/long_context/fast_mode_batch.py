@@ -182,12 +182,30 @@ def draw(rng, presets) -> Draw:
             "price's step and in the fast one.",
         ),
     )
-    tolerance = 0.03
+    # one vector per KV head: every cache read (k) halves; rerun the chain with it, the
+    # standard step, the implied batch and the fast step all read the halved caches
+    weights, half_k = slow["weight_fetch_time"], per_seq / 2
+    b0 = Q_(batch, "sequence")
+    half_batch = weights / (price_x * (weights + half_k * b0) / b0 - half_k)
+    one_vector = (Q_(1, "token/sequence") / (weights + half_k * half_batch)).to("token/s/sequence")
+    candidates = (
+        (
+            one_vector,
+            "You counted one vector per KV head; each caches a key and a value, so every "
+            "sequence's cache read is twice what you used.",
+        ),
+        *candidates,
+    )
+    tolerance = 0.01
+    # the price-alone slip and the advertised speed-up never land on one value (reader 21)
+    apart = abs((candidates[1][0] / candidates[3][0]).to("").m - 1)
+    require(apart >= 2 * tolerance, "the two batch slips are told apart")
     for k, (value, _) in enumerate(candidates):  # never just outside the window (reader 20)
         off = abs((value / answer).to("").m - 1)
-        # the lesson's slips (the batch cut by the price alone, the caches left out) land clear;
+        # the lesson's slips (one vector per head, the batch cut by the price alone, the caches
+        # left out) land clear;
         # another may fall inside the window (accepted), never just outside it
-        lesson = k in (0, len(candidates) - 1)
+        lesson = k in (0, 1, len(candidates) - 1)
         require(off >= 2 * tolerance or (not lesson and off <= tolerance), "slips land clear")
     mistakes = distinct_mistakes([Mistake(v, w) for v, w in candidates], answer, tolerance)
     return Draw(

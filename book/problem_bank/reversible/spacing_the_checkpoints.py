@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
+from book.problem_bank.reversible._schemes import INPUTS_ONLY
 from units import Q_
 
 KIND = "multi"
@@ -75,9 +76,10 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You train {model.name} ({layers} layers, residual width {d:,}) on "
         f"{quantity(batch)} of {context_tokens(context, 5)} per GPU, with BF16 activations. "
-        f"Your framework checkpoints the input of {_every(spacing)} layer and, on the way "
-        "back, recomputes one segment at a time, holding its layers' inputs while their "
-        "gradients are taken. "
+        f"Your framework runs {INPUTS_ONLY}, with a checkpoint at the input of "
+        f"{_every(spacing)} layer, recomputing one segment at a time. Everything it keeps at "
+        "the peak is a layer input, all of one size (unlike checkpointing that holds a "
+        "segment's internals, which dwarf the inputs and make the best segments far shorter). "
         "Counting layer inputs only (attention's scores are recomputed, never stored), how "
         "much activation memory would you free at the peak by switching to the best spacing "
         "the framework allows, which must divide the number of layers evenly? Answer in GB."
@@ -88,7 +90,10 @@ def draw(rng, presets) -> Draw:
         f"At spacing s the peak comes while the last segment is recomputed: all {layers}/s "
         f"checkpoints, plus that segment's other s − 1 inputs. Every {spacing}: "
         f"{layers // spacing} + {spacing - 1} = {mine} layers' worth, {quantity(kept)}.",
-        f"The sum {layers}/s + s is least near s = √{layers} ≈ {number(layers**0.5, 3)}; among "
+        f"The sum {layers}/s + s is least near s = √{layers} ≈ {number(layers**0.5, 3)}, "
+        "because checkpoints and a segment's inputs cost the same per layer (a scheme that "
+        "holds a segment's internals pays far more per segment layer, so its best spacing is "
+        f"shorter, down to every layer); among "
         f"the divisors of {layers} the best is s = {best_words}: at s = {best[0]}, "
         f"{layers // best[0]} + {best[0] - 1} = {ideal} layers' worth, {quantity(kept_best)}.",
         f"Switching frees ({mine} − {ideal}) × {_size(one)} = **{quantity(excess, 3)}** at the "

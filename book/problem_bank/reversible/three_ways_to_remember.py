@@ -105,7 +105,9 @@ def draw(rng, presets) -> Draw:
         "least; or make every block reversible, like a Feistel "
         r"round, $(x, y) \to (y + f(x),\, x)$, so that the backward pass rebuilds each "
         "layer's input from its output and keeps only the last layer's output, plus the "
-        "internals of the one layer it is working on. The last two both run each layer's "
+        "internals of the one layer it is working on. Here x and y are the two halves of "
+        f"the residual, {d // 2:,} values each, so a layer's output, (x, y) together, is one "
+        f"residual-width tensor of {d:,} values per token. The last two both run each layer's "
         "forward once more. At that same price, how many more whole sequences per GPU does the "
         "reversible network fit than this checkpointing?"
     )
@@ -157,6 +159,19 @@ def draw(rng, presets) -> Draw:
             "checkpointing.",
         ),
     ]
+    # two streams stored (x and y each taken as the residual width): a natural reading of a
+    # Feistel pair the statement rules out; named, and redrawn unless it lands clear (reader 21)
+    two_streams = Q_(math.floor(_fit(budget, 2 * stored + layer)) - counts["ckpt"], "sequence")
+    tolerance = whole_count_tolerance(gain, 0.02)
+    require(abs((two_streams / answer).to("").m - 1) >= 2 * tolerance, "two streams land clear")
+    mistakes.insert(
+        1,
+        Mistake(
+            two_streams,
+            "You kept two residual-width streams for the last output; x and y are the two "
+            "halves of one residual, so the output is one residual-width tensor.",
+        ),
+    )
     if counts["full"]:
         mistakes.append(
             Mistake(
@@ -166,7 +181,6 @@ def draw(rng, presets) -> Draw:
             )
         )
     mistakes = [m for m in mistakes if m.value.m > 0]
-    tolerance = whole_count_tolerance(gain, 0.02)
     return Draw(
         text=text,
         answer=answer,

@@ -93,7 +93,19 @@ def draw(rng, presets) -> Draw:
         (bound * chips.m, "You ran the prompt on one chip; the replica's chips share it.")
         if not one
         else (None, ""),
+        (
+            compute + weights,
+            "You added the compute and the weight read; they overlap, so the prefill takes "
+            "the slower of the two, not their sum.",
+        ),
         (max(compute / 2, weights), "You counted one FLOP per parameter; a multiply-add is two."),
+        # FP4 packs two weights a byte: one byte a weight doubles the read (the chain rerun)
+        (
+            max(compute, 2 * weights),
+            "You read the weights at one byte each; FP4 stores half a byte per weight.",
+        )
+        if row.weights == "fp4"
+        else (None, ""),
         (
             measured - bound,
             "That is the queueing time's share; the question asks for the prefill's.",
