@@ -1794,8 +1794,10 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         f"batch on log axes, at short context: one rack and two racks of {two_chip} chips "
         f"({penalty_two}×) and of {hw_chip} chips ({penalty_hw}×). Each line rises with the "
         "batch up to the crossover, "
-        f"{spoken(Q_(crossover, 'sequence'))}, and is flat beyond it; two racks cross one at "
-        f"about {below['largest']} and {below['largest_hw']}."
+        f"{spoken(Q_(crossover, 'sequence'))}, and is flat beyond it. Below the crossover a "
+        "ratio under one does not mean the links hide: that takes a second micro-batch and a "
+        f"second weight read, so at {below['batch']} two racks are still {below['slower']} and "
+        f"{below['slower_hw']} times slower than one."
     )
     caption = (
         f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch (two "
@@ -1805,8 +1807,11 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         "its weight read, which does not shrink with the batch while the all-to-all does, so "
         "every line falls as the batch shrinks; above it, both grow together and the ratio is "
         "flat. "
-        f"Two racks hide below about {below['largest']} on {two_chip} chips and "
-        f"{below['largest_hw']} on {hw_chip} chips: a latency-optimised deployment."
+        "Below the crossover a ratio under one does not mean the links hide: with one "
+        "micro-batch the all-to-all adds to the weight read, and hiding it takes a second "
+        "micro-batch that reads the weights again. The layer takes whichever is less, so at "
+        f"{below['batch']} two racks make it {below['slower']}× slower than one rack on "
+        f"{two_chip} chips and {below['slower_hw']}× on {hw_chip} chips."
     )
     return _render("alltoall_vs_batch", draw, alt, caption)
 

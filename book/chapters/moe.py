@@ -455,11 +455,13 @@ SMALL_BATCH = Q_(1000, "sequence")
 
 
 def _below_crossover(presets: Presets, penalty_hw) -> dict:
-    """Below the crossover batch a layer's time is its weight read, which does not shrink with
-    the batch, while the all-to-all does: at SMALL_BATCH (short context, the lecture's chips)
-    the all-to-all's share of the layer, one rack and two, and the largest batch at which two
-    racks still hide (the weight read per layer over the all-to-all per sequence), on GB300
-    NVL72 chips at their own penalty and on GB200 NVL72 chips at theirs."""
+    """Below the crossover batch a layer's time is its weight read W, which does not shrink with
+    the batch, while the all-to-all A does; but A cannot hide for free. Dispatch, experts and
+    combine are a chain, so with one micro-batch A adds to W, and hiding it needs two
+    micro-batches, each reading the weights again: the layer takes min(W + A, 2W). At
+    SMALL_BATCH (short context, the lecture's chips): A over W, one rack and two, and the
+    layer's time each way, two racks over one, on GB300 NVL72 chips at their own penalty and on
+    GB200 NVL72 chips at theirs."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     two_penalty = two_rack_penalty(presets)
     chips = presets.parameter["expert_parallel_chips"].value
@@ -474,23 +476,26 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
         kw.setdefault("scale_out_penalty", two_penalty)
         return ev.q("alltoall_time", batch_size=batch, **kw).to("ms")
 
-    def largest(**kw):
-        # the weight read barely moves with the batch once every expert is touched: solve for
-        # the batch where the two-rack all-to-all meets the layer time, then check it there
-        b = SMALL_BATCH
-        for _ in range(20):
-            b = (layer(b) / (a2a(b, **kw) / b)).to("sequence")
-        assert abs((a2a(b, **kw) / layer(b)).to("").m - 1) < 1e-3
-        return b
+    w = layer(SMALL_BATCH)
+    compute = ev.q("compute_time", batch_size=SMALL_BATCH, n_chips=chips, context_length=short)
+    assert (compute / layers).to("ms/layer").m < w.m, "the small batch must wait on its weights"
+    one_rack = a2a(SMALL_BATCH, racks_spanned=Q_(1, "rack"))
+    two, hw = a2a(SMALL_BATCH), a2a(SMALL_BATCH, scale_out_penalty=penalty_hw)
 
-    t = layer(SMALL_BATCH)
+    def with_links(a):
+        return min(w + a, 2 * w)
+
+    t1 = with_links(one_rack)
     return {
         "batch": said(SMALL_BATCH),
-        "layer": said(t.to("µs"), 2),
-        "one": said_number((a2a(SMALL_BATCH, racks_spanned=Q_(1, "rack")) / t).to("").m, 2),
-        "two": said_number((a2a(SMALL_BATCH) / t).to("").m, 2),
-        "largest": said(largest(), 2),
-        "largest_hw": said(largest(scale_out_penalty=penalty_hw), 2),
+        "layer": said(w.to("µs"), 2),
+        "one": said_number((one_rack / w).to("").m, 2),
+        "two": said_number((two / w).to("").m, 2),
+        "layer_one": said(t1.to("µs"), 2),
+        "layer_two": said(with_links(two).to("µs"), 2),
+        "layer_two_hw": said(with_links(hw).to("µs"), 2),
+        "slower": said_number((with_links(two) / t1).to("").m, 2),
+        "slower_hw": said_number((with_links(hw) / t1).to("").m, 2),
     }
 
 
