@@ -446,3 +446,20 @@ def test_moe_batch_series_by_hand():
     assert data["hardware"][0] == pytest.approx(9 * data["one"][0], rel=1e-6)  # max(1/2, 18/2)
     assert data["one"][-1] == pytest.approx(data["one"][-2], rel=1e-6)  # flat past B*
     assert data["one"][-1] == pytest.approx(float(moe.context(load())["ratio_one_rack"]), rel=1e-2)
+
+
+def test_moe_verdict_is_as_strong_as_its_numbers_by_hand():
+    from book.chapters import moe
+
+    v = moe.context(load())["verdict"]
+    # reader-moe22 fault 2: once per rack, two racks' copies leaving are 1 - (1/2)^8 = 0.996,
+    # at GB300's 9x over 8 copies: 1.12x one rack's link time, x 0.788 = 0.88, which hides;
+    # at GB200's 18x: 2.24 x 0.788 = 1.8, which does not. A copy per expert: 4.5 and 9 x 0.788
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    ratio = (batch * 8 * 7168 * 3 / (64 * 900e9)) / (2 * 37e9 * batch / (64 * 5000e12) / 61)
+    copies = 1 - 0.5**8
+    assert float(v["once_short"]) == pytest.approx(copies * 9 / 8 * ratio, abs=0.01)
+    assert v["once_hides"] and float(v["once_short"]) < 1
+    assert float(v["once_short_hw"]) == pytest.approx(copies * 18 / 8 * ratio, abs=0.05)
+    assert float(v["two_short"]) == pytest.approx(4.5 * ratio, abs=0.05)
+    assert float(v["two_short_hw"]) == pytest.approx(9 * ratio, abs=0.1)
