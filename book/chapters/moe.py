@@ -1047,6 +1047,7 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
     excess = busiest_chip_load(picks, round(g))
     # routing loads only the routed experts; the shared expert runs on the token's home chip
     share = _expert_compute(model, layer, routed_only=True)["share"]
+    busy = ratio_one * excess / (1 + share * (excess - 1))
     leave = k * ev.q("offrack_fraction", racks_spanned=Q_(g, "rack")).to("").m
     distinct = ev.q("offrack_copies", racks_spanned=Q_(g, "rack")).to("").m
     head = Q_(model.d_model * model.vocab, "parameter")
@@ -1058,11 +1059,13 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
         "excess": said_number(excess, 3),
         "excess_pct": said_number(100 * (excess - 1), 1),
         "routed_share": said_number(share, 2),
-        "ratio_busy": said_number(ratio_one * excess, 2),
-        "ratio_busy_own": said_number(ratio_one * excess / (1 + share * (excess - 1)), 2),
-        "ratio_both": said_number(ratio_one * excess / eta_up, 3),
-        "ratio_both_own": said_number(ratio_one * excess / eta_up / (1 + share * (excess - 1)), 3),
-        "at_edge": bool(ratio_one * excess / eta_up > 0.95),
+        # the step waits on the busiest chip for its links and its compute alike: its all-to-all
+        # over its own layer time, at peak links and at DeepEP's measured NVLink
+        "ratio_busy": said_number(busy, 2),
+        "ratio_both": said_number(busy / eta_up, 3),
+        # compute and HBM at the links' efficiency too: only the relative efficiency moves it
+        "ratio_all_derated": said_number((ratio_one / eta_up) * eta_up, 2),
+        "at_edge": bool(busy / eta_up > 0.95),
         "picks": said_number(picks),
         "leave": said_number(leave, 3),
         "distinct": said_number(distinct, 3),
