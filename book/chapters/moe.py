@@ -296,6 +296,7 @@ def context(presets: Presets) -> dict:
         "edge": _edge(presets, ratio_one, links["eta"], one, layer, layer_ctx),
         "verdict": _verdict(presets, one, ratio_one, penalty_hw),
         "below": _below_crossover(presets, penalty_hw),
+        "spread": _data_parallel_attention(presets),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
     }
@@ -448,6 +449,36 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "once_hw_when": _when(hides_from[names[4]]),
         "two_x": two_x,
         "hw_x": hw_x,
+    }
+
+
+def _data_parallel_attention(presets: Presets) -> dict:
+    """The chapter spreads every weight evenly over the expert-parallel chips. Served with
+    data-parallel attention, as DeepSeek serves it, each chip holds its own copy of every weight
+    outside the routed experts (attention, the shared experts, the dense layers, the
+    embeddings): each chip's FP8 weight bytes, evenly spread and so, and their ratio, by which
+    the weight read per step, and with it the crossover batch, grows (the compute per chip does
+    not change, and neither does the all-to-all over the compute above the crossover)."""
+    from derivations.notation import ffn_matrices
+
+    model = presets.get("model", MODEL)
+    chips = presets.parameter["expert_parallel_chips"].value.to("chip").m
+    moe_layers = model.layers - model.dense_layers
+    per_expert = ffn_matrices.value.m * model.d_model * model.d_ff_expert
+    routed = moe_layers * model.experts_routed * per_expert
+    total = model.params_total.to("parameter").m
+    copied = total - routed
+    fp8 = Q_(1, "byte/parameter")
+    even = Q_(total / chips, "parameter") * fp8
+    dp = Q_(copied + routed / chips, "parameter") * fp8
+    crossover = Evaluator(presets, RACK, MODEL, "fp8").q("crossover_batch").to("sequence")
+    return {
+        "copied": said(Q_(copied, "parameter").to("Gparam"), 2),
+        "copied_pct": said_number(100 * copied / total, 2),
+        "even": said(even.to("GB"), 2),
+        "dp": said(dp.to("GB"), 2),
+        "factor": said_number((dp / even).to("").m, 2),
+        "batch": said(crossover * (dp / even), 2),
     }
 
 

@@ -471,3 +471,20 @@ def test_moe_verdict_is_as_strong_as_its_numbers_by_hand():
     assert float(v["once_short_hw"]) == pytest.approx(copies * 18 / 8 * ratio, abs=0.05)
     assert float(v["two_short"]) == pytest.approx(4.5 * ratio, abs=0.05)
     assert float(v["two_short_hw"]) == pytest.approx(9 * ratio, abs=0.1)
+
+
+def test_moe_data_parallel_attention_by_hand():
+    from book.chapters import moe
+
+    spread = moe.context(load())["spread"]
+    # reader-moe22 fault 5: DeepSeek-V3's routed experts are 58 MoE layers x 256 x 3 x 7,168 x
+    # 2,048 = 654 B parameters; the other 671 - 654 = 17 B (attention about 187 M a layer, the
+    # shared experts, 3 dense layers, embeddings) sit on every chip with data-parallel attention:
+    # 17 + 654 / 64 = 27 GB at FP8 against 671 / 64 = 10.5 GB, 2.6x, and the crossover with it
+    routed = 58 * 256 * 3 * 7168 * 2048
+    copied = 671e9 - routed
+    assert _num(spread["copied"]) == pytest.approx(copied / 1e9, rel=0.03)
+    assert _num(spread["dp"]) == pytest.approx((copied + routed / 64) / 1e9, rel=0.03)
+    factor = (copied + routed / 64) / (671e9 / 64)
+    assert float(spread["factor"]) == pytest.approx(factor, abs=0.05)
+    assert _num(spread["batch"]) == pytest.approx(5000 / 16 * 671 / 37 * factor, rel=0.03)
