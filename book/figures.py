@@ -1643,19 +1643,26 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
                     linewidth=1.8,
                 )
                 ends.append([ys[-1], label, colour])
-            # labels at the lines' right ends, nudged apart where two ends meet
+            # labels at the lines' right ends; where two ends meet, both move apart by the same
+            # factor (a line of text on this log axis), and a thin leader ties each to its line
             ends.sort()
-            for i in range(1, len(ends)):
-                ends[i][0] = max(ends[i][0], ends[i - 1][0] * 1.45)
-            for y, label, colour in ends:
+            at = [y for y, *_ in ends]
+            gap = 1.3
+            for _ in range(100):
+                for i in range(1, len(at)):
+                    if at[i] < at[i - 1] * gap:
+                        push = (at[i - 1] * gap / at[i]) ** 0.5
+                        at[i], at[i - 1] = at[i] * push, at[i - 1] / push
+            for (y, label, colour), y_text in zip(ends, at, strict=True):
                 axis.annotate(
                     label,
                     (racks[-1], y),
-                    xytext=(6, 0),
-                    textcoords="offset points",
+                    xytext=(racks[-1] + 0.35, y_text),
+                    textcoords="data",
                     va="center",
                     fontsize=10,
                     color=colour,
+                    arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.8},
                 )
             axis.hlines(1, racks[0] - 0.2, racks[-1] + 0.1, color=FOREGROUND, linewidth=2.2)
             axis.annotate(
