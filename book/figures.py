@@ -1656,19 +1656,26 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
                     linewidth=1.8,
                 )
                 ends.append([ys[-1], label, colour])
-            # labels at the lines' right ends, nudged apart where two ends meet
+            # labels at the lines' right ends; where two ends meet, both move apart by the same
+            # factor (a line of text on this log axis), and a thin leader ties each to its line
             ends.sort()
-            for i in range(1, len(ends)):
-                ends[i][0] = max(ends[i][0], ends[i - 1][0] * 1.45)
-            for y, label, colour in ends:
+            at = [y for y, *_ in ends]
+            gap = 1.3
+            for _ in range(100):
+                for i in range(1, len(at)):
+                    if at[i] < at[i - 1] * gap:
+                        push = (at[i - 1] * gap / at[i]) ** 0.5
+                        at[i], at[i - 1] = at[i] * push, at[i - 1] / push
+            for (y, label, colour), y_text in zip(ends, at, strict=True):
                 axis.annotate(
                     label,
                     (racks[-1], y),
-                    xytext=(6, 0),
-                    textcoords="offset points",
+                    xytext=(racks[-1] + 0.35, y_text),
+                    textcoords="data",
                     va="center",
                     fontsize=10,
                     color=colour,
+                    arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.8},
                 )
             axis.hlines(1, racks[0] - 0.2, racks[-1] + 0.1, color=FOREGROUND, linewidth=2.2)
             axis.annotate(
@@ -1807,8 +1814,10 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         f"batch on log axes, at short context: one rack and two racks of {two_chip} chips "
         f"({penalty_two}×) and of {hw_chip} chips ({penalty_hw}×). Each line rises with the "
         "batch up to the crossover, "
-        f"{spoken(Q_(crossover, 'sequence'))}, and is flat beyond it; two racks cross one at "
-        f"about {below['largest']} and {below['largest_hw']}."
+        f"{spoken(Q_(crossover, 'sequence'))}, and is flat beyond it. Below the crossover a "
+        "ratio under one does not mean the links hide: that takes a second micro-batch and a "
+        f"second weight read, so at {below['batch']} two racks are still {below['slower']} and "
+        f"{below['slower_hw']} times slower than one."
     )
     caption = (
         f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch (two "
@@ -1818,8 +1827,11 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         "its weight read, which does not shrink with the batch while the all-to-all does, so "
         "every line falls as the batch shrinks; above it, both grow together and the ratio is "
         "flat. "
-        f"Two racks hide below about {below['largest']} on {two_chip} chips and "
-        f"{below['largest_hw']} on {hw_chip} chips: a latency-optimised deployment."
+        "Below the crossover a ratio under one does not mean the links hide: with one "
+        "micro-batch the all-to-all adds to the weight read, and hiding it takes a second "
+        "micro-batch that reads the weights again. The layer takes whichever is less, so at "
+        f"{below['batch']} two racks make it {below['slower']}× slower than one rack on "
+        f"{two_chip} chips and {below['slower_hw']}× on {hw_chip} chips."
     )
     return _render("alltoall_vs_batch", draw, alt, caption)
 

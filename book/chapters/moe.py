@@ -296,6 +296,7 @@ def context(presets: Presets) -> dict:
         "edge": _edge(presets, ratio_one, links["eta"], one, layer, layer_ctx),
         "verdict": _verdict(presets, one, ratio_one, penalty_hw),
         "below": _below_crossover(presets, penalty_hw),
+        "spread": _data_parallel_attention(presets),
         "total_params": quantity(model.params_total.to("Gparam")),
         "active_params": quantity(model.params_active.to("Gparam")),
     }
@@ -451,15 +452,47 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
     }
 
 
+def _data_parallel_attention(presets: Presets) -> dict:
+    """The chapter spreads every weight evenly over the expert-parallel chips. Served with
+    data-parallel attention, as DeepSeek serves it, each chip holds its own copy of every weight
+    outside the routed experts (attention, the shared experts, the dense layers, the
+    embeddings): each chip's FP8 weight bytes, evenly spread and so, and their ratio, by which
+    the weight read per step, and with it the crossover batch, grows (the compute per chip does
+    not change, and neither does the all-to-all over the compute above the crossover)."""
+    from derivations.notation import ffn_matrices
+
+    model = presets.get("model", MODEL)
+    chips = presets.parameter["expert_parallel_chips"].value.to("chip").m
+    moe_layers = model.layers - model.dense_layers
+    per_expert = ffn_matrices.value.m * model.d_model * model.d_ff_expert
+    routed = moe_layers * model.experts_routed * per_expert
+    total = model.params_total.to("parameter").m
+    copied = total - routed
+    fp8 = Q_(1, "byte/parameter")
+    even = Q_(total / chips, "parameter") * fp8
+    dp = Q_(copied + routed / chips, "parameter") * fp8
+    crossover = Evaluator(presets, RACK, MODEL, "fp8").q("crossover_batch").to("sequence")
+    return {
+        "copied": said(Q_(copied, "parameter").to("Gparam"), 2),
+        "copied_pct": said_number(100 * copied / total, 2),
+        "even": said(even.to("GB"), 2),
+        "dp": said(dp.to("GB"), 2),
+        "factor": said_number((dp / even).to("").m, 2),
+        "batch": said(crossover * (dp / even), 2),
+    }
+
+
 SMALL_BATCH = Q_(1000, "sequence")
 
 
 def _below_crossover(presets: Presets, penalty_hw) -> dict:
-    """Below the crossover batch a layer's time is its weight read, which does not shrink with
-    the batch, while the all-to-all does: at SMALL_BATCH (short context, the lecture's chips)
-    the all-to-all's share of the layer, one rack and two, and the largest batch at which two
-    racks still hide (the weight read per layer over the all-to-all per sequence), on GB300
-    NVL72 chips at their own penalty and on GB200 NVL72 chips at theirs."""
+    """Below the crossover batch a layer's time is its weight read W, which does not shrink with
+    the batch, while the all-to-all A does; but A cannot hide for free. Dispatch, experts and
+    combine are a chain, so with one micro-batch A adds to W, and hiding it needs two
+    micro-batches, each reading the weights again: the layer takes min(W + A, 2W). At
+    SMALL_BATCH (short context, the lecture's chips): A over W, one rack and two, and the
+    layer's time each way, two racks over one, on GB300 NVL72 chips at their own penalty and on
+    GB200 NVL72 chips at theirs."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     two_penalty = two_rack_penalty(presets)
     chips = presets.parameter["expert_parallel_chips"].value
@@ -474,23 +507,26 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
         kw.setdefault("scale_out_penalty", two_penalty)
         return ev.q("alltoall_time", batch_size=batch, **kw).to("ms")
 
-    def largest(**kw):
-        # the weight read barely moves with the batch once every expert is touched: solve for
-        # the batch where the two-rack all-to-all meets the layer time, then check it there
-        b = SMALL_BATCH
-        for _ in range(20):
-            b = (layer(b) / (a2a(b, **kw) / b)).to("sequence")
-        assert abs((a2a(b, **kw) / layer(b)).to("").m - 1) < 1e-3
-        return b
+    w = layer(SMALL_BATCH)
+    compute = ev.q("compute_time", batch_size=SMALL_BATCH, n_chips=chips, context_length=short)
+    assert (compute / layers).to("ms/layer").m < w.m, "the small batch must wait on its weights"
+    one_rack = a2a(SMALL_BATCH, racks_spanned=Q_(1, "rack"))
+    two, hw = a2a(SMALL_BATCH), a2a(SMALL_BATCH, scale_out_penalty=penalty_hw)
 
-    t = layer(SMALL_BATCH)
+    def with_links(a):
+        return min(w + a, 2 * w)
+
+    t1 = with_links(one_rack)
     return {
         "batch": said(SMALL_BATCH),
-        "layer": said(t.to("µs"), 2),
-        "one": said_number((a2a(SMALL_BATCH, racks_spanned=Q_(1, "rack")) / t).to("").m, 2),
-        "two": said_number((a2a(SMALL_BATCH) / t).to("").m, 2),
-        "largest": said(largest(), 2),
-        "largest_hw": said(largest(scale_out_penalty=penalty_hw), 2),
+        "layer": said(w.to("µs"), 2),
+        "one": said_number((one_rack / w).to("").m, 2),
+        "two": said_number((two / w).to("").m, 2),
+        "layer_one": said(t1.to("µs"), 2),
+        "layer_two": said(with_links(two).to("µs"), 2),
+        "layer_two_hw": said(with_links(hw).to("µs"), 2),
+        "slower": said_number((with_links(two) / t1).to("").m, 2),
+        "slower_hw": said_number((with_links(hw) / t1).to("").m, 2),
     }
 
 
@@ -1042,6 +1078,7 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
     excess = busiest_chip_load(picks, round(g))
     # routing loads only the routed experts; the shared expert runs on the token's home chip
     share = _expert_compute(model, layer, routed_only=True)["share"]
+    busy = ratio_one * excess / (1 + share * (excess - 1))
     leave = k * ev.q("offrack_fraction", racks_spanned=Q_(g, "rack")).to("").m
     distinct = ev.q("offrack_copies", racks_spanned=Q_(g, "rack")).to("").m
     head = Q_(model.d_model * model.vocab, "parameter")
@@ -1053,11 +1090,13 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
         "excess": said_number(excess, 3),
         "excess_pct": said_number(100 * (excess - 1), 1),
         "routed_share": said_number(share, 2),
-        "ratio_busy": said_number(ratio_one * excess, 2),
-        "ratio_busy_own": said_number(ratio_one * excess / (1 + share * (excess - 1)), 2),
-        "ratio_both": said_number(ratio_one * excess / eta_up, 3),
-        "ratio_both_own": said_number(ratio_one * excess / eta_up / (1 + share * (excess - 1)), 3),
-        "at_edge": bool(ratio_one * excess / eta_up > 0.95),
+        # the step waits on the busiest chip for its links and its compute alike: its all-to-all
+        # over its own layer time, at peak links and at DeepEP's measured NVLink
+        "ratio_busy": said_number(busy, 2),
+        "ratio_both": said_number(busy / eta_up, 3),
+        # compute and HBM at the links' efficiency too: only the relative efficiency moves it
+        "ratio_all_derated": said_number((ratio_one / eta_up) * eta_up, 2),
+        "at_edge": bool(busy / eta_up > 0.95),
         "picks": said_number(picks),
         "leave": said_number(leave, 3),
         "distinct": said_number(distinct, 3),
