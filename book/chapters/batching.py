@@ -550,7 +550,9 @@ def _turn(ev: Evaluator, batch: int, n_chips) -> float | None:
 
 def _doubled_bandwidth(ev: Evaluator, hbm_bandwidth) -> dict:
     """The running example with twice the HBM bandwidth (reader blo21, fault 10): the cost at
-    B*, which is memory-bound, and the turn, where compute catches the (halved) memory reads."""
+    B*, with the regime there on each chip (reader blo23, fault 2: the doubled bandwidth
+    moves B* out of the memory-bound regime), and the turn, where compute catches the
+    (halved) memory reads."""
     batch = _whole(ev.q("crossover_batch"))
     n = ev.detailed("cost_per_token", batch_size=batch).inputs["n_chips"].value
     fast = dict(n_chips=n, mem_bandwidth=2 * hbm_bandwidth)
@@ -561,7 +563,17 @@ def _doubled_bandwidth(ev: Evaluator, hbm_bandwidth) -> dict:
     dc, dm = (c[1] - c[0]) / batch, (m[1] - m[0]) / batch
     turn = batch + (m[0] - c[0]) / (dc - dm)  # below B* when compute is already ahead there
     old = _turn(ev, batch, n)
+    today = dict(n_chips=n)
+    regime = [
+        "compute-bound"
+        if ev.q("compute_time", batch_size=batch, n_chips=n)
+        >= ev.q("memory_time", batch_size=batch, **kw)
+        else "memory-bound"
+        for kw in (today, fast)
+    ]
     return {
+        "regime": regime[0],
+        "regime_fast": regime[1],
         "cost": said(cost[0]),
         "cost_fast": said(cost[1]),
         "saving": said_number(100 * (1 - _ratio(cost[1], cost[0])), 2),

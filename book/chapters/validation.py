@@ -1221,6 +1221,12 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "measured": t(measured),
         "read": t(c.memory[-1]),
         "multiply": t(peak),
+        # what the multiplies count (reader mv23): the weights' FLOPs of the token, its share of
+        # the prompt's prefill, and attention at the KV cache's format's peak
+        "multiply_weights": t(c.matmul[-1]),
+        "multiply_prefill": t(c.prefill[-1]),
+        "multiply_attention": t(c.attention[-1]),
+        "attn_format": c.attn_fmt.upper(),
         "bound": t(1 / c.bound),
         "bound_rate": said(row.bound),
         "efficiency": spoken_pct(row.efficiency),

@@ -211,3 +211,13 @@ def test_exercise_c_fp8_doubles_the_ridge_and_keeps_the_dense_crossover():
     names = [d["name"] for d in ctx["drain"].values()]
     assert "The lecture's Rubin" in names and "GB200 NVL72" in names
     assert not any("(per GPU)" in r["name"] for r in ctx["hardware_table"]["rows"])
+
+
+def test_doubled_bandwidth_moves_the_crossover_batch_out_of_the_memory_bound_regime(arg):
+    # reader blo23, fault 2: at B* of the running example the KV reads keep today's step
+    # memory-bound; with twice the bandwidth memory falls to 0.144 chip-s against 0.242 of
+    # compute, so the step turns compute-bound and the saving is compute over old memory
+    doubled = arg["doubled"]
+    assert doubled["regime"] == "memory-bound"
+    assert doubled["regime_fast"] == "compute-bound"
+    assert 0 < _n(doubled["saving"]) < 50

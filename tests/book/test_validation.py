@@ -884,3 +884,26 @@ def test_the_predicted_vs_measured_figure_labels_its_axes_in_percent():
     assert "forecasts collapse" in svg and "seen before the last revisions" in svg
     # reader val22, fault 3: the newest rows shaped the model, so no label calls them unfitted
     assert "never fitted" not in svg
+
+
+def test_the_one_user_multiplies_are_counted_term_by_term():
+    """Reader mv23: "2.5 µs at peak" against a hand 1.0 µs. Both hold; they count different
+    things. By hand: DeepSeek-R1's 37 B active parameters (facts.md) x 2 FLOP on 8 B200 at the
+    FP4 dense peak, 9 PFLOP/s each: 2 x 37e9 / (8 x 9e15) = 1.03 µs for the weights; the row's
+    1,024-token prompt per 2,048 output tokens adds half that for the prompt's prefill; attention
+    at the FP8 KV cache's peak makes up the rest, and the three sum to the shown total."""
+    from book.chapters.validation import context
+
+    t = context(load())["worked_tpot"]
+
+    def us(s):  # a shown time (its exact text) in microseconds
+        x, unit = str.__str__(s).split()[:2]
+        return float(x.replace(",", "")) * (1 if unit == "µs" else 1000)
+
+    weights = 2 * 37e9 / (8 * 9e15) * 1e6
+    assert us(t["multiply_weights"]) == pytest.approx(weights, rel=5e-3)
+    assert us(t["multiply_prefill"]) == pytest.approx(weights * 1024 / 2048, rel=5e-3)
+    assert t["format"] == "FP4" and t["attn_format"] == "FP8"
+    parts = us(t["multiply_weights"]) + us(t["multiply_prefill"]) + us(t["multiply_attention"])
+    assert parts == pytest.approx(us(t["multiply"]), rel=1e-2)
+    assert 0 < us(t["multiply_attention"]) < us(t["multiply"])
