@@ -117,7 +117,6 @@ def test_a_flashcard_reveals_its_answer(server, page):
 
 
 def test_the_validation_chapter_shows_its_figure_tables_and_exercises(server, page):
-    from book.chapters.validation import pct
     from book.validation import summary, validate
 
     base, _ = server
