@@ -152,6 +152,14 @@ def draw(rng, presets) -> Draw:
         Mistake(speed / 2, "FP8 stores one byte per value, not two."),
         Mistake(at(weights), "The step also reads every user's KV cache."),
     ]
+    if n.m > 2:  # one chip's bandwidth: every read takes n times as long (problems-reader22)
+        mistakes.append(
+            Mistake(
+                speed / n.m,
+                f"You read at one chip's bandwidth: the weights and caches are spread over all "
+                f"{number(n.m)} chips, which read their shares at the same time.",
+            )
+        )
     if b * k < experts:
         mistakes.insert(
             0,
