@@ -82,6 +82,7 @@ COUNT_WORDS = {
     "layer": ("layer", "layers"),
     "head": ("head", "heads"),
     "stage": ("stage", "stages"),
+    "step": ("step", "steps"),
     "rack": ("rack", "racks"),
     "day": ("day", "days"),
     "week": ("week", "weeks"),

@@ -113,3 +113,10 @@ def test_about_is_said_only_of_a_rounded_value():
     assert spoken(Q_(5, "min"), about=True) == "5 min"
     assert spoken(Q_(1.0, "hour")) == "1 hour" and spoken(Q_(1.0, "month")) == "1 month"
     assert spoken(Q_(16_384, "byte/token"), about=True) == "16,384 bytes per token"
+
+
+def test_speculative_decoding_steps_are_said_as_words():
+    # Accepted tokens per verification step (issue 21): a reader says "tokens per step".
+    assert quantity(Q_(2.21, "token/step")) == "2.21 tokens per step"
+    assert quantity(Q_(3, "step")) == "3 steps"
+    assert quantity(Q_(1, "step")) == "1 step"
