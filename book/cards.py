@@ -551,27 +551,6 @@ def _names(case: dict, presets: Presets) -> dict:
 # its {chip}, {chips}, {model}, {precision}, {context} and {batch} named from the case.
 NUMBERS = (
     (
-        "decode_rate_per_user",
-        dict(
-            hardware="h100_sxm",
-            model="llama_3_1_70b",
-            precision="fp8",
-            batch_size="1 sequence",
-            context_length="32768 token/sequence",
-        ),
-        "single-user-speed",
-        "At a batch of one, about how fast does one user's decode run for {model} on one "
-        "{chip}, weights and KV cache at {precision}, with {context} of context?",
-        # the route, a template on the case's presets: bytes read per token over the bandwidth
-        "At a batch of one the chip waits on memory, so a token takes the bytes it reads over "
-        "the HBM bandwidth: every "
-        "weight once ({{ q('weight_memory', model='llama_3_1_70b', precision='fp8', figures=2) }}) "
-        "plus the sequence's KV cache ({{ n(val('kv_cache_per_sequence', model='llama_3_1_70b', "
-        "precision='fp8', context_length='32768 token/sequence').to('GB/sequence').m, 2) }} GB), "
-        "at {{ n(field('hardware', 'h100_sxm', 'hbm_bandwidth').to('TB/s'), 3) }} TB/s. "
-        "The compute, attention's FLOPs included, is a sliver beside it.",
-    ),
-    (
         "hbm_drain_time",
         dict(hardware="rubin"),
         "hbm-drain",
@@ -661,7 +640,8 @@ WHATIFS = (
         "the context length at which the KV fetch overtakes the compute?",
         why="Each token's compute, attention's included, takes half as long while its KV fetch "
         "does not, so the KV fetch catches up at a little under half the context: faster chips "
-        "hit the memory wall sooner.",
+        "hit the memory wall sooner. That is the lecture's reading of why context lengths "
+        "stopped growing while FLOP/s kept climbing.",
     ),
 )
 
