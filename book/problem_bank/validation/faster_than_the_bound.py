@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
@@ -73,8 +75,8 @@ def draw(rng, presets) -> Draw:
         f"single user, whose context is about {context_tokens(context, 6)} (the KV cache costs "
         f"{quantity(per_kv.to('kB/token'))}). Its log shows {quantity(claimed)} for that user. "
         "No decode step beats its roofline bound (leave attention's FLOPs out). If the "
-        "measurement is right, at least how "
-        "many tokens must each step give the user on average? Answer in tokens."
+        "measurement is right, how many tokens must each step give the user on average? "
+        "Answer in tokens per step, to three figures: an average need not be whole."
     )
     solution = (
         f"At batch one a step reads every weight, {_t(weights)} at the bandwidth of "
@@ -85,8 +87,8 @@ def draw(rng, presets) -> Draw:
         "The engine must be decoding speculatively, checking several drafted tokens in one "
         "pass over the weights; the multiplies of the tokens counted below take only "
         f"{_t(draft_compute)}, under the reads, so the step time holds.",
-        f"Each step must give the user at least {quantity(claimed)} × {quantity(step)} = "
-        f"**{quantity(per_step, 3)}** a step.",
+        f"Each step must give the user {quantity(claimed)} × {quantity(step)} = "
+        f"**{quantity(per_step, 3)}** a step on average.",
     )
     at = dict(batch_size=one, context_length=context)
     alone = dict(case, n_chips=Q_(1, "chip"))
@@ -108,6 +110,16 @@ def draw(rng, presets) -> Draw:
         (
             (ONE_TOKEN * user).to("token"),
             "One token per step is what the bound assumes; the measurement needs more.",
+        ),
+        (
+            Q_(math.ceil(per_step.m), "token"),
+            "Tokens per step is an average over many steps, not a whole count: give it to "
+            "three figures.",
+        ),
+        (
+            Q_(math.floor(per_step.m), "token") if per_step.m >= 2 else None,
+            "Tokens per step is an average over many steps, not a whole count: give it to "
+            "three figures.",
         ),
         (
             (claimed * weights * user).to("token"),
