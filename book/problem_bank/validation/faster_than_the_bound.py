@@ -135,6 +135,16 @@ def draw(rng, presets) -> Draw:
         ),
         "no slip lands just outside the window",
     )
+    values = [value.to("token").m for value, _ in candidates if value is not None]
+    require(  # two slips on one value would get one message: redraw (a whole count beside
+        # the no-KV slip, reader 22)
+        all(
+            a == b or min(abs(a / b - 1), abs(b / a - 1)) > TOLERANCE
+            for i, a in enumerate(values)
+            for b in values[:i]
+        ),
+        "the slips land apart",
+    )
     mistakes = [Mistake(value, why) for value, why in candidates if value is not None]
     return Draw(
         hint=(
