@@ -171,9 +171,9 @@ def draw(rng, presets) -> Draw:
         "are on offer, each to be used whole: "
         + "; ".join(shown)
         + f". Training in BF16 reaches {number(100 * mfus['bf16'])}% MFU; in FP8 it reaches "
-        f"{number(100 * mfus['fp8'])}% of the FP8 peak. Ignoring attention FLOPs, which "
-        "cluster and precision finish in time for the least money, and what does the run "
-        "cost? Answer in USD."
+        f"{number(100 * mfus['fp8'])}% of the FP8 peak. Ignoring attention FLOPs, what "
+        "does the run cost on the cluster and precision that finish in time for the least "
+        "money? Answer in USD."
     )
     lines = [
         f"{name(o['hardware'])}, {o['precision'].upper()}: {quantity(o['time'])}, "

@@ -54,8 +54,7 @@ def draw(rng, presets) -> Draw:
         f"A lab pre-trains a {model.name}-shaped model ({params}) on "
         f"{quantity(tokens.to('Ttoken'))}. With the same FLOPs it could instead have trained "
         "a compute-optimal (Chinchilla) model. About how many parameters would that model "
-        "have? Bring the chapter's rules of thumb (training FLOPs per parameter per token; "
-        "Chinchilla's tokens per parameter) and ignore attention; any answer within a factor "
+        "have? Ignore attention; any answer within a factor "
         f"of {number(FACTOR)} is accepted."
     )
     solution = (

@@ -205,9 +205,9 @@ def draw(rng, presets) -> Draw:
         f"nodes of one kind ({node_names}), pipelined over as many nodes as needed, or one "
         f"{_name(rack['chip'])} rack ({rack['domain']:g} GPUs on one NVLink domain). Each "
         "stage may fill at most half of every GPU's HBM with weights, to leave the rest for "
-        f"the KV cache. HBM per GPU and its bandwidth: {specs}. Which deployment meets the "
-        "target with the fewest GPUs (the faster one if two tie), and how long does it take "
-        "to make a token, in ms?"
+        f"the KV cache. HBM per GPU and its bandwidth: {specs}. Take the deployment that "
+        "meets the target with the fewest GPUs (the faster one if two tie): how long does it "
+        "take to make a token? Answer in ms."
     )
     lines = []
     for o in options:

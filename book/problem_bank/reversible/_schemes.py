@@ -5,22 +5,14 @@ internals; checkpointing cuts the layers into segments and keeps each segment's 
 segment holds while it is recomputed sets its compute.
 """
 
-PLAIN = "plain backpropagation (store every layer's internals; nothing is re-run)"
+PLAIN = "plain backpropagation (store every layer's internals)"
 
-INPUTS_ONLY = (
-    "checkpointing of layer inputs (cut the layers into segments and keep each segment's "
-    "input; on the way back re-run a segment to rebuild its layers' inputs, then run each "
-    "layer forward again for its internals while its gradient is taken: two extra forward "
-    "passes)"
-)
+# the chapter's names, each with what tells it apart; the mechanics are the chapter's lesson
+# (reader 22: statements that spell out each scheme's memory rule leave the student nothing)
+INPUTS_ONLY = "checkpointing of layer inputs (keep each segment's input; two extra forward passes)"
 
 WITH_INTERNALS = (
-    "checkpointing that holds a segment's internals (cut the layers into segments and keep "
-    "each segment's input; on the way back re-run one segment at a time, holding its layers' "
-    "internals while their gradients are taken: one extra forward pass)"
+    "checkpointing that holds a segment's internals while it is recomputed (one extra forward pass)"
 )
 
-REVERSIBLE = (
-    "reversible layers (rebuild each layer's input, and its internals with it, from its "
-    "output: one extra forward pass)"
-)
+REVERSIBLE = "reversible layers (one extra forward pass)"

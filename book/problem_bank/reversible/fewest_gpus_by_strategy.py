@@ -216,8 +216,8 @@ def draw(rng, presets) -> Draw:
         "internals (everything its backward pass needs) come "
         f"to about {quantity(f['factor'])} of residual stream per token for this gated "
         f"layer. Three strategies: {PLAIN}; {INPUTS_ONLY}, at the best number of segments; or "
-        f"{REVERSIBLE}. Rent the fewest GPUs that hold a step and meet the deadline: which "
-        "strategy costs least, and what is its bill, in USD?"
+        f"{REVERSIBLE}. Rent the fewest GPUs that hold a step and meet the deadline: what "
+        "is the bill of the strategy that costs least? Answer in USD."
     )
     lines = []
     for o in options.values():

@@ -16,7 +16,6 @@ from book.problem_bank import (
     whole_count_tolerance,
 )
 from book.problem_bank._activations import gated_factor
-from book.problem_bank.reversible._schemes import PLAIN, WITH_INTERNALS
 from units import Q_
 
 KIND = "multi"
@@ -97,19 +96,13 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You train {model.name} ({layers} layers, residual width {d:,}) on sequences of "
         f"{context_tokens(context, 5)}, with BF16 activations. After the training state, each "
-        f"GPU has {quantity(budget)} of HBM for activations. A layer's internals (everything "
-        f"its backward pass needs) come to about {number(factor.m)} bytes per residual value "
-        "per token for this gated layer; attention's scores are recomputed, never stored. "
-        "Three ways to run the "
-        f"backward pass: {PLAIN}; {WITH_INTERNALS}, with the number of segments that stores "
-        "least; or make every block reversible, like a Feistel "
-        r"round, $(x, y) \to (y + f(x),\, x)$, so that the backward pass rebuilds each "
-        "layer's input from its output and keeps only the last layer's output, plus the "
-        "internals of the one layer it is working on. Here x and y are the two halves of "
-        f"the residual, {d // 2:,} values each, so a layer's output, (x, y) together, is one "
-        f"residual-width tensor of {d:,} values per token. The last two both run each layer's "
-        "forward once more. At that same price, how many more whole sequences per GPU does the "
-        "reversible network fit than this checkpointing?"
+        f"GPU has {quantity(budget)} of HBM for activations. A layer's internals come to about "
+        f"{number(factor.m)} bytes per residual value per token (attention's scores are "
+        "recomputed, never stored). Two schemes pay the same one extra forward pass: "
+        "checkpointing that holds the recomputed segment's internals, at its best whole "
+        "segments, and a reversible network whose blocks split the residual into halves x and "
+        "y (so the output it keeps is one residual-width tensor). How many more whole "
+        "sequences per GPU does the reversible network fit?"
     )
     solution = (
         f"Storing everything: {layers} layers × {context_tokens(context, 5)} × {d:,} values "
@@ -172,6 +165,21 @@ def draw(rng, presets) -> Draw:
             "halves of one residual, so the output is one residual-width tensor.",
         ),
     )
+    gib = Q_(budget.m, "GiB")  # the budget read in binary gigabytes
+    mistakes.append(
+        Mistake(
+            Q_(math.floor(_fit(gib, reversible)) - math.floor(_fit(gib, whole)), "sequence"),
+            f"You read {quantity(budget)} as {budget.m:g} GiB; a GB is a billion bytes.",
+        )
+    )
+    for up in ("rev", "ckpt"):  # one count rounded up: a fraction of a sequence does not fit
+        mistakes.append(
+            Mistake(
+                answer + Q_(1 if up == "rev" else -1, "sequence"),
+                f"You rounded the {'reversible' if up == 'rev' else 'checkpointing'} count up; "
+                "only whole sequences fit, so round each count down.",
+            )
+        )
     if counts["full"]:
         mistakes.append(
             Mistake(

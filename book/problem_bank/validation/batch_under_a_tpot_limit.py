@@ -50,7 +50,9 @@ def _fits():
     return get("chips_to_fit").solve_for("batch_size")
 
 
-def _scenario(row, presets, menu, attention: bool = False, prefill: bool = True) -> dict:
+def _scenario(
+    row, presets, menu, attention: bool = False, prefill: bool = True, kv: bool = True
+) -> dict:
     """The row's setup, the slowdown its measurement shows (its share of the bound, as the
     statement gives it, to three figures) and every option's real step; attention's FLOPs are
     left out unless ``attention``; ``prefill=False`` is the slip that leaves the prefill out of
@@ -95,6 +97,8 @@ def _scenario(row, presets, menu, attention: bool = False, prefill: bool = True)
 
     if not prefill:
         case = dict(case, input_output_ratio=Q_(1e-12, ""))  # none (the input must be > 0)
+    if not kv:  # the slip that leaves the caches' reads out of one's own steps (the fit keeps them)
+        case = dict(case, context_length=Q_(1e-9, "token/sequence"))
     options = []  # (batch, bound step, real step, real rate, compute over memory)
     for b in menu:
         if Q_(b, "sequence") > fit:
@@ -217,8 +221,8 @@ def draw(rng, presets) -> Draw:
         "(prefill counted); assume your steps fall as far short of theirs. Leave "
         "attention's own FLOPs out; the caches' reads count. You promise users a time per "
         f"output token within {quantity(limit)}. You want the most tokens per second per GPU "
-        "the promise allows, and among batches that give it the fastest tokens. Which batch do "
-        "you run, of " + ", ".join(number(b) for b in menu) + " sequences, and what time "
+        "the promise allows, and among batches that give it the fastest tokens. You choose "
+        "the batch from " + ", ".join(number(b) for b in menu) + " sequences: what time "
         "per output token will its users see? Answer in ms."
     )
     listed = "; ".join(
@@ -242,7 +246,9 @@ def draw(rng, presets) -> Draw:
         "A step's bound is the slower of its reads (the weights once, and every sequence's "
         "cache) and its multiplies (two FLOPs per parameter for each sequence's new token and "
         f"for the prompt tokens it carries). At {number(100 * s['share'], 3)}% of the bound, "
-        f"real steps take {number(slow, 3)} times as long.",
+        f"real steps take {number(slow, 3)} times as long. (A crude assumption: the share was "
+        "measured where compute binds, and steps where the reads bind may run nearer their "
+        "bound; the measurement is all there is to go on.)",
         f"For each batch, the real step (the bound times {number(slow, 3)}) and the tokens per "
         f"second per GPU (batch over real step): {listed}.",
     ]
@@ -309,6 +315,30 @@ def draw(rng, presets) -> Draw:
                 f"{quantity(at[unlimited[0]][2], 3)}.",
             )
         )
+    if optimist is not None:
+        candidates.append(
+            (
+                ("roofline choice", optimist[1]),
+                f"That is the roofline step of batch {number(optimist[0])}; real steps take "
+                f"{number(slow, 3)} times as long, as the measured run shows.",
+            )
+        )
+    no_kv = _choose(_scenario(row, presets, menu, kv=False)["options"], limit)[0]
+    if no_kv is not None:
+        candidates.append(
+            (
+                ("no KV", no_kv[2]),
+                "You left out the reads of the KV cache: every step reads each sequence's "
+                "cache beside the weights.",
+            )
+        )
+    candidates.append(
+        (
+            ("the batch", Q_(best[0], "ms")),
+            f"That is the batch, {number(best[0])} sequences; the question asks the time per "
+            "output token its users see, in ms.",
+        )
+    )
     no_prefill = _choose(_scenario(row, presets, menu, prefill=False)["options"], limit)[0]
     if no_prefill is not None:
         candidates.append(

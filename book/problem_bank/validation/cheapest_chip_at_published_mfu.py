@@ -118,8 +118,8 @@ def draw(rng, presets) -> Draw:
         "any number of one of these chips, each with a published training run of its own:\n\n"
         f"{listed[:-1]}.\n\nAssume your run reaches, on each chip, the model FLOPs utilisation its "
         "published run did, of the peak of that run's precision (counted as the lecture does, "
-        "without attention's FLOPs). Which chip trains it for the least money, and what is its "
-        "GPU bill in USD?"
+        "without attention's FLOPs). On the chip that trains it for the least "
+        "money, what is the GPU bill? Answer in USD."
     )
     sparse = model.get("experts_routed") is not None
 

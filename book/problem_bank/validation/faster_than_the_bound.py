@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from derivations import get
@@ -73,8 +75,8 @@ def draw(rng, presets) -> Draw:
         f"single user, whose context is about {context_tokens(context, 6)} (the KV cache costs "
         f"{quantity(per_kv.to('kB/token'))}). Its log shows {quantity(claimed)} for that user. "
         "No decode step beats its roofline bound (leave attention's FLOPs out). If the "
-        "measurement is right, at least how "
-        "many tokens must each step give the user on average? Answer in tokens."
+        "measurement is right, how many tokens must each step give the user on average? "
+        "Answer in tokens per step, to three figures: an average need not be whole."
     )
     solution = (
         f"At batch one a step reads every weight, {_t(weights)} at the bandwidth of "
@@ -85,8 +87,8 @@ def draw(rng, presets) -> Draw:
         "The engine must be decoding speculatively, checking several drafted tokens in one "
         "pass over the weights; the multiplies of the tokens counted below take only "
         f"{_t(draft_compute)}, under the reads, so the step time holds.",
-        f"Each step must give the user at least {quantity(claimed)} × {quantity(step)} = "
-        f"**{quantity(per_step, 3)}** a step.",
+        f"Each step must give the user {quantity(claimed)} × {quantity(step)} = "
+        f"**{quantity(per_step, 3)}** a step on average.",
     )
     at = dict(batch_size=one, context_length=context)
     alone = dict(case, n_chips=Q_(1, "chip"))
@@ -110,6 +112,16 @@ def draw(rng, presets) -> Draw:
             "One token per step is what the bound assumes; the measurement needs more.",
         ),
         (
+            Q_(math.ceil(per_step.m), "token"),
+            "Tokens per step is an average over many steps, not a whole count: give it to "
+            "three figures.",
+        ),
+        (
+            Q_(math.floor(per_step.m), "token") if per_step.m >= 2 else None,
+            "Tokens per step is an average over many steps, not a whole count: give it to "
+            "three figures.",
+        ),
+        (
             (claimed * weights * user).to("token"),
             "You left out the reads of the user's KV cache: a step reads it beside the weights.",
         ),
@@ -122,6 +134,16 @@ def draw(rng, presets) -> Draw:
             if value is not None
         ),
         "no slip lands just outside the window",
+    )
+    values = [value.to("token").m for value, _ in candidates if value is not None]
+    require(  # two slips on one value would get one message: redraw (a whole count beside
+        # the no-KV slip, reader 22)
+        all(
+            a == b or min(abs(a / b - 1), abs(b / a - 1)) > TOLERANCE
+            for i, a in enumerate(values)
+            for b in values[:i]
+        ),
+        "the slips land apart",
     )
     mistakes = [Mistake(value, why) for value, why in candidates if value is not None]
     return Draw(

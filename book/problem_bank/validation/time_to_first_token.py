@@ -66,9 +66,9 @@ def draw(rng, presets) -> Draw:
         f"{chip.name.split(' (')[0]} GPUs ({quantity(flops)} dense in {NAMES[precision]}, "
         f"{quantity(chip.hbm_bandwidth)} of HBM each), each replica on {replica}. The "
         f"measured mean time to first token was {quantity(measured)}; the benchmark's prompts "
-        f"average {quantity(prompt)}. Leaving attention's own FLOPs out, find the least time a "
-        "replica needs to produce a first token for such a prompt: what share of the measured "
-        "mean is it? Answer as a fraction (or a percentage, with its % sign)."
+        f"average {quantity(prompt)}. Leaving attention's own FLOPs out, what share of the "
+        "measured mean is the least time a replica needs to produce a first token for such a "
+        "prompt? Answer as a fraction (or a percentage, with its % sign)."
     )
     solution = (
         f"The prompt's {quantity(prompt)} go through the model in one pass, "

@@ -93,9 +93,8 @@ def draw(rng, presets) -> Draw:
         f"parameters, on {number(chips.m)} {_name(chip)} chips in {NAMES[precision]} "
         f"({quantity(flops)} dense each). A comparable run on the same chips in the same "
         f"precision, {old.name} ({_params(old)}), reached a model FLOPs utilisation of "
-        f"{number(100 * mfu.m, 3)}% (attention's FLOPs left out); expect the same. Bring the "
-        "chapter's rules of thumb (training FLOPs per parameter per token, Chinchilla's tokens "
-        "per parameter). Roughly how many days will the run take? Within a factor of "
+        f"{number(100 * mfu.m, 3)}% (attention's FLOPs left out); expect the same. "
+        "Roughly how many days will the run take? Within a factor of "
         f"{number(FACTOR)} either way will do."
     )
     solution = (
