@@ -628,8 +628,8 @@ def drain_ladder(presets: Presets) -> Figure:
     long = presets.parameter["cache_duration_long"].value
     llama_name = presets.get("model", KV_MODEL).name
     marks = (
-        ("llama", "s", PALETTE[3], f"{llama_name}-style cache"),
-        ("kink", "D", PALETTE[0], "kink-sized cache"),
+        ("llama", "s", PALETTE[3], f"{llama_name}-style"),
+        ("kink", "D", PALETTE[0], "kink-sized"),
     )
     right = 1e8  # seconds: the axis' end, where "never" is written
 
@@ -677,26 +677,25 @@ def drain_ladder(presets: Presets) -> Figure:
                     color=color,
                 )
         for _, marker, color, label in marks:
-            ax.plot([], [], marker, color=color, label=f"holding beats recomputing: {label}")
-        ax.barh([], [], color="#bbbbbb", label="hold time (the lecture's drain-time rule)")
-        ax.plot([], [], "o", mfc="none", mec="#777777", label="the lecture's guessed hold time")
+            ax.plot([], [], marker, color=color, label=f"holding beats recomputing, {label}")
+        ax.plot([], [], color="#bbbbbb", linewidth=6, label="hold time (the lecture's rule)")
+        ax.plot([], [], "o", mfc="none", mec="#777777", label="the lecture's guess")
         ax.set_xscale("log")
         ax.set_xlim(1e-3, right)
         ax.set_ylim(len(rows) - 0.5, -0.75)
-        for q in (short, long):
+        for q, side in ((short, "right"), (long, "left")):  # labels apart, each off its line
             ax.axvline(q.to("s").m, color=FOREGROUND, linestyle=":", linewidth=1)
             ax.annotate(
                 f"{spoken(q)} cache",
                 (q.to("s").m, 1),
                 xycoords=("data", "axes fraction"),
-                xytext=(-3, -3),
+                xytext=(-2 if side == "right" else 2, 3),
                 textcoords="offset points",
-                rotation=90,
                 fontsize=8,
-                ha="right",
-                va="top",
+                ha=side,
+                va="bottom",
             )
-        ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), fontsize=8, frameon=False, ncol=2)
+        ax.legend(loc="upper left", bbox_to_anchor=(-0.3, -0.14), fontsize=8, frameon=False, ncol=2)
         ax.set_xlabel("time (seconds, log scale)")
         ax.grid(axis="y", visible=False)
 

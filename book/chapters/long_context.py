@@ -1192,7 +1192,7 @@ def _exercises(presets: Presets) -> dict:
     kink = {
         "chip": chip_name(presets.get("hardware", hw)),
         "precision": precision.upper(),
-        "context": context_tokens(ctx, 3),
+        "context": context_tokens(ctx, 2),
         "ridge": said_number(
             Evaluator(presets, hw, precision=precision).q("ridge_intensity").to("FLOP/byte").m, 3
         ),
