@@ -602,95 +602,136 @@ def roofline(presets: Presets) -> Figure:
     return _render("roofline", draw, alt, caption)
 
 
+def _time_spoken(t) -> str:
+    """A time in its natural unit as a person says it: '24 ms', '37 s', '20 min', '23 hours'."""
+    t = t.to("s")
+    if t.m < 1:
+        return spoken(t.to("ms"))
+    if t.m < 120:
+        return spoken(t)
+    return spoken(t.to("minute") if t.m < 7200 else t.to("hour"))
+
+
 def drain_ladder(presets: Presets) -> Figure:
-    # the four tiers that hold a cache, one device each (reader's report: seventeen near-equal
-    # HBM bars buried them); the lecture's guesses beside the flash and disk bars
-    rows = []
-    for tier in presets.tier.values():
-        ev = Evaluator(presets, tier=tier.id)
-        rows.append((tier.name, ev.q("storage_tier_drain_time").to("s"), tier.medium))
+    """The memory-tier ladder with the verdict on it (reader blo23, fault 5): per tier, one
+    device's hold time (the lecture's drain-time rule, a pale bar) and how long holding beats
+    recomputing for a Llama-style cache and for the kink-sized one (two markers), against the
+    two cache lifetimes. A cache goes to the fastest tier whose marker lies past its lifetime."""
+    from book.chapters.long_context import KV_MODEL, breakeven_times
+
+    rows = breakeven_times(presets)
     said_by_lecture = {
         "flash": presets.parameter["lecture_flash_hold"].value,
         "disk": presets.parameter["lecture_disk_hold"].value,
     }
     short = presets.parameter["cache_duration_short"].value
     long = presets.parameter["cache_duration_long"].value
+    llama_name = presets.get("model", KV_MODEL).name
+    marks = (
+        ("llama", "s", PALETTE[3], f"{llama_name}-style"),
+        ("kink", "D", PALETTE[0], "kink-sized"),
+    )
+    right = 1e8  # seconds: the axis' end, where "never" is written
 
     def draw(fig, ax):
-        fig.set_size_inches(7, 3.6)
+        fig.set_size_inches(7, 4.2)
         ys = np.arange(len(rows))
-        ax.barh(ys, [t.m for _, t, _ in rows], color=[PALETTE[i] for i in range(len(rows))])
-        ax.set_yticks(ys, [f"{m}\n{n.split(',')[-1].strip()}" for n, _, m in rows], fontsize=8)
-        for y, (_, t, medium) in zip(ys, rows, strict=True):
+        ax.barh(ys, [r["hold"].to("s").m for r in rows], color="#bbbbbb", height=0.28)
+        ax.set_yticks(ys, [f"{r['medium']}\n{r['device']}" for r in rows], fontsize=8)
+        for y, r in zip(ys, rows, strict=True):
+            t = r["hold"].to("s")
             ax.annotate(
-                spoken(
-                    t.to("ms")
-                    if t.m < 1
-                    else t
-                    if t.m < 120
-                    else t.to("minute")
-                    if t.m < 7200
-                    else t.to("hour")
-                ),
+                _time_spoken(t),
                 (t.m, y),
-                xytext=(4, 0),
+                xytext=(3, 0),
                 textcoords="offset points",
                 va="center",
-                fontsize=9,
+                fontsize=7,
+                color="#777777",
             )
-            guess = said_by_lecture.get(medium)
+            guess = said_by_lecture.get(r["medium"])
             if guess is not None:
-                ax.plot([guess.to("s").m], [y], "o", mfc="none", mec=FOREGROUND, markersize=8)
-        ax.plot([], [], "o", mfc="none", mec=FOREGROUND, label="the lecture's guess")
+                ax.plot([guess.to("s").m], [y], "o", mfc="none", mec="#777777", markersize=7)
+            for dy, (key, marker, color, _) in zip((-0.3, 0.3), marks, strict=True):
+                even = r[key]
+                if even is None:
+                    ax.annotate(
+                        "never",
+                        (right, y + dy),
+                        xytext=(-3, 0),
+                        textcoords="offset points",
+                        ha="right",
+                        va="center",
+                        fontsize=8,
+                        color=color,
+                    )
+                    continue
+                ax.plot([even.to("s").m], [y + dy], marker, color=color, markersize=7)
+                ax.annotate(
+                    _time_spoken(even),
+                    (even.to("s").m, y + dy),
+                    xytext=(6, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=8,
+                    color=color,
+                )
+        for _, marker, color, label in marks:
+            ax.plot([], [], marker, color=color, label=f"holding beats recomputing, {label}")
+        ax.plot([], [], color="#bbbbbb", linewidth=6, label="hold time (the lecture's rule)")
+        ax.plot([], [], "o", mfc="none", mec="#777777", label="the lecture's guess")
         ax.set_xscale("log")
-        ax.set_xlim(1e-3, 1e6)
-        ax.invert_yaxis()
-        for q in (short, long):
+        ax.set_xlim(1e-3, right)
+        ax.set_ylim(len(rows) - 0.5, -0.75)
+        for q, side in ((short, "right"), (long, "left")):  # labels apart, each off its line
             ax.axvline(q.to("s").m, color=FOREGROUND, linestyle=":", linewidth=1)
             ax.annotate(
                 f"{spoken(q)} cache",
-                (q.to("s").m, 0),
+                (q.to("s").m, 1),
                 xycoords=("data", "axes fraction"),
-                xytext=(-3, 4),
+                xytext=(-2 if side == "right" else 2, 3),
                 textcoords="offset points",
-                rotation=90,
                 fontsize=8,
-                ha="right",
+                ha=side,
                 va="bottom",
             )
-        # below the axes, out of the HBM row (reader's report: the legend sat in it)
-        ax.legend(loc="upper right", bbox_to_anchor=(1.0, -0.16), fontsize=9, frameon=False)
-        ax.set_xlabel("hold time = capacity / bandwidth (seconds, log scale)")
+        ax.legend(loc="upper left", bbox_to_anchor=(-0.3, -0.14), fontsize=8, frameon=False, ncol=2)
+        ax.set_xlabel("time (seconds, log scale)")
         ax.grid(axis="y", visible=False)
 
-    flash = next(t for t in presets.tier.values() if t.medium == "flash")
-    disk = next(t for t in presets.tier.values() if t.medium == "disk")
-    flash_hold = Evaluator(presets, tier=flash.id).q("storage_tier_drain_time").to("minute")
-    disk_hold = Evaluator(presets, tier=disk.id).q("storage_tier_drain_time").to("hour")
+    def home(key, life) -> str:
+        """The fastest tier on which holding beats recomputing for the whole lifetime."""
+        return next((r["medium"] for r in rows if r[key] is not None and r[key] >= life), "none")
+
     alt = (
-        f"Hold times (capacity over bandwidth) on a log scale, one device per tier: HBM in "
-        f"milliseconds, then DRAM, flash and disk, against the {spoken(short)} and "
-        f"{spoken(long)} cache lifetimes, with the lecture's guesses for flash and disk."
+        f"For each memory tier (HBM, DRAM, flash, disk), on a log time axis: a pale bar for the "
+        f"device's hold time, and two markers for how long holding a cache there beats "
+        f"recomputing it, one for a {llama_name}-style cache and one for the kink-sized cache, "
+        f"against dotted lines at the {spoken(short)} and {spoken(long)} cache lifetimes."
     )
-    tiers = sorted(
-        (Evaluator(presets, tier=t.id).q("storage_tier_drain_time"), t.medium)
-        for t in presets.tier.values()
+    verdict = "; ".join(
+        f"the {spoken(life)} cache goes to {home('llama', life)} if {llama_name}-style, "
+        f"to {home('kink', life)} if kink-sized"
+        for life in (short, long)
     )
 
     def nearest(life) -> str:
-        """The tier whose hold time is nearest ``life`` by ratio, and how many times off."""
-        hold, medium = min(tiers, key=lambda t: abs(np.log((t[0] / life).to("").m)))
-        off = max((hold / life).to("").m, (life / hold).to("").m)
-        return f"{medium} ({spoken_number(off, most=2)}× off)"
+        """The tier whose hold time is nearest ``life`` by ratio: the drain-time rule's pick."""
+        return min(rows, key=lambda r: abs(np.log((r["hold"] / life).to("").m)))["medium"]
 
+    picks = {nearest(short), nearest(long)}
+    rule = (
+        f"points both lifetimes to {nearest(short)}"
+        if len(picks) == 1
+        else f"points the {spoken(short)} cache to {nearest(short)} and the {spoken(long)} "
+        f"cache to {nearest(long)}"
+    )
     caption = (
-        f"The memory-tier ladder by the drain-time rule (hold time = capacity / bandwidth; the "
-        f"share of the device a cache fills cancels): HBM holds for milliseconds, DRAM for "
-        f"seconds, flash for {spoken(flash_hold)} and disk for {spoken(disk_hold)}. By this "
-        f"rule alone the nearest tier to the {spoken(short)} cache is {nearest(short)} and to "
-        f"the {spoken(long)} cache {nearest(long)}. The rule ignores what holding costs against "
-        f"a recompute, which depends on the KV bytes per token (see the break-even table). "
-        f"One device per tier: a drive of other capacity or bandwidth drains in another time."
+        f"Which tier holds a cache. A cache belongs on the fastest tier whose marker (how long "
+        f"holding it there beats recomputing it) lies right of its lifetime's dotted line: "
+        f"{verdict}. The pale bars are the lecture's drain-time rule (hold time = capacity / "
+        f"bandwidth), which by itself {rule} and cannot tell the two caches apart. One device "
+        f"per tier, one rent per tier."
     )
     return _render("drain_ladder", draw, alt, caption)
 

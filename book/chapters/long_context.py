@@ -77,6 +77,8 @@ def context(presets: Presets) -> dict:
         "kv_mechanics": _kv_mechanics(presets),
         "steps": _two_steps(presets),
         "verdict": _cache_verdict(presets),
+        "both": _both_steps(presets),
+        "exercise": _exercises(presets),
     }
 
 
@@ -1080,3 +1082,169 @@ def _cache_verdict(presets: Presets) -> dict:
         "hbm_llama": time(even["llama"][0]),
         "llama_dram": time(even["llama"][1]),
     }
+
+
+def _gemini_steps(presets: Presets) -> tuple[float, float]:
+    """Gemini's input and output steps at its line: the long tier's price over the short's."""
+    short, long_ = presets.get("api", "gemini_2_5_pro"), presets.get("api", "gemini_2_5_pro_long")
+    return (long_.input / short.input).to("").m, (long_.output / short.output).to("").m
+
+
+def _both_steps(presets: Presets) -> dict:
+    """Can one model take both of Gemini's steps (reader blo23, fault 1)? For the lecture's
+    frontier model on the chapter's chip at FP8: the prefill attention FLOPs per context token
+    that make the input step (attention equal to the weights' FLOPs at the line over the step
+    less one), what the same attention does to decode (a decoded token attends to the whole
+    context, a prompt token to half on average), the KV bytes whose read then overtakes compute
+    at the line (the kink reading with attention counted), and what prefill's attention adds at
+    the line when a Llama-style cache is cut to the kink's bytes by windows or sparsity instead,
+    which keep the same share of the attention as of the cache."""
+    kink_ctx = presets.parameter["price_kink_context"].value.to("token/sequence")
+    in_step, _ = _gemini_steps(presets)
+    frontier = presets.parameter["frontier_active_params"].value
+    c_fwd = derivations.SYMBOLS["flops_per_param_token"].value
+    ev = Evaluator(presets, HARDWARE, precision="fp8", n_active=frontier)
+    even = kink_ctx / (in_step - 1)  # where prefill's attention must equal the weights' FLOPs
+    attention = (2 * c_fwd * frontier / (even * Q_(1, "sequence/token"))).to("MFLOP/token")
+    if (
+        abs((ev.q("prefill_attention_context", prefill_attention_flops=attention) / even - 1).m)
+        > 1e-9
+    ):
+        raise ValueError("the attention the input step asks for misses prefill_attention_context")
+    decode_even = ev.q("decode_attention_context", attention_flops_per_token=attention)
+    decode_at_line = 1 + (kink_ctx / decode_even).to("").m  # decode's compute at the line
+    implied = ev.q("kv_bytes_from_price_kink").to("byte/token")
+    ridge = Evaluator(presets, HARDWARE, precision="fp8").q("ridge_intensity")
+    with_attention = dict(attention_flops_per_token=attention)
+    if (
+        _kv_compute_context(
+            Evaluator(
+                presets,
+                HARDWARE,
+                precision="fp8",
+                n_active=frontier,
+                kv_bytes_per_token=implied,
+                **with_attention,
+            )
+        )
+        is not None
+    ):
+        raise ValueError("the kink's bytes now overtake the attention: reword 'never'")
+    # the KV read overtakes weights' and attention's FLOPs at the line: k = (W/F)(c N/L + a)
+    corner_bytes = (implied + attention / ridge).to("byte/token")
+    at = ev.q("kv_compute_crossover_context", kv_bytes_per_token=corner_bytes, **with_attention)
+    if abs((at / kink_ctx - 1).to("").m) > 1e-9:
+        raise ValueError("the corner bytes miss the line")
+    llama = Evaluator(presets, HARDWARE, KV_MODEL, precision="fp8")
+    kept = (implied / llama.q("kv_bytes_per_token")).to("").m  # share of cache and attention kept
+    return {
+        "attention": said(attention, 2),
+        "llama_attention": said(llama.q("gqa_attention_flops").to("MFLOP/token"), 2),
+        "decode_at_line": said_number(decode_at_line, 2),
+        "per_byte": said_number((attention / implied).to("FLOP/byte").m, 2),
+        "ridge": said_number(ridge.to("FLOP/byte").m, 3),
+        "never_below": said((attention / ridge).to("kB/token"), 2),
+        "corner_bytes": said(corner_bytes.to("kB/token"), 2),
+        "corner_over": said_number((corner_bytes / implied).to("").m, 2),
+        "kept_add": said_number(100 * (in_step - 1) * kept, 1) + "%",
+        "step_add": said_number(100 * (in_step - 1), 2) + "%",
+    }
+
+
+def breakeven_times(presets: Presets) -> list[dict]:
+    """Per tier, fastest first: its hold time (capacity over bandwidth) and how long holding a
+    Llama 3.1 70B cache (BF16) and the kink-sized cache (FP8) beats recomputing it (None: never).
+    The drain-ladder figure draws these beside the cache lifetimes."""
+    llama, kink = Evaluator(presets, HARDWARE, KV_MODEL), _kink_evaluator(presets)
+    return [
+        {
+            "medium": t.medium,
+            "device": t.name.split(",")[-1].strip(),
+            "hold": Evaluator(presets, tier=t.id).q("storage_tier_drain_time"),
+            "llama": _breakeven(llama, tier=t.id),
+            "kink": _breakeven(kink, tier=t.id),
+        }
+        for t in presets.tier.values()
+    ]
+
+
+EXERCISE_KINK_CHIP = ("gb200_nvl72", "fp4")  # the price-list exercise's chip and precision
+EXERCISE_HEADS_MODEL = "qwen3_235b_a22b"  # whose KV heads the exercise counts layers of
+WALL_MODEL, WALL_CHIP = "qwen3_235b_a22b", "h200"  # the memory-wall exercise
+RATIO_API, RATIO_API_PRIORITY = "gpt_5", "gpt_5_priority"  # the output-price exercise
+
+
+def _exercises(presets: Presets) -> dict:
+    """The exercises' inputs, changed from the worked examples' so that the student transfers
+    (reader blo23, fault 4): a price step at DeepSeek-V3's 128K on a GB200 at FP4; Qwen3-235B's
+    cache at 32K on an H200; GPT-5's output/input ratio, standard and Priority."""
+    frontier = presets.parameter["frontier_active_params"].value
+    hw, precision = EXERCISE_KINK_CHIP
+    ctx = presets.parameter["longer_context_length"].value
+    implied = Evaluator(presets, hw, precision=precision, n_active=frontier).q(
+        "kv_bytes_from_price_kink", price_kink_context=ctx
+    )
+    llama8 = Evaluator(presets, HARDWARE, KV_MODEL, precision="fp8").q("kv_bytes_per_token")
+    heads = presets.get("model", EXERCISE_HEADS_MODEL)
+    layer = Evaluator(presets, HARDWARE, EXERCISE_HEADS_MODEL, precision="fp8").q(
+        "kv_bytes_per_token", global_layers=1
+    )
+    kink = {
+        "chip": chip_name(presets.get("hardware", hw)),
+        "precision": precision.upper(),
+        "context": context_tokens(ctx, 2),
+        "ridge": said_number(
+            Evaluator(presets, hw, precision=precision).q("ridge_intensity").to("FLOP/byte").m, 3
+        ),
+        "bytes": said(implied.to("kB/token"), 2),
+        "llama_over": said_number((llama8 / implied).to("").m, 2),
+        "heads_model": heads.name,
+        "kv_heads": said_number(heads.get("n_kv_heads")),
+        "head_dim": said_number(heads.get("head_dim")),
+        "layer": said(layer.to("byte/token")),
+        "layers": said_number((implied / layer).to("").m, 2),
+        "ridge_over": said_number(
+            (
+                Evaluator(presets, hw, precision=precision).q("ridge_intensity")
+                / Evaluator(presets, HARDWARE, precision="fp8").q("ridge_intensity")
+            )
+            .to("")
+            .m,
+            2,
+        ),
+        "over_200k": said_number((presets.parameter["price_kink_context"].value / ctx).to("").m, 2),
+    }
+    wall_ctx = presets.parameter["long_context_length"].value
+    wall = Evaluator(presets, WALL_CHIP, WALL_MODEL)
+    per_token = wall.q("kv_bytes_per_token")
+    per_seq = (wall.q("kv_cache_per_sequence", context_length=wall_ctx) * ONE_SEQUENCE).to("GB")
+    chip = presets.get("hardware", WALL_CHIP)
+    model = presets.get("model", WALL_MODEL)
+    corner = _kv_compute_context(Evaluator(presets, WALL_CHIP, WALL_MODEL, precision="fp8"))
+    wall_out = {
+        "model": model.name,
+        "chip": chip_name(chip),
+        "context": context_tokens(wall_ctx, 2),
+        "layers": said_number(model.get("layers")),
+        "kv_heads": said_number(model.get("n_kv_heads")),
+        "head_dim": said_number(model.get("head_dim")),
+        "per_token": said(per_token.to("kB/token"), 3),
+        "per_seq": said(per_seq, 2),
+        "hbm": said(chip.hbm_capacity),
+        "fit": said_number((chip.hbm_capacity / per_seq).to("").m, 2),
+        "corner": context_tokens(corner, 2),
+        "past": said_number((wall_ctx / corner).to("").m, 2),
+    }
+    std, pri = presets.get("api", RATIO_API), presets.get("api", RATIO_API_PRIORITY)
+    ratio = {
+        "api": std.name,
+        "priority": pri.name,
+        "ratio": Evaluator(presets, api=RATIO_API).text("decode_prefill_ratio_from_prices"),
+        "priority_ratio": Evaluator(presets, api=RATIO_API_PRIORITY).text(
+            "decode_prefill_ratio_from_prices"
+        ),
+        "priority_times": said_number((pri.input / std.input).to("").m, 2),
+        "input": quantity(std.input.to("USD/Mtoken")),
+        "output": quantity(std.output.to("USD/Mtoken")),
+    }
+    return {"kink": kink, "wall": wall_out, "ratio": ratio}

@@ -276,3 +276,68 @@ def test_the_dram_row_is_one_dimm_and_a_free_read_back_moves_no_verdict():
     assert free == pytest.approx(paid * (remat / (remat - read)).to("").m, rel=1e-9)
     assert paid < free < 5  # minutes: the short cache lifetime's 5
     assert verdict["dram"]["short_of"]
+
+
+def test_one_model_takes_both_steps_only_with_a_larger_shared_cache(ctx):
+    # reader blo23, fault 1, by hand. Input step 2x at 200,000 tokens for 100e9 active: prefill's
+    # attention, a per (query, key) pair over half the prompt on average, equals the weights'
+    # 2 x 100e9 at 200,000 tokens: a = 2 x 2 x 100e9 / 200e3 = 2e6 FLOP per context token.
+    a = 2 * 2 * 100e9 / 200e3
+    both = ctx["both"]
+    assert both["attention"] == "2 MFLOP per token"
+    # decode attends to the whole context: a x 200e3 = 4e11 = twice the weights' FLOPs -> 3x
+    assert float(both["decode_at_line"]) == pytest.approx(1 + a * 200e3 / (2 * 100e9))
+    # against the kink's 1,693 bytes (H100 FP8: 1,979 TFLOP/s, 3.35 TB/s; ridge 591): 1,181
+    k = 2 * 100e9 * 3.35e12 / (1979e12 * 200e3)
+    ridge = 1979e12 / 3.35e12
+    assert _num(both["per_byte"]) == pytest.approx(a / k, rel=0.05) and a / k > ridge
+    # the read overtakes weights' and attention's FLOPs at 200,000 tokens when
+    # 200e3 k / W = (2 x 100e9 + a x 200e3) / F: k = 1,693 + 2e6 / 591 = 5,079 bytes, 3 x 1,693
+    corner = (2 * 100e9 + a * 200e3) / 200e3 / ridge
+    assert _num(both["corner_bytes"]) == pytest.approx(corner / 1e3, abs=0.05)
+    assert float(both["corner_over"]) == pytest.approx(corner / k, abs=0.05)
+    assert _num(both["never_below"]) == pytest.approx(a / ridge / 1e3, abs=0.05)
+    # windows or sparsity keep one part in 163,840 / 1,693 = 97 of the attention: +1%, not +100%
+    assert both["kept_add"] == "1%" and both["step_add"] == "100%"
+
+
+def test_exercises_change_the_worked_examples_inputs(ctx):
+    # reader blo23, fault 4: the exercises' inputs differ from the text's, and are right by hand
+    ex = ctx["exercise"]
+    # a step at DeepSeek-V3's 128K (131,072 tokens) on a GB200 at FP4 (10 PFLOP/s dense, 8 TB/s,
+    # hardware.toml): 2 x 100e9 x 8e12 / (10e15 x 131,072) = 1,221 bytes; Llama 3.1 70B at FP8
+    # 163,840 bytes is 134 times more; Qwen3-235B's layer: 2 x 4 KV heads x 128 at 1 byte = 1,024
+    k = 2 * 100e9 * 8e12 / (10e15 * 131072)
+    assert _num(ex["kink"]["bytes"]) == pytest.approx(k / 1e3, abs=0.05)
+    assert ex["kink"]["bytes"] != ctx["kink_round"]
+    assert float(ex["kink"]["llama_over"]) == pytest.approx(163_840 / k, rel=0.05)
+    assert ex["kink"]["layer"] == "1,024 bytes per token"
+    assert float(ex["kink"]["layers"]) == pytest.approx(k / 1024, abs=0.05)
+    # Qwen3-235B at BF16: 94 layers x 2 x 4 x 128 x 2 bytes = 192,512; 32,768 tokens -> 6.31 GB;
+    # an H200's 141 GB holds 22
+    w = ex["wall"]
+    assert _num(w["per_seq"]) == pytest.approx(192_512 * 32_768 / 1e9, abs=0.05)
+    assert float(w["fit"]) == pytest.approx(141e9 / (192_512 * 32_768), abs=0.5)
+    # its corner on an H200 at FP8 (1,979 TFLOP/s, 4.8 TB/s): 96,256 KV bytes per context token,
+    # attention 2 x 2 x 64 heads x 128 x 94 = 3.08 MFLOP: 2 x 22e9 x 4.8e12 /
+    # (1979e12 x 96,256 - 4.8e12 x 3.08e6) = 1,200 tokens
+    corner = 2 * 22e9 * 4.8e12 / (1979e12 * 96_256 - 4.8e12 * 4 * 64 * 128 * 94)
+    assert _num(w["corner"]) == pytest.approx(corner, rel=0.05)
+    # GPT-5 (prices.toml): 1.25 in, 10 out -> 8; Priority 2.50 and 20 -> 8, twice both prices
+    r = ex["ratio"]
+    assert (r["ratio"], r["priority_ratio"], r["priority_times"]) == ("8", "8", "2")
+    assert r["ratio"] != ctx["price_ratio"]["ratio"]
+
+
+def test_the_tier_figure_draws_the_verdict():
+    # reader blo23, fault 5: the markers the figure draws give the tiers the verdict names
+    from book.chapters import long_context as lc
+
+    presets = load()
+    rows = lc.breakeven_times(presets)
+    verdict = lc._cache_verdict(presets)
+    for key, life in (("cache_duration_short", 0), ("cache_duration_long", 1)):
+        lifetime = presets.parameter[key].value
+        for cache in ("llama", "kink"):
+            home = next(r["medium"] for r in rows if r[cache] is not None and r[cache] >= lifetime)
+            assert home == verdict["lifetimes"][life][cache]
