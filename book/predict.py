@@ -85,7 +85,17 @@ from units.presets import Preset, Presets, load
 
 FORMATS = {"fp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "int8": "fp8", "bf16": "bf16"}
 # the fitted parameters: shares of peak (0..1] and times per layer per step (s, >= 0)
-SHARES = ("fp4", "fp8", "bf16", "memory", "prefill", "expert_parallel", "latency", "training")
+SHARES = (
+    "fp4",
+    "fp8",
+    "bf16",
+    "memory",
+    "prefill",
+    "expert_parallel",
+    "latency",
+    "training",
+    "fixed_cap",
+)
 # token rows of work each touched expert's matmul costs beyond its own tokens (> 0)
 ROWS = ("expert_rows",)
 TIMES = ("layer_overhead", "collective")
@@ -130,6 +140,7 @@ class Case:
     accepted: float = 1.0  # tokens a sequence gains per step (speculative decoding: > 1)
     held_out: bool = False
     excluded: str = ""  # why the row is not in any fit
+    submission: str = ""  # the rows published together (a source's system): held out together
 
 
 def _format(precision: str) -> str:
@@ -232,6 +243,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         accepted=a,
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded=excluded,
+        submission=submission(row),
     )
 
 
@@ -307,7 +319,15 @@ def _training_case(r: Row, presets: Presets) -> Case:
         fmt=_format(row.get("activations", row.get("weights", "bf16"))),
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded="only an MFU was published" if row.get("throughput_per_chip") is None else "",
+        submission=submission(row),
     )
+
+
+def submission(row: Preset) -> str:
+    """The rows one submission published: the same source and the same system (an MLPerf
+    submitter's system runs every scenario of a model on one engine build; a blog's rows come
+    from one setup). Held out together, they test the forecast on a system it has not seen."""
+    return f"{row.get('source', '')} | {row.get('system', '')}"
 
 
 def case(r: Row, presets: Presets) -> Case:
@@ -398,17 +418,22 @@ class Stack:
         )
         communication = v.get("communication", np.ones(()))[..., None, None]
         sequence = v.get("sequence_overhead", np.zeros(()))  # s per sequence per step, host
+        cap = v.get("fixed_cap")  # the share of a latency target a step's fixed cost may take
 
         def step(g: dict, rows) -> np.ndarray:
             """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
             f, t = fmt[..., rows, None], attn[..., rows, None]
+            fixed_rows = fixed[..., rows, None]
+            if cap is not None:  # a latency-limited step's fixed cost: at most cap of its target
+                limit = a["target"][rows, None] * cap[..., None, None]
+                fixed_rows = np.where(np.isnan(limit), fixed_rows, np.minimum(fixed_rows, limit))
             compute = g["matmul"] + g["prefill"] / v["prefill"][..., None, None]
             # each touched expert's grouped GEMM runs expert_rows rows beyond its tokens
             compute = (compute + g["expert"] * v["expert_rows"][..., None, None]) / f
             compute = compute + g["attention"] / t
             roof = np.maximum(compute, g["memory"] / v["memory"][..., None, None])
             roof = roof / moe_share[..., rows, None]
-            out = roof + fixed[..., rows, None] + g["comm"] * communication
+            out = roof + fixed_rows + g["comm"] * communication
             # the host's work on each sequence (sampling, stop checks, detokenising,
             # bookkeeping) runs beside the chips' step (an overlap scheduler), so the step is
             # the longer of the two; each host process walks its share of the sequences
@@ -541,7 +566,7 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
 
 
 START = np.array(
-    [0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(128.0), np.log(10e-6), np.log(10e-6)]
+    [0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, 0.0, np.log(128.0), np.log(10e-6), np.log(10e-6)]
 )
 # The loss has more than one valley (a per-layer overhead trades against the collectives' time
 # and the shares): the fit starts from each pair of these times and keeps the lowest loss.
@@ -754,6 +779,25 @@ def leave_one_out(
     return {c.id: float(v) for c, v in zip(fitted, predicted, strict=True)}
 
 
+def leave_one_submission_out(
+    fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = 20
+) -> dict[str, float]:
+    """Each row predicted by a fit without every row of its submission (Case.submission): the
+    other scenarios of the same system on the same engine may not teach the fit that system.
+    Started from ``z`` (the fit on all rows), as leave_one_out."""
+    stack = Stack.of(fitted)
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(fitted):
+        groups.setdefault(c.submission or c.id, []).append(i)
+    out = {}
+    for members in groups.values():
+        rest = np.array([[j for j in range(len(fitted)) if j not in members]])
+        zs, _ = _fits(stack, z[None], rest, iterations, spec)
+        predicted = stack.predict(_unpack(zs[0], spec))
+        out.update({fitted[i].id: float(predicted[i]) for i in members})
+    return out
+
+
 _CACHE: dict[tuple, dict] = reads.ReadsDict()  # by preset files (units.reads)
 
 
@@ -781,6 +825,7 @@ def study(presets: Presets | None = None) -> dict:
         if f and c.id not in loo
     }
     out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo, "fitted": fitted}
+    out["loso"] = leave_one_submission_out(fitted, model.z)
     out["unmet"] = unmet
     _CACHE[presets.files] = out
     return out
@@ -893,6 +938,8 @@ def summary(presets: Presets | None = None) -> dict:
         "params": dict(s["model"].params),
         "fitted": len(s["loo"]),
         "leave_one_out": errors([(p, cases[i].measured) for i, p in s["loo"].items()]),
+        "leave_one_submission_out": errors([(p, cases[i].measured) for i, p in s["loso"].items()]),
+        "submissions": len({cases[i].submission for i in s["loso"]}),
         "held_out": errors([(s["predicted"][c.id], c.measured) for c in held]),
         "in_sample": errors([(s["predicted"][i], cases[i].measured) for i in s["loo"]]),
         "not_modelled": errors([(s["predicted"][c.id], c.measured) for c in apart]),
@@ -982,6 +1029,10 @@ MECHANISMS = {
     ),
     "layer_overhead": ("no fixed time per layer", Spec(fixed=(("layer_overhead", 0.0),))),
     "collective": ("no latency for the collectives", Spec(fixed=(("collective", 0.0),))),
+    "fixed_cap": (
+        "one fixed cost per layer for every step, however short its latency target",
+        Spec(fixed=(("fixed_cap", np.inf),)),
+    ),
     "sequence_overhead": (
         "no host time per sequence",
         Spec(fixed=(("sequence_overhead", 0.0),)),
