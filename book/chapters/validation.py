@@ -185,7 +185,8 @@ def fixed_cost(row, presets: Presets, params: dict) -> dict | None:
     per_layer = params["layer_overhead"] + (params["collective"] if chips > 1 else 0.0)
     step = tokens_per_step(row) * target.to("s").m  # a step of a tokens is a TPOTs
     return {
-        "fixed": layers * per_layer,
+        # at most the fitted share of the target step (Stack.predict's cap)
+        "fixed": min(layers * per_layer, params.get("fixed_cap", np.inf) * step),
         "step": step,
         "allowed": params["latency"] * step,  # the share of the step the prediction lets it fill
         "layers": number(layers),
@@ -200,6 +201,7 @@ def fixed_cost(row, presets: Presets, params: dict) -> dict | None:
     }
 
 
+NO_PREFILL_ROW = "mlperf_mi300x_x8_llama2_70b_interactive"
 FIXED_CAUSE = "the fitted fixed cost per step is longer than the step the measured speed allows"
 
 
@@ -307,12 +309,12 @@ PARAM_WORDS = {
     "fp8": "FP8 and INT8 matmul share of peak",
     "bf16": "BF16 matmul share of peak",
     "memory": "share of the HBM bandwidth",
-    "prefill": "prefill's rate against decode's",
     "expert_parallel": "share of the step an MoE spread over chips reaches",
     "latency": "share of the TPOT a decode step may fill",
     "training": "training's share of the format's matmul share",
     "expert_rows": "token rows each touched expert's matmul costs beyond its tokens",
     "layer_overhead": "fixed time per layer",
+    "fixed_cap": "largest share of a latency target a step's fixed cost takes",
     "collective": "collectives' time per layer",
 }
 
@@ -646,6 +648,12 @@ def _prediction(presets: Presets, rows) -> dict:
         "overheads": overheads,
         "knobs": _knobs(presets, params),
         "loo": err(s["leave_one_out"]),
+        "loso": err(s["leave_one_submission_out"]),
+        "submissions": str(s["submissions"]),
+        "fixed_cap": pct(params["fixed_cap"]),
+        # the row whose leave-one-out collapsed when the old prefill factor was switched off
+        # (through the uncapped fixed cost, not through prefill)
+        "no_prefill_row": presets.get("measurement", NO_PREFILL_ROW).name,
         "held": err(s["held_out"]),
         "apart": err(s["not_modelled"]),
         # the rows kept out of the fit whose speed some predicted batch meets, and how many are
@@ -813,6 +821,22 @@ def _appendix_sources(rows) -> list[dict]:
     return [{"key": k, "text": texts[k]} for k in sorted(texts, key=lambda k: int(k[1:]))]
 
 
+def _forecast_cells(r, presets) -> dict:
+    """A row's honest forecast (predict.out_of_sample: a fit without the row, or the fit for a
+    row newer than it or kept out of it), how it was made, and its miss: "—" without one."""
+    found = predict.prediction(presets)["out_of_sample"].get(r.id)
+    if found is None or not found[0] > 0:
+        return {"forecast": "—", "miss": "—"}
+    value, how = found
+    how = (
+        "left out"
+        if how == "leave-one-out"
+        else ("held out" if how.startswith("held") else "kept out")
+    )
+    miss = max(value / r.measured.m, r.measured.m / value)
+    return {"forecast": f"{number(value, 3)} ({how})", "miss": times(miss)}
+
+
 def _table_row(r, presets) -> dict:
     hw = presets.get("hardware", r.preset.hardware)
     model = presets.get("model", r.preset.model)
@@ -833,6 +857,7 @@ def _table_row(r, presets) -> dict:
         "bound": bound,
         "unit": "tokens/s per user" if r.unit == "token/s" else "tokens/s per chip",
         "efficiency": efficiency + (" (stated, unverified)" if derived(r) else ""),
+        **_forecast_cells(r, presets),
         "flags": "; ".join(r.flags) or "—",
         "source": row_sources(r.preset)[0],
         # the assumed inputs as a reader says them: "input tokens", not "input_tokens"
@@ -971,7 +996,7 @@ def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     if c.kind != "rate" or c.target is not None or c.chips != 1 or c.expert_parallel:
         raise ChalkboardError(f"{rid}: the worked prediction assumes one chip, offline, no MoE")
     share, attn = p[c.fmt], p[c.attn_fmt]
-    compute = c.matmul[-1] / share + c.attention[-1] / attn + c.prefill[-1] / (p["prefill"] * share)
+    compute = (c.matmul[-1] + c.prefill[-1]) / share + c.attention[-1] / attn
     memory = c.memory[-1] / p["memory"]
     fixed = c.layers * p["layer_overhead"]
     step = max(compute, memory) + fixed + c.comm[-1]
@@ -986,7 +1011,6 @@ def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "share": pct(share),
         "attn_share": pct(attn),
         "same_share": c.fmt == c.attn_fmt,
-        "prefill_share": pct(p["prefill"]),
         "memory_share": pct(p["memory"]),
         "compute": ms(compute),
         "memory": ms(memory),
@@ -1172,7 +1196,7 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     share, attn = p[c.fmt], p[c.attn_fmt]
     peak = c.matmul[-1] + c.prefill[-1] + c.attention[-1]  # each at its format's peak
     compute = (
-        c.matmul[-1] + c.prefill[-1] / p["prefill"] + c.expert[-1] * p["expert_rows"]
+        c.matmul[-1] + c.prefill[-1] + c.expert[-1] * p["expert_rows"]
     ) / share + c.attention[-1] / attn
     memory = c.memory[-1] / p["memory"]
     roof = max(compute, memory) / p["expert_parallel"]
@@ -1784,7 +1808,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
 
 def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
     """The worked example's prediction as a waterfall: the bound's rate, then the rate after
-    each fitted mechanism in turn (matmuls at their share, prefill slower, reads at their
+    each fitted factor in turn (matmuls, prompts' included, at their share, reads at their
     share, the fixed cost of the layers), which ends at the prediction. Each stage's rate is the
     batch over that stage's step, tokens/s per chip (one chip per replica).
 
@@ -1809,12 +1833,8 @@ def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
             f"matmuls at {pct(share)} of peak",
             max(matmul / share + attention / attn + prefill / share, memory),
         ),
-        (
-            f"prefill at {pct(p['prefill'])} of decode's rate",
-            max(matmul / share + attention / attn + prefill / (p["prefill"] * share), memory),
-        ),
     ]
-    compute = matmul / share + attention / attn + prefill / (p["prefill"] * share)
+    compute = matmul / share + attention / attn + prefill / share
     reads = (f"reads at {pct(p['memory'])} of HBM bandwidth", max(compute, memory / p["memory"]))
     steps.append(reads)
     fixed = c.layers * p["layer_overhead"]
