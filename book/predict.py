@@ -93,12 +93,13 @@ SHARES = (
     "expert_parallel",
     "latency",
     "training",
-    "fixed_cap",
 )
+# a fitted bound (0..1]: the share of a latency target a step's fixed cost may take at most
+CAPS = ("fixed_cap",)
 # token rows of work each touched expert's matmul costs beyond its own tokens (> 0)
 ROWS = ("expert_rows",)
 TIMES = ("layer_overhead", "collective")
-PARAMS = SHARES + ROWS + TIMES
+PARAMS = SHARES + CAPS + ROWS + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
 BLOCK = 16  # a latency limit's batch is searched among every BLOCK-th of them, then within one
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
@@ -554,8 +555,8 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     exponential (seconds, > 0); the collectives' time per layer sits above their floor. A
     parameter the spec fixes or ties does not depend on its number (the fit leaves it alone)."""
     z = np.clip(z, -40.0, 40.0)  # far inside a float's range either way
-    shares = 1 / (1 + np.exp(-z[..., : len(SHARES)]))
-    times = np.exp(z[..., len(SHARES) :])  # the expert rows (a count) and the times (s)
+    shares = 1 / (1 + np.exp(-z[..., : len(SHARES) + len(CAPS)]))  # the shares and the cap
+    times = np.exp(z[..., len(SHARES) + len(CAPS) :])  # the expert rows (a count) and the times (s)
     values = np.moveaxis(np.concatenate([shares, times], axis=-1), -1, 0)
     out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 11): each value (m,)
     out["collective"] += collective_floor()
@@ -1133,7 +1134,8 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
             variants["sequence_overhead"],
         ),
         "no_fixed_cap": (
-            "before the cap on a latency-limited step's fixed cost (fitted on the fitted rows)",
+            "before the cap on a latency-limited step's fixed cost (prompted by the kept-out"
+            " rows' collapse; fitted on the fitted rows only)",
             variants["fixed_cap"],
         ),
         "adopted": ("adopted: shares pulled toward the microbenchmarks", variants["none"]),

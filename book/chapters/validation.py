@@ -324,7 +324,7 @@ def _value(name: str, x: float) -> str:
     # a time to three figures, as the misses' table multiplies it by a layer count
     if name in predict.ROWS:
         return f"{number(x, 3)} rows"
-    return pct(x) if name in predict.SHARES else f"{number(x * 1e6, 3)} µs"
+    return pct(x) if name in predict.SHARES + predict.CAPS else f"{number(x * 1e6, 3)} µs"
 
 
 # the model before the changes made after the held-out rows were seen: the comparison's
