@@ -1207,8 +1207,6 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         raise ChalkboardError(f"{rid}: the worked time per token disagrees with predict_case")
     measured = 1 / c.measured
     left_out = made["out_of_sample"][rid][0]
-    # an exercise: twice the HBM bandwidth halves the bound's read and the forecast's reads only
-    fast = max(compute, memory / 2) / p["expert_parallel"] + overhead + collectives + c.comm[-1]
 
     def t(x):  # seconds, said as people say a step: microseconds below a millisecond
         return said(Q_(x, "s").to("ms" if x >= 1e-3 else "microsecond"))
@@ -1269,13 +1267,9 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "comm": t(c.comm[-1]),
         "fixed_share": spoken_pct((overhead + collectives) / step),
         "step": t(step),
-        "fast_bound": t(1 / c.bound / 2),
-        "fast_memory": t(memory / 2),
-        "fast_compute_bound": bool(compute > memory),
         # the padded multiplies outlast the reads: the forecast's step is compute-bound at a
         # batch of one, against the bound's (and the physics') memory-bound one (reader val22)
         "padding_compute_bound": bool(compute > memory),
-        "fast_step": t(fast),
         "predicted_rate": said(Q_(1 / step, "token/s")),
         "miss": times(max(step / measured, measured / step)),
         "left_out": said(Q_(1 / left_out, "s").to("ms")),
