@@ -85,21 +85,11 @@ from units.presets import Preset, Presets, load
 
 FORMATS = {"fp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "int8": "fp8", "bf16": "bf16"}
 # the fitted parameters: shares of peak (0..1] and times per layer per step (s, >= 0)
-SHARES = (
-    "fp4",
-    "fp8",
-    "bf16",
-    "memory",
-    "expert_parallel",
-    "latency",
-    "training",
-)
-# a fitted bound (0..1]: the share of a latency target a step's fixed cost may take at most
-CAPS = ("fixed_cap",)
+SHARES = ("fp4", "fp8", "bf16", "memory", "prefill", "expert_parallel", "latency", "training")
 # token rows of work each touched expert's matmul costs beyond its own tokens (> 0)
 ROWS = ("expert_rows",)
 TIMES = ("layer_overhead", "collective")
-PARAMS = SHARES + CAPS + ROWS + TIMES
+PARAMS = SHARES + ROWS + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
 BLOCK = 16  # a latency limit's batch is searched among every BLOCK-th of them, then within one
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
@@ -418,24 +408,17 @@ class Stack:
         )
         communication = v.get("communication", np.ones(()))[..., None, None]
         sequence = v.get("sequence_overhead", np.zeros(()))  # s per sequence per step, host
-        cap = v.get("fixed_cap")  # the share of a latency target a step's fixed cost may take
 
         def step(g: dict, rows) -> np.ndarray:
             """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
             f, t = fmt[..., rows, None], attn[..., rows, None]
-            fixed_rows = fixed[..., rows, None]
-            if cap is not None:  # a latency-limited step's fixed cost: at most cap of its target
-                limit = a["target"][rows, None] * cap[..., None, None]
-                fixed_rows = np.where(np.isnan(limit), fixed_rows, np.minimum(fixed_rows, limit))
-            # the prompts' matmuls run at the format's share, as decode's do (large prefill
-            # GEMMs come at least as close to peak as decode's)
-            compute = g["matmul"] + g["prefill"]
+            compute = g["matmul"] + g["prefill"] / v["prefill"][..., None, None]
             # each touched expert's grouped GEMM runs expert_rows rows beyond its tokens
             compute = (compute + g["expert"] * v["expert_rows"][..., None, None]) / f
             compute = compute + g["attention"] / t
             roof = np.maximum(compute, g["memory"] / v["memory"][..., None, None])
             roof = roof / moe_share[..., rows, None]
-            out = roof + fixed_rows + g["comm"] * communication
+            out = roof + fixed[..., rows, None] + g["comm"] * communication
             # the host's work on each sequence (sampling, stop checks, detokenising,
             # bookkeeping) runs beside the chips' step (an overlap scheduler), so the step is
             # the longer of the two; each host process walks its share of the sequences
@@ -555,8 +538,8 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     exponential (seconds, > 0); the collectives' time per layer sits above their floor. A
     parameter the spec fixes or ties does not depend on its number (the fit leaves it alone)."""
     z = np.clip(z, -40.0, 40.0)  # far inside a float's range either way
-    shares = 1 / (1 + np.exp(-z[..., : len(SHARES) + len(CAPS)]))  # the shares and the cap
-    times = np.exp(z[..., len(SHARES) + len(CAPS) :])  # the expert rows (a count) and the times (s)
+    shares = 1 / (1 + np.exp(-z[..., : len(SHARES)]))
+    times = np.exp(z[..., len(SHARES) :])  # the expert rows (a count) and the times (s)
     values = np.moveaxis(np.concatenate([shares, times], axis=-1), -1, 0)
     out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 11): each value (m,)
     out["collective"] += collective_floor()
@@ -568,7 +551,7 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
 
 
 START = np.array(
-    [0.0, 0.5, 1.0, 1.5, 0.0, 1.0, 0.0, 0.0, np.log(128.0), np.log(10e-6), np.log(10e-6)]
+    [0.0, 0.5, 1.0, 1.5, 1.0, 0.0, 1.0, 0.0, np.log(128.0), np.log(10e-6), np.log(10e-6)]
 )
 # The loss has more than one valley (a per-layer overhead trades against the collectives' time
 # and the shares): the fit starts from each pair of these times and keeps the lowest loss.
@@ -1018,6 +1001,7 @@ MECHANISMS = {
         Spec(tied=(("fp4", "fp8"), ("bf16", "fp8"))),
     ),
     "memory": ("memory traffic at the full HBM bandwidth", Spec(fixed=(("memory", 1.0),))),
+    "prefill": ("prefill at the decode rate per FLOP", Spec(fixed=(("prefill", 1.0),))),
     "expert_parallel": (
         "no further share for an MoE spread over chips",
         Spec(fixed=(("expert_parallel", 1.0),)),
@@ -1030,10 +1014,6 @@ MECHANISMS = {
     ),
     "layer_overhead": ("no fixed time per layer", Spec(fixed=(("layer_overhead", 0.0),))),
     "collective": ("no latency for the collectives", Spec(fixed=(("collective", 0.0),))),
-    "fixed_cap": (
-        "one fixed cost per layer for every step, however short its latency target",
-        Spec(fixed=(("fixed_cap", np.inf),)),
-    ),
     "sequence_overhead": (
         "no host time per sequence",
         Spec(fixed=(("sequence_overhead", 0.0),)),
@@ -1132,11 +1112,6 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
         "no_host": (
             "before the sourced host time per sequence (added after seeing the held-out rows)",
             variants["sequence_overhead"],
-        ),
-        "no_fixed_cap": (
-            "before the cap on a latency-limited step's fixed cost (prompted by the kept-out"
-            " rows' collapse; fitted on the fitted rows only)",
-            variants["fixed_cap"],
         ),
         "adopted": ("adopted: shares pulled toward the microbenchmarks", variants["none"]),
     }

@@ -185,8 +185,7 @@ def fixed_cost(row, presets: Presets, params: dict) -> dict | None:
     per_layer = params["layer_overhead"] + (params["collective"] if chips > 1 else 0.0)
     step = tokens_per_step(row) * target.to("s").m  # a step of a tokens is a TPOTs
     return {
-        # at most the fitted share of the target step (Stack.predict's cap)
-        "fixed": min(layers * per_layer, params.get("fixed_cap", np.inf) * step),
+        "fixed": layers * per_layer,
         "step": step,
         "allowed": params["latency"] * step,  # the share of the step the prediction lets it fill
         "layers": number(layers),
@@ -309,12 +308,12 @@ PARAM_WORDS = {
     "fp8": "FP8 and INT8 matmul share of peak",
     "bf16": "BF16 matmul share of peak",
     "memory": "share of the HBM bandwidth",
+    "prefill": "unexplained mixed-step cost (fitted), as prompts' share of decode's rate",
     "expert_parallel": "share of the step an MoE spread over chips reaches",
     "latency": "share of the TPOT a decode step may fill",
     "training": "training's share of the format's matmul share",
     "expert_rows": "token rows each touched expert's matmul costs beyond its tokens",
     "layer_overhead": "fixed time per layer",
-    "fixed_cap": "largest share of a latency target a step's fixed cost takes",
     "collective": "collectives' time per layer",
 }
 
@@ -324,7 +323,7 @@ def _value(name: str, x: float) -> str:
     # a time to three figures, as the misses' table multiplies it by a layer count
     if name in predict.ROWS:
         return f"{number(x, 3)} rows"
-    return pct(x) if name in predict.SHARES + predict.CAPS else f"{number(x * 1e6, 3)} µs"
+    return pct(x) if name in predict.SHARES else f"{number(x * 1e6, 3)} µs"
 
 
 # the model before the changes made after the held-out rows were seen: the comparison's
@@ -650,9 +649,8 @@ def _prediction(presets: Presets, rows) -> dict:
         "loo": err(s["leave_one_out"]),
         "loso": err(s["leave_one_submission_out"]),
         "submissions": str(s["submissions"]),
-        "fixed_cap": pct(params["fixed_cap"]),
-        # the row whose leave-one-out collapsed when the old prefill factor was switched off
-        # (through the uncapped fixed cost, not through prefill)
+        # the row whose leave-one-out collapses when the mixed-step factor is switched off
+        # (through the fixed cost per layer, not through prefill)
         "no_prefill_row": presets.get("measurement", NO_PREFILL_ROW).name,
         "held": err(s["held_out"]),
         "apart": err(s["not_modelled"]),
@@ -996,7 +994,7 @@ def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     if c.kind != "rate" or c.target is not None or c.chips != 1 or c.expert_parallel:
         raise ChalkboardError(f"{rid}: the worked prediction assumes one chip, offline, no MoE")
     share, attn = p[c.fmt], p[c.attn_fmt]
-    compute = (c.matmul[-1] + c.prefill[-1]) / share + c.attention[-1] / attn
+    compute = c.matmul[-1] / share + c.attention[-1] / attn + c.prefill[-1] / (p["prefill"] * share)
     memory = c.memory[-1] / p["memory"]
     fixed = c.layers * p["layer_overhead"]
     step = max(compute, memory) + fixed + c.comm[-1]
@@ -1011,6 +1009,7 @@ def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "share": pct(share),
         "attn_share": pct(attn),
         "same_share": c.fmt == c.attn_fmt,
+        "prefill_share": pct(p["prefill"]),
         "memory_share": pct(p["memory"]),
         "compute": ms(compute),
         "memory": ms(memory),
@@ -1196,7 +1195,7 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     share, attn = p[c.fmt], p[c.attn_fmt]
     peak = c.matmul[-1] + c.prefill[-1] + c.attention[-1]  # each at its format's peak
     compute = (
-        c.matmul[-1] + c.prefill[-1] + c.expert[-1] * p["expert_rows"]
+        c.matmul[-1] + c.prefill[-1] / p["prefill"] + c.expert[-1] * p["expert_rows"]
     ) / share + c.attention[-1] / attn
     memory = c.memory[-1] / p["memory"]
     roof = max(compute, memory) / p["expert_parallel"]
@@ -1802,9 +1801,9 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
 
 def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
     """The worked example's prediction as a waterfall: the bound's rate, then the rate after
-    each fitted factor in turn (matmuls, prompts' included, at their share, reads at their
-    share, the fixed cost of the layers), which ends at the prediction. Each stage's rate is the
-    batch over that stage's step, tokens/s per chip (one chip per replica).
+    each fitted factor in turn (matmuls at their share, the unexplained mixed-step cost, reads
+    at their share, the fixed cost of the layers), which ends at the prediction. Each stage's
+    rate is the batch over that stage's step, tokens/s per chip (one chip per replica).
 
     >>> from units.presets import load
     >>> stages = waterfall(load())
@@ -1827,8 +1826,12 @@ def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
             f"matmuls at {pct(share)} of peak",
             max(matmul / share + attention / attn + prefill / share, memory),
         ),
+        (
+            f"unexplained mixed-step cost (fitted): prompts at {pct(p['prefill'])}",
+            max(matmul / share + attention / attn + prefill / (p["prefill"] * share), memory),
+        ),
     ]
-    compute = matmul / share + attention / attn + prefill / share
+    compute = matmul / share + attention / attn + prefill / (p["prefill"] * share)
     reads = (f"reads at {pct(p['memory'])} of HBM bandwidth", max(compute, memory / p["memory"]))
     steps.append(reads)
     fixed = c.layers * p["layer_overhead"]
