@@ -130,6 +130,7 @@ class Case:
     accepted: float = 1.0  # tokens a sequence gains per step (speculative decoding: > 1)
     held_out: bool = False
     excluded: str = ""  # why the row is not in any fit
+    submission: str = ""  # the rows published together (a source's system): held out together
 
 
 def _format(precision: str) -> str:
@@ -232,6 +233,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         accepted=a,
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded=excluded,
+        submission=submission(row),
     )
 
 
@@ -307,7 +309,15 @@ def _training_case(r: Row, presets: Presets) -> Case:
         fmt=_format(row.get("activations", row.get("weights", "bf16"))),
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded="only an MFU was published" if row.get("throughput_per_chip") is None else "",
+        submission=submission(row),
     )
+
+
+def submission(row: Preset) -> str:
+    """The rows one submission published: the same source and the same system (an MLPerf
+    submitter's system runs every scenario of a model on one engine build; a blog's rows come
+    from one setup). Held out together, they test the forecast on a system it has not seen."""
+    return f"{row.get('source', '')} | {row.get('system', '')}"
 
 
 def case(r: Row, presets: Presets) -> Case:
@@ -754,6 +764,25 @@ def leave_one_out(
     return {c.id: float(v) for c, v in zip(fitted, predicted, strict=True)}
 
 
+def leave_one_submission_out(
+    fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = 20
+) -> dict[str, float]:
+    """Each row predicted by a fit without every row of its submission (Case.submission): the
+    other scenarios of the same system on the same engine may not teach the fit that system.
+    Started from ``z`` (the fit on all rows), as leave_one_out."""
+    stack = Stack.of(fitted)
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(fitted):
+        groups.setdefault(c.submission or c.id, []).append(i)
+    out = {}
+    for members in groups.values():
+        rest = np.array([[j for j in range(len(fitted)) if j not in members]])
+        zs, _ = _fits(stack, z[None], rest, iterations, spec)
+        predicted = stack.predict(_unpack(zs[0], spec))
+        out.update({fitted[i].id: float(predicted[i]) for i in members})
+    return out
+
+
 _CACHE: dict[tuple, dict] = reads.ReadsDict()  # by preset files (units.reads)
 
 
@@ -781,6 +810,7 @@ def study(presets: Presets | None = None) -> dict:
         if f and c.id not in loo
     }
     out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo, "fitted": fitted}
+    out["loso"] = leave_one_submission_out(fitted, model.z)
     out["unmet"] = unmet
     _CACHE[presets.files] = out
     return out
@@ -893,6 +923,8 @@ def summary(presets: Presets | None = None) -> dict:
         "params": dict(s["model"].params),
         "fitted": len(s["loo"]),
         "leave_one_out": errors([(p, cases[i].measured) for i, p in s["loo"].items()]),
+        "leave_one_submission_out": errors([(p, cases[i].measured) for i, p in s["loso"].items()]),
+        "submissions": len({cases[i].submission for i in s["loso"]}),
         "held_out": errors([(s["predicted"][c.id], c.measured) for c in held]),
         "in_sample": errors([(s["predicted"][i], cases[i].measured) for i in s["loo"]]),
         "not_modelled": errors([(s["predicted"][c.id], c.measured) for c in apart]),

@@ -200,6 +200,7 @@ def fixed_cost(row, presets: Presets, params: dict) -> dict | None:
     }
 
 
+NO_PREFILL_ROW = "mlperf_mi300x_x8_llama2_70b_interactive"
 FIXED_CAUSE = "the fitted fixed cost per step is longer than the step the measured speed allows"
 
 
@@ -307,7 +308,7 @@ PARAM_WORDS = {
     "fp8": "FP8 and INT8 matmul share of peak",
     "bf16": "BF16 matmul share of peak",
     "memory": "share of the HBM bandwidth",
-    "prefill": "prefill's rate against decode's",
+    "prefill": "unexplained mixed-step cost (fitted), as prompts' share of decode's rate",
     "expert_parallel": "share of the step an MoE spread over chips reaches",
     "latency": "share of the TPOT a decode step may fill",
     "training": "training's share of the format's matmul share",
@@ -646,6 +647,11 @@ def _prediction(presets: Presets, rows) -> dict:
         "overheads": overheads,
         "knobs": _knobs(presets, params),
         "loo": err(s["leave_one_out"]),
+        "loso": err(s["leave_one_submission_out"]),
+        "submissions": str(s["submissions"]),
+        # the row whose leave-one-out collapses when the mixed-step factor is switched off
+        # (through the fixed cost per layer, not through prefill)
+        "no_prefill_row": presets.get("measurement", NO_PREFILL_ROW).name,
         "held": err(s["held_out"]),
         "apart": err(s["not_modelled"]),
         # the rows kept out of the fit whose speed some predicted batch meets, and how many are
@@ -813,6 +819,22 @@ def _appendix_sources(rows) -> list[dict]:
     return [{"key": k, "text": texts[k]} for k in sorted(texts, key=lambda k: int(k[1:]))]
 
 
+def _forecast_cells(r, presets) -> dict:
+    """A row's honest forecast (predict.out_of_sample: a fit without the row, or the fit for a
+    row newer than it or kept out of it), how it was made, and its miss: "—" without one."""
+    found = predict.prediction(presets)["out_of_sample"].get(r.id)
+    if found is None or not found[0] > 0:
+        return {"forecast": "—", "miss": "—"}
+    value, how = found
+    how = (
+        "left out"
+        if how == "leave-one-out"
+        else ("held out" if how.startswith("held") else "kept out")
+    )
+    miss = max(value / r.measured.m, r.measured.m / value)
+    return {"forecast": f"{number(value, 3)} ({how})", "miss": times(miss)}
+
+
 def _table_row(r, presets) -> dict:
     hw = presets.get("hardware", r.preset.hardware)
     model = presets.get("model", r.preset.model)
@@ -833,6 +855,7 @@ def _table_row(r, presets) -> dict:
         "bound": bound,
         "unit": "tokens/s per user" if r.unit == "token/s" else "tokens/s per chip",
         "efficiency": efficiency + (" (stated, unverified)" if derived(r) else ""),
+        **_forecast_cells(r, presets),
         "flags": "; ".join(r.flags) or "—",
         "source": row_sources(r.preset)[0],
         # the assumed inputs as a reader says them: "input tokens", not "input_tokens"
@@ -1183,8 +1206,6 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         raise ChalkboardError(f"{rid}: the worked time per token disagrees with predict_case")
     measured = 1 / c.measured
     left_out = made["out_of_sample"][rid][0]
-    # an exercise: twice the HBM bandwidth halves the bound's read and the forecast's reads only
-    fast = max(compute, memory / 2) / p["expert_parallel"] + overhead + collectives + c.comm[-1]
 
     def t(x):  # seconds, said as people say a step: microseconds below a millisecond
         return said(Q_(x, "s").to("ms" if x >= 1e-3 else "microsecond"))
@@ -1245,13 +1266,9 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "comm": t(c.comm[-1]),
         "fixed_share": spoken_pct((overhead + collectives) / step),
         "step": t(step),
-        "fast_bound": t(1 / c.bound / 2),
-        "fast_memory": t(memory / 2),
-        "fast_compute_bound": bool(compute > memory),
         # the padded multiplies outlast the reads: the forecast's step is compute-bound at a
         # batch of one, against the bound's (and the physics') memory-bound one (reader val22)
         "padding_compute_bound": bool(compute > memory),
-        "fast_step": t(fast),
         "predicted_rate": said(Q_(1 / step, "token/s")),
         "miss": times(max(step / measured, measured / step)),
         "left_out": said(Q_(1 / left_out, "s").to("ms")),
@@ -1784,9 +1801,9 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
 
 def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
     """The worked example's prediction as a waterfall: the bound's rate, then the rate after
-    each fitted mechanism in turn (matmuls at their share, prefill slower, reads at their
-    share, the fixed cost of the layers), which ends at the prediction. Each stage's rate is the
-    batch over that stage's step, tokens/s per chip (one chip per replica).
+    each fitted factor in turn (matmuls at their share, the unexplained mixed-step cost, reads
+    at their share, the fixed cost of the layers), which ends at the prediction. Each stage's
+    rate is the batch over that stage's step, tokens/s per chip (one chip per replica).
 
     >>> from units.presets import load
     >>> stages = waterfall(load())
@@ -1810,7 +1827,7 @@ def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
             max(matmul / share + attention / attn + prefill / share, memory),
         ),
         (
-            f"prefill at {pct(p['prefill'])} of decode's rate",
+            f"unexplained mixed-step cost (fitted): prompts at {pct(p['prefill'])}",
             max(matmul / share + attention / attn + prefill / (p["prefill"] * share), memory),
         ),
     ]

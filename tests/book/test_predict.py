@@ -806,3 +806,22 @@ def test_predict_warns_when_no_batch_meets_the_tpot():
     assert json.loads(out)["unmet"] is True
     code, out, _ = run(*argv, "--tpot", "40ms", "--json")
     assert json.loads(out)["unmet"] is False
+
+
+def test_leave_one_submission_out_holds_every_row_of_a_submission_out_together(study):
+    """The honest score for a system the fit has not seen: each row is predicted by a fit
+    without every row of its submission (a source's system). Checked against a fit made here
+    without the largest submission's rows; a submission of one row is its leave-one-out."""
+    fitted, z = study["fitted"], study["model"].z
+    groups: dict = {}
+    for c in fitted:
+        groups.setdefault(c.submission, []).append(c)
+    assert all(c.submission for c in fitted) and len(groups) < len(fitted)
+    largest = max(groups.values(), key=len)
+    assert len(largest) >= 3  # an MLPerf system's scenarios, published together
+    others = [c for c in fitted if c.submission != largest[0].submission]
+    alone = predict._unpack(predict.least_squares(others, z, iterations=20))
+    for c in largest:
+        assert study["loso"][c.id] == pytest.approx(predict.predict_case(c, alone), rel=1e-9)
+    single = next(g[0] for g in groups.values() if len(g) == 1)
+    assert study["loso"][single.id] == pytest.approx(study["loo"][single.id], rel=1e-9)

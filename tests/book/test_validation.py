@@ -568,10 +568,15 @@ def test_the_takeaways_headline_the_held_out_error_not_the_collapse():
     text = environment().get_template("chapters/validation.md.j2").render(**ctx)
     takeaways = text.split('!!! abstract "Takeaways"', 1)[1].split("\n## ", 1)[0]
     p = ctx["prediction"]
-    assert p["loo"]["median"] in takeaways and p["held"]["median"] in takeaways
+    # only tests in the takeaways (reader mv23, fault 8): leave-one-out, leave-one-submission-out
+    # and the newest rows before the changes they prompted; never the revised fit's held-out miss
+    frozen = p["robustness"]["frozen"]["median"]
+    assert p["loo"]["median"] in takeaways and p["loso"]["median"] in takeaways
+    assert frozen in takeaways and "not a test" not in takeaways
     assert p["apart"]["median"] not in takeaways and p["apart"]["worst"] not in takeaways
-    fails = text.split("## Where the forecast fails", 1)[1].split("\n## ", 1)[0]
-    assert p["fixed_count"] in fails and "collapses" in fails
+    if p["fixed_count"] != "0":  # a fixed cost longer than the step is told where it fails
+        fails = text.split("## Where the forecast fails", 1)[1].split("\n## ", 1)[0]
+        assert p["fixed_count"] in fails and "collapses" in fails
     # V10: the summary's cells give a range, never every row
     assert not any("every row" in t["band"] for t in p["table"])
 
@@ -729,25 +734,6 @@ def test_the_lecture_thousand_is_held_against_one_system_at_both_ends():
     t = context(load())["worked_tpot"]
     assert float(t["gain"].exact) == pytest.approx(4172.375 / (111 / 8), rel=2e-3)
     assert 200 < float(t["gain"].exact) < 1000
-
-
-def test_twice_the_bandwidth_halves_the_one_user_bound_and_barely_moves_its_forecast():
-    """The exercise's answer, computed here: the forecast with every read halved (the case's
-    memory term over two) against the forecast as fitted."""
-    import dataclasses
-
-    from book import predict
-    from book.chapters.validation import TPOT_EXAMPLE, context
-
-    presets = load()
-    t = context(presets)["worked_tpot"]
-    row = next(r for r in validate(presets) if r.id == TPOT_EXAMPLE)
-    params = predict.prediction(presets)["summary"]["params"]
-    c = predict.case(row, presets)
-    fast = dataclasses.replace(c, memory=c.memory / 2)
-    before, after = predict.predict_case(c, params), predict.predict_case(fast, params)
-    assert after / before < 1.1  # fixed cost per layer dominates: bandwidth barely helps
-    assert 1000 / after == pytest.approx(float(str.__str__(t["fast_step"]).split()[0]), rel=5e-3)
 
 
 # -- the seventeenth reader's faults 1, 2 and 6 ----------------------------------------------------
