@@ -163,6 +163,12 @@ def draw(rng, presets) -> Draw:
             "token's multiplies.",
         )
     )
+    mistakes.append(  # reader 22: the quotient itself got "check your working"
+        Mistake(
+            Q_(raw, "rack"),
+            f"That is the quotient, {number(raw, 3)} racks: a rack is whole, so round it up.",
+        )
+    )
     every_weight = dict(case, n_active=f["n_total"])
     mistakes.append(
         Mistake(

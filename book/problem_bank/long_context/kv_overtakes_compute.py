@@ -6,7 +6,7 @@ import contextlib
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, lecture_ratio, require
 from book.problem_bank.batching._figures import attention_cost
 from derivations import get
 from units import Q_, ChalkboardError
@@ -225,6 +225,14 @@ def draw(rng, presets) -> Draw:
                 "You counted one vector per KV head; each caches a key and a value.",
             )
         )
+    rule = Q_(lecture_ratio(presets), "FLOP/byte")  # the lecture's round "about 300 FLOP/B"
+    slips.append(  # inside the window it is the lecture's own estimate, dropped below
+        (
+            dict(flops=(rule * bandwidth).to(flops.units)),
+            f"You used the lecture's round {number(rule.m)} FLOPs per byte; this chip does "
+            f"{number(ridge.m, 3)} at {NAMES[precision]}.",
+        )
+    )
     for change, why in slips:
         with contextlib.suppress(ChalkboardError):  # no crossing (attention out-spends the
             value = crossover.evaluate(**{**case, **shown, **change})  # reads): no value
