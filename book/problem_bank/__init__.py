@@ -146,6 +146,35 @@ def shown(q: pint.Quantity, digits: int = 3) -> pint.Quantity:
     return parse_quantity(quantity(q, digits), expect=q.units).to(q.units)
 
 
+def lecture_ratio(presets) -> float:
+    """The lecture's round "about 300" multiply-adds per byte of weight (its B* ≈ 300 × total /
+    active): the H100's dense crossover batch per unit of sparsity, to one figure, as a student
+    who watched the lecture brings it to any chip. A problem whose chain passes through the
+    crossover or the chip's FLOPs per byte reruns its chain with it: the result lands inside the
+    window (the lecture's own estimate) or twice the tolerance out and named (reader 22).
+
+    >>> from units.presets import load
+    >>> lecture_ratio(load())
+    300.0
+    """
+    exact = evaluate(
+        "dense_crossover_batch", hardware="h100_sxm", precision="bf16", presets=presets
+    )
+    return float(f"{exact.to('sequence').m:.0e}")
+
+
+def lands_clear(value, answer, tolerance: float) -> bool:
+    """Whether a slip's ``value`` lands inside the relative window or at least twice its width
+    away, never just outside it, where a student's rounding decides (reader 20).
+
+    >>> from units import Q_
+    >>> [lands_clear(Q_(v, "s"), Q_(1, "s"), 0.02) for v in (1.01, 1.03, 1.05, 0.9)]
+    [True, False, True, True]
+    """
+    off = abs((value / answer).to("").m - 1)
+    return off <= tolerance or off >= 2 * tolerance
+
+
 def money(q: pint.Quantity, digits: int = 4) -> str:
     """A price as a person writes it: below a dollar in cents, to ``digits`` figures as
     :func:`book.format.quantity` writes any figure; from a dollar up, and anything that is not

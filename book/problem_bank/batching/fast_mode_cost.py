@@ -170,6 +170,11 @@ def draw(rng, presets) -> Draw:
 
     require(abs((solve(1.0) / cost).to("").m - 1) < 1e-9, "the chain solves to the answer")
     slips = [
+        (  # the naive reading: the cost scales with the speed (reader 22: it landed on FP8's)
+            cost0 * speed,
+            f"You scaled the standard cost by the speed-up, {number(speed)} times: the batch "
+            "does not shrink in proportion. Work out the batch the faster step leaves room for.",
+        ),
         (
             cost0 * price_ratio,
             "That is the standard cost times the price ratio: the price need not track the "

@@ -11,6 +11,7 @@ from book.problem_bank import (
     clear_of_rounding,
     distinct_mistakes,
     evaluate,
+    lecture_ratio,
     require,
 )
 from book.problem_bank.batching._figures import (
@@ -24,7 +25,7 @@ from book.problem_bank.batching._figures import (
 from units import Q_
 
 KIND = "multi"
-TITLE = "When does an MoE stop being bound by its weights, and what must hold that batch?"
+TITLE = "How much HBM must an MoE's crossover batch fill?"
 USES = ("weight_fetch_time", "compute_time", "crossover_batch", "kv_cache_per_batch")
 LECTURE = "15:16"
 
@@ -142,8 +143,7 @@ def draw(rng, presets) -> Draw:
     def need(room):
         return room.to("TB")
 
-    lecture = presets.get("hardware", "h100_sxm")  # the lecture's "about 300" is the H100's
-    rule = (lecture.dense_flops_bf16 / lecture.hbm_bandwidth).to("FLOP/B")
+    rule = lecture_ratio(presets)  # the lecture's round "about 300", B* ≈ 300 × total/active
 
     dense = (batch / sparsity).to("sequence")
     mistakes = [
@@ -156,9 +156,10 @@ def draw(rng, presets) -> Draw:
         Mistake(need(weights), "The batch's KV caches need room beside the weights."),
         Mistake(need(caches), "The weights need room beside the caches."),
         Mistake(
-            need(weights + caches * (rule / per_byte).to("").m),
-            f"You used the lecture's rule of thumb, about {number(rule.m, 1)} FLOPs per byte; "
-            f"this chip at this precision does {number(per_byte.m, 3)}.",
+            need(weights + caches * rule * sparsity / batch.m),
+            f"You used the lecture's round B* ≈ {number(rule)} × total/active; this chip at "
+            f"this precision does {number(batch.m / sparsity, 3)} multiply-adds per byte of "
+            "weight.",
         ),
     ]
     if precision == "fp8":
@@ -170,7 +171,6 @@ def draw(rng, presets) -> Draw:
     require(dense < batch)
     tolerance = 0.03  # the batch at four figures and the cache at three leave well under this
     # a slip is named only where it lands twice the tolerance from the answer (the rule of
-    # thumb is harmless on a chip whose ridge is near 300 FLOP/B), and apart from the others
     # thumb is harmless on a chip whose ridge is near 300 FLOP/B), and apart from the others;
     # one between the window and twice it is redrawn (reader 20)
     for m in mistakes:

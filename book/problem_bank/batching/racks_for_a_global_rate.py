@@ -11,6 +11,7 @@ from book.problem_bank import (
     clear_of_rounding,
     distinct_mistakes,
     evaluate,
+    lands_clear,
     require,
     shown,
     whole_count_tolerance,
@@ -163,6 +164,14 @@ def draw(rng, presets) -> Draw:
             "token's multiplies.",
         )
     )
+    tolerance = whole_count_tolerance(racks.m, 0.03)
+    require(lands_clear(Q_(raw, "rack"), racks, tolerance), "the quotient lands clear")
+    mistakes.append(  # reader 22: the quotient itself got "check your working"
+        Mistake(
+            Q_(raw, "rack"),
+            f"That is the quotient, {number(raw, 3)} racks: a rack is whole, so round it up.",
+        )
+    )
     every_weight = dict(case, n_active=f["n_total"])
     mistakes.append(
         Mistake(
@@ -177,8 +186,8 @@ def draw(rng, presets) -> Draw:
         text=text,
         answer=racks,
         solution=solution,
-        tolerance=whole_count_tolerance(racks.m, 0.03),
-        mistakes=distinct_mistakes(mistakes, racks, whole_count_tolerance(racks.m, 0.03)),
+        tolerance=tolerance,
+        mistakes=distinct_mistakes(mistakes, racks, tolerance),
         hint="Find one rack's step time (the larger of its reads and its multiplies); its rate "
         "is the batch over that step.",
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake
+from book.problem_bank import Draw, Mistake, distinct_mistakes, lands_clear, lecture_ratio, require
 from derivations import get
 from units import Q_
 
@@ -11,6 +11,8 @@ KIND = "multi"
 TITLE = "What a price kink rules out"
 USES = ("kv_bytes_from_price_kink", "gqa_kv_values_per_token", "kv_bytes_per_token")
 LECTURE = "1:33:02"
+
+TOLERANCE = 0.03
 
 CHIPS = ("h100_sxm", "h200", "b200", "gb200_nvl72", "mi355x")
 ACTIVE = (50, 100, 150, 200)  # billions of active parameters the provider is believed to run
@@ -82,22 +84,37 @@ def draw(rng, presets) -> Draw:
         f"elsewhere). This attention stores more than the step allows by {quantity(cached)} / "
         f"{quantity(implied)} = **{number(ratio.m, 3)} times**.",
     )
-    mistakes = (
+    # the lecture's own rule: bytes per token = N_active / (300 × context), its round 300
+    # multiply-adds per byte for this chip's FP8 rate over twice its bandwidth (reader 22)
+    per_byte = (flops / bandwidth).to("FLOP/B").m / 2  # one byte a weight, two FLOPs a multiply
+    lecture = ratio * lecture_ratio(presets) / per_byte
+    require(lands_clear(lecture, ratio, TOLERANCE), "the lecture's round figure lands clear")
+    mistakes = [
         Mistake(
             ratio / 2,
             "You counted one vector per KV head; each caches a key and a value, two vectors.",
         ),
-        Mistake(  # one FLOP per parameter and two bytes per FP8 value both double it (reader 20)
+        Mistake(  # one FLOP per parameter doubles it (as would a two-byte cache: one message)
             ratio * 2,
             "That is twice the ratio: a token's compute is two FLOPs per active parameter (a "
-            "multiply and an add), and an FP8 cache takes one byte per value.",
+            "multiply and an add), not one.",
         ),
-    )
+    ]
+    if abs((lecture / ratio).to("").m - 1) > TOLERANCE:  # named where it lands outside
+        mistakes.insert(
+            0,
+            Mistake(
+                lecture,
+                f"You used the lecture's round {number(lecture_ratio(presets))} multiply-adds "
+                f"per byte; this chip's FP8 rate over twice its bandwidth is "
+                f"{number(per_byte, 3)}.",
+            ),
+        )
     return Draw(
         text=text,
         answer=ratio,
         solution=solution,
-        tolerance=0.03,
-        mistakes=mistakes,
+        tolerance=TOLERANCE,
+        mistakes=distinct_mistakes(mistakes, ratio, TOLERANCE),
         hint="At the step, a token's KV read takes as long as its compute; solve for the bytes.",
     )

@@ -4,7 +4,16 @@ reads: two lecture results chained (reader 20: the problem rested on the KV form
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lands_clear,
+    lecture_ratio,
+    require,
+    shown,
+)
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -33,11 +42,6 @@ TOLERANCE = 0.03
 def weight_bytes_per_value(result):
     """Bytes per weight value of a crossover evaluation, a plain number."""
     return result.inputs["weight_bytes_per_value"].value.to("B/value")
-
-
-def _listed(facts: list[str]) -> str:
-    """The facts a value's slip got wrong, one clause each: 'a; b'."""
-    return "; ".join(facts)
 
 
 def draw(rng, presets) -> Draw:
@@ -121,16 +125,39 @@ def draw(rng, presets) -> Draw:
     )
     # slips a student makes with the bytes per value, each run through the whole chain: what
     # doubles the answer and what halves it (reader 20: three slips gave one value, one message)
-    kv_bytes = per_value.to("B/value").m
-    doubles, halves = ["each KV head caches a key and a value (two vectors)"], []
-    cache_fact = f"the {NAMES[kv_precision]} cache takes {quantity(per_value)}"
-    (doubles if kv_bytes == 2 else halves).append(cache_fact)  # BF16 as one byte, FP8 as two
-    # a weight's bytes cancel (the batch grows with them as the weights do); one FLOP per
-    # multiply-add doubles the batch and halves the context
-    halves.append("a multiply-add is two FLOPs")
+    # one vector per KV head (or a BF16 cache as one byte) doubles it; one FLOP per multiply-add
+    # (or an FP8 cache as two bytes) halves it; a weight's bytes cancel (the batch grows with
+    # them as the weights do)
+    fp8_cache = per_value.to("B/value").m == 1
+    # two slips on one value get one message, naming the quantity both get wrong (reader 22)
+    twice = (
+        "That is twice the answer: your cache per token of context came out half its size; "
+        f"each KV head caches a key and a value, at {quantity(per_value)} each."
+    )
+    half = (
+        "That is half the answer: your batch's caches came out twice as heavy per token of "
+        "context; "
+        + (
+            "the batch is where the weights' multiply-adds, two FLOPs each, keep pace with "
+            f"their reads, and the {NAMES[kv_precision]} cache takes {quantity(per_value)}."
+            if fp8_cache
+            else "a multiply-add is two FLOPs, which sets the batch."
+        )
+    )
+    # the lecture's round "about 300" multiply-adds per byte of weight: a batch of 300
+    rule = Q_(lecture_ratio(presets), "sequence")
+    lecture = get("kv_weight_crossover_context").evaluate(batch_size=rule, **case)
+    per_byte = (crossing / Q_(1, "sequence")).to("").m
+    require(lands_clear(lecture, context, TOLERANCE), "the lecture's round figure lands clear")
     candidates = [
-        (context * 2, f"That is twice the answer: {_listed(doubles)}."),
-        *([(context / 2, f"That is half the answer: {_listed(halves)}.")] if halves else []),
+        (
+            lecture,
+            f"You ran the lecture's round batch of {number(rule.m)}; this chip's "
+            f"{NAMES[weight_precision]} math keeps pace with its weight reads at "
+            f"{number(per_byte, 4)}.",
+        ),
+        (context * 2, twice),
+        (context / 2, half),
         (
             get("kv_weight_crossover_context").evaluate(
                 batch_size=batch, **dict(case, kv_precision=weight_precision)

@@ -8,6 +8,8 @@ from book.problem_bank import (
     Draw,
     Mistake,
     distinct_mistakes,
+    lands_clear,
+    lecture_ratio,
     money,
     require,
     shown,
@@ -17,7 +19,7 @@ from book.problem_bank.batching._figures import chip_name, figures, size
 from units import Q_
 
 KIND = "multi"
-TITLE = "How many active parameters can a price afford, and at what batch?"
+TITLE = "From what batch does a price's worth of active parameters pay?"
 USES = ("compute_cost_floor", "crossover_batch", "weight_fetch_time", "cost_per_token")
 LECTURE = "32:09"
 
@@ -136,6 +138,11 @@ def draw(rng, presets) -> Draw:
             f"{number(100 * mfu)}% of it.",
         ),
         (answer * 2, "FP8 stores a weight in one byte, not two."),
+        (  # the lecture's round B* ≈ 300 × total/active, at peak (reader 22)
+            Q_(lecture_ratio(presets), "sequence") * (total / active).to("") / (1 + SLACK),
+            f"You used the lecture's round B* ≈ {number(lecture_ratio(presets))} × total/active: "
+            f"this GPU sustains {number(ridge.m / 2, 3)} multiply-adds per byte of weight.",
+        ),
         (
             answer * (1 + SLACK) / SLACK,
             "You added the reads' time to the multiplies': they overlap, so a step takes the "
@@ -145,6 +152,8 @@ def draw(rng, presets) -> Draw:
     # every figure is given: 2% grades the arithmetic, and the balanced batch (10% over) is
     # named outside twice the window
     tolerance = 0.02
+    for value, _ in slips:  # inside the window or twice its width away, never just outside
+        require(lands_clear(value, answer, tolerance), "each slip lands clear")
     mistakes = distinct_mistakes([Mistake(v, w) for v, w in slips], answer, tolerance)
     return Draw(
         text=text,

@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lecture_ratio,
+    money,
+    require,
+)
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
     as_shown,
@@ -135,17 +143,19 @@ def draw(rng, presets) -> Draw:
         if gqa
         else ""
     )
+    # a true estimate (reader 22): the statement withholds the GPU's math; the student brings
+    # the chapter's ≈300 FLOPs per byte to see that attention's few FLOPs per cache byte leave
+    # the reads, not the multiplies, to set the step (checked on the withheld figures)
     text = (
         f"You serve {name} ({money(f['n_total'], 3)} in all, {money(f['n_active'], 3)} active "
         f"per token) in FP8 on one {rack} rack of {money(n)} (each with {money(hbm, 3)} of HBM "
-        f"at {money(bandwidth, 3)} and {money(flops, 3)} dense in FP8), rented at "
-        f"{money(price)}. Every "
-        f"conversation carries {tokens(context)} of context; {cache_words}, and attention "
-        f"costs {money(attention.to('MFLOP/token'), 3)} of context for each new token. You may "
-        "run any "
-        f"batch that fits in the {number(100 * usable.m)}% of HBM the serving engine fills. "
-        "Roughly what is the least a generated token can cost, "
-        f"in USD per million tokens? Any answer within a factor of {FACTOR:g} is accepted."
+        f"at {money(bandwidth, 3)}), rented at {money(price)}. Every conversation carries "
+        f"{tokens(context)} of context; {cache_words}, and attention does about "
+        f"{number(intensity.m, 2)} FLOPs per byte of cache it reads. You may run any batch "
+        "that fits in the "
+        f"{number(100 * usable.m)}% of HBM the serving engine fills. Roughly what is the least "
+        "a generated token can cost, in USD per million tokens? Any answer within a factor of "
+        f"{FACTOR:g} is accepted."
     )
     solution = (
         f"A bigger batch shares the rack's rent over more tokens, so run the largest that fits. "
@@ -158,21 +168,20 @@ def draw(rng, presets) -> Draw:
         f"That batch fills the engine's share of the HBM, so a step reads all of it: "
         f"{number(100 * usable.m)}% of a drain time ({money(hbm, 3)} / {money(bandwidth, 3)} = "
         f"{money(drain, 3)}), {money(memory, 3)}.",
-        f"Its multiplies: a new token costs two FLOPs per active parameter, "
-        f"{money(per_token, 3)}, plus attention over its {tokens(context)} of context "
-        f"{money(per_token_attention, 3)}; at this context attention is most of the math. For "
-        f"{money(batch)} at {money(n)} × {money(flops, 3)} that is {money(compute, 3)}, "
-        f"{number(100 * share, 2)}% of the reads: the reads bind. (Had the math set the step, "
-        f"a token would cost {money(floor, 3)}; with the weights' multiplies alone, "
-        f"{money(weights_floor, 3)}.)",
+        f"Do the reads bind? A new token costs two FLOPs per active parameter, "
+        f"{money(per_token, 3)}, plus attention over its {tokens(context)} of context; "
+        f"attention does about {number(intensity.m, 2)} FLOPs per byte of cache it reads, far "
+        f"under the chapter's ≈{number(lecture_ratio(presets))} a GPU does per byte (this "
+        f"rack's: {money(flops, 3)} dense in FP8, {number(ridge.m, 3)} FLOP/B). So the "
+        f"multiplies take only {number(100 * share, 2)}% of the reads ({money(compute, 3)}): "
+        f"the reads bind. (Had the math set the step, a token would cost {money(floor, 3)}; "
+        f"with the weights' multiplies alone, {money(weights_floor, 3)}.)",
         f"The rack's rent for {money(step, 3)}, shared by {number(batch.m)} tokens: "
         f"**{money(answer, 3)}**, {number((answer / floor).to('').m, 2)} times what the math "
         f"alone would charge. The shortcut: each token pays one GPU's rent for reading its own "
         f"cache once ({size(per_sequence)} at {money(bandwidth, 3)}, {money(read_own, 3)}). "
-        f"Both the reads and attention's math grow with the context, but per token of "
-        f"context attention does {number(intensity.m, 2)} FLOPs for each byte of cache read, "
-        f"under the {number(ridge.m, 3)} FLOP/B the GPU can do per byte it reads: the cache, "
-        "not the math, prices the token.",
+        "Both the reads and attention's math grow with the context, but attention does far "
+        "fewer FLOPs per byte than the GPU can: the cache, not the math, prices the token.",
     )
     slipped = dict(case, kv_precision="bf16")
     slipped_room = (room / (2 * per_sequence)).to("").m
@@ -201,6 +210,21 @@ def draw(rng, presets) -> Draw:
                 "FP8 stores the KV cache in one byte per value, not two.",
             )
         )
+    if gqa:  # the slip the chapter names most: one vector per KV head, twice the batch
+        halved = math.floor((room / (per_sequence / 2)).to("").m)
+        mistakes.append(
+            Mistake(
+                evaluate(
+                    "cost_per_token",
+                    **dict(
+                        case,
+                        kv_bytes_per_token=f["kv_bytes_per_token"] / 2,
+                        batch_size=Q_(halved, "sequence"),
+                    ),
+                ).to("USD/Mtoken"),
+                "You cached one vector per KV head; each caches a key and a value, two vectors.",
+            )
+        )
     # a slip is named only outside twice the window (×FACTOR²) either way
     kept = tuple(m for m in mistakes if not FACTOR**-2 <= (m.value / answer).to("").m <= FACTOR**2)
     require(kept[0] is mistakes[0], "the factor excludes the math-bound cost")
@@ -210,6 +234,6 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=FACTOR,
         mistakes=distinct_mistakes(kept, answer, FACTOR, factor=True),
-        hint="How many conversations' caches fit beside the weights, and how long does a step "
-        "of that batch take to read, and to compute (attention included)?",
+        hint="How many conversations' caches fit beside the weights? At this context, what "
+        "sets how long a step of that batch takes?",
     )
