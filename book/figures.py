@@ -2031,8 +2031,9 @@ def feistel_round(presets: Presets) -> Figure:
     caption = (
         "A Feistel round and its inverse. Both run f forwards on the half that was kept; "
         "neither ever needs f's inverse, so f can be any function at all. A reversible "
-        f"{model.name} would stack {model.layers} such rounds, one per layer, and the backward "
-        "pass would walk them in inverse order."
+        f"{model.name} would stack {model.layers} layers: {model.layers} such rounds in the "
+        f"lecture's form, one per layer, or {model.layers} two-round blocks in the Reformer's; "
+        "the backward pass would walk them in inverse order."
     )
     return _render("feistel_round", draw, alt, caption)
 
@@ -2128,7 +2129,8 @@ def reversible_block(presets: Presets) -> Figure:
         "the result added back; each stream stays in its column instead of being swapped. "
         "Backward, the rounds are undone in reverse order, each by evaluating its function "
         "again and subtracting; neither F nor G is ever inverted. A "
-        f"reversible {model.name} would stack {model.layers} such blocks, keep only the last "
+        f"reversible {model.name} would stack {model.layers} such blocks (one per layer, two "
+        "rounds each), keep only the last "
         "block's output, and rebuild every earlier block's input on the way back."
     )
     return _render("reversible_block", draw, alt, caption)

@@ -210,6 +210,16 @@ def context(presets: Presets) -> dict:
     # the tokens of one sequence's context, and that sequence's cache
     rebuild = infer.q("inference_flops", inference_tokens=context_length * Q_(1, "sequence"))
     kv = ev.q("kv_cache_per_sequence") * Q_(1, "sequence")
+    # the cached step's attention: each new token's queries against the whole cached context
+    # (grouped-query attention, the compute-time equation's a_dec), which the rebuild pays too
+    attention = (
+        Evaluator(presets, HARDWARE, MODEL)
+        .detailed("compute_time", batch_size=TRAIN_BATCH, n_chips=Q_(1, "chip"))
+        .inputs["attention_flops_per_token"]
+        .base
+        * context_length
+        * Q_(1, "sequence")
+    ).to("FLOP")
     state = ev.q("training_state_memory")
     share = state / EXERCISE_ZERO_CHIPS  # one chip's ZeRO share of the training state
     # a tensor-parallel group: the chips of one scale-up domain (an H100 server's eight)
@@ -373,6 +383,9 @@ def context(presets: Presets) -> dict:
         "per_token_flops": said(per_token),
         "rebuild_flops": said(rebuild),
         "rebuild_ratio": said_number(_ratio(rebuild, per_token)),
+        "attention_flops": said(attention),
+        # the saving with the cached step's attention counted and the rebuild's left out: a floor
+        "rebuild_ratio_attention": said_number(_ratio(rebuild, per_token + attention), 2),
         "ex_batch": said(EXERCISE_BATCH),
         "ex_stored": said(x["stored"].to("GB")),
         "ex_plain": said(printed(x["plain"])),
