@@ -2261,7 +2261,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
     def at(y) -> str:
         return spoken(Q_(y[list(depth).index(model.layers)], "GB"))
 
-    held = [at(y) for y in curves.values()]
+    # three figures, as the chapter's table prints them: the arrow's ratio comes from these
+    held = [quantity(Q_(y[list(depth).index(model.layers)], "GB"), 3) for y in curves.values()]
     counted = [at(y) for y in lecture.values()]
     alt = (
         f"Two panels, one above the other, of activation memory for one training sequence of "
@@ -2279,8 +2280,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
         f"Activation memory against depth for one sequence of {context_tokens(context)} at "
         f"{model.name}'s width. Top, the lecture's count in layer inputs: the slopes are its "
         f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers; "
-        f"the square root is the formula's, twice the root of the layer count in inputs, one "
-        f"more than whole segments hold). "
+        f"the square-root curve is the formula, 2\u221an layer inputs for n layers, which counts "
+        f"each segment's first input twice; whole segments hold about one input fewer). "
         f"Bottom, what each scheme holds at its peak, the three that recompute at the same one "
         f"extra forward pass: {held[1]}, {held[2]} and {held[3]} at {model.layers} layers. Every "
         f"one of them also holds one layer's internals ({spoken(Q_(buffer, 'GB'))}) while that "
