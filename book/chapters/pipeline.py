@@ -103,6 +103,13 @@ def context(presets: Presets) -> dict:
         **setup_split(presets),
         **_assumptions(presets, ev),
         "moe_ratio": _moe_ratio(presets),
+        # the schedules' papers, as prose cites them
+        "cite": {
+            "pipedream": "Narayanan et al. 2019, 'PipeDream: Generalized Pipeline Parallelism "
+            "for DNN Training'",
+            "pipedream_flush": "PipeDream-Flush, Narayanan et al. 2021, 'Memory-Efficient "
+            "Pipeline-Parallel DNN Training'",
+        },
         "tex": _tex(),
     }
 
