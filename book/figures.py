@@ -2072,8 +2072,9 @@ def feistel_round(presets: Presets) -> Figure:
     caption = (
         "A Feistel round and its inverse. Both run f forwards on the half that was kept; "
         "neither ever needs f's inverse, so f can be any function at all. A reversible "
-        f"{model.name} would stack {model.layers} such rounds, one per layer, and the backward "
-        "pass would walk them in inverse order."
+        f"{model.name} would stack {model.layers} layers: {model.layers} such rounds in the "
+        f"lecture's form, one per layer, or {model.layers} two-round blocks in the Reformer's; "
+        "the backward pass would walk them in inverse order."
     )
     return _render("feistel_round", draw, alt, caption)
 
@@ -2169,7 +2170,8 @@ def reversible_block(presets: Presets) -> Figure:
         "the result added back; each stream stays in its column instead of being swapped. "
         "Backward, the rounds are undone in reverse order, each by evaluating its function "
         "again and subtracting; neither F nor G is ever inverted. A "
-        f"reversible {model.name} would stack {model.layers} such blocks, keep only the last "
+        f"reversible {model.name} would stack {model.layers} such blocks (one per layer, two "
+        "rounds each), keep only the last "
         "block's output, and rebuild every earlier block's input on the way back."
     )
     return _render("reversible_block", draw, alt, caption)
@@ -2300,7 +2302,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
     def at(y) -> str:
         return spoken(Q_(y[list(depth).index(model.layers)], "GB"))
 
-    held = [at(y) for y in curves.values()]
+    # three figures, as the chapter's table prints them: the arrow's ratio comes from these
+    held = [quantity(Q_(y[list(depth).index(model.layers)], "GB"), 3) for y in curves.values()]
     counted = [at(y) for y in lecture.values()]
     alt = (
         f"Two panels, one above the other, of activation memory for one training sequence of "
@@ -2318,8 +2321,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
         f"Activation memory against depth for one sequence of {context_tokens(context)} at "
         f"{model.name}'s width. Top, the lecture's count in layer inputs: the slopes are its "
         f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers; "
-        f"the square root is the formula's, twice the root of the layer count in inputs, one "
-        f"more than whole segments hold). "
+        f"the square-root curve is the formula, 2\u221an layer inputs for n layers, which counts "
+        f"each segment's first input twice; whole segments hold about one input fewer). "
         f"Bottom, what each scheme holds at its peak, the three that recompute at the same one "
         f"extra forward pass: {held[1]}, {held[2]} and {held[3]} at {model.layers} layers. Every "
         f"one of them also holds one layer's internals ({spoken(Q_(buffer, 'GB'))}) while that "

@@ -34,9 +34,9 @@ def context(presets: Presets) -> dict:
         "model": presets.get("model", MODEL).name,
         "rack": chip_name(presets.get("hardware", RACK)),
         "stages": memory,
-        "weights_first": said(first.to("GB")),
-        "weights_last": said(last.to("GB")),
-        "kv_per_chip": said(kv.to("GB")),
+        "weights_first": said(tenths(first)),
+        "weights_last": said(last.to("GB"), 3),
+        "kv_per_chip": said(tenths(kv)),
         "stage_range": f"{STAGES[0]} to {STAGES[-1]}",
         "last_stages": said(Q_(STAGES[-1], "stage")),
         "micro_batch": ev.text("micro_batch_size"),
@@ -100,8 +100,16 @@ def context(presets: Presets) -> dict:
         **_symbols(presets),
         **_dp_reduce(presets),
         **_inference_idle(presets, setup_step(presets)),
+        **setup_split(presets),
         **_assumptions(presets, ev),
         "moe_ratio": _moe_ratio(presets),
+        # the schedules' papers, as prose cites them
+        "cite": {
+            "pipedream": "Narayanan et al. 2019, 'PipeDream: Generalized Pipeline Parallelism "
+            "for DNN Training'",
+            "pipedream_flush": "PipeDream-Flush, Narayanan et al. 2021, 'Memory-Efficient "
+            "Pipeline-Parallel DNN Training'",
+        },
         "tex": _tex(),
     }
 
@@ -221,19 +229,25 @@ def _mixed_bytes_ratio(presets: Presets, ev: Evaluator):
 
 
 def _capacity(presets: Presets, ev: Evaluator, first, last, kv) -> dict:
-    """How much of pipelining's possible saving two stages already give, and the KV share."""
+    """How much of pipelining's possible saving two stages already give, and the KV share.
+    Weights, KV and totals are printed to a tenth of a GB and each total is the sum of its
+    printed parts, so that a reader adding them gets the printed total (fault 3 of the
+    pr25 reader: "10 GB + 25 GB = 36 GB")."""
     two, _ = memory_split(ev, pipeline_stages=Q_(2, "stage"))
     hbm = presets.get("hardware", RACK).hbm_capacity
+    first_, two_, kv_ = tenths(first), tenths(two), tenths(kv)
+    last_ = Q_(float(number(last.to("GB").m, 3)), "GB")  # as printed, three figures
     return {
-        "weights_two": said(two.to("GB")),
-        "total_first": said((first + kv).to("GB")),
-        "total_two": said((two + kv).to("GB")),
-        "total_last": said((last + kv).to("GB")),
+        "weights_two": said(two_),
+        "total_first": said(tenths(first_ + kv_)),
+        "total_two": said(tenths(two_ + kv_)),
+        "total_last": said(tenths(last_ + kv_)),
         "two_share": percent((first - two) / first, 3),
-        # what two stages save of each chip's whole memory, and what any number could save
-        "two_total_share": percent((first - two) / (first + kv), 2),
-        "max_total_share": percent(first / (first + kv), 2),
-        "kv_share_last": percent(kv / (last + kv), 3),
+        # what two stages save of each chip's whole memory, and what any number could save,
+        # from the printed figures
+        "two_total_share": percent((first_ - two_) / (first_ + kv_), 2),
+        "max_total_share": percent(first_ / (first_ + kv_), 2),
+        "kv_share_last": percent(kv_ / tenths(last_ + kv_), 2),
         # the KV cache alone at the long context, which no stage count lowers
         "long_context": context_tokens(presets.parameter["long_context_length"].value),
         "kv_long": said(
@@ -270,6 +284,32 @@ def setup_step(presets: Presets):
         batch_size=ev.q("micro_batch_size"),
         n_chips=presets.parameter["expert_parallel_chips"].value,
     ).to("ms")
+
+
+def setup_split(presets: Presets) -> dict:
+    """What the setup step's time is made of: the weights-only crossover sets the matrix
+    multiplies' time equal to the weight read, but at the default context the step also reads
+    the KV cache and computes attention, so it is memory-bound beyond the crossover's count."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    kw = {
+        "batch_size": ev.q("micro_batch_size"),
+        "n_chips": presets.parameter["expert_parallel_chips"].value,
+    }
+    compute = ev.q("compute_time", **kw).to("ms")
+    matmuls = ev.q("compute_time", attention_flops_per_token=Q_(0, "FLOP/token"), **kw).to("ms")
+    weights = ev.q("weight_fetch_time", **kw).to("ms")
+    kv = ev.q("kv_fetch_time", **kw).to("ms")
+    return {
+        "split": {
+            "weights": said(weights, 2),
+            "kv": said(kv, 2),
+            "matmuls": said(matmuls, 2),
+            "attention": said(compute - matmuls, 2),
+            "compute": said(compute, 2),
+            "memory_bound": bool(weights + kv > compute),
+            "over_compute": said_number(((weights + kv) / compute).to("").m, 2),
+        }
+    }
 
 
 def _hops(presets: Presets, lecture: Evaluator, step) -> dict:
@@ -360,7 +400,7 @@ def _exercises(presets: Presets, ev: Evaluator, kv, step) -> dict:
     big = _too_big(presets, "b200")["big"]
     return {
         "ex": {
-            "kv_fast": said(kv_fast.to("GB")),
+            "kv_fast": said(tenths(kv_fast)),
             "micro_fast": ev.text("micro_batch_size", mem_bandwidth=2 * bw),
             "fetch_fast": said(ev.q("domain_weight_fetch_time", mem_bandwidth=2 * bw).to("ms")),
             "fetch": ev.text("domain_weight_fetch_time"),
@@ -496,17 +536,25 @@ def memory_split(ev: Evaluator, **overrides) -> tuple:
     return weights, kv
 
 
+def tenths(q, unit: str = "GB"):
+    """``q`` in ``unit`` rounded to a tenth, as the page prints it: a printed sum is then the
+    sum of its printed parts.
+
+    >>> tenths(Q_(10.48, "GB")), tenths(Q_(25_490, "MB"))
+    (<Quantity(10.5, 'gigabyte')>, <Quantity(25.5, 'gigabyte')>)
+    """
+    return Q_(round(q.to(unit).m, 1), unit)
+
+
 def _stages_table(ev: Evaluator) -> dict:
     rows = []
     for p in STAGES:
         weights, kv = memory_split(ev, pipeline_stages=Q_(p, "stage"))
-        rows.append(
-            {
-                "stages": str(p),
-                # two figures, as the prose beside the table says them
-                "cells": [number(x.to("GB").m, 2) for x in (weights, kv, weights + kv)],
-            }
-        )
+        # weights to three figures (0.655 GB at 16 stages), the KV cache to a tenth of a GB as
+        # the prose says it, and the total the sum of the two as printed, so each row adds up
+        w = float(number(weights.to("GB").m, 3))
+        k = tenths(kv).m
+        rows.append({"stages": str(p), "cells": [number(w, 3), number(k), number(w + k, 3)]})
     return {"headers": [header(n, "GB") for n in ("weights", "KV cache", "total")], "rows": rows}
 
 
@@ -708,15 +756,18 @@ def _dp_reduce(presets: Presets) -> dict:
 
     Each GPU holds 1/(P D) of the replica's N parameters and reduces their BF16 gradients over its
     own network port: a ring all-reduce sends about twice the gradient's b_g N / (P D) bytes, at
-    W. The step's compute on the GPU is 6 N t for t tokens per GPU (forward and backward), at C.
-    Compute hides the reduce when t >= 2 b_g C / (6 W P D): P stages divide it by P. What is
-    fixed is the replica's tokens per step, P D t = 2 b_g C / (6 W), whatever P.
+    W. Gradients exist only once the backward pass makes them, so the compute a reduce can hide
+    behind is the backward pass, 4 N t for t tokens per GPU (twice the forward), at C, not the
+    step's 6 N t. Compute hides the reduce at best when t >= 2 b_g C / (4 W P D): P stages
+    divide it by P. What is fixed is the replica's tokens per step, P D t = 2 b_g C / (4 W),
+    whatever P. A floor: in a pipeline a stage's reduce can start only after the last
+    micro-batch's backward pass, and overlaps only what is left of the step (the drain).
     """
     from derivations.notation import flops_per_param_token
 
     hw = presets.get("hardware", DP_CHIP)
     grad = presets.parameter["train_grad_bytes"].value
-    train = 3 * flops_per_param_token.value  # forward and backward: 6 FLOP per parameter-token
+    train = 2 * flops_per_param_token.value  # the backward pass: 4 FLOP per parameter-token
     domain = hw.scale_up_domain.to("chip").m
     per_replica = (
         2 * grad * hw.dense_flops_bf16 / (train * hw.scale_out_bandwidth_per_direction)
@@ -886,6 +937,9 @@ def _deepseek_layout(presets: Presets) -> dict:
             "nodes": said_number((experts / hw.scale_up_domain).to("").m),
             "node": said(hw.scale_up_domain),
             "replicas": said_number(replicas),
+            # attention and dense weights are replicated on every expert-parallel rank of a
+            # stage, so their data parallelism is the chips over the stages
+            "dense_dp": said_number((chips / stages.m).to("chip").m),
             "state": said(state, 3),
             "state_nodes": said_number((state / node).to("").m, 2),
             # ZeRO-3 over the whole cluster: the state divided over every GPU

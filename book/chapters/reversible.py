@@ -180,6 +180,18 @@ def _ratio(a, b) -> float:
     return (a / b).to("").magnitude
 
 
+def printed(q, unit: str = "GB"):
+    """``q`` in ``unit`` at three significant figures, as a figure set beside another is
+    printed, so that a ratio taken from the printed figures gives the printed ratio.
+
+    >>> printed(Q_(10.67, "GB")), printed(Q_(2986, "MB"))
+    (<Quantity(10.7, 'gigabyte')>, <Quantity(2.99, 'gigabyte')>)
+    """
+    from book.format import number
+
+    return Q_(float(number(q.to(unit).m, 3).replace(",", "")), unit)
+
+
 def context(presets: Presets) -> dict:
     model = presets.get("model", MODEL)
     hbm = presets.get("hardware", HARDWARE).hbm_capacity
@@ -198,6 +210,16 @@ def context(presets: Presets) -> dict:
     # the tokens of one sequence's context, and that sequence's cache
     rebuild = infer.q("inference_flops", inference_tokens=context_length * Q_(1, "sequence"))
     kv = ev.q("kv_cache_per_sequence") * Q_(1, "sequence")
+    # the cached step's attention: each new token's queries against the whole cached context
+    # (grouped-query attention, the compute-time equation's a_dec), which the rebuild pays too
+    attention = (
+        Evaluator(presets, HARDWARE, MODEL)
+        .detailed("compute_time", batch_size=TRAIN_BATCH, n_chips=Q_(1, "chip"))
+        .inputs["attention_flops_per_token"]
+        .base
+        * context_length
+        * Q_(1, "sequence")
+    ).to("FLOP")
     state = ev.q("training_state_memory")
     share = state / EXERCISE_ZERO_CHIPS  # one chip's ZeRO share of the training state
     # a tensor-parallel group: the chips of one scale-up domain (an H100 server's eight)
@@ -278,7 +300,7 @@ def context(presets: Presets) -> dict:
         "ex_verdicts": [
             {
                 "name": name,
-                "held": said(q.to("GB")),
+                "held": said(printed(q)),
                 "total": said((q + share + buffers).to("GB")),
                 "total_high": said((q + share + buffers_high).to("GB")),
                 "verdict": fits(q),
@@ -340,7 +362,10 @@ def context(presets: Presets) -> dict:
         # the strategies compared with every activation a backward pass needs counted: a layer's
         # internals are held while it runs backwards (once, in every scheme that recomputes)
         "strategies": _strategies(m, plain_flops, per_token, model.params_active * one),
-        "equal_lead": said_number(_ratio(m["ckpt_full"], m["rev_two"] + m["buffer"]), 2),
+        # the lead at equal compute, from the two figures as printed (10.7 GB against 2.99 GB)
+        "equal_lead": said_number(
+            _ratio(printed(m["ckpt_full"]), printed(m["rev_two"] + m["buffer"])), 2
+        ),
         "per_layer_lead": said_number(_ratio(m["rerun"], m["rev_two"] + m["buffer"]), 2),
         "hbm": said(hbm.to("GB")),
         "hardware": chip_name(presets.get("hardware", HARDWARE)),
@@ -358,16 +383,19 @@ def context(presets: Presets) -> dict:
         "per_token_flops": said(per_token),
         "rebuild_flops": said(rebuild),
         "rebuild_ratio": said_number(_ratio(rebuild, per_token)),
+        "attention_flops": said(attention),
+        # the saving with the cached step's attention counted and the rebuild's left out: a floor
+        "rebuild_ratio_attention": said_number(_ratio(rebuild, per_token + attention), 2),
         "ex_batch": said(EXERCISE_BATCH),
         "ex_stored": said(x["stored"].to("GB")),
-        "ex_plain": said(x["plain"].to("GB")),
+        "ex_plain": said(printed(x["plain"])),
         "ex_ckpt": said(x["ckpt"].to("GB")),
         "ex_rev": said(x["rev_two"].to("MB")),
         "ex_buffer": said(x["buffer"].to("GB")),
         "ex_stored_over_hbm": said_number(_ratio(x["stored"], hbm), 3),
         "ex_plain_over_hbm": said_number(_ratio(x["plain"], hbm), 3),
         "ex_ckpt_over_rev": said_number(_ratio(x["ckpt"], x["rev"]), 3),
-        "ex_ckpt_full": said(x["ckpt_full"].to("GB")),
+        "ex_ckpt_full": said(printed(x["ckpt_full"])),
         "ex_rev_total": said((x["rev_two"] + x["buffer"]).to("GB")),
         # the same sum and its two parts to three figures, so that the parts visibly add up
         "ex_rev_total3": said((x["rev_two"] + x["buffer"]).to("GB"), 3),
@@ -375,8 +403,8 @@ def context(presets: Presets) -> dict:
         "ex_buffer3": said(x["buffer"].to("GB"), 3),
         "ex_plain_total": said((x["rerun"]).to("GB")),
         "ex_equal_lead": said_number(_ratio(x["ckpt_full"], x["rev_two"] + x["buffer"]), 2),
-        "ckpt_full": said(m["ckpt_full"].to("GB")),
-        "rev_total": said((m["rev_two"] + m["buffer"]).to("GB")),
+        "ckpt_full": said(printed(m["ckpt_full"])),
+        "rev_total": said(printed(m["rev_two"] + m["buffer"])),
         "ckpt_full_minus_rev": said((m["ckpt_full"] - m["rev_two"] - m["buffer"]).to("GB")),
         # the best whole segment count's two halves: its checkpoints and its largest segment
         "ckpt_full_inputs": said((m["segments_full"] * m["rev"]).to("GB")),
@@ -388,9 +416,63 @@ def context(presets: Presets) -> dict:
         "stored_tp": said((m["stored"] / tp).to("GB")),
         "ckpt_full_tp": said((m["ckpt_full"] / tp).to("GB")),
         "saving_tp": said(((m["ckpt_full"] - m["rev_two"] - m["buffer"]) / tp).to("GB")),
+        "ckpt_tex": checkpoint_tex(),
         "pope_post": "[Reiner Pope's post on neural nets and ciphers]"
         "(https://reiner.org/neural-net-ciphers)",
         "ex_stored_over_state": said_number(_ratio(x["stored"], share), 2),
+    }
+
+
+def checkpoint_tex() -> dict:
+    """The checkpointing derivation as the chapter writes it: the catalogue's CAS-checked steps,
+    with the whole network's memory named M and one checkpoint (one layer's input) m_in, where
+    the catalogue writes M_act and M_act^rev (the reversible network's output, of the same
+    size). Renaming a symbol keeps each step true; the last line is written as a person writes
+    it, 2 sqrt(M m_in), and checked equal to the catalogue's right side.
+
+    >>> tex = checkpoint_tex()
+    >>> print(tex["result"])
+    M_{\\mathrm{act}}^{\\mathrm{ckpt}} = 2 \\sqrt{M\\, m_{\\mathrm{in}}}
+    """
+    import sympy as sp
+
+    import derivations
+    from derivations.notation import (
+        activation_memory,
+        checkpoint_activation_memory,
+        checkpoint_segments,
+        n_layers,
+        revnet_activation_memory,
+    )
+
+    whole = sp.Symbol("M", positive=True)
+    one = sp.Symbol(r"m_{\mathrm{in}}", positive=True)
+    rename = {activation_memory.sym: whole, revnet_activation_memory.sym: one}
+    eq = derivations.get("checkpoint_activation_memory")
+    k = checkpoint_segments.sym
+    relations = {}
+    for st in eq.derivation.steps:
+        relations.setdefault(st.kind, st.relation.subs(rename))
+    M, m, K, n = (derivations.to_latex(x) for x in (whole, one, k, n_layers.sym))
+    lhs = derivations.to_latex(checkpoint_activation_memory.sym)
+    # each line as a person writes it, beside the checked step it must equal
+    written = {
+        "given": (f"{lhs} = {K}\\, {m} + \\frac{{{M}}}{{{K}}}", k * one + whole / k, "given"),
+        "stationary": (f"{m} - \\frac{{{M}}}{{{K}^2}} = 0", one - whole / k**2, "stationary"),
+        "solve": (f"{K} = \\sqrt{{\\frac{{{M}}}{{{m}}}}}", sp.sqrt(whole / one), "solve"),
+        "result": (f"{lhs} = 2 \\sqrt{{{M}\\, {m}}}", 2 * sp.sqrt(whole * one), None),
+    }
+    for name, (_, expr, kind) in written.items():
+        checked = relations[kind].rhs if kind else eq.rhs.subs(rename)
+        if kind == "stationary":
+            checked = relations[kind].lhs
+        assert sp.simplify(expr - checked) == 0, f"{name}: {expr} is not {checked}"
+    layers = [st.relation for st in eq.derivation.steps if st.kind == "substitute"][0]
+    return {
+        **{name: tex for name, (tex, _, _) in written.items()},
+        "layers": derivations.to_latex(layers.subs(rename)),
+        "whole": M,
+        "one": m,
     }
 
 
@@ -425,5 +507,5 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
         ),
     )
     return [
-        {"name": name, "flops": flops(extra), "memory": said(q.to("GB"))} for name, extra, q in rows
+        {"name": name, "flops": flops(extra), "memory": said(printed(q))} for name, extra, q in rows
     ]

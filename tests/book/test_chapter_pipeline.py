@@ -311,15 +311,50 @@ def test_the_hops_leave_a_gap_in_decoding_unless_more_micro_batches_fly(ctx):
 def test_pipelining_divides_the_data_parallel_reduce_per_gpu(ctx):
     # reader report 17, P1: an H100 (989.4 TFLOP/s dense BF16, 50 GB/s network port per
     # direction) reduces its 1/8 of a node's BF16 gradients (2 bytes a parameter) in a ring,
-    # about twice the bytes, against 6 FLOP per parameter per token: t = 2 x 2 x 989.4e12 /
-    # (6 x 50e9) / 8 = 1,649 tokens per GPU for a one-node replica, 206 over 8 stages
-    one = 2 * 2 * 989.4e12 / (6 * 50e9) / 8
-    assert ctx["dp"]["tokens_one"] == f"{round(one, -1):,.0f}" == "1,650"
-    assert ctx["dp"]["tokens_pp"] == f"{one / 8:.0f}" == "206"
-    # reader-mpr21 fault 2: the invariant is per replica, 2 x 2 x 989.4e12 / (6 x 50e9) = 13,192
+    # about twice the bytes. Gradients exist only in the backward pass, 4 FLOP per parameter per
+    # token (reader-pr25 fault 1; the scaling book's 2,475 per GPU): t = 2 x 2 x 989.4e12 /
+    # (4 x 50e9) / 8 = 2,474 tokens per GPU for a one-node replica, 309 over 8 stages
+    one = 2 * 2 * 989.4e12 / (4 * 50e9) / 8
+    assert ctx["dp"]["tokens_one"] == f"{round(one, -1):,.0f}" == "2,470"
+    assert ctx["dp"]["tokens_pp"] == f"{one / 8:.0f}" == "309"
+    # reader-mpr21 fault 2: the invariant is per replica, 2 x 2 x 989.4e12 / (4 x 50e9) = 19,788
     # tokens per step whatever the stages; 8 GPUs in a one-node replica, 64 over 8 stages
-    assert ctx["dp"]["tokens_replica"] == f"{round(8 * one, -2):,.0f}" == "13,200"
+    assert ctx["dp"]["tokens_replica"] == f"{round(8 * one, -2):,.0f}" == "19,800"
     assert (ctx["dp"]["gpus_one"], ctx["dp"]["gpus_pp"]) == ("8", "64")
+
+
+def test_the_setup_step_splits_into_weight_read_kv_read_and_compute(ctx):
+    # reader-pr25 fault 2, by hand: 5,667 sequences on 64 GB200 chips (5 PFLOP/s FP8, 8 TB/s).
+    # Matmuls 2 x 37e9 x 5,667 / (64 x 5e15) = 1.31 ms, equal to the weight read 671e9 / (64 x
+    # 8e12) = 1.31 ms (the weights-only crossover); the KV read 5,667 x 8,192 x 576 x 61 /
+    # (64 x 8e12) = 3.19 ms; MLA attention 2 x 128 x (2 x 512 + 64) x 61 = 17.0 MFLOP per
+    # context token, x 8,192 x 5,667 / (64 x 5e15) = 2.47 ms: compute 3.78 ms < 4.50 ms of reads
+    batch = 5000 / 8 / 2 * 671 / 37
+    matmuls = 2 * 37e9 * batch / (64 * 5e15)
+    kv = batch * 8192 * 576 * 61 / (64 * 8e12)
+    attention = 2 * 128 * (2 * 512 + 64) * 61 * 8192 * batch / (64 * 5e15)
+    split = ctx["split"]
+    assert split["matmuls"] == split["weights"] == f"{matmuls * 1e3:.2g} ms" == "1.3 ms"
+    assert split["kv"] == f"{kv * 1e3:.2g} ms" == "3.2 ms"
+    assert split["attention"] == f"{attention * 1e3:.2g} ms" == "2.5 ms"
+    assert split["compute"] == f"{(matmuls + attention) * 1e3:.2g} ms" == "3.8 ms"
+    assert split["memory_bound"]
+    assert split["over_compute"] == f"{(671e9 / (64 * 8e12) + kv) / (matmuls + attention):.2g}"
+
+
+def test_the_memory_figures_add_up_as_printed(ctx):
+    # reader-pr25 fault 3: "10 GB + 25 GB = 36 GB" no longer; every row of the stages table,
+    # and each sum in the prose, is the sum of its printed parts
+    for row in ctx["stages"]["rows"]:
+        weights, kv, total = (float(c) for c in row["cells"])
+        assert weights + kv == pytest.approx(total, abs=0.051), row
+    gb = {k: float(ctx[k].said.split()[0]) for k in ("weights_first", "kv_per_chip", "total_first")}
+    assert gb["weights_first"] + gb["kv_per_chip"] == pytest.approx(gb["total_first"], abs=1e-9)
+    two = float(ctx["weights_two"].said.split()[0])
+    assert two + gb["kv_per_chip"] == pytest.approx(float(ctx["total_two"].split()[0]), abs=1e-9)
+    # by hand: DeepSeek-V3's 671 GB over 64 chips = 10.48 GB; KV 5,667 x 8,192 x 576 x 61 / 64
+    assert gb["weights_first"] == 10.5
+    assert gb["kv_per_chip"] == round(5000 / 8 / 2 * 671 / 37 * 8192 * 576 * 61 / 64 / 1e9, 1)
 
 
 def test_the_training_memory_counts_recomputation_as_the_reversible_chapter_does(ctx):
@@ -331,4 +366,6 @@ def test_the_training_memory_counts_recomputation_as_the_reversible_chapter_does
     assert ctx["training"]["rerun"].exact == f"{rerun / 1e9:.4g} GB" == "13.32 GB"
     assert ctx["training"]["rerun"].said == "13 GB"
     same = reversible.context(load())["strategies"][1]["memory"]
-    assert same.exact == ctx["training"]["rerun"].exact
+    # the reversible chapter's table prints three figures (reader-pr25 fault 3), this chapter's
+    # four: the same figure
+    assert same.exact == f"{rerun / 1e9:.3g} GB"

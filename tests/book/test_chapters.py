@@ -336,8 +336,19 @@ def test_reversible_lead_at_equal_compute_by_hand():
     assert ctx["per_layer_lead"] == f"{(80 * 2 + 38.5) / 44.5:.2g}"
     # the half-width RevNet variant keeps one d-wide output: 159 / 42.5 = 3.7x
     assert ctx["equal_lead_half"] == f"{(39 * 2 + 2 * 40.5) / 42.5:.2g}" == "3.7"
-    # 8,192 tokens x 8,192 x (2 x 2 + 40.5) bytes = 2.99 GB
-    assert ctx["rev_total"].exact == f"{8192 * 8192 * 44.5 / 1e9:.4g} GB"
+    # 8,192 tokens x 8,192 x (2 x 2 + 40.5) bytes = 2.99 GB, and 8,192 x 8,192 x 159 = 10.7 GB,
+    # printed to three figures so that the printed pair gives the printed lead (reader-pr25
+    # fault 3: "3 GB against 11 GB" beside 3.6x)
+    assert ctx["rev_total"].exact == f"{8192 * 8192 * 44.5 / 1e9:.3g} GB" == "2.99 GB"
+    assert ctx["ckpt_full"].exact == f"{8192 * 8192 * 159 / 1e9:.3g} GB" == "10.7 GB"
+    printed = float(ctx["ckpt_full"].split()[0]) / float(ctx["rev_total"].split()[0])
+    assert f"{printed:.2g}" == ctx["equal_lead"]
+    assert [r["memory"].said for r in ctx["strategies"]][1:] == [
+        "13.3 GB",
+        "10.7 GB",
+        "4.87 GB",
+        "2.99 GB",
+    ]
     flops = [r["flops"] for r in ctx["strategies"]]
     assert flops == ["6", "8", "8", "10", "8"]  # 6ND; one extra forward pass (2ND); two
 

@@ -155,10 +155,24 @@ def test_the_example_s_internals_are_derived_before_they_are_used():
 
     text = (site.TEMPLATES / "chapters" / "reversible.md.j2").read_text(encoding="utf-8")
     derived = text.index("{{ act_factor_bare }} × {{ context }} ×")
-    for use in ("{{ stored }}) in place of", "{{ segments_full }} segments of"):
+    for use in ("({{ stored }}) for ${{ ckpt_tex.whole }}$", "{{ segments_full }} segments of"):
         assert derived < text.index(use)
     # 40.5 B * 8,192 tokens * 8,192 values = 2,717,908,992 B
     assert reversible.context(load())["buffer"].exact == "2.718 GB"
+
+
+def test_the_checkpoint_has_its_own_symbol_and_the_table_comes_first():
+    # reader-pr25 fault 5: one checkpoint is m_in, not the reversible network's M_act^rev; the
+    # display reads 2 sqrt(M m_in) as a person writes it; the strategy table opens the section
+    from book import site
+
+    tex = reversible.checkpoint_tex()
+    assert tex["result"].endswith(r"2 \sqrt{M\, m_{\mathrm{in}}}")
+    assert r"\mathrm{rev}" not in "".join(tex.values())
+    text = (site.TEMPLATES / "chapters" / "reversible.md.j2").read_text(encoding="utf-8")
+    section = text.index("## What each strategy stores")
+    table = text.index("{% for r in strategies -%}", section)
+    assert table < text.index("{{ ckpt_tex.given }}") < text.index("{{ ckpt_tex.result }}")
 
 
 def test_ratios_read_as_people_say_them(ctx):
