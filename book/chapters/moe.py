@@ -327,7 +327,6 @@ def crossover_factors(presets: Presets) -> str:
 def _tex() -> dict:
     """Inline math the prose uses, printed by sympy: the one-rack all-to-all time (the
     alltoall_time equation before the multi-rack slowdown) and the crossover batch."""
-    import derivations
     from book.chapters.batching import crossover_product_latex
     from derivations.core import readable, to_display_latex
     from derivations.moe import T_ONE
