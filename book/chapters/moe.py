@@ -451,6 +451,7 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "headers": ["short context", context_tokens(default), "hides from a context of"],
         "bytes_two_short": said_number(bytes_only[names[1]], 2),
         "bytes_once_short": said_number(bytes_only[names[2]], 2),
+        "bytes_two_short_hw": said_number(bytes_only[names[3]], 2),
         "bytes_once_hides": bool(bytes_only[names[2]] < 1),
         "one_short": said_number(at_short[names[0]], 2),
         "one_hides_from": _tokens(hides_from[names[0]]) if hides_from[names[0]] else "",
