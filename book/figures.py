@@ -1771,12 +1771,14 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.2)
+        # the two one-rack labels end close together: nudge them apart
+        nudge = {"one": -5, "one_latency": 6}
         for key, colour, style, label in series:
             ax.plot(batches, data[key], linestyle=style, color=colour, linewidth=1.8)
             ax.annotate(
                 label,
                 (batches[-1], data[key][-1]),
-                xytext=(6, 0),
+                xytext=(6, nudge.get(key, 0)),
                 textcoords="offset points",
                 va="center",
                 fontsize=10,
@@ -1788,7 +1790,7 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         ax.annotate(
             "hides below 1",
             (crossover, 1),
-            xytext=(4, 5),
+            xytext=(24, 16),
             textcoords="offset points",
             fontsize=10,
             fontweight="bold",
@@ -1831,9 +1833,9 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         "racks with a copy per expert), at "
         f"short context on {spoken(presets.parameter['expert_parallel_chips'].value)}. Below the "
         "crossover (dotted) the layer waits on "
-        "its weight read, which does not shrink with the batch while the all-to-all does, so "
-        "every line falls as the batch shrinks; above it, both grow together and the ratio is "
-        "flat. "
+        "its weight read, which does not shrink with the batch while the all-to-all's bytes do, "
+        "so every solid or dashed line falls as the batch shrinks; above it, both grow together "
+        "and the ratio is flat. "
         "Below the crossover a ratio under one does not mean the links hide: with one "
         "micro-batch the all-to-all adds to the weight read, and hiding it takes a second "
         "micro-batch that reads the weights again. The layer takes whichever is less, so at "
