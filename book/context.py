@@ -78,6 +78,12 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "source_note": eq.source.note,
         "assumptions": list(eq.assumptions),
         "inputs": [symbol_context(s, presets, page) for s in eq.inputs],
+        # the inputs the displayed form shows (not its unit constants): a "where" line's symbols
+        "shown": [
+            symbol_context(s, presets, page)
+            for s in eq.inputs
+            if s.sym in eq.display_expr.free_symbols
+        ],
         "steps": steps,
         "uses": [equation_link(e, page) for e in eq.uses],
         "evaluable": eq.evaluable,

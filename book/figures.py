@@ -1771,12 +1771,14 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
         return f"only {hide[0]} hides" if len(hide) == 1 else f"{_and(hide)} hide"
 
     caption = (
-        f"The all-to-all of one MoE layer of {model} over the layer's compute, at the crossover "
+        f"The all-to-all's bytes, over the links at peak, of one MoE layer of {model} over the "
+        "layer's compute (without the two collectives' fixed latency, which the chapter's "
+        "verdict table adds), at the crossover "
         f"batch on {spoken_number(data['chips'].to('chip').m)} NVL72 chips split across 1 to "
         f"{racks[-1]} racks (log "
         "axis; below the line at one the all-to-all hides). Solid lines send a copy per expert, "
-        "as the lecture counts; dashed lines send once per rack. Left, short context: one rack "
-        f"hides ({say(ratio('two', 1, layer))}); over two racks, {at_two(layer)}. Right, a "
+        "as the lecture counts; dashed lines send once per rack. Left, short context: one rack's "
+        f"bytes hide ({say(ratio('two', 1, layer))}); over two racks, {at_two(layer)}. Right, a "
         f"context of {context}: attention makes the layer compute "
         f"{spoken_number(ctx_layer / layer, 2)} times longer and every line drops by that "
         f"factor; over two racks, {at_two(ctx_layer)}."
@@ -1803,18 +1805,21 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
     hw_chip = chip_name(presets.get("hardware", moe.RACK)).removesuffix(" NVL72")
     series = (
         ("one", PALETTE[2], "-", "one rack"),
+        ("one_latency", PALETTE[2], ":", "one rack, with latency"),
         ("two", PALETTE[0], "-", f"two racks, {two_chip} {penalty_two}×"),
         ("hardware", PALETTE[1], "--", f"two racks, {hw_chip} {penalty_hw}×"),
     )
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.2)
+        # the two one-rack labels end close together: nudge them apart
+        nudge = {"one": -5, "one_latency": 6}
         for key, colour, style, label in series:
             ax.plot(batches, data[key], linestyle=style, color=colour, linewidth=1.8)
             ax.annotate(
                 label,
                 (batches[-1], data[key][-1]),
-                xytext=(6, 0),
+                xytext=(6, nudge.get(key, 0)),
                 textcoords="offset points",
                 va="center",
                 fontsize=10,
@@ -1826,7 +1831,7 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         ax.annotate(
             "hides below 1",
             (crossover, 1),
-            xytext=(4, 5),
+            xytext=(24, 16),
             textcoords="offset points",
             fontsize=10,
             fontweight="bold",
@@ -1860,21 +1865,26 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         f"{spoken(Q_(crossover, 'sequence'))}, and is flat beyond it. Below the crossover a "
         "ratio under one does not mean the links hide: that takes a second micro-batch and a "
         f"second weight read, so at {below['batch']} two racks are still {below['slower']} and "
-        f"{below['slower_hw']} times slower than one."
+        f"{below['slower_hw']} times slower than one. A dotted line adds one rack's two "
+        "collectives' fixed latency: it falls with the batch above the crossover and comes "
+        f"under one only at about {data['latency_hides']}."
     )
     caption = (
         f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch (two "
         "racks with a copy per expert), at "
         f"short context on {spoken(presets.parameter['expert_parallel_chips'].value)}. Below the "
         "crossover (dotted) the layer waits on "
-        "its weight read, which does not shrink with the batch while the all-to-all does, so "
-        "every line falls as the batch shrinks; above it, both grow together and the ratio is "
-        "flat. "
+        "its weight read, which does not shrink with the batch while the all-to-all's bytes do, "
+        "so every solid or dashed line falls as the batch shrinks; above it, both grow together "
+        "and the ratio is flat. "
         "Below the crossover a ratio under one does not mean the links hide: with one "
         "micro-batch the all-to-all adds to the weight read, and hiding it takes a second "
         "micro-batch that reads the weights again. The layer takes whichever is less, so at "
         f"{below['batch']} two racks make it {below['slower']}× slower than one rack on "
-        f"{two_chip} chips and {below['slower_hw']}× on {hw_chip} chips."
+        f"{two_chip} chips and {below['slower_hw']}× on {hw_chip} chips. The dotted line adds "
+        "the fixed latency of one rack's two collectives (dispatch and combine, at NVLink's "
+        "measured floor): the latency does not grow with the batch, so that line falls above "
+        f"the crossover and comes under one only at about {data['latency_hides']}."
     )
     return _render("alltoall_vs_batch", draw, alt, caption)
 

@@ -97,7 +97,27 @@ def context(presets: Presets) -> dict:
         "matmul": _matmul(presets),
         "speed": _speed(presets),
         "exercise": _exercises(presets),
+        "crossover_product": crossover_product_latex(),
     }
+
+
+def crossover_product_latex() -> str:
+    r"""The crossover batch as the prose reads it (reader bm25, fault 4): the chip's multiplies
+    per byte of weight (the dense crossover) times the model's sparsity, each factor from its
+    equation's symbols; the same equation as crossover_batch, regrouped.
+
+    >>> crossover_product_latex().count("\\frac"), "\\times" in crossover_product_latex()
+    (2, True)
+    """
+    import sympy as sp
+
+    from derivations.notation import n_active, n_total
+
+    eq, dense = derivations.get("crossover_batch"), derivations.get("dense_crossover_batch")
+    # the regrouping is the same equation: the crossover is the dense one times the sparsity
+    assert sp.simplify(eq.rhs - dense.rhs * n_total.sym / n_active.sym) == 0
+    per_byte = dense.display_latex().split(" = ", 1)[1]
+    return f"{eq.lhs.latex} = {per_byte} \\times \\frac{{{n_total.latex}}}{{{n_active.latex}}}"
 
 
 def _example(presets: Presets, hardware: str, model: str, precision: str) -> dict:
@@ -363,6 +383,25 @@ def _context_balance(ev: Evaluator, batch: int, n_chips) -> float | None:
     return (c[0] - dc * 1024 - (k[0] - dk * 1024)) / (dk - dc)
 
 
+def _latent_attention(ev: Evaluator, batch: int, n_chips) -> dict:
+    """How far latent attention's compute keeps pace with its cache reads (reader bm25, fault
+    6): both grow linearly with the context, so their slopes' ratio is attention's share of the
+    pace; the weights' compute makes up the rest only up to the balance context, past which the
+    step never turns compute-bound."""
+    kw = dict(batch_size=batch, n_chips=n_chips)
+    lengths = [Q_(x, "token/sequence") for x in (1024, 2048)]
+    c = [ev.q("compute_time", context_length=x, **kw) for x in lengths]
+    k = [ev.q("kv_fetch_time", context_length=x, **kw) for x in lengths]
+    pace = _ratio(c[1] - c[0], k[1] - k[0])
+    balance = _context_balance(ev, batch, n_chips)
+    length = ev.detailed("compute_time", **kw).inputs["context_length"].value
+    return {
+        "pace": said_number(pace, 2),
+        "balance": context_tokens(Q_(balance, "token/sequence"), 2) if balance else "",
+        "default_below": bool(balance is not None and length.to("token/sequence").m < balance),
+    }
+
+
 def _dense_never_turn(presets: Presets, same_b: dict) -> dict:
     """The dense Llamas' crossover is the weights' alone (reader blo21, fault 2): at the default
     context their KV reads outrun compute at any batch. Each model's balance context (KV fetch
@@ -459,6 +498,7 @@ def _argument(presets: Presets) -> dict:
         "b_star_round": said_number(b_star, 2),  # 5,668 -> "5,700"
         "turn": said_number(practice) if turn is not None else "",  # whole, as the rule runs it
         "turn_over_star": said_number(turn / b_star, 2) if turn is not None else "",
+        "latent": _latent_attention(ev, batch, n),
         "pay": _pay_more(presets),
         "doubled": _doubled_bandwidth(ev, presets.get("hardware", hw).hbm_bandwidth),
         "cost_1": said(cost[1]),

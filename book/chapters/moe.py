@@ -7,7 +7,10 @@ what a scale-up domain can hold.
 ('4 experts per chip', '4')
 """
 
-from book.context import Evaluator, cell_in, header
+import math
+
+import derivations
+from book.context import Evaluator, cell_in, equation_context, header
 from book.format import (
     chip_name,
     context_tokens,
@@ -215,6 +218,8 @@ def context(presets: Presets) -> dict:
         "sparsity": said_number((model.params_total / model.params_active).to("").m),
         "crossover_factors": crossover_factors(presets),
         "tex": _tex(),
+        # the batching chapter's equation the worked example displays, for its "where" line
+        "crossover_eq": equation_context(derivations.get("crossover_batch"), presets),
         "price": said(presets.get("rental", "lecture_gpu").price),
         "price_source": presets.get("rental", "lecture_gpu").name,
         "flops_per_param": said(flops_per_param_token.value),
@@ -294,6 +299,8 @@ def context(presets: Presets) -> dict:
         "once": _once_per_rack(presets, one, ratio_one, ratio_one_ctx, penalty_hw),
         "links": (links := _link_efficiency(presets, ratio_one, penalty_hw)),
         "edge": _edge(presets, ratio_one, links["eta"], one, layer, layer_ctx),
+        "lat": _collective_latency(presets, one, layer),
+        "turn": _turn_here(presets),
         "verdict": _verdict(presets, one, ratio_one, penalty_hw),
         "below": _below_crossover(presets, penalty_hw),
         "spread": _data_parallel_attention(presets),
@@ -320,7 +327,7 @@ def crossover_factors(presets: Presets) -> str:
 def _tex() -> dict:
     """Inline math the prose uses, printed by sympy: the one-rack all-to-all time (the
     alltoall_time equation before the multi-rack slowdown) and the crossover batch."""
-    import derivations
+    from book.chapters.batching import crossover_product_latex
     from derivations.core import readable, to_display_latex
     from derivations.moe import T_ONE
     from derivations.notation import experts_active, racks_spanned
@@ -334,7 +341,7 @@ def _tex() -> dict:
         # the one-rack case is t_A2A with r = 1: marked (1), so one symbol names one formula
         "one_rack_lhs": f"{t.lhs.latex}^{{(1)}}",
         "one_rack": f"{t.lhs.latex}^{{(1)}} = {to_display_latex(readable(T_ONE))}",
-        "crossover": derivations.get("crossover_batch").display_latex(),
+        "crossover": crossover_product_latex(),
     }
 
 
@@ -422,8 +429,11 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
     ]
 
     rows, hides_from, at_short = [], {}, {}
+    fixed = collective_latency_per_layer(presets)  # the two collectives' latency, a floor
+    bytes_only = {}
     for name, slow in layouts:
-        t = one * slow
+        bytes_only[name] = (one * slow / short).to("").m
+        t = one * slow + fixed
         at_short[name] = (t / short).to("").m
         found = hiding_context(presets, t)
         hides_from[name] = found
@@ -439,6 +449,15 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "rows": rows,
         "h800": _h800_rows(presets, default, long),
         "headers": ["short context", context_tokens(default), "hides from a context of"],
+        "bytes_two_short": said_number(bytes_only[names[1]], 2),
+        "bytes_once_short": said_number(bytes_only[names[2]], 2),
+        "bytes_two_short_hw": said_number(bytes_only[names[3]], 2),
+        "bytes_once_hides": bool(bytes_only[names[2]] < 1),
+        "one_short": said_number(at_short[names[0]], 2),
+        "one_hides_from": _tokens(hides_from[names[0]]) if hides_from[names[0]] else "",
+        "once_hides_from": _tokens(hides_from[names[2]]) if hides_from[names[2]] else "",
+        "once_ctx": _cell_ratio(rows[2]),
+        "once_hides_ctx": rows[2]["cells"][1].endswith(" hides"),
         "two_short": said_number(at_short[names[1]], 2),
         "once_short": said_number(at_short[names[2]], 2),
         "once_hides": bool(at_short[names[2]] < 1),
@@ -449,6 +468,96 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "once_hw_when": _when(hides_from[names[4]]),
         "two_x": two_x,
         "hw_x": hw_x,
+    }
+
+
+def collective_latency_per_layer(presets: Presets):
+    """The fixed time an MoE layer's two all-to-alls (dispatch and combine) take whatever their
+    bytes: two of the smallest collective latency measured over NVLink (the batching chapter's
+    floor). A floor: over the scale-out network each one takes longer.
+
+    >>> from units.presets import load
+    >>> collective_latency_per_layer(load())
+    <Quantity(11.12, 'microsecond')>
+    """
+    return 2 * presets.parameter["collective_latency_floor"].value.to("microsecond")
+
+
+def _collective_latency(presets: Presets, one, layer) -> dict:
+    """The one-rack all-to-all with each collective's fixed latency (reader bm25, fault 2): the
+    bytes over the links plus two latency floors per layer, against the layer's compute at the
+    crossover batch (short context), unsplit and split into two micro-batches that overlap one's
+    all-to-all with the other's work; the micro-batch from which it hides at short context
+    (the all-to-all and the compute both grow linearly in the batch, the latency does not); and
+    the layer at the default context, where the KV read makes it longer."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    model = presets.get("model", MODEL)
+    layers = Q_(model.layers, "layer")
+    chips = presets.parameter["expert_parallel_chips"].value
+    batch = ev.q("crossover_batch")
+    fixed = collective_latency_per_layer(presets)
+    short = Q_(1, "token/sequence")
+
+    def layer_time(b, **kw):
+        step = ev.q("step_time", batch_size=b, n_chips=chips, **kw)
+        return Q_((step / layers).to("microsecond/layer").m, "microsecond")
+
+    unsplit = ((one + fixed) / layer).to("").m
+    # the crossover batch split in two: each half's all-to-all (half the bytes, all the latency)
+    # against the other half's compute, and against its layer time, its weight read
+    half = one / 2 + fixed
+    half_read = layer_time(batch / 2, context_length=short)
+    # each micro-batch at b hides its all-to-all when one * b/B* + fixed <= layer * b/B*
+    hide = (batch * fixed / (layer - one)).to("sequence")
+    at_hide = ((one * (hide / batch) + fixed) / (layer * (hide / batch))).to("").m
+    assert abs(at_hide - 1) < 1e-9, at_hide
+    layer_ctx = layer_time(batch)
+    half_ctx = layer_time(batch / 2)
+    default = presets.parameter["context_length"].value
+    # per step: every MoE layer's all-to-all over the whole step's compute (the head included)
+    moe_layers = model.layers - model.dense_layers
+    step = ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=short)
+    per_step = (moe_layers * one / step).to("").m
+    return {
+        "per_step": said_number(per_step, 2),
+        "moe_layers": f"{said_number(moe_layers)} MoE layers",
+        "floor": said(presets.parameter["collective_latency_floor"].value.to("microsecond")),
+        "fixed": said(fixed, 3),
+        "with": said((one + fixed).to("microsecond"), 3),
+        "ratio": said_number(unsplit, 2),
+        "hides": bool(unsplit < 1),
+        "half": said(half.to("microsecond"), 3),
+        "half_compute": said((layer / 2).to("microsecond"), 3),
+        "half_read": said(half_read, 3),
+        "ratio_half": said_number((half / (layer / 2)).to("").m, 2),
+        "ratio_half_read": said_number((half / half_read).to("").m, 2),
+        "hide_batch": said(hide, 2),
+        "hide_total": said(2 * hide, 2),
+        "hide_over_star": said_number((hide / batch).to("").m, 2),
+        "context": context_tokens(default),
+        "layer_ctx": said(layer_ctx, 3),
+        "ratio_ctx": said_number(((one + fixed) / layer_ctx).to("").m, 2),
+        "ratio_half_ctx": said_number(((one / 2 + fixed) / half_ctx).to("").m, 2),
+        "hides_ctx": bool(((one + fixed) / layer_ctx).to("").m < 1),
+    }
+
+
+def _turn_here(presets: Presets) -> dict:
+    """Where the running example's step turns compute-bound once the KV cache is counted (the
+    batching chapter's turn batch), and by how much it is still memory-bound at B*."""
+    from book.chapters.batching import _regime, _turn
+
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    chips = presets.parameter["expert_parallel_chips"].value
+    b_star = ev.q("crossover_batch").to("sequence").m
+    batch = math.ceil(b_star)
+    turn = _turn(ev, batch, chips)
+    regime = _regime(ev, batch, chips)
+    return {
+        "by": said_number(float(regime["by"].replace(",", "")), 2),
+        "bound": regime["bound"],
+        "batch": said_number(turn, 3).exact if turn is not None else "",
+        "over_star": said_number(turn / b_star, 2) if turn is not None else "",
     }
 
 
@@ -503,9 +612,12 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
         step = ev.q("step_time", batch_size=batch, n_chips=chips, context_length=short)
         return Q_((step / layers).to("ms/layer").m, "ms")
 
+    fixed = collective_latency_per_layer(presets)
+
     def a2a(batch, **kw):
+        """The all-to-all's bytes over the links plus its two collectives' fixed latency."""
         kw.setdefault("scale_out_penalty", two_penalty)
-        return ev.q("alltoall_time", batch_size=batch, **kw).to("ms")
+        return (ev.q("alltoall_time", batch_size=batch, **kw) + fixed).to("ms")
 
     w = layer(SMALL_BATCH)
     compute = ev.q("compute_time", batch_size=SMALL_BATCH, n_chips=chips, context_length=short)
@@ -544,23 +656,32 @@ def batch_series(presets: Presets, points: int = 41) -> dict:
 
     layers = Q_(presets.get("model", MODEL).layers, "layer")
 
-    def ratios(**kw):
+    fixed = collective_latency_per_layer(presets)
+
+    def ratios(fixed_too=False, **kw):
         out = []
         for b in batches:
             step = ev.q("step_time", batch_size=b, n_chips=chips, context_length=short)
             layer = Q_((step / layers).to("ms/layer").m, "ms")
-            out.append((ev.q("alltoall_time", batch_size=b, **kw) / layer).to("").m)
+            t = ev.q("alltoall_time", batch_size=b, **kw) + (fixed if fixed_too else 0 * fixed)
+            out.append((t / layer).to("").m)
         return out
 
     return {
         "batches": [b.m for b in batches],
         "crossover": crossover.m,
         "one": ratios(racks_spanned=Q_(1, "rack")),
+        "one_latency": ratios(fixed_too=True, racks_spanned=Q_(1, "rack")),
         "two": ratios(scale_out_penalty=two_rack_penalty(presets)),
         "hardware": ratios(scale_out_penalty=penalty_hw),
         "penalty_hw": penalty_hw,
         "penalty_two": two_rack_penalty(presets),
         "below": _below_crossover(presets, penalty_hw),
+        "latency_hides": _collective_latency(
+            presets,
+            ev.q("alltoall_time", batch_size=crossover, racks_spanned=Q_(1, "rack")),
+            _layer_time(presets, ev, short),
+        )["hide_batch"],
     }
 
 
@@ -623,6 +744,11 @@ def _h800_rows(presets: Presets, default, long) -> dict:
         "context": context_tokens(default),
         "long": context_tokens(long),
     }
+
+
+def _cell_ratio(row: dict) -> str:
+    """A verdict row's ratio at the default context, without its verdict word."""
+    return row["cells"][1].split(",")[0]
 
 
 def _cell(x: float) -> str:
@@ -1094,6 +1220,16 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
         # over its own layer time, at peak links and at DeepEP's measured NVLink
         "ratio_busy": said_number(busy, 2),
         "ratio_both": said_number(busy / eta_up, 3),
+        # and with its two collectives' fixed latency on top (at NVLink's floor)
+        "ratio_both_latency": said_number(
+            (
+                (one * excess / eta_up + collective_latency_per_layer(presets))
+                / (layer * (1 + share * (excess - 1)))
+            )
+            .to("")
+            .m,
+            2,
+        ),
         # compute and HBM at the links' efficiency too: only the relative efficiency moves it
         "ratio_all_derated": said_number((ratio_one / eta_up) * eta_up, 2),
         "at_edge": bool(busy / eta_up > 0.95),

@@ -142,18 +142,26 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     assert float(once["ratio_hw"]) == pytest.approx(1.77, abs=0.01)
     assert float(ctx["exercises"]["break_even"]) == pytest.approx(2 / ratio, rel=1e-2)
     assert 2 / ratio == pytest.approx(2.54, abs=0.01)
-    # the verdict table, short context at peak: each cell ratio x slowdown
+    # the verdict table, short context at peak: each cell the bytes' ratio x slowdown, plus the
+    # two collectives' fixed latency (2 x 5.56 us, NCCL's smallest NVLink all-reduce) over the
+    # layer's compute (reader bm25, fault 2)
+    layer = 2 * 37e9 * batch / (64 * 5000e12) / 61
+    lat = 2 * 5.56e-6 / layer
     rows = {r["layout"]: r["cells"] for r in ctx["verdict"]["rows"]}
     assert len(rows) == 5 and all(len(c) == 3 for c in rows.values())
-    assert rows["one rack"][0] == f"{ratio:.2f}, hides"
+    assert rows["one rack"][0] == f"{ratio + lat:.2g}, does not hide"  # 1.3
     assert rows["two racks, a copy per expert, GB300 (9×)"][0] == (
-        f"{4.5 * ratio:.2g}, does not hide"
+        f"{4.5 * ratio + lat:.2g}, does not hide"
     )
-    assert rows["two racks, once per rack, GB300 (9×)"][0] == f"{copies * 9 / 8 * ratio:.2g}, hides"
-    assert ctx["verdict"]["two_short_hw"] == f"{9 * ratio:.2g}"  # 7.1
+    assert rows["two racks, once per rack, GB300 (9×)"][0] == (
+        f"{copies * 9 / 8 * ratio + lat:.2g}, does not hide"
+    )
+    assert ctx["verdict"]["two_short_hw"] == f"{9 * ratio + lat:.2g}"  # 7.6
     assert rows["two racks, once per rack, GB200 (18×)"][0] == (
-        f"{copies * 18 / 8 * ratio:.2g}, does not hide"
+        f"{copies * 18 / 8 * ratio + lat:.2g}, does not hide"
     )
+    # by the bytes alone (prefill's and training's batches, where the latency is small)
+    assert ctx["verdict"]["bytes_once_short"] == f"{copies * 9 / 8 * ratio:.2g}"  # 0.88
 
 
 def test_moe_two_racks_hide_from_a_context_by_hand():
@@ -179,15 +187,20 @@ def test_moe_two_racks_hide_from_a_context_by_hand():
     assert moe.hiding_context(presets, Q_(4 * a2a, "s")).m == pytest.approx(hides_from(4), 1e-6)
     assert moe.hiding_context(presets, Q_(9 * a2a, "s")).m == pytest.approx(hides_from(9), 1e-6)
     verdict = ctx["verdict"]
-    assert verdict["per_expert_hides"] == f"{spoken_number(hides_from(4.5))} tokens"
-    assert verdict["per_expert_hides_hw"] == "27,000 tokens"
+    lat = 2 * 5.56e-6  # the two collectives' latency (reader bm25): in seconds, as a2a
+    assert verdict["per_expert_hides"] == f"{spoken_number(hides_from(4.5 + lat / a2a))} tokens"
+    assert verdict["per_expert_hides_hw"] == "29,000 tokens"
     rows = {r["layout"]: r["cells"] for r in verdict["rows"]}
     # at 8,192 tokens a copy per expert still fails at 9x: 4.5 x a2a over the layer is 1.2
+    # the verdict adds the two collectives' fixed latency, 2 x 5.56 us (reader bm25, fault 2)
+    lat = 2 * 5.56e-6
     assert rows["two racks, a copy per expert, GB300 (9×)"][1] == (
-        f"{4.5 * a2a / layer(8192):.2g}, does not hide"
+        f"{(4.5 * a2a + lat) / layer(8192):.2g}, does not hide"
     )
-    assert rows["two racks, a copy per expert, GB200 (18×)"][2] == "27,000 tokens"
-    assert rows["one rack"][2] == "any"
+    assert rows["two racks, a copy per expert, GB200 (18×)"][2] == (
+        f"{spoken_number(hides_from(9 + lat / a2a))} tokens"
+    )
+    assert rows["one rack"][2] == f"{spoken_number(hides_from(1 + lat / a2a))} tokens"
     # the crossover's two printed factors multiply to the batch as prose says it (fault 5)
     dense, sparsity = (float(x) for x in ctx["crossover_factors"].split(" × "))
     assert spoken_number(dense * sparsity) == ctx["batch"].said.split()[0] == "5,700"
@@ -236,20 +249,23 @@ def test_moe_below_the_crossover_two_racks_do_not_hide_by_hand():
     # 4.5 times that over two racks of GB300 chips at their 9x (max(1/2, 9/2)), 9 times on
     # GB200's 18x
     weight_read = 671e9 / (64 * 8e12) / 61
+    # each all-to-all also pays its two collectives' latency, 2 x 5.56 us (reader bm25)
+    lat = 2 * 5.56e-6
     one = 1000 * 8 * 7168 * 3 / (64 * 900e9)
-    assert float(below["one"]) == pytest.approx(one / weight_read, abs=0.01)  # 0.14
-    assert float(below["two"]) == pytest.approx(4.5 * one / weight_read, abs=0.01)  # 0.63
+    assert float(below["one"]) == pytest.approx((one + lat) / weight_read, abs=0.01)  # 0.66
+    # printed at two figures: 1.1
+    assert float(below["two"]) == pytest.approx((4.5 * one + lat) / weight_read, abs=0.05)
     # the all-to-all follows the weight read (one micro-batch) or hides behind a second weight
-    # read (two): the layer takes the lesser, 21.5 + 3.0 = 24.5 us in one rack, 21.5 + 13.4
-    # = 34.9 us over two racks (the reader's 35 vs 24.5), 2 x 21.5 = 43 us at 18x
-    t1 = min(weight_read + one, 2 * weight_read)
-    t2 = min(weight_read + 4.5 * one, 2 * weight_read)
-    t_hw = min(weight_read + 9 * one, 2 * weight_read)
+    # read (two): the layer takes the lesser, 21.5 + 3.0 + 11.1 = 35.6 us in one rack,
+    # 2 x 21.5 = 43 us over two racks at 9x and at 18x
+    t1 = min(weight_read + one + lat, 2 * weight_read)
+    t2 = min(weight_read + 4.5 * one + lat, 2 * weight_read)
+    t_hw = min(weight_read + 9 * one + lat, 2 * weight_read)
     assert _num(below["layer_one"]) == pytest.approx(t1 * 1e6, rel=0.03)
     assert _num(below["layer_two"]) == pytest.approx(t2 * 1e6, rel=0.03)
-    assert float(below["slower"]) == pytest.approx(t2 / t1, abs=0.05)  # 1.4
-    assert float(below["slower_hw"]) == pytest.approx(t_hw / t1, abs=0.05)  # 1.8
-    assert float(below["slower"]) > 1.3  # two racks never pay at a small batch
+    assert float(below["slower"]) == pytest.approx(t2 / t1, abs=0.05)  # 1.2
+    assert float(below["slower_hw"]) == pytest.approx(t_hw / t1, abs=0.05)  # 1.2
+    assert float(below["slower"]) > 1.1  # two racks never pay at a small batch
 
 
 def test_moe_thin_model_exercise_by_hand():
@@ -465,6 +481,10 @@ def test_moe_batch_series_by_hand():
     assert data["hardware"][0] == pytest.approx(9 * data["one"][0], rel=1e-6)  # max(1/2, 18/2)
     assert data["one"][-1] == pytest.approx(data["one"][-2], rel=1e-6)  # flat past B*
     assert data["one"][-1] == pytest.approx(float(moe.context(load())["ratio_one_rack"]), rel=1e-2)
+    # with the two collectives' latency (2 x 5.56 us), over the weight read below B*
+    assert data["one_latency"][0] == pytest.approx(
+        (smallest * a2a_per_seq + 2 * 5.56e-6) / weight_read, rel=1e-2
+    )
 
 
 def test_moe_verdict_is_as_strong_as_its_numbers_by_hand():
@@ -477,11 +497,38 @@ def test_moe_verdict_is_as_strong_as_its_numbers_by_hand():
     batch = 5000 / 8 * 1 / 2 * 671 / 37
     ratio = (batch * 8 * 7168 * 3 / (64 * 900e9)) / (2 * 37e9 * batch / (64 * 5000e12) / 61)
     copies = 1 - 0.5**8
-    assert float(v["once_short"]) == pytest.approx(copies * 9 / 8 * ratio, abs=0.01)
-    assert v["once_hides"] and float(v["once_short"]) < 1
-    assert float(v["once_short_hw"]) == pytest.approx(copies * 18 / 8 * ratio, abs=0.05)
-    assert float(v["two_short"]) == pytest.approx(4.5 * ratio, abs=0.05)
-    assert float(v["two_short_hw"]) == pytest.approx(9 * ratio, abs=0.1)
+    # by the bytes alone (prefill and training, whose batches make the latency small)
+    assert float(v["bytes_once_short"]) == pytest.approx(copies * 9 / 8 * ratio, abs=0.01)
+    assert v["bytes_once_hides"] and float(v["bytes_once_short"]) < 1
+    # with the two collectives' latency, 2 x 5.56 us over the layer's 21.5 us (reader bm25): at
+    # the crossover batch nothing hides at a short context, one rack included (0.79 + 0.52)
+    lat = 2 * 5.56e-6 / (2 * 37e9 * batch / (64 * 5000e12) / 61)
+    assert float(v["one_short"]) == pytest.approx(ratio + lat, abs=0.05)
+    assert float(v["once_short"]) == pytest.approx(copies * 9 / 8 * ratio + lat, abs=0.05)
+    assert not v["once_hides"]
+    assert float(v["once_short_hw"]) == pytest.approx(copies * 18 / 8 * ratio + lat, abs=0.05)
+    assert float(v["two_short"]) == pytest.approx(4.5 * ratio + lat, abs=0.05)
+    assert float(v["two_short_hw"]) == pytest.approx(9 * ratio + lat, abs=0.1)
+
+
+def test_moe_collective_latency_by_hand():
+    from book.chapters import moe
+
+    lat = moe.context(load())["lat"]
+    # reader bm25, fault 2: at B* = 5,667 on 64 chips, 17 us of bytes + 2 x 5.56 us of latency
+    # against 21.5 us of compute is 1.3; split in two halves, 8.5 + 11.1 = 19.6 us against the
+    # other half's 10.7 us of compute, 1.8; each micro-batch hides from b where
+    # b (c - a) = 11.1 us, with c and a the per-sequence compute and all-to-all times
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    a = 8 * 7168 * 3 / (64 * 900e9)  # per sequence, seconds
+    c = 2 * 37e9 / (64 * 5000e12) / 61
+    fixed = 2 * 5.56e-6
+    assert float(lat["ratio"]) == pytest.approx((batch * a + fixed) / (batch * c), abs=0.05)
+    assert float(lat["ratio_half"]) == pytest.approx(
+        (batch * a / 2 + fixed) / (batch * c / 2), abs=0.05
+    )
+    assert _num(lat["hide_batch"]) == pytest.approx(fixed / (c - a), rel=0.05)  # 13,800
+    assert not lat["hides"] and lat["hides_ctx"]
 
 
 def test_moe_data_parallel_attention_by_hand():
