@@ -18,8 +18,10 @@ user's own.
 """
 
 import os
+import re
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -96,17 +98,50 @@ CHAPTER_CONTEXT_FILES = frozenset(
 )
 
 
+# The chapters with authored problems (book/problem_bank/<chapter>/). Drawing a problem costs
+# 10-500 ms and book.problems keeps every drawing for the life of a process; the gates over the
+# bank draw the same problems on the same seeds (test_problem_bank.py seeds 0-39, its _mistakes
+# 0-99, _edges 0-199, a chapter's own file 40-200). So a problem-bank test of one chapter goes
+# with that chapter's others, whatever its file: each drawing is made once, and the bank's
+# largest file (_mistakes) is shared out over the workers by chapter instead of being one
+# worker's serial chunk.
+BANK_CHAPTERS = frozenset(
+    p.name
+    for p in (Path(__file__).resolve().parents[1] / "book" / "problem_bank").iterdir()
+    if p.is_dir() and not p.name.startswith("_")
+)
+BANK_TEST = re.compile(r"tests/book/test_problem_bank(?:_(\w+))?\.py")
+PARAMETER = re.compile(r"\[(\w+)(?:\.\w+)?\]$")  # [chapter] or [chapter.problem]
+
+
 def scope_of(nodeid: str) -> str:
-    """The unit of work a test belongs to: its file, or one unit for the chapter-context files
-    and the book's doctests.
+    """The unit of work a test belongs to: its file, one unit for the chapter-context files and
+    the book's doctests, or one unit per chapter for the problem-bank tests of that chapter (a
+    test parametrized by one of its problems or by the chapter, or in the chapter's own file).
 
     >>> scope_of("tests/book/test_fast.py::test_x")
     'tests/book/test_fast.py'
     >>> scope_of("book/cards.py::book.cards") == scope_of("tests/book/test_cards.py::test_y")
     True
+    >>> scope_of("tests/book/test_problem_bank_mistakes.py::test_z[moe.experts_per_rack]")
+    'problem bank: moe'
+    >>> scope_of("tests/book/test_problem_bank.py::test_w[moe]")
+    'problem bank: moe'
+    >>> scope_of("tests/book/test_problem_bank_moe.py::test_v")
+    'problem bank: moe'
+    >>> scope_of("tests/book/test_problem_bank.py::test_u[7]")
+    'tests/book/test_problem_bank.py'
     """
-    file = nodeid.split("::", 1)[0]
-    return "chapter contexts" if file.startswith("book/") or file in CHAPTER_CONTEXT_FILES else file
+    file, _, test = nodeid.partition("::")
+    if file.startswith("book/") or file in CHAPTER_CONTEXT_FILES:
+        return "chapter contexts"
+    bank = BANK_TEST.fullmatch(file)
+    if bank:
+        param = PARAMETER.search(test)
+        for chapter in (param and param[1], bank[1]):
+            if chapter in BANK_CHAPTERS:
+                return f"problem bank: {chapter}"
+    return file
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -23,6 +23,7 @@ from book.problems import (
     answer_spec,
     authored,
     lecture_seconds,
+    problem_id,
     problem_pages,
     problem_set,
 )
@@ -208,7 +209,7 @@ def test_the_typed_number_check_can_fail():
         inspect.getsource = original
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if m.KIND == "design"])
+@pytest.mark.parametrize("module", [m for m in MODULES if m.KIND == "design"], ids=problem_id)
 def test_a_design_choice_is_clear_or_said_to_be_close(module):
     for seed, p in draws(module):
         assert p.choices, f"{p.id} seed {seed}: a design problem names its choice"
@@ -509,7 +510,7 @@ def test_the_attention_check_can_fail():
     assert not attention_unsaid("8,192 tokens of context.", "The cache is 2.7 GB.")
 
 
-@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("module", MODULES, ids=IDS)
 def test_a_statement_with_a_context_says_how_attention_counts(module):
     """A problem whose statement gives a context and whose solution counts FLOPs says how
     attention is treated: it gives attention's cost (or shape) or says to leave it out."""
