@@ -1223,7 +1223,8 @@ def test_reader_19s_fixes_hold(deck):
     kink = by_id["concept:long_context:price-kink"].front
     assert kink.startswith("Gemini 2.5 Pro charges 50% more per output token")
     kv = by_id["concept:long_context:kv-from-kink"].back
-    assert "caches about 100 times that (164 kB)" in kv
+    # cards26 (reader 23: 164 kB here against 328 kB at BF16 on the comparison card) says FP8
+    assert "caches about 100 times that (164 kB per token at FP8)" in kv
     # reader 22: the lecture's cross-check, one global layer: 1 x 2 x 128 x 8 = 2,048 B at FP8
     assert "2,048 bytes at FP8" in kv
     # the GB200 case, moved off the traffic-ratio card to one of its own: by hand, 2 x 8 x 1 /
@@ -1260,9 +1261,12 @@ def test_reader_21s_fixes_hold(deck):
     hits = by_id["concept:long_context:cache-hits"].back
     assert "prefill's time" not in hits and "costs a small fraction of the prefill" in hits
     rack = by_id["concept:moe:rack-boundary"].back
-    # cards25: the GB200 leads, as on the traffic-ratio card: max(1/2, 18/2) = 9 for two racks
-    assert "18 times on a GB200 NVL72" in rack and "about 9 times" in rack
-    assert "9 on a GB300 NVL72" in rack and "the lecture says about 8" in rack
+    # cards26 (reader 23: cards 25 and 32 restated the same penalties): the rack card keeps the
+    # reason, half the tokens leave the rack; the figures (18, 9, the lecture's 8) live on the
+    # scale-out claim card alone
+    assert "half its tokens must leave the rack" in rack and not re.search(r"\d", rack)
+    scale_out = by_id["claim:scale_out_8x"].back
+    assert "18 on the GB200 NVL72" in scale_out and "9 on the GB300 NVL72" in scale_out
     hops = by_id["concept:pipeline:how-many-stages"].back
     assert "µs" in hops and "chapter" not in hops  # reader 22: no project-internal wording
     sketch = by_id["concept:batching:latency-sketch"].back
@@ -1307,3 +1311,53 @@ def test_reader_22s_whole_deck_findings_hold(deck):
     assert len([c for c in deck if re.search(r"\b13(\.4)? TB\b", c.back)]) == 1
     for c in deck:  # a student has no chapters, presets or deck
         assert not re.search(r"\b(chapter|preset|this deck)\b", prose_only(c.front + c.back)), c.id
+
+
+def test_reader_23s_fixes_hold(deck):
+    """Reader 23's WEAK cards and whole-deck findings (cards26). The DeepSeek claim walks from
+    FP8 to the BF16 ridge (1,978.9 / 989.4 = 2 times the FLOP/s on weights of 1 byte, not 2,
+    so the balance is 989.4 / 3.35 = 295, facts.md); the batch-size card no longer says smaller
+    is always better for the optimizer; the tier card names its drives' datasheets (tiers.toml:
+    64 GB / 38.4 GB/s = 1.7 s, 15.36 TB / 13 GB/s = 20 min, 24 TB / 285 MB/s = 23 h) and says
+    its rule plainly; the domain caps a layer's total parameters; the KV-from-kink card says
+    its 164 kB is at FP8. The near-twins were refocused and the fronts no longer give away."""
+    by_id = {c.id: c for c in deck}
+    crossover = by_id["claim:deepseek_crossover"].back
+    assert "FP8" in crossover and "one-byte weights" in crossover
+    assert "FLOP per byte at BF16" in crossover
+    batch = by_id["concept:pipeline:training-batch-size"].back
+    assert "critical batch" in batch and "always better" not in batch
+    assert batch.startswith("Not for learning")
+    tier = by_id["concept:long_context:cache-tier-drain"]
+    assert "share of the device they fill" not in tier.front
+    assert "read the whole device" in tier.front
+    for drive in ("Samsung PM1743", "Seagate Exos X24", "DDR5"):
+        assert drive in tier.back, drive
+    tiers = load().tier  # the drives the card names are the ones the figures cite
+    assert "Samsung PM1743" in tiers["flash_nvme"].source_of("bandwidth")
+    assert "Seagate Exos X24" in tiers["disk_hdd"].source_of("bandwidth")
+    assert "about 1.7 s" in tier.back
+    assert derivations.get("storage_tier_drain_time").evaluate(tier="dram_ddr5").to(
+        "s"
+    ).m == pytest.approx(64 / 38.4)
+    limits = by_id["concept:moe:total-vs-active"]
+    assert "per layer" in limits.front and limits.back.startswith("Total parameters per MoE layer")
+    # one fact a card: the slow-mode card no longer ends on the cost-shape card's clause
+    floor_clause = "the larger of its own compute and its own KV read"
+    assert floor_clause not in by_id["concept:batching:slow-mode"].back
+    assert "the larger of a token's own compute" in by_id["concept:batching:cost-shape"].back
+    # the domain-vs-stages card asks which, and no longer repeats the formula card's reason
+    domain = by_id["concept:pipeline:domain-fetch"]
+    assert "Which" in domain.front and domain.back.startswith("Twice the domain.")
+    assert "scale-up domain" not in by_id["concept:moe:scale-up-domain"].front.split(";")[1]
+    # front give-aways (cards 3, 7, 12, 39, 46, 67, 69 of reader 23's deck)
+    fronts = {
+        "concept:batching:mfu-halves": "steeper",
+        "concept:batching:sparsity-not-scale": "same experts",
+        "concept:batching:worst-latency": "fits in that period",
+        "concept:overtraining:equal-costs": "$K$",
+        "concept:reversible:revnet-trade": "opposite",
+        "eq:revnet_training_flops:statement": "recompute",
+    }
+    for cid, giveaway in fronts.items():
+        assert giveaway not in by_id[cid].front, cid
