@@ -347,6 +347,7 @@ def _measure(text: str, table: dict) -> dict:
         "dims": dims,
         "counts": counts,
         "bare_bytes": reading.bare_bytes,
+        "per_scale": reading.per_scale,
         "bare": reading.bare,
         "scaled": not reading.factors and reading.scaled,
     }
@@ -424,6 +425,8 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             return _verdict("wrong", near["why"])
         if _per_sequence(got["dims"], spec["dims"]) and not got["counts"]:
             got["dims"] = list(spec["dims"])  # "86 tokens/s" for each sequence: per sequence
+        if got["per_scale"] and _per_token(got["dims"], spec["dims"]):
+            got["dims"] = list(spec["dims"])  # "$0.60/M": per million tokens, as prices are said
     if not _same(got["dims"], spec["dims"]):
         if got["bare_bytes"] and not spec["dims"][1]:
             return _verdict(
@@ -497,6 +500,17 @@ def _per_sequence(got, want) -> bool:
         return False
     return all(
         abs(g - w) <= 1e-9 for k, (g, w) in enumerate(zip(got, want, strict=True)) if k != SEQUENCE
+    )
+
+
+def _per_token(got, want) -> bool:
+    """Whether ``got`` is ``want`` without its "per token": a price typed "$0.60/M" names the
+    million but not the tokens, as price lists write it (the caller checks that a scale stood
+    alone under the line)."""
+    if want[TOKEN] != got[TOKEN] - 1:
+        return False
+    return all(
+        abs(g - w) <= 1e-9 for k, (g, w) in enumerate(zip(got, want, strict=True)) if k != TOKEN
     )
 
 

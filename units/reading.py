@@ -24,6 +24,8 @@ renames the words for a sequence), so it sits below both. It never evaluates tex
 [('USD', 1), ('tokens', -1)]
 >>> read("128 B").factors, read("671 B parameters", lambda name: name == "parameters").number
 ([('B', 1)], 671000000000.0)
+>>> read("$0.60/M").factors, read("$0.60/M").per_scale, read("$0.60/M tokens").per_scale
+([('USD', 1)], True, False)
 >>> read("86 tok/s per user").factors, read("239").bare, read("2.16T").bare
 ([('tok', 1), ('s', -1), ('sequence', -1)], True, False)
 """
@@ -91,10 +93,11 @@ class Reading:
     """What :func:`read` found: the number (scale words folded in) and the unit's factors.
 
     ``bare_bytes`` is true when a "B" was read as bytes (not billions): a message about a
-    wrong dimension can then say so. ``scaled`` is true when a scale word was folded into the
-    number ("2.16T", "128 k"), ``ratio`` when the text ended in a percentage or a ratio ("25%",
-    "8x"): a number with no unit and neither is *bare*, and a checker may read it in the unit
-    the question names.
+    wrong dimension can then say so. ``per_scale`` is true when a scale stood alone under the
+    line ("$0.60/M", "per million"): a price said the way price lists say it, per million
+    tokens. ``scaled`` is true when a scale word was folded into the number ("2.16T", "128 k"),
+    ``ratio`` when the text ended in a percentage or a ratio ("25%", "8x"): a number with no
+    unit and neither is *bare*, and a checker may read it in the unit the question names.
     """
 
     number: float
@@ -102,6 +105,7 @@ class Reading:
     bare_bytes: bool = False
     scaled: bool = False
     ratio: bool = False
+    per_scale: bool = False
 
     @property
     def bare(self) -> bool:
@@ -198,6 +202,7 @@ def _read_unit(rest: str, reading: Reading, is_noun: Callable[[str], bool]) -> N
             if i == 0 and len(parts) > 1:  # "/s": nothing above the line, as in "1/s"
                 continue
             raise ChalkboardError("a unit is missing around '/'")
+        named = len(reading.factors)
         for j, word in enumerate(words):
             if _PLAIN.match(word) and float(word) > 0:  # "per 1M tokens"
                 scale = float(word)
@@ -225,3 +230,5 @@ def _read_unit(rest: str, reading: Reading, is_noun: Callable[[str], bool]) -> N
                 raise ChalkboardError(f"the power of '{m.group(1)}' is too large")
             name = SEQUENCE_WORDS.get(m.group(1).lower(), m.group(1))
             reading.factors.append((name, power))
+        if sign < 0 and len(reading.factors) == named:  # "/M": only a scale under the line
+            reading.per_scale = True

@@ -65,6 +65,12 @@ READER_TABLE = [
     # P1: "How many GPUs"
     ("batching.fewest_gpus_for_a_rate", "{n}", True),
     ("batching.fewest_gpus_for_a_rate", "{n} GPUs", True),
+    # problems-reader23 (seed 841): a price said as price lists say it, per million unsaid
+    ("batching.fast_mode_cost", "${a}/M", True),
+    ("batching.fast_mode_cost", "${a} per million", True),
+    ("batching.fast_mode_cost", "{a} USD/M", True),
+    ("batching.fast_mode_cost", "${a}", False),
+    ("batching.fast_mode_cost", "${a}/M GB", False),
 ]
 
 

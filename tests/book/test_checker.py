@@ -159,6 +159,14 @@ WRITTEN = [
     ("131 kB", Q_(131, "kB/sequence"), True),
     ("5 users", Q_(5, "sequence"), True),
     ("5 conversations", Q_(5, "token"), False),
+    # a price as price lists say it: the million named, the tokens not (problems-reader23)
+    ("$0.60/M", Q_(0.6e-6, "USD/token"), True),
+    ("$0.6 per million", Q_(0.6e-6, "USD/token"), True),
+    ("0.60 USD/1M", Q_(0.6e-6, "USD/token"), True),
+    ("$0.60/M tokens", Q_(0.6e-6, "USD/token"), True),
+    ("$0.60/M", Q_(0.6, "USD"), False),  # a total cost: "/M" makes it a millionth
+    ("$0.60/M", Q_(0.6e-6, "USD/byte"), False),  # "/M" stands for tokens only
+    ("$0.60/M", Q_(0.6e-6, "USD/token/token"), False),
     # a count the answer does not name: "per step"
     ("2.21 tokens per step", Q_(2.21, "token"), True),
     ("2.21 tokens/step", Q_(2.21, "token"), True),

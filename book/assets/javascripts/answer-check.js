@@ -74,7 +74,7 @@
     var number = parseFloat(sign + digits + "e" + exponent);
     var rest = strip(t);
     if (currency) rest = "USD " + rest;
-    var reading = { number: number, factors: [], bareBytes: false, scaled: false, ratio: false };
+    var reading = { number: number, factors: [], bareBytes: false, scaled: false, ratio: false, perScale: false };
     var lower = rest.toLowerCase();
     if (own(TABLE.ratios, lower) || own(TABLE.ratios, rest)) {
       reading.number = number * TABLE.ratios[own(TABLE.ratios, lower) ? lower : rest];
@@ -112,6 +112,7 @@
         if (i === 0 && parts.length > 1) continue;
         throw new Fail("a unit is missing around '/'");
       }
+      var named = reading.factors.length;
       for (var j = 0; j < ws.length; j++) {
         var word = ws[j], scale = null;
         if (PLAIN.test(word) && parseFloat(word) > 0) {
@@ -133,6 +134,7 @@
         var lowered = m[1].toLowerCase();
         reading.factors.push([own(TABLE.sequence_words, lowered) ? TABLE.sequence_words[lowered] : m[1], p]);
       }
+      if (sign < 0 && reading.factors.length === named) reading.perScale = true; /* "/M": only a scale under the line */
     }
   }
 
@@ -189,7 +191,7 @@
     for (c in counts) if (own(counts, c) && counts[c]) kept[c] = counts[c];
     var none = !reading.factors.length;
     return {
-      value: reading.number * factor, dims: dims, counts: kept, bareBytes: reading.bareBytes,
+      value: reading.number * factor, dims: dims, counts: kept, bareBytes: reading.bareBytes, perScale: reading.perScale,
       bare: none && !reading.scaled && !reading.ratio, scaled: none && reading.scaled
     };
   }
@@ -254,6 +256,12 @@
     return Math.max(named / v, v / named) <= Math.max(x / v, v / x) ? named : x;
   }
 
+  function perToken(got, want) {
+    if (want[TOKEN] !== got[TOKEN] - 1) return false;
+    for (var k = 0; k < want.length; k++) if (k !== TOKEN && !(Math.abs(got[k] - want[k]) <= 1e-9)) return false;
+    return true;
+  }
+
   function perSequence(got, want) {
     if (want[SEQUENCE] !== -1 || got[SEQUENCE] !== 0) return false;
     for (var k = 0; k < want.length; k++) if (k !== SEQUENCE && !(Math.abs(got[k] - want[k]) <= 1e-9)) return false;
@@ -300,6 +308,7 @@
       if (m) return verdict("wrong", m.why);
       /* "86 tokens/s" for each sequence: per sequence */
       if (perSequence(got.dims, spec.dims) && !Object.keys(got.counts).length) got.dims = spec.dims.slice();
+      if (got.perScale && perToken(got.dims, spec.dims)) got.dims = spec.dims.slice(); /* "$0.60/M": per million tokens */
     }
     if (!same(got.dims, spec.dims)) {
       if (got.bareBytes && !spec.dims[1]) {
