@@ -1379,8 +1379,9 @@ def test_reader_24s_fixes_hold(deck):
     formula; the over-training card asks what the extra compute buys, not the Chinchilla rule."""
     by_id = {c.id: c for c in deck}
     sizes = by_id["concept:moe:domain-sizes"]
-    assert "dies" in sizes.front and "8×" in sizes.front
-    assert sizes.back.startswith("4× (144 dies to 576)") and "in packages it is" not in sizes.back
+    assert "in GPU dies" in sizes.front and "8×" not in sizes.front
+    assert sizes.back.startswith("4× (144 dies to 576), not the 8× the names suggest")
+    assert "in packages it is" not in sizes.back
     wise = by_id["concept:pipeline:not-wise"]
     for name in ("Ilya", "Horace", "Dwarkesh", "Kimi", "Reiner"):
         assert name not in wise.front + wise.back, name
