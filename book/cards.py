@@ -547,13 +547,15 @@ def _names(case: dict, presets: Presets) -> dict:
     return out
 
 
-# Figures worth knowing: equation, the case (presets and inputs), the fact, and the question,
-# its {chip}, {chips}, {model}, {precision}, {context} and {batch} named from the case.
+# Figures worth knowing: equation, the case (presets and inputs), the fact, the lecture's claim
+# of book/claims.toml that rounds it (or None), and the question, its {chip}, {chips}, {model},
+# {precision}, {context} and {batch} named from the case.
 NUMBERS = (
     (
         "hbm_drain_time",
         dict(hardware="rubin"),
         "hbm-drain",
+        "rubin_drain",  # reader 24: 14.4 ms, which the lecture rounds to 15
         "In the lecture's own example of the HBM drain time, how long does a {chip} GPU take "
         "to read its whole HBM once?",
         # the route: the lecture's own example (transcript: "288 GB / 20 TB/s ... about 15
@@ -569,17 +571,31 @@ NUMBERS = (
 )
 
 
+def _lecture_claim(claim_id: str):
+    """The figure the lecture said, as book/claims.toml records it ("15 ms")."""
+    from book.claims import CLAIMS
+    from units import parse_quantity
+
+    claims = tomllib.loads(CLAIMS.read_text(encoding="utf-8"))["claim"]
+    return parse_quantity(claims[claim_id]["expected"], what="claims.toml")
+
+
 def _number_cards(presets: Presets) -> list[Card]:
     render = _Templates(presets)
     cards = []
-    for eq_id, case, fact, question, why in NUMBERS:
+    for eq_id, case, fact, claim, question, why in NUMBERS:
         eq = derivations.get(eq_id)
         value = eq.evaluate(presets=presets, **case)
         # the authored reason is the route; without one, the equation and its inputs are
         route = render(why, eq.chapter, f"number card {eq_id!r}") if why else ""
         route = route or f"From ${written_latex(eq_id)}$ with {_inputs_text(eq, case, presets)}."
-        # two figures, as a person says a figure worth knowing ("about 24 ms")
-        back = f"About {spoken(value, 2)}.\n\n{route}"
+        # two figures, as a person says a figure worth knowing ("about 24 ms"); beside the
+        # lecture's rounding, three, so the two differ where they do
+        answer = f"About {spoken(value, 2)}."
+        if claim:
+            said = _lecture_claim(claim).to(value.units)
+            answer = f"About {spoken(value, 3)} (the lecture rounds it to {number(said.m, 2)})."
+        back = f"{answer}\n\n{route}"
         cards.append(
             Card(
                 f"eq:{eq_id}:number",
