@@ -78,7 +78,8 @@ def draw(rng, presets) -> Draw:
         f"{quantity(batch)} of {context_tokens(context)} at a time, with BF16 activations. "
         "Today every layer stores its internals for the backward pass, about "
         f"{number(factor.m)} bytes per residual value per token (a SwiGLU MLP, grouped-query "
-        "attention, no dropout; attention's scores are recomputed, never stored). Roughly how much activation memory would making every layer reversible "
+        "attention, no dropout; attention's scores are recomputed, never stored). Roughly how "
+        "much activation memory would making every layer reversible "
         f"free on {where} at the peak? Answer in GB; within a factor of {number(FACTOR)} "
         "either way will do."
     )
