@@ -148,12 +148,21 @@ def draw(rng, presets) -> Draw:
             "GPU's own links give a different one.",
         ),
     ]
+    lecture = (  # the lecture's ratio with its own round penalty, as a student brings it
+        "That is the lecture's ratio, 2k layers over its round eightfold penalty, as it "
+        "stands: it counts the same bytes every way and every expert off the GPU, and this "
+        "GPU's own links give a different penalty; build it from this stage's bytes instead."
+    )
+    candidates.append((solve(off=1, combine=fp8, pen=lecture_penalty), lecture))
     if dense:
         candidates.append(
             (
                 solve(moe_layers=layers / p),
                 "The dense layers have no experts and no all-to-all; count only the MoE layers.",
             )
+        )
+        candidates.append(
+            (solve(moe_layers=layers / p, off=1, combine=fp8, pen=lecture_penalty), lecture)
         )
     # every figure is given exactly (whole layers, experts, the penalty), so half a percent
     # holds a student's rounding to three figures, keeps the lecture's eightfold penalty (9/8

@@ -4,7 +4,7 @@ stages shrink the weights per GPU and buy little."""
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, _within, distinct_mistakes, require
 from derivations import get
 from units import Q_
 
@@ -126,11 +126,27 @@ def draw(rng, presets) -> Draw:
     ]
     mistakes.append(
         Mistake(
-            longest(hbm, weights_all, gpus, p, micro, kv_token),
-            f"You filled the whole {quantity(hbm)}; the engine fills at most "
-            f"{number(100 * usable)}% of it.",
+            longest(fill, weights_all, gpus, p, micro, kv_token * p),
+            f"You kept all {number(p)} micro-batches' caches, of every layer, on each stage; "
+            f"a stage holds only its own layers' share of them, so the {number(p)} cancels.",
         )
     )
+    full_hbm = Mistake(
+        longest(hbm, weights_all, gpus, p, micro, kv_token),
+        f"You filled the whole {quantity(hbm)}; the engine fills at most "
+        f"{number(100 * usable)}% of it.",
+    )
+    # the weights fill about as much as the reserve, so leaving either out lands on about the
+    # same context: one message names the two slips that give it (reader 24)
+    if _within(full_hbm.value, mistakes[1].value, TOLERANCE, False):
+        mistakes[1] = Mistake(
+            mistakes[1].value,
+            "Two slips land here: leaving the weights out (each GPU holds its stage's share of "
+            f"them too), and filling the whole {quantity(hbm)} (the engine fills at most "
+            f"{number(100 * usable)}% of it). Count both.",
+        )
+    else:
+        mistakes.append(full_hbm)
     # the lesson's slips (caches divided by the stages, weights left out) are told apart
     require(
         all(abs((m.value / answer).to("").m - 1) >= 2 * TOLERANCE for m in mistakes[:2]),

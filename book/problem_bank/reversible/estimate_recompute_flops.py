@@ -76,14 +76,16 @@ def draw(rng, presets) -> Draw:
         f"You train {model.name} ({layers} layers, residual width {d:,}) on {name} GPUs, "
         f"{replica}; {where} runs "
         f"{quantity(batch)} of {context_tokens(context)} at a time, with BF16 activations. "
-        "Today every layer stores its internals for the backward pass (a SwiGLU MLP, "
-        "grouped-query attention, no dropout; attention's scores are recomputed, never "
-        "stored). Roughly how much activation memory would making every layer reversible "
+        "Today every layer stores its internals for the backward pass, about "
+        f"{number(factor.m)} bytes per residual value per token (a SwiGLU MLP, grouped-query "
+        "attention, no dropout; attention's scores are recomputed, never stored). Roughly how "
+        "much activation memory would making every layer reversible "
         f"free on {where} at the peak? Answer in GB; within a factor of {number(FACTOR)} "
         "either way will do."
     )
     solution = (
-        f"The cost: rebuilding every layer's input runs each layer forward once more, "
+        f"First what the switch costs, the other side of the trade (not asked): rebuilding "
+        f"every layer's input runs each layer forward once more, "
         f"{number(per_param.m)} FLOP per parameter per token on top of training's "
         f"{number((six / model.params_active).to('FLOP/parameter').m)}: "
         f"{number(100 * more, 2)}% more compute, so a third more GPU-hours for the run.",
@@ -124,6 +126,7 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=FACTOR,
         mistakes=distinct_mistakes(mistakes, freed, FACTOR, factor=True),
-        hint="Bytes per residual value a layer stores for its backward pass, times the "
-        "values, tokens and layers; then what a reversible network still holds at its peak.",
+        hint="The bytes per residual value a layer stores for its backward pass (given), "
+        "times the values, tokens and layers; then what a reversible network still holds at "
+        "its peak.",
     )

@@ -214,11 +214,11 @@ def draw(rng, presets) -> Draw:
         f"({quantity(chip.hbm_capacity)} of HBM, of which the engine fills at most "
         f"{number(100 * usable(presets))}%, at {quantity(chip.hbm_bandwidth)}, "
         f"{quantity(s['flops'])} dense in {NAMES[s['compute_precision']]}). Requests bring "
-        f"{quantity(s['prompt'])} of prompt (the benchmark dataset's mean) and "
-        f"{quantity(s['output'])} of output (the measured run's mean), and prompts "
-        "are prefilled between decode steps on the same GPU. In the offline scenario of "
-        f"{version}, this setup reached {number(100 * s['share'], 3)}% of its roofline bound "
-        "(prefill counted); assume your steps fall as far short of theirs. Leave "
+        f"{quantity(s['prompt'])} of prompt and {quantity(s['output'])} of output, and "
+        "prompts are prefilled between decode steps on the same GPU. This setup reached "
+        f"{number(100 * s['share'], 3)}% of its roofline bound in {version}'s offline test: "
+        f"assume every step you run, whether its reads or its multiplies bind, runs at "
+        f"{number(100 * s['share'], 3)}% of its bound. Leave "
         "attention's own FLOPs out; the caches' reads count. You promise users a time per "
         f"output token within {quantity(limit)}. You want the most tokens per second per GPU "
         "the promise allows, and among batches that give it the fastest tokens. You choose "
@@ -246,9 +246,9 @@ def draw(rng, presets) -> Draw:
         "A step's bound is the slower of its reads (the weights once, and every sequence's "
         "cache) and its multiplies (two FLOPs per parameter for each sequence's new token and "
         f"for the prompt tokens it carries). At {number(100 * s['share'], 3)}% of the bound, "
-        f"real steps take {number(slow, 3)} times as long. (A crude assumption: the share was "
-        "measured where compute binds, and steps where the reads bind may run nearer their "
-        "bound; the measurement is all there is to go on.)",
+        f"real steps take {number(slow, 3)} times as long, as the statement assumes of every "
+        "step. (The share was measured where compute binds; steps the reads bind may in truth "
+        "run nearer their bound.)",
         f"For each batch, the real step (the bound times {number(slow, 3)}) and the tokens per "
         f"second per GPU (batch over real step): {listed}.",
     ]
