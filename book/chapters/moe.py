@@ -498,8 +498,9 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
 
 def collective_latency_per_layer(presets: Presets):
     """The fixed time an MoE layer's two all-to-alls (dispatch and combine) take whatever their
-    bytes: two of the smallest collective latency measured over NVLink (the batching chapter's
-    floor). A floor: over the scale-out network each one takes longer.
+    bytes: two of the smallest all-reduce latency measured over NVLink (the batching chapter's
+    floor), a stand-in, since no dispatch or combine on its own has been measured. A floor: over
+    the scale-out network each one takes longer.
 
     >>> from units.presets import load
     >>> collective_latency_per_layer(load())
@@ -1249,7 +1250,7 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
         # over its own layer time, at peak links and at DeepEP's measured NVLink
         "ratio_busy": said_number(busy, 2),
         "ratio_both": said_number(busy / eta_up, 3),
-        # and with its two collectives' fixed latency on top (at NVLink's floor)
+        # and with its two collectives' fixed latency on top (the stand-in floor)
         "ratio_both_latency": said_number(
             (
                 (one * excess / eta_up + collective_latency_per_layer(presets))
