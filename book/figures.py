@@ -1882,9 +1882,10 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         "micro-batch that reads the weights again. The layer takes whichever is less, so at "
         f"{below['batch']} two racks make it {below['slower']}× slower than one rack on "
         f"{two_chip} chips and {below['slower_hw']}× on {hw_chip} chips. The dotted line adds "
-        "the fixed latency of one rack's two collectives (dispatch and combine, at NVLink's "
-        "measured floor): the latency does not grow with the batch, so that line falls above "
-        f"the crossover and comes under one only at about {data['latency_hides']}."
+        "the fixed latency of one rack's two collectives (dispatch and combine, at a stand-in "
+        "floor, the smallest all-reduce measured over NVLink): the latency does not grow with "
+        "the batch, so that line falls above the crossover and comes under one only at about "
+        f"{data['latency_hides']}."
     )
     return _render("alltoall_vs_batch", draw, alt, caption)
 

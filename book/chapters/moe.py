@@ -196,6 +196,7 @@ def context(presets: Presets) -> dict:
         "experts_active_n": said_number(model.experts_active),
         "experts_active": said(Q_(model.experts_active, "expert")),
         "experts_shared": said(Q_(model.experts_shared, "expert")),
+        **_lecture_count(presets),
         "d_model": said_number(model.d_model),
         "layers": said(Q_(model.layers, "layer")),
         "experts_per_chip": ev.text("experts_per_chip"),
@@ -238,6 +239,7 @@ def context(presets: Presets) -> dict:
         "alltoall_two_racks": _us(two),
         "alltoall_two_racks_hw": _us(two_hw),
         "ratio_one_rack": said_number(ratio_one, 2),
+        "ratio_one_rack_hides": bool(ratio_one < 1),
         "expert_share": said_number(experts["share"], 2),
         "expert_layer_compute": _us(experts["time"]),
         "ratio_experts_only": said_number((one / experts["time"]).to("").m, 2),
@@ -322,6 +324,22 @@ def crossover_factors(presets: Presets) -> str:
     dense = ev.q("dense_crossover_batch").to("sequence").m
     sparsity = (model.params_total / model.params_active).to("").m
     return f"{number(dense, 4)} × {number(sparsity, 3)}"
+
+
+def _lecture_count(presets: Presets) -> dict:
+    """Where the lecture's expert count slips: it takes 32 of the 256 experts active, a sparsity
+    of 8 and (on this chip) a crossover of about 2,500, where DeepSeek-V3 routes 8 plus a shared
+    one, so total over active parameters is about 18 and the crossover about 5,700."""
+    ev = Evaluator(presets, RACK, MODEL, "fp8")
+    model = presets.get("model", MODEL)
+    k = presets.parameter["lecture_experts_active"].value.to("expert").m
+    sparsity = model.experts_routed / k
+    return {
+        "lecture_active": said(Q_(k, "expert")),
+        "lecture_sparsity": said_number(sparsity),
+        "lecture_batch": said(ev.q("dense_crossover_batch").to("sequence") * sparsity, 2),
+        "sparsity_params": said_number((model.params_total / model.params_active).to("").m, 3),
+    }
 
 
 def _tex() -> dict:
@@ -441,17 +459,24 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
             {
                 "layout": name,
                 "cells": [_cell(at_short[name]), _cell((t / layer_default).to("").m)]
-                + ["any" if found is None else _tokens(found)],
+                + ["any" if found is None else _tokens(found), _cell(bytes_only[name])],
             }
         )
     names = [n for n, _ in layouts]
     return {
         "rows": rows,
         "h800": _h800_rows(presets, default, long),
-        "headers": ["short context", context_tokens(default), "hides from a context of"],
+        "headers": [
+            "short context, bytes + latency",
+            f"{context_tokens(default)}, bytes + latency",
+            "hides from a context of (bytes + latency)",
+            "short context, bytes alone",
+        ],
         "bytes_two_short": said_number(bytes_only[names[1]], 2),
         "bytes_once_short": said_number(bytes_only[names[2]], 2),
         "bytes_two_short_hw": said_number(bytes_only[names[3]], 2),
+        "bytes_once_short_hw": said_number(bytes_only[names[4]], 2),
+        "two_ctx": _cell_ratio(rows[1]),
         "bytes_once_hides": bool(bytes_only[names[2]] < 1),
         "one_short": said_number(at_short[names[0]], 2),
         "one_hides_from": _tokens(hides_from[names[0]]) if hides_from[names[0]] else "",
@@ -473,8 +498,9 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
 
 def collective_latency_per_layer(presets: Presets):
     """The fixed time an MoE layer's two all-to-alls (dispatch and combine) take whatever their
-    bytes: two of the smallest collective latency measured over NVLink (the batching chapter's
-    floor). A floor: over the scale-out network each one takes longer.
+    bytes: two of the smallest all-reduce latency measured over NVLink (the batching chapter's
+    floor), a stand-in, since no dispatch or combine on its own has been measured. A floor: over
+    the scale-out network each one takes longer.
 
     >>> from units.presets import load
     >>> collective_latency_per_layer(load())
@@ -511,9 +537,11 @@ def _collective_latency(presets: Presets, one, layer) -> dict:
     hide = (batch * fixed / (layer - one)).to("sequence")
     at_hide = ((one * (hide / batch) + fixed) / (layer * (hide / batch))).to("").m
     assert abs(at_hide - 1) < 1e-9, at_hide
-    layer_ctx = layer_time(batch)
-    half_ctx = layer_time(batch / 2)
     default = presets.parameter["context_length"].value
+    # the chapter's one ratio is against the layer's compute (attention's FLOPs included), as in
+    # the verdict table; the layer's time with its KV read is the appendix's variant
+    layer_ctx = _layer_time(presets, ev, default).to("microsecond")
+    layer_ctx_kv = layer_time(batch)
     # per step: every MoE layer's all-to-all over the whole step's compute (the head included)
     moe_layers = model.layers - model.dense_layers
     step = ev.q("compute_time", batch_size=batch, n_chips=chips, context_length=short)
@@ -537,7 +565,9 @@ def _collective_latency(presets: Presets, one, layer) -> dict:
         "context": context_tokens(default),
         "layer_ctx": said(layer_ctx, 3),
         "ratio_ctx": said_number(((one + fixed) / layer_ctx).to("").m, 2),
-        "ratio_half_ctx": said_number(((one / 2 + fixed) / half_ctx).to("").m, 2),
+        "ratio_half_ctx": said_number(((one / 2 + fixed) / (layer_ctx / 2)).to("").m, 2),
+        "layer_ctx_kv": said(layer_ctx_kv, 3),
+        "ratio_ctx_kv": said_number(((one + fixed) / layer_ctx_kv).to("").m, 2),
         "hides_ctx": bool(((one + fixed) / layer_ctx).to("").m < 1),
     }
 
@@ -1220,7 +1250,7 @@ def _edge(presets: Presets, ratio_one: float, eta_up: float, one, layer, layer_c
         # over its own layer time, at peak links and at DeepEP's measured NVLink
         "ratio_busy": said_number(busy, 2),
         "ratio_both": said_number(busy / eta_up, 3),
-        # and with its two collectives' fixed latency on top (at NVLink's floor)
+        # and with its two collectives' fixed latency on top (the stand-in floor)
         "ratio_both_latency": said_number(
             (
                 (one * excess / eta_up + collective_latency_per_layer(presets))

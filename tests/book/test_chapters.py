@@ -148,7 +148,12 @@ def test_moe_once_per_rack_and_link_efficiency_by_hand():
     layer = 2 * 37e9 * batch / (64 * 5000e12) / 61
     lat = 2 * 5.56e-6 / layer
     rows = {r["layout"]: r["cells"] for r in ctx["verdict"]["rows"]}
-    assert len(rows) == 5 and all(len(c) == 3 for c in rows.values())
+    # four columns (reader vm26, fault 3): the last leaves the stand-in latency out
+    assert len(rows) == 5 and all(len(c) == 4 for c in rows.values())
+    assert rows["one rack"][3] == f"{ratio:.2g}, hides"  # 0.79
+    assert (
+        rows["two racks, a copy per expert, GB300 (9×)"][3] == f"{4.5 * ratio:.2g}, does not hide"
+    )
     assert rows["one rack"][0] == f"{ratio + lat:.2g}, does not hide"  # 1.3
     assert rows["two racks, a copy per expert, GB300 (9×)"][0] == (
         f"{4.5 * ratio + lat:.2g}, does not hide"
@@ -529,6 +534,30 @@ def test_moe_collective_latency_by_hand():
     )
     assert _num(lat["hide_batch"]) == pytest.approx(fixed / (c - a), rel=0.05)  # 13,800
     assert not lat["hides"] and lat["hides_ctx"]
+
+
+def test_moe_one_ratio_one_value_per_case():
+    """Reader vm26, fault 1: the chapter's ratio, (all-to-all bytes + the stand-in latency) over
+    the layer's compute, prints the same value for the same case in the text and the verdict
+    table; at 8,192 tokens the layer's compute counts attention's FLOPs, not the KV read."""
+    from book.chapters import moe
+
+    ctx = moe.context(load())
+    lat, verdict = ctx["lat"], ctx["verdict"]
+    one = next(r["cells"] for r in verdict["rows"] if r["layout"] == "one rack")
+    assert one[0].split(",")[0] == lat["ratio"] == verdict["one_short"]
+    assert one[1].split(",")[0] == lat["ratio_ctx"]
+    assert one[3].split(",")[0] == ctx["ratio_one_rack"]
+    # by hand: attention at 8,192 tokens multiplies the layer's compute by 2.88 (absorbed MLA,
+    # 128 heads x (576 + 512) per token of context, reader vm26's check), the bytes do not move
+    batch = 5000 / 8 * 1 / 2 * 671 / 37
+    a = 8 * 7168 * 3 / (64 * 900e9)
+    c = 2 * 37e9 / (64 * 5000e12) / 61
+    fixed = 2 * 5.56e-6
+    assert float(lat["ratio_ctx"]) == pytest.approx(
+        (batch * a + fixed) / (2.88 * batch * c), abs=0.02
+    )
+    assert float(lat["ratio_ctx_kv"]) < float(lat["ratio_ctx"])  # the KV read lengthens the layer
 
 
 def test_moe_data_parallel_attention_by_hand():
