@@ -345,9 +345,10 @@ def test_the_chapter_teaches_the_bound_before_the_prediction():
     text = environment().get_template("chapters/validation.md.j2").render(**ctx)
     main_flow = text.split("## Appendix: every measurement", 1)[0]
     # part 1, the bound: its equations, the two worked rows, every row, the lecture's verdicts;
-    # part 2, the forecast: what it scores, the forecast, the worked rows forecast, every row,
-    # the misses; then takeaways and exercises, the fit's audit after them, in an appendix (the
-    # fifteenth reader's V2, the seventeenth's fault 3)
+    # part 2, the forecast, one screen: what it is, how close it comes, where it fails; then
+    # takeaways and exercises, the fit's audit after them, in an appendix (the fifteenth reader's
+    # V2, the seventeenth's fault 3); the worked rows forecast term by term and the misses cause
+    # by cause are the appendix's (reader vm26, fault 2)
     order = [
         "## Part one: How close to the ceiling?",
         "### The bounds",
@@ -357,13 +358,15 @@ def test_the_chapter_teaches_the_bound_before_the_prediction():
         "### What the lecture's simple model gets right",
         "## Part two: Can we forecast the gap?",
         "### The forecast",
-        "### The two worked rows, forecast",
         "### How close the forecast comes",
         "figure-predicted_vs_measured",
         "### Where the forecast fails, and why",
         '!!! abstract "Takeaways"',
         "## Exercises",
         "## Appendix: how the forecast was fitted",
+        "### The two worked rows, forecast",
+        "figure-prediction_waterfall",
+        "### The misses, cause by cause",
     ]
     at = [main_flow.index(h) for h in order]
     assert at == sorted(at)
