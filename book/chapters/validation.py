@@ -1229,6 +1229,23 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
             # the measured step less the wider bound, over the layers: the gap per layer
             "wide_gap_per_layer": f"{spoken_number((measured - wide_step) / c.layers * 1e6)} µs",
         }
+    # the bound's read, term by term, so a reader can redo it (reader vm26, fault 12): the weights
+    # the token touches (the model's weights less the routed experts it skips, from its shape;
+    # not the published active count) and the KV cache at the mean context
+    kw = bound_inputs(row.preset, presets)
+    one = Q_(1, "sequence")
+    weight_read = derivations.get("weight_fetch_time").evaluate(
+        **_only("weight_fetch_time", kw), batch_size=one
+    )
+    kv_read = derivations.get("kv_fetch_time").evaluate(
+        **_only("kv_fetch_time", kw), batch_size=one
+    )
+    hardware = presets.get("hardware", row.preset.hardware)
+    bandwidth = hardware.hbm_bandwidth * Q_(c.chips, "")
+    weight_bytes = presets.get("precision", row.preset.weights).bytes_per_value
+    touched = (weight_read * bandwidth / weight_bytes).to("value")
+    if not np.isclose((weight_read + kv_read).to("s").m, c.memory[-1], rtol=1e-6):
+        raise ChalkboardError(f"{rid}: the worked read's terms do not add up to the bound's read")
     batched = next(r for r in rows if r.id == BATCHED_EXAMPLE)
     per_chip = Q_(c.measured / c.chips, "token/s/chip")
     gain = float(batched.measured.m / per_chip.m)
@@ -1241,6 +1258,14 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "measured_rate": said(row.measured),
         "measured": t(measured),
         "read": t(c.memory[-1]),
+        "read_weights": t(weight_read.to("s").m),
+        "read_kv": t(kv_read.to("s").m),
+        # three figures, so that the read redoes: 37.6 B x 0.5 byte / 64 TB/s = 294 us
+        "touched": f"{number(touched.m / 1e9, 3)} B parameters",
+        "published_active": said(presets.get("model", row.preset.model).params_active),
+        "bandwidth": said(bandwidth.to("TB/s")),
+        "chip_bandwidth": said(hardware.hbm_bandwidth),
+        "weight_bytes": said(weight_bytes),
         "multiply": t(peak),
         # what the multiplies count (reader mv23): the weights' FLOPs of the token, its share of
         # the prompt's prefill, and attention at the KV cache's format's peak
