@@ -67,13 +67,13 @@ def slips_apart(weights, cache, servers) -> bool:
     off = [max(r, 1 / r) for r in ratios]
     if any(FACTOR < o <= FACTOR**2 for o in off):
         return False
-    named = [r for r, o in zip(ratios, off) if o > FACTOR**2]
+    named = [r for r, o in zip(ratios, off, strict=True) if o > FACTOR**2]
     named.remove(2)  # one vector per head, if named, shares the one-byte slip's diagnosis
     if total / (w + c / 2) > FACTOR:
         named.remove(total / (w + c / 2))
-    return all(
-        max(a / b, b / a) > FACTOR for i, a in enumerate(named) for b in named[:i]
-    ) and all(max(a / 2, 2 / a) > FACTOR for a in named)
+    return all(max(a / b, b / a) > FACTOR for i, a in enumerate(named) for b in named[:i]) and all(
+        max(a / 2, 2 / a) > FACTOR for a in named
+    )
 
 
 def draw(rng, presets) -> Draw:
@@ -142,6 +142,7 @@ def draw(rng, presets) -> Draw:
         "math, far under the reads.",
         f"One token per step: about **{quantity(speed, 2)}**.",
     )
+
     def solve(weights=weights, cache=cache, rate=bandwidth):
         """Tokens per second of a pipelined step that reads ``weights`` and ``cache`` at
         ``rate`` (one server's bandwidth): the chain each slip reruns."""
