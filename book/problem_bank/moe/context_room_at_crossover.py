@@ -64,7 +64,17 @@ def scenario(rng, presets):
         held = (evaluate("kv_cache_per_batch", **case) + weight_bytes(figures(**case))).to("TB")
         room = evaluate("scaleup_memory", **case).to("TB")
         usable = presets.parameter["usable_hbm_share"].value  # what a serving engine fills
-        if KV_SHARE[0] <= share <= KV_SHARE[1] and held < usable * room:
+        # a dense model's batch adds its caches' time over total/active: the caches left out
+        # or alone land on that slip's value unless drawn 2 tolerances apart (reader 24 P8);
+        # the multiplies timed, where they land on it, share its diagnosis (in the draw)
+        sparsity = (case["n_total"] / case["n_active"]).to("").m
+        slips = [weights + caches / sparsity, weights, caches]
+        apart = all(
+            abs((a / b).to("").m - 1) >= 2 * TOLERANCE
+            for i, a in enumerate(slips)
+            for b in slips[:i]
+        )
+        if KV_SHARE[0] <= share <= KV_SHARE[1] and held < usable * room and apart:
             return case, held, room
 
 
@@ -140,12 +150,18 @@ def draw(rng, presets) -> Draw:
         "times less of a step: an MoE's large batch makes every token of context "
         "weigh total/active times more.",
     )
-    dense = dict(case, batch_size=batch / sparsity)
+    dense = evaluate("step_time", **dict(case, batch_size=batch / sparsity)).to("ms")
+    timed = (
+        "You timed the multiplies: the reads take longer, and they set the step."
+        if abs((compute / dense).to("").m - 1) >= 2 * TOLERANCE
+        else None  # lands on the dense batch's value: one message names both
+    )
     slips = [
         Mistake(
-            evaluate("step_time", **dense).to("ms"),
+            dense,
             "That batch is a dense model's: an MoE reads every weight but multiplies only its "
-            "active ones, so its balanced batch is larger by total over active parameters.",
+            "active ones, so its balanced batch is larger by total over active parameters."
+            + ("" if timed else " (Or you timed the multiplies: the reads set the step.)"),
         ),
         Mistake(
             t_weights,
@@ -166,10 +182,7 @@ def draw(rng, presets) -> Draw:
             "balances them both double.",
         ),
         Mistake(t_kv, "That is the caches' part alone: the step reads the weights too."),
-        Mistake(
-            compute,
-            "You timed the multiplies: the reads take longer, and they set the step.",
-        ),
+        *([Mistake(compute, timed)] if timed else []),
         Mistake(answer * n.m, f"The reads are shared by all {quantity(n)}: divide by them."),
     ]
     if gqa:
@@ -194,6 +207,10 @@ def draw(rng, presets) -> Draw:
     for m in slips:  # inside the window or twice its width away, never just outside
         require(lands_clear(m.value, answer, TOLERANCE), "each slip lands clear")
     slips = [m for m in slips if abs((m.value / answer).to("").m - 1) > TOLERANCE]
+    for i, a in enumerate(slips):  # two named slips on one value (reader 24 P8: the caches
+        for b in slips[:i]:  # left out landed within 1% of a dense batch): draw again
+            apart = abs((a.value / b.value).to("").m - 1)
+            require(apart >= 2 * TOLERANCE, "each named slip lands apart")
     mistakes = distinct_mistakes(slips, answer, TOLERANCE)
     return Draw(
         text=text,
