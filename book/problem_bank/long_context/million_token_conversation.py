@@ -163,9 +163,9 @@ def draw(rng, presets) -> Draw:
             solve(weights / 2, cache / 2),
             "You stored one byte per value; BF16 is two, for the weights and the cache."
             if keys_only <= FACTOR
-            else "You stored one byte per value (BF16 is two, for the weights and the cache), "
-            "or cached one vector per KV head (each caches a key and a value): either roughly "
-            "halves the bytes a step reads.",
+            # one vector per head lands here too (the cache is most of the bytes)
+            else "You read about half the bytes a step reads: BF16 stores each weight and "
+            "cached value in two bytes, and each KV head caches a key and a value.",
         ),
         (
             solve(cache=0 * cache),

@@ -64,11 +64,12 @@ def scenario(rng, presets):
         held = (evaluate("kv_cache_per_batch", **case) + weight_bytes(figures(**case))).to("TB")
         room = evaluate("scaleup_memory", **case).to("TB")
         usable = presets.parameter["usable_hbm_share"].value  # what a serving engine fills
-        # a dense model's batch adds its caches' time over total/active: the caches left out
-        # or alone land on that slip's value unless drawn 2 tolerances apart (reader 24 P8);
-        # the multiplies timed, where they land on it, share its diagnosis (in the draw)
+        # a dense model's batch adds its caches' time over total/active: the caches left out,
+        # the multiplies timed or the caches alone land on that slip's value unless drawn 2
+        # tolerances apart (reader 24 P8)
         sparsity = (case["n_total"] / case["n_active"]).to("").m
-        slips = [weights + caches / sparsity, weights, caches]
+        compute = evaluate("compute_time", **case)
+        slips = [weights + caches / sparsity, weights, compute, caches]
         apart = all(
             abs((a / b).to("").m - 1) >= 2 * TOLERANCE
             for i, a in enumerate(slips)
@@ -151,17 +152,11 @@ def draw(rng, presets) -> Draw:
         "weigh total/active times more.",
     )
     dense = evaluate("step_time", **dict(case, batch_size=batch / sparsity)).to("ms")
-    timed = (
-        "You timed the multiplies: the reads take longer, and they set the step."
-        if abs((compute / dense).to("").m - 1) >= 2 * TOLERANCE
-        else None  # lands on the dense batch's value: one message names both
-    )
     slips = [
         Mistake(
             dense,
             "That batch is a dense model's: an MoE reads every weight but multiplies only its "
-            "active ones, so its balanced batch is larger by total over active parameters."
-            + ("" if timed else " (Or you timed the multiplies: the reads set the step.)"),
+            "active ones, so its balanced batch is larger by total over active parameters.",
         ),
         Mistake(
             t_weights,
@@ -182,7 +177,10 @@ def draw(rng, presets) -> Draw:
             "balances them both double.",
         ),
         Mistake(t_kv, "That is the caches' part alone: the step reads the weights too."),
-        *([Mistake(compute, timed)] if timed else []),
+        Mistake(
+            compute,
+            "You timed the multiplies: the reads take longer, and they set the step.",
+        ),
         Mistake(answer * n.m, f"The reads are shared by all {quantity(n)}: divide by them."),
     ]
     if gqa:
