@@ -28,7 +28,7 @@ MODELS = ("llama_3_1_70b", "llama_3_1_405b")
 # 640 GB, not its bandwidth); the student brings the chapter's rules (bytes per token, servers
 # rounded up, pipelining latency neutral), and the answer is graded within a factor
 CHIPS = ("h100_sxm",)
-CONTEXTS = (1_000_000, 2_000_000, 3_000_000, 4_000_000)
+CONTEXTS = (1_000_000, 2_000_000, 4_000_000, 6_000_000, 8_000_000)
 PER_SERVER = 8  # GPUs in a server (one scale-up domain)
 # graded within ×1.3: a slip is named only outside ×1.69 (twice the window), so the ×2 slips
 # (every GPU at once, one byte per value) are named and a rounded recall of the chip is not
@@ -51,8 +51,29 @@ def scenario(rng, presets):
         share = usable_share(presets)[0]  # of a server's HBM an engine fills
         server = (share * PER_SERVER * presets.get("hardware", hardware).hbm_capacity).to("GB")
         need = ((weights + cache) / server).to("").m
-        if need > 1 and clear_of_rounding(need):
+        if need > 1 and clear_of_rounding(need) and slips_apart(weights, cache, math.ceil(need)):
             return case, weights, cache, server, need
+
+
+def slips_apart(weights, cache, servers) -> bool:
+    """Whether each slip's speed, as a multiple of the answer, lands inside the window or
+    outside twice it, and the named ones more than the window apart (reader 23 P8, reader 24
+    P4): every GPU at once (× servers), one byte (× 2), the cache left out, one vector per
+    head (which lands at the one-byte slip or inside: named with it), one GPU's bandwidth
+    (÷ 8), the weights left out."""
+    total = (weights + cache).to("GB").m
+    w, c = weights.to("GB").m, cache.to("GB").m
+    ratios = [servers, 2, total / w, total / (w + c / 2), 1 / PER_SERVER, total / c]
+    off = [max(r, 1 / r) for r in ratios]
+    if any(FACTOR < o <= FACTOR**2 for o in off):
+        return False
+    named = [r for r, o in zip(ratios, off, strict=True) if o > FACTOR**2]
+    named.remove(2)  # one vector per head, if named, shares the one-byte slip's diagnosis
+    if total / (w + c / 2) > FACTOR:
+        named.remove(total / (w + c / 2))
+    return all(max(a / b, b / a) > FACTOR for i, a in enumerate(named) for b in named[:i]) and all(
+        max(a / 2, 2 / a) > FACTOR for a in named
+    )
 
 
 def draw(rng, presets) -> Draw:
@@ -121,7 +142,16 @@ def draw(rng, presets) -> Draw:
         "math, far under the reads.",
         f"One token per step: about **{quantity(speed, 2)}**.",
     )
-    half_cache = (Q_(1, "token") * bandwidth / (weights + cache / 2)).to("token/s")
+
+    def solve(weights=weights, cache=cache, rate=bandwidth):
+        """Tokens per second of a pipelined step that reads ``weights`` and ``cache`` at
+        ``rate`` (one server's bandwidth): the chain each slip reruns."""
+        return (Q_(1, "token") * rate / (weights + cache)).to("token/s")
+
+    require(abs((solve() / speed).to("").m - 1) < 1e-6, "solve reruns the answer")
+    # each slip rerun through the whole chain, the likelier first (reader 23 P8, reader 24 P4);
+    # the server count a slip changes never enters the speed: pipelining is latency neutral
+    keys_only = (solve(cache=cache / 2) / speed).to("").m  # inside, or at the one-byte slip
     candidates = [
         (
             speed * servers,
@@ -130,15 +160,25 @@ def draw(rng, presets) -> Draw:
             "(pipelining is latency neutral).",
         ),
         (
-            speed * 2,
-            "You stored one byte per value; BF16 is two, for the weights and the cache.",
+            solve(weights / 2, cache / 2),
+            "You stored one byte per value; BF16 is two, for the weights and the cache."
+            if keys_only <= FACTOR
+            # one vector per head lands here too (the cache is most of the bytes)
+            else "You read about half the bytes a step reads: BF16 stores each weight and "
+            "cached value in two bytes, and each KV head caches a key and a value.",
         ),
         (
-            half_cache,
-            "You counted the keys only: each KV head caches a key and a value.",
+            solve(cache=0 * cache),
+            f"You left the KV cache out: the {size(cache)} of this conversation's cache is read "
+            "every step, beside the weights.",
         ),
         (
-            (Q_(1, "token") * bandwidth / cache).to("token/s"),
+            solve(rate=chip.hbm_bandwidth),
+            f"You used one GPU's bandwidth: a pipeline stage is a server, whose "
+            f"{number(PER_SERVER)} GPUs read their shares at once.",
+        ),
+        (
+            solve(weights=0 * weights),
             "You left the weights out: every step reads them too.",
         ),
     ]
@@ -148,6 +188,10 @@ def draw(rng, presets) -> Draw:
         require(off <= FACTOR or off > FACTOR**2, "each slip lands clear")  # never between
         if off > FACTOR**2:
             outside.append(Mistake(value, why))
+    for i, a in enumerate(outside):  # two named slips never share a value: redraw
+        for b in outside[:i]:
+            apart = max((a.value / b.value).to("").m, (b.value / a.value).to("").m)
+            require(apart > FACTOR, "each named slip lands apart")
     mistakes = distinct_mistakes(outside, speed, FACTOR, factor=True)  # one slip per value
     solution = solution[:1] + (solution[1].replace("**", ""),) + solution[2:]
     return Draw(

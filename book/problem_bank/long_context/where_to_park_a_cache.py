@@ -283,22 +283,33 @@ def _draw(rng, presets) -> Draw:
     solution.append(_drain_reading(options, drains, idle, best, promise, recompute_cost))
     solution.append(f"{verdict}: **{money(best[1], 3)}**.")
 
-    candidates = []
-    if cheapest is not best:
-        candidates.append(
-            (
-                cheapest[1],
-                f"{_capital(cheapest[0])} is cheapest but not back within "
-                f"{money(promise)}: "
-                + (
-                    f"recomputing the cache takes {_time(cheapest[2])}."
-                    if cheapest[0] == "recompute"
-                    else f"reading {money(cache, 3)} takes {_time(cheapest[2])}."
-                ),
+    # every other choice is named with its own reason (reader 24 P5: the lecture's "an hour's
+    # wait: disk" landed on disk and got no diagnosis); the cheapest first, then the runner-up
+    def verdict_on(o) -> str:
+        if o[2] > promise:
+            took = (
+                f"recomputing the cache takes {_time(o[2])}"
+                if o[0] == "recompute"
+                else f"reading {money(cache, 3)} back takes {_time(o[2])}"
             )
+            rule = (
+                " (the lecture's rule of thumb, an hour's wait on disk, ignores the read-back "
+                "speed)"
+                if o[0] == "disk" and idle >= Q_(30, "minute")
+                else ""
+            )
+            return (
+                f"{_capital(o[0])} costs {money(o[1], 3)} but breaks the {money(promise)} "
+                f"promise: {took}{rule}."
+            )
+        return (
+            f"{_capital(o[0])} keeps the promise but costs more: {money(o[1], 3)}, against "
+            f"{money(best[1], 3)} for {best[0]}."
         )
-    if runner is not None:
-        candidates.append((runner[1], f"{_capital(runner[0])} keeps the promise but costs more."))
+
+    others = sorted((o for o in options if o is not best), key=lambda o: o[1].m)
+    others.sort(key=lambda o: (o is not cheapest, o is not runner))  # stable: then by cost
+    candidates = [(o[1], verdict_on(o)) for o in others]
 
     def chosen(slipped) -> Q_:
         """The cheapest option that keeps the promise, as a student with one slip finds it."""

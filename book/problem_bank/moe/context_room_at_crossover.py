@@ -64,7 +64,18 @@ def scenario(rng, presets):
         held = (evaluate("kv_cache_per_batch", **case) + weight_bytes(figures(**case))).to("TB")
         room = evaluate("scaleup_memory", **case).to("TB")
         usable = presets.parameter["usable_hbm_share"].value  # what a serving engine fills
-        if KV_SHARE[0] <= share <= KV_SHARE[1] and held < usable * room:
+        # a dense model's batch adds its caches' time over total/active: the caches left out,
+        # the multiplies timed or the caches alone land on that slip's value unless drawn 2
+        # tolerances apart (reader 24 P8)
+        sparsity = (case["n_total"] / case["n_active"]).to("").m
+        compute = evaluate("compute_time", **case)
+        slips = [weights + caches / sparsity, weights, compute, caches]
+        apart = all(
+            abs((a / b).to("").m - 1) >= 2 * TOLERANCE
+            for i, a in enumerate(slips)
+            for b in slips[:i]
+        )
+        if KV_SHARE[0] <= share <= KV_SHARE[1] and held < usable * room and apart:
             return case, held, room
 
 
@@ -140,10 +151,10 @@ def draw(rng, presets) -> Draw:
         "times less of a step: an MoE's large batch makes every token of context "
         "weigh total/active times more.",
     )
-    dense = dict(case, batch_size=batch / sparsity)
+    dense = evaluate("step_time", **dict(case, batch_size=batch / sparsity)).to("ms")
     slips = [
         Mistake(
-            evaluate("step_time", **dense).to("ms"),
+            dense,
             "That batch is a dense model's: an MoE reads every weight but multiplies only its "
             "active ones, so its balanced batch is larger by total over active parameters.",
         ),
@@ -194,6 +205,10 @@ def draw(rng, presets) -> Draw:
     for m in slips:  # inside the window or twice its width away, never just outside
         require(lands_clear(m.value, answer, TOLERANCE), "each slip lands clear")
     slips = [m for m in slips if abs((m.value / answer).to("").m - 1) > TOLERANCE]
+    for i, a in enumerate(slips):  # two named slips on one value (reader 24 P8: the caches
+        for b in slips[:i]:  # left out landed within 1% of a dense batch): draw again
+            apart = abs((a.value / b.value).to("").m - 1)
+            require(apart >= 2 * TOLERANCE, "each named slip lands apart")
     mistakes = distinct_mistakes(slips, answer, TOLERANCE)
     return Draw(
         text=text,
