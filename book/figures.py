@@ -1583,7 +1583,11 @@ def kv_routes(presets: Presets) -> Figure:
             kv(mla_model),
             False,
         ),
-        (f"one layer's cache, shared\n1 × {heads}", kv(KV_MODEL, global_layers=1), False),
+        (
+            f"one global layer, the rest windowed\n1 × {heads}",
+            kv(KV_MODEL, global_layers=1),
+            False,
+        ),
         (
             f"sparse read of {llama.name}'s cache\n1 token in "
             f"{spoken_number(sparsity, most=2)}: chosen to match the kink",
@@ -1624,11 +1628,11 @@ def kv_routes(presets: Presets) -> Figure:
             textcoords="offset points",
             fontsize=9,
         )
-        ax.set_xlabel("KV bytes per token of context, FP8 cache (log scale)")
+        ax.set_xlabel("KV bytes read per token of context, FP8 cache (log scale)")
         ax.grid(axis="y", visible=False)
 
     alt = (
-        "KV-cache bytes per token at FP8 for four ways of building a cache, on a log scale, "
+        "KV-cache bytes read per token at FP8 for five ways of building a cache, on a log scale, "
         f"against the {spoken(kink.to('kB/token'), most=2)} a price kink implies: "
         + "; ".join(
             f"{label.replace(chr(10), ': ')}, {spoken(b.to('kB/token'), most=3)}"
@@ -1640,9 +1644,11 @@ def kv_routes(presets: Presets) -> Figure:
         "Where a token's KV bytes come from, at an FP8 cache: layers that keep the whole "
         "context × KV heads × a key and a value × values per head (or, for MLA, one latent per "
         "layer). Windows leave gpt-oss only its global layers to cache; MLA compresses the "
-        "heads; sharing one layer's cache reaches the couple of kilobytes the kink implies. "
-        "The hatched sparse-attention bar (bytes read, not held) is no evidence: its sparsity "
-        "is chosen so that it lands on the kink, to show how sparse a read would have to be."
+        "heads; one global layer with windows elsewhere reads the couple of kilobytes the kink "
+        "implies. Sharing one layer's cache across all layers is not drawn: it cuts the bytes "
+        "held, not the bytes read, since every layer re-reads it. The hatched sparse-attention "
+        "bar (bytes read, not held) is no evidence: its sparsity is chosen so that it lands on "
+        "the kink, to show how sparse a read would have to be."
     )
     return _render("kv_routes", draw, alt, caption)
 

@@ -1091,14 +1091,17 @@ def _gemini_steps(presets: Presets) -> tuple[float, float]:
 
 
 def _both_steps(presets: Presets) -> dict:
-    """Can one model take both of Gemini's steps (reader blo23, fault 1)? For the lecture's
-    frontier model on the chapter's chip at FP8: the prefill attention FLOPs per context token
-    that make the input step (attention equal to the weights' FLOPs at the line over the step
-    less one), what the same attention does to decode (a decoded token attends to the whole
-    context, a prompt token to half on average), the KV bytes whose read then overtakes compute
-    at the line (the kink reading with attention counted), and what prefill's attention adds at
-    the line when a Llama-style cache is cut to the kink's bytes by windows or sparsity instead,
-    which keep the same share of the attention as of the cache."""
+    """Can one model take both of Gemini's steps (reader blo23, fault 1; reader lr26, fault 1)?
+    For the lecture's frontier model on the chapter's chip at FP8: the prefill attention FLOPs
+    per context token that make the input step (attention equal to the weights' FLOPs at the line
+    over the step less one), what the same attention does to decode (a decoded token attends to
+    the whole context, a prompt token to half on average), the KV bytes a token must *read* for
+    that read to overtake compute at the line (the kink reading with attention counted), and so
+    the attention FLOPs per byte read the model needs, against what grouped-query attention and
+    an absorbed MLA latent do per byte read. Cross-layer sharing does not change FLOPs per byte
+    read: every attending layer re-reads the shared cache, so bytes read are attending layers x
+    bytes stored. Last, what prefill's attention adds at the line when a Llama-style cache is cut
+    to the kink's bytes by windows or sparsity, which keep the same share of the attention."""
     kink_ctx = presets.parameter["price_kink_context"].value.to("token/sequence")
     in_step, _ = _gemini_steps(presets)
     frontier = presets.parameter["frontier_active_params"].value
@@ -1116,36 +1119,35 @@ def _both_steps(presets: Presets) -> dict:
     implied = ev.q("kv_bytes_from_price_kink").to("byte/token")
     ridge = Evaluator(presets, HARDWARE, precision="fp8").q("ridge_intensity")
     with_attention = dict(attention_flops_per_token=attention)
-    if (
-        _kv_compute_context(
-            Evaluator(
-                presets,
-                HARDWARE,
-                precision="fp8",
-                n_active=frontier,
-                kv_bytes_per_token=implied,
-                **with_attention,
-            )
-        )
-        is not None
-    ):
-        raise ValueError("the kink's bytes now overtake the attention: reword 'never'")
     # the KV read overtakes weights' and attention's FLOPs at the line: k = (W/F)(c N/L + a)
     corner_bytes = (implied + attention / ridge).to("byte/token")
     at = ev.q("kv_compute_crossover_context", kv_bytes_per_token=corner_bytes, **with_attention)
     if abs((at / kink_ctx - 1).to("").m) > 1e-9:
         raise ValueError("the corner bytes miss the line")
+    needed = (attention / corner_bytes).to("FLOP/byte")  # attention per byte read, both steps
     llama = Evaluator(presets, HARDWARE, KV_MODEL, precision="fp8")
+    mla = Evaluator(presets, HARDWARE, MLA_MODEL, precision="fp8")
+    # per byte read: each attending layer does its FLOPs on the bytes it reads, shared or not
+    gqa_read = (llama.q("gqa_attention_flops") / llama.q("kv_bytes_per_token")).to("FLOP/byte")
+    mla_read = (mla.q("mla_decode_attention_flops") / mla.q("kv_bytes_per_token")).to("FLOP/byte")
+    if not gqa_read < needed < ridge:
+        raise ValueError("grouped-query attention now reaches the both-steps intensity: reword")
     kept = (implied / llama.q("kv_bytes_per_token")).to("").m  # share of cache and attention kept
+    shared_read = llama.q("kv_bytes_per_token")  # every layer re-reads one layer's shared cache
     return {
         "attention": said(attention, 2),
         "llama_attention": said(llama.q("gqa_attention_flops").to("MFLOP/token"), 2),
         "decode_at_line": said_number(decode_at_line, 2),
-        "per_byte": said_number((attention / implied).to("FLOP/byte").m, 2),
         "ridge": said_number(ridge.to("FLOP/byte").m, 3),
-        "never_below": said((attention / ridge).to("kB/token"), 2),
         "corner_bytes": said(corner_bytes.to("kB/token"), 2),
         "corner_over": said_number((corner_bytes / implied).to("").m, 2),
+        "needed_per_read": said_number(needed.m, 2),
+        "gqa_per_read": said_number(gqa_read.m, 2),
+        "mla_per_read": said_number(mla_read.m, 2),
+        "mla_model": presets.get("model", MLA_MODEL).name,
+        "mla_bytes": said(mla.q("kv_bytes_per_token").to("kB/token"), 2),
+        "mla_over": said_number((mla.q("kv_bytes_per_token") / corner_bytes).to("").m, 2),
+        "shared_read": said(shared_read.to("kB/token"), 3),
         "kept_add": said_number(100 * (in_step - 1) * kept, 1) + "%",
         "step_add": said_number(100 * (in_step - 1), 2) + "%",
     }

@@ -194,11 +194,13 @@ def test_figures_cached_by_another_process_are_the_ones_drawn_here(svgs, tmp_pat
     assert drawn_here == there and len(svgs) == 2
 
 
-def test_kv_routes_reach_the_kink_by_sharing_or_sparse_reads(drawn):
-    # lecture section F: one shared layer of Llama 3.1 70B's heads at FP8 is 1 x 8 x 2 x 128 =
-    # 2,048 bytes; the kink implies 2 x 100e9 x 3.35e12 / (1,979e12 x 200e3) = 1,693 bytes
+def test_kv_routes_reach_the_kink_by_windows_or_sparse_reads(drawn):
+    # lecture section F: one global layer of Llama 3.1 70B's heads at FP8 reads 1 x 8 x 2 x 128 =
+    # 2,048 bytes; the kink implies 2 x 100e9 x 3.35e12 / (1,979e12 x 200e3) = 1,693 bytes.
+    # Reader lr26, fault 1: a cache shared by all layers is re-read by each, so it is no route.
     alt = drawn["kv_routes"].alt
-    assert "1 × 8 KV heads × 2 × 128, 2 kB per token" in alt
+    assert "one global layer, the rest windowed: 1 × 8 KV heads × 2 × 128, 2 kB per token" in alt
+    assert "shared" not in alt
     assert "80 layers × 8 KV heads × 2 × 128, 164 kB per token" in alt  # 163,840 bytes (as text)
     assert "1 token in 97: chosen to match the kink" in alt and "1.7 kB per token" in alt
 
