@@ -640,7 +640,7 @@ def _attention_readings(presets: Presets) -> dict:
         # the active parameters every figure here uses, the published count (reader lr26,
         # fault 7), beside the count from the architecture the preset table shows
         "mla_active": said(presets.get("model", MLA_MODEL).params_active.to("Gparameter")),
-        "mla_active_counted": said(mla.q("params_active").to("Gparameter"), 4),
+        "mla_active_counted": quantity(mla.q("params_active").to("Gparameter"), 4),
         "gqa_model": presets.get("model", KV_MODEL).name,
         "mla_flops": said(mla_flops.to("MFLOP/token"), 3),
         "mla_decode": _whole_tokens(mla_decode),
