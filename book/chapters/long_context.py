@@ -637,6 +637,10 @@ def _attention_readings(presets: Presets) -> dict:
     middle = sorted(q.to("token/sequence").m for _, q in prefill)[len(prefill) // 2]
     return {
         "mla_model": presets.get("model", MLA_MODEL).name,
+        # the active parameters every figure here uses, the published count (reader lr26,
+        # fault 7), beside the count from the architecture the preset table shows
+        "mla_active": said(presets.get("model", MLA_MODEL).params_active.to("Gparameter")),
+        "mla_active_counted": quantity(mla.q("params_active").to("Gparameter"), 4),
         "gqa_model": presets.get("model", KV_MODEL).name,
         "mla_flops": said(mla_flops.to("MFLOP/token"), 3),
         "mla_decode": _whole_tokens(mla_decode),
@@ -1047,7 +1051,7 @@ def _cache_verdict(presets: Presets) -> dict:
                 "hbm_below": said((k * even["kink"][0] / life).to("kB/token"), 2),
                 # ... that is, when the decode crossover lies beyond this context
                 "hbm_context": context_tokens(
-                    (life / drains[0] * Q_(1, "token/sequence")).to("token/sequence"), 2
+                    (life / drains[0] * Q_(1, "token/sequence")).to("token/sequence"), 3
                 ),
             }
         )
@@ -1223,6 +1227,9 @@ def _exercises(presets: Presets) -> dict:
     chip = presets.get("hardware", WALL_CHIP)
     model = presets.get("model", WALL_MODEL)
     corner = _kv_compute_context(Evaluator(presets, WALL_CHIP, WALL_MODEL, precision="fp8"))
+    # the same corner with weights, cache and arithmetic all at BF16: half the FLOPs per second
+    # against twice the bytes per token, so the chip's bytes per FLOP and the corner are unchanged
+    corner_bf16 = _kv_compute_context(Evaluator(presets, WALL_CHIP, WALL_MODEL, precision="bf16"))
     wall_out = {
         "model": model.name,
         "chip": chip_name(chip),
@@ -1235,6 +1242,8 @@ def _exercises(presets: Presets) -> dict:
         "hbm": said(chip.hbm_capacity),
         "fit": said_number((chip.hbm_capacity / per_seq).to("").m, 2),
         "corner": context_tokens(corner, 2),
+        "corner_same_at_bf16": context_tokens(corner, 2) == context_tokens(corner_bf16, 2),
+        "corner_bf16": context_tokens(corner_bf16, 2),
         "past": said_number((wall_ctx / corner).to("").m, 2),
     }
     std, pri = presets.get("api", RATIO_API), presets.get("api", RATIO_API_PRIORITY)

@@ -25,6 +25,7 @@ EXERCISE_BATCH = Q_(4, "sequence")  # exercise 1: a larger per-replica batch
 EXERCISE_ZERO_CHIPS = 64  # exercise 1: the data-parallel chips the training state is sharded over
 EXERCISE_MODEL = "llama_3_1_405b"  # exercise 3: the KV cache trade on a larger model
 STREAMS = 2  # a reversible layer carries two residual streams (x, y), each d wide
+GRADIENTS = 2  # a layer running backwards holds its output's gradient and its input's
 ONE_LAYER = Q_(1, "layer")
 LAYER_SWEEP = (4, 1000)  # the figure's depths (square-root checkpointing needs four or more)
 
@@ -210,16 +211,7 @@ def context(presets: Presets) -> dict:
     # the tokens of one sequence's context, and that sequence's cache
     rebuild = infer.q("inference_flops", inference_tokens=context_length * Q_(1, "sequence"))
     kv = ev.q("kv_cache_per_sequence") * Q_(1, "sequence")
-    # the cached step's attention: each new token's queries against the whole cached context
-    # (grouped-query attention, the compute-time equation's a_dec), which the rebuild pays too
-    attention = (
-        Evaluator(presets, HARDWARE, MODEL)
-        .detailed("compute_time", batch_size=TRAIN_BATCH, n_chips=Q_(1, "chip"))
-        .inputs["attention_flops_per_token"]
-        .base
-        * context_length
-        * Q_(1, "sequence")
-    ).to("FLOP")
+    attention = cached_attention(presets, MODEL, context_length)
     state = ev.q("training_state_memory")
     share = state / EXERCISE_ZERO_CHIPS  # one chip's ZeRO share of the training state
     # a tensor-parallel group: the chips of one scale-up domain (an H100 server's eight)
@@ -229,6 +221,7 @@ def context(presets: Presets) -> dict:
     big_kv = Evaluator(presets, model=EXERCISE_MODEL).q("kv_cache_per_sequence") * Q_(1, "sequence")
     big_per_token = big_ev.q("inference_flops", inference_tokens=one)
     big_rebuild = big_ev.q("inference_flops", inference_tokens=context_length * Q_(1, "sequence"))
+    big_attention = cached_attention(presets, EXERCISE_MODEL, context_length)
     big_plain = Evaluator(presets, model=EXERCISE_MODEL, batch_size=TRAIN_BATCH).q(
         "activation_memory"
     )
@@ -273,10 +266,8 @@ def context(presets: Presets) -> dict:
         "ex_rerun_spare": said((hbm - x["rerun"] - share - buffers_high).to("GB")),
         "ex_rerun_logits_fp32": said((rerun + 2 * logits).to("GB")),
         "o_one": "*O*(1)",  # big-O notation, not a figure
-        "broken_share": said_number(
-            100 * presets.parameter["lecture_new_ciphers_broken"].value.to("").m
-        )
-        + "%",
+        "schneier": "Bruce Schneier's 'Memo to the Amateur Cipher Designer' (Crypto-Gram, "
+        "October 1998)",
         "chen": "Chen et al., 'Training Deep Nets with Sublinear Memory Cost', arXiv 1604.06174",
         "korthikanti": "Korthikanti et al., 'Reducing Activation Recomputation in Large "
         "Transformer Models', arXiv 2205.05198",
@@ -292,9 +283,6 @@ def context(presets: Presets) -> dict:
             .to("GB")
         ),
         "rev_two": said(m["rev_two"].to("MB")),
-        # the half-width variant: a RevNet that splits d into two halves keeps one d-wide output
-        "rev_half_total": said((m["rev"] + m["buffer"]).to("GB")),
-        "equal_lead_half": said_number(_ratio(m["ckpt_full"], m["rev"] + m["buffer"]), 2),
         "zero_chips": said_number(EXERCISE_ZERO_CHIPS),
         "state_share": said(share.to("GB")),
         "ex_verdicts": [
@@ -367,6 +355,18 @@ def context(presets: Presets) -> dict:
             _ratio(printed(m["ckpt_full"]), printed(m["rev_two"] + m["buffer"])), 2
         ),
         "per_layer_lead": said_number(_ratio(m["rerun"], m["rev_two"] + m["buffer"]), 2),
+        # the activation gradients in flight while a layer runs backwards, left out of the
+        # counts above: the gradient arriving at its output and the one it passes to its input,
+        # one residual-stream vector each for a one-stream layer, two each for a two-stream one
+        "grad_one": said((GRADIENTS * m["rev"]).to("MB")),
+        "grad_rev": said((GRADIENTS * m["rev_two"]).to("MB")),
+        "equal_lead_grads": said_number(
+            _ratio(
+                m["ckpt_full"] + GRADIENTS * m["rev"],
+                m["rev_two"] + m["buffer"] + GRADIENTS * m["rev_two"],
+            ),
+            2,
+        ),
         "hbm": said(hbm.to("GB")),
         "hardware": chip_name(presets.get("hardware", HARDWARE)),
         "stored_over_hbm": said_number(_ratio(m["stored"], hbm), 3),
@@ -386,6 +386,10 @@ def context(presets: Presets) -> dict:
         "attention_flops": said(attention),
         # the saving with the cached step's attention counted and the rebuild's left out: a floor
         "rebuild_ratio_attention": said_number(_ratio(rebuild, per_token + attention), 2),
+        "big_rebuild_ratio": said_number(_ratio(big_rebuild, big_per_token)),
+        "big_rebuild_ratio_attention": said_number(
+            _ratio(big_rebuild, big_per_token + big_attention), 2
+        ),
         "ex_batch": said(EXERCISE_BATCH),
         "ex_stored": said(x["stored"].to("GB")),
         "ex_plain": said(printed(x["plain"])),
@@ -421,6 +425,26 @@ def context(presets: Presets) -> dict:
         "(https://reiner.org/neural-net-ciphers)",
         "ex_stored_over_state": said_number(_ratio(x["stored"], share), 2),
     }
+
+
+def cached_attention(presets: Presets, model: str, context_length):
+    """The attention FLOPs of one decode step with a KV cache: the new token's queries against
+    the whole cached context (grouped-query attention, the compute-time equation's a_dec), which
+    a step without the cache would pay too.
+
+    >>> from units.presets import load
+    >>> q = cached_attention(load(), MODEL, load().parameter["context_length"].value)
+    >>> f"{q.to('GFLOP').m:.3g}"
+    '21.5'
+    """
+    return (
+        Evaluator(presets, HARDWARE, model)
+        .detailed("compute_time", batch_size=TRAIN_BATCH, n_chips=Q_(1, "chip"))
+        .inputs["attention_flops_per_token"]
+        .base
+        * context_length
+        * Q_(1, "sequence")
+    ).to("FLOP")
 
 
 def checkpoint_tex() -> dict:

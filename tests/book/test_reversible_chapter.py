@@ -190,3 +190,43 @@ def test_the_page_has_no_fractional_segments_or_old_quote():
     assert "given where hardwares are" in text  # the transcript's words, 02:04:02 section
     assert "about {{ segments" not in text
     assert "neural-net-ciphers" in reversible.context(load())["pope_post"]
+
+
+def test_counting_the_gradients_in_flight_narrows_the_lead(ctx):
+    # reader lr26, fault 8: a layer running backwards also holds the gradient arriving at its
+    # output and the one it passes on, one INPUT-sized vector each for one stream, two each for
+    # the reversible layer's two: (39 x 2 + 2 x 40.5 + 2 x 2) / (2 x 2 + 40.5 + 2 x 2 x 2) per
+    # value and token = 163 / 52.5 = 3.1x, against 3.6x without them
+    assert ctx["grad_one"].exact == f"{2 * INPUT / 1e6:.4g} MB" == "268.4 MB"
+    assert ctx["grad_rev"].exact == f"{4 * INPUT / 1e6:.4g} MB" == "536.9 MB"
+    lead = (39 * INPUT + 2 * LAYER + 2 * INPUT) / (2 * INPUT + LAYER + 4 * INPUT)
+    assert ctx["equal_lead_grads"] == f"{lead:.2g}" == "3.1"
+
+
+def test_the_kv_saving_is_one_figure_with_attention_counted(ctx):
+    # reader lr26, fault 6: without the cache a token at the end of 8,192 tokens re-runs the
+    # forward pass over all of them, 8,192x the weights' compute; with the cached step's
+    # attention counted (4 FLOP per query head, head dim and layer per context token: Llama 3.1
+    # 70B 4 x 80 x 64 x 128, the 405B 4 x 126 x 128 x 128) the floor is lower. Active params
+    # are the published 70.6 B and 405.9 B (Meta's model cards)
+    llama_fwd, big_fwd = 2 * 70.6e9, 2 * 405.9e9
+    llama_att, big_att = 4 * 80 * 64 * 128 * TOKENS, 4 * 126 * 128 * 128 * TOKENS
+    assert ctx["rebuild_ratio"] == ctx["big_rebuild_ratio"] == "8,192"
+
+    def two_figures(x):
+        return f"{float(f'{x:.2g}'):,.0f}"
+
+    assert ctx["rebuild_ratio_attention"] == two_figures(
+        TOKENS * llama_fwd / (llama_fwd + llama_att)
+    )
+    assert ctx["big_rebuild_ratio_attention"] == two_figures(TOKENS * big_fwd / (big_fwd + big_att))
+    assert ctx["rebuild_ratio_attention"] == "7,100"
+    text = reversible.__file__.replace(
+        "chapters/reversible.py", "templates/chapters/reversible.md.j2"
+    )
+    with open(text, encoding="utf-8") as f:
+        page = f.read()
+    # every place the saving is given also gives the figure with attention counted
+    assert page.count("{{ rebuild_ratio }}") == page.count("{{ rebuild_ratio_attention }}")
+    assert "{{ big_rebuild_ratio_attention }}" in page
+    assert "broken_share" not in page  # fault 10: no unverifiable lecture figure
