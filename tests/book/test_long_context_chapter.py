@@ -202,10 +202,11 @@ def test_two_price_steps_two_mechanisms_by_hand(ctx):
 
 def test_cache_verdict_by_hand(ctx):
     # HBM beats recomputing for the corner context times HBM's drain time (80 GB / 3.35 TB/s):
-    # 5 min / 23.88 ms = 12,563 tokens, 1 h / 23.88 ms = 150,750 tokens, shown at 2 figures
+    # 5 min / 23.88 ms = 12,563 tokens, 1 h / 23.88 ms = 150,750 tokens (3,600 s × 3.35 TB/s /
+    # 80 GB exactly), shown at 3 figures; a whole number below a million prints whole
     v = ctx["verdict"]
     short, long_ = v["lifetimes"]
-    assert short["hbm_context"] == "13,000 tokens" and long_["hbm_context"] == "150,000 tokens"
+    assert short["hbm_context"] == "12,600 tokens" and long_["hbm_context"] == "150,750 tokens"
     # the kink-sized cache (corner at 200,000 tokens) clears both; Llama's (1,459) neither, and
     # its DRAM break-even (3.7 min) falls short of 5 min, so both go to flash
     assert [(life["llama"], life["kink"]) for life in v["lifetimes"]] == [("flash", "HBM")] * 2
