@@ -423,9 +423,9 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             [m for m in mistakes if "dims" in m and _same(got["dims"], m["dims"])], value, spec
         ):
             return _verdict("wrong", near["why"])
-        if _per_sequence(got["dims"], spec["dims"]) and not got["counts"]:
+        if _per_unsaid(got["dims"], spec["dims"], SEQUENCE) and not got["counts"]:
             got["dims"] = list(spec["dims"])  # "86 tokens/s" for each sequence: per sequence
-        if got["per_scale"] and _per_token(got["dims"], spec["dims"]):
+        if got["per_scale"] and _per_unsaid(got["dims"], spec["dims"], TOKEN):
             got["dims"] = list(spec["dims"])  # "$0.60/M": per million tokens, as prices are said
     if not _same(got["dims"], spec["dims"]):
         if got["bare_bytes"] and not spec["dims"][1]:
@@ -491,27 +491,17 @@ def _bare_value(got: dict, spec: dict) -> float:
     return named if max(named / v, v / named) <= max(x / v, v / x) else x
 
 
-def _per_sequence(got, want) -> bool:
-    """Whether ``got`` is ``want`` without its "per sequence": the question asks for each
-    sequence's share ("how many tokens per second does each sequence get?", "how long a
-    context?"), so "86 tokens/s" or "49,200 tokens" is that sequence's (not "86 tokens/s per
-    chip", which says what it is per: the caller checks that no count is named)."""
-    if want[SEQUENCE] != -1 or got[SEQUENCE] != 0:
-        return False
-    return all(
-        abs(g - w) <= 1e-9 for k, (g, w) in enumerate(zip(got, want, strict=True)) if k != SEQUENCE
-    )
+def _per_unsaid(got, want, k: int) -> bool:
+    """Whether ``got`` is ``want`` without its "per" dimension ``k`` (SEQUENCE or TOKEN).
 
-
-def _per_token(got, want) -> bool:
-    """Whether ``got`` is ``want`` without its "per token": a price typed "$0.60/M" names the
-    million but not the tokens, as price lists write it (the caller checks that a scale stood
-    alone under the line)."""
-    if want[TOKEN] != got[TOKEN] - 1:
+    Per sequence: the question asks for each sequence's share ("how many tokens per second does
+    each sequence get?", "how long a context?"), so "86 tokens/s" or "49,200 tokens" is that
+    sequence's (not "86 tokens/s per chip", which says what it is per: the caller checks that no
+    count is named). Per token: a price typed "$0.60/M" names the million but not the tokens, as
+    price lists write it (the caller checks that a scale stood alone under the line)."""
+    if want[k] != -1 or got[k] != 0:
         return False
-    return all(
-        abs(g - w) <= 1e-9 for k, (g, w) in enumerate(zip(got, want, strict=True)) if k != TOKEN
-    )
+    return all(abs(g - w) <= 1e-9 for i, (g, w) in enumerate(zip(got, want, strict=True)) if i != k)
 
 
 def _nearest(mistakes: list, value: float, spec: dict):

@@ -256,17 +256,12 @@
     return Math.max(named / v, v / named) <= Math.max(x / v, v / x) ? named : x;
   }
 
-  function perToken(got, want) {
-    if (want[TOKEN] !== got[TOKEN] - 1) return false;
-    for (var k = 0; k < want.length; k++) if (k !== TOKEN && !(Math.abs(got[k] - want[k]) <= 1e-9)) return false;
+  function perUnsaid(got, want, k) {
+    if (want[k] !== -1 || got[k] !== 0) return false;
+    for (var i = 0; i < want.length; i++) if (i !== k && !(Math.abs(got[i] - want[i]) <= 1e-9)) return false;
     return true;
   }
 
-  function perSequence(got, want) {
-    if (want[SEQUENCE] !== -1 || got[SEQUENCE] !== 0) return false;
-    for (var k = 0; k < want.length; k++) if (k !== SEQUENCE && !(Math.abs(got[k] - want[k]) <= 1e-9)) return false;
-    return true;
-  }
 
   function nearest(mistakes, value, spec) {
     var best = null, gap = Infinity;
@@ -307,8 +302,8 @@
       m = nearest(mistakes.filter(function (x) { return x.dims && same(got.dims, x.dims); }), value, spec);
       if (m) return verdict("wrong", m.why);
       /* "86 tokens/s" for each sequence: per sequence */
-      if (perSequence(got.dims, spec.dims) && !Object.keys(got.counts).length) got.dims = spec.dims.slice();
-      if (got.perScale && perToken(got.dims, spec.dims)) got.dims = spec.dims.slice(); /* "$0.60/M": per million tokens */
+      if (perUnsaid(got.dims, spec.dims, SEQUENCE) && !Object.keys(got.counts).length) got.dims = spec.dims.slice();
+      if (got.perScale && perUnsaid(got.dims, spec.dims, TOKEN)) got.dims = spec.dims.slice(); /* "$0.60/M": per million tokens */
     }
     if (!same(got.dims, spec.dims)) {
       if (got.bareBytes && !spec.dims[1]) {
