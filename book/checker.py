@@ -16,7 +16,12 @@ answer's own, ``answer.units``), a number with only a scale word ("2.16T") in it
 answer asked per sequence may leave the "per sequence" unsaid ("86 tokens/s", "49,200
 tokens"); "per user", "per conversation", "per request" and "per stream" are per sequence
 (:data:`units.reading.SEQUENCE_WORDS`); a count the answer does not name ("2.21 tokens per
-step") is allowed. A wrong one is diagnosed, first match wins: a dimension
+step") is allowed. On a count, "B" alone is billions of it ("178 B" for 178 B parameters), as
+before a count noun; elsewhere it is bytes. A pure number takes any noun for what it counts ("9
+replicas", "9 users"; :data:`COUNT_NOUNS`), a count only its own. Text that cannot be read
+whole may start with a label, the option a design problem's answer chose ("flash 0.0446",
+"B200 at FP8: 12.3 ms"): it is dropped and the rest graded (:func:`unlabelled`). A wrong one is
+diagnosed, first match wins: a dimension
 said in plain words ("That is a time; the question asks for a cost per token."), one of the
 problem's own listed mistakes, a share typed without its % ("32.9" for 0.329), a power of ten
 (a prefix slip when it is 10³ⁿ), a time-unit slip (×24, ×60, ×365), a factor of 2, 3 or 8.
@@ -42,7 +47,7 @@ import pint
 from units import Q_, ChalkboardError
 from units.display import number as spoken
 from units.display import unit as unit_words
-from units.reading import RATIOS, SCALES, SEQUENCE_WORDS, SYMBOLS, read
+from units.reading import MAX_CHARS, RATIOS, SCALES, SEQUENCE_WORDS, SYMBOLS, WHITESPACE, read
 from units.registry import spelled
 
 # The dimensions the checker compares, in the order of its vectors (answer-check.js reads the
@@ -132,6 +137,18 @@ BARE_NUMBER = r"[ \t\n\r\f\v]*([0-9]+(?:\.[0-9]+)?)[ \t\n\r\f\v]*"
 TOKEN, SEQUENCE = DIMENSIONS.index("[token]"), DIMENSIONS.index("[sequence]")
 MAX_TENS = 12  # powers of ten a diagnosis names, at most
 SLACK = 1e-12  # rounding room at the edges of a tolerance
+# Words a student names a count with that the registry has no unit for ("9 replicas", "3
+# nodes"): each counts itself, like the registry's chips and racks, so a pure number takes it
+# and another count is named as such ("That counts replicas; the question asks for chips").
+COUNT_NOUNS = ("replica", "node", "server", "machine", "instance", "worker", "host", "pod")
+# A design problem's answer typed after the option chosen ("flash 0.0446", "B200 at FP8: 12.3
+# ms"): a label ended by ':' or ',' (starting with a letter, its last word not a number), or
+# words that name the problem's options, joined by these, come before the number.
+LABEL = re.compile(r"([A-Za-z][A-Za-z0-9 ._()+/-]{0,39}?)[ \t]*[:,][ \t\n\r\f\v]*", re.ASCII)
+LABEL_WORD = re.compile(r"([A-Za-z0-9()._+&=-]+)[ \t\n\r\f\v]+", re.ASCII)
+LABEL_FILLERS = ("at", "in", "on", "with", "and", "using", "for", "is", "=", "-", "+", "&")
+PLAIN_NUMBER = re.compile(r"[0-9.,]+", re.ASCII)
+MAX_LABELS = 6  # labels stripped in turn, at most
 
 
 def dims_vector(q: pint.Quantity) -> list[float]:
@@ -214,6 +231,7 @@ def unit_table() -> dict:
         "ratios": dict(RATIOS),
         "symbols": dict(SYMBOLS),
         "sequence_words": dict(SEQUENCE_WORDS),
+        "count_nouns": {w + plural: w for w in COUNT_NOUNS for plural in ("", "s")},
         "phrases": phrases,
         "words": [list(w) for w in BASE_WORDS],
         "tens": tens,
@@ -228,12 +246,14 @@ def spec_of(
     mode: str = "relative",
     shown: str | None = None,
     mistakes=(),
+    labels=(),
 ) -> dict:
     """What the checker compares against: the answer in base units, its dimensions and counts,
     the tolerance, the unit to show in a message, the value the solution prints (``shown``,
     the text of that answer: a whole number may be rounded, "24 layers" for 23.5) and the
     listed mistakes (``{"value", "why"}`` in base units; with ``"dims"`` when a mistake's
-    dimension differs from the answer's)."""
+    dimension differs from the answer's) and, for a design problem, ``labels``: the words that
+    name its options, lowercase, which may come before the number (:func:`unlabelled`)."""
     from units.display import quantity
 
     base = answer.to_base_units()
@@ -264,6 +284,8 @@ def spec_of(
             entry["value"] = float(value)  # already in the answer's base units
         out.append(entry)
     spec["mistakes"] = out
+    if labels:
+        spec["labels"] = sorted(set(labels))
     return spec
 
 
@@ -281,8 +303,50 @@ def _value_in(text: str, spec: dict) -> float | None:
 
 def answer_spec(p) -> dict:
     """The checker's spec of a practice problem (see :func:`spec_of`): its answer as the
-    solution prints it, its tolerance and its listed mistakes (``p.mistakes``, if any)."""
-    return spec_of(p.answer, p.tolerance, p.mode, mistakes=getattr(p, "mistakes", ()) or ())
+    solution prints it, its tolerance, its listed mistakes (``p.mistakes``, if any) and the
+    names of its options (:func:`choice_labels`)."""
+    mistakes = getattr(p, "mistakes", ()) or ()
+    labels = choice_labels(getattr(p, "choices", None) or {})
+    return spec_of(p.answer, p.tolerance, p.mode, mistakes=mistakes, labels=labels)
+
+
+# The preset kinds whose every option a design problem may offer: a label may name any of them
+# (the option a student chose, right or wrong), in its id's words or its name's.
+LABEL_KINDS = ("hardware", "precision")
+LABEL_STOPWORDS = ("per", "the", "as", "of", "a", "an", "in", "on", "at", "and", "or", "to")
+
+
+def choice_labels(choices: dict) -> list[str]:
+    """The words that name a problem's options, lowercase: each chosen option's words (its
+    id's, split at '_'), and for a chosen chip or precision every preset of that kind, by id
+    and by name ("b200", "nvidia", "hgx", "fp8"). Numbers (a batch of 737) and words the
+    checker reads as units ("GPU") are left out: a label never stands for a number or a unit.
+
+    >>> choice_labels({"where": "flash", "batch_size": 737})
+    ['flash']
+    >>> {"mi300x", "amd", "instinct", "b200", "hgx", "fp8", "bf16"} <= set(
+    ...     choice_labels({"hardware": "mi300x", "precision": "fp8"}))
+    True
+    """
+    texts = [str(v) for v in choices.values() if isinstance(v, str)]
+    if any(k in choices for k in LABEL_KINDS):
+        from units.presets import load
+
+        presets = load()
+        for kind in LABEL_KINDS:
+            if kind in choices:
+                for pid in presets.ids(kind):
+                    name = str(getattr(presets.get(kind, pid), "name", "") or "")
+                    # not a remark in brackets: "(per GPU)", "(as stated in the lecture)"
+                    texts += [pid, re.sub(r"\([^)]*\s[^)]*\)", " ", name)]
+    table, words = unit_table(), set()
+    for t in texts:
+        for w in re.split(r"[^a-z0-9.]+", t.lower()):
+            w = w.strip(".")
+            name = re.fullmatch(r"[a-z][a-z0-9.]*", w, re.ASCII) and w not in LABEL_STOPWORDS
+            if name and lookup(w, table) is None and w not in table["scales"]:
+                words.add(w)
+    return sorted(words)
 
 
 # -- the algorithm (answer-check.js mirrors each function) ------------------------------------
@@ -300,6 +364,9 @@ def lookup(name: str, table: dict):
         found = _lookup_exact(candidate, table)
         if found is not None:
             return found
+    noun = table.get("count_nouns", {}).get(name.lower())
+    if noun is not None:  # "replicas": a count of its own, dimensionless
+        return [1.0, [0.0] * len(table["dims"]), noun]
     return None
 
 
@@ -347,6 +414,9 @@ def _measure(text: str, table: dict) -> dict:
         "dims": dims,
         "counts": counts,
         "bare_bytes": reading.bare_bytes,
+        # "178 B": a number and B alone, which a count's answer reads as billions
+        "bytes_alone": reading.bare_bytes and reading.factors == [("B", 1)],
+        "number": reading.number,
         "per_scale": reading.per_scale,
         "bare": reading.bare,
         "scaled": not reading.factors and reading.scaled,
@@ -409,8 +479,17 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
     try:
         got = _measure(text, table)
     except ChalkboardError as err:
-        message = str(err)
-        return _verdict("unreadable", message[:1].upper() + message[1:] + ".")
+        rest = unlabelled(text, spec.get("labels") or [])
+        try:
+            if rest is None:
+                raise err
+            got, text = _measure(rest, table), rest  # "flash 0.0446": the option, then the answer
+        except ChalkboardError as why:
+            message = str(why)
+            return _verdict("unreadable", message[:1].upper() + message[1:] + ".")
+    if got["bytes_alone"] and _is_count(spec):
+        # "178 B" for a count: billions of it, as "178 B parameters" says (bytes otherwise)
+        got["value"], got["scaled"] = got["number"] * table["scales"]["B"], True
     if "bare" in spec and (got["bare"] or got["scaled"]):
         got["value"] = _bare_value(got, spec)
         got["dims"], got["counts"] = list(spec["dims"]), dict(spec.get("counts") or {})
@@ -427,6 +506,8 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             got["dims"] = list(spec["dims"])  # "86 tokens/s" for each sequence: per sequence
         if got["per_scale"] and _per_unsaid(got["dims"], spec["dims"], TOKEN):
             got["dims"] = list(spec["dims"])  # "$0.60/M": per million tokens, as prices are said
+        if _pure(spec) and _is_sequences(got) and not got["counts"]:
+            got["dims"] = list(spec["dims"])  # "9 users" for a count the question names
     if not _same(got["dims"], spec["dims"]):
         if got["bare_bytes"] and not spec["dims"][1]:
             return _verdict(
@@ -489,6 +570,59 @@ def _bare_value(got: dict, spec: dict) -> float:
         return named  # not a count, or nothing to choose
     v = spec["value"]
     return named if max(named / v, v / named) <= max(x / v, v / x) else x
+
+
+def unlabelled(text: str, labels) -> str | None:
+    """``text`` without the labels before its number, or None when it has none: a label ended
+    by ':' or ',' ("B200 at FP8: 12.3 ms", "flash, $0.0446"; its last word is not a number, so
+    "about 1,234" keeps its digits), or words among ``labels`` (the problem's option names,
+    lowercase) joined by :data:`LABEL_FILLERS` ("flash 0.0446", "MI300X in FP8 17¢ per million
+    tokens"). The checker strips them only from text it cannot read whole, so no readable
+    answer changes, and grades the rest: a label never adds to the number.
+
+    >>> unlabelled("B200 at FP8: 12.3 ms", []), unlabelled("flash 0.0446", ["flash"])
+    ('12.3 ms', '0.0446')
+    >>> unlabelled("about 1, 234 tokens", []), unlabelled("fast 24 ms", ["flash"])
+    (None, None)
+    """
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        return None
+    t, changed = text.strip(WHITESPACE), False
+    for _ in range(MAX_LABELS):
+        m = LABEL.match(t)
+        if m and not PLAIN_NUMBER.fullmatch(m.group(1).strip(" ").split(" ")[-1]):
+            t, changed = t[m.end() :], True
+            continue
+        rest, named = t, False
+        while word := LABEL_WORD.match(rest):
+            w = re.sub(r"^[()]+|[()]+$", "", word.group(1).lower())
+            if w in labels:
+                named = True
+            elif w not in LABEL_FILLERS:
+                break
+            rest = rest[word.end() :]
+        if not named:
+            break
+        t, changed = rest, True
+    return t if changed else None
+
+
+def _is_count(spec: dict) -> bool:
+    """Whether the answer is a count (parameters, tokens, sequences, chips, or a pure number):
+    no dimension but tokens or sequences, at most one thing counted, none per another."""
+    dims, counts = spec["dims"], spec.get("counts") or {}
+    if any(dims[:TOKEN]) or any(d not in (0, 1) for d in dims[TOKEN:]):
+        return False
+    return all(p == 1 for p in counts.values()) and sum(dims[TOKEN:]) + len(counts) <= 1
+
+
+def _pure(spec: dict) -> bool:
+    """A pure number: no dimension, nothing counted (a count of chips takes only chips)."""
+    return not any(spec["dims"]) and not spec.get("counts")
+
+
+def _is_sequences(got: dict) -> bool:
+    return all(d == (1 if k == SEQUENCE else 0) for k, d in enumerate(got["dims"]))
 
 
 def _per_unsaid(got, want, k: int) -> bool:

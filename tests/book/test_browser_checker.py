@@ -22,8 +22,10 @@ READER_SEED = 419  # the seed problems-reader20 drew
 # the draw, so that a problem redrawn since still gets the same test: {a} is the answer to three
 # figures in its own unit (the reader's 85.59 tokens per second per sequence, 2.211 tokens,
 # 239.3 tokens per sequence, 8,681 sequences), {e} the same as "2.16e+12", {T} in trillions (of
-# tokens), {n} the whole number (288 chips), {x2} and {x15} twice and 1.5 times the answer. Each
-# verdict worked by hand from the statement's question and the answer's tolerance (2% or 3%).
+# tokens), {n} the whole number (288 chips), {x2} and {x15} twice and 1.5 times the answer, {c}
+# the chosen option's words ("flash", "b200"; {C} in capitals). Each verdict worked by hand from
+# the statement's question and the answer's tolerance (2% or 3%; a factor of 1.25 for the
+# estimate).
 READER_TABLE = [
     # P3: "how many tokens per second would each fast-mode sequence get"
     ("long_context.fast_mode_batch", "{a} tokens/s", True),
@@ -71,12 +73,28 @@ READER_TABLE = [
     ("batching.fast_mode_cost", "{a} USD/M", True),
     ("batching.fast_mode_cost", "${a}", False),
     ("batching.fast_mode_cost", "${a}/M GB", False),
+    # problems-reader27: a design answer after the option chosen; B alone on a count of
+    # parameters (billions); a count said with its own noun
+    ("long_context.where_to_park_a_cache", "{c} {a}", True),
+    ("long_context.where_to_park_a_cache", "{c}: {a} USD per million tokens", True),
+    ("long_context.where_to_park_a_cache", "{c}, ${a}", False),  # a cost, not per token
+    ("pipeline.node_or_rack", "{C}: {a} ms", True),
+    ("pipeline.node_or_rack", "{C} {a} ms", True),
+    ("overtraining.estimate_pretraining_compute", "{a} B", True),
+    ("overtraining.estimate_pretraining_compute", "{a} B parameters", True),
+    ("overtraining.estimate_pretraining_compute", "{a} GB", False),
+    ("batching.racks_for_a_global_rate", "{n} racks", True),
+    ("batching.fewest_gpus_for_a_rate", "{n} replicas", False),  # counts replicas, not GPUs
+    ("batching.fewest_gpus_for_a_rate", "{n} seconds", False),
 ]
 
 
 def _typed(template: str, p) -> str:
     m = float(p.answer.magnitude)  # in the answer's own unit
+    chosen = " ".join(v.replace("_", " ") for v in p.choices.values() if isinstance(v, str))
     return template.format(
+        c=chosen,
+        C=chosen.upper(),
         a=number(m, 3),
         e=f"{m:.3g}",
         T=f"{m / 1e12:.3g}",  # used for an answer in tokens

@@ -26,6 +26,12 @@
   var ABOUT = new RegExp("^(?:(?:about|around|roughly|approximately|approx\\.?)" + WS + "+|[~≈]" + WS + "*)", "i");
   var SPLIT = new RegExp("[*]+|" + WS + "+");
   var EDGES = new RegExp("^" + WS + "+|" + WS + "+$", "g");
+  /* a design problem's answer after the option chosen (book/checker.py's LABEL, LABEL_WORD) */
+  var LABEL = /^([A-Za-z][A-Za-z0-9 ._()+\/-]{0,39}?)[ \t]*[:,][ \t\n\r\f\v]*/;
+  var LABEL_WORD = /^([A-Za-z0-9()._+&=-]+)[ \t\n\r\f\v]+/;
+  var LABEL_FILLERS = ["at", "in", "on", "with", "and", "using", "for", "is", "=", "-", "+", "&"];
+  var PLAIN_NUMBER = /^[0-9.,]+$/;
+  var MAX_LABELS = 6;
 
   var TOKEN = -1, SEQUENCE = -1; /* the token and sequence dimensions' places in the table's dims */
 
@@ -154,6 +160,10 @@
       var found = lookupExact(candidates[k]);
       if (found !== null) return found;
     }
+    var nouns = TABLE.count_nouns || {}, lower = name.toLowerCase();
+    if (own(nouns, lower)) { /* "replicas": a count of its own, dimensionless */
+      return [1, TABLE.dims.map(function () { return 0; }), nouns[lower]];
+    }
     return null;
   }
 
@@ -190,8 +200,10 @@
     var kept = {};
     for (c in counts) if (own(counts, c) && counts[c]) kept[c] = counts[c];
     var none = !reading.factors.length;
+    var alone = reading.bareBytes && reading.factors.length === 1 && reading.factors[0][0] === "B" && reading.factors[0][1] === 1;
     return {
       value: reading.number * factor, dims: dims, counts: kept, bareBytes: reading.bareBytes, perScale: reading.perScale,
+      bytesAlone: alone, number: reading.number,
       bare: none && !reading.scaled && !reading.ratio, scaled: none && reading.scaled
     };
   }
@@ -256,6 +268,49 @@
     return Math.max(named / v, v / named) <= Math.max(x / v, v / x) ? named : x;
   }
 
+  function unlabelled(text, labels) {
+    if (typeof text !== "string" || Array.from(text).length > MAX_CHARS) return null;
+    var t = strip(text), changed = false;
+    for (var n = 0; n < MAX_LABELS; n++) {
+      var m = LABEL.exec(t);
+      if (m && !PLAIN_NUMBER.test(m[1].replace(/^ +| +$/g, "").split(" ").pop())) {
+        t = t.slice(m[0].length); changed = true;
+        continue;
+      }
+      var rest = t, named = false, word;
+      while ((word = LABEL_WORD.exec(rest)) !== null) {
+        var w = word[1].toLowerCase().replace(/^[()]+|[()]+$/g, "");
+        if (labels.indexOf(w) >= 0) named = true;
+        else if (LABEL_FILLERS.indexOf(w) < 0) break;
+        rest = rest.slice(word[0].length);
+      }
+      if (!named) break;
+      t = rest; changed = true;
+    }
+    return changed ? t : null;
+  }
+
+  function isCount(spec) {
+    var dims = spec.dims, counts = spec.counts || {}, i, total = 0;
+    for (i = 0; i < TOKEN; i++) if (dims[i]) return false;
+    for (i = TOKEN; i < dims.length; i++) {
+      if (dims[i] !== 0 && dims[i] !== 1) return false;
+      total += dims[i];
+    }
+    var names = Object.keys(counts);
+    for (i = 0; i < names.length; i++) if (counts[names[i]] !== 1) return false;
+    return total + names.length <= 1;
+  }
+
+  function pure(spec) {
+    return !spec.dims.some(function (d) { return d; }) && !Object.keys(spec.counts || {}).length;
+  }
+
+  function isSequences(got) {
+    for (var k = 0; k < got.dims.length; k++) if (got.dims[k] !== (k === SEQUENCE ? 1 : 0)) return false;
+    return true;
+  }
+
   function perUnsaid(got, want, k) {
     if (want[k] !== -1 || got[k] !== 0) return false;
     for (var i = 0; i < want.length; i++) if (i !== k && !(Math.abs(got[i] - want[i]) <= 1e-9)) return false;
@@ -287,7 +342,18 @@
       got = measure(text);
     } catch (err) {
       if (!(err instanceof Fail)) throw err;
-      return verdict("unreadable", err.message.charAt(0).toUpperCase() + err.message.slice(1) + ".");
+      var rest = unlabelled(text, spec.labels || []);
+      try {
+        if (rest === null) throw err;
+        got = measure(rest); text = rest; /* "flash 0.0446": the option, then the answer */
+      } catch (why) {
+        if (!(why instanceof Fail)) throw why;
+        return verdict("unreadable", why.message.charAt(0).toUpperCase() + why.message.slice(1) + ".");
+      }
+    }
+    if (got.bytesAlone && isCount(spec)) {
+      /* "178 B" for a count: billions of it, as "178 B parameters" says (bytes otherwise) */
+      got.value = got.number * TABLE.scales.B; got.scaled = true;
     }
     if (spec.bare !== undefined && (got.bare || got.scaled)) {
       /* the statement names the answer's unit: "239" is 239 of it; "2.16T", 2.16 trillion of its base unit */
@@ -304,6 +370,7 @@
       /* "86 tokens/s" for each sequence: per sequence */
       if (perUnsaid(got.dims, spec.dims, SEQUENCE) && !Object.keys(got.counts).length) got.dims = spec.dims.slice();
       if (got.perScale && perUnsaid(got.dims, spec.dims, TOKEN)) got.dims = spec.dims.slice(); /* "$0.60/M": per million tokens */
+      if (pure(spec) && isSequences(got) && !Object.keys(got.counts).length) got.dims = spec.dims.slice(); /* "9 users" for a count */
     }
     if (!same(got.dims, spec.dims)) {
       if (got.bareBytes && !spec.dims[1]) {
