@@ -1397,6 +1397,8 @@ def cost_vs_context(presets: Presets) -> Figure:
             )
 
     at = [cost_growth(growth_contexts(presets, m), kink.m) for m in STEP_MODELS]
+    low, high = (spoken_number(f([d for _, d in at]), most=2) for f in (min, max))
+    span = low if low == high else f"{low} to {high}"  # the chapter table's output column
     alt = (
         f"Two log-log panels of chip time per token against context on {chip_name(hw)} at FP8, "
         f"over each model's time with no context, with {api}'s price steps at "
@@ -1414,7 +1416,7 @@ def cost_vs_context(presets: Presets) -> Figure:
         f"prompt token's cost grows with the prompt through attention's FLOPs alone, and a "
         f"dense model of {names[1]}'s shape pays about the input step's "
         f"{spoken_number(steps['input'])}× at {context_tokens(kink)}. Right: a decoded token "
-        f"reads the whole cache, and every real cache makes decode tens to a hundred times "
+        f"reads the whole cache, and every real cache makes decode {span} times "
         f"dearer at the step than with no context, while the list's price is flat up to the "
         f"step and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
         f"data: it is the one KV "

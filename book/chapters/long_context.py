@@ -48,6 +48,7 @@ def context(presets: Presets) -> dict:
         "frontier": said(frontier.to("Gparameter")),
         "kink_context": context_tokens(presets.parameter["price_kink_context"].value),
         "kink": kink,
+        "generations": _hbm_generations(presets),
         "fp8_bytes": quantity(presets.get("precision", "fp8").bytes_per_value),
         "apis": _api_table(presets),
         "api_dates": _api_dates(presets),
@@ -599,6 +600,49 @@ def _lecture_readings(presets: Presets) -> dict:
     }
 
 
+GENERATIONS = ("a100_sxm", "h100_sxm", "b200")  # three generations of one vendor's chip
+
+
+def _growth(x: float) -> str:
+    """A growth factor as prose says it: 'not at all' when it stays, '×2.3' otherwise."""
+    return "not at all" if abs(x - 1) < 0.005 else f"×{said_number(x, 2)}"
+
+
+def _hbm_generations(presets: Presets) -> dict:
+    """How a chip's FLOPs, HBM bandwidth and HBM capacity grew over three generations (A100 ->
+    H100 -> B200, dense BF16, the one precision all three have), and from the H100 to the
+    GB200 at FP8 (the kink reading's two chips): which quantity kept pace with FLOPs and which
+    did not (reader lc27, fault 2: 'grew far more slowly' against 'barely moved')."""
+    chips = [presets.get("hardware", h) for h in GENERATIONS]
+    fields = {
+        "flops": lambda c: c.dense_flops_bf16,
+        "bandwidth": lambda c: c.hbm_bandwidth,
+        "capacity": lambda c: c.hbm_capacity,
+    }
+    out: dict = {"chips": [chip_name(c) for c in chips]}
+    total = {}
+    for key, get in fields.items():
+        steps = [(get(b) / get(a)).to("").m for a, b in zip(chips, chips[1:], strict=False)]
+        total[key] = (get(chips[-1]) / get(chips[0])).to("").m
+        out[key] = {"steps": [_growth(x) for x in steps], "total": _growth(total[key])}
+    # the words the prose uses, checked: bandwidth fell behind FLOPs in the first step and kept
+    # pace in the second; capacity grew at under half FLOPs' pace overall
+    bw, fl = out["bandwidth"], out["flops"]
+    first = [(fields[k](chips[1]) / fields[k](chips[0])).to("").m for k in ("flops", "bandwidth")]
+    second = [(fields[k](chips[2]) / fields[k](chips[1])).to("").m for k in ("flops", "bandwidth")]
+    if not (first[1] < 0.6 * first[0] and abs(second[1] / second[0] - 1) < 0.1):
+        raise ValueError(f"bandwidth against FLOPs moved ({bw}, {fl}): reword the memory wall")
+    if not total["capacity"] < 0.5 * total["flops"]:
+        raise ValueError("HBM capacity kept pace with FLOPs: reword the memory wall")
+    # the kink reading's two chips at FP8
+    h100, gb200 = (presets.get("hardware", h) for h in KINK_HARDWARE)
+    out["kink"] = {
+        "flops": _growth((gb200.dense_flops_fp8 / h100.dense_flops_fp8).to("").m),
+        "bandwidth": _growth((gb200.hbm_bandwidth / h100.hbm_bandwidth).to("").m),
+    }
+    return out
+
+
 MLA_MODEL = "deepseek_v3"
 LOW_RIDGE_CHIP = "a100_sxm"
 DENSE_MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
@@ -984,6 +1028,7 @@ def _two_steps(presets: Presets) -> dict:
                 "prefill": said_number(prefill, 2),
                 "decode": said_number(decode, 2),
                 "prefill_x": prefill,
+                "decode_x": decode,
                 "prefill_context": context_tokens(Q_(g["prefill"], "token/sequence"), 2),
                 "kv_context": context_tokens(Q_(g["kv"], "token/sequence"), 2),
                 # the corner of kv_compute_crossover_context: the read against the weights'
@@ -999,9 +1044,15 @@ def _two_steps(presets: Presets) -> dict:
     at_line = Evaluator(presets, HARDWARE, precision="fp8", n_active=frontier).q(
         "kv_bytes_from_price_kink", price_kink_context=kink_ctx / out_step
     )
+    # the output column's lowest and highest, as the table prints them
+    decode = [r["decode"] for r in sorted(rows, key=lambda r: r["decode_x"])]
     return {
         "rows": rows,
         "closest": closest,
+        # the output column's span, said as the table says it ('38 to 140')
+        "decode_span": f"{decode[0].said} to {decode[-1].said}"
+        if decode[0].said != decode[-1].said
+        else decode[0].said,
         "in_step": said_number(in_step, 2),
         "out_step": said_number(out_step, 2),
         "kink_kv_context": context_tokens(Q_(growth_contexts(presets)["kv"], "token/sequence"), 2),
@@ -1084,6 +1135,19 @@ def _cache_verdict(presets: Presets) -> dict:
         "kink_bytes": said(k.to("kB/token"), 2),
         "hbm_kink": time(even["kink"][0]),
         "hbm_llama": time(even["llama"][0]),
+        # the same without prefill's attention in the recompute (the identity: corner x drain
+        # less one drain); the table's column counts it at the chapter's 8,192-token context
+        "hbm_llama_bare": time(
+            _breakeven(
+                llama,
+                tier=tiers[0].id,
+                prefill_flops_per_token=derivations.SYMBOLS["flops_per_param_token"].value
+                * presets.get("model", KV_MODEL).params_active,
+            )
+        ),
+        "llama_corner": _whole_tokens(
+            Q_(growth_contexts(presets, KV_MODEL)["kv"], "token/sequence")
+        ),
         "llama_dram": time(even["llama"][1]),
     }
 
@@ -1198,7 +1262,7 @@ def _exercises(presets: Presets) -> dict:
     kink = {
         "chip": chip_name(presets.get("hardware", hw)),
         "precision": precision.upper(),
-        "context": context_tokens(ctx, 2),
+        "context": context_tokens(ctx),  # a preset: 131,072 tokens, whole
         "ridge": said_number(
             Evaluator(presets, hw, precision=precision).q("ridge_intensity").to("FLOP/byte").m, 3
         ),
@@ -1233,7 +1297,7 @@ def _exercises(presets: Presets) -> dict:
     wall_out = {
         "model": model.name,
         "chip": chip_name(chip),
-        "context": context_tokens(wall_ctx, 2),
+        "context": context_tokens(wall_ctx),  # a preset: 32,768 tokens, whole
         "layers": said_number(model.get("layers")),
         "kv_heads": said_number(model.get("n_kv_heads")),
         "head_dim": said_number(model.get("head_dim")),

@@ -194,7 +194,8 @@ def test_two_price_steps_two_mechanisms_by_hand(ctx):
     # is 137 times the compute (attention, 2.6 MFLOP per context token, adds only 3.7x)
     l_kv = 2 * 70.6e9 * 3.35e12 / (163_840 * 1979e12)
     assert float(rows["Llama 3.1 70B"]["decode"]) == pytest.approx(200e3 / l_kv, rel=0.04)
-    # every real cache is tens to a hundred times dearer at the line; the list asks 1.5x
+    # every real cache is 38 to 140 times dearer at the line (405B 38, 70B 137, as above); the list
+    # asks 1.5x
     assert all(float(r["decode"]) > 10 for r in steps["rows"])
     # the output step read as the cost at the line: the corner 1.5x earlier, 1.5 x 1,693 bytes
     assert _num(steps["at_line"]) == pytest.approx(1.5 * 1.693, abs=0.05)
@@ -352,3 +353,31 @@ def test_the_tier_figure_draws_the_verdict():
         for cache in ("llama", "kink"):
             home = next(r["medium"] for r in rows if r[cache] is not None and r[cache] >= lifetime)
             assert home == verdict["lifetimes"][life][cache]
+
+
+def test_reader_lc27_one_reading_consistent_growth_and_whole_contexts(ctx):
+    # reader lc27, faults 2-5, each against hand figures from hardware.toml and the tables above
+    g = ctx["generations"]
+    # dense BF16: A100 312, H100 989.4, B200 2,250 TFLOP/s -> x3.17, x2.27, x7.21 in all; HBM
+    # bandwidth 2.039, 3.35, 8 TB/s -> x1.64, x2.39, x3.92; capacity 80, 80, 180 GB -> x1, x2.25
+    assert g["flops"] == {"steps": ["×3.2", "×2.3"], "total": "×7.2"}
+    assert g["bandwidth"] == {"steps": ["×1.6", "×2.4"], "total": "×3.9"}
+    assert g["capacity"]["steps"][0] == "not at all"
+    assert _num(g["capacity"]["total"].lstrip("×")) == pytest.approx(180 / 80, abs=0.05)
+    # the kink's two chips at FP8: GB200 5,000 / H100 1,978.9 = x2.53; 8 / 3.35 = x2.39
+    assert g["kink"] == {"flops": "×2.5", "bandwidth": "×2.4"}
+    # HBM break-even for Llama 3.1 70B: corner 1,459 tokens x 23.88 ms (80 GB / 3.35 TB/s) less
+    # one drain = 34.8 s with prefill's attention left out; counting it (2 x 70.6e9 + 2 x 2 x 64
+    # x 128 x 80 x 8,192 / 2 FLOPs per prompt token, 7.6% more) the table's 37 s
+    v = ctx["verdict"]
+    drain = 80e9 / 3.35e12
+    assert v["llama_corner"] == "1,459 tokens"
+    assert _num(v["hbm_llama_bare"]) == pytest.approx(1458 * drain, abs=0.5)
+    attention = 4 * 64 * 128 * 80 * 8192 / 2
+    with_attention = (1458 + 1459 * attention / (2 * 70.6e9)) * drain
+    assert _num(v["hbm_llama"]) == pytest.approx(with_attention, abs=0.5)
+    # the output column spans Llama 3.1 405B's 38 to Llama 3.1 70B's 137 (shown 140)
+    assert ctx["steps"]["decode_span"] == "38 to 140"
+    # exact presets print whole: DeepSeek-V3's 128K and 32K windows
+    assert ctx["exercise"]["kink"]["context"] == "131,072 tokens"
+    assert ctx["exercise"]["wall"]["context"] == "32,768 tokens"
