@@ -84,7 +84,7 @@ def test_million_token_conversation_is_a_pipelined_lone_user():
         hbm = _figure(r"has (\d+) GB of HBM", recalled) * 1e9
         bandwidth = _figure(r"HBM at ([\d.]+) TB/s", recalled) * 1e12
         held = params * 2 + 2 * layers * heads * dim * 2 * millions * 1e6  # bytes, BF16
-        servers = -(-held // (8 * hbm))
+        servers = -(-held // (0.9 * 8 * hbm))  # an engine fills 90% of HBM (the statement)
         speed = 8 * bandwidth / held  # tokens per second
         where = f"seed {seed}: {p.text[:60]}"
         assert servers >= 2, where
