@@ -33,7 +33,10 @@ GROUPS = (
 # cap, memory-bound): a student's rounding of the share and the step to three figures moves it
 # about a percent
 TOLERANCE = 0.02
-CAPS = (24, 32, 40, 48, 64, 80, 96, 112, 128)  # sequences at once: small enough that the reads bind
+# sequences at once: small enough that the reads bind, and none on batch_under_a_tpot_limit's
+# menus (powers of two, and one and a half times them), whose solution lists a measured
+# share's rate at each: on these chips of one bandwidth, at the same share, the same figure
+CAPS = (20, 28, 36, 40, 56, 72, 80, 88, 104, 112, 120)
 NAMES = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}
 CHOICES = ("model", "hardware", "presets", "weight_precision", "kv_precision", "precision")
 ONE = Q_(1, "sequence")
