@@ -32,18 +32,23 @@ def _active(text: str) -> float:
     return figure(found.group(1)) * 1e9
 
 
-def test_the_compute_optimal_model_of_the_same_flops_is_the_square_root_of_n_d_over_20():
-    """C = 6 N D; a Chinchilla model of N' parameters spends 6 × N' × 20 N', so N' = √(N D / 20):
-    the answer from the printed N and D, a forward-only budget (2N) graded wrong."""
+def test_the_compute_optimal_model_of_a_reservation_is_the_square_root_of_c_over_120():
+    """C = GPUs × sustained rate × time; a Chinchilla model of N' parameters spends
+    6 × N' × 20 N', so N' = √(C / 120): the answer from the printed figures. A forward-only
+    budget (2N, the lesson's slip, √3 larger) is graded wrong (reader 26: the old problem's
+    6 N D cancelled the 6, so the slip went untested)."""
     for seed in SEEDS:
         p = authored(estimate_pretraining_compute, seed, presets())
-        n = _active(p.text)
-        d = figure(re.search(r"on " + NUMBER + " tokens", p.text).group(1))
-        expected = (n * d / 20) ** 0.5 / 1e9  # billions of parameters
+        gpus = figure(re.search(r"reserves " + NUMBER + " ", p.text).group(1))
+        days = figure(re.search(r"for " + NUMBER + " days", p.text).group(1))
+        rate = re.search(NUMBER + r" ([TP])FLOP/s of model FLOPs", p.text)
+        flops = figure(rate.group(1)) * (1e12 if rate.group(2) == "T" else 1e15)
+        budget = gpus * flops * days * 86400
+        expected = (budget / (6 * 20)) ** 0.5 / 1e9  # billions of parameters
         assert abs(p.answer.to("Gparameter").m / expected - 1) < 0.01, (seed, expected)
         spec = answer_spec(p)
         assert check(f"{expected:.3g} B parameters", spec)["ok"], seed
-        forward_only = (n * d / 3 / 20) ** 0.5 / 1e9
+        forward_only = (budget / (2 * 20)) ** 0.5 / 1e9
         assert not check(f"{forward_only:.3g} B parameters", spec)["ok"], seed
 
 

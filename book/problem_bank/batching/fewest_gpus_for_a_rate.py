@@ -217,6 +217,14 @@ def draw(rng, presets) -> Draw:
             "FP8 stores one byte per value: you counted two bytes per value.",
         )
     )
+    if replicas > 1:  # reader 26: the replicas rounded down, short of the rate
+        wrong.append(
+            (
+                Q_((replicas - 1) * per_gpu, "chip"),
+                f"You rounded {number(exact, 4)} replicas down: {number(replicas - 1)} make "
+                f"less than the rate, so round up to {number(replicas)}.",
+            )
+        )
     tolerance = whole_count_tolerance(gpus.m)
     mistakes = distinct_mistakes([Mistake(v, why) for v, why in wrong], gpus, tolerance)
     require(len(mistakes) == len(wrong), "every slip gives its own count")

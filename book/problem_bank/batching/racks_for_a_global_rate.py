@@ -172,6 +172,16 @@ def draw(rng, presets) -> Draw:
             f"That is the quotient, {number(raw, 3)} racks: a rack is whole, so round it up.",
         )
     )
+    if racks.m > 1:  # reader 26: the racks rounded down, short of the target
+        down = Q_(racks.m - 1, "rack")
+        require(all(m.value != down for m in mistakes), "rounding down gives a count of its own")
+        mistakes.append(
+            Mistake(
+                down,
+                f"You rounded {number(raw, 3)} racks down: {quantity(down)} make less than the "
+                f"target, so round up to {quantity(racks)}.",
+            )
+        )
     every_weight = dict(case, n_active=f["n_total"])
     mistakes.append(
         Mistake(

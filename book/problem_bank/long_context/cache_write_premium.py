@@ -26,6 +26,8 @@ MODELS = (
     "mixtral_8x7b",
 )
 TIERS = ("hbm_h100", "dram_ddr5", "flash_nvme")
+BYTES = {"bf16": "two bytes", "fp8": "one byte"}
+NAMES = {"bf16": "BF16", "fp8": "FP8"}
 RENT = "lecture_gpu"  # what HBM costs: the GPU's rent over its capacity
 TOLERANCE = 0.03
 
@@ -43,17 +45,34 @@ def _attention(model) -> str:
     )
 
 
+def _scenario(rng, presets):
+    """A model, a cache precision and a lifetime whose three byte-and-price slips land apart.
+
+    The premium of the one-hour write equals the input price, so the whole write price doubles
+    the ratio, as a grouped-query cache counted as one vector per head does: a GQA model takes the
+    five-minute write (a whole write price of five premiums). A BF16 cache counted at one byte a
+    value doubles it too, so a GQA cache is FP8 (its slip, two bytes, halves the ratio); an MLA
+    cache, one vector a layer, may be BF16 only beside the five-minute write.
+    """
+    name = rng.choice(MODELS)
+    model = presets.get("model", name)
+    if model.attention == "mla":
+        precision = rng.choice(tuple(NAMES))
+        lifetimes = LIFETIMES if precision == "fp8" else LIFETIMES[:1]
+    else:
+        precision, lifetimes = "fp8", LIFETIMES[:1]
+    return name, model, precision, rng.choice(lifetimes)
+
+
 def draw(rng, presets) -> Draw:
     api_id = rng.choice(APIS)
-    write_field, life_field = rng.choice(LIFETIMES)
-    name = rng.choice(MODELS)
+    name, model, precision, (write_field, life_field) = _scenario(rng, presets)
     tier_id = rng.choice(TIERS)
     api = presets.get("api", api_id)
-    model = presets.get("model", name)
     tier = presets.get("tier", tier_id)
     write = api.get(write_field).to("USD/Mtoken")
     life = presets.parameter[life_field].value
-    case = dict(model=name, api=api_id, price=RENT, presets=presets)
+    case = dict(model=name, api=api_id, price=RENT, precision=precision, presets=presets)
 
     premium = get("cache_write_premium").evaluate(cache_write_price=write, **case)
     premium = premium.to("USD/Mtoken")
@@ -73,7 +92,8 @@ def draw(rng, presets) -> Draw:
     text = (
         f"{api.name} charges {money(api.input.to('USD/Mtoken'))} for input tokens and "
         f"{money(write)} for input written to a prompt cache that lives "
-        f"{money(life)}. Suppose the model behind it {_attention(model)}, caches in BF16, "
+        f"{money(life)}. Suppose the model behind it {_attention(model)}, caches in "
+        f"{NAMES[precision]}, "
         f"and that the provider keeps written caches in {where}. How many times over does "
         "the extra charge for writing the cache pay for holding it for its lifetime? (Below "
         "one, it does not.)"
@@ -100,7 +120,8 @@ def draw(rng, presets) -> Draw:
         f"A cache write is an input token's prefill plus the holding, so the holding is paid "
         f"by the premium: {money(write)} − {money(api.input.to('USD/Mtoken'))} = "
         f"{money(premium)}.",
-        f"Each cached token holds {what}, two bytes each: {money(per_token)}.",
+        f"Each cached token holds {what}, {BYTES[precision]} each in {NAMES[precision]}: "
+        f"{money(per_token)}.",
         f"The tier costs {money(price)}; a million tokens' cache held for "
         f"{money(life)} costs {money(per_token)} × {money(life)} × that price = "
         f"{money(hold, 3)}.",
@@ -113,16 +134,15 @@ def draw(rng, presets) -> Draw:
             "for the prefill, so only the premium is left for it.",
         )
     ]
-    if model.attention == "gqa":  # one vector a head and one byte a value give one value
+    if precision == "bf16":
+        candidates.append((ratio * 2, "BF16 stores two bytes per value; you counted one."))
+    else:
+        candidates.append((ratio / 2, "FP8 stores one byte per value; you counted two."))
+    if model.attention == "gqa":
         candidates.append(
-            (
-                ratio * 2,
-                "That is twice the ratio: each KV head caches a key and a value, two bytes "
-                "each in BF16.",
-            )
+            (ratio * 2, "You cached one vector per KV head; each caches a key and a value.")
         )
     else:
-        candidates.append((ratio * 2, "BF16 stores two bytes per value; you counted one."))
         latent = model.kv_lora_rank / (model.kv_lora_rank + model.qk_rope_head_dim)
         candidates.append(
             (ratio / latent, "You left out the rotary key: each layer caches it beside the latent.")
@@ -130,9 +150,10 @@ def draw(rng, presets) -> Draw:
     if tier.get("price") is not None and "month" in str(tier.price.units):
         hours = (Q_(1, "month") / Q_(1, "hour")).to("").m  # hours in a month
         candidates.append((ratio / hours, "You read the monthly price as a price per hour."))
-    for value, _ in candidates:  # inside the window or twice its width away, never between
-        off = abs((value / ratio).to("").m - 1)
-        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+    for i, (value, _) in enumerate(candidates):  # clear of the answer and of each other
+        for other in (ratio, *(v for v, _ in candidates[:i])):
+            off = abs((value / other).to("").m - 1)
+            require(off >= 2 * TOLERANCE, "each slip lands clear of the answer and the others")
     mistakes = distinct_mistakes([Mistake(v, w) for v, w in candidates], ratio, TOLERANCE)
     return Draw(
         hint=(

@@ -110,6 +110,31 @@ def draw(rng, presets) -> Draw:
                 f"{number(per_byte, 3)}.",
             ),
         )
+    # reader 26: the lecture's ≈300 halved (as if FP8 halved it; FP8 doubles a chip's FLOPs and
+    # halves a weight's bytes). On a chip whose figure is near 300 it lands on the one-vector
+    # slip, whatever the draw: there one message names both
+    rule = lecture_ratio(presets)
+    halved = ratio * (rule / 2) / per_byte
+    require(lands_clear(halved, ratio, TOLERANCE), "the lecture's figure halved lands clear")
+    halved_words = (
+        f"You halved the lecture's ≈{number(rule)} multiply-adds per byte for FP8; at FP8 a "
+        "chip does twice the FLOPs and a weight takes one byte, so this chip's FP8 rate over "
+        f"twice its bandwidth is {number(per_byte, 3)}."
+    )
+    one_vector = mistakes[-2]
+    if abs((halved / one_vector.value).to("").m - 1) < 2 * TOLERANCE:
+        mistakes[-2] = Mistake(
+            one_vector.value,
+            "Two slips give this value: you counted one vector per KV head (each caches a key "
+            f"and a value), and halving the lecture's ≈{number(rule)} for FP8 does too (this "
+            f"chip's FP8 rate over twice its bandwidth is {number(per_byte, 3)}).",
+        )
+    else:
+        require(
+            all(abs((halved / m.value).to("").m - 1) >= 2 * TOLERANCE for m in mistakes),
+            "the lecture's figure halved lands apart from the other slips",
+        )
+        mistakes.append(Mistake(halved, halved_words))
     return Draw(
         text=text,
         answer=ratio,

@@ -233,6 +233,22 @@ def draw(rng, presets) -> Draw:
             f"{number(ridge.m, 3)} at {NAMES[precision]}.",
         )
     )
+    # reader 26: the lecture's shortcut taken whole, its round figure with attention left out
+    kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
+    plain_shown = {k: v for k, v in shown.items() if k != "attention_flops_per_token"}
+    plain_shown["flops"] = (rule * bandwidth).to(flops.units)
+    with contextlib.suppress(ChalkboardError):
+        lecture_whole = kink.evaluate(
+            implied_kv_bytes_per_token=used["kv_bytes_per_token"].value, **case, **plain_shown
+        )
+        candidates.append(
+            (
+                lecture_whole.to("token/sequence"),
+                f"You took the lecture's shortcut whole: its round {number(rule.m)} FLOPs per "
+                f"byte (this chip does {number(ridge.m, 3)} at {NAMES[precision]}) and "
+                "attention's FLOPs left out (they grow with the context too).",
+            )
+        )
     for change, why in slips:
         with contextlib.suppress(ChalkboardError):  # no crossing (attention out-spends the
             value = crossover.evaluate(**{**case, **shown, **change})  # reads): no value
@@ -246,7 +262,9 @@ def draw(rng, presets) -> Draw:
     # may land near the one-FLOP slip too; listed first, the likelier names that value.)
     named = [v for v, _ in candidates if abs((v / context).to("").m - 1) > tolerance]
     for value, why in candidates:
-        if why.startswith("You used the lecture's round") and value in named:
+        if why.startswith(("You used the lecture's round", "You took the lecture's")) and any(
+            value is v for v in named
+        ):
             apart = min(abs((value / v).to("").m - 1) for v in named if v is not value)
             require(apart >= 2 * tolerance, "the lecture's round figure lands apart")
     mistakes = distinct_mistakes(

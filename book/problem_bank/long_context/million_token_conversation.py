@@ -23,12 +23,13 @@ TITLE = "One very long conversation against HBM"
 USES = ("gqa_kv_values_per_token", "kv_bytes_per_token", "kv_cache_per_sequence")
 USES += ("memory_time", "compute_time")
 
-MODELS = ("llama_3_1_70b", "llama_3_1_405b")
-# the chapter's chip, its figures given (reader 19: the lecture states only a Hopper server's
+MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
+# servers of eight, their figures given (reader 19: the lecture states only a Hopper server's
 # 640 GB, not its bandwidth); the student brings the chapter's rules (bytes per token, servers
-# rounded up, pipelining latency neutral), and the answer is graded within a factor
-CHIPS = ("h100_sxm",)
-CONTEXTS = (1_000_000, 2_000_000, 4_000_000, 6_000_000, 8_000_000)
+# rounded up, pipelining latency neutral), and the answer is graded within a factor. Wide
+# enough that seeds give many scenarios (reader 26: four)
+CHIPS = ("h100_sxm", "h200", "b200", "mi300x", "mi325x")
+CONTEXTS = tuple(m * 1_000_000 for m in (1, 2, 3, 4, 5, 6, 8, 10, 12, 16))
 PER_SERVER = 8  # GPUs in a server (one scale-up domain)
 # graded within ×1.3: a slip is named only outside ×1.69 (twice the window), so the ×2 slips
 # (every GPU at once, one byte per value) are named and a rounded recall of the chip is not
@@ -51,7 +52,15 @@ def scenario(rng, presets):
         share = usable_share(presets)[0]  # of a server's HBM an engine fills
         server = (share * PER_SERVER * presets.get("hardware", hardware).hbm_capacity).to("GB")
         need = ((weights + cache) / server).to("").m
-        if need > 1 and clear_of_rounding(need) and slips_apart(weights, cache, math.ceil(need)):
+        layers = presets.get("model", name).layers
+        # the fullest server of an uneven split of the layers still holds its share
+        fullest = math.ceil(layers / math.ceil(need)) / layers * (weights + cache)
+        if (
+            need > 1
+            and clear_of_rounding(need)
+            and fullest <= server
+            and slips_apart(weights, cache, math.ceil(need))
+        ):
             return case, weights, cache, server, need
 
 

@@ -22,12 +22,20 @@ CASES = (
     ("llama_3_1_70b", "b200", 1),
     ("qwen3_235b_a22b", "h200", 2),
     ("qwen3_235b_a22b", "mi300x", 2),
+    ("llama_3_1_70b", "h100_sxm", 2),
+    ("llama_3_1_70b", "mi325x", 1),
+    ("llama_3_1_405b", "mi300x", 4),
+    ("qwen3_235b_a22b", "b200", 2),
 )
-CONTEXTS = (32_768, 49_152, 65_536, 98_304, 131_072)
+CONTEXTS = (32_768, 40_960, 49_152, 65_536, 81_920, 98_304, 114_688, 131_072)
 FEWEST = 3  # sequences: at these contexts a node holds a handful of conversations
 TWO_BYTES = (
     "You counted two bytes a value where FP8 stores one: the weights and the KV cache are both "
     "FP8 here, one byte each."
+)
+ROUNDED_UP = (
+    "You rounded the quotient up: only whole conversations fit, so round it down (the last "
+    "conversation's cache would not fit)."
 )
 BF16_WEIGHTS, BF16_CACHE = 1, 3  # the places of the two-byte slips among _slips
 CLEAR = 0.05  # the unrounded count keeps this far (relative) from both whole numbers around
@@ -118,7 +126,13 @@ def draw(rng, presets) -> Draw:
     )
 
     candidates = _slips(fits, case, context, presets)
-    mistakes, taken = [], {math.floor(batch.m): None}
+    # the count rounded up, as a student who rounds the quotient (3.496 to 3.5, then up) gets:
+    # its own message, never another slip's (reader 26: told "you filled the whole HBM")
+    up = _floor((batch + one, None))
+    if all(_floor(slip) != up for slip in candidates):  # else a slip's (_apart: under a half)
+        mistakes, taken = [Mistake(batch + one, ROUNDED_UP)], {math.floor(batch.m): None, up: 0}
+    else:
+        mistakes, taken = [], {math.floor(batch.m): None}
     for value, why in candidates:  # a slip rounds down too; one value, one diagnosis
         if value is None or math.floor(value.m) <= 0:
             continue
@@ -187,14 +201,19 @@ def _slips(fits, case, context, presets) -> list:
 
 
 def _apart(slips, count: float) -> bool:
-    """Whether every slip that changes the count rounds down to a count of its own, so that a
-    wrong count names the slip that gives it. The weights and the cache at two bytes may meet
-    (reader 19: a BF16 cache was told it stored the weights at two bytes): their one message,
-    TWO_BYTES, names what both did."""
+    """Whether every slip that changes the count rounds down to a count of its own, and none to
+    the count rounded to the nearest (a slip of its own where the fraction is near a half or
+    over), so that a wrong count names the slip that gives it. The weights and the cache at two
+    bytes may meet (reader 19: a BF16 cache was told it stored the weights at two bytes): their
+    one message, TWO_BYTES, names what both did."""
     counts = [_floor(slip) for slip in slips]
     if counts[BF16_CACHE] == counts[BF16_WEIGHTS]:
         counts[BF16_CACHE] = None
     counts = [c for c in counts if c is not None and c > 0 and c != math.floor(count)]
+    # the count rounded to the nearest is a slip of its own where the quotient's fraction is a
+    # half or more (3.496, read as 3.5): no other slip lands on it
+    if count - math.floor(count) >= 0.5 - CLEAR:
+        counts.append(math.floor(count) + 1)
     return len(counts) == len(set(counts))
 
 

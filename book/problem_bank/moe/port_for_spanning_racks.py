@@ -22,7 +22,7 @@ LECTURE = "32:09"
 MODELS = ("qwen3_235b_a22b", "gpt_oss_120b")
 RACKS = ("gb200_nvl72", "gb300_nvl72")
 SPANS = (2, 3, 4)
-BATCHES = (8192, 16_384, 32_768)  # past each model's crossover on these racks (checked)
+BATCHES = (8192, 12_288, 16_384, 24_576, 32_768, 49_152)  # past the crossover (checked)
 SPAN_WORDS = {2: "two", 3: "three", 4: "four"}
 TOLERANCE = 0.03
 
@@ -152,11 +152,35 @@ def draw(rng, presets) -> Draw:
             port * 2 * b_back / (b_out + b_back),
             "The dispatch goes out in FP8, one byte per value, not BF16's two.",
         ),
+        Mistake(  # reader 26: the outputs sent back in FP8 (the statement says BF16)
+            port * 2 * b_out / (b_out + b_back),
+            "The combine comes back in BF16, two bytes per value, not FP8's one.",
+        ),
         Mistake(
             (up / summed).to("Gbit/s"),
             "You added the on-rack and off-rack times: the two kinds of link move bytes at "
             "once, so the layer waits for the slower, not the sum.",
         ),
+    )
+    # over four racks a BF16 dispatch and every byte off the rack both give 4/3 the port, by
+    # construction, whatever the draw: one message names both (reader 26)
+    if abs(2 * b_back / (b_out + b_back) * offrack - 1) < TOLERANCE:
+        both = Mistake(
+            port / offrack,
+            "Two slips give this value: not every byte leaves the rack (a token's expert is in "
+            f"its own rack one time in {words}), and the dispatch goes out in FP8, one byte per "
+            "value, not BF16's two.",
+        )
+        mistakes = tuple(m for m in mistakes if "FP8, one byte per value, not BF16" not in m.why)
+        mistakes = tuple(both if "Not every byte" in m.why else m for m in mistakes)
+    combine = mistakes[-2]  # it lands apart from every other slip: one message per value
+    require(
+        all(
+            abs((m.value / combine.value).to("").m - 1) >= 2 * TOLERANCE
+            for m in mistakes
+            if m is not combine
+        ),
+        "the combine in FP8 lands on a value of its own",
     )
     gaps = [abs((m.value / port).to("").m - 1) for m in mistakes]
     require(not any(TOLERANCE < g < 2 * TOLERANCE for g in gaps), "every slip clear or inside")

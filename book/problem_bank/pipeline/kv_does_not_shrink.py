@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, lecture_ratio, require
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -134,6 +134,21 @@ def draw(rng, presets) -> Draw:
             "the crossover batch, the KV cache).",
         ),
     )
+    # reader 26: the lecture's ≈300 (already multiply-adds per byte) halved again, as if it
+    # were FLOPs per byte or FP8 halved it: a micro-batch of 150 × sparsity; the KV term scales
+    rule = lecture_ratio(presets)
+    per_sparsity = (micro * n_active / n_total).to("sequence").m  # this rack's 312.5
+    halved = Mistake(
+        (weights + kv * (rule / 2) / per_sparsity).to("GB"),
+        f"You halved the lecture's ≈{number(rule)} again: it already counts multiply-adds per "
+        f"byte (FLOP/s over bandwidth, halved), and at FP8 these racks do {quantity(ridge)}, "
+        f"so the micro-batch is {number(per_sparsity)} times the sparsity.",
+    )
+    require(
+        all(abs((halved.value / m.value).to("").m - 1) >= 2 * TOLERANCE for m in mistakes),
+        "the lecture's figure halved again lands apart from the other slips",
+    )
+    mistakes = (*mistakes, halved)
     # the lesson's slips (the cache scaled by the stages, either way, or an unhalved
     # crossover) must each be told from the answer: redraw where the KV cache is too small
     # a share of the total for any of them to land twice the window away

@@ -161,6 +161,16 @@ def _draw(presets, model_id, hardware, shards, batch, context) -> Draw | None:
                 "the parameters, not the active ones.",
             )
         )
+    # reader 26: a state of 14 bytes per parameter, the gradients left out; named where it
+    # lands on a value of its own
+    no_grad = Mistake(
+        (state_share * (per_param - grad) / per_param + acts + working).to("GB"),
+        f"You left out the BF16 gradients ({quantity(grad)}); with Adam's FP32 master weights "
+        f"and moments and the BF16 weights the state is {quantity(per_param)}.",
+    )
+    if any(abs((m.value / no_grad.value).to("").m - 1) < 2 * TOLERANCE for m in mistakes):
+        return None
+    mistakes.append(no_grad)
     kept = distinct_mistakes(mistakes, total, TOLERANCE)
     if any(abs((m.value / total).to("").m - 1) < 2 * TOLERANCE for m in kept):
         return None  # a slip (the weights alone, when the state's share is small) too close

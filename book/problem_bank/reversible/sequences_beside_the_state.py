@@ -139,6 +139,19 @@ def draw(rng, presets) -> Draw:
             f"copies make it {quantity(per_param)}.",
         )
     )
+    grad = state_detail.inputs["train_grad_bytes"].value.to("byte/parameter")
+    no_grad = fill - state * ((per_param - grad) / per_param) / shards
+    no_grad = tokens(math.floor((no_grad / per_seq).to("").m))
+    # reader 26: a state of 14 bytes per parameter, the gradients left out: named where its
+    # count is neither the answer's nor another slip's
+    if no_grad != answer and all(m.value != no_grad for m in mistakes):
+        mistakes.append(
+            Mistake(
+                no_grad,
+                f"You left out the BF16 gradients ({quantity(grad)}); with the weights and "
+                f"Adam's FP32 copies the state is {quantity(per_param)}.",
+            )
+        )
     return Draw(
         text=text,
         answer=answer,
