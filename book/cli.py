@@ -779,7 +779,7 @@ def cmd_presets(args, out) -> None:
 
 def cmd_validate(args, out) -> None:
     from book.format import number
-    from book.validation import summary, validate
+    from book.validation import TOO_FEW, enough, summary, validate
     from units.presets import load
 
     presets = load(tuple(args.presets))
@@ -822,6 +822,9 @@ def cmd_validate(args, out) -> None:
             out.write(f"    flag: {flag}\n")
     out.write("\nefficiency by scenario (median; band holding the middle 80% of rows):\n")
     for name, s in bands.items():
+        if not enough(s["count"]):  # a median of a few rows is one of them: no verdict
+            out.write(f"  {name:<14} {s['count']:>3} rows  {TOO_FEW}\n")
+            continue
         out.write(
             f"  {name:<14} {s['count']:>3} rows  median {pct(s['median'])}  "
             f"band {pct(s['low'])} to {pct(s['high'])}\n"

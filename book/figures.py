@@ -2369,7 +2369,7 @@ SCENARIO_LABELS = {
 def measured_vs_bound(presets: Presets) -> Figure:
     """Each row's measurement as a share of its bound, by scenario, on a log axis, with each
     scenario's median marked and labelled: the band the chapter quotes, read off the picture."""
-    from book.validation import derived, summary, validate
+    from book.validation import MIN_ROWS, derived, enough, summary, validate
 
     # a rate derived from a stated MFU sits on its MFU by construction: it is no measurement
     every = validate(presets)
@@ -2405,6 +2405,8 @@ def measured_vs_bound(presets: Presets) -> Figure:
                 s=22,
                 zorder=3,
             )
+            if not enough(len(effs)):  # a median of a few rows is one of them: none drawn
+                continue
             median = float(np.median(effs))
             ax.plot([i - 0.3, i + 0.3], [median, median], color=FOREGROUND, linewidth=2.2)
             ax.annotate(f"{spoken_number(median)}%", (i + 0.32, median), fontsize=8, va="center")
@@ -2420,20 +2422,22 @@ def measured_vs_bound(presets: Presets) -> Figure:
     offline = bands.get("offline")
     alt = (
         f"Strip plot of {len(rows)} published measurements as a share of their roofline bounds, "
-        f"one column per scenario on a log axis, each column's median marked, and the bound at "
+        f"one column per scenario on a log axis, the median marked on each column of "
+        f"{MIN_ROWS} rows or more, and the bound at "
         f"100%. {len(above)} points lie above it"
         + (f" ({', '.join(r.id for r in above)})" if above else "")
         + ". "
         + (
             f"Offline serving rows sit at a median of {number(100 * offline['median'], 3)}% "
             f"of the bound."
-            if offline
+            if offline and enough(offline["count"])
             else ""
         )
     )
     caption = (
         f"Every measurement with a bound ({len(rows)} rows) as a share of it, by scenario; the "
-        f"bar and its label are the scenario's median (training: a share of peak FLOP/s at each "
+        f"bar and its label are the scenario's median, drawn only where a column has {MIN_ROWS} "
+        f"rows or more (training: a share of peak FLOP/s at each "
         f"run's own precision, one column per format). The distance below 100% is the gap the "
         f"roofline leaves; "
         + (

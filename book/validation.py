@@ -43,6 +43,22 @@ PER_REQUEST = Q_(1, "sequence")
 # u: the tokens one decode step gives each sequence (one), from the notation
 ONE_TOKEN_PER_STEP = derivations.notation.decode_tokens_per_sequence.value
 BAND = (10, 90)  # percentiles: the band holding the middle 80% of rows
+# The fewest rows a group needs before a median, a band, a trend or a verdict is drawn from it.
+# Below it a median is one row's value or the midpoint of two, and a verdict would rest on a row
+# or two; the chapter, its figure and `chalkboard validate` print TOO_FEW in its place (enough).
+MIN_ROWS = 5
+TOO_FEW = "too few rows to test"
+
+
+def enough(count: int) -> bool:
+    """Whether a group of ``count`` rows is large enough for a median or a verdict (MIN_ROWS).
+
+    >>> enough(4), enough(5)
+    (False, True)
+    """
+    return count >= MIN_ROWS
+
+
 LATENCY_BOUND = ("server", "interactive", "latency_sweep")
 GRID = 4001  # batch sizes tried when solving for the largest batch within a TPOT
 # a training row that published only an MFU: its rate is that MFU times the bound, so it measures

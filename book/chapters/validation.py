@@ -27,11 +27,14 @@ from book.format import (
 from book.validation import (
     BAND,
     CHOICES,
+    MIN_ROWS,
     ONE_TOKEN_PER_STEP,
     PER_REQUEST,
+    TOO_FEW,
     _only,
     bound_inputs,
     derived,
+    enough,
     evaluate,
     remembered_recording,
     sensitivity,
@@ -50,7 +53,7 @@ from units.presets import Presets
 KEEP = ("hardware", "model", "presets", *CHOICES)
 EXAMPLE = "mlperf_h200_x8_llama2_70b_offline"  # one chip per replica: the cleanest row
 SCENARIOS = (
-    ("offline", "Offline: all queries at once, maximum throughput"),
+    ("offline", "Offline: all queries at once, prefill and decode, maximum throughput"),
     ("server", "Server: Poisson arrivals under TTFT and TPOT limits"),
     ("interactive", "Interactive: the server scenario with tighter limits"),
     ("latency_sweep", "Latency sweeps: throughput at a stated speed per user"),
@@ -373,7 +376,7 @@ def _robustness(s: dict) -> dict:
     def err(e):
         return {
             "count": str(e["count"]),
-            "median": times3(e["median"]),
+            "median": times3(e["median"]) if enough(e["count"]) else TOO_FEW,
             "within_125": pct(e["within_1_25"]),
             "within": pct(e["within_1_5"]),
             "worst": times(e["worst"]),
@@ -401,7 +404,7 @@ def _robustness(s: dict) -> dict:
         "frozen": {
             "what": s["comparison"][FROZEN]["what"],
             "count": str(frozen["count"]),
-            "median": times(frozen["median"]),
+            "median": times(frozen["median"]) if enough(frozen["count"]) else TOO_FEW,
             "within_125": pct(frozen["within_1_25"]),
             "within": pct(frozen["within_1_5"]),
             "worst": times(frozen["worst"]),
@@ -446,7 +449,9 @@ def _prediction(presets: Presets, rows) -> dict:
             }
         return {
             "count": str(e["count"]),
-            "median": times(e["median"]),
+            # a median of a few rows is one of them: the one rule for a group (MIN_ROWS)
+            "median": times(e["median"]) if enough(e["count"]) else TOO_FEW,
+            "enough": enough(e["count"]),
             "worst": times(e["worst"]),
             "within": pct(e["within_1_5"]),
             "within_125": pct(e["within_1_25"]),
@@ -470,7 +475,7 @@ def _prediction(presets: Presets, rows) -> dict:
             {
                 "scenario": title,
                 "rows": str(len(mine)),
-                "median": spoken_pct(float(np.median(effs))),
+                "median": spoken_pct(float(np.median(effs))) if enough(len(mine)) else TOO_FEW,
                 "band": span(effs),
                 "error": error,
             }
@@ -601,7 +606,9 @@ def _prediction(presets: Presets, rows) -> dict:
                 "key": key,
                 "label": label,
                 **e,
-                "bias": bias(float(np.median(ratios))) if len(ratios) else "—",
+                "bias": bias(float(np.median(ratios)))
+                if enough(len(ratios))
+                else (TOO_FEW if len(ratios) else "—"),
                 "over": str(int((ratios > 1).sum())),
                 "too_long": str(sum(too_long(i) for i in ids)),
             }
@@ -1090,7 +1097,7 @@ def _by_input(sens: list[dict]) -> list[dict]:
         {
             "what": what,
             "count": str(len(v)),
-            "median": times(float(np.median(v))),
+            "median": times(float(np.median(v))) if enough(len(v)) else TOO_FEW,
             "max": times(max(v)),
             "top": max(v),
         }
@@ -1292,8 +1299,9 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "fixed_share": spoken_pct((overhead + collectives) / step),
         "step": t(step),
         # the padded multiplies outlast the reads: the forecast's step is compute-bound at a
-        # batch of one, against the bound's (and the physics') memory-bound one (reader val22)
+        # batch of one, against the bound's memory-bound one (reader val22)
         "padding_compute_bound": bool(compute > memory),
+        **_padding(c, p, made["summary"]["bootstrap"]["expert_rows"], t),
         "predicted_rate": said(Q_(1 / step, "token/s")),
         "miss": times(max(step / measured, measured / step)),
         "left_out": said(Q_(1 / left_out, "s").to("ms")),
@@ -1304,12 +1312,45 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "batched": said(batched.measured),
         "batched_name": batched.name,
         "gain": said_number(gain),
+        # the gain counts output tokens only: the offline run's chip-seconds also hold its
+        # prompts' prefill, this share of its bound's FLOPs (the one user's prompt is negligible)
+        "batched_prefill": spoken_pct(prefill_share(batched, presets)),
         "lecture_gain": number(LECTURE_UNBATCHED),
         "lecture_over": said_number(LECTURE_UNBATCHED / gain, 2),
         # the fitted fixed cost per layer and its collectives, per layer: what the forecast
         # attributes a step to, beside the measured step less the bound over the layers
         "fixed_per_layer": f"{number((overhead + collectives) / c.layers * 1e6, 3)} µs",
         **wide_terms,
+    }
+
+
+def _padding(c, p: dict, boot: dict, t) -> dict:
+    """What the expert padding does to the one-user step, as physics: each touched expert's tile
+    runs ``expert_rows`` rows of multiplies for its one token, but its weights are read once,
+    so padding lengthens only the compute side. The rows of padding past which the padded
+    multiplies outlast the read, at peak (the bound's rates) and at the fitted shares (the
+    forecast's), beside the fitted rows and their bootstrap range; ``t`` says a time."""
+    share, attn = p[c.fmt], p[c.attn_fmt]
+    peak = c.matmul[-1] + c.prefill[-1] + c.attention[-1]  # the real multiplies, at peak
+    row = c.expert[-1]  # seconds at peak of one more row through every touched expert
+    read = c.memory[-1]
+    # at the fitted shares: (matmul + prefill / p_prefill + row r) / share + attention / attn
+    # equals the read at its share, solved for r
+    fitted_read = read / p["memory"]
+    at_shares = (
+        (fitted_read - c.attention[-1] / attn) * share - c.matmul[-1] - c.prefill[-1] / p["prefill"]
+    ) / row
+    rows = float(p["expert_rows"])
+    return {
+        "pad_even_peak": number((read - peak) / row, 3),
+        "pad_even_fit": number(at_shares, 3),
+        "padded_peak": t(peak + row * rows),
+        # the padded multiplies outlast the read even at peak (then the bound's side is moot)
+        "pad_peak_bound": bool(peak + row * rows > read),
+        "pad_boot_low": number(boot["low"], 3),
+        "pad_boot_high": number(boot["high"], 3),
+        # the bootstrap range straddles the rows at which the forecast's side flips
+        "pad_straddles": bool(boot["low"] < at_shares < boot["high"]),
     }
 
 
@@ -1345,6 +1386,7 @@ def _offline_prefill(presets: Presets, rows) -> dict:
     median = float(np.median(list(shares.values())))
     return {
         "mostly": median > 0.5,
+        "enough": enough(len(shares)),
         "median": spoken_pct(median),
         "low": spoken_pct(min(shares.values())),
         "high": spoken_pct(shares[top.id]),
@@ -1375,6 +1417,8 @@ def context(presets: Presets) -> dict:
                 k: pct(v) if k != "count" and k != "above_one" else str(v)
                 for k, v in bands[sid].items()
             }
+            # a scenario's median in its block's title only from MIN_ROWS rows or more
+            | {"enough": enough(bands[sid]["count"])}
             if sid in bands
             else None,
         }
@@ -1495,6 +1539,8 @@ def context(presets: Presets) -> dict:
             "least": spoken_pct(min(effs)),
             "most": spoken_pct(max(effs)),
             "count": str(b["count"]),
+            # a median and a rounded rule of thumb only from MIN_ROWS rows or more
+            "enough": enough(b["count"]),
         }
 
     # a training run worked through: a published rate against six FLOPs per parameter at peak
@@ -1533,6 +1579,9 @@ def context(presets: Presets) -> dict:
         "training_stated": str(sum(r.scenario == "training" and derived(r) for r in rows)),
         "training_groups": training_groups,
         "middle": f"{number(BAND[1] - BAND[0])}%",
+        # the fewest rows a group's median or verdict is drawn from (book.validation.MIN_ROWS)
+        "min_rows": number(MIN_ROWS),
+        "too_few": TOO_FEW,
         "tables": tables,
         # every source a row of the appendix cites, by key (units/data/measurements.toml)
         "sources": _appendix_sources(rows),
@@ -1693,9 +1742,16 @@ def span(values) -> str:
     return f"{low}%" if low == high else f"{low}–{high}%"
 
 
-def _verdict(measured: float, lecture: float, close: float = predict.CLOSE) -> str:
-    """The lecture's figure against what the rows show: within a factor ``close`` it holds,
-    otherwise it is off by the ratio, in the direction it errs."""
+def _verdict(measured: float, lecture: float, count: int, close: float = predict.CLOSE) -> str:
+    """The lecture's figure against what the ``count`` rows show: within a factor ``close`` it
+    holds, otherwise it is off by the ratio, in the direction it errs; no verdict from fewer than
+    MIN_ROWS rows.
+
+    >>> _verdict(0.3, 1 / 3, 3), _verdict(0.3, 1 / 3, 5)
+    ('too few rows to test', 'holds (the rows at ×0.9 of it)')
+    """
+    if not enough(count):
+        return TOO_FEW
     ratio = measured / lecture
     if 1 / close <= ratio <= close:
         return f"holds (the rows at ×{spoken_number(ratio, 2)} of it)"
@@ -1704,6 +1760,18 @@ def _verdict(measured: float, lecture: float, close: float = predict.CLOSE) -> s
     if off == spoken_number(close, 2):  # just past the line: a third figure says which side
         off = number(max(ratio, 1 / ratio), 3)
     return f"does not hold: the rows sit ×{off} {side} it"
+
+
+def _rows_said(what: str, median: str, count: int, spread: str) -> str:
+    """A group of rows as the lecture table says it: its median, count and spread, or, below
+    MIN_ROWS rows, its count and spread alone (a median of so few is one of them).
+
+    >>> _rows_said("x", "30%", 2, "17–43%"), _rows_said("x", "30%", 5, "17–43%")
+    ('x: 2 rows, 17–43%', 'x: median 30% (5 rows, 17–43%)')
+    """
+    if not enough(count):
+        return f"{what}: {count} rows, {spread}"
+    return f"{what}: median {median} ({count} rows, {spread})"
 
 
 def compute_bound(r, presets: Presets) -> bool:
@@ -1745,8 +1813,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             {
                 "lecture": f"MFU ≈ 1/{number(par['inference_inefficiency'].to('').m)}"
                 + (" for inference" if what.startswith("offline") else ", applied to training"),
-                "rows": f"{what}: median {spoken_pct(med).said} ({len(v)} rows, {span(v)})",
-                "verdict": _verdict(med, third),
+                "rows": _rows_said(what, spoken_pct(med).said, len(v), span(v)),
+                "verdict": _verdict(med, third, len(v)),
             }
         )
     # the 20 ms step: against the steps the server and interactive rows were measured at
@@ -1762,11 +1830,14 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             "lecture": f"a step every {number(period)} ms",
             # each measured TPOT sits under its benchmark's latency limit: the rule, not a
             # period a server chose (the prose says so)
-            "rows": f"server and interactive steps (one measured TPOT, each held under its "
-            f"benchmark's latency limit): median "
-            f"{spoken_number(med, 2)} ms ({len(steps)} rows, {spoken_number(min(steps), 2)}"
-            f"–{spoken_number(max(steps), 2)} ms)",
-            "verdict": _verdict(med, period),
+            "rows": _rows_said(
+                "server and interactive steps (one measured TPOT, each held under its "
+                "benchmark's latency limit)",
+                f"{spoken_number(med, 2)} ms",
+                len(steps),
+                f"{spoken_number(min(steps), 2)}–{spoken_number(max(steps), 2)} ms",
+            ),
+            "verdict": _verdict(med, period, len(steps)),
         }
     )
     # the lecture's 20 ms is a chip's HBM drain time (capacity over bandwidth): the same rows'
@@ -1781,11 +1852,14 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     out.append(
         {
             "lecture": f"{number(period)} ms is a chip's time to read all its HBM once",
-            "rows": f"the same rows' chips, from their datasheets (not a measurement): HBM "
-            f"capacity over bandwidth, median "
-            f"{spoken_number(med, 2)} ms ({len(drains)} rows, {spoken_number(min(drains), 2)}"
-            f"–{spoken_number(max(drains), 2)} ms)",
-            "verdict": _verdict(med, period),
+            "rows": _rows_said(
+                "the same rows' chips, from their datasheets (not a measurement): HBM "
+                "capacity over bandwidth",
+                f"{spoken_number(med, 2)} ms",
+                len(drains),
+                f"{spoken_number(min(drains), 2)}–{spoken_number(max(drains), 2)} ms",
+            ),
+            "verdict": _verdict(med, period, len(drains)),
         }
     )
     # two or three times B*: the batch an offline row with a published engine cap ran at, over
@@ -1813,12 +1887,15 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 + (", said of a MoE" if kind == "MoE" else ", applied to dense models"),
                 # the bound's batch: the engine's cap or what fits in HBM, the smaller; the
                 # most the engine could run, not a batch measured running
-                "rows": f"offline {kind} rows with a published engine cap, at the batch that "
-                f"fits (the cap or what HBM holds, the smaller): median "
-                f"{spoken_number(med, 2)} × B* ({len(v)} rows, {spoken_number(min(v), 2)}–"
-                f"{spoken_number(max(v), 2)} × B*)",
+                "rows": _rows_said(
+                    f"offline {kind} rows with a published engine cap, at the batch that "
+                    "fits (the cap or what HBM holds, the smaller)",
+                    f"{spoken_number(med, 2)} × B*",
+                    len(v),
+                    f"{spoken_number(min(v), 2)}–{spoken_number(max(v), 2)} × B*",
+                ),
                 # against the nearer end of the lecture's range
-                "verdict": _verdict(med, min(max(med, low), high)),
+                "verdict": _verdict(med, min(max(med, low), high), len(v)),
             }
         )
     return out

@@ -3,6 +3,7 @@
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -614,7 +615,15 @@ def test_the_lecture_numbers_are_held_against_the_rows_with_a_verdict():
     table = _lecture_numbers(presets, rows)
     lectures = {n["lecture"].split(" for")[0].split(",")[0] for n in table}
     assert {"MFU ≈ 1/3", "a step every 20 ms", "a batch of 2–3 × B*"} <= lectures
-    assert all(n["verdict"].startswith(("holds", "does not hold")) for n in table)
+    # a verdict from a group of MIN_ROWS rows or more; fewer get TOO_FEW (the one rule, below)
+    from book.validation import MIN_ROWS, TOO_FEW
+
+    for n in table:
+        count = int(re.search(r"(\d+) rows, ", n["rows"]).group(1))
+        if count >= MIN_ROWS:
+            assert n["verdict"].startswith(("holds", "does not hold")), n
+        else:
+            assert n["verdict"] == TOO_FEW and "median" not in n["rows"], n
     # the step: the median of the server and interactive rows' TPOT (tokens per step x TPOT)
     steps = [
         (tokens_per_step(r.preset) * tpot_target(r.preset)).to("ms").m
@@ -635,6 +644,9 @@ def test_the_lecture_numbers_are_held_against_the_rows_with_a_verdict():
             and r.preset.get("activations", r.preset.get("weights", "bf16")).upper() == fmt
         ]
         line = next(n for n in table if f"{fmt} peak" in n["rows"])
+        assert f"{len(mfus)} rows" in line["rows"]
+        if len(mfus) < MIN_ROWS:  # too few for a median: the rows' count and spread alone
+            continue
         said = float(line["rows"].split("median ")[1].split("%")[0])
         assert said == pytest.approx(100 * np.median(mfus), rel=0.05)
 
@@ -931,9 +943,10 @@ def test_part_two_reads_in_about_one_screen_and_its_audit_is_the_appendixs():
         assert score in two
     # the fitted knobs' detail is not: the mixed-step cost and the padding are the appendix's
     appendix = text.split("## Appendix: how the forecast was fitted", 1)[1]
-    for detail in ("mixed-step cost", "The padding is a fitted knob", "waterfall"):
+    for detail in ("mixed-step cost", "Padding adds multiplies, not reads", "waterfall"):
         assert detail not in two
     assert "mixed-step cost" in appendix and "figure-prediction_waterfall" in appendix
+    assert "Padding adds multiplies, not reads" in appendix
 
 
 def test_the_takeaways_lead_with_the_rows_that_test_the_decode_roofline():
@@ -947,9 +960,17 @@ def test_the_takeaways_lead_with_the_rows_that_test_the_decode_roofline():
     bullets = takeaways.split("- **")
     first, second = bullets[1], bullets[2]
     decode = sorted(r.efficiency for r in validate(load()) if r.scenario == "decode_only")
-    median = 100 * float(np.median(decode))
-    said = re.search(r"median ≈([\d.]+)%", first)
-    assert said and abs(float(said.group(1)) - median) <= 0.05 * median + 0.5
+    from book.validation import MIN_ROWS, TOO_FEW
+
+    if len(decode) < MIN_ROWS:  # too few for a median (the one rule): the least to the greatest
+        assert f"{len(decode)} rows: {TOO_FEW}, so no median" in first
+        assert "median ≈" not in first
+        low, high = (re.sub(r"\.?0+$", "", f"{100 * x:.2g}") for x in (decode[0], decode[-1]))
+        assert f"{low}–{high}%" in first, (low, high, first)
+    else:
+        median = 100 * float(np.median(decode))
+        said = re.search(r"median ≈([\d.]+)%", first)
+        assert said and abs(float(said.group(1)) - median) <= 0.05 * median + 0.5
     assert "batch of one" in first and "peak" in first
     assert "Offline serving lands at" not in first and "Offline serving lands at" in second
     assert re.search(r"prefill is a median [\d.]+% of an offline row's bound FLOPs", second)
@@ -980,3 +1001,85 @@ def test_the_batch_1_read_reproduces_from_its_stated_inputs():
     assert kv_us == pytest.approx(61 * (512 + 64) * 1 * 2048 / 64e12 * 1e6, abs=0.05)
     assert weights_us + kv_us == pytest.approx(bound_us, rel=5e-3)
     assert 37e9 < touched < 38e9  # more than the published 37 B active, far below 671 B
+
+
+# -- reader 27: no median, trend or verdict from two or three rows ---------------------------------
+
+
+def test_a_group_of_fewer_than_min_rows_gets_no_median_and_no_verdict():
+    """One rule (book.validation.MIN_ROWS) for every group the chapter sums up: the summary table,
+    the appendix blocks' titles, the unpublished inputs' table and `chalkboard validate` print
+    TOO_FEW for a group below it, and a median only from MIN_ROWS rows up. The counts are the
+    rows' own (validate), not read off the page."""
+    from book.validation import MIN_ROWS, TOO_FEW, enough
+
+    assert MIN_ROWS == 5  # the rule the reader asked for: fewer than five rows is too few
+    assert not enough(MIN_ROWS - 1) and enough(MIN_ROWS)
+    rows = validate(load())
+    counts = summary(rows)
+    assert any(b["count"] < MIN_ROWS for b in counts.values())  # the rule has work to do
+    ctx, text = _rendered()
+    # the summary table: a group's median cell
+    table = text.split("| scenario | rows | median share of the bound | spread |", 1)[1]
+    cells = [line.split("|")[1:4] for line in table.split("\n\n", 1)[0].splitlines()[2:] if line]
+    assert cells
+    for name, count, median in cells:
+        if int(count) < MIN_ROWS:
+            assert median.strip() == TOO_FEW, name
+        else:
+            assert median.strip().endswith("%"), name
+    # the appendix blocks' titles: "Decode-only runs: ...: 3 rows" carries no median
+    for title in re.findall(r'\?\?\? note "([^"]*): (\d+) rows([^"]*)"', text):
+        what, n, rest = title
+        if int(n) < MIN_ROWS:
+            assert "median" not in rest, title
+    # the unpublished inputs, each a group of ranges
+    for s in ctx["sensitivity_inputs"]:
+        assert (s["median"] == TOO_FEW) == (int(s["count"]) < MIN_ROWS), s
+    # the command line's summary
+    code, out, _ = run("validate")
+    assert code == 0
+    for name, b in counts.items():
+        line = next(x for x in out.splitlines() if x.strip().startswith(name + " "))
+        assert (TOO_FEW in line) == (b["count"] < MIN_ROWS), line
+        assert ("median" in line) == (b["count"] >= MIN_ROWS), line
+
+
+def test_padding_lengthens_only_the_compute_side_and_its_shown_figures_redo():
+    """Reader 27: the padding text said "a fitted knob, not physics" and "never" outlasts the read,
+    against the mechanism list's own physics. Padding adds multiplies, not reads. Redone from the
+    shown figures: the multiplies with r rows of padding are the real ones plus r rows at peak,
+    so one row costs (padded - real) / r, and the read is outlasted past (read - real) / row."""
+    ctx, text = _rendered()
+    t = ctx["worked_tpot"]
+
+    def us(s):  # a shown time in microseconds
+        value, unit = str(s).replace(",", "").split()
+        return float(value) * {"µs": 1, "ns": 1e-3, "ms": 1e3}[unit]
+
+    real, padded, read = us(t["multiply"]), us(t["padded_peak"]), us(t["read"])
+    rows = float(t["expert_rows"])
+    per_row = (padded - real) / rows
+    assert (read - real) / per_row == pytest.approx(float(t["pad_even_peak"]), rel=0.01)
+    assert (padded > read) == t["pad_peak_bound"]
+    # the forecast's side follows its own shown times, and the text says which
+    assert t["padding_compute_bound"] == (us(t["compute"]) > us(t["memory"]))
+    body = " ".join(text.split("**The one-user row, forecast.**", 1)[1].split("### ", 1)[0].split())
+    assert "Padding adds multiplies, not reads" in body
+    assert "never does" not in body and "not physics" not in body
+    assert "never lift one above the bound" in body
+
+
+def test_tpot_and_ttft_are_defined_where_first_used_and_the_offline_bound_says_it_counts_prefill():
+    """Reader 27: TPOT was used before it was defined; the offline band read as decode-only; the
+    "times cheaper" figure did not say prefill is charged to the output tokens."""
+    _, text = _rendered()
+    flat = " ".join(text.split())
+    first = flat.index("TPOT")
+    assert flat[first - 40 : first].endswith("time per output token (")
+    first = flat.index("TTFT")
+    assert "time to first token" in flat[first - 30 : first]
+    bounds = flat.split("### The bounds", 1)[1].split("### An offline row", 1)[0]
+    assert "**offline** scenario" in bounds and "every prompt's prefill" in bounds
+    cheaper = flat.split("times cheaper**", 1)[1].split(": the lecture", 1)[0]
+    assert "prefill" in cheaper and "of the offline bound's FLOPs" in cheaper
