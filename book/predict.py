@@ -131,6 +131,7 @@ class Case:
     held_out: bool = False
     excluded: str = ""  # why the row is not in any fit
     submission: str = ""  # the rows published together (a source's system): held out together
+    engine: str = "unknown"  # the serving engine the source names (units.presets.ENGINES)
 
 
 def _format(precision: str) -> str:
@@ -234,6 +235,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded=excluded,
         submission=submission(row),
+        engine=row.get("engine", "unknown"),
     )
 
 
@@ -310,6 +312,7 @@ def _training_case(r: Row, presets: Presets) -> Case:
         held_out=str(row.get("date", "")) >= HELD_OUT_FROM,
         excluded="only an MFU was published" if row.get("throughput_per_chip") is None else "",
         submission=submission(row),
+        engine=row.get("engine", "unknown"),
     )
 
 

@@ -52,6 +52,17 @@ SCENARIOS = (
     "training",
 )
 FEATURES = ("mtp", "prefix_cache", "disaggregated", "interpolated", "open_division", "saturated")
+# the serving engine (or training framework) a measurement ran on, as its source names it
+ENGINES = (
+    "tensorrt_llm",
+    "vllm",
+    "sglang",
+    "jetstream",
+    "nemo",
+    "maxtext",
+    "in_house",
+    "unknown",
+)
 RANGE = ("", "_low", "_high")
 MEASURED = ("throughput_per_chip", "per_user_rate", "mfu")
 
@@ -130,6 +141,7 @@ SCHEMAS: dict[str, dict[str, object]] = {
         **dict.fromkeys(["system", "hardware", "model", "weights", "activations", "kv"], str),
         **dict.fromkeys(["features", "assumed", "date"], str),
         "scenario": SCENARIOS,
+        "engine": ENGINES,
         "chips": int,
         "chips_per_replica": int,
         **dict.fromkeys(

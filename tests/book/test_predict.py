@@ -825,3 +825,82 @@ def test_leave_one_submission_out_holds_every_row_of_a_submission_out_together(s
         assert study["loso"][c.id] == pytest.approx(predict.predict_case(c, alone), rel=1e-9)
     single = next(g[0] for g in groups.values() if len(g) == 1)
     assert study["loso"][single.id] == pytest.approx(study["loo"][single.id], rel=1e-9)
+
+
+def test_every_measurement_names_its_engine_from_the_known_set(study):
+    """Each built-in row states the serving engine (or training framework) its source names,
+    one of units.presets.ENGINES, written in the row itself (not defaulted); the case carries
+    it. Anchors read off measurements.md's Software column: AMD's MLPerf v5.1 rows run vLLM,
+    NVIDIA's TensorRT(-LLM), the LMSYS blogs SGLang, the InferenceX pages (best of three
+    engines) no one engine."""
+    import tomllib
+    from pathlib import Path
+
+    from units.presets import DATA, ENGINES
+
+    rows = tomllib.loads(Path(DATA / "measurements.toml").read_text())["measurement"]
+    assert rows and all(row.get("engine") in ENGINES for row in rows.values())
+    cases = {c.id: c for c in study["cases"]}
+    assert all(cases[k].engine == row["engine"] for k, row in rows.items() if k in cases)
+    assert rows["mlperf_mi300x_x8_llama2_70b_offline"]["engine"] == "vllm"
+    assert rows["mlperf_b200_x8_llama2_70b_offline"]["engine"] == "tensorrt_llm"
+    assert rows["sglang_h100_decode"]["engine"] == "sglang"
+    assert rows["inferencex_b200_llama33_fp8_76"]["engine"] == "unknown"
+
+
+def test_an_engine_outside_the_known_set_is_refused(tmp_path):
+    from units import ChalkboardError
+
+    row = own_row()
+    path = tmp_path / "mine.toml"
+    path.write_text(row.replace('engine = "vllm"', 'engine = "vlm"'))
+    with pytest.raises(ChalkboardError, match="engine"):
+        load((str(path),))
+    path.write_text(row)
+    assert load((str(path),)).get("measurement", "mine").get("engine") == "vllm"
+
+
+def own_row() -> str:
+    """A measurement row of one's own, on vLLM (a --presets file)."""
+    return "\n".join(
+        [
+            "[measurement.mine]",
+            'name = "mine"',
+            'source = "me"',
+            'system = "1x h100"',
+            'engine = "vllm"',
+            'hardware = "h100_sxm"',
+            "chips = 1",
+            'model = "llama_3_1_8b"',
+            'weights = "bf16"',
+            'activations = "bf16"',
+            'kv = "bf16"',
+            'scenario = "offline"',
+            'input_tokens = "1000 token"',
+            'output_tokens = "1000 token"',
+            'throughput_per_chip = "1000 token/s"',
+            "",
+        ]
+    )
+
+
+def test_a_held_out_submission_never_informs_its_own_prediction(study):
+    """Leave-one-submission-out: the held-out rows' measured figures enter no fit that predicts
+    them. Their measured values multiplied by three leave their own predictions unchanged (to
+    rounding), while the other submissions' predictions, whose fits now see the changed rows,
+    move (so the check can fail)."""
+    fitted, z = study["fitted"], study["model"].z
+    groups: dict = {}
+    for c in fitted:
+        groups.setdefault(c.submission, []).append(c)
+    held = max(groups.values(), key=len)[0].submission
+    liars = [
+        predict.Case(**{**c.__dict__, "measured": c.measured * 3}) if c.submission == held else c
+        for c in fitted
+    ]
+    before = predict.leave_one_submission_out(fitted, z)
+    after = predict.leave_one_submission_out(liars, z)
+    own = [c.id for c in fitted if c.submission == held]
+    rest = [c.id for c in fitted if c.submission != held]
+    assert own and all(after[i] == pytest.approx(before[i], rel=1e-12) for i in own)
+    assert max(abs(after[i] / before[i] - 1) for i in rest) > 1e-3
