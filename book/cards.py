@@ -204,6 +204,26 @@ def written_latex(eq_id: str, keep=None, zero=()) -> str:
     return to_display_latex(sp.Eq(eq.lhs.sym, written_form(eq, keep, zero), evaluate=False))
 
 
+def named_latex(eq_id: str, names: tuple[str, ...]) -> str:
+    r"""``lhs = rhs`` in the written form with each equation in ``names`` folded back into its
+    own symbol (its right side replaced by its left), as a person names an intermediate.
+
+    >>> "M_{\\mathrm{weights}}" in named_latex("memory_per_gpu", ("weight_memory",))
+    True
+    """
+    from derivations.core import to_display_latex
+
+    eq = derivations.get(eq_id)
+    expr = written_form(eq)
+    for name in names:
+        part = derivations.get(name)
+        folded = expr.subs(part.rhs, part.lhs.sym)
+        if folded == expr:
+            raise ChalkboardError(f"{eq_id}: {name}'s right side is not in it")
+        expr = folded
+    return to_display_latex(sp.Eq(eq.lhs.sym, expr, evaluate=False))
+
+
 _ASIDE_WORDS = re.compile(r" \(.*?\)")
 
 
@@ -373,6 +393,8 @@ def _formula_cards(presets: Presets, chapters: set[str]) -> list[Card]:
         where = f"concepts.toml formula {eq.id!r}"
         keep, zero = entry.get("keep"), tuple(entry.get("zero", ()))
         latex = written_latex(eq.id, tuple(keep) if keep is not None else None, zero)
+        if "name" in entry:  # intermediates shown by their own symbol, to fit in a head
+            latex = named_latex(eq.id, tuple(entry["name"]))
         if "answer" in entry:  # a rule's constant is the fact itself: shown as its value
             latex = render(entry["answer"], eq.chapter, where)
         front = render(entry["front"], eq.chapter, where)

@@ -422,6 +422,9 @@ DEFINED_BY = {
     "F": r"FLOP/s",
     "K": r"product",
     r"L_{\mathrm{ctx}}": r"tokens",
+    r"M_{\mathrm{weights}}": r"weights",
+    r"b_{\mu}": r"micro-batch",
+    r"n_{\mathrm{EP}}": r"expert-parallel chips",
     r"M_{\mathrm{act}}": r"backpropagation",
     r"M_{\mathrm{act}}^{\mathrm{rev}}": r"one layer's worth",
     r"N_{\mathrm{active}}": r"parameters",
@@ -1058,7 +1061,9 @@ def test_the_batching_gain_card_is_the_chips_multiply_adds_per_weight_read(deck)
     from book.claims import audit_claims
 
     card = next(c for c in deck if c.id == "concept:batching:batching-gain")
-    assert card.back.startswith("About 300 times on an H100 SXM, its FLOP per byte at BF16.")
+    # cards29: the card's own reason, multiply-adds per weight read (the ridge card's FLOP per
+    # byte label made the two near-twins, reader 26)
+    assert card.back.startswith("About 300 times on an H100 SXM at BF16, its multiply-adds per")
     for case in audit_claims()["batching_gain"].cases:  # Llama 3.1 70B, DeepSeek-V3
         assert 295 / 1.2 <= case.value.to("").m <= 295 * 1.2, case.value
 
@@ -1082,20 +1087,17 @@ def test_the_price_kink_card_says_attention_flops_grow_slower_than_the_kv_fetch(
 
 def test_the_crossover_cards_use_one_ratio(deck):
     """One '300', in one unit (readers 16 and 17 found it in three: FLOP/B at BF16, multiply-adds
-    per weight read, and FLOP/B doubling at FP8): the ridge card defines the chip's FLOP per byte
-    at BF16 as its multiply-adds per weight read; the other cards that use it say "FLOP per byte
-    at BF16" and never redefine it; the figure itself (295, about 300) is on two cards at most;
-    and no card quotes the ratio at FP8. 295 x 8 = 2,360 is the DeepSeek card's premise."""
+    per weight read, and FLOP/B doubling at FP8): the ridge card is about FLOP/B across chips;
+    the batching-gain card alone reads it as multiply-adds per weight read (cards29: reader 26
+    found the two near-twins while both said both); the crossover claim says "FLOP per byte at
+    BF16"; the figure itself (295, about 300) is on two cards at most; and no card quotes the
+    ratio at FP8. 295 x 8 = 2,360 is the DeepSeek card's premise."""
     by_id = {c.id: c for c in deck}
     ridge = by_id["claim:ridge_a100"]
-    assert "multiply-adds per weight read" in ridge.back
-    users = (  # reader 22 cut the clause from the crossover formula card (one idea a back)
-        "claim:deepseek_crossover",
-        "concept:batching:batching-gain",
-    )
-    for cid in users:
-        assert "FLOP per byte at BF16" in by_id[cid].back, cid
-    assert [c.id for c in deck if "multiply-adds per weight read" in c.back] == [ridge.id]
+    gain = by_id["concept:batching:batching-gain"]
+    assert "FLOP per byte at BF16" in by_id["claim:deepseek_crossover"].back
+    assert [c.id for c in deck if "multiply-adds per weight read" in c.back] == [gain.id]
+    assert [c.id for c in deck if "FLOP per byte" in c.back] == ["claim:deepseek_crossover"]
     stating = [c.id for c in deck if re.search(r"\b295\b|about 300\b", prose_only(c.back))]
     assert len(stating) <= 2 and ridge.id in stating, stating
     for c in deck:
@@ -1108,9 +1110,10 @@ def test_no_overtraining_fact_is_said_twice(deck):
     trillion tokens served, Chinchilla's 20 tokens per parameter and 2 trillion tokens, each now
     on one card."""
     chapter = [c for c in deck if c.chapter == "overtraining"]
-    # the 6 N D coefficient, four facets of the balance, and (cards25, reader 22's missing
-    # lecture point) Chinchilla's rule on a card of its own
-    assert len(chapter) <= 6
+    # the 6 N D coefficient, four facets of the balance, (cards25, reader 22's missing lecture
+    # point) Chinchilla's rule on a card of its own, and (cards29, the lead's missing lecture
+    # point) RL's two to six FLOPs per parameter; the figures below stay on one card each
+    assert len(chapter) <= 7
     for figure in ("260 trillion", "20 tokens per parameter", "2 trillion"):
         assert len([c for c in chapter if figure in c.back]) == 1, figure
 
@@ -1355,7 +1358,8 @@ def test_reader_23s_fixes_hold(deck):
     # the domain-vs-stages card asks which, and no longer repeats the formula card's reason
     domain = by_id["concept:pipeline:domain-fetch"]
     assert "Which" in domain.front and domain.back.startswith("Twice the domain.")
-    assert "scale-up domain" not in by_id["concept:moe:scale-up-domain"].front.split(";")[1]
+    # cards29 merged the rack-capacity card into the limits card (reader 26: near-twins)
+    assert "concept:moe:scale-up-domain" not in by_id
     # front give-aways (cards 3, 7, 12, 39, 46, 67, 69 of reader 23's deck)
     fronts = {
         "concept:batching:mfu-halves": "steeper",
@@ -1391,7 +1395,8 @@ def test_reader_24s_fixes_hold(deck):
     assert "Not from the lecture" not in rev.front and "memory saving cost" in rev.front
     assert "33% more" in rev.back and "6 N_{\\mathrm{active}}" in rev.back
     idle = by_id["concept:batching:experts-idle"]
-    assert idle.back.startswith("Nearly all. Its 5,360 sequences")
+    # cards29: the crossover's 5,360 is the DeepSeek claim's alone (reader 26)
+    assert idle.back.startswith("Nearly all. At that batch each routed expert gets about 170")
     assert "about 170 tokens" in idle.back and "36%" not in idle.back
     over = by_id["concept:overtraining:overtrained"]
     assert over.back.startswith("Cheaper inference") and "minimises" not in over.back
@@ -1426,3 +1431,45 @@ def test_reader_25s_fixes_hold(deck):
     assert len(re.findall(r"[.;:] ", prose_only(sketch.back))) <= 3
     limits = by_id["concept:moe:domain-limits"].back
     assert "cooling" not in limits and "weight" not in limits
+
+
+def test_cards29_fixes_hold(deck):
+    """The last readers' findings (cards29). Four near-twin pairs now test different ideas or
+    are one card; the expert-idle card no longer prints the share formula's card's formula; the
+    crossover figure of DeepSeek-V3 on H100s at FP8 (1,979 TFLOP/s x 671e9 x 1 byte / (2 x
+    3.35 TB/s x 37e9) = 5,357, facts.md) is on the crossover claim's card alone; and the
+    lecture's per-chip memory of a pipelined MoE and RL's two to six FLOPs have cards."""
+    by_id = {c.id: c for c in deck}
+    # cards 4 and 22: one reads the ratio as the batching gain, the other tracks it over chips
+    gain, ridge = by_id["concept:batching:batching-gain"], by_id["claim:ridge_a100"]
+    assert "multiply-add" in gain.back and "multiply-add" not in ridge.back
+    assert "FLOP per byte" not in gain.back
+    # cards 26 and 27: one card, the rack's capacity a clause of the limits card
+    assert "concept:moe:scale-up-domain" not in by_id
+    assert "13.4 TB" in by_id["concept:moe:total-vs-active"].back
+    # cards 46 and 49: the rule of thumb's front does not say what over-training buys, and the
+    # over-training card does not restate the rule
+    equal, over = (
+        by_id["concept:overtraining:equal-costs"],
+        by_id["concept:overtraining:overtrained"],
+    )
+    assert "less inference" not in equal.front
+    assert "costs about what" not in over.back and "equal" not in over.back
+    # cards 63 and 67: the Feistel card undoes a round; the trade is the RevNet card's alone
+    feistel = by_id["concept:reversible:crypto-convergence"].back
+    assert "backward pass" not in feistel and "storing" not in feistel
+    assert "backward pass" in by_id["concept:reversible:revnet-trade"].back
+    # card 13 tests its own idea, without card 18's formula or the crossover's figure
+    idle = by_id["concept:batching:experts-idle"].back
+    assert "^{B}" not in idle and "E_r - k" not in idle and "about 170" in idle
+    assert [c.id for c in deck if "5,360" in c.back] == ["claim:deepseek_crossover"]
+    # the per-chip memory of a pipelined MoE (lecture section D), written with the weights'
+    # bytes named so that it fits the 140-character limit (145 characters inlined)
+    mem = by_id["eq:memory_per_gpu:statement"]
+    formula = DISPLAY_MATH.search(mem.back)[1]
+    assert r"\frac{M_{\mathrm{weights}}}{n_{\mathrm{EP}} P}" in formula
+    assert r"M_{\mathrm{weights}} = N_{\mathrm{total}} b_{\mathrm{w}}" in mem.back
+    # RL between serving's two and pre-training's six; the lecture takes three (params.toml)
+    rl = by_id["concept:overtraining:rl-flops"]
+    assert rl.back.startswith("Anywhere from two to six.") and "takes three" in rl.back
+    assert "three" not in rl.front
