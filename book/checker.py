@@ -17,14 +17,18 @@ answer asked per sequence may leave the "per sequence" unsaid ("86 tokens/s", "4
 tokens"); "per user", "per conversation", "per request" and "per stream" are per sequence
 (:data:`units.reading.SEQUENCE_WORDS`); a count the answer does not name ("2.21 tokens per
 step") is allowed. On a count, "B" alone is billions of it ("178 B" for 178 B parameters), as
-before a count noun; elsewhere it is bytes. A pure number takes any noun for what it counts ("9
+before a count noun; on an amount of money, billions of dollars ("$7.3B", "7.3B"), as money is
+written; elsewhere it is bytes. A pure number takes any noun for what it counts ("9
 replicas", "9 users"; :data:`COUNT_NOUNS`), a count only its own. Text that cannot be read
 whole may start with a label, the option a design problem's answer chose ("flash 0.0446",
 "B200 at FP8: 12.3 ms"): it is dropped and the rest graded (:func:`unlabelled`). A wrong one is
 diagnosed, first match wins: a dimension
 said in plain words ("That is a time; the question asks for a cost per token."), one of the
 problem's own listed mistakes, a share typed without its % ("32.9" for 0.329), a power of ten
-(a prefix slip when it is 10³ⁿ), a time-unit slip (×24, ×60, ×365), a factor of 2, 3 or 8.
+(a prefix slip when it is 10³ⁿ), a time-unit slip (×24, ×60, ×365), a factor of 2, 3 or 8,
+or just outside a relative window (rounded too soon: "carry more figures"). Zero is graded
+like any answer ("0": no conversation fits), right only when the answer is 0; a negative number
+is refused.
 
 >>> from units import Q_
 >>> spec = spec_of(Q_(24, "ms"))
@@ -135,6 +139,7 @@ TIME_SLIPS = (
 # A bare number typed for a share: "32.9" for 0.329 (the text, then the number it holds).
 BARE_NUMBER = r"[ \t\n\r\f\v]*([0-9]+(?:\.[0-9]+)?)[ \t\n\r\f\v]*"
 TOKEN, SEQUENCE = DIMENSIONS.index("[token]"), DIMENSIONS.index("[sequence]")
+TIME, DATA, CURRENCY = (DIMENSIONS.index(d) for d in ("[time]", "[information]", "[currency]"))
 MAX_TENS = 12  # powers of ten a diagnosis names, at most
 SLACK = 1e-12  # rounding room at the edges of a tolerance
 # Words a student names a count with that the registry has no unit for ("9 replicas", "3
@@ -149,6 +154,12 @@ LABEL_WORD = re.compile(r"([A-Za-z0-9()._+&=-]+)[ \t\n\r\f\v]+", re.ASCII)
 LABEL_FILLERS = ("at", "in", "on", "with", "and", "using", "for", "is", "=", "-", "+", "&")
 PLAIN_NUMBER = re.compile(r"[0-9.,]+", re.ASCII)
 MAX_LABELS = 6  # labels stripped in turn, at most
+# An answer just outside a relative window (within CLOSE times the tolerance, and within
+# CLOSE_MAX of the answer) is close: rounded too early or too coarsely, and told how many
+# significant figures the window needs (the fewest, from two, whose rounding stays inside half
+# of it) rather than to check working that may be right.
+CLOSE, CLOSE_MAX = 3, 0.05
+FIGURES = ("two", "three", "four", "five", "six")
 
 
 def dims_vector(q: pint.Quantity) -> list[float]:
@@ -237,6 +248,8 @@ def unit_table() -> dict:
         "tens": tens,
         "factors": [[float(k), more, less] for k, more, less in RATIOS_WHY],
         "timeslips": [[float(k), spoken(k), words] for k, words in TIME_SLIPS],
+        "close": [float(CLOSE), CLOSE_MAX],
+        "figures": list(FIGURES),
     }
 
 
@@ -414,8 +427,10 @@ def _measure(text: str, table: dict) -> dict:
         "dims": dims,
         "counts": counts,
         "bare_bytes": reading.bare_bytes,
-        # "178 B": a number and B alone, which a count's answer reads as billions
+        # "178 B": a number and B alone, which a count's or a cost's answer reads as billions
         "bytes_alone": reading.bare_bytes and reading.factors == [("B", 1)],
+        # "$7.3B": dollars and B alone, which a cost's answer reads as billions of dollars
+        "money_bytes": reading.bare_bytes and reading.factors == [("USD", 1), ("B", 1)],
         "number": reading.number,
         "per_scale": reading.per_scale,
         "bare": reading.bare,
@@ -487,14 +502,19 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         except ChalkboardError as why:
             message = str(why)
             return _verdict("unreadable", message[:1].upper() + message[1:] + ".")
-    if got["bytes_alone"] and _is_count(spec):
-        # "178 B" for a count: billions of it, as "178 B parameters" says (bytes otherwise)
+    if got["bytes_alone"] and (_is_count(spec) or _is_money(spec)):
+        # "178 B" for a count: billions of it, as "178 B parameters" says; "7.3B" for a cost,
+        # billions of dollars, as money is written (bytes otherwise)
         got["value"], got["scaled"] = got["number"] * table["scales"]["B"], True
+    if got["money_bytes"] and _is_money(spec):
+        # "$7.3B", "$7.3 B": billions of dollars (B before USD already is: "7.3B USD")
+        got["value"] = got["value"] / table["units"]["B"][0] * table["scales"]["B"]
+        got["dims"] = list(spec["dims"])
     if "bare" in spec and (got["bare"] or got["scaled"]):
         got["value"] = _bare_value(got, spec)
         got["dims"], got["counts"] = list(spec["dims"]), dict(spec.get("counts") or {})
     value = got["value"]
-    if not (value > 0 and math.isfinite(value)):
+    if not (value >= 0 and math.isfinite(value)):
         return _verdict("unreadable", "Give a positive number.")
     mistakes = spec.get("mistakes", [])
     if not _same(got["dims"], spec["dims"]):
@@ -509,10 +529,12 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         if _pure(spec) and _is_sequences(got) and not got["counts"]:
             got["dims"] = list(spec["dims"])  # "9 users" for a count the question names
     if not _same(got["dims"], spec["dims"]):
-        if got["bare_bytes"] and not spec["dims"][1]:
+        if got["bare_bytes"] and not spec["dims"][TIME] and not spec["dims"][DATA] and spec["said"]:
+            # B may scale the question's unit ("3 B FLOP"): say how to write billions of it
             return _verdict(
                 "wrong",
-                "B alone means bytes: for billions, put B before the count (671 B parameters).",
+                f"B alone means bytes: for billions, name the unit after the B "
+                f"(B {spec['said']}) or write billion.",
             )
         want = _phrase(spec["dims"], spec.get("counts") or {}, table)
         shown = "" if spec.get("said", "") in want or not any(spec["dims"]) else _in_unit(spec)
@@ -530,6 +552,8 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         return _verdict("right", "Correct.")
     if near := _nearest([m for m in mistakes if "dims" not in m], value, spec):
         return _verdict("wrong", near["why"])
+    if value == 0:  # "0": no conversation fits, say; graded, not refused
+        return _verdict("wrong", "Zero is not the answer: check your working.")
     bare = re.fullmatch(BARE_NUMBER, text)
     share = not any(spec["dims"]) and not spec.get("counts") and spec["value"] < 1
     if bare and share and spec["mode"] != "factor" and _within(value / 100, centres, spec):
@@ -553,7 +577,34 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             return _verdict("wrong", more)
         if _within(value * k, centres, spec):
             return _verdict("wrong", less)
+    if close := _close(value, centres, spec, table):
+        return _verdict("wrong", close)
     return _verdict("wrong", "Not right, and not off by a simple factor: check your working.")
+
+
+def _close(value: float, centres: list[float], spec: dict, table: dict) -> str | None:
+    """The message for an answer just outside a relative window (:data:`CLOSE`), or None:
+    "18" for 17.53 graded to 2% is right working rounded too coarsely.
+
+    >>> _close(18, [17.53], {"tolerance": 0.02, "mode": "relative"}, unit_table())
+    'Close, but outside the ±2% this is graded to: carry more figures (three significant figures).'
+    """
+    t = spec["tolerance"]
+    times, most = table["close"]
+    wider = min(times * t, most)
+    if spec["mode"] != "relative" or not wider > t:
+        return None
+    if not _within(value, centres, {"tolerance": wider, "mode": "relative"}):
+        return None
+    words = table["figures"]
+    n = 0  # two figures, then more, until rounding's error (5 in the next place) is t/2 or less
+    while n < len(words) - 1 and t * 10 ** (n + 2) < 10 * (1 - SLACK):
+        n += 1
+    percent = f"{t * 100:.2f}".rstrip("0").rstrip(".")
+    return (
+        f"Close, but outside the ±{percent}% this is graded to: carry more figures "
+        f"({words[n]} significant figures)."
+    )
 
 
 def _bare_value(got: dict, spec: dict) -> float:
@@ -616,6 +667,12 @@ def _is_count(spec: dict) -> bool:
     return all(p == 1 for p in counts.values()) and sum(dims[TOKEN:]) + len(counts) <= 1
 
 
+def _is_money(spec: dict) -> bool:
+    """Whether the answer is an amount of money (a cost in dollars, nothing per anything)."""
+    dims = spec["dims"]
+    return not spec.get("counts") and all(d == (k == CURRENCY) for k, d in enumerate(dims))
+
+
 def _pure(spec: dict) -> bool:
     """A pure number: no dimension, nothing counted (a count of chips takes only chips)."""
     return not any(spec["dims"]) and not spec.get("counts")
@@ -643,7 +700,8 @@ def _nearest(mistakes: list, value: float, spec: dict):
     best, gap = None, math.inf
     for m in mistakes:
         if _within(value, [m["value"]], spec):
-            ratio = max(value / m["value"], m["value"] / value)
+            same = value == m["value"]  # a mistake of 0, typed as 0
+            ratio = 1.0 if same else max(value / m["value"], m["value"] / value)
             if ratio < gap:
                 best, gap = m, ratio
     return best

@@ -89,6 +89,39 @@ READER_TABLE = [
 ]
 
 
+# problems-reader26 at seed 1187: (problem, typed, the verdict's kind, a part of its message).
+# {a} as above; {a2} the answer to two significant figures (the reader's "18" for 17.53, 2.7%
+# off a 2% window: close, not wrong working); {G} the answer in billions of its own unit, to four
+# figures (a cost of 6.092 million USD is "$0.006092B"). Each verdict worked by hand.
+READER26_SEED = 1187
+READER26_TABLE = [
+    ("overtraining.estimate_pretraining_compute", "{a}B", "right", "Correct."),
+    ("overtraining.estimate_pretraining_compute", "{a} B", "right", "Correct."),
+    ("overtraining.serving_sets_the_tokens", "{a2}", "wrong", "Close, but outside the ±2%"),
+    ("overtraining.serving_sets_the_tokens", "about {a2} times", "wrong", "significant figures"),
+    ("long_context.sequences_that_fit", "0", "wrong", ""),  # graded, not refused
+    ("long_context.sequences_that_fit", "0 conversations", "wrong", ""),
+    ("overtraining.choose_training_cluster", "${G}B", "right", "Correct."),
+    ("overtraining.choose_training_cluster", "${G} B", "right", "Correct."),
+    ("overtraining.choose_training_cluster", "{G}B USD", "right", "Correct."),
+]
+
+
+def test_reader26s_answers_in_python_and_in_chromium(server, page):
+    base, _ = server
+    cases = [
+        (_typed(t, _problem(pid, READER26_SEED)), answer_spec(_problem(pid, READER26_SEED)))
+        for pid, t, *_ in READER26_TABLE
+    ]
+    js = _in_chromium(page, base, cases)
+    for (pid, _, kind, part), (text, spec), got in zip(READER26_TABLE, cases, js, strict=True):
+        py = check(text, spec)
+        assert py == got, (pid, text, py, got)
+        assert py["kind"] == kind and part in py["message"], (pid, text, py)
+        assert _plain(py["message"]), (pid, text, py)
+    assert page.errors == []
+
+
 def _typed(template: str, p) -> str:
     m = float(p.answer.magnitude)  # in the answer's own unit
     chosen = " ".join(v.replace("_", " ") for v in p.choices.values() if isinstance(v, str))
@@ -96,6 +129,8 @@ def _typed(template: str, p) -> str:
         c=chosen,
         C=chosen.upper(),
         a=number(m, 3),
+        a2=number(m, 2),
+        G=number(m / 1e9, 4),
         e=f"{m:.3g}",
         T=f"{m / 1e12:.3g}",  # used for an answer in tokens
         n=f"{round(m)}",

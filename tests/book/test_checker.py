@@ -116,6 +116,25 @@ WRITTEN = [
     ("49,200 sequences", Q_(49_200, "token/sequence"), False),
     ("1.5M", Q_(1.5e6, ""), True),
     ("1.5 million", Q_(1.5e6, ""), True),
+    # money is written with B for billions (problems-reader26 on a USD answer): "$7.3B" after
+    # the dollar sign or alone, as "7.3B USD" already was; on a bytes answer B stays bytes
+    ("$7.3B", Q_(7.3e9, "USD"), True),
+    ("$7.3 B", Q_(7.3e9, "USD"), True),
+    ("US$7.3B", Q_(7.3e9, "USD"), True),
+    ("7.3B USD", Q_(7.3e9, "USD"), True),
+    ("7.3B", Q_(7.3e9, "USD"), True),
+    ("$7.3B", Q_(7.3, "GUSD"), True),
+    ("$7.3M", Q_(7.3e6, "USD"), True),
+    ("$7.3K", Q_(7.3e3, "USD"), True),
+    ("$7.3T", Q_(7.3e12, "USD"), True),
+    ("$0.73B", Q_(7.3e9, "USD"), False),  # ten times too small, not bytes
+    ("$7.3B", Q_(7.3e9, "USD/token"), False),  # not an amount of money alone
+    ("7.3B", Q_(7.3, "B"), True),
+    ("$7.3B", Q_(7.3, "B"), False),  # bytes where the answer is bytes: then dollars are wrong
+    # zero is an answer (problems-reader26: "no conversation fits"), graded; a negative is not
+    ("0", Q_(0, "sequence"), True),
+    ("0 conversations", Q_(0, "sequence"), True),
+    ("0", Q_(5, "sequence"), False),
     # powers of ten
     ("2.63 × 10¹⁴ tokens", Q_(2.63e14, "token"), True),
     ("2.63 x 10^14 tokens", Q_(2.63e14, "token"), True),
@@ -255,6 +274,7 @@ WRITTEN = [
     ("ms", Q_(24, "ms"), False),
     ("-24 ms", Q_(24, "ms"), False),
     ("0 ms", Q_(24, "ms"), False),
+    ("0 ms", Q_(0, "ms"), True),
 ]
 
 
@@ -380,7 +400,12 @@ DIAGNOSED = [
     ("24 GB", Q_(24, "ms"), "That is an amount of data; the question asks for a time (in ms)."),
     ("5 chips", Q_(5, "expert"), "That counts chips; the question asks for experts"),
     ("1.152 TB", Q_(1.152e12, "parameter"), "asks for a number of parameters."),
-    ("67.58B", Q_(67.58e9, "FLOP"), "B alone means bytes: for billions"),  # FLOP: not a count
+    # FLOP: not a count, so B alone is bytes, and the message says how billions of FLOP are
+    # written (problems-reader26 was told "put B before the count" of a count typed "230B")
+    ("67.58B", Q_(67.58e9, "FLOP"), "B alone means bytes: for billions, name the unit after the "),
+    ("67.58B", Q_(67.58e9, "FLOP"), "after the B (B FLOP) or write billion."),
+    ("24B", Q_(24, "ms"), "That is an amount of data; the question asks for a time (in ms)."),
+    ("67.58B", Q_(67.58e9, "FLOP/s"), "That is an amount of data; the question asks for a compu"),
     ("9 seconds", Q_(9, ""), "That is a time; the question asks for a pure number."),
     ("9 seconds", Q_(9, "chip"), "That is a time; the question asks for a number of chips."),
     ("27 replicas", Q_(216, "chip"), "That counts replicas; the question asks for chips (in chip"),
@@ -397,6 +422,16 @@ DIAGNOSED = [
     ("24 parsecs", Q_(24, "ms"), "Unknown unit 'parsecs'."),
     ("24 ms/", Q_(24, "ms"), "A unit is missing around '/'."),
     ("-1 ms", Q_(24, "ms"), "Give a positive number."),
+    # zero, graded (problems-reader26 typed "0" and was told to give a positive number)
+    ("0", Q_(5, "sequence"), "Zero is not the answer: check your working."),
+    ("0 ms", Q_(24, "ms"), "Zero is not the answer: check your working."),
+    ("0 GB", Q_(24, "ms"), "That is an amount of data; the question asks for a time (in ms)."),
+    # just outside the window (here 1%): rounded too soon, not wrong working. 18 / 17.53 is
+    # 2.7% over, within 3 times the tolerance; 17.53 to three figures is 0.03% off, inside it
+    ("18", Q_(17.53, ""), "Close, but outside the ±1% this is graded to: carry more figures"),
+    ("about 18 times", Q_(17.53, ""), "(three significant figures)."),
+    ("23.4 ms", Q_(24, "ms"), "Close, but outside the ±1%"),  # 2.5% under
+    ("25 ms", Q_(24, "ms"), "Not right, and not off by a simple factor"),  # 4.2%: 3 x 1% is 3%
 ]
 
 
@@ -406,6 +441,32 @@ def test_a_wrong_answer_is_diagnosed(text, answer, message):
     assert not got["ok"] and message in got["message"], got
     assert got["message"].count(". ") == 0 and got["message"][-1] in ".?"  # one sentence
     assert "^" not in got["message"] and "time^" not in got["message"]  # no jargon
+
+
+# (typed, the answer, tolerance, mode, the message) for answers near the window: close when
+# within 3 times a relative tolerance and within 5% of the answer, each ratio worked by hand;
+# the figures asked are the fewest whose rounding (5 in the next place) is half the tolerance
+ROUNDED = [
+    ("18", Q_(17.53, ""), 0.02, "relative", "Close, but outside the ±2% this is graded to: "),
+    ("18", Q_(17.53, ""), 0.02, "relative", "carry more figures (three significant figures)."),
+    ("17.1", Q_(17.53, ""), 0.02, "relative", "outside the ±2%"),  # 2.5% under
+    ("18.5", Q_(17.53, ""), 0.02, "relative", "check your working."),  # 5.5%: over 5%
+    ("16.6", Q_(17.53, ""), 0.02, "relative", "check your working."),  # 5.3% under
+    ("17.7", Q_(17.53, ""), 0.005, "relative", "outside the ±0.5% this"),  # 0.97%, under 1.5%
+    ("17.7", Q_(17.53, ""), 0.005, "relative", "(four significant figures)."),
+    ("17.9", Q_(17.53, ""), 0.005, "relative", "check your working."),  # 2.1%: over 3 x 0.5%
+    ("18.2", Q_(17.53, ""), 0.03, "relative", "outside the ±3% this"),  # 3.8%, under 5%
+    ("25.3 ms", Q_(24, "ms"), 0.05, "relative", "check your working."),  # 5.4%: no margin at 5%
+    ("31 ms", Q_(24, "ms"), 1.25, "factor", "check your working."),  # an estimate: never close
+]
+
+
+@pytest.mark.parametrize("text, answer, tolerance, mode, message", ROUNDED)
+def test_an_answer_just_outside_the_window_is_told_to_carry_more_figures(
+    text, answer, tolerance, mode, message
+):
+    got = grade(text, answer, tolerance=tolerance, mode=mode)
+    assert got["kind"] == "wrong" and message in got["message"], got
 
 
 def test_a_problems_own_mistakes_come_first_and_within_its_tolerance():
@@ -421,6 +482,16 @@ def test_a_problems_own_mistakes_come_first_and_within_its_tolerance():
     per_seq = [{"value": Q_(0.12, "USD/kilosequence"), "why": "Per sequence, not per token."}]
     got = grade("0.12 USD per thousand sequences", answer, tolerance=0.03, mistakes=per_seq)
     assert got["message"] == "Per sequence, not per token."
+    # a mistake just outside the window (two tolerances away) is named, not called close
+    slip = [{"value": Q_(104, "ms"), "why": "Slipped."}]
+    assert grade("104 ms", Q_(100, "ms"), tolerance=0.02, mistakes=slip)["message"] == "Slipped."
+    assert grade("103 ms", Q_(100, "ms"), tolerance=0.02, mistakes=slip)["message"] == "Slipped."
+    assert "Close" in grade("103 ms", Q_(100, "ms"), tolerance=0.02)["message"]
+    # a mistake of zero ("no conversation fits": weights and cache both in BF16) is named
+    none = [{"value": Q_(0, "sequence"), "why": "Nothing fits: check the bytes per value."}]
+    for typed in ("0", "0 conversations", "0 sequences"):
+        got = grade(typed, Q_(5, "sequence"), tolerance=0.02, mistakes=none)
+        assert got["message"] == "Nothing fits: check the bytes per value.", (typed, got)
     # windows that overlap (an estimate within a factor of 1.5): the nearest mistake is named
     two = [{"value": Q_(3, "ms"), "why": "Three."}, {"value": Q_(2, "ms"), "why": "Two."}]
     for typed, why in (("2 ms", "Two."), ("2.1 ms", "Two."), ("2.9 ms", "Three.")):

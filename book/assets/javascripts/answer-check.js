@@ -34,9 +34,11 @@
   var MAX_LABELS = 6;
 
   var TOKEN = -1, SEQUENCE = -1; /* the token and sequence dimensions' places in the table's dims */
+  var TIME = -1, DATA = -1, CURRENCY = -1;
 
   function setUnits(table) {
     TABLE = table; TOKEN = table.dims.indexOf("token"); SEQUENCE = table.dims.indexOf("sequence");
+    TIME = table.dims.indexOf("time"); DATA = table.dims.indexOf("information"); CURRENCY = table.dims.indexOf("currency");
   }
   function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
   function strip(s) { return s.replace(EDGES, ""); }
@@ -200,10 +202,13 @@
     var kept = {};
     for (c in counts) if (own(counts, c) && counts[c]) kept[c] = counts[c];
     var none = !reading.factors.length;
-    var alone = reading.bareBytes && reading.factors.length === 1 && reading.factors[0][0] === "B" && reading.factors[0][1] === 1;
+    var f = reading.factors;
+    var alone = reading.bareBytes && f.length === 1 && f[0][0] === "B" && f[0][1] === 1;
+    /* "$7.3B": dollars and B alone, which a cost's answer reads as billions of dollars */
+    var money = reading.bareBytes && f.length === 2 && f[0][0] === "USD" && f[0][1] === 1 && f[1][0] === "B" && f[1][1] === 1;
     return {
       value: reading.number * factor, dims: dims, counts: kept, bareBytes: reading.bareBytes, perScale: reading.perScale,
-      bytesAlone: alone, number: reading.number,
+      bytesAlone: alone, moneyBytes: money, number: reading.number,
       bare: none && !reading.scaled && !reading.ratio, scaled: none && reading.scaled
     };
   }
@@ -302,6 +307,12 @@
     return total + names.length <= 1;
   }
 
+  function isMoney(spec) {
+    if (Object.keys(spec.counts || {}).length) return false;
+    for (var k = 0; k < spec.dims.length; k++) if (spec.dims[k] !== (k === CURRENCY ? 1 : 0)) return false;
+    return true;
+  }
+
   function pure(spec) {
     return !spec.dims.some(function (d) { return d; }) && !Object.keys(spec.counts || {}).length;
   }
@@ -323,11 +334,22 @@
     for (var i = 0; i < mistakes.length; i++) {
       var m = mistakes[i];
       if (within(value, [m.value], spec)) {
-        var ratio = Math.max(value / m.value, m.value / value);
+        var ratio = value === m.value ? 1 : Math.max(value / m.value, m.value / value); /* a mistake of 0, typed as 0 */
         if (ratio < gap) { best = m; gap = ratio; }
       }
     }
     return best;
+  }
+
+  function close(value, centres, spec) {
+    /* "18" for 17.53 graded to 2%: right working rounded too coarsely (book/checker.py's _close) */
+    var t = spec.tolerance, wider = Math.min(TABLE.close[0] * t, TABLE.close[1]);
+    if (spec.mode !== "relative" || !(wider > t)) return null;
+    if (!within(value, centres, { tolerance: wider, mode: "relative" })) return null;
+    var words = TABLE.figures, n = 0;
+    while (n < words.length - 1 && t * Math.pow(10, n + 2) < 10 * (1 - SLACK)) n++;
+    var percent = (t * 100).toFixed(2).replace(/0+$/, "").replace(/\.$/, "");
+    return "Close, but outside the \u00b1" + percent + "% this is graded to: carry more figures (" + words[n] + " significant figures).";
   }
 
   function verdict(kind, message) { return { ok: kind === "right", kind: kind, message: message }; }
@@ -351,9 +373,15 @@
         return verdict("unreadable", why.message.charAt(0).toUpperCase() + why.message.slice(1) + ".");
       }
     }
-    if (got.bytesAlone && isCount(spec)) {
-      /* "178 B" for a count: billions of it, as "178 B parameters" says (bytes otherwise) */
+    if (got.bytesAlone && (isCount(spec) || isMoney(spec))) {
+      /* "178 B" for a count: billions of it, as "178 B parameters" says; "7.3B" for a cost,
+       * billions of dollars, as money is written (bytes otherwise) */
       got.value = got.number * TABLE.scales.B; got.scaled = true;
+    }
+    if (got.moneyBytes && isMoney(spec)) {
+      /* "$7.3B", "$7.3 B": billions of dollars (B before USD already is: "7.3B USD") */
+      got.value = got.value / TABLE.units.B[0] * TABLE.scales.B;
+      got.dims = spec.dims.slice();
     }
     if (spec.bare !== undefined && (got.bare || got.scaled)) {
       /* the statement names the answer's unit: "239" is 239 of it; "2.16T", 2.16 trillion of its base unit */
@@ -362,7 +390,7 @@
       got.counts = Object.assign({}, spec.counts || {});
     }
     var value = got.value, i, m;
-    if (!(value > 0 && isFinite(value))) return verdict("unreadable", "Give a positive number.");
+    if (!(value >= 0 && isFinite(value))) return verdict("unreadable", "Give a positive number.");
     var mistakes = spec.mistakes || [];
     if (!same(got.dims, spec.dims)) {
       m = nearest(mistakes.filter(function (x) { return x.dims && same(got.dims, x.dims); }), value, spec);
@@ -373,8 +401,9 @@
       if (pure(spec) && isSequences(got) && !Object.keys(got.counts).length) got.dims = spec.dims.slice(); /* "9 users" for a count */
     }
     if (!same(got.dims, spec.dims)) {
-      if (got.bareBytes && !spec.dims[1]) {
-        return verdict("wrong", "B alone means bytes: for billions, put B before the count (671 B parameters).");
+      if (got.bareBytes && !spec.dims[TIME] && !spec.dims[DATA] && spec.said) {
+        /* B may scale the question's unit ("3 B FLOP"): say how to write billions of it */
+        return verdict("wrong", "B alone means bytes: for billions, name the unit after the B (B " + spec.said + ") or write billion.");
       }
       var want = phrase(spec.dims, spec.counts || {});
       var shown = want.indexOf(spec.said || "") >= 0 || !spec.dims.some(function (d) { return d; }) ? "" : unitText(spec);
@@ -389,6 +418,7 @@
     if (within(value, centres, spec)) return verdict("right", "Correct.");
     m = nearest(mistakes.filter(function (x) { return !x.dims; }), value, spec);
     if (m) return verdict("wrong", m.why);
+    if (value === 0) return verdict("wrong", "Zero is not the answer: check your working."); /* "0": graded, not refused */
     var bare = typeof text === "string" ? BARE_NUMBER.exec(text) : null;
     var share = !spec.dims.some(function (d) { return d; }) && !Object.keys(spec.counts || {}).length && spec.value < 1;
     if (bare && share && spec.mode !== "factor" && within(value / 100, centres, spec)) {
@@ -411,6 +441,8 @@
       if (within(value / factors[i][0], centres, spec)) return verdict("wrong", factors[i][1]);
       if (within(value * factors[i][0], centres, spec)) return verdict("wrong", factors[i][2]);
     }
+    var near = close(value, centres, spec);
+    if (near !== null) return verdict("wrong", near);
     return verdict("wrong", "Not right, and not off by a simple factor: check your working.");
   }
 
