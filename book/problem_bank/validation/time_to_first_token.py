@@ -73,7 +73,7 @@ def draw(rng, presets) -> Draw:
         """The prefill bound, the whole chain rerun with one input changed."""
         linear = fpp * params
         pairs = prompt / 2 if attention else 0 * prompt  # a causal token's, on average
-        extra = pair * (fpp / forward).to("") * pairs / Q_(1, "token") ** 2
+        extra = pair * pairs / Q_(1, "token") ** 2  # given in FLOPs: no multiply-add slip
         per_token = (linear + extra).to("GFLOP/token")
         compute = (prompt * per_token / (n * flops / Q_(1, "chip"))).to("ms")
         read = (params * per / (n * bandwidth / Q_(1, "chip"))).to("ms")
@@ -148,7 +148,10 @@ def draw(rng, presets) -> Draw:
             "You added the compute and the weight read; they overlap, so the prefill takes "
             "the slower of the two, not their sum.",
         ),
-        (solve(fpp=forward / 2)[3], "You counted one FLOP per multiply-add; it is two."),
+        (
+            solve(fpp=forward / 2)[3],
+            "You counted one FLOP per parameter; a multiply and an add are two.",
+        ),
         (
             solve(per=Q_(1, "byte/parameter"))[3],
             "You read the weights at one byte each; FP4 stores half a byte per weight.",
