@@ -238,7 +238,8 @@ def draw(rng, presets) -> Draw:
     return Draw(
         hint=(
             "Equal margins make the price ratio the ratio of chip time per token; find the "
-            "batch whose step, shared by fewer tokens, costs that much more."
+            "batch whose step, shared by fewer tokens, costs that much more, then round it to "
+            "a whole batch the price still covers."
         ),
         text=text,
         answer=answer,
