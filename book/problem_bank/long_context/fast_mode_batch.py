@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    clear_of_rounding,
+    distinct_mistakes,
+    evaluate,
+    require,
+)
 from book.problem_bank.batching._figures import (
     attention_cost,
     cache_derived,
@@ -104,8 +113,12 @@ def draw(rng, presets) -> Draw:
     def speed(b):
         return (Q_(1, "token/sequence") / step(b)["step_time"]).to("token/s/sequence")
 
-    slow, quick = step(batch), step(fast)
-    answer = speed(fast)
+    # a batch is whole: the price covers the chip time per token at the same margin from the
+    # implied batch up, so the provider runs the smallest whole batch at or above it
+    require(clear_of_rounding(fast), "the whole batch is the same from the shown figures")
+    whole = math.ceil(fast)
+    slow, quick = step(batch), step(whole)
+    answer = speed(whole)
     gain = (answer / speed(batch)).to("").m
     flops = get("compute_time").evaluate_detailed(batch_size=Q_(1, "sequence"), **case)
     flops = flops.inputs["flops"].value
@@ -122,9 +135,9 @@ def draw(rng, presets) -> Draw:
         f"{attention_cost(case['model'], presets)}"
         "). It launches a fast mode at "
         f"{number(price_x)} times the price per token for {number(speed_x)} times the speed "
-        "per user, pricing both modes at the same margin over chip time. Run at the batch that "
-        "price implies, how many tokens per second would each fast-mode sequence get on the "
-        "roofline? Answer in tokens per second per sequence."
+        "per user, pricing both modes at the same margin over chip time. Run at the smallest "
+        "whole batch that price still covers, how many tokens per second would each fast-mode "
+        "sequence get on the roofline? Answer in tokens per second per sequence."
     )
     per_seq = (slow["kv_fetch_time"] / Q_(batch, "sequence")).to("ms/sequence")
     per_value = evaluate("kv_bytes_per_token", detailed=True, **case).inputs
@@ -142,7 +155,9 @@ def draw(rng, presets) -> Draw:
         "step is the weights once plus each sequence's cache, T(B) = W + B·k with "
         f"k = {quantity(per_seq, 3)}. Set T(B)/B = W/B + k to {number(price_x)} times the "
         f"standard {quantity(slow['step_time'], 4)} / {quantity(Q_(batch, 'sequence'))} and "
-        f"solve: B = W / ({number(price_x)} × T/B − k) ≈ {number(fast, 3)} sequences.",
+        f"solve: B = W / ({number(price_x)} × T/B − k) ≈ {number(fast, 3)} sequences. A batch "
+        "is whole, and a smaller one costs more chip time per token than the price pays for: "
+        f"the provider runs {quantity(Q_(whole, 'sequence'))}.",
         f"At that batch the weights still take {quantity(quick['weight_fetch_time'])}, the "
         f"caches only {quantity(quick['kv_fetch_time'])} and the multiplies "
         f"{quantity(quick['weights_flops_time'])}: a step of {quantity(quick['step_time'])}.",
@@ -160,12 +175,23 @@ def draw(rng, presets) -> Draw:
     )
     candidates = (
         (
-            speed(batch / price_x),
+            speed(fast),
+            f"That is the speed at the unrounded {number(fast, 3)} sequences; a batch is "
+            f"whole, and the price covers the chip time from {number(whole)} up.",
+        ),
+        (
+            speed(math.floor(fast)),
+            f"You rounded the batch down to {number(math.floor(fast))}; at that batch a token "
+            "costs more chip time than the price pays for, so the provider runs "
+            f"{number(whole)}.",
+        ),
+        (
+            speed(math.ceil(batch / price_x)),
             "You divided the batch by the price multiple alone; the step shrinks with the "
             "batch too, so solve T(B)/B for the price with the step the roofline gives.",
         ),
         (
-            speed(batch / (price_x * speed_x)),
+            speed(math.ceil(batch / (price_x * speed_x))),
             f"You assumed the step shrinks by the advertised {number(speed_x)}× and divided "
             f"the batch by {number(price_x)} × {number(speed_x)}; the roofline's step does not "
             "shrink that much, so the price allows a larger batch.",
@@ -187,6 +213,7 @@ def draw(rng, presets) -> Draw:
     weights, half_k = slow["weight_fetch_time"], per_seq / 2
     b0 = Q_(batch, "sequence")
     half_batch = weights / (price_x * (weights + half_k * b0) / b0 - half_k)
+    half_batch = Q_(math.ceil(half_batch.to("sequence").m), "sequence")
     one_vector = (Q_(1, "token/sequence") / (weights + half_k * half_batch)).to("token/s/sequence")
     candidates = (
         (
@@ -198,20 +225,21 @@ def draw(rng, presets) -> Draw:
     )
     tolerance = 0.01
     # the price-alone slip and the advertised speed-up never land on one value (reader 21)
-    apart = abs((candidates[1][0] / candidates[3][0]).to("").m - 1)
+    apart = abs((candidates[3][0] / candidates[5][0]).to("").m - 1)
     require(apart >= 2 * tolerance, "the two batch slips are told apart")
     for k, (value, _) in enumerate(candidates):  # never just outside the window (reader 20)
         off = abs((value / answer).to("").m - 1)
         # the lesson's slips (one vector per head, the batch cut by the price alone, the caches
         # left out) land clear;
         # another may fall inside the window (accepted), never just outside it
-        lesson = k in (0, 1, len(candidates) - 1)
+        lesson = k in (0, 3, len(candidates) - 1)
         require(off >= 2 * tolerance or (not lesson and off <= tolerance), "slips land clear")
     mistakes = distinct_mistakes([Mistake(v, w) for v, w in candidates], answer, tolerance)
     return Draw(
         hint=(
             "Equal margins make the price ratio the ratio of chip time per token; find the "
-            "batch whose step, shared by fewer tokens, costs that much more."
+            "batch whose step, shared by fewer tokens, costs that much more, then round it to "
+            "a whole batch the price still covers."
         ),
         text=text,
         answer=answer,

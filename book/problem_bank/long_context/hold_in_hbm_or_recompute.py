@@ -116,12 +116,22 @@ def draw(rng, presets) -> Draw:
         f"The user may stay away **{quantity(even, 4)}**; any longer, recomputing is cheaper.",
     )
     weights_flops = (weights_only / flops).to("ns/token")
-    mistakes = [
-        Mistake(
-            drain * ((per_token / (kv / 2)) * (bandwidth / flops) - 1).to(""),
-            "You counted one vector per KV head; each caches a key and a value.",
-        ),
-    ]
+    # half the cache: one vector per KV head, or (in BF16) one byte per value; both halve the
+    # cache's bytes and its read, so they land on one value by construction (reader 26)
+    halved = (
+        "You counted one vector per KV head, or one byte per value; each head caches a key "
+        "and a value, at BF16's two bytes each."
+        if precision == "bf16"
+        else "You counted one vector per KV head; each caches a key and a value."
+    )
+    mistakes = [Mistake(drain * ((per_token / (kv / 2)) * (bandwidth / flops) - 1).to(""), halved)]
+    if precision == "fp8":  # the cache at BF16's two bytes a value, the math still in FP8
+        mistakes.append(
+            Mistake(
+                drain * ((per_token / (kv * 2)) * (bandwidth / flops) - 1).to(""),
+                "You stored the cache at two bytes per value; FP8 stores one.",
+            )
+        )
     attention = compute_time - weights_flops  # causal: each token attends to half the context
     mistakes.append(  # six FLOPs per parameter for the weights; attention as counted
         Mistake(

@@ -37,7 +37,7 @@ ROUNDED_UP = (
     "You rounded the quotient up: only whole conversations fit, so round it down (the last "
     "conversation's cache would not fit)."
 )
-BF16_WEIGHTS, BF16_CACHE = 1, 3  # the places of the two-byte slips among _slips
+BF16_WEIGHTS, BF16_CACHE, BF16_BOTH = 1, 3, 6  # the places of the two-byte slips in _slips
 CLEAR = 0.05  # the unrounded count keeps this far (relative) from both whole numbers around
 # it: a student who rounds every step to three figures still gets the same count
 
@@ -65,6 +65,9 @@ def draw(rng, presets) -> Draw:
                 batch.magnitude >= FEWEST
                 and _clear(batch.magnitude)
                 and _apart(_slips(fits, case, ctx, presets), batch.magnitude)
+                # the unrounded quotient, a natural slip, lands twice the window out
+                and batch.magnitude / math.floor(batch.magnitude) - 1
+                >= 2 * whole_count_tolerance(math.floor(batch.magnitude))
             ):
                 options.append((case, ctx, batch))
     case, context, exact = rng.choice(options)
@@ -124,8 +127,23 @@ def draw(rng, presets) -> Draw:
         f"{quantity(free)} / {quantity(cache_size)} = {number(exact.magnitude)}, and only whole "
         f"conversations fit: at most **{quantity(batch)}**.",
     )
+    both = _floor(_slips(fits, case, context, presets)[BF16_BOTH])
+    if both is None or both < 1:  # a count the checker cannot take (reader 26): said here
+        solution = (
+            solution[0]
+            + " (At two bytes a value for both the weights and the cache, as BF16 would "
+            "store them, not one conversation would fit: FP8 is what makes room.)",
+            *solution[1:],
+        )
 
     candidates = _slips(fits, case, context, presets)
+    # the quotient itself (reader 26: 5.67 was told to check the working): only whole
+    # conversations fit (_unrounded_clear: twice the window from the count and the next)
+    unrounded = Mistake(
+        exact,
+        f"That is the quotient, {number(exact.magnitude)}; only whole conversations fit, so "
+        "round it down.",
+    )
     # the count rounded up, as a student who rounds the quotient (3.496 to 3.5, then up) gets:
     # its own message, never another slip's (reader 26: told "you filled the whole HBM")
     up = _floor((batch + one, None))
@@ -143,6 +161,8 @@ def draw(rng, presets) -> Draw:
             continue
         taken[count] = len(mistakes)
         mistakes.append(Mistake(Q_(count, "sequence"), why))
+    if _unrounded_clear(exact.magnitude):
+        mistakes.append(unrounded)
     return Draw(
         hint=(
             "Take the weights out of the HBM first; then divide what is left by one "
@@ -197,6 +217,11 @@ def _slips(fits, case, context, presets) -> list:
             fit(chips_to_fit=case["chips_to_fit"] / share),
             f"You filled the whole HBM; an engine fills at most {number(100 * share)}% of it.",
         ),
+        (
+            fit(weight_precision="bf16", kv_precision="bf16"),
+            "You stored both the weights and the KV cache at two bytes per value; both are "
+            "FP8 here, one byte each.",
+        ),
     ]
 
 
@@ -207,6 +232,8 @@ def _apart(slips, count: float) -> bool:
     bytes may meet (reader 19: a BF16 cache was told it stored the weights at two bytes): their
     one message, TWO_BYTES, names what both did."""
     counts = [_floor(slip) for slip in slips]
+    if counts[BF16_BOTH] in (counts[BF16_CACHE], counts[BF16_WEIGHTS]):
+        counts[BF16_BOTH] = None  # TWO_BYTES names it too
     if counts[BF16_CACHE] == counts[BF16_WEIGHTS]:
         counts[BF16_CACHE] = None
     counts = [c for c in counts if c is not None and c > 0 and c != math.floor(count)]
@@ -215,6 +242,19 @@ def _apart(slips, count: float) -> bool:
     if count - math.floor(count) >= 0.5 - CLEAR:
         counts.append(math.floor(count) + 1)
     return len(counts) == len(set(counts))
+
+
+def _unrounded_clear(count: float) -> bool:
+    """Whether the unrounded quotient lands twice the window from the count and outside the
+    next whole count's, so that its own message (only whole conversations fit) is the one it
+    gets; nearer the next, the count rounded up names it.
+
+    >>> _unrounded_clear(5.67), _unrounded_clear(5.1), _unrounded_clear(5.9)
+    (True, False, False)
+    """
+    low, high = math.floor(count), math.floor(count) + 1
+    window = whole_count_tolerance(low)
+    return count / low - 1 >= 2 * window and 1 - count / high > window
 
 
 def _floor(slip):

@@ -263,6 +263,20 @@ def _draw(rng, presets) -> Draw:
                 f"{number(100 * usable)}% of it, so fewer sequences fit.",
             )
         )
+    # the other side of the roofline taken for the step (reader 26: the reads' step at the
+    # batch that fits, 0.119 where the multiplies bind)
+    other = weights + kv if binds == "compute" else with_prompts
+    other_rate = (batch * Q_(1, "token/sequence") / other / Q_(1, "chip")).to("token/s/chip")
+    candidates.append(
+        (
+            measured / other_rate,
+            "You took the step as the weights' and caches' reads; the multiplies, the prompts' "
+            "prefill included, take longer, so the step is compute-bound."
+            if binds == "compute"
+            else "You took the step as the multiplies, the prompts' prefill included; the "
+            "weights' and caches' reads take longer, so the step is memory-bound.",
+        )
+    )
     # every slip, the whole chain rerun: inside the window, or twice it away and named
     require(
         all(not 0.03 < abs((v / share).to("").m - 1) < 0.06 for v, _ in candidates),
