@@ -742,7 +742,7 @@ def drain_ladder(presets: Presets) -> Figure:
         f"holding it there beats recomputing it) lies right of its lifetime's dotted line: "
         f"{verdict}. The pale bars are the lecture's drain-time rule (hold time = capacity / "
         f"bandwidth), which by itself {rule} and cannot tell the two caches apart. One device "
-        f"per tier, one rent per tier. An arrow marked \"never\" means no time at all: reading "
+        f'per tier, one rent per tier. An arrow marked "never" means no time at all: reading '
         f"the cache back from that tier costs more than recomputing it. The hollow circles are "
         f"the lecture's guessed hold times for flash and disk."
     )
