@@ -1414,27 +1414,27 @@ def cost_vs_context(presets: Presets) -> Figure:
     span = low if low == high else f"{low} to {high}"  # the chapter table's output column
     alt = (
         f"Two log-log panels of chip time per token against context on {chip_name(hw)} at FP8, "
-        f"over each model's time with no context, with {api}'s price steps at "
-        f"{context_tokens(kink)} drawn as data. Per input token (prefill): at the step "
+        f"over each model's time with no context, with {api}'s price kinks at "
+        f"{context_tokens(kink)} drawn as data. Per input token (prefill): at the kink "
         + ", ".join(f"{n} {spoken_number(p, most=2)}×" for n, (p, _) in zip(names, at, strict=True))
-        + f", against an input price step of {spoken_number(steps['input'])}×. Per output token "
+        + f", against an input price kink of {spoken_number(steps['input'])}×. Per output token "
         "(decode): "
         + ", ".join(f"{n} {spoken_number(d, most=2)}×" for n, (_, d) in zip(names, at, strict=True))
-        + f", against an output step of {spoken_number(steps['output'])}×; the inferred "
-        f"{said_k} cache is flat until the step and rises after it."
+        + f", against an output kink of {spoken_number(steps['output'])}×; the inferred "
+        f"{said_k} cache is flat until the kink and rises after it."
     )
     caption = (
-        f"What the price steps can and cannot be ({chip_name(hw)}, FP8, weights amortised over "
+        f"What the price kinks can and cannot be ({chip_name(hw)}, FP8, weights amortised over "
         f"a large batch; each curve over its own model's chip time with no context). Left: a "
         f"prompt token's cost grows with the prompt through attention's FLOPs alone, and a "
-        f"dense model of {names[1]}'s shape pays about the input step's "
+        f"dense model of {names[1]}'s shape pays about the input kink's "
         f"{spoken_number(steps['input'])}× at {context_tokens(kink)}. Right: a decoded token "
         f"reads the whole cache, and every real cache makes decode {span} times "
-        f"dearer at the step than with no context, while the list's price is flat up to the "
-        f"step and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
+        f"dearer at the kink than with no context, while the list's price is flat up to the "
+        f"kink and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
         f"data: it is the one KV "
         f"size ({said_k}, {spoken(presets.parameter['frontier_active_params'].value)} active) "
-        f"whose decode cost turns exactly at the step, the inference of the next section."
+        f"whose decode cost turns exactly at the kink, the inference of the next section."
     )
     return _render("cost_vs_context", draw, alt, caption)
 
@@ -1492,7 +1492,7 @@ def kv_cache_mechanism(presets: Presets) -> Figure:
         ax.text(
             (width - 0.66) / 2,
             -0.5,
-            f"context: one column per token, {context_tokens(kink)} at the price step",
+            f"context: one column per token, {context_tokens(kink)} at the price kink",
             ha="center",
             va="top",
             fontsize=8.5,
