@@ -1334,6 +1334,23 @@ def _exercises(presets: Presets) -> dict:
         "past": said_number((wall_ctx / corner).to("").m, 2),
     }
     hold = _exercise_hold(presets)
+    # the bandwidth exercise's second part: the kink read on the generation before the H100
+    # (dense BF16, the one precision both have), for the same frontier model
+    old, new = (
+        Evaluator(presets, hw_id, precision="bf16", n_active=frontier) for hw_id in GENERATIONS[:2]
+    )
+    gen = [presets.get("hardware", h) for h in GENERATIONS[:2]]
+    older = {
+        "old": chip_name(gen[0]),
+        "new": chip_name(gen[1]),
+        "bandwidth": number((gen[1].hbm_bandwidth / gen[0].hbm_bandwidth).to("").m, 3),
+        "flops": number((gen[1].dense_flops_bf16 / gen[0].dense_flops_bf16).to("").m, 3),
+        "factor": said_number(
+            (new.q("kv_bytes_from_price_kink") / old.q("kv_bytes_from_price_kink")).to("").m, 2
+        ),
+        "old_bytes": said(old.q("kv_bytes_from_price_kink").to("kB/token"), 2),
+        "new_bytes": said(new.q("kv_bytes_from_price_kink").to("kB/token"), 2),
+    }
     std, pri = presets.get("api", RATIO_API), presets.get("api", RATIO_API_PRIORITY)
     ratio = {
         "api": std.name,
@@ -1346,7 +1363,7 @@ def _exercises(presets: Presets) -> dict:
         "input": quantity(std.input.to("USD/Mtoken")),
         "output": quantity(std.output.to("USD/Mtoken")),
     }
-    return {"kink": kink, "wall": wall_out, "ratio": ratio, "hold": hold}
+    return {"kink": kink, "wall": wall_out, "ratio": ratio, "hold": hold, "older": older}
 
 
 def _exercise_hold(presets: Presets) -> dict:
