@@ -1434,7 +1434,7 @@ def cost_vs_context(presets: Presets) -> Figure:
         f"kink and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
         f"data: it is the one KV "
         f"size ({said_k}, {spoken(presets.parameter['frontier_active_params'].value)} active) "
-        f"whose decode cost turns exactly at the kink, the inference of the next section."
+        f"whose decode cost turns exactly at the kink, the reading of the output kink above."
     )
     return _render("cost_vs_context", draw, alt, caption)
 
