@@ -628,10 +628,11 @@ def drain_ladder(presets: Presets) -> Figure:
     long = presets.parameter["cache_duration_long"].value
     llama_name = presets.get("model", KV_MODEL).name
     marks = (
-        ("llama", "s", PALETTE[3], f"{llama_name}-style"),
-        ("kink", "D", PALETTE[0], "kink-sized"),
+        # one colour per cache across the chapter's figures: Llama blue, kink-sized red
+        ("llama", "s", PALETTE[0], f"{llama_name}-style"),
+        ("kink", "D", PALETTE[3], "kink-sized"),
     )
-    right = 1e8  # seconds: the axis' end, where "never" is written
+    right = 1e8  # seconds: the axis' end; "never" is written past it, off the time axis
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.2)
@@ -654,16 +655,26 @@ def drain_ladder(presets: Presets) -> Figure:
                 ax.plot([guess.to("s").m], [y], "o", mfc="none", mec="#777777", markersize=7)
             for dy, (key, marker, color, _) in zip((-0.3, 0.3), marks, strict=True):
                 even = r[key]
-                if even is None:
+                if even is None:  # no time at all: an arrow off the axis' right end, not a time
+                    edge = dict(xycoords=("axes fraction", "data"), textcoords="offset points")
+                    ax.annotate(
+                        "",
+                        (1.0, y + dy),
+                        xytext=(-28, 0),
+                        arrowprops=dict(arrowstyle="->", color=color, linewidth=1.2),
+                        annotation_clip=False,
+                        **edge,
+                    )
                     ax.annotate(
                         "never",
-                        (right, y + dy),
-                        xytext=(-3, 0),
-                        textcoords="offset points",
-                        ha="right",
+                        (1.0, y + dy),
+                        xytext=(3, 0),
+                        ha="left",
                         va="center",
                         fontsize=8,
                         color=color,
+                        annotation_clip=False,
+                        **edge,
                     )
                     continue
                 ax.plot([even.to("s").m], [y + dy], marker, color=color, markersize=7)
@@ -731,7 +742,9 @@ def drain_ladder(presets: Presets) -> Figure:
         f"holding it there beats recomputing it) lies right of its lifetime's dotted line: "
         f"{verdict}. The pale bars are the lecture's drain-time rule (hold time = capacity / "
         f"bandwidth), which by itself {rule} and cannot tell the two caches apart. One device "
-        f"per tier, one rent per tier."
+        f'per tier, one rent per tier. An arrow marked "never" means no time at all: reading '
+        f"the cache back from that tier costs more than recomputing it. The hollow circles are "
+        f"the lecture's guessed hold times for flash and disk."
     )
     return _render("drain_ladder", draw, alt, caption)
 
@@ -1401,27 +1414,27 @@ def cost_vs_context(presets: Presets) -> Figure:
     span = low if low == high else f"{low} to {high}"  # the chapter table's output column
     alt = (
         f"Two log-log panels of chip time per token against context on {chip_name(hw)} at FP8, "
-        f"over each model's time with no context, with {api}'s price steps at "
-        f"{context_tokens(kink)} drawn as data. Per input token (prefill): at the step "
+        f"over each model's time with no context, with {api}'s price kinks at "
+        f"{context_tokens(kink)} drawn as data. Per input token (prefill): at the kink "
         + ", ".join(f"{n} {spoken_number(p, most=2)}×" for n, (p, _) in zip(names, at, strict=True))
-        + f", against an input price step of {spoken_number(steps['input'])}×. Per output token "
+        + f", against an input price kink of {spoken_number(steps['input'])}×. Per output token "
         "(decode): "
         + ", ".join(f"{n} {spoken_number(d, most=2)}×" for n, (_, d) in zip(names, at, strict=True))
-        + f", against an output step of {spoken_number(steps['output'])}×; the inferred "
-        f"{said_k} cache is flat until the step and rises after it."
+        + f", against an output kink of {spoken_number(steps['output'])}×; the inferred "
+        f"{said_k} cache is flat until the kink and rises after it."
     )
     caption = (
-        f"What the price steps can and cannot be ({chip_name(hw)}, FP8, weights amortised over "
+        f"What the price kinks can and cannot be ({chip_name(hw)}, FP8, weights amortised over "
         f"a large batch; each curve over its own model's chip time with no context). Left: a "
         f"prompt token's cost grows with the prompt through attention's FLOPs alone, and a "
-        f"dense model of {names[1]}'s shape pays about the input step's "
+        f"dense model of {names[1]}'s shape pays about the input kink's "
         f"{spoken_number(steps['input'])}× at {context_tokens(kink)}. Right: a decoded token "
         f"reads the whole cache, and every real cache makes decode {span} times "
-        f"dearer at the step than with no context, while the list's price is flat up to the "
-        f"step and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
+        f"dearer at the kink than with no context, while the list's price is flat up to the "
+        f"kink and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
         f"data: it is the one KV "
         f"size ({said_k}, {spoken(presets.parameter['frontier_active_params'].value)} active) "
-        f"whose decode cost turns exactly at the step, the inference of the next section."
+        f"whose decode cost turns exactly at the kink, the reading of the output kink above."
     )
     return _render("cost_vs_context", draw, alt, caption)
 
@@ -1479,7 +1492,7 @@ def kv_cache_mechanism(presets: Presets) -> Figure:
         ax.text(
             (width - 0.66) / 2,
             -0.5,
-            f"context: one column per token, {context_tokens(kink)} at the price step",
+            f"context: one column per token, {context_tokens(kink)} at the price kink",
             ha="center",
             va="top",
             fontsize=8.5,
@@ -1598,6 +1611,10 @@ def kv_routes(presets: Presets) -> Figure:
         ),
     ]
 
+    # one colour per cache across the chapter's figures: Llama blue and DeepSeek green as in the
+    # cost-against-context figure; red is kept for the kink-sized cache (the dotted line)
+    colours = (PALETTE[0], PALETTE[4], PALETTE[2], PALETTE[5], PALETTE[6])
+
     def draw(fig, ax):
         fig.set_size_inches(7, 4.4)
         ys = np.arange(len(bars))
@@ -1605,7 +1622,7 @@ def kv_routes(presets: Presets) -> Figure:
             ax.barh(
                 y,
                 b.m,
-                color=PALETTE[y % len(PALETTE)],
+                color=colours[y],
                 hatch="//" if read else None,
                 alpha=0.55 if read else 1.0,
             )
@@ -1621,14 +1638,15 @@ def kv_routes(presets: Presets) -> Figure:
         ax.set_xscale("log")
         ax.set_xlim(500, 1e6)
         ax.invert_yaxis()
-        ax.axvline(kink.m, color=FOREGROUND, linestyle=":", linewidth=1.2)
+        ax.axvline(kink.m, color=PALETTE[3], linestyle=":", linewidth=1.4)
         ax.annotate(
-            f"price kink: {spoken(kink.to('kB/token'), most=2).replace(' per token', '')}",
+            f"kink-sized: {spoken(kink.to('kB/token'), most=2).replace(' per token', '')}",
             (kink.m, 1),
             xycoords=("data", "axes fraction"),
             xytext=(4, -10),
             textcoords="offset points",
             fontsize=9,
+            color=PALETTE[3],
         )
         ax.set_xlabel("KV bytes read per token of context, FP8 cache (log scale)")
         ax.grid(axis="y", visible=False)

@@ -13,6 +13,7 @@ import re
 import derivations
 from book.context import Evaluator, cell_in, header
 from book.format import (
+    Said,
     chip_name,
     context_tokens,
     number,
@@ -127,9 +128,7 @@ def _model_table(presets: Presets) -> dict:
             lambda m=m: m.get("params_active"),
         )
         gaps = [
-            said_number(100 * ((ev.q(f) / m.get(f)).to("").magnitude - 1), 2) + "%"
-            if m.get(f) is not None
-            else "—"
+            _gap(ev.q(f), m.get(f)) if m.get(f) is not None else "—"
             for f in ("params_total", "params_active")
         ]
         rows.append(
@@ -141,6 +140,18 @@ def _model_table(presets: Presets) -> dict:
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
+
+
+def _gap(counted, published) -> str:
+    """The counted figure's relative difference from the published one, 2 figures; a difference
+    below 0.01% (floating-point noise or a published figure given in full) reads "same".
+
+    >>> from units import Q_
+    >>> _gap(Q_(70.6, "Gparameter"), Q_(70, "Gparameter")), _gap(Q_(8.03, ""), Q_(8.03, ""))
+    ('0.86%', 'same')
+    """
+    x = 100 * ((counted / published).to("").magnitude - 1)
+    return "same" if abs(x) < 0.01 else said_number(x, 2) + "%"
 
 
 # the equation giving a model's decode attention FLOPs per context token, by attention type
@@ -655,6 +666,18 @@ def _whole_tokens(q) -> str:
     return context_tokens(Q_(whole, "token/sequence"), len(str(whole)))
 
 
+def _tokens_said(q, exact: str | None = None) -> Said:
+    """A context as tables and tests read it (whole tokens, or ``exact``) and as prose says it,
+    two figures ('4,355 tokens' said '4,400 tokens'; reader lr28: 2-3 figures in prose).
+
+    >>> from units import Q_
+    >>> t = _tokens_said(Q_(4355.2, "token/sequence"))
+    >>> t, t.said
+    ('4,355 tokens', '4,400 tokens')
+    """
+    return Said(exact or _whole_tokens(q), context_tokens(q, 2))
+
+
 def _attention_readings(presets: Presets) -> dict:
     """Attention FLOPs per context token against the weights' FLOPs and against the KV bytes:
     where attention doubles decode's and prefill's compute, and how far MLA moves the KV-vs-compute
@@ -687,20 +710,19 @@ def _attention_readings(presets: Presets) -> dict:
         "mla_active_counted": quantity(mla.q("params_active").to("Gparameter"), 4),
         "gqa_model": presets.get("model", KV_MODEL).name,
         "mla_flops": said(mla_flops.to("MFLOP/token"), 3),
-        "mla_decode": _whole_tokens(mla_decode),
-        "mla_decode_round": said_number(mla_decode.m, 2),
+        "mla_decode": _tokens_said(mla_decode),
         "mla_prefill_flops": said(mla_prefill_flops.to("MFLOP/token"), 2),
-        "mla_prefill": _whole_tokens(mla_prefill),
+        "mla_prefill": _tokens_said(mla_prefill),
         "mla_prefill_over_decode": said_number((mla_prefill / mla_decode).to("").m, 2),
         "mla_flops_ratio": said_number((mla_flops / mla_prefill_flops).to("").m, 2),
-        "gqa_decode": _whole_tokens(gqa.q("decode_attention_context")),
+        "gqa_decode": _tokens_said(gqa.q("decode_attention_context")),
         "gqa_per_byte": said_number(per_byte(gqa, gqa_flops), 2),
         "mla_per_byte": said_number(per_byte(mla, mla_flops), 3),
         "ridge": said_number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
         "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), 3),
         "low_chip": chip_name(presets.get("hardware", LOW_RIDGE_CHIP)),
         "low_ridge": said_number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
-        "prefill": [{"name": n, "value": context_tokens(q, 3)} for n, q in prefill],
+        "prefill": [{"name": n, "value": context_tokens(q, 2)} for n, q in prefill],
         "prefill_round": said_number(middle, 1),
     }
 
@@ -1101,8 +1123,9 @@ def _cache_verdict(presets: Presets) -> dict:
                 # HBM wins for this lifetime below this many KV bytes per token (100B, FP8)
                 "hbm_below": said((k * even["kink"][0] / life).to("kB/token"), 2),
                 # ... that is, when the decode crossover lies beyond this context
-                "hbm_context": context_tokens(
-                    (life / drains[0] * Q_(1, "token/sequence")).to("token/sequence"), 3
+                "hbm_context": _tokens_said(
+                    (life / drains[0] * Q_(1, "token/sequence")).to("token/sequence"),
+                    context_tokens((life / drains[0] * Q_(1, "token/sequence")), 3),
                 ),
             }
         )
@@ -1310,6 +1333,24 @@ def _exercises(presets: Presets) -> dict:
         "corner_bf16": context_tokens(corner_bf16, 2),
         "past": said_number((wall_ctx / corner).to("").m, 2),
     }
+    hold = _exercise_hold(presets)
+    # the bandwidth exercise's second part: the kink read on the generation before the H100
+    # (dense BF16, the one precision both have), for the same frontier model
+    old, new = (
+        Evaluator(presets, hw_id, precision="bf16", n_active=frontier) for hw_id in GENERATIONS[:2]
+    )
+    gen = [presets.get("hardware", h) for h in GENERATIONS[:2]]
+    older = {
+        "old": chip_name(gen[0]),
+        "new": chip_name(gen[1]),
+        "bandwidth": number((gen[1].hbm_bandwidth / gen[0].hbm_bandwidth).to("").m, 3),
+        "flops": number((gen[1].dense_flops_bf16 / gen[0].dense_flops_bf16).to("").m, 3),
+        "factor": said_number(
+            (new.q("kv_bytes_from_price_kink") / old.q("kv_bytes_from_price_kink")).to("").m, 2
+        ),
+        "old_bytes": said(old.q("kv_bytes_from_price_kink").to("kB/token"), 2),
+        "new_bytes": said(new.q("kv_bytes_from_price_kink").to("kB/token"), 2),
+    }
     std, pri = presets.get("api", RATIO_API), presets.get("api", RATIO_API_PRIORITY)
     ratio = {
         "api": std.name,
@@ -1322,4 +1363,37 @@ def _exercises(presets: Presets) -> dict:
         "input": quantity(std.input.to("USD/Mtoken")),
         "output": quantity(std.output.to("USD/Mtoken")),
     }
-    return {"kink": kink, "wall": wall_out, "ratio": ratio}
+    return {"kink": kink, "wall": wall_out, "ratio": ratio, "hold": hold, "older": older}
+
+
+def _exercise_hold(presets: Presets) -> dict:
+    """Hold or recompute on another model and chip (reader lr28: the old exercise replayed the
+    verdict's numbers): Qwen3-235B at FP8 on an H200. Its decode's corner without attention
+    (c_fwd N_active over k_KV times the chip's FLOPs per byte), the chip's HBM drain time
+    (capacity over bandwidth), the identity's break-even (corner times drain, less one drain),
+    against the short cache lifetime, and the corner that lifetime would need."""
+    model = presets.get("model", WALL_MODEL)
+    chip = presets.get("hardware", WALL_CHIP)
+    ev = Evaluator(presets, WALL_CHIP, WALL_MODEL, precision="fp8")
+    c_fwd = derivations.SYMBOLS["flops_per_param_token"].value
+    k = ev.q("kv_bytes_per_token").to("byte/token")
+    ridge = ev.q("ridge_intensity")
+    corner = (c_fwd * model.params_active / (k * ridge)).to("").m  # tokens of context
+    drain = (chip.hbm_capacity / chip.hbm_bandwidth).to("ms")
+    even = (corner - 1) * drain
+    life = presets.parameter["cache_duration_short"].value
+    return {
+        "model": model.name,
+        "chip": chip_name(chip),
+        "active": said(model.params_active.to("Gparameter")),
+        "bytes": said(k.to("kB/token"), 2),
+        "hbm": said(chip.hbm_capacity),
+        "bandwidth": said(chip.hbm_bandwidth),
+        "ridge": said_number(ridge.to("FLOP/byte").m, 3),
+        "corner": context_tokens(Q_(corner, "token/sequence"), 2),
+        "drain": said(drain, 2),
+        "even": _time_said(even),
+        "life": said(life),
+        "fits": bool(even >= life),
+        "needed": context_tokens(Q_((life / drain).to("").m, "token/sequence"), 2),
+    }

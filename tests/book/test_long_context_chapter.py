@@ -381,3 +381,21 @@ def test_reader_lc27_one_reading_consistent_growth_and_whole_contexts(ctx):
     # exact presets print whole: DeepSeek-V3's 128K and 32K windows
     assert ctx["exercise"]["kink"]["context"] == "131,072 tokens"
     assert ctx["exercise"]["wall"]["context"] == "32,768 tokens"
+
+
+def test_new_exercises_transfer_to_another_chip(ctx):
+    """Reader lr28: the hold-or-recompute exercise moved to Qwen3-235B on an H200, and the
+    bandwidth exercise gained the A100 -> H100 step. Hand figures from the datasheets: Qwen3-235B
+    caches 94 layers x 4 KV heads x 2 x 128 values = 96,256 bytes per token at FP8; an H200 does
+    1,979 FP8 TFLOP/s over 4.8 TB/s of HBM and holds 141 GB; the A100 80GB reads 2.039 TB/s and
+    does 312 BF16 TFLOP/s, the H100 SXM 3.35 TB/s and 989 TFLOP/s."""
+    h = ctx["exercise"]["hold"]
+    corner = 2 * 22e9 / (96_256 * 1979e12 / 4.8e12)  # about 1,109 tokens
+    drain = 141e9 / 4.8e12  # about 29 ms
+    assert _num(h["corner"]) == pytest.approx(corner, rel=0.05)
+    assert _num(h["drain"]) == pytest.approx(drain * 1e3, rel=0.02)
+    assert _num(h["even"]) == pytest.approx((corner - 1) * drain, rel=0.05)
+    assert h["fits"] is False  # about 33 s, far short of 5 min
+    assert _num(h["needed"]) == pytest.approx(300 / drain, rel=0.05)
+    o = ctx["exercise"]["older"]
+    assert float(o["factor"]) == pytest.approx((3.35 / 2.039) / (989 / 312), rel=0.02)
