@@ -155,16 +155,25 @@ def test_check_grades_an_answer_with_exit_status_and_diagnosis():
 
 
 def test_check_reads_the_book_s_own_answer():
-    from book.problems import drill_set
+    from book.problems import answer_text, drill_set
 
-    # the pipeline drill whose answer is 23.5 layers, printed "24 layers" (found by its answer,
-    # not its place in the set, which moves when a chapter's concept cards change)
-    p = next(q for q in drill_set("pipeline", 0) if str(q.answer.units) == "layer")
-    assert abs(p.answer.magnitude - 23.5) < 0.05, p.answer
-    code, out, _ = run("problems", "--check", p.id, "24 layers")
+    # a pipeline drill whose answer is a half layer (14.5, 23.5...) printed as a whole number of
+    # layers ("14 layers"), further from the answer than its 1% window: the checker must take the
+    # solution's own printed answer. Found by its answer, not its place in a set (which moves when
+    # a chapter's concept cards change), over the first few seeds.
+    drawn = (q for s in range(8) for q in drill_set("pipeline", s))
+    p = next(
+        q
+        for q in drawn
+        if str(q.answer.units) == "layer" and q.mode == "relative" and q.answer.magnitude % 1
+    )
+    printed = answer_text(p)
+    whole = float(printed.split()[0])
+    assert whole == int(whole) and abs(whole / p.answer.magnitude - 1) > p.tolerance, printed
+    code, out, _ = run("problems", "--check", p.id, printed)
     assert code == 0, out
     # the same problem found by id, whatever --seed says
-    assert run("problems", "--seed", "5", "--check", p.id, "24 layers")[0] == 0
+    assert run("problems", "--seed", "5", "--check", p.id, printed)[0] == 0
 
 
 def test_check_refuses_bad_input_with_one_error_line():
