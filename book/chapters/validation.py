@@ -408,6 +408,8 @@ def _robustness(s: dict) -> dict:
             "within_125": pct(frozen["within_1_25"]),
             "within": pct(frozen["within_1_5"]),
             "worst": times(frozen["worst"]),
+            # its rows missed by more than x1.5, a whole count
+            "misses": str(round(frozen["count"] * (1 - frozen["within_1_5"]))),
         },
         "resamples": str(s["bootstrap_resamples"]),
         "seed": str(s["bootstrap_seed"]),
@@ -494,7 +496,7 @@ def _prediction(presets: Presets, rows) -> dict:
             if not over and f is not None and f["fixed"] >= f["allowed"]:
                 why = _fixed_cause(f)
             elif kept_out:
-                why = f"kept out of the fit: {kept_out}"
+                why = f"excluded from the fit: {kept_out}"
             else:
                 why = _why(r, cases[rid], over, presets)
             misses.append(
@@ -531,6 +533,19 @@ def _prediction(presets: Presets, rows) -> dict:
             **{key: str(sum(m["group"] == key for m in ms)) for key, _ in GROUPS},
         }
 
+    # the misses by group, one count the text, the tables and figure 2 all read: fitted rows
+    # cross-validated, the newest rows as the model now stands (after the revisions their misses
+    # prompted), the rows excluded from the fit
+    miss_groups = {key: str(sum(m["group"] == key for m in misses)) for key, _ in GROUPS}
+    fixed_misses = grouped_misses.get(FIXED_CAUSE, [])
+    fixed_groups = {key: str(sum(m["group"] == key for m in fixed_misses)) for key, _ in GROUPS}
+    # the forecasts figure 2 draws as collapsed (below its panel's floor), and how far the fixed
+    # cost's misses that do not collapse are off
+    from book.figures import forecast_panel
+
+    collapsed_ids = forecast_panel(presets)["collapsed"]
+    collapsed_names = {by_id[i].name for i in collapsed_ids}
+    fixed_standing = [m for m in fixed_misses if m["name"] not in collapsed_names]
     cause_rows = [cause_row(w, ms) for w, ms in grouped_misses.items()]
     cause_rows.sort(key=lambda c: -int(c["count"]))
     fixed = [m["fixed"] for m in grouped_misses.get(FIXED_CAUSE, [])]
@@ -674,6 +689,14 @@ def _prediction(presets: Presets, rows) -> dict:
         "table": table,
         "misses": misses,
         "miss_count": str(len(misses)),
+        "miss_groups": miss_groups,
+        "fixed_groups": fixed_groups,
+        "collapsed": str(len(collapsed_ids)),
+        "collapsed_fixed": str(sum(m["name"] in collapsed_names for m in fixed_misses)),
+        "fixed_standing": [
+            {"name": m["name"], "ratio": m["ratio"], "group": dict(GROUPS)[m["group"]]}
+            for m in fixed_standing
+        ],
         "causes": [
             {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"}
             for w, n in sorted(causes.items(), key=lambda c: -c[1])
@@ -734,8 +757,8 @@ def bias(x: float) -> str:
 # the one grouping of the rows the chapter's tables use, in this order
 GROUPS = (
     ("fitted", "fitted"),
-    ("held", "held out"),
-    ("kept", "kept out"),
+    ("held", "newest"),
+    ("kept", "excluded"),
 )
 
 # the fine-grained MoE the expert rows are shown on: a held-out gpt-oss-120b row on one chip
@@ -834,9 +857,9 @@ def _forecast_cells(r, presets) -> dict:
         return {"forecast": "—", "miss": "—"}
     value, how = found
     how = (
-        "left out"
+        "cross-validated"
         if how == "leave-one-out"
-        else ("held out" if how.startswith("held") else "kept out")
+        else ("newest" if how.startswith("held") else "excluded")
     )
     miss = max(value / r.measured.m, r.measured.m / value)
     return {"forecast": f"{number(value, 3)} ({how})", "miss": times(miss)}
@@ -1635,7 +1658,9 @@ def context(presets: Presets) -> dict:
         },
         "no_mtp_eff": spoken_pct(no_mtp.efficiency),
         "latency_floor": _latency_floor(no_mtp, presets),
-        "lecture_numbers": _lecture_numbers(presets, rows),
+        "lecture_numbers": (lecture_numbers := _lecture_numbers(presets, rows)),
+        # the verdicts the opening and the takeaways give, from that same table
+        "verdict": {n["key"]: n for n in lecture_numbers},
         # the offline rows the MFU verdict leaves out: memory-bound, share of bound is no MFU
         "offline_memory_bound": str(
             sum(
@@ -1811,6 +1836,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         med = float(np.median(v))
         out.append(
             {
+                "key": "mfu" if what.startswith("offline") else "mfu_training",
+                "value": spoken_pct(med).said,
                 "lecture": f"MFU ≈ 1/{number(par['inference_inefficiency'].to('').m)}"
                 + (" for inference" if what.startswith("offline") else ", applied to training"),
                 "rows": _rows_said(what, spoken_pct(med).said, len(v), span(v)),
@@ -1827,6 +1854,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     med = float(np.median(steps))
     out.append(
         {
+            "key": "step",
+            "value": f"{spoken_number(med, 2)} ms",
             "lecture": f"a step every {number(period)} ms",
             # each measured TPOT sits under its benchmark's latency limit: the rule, not a
             # period a server chose (the prose says so)
@@ -1851,6 +1880,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     med = float(np.median(drains))
     out.append(
         {
+            "key": "drain",
+            "value": f"{spoken_number(med, 2)} ms",
             "lecture": f"{number(period)} ms is a chip's time to read all its HBM once",
             "rows": _rows_said(
                 "the same rows' chips, from their datasheets (not a measurement): HBM "
@@ -1883,6 +1914,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         med = float(np.median(v))
         out.append(
             {
+                "key": f"batch_{kind.lower()}",
+                "value": f"{spoken_number(med, 2)} × B*",
                 "lecture": f"a batch of {number(low)}–{number(high)} × B*"
                 + (", said of a MoE" if kind == "MoE" else ", applied to dense models"),
                 # the bound's batch: the engine's cap or what fits in HBM, the smaller; the
@@ -1898,6 +1931,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 "verdict": _verdict(med, min(max(med, low), high), len(v)),
             }
         )
+    for n in out:  # the verdict as a word the summary can use
+        n["holds"] = n["verdict"].startswith("holds")
     return out
 
 
