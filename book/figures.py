@@ -2642,16 +2642,27 @@ def prediction_waterfall(presets: Presets) -> Figure:
     bound, predicted = stages[0]["rate"], stages[-1]["rate"]
 
     def draw(fig, ax):
-        fig.set_size_inches(7, 4.4)
-        labels = [s["what"] for s in stages] + ["measured"]
+        fig.set_size_inches(8, 4.4)
+        labels = [s.get("short", s["what"]) for s in stages] + ["measured"]
         x = np.arange(len(labels))
         for i, s in enumerate(stages):
             if i == 0 or s["what"] == "predicted":
                 ax.bar(i, s["rate"], color=PALETTE[0], width=0.6)
             else:  # the rate this mechanism takes away, floating below the previous stage
                 before = stages[i - 1]["rate"]
-                ax.bar(i, before - s["rate"], bottom=s["rate"], color=PALETTE[3], width=0.6)
+                # a fitted residual is hatched grey: what the fit absorbs, not a mechanism
+                residual = s.get("residual", False)
+                ax.bar(
+                    i,
+                    before - s["rate"],
+                    bottom=s["rate"],
+                    color="#bbbbbb" if residual else PALETTE[3],
+                    hatch="//" if residual else None,
+                    width=0.6,
+                )
                 ax.plot([i - 1.3, i + 0.3], [before, before], color=FOREGROUND, linewidth=0.6)
+            if i and np.isclose(s["rate"], stages[i - 1]["rate"]):
+                continue  # no bar here: the value is the previous one's, not printed twice
             ax.annotate(
                 number(round(s["rate"])),
                 (i, s["rate"]),
@@ -2670,7 +2681,7 @@ def prediction_waterfall(presets: Presets) -> Figure:
             fontsize=8,
         )
         ax.axhline(measured, color=PALETTE[2], linestyle=":", linewidth=1)
-        ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=8)
+        ax.set_xticks(x, labels, rotation=0, ha="center", fontsize=7)
         ax.set_ylabel("tokens/s per chip")
         ax.set_ylim(0, bound * 1.08)
 
@@ -2685,7 +2696,9 @@ def prediction_waterfall(presets: Presets) -> Figure:
         f"Where the gap goes, for the worked example: from the bound ({number(round(bound))} "
         f"tokens/s per chip), each fitted mechanism takes away its part of the rate (the floating "
         f"bars), down to the forecast ({number(round(predicted))}), beside the measurement "
-        f"({number(round(measured))}, the dotted line)."
+        f"({number(round(measured))}, the dotted line). The hatched grey bar is not a mechanism: "
+        f"it is a fitted residual, prompts charged at a share of the decode matmuls' rate, "
+        f"absorbing what the other factors do not explain."
         + (
             " A mechanism with no bar does not bind: slowed to their share, the reads stay "
             "shorter than the compute."

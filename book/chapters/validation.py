@@ -1980,6 +1980,18 @@ def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
     )
     stages = [{"what": w, "rate": float(batch / t), "step": float(t)} for w, t in steps]
     stages.append({"what": "predicted", "rate": stages[-1]["rate"], "step": stages[-1]["step"]})
+    # the figure's short labels; the mixed-step cost is a fitted residual, not a mechanism
+    short = [
+        "bound",
+        f"matmul {pct(share)}",
+        f"unexplained residual\n(fitted: prompts {pct(p['prefill'])})",
+        f"HBM {pct(p['memory'])}",
+        f"fixed {number(c.layers)} × {number(p['layer_overhead'] * 1e6, 3)} µs",
+        "forecast",
+    ]
+    for stage, label in zip(stages, short, strict=True):
+        stage["short"] = label
+        stage["residual"] = label.startswith("unexplained")
     # the bound's stage is the bound itself, and the last is the prediction predict makes
     if not np.isclose(stages[0]["rate"], result.bound.m, rtol=1e-6):
         raise ChalkboardError(f"{rid}: the waterfall's bound disagrees with the row's")
