@@ -1677,6 +1677,7 @@ def context(presets: Presets) -> dict:
             *(number(presets.get("parameter", k).value.to("").m) for k in PRACTICE)
         ),
         "new_row": _example(presets, rows, NEW_ROW),
+        "hand_forecast": hand_forecast(presets),
         "mfu_rows": mfu_rows,
         # each format's runs, the widest first, and how many of them published a measured rate
         "training_peaks": [
@@ -1934,6 +1935,54 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     for n in out:  # the verdict as a word the summary can use
         n["holds"] = n["verdict"].startswith("holds")
     return out
+
+
+def hand_forecast(presets: Presets, rid: str = NEW_ROW) -> dict:
+    """The new-row exercise's forecast by hand from the fitted shares: the bound's compute terms
+    each slowed by its share (prompts by the fitted residual too), the reads by theirs, plus the
+    fixed cost per layer; checked against the model's own forecast of the row."""
+    made = predict.prediction(presets)
+    p = made["summary"]["params"]
+    row = presets.get("measurement", rid)
+    result = evaluate(row, presets)
+    c = predict.case(result, presets)
+    share, attn = p[c.fmt], p[c.attn_fmt]
+    matmul, attention, prefill, memory, comm = (
+        float(x[-1]) for x in (c.matmul, c.attention, c.prefill, c.memory, c.comm)
+    )
+    batch = c.batch[-1] * c.accepted
+    decode = matmul / share + attention / attn
+    prompts = prefill / (p["prefill"] * share)
+    reads = memory / p["memory"]
+    fixed = c.layers * p["layer_overhead"] + comm
+    step = max(decode + prompts, reads) + fixed
+    rate = batch / step
+    model = predict.predict_case(c, p)
+    measured = row.throughput_per_chip.to("token/s").m
+    ms = lambda t: f"{number(t * 1e3, 3)} ms"  # noqa: E731  three figures, so that they add up
+    return {
+        "share": pct(share),
+        "format": c.fmt.upper(),
+        "attn_share": pct(attn),
+        "attn_format": c.attn_fmt.upper(),
+        "prefill": pct(p["prefill"]),
+        "memory_share": pct(p["memory"]),
+        "per_layer": f"{number(p['layer_overhead'] * 1e6, 3)} µs",
+        "layers": number(c.layers),
+        "decode": ms(decode),
+        "prompts": ms(prompts),
+        "compute": ms(decode + prompts),
+        "reads": ms(reads),
+        "fixed": ms(fixed),
+        "step": ms(step),
+        "batch": number(batch),
+        "rate": f"{number(rate, 3)} tokens/s",
+        "model": f"{number(model, 3)} tokens/s",
+        "model_close": bool(np.isclose(rate, model, rtol=0.02)),
+        "miss": times(max(rate / measured, measured / rate)),
+        "under": bool(rate < measured),
+        "compute_sets": decode + prompts >= reads,
+    }
 
 
 def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:

@@ -1160,3 +1160,23 @@ def test_the_opening_and_the_takeaways_give_the_lectures_verdicts_from_its_table
     assert top and box and top.group(1) == box.group(1)
     assert abs(float(top.group(1).replace(",", "")) - gain) <= 1
     assert opening.startswith("# ") and "Every price in the earlier chapters" in opening
+
+
+def test_the_by_hand_forecast_exercise_redoes_from_its_shown_numbers():
+    """Reader vm28: an exercise applying the fitted shares by hand to the B200 row. Its shown
+    pieces add up (compute + fixed = step; batch / step = rate, to the shown rounding), and the
+    rate is the model's own forecast of the row, so the by-hand recipe is the whole model here."""
+    ctx, text = _rendered()
+    h = ctx["hand_forecast"]
+    ms = lambda s: float(s.split()[0].replace(",", ""))  # noqa: E731
+    assert h["compute_sets"]
+    step = ms(h["decode"]) + ms(h["prompts"]) + ms(h["fixed"])
+    assert step == pytest.approx(ms(h["step"]), rel=5e-3)  # the step shown to three figures
+    rate = float(h["batch"].replace(",", "")) / (step / 1e3)
+    assert rate == pytest.approx(float(h["rate"].split()[0].replace(",", "")), rel=5e-3)
+    assert h["model_close"] and h["rate"] == h["model"]
+    exercise = text.split("Exercise: forecast the new row by hand", 1)[1].split("!!! question")[0]
+    for key in ("share", "prefill", "memory_share", "per_layer", "rate", "miss"):
+        assert h[key] in exercise
+    # the speculative-decoding question no longer asks for what a student cannot compute
+    assert "how close does the forecast come" not in text
