@@ -1276,6 +1276,12 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     touched = (weight_read * bandwidth / weight_bytes).to("value")
     if not np.isclose((weight_read + kv_read).to("s").m, c.memory[-1], rtol=1e-6):
         raise ChalkboardError(f"{rid}: the worked read's terms do not add up to the bound's read")
+    # one row of padding through the touched routed experts, from its inputs (reader vm28 could
+    # not redo the padded multiplies): the step carries the decode token and its share of the
+    # prompt, 1 + rho tokens, which touch more routed experts than one token does
+    replica_peak = (kw["flops"] * Q_(c.chips, "chip")).to("PFLOP/s")
+    pad_flops = c.expert[-1] * replica_peak.to("FLOP/s").m
+    pad_tokens = 1 + row.preset.input_tokens.to("token").m / row.preset.output_tokens.to("token").m
     batched = next(r for r in rows if r.id == BATCHED_EXAMPLE)
     per_chip = Q_(c.measured / c.chips, "token/s/chip")
     gain = float(batched.measured.m / per_chip.m)
@@ -1292,6 +1298,11 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "read_kv": t(kv_read.to("s").m),
         # three figures, so that the read redoes: 37.6 B x 0.5 byte / 64 TB/s = 294 us
         "touched": f"{number(touched.m / 1e9, 3)} B parameters",
+        "pad_row": t(c.expert[-1]),
+        # the routed-expert parameters one padded row multiplies (two FLOPs each)
+        "pad_params": f"{number(pad_flops / 2 / 1e9, 3)} B parameters",
+        "pad_tokens": number(pad_tokens, 3),
+        "pad_peak": said(replica_peak),
         "published_active": said(presets.get("model", row.preset.model).params_active),
         "bandwidth": said(bandwidth.to("TB/s")),
         "chip_bandwidth": said(hardware.hbm_bandwidth),

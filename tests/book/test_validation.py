@@ -1180,3 +1180,23 @@ def test_the_by_hand_forecast_exercise_redoes_from_its_shown_numbers():
         assert h[key] in exercise
     # the speculative-decoding question no longer asks for what a student cannot compute
     assert "how close does the forecast come" not in text
+
+
+def test_the_padded_expert_multiplies_redo_from_their_shown_inputs():
+    """Reader vm28 got 125 us, not 167 us, from DeepSeek's shapes: the step carries 1 + rho =
+    1 + 1,024 / 2,048 = 1.5 tokens (the decode token and its share of the prompt), which touch
+    1 - (1 - 8/256)^1.5 = 4.66% of the 58 x 256 routed experts of 3 x 7168 x 2048 parameters
+    (config.json) = 30.4 B, not one token's 20.4 B. By hand: 30.4e9 x 2 / 72e15 = 0.845 us a row;
+    2.5 us + 195 x 0.845 us = 167 us. The page now shows those inputs; they redo here."""
+    ctx, text = _rendered()
+    t = ctx["worked_tpot"]
+    routed = 58 * 256 * 3 * 7168 * 2048
+    touched = routed * (1 - (1 - 8 / 256) ** 1.5)
+    assert float(t["pad_params"].split()[0]) * 1e9 == pytest.approx(touched, rel=5e-3)
+    assert t["pad_tokens"] == "1.5"
+    row_us = touched * 2 / 72e15 * 1e6
+    flat = " ".join(text.split())
+    assert f"{t['pad_tokens']} tokens, which touch {t['pad_params']} of routed experts" in flat
+    shown = re.search(r"the multiplies take ([\d.]+) µs, against", flat)
+    rows = float(t["expert_rows"].replace(",", ""))
+    assert shown and float(shown.group(1)) == pytest.approx(2.5 + rows * row_us, rel=0.01)
