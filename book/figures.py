@@ -2473,11 +2473,10 @@ def measured_vs_bound(presets: Presets) -> Figure:
     return _render("measured_vs_bound", draw, alt, caption)
 
 
-def predicted_vs_measured(presets: Presets) -> Figure:
-    """Each row's honest prediction (leave-one-out, or the whole fit for a row kept out of it)
-    against its measurement, both as a share of the row's bound (so rows in tokens/s per chip
-    and per user share one dimensionless axis, and the spread of scenarios does not pass for
-    agreement), with the x1.25 and x1.5 bands."""
+def forecast_panel(presets: Presets) -> dict:
+    """Figure 2's points, shared with the chapter's text so that every count agrees: each row's
+    honest forecast and measurement as a share of its bound, by group, the panel's floor, and the
+    rows whose forecast collapses below it (drawn as arrows at the panel's foot)."""
     from book.predict import prediction
     from book.validation import validate
 
@@ -2488,15 +2487,15 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     # a row kept out of the fit is named for why: speculative decoding first (those rows are
     # read off a latency sweep too), then a reading between a sweep's points, then the rest
     apart = {
-        NOT_MODELLED["mtp"]: "kept out of the fit: speculative decoding, acceptance unpublished",
-        NOT_MODELLED["interpolated"]: "kept out of the fit: a latency sweep at a stated speed",
-        NOT_MODELLED["prefix_cache"]: "kept out of the fit: prefix caching",
+        NOT_MODELLED["mtp"]: "excluded from the fit: speculative decoding, acceptance unpublished",
+        NOT_MODELLED["interpolated"]: "excluded from the fit: a latency sweep at a stated speed",
+        NOT_MODELLED["prefix_cache"]: "excluded from the fit: prefix caching",
     }
     groups = {
-        "fitted rows, each forecast by a fit without it": [
+        "fitted rows, cross-validated (each forecast by a fit without it)": [
             i for i, (_, how) in honest.items() if how == "leave-one-out"
         ],
-        "newest rows (MLPerf v6.0 and v6.1), seen before the last revisions": [
+        "newest rows (MLPerf v6.0 and v6.1), forecast after the last revisions": [
             i for i, (_, how) in honest.items() if how.startswith("held")
         ],
     }
@@ -2511,14 +2510,34 @@ def predicted_vs_measured(presets: Presets) -> Figure:
     share = {i: (100 * honest[i][0] / bound[i], 100 * cases[i].measured / bound[i]) for i in honest}
     # the range the measurements span (none exceeds its bound); a forecast that collapses below
     # it is an arrow at the panel's foot, as the lower panel's misses beyond its range are
-    lo, hi = min(m for _, m in share.values()) / 2, 120
+    lo = min(m for _, m in share.values()) / 2
+    return {
+        "made": made,
+        "honest": honest,
+        "cases": cases,
+        "groups": groups,
+        "share": share,
+        "lo": lo,
+        "collapsed": sorted(i for i in honest if share[i][0] < lo),
+    }
+
+
+def predicted_vs_measured(presets: Presets) -> Figure:
+    """Each row's honest prediction (leave-one-out, or the whole fit for a row kept out of it)
+    against its measurement, both as a share of the row's bound (so rows in tokens/s per chip
+    and per user share one dimensionless axis, and the spread of scenarios does not pass for
+    agreement), with the x1.25 and x1.5 bands."""
+    panel = forecast_panel(presets)
+    made, honest, cases = panel["made"], panel["honest"], panel["cases"]
+    groups, share = panel["groups"], panel["share"]
+    lo, hi = panel["lo"], 120
     loo = made["summary"]["leave_one_out"]
 
     low_ratio, high_ratio = 0.2, 5.0  # the residual panel's range: a miss beyond it is clipped
     held = next(ids for label, ids in groups.items() if label.startswith("newest"))
     held_ratios = [honest[i][0] / cases[i].measured for i in held]
     clipped = sum(not low_ratio <= honest[i][0] / cases[i].measured <= high_ratio for i in honest)
-    collapsed = sum(share[i][0] < lo for i in honest)
+    collapsed = len(panel["collapsed"])
 
     def draw(fig, ax):
         from matplotlib.lines import Line2D
@@ -2613,11 +2632,19 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         f"row. A point on the diagonal is a perfect forecast; the shaded bands are a miss of "
         f"×1.25 (dark) and ×1.5 (light) either way. The newest rows never entered the fit, but "
         f"the model was revised after they were seen, so they are not a blind test. The lower "
-        f"panel is the same points as forecast over measured: the newest rows run high "
+        f"panel is the same points as forecast over measured: the newest rows, forecast after "
+        f"the revisions, run high "
         f"({sum(r > 1 for r in held_ratios)} of "
         f"{len(held)} over-predicted, a median of ×{number(float(np.median(held_ratios)), 2)}), "
         f"and {clipped} rows the forecast misses by more than ×{number(high_ratio)} are arrows at "
-        f"its edge. The section on where the forecast fails explains the rows far from the line."
+        f"its edge"
+        + (
+            f"; in the upper panel, {collapsed} forecasts collapse below its floor (half the "
+            f"least measured share) and are arrows at its foot"
+            if collapsed
+            else ""
+        )
+        + ". The section on where the forecast fails explains the rows far from the line."
     )
     return _render("predicted_vs_measured", draw, alt, caption)
 
@@ -2633,16 +2660,27 @@ def prediction_waterfall(presets: Presets) -> Figure:
     bound, predicted = stages[0]["rate"], stages[-1]["rate"]
 
     def draw(fig, ax):
-        fig.set_size_inches(7, 4.4)
-        labels = [s["what"] for s in stages] + ["measured"]
+        fig.set_size_inches(8, 4.4)
+        labels = [s.get("short", s["what"]) for s in stages] + ["measured"]
         x = np.arange(len(labels))
         for i, s in enumerate(stages):
             if i == 0 or s["what"] == "predicted":
                 ax.bar(i, s["rate"], color=PALETTE[0], width=0.6)
             else:  # the rate this mechanism takes away, floating below the previous stage
                 before = stages[i - 1]["rate"]
-                ax.bar(i, before - s["rate"], bottom=s["rate"], color=PALETTE[3], width=0.6)
+                # a fitted residual is hatched grey: what the fit absorbs, not a mechanism
+                residual = s.get("residual", False)
+                ax.bar(
+                    i,
+                    before - s["rate"],
+                    bottom=s["rate"],
+                    color="#bbbbbb" if residual else PALETTE[3],
+                    hatch="//" if residual else None,
+                    width=0.6,
+                )
                 ax.plot([i - 1.3, i + 0.3], [before, before], color=FOREGROUND, linewidth=0.6)
+            if i and np.isclose(s["rate"], stages[i - 1]["rate"]):
+                continue  # no bar here: the value is the previous one's, not printed twice
             ax.annotate(
                 number(round(s["rate"])),
                 (i, s["rate"]),
@@ -2661,7 +2699,7 @@ def prediction_waterfall(presets: Presets) -> Figure:
             fontsize=8,
         )
         ax.axhline(measured, color=PALETTE[2], linestyle=":", linewidth=1)
-        ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=8)
+        ax.set_xticks(x, labels, rotation=0, ha="center", fontsize=7)
         ax.set_ylabel("tokens/s per chip")
         ax.set_ylim(0, bound * 1.08)
 
@@ -2676,7 +2714,9 @@ def prediction_waterfall(presets: Presets) -> Figure:
         f"Where the gap goes, for the worked example: from the bound ({number(round(bound))} "
         f"tokens/s per chip), each fitted mechanism takes away its part of the rate (the floating "
         f"bars), down to the forecast ({number(round(predicted))}), beside the measurement "
-        f"({number(round(measured))}, the dotted line)."
+        f"({number(round(measured))}, the dotted line). The hatched grey bar is not a mechanism: "
+        f"it is a fitted residual, prompts charged at a share of the decode matmuls' rate, "
+        f"absorbing what the other factors do not explain."
         + (
             " A mechanism with no bar does not bind: slowed to their share, the reads stay "
             "shorter than the compute."

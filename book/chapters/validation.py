@@ -408,6 +408,8 @@ def _robustness(s: dict) -> dict:
             "within_125": pct(frozen["within_1_25"]),
             "within": pct(frozen["within_1_5"]),
             "worst": times(frozen["worst"]),
+            # its rows missed by more than x1.5, a whole count
+            "misses": str(round(frozen["count"] * (1 - frozen["within_1_5"]))),
         },
         "resamples": str(s["bootstrap_resamples"]),
         "seed": str(s["bootstrap_seed"]),
@@ -494,7 +496,7 @@ def _prediction(presets: Presets, rows) -> dict:
             if not over and f is not None and f["fixed"] >= f["allowed"]:
                 why = _fixed_cause(f)
             elif kept_out:
-                why = f"kept out of the fit: {kept_out}"
+                why = f"excluded from the fit: {kept_out}"
             else:
                 why = _why(r, cases[rid], over, presets)
             misses.append(
@@ -531,6 +533,19 @@ def _prediction(presets: Presets, rows) -> dict:
             **{key: str(sum(m["group"] == key for m in ms)) for key, _ in GROUPS},
         }
 
+    # the misses by group, one count the text, the tables and figure 2 all read: fitted rows
+    # cross-validated, the newest rows as the model now stands (after the revisions their misses
+    # prompted), the rows excluded from the fit
+    miss_groups = {key: str(sum(m["group"] == key for m in misses)) for key, _ in GROUPS}
+    fixed_misses = grouped_misses.get(FIXED_CAUSE, [])
+    fixed_groups = {key: str(sum(m["group"] == key for m in fixed_misses)) for key, _ in GROUPS}
+    # the forecasts figure 2 draws as collapsed (below its panel's floor), and how far the fixed
+    # cost's misses that do not collapse are off
+    from book.figures import forecast_panel
+
+    collapsed_ids = forecast_panel(presets)["collapsed"]
+    collapsed_names = {by_id[i].name for i in collapsed_ids}
+    fixed_standing = [m for m in fixed_misses if m["name"] not in collapsed_names]
     cause_rows = [cause_row(w, ms) for w, ms in grouped_misses.items()]
     cause_rows.sort(key=lambda c: -int(c["count"]))
     fixed = [m["fixed"] for m in grouped_misses.get(FIXED_CAUSE, [])]
@@ -674,6 +689,14 @@ def _prediction(presets: Presets, rows) -> dict:
         "table": table,
         "misses": misses,
         "miss_count": str(len(misses)),
+        "miss_groups": miss_groups,
+        "fixed_groups": fixed_groups,
+        "collapsed": str(len(collapsed_ids)),
+        "collapsed_fixed": str(sum(m["name"] in collapsed_names for m in fixed_misses)),
+        "fixed_standing": [
+            {"name": m["name"], "ratio": m["ratio"], "group": dict(GROUPS)[m["group"]]}
+            for m in fixed_standing
+        ],
         "causes": [
             {"why": w, "count": f"{n} row{'s' if n != 1 else ''}"}
             for w, n in sorted(causes.items(), key=lambda c: -c[1])
@@ -734,8 +757,8 @@ def bias(x: float) -> str:
 # the one grouping of the rows the chapter's tables use, in this order
 GROUPS = (
     ("fitted", "fitted"),
-    ("held", "held out"),
-    ("kept", "kept out"),
+    ("held", "newest"),
+    ("kept", "excluded"),
 )
 
 # the fine-grained MoE the expert rows are shown on: a held-out gpt-oss-120b row on one chip
@@ -834,9 +857,9 @@ def _forecast_cells(r, presets) -> dict:
         return {"forecast": "—", "miss": "—"}
     value, how = found
     how = (
-        "left out"
+        "cross-validated"
         if how == "leave-one-out"
-        else ("held out" if how.startswith("held") else "kept out")
+        else ("newest" if how.startswith("held") else "excluded")
     )
     miss = max(value / r.measured.m, r.measured.m / value)
     return {"forecast": f"{number(value, 3)} ({how})", "miss": times(miss)}
@@ -1253,6 +1276,12 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     touched = (weight_read * bandwidth / weight_bytes).to("value")
     if not np.isclose((weight_read + kv_read).to("s").m, c.memory[-1], rtol=1e-6):
         raise ChalkboardError(f"{rid}: the worked read's terms do not add up to the bound's read")
+    # one row of padding through the touched routed experts, from its inputs (reader vm28 could
+    # not redo the padded multiplies): the step carries the decode token and its share of the
+    # prompt, 1 + rho tokens, which touch more routed experts than one token does
+    replica_peak = (kw["flops"] * Q_(c.chips, "chip")).to("PFLOP/s")
+    pad_flops = c.expert[-1] * replica_peak.to("FLOP/s").m
+    pad_tokens = 1 + row.preset.input_tokens.to("token").m / row.preset.output_tokens.to("token").m
     batched = next(r for r in rows if r.id == BATCHED_EXAMPLE)
     per_chip = Q_(c.measured / c.chips, "token/s/chip")
     gain = float(batched.measured.m / per_chip.m)
@@ -1269,6 +1298,11 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "read_kv": t(kv_read.to("s").m),
         # three figures, so that the read redoes: 37.6 B x 0.5 byte / 64 TB/s = 294 us
         "touched": f"{number(touched.m / 1e9, 3)} B parameters",
+        "pad_row": t(c.expert[-1]),
+        # the routed-expert parameters one padded row multiplies (two FLOPs each)
+        "pad_params": f"{number(pad_flops / 2 / 1e9, 3)} B parameters",
+        "pad_tokens": number(pad_tokens, 3),
+        "pad_peak": said(replica_peak),
         "published_active": said(presets.get("model", row.preset.model).params_active),
         "bandwidth": said(bandwidth.to("TB/s")),
         "chip_bandwidth": said(hardware.hbm_bandwidth),
@@ -1635,7 +1669,9 @@ def context(presets: Presets) -> dict:
         },
         "no_mtp_eff": spoken_pct(no_mtp.efficiency),
         "latency_floor": _latency_floor(no_mtp, presets),
-        "lecture_numbers": _lecture_numbers(presets, rows),
+        "lecture_numbers": (lecture_numbers := _lecture_numbers(presets, rows)),
+        # the verdicts the opening and the takeaways give, from that same table
+        "verdict": {n["key"]: n for n in lecture_numbers},
         # the offline rows the MFU verdict leaves out: memory-bound, share of bound is no MFU
         "offline_memory_bound": str(
             sum(
@@ -1652,6 +1688,7 @@ def context(presets: Presets) -> dict:
             *(number(presets.get("parameter", k).value.to("").m) for k in PRACTICE)
         ),
         "new_row": _example(presets, rows, NEW_ROW),
+        "hand_forecast": hand_forecast(presets),
         "mfu_rows": mfu_rows,
         # each format's runs, the widest first, and how many of them published a measured rate
         "training_peaks": [
@@ -1811,6 +1848,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         med = float(np.median(v))
         out.append(
             {
+                "key": "mfu" if what.startswith("offline") else "mfu_training",
+                "value": spoken_pct(med).said,
                 "lecture": f"MFU ≈ 1/{number(par['inference_inefficiency'].to('').m)}"
                 + (" for inference" if what.startswith("offline") else ", applied to training"),
                 "rows": _rows_said(what, spoken_pct(med).said, len(v), span(v)),
@@ -1827,6 +1866,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     med = float(np.median(steps))
     out.append(
         {
+            "key": "step",
+            "value": f"{spoken_number(med, 2)} ms",
             "lecture": f"a step every {number(period)} ms",
             # each measured TPOT sits under its benchmark's latency limit: the rule, not a
             # period a server chose (the prose says so)
@@ -1851,6 +1892,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     med = float(np.median(drains))
     out.append(
         {
+            "key": "drain",
+            "value": f"{spoken_number(med, 2)} ms",
             "lecture": f"{number(period)} ms is a chip's time to read all its HBM once",
             "rows": _rows_said(
                 "the same rows' chips, from their datasheets (not a measurement): HBM "
@@ -1883,6 +1926,8 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         med = float(np.median(v))
         out.append(
             {
+                "key": f"batch_{kind.lower()}",
+                "value": f"{spoken_number(med, 2)} × B*",
                 "lecture": f"a batch of {number(low)}–{number(high)} × B*"
                 + (", said of a MoE" if kind == "MoE" else ", applied to dense models"),
                 # the bound's batch: the engine's cap or what fits in HBM, the smaller; the
@@ -1898,7 +1943,57 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 "verdict": _verdict(med, min(max(med, low), high), len(v)),
             }
         )
+    for n in out:  # the verdict as a word the summary can use
+        n["holds"] = n["verdict"].startswith("holds")
     return out
+
+
+def hand_forecast(presets: Presets, rid: str = NEW_ROW) -> dict:
+    """The new-row exercise's forecast by hand from the fitted shares: the bound's compute terms
+    each slowed by its share (prompts by the fitted residual too), the reads by theirs, plus the
+    fixed cost per layer; checked against the model's own forecast of the row."""
+    made = predict.prediction(presets)
+    p = made["summary"]["params"]
+    row = presets.get("measurement", rid)
+    result = evaluate(row, presets)
+    c = predict.case(result, presets)
+    share, attn = p[c.fmt], p[c.attn_fmt]
+    matmul, attention, prefill, memory, comm = (
+        float(x[-1]) for x in (c.matmul, c.attention, c.prefill, c.memory, c.comm)
+    )
+    batch = c.batch[-1] * c.accepted
+    decode = matmul / share + attention / attn
+    prompts = prefill / (p["prefill"] * share)
+    reads = memory / p["memory"]
+    fixed = c.layers * p["layer_overhead"] + comm
+    step = max(decode + prompts, reads) + fixed
+    rate = batch / step
+    model = predict.predict_case(c, p)
+    measured = row.throughput_per_chip.to("token/s").m
+    ms = lambda t: f"{number(t * 1e3, 3)} ms"  # noqa: E731  three figures, so that they add up
+    return {
+        "share": pct(share),
+        "format": c.fmt.upper(),
+        "attn_share": pct(attn),
+        "attn_format": c.attn_fmt.upper(),
+        "prefill": pct(p["prefill"]),
+        "memory_share": pct(p["memory"]),
+        "per_layer": f"{number(p['layer_overhead'] * 1e6, 3)} µs",
+        "layers": number(c.layers),
+        "decode": ms(decode),
+        "prompts": ms(prompts),
+        "compute": ms(decode + prompts),
+        "reads": ms(reads),
+        "fixed": ms(fixed),
+        "step": ms(step),
+        "batch": number(batch),
+        "rate": f"{number(rate, 3)} tokens/s",
+        "model": f"{number(model, 3)} tokens/s",
+        "model_close": bool(np.isclose(rate, model, rtol=0.02)),
+        "miss": times(max(rate / measured, measured / rate)),
+        "under": bool(rate < measured),
+        "compute_sets": decode + prompts >= reads,
+    }
 
 
 def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
@@ -1945,6 +2040,18 @@ def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
     )
     stages = [{"what": w, "rate": float(batch / t), "step": float(t)} for w, t in steps]
     stages.append({"what": "predicted", "rate": stages[-1]["rate"], "step": stages[-1]["step"]})
+    # the figure's short labels; the mixed-step cost is a fitted residual, not a mechanism
+    short = [
+        "bound",
+        f"matmul {pct(share)}",
+        f"unexplained residual\n(fitted: prompts {pct(p['prefill'])})",
+        f"HBM {pct(p['memory'])}",
+        f"fixed {number(c.layers)} × {number(p['layer_overhead'] * 1e6, 3)} µs",
+        "forecast",
+    ]
+    for stage, label in zip(stages, short, strict=True):
+        stage["short"] = label
+        stage["residual"] = label.startswith("unexplained")
     # the bound's stage is the bound itself, and the last is the prediction predict makes
     if not np.isclose(stages[0]["rate"], result.bound.m, rtol=1e-6):
         raise ChalkboardError(f"{rid}: the waterfall's bound disagrees with the row's")

@@ -882,7 +882,7 @@ def test_the_predicted_vs_measured_figure_labels_its_axes_in_percent():
     svg = predicted_vs_measured(load()).svg
     assert "% of the row's roofline bound" in svg and "forecast ÷ measured" in svg
     assert "10⁻" not in svg and "10%" in svg
-    assert "forecasts collapse" in svg and "seen before the last revisions" in svg
+    assert "forecasts collapse" in svg and "forecast after the last revisions" in svg
     # reader val22, fault 3: the newest rows shaped the model, so no label calls them unfitted
     assert "never fitted" not in svg
 
@@ -992,10 +992,12 @@ def test_the_batch_1_read_reproduces_from_its_stated_inputs():
         assert m, pattern
         return float(m.group(1).replace(",", ""))
 
-    touched = first(r"the ([\d.]+) B parameters the token touches") * 1e9
-    weights_us = first(r"take ([\d.]+) µs over the 8 chips' 64 TB/s")
-    kv_us = first(r"mean context ([\d.]+) µs")
-    bound_us = first(r"the read takes ([\d.]+) µs")
+    # the read is a small table since reader vm28 (a 170-word bullet before): its rows
+    assert "each read over the 8 chips' 64 TB/s" in one_user
+    touched = first(r"weights the token touches: ([\d.]+) B parameters") * 1e9
+    weights_us = first(r"weights the token touches: [^|]*\| ([\d.]+) µs \|")
+    kv_us = first(r"KV cache of the mean context \| ([\d.]+) µs")
+    bound_us = first(r"the read, so the step\*\* \| \*\*([\d.]+) µs")
     # each within the rounding of the figures shown (three figures, the KV read two)
     assert touched * 0.5 / 64e12 * 1e6 == pytest.approx(weights_us, rel=5e-3)
     assert kv_us == pytest.approx(61 * (512 + 64) * 1 * 2048 / 64e12 * 1e6, abs=0.05)
@@ -1083,3 +1085,118 @@ def test_tpot_and_ttft_are_defined_where_first_used_and_the_offline_bound_says_i
     assert "**offline** scenario" in bounds and "every prompt's prefill" in bounds
     cheaper = flat.split("times cheaper**", 1)[1].split(": the lecture", 1)[0]
     assert "prefill" in cheaper and "of the offline bound's FLOPs" in cheaper
+
+
+def test_every_miss_count_says_one_population_in_text_tables_and_figure():
+    """Reader vm28, contradictions 1-3 and 7: "21 rows miss" beside a table whose misses sum to
+    28 (the 21 counted the newest rows after revision, the table before), "collapses on 8 rows"
+    beside the figure's "7 forecasts collapse", and a fixed cost too long counted 3 and 1. Every
+    count now comes from one place and each mention names its population; the sums below are
+    recomputed here from the chapter's own rows, not read from its text."""
+    from book.chapters.validation import FIXED_CAUSE
+    from book.figures import forecast_panel, predicted_vs_measured
+
+    ctx, text = _rendered()
+    flat = " ".join(text.split())
+    p = ctx["prediction"]
+    groups = p["miss_groups"]
+    # the misses by group add up to the count, and each group's misses are its rows outside x1.5
+    assert sum(int(n) for n in groups.values()) == int(p["miss_count"])
+    for g in p["groups"]:
+        outside = round(int(g["count"]) * (1 - float(g["within"].strip("%")) / 100))
+        assert outside == int(groups[g["key"]]), (g["key"], outside, groups)
+    # Part two and the appendix both give the count with its split by group
+    split = f"{groups['fitted']} of the {p['groups'][0]['count']} fitted rows"
+    assert f"{p['miss_count']} rows miss by more than ×{p['close']}, counted" in flat
+    assert split in flat
+    frozen = p["robustness"]["frozen"]
+    assert f"before them {frozen['misses']}, the table's line" in flat
+    assert f"({groups['fitted']} fitted, {groups['held']} newest after the revisions," in flat
+    # the fixed cost too long: the cause table's line is the text's split
+    fixed = next(c for c in p["cause_rows"] if c["why"] == FIXED_CAUSE)
+    fg = p["fixed_groups"]
+    assert (fixed["fitted"], fixed["held"], fixed["kept"]) == (fg["fitted"], fg["held"], fg["kept"])
+    assert fixed["count"] == p["fixed_count"]
+    said = (
+        f"{p['fixed_count']} of the misses ({fg['fitted']} fitted, {fg['held']} newest, "
+        f"{fg['kept']} excluded)"
+    )
+    assert said in flat
+    # the collapses: the figure draws as many below its floor as the text says collapse, and
+    # every one of them is a fixed-cost miss; the rest of the fixed-cost misses are named
+    panel = forecast_panel(load())
+    caption = predicted_vs_measured(load()).caption
+    collapsed = len(panel["collapsed"])
+    assert f"{collapsed} forecasts collapse" in caption
+    assert p["collapsed"] == p["collapsed_fixed"] == str(collapsed)
+    assert collapsed + len(p["fixed_standing"]) == int(p["fixed_count"])
+    assert f"On {collapsed} of them the forecast collapses" in flat
+    # figure 2's newest rows are the model after revision, and its legend says so
+    labels = list(panel["groups"])
+    assert any("newest" in g and "after the last revisions" in g for g in labels)
+    assert not any("seen before" in g for g in labels)
+    # the appendix's "fixed cost too long" column says it counts rows whether or not they miss
+    assert "whether or not they miss by more than" in flat
+
+
+def test_the_opening_and_the_takeaways_give_the_lectures_verdicts_from_its_table():
+    """Reader vm28: the lecture's verdicts (MFU ~ 1/3 holds at about 32%, the 20 ms step does
+    not hold at about 68 ms, dense engines at about 6 x B*, batching ~300x) belong at the top
+    and in the takeaways, from the same computed table as the section that argues them."""
+    ctx, text = _rendered()
+    opening = " ".join(text.split("## Part one", 1)[0].split())
+    takeaways = " ".join(text.split('!!! abstract "Takeaways"', 1)[1].split("\n## ", 1)[0].split())
+    v = ctx["verdict"]
+    for key in ("mfu", "step", "batch_dense"):
+        assert v[key]["value"] in opening and v[key]["value"] in takeaways
+        assert v[key]["value"] in v[key]["rows"]  # the table's own median
+    # MFU: median of the compute-bound offline rows within x1.5 of a third (independent check)
+    assert v["mfu"]["holds"] and "MFU ≈ one third** holds" in opening
+    assert not v["step"]["holds"] and "does not hold under latency limits" in opening
+    # the batching gain, as the page rounds it, is the same in both places (about 300 times)
+    gain = float(ctx["worked_tpot"]["gain"].replace(",", ""))
+    top = re.search(r"about \*\*([\d,]+) times\*\* cheaper", opening)
+    box = re.search(r"token about ([\d,]+) times cheaper, not a thousand", takeaways)
+    assert top and box and top.group(1) == box.group(1)
+    assert abs(float(top.group(1).replace(",", "")) - gain) <= 1
+    assert opening.startswith("# ") and "Every price in the earlier chapters" in opening
+
+
+def test_the_by_hand_forecast_exercise_redoes_from_its_shown_numbers():
+    """Reader vm28: an exercise applying the fitted shares by hand to the B200 row. Its shown
+    pieces add up (compute + fixed = step; batch / step = rate, to the shown rounding), and the
+    rate is the model's own forecast of the row, so the by-hand recipe is the whole model here."""
+    ctx, text = _rendered()
+    h = ctx["hand_forecast"]
+    ms = lambda s: float(s.split()[0].replace(",", ""))  # noqa: E731
+    assert h["compute_sets"]
+    step = ms(h["decode"]) + ms(h["prompts"]) + ms(h["fixed"])
+    assert step == pytest.approx(ms(h["step"]), rel=5e-3)  # the step shown to three figures
+    rate = float(h["batch"].replace(",", "")) / (step / 1e3)
+    assert rate == pytest.approx(float(h["rate"].split()[0].replace(",", "")), rel=5e-3)
+    assert h["model_close"] and h["rate"] == h["model"]
+    exercise = text.split("Exercise: forecast the new row by hand", 1)[1].split("!!! question")[0]
+    for key in ("share", "prefill", "memory_share", "per_layer", "rate", "miss"):
+        assert h[key] in exercise
+    # the speculative-decoding question no longer asks for what a student cannot compute
+    assert "how close does the forecast come" not in text
+
+
+def test_the_padded_expert_multiplies_redo_from_their_shown_inputs():
+    """Reader vm28 got 125 us, not 167 us, from DeepSeek's shapes: the step carries 1 + rho =
+    1 + 1,024 / 2,048 = 1.5 tokens (the decode token and its share of the prompt), which touch
+    1 - (1 - 8/256)^1.5 = 4.66% of the 58 x 256 routed experts of 3 x 7168 x 2048 parameters
+    (config.json) = 30.4 B, not one token's 20.4 B. By hand: 30.4e9 x 2 / 72e15 = 0.845 us a row;
+    2.5 us + 195 x 0.845 us = 167 us. The page now shows those inputs; they redo here."""
+    ctx, text = _rendered()
+    t = ctx["worked_tpot"]
+    routed = 58 * 256 * 3 * 7168 * 2048
+    touched = routed * (1 - (1 - 8 / 256) ** 1.5)
+    assert float(t["pad_params"].split()[0]) * 1e9 == pytest.approx(touched, rel=5e-3)
+    assert t["pad_tokens"] == "1.5"
+    row_us = touched * 2 / 72e15 * 1e6
+    flat = " ".join(text.split())
+    assert f"{t['pad_tokens']} tokens, which touch {t['pad_params']} of routed experts" in flat
+    shown = re.search(r"the multiplies take ([\d.]+) µs, against", flat)
+    rows = float(t["expert_rows"].replace(",", ""))
+    assert shown and float(shown.group(1)) == pytest.approx(2.5 + rows * row_us, rel=0.01)
