@@ -28,8 +28,8 @@ MODEL = "deepseek_v3"
 RACK = "gb200_nvl72"
 HOPPER = "h100_sxm"
 ULTRA = "gb300_nvl72"
-# The two-rack examples run on GB300 NVL72: the same FLOP/s, HBM bandwidth and NVLink as GB200
-# (so every one-rack figure holds for it, checked in context()), and a network port twice as
+# The two-rack examples run on GB300 NVL72: the same FP8 FLOP/s (not FP4), HBM bandwidth and
+# NVLink as GB200 (so every one-rack figure holds for it, checked in context()), a port twice as
 # fast, so its own scale-out penalty (9) is the lecture's round 8x. GB200's 18x is the variant.
 TWO_RACKS = ULTRA
 RACK_COUNTS = (1, 2, 3, 4, 8)
@@ -240,6 +240,8 @@ def context(presets: Presets) -> dict:
         "alltoall_two_racks_hw": _us(two_hw),
         "ratio_one_rack": said_number(ratio_one, 2),
         "ratio_one_rack_hides": bool(ratio_one < 1),
+        **_per_moe_layer(presets, model, layer, one),
+        **_flops_by_precision(presets),
         "expert_share": said_number(experts["share"], 2),
         "expert_layer_compute": _us(experts["time"]),
         "ratio_experts_only": said_number((one / experts["time"]).to("").m, 2),
@@ -794,6 +796,47 @@ def _either(names: list[str], word: str = "or") -> str:
     ('H100, H800 or B200', 'H100')
     """
     return f" {word} ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _per_moe_layer(presets: Presets, model, layer, one) -> dict:
+    """Why the compute averaged over all layers stands for an MoE layer's, and the MoE layer's
+    own: a dense layer's MLP is as wide as a token's active experts together (DeepSeek-V3's
+    d_ff = (8 + 1) x d_ff_expert), so dense and MoE layers compute alike, and the average
+    differs from an MoE layer only by the output head (d x vocab parameters) it spreads over
+    the layers. Without the head, an MoE layer's compute and the one-rack ratio against it.
+
+    >>> from units.presets import load
+    >>> p = load(); m = p.get("model", MODEL)
+    >>> r = _per_moe_layer(p, m, Q_(21.0, "µs"), Q_(17.0, "µs"))
+    >>> r["moe_layers_n"], r["head_share"]
+    ('58', '0.025')
+    """
+    width = (model.experts_active + model.experts_shared) * model.d_ff_expert
+    assert width == model.d_ff, "a dense layer's MLP is not a token's experts' width"
+    head = model.d_model * model.vocab
+    share = (Q_(head, "parameter") / model.params_active).to("").m
+    moe_layer = layer * (1 - share)  # the head's parameters taken out of the average
+    return {
+        "moe_layers_n": said_number(model.layers - model.dense_layers),
+        "dense_layers_n": said_number(model.dense_layers),
+        "d_ff_n": said_number(model.d_ff),
+        "d_ff_expert_n": said_number(model.d_ff_expert),
+        "head_share": said_number(share, 2),
+        "moe_layer_compute": _us(moe_layer),
+        "ratio_one_rack_moe": said_number((one / moe_layer).to("").m, 2),
+    }
+
+
+def _flops_by_precision(presets: Presets) -> dict:
+    """The one-rack and two-rack chips' dense FLOP/s at FP8, where they are equal, and at FP4,
+    where the two-rack chip (Blackwell Ultra) is faster."""
+    rack, ultra = presets.get("hardware", RACK), presets.get("hardware", ULTRA)
+    assert rack.dense_flops_fp8 == ultra.dense_flops_fp8, "GB300's FP8 rate differs from GB200's"
+    return {
+        "fp8_flops": quantity(rack.dense_flops_fp8.to("PFLOP/s")),
+        "fp4_flops_rack": quantity(rack.dense_flops_fp4.to("PFLOP/s")),
+        "fp4_flops_two": quantity(ultra.dense_flops_fp4.to("PFLOP/s")),
+    }
 
 
 def _expert_compute(model, layer, routed_only: bool = False) -> dict:

@@ -104,6 +104,26 @@ def test_moe_alltoall_beside_the_layer_compute_by_hand():
     assert float(ctx["ratio_two_racks"]) == pytest.approx(3.15 * 9 / 8, abs=0.01)
 
 
+def test_moe_per_moe_layer_compute_and_the_two_racks_flops_by_hand():
+    from book.chapters import moe
+
+    ctx = moe.context(load())
+    # DeepSeek-V3 (config.json): 61 layers, the first 3 dense; a dense MLP of 18,432 = (8 routed
+    # + 1 shared) x 2,048, so dense and MoE layers compute alike. The output head, d x vocab =
+    # 7,168 x 129,280 = 0.927 B of the 37 B active parameters, is what the average spreads over
+    # the layers: 0.025 of it. Without it an MoE layer computes 0.975 of the average, and the
+    # bytes-alone one-rack ratio rises from 0.79 to 0.79 / 0.975 = 0.81.
+    assert ctx["moe_layers_n"] == "58" and ctx["dense_layers_n"] == "3"
+    share = 7168 * 129280 / 37e9
+    assert ctx["head_share"] == f"{share:.2g}" == "0.025"
+    ratio = float(ctx["ratio_one_rack"])
+    assert float(ctx["ratio_one_rack_moe"]) == pytest.approx(ratio / (1 - share), abs=0.01)
+    # facts.md: GB200 and GB300 NVL72 both 5 PFLOP/s dense FP8; dense FP4 10 PFLOP/s on GB200,
+    # 15.28 on GB300 (the presets' Blackwell Ultra figure, 1.1 EFLOP/s over 72 chips)
+    assert ctx["fp8_flops"] == "5 PFLOP/s"
+    assert (ctx["fp4_flops_rack"], ctx["fp4_flops_two"]) == ("10 PFLOP/s", "15.28 PFLOP/s")
+
+
 def test_moe_once_per_rack_and_link_efficiency_by_hand():
     from book.chapters import moe
 
