@@ -460,8 +460,10 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         rows.append(
             {
                 "layout": name,
-                "cells": [_cell(at_short[name]), _cell((t / layer_default).to("").m)]
-                + ["any" if found is None else _tokens(found), _cell(bytes_only[name])],
+                # the verdict first (the bytes alone), then its sensitivity to the latency
+                "cells": [_cell(bytes_only[name]), _cell(at_short[name])]
+                + [_cell((t / layer_default).to("").m)]
+                + ["any" if found is None else _tokens(found)],
             }
         )
     names = [n for n, _ in layouts]
@@ -469,10 +471,10 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "rows": rows,
         "h800": _h800_rows(presets, default, long),
         "headers": [
+            "short context, bytes alone (the verdict)",
             "short context, bytes + latency",
             f"{context_tokens(default)}, bytes + latency",
             "hides from a context of (bytes + latency)",
-            "short context, bytes alone",
         ],
         "bytes_two_short": said_number(bytes_only[names[1]], 2),
         "bytes_once_short": said_number(bytes_only[names[2]], 2),
@@ -484,7 +486,7 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
         "one_hides_from": _tokens(hides_from[names[0]]) if hides_from[names[0]] else "",
         "once_hides_from": _tokens(hides_from[names[2]]) if hides_from[names[2]] else "",
         "once_ctx": _cell_ratio(rows[2]),
-        "once_hides_ctx": rows[2]["cells"][1].endswith(" hides"),
+        "once_hides_ctx": rows[2]["cells"][2].endswith(" hides"),
         "two_short": said_number(at_short[names[1]], 2),
         "once_short": said_number(at_short[names[2]], 2),
         "once_hides": bool(at_short[names[2]] < 1),
@@ -780,7 +782,7 @@ def _h800_rows(presets: Presets, default, long) -> dict:
 
 def _cell_ratio(row: dict) -> str:
     """A verdict row's ratio at the default context, without its verdict word."""
-    return row["cells"][1].split(",")[0]
+    return row["cells"][2].split(",")[0]
 
 
 def _cell(x: float) -> str:
