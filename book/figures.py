@@ -2473,60 +2473,13 @@ def measured_vs_bound(presets: Presets) -> Figure:
     return _render("measured_vs_bound", draw, alt, caption)
 
 
-def forecast_panel(presets: Presets) -> dict:
-    """Figure 2's points, shared with the chapter's text so that every count agrees: each row's
-    honest forecast and measurement as a share of its bound, by group, the panel's floor, and the
-    rows whose forecast collapses below it (drawn as arrows at the panel's foot)."""
-    from book.predict import prediction
-    from book.validation import validate
-
-    made = prediction(presets)  # predict's fits, kept across builds
-    honest, cases = made["out_of_sample"], made["cases"]
-    from book.predict import NOT_MODELLED
-
-    # a row kept out of the fit is named for why: speculative decoding first (those rows are
-    # read off a latency sweep too), then a reading between a sweep's points, then the rest
-    apart = {
-        NOT_MODELLED["mtp"]: "excluded from the fit: speculative decoding, acceptance unpublished",
-        NOT_MODELLED["interpolated"]: "excluded from the fit: a latency sweep at a stated speed",
-        NOT_MODELLED["prefix_cache"]: "excluded from the fit: prefix caching",
-    }
-    groups = {
-        "fitted rows, cross-validated (each forecast by a fit without it)": [
-            i for i, (_, how) in honest.items() if how == "leave-one-out"
-        ],
-        "newest rows (MLPerf v6.0 and v6.1), forecast after the last revisions": [
-            i for i, (_, how) in honest.items() if how.startswith("held")
-        ],
-    }
-    for i, (_, how) in honest.items():
-        if how.startswith("not in the fit"):
-            why = next((v for k, v in apart.items() if k in how), None)
-            if why is not None:  # a row with nothing to predict (an MFU alone) is not drawn
-                groups.setdefault(why, []).append(i)
-    honest = {i: honest[i] for ids in groups.values() for i in ids}
-    # each row's bound, in the row's own unit: predicted and measured as percentages of it
-    bound = {r.id: float(r.bound.m) for r in validate(presets) if r.id in honest}
-    share = {i: (100 * honest[i][0] / bound[i], 100 * cases[i].measured / bound[i]) for i in honest}
-    # the range the measurements span (none exceeds its bound); a forecast that collapses below
-    # it is an arrow at the panel's foot, as the lower panel's misses beyond its range are
-    lo = min(m for _, m in share.values()) / 2
-    return {
-        "made": made,
-        "honest": honest,
-        "cases": cases,
-        "groups": groups,
-        "share": share,
-        "lo": lo,
-        "collapsed": sorted(i for i in honest if share[i][0] < lo),
-    }
-
-
 def predicted_vs_measured(presets: Presets) -> Figure:
     """Each row's honest prediction (leave-one-out, or the whole fit for a row kept out of it)
     against its measurement, both as a share of the row's bound (so rows in tokens/s per chip
     and per user share one dimensionless axis, and the spread of scenarios does not pass for
     agreement), with the x1.25 and x1.5 bands."""
+    from book.predict import forecast_panel
+
     panel = forecast_panel(presets)
     made, honest, cases = panel["made"], panel["honest"], panel["cases"]
     groups, share = panel["groups"], panel["share"]

@@ -541,7 +541,7 @@ def _prediction(presets: Presets, rows) -> dict:
     fixed_groups = {key: str(sum(m["group"] == key for m in fixed_misses)) for key, _ in GROUPS}
     # the forecasts figure 2 draws as collapsed (below its panel's floor), and how far the fixed
     # cost's misses that do not collapse are off
-    from book.figures import forecast_panel
+    from book.predict import forecast_panel
 
     collapsed_ids = forecast_panel(presets)["collapsed"]
     collapsed_names = {by_id[i].name for i in collapsed_ids}

@@ -1094,7 +1094,8 @@ def test_every_miss_count_says_one_population_in_text_tables_and_figure():
     count now comes from one place and each mention names its population; the sums below are
     recomputed here from the chapter's own rows, not read from its text."""
     from book.chapters.validation import FIXED_CAUSE
-    from book.figures import forecast_panel, predicted_vs_measured
+    from book.figures import predicted_vs_measured
+    from book.predict import forecast_panel
 
     ctx, text = _rendered()
     flat = " ".join(text.split())
