@@ -175,6 +175,24 @@ def lands_clear(value, answer, tolerance: float) -> bool:
     return off <= tolerance or off >= 2 * tolerance
 
 
+def slips_apart(mistakes, answer, tolerance: float) -> bool:
+    """Whether the slips that land outside the relative window around ``answer`` sit at least
+    twice its width from each other, so that each wrong value has one diagnosis (reader 26).
+
+    >>> from units import Q_
+    >>> from book.problem_bank import Mistake
+    >>> slips = [Mistake(Q_(v, "s"), "") for v in (2.0, 2.02, 1.005)]
+    >>> slips_apart(slips, Q_(1, "s"), 0.02), slips_apart(slips[::2], Q_(1, "s"), 0.02)
+    (False, True)
+    """
+    named = [m for m in mistakes if abs((m.value / answer).to("").m - 1) > tolerance]
+    return all(
+        abs((a.value / b.value).to("").m - 1) >= 2 * tolerance
+        for i, a in enumerate(named)
+        for b in named[i + 1 :]
+    )
+
+
 def money(q: pint.Quantity, digits: int = 4) -> str:
     """A price as a person writes it: below a dollar in cents, to ``digits`` figures as
     :func:`book.format.quantity` writes any figure; from a dollar up, and anything that is not

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, lands_clear, lecture_ratio, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    lands_clear,
+    lecture_ratio,
+    require,
+    slips_apart,
+)
 from derivations import get
 from units import Q_
 
@@ -139,15 +147,7 @@ def draw(rng, presets) -> Draw:
         )
     if not merged and abs((as_flops / ratio).to("").m - 1) > TOLERANCE:
         mistakes.append(Mistake(as_flops, as_flops_words))
-    named = [m for m in mistakes if abs((m.value / ratio).to("").m - 1) > TOLERANCE]
-    require(
-        all(
-            abs((a.value / b.value).to("").m - 1) >= 2 * TOLERANCE
-            for i, a in enumerate(named)
-            for b in named[i + 1 :]
-        ),
-        "no two slips land on one value",
-    )
+    require(slips_apart(mistakes, ratio, TOLERANCE), "no two slips land on one value")
     return Draw(
         text=text,
         answer=ratio,

@@ -11,6 +11,7 @@ from book.problem_bank import (
     lands_clear,
     require,
     shown,
+    slips_apart,
 )
 from units import Q_
 
@@ -168,15 +169,7 @@ def draw(rng, presets) -> Draw:
     require(all(lands_clear(m.value, share, tolerance) for m in slips), "a slip lands clear")
     # and no two slips on one value (reader 26: all the system's chips halved the time, as one
     # FLOP per multiply-add did)
-    outside = [m for m in slips if abs((m.value / share).to("").m - 1) > tolerance]
-    require(
-        all(
-            abs((a.value / b.value).to("").m - 1) >= 2 * tolerance
-            for i, a in enumerate(outside)
-            for b in outside[i + 1 :]
-        ),
-        "no two slips land on one value",
-    )
+    require(slips_apart(slips, share, tolerance), "no two slips land on one value")
     mistakes = distinct_mistakes(slips, share, tolerance)
     return Draw(
         hint=(
