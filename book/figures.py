@@ -632,7 +632,7 @@ def drain_ladder(presets: Presets) -> Figure:
         ("llama", "s", PALETTE[0], f"{llama_name}-style"),
         ("kink", "D", PALETTE[3], "kink-sized"),
     )
-    right = 1e8  # seconds: the axis' end; "never" is written past it, off the time axis
+    left, right = 1e-3, 1e8  # seconds: the axis' ends; "never" sits at the left, no time at all
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.2)
@@ -655,25 +655,20 @@ def drain_ladder(presets: Presets) -> Figure:
                 ax.plot([guess.to("s").m], [y], "o", mfc="none", mec="#777777", markersize=7)
             for dy, (key, marker, color, _) in zip((-0.3, 0.3), marks, strict=True):
                 even = r[key]
-                if even is None:  # no time at all: an arrow off the axis' right end, not a time
+                if even is None:  # no time at all: a cross at the axis' left end, not a time
                     edge = dict(xycoords=("axes fraction", "data"), textcoords="offset points")
-                    ax.annotate(
-                        "",
-                        (1.0, y + dy),
-                        xytext=(-28, 0),
-                        arrowprops=dict(arrowstyle="->", color=color, linewidth=1.2),
-                        annotation_clip=False,
-                        **edge,
+                    ax.plot(
+                        [left], [y + dy], "x", color=color, markersize=7, mew=1.6, clip_on=False
                     )
                     ax.annotate(
-                        "never",
-                        (1.0, y + dy),
-                        xytext=(3, 0),
+                        "never: reading back costs more than recomputing",
+                        (0.0, y + dy),
+                        xytext=(8, 0),
                         ha="left",
                         va="center",
                         fontsize=8,
                         color=color,
-                        annotation_clip=False,
+                        bbox=dict(facecolor="white", edgecolor="none", pad=1),
                         **edge,
                     )
                     continue
@@ -692,7 +687,7 @@ def drain_ladder(presets: Presets) -> Figure:
         ax.plot([], [], color="#bbbbbb", linewidth=6, label="hold time (the lecture's rule)")
         ax.plot([], [], "o", mfc="none", mec="#777777", label="the lecture's guess")
         ax.set_xscale("log")
-        ax.set_xlim(1e-3, right)
+        ax.set_xlim(left, right)
         ax.set_ylim(len(rows) - 0.5, -0.75)
         for q, side in ((short, "right"), (long, "left")):  # labels apart, each off its line
             ax.axvline(q.to("s").m, color=FOREGROUND, linestyle=":", linewidth=1)
@@ -742,9 +737,9 @@ def drain_ladder(presets: Presets) -> Figure:
         f"holding it there beats recomputing it) lies right of its lifetime's dotted line: "
         f"{verdict}. The pale bars are the lecture's drain-time rule (hold time = capacity / "
         f"bandwidth), which by itself {rule} and cannot tell the two caches apart. One device "
-        f'per tier, one rent per tier. An arrow marked "never" means no time at all: reading '
-        f"the cache back from that tier costs more than recomputing it. The hollow circles are "
-        f"the lecture's guessed hold times for flash and disk."
+        f'per tier, one rent per tier. A cross marked "never", at the left edge, means no time '
+        f"at all: reading the cache back from that tier costs more than recomputing it. The "
+        f"hollow circles are the lecture's guessed hold times for flash and disk."
     )
     return _render("drain_ladder", draw, alt, caption)
 
