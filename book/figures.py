@@ -1358,6 +1358,9 @@ def cost_vs_context(presets: Presets) -> Figure:
     real = [cost_growth(growth_contexts(presets, m), contexts) for m in STEP_MODELS]
     _, inferred = cost_growth(growth_contexts(presets), contexts)
     api = short.name.split(",")[0]
+    # the MLA model's prefill break-even: why its input curve rises furthest (reader lr29)
+    mla = next(m for m in STEP_MODELS if presets.get("model", m).attention == "mla")
+    mla_name, mla_prefill = presets.get("model", mla).name, growth_contexts(presets, mla)["prefill"]
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.6)
@@ -1429,7 +1432,14 @@ def cost_vs_context(presets: Presets) -> Figure:
         f"kink and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
         f"data: it is the one KV "
         f"size ({said_k}, {spoken(presets.parameter['frontier_active_params'].value)} active) "
-        f"whose decode cost turns exactly at the kink, the reading of the output kink above."
+        f"whose decode cost turns exactly at the kink, the reading of the output kink above. "
+        f"Past the kink it keeps rising, to {spoken_number(inferred[-1], most=2)}× at "
+        f"{context_tokens(Q_(contexts[-1], 'token/sequence'))}, while the list stays at "
+        f"{spoken_number(steps['output'])}×: one flat price above the kink averages a cost "
+        f"that grows with the prompt, so it undercharges the longest prompts. {mla_name} rises "
+        f"furthest on the left because its prefill attention matches its weights' FLOPs already "
+        f"at {context_tokens(Q_(mla_prefill, 'token/sequence'), 2)}: that is {mla_name}'s own "
+        f"attention and active size, not the kink-sized model's."
     )
     return _render("cost_vs_context", draw, alt, caption)
 

@@ -1068,9 +1068,12 @@ def _two_steps(presets: Presets) -> dict:
     )
     # the output column's lowest and highest, as the table prints them
     decode = [r["decode"] for r in sorted(rows, key=lambda r: r["decode_x"])]
+    mla_name = presets.get("model", MLA_MODEL).name
     return {
         "rows": rows,
         "closest": closest,
+        # the MLA model's own row, which the input-kink text says is not the kink-sized model
+        "mla": next(r for r in rows if r["name"] == mla_name),
         # the output column's span, said as the table says it ('38 to 140')
         "decode_span": f"{decode[0].said} to {decode[-1].said}"
         if decode[0].said != decode[-1].said
@@ -1238,6 +1241,7 @@ def _both_steps(presets: Presets) -> dict:
         "mla_model": presets.get("model", MLA_MODEL).name,
         "mla_bytes": said(mla.q("kv_bytes_per_token").to("kB/token"), 2),
         "mla_over": said_number((mla.q("kv_bytes_per_token") / corner_bytes).to("").m, 2),
+        "mla_over_kink": said_number((mla.q("kv_bytes_per_token") / implied).to("").m, 2),
         "shared_read": said(shared_read.to("kB/token"), 3),
         "kept_add": said_number(100 * (in_step - 1) * kept, 1) + "%",
         "step_add": said_number(100 * (in_step - 1), 2) + "%",

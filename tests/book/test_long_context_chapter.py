@@ -399,3 +399,16 @@ def test_new_exercises_transfer_to_another_chip(ctx):
     assert _num(h["needed"]) == pytest.approx(300 / drain, rel=0.05)
     o = ctx["exercise"]["older"]
     assert float(o["factor"]) == pytest.approx((3.35 / 2.039) / (989 / 312), rel=0.02)
+
+
+def test_the_input_kink_text_says_why_mla_and_whose_curve_overshoots(ctx):
+    # reader lr29, clarity (a): the MLA curve in the input panel is DeepSeek's own model. Its
+    # latent, 61 layers x (512 + 64) values at FP8 = 35,136 bytes, is 35,136 / 1,693 = 20.8 times
+    # the kink's bytes (1,693 as in test_kink_implies_about_1_7_kb)
+    both, mla = ctx["both"], ctx["steps"]["mla"]
+    assert mla["name"].startswith("DeepSeek-V3")
+    assert float(both["mla_over_kink"]) == pytest.approx(61 * 576 / 1693, abs=0.5)  # 2 figures
+    # its prefill, at 7.8x the no-context cost at 200,000 tokens (the reader's 7.75), is far
+    # past the list's 2x, and its prefill break-even (about 29,600 tokens) is far below 200,000
+    assert 7.5 < mla["prefill_x"] < 8
+    assert _num(mla["prefill_context"]) < 200_000 / 5
