@@ -154,6 +154,11 @@ def _gap(counted, published) -> str:
     return "same" if abs(x) < 0.01 else said_number(x, 2) + "%"
 
 
+# figures in the per-model tables read in the chapter's flow (the attention and crossover
+# tables), as the first section's corner table and the prose give them; the collapsed table of
+# every preset keeps 4 figures for reference (reader lr29: 2-3 figures for reading)
+READ_DIGITS = 2
+
 # the equation giving a model's decode attention FLOPs per context token, by attention type
 _DECODE_ATTENTION = {"gqa": "gqa_attention_flops", "mla": "mla_decode_attention_flops"}
 
@@ -176,7 +181,9 @@ def _attention_table(presets: Presets) -> dict:
         rows.append(
             {
                 "name": name,
-                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "cells": [
+                    _cell(u, f, READ_DIGITS) for (_, u), f in zip(columns, values, strict=True)
+                ],
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
@@ -193,11 +200,27 @@ def _kv_compute_context(ev: Evaluator):
         return None
 
 
-def _cell(in_unit: str, compute) -> str:
-    """A table cell as :func:`cell_in` gives it, a count of tokens whole ('421', not '420.6')."""
-    if in_unit != "token":
+def _cell(in_unit: str, compute, digits: int | None = None) -> str:
+    """A table cell as :func:`cell_in` gives it, a count of tokens whole ('421', not '420.6');
+    with ``digits``, rounded to that many figures, as a table read in the chapter's flow prints
+    it (reader lr29: '19,659' beside another table's '20,000'), never with a decimal point.
+
+    >>> from units import Q_
+    >>> corner = lambda: Q_(19659.4, "token")  # noqa: E731
+    >>> _cell("token", corner), _cell("token", corner, 2)
+    ('19,659', '20,000')
+    >>> _cell("MFLOP/token", lambda: Q_(16.99, "MFLOP/token"), 2)
+    '17'
+    """
+    if in_unit == "token":
+        whole = compute
+        compute = lambda: None if (q := whole()) is None else round(q.to("token"))  # noqa: E731
+    if digits is None:
         return cell_in(in_unit, compute)
-    return cell_in(in_unit, lambda: None if (q := compute()) is None else round(q.to("token")))
+    exact = cell_in(in_unit, compute)
+    if exact == "—":
+        return exact
+    return number(compute().to(in_unit).m, digits)
 
 
 def _per_sequence(q):
@@ -223,7 +246,9 @@ def _crossover_table(presets: Presets) -> dict:
         rows.append(
             {
                 "name": name,
-                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "cells": [
+                    _cell(u, f, READ_DIGITS) for (_, u), f in zip(columns, values, strict=True)
+                ],
             }
         )
     # both columns are precision-free when weights, cache and math move together (reader blo21,
@@ -1171,7 +1196,8 @@ def _cache_verdict(presets: Presets) -> dict:
                 * presets.get("model", KV_MODEL).params_active,
             )
         ),
-        "llama_corner": _whole_tokens(
+        # exact for tests, said at 2 figures as the first section's corner table says it
+        "llama_corner": _tokens_said(
             Q_(growth_contexts(presets, KV_MODEL)["kv"], "token/sequence")
         ),
         "llama_dram": time(even["llama"][1]),
