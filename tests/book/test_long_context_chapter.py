@@ -412,3 +412,17 @@ def test_the_input_kink_text_says_why_mla_and_whose_curve_overshoots(ctx):
     # past the list's 2x, and its prefill break-even (about 29,600 tokens) is far below 200,000
     assert 7.5 < mla["prefill_x"] < 8
     assert _num(mla["prefill_context"]) < 200_000 / 5
+
+
+def test_the_two_qwen_corners_are_one_model_and_chip_with_and_without_attention(ctx):
+    # reader lr29, contradiction 7: the hold exercise says its corner is the weights' FLOPs alone
+    # and names the memory-wall exercise's larger one (attention counted). By hand, as in
+    # test_new_exercises_transfer_to_another_chip: 2 x 22e9 x 4.8e12 / (1979e12 x 96,256) = 1,109
+    # without attention; with it (3.08 MFLOP per context token) about 1,212
+    w, h = ctx["exercise"]["wall"], ctx["exercise"]["hold"]
+    assert (w["model"], w["chip"]) == (h["model"], h["chip"])
+    bare = 2 * 22e9 * 4.8e12 / (1979e12 * 96_256)
+    full = 2 * 22e9 * 4.8e12 / (1979e12 * 96_256 - 4.8e12 * 4 * 64 * 128 * 94)
+    assert _num(h["corner"]) == pytest.approx(bare, rel=0.05)
+    assert _num(w["corner"]) == pytest.approx(full, rel=0.05)
+    assert h["corner"] != w["corner"]  # so the answer names both
