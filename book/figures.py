@@ -1337,6 +1337,7 @@ def cost_vs_context(presets: Presets) -> Figure:
     the list's two price steps drawn as data, and the kink-sized cache as the one inferred
     curve whose decode cost turns at the step."""
     from book.chapters.long_context import (
+        FIGURE_END_CONTEXT,
         HARDWARE,
         STEP_MODELS,
         _kink_evaluator,
@@ -1344,7 +1345,7 @@ def cost_vs_context(presets: Presets) -> Figure:
         growth_contexts,
     )
 
-    contexts = np.geomspace(1e3, 1e6, 400)
+    contexts = np.geomspace(1e3, FIGURE_END_CONTEXT, 400)
     kink = presets.parameter["price_kink_context"].value.to("token/sequence")
     short, long_ = presets.get("api", "gemini_2_5_pro"), presets.get("api", "gemini_2_5_pro_long")
     steps = {

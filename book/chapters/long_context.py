@@ -993,6 +993,7 @@ def _sparse_attention_reads(presets: Presets, icl, kink_ctx) -> dict:
 
 
 STEP_MODELS = ("llama_3_1_70b", "llama_3_1_405b", "deepseek_v3")  # real models beside the step
+FIGURE_END_CONTEXT = 1e6  # tokens: the cost-vs-context figure's longest context
 
 
 def growth_contexts(presets: Presets, model: str | None = None) -> dict:
@@ -1393,7 +1394,88 @@ def _exercises(presets: Presets) -> dict:
         "input": quantity(std.input.to("USD/Mtoken")),
         "output": quantity(std.output.to("USD/Mtoken")),
     }
-    return {"kink": kink, "wall": wall_out, "ratio": ratio, "hold": hold, "older": older}
+    return {
+        "kink": kink,
+        "wall": wall_out,
+        "ratio": ratio,
+        "hold": hold,
+        "older": older,
+        "shard": _exercise_shard(presets),
+        "figure": _exercise_figure(presets),
+    }
+
+
+def _exercise_shard(presets: Presets) -> dict:
+    """Sharding one long cache (reader lr29: no exercise used the section on how servers manage
+    the cache): Qwen3-235B's cache of one sequence at the kink's context, at BF16, split by KV
+    head over at most one chip per head, then by sequence to fill an H200 node's scale-up
+    domain; and the same at FP8 (KV quantization)."""
+    model = presets.get("model", WALL_MODEL)
+    chip = presets.get("hardware", WALL_CHIP)
+    ctx = presets.parameter["price_kink_context"].value
+    per = {
+        p: (
+            Evaluator(presets, WALL_CHIP, WALL_MODEL, precision=p).q(
+                "kv_cache_per_sequence", context_length=ctx
+            )
+            * ONE_SEQUENCE
+        ).to("GB")
+        for p in ("bf16", "fp8")
+    }
+    heads = model.get("n_kv_heads")
+    node = chip.scale_up_domain.to("chip").m
+    ways = node / heads  # the sequence split this many ways once every head has its own chip
+    if ways != int(ways) or ways < 2:
+        raise ValueError("the node is not a whole multiple of the KV heads: reword the exercise")
+    return {
+        "model": model.name,
+        "chip": chip_name(chip),
+        "context": context_tokens(ctx),
+        "kv_heads": said_number(heads),
+        "per_token": said(
+            Evaluator(presets, WALL_CHIP, WALL_MODEL).q("kv_bytes_per_token").to("kB/token"), 3
+        ),
+        "node": said(chip.scale_up_domain),
+        "hbm": said(chip.hbm_capacity),
+        "seq": said(per["bf16"], 3),
+        "per_head_chip": said(per["bf16"] / heads, 2),
+        "ways": said_number(ways),
+        "per_node_chip": said(per["bf16"] / node, 2),
+        "per_node_chip_fp8": said(per["fp8"] / node, 2),
+    }
+
+
+FIGURE_READ_MODEL = "llama_3_1_405b"  # whose decode curve the figure-reading exercise reads
+FIGURE_READ_TIMES = 10  # the cost multiple it asks for: a gridline of the figure's log axis
+
+
+def _exercise_figure(presets: Presets) -> dict:
+    """Reading the cost-vs-context figure's right panel (reader lr29): the kink-sized model's
+    decoded token at the figure's longest context over its cost with none, against the list's
+    step; and the context where a real model's decoded token costs ten times its no-context
+    cost (past its corner the cost is the KV read's time over the weights' FLOPs' time, so that
+    context is ten times where the read alone equals the weights' FLOPs)."""
+    kink_ctx = presets.parameter["price_kink_context"].value.to("token/sequence").m
+    end = FIGURE_END_CONTEXT
+    _, inferred = cost_growth(growth_contexts(presets), end)
+    g = growth_contexts(presets, FIGURE_READ_MODEL)
+    times = FIGURE_READ_TIMES
+    at = times * g["kv"]  # the read's cost at that context, over the no-context compute
+    prefill, decode = cost_growth(g, at)
+    if abs(decode / times - 1) > 1e-9:  # compute must still be below the read there
+        raise ValueError("the model's compute overtakes its read by then: reword the exercise")
+    _, out_step = _gemini_steps(presets)
+    return {
+        "end": context_tokens(Q_(end, "token/sequence")),
+        "inferred": said_number(inferred, 2),
+        "over_kink": said_number(end / kink_ctx, 2),
+        "out_step": said_number(out_step, 2),
+        "model": presets.get("model", FIGURE_READ_MODEL).name,
+        "times": said_number(times),
+        "at": context_tokens(Q_(at, "token/sequence"), 2),
+        "kv": context_tokens(Q_(g["kv"], "token/sequence"), 2),
+        "corner": context_tokens(Q_(_corner(g), "token/sequence"), 2),
+    }
 
 
 def _exercise_hold(presets: Presets) -> dict:

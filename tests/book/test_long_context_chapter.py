@@ -426,3 +426,27 @@ def test_the_two_qwen_corners_are_one_model_and_chip_with_and_without_attention(
     assert _num(h["corner"]) == pytest.approx(bare, rel=0.05)
     assert _num(w["corner"]) == pytest.approx(full, rel=0.05)
     assert h["corner"] != w["corner"]  # so the answer names both
+
+
+def test_the_sharding_and_figure_exercises_by_hand(ctx):
+    # reader lr29, exercises: one on the server mechanics, one that reads a figure.
+    # Qwen3-235B at BF16 (config.json): 94 layers x 4 KV heads x 2 x 128 values x 2 bytes =
+    # 192,512 bytes per token; 200,000 tokens -> 38.5 GB; by head over 4 chips, 9.6 GB each; an
+    # H200 node is 8 chips (hardware.toml), so each head's context splits 2 ways: 4.8 GB, and
+    # 2.4 GB at FP8
+    s = ctx["exercise"]["shard"]
+    seq = 192_512 * 200_000 / 1e9
+    assert _num(s["seq"]) == pytest.approx(seq, rel=1e-3)
+    assert (s["kv_heads"], s["ways"], s["node"]) == ("4", "2", "8 chips")
+    assert _num(s["per_head_chip"]) == pytest.approx(seq / 4, abs=0.05)
+    assert _num(s["per_node_chip"]) == pytest.approx(seq / 8, abs=0.05)
+    assert _num(s["per_node_chip_fp8"]) == pytest.approx(seq / 16, abs=0.05)
+    # the kink-sized model's corner is the kink (200,000), so at 10^6 tokens its decode costs
+    # 10^6 / 200,000 = 5 times its no-context cost; Llama 3.1 405B at FP8 on an H100: the read
+    # equals the weights' FLOPs at 2 x 405.9e9 x 3.35e12 / (1979e12 x 126 x 2 x 8 x 128) = 5,328
+    # tokens, so 10x at ten times that, 53,000
+    f = ctx["exercise"]["figure"]
+    assert (f["inferred"], f["over_kink"], f["out_step"]) == ("5", "5", "1.5")
+    kv = 2 * 405.9e9 * 3.35e12 / (1979e12 * 126 * 2 * 8 * 128)
+    assert _num(f["kv"]) == pytest.approx(kv, rel=0.02)
+    assert _num(f["at"]) == pytest.approx(10 * kv, rel=0.02)
