@@ -744,7 +744,8 @@ def _attention_readings(presets: Presets) -> dict:
         "gqa_per_byte": said_number(per_byte(gqa, gqa_flops), 2),
         "mla_per_byte": said_number(per_byte(mla, mla_flops), 3),
         "ridge": said_number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
-        "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), 3),
+        # 2 figures, as the crossover table's row for the same model and chip prints it
+        "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), READ_DIGITS),
         "low_chip": chip_name(presets.get("hardware", LOW_RIDGE_CHIP)),
         "low_ridge": said_number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
         "prefill": [{"name": n, "value": context_tokens(q, 2)} for n, q in prefill],
@@ -1436,7 +1437,7 @@ def _exercise_shard(presets: Presets) -> dict:
             Evaluator(presets, WALL_CHIP, WALL_MODEL).q("kv_bytes_per_token").to("kB/token"), 3
         ),
         "node": said(chip.scale_up_domain),
-        "hbm": said(chip.hbm_capacity),
+        "node_chips": said_number(node),
         "seq": said(per["bf16"], 3),
         "per_head_chip": said(per["bf16"] / heads, 2),
         "ways": said_number(ways),
