@@ -632,7 +632,7 @@ def drain_ladder(presets: Presets) -> Figure:
         ("llama", "s", PALETTE[0], f"{llama_name}-style"),
         ("kink", "D", PALETTE[3], "kink-sized"),
     )
-    right = 1e8  # seconds: the axis' end; "never" is written past it, off the time axis
+    left, right = 1e-3, 1e8  # seconds: the axis' ends; "never" sits at the left, no time at all
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.2)
@@ -655,25 +655,20 @@ def drain_ladder(presets: Presets) -> Figure:
                 ax.plot([guess.to("s").m], [y], "o", mfc="none", mec="#777777", markersize=7)
             for dy, (key, marker, color, _) in zip((-0.3, 0.3), marks, strict=True):
                 even = r[key]
-                if even is None:  # no time at all: an arrow off the axis' right end, not a time
+                if even is None:  # no time at all: a cross at the axis' left end, not a time
                     edge = dict(xycoords=("axes fraction", "data"), textcoords="offset points")
-                    ax.annotate(
-                        "",
-                        (1.0, y + dy),
-                        xytext=(-28, 0),
-                        arrowprops=dict(arrowstyle="->", color=color, linewidth=1.2),
-                        annotation_clip=False,
-                        **edge,
+                    ax.plot(
+                        [left], [y + dy], "x", color=color, markersize=7, mew=1.6, clip_on=False
                     )
                     ax.annotate(
-                        "never",
-                        (1.0, y + dy),
-                        xytext=(3, 0),
+                        "never: reading back costs more than recomputing",
+                        (0.0, y + dy),
+                        xytext=(8, 0),
                         ha="left",
                         va="center",
                         fontsize=8,
                         color=color,
-                        annotation_clip=False,
+                        bbox=dict(facecolor="white", edgecolor="none", pad=1),
                         **edge,
                     )
                     continue
@@ -692,7 +687,7 @@ def drain_ladder(presets: Presets) -> Figure:
         ax.plot([], [], color="#bbbbbb", linewidth=6, label="hold time (the lecture's rule)")
         ax.plot([], [], "o", mfc="none", mec="#777777", label="the lecture's guess")
         ax.set_xscale("log")
-        ax.set_xlim(1e-3, right)
+        ax.set_xlim(left, right)
         ax.set_ylim(len(rows) - 0.5, -0.75)
         for q, side in ((short, "right"), (long, "left")):  # labels apart, each off its line
             ax.axvline(q.to("s").m, color=FOREGROUND, linestyle=":", linewidth=1)
@@ -742,9 +737,9 @@ def drain_ladder(presets: Presets) -> Figure:
         f"holding it there beats recomputing it) lies right of its lifetime's dotted line: "
         f"{verdict}. The pale bars are the lecture's drain-time rule (hold time = capacity / "
         f"bandwidth), which by itself {rule} and cannot tell the two caches apart. One device "
-        f'per tier, one rent per tier. An arrow marked "never" means no time at all: reading '
-        f"the cache back from that tier costs more than recomputing it. The hollow circles are "
-        f"the lecture's guessed hold times for flash and disk."
+        f'per tier, one rent per tier. A cross marked "never", at the left edge, means no time '
+        f"at all: reading the cache back from that tier costs more than recomputing it. The "
+        f"hollow circles are the lecture's guessed hold times for flash and disk."
     )
     return _render("drain_ladder", draw, alt, caption)
 
@@ -1342,6 +1337,7 @@ def cost_vs_context(presets: Presets) -> Figure:
     the list's two price steps drawn as data, and the kink-sized cache as the one inferred
     curve whose decode cost turns at the step."""
     from book.chapters.long_context import (
+        FIGURE_END_CONTEXT,
         HARDWARE,
         STEP_MODELS,
         _kink_evaluator,
@@ -1349,7 +1345,7 @@ def cost_vs_context(presets: Presets) -> Figure:
         growth_contexts,
     )
 
-    contexts = np.geomspace(1e3, 1e6, 400)
+    contexts = np.geomspace(1e3, FIGURE_END_CONTEXT, 400)
     kink = presets.parameter["price_kink_context"].value.to("token/sequence")
     short, long_ = presets.get("api", "gemini_2_5_pro"), presets.get("api", "gemini_2_5_pro_long")
     steps = {
@@ -1363,6 +1359,9 @@ def cost_vs_context(presets: Presets) -> Figure:
     real = [cost_growth(growth_contexts(presets, m), contexts) for m in STEP_MODELS]
     _, inferred = cost_growth(growth_contexts(presets), contexts)
     api = short.name.split(",")[0]
+    # the MLA model's prefill break-even: why its input curve rises furthest (reader lr29)
+    mla = next(m for m in STEP_MODELS if presets.get("model", m).attention == "mla")
+    mla_name, mla_prefill = presets.get("model", mla).name, growth_contexts(presets, mla)["prefill"]
 
     def draw(fig, ax):
         fig.set_size_inches(7, 4.6)
@@ -1434,7 +1433,14 @@ def cost_vs_context(presets: Presets) -> Figure:
         f"kink and only then rises {spoken_number(steps['output'])}×. The dashed curve is not "
         f"data: it is the one KV "
         f"size ({said_k}, {spoken(presets.parameter['frontier_active_params'].value)} active) "
-        f"whose decode cost turns exactly at the kink, the reading of the output kink above."
+        f"whose decode cost turns exactly at the kink, the reading of the output kink above. "
+        f"Past the kink it keeps rising, to {spoken_number(inferred[-1], most=2)}× at "
+        f"{context_tokens(Q_(contexts[-1], 'token/sequence'))}, while the list stays at "
+        f"{spoken_number(steps['output'])}×: one flat price above the kink averages a cost "
+        f"that grows with the prompt, so it undercharges the longest prompts. {mla_name} rises "
+        f"furthest on the left because its prefill attention matches its weights' FLOPs already "
+        f"at {context_tokens(Q_(mla_prefill, 'token/sequence'), 2)}: that is {mla_name}'s own "
+        f"attention and active size, not the kink-sized model's."
     )
     return _render("cost_vs_context", draw, alt, caption)
 

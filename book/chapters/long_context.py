@@ -154,6 +154,11 @@ def _gap(counted, published) -> str:
     return "same" if abs(x) < 0.01 else said_number(x, 2) + "%"
 
 
+# figures in the per-model tables read in the chapter's flow (the attention and crossover
+# tables), as the first section's corner table and the prose give them; the collapsed table of
+# every preset keeps 4 figures for reference (reader lr29: 2-3 figures for reading)
+READ_DIGITS = 2
+
 # the equation giving a model's decode attention FLOPs per context token, by attention type
 _DECODE_ATTENTION = {"gqa": "gqa_attention_flops", "mla": "mla_decode_attention_flops"}
 
@@ -176,7 +181,9 @@ def _attention_table(presets: Presets) -> dict:
         rows.append(
             {
                 "name": name,
-                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "cells": [
+                    _cell(u, f, READ_DIGITS) for (_, u), f in zip(columns, values, strict=True)
+                ],
             }
         )
     return {"headers": [header(n, u) for n, u in columns], "rows": rows}
@@ -193,11 +200,27 @@ def _kv_compute_context(ev: Evaluator):
         return None
 
 
-def _cell(in_unit: str, compute) -> str:
-    """A table cell as :func:`cell_in` gives it, a count of tokens whole ('421', not '420.6')."""
-    if in_unit != "token":
+def _cell(in_unit: str, compute, digits: int | None = None) -> str:
+    """A table cell as :func:`cell_in` gives it, a count of tokens whole ('421', not '420.6');
+    with ``digits``, rounded to that many figures, as a table read in the chapter's flow prints
+    it (reader lr29: '19,659' beside another table's '20,000'), never with a decimal point.
+
+    >>> from units import Q_
+    >>> corner = lambda: Q_(19659.4, "token")  # noqa: E731
+    >>> _cell("token", corner), _cell("token", corner, 2)
+    ('19,659', '20,000')
+    >>> _cell("MFLOP/token", lambda: Q_(16.99, "MFLOP/token"), 2)
+    '17'
+    """
+    if in_unit == "token":
+        whole = compute
+        compute = lambda: None if (q := whole()) is None else round(q.to("token"))  # noqa: E731
+    if digits is None:
         return cell_in(in_unit, compute)
-    return cell_in(in_unit, lambda: None if (q := compute()) is None else round(q.to("token")))
+    exact = cell_in(in_unit, compute)
+    if exact == "—":
+        return exact
+    return number(compute().to(in_unit).m, digits)
 
 
 def _per_sequence(q):
@@ -223,7 +246,9 @@ def _crossover_table(presets: Presets) -> dict:
         rows.append(
             {
                 "name": name,
-                "cells": [_cell(u, f) for (_, u), f in zip(columns, values, strict=True)],
+                "cells": [
+                    _cell(u, f, READ_DIGITS) for (_, u), f in zip(columns, values, strict=True)
+                ],
             }
         )
     # both columns are precision-free when weights, cache and math move together (reader blo21,
@@ -719,7 +744,8 @@ def _attention_readings(presets: Presets) -> dict:
         "gqa_per_byte": said_number(per_byte(gqa, gqa_flops), 2),
         "mla_per_byte": said_number(per_byte(mla, mla_flops), 3),
         "ridge": said_number(mla.q("ridge_intensity").to("FLOP/byte").m, 3),
-        "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), 3),
+        # 2 figures, as the crossover table's row for the same model and chip prints it
+        "mla_crossover": context_tokens(mla.q("kv_compute_crossover_context"), READ_DIGITS),
         "low_chip": chip_name(presets.get("hardware", LOW_RIDGE_CHIP)),
         "low_ridge": said_number(low.q("ridge_intensity").to("FLOP/byte").m, 3),
         "prefill": [{"name": n, "value": context_tokens(q, 2)} for n, q in prefill],
@@ -968,6 +994,7 @@ def _sparse_attention_reads(presets: Presets, icl, kink_ctx) -> dict:
 
 
 STEP_MODELS = ("llama_3_1_70b", "llama_3_1_405b", "deepseek_v3")  # real models beside the step
+FIGURE_END_CONTEXT = 1e6  # tokens: the cost-vs-context figure's longest context
 
 
 def growth_contexts(presets: Presets, model: str | None = None) -> dict:
@@ -1068,9 +1095,12 @@ def _two_steps(presets: Presets) -> dict:
     )
     # the output column's lowest and highest, as the table prints them
     decode = [r["decode"] for r in sorted(rows, key=lambda r: r["decode_x"])]
+    mla_name = presets.get("model", MLA_MODEL).name
     return {
         "rows": rows,
         "closest": closest,
+        # the MLA model's own row, which the input-kink text says is not the kink-sized model
+        "mla": next(r for r in rows if r["name"] == mla_name),
         # the output column's span, said as the table says it ('38 to 140')
         "decode_span": f"{decode[0].said} to {decode[-1].said}"
         if decode[0].said != decode[-1].said
@@ -1168,7 +1198,8 @@ def _cache_verdict(presets: Presets) -> dict:
                 * presets.get("model", KV_MODEL).params_active,
             )
         ),
-        "llama_corner": _whole_tokens(
+        # exact for tests, said at 2 figures as the first section's corner table says it
+        "llama_corner": _tokens_said(
             Q_(growth_contexts(presets, KV_MODEL)["kv"], "token/sequence")
         ),
         "llama_dram": time(even["llama"][1]),
@@ -1238,6 +1269,7 @@ def _both_steps(presets: Presets) -> dict:
         "mla_model": presets.get("model", MLA_MODEL).name,
         "mla_bytes": said(mla.q("kv_bytes_per_token").to("kB/token"), 2),
         "mla_over": said_number((mla.q("kv_bytes_per_token") / corner_bytes).to("").m, 2),
+        "mla_over_kink": said_number((mla.q("kv_bytes_per_token") / implied).to("").m, 2),
         "shared_read": said(shared_read.to("kB/token"), 3),
         "kept_add": said_number(100 * (in_step - 1) * kept, 1) + "%",
         "step_add": said_number(100 * (in_step - 1), 2) + "%",
@@ -1363,7 +1395,88 @@ def _exercises(presets: Presets) -> dict:
         "input": quantity(std.input.to("USD/Mtoken")),
         "output": quantity(std.output.to("USD/Mtoken")),
     }
-    return {"kink": kink, "wall": wall_out, "ratio": ratio, "hold": hold, "older": older}
+    return {
+        "kink": kink,
+        "wall": wall_out,
+        "ratio": ratio,
+        "hold": hold,
+        "older": older,
+        "shard": _exercise_shard(presets),
+        "figure": _exercise_figure(presets),
+    }
+
+
+def _exercise_shard(presets: Presets) -> dict:
+    """Sharding one long cache (reader lr29: no exercise used the section on how servers manage
+    the cache): Qwen3-235B's cache of one sequence at the kink's context, at BF16, split by KV
+    head over at most one chip per head, then by sequence to fill an H200 node's scale-up
+    domain; and the same at FP8 (KV quantization)."""
+    model = presets.get("model", WALL_MODEL)
+    chip = presets.get("hardware", WALL_CHIP)
+    ctx = presets.parameter["price_kink_context"].value
+    per = {
+        p: (
+            Evaluator(presets, WALL_CHIP, WALL_MODEL, precision=p).q(
+                "kv_cache_per_sequence", context_length=ctx
+            )
+            * ONE_SEQUENCE
+        ).to("GB")
+        for p in ("bf16", "fp8")
+    }
+    heads = model.get("n_kv_heads")
+    node = chip.scale_up_domain.to("chip").m
+    ways = node / heads  # the sequence split this many ways once every head has its own chip
+    if ways != int(ways) or ways < 2:
+        raise ValueError("the node is not a whole multiple of the KV heads: reword the exercise")
+    return {
+        "model": model.name,
+        "chip": chip_name(chip),
+        "context": context_tokens(ctx),
+        "kv_heads": said_number(heads),
+        "per_token": said(
+            Evaluator(presets, WALL_CHIP, WALL_MODEL).q("kv_bytes_per_token").to("kB/token"), 3
+        ),
+        "node": said(chip.scale_up_domain),
+        "node_chips": said_number(node),
+        "seq": said(per["bf16"], 3),
+        "per_head_chip": said(per["bf16"] / heads, 2),
+        "ways": said_number(ways),
+        "per_node_chip": said(per["bf16"] / node, 2),
+        "per_node_chip_fp8": said(per["fp8"] / node, 2),
+    }
+
+
+FIGURE_READ_MODEL = "llama_3_1_405b"  # whose decode curve the figure-reading exercise reads
+FIGURE_READ_TIMES = 10  # the cost multiple it asks for: a gridline of the figure's log axis
+
+
+def _exercise_figure(presets: Presets) -> dict:
+    """Reading the cost-vs-context figure's right panel (reader lr29): the kink-sized model's
+    decoded token at the figure's longest context over its cost with none, against the list's
+    step; and the context where a real model's decoded token costs ten times its no-context
+    cost (past its corner the cost is the KV read's time over the weights' FLOPs' time, so that
+    context is ten times where the read alone equals the weights' FLOPs)."""
+    kink_ctx = presets.parameter["price_kink_context"].value.to("token/sequence").m
+    end = FIGURE_END_CONTEXT
+    _, inferred = cost_growth(growth_contexts(presets), end)
+    g = growth_contexts(presets, FIGURE_READ_MODEL)
+    times = FIGURE_READ_TIMES
+    at = times * g["kv"]  # the read's cost at that context, over the no-context compute
+    prefill, decode = cost_growth(g, at)
+    if abs(decode / times - 1) > 1e-9:  # compute must still be below the read there
+        raise ValueError("the model's compute overtakes its read by then: reword the exercise")
+    _, out_step = _gemini_steps(presets)
+    return {
+        "end": context_tokens(Q_(end, "token/sequence")),
+        "inferred": said_number(inferred, 2),
+        "over_kink": said_number(end / kink_ctx, 2),
+        "out_step": said_number(out_step, 2),
+        "model": presets.get("model", FIGURE_READ_MODEL).name,
+        "times": said_number(times),
+        "at": context_tokens(Q_(at, "token/sequence"), 2),
+        "kv": context_tokens(Q_(g["kv"], "token/sequence"), 2),
+        "corner": context_tokens(Q_(_corner(g), "token/sequence"), 2),
+    }
 
 
 def _exercise_hold(presets: Presets) -> dict:

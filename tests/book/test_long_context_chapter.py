@@ -399,3 +399,54 @@ def test_new_exercises_transfer_to_another_chip(ctx):
     assert _num(h["needed"]) == pytest.approx(300 / drain, rel=0.05)
     o = ctx["exercise"]["older"]
     assert float(o["factor"]) == pytest.approx((3.35 / 2.039) / (989 / 312), rel=0.02)
+
+
+def test_the_input_kink_text_says_why_mla_and_whose_curve_overshoots(ctx):
+    # reader lr29, clarity (a): the MLA curve in the input panel is DeepSeek's own model. Its
+    # latent, 61 layers x (512 + 64) values at FP8 = 35,136 bytes, is 35,136 / 1,693 = 20.8 times
+    # the kink's bytes (1,693 as in test_kink_implies_about_1_7_kb)
+    both, mla = ctx["both"], ctx["steps"]["mla"]
+    assert mla["name"].startswith("DeepSeek-V3")
+    assert float(both["mla_over_kink"]) == pytest.approx(61 * 576 / 1693, abs=0.5)  # 2 figures
+    # its prefill, at 7.8x the no-context cost at 200,000 tokens (the reader's 7.75), is far
+    # past the list's 2x, and its prefill break-even (about 29,600 tokens) is far below 200,000
+    assert 7.5 < mla["prefill_x"] < 8
+    assert _num(mla["prefill_context"]) < 200_000 / 5
+
+
+def test_the_two_qwen_corners_are_one_model_and_chip_with_and_without_attention(ctx):
+    # reader lr29, contradiction 7: the hold exercise says its corner is the weights' FLOPs alone
+    # and names the memory-wall exercise's larger one (attention counted). By hand, as in
+    # test_new_exercises_transfer_to_another_chip: 2 x 22e9 x 4.8e12 / (1979e12 x 96,256) = 1,109
+    # without attention; with it (3.08 MFLOP per context token) about 1,212
+    w, h = ctx["exercise"]["wall"], ctx["exercise"]["hold"]
+    assert (w["model"], w["chip"]) == (h["model"], h["chip"])
+    bare = 2 * 22e9 * 4.8e12 / (1979e12 * 96_256)
+    full = 2 * 22e9 * 4.8e12 / (1979e12 * 96_256 - 4.8e12 * 4 * 64 * 128 * 94)
+    assert _num(h["corner"]) == pytest.approx(bare, rel=0.05)
+    assert _num(w["corner"]) == pytest.approx(full, rel=0.05)
+    assert h["corner"] != w["corner"]  # so the answer names both
+
+
+def test_the_sharding_and_figure_exercises_by_hand(ctx):
+    # reader lr29, exercises: one on the server mechanics, one that reads a figure.
+    # Qwen3-235B at BF16 (config.json): 94 layers x 4 KV heads x 2 x 128 values x 2 bytes =
+    # 192,512 bytes per token; 200,000 tokens -> 38.5 GB; by head over 4 chips, 9.6 GB each; an
+    # H200 node is 8 chips (hardware.toml), so each head's context splits 2 ways: 4.8 GB, and
+    # 2.4 GB at FP8
+    s = ctx["exercise"]["shard"]
+    seq = 192_512 * 200_000 / 1e9
+    assert _num(s["seq"]) == pytest.approx(seq, rel=1e-3)
+    assert (s["kv_heads"], s["ways"], s["node"]) == ("4", "2", "8 chips")
+    assert _num(s["per_head_chip"]) == pytest.approx(seq / 4, abs=0.05)
+    assert _num(s["per_node_chip"]) == pytest.approx(seq / 8, abs=0.05)
+    assert _num(s["per_node_chip_fp8"]) == pytest.approx(seq / 16, abs=0.05)
+    # the kink-sized model's corner is the kink (200,000), so at 10^6 tokens its decode costs
+    # 10^6 / 200,000 = 5 times its no-context cost; Llama 3.1 405B at FP8 on an H100: the read
+    # equals the weights' FLOPs at 2 x 405.9e9 x 3.35e12 / (1979e12 x 126 x 2 x 8 x 128) = 5,328
+    # tokens, so 10x at ten times that, 53,000
+    f = ctx["exercise"]["figure"]
+    assert (f["inferred"], f["over_kink"], f["out_step"]) == ("5", "5", "1.5")
+    kv = 2 * 405.9e9 * 3.35e12 / (1979e12 * 126 * 2 * 8 * 128)
+    assert _num(f["kv"]) == pytest.approx(kv, rel=0.02)
+    assert _num(f["at"]) == pytest.approx(10 * kv, rel=0.02)
