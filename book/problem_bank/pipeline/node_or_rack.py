@@ -159,8 +159,7 @@ def draw(rng, presets) -> Draw:
         slips = [g["latency"] for g in (*greedy[:1], *no_hops[:1])]
         told = all(abs((s / best["latency"]).to("").m - 1) > 2 * TOLERANCE for s in slips)
         told = told and all(
-            not TOLERANCE < abs((g["latency"] / best["latency"]).to("").m - 1) <= 2 * TOLERANCE
-            for g in one_fewer[:1]
+            lands_clear(g["latency"], best["latency"], TOLERANCE) for g in one_fewer[:1]
         )
         # an MoE's slip now that the statement leaves the coverage to the student: reading only
         # a token's active weights, rerun through the choice
