@@ -143,7 +143,8 @@ def _mistakes(presets, model_id, case, gpus, stored, internals, one_stream, peak
         ),
         Mistake(
             peak / case["batch_size"].m,
-            f"That is one sequence's; each replica runs {quantity(case['batch_size'])} at a time.",
+            f"That is one sequence's; each {'GPU' if gpus == 1 else 'replica'} runs "
+            f"{quantity(case['batch_size'])} at a time.",
         ),
     ]
     if gpus > 1:
