@@ -175,19 +175,35 @@ def lands_clear(value, answer, tolerance: float) -> bool:
     return off <= tolerance or off >= 2 * tolerance
 
 
-def slips_apart(mistakes, answer, tolerance: float) -> bool:
+def slips_apart(mistakes, answer, tolerance: float, factor: bool = False) -> bool:
     """Whether the slips that land outside the relative window around ``answer`` sit at least
     twice its width from each other, so that each wrong value has one diagnosis (reader 26).
+    ``factor``: ``tolerance`` is an estimate's factor f, and the slips outside it must sit a
+    factor f² from each other.
 
     >>> from units import Q_
     >>> from book.problem_bank import Mistake
     >>> slips = [Mistake(Q_(v, "s"), "") for v in (2.0, 2.02, 1.005)]
     >>> slips_apart(slips, Q_(1, "s"), 0.02), slips_apart(slips[::2], Q_(1, "s"), 0.02)
     (False, True)
+    >>> wide = [Mistake(Q_(v, "s"), "") for v in (2.0, 3.0, 1.1)]
+    >>> slips_apart(wide, Q_(1, "s"), 1.25, True), slips_apart(wide[1:], Q_(1, "s"), 1.25, True)
+    (False, True)
     """
-    named = [m for m in mistakes if abs((m.value / answer).to("").m - 1) > tolerance]
+
+    def ratio(a, b) -> float:
+        return (a / b).to("").m
+
+    if factor:
+        named = [m for m in mistakes if not _within(m.value, answer, tolerance, True)]
+        return all(
+            max(ratio(a.value, b.value), ratio(b.value, a.value)) >= tolerance**2
+            for i, a in enumerate(named)
+            for b in named[i + 1 :]
+        )
+    named = [m for m in mistakes if abs(ratio(m.value, answer) - 1) > tolerance]
     return all(
-        abs((a.value / b.value).to("").m - 1) >= 2 * tolerance
+        abs(ratio(a.value, b.value) - 1) >= 2 * tolerance
         for i, a in enumerate(named)
         for b in named[i + 1 :]
     )

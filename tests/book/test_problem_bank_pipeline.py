@@ -26,7 +26,7 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
     for seed in SEEDS:
         p = authored(node_or_rack, seed, presets())
         t, where = p.text, f"seed {seed}"
-        size = re.search(r"\(([\d,.]+) ([BT]) parameters\)", t)  # "671 B", "1 T parameters"
+        size = re.search(r"\(([\d,.]+) ([BT]) parameters[ )]", t)  # "671 B", "1 T parameters"
         params = float(size.group(1).replace(",", "")) * {"B": 1e9, "T": 1e12}[size.group(2)]
         weights = params * (1 if "in FP8" in t else 2)  # bytes
         hop = float(re.search(r"hop between nodes costs ([\d.]+) ms", t).group(1)) * 1e-3
@@ -49,6 +49,12 @@ def test_node_or_rack_rejects_no_hops_and_whole_hbm_on_every_draw():
         if model.get("experts_routed"):
             unread = (1 - model.experts_active / model.experts_routed) ** batch
             assert unread < 1e-3, f"{where}: {unread:.2%} of the experts unread"
+            # reader 27 (P4): the statement gives the routing, not the verdict; the student
+            # decides that every expert is read, and reading only the active ones is named
+            assert "every weight" not in t and "nearly every" not in t, where
+            routing = f"routed to {model.experts_active:g} of the {model.experts_routed:g}"
+            assert routing in t, where
+            assert any("active experts" in m.why for m in p.mistakes), where
         assert "hands the new token back to the first" in t, where  # why a hop per stage
         answer = read + stages * hop
         assert abs(p.answer.to("s").m / answer - 1) < 1e-9, where

@@ -4,7 +4,7 @@ than pre-training does, so a modest RL run can take a large share."""
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, lands_clear, require
 from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
 from derivations.notation import flops_per_param_token
@@ -97,8 +97,9 @@ def draw(rng, presets) -> Draw:
             f"rollout costs {number(train.m)} more only for that share.",
         )
     )
-    gaps = [abs((m.value / answer).to("").m - 1) for m in mistakes]
-    require(not any(TOLERANCE < g < 2 * TOLERANCE for g in gaps), "every slip clear or inside")
+    require(
+        all(lands_clear(m.value, answer, TOLERANCE) for m in mistakes), "every slip clear or inside"
+    )
     kept = distinct_mistakes(mistakes, answer, TOLERANCE)
     return Draw(
         text=text,

@@ -9,7 +9,8 @@ PLAIN = "plain backpropagation (store every layer's internals)"
 
 # the chapter's names, each with what tells it apart; the mechanics are the chapter's lesson
 # (reader 22: statements that spell out each scheme's memory rule leave the student nothing)
-INPUTS_ONLY = "checkpointing of layer inputs (keep each segment's input; two extra forward passes)"
+INPUTS_ONLY_NAME = "checkpointing of layer inputs"  # the bare name, for a problem on its mechanics
+INPUTS_ONLY = f"{INPUTS_ONLY_NAME} (keep each segment's input; two extra forward passes)"
 
 WITH_INTERNALS = (
     "checkpointing that holds a segment's internals while it is recomputed (one extra forward pass)"

@@ -7,7 +7,15 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lands_clear,
+    require,
+    shown,
+)
 from book.problem_bank._activations import gated_factor
 from book.problem_bank._rents import rent
 from book.problem_bank.reversible._schemes import INPUTS_ONLY, PLAIN, REVERSIBLE
@@ -333,7 +341,7 @@ def draw(rng, presets) -> Draw:
     )
     # every slip, rerun through the choice, lands inside the window or twice it away
     require(
-        all(not TOLERANCE < abs((m.value / answer).to("").m - 1) < 2 * TOLERANCE for m in mistakes),
+        all(lands_clear(m.value, answer, TOLERANCE) for m in mistakes),
         "no slip lands just outside the window",
     )
     return Draw(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
-from book.problem_bank.reversible._schemes import INPUTS_ONLY
+from book.problem_bank.reversible._schemes import INPUTS_ONLY_NAME
 from units import Q_
 
 KIND = "multi"
@@ -76,13 +76,10 @@ def draw(rng, presets) -> Draw:
     text = (
         f"You train {model.name} ({layers} layers, residual width {d:,}) on "
         f"{quantity(batch)} of {context_tokens(context, 5)} per GPU, with BF16 activations. "
-        f"Your framework runs {INPUTS_ONLY}, with a checkpoint at the input of "
-        f"{_every(spacing)} layer, recomputing one segment at a time. Everything it keeps at "
-        "the peak is a layer input, all of one size (unlike checkpointing that holds a "
-        "segment's internals, which dwarf the inputs and make the best segments far shorter). "
-        "Counting layer inputs only (attention's scores are recomputed, never stored), how "
-        "much activation memory would you free at the peak by switching to the best spacing "
-        "the framework allows, which must divide the number of layers evenly? Answer in GB."
+        f"Your framework runs {INPUTS_ONLY_NAME}, with a checkpoint at the input of "
+        f"{_every(spacing)} layer; it takes only spacings that divide the number of layers "
+        "evenly. How much activation memory would you free at the peak by switching to the "
+        "best spacing it allows? Answer in GB."
     )
     solution = (
         f"One layer's input for the batch: {quantity(batch)} × {context_tokens(context, 5)} × "
@@ -128,5 +125,6 @@ def draw(rng, presets) -> Draw:
         solution=solution,
         tolerance=TOL,
         mistakes=distinct_mistakes(mistakes, excess, TOL),
-        hint="Layers' worth at the peak: the checkpoints plus one segment, for each spacing.",
+        hint="What does the backward pass hold while it recomputes a segment, and how does "
+        "that change with the spacing?",
     )

@@ -6,7 +6,7 @@ import math
 from functools import cache
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, require
+from book.problem_bank import Draw, Mistake, lands_clear, require
 from book.problem_bank.batching._figures import kv_shape, kv_values
 from book.problem_bank.validation._mlperf import NO_ATTENTION
 from derivations import get
@@ -376,10 +376,7 @@ def draw(rng, presets) -> Draw:
         else:
             value = (best[1] if b is None else at[b][2]).to("ms")
         # a slip is named twice the window away; one between is redrawn, never dropped
-        require(
-            not TOLERANCE < abs((value / answer).to("").m - 1) < 2 * TOLERANCE,
-            "no slip lands just outside the window",
-        )
+        require(lands_clear(value, answer, TOLERANCE), "no slip lands just outside the window")
         apart = abs((value / answer).to("").m - 1) > TOLERANCE
         if b != best[0] and apart and all(value != m.value for m in mistakes):
             mistakes.append(Mistake(value, why))

@@ -6,7 +6,7 @@ the bill is the FLOP/s each chip delivered per dollar, which no spec sheet gives
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, lands_clear, require
 from book.problem_bank._rents import rent
 from book.problem_bank.validation._published import NEW, published_mfu
 from derivations import get
@@ -209,10 +209,7 @@ def draw(rng, presets) -> Draw:
     )
     # every slip, rerun through the choice: inside the window, or twice it away and named
     require(
-        all(
-            not TOLERANCE < abs((v / best["cost"]).to("").m - 1) < 2 * TOLERANCE
-            for v, _ in candidates
-        ),
+        all(lands_clear(v, best["cost"], TOLERANCE) for v, _ in candidates),
         "no slip lands just outside the window",
     )
     mistakes = distinct_mistakes(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, lands_clear, require
 from derivations import get
 from derivations.notation import decode_tokens_per_sequence
 from units import Q_
@@ -129,9 +129,7 @@ def draw(rng, presets) -> Draw:
     # every slip, the whole chain rerun: inside the window, or twice it away and named
     require(
         all(
-            not TOLERANCE < abs((value / per_step).to("").m - 1) < 2 * TOLERANCE
-            for value, _ in candidates
-            if value is not None
+            lands_clear(value, per_step, TOLERANCE) for value, _ in candidates if value is not None
         ),
         "no slip lands just outside the window",
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, lands_clear, require
 from book.problem_bank.validation._mlperf import NO_ATTENTION
 from derivations import get
 from derivations.inputs import reachable
@@ -228,8 +228,7 @@ def draw(rng, presets) -> Draw:
         (known_rate, f"That is the {sibling}'s own rate, not this chip's at its cap."),
     )
     for value, _ in candidates:  # named and twice the window away, or inside it
-        off = abs((value / predicted).to("").m - 1)
-        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+        require(lands_clear(value, predicted, TOLERANCE), "each slip lands clear")
     clear = [Mistake(v.to("token/s/chip"), why) for v, why in candidates]
     mistakes = distinct_mistakes(clear, predicted, TOLERANCE)
     return Draw(
