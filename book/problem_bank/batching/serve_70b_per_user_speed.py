@@ -6,7 +6,15 @@ from __future__ import annotations
 import math
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lands_clear,
+    money,
+    require,
+)
 from book.problem_bank import _rents as rents
 from book.problem_bank.batching._figures import (
     attention_cost,
@@ -242,8 +250,7 @@ def draw(rng, presets) -> Draw:
         )
     )
     for value, _ in slips:  # inside the window or twice its width away, never just outside
-        off = abs((value / cost).to("").m - 1)
-        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+        require(lands_clear(value, cost, TOLERANCE), "each slip lands clear")
     mistakes = distinct_mistakes([Mistake(v, w) for v, w in slips], cost, TOLERANCE)
     return Draw(
         text=text,
