@@ -19,20 +19,24 @@ KIND = "design"
 TITLE = "Which server, which precision, which batch?"
 USES = ("memory_time", "compute_time", "step_time", "cost_per_token")
 
+# dense models a server of eight of these chips holds (the 405B in FP8 at least): the 70B is one
+# in three, so a page does not build the 70B's cache in most of its problems (reader 26); a
+# draw whose options leave fewer than two servers is drawn again
+MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
 RATES = (25, 40, 50)  # tokens/s each user must see
 CONTEXT = 8192
 CLOSE = 0.05
 
 
-def option(hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=True):
+def option(hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=True, model=""):
     """The largest batch meeting the step limit and the HBM an engine fills, and its cost per
     token; a slip's: the cache's bytes times ``kv_scale``, the HBM's cap left out if not
     ``capped``."""
     n = Q_(8, "chip")
     case = dict(
         hardware=hardware,
-        model="llama_3_1_70b",
+        model=model,
         precision=precision,
         n_chips=n,
         context_length=Q_(CONTEXT, "token/sequence"),
@@ -92,12 +96,18 @@ def draw(rng, presets) -> Draw:
     rents = {h: rent(h) for h in chips}
     rate = Q_(rng.choice(RATES), "token/s/sequence")
     step_limit = (Q_(1, "token/sequence") / rate).to("ms")
-    rows = [option(h, p, rents[h], step_limit, presets) for h in chips for p in ("bf16", "fp8")]
+    llama = rng.choice(MODELS)
+    rows = [
+        option(h, p, rents[h], step_limit, presets, model=llama)
+        for h in chips
+        for p in ("bf16", "fp8")
+    ]
     rows = sorted((r for r in rows if r), key=lambda r: r["cost"].m)
+    require(len(rows) >= 2, "two servers or more hold the model")
     best, second = rows[0], rows[1]
     margin = (second["cost"] / best["cost"]).to("").m - 1
     name = {h: presets.get("hardware", h).name for h in chips}
-    model = presets.get("model", "llama_3_1_70b").name
+    model = presets.get("model", llama).name
     why = {"speed": "the speed target", "compute": "the multiplies", "memory": "the HBM"}
 
     def row(r) -> str:
@@ -136,21 +146,21 @@ def draw(rng, presets) -> Draw:
         )
 
     offers = " and ".join(chip_words(h) for h in chips)
-    llama = presets.get("model", "llama_3_1_70b")
+    spec = presets.get("model", llama)
     kv16 = evaluate(
         "kv_bytes_per_token",
         detailed=True,
-        model="llama_3_1_70b",
+        model=llama,
         precision="bf16",
         presets=presets,
     )
     per_value, kv16 = kv16.inputs["kv_bytes_per_value"].value, kv16.value.to("kB/token")
     text = (
-        f"You must serve {model} ({money(llama.params_total)}, dense; "
-        f"{cache_given('llama_3_1_70b', presets, kv16)}) so that every user sees at least "
+        f"You must serve {model} ({money(spec.params_total)}, dense; "
+        f"{cache_given(llama, presets, kv16)}) so that every user sees at least "
         f"{number(rate.magnitude)} "
         f"tokens per second, with contexts of {number(CONTEXT)} tokens ("
-        f"{attention_cost('llama_3_1_70b', presets)}). You are offered {offers}; "
+        f"{attention_cost(llama, presets)}). You are offered {offers}; "
         f"{usable_share(presets)[1]}. "
         "You may run weights, KV cache and math in BF16 or in FP8, and choose the batch. Which "
         "server and precision give the lowest cost per token, and what is that cost, in USD "
@@ -164,7 +174,7 @@ def draw(rng, presets) -> Draw:
     )
     solution = (
         "A token of context caches "
-        f"{cache_derived('llama_3_1_70b', presets, kv16, per_value)} in BF16, half "
+        f"{cache_derived(llama, presets, kv16, per_value)} in BF16, half "
         "that in FP8. "
         "For each option, the step may last one over the per-user speed "
         f"({money(step_limit, 3)}). The batch is the largest that keeps the step within it "
@@ -180,7 +190,7 @@ def draw(rng, presets) -> Draw:
     def cheapest(**slip):
         """The lowest cost a student finds with one slip, every option recomputed (reader 20)."""
         found = [
-            option(h, p, rents[h], step_limit, presets, **slip)
+            option(h, p, rents[h], step_limit, presets, model=llama, **slip)
             for h in chips
             for p in ("bf16", "fp8")
         ]

@@ -30,16 +30,26 @@ USES = (
 )
 LECTURE = "0:00"
 
-SETUPS = (  # (model, precision, chip): dense models on a server of eight
-    ("llama_3_1_70b", "bf16", "h100_sxm"),
-    ("llama_3_1_70b", "bf16", "h200"),
-    ("llama_3_1_70b", "fp8", "h100_sxm"),
-    ("llama_3_1_70b", "fp8", "h200"),
-    ("llama_3_1_70b", "fp8", "b200"),
-    ("llama_3_1_405b", "fp8", "h200"),
-    ("llama_3_1_405b", "fp8", "b200"),
-    ("llama_3_1_405b", "fp8", "mi300x"),
-)
+# dense models on a server of eight: (precision, chip) by model, the model drawn first so the
+# 70B, whose cache other problems of the chapter build too, is half the draws, not most
+SETUPS = {
+    "llama_3_1_70b": (
+        ("bf16", "h100_sxm"),
+        ("bf16", "h200"),
+        ("fp8", "h100_sxm"),
+        ("fp8", "h200"),
+        ("fp8", "b200"),
+    ),
+    "llama_3_1_405b": (
+        ("fp8", "h200"),
+        ("fp8", "b200"),
+        ("fp8", "mi300x"),
+        ("fp8", "b300"),
+        ("fp8", "mi355x"),
+        ("bf16", "b300"),
+        ("bf16", "mi355x"),
+    ),
+}
 BATCHES = (128, 192, 256, 384, 512)
 FEWEST = 40  # Fast-mode sequences: rounding the batch down moves the cost less than 3%
 CONTEXTS = (4096, 8192, 16384)
@@ -61,8 +71,9 @@ def largest_batch(case, step_limit) -> int:
 def scenario(rng, presets):
     """A server, a standard batch that fits it and a Fast mode the server can reach."""
     speed = presets.parameter["fast_speed_multiplier"].value.to("").m
+    model = rng.choice(tuple(SETUPS))
     while True:
-        model, precision, hardware = rng.choice(SETUPS)
+        precision, hardware = rng.choice(SETUPS[model])
         case = dict(
             hardware=hardware,
             model=model,

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from book.format import number, quantity, superscript
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lands_clear,
+    require,
+    shown,
+    slips_apart,
+)
 from book.problem_bank.batching._figures import (
     figures,
     flop_rate,
@@ -198,14 +207,13 @@ def draw(rng, presets) -> Draw:
     # a slip lands inside the window (accepted) or twice its width away (named), never between:
     # a student's rounding would carry it either way (reader 20)
     for m in mistakes:
-        inside = abs((m.value / speed).to("").m - 1) <= TOLERANCE
-        require(inside or clear(m.value), "each slip lands clear")
+        require(lands_clear(m.value, speed, TOLERANCE), "each slip lands clear")
     mistakes = [m for m in mistakes if clear(m.value)]
     # the two ways to miscount the experts read must land apart, each told its own slip (reader
     # 17: "every parameter routed" fell within ×1.05 of "distinct experts")
     if b * k < experts:
-        apart = abs((all_routed / mistakes[0].value).to("").m - 1)
-        require(apart >= 2 * TOLERANCE, "the two expert slips land apart")
+        pair = (Mistake(all_routed, ""), mistakes[0])  # both clear of the answer (above)
+        require(slips_apart(pair, speed, TOLERANCE), "the two expert slips land apart")
     return Draw(
         text=text,
         answer=speed,

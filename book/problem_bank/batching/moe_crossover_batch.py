@@ -11,6 +11,7 @@ from book.problem_bank import (
     clear_of_rounding,
     distinct_mistakes,
     evaluate,
+    lands_clear,
     lecture_ratio,
     require,
 )
@@ -174,8 +175,7 @@ def draw(rng, presets) -> Draw:
     # thumb is harmless on a chip whose ridge is near 300 FLOP/B), and apart from the others;
     # one between the window and twice it is redrawn (reader 20)
     for m in mistakes:
-        off = abs((m.value / answer).to("").m - 1)
-        require(off <= tolerance or off >= 2 * tolerance, "each slip lands clear")
+        require(lands_clear(m.value, answer, tolerance), "each slip lands clear")
     kept = distinct_mistakes(
         [m for m in mistakes if abs((m.value / answer).to("").m - 1) >= 2 * tolerance],
         answer,

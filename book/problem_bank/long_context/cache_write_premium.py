@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, distinct_mistakes, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    money,
+    require,
+    slips_apart,
+)
 from derivations import get
 from units import Q_
 
@@ -150,11 +157,13 @@ def draw(rng, presets) -> Draw:
     if tier.get("price") is not None and "month" in str(tier.price.units):
         hours = (Q_(1, "month") / Q_(1, "hour")).to("").m  # hours in a month
         candidates.append((ratio / hours, "You read the monthly price as a price per hour."))
-    for i, (value, _) in enumerate(candidates):  # clear of the answer and of each other
-        for other in (ratio, *(v for v, _ in candidates[:i])):
-            off = abs((value / other).to("").m - 1)
-            require(off >= 2 * TOLERANCE, "each slip lands clear of the answer and the others")
-    mistakes = distinct_mistakes([Mistake(v, w) for v, w in candidates], ratio, TOLERANCE)
+    slips = [Mistake(v, w) for v, w in candidates]
+    for slip in slips:  # twice the window clear of the answer (none inside it) ...
+        off = abs((slip.value / ratio).to("").m - 1)
+        require(off >= 2 * TOLERANCE, "each slip lands clear of the answer")
+    # ... and of each other (reversed: each later slip over an earlier one, as ever)
+    require(slips_apart(slips[::-1], ratio, TOLERANCE), "each slip lands clear of the others")
+    mistakes = distinct_mistakes(slips, ratio, TOLERANCE)
     return Draw(
         hint=(
             "The premium is the write price less the plain input price; the holding costs "

@@ -8,10 +8,13 @@ from book.format import context_tokens, number, quantity
 from book.problem_bank import (
     Draw,
     Mistake,
+    Refused,
     clear_of_rounding,
     distinct_mistakes,
     evaluate,
+    lands_clear,
     require,
+    slips_apart,
 )
 from book.problem_bank.batching._figures import (
     attention_cost,
@@ -27,15 +30,14 @@ KIND = "multi"
 TITLE = "What fast mode's price says about its batch"
 USES = ("fast_mode_batch_ratio", "weight_fetch_time", "kv_fetch_time", "step_time")
 
-# dense models, so a small batch still reads every weight (model, chip, chips, precision)
-SETUPS = (
-    ("llama_3_1_70b", "h100_sxm", 8, "bf16"),
-    ("llama_3_1_70b", "h200", 8, "fp8"),
-    ("llama_3_1_405b", "b200", 8, "fp8"),
-    ("llama_3_1_405b", "h200", 8, "fp8"),
-)
-BATCHES = (128, 256, 512)
-CONTEXTS = (4096, 8192, 16_384)
+# dense models, so a small batch still reads every weight: a model, the chip counts that serve
+# it, and the chips (model first, so the 70B is one model in three, not most draws)
+MODELS = {"llama_3_1_8b": (1, 2), "llama_3_1_70b": (4, 8), "llama_3_1_405b": (8,)}
+CHIPS = ("h100_sxm", "h200", "b200", "b300", "mi300x", "mi325x", "mi355x")
+PRECISIONS = ("bf16", "fp8")
+BATCHES = (64, 128, 256, 512)
+CONTEXTS = (4096, 8192, 16_384, 32_768)
+ATTEMPTS = 200  # scenarios drawn before the draw is refused (about half pass)
 NAMES = {"bf16": "BF16", "fp8": "FP8"}
 CHOICES = ("model", "hardware", "precision", "presets")
 
@@ -66,30 +68,37 @@ def draw(rng, presets) -> Draw:
     price_x = ratio.inputs["fast_price_multiplier"].value.to("").m
     speed_x = ratio.inputs["fast_speed_multiplier"].value.to("").m
     share = usable_share(presets)[0]  # the standard batch's caches fit beside the weights
-    options = []
-    for name, hardware, chips, precision in SETUPS:
-        for batch in BATCHES:
-            for context in CONTEXTS:
-                case = dict(
-                    model=name,
-                    hardware=hardware,
-                    precision=precision,
-                    n_chips=Q_(chips, "chip"),
-                    context_length=Q_(context, "token/sequence"),
-                    presets=presets,
-                )
-                need = _ev("chips_to_fit", case, batch_size=Q_(batch, "sequence"))
-                b = Q_(batch, "sequence")
-                reads = _ev("weight_fetch_time", case, batch_size=b) + _ev(
-                    "kv_fetch_time", case, batch_size=b
-                )
-                # the reads set the step: the multiplies (attention's too) never bind, so the
-                # student needs no attention FLOPs the statement does not give
-                bound = _ev("compute_time", case, batch_size=b) < reads
-                fits = need <= share * case["n_chips"]
-                if fits and _fast_batch(case, batch, price_x) >= 2 and bound:
-                    options.append((case, batch))
-    case, batch = rng.choice(options)
+    for _ in range(ATTEMPTS):
+        name = rng.choice(tuple(MODELS))
+        hardware, chips = rng.choice(CHIPS), rng.choice(MODELS[name])
+        precision, batch = rng.choice(PRECISIONS), rng.choice(BATCHES)
+        case = dict(
+            model=name,
+            hardware=hardware,
+            precision=precision,
+            n_chips=Q_(chips, "chip"),
+            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
+            presets=presets,
+        )
+        b = Q_(batch, "sequence")
+        need = _ev("chips_to_fit", case, batch_size=b)
+        reads = _ev("weight_fetch_time", case, batch_size=b) + _ev(
+            "kv_fetch_time", case, batch_size=b
+        )
+        # the reads set the step: the multiplies (attention's too) never bind, so the student
+        # needs no attention FLOPs the statement does not give
+        bound = _ev("compute_time", case, batch_size=b) < reads
+        fits = need <= share * case["n_chips"]
+        if not (fits and bound and _fast_batch(case, batch, price_x) >= 2):
+            continue
+        try:
+            return _build(case, batch, price_x, speed_x, presets)
+        except Refused:
+            continue
+    raise Refused("no scenario in the draws tried")
+
+
+def _build(case: dict, batch: int, price_x: float, speed_x: float, presets) -> Draw:
     fast = _fast_batch(case, batch, price_x)
     model = presets.get("model", case["model"])
     chip = presets.get("hardware", case["hardware"])
@@ -124,12 +133,14 @@ def draw(rng, presets) -> Draw:
     flops = flops.inputs["flops"].value
     per_token = _ev("kv_bytes_per_token", case).to("kB/token")
 
-    per_seq = (slow["kv_fetch_time"] / Q_(batch, "sequence")).to("ms/sequence")
+    gpu, count = chip.name.split(" (")[0], case["n_chips"].m
+    gpus = f"one {gpu} GPU" if count == 1 else f"{number(count)} {gpu} GPUs"
     text = (
         f"A provider serves {model.name} ({quantity(model.params_total)}, dense) in "
-        f"{precision} on {number(case['n_chips'].m)} {chip.name.split(' (')[0]} GPUs "
-        f"({quantity(flops)} dense in {precision} and {quantity(chip.hbm_bandwidth)} of HBM "
-        f"each) at a batch of {quantity(Q_(batch, 'sequence'))}, every sequence at about "
+        f"{precision} on {gpus} "
+        f"({quantity(flops)} dense in {precision} and {quantity(chip.hbm_bandwidth)} of HBM"
+        f"{'' if count == 1 else ' each'}) at a batch of {quantity(Q_(batch, 'sequence'))}, "
+        "every sequence at about "
         f"{context_tokens(case['context_length'])} of context ("
         f"{cache_given(case['model'], presets, per_token)}, cached in {precision}; "
         f"{attention_cost(case['model'], presets)}"
@@ -224,17 +235,17 @@ def draw(rng, presets) -> Draw:
         *candidates,
     )
     tolerance = 0.01
+    slips = [Mistake(v, w) for v, w in candidates]
     # the price-alone slip and the advertised speed-up never land on one value (reader 21)
-    apart = abs((candidates[3][0] / candidates[5][0]).to("").m - 1)
-    require(apart >= 2 * tolerance, "the two batch slips are told apart")
-    for k, (value, _) in enumerate(candidates):  # never just outside the window (reader 20)
-        off = abs((value / answer).to("").m - 1)
+    pair = (slips[3], slips[5])
+    require(slips_apart(pair, answer, tolerance), "the two batch slips are told apart")
+    for k, slip in enumerate(slips):  # never just outside the window (reader 20)
         # the lesson's slips (one vector per head, the batch cut by the price alone, the caches
-        # left out) land clear;
-        # another may fall inside the window (accepted), never just outside it
-        lesson = k in (0, 3, len(candidates) - 1)
-        require(off >= 2 * tolerance or (not lesson and off <= tolerance), "slips land clear")
-    mistakes = distinct_mistakes([Mistake(v, w) for v, w in candidates], answer, tolerance)
+        # left out) land clear of the window; another may fall inside it (accepted)
+        lesson = k in (0, 3, len(slips) - 1)
+        inside = abs((slip.value / answer).to("").m - 1) <= tolerance
+        require(lands_clear(slip.value, answer, tolerance) and not (lesson and inside), "clear")
+    mistakes = distinct_mistakes(slips, answer, tolerance)
     return Draw(
         hint=(
             "Equal margins make the price ratio the ratio of chip time per token; find the "

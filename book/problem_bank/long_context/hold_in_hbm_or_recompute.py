@@ -4,7 +4,15 @@ recompute time to its read time, times the drain time."""
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity, said_number
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lands_clear,
+    money,
+    require,
+)
 from book.problem_bank.batching._figures import attention_cost
 from units import Q_
 
@@ -163,8 +171,7 @@ def draw(rng, presets) -> Draw:
     mistakes = [Mistake(m.value.to("s"), m.why) for m in mistakes]
     # inside the window or twice its width away (named), never between (reader 20)
     for m in mistakes:
-        off = abs((m.value / even).to("").m - 1)
-        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+        require(lands_clear(m.value, even, TOLERANCE), "each slip lands clear")
     named = [m for m in mistakes if abs((m.value / even).to("").m - 1) > TOLERANCE]
     require(len(distinct_mistakes(named, even, TOLERANCE)) == len(named), "one slip, one value")
     return Draw(

@@ -6,7 +6,15 @@ import contextlib
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, lecture_ratio, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    lands_clear,
+    lecture_ratio,
+    require,
+    slips_apart,
+)
 from book.problem_bank.batching._figures import attention_cost
 from derivations import get
 from units import Q_, ChalkboardError
@@ -255,8 +263,7 @@ def draw(rng, presets) -> Draw:
             candidates.append((value, why))
 
     for value, _ in candidates:  # inside the window or twice its width away, never between
-        off = abs((value / context).to("").m - 1)
-        require(off <= tolerance or off >= 2 * tolerance, "each slip lands clear")
+        require(lands_clear(value, context, tolerance), "each slip lands clear")
     # the lecture's round figure, where named, lands apart from the other slips (at BF16 on an
     # A100 it fell 3.6% from the one-FLOP slip): one value, one diagnosis. (Attention left out
     # may land near the one-FLOP slip too; listed first, the likelier names that value.)
@@ -265,8 +272,9 @@ def draw(rng, presets) -> Draw:
         if why.startswith(("You used the lecture's round", "You took the lecture's")) and any(
             value is v for v in named
         ):
-            apart = min(abs((value / v).to("").m - 1) for v in named if v is not value)
-            require(apart >= 2 * tolerance, "the lecture's round figure lands apart")
+            pairs = ((Mistake(value, ""), Mistake(v, "")) for v in named if v is not value)
+            apart = all(slips_apart(pair, context, tolerance) for pair in pairs)
+            require(apart, "the lecture's round figure lands apart")
     mistakes = distinct_mistakes(
         [Mistake(v.to("token/sequence"), w) for v, w in candidates], context, tolerance
     )

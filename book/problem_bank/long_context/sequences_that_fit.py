@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, whole_count_tolerance
+from book.problem_bank import Draw, Mistake, Refused, whole_count_tolerance
 from derivations import get
 from units import Q_
 
@@ -13,21 +13,20 @@ KIND = "multi"
 TITLE = "How many long conversations fit in HBM"
 USES = ("kv_bytes_per_token", "kv_cache_per_sequence", "chips_to_fit")
 
-# (model, chip, chips): every case holds its FP8 weights with room for a handful of long caches
-CASES = (
-    ("llama_3_1_405b", "h200", 4),
-    ("llama_3_1_405b", "b200", 4),
-    ("llama_3_1_70b", "h200", 1),
-    ("llama_3_1_70b", "mi300x", 1),
-    ("llama_3_1_70b", "b200", 1),
-    ("qwen3_235b_a22b", "h200", 2),
-    ("qwen3_235b_a22b", "mi300x", 2),
-    ("llama_3_1_70b", "h100_sxm", 2),
-    ("llama_3_1_70b", "mi325x", 1),
-    ("llama_3_1_405b", "mi300x", 4),
-    ("qwen3_235b_a22b", "b200", 2),
-)
-CONTEXTS = (32_768, 40_960, 49_152, 65_536, 81_920, 98_304, 114_688, 131_072)
+# model: the chip counts that hold its FP8 weights with room for a handful of long caches. The
+# model is drawn first, then a chip and a context it passes on, so each model is a third of the
+# draws (not the 70B most). An 8B's weights are too small a share for the weight slips to land
+# apart, and Mixtral's 32k context holds too many conversations to keep clear of rounding.
+MODELS = {
+    "llama_3_1_70b": (1, 2),
+    "llama_3_1_405b": (4, 8),
+    "qwen3_235b_a22b": (2, 4),
+}
+CHIPS = ("h100_sxm", "h200", "b200", "b300", "mi300x", "mi325x", "mi355x")
+# every 4,096 tokens from 16k to Llama's 128k: a count clear of rounding (CLEAR) is one context
+# in several, so a fine grid is what gives the draws their range
+CONTEXTS = tuple(range(16_384, 131_072 + 1, 4096))
+ATTEMPTS = 300  # scenarios drawn before the draw is refused (one in several passes)
 FEWEST = 3  # sequences: at these contexts a node holds a handful of conversations
 TWO_BYTES = (
     "You counted two bytes a value where FP8 stores one: the weights and the KV cache are both "
@@ -45,8 +44,10 @@ CLEAR = 0.05  # the unrounded count keeps this far (relative) from both whole nu
 def draw(rng, presets) -> Draw:
     fits = get("chips_to_fit").solve_for("batch_size")
     share = presets.parameter["usable_hbm_share"].value.to("").m
-    options = []
-    for name, hardware, chips in CASES:
+    name = rng.choice(tuple(MODELS))
+    for _ in range(ATTEMPTS):
+        hardware, chips = rng.choice(CHIPS), rng.choice(MODELS[name])
+        ctx = Q_(rng.choice(CONTEXTS), "token/sequence")
         case = dict(
             model=name,
             hardware=hardware,
@@ -56,21 +57,21 @@ def draw(rng, presets) -> Draw:
             chips_to_fit=Q_(chips * share, "chip"),
             presets=presets,
         )
-        for context in CONTEXTS:
-            ctx = Q_(context, "token/sequence")
-            if not _positive(fits, dict(case, context_length=ctx)):
-                continue  # the weights alone overfill what an engine fills
-            batch = fits.evaluate(context_length=ctx, **case).to("sequence")
-            if (
-                batch.magnitude >= FEWEST
-                and _clear(batch.magnitude)
-                and _apart(_slips(fits, case, ctx, presets), batch.magnitude)
-                # the unrounded quotient, a natural slip, lands twice the window out
-                and batch.magnitude / math.floor(batch.magnitude) - 1
-                >= 2 * whole_count_tolerance(math.floor(batch.magnitude))
-            ):
-                options.append((case, ctx, batch))
-    case, context, exact = rng.choice(options)
+        if not _positive(fits, dict(case, context_length=ctx)):
+            continue  # the weights alone overfill what an engine fills
+        batch = fits.evaluate(context_length=ctx, **case).to("sequence")
+        if (
+            batch.magnitude >= FEWEST
+            and _clear(batch.magnitude)
+            and _apart(_slips(fits, case, ctx, presets), batch.magnitude)
+            # the unrounded quotient, a natural slip, lands twice the window out
+            and batch.magnitude / math.floor(batch.magnitude) - 1
+            >= 2 * whole_count_tolerance(math.floor(batch.magnitude))
+        ):
+            break
+    else:
+        raise Refused("no scenario in the draws tried")
+    context, exact = ctx, batch
     model = presets.get("model", case["model"])
     chip = presets.get("hardware", case["hardware"])
     chips = Q_(round(case["chips_to_fit"].m / share), "chip")

@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 
 from book.format import context_tokens, number, quantity, said_number
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lands_clear,
+    money,
+    require,
+)
 from book.problem_bank.batching._figures import attention_cost
 from derivations import get
 from units import Q_
@@ -362,8 +370,7 @@ def _draw(rng, presets) -> Draw:
     # a slip lands inside the window or twice its width away (named), never between: redraw
     # (reader 20); of two on one value the first listed is named
     for value, _ in candidates:
-        off = abs((value / best[1]).to("").m - 1)
-        require(off <= TOLERANCE or off >= 2 * TOLERANCE, "each slip lands clear")
+        require(lands_clear(value, best[1], TOLERANCE), "each slip lands clear")
     mistakes = distinct_mistakes([Mistake(v, w) for v, w in candidates], best[1], TOLERANCE)
     return Draw(
         hint=(

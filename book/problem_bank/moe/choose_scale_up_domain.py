@@ -11,6 +11,7 @@ from book.problem_bank import (
     Mistake,
     distinct_mistakes,
     evaluate,
+    lands_clear,
     money,
     require,
     shown,
@@ -107,14 +108,13 @@ def draw(rng, presets) -> Draw:
         # the slip of filling the whole HBM, pushed through every domain's batch and the choice
         full = [option(h, case, limit, presets, share=Q_(1, "")) for h in offered]
         full_best = min((r for r in full if r["batch"] >= 1), key=lambda r: r["cost"].m)
-        gap = abs((full_best["cost"] / best["cost"]).to("").m - 1)
         tolerance = min(0.03, margin / 2)
         # attention's FLOPs left out, pushed through every domain's batch and the choice
         bare = dict(case, attention_flops_per_token=Q_(0, "MFLOP/token"))
         none = [option(h, bare, limit, presets) for h in offered]
         none_best = min((r for r in none if r["batch"] >= 1), key=lambda r: r["cost"].m)
-        gap_none = abs((none_best["cost"] / best["cost"]).to("").m - 1)
-        if all(not tolerance < g < 2 * tolerance for g in (gap, gap_none)):
+        slips = (full_best["cost"], none_best["cost"])
+        if all(lands_clear(slip, best["cost"], tolerance) for slip in slips):
             break  # each slip inside the window, or clearly named
     name = {r["hardware"]: chip_name(presets, r["hardware"]) for r in rows}
     spec = presets.get("model", model)

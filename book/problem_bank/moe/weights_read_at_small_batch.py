@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from book.format import number, quantity, superscript
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lands_clear,
+    require,
+)
 from book.problem_bank.batching._figures import chip_name, figures, size
 from units import Q_
 
@@ -122,8 +129,8 @@ def draw(rng, presets) -> Draw:
             )
         )
     # a slip lands inside the window or twice its width away, named: redraw the rest
-    gaps = [abs((m.value / answer).to("").m - 1) for m in mistakes]
-    require(not any(TOLERANCE < g < 2 * TOLERANCE for g in gaps), "every slip clear or inside")
+    clear = all(lands_clear(m.value, answer, TOLERANCE) for m in mistakes)
+    require(clear, "every slip clear or inside")
     return Draw(
         text=text,
         answer=answer,
