@@ -350,7 +350,7 @@ def _tex() -> dict:
     from book.chapters.batching import crossover_product_latex
     from derivations.core import readable, to_display_latex
     from derivations.moe import T_ONE
-    from derivations.notation import experts_active, racks_spanned
+    from derivations.notation import experts_active, racks_spanned, scale_out_penalty
 
     t = derivations.get("alltoall_time")
     r, k = racks_spanned.sym, experts_active.sym
@@ -362,6 +362,7 @@ def _tex() -> dict:
         "one_rack_lhs": f"{t.lhs.latex}^{{(1)}}",
         "one_rack": f"{t.lhs.latex}^{{(1)}} = {to_display_latex(readable(T_ONE))}",
         "crossover": crossover_product_latex(),
+        "penalty": scale_out_penalty.latex,
     }
 
 
@@ -467,7 +468,53 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
             }
         )
     names = [n for n, _ in layouts]
+
+    def ctx_bytes(name):
+        return (one * dict(layouts)[name] / layer_default).to("").m
+
+    def ctx_latency(name):
+        return ((one * dict(layouts)[name] + fixed) / layer_default).to("").m
+
+    at_ctx = context_tokens(default)
+    # the headline (decoding: a copy per expert; the bytes alone; short context; GB300's port)
+    # and one assumption changed a row at a time, one rack beside two
+    sensitivity = [
+        ("none: the verdict", bytes_only[names[0]], bytes_only[names[1]]),
+        (
+            f"the stand-in latency added ({said(fixed, 3).exact} a layer)",
+            at_short[names[0]],
+            at_short[names[1]],
+        ),
+        (f"a context of {at_ctx}", ctx_bytes(names[0]), ctx_bytes(names[1])),
+        (
+            f"a context of {at_ctx}, with the latency",
+            ctx_latency(names[0]),
+            ctx_latency(names[1]),
+        ),
+        ("sent once per rack (prefill, training)", bytes_only[names[0]], bytes_only[names[2]]),
+        (f"{hw_chip} chips ({hw_x}×)", bytes_only[names[0]], bytes_only[names[3]]),
+        (
+            f"{hw_chip} chips ({hw_x}×), sent once per rack",
+            bytes_only[names[0]],
+            bytes_only[names[4]],
+        ),
+    ]
+    per_expert_cells = [
+        bytes_only[names[1]],
+        at_short[names[1]],
+        ctx_bytes(names[1]),
+        ctx_latency(names[1]),
+        bytes_only[names[3]],
+    ]
     return {
+        # the headline: one rack hides and two racks with a copy per expert do not
+        "bounds": bool(bytes_only[names[0]] < 1 <= bytes_only[names[1]]),
+        "bytes_two_short_hides": bool(bytes_only[names[1]] < 1),
+        # no change of the sensitivity table makes two racks with a copy per expert hide
+        "per_expert_never_hides": bool(min(per_expert_cells) >= 1),
+        "sensitivity": [
+            {"assumption": a, "one": _cell(x1), "two": _cell(x2)} for a, x1, x2 in sensitivity
+        ],
         "rows": rows,
         "h800": _h800_rows(presets, default, long),
         "headers": [
