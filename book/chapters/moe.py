@@ -926,8 +926,8 @@ def _flops_by_precision(presets: Presets) -> dict:
     assert rack.dense_flops_fp8 == ultra.dense_flops_fp8, "GB300's FP8 rate differs from GB200's"
     return {
         "fp8_flops": quantity(rack.dense_flops_fp8.to("PFLOP/s")),
-        "fp4_flops_rack": quantity(rack.dense_flops_fp4.to("PFLOP/s")),
-        "fp4_flops_two": quantity(ultra.dense_flops_fp4.to("PFLOP/s")),
+        "fp4_flops_rack": quantity(rack.dense_flops_fp4.to("PFLOP/s"), 3),
+        "fp4_flops_two": quantity(ultra.dense_flops_fp4.to("PFLOP/s"), 3),
     }
 
 
