@@ -1799,7 +1799,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     caption = (
         f"The all-to-all's bytes, over the links at peak, of one MoE layer of {model} over the "
         "layer's compute (without the two collectives' fixed latency, which the chapter's "
-        "verdict table adds), at the crossover "
+        "sensitivity table adds), at the crossover "
         f"batch on {spoken_number(data['chips'].to('chip').m)} NVL72 chips split across 1 to "
         f"{racks[-1]} racks (log "
         "axis; below the line at one the all-to-all hides). Solid lines send a copy per expert, "
