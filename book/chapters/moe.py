@@ -350,7 +350,15 @@ def _tex() -> dict:
     from book.chapters.batching import crossover_product_latex
     from derivations.core import readable, to_display_latex
     from derivations.moe import T_ONE
+    from derivations.notation import alltoall_bytes as a
     from derivations.notation import experts_active, racks_spanned, scale_out_penalty
+    from derivations.notation import flops as f
+    from derivations.notation import flops_per_param_token as c_fwd
+    from derivations.notation import multi_rack_slowdown as slow
+    from derivations.notation import n_active as n_act
+    from derivations.notation import n_layers as n_lay
+    from derivations.notation import once_per_rack_slowdown as once
+    from derivations.notation import scale_up_bandwidth as s_up
 
     t = derivations.get("alltoall_time")
     r, k = racks_spanned.sym, experts_active.sym
@@ -363,6 +371,15 @@ def _tex() -> dict:
         "one_rack": f"{t.lhs.latex}^{{(1)}} = {to_display_latex(readable(T_ONE))}",
         "crossover": crossover_product_latex(),
         "penalty": scale_out_penalty.latex,
+        # the verdict's ratio in one formula: per token and per layer, the link time of its
+        # all-to-all bytes over the compute time of its share of the active weights, times the
+        # slowdown over r racks (the batch and the chips cancel)
+        "ratio": (
+            rf"\frac{{{a.latex} / {s_up.latex}}}"
+            rf"{{{c_fwd.latex} {n_act.latex} / ({n_lay.latex} {f.latex})}} \times {slow.latex}"
+        ),
+        "slowdown": slow.latex,
+        "slowdown_once": once.latex,
     }
 
 
