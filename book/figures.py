@@ -1805,7 +1805,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
     caption = (
         f"The all-to-all's bytes, over the links at peak, of one MoE layer of {model} over the "
         "layer's compute (without the two collectives' fixed latency, which the chapter's "
-        "verdict table adds), at the crossover "
+        "sensitivity table adds), at the crossover "
         f"batch on {spoken_number(data['chips'].to('chip').m)} NVL72 chips split across 1 to "
         f"{racks[-1]} racks (log "
         "axis; below the line at one the all-to-all hides). Solid lines send a copy per expert, "
@@ -1838,24 +1838,39 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
     series = (
         ("one", PALETTE[2], "-", "one rack"),
         ("one_latency", PALETTE[2], ":", "one rack, with latency"),
-        ("two", PALETTE[0], "-", f"two racks, {two_chip} {penalty_two}×"),
-        ("hardware", PALETTE[1], "--", f"two racks, {hw_chip} {penalty_hw}×"),
+        ("two", PALETTE[0], "-", f"two racks, copy per expert, {two_chip} {penalty_two}×"),
+        ("hardware", PALETTE[1], "-", f"two racks, copy per expert, {hw_chip} {penalty_hw}×"),
+        ("once_two", PALETTE[0], "--", f"two racks, once per rack, {two_chip} {penalty_two}×"),
+        ("once_hardware", PALETTE[1], "--", f"two racks, once per rack, {hw_chip} {penalty_hw}×"),
     )
 
     def draw(fig, ax):
-        fig.set_size_inches(7, 4.2)
-        # the two one-rack labels end close together: nudge them apart
-        nudge = {"one": -5, "one_latency": 6}
+        fig.set_size_inches(9, 4.6)
+        ends = []
         for key, colour, style, label in series:
             ax.plot(batches, data[key], linestyle=style, color=colour, linewidth=1.8)
+            ends.append([data[key][-1], label, colour])
+        # labels at the lines' right ends; where two ends meet, both move apart by the same
+        # factor (a line of text on this log axis), and a thin leader ties each to its line
+        ends.sort()
+        at = [y for y, *_ in ends]
+        gap = 1.4
+        for _ in range(100):
+            for i in range(1, len(at)):
+                if at[i] < at[i - 1] * gap:
+                    push = (at[i - 1] * gap / at[i]) ** 0.5
+                    at[i], at[i - 1] = at[i] * push, at[i - 1] / push
+        for (y, label, colour), y_text in zip(ends, at, strict=True):
             ax.annotate(
                 label,
-                (batches[-1], data[key][-1]),
-                xytext=(6, nudge.get(key, 0)),
-                textcoords="offset points",
+                (batches[-1], y),
+                xytext=(batches[-1] * 1.25, y_text),
+                textcoords="data",
                 va="center",
                 fontsize=10,
                 color=colour,
+                annotation_clip=False,
+                arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.8},
             )
         # the threshold holds only from the crossover up: below it a ratio under one does not
         # mean the links hide (the caption's point; reader mv23, fault 6)
@@ -1878,7 +1893,8 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         )
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlim(batches[0], batches[-1] * 2.6)
+        ax.set_xlim(batches[0], batches[-1])
+        fig.subplots_adjust(left=0.08, right=0.64)  # the labels sit right of the axes
         top = max(max(data[key]) for key, *_ in series)
         ax.set_ylim(top=max(10 * 1.15, top * 1.4))  # the tick at 10 shows above the top line
         ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.03, 0.1, 0.3, 1, 3, 10]))
@@ -1891,33 +1907,28 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
 
     alt = (
         f"The all-to-all time over the layer's time for one MoE layer of {model}, against the "
-        f"batch on log axes, at short context: one rack and two racks of {two_chip} chips "
-        f"({penalty_two}×) and of {hw_chip} chips ({penalty_hw}×). Each line rises with the "
+        f"batch on log axes, at short context: one rack, and two racks of {two_chip} chips "
+        f"({penalty_two}×) and of {hw_chip} chips ({penalty_hw}×), each with a copy per expert "
+        "and sent once per rack. Each line rises with the "
         "batch up to the crossover, "
         f"{spoken(Q_(crossover, 'sequence'))}, and is flat beyond it. Below the crossover a "
-        "ratio under one does not mean the links hide: that takes a second micro-batch and a "
-        f"second weight read, so at {below['batch']} two racks are still {below['slower']} and "
-        f"{below['slower_hw']} times slower than one. A dotted line adds one rack's two "
-        "collectives' fixed latency: it falls with the batch above the crossover and comes "
-        f"under one only at about {data['latency_hides']}."
+        "ratio under one does not mean the links hide: at "
+        f"{below['batch']} two racks with a copy per expert still make the layer "
+        f"{below['slower']} and {below['slower_hw']} times slower than one. A dotted line adds "
+        "one rack's two collectives' fixed latency: it falls with the batch above the crossover "
+        f"and comes under one only at about {data['latency_hides']}."
     )
     caption = (
-        f"One MoE layer of {model}'s all-to-all over the layer's time, against the batch (two "
-        "racks with a copy per expert), at "
-        f"short context on {spoken(presets.parameter['expert_parallel_chips'].value)}. Below the "
-        "crossover (dotted) the layer waits on "
-        "its weight read, which does not shrink with the batch while the all-to-all's bytes do, "
-        "so every solid or dashed line falls as the batch shrinks; above it, both grow together "
-        "and the ratio is flat. "
-        "Below the crossover a ratio under one does not mean the links hide: with one "
-        "micro-batch the all-to-all adds to the weight read, and hiding it takes a second "
-        "micro-batch that reads the weights again. The layer takes whichever is less, so at "
-        f"{below['batch']} two racks make it {below['slower']}× slower than one rack on "
-        f"{two_chip} chips and {below['slower_hw']}× on {hw_chip} chips. The dotted line adds "
-        "the fixed latency of one rack's two collectives (dispatch and combine, at a stand-in "
-        "floor, the smallest all-reduce measured over NVLink): the latency does not grow with "
-        "the batch, so that line falls above the crossover and comes under one only at about "
-        f"{data['latency_hides']}."
+        f"One MoE layer of {model}'s all-to-all over the layer's time (its compute, or below "
+        "the crossover its weight read), against the batch at short context on "
+        f"{spoken(presets.parameter['expert_parallel_chips'].value)}; solid two-rack lines send "
+        "a copy per expert, dashed ones send once per rack, and the dotted line adds one rack's "
+        "stand-in latency, which comes under one only at about "
+        f"{data['latency_hides']}. Above the crossover the bytes and the compute grow together "
+        "and the ratio is flat. Below it a ratio under one does not mean the links hide: at "
+        f"{below['batch']} two racks with a copy per expert make the layer {below['slower']}× "
+        f"slower than one rack on {two_chip} chips and {below['slower_hw']}× on {hw_chip} chips "
+        "(derived in the list above)."
     )
     return _render("alltoall_vs_batch", draw, alt, caption)
 

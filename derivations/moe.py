@@ -151,7 +151,7 @@ register(
         source=Source(LECTURE, SECTION_B, "one rack bounds the size of an expert layer"),
         assumptions=(
             "the batch's traffic is spread evenly over the n_EP chips",
-            "off-rack bytes move pi times slower than on-rack bytes, per chip and per direction",
+            "off-rack bytes move kappa times slower than on-rack bytes, per chip and per direction",
             "on-rack bytes ride the scale-up links and off-rack bytes the network ports at the "
             "same time (separate links), so the layer waits for the slower of the two",
         ),
@@ -167,7 +167,7 @@ register(
                 multi_rack_slowdown.sym,
                 SLOWDOWN,
                 "against the one-rack time, the on-rack share takes 1 - f and the off-rack "
-                "share f at pi times less bandwidth",
+                "share f at kappa times less bandwidth",
             ),
         ),
         summary="With two racks and the lecture's 8x penalty, half the traffic is 8x slower: "
@@ -242,7 +242,7 @@ register(
             "every one of the k copies still crosses NVLink once (the home rack's directly, the "
             "others after landing), so the on-rack share takes the one-rack time; a copy that "
             "lands on its expert's own chip makes this slightly pessimistic",
-            "the off-rack copies ride the network ports pi times slower, at the same time as "
+            "the off-rack copies ride the network ports kappa times slower, at the same time as "
             "NVLink, so the layer waits for the slower of the two",
         ),
         derivation=Derivation(
@@ -257,7 +257,7 @@ register(
                 once_per_rack_slowdown.sym,
                 sp.Max(1, offrack_copies.sym * pi / k),
                 "against the one-rack time (k copies on NVLink), NVLink still carries all k "
-                "and the network c_out of them at pi times less bandwidth",
+                "and the network c_out of them at kappa times less bandwidth",
             ),
             substitute(
                 {offrack_copies.sym: COPIES},

@@ -667,13 +667,13 @@ scale_out_penalty = symbol(
     "scale_out_penalty",
     "dimensionless",
     "how many times slower scale-out is than scale-up",
-    r"\pi",
+    r"\kappa",
 )
 hardware_scale_out_penalty = symbol(
     "hardware_scale_out_penalty",
     "dimensionless",
     "a chip's scale-up bandwidth over its scale-out bandwidth",
-    r"\pi_{\mathrm{hw}}",
+    r"\kappa_{\mathrm{hw}}",
 )
 alltoall_time = symbol(
     "alltoall_time",

@@ -350,7 +350,15 @@ def _tex() -> dict:
     from book.chapters.batching import crossover_product_latex
     from derivations.core import readable, to_display_latex
     from derivations.moe import T_ONE
-    from derivations.notation import experts_active, racks_spanned
+    from derivations.notation import alltoall_bytes as a
+    from derivations.notation import experts_active, racks_spanned, scale_out_penalty
+    from derivations.notation import flops as f
+    from derivations.notation import flops_per_param_token as c_fwd
+    from derivations.notation import multi_rack_slowdown as slow
+    from derivations.notation import n_active as n_act
+    from derivations.notation import n_layers as n_lay
+    from derivations.notation import once_per_rack_slowdown as once
+    from derivations.notation import scale_up_bandwidth as s_up
 
     t = derivations.get("alltoall_time")
     r, k = racks_spanned.sym, experts_active.sym
@@ -362,6 +370,16 @@ def _tex() -> dict:
         "one_rack_lhs": f"{t.lhs.latex}^{{(1)}}",
         "one_rack": f"{t.lhs.latex}^{{(1)}} = {to_display_latex(readable(T_ONE))}",
         "crossover": crossover_product_latex(),
+        "penalty": scale_out_penalty.latex,
+        # the verdict's ratio in one formula: per token and per layer, the link time of its
+        # all-to-all bytes over the compute time of its share of the active weights, times the
+        # slowdown over r racks (the batch and the chips cancel)
+        "ratio": (
+            rf"\frac{{{a.latex} / {s_up.latex}}}"
+            rf"{{{c_fwd.latex} {n_act.latex} / ({n_lay.latex} {f.latex})}} \times {slow.latex}"
+        ),
+        "slowdown": slow.latex,
+        "slowdown_once": once.latex,
     }
 
 
@@ -467,7 +485,53 @@ def _verdict(presets: Presets, one, ratio_one: float, penalty_hw) -> dict:
             }
         )
     names = [n for n, _ in layouts]
+
+    def ctx_bytes(name):
+        return (one * dict(layouts)[name] / layer_default).to("").m
+
+    def ctx_latency(name):
+        return ((one * dict(layouts)[name] + fixed) / layer_default).to("").m
+
+    at_ctx = context_tokens(default)
+    # the headline (decoding: a copy per expert; the bytes alone; short context; GB300's port)
+    # and one assumption changed a row at a time, one rack beside two
+    sensitivity = [
+        ("none: the verdict", bytes_only[names[0]], bytes_only[names[1]]),
+        (
+            f"the stand-in latency added ({said(fixed, 3).exact} a layer)",
+            at_short[names[0]],
+            at_short[names[1]],
+        ),
+        (f"a context of {at_ctx}", ctx_bytes(names[0]), ctx_bytes(names[1])),
+        (
+            f"a context of {at_ctx}, with the latency",
+            ctx_latency(names[0]),
+            ctx_latency(names[1]),
+        ),
+        ("sent once per rack (prefill, training)", bytes_only[names[0]], bytes_only[names[2]]),
+        (f"{hw_chip} chips ({hw_x}×)", bytes_only[names[0]], bytes_only[names[3]]),
+        (
+            f"{hw_chip} chips ({hw_x}×), sent once per rack",
+            bytes_only[names[0]],
+            bytes_only[names[4]],
+        ),
+    ]
+    per_expert_cells = [
+        bytes_only[names[1]],
+        at_short[names[1]],
+        ctx_bytes(names[1]),
+        ctx_latency(names[1]),
+        bytes_only[names[3]],
+    ]
     return {
+        # the headline: one rack hides and two racks with a copy per expert do not
+        "bounds": bool(bytes_only[names[0]] < 1 <= bytes_only[names[1]]),
+        "bytes_two_short_hides": bool(bytes_only[names[1]] < 1),
+        # no change of the sensitivity table makes two racks with a copy per expert hide
+        "per_expert_never_hides": bool(min(per_expert_cells) >= 1),
+        "sensitivity": [
+            {"assumption": a, "one": _cell(x1), "two": _cell(x2)} for a, x1, x2 in sensitivity
+        ],
         "rows": rows,
         "h800": _h800_rows(presets, default, long),
         "headers": [
@@ -630,9 +694,11 @@ SMALL_BATCH = Q_(1000, "sequence")
 
 def _below_crossover(presets: Presets, penalty_hw) -> dict:
     """Below the crossover batch a layer's time is its weight read W, which does not shrink with
-    the batch, while the all-to-all A does; but A cannot hide for free. Dispatch, experts and
-    combine are a chain, so with one micro-batch A adds to W, and hiding it needs two
-    micro-batches, each reading the weights again: the layer takes min(W + A, 2W). At
+    the batch, while the all-to-all's bytes A do and its two collectives' fixed latency L does
+    not; but the all-to-all cannot hide for free. Dispatch, experts and combine are a chain, so
+    with one micro-batch it adds to W (W + A + L), and hiding it needs two micro-batches, each
+    reading the weights again and each paying the whole latency on half the bytes, one's
+    all-to-all running while the other reads: 2 max(W, A/2 + L). The layer takes the lesser. At
     SMALL_BATCH (short context, the lecture's chips): A over W, one rack and two, and the
     layer's time each way, two racks over one, on GB300 NVL72 chips at their own penalty and on
     GB200 NVL72 chips at theirs."""
@@ -649,9 +715,9 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
     fixed = collective_latency_per_layer(presets)
 
     def a2a(batch, **kw):
-        """The all-to-all's bytes over the links plus its two collectives' fixed latency."""
+        """The all-to-all's bytes over the links (its fixed latency apart)."""
         kw.setdefault("scale_out_penalty", two_penalty)
-        return (ev.q("alltoall_time", batch_size=batch, **kw) + fixed).to("ms")
+        return ev.q("alltoall_time", batch_size=batch, **kw).to("ms")
 
     w = layer(SMALL_BATCH)
     compute = ev.q("compute_time", batch_size=SMALL_BATCH, n_chips=chips, context_length=short)
@@ -659,28 +725,57 @@ def _below_crossover(presets: Presets, penalty_hw) -> dict:
     one_rack = a2a(SMALL_BATCH, racks_spanned=Q_(1, "rack"))
     two, hw = a2a(SMALL_BATCH), a2a(SMALL_BATCH, scale_out_penalty=penalty_hw)
 
-    def with_links(a):
-        return min(w + a, 2 * w)
+    def chained(a):
+        """One micro-batch: the all-to-all (bytes and latency) after the weight read."""
+        return w + a + fixed
 
-    t1 = with_links(one_rack)
+    def split(a):
+        """Two micro-batches: each reads the weights, each half's all-to-all (half the bytes,
+        all the latency) runs while the other half reads; the slower of the two sets the pace."""
+        return 2 * max(w, a / 2 + fixed)
+
+    def with_links(a):
+        return min(chained(a), split(a))
+
+    t1, t2, t_hw = with_links(one_rack), with_links(two), with_links(hw)
+
+    def us(t):
+        """At three figures, so the sums the prose shows add up as printed."""
+        return said(t.to("µs"), 3)
+
     return {
         "batch": said(SMALL_BATCH),
-        "layer": said(w.to("µs"), 2),
-        "one": said_number((one_rack / w).to("").m, 2),
-        "two": said_number((two / w).to("").m, 2),
-        "layer_one": said(t1.to("µs"), 2),
-        "layer_two": said(with_links(two).to("µs"), 2),
-        "layer_two_hw": said(with_links(hw).to("µs"), 2),
-        "slower": said_number((with_links(two) / t1).to("").m, 2),
-        "slower_hw": said_number((with_links(hw) / t1).to("").m, 2),
+        "layer": us(w),
+        "one": said_number(((one_rack + fixed) / w).to("").m, 2),
+        "two": said_number(((two + fixed) / w).to("").m, 2),
+        # the caption's derivation: the bytes and the latency, and which way each layout goes
+        "bytes_one": us(one_rack),
+        "fixed": us(fixed),
+        "bytes_two": us(two),
+        "bytes_two_hw": us(hw),
+        "layer_one": us(t1),
+        "one_split": bool(split(one_rack) < chained(one_rack)),
+        "split_one": us(split(one_rack)),
+        "layer_two": us(t2),
+        "layer_two_hw": us(t_hw),
+        # whether each two-rack layout's split is paced by its links (half the bytes and the
+        # latency) rather than by the weight read
+        "half_two_hw": us(hw / 2 + fixed),
+        "two_link_paced": bool(two / 2 + fixed > w),
+        "hw_link_paced": bool(hw / 2 + fixed > w),
+        "two_split": bool(split(two) < chained(two)),
+        "hw_split": bool(split(hw) < chained(hw)),
+        "slower": said_number((t2 / t1).to("").m, 2),
+        "slower_hw": said_number((t_hw / t1).to("").m, 2),
     }
 
 
 def batch_series(presets: Presets, points: int = 41) -> dict:
     """The figure's data against the batch (short context, the lecture's chips): the all-to-all
     over the layer's time (its compute or, below the crossover, its weight read) in one rack and
-    over two racks with a copy per expert at GB300 NVL72's penalty and at GB200 NVL72's, from a
-    32nd of the crossover batch to 4 times it, evenly spaced on a log axis."""
+    over two racks with a copy per expert and sent once per rack, each at GB300 NVL72's penalty
+    and at GB200 NVL72's, from a 32nd of the crossover batch to 4 times it, evenly spaced on a
+    log axis."""
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     chips = presets.parameter["expert_parallel_chips"].value
     short = Q_(1, "token/sequence")
@@ -692,12 +787,22 @@ def batch_series(presets: Presets, points: int = 41) -> dict:
 
     fixed = collective_latency_per_layer(presets)
 
-    def ratios(fixed_too=False, **kw):
+    two = Q_(2, "rack")
+
+    def ratios(fixed_too=False, once=None, **kw):
+        """The all-to-all over the layer's time at each batch; ``once``: a penalty, sent once
+        per rack over two racks (the one-rack time times the once-per-rack slowdown)."""
         out = []
         for b in batches:
             step = ev.q("step_time", batch_size=b, n_chips=chips, context_length=short)
             layer = Q_((step / layers).to("ms/layer").m, "ms")
-            t = ev.q("alltoall_time", batch_size=b, **kw) + (fixed if fixed_too else 0 * fixed)
+            if once is None:
+                t = ev.q("alltoall_time", batch_size=b, **kw)
+            else:
+                t = ev.q("alltoall_time", batch_size=b, racks_spanned=Q_(1, "rack")) * ev.q(
+                    "once_per_rack_slowdown", racks_spanned=two, scale_out_penalty=once
+                )
+            t = t + (fixed if fixed_too else 0 * fixed)
             out.append((t / layer).to("").m)
         return out
 
@@ -708,6 +813,8 @@ def batch_series(presets: Presets, points: int = 41) -> dict:
         "one_latency": ratios(fixed_too=True, racks_spanned=Q_(1, "rack")),
         "two": ratios(scale_out_penalty=two_rack_penalty(presets)),
         "hardware": ratios(scale_out_penalty=penalty_hw),
+        "once_two": ratios(once=two_rack_penalty(presets)),
+        "once_hardware": ratios(once=penalty_hw),
         "penalty_hw": penalty_hw,
         "penalty_two": two_rack_penalty(presets),
         "below": _below_crossover(presets, penalty_hw),
@@ -836,8 +943,8 @@ def _flops_by_precision(presets: Presets) -> dict:
     assert rack.dense_flops_fp8 == ultra.dense_flops_fp8, "GB300's FP8 rate differs from GB200's"
     return {
         "fp8_flops": quantity(rack.dense_flops_fp8.to("PFLOP/s")),
-        "fp4_flops_rack": quantity(rack.dense_flops_fp4.to("PFLOP/s")),
-        "fp4_flops_two": quantity(ultra.dense_flops_fp4.to("PFLOP/s")),
+        "fp4_flops_rack": quantity(rack.dense_flops_fp4.to("PFLOP/s"), 3),
+        "fp4_flops_two": quantity(ultra.dense_flops_fp4.to("PFLOP/s"), 3),
     }
 
 

@@ -434,7 +434,7 @@ DEFINED_BY = {
     "W": r"bandwidth",
     r"\Phi_{\mathrm{pre}}": r"prefill",
     r"\ell_{\mathrm{MoE}}": r"MoE layers",
-    r"\pi": r"penalty",
+    r"\kappa": r"penalty",
     r"a_{\mathrm{dec}}": r"FLOPs per token of context",
     r"a_{\mathrm{layer}}": r"bytes per token per layer",
     r"b_{\mathrm{act}}": r"bytes per activation",
