@@ -1041,7 +1041,8 @@ def test_the_mfu_card_halves_on_the_equations(deck):
     from 16,384 to 32,768 tokens, where the step waits on the reads (the KV cache is 2.7 TB
     against 71 GB of weights at 16,384 tokens, so the weights keep the ratio a bit over half)."""
     card = next(c for c in deck if c.id == "concept:batching:mfu-halves")
-    assert card.back.startswith("It halves it, once the KV fetch dwarfs the weight fetch.") and "Ignoring attention's FLOPs" in card.front
+    opening = "It halves it, once the KV fetch dwarfs the weight fetch."
+    assert card.back.startswith(opening) and "Ignoring attention's FLOPs" in card.front
     compute, memory = derivations.get("compute_time"), derivations.get("memory_time")
     case = dict(hardware="h100_sxm", model="llama_3_1_70b", precision="fp8", batch_size="1024")
     mfu = []
