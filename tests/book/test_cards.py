@@ -1574,3 +1574,16 @@ def test_reader_26s_fixes_hold(deck):
     # reader 27: grounded in flash, 15.36 TB / 13 GB/s = 1,182 s = 20 min; a hundredth is 12 s
     assert "about 20 min" in rule.back and "about 12 s" in rule.back
     assert words(by_id["concept:moe:total-vs-active"]) <= 60
+
+
+def test_reader_27s_missing_ideas_are_cards(deck):
+    """cards31: the lecture's 5-minute tier (flash 15.36 TB / 13 GB/s = 1,182 s, 3.9 times
+    300 s; DRAM 64 GB / 38.4 GB/s = 1.67 s, 300 / 1.67 = 180 times shorter, tiers.toml) and the
+    1F1B schedule (a stage holds about P micro-batches' activations, not the batch's)."""
+    by_id = {c.id: c for c in deck}
+    short = by_id["concept:long_context:cache-tier-short"]
+    assert "5 min" in short.front and short.back.startswith("Flash:")
+    assert "about 3.9 times" in short.back and "180 times shorter" in short.back
+    onefb = by_id["concept:pipeline:one-f-one-b"]
+    assert "One forward, one backward" not in onefb.front
+    assert onefb.back.startswith("One forward, one backward") and "about $P$" in onefb.back
