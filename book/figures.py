@@ -736,8 +736,9 @@ def drain_ladder(presets: Presets) -> Figure:
         f"Which tier holds a cache. A cache belongs on the fastest tier whose marker (how long "
         f"holding it there beats recomputing it) lies right of its lifetime's dotted line: "
         f"{verdict}. The pale bars are the lecture's drain-time rule (hold time = capacity / "
-        f"bandwidth), which by itself {rule} and cannot tell the two caches apart. One device "
-        f'per tier, one rent per tier. A cross marked "never", at the left edge, means no time '
+        f"bandwidth); picking the bar nearest each lifetime by ratio, it {rule} and cannot "
+        f"tell the two caches apart. One device per tier, one rent per tier. A cross marked "
+        f'"never", at the left edge, means no time '
         f"at all: reading the cache back from that tier costs more than recomputing it. The "
         f"hollow circles are the lecture's guessed hold times for flash and disk."
     )
