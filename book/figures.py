@@ -2327,7 +2327,7 @@ def activation_vs_layers(presets: Presets) -> Figure:
         ):
             right.plot([model.layers], [y], "o", color=color, markersize=5)
             right.annotate(
-                spoken(Q_(y, "GB")),
+                quantity(Q_(y, "GB"), 3),  # the caption's figures (13.3 / 10.7 / 2.99)
                 (model.layers, y),
                 xytext=offset,
                 textcoords="offset points",
