@@ -347,8 +347,9 @@ def _video(covers) -> str:
     return video_link(topic_moment(covers[0])) if covers else ""
 
 
-def concept_cards(presets: Presets) -> list[Card]:
-    """The hand-written understanding cards, their numbers filled from equations and presets."""
+def concept_cards(presets: Presets, chapter: str | None = None) -> list[Card]:
+    """The hand-written understanding cards, their numbers filled from equations and presets;
+    ``chapter``: that chapter's alone (only its context is computed)."""
     raw = _authored()
     render = _Templates(presets)
     topics = lecture_topics()
@@ -359,6 +360,8 @@ def concept_cards(presets: Presets) -> list[Card]:
         where = f"concepts.toml card {entry.get('id')!r}"
         if entry["chapter"] not in chapters:
             continue  # a chapter not loaded (a user's catalogue)
+        if chapter is not None and entry["chapter"] != chapter:
+            continue
         covers = tuple(entry.get("covers", ()))
         unknown = [t for t in covers if t not in topics]
         if unknown:

@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -53,6 +54,26 @@ def preset_files(extra) -> list[str]:
 
 
 def _versions() -> list[str]:
+    """The numeric libraries' installed versions (their ``.dist-info`` folders on ``sys.path``),
+    listed again only when ``sys.path`` or one of its folders changed (an install adds or removes
+    a ``.dist-info`` folder, which changes its folder's modification time)."""
+    stamp = []
+    for entry in sys.path:
+        try:
+            info = os.stat(entry or ".")
+        except OSError:
+            continue
+        stamp.append((entry, info.st_ino, info.st_mtime_ns, info.st_ctime_ns))
+    stamp = tuple(stamp)
+    if _VERSIONS.get("stamp") != stamp:
+        _VERSIONS.update(stamp=stamp, names=_listed_versions())
+    return list(_VERSIONS["names"])
+
+
+_VERSIONS: dict = {}  # the last listing and the sys.path folders' stamp it was made under
+
+
+def _listed_versions() -> list[str]:
     names = []
     for entry in sys.path:
         try:
@@ -76,7 +97,7 @@ def cache_key(extra=()) -> str:
         files += sorted((ROOT / folder).glob("*.py"))
     for path in files:
         h.update(f"\0{path.relative_to(ROOT)}\0".encode())
-        h.update(path.read_bytes())
+        h.update(_source_digest(path))
     for name in preset_files(extra):
         try:
             info = os.stat(name)
@@ -90,6 +111,21 @@ def cache_key(extra=()) -> str:
     return h.hexdigest()[:32]
 
 
+_SOURCE_DIGESTS: dict = {}  # path -> (its stat stamp, the SHA-256 of its bytes)
+
+
+def _source_digest(path: Path) -> bytes:
+    """The SHA-256 of one of the project's own sources, hashed again only when the file's
+    identity, size or times changed (a process that answers many commands, a test session's,
+    asks for the key each time; a user's preset files are hashed every time, as read)."""
+    info = os.stat(path)
+    stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    known = _SOURCE_DIGESTS.get(path)
+    if known is None or known[0] != stamp:
+        known = _SOURCE_DIGESTS[path] = (stamp, hashlib.sha256(path.read_bytes()).digest())
+    return known[1]
+
+
 # -- the cache ------------------------------------------------------------------------------
 
 
@@ -99,12 +135,19 @@ def read_sealed(folder: Path, relative: str, key: bytes):
     but a regular file of the user's carrying the user's seal."""
     try:
         blob = diskcache.read_private(folder / relative)
-        data = diskcache.unseal(key, f"{folder.name}/{relative}", blob)
-        return json.loads(data)
+        return _unsealed_json(key, f"{folder.name}/{relative}", blob)
     except (diskcache.Damaged, ValueError, RecursionError) as e:
         raise Damaged(
             f"{relative}: {e}" if isinstance(e, diskcache.Damaged) else relative
         ) from None
+
+
+@functools.lru_cache(maxsize=256)
+def _unsealed_json(key: bytes, name: str, blob: bytes):
+    """The JSON sealed in ``blob`` under ``name``: a function of those bytes alone, so a file
+    read again unchanged is not checked and decoded again (a test session answers thousands of
+    commands in one process). Its callers only read what it returns."""
+    return json.loads(diskcache.unseal(key, name, blob))
 
 
 class Cache:

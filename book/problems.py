@@ -412,27 +412,31 @@ def _design(chapter: str, rng: random.Random, presets: Presets, pid: str) -> Pro
 
 
 def _concepts(chapter: str, presets: Presets) -> list[Problem]:
-    """The concept problems of ``chapter``: every chapter's are made from one rendering of the
-    concept cards, kept for the last ``presets`` asked about (a problem set asks per chapter)."""
+    """The concept problems of ``chapter``, made from its concept cards (only its own context is
+    computed: a drill of one chapter does not compute the other chapters'), kept per chapter for
+    the last ``presets`` asked about (a problem set asks per chapter)."""
     global _concepts_made
     if _concepts_made is None or _concepts_made[0] is not presets:
-        _concepts_made = (presets, _all_concepts(presets))
-    return list(_concepts_made[1].get(chapter, ()))
+        _concepts_made = (presets, {})
+    made = _concepts_made[1]
+    if chapter not in made:
+        made[chapter] = _chapter_concepts(chapter, presets)
+    return list(made[chapter])
 
 
 _concepts_made: tuple[Presets, dict[str, list[Problem]]] | None = None
 
 
-def _all_concepts(presets: Presets) -> dict[str, list[Problem]]:
+def _chapter_concepts(chapter: str, presets: Presets) -> list[Problem]:
     from book.cards import CONCEPTS, concept_cards
 
     with CONCEPTS.open("rb") as f:
         hints = {e["id"]: e["hint"] for e in tomllib.load(f)["card"] if "hint" in e}
-    out: dict[str, list[Problem]] = {}
-    for card in concept_cards(presets):
+    out: list[Problem] = []
+    for card in concept_cards(presets, chapter):
         key = card.id.rsplit(":", 1)[1]
         if key in hints:
-            out.setdefault(card.chapter, []).append(
+            out.append(
                 Problem(
                     f"{card.chapter}-concept-{key}",
                     card.chapter,

@@ -9,9 +9,26 @@ from units.presets import load
 
 
 @pytest.fixture(scope="module")
-def drawn():
+def drawings():
+    """``{figure id: (figure, the preset reads it made)}`` on the built-in presets, as a build
+    gets them (``book.figures.drawn``): a figure this session's build or this process already
+    drew is read from the session's store (the very SVG a drawing makes: the cache tests below),
+    not drawn again."""
+    from book import figures
+    from units import reads
+
     presets = load()
-    return {fig_id: make(presets) for fig_id, make in FIGURES.items()}
+    out = {}
+    for fig_id in FIGURES:
+        with reads.recording() as got:
+            fig = figures.drawn(fig_id, presets)
+        out[fig_id] = (fig, frozenset(got))
+    return out
+
+
+@pytest.fixture(scope="module")
+def drawn(drawings):
+    return {fig_id: fig for fig_id, (fig, _) in drawings.items()}
 
 
 def test_the_issue_s_figures_exist_and_are_used_in_chapters(drawn):
@@ -159,6 +176,18 @@ def test_with_the_cache_off_every_figure_is_drawn(svgs, tmp_path, monkeypatch):
     assert _line() == first and _line() == first and len(svgs) == 3
 
 
+@pytest.fixture
+def like_a_fresh_process(monkeypatch):
+    """The store's keys as a fresh process makes them: every ``--extra`` module loaded in this
+    process is in its digests (book.resultcache.inputs_digest), and an earlier test in it may have
+    loaded one (tests/book/test_hostile.py does), which a fresh process has not; hidden from
+    ``sys.modules`` for the test, so that this process and a fresh one share entries."""
+    import sys
+
+    for name in [n for n in sys.modules if n.startswith("chalkboard_extra_")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
 def test_figures_cached_by_another_process_are_the_ones_drawn_here(svgs, tmp_path, monkeypatch):
     """The key is the figure's state, not where it sits in memory: a cache written by another
     process (another string hash seed) is read here, and holds the very SVG drawn here."""
@@ -229,6 +258,25 @@ def kept(empty_cache, monkeypatch):
     return calls
 
 
+@pytest.fixture
+def kept_drawings(drawings, empty_cache, monkeypatch):
+    """As ``kept``, each figure's code answering with the module's ``drawings`` of the built-in
+    presets (the same figure, its same preset reads noted) instead of drawing it a second time."""
+    from units import reads
+
+    presets, calls = load(), []
+    for fig_id, (fig, got) in drawings.items():
+
+        def make(p, i=fig_id, fig=fig, got=got):
+            assert p.files == presets.files, "drawn on the built-in presets only"
+            calls.append(i)
+            reads.note_all(got)
+            return fig
+
+        monkeypatch.setitem(FIGURES, fig_id, make)
+    return calls
+
+
 def test_a_kept_figure_is_the_one_drawn_and_its_code_does_not_run_again(kept):
     from book.figures import remembered_figure
 
@@ -284,18 +332,23 @@ def test_the_figures_code_is_every_book_module_it_imports():
     assert "book/cards.py" not in closure and "book/site.py" not in closure
 
 
-def test_a_warm_build_s_figures_never_import_matplotlib(kept, empty_cache):
+def test_a_warm_build_s_figures_never_import_matplotlib(
+    kept_drawings, empty_cache, like_a_fresh_process
+):
     """Every figure read from a store written by another process: matplotlib stays unimported.
 
-    The store is filled here (this process has the figures' inputs computed already: a fresh
-    process drawing them all would compute the prediction again); the reader is a fresh process,
-    which then draws one figure with the cache off to show its probe sees matplotlib come in."""
+    The store is filled here, with the figures this module drew (``drawings``: a fresh process
+    drawing them all would compute the prediction again, and drawing them a second time here
+    would cost seconds for the same SVGs); the reader is a fresh process, which then draws one
+    figure with the cache off to show its probe sees matplotlib come in."""
     import hashlib
     import subprocess
     import sys
     from pathlib import Path
 
     from book.figures import remembered_figure
+
+    kept = kept_drawings
 
     presets = load()
     here = [remembered_figure(f, presets).svg for f in sorted(FIGURES)]
