@@ -1927,17 +1927,17 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         out.append(
             {
                 "key": f"batch_{kind.lower()}",
-                "value": f"{spoken_number(med, 2)} × B*",
-                "lecture": f"a batch of {number(low)}–{number(high)} × B*"
+                "value": f"{spoken_number(med, 2)} × $B^*$",
+                "lecture": f"a batch of {number(low)}–{number(high)} × $B^*$"
                 + (", said of a MoE" if kind == "MoE" else ", applied to dense models"),
                 # the bound's batch: the engine's cap or what fits in HBM, the smaller; the
                 # most the engine could run, not a batch measured running
                 "rows": _rows_said(
                     f"offline {kind} rows with a published engine cap, at the batch that "
                     "fits (the cap or what HBM holds, the smaller)",
-                    f"{spoken_number(med, 2)} × B*",
+                    f"{spoken_number(med, 2)} × $B^*$",
                     len(v),
-                    f"{spoken_number(min(v), 2)}–{spoken_number(max(v), 2)} × B*",
+                    f"{spoken_number(min(v), 2)}–{spoken_number(max(v), 2)} × $B^*$",
                 ),
                 # against the nearer end of the lecture's range
                 "verdict": _verdict(med, min(max(med, low), high), len(v)),
