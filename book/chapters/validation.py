@@ -1669,6 +1669,12 @@ def context(presets: Presets) -> dict:
         },
         "no_mtp_eff": spoken_pct(no_mtp.efficiency),
         "latency_floor": _latency_floor(no_mtp, presets),
+        # each scenario in one line, for the reader before the summary table (those with rows)
+        "scenario_glosses": [
+            {"name": t.split(":")[0], "gloss": t.split(":", 1)[1].strip()}
+            for sid, t in SCENARIOS
+            if sid != "training" and any(r.scenario == sid for r in rows)
+        ],
         "lecture_numbers": (lecture_numbers := _lecture_numbers(presets, rows)),
         # the verdicts the opening and the takeaways give, from that same table
         "verdict": {n["key"]: n for n in lecture_numbers},
