@@ -1655,8 +1655,8 @@ def context(presets: Presets) -> dict:
         if spreads
         else "—",
         "omitted": [{"what": w, "why": y} for w, y in OMITTED],
-        "ttft_ratio_low": number(min(ttft_ratios), 3),
-        "ttft_ratio_high": number(max(ttft_ratios), 3),
+        "ttft_ratio_low": spoken_number(min(ttft_ratios), 2),
+        "ttft_ratio_high": spoken_number(max(ttft_ratios), 2),
         "mtp": {
             "gain": number(mtp.measured.m / no_mtp.measured.m, 3),
             "relaxed_gain": number(relaxed.measured.m / no_mtp.measured.m, 3),
