@@ -614,7 +614,7 @@ def test_the_lecture_numbers_are_held_against_the_rows_with_a_verdict():
     rows = validate(presets)
     table = _lecture_numbers(presets, rows)
     lectures = {n["lecture"].split(" for")[0].split(",")[0] for n in table}
-    assert {"MFU ≈ 1/3", "a step every 20 ms", "a batch of 2–3 × B*"} <= lectures
+    assert {"MFU ≈ 1/3", "a step every 20 ms", "a batch of 2–3 × $B^*$"} <= lectures
     # a verdict from a group of MIN_ROWS rows or more; fewer get TOO_FEW (the one rule, below)
     from book.validation import MIN_ROWS, TOO_FEW
 
