@@ -1626,3 +1626,25 @@ def test_reader_28s_fixes_hold(deck):
     assert drain.back.startswith("Flash:") and not short.back.startswith("Flash")
     replicas = by_id["concept:batching:replicas-per-lab"].back
     assert len(re.findall(r"\d[\d,.]*", prose_only(replicas))) == 1  # one figure: the output
+
+
+def test_the_kv_compute_context_has_a_formula_card(deck):
+    """Reader 28's first missing idea: the context where a token's KV fetch equals its compute,
+    L = 2 W N_active / (F k_KV) with attention's FLOPs left out, as a card to drill (it was only
+    inside the KV-from-kink card and the memory-wall what-if). By hand, 100 B active parameters
+    and one Llama layer's 2,048 KV bytes a token on an H100 SXM at FP8 (1,978.9 TFLOP/s,
+    3.35 TB/s, facts.md): 2 x 1e11 x 3.35e12 / (1.9789e15 x 2,048) = 165,318 tokens."""
+    card = next(c for c in deck if c.id == "eq:kv_compute_crossover_context:statement")
+    formula = DISPLAY_MATH.search(card.back)[1]
+    assert r"\frac{2 W N_{\mathrm{active}}}{F k_{\mathrm{KV}}}" in formula
+    assert "a_{" not in formula and "Ignoring attention's FLOPs" in card.front
+    context = derivations.get("kv_compute_crossover_context").evaluate(
+        hardware="h100_sxm",
+        precision="fp8",
+        n_active="100e9 parameter",
+        kv_bytes_per_token="2048 B/token",
+        attention_flops_per_token="0 FLOP/token",
+    )
+    assert context.to("token/sequence").m == pytest.approx(
+        2 * 1e11 * 3.35e12 / (1978.9e12 * 2048), rel=1e-3
+    )
