@@ -1065,7 +1065,9 @@ def test_the_batching_gain_card_is_the_chips_multiply_adds_per_weight_read(deck)
     card = next(c for c in deck if c.id == "concept:batching:batching-gain")
     # cards29: the card's own reason, multiply-adds per weight read (the ridge card's FLOP per
     # byte label made the two near-twins, reader 26)
-    assert card.back.startswith("About 300 times on an H100 SXM at BF16, its multiply-adds per")
+    # cards32 (reader 28): the chip and precision are on the front, from the preset's name
+    assert "H100 SXMs at BF16" in card.front
+    assert card.back.startswith("About 300 times, the chip's multiply-adds per weight read.")
     for case in audit_claims()["batching_gain"].cases:  # Llama 3.1 70B, DeepSeek-V3
         assert 295 / 1.2 <= case.value.to("").m <= 295 * 1.2, case.value
 
@@ -1131,7 +1133,8 @@ def test_reader_17s_fixes_hold(deck):
     front no longer says "twice the bytes"; the cost floor's FLOP/s is on its front and its
     answer said as a person says it (2 x 37e9 x $2/3600 / 5e15 = $0.0082 per million tokens)."""
     by_id = {c.id: c for c in deck}
-    assert "every expert of a layer" in by_id["concept:moe:total-vs-active"].back
+    # cards32 (reader 28): the rack-boundary reason is the rack-boundary card's alone
+    assert "every expert of a layer" not in by_id["concept:moe:total-vs-active"].back
     assert "only each MoE layer must" in by_id["concept:pipeline:hbm-surplus"].front
     assert "capex" not in by_id["concept:pipeline:hbm-surplus"].back
     # reader 19 moved the GB200 case off the card (three results on one back); it says what
@@ -1194,8 +1197,10 @@ def test_reader_18s_fixes_hold(deck):
     # (parameters.toml); cards30 (reader 26: garbled, and not the lecture's point) puts the
     # rack's batch and period on the front and asks what traffic fills it
     assert "2,000 sequences" in replicas.front and "20 ms" in replicas.front
-    assert "one part in 5,000" in replicas.back
-    assert "100 thousand tokens per second" in replicas.back
+    # cards32 (reader 28: three facts on one back) asks the rack's output alone: the lab's
+    # share (500 million / 100k = 5,000) and Dwarkesh's thousandth were dropped
+    assert "one part in" not in replicas.back and "one-thousandth" not in replicas.back
+    assert replicas.back.startswith("About 100 thousand tokens per second, the rack's output")
     # a missing lecture point: what stops a scale-up domain growing; cards27 (reader 24: spec
     # trivia) dropped the rack's cable count and power, keeping the reason
     limits = by_id["concept:moe:domain-limits"].back
@@ -1370,7 +1375,10 @@ def test_reader_23s_fixes_hold(deck):
     tiers = load().tier  # the drives the card names are the ones the figures cite
     assert "Samsung PM1743" in tiers["flash_nvme"].source_of("bandwidth")
     assert "Seagate Exos X24" in tiers["disk_hdd"].source_of("bandwidth")
-    assert "about 1.7 s" in tier.back
+    # cards32 (reader 28): DRAM's 1.7 s is the reverse card's answer; the hour's card says
+    # seconds, and names its devices on the front (the back still names no spec sheet)
+    assert "about 1.7 s" not in tier.back and "seconds" in tier.back
+    assert by_id["concept:long_context:cache-tier-short"].back.startswith("About 1.7 s")
     assert derivations.get("storage_tier_drain_time").evaluate(tier="dram_ddr5").to(
         "s"
     ).m == pytest.approx(64 / 38.4)
@@ -1535,9 +1543,13 @@ def test_reader_26s_fixes_hold(deck):
     assert "aren't as good as a roofline analysis would say" in practice
     assert "KV reads" not in practice and "smaller share of peak" not in practice
     replicas = by_id["concept:batching:replicas-per-lab"].back
-    assert "at least one-thousandth of Gemini" in replicas and "so each of" not in replicas
+    # cards32 (reader 28) dropped the thousandth: the back asks one thing, the rack's output
+    assert "one-thousandth" not in replicas and "so each of" not in replicas
     crossover = by_id["claim:deepseek_crossover"].back
-    assert "FP8" not in crossover and "BF16" not in crossover
+    # cards32 (reader 28): the chip and precision behind the figures are named once, the
+    # claim's case (H100 SXM at FP8: 1,978.9 TFLOP/s x 1 byte / (2 x 3.35 TB/s) = 295, facts.md);
+    # no walk from one precision to the other
+    assert "on H100 SXMs at FP8," in crossover and "BF16" not in crossover
     layout = by_id["concept:moe:expert-layout"]
     assert "What does each GPU hold?" in layout.front and layout.back.startswith("Whole experts")
     assert "router" not in layout.back and "all-to-all" not in layout.back
@@ -1582,8 +1594,57 @@ def test_reader_27s_missing_ideas_are_cards(deck):
     1F1B schedule (a stage holds about P micro-batches' activations, not the batch's)."""
     by_id = {c.id: c for c in deck}
     short = by_id["concept:long_context:cache-tier-short"]
-    assert "5 min" in short.front and short.back.startswith("Flash:")
-    assert "about 3.9 times" in short.back and "180 times shorter" in short.back
+    # cards32 (reader 28: a near-twin of the hour's card, same rule, same answer) asks the
+    # reverse: the hold DRAM suits, its drain time, 180 times shorter than the 5-minute cache
+    assert "how long" in short.front and short.back.startswith("About 1.7 s")
+    assert "5 min" in short.back and "180 times longer" in short.back
+    assert "Flash:" not in short.back
     onefb = by_id["concept:pipeline:one-f-one-b"]
     assert "One forward, one backward" not in onefb.front
     assert onefb.back.startswith("One forward, one backward") and "about $P$" in onefb.back
+
+
+def test_reader_28s_fixes_hold(deck):
+    """Reader 28's WEAK cards (cards32). The chip and precision are named where the figures rest
+    on them; the rack's 13.4 TB is said as parameters at FP8 (72 x 186 GB = 13.39 TB at a byte a
+    parameter: about 13 trillion, facts.md); the tier cards name their devices on the front from
+    the tier presets (a 64 GB DDR5-4800 RDIMM, a Samsung PM1743 15.36 TB, a Seagate Exos X24
+    24 TB, tiers.toml) and ask different questions: which tier for 1 h (flash, 15.36 TB / 13 GB/s
+    = 20 min), and what hold suits DRAM (64 GB / 38.4 GB/s = 1.7 s)."""
+    by_id = {c.id: c for c in deck}
+    limits = by_id["concept:moe:total-vs-active"].back
+    assert "about 13 trillion parameters at FP8" in limits and "inside the rack" not in limits
+    tiers = load().tier
+    drain, short = (
+        by_id["concept:long_context:cache-tier-drain"],
+        by_id["concept:long_context:cache-tier-short"],
+    )
+    for device in ("Samsung PM1743 15.36 TB", "Seagate Exos X24 24 TB", "64 GB RDIMM"):
+        assert device in drain.front, device
+    assert "64 GB RDIMM" in short.front and "DDR5-4800" in short.front
+    assert "Samsung PM1743" in tiers["flash_nvme"].name and "DDR5-4800" in tiers["dram_ddr5"].name
+    assert drain.back.startswith("Flash:") and not short.back.startswith("Flash")
+    replicas = by_id["concept:batching:replicas-per-lab"].back
+    assert len(re.findall(r"\d[\d,.]*", prose_only(replicas))) == 1  # one figure: the output
+
+
+def test_the_kv_compute_context_has_a_formula_card(deck):
+    """Reader 28's first missing idea: the context where a token's KV fetch equals its compute,
+    L = 2 W N_active / (F k_KV) with attention's FLOPs left out, as a card to drill (it was only
+    inside the KV-from-kink card and the memory-wall what-if). By hand, 100 B active parameters
+    and one Llama layer's 2,048 KV bytes a token on an H100 SXM at FP8 (1,978.9 TFLOP/s,
+    3.35 TB/s, facts.md): 2 x 1e11 x 3.35e12 / (1.9789e15 x 2,048) = 165,318 tokens."""
+    card = next(c for c in deck if c.id == "eq:kv_compute_crossover_context:statement")
+    formula = DISPLAY_MATH.search(card.back)[1]
+    assert r"\frac{2 W N_{\mathrm{active}}}{F k_{\mathrm{KV}}}" in formula
+    assert "a_{" not in formula and "Ignoring attention's FLOPs" in card.front
+    context = derivations.get("kv_compute_crossover_context").evaluate(
+        hardware="h100_sxm",
+        precision="fp8",
+        n_active="100e9 parameter",
+        kv_bytes_per_token="2048 B/token",
+        attention_flops_per_token="0 FLOP/token",
+    )
+    assert context.to("token/sequence").m == pytest.approx(
+        2 * 1e11 * 3.35e12 / (1978.9e12 * 2048), rel=1e-3
+    )
