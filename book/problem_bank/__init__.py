@@ -146,12 +146,21 @@ def shown(q: pint.Quantity, digits: int = 3) -> pint.Quantity:
     return parse_quantity(quantity(q, digits), expect=q.units).to(q.units)
 
 
+# What the lecture's ≈300 counts, in every message that names it (reader 28): one wording.
+LECTURE_RATIO_GLOSS = (
+    "FLOP/s over bandwidth at BF16, where a multiply-add's two FLOPs and a weight's two bytes "
+    "cancel, and multiply-adds per byte at FP8"
+)
+
+
 def lecture_ratio(presets) -> float:
-    """The lecture's round "about 300" multiply-adds per byte of weight (its B* ≈ 300 × total /
-    active): the H100's dense crossover batch per unit of sparsity, to one figure, as a student
-    who watched the lecture brings it to any chip. A problem whose chain passes through the
-    crossover or the chip's FLOPs per byte reruns its chain with it: the result lands inside the
-    window (the lecture's own estimate) or twice the tolerance out and named (reader 22).
+    """The lecture's round "about 300" multiplies per weight read (FP4 multiplies × half a
+    byte over bandwidth: FLOP/s over bandwidth at BF16, multiply-adds per byte at FP8; its
+    B* ≈ 300 × total / active): the H100's dense crossover batch per unit of sparsity, to one
+    figure, as a student who watched the lecture brings it to any chip. A problem whose chain
+    passes through the crossover or the chip's FLOPs per byte reruns its chain with it: the
+    result lands inside the window (the lecture's own estimate) or twice the tolerance out and
+    named (reader 22).
 
     >>> from units.presets import load
     >>> lecture_ratio(load())

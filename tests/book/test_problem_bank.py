@@ -268,9 +268,10 @@ def shown_in(answer: str, text: str) -> bool:
     return re.search(r"(?<![\d.,])" + re.escape(answer) + r"(?![\d])", text) is not None
 
 
-# the chapters this gate holds; batching and pipeline still show it (batching seeds 34 and 39:
-# serve_70b_per_user_speed's price in choose_server_for_speed's solution; pipeline seeds 12 and
-# 20: node_or_rack's time in hops_on_the_token's)
+# the chapters this gate holds; batching and pipeline still show it (batching seed 37:
+# choose_server_for_speed's price in fast_mode_cost's solution, seed 14: fewest_gpus_for_a_rate's
+# chips in racks_for_a_global_rate's; pipeline seeds 12 and 20: node_or_rack's time in
+# hops_on_the_token's)
 NOT_SHOWN_ELSEWHERE = ("overtraining", "validation")
 
 

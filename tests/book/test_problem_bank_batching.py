@@ -6,7 +6,7 @@ import re
 from functools import cache
 
 from book.checker import answer_spec, check
-from book.problem_bank.batching import fast_mode_cost, serve_70b_per_user_speed
+from book.problem_bank.batching import fast_mode_cost, serve_dense_per_user_speed
 from book.problems import authored
 from units.presets import load
 
@@ -20,12 +20,12 @@ def _figure(pattern: str, text: str) -> float:
     return float(re.search(pattern, text).group(1).replace(",", ""))
 
 
-def test_serve_70b_per_user_speed_is_capped_by_the_hbm_on_every_draw():
+def test_serve_dense_per_user_speed_is_capped_by_the_hbm_on_every_draw():
     """Long contexts: the HBM holds fewer caches than the speed target would allow, so the batch
     is the HBM's and its step, shorter than the target's, sets the price; no draw grades the
     same price as fast_mode_cost's (the chain that problem teaches)."""
     for seed in range(40):
-        p = authored(serve_70b_per_user_speed, seed, presets())
+        p = authored(serve_dense_per_user_speed, seed, presets())
         params = _figure(r"\(([\d.]+) B parameters\)", p.text) * 1e9
         hbm = _figure(r", ([\d,]+) GB of HBM", p.text) * 1e9
         bandwidth = _figure(r"HBM at ([\d.]+) TB/s", p.text) * 1e12

@@ -159,8 +159,7 @@ def draw(rng, presets) -> Draw:
         Mistake(
             need(weights + caches * rule * sparsity / batch.m),
             f"You used the lecture's round B* ≈ {number(rule)} × total/active; this chip at "
-            f"this precision does {number(batch.m / sparsity, 3)} multiply-adds per byte of "
-            "weight.",
+            f"this precision does {number(batch.m / sparsity, 3)} multiplies per weight read.",
         ),
     ]
     if precision == "fp8":

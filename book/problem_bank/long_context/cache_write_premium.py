@@ -141,6 +141,16 @@ def draw(rng, presets) -> Draw:
             "for the prefill, so only the premium is left for it.",
         )
     ]
+    # the other tier's lifetime (reader 28: held an hour for a five-minute write, twelve times
+    # the holding); the premium is this write's, the holding the other lifetime's
+    other = presets.parameter[next(f for _, f in LIFETIMES if f != life_field)].value
+    candidates.append(
+        (
+            ratio * (life / other).to(""),
+            f"You held the cache for {money(other)}; this write buys a cache that lives "
+            f"{money(life)}.",
+        )
+    )
     if precision == "bf16":
         candidates.append((ratio * 2, "BF16 stores two bytes per value; you counted one."))
     else:

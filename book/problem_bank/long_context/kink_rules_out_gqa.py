@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import (
+    LECTURE_RATIO_GLOSS,
     Draw,
     Mistake,
     distinct_mistakes,
@@ -93,14 +94,15 @@ def draw(rng, presets) -> Draw:
         f"{quantity(implied)} = **{number(ratio.m, 3)} times**.",
     )
     # the lecture's own rule: bytes per token = N_active / (300 × context), its round ≈300
-    # multiply-adds per byte of weight (the batching chapter's factor of the crossover batch,
-    # lecture_ratio: the same at BF16 and FP8) for this chip's FP8 rate over twice its
-    # bandwidth, one byte a weight (reader 22)
+    # multiplies per weight read (lecture_ratio: FLOP/s over bandwidth at BF16, multiply-adds
+    # per byte at FP8) for this chip's FP8 rate over twice its bandwidth, one byte a weight
+    # (reader 22)
     ridge = (flops / bandwidth).to("FLOP/B").m
     per_byte = ridge / 2  # one byte a weight at FP8, two FLOPs a multiply-add
     rule = lecture_ratio(presets)
     lecture = ratio * rule / per_byte
-    # the other reading of the ≈300, FLOPs per byte (half the multiply-adds; reader 26's 24.8)
+    # the ≈300 read as FLOPs per byte at FP8, where it is FLOPs per byte only at BF16 (half
+    # the multiply-adds; reader 26's 24.8)
     as_flops = ratio * rule / ridge
     for value in (lecture, as_flops):
         require(lands_clear(value, ratio, TOLERANCE), "the lecture's round figure lands clear")
@@ -108,9 +110,9 @@ def draw(rng, presets) -> Draw:
         "You counted one vector per KV head; each caches a key and a value, two vectors."
     )
     as_flops_words = (
-        f"You took the lecture's ≈{number(rule)} as FLOPs per byte; it counts multiply-adds "
-        "per byte of weight (two FLOPs each): this chip's FP8 rate over twice its bandwidth "
-        f"is {number(per_byte, 3)}."
+        f"You took the lecture's ≈{number(rule)} as FLOPs per byte at FP8; it counts "
+        f"multiplies per weight read ({LECTURE_RATIO_GLOSS}): this chip's FP8 rate over twice "
+        f"its bandwidth is {number(per_byte, 3)}."
     )
     merged = abs((as_flops / (ratio / 2)).to("").m - 1) < 2 * TOLERANCE
     if merged:
@@ -118,9 +120,9 @@ def draw(rng, presets) -> Draw:
         # message names both
         one_vector_words = (
             "Two slips give this value: you counted one vector per KV head (each caches a key "
-            f"and a value), and taking the lecture's ≈{number(rule)} as FLOPs per byte does "
-            "too (it counts multiply-adds per byte of weight: this chip's FP8 rate over twice "
-            f"its bandwidth is {number(per_byte, 3)})."
+            f"and a value), and taking the lecture's ≈{number(rule)} as FLOPs per byte at FP8 "
+            f"does too (it counts multiplies per weight read, {LECTURE_RATIO_GLOSS}: this "
+            f"chip's FP8 rate over twice its bandwidth is {number(per_byte, 3)})."
         )
     mistakes = [
         Mistake(ratio / 2, one_vector_words),
@@ -140,9 +142,9 @@ def draw(rng, presets) -> Draw:
             0,
             Mistake(
                 lecture,
-                f"You used the lecture's round ≈{number(rule)} multiply-adds per byte of "
-                "weight; this chip's FP8 rate over twice its bandwidth is "
-                f"{number(per_byte, 3)}.",
+                f"You used the lecture's round ≈{number(rule)} multiplies per weight read "
+                "(multiply-adds per byte at FP8, one byte a weight); this chip's FP8 rate over "
+                f"twice its bandwidth is {number(per_byte, 3)}.",
             ),
         )
     if not merged and abs((as_flops / ratio).to("").m - 1) > TOLERANCE:

@@ -144,7 +144,7 @@ def draw(rng, presets) -> Draw:
             else "a multiply-add is two FLOPs, which sets the batch."
         )
     )
-    # the lecture's round "about 300" multiply-adds per byte of weight: a batch of 300
+    # the lecture's round "about 300" multiplies per weight read: a batch of 300
     rule = Q_(lecture_ratio(presets), "sequence")
     lecture = get("kv_weight_crossover_context").evaluate(batch_size=rule, **case)
     per_byte = (crossing / Q_(1, "sequence")).to("").m

@@ -7,6 +7,7 @@ import math
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import (
+    LECTURE_RATIO_GLOSS,
     Draw,
     Mistake,
     distinct_mistakes,
@@ -233,13 +234,20 @@ def draw(rng, presets) -> Draw:
                 "You counted one vector per KV head; each caches a key and a value.",
             )
         )
-    rule = Q_(lecture_ratio(presets), "FLOP/byte")  # the lecture's round "about 300 FLOP/B"
+    # the lecture's round ≈300 multiplies per weight read, brought as FLOPs per byte: right at
+    # BF16 (the lecture's own estimate), a misreading at FP8, where it is multiply-adds per byte
+    rule = Q_(lecture_ratio(presets), "FLOP/byte")
+    reading = (  # what the student's ≈300 was, for the two messages that name it
+        f"the lecture's round ≈{number(rule.m)} multiplies per weight read, which at BF16 is "
+        f"FLOPs per byte; this chip does {number(ridge.m, 3)} at BF16"
+        if precision == "bf16"
+        else f"the lecture's round ≈{number(rule.m)} taken as FLOPs per byte at FP8, though it "
+        f"counts multiplies per weight read ({LECTURE_RATIO_GLOSS}); this chip does "
+        f"{number(ridge.m, 3)} FLOPs per byte at FP8"
+    )
+    rule_words = f"You used {reading}."
     slips.append(  # inside the window it is the lecture's own estimate, dropped below
-        (
-            dict(flops=(rule * bandwidth).to(flops.units)),
-            f"You used the lecture's round {number(rule.m)} FLOPs per byte; this chip does "
-            f"{number(ridge.m, 3)} at {NAMES[precision]}.",
-        )
+        (dict(flops=(rule * bandwidth).to(flops.units)), rule_words)
     )
     # reader 26: the lecture's shortcut taken whole, its round figure with attention left out
     kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
@@ -252,9 +260,8 @@ def draw(rng, presets) -> Draw:
         candidates.append(
             (
                 lecture_whole.to("token/sequence"),
-                f"You took the lecture's shortcut whole: its round {number(rule.m)} FLOPs per "
-                f"byte (this chip does {number(ridge.m, 3)} at {NAMES[precision]}) and "
-                "attention's FLOPs left out (they grow with the context too).",
+                f"You took the lecture's shortcut whole: attention's FLOPs left out (they grow "
+                f"with the context too) and {reading}.",
             )
         )
     for change, why in slips:

@@ -141,7 +141,8 @@ def draw(rng, presets) -> Draw:
         (  # the lecture's round B* ≈ 300 × total/active, at peak (reader 22)
             Q_(lecture_ratio(presets), "sequence") * (total / active).to("") / (1 + SLACK),
             f"You used the lecture's round B* ≈ {number(lecture_ratio(presets))} × total/active: "
-            f"this GPU sustains {number(ridge.m / 2, 3)} multiply-adds per byte of weight.",
+            f"this GPU sustains {number(ridge.m / 2, 3)} multiplies per weight read (multiply-adds "
+            "per byte at FP8).",
         ),
         (
             answer * (1 + SLACK) / SLACK,

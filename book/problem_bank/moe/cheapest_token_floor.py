@@ -144,9 +144,10 @@ def draw(rng, presets) -> Draw:
         else ""
     )
     # a true estimate (reader 22): the statement withholds the GPU's math; the student brings
-    # the chapter's ≈300 multiply-adds per byte of weight (≈600 FLOPs per byte at FP8, one byte
-    # a weight, as kink_rules_out_gqa counts it) to see that attention's few FLOPs per cache
-    # byte leave the reads, not the multiplies, to set the step (checked on the withheld figures)
+    # the chapter's ≈300 multiplies per weight read (multiply-adds per byte at FP8, ≈600 FLOPs
+    # per byte, one byte a weight, as kink_rules_out_gqa counts it) to see that attention's
+    # few FLOPs per cache byte leave the reads, not the multiplies, to set the step (checked on
+    # the withheld figures)
     text = (
         f"You serve {name} ({money(f['n_total'], 3)} in all, {money(f['n_active'], 3)} active "
         f"per token) in FP8 on one {rack} rack of {money(n)} (each with {money(hbm, 3)} of HBM "
@@ -173,9 +174,9 @@ def draw(rng, presets) -> Draw:
         f"{money(per_token, 3)}, plus attention over its {tokens(context)} of context; "
         f"attention does about {number(intensity.m, 2)} FLOPs per byte of cache it reads, far "
         f"under the ≈{number(2 * lecture_ratio(presets))} a GPU does per byte at FP8 (the "
-        f"chapter's ≈{number(lecture_ratio(presets))} multiply-adds per byte of weight, two "
-        f"FLOPs each; this rack's: {money(flops, 3)} dense in FP8, {number(ridge.m, 3)} "
-        "FLOP/B). So the "
+        f"chapter's ≈{number(lecture_ratio(presets))} multiplies per weight read, at FP8 "
+        f"multiply-adds per byte, two FLOPs each; this rack's: {money(flops, 3)} dense in FP8, "
+        f"{number(ridge.m, 3)} FLOP/B). So the "
         f"multiplies take only {number(100 * share, 2)}% of the reads ({money(compute, 3)}): "
         f"the reads bind. (Had the math set the step, a token would cost {money(floor, 3)}; "
         f"with the weights' multiplies alone, {money(weights_floor, 3)}.)",

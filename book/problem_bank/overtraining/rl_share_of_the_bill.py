@@ -90,6 +90,16 @@ def draw(rng, presets) -> Draw:
             f"not {number(train.m)}: only the share trained on runs backward too.",
         ),
     ]
+    inverted = Mistake(  # reader 28: the MFU factor applied the wrong way round
+        rl_share(rl / eta**2),
+        f"You divided RL's FLOPs by {number(eta)}; at 1/{eta} of the MFU the same FLOPs take "
+        f"{number(eta)} times the GPU time, so multiply.",
+    )
+    require(
+        all(abs((inverted.value / m.value).to("").m - 1) >= 2 * TOLERANCE for m in mistakes),
+        "the inverted MFU lands apart from the other slips",
+    )
+    mistakes.insert(1, inverted)
     mistakes.append(
         Mistake(
             rl_share(rl * (forward + train) / per_token),

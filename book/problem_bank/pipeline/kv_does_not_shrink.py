@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, lecture_ratio, require
+from book.problem_bank import (
+    LECTURE_RATIO_GLOSS,
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    lecture_ratio,
+    require,
+)
 from derivations import get
 from derivations.notation import flops_per_param_token
 from units import Q_
@@ -134,15 +141,17 @@ def draw(rng, presets) -> Draw:
             "the crossover batch, the KV cache).",
         ),
     )
-    # reader 26: the lecture's ≈300 (already multiply-adds per byte) halved again, as if it
-    # were FLOPs per byte or FP8 halved it: a micro-batch of 150 × sparsity; the KV term scales
+    # reader 26: the lecture's ≈300 (multiplies per weight read, already multiply-adds per
+    # byte at FP8) halved again, as if it were FLOPs per byte at FP8: a micro-batch of
+    # 150 × sparsity; the KV term scales
     rule = lecture_ratio(presets)
     per_sparsity = (micro * n_active / n_total).to("sequence").m  # this rack's 312.5
     halved = Mistake(
         (weights + kv * (rule / 2) / per_sparsity).to("GB"),
-        f"You halved the lecture's ≈{number(rule)} again: it already counts multiply-adds per "
-        f"byte (FLOP/s over bandwidth, halved), and at FP8 these racks do {quantity(ridge)}, "
-        f"so the micro-batch is {number(per_sparsity)} times the sparsity.",
+        f"You halved the lecture's ≈{number(rule)}: it counts multiplies per weight read "
+        f"({LECTURE_RATIO_GLOSS}), so it is already halved at FP8; these racks do "
+        f"{quantity(ridge)} at FP8, so the micro-batch is {number(per_sparsity)} times the "
+        "sparsity.",
     )
     require(
         all(abs((halved.value / m.value).to("").m - 1) >= 2 * TOLERANCE for m in mistakes),

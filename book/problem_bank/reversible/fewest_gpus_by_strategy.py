@@ -296,12 +296,21 @@ def draw(rng, presets) -> Draw:
             "micro-batches; with all of it in flight its activations need more GPUs' worth of "
             "HBM than that.",
         ),
-        Mistake(
-            runner_up["bill"],
-            f"That is what '{NAMES[runner_up['key']]}' costs; '{NAMES[best['key']]}' costs "
-            "less. Check both limits, memory and deadline, for every option.",
-        ),
     ]
+    # every losing strategy's bill, the runner-up's and the third's (reader 28: plain
+    # backpropagation picked, its memory-bound count), apart from each other
+    for loser in ranked[1:]:
+        mistakes.append(
+            Mistake(
+                loser["bill"],
+                f"That is what '{NAMES[loser['key']]}' costs; '{NAMES[best['key']]}' costs "
+                "less. Check both limits, memory and deadline, for every option.",
+            )
+        )
+    require(
+        abs((ranked[2]["bill"] / runner_up["bill"]).to("").m - 1) >= 2 * TOLERANCE,
+        "the losing strategies' bills land apart",
+    )
     args = (figures, hardware, step, total, deadline)
     # the FLOPs of a free rebuild: reversible layers at the six FLOPs of plain backpropagation
     free = _cheapest(

@@ -11,6 +11,8 @@ from book.problem_bank import (
     Mistake,
     clear_of_rounding,
     distinct_mistakes,
+    lands_clear,
+    require,
     whole_count_tolerance,
 )
 from book.problem_bank._activations import gated_factor
@@ -152,11 +154,29 @@ def draw(rng, presets) -> Draw:
                 f"Adam's FP32 copies the state is {quantity(per_param)}.",
             )
         )
+    tolerance = whole_count_tolerance(count, 0.02)
+    # reader 28: the quotient not rounded down to whole sequences, named where it lands twice
+    # the window out (inside it, a fraction of a sequence the window takes in)
+    unfloored = (Q_(fit, "sequence") * context).to("token")
+    require(lands_clear(unfloored, answer, tolerance), "the unrounded count lands clear")
+    mistakes.insert(
+        0,
+        Mistake(
+            unfloored,
+            f"You kept {number(fit)} sequences; a GPU takes whole sequences, so round down "
+            f"to {number(count)}.",
+        ),
+    )
+    mistakes = [m for m in mistakes if m.value.m > 0]
+    require(  # apart from the whole-count slips (those may share a count: one message)
+        all(abs((unfloored / m.value).to("").m - 1) >= 2 * tolerance for m in mistakes[1:]),
+        "the unrounded count lands clear of the other slips",
+    )
     return Draw(
         text=text,
         answer=answer,
         solution=solution,
-        tolerance=whole_count_tolerance(count, 0.02),
-        mistakes=distinct_mistakes([m for m in mistakes if m.value.m > 0], answer, 0.02),
+        tolerance=tolerance,
+        mistakes=distinct_mistakes(mistakes, answer, tolerance),
         hint="What is left of the HBM after the state, and what does one sequence need?",
     )
