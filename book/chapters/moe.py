@@ -680,7 +680,13 @@ def _data_parallel_attention(presets: Presets) -> dict:
     dp = Q_(copied + routed / chips, "parameter") * fp8
     crossover = Evaluator(presets, RACK, MODEL, "fp8").q("crossover_batch").to("sequence")
     return {
+        "chip_hbm": said(presets.get("hardware", RACK).hbm_capacity.to("GB")),
         "copied": said(Q_(copied, "parameter").to("Gparam"), 2),
+        "copied_gb": said((Q_(copied, "parameter") * fp8).to("GB"), 2),
+        "routed_gb": said((Q_(routed / chips, "parameter") * fp8).to("GB"), 2),
+        # one MoE layer's routed experts at FP8: these fit on one chip; the model's do not
+        "layer_gb": said((Q_(routed / moe_layers, "parameter") * fp8).to("GB"), 2),
+        "routed_all_gb": said((Q_(routed, "parameter") * fp8).to("GB"), 2),
         "copied_pct": said_number(100 * copied / total, 2),
         "even": said(even.to("GB"), 2),
         "dp": said(dp.to("GB"), 2),

@@ -604,3 +604,10 @@ def test_moe_data_parallel_attention_by_hand():
     factor = (copied + routed / 64) / (671e9 / 64)
     assert float(spread["factor"]) == pytest.approx(factor, abs=0.05)
     assert _num(spread["batch"]) == pytest.approx(5000 / 16 * 671 / 37 * factor, rel=0.03)
+    # reader-moe32 wording faults 1-2: the 17 B copied parameters are 17 GB at FP8, the 27 GB is
+    # each chip's total (17 + 654 / 64 = 10 GB of routed experts); one layer's 256 experts are
+    # 256 x 3 x 7,168 x 2,048 = 11 GB and fit on a 186 GB GB200 chip; the 58 layers' 654 GB do not
+    assert _num(spread["copied_gb"]) == pytest.approx(copied / 1e9, rel=0.03)
+    assert _num(spread["routed_gb"]) == pytest.approx(routed / 64 / 1e9, rel=0.03)
+    assert _num(spread["layer_gb"]) == pytest.approx(routed / 58 / 1e9, rel=0.03)
+    assert _num(spread["layer_gb"]) < _num(spread["chip_hbm"]) < _num(spread["routed_all_gb"])
