@@ -336,10 +336,15 @@ def _lecture_count(presets: Presets) -> dict:
     model = presets.get("model", MODEL)
     k = presets.parameter["lecture_experts_active"].value.to("expert").m
     sparsity = model.experts_routed / k
+    # the lecture rounds the chip's multiplies per byte of weight to one figure (312.5 -> 300)
+    lecture_per_byte = float(f"{ev.q('dense_crossover_batch').to('sequence').m:.0e}")
     return {
         "lecture_active": said(Q_(k, "expert")),
         "lecture_sparsity": said_number(sparsity),
         "lecture_batch": said(ev.q("dense_crossover_batch").to("sequence") * sparsity, 2),
+        # the lecture's own arithmetic: its rounded multiplies per byte times its sparsity
+        "lecture_per_byte": said_number(lecture_per_byte),
+        "lecture_batch_said": said_number(lecture_per_byte * sparsity),
         "sparsity_params": said_number((model.params_total / model.params_active).to("").m, 3),
     }
 
@@ -641,21 +646,17 @@ def _collective_latency(presets: Presets, one, layer) -> dict:
 
 
 def _turn_here(presets: Presets) -> dict:
-    """Where the running example's step turns compute-bound once the KV cache is counted (the
-    batching chapter's turn batch), and by how much it is still memory-bound at B*."""
-    from book.chapters.batching import _regime, _turn
+    """By how much the running example's step is still memory-bound at B* once the KV cache is
+    counted (B* leaves it out)."""
+    from book.chapters.batching import _regime
 
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     chips = presets.parameter["expert_parallel_chips"].value
-    b_star = ev.q("crossover_batch").to("sequence").m
-    batch = math.ceil(b_star)
-    turn = _turn(ev, batch, chips)
+    batch = math.ceil(ev.q("crossover_batch").to("sequence").m)
     regime = _regime(ev, batch, chips)
     return {
         "by": said_number(float(regime["by"].replace(",", "")), 2),
         "bound": regime["bound"],
-        "batch": said_number(turn, 3).exact if turn is not None else "",
-        "over_star": said_number(turn / b_star, 2) if turn is not None else "",
     }
 
 

@@ -102,6 +102,10 @@ def test_moe_alltoall_beside_the_layer_compute_by_hand():
     # 3.15 over two racks at 8x, so 3.15 x 9 / 8 = 3.54 at GB300's 9x
     assert float(ctx["ratio_one_rack"]) == pytest.approx(0.79, abs=0.005)
     assert float(ctx["ratio_two_racks"]) == pytest.approx(3.15 * 9 / 8, abs=0.01)
+    # the lecture's own crossover (reader-moe32 fault 4): 5,000 TFLOP/s / (2 x 8 TB/s) = 312.5
+    # multiplies per byte, which the lecture rounds to 300, times its 256 / 32 = 8: 2,400
+    assert ctx["lecture_per_byte"] == "300" and ctx["lecture_sparsity"] == "8"
+    assert ctx["lecture_batch_said"] == "2,400"
 
 
 def test_moe_per_moe_layer_compute_and_the_two_racks_flops_by_hand():
