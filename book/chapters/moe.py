@@ -265,6 +265,9 @@ def context(presets: Presets) -> dict:
         ),
         "penalty_two": said_number(penalty_two.m),
         "two_chip": chip_name(presets.get("hardware", TWO_RACKS)),
+        # after their first use the chips go by their short names ("GB300", not "GB300 NVL72")
+        "two_chip_short": chip_name(presets.get("hardware", TWO_RACKS)).removesuffix(" NVL72"),
+        "rack_short": chip_name(rack).removesuffix(" NVL72"),
         "two_out_bw": quantity(
             presets.get("hardware", TWO_RACKS).scale_out_bandwidth_per_direction.to("GB/s")
         ),
