@@ -57,6 +57,15 @@ def symbol_context(s, presets: Presets | None = None, page: str = "notation.md")
     }
 
 
+def _written_inputs(eq, presets: Presets | None, page: str) -> list[dict]:
+    if not eq.uses:
+        return []
+    names = set(stored.expanded_names(eq)) - {s.name for s in eq.inputs} - {eq.lhs.name}
+    return [
+        symbol_context(s, presets, page) for s in derivations.SYMBOLS.values() if s.name in names
+    ]
+
+
 def equation_context(eq, presets: Presets | None = None) -> dict:
     page = f"chapters/{eq.chapter}.md"
     used_by = [equation_link(e, page) for e in derivations.equations() if eq in e.uses]
@@ -78,6 +87,8 @@ def equation_context(eq, presets: Presets | None = None) -> dict:
         "source_note": eq.source.note,
         "assumptions": list(eq.assumptions),
         "inputs": [symbol_context(s, presets, page) for s in eq.inputs],
+        # the symbols only the written-out line shows, reached through the intermediates
+        "written_inputs": _written_inputs(eq, presets, page),
         # the inputs the displayed form shows (not its unit constants): a "where" line's symbols
         "shown": [
             symbol_context(s, presets, page)

@@ -1855,7 +1855,7 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         # factor (a line of text on this log axis), and a thin leader ties each to its line
         ends.sort()
         at = [y for y, *_ in ends]
-        gap = 1.4
+        gap = 1.65  # a line of 10-point text and some air on this log axis
         for _ in range(100):
             for i in range(1, len(at)):
                 if at[i] < at[i - 1] * gap:
@@ -1874,15 +1874,22 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
                 arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.8},
             )
         # the threshold holds only from the crossover up: below it a ratio under one does not
-        # mean the links hide (the caption's point; reader mv23, fault 6)
+        # mean the links hide (the caption's point; reader mv23, fault 6), and the label says
+        # so; it sits in the empty corner under every line right of the crossover, with an
+        # arrow up to the line (reader-moe32: it sat on the dashed line)
         ax.hlines(1, crossover, batches[-1], color=FOREGROUND, linewidth=2.2)
+        lowest = min(data[key][-1] for key, *_ in series)
+        x_mid = (crossover * batches[-1]) ** 0.5
         ax.annotate(
-            "hides below 1",
-            (crossover, 1),
-            xytext=(24, 16),
-            textcoords="offset points",
+            "hides below 1,\nright of the\ncrossover",
+            (x_mid, 1),
+            xytext=(x_mid, lowest / 3),
+            textcoords="data",
+            ha="center",
+            va="center",
             fontsize=10,
             fontweight="bold",
+            arrowprops={"arrowstyle": "->", "color": FOREGROUND, "linewidth": 1.0},
         )
         ax.axvline(crossover, color=FOREGROUND, linestyle=":", linewidth=1.4)
         ax.annotate(
@@ -1920,16 +1927,11 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         f"and comes under one only at about {data['latency_hides']}."
     )
     caption = (
-        f"One MoE layer of {model}'s all-to-all over the layer's time (its compute, or below "
-        "the crossover its weight read), against the batch at short context on "
-        f"{spoken(presets.parameter['expert_parallel_chips'].value)}; solid two-rack lines send "
-        "a copy per expert, dashed ones send once per rack, and the dotted line adds one rack's "
-        "stand-in latency, which comes under one only at about "
-        f"{data['latency_hides']}. Above the crossover the bytes and the compute grow together "
-        "and the ratio is flat. Below it a ratio under one does not mean the links hide: at "
-        f"{below['batch']} two racks with a copy per expert make the layer {below['slower']}× "
-        f"slower than one rack on {two_chip} chips and {below['slower_hw']}× on {hw_chip} chips "
-        "(derived in the list above)."
+        f"One MoE layer's all-to-all over the layer's time against the batch, short context, "
+        f"{spoken(presets.parameter['expert_parallel_chips'].value)}: solid lines send a copy "
+        "per expert, dashed once per rack, dotted adds the stand-in latency. Above the "
+        "crossover the ratio is flat, and below 1 the links hide. Left of it the layer waits "
+        "on its weight read, so a ratio under 1 there is not enough (the list above)."
     )
     return _render("alltoall_vs_batch", draw, alt, caption)
 

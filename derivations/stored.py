@@ -58,10 +58,11 @@ def _srepr(expr) -> str:
     return found[1]
 
 
-def closure_key(eq, keep: frozenset[str]) -> str:
+def closure_key(eq, keep: frozenset[str], latex: bool = False) -> str:
     """A digest of everything ``eq.expanded(keep)`` reads: its output, right side and replaced
-    inputs, and the right side of every registered equation whose output it could reach."""
-    from derivations.core import defining
+    inputs, and the right side of every registered equation whose output it could reach; with
+    ``latex``, also the LaTeX name of every symbol it reaches (for text that prints them)."""
+    from derivations.core import SYMBOLS, defining
 
     replaced = dict(eq.replaced)
     parts = [eq.lhs.name, ",".join(sorted(keep)), _srepr(eq.rhs)]
@@ -82,6 +83,8 @@ def closure_key(eq, keep: frozenset[str]) -> str:
         parts.append(f"{name}:{_srepr(inner.rhs)}")
         todo += [s.name for s in inner.rhs.free_symbols]
     parts[3 + len(replaced) :] = sorted(parts[3 + len(replaced) :])
+    if latex:
+        parts += [f"{n}={SYMBOLS[n].latex}" for n in sorted(seen) if n in SYMBOLS]
     return diskcache.digest(*parts)
 
 
@@ -192,8 +195,21 @@ def expanded_latex(eq) -> str:
     equation's closure (:func:`closure_key`): written into the page, never parsed."""
     from derivations.core import to_latex
 
-    key = closure_key(eq, frozenset()) + "\nexpanded latex"
+    # the text prints each symbol's LaTeX name, so its key holds them too: a renamed symbol
+    # (the penalty's pi -> kappa) must not keep the old text
+    key = closure_key(eq, frozenset(), latex=True) + "\nexpanded latex"
     return _kept(key, lambda: to_latex(eq.expanded()), str, str)
+
+
+def expanded_names(eq) -> tuple[str, ...]:
+    """The names of the symbols :func:`expanded_latex` prints, kept under the same closure: a
+    card's table defines each (the written-out line reaches past the equation's own inputs)."""
+    key = closure_key(eq, frozenset()) + "\nexpanded names"
+
+    def compute():
+        return tuple(sorted(s.name for s in eq.expanded().free_symbols))
+
+    return _kept(key, compute, ",".join, lambda text: tuple(text.split(",")) if text else ())
 
 
 def _boolean(text: str) -> bool:

@@ -265,6 +265,9 @@ def context(presets: Presets) -> dict:
         ),
         "penalty_two": said_number(penalty_two.m),
         "two_chip": chip_name(presets.get("hardware", TWO_RACKS)),
+        # after their first use the chips go by their short names ("GB300", not "GB300 NVL72")
+        "two_chip_short": chip_name(presets.get("hardware", TWO_RACKS)).removesuffix(" NVL72"),
+        "rack_short": chip_name(rack).removesuffix(" NVL72"),
         "two_out_bw": quantity(
             presets.get("hardware", TWO_RACKS).scale_out_bandwidth_per_direction.to("GB/s")
         ),
@@ -336,10 +339,15 @@ def _lecture_count(presets: Presets) -> dict:
     model = presets.get("model", MODEL)
     k = presets.parameter["lecture_experts_active"].value.to("expert").m
     sparsity = model.experts_routed / k
+    # the lecture rounds the chip's multiplies per byte of weight to one figure (312.5 -> 300)
+    lecture_per_byte = float(f"{ev.q('dense_crossover_batch').to('sequence').m:.0e}")
     return {
         "lecture_active": said(Q_(k, "expert")),
         "lecture_sparsity": said_number(sparsity),
         "lecture_batch": said(ev.q("dense_crossover_batch").to("sequence") * sparsity, 2),
+        # the lecture's own arithmetic: its rounded multiplies per byte times its sparsity
+        "lecture_per_byte": said_number(lecture_per_byte),
+        "lecture_batch_said": said_number(lecture_per_byte * sparsity),
         "sparsity_params": said_number((model.params_total / model.params_active).to("").m, 3),
     }
 
@@ -641,21 +649,17 @@ def _collective_latency(presets: Presets, one, layer) -> dict:
 
 
 def _turn_here(presets: Presets) -> dict:
-    """Where the running example's step turns compute-bound once the KV cache is counted (the
-    batching chapter's turn batch), and by how much it is still memory-bound at B*."""
-    from book.chapters.batching import _regime, _turn
+    """By how much the running example's step is still memory-bound at B* once the KV cache is
+    counted (B* leaves it out)."""
+    from book.chapters.batching import _regime
 
     ev = Evaluator(presets, RACK, MODEL, "fp8")
     chips = presets.parameter["expert_parallel_chips"].value
-    b_star = ev.q("crossover_batch").to("sequence").m
-    batch = math.ceil(b_star)
-    turn = _turn(ev, batch, chips)
+    batch = math.ceil(ev.q("crossover_batch").to("sequence").m)
     regime = _regime(ev, batch, chips)
     return {
         "by": said_number(float(regime["by"].replace(",", "")), 2),
         "bound": regime["bound"],
-        "batch": said_number(turn, 3).exact if turn is not None else "",
-        "over_star": said_number(turn / b_star, 2) if turn is not None else "",
     }
 
 
@@ -680,7 +684,13 @@ def _data_parallel_attention(presets: Presets) -> dict:
     dp = Q_(copied + routed / chips, "parameter") * fp8
     crossover = Evaluator(presets, RACK, MODEL, "fp8").q("crossover_batch").to("sequence")
     return {
+        "chip_hbm": said(presets.get("hardware", RACK).hbm_capacity.to("GB")),
         "copied": said(Q_(copied, "parameter").to("Gparam"), 2),
+        "copied_gb": said((Q_(copied, "parameter") * fp8).to("GB"), 2),
+        "routed_gb": said((Q_(routed / chips, "parameter") * fp8).to("GB"), 2),
+        # one MoE layer's routed experts at FP8: these fit on one chip; the model's do not
+        "layer_gb": said((Q_(routed / moe_layers, "parameter") * fp8).to("GB"), 2),
+        "routed_all_gb": said((Q_(routed, "parameter") * fp8).to("GB"), 2),
         "copied_pct": said_number(100 * copied / total, 2),
         "even": said(even.to("GB"), 2),
         "dp": said(dp.to("GB"), 2),

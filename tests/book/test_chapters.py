@@ -102,6 +102,10 @@ def test_moe_alltoall_beside_the_layer_compute_by_hand():
     # 3.15 over two racks at 8x, so 3.15 x 9 / 8 = 3.54 at GB300's 9x
     assert float(ctx["ratio_one_rack"]) == pytest.approx(0.79, abs=0.005)
     assert float(ctx["ratio_two_racks"]) == pytest.approx(3.15 * 9 / 8, abs=0.01)
+    # the lecture's own crossover (reader-moe32 fault 4): 5,000 TFLOP/s / (2 x 8 TB/s) = 312.5
+    # multiplies per byte, which the lecture rounds to 300, times its 256 / 32 = 8: 2,400
+    assert ctx["lecture_per_byte"] == "300" and ctx["lecture_sparsity"] == "8"
+    assert ctx["lecture_batch_said"] == "2,400"
 
 
 def test_moe_per_moe_layer_compute_and_the_two_racks_flops_by_hand():
@@ -604,3 +608,10 @@ def test_moe_data_parallel_attention_by_hand():
     factor = (copied + routed / 64) / (671e9 / 64)
     assert float(spread["factor"]) == pytest.approx(factor, abs=0.05)
     assert _num(spread["batch"]) == pytest.approx(5000 / 16 * 671 / 37 * factor, rel=0.03)
+    # reader-moe32 wording faults 1-2: the 17 B copied parameters are 17 GB at FP8, the 27 GB is
+    # each chip's total (17 + 654 / 64 = 10 GB of routed experts); one layer's 256 experts are
+    # 256 x 3 x 7,168 x 2,048 = 11 GB and fit on a 186 GB GB200 chip; the 58 layers' 654 GB do not
+    assert _num(spread["copied_gb"]) == pytest.approx(copied / 1e9, rel=0.03)
+    assert _num(spread["routed_gb"]) == pytest.approx(routed / 64 / 1e9, rel=0.03)
+    assert _num(spread["layer_gb"]) == pytest.approx(routed / 58 / 1e9, rel=0.03)
+    assert _num(spread["layer_gb"]) < _num(spread["chip_hbm"]) < _num(spread["routed_all_gb"])

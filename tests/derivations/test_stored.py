@@ -315,3 +315,16 @@ def test_tampered_latex_is_refused_and_printed_again(printed, capsys, monkeypatc
         entry.write_bytes(entry.read_bytes().replace(b"frac", b"sqrt"))
     assert eq.latex() == right
     assert "damaged entry" in capsys.readouterr().err
+
+
+def test_a_renamed_symbol_is_printed_anew(store, monkeypatch):
+    """Reader-moe32, card fault: the penalty's LaTeX became kappa, but the card's written-out
+    line kept the stored pi, because the closure key holds sympy names, not LaTeX names."""
+    eq = get("alltoall_time")
+    assert r"\kappa" in stored.expanded_latex(eq)
+    penalty = core.SYMBOLS["scale_out_penalty"]
+    monkeypatch.setitem(
+        core.SYMBOLS, "scale_out_penalty", dataclasses.replace(penalty, latex=r"\pi")
+    )
+    text = stored.expanded_latex(eq)
+    assert r"\pi" in text and r"\kappa" not in text
