@@ -234,10 +234,22 @@ def context(presets: Presets) -> dict:
         presets.parameter[p].value for p in ("train_weight_bytes", "train_grad_bytes")
     )
     buffers_high = 2 * buffers
+    # the LM head's logits, outside the transformer layers the table counts: every token of the
+    # exercise's batch scores the whole vocabulary, at the activations' bytes per value
+    per_value = ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
+    ex_tokens = (EXERCISE_BATCH * context_length).to("token").m
+    logits = Q_(ex_tokens * model.vocab * per_value.to("byte/value").m, "byte")
 
     def fits(q) -> str:
+        # the spare room beside the state and the overlapped buffers with the loss chunked, and
+        # whether the LM head's logits, unchunked, would still fit in it
         room = hbm - q - share - buffers_high
-        return f"fits, {said(room.to('GB')).said} spare" if room > 0 else "does not fit"
+        if room <= 0:
+            return "does not fit"
+        spare = f"{said(room.to('GB')).said} spare"
+        if room - logits <= 0:
+            return f"fits only with a chunked loss, {spare}"
+        return f"fits, {spare} ({said((room - logits).to('GB')).said} with unchunked logits)"
 
     ex_rows = (
         ("plain backpropagation: every activation stored", x["stored"]),
@@ -245,11 +257,6 @@ def context(presets: Presets) -> dict:
         ("checkpointing at one extra forward pass", x["ckpt_full"]),
         ("reversible", x["rev_two"] + x["buffer"]),
     )
-    # the LM head's logits, outside the transformer layers the table counts: every token of the
-    # exercise's batch scores the whole vocabulary, at the activations' bytes per value
-    per_value = ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
-    ex_tokens = (EXERCISE_BATCH * context_length).to("token").m
-    logits = Q_(ex_tokens * model.vocab * per_value.to("byte/value").m, "byte")
     # re-running each layer, with the state's share and ZeRO-3's buffers (low end)
     rerun = x["rerun"] + share + buffers
     return {
