@@ -236,3 +236,18 @@ def test_the_kv_saving_is_one_figure_with_attention_counted(ctx):
     assert page.count("{{ rebuild_ratio }}") == page.count("{{ rebuild_ratio_attention }}")
     assert "{{ big_rebuild_ratio_attention }}" in page
     assert "broken_share" not in page  # fault 10: no unverifiable lecture figure
+
+
+def test_checkpointing_leaves_the_re_run_line_at_forty_two_layers():
+    # reader rv32, fault 2: in units of one layer input, a layer's internals are 40.5 / 2 = 20.25.
+    # Re-running each layer holds (n - 1) + 20.25; two-layer segments hold (n / 2 - 1) + 2 x 20.25
+    # for even n, less only when n / 2 > 20.25, so 41 layers (odd: a 3-layer segment or 21
+    # segments with one of 2 layers, 20 + 40.5 = 60.5 > 60.25) still tie and 42 is the first
+    # below (20 + 40.5 = 60.5 < 61.25). The figure's caption computes the same crossover.
+    internals = 40.5 / 2
+    for n, lower in ((40, False), (41, False), (42, True), (80, True)):
+        ckpt = reversible.checkpointed_memory(n, n * internals, 1.0)
+        rerun = reversible.held_rerunning(float(n), internals, 1.0)
+        assert (ckpt < rerun - 1e-9) is lower and ckpt <= rerun + 1e-9
+    caption = __import__("book.figures", fromlist=["x"]).activation_vs_layers(load()).caption
+    assert "up to 41 layers" in caption and "only from 42" in caption
