@@ -249,5 +249,7 @@ def test_checkpointing_leaves_the_re_run_line_at_forty_two_layers():
         ckpt = reversible.checkpointed_memory(n, n * internals, 1.0)
         rerun = reversible.held_rerunning(float(n), internals, 1.0)
         assert (ckpt < rerun - 1e-9) is lower and ckpt <= rerun + 1e-9
-    caption = __import__("book.figures", fromlist=["x"]).activation_vs_layers(load()).caption
+    from book.figures import activation_vs_layers
+
+    caption = activation_vs_layers(load()).caption
     assert "up to 41 layers" in caption and "only from 42" in caption
