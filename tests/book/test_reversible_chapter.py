@@ -253,3 +253,16 @@ def test_checkpointing_leaves_the_re_run_line_at_forty_two_layers():
 
     caption = activation_vs_layers(load()).caption
     assert "up to 41 layers" in caption and "only from 42" in caption
+
+
+def test_one_quantity_one_precision_and_one_notation(ctx):
+    # reader rv32, faults 5-6: 80 layers x 8,192 tokens x 8,192 values x 2 bytes = 10.74 GB of
+    # layer inputs, printed 10.7 GB however it is quoted; the formula's 2 sqrt(80) inputs of
+    # 134.2 MB = 2.40 GB, printed 2.4 GB beside the whole-segment 17 inputs = 2.28 GB
+    assert ctx["plain"].exact == ctx["plain"].said == "10.7 GB"
+    assert ctx["ckpt_formula_inputs"].exact == "2.4 GB" and ctx["ckpt"].exact == "2.282 GB"
+    from book import site
+
+    text = (site.TEMPLATES / "chapters" / "reversible.md.j2").read_text(encoding="utf-8")
+    assert "reference card writes" not in text  # fault: a second notation for M and m_in
+    assert "Two variants" not in text  # the 80x is the lecture's claim, not a variant
