@@ -232,7 +232,7 @@ def figure_key(fig_id: str, fig, alt: str) -> str | None:
     return "\n".join((fig_id, alt, rc, out.hash.hexdigest()))
 
 
-def _mark(ax, x, text, *, vertical=True):
+def _mark(ax, x, text, *, vertical=True, fontsize=9):
     (ax.axvline if vertical else ax.axhline)(x, color=FOREGROUND, linestyle=":", linewidth=1)
     if vertical:
         ax.annotate(
@@ -241,7 +241,7 @@ def _mark(ax, x, text, *, vertical=True):
             xycoords=("data", "axes fraction"),
             xytext=(4, -12),
             textcoords="offset points",
-            fontsize=9,
+            fontsize=fontsize,
         )
     else:
         ax.annotate(
@@ -250,7 +250,7 @@ def _mark(ax, x, text, *, vertical=True):
             xycoords=("axes fraction", "data"),
             xytext=(4, 4),
             textcoords="offset points",
-            fontsize=9,
+            fontsize=fontsize,
         )
 
 
@@ -2266,7 +2266,7 @@ def activation_vs_layers(presets: Presets) -> Figure:
     lecture = {
         "every layer's input: slope 1": inputs,
         "square-root checkpoints: slope \u00bd": ckpt_inputs,
-        "reversible, last output: flat": np.full(depth.shape, layer_input),
+        "reversible, last output, one stream: flat": np.full(depth.shape, layer_input),
     }
     curves = {
         "every activation stored (no recompute)": stored.m,
@@ -2280,9 +2280,15 @@ def activation_vs_layers(presets: Presets) -> Figure:
             depth.shape, cases["rev_two"].to("GB").m + buffer
         ),
     }
-    # below this depth a segment per layer is already the best checkpointing: the root of every
-    # activation over one input exceeds the layer count, so it coincides with re-running each layer
-    shallow = int(round(buffer / layer_input))
+    # up to this depth a segment per layer is already the best whole checkpointing, so it
+    # coincides with re-running each layer: two-layer segments hold one more layer's internals
+    # and save half the inputs, which pays only once half the layers outweigh one layer's
+    # internals (n / 2 > internals over one input)
+    rerun_line, ckpt_line = list(curves.values())[1:3]
+    apart = ~np.isclose(ckpt_line, rerun_line, rtol=1e-9)
+    crossover = int(depth[np.argmax(apart)])  # the first depth where checkpointing is lower
+    assert apart[crossover - depth[0] :].all() and not apart[: crossover - depth[0]].any()
+    assert (ckpt_line[apart] < rerun_line[apart]).all()
     model = presets.get("model", chapter.MODEL)
     context = presets.parameter["context_length"].value
     hbm = presets.get("hardware", chapter.HARDWARE).hbm_capacity.to("GB")
@@ -2291,7 +2297,7 @@ def activation_vs_layers(presets: Presets) -> Figure:
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     def draw(fig, ax):
-        fig.set_size_inches(7, 8.6)
+        fig.set_size_inches(7, 10.4)
         fig.delaxes(ax)
         left, right = fig.subplots(2, 1, sharey=True)
         for a, group, title in (
@@ -2300,32 +2306,35 @@ def activation_vs_layers(presets: Presets) -> Figure:
         ):
             colors = PALETTE[1 : 1 + len(group)] if a is left else PALETTE[: len(group)]
             for color, (label, y) in zip(colors, group.items(), strict=True):
-                a.loglog(depth, y, label=label, linewidth=2, color=color)
+                # checkpointing is dashed: up to the crossover it runs on the re-run line
+                style = "--" if label.startswith("checkpointed") else "-"
+                a.loglog(depth, y, label=label, linewidth=2, color=color, linestyle=style)
             a.axvline(model.layers, color=FOREGROUND, linestyle=":", linewidth=1)
-            a.set_title(title, fontsize=10)
-            a.set_xlabel("layers")
+            a.set_title(title, fontsize=13)
+            a.tick_params(labelsize=11)
+            a.set_xlabel("layers", fontsize=12)
             a.set_xlim(depth[0], depth[-1])
             ticks = [t for t in (4, 10, 20, 40, 80, 200, 400, 1000) if depth[0] <= t <= depth[-1]]
             a.set_xticks(ticks)
             a.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             a.xaxis.set_minor_formatter(NullFormatter())
-            a.set_ylabel("activation memory (GB)")
-            a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=9)
+            a.set_ylabel("activation memory (GB)", fontsize=12)
+            a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=11)
         left.annotate(
             f"{model.name}:\n{model.layers} layers",
             (model.layers, 1),
             xycoords=("data", "axes fraction"),
-            xytext=(4, -24),
+            xytext=(4, -30),
             textcoords="offset points",
-            fontsize=9,
+            fontsize=11,
         )
-        _mark(right, hbm.m, f"{chip} HBM {spoken(hbm)}", vertical=False)
+        _mark(right, hbm.m, f"{chip} HBM {spoken(hbm)}", vertical=False, fontsize=11)
         # the headline at the model's depth: the three schemes at one extra forward pass, and
         # the gap between the best checkpointing and the reversible network
         i = list(depth).index(model.layers)
         rerun, ckpt, rev = (y[i] for y in list(curves.values())[1:])
         for y, color, offset in zip(
-            (rerun, ckpt, rev), PALETTE[1:4], ((-8, 4), (-8, -11), (-8, -12)), strict=True
+            (rerun, ckpt, rev), PALETTE[1:4], ((-8, 5), (-8, -14), (-8, -15)), strict=True
         ):
             right.plot([model.layers], [y], "o", color=color, markersize=5)
             right.annotate(
@@ -2334,7 +2343,7 @@ def activation_vs_layers(presets: Presets) -> Figure:
                 xytext=offset,
                 textcoords="offset points",
                 ha="right",
-                fontsize=8,
+                fontsize=11,
                 color=color,
             )
         gap = model.layers * 1.35
@@ -2350,14 +2359,15 @@ def activation_vs_layers(presets: Presets) -> Figure:
             xytext=(4, 0),
             textcoords="offset points",
             va="center",
-            fontsize=8,
+            fontsize=11,
         )
         left.set_yticks([t for t in (0.1, 1, 10, 100, 1000)])
         left.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         left.yaxis.set_minor_formatter(NullFormatter())
 
-    def at(y) -> str:
-        return spoken(Q_(y[list(depth).index(model.layers)], "GB"))
+    def at(y) -> str:  # three figures, as the chapter prints the layer inputs (10.7 GB)
+        q = Q_(y[list(depth).index(model.layers)], "GB")
+        return quantity(q if q >= Q_(1, "GB") else q.to("MB"), 3)
 
     # three figures, as the chapter's table prints them: the arrow's ratio comes from these
     held = [quantity(Q_(y[list(depth).index(model.layers)], "GB"), 3) for y in curves.values()]
@@ -2376,17 +2386,14 @@ def activation_vs_layers(presets: Presets) -> Figure:
     )
     caption = (
         f"Activation memory against depth for one sequence of {context_tokens(context)} at "
-        f"{model.name}'s width. Top, the lecture's count in layer inputs: the slopes are its "
-        f"argument, linear, square root, flat ({', '.join(counted)} at {model.layers} layers; "
-        f"the square-root curve is the formula, 2\u221an layer inputs for n layers, which counts "
-        f"each segment's first input twice; whole segments hold about one input fewer). "
-        f"Bottom, what each scheme holds at its peak, the three that recompute at the same one "
-        f"extra forward pass: {held[1]}, {held[2]} and {held[3]} at {model.layers} layers. Every "
-        f"one of them also holds one layer's internals ({spoken(Q_(buffer, 'GB'))}) while that "
-        f"layer runs backwards: a floor that flattens the re-run line until the layer inputs "
-        f"outweigh it, beyond {shallow} layers, and that the reversible network never leaves. "
-        f"Below {shallow} layers checkpointing cannot use more segments than there are layers, "
-        f"so it coincides with re-running each layer; above, it climbs as the square root."
+        f"{model.name}'s width; the dotted line marks its {model.layers} layers. Top, the "
+        f"lecture's count in layer inputs, one stream for the reversible network: its slopes are "
+        f"the argument, linear, square root and flat ({', '.join(counted)} at {model.layers} "
+        f"layers). Bottom, what each scheme holds at its peak, the three that recompute at the "
+        f"same one extra forward pass ({held[1]}, {held[2]} and {held[3]}): all sit on one "
+        f"layer's internals ({spoken(Q_(buffer, 'GB'))}), and checkpointing (dashed) runs on "
+        f"the re-run line up to {spoken_number(crossover - 1)} layers, since segments of two "
+        f"layers pay only from {spoken_number(crossover)}."
     )
     return _render("activation_vs_layers", draw, alt, caption)
 

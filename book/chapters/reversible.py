@@ -234,10 +234,22 @@ def context(presets: Presets) -> dict:
         presets.parameter[p].value for p in ("train_weight_bytes", "train_grad_bytes")
     )
     buffers_high = 2 * buffers
+    # the LM head's logits, outside the transformer layers the table counts: every token of the
+    # exercise's batch scores the whole vocabulary, at the activations' bytes per value
+    per_value = ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
+    ex_tokens = (EXERCISE_BATCH * context_length).to("token").m
+    logits = Q_(ex_tokens * model.vocab * per_value.to("byte/value").m, "byte")
 
     def fits(q) -> str:
+        # the spare room beside the state and the overlapped buffers with the loss chunked, and
+        # whether the LM head's logits, unchunked, would still fit in it
         room = hbm - q - share - buffers_high
-        return f"fits, {said(room.to('GB')).said} spare" if room > 0 else "does not fit"
+        if room <= 0:
+            return "does not fit"
+        spare = f"{said(room.to('GB')).said} spare"
+        if room - logits <= 0:
+            return f"fits only with a chunked loss, {spare}"
+        return f"fits, {spare} ({said((room - logits).to('GB')).said} with unchunked logits)"
 
     ex_rows = (
         ("plain backpropagation: every activation stored", x["stored"]),
@@ -245,11 +257,6 @@ def context(presets: Presets) -> dict:
         ("checkpointing at one extra forward pass", x["ckpt_full"]),
         ("reversible", x["rev_two"] + x["buffer"]),
     )
-    # the LM head's logits, outside the transformer layers the table counts: every token of the
-    # exercise's batch scores the whole vocabulary, at the activations' bytes per value
-    per_value = ev.detailed("layer_activation_bytes").inputs["activation_bytes_per_value"].base
-    ex_tokens = (EXERCISE_BATCH * context_length).to("token").m
-    logits = Q_(ex_tokens * model.vocab * per_value.to("byte/value").m, "byte")
     # re-running each layer, with the state's share and ZeRO-3's buffers (low end)
     rerun = x["rerun"] + share + buffers
     return {
@@ -333,7 +340,16 @@ def context(presets: Presets) -> dict:
             )
         ),
         "stored": said(m["stored"].to("GB")),
-        "plain": said(m["plain"].to("GB")),
+        # three figures everywhere (10.7 GB), so one quantity is never printed two ways
+        "plain": said(printed(m["plain"])),
+        # the formula's 2 sqrt(n) layer inputs, which count a segment's first input twice
+        "ckpt_formula_inputs": said(
+            printed(
+                Evaluator(presets, model=MODEL, batch_size=TRAIN_BATCH).q(
+                    "checkpoint_activation_memory"
+                )
+            )
+        ),
         "ckpt": said(m["ckpt"].to("GB")),
         "rev": said(m["rev"].to("MB")),
         "buffer": said(m["buffer"].to("GB")),
@@ -395,7 +411,7 @@ def context(presets: Presets) -> dict:
         "ex_plain": said(printed(x["plain"])),
         "ex_ckpt": said(x["ckpt"].to("GB")),
         "ex_rev": said(x["rev_two"].to("MB")),
-        "ex_buffer": said(x["buffer"].to("GB")),
+        "ex_buffer": said(printed(x["buffer"])),
         "ex_stored_over_hbm": said_number(_ratio(x["stored"], hbm), 3),
         "ex_plain_over_hbm": said_number(_ratio(x["plain"], hbm), 3),
         "ex_ckpt_over_rev": said_number(_ratio(x["ckpt"], x["rev"]), 3),
@@ -527,6 +543,8 @@ def _strategies(m: dict, plain_flops, forward, per) -> list[dict]:
         (
             "reversible: rebuild each layer's input from its output (two streams)",
             1,
+            # x', which y is rebuilt into, and the recomputed f(y'), beside one layer's
+            # internals, whose first tensor is y' itself: the layer's input counted once
             m["rev_two"] + m["buffer"],
         ),
     )

@@ -116,8 +116,14 @@ def test_exercise_one_says_which_strategy_fits_beside_the_state(ctx):
     verdicts = [r["verdict"] for r in ctx["ex_verdicts"]]
     assert [v.startswith("fits") for v in verdicts] == [r > 0 for r in room]
     assert [r > 0 for r in room] == [False, True, True, True]  # what the answer's prose says
-    # re-running each layer keeps only about 2 GB at the high end: the marginal case
-    assert 1.5e9 < room[1] < 2.5e9 and verdicts[1] == f"fits, {room[1] / 1e9:.2g} GB spare"
+    # re-running each layer keeps only about 2 GB at the high end: the marginal case, and the
+    # LM head's unchunked logits (4 x 8,192 tokens x 128,256 vocabulary x 2 bytes = 8.4 GB) do
+    # not fit in it, so the table's verdict says the loss must be chunked (reader rv32, fault 1)
+    logits = 4 * TOKENS * 128_256 * 2
+    assert room[1] - logits < 0 < room[2] - logits
+    assert 1.5e9 < room[1] < 2.5e9
+    assert verdicts[1] == f"fits only with a chunked loss, {room[1] / 1e9:.2g} GB spare"
+    assert verdicts[2].startswith(f"fits, {room[2] / 1e9:.2g} GB spare (")
 
 
 def test_exercise_one_counts_the_lm_head_s_logits(ctx):
@@ -230,3 +236,33 @@ def test_the_kv_saving_is_one_figure_with_attention_counted(ctx):
     assert page.count("{{ rebuild_ratio }}") == page.count("{{ rebuild_ratio_attention }}")
     assert "{{ big_rebuild_ratio_attention }}" in page
     assert "broken_share" not in page  # fault 10: no unverifiable lecture figure
+
+
+def test_checkpointing_leaves_the_re_run_line_at_forty_two_layers():
+    # reader rv32, fault 2: in units of one layer input, a layer's internals are 40.5 / 2 = 20.25.
+    # Re-running each layer holds (n - 1) + 20.25; two-layer segments hold (n / 2 - 1) + 2 x 20.25
+    # for even n, less only when n / 2 > 20.25, so 41 layers (odd: a 3-layer segment or 21
+    # segments with one of 2 layers, 20 + 40.5 = 60.5 > 60.25) still tie and 42 is the first
+    # below (20 + 40.5 = 60.5 < 61.25). The figure's caption computes the same crossover.
+    internals = 40.5 / 2
+    for n, lower in ((40, False), (41, False), (42, True), (80, True)):
+        ckpt = reversible.checkpointed_memory(n, n * internals, 1.0)
+        rerun = reversible.held_rerunning(float(n), internals, 1.0)
+        assert (ckpt < rerun - 1e-9) is lower and ckpt <= rerun + 1e-9
+    from book.figures import activation_vs_layers
+
+    caption = activation_vs_layers(load()).caption
+    assert "up to 41 layers" in caption and "only from 42" in caption
+
+
+def test_one_quantity_one_precision_and_one_notation(ctx):
+    # reader rv32, faults 5-6: 80 layers x 8,192 tokens x 8,192 values x 2 bytes = 10.74 GB of
+    # layer inputs, printed 10.7 GB however it is quoted; the formula's 2 sqrt(80) inputs of
+    # 134.2 MB = 2.40 GB, printed 2.4 GB beside the whole-segment 17 inputs = 2.28 GB
+    assert ctx["plain"].exact == ctx["plain"].said == "10.7 GB"
+    assert ctx["ckpt_formula_inputs"].exact == "2.4 GB" and ctx["ckpt"].exact == "2.282 GB"
+    from book import site
+
+    text = (site.TEMPLATES / "chapters" / "reversible.md.j2").read_text(encoding="utf-8")
+    assert "reference card writes" not in text  # fault: a second notation for M and m_in
+    assert "Two variants" not in text  # the 80x is the lecture's claim, not a variant
