@@ -107,7 +107,10 @@ BASE_WORDS = (
     ("tokens", "token"),
     ("sequences", "sequence"),
 )
-# Small factors a wrong answer is often off by, and why (checked after powers of ten).
+# Small factors a wrong answer is often off by, and why (checked after powers of ten): the
+# factor, the messages over and under, and the same for an amount of memory (data, with no time,
+# compute or cost in it), where no FLOP is counted (reader 29 was told to check 2N against 6N
+# for a third of an activation memory).
 RATIOS_WHY = (
     (
         2,
@@ -115,6 +118,8 @@ RATIOS_WHY = (
         "forward and backward).",
         "That is half the answer: check a factor of 2 (bytes per value, or forward against "
         "forward and backward).",
+        "That is twice the answer: check a factor of 2 (bytes per value, or a key and a value).",
+        "That is half the answer: check a factor of 2 (bytes per value, or a key and a value).",
     ),
     (
         3,
@@ -122,9 +127,13 @@ RATIOS_WHY = (
         "forward and backward).",
         "That is a third of the answer: check 2N against 6N FLOPs per token (forward only, or "
         "forward and backward).",
+        "That is 3 times the answer: check how many layers' or copies' worth you counted.",
+        "That is a third of the answer: check how many layers' or copies' worth you counted.",
     ),
     (
         8,
+        "That is 8 times the answer: check bits against bytes.",
+        "That is an eighth of the answer: check bits against bytes.",
         "That is 8 times the answer: check bits against bytes.",
         "That is an eighth of the answer: check bits against bytes.",
     ),
@@ -139,7 +148,9 @@ TIME_SLIPS = (
 # A bare number typed for a share: "32.9" for 0.329 (the text, then the number it holds).
 BARE_NUMBER = r"[ \t\n\r\f\v]*([0-9]+(?:\.[0-9]+)?)[ \t\n\r\f\v]*"
 TOKEN, SEQUENCE = DIMENSIONS.index("[token]"), DIMENSIONS.index("[sequence]")
-TIME, DATA, CURRENCY = (DIMENSIONS.index(d) for d in ("[time]", "[information]", "[currency]"))
+TIME, DATA, COMPUTE, CURRENCY = (
+    DIMENSIONS.index(d) for d in ("[time]", "[information]", "[compute]", "[currency]")
+)
 MAX_TENS = 12  # powers of ten a diagnosis names, at most
 SLACK = 1e-12  # rounding room at the edges of a tolerance
 # Words a student names a count with that the registry has no unit for ("9 replicas", "3
@@ -246,7 +257,7 @@ def unit_table() -> dict:
         "phrases": phrases,
         "words": [list(w) for w in BASE_WORDS],
         "tens": tens,
-        "factors": [[float(k), more, less] for k, more, less in RATIOS_WHY],
+        "factors": [[float(k), *why] for k, *why in RATIOS_WHY],
         "timeslips": [[float(k), spoken(k), words] for k, words in TIME_SLIPS],
         "close": [float(CLOSE), CLOSE_MAX],
         "figures": list(FIGURES),
@@ -572,7 +583,9 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             return _verdict("wrong", f"That is {said} times the answer: {slip}")
         if _within(value * k, centres, spec):
             return _verdict("wrong", f"That is {said} times too small: {slip}")
-    for k, more, less in table["factors"] if spec["mode"] != "factor" else []:
+    memory = _is_memory(spec)
+    for k, *why in table["factors"] if spec["mode"] != "factor" else []:
+        more, less = why[2:] if memory else why[:2]
         if _within(value / k, centres, spec):
             return _verdict("wrong", more)
         if _within(value * k, centres, spec):
@@ -671,6 +684,13 @@ def _is_money(spec: dict) -> bool:
     """Whether the answer is an amount of money (a cost in dollars, nothing per anything)."""
     dims = spec["dims"]
     return not spec.get("counts") and all(d == (k == CURRENCY) for k, d in enumerate(dims))
+
+
+def _is_memory(spec: dict) -> bool:
+    """Whether the answer is an amount of memory (data, per anything or not), with no time,
+    compute or cost in it: its factor slips are bytes and copies, never FLOPs."""
+    dims = spec["dims"]
+    return bool(dims[DATA]) and not (dims[TIME] or dims[COMPUTE] or dims[CURRENCY])
 
 
 def _pure(spec: dict) -> bool:

@@ -380,6 +380,17 @@ DIAGNOSED = [
     ("12 ms", Q_(24, "ms"), "That is half the answer"),
     ("6.3 × 10²³ FLOP", Q_(2.1e23, "FLOP"), "3 times the answer: check 2N against 6N"),
     ("7e22 FLOP", Q_(2.1e23, "FLOP"), "a third of the answer: check 2N against 6N"),
+    # an amount of memory counts no FLOPs: its factors are bytes and copies (reader 29 was told
+    # to check 2N against 6N for 2.15 GB, a third of a 6.442 GB activation saving)
+    ("2.15 GB", Q_(6.442, "GB"), "That is a third of the answer: check how many layers' or"),
+    ("19.3 GB", Q_(6.442, "GB"), "That is 3 times the answer: check how many layers' or copies'"),
+    ("3.22 GB", Q_(6.442, "GB"), "That is half the answer: check a factor of 2 (bytes per value, "),
+    (
+        "96 kB/token",
+        Q_(48, "kB/token"),
+        "twice the answer: check a factor of 2 (bytes per value, or a",
+    ),
+    ("7e22 FLOP/s", Q_(2.1e23, "FLOP/s"), "a third of the answer: check 2N against 6N"),
     ("8 GB", Q_(1, "GB"), "That is 8 times the answer: check bits against bytes."),
     ("1 Gb", Q_(1, "GB"), "That is an eighth of the answer: check bits against bytes."),
     ("31 ms", Q_(24, "ms"), "Not right, and not off by a simple factor: check your working."),

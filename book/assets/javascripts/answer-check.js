@@ -34,11 +34,12 @@
   var MAX_LABELS = 6;
 
   var TOKEN = -1, SEQUENCE = -1; /* the token and sequence dimensions' places in the table's dims */
-  var TIME = -1, DATA = -1, CURRENCY = -1;
+  var TIME = -1, DATA = -1, COMPUTE = -1, CURRENCY = -1;
 
   function setUnits(table) {
     TABLE = table; TOKEN = table.dims.indexOf("token"); SEQUENCE = table.dims.indexOf("sequence");
     TIME = table.dims.indexOf("time"); DATA = table.dims.indexOf("information"); CURRENCY = table.dims.indexOf("currency");
+    COMPUTE = table.dims.indexOf("compute");
   }
   function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
   function strip(s) { return s.replace(EDGES, ""); }
@@ -307,6 +308,12 @@
     return total + names.length <= 1;
   }
 
+  function isMemory(spec) {
+    /* an amount of memory: data, with no time, compute or cost in it (book/checker.py's _is_memory) */
+    var d = spec.dims;
+    return !!d[DATA] && !(d[TIME] || d[COMPUTE] || d[CURRENCY]);
+  }
+
   function isMoney(spec) {
     if (Object.keys(spec.counts || {}).length) return false;
     for (var k = 0; k < spec.dims.length; k++) if (spec.dims[k] !== (k === CURRENCY ? 1 : 0)) return false;
@@ -437,9 +444,10 @@
       if (within(value * slips[i][0], centres, spec)) return verdict("wrong", "That is " + slips[i][1] + " times too small: " + slip);
     }
     var factors = spec.mode !== "factor" ? TABLE.factors : [];
+    var said = isMemory(spec) ? 3 : 1; /* an amount of memory: bytes and copies, never FLOPs */
     for (i = 0; i < factors.length; i++) {
-      if (within(value / factors[i][0], centres, spec)) return verdict("wrong", factors[i][1]);
-      if (within(value * factors[i][0], centres, spec)) return verdict("wrong", factors[i][2]);
+      if (within(value / factors[i][0], centres, spec)) return verdict("wrong", factors[i][said]);
+      if (within(value * factors[i][0], centres, spec)) return verdict("wrong", factors[i][said + 1]);
     }
     var near = close(value, centres, spec);
     if (near !== null) return verdict("wrong", near);
