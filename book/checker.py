@@ -17,8 +17,9 @@ answer asked per sequence may leave the "per sequence" unsaid ("86 tokens/s", "4
 tokens"); "per user", "per conversation", "per request" and "per stream" are per sequence
 (:data:`units.reading.SEQUENCE_WORDS`); a count the answer does not name ("2.21 tokens per
 step") is allowed. On a count, "B" alone is billions of it ("178 B" for 178 B parameters), as
-before a count noun; on an amount of money, billions of dollars ("$7.3B", "7.3B"), as money is
-written; elsewhere it is bytes. A pure number takes any noun for what it counts ("9
+before a count noun (a pure number, a ratio, only when billions are right: "2667 B" for 61.44 is
+bytes); on an amount of money, billions of dollars ("$7.3B", "7.3B"), as money is written;
+elsewhere it is bytes. A pure number takes any noun for what it counts ("9
 replicas", "9 users"; :data:`COUNT_NOUNS`), a count only its own. Text that cannot be read
 whole may start with a label, the option a design problem's answer chose ("flash 0.0446",
 "B200 at FP8: 12.3 ms"): it is dropped and the rest graded (:func:`unlabelled`). A wrong one is
@@ -513,10 +514,17 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         except ChalkboardError as why:
             message = str(why)
             return _verdict("unreadable", message[:1].upper() + message[1:] + ".")
-    if got["bytes_alone"] and (_is_count(spec) or _is_money(spec)):
+    centres = [spec["value"]] + ([spec["shown"]] if "shown" in spec else [])
+    billions = got["number"] * table["scales"]["B"]
+    if (
+        got["bytes_alone"]
+        and (_is_count(spec) or _is_money(spec))
+        and (not _pure(spec) or _within(billions, centres, spec))
+    ):
         # "178 B" for a count: billions of it, as "178 B parameters" says; "7.3B" for a cost,
-        # billions of dollars, as money is written (bytes otherwise)
-        got["value"], got["scaled"] = got["number"] * table["scales"]["B"], True
+        # billions of dollars, as money is written (bytes otherwise). A pure number (a ratio)
+        # takes billions only when they are right: "2667 B" is bytes, a dimension to name
+        got["value"], got["scaled"] = billions, True
     if got["money_bytes"] and _is_money(spec):
         # "$7.3B", "$7.3 B": billions of dollars (B before USD already is: "7.3B USD")
         got["value"] = got["value"] / table["units"]["B"][0] * table["scales"]["B"]
@@ -558,7 +566,6 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             f"That counts {_counts_text(got['counts'])}; the question asks for "
             f"{_counts_text(want)}{_in_unit(spec)}.",
         )
-    centres = [spec["value"]] + ([spec["shown"]] if "shown" in spec else [])
     if _within(value, centres, spec):
         return _verdict("right", "Correct.")
     if near := _nearest([m for m in mistakes if "dims" not in m], value, spec):

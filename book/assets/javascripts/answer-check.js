@@ -380,10 +380,13 @@
         return verdict("unreadable", why.message.charAt(0).toUpperCase() + why.message.slice(1) + ".");
       }
     }
-    if (got.bytesAlone && (isCount(spec) || isMoney(spec))) {
+    var centres = [spec.value].concat(spec.shown !== undefined ? [spec.shown] : []);
+    var billions = got.number * TABLE.scales.B;
+    if (got.bytesAlone && (isCount(spec) || isMoney(spec)) && (!pure(spec) || within(billions, centres, spec))) {
       /* "178 B" for a count: billions of it, as "178 B parameters" says; "7.3B" for a cost,
-       * billions of dollars, as money is written (bytes otherwise) */
-      got.value = got.number * TABLE.scales.B; got.scaled = true;
+       * billions of dollars, as money is written (bytes otherwise); a pure number takes
+       * billions only when they are right: "2667 B" is bytes, a dimension to name */
+      got.value = billions; got.scaled = true;
     }
     if (got.moneyBytes && isMoney(spec)) {
       /* "$7.3B", "$7.3 B": billions of dollars (B before USD already is: "7.3B USD") */
@@ -421,7 +424,6 @@
       return verdict("wrong", "That counts " + countsText(got.counts) + "; the question asks for " +
         countsText(wanted) + unitText(spec) + ".");
     }
-    var centres = [spec.value].concat(spec.shown !== undefined ? [spec.shown] : []);
     if (within(value, centres, spec)) return verdict("right", "Correct.");
     m = nearest(mistakes.filter(function (x) { return !x.dims; }), value, spec);
     if (m) return verdict("wrong", m.why);
