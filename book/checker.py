@@ -17,8 +17,9 @@ answer asked per sequence may leave the "per sequence" unsaid ("86 tokens/s", "4
 tokens"); "per user", "per conversation", "per request" and "per stream" are per sequence
 (:data:`units.reading.SEQUENCE_WORDS`); a count the answer does not name ("2.21 tokens per
 step") is allowed. On a count, "B" alone is billions of it ("178 B" for 178 B parameters), as
-before a count noun; on an amount of money, billions of dollars ("$7.3B", "7.3B"), as money is
-written; elsewhere it is bytes. A pure number takes any noun for what it counts ("9
+before a count noun (a pure number, a ratio, only when billions are right: "2667 B" for 61.44 is
+bytes); on an amount of money, billions of dollars ("$7.3B", "7.3B"), as money is written;
+elsewhere it is bytes. A pure number takes any noun for what it counts ("9
 replicas", "9 users"; :data:`COUNT_NOUNS`), a count only its own. Text that cannot be read
 whole may start with a label, the option a design problem's answer chose ("flash 0.0446",
 "B200 at FP8: 12.3 ms"): it is dropped and the rest graded (:func:`unlabelled`). A wrong one is
@@ -107,7 +108,10 @@ BASE_WORDS = (
     ("tokens", "token"),
     ("sequences", "sequence"),
 )
-# Small factors a wrong answer is often off by, and why (checked after powers of ten).
+# Small factors a wrong answer is often off by, and why (checked after powers of ten): the
+# factor, the messages over and under, and the same for an amount of memory (data, with no time,
+# compute or cost in it), where no FLOP is counted (reader 29 was told to check 2N against 6N
+# for a third of an activation memory).
 RATIOS_WHY = (
     (
         2,
@@ -115,6 +119,8 @@ RATIOS_WHY = (
         "forward and backward).",
         "That is half the answer: check a factor of 2 (bytes per value, or forward against "
         "forward and backward).",
+        "That is twice the answer: check a factor of 2 (bytes per value, or a key and a value).",
+        "That is half the answer: check a factor of 2 (bytes per value, or a key and a value).",
     ),
     (
         3,
@@ -122,9 +128,13 @@ RATIOS_WHY = (
         "forward and backward).",
         "That is a third of the answer: check 2N against 6N FLOPs per token (forward only, or "
         "forward and backward).",
+        "That is 3 times the answer: check how many layers' or copies' worth you counted.",
+        "That is a third of the answer: check how many layers' or copies' worth you counted.",
     ),
     (
         8,
+        "That is 8 times the answer: check bits against bytes.",
+        "That is an eighth of the answer: check bits against bytes.",
         "That is 8 times the answer: check bits against bytes.",
         "That is an eighth of the answer: check bits against bytes.",
     ),
@@ -139,7 +149,9 @@ TIME_SLIPS = (
 # A bare number typed for a share: "32.9" for 0.329 (the text, then the number it holds).
 BARE_NUMBER = r"[ \t\n\r\f\v]*([0-9]+(?:\.[0-9]+)?)[ \t\n\r\f\v]*"
 TOKEN, SEQUENCE = DIMENSIONS.index("[token]"), DIMENSIONS.index("[sequence]")
-TIME, DATA, CURRENCY = (DIMENSIONS.index(d) for d in ("[time]", "[information]", "[currency]"))
+TIME, DATA, COMPUTE, CURRENCY = (
+    DIMENSIONS.index(d) for d in ("[time]", "[information]", "[compute]", "[currency]")
+)
 MAX_TENS = 12  # powers of ten a diagnosis names, at most
 SLACK = 1e-12  # rounding room at the edges of a tolerance
 # Words a student names a count with that the registry has no unit for ("9 replicas", "3
@@ -246,7 +258,7 @@ def unit_table() -> dict:
         "phrases": phrases,
         "words": [list(w) for w in BASE_WORDS],
         "tens": tens,
-        "factors": [[float(k), more, less] for k, more, less in RATIOS_WHY],
+        "factors": [[float(k), *why] for k, *why in RATIOS_WHY],
         "timeslips": [[float(k), spoken(k), words] for k, words in TIME_SLIPS],
         "close": [float(CLOSE), CLOSE_MAX],
         "figures": list(FIGURES),
@@ -502,10 +514,17 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
         except ChalkboardError as why:
             message = str(why)
             return _verdict("unreadable", message[:1].upper() + message[1:] + ".")
-    if got["bytes_alone"] and (_is_count(spec) or _is_money(spec)):
+    centres = [spec["value"]] + ([spec["shown"]] if "shown" in spec else [])
+    billions = got["number"] * table["scales"]["B"]
+    if (
+        got["bytes_alone"]
+        and (_is_count(spec) or _is_money(spec))
+        and (not _pure(spec) or _within(billions, centres, spec))
+    ):
         # "178 B" for a count: billions of it, as "178 B parameters" says; "7.3B" for a cost,
-        # billions of dollars, as money is written (bytes otherwise)
-        got["value"], got["scaled"] = got["number"] * table["scales"]["B"], True
+        # billions of dollars, as money is written (bytes otherwise). A pure number (a ratio)
+        # takes billions only when they are right: "2667 B" is bytes, a dimension to name
+        got["value"], got["scaled"] = billions, True
     if got["money_bytes"] and _is_money(spec):
         # "$7.3B", "$7.3 B": billions of dollars (B before USD already is: "7.3B USD")
         got["value"] = got["value"] / table["units"]["B"][0] * table["scales"]["B"]
@@ -547,7 +566,6 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             f"That counts {_counts_text(got['counts'])}; the question asks for "
             f"{_counts_text(want)}{_in_unit(spec)}.",
         )
-    centres = [spec["value"]] + ([spec["shown"]] if "shown" in spec else [])
     if _within(value, centres, spec):
         return _verdict("right", "Correct.")
     if near := _nearest([m for m in mistakes if "dims" not in m], value, spec):
@@ -572,7 +590,9 @@ def check(text: str, spec: dict, table: dict | None = None) -> dict:
             return _verdict("wrong", f"That is {said} times the answer: {slip}")
         if _within(value * k, centres, spec):
             return _verdict("wrong", f"That is {said} times too small: {slip}")
-    for k, more, less in table["factors"] if spec["mode"] != "factor" else []:
+    memory = _is_memory(spec)
+    for k, *why in table["factors"] if spec["mode"] != "factor" else []:
+        more, less = why[2:] if memory else why[:2]
         if _within(value / k, centres, spec):
             return _verdict("wrong", more)
         if _within(value * k, centres, spec):
@@ -671,6 +691,13 @@ def _is_money(spec: dict) -> bool:
     """Whether the answer is an amount of money (a cost in dollars, nothing per anything)."""
     dims = spec["dims"]
     return not spec.get("counts") and all(d == (k == CURRENCY) for k, d in enumerate(dims))
+
+
+def _is_memory(spec: dict) -> bool:
+    """Whether the answer is an amount of memory (data, per anything or not), with no time,
+    compute or cost in it: its factor slips are bytes and copies, never FLOPs."""
+    dims = spec["dims"]
+    return bool(dims[DATA]) and not (dims[TIME] or dims[COMPUTE] or dims[CURRENCY])
 
 
 def _pure(spec: dict) -> bool:

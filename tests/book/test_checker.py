@@ -94,6 +94,8 @@ WRITTEN = [
     ("178 B", Q_(178, "Gparam"), True),
     ("0.178 B", Q_(178, "Gparam"), False),  # 1,000 times too small, not bytes
     ("178 B", Q_(178e9, "token"), True),
+    ("1.2 B", Q_(1.2e9, ""), True),  # a pure number takes billions where they are right
+    ("2667 B", Q_(61.44, ""), False),  # and bytes where they are not (diagnosed below)
     ("2.5 B", Q_(2.5e9, "sequence"), True),
     ("1.5 B", Q_(1.5e9, ""), True),
     ("178 M", Q_(178e6, "parameter"), True),
@@ -380,6 +382,17 @@ DIAGNOSED = [
     ("12 ms", Q_(24, "ms"), "That is half the answer"),
     ("6.3 × 10²³ FLOP", Q_(2.1e23, "FLOP"), "3 times the answer: check 2N against 6N"),
     ("7e22 FLOP", Q_(2.1e23, "FLOP"), "a third of the answer: check 2N against 6N"),
+    # an amount of memory counts no FLOPs: its factors are bytes and copies (reader 29 was told
+    # to check 2N against 6N for 2.15 GB, a third of a 6.442 GB activation saving)
+    ("2.15 GB", Q_(6.442, "GB"), "That is a third of the answer: check how many layers' or"),
+    ("19.3 GB", Q_(6.442, "GB"), "That is 3 times the answer: check how many layers' or copies'"),
+    ("3.22 GB", Q_(6.442, "GB"), "That is half the answer: check a factor of 2 (bytes per value, "),
+    (
+        "96 kB/token",
+        Q_(48, "kB/token"),
+        "twice the answer: check a factor of 2 (bytes per value, or a",
+    ),
+    ("7e22 FLOP/s", Q_(2.1e23, "FLOP/s"), "a third of the answer: check 2N against 6N"),
     ("8 GB", Q_(1, "GB"), "That is 8 times the answer: check bits against bytes."),
     ("1 Gb", Q_(1, "GB"), "That is an eighth of the answer: check bits against bytes."),
     ("31 ms", Q_(24, "ms"), "Not right, and not off by a simple factor: check your working."),
@@ -405,6 +418,9 @@ DIAGNOSED = [
     ("67.58B", Q_(67.58e9, "FLOP"), "B alone means bytes: for billions, name the unit after the "),
     ("67.58B", Q_(67.58e9, "FLOP"), "after the B (B FLOP) or write billion."),
     ("24B", Q_(24, "ms"), "That is an amount of data; the question asks for a time (in ms)."),
+    # a pure number's B is bytes unless billions are right (reader 29 typed "2667 B", the bytes
+    # per token, for a ratio of 61.44 and was told it was no simple factor off)
+    ("2667 B", Q_(61.44, ""), "That is an amount of data; the question asks for a pure number."),
     ("67.58B", Q_(67.58e9, "FLOP/s"), "That is an amount of data; the question asks for a compu"),
     ("9 seconds", Q_(9, ""), "That is a time; the question asks for a pure number."),
     ("9 seconds", Q_(9, "chip"), "That is a time; the question asks for a number of chips."),

@@ -34,11 +34,12 @@
   var MAX_LABELS = 6;
 
   var TOKEN = -1, SEQUENCE = -1; /* the token and sequence dimensions' places in the table's dims */
-  var TIME = -1, DATA = -1, CURRENCY = -1;
+  var TIME = -1, DATA = -1, COMPUTE = -1, CURRENCY = -1;
 
   function setUnits(table) {
     TABLE = table; TOKEN = table.dims.indexOf("token"); SEQUENCE = table.dims.indexOf("sequence");
     TIME = table.dims.indexOf("time"); DATA = table.dims.indexOf("information"); CURRENCY = table.dims.indexOf("currency");
+    COMPUTE = table.dims.indexOf("compute");
   }
   function own(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
   function strip(s) { return s.replace(EDGES, ""); }
@@ -307,6 +308,12 @@
     return total + names.length <= 1;
   }
 
+  function isMemory(spec) {
+    /* an amount of memory: data, with no time, compute or cost in it (book/checker.py's _is_memory) */
+    var d = spec.dims;
+    return !!d[DATA] && !(d[TIME] || d[COMPUTE] || d[CURRENCY]);
+  }
+
   function isMoney(spec) {
     if (Object.keys(spec.counts || {}).length) return false;
     for (var k = 0; k < spec.dims.length; k++) if (spec.dims[k] !== (k === CURRENCY ? 1 : 0)) return false;
@@ -373,10 +380,13 @@
         return verdict("unreadable", why.message.charAt(0).toUpperCase() + why.message.slice(1) + ".");
       }
     }
-    if (got.bytesAlone && (isCount(spec) || isMoney(spec))) {
+    var centres = [spec.value].concat(spec.shown !== undefined ? [spec.shown] : []);
+    var billions = got.number * TABLE.scales.B;
+    if (got.bytesAlone && (isCount(spec) || isMoney(spec)) && (!pure(spec) || within(billions, centres, spec))) {
       /* "178 B" for a count: billions of it, as "178 B parameters" says; "7.3B" for a cost,
-       * billions of dollars, as money is written (bytes otherwise) */
-      got.value = got.number * TABLE.scales.B; got.scaled = true;
+       * billions of dollars, as money is written (bytes otherwise); a pure number takes
+       * billions only when they are right: "2667 B" is bytes, a dimension to name */
+      got.value = billions; got.scaled = true;
     }
     if (got.moneyBytes && isMoney(spec)) {
       /* "$7.3B", "$7.3 B": billions of dollars (B before USD already is: "7.3B USD") */
@@ -414,7 +424,6 @@
       return verdict("wrong", "That counts " + countsText(got.counts) + "; the question asks for " +
         countsText(wanted) + unitText(spec) + ".");
     }
-    var centres = [spec.value].concat(spec.shown !== undefined ? [spec.shown] : []);
     if (within(value, centres, spec)) return verdict("right", "Correct.");
     m = nearest(mistakes.filter(function (x) { return !x.dims; }), value, spec);
     if (m) return verdict("wrong", m.why);
@@ -437,9 +446,10 @@
       if (within(value * slips[i][0], centres, spec)) return verdict("wrong", "That is " + slips[i][1] + " times too small: " + slip);
     }
     var factors = spec.mode !== "factor" ? TABLE.factors : [];
+    var said = isMemory(spec) ? 3 : 1; /* an amount of memory: bytes and copies, never FLOPs */
     for (i = 0; i < factors.length; i++) {
-      if (within(value / factors[i][0], centres, spec)) return verdict("wrong", factors[i][1]);
-      if (within(value * factors[i][0], centres, spec)) return verdict("wrong", factors[i][2]);
+      if (within(value / factors[i][0], centres, spec)) return verdict("wrong", factors[i][said]);
+      if (within(value * factors[i][0], centres, spec)) return verdict("wrong", factors[i][said + 1]);
     }
     var near = close(value, centres, spec);
     if (near !== null) return verdict("wrong", near);

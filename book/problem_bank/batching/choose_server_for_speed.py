@@ -24,15 +24,26 @@ USES = ("memory_time", "compute_time", "step_time", "cost_per_token")
 # draw whose options leave fewer than two servers is drawn again
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
-RATES = (25, 40, 50)  # tokens/s each user must see
+# tokens/s each user must see, fast enough that reading the weights takes a real share of the
+# step: past the speed target's batch each token pays for its own cache read whatever the
+# batch, so only the weights' share, W/(T - W), separates a speed-bound batch from a full HBM
+# (reader 29: at 50 tokens/s the 8B's weights took 1% of the step, and filling the HBM
+# regardless of the speed landed inside the window)
+RATES = {
+    "llama_3_1_8b": (300, 400, 500),
+    "llama_3_1_70b": (80, 100, 120),
+    "llama_3_1_405b": (40, 50, 60),
+}
 CONTEXT = 8192
 CLOSE = 0.05
 
 
-def option(hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=True, model=""):
+def option(
+    hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=True, paced=True, model=""
+):
     """The largest batch meeting the step limit and the HBM an engine fills, and its cost per
     token; a slip's: the cache's bytes times ``kv_scale``, the HBM's cap left out if not
-    ``capped``."""
+    ``capped``, the speed target's if not ``paced``."""
     n = Q_(8, "chip")
     case = dict(
         hardware=hardware,
@@ -69,10 +80,13 @@ def option(hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=
     }
     if not capped:
         del limits["memory"]
+    if not paced:  # the step is whatever the full HBM's batch takes: the speed's limits go
+        del limits["speed"], limits["compute"]
     batch = min(limits.values())
     if batch < 1:
         return None
-    require(limits["compute"] > batch, "the multiplies, attention's too, never set the batch")
+    if paced:
+        require(limits["compute"] > batch, "the multiplies, attention's too, never set the batch")
     b = Q_(batch, "sequence")
     return dict(
         hardware=hardware,
@@ -87,6 +101,8 @@ def option(hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=
         hbm=hbm,
         binds=min(limits, key=limits.get),
         step=evaluate("step_time", **case, batch_size=b).to("ms"),
+        # each sequence's own cache read, paid per token whatever the batch
+        floor=(n * rent * kv_one / Q_(1, "token")).to("USD/Mtoken"),
         cost=evaluate("cost_per_token", **case, batch_size=b).to("USD/Mtoken"),
     )
 
@@ -94,9 +110,9 @@ def option(hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=
 def draw(rng, presets) -> Draw:
     chips = rng.sample(CHIPS, 2)
     rents = {h: rent(h) for h in chips}
-    rate = Q_(rng.choice(RATES), "token/s/sequence")
-    step_limit = (Q_(1, "token/sequence") / rate).to("ms")
     llama = rng.choice(MODELS)
+    rate = Q_(rng.choice(RATES[llama]), "token/s/sequence")
+    step_limit = (Q_(1, "token/sequence") / rate).to("ms")
     rows = [
         option(h, p, rents[h], step_limit, presets, model=llama)
         for h in chips
@@ -172,6 +188,41 @@ def draw(rng, presets) -> Draw:
         if margin < CLOSE
         else ""
     )
+    # the speed target binds the winner's batch, and filling the HBM regardless of it lands
+    # clear of the window, named (reader 29)
+    require(best["binds"] == "speed", "the speed target sets the winner's batch")
+    unpaced = min(
+        (
+            r
+            for r in (
+                option(h, p, rents[h], step_limit, presets, model=llama, paced=False)
+                for h in chips
+                for p in ("bf16", "fp8")
+            )
+            if r
+        ),
+        key=lambda r: r["cost"].m,
+    )
+    share = (best["cost"] / best["floor"]).to("").m - 1
+
+    def per_petabyte(h) -> str:
+        """The rent of reading a petabyte on chip ``h``: what a token's cache read costs."""
+        c = presets.get("hardware", h)
+        return f"{money((rents[h] / c.hbm_bandwidth * Q_(1, 'PB/chip')).to('USD'), 3)}"
+
+    lesson = (
+        "Where the cost comes from: a token pays for its own sequence's cache read whatever "
+        "the batch (eight chips' rent over the cache's read time, "
+        f"{money(best['floor'], 3)} on the winner), plus a share of the weights' read, which "
+        "the batch divides: at the batch the speed target allows, the weights add "
+        f"{share:.0%} to the caches' cost. Filling the HBM would shrink that share (the "
+        f"cheapest option would cost {money(unpaced['cost'], 3)}), but a step then reads all "
+        f"an engine fills, {money(unpaced['step'], 3)}, too slow for the users. No batch gets "
+        "under the caches' floor, so between the servers what counts is the rent of a byte "
+        "read (a petabyte: "
+        + ", ".join(f"{per_petabyte(h)} on {name[h]}" for h in chips)
+        + "), and FP8 halves the bytes."
+    )
     solution = (
         "A token of context caches "
         f"{cache_derived(llama, presets, kv16, per_value)} in BF16, half "
@@ -183,6 +234,7 @@ def draw(rng, presets) -> Draw:
         f"Cheapest: {working(best)}.",
         f"Runner-up: {working(second)}. It costs {margin:.0%} more.{close}",
         *(f"{row(r)}." for r in rows[2:]),
+        lesson,
         f"Lowest cost: **{money(best['cost'], 3)}**, on {name[best['hardware']]} in "
         f"{best['precision'].upper()} at batch {number(best['batch'])}.",
     )
@@ -206,6 +258,12 @@ def draw(rng, presets) -> Draw:
     ]
     slips += [
         (
+            unpaced["cost"],
+            "You left out the speed target and filled the HBM: that batch's step takes "
+            f"{money(unpaced['step'], 3)}, longer than the {money(step_limit, 3)} a user's "
+            "speed allows.",
+        ),
+        (
             cheapest(kv_scale=0.5),
             "You cached one vector per KV head; each caches a key and a value, two vectors.",
         ),
@@ -218,6 +276,7 @@ def draw(rng, presets) -> Draw:
     for value, _ in slips:  # inside the window or twice its width away, never just outside
         off = abs((value / best["cost"]).to("").m - 1)
         require(off <= 0.03 or off >= 0.06, "each slip lands clear")
+    require(abs((unpaced["cost"] / best["cost"]).to("").m - 1) >= 0.06, "the speed matters")
     mistakes = distinct_mistakes([Mistake(v, w) for v, w in slips], best["cost"], 0.03)
     return Draw(
         text=text,

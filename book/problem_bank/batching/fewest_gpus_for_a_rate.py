@@ -156,7 +156,7 @@ def draw(rng, presets) -> Draw:
         f"costs {quantity(attention * PER, 4)} per token "
         "of context for each new token (count attention's FLOPs as well as the weights'). "
         f"Each replica runs batches of {number(batch.m)} conversations. "
-        "How many GPUs does the lab need, in whole replicas?"
+        "How many GPUs does the lab need? It deploys whole replicas; answer in GPUs."
     )
     solution = (
         f"Room: a token of context caches "
@@ -223,6 +223,16 @@ def draw(rng, presets) -> Draw:
                 Q_((replicas - 1) * per_gpu, "chip"),
                 f"You rounded {number(exact, 4)} replicas down: {number(replicas - 1)} make "
                 f"less than the rate, so round up to {number(replicas)}.",
+            )
+        )
+    loose = math.ceil(exact * per_gpu)  # the GPUs rounded up, the replicas not (reader 29)
+    if loose % per_gpu:
+        wrong.append(
+            (
+                Q_(loose, "chip"),
+                f"You rounded the GPUs up, not the replicas: {number(loose)} GPUs are not a "
+                f"whole number of replicas of {number(per_gpu)}; round {number(exact, 4)} "
+                f"replicas up to {number(replicas)}.",
             )
         )
     tolerance = whole_count_tolerance(gpus.m)

@@ -40,6 +40,7 @@ CONTEXTS = (4096, 8192, 16_384, 32_768)
 ATTEMPTS = 200  # scenarios drawn before the draw is refused (about half pass)
 NAMES = {"bf16": "BF16", "fp8": "FP8"}
 CHOICES = ("model", "hardware", "precision", "presets")
+TOLERANCE = 0.01  # the answer's window: the whole batch decides the speed
 
 
 def _ev(eq_id: str, case: dict, **extra):
@@ -151,6 +152,19 @@ def _build(case: dict, batch: int, price_x: float, speed_x: float, presets) -> D
         "sequence get on the roofline? Answer in tokens per second per sequence."
     )
     per_seq = (slow["kv_fetch_time"] / Q_(batch, "sequence")).to("ms/sequence")
+    # one vector per KV head: every cache read (k) halves; rerun the chain with it, the
+    # standard step, the implied batch and the fast step all read the halved caches
+    weights, half_k = slow["weight_fetch_time"], per_seq / 2
+    b0 = Q_(batch, "sequence")
+    half_batch = weights / (price_x * (weights + half_k * b0) / b0 - half_k)
+    half_batch = Q_(math.ceil(half_batch.to("sequence").m), "sequence")
+    one_vector = (Q_(1, "token/sequence") / (weights + half_k * half_batch)).to("token/s/sequence")
+    # by construction the halved cache nearly cancels where the caches set most of the standard
+    # step: the price then fixes the fast batch's cache reads, B·k, near W/(price − 1) whatever
+    # k is, so the slip moves the answer only through the weights' share and the rounding. It
+    # lands inside the window (accepted, and the solution says why) or clear of it, named; it
+    # never shares a value with the rounding slips (reader 29)
+    cancels = abs((one_vector / answer).to("").m - 1) <= TOLERANCE
     per_value = evaluate("kv_bytes_per_token", detailed=True, **case).inputs
     per_value = per_value["kv_bytes_per_value"].value
     solution = (
@@ -171,7 +185,16 @@ def _build(case: dict, batch: int, price_x: float, speed_x: float, presets) -> D
         f"the provider runs {quantity(Q_(whole, 'sequence'))}.",
         f"At that batch the weights still take {quantity(quick['weight_fetch_time'])}, the "
         f"caches only {quantity(quick['kv_fetch_time'])} and the multiplies "
-        f"{quantity(quick['weights_flops_time'])}: a step of {quantity(quick['step_time'])}.",
+        f"{quantity(quick['weights_flops_time'])}: a step of {quantity(quick['step_time'])}."
+        + (
+            " (Had each sequence's cache been half as large, the price would allow "
+            f"{quantity(half_batch)} and the step would come out at "
+            f"{quantity((weights + half_k * half_batch).to('ms'))}, within {TOLERANCE:.0%} of "
+            "this one: when the caches set most of the standard step, their size nearly drops "
+            "out of the fast one.)"
+            if cancels
+            else ""
+        ),
         f"One token per {quantity(quick['step_time'])} step is {number(gain, 3)} times the "
         "standard speed, against the "
         f"{number(speed_x)} times advertised"
@@ -184,18 +207,27 @@ def _build(case: dict, batch: int, price_x: float, speed_x: float, presets) -> D
         )
         + f"Each user gets **{quantity(answer, 4)}**.",
     )
-    candidates = (
-        (
-            speed(fast),
+    # the rounding slips: the unrounded batch and the batch rounded down; where they land
+    # within two windows of each other one message fits both (a batch under the whole batch
+    # the price covers), else each names its own (reader 29)
+    unrounded, down = speed(fast), speed(math.floor(fast))
+    if abs((unrounded / down).to("").m - 1) >= 2 * TOLERANCE:
+        rounding = (
             f"That is the speed at the unrounded {number(fast, 3)} sequences; a batch is "
             f"whole, and the price covers the chip time from {number(whole)} up.",
-        ),
-        (
-            speed(math.floor(fast)),
             f"You rounded the batch down to {number(math.floor(fast))}; at that batch a token "
             "costs more chip time than the price pays for, so the provider runs "
             f"{number(whole)}.",
-        ),
+        )
+    else:
+        rounding = (
+            f"Your batch is under {number(whole)}, the smallest whole batch the price covers "
+            f"(the price gives {number(fast, 3)} sequences; a smaller batch costs more chip "
+            "time per token than the price pays for): round the batch up.",
+        ) * 2
+    candidates = (
+        (unrounded, rounding[0]),
+        (down, rounding[1]),
         (
             speed(math.ceil(batch / price_x)),
             "You divided the batch by the price multiple alone; the step shrinks with the "
@@ -219,13 +251,6 @@ def _build(case: dict, batch: int, price_x: float, speed_x: float, presets) -> D
             "price's step and in the fast one.",
         ),
     )
-    # one vector per KV head: every cache read (k) halves; rerun the chain with it, the
-    # standard step, the implied batch and the fast step all read the halved caches
-    weights, half_k = slow["weight_fetch_time"], per_seq / 2
-    b0 = Q_(batch, "sequence")
-    half_batch = weights / (price_x * (weights + half_k * b0) / b0 - half_k)
-    half_batch = Q_(math.ceil(half_batch.to("sequence").m), "sequence")
-    one_vector = (Q_(1, "token/sequence") / (weights + half_k * half_batch)).to("token/s/sequence")
     candidates = (
         (
             one_vector,
@@ -234,15 +259,18 @@ def _build(case: dict, batch: int, price_x: float, speed_x: float, presets) -> D
         ),
         *candidates,
     )
-    tolerance = 0.01
+    tolerance = TOLERANCE
     slips = [Mistake(v, w) for v, w in candidates]
-    # the price-alone slip and the advertised speed-up never land on one value (reader 21)
-    pair = (slips[3], slips[5])
-    require(slips_apart(pair, answer, tolerance), "the two batch slips are told apart")
+    # no two slips land on one value (reader 21: the price-alone slip and the advertised
+    # speed-up; reader 29: rounding the batch down and one vector per head), save the two
+    # rounding slips, which share a message where they land together
+    for skip in (1, 2):  # the unrounded batch, the batch rounded down
+        apart = [m for k, m in enumerate(slips) if k != skip]
+        require(slips_apart(apart, answer, tolerance), "each wrong value has one diagnosis")
     for k, slip in enumerate(slips):  # never just outside the window (reader 20)
         # the lesson's slips (one vector per head, the batch cut by the price alone, the caches
         # left out) land clear of the window; another may fall inside it (accepted)
-        lesson = k in (0, 3, len(slips) - 1)
+        lesson = k in (3, len(slips) - 1)
         inside = abs((slip.value / answer).to("").m - 1) <= tolerance
         require(lands_clear(slip.value, answer, tolerance) and not (lesson and inside), "clear")
     mistakes = distinct_mistakes(slips, answer, tolerance)

@@ -5,7 +5,7 @@ time. A serving plan then sets the pre-training tokens, and those the RL rollout
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require, slips_apart
 from derivations import get
 from derivations.inputs import reachable
 from derivations.notation import flops_per_param_token
@@ -26,7 +26,10 @@ USERS_M = (50, 100, 300, 800)  # millions of daily users (a serving load counted
 PER_USER = (2_000, 5_000, 20_000)  # per second as serving_sets_the_tokens counts it); tokens a day
 DAYS = (90, 180, 365)  # days served
 SERVING = ((2, "half"), (3, "a third"), (4, "a quarter"))  # serving MFU against pre-training's
-RL = ((2, "half"), (3, "a third"), (5, "a fifth"))  # the RL phase's MFU against pre-training's
+# the RL phase's MFU against pre-training's; not a third, where generating alone (two FLOPs at a
+# third of the MFU) costs a rollout what a pre-training token costs (six), so the generation-only
+# slip would land on the pre-training tokens, a figure of the chain (reader 29)
+RL = ((2, "half"), (4, "a quarter"), (5, "a fifth"))
 TRAINED = ((0.2, "a fifth"), (0.5, "half"), (1.0, "all"))  # of the rollouts, trained on
 TOLERANCE = 0.02
 
@@ -122,12 +125,31 @@ def draw(rng, presets) -> Draw:
             f"You trained on every rollout; the phase trains on {trained_text} of them, so a "
             f"rollout costs {fwd} FLOP per parameter plus {trn} only for that share.",
         ),
-        Mistake(
-            pretrain,
-            "That is the pre-training tokens; the RL phase's tokens cost more chip time each, "
-            "so equal GPU time buys fewer of them.",
-        ),
     ]
+    # the chain's own figures, where a student stops early: the pre-training tokens and the
+    # tokens served, one value by construction when serving runs at a third of the MFU (a
+    # served token's two FLOPs then cost the chip time of a pre-training token's six)
+    rl_costs = (
+        "the RL phase's tokens cost more chip time each, so equal GPU time buys fewer of them"
+    )
+    if abs((served / pretrain).to("").m - 1) <= TOLERANCE:
+        mistakes.append(
+            Mistake(
+                pretrain,
+                "That is the tokens served, and as many pre-training tokens (at this MFU a "
+                f"served token costs the chip time of a pre-training one); {rl_costs}.",
+            )
+        )
+    else:
+        mistakes.append(Mistake(pretrain, f"That is the pre-training tokens; {rl_costs}."))
+        mistakes.append(
+            Mistake(
+                served,
+                "That is the tokens served; they set the pre-training tokens, and those the "
+                "rollouts.",
+            )
+        )
+    require(slips_apart(mistakes, rollouts, TOLERANCE), "each wrong value has one diagnosis")
     return Draw(
         text=text,
         answer=rollouts,

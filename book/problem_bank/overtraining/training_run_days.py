@@ -6,7 +6,15 @@ from __future__ import annotations
 import math
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, distinct_mistakes, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    clear_of_rounding,
+    distinct_mistakes,
+    lands_clear,
+    money,
+    require,
+)
 from book.problem_bank._rents import rent
 from book.problem_bank.overtraining._runs import model_and_tokens
 from derivations import get
@@ -151,6 +159,17 @@ def draw(rng, presets) -> Draw:
             "You left out the MFU: the GPUs deliver only a share of their peak.",
         ),
     ]
+    if units > 1:  # the racks rounded down miss the deadline (reader 29: told to check working)
+        short = ((units - 1) * unit * deadline * price).to("USD")
+        require(lands_clear(short, bill, TOLERANCE), "the racks rounded down land clear")
+        mistakes.append(
+            Mistake(
+                short,
+                f"You rounded {number((exact / unit).to('').m)} {block}s down to "
+                f"{number(units - 1)}: they would not finish in time, so round up to "
+                f"{number(units)}.",
+            )
+        )
     if moe:
         mistakes.append(
             Mistake(

@@ -4,7 +4,16 @@ are reversible than when their inputs are checkpointed?"""
 from __future__ import annotations
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require, shown
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    distinct_mistakes,
+    evaluate,
+    lands_clear,
+    require,
+    shown,
+    slips_apart,
+)
 from book.problem_bank._activations import gated_factor
 from book.problem_bank.reversible._schemes import INPUTS_ONLY
 from units import Q_
@@ -24,6 +33,8 @@ LECTURE = "2:04:02"
 MODELS = ("llama_3_1_8b", "llama_3_1_70b", "llama_3_1_405b")
 CHIPS = ("h100_sxm", "h200", "b200", "mi300x")
 SHARDS = (1, 2, 4, 8, 16, 32, 64)
+TOLERANCE = 0.02
+STREAMS = 2  # the Reformer's reversible block carries two full-width streams, x and y
 SHARE = (0.15, 0.7)  # the state's share of each GPU's HBM: enough to matter, room left
 
 
@@ -63,7 +74,10 @@ def draw(rng, presets) -> Draw:
     def per_token(q):
         return (q / tokens).to("kB/token")
 
-    buffer_token, rev_token = (per_token(q) for q in (buffer_detail.value, rev))
+    buffer_token, one_stream = (per_token(q) for q in (buffer_detail.value, rev))
+    # the reversible layer keeps both full-width streams of the last output: running a layer
+    # backwards needs both (the chapter and reversible_peak_memory count two)
+    rev_token = (STREAMS * one_stream).to("kB/token")
     # K checkpoints plus a segment's other L/K - 1 inputs (its first is its checkpoint, counted
     # once, as in spacing_the_checkpoints): least at K = sqrt(L), 2 sqrt(L) - 1 layers' worth
     held = 2 * layers**0.5 - 1
@@ -86,12 +100,12 @@ def draw(rng, presets) -> Draw:
         f"weights and two FP32 moments: {quantity(per_param)}) {state_words}. Activations "
         "are BF16; attention's scores are recomputed, never stored; the logits and other "
         f"buffers are left out. Today the run uses {INPUTS_ONLY}, a segment every "
-        "$\\sqrt{L}$ of its $L$ layers, holding about $2\\sqrt{L} - 1$ layer inputs at its "
-        "peak, plus the internals of the one layer being "
-        f"differentiated, about {quantity(stored)} of residual stream per token for this gated "
-        "layer. A reversible version would hold only the last layer's output and that one "
-        "layer's internals. How many times longer a sequence would the reversible version fit "
-        "in the memory the state leaves free? (Work out both lengths; answer their ratio.)"
+        "$\\sqrt{L}$ of its $L$ layers. The internals of a layer, held while it is "
+        f"differentiated, take about {quantity(stored)} of residual stream per token for this "
+        "gated layer. A reversible version of the network would carry two full-width streams, "
+        "as the Reformer's block does. How many times longer a sequence would the reversible "
+        "version fit in the memory the state leaves free? (Work out both lengths; answer their "
+        "ratio.)"
     )
     solution = (
         f"State: {quantity(per_param)} × {quantity(params)} = "
@@ -108,7 +122,9 @@ def draw(rng, presets) -> Draw:
         f"inputs, {quantity(ckpt_token)}; the working layer adds {quantity(stored)} × "
         f"{int(d):,} values = {quantity(buffer_token)}: {quantity(with_ckpt)} in all, so "
         f"{quantity(room)} / {quantity(with_ckpt)} = {quantity(longest_ckpt, 4)} today.",
-        f"Reversible: one layer's output, {quantity(rev_token)}, plus the same working layer: "
+        f"Reversible: the last layer's output, both streams (running a layer backwards needs "
+        f"both), {STREAMS} × {quantity(one_stream)} = {quantity(rev_token)}, plus the same "
+        "working layer: "
         f"{quantity(with_rev)}, whatever the depth; {quantity(room)} / {quantity(with_rev)} = "
         f"{quantity(longest_rev, 4)}.",
         f"The free HBM cancels: {quantity(with_ckpt)} / {quantity(with_rev)} = "
@@ -128,6 +144,16 @@ def draw(rng, presets) -> Draw:
 
     mistakes = (
         Mistake(
+            1 / ratio,
+            "That is the ratio upside down: the length is the free memory over the bytes per "
+            "token, so the version holding fewer bytes fits the longer sequence.",
+        ),
+        Mistake(
+            times(with_ckpt, one_stream + buffer_token),
+            "You kept one stream of the reversible layer's output; it carries two full-width "
+            "streams, and running a layer backwards needs both.",
+        ),
+        Mistake(
             times(ckpt_token, rev_token),
             "You left out the working layer: both versions hold the internals of the layer "
             "being differentiated.",
@@ -142,12 +168,15 @@ def draw(rng, presets) -> Draw:
             "You compared with storing every layer's input; today's run checkpoints.",
         ),
     )
+    for slip in mistakes:  # inside the window or clear of it, never just outside
+        require(lands_clear(slip.value, ratio, TOLERANCE), "each slip lands clear")
+    require(slips_apart(mistakes, ratio, TOLERANCE), "each wrong value has one diagnosis")
     return Draw(
         text=text,
         answer=ratio,
         solution=solution,
-        tolerance=0.02,
-        mistakes=distinct_mistakes(mistakes, ratio, 0.02),
-        hint="Free HBM over bytes per token, each way: checkpoints plus the working layer, "
-        "or one output plus the working layer. What cancels in the ratio?",
+        tolerance=TOLERANCE,
+        mistakes=distinct_mistakes(mistakes, ratio, TOLERANCE),
+        hint="Free HBM over bytes per token, each way: what does each scheme hold at its peak "
+        "while it differentiates a layer? What cancels in the ratio?",
     )

@@ -113,6 +113,10 @@ def draw(rng, presets) -> Draw:
             "You counted the checkpoints only; the segment being recomputed holds its "
             "layers' inputs as well, and a wider segment holds more.",
         ),
+        Mistake(  # stopping at the first step (reader 29: a third of the answer, told 2N/6N)
+            one,
+            f"That is one layer's input; the two peaks differ by {mine - ideal} layers' worth.",
+        ),
         Mistake(
             excess / 2,
             f"A BF16 value takes {quantity(per_value)}; you counted half of that.",
