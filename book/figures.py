@@ -232,6 +232,22 @@ def figure_key(fig_id: str, fig, alt: str) -> str | None:
     return "\n".join((fig_id, alt, rc, out.hash.hexdigest()))
 
 
+def _spread_on_log(at: list[float], gap: float) -> list[float]:
+    """Label heights on a log axis, sorted, pushed apart until each is at least ``gap`` times
+    the one below; two that meet move apart by the same factor.
+
+    >>> [round(y, 3) for y in _spread_on_log([1.0, 1.1, 10.0], gap=2.0)]
+    [0.742, 1.483, 10.0]
+    """
+    at = list(at)
+    for _ in range(100):
+        for i in range(1, len(at)):
+            if at[i] < at[i - 1] * gap:
+                push = (at[i - 1] * gap / at[i]) ** 0.5
+                at[i], at[i - 1] = at[i] * push, at[i - 1] / push
+    return at
+
+
 def _mark(ax, x, text, *, vertical=True, fontsize=9):
     (ax.axvline if vertical else ax.axhline)(x, color=FOREGROUND, linestyle=":", linewidth=1)
     if vertical:
@@ -1733,13 +1749,7 @@ def alltoall_vs_racks(presets: Presets) -> Figure:
             # labels at the lines' right ends; where two ends meet, both move apart by the same
             # factor (a line of text on this log axis), and a thin leader ties each to its line
             ends.sort()
-            at = [y for y, *_ in ends]
-            gap = 1.3
-            for _ in range(100):
-                for i in range(1, len(at)):
-                    if at[i] < at[i - 1] * gap:
-                        push = (at[i - 1] * gap / at[i]) ** 0.5
-                        at[i], at[i - 1] = at[i] * push, at[i - 1] / push
+            at = _spread_on_log([y for y, *_ in ends], gap=1.3)
             for (y, label, colour), y_text in zip(ends, at, strict=True):
                 axis.annotate(
                     label,
@@ -1854,13 +1864,7 @@ def alltoall_vs_batch(presets: Presets) -> Figure:
         # labels at the lines' right ends; where two ends meet, both move apart by the same
         # factor (a line of text on this log axis), and a thin leader ties each to its line
         ends.sort()
-        at = [y for y, *_ in ends]
-        gap = 1.65  # a line of 10-point text and some air on this log axis
-        for _ in range(100):
-            for i in range(1, len(at)):
-                if at[i] < at[i - 1] * gap:
-                    push = (at[i - 1] * gap / at[i]) ** 0.5
-                    at[i], at[i - 1] = at[i] * push, at[i - 1] / push
+        at = _spread_on_log([y for y, *_ in ends], gap=1.65)  # 10-point text and some air
         for (y, label, colour), y_text in zip(ends, at, strict=True):
             ax.annotate(
                 label,
