@@ -962,6 +962,9 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     # the batch where decode alone turns compute-bound: compute per sequence equals the weights'
     # read shared by the batch plus each sequence's own KV read
     crossover = weights / ((compute - kv) / batch)
+    # the chapter's B*: the batching chapter's crossover, multiplies against the weights' read
+    # alone (the KV cache left out), the one the opening and the batch verdict use
+    b_star = derivations.get("crossover_batch").evaluate(**_only("crossover_batch", kw))
     server = presets.by_kind["measurement"].get(rid.replace("offline", "server"))
     # the bound with half the prompt: fewer prompt FLOPs per output token (an exercise's answer)
     half = evaluate(row, presets, input_tokens=row.input_tokens / 2)
@@ -999,6 +1002,8 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "compute_prefill": f"{number(compute_side.m, 3)} ms",
         "crossover": quantity(crossover.to("sequence")),
         "over_crossover": number((batch / crossover).to("").m, 2),
+        "b_star": quantity(b_star.to("sequence")),
+        "over_b_star": number((batch / b_star).to("").m, 2),
         "decode_compute_bound": bool(compute > weights + kv),
         "prefill_flop_share": spoken_pct((prefill / compute_side).to("").m),
         "weights": quantity(weights.to("ms"), 3),
@@ -1837,6 +1842,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     # (a share of the peak of the run's own format) and offline serving's share of its bound
     # (for a compute-bound row, a share of peak FLOP/s too)
     groups = {}
+    prefill = []  # the MFU rows' prefill shares of their bound FLOPs (the opening qualifies it)
     for r in rows:
         if r.efficiency is None or derived(r):
             continue
@@ -1847,6 +1853,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             groups.setdefault("offline serving, compute-bound rows (an MFU)", []).append(
                 r.efficiency
             )
+            prefill.append(prefill_share(r, presets))
 
     def order(g):  # offline serving first, then training from the widest format
         fmt = g.split(", ")[-1].split()[0]
@@ -1881,6 +1888,11 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 + (" for inference" if what.startswith("offline") else ", applied to training"),
                 "rows": _rows_said(what, spoken_pct(med).said, len(v), span(v)),
                 "verdict": _verdict(med, third, len(v)),
+                "count": number(len(v)),
+                # the median share of those rows' bound FLOPs that is their prompts' prefill
+                "prefill": spoken_pct(float(np.median(prefill))).said
+                if what.startswith("offline")
+                else "",
             }
         )
     if training_line is not None:
@@ -1892,6 +1904,9 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         for r in rows
         if r.scenario in ("server", "interactive") and tpot_target(r.preset) is not None
     ]
+    # the rows of those scenarios with no step to read: a rate published, no TPOT read
+    latency_rows = sum(r.scenario in ("server", "interactive") for r in rows)
+    no_step = latency_rows - len(steps)
     med = float(np.median(steps))
     out.append(
         {
@@ -1902,7 +1917,13 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             # period a server chose (the prose says so)
             "rows": _rows_said(
                 "server and interactive steps (one measured TPOT, each held under its "
-                "benchmark's latency limit)",
+                "benchmark's latency limit"
+                + (
+                    f"; {number(len(steps))} of the {number(latency_rows)} rows, the other "
+                    f"{number(no_step)} publishing a rate with no TPOT)"
+                    if no_step
+                    else ")"
+                ),
                 f"{spoken_number(med, 2)} ms",
                 len(steps),
                 f"{spoken_number(min(steps), 2)}–{spoken_number(max(steps), 2)} ms",
@@ -1932,6 +1953,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 f"{spoken_number(min(drains), 2)}–{spoken_number(max(drains), 2)} ms",
             ),
             "verdict": _verdict(med, period, len(drains)),
+            "count": number(len(drains)),
         }
     )
     # two or three times B*: the batch an offline row with a published engine cap ran at, over
@@ -1970,6 +1992,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 ),
                 # against the nearer end of the lecture's range
                 "verdict": _verdict(med, min(max(med, low), high), len(v)),
+                "count": number(len(v)),
             }
         )
     for n in out:  # the verdict as a word the summary can use

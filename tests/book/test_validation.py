@@ -1161,6 +1161,43 @@ def test_the_opening_and_the_takeaways_give_the_lectures_verdicts_from_its_table
     assert top and box and top.group(1) == box.group(1)
     assert abs(float(top.group(1).replace(",", "")) - gain) <= 1
     assert opening.startswith("# ") and "Every price in the earlier chapters" in opening
+    # reader vm32: the 20 ms read as an HBM drain has its verdict at the top too; the MFU verdict
+    # says how much of its rows' FLOPs is prefill; the lecture's MoE claim says its row count
+    assert v["drain"]["value"] in opening and v["mfu"]["prefill"] in opening
+    assert f"only {v['batch_moe']['count']} MoE rows" in opening or v["batch_moe"]["holds"]
+    for gloss in ("every query handed over at once", "requests arriving over time", "engine's cap"):
+        assert gloss in opening
+
+
+def test_the_chapters_b_star_is_the_batching_chapters_weights_only_crossover():
+    """Reader vm32: B* was used in two senses. It is the batching chapter's, weights only: for the
+    worked row (Llama 2 70B at FP8 on one H200, a dense model so N_total = N_active) by hand
+    F b / (W c_f) = 1,979e12 x 1 B / (4.8e12 B/s x 2) = 206 sequences; the 249 with the KV cache
+    is named as a different crossover."""
+    ctx, text = _rendered()
+    e = ctx["example"]
+    assert e["b_star"] == "206 sequences" and e["crossover"] != e["b_star"]
+    flat = " ".join(text.split())
+    assert "the KV cache left out" in flat.split("## Part one", 1)[0]
+    assert f"this row's $B^*$ is {e['b_star']}" in flat
+    assert (
+        f"Counting each sequence's KV reads too, decode alone turns compute-bound past {e['crossover']}"
+        in flat
+    )
+
+
+def test_the_step_line_says_which_latency_rows_it_leaves_out():
+    """Reader vm32: the step line counted 24 rows where server and interactive hold 27. Counted
+    here from the rows: those of the two scenarios without a TPOT to read."""
+    from book.validation import tpot_target
+
+    ctx, _ = _rendered()
+    rows = [p for p in load().by_kind["measurement"].values()]
+    latency = [p for p in rows if p.scenario in ("server", "interactive")]
+    timed = [p for p in latency if tpot_target(p) is not None]
+    line = ctx["verdict"]["step"]["rows"]
+    missing = len(latency) - len(timed)
+    assert missing == 0 or f"{len(timed)} of the {len(latency)} rows, the other {missing}" in line
 
 
 def test_the_by_hand_forecast_exercise_redoes_from_its_shown_numbers():
