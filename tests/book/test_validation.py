@@ -1181,8 +1181,8 @@ def test_the_chapters_b_star_is_the_batching_chapters_weights_only_crossover():
     assert "the KV cache left out" in flat.split("## Part one", 1)[0]
     assert f"this row's $B^*$ is {e['b_star']}" in flat
     assert (
-        f"Counting each sequence's KV reads too, decode alone turns compute-bound past {e['crossover']}"
-        in flat
+        "Counting each sequence's KV reads too, decode alone turns compute-bound past "
+        f"{e['crossover']}" in flat
     )
 
 
