@@ -1284,6 +1284,11 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     touched = (weight_read * bandwidth / weight_bytes).to("value")
     if not np.isclose((weight_read + kv_read).to("s").m, c.memory[-1], rtol=1e-6):
         raise ChalkboardError(f"{rid}: the worked read's terms do not add up to the bound's read")
+    if wide is not None:  # the weights' read with attention at its wider precision (a table cell)
+        wide_weights = weight_read.to("s").m + extra
+        if not np.isclose(wide_weights + kv_read.to("s").m, wide_step, rtol=1e-6):
+            raise ChalkboardError(f"{rid}: the wider read's terms do not add up to its step")
+        wide_terms["wide_weights"] = t(wide_weights)
     # one row of padding through the touched routed experts, from its inputs (reader vm28 could
     # not redo the padded multiplies): the step carries the decode token and its share of the
     # prompt, 1 + rho tokens, which touch more routed experts than one token does
