@@ -407,6 +407,7 @@ def _robustness(s: dict) -> dict:
             "median": times(frozen["median"]) if enough(frozen["count"]) else TOO_FEW,
             "within_125": pct(frozen["within_1_25"]),
             "within": pct(frozen["within_1_5"]),
+            "within_of": f"{round(frozen['count'] * frozen['within_1_5'])} of {frozen['count']}",
             "worst": times(frozen["worst"]),
             # its rows missed by more than x1.5, a whole count
             "misses": str(round(frozen["count"] * (1 - frozen["within_1_5"]))),
@@ -456,6 +457,8 @@ def _prediction(presets: Presets, rows) -> dict:
             "enough": enough(e["count"]),
             "worst": times(e["worst"]),
             "within": pct(e["within_1_5"]),
+            # the same as a whole count, as the reading says it (reader vm32: "46 of 57")
+            "within_of": f"{round(e['count'] * e['within_1_5'])} of {e['count']}",
             "within_125": pct(e["within_1_25"]),
             "p80": times(e["p80"]),
         }
