@@ -1659,7 +1659,7 @@ def context(presets: Presets) -> dict:
         "worked_prediction": _worked_prediction(presets, rows),
         "worked_tpot": _worked_tpot(presets, rows),
         "sensitivity": sens,
-        "sensitivity_max": Said(number(max(spreads), 3), spoken_number(max(spreads)))
+        "sensitivity_max": Said(number(max(spreads), 2), spoken_number(max(spreads), 2))
         if spreads
         else "—",
         # the row and input behind the largest factor, so the text names what moved it

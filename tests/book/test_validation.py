@@ -286,7 +286,10 @@ def test_the_prediction_groups_add_up_and_rows_kept_out_are_not_predicted():
     assert ctx["example"]["input_sourced"]
     # the largest sensitivity is named for its input, as the sweep found it
     top = ctx["sensitivity_top"]
-    assert top["spread"] == ctx["sensitivity_max"]
+    # the prose gives it to two figures (reader vm32), the collapsed table to three
+    from book.format import number
+
+    assert number(float(top["spread"].replace(",", "")), 2) == ctx["sensitivity_max"]
     assert top["what"] in ("mean prompt", "mean output") or top["what"] == top["input"]
 
 
