@@ -2608,10 +2608,8 @@ def predicted_vs_measured(presets: Presets) -> Figure:
         f"Forecast against measured throughput, both as a percentage of the row's roofline bound "
         f"(so rows in tokens/s per chip and per user share one axis); no forecast used its own "
         f"row. A point on the diagonal is a perfect forecast; the shaded bands are a miss of "
-        f"×1.25 (dark) and ×1.5 (light) either way. The newest rows are drawn as forecast after "
-        f"every revision they prompted, not in the state the summary table scores them (without "
-        f"the expert-padding change): they never entered the fit, but the model was revised "
-        f"after they were seen, so they are not a blind test. The lower "
+        f"×1.25 (dark) and ×1.5 (light) either way. The newest rows are drawn as the model now "
+        f"forecasts them, all three changes in, not as the summary table scores them. The lower "
         f"panel is the same points as forecast over measured: the newest rows, forecast after "
         f"the revisions, run high "
         f"({sum(r > 1 for r in held_ratios)} of "
@@ -2624,7 +2622,8 @@ def predicted_vs_measured(presets: Presets) -> Figure:
             if collapsed
             else ""
         )
-        + ". The section on where the forecast fails explains the rows far from the line."
+        + ". The paragraph under the figure names the causes of the rows far from the line; the "
+        "appendix works them through."
     )
     return _render("predicted_vs_measured", draw, alt, caption)
 

@@ -359,8 +359,10 @@ def _robustness(s: dict) -> dict:
         for k, v in s["bootstrap"].items()
     ]
 
-    def times3(x: float) -> str:  # three figures: the variants differ in the third
-        return f"×{number(x, 3)}"
+    def times3(x: float) -> str:
+        # two figures, as every other miss (reader vm32: x1.18, x1.19 and x1.2 read as three
+        # different models; a difference in the third figure is no difference)
+        return times(x)
 
     ablation = [
         {
@@ -379,6 +381,7 @@ def _robustness(s: dict) -> dict:
             "median": times3(e["median"]) if enough(e["count"]) else TOO_FEW,
             "within_125": pct(e["within_1_25"]),
             "within": pct(e["within_1_5"]),
+            "within_of": f"{round(e['count'] * e['within_1_5'])} of {e['count']}",
             "worst": times(e["worst"]),
         }
 
@@ -407,6 +410,7 @@ def _robustness(s: dict) -> dict:
             "median": times(frozen["median"]) if enough(frozen["count"]) else TOO_FEW,
             "within_125": pct(frozen["within_1_25"]),
             "within": pct(frozen["within_1_5"]),
+            "within_of": f"{round(frozen['count'] * frozen['within_1_5'])} of {frozen['count']}",
             "worst": times(frozen["worst"]),
             # its rows missed by more than x1.5, a whole count
             "misses": str(round(frozen["count"] * (1 - frozen["within_1_5"]))),
@@ -456,6 +460,8 @@ def _prediction(presets: Presets, rows) -> dict:
             "enough": enough(e["count"]),
             "worst": times(e["worst"]),
             "within": pct(e["within_1_5"]),
+            # the same as a whole count, as the reading says it (reader vm32: "46 of 57")
+            "within_of": f"{round(e['count'] * e['within_1_5'])} of {e['count']}",
             "within_125": pct(e["within_1_25"]),
             "p80": times(e["p80"]),
         }
@@ -962,6 +968,9 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     # the batch where decode alone turns compute-bound: compute per sequence equals the weights'
     # read shared by the batch plus each sequence's own KV read
     crossover = weights / ((compute - kv) / batch)
+    # the chapter's B*: the batching chapter's crossover, multiplies against the weights' read
+    # alone (the KV cache left out), the one the opening and the batch verdict use
+    b_star = derivations.get("crossover_batch").evaluate(**_only("crossover_batch", kw))
     server = presets.by_kind["measurement"].get(rid.replace("offline", "server"))
     # the bound with half the prompt: fewer prompt FLOPs per output token (an exercise's answer)
     half = evaluate(row, presets, input_tokens=row.input_tokens / 2)
@@ -999,6 +1008,8 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
         "compute_prefill": f"{number(compute_side.m, 3)} ms",
         "crossover": quantity(crossover.to("sequence")),
         "over_crossover": number((batch / crossover).to("").m, 2),
+        "b_star": quantity(b_star.to("sequence")),
+        "over_b_star": number((batch / b_star).to("").m, 2),
         "decode_compute_bound": bool(compute > weights + kv),
         "prefill_flop_share": spoken_pct((prefill / compute_side).to("").m),
         "weights": quantity(weights.to("ms"), 3),
@@ -1279,6 +1290,11 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     touched = (weight_read * bandwidth / weight_bytes).to("value")
     if not np.isclose((weight_read + kv_read).to("s").m, c.memory[-1], rtol=1e-6):
         raise ChalkboardError(f"{rid}: the worked read's terms do not add up to the bound's read")
+    if wide is not None:  # the weights' read with attention at its wider precision (a table cell)
+        wide_weights = weight_read.to("s").m + extra
+        if not np.isclose(wide_weights + kv_read.to("s").m, wide_step, rtol=1e-6):
+            raise ChalkboardError(f"{rid}: the wider read's terms do not add up to its step")
+        wide_terms["wide_weights"] = t(wide_weights)
     # one row of padding through the touched routed experts, from its inputs (reader vm28 could
     # not redo the padded multiplies): the step carries the decode token and its share of the
     # prompt, 1 + rho tokens, which touch more routed experts than one token does
@@ -1643,7 +1659,7 @@ def context(presets: Presets) -> dict:
         "worked_prediction": _worked_prediction(presets, rows),
         "worked_tpot": _worked_tpot(presets, rows),
         "sensitivity": sens,
-        "sensitivity_max": Said(number(max(spreads), 3), spoken_number(max(spreads)))
+        "sensitivity_max": Said(number(max(spreads), 2), spoken_number(max(spreads), 2))
         if spreads
         else "—",
         # the row and input behind the largest factor, so the text names what moved it
@@ -1837,6 +1853,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
     # (a share of the peak of the run's own format) and offline serving's share of its bound
     # (for a compute-bound row, a share of peak FLOP/s too)
     groups = {}
+    prefill = []  # the MFU rows' prefill shares of their bound FLOPs (the opening qualifies it)
     for r in rows:
         if r.efficiency is None or derived(r):
             continue
@@ -1847,6 +1864,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             groups.setdefault("offline serving, compute-bound rows (an MFU)", []).append(
                 r.efficiency
             )
+            prefill.append(prefill_share(r, presets))
 
     def order(g):  # offline serving first, then training from the widest format
         fmt = g.split(", ")[-1].split()[0]
@@ -1881,6 +1899,11 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 + (" for inference" if what.startswith("offline") else ", applied to training"),
                 "rows": _rows_said(what, spoken_pct(med).said, len(v), span(v)),
                 "verdict": _verdict(med, third, len(v)),
+                "count": number(len(v)),
+                # the median share of those rows' bound FLOPs that is their prompts' prefill
+                "prefill": spoken_pct(float(np.median(prefill))).said
+                if what.startswith("offline")
+                else "",
             }
         )
     if training_line is not None:
@@ -1892,6 +1915,9 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         for r in rows
         if r.scenario in ("server", "interactive") and tpot_target(r.preset) is not None
     ]
+    # the rows of those scenarios with no step to read: a rate published, no TPOT read
+    latency_rows = sum(r.scenario in ("server", "interactive") for r in rows)
+    no_step = latency_rows - len(steps)
     med = float(np.median(steps))
     out.append(
         {
@@ -1902,7 +1928,13 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
             # period a server chose (the prose says so)
             "rows": _rows_said(
                 "server and interactive steps (one measured TPOT, each held under its "
-                "benchmark's latency limit)",
+                "benchmark's latency limit"
+                + (
+                    f"; {number(len(steps))} of the {number(latency_rows)} rows, the other "
+                    f"{number(no_step)} publishing a rate with no TPOT)"
+                    if no_step
+                    else ")"
+                ),
                 f"{spoken_number(med, 2)} ms",
                 len(steps),
                 f"{spoken_number(min(steps), 2)}–{spoken_number(max(steps), 2)} ms",
@@ -1932,6 +1964,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 f"{spoken_number(min(drains), 2)}–{spoken_number(max(drains), 2)} ms",
             ),
             "verdict": _verdict(med, period, len(drains)),
+            "count": number(len(drains)),
         }
     )
     # two or three times B*: the batch an offline row with a published engine cap ran at, over
@@ -1970,6 +2003,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
                 ),
                 # against the nearer end of the lecture's range
                 "verdict": _verdict(med, min(max(med, low), high), len(v)),
+                "count": number(len(v)),
             }
         )
     for n in out:  # the verdict as a word the summary can use

@@ -286,7 +286,10 @@ def test_the_prediction_groups_add_up_and_rows_kept_out_are_not_predicted():
     assert ctx["example"]["input_sourced"]
     # the largest sensitivity is named for its input, as the sweep found it
     top = ctx["sensitivity_top"]
-    assert top["spread"] == ctx["sensitivity_max"]
+    # the prose gives it to two figures (reader vm32), the collapsed table to three
+    from book.format import number
+
+    assert number(float(top["spread"].replace(",", "")), 2) == ctx["sensitivity_max"]
     assert top["what"] in ("mean prompt", "mean output") or top["what"] == top["input"]
 
 
@@ -361,7 +364,6 @@ def test_the_chapter_teaches_the_bound_before_the_prediction():
         "### The forecast",
         "### How close the forecast comes",
         "figure-predicted_vs_measured",
-        "### Where the forecast fails, and why",
         '!!! abstract "Takeaways"',
         "## Exercises",
         "## Appendix: how the forecast was fitted",
@@ -579,7 +581,8 @@ def test_the_takeaways_headline_the_held_out_error_not_the_collapse():
     assert frozen in takeaways and "not a test" not in takeaways
     assert p["apart"]["median"] not in takeaways and p["apart"]["worst"] not in takeaways
     if p["fixed_count"] != "0":  # a fixed cost longer than the step is told where it fails
-        fails = text.split("## Where the forecast fails", 1)[1].split("\n## ", 1)[0]
+        # the causes are worked in the appendix since reader vm32 (the flow repeated them)
+        fails = text.split("### The misses, cause by cause", 1)[1].split("\n## ", 1)[0]
         assert p["fixed_count"] in fails and "collapses" in fails
     # V10: the summary's cells give a range, never every row
     assert not any("every row" in t["band"] for t in p["table"])
@@ -1106,20 +1109,20 @@ def test_every_miss_count_says_one_population_in_text_tables_and_figure():
     for g in p["groups"]:
         outside = round(int(g["count"]) * (1 - float(g["within"].strip("%")) / 100))
         assert outside == int(groups[g["key"]]), (g["key"], outside, groups)
-    # Part two and the appendix both give the count with its split by group
+    # Part two gives the count; the appendix (since reader vm32: the flow repeated it) its split
+    # by group, the newest both as the model now stands and as Part two's table scores them
     split = f"{groups['fitted']} of the {p['groups'][0]['count']} fitted rows"
-    assert f"{p['miss_count']} rows miss by more than ×{p['close']}, counted" in flat
-    assert split in flat
+    assert f"{p['miss_count']} rows miss by more than ×{p['close']}" in flat
+    assert f"more than ×{p['close']}, counted with the model as it now stands ({split}" in flat
     frozen = p["robustness"]["frozen"]
-    assert f"before them {frozen['misses']}, the table's line" in flat
-    assert f"({groups['fitted']} fitted, {groups['held']} newest after the revisions," in flat
+    assert f"{frozen['misses']} without the expert-padding one, Part two's line" in flat
     # the fixed cost too long: the cause table's line is the text's split
     fixed = next(c for c in p["cause_rows"] if c["why"] == FIXED_CAUSE)
     fg = p["fixed_groups"]
     assert (fixed["fitted"], fixed["held"], fixed["kept"]) == (fg["fitted"], fg["held"], fg["kept"])
     assert fixed["count"] == p["fixed_count"]
     said = (
-        f"{p['fixed_count']} of the misses ({fg['fitted']} fitted, {fg['held']} newest, "
+        f"{p['fixed_count']} misses ({fg['fitted']} fitted, {fg['held']} newest, "
         f"{fg['kept']} excluded)"
     )
     assert said in flat
@@ -1131,7 +1134,7 @@ def test_every_miss_count_says_one_population_in_text_tables_and_figure():
     assert f"{collapsed} forecasts collapse" in caption
     assert p["collapsed"] == p["collapsed_fixed"] == str(collapsed)
     assert collapsed + len(p["fixed_standing"]) == int(p["fixed_count"])
-    assert f"On {collapsed} of them the forecast collapses" in flat
+    assert f"on {collapsed} of them the forecast collapses" in flat
     # figure 2's newest rows are the model after revision, and its legend says so
     labels = list(panel["groups"])
     assert any("newest" in g and "after the last revisions" in g for g in labels)
@@ -1161,6 +1164,43 @@ def test_the_opening_and_the_takeaways_give_the_lectures_verdicts_from_its_table
     assert top and box and top.group(1) == box.group(1)
     assert abs(float(top.group(1).replace(",", "")) - gain) <= 1
     assert opening.startswith("# ") and "Every price in the earlier chapters" in opening
+    # reader vm32: the 20 ms read as an HBM drain has its verdict at the top too; the MFU verdict
+    # says how much of its rows' FLOPs is prefill; the lecture's MoE claim says its row count
+    assert v["drain"]["value"] in opening and v["mfu"]["prefill"] in opening
+    assert f"only {v['batch_moe']['count']} MoE rows" in opening or v["batch_moe"]["holds"]
+    for gloss in ("every query handed over at once", "requests arriving over time", "engine's cap"):
+        assert gloss in opening
+
+
+def test_the_chapters_b_star_is_the_batching_chapters_weights_only_crossover():
+    """Reader vm32: B* was used in two senses. It is the batching chapter's, weights only: for the
+    worked row (Llama 2 70B at FP8 on one H200, a dense model so N_total = N_active) by hand
+    F b / (W c_f) = 1,979e12 x 1 B / (4.8e12 B/s x 2) = 206 sequences; the 249 with the KV cache
+    is named as a different crossover."""
+    ctx, text = _rendered()
+    e = ctx["example"]
+    assert e["b_star"] == "206 sequences" and e["crossover"] != e["b_star"]
+    flat = " ".join(text.split())
+    assert "the KV cache left out" in flat.split("## Part one", 1)[0]
+    assert f"this row's $B^*$ is {e['b_star']}" in flat
+    assert (
+        "Counting each sequence's KV reads too, decode alone turns compute-bound past "
+        f"{e['crossover']}" in flat
+    )
+
+
+def test_the_step_line_says_which_latency_rows_it_leaves_out():
+    """Reader vm32: the step line counted 24 rows where server and interactive hold 27. Counted
+    here from the rows: those of the two scenarios without a TPOT to read."""
+    from book.validation import tpot_target
+
+    ctx, _ = _rendered()
+    rows = [p for p in load().by_kind["measurement"].values()]
+    latency = [p for p in rows if p.scenario in ("server", "interactive")]
+    timed = [p for p in latency if tpot_target(p) is not None]
+    line = ctx["verdict"]["step"]["rows"]
+    missing = len(latency) - len(timed)
+    assert missing == 0 or f"{len(timed)} of the {len(latency)} rows, the other {missing}" in line
 
 
 def test_the_by_hand_forecast_exercise_redoes_from_its_shown_numbers():
