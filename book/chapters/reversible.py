@@ -353,6 +353,8 @@ def context(presets: Presets) -> dict:
         "ckpt": said(m["ckpt"].to("GB")),
         "rev": said(m["rev"].to("MB")),
         "buffer": said(m["buffer"].to("GB")),
+        # one layer's internals beyond its own input, which is among the kept ones
+        "buffer_beyond_input": said((m["buffer"] - m["rev"]).to("GB")),
         "segments": said_number(m["segments"]),
         "stored_over_plain": said_number(_ratio(m["stored"], m["plain"]), 3),
         "stored_over_plain_round": said_number(round(_ratio(m["stored"], m["plain"]))),
