@@ -2305,8 +2305,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
         fig.delaxes(ax)
         left, right = fig.subplots(2, 1, sharey=True)
         for a, group, title in (
-            (left, lecture, "the lecture's count: layer inputs only"),
-            (right, curves, "everything a backward pass needs"),
+            (left, lecture, "the lecture's count: layer inputs, reversible as one stream"),
+            (right, curves, "everything held at the peak, reversible as two streams"),
         ):
             colors = PALETTE[1 : 1 + len(group)] if a is left else PALETTE[: len(group)]
             for color, (label, y) in zip(colors, group.items(), strict=True):
@@ -2338,7 +2338,12 @@ def activation_vs_layers(presets: Presets) -> Figure:
         i = list(depth).index(model.layers)
         rerun, ckpt, rev = (y[i] for y in list(curves.values())[1:])
         for y, color, offset in zip(
-            (rerun, ckpt, rev), PALETTE[1:4], ((-8, 5), (-8, -14), (-8, -15)), strict=True
+            # off the lines: re-run above its rising line, checkpointing below both rising
+            # lines, the reversible network below its flat one
+            (rerun, ckpt, rev),
+            PALETTE[1:4],
+            ((-10, 12), (-10, -21), (-8, -15)),
+            strict=True,
         ):
             right.plot([model.layers], [y], "o", color=color, markersize=5)
             right.annotate(
@@ -2376,6 +2381,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
     # three figures, as the chapter's table prints them: the arrow's ratio comes from these
     held = [quantity(Q_(y[list(depth).index(model.layers)], "GB"), 3) for y in curves.values()]
     counted = [at(y) for y in lecture.values()]
+    # every layer's input to four figures, apart from best checkpointing's 10.7 GB below
+    inputs_precise = quantity(Q_(inputs[list(depth).index(model.layers)], "GB"), 4)
     alt = (
         f"Two panels, one above the other, of activation memory for one training sequence of "
         f"{context_tokens(context)} "
@@ -2389,15 +2396,15 @@ def activation_vs_layers(presets: Presets) -> Figure:
         f"{chip}'s {spoken(hbm)} of HBM."
     )
     caption = (
-        f"Activation memory against depth for one sequence of {context_tokens(context)} at "
+        f"Activation memory of one sequence of {context_tokens(context)} against depth at "
         f"{model.name}'s width; the dotted line marks its {model.layers} layers. Top, the "
-        f"lecture's count in layer inputs, one stream for the reversible network: its slopes are "
-        f"the argument, linear, square root and flat ({', '.join(counted)} at {model.layers} "
-        f"layers). Bottom, what each scheme holds at its peak, the three that recompute at the "
-        f"same one extra forward pass ({held[1]}, {held[2]} and {held[3]}): all sit on one "
-        f"layer's internals ({spoken(Q_(buffer, 'GB'))}), and checkpointing (dashed) runs on "
-        f"the re-run line up to {spoken_number(crossover - 1)} layers, since segments of two "
-        f"layers pay only from {spoken_number(crossover)}."
+        f"lecture's count in layer inputs, one stream for the reversible network: slopes linear, "
+        f"square root and flat ({inputs_precise}, {', '.join(counted[1:])} at {model.layers} "
+        f"layers). Bottom, what each scheme holds at its peak, two streams for the reversible "
+        f"network: the three that recompute at one extra forward pass ({held[1]}, {held[2]} and "
+        f"{held[3]}) sit on one layer's internals ({quantity(Q_(buffer, 'GB'), 4)}), and "
+        f"checkpointing (dashed) runs on the re-run line up to {spoken_number(crossover - 1)} "
+        f"layers, paying only from {spoken_number(crossover)}."
     )
     return _render("activation_vs_layers", draw, alt, caption)
 

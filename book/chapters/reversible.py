@@ -353,6 +353,8 @@ def context(presets: Presets) -> dict:
         "ckpt": said(m["ckpt"].to("GB")),
         "rev": said(m["rev"].to("MB")),
         "buffer": said(m["buffer"].to("GB")),
+        # one layer's internals beyond its own input, which is among the kept ones
+        "buffer_beyond_input": said((m["buffer"] - m["rev"]).to("GB")),
         "segments": said_number(m["segments"]),
         "stored_over_plain": said_number(_ratio(m["stored"], m["plain"]), 3),
         "stored_over_plain_round": said_number(round(_ratio(m["stored"], m["plain"]))),
@@ -424,6 +426,13 @@ def context(presets: Presets) -> dict:
         "ex_plain_total": said((x["rerun"]).to("GB")),
         "ex_equal_lead": said_number(_ratio(x["ckpt_full"], x["rev_two"] + x["buffer"]), 2),
         "ckpt_full": said(printed(m["ckpt_full"])),
+        # four figures where two quantities print alike at three: best checkpointing at equal
+        # compute (10.67 GB) and every layer's input, the lecture's count (10.74 GB)
+        "ckpt_full_precise": said(m["ckpt_full"].to("GB"), 4),
+        "plain_precise": said(m["plain"].to("GB"), 4),
+        # per-layer checkpointing at its peak, the table's row: every layer input and one
+        # layer's internals beyond its input
+        "rerun": said(printed(m["rerun"])),
         "rev_total": said(printed(m["rev_two"] + m["buffer"])),
         "ckpt_full_minus_rev": said((m["ckpt_full"] - m["rev_two"] - m["buffer"]).to("GB")),
         # the best whole segment count's two halves: its checkpoints and its largest segment
