@@ -16,6 +16,7 @@ from book.problem_bank import (
 )
 from book.problem_bank._activations import gated_factor
 from book.problem_bank.reversible._schemes import INPUTS_ONLY
+from book.problem_bank.reversible.spacing_the_checkpoints import _every
 from units import Q_
 
 KIND = "multi"
@@ -78,9 +79,15 @@ def draw(rng, presets) -> Draw:
     # the reversible layer keeps both full-width streams of the last output: running a layer
     # backwards needs both (the chapter and reversible_peak_memory count two)
     rev_token = (STREAMS * one_stream).to("kB/token")
-    # K checkpoints plus a segment's other L/K - 1 inputs (its first is its checkpoint, counted
-    # once, as in spacing_the_checkpoints): least at K = sqrt(L), 2 sqrt(L) - 1 layers' worth
-    held = 2 * layers**0.5 - 1
+    # reader 30: the spacing is given, a whole number of layers that divides L, so the count is
+    # exact: L/S checkpoints plus the segment's other S - 1 inputs (its first is its checkpoint,
+    # counted once, as the chapter and spacing_the_checkpoints count), near S = sqrt(L)
+    root = layers**0.5
+    spacings = [s for s in range(2, layers) if layers % s == 0 and root / 2 <= s <= 2 * root]
+    require(bool(spacings), "a spacing near the square root divides the layers")
+    spacing = rng.choice(spacings)
+    checkpoints = layers // spacing
+    held = checkpoints + spacing - 1
     ckpt_token = (held * per_layer).to("kB/token")
     with_ckpt = ckpt_token + buffer_token
     with_rev = rev_token + buffer_token
@@ -97,10 +104,10 @@ def draw(rng, presets) -> Draw:
         f"{d:,}) on one long sequence per GPU on {chip.name} GPUs ({quantity(hbm)} of HBM, "
         f"of which a run may fill {number(100 * usable)}%), "
         "with its mixed-precision Adam state (BF16 weights and gradients, FP32 master "
-        f"weights and two FP32 moments: {quantity(per_param)}) {state_words}. Activations "
+        f"weights and two FP32 moments) {state_words}. Activations "
         "are BF16; attention's scores are recomputed, never stored; the logits and other "
-        f"buffers are left out. Today the run uses {INPUTS_ONLY}, a segment every "
-        "$\\sqrt{L}$ of its $L$ layers. The internals of a layer, held while it is "
+        f"buffers are left out. Today the run uses {INPUTS_ONLY}, with a checkpoint at "
+        f"the input of {_every(spacing)} layer. The internals of a layer, held while it is "
         f"differentiated, take about {quantity(stored)} of residual stream per token for this "
         "gated layer. A reversible version of the network would carry two full-width streams, "
         "as the Reformer's block does. How many times longer a sequence would the reversible "
@@ -118,7 +125,8 @@ def draw(rng, presets) -> Draw:
             "of its HBM a run may fill."
         ),
         f"A layer's input is {int(d):,} values × {quantity(per_value)} = "
-        f"{quantity(per_layer)}. Checkpointing holds $2\\sqrt{{{layers}}} - 1$ ≈ {number(held, 3)} "
+        f"{quantity(per_layer)}. Checkpointing holds {checkpoints} checkpoints ({layers} / "
+        f"{spacing}) and the other {spacing - 1} inputs of the segment being rebuilt, {held} "
         f"inputs, {quantity(ckpt_token)}; the working layer adds {quantity(stored)} × "
         f"{int(d):,} values = {quantity(buffer_token)}: {quantity(with_ckpt)} in all, so "
         f"{quantity(room)} / {quantity(with_ckpt)} = {quantity(longest_ckpt, 4)} today.",
@@ -159,9 +167,9 @@ def draw(rng, presets) -> Draw:
             "being differentiated.",
         ),
         Mistake(
-            times(per_layer * layers**0.5 + buffer_token, with_rev),
-            "Checkpointing holds about twice √L layer inputs (the checkpoints and one "
-            "segment), not √L.",
+            times(per_layer * checkpoints + buffer_token, with_rev),
+            f"You counted only the {checkpoints} checkpoints; rebuilding a segment also holds "
+            f"its other {spacing - 1} layer inputs.",
         ),
         Mistake(
             times(per_token(evaluate("activation_memory", **case)) + buffer_token, with_rev),

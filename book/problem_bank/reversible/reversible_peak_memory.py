@@ -141,6 +141,11 @@ def _mistakes(presets, model_id, case, gpus, stored, internals, one_stream, peak
             "That is per-layer checkpointing, every layer's input kept and each layer re-run; "
             "a reversible network rebuilds the inputs from the last layer's output instead.",
         ),
+        Mistake(  # reader 30: the output alone, the working layer forgotten
+            (STREAMS * one_stream).to("GB"),
+            "That is the stored output alone, both streams; while the backward pass works on a "
+            "layer it also holds that layer's internals, the larger part of the peak.",
+        ),
         Mistake(
             peak / case["batch_size"].m,
             f"That is one sequence's; each {'GPU' if gpus == 1 else 'replica'} runs "

@@ -38,6 +38,7 @@ CONTEXTS = (8192, 16384, 32768, 65536, 131072)
 # (reader 16: 132.375 sat 0.3% above 132); the state's share must change the count
 FEWEST, MOST = 2, 10
 EDGE = 0.05
+STREAMS = 2  # the Reformer's reversible block carries two full-width streams, x and y
 
 
 def _size(q) -> str:
@@ -66,7 +67,7 @@ def draw(rng, presets) -> Draw:
         buffer = buffer.value.to("GB")
         fill = (usable * chip.hbm_capacity).to("GB")
         room = (fill - state / shards).to("GB")
-        per_seq = (rev + buffer).to("GB")
+        per_seq = (STREAMS * rev + buffer).to("GB")
         fit = (room / per_seq).to("").m
         stateless = (fill / per_seq).to("").m
         if (
@@ -89,8 +90,9 @@ def draw(rng, presets) -> Draw:
     d = model.d_model
     text = (
         f"You train a reversible version of {model.name} ({quantity(model.params_total)}, "
-        f"residual width {int(d):,}, {model.layers} layers) with BF16 activations on "
-        f"{chip.name} GPUs ({quantity(chip.hbm_capacity)} of HBM each, of which a run may fill "
+        f"residual width {int(d):,}, {model.layers} layers), built as the Reformer builds it: "
+        "two full-width streams. Activations are BF16; the GPUs are "
+        f"{chip.name} ({quantity(chip.hbm_capacity)} of HBM each, of which a run may fill "
         f"{number(100 * usable)}%). The mixed-precision "
         "Adam state (BF16 weights and gradients, FP32 master weights and two moments) is "
         f"sharded evenly over {shards} GPUs. The backward pass rebuilds each layer's input "
@@ -106,19 +108,20 @@ def draw(rng, presets) -> Draw:
         f"moments) × {quantity(model.params_total)} = {quantity(state)}; 1/{shards} per GPU "
         f"leaves {quantity(room)} of the {number(100 * usable)}% of "
         f"{quantity(chip.hbm_capacity)} a run may fill, {quantity(fill)}.",
-        f"A reversible network keeps only the last layer's output: {context_tokens(context, 5)} "
-        f"× {int(d):,} values × {quantity(per_value)} = {_size(rev)} per sequence, whatever "
-        "the depth.",
+        f"A reversible network keeps only the last layer's output, both streams (running a "
+        f"layer backwards needs both): {STREAMS} × {context_tokens(context, 5)} "
+        f"× {int(d):,} values × {quantity(per_value)} = {_size(STREAMS * rev)} per sequence, "
+        "whatever the depth.",
         f"The layer being differentiated holds {number(factor.m)} bytes per value: "
-        f"{_size(buffer)} per sequence, {number((buffer / rev).to('').m)} times the stored "
-        "output. This working buffer, not the stored activations, now sets the limit.",
-        f"{quantity(room)} / ({_size(rev)} + {_size(buffer)}) = {number(fit)}, rounded down "
-        f"to {quantity(Q_(count, 'sequence'))} of {context_tokens(context, 5)}: "
+        f"{_size(buffer)} per sequence, {number((buffer / (STREAMS * rev)).to('').m)} times "
+        "the stored output. This working buffer, not the stored activations, now sets the limit.",
+        f"{quantity(room)} / ({_size(STREAMS * rev)} + {_size(buffer)}) = {number(fit)}, "
+        f"rounded down to {quantity(Q_(count, 'sequence'))} of {context_tokens(context, 5)}: "
         f"**{quantity(answer)}** per GPU.",
     )
     mistakes = [
         Mistake(
-            tokens(math.floor((room / rev).to("").m)),
+            tokens(math.floor((room / (STREAMS * rev)).to("").m)),
             "You left out the working buffer of the layer being differentiated; a "
             "reversible network stores one layer's output but still works on one layer "
             "at a time, with all its internals.",
@@ -155,6 +158,24 @@ def draw(rng, presets) -> Draw:
             )
         )
     tolerance = whole_count_tolerance(count, 0.02)
+    # reader 30: one stream of the output kept, as a RevNet that halves the width; named where
+    # its count lands clear of the answer and of the other slips, redrawn where it falls between
+    one_fit = (room / (rev + buffer)).to("").m
+    one_stream = tokens(math.floor(one_fit))
+    require(clear_of_rounding(one_fit, EDGE), "the one-stream count is clear of rounding")
+    require(
+        one_stream == answer or lands_clear(one_stream, answer, tolerance),
+        "the one-stream count lands clear",
+    )
+    if one_stream != answer:
+        mistakes.insert(
+            0,
+            Mistake(
+                one_stream,
+                "You kept one stream of the last layer's output; running a layer backwards "
+                f"needs both of its outputs, {STREAMS} full-width streams.",
+            ),
+        )
     # reader 28: the quotient not rounded down to whole sequences, named where it lands twice
     # the window out (inside it, a fraction of a sequence the window takes in)
     unfloored = (Q_(fit, "sequence") * context).to("token")
