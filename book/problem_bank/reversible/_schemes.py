@@ -17,3 +17,16 @@ WITH_INTERNALS = (
 )
 
 REVERSIBLE = "reversible layers (one extra forward pass)"
+
+
+def every_nth(n: int) -> str:
+    """How a statement names a checkpoint spacing, in the same words in every problem.
+
+    >>> every_nth(2), every_nth(16), every_nth(42), every_nth(11)
+    ('every second', 'every 16th', 'every 42nd', 'every 11th')
+    """
+    words = {2: "second", 3: "third"}
+    if n in words:
+        return f"every {words[n]}"
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"every {n}{suffix}"

@@ -15,8 +15,7 @@ from book.problem_bank import (
     slips_apart,
 )
 from book.problem_bank._activations import gated_factor
-from book.problem_bank.reversible._schemes import INPUTS_ONLY
-from book.problem_bank.reversible.spacing_the_checkpoints import _every
+from book.problem_bank.reversible._schemes import INPUTS_ONLY, every_nth
 from units import Q_
 
 KIND = "multi"
@@ -107,7 +106,7 @@ def draw(rng, presets) -> Draw:
         f"weights and two FP32 moments) {state_words}. Activations "
         "are BF16; attention's scores are recomputed, never stored; the logits and other "
         f"buffers are left out. Today the run uses {INPUTS_ONLY}, with a checkpoint at "
-        f"the input of {_every(spacing)} layer. The internals of a layer, held while it is "
+        f"the input of {every_nth(spacing)} layer. The internals of a layer, held while it is "
         f"differentiated, take about {quantity(stored)} of residual stream per token for this "
         "gated layer. A reversible version of the network would carry two full-width streams, "
         "as the Reformer's block does. How many times longer a sequence would the reversible "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, require
-from book.problem_bank.reversible._schemes import INPUTS_ONLY_NAME
+from book.problem_bank.reversible._schemes import INPUTS_ONLY_NAME, every_nth
 from units import Q_
 
 KIND = "multi"
@@ -21,15 +21,6 @@ TOL = 0.01  # three figures round within 0.5%; the continuous optimum is drawn 2
 
 def _size(q) -> str:
     return quantity(q.to("GB") if q >= Q_(1, "GB") else q.to("MB"))
-
-
-def _every(n: int) -> str:
-    """'every second layer', 'every 16th layer', 'every 42nd layer'."""
-    words = {2: "second", 3: "third"}
-    if n in words:
-        return f"every {words[n]}"
-    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"every {n}{suffix}"
 
 
 def _peak(layers: int, spacing: int) -> int:
@@ -77,7 +68,7 @@ def draw(rng, presets) -> Draw:
         f"You train {model.name} ({layers} layers, residual width {d:,}) on "
         f"{quantity(batch)} of {context_tokens(context, 5)} per GPU, with BF16 activations. "
         f"Your framework runs {INPUTS_ONLY_NAME}, with a checkpoint at the input of "
-        f"{_every(spacing)} layer; it takes only spacings that divide the number of layers "
+        f"{every_nth(spacing)} layer; it takes only spacings that divide the number of layers "
         "evenly. How much activation memory would you free at the peak by switching to the "
         "best spacing it allows? Answer in GB."
     )
