@@ -122,8 +122,9 @@ register(
         source=Source(REVNET),
         assumptions=(
             "only each layer's input (the residual stream, nu = 1 vector of d values per token) "
-            "is kept; real frameworks keep more, "
-            "which makes the saving larger",
+            "is kept, the lecture's count; a real backward pass also holds each layer's "
+            "internals, which every strategy pays, so the reversible network's lead is far "
+            "smaller than this count's (the chapter counts both)",
             "activations are stored at the compute precision, b_act bytes per value",
         ),
         summary="One residual-stream vector per token per layer.",
