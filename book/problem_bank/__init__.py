@@ -200,22 +200,12 @@ def slips_apart(mistakes, answer, tolerance: float, factor: bool = False) -> boo
     (False, True)
     """
 
-    def ratio(a, b) -> float:
-        return (a / b).to("").m
+    def apart(a, b) -> bool:
+        r = (a.value / b.value).to("").m
+        return max(r, 1 / r) >= tolerance**2 if factor else abs(r - 1) >= 2 * tolerance
 
-    if factor:
-        named = [m for m in mistakes if not _within(m.value, answer, tolerance, True)]
-        return all(
-            max(ratio(a.value, b.value), ratio(b.value, a.value)) >= tolerance**2
-            for i, a in enumerate(named)
-            for b in named[i + 1 :]
-        )
-    named = [m for m in mistakes if abs(ratio(m.value, answer) - 1) > tolerance]
-    return all(
-        abs(ratio(a.value, b.value) - 1) >= 2 * tolerance
-        for i, a in enumerate(named)
-        for b in named[i + 1 :]
-    )
+    named = [m for m in mistakes if not _within(m.value, answer, tolerance, factor)]
+    return all(apart(a, b) for i, a in enumerate(named) for b in named[i + 1 :])
 
 
 def money(q: pint.Quantity, digits: int = 4) -> str:
