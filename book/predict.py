@@ -4,7 +4,10 @@ The roofline bound (book.validation) is a ceiling. A prediction keeps its physic
 its idealisations by what a practitioner knows before running:
 
 - matrix multiplies reach a share ``eta[format]`` of the chip's dense peak at the compute
-  precision (FP4, FP8 or BF16: each format has its own share);
+  precision (FP4, FP8 or BF16: each format has its own share), times the chip's measured
+  matmul rate for its peak over the H100's (matmul_rate: the largest BF16 matmul rate a
+  brute-force search of shapes found on each chip, MAMF; 1 for a chip with no such figure):
+  the shares are the H100's, and a chip whose matmuls reach less of their peak runs slower;
 - attention's FLOPs run at the rate of the KV cache's precision (never faster than the compute
   precision): an FP4 deployment still does attention at FP8 or BF16;
 - memory traffic reaches a share ``eta_memory`` of the HBM bandwidth;
@@ -42,11 +45,12 @@ its idealisations by what a practitioner knows before running:
 
 Predicted step at batch B (each term the bound's own, from the same equations)::
 
-    T(B) = max((W(B) + r X(B))/eta[fmt] + A(B) F/(F_attn eta[attn]), M(B)/eta_memory)
+    T(B) = max((W(B) + r X(B))/(eta[fmt] c) + A(B) F/(F_attn eta[attn] c), M(B)/eta_memory)
            + n_layers (tau + [n > 1] tau_coll) + C(B)
     T_host(B) = max(T(B), tau_host B / hosts),   rate = a B / (n T_host(B))
 
-where X(B) is one token row through every expert the step touches, at the peak (_expert_row).
+where X(B) is one token row through every expert the step touches, at the peak (_expert_row),
+and c the chip's measured matmul rate over the H100's (matmul_rate).
 
 A throughput with no latency limit runs at the largest batch the replica holds; a throughput
 at a measured TPOT at the largest batch whose predicted step meets it (the bound's rule); a
@@ -132,6 +136,7 @@ class Case:
     excluded: str = ""  # why the row is not in any fit
     submission: str = ""  # the rows published together (a source's system): held out together
     engine: str = "unknown"  # the serving engine the source names (units.presets.ENGINES)
+    matmul_rate: float = 1.0  # the chip's measured matmul share over the reference's (matmul_rate)
 
 
 def _format(precision: str) -> str:
@@ -140,6 +145,53 @@ def _format(precision: str) -> str:
 
 def _rate(hardware: Preset, precision: str):
     return hardware.get(f"dense_flops_{precision}")
+
+
+# the chip the fitted matmul shares are stated on: the one the shares' priors were measured on
+REFERENCE_CHIP = "h100_sxm"
+# each chip's measured matmul rate at BF16 (a parameter preset; MAMF's table names the chip)
+ACHIEVABLE_MATMUL = {
+    chip: f"achievable_matmul_{name}_bf16"
+    for chip, name in {
+        "h100_sxm": "h100",
+        "b200": "b200",
+        "b300": "b300",
+        "gb200_nvl72": "gb200",
+        "mi300x": "mi300x",
+        "mi325x": "mi325x",
+        "mi355x": "mi355x",
+    }.items()
+}
+
+
+def matmul_rate(presets: Presets, chip: str) -> float:
+    """How fast the chip's matmuls run for its peak, against the reference chip's: the largest
+    matmul rate measured on it at BF16 (MAMF, a brute-force search of shapes) as a share of its
+    dense BF16 peak, over the same share on the H100. The fitted shares apply to each chip's
+    peak times this: a practitioner reads it off a microbenchmark before running anything.
+
+    Assumption (where it is used, Stack.predict): a chip's matmul efficiency at BF16 stands for
+    every format on it (the only format measured on every GPU of the rows; on the NVIDIA chips
+    measured at FP8 too, the FP8 share is within an eighth of the BF16 one). A chip with no
+    measurement (the TPUs, the H800, the GB300, the H200, which the table calls the same as the
+    H100) is taken at the reference's share: 1.
+
+    >>> presets = load()
+    >>> round(matmul_rate(presets, "mi300x"), 3), round(matmul_rate(presets, "b200"), 3)
+    (0.637, 0.966)
+    >>> matmul_rate(presets, "tpu_v5e")
+    1.0
+    """
+
+    def share(hardware: str) -> float | None:
+        if hardware not in ACHIEVABLE_MATMUL:
+            return None
+        measured = presets.get("parameter", ACHIEVABLE_MATMUL[hardware])
+        peak = presets.get("hardware", hardware).dense_flops_bf16
+        return float((measured.value / peak).to("").m)
+
+    own = share(chip)
+    return 1.0 if own is None else own / share(REFERENCE_CHIP)
 
 
 def _serving_case(r: Row, presets: Presets) -> Case:
@@ -236,6 +288,7 @@ def _serving_case(r: Row, presets: Presets) -> Case:
         excluded=excluded,
         submission=submission(row),
         engine=row.get("engine", "unknown"),
+        matmul_rate=matmul_rate(presets, row.hardware),
     )
 
 
@@ -313,6 +366,7 @@ def _training_case(r: Row, presets: Presets) -> Case:
         excluded="only an MFU was published" if row.get("throughput_per_chip") is None else "",
         submission=submission(row),
         engine=row.get("engine", "unknown"),
+        matmul_rate=matmul_rate(presets, row.hardware),
     )
 
 
@@ -360,6 +414,7 @@ class Stack:
             layers=vector(lambda c: c.layers),
             collectives=vector(lambda c: c.collectives),
             chips=vector(lambda c: c.chips),
+            rate=vector(lambda c: c.matmul_rate),
             # host processes sharing the replica's sequences: each attention-DP rank schedules
             # its own (an MoE spread over chips); tensor-parallel ranks all walk the whole batch
             hosts=vector(lambda c: c.chips if c.expert_parallel else 1.0),
@@ -399,8 +454,12 @@ class Stack:
         a = self.arrays
         v = {name: np.asarray(value, dtype=float) for name, value in p.items()}
         share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
-        fmt = share[..., a["fmt"]]  # (..., rows): each row's matmul share
-        attn = share[..., a["attn"]]
+        # (..., rows): each row's matmul share of its peak, times its chip's measured matmul
+        # rate for its peak over the reference chip's (matmul_rate; the ablation: every chip 1)
+        rated = v.get("chip_rates", np.ones(()))[..., None] > 0
+        rate = np.where(rated, a["rate"], 1.0)
+        fmt = share[..., a["fmt"]] * rate
+        attn = share[..., a["attn"]] * rate
         # the MoE share: an MoE spread over chips (the post-hoc variant: every MoE, one chip too)
         one_chip = v.get("moe_one_chip", np.zeros(()))[..., None] > 0
         moe = (a["ep"] > 0) | ((a["moe"] > 0) & one_chip)
@@ -476,6 +535,18 @@ class Stack:
 
 FORMAT_NAMES = ("fp4", "fp8", "bf16")
 FORMAT_INDEX = {f: i for i, f in enumerate(FORMAT_NAMES)}
+
+
+def shares(p: dict, c: Case) -> tuple[float, float]:
+    """A case's matmul and attention shares of its peaks under ``p``, as Stack.predict applies
+    them: the fitted shares of its formats times its chip's measured matmul rate (matmul_rate).
+
+    >>> c = Case("a", "offline", 1.0, 2.0, "rate", fmt="fp8", attn_fmt="bf16", matmul_rate=0.5)
+    >>> shares({"fp8": 0.6, "bf16": 0.8}, c)
+    (0.3, 0.4)
+    """
+    rate = c.matmul_rate if p.get("chip_rates", 1.0) > 0 else 1.0
+    return float(p[c.fmt] * rate), float(p[c.attn_fmt] * rate)
 
 
 def predict_case(c: Case, p: dict) -> float:
@@ -1030,6 +1101,10 @@ MECHANISMS = {
         Spec(fixed=(("communication", 0.0),)),
     ),
     "priors": ("no pull toward the measured matmul and HBM shares", Spec(priors=False)),
+    "chip_rates": (
+        "every chip's matmuls at the H100's measured share of its peak",
+        Spec(fixed=(("chip_rates", 0.0),)),
+    ),
 }
 
 
@@ -1119,6 +1194,10 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
         "no_host": (
             "before the sourced host time per sequence (added after seeing the held-out rows)",
             variants["sequence_overhead"],
+        ),
+        "no_chip_rates": (
+            "before the chips' measured matmul rates (added after seeing the held-out rows)",
+            variants["chip_rates"],
         ),
         "adopted": ("adopted: shares pulled toward the microbenchmarks", variants["none"]),
     }

@@ -205,6 +205,12 @@ def fixed_cost(row, presets: Presets, params: dict) -> dict | None:
 
 NO_PREFILL_ROW = "mlperf_mi300x_x8_llama2_70b_interactive"
 FIXED_CAUSE = "the fitted fixed cost per step is longer than the step the measured speed allows"
+# a row whose fixed cost alone fits its step, but whose honest fit meets its speed at no batch:
+# the fixed cost and one read of the weights (the step at the smallest batch) already fill it
+UNMET_CAUSE = (
+    "no batch meets the step the measured speed allows: in the fit made without the row, the "
+    "fixed cost and one read of the weights already fill the share of it a step may take"
+)
 
 
 def _fixed_cause(f: dict) -> str:
@@ -489,6 +495,7 @@ def _prediction(presets: Presets, rows) -> dict:
             }
         )
     misses = []
+    unmet = set(s.get("unmet", ()))  # rows no batch of their honest forecast meets the speed of
     for rid, (value, how) in honest.items():
         r = by_id[rid]
         ratio = max(value / r.measured.m, r.measured.m / value)
@@ -501,6 +508,8 @@ def _prediction(presets: Presets, rows) -> dict:
             f = fixed_cost(r.preset, presets, params)
             if not over and f is not None and f["fixed"] >= f["allowed"]:
                 why = _fixed_cause(f)
+            elif not over and not kept_out and rid in unmet:
+                why = UNMET_CAUSE
             elif kept_out:
                 why = f"excluded from the fit: {kept_out}"
             else:
@@ -699,6 +708,14 @@ def _prediction(presets: Presets, rows) -> dict:
         "fixed_groups": fixed_groups,
         "collapsed": str(len(collapsed_ids)),
         "collapsed_fixed": str(sum(m["name"] in collapsed_names for m in fixed_misses)),
+        # the misses no batch of the fit without the row meets (UNMET_CAUSE), all collapsed
+        "unmet_misses": [
+            {"name": m["name"], "ratio": m["ratio"], "group": dict(GROUPS)[m["group"]]}
+            for m in grouped_misses.get(UNMET_CAUSE, [])
+        ],
+        "collapsed_unmet": str(
+            sum(m["name"] in collapsed_names for m in grouped_misses.get(UNMET_CAUSE, []))
+        ),
         "fixed_standing": [
             {"name": m["name"], "ratio": m["ratio"], "group": dict(GROUPS)[m["group"]]}
             for m in fixed_standing
@@ -724,6 +741,7 @@ def _prediction(presets: Presets, rows) -> dict:
         "anchors": {k: f"{number(100 * lo)}–{pct(hi)}" for k, (lo, hi) in predict.ANCHORS.items()},
         "simulators": [_simulator(*a) for a in predict.SIMULATORS],
         "params_count": str(len(predict.PARAMS)),
+        "chip_rates": _chip_rates(presets, rows),
         "expert_rows": _expert_rows_example(presets, params),
         # the host time per sequence per step (sourced, not fitted: predict.host_prior), the
         # published host step and batch it is read from, and the rate it caps a host process at
@@ -745,6 +763,22 @@ def _prediction(presets: Presets, rows) -> dict:
         "collective_floor": quantity(
             presets.get("parameter", "collective_latency_floor").value.to("microsecond")
         ),
+    }
+
+
+def _chip_rates(presets: Presets, rows) -> dict:
+    """Each chip of the rows with a measured matmul rate, that rate for its peak over the
+    reference chip's (predict.matmul_rate), and the chips with none."""
+    chips = sorted({r.preset.hardware for r in rows}, key=lambda h: predict.matmul_rate(presets, h))
+    name = lambda h: chip_name(presets.get("hardware", h))  # noqa: E731
+    measured = [h for h in chips if h in predict.ACHIEVABLE_MATMUL and h != predict.REFERENCE_CHIP]
+    unmeasured = [h for h in chips if h not in predict.ACHIEVABLE_MATMUL]
+    return {
+        "reference": name(predict.REFERENCE_CHIP),
+        "rows": [
+            {"chip": name(h), "rate": number(predict.matmul_rate(presets, h), 3)} for h in measured
+        ],
+        "unmeasured": ", ".join(name(h) for h in unmeasured),
     }
 
 
@@ -1028,6 +1062,19 @@ def _example(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     }
 
 
+def _chip_rate(c, p: dict, presets: Presets) -> dict:
+    """How a worked row's matmul share is made, as the chapter says it: the fitted share of its
+    format, and the chip's measured matmul rate for its peak over the H100's (predict's
+    matmul_rate; 1 on a chip measured as the H100 or not measured), which multiplies it."""
+    chip = chip_name(presets.get("hardware", predict.REFERENCE_CHIP))
+    return {
+        "fitted_share": pct(p[c.fmt]),
+        "chip_rate": number(c.matmul_rate, 3),
+        "rated": bool(c.matmul_rate != 1.0),
+        "reference_chip": chip,
+    }
+
+
 def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     """The worked example's prediction, term by term, with the fit on every row: the bound's
     compute and memory sides at the fitted shares, plus the fitted fixed cost of its layers
@@ -1037,7 +1084,7 @@ def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     c = predict.case(next(r for r in rows if r.id == rid), presets)
     if c.kind != "rate" or c.target is not None or c.chips != 1 or c.expert_parallel:
         raise ChalkboardError(f"{rid}: the worked prediction assumes one chip, offline, no MoE")
-    share, attn = p[c.fmt], p[c.attn_fmt]
+    share, attn = predict.shares(p, c)
     compute = c.matmul[-1] / share + c.attention[-1] / attn + c.prefill[-1] / (p["prefill"] * share)
     memory = c.memory[-1] / p["memory"]
     fixed = c.layers * p["layer_overhead"]
@@ -1051,6 +1098,7 @@ def _worked_prediction(presets: Presets, rows, rid: str = EXAMPLE) -> dict:
     return {
         "format": c.fmt.upper(),
         "share": pct(share),
+        **_chip_rate(c, p, presets),
         "attn_share": pct(attn),
         "same_share": c.fmt == c.attn_fmt,
         "prefill_share": pct(p["prefill"]),
@@ -1236,7 +1284,7 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
     c = predict.case(row, presets)
     if c.kind != "user" or c.accepted != 1 or not c.expert_parallel:
         raise ChalkboardError(f"{rid}: the worked time per token assumes one user, an MoE on chips")
-    share, attn = p[c.fmt], p[c.attn_fmt]
+    share, attn = predict.shares(p, c)
     peak = c.matmul[-1] + c.prefill[-1] + c.attention[-1]  # each at its format's peak
     compute = (
         c.matmul[-1] + c.prefill[-1] / p["prefill"] + c.expert[-1] * p["expert_rows"]
@@ -1338,6 +1386,7 @@ def _worked_tpot(presets: Presets, rows, rid: str = TPOT_EXAMPLE) -> dict:
         "efficiency": spoken_pct(row.efficiency),
         "format": c.fmt.upper(),
         "share": pct(share),
+        **_chip_rate(c, p, presets),
         "expert_rows": number(p["expert_rows"], 3),
         "memory_share": pct(p["memory"]),
         "memory": t(memory),
@@ -1383,7 +1432,7 @@ def _padding(c, p: dict, boot: dict, t) -> dict:
     so padding lengthens only the compute side. The rows of padding past which the padded
     multiplies outlast the read, at peak (the bound's rates) and at the fitted shares (the
     forecast's), beside the fitted rows and their bootstrap range; ``t`` says a time."""
-    share, attn = p[c.fmt], p[c.attn_fmt]
+    share, attn = predict.shares(p, c)
     peak = c.matmul[-1] + c.prefill[-1] + c.attention[-1]  # the real multiplies, at peak
     row = c.expert[-1]  # seconds at peak of one more row through every touched expert
     read = c.memory[-1]
@@ -2020,7 +2069,7 @@ def hand_forecast(presets: Presets, rid: str = NEW_ROW) -> dict:
     row = presets.get("measurement", rid)
     result = evaluate(row, presets)
     c = predict.case(result, presets)
-    share, attn = p[c.fmt], p[c.attn_fmt]
+    share, attn = predict.shares(p, c)
     matmul, attention, prefill, memory, comm = (
         float(x[-1]) for x in (c.matmul, c.attention, c.prefill, c.memory, c.comm)
     )
@@ -2036,6 +2085,7 @@ def hand_forecast(presets: Presets, rid: str = NEW_ROW) -> dict:
     ms = lambda t: f"{number(t * 1e3, 3)} ms"  # noqa: E731  three figures, so that they add up
     return {
         "share": pct(share),
+        **_chip_rate(c, p, presets),
         "format": c.fmt.upper(),
         "attn_share": pct(attn),
         "attn_format": c.attn_fmt.upper(),
@@ -2076,7 +2126,7 @@ def waterfall(presets: Presets, rid: str = EXAMPLE) -> list[dict]:
     result = evaluate(row, presets)
     c = predict.case(result, presets)
     batch = c.batch[-1] * c.accepted
-    share, attn = p[c.fmt], p[c.attn_fmt]
+    share, attn = predict.shares(p, c)
     matmul, attention, prefill, memory = (
         float(x[-1]) for x in (c.matmul, c.attention, c.prefill, c.memory)
     )

@@ -442,7 +442,10 @@ def test_every_mechanism_of_the_ablation_switches_something_off(study):
     z = study["model"].z
     full = predict._unpack(z)
     for name, (words, spec) in predict.MECHANISMS.items():
+        # chip_rates: each chip's measured matmul rate over the H100's (predict.matmul_rate), a
+        # switch in the parameters like communication, not a fitted number
         known = {*predict.PARAMS, "format", "communication", "priors", "sequence_overhead"}
+        known |= {"chip_rates"}
         assert words and name in known, name
         if name == "priors":  # the fit's pull toward the microbenchmarks, not a parameter
             assert not spec.priors and all(s.priors for n, (_, s) in predict.MECHANISMS.items()
@@ -458,6 +461,9 @@ def test_every_mechanism_of_the_ablation_switches_something_off(study):
     stack = predict.Stack.of(study["fitted"])
     free = stack.predict({**full, "communication": 0.0})
     assert (free >= stack.predict(full) * (1 - 1e-12)).all()
+    # every chip at the H100's measured share: no chip is measured above it, so none falls
+    rated = stack.predict({**full, "chip_rates": 0.0})
+    assert (rated >= stack.predict(full) * (1 - 1e-12)).all()
 
 
 def test_validate_json_reports_the_bootstrap_and_the_ablation():
@@ -507,10 +513,11 @@ def test_the_before_and_after_names_the_change_made_after_seeing_the_held_out_ro
         "before",
         "no_expert_rows",
         "no_host",
+        "no_chip_rates",
         "adopted",
         *predict.POST_HOC,
     ]
-    for name in ("no_expert_rows", "no_host", *predict.POST_HOC):
+    for name in ("no_expert_rows", "no_host", "no_chip_rates", *predict.POST_HOC):
         assert "after seeing the held-out rows" in comparison[name]["what"]
     for v in comparison.values():
         loo, held, both = v["leave_one_out"], v["held_out"], v["not_fitted"]
@@ -923,3 +930,24 @@ def test_a_held_out_submission_never_informs_its_own_prediction(study):
     rest = [c.id for c in fitted if c.submission != held]
     assert own and all(after[i] == pytest.approx(before[i], rel=1e-12) for i in own)
     assert max(abs(after[i] / before[i] - 1) for i in rest) > 1e-3
+
+
+def test_a_chips_matmul_rate_is_its_measured_share_over_the_h100s():
+    """Each chip's measured matmul rate for its peak over the H100's (MAMF's BF16 table, the
+    parameters achievable_matmul_*): hand-computed from the table's rates and the hardware
+    presets' dense BF16 peaks; a chip with no BF16 figure of its own is taken at the H100's."""
+    presets = load()
+    h100 = 794.5 / 989.4
+    assert predict.matmul_rate(presets, "mi300x") == pytest.approx((668.4 / 1307.4) / h100)
+    assert predict.matmul_rate(presets, "mi325x") == pytest.approx((784.9 / 1307.4) / h100)
+    assert predict.matmul_rate(presets, "mi355x") == pytest.approx((1565 / 2500) / h100)
+    assert predict.matmul_rate(presets, "gb200_nvl72") == pytest.approx((1822 / 2500) / h100)
+    assert predict.matmul_rate(presets, "b200") == pytest.approx((1745 / 2250) / h100)
+    for chip in ("h100_sxm", "h200", "h800", "tpu_v5e", "gb300_nvl72"):
+        assert predict.matmul_rate(presets, chip) == 1.0
+    # every case carries its chip's rate, and the prediction applies it to the matmul shares
+    s = predict.study(presets)
+    for c in s["cases"]:
+        if c.kind != "none":
+            hw = presets.get("measurement", c.id).hardware
+            assert c.matmul_rate == predict.matmul_rate(presets, hw)
