@@ -495,6 +495,27 @@ def test_a_draw_checks_its_scenario_with_require_never_assert():
         assert asserts(inspect.getsource(module)) == 0, module.__name__
 
 
+def test_a_problem_uses_the_bank_s_public_helpers_never_its_private_ones():
+    """A problem file imports from book.problem_bank only its public helpers (``within``,
+    ``lands_clear``, ``slips_apart``...) and its helper modules (``_rents``), never a private
+    function such as the old ``_within``: a private name may change under it unannounced."""
+
+    def private(source: str) -> list[str]:
+        return [
+            a.name
+            for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.ImportFrom) and n.module == "book.problem_bank"
+            for a in n.names
+            if a.name.startswith("_")
+            and not isinstance(getattr(problem_bank, a.name, None), types.ModuleType)
+        ]
+
+    # the check can fail: a private function is caught, a helper module is not
+    assert private("from book.problem_bank import Draw, _within, _rents\n") == ["_within"]
+    for module in MODULES:
+        assert private(inspect.getsource(module)) == [], module.__name__
+
+
 # Every problem keeps the attention rule (issue 21).
 CONTEXT = re.compile(r"context", re.IGNORECASE)
 COUNTS_FLOPS = re.compile(r"FLOP|multipl|compute", re.IGNORECASE)
