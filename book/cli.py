@@ -820,7 +820,10 @@ def cmd_validate(args, out) -> None:
         )
         for flag in r.flags:
             out.write(f"    flag: {flag}\n")
-    out.write("\nefficiency by scenario (median; band holding the middle 80% of rows):\n")
+    out.write(
+        "\nefficiency by scenario (median; band holding the middle 80% of rows; training by the "
+        "format of the peak its MFU is a share of, never pooled):\n"
+    )
     for name, s in bands.items():
         if not enough(s["count"]):  # a median of a few rows is one of them: no verdict
             out.write(f"  {name:<14} {s['count']:>3} rows  {TOO_FEW}\n")

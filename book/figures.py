@@ -2425,7 +2425,7 @@ SCENARIO_LABELS = {
 def measured_vs_bound(presets: Presets) -> Figure:
     """Each row's measurement as a share of its bound, by scenario, on a log axis, with each
     scenario's median marked and labelled: the band the chapter quotes, read off the picture."""
-    from book.validation import MIN_ROWS, derived, enough, summary, validate
+    from book.validation import MIN_ROWS, band_group, derived, enough, summary, validate
 
     # a rate derived from a stated MFU sits on its MFU by construction: it is no measurement
     every = validate(presets)
@@ -2434,11 +2434,9 @@ def measured_vs_bound(presets: Presets) -> Figure:
     bands = summary(rows)
     above = [r for r in rows if r.efficiency > 1]
 
-    def column(r) -> str:
-        """A row's column: its scenario, training split by the format of the peak it is held
-        against (a narrower format has a higher peak, an FP8 one twice BF16's: never pooled)."""
-        fmt = r.preset.get("activations", r.preset.get("weights", "bf16"))
-        return f"training_{fmt}" if r.scenario == "training" else r.scenario
+    # a row's column: its scenario, training split by the format of the peak it is held against
+    # (a narrower format has a higher peak, an FP8 one twice BF16's: never pooled)
+    column = band_group
 
     labels = {
         **{k: v for k, v in SCENARIO_LABELS.items() if k != "training"},

@@ -621,20 +621,52 @@ def derived(r: Row) -> bool:
     return DERIVED in r.assumed
 
 
+WIDEST = ("FP32", "BF16", "FP16", "FP8", "INT8", "FP4")  # the wider formats first
+
+
+def peak_format(r: Row) -> str:
+    """The number format of the peak a training row's MFU is a share of ("BF16", "FP8", "FP4"):
+    the row's compute precision. An FP8 peak is twice a BF16 one and an FP4 peak higher again, so
+    MFUs held against different formats are never pooled (``band_group``, ``summary``)."""
+    return r.preset.get("activations", r.preset.get("weights", "bf16")).upper()
+
+
+def by_width(fmt: str) -> int:
+    """A sort key putting the wider formats first (``WIDEST``), an unknown one last.
+
+    >>> sorted(["FP4", "BF16", "FP8"], key=by_width)
+    ['BF16', 'FP8', 'FP4']
+    """
+    return WIDEST.index(fmt) if fmt in WIDEST else len(WIDEST)
+
+
+def band_group(r: Row) -> str:
+    """The group a row's efficiency is summed up in: its scenario, training split by the format
+    of its peak ("training_bf16", "training_fp4"), as the validation chapter's table and figure
+    split it."""
+    return f"training_{peak_format(r).lower()}" if r.scenario == "training" else r.scenario
+
+
 def summary(rows: list[Row]) -> dict[str, dict]:
-    """Per scenario (and all latency-bound scenarios together): the count, the median efficiency
-    and the band holding the middle 80% of rows (10th to 90th percentile). A row whose rate was
-    derived from a stated MFU (``DERIVED``) is left out: its efficiency is that MFU, not a
-    measurement held against the bound."""
+    """Per group (``band_group``: a scenario, training by the format of its peak, never pooled;
+    and all latency-bound scenarios together): the count, the median efficiency and the band
+    holding the middle 80% of rows (10th to 90th percentile). A row whose rate was derived from a
+    stated MFU (``DERIVED``) is left out: its efficiency is that MFU, not a measurement held
+    against the bound. Training groups come widest format first."""
     groups: dict[str, list[float]] = {}
     for r in rows:
         if r.efficiency is None or derived(r):
             continue
-        groups.setdefault(r.scenario, []).append(r.efficiency)
+        groups.setdefault(band_group(r), []).append(r.efficiency)
         if r.scenario in LATENCY_BOUND:
             groups.setdefault("latency_bound", []).append(r.efficiency)
+    training = sorted(
+        (g for g in groups if g.startswith("training_")),
+        key=lambda g: by_width(g.removeprefix("training_").upper()),
+    )
+    order = [g for g in groups if not g.startswith("training_")] + training
     out = {}
-    for name, values in groups.items():
+    for name, values in ((g, groups[g]) for g in order):
         arr = np.asarray(values)
         low, high = np.percentile(arr, BAND)
         out[name] = {

@@ -115,8 +115,12 @@ combine_bytes_per_value = symbol(
 )
 
 # -- workload ----------------------------------------------------------------------------------
+# B counts the sequences of a decode step and of a training step alike: one meaning for both
 batch_size = symbol(
-    "batch_size", "sequence", "sequences in the batch, each getting one new token per step", r"B"
+    "batch_size",
+    "sequence",
+    "sequences in the batch, processed together each step (in decoding, one new token each)",
+    r"B",
 )
 context_length = symbol(
     "context_length",

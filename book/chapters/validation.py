@@ -33,9 +33,11 @@ from book.validation import (
     TOO_FEW,
     _only,
     bound_inputs,
+    by_width,
     derived,
     enough,
     evaluate,
+    peak_format,
     remembered_recording,
     sensitivity,
     sensitivity_ranges,
@@ -825,9 +827,6 @@ def _expert_rows_example(presets: Presets, params: dict) -> dict:
     }
 
 
-WIDEST = ("FP32", "BF16", "FP16", "FP8", "INT8", "FP4")  # the wider formats first
-
-
 def _table_groups(rows):
     """The summary table's groups: (a scenario's title, its measured rows), training split by
     the format of the peak a run is held against (an FP8 peak is twice a BF16 one and an FP4
@@ -843,8 +842,8 @@ def _table_groups(rows):
             continue
         by_format: dict[str, list] = {}
         for r in mine:
-            by_format.setdefault(_precision(r), []).append(r)
-        for fmt in sorted(by_format, key=lambda f: WIDEST.index(f) if f in WIDEST else 99):
+            by_format.setdefault(peak_format(r), []).append(r)
+        for fmt in sorted(by_format, key=by_width):
             yield f"{name}, against {fmt} peak", by_format[fmt]
 
 
@@ -1219,11 +1218,7 @@ def _peak(r, presets: Presets) -> str:
     "FP4, 15.3 PFLOP/s" (three figures: a peak of 15,280 TFLOP/s is no more exact than that)."""
     peak = training_peak(r.preset, presets).to("TFLOP/s").m
     shown = f"{number(peak / 1000, 3)} PFLOP/s" if peak >= 10_000 else f"{number(peak)} TFLOP/s"
-    return f"{_precision(r)}, {shown}"
-
-
-def _precision(r) -> str:
-    return r.preset.get("activations", r.preset.get("weights", "bf16")).upper()
+    return f"{peak_format(r)}, {shown}"
 
 
 # a row measured as a time per token: one user of DeepSeek-R1 on 8x B200, no speculation
@@ -1543,7 +1538,7 @@ def context(presets: Presets) -> dict:
             "id": r.id,
             "name": r.name,
             "peak": _peak(r, presets),
-            "precision": _precision(r),
+            "precision": peak_format(r),
             # the 6ND FLOP/s each chip did: the same work in the same unit on every chip
             "achieved": "—"
             if derived(r)
@@ -1588,7 +1583,7 @@ def context(presets: Presets) -> dict:
     by_peak: dict[str, list] = {}
     for r in rows:
         if r.scenario == "training" and r.efficiency is not None and not derived(r):
-            by_peak.setdefault(_precision(r), []).append(r)
+            by_peak.setdefault(peak_format(r), []).append(r)
     training_groups = [
         {
             "peak": peak,
@@ -1601,9 +1596,7 @@ def context(presets: Presets) -> dict:
             else f"{pct(min(r.efficiency for r in runs))} to "
             f"{pct(max(r.efficiency for r in runs))}",
         }
-        for peak, runs in sorted(
-            by_peak.items(), key=lambda p: WIDEST.index(p[0]) if p[0] in WIDEST else 99
-        )
+        for peak, runs in sorted(by_peak.items(), key=lambda p: by_width(p[0]))
     ]
     attn_gaps = [
         abs(r.mfu_attention / r.preset.mfu.to("").m - 1) for r in training if r.mfu_attention
@@ -1650,7 +1643,7 @@ def context(presets: Presets) -> dict:
     training_example = {
         "name": run.name,
         "chip": chip_name(presets.get("hardware", run.preset.hardware)),
-        "precision": _precision(run),
+        "precision": peak_format(run),
         "peak": quantity(training_peak(run.preset, presets).to("TFLOP/s")),
         # the bound's FLOPs per token: the peak over the bound (six per active parameter)
         "per_token": quantity(
@@ -1689,7 +1682,6 @@ def context(presets: Presets) -> dict:
         "sources": _appendix_sources(rows),
         "offline": band("offline"),
         "latency": band("latency_bound"),
-        "training": band("training"),
         "decode_only": band("decode_only"),
         "above": [
             {"name": r.name, "efficiency": pct(r.efficiency), "flags": "; ".join(r.flags)}
@@ -1773,9 +1765,7 @@ def context(presets: Presets) -> dict:
                     sum(m["precision"] == p and m["six_nd"] != "—" for m in mfu_rows)
                 ),
             }
-            for p, n in sorted(
-                precisions.items(), key=lambda i: WIDEST.index(i[0]) if i[0] in WIDEST else 99
-            )
+            for p, n in sorted(precisions.items(), key=lambda i: by_width(i[0]))
         ],
         "training_contrast": contrast,
         "stated_only": [
@@ -1907,7 +1897,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
         if r.efficiency is None or derived(r):
             continue
         if r.scenario == "training":
-            groups.setdefault(f"training MFU, {_precision(r)} peak", []).append(r.efficiency)
+            groups.setdefault(f"training MFU, {peak_format(r)} peak", []).append(r.efficiency)
         elif r.scenario == "offline" and compute_bound(r, presets):
             # share of a compute bound is an MFU; of a memory bound it is not, so those stay out
             groups.setdefault("offline serving, compute-bound rows (an MFU)", []).append(
@@ -1917,7 +1907,7 @@ def _lecture_numbers(presets: Presets, rows) -> list[dict]:
 
     def order(g):  # offline serving first, then training from the widest format
         fmt = g.split(", ")[-1].split()[0]
-        return (not g.startswith("offline"), WIDEST.index(fmt) if fmt in WIDEST else 99)
+        return (not g.startswith("offline"), by_width(fmt))
 
     lecture_mfu = f"MFU ≈ 1/{number(par['inference_inefficiency'].to('').m)}"
     training = [g for g in sorted(groups, key=order) if not g.startswith("offline")]

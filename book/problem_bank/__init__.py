@@ -204,7 +204,7 @@ def slips_apart(mistakes, answer, tolerance: float, factor: bool = False) -> boo
         r = (a.value / b.value).to("").m
         return max(r, 1 / r) >= tolerance**2 if factor else abs(r - 1) >= 2 * tolerance
 
-    named = [m for m in mistakes if not _within(m.value, answer, tolerance, factor)]
+    named = [m for m in mistakes if not within(m.value, answer, tolerance, factor)]
     return all(apart(a, b) for i, a in enumerate(named) for b in named[i + 1 :])
 
 
@@ -244,14 +244,24 @@ def distinct_mistakes(mistakes, answer, tolerance: float, factor: bool = False):
     out: list[Mistake] = []
     for m in mistakes:
         if not any(
-            _within(m.value, o.value, tolerance, factor) for o in (*out, Mistake(answer, ""))
+            within(m.value, o.value, tolerance, factor) for o in (*out, Mistake(answer, ""))
         ):
             out.append(m)
     return tuple(out)
 
 
-def _within(a, b, tolerance: float, factor: bool) -> bool:
-    """Whether ``a`` is within ``tolerance`` of ``b`` (relative, or a factor either way)."""
+def within(a, b, tolerance: float, factor: bool = False) -> bool:
+    """Whether ``a`` is within ``tolerance`` of ``b`` (relative, or with ``factor`` a factor
+    ``tolerance`` either way): the test the checker's window, ``slips_apart`` and
+    ``distinct_mistakes`` apply, for a problem that asks whether two of its values would read as
+    one (values of different dimensions never do).
+
+    >>> from units import Q_
+    >>> within(Q_(1.02, "s"), Q_(1, "s"), 0.03), within(Q_(1.04, "s"), Q_(1, "s"), 0.03)
+    (True, False)
+    >>> within(Q_(0.5, "s"), Q_(1, "s"), 2.0, factor=True), within(Q_(1, "s"), Q_(1, "GB"), 9.0)
+    (True, False)
+    """
     if a.dimensionality != b.dimensionality:
         return False
     ratio = (a / b).to("").m

@@ -495,6 +495,45 @@ def test_a_draw_checks_its_scenario_with_require_never_assert():
         assert asserts(inspect.getsource(module)) == 0, module.__name__
 
 
+def test_a_problem_uses_the_bank_s_public_helpers_never_its_private_ones():
+    """A problem file imports from book.problem_bank only its public helpers (``within``,
+    ``lands_clear``, ``slips_apart``...) and its helper modules (``_rents``), never a private
+    function such as the old ``_within``: a private name may change under it unannounced."""
+
+    def private(source: str) -> list[str]:
+        return [
+            a.name
+            for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.ImportFrom) and n.module == "book.problem_bank"
+            for a in n.names
+            if a.name.startswith("_")
+            and not isinstance(getattr(problem_bank, a.name, None), types.ModuleType)
+        ]
+
+    # the check can fail: a private function is caught, a helper module is not
+    assert private("from book.problem_bank import Draw, _within, _rents\n") == ["_within"]
+    for module in MODULES:
+        assert private(inspect.getsource(module)) == [], module.__name__
+
+
+def test_no_problem_defines_its_own_copy_of_a_bank_helper():
+    """A problem file never defines a function under a name of book.problem_bank's own helpers
+    (million_token_conversation's ``slips_apart`` once asked named slips to sit ×f apart where
+    the bank's asks ×f²): a reader of the file takes the name for the shared rule."""
+    shared = {
+        n for n, v in vars(problem_bank).items() if callable(v) and not isinstance(v, type)
+    } - {"draw"}
+    assert {"slips_apart", "lands_clear", "within"} <= shared  # the check has names to catch
+
+    def shadows(source: str) -> list[str]:
+        tree = ast.parse(source)
+        return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in shared]
+
+    assert shadows("def slips_apart(a, b):\n    return True\n") == ["slips_apart"]  # can fail
+    for module in MODULES:
+        assert shadows(inspect.getsource(module)) == [], module.__name__
+
+
 # Every problem keeps the attention rule (issue 21).
 CONTEXT = re.compile(r"context", re.IGNORECASE)
 COUNTS_FLOPS = re.compile(r"FLOP|multipl|compute", re.IGNORECASE)

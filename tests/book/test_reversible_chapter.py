@@ -266,3 +266,13 @@ def test_one_quantity_one_precision_and_one_notation(ctx):
     text = (site.TEMPLATES / "chapters" / "reversible.md.j2").read_text(encoding="utf-8")
     assert "reference card writes" not in text  # fault: a second notation for M and m_in
     assert "Two variants" not in text  # the 80x is the lecture's claim, not a variant
+
+
+def test_exercise_one_s_layer_inputs_round_to_three_figures_from_their_exact_value(ctx):
+    """Exercise 1's layer inputs print "42.9 GB", which a reader took for 42.95 rounded down:
+    the exact value is 4 sequences x INPUT x 80 layers = 2^32 x 10 bytes = 42.9497 GB (by hand,
+    the module's figures), below the half, so three figures are 42.9 and four are 42.95. No
+    rounding rule is at fault; the figure is rounded once, from the exact value."""
+    exact = 4 * INPUT * LAYERS
+    assert exact == 2**32 * 10 and exact / 1e9 < 42.95
+    assert ctx["ex_plain"].exact == "42.9 GB" == f"{exact / 1e9:.3g} GB"

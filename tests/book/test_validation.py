@@ -47,6 +47,37 @@ def test_validate_json_reports_every_measurement():
             assert r["flags"], r["id"]
 
 
+def test_cli_training_medians_per_format():
+    """`chalkboard validate` and its --json never pool training MFUs held against BF16, FP8 and
+    FP4 peaks (the chapter's rule, book.validation.band_group): one group per format, each the
+    median of its own measured runs (computed here from the rows' own efficiencies and formats),
+    the run derived from a stated MFU left out."""
+    from book.validation import MIN_ROWS, TOO_FEW, derived
+
+    rows = [r for r in validate() if r.scenario == "training" and not derived(r)]
+    by_format: dict[str, list[float]] = {}
+    for r in rows:
+        fmt = r.preset.get("activations", r.preset.get("weights", "bf16"))
+        by_format.setdefault(f"training_{fmt}", []).append(r.efficiency)
+    assert {"training_bf16", "training_fp8", "training_fp4"} <= set(by_format)
+    code, out, _ = run("validate", "--json")
+    assert code == 0
+    s = json.loads(out)["summary"]
+    assert "training" not in s  # no pooled figure
+    assert {k for k in s if k.startswith("training")} == set(by_format)
+    for name, effs in by_format.items():
+        assert s[name]["count"] == len(effs)
+        assert s[name]["median"] == pytest.approx(float(np.median(effs)))
+    code, out, _ = run("validate")
+    assert code == 0
+    lines = out.split("efficiency by scenario", 1)[1].splitlines()
+    assert not [x for x in lines if x.strip().startswith("training ")]
+    for name, effs in by_format.items():
+        line = next(x for x in lines if x.strip().startswith(name + " "))
+        assert f"{len(effs)} rows" in line
+        assert (TOO_FEW in line) == (len(effs) < MIN_ROWS), line
+
+
 def test_the_band_is_the_middle_of_the_rows():
     rows = validate()
     bands = summary(rows)
@@ -396,7 +427,10 @@ def test_the_chapter_teaches_the_bound_before_the_prediction():
         if r.scenario == "training" and r.preset.get("throughput_per_chip") is not None
     ]
     assert len(measured) == len(training) - 1
-    assert summary(list(rows.values()))["training"]["median"] == pytest.approx(np.median(measured))
+    # and is taken per format of the peak, never pooled (test_cli_training_medians_per_format)
+    bands = summary(list(rows.values()))
+    assert "training" not in bands
+    assert sum(b["count"] for k, b in bands.items() if k.startswith("training_")) == len(measured)
     assert c["stated_only"] and "to" in c["stated_only"][0]["range"]
     # MTP3's gain is the plain variant's: 253 / 111 tokens/s per user (measurements.md row 34)
     assert c["mtp"]["gain"] == "2.28" and c["mtp"]["relaxed_gain"] == "3.32"

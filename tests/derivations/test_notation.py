@@ -118,3 +118,15 @@ def test_a_source_names_the_section_its_time_range_is_from():
                 assert start <= _seconds(stamp) <= end, (eq.id, str(eq.source))
             checked += 1
     assert checked > 30  # most equations cite a section and a time
+
+
+def test_the_batch_symbol_reads_right_in_a_training_equation_too():
+    """B counts the sequences of a training step (activation_memory: every token of each is
+    processed) as well as of a decode step (one new token each): its meaning, as a card shows
+    it (asides in brackets dropped), claims neither, and an aside names the decode reading."""
+    batch = SYMBOLS["batch_size"]
+    training = derivations.get("activation_memory")
+    assert batch.name in {s.name for s in training.inputs}  # a training equation reads B
+    bare = re.sub(r" \(.*?\)", "", batch.meaning)
+    assert "new token" not in bare and "sequences in the batch" in bare, batch.meaning
+    assert "decod" in batch.meaning  # the serving reading still said, as an aside

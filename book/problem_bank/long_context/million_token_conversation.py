@@ -59,17 +59,18 @@ def scenario(rng, presets):
             need > 1
             and clear_of_rounding(need)
             and fullest <= server
-            and slips_apart(weights, cache, math.ceil(need))
+            and slips_land_clear_and_distinct(weights, cache, math.ceil(need))
         ):
             return case, weights, cache, server, need
 
 
-def slips_apart(weights, cache, servers) -> bool:
-    """Whether each slip's speed, as a multiple of the answer, lands inside the window or
-    outside twice it, and the named ones more than the window apart (reader 23 P8, reader 24
-    P4): every GPU at once (× servers), one byte (× 2), the cache left out, one vector per
-    head (which lands at the one-byte slip or inside: named with it), one GPU's bandwidth
-    (÷ 8), the weights left out."""
+def slips_land_clear_and_distinct(weights, cache, servers) -> bool:
+    """Whether each slip's speed, as a multiple of the answer, lands inside the window (×FACTOR)
+    or outside twice it (×FACTOR²), and the named ones more than the window (×FACTOR) apart, as
+    ``distinct_mistakes`` tells them apart (reader 23 P8, reader 24 P4): every GPU at once
+    (× servers), one byte (× 2), the cache left out, one vector per head (which lands at the
+    one-byte slip or inside: named with it), one GPU's bandwidth (÷ 8), the weights left out.
+    Not book.problem_bank's ``slips_apart``, which asks named slips to sit ×FACTOR² apart."""
     total = (weights + cache).to("GB").m
     w, c = weights.to("GB").m, cache.to("GB").m
     ratios = [servers, 2, total / w, total / (w + c / 2), 1 / PER_SERVER, total / c]

@@ -4,7 +4,7 @@ stages shrink the weights per GPU and buy little."""
 from __future__ import annotations
 
 from book.format import context_tokens, number, quantity
-from book.problem_bank import Draw, Mistake, _within, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, distinct_mistakes, require, within
 from derivations import get
 from units import Q_
 
@@ -138,7 +138,7 @@ def draw(rng, presets) -> Draw:
     )
     # the weights fill about as much as the reserve, so leaving either out lands on about the
     # same context: one message names the two slips that give it (reader 24)
-    if _within(full_hbm.value, mistakes[1].value, TOLERANCE, False):
+    if within(full_hbm.value, mistakes[1].value, TOLERANCE):
         mistakes[1] = Mistake(
             mistakes[1].value,
             "Two slips land here: leaving the weights out (each GPU holds its stage's share of "
