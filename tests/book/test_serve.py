@@ -166,11 +166,11 @@ class _Counting(serve.State):
         super().__init__()
         self.waiting = 0
 
-    def wait(self, since, timeout):
+    def wait(self, since, timeout, page=""):
         with self.changed:
             self.waiting += 1
         try:
-            return super().wait(since, timeout)
+            return super().wait(since, timeout, page)
         finally:
             with self.changed:
                 self.waiting -= 1
@@ -507,6 +507,54 @@ def test_a_preset_edit_changes_the_served_number_without_a_full_build(server):
     server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
     _, again = server.get("/presets/hardware/")
     assert _without_build_id(again) == _without_build_id(built)
+
+
+SHOWN = "() => document.body && document.body.innerText.includes('%s')"
+
+
+def test_a_preset_edit_reloads_the_open_page_first_and_the_rest_follows(server, browser):
+    """A browser shows the hardware presets page, which the full build makes last; the H200's
+    HBM edited, that page is rebuilt before the chapters that read it (book.serve: the pages
+    open in a browser first) and reloads by itself, once; then every other page that read the
+    figure is rebuilt. Put back, the pages are the full build's and the open page shows the
+    old figure again."""
+    presets = server.src / "units" / "data" / "hardware.toml"
+    original = presets.read_text(encoding="utf-8")
+    paths = ("/presets/hardware/", "/chapters/moe/", "/chapters/validation/")
+    built = {path: server.get(path)[1] for path in paths}
+    assert "141 GB" in built["/presets/hardware/"]
+    page = browser.new_page()
+    try:
+        page.goto(server.url + "/presets/hardware/", wait_until="load")
+        page.wait_for_timeout(300)  # the page's long poll is waiting
+        before = len(server.lines())
+        start = time.monotonic()
+        presets.write_text(original.replace('"141 GB"', '"143 GB"'), encoding="utf-8")
+        page.wait_for_function(SHOWN % "143 GB", timeout=STEP * 1000, polling=25)
+        shown = time.monotonic() - start
+        page.evaluate("() => { window.reloadedOnce = true; }")
+        first = server.wait_for(r"showed .*/presets/hardware/.* first in", after=before)
+        line = server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
+        rest = time.monotonic() - start
+        print(f"preset edit to the open page: {shown:.2f} s ({first})")
+        print(f"preset edit to every page rebuilt: {rest:.2f} s ({line})")
+        assert server.lines()[before:].index(line) > server.lines()[before:].index(first)
+        assert {"presets", "chapters/moe", "chapters/validation"} <= set(_computed(line))
+        for path in paths[1:]:  # the rest, rebuilt after the open page
+            assert _without_build_id(server.get(path)[1]) != _without_build_id(built[path])
+        assert not [x for x in server.lines()[before:] if "built the site in" in x]
+        time.sleep(0.5)  # a second reload would have started by now
+        assert page.evaluate("() => window.reloadedOnce === true")  # reloaded once, not twice
+        assert shown < 10  # about half a second on an idle machine; generous for a loaded one
+        before = len(server.lines())
+        presets.write_text(original, encoding="utf-8")
+        page.wait_for_function(SHOWN % "141 GB", timeout=STEP * 1000, polling=25)
+        server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
+    finally:
+        presets.write_text(original, encoding="utf-8")
+        page.close()
+    for path in paths:
+        assert _without_build_id(server.get(path)[1]) == _without_build_id(built[path]), path
 
 
 def _domain(page: str, chip: str) -> str:
