@@ -2,28 +2,31 @@
 in the browser.
 
 Two processes. This one stays light (no sympy, no mkdocs): it serves the last good site, watches
-the sources and prints one line per rebuild, or one ``error:`` line when a rebuild fails (the
-last good site stays served). A *builder* process (``python -m book.serve``) builds the whole
-site once and keeps what it computed in memory: every page's context, mkdocs' configuration,
-navigation and theme, and KaTeX's typeset formulas. A template edit then rebuilds only the pages
-whose template uses the edited one: their Markdown from the kept contexts, their HTML alone. A
-preset edit (a TOML file of presets) is read by the same builder. Every page maker
-(``book.site.makers``) was computed under a recording of the preset fields it read
-(:mod:`units.reads`; a field read through a cache counts, a kind listed counts as its list of
-ids): only the makers that read an edited field, or listed a kind that gained or lost a preset,
-are computed again, each cached result that read one is forgotten, and the HTML of each page
-whose Markdown changed is rebuilt; the notebooks of those chapters, the flashcard exports, the
-calculators' data and the tutorial are made again when they read an edited field. The search
-index stays the full build's until the next one. A change to anything else (Python, assets,
-``mkdocs.yml``; an equation is Python), or a preset edit that adds or removes a page, starts a
-fresh builder for a full build, since modules cannot be reloaded safely; the old site is served
-until it succeeds.
+the sources and prints one line per rebuild, or one ``error:`` line when a rebuild fails (the last
+good site stays served). A *builder* process (``python -m book.serve``) builds the whole site once
+and keeps what it computed in memory: every page's context, mkdocs' configuration, navigation and
+theme, and KaTeX's typeset formulas. A template edit then rebuilds only the pages whose template
+uses the edited one: their Markdown from the kept contexts, their HTML alone. A preset edit (a TOML
+file of presets) is read by the same builder. Every page maker (``book.site.makers``) was computed
+under a recording of the preset fields it read (:mod:`units.reads`; a field read through a cache
+counts, a kind listed counts as its list of ids): only the makers that read an edited field, or
+listed a kind that gained or lost a preset, are computed again, each cached result that read one is
+forgotten, and the HTML of each page whose Markdown changed is rebuilt; the notebooks of those
+chapters, the flashcard exports, the calculators' data and the tutorial are made again when they
+read an edited field. The pages open in a browser come first (as Hugo's fast render mode renders
+the pages being viewed first): their makers are computed, and those pages (with the calculators'
+data every page loads) written, before the rest, and the browsers showing them reload at once; the
+other pages follow, and every page is then what a full build makes. The search index stays the full
+build's until the next one. A change to anything else (Python, assets, ``mkdocs.yml``; an equation
+is Python), or a preset edit that adds or removes a page, starts a fresh builder for a full build,
+since modules cannot be reloaded safely; the old site is served until it succeeds.
 
-Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the
-same server and reloads the page when the build changes (no external network). Unknown URLs and
-folders without an ``index.html`` get the site's own 404 page (never a listing); a request whose
-``Host`` is not 127.0.0.1 or localhost (a page of another site reaching it by DNS rebinding) gets
-421, a malformed path 400, and a connection that sends nothing is closed after IDLE_TIMEOUT
+Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the same
+server, saying which page it shows, and reloads the page when the build changes (no external
+network); a page rebuilt ahead of the rest has a build of its own, so it reloads once. Unknown URLs
+and folders without an ``index.html`` get the site's own 404 page (never a listing); a request
+whose ``Host`` is not 127.0.0.1 or localhost (a page of another site reaching it by DNS rebinding)
+gets 421, a malformed path 400, and a connection that sends nothing is closed after IDLE_TIMEOUT
 seconds. SIGTERM and SIGINT stop the builder and remove the temporary folder.
 
 >>> inject(b"<html><body><p>hi</p></body></html>", "7").count(b"__chalkboard__/build")
@@ -589,7 +592,8 @@ class Preview:
 
     def pages(self, names: list[str] | None, edits) -> None:
         """Rebuild the pages whose template uses one of ``names`` (None: the presets changed:
-        every page whose text changed); one line says how it went."""
+        every page whose text changed, the pages open in a browser first, reloaded and said in a
+        line of their own as soon as they are written); one line says how it went."""
         start = time.monotonic()
         early: list[str] = []
 

@@ -223,6 +223,43 @@ def _get(server, path: str, host: str | None = "127.0.0.1") -> tuple[int, bytes]
     return status, answer.partition(b"\r\n\r\n")[2]
 
 
+def test_a_page_rebuilt_first_reloads_alone_and_once(small_site):
+    """A page rebuilt ahead of the rest (a preset edit's open page) gets a build id of its own:
+    its long poll answers, another page's does not; the build of the whole site that follows
+    leaves it as it is (``keep``) and reloads the others. The pages long-polled are the ones
+    shown, a page's URL with or without its index.html."""
+    import threading
+
+    server, state = small_site
+    _, page = _get(server, "/chapters/batching/")
+    build = re.search(rb'var build = "([0-9a-f]+)"', page)[1].decode()
+    assert build == state.build
+    answers = {}
+
+    def poll(path):
+        answers[path] = state.wait(build, STEP, path)
+
+    polls = [threading.Thread(target=poll, args=(p,)) for p in ("/", "/chapters/batching/")]
+    for t in polls:
+        t.start()
+    deadline = time.monotonic() + STEP
+    while state.waiting < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert state.shown() == ["/", "/chapters/batching/"]
+    state.publish(pages=["/chapters/batching/index.html"])
+    polls[1].join(STEP)
+    assert answers == {"/chapters/batching/": state.build_of("/chapters/batching/")}
+    assert answers["/chapters/batching/"] != build and state.build_of("/") == build
+    _, page = _get(server, "/chapters/batching/")
+    assert answers["/chapters/batching/"].encode() in page  # the reloaded page's own build
+    state.publish(keep=["/chapters/batching/"])  # the rest rebuilt: the others reload
+    polls[0].join(STEP)
+    assert answers["/"] == state.build != build
+    assert state.build_of("/chapters/batching/") == answers["/chapters/batching/"]
+    state.publish()  # a later build of the whole site reloads every page
+    assert state.build_of("/chapters/batching/") == state.build
+
+
 def test_a_null_byte_in_the_path_is_400_and_no_traceback(small_site, capfd):
     server, _ = small_site
     for path in ("/%00", "/chapters/%00/", "/a%00b.html"):
