@@ -353,7 +353,8 @@ class State:
         page reloading)."""
         with self.changed:
             recent = time.monotonic() - self.RECENT
-            return sorted(set(self.polls) | {p for p, t in self.polled.items() if t > recent})
+            self.polled = {p: t for p, t in self.polled.items() if t > recent}
+            return sorted(set(self.polls) | set(self.polled))
 
     def close(self) -> None:
         with self.changed:
@@ -621,10 +622,8 @@ class Preview:
             )
             return
         rebuilt = got["pages"]
-        if rebuilt:
-            # the pages shown first reload once, unless a script or style changed after them
-            assets = any(f.endswith((".js", ".css")) for f in got.get("files", ()))
-            self.state.publish(keep=() if assets else early)
+        if rebuilt or got.get("files"):
+            self._reload(rebuilt, early, got.get("files", ()), got.get("files_late", ()))
         what = _listed(rebuilt)
         computed = ""
         if "computed" in got:  # a preset edit: the page makers that read an edited preset
@@ -634,6 +633,20 @@ class Preview:
             f"{_now()} rebuilt {what or 'no page'} in {seconds:.2f} s "
             f"({_said(edits)} changed{computed})"
         )
+
+    def _reload(self, rebuilt, early, files, late) -> None:
+        """Reload the browsers whose page changed: the pages ``rebuilt`` but not ``early``
+        (reloaded when they were written), unless a script or style every page loads changed
+        (the calculators' data), in ``files``: then every page, except the ones rebuilt early
+        unless it changed after them (``late``)."""
+        scripts = [f for f in files if f.endswith((".js", ".css"))]
+        if not scripts:
+            pages = [page for page in rebuilt if page not in early]
+            if pages:
+                self.state.publish(pages=pages)
+        else:
+            late_scripts = [f for f in late if f.endswith((".js", ".css"))]
+            self.state.publish(keep=() if late_scripts else early)
 
     def check(self) -> None:
         """Take the pending full build's answer, if it came: serve its site, or say why not."""
@@ -712,7 +725,8 @@ class Pages:
         self._by_url: dict[str, str] | None = None  # a page's URL -> its Markdown's name
         self.timings: dict[str, float] = {}  # a preset edit's makers computed again: seconds
         self.computed: list[str] = []  # and their names, with the other files' made again
-        self.copied: list[str] = []  # the files besides the pages it copied after the open ones
+        self.copied: list[str] = []  # the files besides the pages it copied into the site
+        self.copied_late: list[str] = []  # those copied after the open pages were rebuilt
 
     def _used(self, env, name: str) -> set[str]:
         """The templates ``name`` imports, includes or extends, transitively (itself too)."""
@@ -825,7 +839,7 @@ class Pages:
 
         extras_read, made_again = dict(self.extras_read), []
         fresh = self.docs.parent / "docs-next"
-        copied: list[str] = []  # files besides the pages copied into the site after the open ones
+        copied: list[str] = []  # files besides the pages copied into the site
 
         def extras(names, texts: dict) -> bool:
             """Make again the extras ``names`` that read an edited preset, copy each file that
@@ -874,7 +888,7 @@ class Pages:
                             early[out_name] = self._build_page(out_name, markdown)
             if early and shown is not None:
                 shown(list(early.values()))
-            del copied[:]  # the open pages' scripts are in the site before they reload
+            late = len(copied)  # the open pages' scripts are in the site before they reload
             if not compute([name for name in self.made if name not in early_makers]):
                 return None
             again = [name for name in made if made[name] is not self.made[name]]
@@ -895,7 +909,7 @@ class Pages:
             shutil.rmtree(fresh, ignore_errors=True)
         self.presets, self.table, self.made = presets, table, made
         self.extras_read = extras_read
-        self.computed, self.copied = again + made_again, copied
+        self.computed, self.copied, self.copied_late = again + made_again, copied, copied[late:]
         return rebuilt
 
     def _build_page(self, out_name: str, markdown: str) -> str:
@@ -1037,7 +1051,11 @@ def _builder(argv: list[str]) -> int:
                     answer(ok=True, early=True, pages=urls)
 
                 rebuilt = pages.presets_edited(request.get("first", ()), shown)
-                said = {"computed": pages.computed, "files": pages.copied}
+                said = {
+                    "computed": pages.computed,
+                    "files": pages.copied,
+                    "files_late": pages.copied_late,
+                }
                 print(f"preset edit: computed again in s {pages.timings}", flush=True)
             else:
                 rebuilt = pages.rebuild(request["templates"])

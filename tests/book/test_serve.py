@@ -260,6 +260,38 @@ def test_a_page_rebuilt_first_reloads_alone_and_once(small_site):
     assert state.build_of("/chapters/batching/") == state.build
 
 
+def test_only_the_browsers_whose_page_changed_reload(tmp_path, monkeypatch):
+    """After a rebuild the pages rebuilt reload, the others stay; a script every page loads
+    changed (the calculators' data) reloads every page, except one rebuilt first when the
+    script changed before it was."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    state = serve.State()
+    preview = serve.Preview(state, [], io.StringIO(), io.StringIO())
+    try:
+
+        def builds():
+            return {page: state.build_of(page) for page in ("/a/", "/b/", "/c/")}
+
+        def reloaded(*args):
+            before = builds()
+            time.sleep(0.001)  # build ids are the clock's nanoseconds
+            preview._reload(*args)
+            return sorted(page for page, build in builds().items() if build != before[page])
+
+        assert reloaded(["/a/"], [], (), ()) == ["/a/"]  # a template edit
+        state.publish(pages=["/a/"])  # a preset edit's open page, rebuilt first
+        script = ["javascripts/calculators-data.js"]
+        assert reloaded(["/a/", "/c/"], ["/a/"], ["exports/flashcards.apkg"], []) == ["/c/"]
+        state.publish(pages=["/a/"])
+        assert reloaded(["/a/", "/c/"], ["/a/"], script, []) == ["/b/", "/c/"]
+        state.publish(pages=["/a/"])
+        assert reloaded(["/a/", "/c/"], ["/a/"], script, script) == ["/a/", "/b/", "/c/"]
+    finally:
+        preview.close()
+
+
 def test_a_null_byte_in_the_path_is_400_and_no_traceback(small_site, capfd):
     server, _ = small_site
     for path in ("/%00", "/chapters/%00/", "/a%00b.html"):
