@@ -60,6 +60,7 @@ PRESETS_DATA = ROOT / "units" / "data"  # the built-in presets (units.presets.BU
 LIVE = "/__chalkboard__/build"
 LIVE_WAIT = 25.0  # seconds a long poll is held before it answers "no change"
 IDLE_TIMEOUT = 30.0  # seconds a connection may send nothing before it is closed
+GONE_CHECK = 0.5  # seconds between looks at whether a long poll's browser went away
 BACKLOG = 128  # connections the kernel holds before they are accepted (a burst of reloads)
 HOSTS = ("127.0.0.1", "localhost")  # the Host headers answered (DNS rebinding gets 421)
 SCRIPT = """<script>
@@ -333,20 +334,33 @@ class State:
         """The build id of the page at the URL path ``page`` (the site's when none is given)."""
         return self.builds.get(page_url(page), self.build) if page else self.build
 
-    def wait(self, since: str, timeout: float, page: str = "") -> str:
+    def wait(self, since: str, timeout: float, page: str = "", gone=None) -> str:
+        """The build of ``page`` once it is not ``since`` (or after ``timeout`` seconds, or as
+        soon as ``gone()`` says the browser went away: a tab closed no longer counts as shown)."""
         page = page_url(page)
+        deadline = time.monotonic() + timeout
+        left = False
         with self.changed:
             if page:
                 self.polls[page] = self.polls.get(page, 0) + 1
             try:
-                self.changed.wait_for(lambda: self.build_of(page) != since or self.closing, timeout)
+                while not self.changed.wait_for(
+                    lambda: self.build_of(page) != since or self.closing,
+                    min(GONE_CHECK, deadline - time.monotonic()) if gone else timeout,
+                ):
+                    left = gone is not None and gone()
+                    if left or time.monotonic() >= deadline:
+                        break
                 return self.build_of(page)
             finally:
                 if page:
                     self.polls[page] -= 1
                     if not self.polls[page]:
                         del self.polls[page]
-                    self.polled[page] = time.monotonic()
+                    if left or (gone is not None and gone()):  # closed: no longer shown
+                        self.polled.pop(page, None)
+                    else:  # it polls again soon (after a reload too): still shown
+                        self.polled[page] = time.monotonic()
 
     def shown(self) -> list[str]:
         """The pages open in a browser: a long poll held now, or one that ended moments ago (a
@@ -404,6 +418,17 @@ def make_handler(state: State):
             except ValueError:  # a path the file system cannot take
                 self.send_error(400, "Bad path")
 
+        def _gone(self) -> bool:
+            """Whether the browser closed this connection (a tab closed, a page left)."""
+            import select
+            import socket
+
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                return True
+
         def list_directory(self, path):  # a folder without index.html: the 404 page
             self.send_error(404)
 
@@ -412,7 +437,7 @@ def make_handler(state: State):
             if url.path == LIVE:
                 query = urllib.parse.parse_qs(url.query)
                 since, page = query.get("since", [""])[0], query.get("page", [""])[0]
-                build = state.wait(since, LIVE_WAIT, page).encode()
+                build = state.wait(since, LIVE_WAIT, page, self._gone).encode()
                 return self._send(200, build, "text/plain; charset=utf-8", body)
             if state.site is None:
                 page = (PLACEHOLDER % html.escape(state.message, quote=False)).encode()

@@ -166,11 +166,11 @@ class _Counting(serve.State):
         super().__init__()
         self.waiting = 0
 
-    def wait(self, since, timeout, page=""):
+    def wait(self, since, timeout, page="", gone=None):
         with self.changed:
             self.waiting += 1
         try:
-            return super().wait(since, timeout, page)
+            return super().wait(since, timeout, page, gone)
         finally:
             with self.changed:
                 self.waiting -= 1
@@ -290,6 +290,28 @@ def test_only_the_browsers_whose_page_changed_reload(tmp_path, monkeypatch):
         assert reloaded(["/a/", "/c/"], ["/a/"], script, script) == ["/a/", "/b/", "/c/"]
     finally:
         preview.close()
+
+
+def test_a_closed_tab_is_no_longer_a_page_shown(small_site):
+    """A long poll whose browser went away stops counting as a page shown within a second (a
+    preset edit rebuilds the pages shown first), not when its wait would have ended."""
+    server, state = small_site
+    port = server.server_address[1]
+    request = (
+        f"GET {serve.LIVE}?since={state.build}&page=%2Fchapters%2Fbatching%2F HTTP/1.1\r\n"
+        f"Host: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    deadline = time.monotonic() + STEP
+    with socket.create_connection(server.server_address, timeout=STEP) as s:
+        s.sendall(request)
+        while state.shown() != ["/chapters/batching/"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state.shown() == ["/chapters/batching/"]
+    closed = time.monotonic()
+    while state.shown() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert state.shown() == []
+    assert time.monotonic() - closed < serve.LIVE_WAIT / 2  # 0.5 s on an idle machine
 
 
 def test_a_null_byte_in_the_path_is_400_and_no_traceback(small_site, capfd):
