@@ -16,6 +16,11 @@
    draws per second as shipped (evaluations memoised, the registry's direct Quantity paths)
    against the same draws with both off (every evaluation resolved again, pint's own paths).
    ``python bench/run.py problems`` runs this one alone.
+7. Live preview (``chalkboard serve``'s builder, book/serve.py, on a copy of the sources with the
+   clean build's caches): wall seconds from a template edit to its page rebuilt, and from a preset
+   edit (the H200's HBM, a value no build computed before) to the open page rebuilt (goal: 3 s)
+   and to every page rebuilt, with the steps that took longest; then the edit put back (values
+   computed before). ``python bench/run.py serve`` runs this one alone (with the user's caches).
 """
 
 import os
@@ -97,6 +102,87 @@ def prediction_side_by_side() -> tuple[float, float]:
         runs.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         shutil.rmtree(cache, ignore_errors=True)
     return runs[0], runs[1]
+
+
+SERVE = """
+import json, sys, time
+from pathlib import Path
+from book import serve
+
+start = time.perf_counter()
+pages = serve.Pages(Path(sys.argv[1]))
+out = {"build": time.perf_counter() - start}
+html = [0.0]
+build_page = pages._build_page
+def timed(*args):  # the HTML of one page, mkdocs' part
+    start = time.perf_counter()
+    try:
+        return build_page(*args)
+    finally:
+        html[0] += time.perf_counter() - start
+pages._build_page = timed
+template = serve.TEMPLATES / "chapters" / "batching.md.j2"
+text = template.read_text(encoding="utf-8")
+template.write_text(text.replace("\\n# ", "\\nBenchmarkmarker.\\n\\n# ", 1), encoding="utf-8")
+start = time.perf_counter()
+assert pages.rebuild(["chapters/batching.md.j2"]) == ["/chapters/batching/"]
+out["template"] = time.perf_counter() - start
+template.write_text(text, encoding="utf-8")
+pages.rebuild(["chapters/batching.md.j2"])
+hardware = serve.PRESETS_DATA / "hardware.toml"
+original = hardware.read_text(encoding="utf-8")
+for label, edited in (("edit", original.replace('"141 GB"', '"143 GB"')), ("back", original)):
+    hardware.write_text(edited, encoding="utf-8")
+    html[0], shown = 0.0, []
+    start = time.perf_counter()
+    rebuilt = pages.presets_edited(
+        ["/presets/hardware/"], lambda urls: shown.append(time.perf_counter() - start)
+    )
+    out[label] = {"shown": shown[0], "all": time.perf_counter() - start, "pages": len(rebuilt),
+                  "steps": {**pages.timings, "HTML of the pages (mkdocs)": html[0]}}
+print(json.dumps(out))
+"""
+
+
+def serve_latency(env) -> dict:
+    """SERVE's seconds, run on a copy of the sources (it edits a template and a preset file)."""
+    import json
+
+    folder = Path(tempfile.mkdtemp(prefix="chalkboard-bench-serve-"))
+    try:
+        for name in ("units", "derivations", "book"):
+            ignore = shutil.ignore_patterns("__pycache__")
+            shutil.copytree(ROOT / name, folder / "src" / name, ignore=ignore)
+        shutil.copy(ROOT / "mkdocs.yml", folder / "src" / "mkdocs.yml")
+        env = {**env, "PYTHONPATH": str(folder / "src")}
+        env.pop("CHALKBOARD_PRESETS", None)
+        cmd = [sys.executable, "-c", SERVE, str(folder / "into")]
+        run = subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=folder / "src")
+        return json.loads(run.stdout.decode().splitlines()[-1])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def print_serve(got: dict) -> None:
+    edit, back = got["edit"], got["back"]
+    print("live preview (chalkboard serve's builder on a copy, warm caches), wall seconds")
+    print(f"  {'first build':<36} {got['build']:6.2f} s")
+    print(f"  {'template edit, its page rebuilt':<36} {got['template']:6.2f} s")
+    print(
+        f"  {'preset edit, the open page shown':<36} {edit['shown']:6.2f} s   "
+        f"ratio {edit['shown'] / 3:.2f}x the goal (3 s); {edit['shown'] / got['template']:.1f}x "
+        "the template edit"
+    )
+    print(
+        f"  {'preset edit, every page rebuilt':<36} {edit['all']:6.2f} s   "
+        f"ratio {edit['all'] / edit['shown']:.1f}x the open page ({edit['pages']} pages); longest:"
+    )
+    for step, seconds in sorted(edit["steps"].items(), key=lambda kv: -kv[1])[:4]:
+        print(f"    {step:<34} {seconds:6.2f} s   {seconds / edit['all']:5.0%}")
+    print(
+        f"  {'put back, every page rebuilt':<36} {back['all']:6.2f} s   "
+        f"(the open page {back['shown']:.2f} s; values computed before)"
+    )
 
 
 # the build's main stages: (file, function) whose cumulative time is the stage's
@@ -262,6 +348,7 @@ def main():
     stages = build_stages(build, build_env, out.parent / "build.prof")
     clean_env = {**build_env, "CHALKBOARD_CACHE_DIR": str(out.parent / "cache-clean")}
     stages_clean = build_stages(build, clean_env, out.parent / "clean.prof")
+    served = serve_latency(build_env)  # the warm build's caches
     shutil.rmtree(out.parent, ignore_errors=True)
 
     from book.calculators import calculators_js
@@ -331,6 +418,7 @@ def main():
     print(f"site build (chalkboard build) {t_build:6.2f} s, of which (in-process, warm):")
     for name, t in parts.items():
         print(f"  {name:<24} {t:6.2f} s   {t / t_build:5.0%} of the build")
+    print_serve(served)
     print_problem_draws()
 
 
@@ -345,4 +433,9 @@ def print_problem_draws():
 
 
 if __name__ == "__main__":
-    print_problem_draws() if sys.argv[1:] == ["problems"] else main()
+    if sys.argv[1:] == ["problems"]:
+        print_problem_draws()
+    elif sys.argv[1:] == ["serve"]:
+        print_serve(serve_latency(dict(os.environ)))
+    else:
+        main()

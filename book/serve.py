@@ -2,28 +2,31 @@
 in the browser.
 
 Two processes. This one stays light (no sympy, no mkdocs): it serves the last good site, watches
-the sources and prints one line per rebuild, or one ``error:`` line when a rebuild fails (the
-last good site stays served). A *builder* process (``python -m book.serve``) builds the whole
-site once and keeps what it computed in memory: every page's context, mkdocs' configuration,
-navigation and theme, and KaTeX's typeset formulas. A template edit then rebuilds only the pages
-whose template uses the edited one: their Markdown from the kept contexts, their HTML alone. A
-preset edit (a TOML file of presets) is read by the same builder. Every page maker
-(``book.site.makers``) was computed under a recording of the preset fields it read
-(:mod:`units.reads`; a field read through a cache counts, a kind listed counts as its list of
-ids): only the makers that read an edited field, or listed a kind that gained or lost a preset,
-are computed again, each cached result that read one is forgotten, and the HTML of each page
-whose Markdown changed is rebuilt; the notebooks of those chapters, the flashcard exports, the
-calculators' data and the tutorial are made again when they read an edited field. The search
-index stays the full build's until the next one. A change to anything else (Python, assets,
-``mkdocs.yml``; an equation is Python), or a preset edit that adds or removes a page, starts a
-fresh builder for a full build, since modules cannot be reloaded safely; the old site is served
-until it succeeds.
+the sources and prints one line per rebuild, or one ``error:`` line when a rebuild fails (the last
+good site stays served). A *builder* process (``python -m book.serve``) builds the whole site once
+and keeps what it computed in memory: every page's context, mkdocs' configuration, navigation and
+theme, and KaTeX's typeset formulas. A template edit then rebuilds only the pages whose template
+uses the edited one: their Markdown from the kept contexts, their HTML alone. A preset edit (a TOML
+file of presets) is read by the same builder. Every page maker (``book.site.makers``) was computed
+under a recording of the preset fields it read (:mod:`units.reads`; a field read through a cache
+counts, a kind listed counts as its list of ids): only the makers that read an edited field, or
+listed a kind that gained or lost a preset, are computed again, each cached result that read one is
+forgotten, and the HTML of each page whose Markdown changed is rebuilt; the notebooks of those
+chapters, the flashcard exports, the calculators' data and the tutorial are made again when they
+read an edited field. The pages open in a browser come first (as Hugo's fast render mode renders
+the pages being viewed first): their makers are computed, and those pages (with the calculators'
+data every page loads) written, before the rest, and the browsers showing them reload at once; the
+other pages follow, and every page is then what a full build makes. The search index stays the full
+build's until the next one. A change to anything else (Python, assets, ``mkdocs.yml``; an equation
+is Python), or a preset edit that adds or removes a page, starts a fresh builder for a full build,
+since modules cannot be reloaded safely; the old site is served until it succeeds.
 
-Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the
-same server and reloads the page when the build changes (no external network). Unknown URLs and
-folders without an ``index.html`` get the site's own 404 page (never a listing); a request whose
-``Host`` is not 127.0.0.1 or localhost (a page of another site reaching it by DNS rebinding) gets
-421, a malformed path 400, and a connection that sends nothing is closed after IDLE_TIMEOUT
+Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the same
+server, saying which page it shows, and reloads the page when the build changes (no external
+network); a page rebuilt ahead of the rest has a build of its own, so it reloads once. Unknown URLs
+and folders without an ``index.html`` get the site's own 404 page (never a listing); a request
+whose ``Host`` is not 127.0.0.1 or localhost (a page of another site reaching it by DNS rebinding)
+gets 421, a malformed path 400, and a connection that sends nothing is closed after IDLE_TIMEOUT
 seconds. SIGTERM and SIGINT stop the builder and remove the temporary folder.
 
 >>> inject(b"<html><body><p>hi</p></body></html>", "7").count(b"__chalkboard__/build")
@@ -57,6 +60,7 @@ PRESETS_DATA = ROOT / "units" / "data"  # the built-in presets (units.presets.BU
 LIVE = "/__chalkboard__/build"
 LIVE_WAIT = 25.0  # seconds a long poll is held before it answers "no change"
 IDLE_TIMEOUT = 30.0  # seconds a connection may send nothing before it is closed
+GONE_CHECK = 0.5  # seconds between looks at whether a long poll's browser went away
 BACKLOG = 128  # connections the kernel holds before they are accepted (a burst of reloads)
 HOSTS = ("127.0.0.1", "localhost")  # the Host headers answered (DNS rebinding gets 421)
 SCRIPT = """<script>
@@ -65,7 +69,8 @@ SCRIPT = """<script>
   window.__chalkboardLive = true;
   var build = "%s";
   function poll() {
-    fetch("%s?since=" + encodeURIComponent(build), {cache: "no-store"})
+    var page = "&page=" + encodeURIComponent(location.pathname);
+    fetch("%s?since=" + encodeURIComponent(build) + page, {cache: "no-store"})
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
       .then(function (id) { if (id !== build) location.reload(); else poll(); })
       .catch(function () { setTimeout(poll, 1000); });
@@ -77,6 +82,19 @@ SCRIPT = """<script>
 PLACEHOLDER = """<!doctype html><html><head><meta charset="utf-8"><title>Chalkboard</title></head>
 <body><p>%s</p></body></html>
 """
+
+
+def page_url(path: str) -> str:
+    """The page a URL path shows, as the server and the builder name it: unquoted, its
+    ``index.html`` left out.
+
+    >>> page_url("/chapters/moe/index.html"), page_url("/chapters/moe/"), page_url("/")
+    ('/chapters/moe/', '/chapters/moe/', '/')
+    """
+    import urllib.parse
+
+    path = urllib.parse.unquote(path)
+    return path.removesuffix("index.html") if path.endswith("/index.html") else path
 
 
 def inject(html: bytes, build: str) -> bytes:
@@ -175,6 +193,10 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
+def _listed(pages: list[str]) -> str:
+    return ", ".join(pages[:3]) + (f" and {len(pages) - 3} more" if pages[3:] else "")
+
+
 def _now() -> str:
     return datetime.datetime.now().strftime("%H:%M:%S")
 
@@ -229,13 +251,20 @@ class Builder:
             return self.dead
         return got
 
-    def ask(self, request: dict, timeout: float = 600.0) -> dict:
+    def ask(self, request: dict, timeout: float = 600.0, early=None) -> dict:
+        """The builder's answer to ``request``; ``early(reply)`` is called with each answer that
+        comes before it (``"early": true``: the pages open in a browser, rebuilt first)."""
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             pass  # it died: reply() says so
-        return self.reply(timeout) or {"ok": False, "error": "the builder did not answer"}
+        while True:
+            got = self.reply(timeout) or {"ok": False, "error": "the builder did not answer"}
+            if not got.get("early"):
+                return got
+            if early is not None:
+                early(got)
 
     def _last_logged(self) -> str:
         with contextlib.suppress(OSError):
@@ -266,28 +295,80 @@ class Builder:
 
 
 class State:
-    """What the request handlers read: the site being served and its build id."""
+    """What the request handlers read: the site being served and its build id, and the pages
+    the browsers show (each page's reload script long-polls with its path). A page rebuilt
+    ahead of the rest (:meth:`publish` with ``pages``) gets a build id of its own, so that only
+    the browsers showing it reload."""
+
+    RECENT = 5.0  # seconds a page whose last long poll ended still counts as shown
 
     def __init__(self):
         self.site: Path | None = None
         self.build = f"{time.time_ns():x}"
+        self.builds: dict[str, str] = {}  # page -> its own build id, newer than self.build
         self.message = "Building the site… this page reloads when it is ready."
         self.changed = threading.Condition()
         self.closing = False
+        self.polls: dict[str, int] = {}  # page -> long polls held now
+        self.polled: dict[str, float] = {}  # page -> when its last long poll ended
 
-    def publish(self, site: Path | None = None, message: str | None = None) -> None:
+    def publish(
+        self, site: Path | None = None, message: str | None = None, pages=None, keep=()
+    ) -> None:
+        """A new build: of the whole site, or (``pages``) of those pages alone. A new build of
+        the site leaves the pages ``keep`` as they are (rebuilt before it, then unchanged)."""
         with self.changed:
             if site is not None:
                 self.site = site
             if message is not None:
                 self.message = message
-            self.build = f"{time.time_ns():x}"
+            build = f"{time.time_ns():x}"
+            if pages is not None:
+                self.builds.update((page_url(p), build) for p in pages)
+            else:
+                kept = {p: self.builds[p] for p in map(page_url, keep) if p in self.builds}
+                self.build, self.builds = build, kept
             self.changed.notify_all()
 
-    def wait(self, since: str, timeout: float) -> str:
+    def build_of(self, page: str = "") -> str:
+        """The build id of the page at the URL path ``page`` (the site's when none is given)."""
+        return self.builds.get(page_url(page), self.build) if page else self.build
+
+    def wait(self, since: str, timeout: float, page: str = "", gone=None) -> str:
+        """The build of ``page`` once it is not ``since`` (or after ``timeout`` seconds, or as
+        soon as ``gone()`` says the browser went away: a tab closed no longer counts as shown)."""
+        page = page_url(page)
+        deadline = time.monotonic() + timeout
+        left = False
         with self.changed:
-            self.changed.wait_for(lambda: self.build != since or self.closing, timeout)
-            return self.build
+            if page:
+                self.polls[page] = self.polls.get(page, 0) + 1
+            try:
+                while not self.changed.wait_for(
+                    lambda: self.build_of(page) != since or self.closing,
+                    min(GONE_CHECK, deadline - time.monotonic()) if gone else timeout,
+                ):
+                    left = gone is not None and gone()
+                    if left or time.monotonic() >= deadline:
+                        break
+                return self.build_of(page)
+            finally:
+                if page:
+                    self.polls[page] -= 1
+                    if not self.polls[page]:
+                        del self.polls[page]
+                    if left or (gone is not None and gone()):  # closed: no longer shown
+                        self.polled.pop(page, None)
+                    else:  # it polls again soon (after a reload too): still shown
+                        self.polled[page] = time.monotonic()
+
+    def shown(self) -> list[str]:
+        """The pages open in a browser: a long poll held now, or one that ended moments ago (a
+        page reloading)."""
+        with self.changed:
+            recent = time.monotonic() - self.RECENT
+            self.polled = {p: t for p, t in self.polled.items() if t > recent}
+            return sorted(set(self.polls) | set(self.polled))
 
     def close(self) -> None:
         with self.changed:
@@ -337,14 +418,26 @@ def make_handler(state: State):
             except ValueError:  # a path the file system cannot take
                 self.send_error(400, "Bad path")
 
+        def _gone(self) -> bool:
+            """Whether the browser closed this connection (a tab closed, a page left)."""
+            import select
+            import socket
+
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                return True
+
         def list_directory(self, path):  # a folder without index.html: the 404 page
             self.send_error(404)
 
         def _answer(self, body: bool) -> None:
             url = urllib.parse.urlsplit(self.path)
             if url.path == LIVE:
-                since = urllib.parse.parse_qs(url.query).get("since", [""])[0]
-                build = state.wait(since, LIVE_WAIT).encode()
+                query = urllib.parse.parse_qs(url.query)
+                since, page = query.get("since", [""])[0], query.get("page", [""])[0]
+                build = state.wait(since, LIVE_WAIT, page, self._gone).encode()
                 return self._send(200, build, "text/plain; charset=utf-8", body)
             if state.site is None:
                 page = (PLACEHOLDER % html.escape(state.message, quote=False)).encode()
@@ -356,7 +449,7 @@ def make_handler(state: State):
                 if url.path.endswith("/"):
                     path = path / "index.html"
             if path.suffix == ".html" and path.is_file():
-                page = inject(path.read_bytes(), state.build)
+                page = inject(path.read_bytes(), state.build_of(url.path))
                 return self._send(200, page, "text/html; charset=utf-8", body)
             if body:
                 return super().do_GET()
@@ -525,9 +618,24 @@ class Preview:
 
     def pages(self, names: list[str] | None, edits) -> None:
         """Rebuild the pages whose template uses one of ``names`` (None: the presets changed:
-        every page whose text changed); one line says how it went."""
+        every page whose text changed, the pages open in a browser first, reloaded and said in a
+        line of their own as soon as they are written); one line says how it went."""
         start = time.monotonic()
-        got = self.current.ask({"templates": names} if names is not None else {"presets": True})
+        early: list[str] = []
+
+        def shown(got: dict) -> None:  # the pages open in a browser, rebuilt first: reload them
+            early.extend(got["pages"])
+            self.state.publish(pages=got["pages"])
+            self.say(
+                f"{_now()} showed {_listed(got['pages'])} first in "
+                f"{time.monotonic() - start:.2f} s ({_said(edits)} changed; the rest follows)"
+            )
+
+        if names is not None:
+            request = {"templates": names}
+        else:  # a preset edit: the pages the browsers show first
+            request = {"presets": True, "first": self.state.shown()}
+        got = self.current.ask(request, early=shown)
         seconds = time.monotonic() - start
         if got.get("full"):  # the edit adds or removes a page: only a full build is right
             return self.full(f"{_said(edits)} changed")
@@ -539,9 +647,9 @@ class Preview:
             )
             return
         rebuilt = got["pages"]
-        if rebuilt:
-            self.state.publish()
-        what = ", ".join(rebuilt[:3]) + (f" and {len(rebuilt) - 3} more" if rebuilt[3:] else "")
+        if rebuilt or got.get("files"):
+            self._reload(rebuilt, early, got.get("files", ()), got.get("files_late", ()))
+        what = _listed(rebuilt)
         computed = ""
         if "computed" in got:  # a preset edit: the page makers that read an edited preset
             names = got["computed"]
@@ -550,6 +658,20 @@ class Preview:
             f"{_now()} rebuilt {what or 'no page'} in {seconds:.2f} s "
             f"({_said(edits)} changed{computed})"
         )
+
+    def _reload(self, rebuilt, early, files, late) -> None:
+        """Reload the browsers whose page changed: the pages ``rebuilt`` but not ``early``
+        (reloaded when they were written), unless a script or style every page loads changed
+        (the calculators' data), in ``files``: then every page, except the ones rebuilt early
+        unless it changed after them (``late``)."""
+        scripts = [f for f in files if f.endswith((".js", ".css"))]
+        if not scripts:
+            pages = [page for page in rebuilt if page not in early]
+            if pages:
+                self.state.publish(pages=pages)
+        else:
+            late_scripts = [f for f in late if f.endswith((".js", ".css"))]
+            self.state.publish(keep=() if late_scripts else early)
 
     def check(self) -> None:
         """Take the pending full build's answer, if it came: serve its site, or say why not."""
@@ -625,6 +747,11 @@ class Pages:
         events[:] = [e for e in events if not _search_plugin(getattr(e, "__self__", None))]
         self.env = site.environment()  # kept: jinja2 recompiles only templates that changed
         self.uses: dict[str, tuple[float, set[str]]] = {}  # template -> (mtime, names it uses)
+        self._by_url: dict[str, str] | None = None  # a page's URL -> its Markdown's name
+        self.timings: dict[str, float] = {}  # a preset edit's makers computed again: seconds
+        self.computed: list[str] = []  # and their names, with the other files' made again
+        self.copied: list[str] = []  # the files besides the pages it copied into the site
+        self.copied_late: list[str] = []  # those copied after the open pages were rebuilt
 
     def _used(self, env, name: str) -> set[str]:
         """The templates ``name`` imports, includes or extends, transitively (itself too)."""
@@ -671,26 +798,39 @@ class Pages:
                     touched.append((out_name, text))
         return [self._build_page(out_name, text) for out_name, text in touched]
 
-    def presets_edited(self) -> list[str] | None:
+    def presets_edited(self, first=(), shown=None) -> list[str] | None:
         """Read the presets again and compute the pages that read an edited preset (every cached
         result that read one is forgotten, :mod:`units.reads`); rebuild the HTML of each page
         whose Markdown changed, and copy every other changed file into the site (the calculators'
         data and the flashcard exports, made again; the notebooks of the chapters computed
-        again). Returns the rebuilt pages' URLs, or None when a page was added or removed (only
-        a full build is right then)."""
+        again). The pages at the URLs ``first`` (the ones open in a browser) come first, as
+        Hugo's fast render mode does: their makers are computed and those pages rebuilt before
+        anything else, and ``shown(urls)`` is called with the ones rebuilt as soon as they are
+        written; the rest follows. Returns the rebuilt pages' URLs (``first``'s among them), or
+        None when a page was added or removed (only a full build is right then)."""
         from units import reads
         from units.presets import _load, load
 
         _load.cache_clear()  # the files changed under the same names
         try:
-            return self._presets_edited(load(self.extra_presets))
+            return self._presets_edited(load(self.extra_presets), first, shown)
         except BaseException:  # what was computed from the edit may be half made: none kept
             reads.forget_all()
             self.made = {name: (outs, reads.UNKNOWN) for name, (outs, _) in self.made.items()}
             self.extras_read = dict.fromkeys(self.extras_read, reads.UNKNOWN)
             raise
 
-    def _presets_edited(self, presets) -> list[str] | None:
+    def out_names(self, urls) -> list[str]:
+        """The pages (as ``self.table`` names them: ``chapters/moe.md``) served at ``urls``, a
+        browser's ``location.pathname`` each (``/chapters/moe/``, ``/chapters/moe/index.html``);
+        a URL of no page is left out."""
+        if self._by_url is None:
+            pages = self.mk["files"].documentation_pages()
+            self._by_url = {page_url("/" + f.url): f.src_uri for f in pages}
+        found = (self._by_url.get(page_url(url)) for url in urls)
+        return [name for name in dict.fromkeys(found) if name in self.table]
+
+    def _presets_edited(self, presets, first=(), shown=None) -> list[str] | None:
         from book import site
         from book.notebooks import write_notebooks
         from derivations import inputs
@@ -703,22 +843,82 @@ class Pages:
         if set(makers) != set(self.made):
             return None
         table, made = dict(self.table), dict(self.made)
-        for name, (outs, got) in self.made.items():
-            if not reads.touches(got, changed):
-                continue
-            with reads.recording() as got:
-                part = makers[name]()
-            if set(part) != set(outs):
-                return None
-            made[name] = (tuple(part), frozenset(got))
-            table.update(part)
-        again = [name for name in made if made[name] is not self.made[name]]
-        computed = [out_name for name in again for out_name in made[name][0]]
+        self.timings = {}  # seconds each maker computed again took (the builder's log says)
+
+        def compute(names) -> bool:
+            """Compute again the makers ``names`` that read an edited preset; False when one of
+            them made other pages than before."""
+            for name in names:
+                outs, got = self.made[name]
+                if not reads.touches(got, changed):
+                    continue
+                start = time.monotonic()
+                with reads.recording() as got:
+                    part = makers[name]()
+                self.timings[name] = time.monotonic() - start
+                if set(part) != set(outs):
+                    return False
+                made[name] = (tuple(part), frozenset(got))
+                table.update(part)
+            return True
+
+        extras_read, made_again = dict(self.extras_read), []
         fresh = self.docs.parent / "docs-next"
+        copied: list[str] = []  # files besides the pages copied into the site
+
+        def extras(names, texts: dict) -> bool:
+            """Make again the extras ``names`` that read an edited preset, copy each file that
+            changed into the site (the tutorial's Markdown into ``texts``); False when one is
+            not in the site (only a full build is right then)."""
+            for name, make in _extras(presets).items():
+                if name in names and reads.touches(extras_read[name], changed):
+                    start = time.monotonic()
+                    with reads.recording() as got:
+                        make(fresh)
+                    self.timings[name] = time.monotonic() - start
+                    extras_read[name] = frozenset(got)
+                    made_again.append(name)
+            for path in sorted(p for p in fresh.rglob("*") if p.is_file()):
+                name = path.relative_to(fresh).as_posix()
+                if not (self.docs / name).is_file():
+                    return False
+                if not _differ(path, self.docs / name):
+                    continue
+                if name.endswith(".md"):  # the tutorial
+                    texts[name] = path.read_text(encoding="utf-8")
+                else:
+                    shutil.copyfile(path, self.site / name)
+                    shutil.copyfile(path, self.docs / name)
+                    copied.append(name)
+            shutil.rmtree(fresh, ignore_errors=True)
+            return True
+
         shutil.rmtree(fresh, ignore_errors=True)
         try:
+            wanted = set(self.out_names(first))
+            early_makers = [name for name in self.made if wanted & set(self.made[name][0])]
+            if not compute(early_makers):
+                return None
+            early: dict[str, str] = {}  # the open pages rebuilt first: out_name -> URL
+            if wanted:  # every page loads the calculators' data: it comes first too
+                if not extras({"calculators' data"}, {}):
+                    return None
+                for out_name in sorted(wanted):
+                    if any(
+                        made[n] is not self.made[n] and out_name in made[n][0] for n in early_makers
+                    ):
+                        template, ctx = table[out_name]
+                        markdown = site.page_markdown(self.env, template, ctx, out_name)
+                        if markdown != (self.docs / out_name).read_text(encoding="utf-8"):
+                            early[out_name] = self._build_page(out_name, markdown)
+            if early and shown is not None:
+                shown(list(early.values()))
+            late = len(copied)  # the open pages' scripts are in the site before they reload
+            if not compute([name for name in self.made if name not in early_makers]):
+                return None
+            again = [name for name in made if made[name] is not self.made[name]]
             texts, chapters = {}, {}
-            for out_name in computed:
+            for out_name in (out_name for name in again for out_name in made[name][0]):
                 template, ctx = table[out_name]
                 text = site.rendered(self.env, template, ctx)
                 if out_name.startswith("chapters/"):
@@ -727,30 +927,14 @@ class Pages:
                 if markdown != (self.docs / out_name).read_text(encoding="utf-8"):
                     texts[out_name] = markdown
             write_notebooks(fresh / "notebooks", chapters, presets)  # the chapters computed
-            extras_read = dict(self.extras_read)
-            for name, make in _extras(presets).items():
-                if reads.touches(extras_read[name], changed):
-                    with reads.recording() as got:
-                        make(fresh)
-                    extras_read[name] = frozenset(got)
-                    again.append(name)
-            for path in sorted(p for p in fresh.rglob("*") if p.is_file()):
-                name = path.relative_to(fresh).as_posix()
-                if not (self.docs / name).is_file():
-                    return None
-                if not _differ(path, self.docs / name):
-                    continue
-                if name.endswith(".md"):  # the tutorial
-                    texts[name] = path.read_text(encoding="utf-8")
-                else:
-                    shutil.copyfile(path, self.site / name)
-                    shutil.copyfile(path, self.docs / name)
-            rebuilt = [self._build_page(n, text) for n, text in texts.items()]
+            if not extras(set(_extras(presets)) - set(made_again), texts):
+                return None
+            rebuilt = [*early.values(), *(self._build_page(n, t) for n, t in texts.items())]
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
         self.presets, self.table, self.made = presets, table, made
         self.extras_read = extras_read
-        self.computed = again
+        self.computed, self.copied, self.copied_late = again + made_again, copied, copied[late:]
         return rebuilt
 
     def _build_page(self, out_name: str, markdown: str) -> str:
@@ -887,8 +1071,17 @@ def _builder(argv: list[str]) -> int:
             request = json.loads(line)
             said = {}
             if request.get("presets"):
-                rebuilt = pages.presets_edited()
-                said = {"computed": pages.computed}
+
+                def shown(urls: list[str]) -> None:  # the open pages, rebuilt before the rest
+                    answer(ok=True, early=True, pages=urls)
+
+                rebuilt = pages.presets_edited(request.get("first", ()), shown)
+                said = {
+                    "computed": pages.computed,
+                    "files": pages.copied,
+                    "files_late": pages.copied_late,
+                }
+                print(f"preset edit: computed again in s {pages.timings}", flush=True)
             else:
                 rebuilt = pages.rebuild(request["templates"])
         except Exception as e:  # noqa: BLE001

@@ -166,11 +166,11 @@ class _Counting(serve.State):
         super().__init__()
         self.waiting = 0
 
-    def wait(self, since, timeout):
+    def wait(self, since, timeout, page="", gone=None):
         with self.changed:
             self.waiting += 1
         try:
-            return super().wait(since, timeout)
+            return super().wait(since, timeout, page, gone)
         finally:
             with self.changed:
                 self.waiting -= 1
@@ -221,6 +221,97 @@ def _get(server, path: str, host: str | None = "127.0.0.1") -> tuple[int, bytes]
     answer = _raw(server, (head + "\r\n").encode("latin-1"))
     status = int(answer.split(b" ", 2)[1])
     return status, answer.partition(b"\r\n\r\n")[2]
+
+
+def test_a_page_rebuilt_first_reloads_alone_and_once(small_site):
+    """A page rebuilt ahead of the rest (a preset edit's open page) gets a build id of its own:
+    its long poll answers, another page's does not; the build of the whole site that follows
+    leaves it as it is (``keep``) and reloads the others. The pages long-polled are the ones
+    shown, a page's URL with or without its index.html."""
+    import threading
+
+    server, state = small_site
+    _, page = _get(server, "/chapters/batching/")
+    build = re.search(rb'var build = "([0-9a-f]+)"', page)[1].decode()
+    assert build == state.build
+    answers = {}
+
+    def poll(path):
+        answers[path] = state.wait(build, STEP, path)
+
+    polls = [threading.Thread(target=poll, args=(p,)) for p in ("/", "/chapters/batching/")]
+    for t in polls:
+        t.start()
+    deadline = time.monotonic() + STEP
+    while state.waiting < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert state.shown() == ["/", "/chapters/batching/"]
+    state.publish(pages=["/chapters/batching/index.html"])
+    polls[1].join(STEP)
+    assert answers == {"/chapters/batching/": state.build_of("/chapters/batching/")}
+    assert answers["/chapters/batching/"] != build and state.build_of("/") == build
+    _, page = _get(server, "/chapters/batching/")
+    assert answers["/chapters/batching/"].encode() in page  # the reloaded page's own build
+    state.publish(keep=["/chapters/batching/"])  # the rest rebuilt: the others reload
+    polls[0].join(STEP)
+    assert answers["/"] == state.build != build
+    assert state.build_of("/chapters/batching/") == answers["/chapters/batching/"]
+    state.publish()  # a later build of the whole site reloads every page
+    assert state.build_of("/chapters/batching/") == state.build
+
+
+def test_only_the_browsers_whose_page_changed_reload(tmp_path, monkeypatch):
+    """After a rebuild the pages rebuilt reload, the others stay; a script every page loads
+    changed (the calculators' data) reloads every page, except one rebuilt first when the
+    script changed before it was."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    state = serve.State()
+    preview = serve.Preview(state, [], io.StringIO(), io.StringIO())
+    try:
+
+        def builds():
+            return {page: state.build_of(page) for page in ("/a/", "/b/", "/c/")}
+
+        def reloaded(*args):
+            before = builds()
+            time.sleep(0.001)  # build ids are the clock's nanoseconds
+            preview._reload(*args)
+            return sorted(page for page, build in builds().items() if build != before[page])
+
+        assert reloaded(["/a/"], [], (), ()) == ["/a/"]  # a template edit
+        state.publish(pages=["/a/"])  # a preset edit's open page, rebuilt first
+        script = ["javascripts/calculators-data.js"]
+        assert reloaded(["/a/", "/c/"], ["/a/"], ["exports/flashcards.apkg"], []) == ["/c/"]
+        state.publish(pages=["/a/"])
+        assert reloaded(["/a/", "/c/"], ["/a/"], script, []) == ["/b/", "/c/"]
+        state.publish(pages=["/a/"])
+        assert reloaded(["/a/", "/c/"], ["/a/"], script, script) == ["/a/", "/b/", "/c/"]
+    finally:
+        preview.close()
+
+
+def test_a_closed_tab_is_no_longer_a_page_shown(small_site):
+    """A long poll whose browser went away stops counting as a page shown within a second (a
+    preset edit rebuilds the pages shown first), not when its wait would have ended."""
+    server, state = small_site
+    port = server.server_address[1]
+    request = (
+        f"GET {serve.LIVE}?since={state.build}&page=%2Fchapters%2Fbatching%2F HTTP/1.1\r\n"
+        f"Host: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    deadline = time.monotonic() + STEP
+    with socket.create_connection(server.server_address, timeout=STEP) as s:
+        s.sendall(request)
+        while state.shown() != ["/chapters/batching/"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state.shown() == ["/chapters/batching/"]
+    closed = time.monotonic()
+    while state.shown() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert state.shown() == []
+    assert time.monotonic() - closed < serve.LIVE_WAIT / 2  # 0.5 s on an idle machine
 
 
 def test_a_null_byte_in_the_path_is_400_and_no_traceback(small_site, capfd):
@@ -479,34 +570,60 @@ def _computed(line: str) -> list[str]:
     return [] if found[1] == "nothing" else found[1].split(", ")
 
 
-def test_a_preset_edit_changes_the_served_number_without_a_full_build(server):
-    """The H200's HBM, edited in the copy's hardware.toml, is the served figure after a page
-    rebuild by the running builder (no new full build), which computed again only the pages that
-    read that figure (units.reads): not the notation or the reversible chapter; put back, the
-    page is the full build's."""
+SHOWN = "() => document.body && document.body.innerText.includes('%s')"
+
+
+def test_a_preset_edit_reloads_the_open_page_first_without_a_full_build(server, browser):
+    """The H200's HBM, edited in the copy's hardware.toml, is the served figure after page
+    rebuilds by the running builder (no new full build), which computed again only the pages
+    that read that figure (units.reads): not the notation or the reversible chapter. A browser
+    shows the hardware presets page, which the builder's pass makes last: it is rebuilt before
+    the chapters (book.serve: the pages open in a browser first) and reloads by itself, once;
+    then the other pages that read the figure are rebuilt. Put back, the pages are the full
+    build's and the open page shows the datasheet's figure again."""
     presets = server.src / "units" / "data" / "hardware.toml"
     original = presets.read_text(encoding="utf-8")
     assert original.count('hbm_capacity = "141 GB"') == 1  # the H200's, as the datasheet says
-    _, built = server.get("/presets/hardware/")
-    assert "141 GB" in built and "143 GB" not in built
-    before = len(server.lines())
-    start = time.monotonic()
-    presets.write_text(original.replace('"141 GB"', '"143 GB"'), encoding="utf-8")
-    line = server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
-    seconds = time.monotonic() - start
-    print(f"preset edit to rebuilt pages: {seconds:.2f} s ({line})")
-    assert "hardware.toml" in line
-    computed = _computed(line)
-    assert "presets" in computed and "chapters/moe" in computed  # its every-chip HBM table
-    assert "notation" not in computed and "chapters/reversible" not in computed
-    _, page = server.get("/presets/hardware/")
-    assert "143 GB" in page and "141 GB" not in page
-    assert not [x for x in server.lines()[before:] if "built the site in" in x]  # no full build
-    before = len(server.lines())
-    presets.write_text(original, encoding="utf-8")
-    server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
-    _, again = server.get("/presets/hardware/")
-    assert _without_build_id(again) == _without_build_id(built)
+    paths = ("/presets/hardware/", "/chapters/moe/", "/chapters/validation/")
+    built = {path: server.get(path)[1] for path in paths}
+    assert "141 GB" in built["/presets/hardware/"] and "143 GB" not in built["/presets/hardware/"]
+    page = browser.new_page()
+    try:
+        page.goto(server.url + "/presets/hardware/", wait_until="load")
+        page.wait_for_timeout(300)  # the page's long poll is waiting
+        before = len(server.lines())
+        start = time.monotonic()
+        presets.write_text(original.replace('"141 GB"', '"143 GB"'), encoding="utf-8")
+        page.wait_for_function(SHOWN % "143 GB", timeout=STEP * 1000, polling=25)
+        shown = time.monotonic() - start
+        page.evaluate("() => { window.reloadedOnce = true; }")
+        first = server.wait_for(r"showed .*/presets/hardware/.* first in", after=before)
+        line = server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
+        rest = time.monotonic() - start
+        print(f"preset edit to the open page: {shown:.2f} s ({first})")
+        print(f"preset edit to every page rebuilt: {rest:.2f} s ({line})")
+        assert server.lines()[before:].index(line) > server.lines()[before:].index(first)
+        computed = _computed(line)
+        assert {"presets", "chapters/moe", "chapters/validation"} <= set(computed)
+        assert "notation" not in computed and "chapters/reversible" not in computed
+        _, served = server.get("/presets/hardware/")
+        assert "143 GB" in served and "141 GB" not in served
+        for path in paths[1:]:  # the rest, rebuilt after the open page (moe: its HBM table)
+            assert _without_build_id(server.get(path)[1]) != _without_build_id(built[path])
+        assert not [x for x in server.lines()[before:] if "built the site in" in x]
+        time.sleep(0.5)  # a second reload would have started by now
+        assert page.evaluate("() => window.reloadedOnce === true")  # reloaded once, not twice
+        assert shown < 10  # about half a second on an idle machine; generous for a loaded one
+        before = len(server.lines())
+        presets.write_text(original, encoding="utf-8")
+        page.wait_for_function(SHOWN % "141 GB", timeout=STEP * 1000, polling=25)
+        server.wait_for(PRESETS_REBUILT, after=before, timeout=FIRST_BUILD)
+    finally:
+        if presets.read_text(encoding="utf-8") != original:  # a failure above: put it back
+            presets.write_text(original, encoding="utf-8")
+        page.close()
+    for path in paths:
+        assert _without_build_id(server.get(path)[1]) == _without_build_id(built[path]), path
 
 
 def _domain(page: str, chip: str) -> str:
