@@ -771,7 +771,11 @@ def _prediction(presets: Presets, rows) -> dict:
 def _chip_rates(presets: Presets, rows) -> dict:
     """Each chip of the rows with a measured matmul rate, that rate for its peak over the
     reference chip's (predict.matmul_rate), and the chips with none."""
-    chips = sorted({r.preset.hardware for r in rows}, key=lambda h: predict.matmul_rate(presets, h))
+    # by rate, then by key: a set's order changes from one process to the next, and chips without a
+    # figure of their own all share the rate 1
+    chips = sorted(
+        {r.preset.hardware for r in rows}, key=lambda h: (predict.matmul_rate(presets, h), h)
+    )
     name = lambda h: chip_name(presets.get("hardware", h))  # noqa: E731
     measured = [h for h in chips if h in predict.ACHIEVABLE_MATMUL and h != predict.REFERENCE_CHIP]
     unmeasured = [h for h in chips if h not in predict.ACHIEVABLE_MATMUL]

@@ -1279,3 +1279,32 @@ def test_the_padded_expert_multiplies_redo_from_their_shown_inputs():
     shown = re.search(r"the multiplies take ([\d.]+) µs, against", flat)
     rows = float(t["expert_rows"].replace(",", ""))
     assert shown and float(shown.group(1)) == pytest.approx(2.5 + rows * row_us, rel=0.01)
+
+
+_CHIP_RATES = """
+from book.chapters.validation import _chip_rates
+from book.validation import validate
+from units.presets import load
+presets = load()
+print(_chip_rates(presets, validate(presets)))
+"""
+
+
+def test_the_chips_rates_list_in_one_order_whatever_the_hash_seed():
+    """Chips without a matmul figure of their own share one rate; their order once followed a
+    set's, which changes with PYTHONHASHSEED, so two builds of one commit differed."""
+    import os
+    import subprocess
+    import sys
+
+    def listed(seed: str) -> str:
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        run = subprocess.run(
+            [sys.executable, "-c", _CHIP_RATES], env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    first = listed("1")
+    assert "TPU" in first and "H800" in first  # chips taken at 1 are listed
+    assert all(listed(seed) == first for seed in ("2", "3", "4"))
