@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the fast CLI imports this module without pint
@@ -38,6 +39,20 @@ def is_whole(x: float) -> bool:
     return math.isfinite(x) and abs(x) >= 1 and abs(x - round(x)) <= 1e-9 * abs(x)
 
 
+def _round_figures(x: float, digits: int) -> float:
+    """``x`` to ``digits`` significant figures, a half rounded away from zero as a person rounds
+    the decimal they read (Python's own rounding takes a half to the even neighbour).
+
+    >>> _round_figures(14.5, 2), _round_figures(0.125, 2), _round_figures(-12.25, 3)
+    (15.0, 0.13, -12.3)
+    >>> _round_figures(9.995, 3), _round_figures(2.675, 3), _round_figures(-0.9999999999999999, 4)
+    (10.0, 2.68, -1.0)
+    """
+    exact = Decimal(repr(x))
+    step = Decimal(1).scaleb(exact.adjusted() - digits + 1)
+    return float(exact.quantize(step, rounding=ROUND_HALF_UP))
+
+
 def number(x: float, digits: int = 4) -> str:
     """``x`` with ``digits`` significant figures, thousands separated, no trailing zeros; a huge
     or tiny magnitude as ``'2.63 × 10¹⁴'``. A whole number below a million is whole, however
@@ -54,7 +69,7 @@ def number(x: float, digits: int = 4) -> str:
         return "0"
     if digits >= 3 and is_whole(x) and abs(x) < SCIENTIFIC_FROM:
         return f"{round(x):,}"
-    x = float(f"{x:.{digits - 1}e}")  # round first: -0.9999999999999999 is -1
+    x = _round_figures(x, digits)  # round first: -0.9999999999999999 is -1
     exponent = math.floor(math.log10(abs(x)))
     if abs(x) >= SCIENTIFIC_FROM or abs(x) < SCIENTIFIC_BELOW:
         mantissa, power = f"{x:.{digits - 1}e}".split("e")

@@ -128,3 +128,12 @@ def test_the_reader_takes_the_base_not_a_ten_inside_the_mantissa():
     assert number(3_107_157.1, 4) == "3.107 × 10⁶"
     assert read_number("3.107 × 10⁶") == 3.107e6
     assert read_number("10⁶") == 1e6
+
+
+@given(st.integers(10, 99), st.sampled_from([1, -1]))
+def test_a_half_rounds_away_from_zero_as_a_person_rounds(whole, sign):
+    """14.5 to two figures is 15 and 12.25 to three is 12.3, as a reader rounds them (Python's
+    own rounding gives the even neighbours, 14 and 12.2); the expectations are the hand rule."""
+    minus = "-" if sign < 0 else ""
+    assert number(sign * (whole + 0.5), 2) == f"{minus}{whole + 1}"
+    assert number(sign * (whole + 0.25), 3) == f"{minus}{whole}.3"
