@@ -875,6 +875,14 @@ class Equation:
         would bring this equation's own output back in. An input a derived equation replaced
         (``replaced``) is put in terms of its replacement wherever an intermediate brings it in.
         """
+        # the same expansion is asked for by the compiled code, the page's expanded form and
+        # the stored facts: worked out once per state of the notation and the catalogue
+        key = ("expanded", keep, version())
+        if key not in self._compiled:
+            self._compiled[key] = self._expand(keep)
+        return self._compiled[key]
+
+    def _expand(self, keep: frozenset[str]) -> sp.Expr:
         expr = self.rhs
         seen = {self.lhs.name, *keep}
         replaced = dict(self.replaced)
