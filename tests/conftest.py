@@ -78,20 +78,11 @@ def file_of(item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-# Files handed out first: the live server's (test_serve.py) is the session's longest chain after
-# the site build (its own full build, then preset rebuilds of about 40 s each) but reads no
-# built site, so it starts at once, beside the session's build, instead of in the middle of
-# the session where it outlasted every other file (its fixture waits for the session build's
-# caches: sitebuild.wait_cached; the other worker and the build keep both cores busy meanwhile).
-FIRST_FILES = frozenset({"tests/book/test_serve.py"})
-
-
 def pytest_collection_modifyitems(items):
-    """The long chains that need no built site first (``FIRST_FILES``), the files that read the
-    built site last, so that the workers run every other file while the site is built
-    (``--dist loadfile`` hands files out in this order)."""
+    """The files that read the built site last, so that the workers run every other file while
+    the site is built (``--dist loadfile`` hands files out in this order)."""
     site_files = {file_of(item) for item in items if uses_site(item)}
-    items.sort(key=lambda item: (file_of(item) not in FIRST_FILES, file_of(item) in site_files))
+    items.sort(key=lambda item: file_of(item) in site_files)
 
 
 # Files that compute the chapters' contexts (book/compute.py keeps them for the life of a

@@ -19,7 +19,7 @@ class Item:
         self.nodeid, self.fixturenames = nodeid, fixturenames
 
 
-def test_the_server_file_comes_first_the_files_that_read_the_site_last_the_rest_in_order():
+def test_the_files_that_read_the_site_come_last_and_the_rest_keep_their_order():
     items = [
         Item("tests/book/test_browser.py::test_a", ["page", "printed_site"]),
         Item("tests/book/test_site.py::test_b", ["site_docs"]),
@@ -27,11 +27,9 @@ def test_the_server_file_comes_first_the_files_that_read_the_site_last_the_rest_
         Item("tests/a.py::test_d"),
         Item("book/cards.py::book.cards"),  # a doctest has no fixturenames
         Item("tests/a.py::test_f"),
-        Item("tests/book/test_serve.py::test_g", ["server"]),
     ]
     pytest_collection_modifyitems(items)
     assert [i.nodeid.split("::")[1] for i in items] == [
-        "test_g",  # the live server's long chain first
         "test_d",
         "book.cards",
         "test_f",
