@@ -108,11 +108,12 @@ def test_hand_computed_deepseek_r1_batch_one_on_b200():
     # measurements.md row 34: 8 B200 (facts.md 8 TB/s; hardware.toml dense FP4 9,000 TFLOP/s),
     # batch 1, 1k in / 2k out. One sequence reads the always-read weights and 8 of 256 routed
     # experts (58 MoE layers x 256 experts x 3 x 7168 x 2048 routed parameters) at half a byte;
-    # MLA caches 61 x (512 + 64) values per token at FP8; context 1,024 + 2,048 / 2; attention
-    # does 2 x 128 x (2 x 512 + 64) x 61 FLOP per context token.
+    # MLA caches 61 x (512 + 64) values per token at BF16 (S7 runs attention in BF16), two bytes
+    # each; context 1,024 + 2,048 / 2; attention does 2 x 128 x (2 x 512 + 64) x 61 FLOP per
+    # context token.
     routed = 58 * 256 * 3 * 7168 * 2048 / 671e9
     weights = 671e9 * (1 - routed * (1 - 8 / 256)) * 0.5 / (8 * 8e12)
-    kv = 2048 * 61 * 576 / (8 * 8e12)
+    kv = 2048 * 61 * 576 * 2 / (8 * 8e12)
     attention = 2 * 128 * (2 * 512 + 64) * 61 * 2048
     compute = (2 * 37e9 + attention) * (1 + 1024 / 2048) / (8 * 9000e12)
     bound = 1 / max(compute, weights + kv)
