@@ -47,6 +47,8 @@ STYLE = {
     "figure.facecolor": "none",
     "axes.facecolor": "none",
     "savefig.transparent": True,
+    "figure.autolayout": False,  # no layout engine but the one tight_layout() runs (_svg)
+    "figure.constrained_layout.use": False,
     "axes.prop_cycle": None,  # set below
 }
 
@@ -163,6 +165,9 @@ def __getattr__(name):  # matplotlib is imported only when a figure is drawn
 def _svg(fig, alt: str) -> str:
     """The drawn figure laid out and written as inline SVG in ``currentColor``."""
     fig.tight_layout()
+    # laid out once: without an engine (tight_layout leaves a placeholder) savefig draws the
+    # figure once, instead of a dry run first that only a layout engine would need
+    fig.set_layout_engine(None)
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     svg = buffer.getvalue()
