@@ -2269,8 +2269,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
     layer_input = cases["rev"].to("GB").m  # one checkpoint: one layer's input
     ckpt_inputs = get("checkpoint_activation_memory").sweep("n_layers", depth, **kw).to("GB").m
 
-    def checkpointed(n: int, every) -> float:
-        return chapter.checkpointed_memory(n, every.to("GB").m, layer_input)
+    def checkpointed(n: int, every: float) -> float:
+        return chapter.checkpointed_memory(n, every, layer_input)
 
     lecture = {
         "every layer's input: slope 1": inputs,
@@ -2283,7 +2283,7 @@ def activation_vs_layers(presets: Presets) -> Figure:
             inputs, buffer, layer_input
         ),
         "checkpointed, segment keeps internals": np.array(
-            [checkpointed(int(n), q) for n, q in zip(depth, stored, strict=True)]
+            [checkpointed(int(n), q) for n, q in zip(depth, stored.m.tolist(), strict=True)]
         ),
         "reversible: both last outputs, one layer's internals": np.full(
             depth.shape, cases["rev_two"].to("GB").m + buffer
