@@ -47,6 +47,8 @@ STYLE = {
     "figure.facecolor": "none",
     "axes.facecolor": "none",
     "savefig.transparent": True,
+    "figure.autolayout": False,  # no layout engine but the one tight_layout() runs (_svg)
+    "figure.constrained_layout.use": False,
     "axes.prop_cycle": None,  # set below
 }
 
@@ -124,19 +126,31 @@ def plain_power(label: str) -> str:
 
 def _plain_log_labels(fig) -> None:
     """Every log axis of ``fig`` labelled by ``PlainLogFormatter``: the same ticks and
-    labels as matplotlib's default, as text (``10³``, ``2×10⁴``)."""
-    from matplotlib.ticker import LogFormatterSciNotation
+    labels as matplotlib's default, as text (``10³``, ``2×10⁴``); and its default ticks placed
+    by ``InViewLogLocator``, which makes no ticks outside the axis' view."""
+    from matplotlib.ticker import LogFormatterSciNotation, LogLocator
 
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            for get, put in (
-                (axis.get_major_formatter, axis.set_major_formatter),
-                (axis.get_minor_formatter, axis.set_minor_formatter),
+            for get, put, default, cls in (
+                (
+                    axis.get_major_formatter,
+                    axis.set_major_formatter,
+                    LogFormatterSciNotation,
+                    _plain_formatter_class,
+                ),
+                (
+                    axis.get_minor_formatter,
+                    axis.set_minor_formatter,
+                    LogFormatterSciNotation,
+                    _plain_formatter_class,
+                ),
+                (axis.get_major_locator, axis.set_major_locator, LogLocator, _in_view_class),
+                (axis.get_minor_locator, axis.set_minor_locator, LogLocator, _in_view_class),
             ):
                 old = get()
-                if type(old) is LogFormatterSciNotation:  # the scale's default, as it is
-                    plain = _plain_formatter_class()
-                    new = plain.__new__(plain)
+                if type(old) is default:  # the scale's default, as it is
+                    new = cls().__new__(cls())
                     new.__dict__.update(old.__dict__)
                     put(new)
 
@@ -154,15 +168,42 @@ def _plain_formatter_class():
     return PlainLogFormatter
 
 
+IN_VIEW = 1e-6  # how far past the view (relative) a kept tick may lie; matplotlib's is 1e-10
+
+
+@functools.cache
+def _in_view_class():
+    """A log axis' default tick locator that returns only the ticks in (or at the edges of) the
+    view: matplotlib makes a tick (a label, two marks and a grid line) for every location its
+    locator returns, then draws only those in the view, so the drawn ticks are the same and the
+    ticks it never draws are not made."""
+    from matplotlib.ticker import LogLocator
+
+    class InViewLogLocator(LogLocator):
+        def __call__(self):
+            ticks = np.asarray(super().__call__())
+            low, high = sorted(self.axis.get_view_interval())
+            return ticks[(ticks >= low * (1 - IN_VIEW)) & (ticks <= high * (1 + IN_VIEW))]
+
+    InViewLogLocator.__module__ = __name__
+    InViewLogLocator.__qualname__ = "InViewLogLocator"
+    return InViewLogLocator
+
+
 def __getattr__(name):  # matplotlib is imported only when a figure is drawn
     if name == "PlainLogFormatter":
         return _plain_formatter_class()
+    if name == "InViewLogLocator":
+        return _in_view_class()
     raise AttributeError(name)
 
 
 def _svg(fig, alt: str) -> str:
     """The drawn figure laid out and written as inline SVG in ``currentColor``."""
     fig.tight_layout()
+    # laid out once: without an engine (tight_layout leaves a placeholder) savefig draws the
+    # figure once, instead of a dry run first that only a layout engine would need
+    fig.set_layout_engine(None)
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     svg = buffer.getvalue()
@@ -2264,8 +2305,8 @@ def activation_vs_layers(presets: Presets) -> Figure:
     layer_input = cases["rev"].to("GB").m  # one checkpoint: one layer's input
     ckpt_inputs = get("checkpoint_activation_memory").sweep("n_layers", depth, **kw).to("GB").m
 
-    def checkpointed(n: int, every) -> float:
-        return chapter.checkpointed_memory(n, every.to("GB").m, layer_input)
+    def checkpointed(n: int, every: float) -> float:
+        return chapter.checkpointed_memory(n, every, layer_input)
 
     lecture = {
         "every layer's input: slope 1": inputs,
@@ -2278,7 +2319,7 @@ def activation_vs_layers(presets: Presets) -> Figure:
             inputs, buffer, layer_input
         ),
         "checkpointed, segment keeps internals": np.array(
-            [checkpointed(int(n), q) for n, q in zip(depth, stored, strict=True)]
+            [checkpointed(int(n), q) for n, q in zip(depth, stored.m.tolist(), strict=True)]
         ),
         "reversible: both last outputs, one layer's internals": np.full(
             depth.shape, cases["rev_two"].to("GB").m + buffer

@@ -56,6 +56,43 @@ def test_log_axes_are_labelled_as_text_with_the_same_ticks(drawn):
     assert {"10⁰", "10¹", "10²", "10³", "10⁴", "10⁵"} <= set(labels)
 
 
+def test_log_axes_make_only_the_ticks_they_draw_and_draw_the_same_ones():
+    """The log axes' default locator is swapped for InViewLogLocator (book.figures): the very
+    SVG of matplotlib's own locator, without the ticks outside the view it makes and never
+    draws (here the decades below 2 and above 3×10⁴ and their minor ticks)."""
+    import matplotlib.pyplot as plt
+
+    from book import figures
+
+    def svg(in_view: bool):
+        with plt.rc_context({**figures._style(), "svg.hashsalt": "test"}):
+            fig, ax = plt.subplots(figsize=(7, 4.2))
+            ax.loglog([2.0, 3e4], [5e-3, 70.0])
+            if in_view:
+                figures._plain_log_labels(fig)
+            else:
+                for axis in (ax.xaxis, ax.yaxis):  # the labels only: matplotlib's own ticks
+                    for get, put in (
+                        (axis.get_major_formatter, axis.set_major_formatter),
+                        (axis.get_minor_formatter, axis.set_minor_formatter),
+                    ):
+                        new = figures.PlainLogFormatter.__new__(figures.PlainLogFormatter)
+                        new.__dict__.update(get().__dict__)
+                        put(new)
+            try:
+                out = figures._svg(fig, "a line")
+                made = [len(a.majorTicks) + len(a.minorTicks) for a in (ax.xaxis, ax.yaxis)]
+                drawn = [len(a._update_ticks()) for a in (ax.xaxis, ax.yaxis)]
+            finally:
+                plt.close(fig)
+        return out, made, drawn
+
+    plain, made, drawn = svg(in_view=False)
+    culled, made_in_view, drawn_in_view = svg(in_view=True)
+    assert culled == plain and drawn_in_view == drawn
+    assert made_in_view == drawn and all(m > d for m, d in zip(made, drawn, strict=True))
+
+
 def test_latency_figure_marks_the_computed_crossover(drawn):
     from derivations import get
 

@@ -64,6 +64,31 @@ def test_whole_segments_never_beat_the_continuous_optimum(layers, per_layer, che
     assert held <= min((layers - 1) * checkpoint + per_layer, layers * per_layer) * (1 + 1e-12)
 
 
+@given(
+    st.integers(1, 400),
+    st.floats(0.01, 100),
+    st.floats(0.01, 100),
+    st.sampled_from([None, 1, 2, 3, 40.5]),
+)
+def test_whole_segments_is_the_best_of_every_k(layers, per_layer, checkpoint, times):
+    """whole_segments sweeps every K in one array and ranks only those near the least: the
+    same K and memory as ranking every K one by one (by hand below, the rank as documented:
+    the memory in checkpoints to 9 decimals, then the K nearest the continuous optimum, then
+    the smallest), ties included (``times``: internals a whole multiple of one input)."""
+    if times is not None:
+        per_layer = checkpoint * times
+
+    def held(k):
+        return (k - 1) * checkpoint + -(-layers // k) * per_layer
+
+    best = layers * per_layer / checkpoint
+    k = min(
+        range(1, layers + 1),
+        key=lambda k: (round(float(held(k) / checkpoint), 9), abs(k * k - best)),
+    )
+    assert reversible.whole_segments(layers, per_layer, checkpoint) == (k, held(k))
+
+
 def test_two_full_width_streams_double_the_stored_output(ctx):
     assert ctx["rev"].exact == "134.2 MB"  # 2 B * 8,192 * 8,192
     assert ctx["rev_two"].exact == "268.4 MB"
