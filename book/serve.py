@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import gc
 import json
 import os
 import queue
@@ -1058,7 +1059,9 @@ def _builder(argv: list[str]) -> int:
 
     try:
         import derivations
+        from book.site import RARELY
 
+        gc.set_threshold(*RARELY)  # this process only builds (book.site.collected_rarely)
         for path in args.extra:
             derivations.load_extra(path)
         pages = Pages(Path(args.into), args.presets)

@@ -298,14 +298,18 @@ def build(out: Path, extra_presets=(), pdf: bool = False) -> Path:
                     folder.rmdir()
 
 
+RARELY = (20_000, 50, 100)  # the cycle collector's thresholds while building
+
+
 @contextlib.contextmanager
-def collected_rarely(young: int = 20_000):
+def collected_rarely():
     """Python's cycle collector, run rarely for the length of a build (then as it was).
 
     A build makes millions of short-lived objects (sympy's expressions, Markdown's trees) and
     keeps most of what it makes; at the default thresholds (700, 10, 10) the collector ran
     about 1,800 times on a clean build, a dozen of them over the whole heap: ≈6% of its CPU.
-    Every ``young`` allocations the youngest objects are collected, the older rarely.
+    With ``RARELY`` the youngest objects are collected every 20,000 allocations, the older
+    rarely.
 
     >>> before = gc.get_threshold()
     >>> with collected_rarely():
@@ -315,7 +319,7 @@ def collected_rarely(young: int = 20_000):
     True
     """
     old = gc.get_threshold()
-    gc.set_threshold(young, 50, 100)
+    gc.set_threshold(*RARELY)
     try:
         yield
     finally:
