@@ -433,6 +433,7 @@ class Stack:
             # its own (an MoE spread over chips); tensor-parallel ranks all walk the whole batch
             hosts=vector(lambda c: c.chips if c.expert_parallel else 1.0),
             bound=vector(lambda c: c.bound),
+            measured=vector(lambda c: c.measured),
             target=vector(lambda c: np.nan if c.target is None else c.target),
             ep=vector(lambda c: c.expert_parallel),
             moe=vector(lambda c: c.moe),
@@ -765,7 +766,7 @@ def _residuals(
 def _loss(predicted: np.ndarray, p: dict, stack: Stack, spec: Spec = FULL, rows=None):
     """The residuals (_residuals) of predictions ``predicted`` (..., every row of ``stack``)
     made under parameters ``p`` (each value a number or of ``predicted``'s leading shape)."""
-    measured = np.array([c.measured for c in stack.cases])
+    measured = stack.arrays["measured"]
     if rows is not None:
         shape = np.broadcast_shapes(predicted.shape[:-1], np.shape(rows)[:-1])
         rows = np.broadcast_to(rows, (*shape, np.shape(rows)[-1]))
@@ -926,8 +927,7 @@ def _fits(
             s = np.linalg.solve(h[t] + lam_l[t, None, None] * damping[t], -g[t][..., None])[..., 0]
             step[t] = s
             reach = []
-            near = None if at is None else at[live[t]]
-            trial = _residuals(zl[t] + s, stack, spec, rows[live[t]], near, reach)
+            trial = _residuals(zl[t] + s, stack, spec, rows[live[t]], None, reach)
             new = (trial * trial).sum(-1)
             better = new < cost[live[t]]
             b, worse = t[better], t[~better]
