@@ -67,7 +67,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
 
 import numpy as np
 
@@ -595,7 +595,7 @@ class Stack:
         limited, grid = a["limited"], a["grid"]
         width = grid["batch"].shape[-1]
         target = target[..., 0]
-        at = np.maximum(near, 0) + np.zeros(target.shape, dtype=int)  # the shapes broadcast
+        at = np.clip(near, 0, width - 1) + np.zeros(target.shape, dtype=int)  # broadcast
         rows = width * np.arange(len(limited))
         for _ in range(tries):
             pair = np.stack([at, np.minimum(at + 1, width - 1)], axis=-1)
@@ -686,6 +686,46 @@ class Spec:
 
 FULL = Spec()
 
+# what a parameter no spec of a batch fixes is, for the fits that leave it alone (Stack.predict's
+# own defaults: every chip at its measured rate, the MoE share off one chip, the links' bytes,
+# the sourced host time per sequence)
+UNFIXED = {"chip_rates": 1.0, "moe_one_chip": 0.0, "communication": 1.0}
+
+
+@dataclass(frozen=True)
+class Specs:
+    """One spec per fit, for fits side by side under different specs (_fits): the ablation's
+    variants refitted in one run. Each fit's parameters are those its own spec gives (_unpack),
+    number for number. The specs share ``priors`` (the residuals have one length)."""
+
+    each: tuple[Spec, ...]
+
+    def __post_init__(self):
+        if len({s.priors for s in self.each}) > 1:
+            raise ChalkboardError("fits side by side need one length of residuals: one priors")
+
+    def __getitem__(self, idx) -> Specs:
+        return Specs(tuple(self.each[i] for i in np.arange(len(self.each))[idx]))
+
+    @property
+    def priors(self) -> bool:
+        return self.each[0].priors if self.each else True
+
+    @property
+    def tag(self) -> np.ndarray:
+        """Each fit's spec as a number (equal specs, equal numbers)."""
+        index: dict[Spec, int] = {}
+        return np.array([index.setdefault(s, len(index)) for s in self.each], dtype=float)
+
+
+def _sub(spec, idx):
+    """The specs of the fits ``idx`` picks: one spec is every fit's."""
+    return spec[idx] if isinstance(spec, Specs) else spec
+
+
+def _tag(spec):
+    return spec.tag if isinstance(spec, Specs) else None
+
 
 def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     """Unconstrained numbers to parameters: shares through a logistic (0..1), times through an
@@ -698,6 +738,21 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 11): each value (m,)
     out["collective"] += collective_floor()
     out["sequence_overhead"] = host_prior()  # sourced, not fitted (a spec may switch it off)
+    if isinstance(spec, Specs):  # each fit (z's first axis) as its own spec makes it
+        lead = z.shape[:-1]
+        out["sequence_overhead"] = np.full(lead, out["sequence_overhead"])
+        for one in dict.fromkeys(spec.each):
+            for name, _ in one.fixed:
+                if name not in out:
+                    out[name] = np.full(lead, UNFIXED[name])
+        tag = spec.tag
+        for k, one in enumerate(dict.fromkeys(spec.each)):
+            mine = tag == k
+            for name, source in one.tied:
+                out[name][mine] = out[source][mine]
+            for name, value in one.fixed:
+                out[name][mine] = value
+        return out
     for name, source in spec.tied:
         out[name] = out[source]
     out.update(spec.fixed)
@@ -816,6 +871,8 @@ def least_squares(
 
 def _moving(spec: Spec) -> np.ndarray:
     """The numbers a fit under ``spec`` moves: not one it fixes, nor one it ties to another."""
+    if isinstance(spec, Specs):  # a number any of them moves (the others' columns: zero)
+        return reduce(np.union1d, [_moving(one) for one in dict.fromkeys(spec.each)])
     still = {name for name, _ in spec.fixed} | {name for name, _ in spec.tied}
     return np.array([i for i, name in enumerate(PARAMS) if name not in still], dtype=int)
 
@@ -837,13 +894,15 @@ def _jacobians(
     nudge = STEP * np.eye(z.shape[-1])[moving]
     # fits at one point (the folds' first step: all start from the full fit) share the model's
     # nudged predictions, made once; each fit then takes its own rows of them
-    points, which, first = _points(z)
+    points, which, first = _points(z, _tag(spec))
     for at in range(0, len(points), CHUNK):
         part = slice(at, at + CHUNK)
         nudged = points[part, None, :] + nudge
         # a nudge that moves no parameter (a number the clip pins, a time far below the floor
-        # it is added to) leaves every residual as it was: its column stays zero, uncomputed
-        p, base = _unpack(nudged, spec), _unpack(points[part], spec)
+        # it is added to, one the fit's spec holds) leaves every residual as it was: its
+        # column stays zero, uncomputed if it is so for every point
+        own = _sub(spec, first[part])
+        p, base = _unpack(nudged, own), _unpack(points[part], own)
         still = np.ones(nudged.shape[:-1], dtype=bool)
         for name, value in p.items():
             still &= np.asarray(value == np.asarray(base[name])[..., None])
@@ -871,13 +930,14 @@ def _jacobians(
     return jac
 
 
-def _points(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _points(z: np.ndarray, tag=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct rows of ``z`` (fits, numbers) in their order, each fit's among them, and
-    the first fit at each."""
+    the first fit at each (fits whose ``tag``, their spec, differs are never one point)."""
     every = np.arange(len(z))
     if len(z) < 2:
         return z, every, every
-    _, first, which = np.unique(z, axis=0, return_index=True, return_inverse=True)
+    key = z if tag is None else np.column_stack([z, tag])
+    _, first, which = np.unique(key, axis=0, return_index=True, return_inverse=True)
     which = which.reshape(len(z))
     if len(first) == len(z):
         return z, every, every
@@ -899,8 +959,8 @@ def _fits(
     z = np.array(z0, dtype=float)
     m, size = z.shape
     lam = np.full(m, 1e-2)
-    points, which, _ = _points(z)  # fits from one start share its predictions
-    p = _unpack(points, spec)
+    points, which, first = _points(z, _tag(spec))  # fits from one start share its predictions
+    p = _unpack(points, _sub(spec, first))
     reach: list = []  # each fit's latency search ends here (predict): the next starts there
     predicted = stack.predict(p, reach=reach)[which]
     p = {name: value[which] if np.ndim(value) else value for name, value in p.items()}
@@ -912,7 +972,9 @@ def _fits(
         if not len(live):
             break
         zl, rl, lam_l = z[live], r[live], lam[live]
-        jac = _jacobians(zl, rl, stack, spec, rows[live], None if at is None else at[live])
+        jac = _jacobians(
+            zl, rl, stack, _sub(spec, live), rows[live], None if at is None else at[live]
+        )
         g = (jac * rl[..., None]).sum(-2)
         h = np.einsum("...ki,...kj->...ij", jac, jac)
         damping = np.diagonal(h, axis1=-2, axis2=-1)[..., None] * np.eye(size) + 1e-9 * np.eye(size)
@@ -927,7 +989,7 @@ def _fits(
             s = np.linalg.solve(h[t] + lam_l[t, None, None] * damping[t], -g[t][..., None])[..., 0]
             step[t] = s
             reach = []
-            trial = _residuals(zl[t] + s, stack, spec, rows[live[t]], None, reach)
+            trial = _residuals(zl[t] + s, stack, _sub(spec, live[t]), rows[live[t]], None, reach)
             new = (trial * trial).sum(-1)
             better = new < cost[live[t]]
             b, worse = t[better], t[~better]
@@ -1263,6 +1325,25 @@ MECHANISMS = {
 VARIANT_ITERATIONS = 8
 
 
+def _refits(cases, z0s, specs: list[Spec]) -> list[np.ndarray]:
+    """``_refit`` under each spec, the same fits side by side: the specs with priors in one
+    run, those without in another (Specs: one length of residuals a run)."""
+    stack = Stack.of(cases)
+    z0s = np.asarray(z0s, dtype=float)
+    out: dict[int, np.ndarray] = {}
+    for priors in (True, False):
+        mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
+        if not mine:
+            continue
+        each = Specs(tuple(specs[k] for k in mine for _ in z0s))
+        rows = np.tile(np.arange(len(stack.cases)), (len(each.each), 1))
+        zs, cost = _fits(stack, np.tile(z0s, (len(mine), 1)), rows, spec=each)
+        for j, k in enumerate(mine):
+            own = slice(j * len(z0s), (j + 1) * len(z0s))
+            out[k] = zs[own][np.argmin(cost[own])]
+    return [out[k] for k in range(len(specs))]
+
+
 def _variant(fitted: list[Case], model: Model, spec: Spec) -> tuple[dict, dict]:
     """A model fitted under ``spec``: its parameters and each fitted row's leave-one-out."""
     z = _refit(fitted, (model.z, START), spec)
@@ -1274,8 +1355,10 @@ def ablation(fitted: list[Case], model: Model, variants: dict | None = None) -> 
     it (``errors``), beside the full model's under the name ``none``. ``variants`` (a dict)
     receives each variant's parameters and leave-one-out, for ``comparison``."""
     out = {}
-    for name, (words, spec) in {"none": ("the full model", FULL), **MECHANISMS}.items():
-        params, loo = _variant(fitted, model, spec)
+    every = {"none": ("the full model", FULL), **MECHANISMS}
+    fits = _refits(fitted, (model.z, START), [spec for _, spec in every.values()])
+    for (name, (words, spec)), z in zip(every.items(), fits, strict=True):
+        params, loo = _unpack(z, spec), leave_one_out(fitted, z, spec, VARIANT_ITERATIONS)
         if variants is not None:
             variants[name] = (params, loo)
         out[name] = {"without": words, **errors([(loo[c.id], c.measured) for c in fitted])}
