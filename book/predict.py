@@ -1344,6 +1344,28 @@ def _refits(cases, z0s, specs: list[Spec]) -> list[np.ndarray]:
     return [out[k] for k in range(len(specs))]
 
 
+def _leave_one_outs(
+    fitted: list[Case], zs: list[np.ndarray], specs: list[Spec], iterations: int
+) -> list[dict[str, float]]:
+    """``leave_one_out`` of each variant (fitted at ``zs[k]`` under ``specs[k]``), the folds
+    of every variant side by side (Specs; those without priors in a run of their own)."""
+    stack, n = Stack.of(fitted), len(fitted)
+    others = np.array([[j for j in range(n) if j != i] for i in range(n)]).reshape(n, n - 1)
+    out: dict[int, dict[str, float]] = {}
+    for priors in (True, False):
+        mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
+        if not mine:
+            continue
+        each = Specs(tuple(specs[k] for k in mine for _ in range(n)))
+        z0 = np.repeat(np.array([zs[k] for k in mine], dtype=float), n, axis=0)
+        done, _ = _fits(stack, z0, np.tile(others, (len(mine), 1)), iterations, each)
+        for j, k in enumerate(mine):
+            own = _unpack(done[j * n : (j + 1) * n], specs[k])
+            predicted = np.diagonal(stack.predict(own))  # row i, its variant's fit without it
+            out[k] = {c.id: float(v) for c, v in zip(fitted, predicted, strict=True)}
+    return [out[k] for k in range(len(specs))]
+
+
 def _variant(fitted: list[Case], model: Model, spec: Spec) -> tuple[dict, dict]:
     """A model fitted under ``spec``: its parameters and each fitted row's leave-one-out."""
     z = _refit(fitted, (model.z, START), spec)
@@ -1356,9 +1378,11 @@ def ablation(fitted: list[Case], model: Model, variants: dict | None = None) -> 
     receives each variant's parameters and leave-one-out, for ``comparison``."""
     out = {}
     every = {"none": ("the full model", FULL), **MECHANISMS}
-    fits = _refits(fitted, (model.z, START), [spec for _, spec in every.values()])
-    for (name, (words, spec)), z in zip(every.items(), fits, strict=True):
-        params, loo = _unpack(z, spec), leave_one_out(fitted, z, spec, VARIANT_ITERATIONS)
+    specs = [spec for _, spec in every.values()]
+    fits = _refits(fitted, (model.z, START), specs)
+    folds = _leave_one_outs(fitted, fits, specs, VARIANT_ITERATIONS)
+    for (name, (words, spec)), z, loo in zip(every.items(), fits, folds, strict=True):
+        params = _unpack(z, spec)
         if variants is not None:
             variants[name] = (params, loo)
         out[name] = {"without": words, **errors([(loo[c.id], c.measured) for c in fitted])}

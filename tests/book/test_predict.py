@@ -626,6 +626,13 @@ def test_variants_refitted_side_by_side_are_each_refit_alone(study):
     for spec, got in zip(specs, together, strict=True):
         alone = predict._refit(fitted, (z, predict.START), spec)
         np.testing.assert_array_equal(got, alone)
+    # and their leave-one-out folds, every variant's side by side: each variant's alone
+    picked = [0, 1, 2, 5]  # the free model, a tie, a number predict reads apart, no priors
+    folds = predict._leave_one_outs(
+        fitted, [together[k] for k in picked], [specs[k] for k in picked], 8
+    )
+    for k, got in zip(picked, folds, strict=True):
+        assert got == predict.leave_one_out(fitted, together[k], specs[k], 8)
 
 
 def test_the_latency_search_from_a_nearby_batch_is_the_whole_search(study):
