@@ -480,6 +480,7 @@ class Stack:
         batches of the grid in place of about thirty (the Jacobian's nudged parameters)."""
         a = self.arrays
         v = {name: np.asarray(value, dtype=float) for name, value in p.items()}
+        redo = None
         share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
         # (..., rows): each row's matmul share of its peak, times its chip's measured matmul
         # rate for its peak over the reference chip's (matmul_rate; the ablation: every chip 1)
@@ -550,7 +551,11 @@ class Stack:
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
             walked = None if near is None else self._walk(step, target, near)
             if walked is not None:
-                t0, t1, b0, b1, last_ok, found = walked
+                t0, t1, b0, b1, last_ok, found, moving = walked
+                if moving.ndim == 2 and moving.any():  # parameter sets along one axis
+                    redo = np.flatnonzero(moving.any(-1))  # searched again, whole (below)
+                elif moving.any():
+                    walked = None
         if len(limited) and walked is None:
             met = (step(a["on_coarse"], limited) <= target).sum(-1)
             start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
@@ -583,21 +588,30 @@ class Stack:
             out = np.broadcast_to(out, (*time.shape[:-1], out.shape[-1])).copy()
             out[..., limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
         out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / at_last, out)
-        return np.where(a["training"] > 0, a["bound"] * fmt * v["training"][..., None], out)
+        out = np.where(a["training"] > 0, a["bound"] * fmt * v["training"][..., None], out)
+        if redo is not None and len(redo):  # the sets whose walk had not ended: searched whole
+            again = {k: x[redo] if np.ndim(x) else x for k, x in v.items()}
+            flags, ends = [], []
+            out[redo] = self.predict(again, flags, ends)
+            if unmet is not None:
+                unmet[-1][redo] = flags[0]
+            if reach is not None:
+                reach[-1][redo] = ends[0]
+        return out
 
     def _walk(self, step, target: np.ndarray, near, tries: int = 3):
         """The latency search from ``near`` (predict): the step at each limited row's index
         and the next, the index moved one batch toward the target until it meets it and the
         next does not (or it is the grid's last; or it is the first and fails: none meets).
-        The two steps, the two batches, the index and whether any meets; None if some index
-        is still moving after ``tries`` (predict then searches the whole grid)."""
+        The two steps, the two batches, the index, whether any meets, and where the index was
+        still moving after ``tries`` (predict searches the whole grid there)."""
         a = self.arrays
         limited, grid = a["limited"], a["grid"]
         width = grid["batch"].shape[-1]
         target = target[..., 0]
         at = np.clip(near, 0, width - 1) + np.zeros(target.shape, dtype=int)  # broadcast
         rows = width * np.arange(len(limited))
-        for _ in range(tries):
+        for attempt in range(tries):
             pair = np.stack([at, np.minimum(at + 1, width - 1)], axis=-1)
             flat = pair + rows[:, None]  # into each grid, raveled
             g = {k: x.ravel()[flat] for k, x in grid.items()}
@@ -605,10 +619,11 @@ class Stack:
             ok0, ok1 = st[..., 0] <= target, st[..., 1] <= target
             up = ok0 & ok1 & (at < width - 1)
             down = ~ok0 & (at > 0)
-            if not (up.any() or down.any()):
-                return st[..., 0], st[..., 1], g["batch"][..., 0], g["batch"][..., 1], at, ok0
+            moving = up | down
+            if not moving.any() or attempt == tries - 1:
+                t0, t1, b0, b1 = st[..., 0], st[..., 1], g["batch"][..., 0], g["batch"][..., 1]
+                return t0, t1, b0, b1, at, ok0, moving
             at = at + up - down
-        return None
 
 
 _STACKS: dict[tuple, Stack] = {}  # Stack.of's last few, by the ids of their cases
@@ -989,7 +1004,8 @@ def _fits(
             s = np.linalg.solve(h[t] + lam_l[t, None, None] * damping[t], -g[t][..., None])[..., 0]
             step[t] = s
             reach = []
-            trial = _residuals(zl[t] + s, stack, _sub(spec, live[t]), rows[live[t]], None, reach)
+            near = None if at is None else at[live[t]]
+            trial = _residuals(zl[t] + s, stack, _sub(spec, live[t]), rows[live[t]], near, reach)
             new = (trial * trial).sum(-1)
             better = new < cost[live[t]]
             b, worse = t[better], t[~better]

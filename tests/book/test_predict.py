@@ -644,15 +644,25 @@ def test_the_latency_search_from_a_nearby_batch_is_the_whole_search(study):
     p = predict._unpack(z)
     reach: list = []
     whole = stack.predict(p, reach=reach)
-    assert len(stack.arrays["limited"]) and (reach[0] > 0).any()
+    assert len(stack.arrays["limited"]) and (reach[0] > 3).any()  # farther than a walk goes
     for shift in (0, -2, 2, -1, 1):
         found: list = []
         near = np.clip(reach[0] + shift, -1, None)
         np.testing.assert_array_equal(stack.predict(p, reach=found, near=near), whole)
         np.testing.assert_array_equal(found[0], reach[0])
-    found = []
-    far = np.full_like(reach[0], -1)  # too far to walk: the whole search, the same
-    np.testing.assert_array_equal(stack.predict(p, reach=found, near=far), whole)
+    # too far to walk: the sets still walking are searched whole, the others kept, the same
+    # figures, indices and unmet flags; with the sets along two axes, all searched whole
+    unmet: list = []
+    stack.predict(p, unmet=unmet)
+    for far in (np.full_like(reach[0], -1), np.full_like(reach[0], -1)[:, None]):
+        found, flags = [], []
+        lead = {
+            k: v if np.ndim(v) == 0 else np.reshape(v, np.shape(far)[:-1]) for k, v in p.items()
+        }
+        got = stack.predict(lead, unmet=flags, reach=found, near=far)
+        np.testing.assert_array_equal(got.reshape(whole.shape), whole)
+        np.testing.assert_array_equal(found[0].reshape(reach[0].shape), reach[0])
+        np.testing.assert_array_equal(flags[0].reshape(unmet[0].shape), unmet[0])
 
 
 def test_the_bootstrap_is_its_definition_refit_by_refit(study):
