@@ -67,7 +67,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
 
 import numpy as np
 
@@ -396,6 +396,20 @@ class Stack:
     @classmethod
     def of(cls, cases, block: int = BLOCK) -> Stack:
         cases = tuple(cases)
+        # the same cases stacked again (the fit, its folds, the bootstrap and every variant
+        # stack the fitted rows): the stack made last time (it holds the cases, so their ids
+        # are theirs while it is kept)
+        key = (tuple(map(id, cases)), block)
+        if key in _STACKS:
+            return _STACKS[key]
+        stack = cls._of(cases, block)
+        if len(_STACKS) >= 8:
+            _STACKS.pop(next(iter(_STACKS)))
+        _STACKS[key] = stack
+        return stack
+
+    @classmethod
+    def _of(cls, cases: tuple, block: int) -> Stack:
         width = max([len(c.batch) for c in cases] + [1])
 
         def pad(a):
@@ -419,6 +433,7 @@ class Stack:
             # its own (an MoE spread over chips); tensor-parallel ranks all walk the whole batch
             hosts=vector(lambda c: c.chips if c.expert_parallel else 1.0),
             bound=vector(lambda c: c.bound),
+            measured=vector(lambda c: c.measured),
             target=vector(lambda c: np.nan if c.target is None else c.target),
             ep=vector(lambda c: c.expert_parallel),
             moe=vector(lambda c: c.moe),
@@ -442,17 +457,30 @@ class Stack:
             arrays["grid"][name] = lifted  # a dip of rounding, lifted (none on the presets)
         arrays["block"] = block  # the latency search's coarse grid: every block-th batch
         arrays["coarse"] = np.unique(np.append(np.arange(block - 1, width, block), width - 1))
+        # the grid's columns at those batches, taken once here rather than on every prediction
+        arrays["on_coarse"] = {k: g[:, arrays["coarse"]] for k, g in arrays["grid"].items()}
         return cls(cases, arrays)
 
-    def predict(self, p: dict, unmet: list | None = None) -> np.ndarray:
+    def predict(
+        self, p: dict, unmet: list | None = None, reach: list | None = None, near=None
+    ) -> np.ndarray:
         """Every case's predicted figure (its own unit) under parameters ``p``. A parameter may
         be an array of shape ``(m,)`` (each of ``p``'s values the same shape, or a number): the
         result is then ``(m, rows)``, one prediction of every row per parameter set, in one call
         (the fit's finite-difference Jacobian). ``unmet`` (a list) receives, per row, whether
         the row has a speed target that no batch meets: its predicted step at the smallest
-        batch is already longer than the target allows, and it is predicted at that batch."""
+        batch is already longer than the target allows, and it is predicted at that batch.
+
+        ``reach`` (a list) receives, per latency-limited row (``arrays["limited"]``), the grid
+        index of the last batch whose step meets the target (-1: none). ``near`` (such indices,
+        broadcast against the parameters' shape: found at parameters close to ``p``) starts the
+        search there: the step is tried at the index and the next, and the index walks until
+        the one meets the target and the next does not. The step never falls as the batch
+        grows, so that is the same index and the same figure as the whole search gives, at two
+        batches of the grid in place of about thirty (the Jacobian's nudged parameters)."""
         a = self.arrays
         v = {name: np.asarray(value, dtype=float) for name, value in p.items()}
+        redo = None
         share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
         # (..., rows): each row's matmul share of its peak, times its chip's measured matmul
         # rate for its peak over the reference chip's (matmul_rate; the ablation: every chip 1)
@@ -470,22 +498,41 @@ class Stack:
         )
         communication = v.get("communication", np.ones(()))[..., None, None]
         sequence = v.get("sequence_overhead", np.zeros(()))  # s per sequence per step, host
+        # the parameter sets' leading shape, which every step has
+        lead = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), 1, 1)
 
         def step(g: dict, rows) -> np.ndarray:
-            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
+            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last).
+            Each term in place in two arrays of the result's shape (the same operations, in the
+            same order, as written term by term: the same numbers, fewer temporaries)."""
             f, t = fmt[..., rows, None], attn[..., rows, None]
-            compute = g["matmul"] + g["prefill"] / v["prefill"][..., None, None]
-            # each touched expert's grouped GEMM runs expert_rows rows beyond its tokens
-            compute = (compute + g["expert"] * v["expert_rows"][..., None, None]) / f
-            compute = compute + g["attention"] / t
-            roof = np.maximum(compute, g["memory"] / v["memory"][..., None, None])
-            roof = roof / moe_share[..., rows, None]
-            out = roof + fixed[..., rows, None] + g["comm"] * communication
+            m, shift = moe_share[..., rows, None], fixed[..., rows, None]
+            shape = np.broadcast_shapes(g["matmul"].shape, f.shape, m.shape, shift.shape, lead)
+            out, term = np.empty(shape), np.empty(shape)
+            # matmul + prefill / share: each touched expert's grouped GEMM runs expert_rows rows
+            # beyond its tokens; all over the format's share, attention over its own
+            np.divide(g["prefill"], v["prefill"][..., None, None], out=out)
+            out += g["matmul"]
+            np.multiply(g["expert"], v["expert_rows"][..., None, None], out=term)
+            out += term
+            out /= f
+            np.divide(g["attention"], t, out=term)
+            out += term
+            np.divide(g["memory"], v["memory"][..., None, None], out=term)
+            np.maximum(out, term, out=out)  # the roof
+            out /= m
+            out += shift
+            np.multiply(g["comm"], communication, out=term)
+            out += term
             # the host's work on each sequence (sampling, stop checks, detokenising,
             # bookkeeping) runs beside the chips' step (an overlap scheduler), so the step is
             # the longer of the two; each host process walks its share of the sequences
-            host = g["batch"] * sequence[..., None, None] / a["hosts"][rows, None]
-            return np.where(out > 0, np.maximum(out, host), np.inf)  # training: no step
+            np.multiply(g["batch"], sequence[..., None, None], out=term)
+            term /= a["hosts"][rows, None]
+            positive = out > 0
+            np.maximum(out, term, out=out)
+            out[~positive] = np.inf  # training: no step
+            return out
 
         # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
         last = a["last"]
@@ -502,7 +549,15 @@ class Stack:
             grid, coarse = a["grid"], a["coarse"]
             width = grid["batch"].shape[-1]
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
-            met = (step({k: g[:, coarse] for k, g in grid.items()}, limited) <= target).sum(-1)
+            walked = None if near is None else self._walk(step, target, near)
+            if walked is not None:
+                t0, t1, b0, b1, last_ok, found, moving = walked
+                if moving.ndim == 2 and moving.any():  # parameter sets along one axis
+                    redo = np.flatnonzero(moving.any(-1))  # searched again, whole (below)
+                elif moving.any():
+                    walked = None
+        if len(limited) and walked is None:
+            met = (step(a["on_coarse"], limited) <= target).sum(-1)
             start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
             near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
             flat = near + width * np.arange(len(limited))[:, None]  # into each grid, raveled
@@ -510,19 +565,22 @@ class Stack:
             st = step(near, limited)
             ok = st <= target
             found = ok.any(axis=-1)
+            last_ok = np.where(found, start[..., 0] + ok.sum(-1) - 1, 0)[..., None]
+            nxt = np.minimum(last_ok + 1, width - 1)
+
+            pair = np.concatenate([last_ok, nxt], axis=-1) - start  # both, into the block
+            t0, t1 = np.moveaxis(np.take_along_axis(st, pair, axis=-1), -1, 0)
+            b0, b1 = np.moveaxis(np.take_along_axis(near["batch"], pair, axis=-1), -1, 0)
+            last_ok = np.minimum(last_ok[..., 0], width - 1)  # past the grid's end: its end
+        if len(limited):
             if unmet is not None:
                 flags = np.zeros(np.shape(found)[:-1] + (len(self.cases),), dtype=bool)
                 flags[..., limited] = ~found & (a["user"][limited] == 0)  # a speed: its batch
                 unmet.append(flags)
-            last_ok = np.where(found, start[..., 0] + ok.sum(-1) - 1, 0)[..., None]
+            if reach is not None:
+                reach.append(np.where(found, last_ok, -1))
             nxt = np.minimum(last_ok + 1, width - 1)
-
-            def at(x, i):
-                return np.take_along_axis(x, i - start, axis=-1)[..., 0]
-
-            t0, t1 = at(st, last_ok), at(st, nxt)
-            b0, b1 = at(near["batch"], last_ok), at(near["batch"], nxt)
-            inside = found & (nxt[..., 0] > last_ok[..., 0]) & (t1 > t0)
+            inside = found & (nxt > last_ok) & (t1 > t0)
             target = target[..., 0]
             frac = np.where(inside, (target - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0.0)
             batch = b0 + frac * (b1 - b0)
@@ -530,8 +588,45 @@ class Stack:
             out = np.broadcast_to(out, (*time.shape[:-1], out.shape[-1])).copy()
             out[..., limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
         out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / at_last, out)
-        return np.where(a["training"] > 0, a["bound"] * fmt * v["training"][..., None], out)
+        out = np.where(a["training"] > 0, a["bound"] * fmt * v["training"][..., None], out)
+        if redo is not None and len(redo):  # the sets whose walk had not ended: searched whole
+            again = {k: x[redo] if np.ndim(x) else x for k, x in v.items()}
+            flags, ends = [], []
+            out[redo] = self.predict(again, flags, ends)
+            if unmet is not None:
+                unmet[-1][redo] = flags[0]
+            if reach is not None:
+                reach[-1][redo] = ends[0]
+        return out
 
+    def _walk(self, step, target: np.ndarray, near, tries: int = 3):
+        """The latency search from ``near`` (predict): the step at each limited row's index
+        and the next, the index moved one batch toward the target until it meets it and the
+        next does not (or it is the grid's last; or it is the first and fails: none meets).
+        The two steps, the two batches, the index, whether any meets, and where the index was
+        still moving after ``tries`` (predict searches the whole grid there)."""
+        a = self.arrays
+        limited, grid = a["limited"], a["grid"]
+        width = grid["batch"].shape[-1]
+        target = target[..., 0]
+        at = np.clip(near, 0, width - 1) + np.zeros(target.shape, dtype=int)  # broadcast
+        rows = width * np.arange(len(limited))
+        for attempt in range(tries):
+            pair = np.stack([at, np.minimum(at + 1, width - 1)], axis=-1)
+            flat = pair + rows[:, None]  # into each grid, raveled
+            g = {k: x.ravel()[flat] for k, x in grid.items()}
+            st = step(g, limited)
+            ok0, ok1 = st[..., 0] <= target, st[..., 1] <= target
+            up = ok0 & ok1 & (at < width - 1)
+            down = ~ok0 & (at > 0)
+            moving = up | down
+            if not moving.any() or attempt == tries - 1:
+                t0, t1, b0, b1 = st[..., 0], st[..., 1], g["batch"][..., 0], g["batch"][..., 1]
+                return t0, t1, b0, b1, at, ok0, moving
+            at = at + up - down
+
+
+_STACKS: dict[tuple, Stack] = {}  # Stack.of's last few, by the ids of their cases
 
 FORMAT_NAMES = ("fp4", "fp8", "bf16")
 FORMAT_INDEX = {f: i for i, f in enumerate(FORMAT_NAMES)}
@@ -606,6 +701,46 @@ class Spec:
 
 FULL = Spec()
 
+# what a parameter no spec of a batch fixes is, for the fits that leave it alone (Stack.predict's
+# own defaults: every chip at its measured rate, the MoE share off one chip, the links' bytes,
+# the sourced host time per sequence)
+UNFIXED = {"chip_rates": 1.0, "moe_one_chip": 0.0, "communication": 1.0}
+
+
+@dataclass(frozen=True)
+class Specs:
+    """One spec per fit, for fits side by side under different specs (_fits): the ablation's
+    variants refitted in one run. Each fit's parameters are those its own spec gives (_unpack),
+    number for number. The specs share ``priors`` (the residuals have one length)."""
+
+    each: tuple[Spec, ...]
+
+    def __post_init__(self):
+        if len({s.priors for s in self.each}) > 1:
+            raise ChalkboardError("fits side by side need one length of residuals: one priors")
+
+    def __getitem__(self, idx) -> Specs:
+        return Specs(tuple(self.each[i] for i in np.arange(len(self.each))[idx]))
+
+    @property
+    def priors(self) -> bool:
+        return self.each[0].priors if self.each else True
+
+    @property
+    def tag(self) -> np.ndarray:
+        """Each fit's spec as a number (equal specs, equal numbers)."""
+        index: dict[Spec, int] = {}
+        return np.array([index.setdefault(s, len(index)) for s in self.each], dtype=float)
+
+
+def _sub(spec, idx):
+    """The specs of the fits ``idx`` picks: one spec is every fit's."""
+    return spec[idx] if isinstance(spec, Specs) else spec
+
+
+def _tag(spec):
+    return spec.tag if isinstance(spec, Specs) else None
+
 
 def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     """Unconstrained numbers to parameters: shares through a logistic (0..1), times through an
@@ -618,6 +753,21 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     out = dict(zip(PARAMS, values, strict=True))  # z of shape (m, 11): each value (m,)
     out["collective"] += collective_floor()
     out["sequence_overhead"] = host_prior()  # sourced, not fitted (a spec may switch it off)
+    if isinstance(spec, Specs):  # each fit (z's first axis) as its own spec makes it
+        lead = z.shape[:-1]
+        out["sequence_overhead"] = np.full(lead, out["sequence_overhead"])
+        for one in dict.fromkeys(spec.each):
+            for name, _ in one.fixed:
+                if name not in out:
+                    out[name] = np.full(lead, UNFIXED[name])
+        tag = spec.tag
+        for k, one in enumerate(dict.fromkeys(spec.each)):
+            mine = tag == k
+            for name, source in one.tied:
+                out[name][mine] = out[source][mine]
+            for name, value in one.fixed:
+                out[name][mine] = value
+        return out
     for name, source in spec.tied:
         out[name] = out[source]
     out.update(spec.fixed)
@@ -669,16 +819,24 @@ def priors() -> dict[str, tuple[float, float]]:
     }
 
 
-def _residuals(z: np.ndarray, cases, spec: Spec = FULL, rows=None) -> np.ndarray:
+def _residuals(
+    z: np.ndarray, cases, spec: Spec = FULL, rows=None, near=None, reach=None
+) -> np.ndarray:
     """Each row's log(predicted / measured), through the soft-L1 loss (sign kept), then each
     prior's: the log of the fitted share over the measured one, in units of the prior's width,
     weighed as one row whose miss is ROBUST (a prior counts as much as a row missed by x1.5).
     ``z`` of shape (..., 11) gives residuals (..., rows); ``rows`` (indices into the stack,
-    broadcast against z's leading shape) picks the rows a fit uses, a row twice if twice."""
+    broadcast against z's leading shape) picks the rows a fit uses, a row twice if twice.
+    ``near`` and ``reach`` go to Stack.predict (where its latency search starts, and ends)."""
     stack = cases if isinstance(cases, Stack) else Stack.of(cases)
-    measured = np.array([c.measured for c in stack.cases])
     p = _unpack(z, spec)
-    predicted = stack.predict(p)
+    return _loss(stack.predict(p, reach=reach, near=near), p, stack, spec, rows)
+
+
+def _loss(predicted: np.ndarray, p: dict, stack: Stack, spec: Spec = FULL, rows=None):
+    """The residuals (_residuals) of predictions ``predicted`` (..., every row of ``stack``)
+    made under parameters ``p`` (each value a number or of ``predicted``'s leading shape)."""
+    measured = stack.arrays["measured"]
     if rows is not None:
         shape = np.broadcast_shapes(predicted.shape[:-1], np.shape(rows)[:-1])
         rows = np.broadcast_to(rows, (*shape, np.shape(rows)[-1]))
@@ -728,6 +886,8 @@ def least_squares(
 
 def _moving(spec: Spec) -> np.ndarray:
     """The numbers a fit under ``spec`` moves: not one it fixes, nor one it ties to another."""
+    if isinstance(spec, Specs):  # a number any of them moves (the others' columns: zero)
+        return reduce(np.union1d, [_moving(one) for one in dict.fromkeys(spec.each)])
     still = {name for name, _ in spec.fixed} | {name for name, _ in spec.tied}
     return np.array([i for i, name in enumerate(PARAMS) if name not in still], dtype=int)
 
@@ -737,18 +897,69 @@ def _moving(spec: Spec) -> np.ndarray:
 CHUNK = 16
 
 
-def _jacobians(z: np.ndarray, r: np.ndarray, stack: Stack, spec: Spec, rows) -> np.ndarray:
+def _jacobians(
+    z: np.ndarray, r: np.ndarray, stack: Stack, spec: Spec, rows, near=None
+) -> np.ndarray:
     """The forward-difference Jacobians of fits at ``z`` (fits, numbers) whose residuals are
     ``r`` (fits, residuals) on ``rows``: (fits, residuals, numbers). A number the spec holds
-    still has a zero column, not computed."""
+    still has a zero column, not computed. ``near`` (fits, limited rows): where each fit's
+    latency search ends at ``z`` (Stack.predict's ``reach``), found here if not given."""
     moving = _moving(spec)
     jac = np.zeros((*r.shape, z.shape[-1]))
     nudge = STEP * np.eye(z.shape[-1])[moving]
-    for at in range(0, len(z), CHUNK):
+    # fits at one point (the folds' first step: all start from the full fit) share the model's
+    # nudged predictions, made once; each fit then takes its own rows of them
+    points, which, first = _points(z, _tag(spec))
+    for at in range(0, len(points), CHUNK):
         part = slice(at, at + CHUNK)
-        nudged = _residuals(z[part, None, :] + nudge, stack, spec, rows[part][:, None])
-        jac[part][..., moving] = np.swapaxes((nudged - r[part, None, :]) / STEP, -1, -2)
+        nudged = points[part, None, :] + nudge
+        # a nudge that moves no parameter (a number the clip pins, a time far below the floor
+        # it is added to, one the fit's spec holds) leaves every residual as it was: its
+        # column stays zero, uncomputed if it is so for every point
+        own = _sub(spec, first[part])
+        p, base = _unpack(nudged, own), _unpack(points[part], own)
+        still = np.ones(nudged.shape[:-1], dtype=bool)
+        for name, value in p.items():
+            still &= np.asarray(value == np.asarray(base[name])[..., None])
+        keep = ~still.all(0)
+        if not keep.any():
+            continue
+        p = {name: value[:, keep] if np.ndim(value) else value for name, value in p.items()}
+        # the latency search of each nudged set starts where the point's own ends (predict)
+        if near is None:
+            reach: list = []
+            stack.predict(base, reach=reach)
+            start = reach[0][:, None] if reach else None
+        else:
+            start = near[first[part]][:, None]
+        predicted = stack.predict(p, near=start)  # (points, numbers, every row)
+        fits = np.flatnonzero((which >= at) & (which < at + CHUNK))
+        k = which[fits] - at
+        if not np.array_equal(k, np.arange(len(k))):  # fits sharing a point, or not in order
+            predicted = predicted[k]
+            p = {name: value[k] if np.ndim(value) else value for name, value in p.items()}
+        out = _loss(predicted, p, stack, spec, rows[fits][:, None])
+        jac[np.ix_(fits, np.arange(r.shape[-1]), moving[keep])] = np.swapaxes(
+            (out - r[fits, None, :]) / STEP, -1, -2
+        )
     return jac
+
+
+def _points(z: np.ndarray, tag=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of ``z`` (fits, numbers) in their order, each fit's among them, and
+    the first fit at each (fits whose ``tag``, their spec, differs are never one point)."""
+    every = np.arange(len(z))
+    if len(z) < 2:
+        return z, every, every
+    key = z if tag is None else np.column_stack([z, tag])
+    _, first, which = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    which = which.reshape(len(z))
+    if len(first) == len(z):
+        return z, every, every
+    order = np.argsort(first)  # the distinct points in the order they first come
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return z[first[order]], rank[which], first[order]
 
 
 def _fits(
@@ -763,14 +974,22 @@ def _fits(
     z = np.array(z0, dtype=float)
     m, size = z.shape
     lam = np.full(m, 1e-2)
-    r = _residuals(z, stack, spec, rows)
+    points, which, first = _points(z, _tag(spec))  # fits from one start share its predictions
+    p = _unpack(points, _sub(spec, first))
+    reach: list = []  # each fit's latency search ends here (predict): the next starts there
+    predicted = stack.predict(p, reach=reach)[which]
+    p = {name: value[which] if np.ndim(value) else value for name, value in p.items()}
+    r = _loss(predicted, p, stack, spec, rows)
+    at = reach[0][which] if reach else None
     cost = (r * r).sum(-1)
     live = np.arange(m)  # the fits still stepping
     for _ in range(iterations):
         if not len(live):
             break
         zl, rl, lam_l = z[live], r[live], lam[live]
-        jac = _jacobians(zl, rl, stack, spec, rows[live])
+        jac = _jacobians(
+            zl, rl, stack, _sub(spec, live), rows[live], None if at is None else at[live]
+        )
         g = (jac * rl[..., None]).sum(-2)
         h = np.einsum("...ki,...kj->...ij", jac, jac)
         damping = np.diagonal(h, axis1=-2, axis2=-1)[..., None] * np.eye(size) + 1e-9 * np.eye(size)
@@ -784,12 +1003,16 @@ def _fits(
             t = np.flatnonzero(trying)
             s = np.linalg.solve(h[t] + lam_l[t, None, None] * damping[t], -g[t][..., None])[..., 0]
             step[t] = s
-            trial = _residuals(zl[t] + s, stack, spec, rows[live[t]])
+            reach = []
+            near = None if at is None else at[live[t]]
+            trial = _residuals(zl[t] + s, stack, _sub(spec, live[t]), rows[live[t]], near, reach)
             new = (trial * trial).sum(-1)
             better = new < cost[live[t]]
             b, worse = t[better], t[~better]
             done[b] = cost[live[b]] - new[better] <= FTOL * cost[live[b]]
             z[live[b]], r[live[b]], cost[live[b]] = zl[b] + s[better], trial[better], new[better]
+            if at is not None:
+                at[live[b]] = reach[0][better]
             lam_l[b] /= 3
             improved[b] = True
             lam_l[worse] *= 4
@@ -852,13 +1075,18 @@ def leave_one_submission_out(
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(fitted):
         groups.setdefault(c.submission or c.id, []).append(i)
-    out = {}
+    # the folds that leave out as many rows fit side by side (_fits: each as if alone)
+    sizes: dict[int, list[list[int]]] = {}
     for members in groups.values():
-        rest = np.array([[j for j in range(len(fitted)) if j not in members]])
-        zs, _ = _fits(stack, z[None], rest, iterations, spec)
-        predicted = stack.predict(_unpack(zs[0], spec))
-        out.update({fitted[i].id: float(predicted[i]) for i in members})
-    return out
+        sizes.setdefault(len(members), []).append(members)
+    found: dict[int, float] = {}
+    for folds in sizes.values():
+        rest = np.array([[j for j in range(len(fitted)) if j not in m] for m in folds])
+        zs, _ = _fits(stack, np.tile(z, (len(folds), 1)), rest, iterations, spec)
+        for members, zk in zip(folds, zs, strict=True):
+            predicted = stack.predict(_unpack(zk, spec))
+            found.update({i: float(predicted[i]) for i in members})
+    return {fitted[i].id: found[i] for members in groups.values() for i in members}
 
 
 _CACHE: dict[tuple, dict] = reads.ReadsDict()  # by preset files (units.reads)
@@ -1113,6 +1341,47 @@ MECHANISMS = {
 VARIANT_ITERATIONS = 8
 
 
+def _refits(cases, z0s, specs: list[Spec]) -> list[np.ndarray]:
+    """``_refit`` under each spec, the same fits side by side: the specs with priors in one
+    run, those without in another (Specs: one length of residuals a run)."""
+    stack = Stack.of(cases)
+    z0s = np.asarray(z0s, dtype=float)
+    out: dict[int, np.ndarray] = {}
+    for priors in (True, False):
+        mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
+        if not mine:
+            continue
+        each = Specs(tuple(specs[k] for k in mine for _ in z0s))
+        rows = np.tile(np.arange(len(stack.cases)), (len(each.each), 1))
+        zs, cost = _fits(stack, np.tile(z0s, (len(mine), 1)), rows, spec=each)
+        for j, k in enumerate(mine):
+            own = slice(j * len(z0s), (j + 1) * len(z0s))
+            out[k] = zs[own][np.argmin(cost[own])]
+    return [out[k] for k in range(len(specs))]
+
+
+def _leave_one_outs(
+    fitted: list[Case], zs: list[np.ndarray], specs: list[Spec], iterations: int
+) -> list[dict[str, float]]:
+    """``leave_one_out`` of each variant (fitted at ``zs[k]`` under ``specs[k]``), the folds
+    of every variant side by side (Specs; those without priors in a run of their own)."""
+    stack, n = Stack.of(fitted), len(fitted)
+    others = np.array([[j for j in range(n) if j != i] for i in range(n)]).reshape(n, n - 1)
+    out: dict[int, dict[str, float]] = {}
+    for priors in (True, False):
+        mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
+        if not mine:
+            continue
+        each = Specs(tuple(specs[k] for k in mine for _ in range(n)))
+        z0 = np.repeat(np.array([zs[k] for k in mine], dtype=float), n, axis=0)
+        done, _ = _fits(stack, z0, np.tile(others, (len(mine), 1)), iterations, each)
+        for j, k in enumerate(mine):
+            own = _unpack(done[j * n : (j + 1) * n], specs[k])
+            predicted = np.diagonal(stack.predict(own))  # row i, its variant's fit without it
+            out[k] = {c.id: float(v) for c, v in zip(fitted, predicted, strict=True)}
+    return [out[k] for k in range(len(specs))]
+
+
 def _variant(fitted: list[Case], model: Model, spec: Spec) -> tuple[dict, dict]:
     """A model fitted under ``spec``: its parameters and each fitted row's leave-one-out."""
     z = _refit(fitted, (model.z, START), spec)
@@ -1124,8 +1393,12 @@ def ablation(fitted: list[Case], model: Model, variants: dict | None = None) -> 
     it (``errors``), beside the full model's under the name ``none``. ``variants`` (a dict)
     receives each variant's parameters and leave-one-out, for ``comparison``."""
     out = {}
-    for name, (words, spec) in {"none": ("the full model", FULL), **MECHANISMS}.items():
-        params, loo = _variant(fitted, model, spec)
+    every = {"none": ("the full model", FULL), **MECHANISMS}
+    specs = [spec for _, spec in every.values()]
+    fits = _refits(fitted, (model.z, START), specs)
+    folds = _leave_one_outs(fitted, fits, specs, VARIANT_ITERATIONS)
+    for (name, (words, spec)), z, loo in zip(every.items(), fits, folds, strict=True):
+        params = _unpack(z, spec)
         if variants is not None:
             variants[name] = (params, loo)
         out[name] = {"without": words, **errors([(loo[c.id], c.measured) for c in fitted])}

@@ -614,6 +614,57 @@ def test_fits_side_by_side_are_each_fit_alone(study):
         assert value == pytest.approx(loo[fitted[i].id], rel=1e-12), fitted[i].id
 
 
+def test_variants_refitted_side_by_side_are_each_refit_alone(study):
+    """The ablation refits its variants in one run, each fit under its own spec (Specs): each is
+    the variant refitted alone (_refit), number for number, with a tie, fixed numbers that
+    predict reads apart (the chip rates, the links' bytes) and the free model among them, and
+    the variant without priors in a run of its own."""
+    fitted, z = study["fitted"][:20], study["model"].z
+    names = ("format", "chip_rates", "memory", "communication", "priors")
+    specs = [predict.FULL] + [predict.MECHANISMS[name][1] for name in names]
+    together = predict._refits(fitted, (z, predict.START), specs)
+    for spec, got in zip(specs, together, strict=True):
+        alone = predict._refit(fitted, (z, predict.START), spec)
+        np.testing.assert_array_equal(got, alone)
+    # and their leave-one-out folds, every variant's side by side: each variant's alone
+    picked = [0, 1, 2, 5]  # the free model, a tie, a number predict reads apart, no priors
+    folds = predict._leave_one_outs(
+        fitted, [together[k] for k in picked], [specs[k] for k in picked], 8
+    )
+    for k, got in zip(picked, folds, strict=True):
+        assert got == predict.leave_one_out(fitted, together[k], specs[k], 8)
+
+
+def test_the_latency_search_from_a_nearby_batch_is_the_whole_search(study):
+    """Stack.predict's ``near`` (the Jacobian's nudged sets start where the fit's own search
+    ended): from the right index, from indices a few batches off either way, and from none
+    (-1), every prediction equals the whole search's, and so does the index it reaches."""
+    stack = predict.Stack.of(study["fitted"])
+    z = study["model"].z + 0.05 * np.random.default_rng(3).standard_normal((6, 11))
+    p = predict._unpack(z)
+    reach: list = []
+    whole = stack.predict(p, reach=reach)
+    assert len(stack.arrays["limited"]) and (reach[0] > 3).any()  # farther than a walk goes
+    for shift in (0, -2, 2, -1, 1):
+        found: list = []
+        near = np.clip(reach[0] + shift, -1, None)
+        np.testing.assert_array_equal(stack.predict(p, reach=found, near=near), whole)
+        np.testing.assert_array_equal(found[0], reach[0])
+    # too far to walk: the sets still walking are searched whole, the others kept, the same
+    # figures, indices and unmet flags; with the sets along two axes, all searched whole
+    unmet: list = []
+    stack.predict(p, unmet=unmet)
+    for far in (np.full_like(reach[0], -1), np.full_like(reach[0], -1)[:, None]):
+        found, flags = [], []
+        lead = {
+            k: v if np.ndim(v) == 0 else np.reshape(v, np.shape(far)[:-1]) for k, v in p.items()
+        }
+        got = stack.predict(lead, unmet=flags, reach=found, near=far)
+        np.testing.assert_array_equal(got.reshape(whole.shape), whole)
+        np.testing.assert_array_equal(found[0].reshape(reach[0].shape), reach[0])
+        np.testing.assert_array_equal(flags[0].reshape(unmet[0].shape), unmet[0])
+
+
 def test_the_bootstrap_is_its_definition_refit_by_refit(study):
     """Each resample refitted alone from the full fit and from the default start, the lower loss
     kept, then the 10th and 90th percentiles: the side-by-side bootstrap gives the same."""
