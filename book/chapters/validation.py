@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -422,6 +423,7 @@ def _robustness(s: dict) -> dict:
             "worst": times(frozen["worst"]),
             # its rows missed by more than x1.5, a whole count
             "misses": str(round(frozen["count"] * (1 - frozen["within_1_5"]))),
+            "goal_met": _goal_met(frozen),
         },
         "resamples": str(s["bootstrap_resamples"]),
         "seed": str(s["bootstrap_seed"]),
@@ -738,6 +740,7 @@ def _prediction(presets: Presets, rows) -> dict:
         # submission), and on leave-one-out beside it
         "goal_met": _goal_met(s["leave_one_submission_out"]),
         "goal_met_loo": _goal_met(s["leave_one_out"]),
+        "goal_margin": _goal_margin(s["leave_one_submission_out"]),
         "goal_share": pct(predict.GOAL_SHARE),
         "example": PREDICT_EXAMPLE,
         "goal": number(predict.GOAL),
@@ -775,6 +778,27 @@ def _goal_met(e: dict) -> bool:
     """Whether errors ``e`` (predict.errors) meet issue 25's goal: a median miss within
     predict.GOAL and at least predict.GOAL_SHARE of the rows within predict.CLOSE."""
     return e["median"] <= predict.GOAL and e["within_1_5"] >= predict.GOAL_SHARE
+
+
+def _goal_margin(e: dict) -> str:
+    """How many rows within predict.CLOSE the share in the goal has to spare (or lacks), in words.
+
+    >>> _goal_margin({"count": 57, "within_1_5": 46 / 57})
+    'with no row to spare: 46 of 57 rows within ×1.5, the fewest that meet it'
+    >>> _goal_margin({"count": 57, "within_1_5": 44 / 57})
+    '2 rows short: 44 of 57 rows within ×1.5, 46 needed'
+    """
+    count = e["count"]
+    within = round(e["within_1_5"] * count)
+    need = math.ceil(predict.GOAL_SHARE * count - 1e-9)
+    said = f"{within} of {count} rows within ×{number(predict.CLOSE)}"
+    spare = within - need
+    if spare == 0:
+        return f"with no row to spare: {said}, the fewest that meet it"
+    rows = lambda n: f"{n} row{'s' if n != 1 else ''}"  # noqa: E731
+    if spare > 0:
+        return f"with {rows(spare)} to spare: {said}"
+    return f"{rows(-spare)} short: {said}, {need} needed"
 
 
 def _chip_rates(presets: Presets, rows) -> dict:
