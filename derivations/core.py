@@ -33,6 +33,7 @@ from sympy.polys.polytools import parallel_poly_from_expr
 from sympy.polys.rings import ring
 from sympy.printing.latex import LatexPrinter
 
+from derivations import minmax  # noqa: F401  (max and min: each pair compared once)
 from units import Q_, ChalkboardError, closest, parse_quantity, parse_unit
 from units.display import quantity, unit
 from units.light import PURE, NotData, global_names, scalar_function

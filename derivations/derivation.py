@@ -86,10 +86,11 @@ def _same(a: sp.Expr, b: sp.Expr) -> bool:
         return False
     if diff.has(sp.Max, sp.Min):
         # common factors pulled out of a max or min (an identity over positive symbols) and
-        # cancelled bring both sides to one form
-        from derivations.core import pull_factors_out_of_max
+        # cancelled bring both sides to one form: algebra.closed_form, kept by expression (a
+        # composed equation's last step brings its raw right side to the stated form again)
+        from derivations.algebra import closed_form
 
-        pulled = [sp.simplify(pull_factors_out_of_max(x.doit())) for x in (a, b)]
+        pulled = [closed_form(x.doit()) for x in (a, b)]
         if pulled[0] == pulled[1] or sp.expand(pulled[0] - pulled[1]) == 0:
             return True
         # pulling out is not canonical (a gcd can miss a factor hidden in a sum over a
