@@ -7,6 +7,7 @@ from book.format import number, quantity
 from book.problem_bank import (
     Draw,
     Mistake,
+    Refused,
     distinct_mistakes,
     evaluate,
     lands_clear,
@@ -109,6 +110,18 @@ def _check(presets, hardware: str, model: str, context: int):
 
 def draw(rng, presets) -> Draw:
     case, held, room = scenario(rng, presets)
+    # the rest depends on the triple alone: one its checks refused is refused again at once
+    refused = ("refused", case["hardware"], case["model"], case["context_length"].m)
+    if refused in _CHECKED:
+        raise Refused(_CHECKED[refused])
+    try:
+        return _draw(case, held, room, presets)
+    except Refused as why:
+        _CHECKED[refused] = str(why)
+        raise
+
+
+def _draw(case: dict, held, room, presets) -> Draw:
     usable = presets.parameter["usable_hbm_share"].value
     saturation = evaluate("expert_saturation_batch", **case).to("sequence")
     batch = case["batch_size"]
