@@ -52,17 +52,36 @@ def plan(offers, mfus, compute, deadline, presets):
     the deadline (None if none does): what a student computes, slip or not."""
     options = []
     for hardware, gpus in offers:
-        price, chip = rent(hardware), presets.get("hardware", hardware)
+        price = rent(hardware)
         for precision, mfu in mfus.items():
-            rate = gpus * chip.get(f"dense_flops_{precision}") * mfu / Q_(1, "chip")
-            time = (compute / rate).to("day")
-            cost = (time * gpus * price).to("USD")
+            time, cost = _option(presets, hardware, gpus, precision, mfu, compute)
             options.append(
                 dict(hardware=hardware, precision=precision, gpus=gpus, price=price, mfu=mfu)
                 | dict(time=time, cost=cost)
             )
     ok = sorted((o for o in options if o["time"] <= deadline), key=lambda o: o["cost"])
     return options, ok, (ok[0] if ok else None)
+
+
+# an option's days and bill by chip, GPUs, precision, MFU and FLOPs, once per presets object:
+# a seed tries about thirty scenarios of a few thousand options, and plans each slip's count too
+_OPTIONS: dict = {"presets": None}
+
+
+def _option(presets, hardware: str, gpus, precision: str, mfu: float, compute):
+    """The days and the bill of ``compute`` FLOPs on ``gpus`` of ``hardware`` at ``precision``
+    and ``mfu``."""
+    if _OPTIONS["presets"] is not presets:
+        _OPTIONS.clear()
+        _OPTIONS["presets"] = presets
+    key = (hardware, gpus.m, gpus._units, precision, mfu)  # pint's units container: hashable
+    key += (type(compute.m), compute.m, compute._units)
+    if key not in _OPTIONS:
+        chip = presets.get("hardware", hardware)
+        rate = gpus * chip.get(f"dense_flops_{precision}") * mfu / Q_(1, "chip")
+        time = (compute / rate).to("day")
+        _OPTIONS[key] = time, (time * gpus * rent(hardware)).to("USD")
+    return _OPTIONS[key]
 
 
 def draw(rng, presets) -> Draw:
