@@ -81,22 +81,37 @@ def draw(rng, presets) -> Draw:
             context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
             presets=presets,
         )
-        b = Q_(batch, "sequence")
-        need = _ev("chips_to_fit", case, batch_size=b)
-        reads = _ev("weight_fetch_time", case, batch_size=b) + _ev(
-            "kv_fetch_time", case, batch_size=b
-        )
-        # the reads set the step: the multiplies (attention's too) never bind, so the student
-        # needs no attention FLOPs the statement does not give
-        bound = _ev("compute_time", case, batch_size=b) < reads
-        fits = need <= share * case["n_chips"]
-        if not (fits and bound and _fast_batch(case, batch, price_x) >= 2):
+        # a scenario's checks depend on it alone: one refused before is refused at once
+        key = (name, hardware, chips, precision, batch, case["context_length"].m)
+        if _REFUSED["presets"] is not presets:
+            _REFUSED.clear()
+            _REFUSED["presets"] = presets
+        if key in _REFUSED:
             continue
         try:
-            return _build(case, batch, price_x, speed_x, presets)
-        except Refused:
+            return _scenario(case, batch, price_x, speed_x, share, presets)
+        except Refused as why:
+            _REFUSED[key] = str(why)
             continue
     raise Refused("no scenario in the draws tried")
+
+
+# the scenarios refused on a presets object (of about a thousand; a seed tries a dozen)
+_REFUSED: dict = {"presets": None}
+
+
+def _scenario(case: dict, batch: int, price_x: float, speed_x: float, share, presets) -> Draw:
+    """The drawn scenario's problem, or Refused if its checks (or the problem's) refuse it."""
+    b = Q_(batch, "sequence")
+    need = _ev("chips_to_fit", case, batch_size=b)
+    reads = _ev("weight_fetch_time", case, batch_size=b) + _ev("kv_fetch_time", case, batch_size=b)
+    # the reads set the step: the multiplies (attention's too) never bind, so the student
+    # needs no attention FLOPs the statement does not give
+    bound = _ev("compute_time", case, batch_size=b) < reads
+    fits = need <= share * case["n_chips"]
+    if not (fits and bound and _fast_batch(case, batch, price_x) >= 2):
+        raise Refused("the caches fit, the reads bind and the fast batch is two or more")
+    return _build(case, batch, price_x, speed_x, presets)
 
 
 def _build(case: dict, batch: int, price_x: float, speed_x: float, presets) -> Draw:
