@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, Refused, distinct_mistakes, evaluate, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    PresetsMemo,
+    distinct_mistakes,
+    evaluate,
+    money,
+    require,
+)
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
     attention_cost,
@@ -40,28 +49,17 @@ CLOSE = 0.05
 
 # every option worked out on the last presets object drawn on, by its arguments: a seed's
 # options and slips come from a few chips, models and speed targets
-_OPTIONS: dict = {"presets": None}
+_OPTIONS = PresetsMemo()
 
 
 def option(
     hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=True, paced=True, model=""
 ):
     """:func:`_option`, worked out once per presets object and arguments (a refusal too)."""
-    if _OPTIONS["presets"] is not presets:
-        _OPTIONS.clear()
-        _OPTIONS["presets"] = presets
     key = (hardware, precision, rent.m, rent._units, type(step_limit.m), step_limit.m)
     key += (step_limit._units, kv_scale, capped, paced, model)  # pint's units: hashable
-    if key not in _OPTIONS:
-        try:
-            _OPTIONS[key] = _option(
-                hardware, precision, rent, step_limit, presets, kv_scale, capped, paced, model
-            )
-        except Refused as why:
-            _OPTIONS[key] = why
-    found = _OPTIONS[key]
-    if isinstance(found, Refused):
-        raise Refused(str(found))
+    work = (hardware, precision, rent, step_limit, presets, kv_scale, capped, paced, model)
+    found = _OPTIONS(presets, key, partial(_option, *work))
     return found and dict(found, limits=dict(found["limits"]))
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from book.format import number, quantity
 from book.problem_bank import (
     Draw,
     Mistake,
-    Refused,
+    PresetsMemo,
     distinct_mistakes,
     evaluate,
     money,
@@ -90,33 +92,33 @@ def scenario(rng, presets):
 
 
 # each setup, batch and context (under two hundred) checked once per presets object, not on
-# each of the scenarios a seed tries: the case and Fast mode's batch, or None; and a setup the
-# rest of a draw refused (it depends on the setup alone), by ("refused", setup)
-_CHECKED: dict = {"presets": None}
+# each of the scenarios a seed tries: the case and Fast mode's batch, or None
+_CHECKED = PresetsMemo()
+# the setups whose draw was refused (the rest of a draw depends on the setup alone)
+_REFUSED = PresetsMemo()
 
 
 def _checked(presets, setup: tuple, speed: float):
-    if _CHECKED["presets"] is not presets:
-        _CHECKED.clear()
-        _CHECKED["presets"] = presets
-    if setup not in _CHECKED:
-        model, precision, hardware, batch, context = setup
-        case = dict(
-            hardware=hardware,
-            model=model,
-            precision=precision,
-            n_chips=Q_(8, "chip"),
-            batch_size=Q_(batch, "sequence"),
-            context_length=Q_(context, "token/sequence"),
-            price_per_chip_hour=rent(hardware),
-            presets=presets,
-        )
-        held = evaluate("chips_to_fit", **case).to("chip")  # weights and caches at full HBM
-        fast = largest_batch(case, evaluate("step_time", **case) / speed)
-        fits = held <= usable_share(presets)[0] * case["n_chips"]  # in what an engine fills
-        ok = fits and fast >= FEWEST and _shrinking_shows(case, speed, fast)
-        _CHECKED[setup] = (case, fast) if ok else None
-    return _CHECKED[setup]
+    return _CHECKED(presets, setup, partial(_check, presets, setup, speed))
+
+
+def _check(presets, setup: tuple, speed: float):
+    model, precision, hardware, batch, context = setup
+    case = dict(
+        hardware=hardware,
+        model=model,
+        precision=precision,
+        n_chips=Q_(8, "chip"),
+        batch_size=Q_(batch, "sequence"),
+        context_length=Q_(context, "token/sequence"),
+        price_per_chip_hour=rent(hardware),
+        presets=presets,
+    )
+    held = evaluate("chips_to_fit", **case).to("chip")  # weights and caches at full HBM
+    fast = largest_batch(case, evaluate("step_time", **case) / speed)
+    fits = held <= usable_share(presets)[0] * case["n_chips"]  # in what an engine fills
+    ok = fits and fast >= FEWEST and _shrinking_shows(case, speed, fast)
+    return (case, fast) if ok else None
 
 
 def _shrinking_shows(case, speed, fast) -> bool:
@@ -131,14 +133,8 @@ def _shrinking_shows(case, speed, fast) -> bool:
 def draw(rng, presets) -> Draw:
     case, speed, fast = scenario(rng, presets)
     setup = (case["model"], case["precision"], case["hardware"], case["batch_size"].m)
-    refused = ("refused", *setup, case["context_length"].m)
-    if refused in _CHECKED:
-        raise Refused(_CHECKED[refused])
-    try:
-        return _draw(case, speed, fast, presets)
-    except Refused as why:
-        _CHECKED[refused] = str(why)
-        raise
+    setup += (case["context_length"].m,)
+    return _REFUSED.refusing(presets, setup, partial(_draw, case, speed, fast, presets))
 
 
 def _draw(case: dict, speed: float, fast: int, presets) -> Draw:

@@ -4,11 +4,13 @@ the step bound by the multiplies, or by the weights and caches it reads?"""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number, quantity
 from book.problem_bank import (
     Draw,
     Mistake,
+    PresetsMemo,
     clear_of_rounding,
     distinct_mistakes,
     evaluate,
@@ -55,23 +57,23 @@ def scenario(rng, presets):
 
 # each model, chip and context (four dozen) checked once per presets object, not on each of
 # the dozen scenarios a seed tries: the case and its times, or None
-_CHECKED: dict = {"presets": None}
+_CHECKED = PresetsMemo()
 
 
 def _checked(presets, model: str, hardware: str, context: int):
-    if _CHECKED["presets"] is not presets:
-        _CHECKED.clear()
-        _CHECKED["presets"] = presets
-    key = (model, hardware, context)
-    if key not in _CHECKED:
-        case = _check(presets, model, hardware, context)
-        _CHECKED[key] = case and (
-            case,
-            evaluate("throughput", **case).to("token/s"),
-            evaluate("weight_fetch_time", **case),
-            evaluate("compute_time", **case),
-        )
-    return _CHECKED[key]
+    return _CHECKED(
+        presets, (model, hardware, context), partial(_timed, presets, model, hardware, context)
+    )
+
+
+def _timed(presets, model: str, hardware: str, context: int):
+    case = _check(presets, model, hardware, context)
+    return case and (
+        case,
+        evaluate("throughput", **case).to("token/s"),
+        evaluate("weight_fetch_time", **case),
+        evaluate("compute_time", **case),
+    )
 
 
 def _check(presets, model: str, hardware: str, context: int):

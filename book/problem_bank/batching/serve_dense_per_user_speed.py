@@ -4,11 +4,13 @@ price, and every user gets more than the promise."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number
 from book.problem_bank import (
     Draw,
     Mistake,
+    PresetsMemo,
     distinct_mistakes,
     evaluate,
     lands_clear,
@@ -104,18 +106,17 @@ def scenario(rng, presets):
 
 # what a server and a context give whatever the speed target, once per presets object (a seed
 # tries about a hundred and fifty scenarios, of a few hundred servers and contexts)
-_SERVERS: dict = {"presets": None}
+_SERVERS = PresetsMemo()
 
 
 def _server(presets, model: str, hardware: str, chips: int, context: int):
     """The case, the weights' read time, one sequence's cache read time, the batch the HBM holds
     at the engine's share and the batch the whole HBM would hold."""
-    if _SERVERS["presets"] is not presets:
-        _SERVERS.clear()
-        _SERVERS["presets"] = presets
     key = (model, hardware, chips, context)
-    if key in _SERVERS:
-        return _SERVERS[key]
+    return _SERVERS(presets, key, partial(_work_out, presets, model, hardware, chips, context))
+
+
+def _work_out(presets, model: str, hardware: str, chips: int, context: int):
     case = dict(
         hardware=hardware,
         model=model,
@@ -138,8 +139,7 @@ def _server(presets, model: str, hardware: str, chips: int, context: int):
     by_memory = math.floor((free / kv_sequence).to("sequence").magnitude)
     whole = (case["n_chips"] * spec.hbm_capacity).to("GB") - weight_bytes
     by_whole = math.floor((whole / kv_sequence).to("sequence").m)
-    _SERVERS[key] = case, weights, kv_one, by_memory, by_whole
-    return _SERVERS[key]
+    return case, weights, kv_one, by_memory, by_whole
 
 
 def draw(rng, presets) -> Draw:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import (
     Draw,
     Mistake,
+    PresetsMemo,
     Refused,
     clear_of_rounding,
     distinct_mistakes,
@@ -83,21 +85,16 @@ def draw(rng, presets) -> Draw:
         )
         # a scenario's checks depend on it alone: one refused before is refused at once
         key = (name, hardware, chips, precision, batch, case["context_length"].m)
-        if _REFUSED["presets"] is not presets:
-            _REFUSED.clear()
-            _REFUSED["presets"] = presets
-        if key in _REFUSED:
-            continue
+        scenario = partial(_scenario, case, batch, price_x, speed_x, share, presets)
         try:
-            return _scenario(case, batch, price_x, speed_x, share, presets)
-        except Refused as why:
-            _REFUSED[key] = str(why)
+            return _REFUSED.refusing(presets, key, scenario)
+        except Refused:
             continue
     raise Refused("no scenario in the draws tried")
 
 
 # the scenarios refused on a presets object (of about a thousand; a seed tries a dozen)
-_REFUSED: dict = {"presets": None}
+_REFUSED = PresetsMemo()
 
 
 def _scenario(case: dict, batch: int, price_x: float, speed_x: float, share, presets) -> Draw:

@@ -3,11 +3,13 @@ that a dense batch would barely notice makes its caches a large part of every st
 
 from __future__ import annotations
 
+from functools import partial
+
 from book.format import number, quantity
 from book.problem_bank import (
     Draw,
     Mistake,
-    Refused,
+    PresetsMemo,
     distinct_mistakes,
     evaluate,
     lands_clear,
@@ -58,17 +60,14 @@ def scenario(rng, presets):
 
 # each model, domain and context checked once on a presets object (a few hundred triples; a
 # seed tries about eight before one passes): the case, what it holds and the room, or None
-_CHECKED: dict = {"presets": None}
+_CHECKED = PresetsMemo()
+# the triples whose draw was refused (the rest of a draw depends on the triple alone)
+_REFUSED = PresetsMemo()
 
 
 def _checked(presets, hardware: str, model: str, context: int):
-    if _CHECKED["presets"] is not presets:
-        _CHECKED.clear()
-        _CHECKED["presets"] = presets
     key = (hardware, model, context)
-    if key not in _CHECKED:
-        _CHECKED[key] = _check(presets, hardware, model, context)
-    return _CHECKED[key]
+    return _CHECKED(presets, key, partial(_check, presets, hardware, model, context))
 
 
 def _check(presets, hardware: str, model: str, context: int):
@@ -111,14 +110,8 @@ def _check(presets, hardware: str, model: str, context: int):
 def draw(rng, presets) -> Draw:
     case, held, room = scenario(rng, presets)
     # the rest depends on the triple alone: one its checks refused is refused again at once
-    refused = ("refused", case["hardware"], case["model"], case["context_length"].m)
-    if refused in _CHECKED:
-        raise Refused(_CHECKED[refused])
-    try:
-        return _draw(case, held, room, presets)
-    except Refused as why:
-        _CHECKED[refused] = str(why)
-        raise
+    key = (case["hardware"], case["model"], case["context_length"].m)
+    return _REFUSED.refusing(presets, key, partial(_draw, case, held, room, presets))
 
 
 def _draw(case: dict, held, room, presets) -> Draw:

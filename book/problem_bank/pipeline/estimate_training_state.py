@@ -4,9 +4,18 @@ set how long a step takes."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, distinct_mistakes, evaluate, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    PresetsMemo,
+    clear_of_rounding,
+    distinct_mistakes,
+    evaluate,
+    require,
+)
 from units import Q_
 
 KIND = "estimate"
@@ -45,15 +54,13 @@ def _between(ratio: float) -> bool:
 
 
 # the scenarios of the last presets object drawn on: the same for every seed
-_SCENARIOS: dict = {"presets": None}
+_SCENARIOS = PresetsMemo()
 
 
 def _scenarios_of(presets) -> tuple:
     """:func:`_scenarios`, worked out once per presets object (two hundred node counts, each in
     pint: most of a draw's time when done on every draw)."""
-    if _SCENARIOS["presets"] is not presets:
-        _SCENARIOS.update(presets=presets, scenarios=_scenarios(presets))
-    return _SCENARIOS["scenarios"]
+    return _SCENARIOS(presets, (), partial(_scenarios, presets))
 
 
 def _scenarios(presets) -> tuple:
