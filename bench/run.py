@@ -218,19 +218,22 @@ def build_stages(command, env, profile: Path) -> dict[str, float]:
 def problem_draws(seeds: int = 6, repeat: int = 3) -> tuple[float, float, int]:
     """Draws per CPU second of every authored problem on ``seeds`` seeds, as shipped and with
     the evaluation memo and the direct Quantity paths off (best of ``repeat`` runs of each,
-    alternating, each from an empty memo), and the number of draws in a run."""
+    alternating, each from empty memos: the evaluations' and the problem files' own), and the
+    number of draws in a run."""
     from unittest import mock
 
     import units.registry
     from book import problem_bank
     from book.problems import _authored
     from derivations import CHAPTERS, inputs
+    from units import reads
 
     presets = load()
     modules = [m for c in CHAPTERS for m in problem_bank.modules(c.id)]
 
     def draw_all():
         inputs._VALUES.clear()
+        reads.forget_all()  # the problem files' own memos (book.problem_bank.PresetsMemo) too
         for seed in range(seeds):
             for module in modules:
                 _authored(module, seed, presets)

@@ -107,6 +107,77 @@ def require(holds: bool, why: str = "") -> None:
         raise Refused(why)
 
 
+class PresetsMemo:
+    """What a problem file works out from the presets alone (a scenario's checks, an option's
+    cost), kept for the last presets object drawn on, so the seeds that draw the same scenario
+    work it out once. Each entry keeps the presets it read and notes them again on every hit
+    (:mod:`units.reads`), so a draw's reads are whole whether it worked a part out or found it
+    (``chalkboard serve`` draws again only what read an edited preset). A refusal is kept too
+    and raised again.
+
+    >>> from units.presets import load
+    >>> memo, presets = PresetsMemo(), load()
+    >>> memo(presets, "h100", lambda: presets.get("hardware", "h100_sxm").hbm_capacity)
+    <Quantity(80.0, 'gigabyte')>
+    >>> from units import reads
+    >>> with reads.recording() as got:  # found: not worked out again, its reads noted again
+    ...     memo(presets, "h100", lambda: 1 / 0)
+    <Quantity(80.0, 'gigabyte')>
+    >>> ("hardware", "h100_sxm", "hbm_capacity") in got
+    True
+    >>> memo.refusing(presets, "x", lambda: require(False, "too slow"))
+    Traceback (most recent call last):
+    ...
+    book.problem_bank.Refused: too slow
+    >>> memo.refusing(presets, "x", lambda: 1 / 0)  # refused again at once
+    Traceback (most recent call last):
+    ...
+    book.problem_bank.Refused: too slow
+    """
+
+    def __init__(self):
+        from units import reads
+
+        self.presets = None
+        self.table = reads.ReadsDict()
+
+    def _on(self, presets) -> None:
+        if self.presets is not presets:
+            self.table.clear()
+            self.presets = presets
+
+    def __call__(self, presets, key, work):
+        """``work()``, or what it gave (or the refusal it raised) for ``key`` before."""
+        from units import reads
+
+        self._on(presets)
+        if key not in self.table:
+            with reads.recording():  # the entry keeps the reads of its own working out
+                try:
+                    self.table[key] = (work(), None)
+                except Refused as why:
+                    self.table[key] = (None, str(why))
+        value, refused = self.table[key]
+        if refused is not None:
+            raise Refused(refused)
+        return value
+
+    def refusing(self, presets, key, work):
+        """``work()`` (worked out every time), unless it refused ``key`` before: then that
+        refusal at once."""
+        from units import reads
+
+        self._on(presets)
+        if key in self.table:
+            raise Refused(self.table[key])
+        with reads.recording():
+            try:
+                return work()
+            except Refused as why:
+                self.table[key] = str(why)
+                raise
+
+
 def whole_count_tolerance(count: float, tolerance: float = 0.03) -> float:
     """The tolerance of an answer that is a whole count rounded from a quotient (the sequences
     that fit, the racks needed): ``tolerance`` at most, and tight enough that one more or one

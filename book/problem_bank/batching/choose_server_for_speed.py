@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    PresetsMemo,
+    distinct_mistakes,
+    evaluate,
+    money,
+    require,
+)
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
     attention_cost,
@@ -38,7 +47,23 @@ CONTEXT = 8192
 CLOSE = 0.05
 
 
+# every option worked out on the last presets object drawn on, by its arguments: a seed's
+# options and slips come from a few chips, models and speed targets
+_OPTIONS = PresetsMemo()
+
+
 def option(
+    hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=True, paced=True, model=""
+):
+    """:func:`_option`, worked out once per presets object and arguments (a refusal too)."""
+    key = (hardware, precision, rent.m, rent._units, type(step_limit.m), step_limit.m)
+    key += (step_limit._units, kv_scale, capped, paced, model)  # pint's units: hashable
+    work = (hardware, precision, rent, step_limit, presets, kv_scale, capped, paced, model)
+    found = _OPTIONS(presets, key, partial(_option, *work))
+    return found and dict(found, limits=dict(found["limits"]))
+
+
+def _option(
     hardware, precision, rent, step_limit, presets, kv_scale=1.0, capped=True, paced=True, model=""
 ):
     """The largest batch meeting the step limit and the HBM an engine fills, and its cost per

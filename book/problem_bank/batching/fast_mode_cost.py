@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, evaluate, money, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    PresetsMemo,
+    distinct_mistakes,
+    evaluate,
+    money,
+    require,
+)
 from book.problem_bank._rents import rent
 from book.problem_bank.batching._figures import (
     attention_cost,
@@ -74,21 +84,41 @@ def scenario(rng, presets):
     model = rng.choice(tuple(SETUPS))
     while True:
         precision, hardware = rng.choice(SETUPS[model])
-        case = dict(
-            hardware=hardware,
-            model=model,
-            precision=precision,
-            n_chips=Q_(8, "chip"),
-            batch_size=Q_(rng.choice(BATCHES), "sequence"),
-            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
-            price_per_chip_hour=rent(hardware),
-            presets=presets,
-        )
-        held = evaluate("chips_to_fit", **case).to("chip")  # weights and caches at full HBM
-        fast = largest_batch(case, evaluate("step_time", **case) / speed)
-        fits = held <= usable_share(presets)[0] * case["n_chips"]  # in what an engine fills
-        if fits and fast >= FEWEST and _shrinking_shows(case, speed, fast):
-            return case, speed, fast
+        batch, context = rng.choice(BATCHES), rng.choice(CONTEXTS)
+        found = _checked(presets, (model, precision, hardware, batch, context), speed)
+        if found is not None:
+            case, fast = found
+            return dict(case), speed, fast
+
+
+# each setup, batch and context (under two hundred) checked once per presets object, not on
+# each of the scenarios a seed tries: the case and Fast mode's batch, or None
+_CHECKED = PresetsMemo()
+# the setups whose draw was refused (the rest of a draw depends on the setup alone)
+_REFUSED = PresetsMemo()
+
+
+def _checked(presets, setup: tuple, speed: float):
+    return _CHECKED(presets, setup, partial(_check, presets, setup, speed))
+
+
+def _check(presets, setup: tuple, speed: float):
+    model, precision, hardware, batch, context = setup
+    case = dict(
+        hardware=hardware,
+        model=model,
+        precision=precision,
+        n_chips=Q_(8, "chip"),
+        batch_size=Q_(batch, "sequence"),
+        context_length=Q_(context, "token/sequence"),
+        price_per_chip_hour=rent(hardware),
+        presets=presets,
+    )
+    held = evaluate("chips_to_fit", **case).to("chip")  # weights and caches at full HBM
+    fast = largest_batch(case, evaluate("step_time", **case) / speed)
+    fits = held <= usable_share(presets)[0] * case["n_chips"]  # in what an engine fills
+    ok = fits and fast >= FEWEST and _shrinking_shows(case, speed, fast)
+    return (case, fast) if ok else None
 
 
 def _shrinking_shows(case, speed, fast) -> bool:
@@ -102,6 +132,12 @@ def _shrinking_shows(case, speed, fast) -> bool:
 
 def draw(rng, presets) -> Draw:
     case, speed, fast = scenario(rng, presets)
+    setup = (case["model"], case["precision"], case["hardware"], case["batch_size"].m)
+    setup += (case["context_length"].m,)
+    return _REFUSED.refusing(presets, setup, partial(_draw, case, speed, fast, presets))
+
+
+def _draw(case: dict, speed: float, fast: int, presets) -> Draw:
     standard = dict(case)
     quick = dict(case, batch_size=Q_(fast, "sequence"))
     for at in (standard, quick):

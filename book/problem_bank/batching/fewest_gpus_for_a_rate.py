@@ -4,11 +4,13 @@ the step bound by the multiplies, or by the weights and caches it reads?"""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number, quantity
 from book.problem_bank import (
     Draw,
     Mistake,
+    PresetsMemo,
     clear_of_rounding,
     distinct_mistakes,
     evaluate,
@@ -43,34 +45,66 @@ PER = Q_(1, "token")  # a figure per token of context, said "... per token of co
 
 def scenario(rng, presets):
     """A model, replica and context whose crossover batch's caches fit beside the weights, and
-    whose step is clearly bound by its reads (not a near tie with the multiplies)."""
+    whose step is clearly bound by its reads (not a near tie with the multiplies); with the
+    replica's throughput, the weights' read time and the multiplies' time at its batch."""
     while True:
         model, hardware = rng.choice(MODELS), rng.choice(tuple(CHIPS))
-        case = dict(
-            hardware=hardware,
-            model=model,
-            precision="fp8",
-            n_chips=Q_(CHIPS[hardware], "chip"),
-            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
-            presets=presets,
-        )
-        # gpt-oss's sliding-window layers keep each sequence's last window too: a fixed cache
-        # per sequence, counted as bytes per token of this context (reader 17)
-        kv = figures(**case)["kv_bytes_per_token"].to("kB/token")
-        window = windowed(presets.get("model", model), kv, case["context_length"])
-        if window:
-            case["kv_bytes_per_token"] = kv + window[2] / case["context_length"]
-        crossover = evaluate("crossover_batch", **case).to("sequence")
-        case["batch_size"] = Q_(round(crossover.m), "sequence")
-        f = figures(**case)
-        weights = (f["n_total"] * f["weight_bytes_per_value"] * Q_(1, "value/parameter")).to("GB")
-        caches = evaluate("kv_cache_per_batch", **case).to("GB")
-        room = (f["hbm_capacity"] * case["n_chips"] / Q_(1, "chip")).to("GB")
-        ratio = (evaluate("compute_time", **case) / evaluate("memory_time", **case)).to("").m
-        # at the crossover the caches' reads outgrow attention's FLOPs on every preset drawn
-        # here (attention does fewer FLOPs per cache byte than the chip's ridge): memory-bound
-        if weights + caches < usable_share(presets)[0] * room and ratio < 0.95:
-            return case
+        found = _checked(presets, model, hardware, rng.choice(CONTEXTS))
+        if found is not None:
+            case, *times = found
+            return dict(case), *times
+
+
+# each model, chip and context (four dozen) checked once per presets object, not on each of
+# the dozen scenarios a seed tries: the case and its times, or None
+_CHECKED = PresetsMemo()
+
+
+def _checked(presets, model: str, hardware: str, context: int):
+    return _CHECKED(
+        presets, (model, hardware, context), partial(_timed, presets, model, hardware, context)
+    )
+
+
+def _timed(presets, model: str, hardware: str, context: int):
+    case = _check(presets, model, hardware, context)
+    return case and (
+        case,
+        evaluate("throughput", **case).to("token/s"),
+        evaluate("weight_fetch_time", **case),
+        evaluate("compute_time", **case),
+    )
+
+
+def _check(presets, model: str, hardware: str, context: int):
+    """The triple's case if its crossover batch's caches fit and its reads clearly bind, else
+    None."""
+    case = dict(
+        hardware=hardware,
+        model=model,
+        precision="fp8",
+        n_chips=Q_(CHIPS[hardware], "chip"),
+        context_length=Q_(context, "token/sequence"),
+        presets=presets,
+    )
+    # gpt-oss's sliding-window layers keep each sequence's last window too: a fixed cache
+    # per sequence, counted as bytes per token of this context (reader 17)
+    kv = figures(**case)["kv_bytes_per_token"].to("kB/token")
+    window = windowed(presets.get("model", model), kv, case["context_length"])
+    if window:
+        case["kv_bytes_per_token"] = kv + window[2] / case["context_length"]
+    crossover = evaluate("crossover_batch", **case).to("sequence")
+    case["batch_size"] = Q_(round(crossover.m), "sequence")
+    f = figures(**case)
+    weights = (f["n_total"] * f["weight_bytes_per_value"] * Q_(1, "value/parameter")).to("GB")
+    caches = evaluate("kv_cache_per_batch", **case).to("GB")
+    room = (f["hbm_capacity"] * case["n_chips"] / Q_(1, "chip")).to("GB")
+    ratio = (evaluate("compute_time", **case) / evaluate("memory_time", **case)).to("").m
+    # at the crossover the caches' reads outgrow attention's FLOPs on every preset drawn
+    # here (attention does fewer FLOPs per cache byte than the chip's ridge): memory-bound
+    if weights + caches < usable_share(presets)[0] * room and ratio < 0.95:
+        return case
+    return None
 
 
 def replicas_for(rate, batch, step) -> float:
@@ -80,12 +114,9 @@ def replicas_for(rate, batch, step) -> float:
 
 def draw(rng, presets) -> Draw:
     while True:  # redraw until every count a slip gives is clear of the answer's (reader 20)
-        case = scenario(rng, presets)
+        case, per_replica, reads, multiplies = scenario(rng, presets)
         rate = (presets.parameter["inference_rate"].value * rng.choice(SHARES)).to("token/s")
-        per_replica = evaluate("throughput", **case).to("token/s")
         exact = (rate / per_replica).to("").m
-        reads = evaluate("weight_fetch_time", **case)
-        multiplies = evaluate("compute_time", **case)
         batch = case["batch_size"]
         # the step a student takes: the multiplies alone, or the longer of them and the weight
         # reads (the caches left out); each must give a count of replicas clear of the answer's

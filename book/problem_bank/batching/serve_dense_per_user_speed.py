@@ -4,11 +4,13 @@ price, and every user gets more than the promise."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number
 from book.problem_bank import (
     Draw,
     Mistake,
+    PresetsMemo,
     distinct_mistakes,
     evaluate,
     lands_clear,
@@ -78,35 +80,16 @@ def scenario(rng, presets):
     while True:
         hardware, chips = rng.choice(SERVERS[model])
         rate = Q_(rng.choice(RATES), "token/s/sequence")
-        context = Q_(rng.choice(CONTEXTS), "token/sequence")
-        case = dict(
-            hardware=hardware,
-            model=model,
-            precision="bf16",
-            n_chips=Q_(chips, "chip"),
-            context_length=context,
-            price_per_chip_hour=rents.rent(hardware),
-            presets=presets,
+        case, weights, kv_one, by_memory, by_whole = _server(
+            presets, model, hardware, chips, rng.choice(CONTEXTS)
         )
         step = (Q_(1, "token/sequence") / rate).to("ms")
-        weights = evaluate("weight_fetch_time", batch_size=1, **case).to("ms")
-        kv_one = evaluate("kv_fetch_time", batch_size=1, **case).to("ms")
         by_speed = math.floor(((step - weights) / kv_one).to("").magnitude)
-        spec = presets.get("hardware", hardware)
-        used = evaluate("weight_fetch_time", detailed=True, batch_size=1, **case).inputs
-        weight_bytes = (
-            used["n_total"].value * used["weight_bytes_per_value"].value * Q_(1, "value/parameter")
-        ).to("GB")
-        kv_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
-        usable = usable_share(presets)[0] * case["n_chips"] * spec.hbm_capacity
-        free = usable.to("GB") - weight_bytes
-        by_memory = math.floor((free / kv_sequence).to("sequence").magnitude)
         if by_memory < FEWEST or not APART * by_memory <= by_speed <= CLOSE * by_memory:
             continue
         # the engine's share ignored: the whole HBM's batch (the speed may cap it) costs twice
         # the tolerance away
-        whole = (case["n_chips"] * spec.hbm_capacity).to("GB") - weight_bytes
-        full = min(by_speed, math.floor((whole / kv_sequence).to("sequence").m))
+        full = min(by_speed, by_whole)
         filled = evaluate("cost_per_token", batch_size=Q_(full, "sequence"), **case)
         capped, uncapped = (
             evaluate("cost_per_token", batch_size=Q_(b, "sequence"), **case)
@@ -118,7 +101,45 @@ def scenario(rng, presets):
             abs((one / other).to("").m - 1) >= 2 * TOLERANCE
             for one, other in ((uncapped, capped), (filled, capped), (filled, uncapped))
         ):
-            return case, rate, by_speed, by_memory
+            return dict(case), rate, by_speed, by_memory
+
+
+# what a server and a context give whatever the speed target, once per presets object (a seed
+# tries about a hundred and fifty scenarios, of a few hundred servers and contexts)
+_SERVERS = PresetsMemo()
+
+
+def _server(presets, model: str, hardware: str, chips: int, context: int):
+    """The case, the weights' read time, one sequence's cache read time, the batch the HBM holds
+    at the engine's share and the batch the whole HBM would hold."""
+    key = (model, hardware, chips, context)
+    return _SERVERS(presets, key, partial(_work_out, presets, model, hardware, chips, context))
+
+
+def _work_out(presets, model: str, hardware: str, chips: int, context: int):
+    case = dict(
+        hardware=hardware,
+        model=model,
+        precision="bf16",
+        n_chips=Q_(chips, "chip"),
+        context_length=Q_(context, "token/sequence"),
+        price_per_chip_hour=rents.rent(hardware),
+        presets=presets,
+    )
+    weights = evaluate("weight_fetch_time", batch_size=1, **case).to("ms")
+    kv_one = evaluate("kv_fetch_time", batch_size=1, **case).to("ms")
+    spec = presets.get("hardware", hardware)
+    used = evaluate("weight_fetch_time", detailed=True, batch_size=1, **case).inputs
+    weight_bytes = (
+        used["n_total"].value * used["weight_bytes_per_value"].value * Q_(1, "value/parameter")
+    ).to("GB")
+    kv_sequence = evaluate("kv_cache_per_sequence", **case).to("GB/sequence")
+    usable = usable_share(presets)[0] * case["n_chips"] * spec.hbm_capacity
+    free = usable.to("GB") - weight_bytes
+    by_memory = math.floor((free / kv_sequence).to("sequence").magnitude)
+    whole = (case["n_chips"] * spec.hbm_capacity).to("GB") - weight_bytes
+    by_whole = math.floor((whole / kv_sequence).to("sequence").m)
+    return case, weights, kv_one, by_memory, by_whole
 
 
 def draw(rng, presets) -> Draw:

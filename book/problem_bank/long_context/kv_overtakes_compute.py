@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from functools import cache
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import (
@@ -51,6 +52,13 @@ MAGNIFY = 2.0
 # figures must land within half the tolerance, or the scenario is drawn again.
 
 
+@cache
+def _solved(equation, name: str):
+    """``equation.solve_for(name)``, once per catalogue equation (a new solved equation on
+    every call compiles, and misses the evaluation memo, afresh)."""
+    return equation.solve_for(name)
+
+
 def _shown(q, digits):
     return Q_(float(f"{q.m:.{digits}g}"), q.units)
 
@@ -83,7 +91,7 @@ def from_shown(crossover, result, case):
 
 def shortcut(result, case):
     """The lecture's crossing, attention's FLOPs left out, from the printed figures."""
-    kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
+    kink = _solved(get("kv_bytes_from_price_kink"), "price_kink_context")
     per_token = result.inputs["kv_bytes_per_token"].value
     shown = {k: v for k, v in printed(result).items() if k != "attention_flops_per_token"}
     return kink.evaluate(implied_kv_bytes_per_token=per_token, **case, **shown)
@@ -250,7 +258,7 @@ def draw(rng, presets) -> Draw:
         (dict(flops=(rule * bandwidth).to(flops.units)), rule_words)
     )
     # reader 26: the lecture's shortcut taken whole, its round figure with attention left out
-    kink = get("kv_bytes_from_price_kink").solve_for("price_kink_context")
+    kink = _solved(get("kv_bytes_from_price_kink"), "price_kink_context")
     plain_shown = {k: v for k, v in shown.items() if k != "attention_flops_per_token"}
     plain_shown["flops"] = (rule * bandwidth).to(flops.units)
     with contextlib.suppress(ChalkboardError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import cache
 
 from book.format import context_tokens, number, quantity
 from book.problem_bank import Draw, Mistake, Refused, whole_count_tolerance
@@ -41,8 +42,15 @@ CLEAR = 0.05  # the unrounded count keeps this far (relative) from both whole nu
 # it: a student who rounds every step to three figures still gets the same count
 
 
+@cache
+def _solved(equation, name: str):
+    """``equation.solve_for(name)``, once per catalogue equation (a new solved equation on
+    every call compiles, and misses the evaluation memo, afresh)."""
+    return equation.solve_for(name)
+
+
 def draw(rng, presets) -> Draw:
-    fits = get("chips_to_fit").solve_for("batch_size")
+    fits = _solved(get("chips_to_fit"), "batch_size")
     share = presets.parameter["usable_hbm_share"].value.to("").m
     name = rng.choice(tuple(MODELS))
     for _ in range(ATTEMPTS):

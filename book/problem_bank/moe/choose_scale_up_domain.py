@@ -4,11 +4,13 @@ each domain runs the largest batch its step bound and its HBM allow."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number
 from book.problem_bank import (
     Draw,
     Mistake,
+    PresetsMemo,
     distinct_mistakes,
     evaluate,
     lands_clear,
@@ -38,7 +40,28 @@ TIGHTEST = 0.015
 EVERY_EXPERT = Q_(1, "")  # the statement says to count every weight as read each step
 
 
+# every option worked out on the last presets object drawn on, by its arguments: the seeds'
+# options and slips come from a few domains, models, contexts and bounds
+_OPTIONS = PresetsMemo()
+
+
+def _keyed(value):
+    """``value`` as part of a memo key: a Quantity by its magnitude and units (pint's units
+    container is hashable), the presets object left out (the memo is per presets object)."""
+    if isinstance(value, Q_):
+        return type(value.m), value.m, value._units
+    return value
+
+
 def option(hardware, case, limit, presets, share=None, bound=True):
+    """:func:`_option`, worked out once per presets object and arguments (a refusal too)."""
+    given = tuple(sorted((k, _keyed(v)) for k, v in case.items() if v is not presets))
+    key = (hardware, given, _keyed(limit), _keyed(share), bound)
+    found = _OPTIONS(presets, key, partial(_option, hardware, case, limit, presets, share, bound))
+    return dict(found, limits=dict(found["limits"])) if "limits" in found else dict(found)
+
+
+def _option(hardware, case, limit, presets, share=None, bound=True):
     """The largest batch ``hardware``'s domain runs under the step bound and its HBM, and its
     cost per token; ``batch`` 0 when the weights do not fit or their read alone is too slow.
     ``bound`` False: the slip of leaving the step bound out (the HBM and the math cap it)."""

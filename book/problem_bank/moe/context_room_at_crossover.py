@@ -3,10 +3,13 @@ that a dense batch would barely notice makes its caches a large part of every st
 
 from __future__ import annotations
 
+from functools import partial
+
 from book.format import number, quantity
 from book.problem_bank import (
     Draw,
     Mistake,
+    PresetsMemo,
     distinct_mistakes,
     evaluate,
     lands_clear,
@@ -48,43 +51,70 @@ def scenario(rng, presets):
     of the step; every figure as the statement prints it."""
     while True:
         hardware = rng.choice(DOMAINS)
-        case = dict(
-            model=rng.choice(MODELS),
-            hardware=hardware,
-            precision="fp8",
-            n_chips=presets.get("hardware", hardware).scale_up_domain,
-            context_length=Q_(rng.choice(CONTEXTS), "token/sequence"),
-            presets=presets,
-        )
-        f = figures(**case)
-        # the statement's figures, as a student reads them
-        case.update(as_shown(f, "flops", "mem_bandwidth", "hbm_capacity", "n_total", "n_active"))
-        if case["model"] not in GQA:
-            case.update(as_shown(f, "kv_bytes_per_token"))
-        case["batch_size"] = evaluate("crossover_batch", **case).to("sequence")
-        weights = evaluate("weight_fetch_time", **case)
-        caches = evaluate("kv_fetch_time", **case)
-        share = (caches / (weights + caches)).to("").m
-        held = (evaluate("kv_cache_per_batch", **case) + weight_bytes(figures(**case))).to("TB")
-        room = evaluate("scaleup_memory", **case).to("TB")
-        usable = presets.parameter["usable_hbm_share"].value  # what a serving engine fills
-        # a dense model's batch adds its caches' time over total/active: the caches left out,
-        # the multiplies timed or the caches alone land on that slip's value unless drawn 2
-        # tolerances apart (reader 24 P8)
-        sparsity = (case["n_total"] / case["n_active"]).to("").m
-        compute = evaluate("compute_time", **case)
-        slips = [weights + caches / sparsity, weights, compute, caches]
-        apart = all(
-            abs((a / b).to("").m - 1) >= 2 * TOLERANCE
-            for i, a in enumerate(slips)
-            for b in slips[:i]
-        )
-        if KV_SHARE[0] <= share <= KV_SHARE[1] and held < usable * room and apart:
-            return case, held, room
+        model = rng.choice(MODELS)
+        found = _checked(presets, hardware, model, rng.choice(CONTEXTS))
+        if found is not None:
+            case, held, room = found
+            return dict(case), held, room
+
+
+# each model, domain and context checked once on a presets object (a few hundred triples; a
+# seed tries about eight before one passes): the case, what it holds and the room, or None
+_CHECKED = PresetsMemo()
+# the triples whose draw was refused (the rest of a draw depends on the triple alone)
+_REFUSED = PresetsMemo()
+
+
+def _checked(presets, hardware: str, model: str, context: int):
+    key = (hardware, model, context)
+    return _CHECKED(presets, key, partial(_check, presets, hardware, model, context))
+
+
+def _check(presets, hardware: str, model: str, context: int):
+    """The triple's case, held bytes and room if its caches fit at the crossover batch and take
+    a fair share of the step, else None."""
+    case = dict(
+        model=model,
+        hardware=hardware,
+        precision="fp8",
+        n_chips=presets.get("hardware", hardware).scale_up_domain,
+        context_length=Q_(context, "token/sequence"),
+        presets=presets,
+    )
+    f = figures(**case)
+    # the statement's figures, as a student reads them
+    case.update(as_shown(f, "flops", "mem_bandwidth", "hbm_capacity", "n_total", "n_active"))
+    if case["model"] not in GQA:
+        case.update(as_shown(f, "kv_bytes_per_token"))
+    case["batch_size"] = evaluate("crossover_batch", **case).to("sequence")
+    weights = evaluate("weight_fetch_time", **case)
+    caches = evaluate("kv_fetch_time", **case)
+    share = (caches / (weights + caches)).to("").m
+    held = (evaluate("kv_cache_per_batch", **case) + weight_bytes(figures(**case))).to("TB")
+    room = evaluate("scaleup_memory", **case).to("TB")
+    usable = presets.parameter["usable_hbm_share"].value  # what a serving engine fills
+    # a dense model's batch adds its caches' time over total/active: the caches left out,
+    # the multiplies timed or the caches alone land on that slip's value unless drawn 2
+    # tolerances apart (reader 24 P8)
+    sparsity = (case["n_total"] / case["n_active"]).to("").m
+    compute = evaluate("compute_time", **case)
+    slips = [weights + caches / sparsity, weights, compute, caches]
+    apart = all(
+        abs((a / b).to("").m - 1) >= 2 * TOLERANCE for i, a in enumerate(slips) for b in slips[:i]
+    )
+    if KV_SHARE[0] <= share <= KV_SHARE[1] and held < usable * room and apart:
+        return case, held, room
+    return None
 
 
 def draw(rng, presets) -> Draw:
     case, held, room = scenario(rng, presets)
+    # the rest depends on the triple alone: one its checks refused is refused again at once
+    key = (case["hardware"], case["model"], case["context_length"].m)
+    return _REFUSED.refusing(presets, key, partial(_draw, case, held, room, presets))
+
+
+def _draw(case: dict, held, room, presets) -> Draw:
     usable = presets.parameter["usable_hbm_share"].value
     saturation = evaluate("expert_saturation_batch", **case).to("sequence")
     batch = case["batch_size"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, distinct_mistakes, require
+from book.problem_bank import Draw, Mistake, PresetsMemo, distinct_mistakes, require
 from book.problem_bank._rents import rent
 from derivations import get
 from derivations.notation import flops_per_param_token
@@ -52,17 +54,35 @@ def plan(offers, mfus, compute, deadline, presets):
     the deadline (None if none does): what a student computes, slip or not."""
     options = []
     for hardware, gpus in offers:
-        price, chip = rent(hardware), presets.get("hardware", hardware)
+        price = rent(hardware)
         for precision, mfu in mfus.items():
-            rate = gpus * chip.get(f"dense_flops_{precision}") * mfu / Q_(1, "chip")
-            time = (compute / rate).to("day")
-            cost = (time * gpus * price).to("USD")
+            time, cost = _option(presets, hardware, gpus, precision, mfu, compute)
             options.append(
                 dict(hardware=hardware, precision=precision, gpus=gpus, price=price, mfu=mfu)
                 | dict(time=time, cost=cost)
             )
     ok = sorted((o for o in options if o["time"] <= deadline), key=lambda o: o["cost"])
     return options, ok, (ok[0] if ok else None)
+
+
+# an option's days and bill by chip, GPUs, precision, MFU and FLOPs, once per presets object:
+# a seed tries about thirty scenarios of a few thousand options, and plans each slip's count too
+_OPTIONS = PresetsMemo()
+
+
+def _option(presets, hardware: str, gpus, precision: str, mfu: float, compute):
+    """The days and the bill of ``compute`` FLOPs on ``gpus`` of ``hardware`` at ``precision``
+    and ``mfu``."""
+    key = (hardware, gpus.m, gpus._units, precision, mfu)  # pint's units container: hashable
+    key += (type(compute.m), compute.m, compute._units)
+    return _OPTIONS(presets, key, partial(_bill, presets, hardware, gpus, precision, mfu, compute))
+
+
+def _bill(presets, hardware: str, gpus, precision: str, mfu: float, compute):
+    chip = presets.get("hardware", hardware)
+    rate = gpus * chip.get(f"dense_flops_{precision}") * mfu / Q_(1, "chip")
+    time = (compute / rate).to("day")
+    return time, (time * gpus * rent(hardware)).to("USD")
 
 
 def draw(rng, presets) -> Draw:

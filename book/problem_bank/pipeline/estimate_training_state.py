@@ -4,9 +4,18 @@ set how long a step takes."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from book.format import number, quantity
-from book.problem_bank import Draw, Mistake, clear_of_rounding, distinct_mistakes, evaluate, require
+from book.problem_bank import (
+    Draw,
+    Mistake,
+    PresetsMemo,
+    clear_of_rounding,
+    distinct_mistakes,
+    evaluate,
+    require,
+)
 from units import Q_
 
 KIND = "estimate"
@@ -42,6 +51,16 @@ def _between(ratio: float) -> bool:
     square: graded wrong, yet too near to name (reader 21: the uncapped HBM at ×1.20)."""
     r = max(ratio, 1 / ratio)
     return FACTOR < r < FACTOR**2
+
+
+# the scenarios of the last presets object drawn on: the same for every seed
+_SCENARIOS = PresetsMemo()
+
+
+def _scenarios_of(presets) -> tuple:
+    """:func:`_scenarios`, worked out once per presets object (two hundred node counts, each in
+    pint: most of a draw's time when done on every draw)."""
+    return _SCENARIOS(presets, (), partial(_scenarios, presets))
 
 
 def _scenarios(presets) -> tuple:
@@ -80,7 +99,7 @@ def _scenarios(presets) -> tuple:
 
 
 def draw(rng, presets) -> Draw:
-    model_id, hardware, fill_share = rng.choice(_scenarios(presets))
+    model_id, hardware, fill_share = rng.choice(_scenarios_of(presets))
     model, chip = presets.get("model", model_id), presets.get("hardware", hardware)
     detail = evaluate("training_state_memory", detailed=True, model=model_id, presets=presets)
     state = detail.value.to("TB")

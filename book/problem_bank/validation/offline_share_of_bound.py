@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from book.format import number, quantity
 from book.problem_bank import Draw, Mistake, distinct_mistakes, require
 from book.problem_bank.validation._mlperf import NO_ATTENTION, cited
@@ -30,6 +32,13 @@ GIVEN_ELSEWHERE = (
     "mlperf_gb200_x4_llama2_70b_offline",
     "mlperf_mi355x_x8_llama2_70b_offline",
 )
+
+
+@cache
+def _solved(equation, name: str):
+    """``equation.solve_for(name)``, once per catalogue equation (a new solved equation on
+    every call compiles, and misses the evaluation memo, afresh)."""
+    return equation.solve_for(name)
 
 
 def pct(x: float) -> str:
@@ -95,8 +104,7 @@ def _draw(rng, presets) -> Draw:
     usable = presets.parameter["usable_hbm_share"].value.to("").m  # what an engine fills
     filled = usable * chip.hbm_capacity
     fit = (
-        get("chips_to_fit")
-        .solve_for("batch_size")
+        _solved(get("chips_to_fit"), "batch_size")
         .evaluate(
             **{k: v for k, v in case.items() if k in CHOICES or k == "context_length"},
             hbm_capacity=filled,
@@ -210,18 +218,14 @@ def _draw(rng, presets) -> Draw:
     )
     half = dict(case, kv_bytes_per_token=per_token / 2)
     try:
-        more = (
-            get("chips_to_fit")
-            .solve_for("batch_size")
-            .evaluate(
-                **{
-                    k: v
-                    for k, v in half.items()
-                    if k in CHOICES or k in ("context_length", "kv_bytes_per_token")
-                },
-                hbm_capacity=filled,
-                chips_to_fit=Q_(1, "chip"),
-            )
+        more = _solved(get("chips_to_fit"), "batch_size").evaluate(
+            **{
+                k: v
+                for k, v in half.items()
+                if k in CHOICES or k in ("context_length", "kv_bytes_per_token")
+            },
+            hbm_capacity=filled,
+            chips_to_fit=Q_(1, "chip"),
         )
         fewer_bytes = _ev("serving_rate_per_chip", half, batch_size=min(more, configured))
         candidates.append(
@@ -247,8 +251,7 @@ def _draw(rng, presets) -> Draw:
         except ChalkboardError:
             pass
     whole = (
-        get("chips_to_fit")
-        .solve_for("batch_size")
+        _solved(get("chips_to_fit"), "batch_size")
         .evaluate(
             **{k: v for k, v in case.items() if k in CHOICES or k == "context_length"},
             chips_to_fit=Q_(1, "chip"),
