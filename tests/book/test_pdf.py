@@ -208,16 +208,40 @@ def _spy_prints(monkeypatch):
     return prints
 
 
-def test_the_book_prints_once_and_its_front_matter_again_with_the_numbers(tmp_path, monkeypatch):
+PDF_MENTION = '<p>The book prints as <span class="chalkboard-pdf">one PDF</span>.</p>'
+
+
+@dataclass(frozen=True)
+class SmallPrint:
+    """``small_site`` printed once, first time, into its own folder (``write_pdf(site)``), with
+    the prints that took. The tests that read it copy the site before changing anything."""
+
+    site: object
+    pdf: object
+    prints: tuple
+
+
+@pytest.fixture(scope="module")
+def small_print(tmp_path_factory) -> SmallPrint:
+    """One first print of ``small_site`` (its home page mentions the PDF, as the built one does:
+    the print reads only its stylesheets, of which it has none), shared by the tests of a first
+    print, of a reprint and of keeping a PDF: each printed its own, the same, before."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        prints = _spy_prints(monkeypatch)
+        site = small_site(tmp_path_factory.mktemp("small") / "site")
+        (site / "index.html").write_text(f"<html><body>{PDF_MENTION}</body></html>")
+        out = write_pdf(site)
+    return SmallPrint(site=site, pdf=out, prints=tuple(prints))
+
+
+def test_the_book_prints_once_and_its_front_matter_again_with_the_numbers(small_print):
     """One print of the whole book; the front matter alone, printed again with the contents'
     page numbers, replaces the first pages, drawn where they were: its links (the book's) still
     lie on the titles, its footers count the whole book, its marked-content ids are the book's."""
     from pypdf import PdfReader
 
-    prints = _spy_prints(monkeypatch)
-    site = small_site(tmp_path / "site")
-    out = write_pdf(site)
-    assert prints == ["book", "front"]
+    out = small_print.pdf
+    assert small_print.prints == ("book", "front")
     starts = start_pages(out)
     assert len(set(starts.values())) == len(starts) and max(starts.values()) > len(starts)
     read = read_pages(out)
@@ -244,15 +268,17 @@ def test_the_book_prints_once_and_its_front_matter_again_with_the_numbers(tmp_pa
     assert next(titles, None) is None  # every title had its link
 
 
-def test_a_reprint_that_moves_no_page_break_prints_once(tmp_path, monkeypatch):
+def test_a_reprint_that_moves_no_page_break_prints_once(small_print, tmp_path, monkeypatch):
     """An earlier PDF of the book gives the first guess of the contents' numbers: an edit that
     moves no page break prints the book once and no front matter; one that does prints the front
-    matter again; the PDF is the same either way."""
+    matter again; the PDF is the same either way. The first print is ``small_print``'s; this
+    test prints from a copy of its site."""
+    import shutil
+
+    site = shutil.copytree(small_print.site, tmp_path / "site")
+    first = shutil.copy2(small_print.pdf, tmp_path / "first.pdf")
+    assert small_print.prints == ("book", "front")
     prints = _spy_prints(monkeypatch)
-    site = small_site(tmp_path / "site")
-    first = write_pdf(site, out=tmp_path / "first.pdf")
-    assert prints == ["book", "front"]
-    prints.clear()
     again = write_pdf(site, out=tmp_path / "again.pdf", previous=first)
     assert prints == ["book"]  # the guess held
     assert start_pages(again) == start_pages(first)
@@ -286,12 +312,14 @@ def test_printing_an_unbuilt_site_is_one_error(tmp_path):
         write_pdf(tmp_path)
 
 
-def test_a_site_links_its_pdf_only_when_it_holds_it_and_keeps_a_current_one(tmp_path):
+def test_a_site_links_its_pdf_only_when_it_holds_it_and_keeps_a_current_one(small_print, tmp_path):
     """The home page mentions the PDF as text; printing makes it a link. A build without
-    ``--pdf`` keeps the previous PDF only when it was printed from the same pages."""
+    ``--pdf`` keeps the previous PDF only when it was printed from the same pages. The printed
+    site is ``small_print``'s (printed with ``write_pdf(site)``, its home page mentioning the
+    PDF)."""
     from book.pdf import DIGEST_NAME, keep_pdf
 
-    mention = '<p>The book prints as <span class="chalkboard-pdf">one PDF</span>.</p>'
+    mention = PDF_MENTION
     link = '<a class="chalkboard-pdf" href="chalkboard.pdf">one PDF</a>'
 
     def site(name):
@@ -299,8 +327,8 @@ def test_a_site_links_its_pdf_only_when_it_holds_it_and_keeps_a_current_one(tmp_
         (root / "index.html").write_text(f"<html><body>{mention}</body></html>")
         return root
 
-    printed = site("printed")
-    write_pdf(printed)
+    printed = small_print.site
+    assert small_print.pdf == printed / PDF_NAME
     assert link in (printed / "index.html").read_text() and (printed / DIGEST_NAME).is_file()
 
     same = site("same")
