@@ -578,8 +578,14 @@ def _check_references(merged: dict[str, dict[str, Preset]]) -> None:
 
 def parse_file(path: Path) -> dict[str, dict[str, Preset]]:
     """Read and validate one preset file; any problem raises ChalkboardError naming the file."""
-    label = str(path)
-    text = read_text(Path(path))
+    return {kind: dict(table) for kind, table in _parsed(str(path), read_text(Path(path))).items()}
+
+
+@lru_cache(maxsize=32)
+def _parsed(label: str, text: str) -> dict[str, dict[str, Preset]]:
+    """``parse_file`` of a file's text, once per name and text: loading the built-in presets with
+    a file of one's own parses only that file (its presets are read-only, so preset sets share
+    the ones of a file they both read); a file edited is parsed again, an error each time."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

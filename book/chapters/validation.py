@@ -1,8 +1,11 @@
 """The validation chapter's context: every measurement against its bound, the bands, one worked row.
 
+``context(presets)`` is the whole of it (with the prediction's fits: seconds when not yet
+remembered); its worked row, ``context(presets)["example"]``, alone:
+
 >>> from units.presets import load
->>> ctx = context(load())
->>> ctx["example"]["id"]
+>>> presets = load()
+>>> _example(presets, validate(presets))["id"]
 'mlperf_h200_x8_llama2_70b_offline'
 """
 

@@ -1288,12 +1288,16 @@ def test_the_padded_expert_multiplies_redo_from_their_shown_inputs():
     assert shown and float(shown.group(1)) == pytest.approx(2.5 + rows * row_us, rel=0.01)
 
 
+# the chapter passes validate(presets): one row per measurement preset, each row's .preset that
+# preset (book.validation.validate), and _chip_rates reads only r.preset.hardware; the presets
+# themselves give it the same chips without evaluating every bound in each process
 _CHIP_RATES = """
+from types import SimpleNamespace
 from book.chapters.validation import _chip_rates
-from book.validation import validate
 from units.presets import load
 presets = load()
-print(_chip_rates(presets, validate(presets)))
+rows = [SimpleNamespace(preset=m) for m in presets.by_kind["measurement"].values()]
+print(_chip_rates(presets, rows))
 """
 
 
@@ -1312,6 +1316,10 @@ def test_the_chips_rates_list_in_one_order_whatever_the_hash_seed():
         assert run.returncode == 0, run.stderr
         return run.stdout
 
+    from book.chapters.validation import _chip_rates
+
     first = listed("1")
     assert "TPU" in first and "H800" in first  # chips taken at 1 are listed
+    presets = load()  # the chapter's own input (validate's rows) lists the same
+    assert first == f"{_chip_rates(presets, validate(presets))}\n"
     assert all(listed(seed) == first for seed in ("2", "3", "4"))
