@@ -216,12 +216,13 @@ def test_a_missing_or_stale_cache_falls_back_and_says_so_once(tmp_path, monkeypa
 
 def _copy_cache(cache, root, key):
     """A copy of the compiled cache in ``cache`` at ``root``, to damage (compiling one is slow):
-    the fast-start folder ``key``, the key that sealed it, and the stores a user's cache folder
-    keeps beside them (diskcache.FOLDER: the LaTeX and functions already worked out, which a
-    repair reads rather than printing every equation's LaTeX anew)."""
+    the fast-start folder ``key``, the key that sealed it, and two of the stores a user's cache
+    folder keeps beside them (under diskcache.FOLDER: the LaTeX and display forms already worked
+    out, which a repair reads rather than printing every equation's LaTeX anew with sympy)."""
     shutil.copytree(cache / key, root / key)
     shutil.copy2(cache / diskcache.KEY_FILE, root)
-    shutil.copytree(cache / diskcache.FOLDER, root / diskcache.FOLDER)
+    for name in ("latex", "expressions"):
+        shutil.copytree(cache / diskcache.FOLDER / name, root / diskcache.FOLDER / name)
 
 
 def _folder(root):
