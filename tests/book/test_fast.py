@@ -73,9 +73,11 @@ def same(argv, full=None) -> bool:
     full = run(argv, False) if full is None else full
     first, answered = run_fast(argv)
     # a run the fast path answered changed nothing: running it again would be the same run
-    again = first if answered else run(argv, True)
+    again, answered = (first, answered) if answered else run_fast(argv)
     assert again[:2] == full[:2], (argv, full, again)
-    answer = answered_fast(argv)
+    # the fast path's own answer after those runs: ``again``'s, when it answered (then main
+    # printed that answer and nothing else, so it is again[1]); else ask it once more
+    answer = again[1] if answered else answered_fast(argv)
     assert answer is None or answer == full[1], argv
     return answer is not None
 
@@ -212,8 +214,20 @@ def test_a_missing_or_stale_cache_falls_back_and_says_so_once(tmp_path, monkeypa
     assert run(ARGV, True) == full
 
 
+def _copy_cache(cache, root, key):
+    """A copy of the compiled cache in ``cache`` at ``root``, to damage (compiling one is slow):
+    the fast-start folder ``key``, the key that sealed it, and two of the stores a user's cache
+    folder keeps beside them (under diskcache.FOLDER: the LaTeX and display forms already worked
+    out, which a repair reads rather than printing every equation's LaTeX anew with sympy)."""
+    shutil.copytree(cache / key, root / key)
+    shutil.copy2(cache / diskcache.KEY_FILE, root)
+    for name in ("latex", "expressions"):
+        shutil.copytree(cache / diskcache.FOLDER / name, root / diskcache.FOLDER / name)
+
+
 def _folder(root):
-    (folder,) = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    skip = (".", diskcache.FOLDER)
+    (folder,) = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(skip)]
     return folder
 
 
@@ -224,8 +238,7 @@ def test_a_damaged_cache_falls_back_and_is_rewritten(cache, tmp_path, monkeypatc
     run(argv, True)
     assert answered_fast(argv) == full[1]
     key = fast.cache_key(())
-    shutil.copytree(cache / key, tmp_path / key)  # a copy to damage (compiling one is slow)
-    shutil.copy2(cache / diskcache.KEY_FILE, tmp_path)  # with the key that sealed it
+    _copy_cache(cache, tmp_path, key)
     monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
     assert answered_fast(argv) == full[1]
     folder = _folder(tmp_path)
@@ -444,8 +457,7 @@ def test_every_kind_of_damage_is_repaired_on_the_next_run_with_one_note(
     full = run(argv, False)
     run(argv, True)
     key = fast.cache_key(())
-    shutil.copytree(cache / key, tmp_path / key)  # a copy to damage (compiling one is slow)
-    shutil.copy2(cache / diskcache.KEY_FILE, tmp_path)
+    _copy_cache(cache, tmp_path, key)
     monkeypatch.setenv("CHALKBOARD_CACHE_DIR", str(tmp_path))
     assert answered_fast(argv) == full[1]
     folder = tmp_path / key
