@@ -221,8 +221,9 @@ def _copy_cache(cache, root, key):
     out, which a repair reads rather than printing every equation's LaTeX anew with sympy)."""
     shutil.copytree(cache / key, root / key)
     shutil.copy2(cache / diskcache.KEY_FILE, root)
-    for name in ("latex", "expressions"):
-        shutil.copytree(cache / diskcache.FOLDER / name, root / diskcache.FOLDER / name)
+    for name in ("latex", "expressions"):  # the ones this process has written (it may not have)
+        if (cache / diskcache.FOLDER / name).is_dir():
+            shutil.copytree(cache / diskcache.FOLDER / name, root / diskcache.FOLDER / name)
 
 
 def _folder(root):
