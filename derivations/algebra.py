@@ -206,7 +206,9 @@ def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
             if not isinstance(lookup_symbol(s.name), Constant)
         }
         params = [a.sym for a in args]
-        numeric = sp.lambdify(params, list(derivatives.values()), modules=_NUMPY, cse=True)
+        numeric = sp.lambdify(
+            params, list(derivatives.values()), modules=_NUMPY, cse=True, docstring_limit=0
+        )
         eq._compiled[key] = (derivatives, numeric)
     derivatives, numeric = eq._compiled[key]
     with np.errstate(all="ignore"):
