@@ -342,8 +342,9 @@ def test_two_extra_files_with_one_name_in_two_folders_both_load(tmp_path):
 
 def test_closed_stdout_is_one_error_line():
     cmd = [sys.executable, "-m", "book.cli", "list"]
+    env = {**os.environ, "CHALKBOARD_FAST": "1" if FAST["on"] else "0"}  # this module's path
     done = subprocess.run(
-        " ".join(cmd) + " >&-", shell=True, capture_output=True, text=True, timeout=120
+        " ".join(cmd) + " >&-", shell=True, capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
