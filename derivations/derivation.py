@@ -269,7 +269,28 @@ def equivalent(new: sp.Eq, old: sp.Eq) -> bool:
         return True
     if same(d_old, sp.Integer(0)):
         return False
+    factor = _factor_between(d_new, d_old)
+    if factor is not None and (factor.is_positive or factor.is_negative):
+        return True
     return _nonzero(d_new / d_old)
+
+
+def _factor_between(new: sp.Expr, old: sp.Expr) -> sp.Expr | None:
+    """``k`` with ``new = k old`` proved by expanding, ``k`` the ratio of ``new``'s first term
+    to one of ``old``'s (a step that multiplies a relation through by a factor); None when no
+    such ratio works. Cheaper than cancelling ``new / old`` when they are long sums.
+
+    >>> a, b, x = sp.symbols("a b x", positive=True)
+    >>> _factor_between(a * x - a / b, b * x - 1)
+    a/b
+    """
+    new, old = sp.expand(new), sp.expand(old)
+    first = sp.Add.make_args(new)[0]
+    for term in sp.Add.make_args(old):
+        factor = first / term
+        if sp.expand(new - factor * old) == 0:
+            return factor
+    return None
 
 
 @dataclass(frozen=True)

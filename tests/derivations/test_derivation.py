@@ -50,6 +50,17 @@ def test_multiplying_by_zero_is_not_a_rewrite():
         Derivation(given(y, x, "premise"), rewrite(0 * y, 0 * x, "times zero")).verify()
 
 
+def test_multiplying_through_needs_a_factor_of_known_sign():
+    t = sp.Symbol("t")  # of no sign: it may be zero
+    premise = given(y, x + 1, "premise")
+    Derivation(premise, rewrite(a * y - a, a * x, "times a")).verify()
+    Derivation(premise, rewrite(-a * y, -a * x - a, "times -a")).verify()
+    with pytest.raises(DerivationError, match="does not follow"):
+        Derivation(premise, rewrite(t * y - t, t * x, "times t")).verify()
+    with pytest.raises(DerivationError, match="does not follow"):
+        Derivation(premise, rewrite(a * y - 1, a * x, "times a, but not the 1")).verify()
+
+
 def test_a_derivation_must_start_with_a_premise():
     with pytest.raises(DerivationError, match="given"):
         Derivation(rewrite(y, x, "no premise"))
