@@ -156,7 +156,7 @@ def _symbolic_powers(expr: sp.Expr) -> bool:
 def _powers_combined(expr: sp.Expr) -> sp.Expr:
     """``expr`` with the powers of each base multiplied together (``x^a x^b = x^(a+b)``), each
     exponent brought to lowest terms, and expanded: the terms of an optimum that are equal but
-    written with different exponents cancel (sympy's simplify finds the same, thirty times
+    written with different exponents cancel (sympy's simplify finds the same, several times
     slower).
 
     >>> a, b, x = sp.symbols("a b x", positive=True)
@@ -314,8 +314,8 @@ class Step:
         if self.kind == "rewrite":
             return equivalent(self.relation, prev)
         if self.kind == "substitute":
-            # each side substituted: ``Eq.subs`` would also build an evaluated Eq, whose test
-            # for equality costs as much as the check (and the same sides result either way)
+            # each side substituted: ``Eq.subs`` rebuilds an evaluated Eq, which tests the new
+            # sides for equality (costly on long sides); the sides are the same either way
             subs = dict(self.subs)
             return equivalent(self.relation, _eq(prev.lhs.subs(subs), prev.rhs.subs(subs)))
         if self.kind == "rename":
