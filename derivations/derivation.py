@@ -33,6 +33,7 @@ derivations.derivation.DerivationError: step 2 ('slip'): y = 2*x + 1 does not fo
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,19 +53,42 @@ def _proofs() -> diskcache.Store:
     return diskcache.Store("proofs", diskcache.digest(sp.__version__, code)[:32])
 
 
+_inside = threading.local()  # .depth > 0 while a stored check runs: its parts are not stored apart
+
+
 def _proved(kind: str, parts: tuple, prove) -> bool:
     """``prove()``, or True at once when the same ``kind`` of check on the same ``parts`` was
-    proved before (by any process, see ``units.diskcache``); only True is stored."""
-    if not diskcache.enabled():
+    proved before (by any process, see ``units.diskcache``); only True is stored. A check made
+    while proving another is not looked up or stored on its own: the next build finds the outer
+    verdict (and this process remembers the inner one, see ``_same``)."""
+    if getattr(_inside, "depth", 0) or not diskcache.enabled():
         return prove()
-    key = "\n".join([kind, *(sp.srepr(p) for p in parts)])
+    key = "\n".join([kind, *(_srepr(p) for p in parts)])
     store = _proofs()
     if store.get(key) == PROVED:
         return True
-    verdict = prove()
+    _inside.depth = 1
+    try:
+        verdict = prove()
+    finally:
+        _inside.depth = 0
     if verdict:
         store.put(key, PROVED)
     return verdict
+
+
+_SREPR: dict[int, tuple[object, str]] = {}  # id -> (the object, kept alive; its srepr)
+
+
+def _srepr(obj) -> str:
+    """``sp.srepr(obj)``, once per object: a step's relation is the next step's premise, and a
+    derived equation re-checks the steps it builds on."""
+    found = _SREPR.get(id(obj))
+    if found is None or found[0] is not obj:
+        if len(_SREPR) >= 4096:  # a long session (chalkboard serve) checks fresh objects
+            _SREPR.clear()
+        found = _SREPR[id(obj)] = (obj, sp.srepr(obj))
+    return found[1]
 
 
 class DerivationError(ChalkboardError):
@@ -74,29 +98,46 @@ class DerivationError(ChalkboardError):
 def same(a: sp.Expr, b: sp.Expr) -> bool:
     """True when sympy proves ``a == b`` (over positive symbols)."""
     a, b = sp.sympify(a), sp.sympify(b)
+    if a == b:  # the same expression (sympy's == compares structure): nothing to prove
+        return True
     return _proved("same", (a, b), lambda: _same(a, b))
 
 
 @functools.lru_cache(maxsize=4096)  # derived equations re-check the steps they build on
 def _same(a: sp.Expr, b: sp.Expr) -> bool:
-    diff = sp.expand(a.doit() - b.doit())
+    # sound rewritings, the cheapest first: any one reaching zero proves the identity, so their
+    # order changes only the time taken (never the verdict); sympy's simplify (a tenth of a
+    # second on the larger sides) is the last resort
+    a, b = a.doit(), b.doit()
+    diff = sp.expand(a - b)
     if diff == 0:
         return True
+    maxes = diff.has(sp.Max, sp.Min)
+    # pushing a factor into a max is canonical, c max(x, y) = max(c x, c y) for c > 0: then the
+    # arguments match pairwise (tried here with the cheap tests only, below with simplify too)
+    into = (_into_max(a), _into_max(b)) if maxes else None
+    if maxes and _same_arguments(*into, zero=_cheap_zero):
+        return True
+    if _symbolic_powers(diff) and _powers_combined(diff) == 0:
+        return True
+    # the two above apply to few sides and prove those at once; the point costs as much
+    # (evaluating a max or a power to 30 digits), and rejects the usual wrong guess cheaply
     if _differ_at_a_point(a, b):  # not equal: sympy's slow tests below would not prove it
         return False
-    if diff.has(sp.Max, sp.Min):
+    if sp.cancel(diff) == 0:
+        return True
+    if maxes:
         # common factors pulled out of a max or min (an identity over positive symbols) and
         # cancelled bring both sides to one form: algebra.closed_form, kept by expression (a
         # composed equation's last step brings its raw right side to the stated form again)
         from derivations.algebra import closed_form
 
-        pulled = [closed_form(x.doit()) for x in (a, b)]
+        pulled = [closed_form(x) for x in (a, b)]
         if pulled[0] == pulled[1] or sp.expand(pulled[0] - pulled[1]) == 0:
             return True
         # pulling out is not canonical (a gcd can miss a factor hidden in a sum over a
-        # denominator), pushing in is: c max(x, y) = max(c x, c y) for c > 0, then the
-        # arguments match pairwise
-        if _same_arguments(_into_max(a.doit()), _into_max(b.doit())):
+        # denominator), pushing in is
+        if _same_arguments(*into):
             return True
     diff = sp.simplify(diff)
     if diff == 0:
@@ -105,6 +146,28 @@ def _same(a: sp.Expr, b: sp.Expr) -> bool:
         return diff.equals(0) is True
     except (TypeError, ValueError):  # sympy's numeric test may meet a max of nan
         return False
+
+
+def _symbolic_powers(expr: sp.Expr) -> bool:
+    """True when ``expr`` holds a power whose exponent is not a number (``x^(a/(a+b))``)."""
+    return any(not p.exp.is_Number for p in expr.atoms(sp.Pow))
+
+
+def _powers_combined(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with the powers of each base multiplied together (``x^a x^b = x^(a+b)``), each
+    exponent brought to lowest terms, and expanded: the terms of an optimum that are equal but
+    written with different exponents cancel (sympy's simplify finds the same, several times
+    slower).
+
+    >>> a, b, x = sp.symbols("a b x", positive=True)
+    >>> _powers_combined(x ** (a / (a + b)) * x ** (b / (a + b)) - x)
+    0
+    """
+    combined = sp.powsimp(expr, combine="exp")
+    exponents = {
+        p: sp.Pow(p.base, sp.cancel(p.exp)) for p in combined.atoms(sp.Pow) if not p.exp.is_Number
+    }
+    return sp.expand(combined.xreplace(exponents))
 
 
 def _differ_at_a_point(a: sp.Expr, b: sp.Expr) -> bool:
@@ -161,17 +224,29 @@ def _into_max(expr: sp.Expr) -> sp.Expr:
     return expr
 
 
-def _same_arguments(a: sp.Expr, b: sp.Expr) -> bool:
-    """True when ``a`` and ``b`` are maxes (or mins) whose arguments are equal in pairs."""
+def _same_arguments(a: sp.Expr, b: sp.Expr, zero=None) -> bool:
+    """True when ``a`` and ``b`` are maxes (or mins) whose arguments are equal in pairs (each
+    difference proved zero by ``zero``, :func:`_zero` unless given)."""
+    zero = zero or _zero
     if not (isinstance(a, sp.Max | sp.Min) and type(a) is type(b) and len(a.args) == len(b.args)):
         return False
     rest = list(b.args)
     for x in a.args:
-        match = next((y for y in rest if sp.simplify(x - y) == 0), None)
+        match = next((y for y in rest if zero(x - y)), None)
         if match is None:
             return False
         rest.remove(match)
     return True
+
+
+def _cheap_zero(expr: sp.Expr) -> bool:
+    """True when ``expr`` expands or cancels to zero."""
+    return sp.expand(expr) == 0 or sp.cancel(expr) == 0
+
+
+def _zero(expr: sp.Expr) -> bool:
+    """True when sympy proves ``expr`` zero: expanded, cancelled, or at last simplified."""
+    return _cheap_zero(expr) or sp.simplify(expr) == 0
 
 
 def _nonzero(expr: sp.Expr) -> bool:
@@ -194,7 +269,28 @@ def equivalent(new: sp.Eq, old: sp.Eq) -> bool:
         return True
     if same(d_old, sp.Integer(0)):
         return False
+    factor = _factor_between(d_new, d_old)
+    if factor is not None and (factor.is_positive or factor.is_negative):
+        return True
     return _nonzero(d_new / d_old)
+
+
+def _factor_between(new: sp.Expr, old: sp.Expr) -> sp.Expr | None:
+    """``k`` with ``new = k old`` proved by expanding, ``k`` the ratio of ``new``'s first term
+    to one of ``old``'s (a step that multiplies a relation through by a factor); None when no
+    such ratio works. Cheaper than cancelling ``new / old`` when they are long sums.
+
+    >>> a, b, x = sp.symbols("a b x", positive=True)
+    >>> _factor_between(a * x - a / b, b * x - 1)
+    a/b
+    """
+    new, old = sp.expand(new), sp.expand(old)
+    first = sp.Add.make_args(new)[0]
+    for term in sp.Add.make_args(old):
+        factor = first / term
+        if sp.expand(new - factor * old) == 0:
+            return factor
+    return None
 
 
 @dataclass(frozen=True)
@@ -218,7 +314,10 @@ class Step:
         if self.kind == "rewrite":
             return equivalent(self.relation, prev)
         if self.kind == "substitute":
-            return equivalent(self.relation, prev.subs(dict(self.subs)))
+            # each side substituted: ``Eq.subs`` rebuilds an evaluated Eq, which tests the new
+            # sides for equality (costly on long sides); the sides are the same either way
+            subs = dict(self.subs)
+            return equivalent(self.relation, _eq(prev.lhs.subs(subs), prev.rhs.subs(subs)))
         if self.kind == "rename":
             return same(self.relation.rhs, prev.rhs)
         if self.kind == "differentiate":
