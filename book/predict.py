@@ -67,7 +67,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache, reduce
+from functools import cached_property, lru_cache, reduce
 
 import numpy as np
 
@@ -443,6 +443,12 @@ class Stack:
             fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases], dtype=int),
             attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases], dtype=int),
         )
+        return cls(cases, cls._derived(arrays, block))
+
+    @staticmethod
+    def _derived(arrays: dict, block: int) -> dict:
+        """``arrays`` (each row's own, ROW_ARRAYS) with what every prediction takes of them."""
+        width = arrays["batch"].shape[-1]
         # a row with no latency limit needs its step at its last batch only (a speed per user
         # has one batch); a row with one, on its whole grid
         limited = np.flatnonzero(~np.isnan(arrays["target"]))
@@ -459,7 +465,67 @@ class Stack:
         arrays["coarse"] = np.unique(np.append(np.arange(block - 1, width, block), width - 1))
         # the grid's columns at those batches, taken once here rather than on every prediction
         arrays["on_coarse"] = {k: g[:, arrays["coarse"]] for k, g in arrays["grid"].items()}
-        return cls(cases, arrays)
+        # the rows whose step at the last batch a prediction reads: a rate with no latency
+        # limit, and a speed per user (a training row's figure is no step's, a limited rate's
+        # its search's); each figure's factors that no parameter moves, taken once
+        user, training = arrays["user"] > 0, arrays["training"] > 0
+        free = np.zeros(len(user), dtype=bool)
+        free[limited] = True
+        need = np.flatnonzero((~free | user) & ~training)
+        arrays["need"] = need
+        arrays["need_last"] = {k: g[need] for k, g in arrays["last"].items()}
+        per_chip = arrays["last"]["batch"][:, 0] * arrays["accepted"]
+        arrays["need_rate"] = (per_chip[need], arrays["chips"][need])
+        users = np.flatnonzero(user)
+        arrays["users"] = (users, np.searchsorted(need, users))
+        arrays["users_rate"] = (ONE_TOKEN_PER_STEP.m * arrays["accepted"])[users]
+        arrays["trainings"] = np.flatnonzero(training)
+        arrays["limited_rate"] = (arrays["accepted"][limited], arrays["chips"][limited])
+        arrays["reading"], arrays["subsets"] = {}, {}  # Stack.reading's and Stack.subset's
+        return arrays
+
+    def reading(self, names) -> np.ndarray:
+        """The rows whose predicted figure reads any of the parameters ``names`` (indices):
+        every other row's figure is the same number whatever their values (Stack.predict). A
+        name not listed here is taken to be read by every row."""
+        a, n = self.arrays, len(self.cases)
+        key = frozenset(names)
+        found = a["reading"].get(key)
+        if found is not None:
+            return found
+        serving = a["training"] == 0
+        reads_ = {
+            "memory": serving,
+            "prefill": (a["prefill"] != 0).any(-1),
+            "expert_parallel": (a["ep"] > 0) | (a["moe"] > 0),
+            "latency": np.isin(np.arange(n), a["limited"]),
+            "training": a["training"] > 0,
+            "expert_rows": (a["expert"] != 0).any(-1),
+            "layer_overhead": a["layers"] != 0,
+            "collective": a["collectives"] != 0,
+        }
+        for k, name in enumerate(FORMAT_NAMES):
+            reads_[name] = (a["fmt"] == k) | (a["attn"] == k)
+        mask = np.zeros(n, dtype=bool)
+        for name in key:
+            mask |= reads_.get(name, np.ones(n, dtype=bool))
+        found = a["reading"][key] = np.flatnonzero(mask)
+        return found
+
+    def subset(self, rows: np.ndarray) -> tuple[Stack, np.ndarray]:
+        """The stack of the cases ``rows`` picks (indices, in order), its arrays those rows of
+        this stack's, and the positions of its latency-limited rows among this stack's."""
+        key = tuple(rows)
+        found = self.arrays["subsets"].get(key)
+        if found is not None:
+            return found
+        a = self.arrays
+        limited = a["limited"]
+        positions = np.searchsorted(limited, rows[np.isin(rows, limited)])
+        b = {name: a[name][rows] for name in ROW_ARRAYS}
+        found = (Stack(tuple(self.cases[i] for i in rows), self._derived(b, a["block"])), positions)
+        a["subsets"][key] = found
+        return found
 
     def predict(
         self, p: dict, unmet: list | None = None, reach: list | None = None, near=None
@@ -535,9 +601,11 @@ class Stack:
             return out
 
         # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
-        last = a["last"]
-        at_last = step(last, slice(None))[..., 0]
-        out = last["batch"][:, 0] * a["accepted"] / (a["chips"] * at_last)
+        need = a["need"]
+        at_last = step(a["need_last"], need)[..., 0]
+        per_chip, chips = a["need_rate"]
+        out = np.zeros((*at_last.shape[:-1], len(self.cases)))
+        out[..., need] = per_chip / (chips * at_last)
         # a scheduler holding a TPOT limit keeps the decode steps within a share of it (prefill
         # chunks and queueing take the rest): the largest batch whose step meets that share,
         # the step linear in the batch between grid points (as in the bound)
@@ -586,9 +654,16 @@ class Stack:
             batch = b0 + frac * (b1 - b0)
             time = np.where(inside, target, t0)
             out = np.broadcast_to(out, (*time.shape[:-1], out.shape[-1])).copy()
-            out[..., limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
-        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / at_last, out)
-        out = np.where(a["training"] > 0, a["bound"] * fmt * v["training"][..., None], out)
+            accepted, chips = a["limited_rate"]
+            out[..., limited] = batch * accepted / (chips * time)
+        users, among = a["users"]
+        if len(users):
+            out[..., users] = a["users_rate"] / at_last[..., among]
+        trainings = a["trainings"]
+        if len(trainings):
+            out[..., trainings] = (
+                a["bound"][trainings] * fmt[..., trainings] * v["training"][..., None]
+            )
         if redo is not None and len(redo):  # the sets whose walk had not ended: searched whole
             again = {k: x[redo] if np.ndim(x) else x for k, x in v.items()}
             flags, ends = [], []
@@ -626,6 +701,12 @@ class Stack:
             at = at + up - down
 
 
+# a stack's arrays of one number or one row of batches per row (Stack.subset takes its rows')
+ROW_ARRAYS = (
+    *("batch", "matmul", "prefill", "attention", "memory", "expert", "comm", "layers"),
+    *("collectives", "chips", "rate", "hosts", "bound", "measured", "target", "ep", "moe"),
+    *("training", "accepted", "user", "fmt", "attn"),
+)
 _STACKS: dict[tuple, Stack] = {}  # Stack.of's last few, by the ids of their cases
 
 FORMAT_NAMES = ("fp4", "fp8", "bf16")
@@ -720,7 +801,32 @@ class Specs:
             raise ChalkboardError("fits side by side need one length of residuals: one priors")
 
     def __getitem__(self, idx) -> Specs:
-        return Specs(tuple(self.each[i] for i in np.arange(len(self.each))[idx]))
+        pick = np.arange(len(self.each))[idx]
+        out = object.__new__(Specs)
+        object.__setattr__(out, "each", tuple(self.each[i] for i in pick))
+        # the distinct specs and each fit's among them, taken from this one's (no spec hashed)
+        distinct, tag = self._groups
+        used, first, which = np.unique(tag[pick], return_index=True, return_inverse=True)
+        order = np.argsort(first)  # the distinct specs in the order they first come
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        out.__dict__["_groups"] = (
+            tuple(distinct[int(k)] for k in used[order]),
+            rank[which.reshape(len(pick))].astype(float),
+        )
+        return out
+
+    @cached_property
+    def _groups(self) -> tuple[tuple[Spec, ...], np.ndarray]:
+        """The distinct specs in the order they first come, and each fit's among them."""
+        index: dict[Spec, int] = {}
+        tag = np.array([index.setdefault(s, len(index)) for s in self.each], dtype=float)
+        return tuple(index), tag
+
+    @property
+    def distinct(self) -> tuple[Spec, ...]:
+        """The specs, each once, in the order they first come (``dict.fromkeys(each)``)."""
+        return self._groups[0]
 
     @property
     def priors(self) -> bool:
@@ -728,9 +834,8 @@ class Specs:
 
     @property
     def tag(self) -> np.ndarray:
-        """Each fit's spec as a number (equal specs, equal numbers)."""
-        index: dict[Spec, int] = {}
-        return np.array([index.setdefault(s, len(index)) for s in self.each], dtype=float)
+        """Each fit's spec as a number (equal specs, equal numbers): its index in ``distinct``."""
+        return self._groups[1]
 
 
 def _sub(spec, idx):
@@ -756,12 +861,12 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     if isinstance(spec, Specs):  # each fit (z's first axis) as its own spec makes it
         lead = z.shape[:-1]
         out["sequence_overhead"] = np.full(lead, out["sequence_overhead"])
-        for one in dict.fromkeys(spec.each):
+        for one in spec.distinct:
             for name, _ in one.fixed:
                 if name not in out:
                     out[name] = np.full(lead, UNFIXED[name])
         tag = spec.tag
-        for k, one in enumerate(dict.fromkeys(spec.each)):
+        for k, one in enumerate(spec.distinct):
             mine = tag == k
             for name, source in one.tied:
                 out[name][mine] = out[source][mine]
@@ -844,13 +949,24 @@ def _loss(predicted: np.ndarray, p: dict, stack: Stack, spec: Spec = FULL, rows=
             np.broadcast_to(predicted, (*shape, len(measured))), rows, -1
         )
         measured = measured[rows]
-    r = np.log(predicted / measured)
-    rows = np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+    rows = _soft(predicted / measured)
     if not spec.priors:
         return rows
-    pulls = [ROBUST * np.log(p[k] / share) / width for k, (share, width) in priors().items()]
-    pulls = np.stack(np.broadcast_arrays(*pulls), axis=-1)  # a fixed share is one number
+    pulls = _pulls(p)
     return np.concatenate([rows, np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))], -1)
+
+
+def _soft(ratio: np.ndarray) -> np.ndarray:
+    """The rows' residuals of predicted over measured ``ratio``: its log through the soft-L1
+    loss, the sign kept."""
+    r = np.log(ratio)
+    return np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+
+
+def _pulls(p: dict) -> np.ndarray:
+    """The priors' residuals under parameters ``p``: (..., priors)."""
+    pulls = [ROBUST * np.log(p[k] / share) / width for k, (share, width) in priors().items()]
+    return np.stack(np.broadcast_arrays(*pulls), axis=-1)  # a fixed share is one number
 
 
 # a fit stops when a step lowers the loss by less than this share of it: the parameters are
@@ -887,7 +1003,7 @@ def least_squares(
 def _moving(spec: Spec) -> np.ndarray:
     """The numbers a fit under ``spec`` moves: not one it fixes, nor one it ties to another."""
     if isinstance(spec, Specs):  # a number any of them moves (the others' columns: zero)
-        return reduce(np.union1d, [_moving(one) for one in dict.fromkeys(spec.each)])
+        return reduce(np.union1d, [_moving(one) for one in spec.distinct])
     still = {name for name, _ in spec.fixed} | {name for name, _ in spec.tied}
     return np.array([i for i, name in enumerate(PARAMS) if name not in still], dtype=int)
 
@@ -910,6 +1026,9 @@ def _jacobians(
     # fits at one point (the folds' first step: all start from the full fit) share the model's
     # nudged predictions, made once; each fit then takes its own rows of them
     points, which, first = _points(z, _tag(spec))
+    if len(points) >= SPARSE:
+        _sparse_jacobians(jac, z, r, stack, spec, rows, near, (points, which, first), moving)
+        return jac
     for at in range(0, len(points), CHUNK):
         part = slice(at, at + CHUNK)
         nudged = points[part, None, :] + nudge
@@ -943,6 +1062,61 @@ def _jacobians(
             (out - r[fits, None, :]) / STEP, -1, -2
         )
     return jac
+
+
+# from this many points on, the Jacobians are made a number at a time, each on the rows its
+# nudge can move (_sparse_jacobians): fewer rows, and fewer calls than chunks of CHUNK points
+SPARSE = 32
+
+
+def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving) -> None:
+    """``_jacobians`` into ``jac``, number by number: each number's nudged parameters predict
+    only the rows whose step reads a parameter the nudge changes (Stack.reading), at only the
+    points where it changes one. Every other entry is zero, as the whole prediction makes it (a
+    row's figure reads only its own parameters: unchanged, it is the same number). Each entry
+    computed is the same number _jacobians makes: the same prediction of the row, through the
+    same loss."""
+    points, which, first = points
+    own = _sub(spec, first)
+    base = _unpack(points, own)
+    if near is None:
+        reach: list = []
+        stack.predict(base, reach=reach)
+        start = reach[0] if reach else None
+    else:
+        start = near[first]
+    count = rows.shape[-1]  # the rows' residuals of each fit (then the priors')
+    measured = stack.arrays["measured"]
+    eye = np.eye(z.shape[-1])
+    for j in moving:
+        p = _unpack(points + STEP * eye[j], own)
+        still, changed = np.ones(len(points), dtype=bool), set()
+        for name, value in p.items():
+            same = np.asarray(value == np.asarray(base[name]))
+            still &= same
+            if not same.all():
+                changed.add(name)
+        sel = np.flatnonzero(~still)
+        if not len(sel):
+            continue
+        at = np.full(len(points), -1)
+        at[sel] = np.arange(len(sel))
+        fits = np.flatnonzero(at[which] >= 0)  # the fits at those points
+        q = {name: value[sel] if np.ndim(value) else value for name, value in p.items()}
+        read = stack.reading(changed)
+        if len(read):
+            sub, limited = stack.subset(read)
+            nearby = None if start is None else start[sel][:, limited]
+            loss = _soft(sub.predict(q, near=nearby) / measured[read])
+            index = np.full(len(measured), -1)
+            index[read] = np.arange(len(read))
+            pos = index[rows[fits]]  # each fit's rows among those read (-1: not read)
+            got = loss[at[which[fits]][:, None], np.maximum(pos, 0)]
+            jac[fits, :count, j] = np.where(pos >= 0, (got - r[fits, :count]) / STEP, 0.0)
+        if spec.priors:
+            pulls = _pulls(q)
+            pulls = np.broadcast_to(pulls, (len(sel), pulls.shape[-1]))[at[which[fits]]]
+            jac[fits, count:, j] = (pulls - r[fits, count:]) / STEP
 
 
 def _points(z: np.ndarray, tag=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -999,28 +1173,57 @@ def _fits(
             np.zeros(len(live), bool),
         )
         trying = lam_l < 1e8
+        depth = 1  # the first trial of each fit at its own damping, alone
         while trying.any():
             t = np.flatnonzero(trying)
-            s = np.linalg.solve(h[t] + lam_l[t, None, None] * damping[t], -g[t][..., None])[..., 0]
-            step[t] = s
+            # a fit whose trial failed tries again at four times the damping, until one lowers
+            # its loss or the damping reaches 1e8: the next few dampings of each are tried at
+            # once (the first that lowers the loss is the one taken, as one at a time takes it)
+            lams = [lam_l[t]]
+            for _ in range(depth - 1):
+                lams.append(lams[-1] * 4)
+            lams = np.stack(lams, -1)  # (fits, depth)
+            valid = lams < 1e8
+            valid[:, 0] = True
+            ti, ki = np.nonzero(valid)  # each fit's candidates in the order tried
+            c = t[ti]
+            s = np.linalg.solve(h[c] + lams[ti, ki][:, None, None] * damping[c], -g[c][..., None])[
+                ..., 0
+            ]
             reach = []
-            near = None if at is None else at[live[t]]
-            trial = _residuals(zl[t] + s, stack, _sub(spec, live[t]), rows[live[t]], near, reach)
+            near = None if at is None else at[live[c]]
+            trial = _residuals(zl[c] + s, stack, _sub(spec, live[c]), rows[live[c]], near, reach)
             new = (trial * trial).sum(-1)
-            better = new < cost[live[t]]
-            b, worse = t[better], t[~better]
-            done[b] = cost[live[b]] - new[better] <= FTOL * cost[live[b]]
-            z[live[b]], r[live[b]], cost[live[b]] = zl[b] + s[better], trial[better], new[better]
+            lower = np.zeros(valid.shape, dtype=bool)
+            lower[ti, ki] = new < cost[live[c]]
+            which = np.full(valid.shape, -1)
+            which[ti, ki] = np.arange(len(c))
+            hit = lower.any(-1)
+            # the candidate each fit ends its round on: its first lower one, or its last tried
+            k = np.where(hit, lower.argmax(-1), valid.sum(-1) - 1)
+            pick = which[np.arange(len(t)), k]
+            step[t] = s[pick]
+            b, worse = t[hit], t[~hit]
+            got = pick[hit]
+            done[b] = cost[live[b]] - new[got] <= FTOL * cost[live[b]]
+            z[live[b]], r[live[b]], cost[live[b]] = zl[b] + s[got], trial[got], new[got]
             if at is not None:
-                at[live[b]] = reach[0][better]
-            lam_l[b] /= 3
+                at[live[b]] = reach[0][got]
+            lam_l[b] = lams[hit, k[hit]] / 3
             improved[b] = True
-            lam_l[worse] *= 4
+            lam_l[worse] = lams[~hit, k[~hit]] * 4
             trying[b] = False
             trying[worse] = lam_l[worse] < 1e8
+            depth = max(1, min(SPECULATE, TRIALS // max(len(worse), 1)))
         lam[live] = lam_l
         live = live[improved & ~done & (np.abs(step).max(-1) >= 1e-6)]
     return z, cost
+
+
+# a fit's trial that fails is tried again at larger dampings: up to SPECULATE of them at once,
+# about TRIALS trials a call in all (a call's fixed cost is that of a few hundred trials)
+SPECULATE = 8
+TRIALS = 64
 
 
 @dataclass(frozen=True)
