@@ -546,7 +546,6 @@ class Stack:
         batches of the grid in place of about thirty (the Jacobian's nudged parameters)."""
         a = self.arrays
         v = {name: np.asarray(value, dtype=float) for name, value in p.items()}
-        redo = None
         share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
         # (..., rows): each row's matmul share of its peak, times its chip's measured matmul
         # rate for its peak over the reference chip's (matmul_rate; the ablation: every chip 1)
@@ -568,37 +567,31 @@ class Stack:
         lead = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), 1, 1)
 
         def step(g: dict, rows) -> np.ndarray:
-            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last).
-            Each term in place in two arrays of the result's shape (the same operations, in the
-            same order, as written term by term: the same numbers, fewer temporaries)."""
+            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
             f, t = fmt[..., rows, None], attn[..., rows, None]
             m, shift = moe_share[..., rows, None], fixed[..., rows, None]
             shape = np.broadcast_shapes(g["matmul"].shape, f.shape, m.shape, shift.shape, lead)
-            out, term = np.empty(shape), np.empty(shape)
-            # matmul + prefill / share: each touched expert's grouped GEMM runs expert_rows rows
-            # beyond its tokens; all over the format's share, attention over its own
-            np.divide(g["prefill"], v["prefill"][..., None, None], out=out)
-            out += g["matmul"]
-            np.multiply(g["expert"], v["expert_rows"][..., None, None], out=term)
-            out += term
-            out /= f
-            np.divide(g["attention"], t, out=term)
-            out += term
-            np.divide(g["memory"], v["memory"][..., None, None], out=term)
-            np.maximum(out, term, out=out)  # the roof
-            out /= m
-            out += shift
-            np.multiply(g["comm"], communication, out=term)
-            out += term
-            # the host's work on each sequence (sampling, stop checks, detokenising,
-            # bookkeeping) runs beside the chips' step (an overlap scheduler), so the step is
-            # the longer of the two; each host process walks its share of the sequences
-            np.multiply(g["batch"], sequence[..., None, None], out=term)
-            term /= a["hosts"][rows, None]
-            positive = out > 0
-            np.maximum(out, term, out=out)
-            out[~positive] = np.inf  # training: no step
-            return out
+            per_set = [v[k][..., None, None] for k in ("prefill", "expert_rows", "memory")]
+            host = (sequence[..., None, None], a["hosts"][rows, None])
+            return _step(g, f, t, m, shift, *per_set, communication, *host, shape)
+
+        def pair_step(g: dict, sets: tuple, rows: np.ndarray) -> np.ndarray:
+            """``step`` of one row of one parameter set per entry: the sets ``sets`` (indices
+            into the sets' shape) and the rows ``rows`` (into the stack), ``g`` (entries,
+            batches) each entry's batches."""
+            shape = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), len(self.cases))
+
+            def at(x, rowwise=False):
+                if rowwise:
+                    return np.broadcast_to(x, shape)[(*sets, rows)][:, None]
+                return np.broadcast_to(x, shape[:-1])[sets][:, None]
+
+            f, t = at(fmt, True), at(attn, True)
+            m, shift = at(moe_share, True), at(fixed, True)
+            per_set = [at(v[k]) for k in ("prefill", "expert_rows", "memory")]
+            comm = at(v.get("communication", np.ones(())))
+            host = (at(sequence), a["hosts"][rows, None])
+            return _step(g, f, t, m, shift, *per_set, comm, *host, g["matmul"].shape)
 
         # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
         need = a["need"]
@@ -614,32 +607,28 @@ class Stack:
             # the step never falls as the batch grows (each of its terms grows with the batch,
             # Stack.of checks), so the batches that meet the target are the first few: count
             # them among every BLOCK-th batch, then within the block where they end
-            grid, coarse = a["grid"], a["coarse"]
+            grid = a["grid"]
             width = grid["batch"].shape[-1]
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
-            walked = None if near is None else self._walk(step, target, near)
-            if walked is not None:
-                t0, t1, b0, b1, last_ok, found, moving = walked
-                if moving.ndim == 2 and moving.any():  # parameter sets along one axis
-                    redo = np.flatnonzero(moving.any(-1))  # searched again, whole (below)
-                elif moving.any():
-                    walked = None
-        if len(limited) and walked is None:
-            met = (step(a["on_coarse"], limited) <= target).sum(-1)
-            start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
-            near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
-            flat = near + width * np.arange(len(limited))[:, None]  # into each grid, raveled
-            near = {k: g.ravel()[flat] for k, g in grid.items()}
-            st = step(near, limited)
-            ok = st <= target
-            found = ok.any(axis=-1)
-            last_ok = np.where(found, start[..., 0] + ok.sum(-1) - 1, 0)[..., None]
-            nxt = np.minimum(last_ok + 1, width - 1)
-
-            pair = np.concatenate([last_ok, nxt], axis=-1) - start  # both, into the block
-            t0, t1 = np.moveaxis(np.take_along_axis(st, pair, axis=-1), -1, 0)
-            b0, b1 = np.moveaxis(np.take_along_axis(near["batch"], pair, axis=-1), -1, 0)
-            last_ok = np.minimum(last_ok[..., 0], width - 1)  # past the grid's end: its end
+        if len(limited) and near is not None:
+            t0, t1, b0, b1, last_ok, found, moving = self._walk(step, target, near)
+            if moving.any():  # the walk had not ended there: those searched whole (_search)
+                where = np.nonzero(moving)
+                sets, among = where[:-1], where[-1]
+                t0, t1, b0, b1, last_ok, found = (
+                    np.broadcast_to(x, moving.shape).copy()
+                    for x in (t0, t1, b0, b1, last_ok, found)
+                )
+                goal = np.broadcast_to(target[..., 0], moving.shape)[where]
+                got = self._search(
+                    lambda g: pair_step(g, sets, limited[among]), goal[:, None], among
+                )
+                for x, y in zip((t0, t1, b0, b1, last_ok, found), got, strict=True):
+                    x[where] = y
+        elif len(limited):
+            t0, t1, b0, b1, last_ok, found = self._search(
+                lambda g: step(g, limited), target, slice(None)
+            )
         if len(limited):
             if unmet is not None:
                 flags = np.zeros(np.shape(found)[:-1] + (len(self.cases),), dtype=bool)
@@ -664,17 +653,35 @@ class Stack:
             out[..., trainings] = (
                 a["bound"][trainings] * fmt[..., trainings] * v["training"][..., None]
             )
-        if redo is not None and len(redo):  # the sets whose walk had not ended: searched whole
-            again = {k: x[redo] if np.ndim(x) else x for k, x in v.items()}
-            flags, ends = [], []
-            out[redo] = self.predict(again, flags, ends)
-            if unmet is not None:
-                unmet[-1][redo] = flags[0]
-            if reach is not None:
-                reach[-1][redo] = ends[0]
         return out
 
-    def _walk(self, step, target: np.ndarray, near, tries: int = 3):
+    def _search(self, step, target: np.ndarray, rows):
+        """The latency search over the whole grid (predict) of the limited rows ``rows`` (into
+        ``arrays["limited"]``), ``step(g)`` their step at the batches of ``g``, ``target`` the
+        step each allows (..., 1): count the batches that meet it among every BLOCK-th batch,
+        then within the block where they end. The two steps and batches about the target, the
+        index of the last batch that meets it, and whether any does."""
+        a = self.arrays
+        grid, coarse = a["grid"], a["coarse"]
+        width = grid["batch"].shape[-1]
+        met = (step({k: g[rows] for k, g in a["on_coarse"].items()}) <= target).sum(-1)
+        start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
+        near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
+        # into each grid, raveled
+        flat = near + width * np.arange(len(a["limited"]))[rows][..., None]
+        near = {k: g.ravel()[flat] for k, g in grid.items()}
+        st = step(near)
+        ok = st <= target
+        found = ok.any(axis=-1)
+        last_ok = np.where(found, start[..., 0] + ok.sum(-1) - 1, 0)[..., None]
+        nxt = np.minimum(last_ok + 1, width - 1)
+        pair = np.concatenate([last_ok, nxt], axis=-1) - start  # both, into the block
+        t0, t1 = np.moveaxis(np.take_along_axis(st, pair, axis=-1), -1, 0)
+        b0, b1 = np.moveaxis(np.take_along_axis(near["batch"], pair, axis=-1), -1, 0)
+        last_ok = np.minimum(last_ok[..., 0], width - 1)  # past the grid's end: its end
+        return t0, t1, b0, b1, last_ok, found
+
+    def _walk(self, step, target: np.ndarray, near, tries: int = 1):
         """The latency search from ``near`` (predict): the step at each limited row's index
         and the next, the index moved one batch toward the target until it meets it and the
         next does not (or it is the grid's last; or it is the first and fails: none meets).
@@ -699,6 +706,40 @@ class Stack:
                 t0, t1, b0, b1 = st[..., 0], st[..., 1], g["batch"][..., 0], g["batch"][..., 1]
                 return t0, t1, b0, b1, at, ok0, moving
             at = at + up - down
+
+
+def _step(g: dict, f, t, m, shift, prefill, expert_rows, memory, comm, sequence, hosts, shape):
+    """The step time at the batches of ``g`` (Stack.predict): each term in place in two arrays
+    of the result's ``shape`` (the same operations, in the same order, as written term by term:
+    the same numbers, fewer temporaries). ``f`` and ``t`` the matmul and attention shares, ``m``
+    the MoE share, ``shift`` the fixed time per step, then the parameters of those names, the
+    links' factor, the host time per sequence and the host processes; each broadcast against
+    ``g``'s arrays."""
+    out, term = np.empty(shape), np.empty(shape)
+    # matmul + prefill / share: each touched expert's grouped GEMM runs expert_rows rows
+    # beyond its tokens; all over the format's share, attention over its own
+    np.divide(g["prefill"], prefill, out=out)
+    out += g["matmul"]
+    np.multiply(g["expert"], expert_rows, out=term)
+    out += term
+    out /= f
+    np.divide(g["attention"], t, out=term)
+    out += term
+    np.divide(g["memory"], memory, out=term)
+    np.maximum(out, term, out=out)  # the roof
+    out /= m
+    out += shift
+    np.multiply(g["comm"], comm, out=term)
+    out += term
+    # the host's work on each sequence (sampling, stop checks, detokenising, bookkeeping) runs
+    # beside the chips' step (an overlap scheduler), so the step is the longer of the two;
+    # each host process walks its share of the sequences
+    np.multiply(g["batch"], sequence, out=term)
+    term /= hosts
+    positive = out > 0
+    np.maximum(out, term, out=out)
+    out[~positive] = np.inf  # training: no step
+    return out
 
 
 # a stack's arrays of one number or one row of batches per row (Stack.subset takes its rows')
