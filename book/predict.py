@@ -579,12 +579,15 @@ class Stack:
             """``step`` of one row of one parameter set per entry: the sets ``sets`` (indices
             into the sets' shape) and the rows ``rows`` (into the stack), ``g`` (entries,
             batches) each entry's batches."""
-            shape = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), len(self.cases))
+            shape = (*lead[:-2], len(self.cases))
 
             def at(x, rowwise=False):
-                if rowwise:
-                    return np.broadcast_to(x, shape)[(*sets, rows)][:, None]
-                return np.broadcast_to(x, shape[:-1])[sets][:, None]
+                if not np.ndim(x):  # one number for every set
+                    return x
+                within = shape if rowwise else shape[:-1]
+                if np.shape(x) != within:
+                    x = np.broadcast_to(x, within)
+                return (x[(*sets, rows)] if rowwise else x[sets])[:, None]
 
             f, t = at(fmt, True), at(attn, True)
             m, shift = at(moe_share, True), at(fixed, True)
@@ -1523,12 +1526,23 @@ def bootstrap(
     >>> b["training"]["low"] <= b["training"]["high"]
     True
     """
+    starts, rows = _bootstrap_fits(fitted, model, resamples, seed)
+    zs, cost = _fits(Stack.of(fitted), starts, rows)
+    return _bootstrap_ranges(model, zs, cost, resamples)
+
+
+def _bootstrap_fits(fitted, model: Model, resamples: int, seed: int):
+    """The bootstrap's fits: every resample's from both starts, side by side, the first half
+    from the full fit (their starts, and their rows)."""
     rng = np.random.default_rng(seed)
     samples = np.array([rng.integers(0, len(fitted), len(fitted)) for _ in range(resamples)])
     samples = samples.reshape(resamples, len(fitted))
-    # every resample's fit from both starts, side by side: the first half from the full fit
     starts = np.array([model.z] * resamples + [START] * resamples, dtype=float)
-    zs, cost = _fits(Stack.of(fitted), starts, np.concatenate([samples, samples]))
+    return starts, np.concatenate([samples, samples])
+
+
+def _bootstrap_ranges(model: Model, zs: np.ndarray, cost: np.ndarray, resamples: int) -> dict:
+    """bootstrap's ranges from its fits (_bootstrap_fits) ended at ``zs`` with losses ``cost``."""
     lower = cost[resamples:] < cost[:resamples]  # the full fit's start kept unless beaten
     best = np.where(lower[:, None], zs[resamples:], zs[:resamples])
     draws = [_unpack(z) for z in best]
@@ -1585,22 +1599,32 @@ MECHANISMS = {
 VARIANT_ITERATIONS = 8
 
 
-def _refits(cases, z0s, specs: list[Spec]) -> list[np.ndarray]:
+def _refits(cases, z0s, specs: list[Spec], more=None) -> list[np.ndarray]:
     """``_refit`` under each spec, the same fits side by side: the specs with priors in one
-    run, those without in another (Specs: one length of residuals a run)."""
+    run, those without in another (Specs: one length of residuals a run). ``more`` (starts and
+    rows, a list) adds fits of the full model to the run with priors: the list receives their
+    ends and losses."""
     stack = Stack.of(cases)
     z0s = np.asarray(z0s, dtype=float)
     out: dict[int, np.ndarray] = {}
     for priors in (True, False):
         mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
-        if not mine:
+        extra = more is not None and priors
+        if not mine and not extra:
             continue
         each = Specs(tuple(specs[k] for k in mine for _ in z0s))
         rows = np.tile(np.arange(len(stack.cases)), (len(each.each), 1))
-        zs, cost = _fits(stack, np.tile(z0s, (len(mine), 1)), rows, spec=each)
+        starts = np.tile(z0s, (len(mine), 1))
+        if extra:  # the full model's fits, after the specs'
+            each = Specs(each.each + (FULL,) * len(more[0]))
+            starts, rows = np.concatenate([starts, more[0]]), np.concatenate([rows, more[1]])
+        zs, cost = _fits(stack, starts, rows, spec=each)
         for j, k in enumerate(mine):
             own = slice(j * len(z0s), (j + 1) * len(z0s))
             out[k] = zs[own][np.argmin(cost[own])]
+        if extra:
+            done = len(mine) * len(z0s)
+            more.extend([zs[done:], cost[done:]])
     return [out[k] for k in range(len(specs))]
 
 
@@ -1632,16 +1656,31 @@ def _variant(fitted: list[Case], model: Model, spec: Spec) -> tuple[dict, dict]:
     return _unpack(z, spec), leave_one_out(fitted, z, spec, VARIANT_ITERATIONS)
 
 
-def ablation(fitted: list[Case], model: Model, variants: dict | None = None) -> dict[str, dict]:
+def ablation(
+    fitted: list[Case],
+    model: Model,
+    variants: dict | None = None,
+    extra: dict | None = None,
+    more=None,
+) -> dict[str, dict]:
     """Each mechanism's name, what switching it off means, and the leave-one-out error without
     it (``errors``), beside the full model's under the name ``none``. ``variants`` (a dict)
-    receives each variant's parameters and leave-one-out, for ``comparison``."""
+    receives each variant's parameters and leave-one-out, for ``comparison``; ``extra`` (name to
+    spec) names more variants fitted beside them, into ``variants`` too (not in the ablation),
+    and ``more`` more fits of the full model (_refits)."""
     out = {}
     every = {"none": ("the full model", FULL), **MECHANISMS}
     specs = [spec for _, spec in every.values()]
-    fits = _refits(fitted, (model.z, START), specs)
-    folds = _leave_one_outs(fitted, fits, specs, VARIANT_ITERATIONS)
-    for (name, (words, spec)), z, loo in zip(every.items(), fits, folds, strict=True):
+    extra = extra or {}
+    fits = _refits(fitted, (model.z, START), [*specs, *extra.values()], more)
+    folds = _leave_one_outs(fitted, fits, [*specs, *extra.values()], VARIANT_ITERATIONS)
+    tail = zip(extra.items(), fits[len(specs) :], folds[len(specs) :], strict=True)
+    for (name, spec), z, loo in tail:
+        if variants is not None:
+            variants[name] = (_unpack(z, spec), loo)
+    for (name, (words, spec)), z, loo in zip(
+        every.items(), fits[: len(specs)], folds[: len(specs)], strict=True
+    ):
         params = _unpack(z, spec)
         if variants is not None:
             variants[name] = (params, loo)
@@ -1722,7 +1761,8 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
     for name, (words, spec) in POST_HOC.items():
         spec = spec(s) if callable(spec) else spec
         held_fixed[name] = dict(spec.fixed)
-        rows[name] = (words, _variant(fitted, s["model"], spec))
+        found = variants.get(name)  # fitted beside the ablation's (robustness)
+        rows[name] = (words, found or _variant(fitted, s["model"], spec))
     out = {}
     for name, (words, (params, loo)) in rows.items():
         loo_pairs = [(loo[c.id], c.measured) for c in fitted]
@@ -1743,10 +1783,16 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
 def robustness(presets: Presets | None = None) -> dict:
     """The bootstrap ranges of the parameters and the ablation of the mechanisms."""
     s = study(presets)
+    fitted, model = s["fitted"], s["model"]
     variants: dict = {}
-    mechanisms = ablation(s["fitted"], s["model"], variants)
+    # the post-hoc variants and the bootstrap's fits run beside the ablation's (one run of
+    # fits from the full fit, one of leave-one-out folds): each fit as if alone
+    extra = {name: spec(s) if callable(spec) else spec for name, (_, spec) in POST_HOC.items()}
+    starts, rows = _bootstrap_fits(fitted, model, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED)
+    more = [starts, rows]
+    mechanisms = ablation(fitted, model, variants, extra, more)
     return {
-        "bootstrap": bootstrap(s["fitted"], s["model"]),
+        "bootstrap": _bootstrap_ranges(model, more[2], more[3], BOOTSTRAP_RESAMPLES),
         "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
         "bootstrap_seed": BOOTSTRAP_SEED,
         "bootstrap_range": list(BOOTSTRAP_RANGE),
