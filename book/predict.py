@@ -378,6 +378,16 @@ def submission(row: Preset) -> str:
 
 
 def case(r: Row, presets: Presets) -> Case:
+    """What the prediction needs of the row ``r``: the study's own case when ``r`` is one of
+    the rows it made its cases of (the chapter asks again for many of them)."""
+    s = _CACHE.get(presets.files)
+    found = None if s is None else s["by_row"].get(id(r))
+    if found is not None and found[0] is r:
+        return found[1]
+    return _case(r, presets)
+
+
+def _case(r: Row, presets: Presets) -> Case:
     if r.efficiency is None:
         return Case(r.id, r.scenario, float(r.measured.m), 0.0, "none", excluded="no bound")
     if r.scenario == "training":
@@ -1363,6 +1373,7 @@ def study(presets: Presets | None = None) -> dict:
         if f and c.id not in loo
     }
     out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo, "fitted": fitted}
+    out["by_row"] = {id(r): (r, c) for r, c in zip(rows, cases, strict=True)}  # case's
     out["loso"] = leave_one_submission_out(fitted, model.z)
     out["unmet"] = unmet
     _CACHE[presets.files] = out
