@@ -66,6 +66,7 @@ True
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache, reduce
 
@@ -471,6 +472,8 @@ class Stack:
             if (lifted - g > 1e-9 * np.abs(lifted)).any():
                 raise ChalkboardError(f"a step's {name} falls as its batch grows: no step does")
             arrays["grid"][name] = lifted  # a dip of rounding, lifted (none on the presets)
+        # the grids one above another, raveled: a search takes its batches of all in one go
+        arrays["raveled"] = np.stack([g.ravel() for g in arrays["grid"].values()])
         arrays["block"] = block  # the latency search's coarse grid: every block-th batch
         arrays["coarse"] = np.unique(np.append(np.arange(block - 1, width, block), width - 1))
         # the grid's columns at those batches, taken once here rather than on every prediction
@@ -682,7 +685,7 @@ class Stack:
         near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
         # into each grid, raveled
         flat = near + width * np.arange(len(a["limited"]))[rows][..., None]
-        near = {k: g.ravel()[flat] for k, g in grid.items()}
+        near = dict(zip(grid, a["raveled"][:, flat], strict=True))
         st = step(near)
         ok = st <= target
         found = ok.any(axis=-1)
@@ -709,7 +712,7 @@ class Stack:
         for attempt in range(tries):
             pair = np.stack([at, np.minimum(at + 1, width - 1)], axis=-1)
             flat = pair + rows[:, None]  # into each grid, raveled
-            g = {k: x.ravel()[flat] for k, x in grid.items()}
+            g = dict(zip(grid, a["raveled"][:, flat], strict=True))
             st = step(g, limited)
             ok0, ok1 = st[..., 0] <= target, st[..., 1] <= target
             up = ok0 & ok1 & (at < width - 1)
@@ -857,17 +860,18 @@ class Specs:
     def __getitem__(self, idx) -> Specs:
         pick = np.arange(len(self.each))[idx]
         out = object.__new__(Specs)
-        object.__setattr__(out, "each", tuple(self.each[i] for i in pick))
+        each = operator.itemgetter(*pick)(self.each) if len(pick) else ()
+        object.__setattr__(out, "each", each if len(pick) != 1 else (each,))
         # the distinct specs and each fit's among them, taken from this one's (no spec hashed)
         distinct, tag = self._groups
-        used, first, which = np.unique(tag[pick], return_index=True, return_inverse=True)
-        order = np.argsort(first)  # the distinct specs in the order they first come
-        rank = np.empty_like(order)
+        mine = tag[pick].astype(int)
+        first = np.full(len(distinct), len(pick))
+        np.minimum.at(first, mine, np.arange(len(pick)))  # where each first comes
+        used = np.flatnonzero(first < len(pick))
+        order = used[np.argsort(first[used])]  # the distinct specs in the order they first come
+        rank = np.zeros(len(distinct), dtype=int)
         rank[order] = np.arange(len(order))
-        out.__dict__["_groups"] = (
-            tuple(distinct[int(k)] for k in used[order]),
-            rank[which.reshape(len(pick))].astype(float),
-        )
+        out.__dict__["_groups"] = (tuple(distinct[k] for k in order), rank[mine].astype(float))
         return out
 
     @cached_property
@@ -1141,16 +1145,18 @@ def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving)
         start = near[first]
     count = rows.shape[-1]  # the rows' residuals of each fit (then the priors')
     measured = stack.arrays["measured"]
-    eye = np.eye(z.shape[-1])
-    for j in moving:
-        p = _unpack(points + STEP * eye[j], own)
-        still, changed = np.ones(len(points), dtype=bool), set()
-        for name, value in p.items():
-            same = np.asarray(value == np.asarray(base[name]))
-            still &= same
-            if not same.all():
-                changed.add(name)
-        sel = np.flatnonzero(~still)
+    # every number's nudged parameters at once (points, numbers), and where each moves one
+    every = _unpack(points[:, None, :] + STEP * np.eye(z.shape[-1])[moving], own)
+    differ = {}
+    for name, value in every.items():
+        if np.ndim(value) == 2:
+            differ[name] = value != np.asarray(base[name])[..., None]
+    moves = reduce(np.logical_or, differ.values(), np.zeros((len(points), len(moving)), bool))
+    which_moves = {name: d.any(0) for name, d in differ.items()}
+    for k, j in enumerate(moving):
+        p = {name: value[:, k] if np.ndim(value) == 2 else value for name, value in every.items()}
+        changed = {name for name, d in which_moves.items() if d[k]}
+        sel = np.flatnonzero(moves[:, k])
         if not len(sel):
             continue
         at = np.full(len(points), -1)
