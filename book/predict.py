@@ -66,8 +66,9 @@ True
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
-from functools import lru_cache, reduce
+from functools import cached_property, lru_cache, reduce
 
 import numpy as np
 
@@ -378,6 +379,16 @@ def submission(row: Preset) -> str:
 
 
 def case(r: Row, presets: Presets) -> Case:
+    """What the prediction needs of the row ``r``: the study's own case when ``r`` is one of
+    the rows it made its cases of (the chapter asks again for many of them)."""
+    s = _CACHE.get(presets.files)
+    found = None if s is None else s["by_row"].get(id(r))
+    if found is not None and found[0] is r:
+        return found[1]
+    return _case(r, presets)
+
+
+def _case(r: Row, presets: Presets) -> Case:
     if r.efficiency is None:
         return Case(r.id, r.scenario, float(r.measured.m), 0.0, "none", excluded="no bound")
     if r.scenario == "training":
@@ -443,6 +454,12 @@ class Stack:
             fmt=np.array([FORMAT_INDEX[c.fmt] for c in cases], dtype=int),
             attn=np.array([FORMAT_INDEX[c.attn_fmt] for c in cases], dtype=int),
         )
+        return cls(cases, cls._derived(arrays, block))
+
+    @staticmethod
+    def _derived(arrays: dict, block: int) -> dict:
+        """``arrays`` (each row's own, ROW_ARRAYS) with what every prediction takes of them."""
+        width = arrays["batch"].shape[-1]
         # a row with no latency limit needs its step at its last batch only (a speed per user
         # has one batch); a row with one, on its whole grid
         limited = np.flatnonzero(~np.isnan(arrays["target"]))
@@ -455,11 +472,73 @@ class Stack:
             if (lifted - g > 1e-9 * np.abs(lifted)).any():
                 raise ChalkboardError(f"a step's {name} falls as its batch grows: no step does")
             arrays["grid"][name] = lifted  # a dip of rounding, lifted (none on the presets)
+        # the grids one above another, raveled: a search takes its batches of all in one go
+        arrays["raveled"] = np.stack([g.ravel() for g in arrays["grid"].values()])
         arrays["block"] = block  # the latency search's coarse grid: every block-th batch
         arrays["coarse"] = np.unique(np.append(np.arange(block - 1, width, block), width - 1))
         # the grid's columns at those batches, taken once here rather than on every prediction
         arrays["on_coarse"] = {k: g[:, arrays["coarse"]] for k, g in arrays["grid"].items()}
-        return cls(cases, arrays)
+        # the rows whose step at the last batch a prediction reads: a rate with no latency
+        # limit, and a speed per user (a training row's figure is no step's, a limited rate's
+        # its search's); each figure's factors that no parameter moves, taken once
+        user, training = arrays["user"] > 0, arrays["training"] > 0
+        free = np.zeros(len(user), dtype=bool)
+        free[limited] = True
+        need = np.flatnonzero((~free | user) & ~training)
+        arrays["need"] = need
+        arrays["need_last"] = {k: g[need] for k, g in arrays["last"].items()}
+        per_chip = arrays["last"]["batch"][:, 0] * arrays["accepted"]
+        arrays["need_rate"] = (per_chip[need], arrays["chips"][need])
+        users = np.flatnonzero(user)
+        arrays["users"] = (users, np.searchsorted(need, users))
+        arrays["users_rate"] = (ONE_TOKEN_PER_STEP.m * arrays["accepted"])[users]
+        arrays["trainings"] = np.flatnonzero(training)
+        arrays["limited_rate"] = (arrays["accepted"][limited], arrays["chips"][limited])
+        arrays["reading"], arrays["subsets"] = {}, {}  # Stack.reading's and Stack.subset's
+        return arrays
+
+    def reading(self, names) -> np.ndarray:
+        """The rows whose predicted figure reads any of the parameters ``names`` (indices):
+        every other row's figure is the same number whatever their values (Stack.predict). A
+        name not listed here is taken to be read by every row."""
+        a, n = self.arrays, len(self.cases)
+        key = frozenset(names)
+        found = a["reading"].get(key)
+        if found is not None:
+            return found
+        serving = a["training"] == 0
+        reads_ = {
+            "memory": serving,
+            "prefill": (a["prefill"] != 0).any(-1),
+            "expert_parallel": (a["ep"] > 0) | (a["moe"] > 0),
+            "latency": np.isin(np.arange(n), a["limited"]),
+            "training": a["training"] > 0,
+            "expert_rows": (a["expert"] != 0).any(-1),
+            "layer_overhead": a["layers"] != 0,
+            "collective": a["collectives"] != 0,
+        }
+        for k, name in enumerate(FORMAT_NAMES):
+            reads_[name] = (a["fmt"] == k) | (a["attn"] == k)
+        mask = np.zeros(n, dtype=bool)
+        for name in key:
+            mask |= reads_.get(name, np.ones(n, dtype=bool))
+        found = a["reading"][key] = np.flatnonzero(mask)
+        return found
+
+    def subset(self, rows: np.ndarray) -> tuple[Stack, np.ndarray]:
+        """The stack of the cases ``rows`` picks (indices, in order), its arrays those rows of
+        this stack's, and the positions of its latency-limited rows among this stack's."""
+        key = tuple(rows)
+        found = self.arrays["subsets"].get(key)
+        if found is not None:
+            return found
+        a = self.arrays
+        limited = a["limited"]
+        positions = np.searchsorted(limited, rows[np.isin(rows, limited)])
+        b = {name: a[name][rows] for name in ROW_ARRAYS}
+        found = (Stack(tuple(self.cases[i] for i in rows), self._derived(b, a["block"])), positions)
+        a["subsets"][key] = found
+        return found
 
     def predict(
         self, p: dict, unmet: list | None = None, reach: list | None = None, near=None
@@ -480,7 +559,6 @@ class Stack:
         batches of the grid in place of about thirty (the Jacobian's nudged parameters)."""
         a = self.arrays
         v = {name: np.asarray(value, dtype=float) for name, value in p.items()}
-        redo = None
         share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
         # (..., rows): each row's matmul share of its peak, times its chip's measured matmul
         # rate for its peak over the reference chip's (matmul_rate; the ablation: every chip 1)
@@ -502,42 +580,41 @@ class Stack:
         lead = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), 1, 1)
 
         def step(g: dict, rows) -> np.ndarray:
-            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last).
-            Each term in place in two arrays of the result's shape (the same operations, in the
-            same order, as written term by term: the same numbers, fewer temporaries)."""
+            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
             f, t = fmt[..., rows, None], attn[..., rows, None]
             m, shift = moe_share[..., rows, None], fixed[..., rows, None]
             shape = np.broadcast_shapes(g["matmul"].shape, f.shape, m.shape, shift.shape, lead)
-            out, term = np.empty(shape), np.empty(shape)
-            # matmul + prefill / share: each touched expert's grouped GEMM runs expert_rows rows
-            # beyond its tokens; all over the format's share, attention over its own
-            np.divide(g["prefill"], v["prefill"][..., None, None], out=out)
-            out += g["matmul"]
-            np.multiply(g["expert"], v["expert_rows"][..., None, None], out=term)
-            out += term
-            out /= f
-            np.divide(g["attention"], t, out=term)
-            out += term
-            np.divide(g["memory"], v["memory"][..., None, None], out=term)
-            np.maximum(out, term, out=out)  # the roof
-            out /= m
-            out += shift
-            np.multiply(g["comm"], communication, out=term)
-            out += term
-            # the host's work on each sequence (sampling, stop checks, detokenising,
-            # bookkeeping) runs beside the chips' step (an overlap scheduler), so the step is
-            # the longer of the two; each host process walks its share of the sequences
-            np.multiply(g["batch"], sequence[..., None, None], out=term)
-            term /= a["hosts"][rows, None]
-            positive = out > 0
-            np.maximum(out, term, out=out)
-            out[~positive] = np.inf  # training: no step
-            return out
+            per_set = [v[k][..., None, None] for k in ("prefill", "expert_rows", "memory")]
+            host = (sequence[..., None, None], a["hosts"][rows, None])
+            return _step(g, f, t, m, shift, *per_set, communication, *host, shape)
+
+        def pair_step(g: dict, sets: tuple, rows: np.ndarray) -> np.ndarray:
+            """``step`` of one row of one parameter set per entry: the sets ``sets`` (indices
+            into the sets' shape) and the rows ``rows`` (into the stack), ``g`` (entries,
+            batches) each entry's batches."""
+            shape = (*lead[:-2], len(self.cases))
+
+            def at(x, rowwise=False):
+                if not np.ndim(x):  # one number for every set
+                    return x
+                within = shape if rowwise else shape[:-1]
+                if np.shape(x) != within:
+                    x = np.broadcast_to(x, within)
+                return (x[(*sets, rows)] if rowwise else x[sets])[:, None]
+
+            f, t = at(fmt, True), at(attn, True)
+            m, shift = at(moe_share, True), at(fixed, True)
+            per_set = [at(v[k]) for k in ("prefill", "expert_rows", "memory")]
+            comm = at(v.get("communication", np.ones(())))
+            host = (at(sequence), a["hosts"][rows, None])
+            return _step(g, f, t, m, shift, *per_set, comm, *host, g["matmul"].shape)
 
         # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
-        last = a["last"]
-        at_last = step(last, slice(None))[..., 0]
-        out = last["batch"][:, 0] * a["accepted"] / (a["chips"] * at_last)
+        need = a["need"]
+        at_last = step(a["need_last"], need)[..., 0]
+        per_chip, chips = a["need_rate"]
+        out = np.zeros((*at_last.shape[:-1], len(self.cases)))
+        out[..., need] = per_chip / (chips * at_last)
         # a scheduler holding a TPOT limit keeps the decode steps within a share of it (prefill
         # chunks and queueing take the rest): the largest batch whose step meets that share,
         # the step linear in the batch between grid points (as in the bound)
@@ -546,32 +623,28 @@ class Stack:
             # the step never falls as the batch grows (each of its terms grows with the batch,
             # Stack.of checks), so the batches that meet the target are the first few: count
             # them among every BLOCK-th batch, then within the block where they end
-            grid, coarse = a["grid"], a["coarse"]
+            grid = a["grid"]
             width = grid["batch"].shape[-1]
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
-            walked = None if near is None else self._walk(step, target, near)
-            if walked is not None:
-                t0, t1, b0, b1, last_ok, found, moving = walked
-                if moving.ndim == 2 and moving.any():  # parameter sets along one axis
-                    redo = np.flatnonzero(moving.any(-1))  # searched again, whole (below)
-                elif moving.any():
-                    walked = None
-        if len(limited) and walked is None:
-            met = (step(a["on_coarse"], limited) <= target).sum(-1)
-            start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
-            near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
-            flat = near + width * np.arange(len(limited))[:, None]  # into each grid, raveled
-            near = {k: g.ravel()[flat] for k, g in grid.items()}
-            st = step(near, limited)
-            ok = st <= target
-            found = ok.any(axis=-1)
-            last_ok = np.where(found, start[..., 0] + ok.sum(-1) - 1, 0)[..., None]
-            nxt = np.minimum(last_ok + 1, width - 1)
-
-            pair = np.concatenate([last_ok, nxt], axis=-1) - start  # both, into the block
-            t0, t1 = np.moveaxis(np.take_along_axis(st, pair, axis=-1), -1, 0)
-            b0, b1 = np.moveaxis(np.take_along_axis(near["batch"], pair, axis=-1), -1, 0)
-            last_ok = np.minimum(last_ok[..., 0], width - 1)  # past the grid's end: its end
+        if len(limited) and near is not None:
+            t0, t1, b0, b1, last_ok, found, moving = self._walk(step, target, near)
+            if moving.any():  # the walk had not ended there: those searched whole (_search)
+                where = np.nonzero(moving)
+                sets, among = where[:-1], where[-1]
+                t0, t1, b0, b1, last_ok, found = (
+                    np.broadcast_to(x, moving.shape).copy()
+                    for x in (t0, t1, b0, b1, last_ok, found)
+                )
+                goal = np.broadcast_to(target[..., 0], moving.shape)[where]
+                got = self._search(
+                    lambda g: pair_step(g, sets, limited[among]), goal[:, None], among
+                )
+                for x, y in zip((t0, t1, b0, b1, last_ok, found), got, strict=True):
+                    x[where] = y
+        elif len(limited):
+            t0, t1, b0, b1, last_ok, found = self._search(
+                lambda g: step(g, limited), target, slice(None)
+            )
         if len(limited):
             if unmet is not None:
                 flags = np.zeros(np.shape(found)[:-1] + (len(self.cases),), dtype=bool)
@@ -586,20 +659,45 @@ class Stack:
             batch = b0 + frac * (b1 - b0)
             time = np.where(inside, target, t0)
             out = np.broadcast_to(out, (*time.shape[:-1], out.shape[-1])).copy()
-            out[..., limited] = batch * a["accepted"][limited] / (a["chips"][limited] * time)
-        out = np.where(a["user"] > 0, ONE_TOKEN_PER_STEP.m * a["accepted"] / at_last, out)
-        out = np.where(a["training"] > 0, a["bound"] * fmt * v["training"][..., None], out)
-        if redo is not None and len(redo):  # the sets whose walk had not ended: searched whole
-            again = {k: x[redo] if np.ndim(x) else x for k, x in v.items()}
-            flags, ends = [], []
-            out[redo] = self.predict(again, flags, ends)
-            if unmet is not None:
-                unmet[-1][redo] = flags[0]
-            if reach is not None:
-                reach[-1][redo] = ends[0]
+            accepted, chips = a["limited_rate"]
+            out[..., limited] = batch * accepted / (chips * time)
+        users, among = a["users"]
+        if len(users):
+            out[..., users] = a["users_rate"] / at_last[..., among]
+        trainings = a["trainings"]
+        if len(trainings):
+            out[..., trainings] = (
+                a["bound"][trainings] * fmt[..., trainings] * v["training"][..., None]
+            )
         return out
 
-    def _walk(self, step, target: np.ndarray, near, tries: int = 3):
+    def _search(self, step, target: np.ndarray, rows):
+        """The latency search over the whole grid (predict) of the limited rows ``rows`` (into
+        ``arrays["limited"]``), ``step(g)`` their step at the batches of ``g``, ``target`` the
+        step each allows (..., 1): count the batches that meet it among every BLOCK-th batch,
+        then within the block where they end. The two steps and batches about the target, the
+        index of the last batch that meets it, and whether any does."""
+        a = self.arrays
+        grid, coarse = a["grid"], a["coarse"]
+        width = grid["batch"].shape[-1]
+        met = (step({k: g[rows] for k, g in a["on_coarse"].items()}) <= target).sum(-1)
+        start = np.where(met > 0, coarse[np.maximum(met - 1, 0)], 0)[..., None]
+        near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
+        # into each grid, raveled
+        flat = near + width * np.arange(len(a["limited"]))[rows][..., None]
+        near = dict(zip(grid, a["raveled"][:, flat], strict=True))
+        st = step(near)
+        ok = st <= target
+        found = ok.any(axis=-1)
+        last_ok = np.where(found, start[..., 0] + ok.sum(-1) - 1, 0)[..., None]
+        nxt = np.minimum(last_ok + 1, width - 1)
+        pair = np.concatenate([last_ok, nxt], axis=-1) - start  # both, into the block
+        t0, t1 = np.moveaxis(np.take_along_axis(st, pair, axis=-1), -1, 0)
+        b0, b1 = np.moveaxis(np.take_along_axis(near["batch"], pair, axis=-1), -1, 0)
+        last_ok = np.minimum(last_ok[..., 0], width - 1)  # past the grid's end: its end
+        return t0, t1, b0, b1, last_ok, found
+
+    def _walk(self, step, target: np.ndarray, near, tries: int = 1):
         """The latency search from ``near`` (predict): the step at each limited row's index
         and the next, the index moved one batch toward the target until it meets it and the
         next does not (or it is the grid's last; or it is the first and fails: none meets).
@@ -614,7 +712,7 @@ class Stack:
         for attempt in range(tries):
             pair = np.stack([at, np.minimum(at + 1, width - 1)], axis=-1)
             flat = pair + rows[:, None]  # into each grid, raveled
-            g = {k: x.ravel()[flat] for k, x in grid.items()}
+            g = dict(zip(grid, a["raveled"][:, flat], strict=True))
             st = step(g, limited)
             ok0, ok1 = st[..., 0] <= target, st[..., 1] <= target
             up = ok0 & ok1 & (at < width - 1)
@@ -626,6 +724,46 @@ class Stack:
             at = at + up - down
 
 
+def _step(g: dict, f, t, m, shift, prefill, expert_rows, memory, comm, sequence, hosts, shape):
+    """The step time at the batches of ``g`` (Stack.predict): each term in place in two arrays
+    of the result's ``shape`` (the same operations, in the same order, as written term by term:
+    the same numbers, fewer temporaries). ``f`` and ``t`` the matmul and attention shares, ``m``
+    the MoE share, ``shift`` the fixed time per step, then the parameters of those names, the
+    links' factor, the host time per sequence and the host processes; each broadcast against
+    ``g``'s arrays."""
+    out, term = np.empty(shape), np.empty(shape)
+    # matmul + prefill / share: each touched expert's grouped GEMM runs expert_rows rows
+    # beyond its tokens; all over the format's share, attention over its own
+    np.divide(g["prefill"], prefill, out=out)
+    out += g["matmul"]
+    np.multiply(g["expert"], expert_rows, out=term)
+    out += term
+    out /= f
+    np.divide(g["attention"], t, out=term)
+    out += term
+    np.divide(g["memory"], memory, out=term)
+    np.maximum(out, term, out=out)  # the roof
+    out /= m
+    out += shift
+    np.multiply(g["comm"], comm, out=term)
+    out += term
+    # the host's work on each sequence (sampling, stop checks, detokenising, bookkeeping) runs
+    # beside the chips' step (an overlap scheduler), so the step is the longer of the two;
+    # each host process walks its share of the sequences
+    np.multiply(g["batch"], sequence, out=term)
+    term /= hosts
+    positive = out > 0
+    np.maximum(out, term, out=out)
+    out[~positive] = np.inf  # training: no step
+    return out
+
+
+# a stack's arrays of one number or one row of batches per row (Stack.subset takes its rows')
+ROW_ARRAYS = (
+    *("batch", "matmul", "prefill", "attention", "memory", "expert", "comm", "layers"),
+    *("collectives", "chips", "rate", "hosts", "bound", "measured", "target", "ep", "moe"),
+    *("training", "accepted", "user", "fmt", "attn"),
+)
 _STACKS: dict[tuple, Stack] = {}  # Stack.of's last few, by the ids of their cases
 
 FORMAT_NAMES = ("fp4", "fp8", "bf16")
@@ -720,7 +858,33 @@ class Specs:
             raise ChalkboardError("fits side by side need one length of residuals: one priors")
 
     def __getitem__(self, idx) -> Specs:
-        return Specs(tuple(self.each[i] for i in np.arange(len(self.each))[idx]))
+        pick = np.arange(len(self.each))[idx]
+        out = object.__new__(Specs)
+        each = operator.itemgetter(*pick)(self.each) if len(pick) else ()
+        object.__setattr__(out, "each", each if len(pick) != 1 else (each,))
+        # the distinct specs and each fit's among them, taken from this one's (no spec hashed)
+        distinct, tag = self._groups
+        mine = tag[pick].astype(int)
+        first = np.full(len(distinct), len(pick))
+        np.minimum.at(first, mine, np.arange(len(pick)))  # where each first comes
+        used = np.flatnonzero(first < len(pick))
+        order = used[np.argsort(first[used])]  # the distinct specs in the order they first come
+        rank = np.zeros(len(distinct), dtype=int)
+        rank[order] = np.arange(len(order))
+        out.__dict__["_groups"] = (tuple(distinct[k] for k in order), rank[mine].astype(float))
+        return out
+
+    @cached_property
+    def _groups(self) -> tuple[tuple[Spec, ...], np.ndarray]:
+        """The distinct specs in the order they first come, and each fit's among them."""
+        index: dict[Spec, int] = {}
+        tag = np.array([index.setdefault(s, len(index)) for s in self.each], dtype=float)
+        return tuple(index), tag
+
+    @property
+    def distinct(self) -> tuple[Spec, ...]:
+        """The specs, each once, in the order they first come (``dict.fromkeys(each)``)."""
+        return self._groups[0]
 
     @property
     def priors(self) -> bool:
@@ -728,9 +892,8 @@ class Specs:
 
     @property
     def tag(self) -> np.ndarray:
-        """Each fit's spec as a number (equal specs, equal numbers)."""
-        index: dict[Spec, int] = {}
-        return np.array([index.setdefault(s, len(index)) for s in self.each], dtype=float)
+        """Each fit's spec as a number (equal specs, equal numbers): its index in ``distinct``."""
+        return self._groups[1]
 
 
 def _sub(spec, idx):
@@ -756,12 +919,12 @@ def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
     if isinstance(spec, Specs):  # each fit (z's first axis) as its own spec makes it
         lead = z.shape[:-1]
         out["sequence_overhead"] = np.full(lead, out["sequence_overhead"])
-        for one in dict.fromkeys(spec.each):
+        for one in spec.distinct:
             for name, _ in one.fixed:
                 if name not in out:
                     out[name] = np.full(lead, UNFIXED[name])
         tag = spec.tag
-        for k, one in enumerate(dict.fromkeys(spec.each)):
+        for k, one in enumerate(spec.distinct):
             mine = tag == k
             for name, source in one.tied:
                 out[name][mine] = out[source][mine]
@@ -844,13 +1007,24 @@ def _loss(predicted: np.ndarray, p: dict, stack: Stack, spec: Spec = FULL, rows=
             np.broadcast_to(predicted, (*shape, len(measured))), rows, -1
         )
         measured = measured[rows]
-    r = np.log(predicted / measured)
-    rows = np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+    rows = _soft(predicted / measured)
     if not spec.priors:
         return rows
-    pulls = [ROBUST * np.log(p[k] / share) / width for k, (share, width) in priors().items()]
-    pulls = np.stack(np.broadcast_arrays(*pulls), axis=-1)  # a fixed share is one number
+    pulls = _pulls(p)
     return np.concatenate([rows, np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))], -1)
+
+
+def _soft(ratio: np.ndarray) -> np.ndarray:
+    """The rows' residuals of predicted over measured ``ratio``: its log through the soft-L1
+    loss, the sign kept."""
+    r = np.log(ratio)
+    return np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+
+
+def _pulls(p: dict) -> np.ndarray:
+    """The priors' residuals under parameters ``p``: (..., priors)."""
+    pulls = [ROBUST * np.log(p[k] / share) / width for k, (share, width) in priors().items()]
+    return np.stack(np.broadcast_arrays(*pulls), axis=-1)  # a fixed share is one number
 
 
 # a fit stops when a step lowers the loss by less than this share of it: the parameters are
@@ -887,14 +1061,15 @@ def least_squares(
 def _moving(spec: Spec) -> np.ndarray:
     """The numbers a fit under ``spec`` moves: not one it fixes, nor one it ties to another."""
     if isinstance(spec, Specs):  # a number any of them moves (the others' columns: zero)
-        return reduce(np.union1d, [_moving(one) for one in dict.fromkeys(spec.each)])
+        return reduce(np.union1d, [_moving(one) for one in spec.distinct])
     still = {name for name, _ in spec.fixed} | {name for name, _ in spec.tied}
     return np.array([i for i, name in enumerate(PARAMS) if name not in still], dtype=int)
 
 
-# fits whose Jacobians are computed in one call: a few hundred kB of temporaries, which the
-# allocator keeps (far larger ones go back to the system and come back as page faults)
-CHUNK = 16
+# fits whose Jacobians are computed in one call: a megabyte or two of temporaries, which the
+# allocator keeps (far larger ones go back to the system and come back as page faults); up to
+# SPARSE points (measured here: 64 points' Jacobians in one call take 5 ms, in four 6.7 ms)
+CHUNK = 64
 
 
 def _jacobians(
@@ -910,6 +1085,9 @@ def _jacobians(
     # fits at one point (the folds' first step: all start from the full fit) share the model's
     # nudged predictions, made once; each fit then takes its own rows of them
     points, which, first = _points(z, _tag(spec))
+    if len(points) >= SPARSE:
+        _sparse_jacobians(jac, z, r, stack, spec, rows, near, (points, which, first), moving)
+        return jac
     for at in range(0, len(points), CHUNK):
         part = slice(at, at + CHUNK)
         nudged = points[part, None, :] + nudge
@@ -943,6 +1121,64 @@ def _jacobians(
             (out - r[fits, None, :]) / STEP, -1, -2
         )
     return jac
+
+
+# from this many points on, the Jacobians are made a number at a time, each on the rows its
+# nudge can move (_sparse_jacobians): about half the rows, in eleven calls (measured here: 64
+# points 6.2 ms that way against 5.0 whole, 128 points 8.7 against 11.9)
+SPARSE = 80
+
+
+def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving) -> None:
+    """``_jacobians`` into ``jac``, number by number: each number's nudged parameters predict
+    only the rows whose step reads a parameter the nudge changes (Stack.reading), at only the
+    points where it changes one. Every other entry is zero, as the whole prediction makes it (a
+    row's figure reads only its own parameters: unchanged, it is the same number). Each entry
+    computed is the same number _jacobians makes: the same prediction of the row, through the
+    same loss."""
+    points, which, first = points
+    own = _sub(spec, first)
+    base = _unpack(points, own)
+    if near is None:
+        reach: list = []
+        stack.predict(base, reach=reach)
+        start = reach[0] if reach else None
+    else:
+        start = near[first]
+    count = rows.shape[-1]  # the rows' residuals of each fit (then the priors')
+    measured = stack.arrays["measured"]
+    # every number's nudged parameters at once (points, numbers), and where each moves one
+    every = _unpack(points[:, None, :] + STEP * np.eye(z.shape[-1])[moving], own)
+    differ = {}
+    for name, value in every.items():
+        if np.ndim(value) == 2:
+            differ[name] = value != np.asarray(base[name])[..., None]
+    moves = reduce(np.logical_or, differ.values(), np.zeros((len(points), len(moving)), bool))
+    which_moves = {name: d.any(0) for name, d in differ.items()}
+    for k, j in enumerate(moving):
+        p = {name: value[:, k] if np.ndim(value) == 2 else value for name, value in every.items()}
+        changed = {name for name, d in which_moves.items() if d[k]}
+        sel = np.flatnonzero(moves[:, k])
+        if not len(sel):
+            continue
+        at = np.full(len(points), -1)
+        at[sel] = np.arange(len(sel))
+        fits = np.flatnonzero(at[which] >= 0)  # the fits at those points
+        q = {name: value[sel] if np.ndim(value) else value for name, value in p.items()}
+        read = stack.reading(changed)
+        if len(read):
+            sub, limited = stack.subset(read)
+            nearby = None if start is None else start[sel][:, limited]
+            loss = _soft(sub.predict(q, near=nearby) / measured[read])
+            index = np.full(len(measured), -1)
+            index[read] = np.arange(len(read))
+            pos = index[rows[fits]]  # each fit's rows among those read (-1: not read)
+            got = loss[at[which[fits]][:, None], np.maximum(pos, 0)]
+            jac[fits, :count, j] = np.where(pos >= 0, (got - r[fits, :count]) / STEP, 0.0)
+        if spec.priors:
+            pulls = _pulls(q)
+            pulls = np.broadcast_to(pulls, (len(sel), pulls.shape[-1]))[at[which[fits]]]
+            jac[fits, count:, j] = (pulls - r[fits, count:]) / STEP
 
 
 def _points(z: np.ndarray, tag=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -999,28 +1235,57 @@ def _fits(
             np.zeros(len(live), bool),
         )
         trying = lam_l < 1e8
+        depth = 1  # the first trial of each fit at its own damping, alone
         while trying.any():
             t = np.flatnonzero(trying)
-            s = np.linalg.solve(h[t] + lam_l[t, None, None] * damping[t], -g[t][..., None])[..., 0]
-            step[t] = s
+            # a fit whose trial failed tries again at four times the damping, until one lowers
+            # its loss or the damping reaches 1e8: the next few dampings of each are tried at
+            # once (the first that lowers the loss is the one taken, as one at a time takes it)
+            lams = [lam_l[t]]
+            for _ in range(depth - 1):
+                lams.append(lams[-1] * 4)
+            lams = np.stack(lams, -1)  # (fits, depth)
+            valid = lams < 1e8
+            valid[:, 0] = True
+            ti, ki = np.nonzero(valid)  # each fit's candidates in the order tried
+            c = t[ti]
+            s = np.linalg.solve(h[c] + lams[ti, ki][:, None, None] * damping[c], -g[c][..., None])[
+                ..., 0
+            ]
             reach = []
-            near = None if at is None else at[live[t]]
-            trial = _residuals(zl[t] + s, stack, _sub(spec, live[t]), rows[live[t]], near, reach)
+            near = None if at is None else at[live[c]]
+            trial = _residuals(zl[c] + s, stack, _sub(spec, live[c]), rows[live[c]], near, reach)
             new = (trial * trial).sum(-1)
-            better = new < cost[live[t]]
-            b, worse = t[better], t[~better]
-            done[b] = cost[live[b]] - new[better] <= FTOL * cost[live[b]]
-            z[live[b]], r[live[b]], cost[live[b]] = zl[b] + s[better], trial[better], new[better]
+            lower = np.zeros(valid.shape, dtype=bool)
+            lower[ti, ki] = new < cost[live[c]]
+            which = np.full(valid.shape, -1)
+            which[ti, ki] = np.arange(len(c))
+            hit = lower.any(-1)
+            # the candidate each fit ends its round on: its first lower one, or its last tried
+            k = np.where(hit, lower.argmax(-1), valid.sum(-1) - 1)
+            pick = which[np.arange(len(t)), k]
+            step[t] = s[pick]
+            b, worse = t[hit], t[~hit]
+            got = pick[hit]
+            done[b] = cost[live[b]] - new[got] <= FTOL * cost[live[b]]
+            z[live[b]], r[live[b]], cost[live[b]] = zl[b] + s[got], trial[got], new[got]
             if at is not None:
-                at[live[b]] = reach[0][better]
-            lam_l[b] /= 3
+                at[live[b]] = reach[0][got]
+            lam_l[b] = lams[hit, k[hit]] / 3
             improved[b] = True
-            lam_l[worse] *= 4
+            lam_l[worse] = lams[~hit, k[~hit]] * 4
             trying[b] = False
             trying[worse] = lam_l[worse] < 1e8
+            depth = max(1, min(SPECULATE, TRIALS // max(len(worse), 1)))
         lam[live] = lam_l
         live = live[improved & ~done & (np.abs(step).max(-1) >= 1e-6)]
     return z, cost
+
+
+# a fit's trial that fails is tried again at larger dampings: up to SPECULATE of them at once,
+# about TRIALS trials a call in all (a call's fixed cost is that of a few hundred trials)
+SPECULATE = 8
+TRIALS = 64
 
 
 @dataclass(frozen=True)
@@ -1116,6 +1381,7 @@ def study(presets: Presets | None = None) -> dict:
         if f and c.id not in loo
     }
     out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo, "fitted": fitted}
+    out["by_row"] = {id(r): (r, c) for r, c in zip(rows, cases, strict=True)}  # case's
     out["loso"] = leave_one_submission_out(fitted, model.z)
     out["unmet"] = unmet
     _CACHE[presets.files] = out
@@ -1279,12 +1545,23 @@ def bootstrap(
     >>> b["training"]["low"] <= b["training"]["high"]
     True
     """
+    starts, rows = _bootstrap_fits(fitted, model, resamples, seed)
+    zs, cost = _fits(Stack.of(fitted), starts, rows)
+    return _bootstrap_ranges(model, zs, cost, resamples)
+
+
+def _bootstrap_fits(fitted, model: Model, resamples: int, seed: int):
+    """The bootstrap's fits: every resample's from both starts, side by side, the first half
+    from the full fit (their starts, and their rows)."""
     rng = np.random.default_rng(seed)
     samples = np.array([rng.integers(0, len(fitted), len(fitted)) for _ in range(resamples)])
     samples = samples.reshape(resamples, len(fitted))
-    # every resample's fit from both starts, side by side: the first half from the full fit
     starts = np.array([model.z] * resamples + [START] * resamples, dtype=float)
-    zs, cost = _fits(Stack.of(fitted), starts, np.concatenate([samples, samples]))
+    return starts, np.concatenate([samples, samples])
+
+
+def _bootstrap_ranges(model: Model, zs: np.ndarray, cost: np.ndarray, resamples: int) -> dict:
+    """bootstrap's ranges from its fits (_bootstrap_fits) ended at ``zs`` with losses ``cost``."""
     lower = cost[resamples:] < cost[:resamples]  # the full fit's start kept unless beaten
     best = np.where(lower[:, None], zs[resamples:], zs[:resamples])
     draws = [_unpack(z) for z in best]
@@ -1341,22 +1618,32 @@ MECHANISMS = {
 VARIANT_ITERATIONS = 8
 
 
-def _refits(cases, z0s, specs: list[Spec]) -> list[np.ndarray]:
+def _refits(cases, z0s, specs: list[Spec], more=None) -> list[np.ndarray]:
     """``_refit`` under each spec, the same fits side by side: the specs with priors in one
-    run, those without in another (Specs: one length of residuals a run)."""
+    run, those without in another (Specs: one length of residuals a run). ``more`` (starts and
+    rows, a list) adds fits of the full model to the run with priors: the list receives their
+    ends and losses."""
     stack = Stack.of(cases)
     z0s = np.asarray(z0s, dtype=float)
     out: dict[int, np.ndarray] = {}
     for priors in (True, False):
         mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
-        if not mine:
+        extra = more is not None and priors
+        if not mine and not extra:
             continue
         each = Specs(tuple(specs[k] for k in mine for _ in z0s))
         rows = np.tile(np.arange(len(stack.cases)), (len(each.each), 1))
-        zs, cost = _fits(stack, np.tile(z0s, (len(mine), 1)), rows, spec=each)
+        starts = np.tile(z0s, (len(mine), 1))
+        if extra:  # the full model's fits, after the specs'
+            each = Specs(each.each + (FULL,) * len(more[0]))
+            starts, rows = np.concatenate([starts, more[0]]), np.concatenate([rows, more[1]])
+        zs, cost = _fits(stack, starts, rows, spec=each)
         for j, k in enumerate(mine):
             own = slice(j * len(z0s), (j + 1) * len(z0s))
             out[k] = zs[own][np.argmin(cost[own])]
+        if extra:
+            done = len(mine) * len(z0s)
+            more.extend([zs[done:], cost[done:]])
     return [out[k] for k in range(len(specs))]
 
 
@@ -1388,16 +1675,31 @@ def _variant(fitted: list[Case], model: Model, spec: Spec) -> tuple[dict, dict]:
     return _unpack(z, spec), leave_one_out(fitted, z, spec, VARIANT_ITERATIONS)
 
 
-def ablation(fitted: list[Case], model: Model, variants: dict | None = None) -> dict[str, dict]:
+def ablation(
+    fitted: list[Case],
+    model: Model,
+    variants: dict | None = None,
+    extra: dict | None = None,
+    more=None,
+) -> dict[str, dict]:
     """Each mechanism's name, what switching it off means, and the leave-one-out error without
     it (``errors``), beside the full model's under the name ``none``. ``variants`` (a dict)
-    receives each variant's parameters and leave-one-out, for ``comparison``."""
+    receives each variant's parameters and leave-one-out, for ``comparison``; ``extra`` (name to
+    spec) names more variants fitted beside them, into ``variants`` too (not in the ablation),
+    and ``more`` more fits of the full model (_refits)."""
     out = {}
     every = {"none": ("the full model", FULL), **MECHANISMS}
     specs = [spec for _, spec in every.values()]
-    fits = _refits(fitted, (model.z, START), specs)
-    folds = _leave_one_outs(fitted, fits, specs, VARIANT_ITERATIONS)
-    for (name, (words, spec)), z, loo in zip(every.items(), fits, folds, strict=True):
+    extra = extra or {}
+    fits = _refits(fitted, (model.z, START), [*specs, *extra.values()], more)
+    folds = _leave_one_outs(fitted, fits, [*specs, *extra.values()], VARIANT_ITERATIONS)
+    tail = zip(extra.items(), fits[len(specs) :], folds[len(specs) :], strict=True)
+    for (name, spec), z, loo in tail:
+        if variants is not None:
+            variants[name] = (_unpack(z, spec), loo)
+    for (name, (words, spec)), z, loo in zip(
+        every.items(), fits[: len(specs)], folds[: len(specs)], strict=True
+    ):
         params = _unpack(z, spec)
         if variants is not None:
             variants[name] = (params, loo)
@@ -1478,7 +1780,8 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
     for name, (words, spec) in POST_HOC.items():
         spec = spec(s) if callable(spec) else spec
         held_fixed[name] = dict(spec.fixed)
-        rows[name] = (words, _variant(fitted, s["model"], spec))
+        found = variants.get(name)  # fitted beside the ablation's (robustness)
+        rows[name] = (words, found or _variant(fitted, s["model"], spec))
     out = {}
     for name, (words, (params, loo)) in rows.items():
         loo_pairs = [(loo[c.id], c.measured) for c in fitted]
@@ -1499,10 +1802,16 @@ def comparison(s: dict, variants: dict) -> dict[str, dict]:
 def robustness(presets: Presets | None = None) -> dict:
     """The bootstrap ranges of the parameters and the ablation of the mechanisms."""
     s = study(presets)
+    fitted, model = s["fitted"], s["model"]
     variants: dict = {}
-    mechanisms = ablation(s["fitted"], s["model"], variants)
+    # the post-hoc variants and the bootstrap's fits run beside the ablation's (one run of
+    # fits from the full fit, one of leave-one-out folds): each fit as if alone
+    extra = {name: spec(s) if callable(spec) else spec for name, (_, spec) in POST_HOC.items()}
+    starts, rows = _bootstrap_fits(fitted, model, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED)
+    more = [starts, rows]
+    mechanisms = ablation(fitted, model, variants, extra, more)
     return {
-        "bootstrap": bootstrap(s["fitted"], s["model"]),
+        "bootstrap": _bootstrap_ranges(model, more[2], more[3], BOOTSTRAP_RESAMPLES),
         "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
         "bootstrap_seed": BOOTSTRAP_SEED,
         "bootstrap_range": list(BOOTSTRAP_RANGE),

@@ -560,6 +560,53 @@ def test_the_jacobian_in_one_call_is_the_plain_finite_difference(study):
     assert not tied[:, [predict.PARAMS.index("fp4"), predict.PARAMS.index("bf16")]].any()
 
 
+def test_the_jacobians_row_by_row_are_the_whole_ones_number_for_number(study, monkeypatch):
+    """Many points' Jacobians are made a number at a time on the rows its nudge can move
+    (_sparse_jacobians); a few points' in one call on every row. The two are the same numbers,
+    bit for bit: at points near the fit and far from it (rows whose batch search moves), for
+    the full model, a tied spec, one without priors and a batch of specs side by side (Specs),
+    on leave-one-out rows and on resampled rows."""
+    stack = predict.Stack.of(study["fitted"])
+    n = len(stack.cases)
+    rng = np.random.default_rng(11)
+    z0 = study["model"].z
+    points = np.concatenate(
+        [z0 + rng.normal(0, 0.01, (6, len(z0))), z0 + rng.normal(0, 0.7, (6, len(z0)))]
+    )
+    others = np.array([[j for j in range(n) if j != i] for i in range(len(points))])
+    resampled = rng.integers(0, n, (len(points), n - 1))
+    mixed = predict.Specs(
+        tuple(predict.MECHANISMS[k][1] for k in ("format", "memory", "latency", "collective")) * 3
+    )
+    specs = [predict.FULL, predict.MECHANISMS["format"][1], predict.MECHANISMS["priors"][1]]
+    for spec in [*specs, mixed]:
+        for rows in (others, resampled):
+            reach: list = []
+            r = predict._residuals(points, stack, spec, rows, reach=reach)
+            for near in (None, reach[0]):
+                monkeypatch.setattr(predict, "SPARSE", 10**9)
+                whole = predict._jacobians(points, r, stack, spec, rows, near)
+                monkeypatch.setattr(predict, "SPARSE", 1)
+                sparse = predict._jacobians(points, r, stack, spec, rows, near)
+                assert np.abs(whole).max() > 0.1
+                assert np.array_equal(whole, sparse)
+
+
+def test_trying_dampings_together_is_trying_them_in_turn(study, monkeypatch):
+    """A fit whose trial fails tries the next dampings at once (SPECULATE): every fit ends
+    where trying one damping at a time ends it, bit for bit."""
+    stack = predict.Stack.of(study["fitted"])
+    n = len(stack.cases)
+    starts = np.array([study["model"].z, predict.START, predict.START + 0.3])
+    rows = np.tile(np.arange(n), (len(starts), 1))
+    monkeypatch.setattr(predict, "SPECULATE", 1)
+    alone = predict._fits(stack, starts, rows, 25)
+    monkeypatch.setattr(predict, "SPECULATE", 8)
+    together = predict._fits(stack, starts, rows, 25)
+    for a, b in zip(alone, together, strict=True):
+        assert np.array_equal(a, b)
+
+
 def test_a_latency_limited_batch_is_the_one_the_whole_grid_finds(study):
     """The prediction searches a TPOT-limited row's batch among every 16th batch, then within
     one block. Brute force here: the step at every batch of the grid (from the same row without

@@ -1323,3 +1323,24 @@ def test_the_chips_rates_list_in_one_order_whatever_the_hash_seed():
     presets = load()  # the chapter's own input (validate's rows) lists the same
     assert first == f"{_chip_rates(presets, validate(presets))}\n"
     assert all(listed(seed) == first for seed in ("2", "3", "4"))
+
+
+def test_a_remembered_array_reads_back_number_for_number():
+    """The evaluations a remembered result keeps (remembered_recording) store an array as its
+    bytes: every number comes back bit for bit, shape, dtype and units kept, through JSON."""
+    from book.validation import _datum, _from_datum
+    from units import Q_
+
+    presets = load()
+    values = [
+        Q_(np.array([0.1, -0.0, 1e-300, np.inf, np.nan, 2.0 / 3.0]), "token/s"),
+        Q_(np.arange(12, dtype=np.int64).reshape(3, 4), "sequence"),
+        Q_(np.array(5.5), "s"),
+        Q_(np.geomspace(1.0, 4096.0, 4000), "sequence"),
+    ]
+    for value in values:
+        back = _from_datum(json.loads(json.dumps(_datum(value, presets))), presets)
+        assert back.units == value.units
+        assert back.m.dtype == value.m.dtype and back.m.shape == value.m.shape
+        assert back.m.tobytes() == value.m.tobytes()
+        back.m[...] = 0  # a writable array of its own, as before
