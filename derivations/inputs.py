@@ -63,6 +63,16 @@ def _presets_only(read):
     return read
 
 
+# The bindings that evaluate equations on the chosen presets (GQA or MLA, a parameter count):
+# what they give is memoised per choice of presets when no override reaches it (Resolver._by).
+_BY_EQUATIONS: set[Callable] = set()
+
+
+def _by_equations(read):
+    _BY_EQUATIONS.add(read)
+    return read
+
+
 def _figure(
     kind: str,
     name: str,
@@ -148,7 +158,7 @@ def _by_attention(gqa: str, mla: str):
         eq = get(gqa if model.attention == "gqa" else mla)
         return r.nested(eq), f"equation {eq.id} (model {model.id} uses {model.attention})", ""
 
-    return read
+    return _by_equations(read)
 
 
 def _n_chips(r: Resolver):
@@ -283,7 +293,7 @@ def _params(field: str, eq_id: str):
         origin = f"equation {eq.id} (model {model.id} states no {field})"
         return r.nested(eq), origin, model.source_of("source")
 
-    return read
+    return _by_equations(read)
 
 
 BINDINGS: dict[str, Binding] = {
@@ -432,22 +442,39 @@ def _reach(eq: Equation) -> frozenset[str]:
     key = ("reach", version())
     found = eq._compiled.get(key)
     if found is None:
-        seen = {eq.lhs.name}
         todo = [s.name for s in eq.inputs] + list(eq.cancelled)
         for name, expr in eq.replaced:  # its expansion brings these in (Equation.expanded)
             todo += [name, *(s.name for s in expr.free_symbols)]
-        while todo:
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            inner = defining(name)
-            if inner is not None:
-                todo += [s.name for s in inner.inputs] + list(inner.cancelled)
-            if name in BINDINGS:
-                todo += list(BINDINGS[name].needs)
-        found = eq._compiled[key] = frozenset(seen)
+        found = eq._compiled[key] = _closure({eq.lhs.name}, todo)
     return found
+
+
+_BINDING_REACH: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def _binding_reach(name: str) -> frozenset[str]:
+    """Every name reading ``name`` through its binding may read (:func:`_reach`)."""
+    key = (name, version())
+    found = _BINDING_REACH.get(key)
+    if found is None:
+        found = _BINDING_REACH[key] = _closure(set(), [name])
+    return found
+
+
+def _closure(seen: set[str], todo: list[str]) -> frozenset[str]:
+    """``seen`` and the names in ``todo`` with every name they reach through the equations
+    that define them and the bindings' needs."""
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        inner = defining(name)
+        if inner is not None:
+            todo += [s.name for s in inner.inputs] + list(inner.cancelled)
+        if name in BINDINGS:
+            todo += list(BINDINGS[name].needs)
+    return frozenset(seen)
 
 
 # Inputs for which 0 is a legal value: a dense model has no experts, no routed weights and no
@@ -943,22 +970,53 @@ class Resolver:
             reads.note_all(read)
             self._adopt(entries)
             return new_quantity(magnitude, units)
+        q, entries, read = self._inside(lambda inside: inside.value_of(eq))
+        if type(q._magnitude) is float and all(type(e[1]) in (float, int) for e in entries):
+            self._reads[key] = (eq, q._magnitude, q._units, entries, read)
+        return q
+
+    def _by(self, name: str) -> pint.Quantity | None:
+        """Input ``name`` read through a binding that evaluates equations (_BY_EQUATIONS),
+        memoised as :meth:`nested` is: None when something particular to this evaluation can
+        reach it (then it is read as any input is)."""
+        reach = _binding_reach(name)
+        if (
+            not reach.isdisjoint(self.overrides)
+            or not reach.isdisjoint(self._replaced)
+            or not reach.isdisjoint(self._stack)
+        ):
+            return None
+        key = ("binding", name, self.keep, version())
+        hit = self._reads.get(key)
+        sym, binding = lookup_symbol(name), BINDINGS[name]
+        if hit is not None and hit[0] is sym and hit[1] is binding:
+            reads.note_all(hit[3])
+            self._adopt(hit[2])
+            return self._values[name]
+        _, entries, read = self._inside(lambda inside: inside._read_input(name, binding))
+        if all(type(e[1]) in (float, int) for e in entries):
+            self._reads[key] = (sym, binding, entries, read)
+        return self._values[name]
+
+    def _inside(self, evaluate):
+        """``evaluate(resolver)`` in a resolver of its own on this choice of presets (no
+        overrides; the same inputs kept and replaced, none of which it reaches), so that it reads
+        and notes everything it uses: (what it gives, the inputs it used, the preset fields it
+        read). Those inputs are added to this evaluation's, even when it raises."""
         inside = Resolver(self.root, self.presets, self.chosen, {})
         inside.keep = self.keep
-        inside._replaced = self._replaced  # none of them reachable (above)
+        inside._replaced = self._replaced
         inside._reads = self._reads
         with reads.recording(quiet=True) as read:
             try:
-                q = inside.value_of(eq)
+                q = evaluate(inside)
             finally:  # what it read before an error is this evaluation's too
                 entries = tuple(
                     (name, i.base._magnitude, i.base._units, i.origin, i.source, i.symbol)
                     for name, i in inside.used.items()
                 )
                 self._adopt(entries)
-        if type(q._magnitude) is float and all(type(e[1]) in (float, int) for e in entries):
-            self._reads[key] = (eq, q._magnitude, q._units, entries, frozenset(read))
-        return q
+        return q, entries, frozenset(read)
 
     def _adopt(self, entries) -> None:
         """Add the inputs a nested evaluation used (new Quantities) that this one lacks."""
@@ -1007,10 +1065,21 @@ class Resolver:
         """The value of input ``name`` in base units (cached), recording its origin."""
         if name in self._values:
             return self._values[name]
+        binding = BINDINGS.get(name)
+        if (
+            binding is not None
+            and binding.read in _BY_EQUATIONS
+            and defining(name) is None
+            and (q := self._by(name)) is not None
+        ):
+            return q
+        return self._read_input(name, binding)
+
+    def _read_input(self, name: str, binding: Binding | None) -> pint.Quantity:
+        """:meth:`quantity` when it was not read before (nor through :meth:`_by`)."""
         sym = lookup_symbol(name)
         inner = defining(name)
         replaced = self._replaced
-        binding = BINDINGS.get(name)
         key = None  # set for a value read from the chosen presets alone: memoised under it
         if name in self.overrides:
             q, origin, source = self.overrides[name], "given", ""

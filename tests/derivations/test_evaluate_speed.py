@@ -7,6 +7,7 @@ may read (inputs.reachable) and to_latex's tables kept per version of the notati
 
 import dataclasses
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 import pint
@@ -301,20 +302,24 @@ def _outcome(eq, kw, detailed):
     return got, recorded, frozenset(read)
 
 
+EXAMPLE = load(extra=[Path(__file__).parents[1] / "fixtures" / "example_presets.toml"])
 CASES = [
     dict(hardware="h100_sxm", model="deepseek_v3"),
     dict(hardware="b200", model="llama_3_1_70b", precision="fp8", weight_precision="fp4"),
     dict(hardware="h100_sxm", model="deepseek_v3", batch_size=64, n_chips="16 chip"),
     dict(hardware="b200", model="deepseek_v3", batch_size=Q_(np.array([1.0, 64.0]), "sequence")),
+    # a user's file: a model with no stated parameter counts (counted from its architecture)
+    dict(hardware="example_chip", model="llama_3_2_1b", batch_size=64, presets=EXAMPLE),
 ]
 
 
 @pytest.mark.parametrize("detailed", [False, True])
 def test_a_memo_hit_gives_records_and_reads_what_a_miss_does(detailed, monkeypatch):
     # every evaluable equation of the catalogue on a few cases: each evaluated with the memos
-    # empty and nested equations evaluated in place (no memo of them), then with the memos
-    # empty, then again (a hit), then after every other equation (its nested evaluations found
-    # in the memo of values read per choice of presets)
+    # empty and nested equations (and bindings that evaluate equations) evaluated in place, as
+    # they were before they were memoised; then with the memos empty, then again (a hit), then
+    # after every other equation (its nested evaluations found in the memo of values read per
+    # choice of presets)
     eqs = [e for e in core.CATALOGUE.values() if e.evaluable]
     in_place = inputs_module.Resolver.value_of
     for kw in CASES:
@@ -324,6 +329,7 @@ def test_a_memo_hit_gives_records_and_reads_what_a_miss_does(detailed, monkeypat
             _forget_memos()
             with monkeypatch.context() as m:
                 m.setattr(inputs_module.Resolver, "nested", in_place)
+                m.setattr(inputs_module.Resolver, "_by", lambda self, name: None)
                 cold[eq.id] = _outcome(eq, kw, detailed)
             _forget_memos()
             assert _outcome(eq, kw, detailed) == cold[eq.id], (eq.id, kw)
