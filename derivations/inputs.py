@@ -658,7 +658,8 @@ _VALUES_SIZE = 8192  # entries kept (~3 kB each with their inputs); then the old
 # Evaluations over arrays (a bisection narrowing a sweep ends on the same arrays again and
 # again): fewer entries, since each holds its arrays (at most SWEEP_SIZE values each).
 _SWEEPS: dict[tuple, tuple] = {}
-_SWEEPS_SIZE = 256
+_SWEEPS_BYTES = 32 << 20  # the bytes of arrays its entries may hold; then the older half goes
+_sweeps_held = [0]  # the bytes they hold now
 _SWEPT = ("swept",)  # the last part of a sweep's key (no other part is a 1-tuple)
 
 
@@ -756,7 +757,7 @@ def recall_value(key) -> pint.Quantity | None:
         return None
     if any(a is not b for a, b in zip(hit[0], objects, strict=True)):
         return None
-    _, magnitude, units, read, _ = hit
+    _, magnitude, units, read, _, _ = hit
     reads.note_all(read)
     return new_quantity(_fresh(magnitude), units)
 
@@ -795,11 +796,82 @@ def remember_value(key, value: pint.Quantity, read, inputs: tuple = ()) -> None:
         return
     parts, objects = key
     store = _store_of(parts)
-    size = _SWEEPS_SIZE if store is _SWEEPS else _VALUES_SIZE
-    if len(store) >= size:
-        for old in list(itertools.islice(store, size // 2)):  # first in, first out
+    held = 0
+    if store is _SWEEPS:  # by the bytes its arrays hold: the key's, the value's, the inputs'
+        if not store:
+            _sweeps_held[0] = 0  # emptied by someone else
+        held = sum(len(p[4]) for p in parts if type(p) is tuple and len(p) == 6)
+        held += sum(np.size(i[1]) * 8 for i in inputs) + np.size(magnitude) * 8
+        if _sweeps_held[0] + held > _SWEEPS_BYTES:
+            for old in list(itertools.islice(store, len(store) // 2 + 1)):  # first in, out
+                _sweeps_held[0] -= store.pop(old)[5]
+    elif len(store) >= _VALUES_SIZE:
+        for old in list(itertools.islice(store, _VALUES_SIZE // 2)):  # first in, first out
             del store[old]
-    store[parts] = (objects, _fresh(magnitude), value._units, frozenset(read), inputs)
+    if store is _SWEEPS and parts in store:
+        _sweeps_held[0] -= store[parts][5]
+    _sweeps_held[0] += held
+    store[parts] = (objects, _fresh(magnitude), value._units, frozenset(read), inputs, held)
+
+
+# The presets chosen (preset objects by kind, defaults filled in) by the Presets and the
+# choices (ids, Presets or None) they were chosen by, with the preset reads choosing them made
+# (noted again on every hit); an entry keeps the objects it was keyed on by identity.
+_CHOSEN: dict[tuple, tuple] = {}
+
+
+def _chosen(presets: Presets, choices: dict) -> dict:
+    """The presets chosen by ``choices`` (see :meth:`Resolver.make`), a new dict each time."""
+    objects = [presets]
+    parts: list = [id(presets)]
+    for kind, value in choices.items():
+        if value is None or type(value) is str:
+            parts.append((kind, value))
+        elif type(value) is Preset:
+            parts.append((kind, id(value)))
+            objects.append(value)
+        else:
+            parts = None
+            break
+    key = tuple(parts) if parts is not None else None
+    hit = _CHOSEN.get(key) if key is not None else None
+    if hit is not None and all(a is b for a, b in zip(hit[0], objects, strict=True)):
+        reads.note_all(hit[2])
+        chosen = dict(hit[1])
+        if chosen["model"] is not None:
+            check_model(chosen["model"], presets)  # once per model: a dictionary look-up
+        return chosen
+
+    def pick(kind, value):
+        if value is None or isinstance(value, Preset):
+            return value
+        return presets.get(kind, str(value))
+
+    with reads.recording(quiet=True) as read:
+        chosen = {kind: pick(kind, choices.get(kind)) for kind in CHOICE_KINDS}
+    if chosen["model"] is not None:  # its reads (the first time only) are not the choice's
+        check_model(chosen["model"], presets)
+    with reads.recording(quiet=True) as also:
+        for kind, default in DEFAULT_CHOICES.items():
+            if chosen[kind] is None and default in presets.by_kind[kind]:
+                chosen[kind] = presets.get(kind, default)
+        for keyword, label in PRECISION_ROLES.values():
+            value = choices.get(keyword)
+            if value is None or isinstance(value, Preset):
+                chosen[keyword] = value or chosen["precision"]
+            elif str(value) in presets.by_kind["precision"]:
+                chosen[keyword] = presets.get("precision", str(value))
+            else:
+                known = presets.by_kind["precision"]
+                raise ChalkboardError(
+                    f"unknown {label} {str(value)!r}{closest(str(value), known)}; "
+                    f"the precisions are: {', '.join(known)}"
+                )
+    if key is not None:
+        if len(_CHOSEN) >= 1024:
+            _CHOSEN.clear()
+        _CHOSEN[key] = (tuple(objects), dict(chosen), frozenset(read | also))
+    return chosen
 
 
 class Resolver:
@@ -811,6 +883,7 @@ class Resolver:
         presets: Presets,
         chosen: dict[str, Preset | None],
         overrides: dict[str, pint.Quantity],
+        memo: dict | None = None,
     ):
         self.root = root
         self.presets = presets
@@ -823,7 +896,7 @@ class Resolver:
         self._values: dict[str, pint.Quantity] = {}
         self._stack: list[str] = []
         self._replaced = dict(root.replaced)
-        self._reads = _reads_for(presets, chosen)
+        self._reads = _reads_for(presets, chosen) if memo is None else memo
         self._read: tuple = ()  # the preset fields the last binding read (units.reads)
 
     @classmethod
@@ -840,36 +913,14 @@ class Resolver:
                 "has no numeric value"
             )
 
-        def pick(kind, value):
-            if value is None or isinstance(value, Preset):
-                return value
-            return presets.get(kind, str(value))
-
-        chosen = {kind: pick(kind, choices.get(kind)) for kind in CHOICE_KINDS}
-        if chosen["model"] is not None:
-            check_model(chosen["model"], presets)
-        for kind, default in DEFAULT_CHOICES.items():
-            if chosen[kind] is None and default in presets.by_kind[kind]:
-                chosen[kind] = presets.get(kind, default)
-        for keyword, label in PRECISION_ROLES.values():
-            value = choices.get(keyword)
-            if value is None or isinstance(value, Preset):
-                chosen[keyword] = value or chosen["precision"]
-            elif str(value) in presets.by_kind["precision"]:
-                chosen[keyword] = presets.get("precision", str(value))
-            else:
-                known = presets.by_kind["precision"]
-                raise ChalkboardError(
-                    f"unknown {label} {str(value)!r}{closest(str(value), known)}; "
-                    f"the precisions are: {', '.join(known)}"
-                )
-        allowed = reachable(root)
+        chosen = _chosen(presets, choices)
+        allowed = reachable(root) if overrides else {}
+        replaced = dict(root.replaced)
         parsed = {}
         for name, value in overrides.items():
-            if name in dict(root.replaced):
+            if name in replaced:
                 raise ChalkboardError(
-                    f"{name!r} is not an input of {root.id!r}: it was replaced by "
-                    f"{dict(root.replaced)[name]}"
+                    f"{name!r} is not an input of {root.id!r}: it was replaced by {replaced[name]}"
                 )
             if name not in allowed:
                 raise ChalkboardError(
@@ -1003,10 +1054,9 @@ class Resolver:
         overrides; the same inputs kept and replaced, none of which it reaches), so that it reads
         and notes everything it uses: (what it gives, the inputs it used, the preset fields it
         read). Those inputs are added to this evaluation's, even when it raises."""
-        inside = Resolver(self.root, self.presets, self.chosen, {})
+        inside = Resolver(self.root, self.presets, self.chosen, {}, self._reads)
         inside.keep = self.keep
         inside._replaced = self._replaced
-        inside._reads = self._reads
         with reads.recording(quiet=True) as read:
             try:
                 q = evaluate(inside)

@@ -271,7 +271,7 @@ def test_a_memoised_value_notes_the_presets_it_read():
 
 def _forget_memos():
     """Empty every memo of the evaluation path (what a fresh process starts with)."""
-    for memo in ("_VALUES", "_SWEEPS", "_READS", "_PARSED", "_PARSED_SWEEPS"):
+    for memo in ("_VALUES", "_SWEEPS", "_READS", "_PARSED", "_PARSED_SWEEPS", "_CHOSEN"):
         getattr(inputs_module, memo).clear()
 
 
@@ -400,3 +400,19 @@ def test_an_override_reaching_a_nested_equation_is_not_answered_from_the_memo():
     doubled = eq.evaluate(**case, n_layers=Q_(2 * layers, "layer"))
     assert (doubled / plain).to("").magnitude == pytest.approx(2, rel=1e-12)
     assert same(eq.evaluate(**case), plain)
+
+
+def test_the_store_of_sweeps_keeps_to_its_budget(monkeypatch):
+    # each entry of hbm_drain_time on a sweep of 100 capacities holds the key's array and the
+    # value's (800 bytes each): a budget of 10 kB keeps at most six, and every value stays
+    # right (capacity / 3.35 TB/s, by hand)
+    monkeypatch.setattr(inputs_module, "_SWEEPS_BYTES", 10_000)
+    _forget_memos()
+    eq = get("hbm_drain_time")
+    for _ in range(2):
+        for k in range(10):
+            capacity = np.arange(1.0, 101.0) + k
+            got = eq.evaluate(hardware="h100_sxm", hbm_capacity=Q_(capacity, "GB"))
+            assert got.to("s").magnitude == pytest.approx(capacity * 1e9 / 3.35e12, rel=1e-12)
+            assert 0 < len(inputs_module._SWEEPS) <= 10_000 // 1600
+            assert inputs_module._sweeps_held[0] <= 10_000
