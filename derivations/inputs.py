@@ -804,12 +804,13 @@ def remember_value(key, value: pint.Quantity, read, inputs: tuple = ()) -> None:
         held += sum(np.size(i[1]) * 8 for i in inputs) + np.size(magnitude) * 8
         if _sweeps_held[0] + held > _SWEEPS_BYTES:
             for old in list(itertools.islice(store, len(store) // 2 + 1)):  # first in, out
-                _sweeps_held[0] -= store.pop(old)[5]
+                gone = store.pop(old, None)
+                _sweeps_held[0] -= gone[5] if gone is not None else 0
     elif len(store) >= _VALUES_SIZE:
         for old in list(itertools.islice(store, _VALUES_SIZE // 2)):  # first in, first out
             del store[old]
-    if store is _SWEEPS and parts in store:
-        _sweeps_held[0] -= store[parts][5]
+    if store is _SWEEPS and (before := store.get(parts)) is not None:
+        _sweeps_held[0] -= before[5]
     _sweeps_held[0] += held
     store[parts] = (objects, _fresh(magnitude), value._units, frozenset(read), inputs, held)
 
