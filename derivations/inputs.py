@@ -1001,13 +1001,14 @@ class Resolver:
         return Q_(out, eq.lhs.base_unit)
 
     def nested(self, eq: Equation) -> pint.Quantity:
-        """:meth:`value_of` an equation inside this evaluation (an intermediate, or one a
-        binding evaluates), memoised for this choice of presets when nothing particular to this
-        evaluation can reach it: no override, no input the root replaced, no equation being
-        evaluated around it. Then its value, its inputs (added to :attr:`used`, in the order it
-        reads them) and the preset fields it reads depend on the chosen presets alone: a miss
-        evaluates it in a resolver of its own, so that it reads (and notes) everything it uses,
-        and a hit notes those reads again (units.reads) and adds the same inputs."""
+        """The value of an equation evaluated inside this evaluation (an intermediate, or one a
+        binding evaluates), as ``value_of`` gives it, memoised for this choice of presets when
+        nothing particular to this evaluation can reach it: no override, no input the root
+        replaced, no equation being evaluated around it. Then its value, its inputs (added to
+        ``used``, in the order it reads them) and the preset fields it reads depend on the
+        chosen presets alone: a miss evaluates it in a resolver of its own, so that it reads
+        (and notes) everything it uses, and a hit notes those reads again (units.reads) and
+        adds the same inputs."""
         reach = _reach(eq)
         if (
             not reach.isdisjoint(self.overrides)
