@@ -207,7 +207,7 @@ def elasticities(eq: Equation, **evaluate_kwargs) -> dict[str, float]:
         }
         params = [a.sym for a in args]
         numeric = sp.lambdify(
-            params, list(derivatives.values()), modules=_NUMPY, cse=True, docstring_limit=0
+            params, list(derivatives.values()), modules=_NUMPY, cse=True, docstring_limit=-1
         )
         eq._compiled[key] = (derivatives, numeric)
     derivatives, numeric = eq._compiled[key]

@@ -1050,9 +1050,10 @@ class Equation:
             }
             params = [last.get(s.sym, s.sym) for s in args]
             cse = _hoisting_cse(frozenset(last.values())) if last else True
+            # docstring_limit=-1: no docstring (sympy would print the whole expression into it)
             fn = sp.lambdify(
-                params, expr.xreplace(last), modules=_NUMPY, cse=cse, docstring_limit=0
-            )  # no docstring: printing the expression into one was 30% of lambdify's time
+                params, expr.xreplace(last), modules=_NUMPY, cse=cse, docstring_limit=-1
+            )
             self._compiled[key] = fn
             self._compiled[("source", keep, arrays)] = (inspect.getsource(fn), global_names(fn))
             stored.save(self, keep, arrays, *self._compiled[("source", keep, arrays)], args)

@@ -63,6 +63,16 @@ def _presets_only(read):
     return read
 
 
+# The bindings that evaluate equations on the chosen presets (GQA or MLA, a parameter count):
+# what they give is memoised per choice of presets when no override reaches it (Resolver._by).
+_BY_EQUATIONS: set[Callable] = set()
+
+
+def _by_equations(read):
+    _BY_EQUATIONS.add(read)
+    return read
+
+
 def _figure(
     kind: str,
     name: str,
@@ -146,9 +156,9 @@ def _by_attention(gqa: str, mla: str):
         from derivations.core import get
 
         eq = get(gqa if model.attention == "gqa" else mla)
-        return r.value_of(eq), f"equation {eq.id} (model {model.id} uses {model.attention})", ""
+        return r.nested(eq), f"equation {eq.id} (model {model.id} uses {model.attention})", ""
 
-    return read
+    return _by_equations(read)
 
 
 def _n_chips(r: Resolver):
@@ -281,9 +291,9 @@ def _params(field: str, eq_id: str):
 
         eq = get(eq_id)
         origin = f"equation {eq.id} (model {model.id} states no {field})"
-        return r.value_of(eq), origin, model.source_of("source")
+        return r.nested(eq), origin, model.source_of("source")
 
-    return read
+    return _by_equations(read)
 
 
 BINDINGS: dict[str, Binding] = {
@@ -424,6 +434,49 @@ def _reachable(eq: Equation) -> dict[str, None]:
     return seen
 
 
+def _reach(eq: Equation) -> frozenset[str]:
+    """Every name an evaluation of ``eq`` inside another may read: its output, its inputs, and
+    theirs through the equations that define them and the bindings' needs, and its own
+    replaced inputs with what replaces them (its compiled form is expanded with them).
+    Worked out once per equation and state of the catalogue and notation."""
+    key = ("reach", version())
+    found = eq._compiled.get(key)
+    if found is None:
+        todo = [s.name for s in eq.inputs] + list(eq.cancelled)
+        for name, expr in eq.replaced:  # its expansion brings these in (Equation.expanded)
+            todo += [name, *(s.name for s in expr.free_symbols)]
+        found = eq._compiled[key] = _closure({eq.lhs.name}, todo)
+    return found
+
+
+_BINDING_REACH: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def _binding_reach(name: str) -> frozenset[str]:
+    """Every name reading ``name`` through its binding may read (:func:`_reach`)."""
+    key = (name, version())
+    found = _BINDING_REACH.get(key)
+    if found is None:
+        found = _BINDING_REACH[key] = _closure(set(), [name])
+    return found
+
+
+def _closure(seen: set[str], todo: list[str]) -> frozenset[str]:
+    """``seen`` and the names in ``todo`` with every name they reach through the equations
+    that define them and the bindings' needs."""
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        inner = defining(name)
+        if inner is not None:
+            todo += [s.name for s in inner.inputs] + list(inner.cancelled)
+        if name in BINDINGS:
+            todo += list(BINDINGS[name].needs)
+    return frozenset(seen)
+
+
 # Inputs for which 0 is a legal value: a dense model has no experts, no routed weights and no
 # dense-layer count to subtract (the zero defaults of MODEL_FIELDS), and reads no experts.
 ZERO_ALLOWED = frozenset(
@@ -470,6 +523,31 @@ def parse_override(name: str, value, what: str | None = None) -> pint.Quantity:
     example = sym.display or sym.unit
     zero = name in ZERO_ALLOWED
     return parse_quantity(value, expect=sym.unit, what=what, example=example, zero=zero)
+
+
+# Overrides read into base units, by symbol and exact value (_override_key): a design search and
+# a chapter's tables give the same few overrides (and sweeps) thousands of times. An error is
+# raised again every time: nothing is kept for it.
+_PARSED: dict[tuple, tuple] = {}
+_PARSED_SWEEPS: dict[tuple, tuple] = {}  # arrays (each entry holds one): fewer are kept
+
+
+def _parsed_override(name: str, value) -> pint.Quantity:
+    """``to_base(parse_override(name, value))``, a new Quantity (and array) each time."""
+    part = None if ureg._active_ctx else _override_key(name, value)
+    if part is None:
+        return to_base(parse_override(name, value))
+    key = (version(), ureg.default_system, part)
+    store, size = (_PARSED_SWEEPS, 256) if part[1] is np.ndarray else (_PARSED, 4096)
+    hit = store.get(key)
+    if hit is not None:
+        return new_quantity(_fresh(hit[0]), hit[1])
+    q = to_base(parse_override(name, value))
+    if _keepable(q._magnitude):
+        if len(store) >= size:
+            store.clear()
+        store[key] = (_fresh(q._magnitude), q._units)
+    return q
 
 
 _READ_BACK: dict = {}
@@ -568,6 +646,7 @@ def _reads_for(presets: Presets, chosen: dict) -> dict:
 
 
 _ARRAY_OR_FLOAT = (float, np.float64, np.ndarray)
+_NOTHING: frozenset[str] = frozenset()
 
 
 # The values of whole evaluations by everything they depend on (below): a problem drawn on many
@@ -576,21 +655,29 @@ _ARRAY_OR_FLOAT = (float, np.float64, np.ndarray)
 # and the preset fields its evaluation read, noted again on every hit (units.reads).
 _VALUES: dict[tuple, tuple] = {}
 _VALUES_SIZE = 8192  # entries kept (~3 kB each with their inputs); then the older half goes
+# Evaluations over arrays (a bisection narrowing a sweep ends on the same arrays again and
+# again): fewer entries, since each holds its arrays (at most SWEEP_SIZE values each).
+_SWEEPS: dict[tuple, tuple] = {}
+_SWEEPS_BYTES = 32 << 20  # the bytes of arrays its entries may hold; then the older half goes
+_sweeps_held = [0]  # the bytes they hold now
+_SWEPT = ("swept",)  # the last part of a sweep's key (no other part is a 1-tuple)
 
 
 def evaluation_key(
     eq: Equation, presets: Presets, choices: dict, overrides: dict, detailed: bool = False
 ):
     """The memo key of ``eq.evaluate`` on these presets, choices (ids, Presets or None) and
-    overrides (scalar Quantities of this registry, numbers or text), with the objects it holds
-    by identity; None when an input cannot be keyed (an array, a Quantity of another registry,
-    an active pint context): that evaluation is not memoised. ``detailed``: the key of
+    overrides (Quantities of this registry, numbers or text; an array of at most SWEEP_SIZE
+    values), with the objects it holds by identity; None when an input cannot be keyed (a
+    longer array, a list, a Quantity of another registry, an active pint context): that
+    evaluation is not memoised. ``detailed``: the key of
     ``evaluate_detailed`` (the value and every input's origin).
 
     The key covers the version of the catalogue and notation (an equation or symbol declared or
     changed), the unit system base units are taken in, the equation and the Presets object (a
     preset edit loads new ones), each choice, and each override's exact value: its type (an int
-    stays an int), its sign (-0.0 is not 0.0) and its units.
+    stays an int), its sign (-0.0 is not 0.0) and its units; an array's dtype, shape and
+    bytes.
     """
     if ureg._active_ctx:
         return None
@@ -604,38 +691,75 @@ def evaluation_key(
             objects.append(value)
         else:
             return None
+    swept = False
     for name, value in sorted(overrides.items()):
-        kind = type(value)
-        if kind is str:
-            parts.append((name, value))
-            continue
-        units = None
-        if isinstance(value, pint.Quantity):
-            if value._REGISTRY is not ureg:
-                return None
-            value, units = value._magnitude, value._units
-            kind = type(value)
-        if kind is int:
-            parts.append((name, kind, value, units))
-        elif kind is float or kind is np.float64:
-            parts.append((name, kind, value, math.copysign(1.0, value), units))
-        else:
+        part = _override_key(name, value)
+        if part is None:
             return None
+        swept = swept or part[1] is np.ndarray
+        parts.append(part)
+    if swept:
+        parts.append(_SWEPT)  # kept in the store of sweeps (_store_of)
     return tuple(parts), tuple(objects)
+
+
+SWEEP_SIZE = 1024  # the most values an array override may hold and still be keyed
+
+
+def _override_key(name: str, value):
+    """One override's exact value as a key (its type, sign and units; an array's dtype, shape
+    and bytes when it holds at most SWEEP_SIZE values), or None when it cannot be keyed."""
+    kind = type(value)
+    if kind is str:
+        return (name, value)
+    units = None
+    if isinstance(value, pint.Quantity):
+        if value._REGISTRY is not ureg:
+            return None
+        value, units = value._magnitude, value._units
+        kind = type(value)
+    if kind is int:
+        return (name, kind, value, units)
+    if kind is float or kind is np.float64:
+        return (name, kind, value, math.copysign(1.0, value), units)
+    if kind is np.ndarray and value.size <= SWEEP_SIZE and value.dtype.kind in "fiu":
+        return (name, kind, value.dtype.str, value.shape, value.tobytes(), units)
+    return None
+
+
+def _store_of(parts) -> dict:
+    """Where the entry of a key lives: a key with an array override in the smaller store of
+    sweeps (an entry holds arrays), any other in the store of numbers."""
+    return _SWEEPS if parts[-1] == _SWEPT else _VALUES
+
+
+def _fresh(magnitude):
+    """A memoised magnitude as a caller may have it: an array is copied (a caller may change
+    it in place), a number is immutable."""
+    return magnitude.copy() if type(magnitude) is np.ndarray else magnitude
+
+
+def _keepable(magnitude) -> bool:
+    """Whether a value's magnitude may be memoised: a float, an int, or an array of floats of
+    at most SWEEP_SIZE values."""
+    kind = type(magnitude)
+    if kind is float or kind is int:
+        return True
+    return kind is np.ndarray and magnitude.dtype == np.float64 and magnitude.size <= SWEEP_SIZE
 
 
 def recall_value(key) -> pint.Quantity | None:
     """The memoised value under ``key`` (from :func:`evaluation_key`; a new Quantity each
     time), its reads noted again; or None."""
     parts, objects = key
-    hit = _VALUES.get(parts)
+    hit = _store_of(parts).get(parts)
     if hit is None or len(hit[0]) != len(objects):
         return None
     if any(a is not b for a, b in zip(hit[0], objects, strict=True)):
         return None
-    _, magnitude, units, read, _ = hit
+    _, magnitude, units, read, _, _ = hit
     reads.note_all(read)
-    return new_quantity(magnitude, units)
+    return new_quantity(_fresh(magnitude), units)
 
 
 def recall_inputs(key) -> tuple[pint.Quantity, dict[str, Input]] | None:
@@ -645,31 +769,110 @@ def recall_inputs(key) -> tuple[pint.Quantity, dict[str, Input]] | None:
     if hit is None:
         return None
     used = {
-        name: Input(new_quantity(magnitude, units), origin, source, sym)
-        for name, magnitude, units, origin, source, sym in _VALUES[key[0]][4]
+        name: Input(new_quantity(_fresh(magnitude), units), origin, source, sym)
+        for name, magnitude, units, origin, source, sym in _store_of(key[0])[key[0]][4]
     }
     return hit, used
 
 
 def remember_inputs(key, value: pint.Quantity, used: dict[str, Input], read) -> None:
-    """Memoise ``evaluate_detailed``'s value and inputs (when each is one number)."""
+    """Memoise ``evaluate_detailed``'s value and inputs (when each is a number, or a sweep's
+    array of floats)."""
     kept = tuple(
-        (name, i.base._magnitude, i.base._units, i.origin, i.source, i.symbol)
+        (name, _fresh(i.base._magnitude), i.base._units, i.origin, i.source, i.symbol)
         for name, i in used.items()
     )
-    if all(type(k[1]) in (float, int) for k in kept):
+    if all(_keepable(k[1]) for k in kept):
         remember_value(key, value, read, kept)
 
 
 def remember_value(key, value: pint.Quantity, read, inputs: tuple = ()) -> None:
-    """Memoise ``value`` (one float) under ``key`` with the preset fields its evaluation read."""
-    if type(value._magnitude) is not float:
+    """Memoise ``value`` (a float, or a sweep's array of floats: a copy) under ``key`` with the
+    preset fields its evaluation read."""
+    magnitude = value._magnitude
+    if type(magnitude) is not float and not (
+        type(magnitude) is np.ndarray and _keepable(magnitude)
+    ):
         return
-    if len(_VALUES) >= _VALUES_SIZE:
-        for old in list(itertools.islice(_VALUES, _VALUES_SIZE // 2)):  # first in, first out
-            del _VALUES[old]
     parts, objects = key
-    _VALUES[parts] = (objects, value._magnitude, value._units, frozenset(read), inputs)
+    store = _store_of(parts)
+    held = 0
+    if store is _SWEEPS:  # by the bytes its arrays hold: the key's, the value's, the inputs'
+        if not store:
+            _sweeps_held[0] = 0  # emptied by someone else
+        held = sum(len(p[4]) for p in parts if type(p) is tuple and len(p) == 6)
+        held += sum(np.size(i[1]) * 8 for i in inputs) + np.size(magnitude) * 8
+        if _sweeps_held[0] + held > _SWEEPS_BYTES:
+            for old in list(itertools.islice(store, len(store) // 2 + 1)):  # first in, out
+                gone = store.pop(old, None)
+                _sweeps_held[0] -= gone[5] if gone is not None else 0
+    elif len(store) >= _VALUES_SIZE:
+        for old in list(itertools.islice(store, _VALUES_SIZE // 2)):  # first in, first out
+            del store[old]
+    if store is _SWEEPS and (before := store.get(parts)) is not None:
+        _sweeps_held[0] -= before[5]
+    _sweeps_held[0] += held
+    store[parts] = (objects, _fresh(magnitude), value._units, frozenset(read), inputs, held)
+
+
+# The presets chosen (preset objects by kind, defaults filled in) by the Presets and the
+# choices (ids, Presets or None) they were chosen by, with the preset reads choosing them made
+# (noted again on every hit); an entry keeps the objects it was keyed on by identity.
+_CHOSEN: dict[tuple, tuple] = {}
+
+
+def _chosen(presets: Presets, choices: dict) -> dict:
+    """The presets chosen by ``choices`` (see :meth:`Resolver.make`), a new dict each time."""
+    objects = [presets]
+    parts: list = [id(presets)]
+    for kind, value in choices.items():
+        if value is None or type(value) is str:
+            parts.append((kind, value))
+        elif type(value) is Preset:
+            parts.append((kind, id(value)))
+            objects.append(value)
+        else:
+            parts = None
+            break
+    key = tuple(parts) if parts is not None else None
+    hit = _CHOSEN.get(key) if key is not None else None
+    if hit is not None and all(a is b for a, b in zip(hit[0], objects, strict=True)):
+        reads.note_all(hit[2])
+        chosen = dict(hit[1])
+        if chosen["model"] is not None:
+            check_model(chosen["model"], presets)  # once per model: a dictionary look-up
+        return chosen
+
+    def pick(kind, value):
+        if value is None or isinstance(value, Preset):
+            return value
+        return presets.get(kind, str(value))
+
+    with reads.recording(quiet=True) as read:
+        chosen = {kind: pick(kind, choices.get(kind)) for kind in CHOICE_KINDS}
+    if chosen["model"] is not None:  # its reads (the first time only) are not the choice's
+        check_model(chosen["model"], presets)
+    with reads.recording(quiet=True) as also:
+        for kind, default in DEFAULT_CHOICES.items():
+            if chosen[kind] is None and default in presets.by_kind[kind]:
+                chosen[kind] = presets.get(kind, default)
+        for keyword, label in PRECISION_ROLES.values():
+            value = choices.get(keyword)
+            if value is None or isinstance(value, Preset):
+                chosen[keyword] = value or chosen["precision"]
+            elif str(value) in presets.by_kind["precision"]:
+                chosen[keyword] = presets.get("precision", str(value))
+            else:
+                known = presets.by_kind["precision"]
+                raise ChalkboardError(
+                    f"unknown {label} {str(value)!r}{closest(str(value), known)}; "
+                    f"the precisions are: {', '.join(known)}"
+                )
+    if key is not None:
+        if len(_CHOSEN) >= 1024:
+            _CHOSEN.clear()
+        _CHOSEN[key] = (tuple(objects), dict(chosen), frozenset(read | also))
+    return chosen
 
 
 class Resolver:
@@ -681,6 +884,7 @@ class Resolver:
         presets: Presets,
         chosen: dict[str, Preset | None],
         overrides: dict[str, pint.Quantity],
+        memo: dict | None = None,
     ):
         self.root = root
         self.presets = presets
@@ -693,7 +897,7 @@ class Resolver:
         self._values: dict[str, pint.Quantity] = {}
         self._stack: list[str] = []
         self._replaced = dict(root.replaced)
-        self._reads = _reads_for(presets, chosen)
+        self._reads = _reads_for(presets, chosen) if memo is None else memo
         self._read: tuple = ()  # the preset fields the last binding read (units.reads)
 
     @classmethod
@@ -710,43 +914,21 @@ class Resolver:
                 "has no numeric value"
             )
 
-        def pick(kind, value):
-            if value is None or isinstance(value, Preset):
-                return value
-            return presets.get(kind, str(value))
-
-        chosen = {kind: pick(kind, choices.get(kind)) for kind in CHOICE_KINDS}
-        if chosen["model"] is not None:
-            check_model(chosen["model"], presets)
-        for kind, default in DEFAULT_CHOICES.items():
-            if chosen[kind] is None and default in presets.by_kind[kind]:
-                chosen[kind] = presets.get(kind, default)
-        for keyword, label in PRECISION_ROLES.values():
-            value = choices.get(keyword)
-            if value is None or isinstance(value, Preset):
-                chosen[keyword] = value or chosen["precision"]
-            elif str(value) in presets.by_kind["precision"]:
-                chosen[keyword] = presets.get("precision", str(value))
-            else:
-                known = presets.by_kind["precision"]
-                raise ChalkboardError(
-                    f"unknown {label} {str(value)!r}{closest(str(value), known)}; "
-                    f"the precisions are: {', '.join(known)}"
-                )
-        allowed = reachable(root)
+        chosen = _chosen(presets, choices)
+        allowed = reachable(root) if overrides else {}
+        replaced = dict(root.replaced)
         parsed = {}
         for name, value in overrides.items():
-            if name in dict(root.replaced):
+            if name in replaced:
                 raise ChalkboardError(
-                    f"{name!r} is not an input of {root.id!r}: it was replaced by "
-                    f"{dict(root.replaced)[name]}"
+                    f"{name!r} is not an input of {root.id!r}: it was replaced by {replaced[name]}"
                 )
             if name not in allowed:
                 raise ChalkboardError(
                     f"{name!r} is not an input of {root.id!r}{closest(name, allowed)}; "
                     f"its inputs are: {', '.join(allowed)}"
                 )
-            parsed[name] = to_base(parse_override(name, value))
+            parsed[name] = _parsed_override(name, value)
         if root.solved_from and root.solved_from not in parsed:
             raise ChalkboardError(
                 f"{root.id}: solving for {root.lhs.name} needs the value of "
@@ -778,26 +960,27 @@ class Resolver:
         try:
             # floats (an int is read as numpy reads it, and raises as numpy would), else numpy
             magnitudes = []
+            swept = []  # the inputs that are arrays
             for s in args:
                 try:
-                    m = self.quantity(s.name).magnitude
+                    m = self.quantity(s.name)._magnitude
                 except MissingInput as err:
                     missing.append(err)
                     magnitudes.append(None)
                     continue
                 if type(m) is not float:
                     m = float(m) if type(m) is int else np.asarray(m, dtype=float)
-                    m = m if type(m) is float or m.ndim else m[()]
+                    if type(m) is not float:
+                        if m.ndim:
+                            swept.append(s.name)
+                        else:
+                            m = m[()]
                 magnitudes.append(m)
         finally:
             self._stack.pop()
         if missing:
             return self._without(eq, args, magnitudes, missing)
-        arrays = frozenset(
-            s.name
-            for s, m in zip(args, magnitudes, strict=True)
-            if type(m) is not float and np.ndim(m)
-        )
+        arrays = frozenset(swept) if swept else _NOTHING
         EVALUATED[(eq.id, self.keep, arrays)] = eq
         out = None
         scalar = None if arrays else eq.scalar(self.keep)
@@ -816,6 +999,84 @@ class Resolver:
         if type(out) in _ARRAY_OR_FLOAT:  # what Q_(out, eq.lhs.base_unit) makes, sooner
             return new_quantity(out, eq.lhs.base_unit._units)
         return Q_(out, eq.lhs.base_unit)
+
+    def nested(self, eq: Equation) -> pint.Quantity:
+        """The value of an equation evaluated inside this evaluation (an intermediate, or one a
+        binding evaluates), as ``value_of`` gives it, memoised for this choice of presets when
+        nothing particular to this evaluation can reach it: no override, no input the root
+        replaced, no equation being evaluated around it. Then its value, its inputs (added to
+        ``used``, in the order it reads them) and the preset fields it reads depend on the
+        chosen presets alone: a miss evaluates it in a resolver of its own, so that it reads
+        (and notes) everything it uses, and a hit notes those reads again (units.reads) and
+        adds the same inputs."""
+        reach = _reach(eq)
+        if (
+            not reach.isdisjoint(self.overrides)
+            or not reach.isdisjoint(self._replaced)
+            or not reach.isdisjoint(self._stack)
+        ):
+            return self.value_of(eq)
+        key = ("equation", id(eq), self.keep, version())
+        hit = self._reads.get(key)
+        if hit is not None and hit[0] is eq:
+            _, magnitude, units, entries, read = hit
+            reads.note_all(read)
+            self._adopt(entries)
+            return new_quantity(magnitude, units)
+        q, entries, read = self._inside(lambda inside: inside.value_of(eq))
+        if type(q._magnitude) is float and all(type(e[1]) in (float, int) for e in entries):
+            self._reads[key] = (eq, q._magnitude, q._units, entries, read)
+        return q
+
+    def _by(self, name: str) -> pint.Quantity | None:
+        """Input ``name`` read through a binding that evaluates equations (_BY_EQUATIONS),
+        memoised as :meth:`nested` is: None when something particular to this evaluation can
+        reach it (then it is read as any input is)."""
+        reach = _binding_reach(name)
+        if (
+            not reach.isdisjoint(self.overrides)
+            or not reach.isdisjoint(self._replaced)
+            or not reach.isdisjoint(self._stack)
+        ):
+            return None
+        key = ("binding", name, self.keep, version())
+        hit = self._reads.get(key)
+        sym, binding = lookup_symbol(name), BINDINGS[name]
+        if hit is not None and hit[0] is sym and hit[1] is binding:
+            reads.note_all(hit[3])
+            self._adopt(hit[2])
+            return self._values[name]
+        _, entries, read = self._inside(lambda inside: inside._read_input(name, binding))
+        if all(type(e[1]) in (float, int) for e in entries):
+            self._reads[key] = (sym, binding, entries, read)
+        return self._values[name]
+
+    def _inside(self, evaluate):
+        """``evaluate(resolver)`` in a resolver of its own on this choice of presets (no
+        overrides; the same inputs kept and replaced, none of which it reaches), so that it reads
+        and notes everything it uses: (what it gives, the inputs it used, the preset fields it
+        read). Those inputs are added to this evaluation's, even when it raises."""
+        inside = Resolver(self.root, self.presets, self.chosen, {}, self._reads)
+        inside.keep = self.keep
+        inside._replaced = self._replaced
+        with reads.recording(quiet=True) as read:
+            try:
+                q = evaluate(inside)
+            finally:  # what it read before an error is this evaluation's too
+                entries = tuple(
+                    (name, i.base._magnitude, i.base._units, i.origin, i.source, i.symbol)
+                    for name, i in inside.used.items()
+                )
+                self._adopt(entries)
+        return q, entries, frozenset(read)
+
+    def _adopt(self, entries) -> None:
+        """Add the inputs a nested evaluation used (new Quantities) that this one lacks."""
+        for name, magnitude, units, origin, source, sym in entries:
+            if name not in self._values:
+                q = new_quantity(_fresh(magnitude), units)
+                self._values[name] = q
+                self.used[name] = Input(q, origin, source, sym)
 
     def _without(self, eq: Equation, args, magnitudes, missing) -> pint.Quantity:
         """``eq``'s value when the inputs it lacks drop out at the values it has (a dense
@@ -856,10 +1117,21 @@ class Resolver:
         """The value of input ``name`` in base units (cached), recording its origin."""
         if name in self._values:
             return self._values[name]
+        binding = BINDINGS.get(name)
+        if (
+            binding is not None
+            and binding.read in _BY_EQUATIONS
+            and defining(name) is None
+            and (q := self._by(name)) is not None
+        ):
+            return q
+        return self._read_input(name, binding)
+
+    def _read_input(self, name: str, binding: Binding | None) -> pint.Quantity:
+        """:meth:`quantity` when it was not read before (nor through :meth:`_by`)."""
         sym = lookup_symbol(name)
         inner = defining(name)
         replaced = self._replaced
-        binding = BINDINGS.get(name)
         key = None  # set for a value read from the chosen presets alone: memoised under it
         if name in self.overrides:
             q, origin, source = self.overrides[name], "given", ""
@@ -871,7 +1143,7 @@ class Resolver:
                 return q
             q, origin, source = sym.value, "constant", sym.source
         elif inner is not None and name not in self._stack and inner is not self.root:
-            q, origin, source = self.value_of(inner), f"equation {inner.id}", str(inner.source)
+            q, origin, source = self.nested(inner), f"equation {inner.id}", str(inner.source)
         elif binding is not None and (found := self._bound(name, binding, sym)) is not None:
             if not isinstance(found, tuple):
                 return found  # recalled

@@ -7,6 +7,7 @@ may read (inputs.reachable) and to_latex's tables kept per version of the notati
 
 import dataclasses
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 import pint
@@ -237,8 +238,17 @@ def test_the_memo_tells_apart_what_changes_a_value():
         for v in (-0.0, 0.0)
     )
     assert minus != plus
-    array = {"hbm_capacity": Q_(np.array([80.0, 96.0]), "GB")}
-    assert inputs_module.evaluation_key(eq, load(), case, array) is None  # a sweep: not kept
+    # a short sweep is keyed by its values (dtype, shape and bytes); a long one, or a list, not
+    sweeps = [np.array([80.0, 96.0]), np.array([80.0, 97.0]), np.array([[80.0, 96.0]])]
+    sweeps += [np.array([80, 96]), np.array([-0.0, 96.0]), np.array([0.0, 96.0])]
+    keys = {
+        inputs_module.evaluation_key(eq, load(), case, {"hbm_capacity": Q_(a, "GB")})[0]
+        for a in sweeps
+    }
+    assert len(keys) == len(sweeps)
+    long = Q_(np.arange(1.0, inputs_module.SWEEP_SIZE + 2), "GB")
+    assert inputs_module.evaluation_key(eq, load(), case, {"hbm_capacity": long}) is None
+    assert inputs_module.evaluation_key(eq, load(), case, {"hbm_capacity": [80, 96]}) is None
     for q in (Q_(80, "GB"), Q_(96, "GB"), Q_(80, "GB")):
         want = Q_(q.to("byte").magnitude / 3.35e12, "s").to("ms").magnitude
         got = eq.evaluate(**case, hbm_capacity=q).to("ms").magnitude
@@ -257,3 +267,152 @@ def test_a_memoised_value_notes_the_presets_it_read():
         eq.evaluate(**case)
     assert ("hardware", "h100_sxm", "hbm_bandwidth") in recalled
     assert computed <= recalled
+
+
+def _forget_memos():
+    """Empty every memo of the evaluation path (what a fresh process starts with)."""
+    for memo in ("_VALUES", "_SWEEPS", "_READS", "_PARSED", "_PARSED_SWEEPS", "_CHOSEN"):
+        getattr(inputs_module, memo).clear()
+
+
+def _outcome(eq, kw, detailed):
+    """What an evaluation gives (a value, or every input with its origin, in order; or its
+    error), what derivations.recording records and which preset fields it reads."""
+    from derivations import recording
+    from units import reads
+
+    with recording() as made, reads.recording() as read:
+        try:
+            got = eq.evaluate_detailed(**kw) if detailed else eq.evaluate(**kw)
+        except ChalkboardError as err:
+            got = str(err)
+    if not isinstance(got, str) and detailed:
+        inputs = [
+            (n, i.base._units, np.asarray(i.base.magnitude).tolist(), i.origin, i.source)
+            for n, i in got.inputs.items()
+        ]
+        got = (got.value, inputs)
+    if isinstance(got, pint.Quantity):
+        got = (got._units, np.asarray(got.magnitude).tolist(), type(got.magnitude))
+    elif not isinstance(got, str):
+        got = ((got[0]._units, np.asarray(got[0].magnitude).tolist()), got[1])
+    recorded = [
+        (e.equation.id, sorted(e.keywords), np.asarray(e.value.magnitude).tolist()) for e in made
+    ]
+    return got, recorded, frozenset(read)
+
+
+EXAMPLE = load(extra=[Path(__file__).parents[1] / "fixtures" / "example_presets.toml"])
+CASES = [
+    dict(hardware="h100_sxm", model="deepseek_v3"),
+    dict(hardware="b200", model="llama_3_1_70b", precision="fp8", weight_precision="fp4"),
+    dict(hardware="h100_sxm", model="deepseek_v3", batch_size=64, n_chips="16 chip"),
+    dict(hardware="b200", model="deepseek_v3", batch_size=Q_(np.array([1.0, 64.0]), "sequence")),
+    # a user's file: a model with no stated parameter counts (counted from its architecture)
+    dict(hardware="example_chip", model="llama_3_2_1b", batch_size=64, presets=EXAMPLE),
+]
+
+
+@pytest.mark.parametrize("detailed", [False, True])
+def test_a_memo_hit_gives_records_and_reads_what_a_miss_does(detailed, monkeypatch):
+    # every evaluable equation of the catalogue on a few cases: each evaluated with the memos
+    # empty and nested equations (and bindings that evaluate equations) evaluated in place, as
+    # they were before they were memoised; then with the memos empty, then again (a hit), then
+    # after every other equation (its nested evaluations found in the memo of values read per
+    # choice of presets)
+    eqs = [e for e in core.CATALOGUE.values() if e.evaluable]
+    in_place = inputs_module.Resolver.value_of
+    for kw in CASES:
+        _outcome(eqs[0], kw, detailed)  # a model's counts are cross-checked once per process
+        cold = {}
+        for eq in eqs:
+            _forget_memos()
+            with monkeypatch.context() as m:
+                m.setattr(inputs_module.Resolver, "nested", in_place)
+                m.setattr(inputs_module.Resolver, "_by", lambda self, name: None)
+                cold[eq.id] = _outcome(eq, kw, detailed)
+            _forget_memos()
+            assert _outcome(eq, kw, detailed) == cold[eq.id], (eq.id, kw)
+            assert _outcome(eq, kw, detailed) == cold[eq.id], (eq.id, kw)
+        for eq in reversed(eqs):
+            assert _outcome(eq, kw, detailed) == cold[eq.id], (eq.id, kw)
+
+
+def test_a_memoised_sweep_is_a_new_array_each_time():
+    eq = get("hbm_drain_time")
+    capacity = np.array([80.0, 96.0])
+    _forget_memos()
+    first = eq.evaluate(hardware="h100_sxm", hbm_capacity=Q_(capacity, "GB"))
+    again = eq.evaluate(hardware="h100_sxm", hbm_capacity=Q_(capacity, "GB"))
+    assert same(first, again) and first.magnitude is not again.magnitude
+    first.magnitude[:] = 0  # a caller's business, not the memo's
+    capacity[0] = 160.0  # the caller's sweep changed in place: a new case
+    third = eq.evaluate(hardware="h100_sxm", hbm_capacity=Q_(capacity, "GB"))
+    # 160 GB / 3.35 TB/s and 96 GB / 3.35 TB/s in ms, by hand
+    assert third.to("ms").magnitude == pytest.approx([160 / 3.35, 96 / 3.35], rel=1e-12)
+    fourth = eq.evaluate(hardware="h100_sxm", hbm_capacity=Q_(np.array([80.0, 96.0]), "GB"))
+    assert same(fourth, again)
+    detailed = eq.evaluate_detailed(hardware="h100_sxm", hbm_capacity=Q_(capacity, "GB"))
+    detailed.inputs["hbm_capacity"].base.magnitude[:] = 1.0
+    again = eq.evaluate_detailed(hardware="h100_sxm", hbm_capacity=Q_(capacity, "GB"))
+    assert again.inputs["hbm_capacity"].base.magnitude.tolist() == [160e9, 96e9]
+
+
+def _model_file(path, kv_heads: int):
+    path.write_text(
+        "[model.test_model]\n"
+        'name = "Test model"\nsource = "a test"\nattention = "gqa"\n'
+        "layers = 16\nd_model = 2048\nn_heads = 32\n"
+        f"n_kv_heads = {kv_heads}\nhead_dim = 64\nd_ff = 8192\nvocab = 128256\n"
+        "tied_embeddings = true\n"
+    )
+    return path
+
+
+def test_an_edited_user_preset_is_never_stale(tmp_path):
+    # serve reloads the same file after an edit: a new Presets, so no memo answers for it.
+    # KV values per token = 2 (K and V) x layers x KV heads x head dim: 2 x 16 x 8 x 64 = 16,384
+    # with 8 KV heads, 32,768 with 16 (by hand); read through the GQA equation (a nested one)
+    from units.presets import _load
+
+    path = _model_file(tmp_path / "mine.toml", kv_heads=8)
+    eq = get("kv_bytes_per_token")  # bf16: two bytes a value
+    for expected_heads in (8, 16, 8):
+        _model_file(path, kv_heads=expected_heads)
+        _load.cache_clear()  # what serve does when a preset file changes
+        presets = load(extra=[path])
+        want = 2 * 16 * expected_heads * 64 * 2
+        for _ in range(2):
+            got = eq.evaluate(model="test_model", presets=presets).to("byte/token")
+            assert got.magnitude == pytest.approx(want, rel=1e-12)
+            detail = eq.evaluate_detailed(model="test_model", presets=presets)
+            assert detail.inputs["n_kv_heads"].base.magnitude == expected_heads
+    _load.cache_clear()
+
+
+def test_an_override_reaching_a_nested_equation_is_not_answered_from_the_memo():
+    # kv_values_per_token is read through the GQA or MLA equation (a nested evaluation); an
+    # override of one of that equation's inputs must reach it, memo or not
+    eq = get("kv_bytes_per_token")
+    case = dict(hardware="h100_sxm", model="llama_3_1_70b")
+    plain = eq.evaluate(**case)
+    layers = eq.evaluate_detailed(**case).inputs["n_layers"].base.magnitude
+    doubled = eq.evaluate(**case, n_layers=Q_(2 * layers, "layer"))
+    assert (doubled / plain).to("").magnitude == pytest.approx(2, rel=1e-12)
+    assert same(eq.evaluate(**case), plain)
+
+
+def test_the_store_of_sweeps_keeps_to_its_budget(monkeypatch):
+    # each entry of hbm_drain_time on a sweep of 100 capacities holds the key's array and the
+    # value's (800 bytes each): a budget of 10 kB keeps at most six, and every value stays
+    # right (capacity / 3.35 TB/s, by hand)
+    monkeypatch.setattr(inputs_module, "_SWEEPS_BYTES", 10_000)
+    _forget_memos()
+    eq = get("hbm_drain_time")
+    for _ in range(2):
+        for k in range(10):
+            capacity = np.arange(1.0, 101.0) + k
+            got = eq.evaluate(hardware="h100_sxm", hbm_capacity=Q_(capacity, "GB"))
+            assert got.to("s").magnitude == pytest.approx(capacity * 1e9 / 3.35e12, rel=1e-12)
+            assert 0 < len(inputs_module._SWEEPS) <= 10_000 // 1600
+            assert inputs_module._sweeps_held[0] <= 10_000
