@@ -1,5 +1,6 @@
 """Figures: drawn from the equations, accessible, and themed by the page's own colour."""
 
+import contextlib
 import re
 
 import pytest
@@ -91,6 +92,44 @@ def test_log_axes_make_only_the_ticks_they_draw_and_draw_the_same_ones():
     culled, made_in_view, drawn_in_view = svg(in_view=True)
     assert culled == plain and drawn_in_view == drawn
     assert made_in_view == drawn and all(m > d for m, d in zip(made, drawn, strict=True))
+
+
+def test_ticks_copied_from_a_prototype_draw_the_same_svg():
+    """book.figures._quick_ticks makes each tick as a copy of one made once per axis (and per
+    set of tick parameters): a figure with log and linear axes, shared axes, tick labels set
+    with their own style, tick parameters changed after ticks exist, ticks made anew after a
+    label was changed in place or with new parameters, and minor ticks on draws the very SVG
+    with matplotlib's own ticks; and matplotlib is as it was afterwards."""
+    import matplotlib.axis
+    import matplotlib.pyplot as plt
+    from matplotlib.markers import MarkerStyle
+
+    from book import figures
+
+    made, set_marker = matplotlib.axis.Axis._get_tick, MarkerStyle._set_marker
+
+    def svg(quick: bool):
+        quick_ticks = figures._quick_ticks() if quick else contextlib.nullcontext()
+        with plt.rc_context({**figures._style(), "svg.hashsalt": "test"}), quick_ticks:
+            fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(7, 4.2))
+            top.loglog([2.0, 3e4], [5e-3, 70.0], marker="o")
+            top.tick_params(axis="y", labelsize=7, length=6, colors="#d62728")
+            bottom.plot([2.0, 3e4], [1.0, 5.0])
+            bottom.set_yticks([1, 2, 4], ["one", "two", "four"], rotation=30, fontsize=8)
+            bottom.minorticks_on()
+            bottom.tick_params(which="minor", length=2, width=0.5)
+            for _ in range(2):  # new ticks, with the defaults, after one label changed in place
+                bottom.tick_params(axis="x", reset=True)
+                bottom.xaxis.get_major_ticks()[0].label1.set_fontsize(15)
+            bottom.tick_params(axis="y", reset=True, labelsize=9, direction="in")
+            figures._plain_log_labels(fig)
+            try:
+                return figures._svg(fig, "two panels")
+            finally:
+                plt.close(fig)
+
+    assert svg(quick=True) == svg(quick=False)
+    assert matplotlib.axis.Axis._get_tick is made and MarkerStyle._set_marker is set_marker
 
 
 def test_latency_figure_marks_the_computed_crossover(drawn):
