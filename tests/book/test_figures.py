@@ -218,6 +218,31 @@ def _line(ys=(3.0, 4.0), label="a line", alt="A line rising.", xlabel="x"):
     return _render("test_line", draw, alt, "caption")
 
 
+def test_drawing_leaves_garbage_collection_as_it_was(svgs):
+    """No collection while a figure is drawn (book.figures._collected_after); afterwards the
+    collector is on again if it was on, off if it was off, also when the drawing fails."""
+    import gc
+
+    from book.figures import _render
+
+    def fails(fig, ax):
+        assert not gc.isenabled()
+        raise RuntimeError("a drawing that fails")
+
+    assert gc.isenabled()
+    _line()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        _render("test_fails", fails, "A figure that fails.", "caption")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        _line(label="another line")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_the_same_figure_is_read_from_the_cache(svgs):
     first = _line()
     assert _line() == first and len(svgs) == 1
