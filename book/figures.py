@@ -336,21 +336,28 @@ def figure_key(fig_id: str, fig, alt: str) -> str | None:
     (``id()`` of each child), is written as the list of children instead, so the same figure
     drawn in another process has the same key.
     """
+    import copyreg
     import pickle
 
     import matplotlib
     from matplotlib.transforms import TransformNode
 
-    class Canonical(pickle.Pickler):
-        def reducer_override(self, obj):
-            if isinstance(obj, TransformNode):
-                children = [ref() for ref in obj._parents.values()]
-                return type(obj), (), {**obj.__dict__, "_parents": children}
-            return NotImplemented
+    def canonical(obj):
+        children = [ref() for ref in obj._parents.values()]
+        return type(obj), (), {**obj.__dict__, "_parents": children}
 
+    # every transform class by its exact type, looked up in C (a reducer_override, a Python
+    # call for every object pickled, was most of the key's cost)
+    transforms, stack = {}, [TransformNode]
+    while stack:
+        cls = stack.pop()
+        transforms[cls] = canonical
+        stack.extend(cls.__subclasses__())
     out = _StateHash()
     try:
-        Canonical(out, protocol=5).dump(fig)
+        pickler = pickle.Pickler(out, protocol=5)
+        pickler.dispatch_table = {**copyreg.dispatch_table, **transforms}
+        pickler.dump(fig)
     except Exception:  # noqa: BLE001 - an artist pickle cannot write: draw it every time
         return None
     rc = repr(sorted((k, repr(v)) for k, v in matplotlib.rcParams.items()))
