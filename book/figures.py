@@ -131,6 +131,11 @@ def _quick_ticks():
     The rc settings are the house style's for the whole figure (:func:`_render`), so a tick
     made later would be made the same. A marker without a user transform is copied without
     deep-copying its path and transform, which matplotlib never changes in place.
+
+    And while an axis is drawn or measured for the layout, its ticks are placed and their
+    labels measured once: matplotlib does it, then again to place the axis label (for the axes
+    whose labels it aligns, by default the axis alone) and again for each spine next to it,
+    with nothing changed in between (drawing the ticks moves none of them).
     """
     import matplotlib.axis
     from matplotlib.markers import MarkerStyle
@@ -156,13 +161,55 @@ def _quick_ticks():
         else:
             set_marker(style, marker)
 
-    matplotlib.axis.Axis._get_tick = get_tick
+    Axis = matplotlib.axis.Axis
+    kept = {
+        name: getattr(Axis, name)
+        for name in ("draw", "get_tightbbox", "_update_ticks", "_get_ticklabel_bboxes")
+    }
+    placing: dict[int, dict] = {}  # by id() of the axis being drawn or measured: its ticks
+
+    def once(name):
+        @functools.wraps(kept[name])
+        def whole(axis, *args, **kwargs):
+            if id(axis) in placing:  # drawn or measured inside itself: matplotlib's own way
+                return kept[name](axis, *args, **kwargs)
+            placing[id(axis)] = {}
+            try:
+                return kept[name](axis, *args, **kwargs)
+            finally:
+                del placing[id(axis)]
+
+        return whole
+
+    def update_ticks(axis):
+        memo = placing.get(id(axis))
+        if memo is None:
+            return kept["_update_ticks"](axis)
+        if "ticks" not in memo:
+            memo["ticks"] = kept["_update_ticks"](axis)
+        return list(memo["ticks"])
+
+    def ticklabel_bboxes(axis, ticks, renderer):
+        memo = placing.get(id(axis))
+        if memo is None:
+            return kept["_get_ticklabel_bboxes"](axis, ticks, renderer)
+        key = ("bboxes", id(renderer), *map(id, ticks))
+        if key not in memo:
+            memo[key] = (renderer, ticks, kept["_get_ticklabel_bboxes"](axis, ticks, renderer))
+        first, second = memo[key][2]
+        return list(first), list(second)
+
+    Axis._get_tick = get_tick
     MarkerStyle._set_marker = quick_set_marker
+    Axis.draw, Axis.get_tightbbox = once("draw"), once("get_tightbbox")
+    Axis._update_ticks, Axis._get_ticklabel_bboxes = update_ticks, ticklabel_bboxes
     try:
         yield
     finally:
-        matplotlib.axis.Axis._get_tick = made
+        Axis._get_tick = made
         MarkerStyle._set_marker = set_marker
+        for name, method in kept.items():
+            setattr(Axis, name, method)
 
 
 def _copy_tick(tick):
