@@ -18,6 +18,7 @@ import hashlib
 import io
 import os
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,7 +86,12 @@ def _render(fig_id: str, draw, alt: str, caption: str) -> Figure:
     when a figure in exactly this state was written before (see :func:`figure_key`)."""
     import matplotlib.pyplot as plt
 
-    with _collected_after(), plt.rc_context({**_style(), "svg.hashsalt": fig_id}), _quick_ticks():
+    with (
+        _DRAWING,
+        _collected_after(),
+        plt.rc_context({**_style(), "svg.hashsalt": fig_id}),
+        _quick_ticks(),
+    ):
         fig, ax = plt.subplots(figsize=(7, 4.2))
         try:
             draw(fig, ax)
@@ -100,6 +106,11 @@ def _render(fig_id: str, draw, alt: str, caption: str) -> Figure:
     if key is not None:
         _svgs().put(key, svg.encode("utf-8"))
     return Figure(fig_id, svg, alt, caption)
+
+
+# one figure drawn at a time: _quick_ticks patches matplotlib's classes for the drawing (and
+# pyplot is not thread-safe); a figure may draw another inside its drawing (a re-entrant lock)
+_DRAWING = threading.RLock()
 
 
 @contextlib.contextmanager

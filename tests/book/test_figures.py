@@ -249,6 +249,23 @@ def test_drawing_leaves_garbage_collection_as_it_was(svgs):
         gc.enable()
 
 
+def test_figures_drawn_in_threads_are_the_ones_drawn_one_by_one(svgs, monkeypatch):
+    """Drawing patches matplotlib for the figure (book.figures._quick_ticks) under a lock: two
+    threads drawing at once make the SVGs drawn one by one, and leave matplotlib as it was."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import matplotlib.axis
+
+    monkeypatch.setenv("CHALKBOARD_CACHE", "0")  # drawn every time, never read
+    kinds = [{"ys": (3.0, 4.0 + k)} for k in range(4)]
+    alone = [_line(**kind).svg for kind in kinds]
+    methods = dict(vars(matplotlib.axis.Axis))
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(lambda kind: _line(**kind).svg, kinds * 2))
+    assert together == alone * 2 and len(svgs) == 12
+    assert dict(vars(matplotlib.axis.Axis)) == methods
+
+
 def test_the_same_figure_is_read_from_the_cache(svgs):
     first = _line()
     assert _line() == first and len(svgs) == 1
