@@ -11,11 +11,14 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import io
 import os
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,7 +86,12 @@ def _render(fig_id: str, draw, alt: str, caption: str) -> Figure:
     when a figure in exactly this state was written before (see :func:`figure_key`)."""
     import matplotlib.pyplot as plt
 
-    with plt.rc_context({**_style(), "svg.hashsalt": fig_id}):
+    with (
+        _DRAWING,
+        _collected_after(),
+        plt.rc_context({**_style(), "svg.hashsalt": fig_id}),
+        _quick_ticks(),
+    ):
         fig, ax = plt.subplots(figsize=(7, 4.2))
         try:
             draw(fig, ax)
@@ -98,6 +106,143 @@ def _render(fig_id: str, draw, alt: str, caption: str) -> Figure:
     if key is not None:
         _svgs().put(key, svg.encode("utf-8"))
     return Figure(fig_id, svg, alt, caption)
+
+
+# one figure drawn at a time: _quick_ticks patches matplotlib's classes for the drawing (and
+# pyplot is not thread-safe); a figure may draw another inside its drawing (a re-entrant lock)
+_DRAWING = threading.RLock()
+
+
+@contextlib.contextmanager
+def _collected_after():
+    """No cyclic garbage collection while a figure is drawn: its artists are garbage the
+    moment it is written, and the first collection after it frees them while they are young.
+    Collected during the drawing, they survived into the oldest generation and set off its full
+    collections, over every object the process holds: drawing the 23 figures alone in one
+    process (tests, a fresh process) spent about a tenth of its CPU in them. In a whole build
+    the oldest generation is large enough that the figures seldom set one off either way."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@contextlib.contextmanager
+def _quick_ticks():
+    """While a figure is drawn, an axis makes each new tick as a copy of a tick made once.
+
+    matplotlib makes every tick anew (two labels, two marks, a grid line, each an artist set up
+    from the rc settings) and then copies the first tick's properties onto it; copying the new
+    marks' marker deep-copies it. Building a tick was about a fifth of the figures' CPU, most of
+    it for the minor ticks of log axes. Here the first tick an axis makes (per kind, major or
+    minor, and per set of tick parameters) is kept untouched as a prototype, and every tick,
+    that one too, is a copy of it: the same attributes, with its own callback registry and font
+    properties (the parts matplotlib changes in place), so it is the tick matplotlib would make.
+    The rc settings are the house style's for the whole figure (:func:`_render`), so a tick
+    made later would be made the same. A marker without a user transform is copied without
+    deep-copying its path and transform, which matplotlib never changes in place.
+
+    And while an axis is drawn or measured for the layout, its ticks are placed and their
+    labels measured once: matplotlib does it, then again to place the axis label (for the axes
+    whose labels it aligns, by default the axis alone) and again for each spine next to it,
+    with nothing changed in between (drawing the ticks moves none of them).
+    """
+    import matplotlib.axis
+    from matplotlib.markers import MarkerStyle
+
+    made = matplotlib.axis.Axis._get_tick
+    set_marker = MarkerStyle._set_marker
+    # by id() of the axis (a prototype holds its axes, so no other axis takes that id)
+    prototypes: dict[tuple[int, bool], tuple[dict, object]] = {}
+
+    def get_tick(axis, major):
+        kw = axis._major_tick_kw if major else axis._minor_tick_kw
+        held = prototypes.get((id(axis), major))
+        try:
+            same = held is not None and held[0] == kw
+        except ValueError:  # a parameter that will not compare (an array): make it anew
+            same = False
+        if not same:
+            held = prototypes[(id(axis), major)] = (dict(kw), made(axis, major))
+        return _copy_tick(held[1])
+
+    def quick_set_marker(style, marker):
+        if isinstance(marker, MarkerStyle) and marker._user_transform is None:
+            style.__dict__ = dict(marker.__dict__)
+        else:
+            set_marker(style, marker)
+
+    Axis = matplotlib.axis.Axis
+    kept = {
+        name: getattr(Axis, name)
+        for name in ("draw", "get_tightbbox", "_update_ticks", "_get_ticklabel_bboxes")
+    }
+    placing: dict[int, dict] = {}  # by id() of the axis being drawn or measured: its ticks
+
+    def once(name):
+        @functools.wraps(kept[name])
+        def whole(axis, *args, **kwargs):
+            if id(axis) in placing:  # drawn or measured inside itself: matplotlib's own way
+                return kept[name](axis, *args, **kwargs)
+            placing[id(axis)] = {}
+            try:
+                return kept[name](axis, *args, **kwargs)
+            finally:
+                del placing[id(axis)]
+
+        return whole
+
+    def update_ticks(axis):
+        memo = placing.get(id(axis))
+        if memo is None:
+            return kept["_update_ticks"](axis)
+        if "ticks" not in memo:
+            memo["ticks"] = kept["_update_ticks"](axis)
+        return list(memo["ticks"])
+
+    def ticklabel_bboxes(axis, ticks, renderer):
+        memo = placing.get(id(axis))
+        if memo is None:
+            return kept["_get_ticklabel_bboxes"](axis, ticks, renderer)
+        key = ("bboxes", id(renderer), *map(id, ticks))
+        if key not in memo:
+            memo[key] = (renderer, ticks, kept["_get_ticklabel_bboxes"](axis, ticks, renderer))
+        first, second = memo[key][2]
+        return list(first), list(second)
+
+    Axis._get_tick = get_tick
+    MarkerStyle._set_marker = quick_set_marker
+    Axis.draw, Axis.get_tightbbox = once("draw"), once("get_tightbbox")
+    Axis._update_ticks, Axis._get_ticklabel_bboxes = update_ticks, ticklabel_bboxes
+    try:
+        yield
+    finally:
+        Axis._get_tick = made
+        MarkerStyle._set_marker = set_marker
+        for name, method in kept.items():
+            setattr(Axis, name, method)
+
+
+def _copy_tick(tick):
+    """A copy of an unused tick as matplotlib would make it (see :func:`_quick_ticks`)."""
+    from matplotlib.cbook import CallbackRegistry
+    from matplotlib.text import Text
+
+    def copied(artist):
+        new = object.__new__(type(artist))
+        new.__dict__.update(artist.__dict__)
+        new._callbacks = CallbackRegistry(signals=["pchanged"])
+        if isinstance(artist, Text):
+            new._fontproperties = artist._fontproperties.copy()
+        return new
+
+    new = copied(tick)
+    for part in ("tick1line", "tick2line", "gridline", "label1", "label2"):
+        setattr(new, part, copied(getattr(tick, part)))
+    return new
 
 
 SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -252,21 +397,28 @@ def figure_key(fig_id: str, fig, alt: str) -> str | None:
     (``id()`` of each child), is written as the list of children instead, so the same figure
     drawn in another process has the same key.
     """
+    import copyreg
     import pickle
 
     import matplotlib
     from matplotlib.transforms import TransformNode
 
-    class Canonical(pickle.Pickler):
-        def reducer_override(self, obj):
-            if isinstance(obj, TransformNode):
-                children = [ref() for ref in obj._parents.values()]
-                return type(obj), (), {**obj.__dict__, "_parents": children}
-            return NotImplemented
+    def canonical(obj):
+        children = [ref() for ref in obj._parents.values()]
+        return type(obj), (), {**obj.__dict__, "_parents": children}
 
+    # every transform class by its exact type, looked up in C (a reducer_override, a Python
+    # call for every object pickled, was most of the key's cost)
+    transforms, stack = {}, [TransformNode]
+    while stack:
+        cls = stack.pop()
+        transforms[cls] = canonical
+        stack.extend(cls.__subclasses__())
     out = _StateHash()
     try:
-        Canonical(out, protocol=5).dump(fig)
+        pickler = pickle.Pickler(out, protocol=5)
+        pickler.dispatch_table = {**copyreg.dispatch_table, **transforms}
+        pickler.dump(fig)
     except Exception:  # noqa: BLE001 - an artist pickle cannot write: draw it every time
         return None
     rc = repr(sorted((k, repr(v)) for k, v in matplotlib.rcParams.items()))
@@ -908,18 +1060,22 @@ def _idle_slots(ax, stage: int, width: float) -> None:
 
     box = Rectangle((0, stage - 0.4), width, 0.8, facecolor="none", edgecolor=FOREGROUND)
     box.set(hatch="////", linewidth=0, alpha=0.35)
-    ax.add_patch(box)
+    ax.add_artist(box)  # the schedules set both limits (see _pass_box)
 
 
 def _pass_box(ax, x, colour, label: int | None, fontsize: float, alpha: float = 1.0) -> None:
     """One pass of a pipeline schedule (``x``: its stage, start and end) as a box, numbered
-    unless ``label`` is None."""
+    unless ``label`` is None.
+
+    The box is added as an artist, not a patch: the same box, clipped and drawn the same, but
+    not stretching the axes' data limits, which the schedules never read (they set both limits
+    themselves); measuring each box for them was a fifth of drawing the training schedule."""
     from matplotlib.patches import Rectangle
 
     width = x.end - x.start
     box = Rectangle((x.start, x.stage - 0.4), width, 0.8, facecolor=colour, edgecolor="white")
     box.set(linewidth=0.6, alpha=alpha)
-    ax.add_patch(box)
+    ax.add_artist(box)
     if label is None:
         return
     middle = (x.start + x.end) / 2

@@ -1,5 +1,6 @@
 """Figures: drawn from the equations, accessible, and themed by the page's own colour."""
 
+import contextlib
 import re
 
 import pytest
@@ -93,6 +94,50 @@ def test_log_axes_make_only_the_ticks_they_draw_and_draw_the_same_ones():
     assert made_in_view == drawn and all(m > d for m, d in zip(made, drawn, strict=True))
 
 
+def test_ticks_copied_from_a_prototype_draw_the_same_svg():
+    """book.figures._quick_ticks makes each tick as a copy of one made once per axis (and per
+    set of tick parameters): a figure with log and linear axes, shared axes, tick labels set
+    with their own style, tick parameters changed after ticks exist, ticks made anew after a
+    label was changed in place or with new parameters, minor ticks on, and axis labels aligned
+    across the axes (placed by another axis' ticks, which are not memoised) draws the very SVG
+    with matplotlib's own ticks; and matplotlib is as it was afterwards."""
+    import matplotlib.axis
+    import matplotlib.pyplot as plt
+    from matplotlib.markers import MarkerStyle
+
+    from book import figures
+
+    Axis = matplotlib.axis.Axis
+    names = ("_get_tick", "draw", "get_tightbbox", "_update_ticks", "_get_ticklabel_bboxes")
+    methods = [getattr(Axis, name) for name in names] + [MarkerStyle._set_marker]
+
+    def svg(quick: bool):
+        quick_ticks = figures._quick_ticks() if quick else contextlib.nullcontext()
+        with plt.rc_context({**figures._style(), "svg.hashsalt": "test"}), quick_ticks:
+            fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(7, 4.2))
+            top.loglog([2.0, 3e4], [5e-3, 70.0], marker="o")
+            top.tick_params(axis="y", labelsize=7, length=6, colors="#d62728")
+            bottom.plot([2.0, 3e4], [1.0, 5.0])
+            bottom.set_yticks([1, 2, 4], ["one", "two", "four"], rotation=30, fontsize=8)
+            bottom.minorticks_on()
+            bottom.tick_params(which="minor", length=2, width=0.5)
+            for _ in range(2):  # new ticks, with the defaults, after one label changed in place
+                bottom.tick_params(axis="x", reset=True)
+                bottom.xaxis.get_major_ticks()[0].label1.set_fontsize(15)
+            bottom.tick_params(axis="y", reset=True, labelsize=9, direction="in")
+            top.set_ylabel("rate")
+            bottom.set_ylabel("share")
+            fig.align_ylabels()  # each y label placed by both axes' tick labels
+            figures._plain_log_labels(fig)
+            try:
+                return figures._svg(fig, "two panels")
+            finally:
+                plt.close(fig)
+
+    assert svg(quick=True) == svg(quick=False)
+    assert [getattr(Axis, name) for name in names] + [MarkerStyle._set_marker] == methods
+
+
 def test_latency_figure_marks_the_computed_crossover(drawn):
     from derivations import get
 
@@ -177,6 +222,48 @@ def _line(ys=(3.0, 4.0), label="a line", alt="A line rising.", xlabel="x"):
         ax.legend()
 
     return _render("test_line", draw, alt, "caption")
+
+
+def test_drawing_leaves_garbage_collection_as_it_was(svgs):
+    """No collection while a figure is drawn (book.figures._collected_after); afterwards the
+    collector is on again if it was on, off if it was off, also when the drawing fails."""
+    import gc
+
+    from book.figures import _render
+
+    def fails(fig, ax):
+        assert not gc.isenabled()
+        raise RuntimeError("a drawing that fails")
+
+    assert gc.isenabled()
+    _line()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        _render("test_fails", fails, "A figure that fails.", "caption")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        _line(label="another line")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_figures_drawn_in_threads_are_the_ones_drawn_one_by_one(svgs, monkeypatch):
+    """Drawing patches matplotlib for the figure (book.figures._quick_ticks) under a lock: two
+    threads drawing at once make the SVGs drawn one by one, and leave matplotlib as it was."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import matplotlib.axis
+
+    monkeypatch.setenv("CHALKBOARD_CACHE", "0")  # drawn every time, never read
+    kinds = [{"ys": (3.0, 4.0 + k)} for k in range(4)]
+    alone = [_line(**kind).svg for kind in kinds]
+    methods = dict(vars(matplotlib.axis.Axis))
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(lambda kind: _line(**kind).svg, kinds * 2))
+    assert together == alone * 2 and len(svgs) == 12
+    assert dict(vars(matplotlib.axis.Axis)) == methods
 
 
 def test_the_same_figure_is_read_from_the_cache(svgs):
