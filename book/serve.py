@@ -19,7 +19,16 @@ data every page loads) written, before the rest, and the browsers showing them r
 other pages follow, and every page is then what a full build makes. The search index stays the full
 build's until the next one. A change to anything else (Python, assets, ``mkdocs.yml``; an equation
 is Python), or a preset edit that adds or removes a page, starts a fresh builder for a full build,
-since modules cannot be reloaded safely; the old site is served until it succeeds.
+since modules cannot be reloaded safely; the old site is served until it succeeds. That builder
+is a spare started ahead (once the previous full build ended), which waits with the third-party
+libraries a build uses imported (never the project's modules: they are imported after the edit).
+It builds the pages open in a browser first (their makers, the derivations' checks, their
+Markdown and, with mkdocs, their HTML, the other pages' Markdown being the served site's: the
+same navigation and theme, and the same HTML the full build then makes) with the calculators'
+data when it changed; those are served over the old site (an overlay: :class:`State`) and the
+browsers showing them reload at once. Then it builds the whole site, which is served when it
+succeeded; a page shown ahead reloads again only if the full build made it otherwise. A build
+that fails, or is stopped by a second edit, is served no more, its early pages with it.
 
 Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the same
 server, saying which page it shows, and reloads the page when the build changes (no external
@@ -206,11 +215,37 @@ def _now() -> str:
 # -- the builder, seen from here ----------------------------------------------------------------
 
 
+# A builder process starts by importing the third-party libraries a build uses, then reads its
+# options (one JSON line) and runs ``python -m book.serve`` with them. A *spare* builder is started
+# ahead of the next edit and waits with them imported, so that an edit's full build does not
+# spend its first second importing them; the project's own modules are imported only once the
+# options come, after the edit, as it left them.
+PRELOADED = (
+    "numpy", "sympy", "pint", "jinja2", "nbformat", "matplotlib", "matplotlib.pyplot",
+    "markdown", "pymdownx.arithmatex", "pymdownx.superfences", "pymdownx.details",
+    "mkdocs.commands.build", "mkdocs.config", "material.plugins.search.plugin",
+    "mkdocstrings", "mkdocstrings_handlers.python", "mkdocs_autorefs",
+)  # fmt: skip
+BOOT = """
+import contextlib, importlib, json, runpy, sys
+for name in %r:
+    with contextlib.suppress(Exception):
+        importlib.import_module(name)
+        if name == "matplotlib":
+            sys.modules[name].use("Agg")  # as book.figures does, before pyplot
+line = sys.stdin.readline()
+if line:
+    sys.argv = ["book.serve", *json.loads(line)]
+    runpy.run_module("book.serve", run_name="__main__", alter_sys=True)
+"""
+
+
 class Builder:
     """A builder process: a full build into ``folder`` on start, then page rebuilds on request.
-    Each request and the first build answer one JSON line."""
+    Each request and the first build answer one JSON line. With ``options`` None it is a spare:
+    it imports the libraries a build uses and waits for :meth:`go`."""
 
-    def __init__(self, folder: Path, options: list[str]):
+    def __init__(self, folder: Path, options: list[str] | None):
         self.folder = folder
         folder.mkdir(parents=True)
         self.started = time.monotonic()
@@ -220,7 +255,7 @@ class Builder:
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, PYTHONPATH=path)  # this checkout's modules, wherever it runs
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "book.serve", "--into", str(folder), *options],
+            [sys.executable, "-c", BOOT % (PRELOADED,)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -230,6 +265,20 @@ class Builder:
             encoding="utf-8",
         )
         threading.Thread(target=self._read, daemon=True).start()
+        if options is not None:
+            self.go(options)
+
+    def go(self, options: list[str]) -> None:
+        """Start the full build (of a spare: now)."""
+        self.started = time.monotonic()
+        self._send(["--into", str(self.folder), *options])
+
+    def _send(self, line) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(line) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # it died: reply() says so
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -256,11 +305,7 @@ class Builder:
     def ask(self, request: dict, timeout: float = 600.0, early=None) -> dict:
         """The builder's answer to ``request``; ``early(reply)`` is called with each answer that
         comes before it (``"early": true``: the pages open in a browser, rebuilt first)."""
-        try:
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass  # it died: reply() says so
+        self._send(request)
         while True:
             got = self.reply(timeout) or {"ok": False, "error": "the builder did not answer"}
             if not got.get("early"):
@@ -615,6 +660,7 @@ class Preview:
         self.builds = 0
         self.current: Builder | None = None
         self.pending: Builder | None = None
+        self.spare: Builder | None = None  # the next full build's, waiting with its imports
         self.reason = ""
         self.edited_meanwhile: set[Path] = set()  # templates edited while ``pending`` builds
         self.early: dict = {}  # what ``pending`` showed ahead of its full build (its reply)
@@ -634,14 +680,29 @@ class Preview:
             self.pending.stop()
         self.edited_meanwhile.clear()
         self.early = {}
-        self.builds += 1
         self.reason = reason
         options = list(self.options)
         if self.current is not None and not self.current.dead:
             options += ["--previous", str(self.current.folder)]
             for url in self.state.shown():
                 options += ["--first", url]
-        self.pending = Builder(self.work / f"build-{self.builds}", options)
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.proc.poll() is None:
+            spare.go(options)
+            self.pending = spare
+        else:
+            if spare is not None:
+                spare.stop()
+            self.pending = Builder(self._folder(), options)
+
+    def _folder(self) -> Path:
+        self.builds += 1
+        return self.work / f"build-{self.builds}"
+
+    def _start_spare(self) -> None:
+        """A builder for the next full build, started ahead of it (once a full build ended)."""
+        if self.spare is None:
+            self.spare = Builder(self._folder(), None)
 
     def edited(self, edits: list[Path]) -> None:
         names = template_names(edits)
@@ -735,10 +796,12 @@ class Preview:
             if self.early:  # its pages shown ahead: the last good site's again
                 self.state.drop_overlay()
                 self.state.publish(pages=self.early["pages"])
+                self.early = {}
             last = "; still serving the last good site" if self.current else ""
             self.say(f"error: {_now()} build failed ({self.reason}): {got['error']}{last}", True)
             if self.current is None:
                 self.state.publish(message=f"The build failed: {got['error']}")
+            self._start_spare()
             return
         old, self.current, self.pending = self.current, self.pending, None
         keep = self._shown_as_built(old, self.current)
@@ -750,6 +813,7 @@ class Preview:
             edits = sorted(self.edited_meanwhile)
             self.edited_meanwhile.clear()
             self.pages(template_names(edits), edits)
+        self._start_spare()
 
     def _shown_as_built(self, old: Builder | None, new: Builder) -> list[str]:
         """The pages shown ahead of ``new``'s full build that need no reload: the same HTML as
@@ -772,7 +836,7 @@ class Preview:
         ]
 
     def close(self) -> None:
-        for builder in (self.pending, self.current):
+        for builder in (self.spare, self.pending, self.current):
             if builder is not None:
                 builder.stop()
         shutil.rmtree(self.work, ignore_errors=True)

@@ -609,7 +609,8 @@ def _computed(line: str) -> list[str]:
 
 
 SHOWN = "() => document.body && document.body.innerText.includes('%s')"
-GONE = "() => document.body && !document.body.innerText.includes('%s')"
+IN_PAGE = "() => document.body && document.body.textContent.includes('%s')"  # shown or folded
+NOT_IN_PAGE = "() => document.body && !document.body.textContent.includes('%s')"
 
 
 def test_a_preset_edit_reloads_the_open_page_first_without_a_full_build(server, browser):
@@ -714,13 +715,13 @@ PYTHON_EDITED = "book/calculators\\.py changed"  # the reason a line gives for t
 
 
 def test_a_python_edit_shows_the_open_page_before_the_full_build_ends(server, browser):
-    """An edit to Python (book/calculators.py: the label of every calculator, which the chapters
-    show) needs a full build in a fresh builder (book.serve); that builder builds the page open
-    in a browser first, from the served site's Markdown and navigation, and the page is served
-    over the site and reloads before the full build ends. A second edit during that build stops
-    it: its early page is served no more, and the second build's is shown first in turn. When
-    the full build ends its site is served, and the open page, the same HTML as the full build
-    made, does not reload again. Put back, every page is the first full build's."""
+    """An edit to Python (book/calculators.py: the label of every calculator on a chapter page)
+    needs a full build in a fresh builder (book.serve); that builder builds the page open in a
+    browser first, from the served site's Markdown and navigation, and the page is served over
+    the site and reloads before the full build ends. A second edit during that build stops it:
+    its early page is served no more, and the second build's is shown first in turn. When the
+    full build ends its site is served, and the open page, the same HTML as the full build made,
+    does not reload again. Put back, every page is the first full build's."""
     module = server.src / "book" / "calculators.py"
     original = module.read_text(encoding="utf-8")
     label = "<summary>Calculator</summary>"
@@ -734,14 +735,14 @@ def test_a_python_edit_shows_the_open_page_before_the_full_build_ends(server, br
         page.wait_for_timeout(300)  # the page's long poll is waiting
         before = len(server.lines())
         module.write_text(original.replace(label, "<summary>Calculator One</summary>"), "utf-8")
-        page.wait_for_function(SHOWN % "Calculator One", timeout=FIRST_BUILD * 1000, polling=25)
+        page.wait_for_function(IN_PAGE % "Calculator One", timeout=FIRST_BUILD * 1000, polling=25)
         assert not [x for x in server.lines()[before:] if "built the site in" in x]
         first = server.wait_for(
             rf"showed {path} first in [\d.]+ s \({PYTHON_EDITED}; ", after=before
         )
         assert "Calculator One" in server.get(path)[1]  # served over the site
         module.write_text(original.replace(label, "<summary>Calculator Two</summary>"), "utf-8")
-        page.wait_for_function(SHOWN % "Calculator Two", timeout=FIRST_BUILD * 1000, polling=25)
+        page.wait_for_function(IN_PAGE % "Calculator Two", timeout=FIRST_BUILD * 1000, polling=25)
         page.evaluate("() => { window.reloadedOnce = true; }")
         second = server.wait_for(rf"showed {path} first in ", after=server.lines().index(first) + 1)
         line = server.wait_for(
@@ -756,7 +757,9 @@ def test_a_python_edit_shows_the_open_page_before_the_full_build_ends(server, br
         assert page.evaluate("() => window.reloadedOnce === true")  # reloaded once, not twice
         before = len(server.lines())
         module.write_text(original, encoding="utf-8")
-        page.wait_for_function(GONE % "Calculator Two", timeout=FIRST_BUILD * 1000, polling=25)
+        page.wait_for_function(
+            NOT_IN_PAGE % "Calculator Two", timeout=FIRST_BUILD * 1000, polling=25
+        )
         server.wait_for(rf"built the site in .*{PYTHON_EDITED}", after=before, timeout=FIRST_BUILD)
     finally:
         if module.read_text(encoding="utf-8") != original:  # a failure above: put it back
