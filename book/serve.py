@@ -245,8 +245,9 @@ class Builder:
     Each request and the first build answer one JSON line. With ``options`` None it is a spare:
     it imports the libraries a build uses and waits for :meth:`go`."""
 
-    def __init__(self, folder: Path, options: list[str] | None):
+    def __init__(self, folder: Path, options: list[str] | None, answered=None):
         self.folder = folder
+        self.answered = answered  # a threading.Event set on each answer (the server's loop waits)
         folder.mkdir(parents=True)
         self.started = time.monotonic()
         self.replies: queue.Queue = queue.Queue()
@@ -284,7 +285,11 @@ class Builder:
         for line in self.proc.stdout:
             with contextlib.suppress(ValueError):
                 self.replies.put(json.loads(line))
+                if self.answered is not None:
+                    self.answered.set()
         self.replies.put(None)  # the builder ended
+        if self.answered is not None:
+            self.answered.set()
 
     def reply(self, timeout: float | None) -> dict:
         """The next answer; {} while there is none yet; an error when the builder died."""
@@ -628,7 +633,8 @@ def serve(port: int = 8000, extra_presets=(), out=None, err=None, poll: float = 
             preview.full("first build")
             seen = snapshot(watched)
             while True:
-                time.sleep(poll)
+                preview.answered.wait(poll)  # a builder's answer is taken at once
+                preview.answered.clear()
                 now = snapshot(watched)
                 if now != seen:
                     time.sleep(0.05)  # let an editor finish writing, then take what it wrote
@@ -661,6 +667,7 @@ class Preview:
         self.current: Builder | None = None
         self.pending: Builder | None = None
         self.spare: Builder | None = None  # the next full build's, waiting with its imports
+        self.answered = threading.Event()  # set when a builder answers
         self.reason = ""
         self.edited_meanwhile: set[Path] = set()  # templates edited while ``pending`` builds
         self.early: dict = {}  # what ``pending`` showed ahead of its full build (its reply)
@@ -693,7 +700,7 @@ class Preview:
         else:
             if spare is not None:
                 spare.stop()
-            self.pending = Builder(self._folder(), options)
+            self.pending = Builder(self._folder(), options, self.answered)
 
     def _folder(self) -> Path:
         self.builds += 1
@@ -702,7 +709,7 @@ class Preview:
     def _start_spare(self) -> None:
         """A builder for the next full build, started ahead of it (once a full build ended)."""
         if self.spare is None:
-            self.spare = Builder(self._folder(), None)
+            self.spare = Builder(self._folder(), None, self.answered)
 
     def edited(self, edits: list[Path]) -> None:
         names = template_names(edits)
