@@ -20,8 +20,9 @@ other pages follow, and every page is then what a full build makes. The search i
 build's until the next one. A change to anything else (Python, assets, ``mkdocs.yml``; an equation
 is Python), or a preset edit that adds or removes a page, starts a fresh builder for a full build,
 since modules cannot be reloaded safely; the old site is served until it succeeds. That builder
-is a spare started ahead (once the previous full build ended), which waits with the third-party
-libraries a build uses imported (never the project's modules: they are imported after the edit).
+is a spare started ahead (once the previous full build ended or showed its early pages), which
+waits with the third-party libraries a build uses imported (never the project's modules: they are
+imported after the edit).
 It builds the pages open in a browser first (their makers, the derivations' checks, their
 Markdown and, with mkdocs, their HTML, the other pages' Markdown being the served site's: the
 same navigation and theme, and the same HTML the full build then makes) with the calculators'
@@ -707,7 +708,8 @@ class Preview:
         return self.work / f"build-{self.builds}"
 
     def _start_spare(self) -> None:
-        """A builder for the next full build, started ahead of it (once a full build ended)."""
+        """A builder for the next full build, started ahead of it: once a full build ended or
+        showed its early pages (not before: it would compete with them)."""
         if self.spare is None:
             self.spare = Builder(self._folder(), None, self.answered)
 
@@ -796,6 +798,7 @@ class Preview:
                     f"{_now()} showed {_listed(got['pages'])} first in {seconds:.2f} s "
                     f"({self.reason}; the rest follows)"
                 )
+            self._start_spare()  # for an edit during the rest of this build, or after it
             return
         if not got.get("ok"):
             self.pending.stop()
@@ -1370,7 +1373,7 @@ def _builder(argv: list[str]) -> int:
             return one_line(str(e))
         return one_line(f"internal error ({type(e).__name__}: {e})")
 
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()  # the libraries imported before
     try:
         import derivations
         from book.site import RARELY
@@ -1383,9 +1386,10 @@ def _builder(argv: list[str]) -> int:
 
         def early(urls: list[str], files: list[str], timings: dict) -> None:  # ahead of the rest
             timings = {"imports": imported, **timings}
-            print(f"pages shown first: {urls} {files}; seconds {timings}", flush=True)
+            used = time.process_time() - cpu
+            print(f"pages shown first: {urls} {files}; seconds {timings}, CPU {used}", flush=True)
             answer(ok=True, early=True, pages=urls, files=files, overlay=str(into / "early"),
-                   timings=timings)  # fmt: skip
+                   timings=timings, cpu=used)  # fmt: skip
 
         into = Path(args.into)
         previous = Path(args.previous) if args.previous else None
