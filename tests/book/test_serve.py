@@ -330,6 +330,78 @@ def test_only_the_browsers_whose_page_changed_reload(tmp_path, monkeypatch):
         preview.close()
 
 
+class _Answers:
+    """A builder that gives the answers it was made with (no process)."""
+
+    def __init__(self, folder: Path, *answers: dict):
+        self.folder, self.answers, self.started = folder, list(answers), time.monotonic()
+        self.site, self.stopped = folder / "site", False
+
+    def reply(self, timeout):
+        return self.answers.pop(0) if self.answers else {}
+
+    def stop(self):
+        self.stopped = True
+
+
+def _write_page(site: Path, url: str, text: str) -> None:
+    path = site / serve._html_of(url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.mark.parametrize("end", ["failed", "same", "otherwise"])
+def test_pages_shown_ahead_of_a_full_build_that_fails_or_ends(tmp_path, monkeypatch, end):
+    """The early answer of a full build publishes its pages over the site and says so in a line.
+    The build fails: the last good site is served again, those pages reload to it, and one
+    error line says so. It succeeds: its site is served, and a page shown ahead reloads only if
+    the full build made it otherwise."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    state, out, err = serve.State(), io.StringIO(), io.StringIO()
+    preview = serve.Preview(state, [], out, err)
+    monkeypatch.setattr(preview, "_start_spare", lambda: None)  # no process in this test
+    old, overlay = _Answers(tmp_path / "old"), tmp_path / "new" / "early"
+    data = "javascripts/calculators-data.js"
+    for site in (old.site, overlay.parent / "site"):
+        _write_page(site, "/" + data, "data")
+    _write_page(old.site, "/a/", "old a")
+    _write_page(overlay, "/a/", "new a")
+    _write_page(overlay.parent / "site", "/a/", "new a" if end == "same" else "new a, other")
+    state.publish(site=old.site)
+    preview.current, preview.reason = old, "derivations/x.py changed"
+    early = {"ok": True, "early": True, "pages": ["/a/"], "files": [], "overlay": str(overlay)}
+    final = {"ok": False, "error": "boom"} if end == "failed" else {"ok": True}
+    preview.pending = new = _Answers(tmp_path / "new", early, final)
+    try:
+        site_build = state.build
+        preview.check()
+        assert state.folder("/a/") == overlay and state.folder("/b/") == old.site
+        shown = state.build_of("/a/")
+        assert shown != site_build and state.build_of("/b/") == site_build
+        assert re.fullmatch(
+            r"\d\d:\d\d:\d\d showed /a/ first in [\d.]+ s \(derivations/x\.py changed; the rest "
+            r"follows\)\n",
+            out.getvalue().splitlines(keepends=True)[-1],
+        )
+        preview.check()
+        if end == "failed":
+            assert state.folder("/a/") == old.site and state.site == old.site
+            assert state.build_of("/a/") not in (shown, site_build)  # back to the last good
+            assert state.build_of("/b/") == site_build  # no other page reloads
+            assert err.getvalue().endswith("boom; still serving the last good site\n")
+            assert new.stopped and not old.stopped and preview.current is old
+        else:
+            assert state.site == new.site and state.folder("/a/") == new.site
+            assert (state.build_of("/a/") == shown) == (end == "same")
+            assert state.build_of("/b/") not in (shown, site_build)
+            assert old.stopped and preview.current is new and err.getvalue() == ""
+    finally:
+        preview.current = preview.pending = None
+        preview.close()
+
+
 def test_a_closed_tab_is_no_longer_a_page_shown(small_site):
     """A long poll whose browser went away stops counting as a page shown within a second (a
     preset edit rebuilds the pages shown first), not when its wait would have ended."""
