@@ -916,17 +916,16 @@ class Pages:
 
     def _early(self, makers, into: Path, previous: Path, first, shown, started: float) -> dict:
         """Build the pages at the URLs ``first`` ahead of the rest, as Hugo's fast render mode
-        does, and call ``shown(urls, files)`` with those whose HTML differs from the served
-        site's (``previous``: the served builder's folder), all of them when the calculators'
-        data changed (every page loads it; then ``files`` names it), and the seconds each step
-        took (``timings``). Their makers are computed
-        (and kept for the whole build), the derivations checked, their Markdown rendered and
-        their HTML built into ``into/early`` by mkdocs with this build's configuration and
-        theme, the other pages' Markdown being the served site's (``previous/docs``): the same
-        navigation and links, and the same HTML a full build makes. A failure to compute the
-        pages is the build's (it would fail the same way); mkdocs' failing on them is only
-        logged (the full build says what it makes of the page). Returns the makers computed:
-        name -> (pages, presets read)."""
+        does, and call ``shown(urls, files, timings)`` with those whose HTML differs from the
+        served site's (``previous``: the served builder's folder), all of them when the
+        calculators' data changed (every page loads it; then ``files`` names it), and the
+        seconds each step took. Their makers are computed (and kept for the whole build), the
+        derivations checked, their Markdown rendered and their HTML built into ``into/early``
+        by mkdocs with this build's configuration and theme, the other pages' Markdown being
+        the served site's (``previous/docs``): the same navigation and links, and the same HTML
+        a full build makes. A failure to compute the pages is the build's (it would fail the
+        same way); mkdocs' failing on them is only logged (the full build says what it makes
+        of the page). Returns the makers computed: name -> (pages, presets read)."""
         import traceback
 
         import derivations
@@ -986,7 +985,8 @@ class Pages:
             for url, dest in built.values()
             if files or not _same(early / dest, previous / "site" / dest)
         ]
-        shown(pages, files, timings)
+        if shown is not None:
+            shown(pages, files, timings)
         return computed
 
     def _urls(self) -> dict[str, str]:
