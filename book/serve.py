@@ -246,9 +246,9 @@ class Builder:
     Each request and the first build answer one JSON line. With ``options`` None it is a spare:
     it imports the libraries a build uses and waits for :meth:`go`."""
 
-    def __init__(self, folder: Path, options: list[str] | None, answered=None):
+    def __init__(self, folder: Path, options: list[str] | None):
         self.folder = folder
-        self.answered = answered  # a threading.Event set on each answer (the server's loop waits)
+        self.answered: threading.Event | None = None  # set on each answer (Preview sets it)
         folder.mkdir(parents=True)
         self.started = time.monotonic()
         self.replies: queue.Queue = queue.Queue()
@@ -701,7 +701,8 @@ class Preview:
         else:
             if spare is not None:
                 spare.stop()
-            self.pending = Builder(self._folder(), options, self.answered)
+            self.pending = Builder(self._folder(), options)
+            self.pending.answered = self.answered
 
     def _folder(self) -> Path:
         self.builds += 1
@@ -711,7 +712,8 @@ class Preview:
         """A builder for the next full build, started ahead of it: once a full build ended or
         showed its early pages (not before: it would compete with them)."""
         if self.spare is None:
-            self.spare = Builder(self._folder(), None, self.answered)
+            self.spare = Builder(self._folder(), None)
+            self.spare.answered = self.answered
 
     def edited(self, edits: list[Path]) -> None:
         names = template_names(edits)
