@@ -19,7 +19,17 @@ data every page loads) written, before the rest, and the browsers showing them r
 other pages follow, and every page is then what a full build makes. The search index stays the full
 build's until the next one. A change to anything else (Python, assets, ``mkdocs.yml``; an equation
 is Python), or a preset edit that adds or removes a page, starts a fresh builder for a full build,
-since modules cannot be reloaded safely; the old site is served until it succeeds.
+since modules cannot be reloaded safely; the old site is served until it succeeds. That builder
+is a spare started ahead (once the previous full build ended or showed its early pages), which
+waits with the third-party libraries a build uses imported (never the project's modules: they are
+imported after the edit).
+It builds the pages open in a browser first (their makers, the derivations' checks, their
+Markdown and, with mkdocs, their HTML, the other pages' Markdown being the served site's: the
+same navigation and theme, and the same HTML the full build then makes) with the calculators'
+data when it changed; those are served over the old site (an overlay: :class:`State`) and the
+browsers showing them reload at once. Then it builds the whole site, which is served when it
+succeeded; a page shown ahead reloads again only if the full build made it otherwise. A build
+that fails, or is stopped by a second edit, is served no more, its early pages with it.
 
 Every HTML page is served with a small script that long-polls ``/__chalkboard__/build`` on the same
 server, saying which page it shows, and reloads the page when the build changes (no external
@@ -58,6 +68,7 @@ TEMPLATES = HERE / "templates"
 MKDOCS_YML = ROOT / "mkdocs.yml"
 WATCHED = (ROOT / "units", ROOT / "derivations", HERE, MKDOCS_YML)
 PRESETS_DATA = ROOT / "units" / "data"  # the built-in presets (units.presets.BUILTIN_FILES)
+PAGES_INDEX = "pages.json"  # in a builder's folder: its pages' makers and URLs
 LIVE = "/__chalkboard__/build"
 LIVE_WAIT = 25.0  # seconds a long poll is held before it answers "no change"
 IDLE_TIMEOUT = 30.0  # seconds a connection may send nothing before it is closed
@@ -205,12 +216,39 @@ def _now() -> str:
 # -- the builder, seen from here ----------------------------------------------------------------
 
 
+# A builder process starts by importing the third-party libraries a build uses, then reads its
+# options (one JSON line) and runs ``python -m book.serve`` with them. A *spare* builder is started
+# ahead of the next edit and waits with them imported, so that an edit's full build does not
+# spend its first second importing them; the project's own modules are imported only once the
+# options come, after the edit, as it left them.
+PRELOADED = (
+    "numpy", "sympy", "pint", "jinja2", "nbformat", "matplotlib", "matplotlib.pyplot",
+    "markdown", "pymdownx.arithmatex", "pymdownx.superfences", "pymdownx.details",
+    "mkdocs.commands.build", "mkdocs.config", "material.plugins.search.plugin",
+    "mkdocstrings", "mkdocstrings_handlers.python", "mkdocs_autorefs",
+)  # fmt: skip
+BOOT = """
+import contextlib, importlib, json, runpy, sys
+for name in %r:
+    with contextlib.suppress(Exception):
+        importlib.import_module(name)
+        if name == "matplotlib":
+            sys.modules[name].use("Agg")  # as book.figures does, before pyplot
+line = sys.stdin.readline()
+if line:
+    sys.argv = ["book.serve", *json.loads(line)]
+    runpy.run_module("book.serve", run_name="__main__", alter_sys=True)
+"""
+
+
 class Builder:
     """A builder process: a full build into ``folder`` on start, then page rebuilds on request.
-    Each request and the first build answer one JSON line."""
+    Each request and the first build answer one JSON line. With ``options`` None it is a spare:
+    it imports the libraries a build uses and waits for :meth:`go`."""
 
-    def __init__(self, folder: Path, options: list[str]):
+    def __init__(self, folder: Path, options: list[str] | None):
         self.folder = folder
+        self.answered: threading.Event | None = None  # set on each answer (Preview sets it)
         folder.mkdir(parents=True)
         self.started = time.monotonic()
         self.replies: queue.Queue = queue.Queue()
@@ -219,7 +257,7 @@ class Builder:
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(os.environ, PYTHONPATH=path)  # this checkout's modules, wherever it runs
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "book.serve", "--into", str(folder), *options],
+            [sys.executable, "-c", BOOT % (PRELOADED,)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -229,12 +267,30 @@ class Builder:
             encoding="utf-8",
         )
         threading.Thread(target=self._read, daemon=True).start()
+        if options is not None:
+            self.go(options)
+
+    def go(self, options: list[str]) -> None:
+        """Start the full build (of a spare: now)."""
+        self.started = time.monotonic()
+        self._send(["--into", str(self.folder), *options])
+
+    def _send(self, line) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(line) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # it died: reply() says so
 
     def _read(self) -> None:
         for line in self.proc.stdout:
             with contextlib.suppress(ValueError):
                 self.replies.put(json.loads(line))
+                if self.answered is not None:
+                    self.answered.set()
         self.replies.put(None)  # the builder ended
+        if self.answered is not None:
+            self.answered.set()
 
     def reply(self, timeout: float | None) -> dict:
         """The next answer; {} while there is none yet; an error when the builder died."""
@@ -255,11 +311,7 @@ class Builder:
     def ask(self, request: dict, timeout: float = 600.0, early=None) -> dict:
         """The builder's answer to ``request``; ``early(reply)`` is called with each answer that
         comes before it (``"early": true``: the pages open in a browser, rebuilt first)."""
-        try:
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass  # it died: reply() says so
+        self._send(request)
         while True:
             got = self.reply(timeout) or {"ok": False, "error": "the builder did not answer"}
             if not got.get("early"):
@@ -312,24 +364,49 @@ class State:
         self.closing = False
         self.polls: dict[str, int] = {}  # page -> long polls held now
         self.polled: dict[str, float] = {}  # page -> when its last long poll ended
+        self.overlay: Path | None = None  # a full build's pages shown ahead of it, served
+        self.overlaid: set[str] = set()  # over the site's at these URL paths (page_url's)
 
     def publish(
-        self, site: Path | None = None, message: str | None = None, pages=None, keep=()
-    ) -> None:
+        self, site: Path | None = None, message: str | None = None, pages=None, keep=(),
+        overlay: tuple[Path, list[str]] | None = None,
+    ) -> None:  # fmt: skip
         """A new build: of the whole site, or (``pages``) of those pages alone. A new build of
-        the site leaves the pages ``keep`` as they are (rebuilt before it, then unchanged)."""
+        the site leaves the pages ``keep`` as they are (rebuilt before it, then unchanged).
+        ``overlay`` (a folder and the URL paths it serves: pages and the scripts they load) is
+        what a full build under way made ahead of the rest, served over the site until the
+        site changes; pages rebuilt in the site meanwhile (``pages`` without ``overlay``) are
+        the site's again."""
         with self.changed:
             if site is not None:
                 self.site = site
+                self.overlay, self.overlaid = None, set()
             if message is not None:
                 self.message = message
             build = f"{time.time_ns():x}"
             if pages is not None:
+                if overlay is not None:
+                    self.overlay, self.overlaid = overlay[0], set(map(page_url, overlay[1]))
+                else:
+                    self.overlaid -= set(map(page_url, pages))
                 self.builds.update((page_url(p), build) for p in pages)
             else:
                 kept = {p: self.builds[p] for p in map(page_url, keep) if p in self.builds}
                 self.build, self.builds = build, kept
             self.changed.notify_all()
+
+    def drop_overlay(self) -> None:
+        """Serve the site alone again (the build that made the overlay was stopped or failed);
+        no browser reloads for it."""
+        with self.changed:
+            self.overlay, self.overlaid = None, set()
+
+    def folder(self, path: str) -> Path | None:
+        """The folder the URL path ``path`` is served from: the overlay's when it holds it."""
+        with self.changed:
+            if self.overlay is not None and page_url(path) in self.overlaid:
+                return self.overlay
+            return self.site
 
     def build_of(self, page: str = "") -> str:
         """The build id of the page at the URL path ``page`` (the site's when none is given)."""
@@ -443,6 +520,7 @@ def make_handler(state: State):
             if state.site is None:
                 page = (PLACEHOLDER % html.escape(state.message, quote=False)).encode()
                 return self._send(503, inject(page, state.build), "text/html", body)
+            self.directory = str(state.folder(url.path))  # a page shown ahead of its build
             path = Path(self.translate_path(self.path))
             if path.is_dir():
                 if not (path / "index.html").is_file():
@@ -556,7 +634,8 @@ def serve(port: int = 8000, extra_presets=(), out=None, err=None, poll: float = 
             preview.full("first build")
             seen = snapshot(watched)
             while True:
-                time.sleep(poll)
+                preview.answered.wait(poll)  # a builder's answer is taken at once
+                preview.answered.clear()
                 now = snapshot(watched)
                 if now != seen:
                     time.sleep(0.05)  # let an editor finish writing, then take what it wrote
@@ -588,8 +667,11 @@ class Preview:
         self.builds = 0
         self.current: Builder | None = None
         self.pending: Builder | None = None
+        self.spare: Builder | None = None  # the next full build's, waiting with its imports
+        self.answered = threading.Event()  # set when a builder answers
         self.reason = ""
         self.edited_meanwhile: set[Path] = set()  # templates edited while ``pending`` builds
+        self.early: dict = {}  # what ``pending`` showed ahead of its full build (its reply)
 
     def say(self, line: str, error: bool = False) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -598,13 +680,40 @@ class Preview:
             stream.flush()
 
     def full(self, reason: str) -> None:
-        """Start a full build in a fresh builder (replacing one under way)."""
+        """Start a full build in a fresh builder (replacing one under way, whose pages shown
+        ahead of it are served no more). It builds the pages open in a browser first, from the
+        current site's Markdown and navigation (``--previous``), and says so (:meth:`check`)."""
         if self.pending is not None:
+            self.state.drop_overlay()
             self.pending.stop()
         self.edited_meanwhile.clear()
-        self.builds += 1
+        self.early = {}
         self.reason = reason
-        self.pending = Builder(self.work / f"build-{self.builds}", self.options)
+        options = list(self.options)
+        if self.current is not None and not self.current.dead:
+            options += ["--previous", str(self.current.folder)]
+            for url in self.state.shown():
+                options += ["--first", url]
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.proc.poll() is None:
+            spare.go(options)
+            self.pending = spare
+        else:
+            if spare is not None:
+                spare.stop()
+            self.pending = Builder(self._folder(), options)
+            self.pending.answered = self.answered
+
+    def _folder(self) -> Path:
+        self.builds += 1
+        return self.work / f"build-{self.builds}"
+
+    def _start_spare(self) -> None:
+        """A builder for the next full build, started ahead of it: once a full build ended or
+        showed its early pages (not before: it would compete with them)."""
+        if self.spare is None:
+            self.spare = Builder(self._folder(), None)
+            self.spare.answered = self.answered
 
     def edited(self, edits: list[Path]) -> None:
         names = template_names(edits)
@@ -682,16 +791,33 @@ class Preview:
         if not got:
             return
         seconds = time.monotonic() - self.pending.started
+        if got.get("early"):  # the pages open in a browser, built ahead of the rest
+            if got.get("pages"):
+                self.early = got
+                served = [*got["pages"], *("/" + name for name in got.get("files", ()))]
+                self.state.publish(pages=got["pages"], overlay=(Path(got["overlay"]), served))
+                self.say(
+                    f"{_now()} showed {_listed(got['pages'])} first in {seconds:.2f} s "
+                    f"({self.reason}; the rest follows)"
+                )
+            self._start_spare()  # for an edit during the rest of this build, or after it
+            return
         if not got.get("ok"):
             self.pending.stop()
             self.pending = None
+            if self.early:  # its pages shown ahead: the last good site's again
+                self.state.drop_overlay()
+                self.state.publish(pages=self.early["pages"])
+                self.early = {}
             last = "; still serving the last good site" if self.current else ""
             self.say(f"error: {_now()} build failed ({self.reason}): {got['error']}{last}", True)
             if self.current is None:
                 self.state.publish(message=f"The build failed: {got['error']}")
+            self._start_spare()
             return
         old, self.current, self.pending = self.current, self.pending, None
-        self.state.publish(site=self.current.site)
+        keep = self._shown_as_built(old, self.current)
+        self.state.publish(site=self.current.site, keep=keep)
         if old is not None:
             old.stop()
         self.say(f"{_now()} built the site in {seconds:.1f} s ({self.reason})")
@@ -699,9 +825,30 @@ class Preview:
             edits = sorted(self.edited_meanwhile)
             self.edited_meanwhile.clear()
             self.pages(template_names(edits), edits)
+        self._start_spare()
+
+    def _shown_as_built(self, old: Builder | None, new: Builder) -> list[str]:
+        """The pages shown ahead of ``new``'s full build that need no reload: the same HTML as
+        its site's, and the same calculators' data (which every page loads) as it was shown
+        with (the overlay's, else ``old``'s site's)."""
+        early, self.early = self.early, {}
+        if not early:
+            return []
+        overlay = Path(early["overlay"])
+        for name in ("javascripts/calculators-data.js",):
+            shown_with = overlay / name if name in early.get("files", ()) else None
+            if shown_with is None and old is not None:
+                shown_with = old.site / name
+            if shown_with is None or not _same(shown_with, new.site / name):
+                return []
+        return [
+            url
+            for url in early["pages"]
+            if _same(overlay / _html_of(url), new.site / _html_of(url))
+        ]
 
     def close(self) -> None:
-        for builder in (self.pending, self.current):
+        for builder in (self.spare, self.pending, self.current):
             if builder is not None:
                 builder.stop()
         shutil.rmtree(self.work, ignore_errors=True)
@@ -713,11 +860,16 @@ class Preview:
 class Pages:
     """A built site and what built it, kept to rebuild single pages."""
 
-    def __init__(self, into: Path, extra_presets=()):
+    def __init__(self, into: Path, extra_presets=(), previous: Path | None = None, first=(),
+                 shown=None):  # fmt: skip
+        """Build the whole site into ``into``. With ``previous`` (the folder of the builder
+        whose site is served) and ``first`` (the URLs open in a browser), those pages are built
+        first and ``shown(urls, files, timings)`` is called (:meth:`_early`)."""
         from book import site
         from units import reads
         from units.presets import load
 
+        started = time.monotonic()
         self.docs, self.site = into / "docs", into / "site"
         self.extra_presets = tuple(extra_presets)
         self.presets = load(self.extra_presets)
@@ -725,9 +877,16 @@ class Pages:
         # and the presets it read (units.reads), so a preset edit computes only what read it
         self.table: dict[str, tuple[str, dict]] = {}
         self.made: dict[str, tuple[tuple[str, ...], frozenset]] = {}
-        for name, make in site.makers(self.presets).items():
-            with reads.recording() as got:
-                part = make()
+        makers = site.makers(self.presets)
+        early = {}
+        if previous and first:
+            early = self._early(makers, into, previous, first, shown, started)
+        for name, make in makers.items():
+            if name in early:
+                part, got = early[name]
+            else:
+                with reads.recording() as got:
+                    part = make()
             self.made[name] = (tuple(part), frozenset(got))
             self.table.update(part)
         site.render(self.docs, self.presets, table=self.table)
@@ -753,6 +912,91 @@ class Pages:
         self.computed: list[str] = []  # and their names, with the other files' made again
         self.copied: list[str] = []  # the files besides the pages it copied into the site
         self.copied_late: list[str] = []  # those copied after the open pages were rebuilt
+        index = {"makers": {name: outs for name, (outs, _) in self.made.items()}}
+        index["urls"] = {url: name for url, name in self._urls().items() if name in self.table}
+        (into / PAGES_INDEX).write_text(json.dumps(index), encoding="utf-8")
+
+    def _early(self, makers, into: Path, previous: Path, first, shown, started: float) -> dict:
+        """Build the pages at the URLs ``first`` ahead of the rest, as Hugo's fast render mode
+        does, and call ``shown(urls, files, timings)`` with those whose HTML differs from the
+        served site's (``previous``: the served builder's folder), all of them when the
+        calculators' data changed (every page loads it; then ``files`` names it), and the
+        seconds each step took. Their makers are computed (and kept for the whole build), the
+        derivations checked, their Markdown rendered and their HTML built into ``into/early``
+        by mkdocs with this build's configuration and theme, the other pages' Markdown being
+        the served site's (``previous/docs``): the same navigation and links, and the same HTML
+        a full build makes. A failure to compute the pages is the build's (it would fail the
+        same way); mkdocs' failing on them is only logged (the full build says what it makes
+        of the page). Returns the makers computed: name -> (pages, presets read)."""
+        import traceback
+
+        import derivations
+        from book import site
+        from book.calculators import calculators_js
+        from units import reads
+
+        try:
+            index = json.loads((previous / PAGES_INDEX).read_text(encoding="utf-8"))
+            urls, by_maker = dict(index["urls"]), dict(index["makers"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+        wanted = {urls[url] for url in map(page_url, first) if url in urls}
+        timings, last = {}, [started]
+
+        def took(step: str) -> None:
+            now = time.monotonic()
+            timings[step], last[0] = now - last[0], now
+
+        took("presets")
+
+        computed = {}
+        for name, outs in by_maker.items():
+            if name in makers and wanted & set(outs):
+                with reads.recording() as got:
+                    part = makers[name]()
+                computed[name] = (part, frozenset(got))
+        if not computed:
+            return {}
+        took("the pages' makers")
+        for eq in derivations.equations():
+            eq.check()  # a wrong derivation step fails the build before a page shows it
+        took("derivation checks")
+        env = site.environment()
+        texts = {
+            out_name: site.page_markdown(env, *part[out_name], out_name)
+            for part, _ in computed.values()
+            for out_name in sorted(wanted & set(part))
+        }
+        took("their Markdown")
+        data = calculators_js(self.presets)
+        took("the calculators' data")
+        early = into / "early"
+        try:
+            built = _early_pages(previous / "docs", early, texts)
+        except Exception:  # noqa: BLE001 - the full build reports its own failure
+            traceback.print_exc()  # the builder's log
+            return computed
+        took("their HTML (mkdocs)")
+        files = []
+        name = "javascripts/calculators-data.js"
+        if data != _text(previous / "site" / name):
+            site._write(early / name, data)
+            files.append(name)
+        pages = [
+            url
+            for url, dest in built.values()
+            if files or not _same(early / dest, previous / "site" / dest)
+        ]
+        if shown is not None:
+            shown(pages, files, timings)
+        return computed
+
+    def _urls(self) -> dict[str, str]:
+        """Every page's URL path (``/chapters/moe/``) -> its Markdown (``chapters/moe.md``)."""
+        if self._by_url is None:
+            pages = self.mk["files"].documentation_pages()
+            self._by_url = {page_url("/" + f.url): f.src_uri for f in pages}
+        return self._by_url
 
     def _used(self, env, name: str) -> set[str]:
         """The templates ``name`` imports, includes or extends, transitively (itself too)."""
@@ -825,10 +1069,7 @@ class Pages:
         """The pages (as ``self.table`` names them: ``chapters/moe.md``) served at ``urls``, a
         browser's ``location.pathname`` each (``/chapters/moe/``, ``/chapters/moe/index.html``);
         a URL of no page is left out."""
-        if self._by_url is None:
-            pages = self.mk["files"].documentation_pages()
-            self._by_url = {page_url("/" + f.url): f.src_uri for f in pages}
-        found = (self._by_url.get(page_url(url)) for url in urls)
+        found = (self._urls().get(page_url(url)) for url in urls)
         return [name for name in dict.fromkeys(found) if name in self.table]
 
     def _presets_edited(self, presets, first=(), shown=None) -> list[str] | None:
@@ -976,6 +1217,63 @@ class Pages:
         return "/" + file.url
 
 
+def _early_pages(docs: Path, out: Path, texts: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """The HTML of the pages ``texts`` (Markdown by name) written into ``out`` by mkdocs (strict)
+    as a full build would make it, the site's other pages being ``docs``'s Markdown (only
+    listed, not read: the navigation's titles are mkdocs.yml's); the search plugin is left out.
+    Returns each page's URL path and HTML file's path in ``out``, by name."""
+    import logging
+
+    from mkdocs.commands.build import _build_page, _populate_page, get_files, get_navigation
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import InclusionLevel
+    from mkdocs.structure.pages import Page
+
+    from book import site
+    from units import ChalkboardError
+
+    logging.getLogger("mkdocs").setLevel(logging.WARNING)
+    built = {}
+    with site._captured_logs() as warnings:
+        config = load_config(str(MKDOCS_YML), docs_dir=str(docs), site_dir=str(out), strict=True)
+        site._add_user_chapters(config["nav"])
+        config = config.plugins.on_config(config)
+        config.plugins.on_pre_build(config=config)
+        files = get_files(config)
+        env = config.theme.get_env()
+        files.add_files_from_theme(env, config)
+        files = config.plugins.on_files(files, config=config)
+        nav = get_navigation(files, config)
+        nav = config.plugins.on_nav(nav, config=config, files=files)
+        events = config.plugins.events["page_context"]
+        events[:] = [e for e in events if not _search_plugin(getattr(e, "__self__", None))]
+        pages = []
+        for out_name, text in texts.items():
+            file = files.get_file_from_path(out_name)
+            if file is None:
+                continue
+            if file.page is None:
+                Page(None, file, config)
+            file.content_string = text
+            _populate_page(file.page, config, files)
+            pages.append((out_name, file))
+        env = config.plugins.on_env(env, config=config, files=files)
+        doc_files = files.documentation_pages(inclusion=InclusionLevel.is_included)
+        for out_name, file in pages:
+            _build_page(file.page, config, doc_files, nav, env)
+            built[out_name] = ("/" + file.url, file.dest_uri)
+    if warnings:
+        raise ChalkboardError(" | ".join(warnings[:3]))
+    return built
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
 def _extras(presets) -> dict:
     """The files a build makes from the presets besides the pages (book.site.render), by name:
     each writes its file(s) into the folder it is given."""
@@ -1027,6 +1325,24 @@ def _differ(a: Path, b: Path) -> bool:
     return a.read_bytes() != b.read_bytes()
 
 
+def _same(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes (False when one is missing)."""
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
+def _html_of(url: str) -> str:
+    """The HTML file of a page's URL path in a site (directory URLs).
+
+    >>> _html_of("/chapters/moe/"), _html_of("/")
+    ('chapters/moe/index.html', 'index.html')
+    """
+    path = page_url(url).lstrip("/")
+    return path + "index.html" if not path or path.endswith("/") else path
+
+
 def _search_plugin(plugin) -> bool:
     return type(plugin).__module__.startswith(("material.plugins.search", "mkdocs.contrib.search"))
 
@@ -1040,6 +1356,8 @@ def _builder(argv: list[str]) -> int:
     parser.add_argument("--into", required=True)
     parser.add_argument("--presets", action="append", default=[])
     parser.add_argument("--extra", action="append", default=[])
+    parser.add_argument("--previous")  # the served builder's folder: its Markdown and site
+    parser.add_argument("--first", action="append", default=[])  # the URLs open in a browser
     args = parser.parse_args(argv)
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # stray prints go to the log, never into the replies
@@ -1057,6 +1375,7 @@ def _builder(argv: list[str]) -> int:
             return one_line(str(e))
         return one_line(f"internal error ({type(e).__name__}: {e})")
 
+    started, cpu = time.monotonic(), time.process_time()  # the libraries imported before
     try:
         import derivations
         from book.site import RARELY
@@ -1064,7 +1383,19 @@ def _builder(argv: list[str]) -> int:
         gc.set_threshold(*RARELY)  # this process only builds (book.site.collected_rarely)
         for path in args.extra:
             derivations.load_extra(path)
-        pages = Pages(Path(args.into), args.presets)
+
+        imported = time.monotonic() - started
+
+        def early(urls: list[str], files: list[str], timings: dict) -> None:  # ahead of the rest
+            timings = {"imports": imported, **timings}
+            used = time.process_time() - cpu
+            print(f"pages shown first: {urls} {files}; seconds {timings}, CPU {used}", flush=True)
+            answer(ok=True, early=True, pages=urls, files=files, overlay=str(into / "early"),
+                   timings=timings, cpu=used)  # fmt: skip
+
+        into = Path(args.into)
+        previous = Path(args.previous) if args.previous else None
+        pages = Pages(into, args.presets, previous, args.first, early)
     except Exception as e:  # noqa: BLE001 - one line to the server
         answer(ok=False, error=failure(e))
         return 1

@@ -260,6 +260,44 @@ def test_a_page_rebuilt_first_reloads_alone_and_once(small_site):
     assert state.build_of("/chapters/batching/") == state.build
 
 
+def test_pages_shown_ahead_of_a_full_build_are_served_over_the_site(small_site, tmp_path):
+    """A full build's pages built ahead of it (and the script they load) are served over the
+    site, with a build id of their own, until the site changes; a page rebuilt in the site
+    meanwhile is the site's again; a build stopped drops them without a reload."""
+    server, state = small_site
+    overlay = tmp_path / "early"
+    for page, text in {
+        "chapters/batching/index.html": "<html><body>batching, early</body></html>",
+        "javascripts/data.js": "early data",
+        "index.html": "<html><body>home, not overlaid</body></html>",
+    }.items():
+        (overlay / page).parent.mkdir(parents=True, exist_ok=True)
+        (overlay / page).write_text(text)
+    (state.site / "javascripts").mkdir()
+    (state.site / "javascripts" / "data.js").write_text("site data")
+    site_build = state.build
+    shown = ["/chapters/batching/"]
+    state.publish(pages=shown, overlay=(overlay, [*shown, "/javascripts/data.js"]))
+    for path in ("/chapters/batching/", "/chapters/batching/index.html"):
+        _, body = _get(server, path)
+        assert b"batching, early" in body and state.build_of(path).encode() in body
+    assert state.build_of("/chapters/batching/") != site_build == state.build_of("/")
+    assert _get(server, "/javascripts/data.js") == (200, b"early data")
+    assert b"<body>home<script" in _get(server, "/")[1]  # only what the overlay serves
+    state.publish(pages=["/chapters/batching/index.html"])  # rebuilt in the site meanwhile
+    assert b"<body>batching<script" in _get(server, "/chapters/batching/")[1]
+    assert _get(server, "/javascripts/data.js") == (200, b"early data")
+    state.publish(pages=shown, overlay=(overlay, [*shown, "/javascripts/data.js"]))
+    build = state.build_of("/chapters/batching/")
+    state.drop_overlay()  # the build stopped: the site's again, and no browser reloads
+    assert b"<body>batching<script" in _get(server, "/chapters/batching/")[1]
+    assert _get(server, "/javascripts/data.js") == (200, b"site data")
+    assert state.build_of("/chapters/batching/") == build
+    state.publish(pages=shown, overlay=(overlay, shown))
+    state.publish(site=state.site)  # the full build's site: no overlay
+    assert b"<body>batching<script" in _get(server, "/chapters/batching/")[1]
+
+
 def test_only_the_browsers_whose_page_changed_reload(tmp_path, monkeypatch):
     """After a rebuild the pages rebuilt reload, the others stay; a script every page loads
     changed (the calculators' data) reloads every page, except one rebuilt first when the
@@ -289,6 +327,78 @@ def test_only_the_browsers_whose_page_changed_reload(tmp_path, monkeypatch):
         state.publish(pages=["/a/"])
         assert reloaded(["/a/", "/c/"], ["/a/"], script, script) == ["/a/", "/b/", "/c/"]
     finally:
+        preview.close()
+
+
+class _Answers:
+    """A builder that gives the answers it was made with (no process)."""
+
+    def __init__(self, folder: Path, *answers: dict):
+        self.folder, self.answers, self.started = folder, list(answers), time.monotonic()
+        self.site, self.stopped = folder / "site", False
+
+    def reply(self, timeout):
+        return self.answers.pop(0) if self.answers else {}
+
+    def stop(self):
+        self.stopped = True
+
+
+def _write_page(site: Path, url: str, text: str) -> None:
+    path = site / serve._html_of(url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.mark.parametrize("end", ["failed", "same", "otherwise"])
+def test_pages_shown_ahead_of_a_full_build_that_fails_or_ends(tmp_path, monkeypatch, end):
+    """The early answer of a full build publishes its pages over the site and says so in a line.
+    The build fails: the last good site is served again, those pages reload to it, and one
+    error line says so. It succeeds: its site is served, and a page shown ahead reloads only if
+    the full build made it otherwise."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    state, out, err = serve.State(), io.StringIO(), io.StringIO()
+    preview = serve.Preview(state, [], out, err)
+    monkeypatch.setattr(preview, "_start_spare", lambda: None)  # no process in this test
+    old, overlay = _Answers(tmp_path / "old"), tmp_path / "new" / "early"
+    data = "javascripts/calculators-data.js"
+    for site in (old.site, overlay.parent / "site"):
+        _write_page(site, "/" + data, "data")
+    _write_page(old.site, "/a/", "old a")
+    _write_page(overlay, "/a/", "new a")
+    _write_page(overlay.parent / "site", "/a/", "new a" if end == "same" else "new a, other")
+    state.publish(site=old.site)
+    preview.current, preview.reason = old, "derivations/x.py changed"
+    early = {"ok": True, "early": True, "pages": ["/a/"], "files": [], "overlay": str(overlay)}
+    final = {"ok": False, "error": "boom"} if end == "failed" else {"ok": True}
+    preview.pending = new = _Answers(tmp_path / "new", early, final)
+    try:
+        site_build = state.build
+        preview.check()
+        assert state.folder("/a/") == overlay and state.folder("/b/") == old.site
+        shown = state.build_of("/a/")
+        assert shown != site_build and state.build_of("/b/") == site_build
+        assert re.fullmatch(
+            r"\d\d:\d\d:\d\d showed /a/ first in [\d.]+ s \(derivations/x\.py changed; the rest "
+            r"follows\)\n",
+            out.getvalue().splitlines(keepends=True)[-1],
+        )
+        preview.check()
+        if end == "failed":
+            assert state.folder("/a/") == old.site and state.site == old.site
+            assert state.build_of("/a/") not in (shown, site_build)  # back to the last good
+            assert state.build_of("/b/") == site_build  # no other page reloads
+            assert err.getvalue().endswith("boom; still serving the last good site\n")
+            assert new.stopped and not old.stopped and preview.current is old
+        else:
+            assert state.site == new.site and state.folder("/a/") == new.site
+            assert (state.build_of("/a/") == shown) == (end == "same")
+            assert state.build_of("/b/") not in (shown, site_build)
+            assert old.stopped and preview.current is new and err.getvalue() == ""
+    finally:
+        preview.current = preview.pending = None
         preview.close()
 
 
@@ -571,6 +681,8 @@ def _computed(line: str) -> list[str]:
 
 
 SHOWN = "() => document.body && document.body.innerText.includes('%s')"
+IN_PAGE = "() => document.body && document.body.textContent.includes('%s')"  # shown or folded
+NOT_IN_PAGE = "() => document.body && !document.body.textContent.includes('%s')"
 
 
 def test_a_preset_edit_reloads_the_open_page_first_without_a_full_build(server, browser):
@@ -669,6 +781,63 @@ def test_a_preset_read_by_listing_every_chip_is_computed_again(server):
     _, again = server.get("/chapters/moe/")
     assert _without_build_id(again) == _without_build_id(built)
     assert not [x for x in server.lines()[before:] if "built the site in" in x]
+
+
+PYTHON_EDITED = "book/calculators\\.py changed"  # the reason a line gives for the edit below
+
+
+def test_a_python_edit_shows_the_open_page_before_the_full_build_ends(server, browser):
+    """An edit to Python (book/calculators.py: the label of every calculator on a chapter page)
+    needs a full build in a fresh builder (book.serve); that builder builds the page open in a
+    browser first, from the served site's Markdown and navigation, and the page is served over
+    the site and reloads before the full build ends. A second edit during that build stops it:
+    its early page is served no more, and the second build's is shown first in turn. When the
+    full build ends its site is served, and the open page, the same HTML as the full build made,
+    does not reload again. Put back, every page is the first full build's."""
+    module = server.src / "book" / "calculators.py"
+    original = module.read_text(encoding="utf-8")
+    label = "<summary>Calculator</summary>"
+    assert original.count(label) == 1
+    path = "/chapters/batching/"
+    _, built = server.get(path)
+    assert label in built
+    page = browser.new_page()
+    try:
+        page.goto(server.url + path, wait_until="load")
+        page.wait_for_timeout(300)  # the page's long poll is waiting
+        before = len(server.lines())
+        module.write_text(original.replace(label, "<summary>Calculator One</summary>"), "utf-8")
+        page.wait_for_function(IN_PAGE % "Calculator One", timeout=FIRST_BUILD * 1000, polling=25)
+        assert not [x for x in server.lines()[before:] if "built the site in" in x]
+        first = server.wait_for(
+            rf"showed {path} first in [\d.]+ s \({PYTHON_EDITED}; ", after=before
+        )
+        assert "Calculator One" in server.get(path)[1]  # served over the site
+        module.write_text(original.replace(label, "<summary>Calculator Two</summary>"), "utf-8")
+        page.wait_for_function(IN_PAGE % "Calculator Two", timeout=FIRST_BUILD * 1000, polling=25)
+        page.evaluate("() => { window.reloadedOnce = true; }")
+        second = server.wait_for(rf"showed {path} first in ", after=server.lines().index(first) + 1)
+        line = server.wait_for(
+            rf"built the site in .*{PYTHON_EDITED}", after=before, timeout=FIRST_BUILD
+        )
+        lines = server.lines()[before:]
+        assert lines.index(first) < lines.index(second) < lines.index(line)
+        assert [x for x in lines if "built the site in" in x] == [line]  # the first was stopped
+        _, served = server.get(path)
+        assert "Calculator Two" in served and "Calculator One" not in served
+        time.sleep(0.5)  # a second reload would have started by now
+        assert page.evaluate("() => window.reloadedOnce === true")  # reloaded once, not twice
+        before = len(server.lines())
+        module.write_text(original, encoding="utf-8")
+        page.wait_for_function(
+            NOT_IN_PAGE % "Calculator Two", timeout=FIRST_BUILD * 1000, polling=25
+        )
+        server.wait_for(rf"built the site in .*{PYTHON_EDITED}", after=before, timeout=FIRST_BUILD)
+    finally:
+        if module.read_text(encoding="utf-8") != original:  # a failure above: put it back
+            module.write_text(original, encoding="utf-8")
+        page.close()
+    assert _without_build_id(server.get(path)[1]) == _without_build_id(built)
 
 
 def test_a_broken_template_is_one_error_line_and_the_last_good_page_stays(server):
