@@ -207,6 +207,23 @@ def test_unwritable_output_is_one_error_line(tmp_path):
     assert err.startswith(f"error: cannot write {blocker}")  # the path that failed, named
 
 
+def test_the_console_script_exits_with_its_output_whole_and_exit_handlers_run(tmp_path):
+    # run() ends the process without Python's teardown (book.cli._exit): what the command wrote
+    # must still arrive whole, and exit handlers (temporary folders, logging) must still run
+    flag = tmp_path / "handler-ran"
+    code = (
+        "import atexit, pathlib, sys; "
+        f"atexit.register(pathlib.Path({str(flag)!r}).write_text, 'ran'); "
+        "sys.argv = ['chalkboard', 'symbols', '--json']; from book.cli import run; run()"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = io.StringIO()
+    assert main(["symbols", "--json"], out=out) == 0
+    assert done.returncode == 0, done.stderr
+    assert len(out.getvalue()) > 8192  # more than one buffer of output, then the rest
+    assert done.stdout == out.getvalue() and flag.read_text() == "ran"
+
+
 def test_list_into_a_closed_pipe_exits_quietly():
     exe = Path(sys.executable).with_name("chalkboard")
     done = subprocess.run(f"'{exe}' list | head -1", shell=True, capture_output=True, text=True)
