@@ -91,6 +91,8 @@ class _Stub:
     def value_of(self, eq):
         return _Deferred(eq)
 
+    nested = value_of  # Resolver.nested: value_of, memoised
+
     def quantity(self, name):
         raise _Special(name)
 
