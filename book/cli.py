@@ -1049,9 +1049,14 @@ def _exit(code: int) -> None:
     A build leaves a large heap (sympy's caches, every page's context); the interpreter frees it
     object by object on the way out, about a second of CPU, where the system frees it at once.
     Everything the CLI writes is closed by then (files are written whole and renamed into
-    place), and the exit handlers (temporary folders, logging) still run.
+    place), and the exit handlers (temporary folders, logging) still run. Under a profiler or a
+    tracer (``python -m cProfile -m book.cli``, a debugger), which write their results when the
+    program returns, it exits as Python does.
     """
     import atexit
+
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
 
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, OSError, ValueError):

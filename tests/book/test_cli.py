@@ -224,6 +224,18 @@ def test_the_console_script_exits_with_its_output_whole_and_exit_handlers_run(tm
     assert done.stdout == out.getvalue() and flag.read_text() == "ran"
 
 
+def test_the_console_script_under_cprofile_still_writes_its_profile(tmp_path):
+    # a profiler writes its results when the program returns: book.cli._exit must let it
+    profile = tmp_path / "cli.prof"
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "book.cli", "eval", "nope"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.stderr.startswith("error: unknown equation 'nope'")  # (cProfile exits 0)
+    assert profile.stat().st_size > 0
+
+
 def test_list_into_a_closed_pipe_exits_quietly():
     exe = Path(sys.executable).with_name("chalkboard")
     done = subprocess.run(f"'{exe}' list | head -1", shell=True, capture_output=True, text=True)
