@@ -409,7 +409,10 @@ def iso_loss_costs(presets: Presets, fit: str, n0, d0, d_inf, sizes, d_rl=None, 
         loss = ev.q(
             "chinchilla_loss", n_active=Q_(sizes, "parameter"), training_tokens=Q_(mid, "token")
         ).m
+        last = lo, hi
         lo, hi = np.where(loss > target, mid, lo), np.where(loss > target, hi, mid)
+        if np.array_equal(lo, last[0]) and np.array_equal(hi, last[1]):
+            break  # adjacent floats: every later pass would leave them as they are
     tokens = np.sqrt(lo * hi)
     n = Q_(sizes, "parameter")
     train = ev.q("training_flops", n_active=n, training_tokens=Q_(tokens, "token"))
