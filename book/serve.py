@@ -69,6 +69,7 @@ MKDOCS_YML = ROOT / "mkdocs.yml"
 WATCHED = (ROOT / "units", ROOT / "derivations", HERE, MKDOCS_YML)
 PRESETS_DATA = ROOT / "units" / "data"  # the built-in presets (units.presets.BUILTIN_FILES)
 PAGES_INDEX = "pages.json"  # in a builder's folder: its pages' makers and URLs
+CALCULATORS_DATA = "javascripts/calculators-data.js"  # every page loads it (book.site.render)
 LIVE = "/__chalkboard__/build"
 LIVE_WAIT = 25.0  # seconds a long poll is held before it answers "no change"
 IDLE_TIMEOUT = 30.0  # seconds a connection may send nothing before it is closed
@@ -835,12 +836,13 @@ class Preview:
         if not early:
             return []
         overlay = Path(early["overlay"])
-        for name in ("javascripts/calculators-data.js",):
-            shown_with = overlay / name if name in early.get("files", ()) else None
-            if shown_with is None and old is not None:
-                shown_with = old.site / name
-            if shown_with is None or not _same(shown_with, new.site / name):
-                return []
+        shown_with = (
+            overlay / CALCULATORS_DATA if CALCULATORS_DATA in early.get("files", ()) else None
+        )
+        if shown_with is None and old is not None:
+            shown_with = old.site / CALCULATORS_DATA
+        if shown_with is None or not _same(shown_with, new.site / CALCULATORS_DATA):
+            return []
         return [
             url
             for url in early["pages"]
@@ -978,10 +980,9 @@ class Pages:
             return computed
         took("their HTML (mkdocs)")
         files = []
-        name = "javascripts/calculators-data.js"
-        if data != _text(previous / "site" / name):
-            site._write(early / name, data)
-            files.append(name)
+        if data != _text(previous / "site" / CALCULATORS_DATA):
+            site._write(early / CALCULATORS_DATA, data)
+            files.append(CALCULATORS_DATA)
         pages = [
             url
             for url, dest in built.values()
@@ -1124,7 +1125,7 @@ class Pages:
                 name = path.relative_to(fresh).as_posix()
                 if not (self.docs / name).is_file():
                     return False
-                if not _differ(path, self.docs / name):
+                if _same(path, self.docs / name):
                     continue
                 if name.endswith(".md"):  # the tutorial
                     texts[name] = path.read_text(encoding="utf-8")
@@ -1281,10 +1282,11 @@ def _extras(presets) -> dict:
     from book.calculators import calculators_js
     from book.cards import write_exports
 
-    data = "javascripts/calculators-data.js"
     return {
         "flashcard exports": lambda into: write_exports(into / "exports", presets),
-        "calculators' data": lambda into: site._write(into / data, calculators_js(presets)),
+        "calculators' data": lambda into: site._write(
+            into / CALCULATORS_DATA, calculators_js(presets)
+        ),
         "tutorial": lambda into: site._write(into / "tutorial.md", site.tutorial_markdown()),
     }
 
@@ -1319,10 +1321,6 @@ def edited_presets(old, new) -> set[tuple]:
                     elif repr(x[name]) != repr(y[name]):  # units as written: "141 GB" or "0.141 TB"
                         out.add((kind, preset_id, prefix + name))
     return out
-
-
-def _differ(a: Path, b: Path) -> bool:
-    return a.read_bytes() != b.read_bytes()
 
 
 def _same(a: Path, b: Path) -> bool:

@@ -176,18 +176,26 @@ class _Counting(serve.State):
                 self.waiting -= 1
 
 
+def _write_files(folder: Path, files: dict[str, str]) -> None:
+    """Write ``files`` (text by path relative to ``folder``), making their folders."""
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
 @pytest.fixture
 def small_site(tmp_path):
     """A server on a free loopback port serving a four-page site (no build: the handler alone)."""
     site = tmp_path / "site"
-    for page, text in {
-        "index.html": "<html><body>home</body></html>",
-        "404.html": "<html><body>the site's own 404</body></html>",
-        "chapters/batching/index.html": "<html><body>batching</body></html>",
-        "assets/style.css": "body {}",
-    }.items():
-        (site / page).parent.mkdir(parents=True, exist_ok=True)
-        (site / page).write_text(text)
+    _write_files(
+        site,
+        {
+            "index.html": "<html><body>home</body></html>",
+            "404.html": "<html><body>the site's own 404</body></html>",
+            "chapters/batching/index.html": "<html><body>batching</body></html>",
+            "assets/style.css": "body {}",
+        },
+    )
     state = _Counting()
     state.publish(site=site)
     server = serve.make_server(0, serve.make_handler(state))
@@ -266,13 +274,14 @@ def test_pages_shown_ahead_of_a_full_build_are_served_over_the_site(small_site, 
     meanwhile is the site's again; a build stopped drops them without a reload."""
     server, state = small_site
     overlay = tmp_path / "early"
-    for page, text in {
-        "chapters/batching/index.html": "<html><body>batching, early</body></html>",
-        "javascripts/data.js": "early data",
-        "index.html": "<html><body>home, not overlaid</body></html>",
-    }.items():
-        (overlay / page).parent.mkdir(parents=True, exist_ok=True)
-        (overlay / page).write_text(text)
+    _write_files(
+        overlay,
+        {
+            "chapters/batching/index.html": "<html><body>batching, early</body></html>",
+            "javascripts/data.js": "early data",
+            "index.html": "<html><body>home, not overlaid</body></html>",
+        },
+    )
     (state.site / "javascripts").mkdir()
     (state.site / "javascripts" / "data.js").write_text("site data")
     site_build = state.build
