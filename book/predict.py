@@ -1201,6 +1201,26 @@ def _points(z: np.ndarray, tag=None) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def _fits(
     stack: Stack, z0: np.ndarray, rows: np.ndarray, iterations: int = 60, spec: Spec = FULL
 ) -> tuple[np.ndarray, np.ndarray]:
+    """``_side_by_side``; a run of SPLIT fits or more split in two halves, the second fitted in a
+    forked copy of this process on a second core (``book.parallel.halves``): each fit stops on
+    its own, so its numbers are the same whatever else runs beside it."""
+    from book import parallel
+
+    z0, rows = np.asarray(z0, dtype=float), np.asarray(rows)
+    if len(z0) < SPLIT:
+        return _side_by_side(stack, z0, rows, iterations, spec)
+    return parallel.halves(
+        lambda part: _side_by_side(stack, z0[part], rows[part], iterations, _sub(spec, part)),
+        len(z0),
+    )
+
+
+SPLIT = 8  # fits in a run worth a forked copy's start (a few ms) and one more call's fixed cost
+
+
+def _side_by_side(
+    stack: Stack, z0: np.ndarray, rows: np.ndarray, iterations: int = 60, spec: Spec = FULL
+) -> tuple[np.ndarray, np.ndarray]:
     """Many Levenberg-Marquardt fits side by side, each on its own rows of one stack (fit k from
     ``z0[k]`` on ``rows[k]``, indices into the stack), each with its own damping, stopping on its
     own: one call of the model per step for all of them. The fits and their losses.

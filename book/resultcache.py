@@ -205,12 +205,27 @@ def _one_at_a_time(store, name: str):
             diskcache.make_folder(folder, root)
             flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
             handle = os.open(folder / f"{store.namespace}-{name[:32]}", flags, 0o600)
+            _HELD.add(handle)
             fcntl.flock(handle, fcntl.LOCK_EX)
     try:
         yield
     finally:
         if handle is not None:
+            _HELD.discard(handle)
             os.close(handle)  # releases the lock
+
+
+_HELD: set[int] = set()  # the lock files this process has open
+
+
+def release_inherited() -> None:
+    """In a forked copy (``book.parallel``): close the lock files the parent had open, so that
+    each lock is freed when the parent closes its own (a lock lives while any copy of its file
+    stays open), never held on by the copy."""
+    for handle in _HELD:
+        with contextlib.suppress(OSError):
+            os.close(handle)
+    _HELD.clear()
 
 
 def _computed(store, traces, name: str, compute, presets_files: tuple[str, ...]):

@@ -60,6 +60,7 @@ import threading
 import time
 from pathlib import Path
 
+from book import parallel
 from book.signals import terminate_cleanly
 
 HERE = Path(__file__).resolve().parent
@@ -882,7 +883,8 @@ class Pages:
         makers = site.makers(self.presets)
         early = {}
         if previous and first:
-            early = self._early(makers, into, previous, first, shown, started)
+            with parallel.wanted():  # a reader waits on these: a second core where it helps
+                early = self._early(makers, into, previous, first, shown, started)
         for name, make in makers.items():
             if name in early:
                 part, got = early[name]
@@ -1059,7 +1061,8 @@ class Pages:
 
         _load.cache_clear()  # the files changed under the same names
         try:
-            return self._presets_edited(load(self.extra_presets), first, shown)
+            with parallel.wanted():  # a reader waits: a second core where it helps
+                return self._presets_edited(load(self.extra_presets), first, shown)
         except BaseException:  # what was computed from the edit may be half made: none kept
             reads.forget_all()
             self.made = {name: (outs, reads.UNKNOWN) for name, (outs, _) in self.made.items()}

@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 import derivations
-from book import predict
+from book import parallel, predict
 from book.format import (
     Said,
     chip_name,
@@ -1532,7 +1532,17 @@ def _offline_prefill(presets: Presets, rows) -> dict:
 
 
 def context(presets: Presets) -> dict:
+    from book.figures import drawn
+
     rows = validate(presets)
+    # what does not wait for the prediction's fits (seconds) is made beside them, on a second
+    # core, where a reader waits on the page (book.parallel: chalkboard serve's rebuilds)
+    beside = (lambda: _sensitivity(presets, rows), lambda: drawn("measured_vs_bound", presets))
+    with parallel.ahead(*beside):
+        return _context(presets, rows)
+
+
+def _context(presets: Presets, rows) -> dict:
     bands = summary(rows)
     tables = [
         {

@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 
 import numpy as np
 import pytest
@@ -605,6 +606,36 @@ def test_trying_dampings_together_is_trying_them_in_turn(study, monkeypatch):
     together = predict._fits(stack, starts, rows, 25)
     for a, b in zip(alone, together, strict=True):
         assert np.array_equal(a, b)
+
+
+def test_fits_split_with_a_forked_copy_are_the_fits_of_one_process(study):
+    """Where a reader waits (book.parallel.wanted), a run of fits is split in two halves, the
+    second fitted in a forked copy: every fit ends where the run in one process ends it, bit
+    for bit, under mixed specs (the ablation's folds) and from scattered starts."""
+    from book import parallel
+
+    stack = predict.Stack.of(study["fitted"])
+    n = len(stack.cases)
+    rng = np.random.default_rng(3)
+    z0 = study["model"].z
+    starts = np.concatenate(
+        [z0 + rng.normal(0, 0.01, (5, len(z0))), np.tile(predict.START, (6, 1))]
+    )
+    others = np.array([[j for j in range(n) if j != i] for i in range(len(starts))])
+    mixed = predict.Specs(
+        (predict.FULL, predict.MECHANISMS["format"][1], predict.MECHANISMS["latency"][1]) * 3
+        + (predict.FULL, predict.FULL)
+    )
+    assert len(starts) >= predict.SPLIT
+    for spec in (predict.FULL, mixed):
+        one = predict._fits(stack, starts, others, 12, spec)
+        with parallel.wanted():
+            pids = parallel.halves(lambda part: (np.full(3, os.getpid()),), 6)[0]
+            assert len(set(pids)) == 2  # a copy does run here
+            split = predict._fits(stack, starts, others, 12, spec)
+        assert np.abs(one[0] - starts).max() > 1e-3  # the fits moved
+        for a, b in zip(one, split, strict=True):
+            assert a.tobytes() == b.tobytes()
 
 
 def test_a_latency_limited_batch_is_the_one_the_whole_grid_finds(study):
