@@ -20,12 +20,15 @@
    clean build's caches): wall seconds from a template edit to its page rebuilt, and from a preset
    edit (the H200's HBM, a value no build computed before) to the open page rebuilt (goal: 3 s)
    and to every page rebuilt, with the steps that took longest; then the edit put back (values
-   computed before). Then an equation edit (a summary in derivations/batching.py, a new text each
-   time): a full build in a fresh builder (a spare, started ahead with its libraries imported, as
-   ``chalkboard serve`` keeps one), from the write to the open page built ahead of the rest (goal:
-   3 s; min of 3, with its steps; the server adds at most 0.25 s to notice the edit and the
-   reply, and the browser its reload), and to the end of the full build (what the page waited
-   for before). ``python bench/run.py serve`` runs this one alone (with the user's caches).
+   computed before); then the same kind of edit with the validation chapter open (its fits
+   computed again), a second core used (book/parallel.py, the preview's default) and not, min
+   of 4 each, alternating. Then an equation edit (a summary in derivations/batching.py, a new
+   text each time): a full build in a fresh builder (a spare, started ahead with its libraries
+   imported, as ``chalkboard serve`` keeps one), from the write to the open page built ahead of
+   the rest (goal: 3 s; min of 3, with its steps; the server adds at most 0.25 s to notice the
+   edit and the reply, and the browser its reload), and to the end of the full build (what the
+   page waited for before). ``python bench/run.py serve`` runs this one alone (with the user's
+   caches).
 """
 
 import os
@@ -110,7 +113,7 @@ def prediction_side_by_side() -> tuple[float, float]:
 
 
 SERVE = """
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 from book import serve
 
@@ -145,6 +148,24 @@ for label, edited in (("edit", original.replace('"141 GB"', '"143 GB"')), ("back
     )
     out[label] = {"shown": shown[0], "all": time.perf_counter() - start, "pages": len(rebuilt),
                   "steps": {**pages.timings, "HTML of the pages (mkdocs)": html[0]}}
+# the validation chapter open (the prediction's fits computed again): a second core used (the
+# preview's default) and not, alternately, each edit a value no build computed before
+fork = {"two cores": [], "one process": []}
+for i in range(4):
+    for label in (("two cores", "one process") if i % 2 else ("one process", "two cores")):
+        os.environ["CHALKBOARD_FORK"] = "0" if label == "one process" else ""
+        edits = sum(map(len, fork.values()))  # and this process's id: new to any cache
+        hardware.write_text(original.replace('"141 GB"', f'"{150 + edits}.{os.getpid()} GB"'))
+        shown = []
+        start = time.perf_counter()
+        pages.presets_edited(
+            ["/chapters/validation/"], lambda urls: shown.append(time.perf_counter() - start)
+        )
+        fork[label].append(shown[0])
+os.environ.pop("CHALKBOARD_FORK")
+hardware.write_text(original, encoding="utf-8")
+pages.presets_edited()
+out["validation"] = fork
 # an equation edit: a full build in a fresh builder (a spare, its libraries imported), which
 # builds the open page first; each run a new text (no figure or fit of it cached)
 source = serve.ROOT / "derivations" / "batching.py"
@@ -209,6 +230,13 @@ def print_serve(got: dict) -> None:
     print(
         f"  {'put back, every page rebuilt':<36} {back['all']:6.2f} s   "
         f"(the open page {back['shown']:.2f} s; values computed before)"
+    )
+    fork = {label: min(times) for label, times in got["validation"].items()}
+    print(
+        f"  {'preset edit, validation open':<36} {fork['two cores']:6.2f} s   "
+        f"ratio {fork['two cores'] / 3:.2f}x the goal (3 s); min of "
+        f"{len(got['validation']['two cores'])}; {fork['two cores'] / fork['one process']:.2f}x "
+        f"one process ({fork['one process']:.2f} s: no forked copy)"
     )
     runs = got["equation"]
     fastest = min(runs, key=lambda run: run["shown"])
