@@ -97,6 +97,9 @@ TIMES = ("layer_overhead", "collective")
 PARAMS = SHARES + ROWS + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
 BLOCK = 16  # a latency limit's batch is searched among every BLOCK-th of them, then within one
+# a latency search started near its end (predict's ``near``) walks on this many more batches
+# before it searches the whole grid (most of a fit's trial steps move it by a batch or two)
+CHASE = 3
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
 # error is reported apart, with the reason (book.validation.CAUSES words each one)
 NOT_MODELLED = {
@@ -486,7 +489,7 @@ class Stack:
         free[limited] = True
         need = np.flatnonzero((~free | user) & ~training)
         arrays["need"] = need
-        arrays["need_last"] = {k: g[need] for k, g in arrays["last"].items()}
+        arrays["need_last"] = {k: g[need, 0] for k, g in arrays["last"].items()}
         per_chip = arrays["last"]["batch"][:, 0] * arrays["accepted"]
         arrays["need_rate"] = (per_chip[need], arrays["chips"][need])
         users = np.flatnonzero(user)
@@ -574,25 +577,30 @@ class Stack:
             a["layers"] * v["layer_overhead"][..., None]
             + a["collectives"] * v["collective"][..., None]
         )
-        communication = v.get("communication", np.ones(()))[..., None, None]
+        communication = v.get("communication", np.ones(()))
         sequence = v.get("sequence_overhead", np.zeros(()))  # s per sequence per step, host
         # the parameter sets' leading shape, which every step has
-        lead = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), 1, 1)
+        lead = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), 1)
 
-        def step(g: dict, rows) -> np.ndarray:
-            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
-            f, t = fmt[..., rows, None], attn[..., rows, None]
-            m, shift = moe_share[..., rows, None], fixed[..., rows, None]
-            shape = np.broadcast_shapes(g["matmul"].shape, f.shape, m.shape, shift.shape, lead)
-            per_set = [v[k][..., None, None] for k in ("prefill", "expert_rows", "memory")]
-            host = (sequence[..., None, None], a["hosts"][rows, None])
-            return _step(g, f, t, m, shift, *per_set, communication, *host, shape)
+        def step(g: dict, rows, first: bool = False) -> np.ndarray:
+            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last):
+            the batches along the last axis, or (``first``) along the first, before the sets'
+            axes (a few batches of many sets: each operation runs along the sets and rows)."""
+            end = () if first else (None,)  # the rows' axis, then the batches' if last
+            f, t = fmt[(..., rows, *end)], attn[(..., rows, *end)]
+            m, shift = moe_share[(..., rows, *end)], fixed[(..., rows, *end)]
+            lead_ = lead if first else (*lead, 1)
+            shape = np.broadcast_shapes(g["matmul"].shape, f.shape, m.shape, shift.shape, lead_)
+            axes = (..., None, *end)  # a set's number, along its rows (and batches)
+            per_set = [v[k][axes] for k in ("prefill", "expert_rows", "memory")]
+            host = (sequence[axes], a["hosts"][(rows, *end)])
+            return _step(g, f, t, m, shift, *per_set, communication[axes], *host, shape)
 
-        def pair_step(g: dict, sets: tuple, rows: np.ndarray) -> np.ndarray:
+        def pair_step(g: dict, sets: tuple, rows: np.ndarray, first: bool = False) -> np.ndarray:
             """``step`` of one row of one parameter set per entry: the sets ``sets`` (indices
             into the sets' shape) and the rows ``rows`` (into the stack), ``g`` (entries,
-            batches) each entry's batches."""
-            shape = (*lead[:-2], len(self.cases))
+            batches) each entry's batches, or (``first``) (batches, entries)."""
+            shape = (*lead[:-1], len(self.cases))
 
             def at(x, rowwise=False):
                 if not np.ndim(x):  # one number for every set
@@ -600,18 +608,19 @@ class Stack:
                 within = shape if rowwise else shape[:-1]
                 if np.shape(x) != within:
                     x = np.broadcast_to(x, within)
-                return (x[(*sets, rows)] if rowwise else x[sets])[:, None]
+                x = x[(*sets, rows)] if rowwise else x[sets]
+                return x if first else x[:, None]
 
             f, t = at(fmt, True), at(attn, True)
             m, shift = at(moe_share, True), at(fixed, True)
             per_set = [at(v[k]) for k in ("prefill", "expert_rows", "memory")]
             comm = at(v.get("communication", np.ones(())))
-            host = (at(sequence), a["hosts"][rows, None])
+            host = (at(sequence), a["hosts"][rows] if first else a["hosts"][rows, None])
             return _step(g, f, t, m, shift, *per_set, comm, *host, g["matmul"].shape)
 
         # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
         need = a["need"]
-        at_last = step(a["need_last"], need)[..., 0]
+        at_last = step(a["need_last"], need, first=True)
         per_chip, chips = a["need_rate"]
         out = np.zeros((*at_last.shape[:-1], len(self.cases)))
         out[..., need] = per_chip / (chips * at_last)
@@ -627,18 +636,15 @@ class Stack:
             width = grid["batch"].shape[-1]
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
         if len(limited) and near is not None:
-            t0, t1, b0, b1, last_ok, found, moving = self._walk(step, target, near)
-            if moving.any():  # the walk had not ended there: those searched whole (_search)
+            t0, t1, b0, b1, last_ok, found, moving, then = self._walk(step, target, near)
+            if moving.any():  # the walk had not ended there: those walked on alone (_chase)
                 where = np.nonzero(moving)
-                sets, among = where[:-1], where[-1]
                 t0, t1, b0, b1, last_ok, found = (
                     np.broadcast_to(x, moving.shape).copy()
                     for x in (t0, t1, b0, b1, last_ok, found)
                 )
                 goal = np.broadcast_to(target[..., 0], moving.shape)[where]
-                got = self._search(
-                    lambda g: pair_step(g, sets, limited[among]), goal[:, None], among
-                )
+                got = self._chase(pair_step, goal, where, then[where])
                 for x, y in zip((t0, t1, b0, b1, last_ok, found), got, strict=True):
                     x[where] = y
         elif len(limited):
@@ -685,7 +691,7 @@ class Stack:
         near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
         # into each grid, raveled
         flat = near + width * np.arange(len(a["limited"]))[rows][..., None]
-        near = dict(zip(grid, a["raveled"][:, flat], strict=True))
+        near = dict(zip(grid, np.take(a["raveled"], flat, axis=1), strict=True))
         st = step(near)
         ok = st <= target
         found = ok.any(axis=-1)
@@ -697,31 +703,62 @@ class Stack:
         last_ok = np.minimum(last_ok[..., 0], width - 1)  # past the grid's end: its end
         return t0, t1, b0, b1, last_ok, found
 
-    def _walk(self, step, target: np.ndarray, near, tries: int = 1):
-        """The latency search from ``near`` (predict): the step at each limited row's index
-        and the next, the index moved one batch toward the target until it meets it and the
-        next does not (or it is the grid's last; or it is the first and fails: none meets).
-        The two steps, the two batches, the index, whether any meets, and where the index was
-        still moving after ``tries`` (predict searches the whole grid there)."""
+    def _walk(self, step, target: np.ndarray, near):
+        """The latency search from ``near`` (predict), one move of it: the step at each limited
+        row's index and the next. The index has ended where it meets the target and the next
+        does not (or it is the grid's last; or it is the first and fails: none meets);
+        elsewhere it moves one batch toward the target. The two steps, the two batches, the
+        index, whether any meets, where the index is still moving, and where it moves to."""
         a = self.arrays
         limited, grid = a["limited"], a["grid"]
         width = grid["batch"].shape[-1]
         target = target[..., 0]
         at = np.clip(near, 0, width - 1) + np.zeros(target.shape, dtype=int)  # broadcast
-        rows = width * np.arange(len(limited))
-        for attempt in range(tries):
-            pair = np.stack([at, np.minimum(at + 1, width - 1)], axis=-1)
-            flat = pair + rows[:, None]  # into each grid, raveled
-            g = dict(zip(grid, a["raveled"][:, flat], strict=True))
-            st = step(g, limited)
-            ok0, ok1 = st[..., 0] <= target, st[..., 1] <= target
+        pair = np.stack([at, np.minimum(at + 1, width - 1)])  # the batches first (step)
+        flat = pair + width * np.arange(len(limited))  # into each grid, raveled
+        g = dict(zip(grid, np.take(a["raveled"], flat, axis=1), strict=True))
+        t0, t1 = step(g, limited, first=True)
+        ok0, ok1 = t0 <= target, t1 <= target
+        up = ok0 & ok1 & (at < width - 1)
+        down = ~ok0 & (at > 0)
+        return t0, t1, *g["batch"], at, ok0, up | down, at + up - down
+
+    def _chase(self, pair_step, goal: np.ndarray, where: tuple, at: np.ndarray):
+        """The walk (_walk) of the entries ``where`` (indices: parameter sets, then limited
+        rows) on from the indices ``at``, toward the steps ``goal`` they allow, only those still
+        moving at each move, CHASE moves; those still moving after them are searched whole
+        (_search). Each entry's two steps and batches, index and whether any meets: the same
+        as a walk run to its end gives, and as the whole search gives (the step never falls as
+        the batch grows, so one index ends either)."""
+        a = self.arrays
+        limited, grid = a["limited"], a["grid"]
+        width = grid["batch"].shape[-1]
+        n = len(goal)
+        out = [np.empty(n), np.empty(n), np.empty(n), np.empty(n)]
+        out += [np.empty(n, dtype=at.dtype), np.empty(n, dtype=bool)]
+        live = np.arange(n)
+        sets, among = where[:-1], where[-1]
+        for _ in range(CHASE):
+            pair = np.stack([at, np.minimum(at + 1, width - 1)])  # the batches first
+            flat = pair + width * among  # into each grid, raveled
+            g = dict(zip(grid, np.take(a["raveled"], flat, axis=1), strict=True))
+            t0, t1 = pair_step(g, sets, limited[among], first=True)
+            ok0, ok1 = t0 <= goal, t1 <= goal
             up = ok0 & ok1 & (at < width - 1)
             down = ~ok0 & (at > 0)
             moving = up | down
-            if not moving.any() or attempt == tries - 1:
-                t0, t1, b0, b1 = st[..., 0], st[..., 1], g["batch"][..., 0], g["batch"][..., 1]
-                return t0, t1, b0, b1, at, ok0, moving
-            at = at + up - down
+            ended = ~moving
+            got = (t0, t1, *g["batch"], at, ok0)
+            for x, y in zip(out, got, strict=True):
+                x[live[ended]] = y[ended]
+            if not moving.any():
+                return out
+            live, at, goal = live[moving], (at + up - down)[moving], goal[moving]
+            sets, among = tuple(s[moving] for s in sets), among[moving]
+        got = self._search(lambda g: pair_step(g, sets, limited[among]), goal[:, None], among)
+        for x, y in zip(out, got, strict=True):
+            x[live] = y
+        return out
 
 
 def _step(g: dict, f, t, m, shift, prefill, expert_rows, memory, comm, sequence, hosts, shape):
