@@ -886,13 +886,11 @@ UNFIXED = {"chip_rates": 1.0, "moe_one_chip": 0.0, "communication": 1.0}
 class Specs:
     """One spec per fit, for fits side by side under different specs (_fits): the ablation's
     variants refitted in one run. Each fit's parameters are those its own spec gives (_unpack),
-    number for number. The specs share ``priors`` (the residuals have one length)."""
+    number for number. Fits with priors and fits without run side by side: the residuals of
+    those without hold zeros in the priors' places (_loss), which no sum of theirs adds
+    (_cost, _fits)."""
 
     each: tuple[Spec, ...]
-
-    def __post_init__(self):
-        if len({s.priors for s in self.each}) > 1:
-            raise ChalkboardError("fits side by side need one length of residuals: one priors")
 
     def __getitem__(self, idx) -> Specs:
         pick = np.arange(len(self.each))[idx]
@@ -909,6 +907,7 @@ class Specs:
         rank = np.zeros(len(distinct), dtype=int)
         rank[order] = np.arange(len(order))
         out.__dict__["_groups"] = (tuple(distinct[k] for k in order), rank[mine].astype(float))
+        out.__dict__["_slots"] = self.priors  # the residuals' places, as the whole run's
         return out
 
     @cached_property
@@ -925,7 +924,17 @@ class Specs:
 
     @property
     def priors(self) -> bool:
-        return self.each[0].priors if self.each else True
+        """Whether the residuals hold the priors' places: any fit's pulls (of the run the
+        fits are picked from, Specs[...]: its residuals, those of any of its fits)."""
+        slots = self.__dict__.get("_slots")
+        if slots is not None:
+            return slots
+        return any(s.priors for s in self.distinct) if self.each else True
+
+    @property
+    def pulled(self) -> np.ndarray:
+        """Each fit's ``priors`` (bool)."""
+        return np.array([s.priors for s in self.distinct], dtype=bool)[self.tag.astype(int)]
 
     @property
     def tag(self) -> np.ndarray:
@@ -940,6 +949,28 @@ def _sub(spec, idx):
 
 def _tag(spec):
     return spec.tag if isinstance(spec, Specs) else None
+
+
+def _unpulled(spec) -> np.ndarray | None:
+    """The fits without priors among fits whose residuals hold the priors' places (Specs
+    mixing both; bool per fit), or None: every fit's residuals are its own."""
+    if not isinstance(spec, Specs) or not spec.priors:
+        return None
+    free = ~spec.pulled
+    return free if free.any() else None
+
+
+def _cost(r: np.ndarray, spec, count: int) -> np.ndarray:
+    """Each fit's loss, the sum of its squared residuals ``r`` (fits, residuals), its ``count``
+    rows' then the priors': a fit without priors among fits with them (_unpulled) sums its
+    rows' alone, as its residuals alone are summed (the same pairwise sum of the same
+    numbers)."""
+    cost = (r * r).sum(-1)
+    free = _unpulled(spec)
+    if free is not None:
+        own = r[free, :count]
+        cost[free] = (own * own).sum(-1)
+    return cost
 
 
 def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
@@ -1048,7 +1079,11 @@ def _loss(predicted: np.ndarray, p: dict, stack: Stack, spec: Spec = FULL, rows=
     if not spec.priors:
         return rows
     pulls = _pulls(p)
-    return np.concatenate([rows, np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))], -1)
+    pulls = np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))
+    free = _unpulled(spec)  # fits without priors (the first axis): zeros in their places
+    if free is not None:
+        pulls = np.where(free.reshape(-1, *(1,) * (pulls.ndim - 1)), 0.0, pulls)
+    return np.concatenate([rows, pulls], -1)
 
 
 def _soft(ratio: np.ndarray) -> np.ndarray:
@@ -1153,7 +1188,7 @@ def _jacobians(
         if not np.array_equal(k, np.arange(len(k))):  # fits sharing a point, or not in order
             predicted = predicted[k]
             p = {name: value[k] if np.ndim(value) else value for name, value in p.items()}
-        out = _loss(predicted, p, stack, spec, rows[fits][:, None])
+        out = _loss(predicted, p, stack, _sub(spec, fits), rows[fits][:, None])
         jac[np.ix_(fits, np.arange(r.shape[-1]), moving[keep])] = np.swapaxes(
             (out - r[fits, None, :]) / STEP, -1, -2
         )
@@ -1184,6 +1219,7 @@ def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving)
         start = near[first]
     count = rows.shape[-1]  # the rows' residuals of each fit (then the priors')
     measured = stack.arrays["measured"]
+    free = _unpulled(spec)
     # every number's nudged parameters at once (points, numbers), and where each moves one
     every = _unpack(points[:, None, :] + STEP * np.eye(z.shape[-1])[moving], own)
     differ = {}
@@ -1215,6 +1251,8 @@ def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving)
         if spec.priors:
             pulls = _pulls(q)
             pulls = np.broadcast_to(pulls, (len(sel), pulls.shape[-1]))[at[which[fits]]]
+            if free is not None:  # fits without priors: zeros in the priors' places
+                pulls = np.where(free[fits][:, None], 0.0, pulls)
             jac[fits, count:, j] = (pulls - r[fits, count:]) / STEP
 
 
@@ -1254,7 +1292,8 @@ def _fits(
     p = {name: value[which] if np.ndim(value) else value for name, value in p.items()}
     r = _loss(predicted, p, stack, spec, rows)
     at = reach[0][which] if reach else None
-    cost = (r * r).sum(-1)
+    count = rows.shape[-1]  # each fit's rows' residuals (then the priors', if any)
+    cost = _cost(r, spec, count)
     live = np.arange(m)  # the fits still stepping
     for _ in range(iterations):
         if not len(live):
@@ -1264,6 +1303,9 @@ def _fits(
             zl, rl, stack, _sub(spec, live), rows[live], None if at is None else at[live]
         )
         g = (jac * rl[..., None]).sum(-2)
+        free = _unpulled(_sub(spec, live))
+        if free is not None:  # a fit without priors: its rows' alone (zeros in the priors')
+            g[free] = (jac[free, :count] * rl[free, :count, None]).sum(-2)
         h = np.einsum("...ki,...kj->...ij", jac, jac)
         damping = np.diagonal(h, axis1=-2, axis2=-1)[..., None] * np.eye(size) + 1e-9 * np.eye(size)
         step, improved, done = (
@@ -1292,7 +1334,7 @@ def _fits(
             reach = []
             near = None if at is None else at[live[c]]
             trial = _residuals(zl[c] + s, stack, _sub(spec, live[c]), rows[live[c]], near, reach)
-            new = (trial * trial).sum(-1)
+            new = _cost(trial, _sub(spec, live[c]), count)
             lower = np.zeros(valid.shape, dtype=bool)
             lower[ti, ki] = new < cost[live[c]]
             which = np.full(valid.shape, -1)
@@ -1656,54 +1698,44 @@ VARIANT_ITERATIONS = 8
 
 
 def _refits(cases, z0s, specs: list[Spec], more=None) -> list[np.ndarray]:
-    """``_refit`` under each spec, the same fits side by side: the specs with priors in one
-    run, those without in another (Specs: one length of residuals a run). ``more`` (starts and
-    rows, a list) adds fits of the full model to the run with priors: the list receives their
-    ends and losses."""
+    """``_refit`` under each spec, the same fits side by side in one run (Specs), those with
+    priors and those without. ``more`` (starts and rows, a list) adds fits of the full model
+    to the run: the list receives their ends and losses."""
     stack = Stack.of(cases)
     z0s = np.asarray(z0s, dtype=float)
-    out: dict[int, np.ndarray] = {}
-    for priors in (True, False):
-        mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
-        extra = more is not None and priors
-        if not mine and not extra:
-            continue
-        each = Specs(tuple(specs[k] for k in mine for _ in z0s))
-        rows = np.tile(np.arange(len(stack.cases)), (len(each.each), 1))
-        starts = np.tile(z0s, (len(mine), 1))
-        if extra:  # the full model's fits, after the specs'
-            each = Specs(each.each + (FULL,) * len(more[0]))
-            starts, rows = np.concatenate([starts, more[0]]), np.concatenate([rows, more[1]])
-        zs, cost = _fits(stack, starts, rows, spec=each)
-        for j, k in enumerate(mine):
-            own = slice(j * len(z0s), (j + 1) * len(z0s))
-            out[k] = zs[own][np.argmin(cost[own])]
-        if extra:
-            done = len(mine) * len(z0s)
-            more.extend([zs[done:], cost[done:]])
-    return [out[k] for k in range(len(specs))]
+    each = Specs(tuple(spec for spec in specs for _ in z0s))
+    rows = np.tile(np.arange(len(stack.cases)), (len(each.each), 1))
+    starts = np.tile(z0s, (len(specs), 1))
+    if more is not None:  # the full model's fits, after the specs'
+        each = Specs(each.each + (FULL,) * len(more[0]))
+        starts, rows = np.concatenate([starts, more[0]]), np.concatenate([rows, more[1]])
+    zs, cost = _fits(stack, starts, rows, spec=each)
+    out = []
+    for k in range(len(specs)):
+        own = slice(k * len(z0s), (k + 1) * len(z0s))
+        out.append(zs[own][np.argmin(cost[own])])
+    if more is not None:
+        done = len(specs) * len(z0s)
+        more.extend([zs[done:], cost[done:]])
+    return out
 
 
 def _leave_one_outs(
     fitted: list[Case], zs: list[np.ndarray], specs: list[Spec], iterations: int
 ) -> list[dict[str, float]]:
     """``leave_one_out`` of each variant (fitted at ``zs[k]`` under ``specs[k]``), the folds
-    of every variant side by side (Specs; those without priors in a run of their own)."""
+    of every variant side by side in one run (Specs), those with priors and those without."""
     stack, n = Stack.of(fitted), len(fitted)
     others = np.array([[j for j in range(n) if j != i] for i in range(n)]).reshape(n, n - 1)
-    out: dict[int, dict[str, float]] = {}
-    for priors in (True, False):
-        mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
-        if not mine:
-            continue
-        each = Specs(tuple(specs[k] for k in mine for _ in range(n)))
-        z0 = np.repeat(np.array([zs[k] for k in mine], dtype=float), n, axis=0)
-        done, _ = _fits(stack, z0, np.tile(others, (len(mine), 1)), iterations, each)
-        for j, k in enumerate(mine):
-            own = _unpack(done[j * n : (j + 1) * n], specs[k])
-            predicted = np.diagonal(stack.predict(own))  # row i, its variant's fit without it
-            out[k] = {c.id: float(v) for c, v in zip(fitted, predicted, strict=True)}
-    return [out[k] for k in range(len(specs))]
+    each = Specs(tuple(spec for spec in specs for _ in range(n)))
+    z0 = np.repeat(np.array(zs, dtype=float), n, axis=0)
+    done, _ = _fits(stack, z0, np.tile(others, (len(specs), 1)), iterations, each)
+    out = []
+    for k, spec in enumerate(specs):
+        own = _unpack(done[k * n : (k + 1) * n], spec)
+        predicted = np.diagonal(stack.predict(own))  # row i, its variant's fit without it
+        out.append({c.id: float(v) for c, v in zip(fitted, predicted, strict=True)})
+    return out
 
 
 def _variant(fitted: list[Case], model: Model, spec: Spec) -> tuple[dict, dict]:

@@ -564,8 +564,9 @@ def test_the_jacobians_row_by_row_are_the_whole_ones_number_for_number(study, mo
     """Many points' Jacobians are made a number at a time on the rows its nudge can move
     (_sparse_jacobians); a few points' in one call on every row. The two are the same numbers,
     bit for bit: at points near the fit and far from it (rows whose batch search moves), for
-    the full model, a tied spec, one without priors and a batch of specs side by side (Specs),
-    on leave-one-out rows and on resampled rows."""
+    the full model, a tied spec, one without priors and a batch of specs side by side (Specs,
+    one of them without priors: zeros in the priors' places), on leave-one-out rows and on
+    resampled rows."""
     stack = predict.Stack.of(study["fitted"])
     n = len(stack.cases)
     rng = np.random.default_rng(11)
@@ -576,7 +577,7 @@ def test_the_jacobians_row_by_row_are_the_whole_ones_number_for_number(study, mo
     others = np.array([[j for j in range(n) if j != i] for i in range(len(points))])
     resampled = rng.integers(0, n, (len(points), n - 1))
     mixed = predict.Specs(
-        tuple(predict.MECHANISMS[k][1] for k in ("format", "memory", "latency", "collective")) * 3
+        tuple(predict.MECHANISMS[k][1] for k in ("format", "memory", "latency", "priors")) * 3
     )
     specs = [predict.FULL, predict.MECHANISMS["format"][1], predict.MECHANISMS["priors"][1]]
     for spec in [*specs, mixed]:
@@ -664,8 +665,8 @@ def test_fits_side_by_side_are_each_fit_alone(study):
 def test_variants_refitted_side_by_side_are_each_refit_alone(study):
     """The ablation refits its variants in one run, each fit under its own spec (Specs): each is
     the variant refitted alone (_refit), number for number, with a tie, fixed numbers that
-    predict reads apart (the chip rates, the links' bytes) and the free model among them, and
-    the variant without priors in a run of its own."""
+    predict reads apart (the chip rates, the links' bytes), the free model and the variant
+    without priors among them (its residuals zeros in the priors' places, its loss its rows')."""
     fitted, z = study["fitted"][:20], study["model"].z
     names = ("format", "chip_rates", "memory", "communication", "priors")
     specs = [predict.FULL] + [predict.MECHANISMS[name][1] for name in names]
