@@ -960,16 +960,36 @@ def _unpulled(spec) -> np.ndarray | None:
     return free if free.any() else None
 
 
-def _cost(r: np.ndarray, spec, count: int) -> np.ndarray:
-    """Each fit's loss, the sum of its squared residuals ``r`` (fits, residuals), its ``count``
-    rows' then the priors': a fit without priors among fits with them (_unpulled) sums its
-    rows' alone, as its residuals alone are summed (the same pairwise sum of the same
-    numbers)."""
-    cost = (r * r).sum(-1)
+def _layouts(spec, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The fits whose residuals are not laid out as they are alone, and where theirs are: a
+    fit without priors among fits with them (zeros in the priors' places, _unpulled), a fit on
+    fewer rows than others (``rows`` (fits, rows) ends in -1: zeros in those places). Each
+    group of such fits alike, and its residuals' own places (indices, in order)."""
     free = _unpulled(spec)
-    if free is not None:
-        own = r[free, :count]
-        cost[free] = (own * own).sum(-1)
+    width = rows.shape[-1]
+    counts = (rows >= 0).sum(-1)
+    short = counts < width
+    if free is None and not short.any():
+        return []
+    slots = np.arange(width, width + len(priors())) if spec.priors else np.arange(0)
+    pulled = np.ones(len(rows), dtype=bool) if free is None else ~free
+    out = []
+    for count, pull in sorted({(int(c), bool(p)) for c, p in zip(counts, pulled, strict=True)}):
+        if count == width and (pull or not spec.priors):
+            continue  # laid out as alone
+        fits = np.flatnonzero((counts == count) & (pulled == pull))
+        out.append((fits, np.concatenate([np.arange(count), slots if pull else slots[:0]])))
+    return out
+
+
+def _cost(r: np.ndarray, spec, rows: np.ndarray) -> np.ndarray:
+    """Each fit's loss, the sum of its squared residuals ``r`` (fits, residuals), its rows'
+    then the priors': a fit whose residuals are laid out otherwise than alone (_layouts) sums
+    its own, as its residuals alone are summed (the same pairwise sum of the same numbers)."""
+    cost = (r * r).sum(-1)
+    for fits, places in _layouts(spec, rows):
+        own = r[np.ix_(fits, places)]
+        cost[fits] = (own * own).sum(-1)
     return cost
 
 
@@ -1075,7 +1095,10 @@ def _loss(predicted: np.ndarray, p: dict, stack: Stack, spec: Spec = FULL, rows=
             np.broadcast_to(predicted, (*shape, len(measured))), rows, -1
         )
         measured = measured[rows]
-    rows = _soft(predicted / measured)
+    padded = rows is not None and (rows < 0).any()
+    rows, pad = _soft(predicted / measured), rows
+    if padded:  # a fit on fewer rows than others (its rows end in -1): zeros in those places
+        rows = np.where(pad < 0, 0.0, rows)
     if not spec.priors:
         return rows
     pulls = _pulls(p)
@@ -1243,7 +1266,7 @@ def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving)
             sub, limited = stack.subset(read)
             nearby = None if start is None else start[sel][:, limited]
             loss = _soft(sub.predict(q, near=nearby) / measured[read])
-            index = np.full(len(measured), -1)
+            index = np.full(len(measured) + 1, -1)  # the last: a row -1 (none, _layouts)
             index[read] = np.arange(len(read))
             pos = index[rows[fits]]  # each fit's rows among those read (-1: not read)
             got = loss[at[which[fits]][:, None], np.maximum(pos, 0)]
@@ -1278,7 +1301,8 @@ def _fits(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Many Levenberg-Marquardt fits side by side, each on its own rows of one stack (fit k from
     ``z0[k]`` on ``rows[k]``, indices into the stack), each with its own damping, stopping on its
-    own: one call of the model per step for all of them. The fits and their losses.
+    own: one call of the model per step for all of them. The fits and their losses. A fit on
+    fewer rows than others has its ``rows`` end in -1 (_layouts).
 
     Fit k is ``least_squares`` on the cases ``rows[k]`` picks, number for number: every sum runs
     over one fit's own rows in their order, whatever the others do."""
@@ -1292,8 +1316,7 @@ def _fits(
     p = {name: value[which] if np.ndim(value) else value for name, value in p.items()}
     r = _loss(predicted, p, stack, spec, rows)
     at = reach[0][which] if reach else None
-    count = rows.shape[-1]  # each fit's rows' residuals (then the priors', if any)
-    cost = _cost(r, spec, count)
+    cost = _cost(r, spec, rows)
     live = np.arange(m)  # the fits still stepping
     for _ in range(iterations):
         if not len(live):
@@ -1303,9 +1326,8 @@ def _fits(
             zl, rl, stack, _sub(spec, live), rows[live], None if at is None else at[live]
         )
         g = (jac * rl[..., None]).sum(-2)
-        free = _unpulled(_sub(spec, live))
-        if free is not None:  # a fit without priors: its rows' alone (zeros in the priors')
-            g[free] = (jac[free, :count] * rl[free, :count, None]).sum(-2)
+        for fits, places in _layouts(_sub(spec, live), rows[live]):  # theirs as alone
+            g[fits] = (jac[np.ix_(fits, places)] * rl[np.ix_(fits, places)][..., None]).sum(-2)
         h = np.einsum("...ki,...kj->...ij", jac, jac)
         damping = np.diagonal(h, axis1=-2, axis2=-1)[..., None] * np.eye(size) + 1e-9 * np.eye(size)
         step, improved, done = (
@@ -1334,7 +1356,7 @@ def _fits(
             reach = []
             near = None if at is None else at[live[c]]
             trial = _residuals(zl[c] + s, stack, _sub(spec, live[c]), rows[live[c]], near, reach)
-            new = _cost(trial, _sub(spec, live[c]), count)
+            new = _cost(trial, _sub(spec, live[c]), rows[live[c]])
             lower = np.zeros(valid.shape, dtype=bool)
             lower[ti, ki] = new < cost[live[c]]
             which = np.full(valid.shape, -1)
@@ -1419,17 +1441,14 @@ def leave_one_submission_out(
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(fitted):
         groups.setdefault(c.submission or c.id, []).append(i)
-    # the folds that leave out as many rows fit side by side (_fits: each as if alone)
-    sizes: dict[int, list[list[int]]] = {}
-    for members in groups.values():
-        sizes.setdefault(len(members), []).append(members)
-    found: dict[int, float] = {}
-    for folds in sizes.values():
-        rest = np.array([[j for j in range(len(fitted)) if j not in m] for m in folds])
-        zs, _ = _fits(stack, np.tile(z, (len(folds), 1)), rest, iterations, spec)
-        for members, zk in zip(folds, zs, strict=True):
-            predicted = stack.predict(_unpack(zk, spec))
-            found.update({i: float(predicted[i]) for i in members})
+    # every fold side by side (_fits: each as if alone), its rows then -1 up to the longest's
+    folds = list(groups.values())
+    rest = [[j for j in range(len(fitted)) if j not in m] for m in folds]
+    width = max(map(len, rest))
+    rest = np.array([r + [-1] * (width - len(r)) for r in rest]).reshape(len(folds), width)
+    zs, _ = _fits(stack, np.tile(z, (len(folds), 1)), rest, iterations, spec)
+    predicted = stack.predict(_unpack(zs, spec))  # each fold's fit, every row
+    found = {i: float(predicted[k, i]) for k, members in enumerate(folds) for i in members}
     return {fitted[i].id: found[i] for members in groups.values() for i in members}
 
 

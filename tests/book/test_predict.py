@@ -593,6 +593,28 @@ def test_the_jacobians_row_by_row_are_the_whole_ones_number_for_number(study, mo
                 assert np.array_equal(whole, sparse)
 
 
+def test_fits_on_fewer_rows_beside_longer_ones_are_each_fit_alone(study, monkeypatch):
+    """Folds that leave out different numbers of rows fit side by side, a shorter fold's rows
+    ending in -1 (zeros in those places, _layouts), with priors and without: each fit ends
+    where it ends alone, bit for bit, and so does its loss; with the Jacobians made whole and
+    row by row (SPARSE)."""
+    stack = predict.Stack.of(study["fitted"])
+    n = len(stack.cases)
+    start = study["model"].z + 0.05  # off the valley's floor: every fit moves
+    drops = ([0], [1, 2], [3, 4, 5], [6], [7, 8])
+    rest = [[j for j in range(n) if j not in d] for d in drops]
+    rows = np.array([r + [-1] * (n - 1 - len(r)) for r in rest])
+    free = predict.MECHANISMS["priors"][1]
+    specs = predict.Specs((predict.FULL, free, predict.FULL, free, predict.FULL))
+    for sparse in (10**9, 1):
+        monkeypatch.setattr(predict, "SPARSE", sparse)
+        zs, cost = predict._fits(stack, np.tile(start, (len(rest), 1)), rows, 6, specs)
+        for k, r in enumerate(rest):
+            alone, own = predict._fits(stack, start[None], np.array([r]), 6, specs.each[k])
+            assert np.array_equal(zs[k], alone[0]), (sparse, k)
+            assert cost[k] == own[0], (sparse, k)
+
+
 def test_trying_dampings_together_is_trying_them_in_turn(study, monkeypatch):
     """A fit whose trial fails tries the next dampings at once (SPECULATE): every fit ends
     where trying one damping at a time ends it, bit for bit."""
