@@ -1302,7 +1302,8 @@ def _fits(
     """Many Levenberg-Marquardt fits side by side, each on its own rows of one stack (fit k from
     ``z0[k]`` on ``rows[k]``, indices into the stack), each with its own damping, stopping on its
     own: one call of the model per step for all of them. The fits and their losses. A fit on
-    fewer rows than others has its ``rows`` end in -1 (_layouts).
+    fewer rows than others has its ``rows`` end in -1 (_layouts); ``iterations`` may be one
+    number of steps per fit.
 
     Fit k is ``least_squares`` on the cases ``rows[k]`` picks, number for number: every sum runs
     over one fit's own rows in their order, whatever the others do."""
@@ -1318,7 +1319,9 @@ def _fits(
     at = reach[0][which] if reach else None
     cost = _cost(r, spec, rows)
     live = np.arange(m)  # the fits still stepping
-    for _ in range(iterations):
+    caps = np.broadcast_to(np.asarray(iterations, dtype=int), (m,))
+    for round_ in range(int(caps.max(initial=0))):
+        live = live[caps[live] > round_]  # a fit stops after its own number of steps
         if not len(live):
             break
         zl, rl, lam_l = z[live], r[live], lam[live]
@@ -1407,19 +1410,49 @@ def fit(cases: list[Case], spec: Spec = FULL) -> Model:
     return Model(_unpack(best, spec), tuple(c.id for c in cases), best)
 
 
+LOO_ITERATIONS = 20  # a leave-one-out fold's steps from the fit on every row
+LOSO_ITERATIONS = 60  # a leave-one-submission-out fold's (leave_one_submission_out says why)
+
+
+def _holdouts(fitted: list[Case], z: np.ndarray, folds: list, iterations, spec: Spec = FULL):
+    """The fits of ``fitted`` without each fold's rows (``folds``: lists of indices into it),
+    each started from ``z`` and stepping at most ``iterations`` times (one number, or one per
+    fold), side by side in one run: each as if alone (a shorter fold's rows end in -1)."""
+    n = len(fitted)
+    rest = []
+    for members in folds:
+        out = set(members)
+        rest.append([j for j in range(n) if j not in out])
+    width = max(map(len, rest))
+    rows = np.array([r + [-1] * (width - len(r)) for r in rest]).reshape(len(folds), width)
+    return _fits(Stack.of(fitted), np.tile(z, (len(folds), 1)), rows, iterations, spec)[0]
+
+
+def _submissions(fitted: list[Case]) -> list[list[int]]:
+    """The fitted rows of each submission (Case.submission; a row with none, alone): indices."""
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(fitted):
+        groups.setdefault(c.submission or c.id, []).append(i)
+    return list(groups.values())
+
+
 def leave_one_out(
     fitted: list[Case],
     z: np.ndarray,
     spec: Spec = FULL,
-    iterations: int = 20,
+    iterations: int = LOO_ITERATIONS,
     unmet: set | None = None,
 ) -> dict[str, float]:
     """Each row predicted by a fit without it (started from ``z``, the fit on all of them),
     every row's fit side by side. ``unmet`` (a set) receives the ids of the rows whose own
     fit meets their speed target at no batch (Stack.predict)."""
-    stack, n = Stack.of(fitted), len(fitted)
-    others = np.array([[j for j in range(n) if j != i] for i in range(n)]).reshape(n, n - 1)
-    zs, _ = _fits(stack, np.tile(z, (n, 1)), others, iterations, spec)
+    zs = _holdouts(fitted, z, [[i] for i in range(len(fitted))], iterations, spec)
+    return _left_out(fitted, zs, spec, unmet)
+
+
+def _left_out(fitted: list[Case], zs: np.ndarray, spec: Spec, unmet: set | None):
+    """leave_one_out's predictions from its folds' fits ``zs`` (row i's: the fit without it)."""
+    stack = Stack.of(fitted)
     flags: list = []
     predicted = np.diagonal(stack.predict(_unpack(zs, spec), unmet=flags))  # row i, fit w/o it
     if unmet is not None and flags:
@@ -1428,7 +1461,7 @@ def leave_one_out(
 
 
 def leave_one_submission_out(
-    fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = 60
+    fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = LOSO_ITERATIONS
 ) -> dict[str, float]:
     """Each row predicted by a fit without every row of its submission (Case.submission): the
     other scenarios of the same system on the same engine may not teach the fit that system.
@@ -1437,19 +1470,16 @@ def leave_one_submission_out(
     steps it stopped part-way, still leaning toward the rows it had left out (the B200 R1
     min-latency rows, 4%). Run to the end, each fold lands where a fit from fit's own starts
     lands (a test checks it)."""
-    stack = Stack.of(fitted)
-    groups: dict[str, list[int]] = {}
-    for i, c in enumerate(fitted):
-        groups.setdefault(c.submission or c.id, []).append(i)
-    # every fold side by side (_fits: each as if alone), its rows then -1 up to the longest's
-    folds = list(groups.values())
-    rest = [[j for j in range(len(fitted)) if j not in m] for m in folds]
-    width = max(map(len, rest))
-    rest = np.array([r + [-1] * (width - len(r)) for r in rest]).reshape(len(folds), width)
-    zs, _ = _fits(stack, np.tile(z, (len(folds), 1)), rest, iterations, spec)
-    predicted = stack.predict(_unpack(zs, spec))  # each fold's fit, every row
+    folds = _submissions(fitted)
+    return _submissions_left_out(fitted, _holdouts(fitted, z, folds, iterations, spec), spec)
+
+
+def _submissions_left_out(fitted: list[Case], zs: np.ndarray, spec: Spec) -> dict[str, float]:
+    """leave_one_submission_out's predictions from its folds' fits ``zs`` (_submissions')."""
+    folds = _submissions(fitted)
+    predicted = Stack.of(fitted).predict(_unpack(zs, spec))  # each fold's fit, every row
     found = {i: float(predicted[k, i]) for k, members in enumerate(folds) for i in members}
-    return {fitted[i].id: found[i] for members in groups.values() for i in members}
+    return {fitted[i].id: found[i] for members in folds for i in members}
 
 
 _CACHE: dict[tuple, dict] = reads.ReadsDict()  # by preset files (units.reads)
@@ -1469,8 +1499,12 @@ def study(presets: Presets | None = None) -> dict:
     flags: list = []
     values = Stack.of(known).predict(model.params, unmet=flags)
     predicted = dict(zip([c.id for c in known], values, strict=True))
+    # the leave-one-out folds and the leave-one-submission-out ones side by side, in one run
+    singles, groups = [[i] for i in range(len(fitted))], _submissions(fitted)
+    steps = [LOO_ITERATIONS] * len(singles) + [LOSO_ITERATIONS] * len(groups)
+    zs = _holdouts(fitted, model.z, singles + groups, steps)
     loo_unmet: set = set()
-    loo = leave_one_out(fitted, model.z, unmet=loo_unmet)
+    loo = _left_out(fitted, zs[: len(singles)], FULL, loo_unmet)
     # a row no batch of its prediction meets the speed target of: by its leave-one-out fit
     # for a row in the fit, by the whole fit for the others
     unmet = loo_unmet | {
@@ -1480,7 +1514,7 @@ def study(presets: Presets | None = None) -> dict:
     }
     out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo, "fitted": fitted}
     out["by_row"] = {id(r): (r, c) for r, c in zip(rows, cases, strict=True)}  # case's
-    out["loso"] = leave_one_submission_out(fitted, model.z)
+    out["loso"] = _submissions_left_out(fitted, zs[len(singles) :], FULL)
     out["unmet"] = unmet
     _CACHE[presets.files] = out
     return out

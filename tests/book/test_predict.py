@@ -595,9 +595,9 @@ def test_the_jacobians_row_by_row_are_the_whole_ones_number_for_number(study, mo
 
 def test_fits_on_fewer_rows_beside_longer_ones_are_each_fit_alone(study, monkeypatch):
     """Folds that leave out different numbers of rows fit side by side, a shorter fold's rows
-    ending in -1 (zeros in those places, _layouts), with priors and without: each fit ends
-    where it ends alone, bit for bit, and so does its loss; with the Jacobians made whole and
-    row by row (SPARSE)."""
+    ending in -1 (zeros in those places, _layouts), with priors and without, each with its own
+    number of steps: each fit ends where it ends alone, bit for bit, and so does its loss; with
+    the Jacobians made whole and row by row (SPARSE)."""
     stack = predict.Stack.of(study["fitted"])
     n = len(stack.cases)
     start = study["model"].z + 0.05  # off the valley's floor: every fit moves
@@ -608,9 +608,10 @@ def test_fits_on_fewer_rows_beside_longer_ones_are_each_fit_alone(study, monkeyp
     specs = predict.Specs((predict.FULL, free, predict.FULL, free, predict.FULL))
     for sparse in (10**9, 1):
         monkeypatch.setattr(predict, "SPARSE", sparse)
-        zs, cost = predict._fits(stack, np.tile(start, (len(rest), 1)), rows, 6, specs)
+        steps = [6, 3, 6, 2, 5]
+        zs, cost = predict._fits(stack, np.tile(start, (len(rest), 1)), rows, steps, specs)
         for k, r in enumerate(rest):
-            alone, own = predict._fits(stack, start[None], np.array([r]), 6, specs.each[k])
+            alone, own = predict._fits(stack, start[None], np.array([r]), steps[k], specs.each[k])
             assert np.array_equal(zs[k], alone[0]), (sparse, k)
             assert cost[k] == own[0], (sparse, k)
 
