@@ -596,10 +596,10 @@ class Stack:
             host = (sequence[axes], a["hosts"][(rows, *end)])
             return _step(g, f, t, m, shift, *per_set, communication[axes], *host, shape)
 
-        def pair_step(g: dict, sets: tuple, rows: np.ndarray, first: bool = False) -> np.ndarray:
-            """``step`` of one row of one parameter set per entry: the sets ``sets`` (indices
-            into the sets' shape) and the rows ``rows`` (into the stack), ``g`` (entries,
-            batches) each entry's batches, or (``first``) (batches, entries)."""
+        def entries(sets: tuple, rows: np.ndarray) -> tuple:
+            """What ``step`` takes of one row of one parameter set per entry (_entry_step):
+            the sets ``sets`` (indices into the sets' shape) and the rows ``rows`` (into the
+            stack), each an array along the entries (or one number for every entry)."""
             shape = (*lead[:-1], len(self.cases))
 
             def at(x, rowwise=False):
@@ -608,15 +608,12 @@ class Stack:
                 within = shape if rowwise else shape[:-1]
                 if np.shape(x) != within:
                     x = np.broadcast_to(x, within)
-                x = x[(*sets, rows)] if rowwise else x[sets]
-                return x if first else x[:, None]
+                return x[(*sets, rows)] if rowwise else x[sets]
 
-            f, t = at(fmt, True), at(attn, True)
-            m, shift = at(moe_share, True), at(fixed, True)
             per_set = [at(v[k]) for k in ("prefill", "expert_rows", "memory")]
             comm = at(v.get("communication", np.ones(())))
-            host = (at(sequence), a["hosts"][rows] if first else a["hosts"][rows, None])
-            return _step(g, f, t, m, shift, *per_set, comm, *host, g["matmul"].shape)
+            rowwise = [at(x, True) for x in (fmt, attn, moe_share, fixed)]
+            return (*rowwise, *per_set, comm, at(sequence), a["hosts"][rows])
 
         # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
         need = a["need"]
@@ -644,7 +641,9 @@ class Stack:
                     for x in (t0, t1, b0, b1, last_ok, found)
                 )
                 goal = np.broadcast_to(target[..., 0], moving.shape)[where]
-                got = self._chase(pair_step, goal, where, then[where])
+                got = self._chase(
+                    entries(where[:-1], limited[where[-1]]), goal, where[-1], then[where]
+                )
                 for x, y in zip((t0, t1, b0, b1, last_ok, found), got, strict=True):
                     x[where] = y
         elif len(limited):
@@ -723,26 +722,26 @@ class Stack:
         down = ~ok0 & (at > 0)
         return t0, t1, *g["batch"], at, ok0, up | down, at + up - down
 
-    def _chase(self, pair_step, goal: np.ndarray, where: tuple, at: np.ndarray):
-        """The walk (_walk) of the entries ``where`` (indices: parameter sets, then limited
-        rows) on from the indices ``at``, toward the steps ``goal`` they allow, only those still
-        moving at each move, CHASE moves; those still moving after them are searched whole
-        (_search). Each entry's two steps and batches, index and whether any meets: the same
-        as a walk run to its end gives, and as the whole search gives (the step never falls as
-        the batch grows, so one index ends either)."""
+    def _chase(self, inputs: tuple, goal: np.ndarray, among: np.ndarray, at: np.ndarray):
+        """The walk (_walk) of entries (each a parameter set's limited row: ``among``, its
+        index into ``arrays["limited"]``, ``inputs`` what its step takes, _entry_step) on from
+        the indices ``at``, toward the steps ``goal`` they allow, only those still moving at
+        each move, CHASE moves; those still moving after them are searched whole (_search).
+        Each entry's two steps and batches, index and whether any meets: the same as a walk
+        run to its end gives, and as the whole search gives (the step never falls as the batch
+        grows, so one index ends either)."""
         a = self.arrays
-        limited, grid = a["limited"], a["grid"]
+        grid = a["grid"]
         width = grid["batch"].shape[-1]
         n = len(goal)
         out = [np.empty(n), np.empty(n), np.empty(n), np.empty(n)]
         out += [np.empty(n, dtype=at.dtype), np.empty(n, dtype=bool)]
         live = np.arange(n)
-        sets, among = where[:-1], where[-1]
         for _ in range(CHASE):
             pair = np.stack([at, np.minimum(at + 1, width - 1)])  # the batches first
             flat = pair + width * among  # into each grid, raveled
             g = dict(zip(grid, np.take(a["raveled"], flat, axis=1), strict=True))
-            t0, t1 = pair_step(g, sets, limited[among], first=True)
+            t0, t1 = _entry_step(g, inputs, first=True)
             ok0, ok1 = t0 <= goal, t1 <= goal
             up = ok0 & ok1 & (at < width - 1)
             down = ~ok0 & (at > 0)
@@ -754,11 +753,21 @@ class Stack:
             if not moving.any():
                 return out
             live, at, goal = live[moving], (at + up - down)[moving], goal[moving]
-            sets, among = tuple(s[moving] for s in sets), among[moving]
-        got = self._search(lambda g: pair_step(g, sets, limited[among]), goal[:, None], among)
+            inputs = tuple(x[moving] if np.ndim(x) else x for x in inputs)
+            among = among[moving]
+        got = self._search(lambda g: _entry_step(g, inputs), goal[:, None], among)
         for x, y in zip(out, got, strict=True):
             x[live] = y
         return out
+
+
+def _entry_step(g: dict, inputs: tuple, first: bool = False) -> np.ndarray:
+    """The step (_step) of entries whose ``inputs`` (Stack.predict's ``entries``) are arrays
+    along the entries: at the batches of ``g``, (entries, batches) or (``first``) (batches,
+    entries)."""
+    if not first:
+        inputs = tuple(x[:, None] if np.ndim(x) else x for x in inputs)
+    return _step(g, *inputs, g["matmul"].shape)
 
 
 def _step(g: dict, f, t, m, shift, prefill, expert_rows, memory, comm, sequence, hosts, shape):
