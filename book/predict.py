@@ -800,7 +800,7 @@ def _step(g: dict, f, t, m, shift, prefill, expert_rows, memory, comm, sequence,
     term /= hosts
     positive = out > 0
     np.maximum(out, term, out=out)
-    out[~positive] = np.inf  # training: no step
+    np.copyto(out, np.inf, where=~positive)  # training: no step
     return out
 
 
@@ -1122,7 +1122,16 @@ def _soft(ratio: np.ndarray) -> np.ndarray:
     """The rows' residuals of predicted over measured ``ratio``: its log through the soft-L1
     loss, the sign kept."""
     r = np.log(ratio)
-    return np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+    # sign(r) sqrt(2 R^2 (sqrt(1 + (r / R)^2) - 1)), each operation in place in one array
+    x = r / ROBUST
+    np.square(x, out=x)
+    x += 1
+    np.sqrt(x, out=x)
+    x -= 1
+    x *= 2 * ROBUST**2
+    np.sqrt(x, out=x)
+    x *= np.sign(r)
+    return x
 
 
 def _pulls(p: dict) -> np.ndarray:
@@ -1269,6 +1278,8 @@ def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving)
         at = np.full(len(points), -1)
         at[sel] = np.arange(len(sel))
         fits = np.flatnonzero(at[which] >= 0)  # the fits at those points
+        if len(fits) == len(r):  # every fit: slices, not copies
+            fits = slice(None)
         q = {name: value[sel] if np.ndim(value) else value for name, value in p.items()}
         read = stack.reading(changed)
         if len(read):
@@ -1279,7 +1290,9 @@ def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving)
             index[read] = np.arange(len(read))
             pos = index[rows[fits]]  # each fit's rows among those read (-1: not read)
             got = loss[at[which[fits]][:, None], np.maximum(pos, 0)]
-            jac[fits, :count, j] = np.where(pos >= 0, (got - r[fits, :count]) / STEP, 0.0)
+            got -= r[fits, :count]
+            got /= STEP
+            jac[fits, :count, j] = np.where(pos >= 0, got, 0.0)
         if spec.priors:
             pulls = _pulls(q)
             pulls = np.broadcast_to(pulls, (len(sel), pulls.shape[-1]))[at[which[fits]]]
