@@ -565,13 +565,15 @@ class Stack:
         share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
         # (..., rows): each row's matmul share of its peak, times its chip's measured matmul
         # rate for its peak over the reference chip's (matmul_rate; the ablation: every chip 1)
-        rated = v.get("chip_rates", np.ones(()))[..., None] > 0
-        rate = np.where(rated, a["rate"], 1.0)
+        rate = a["rate"]
+        if "chip_rates" in v:
+            rate = np.where(v["chip_rates"][..., None] > 0, rate, 1.0)
         fmt = share[..., a["fmt"]] * rate
         attn = share[..., a["attn"]] * rate
         # the MoE share: an MoE spread over chips (the post-hoc variant: every MoE, one chip too)
-        one_chip = v.get("moe_one_chip", np.zeros(()))[..., None] > 0
-        moe = (a["ep"] > 0) | ((a["moe"] > 0) & one_chip)
+        moe = a["ep"] > 0
+        if "moe_one_chip" in v:
+            moe = moe | ((a["moe"] > 0) & (v["moe_one_chip"][..., None] > 0))
         moe_share = np.where(moe, v["expert_parallel"][..., None], 1.0)
         fixed = (
             a["layers"] * v["layer_overhead"][..., None]
@@ -580,7 +582,7 @@ class Stack:
         communication = v.get("communication", np.ones(()))
         sequence = v.get("sequence_overhead", np.zeros(()))  # s per sequence per step, host
         # the parameter sets' leading shape, which every step has
-        lead = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), 1)
+        lead = (*np.broadcast_shapes(*{x.shape for x in v.values()}), 1)
 
         def step(g: dict, rows, first: bool = False) -> np.ndarray:
             """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last):
