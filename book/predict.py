@@ -568,29 +568,35 @@ class Stack:
         rate = a["rate"]
         if "chip_rates" in v:
             rate = np.where(v["chip_rates"][..., None] > 0, rate, 1.0)
-        fmt = share[..., a["fmt"]] * rate
-        attn = share[..., a["attn"]] * rate
         # the MoE share: an MoE spread over chips (the post-hoc variant: every MoE, one chip too)
         moe = a["ep"] > 0
         if "moe_one_chip" in v:
             moe = moe | ((a["moe"] > 0) & (v["moe_one_chip"][..., None] > 0))
-        moe_share = np.where(moe, v["expert_parallel"][..., None], 1.0)
-        fixed = (
-            a["layers"] * v["layer_overhead"][..., None]
-            + a["collectives"] * v["collective"][..., None]
-        )
+
+        def rowwise(rows) -> tuple:
+            """The matmul and attention shares, the MoE share and the fixed time per step of
+            ``rows`` (indices into the stack): (..., rows) each, taken of those rows alone."""
+            rated = rate[..., rows]
+            return (
+                share[..., a["fmt"][rows]] * rated,
+                share[..., a["attn"][rows]] * rated,
+                np.where(moe[..., rows], v["expert_parallel"][..., None], 1.0),
+                a["layers"][rows] * v["layer_overhead"][..., None]
+                + a["collectives"][rows] * v["collective"][..., None],
+            )
+
         communication = v.get("communication", np.ones(()))
         sequence = v.get("sequence_overhead", np.zeros(()))  # s per sequence per step, host
         # the parameter sets' leading shape, which every step has
         lead = (*np.broadcast_shapes(*{x.shape for x in v.values()}), 1)
 
-        def step(g: dict, rows, first: bool = False) -> np.ndarray:
-            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last):
-            the batches along the last axis, or (``first``) along the first, before the sets'
-            axes (a few batches of many sets: each operation runs along the sets and rows)."""
+        def step(g: dict, rows, own: tuple, first: bool = False) -> np.ndarray:
+            """The step time of ``rows`` (``own``: their rowwise) at the batches of ``g`` (a
+            row's grid, or its last): the batches along the last axis, or (``first``) along the
+            first, before the sets' axes (a few batches of many sets: each operation runs along
+            the sets and rows)."""
             end = () if first else (None,)  # the rows' axis, then the batches' if last
-            f, t = fmt[(..., rows, *end)], attn[(..., rows, *end)]
-            m, shift = moe_share[(..., rows, *end)], fixed[(..., rows, *end)]
+            f, t, m, shift = (x[(..., *end)] for x in own)
             lead_ = lead if first else (*lead, 1)
             shape = np.broadcast_shapes(g["matmul"].shape, f.shape, m.shape, shift.shape, lead_)
             axes = (..., None, *end)  # a set's number, along its rows (and batches)
@@ -598,11 +604,13 @@ class Stack:
             host = (sequence[axes], a["hosts"][(rows, *end)])
             return _step(g, f, t, m, shift, *per_set, communication[axes], *host, shape)
 
-        def entries(sets: tuple, rows: np.ndarray) -> tuple:
-            """What ``step`` takes of one row of one parameter set per entry (_entry_step):
-            the sets ``sets`` (indices into the sets' shape) and the rows ``rows`` (into the
-            stack), each an array along the entries (or one number for every entry)."""
-            shape = (*lead[:-1], len(self.cases))
+        def entries(sets: tuple, among: np.ndarray) -> tuple:
+            """What ``step`` takes of one limited row of one parameter set per entry
+            (_entry_step): the sets ``sets`` (indices into the sets' shape) and the rows
+            ``among`` (into ``limited``), each an array along the entries (or one number for
+            every entry)."""
+            shape = (*lead[:-1], len(limited))
+            rows = limited[among]
 
             def at(x, rowwise=False):
                 if not np.ndim(x):  # one number for every set
@@ -610,16 +618,16 @@ class Stack:
                 within = shape if rowwise else shape[:-1]
                 if np.shape(x) != within:
                     x = np.broadcast_to(x, within)
-                return x[(*sets, rows)] if rowwise else x[sets]
+                return x[(*sets, among)] if rowwise else x[sets]
 
             per_set = [at(v[k]) for k in ("prefill", "expert_rows", "memory")]
             comm = at(v.get("communication", np.ones(())))
-            rowwise = [at(x, True) for x in (fmt, attn, moe_share, fixed)]
-            return (*rowwise, *per_set, comm, at(sequence), a["hosts"][rows])
+            own = [at(x, True) for x in on_limited]
+            return (*own, *per_set, comm, at(sequence), a["hosts"][rows])
 
         # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
         need = a["need"]
-        at_last = step(a["need_last"], need, first=True)
+        at_last = step(a["need_last"], need, rowwise(need), first=True)
         per_chip, chips = a["need_rate"]
         out = np.zeros((*at_last.shape[:-1], len(self.cases)))
         out[..., need] = per_chip / (chips * at_last)
@@ -627,6 +635,7 @@ class Stack:
         # chunks and queueing take the rest): the largest batch whose step meets that share,
         # the step linear in the batch between grid points (as in the bound)
         limited = a["limited"]
+        on_limited = rowwise(limited) if len(limited) else ()
         if len(limited):
             # the step never falls as the batch grows (each of its terms grows with the batch,
             # Stack.of checks), so the batches that meet the target are the first few: count
@@ -635,7 +644,9 @@ class Stack:
             width = grid["batch"].shape[-1]
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
         if len(limited) and near is not None:
-            t0, t1, b0, b1, last_ok, found, moving, then = self._walk(step, target, near)
+            t0, t1, b0, b1, last_ok, found, moving, then = self._walk(
+                lambda g: step(g, limited, on_limited, first=True), target, near
+            )
             if moving.any():  # the walk had not ended there: those walked on alone (_chase)
                 where = np.nonzero(moving)
                 t0, t1, b0, b1, last_ok, found = (
@@ -643,14 +654,12 @@ class Stack:
                     for x in (t0, t1, b0, b1, last_ok, found)
                 )
                 goal = np.broadcast_to(target[..., 0], moving.shape)[where]
-                got = self._chase(
-                    entries(where[:-1], limited[where[-1]]), goal, where[-1], then[where]
-                )
+                got = self._chase(entries(where[:-1], where[-1]), goal, where[-1], then[where])
                 for x, y in zip((t0, t1, b0, b1, last_ok, found), got, strict=True):
                     x[where] = y
         elif len(limited):
             t0, t1, b0, b1, last_ok, found = self._search(
-                lambda g: step(g, limited), target, slice(None)
+                lambda g: step(g, limited, on_limited), target, slice(None)
             )
         if len(limited):
             if unmet is not None:
@@ -673,9 +682,8 @@ class Stack:
             out[..., users] = a["users_rate"] / at_last[..., among]
         trainings = a["trainings"]
         if len(trainings):
-            out[..., trainings] = (
-                a["bound"][trainings] * fmt[..., trainings] * v["training"][..., None]
-            )
+            fmt = share[..., a["fmt"][trainings]] * rate[..., trainings]  # rowwise's first
+            out[..., trainings] = a["bound"][trainings] * fmt * v["training"][..., None]
         return out
 
     def _search(self, step, target: np.ndarray, rows):
@@ -718,7 +726,7 @@ class Stack:
         pair = np.stack([at, np.minimum(at + 1, width - 1)])  # the batches first (step)
         flat = pair + width * np.arange(len(limited))  # into each grid, raveled
         g = dict(zip(grid, np.take(a["raveled"], flat, axis=1), strict=True))
-        t0, t1 = step(g, limited, first=True)
+        t0, t1 = step(g)
         ok0, ok1 = t0 <= target, t1 <= target
         up = ok0 & ok1 & (at < width - 1)
         down = ~ok0 & (at > 0)
