@@ -1357,11 +1357,10 @@ def _fits(
         if not len(live):
             break
         zl, rl, lam_l = z[live], r[live], lam[live]
-        jac = _jacobians(
-            zl, rl, stack, _sub(spec, live), rows[live], None if at is None else at[live]
-        )
+        mine = _sub(spec, live)  # the live fits' specs
+        jac = _jacobians(zl, rl, stack, mine, rows[live], None if at is None else at[live])
         g = (jac * rl[..., None]).sum(-2)
-        for fits, places in _layouts(_sub(spec, live), rows[live]):  # theirs as alone
+        for fits, places in _layouts(mine, rows[live]):  # theirs as alone
             g[fits] = (jac[np.ix_(fits, places)] * rl[np.ix_(fits, places)][..., None]).sum(-2)
         h = np.einsum("...ki,...kj->...ij", jac, jac)
         damping = np.diagonal(h, axis1=-2, axis2=-1)[..., None] * np.eye(size) + 1e-9 * np.eye(size)
@@ -1390,8 +1389,9 @@ def _fits(
             ]
             reach = []
             near = None if at is None else at[live[c]]
-            trial = _residuals(zl[c] + s, stack, _sub(spec, live[c]), rows[live[c]], near, reach)
-            new = _cost(trial, _sub(spec, live[c]), rows[live[c]])
+            tried = _sub(spec, live[c])
+            trial = _residuals(zl[c] + s, stack, tried, rows[live[c]], near, reach)
+            new = _cost(trial, tried, rows[live[c]])
             lower = np.zeros(valid.shape, dtype=bool)
             lower[ti, ki] = new < cost[live[c]]
             which = np.full(valid.shape, -1)
