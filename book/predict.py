@@ -97,9 +97,6 @@ TIMES = ("layer_overhead", "collective")
 PARAMS = SHARES + ROWS + TIMES
 GRID = 192  # batches tried between 1 and the replica's cap
 BLOCK = 16  # a latency limit's batch is searched among every BLOCK-th of them, then within one
-# a latency search started near its end (predict's ``near``) walks on this many more batches
-# before it searches the whole grid (most of a fit's trial steps move it by a batch or two)
-CHASE = 3
 # rows whose measured mechanism no step model describes: they stay out of the fit and their
 # error is reported apart, with the reason (book.validation.CAUSES words each one)
 NOT_MODELLED = {
@@ -644,17 +641,18 @@ class Stack:
             width = grid["batch"].shape[-1]
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
         if len(limited) and near is not None:
-            t0, t1, b0, b1, last_ok, found, moving, then = self._walk(
+            t0, t1, b0, b1, last_ok, found, moving = self._walk(
                 lambda g: step(g, limited, on_limited, first=True), target, near
             )
-            if moving.any():  # the walk had not ended there: those walked on alone (_chase)
+            if moving.any():  # the walk had not ended there: those searched whole (_search)
                 where = np.nonzero(moving)
                 t0, t1, b0, b1, last_ok, found = (
                     np.broadcast_to(x, moving.shape).copy()
                     for x in (t0, t1, b0, b1, last_ok, found)
                 )
                 goal = np.broadcast_to(target[..., 0], moving.shape)[where]
-                got = self._chase(entries(where[:-1], where[-1]), goal, where[-1], then[where])
+                inputs = entries(where[:-1], where[-1])
+                got = self._search(lambda g: _entry_step(g, inputs), goal[:, None], where[-1])
                 for x, y in zip((t0, t1, b0, b1, last_ok, found), got, strict=True):
                     x[where] = y
         elif len(limited):
@@ -713,11 +711,12 @@ class Stack:
         return t0, t1, b0, b1, last_ok, found
 
     def _walk(self, step, target: np.ndarray, near):
-        """The latency search from ``near`` (predict), one move of it: the step at each limited
-        row's index and the next. The index has ended where it meets the target and the next
-        does not (or it is the grid's last; or it is the first and fails: none meets);
-        elsewhere it moves one batch toward the target. The two steps, the two batches, the
-        index, whether any meets, where the index is still moving, and where it moves to."""
+        """The latency search from ``near`` (predict): ``step(g)`` the limited rows' step at
+        each one's index and the next (``g``: the two batches first). The search has ended
+        where the index meets the target and the next does not (or it is the grid's last; or
+        it is the first and fails: none meets); elsewhere the index is still moving (predict
+        searches the whole grid there). The two steps, the two batches, the index, whether any
+        meets, and where the index is still moving."""
         a = self.arrays
         limited, grid = a["limited"], a["grid"]
         width = grid["batch"].shape[-1]
@@ -730,45 +729,7 @@ class Stack:
         ok0, ok1 = t0 <= target, t1 <= target
         up = ok0 & ok1 & (at < width - 1)
         down = ~ok0 & (at > 0)
-        return t0, t1, *g["batch"], at, ok0, up | down, at + up - down
-
-    def _chase(self, inputs: tuple, goal: np.ndarray, among: np.ndarray, at: np.ndarray):
-        """The walk (_walk) of entries (each a parameter set's limited row: ``among``, its
-        index into ``arrays["limited"]``, ``inputs`` what its step takes, _entry_step) on from
-        the indices ``at``, toward the steps ``goal`` they allow, only those still moving at
-        each move, CHASE moves; those still moving after them are searched whole (_search).
-        Each entry's two steps and batches, index and whether any meets: the same as a walk
-        run to its end gives, and as the whole search gives (the step never falls as the batch
-        grows, so one index ends either)."""
-        a = self.arrays
-        grid = a["grid"]
-        width = grid["batch"].shape[-1]
-        n = len(goal)
-        out = [np.empty(n), np.empty(n), np.empty(n), np.empty(n)]
-        out += [np.empty(n, dtype=at.dtype), np.empty(n, dtype=bool)]
-        live = np.arange(n)
-        for _ in range(CHASE):
-            pair = np.stack([at, np.minimum(at + 1, width - 1)])  # the batches first
-            flat = pair + width * among  # into each grid, raveled
-            g = dict(zip(grid, np.take(a["raveled"], flat, axis=1), strict=True))
-            t0, t1 = _entry_step(g, inputs, first=True)
-            ok0, ok1 = t0 <= goal, t1 <= goal
-            up = ok0 & ok1 & (at < width - 1)
-            down = ~ok0 & (at > 0)
-            moving = up | down
-            ended = ~moving
-            got = (t0, t1, *g["batch"], at, ok0)
-            for x, y in zip(out, got, strict=True):
-                x[live[ended]] = y[ended]
-            if not moving.any():
-                return out
-            live, at, goal = live[moving], (at + up - down)[moving], goal[moving]
-            inputs = tuple(x[moving] if np.ndim(x) else x for x in inputs)
-            among = among[moving]
-        got = self._search(lambda g: _entry_step(g, inputs), goal[:, None], among)
-        for x, y in zip(out, got, strict=True):
-            x[live] = y
-        return out
+        return t0, t1, *g["batch"], at, ok0, up | down
 
 
 def _entry_step(g: dict, inputs: tuple, first: bool = False) -> np.ndarray:
