@@ -1776,10 +1776,10 @@ def _leave_one_outs(
     each = Specs(tuple(spec for spec in specs for _ in range(n)))
     z0 = np.repeat(np.array(zs, dtype=float), n, axis=0)
     done, _ = _fits(stack, z0, np.tile(others, (len(specs), 1)), iterations, each)
+    every = stack.predict(_unpack(done, each))  # every fold's fit, in one call
     out = []
-    for k, spec in enumerate(specs):
-        own = _unpack(done[k * n : (k + 1) * n], spec)
-        predicted = np.diagonal(stack.predict(own))  # row i, its variant's fit without it
+    for k in range(len(specs)):
+        predicted = np.diagonal(every[k * n : (k + 1) * n])  # row i, its variant's fit without it
         out.append({c.id: float(v) for c, v in zip(fitted, predicted, strict=True)})
     return out
 
