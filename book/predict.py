@@ -486,7 +486,7 @@ class Stack:
         free[limited] = True
         need = np.flatnonzero((~free | user) & ~training)
         arrays["need"] = need
-        arrays["need_last"] = {k: g[need] for k, g in arrays["last"].items()}
+        arrays["need_last"] = {k: g[need, 0] for k, g in arrays["last"].items()}
         per_chip = arrays["last"]["batch"][:, 0] * arrays["accepted"]
         arrays["need_rate"] = (per_chip[need], arrays["chips"][need])
         users = np.flatnonzero(user)
@@ -562,37 +562,52 @@ class Stack:
         share = np.stack(np.broadcast_arrays(*(v[f] for f in FORMAT_NAMES)), axis=-1)
         # (..., rows): each row's matmul share of its peak, times its chip's measured matmul
         # rate for its peak over the reference chip's (matmul_rate; the ablation: every chip 1)
-        rated = v.get("chip_rates", np.ones(()))[..., None] > 0
-        rate = np.where(rated, a["rate"], 1.0)
-        fmt = share[..., a["fmt"]] * rate
-        attn = share[..., a["attn"]] * rate
+        rate = a["rate"]
+        if "chip_rates" in v:
+            rate = np.where(v["chip_rates"][..., None] > 0, rate, 1.0)
         # the MoE share: an MoE spread over chips (the post-hoc variant: every MoE, one chip too)
-        one_chip = v.get("moe_one_chip", np.zeros(()))[..., None] > 0
-        moe = (a["ep"] > 0) | ((a["moe"] > 0) & one_chip)
-        moe_share = np.where(moe, v["expert_parallel"][..., None], 1.0)
-        fixed = (
-            a["layers"] * v["layer_overhead"][..., None]
-            + a["collectives"] * v["collective"][..., None]
-        )
-        communication = v.get("communication", np.ones(()))[..., None, None]
+        moe = a["ep"] > 0
+        if "moe_one_chip" in v:
+            moe = moe | ((a["moe"] > 0) & (v["moe_one_chip"][..., None] > 0))
+
+        def rowwise(rows) -> tuple:
+            """The matmul and attention shares, the MoE share and the fixed time per step of
+            ``rows`` (indices into the stack): (..., rows) each, taken of those rows alone."""
+            rated = rate[..., rows]
+            return (
+                share[..., a["fmt"][rows]] * rated,
+                share[..., a["attn"][rows]] * rated,
+                np.where(moe[..., rows], v["expert_parallel"][..., None], 1.0),
+                a["layers"][rows] * v["layer_overhead"][..., None]
+                + a["collectives"][rows] * v["collective"][..., None],
+            )
+
+        communication = v.get("communication", np.ones(()))
         sequence = v.get("sequence_overhead", np.zeros(()))  # s per sequence per step, host
         # the parameter sets' leading shape, which every step has
-        lead = (*np.broadcast_shapes(*(np.shape(x) for x in v.values())), 1, 1)
+        lead = (*np.broadcast_shapes(*{x.shape for x in v.values()}), 1)
 
-        def step(g: dict, rows) -> np.ndarray:
-            """The step time of ``rows`` at the batches of ``g`` (a row's grid, or its last)."""
-            f, t = fmt[..., rows, None], attn[..., rows, None]
-            m, shift = moe_share[..., rows, None], fixed[..., rows, None]
-            shape = np.broadcast_shapes(g["matmul"].shape, f.shape, m.shape, shift.shape, lead)
-            per_set = [v[k][..., None, None] for k in ("prefill", "expert_rows", "memory")]
-            host = (sequence[..., None, None], a["hosts"][rows, None])
-            return _step(g, f, t, m, shift, *per_set, communication, *host, shape)
+        def step(g: dict, rows, own: tuple, first: bool = False) -> np.ndarray:
+            """The step time of ``rows`` (``own``: their rowwise) at the batches of ``g`` (a
+            row's grid, or its last): the batches along the last axis, or (``first``) along the
+            first, before the sets' axes (a few batches of many sets: each operation runs along
+            the sets and rows)."""
+            end = () if first else (None,)  # the rows' axis, then the batches' if last
+            f, t, m, shift = (x[(..., *end)] for x in own)
+            lead_ = lead if first else (*lead, 1)
+            shape = np.broadcast_shapes(g["matmul"].shape, f.shape, m.shape, shift.shape, lead_)
+            axes = (..., None, *end)  # a set's number, along its rows (and batches)
+            per_set = [v[k][axes] for k in ("prefill", "expert_rows", "memory")]
+            host = (sequence[axes], a["hosts"][(rows, *end)])
+            return _step(g, f, t, m, shift, *per_set, communication[axes], *host, shape)
 
-        def pair_step(g: dict, sets: tuple, rows: np.ndarray) -> np.ndarray:
-            """``step`` of one row of one parameter set per entry: the sets ``sets`` (indices
-            into the sets' shape) and the rows ``rows`` (into the stack), ``g`` (entries,
-            batches) each entry's batches."""
-            shape = (*lead[:-2], len(self.cases))
+        def entries(sets: tuple, among: np.ndarray) -> tuple:
+            """What ``step`` takes of one limited row of one parameter set per entry
+            (_entry_step): the sets ``sets`` (indices into the sets' shape) and the rows
+            ``among`` (into ``limited``), each an array along the entries (or one number for
+            every entry)."""
+            shape = (*lead[:-1], len(limited))
+            rows = limited[among]
 
             def at(x, rowwise=False):
                 if not np.ndim(x):  # one number for every set
@@ -600,18 +615,16 @@ class Stack:
                 within = shape if rowwise else shape[:-1]
                 if np.shape(x) != within:
                     x = np.broadcast_to(x, within)
-                return (x[(*sets, rows)] if rowwise else x[sets])[:, None]
+                return x[(*sets, among)] if rowwise else x[sets]
 
-            f, t = at(fmt, True), at(attn, True)
-            m, shift = at(moe_share, True), at(fixed, True)
             per_set = [at(v[k]) for k in ("prefill", "expert_rows", "memory")]
             comm = at(v.get("communication", np.ones(())))
-            host = (at(sequence), a["hosts"][rows, None])
-            return _step(g, f, t, m, shift, *per_set, comm, *host, g["matmul"].shape)
+            own = [at(x, True) for x in on_limited]
+            return (*own, *per_set, comm, at(sequence), a["hosts"][rows])
 
         # no latency limit: the largest batch the replica holds (a speed per user: its one batch)
         need = a["need"]
-        at_last = step(a["need_last"], need)[..., 0]
+        at_last = step(a["need_last"], need, rowwise(need), first=True)
         per_chip, chips = a["need_rate"]
         out = np.zeros((*at_last.shape[:-1], len(self.cases)))
         out[..., need] = per_chip / (chips * at_last)
@@ -619,6 +632,7 @@ class Stack:
         # chunks and queueing take the rest): the largest batch whose step meets that share,
         # the step linear in the batch between grid points (as in the bound)
         limited = a["limited"]
+        on_limited = rowwise(limited) if len(limited) else ()
         if len(limited):
             # the step never falls as the batch grows (each of its terms grows with the batch,
             # Stack.of checks), so the batches that meet the target are the first few: count
@@ -627,23 +641,23 @@ class Stack:
             width = grid["batch"].shape[-1]
             target = (a["target"][limited] * v["latency"][..., None])[..., None]
         if len(limited) and near is not None:
-            t0, t1, b0, b1, last_ok, found, moving = self._walk(step, target, near)
+            t0, t1, b0, b1, last_ok, found, moving = self._walk(
+                lambda g: step(g, limited, on_limited, first=True), target, near
+            )
             if moving.any():  # the walk had not ended there: those searched whole (_search)
                 where = np.nonzero(moving)
-                sets, among = where[:-1], where[-1]
                 t0, t1, b0, b1, last_ok, found = (
                     np.broadcast_to(x, moving.shape).copy()
                     for x in (t0, t1, b0, b1, last_ok, found)
                 )
                 goal = np.broadcast_to(target[..., 0], moving.shape)[where]
-                got = self._search(
-                    lambda g: pair_step(g, sets, limited[among]), goal[:, None], among
-                )
+                inputs = entries(where[:-1], where[-1])
+                got = self._search(lambda g: _entry_step(g, inputs), goal[:, None], where[-1])
                 for x, y in zip((t0, t1, b0, b1, last_ok, found), got, strict=True):
                     x[where] = y
         elif len(limited):
             t0, t1, b0, b1, last_ok, found = self._search(
-                lambda g: step(g, limited), target, slice(None)
+                lambda g: step(g, limited, on_limited), target, slice(None)
             )
         if len(limited):
             if unmet is not None:
@@ -666,9 +680,8 @@ class Stack:
             out[..., users] = a["users_rate"] / at_last[..., among]
         trainings = a["trainings"]
         if len(trainings):
-            out[..., trainings] = (
-                a["bound"][trainings] * fmt[..., trainings] * v["training"][..., None]
-            )
+            fmt = share[..., a["fmt"][trainings]] * rate[..., trainings]  # rowwise's first
+            out[..., trainings] = a["bound"][trainings] * fmt * v["training"][..., None]
         return out
 
     def _search(self, step, target: np.ndarray, rows):
@@ -685,7 +698,7 @@ class Stack:
         near = np.minimum(start + np.arange(a["block"] + 1), width - 1)
         # into each grid, raveled
         flat = near + width * np.arange(len(a["limited"]))[rows][..., None]
-        near = dict(zip(grid, a["raveled"][:, flat], strict=True))
+        near = dict(zip(grid, np.take(a["raveled"], flat, axis=1), strict=True))
         st = step(near)
         ok = st <= target
         found = ok.any(axis=-1)
@@ -697,31 +710,35 @@ class Stack:
         last_ok = np.minimum(last_ok[..., 0], width - 1)  # past the grid's end: its end
         return t0, t1, b0, b1, last_ok, found
 
-    def _walk(self, step, target: np.ndarray, near, tries: int = 1):
-        """The latency search from ``near`` (predict): the step at each limited row's index
-        and the next, the index moved one batch toward the target until it meets it and the
-        next does not (or it is the grid's last; or it is the first and fails: none meets).
-        The two steps, the two batches, the index, whether any meets, and where the index was
-        still moving after ``tries`` (predict searches the whole grid there)."""
+    def _walk(self, step, target: np.ndarray, near):
+        """The latency search from ``near`` (predict): ``step(g)`` the limited rows' step at
+        each one's index and the next (``g``: the two batches first). The search has ended
+        where the index meets the target and the next does not (or it is the grid's last; or
+        it is the first and fails: none meets); elsewhere the index is still moving (predict
+        searches the whole grid there). The two steps, the two batches, the index, whether any
+        meets, and where the index is still moving."""
         a = self.arrays
         limited, grid = a["limited"], a["grid"]
         width = grid["batch"].shape[-1]
         target = target[..., 0]
         at = np.clip(near, 0, width - 1) + np.zeros(target.shape, dtype=int)  # broadcast
-        rows = width * np.arange(len(limited))
-        for attempt in range(tries):
-            pair = np.stack([at, np.minimum(at + 1, width - 1)], axis=-1)
-            flat = pair + rows[:, None]  # into each grid, raveled
-            g = dict(zip(grid, a["raveled"][:, flat], strict=True))
-            st = step(g, limited)
-            ok0, ok1 = st[..., 0] <= target, st[..., 1] <= target
-            up = ok0 & ok1 & (at < width - 1)
-            down = ~ok0 & (at > 0)
-            moving = up | down
-            if not moving.any() or attempt == tries - 1:
-                t0, t1, b0, b1 = st[..., 0], st[..., 1], g["batch"][..., 0], g["batch"][..., 1]
-                return t0, t1, b0, b1, at, ok0, moving
-            at = at + up - down
+        pair = np.stack([at, np.minimum(at + 1, width - 1)])  # the batches first (step)
+        flat = pair + width * np.arange(len(limited))  # into each grid, raveled
+        g = dict(zip(grid, np.take(a["raveled"], flat, axis=1), strict=True))
+        t0, t1 = step(g)
+        ok0, ok1 = t0 <= target, t1 <= target
+        up = ok0 & ok1 & (at < width - 1)
+        down = ~ok0 & (at > 0)
+        return t0, t1, *g["batch"], at, ok0, up | down
+
+
+def _entry_step(g: dict, inputs: tuple, first: bool = False) -> np.ndarray:
+    """The step (_step) of entries whose ``inputs`` (Stack.predict's ``entries``) are arrays
+    along the entries: at the batches of ``g``, (entries, batches) or (``first``) (batches,
+    entries)."""
+    if not first:
+        inputs = tuple(x[:, None] if np.ndim(x) else x for x in inputs)
+    return _step(g, *inputs, g["matmul"].shape)
 
 
 def _step(g: dict, f, t, m, shift, prefill, expert_rows, memory, comm, sequence, hosts, shape):
@@ -754,7 +771,7 @@ def _step(g: dict, f, t, m, shift, prefill, expert_rows, memory, comm, sequence,
     term /= hosts
     positive = out > 0
     np.maximum(out, term, out=out)
-    out[~positive] = np.inf  # training: no step
+    np.copyto(out, np.inf, where=~positive)  # training: no step
     return out
 
 
@@ -849,13 +866,11 @@ UNFIXED = {"chip_rates": 1.0, "moe_one_chip": 0.0, "communication": 1.0}
 class Specs:
     """One spec per fit, for fits side by side under different specs (_fits): the ablation's
     variants refitted in one run. Each fit's parameters are those its own spec gives (_unpack),
-    number for number. The specs share ``priors`` (the residuals have one length)."""
+    number for number. Fits with priors and fits without run side by side: the residuals of
+    those without hold zeros in the priors' places (_loss), which no sum of theirs adds
+    (_cost, _fits)."""
 
     each: tuple[Spec, ...]
-
-    def __post_init__(self):
-        if len({s.priors for s in self.each}) > 1:
-            raise ChalkboardError("fits side by side need one length of residuals: one priors")
 
     def __getitem__(self, idx) -> Specs:
         pick = np.arange(len(self.each))[idx]
@@ -872,6 +887,7 @@ class Specs:
         rank = np.zeros(len(distinct), dtype=int)
         rank[order] = np.arange(len(order))
         out.__dict__["_groups"] = (tuple(distinct[k] for k in order), rank[mine].astype(float))
+        out.__dict__["_slots"] = self.priors  # the residuals' places, as the whole run's
         return out
 
     @cached_property
@@ -888,7 +904,17 @@ class Specs:
 
     @property
     def priors(self) -> bool:
-        return self.each[0].priors if self.each else True
+        """Whether the residuals hold the priors' places: any fit's pulls (of the run the
+        fits are picked from, Specs[...]: its residuals, those of any of its fits)."""
+        slots = self.__dict__.get("_slots")
+        if slots is not None:
+            return slots
+        return any(s.priors for s in self.distinct) if self.each else True
+
+    @property
+    def pulled(self) -> np.ndarray:
+        """Each fit's ``priors`` (bool)."""
+        return np.array([s.priors for s in self.distinct], dtype=bool)[self.tag.astype(int)]
 
     @property
     def tag(self) -> np.ndarray:
@@ -903,6 +929,48 @@ def _sub(spec, idx):
 
 def _tag(spec):
     return spec.tag if isinstance(spec, Specs) else None
+
+
+def _unpulled(spec) -> np.ndarray | None:
+    """The fits without priors among fits whose residuals hold the priors' places (Specs
+    mixing both; bool per fit), or None: every fit's residuals are its own."""
+    if not isinstance(spec, Specs) or not spec.priors:
+        return None
+    free = ~spec.pulled
+    return free if free.any() else None
+
+
+def _layouts(spec, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The fits whose residuals are not laid out as they are alone, and where theirs are: a
+    fit without priors among fits with them (zeros in the priors' places, _unpulled), a fit on
+    fewer rows than others (``rows`` (fits, rows) ends in -1: zeros in those places). Each
+    group of such fits alike, and its residuals' own places (indices, in order)."""
+    free = _unpulled(spec)
+    width = rows.shape[-1]
+    counts = (rows >= 0).sum(-1)
+    short = counts < width
+    if free is None and not short.any():
+        return []
+    slots = np.arange(width, width + len(priors())) if spec.priors else np.arange(0)
+    pulled = np.ones(len(rows), dtype=bool) if free is None else ~free
+    out = []
+    for count, pull in sorted({(int(c), bool(p)) for c, p in zip(counts, pulled, strict=True)}):
+        if count == width and (pull or not spec.priors):
+            continue  # laid out as alone
+        fits = np.flatnonzero((counts == count) & (pulled == pull))
+        out.append((fits, np.concatenate([np.arange(count), slots if pull else slots[:0]])))
+    return out
+
+
+def _cost(r: np.ndarray, spec, rows: np.ndarray) -> np.ndarray:
+    """Each fit's loss, the sum of its squared residuals ``r`` (fits, residuals), its rows'
+    then the priors': a fit whose residuals are laid out otherwise than alone (_layouts) sums
+    its own, as its residuals alone are summed (the same pairwise sum of the same numbers)."""
+    cost = (r * r).sum(-1)
+    for fits, places in _layouts(spec, rows):
+        own = r[np.ix_(fits, places)]
+        cost[fits] = (own * own).sum(-1)
+    return cost
 
 
 def _unpack(z: np.ndarray, spec: Spec = FULL) -> dict:
@@ -1007,18 +1075,34 @@ def _loss(predicted: np.ndarray, p: dict, stack: Stack, spec: Spec = FULL, rows=
             np.broadcast_to(predicted, (*shape, len(measured))), rows, -1
         )
         measured = measured[rows]
-    rows = _soft(predicted / measured)
+    padded = rows is not None and (rows < 0).any()
+    rows, pad = _soft(predicted / measured), rows
+    if padded:  # a fit on fewer rows than others (its rows end in -1): zeros in those places
+        rows = np.where(pad < 0, 0.0, rows)
     if not spec.priors:
         return rows
     pulls = _pulls(p)
-    return np.concatenate([rows, np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))], -1)
+    pulls = np.broadcast_to(pulls, (*rows.shape[:-1], len(pulls.T)))
+    free = _unpulled(spec)  # fits without priors (the first axis): zeros in their places
+    if free is not None:
+        pulls = np.where(free.reshape(-1, *(1,) * (pulls.ndim - 1)), 0.0, pulls)
+    return np.concatenate([rows, pulls], -1)
 
 
 def _soft(ratio: np.ndarray) -> np.ndarray:
     """The rows' residuals of predicted over measured ``ratio``: its log through the soft-L1
     loss, the sign kept."""
     r = np.log(ratio)
-    return np.sign(r) * np.sqrt(2 * ROBUST**2 * (np.sqrt(1 + (r / ROBUST) ** 2) - 1))
+    # sign(r) sqrt(2 R^2 (sqrt(1 + (r / R)^2) - 1)), each operation in place in one array
+    x = r / ROBUST
+    np.square(x, out=x)
+    x += 1
+    np.sqrt(x, out=x)
+    x -= 1
+    x *= 2 * ROBUST**2
+    np.sqrt(x, out=x)
+    x *= np.sign(r)
+    return x
 
 
 def _pulls(p: dict) -> np.ndarray:
@@ -1116,7 +1200,7 @@ def _jacobians(
         if not np.array_equal(k, np.arange(len(k))):  # fits sharing a point, or not in order
             predicted = predicted[k]
             p = {name: value[k] if np.ndim(value) else value for name, value in p.items()}
-        out = _loss(predicted, p, stack, spec, rows[fits][:, None])
+        out = _loss(predicted, p, stack, _sub(spec, fits), rows[fits][:, None])
         jac[np.ix_(fits, np.arange(r.shape[-1]), moving[keep])] = np.swapaxes(
             (out - r[fits, None, :]) / STEP, -1, -2
         )
@@ -1147,6 +1231,7 @@ def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving)
         start = near[first]
     count = rows.shape[-1]  # the rows' residuals of each fit (then the priors')
     measured = stack.arrays["measured"]
+    free = _unpulled(spec)
     # every number's nudged parameters at once (points, numbers), and where each moves one
     every = _unpack(points[:, None, :] + STEP * np.eye(z.shape[-1])[moving], own)
     differ = {}
@@ -1164,20 +1249,26 @@ def _sparse_jacobians(jac, z, r, stack: Stack, spec, rows, near, points, moving)
         at = np.full(len(points), -1)
         at[sel] = np.arange(len(sel))
         fits = np.flatnonzero(at[which] >= 0)  # the fits at those points
+        if len(fits) == len(r):  # every fit: slices, not copies
+            fits = slice(None)
         q = {name: value[sel] if np.ndim(value) else value for name, value in p.items()}
         read = stack.reading(changed)
         if len(read):
             sub, limited = stack.subset(read)
             nearby = None if start is None else start[sel][:, limited]
             loss = _soft(sub.predict(q, near=nearby) / measured[read])
-            index = np.full(len(measured), -1)
+            index = np.full(len(measured) + 1, -1)  # the last: a row -1 (none, _layouts)
             index[read] = np.arange(len(read))
             pos = index[rows[fits]]  # each fit's rows among those read (-1: not read)
             got = loss[at[which[fits]][:, None], np.maximum(pos, 0)]
-            jac[fits, :count, j] = np.where(pos >= 0, (got - r[fits, :count]) / STEP, 0.0)
+            got -= r[fits, :count]
+            got /= STEP
+            jac[fits, :count, j] = np.where(pos >= 0, got, 0.0)
         if spec.priors:
             pulls = _pulls(q)
             pulls = np.broadcast_to(pulls, (len(sel), pulls.shape[-1]))[at[which[fits]]]
+            if free is not None:  # fits without priors: zeros in the priors' places
+                pulls = np.where(free[fits][:, None], 0.0, pulls)
             jac[fits, count:, j] = (pulls - r[fits, count:]) / STEP
 
 
@@ -1223,7 +1314,9 @@ def _side_by_side(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Many Levenberg-Marquardt fits side by side, each on its own rows of one stack (fit k from
     ``z0[k]`` on ``rows[k]``, indices into the stack), each with its own damping, stopping on its
-    own: one call of the model per step for all of them. The fits and their losses.
+    own: one call of the model per step for all of them. The fits and their losses. A fit on
+    fewer rows than others has its ``rows`` end in -1 (_layouts); ``iterations`` may be one
+    number of steps per fit.
 
     Fit k is ``least_squares`` on the cases ``rows[k]`` picks, number for number: every sum runs
     over one fit's own rows in their order, whatever the others do."""
@@ -1237,16 +1330,19 @@ def _side_by_side(
     p = {name: value[which] if np.ndim(value) else value for name, value in p.items()}
     r = _loss(predicted, p, stack, spec, rows)
     at = reach[0][which] if reach else None
-    cost = (r * r).sum(-1)
+    cost = _cost(r, spec, rows)
     live = np.arange(m)  # the fits still stepping
-    for _ in range(iterations):
+    caps = np.broadcast_to(np.asarray(iterations, dtype=int), (m,))
+    for round_ in range(int(caps.max(initial=0))):
+        live = live[caps[live] > round_]  # a fit stops after its own number of steps
         if not len(live):
             break
         zl, rl, lam_l = z[live], r[live], lam[live]
-        jac = _jacobians(
-            zl, rl, stack, _sub(spec, live), rows[live], None if at is None else at[live]
-        )
+        mine = _sub(spec, live)  # the live fits' specs
+        jac = _jacobians(zl, rl, stack, mine, rows[live], None if at is None else at[live])
         g = (jac * rl[..., None]).sum(-2)
+        for fits, places in _layouts(mine, rows[live]):  # theirs as alone
+            g[fits] = (jac[np.ix_(fits, places)] * rl[np.ix_(fits, places)][..., None]).sum(-2)
         h = np.einsum("...ki,...kj->...ij", jac, jac)
         damping = np.diagonal(h, axis1=-2, axis2=-1)[..., None] * np.eye(size) + 1e-9 * np.eye(size)
         step, improved, done = (
@@ -1274,8 +1370,9 @@ def _side_by_side(
             ]
             reach = []
             near = None if at is None else at[live[c]]
-            trial = _residuals(zl[c] + s, stack, _sub(spec, live[c]), rows[live[c]], near, reach)
-            new = (trial * trial).sum(-1)
+            tried = _sub(spec, live[c])
+            trial = _residuals(zl[c] + s, stack, tried, rows[live[c]], near, reach)
+            new = _cost(trial, tried, rows[live[c]])
             lower = np.zeros(valid.shape, dtype=bool)
             lower[ti, ki] = new < cost[live[c]]
             which = np.full(valid.shape, -1)
@@ -1326,19 +1423,49 @@ def fit(cases: list[Case], spec: Spec = FULL) -> Model:
     return Model(_unpack(best, spec), tuple(c.id for c in cases), best)
 
 
+LOO_ITERATIONS = 20  # a leave-one-out fold's steps from the fit on every row
+LOSO_ITERATIONS = 60  # a leave-one-submission-out fold's (leave_one_submission_out says why)
+
+
+def _holdouts(fitted: list[Case], z: np.ndarray, folds: list, iterations, spec: Spec = FULL):
+    """The fits of ``fitted`` without each fold's rows (``folds``: lists of indices into it),
+    each started from ``z`` and stepping at most ``iterations`` times (one number, or one per
+    fold), side by side in one run: each as if alone (a shorter fold's rows end in -1)."""
+    n = len(fitted)
+    rest = []
+    for members in folds:
+        out = set(members)
+        rest.append([j for j in range(n) if j not in out])
+    width = max(map(len, rest))
+    rows = np.array([r + [-1] * (width - len(r)) for r in rest]).reshape(len(folds), width)
+    return _fits(Stack.of(fitted), np.tile(z, (len(folds), 1)), rows, iterations, spec)[0]
+
+
+def _submissions(fitted: list[Case]) -> list[list[int]]:
+    """The fitted rows of each submission (Case.submission; a row with none, alone): indices."""
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(fitted):
+        groups.setdefault(c.submission or c.id, []).append(i)
+    return list(groups.values())
+
+
 def leave_one_out(
     fitted: list[Case],
     z: np.ndarray,
     spec: Spec = FULL,
-    iterations: int = 20,
+    iterations: int = LOO_ITERATIONS,
     unmet: set | None = None,
 ) -> dict[str, float]:
     """Each row predicted by a fit without it (started from ``z``, the fit on all of them),
     every row's fit side by side. ``unmet`` (a set) receives the ids of the rows whose own
     fit meets their speed target at no batch (Stack.predict)."""
-    stack, n = Stack.of(fitted), len(fitted)
-    others = np.array([[j for j in range(n) if j != i] for i in range(n)]).reshape(n, n - 1)
-    zs, _ = _fits(stack, np.tile(z, (n, 1)), others, iterations, spec)
+    zs = _holdouts(fitted, z, [[i] for i in range(len(fitted))], iterations, spec)
+    return _left_out(fitted, zs, spec, unmet)
+
+
+def _left_out(fitted: list[Case], zs: np.ndarray, spec: Spec, unmet: set | None):
+    """leave_one_out's predictions from its folds' fits ``zs`` (row i's: the fit without it)."""
+    stack = Stack.of(fitted)
     flags: list = []
     predicted = np.diagonal(stack.predict(_unpack(zs, spec), unmet=flags))  # row i, fit w/o it
     if unmet is not None and flags:
@@ -1347,7 +1474,7 @@ def leave_one_out(
 
 
 def leave_one_submission_out(
-    fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = 60
+    fitted: list[Case], z: np.ndarray, spec: Spec = FULL, iterations: int = LOSO_ITERATIONS
 ) -> dict[str, float]:
     """Each row predicted by a fit without every row of its submission (Case.submission): the
     other scenarios of the same system on the same engine may not teach the fit that system.
@@ -1356,22 +1483,16 @@ def leave_one_submission_out(
     steps it stopped part-way, still leaning toward the rows it had left out (the B200 R1
     min-latency rows, 4%). Run to the end, each fold lands where a fit from fit's own starts
     lands (a test checks it)."""
-    stack = Stack.of(fitted)
-    groups: dict[str, list[int]] = {}
-    for i, c in enumerate(fitted):
-        groups.setdefault(c.submission or c.id, []).append(i)
-    # the folds that leave out as many rows fit side by side (_fits: each as if alone)
-    sizes: dict[int, list[list[int]]] = {}
-    for members in groups.values():
-        sizes.setdefault(len(members), []).append(members)
-    found: dict[int, float] = {}
-    for folds in sizes.values():
-        rest = np.array([[j for j in range(len(fitted)) if j not in m] for m in folds])
-        zs, _ = _fits(stack, np.tile(z, (len(folds), 1)), rest, iterations, spec)
-        for members, zk in zip(folds, zs, strict=True):
-            predicted = stack.predict(_unpack(zk, spec))
-            found.update({i: float(predicted[i]) for i in members})
-    return {fitted[i].id: found[i] for members in groups.values() for i in members}
+    folds = _submissions(fitted)
+    return _submissions_left_out(fitted, _holdouts(fitted, z, folds, iterations, spec), spec)
+
+
+def _submissions_left_out(fitted: list[Case], zs: np.ndarray, spec: Spec) -> dict[str, float]:
+    """leave_one_submission_out's predictions from its folds' fits ``zs`` (_submissions')."""
+    folds = _submissions(fitted)
+    predicted = Stack.of(fitted).predict(_unpack(zs, spec))  # each fold's fit, every row
+    found = {i: float(predicted[k, i]) for k, members in enumerate(folds) for i in members}
+    return {fitted[i].id: found[i] for members in folds for i in members}
 
 
 _CACHE: dict[tuple, dict] = reads.ReadsDict()  # by preset files (units.reads)
@@ -1391,8 +1512,12 @@ def study(presets: Presets | None = None) -> dict:
     flags: list = []
     values = Stack.of(known).predict(model.params, unmet=flags)
     predicted = dict(zip([c.id for c in known], values, strict=True))
+    # the leave-one-out folds and the leave-one-submission-out ones side by side, in one run
+    singles, groups = [[i] for i in range(len(fitted))], _submissions(fitted)
+    steps = [LOO_ITERATIONS] * len(singles) + [LOSO_ITERATIONS] * len(groups)
+    zs = _holdouts(fitted, model.z, singles + groups, steps)
     loo_unmet: set = set()
-    loo = leave_one_out(fitted, model.z, unmet=loo_unmet)
+    loo = _left_out(fitted, zs[: len(singles)], FULL, loo_unmet)
     # a row no batch of its prediction meets the speed target of: by its leave-one-out fit
     # for a row in the fit, by the whole fit for the others
     unmet = loo_unmet | {
@@ -1402,7 +1527,7 @@ def study(presets: Presets | None = None) -> dict:
     }
     out = {"cases": cases, "model": model, "predicted": predicted, "loo": loo, "fitted": fitted}
     out["by_row"] = {id(r): (r, c) for r, c in zip(rows, cases, strict=True)}  # case's
-    out["loso"] = leave_one_submission_out(fitted, model.z)
+    out["loso"] = _submissions_left_out(fitted, zs[len(singles) :], FULL)
     out["unmet"] = unmet
     _CACHE[presets.files] = out
     return out
@@ -1639,54 +1764,44 @@ VARIANT_ITERATIONS = 8
 
 
 def _refits(cases, z0s, specs: list[Spec], more=None) -> list[np.ndarray]:
-    """``_refit`` under each spec, the same fits side by side: the specs with priors in one
-    run, those without in another (Specs: one length of residuals a run). ``more`` (starts and
-    rows, a list) adds fits of the full model to the run with priors: the list receives their
-    ends and losses."""
+    """``_refit`` under each spec, the same fits side by side in one run (Specs), those with
+    priors and those without. ``more`` (starts and rows, a list) adds fits of the full model
+    to the run: the list receives their ends and losses."""
     stack = Stack.of(cases)
     z0s = np.asarray(z0s, dtype=float)
-    out: dict[int, np.ndarray] = {}
-    for priors in (True, False):
-        mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
-        extra = more is not None and priors
-        if not mine and not extra:
-            continue
-        each = Specs(tuple(specs[k] for k in mine for _ in z0s))
-        rows = np.tile(np.arange(len(stack.cases)), (len(each.each), 1))
-        starts = np.tile(z0s, (len(mine), 1))
-        if extra:  # the full model's fits, after the specs'
-            each = Specs(each.each + (FULL,) * len(more[0]))
-            starts, rows = np.concatenate([starts, more[0]]), np.concatenate([rows, more[1]])
-        zs, cost = _fits(stack, starts, rows, spec=each)
-        for j, k in enumerate(mine):
-            own = slice(j * len(z0s), (j + 1) * len(z0s))
-            out[k] = zs[own][np.argmin(cost[own])]
-        if extra:
-            done = len(mine) * len(z0s)
-            more.extend([zs[done:], cost[done:]])
-    return [out[k] for k in range(len(specs))]
+    each = Specs(tuple(spec for spec in specs for _ in z0s))
+    rows = np.tile(np.arange(len(stack.cases)), (len(each.each), 1))
+    starts = np.tile(z0s, (len(specs), 1))
+    if more is not None:  # the full model's fits, after the specs'
+        each = Specs(each.each + (FULL,) * len(more[0]))
+        starts, rows = np.concatenate([starts, more[0]]), np.concatenate([rows, more[1]])
+    zs, cost = _fits(stack, starts, rows, spec=each)
+    out = []
+    for k in range(len(specs)):
+        own = slice(k * len(z0s), (k + 1) * len(z0s))
+        out.append(zs[own][np.argmin(cost[own])])
+    if more is not None:
+        done = len(specs) * len(z0s)
+        more.extend([zs[done:], cost[done:]])
+    return out
 
 
 def _leave_one_outs(
     fitted: list[Case], zs: list[np.ndarray], specs: list[Spec], iterations: int
 ) -> list[dict[str, float]]:
     """``leave_one_out`` of each variant (fitted at ``zs[k]`` under ``specs[k]``), the folds
-    of every variant side by side (Specs; those without priors in a run of their own)."""
+    of every variant side by side in one run (Specs), those with priors and those without."""
     stack, n = Stack.of(fitted), len(fitted)
     others = np.array([[j for j in range(n) if j != i] for i in range(n)]).reshape(n, n - 1)
-    out: dict[int, dict[str, float]] = {}
-    for priors in (True, False):
-        mine = [k for k, spec in enumerate(specs) if spec.priors == priors]
-        if not mine:
-            continue
-        each = Specs(tuple(specs[k] for k in mine for _ in range(n)))
-        z0 = np.repeat(np.array([zs[k] for k in mine], dtype=float), n, axis=0)
-        done, _ = _fits(stack, z0, np.tile(others, (len(mine), 1)), iterations, each)
-        for j, k in enumerate(mine):
-            own = _unpack(done[j * n : (j + 1) * n], specs[k])
-            predicted = np.diagonal(stack.predict(own))  # row i, its variant's fit without it
-            out[k] = {c.id: float(v) for c, v in zip(fitted, predicted, strict=True)}
-    return [out[k] for k in range(len(specs))]
+    each = Specs(tuple(spec for spec in specs for _ in range(n)))
+    z0 = np.repeat(np.array(zs, dtype=float), n, axis=0)
+    done, _ = _fits(stack, z0, np.tile(others, (len(specs), 1)), iterations, each)
+    every = stack.predict(_unpack(done, each))  # every fold's fit, in one call
+    out = []
+    for k in range(len(specs)):
+        predicted = np.diagonal(every[k * n : (k + 1) * n])  # row i, its variant's fit without it
+        out.append({c.id: float(v) for c, v in zip(fitted, predicted, strict=True)})
+    return out
 
 
 def _variant(fitted: list[Case], model: Model, spec: Spec) -> tuple[dict, dict]:

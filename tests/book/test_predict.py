@@ -565,8 +565,9 @@ def test_the_jacobians_row_by_row_are_the_whole_ones_number_for_number(study, mo
     """Many points' Jacobians are made a number at a time on the rows its nudge can move
     (_sparse_jacobians); a few points' in one call on every row. The two are the same numbers,
     bit for bit: at points near the fit and far from it (rows whose batch search moves), for
-    the full model, a tied spec, one without priors and a batch of specs side by side (Specs),
-    on leave-one-out rows and on resampled rows."""
+    the full model, a tied spec, one without priors and a batch of specs side by side (Specs,
+    one of them without priors: zeros in the priors' places), on leave-one-out rows and on
+    resampled rows."""
     stack = predict.Stack.of(study["fitted"])
     n = len(stack.cases)
     rng = np.random.default_rng(11)
@@ -577,7 +578,7 @@ def test_the_jacobians_row_by_row_are_the_whole_ones_number_for_number(study, mo
     others = np.array([[j for j in range(n) if j != i] for i in range(len(points))])
     resampled = rng.integers(0, n, (len(points), n - 1))
     mixed = predict.Specs(
-        tuple(predict.MECHANISMS[k][1] for k in ("format", "memory", "latency", "collective")) * 3
+        tuple(predict.MECHANISMS[k][1] for k in ("format", "memory", "latency", "priors")) * 3
     )
     specs = [predict.FULL, predict.MECHANISMS["format"][1], predict.MECHANISMS["priors"][1]]
     for spec in [*specs, mixed]:
@@ -591,6 +592,29 @@ def test_the_jacobians_row_by_row_are_the_whole_ones_number_for_number(study, mo
                 sparse = predict._jacobians(points, r, stack, spec, rows, near)
                 assert np.abs(whole).max() > 0.1
                 assert np.array_equal(whole, sparse)
+
+
+def test_fits_on_fewer_rows_beside_longer_ones_are_each_fit_alone(study, monkeypatch):
+    """Folds that leave out different numbers of rows fit side by side, a shorter fold's rows
+    ending in -1 (zeros in those places, _layouts), with priors and without, each with its own
+    number of steps: each fit ends where it ends alone, bit for bit, and so does its loss; with
+    the Jacobians made whole and row by row (SPARSE)."""
+    stack = predict.Stack.of(study["fitted"])
+    n = len(stack.cases)
+    start = study["model"].z + 0.05  # off the valley's floor: every fit moves
+    drops = ([0], [1, 2], [3, 4, 5], [6], [7, 8])
+    rest = [[j for j in range(n) if j not in d] for d in drops]
+    rows = np.array([r + [-1] * (n - 1 - len(r)) for r in rest])
+    free = predict.MECHANISMS["priors"][1]
+    specs = predict.Specs((predict.FULL, free, predict.FULL, free, predict.FULL))
+    for sparse in (10**9, 1):
+        monkeypatch.setattr(predict, "SPARSE", sparse)
+        steps = [6, 3, 6, 2, 5]
+        zs, cost = predict._fits(stack, np.tile(start, (len(rest), 1)), rows, steps, specs)
+        for k, r in enumerate(rest):
+            alone, own = predict._fits(stack, start[None], np.array([r]), steps[k], specs.each[k])
+            assert np.array_equal(zs[k], alone[0]), (sparse, k)
+            assert cost[k] == own[0], (sparse, k)
 
 
 def test_trying_dampings_together_is_trying_them_in_turn(study, monkeypatch):
@@ -695,8 +719,8 @@ def test_fits_side_by_side_are_each_fit_alone(study):
 def test_variants_refitted_side_by_side_are_each_refit_alone(study):
     """The ablation refits its variants in one run, each fit under its own spec (Specs): each is
     the variant refitted alone (_refit), number for number, with a tie, fixed numbers that
-    predict reads apart (the chip rates, the links' bytes) and the free model among them, and
-    the variant without priors in a run of its own."""
+    predict reads apart (the chip rates, the links' bytes), the free model and the variant
+    without priors among them (its residuals zeros in the priors' places, its loss its rows')."""
     fitted, z = study["fitted"][:20], study["model"].z
     names = ("format", "chip_rates", "memory", "communication", "priors")
     specs = [predict.FULL] + [predict.MECHANISMS[name][1] for name in names]
