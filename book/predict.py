@@ -1300,10 +1300,12 @@ def _fits(
     z0, rows = np.asarray(z0, dtype=float), np.asarray(rows)
     if len(z0) < SPLIT:
         return _side_by_side(stack, z0, rows, iterations, spec)
-    return parallel.halves(
-        lambda part: _side_by_side(stack, z0[part], rows[part], iterations, _sub(spec, part)),
-        len(z0),
-    )
+
+    def part_of(part: slice):
+        steps = iterations[part] if np.ndim(iterations) else iterations  # one number per fit
+        return _side_by_side(stack, z0[part], rows[part], steps, _sub(spec, part))
+
+    return parallel.halves(part_of, len(z0))
 
 
 SPLIT = 8  # fits in a run worth a forked copy's start (a few ms) and one more call's fixed cost
