@@ -2,7 +2,8 @@
 
 ``on_page_content`` marks each formula for the search plugin to skip (it reads a page in
 ``on_page_context``): the index holds words, not LaTeX or KaTeX's markup. ``on_post_page``
-typesets the finished page. One node process serves the build.
+typesets the finished page. One node process serves the build. The search plugin reads pages
+with book/search_parser.py's parser: Material's, with its bookkeeping made cheap.
 
 ``on_post_build`` also writes the search index as a script, ``search/search_index.js``: opened
 from file://, where a page may not fetch a file, Material's search loads its index that way
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from mkdocs.plugins import event_priority
 
-from book import buildcache
+from book import buildcache, search_parser
 from book.mathrender import MathRenderer, exclude_from_search, typeset
 
 _renderer: MathRenderer | None = None
@@ -37,8 +38,10 @@ HELD = re.compile(r'<svg data-chalkboard-held="(\d+)"></svg>')
 def on_config(config, **kwargs):
     search = config.plugins.get("material/search") or config.plugins.get("search")
     index = getattr(search, "search_index", None)
-    if index is not None and buildcache.diskcache.enabled():
-        buildcache.cache_search_entries(index)
+    if index is not None:
+        search_parser.install(index)  # the same entries, read at half the cost
+        if buildcache.diskcache.enabled():
+            buildcache.cache_search_entries(index)
     return config
 
 
