@@ -13,7 +13,9 @@ What a build repeats unchanged is kept between builds (book/buildcache.py): a pa
 the same Markdown, its search entries from the same HTML, the theme's compiled templates. A
 figure's SVG is raw HTML that Markdown passes through untouched, yet parsing it costs a third of
 a page's conversion: ``on_page_markdown`` holds it back and ``on_page_content`` puts it back,
-before the search plugin reads the page.
+before the search plugin reads the page. So with a calculator's form, which book/calculators.py
+writes as Markdown writes it back (tests/book/test_calculators.py): parsing it again cost a
+quarter of a chapter's conversion.
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ from book.mathrender import MathRenderer, exclude_from_search, typeset
 
 _renderer: MathRenderer | None = None
 _markdown: buildcache.MarkdownCache | None = None
-_held: dict[str, list[str]] = {}  # a page's figures (src_uri -> SVGs) while it is converted
+_held: dict[str, list[str]] = {}  # a page's figures and calculators while it is converted
 
 SVG = re.compile(r"^<svg\b.*?^</svg>$", re.DOTALL | re.MULTILINE)  # a figure, as figures.py writes
-HELD = re.compile(r'<svg data-chalkboard-held="(\d+)"></svg>')
+# a calculator's form, as book/calculators.py writes it (already in the form Markdown writes)
+CALCULATOR = re.compile(
+    r'^<details class="chalkboard-calc" .*?^</details>$', re.DOTALL | re.MULTILINE
+)
+HELD = re.compile(r'<(svg|details) data-chalkboard-held="(\d+)"></\1>')
 
 
 @event_priority(-100)  # after the search plugin made its index
@@ -70,20 +76,21 @@ def on_pre_page(page, config, files, **kwargs):
 @event_priority(100)  # before the other plugins read the Markdown
 def on_page_markdown(markdown, page, config, files, **kwargs):
     held = _held[page.file.src_uri] = []
-    return SVG.sub(lambda m: _hold(held, m[0]), markdown)
+    markdown = SVG.sub(lambda m: _hold(held, m[0], "svg"), markdown)
+    return CALCULATOR.sub(lambda m: _hold(held, m[0], "details"), markdown)
 
 
 @event_priority(100)  # before the other plugins (and the search plugin) read the HTML
 def on_page_content(html, page, config, files, **kwargs):
     held = _held.pop(page.file.src_uri, [])
     if held:
-        html = HELD.sub(lambda m: held[int(m[1])], html)
+        html = HELD.sub(lambda m: held[int(m[2])], html)
     return exclude_from_search(html)
 
 
-def _hold(held: list[str], svg: str) -> str:
-    held.append(svg)
-    return f'<svg data-chalkboard-held="{len(held) - 1}"></svg>'
+def _hold(held: list[str], html: str, tag: str) -> str:
+    held.append(html)
+    return f'<{tag} data-chalkboard-held="{len(held) - 1}"></{tag}>'
 
 
 def on_post_page(output, page, config, **kwargs):
