@@ -186,7 +186,10 @@ def _html_escape(text: str) -> str:
 
 
 def calculator_html(spec: dict) -> str:
-    """The form, as one raw-HTML block for the Markdown page (no blank lines inside)."""
+    """The form, as one raw-HTML block for the Markdown page (no blank lines inside), written as
+    Markdown writes it back (a line break after each block-level element of the table, and
+    inside the elements that hold only such elements): the build's hooks hold it back from the
+    conversion and put it back as it is (book/mkdocs_hooks.py)."""
     from book.format import number
 
     e = _html_escape
@@ -207,24 +210,24 @@ def calculator_html(spec: dict) -> str:
     for a in spec["args"]:
         readonly = " readonly" if a["from"] == "constant" else ""
         rows.append(
-            f'<tr><td>{_math(a["latex"])}</td><td><input type="number" step="any" min="0" '
+            f'<tr>\n<td>{_math(a["latex"])}</td>\n<td><input type="number" step="any" min="0" '
             f'data-arg="{a["name"]}" data-from="{a["from"]}" data-factor="{a["factor"]!r}" '
             f'value="{a["value"]!r}" '
             f'aria-label="{e(a["meaning"])} in {e(a["shown_unit"])}"{readonly}>'
             # the printed book shows the reference value as text (a form prints as nothing)
             f'<span class="chalkboard-calc-print">{number(a["value"])}</span>'
-            f"</td><td>{e(a['shown_unit'])}</td><td>{e(a['meaning'])}</td></tr>"
+            f"</td>\n<td>{e(a['shown_unit'])}</td>\n<td>{e(a['meaning'])}</td>\n</tr>\n"
         )
     out = spec["output"]
+    head = "".join(f"<th>{h}</th>\n" for h in ("symbol", "value", "unit", "meaning"))
     return (
         f'<details class="chalkboard-calc" data-eq="{spec["id"]}" '
-        f'data-output-factor="{out["factor"]!r}"><summary>Calculator</summary>'
-        f'<div class="chalkboard-calc-pickers">{" ".join(pickers)}</div>'
-        "<table><thead><tr><th>symbol</th><th>value</th><th>unit</th><th>meaning</th></tr>"
-        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+        f'data-output-factor="{out["factor"]!r}">\n<summary>Calculator</summary>\n'
+        f'<div class="chalkboard-calc-pickers">{" ".join(pickers)}</div>\n'
+        f"<table>\n<thead>\n<tr>\n{head}</tr>\n</thead>\n<tbody>\n{''.join(rows)}</tbody>\n</table>\n"
         f'<p class="chalkboard-calc-result">{_math(out["latex"])} = '
         f'<output data-value="{spec["value"]!r}">{number(spec["value"])}</output> '
-        f"{e(out['shown_unit'])}</p></details>"
+        f"{e(out['shown_unit'])}</p>\n</details>"
     )
 
 

@@ -2,7 +2,8 @@
 
 ``on_page_content`` marks each formula for the search plugin to skip (it reads a page in
 ``on_page_context``): the index holds words, not LaTeX or KaTeX's markup. ``on_post_page``
-typesets the finished page. One node process serves the build.
+typesets the finished page. One node process serves the build. The search plugin reads pages
+with book/search_parser.py's parser: Material's, with its bookkeeping made cheap.
 
 ``on_post_build`` also writes the search index as a script, ``search/search_index.js``: opened
 from file://, where a page may not fetch a file, Material's search loads its index that way
@@ -12,7 +13,9 @@ What a build repeats unchanged is kept between builds (book/buildcache.py): a pa
 the same Markdown, its search entries from the same HTML, the theme's compiled templates. A
 figure's SVG is raw HTML that Markdown passes through untouched, yet parsing it costs a third of
 a page's conversion: ``on_page_markdown`` holds it back and ``on_page_content`` puts it back,
-before the search plugin reads the page.
+before the search plugin reads the page. So with a calculator's form, which book/calculators.py
+writes as Markdown writes it back (tests/book/test_calculators.py): parsing it again cost a
+quarter of a chapter's conversion.
 """
 
 from __future__ import annotations
@@ -22,23 +25,29 @@ from pathlib import Path
 
 from mkdocs.plugins import event_priority
 
-from book import buildcache
+from book import buildcache, search_parser
 from book.mathrender import MathRenderer, exclude_from_search, typeset
 
 _renderer: MathRenderer | None = None
 _markdown: buildcache.MarkdownCache | None = None
-_held: dict[str, list[str]] = {}  # a page's figures (src_uri -> SVGs) while it is converted
+_held: dict[str, list[str]] = {}  # a page's figures and calculators while it is converted
 
 SVG = re.compile(r"^<svg\b.*?^</svg>$", re.DOTALL | re.MULTILINE)  # a figure, as figures.py writes
-HELD = re.compile(r'<svg data-chalkboard-held="(\d+)"></svg>')
+# a calculator's form, as book/calculators.py writes it (already in the form Markdown writes)
+CALCULATOR = re.compile(
+    r'^<details class="chalkboard-calc" .*?^</details>$', re.DOTALL | re.MULTILINE
+)
+HELD = re.compile(r'<(svg|details) data-chalkboard-held="(\d+)"></\1>')
 
 
 @event_priority(-100)  # after the search plugin made its index
 def on_config(config, **kwargs):
     search = config.plugins.get("material/search") or config.plugins.get("search")
     index = getattr(search, "search_index", None)
-    if index is not None and buildcache.diskcache.enabled():
-        buildcache.cache_search_entries(index)
+    if index is not None:
+        search_parser.install(index)  # the same entries, read at half the cost
+        if buildcache.diskcache.enabled():
+            buildcache.cache_search_entries(index)
     return config
 
 
@@ -67,20 +76,21 @@ def on_pre_page(page, config, files, **kwargs):
 @event_priority(100)  # before the other plugins read the Markdown
 def on_page_markdown(markdown, page, config, files, **kwargs):
     held = _held[page.file.src_uri] = []
-    return SVG.sub(lambda m: _hold(held, m[0]), markdown)
+    markdown = SVG.sub(lambda m: _hold(held, m[0], "svg"), markdown)
+    return CALCULATOR.sub(lambda m: _hold(held, m[0], "details"), markdown)
 
 
 @event_priority(100)  # before the other plugins (and the search plugin) read the HTML
 def on_page_content(html, page, config, files, **kwargs):
     held = _held.pop(page.file.src_uri, [])
     if held:
-        html = HELD.sub(lambda m: held[int(m[1])], html)
+        html = HELD.sub(lambda m: held[int(m[2])], html)
     return exclude_from_search(html)
 
 
-def _hold(held: list[str], svg: str) -> str:
-    held.append(svg)
-    return f'<svg data-chalkboard-held="{len(held) - 1}"></svg>'
+def _hold(held: list[str], html: str, tag: str) -> str:
+    held.append(html)
+    return f'<{tag} data-chalkboard-held="{len(held) - 1}"></{tag}>'
 
 
 def on_post_page(output, page, config, **kwargs):

@@ -9,7 +9,7 @@ import jinja2
 import pytest
 
 from book import buildcache
-from book.mkdocs_hooks import HELD, SVG
+from book.mkdocs_hooks import CALCULATOR, HELD, SVG
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "book" / "mkdocs_hooks.py"
@@ -125,14 +125,18 @@ def test_figures_pass_through_markdown_untouched(tmp_path):
     assert any("tokens per second" in d["text"] for d in index["docs"])  # indexed as before
 
 
-def test_svg_is_held_and_put_back():
-    markdown = "Text\n\n" + FIGURE + "\nMore\n"
+def test_svg_and_calculators_are_held_and_put_back():
+    from book.calculators import calculator, calculator_html
+
+    form = calculator_html(calculator("crossover_batch"))
+    markdown = "Text\n\n" + FIGURE + "\nMore\n\n" + form + "\n\nLast\n"
     held: list[str] = []
     import book.mkdocs_hooks as hooks
 
-    kept = SVG.sub(lambda m: hooks._hold(held, m[0]), markdown)
-    assert "<text>" not in kept and len(held) == 1
-    assert HELD.sub(lambda m: held[int(m[1])], kept) == markdown
+    kept = SVG.sub(lambda m: hooks._hold(held, m[0], "svg"), markdown)
+    kept = CALCULATOR.sub(lambda m: hooks._hold(held, m[0], "details"), kept)
+    assert "<text>" not in kept and "<table>" not in kept and len(held) == 2
+    assert HELD.sub(lambda m: held[int(m[2])], kept) == markdown
 
 
 def test_an_edited_template_is_compiled_again(tmp_path):

@@ -4,12 +4,15 @@ the Python evaluation for the same inputs (run under Node, for every equation at
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 import derivations
-from book.calculators import calculator, calculators_js, preset_values
+from book.calculators import calculator, calculator_html, calculators_js, preset_values
 from units import Q_
+
+ROOT = Path(__file__).resolve().parents[2]
 
 NODE = shutil.which("node") or shutil.which("nodejs")
 
@@ -72,3 +75,34 @@ def test_preset_values_by_hand():
     assert values["precision"]["fp4"]["kv_bytes_per_value"] == 0.5
     # B200 (N6): 9,000 TFLOP/s dense FP4, which MXFP4 runs at too
     assert values["hardware"]["b200"]["flops:mxfp4"] == pytest.approx(9000)
+
+
+def test_markdown_writes_a_calculator_back_as_it_is():
+    """The build's hooks hold a calculator back from Markdown and put it back unconverted
+    (book/mkdocs_hooks.py): that is what Markdown makes of it, inside an equation's reference
+    block (``markdown`` on, where md_in_html parses it and writes it back) and on its own."""
+    import markdown
+    import yaml
+
+    config = yaml.safe_load(
+        "\n".join(
+            line
+            for line in (ROOT / "mkdocs.yml").read_text().splitlines()
+            if "!ENV" not in line and "book.doctest_md" not in line
+        )
+    )
+    names, options = [], {}
+    for item in config["markdown_extensions"]:
+        name, opts = next(iter(item.items())) if isinstance(item, dict) else (item, {})
+        names.append(name)
+        options[name] = opts or {}
+    forms = [calculator_html(s) for e in derivations.equations() if (s := calculator(e.id))]
+    assert len(forms) > 50
+    for form in forms:
+        for page in (
+            '<details class="info" markdown>\n<summary>R</summary>\n\nText.\n\n'
+            f"{form}\n\nMore.\n\n</details>\n",
+            f"Text.\n\n{form}\n\nMore.\n",
+        ):
+            md = markdown.Markdown(extensions=names, extension_configs=options)
+            assert form in md.convert(page)
