@@ -29,6 +29,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import signal
@@ -59,11 +60,13 @@ def usable() -> bool:
 
 def _fork(work: Callable[[], None]) -> int:
     """Start a copy of this process that runs ``work()`` and ends; its pid (here)."""
+    gc.freeze()  # the objects so far: neither process's collector writes to their pages
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:  # the copy: whatever happens, it never returns into its parent's frames
+        gc.disable()  # a short life: its garbage goes with it
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         from book import resultcache
@@ -104,9 +107,9 @@ def halves(compute: Callable[[slice], tuple], n: int) -> tuple:
         with contextlib.suppress(OSError):
             os.close(read)
         os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        _wait(pid)
         raise
-    _, status = os.waitpid(pid, 0)
+    _, status = _wait(pid)
     second = None
     if status == 0:
         failed = (ValueError, OSError, EOFError, KeyError)
@@ -138,4 +141,12 @@ def ahead(*computations: Callable[[], object]):
         yield
     finally:
         if pid is not None:
-            os.waitpid(pid, 0)
+            _wait(pid)
+
+
+def _wait(pid: int) -> tuple[int, int]:
+    """Wait for the copy ``pid``; the objects frozen for it collectable again."""
+    try:
+        return os.waitpid(pid, 0)
+    finally:
+        gc.unfreeze()
