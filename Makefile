@@ -24,8 +24,13 @@ book: $(STAMP)  ## install everything and build the site into site/
 pdf: $(STAMP) browser  ## build the site and print the whole book to site/chalkboard.pdf
 	$(BIN)/chalkboard build --out site --pdf
 
+# The project's modules are compiled to bytecode once, before the tests, as the install compiles
+# the libraries': dozens of Python processes import them during the run (both xdist workers, the
+# session's build, the CLI's and the builds' subprocesses, the notebooks' kernels), and where
+# PYTHONDONTWRITEBYTECODE is set none of them could keep what it compiled for the next.
 test: $(STAMP) browser  ## lint, doctests, unit/property/CLI tests, strict build, headless browser
 	$(BIN)/ruff check .
+	$(BIN)/python -m compileall -q -j 0 units derivations book tests
 	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 browser:  ## the system Chromium the browser tests drive (installed when missing and allowed)

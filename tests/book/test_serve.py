@@ -540,9 +540,10 @@ class Server:
         self.src, self.tmp = root / "src", root / "tmp"
         self.tmp.mkdir()
         for name in ("units", "derivations", "book"):
-            shutil.copytree(
-                ROOT / name, self.src / name, ignore=shutil.ignore_patterns("__pycache__")
-            )
+            # with their bytecode, where there is some (``make test`` compiles it first): the
+            # server and each builder it starts import them; a file edited here is compiled again
+            # (its size and time differ from its bytecode's; the copies keep the originals' times)
+            shutil.copytree(ROOT / name, self.src / name)
         shutil.copy(ROOT / "mkdocs.yml", self.src / "mkdocs.yml")
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
