@@ -1292,9 +1292,9 @@ def _points(z: np.ndarray, tag=None) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def _fits(
     stack: Stack, z0: np.ndarray, rows: np.ndarray, iterations: int = 60, spec: Spec = FULL
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``_side_by_side``; a run of SPLIT fits or more split in two halves, the second fitted in a
-    forked copy of this process on a second core (``book.parallel.halves``): each fit stops on
-    its own, so its numbers are the same whatever else runs beside it."""
+    """``_side_by_side``; a run of SPLIT fits or more, where a reader waits, split in two: every
+    other fit fitted in a forked copy of this process on a second core (``book.parallel.halves``).
+    Each fit stops on its own, so its numbers are the same whatever else runs beside it."""
     from book import parallel
 
     z0, rows = np.asarray(z0, dtype=float), np.asarray(rows)
