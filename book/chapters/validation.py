@@ -11,6 +11,8 @@ remembered); its worked row, ``context(presets)["example"]``, alone:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import re
 
@@ -1535,10 +1537,16 @@ def context(presets: Presets) -> dict:
     from book.figures import drawn
 
     rows = validate(presets)
-    # what does not wait for the prediction's fits (seconds) is made beside them, on a second
-    # core, where a reader waits on the page (book.parallel: chalkboard serve's rebuilds)
+    # where a reader waits on the page (book.parallel: chalkboard serve's rebuilds), a second
+    # core makes what does not wait for the prediction's fits (seconds) beside them, then the
+    # figures drawn from the prediction beside the rest of the chapter
     beside = (lambda: _sensitivity(presets, rows), lambda: drawn("measured_vs_bound", presets))
     with parallel.ahead(*beside):
+        predict.prediction(presets)
+    after = ("predicted_vs_measured", "prediction_waterfall")
+    with contextlib.ExitStack() as drawing:
+        for fig_id in after:
+            drawing.enter_context(parallel.ahead(functools.partial(drawn, fig_id, presets)))
         return _context(presets, rows)
 
 
