@@ -73,8 +73,11 @@ def test_a_copy_that_dies_costs_only_its_part(store):
     assert set(pids) == {parent}
 
 
-def test_an_error_here_ends_the_copy_and_leaves_no_child(store):
+def test_an_error_here_ends_the_copy_and_leaves_no_child(store, monkeypatch):
     parent = os.getpid()
+    forked = []
+    fork = parallel._fork
+    monkeypatch.setattr(parallel, "_fork", lambda work: forked.append(fork(work)) or forked[-1])
 
     def fails_here(part: slice):
         if os.getpid() == parent:
@@ -86,8 +89,9 @@ def test_an_error_here_ends_the_copy_and_leaves_no_child(store):
     with parallel.wanted(), pytest.raises(ValueError, match="here"):
         parallel.halves(fails_here, 6)
     assert time.monotonic() - start < 10
+    assert len(forked) == 1
     with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # no child left, not even a zombie
+        os.waitpid(forked[0], os.WNOHANG)  # ended and waited for: not even a zombie left
 
 
 def test_a_copy_never_runs_its_parents_cleanup(store):
