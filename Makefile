@@ -18,19 +18,24 @@ $(STAMP): pyproject.toml
 	  || $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The project's modules are compiled to bytecode before they run, as the install compiles the
+# libraries' (0.2 s when nothing changed): where PYTHONDONTWRITEBYTECODE is set no process could
+# keep what it compiled for the next, and a build would compile them all again (about 0.6 s of
+# CPU), as would each of the dozens of Python processes of a test run (both xdist workers, the
+# session's build, the CLI's and the builds' subprocesses, the notebooks' kernels).
+COMPILE := $(BIN)/python -m compileall -q -j 0 units derivations book
+
 book: $(STAMP)  ## install everything and build the site into site/
+	$(COMPILE)
 	$(BIN)/chalkboard build --out site
 
 pdf: $(STAMP) browser  ## build the site and print the whole book to site/chalkboard.pdf
+	$(COMPILE)
 	$(BIN)/chalkboard build --out site --pdf
 
-# The project's modules are compiled to bytecode once, before the tests, as the install compiles
-# the libraries': dozens of Python processes import them during the run (both xdist workers, the
-# session's build, the CLI's and the builds' subprocesses, the notebooks' kernels), and where
-# PYTHONDONTWRITEBYTECODE is set none of them could keep what it compiled for the next.
 test: $(STAMP) browser  ## lint, doctests, unit/property/CLI tests, strict build, headless browser
 	$(BIN)/ruff check .
-	$(BIN)/python -m compileall -q -j 0 units derivations book tests
+	$(COMPILE) tests
 	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 browser:  ## the system Chromium the browser tests drive (installed when missing and allowed)
@@ -44,6 +49,7 @@ bench: $(STAMP)  ## print speed ratios measured in one run
 	$(BIN)/python bench/run.py
 
 serve: $(STAMP)  ## preview the site on http://127.0.0.1:8000, rebuilt when sources change
+	$(COMPILE)
 	$(BIN)/chalkboard serve
 
 clean:
