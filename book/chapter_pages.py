@@ -10,9 +10,10 @@ True
 
 from __future__ import annotations
 
+from book import parallel
 from book.calculators import calculator, calculator_html
 from book.compute import chapter_context
-from book.figures import figures_for
+from book.figures import figures_for, undrawn
 from units import reads
 from units.presets import Presets, load
 
@@ -24,8 +25,13 @@ def chapter_page_context(chapter_id: str, presets: Presets | None = None) -> dic
     presets = presets or load()
     key = (chapter_id, presets.files)
     if key not in _PAGES:
-        with reads.recording():
+        # where a reader waits on the page (book.parallel: chalkboard serve's rebuilds), each
+        # figure not drawn yet is drawn in a copy of its own, beside the rest of the chapter's
+        # context from the point it says it is ready (the validation chapter: its fits made)
+        # or else beside the calculators and the other figures; they are read from the store
+        with reads.recording(), parallel.beside(*undrawn(chapter_id, presets)):
             ctx = dict(chapter_context(chapter_id, presets))
+            parallel.ready()
             ctx["equations"] = {
                 eq_id: {**eq, "calculator": _calculator(eq_id, presets)}
                 for eq_id, eq in ctx["equations"].items()

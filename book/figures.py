@@ -3028,14 +3028,15 @@ def drawing_setup() -> str:
 
 
 def figures_for(chapter: str, presets: Presets) -> dict:
-    """The chapter's figures by id: where a reader waits on the page (``book.parallel``), those
-    after the first not drawn yet are drawn beside it, in a forked copy."""
-    from book import parallel
+    """The chapter's figures by id."""
+    return {fig_id: drawn(fig_id, presets) for fig_id in CHAPTER_FIGURES.get(chapter, ())}
 
+
+def undrawn(chapter: str, presets: Presets) -> list:
+    """What draws each of the chapter's figures not drawn yet in this process, for
+    ``book.parallel.ahead``: drawn in a copy, it is found in the store here."""
     ids = CHAPTER_FIGURES.get(chapter, ())
-    later = [fig_id for fig_id in ids[1:] if (presets.files, fig_id) not in _DRAWN]
-    with parallel.ahead(*(functools.partial(drawn, fig_id, presets) for fig_id in later)):
-        return {fig_id: drawn(fig_id, presets) for fig_id in ids}
+    return [functools.partial(drawn, i, presets) for i in ids if (presets.files, i) not in _DRAWN]
 
 
 __all__ = ["FIGURES", "Figure", "drawn", "figures_for", "load"]

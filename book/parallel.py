@@ -134,21 +134,54 @@ def ahead(*computations: Callable[[], object]):
     values there, waiting on the store's lock while the copy is still computing one, instead of
     computing them. The copy is waited for when the block ends. Nothing is forked when the store
     is off (the copy's values would be lost) or a copy cannot help."""
-    from units import diskcache
-
-    pid = None
-    if computations and diskcache.enabled() and usable():
-
-        def work() -> None:
-            for compute in computations:
-                compute()
-
-        pid = _fork(work)
+    pid = _start(computations)
     try:
         yield
     finally:
         if pid is not None:
             _wait(pid)
+
+
+def _start(computations) -> int | None:
+    """A copy running ``computations`` one after another, or None where none is worth it."""
+    from units import diskcache
+
+    if not computations or not diskcache.enabled() or not usable():
+        return None
+
+    def work() -> None:
+        for compute in computations:
+            compute()
+
+    return _fork(work)
+
+
+_WAITING: list[tuple[list, list]] = []  # each beside() block's computations not started, copies
+
+
+@contextlib.contextmanager
+def beside(*computations: Callable[[], object]):
+    """``ahead`` for each of ``computations``, in a copy each, started when the block calls
+    :func:`ready` (from that point, what they share with the block is found or waited for in
+    the store) or else when it ends; the copies are waited for at its end."""
+    block: tuple[list, list] = (list(computations), [])
+    _WAITING.append(block)
+    try:
+        yield
+        ready()
+    finally:
+        _WAITING.remove(block)
+        for pid in block[1]:
+            _wait(pid)
+
+
+def ready() -> None:
+    """Start the computations waiting in the :func:`beside` blocks under way, a copy each."""
+    for waiting, started in _WAITING:
+        while waiting:
+            pid = _start([waiting.pop(0)])
+            if pid is not None:
+                started.append(pid)
 
 
 def _wait(pid: int) -> tuple[int, int]:

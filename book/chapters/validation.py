@@ -11,8 +11,6 @@ remembered); its worked row, ``context(presets)["example"]``, alone:
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
 import re
 
@@ -1534,20 +1532,14 @@ def _offline_prefill(presets: Presets, rows) -> dict:
 
 
 def context(presets: Presets) -> dict:
-    from book.figures import drawn
-
     rows = validate(presets)
-    # where a reader waits on the page (book.parallel: chalkboard serve's rebuilds), a second
-    # core makes what does not wait for the prediction's fits (seconds) beside them, then the
-    # figures drawn from the prediction beside the rest of the chapter
-    beside = (lambda: _sensitivity(presets, rows), lambda: drawn("measured_vs_bound", presets))
-    with parallel.ahead(*beside):
+    # where a reader waits on the page (book.parallel: chalkboard serve's rebuilds), the table
+    # of sensitivities, which does not wait for the prediction's fits (seconds), is made beside
+    # them on a second core; then what waits on the fits (the figures) starts beside the rest
+    with parallel.ahead(lambda: _sensitivity(presets, rows)):
         predict.prediction(presets)
-    after = ("predicted_vs_measured", "prediction_waterfall")
-    with contextlib.ExitStack() as drawing:
-        for fig_id in after:
-            drawing.enter_context(parallel.ahead(functools.partial(drawn, fig_id, presets)))
-        return _context(presets, rows)
+    parallel.ready()
+    return _context(presets, rows)
 
 
 def _context(presets: Presets, rows) -> dict:

@@ -154,3 +154,25 @@ def test_a_copy_does_not_hold_on_to_its_parents_store_lock(store):
         os.close(handle)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+def test_beside_starts_each_computation_in_a_copy_of_its_own_when_ready(store):
+    """Each computation in a copy of its own, started at ready() (not before), and waited for
+    when the block ends; without ready(), at the block's end."""
+    marks = store / "marks"
+
+    def mark(name):
+        return lambda: marks.open("a").write(f"{name} {os.getpid()}\n")
+
+    with parallel.wanted():
+        with parallel.beside(mark("a"), mark("b")):
+            time.sleep(0.2)
+            assert not marks.exists()  # nothing started before ready()
+            parallel.ready()
+            parallel.ready()  # started once
+        made = dict(line.split() for line in marks.read_text().splitlines())
+        assert sorted(made) == ["a", "b"] and len(set(made.values()) | {str(os.getpid())}) == 3
+        marks.unlink()
+        with parallel.beside(mark("c")):
+            pass
+        assert marks.read_text().split()[0] == "c"  # at the block's end, and waited for
