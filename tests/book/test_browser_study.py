@@ -152,6 +152,8 @@ def test_study_page_reviews_by_keys_remembers_undoes_limits_filters(study_url, p
     assert status(page) == f"0 due, 1 new ({len(cards) - 1} not seen yet)"
 
     if url.startswith("http"):  # Material's instant navigation away and back: one start each
+        # it takes over a link only once its sitemap is fetched: a click before is a page load
+        page.wait_for_load_state("networkidle")
         page.evaluate("() => { window.stayed = true; }")
         page.click("nav.md-nav--primary a[href$='/chapters/batching/']")
         page.wait_for_function("() => document.querySelector('.chalkboard-calc[data-ready]')")
