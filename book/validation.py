@@ -438,7 +438,7 @@ def validate(presets: Presets | None = None) -> list[Row]:
             measurements = presets.by_kind["measurement"]
 
             def compute() -> list[dict]:
-                return [_row_data(evaluate(row, presets)) for row in measurements.values()]
+                return [_row_evaluated(row, presets) for row in measurements.values()]
 
             found = remembered_recording(
                 "validation", VALIDATION_SOURCES, ("rows",), compute, presets
@@ -448,6 +448,28 @@ def validate(presets: Presets | None = None) -> list[Row]:
 
 
 VALIDATION_SOURCES = ("book/validation.py", "book/format.py")
+
+# a row's data and the evaluations it made, by its id and the preset files (units.reads)
+_ROWS: dict[tuple, tuple[dict, tuple]] = reads.ReadsDict()
+
+
+def _row_evaluated(row: Preset, presets: Presets) -> dict:
+    """``_row_data(evaluate(row, presets))``, kept per row with the evaluations it made (recorded
+    again each time it is used): after a preset edit (``chalkboard serve``), only the rows that
+    read an edited preset are evaluated again."""
+    from derivations.core import _RECORDING
+
+    key = (row.id, presets.files)
+    if key not in _ROWS:
+        with reads.recording():  # the entry keeps this row's reads alone
+            with derivations.recording() as made:
+                data = _row_data(evaluate(row, presets))
+            _ROWS[key] = (data, tuple(made))
+    data, made = _ROWS[key]
+    outer = _RECORDING.get()
+    if outer is not None:
+        outer.extend(made)
+    return data
 
 
 def remembered_recording(namespace: str, sources: tuple, key: tuple, compute, presets: Presets):

@@ -205,6 +205,14 @@ def test_a_plausible_row_of_ones_own_is_validated(tmp_path):
     assert "mine  [offline]  measured 3,000 token/s/chip" in out.getvalue()
 
 
+def _forget_rows(monkeypatch):
+    """Validate afresh in this process: no rows kept (book.validation's per-row memo too)."""
+    from book import validation
+
+    monkeypatch.setattr(validation, "_VALIDATED", {})
+    monkeypatch.setattr(validation, "_ROWS", {})
+
+
 def _stored(root, namespace):
     from units import diskcache
 
@@ -215,9 +223,9 @@ def test_rows_from_the_store_equal_rows_computed_now(empty_cache, monkeypatch):
     from book import validation
 
     presets = load()
-    monkeypatch.setattr(validation, "_VALIDATED", {})
+    _forget_rows(monkeypatch)
     made = validate(presets)
-    monkeypatch.setattr(validation, "_VALIDATED", {})
+    _forget_rows(monkeypatch)
     monkeypatch.setattr(validation, "evaluate", None)  # the second comes from the store alone
     stored = validate(presets)
     monkeypatch.undo()
@@ -234,28 +242,27 @@ def test_a_tampered_validation_entry_is_refused_and_computed_again(empty_cache, 
 
     monkeypatch.setattr(diskcache, "NOTED", set())
     presets = load()
-    monkeypatch.setattr(validation, "_VALIDATED", {})
+    _forget_rows(monkeypatch)
     made = validate(presets)
     (entry,) = _stored(empty_cache, "validation")
     entry.write_bytes(entry.read_bytes().replace(b'"efficiency": 0.', b'"efficiency": 9.', 1))
     calls = []
     real = validation.evaluate
     monkeypatch.setattr(validation, "evaluate", lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setattr(validation, "_VALIDATED", {})
+    _forget_rows(monkeypatch)
     assert validate(presets) == made and calls  # refused: computed again
 
 
 def test_an_edited_measurement_preset_is_validated_again(empty_cache, tmp_path, monkeypatch):
-    from book import validation
     from units import presets as presets_module
 
     mine = tmp_path / "mine.toml"
     mine.write_text(USER_ROW)
-    monkeypatch.setattr(validation, "_VALIDATED", {})
+    _forget_rows(monkeypatch)
     first = {r.id: r for r in validate(load(extra=[mine]))}["my_h100_run"]
     mine.write_text(USER_ROW.replace("My H100 run", "My other run"))
     monkeypatch.setattr(presets_module, "_load", presets_module._load.__wrapped__)
-    monkeypatch.setattr(validation, "_VALIDATED", {})
+    _forget_rows(monkeypatch)
     again = {r.id: r for r in validate(load(extra=[mine]))}["my_h100_run"]
     assert (first.name, again.name) == ("My H100 run", "My other run")
 
@@ -287,10 +294,10 @@ def test_the_evaluations_behind_the_rows_are_recorded_again_from_the_store(
     with derivations.recording() as direct:
         for row in presets.by_kind["measurement"].values():
             validation.evaluate(row, presets)
-    monkeypatch.setattr(validation, "_VALIDATED", {})
+    _forget_rows(monkeypatch)
     with derivations.recording() as made:
         validate(presets)
-    monkeypatch.setattr(validation, "_VALIDATED", {})
+    _forget_rows(monkeypatch)
     monkeypatch.setattr(validation, "evaluate", None)  # from the store alone
     with derivations.recording() as again:
         validate(presets)
@@ -1344,3 +1351,30 @@ def test_a_remembered_array_reads_back_number_for_number():
         assert back.m.dtype == value.m.dtype and back.m.shape == value.m.shape
         assert back.m.tobytes() == value.m.tobytes()
         back.m[...] = 0  # a writable array of its own, as before
+
+
+def test_a_preset_edit_evaluates_again_only_the_rows_that_read_it(monkeypatch):
+    """chalkboard serve after an edit of the H200's memory (units.reads.forget): the rows whose
+    evaluation read it are evaluated again, every other row is kept (book.validation._ROWS)."""
+    from book import validation
+    from units import reads
+
+    monkeypatch.setenv("CHALKBOARD_CACHE", "0")  # no store: what is not kept is computed
+    monkeypatch.setattr(validation, "_VALIDATED", reads.ReadsDict())
+    monkeypatch.setattr(validation, "_ROWS", reads.ReadsDict())
+    presets = load()
+    before = validate(presets)
+    capacity = ("hardware", "h200", "hbm_capacity")
+    reading = set()
+    for row in presets.by_kind["measurement"].values():
+        with reads.recording() as got:
+            validation.evaluate(row, presets)
+        if capacity in got:
+            reading.add(row.id)
+    assert 0 < len(reading) < len(before) / 4  # the H200 rows, not the others
+    calls = []
+    real = validation.evaluate
+    monkeypatch.setattr(validation, "evaluate", lambda row, p: calls.append(row.id) or real(row, p))
+    reads.forget({capacity})
+    assert validate(presets) == before
+    assert sorted(calls) == sorted(reading)
