@@ -3034,9 +3034,9 @@ def figures_for(chapter: str, presets: Presets) -> dict:
 
 def undrawn(chapter: str, presets: Presets) -> list:
     """What draws each of the chapter's figures not drawn yet in this process, for
-    ``book.parallel.ahead``: drawn in a copy, it is found in the store here."""
+    ``book.parallel.beside``: drawn in a forked copy, a figure is found in the store here."""
     ids = CHAPTER_FIGURES.get(chapter, ())
     return [functools.partial(drawn, i, presets) for i in ids if (presets.files, i) not in _DRAWN]
 
 
-__all__ = ["FIGURES", "Figure", "drawn", "figures_for", "load"]
+__all__ = ["FIGURES", "Figure", "drawn", "figures_for", "load", "undrawn"]
