@@ -1,5 +1,6 @@
 """A second core for the work a reader waits on: a computation split with a forked copy of this
-process, or run ahead in one.
+process (:func:`halves`), or run in copies beside it (:func:`ahead` from now, :func:`beside`
+from the point the work says it is :func:`ready`).
 
 The copy (POSIX ``fork``) starts with every module, memo and argument of this process, so
 nothing is imported or sent to it. It answers through a pipe (arrays in NumPy's own format, never
@@ -168,7 +169,7 @@ def beside(*computations: Callable[[], object]):
     _WAITING.append(block)
     try:
         yield
-        ready()
+        _start_each(block)  # this block's own, not ready() yet: now
     finally:
         _WAITING.remove(block)
         for pid in block[1]:
@@ -177,11 +178,16 @@ def beside(*computations: Callable[[], object]):
 
 def ready() -> None:
     """Start the computations waiting in the :func:`beside` blocks under way, a copy each."""
-    for waiting, started in _WAITING:
-        while waiting:
-            pid = _start([waiting.pop(0)])
-            if pid is not None:
-                started.append(pid)
+    for block in _WAITING:
+        _start_each(block)
+
+
+def _start_each(block: tuple[list, list]) -> None:
+    waiting, started = block
+    while waiting:
+        pid = _start([waiting.pop(0)])
+        if pid is not None:
+            started.append(pid)
 
 
 def _wait(pid: int) -> tuple[int, int]:

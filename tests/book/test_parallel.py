@@ -174,5 +174,7 @@ def test_beside_starts_each_computation_in_a_copy_of_its_own_when_ready(store):
         assert sorted(made) == ["a", "b"] and len(set(made.values()) | {str(os.getpid())}) == 3
         marks.unlink()
         with parallel.beside(mark("c")):
-            pass
-        assert marks.read_text().split()[0] == "c"  # at the block's end, and waited for
+            with parallel.beside(mark("d")):
+                pass
+            assert marks.read_text().split()[0] == "d"  # an inner block's end starts its own
+        assert [line.split()[0] for line in marks.read_text().splitlines()] == ["d", "c"]
